@@ -1,0 +1,221 @@
+// Package config maps Java-properties files (RocketMQ's broker.conf and
+// namesrv.conf) onto Go config structs.
+//
+// A struct field takes part when it carries a `prop:"keyName"` tag with the
+// RocketMQ key name. Struct-typed fields without a tag are walked into, so a
+// broker config can embed the store config and both load from one file.
+//
+// Supported field kinds: string, bool, signed and unsigned integers, floats and
+// time.Duration. A Duration accepts either a Go duration ("500ms") or a bare
+// integer, read as milliseconds because that is how RocketMQ spells every
+// interval key (flushIntervalCommitLog=500).
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/magiconair/properties"
+)
+
+// ErrUnknownKey is wrapped by the error returned for a key that no field of
+// the target struct declares. RocketMQ silently ignores such keys; we don't,
+// because a misspelt key (flushDiskTyp=SYNC_FLUSH) would otherwise leave a
+// durability setting at its default without anyone noticing.
+var ErrUnknownKey = errors.New("unknown config key")
+
+// ErrBadValue is wrapped by the error returned for a value that does not
+// parse as the field's type.
+var ErrBadValue = errors.New("malformed config value")
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// KeyError names the file and key that were wrong and why.
+type KeyError struct {
+	Source string // file name, or a description such as "flags"
+	Key    string
+	Value  string
+	Err    error // ErrUnknownKey or ErrBadValue, possibly wrapping a parse error
+}
+
+func (e *KeyError) Error() string {
+	if errors.Is(e.Err, ErrUnknownKey) {
+		return fmt.Sprintf("%s: unknown key %q (check the spelling against the documented keys)", e.Source, e.Key)
+	}
+	return fmt.Sprintf("%s: key %q: cannot use value %q: %v", e.Source, e.Key, e.Value, e.Err)
+}
+
+// Unwrap returns the sentinel (and through it any parse error).
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// LoadFile reads the properties file at path and applies every key in it to
+// dst, which must be a pointer to a struct. Fields whose keys the file does
+// not mention keep their current values, so callers start from DefaultConfig().
+func LoadFile(path string, dst any) error {
+	l := &properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
+	p, err := l.LoadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: read %s: %w", path, err)
+	}
+	return Apply(p.Map(), path, dst)
+}
+
+// Apply sets dst's fields from a key→value map; source names where the map
+// came from in error messages. Keys are applied in sorted order so the first
+// error reported is deterministic.
+func Apply(kv map[string]string, source string, dst any) error {
+	fields, err := fieldsOf(dst)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := fields[k]
+		if !ok {
+			return &KeyError{Source: source, Key: k, Value: kv[k], Err: ErrUnknownKey}
+		}
+		v := strings.TrimSpace(kv[k])
+		if err := set(f, v); err != nil {
+			return &KeyError{Source: source, Key: k, Value: v, Err: fmt.Errorf("%w: %v", ErrBadValue, err)}
+		}
+	}
+	return nil
+}
+
+// Keys lists every key dst declares, sorted.
+func Keys(dst any) ([]string, error) {
+	fields, err := fieldsOf(dst)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(fields))
+	for k := range fields {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Print writes the effective configuration as sorted key=value lines, in the
+// same syntax LoadFile reads, so the output of `-p` can be saved as a file.
+func Print(w io.Writer, src any) error {
+	fields, err := fieldsOf(src)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := fmt.Fprintf(w, "%s=%s\n", k, format(fields[k])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldsOf walks the struct behind ptr and returns its tagged fields by key.
+func fieldsOf(ptr any) (map[string]reflect.Value, error) {
+	v := reflect.ValueOf(ptr)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("config: target must be a non-nil pointer to a struct, got %T", ptr)
+	}
+	out := make(map[string]reflect.Value)
+	if err := collect(v.Elem(), out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func collect(v reflect.Value, out map[string]reflect.Value) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		fv := v.Field(i)
+		key, ok := sf.Tag.Lookup("prop")
+		if !ok || key == "" {
+			if sf.Type.Kind() == reflect.Struct && sf.Type != durationType {
+				if err := collect(fv, out); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if key == "-" {
+			continue
+		}
+		if _, dup := out[key]; dup {
+			return fmt.Errorf("config: key %q declared twice in %s", key, t)
+		}
+		out[key] = fv
+	}
+	return nil
+}
+
+func set(f reflect.Value, s string) error {
+	if f.Type() == durationType {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			f.SetInt(int64(time.Duration(n) * time.Millisecond))
+			return nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("want milliseconds or a duration like 500ms")
+		}
+		f.SetInt(int64(d))
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		f.SetBool(b)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, f.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("want an integer that fits %s", f.Type())
+		}
+		f.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(s, 10, f.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("want a non-negative integer that fits %s", f.Type())
+		}
+		f.SetUint(n)
+	case reflect.Float32, reflect.Float64:
+		n, err := strconv.ParseFloat(s, f.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("want a number")
+		}
+		f.SetFloat(n)
+	default:
+		return fmt.Errorf("unsupported field type %s", f.Type())
+	}
+	return nil
+}
+
+func format(f reflect.Value) string {
+	if f.Type() == durationType {
+		return strconv.FormatInt(time.Duration(f.Int()).Milliseconds(), 10)
+	}
+	return fmt.Sprint(f.Interface())
+}

@@ -1,0 +1,140 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type storeCfg struct {
+	FlushDiskType string        `prop:"flushDiskType"`
+	FlushInterval time.Duration `prop:"flushIntervalCommitLog"`
+	MaxSize       int32         `prop:"maxMessageSize"`
+}
+
+type brokerCfg struct {
+	BrokerName string  `prop:"brokerName"`
+	ListenPort int     `prop:"listenPort"`
+	AutoCreate bool    `prop:"autoCreateTopicEnable"`
+	Ratio      float64 `prop:"diskMaxUsedSpaceRatio"`
+	ID         uint64  `prop:"brokerId"`
+	Ignored    string  `prop:"-"`
+	Store      storeCfg
+}
+
+func writeConf(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "broker.conf")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadFileSetsNestedAndTypedFields(t *testing.T) {
+	p := writeConf(t, `# comment
+brokerName = broker-a
+listenPort=10921
+autoCreateTopicEnable=true
+diskMaxUsedSpaceRatio=0.75
+brokerId=2
+flushDiskType=SYNC_FLUSH
+flushIntervalCommitLog=250
+maxMessageSize=1024
+`)
+	c := brokerCfg{ListenPort: 10911, Store: storeCfg{FlushDiskType: "ASYNC_FLUSH"}}
+	if err := LoadFile(p, &c); err != nil {
+		t.Fatal(err)
+	}
+	want := brokerCfg{BrokerName: "broker-a", ListenPort: 10921, AutoCreate: true, Ratio: 0.75, ID: 2,
+		Store: storeCfg{FlushDiskType: "SYNC_FLUSH", FlushInterval: 250 * time.Millisecond, MaxSize: 1024}}
+	if c != want {
+		t.Fatalf("got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestDurationAcceptsGoSyntax(t *testing.T) {
+	var c brokerCfg
+	if err := Apply(map[string]string{"flushIntervalCommitLog": "2s"}, "flags", &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Store.FlushInterval != 2*time.Second {
+		t.Fatalf("got %v", c.Store.FlushInterval)
+	}
+}
+
+func TestUnknownKeyNamesKeyAndFile(t *testing.T) {
+	p := writeConf(t, "flushDiskTyp=SYNC_FLUSH\n")
+	var c brokerCfg
+	err := LoadFile(p, &c)
+	if !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("want ErrUnknownKey, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "flushDiskTyp") || !strings.Contains(err.Error(), p) {
+		t.Fatalf("error should name key and file: %v", err)
+	}
+}
+
+func TestMalformedValues(t *testing.T) {
+	cases := map[string]string{
+		"listenPort":             "ten",
+		"autoCreateTopicEnable":  "yes please",
+		"maxMessageSize":         "99999999999",
+		"brokerId":               "-1",
+		"diskMaxUsedSpaceRatio":  "most",
+		"flushIntervalCommitLog": "soon",
+	}
+	for k, v := range cases {
+		var c brokerCfg
+		err := Apply(map[string]string{k: v}, "test.conf", &c)
+		var ke *KeyError
+		if !errors.As(err, &ke) || !errors.Is(err, ErrBadValue) || ke.Key != k {
+			t.Errorf("%s=%s: want ErrBadValue naming the key, got %v", k, v, err)
+		}
+	}
+}
+
+func TestIgnoredFieldIsNotAKey(t *testing.T) {
+	var c brokerCfg
+	if err := Apply(map[string]string{"-": "x"}, "t", &c); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestPrintRoundTrips(t *testing.T) {
+	src := brokerCfg{BrokerName: "b", ListenPort: 1, Ratio: 0.5, Store: storeCfg{FlushInterval: 1500 * time.Millisecond}}
+	var buf bytes.Buffer
+	if err := Print(&buf, &src); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "flushIntervalCommitLog=1500\n") {
+		t.Fatalf("durations print as ms: %s", buf.String())
+	}
+	var back brokerCfg
+	if err := LoadFile(writeConf(t, buf.String()), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != src {
+		t.Fatalf("round trip: got %+v want %+v", back, src)
+	}
+}
+
+func TestRejectsNonPointer(t *testing.T) {
+	if err := Apply(nil, "x", brokerCfg{}); err == nil {
+		t.Fatal("want error for non-pointer")
+	}
+}
+
+func TestDuplicateKeyDeclarationIsAnError(t *testing.T) {
+	type dup struct {
+		A string `prop:"k"`
+		B string `prop:"k"`
+	}
+	if _, err := Keys(&dup{}); err == nil {
+		t.Fatal("want error for duplicate key")
+	}
+}
