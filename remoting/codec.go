@@ -1,0 +1,380 @@
+package remoting
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Frame layout (big-endian), RocketMQ's RemotingCommand.encode/decode:
+//
+//	int32 length      = 4 + headerLen + bodyLen (not counting itself)
+//	int32 headerFlag  = serializeType<<24 | headerLen (24 bits)
+//	header            JSON or ROCKETMQ serialized
+//	body
+const (
+	// lengthFieldSize is the size of the leading frame length.
+	lengthFieldSize = 4
+	// maxHeaderLen is what fits the 24 bits of the header-length field.
+	maxHeaderLen = 1<<24 - 1
+	// rocketMQFixedHeaderLen is code(2)+language(1)+version(2)+opaque(4)+
+	// flag(4)+remarkLen(4)+extLen(4) of a ROCKETMQ header.
+	rocketMQFixedHeaderLen = 21
+)
+
+// DefaultMaxFrameSize is RocketMQ's default frame limit (16 MiB,
+// com.rocketmq.remoting.frameMaxLength).
+const DefaultMaxFrameSize = 16 << 20
+
+// EncodeFrame serializes c into a whole frame, including the leading 4-byte
+// length, using c.SerializeType for the header.
+func EncodeFrame(c *RemotingCommand) ([]byte, error) {
+	buf := make([]byte, 8, 8+128+len(c.Remark)+len(c.Body)+32*len(c.ExtFields))
+	var err error
+	switch c.SerializeType {
+	case SerializeJSON:
+		buf = appendJSONHeader(buf, c)
+	case SerializeRocketMQ:
+		buf, err = appendRocketMQHeader(buf, c)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrInvalidFrame, c.SerializeType)
+	}
+	headerLen := len(buf) - 8
+	if headerLen > maxHeaderLen {
+		return nil, fmt.Errorf("%w: header of %d bytes exceeds the 24-bit length field", ErrFrameTooLarge, headerLen)
+	}
+	total := len(buf) - lengthFieldSize + len(c.Body)
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, total)
+	}
+	buf = append(buf, c.Body...)
+	binary.BigEndian.PutUint32(buf[0:4], uint32(total))
+	binary.BigEndian.PutUint32(buf[4:8], uint32(c.SerializeType)<<24|uint32(headerLen))
+	return buf, nil
+}
+
+// DecodeFrame parses a frame WITHOUT its leading 4-byte length field (the
+// bytes that follow it). The returned command's Body aliases frame.
+func DecodeFrame(frame []byte) (*RemotingCommand, error) {
+	if len(frame) < 4 {
+		return nil, fmt.Errorf("%w: %d bytes, shorter than the header-length field", ErrInvalidFrame, len(frame))
+	}
+	flag := binary.BigEndian.Uint32(frame[:4])
+	st := SerializeType(flag >> 24)
+	headerLen := int(flag & maxHeaderLen)
+	if headerLen > len(frame)-4 {
+		return nil, fmt.Errorf("%w: header length %d beyond frame of %d bytes", ErrInvalidFrame, headerLen, len(frame))
+	}
+	header := frame[4 : 4+headerLen]
+	var (
+		c   *RemotingCommand
+		err error
+	)
+	switch st {
+	case SerializeJSON:
+		c, err = decodeJSONHeader(header)
+	case SerializeRocketMQ:
+		c, err = decodeRocketMQHeader(header)
+	default:
+		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrInvalidFrame, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.SerializeType = st
+	if body := frame[4+headerLen:]; len(body) > 0 {
+		c.Body = body
+	}
+	return c, nil
+}
+
+// extKeys returns the ExtFields keys in wire order: first the decoded order
+// (so decode→encode is byte-identical), then any other keys sorted (so
+// encoding is deterministic).
+func (c *RemotingCommand) extKeys() []string {
+	if len(c.ExtFields) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(c.ExtFields))
+	for _, k := range c.extOrder {
+		if _, ok := c.ExtFields[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == len(c.ExtFields) {
+		return keys
+	}
+	known := len(keys)
+	for k := range c.ExtFields {
+		if !slices.Contains(keys[:known], k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys[known:])
+	return keys
+}
+
+// ---- JSON header (RemotingSerializable / the Go client's jsoniter) ----
+
+// appendJSONHeader writes the header exactly as the official Go client
+// does: fixed field order, no spaces, HTML-escaped strings, remark always
+// present, extFields null when the map is nil.
+func appendJSONHeader(b []byte, c *RemotingCommand) []byte {
+	b = append(b, `{"code":`...)
+	b = strconv.AppendInt(b, int64(c.Code), 10)
+	b = append(b, `,"language":"`...)
+	b = append(b, c.Language.String()...)
+	b = append(b, `","version":`...)
+	b = strconv.AppendInt(b, int64(c.Version), 10)
+	b = append(b, `,"opaque":`...)
+	b = strconv.AppendInt(b, int64(c.Opaque), 10)
+	b = append(b, `,"flag":`...)
+	b = strconv.AppendInt(b, int64(c.Flag), 10)
+	b = append(b, `,"remark":`...)
+	b = appendJSONString(b, c.Remark)
+	b = append(b, `,"extFields":`...)
+	if c.ExtFields == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		for i, k := range c.extKeys() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONString(b, c.ExtFields[k])
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendJSONString quotes s like encoding/json and jsoniter's default
+// config (HTML characters escaped), with a copy-only fast path.
+func appendJSONString(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch < 0x20 || ch >= utf8.RuneSelf || ch == '"' || ch == '\\' || ch == '<' || ch == '>' || ch == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := json.Marshal(s) // marshalling a string cannot fail
+	return append(b, q...)
+}
+
+// jsonHeader mirrors the JSON fields of RemotingCommand. Unknown fields
+// (Java adds serializeTypeCurrentRPC) are ignored.
+type jsonHeader struct {
+	Code      int16           `json:"code"`
+	Language  json.RawMessage `json:"language"`
+	Version   int16           `json:"version"`
+	Opaque    int32           `json:"opaque"`
+	Flag      int32           `json:"flag"`
+	Remark    *string         `json:"remark"`
+	ExtFields orderedExt      `json:"extFields"`
+}
+
+// orderedExt decodes extFields keeping the key order of the wire.
+type orderedExt struct {
+	m     map[string]string
+	order []string
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (o *orderedExt) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("extFields is not an object")
+	}
+	o.m = make(map[string]string)
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key := kt.(string) // object keys are always strings
+		vt, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var val string
+		switch v := vt.(type) {
+		case string:
+			val = v
+		case json.Number:
+			// Lenient: some non-Java clients send numbers unquoted.
+			val = v.String()
+		case bool:
+			val = strconv.FormatBool(v)
+		case nil:
+			// Java skips null values when encoding; treat as absent.
+			continue
+		default:
+			return fmt.Errorf("extFields[%q] is not a scalar", key)
+		}
+		if _, dup := o.m[key]; !dup {
+			o.order = append(o.order, key)
+		}
+		o.m[key] = val
+	}
+	return nil
+}
+
+func decodeJSONHeader(h []byte) (*RemotingCommand, error) {
+	var jh jsonHeader
+	if err := json.Unmarshal(h, &jh); err != nil {
+		return nil, fmt.Errorf("%w: json: %v", ErrInvalidHeader, err)
+	}
+	c := &RemotingCommand{
+		Code:      jh.Code,
+		Version:   jh.Version,
+		Opaque:    jh.Opaque,
+		Flag:      jh.Flag,
+		ExtFields: jh.ExtFields.m,
+		extOrder:  jh.ExtFields.order,
+	}
+	if jh.Remark != nil {
+		c.Remark = *jh.Remark
+	}
+	if len(jh.Language) > 0 && string(jh.Language) != "null" {
+		var name string
+		if err := json.Unmarshal(jh.Language, &name); err == nil {
+			c.Language, _ = ParseLanguage(name)
+		} else {
+			var n uint8
+			if err := json.Unmarshal(jh.Language, &n); err != nil {
+				return nil, fmt.Errorf("%w: json: language %s is neither a name nor a code", ErrInvalidHeader, jh.Language)
+			}
+			c.Language = LanguageCode(n)
+		}
+	}
+	return c, nil
+}
+
+// ---- ROCKETMQ header (RocketMQSerializable) ----
+
+func appendRocketMQHeader(b []byte, c *RemotingCommand) ([]byte, error) {
+	b = binary.BigEndian.AppendUint16(b, uint16(c.Code))
+	b = append(b, byte(c.Language))
+	b = binary.BigEndian.AppendUint16(b, uint16(c.Version))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Opaque))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Flag))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Remark)))
+	b = append(b, c.Remark...)
+	extLenAt := len(b)
+	b = append(b, 0, 0, 0, 0)
+	for _, k := range c.extKeys() {
+		if len(k) > math.MaxInt16 {
+			return nil, fmt.Errorf("%w: extFields key of %d bytes exceeds int16 length", ErrInvalidHeader, len(k))
+		}
+		v := c.ExtFields[k]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	binary.BigEndian.PutUint32(b[extLenAt:], uint32(len(b)-extLenAt-4))
+	return b, nil
+}
+
+// rmqReader walks a ROCKETMQ header with bounds checks: every length on
+// the wire is untrusted.
+type rmqReader struct {
+	b   []byte
+	off int
+}
+
+func (r *rmqReader) need(n int, what string) error {
+	if n < 0 || n > len(r.b)-r.off {
+		return fmt.Errorf("%w: rocketmq: %s of %d bytes beyond header (%d left)", ErrInvalidHeader, what, n, len(r.b)-r.off)
+	}
+	return nil
+}
+
+func (r *rmqReader) u16() uint16 { v := binary.BigEndian.Uint16(r.b[r.off:]); r.off += 2; return v }
+func (r *rmqReader) u32() uint32 { v := binary.BigEndian.Uint32(r.b[r.off:]); r.off += 4; return v }
+
+func (r *rmqReader) str(n int, what string) (string, error) {
+	if err := r.need(n, what); err != nil {
+		return "", err
+	}
+	s := string(r.b[r.off : r.off+n])
+	r.off += n
+	return s, nil
+}
+
+func decodeRocketMQHeader(h []byte) (*RemotingCommand, error) {
+	r := &rmqReader{b: h}
+	if err := r.need(rocketMQFixedHeaderLen-4, "fixed fields"); err != nil {
+		return nil, err
+	}
+	c := &RemotingCommand{}
+	c.Code = int16(r.u16())
+	c.Language = LanguageCode(r.b[r.off])
+	r.off++
+	c.Version = int16(r.u16())
+	c.Opaque = int32(r.u32())
+	c.Flag = int32(r.u32())
+	remarkLen := int(int32(r.u32()))
+	var err error
+	if c.Remark, err = r.str(remarkLen, "remark"); err != nil {
+		return nil, err
+	}
+	if err := r.need(4, "extFields length"); err != nil {
+		return nil, err
+	}
+	extLen := int(int32(r.u32()))
+	if err := r.need(extLen, "extFields"); err != nil {
+		return nil, err
+	}
+	if extLen == 0 {
+		return c, nil
+	}
+	ext := &rmqReader{b: r.b[r.off : r.off+extLen]}
+	c.ExtFields = make(map[string]string)
+	for ext.off < len(ext.b) {
+		if err := ext.need(2, "key length"); err != nil {
+			return nil, err
+		}
+		k, err := ext.str(int(int16(ext.u16())), "key")
+		if err != nil {
+			return nil, err
+		}
+		if err := ext.need(4, "value length"); err != nil {
+			return nil, err
+		}
+		v, err := ext.str(int(int32(ext.u32())), "value")
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := c.ExtFields[k]; !dup {
+			c.extOrder = append(c.extOrder, k)
+		}
+		c.ExtFields[k] = v
+	}
+	return c, nil
+}
