@@ -1,0 +1,114 @@
+package namesrv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Config is the name server's configuration. Keys (prop tags) follow
+// RocketMQ's NamesrvConfig and NettyServerConfig so an existing namesrv.conf
+// loads unchanged, except that unknown keys are rejected by the loader.
+type Config struct {
+	// ListenAddr is the host part of the listen address; ListenPort the port.
+	// They are separate because RocketMQ configures only listenPort.
+	ListenAddr string `prop:"listenAddr"`
+	ListenPort int    `prop:"listenPort"`
+
+	// KVConfigPath is the JSON file holding the KV config table
+	// (KVConfigManager). Written atomically on every change.
+	KVConfigPath string `prop:"kvConfigPath"`
+
+	// ScanNotActiveBrokerInterval is how often the live table is scanned for
+	// brokers whose last heartbeat is older than their expiry.
+	ScanNotActiveBrokerInterval time.Duration `prop:"scanNotActiveBrokerInterval"`
+	// BrokerChannelExpiredTime is the default broker expiry; a broker can ask
+	// for its own with the heartbeatTimeoutMillis register header.
+	BrokerChannelExpiredTime time.Duration `prop:"brokerChannelExpiredTime"`
+
+	// OrderMessageEnable fills orderTopicConf in routes from the
+	// ORDER_TOPIC_CONFIG KV namespace (off by default, as in RocketMQ).
+	OrderMessageEnable bool `prop:"orderMessageEnable"`
+	// ReturnOrderTopicConfigToBroker sends the ORDER_TOPIC_CONFIG namespace
+	// back in the REGISTER_BROKER response body.
+	ReturnOrderTopicConfigToBroker bool `prop:"returnOrderTopicConfigToBroker"`
+	// EnableAllTopicList allows GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
+	EnableAllTopicList bool `prop:"enableAllTopicList"`
+	// EnableTopicList allows GET_TOPICS_BY_CLUSTER.
+	EnableTopicList bool `prop:"enableTopicList"`
+	// DeleteTopicWithBrokerRegistration drops a broker's topics that are
+	// missing from its latest registration.
+	DeleteTopicWithBrokerRegistration bool `prop:"deleteTopicWithBrokerRegistration"`
+
+	// ClientRequestThreadPoolNums and ClientRequestThreadPoolQueueCapacity
+	// size the worker pool for GET_ROUTEINFO_BY_TOPIC, kept apart from the
+	// default pool so route lookups from many clients never queue behind
+	// broker registrations (RocketMQ's clientRequestExecutor).
+	ClientRequestThreadPoolNums          int `prop:"clientRequestThreadPoolNums"`
+	ClientRequestThreadPoolQueueCapacity int `prop:"clientRequestThreadPoolQueueCapacity"`
+	// DefaultThreadPoolNums and DefaultThreadPoolQueueCapacity size the pool
+	// for every other request code.
+	DefaultThreadPoolNums          int `prop:"defaultThreadPoolNums"`
+	DefaultThreadPoolQueueCapacity int `prop:"defaultThreadPoolQueueCapacity"`
+	// UnRegisterBrokerQueueCapacity bounds pending UNREGISTER_BROKER requests
+	// waiting for the batch unregistration goroutine.
+	UnRegisterBrokerQueueCapacity int `prop:"unRegisterBrokerQueueCapacity"`
+
+	// ServerChannelMaxIdleTimeSeconds closes remoting connections idle this
+	// many seconds (NettyServerConfig's key, in seconds).
+	ServerChannelMaxIdleTimeSeconds int `prop:"serverChannelMaxIdleTimeSeconds"`
+}
+
+// DefaultConfig returns RocketMQ's defaults: port 9876, a 5 s scan, a 120 s
+// expiry and ~/namesrv/kvConfig.json.
+func DefaultConfig() Config {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "."
+	}
+	return Config{
+		ListenAddr:                           "0.0.0.0",
+		ListenPort:                           9876,
+		KVConfigPath:                         filepath.Join(home, "namesrv", "kvConfig.json"),
+		ScanNotActiveBrokerInterval:          5 * time.Second,
+		BrokerChannelExpiredTime:             120 * time.Second,
+		ReturnOrderTopicConfigToBroker:       true,
+		EnableAllTopicList:                   true,
+		EnableTopicList:                      true,
+		ClientRequestThreadPoolNums:          8,
+		ClientRequestThreadPoolQueueCapacity: 50000,
+		DefaultThreadPoolNums:                16,
+		DefaultThreadPoolQueueCapacity:       10000,
+		UnRegisterBrokerQueueCapacity:        3000,
+		ServerChannelMaxIdleTimeSeconds:      120,
+	}
+}
+
+// Addr is the listen address built from ListenAddr and ListenPort.
+func (c Config) Addr() string {
+	return fmt.Sprintf("%s:%d", c.ListenAddr, c.ListenPort)
+}
+
+// Validate reports the first setting that cannot work, naming its key.
+func (c Config) Validate() error {
+	switch {
+	case c.ListenPort < 0 || c.ListenPort > 65535:
+		return fmt.Errorf("%w: listenPort=%d is not a TCP port (0..65535)", ErrInvalidConfig, c.ListenPort)
+	case c.KVConfigPath == "":
+		return fmt.Errorf("%w: kvConfigPath is empty; name a file for the KV config table", ErrInvalidConfig)
+	case c.ScanNotActiveBrokerInterval <= 0:
+		return fmt.Errorf("%w: scanNotActiveBrokerInterval=%v must be positive", ErrInvalidConfig, c.ScanNotActiveBrokerInterval)
+	case c.BrokerChannelExpiredTime <= 0:
+		return fmt.Errorf("%w: brokerChannelExpiredTime=%v must be positive", ErrInvalidConfig, c.BrokerChannelExpiredTime)
+	case c.ClientRequestThreadPoolNums <= 0 || c.DefaultThreadPoolNums <= 0:
+		return fmt.Errorf("%w: clientRequestThreadPoolNums and defaultThreadPoolNums must be positive", ErrInvalidConfig)
+	case c.ClientRequestThreadPoolQueueCapacity <= 0 || c.DefaultThreadPoolQueueCapacity <= 0:
+		return fmt.Errorf("%w: clientRequestThreadPoolQueueCapacity and defaultThreadPoolQueueCapacity must be positive", ErrInvalidConfig)
+	case c.ServerChannelMaxIdleTimeSeconds <= 0:
+		return fmt.Errorf("%w: serverChannelMaxIdleTimeSeconds must be positive", ErrInvalidConfig)
+	case c.UnRegisterBrokerQueueCapacity <= 0:
+		return fmt.Errorf("%w: unRegisterBrokerQueueCapacity must be positive", ErrInvalidConfig)
+	}
+	return nil
+}

@@ -1,0 +1,22 @@
+package namesrv
+
+import "errors"
+
+// ErrInvalidConfig is wrapped by Config.Validate errors; the message names
+// the offending key.
+var ErrInvalidConfig = errors.New("namesrv: invalid config")
+
+// ErrBadBody is wrapped when a request body (register-broker body, data
+// version, topic route) cannot be decoded; the message says what was wrong.
+var ErrBadBody = errors.New("namesrv: malformed request body")
+
+// ErrUnregisterQueueFull is returned when the batch-unregistration queue is
+// full; the broker will be removed later by the inactive-broker scan.
+var ErrUnregisterQueueFull = errors.New("namesrv: unregister queue full")
+
+// ErrKVPersist is wrapped when the KV config file cannot be written; the
+// in-memory table keeps the change, the error names the file.
+var ErrKVPersist = errors.New("namesrv: persisting KV config failed")
+
+// ErrAlreadyStarted is returned by Start/Run on a server that was started.
+var ErrAlreadyStarted = errors.New("namesrv: already started")

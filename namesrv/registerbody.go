@@ -1,0 +1,191 @@
+package namesrv
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// maxCompressedItem bounds one length-prefixed item in a compressed
+// register body, so a corrupt length cannot make us allocate gigabytes.
+const maxCompressedItem = 16 << 20
+
+// DecodeRegisterBrokerBody decodes a REGISTER_BROKER body. With compressed
+// (request header compressed=true) the body is RocketMQ's
+// RegisterBrokerBody.encode(true) layout inside a zlib stream: int32-prefixed
+// DataVersion JSON, int32 topic count, int32-prefixed TopicConfig.encode()
+// strings ("name read write perm filterType {attributes}"), int32-prefixed
+// filter-server JSON array and, from 5.0 brokers, a topic-queue-mapping
+// section that the name server does not use. Otherwise it is plain JSON. An
+// empty body is a registration without topics (data version zero).
+func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody, error) {
+	body := &RegisterBrokerBody{}
+	body.TopicConfigSerializeWrapper.TopicConfigTable = map[string]TopicConfig{}
+	if len(data) == 0 {
+		return body, nil
+	}
+	if !compressed {
+		// Quote legacy keys first: a Java broker's static-topic mapping
+		// section holds Map<Integer,…> fields that fastjson writes unquoted.
+		if err := json.Unmarshal(QuoteLegacyKeys(data), body); err != nil {
+			return nil, fmt.Errorf("%w: register broker body: %v", ErrBadBody, err)
+		}
+		if body.TopicConfigSerializeWrapper.TopicConfigTable == nil {
+			body.TopicConfigSerializeWrapper.TopicConfigTable = map[string]TopicConfig{}
+		}
+		return body, nil
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: compressed register broker body: %v", ErrBadBody, err)
+	}
+	defer zr.Close()
+	dv, err := readItem(zr, "data version")
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(dv, &body.TopicConfigSerializeWrapper.DataVersion); err != nil {
+		return nil, fmt.Errorf("%w: data version: %v", ErrBadBody, err)
+	}
+	n, err := readInt32(zr, "topic count")
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%w: negative topic count %d", ErrBadBody, n)
+	}
+	for i := int32(0); i < n; i++ {
+		item, err := readItem(zr, "topic config")
+		if err != nil {
+			return nil, err
+		}
+		tc, err := parseCompactTopicConfig(string(item))
+		if err != nil {
+			return nil, err
+		}
+		body.TopicConfigSerializeWrapper.TopicConfigTable[tc.TopicName] = tc
+	}
+	fs, err := readItem(zr, "filter server list")
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(fs, &body.FilterServerList); err != nil {
+		return nil, fmt.Errorf("%w: filter server list: %v", ErrBadBody, err)
+	}
+	// The mapping section (5.0+) is ignored; it may be absent on old brokers.
+	return body, nil
+}
+
+// EncodeRegisterBrokerBody is the inverse of DecodeRegisterBrokerBody, for
+// brokers registering with name servers and for tests. Topics are written in
+// name order so equal bodies encode to equal bytes.
+func EncodeRegisterBrokerBody(body *RegisterBrokerBody, compress bool) ([]byte, error) {
+	if !compress {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("namesrv: encode register broker body: %w", err)
+		}
+		return b, nil
+	}
+	var buf bytes.Buffer
+	zw, err := zlib.NewWriterLevel(&buf, zlib.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	dv, _ := json.Marshal(body.TopicConfigSerializeWrapper.DataVersion)
+	writeItem(zw, dv)
+	table := body.TopicConfigSerializeWrapper.TopicConfigTable
+	writeInt32(zw, int32(len(table)))
+	for _, name := range sortedKeys(table) {
+		writeItem(zw, []byte(compactTopicConfig(table[name])))
+	}
+	fs := body.FilterServerList
+	if fs == nil {
+		fs = []string{}
+	}
+	fsb, _ := json.Marshal(fs)
+	writeItem(zw, fsb)
+	writeInt32(zw, 0) // empty topic-queue-mapping section, as a 5.0 broker writes
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// compactTopicConfig is RocketMQ's TopicConfig.encode(): space-separated
+// fields, attributes as JSON last.
+func compactTopicConfig(tc TopicConfig) string {
+	filter := tc.TopicFilterType
+	if filter == "" {
+		filter = "SINGLE_TAG"
+	}
+	attrs := tc.Attributes
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	a, _ := json.Marshal(attrs)
+	return strings.Join([]string{tc.TopicName, strconv.Itoa(tc.ReadQueueNums),
+		strconv.Itoa(tc.WriteQueueNums), strconv.Itoa(tc.Perm), filter, string(a)}, " ")
+}
+
+func parseCompactTopicConfig(s string) (TopicConfig, error) {
+	parts := strings.Split(s, " ")
+	if len(parts) < 5 {
+		return TopicConfig{}, fmt.Errorf("%w: topic config %q has %d fields, want at least 5", ErrBadBody, s, len(parts))
+	}
+	tc := TopicConfig{TopicName: parts[0], TopicFilterType: parts[4]}
+	var err error
+	nums := []*int{&tc.ReadQueueNums, &tc.WriteQueueNums, &tc.Perm}
+	for i, dst := range nums {
+		if *dst, err = strconv.Atoi(parts[i+1]); err != nil {
+			return TopicConfig{}, fmt.Errorf("%w: topic config %q field %d: %v", ErrBadBody, s, i+1, err)
+		}
+	}
+	if len(parts) >= 6 {
+		// Like RocketMQ, ignore attributes that do not parse (a space in a
+		// value splits the JSON).
+		_ = json.Unmarshal([]byte(strings.Join(parts[5:], " ")), &tc.Attributes)
+	}
+	return tc, nil
+}
+
+func readInt32(r io.Reader, what string) (int32, error) {
+	var b [4]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, fmt.Errorf("%w: compressed register broker body: reading %s length: %v", ErrBadBody, what, err)
+	}
+	return int32(binary.BigEndian.Uint32(b[:])), nil
+}
+
+func readItem(r io.Reader, what string) ([]byte, error) {
+	n, err := readInt32(r, what)
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 || n > maxCompressedItem {
+		return nil, fmt.Errorf("%w: compressed register broker body: %s length %d out of range", ErrBadBody, what, n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("%w: compressed register broker body: reading %s: %v", ErrBadBody, what, err)
+	}
+	return b, nil
+}
+
+// writeInt32 and writeItem write into a zlib writer over a bytes.Buffer,
+// which cannot fail before Close; Close reports any error.
+func writeInt32(w io.Writer, n int32) {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(n))
+	_, _ = w.Write(b[:])
+}
+
+func writeItem(w io.Writer, b []byte) {
+	writeInt32(w, int32(len(b)))
+	_, _ = w.Write(b)
+}

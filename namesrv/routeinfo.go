@@ -1,0 +1,392 @@
+package namesrv
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Channel is the connection a broker registered through. *remoting.Conn
+// satisfies it; the tables compare channels by identity and close a channel
+// whose broker expired, like RocketMQ's BrokerLiveInfo.channel.
+type Channel interface {
+	Close() error
+}
+
+// brokerAddrInfo keys the live and filter-server tables: the same address
+// may exist in two clusters.
+type brokerAddrInfo struct {
+	cluster string
+	addr    string
+}
+
+// brokerLiveInfo is what the name server knows about a registered address.
+type brokerLiveInfo struct {
+	lastUpdate   time.Time
+	timeout      time.Duration
+	dataVersion  DataVersion
+	channel      Channel
+	haServerAddr string
+}
+
+// RouteInfoManager holds the routing tables of RocketMQ's RouteInfoManager.
+// Every table is guarded by mu; methods ending in Locked expect the caller to
+// hold it (write lock for those that modify). No method calls out to the
+// network or closes a channel while holding mu, because a channel's close
+// callback comes back into the manager.
+type RouteInfoManager struct {
+	log           *zap.Logger
+	now           func() time.Time
+	defaultExpiry time.Duration
+	// deleteTopicWithRegistration mirrors NamesrvConfig.deleteTopicWithBrokerRegistration.
+	deleteTopicWithRegistration bool
+
+	mu sync.RWMutex
+	// topicQueueTable: topic → brokerName → queue data.
+	topicQueueTable map[string]map[string]*QueueData
+	// brokerAddrTable: brokerName → group members.
+	brokerAddrTable map[string]*BrokerData
+	// clusterAddrTable: cluster → set of brokerNames.
+	clusterAddrTable map[string]map[string]struct{}
+	// brokerLiveTable: (cluster, addr) → liveness and data version.
+	brokerLiveTable map[brokerAddrInfo]*brokerLiveInfo
+	// filterServerTable: (cluster, addr) → filter server addresses.
+	filterServerTable map[brokerAddrInfo][]string
+}
+
+// RouteOption adjusts a RouteInfoManager at construction.
+type RouteOption func(*RouteInfoManager)
+
+// WithClock injects the clock used for heartbeat timestamps and expiry, so
+// tests can move time without sleeping.
+func WithClock(now func() time.Time) RouteOption {
+	return func(r *RouteInfoManager) { r.now = now }
+}
+
+// WithDeleteTopicWithRegistration drops a broker's topics that are missing
+// from its newest full registration.
+func WithDeleteTopicWithRegistration(on bool) RouteOption {
+	return func(r *RouteInfoManager) { r.deleteTopicWithRegistration = on }
+}
+
+// NewRouteInfoManager returns empty tables. defaultExpiry applies to brokers
+// that do not send heartbeatTimeoutMillis; log may be nil.
+func NewRouteInfoManager(defaultExpiry time.Duration, log *zap.Logger, opts ...RouteOption) *RouteInfoManager {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	r := &RouteInfoManager{
+		log:               log,
+		now:               time.Now,
+		defaultExpiry:     defaultExpiry,
+		topicQueueTable:   make(map[string]map[string]*QueueData),
+		brokerAddrTable:   make(map[string]*BrokerData),
+		clusterAddrTable:  make(map[string]map[string]struct{}),
+		brokerLiveTable:   make(map[brokerAddrInfo]*brokerLiveInfo),
+		filterServerTable: make(map[brokerAddrInfo][]string),
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// RegisterBrokerArgs is one REGISTER_BROKER request, decoded.
+type RegisterBrokerArgs struct {
+	Cluster      string
+	BrokerAddr   string
+	BrokerName   string
+	BrokerID     int64
+	HAServerAddr string
+	ZoneName     string
+	// HeartbeatTimeout overrides the default expiry when positive.
+	HeartbeatTimeout time.Duration
+	// EnableActingMaster is nil for brokers that do not send the header
+	// (RocketMQ treats them as old-version brokers).
+	EnableActingMaster *bool
+	Topics             TopicConfigSerializeWrapper
+	FilterServerList   []string
+	Channel            Channel
+}
+
+// RegisterBrokerResult tells a slave where its master is.
+type RegisterBrokerResult struct {
+	HAServerAddr string
+	MasterAddr   string
+}
+
+// RegisterBroker records a broker and, when it is the master (or the
+// lowest-id slave of an acting-master group) and its data version changed or
+// this is its first registration, its topics' queue data. ok is false when
+// the registration was ignored because another address holds the same
+// brokerId with a newer state version (RocketMQ still answers SUCCESS).
+func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBrokerResult, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+
+	names := r.clusterAddrTable[a.Cluster]
+	if names == nil {
+		names = make(map[string]struct{})
+		r.clusterAddrTable[a.Cluster] = names
+	}
+	names[a.BrokerName] = struct{}{}
+
+	registerFirst := false
+	bd := r.brokerAddrTable[a.BrokerName]
+	if bd == nil {
+		registerFirst = true
+		bd = &BrokerData{Cluster: a.Cluster, BrokerName: a.BrokerName, BrokerAddrs: make(map[int64]string)}
+		r.brokerAddrTable[a.BrokerName] = bd
+	}
+	oldVersionBroker := a.EnableActingMaster == nil
+	bd.EnableActingMaster = !oldVersionBroker && *a.EnableActingMaster
+	bd.ZoneName = a.ZoneName
+
+	// One address holds one id: a slave promoted to master (or a Raft
+	// follower that became leader) re-registers under id 0 and its old
+	// entry goes.
+	for id, addr := range bd.BrokerAddrs {
+		if addr == a.BrokerAddr && id != a.BrokerID {
+			delete(bd.BrokerAddrs, id)
+		}
+	}
+
+	// A different address already holding this id wins if its state
+	// version is newer: the registering broker is stale.
+	if old, ok := bd.BrokerAddrs[a.BrokerID]; ok && old != a.BrokerAddr {
+		if oldLive := r.brokerLiveTable[brokerAddrInfo{a.Cluster, old}]; oldLive != nil &&
+			oldLive.dataVersion.StateVersion > a.Topics.DataVersion.StateVersion {
+			r.log.Warn("registering broker conflicts with a newer one; ignored",
+				zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
+				zap.Int64("brokerId", a.BrokerID), zap.String("oldAddr", old), zap.String("newAddr", a.BrokerAddr))
+			delete(r.brokerLiveTable, brokerAddrInfo{a.Cluster, a.BrokerAddr})
+			return res, false
+		}
+	}
+
+	// RocketMQ also refuses a first registration that carries exactly one
+	// topic (it takes it for a single-topic update from an unknown broker).
+	// We accept it: a raftmq broker may legitimately register with one
+	// topic, and refusing would leave it routeless without a clear cause.
+
+	oldAddr := bd.BrokerAddrs[a.BrokerID]
+	bd.BrokerAddrs[a.BrokerID] = a.BrokerAddr
+	registerFirst = registerFirst || oldAddr == ""
+
+	isMaster := a.BrokerID == MasterID
+	isPrimeSlave := !oldVersionBroker && !isMaster && a.BrokerID == minID(bd.BrokerAddrs)
+	key := brokerAddrInfo{a.Cluster, a.BrokerAddr}
+
+	if isMaster || isPrimeSlave {
+		tc := a.Topics.TopicConfigTable
+		if r.deleteTopicWithRegistration {
+			for topic, qds := range r.topicQueueTable {
+				if _, keep := tc[topic]; keep {
+					continue
+				}
+				if _, ok := qds[a.BrokerName]; ok {
+					delete(qds, a.BrokerName)
+					if len(qds) == 0 {
+						delete(r.topicQueueTable, topic)
+					}
+				}
+			}
+		}
+		for _, t := range tc {
+			if registerFirst || r.isTopicConfigChangedLocked(key, a.Topics.DataVersion, a.BrokerName, t.TopicName) {
+				if isPrimeSlave && bd.EnableActingMaster {
+					// The acting master of a group without master is read-only.
+					t.Perm &^= PermWrite
+				}
+				r.createAndUpdateQueueDataLocked(a.BrokerName, t)
+			}
+		}
+	}
+
+	expiry := r.defaultExpiry
+	if a.HeartbeatTimeout > 0 {
+		expiry = a.HeartbeatTimeout
+	}
+	if _, ok := r.brokerLiveTable[key]; !ok {
+		r.log.Info("new broker registered", zap.String("cluster", a.Cluster),
+			zap.String("brokerName", a.BrokerName), zap.Int64("brokerId", a.BrokerID),
+			zap.String("addr", a.BrokerAddr), zap.String("haServerAddr", a.HAServerAddr))
+	}
+	r.brokerLiveTable[key] = &brokerLiveInfo{
+		lastUpdate:   r.now(),
+		timeout:      expiry,
+		dataVersion:  a.Topics.DataVersion,
+		channel:      a.Channel,
+		haServerAddr: a.HAServerAddr,
+	}
+	if len(a.FilterServerList) == 0 {
+		delete(r.filterServerTable, key)
+	} else {
+		r.filterServerTable[key] = append([]string(nil), a.FilterServerList...)
+	}
+
+	if !isMaster {
+		if masterAddr, ok := bd.BrokerAddrs[MasterID]; ok {
+			if ml := r.brokerLiveTable[brokerAddrInfo{a.Cluster, masterAddr}]; ml != nil {
+				res.HAServerAddr = ml.haServerAddr
+				res.MasterAddr = masterAddr
+			}
+		}
+	}
+	return res, true
+}
+
+func minID(addrs map[int64]string) int64 {
+	first := true
+	var m int64
+	for id := range addrs {
+		if first || id < m {
+			m, first = id, false
+		}
+	}
+	return m
+}
+
+// isBrokerTopicConfigChangedLocked reports whether dv differs from the data
+// version last registered for key (or nothing was registered).
+func (r *RouteInfoManager) isBrokerTopicConfigChangedLocked(key brokerAddrInfo, dv DataVersion) bool {
+	prev := r.brokerLiveTable[key]
+	return prev == nil || prev.dataVersion != dv
+}
+
+func (r *RouteInfoManager) isTopicConfigChangedLocked(key brokerAddrInfo, dv DataVersion, brokerName, topic string) bool {
+	if r.isBrokerTopicConfigChangedLocked(key, dv) {
+		return true
+	}
+	qds := r.topicQueueTable[topic]
+	if len(qds) == 0 {
+		return true
+	}
+	_, ok := qds[brokerName]
+	return !ok
+}
+
+func (r *RouteInfoManager) createAndUpdateQueueDataLocked(brokerName string, tc TopicConfig) {
+	qd := &QueueData{
+		BrokerName:     brokerName,
+		ReadQueueNums:  tc.ReadQueueNums,
+		WriteQueueNums: tc.WriteQueueNums,
+		Perm:           tc.Perm,
+		TopicSysFlag:   tc.TopicSysFlag,
+	}
+	qds := r.topicQueueTable[tc.TopicName]
+	if qds == nil {
+		qds = make(map[string]*QueueData)
+		r.topicQueueTable[tc.TopicName] = qds
+		r.log.Info("new topic registered", zap.String("topic", tc.TopicName), zap.String("brokerName", brokerName))
+	} else if old := qds[brokerName]; old != nil && *old != *qd {
+		r.log.Info("topic changed", zap.String("topic", tc.TopicName), zap.String("brokerName", brokerName),
+			zap.Any("old", *old), zap.Any("new", *qd))
+	}
+	qds[brokerName] = qd
+}
+
+// IsBrokerTopicConfigChanged reports whether dv differs from what the broker
+// at addr last registered (QUERY_DATA_VERSION).
+func (r *RouteInfoManager) IsBrokerTopicConfigChanged(cluster, addr string, dv DataVersion) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.isBrokerTopicConfigChangedLocked(brokerAddrInfo{cluster, addr}, dv)
+}
+
+// QueryBrokerTopicConfig returns the data version registered for addr.
+func (r *RouteInfoManager) QueryBrokerTopicConfig(cluster, addr string) (DataVersion, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if l := r.brokerLiveTable[brokerAddrInfo{cluster, addr}]; l != nil {
+		return l.dataVersion, true
+	}
+	return DataVersion{}, false
+}
+
+// UpdateBrokerInfoUpdateTimestamp refreshes a broker's liveness (heartbeat);
+// unknown addresses are ignored, as in RocketMQ: they must register first.
+func (r *RouteInfoManager) UpdateBrokerInfoUpdateTimestamp(cluster, addr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.brokerLiveTable[brokerAddrInfo{cluster, addr}]; l != nil {
+		l.lastUpdate = r.now()
+		return true
+	}
+	return false
+}
+
+// PickupTopicRouteData builds the route of topic, or nil when no live broker
+// serves it. Queue and broker data are sorted by broker name.
+func (r *RouteInfoManager) PickupTopicRouteData(topic string) *TopicRouteData {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	qds := r.topicQueueTable[topic]
+	if len(qds) == 0 {
+		return nil
+	}
+	rd := &TopicRouteData{FilterServerTable: map[string][]string{}}
+	for _, name := range sortedKeys(qds) {
+		rd.QueueDatas = append(rd.QueueDatas, *qds[name])
+		bd := r.brokerAddrTable[name]
+		if bd == nil {
+			continue
+		}
+		c := bd.clone()
+		rd.BrokerDatas = append(rd.BrokerDatas, c)
+		for _, addr := range c.BrokerAddrs {
+			if fs, ok := r.filterServerTable[brokerAddrInfo{c.Cluster, addr}]; ok {
+				rd.FilterServerTable[addr] = append([]string(nil), fs...)
+			}
+		}
+	}
+	if len(rd.BrokerDatas) == 0 {
+		return nil
+	}
+	return rd
+}
+
+// ClusterInfo returns a copy of the broker and cluster tables.
+func (r *RouteInfoManager) ClusterInfo() *ClusterInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ci := &ClusterInfo{
+		BrokerAddrTable:  make(map[string]BrokerData, len(r.brokerAddrTable)),
+		ClusterAddrTable: make(map[string][]string, len(r.clusterAddrTable)),
+	}
+	for name, bd := range r.brokerAddrTable {
+		ci.BrokerAddrTable[name] = bd.clone()
+	}
+	for cluster, names := range r.clusterAddrTable {
+		ci.ClusterAddrTable[cluster] = sortedKeys(names)
+	}
+	return ci
+}
+
+// AllTopics lists every topic with queue data, sorted.
+func (r *RouteInfoManager) AllTopics() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return sortedKeys(r.topicQueueTable)
+}
+
+// TopicsByCluster lists the topics served by any broker of cluster, sorted;
+// an unknown cluster has none.
+func (r *RouteInfoManager) TopicsByCluster(cluster string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := r.clusterAddrTable[cluster]
+	var out []string
+	for topic, qds := range r.topicQueueTable {
+		for name := range names {
+			if _, ok := qds[name]; ok {
+				out = append(out, topic)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,242 @@
+package namesrv
+
+import (
+	"go.uber.org/zap"
+)
+
+// UnregisterRequest names one broker address to drop (UNREGISTER_BROKER
+// header fields).
+type UnregisterRequest struct {
+	Cluster    string `ext:"clusterName,required"`
+	BrokerAddr string `ext:"brokerAddr,required"`
+	BrokerName string `ext:"brokerName,required"`
+	BrokerID   int64  `ext:"brokerId,required"`
+}
+
+// UnregisterBrokers removes every listed address under one lock: from the
+// live and filter-server tables, from its group, the group from its cluster
+// once empty, and the queue data of groups that disappeared.
+func (r *RouteInfoManager) UnregisterBrokers(reqs []UnregisterRequest) {
+	if len(reqs) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unregisterLocked(reqs)
+}
+
+func (r *RouteInfoManager) unregisterLocked(reqs []UnregisterRequest) {
+	removed := make(map[string]struct{})
+	for _, q := range reqs {
+		key := brokerAddrInfo{q.Cluster, q.BrokerAddr}
+		_, wasLive := r.brokerLiveTable[key]
+		delete(r.brokerLiveTable, key)
+		delete(r.filterServerTable, key)
+
+		bd := r.brokerAddrTable[q.BrokerName]
+		if bd == nil {
+			r.log.Info("unregister broker: unknown broker name", zap.String("brokerName", q.BrokerName),
+				zap.String("addr", q.BrokerAddr), zap.Bool("wasLive", wasLive))
+			continue
+		}
+		for id, addr := range bd.BrokerAddrs {
+			if addr == q.BrokerAddr {
+				delete(bd.BrokerAddrs, id)
+			}
+		}
+		r.log.Info("broker unregistered", zap.String("cluster", q.Cluster), zap.String("brokerName", q.BrokerName),
+			zap.Int64("brokerId", q.BrokerID), zap.String("addr", q.BrokerAddr))
+		if len(bd.BrokerAddrs) > 0 {
+			continue
+		}
+		delete(r.brokerAddrTable, q.BrokerName)
+		if names := r.clusterAddrTable[q.Cluster]; names != nil {
+			delete(names, q.BrokerName)
+			if len(names) == 0 {
+				delete(r.clusterAddrTable, q.Cluster)
+			}
+		}
+		removed[q.BrokerName] = struct{}{}
+	}
+	if len(removed) == 0 {
+		return
+	}
+	for topic, qds := range r.topicQueueTable {
+		for name := range removed {
+			delete(qds, name)
+		}
+		if len(qds) == 0 {
+			delete(r.topicQueueTable, topic)
+		}
+	}
+}
+
+// RemoveBroker drops one member of a group at once, e.g. when gossip reports
+// it dead, instead of waiting for the heartbeat expiry. It reports whether
+// the member was registered.
+func (r *RouteInfoManager) RemoveBroker(cluster, brokerName string, brokerID int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	bd := r.brokerAddrTable[brokerName]
+	if bd == nil || bd.Cluster != cluster {
+		return false
+	}
+	addr, ok := bd.BrokerAddrs[brokerID]
+	if !ok {
+		return false
+	}
+	r.unregisterLocked([]UnregisterRequest{{Cluster: cluster, BrokerAddr: addr, BrokerName: brokerName, BrokerID: brokerID}})
+	return true
+}
+
+// RemoveBrokerByAddr drops the broker registered at addr in cluster at once.
+func (r *RouteInfoManager) RemoveBrokerByAddr(cluster, addr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	req, ok := r.unregisterRequestLocked(brokerAddrInfo{cluster, addr})
+	if !ok {
+		return false
+	}
+	r.unregisterLocked([]UnregisterRequest{req})
+	return true
+}
+
+// unregisterRequestLocked finds the group and id of an address
+// (RocketMQ setupUnRegisterRequest). An address in the live table but no
+// longer in any group still yields a request so its live entry goes.
+func (r *RouteInfoManager) unregisterRequestLocked(key brokerAddrInfo) (UnregisterRequest, bool) {
+	for _, bd := range r.brokerAddrTable {
+		if bd.Cluster != key.cluster {
+			continue
+		}
+		for id, addr := range bd.BrokerAddrs {
+			if addr == key.addr {
+				return UnregisterRequest{Cluster: key.cluster, BrokerAddr: key.addr, BrokerName: bd.BrokerName, BrokerID: id}, true
+			}
+		}
+	}
+	if _, ok := r.brokerLiveTable[key]; ok {
+		return UnregisterRequest{Cluster: key.cluster, BrokerAddr: key.addr}, true
+	}
+	return UnregisterRequest{}, false
+}
+
+// UnregisterRequestsForChannel returns unregister requests for every broker
+// address whose registration came through ch (called when a connection
+// closes; RocketMQ onChannelDestroy).
+func (r *RouteInfoManager) UnregisterRequestsForChannel(ch Channel) []UnregisterRequest {
+	if ch == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []UnregisterRequest
+	for key, l := range r.brokerLiveTable {
+		if l.channel == ch {
+			if req, ok := r.unregisterRequestLocked(key); ok {
+				out = append(out, req)
+			}
+		}
+	}
+	return out
+}
+
+// ScanNotActiveBrokers removes, in one batch, every broker whose last
+// heartbeat is older than its expiry, and returns the channels they
+// registered through so the caller can close them outside the lock.
+func (r *RouteInfoManager) ScanNotActiveBrokers() []Channel {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var reqs []UnregisterRequest
+	var chans []Channel
+	for key, l := range r.brokerLiveTable {
+		if l.lastUpdate.Add(l.timeout).Before(now) {
+			r.log.Warn("broker channel expired", zap.String("cluster", key.cluster),
+				zap.String("addr", key.addr), zap.Duration("expiry", l.timeout))
+			if req, ok := r.unregisterRequestLocked(key); ok {
+				reqs = append(reqs, req)
+			}
+			if l.channel != nil {
+				chans = append(chans, l.channel)
+			}
+		}
+	}
+	r.unregisterLocked(reqs)
+	return chans
+}
+
+// WipeWritePermOfBroker clears the write bit of every topic of brokerName
+// (done before taking a broker out of service) and returns how many topics
+// it touched.
+func (r *RouteInfoManager) WipeWritePermOfBroker(brokerName string) int {
+	return r.operateWritePerm(brokerName, func(p int) int { return p &^ PermWrite })
+}
+
+// AddWritePermOfBroker sets every topic of brokerName back to read-write and
+// returns how many topics it touched.
+func (r *RouteInfoManager) AddWritePermOfBroker(brokerName string) int {
+	return r.operateWritePerm(brokerName, func(int) int { return PermRead | PermWrite })
+}
+
+func (r *RouteInfoManager) operateWritePerm(brokerName string, f func(int) int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, qds := range r.topicQueueTable {
+		if qd := qds[brokerName]; qd != nil {
+			qd.Perm = f(qd.Perm)
+			n++
+		}
+	}
+	return n
+}
+
+// DeleteTopic removes topic entirely, or, with a cluster, only its queues on
+// that cluster's brokers.
+func (r *RouteInfoManager) DeleteTopic(topic, cluster string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cluster == "" {
+		delete(r.topicQueueTable, topic)
+		return
+	}
+	qds := r.topicQueueTable[topic]
+	if qds == nil {
+		return
+	}
+	for name := range r.clusterAddrTable[cluster] {
+		delete(qds, name)
+	}
+	if len(qds) == 0 {
+		delete(r.topicQueueTable, topic)
+	}
+}
+
+// RegisterTopic adds or replaces queue data of topic for already registered
+// brokers (REGISTER_TOPIC_IN_NAMESRV). Nothing changes if any queue data
+// names an unknown broker; the result says whether it was applied.
+func (r *RouteInfoManager) RegisterTopic(topic string, qds []QueueData) bool {
+	if len(qds) == 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, qd := range qds {
+		if _, ok := r.brokerAddrTable[qd.BrokerName]; !ok {
+			r.log.Warn("register topic names an unknown broker; ignored",
+				zap.String("topic", topic), zap.String("brokerName", qd.BrokerName))
+			return false
+		}
+	}
+	m := r.topicQueueTable[topic]
+	if m == nil {
+		m = make(map[string]*QueueData)
+		r.topicQueueTable[topic] = m
+	}
+	for _, qd := range qds {
+		c := qd
+		m[qd.BrokerName] = &c
+	}
+	return true
+}

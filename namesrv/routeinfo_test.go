@@ -1,0 +1,338 @@
+package namesrv
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// fakeClock is a settable clock for expiry tests.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// fakeChannel records Close calls.
+type fakeChannel struct {
+	name   string
+	closed bool
+}
+
+func (f *fakeChannel) Close() error { f.closed = true; return nil }
+
+func topics(counter int64, tcs ...TopicConfig) TopicConfigSerializeWrapper {
+	w := TopicConfigSerializeWrapper{TopicConfigTable: map[string]TopicConfig{}, DataVersion: DataVersion{Timestamp: 1000, Counter: counter}}
+	for _, tc := range tcs {
+		w.TopicConfigTable[tc.TopicName] = tc
+	}
+	return w
+}
+
+func tc(name string, r, w, perm int) TopicConfig {
+	return TopicConfig{TopicName: name, ReadQueueNums: r, WriteQueueNums: w, Perm: perm, TopicFilterType: "SINGLE_TAG"}
+}
+
+func reg(cluster, name string, id int64, addr string, t TopicConfigSerializeWrapper) RegisterBrokerArgs {
+	return RegisterBrokerArgs{Cluster: cluster, BrokerName: name, BrokerID: id, BrokerAddr: addr,
+		HAServerAddr: addr + "-ha", Topics: t}
+}
+
+// routeStep is one operation against the tables; check inspects the result.
+type routeStep struct {
+	do    func(t *testing.T, r *RouteInfoManager, clk *fakeClock)
+	check func(t *testing.T, r *RouteInfoManager)
+}
+
+func mustRegister(a RegisterBrokerArgs) func(*testing.T, *RouteInfoManager, *fakeClock) {
+	return func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+		t.Helper()
+		if _, ok := r.RegisterBroker(a); !ok {
+			t.Fatalf("register %s/%d ignored", a.BrokerName, a.BrokerID)
+		}
+	}
+}
+
+func wantQueues(topic string, want ...QueueData) func(*testing.T, *RouteInfoManager) {
+	return func(t *testing.T, r *RouteInfoManager) {
+		t.Helper()
+		rd := r.PickupTopicRouteData(topic)
+		if len(want) == 0 {
+			if rd != nil {
+				t.Fatalf("topic %s: want no route, got %+v", topic, rd)
+			}
+			return
+		}
+		if rd == nil {
+			t.Fatalf("topic %s: no route", topic)
+		}
+		if !reflect.DeepEqual(rd.QueueDatas, want) {
+			t.Fatalf("topic %s queue data:\n got %+v\nwant %+v", topic, rd.QueueDatas, want)
+		}
+	}
+}
+
+func wantAddrs(brokerName string, want map[int64]string) func(*testing.T, *RouteInfoManager) {
+	return func(t *testing.T, r *RouteInfoManager) {
+		t.Helper()
+		got := r.ClusterInfo().BrokerAddrTable[brokerName].BrokerAddrs
+		if len(want) == 0 && len(got) == 0 {
+			return
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("broker %s addrs: got %v want %v", brokerName, got, want)
+		}
+	}
+}
+
+func TestRouteInfoManager(t *testing.T) {
+	const c1 = "DefaultCluster"
+	qd := func(name string, r, w, perm int) QueueData {
+		return QueueData{BrokerName: name, ReadQueueNums: r, WriteQueueNums: w, Perm: perm}
+	}
+	tests := []struct {
+		name  string
+		steps []routeStep
+	}{
+		{
+			name: "register master and slave",
+			steps: []routeStep{
+				{do: mustRegister(reg(c1, "b1", 0, "127.0.0.1:10911", topics(1, tc("T", 8, 4, 6))))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					// The slave reports different queue numbers: a slave never
+					// changes queue data.
+					res, ok := r.RegisterBroker(reg(c1, "b1", 1, "127.0.0.1:10921", topics(1, tc("T", 1, 1, 6), tc("S", 1, 1, 6))))
+					if !ok {
+						t.Fatal("slave registration ignored")
+					}
+					if res.MasterAddr != "127.0.0.1:10911" || res.HAServerAddr != "127.0.0.1:10911-ha" {
+						t.Fatalf("slave result %+v", res)
+					}
+				}},
+				{check: wantQueues("T", qd("b1", 8, 4, 6))},
+				{check: wantQueues("S")},
+				{check: wantAddrs("b1", map[int64]string{0: "127.0.0.1:10911", 1: "127.0.0.1:10921"})},
+				{check: func(t *testing.T, r *RouteInfoManager) {
+					ci := r.ClusterInfo()
+					if !reflect.DeepEqual(ci.ClusterAddrTable, map[string][]string{c1: {"b1"}}) {
+						t.Fatalf("cluster table %v", ci.ClusterAddrTable)
+					}
+					rd := r.PickupTopicRouteData("T")
+					if len(rd.BrokerDatas) != 1 || rd.BrokerDatas[0].Cluster != c1 {
+						t.Fatalf("broker datas %+v", rd.BrokerDatas)
+					}
+				}},
+			},
+		},
+		{
+			name: "data version change updates queues, same version does not",
+			steps: []routeStep{
+				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6))))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					// Someone wipes write perm; a re-registration with the same
+					// version (a periodic heartbeat) must not undo it.
+					if n := r.WipeWritePermOfBroker("b1"); n != 1 {
+						t.Fatalf("wiped %d topics", n)
+					}
+				}},
+				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6))))},
+				{check: wantQueues("T", qd("b1", 4, 4, 4))},
+				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(2, tc("T", 16, 16, 6))))},
+				{check: wantQueues("T", qd("b1", 16, 16, 6))},
+				{check: func(t *testing.T, r *RouteInfoManager) {
+					if r.IsBrokerTopicConfigChanged(c1, "a:1", DataVersion{Timestamp: 1000, Counter: 2}) {
+						t.Fatal("same version reported as changed")
+					}
+					if !r.IsBrokerTopicConfigChanged(c1, "a:1", DataVersion{Timestamp: 1000, Counter: 3}) {
+						t.Fatal("new version not reported as changed")
+					}
+				}},
+			},
+		},
+		{
+			name: "unregister slave keeps group, unregister master drops topic",
+			steps: []routeStep{
+				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6))))},
+				{do: mustRegister(reg(c1, "b1", 1, "a:2", topics(1, tc("T", 4, 4, 6))))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					r.UnregisterBrokers([]UnregisterRequest{{Cluster: c1, BrokerAddr: "a:2", BrokerName: "b1", BrokerID: 1}})
+				}},
+				{check: wantAddrs("b1", map[int64]string{0: "a:1"})},
+				{check: wantQueues("T", qd("b1", 4, 4, 6))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					r.UnregisterBrokers([]UnregisterRequest{{Cluster: c1, BrokerAddr: "a:1", BrokerName: "b1", BrokerID: 0}})
+				}},
+				{check: wantQueues("T")},
+				{check: func(t *testing.T, r *RouteInfoManager) {
+					ci := r.ClusterInfo()
+					if len(ci.BrokerAddrTable) != 0 || len(ci.ClusterAddrTable) != 0 || len(r.AllTopics()) != 0 {
+						t.Fatalf("tables not empty: %+v topics %v", ci, r.AllTopics())
+					}
+				}},
+			},
+		},
+		{
+			name: "two groups: wipe and add write perm touch one",
+			steps: []routeStep{
+				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6), tc("U", 2, 2, 6))))},
+				{do: mustRegister(reg(c1, "b2", 0, "a:2", topics(1, tc("T", 4, 4, 6))))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					if n := r.WipeWritePermOfBroker("b1"); n != 2 {
+						t.Fatalf("wipe count %d, want 2", n)
+					}
+				}},
+				{check: wantQueues("T", qd("b1", 4, 4, 4), qd("b2", 4, 4, 6))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					if n := r.AddWritePermOfBroker("b1"); n != 2 {
+						t.Fatalf("add count %d, want 2", n)
+					}
+					if n := r.WipeWritePermOfBroker("nobody"); n != 0 {
+						t.Fatalf("unknown broker wipe count %d", n)
+					}
+				}},
+				{check: wantQueues("T", qd("b1", 4, 4, 6), qd("b2", 4, 4, 6))},
+			},
+		},
+		{
+			name: "delete topic globally and per cluster",
+			steps: []routeStep{
+				{do: mustRegister(reg("c1", "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6), tc("U", 4, 4, 6))))},
+				{do: mustRegister(reg("c2", "b2", 0, "a:2", topics(1, tc("T", 4, 4, 6))))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) { r.DeleteTopic("T", "c1") }},
+				{check: wantQueues("T", qd("b2", 4, 4, 6))},
+				{check: func(t *testing.T, r *RouteInfoManager) {
+					if got := r.TopicsByCluster("c1"); !reflect.DeepEqual(got, []string{"U"}) {
+						t.Fatalf("topics of c1: %v", got)
+					}
+					if got := r.TopicsByCluster("nope"); len(got) != 0 {
+						t.Fatalf("topics of unknown cluster: %v", got)
+					}
+				}},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) { r.DeleteTopic("U", "") }},
+				{check: wantQueues("U")},
+				{check: func(t *testing.T, r *RouteInfoManager) {
+					if got := r.AllTopics(); !reflect.DeepEqual(got, []string{"T"}) {
+						t.Fatalf("all topics %v", got)
+					}
+				}},
+			},
+		},
+		{
+			name: "slave promoted to master takes id 0 and frees its old id",
+			steps: []routeStep{
+				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6))))},
+				{do: mustRegister(reg(c1, "b1", 1, "a:2", topics(1, tc("T", 4, 4, 6))))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					if !r.RemoveBroker(c1, "b1", 0) {
+						t.Fatal("RemoveBroker found nothing")
+					}
+					if r.RemoveBroker(c1, "b1", 0) {
+						t.Fatal("second RemoveBroker found something")
+					}
+				}},
+				{do: mustRegister(reg(c1, "b1", 0, "a:2", topics(5, tc("T", 8, 8, 6))))},
+				{check: wantAddrs("b1", map[int64]string{0: "a:2"})},
+				{check: wantQueues("T", qd("b1", 8, 8, 6))},
+			},
+		},
+		{
+			name: "expiry removes only the silent broker and closes its channel",
+			steps: []routeStep{
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					a := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6)))
+					a.Channel = &fakeChannel{name: "b1"}
+					mustRegister(a)(t, r, clk)
+					b := reg(c1, "b2", 0, "a:2", topics(1, tc("T", 4, 4, 6)))
+					b.HeartbeatTimeout = time.Hour
+					mustRegister(b)(t, r, clk)
+					clk.advance(90 * time.Second)
+					if !r.UpdateBrokerInfoUpdateTimestamp(c1, "a:1") {
+						t.Fatal("heartbeat of a:1 not applied")
+					}
+					if r.UpdateBrokerInfoUpdateTimestamp(c1, "a:9") {
+						t.Fatal("heartbeat of unknown broker applied")
+					}
+					clk.advance(90 * time.Second)
+					if ch := r.ScanNotActiveBrokers(); len(ch) != 0 {
+						t.Fatalf("expired too early: %v", ch)
+					}
+					clk.advance(31 * time.Second)
+					ch := r.ScanNotActiveBrokers()
+					if len(ch) != 1 || ch[0].(*fakeChannel).name != "b1" {
+						t.Fatalf("expired channels %v", ch)
+					}
+				}},
+				{check: wantQueues("T", qd("b2", 4, 4, 6))},
+			},
+		},
+		{
+			name: "stale registration for a taken id is ignored",
+			steps: []routeStep{
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					newer := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6)))
+					newer.Topics.DataVersion.StateVersion = 7
+					mustRegister(newer)(t, r, clk)
+					stale := reg(c1, "b1", 0, "a:2", topics(1, tc("T", 1, 1, 6)))
+					stale.Topics.DataVersion.StateVersion = 3
+					if _, ok := r.RegisterBroker(stale); ok {
+						t.Fatal("stale registration applied")
+					}
+				}},
+				{check: wantAddrs("b1", map[int64]string{0: "a:1"})},
+				{check: wantQueues("T", qd("b1", 4, 4, 6))},
+			},
+		},
+		{
+			name: "channel close finds the broker registered through it",
+			steps: []routeStep{
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					ch := &fakeChannel{name: "x"}
+					a := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6), tc("U", 1, 1, 6)))
+					a.Channel = ch
+					mustRegister(a)(t, r, clk)
+					mustRegister(reg(c1, "b1", 1, "a:2", topics(1)))(t, r, clk)
+					reqs := r.UnregisterRequestsForChannel(ch)
+					want := []UnregisterRequest{{Cluster: c1, BrokerAddr: "a:1", BrokerName: "b1", BrokerID: 0}}
+					if !reflect.DeepEqual(reqs, want) {
+						t.Fatalf("requests %+v", reqs)
+					}
+					if got := r.UnregisterRequestsForChannel(&fakeChannel{}); len(got) != 0 {
+						t.Fatalf("other channel %+v", got)
+					}
+					r.UnregisterBrokers(reqs)
+				}},
+				{check: wantAddrs("b1", map[int64]string{1: "a:2"})},
+				// The group still exists (slave), so its queue data stays.
+				{check: wantQueues("T", qd("b1", 4, 4, 6))},
+			},
+		},
+		{
+			name: "register topic needs known brokers",
+			steps: []routeStep{
+				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6), tc("U", 1, 1, 6))))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					if r.RegisterTopic("V", []QueueData{{BrokerName: "b1", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, {BrokerName: "zz"}}) {
+						t.Fatal("registered with unknown broker")
+					}
+					if !r.RegisterTopic("V", []QueueData{{BrokerName: "b1", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}}) {
+						t.Fatal("register topic failed")
+					}
+				}},
+				{check: wantQueues("V", qd("b1", 2, 2, 6))},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+			r := NewRouteInfoManager(120*time.Second, nil, WithClock(clk.now))
+			for _, s := range tt.steps {
+				if s.do != nil {
+					s.do(t, r, clk)
+				}
+				if s.check != nil {
+					s.check(t, r)
+				}
+			}
+		})
+	}
+}
