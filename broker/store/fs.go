@@ -1,0 +1,201 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// FS is the file-system seam of the store. Everything the store does to disk
+// goes through it, so tests can swap in FaultFS to inject crashes, EIO, ENOSPC
+// and flipped bits (the pebble vfs/errorfs idea).
+type FS interface {
+	// OpenFile opens name like os.OpenFile.
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// Remove removes a file.
+	Remove(name string) error
+	// Rename renames a file, replacing newname atomically if it exists.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(path string, perm os.FileMode) error
+	// ReadDir lists a directory sorted by name.
+	ReadDir(name string) ([]os.DirEntry, error)
+	// Stat describes a file.
+	Stat(name string) (os.FileInfo, error)
+	// DiskUsage reports used and total bytes of the file system holding path
+	// (statfs), for the disk guards.
+	DiskUsage(path string) (used, total uint64, err error)
+	// SyncDir fsyncs a directory so that file creations, removals and renames
+	// in it survive a crash.
+	SyncDir(path string) error
+}
+
+// File is an open file of an FS.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	// Name returns the name the file was opened with.
+	Name() string
+	// Fallocate allocates real blocks for [0,size) (mode 0), extending the
+	// file. A mapping must only ever cover allocated blocks: a write fault on a
+	// sparse page of a full disk is a SIGBUS, not an error.
+	Fallocate(size int64) error
+	// Truncate changes the file size.
+	Truncate(size int64) error
+	// Sync makes the file's data durable (fdatasync).
+	Sync() error
+	// Mmap maps [0,size) of the file shared and read/write.
+	Mmap(size int) ([]byte, error)
+	// Munmap removes a mapping returned by Mmap.
+	Munmap(b []byte) error
+	// Msync makes a dirty range of a mapping durable (MS_SYNC). b must be a
+	// sub-slice of a mapping returned by Mmap on this file.
+	Msync(b []byte) error
+	// Size returns the current file size.
+	Size() (int64, error)
+}
+
+// OSFS returns the real file system, implemented with golang.org/x/sys/unix.
+func OSFS() FS { return osFS{} }
+
+type osFS struct{}
+
+func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: f}, nil
+}
+
+func (osFS) Remove(name string) error                     { return os.Remove(name) }
+func (osFS) Rename(oldname, newname string) error         { return os.Rename(oldname, newname) }
+func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
+func (osFS) ReadDir(name string) ([]os.DirEntry, error)   { return os.ReadDir(name) }
+func (osFS) Stat(name string) (os.FileInfo, error)        { return os.Stat(name) }
+
+func (osFS) DiskUsage(path string) (used, total uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, 0, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	bs := uint64(st.Bsize)
+	total = st.Blocks * bs
+	// Bfree includes blocks reserved for root; "used" counts what nobody can
+	// write any more from our point of view, like df does with Bavail.
+	used = total - st.Bavail*bs
+	return used, total, nil
+}
+
+func (osFS) SyncDir(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	serr := d.Sync()
+	cerr := d.Close()
+	if serr != nil {
+		return serr
+	}
+	return cerr
+}
+
+type osFile struct {
+	f *os.File
+}
+
+func (o *osFile) ReadAt(p []byte, off int64) (int, error)  { return o.f.ReadAt(p, off) }
+func (o *osFile) WriteAt(p []byte, off int64) (int, error) { return o.f.WriteAt(p, off) }
+func (o *osFile) Close() error                             { return o.f.Close() }
+func (o *osFile) Name() string                             { return o.f.Name() }
+func (o *osFile) Truncate(size int64) error                { return o.f.Truncate(size) }
+
+func (o *osFile) Fallocate(size int64) error {
+	for {
+		err := unix.Fallocate(int(o.f.Fd()), 0, 0, size)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "fallocate", Path: o.f.Name(), Err: err}
+		}
+		return nil
+	}
+}
+
+func (o *osFile) Sync() error {
+	for {
+		err := unix.Fdatasync(int(o.f.Fd()))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "fdatasync", Path: o.f.Name(), Err: err}
+		}
+		return nil
+	}
+}
+
+func (o *osFile) Mmap(size int) ([]byte, error) {
+	b, err := unix.Mmap(int(o.f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, &os.PathError{Op: "mmap", Path: o.f.Name(), Err: err}
+	}
+	return b, nil
+}
+
+func (o *osFile) Munmap(b []byte) error {
+	if err := unix.Munmap(b); err != nil {
+		return &os.PathError{Op: "munmap", Path: o.f.Name(), Err: err}
+	}
+	return nil
+}
+
+// pageSize is the OS page size; msync needs page-aligned addresses.
+var pageSize = os.Getpagesize()
+
+func (o *osFile) Msync(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	// msync wants a page-aligned start. b is a sub-slice of a mapping that
+	// starts on a page boundary, so the bytes between the aligned-down address
+	// and b[0] belong to the same mapping and may be named.
+	p := uintptr(unsafe.Pointer(&b[0]))
+	lead := int(p % uintptr(pageSize))
+	aligned := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(&b[0]), -lead)), len(b)+lead)
+	for {
+		err := unix.Msync(aligned, unix.MS_SYNC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "msync", Path: o.f.Name(), Err: err}
+		}
+		return nil
+	}
+}
+
+func (o *osFile) Size() (int64, error) {
+	fi, err := o.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// isNoSpace reports whether err is ENOSPC (or EDQUOT, which behaves the same
+// for us: no more blocks).
+func isNoSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+}
+
+// diskFullError wraps an ENOSPC from the FS as ErrDiskFull with context.
+func diskFullError(op, path string, err error) error {
+	return fmt.Errorf("%w: %s %s: %v (free disk space or lower retention)", ErrDiskFull, op, path, err)
+}

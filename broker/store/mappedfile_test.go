@@ -1,0 +1,423 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fsCase is one FS implementation the contract tests run against.
+type fsCase struct {
+	name string
+	// mk returns a file system and a directory in it to work under.
+	mk func(t *testing.T) (FS, string)
+}
+
+func allFS() []fsCase {
+	return []fsCase{
+		{"os", func(t *testing.T) (FS, string) { return OSFS(), t.TempDir() }},
+		{"fault", func(t *testing.T) (FS, string) {
+			f := NewFaultFS(1)
+			if err := f.MkdirAll("/data", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return f, "/data"
+		}},
+	}
+}
+
+func forAllFS(t *testing.T, fn func(t *testing.T, fsys FS, dir string)) {
+	for _, c := range allFS() {
+		t.Run(c.name, func(t *testing.T) {
+			fsys, dir := c.mk(t)
+			fn(t, fsys, dir)
+		})
+	}
+}
+
+func TestMappedFileAppendReadFlush(t *testing.T) {
+	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+		path := filepath.Join(dir, FileName(4096))
+		mf, err := OpenMappedFile(fsys, path, 4096, 8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mf.WrotePosition() != 0 || mf.FlushedPosition() != 0 || mf.FileFromOffset() != 4096 || mf.Size() != 8192 {
+			t.Fatalf("fresh file positions: wrote %d flushed %d from %d size %d", mf.WrotePosition(), mf.FlushedPosition(), mf.FileFromOffset(), mf.Size())
+		}
+		pos, err := mf.Append([]byte("hello"))
+		if err != nil || pos != 0 {
+			t.Fatalf("append: pos %d err %v", pos, err)
+		}
+		pos, err = mf.Append([]byte("world"))
+		if err != nil || pos != 5 {
+			t.Fatalf("append: pos %d err %v", pos, err)
+		}
+		s, err := mf.Read(0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(s.B) != "helloworld" || s.Offset != 4096 {
+			t.Fatalf("read %q at %d", s.B, s.Offset)
+		}
+		s.Release()
+		// Reads never go past the written end.
+		if _, err := mf.Read(5, 6); !errors.Is(err, ErrOutOfRange) {
+			t.Fatalf("read past wrote: %v", err)
+		}
+		if _, err := mf.Read(-1, 1); !errors.Is(err, ErrOutOfRange) {
+			t.Fatalf("negative read: %v", err)
+		}
+		if _, err := mf.Append(make([]byte, 8192)); !errors.Is(err, ErrFileFull) {
+			t.Fatalf("oversized append: %v", err)
+		}
+		if mf.WrotePosition() != 10 {
+			t.Fatalf("failed append moved wrote to %d", mf.WrotePosition())
+		}
+		fl, err := mf.Flush()
+		if err != nil || fl != 10 || mf.FlushedPosition() != 10 {
+			t.Fatalf("flush: %d %v", fl, err)
+		}
+		if _, err := mf.Append(make([]byte, 8192-10)); err != nil {
+			t.Fatal(err)
+		}
+		if !mf.IsFull() {
+			t.Fatal("file should be full")
+		}
+		if err := mf.WriteAt([]byte("XY"), 100); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mf.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := mf.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mf.Read(0, 1); !errors.Is(err, ErrFileClosed) {
+			t.Fatalf("read after close: %v", err)
+		}
+		// Reopen: an existing file opens fully readable with its bytes.
+		mf2, err := OpenMappedFile(fsys, path, 4096, 8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mf2.Close()
+		if mf2.WrotePosition() != 8192 {
+			t.Fatalf("reopened wrote %d", mf2.WrotePosition())
+		}
+		s, err = mf2.Read(0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(s.B) != "helloworld" {
+			t.Fatalf("reopened read %q", s.B)
+		}
+		s.Release()
+		s, _ = mf2.Read(100, 2)
+		if string(s.B) != "XY" {
+			t.Fatalf("random write lost: %q", s.B)
+		}
+		s.Release()
+	})
+}
+
+func TestMappedFileSizeMismatch(t *testing.T) {
+	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+		path := filepath.Join(dir, FileName(0))
+		mf, err := OpenMappedFile(fsys, path, 0, 8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf.Close()
+		if _, err := OpenMappedFile(fsys, path, 0, 4096); !errors.Is(err, ErrCorruptFile) {
+			t.Fatalf("smaller size: %v", err)
+		}
+	})
+}
+
+func TestMappedFileRefcountKeepsMappingDuringDestroy(t *testing.T) {
+	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+		path := filepath.Join(dir, FileName(0))
+		mf, err := OpenMappedFile(fsys, path, 0, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mf.Append(bytes.Repeat([]byte{0xAB}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := mf.Read(0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mf.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fsys.Stat(path); err == nil {
+			t.Fatal("destroyed file still exists")
+		}
+		if mf.IsUnmapped() {
+			t.Fatal("unmapped while a view is held")
+		}
+		if mf.Retain() {
+			t.Fatal("retain succeeded after destroy")
+		}
+		// The held view is still readable (on the real FS this would fault if
+		// the mapping were gone).
+		for i, b := range s.B {
+			if b != 0xAB {
+				t.Fatalf("byte %d = %x", i, b)
+			}
+		}
+		s.Release()
+		if !mf.IsUnmapped() {
+			t.Fatal("mapping not released after the last view")
+		}
+		s.Release() // double release of a view is a no-op
+	})
+}
+
+func TestMappedFileConcurrentReadersAndWriter(t *testing.T) {
+	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+		mf, err := OpenMappedFile(fsys, filepath.Join(dir, FileName(0)), 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mf.Close()
+		const rec = 64
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for r := 0; r < 3; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					w := mf.WrotePosition()
+					if w == 0 {
+						continue
+					}
+					s, err := mf.Read(0, w)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					// Every complete record visible must be intact.
+					for i := 0; i+rec <= len(s.B); i += rec {
+						want := byte(i / rec)
+						if s.B[i] != want || s.B[i+rec-1] != want {
+							t.Errorf("record at %d torn: %x..%x want %x", i, s.B[i], s.B[i+rec-1], want)
+							break
+						}
+					}
+					s.Release()
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() { // concurrent flusher
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := mf.Flush(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		for i := 0; i < 2000; i++ {
+			if _, err := mf.Append(bytes.Repeat([]byte{byte(i)}, rec)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+	})
+}
+
+func TestMappedFileFallocateENOSPC(t *testing.T) {
+	f := NewFaultFS(1)
+	f.MkdirAll("/d", 0o755)
+	f.SetCapacity(10000)
+	if _, err := OpenMappedFile(f, "/d/"+FileName(0), 0, 8192); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenMappedFile(f, "/d/"+FileName(8192), 8192, 8192)
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("want ErrDiskFull, got %v", err)
+	}
+	if _, serr := f.Stat("/d/" + FileName(8192)); serr == nil {
+		t.Fatal("failed preallocation left a file behind")
+	}
+	f.SetCapacity(0)
+	f.InjectError(OpFallocate, unix.ENOSPC)
+	if _, err := OpenMappedFile(f, "/d/"+FileName(8192), 8192, 8192); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("injected ENOSPC: %v", err)
+	}
+}
+
+func TestMappedFileTruncateTailSurvivesCrash(t *testing.T) {
+	f := NewFaultFS(7)
+	f.MkdirAll("/d", 0o755)
+	path := "/d/" + FileName(0)
+	mf, err := OpenMappedFile(f, path, 0, 16384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf.Append(bytes.Repeat([]byte{1}, 9000))
+	if _, err := mf.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.TruncateTail(100); err != nil {
+		t.Fatal(err)
+	}
+	if mf.WrotePosition() != 100 {
+		t.Fatalf("wrote %d", mf.WrotePosition())
+	}
+	if _, err := mf.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mf.Close()
+	g := f.Crash(CrashOptions{})
+	mf2, err := OpenMappedFile(g, path, 0, 16384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf2.Close()
+	s, _ := mf2.Read(0, 16384)
+	defer s.Release()
+	for i, b := range s.B {
+		want := byte(0)
+		if i < 100 {
+			want = 1
+		}
+		if b != want {
+			t.Fatalf("byte %d = %d after truncate+crash, want %d", i, b, want)
+		}
+	}
+}
+
+func TestFaultFSCrashDropsUnsynced(t *testing.T) {
+	f := NewFaultFS(3)
+	f.MkdirAll("/d", 0o755)
+	mf, err := OpenMappedFile(f, "/d/"+FileName(0), 0, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf.Append([]byte("durable"))
+	mf.Flush()
+	mf.Append([]byte("volatile"))
+	// A file created but whose directory was never synced vanishes.
+	h, _ := f.OpenFile("/d/unsynced-name", 0x42, 0o644) // O_RDWR|O_CREATE
+	h.WriteAt([]byte("x"), 0)
+	h.Sync()
+	h.Close()
+	f.Freeze()
+	if _, err := mf.Flush(); !errors.Is(err, ErrCrashed) {
+		t.Fatalf("flush on frozen fs: %v", err)
+	}
+	mf.Close()
+	g := f.Crash(CrashOptions{})
+	if _, err := g.Stat("/d/unsynced-name"); err == nil {
+		t.Fatal("file with unsynced directory entry survived")
+	}
+	mf2, err := OpenMappedFile(g, "/d/"+FileName(0), 0, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf2.Close()
+	s, _ := mf2.Read(0, 15)
+	defer s.Release()
+	if string(s.B[:7]) != "durable" || !bytes.Equal(s.B[7:], make([]byte, 8)) {
+		t.Fatalf("after crash: %q", s.B)
+	}
+	if _, err := f.Stat("/d"); !errors.Is(err, ErrCrashed) {
+		t.Fatalf("old fs still alive: %v", err)
+	}
+}
+
+func TestFaultFSTearKeepsPrefixOfUnsynced(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		f := NewFaultFS(seed)
+		f.MkdirAll("/d", 0o755)
+		mf, _ := OpenMappedFile(f, "/d/"+FileName(0), 0, 8192)
+		mf.Append(bytes.Repeat([]byte{7}, 100))
+		mf.Flush()
+		mf.Append(bytes.Repeat([]byte{9}, 100))
+		mf.Close()
+		g := f.Crash(CrashOptions{Tear: true})
+		mf2, _ := OpenMappedFile(g, "/d/"+FileName(0), 0, 8192)
+		s, _ := mf2.Read(0, 300)
+		i := 0
+		for i < 100 && s.B[i] == 7 {
+			i++
+		}
+		if i != 100 {
+			t.Fatalf("seed %d: synced prefix damaged at %d", seed, i)
+		}
+		for i < 200 && s.B[i] == 9 {
+			i++
+		}
+		for ; i < 300; i++ {
+			if s.B[i] != 0 {
+				t.Fatalf("seed %d: byte %d = %d past the tear", seed, i, s.B[i])
+			}
+		}
+		s.Release()
+		mf2.Close()
+	}
+}
+
+func TestFaultFSInjectedErrorsAndUsage(t *testing.T) {
+	f := NewFaultFS(1)
+	f.MkdirAll("/d", 0o755)
+	mf, _ := OpenMappedFile(f, "/d/"+FileName(0), 0, 4096)
+	defer mf.Close()
+	mf.Append([]byte("abc"))
+	f.InjectError(OpMsync, unix.EIO)
+	if _, err := mf.Flush(); !errors.Is(err, unix.EIO) {
+		t.Fatalf("want EIO, got %v", err)
+	}
+	if mf.FlushedPosition() != 0 {
+		t.Fatal("failed flush advanced the flushed position")
+	}
+	f.InjectError(OpMsync, nil)
+	if _, err := mf.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	used, total, _ := f.DiskUsage("/d")
+	if used != 4096 || total != 1<<40 {
+		t.Fatalf("usage %d/%d", used, total)
+	}
+	f.SetDiskUsage(95, 100)
+	used, total, _ = f.DiskUsage("/d")
+	if used != 95 || total != 100 {
+		t.Fatalf("override %d/%d", used, total)
+	}
+	when := time.Unix(1000, 0)
+	if err := f.SetModTime("/d/"+FileName(0), when); err != nil {
+		t.Fatal(err)
+	}
+	if !mf.ModTime().Equal(when) {
+		t.Fatalf("mod time %v", mf.ModTime())
+	}
+}
+
+func TestOSFSDiskUsage(t *testing.T) {
+	used, total, err := OSFS().DiskUsage(t.TempDir())
+	if err != nil || total == 0 || used > total {
+		t.Fatalf("statfs: %d/%d %v", used, total, err)
+	}
+}

@@ -1,0 +1,358 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// fileNameDigits is the width of a segment name: its start offset, zero-padded
+// (RocketMQ's UtilAll.offset2FileName).
+const fileNameDigits = 20
+
+// FileName returns the name of the file starting at offset: 20 zero-padded digits.
+func FileName(offset int64) string {
+	return fmt.Sprintf("%0*d", fileNameDigits, offset)
+}
+
+// parseFileName returns the start offset encoded in a segment name.
+func parseFileName(name string) (int64, bool) {
+	if len(name) != fileNameDigits {
+		return 0, false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(name, 10, 64)
+	return v, err == nil
+}
+
+// MappedFileQueue is an ordered list of same-sized mapped files in one
+// directory, each named by its start offset, that together form one logical
+// byte space (RocketMQ's MappedFileQueue). The CommitLog and every
+// ConsumeQueue are one.
+type MappedFileQueue struct {
+	fsys     FS
+	dir      string
+	fileSize int
+
+	// mu guards files. Files are only appended at the end (LastOrCreate) and
+	// removed from either end (retention at the front, TruncateDirty at the back).
+	mu    sync.RWMutex
+	files []*MappedFile
+}
+
+// OpenMappedFileQueue creates dir if needed and opens every segment in it,
+// sorted by offset. Files must all have fileSize bytes and be contiguous; a
+// gap or a wrong size is ErrCorruptFile (the operator has to look: data is
+// missing). Other names in the directory are ignored.
+func OpenMappedFileQueue(fsys FS, dir string, fileSize int) (*MappedFileQueue, error) {
+	if fileSize <= 0 {
+		return nil, fmt.Errorf("%w: mapped file size %d for %s", ErrInvalidConfig, fileSize, dir)
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var offsets []int64
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		off, ok := parseFileName(e.Name())
+		if !ok {
+			continue
+		}
+		if off%int64(fileSize) != 0 {
+			return nil, fmt.Errorf("%w: %s: offset %d is not a multiple of the file size %d", ErrCorruptFile, filepath.Join(dir, e.Name()), off, fileSize)
+		}
+		offsets = append(offsets, off)
+	}
+	slices.Sort(offsets)
+	q := &MappedFileQueue{fsys: fsys, dir: dir, fileSize: fileSize}
+	for i, off := range offsets {
+		if i > 0 && off != offsets[i-1]+int64(fileSize) {
+			q.Close()
+			return nil, fmt.Errorf("%w: %s: gap between segments %s and %s", ErrCorruptFile, dir, FileName(offsets[i-1]), FileName(off))
+		}
+		mf, err := OpenMappedFile(fsys, filepath.Join(dir, FileName(off)), off, fileSize)
+		if err != nil {
+			q.Close()
+			return nil, err
+		}
+		q.files = append(q.files, mf)
+	}
+	return q, nil
+}
+
+// Dir returns the queue's directory.
+func (q *MappedFileQueue) Dir() string { return q.dir }
+
+// FileSize returns the size of every file of the queue.
+func (q *MappedFileQueue) FileSize() int { return q.fileSize }
+
+// Files returns a snapshot of the files, oldest first.
+func (q *MappedFileQueue) Files() []*MappedFile {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return slices.Clone(q.files)
+}
+
+// First returns the oldest file, or nil.
+func (q *MappedFileQueue) First() *MappedFile {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if len(q.files) == 0 {
+		return nil
+	}
+	return q.files[0]
+}
+
+// Last returns the newest file, or nil.
+func (q *MappedFileQueue) Last() *MappedFile {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if len(q.files) == 0 {
+		return nil
+	}
+	return q.files[len(q.files)-1]
+}
+
+// LastOrCreate returns the newest file if it has room, else creates the next
+// one. With no files, the first is created at startOffset rounded down to a
+// file boundary.
+func (q *MappedFileQueue) LastOrCreate(startOffset int64) (*MappedFile, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var next int64
+	if n := len(q.files); n > 0 {
+		last := q.files[n-1]
+		if !last.IsFull() {
+			return last, nil
+		}
+		next = last.FileFromOffset() + int64(q.fileSize)
+	} else {
+		next = startOffset - startOffset%int64(q.fileSize)
+	}
+	mf, err := OpenMappedFile(q.fsys, filepath.Join(q.dir, FileName(next)), next, q.fileSize)
+	if err != nil {
+		return nil, err
+	}
+	q.files = append(q.files, mf)
+	return mf, nil
+}
+
+// FindByOffset returns the file holding offset, or nil if no file does (it
+// was deleted, or is not written yet).
+func (q *MappedFileQueue) FindByOffset(offset int64) *MappedFile {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if len(q.files) == 0 {
+		return nil
+	}
+	first := q.files[0].FileFromOffset()
+	if offset < first {
+		return nil
+	}
+	i := int((offset - first) / int64(q.fileSize))
+	if i >= len(q.files) {
+		return nil
+	}
+	mf := q.files[i]
+	if offset < mf.FileFromOffset() || offset >= mf.FileFromOffset()+int64(q.fileSize) {
+		return nil // not contiguous; cannot happen for queues opened by this package
+	}
+	return mf
+}
+
+// MinOffset returns the first file's start offset, or 0 when empty.
+func (q *MappedFileQueue) MinOffset() int64 {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if len(q.files) == 0 {
+		return 0
+	}
+	return q.files[0].FileFromOffset()
+}
+
+// MaxOffset returns the end of the written data: the last file's start offset
+// plus its WrotePosition, or 0 when empty.
+func (q *MappedFileQueue) MaxOffset() int64 {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if len(q.files) == 0 {
+		return 0
+	}
+	last := q.files[len(q.files)-1]
+	return last.FileFromOffset() + int64(last.WrotePosition())
+}
+
+// FlushedOffset returns the logical offset up to which all files are durable:
+// the first not fully flushed file's start plus its flushed position.
+func (q *MappedFileQueue) FlushedOffset() int64 {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	for _, mf := range q.files {
+		if mf.FlushedPosition() < mf.WrotePosition() || mf.WrotePosition() < mf.Size() {
+			return mf.FileFromOffset() + int64(mf.FlushedPosition())
+		}
+	}
+	if len(q.files) == 0 {
+		return 0
+	}
+	last := q.files[len(q.files)-1]
+	return last.FileFromOffset() + int64(last.FlushedPosition())
+}
+
+// Flush flushes every file with unflushed data, oldest first, stopping at the
+// first error.
+func (q *MappedFileQueue) Flush() error {
+	for _, mf := range q.Files() {
+		if mf.FlushedPosition() >= mf.WrotePosition() && !mf.hasRandomDirty() {
+			continue
+		}
+		if _, err := mf.Flush(); err != nil {
+			if errors.Is(err, ErrFileClosed) {
+				continue // deleted by retention meanwhile
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *MappedFile) hasRandomDirty() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.dirtyHi > m.dirtyLo
+}
+
+// TruncateDirty drops everything past offset, for recovery: the file holding
+// offset gets WrotePosition offset-start and its tail zeroed (durably), later
+// files are destroyed. An offset at or before the first file's start leaves
+// the first file empty.
+func (q *MappedFileQueue) TruncateDirty(offset int64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	keep := len(q.files)
+	for i, mf := range q.files {
+		end := mf.FileFromOffset() + int64(q.fileSize)
+		if end <= offset {
+			continue
+		}
+		if mf.FileFromOffset() <= offset || i == 0 {
+			pos := max(0, int(offset-mf.FileFromOffset()))
+			if err := mf.TruncateTail(pos); err != nil {
+				return err
+			}
+			if _, err := mf.Flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		keep = min(keep, i)
+	}
+	for i := len(q.files) - 1; i >= keep; i-- {
+		if err := q.files[i].Destroy(); err != nil {
+			return err
+		}
+		q.files = q.files[:i]
+	}
+	return nil
+}
+
+// DeleteExpired destroys files from the front whose modification time is
+// before olderThan, never touching the newest keepLast files, at most
+// maxDelete per call (0 = no limit) so a big cleanup does not stall the disk.
+// It stops at the first file that is not expired. It returns how many were
+// deleted.
+func (q *MappedFileQueue) DeleteExpired(olderThan time.Time, keepLast int, maxDelete int) (int, error) {
+	keepLast = max(keepLast, 0)
+	var victims []*MappedFile
+	q.mu.RLock()
+	for i := 0; i < len(q.files)-keepLast; i++ {
+		if maxDelete > 0 && len(victims) >= maxDelete {
+			break
+		}
+		if !q.files[i].ModTime().Before(olderThan) {
+			break
+		}
+		victims = append(victims, q.files[i])
+	}
+	q.mu.RUnlock()
+	return q.deleteFront(victims)
+}
+
+// DeleteBefore destroys files that lie wholly before offset (their end is at
+// or before it), never the newest file, so MaxOffset survives. It returns how
+// many were deleted.
+func (q *MappedFileQueue) DeleteBefore(offset int64) (int, error) {
+	var victims []*MappedFile
+	q.mu.RLock()
+	for i := 0; i < len(q.files)-1; i++ {
+		if q.files[i].FileFromOffset()+int64(q.fileSize) > offset {
+			break
+		}
+		victims = append(victims, q.files[i])
+	}
+	q.mu.RUnlock()
+	return q.deleteFront(victims)
+}
+
+// deleteFront removes victims (a prefix of files as seen earlier) from the
+// list, then destroys them; readers holding views keep their mappings.
+func (q *MappedFileQueue) deleteFront(victims []*MappedFile) (int, error) {
+	if len(victims) == 0 {
+		return 0, nil
+	}
+	q.mu.Lock()
+	n := 0
+	for n < len(victims) && n < len(q.files) && q.files[n] == victims[n] {
+		n++
+	}
+	q.files = slices.Delete(q.files, 0, n)
+	q.mu.Unlock()
+	for i := 0; i < n; i++ {
+		if err := victims[i].Destroy(); err != nil {
+			return i, err
+		}
+	}
+	return n, nil
+}
+
+// Close closes every file without flushing (call Flush first for a clean
+// shutdown). Views keep their mappings until released.
+func (q *MappedFileQueue) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var first error
+	for _, mf := range q.files {
+		if err := mf.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Destroy destroys every file (drop a whole ConsumeQueue of a deleted topic).
+func (q *MappedFileQueue) Destroy() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var first error
+	for _, mf := range q.files {
+		if err := mf.Destroy(); err != nil && first == nil {
+			first = err
+		}
+	}
+	q.files = nil
+	return first
+}
