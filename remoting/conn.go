@@ -1,0 +1,483 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// connOptions are the per-connection limits shared by server and client.
+type connOptions struct {
+	maxFrameSize int
+	// idleTimeout closes a connection on which no byte arrived for this
+	// long; 0 disables it.
+	idleTimeout time.Duration
+	// frameTimeout bounds receiving the rest of a frame once its first
+	// byte arrived, so a half-sent frame cannot pin the connection.
+	frameTimeout time.Duration
+	// writeTimeout bounds one flush to the socket; a peer that stops
+	// reading gets its connection closed instead of blocking workers.
+	writeTimeout time.Duration
+	// writeQueue is the number of encoded frames waiting for the writer.
+	writeQueue int
+}
+
+// future is one request waiting for its response (RocketMQ's
+// ResponseFuture). Completed exactly once by the reader (response), the
+// sweeper (timeout), the connection closing, or the caller giving up.
+type future struct {
+	opaque   int32
+	code     int16
+	deadline time.Time // zero: no sweep deadline
+	done     chan struct{}
+	once     sync.Once
+	resp     *RemotingCommand
+	err      error
+	// cb, when set, runs on the goroutine that completes the future
+	// (reader, sweeper or closer): it must not block.
+	cb func(*RemotingCommand, error)
+}
+
+func (f *future) complete(resp *RemotingCommand, err error) {
+	f.once.Do(func() {
+		f.resp, f.err = resp, err
+		close(f.done)
+		if f.cb != nil {
+			f.cb(resp, err)
+		}
+	})
+}
+
+// Conn is one remoting connection: an accepted connection on a Server, or
+// a dialed connection of a Client. Requests can flow both ways on it (the
+// broker calls clients on their own connection). One goroutine reads, one
+// goroutine writes; responses may leave in any order and are matched by
+// opaque.
+type Conn struct {
+	id     uint64
+	nc     net.Conn
+	remote string
+	local  string
+	log    *zap.Logger
+	opts   connOptions
+
+	// handleRequest receives every request read from the peer. It runs on
+	// the reader goroutine and must only enqueue work.
+	handleRequest func(c *Conn, req *RemotingCommand)
+	// onClosed runs once, after the connection is marked closed.
+	onClosed func(c *Conn)
+
+	// ctx is cancelled when the connection closes; handlers get it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	writeCh    chan []byte
+	quit       chan struct{} // closed by close(); stops the writer
+	readerDone chan struct{}
+	writerDone chan struct{}
+	stopRead   atomic.Bool // set by a draining server: reader exits quietly
+	closeOnce  sync.Once
+
+	mu      sync.Mutex
+	pending map[int32]*future // guarded by mu
+	closed  bool              // guarded by mu
+}
+
+var connSeq atomic.Uint64
+
+func newConn(nc net.Conn, opts connOptions, log *zap.Logger,
+	handle func(*Conn, *RemotingCommand), onClosed func(*Conn)) *Conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		id:            connSeq.Add(1),
+		nc:            nc,
+		remote:        nc.RemoteAddr().String(),
+		local:         nc.LocalAddr().String(),
+		opts:          opts,
+		handleRequest: handle,
+		onClosed:      onClosed,
+		ctx:           ctx,
+		cancel:        cancel,
+		writeCh:       make(chan []byte, opts.writeQueue),
+		quit:          make(chan struct{}),
+		readerDone:    make(chan struct{}),
+		writerDone:    make(chan struct{}),
+		pending:       make(map[int32]*future),
+	}
+	c.log = log.With(zap.String("remote", c.remote), zap.Uint64("conn", c.id))
+	return c
+}
+
+// start launches the reader and writer; wg tracks both so the owner's
+// Close/Shutdown can wait for them.
+func (c *Conn) start(wg *sync.WaitGroup) {
+	wg.Add(2)
+	go func() { defer wg.Done(); c.readLoop() }()
+	go func() { defer wg.Done(); c.writeLoop() }()
+}
+
+// RemoteAddr returns the peer's "ip:port".
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// LocalAddr returns our side's "ip:port".
+func (c *Conn) LocalAddr() string { return c.local }
+
+// ID returns a process-unique connection id, handy as a map key.
+func (c *Conn) ID() uint64 { return c.id }
+
+// Context is cancelled when the connection closes, so handlers that hold a
+// request (long polling) can give up early.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// Closed reports whether the connection has been closed.
+func (c *Conn) Closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// Close closes the connection gracefully: frames already queued are
+// flushed (bounded by the write timeout), pending calls fail with
+// ErrConnClosed at once.
+func (c *Conn) Close() error {
+	c.close(nil, true)
+	return nil
+}
+
+// close marks the connection closed once. cause nil means a deliberate
+// close; graceful lets the writer flush what is queued before the socket
+// closes, otherwise the socket closes immediately.
+func (c *Conn) close(cause error, graceful bool) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		pending := c.pending
+		c.pending = nil
+		c.mu.Unlock()
+
+		c.cancel()
+		close(c.quit)
+		if !graceful {
+			_ = c.nc.Close()
+		}
+		err := ErrConnClosed
+		if cause != nil {
+			err = fmt.Errorf("%w: %v", ErrConnClosed, cause)
+		}
+		for _, f := range pending {
+			f.complete(nil, err)
+		}
+		if c.onClosed != nil {
+			c.onClosed(c)
+		}
+	})
+}
+
+// stopReading makes the reader exit without closing the connection, so a
+// draining server takes no new requests but can still write responses.
+func (c *Conn) stopReading() {
+	c.stopRead.Store(true)
+	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+}
+
+// readLoop reads frames until the connection fails. Every protocol
+// violation closes the connection with exactly one Warn line naming why.
+func (c *Conn) readLoop() {
+	defer close(c.readerDone)
+	br := bufio.NewReaderSize(c.nc, 32<<10)
+	var lenBuf [lengthFieldSize]byte
+	for {
+		// Phase 1: wait for the first byte of the next frame (idle timer).
+		var d time.Time
+		if c.opts.idleTimeout > 0 {
+			d = time.Now().Add(c.opts.idleTimeout)
+		}
+		_ = c.nc.SetReadDeadline(d)
+		if c.stopRead.Load() { // checked after the deadline write; see stopReading
+			return
+		}
+		if _, err := br.Peek(1); err != nil {
+			c.readFailed(err, true)
+			return
+		}
+		// Phase 2: the frame has started; the rest must arrive promptly.
+		if c.opts.frameTimeout > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.opts.frameTimeout))
+			if c.stopRead.Load() {
+				return
+			}
+		}
+		if _, err := io.ReadFull(br, lenBuf[:]); err != nil {
+			c.readFailed(err, false)
+			return
+		}
+		n := int64(int32(binary.BigEndian.Uint32(lenBuf[:])))
+		if n < 4 {
+			c.protocolError(fmt.Errorf("%w: frame length %d below minimum 4", ErrInvalidFrame, n))
+			return
+		}
+		if n > int64(c.opts.maxFrameSize) {
+			c.protocolError(fmt.Errorf("%w: frame length %d exceeds max %d", ErrFrameTooLarge, n, c.opts.maxFrameSize))
+			return
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(br, frame); err != nil {
+			c.readFailed(err, false)
+			return
+		}
+		cmd, err := DecodeFrame(frame)
+		if err != nil {
+			c.protocolError(err)
+			return
+		}
+		c.dispatch(cmd)
+	}
+}
+
+func (c *Conn) protocolError(err error) {
+	c.log.Warn("closing connection: bad frame", zap.String("reason", err.Error()))
+	c.close(err, false)
+}
+
+// readFailed classifies a read error. atBoundary is true when no byte of
+// the next frame had arrived yet.
+func (c *Conn) readFailed(err error, atBoundary bool) {
+	if c.stopRead.Load() || c.Closed() {
+		return // we are closing or draining: not the peer's fault
+	}
+	timeout := errors.Is(err, os.ErrDeadlineExceeded)
+	switch {
+	case atBoundary && timeout:
+		c.log.Info("closing idle connection", zap.Duration("idle", c.opts.idleTimeout))
+	case atBoundary && errors.Is(err, io.EOF):
+		c.log.Debug("peer closed connection")
+	case timeout:
+		c.log.Warn("closing connection: incomplete frame, read timed out",
+			zap.String("reason", "half-sent frame"), zap.Duration("timeout", c.opts.frameTimeout))
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		c.log.Warn("closing connection: peer closed mid-frame", zap.String("reason", "truncated frame"))
+	default:
+		c.log.Info("closing connection: read error", zap.Error(err))
+	}
+	c.close(err, false)
+}
+
+func (c *Conn) dispatch(cmd *RemotingCommand) {
+	if !cmd.IsResponse() {
+		c.handleRequest(c, cmd)
+		return
+	}
+	c.mu.Lock()
+	f := c.pending[cmd.Opaque]
+	delete(c.pending, cmd.Opaque)
+	c.mu.Unlock()
+	if f == nil {
+		// RocketMQ peers answer requests we already gave up on; drop.
+		c.log.Debug("response for unknown opaque dropped", zap.Int32("opaque", cmd.Opaque), zap.Int16("code", cmd.Code))
+		return
+	}
+	f.complete(cmd, nil)
+}
+
+// writeLoop owns the socket's write side; it batches queued frames into
+// one flush. On quit it flushes what is queued, then closes the socket.
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	for {
+		select {
+		case f := <-c.writeCh:
+			if err := c.writeBatch(bw, f); err != nil {
+				if !c.Closed() {
+					c.log.Info("closing connection: write failed", zap.Error(err))
+				}
+				c.close(err, false)
+				_ = c.nc.Close()
+				return
+			}
+		case <-c.quit:
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout))
+			for drained := false; !drained; {
+				select {
+				case f := <-c.writeCh:
+					if _, err := bw.Write(f); err != nil {
+						drained = true
+					}
+				default:
+					drained = true
+				}
+			}
+			_ = bw.Flush()
+			_ = c.nc.Close()
+			return
+		}
+	}
+}
+
+func (c *Conn) writeBatch(bw *bufio.Writer, first []byte) error {
+	if c.opts.writeTimeout > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout))
+	}
+	if _, err := bw.Write(first); err != nil {
+		return err
+	}
+	for {
+		select {
+		case f := <-c.writeCh:
+			if _, err := bw.Write(f); err != nil {
+				return err
+			}
+		default:
+			return bw.Flush()
+		}
+	}
+}
+
+// send queues an encoded frame for the writer.
+func (c *Conn) send(ctx context.Context, frame []byte) error {
+	if len(frame)-lengthFieldSize > c.opts.maxFrameSize {
+		return fmt.Errorf("%w: %d bytes, max %d", ErrFrameTooLarge, len(frame)-lengthFieldSize, c.opts.maxFrameSize)
+	}
+	select {
+	case <-c.quit:
+		return ErrConnClosed
+	default:
+	}
+	select {
+	case c.writeCh <- frame:
+		return nil
+	case <-c.quit:
+		return ErrConnClosed
+	case <-ctx.Done():
+		return ctxError(ctx, "queueing request")
+	}
+}
+
+// ctxError maps a finished context to ErrTimeout (deadline) or its own
+// error (cancellation).
+func ctxError(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %s", ErrTimeout, what)
+	}
+	return fmt.Errorf("remoting: %s: %w", what, ctx.Err())
+}
+
+// startCall registers a future for req and queues the frame. req.Opaque is
+// kept unless a call with the same opaque is already pending here.
+func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline time.Time,
+	cb func(*RemotingCommand, error)) (*future, error) {
+	req.Flag &^= FlagResponse | FlagOneway
+	f := &future{code: req.Code, deadline: deadline, done: make(chan struct{}), cb: cb}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrConnClosed
+	}
+	for {
+		if _, busy := c.pending[req.Opaque]; !busy {
+			break
+		}
+		req.Opaque = nextOpaque()
+	}
+	f.opaque = req.Opaque
+	c.pending[f.opaque] = f
+	c.mu.Unlock()
+
+	frame, err := EncodeFrame(req)
+	if err == nil {
+		err = c.send(ctx, frame)
+	}
+	if err != nil {
+		c.removePending(f.opaque)
+		return nil, err
+	}
+	return f, nil
+}
+
+func (c *Conn) removePending(opaque int32) {
+	c.mu.Lock()
+	delete(c.pending, opaque)
+	c.mu.Unlock()
+}
+
+// InvokeSync sends req on this connection and waits for its response
+// until ctx ends (ErrTimeout on deadline) or the connection closes
+// (ErrConnClosed). Used by servers to call clients.
+func (c *Conn) InvokeSync(ctx context.Context, req *RemotingCommand) (*RemotingCommand, error) {
+	deadline, _ := ctx.Deadline()
+	f, err := c.startCall(ctx, req, deadline, nil)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-f.done:
+		return f.resp, f.err
+	case <-ctx.Done():
+		c.removePending(f.opaque)
+		return nil, ctxError(ctx, fmt.Sprintf("code %d to %s", req.Code, c.remote))
+	}
+}
+
+// InvokeOneway sends req with the oneway flag; the peer sends no response.
+func (c *Conn) InvokeOneway(ctx context.Context, req *RemotingCommand) error {
+	req.Flag = (req.Flag &^ FlagResponse) | FlagOneway
+	frame, err := EncodeFrame(req)
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, frame)
+}
+
+// WriteResponse answers req with resp on this connection: resp gets the
+// request's opaque and serialize type and the response flag. Handlers that
+// hold a request (long polling) return (nil, nil) and call this later.
+// Responses to oneway requests are dropped.
+func (c *Conn) WriteResponse(req, resp *RemotingCommand) error {
+	if req.IsOneway() {
+		return nil
+	}
+	resp.Opaque = req.Opaque
+	resp.SerializeType = req.SerializeType
+	resp.Flag = (resp.Flag | FlagResponse) &^ FlagOneway
+	frame, err := EncodeFrame(resp)
+	if err != nil {
+		return err
+	}
+	err = c.send(context.Background(), frame)
+	if errors.Is(err, ErrFrameTooLarge) {
+		// Tell the caller instead of leaving it to time out.
+		small := NewResponse(ResponseSystemError, err.Error())
+		small.Opaque, small.SerializeType = req.Opaque, req.SerializeType
+		if f, e := EncodeFrame(small); e == nil {
+			_ = c.send(context.Background(), f)
+		}
+	}
+	return err
+}
+
+// sweep completes, with ErrTimeout, every pending call whose deadline has
+// passed (RocketMQ's scanResponseTable).
+func (c *Conn) sweep(now time.Time) {
+	var expired []*future
+	c.mu.Lock()
+	for op, f := range c.pending {
+		if !f.deadline.IsZero() && now.After(f.deadline) {
+			expired = append(expired, f)
+			delete(c.pending, op)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range expired {
+		f.complete(nil, fmt.Errorf("%w: code %d opaque %d to %s (swept)", ErrTimeout, f.code, f.opaque, c.remote))
+	}
+}

@@ -1,0 +1,175 @@
+package remoting
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// HandlerFunc processes one request. A non-nil error becomes a
+// SYSTEM_ERROR response with the error text as remark. Returning (nil, nil)
+// sends nothing now: the handler keeps req and answers later with
+// conn.WriteResponse (long polling). For oneway requests the response is
+// dropped.
+type HandlerFunc func(ctx context.Context, conn *Conn, req *RemotingCommand) (*RemotingCommand, error)
+
+// RPCHook observes every request handled or sent (RocketMQ's RPCHook).
+// Hooks run on the calling goroutine and must be quick.
+type RPCHook interface {
+	// BeforeRequest runs before a request is handled (server) or sent
+	// (client).
+	BeforeRequest(remoteAddr string, req *RemotingCommand)
+	// AfterResponse runs after the handler returned (server) or the
+	// response arrived (client); resp is nil for oneway calls and failures.
+	AfterResponse(remoteAddr string, req, resp *RemotingCommand)
+}
+
+// hookList is a copy-on-write list of hooks, read without locks.
+type hookList struct {
+	mu    sync.Mutex
+	hooks atomic.Pointer[[]RPCHook]
+}
+
+func (l *hookList) add(h RPCHook) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var next []RPCHook
+	if cur := l.hooks.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, h)
+	l.hooks.Store(&next)
+}
+
+func (l *hookList) before(addr string, req *RemotingCommand) {
+	if hs := l.hooks.Load(); hs != nil {
+		for _, h := range *hs {
+			h.BeforeRequest(addr, req)
+		}
+	}
+}
+
+func (l *hookList) after(addr string, req, resp *RemotingCommand) {
+	if hs := l.hooks.Load(); hs != nil {
+		for _, h := range *hs {
+			h.AfterResponse(addr, req, resp)
+		}
+	}
+}
+
+// task is one request waiting for a worker.
+type task struct {
+	h    HandlerFunc
+	conn *Conn
+	req  *RemotingCommand
+}
+
+// workerPool is a fixed set of workers behind a bounded queue (RocketMQ's
+// per-processor ExecutorService). submit never blocks: a full queue is the
+// caller's cue to answer SYSTEM_BUSY.
+type workerPool struct {
+	name    string
+	workers int
+	queue   chan task
+	wg      sync.WaitGroup
+	started bool // guarded by the owner's lock
+	// overloaded is set while the queue rejects work, so that an overload
+	// episode logs one warning instead of one per request.
+	overloaded atomic.Bool
+}
+
+func newWorkerPool(name string, workers, queueSize int) *workerPool {
+	if workers < 1 {
+		workers = 1
+	}
+	if queueSize < 1 {
+		queueSize = 1
+	}
+	return &workerPool{name: name, workers: workers, queue: make(chan task, queueSize)}
+}
+
+func (p *workerPool) start(run func(task)) {
+	p.started = true
+	p.wg.Add(p.workers)
+	for i := 0; i < p.workers; i++ {
+		go func() {
+			defer p.wg.Done()
+			for t := range p.queue {
+				run(t)
+			}
+		}()
+	}
+}
+
+// submit queues t; false means the queue is full.
+func (p *workerPool) submit(t task, log *zap.Logger) bool {
+	select {
+	case p.queue <- t:
+		p.overloaded.Store(false)
+		return true
+	default:
+		if !p.overloaded.Swap(true) {
+			log.Warn("processor queue full, answering SYSTEM_BUSY",
+				zap.String("processor", p.name), zap.Int("queue", cap(p.queue)))
+		}
+		return false
+	}
+}
+
+// stop closes the queue: workers finish what is queued, then exit.
+func (p *workerPool) stop() { close(p.queue) }
+
+// wait blocks until the workers exited or ctx ends.
+func (p *workerPool) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// busyResponse is RocketMQ's flow-control answer (NettyRemotingAbstract,
+// RejectedExecutionException path).
+func busyResponse() *RemotingCommand {
+	return NewResponse(ResponseSystemBusy, "[OVERLOAD]system busy, start flow control for a while")
+}
+
+func notSupportedResponse(code int16) *RemotingCommand {
+	return NewResponse(ResponseRequestCodeNotSupported, fmt.Sprintf("request type %d not supported", code))
+}
+
+// runTask runs one handler with hooks and panic containment and writes the
+// response. Shared by Server and Client (server-initiated requests).
+func runTask(t task, hooks *hookList, log *zap.Logger) {
+	addr := t.conn.RemoteAddr()
+	hooks.before(addr, t.req)
+	resp, err := callHandler(t, log)
+	if err != nil {
+		resp = NewResponse(ResponseSystemError, err.Error())
+	}
+	hooks.after(addr, t.req, resp)
+	if resp == nil || t.req.IsOneway() {
+		return
+	}
+	if err := t.conn.WriteResponse(t.req, resp); err != nil {
+		log.Debug("response not written", zap.String("remote", addr), zap.Int16("code", t.req.Code), zap.Error(err))
+	}
+}
+
+func callHandler(t task, log *zap.Logger) (resp *RemotingCommand, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// A handler bug must not take the whole broker down; the caller
+			// gets SYSTEM_ERROR like RocketMQ's catch(Throwable).
+			log.Error("request handler panicked", zap.Int16("code", t.req.Code), zap.Any("panic", r), zap.Stack("stack"))
+			resp, err = nil, fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	return t.h(t.conn.Context(), t.conn, t.req)
+}

@@ -1,0 +1,328 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ServerConfig configures a Server. Zero fields take the defaults of
+// DefaultServerConfig.
+type ServerConfig struct {
+	// ListenAddr is the TCP address to listen on; "127.0.0.1:0" picks a
+	// free port (see Server.Addr).
+	ListenAddr string
+	// MaxFrameSize is the largest accepted frame length (default 16 MiB).
+	MaxFrameSize int
+	// IdleTimeout closes connections that sent nothing for this long
+	// (default 120 s, RocketMQ's serverChannelMaxIdleTimeSeconds).
+	IdleTimeout time.Duration
+	// FrameReadTimeout bounds receiving the rest of a frame once its first
+	// byte arrived (default 10 s): a half-sent frame closes the connection.
+	FrameReadTimeout time.Duration
+	// WriteTimeout bounds one socket flush (default 10 s).
+	WriteTimeout time.Duration
+	// WriteQueueSize is the per-connection queue of encoded frames
+	// (default 1024).
+	WriteQueueSize int
+}
+
+// DefaultServerConfig returns the defaults, listening on 127.0.0.1:0.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{
+		ListenAddr:       "127.0.0.1:0",
+		MaxFrameSize:     DefaultMaxFrameSize,
+		IdleTimeout:      120 * time.Second,
+		FrameReadTimeout: 10 * time.Second,
+		WriteTimeout:     10 * time.Second,
+		WriteQueueSize:   1024,
+	}
+}
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	d := DefaultServerConfig()
+	if c.ListenAddr == "" {
+		c.ListenAddr = d.ListenAddr
+	}
+	if c.MaxFrameSize <= 0 {
+		c.MaxFrameSize = d.MaxFrameSize
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.FrameReadTimeout <= 0 {
+		c.FrameReadTimeout = d.FrameReadTimeout
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.WriteQueueSize <= 0 {
+		c.WriteQueueSize = d.WriteQueueSize
+	}
+	return c
+}
+
+func (c ServerConfig) connOptions() connOptions {
+	return connOptions{
+		maxFrameSize: c.MaxFrameSize,
+		idleTimeout:  c.IdleTimeout,
+		frameTimeout: c.FrameReadTimeout,
+		writeTimeout: c.WriteTimeout,
+		writeQueue:   c.WriteQueueSize,
+	}
+}
+
+type registration struct {
+	h    HandlerFunc
+	pool *workerPool
+}
+
+// Server is a RocketMQ remoting server: it accepts connections and hands
+// each request to the processor registered for its code, through that
+// processor's bounded worker pool.
+type Server struct {
+	cfg   ServerConfig
+	log   *zap.Logger
+	hooks hookList
+
+	mu          sync.RWMutex
+	processors  map[int16]registration // guarded by mu
+	defaultProc *registration          // guarded by mu
+	pools       []*workerPool          // guarded by mu; every pool ever created
+	onClose     []func(*Conn)          // guarded by mu
+	conns       map[uint64]*Conn       // guarded by mu
+	ln          net.Listener           // guarded by mu
+	started     bool                   // guarded by mu
+	closing     bool                   // guarded by mu
+
+	acceptDone chan struct{}
+	connWG     sync.WaitGroup // reader and writer goroutines of every conn
+}
+
+// NewServer creates a server; nothing listens until Start. log may be nil.
+func NewServer(cfg ServerConfig, log *zap.Logger) *Server {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Server{
+		cfg:        cfg.withDefaults(),
+		log:        log.Named("remoting.server"),
+		processors: make(map[int16]registration),
+		conns:      make(map[uint64]*Conn),
+		acceptDone: make(chan struct{}),
+	}
+}
+
+// Register installs h for requests with this code, served by its own pool
+// of workers goroutines behind a queue of queueSize; a full queue answers
+// SYSTEM_BUSY. Registering a code again replaces the handler.
+func (s *Server) Register(code int16, h HandlerFunc, workers, queueSize int) {
+	p := newWorkerPool(fmt.Sprintf("code-%d", code), workers, queueSize)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.processors[code] = registration{h: h, pool: p}
+	s.addPoolLocked(p)
+}
+
+// RegisterDefault installs the handler for codes without their own
+// processor (RocketMQ's defaultRequestProcessor).
+func (s *Server) RegisterDefault(h HandlerFunc, workers, queueSize int) {
+	p := newWorkerPool("default", workers, queueSize)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.defaultProc = &registration{h: h, pool: p}
+	s.addPoolLocked(p)
+}
+
+func (s *Server) addPoolLocked(p *workerPool) {
+	s.pools = append(s.pools, p)
+	if s.started && !s.closing {
+		p.start(s.runTask)
+	}
+}
+
+func (s *Server) runTask(t task) { runTask(t, &s.hooks, s.log) }
+
+// OnConnClose registers f to run once for every connection that closes,
+// for whatever reason (e.g. the name server drops a broker whose channel
+// closed). f runs on the goroutine that closed the connection.
+func (s *Server) OnConnClose(f func(c *Conn)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onClose = append(s.onClose, f)
+}
+
+// AddHook adds an RPC hook run around every handled request.
+func (s *Server) AddHook(h RPCHook) { s.hooks.add(h) }
+
+// Start listens on ListenAddr and serves in the background.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrServerClosed
+	}
+	if s.started {
+		return errors.New("remoting: server already started")
+	}
+	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("remoting: listen on %s: %w", s.cfg.ListenAddr, err)
+	}
+	s.ln = ln
+	s.started = true
+	for _, p := range s.pools {
+		p.start(s.runTask)
+	}
+	go s.acceptLoop(ln)
+	s.log.Info("remoting server listening", zap.String("addr", ln.Addr().String()))
+	return nil
+}
+
+// Addr returns the listening address (nil before Start).
+func (s *Server) Addr() net.Addr {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Conns returns the currently open connections.
+func (s *Server) Conns() []*Conn {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*Conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer close(s.acceptDone)
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off instead of
+			// spinning (net/http's approach).
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff < time.Second {
+				backoff *= 2
+			}
+			s.log.Warn("accept failed", zap.Error(err), zap.Duration("retry_in", backoff))
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := newConn(nc, s.cfg.connOptions(), s.log, s.handleRequest, s.connClosed)
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			_ = nc.Close()
+			continue
+		}
+		s.conns[c.id] = c
+		c.start(&s.connWG)
+		s.mu.Unlock()
+		c.log.Debug("connection accepted")
+	}
+}
+
+func (s *Server) connClosed(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c.id)
+	cbs := s.onClose
+	s.mu.Unlock()
+	for _, f := range cbs {
+		f(c)
+	}
+}
+
+// handleRequest runs on the connection's reader: it only routes.
+func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
+	s.mu.RLock()
+	reg, ok := s.processors[req.Code]
+	if !ok && s.defaultProc != nil {
+		reg, ok = *s.defaultProc, true
+	}
+	s.mu.RUnlock()
+	if !ok {
+		c.log.Debug("request code not supported", zap.Int16("code", req.Code))
+		_ = c.WriteResponse(req, notSupportedResponse(req.Code))
+		return
+	}
+	if !reg.pool.submit(task{h: reg.h, conn: c, req: req}, s.log) {
+		_ = c.WriteResponse(req, busyResponse())
+	}
+}
+
+// Shutdown stops accepting connections and requests, waits for queued and
+// in-flight requests to finish and their responses to be written, then
+// closes every connection. If ctx ends first, connections are closed at
+// once (handlers see their ctx cancelled) and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.closing = true
+	started := s.started
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	s.mu.Unlock()
+	if started {
+		<-s.acceptDone
+	}
+
+	// No accept loop any more: the connection set can only shrink.
+	conns := s.Conns()
+	for _, c := range conns {
+		c.stopReading()
+	}
+	for _, c := range conns {
+		<-c.readerDone // readers exit at once: their deadline is in the past
+	}
+
+	// No reader can submit now; let the pools drain.
+	s.mu.RLock()
+	pools := append([]*workerPool(nil), s.pools...)
+	s.mu.RUnlock()
+	var drainErr error
+	for _, p := range pools {
+		if p.started {
+			p.stop()
+		}
+	}
+	for _, p := range pools {
+		if p.started && drainErr == nil {
+			drainErr = p.wait(ctx)
+		}
+	}
+
+	for _, c := range s.Conns() {
+		c.close(nil, drainErr == nil)
+	}
+	s.connWG.Wait()
+	if drainErr != nil {
+		return fmt.Errorf("remoting: shutdown: in-flight requests not drained: %w", drainErr)
+	}
+	s.log.Info("remoting server stopped")
+	return nil
+}
