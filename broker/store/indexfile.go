@@ -2,10 +2,17 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 	"unicode/utf16"
+
+	"go.uber.org/zap"
 )
 
 // IndexFile layout, identical to RocketMQ's store/index/IndexFile so the
@@ -36,6 +43,14 @@ const (
 	// indexFileNameLayout is RocketMQ's UtilAll.timeMillisToHumanString
 	// (yyyyMMddHHmmssSSS): index files are named by creation time.
 	indexFileNameLayout = "20060102150405.000"
+)
+
+// Transaction bits of sysFlag (RocketMQ's MessageSysFlag): rolled-back
+// messages are neither indexed nor put in a ConsumeQueue.
+const (
+	sysFlagTransactionMask     = 0xC
+	sysFlagTransactionPrepared = 0x4
+	sysFlagTransactionRollback = 0xC
 )
 
 // header field positions.
@@ -299,4 +314,312 @@ func (f *IndexFile) SelectPhyOffsets(dst []int64, key string, maxNum int, begin,
 		next = prev
 	}
 	return dst
+}
+
+// QueryOffsetResult is the answer of IndexService.QueryOffset.
+type QueryOffsetResult struct {
+	// PhyOffsets are CommitLog offsets of matching messages, newest first.
+	// Hash collisions are possible: callers compare the real key.
+	PhyOffsets []int64
+	// IndexLastUpdateTimestamp and IndexLastUpdatePhyOffset describe the
+	// newest index entry (RocketMQ returns them to the client).
+	IndexLastUpdateTimestamp int64
+	IndexLastUpdatePhyOffset int64
+}
+
+// IndexService maintains the index files under storePathRootDir/index: it
+// indexes every message by topic#KEY for each of its KEYS and by
+// topic#UNIQ_KEY, and answers QUERY_MESSAGE by key and time range.
+type IndexService struct {
+	fsys        FS
+	dir         string
+	hashSlotNum int
+	indexNum    int
+	now         func() time.Time
+	log         *zap.Logger
+
+	// mu guards files, the files' headers and contents, maxIndexedPhy and
+	// rebuildFrom: writers (BuildIndex, deletion) take it exclusively,
+	// queries shared.
+	mu            sync.RWMutex
+	files         []*IndexFile // oldest first
+	mfs           []*MappedFile
+	maxIndexedPhy int64 // CommitLog offset of the newest indexed message, -1 if none
+	rebuildFrom   int64 // see RebuildFrom; -1 if nothing was dropped at Load
+}
+
+// NewIndexService returns a service over dir with the given geometry
+// (DefaultMaxHashSlotNum, DefaultMaxIndexNum in production). now names new
+// files; nil means time.Now.
+func NewIndexService(fsys FS, dir string, hashSlotNum, indexNum int, now func() time.Time, log *zap.Logger) *IndexService {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &IndexService{fsys: fsys, dir: dir, hashSlotNum: hashSlotNum, indexNum: indexNum, now: now, log: log,
+		maxIndexedPhy: -1, rebuildFrom: -1}
+}
+
+// Load opens the existing index files, oldest first. After a crash
+// (lastExitOK false) files with entries newer than the checkpoint's
+// indexMsgTimestamp may hold torn writes, so they are dropped like RocketMQ
+// does; RebuildFrom then says where the dispatcher must re-index from.
+func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
+	if s.hashSlotNum <= 0 || s.indexNum <= 1 {
+		return fmt.Errorf("%w: index geometry: maxHashSlotNum %d and maxIndexNum %d must be positive (maxIndexNum > 1)",
+			ErrInvalidConfig, s.hashSlotNum, s.indexNum)
+	}
+	if err := s.fsys.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("index: create %s: %w", s.dir, err)
+	}
+	ents, err := s.fsys.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("index: list %s: %w", s.dir, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range ents { // ReadDir sorts by name, and names sort by creation time
+		if e.IsDir() || !isIndexFileName(e.Name()) {
+			continue
+		}
+		path := filepath.Join(s.dir, e.Name())
+		mf, f, err := s.openFile(path, 0, 0)
+		if err != nil {
+			return err
+		}
+		if !lastExitOK && f.EndTimestamp() > indexMsgTimestamp {
+			s.log.Warn("dropping index file newer than the checkpoint after a crash; it will be rebuilt",
+				zap.String("file", path), zap.Int64("endTimestamp", f.EndTimestamp()), zap.Int64("checkpoint", indexMsgTimestamp))
+			from := f.BeginPhyOffset()
+			if len(s.files) > 0 {
+				from = s.files[len(s.files)-1].EndPhyOffset()
+			}
+			if s.rebuildFrom < 0 || from < s.rebuildFrom {
+				s.rebuildFrom = from
+			}
+			if err := mf.Destroy(); err != nil {
+				return fmt.Errorf("index: drop %s: %w", path, err)
+			}
+			continue
+		}
+		s.files = append(s.files, f)
+		s.mfs = append(s.mfs, mf)
+		if f.IndexCount() > 1 {
+			s.maxIndexedPhy = f.EndPhyOffset()
+		}
+	}
+	return nil
+}
+
+func isIndexFileName(name string) bool {
+	if len(name) != 17 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *IndexService) openFile(path string, prevEndPhy, prevEndTs int64) (*MappedFile, *IndexFile, error) {
+	mf, err := OpenMappedFile(s.fsys, path, 0, IndexFileSize(s.hashSlotNum, s.indexNum))
+	if err != nil {
+		return nil, nil, fmt.Errorf("index: open %s: %w", path, err)
+	}
+	f, err := newIndexFile(path, mf, s.hashSlotNum, s.indexNum, prevEndPhy, prevEndTs)
+	if err != nil {
+		mf.Close()
+		return nil, nil, err
+	}
+	return mf, f, nil
+}
+
+// RebuildFrom returns the CommitLog offset from which messages must be
+// dispatched again to rebuild index files dropped by Load, or -1 if none
+// were dropped. Replaying already indexed messages is harmless: BuildIndex
+// skips them.
+func (s *IndexService) RebuildFrom() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rebuildFrom
+}
+
+// lastWritableLocked returns the newest file with room, creating one (named
+// by the current time, strictly after the previous name) when needed.
+func (s *IndexService) lastWritableLocked() (*IndexFile, error) {
+	var prevEndPhy, prevEndTs int64
+	name := indexFileName(s.now())
+	if n := len(s.files); n > 0 {
+		last := s.files[n-1]
+		if !last.IsWriteFull() {
+			return last, nil
+		}
+		prevEndPhy, prevEndTs = last.EndPhyOffset(), last.EndTimestamp()
+		// Names must keep sorting in creation order even if two files are
+		// created in one millisecond or the clock steps back.
+		if prev := filepath.Base(last.Name()); name <= prev {
+			name = nextIndexFileName(prev)
+		}
+	}
+	mf, f, err := s.openFile(filepath.Join(s.dir, name), prevEndPhy, prevEndTs)
+	if err != nil {
+		return nil, err
+	}
+	s.files = append(s.files, f)
+	s.mfs = append(s.mfs, mf)
+	if n := len(s.mfs); n > 1 {
+		// The full file is final: make it durable now rather than at the
+		// next periodic flush.
+		if _, err := s.mfs[n-2].Flush(); err != nil {
+			s.log.Warn("flush full index file", zap.String("file", s.files[n-2].Name()), zap.Error(err))
+		}
+	}
+	s.log.Info("created index file", zap.String("file", f.Name()))
+	return f, nil
+}
+
+// nextIndexFileName returns the 17-digit name one millisecond after prev.
+func nextIndexFileName(prev string) string {
+	t, err := time.ParseInLocation(indexFileNameLayout, prev[:14]+"."+prev[14:], time.Local)
+	if err != nil {
+		return prev // not reachable for names this package wrote
+	}
+	return indexFileName(t.Add(time.Millisecond))
+}
+
+// BuildIndex indexes one message: topic#UNIQ_KEY and topic#K for every
+// space-separated K in keys (RocketMQ's IndexService.buildIndex). Rolled-back
+// transactional messages are not indexed; messages at or below the newest
+// indexed offset were indexed before (a replay) and are skipped.
+func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, phyOffset, storeTimestamp int64) error {
+	if sysFlag&sysFlagTransactionMask == sysFlagTransactionRollback {
+		return nil
+	}
+	if uniqKey == "" && strings.TrimSpace(keys) == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if phyOffset <= s.maxIndexedPhy {
+		return nil
+	}
+	put := func(key string) error {
+		f, err := s.lastWritableLocked()
+		if err != nil {
+			return err
+		}
+		err = f.PutKey(indexKey(topic, key), phyOffset, storeTimestamp)
+		if errors.Is(err, ErrFileFull) {
+			if f, err = s.lastWritableLocked(); err != nil {
+				return err
+			}
+			err = f.PutKey(indexKey(topic, key), phyOffset, storeTimestamp)
+		}
+		return err
+	}
+	if uniqKey != "" {
+		if err := put(uniqKey); err != nil {
+			return fmt.Errorf("index: message at %d, uniq key %q: %w", phyOffset, uniqKey, err)
+		}
+	}
+	for k := range strings.SplitSeq(keys, " ") {
+		if k == "" {
+			continue
+		}
+		if err := put(k); err != nil {
+			return fmt.Errorf("index: message at %d, key %q: %w", phyOffset, k, err)
+		}
+	}
+	s.maxIndexedPhy = phyOffset
+	return nil
+}
+
+// QueryOffset returns up to maxNum CommitLog offsets of messages of topic
+// indexed under key with a store time in [begin, end] (milliseconds; the
+// index keeps second precision), newest first.
+func (s *IndexService) QueryOffset(topic, key string, maxNum int, begin, end int64) QueryOffsetResult {
+	var res QueryOffsetResult
+	if maxNum <= 0 {
+		return res
+	}
+	k := indexKey(topic, key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i := len(s.files) - 1; i >= 0; i-- {
+		f := s.files[i]
+		if i == len(s.files)-1 {
+			res.IndexLastUpdateTimestamp = f.EndTimestamp()
+			res.IndexLastUpdatePhyOffset = f.EndPhyOffset()
+		}
+		if f.IsTimeMatched(begin, end) {
+			res.PhyOffsets = f.SelectPhyOffsets(res.PhyOffsets, k, maxNum, begin, end)
+		}
+		// Older files only hold older entries.
+		if f.BeginTimestamp() < begin || len(res.PhyOffsets) >= maxNum {
+			break
+		}
+	}
+	return res
+}
+
+// Files returns the number of index files.
+func (s *IndexService) Files() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.files)
+}
+
+// Flush makes the index durable and returns the indexMsgTimestamp for the
+// checkpoint: the newest store time indexed before the flush started.
+func (s *IndexService) Flush() (indexMsgTimestamp int64, err error) {
+	s.mu.RLock()
+	mfs := slices.Clone(s.mfs)
+	if n := len(s.files); n > 0 {
+		indexMsgTimestamp = s.files[n-1].EndTimestamp()
+	}
+	s.mu.RUnlock()
+	for _, mf := range mfs {
+		if _, err := mf.Flush(); err != nil && !errors.Is(err, ErrFileClosed) {
+			return 0, fmt.Errorf("index: flush %s: %w", mf.Path(), err)
+		}
+	}
+	return indexMsgTimestamp, nil
+}
+
+// DeleteExpired implements PhyOffsetCleaner: it destroys index files, oldest
+// first and never the newest, whose entries all point below phyMinOffset.
+func (s *IndexService) DeleteExpired(phyMinOffset int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for n < len(s.files)-1 && s.files[n].EndPhyOffset() < phyMinOffset {
+		n++
+	}
+	victims := slices.Clone(s.mfs[:n])
+	s.files = slices.Delete(s.files, 0, n)
+	s.mfs = slices.Delete(s.mfs, 0, n)
+	for i, mf := range victims {
+		if err := mf.Destroy(); err != nil {
+			return i, fmt.Errorf("index: delete %s: %w", mf.Path(), err)
+		}
+	}
+	return n, nil
+}
+
+// Close closes the index files (flush first for a clean shutdown).
+func (s *IndexService) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for _, mf := range s.mfs {
+		if err := mf.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.files, s.mfs = nil, nil
+	return first
 }

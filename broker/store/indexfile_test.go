@@ -2,7 +2,9 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -166,5 +168,136 @@ func TestIndexFileInheritsPreviousEnd(t *testing.T) {
 	}
 	if f.BeginPhyOffset() != 777 || f.EndTimestamp() != 12345 || f.IndexCount() != 1 {
 		t.Fatalf("header %+v", f.hdr)
+	}
+}
+
+func newTestIndexService(t *testing.T, fsys FS, dir string, slots, items int, clock *manualClock) *IndexService {
+	t.Helper()
+	s := NewIndexService(fsys, filepath.Join(dir, "index"), slots, items, clock.Now, nil)
+	if err := s.Load(true, 0); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestIndexServiceBuildQueryRollReload(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+		clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+		s := newTestIndexService(t, fsys, dir, 16, 11, clock) // 10 keys per file
+		base := clock.t.UnixMilli()
+		// 30 messages, each with a UNIQ_KEY and two KEYS: 90 keys → 9 files.
+		for i := range 30 {
+			uniq := fmt.Sprintf("U%03d", i)
+			keys := fmt.Sprintf("order-%d  shared", i%3) // double space: empty key skipped
+			if err := s.BuildIndex("T", keys, uniq, 0, int64(i)*100, base+int64(i)*1000); err != nil {
+				t.Fatal(err)
+			}
+			clock.t = clock.t.Add(time.Millisecond) // files created within ms of each other
+		}
+		if s.Files() != 9 {
+			t.Fatalf("%d files, want 9", s.Files())
+		}
+		check := func(s *IndexService) {
+			t.Helper()
+			r := s.QueryOffset("T", "U017", 10, 0, math.MaxInt64)
+			if !slices.Equal(r.PhyOffsets, []int64{1700}) {
+				t.Fatalf("U017: %v", r.PhyOffsets)
+			}
+			if r.IndexLastUpdatePhyOffset != 2900 || r.IndexLastUpdateTimestamp != base+29000 {
+				t.Fatalf("last update %d %d", r.IndexLastUpdatePhyOffset, r.IndexLastUpdateTimestamp)
+			}
+			r = s.QueryOffset("T", "order-1", 100, 0, math.MaxInt64)
+			want := []int64{2800, 2500, 2200, 1900, 1600, 1300, 1000, 700, 400, 100}
+			if !slices.Equal(r.PhyOffsets, want) {
+				t.Fatalf("order-1 across files: %v", r.PhyOffsets)
+			}
+			if r := s.QueryOffset("T", "shared", 4, 0, math.MaxInt64); !slices.Equal(r.PhyOffsets, []int64{2900, 2800, 2700, 2600}) {
+				t.Fatalf("shared max 4: %v", r.PhyOffsets)
+			}
+			r = s.QueryOffset("T", "shared", 100, base+10_000, base+12_000)
+			if !slices.Equal(r.PhyOffsets, []int64{1200, 1100, 1000}) {
+				t.Fatalf("time range: %v", r.PhyOffsets)
+			}
+			if r := s.QueryOffset("Other", "shared", 10, 0, math.MaxInt64); len(r.PhyOffsets) != 0 {
+				t.Fatalf("other topic: %v", r.PhyOffsets)
+			}
+		}
+		check(s)
+		// Replays are skipped.
+		if err := s.BuildIndex("T", "shared", "U017", 0, 1700, base+17000); err != nil {
+			t.Fatal(err)
+		}
+		if r := s.QueryOffset("T", "U017", 10, 0, math.MaxInt64); len(r.PhyOffsets) != 1 {
+			t.Fatalf("replay indexed twice: %v", r.PhyOffsets)
+		}
+		// Rolled-back transactional messages are not indexed.
+		if err := s.BuildIndex("T", "rb", "", sysFlagTransactionRollback, 3000, base+30000); err != nil {
+			t.Fatal(err)
+		}
+		if r := s.QueryOffset("T", "rb", 10, 0, math.MaxInt64); len(r.PhyOffsets) != 0 {
+			t.Fatalf("rollback indexed: %v", r.PhyOffsets)
+		}
+		ts, err := s.Flush()
+		if err != nil || ts != base+29000 {
+			t.Fatalf("flush: %d %v", ts, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s2 := newTestIndexService(t, fsys, dir, 16, 11, clock)
+		defer s2.Close()
+		if s2.Files() != 9 || s2.RebuildFrom() != -1 {
+			t.Fatalf("reload: %d files, rebuildFrom %d", s2.Files(), s2.RebuildFrom())
+		}
+		check(s2)
+		// Retention: files whose entries all point below 1500 go (the first
+		// four end at 300, 600, 900, 1300).
+		n, err := s2.DeleteExpired(1500)
+		if err != nil || n != 4 || s2.Files() != 5 {
+			t.Fatalf("delete expired: %d %v, %d left", n, err, s2.Files())
+		}
+		if r := s2.QueryOffset("T", "order-1", 100, 0, math.MaxInt64); !slices.Equal(r.PhyOffsets, []int64{2800, 2500, 2200, 1900, 1600, 1300}) {
+			t.Fatalf("after delete: %v", r.PhyOffsets)
+		}
+	})
+}
+
+func TestIndexServiceCrashDropsFilesPastCheckpoint(t *testing.T) {
+	fsys := NewFaultFS(5)
+	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+	s := newTestIndexService(t, fsys, "/store", 16, 11, clock)
+	for i := range 25 { // 25 keys: files of 10, 10, 5
+		if err := s.BuildIndex("T", "k", "", 0, int64(i)*100, int64(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+		clock.t = clock.t.Add(time.Millisecond)
+	}
+	s.Flush()
+	s.Close()
+	// Checkpoint says entries up to store time 1012 are durable: the third
+	// file (1020..1024) and the second (1010..1019) are newer and dropped.
+	s2 := NewIndexService(fsys, "/store/index", 16, 11, clock.Now, nil)
+	if err := s2.Load(false, 1012); err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if s2.Files() != 1 || s2.RebuildFrom() != 900 {
+		t.Fatalf("%d files, rebuildFrom %d", s2.Files(), s2.RebuildFrom())
+	}
+	// Re-dispatching from RebuildFrom restores every entry exactly once.
+	for i := 9; i < 25; i++ {
+		if err := s2.BuildIndex("T", "k", "", 0, int64(i)*100, int64(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+		clock.t = clock.t.Add(time.Millisecond)
+	}
+	if r := s2.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 25 || r.PhyOffsets[0] != 2400 || r.PhyOffsets[24] != 0 {
+		t.Fatalf("after rebuild: %v", r.PhyOffsets)
+	}
+}
+
+func TestNextIndexFileName(t *testing.T) {
+	if got := nextIndexFileName("20240305070809999"); got != "20240305070810000" {
+		t.Fatalf("got %s", got)
 	}
 }
