@@ -1,0 +1,96 @@
+package namesrv
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// wipeWritePermOfBroker answers WIPE_WRITE_PERM_OF_BROKER (205): producers
+// stop choosing the broker's queues (used before maintenance).
+func (n *NameServer) wipeWritePermOfBroker(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h BrokerNameRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return nil, err
+	}
+	cnt := n.routes.WipeWritePermOfBroker(h.BrokerName)
+	n.log.Info("wiped write perm of broker", zap.String("brokerName", h.BrokerName),
+		zap.Int("topics", cnt), zap.String("client", conn.RemoteAddr()))
+	resp := success()
+	resp.EncodeHeader(&wipeWritePermResponseHeader{WipeTopicCount: cnt})
+	return resp, nil
+}
+
+// addWritePermOfBroker answers ADD_WRITE_PERM_OF_BROKER (327).
+func (n *NameServer) addWritePermOfBroker(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h BrokerNameRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return nil, err
+	}
+	cnt := n.routes.AddWritePermOfBroker(h.BrokerName)
+	n.log.Info("added write perm of broker", zap.String("brokerName", h.BrokerName),
+		zap.Int("topics", cnt), zap.String("client", conn.RemoteAddr()))
+	resp := success()
+	resp.EncodeHeader(&addWritePermResponseHeader{AddTopicCount: cnt})
+	return resp, nil
+}
+
+// getAllTopicList answers GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206).
+func (n *NameServer) getAllTopicList(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	if !n.cfg.EnableAllTopicList {
+		return remoting.NewResponse(remoting.ResponseSystemError, "disable"), nil
+	}
+	return topicListResponse(n.routes.AllTopics()), nil
+}
+
+// getTopicsByCluster answers GET_TOPICS_BY_CLUSTER (224).
+func (n *NameServer) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	if !n.cfg.EnableTopicList {
+		return remoting.NewResponse(remoting.ResponseSystemError, "disable"), nil
+	}
+	var h GetTopicsByClusterRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return nil, err
+	}
+	return topicListResponse(n.routes.TopicsByCluster(h.Cluster)), nil
+}
+
+func topicListResponse(topics []string) *remoting.RemotingCommand {
+	if topics == nil {
+		topics = []string{}
+	}
+	resp := success()
+	resp.Body, _ = json.Marshal(TopicList{TopicList: topics})
+	return resp
+}
+
+// deleteTopicInNamesrv answers DELETE_TOPIC_IN_NAMESRV (216).
+func (n *NameServer) deleteTopicInNamesrv(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h DeleteTopicFromNamesrvRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return nil, err
+	}
+	n.routes.DeleteTopic(h.Topic, h.ClusterName)
+	return success(), nil
+}
+
+// registerTopicInNamesrv answers REGISTER_TOPIC_IN_NAMESRV (217): the body's
+// queue data is recorded for brokers that are already registered. Like
+// RocketMQ it answers SUCCESS even when nothing was applied.
+func (n *NameServer) registerTopicInNamesrv(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h RegisterTopicRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return nil, err
+	}
+	if len(req.Body) > 0 {
+		rd, err := DecodeTopicRouteData(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		n.routes.RegisterTopic(h.Topic, rd.QueueDatas)
+	}
+	return success(), nil
+}

@@ -1,0 +1,106 @@
+package namesrv
+
+// Request and response headers of the name server's request codes, as
+// `ext`-tagged structs for remoting's DecodeHeader/EncodeHeader. Field names
+// are RocketMQ's (remoting/protocol/header/namesrv/*.java); brokers and
+// admin tools use the exported request headers to build their requests.
+
+// RegisterBrokerRequestHeader is REGISTER_BROKER's (103) header.
+type RegisterBrokerRequestHeader struct {
+	BrokerName   string `ext:"brokerName,required"`
+	BrokerAddr   string `ext:"brokerAddr,required"`
+	ClusterName  string `ext:"clusterName,required"`
+	HAServerAddr string `ext:"haServerAddr"`
+	BrokerID     int64  `ext:"brokerId,required"`
+	// HeartbeatTimeoutMillis overrides the name server's expiry for this
+	// broker when positive.
+	HeartbeatTimeoutMillis int64 `ext:"heartbeatTimeoutMillis,omitempty"`
+	// Compressed says the body is RegisterBrokerBody's zlib layout.
+	Compressed bool `ext:"compressed"`
+	// BodyCrc32 is UtilAll.crc32(body) (CRC-32 IEEE & 0x7FFFFFFF); 0 skips
+	// the check.
+	BodyCrc32 int32 `ext:"bodyCrc32"`
+}
+
+// registerBrokerResponseHeader tells a slave where its master is.
+type registerBrokerResponseHeader struct {
+	HAServerAddr string `ext:"haServerAddr,omitempty"`
+	MasterAddr   string `ext:"masterAddr,omitempty"`
+}
+
+// BrokerHeartbeatRequestHeader is BROKER_HEARTBEAT's (904) header.
+type BrokerHeartbeatRequestHeader struct {
+	ClusterName string `ext:"clusterName,required"`
+	BrokerAddr  string `ext:"brokerAddr,required"`
+	BrokerName  string `ext:"brokerName,required"`
+	BrokerID    int64  `ext:"brokerId,omitempty"`
+}
+
+// QueryDataVersionRequestHeader is QUERY_DATA_VERSION's (322) header; the
+// body is the broker's DataVersion JSON.
+type QueryDataVersionRequestHeader struct {
+	BrokerName  string `ext:"brokerName,required"`
+	BrokerAddr  string `ext:"brokerAddr,required"`
+	ClusterName string `ext:"clusterName,required"`
+	BrokerID    int64  `ext:"brokerId,required"`
+}
+
+type queryDataVersionResponseHeader struct {
+	Changed bool `ext:"changed"`
+}
+
+// GetRouteInfoRequestHeader is GET_ROUTEINFO_BY_TOPIC's (105) header.
+type GetRouteInfoRequestHeader struct {
+	Topic string `ext:"topic,required"`
+	// AcceptStandardJsonOnly asks for quoted map keys whatever the version.
+	AcceptStandardJsonOnly bool `ext:"acceptStandardJsonOnly,omitempty"`
+}
+
+// BrokerNameRequestHeader is the header of WIPE_WRITE_PERM_OF_BROKER (205)
+// and ADD_WRITE_PERM_OF_BROKER (327).
+type BrokerNameRequestHeader struct {
+	BrokerName string `ext:"brokerName,required"`
+}
+
+type wipeWritePermResponseHeader struct {
+	WipeTopicCount int `ext:"wipeTopicCount"`
+}
+
+type addWritePermResponseHeader struct {
+	AddTopicCount int `ext:"addTopicCount"`
+}
+
+// GetTopicsByClusterRequestHeader is GET_TOPICS_BY_CLUSTER's (224) header.
+type GetTopicsByClusterRequestHeader struct {
+	Cluster string `ext:"cluster,required"`
+}
+
+// DeleteTopicFromNamesrvRequestHeader is DELETE_TOPIC_IN_NAMESRV's (216)
+// header; an empty ClusterName deletes the topic everywhere.
+type DeleteTopicFromNamesrvRequestHeader struct {
+	Topic       string `ext:"topic,required"`
+	ClusterName string `ext:"clusterName,omitempty"`
+}
+
+// RegisterTopicRequestHeader is REGISTER_TOPIC_IN_NAMESRV's (217) header;
+// the body is a TopicRouteData whose queueDatas are registered.
+type RegisterTopicRequestHeader struct {
+	Topic string `ext:"topic,required"`
+}
+
+// KVConfigRequestHeader is the header of PUT_KV_CONFIG (100, with Value),
+// GET_KV_CONFIG (101) and DELETE_KV_CONFIG (102).
+type KVConfigRequestHeader struct {
+	Namespace string `ext:"namespace,required"`
+	Key       string `ext:"key,required"`
+	Value     string `ext:"value,omitempty"`
+}
+
+type getKVConfigResponseHeader struct {
+	Value string `ext:"value"`
+}
+
+// GetKVListByNamespaceRequestHeader is GET_KVLIST_BY_NAMESPACE's (219) header.
+type GetKVListByNamespaceRequestHeader struct {
+	Namespace string `ext:"namespace,required"`
+}

@@ -1,0 +1,253 @@
+// Package namesrv is raftmq's name server: RocketMQ's NamesrvController,
+// RouteInfoManager, request processors and KVConfigManager, speaking the
+// RocketMQ remoting protocol so unmodified RocketMQ clients and brokers can
+// use it.
+//
+// The name server keeps routes in memory only (brokers re-register every
+// 30 s) plus a small KV table persisted to one JSON file. Name servers never
+// talk to each other; brokers register with all of them.
+package namesrv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// shutdownTimeout bounds how long Run waits for in-flight requests.
+const shutdownTimeout = 10 * time.Second
+
+// NameServer is one running name server.
+type NameServer struct {
+	cfg    Config
+	log    *zap.Logger
+	routes *RouteInfoManager
+	kv     *KVConfigManager
+	srv    *remoting.Server
+
+	// unregisterCh feeds the batch-unregistration goroutine
+	// (BatchUnregistrationService): UNREGISTER_BROKER and closed
+	// connections are applied in batches under one table lock.
+	unregisterCh chan UnregisterRequest
+
+	started  atomic.Bool
+	stopOnce sync.Once
+	quit     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// New builds a name server from cfg; nothing listens until Start or Run.
+// log may be nil.
+func New(cfg Config, log *zap.Logger) (*NameServer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	n := &NameServer{
+		cfg: cfg,
+		log: log,
+		routes: NewRouteInfoManager(cfg.BrokerChannelExpiredTime, log.Named("routes"),
+			WithDeleteTopicWithRegistration(cfg.DeleteTopicWithBrokerRegistration)),
+		kv:           NewKVConfigManager(cfg.KVConfigPath, log.Named("kv")),
+		unregisterCh: make(chan UnregisterRequest, cfg.UnRegisterBrokerQueueCapacity),
+		quit:         make(chan struct{}),
+	}
+	n.srv = remoting.NewServer(remoting.ServerConfig{
+		ListenAddr:  cfg.Addr(),
+		IdleTimeout: time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
+	}, log.Named("remoting"))
+	n.registerProcessors()
+	n.srv.OnConnClose(n.onConnClose)
+	return n, nil
+}
+
+// Routes exposes the route tables, e.g. for gossip-driven removal.
+func (n *NameServer) Routes() *RouteInfoManager { return n.routes }
+
+// KV exposes the KV config table.
+func (n *NameServer) KV() *KVConfigManager { return n.kv }
+
+// Addr is the bound listen address (useful with port 0); nil before Start.
+func (n *NameServer) Addr() net.Addr { return n.srv.Addr() }
+
+// RemoveBroker drops one member of a broker group at once (for failure
+// detectors such as memberlist gossip) instead of waiting for the heartbeat
+// expiry. It reports whether the member was registered.
+func (n *NameServer) RemoveBroker(cluster, brokerName string, brokerID int64) bool {
+	return n.routes.RemoveBroker(cluster, brokerName, brokerID)
+}
+
+// RemoveBrokerByAddr drops the broker registered at addr in cluster at once.
+func (n *NameServer) RemoveBrokerByAddr(cluster, addr string) bool {
+	return n.routes.RemoveBrokerByAddr(cluster, addr)
+}
+
+// Start loads the KV table, starts listening and starts the background
+// goroutines (inactive-broker scan, batch unregistration).
+func (n *NameServer) Start() error {
+	if !n.started.CompareAndSwap(false, true) {
+		return ErrAlreadyStarted
+	}
+	if err := n.kv.Load(); err != nil {
+		return err
+	}
+	if err := n.srv.Start(); err != nil {
+		return fmt.Errorf("namesrv: listen on %s: %w", n.cfg.Addr(), err)
+	}
+	n.wg.Add(2)
+	go n.scanLoop()
+	go n.unregisterLoop()
+	n.log.Info("name server started", zap.String("addr", n.srv.Addr().String()),
+		zap.Duration("scanInterval", n.cfg.ScanNotActiveBrokerInterval),
+		zap.Duration("brokerExpiry", n.cfg.BrokerChannelExpiredTime),
+		zap.String("kvConfigPath", n.cfg.KVConfigPath))
+	return nil
+}
+
+// Shutdown stops accepting connections, drains in-flight requests (bounded
+// by ctx) and stops the background goroutines. Safe to call more than once.
+func (n *NameServer) Shutdown(ctx context.Context) error {
+	var err error
+	n.stopOnce.Do(func() {
+		if n.started.Load() {
+			err = n.srv.Shutdown(ctx)
+		}
+		close(n.quit)
+		n.wg.Wait()
+		n.log.Info("name server stopped")
+	})
+	return err
+}
+
+// Run starts the server and serves until ctx is cancelled, then shuts down
+// gracefully.
+func (n *NameServer) Run(ctx context.Context) error {
+	if err := n.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	return n.Shutdown(sctx)
+}
+
+// scanLoop expires brokers that stopped heartbeating
+// (NamesrvController's scanNotActiveBroker task).
+func (n *NameServer) scanLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.ScanNotActiveBrokerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-t.C:
+			// Closing happens outside the table lock: the close callback
+			// re-enters the tables.
+			for _, ch := range n.routes.ScanNotActiveBrokers() {
+				_ = ch.Close()
+			}
+		}
+	}
+}
+
+// unregisterLoop applies queued unregistrations, everything pending at once.
+func (n *NameServer) unregisterLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.quit:
+			return
+		case req := <-n.unregisterCh:
+			batch := []UnregisterRequest{req}
+		drain:
+			for {
+				select {
+				case r := <-n.unregisterCh:
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			n.routes.UnregisterBrokers(batch)
+		}
+	}
+}
+
+// submitUnregister queues a request without blocking a request worker.
+func (n *NameServer) submitUnregister(req UnregisterRequest) error {
+	select {
+	case n.unregisterCh <- req:
+		return nil
+	default:
+		n.log.Warn("unregister queue full; the broker will expire instead",
+			zap.String("brokerName", req.BrokerName), zap.String("addr", req.BrokerAddr))
+		return ErrUnregisterQueueFull
+	}
+}
+
+// onConnClose drops brokers whose registration came through the closed
+// connection (BrokerHousekeepingService).
+func (n *NameServer) onConnClose(c *remoting.Conn) {
+	for _, req := range n.routes.UnregisterRequestsForChannel(c) {
+		n.log.Info("broker connection closed; unregistering",
+			zap.String("brokerName", req.BrokerName), zap.String("addr", req.BrokerAddr),
+			zap.String("remote", c.RemoteAddr()))
+		_ = n.submitUnregister(req)
+	}
+}
+
+// registerProcessors wires request codes to handlers. Route lookups get
+// their own pool (RocketMQ's clientRequestExecutor) so that a burst of
+// client lookups never waits behind broker registrations; everything else
+// shares the default pool, whose dispatcher answers
+// REQUEST_CODE_NOT_SUPPORTED for codes it does not know.
+func (n *NameServer) registerProcessors() {
+	n.srv.Register(remoting.RequestGetRouteInfoByTopic, n.getRouteInfoByTopic,
+		n.cfg.ClientRequestThreadPoolNums, n.cfg.ClientRequestThreadPoolQueueCapacity)
+	handlers := map[int16]remoting.HandlerFunc{
+		remoting.RequestPutKVConfig:                   n.putKVConfig,
+		remoting.RequestGetKVConfig:                   n.getKVConfig,
+		remoting.RequestDeleteKVConfig:                n.deleteKVConfig,
+		remoting.RequestGetKVListByNamespace:          n.getKVListByNamespace,
+		remoting.RequestQueryDataVersion:              n.queryDataVersion,
+		remoting.RequestRegisterBroker:                n.registerBroker,
+		remoting.RequestUnregisterBroker:              n.unregisterBroker,
+		remoting.RequestBrokerHeartbeat:               n.brokerHeartbeat,
+		remoting.RequestGetBrokerClusterInfo:          n.getBrokerClusterInfo,
+		remoting.RequestWipeWritePermOfBroker:         n.wipeWritePermOfBroker,
+		remoting.RequestAddWritePermOfBroker:          n.addWritePermOfBroker,
+		remoting.RequestGetAllTopicListFromNameserver: n.getAllTopicList,
+		remoting.RequestGetTopicsByCluster:            n.getTopicsByCluster,
+		remoting.RequestDeleteTopicInNamesrv:          n.deleteTopicInNamesrv,
+		remoting.RequestRegisterTopicInNamesrv:        n.registerTopicInNamesrv,
+	}
+	n.srv.RegisterDefault(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		if h, ok := handlers[req.Code]; ok {
+			return h(ctx, c, req)
+		}
+		return remoting.NewResponse(remoting.ResponseRequestCodeNotSupported,
+			" request type "+strconv.Itoa(int(req.Code))+" not supported"), nil
+	}, n.cfg.DefaultThreadPoolNums, n.cfg.DefaultThreadPoolQueueCapacity)
+}
+
+// success is a SUCCESS response without remark.
+func success() *remoting.RemotingCommand {
+	return remoting.NewResponse(remoting.ResponseSuccess, "")
+}
+
+// wantsStandardJSON applies ClientRequestProcessor's rule: requests from
+// V4_9_4 on, or asking for it, get quoted map keys.
+func wantsStandardJSON(req *remoting.RemotingCommand, acceptStandardOnly bool) bool {
+	return int(req.Version) >= legacyJSONVersionCutoff || acceptStandardOnly
+}
