@@ -31,6 +31,10 @@ var (
 	// fails its magic, size or CRC check. Nothing at or past such an entry is served.
 	ErrCorruptMessage = errors.New("store: corrupt message")
 
+	// ErrEndOfData is returned by the decoder on an all-zero header: the end of
+	// the written data of a segment (normal at the tail during recovery).
+	ErrEndOfData = errors.New("store: end of data")
+
 	// ErrMessageIllegal maps to MESSAGE_ILLEGAL (13): the message is too large or
 	// malformed (topic too long, properties too long).
 	ErrMessageIllegal = errors.New("store: message illegal")

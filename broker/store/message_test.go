@@ -1,0 +1,299 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+func sampleMessage() *Message {
+	return &Message{
+		Topic:                     "TopicTest",
+		QueueID:                   3,
+		Flag:                      7,
+		Body:                      []byte("hello raftmq"),
+		Properties:                map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "C0A8000100002A9F0000000000000001", "WAIT": "true"},
+		SysFlag:                   SysFlagMultiTags,
+		BornTimestamp:             1700000000123,
+		BornHost:                  netip.MustParseAddrPort("10.1.2.3:54321"),
+		StoreHost:                 netip.MustParseAddrPort("127.0.0.1:10911"),
+		ReconsumeTimes:            2,
+		PreparedTransactionOffset: 99,
+		QueueOffset:               42,
+		PhysicalOffset:            123456789,
+		StoreTimestamp:            1700000000456,
+	}
+}
+
+func roundTrip(t *testing.T, m *Message) (*Message, []byte) {
+	t.Helper()
+	b, err := AppendMessage(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, _ := EncodedSize(m)
+	if len(b) != size || int(m.StoreSize) != size {
+		t.Fatalf("encoded %d bytes, EncodedSize %d, StoreSize %d", len(b), size, m.StoreSize)
+	}
+	got, n, err := DecodeMessage(b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(b) {
+		t.Fatalf("decoded size %d of %d", n, len(b))
+	}
+	if got.Topic != m.Topic || got.QueueID != m.QueueID || got.Flag != m.Flag || !bytes.Equal(got.Body, m.Body) ||
+		got.SysFlag != m.SysFlag || got.BornTimestamp != m.BornTimestamp || got.BornHost != m.BornHost ||
+		got.StoreHost != m.StoreHost || got.ReconsumeTimes != m.ReconsumeTimes ||
+		got.PreparedTransactionOffset != m.PreparedTransactionOffset || got.QueueOffset != m.QueueOffset ||
+		got.PhysicalOffset != m.PhysicalOffset || got.StoreTimestamp != m.StoreTimestamp ||
+		got.BodyCRC != m.BodyCRC || got.StoreSize != m.StoreSize || len(got.Properties) != len(m.Properties) {
+		t.Fatalf("round trip mismatch:\n got %+v\nwant %+v", got, m)
+	}
+	for k, v := range m.Properties {
+		if got.Properties[k] != v {
+			t.Fatalf("property %s = %q want %q", k, got.Properties[k], v)
+		}
+	}
+	return got, b
+}
+
+func TestMessageRoundTripV1IPv4(t *testing.T) {
+	m := sampleMessage()
+	got, b := roundTrip(t, m)
+	if binary.BigEndian.Uint32(b[4:]) != MagicV1 {
+		t.Fatal("short topic not V1")
+	}
+	if got.SysFlag&(SysFlagBornHostV6|SysFlagStoreHostV6) != 0 {
+		t.Fatal("IPv6 bits set for IPv4 hosts")
+	}
+	if got.Tags() != "TagA" || strings.Join(got.Keys(), ",") != "k1,k2" || got.UniqKey() != m.Properties["UNIQ_KEY"] {
+		t.Fatalf("tags/keys/uniq: %q %q %q", got.Tags(), got.Keys(), got.UniqKey())
+	}
+	// Deterministic encoding (properties sorted).
+	b2, _ := AppendMessage(nil, m)
+	if !bytes.Equal(b, b2) {
+		t.Fatal("encoding not deterministic")
+	}
+}
+
+func TestMessageRoundTripV2AndIPv6(t *testing.T) {
+	m := sampleMessage()
+	m.Topic = strings.Repeat("t", 128)
+	m.BornHost = netip.MustParseAddrPort("[2001:db8::1]:1234")
+	_, b := roundTrip(t, m)
+	if binary.BigEndian.Uint32(b[4:]) != MagicV2 {
+		t.Fatal("long topic not V2")
+	}
+	if m.SysFlag&SysFlagBornHostV6 == 0 || m.SysFlag&SysFlagStoreHostV6 != 0 {
+		t.Fatalf("sysflag %#x", m.SysFlag)
+	}
+	m = sampleMessage()
+	m.Topic = strings.Repeat("x", 127) // longest V1 topic
+	m.StoreHost = netip.MustParseAddrPort("[::1]:10911")
+	m.BornHost = netip.MustParseAddrPort("[fe80::2]:1")
+	_, b = roundTrip(t, m)
+	if binary.BigEndian.Uint32(b[4:]) != MagicV1 || m.SysFlag&SysFlagStoreHostV6 == 0 {
+		t.Fatal("127-byte topic should stay V1 with IPv6 store host")
+	}
+	if id := m.MsgID(); len(id) != 56 {
+		t.Fatalf("IPv6 msgId %q", id)
+	}
+	// Empty body, no properties, no hosts.
+	roundTrip(t, &Message{Topic: "T", BornHost: netip.MustParseAddrPort("0.0.0.0:0"), StoreHost: netip.MustParseAddrPort("0.0.0.0:0")})
+}
+
+func TestMessageIllegalSizes(t *testing.T) {
+	m := sampleMessage()
+	m.Topic = strings.Repeat("t", maxTopicLen+1)
+	if _, err := AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
+		t.Fatalf("huge topic: %v", err)
+	}
+	m = sampleMessage()
+	m.Properties = map[string]string{"X": strings.Repeat("v", maxPropertiesLen)}
+	if _, err := AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
+		t.Fatalf("huge properties: %v", err)
+	}
+}
+
+// TestMessageDecodedByGoClient checks wire compatibility with the official Go
+// client's decoder, which reads pull response bodies.
+func TestMessageDecodedByGoClient(t *testing.T) {
+	m := sampleMessage()
+	b1, _ := AppendMessage(nil, m)
+	m2 := sampleMessage()
+	m2.Body = bytes.Repeat([]byte("z"), 3000)
+	m2.PhysicalOffset = 1 << 40
+	b, _ := AppendMessage(b1, m2)
+	msgs := primitive.DecodeMessage(b)
+	if len(msgs) != 2 {
+		t.Fatalf("client decoded %d messages", len(msgs))
+	}
+	c := msgs[0]
+	if c.Topic != m.Topic || string(c.Body) != string(m.Body) || c.Queue.QueueId != int(m.QueueID) ||
+		c.QueueOffset != m.QueueOffset || c.CommitLogOffset != m.PhysicalOffset || c.StoreSize != m.StoreSize ||
+		c.BornHost != "10.1.2.3:54321" || c.StoreHost != "127.0.0.1:10911" || c.GetTags() != "TagA" ||
+		c.BodyCRC != int32(m.BodyCRC) || c.ReconsumeTimes != m.ReconsumeTimes {
+		t.Fatalf("client view: %v", c)
+	}
+	if c.OffsetMsgId != m.MsgID() {
+		t.Fatalf("client offset msgId %s, ours %s", c.OffsetMsgId, m.MsgID())
+	}
+	if msgs[1].CommitLogOffset != 1<<40 || len(msgs[1].Body) != 3000 {
+		t.Fatalf("second message: %v", msgs[1])
+	}
+}
+
+func TestOffsetMsgID(t *testing.T) {
+	id := OffsetMsgID(netip.MustParseAddrPort("127.0.0.1:10911"), 0x1234)
+	if id != "7F00000100002A9F0000000000001234" {
+		t.Fatalf("msgId %s", id)
+	}
+	ap, off, err := ParseOffsetMsgID(id)
+	if err != nil || ap.String() != "127.0.0.1:10911" || off != 0x1234 {
+		t.Fatalf("parse: %v %d %v", ap, off, err)
+	}
+	ap6 := netip.MustParseAddrPort("[2001:db8::7]:9")
+	got, off, err := ParseOffsetMsgID(OffsetMsgID(ap6, 77))
+	if err != nil || got != ap6 || off != 77 {
+		t.Fatalf("v6 parse: %v %d %v", got, off, err)
+	}
+	if _, _, err := ParseOffsetMsgID("zz"); !errors.Is(err, ErrMessageIllegal) {
+		t.Fatalf("bad id: %v", err)
+	}
+}
+
+// decodeUnchecked decodes without the CRC checks (test helper for patched copies).
+func decodeUnchecked(b []byte) (*Message, int, error) {
+	c := bytes.Clone(b)
+	sealCRC(c)
+	return DecodeMessage(c, false)
+}
+
+func TestTagsHashCodeJavaSemantics(t *testing.T) {
+	cases := map[string]int64{
+		"":            0,
+		"TagA":        2598919,
+		"hello":       99162322,
+		"Hello World": -862545276, // int overflow, as Java
+		"\U0001F600":  1772899,    // surrogate pair counted as two UTF-16 units
+		"é":           233,
+	}
+	for s, want := range cases {
+		if got := TagsHashCode(s); got != want {
+			t.Errorf("TagsHashCode(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func TestCheckAndDecode(t *testing.T) {
+	m := sampleMessage()
+	b, _ := AppendMessage(nil, m)
+	req, n, err := CheckAndDecode(b)
+	if err != nil || n != len(b) {
+		t.Fatalf("n %d err %v", n, err)
+	}
+	if req.Topic != m.Topic || req.QueueID != m.QueueID || req.CommitLogOffset != m.PhysicalOffset ||
+		req.MsgSize != int32(len(b)) || req.TagsCode != TagsHashCode("TagA") || req.StoreTimestamp != m.StoreTimestamp ||
+		req.ConsumeQueueOffset != m.QueueOffset || req.Keys != "k1 k2" || req.UniqKey != m.UniqKey() ||
+		req.SysFlag != m.SysFlag || req.BornTimestamp != m.BornTimestamp || req.PreparedTransactionOffset != 99 || req.Blank {
+		t.Fatalf("dispatch request %+v", req)
+	}
+	// Blank filler.
+	blank := make([]byte, 64)
+	binary.BigEndian.PutUint32(blank, 64)
+	binary.BigEndian.PutUint32(blank[4:], MagicBlank)
+	req, n, err = CheckAndDecode(blank)
+	if err != nil || !req.Blank || n != 64 {
+		t.Fatalf("blank: %+v %d %v", req, n, err)
+	}
+	// Zeros are the end of data.
+	if _, _, err := CheckAndDecode(make([]byte, 200)); !errors.Is(err, ErrEndOfData) {
+		t.Fatalf("zeros: %v", err)
+	}
+	// Any flipped bit in the body fails the CRC; in the lengths, the sizes.
+	for pos := range b {
+		c := bytes.Clone(b)
+		c[pos] ^= 0x10
+		if _, _, err := CheckAndDecode(c); !errors.Is(err, ErrCorruptMessage) {
+			t.Errorf("flip at %d: %v", pos, err)
+		}
+		if _, _, err := DecodeMessage(c, false); !errors.Is(err, ErrCorruptMessage) {
+			t.Errorf("decode flip at %d: %v", pos, err)
+		}
+	}
+	// Truncated input.
+	if _, _, err := CheckAndDecode(b[:len(b)-1]); !errors.Is(err, ErrCorruptMessage) {
+		t.Fatalf("truncated: %v", err)
+	}
+}
+
+func TestPatchFields(t *testing.T) {
+	m := sampleMessage()
+	m.BornHost = netip.MustParseAddrPort("[::2]:5")
+	b, _ := AppendMessage(nil, m)
+	patchStored(b, 777, 888)
+	if _, _, err := DecodeMessage(b, false); err != nil {
+		t.Fatalf("patched entry does not verify: %v", err)
+	}
+	PatchQueueOffset(b, 999)
+	// A patched read copy no longer matches the stored CRC: readers verify the
+	// mapped bytes first, then patch their copy.
+	if _, _, err := DecodeMessage(b, false); !errors.Is(err, ErrCorruptMessage) {
+		t.Fatalf("queue-offset patched copy verified: %v", err)
+	}
+	got, _, err := decodeUnchecked(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PhysicalOffset != 777 || got.StoreTimestamp != 888 || got.QueueOffset != 999 {
+		t.Fatalf("patched: %d %d %d", got.PhysicalOffset, got.StoreTimestamp, got.QueueOffset)
+	}
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	m := sampleMessage()
+	b, _ := AppendMessage(nil, m)
+	f.Add(b)
+	m.Topic = strings.Repeat("v", 200)
+	m.StoreHost = netip.MustParseAddrPort("[::1]:1")
+	b2, _ := AppendMessage(nil, m)
+	f.Add(b2)
+	f.Add(make([]byte, 16))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msg, n, err := DecodeMessage(data, false)
+		req, n2, err2 := CheckAndDecode(data)
+		if (err == nil) != (err2 == nil && !req.Blank) {
+			t.Fatalf("decoders disagree: %v vs %v (blank %v)", err, err2, req.Blank)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrCorruptMessage) && !errors.Is(err, ErrEndOfData) {
+				t.Fatalf("unexpected error class: %v", err)
+			}
+			return
+		}
+		if n != n2 || n > len(data) || n < minMessageSize {
+			t.Fatalf("sizes %d %d of %d", n, n2, len(data))
+		}
+		// Whatever decodes must re-encode to a message that decodes to the
+		// same fields.
+		re, err := AppendMessage(nil, msg)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		back, _, err := DecodeMessage(re, false)
+		if err != nil {
+			t.Fatalf("decode of re-encoded: %v", err)
+		}
+		if back.Topic != msg.Topic || !bytes.Equal(back.Body, msg.Body) || back.PhysicalOffset != msg.PhysicalOffset ||
+			back.StoreTimestamp != msg.StoreTimestamp || back.BornHost.Port() != msg.BornHost.Port() ||
+			back.BornHost.Addr().Unmap() != msg.BornHost.Addr().Unmap() || len(back.Properties) != len(msg.Properties) {
+			t.Fatalf("re-encode changed the message:\n%+v\n%+v", msg, back)
+		}
+	})
+}
