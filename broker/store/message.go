@@ -25,17 +25,17 @@ const (
 
 // SysFlag bits (RocketMQ MessageSysFlag).
 const (
-	SysFlagCompressed      int32 = 0x1
-	SysFlagMultiTags       int32 = 0x2
-	SysFlagTransPrepared   int32 = 0x4
-	SysFlagTransCommit     int32 = 0x8
-	SysFlagTransRollback   int32 = 0xC
-	SysFlagTransMask       int32 = 0xC
-	SysFlagBornHostV6      int32 = 0x10
-	SysFlagStoreHostV6     int32 = 0x20
-	sysFlagHostsV6Mask     int32 = SysFlagBornHostV6 | SysFlagStoreHostV6
-	propertyNameSeparator        = '\x01'
-	propertySeparator            = '\x02'
+	SysFlagCompressed     int32 = 0x1
+	SysFlagMultiTags      int32 = 0x2
+	SysFlagTransPrepared  int32 = 0x4
+	SysFlagTransCommit    int32 = 0x8
+	SysFlagTransRollback  int32 = 0xC
+	SysFlagTransMask      int32 = 0xC
+	SysFlagBornHostV6     int32 = 0x10
+	SysFlagStoreHostV6    int32 = 0x20
+	sysFlagHostsV6Mask    int32 = SysFlagBornHostV6 | SysFlagStoreHostV6
+	propertyNameSeparator       = '\x01'
+	propertySeparator           = '\x02'
 )
 
 // Property keys used by the store (RocketMQ MessageConst).
@@ -213,7 +213,9 @@ func hostLen(sysFlag, bit int32) int {
 }
 
 // storeTimestampOffset returns where STORETIMESTAMP sits for a sysFlag.
-func storeTimestampOffset(sysFlag int32) int { return offBornHost + hostLen(sysFlag, SysFlagBornHostV6) }
+func storeTimestampOffset(sysFlag int32) int {
+	return offBornHost + hostLen(sysFlag, SysFlagBornHostV6)
+}
 
 // messageSize returns the encoded size of a message with the given parts.
 func messageSize(sysFlag int32, bodyLen, topicLen, propsLen int) int {
