@@ -45,14 +45,6 @@ const (
 	indexFileNameLayout = "20060102150405.000"
 )
 
-// Transaction bits of sysFlag (RocketMQ's MessageSysFlag): rolled-back
-// messages are neither indexed nor put in a ConsumeQueue.
-const (
-	sysFlagTransactionMask     = 0xC
-	sysFlagTransactionPrepared = 0x4
-	sysFlagTransactionRollback = 0xC
-)
-
 // header field positions.
 const (
 	ihBeginTimestamp = 0
@@ -496,7 +488,7 @@ func nextIndexFileName(prev string) string {
 // transactional messages are not indexed; messages at or below the newest
 // indexed offset were indexed before (a replay) and are skipped.
 func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, phyOffset, storeTimestamp int64) error {
-	if sysFlag&sysFlagTransactionMask == sysFlagTransactionRollback {
+	if sysFlag&SysFlagTransMask == SysFlagTransRollback {
 		return nil
 	}
 	if uniqKey == "" && strings.TrimSpace(keys) == "" {

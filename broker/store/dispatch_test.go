@@ -1,0 +1,387 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"go.uber.org/goleak"
+)
+
+// segLog is a minimal CommitLog for the dispatcher tests: stored messages
+// appended to a MappedFileQueue with RocketMQ's blank filler at segment ends.
+// The real CommitLog (commitlog.go) is tested by its owner; this keeps the
+// dispatcher tests independent of its put path.
+type segLog struct {
+	t   *testing.T
+	mfq *MappedFileQueue
+	ts  int64
+}
+
+func newSegLog(t *testing.T, fsys FS, dir string, segSize int) *segLog {
+	t.Helper()
+	mfq, err := OpenMappedFileQueue(fsys, filepath.Join(dir, "commitlog"), segSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mfq.Close() })
+	return &segLog{t: t, mfq: mfq, ts: 1_700_000_000_000}
+}
+
+// append stores m and returns its physical offset and size.
+func (l *segLog) append(m *Message) (int64, int) {
+	l.t.Helper()
+	m.BornHost = netip.MustParseAddrPort("127.0.0.1:5555")
+	m.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	b, err := AppendMessage(nil, m)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for {
+		mf, err := l.mfq.LastOrCreate(l.mfq.MaxOffset())
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		if mf.Remaining() < len(b)+BlankHeaderSize {
+			blank := make([]byte, mf.Remaining())
+			binary.BigEndian.PutUint32(blank[0:], uint32(len(blank)))
+			binary.BigEndian.PutUint32(blank[4:], MagicBlank)
+			if _, err := mf.Append(blank); err != nil {
+				l.t.Fatal(err)
+			}
+			continue
+		}
+		phy := mf.FileFromOffset() + int64(mf.WrotePosition())
+		l.ts += 1000
+		patchStored(b, phy, l.ts)
+		if _, err := mf.Append(b); err != nil {
+			l.t.Fatal(err)
+		}
+		return phy, len(b)
+	}
+}
+
+func testMsg(topic string, q int32, i int) *Message {
+	return &Message{
+		Topic: topic, QueueID: q, Body: fmt.Appendf(nil, "body-%d-%d", q, i),
+		Properties: map[string]string{
+			PropertyTags: fmt.Sprintf("tag%d", i%3), PropertyKeys: fmt.Sprintf("k%d shared", i),
+			PropertyUniqKey: fmt.Sprintf("U-%s-%d-%d", topic, q, i),
+		},
+	}
+}
+
+type dispatchFixture struct {
+	fsys FS
+	dir  string
+	log  *segLog
+	cqs  *ConsumeQueueStore
+	idx  *IndexService
+	r    *ReputService
+}
+
+func newDispatchFixture(t *testing.T, fsys FS, dir string, log *segLog, start int64) *dispatchFixture {
+	t.Helper()
+	f := &dispatchFixture{fsys: fsys, dir: dir, log: log}
+	f.cqs = openTestCQStore(t, fsys, dir, 16)
+	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+	f.idx = newTestIndexService(t, fsys, dir, 64, 200, clock)
+	r, err := NewReputService(ReputConfig{ConsumeQueues: f.cqs, Index: f.idx, Source: log.mfq, StartOffset: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.r = r
+	t.Cleanup(func() { r.Close(); f.cqs.Close(); f.idx.Close() })
+	return f
+}
+
+type sent struct {
+	topic string
+	q     int32
+	phy   int64
+	size  int
+	tags  int64
+}
+
+// fill appends n messages spread over topics A/B and queues 0..2.
+func fill(l *segLog, n int) []sent {
+	var out []sent
+	for i := range n {
+		topic := []string{"A", "B"}[i%2]
+		q := int32(i % 3)
+		m := testMsg(topic, q, i)
+		phy, size := l.append(m)
+		out = append(out, sent{topic, q, phy, size, TagsHashCode(m.Tags())})
+	}
+	return out
+}
+
+// checkQueues verifies that every queue holds exactly its messages, in order,
+// at dense offsets from 0.
+func checkQueues(t *testing.T, cqs *ConsumeQueueStore, msgs []sent) {
+	t.Helper()
+	next := map[queueKey]int64{}
+	for _, m := range msgs {
+		k := queueKey{m.topic, m.q}
+		cq := cqs.Get(m.topic, m.q)
+		if cq == nil {
+			t.Fatalf("queue %v missing", k)
+		}
+		u, err := cq.Get(next[k])
+		if err != nil {
+			t.Fatalf("queue %v offset %d: %v", k, next[k], err)
+		}
+		if want := (CQUnit{m.phy, int32(m.size), m.tags}); u != want {
+			t.Fatalf("queue %v offset %d: %+v, want %+v", k, next[k], u, want)
+		}
+		next[k]++
+	}
+	for k, n := range next {
+		if got := cqs.Get(k.topic, k.queueID).MaxOffset(); got != n {
+			t.Fatalf("queue %v max %d, want %d", k, got, n)
+		}
+	}
+}
+
+func TestDispatchDenseQueueOffsetsAndIndex(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+		l := newSegLog(t, fsys, dir, 4096) // ~20 messages per segment: many blank fillers
+		msgs := fill(l, 150)
+		f := newDispatchFixture(t, fsys, dir, l, 0)
+		var mu sync.Mutex
+		notified := map[queueKey]int64{}
+		f.r.OnNewMessage(func(topic string, q int32, maxOffset int64) {
+			mu.Lock()
+			defer mu.Unlock()
+			notified[queueKey{topic, q}] = maxOffset
+		})
+		// A limit inside message 100 dispatches exactly 0..99.
+		mid := msgs[100].phy + 10
+		got, err := f.r.DispatchUpTo(mid)
+		if err != nil || got != msgs[99].phy+int64(msgs[99].size) {
+			t.Fatalf("dispatch to %d: got %d %v", mid, got, err)
+		}
+		checkQueues(t, f.cqs, msgs[:100])
+		end := l.mfq.MaxOffset()
+		if got, err := f.r.DispatchUpTo(end); err != nil || got != end || f.r.DispatchedOffset() != end {
+			t.Fatalf("dispatch all: %d %v", got, err)
+		}
+		checkQueues(t, f.cqs, msgs)
+		mu.Lock()
+		if len(notified) != 6 || notified[queueKey{"A", 0}] != 25 {
+			t.Fatalf("notified %v", notified)
+		}
+		mu.Unlock()
+		// The index finds a message by KEYS and by UNIQ_KEY.
+		if r := f.idx.QueryOffset("A", "k42", 10, 0, math.MaxInt64); !slices.Equal(r.PhyOffsets, []int64{msgs[42].phy}) {
+			t.Fatalf("k42: %v", r.PhyOffsets)
+		}
+		if r := f.idx.QueryOffset("B", "U-B-1-7", 10, 0, math.MaxInt64); !slices.Equal(r.PhyOffsets, []int64{msgs[7].phy}) {
+			t.Fatalf("uniq: %v", r.PhyOffsets)
+		}
+		if r := f.idx.QueryOffset("A", "shared", 1000, 0, math.MaxInt64); len(r.PhyOffsets) != 75 {
+			t.Fatalf("shared: %d", len(r.PhyOffsets))
+		}
+		if ts := f.cqs.LogicsMsgTimestamp(); ts != l.ts {
+			t.Fatalf("logics timestamp %d, want %d", ts, l.ts)
+		}
+	})
+}
+
+func removeTree(t *testing.T, fsys FS, dir string) {
+	t.Helper()
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			removeTree(t, fsys, p)
+		}
+		if err := fsys.Remove(p); err != nil && !e.IsDir() {
+			t.Fatal(err)
+		}
+	}
+}
+
+func snapshotQueues(t *testing.T, cqs *ConsumeQueueStore) map[queueKey][]CQUnit {
+	t.Helper()
+	out := map[queueKey][]CQUnit{}
+	for _, cq := range cqs.All() {
+		for off := cq.MinOffset(); off < cq.MaxOffset(); off++ {
+			u, err := cq.Get(off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := queueKey{cq.Topic(), cq.QueueID()}
+			out[k] = append(out[k], u)
+		}
+	}
+	return out
+}
+
+func TestDispatchRebuildAndReplay(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+		l := newSegLog(t, fsys, dir, 4096)
+		msgs := fill(l, 120)
+		f := newDispatchFixture(t, fsys, dir, l, 0)
+		if _, err := f.r.DispatchUpTo(l.mfq.MaxOffset()); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshotQueues(t, f.cqs)
+		if _, err := f.cqs.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		f.r.Close()
+		f.cqs.Close()
+		f.idx.Close()
+
+		// Replay from 0 over the existing queues: nothing changes.
+		g := newDispatchFixture(t, fsys, dir, l, 0)
+		if _, err := g.r.DispatchUpTo(l.mfq.MaxOffset()); err != nil {
+			t.Fatal(err)
+		}
+		if after := snapshotQueues(t, g.cqs); !mapsEqualUnits(before, after) {
+			t.Fatal("replay changed the queues")
+		}
+		if r := g.idx.QueryOffset("A", "k42", 10, 0, math.MaxInt64); len(r.PhyOffsets) != 1 {
+			t.Fatalf("replay duplicated index entries: %v", r.PhyOffsets)
+		}
+		g.r.Close()
+		g.cqs.Close()
+		g.idx.Close()
+
+		// Delete every ConsumeQueue file and rebuild from the CommitLog.
+		removeTree(t, fsys, filepath.Join(dir, "consumequeue"))
+		h := newDispatchFixture(t, fsys, dir, l, 0)
+		if len(h.cqs.All()) != 0 {
+			t.Fatal("queues survived deletion")
+		}
+		if got := ReputStartOffset(h.cqs, h.idx, l.mfq.MinOffset(), l.mfq.MaxOffset()); got != 0 {
+			t.Fatalf("start offset %d, want 0 after deletion", got)
+		}
+		if _, err := h.r.DispatchUpTo(l.mfq.MaxOffset()); err != nil {
+			t.Fatal(err)
+		}
+		if after := snapshotQueues(t, h.cqs); !mapsEqualUnits(before, after) {
+			t.Fatal("rebuilt queues differ from the originals")
+		}
+		checkQueues(t, h.cqs, msgs)
+		if got := ReputStartOffset(h.cqs, h.idx, l.mfq.MinOffset(), l.mfq.MaxOffset()); got != l.mfq.MaxOffset() {
+			t.Fatalf("start offset %d, want %d", got, l.mfq.MaxOffset())
+		}
+	})
+}
+
+func mapsEqualUnits(a, b map[queueKey][]CQUnit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDispatchRequestsAssignsOffsets(t *testing.T) {
+	fsys := NewFaultFS(2)
+	l := newSegLog(t, fsys, "/store", 4096)
+	f := newDispatchFixture(t, fsys, "/store", l, 0)
+	var reqs []*DispatchRequest
+	for i := range 5 {
+		reqs = append(reqs, &DispatchRequest{Topic: "R", QueueID: 1, CommitLogOffset: int64(i) * 200, MsgSize: 200, StoreTimestamp: int64(i)})
+	}
+	// A prepared transactional message takes no queue offset.
+	reqs[2].SysFlag = SysFlagTransPrepared
+	if err := f.r.DispatchRequests(reqs); err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for _, r := range reqs {
+		offs = append(offs, r.ConsumeQueueOffset)
+	}
+	if !slices.Equal(offs, []int64{0, 1, 0, 2, 3}) || f.r.DispatchedOffset() != 1000 {
+		t.Fatalf("offsets %v dispatched %d", offs, f.r.DispatchedOffset())
+	}
+	// Raft re-applies entries after a restart: same offsets, nothing added.
+	again := []*DispatchRequest{{Topic: "R", QueueID: 1, CommitLogOffset: 600, MsgSize: 200}}
+	if err := f.r.DispatchRequests(again); err != nil || again[0].ConsumeQueueOffset != 2 || f.cqs.Get("R", 1).MaxOffset() != 4 {
+		t.Fatalf("re-apply: %v offset %d", err, again[0].ConsumeQueueOffset)
+	}
+}
+
+func TestDispatchStopsAtCorruptEntry(t *testing.T) {
+	fsys := NewFaultFS(9)
+	l := newSegLog(t, fsys, "/store", 1<<16)
+	msgs := fill(l, 10)
+	// Damage the body of message 6 in the mapping.
+	mf := l.mfq.FindByOffset(msgs[6].phy)
+	bad := msgs[6].phy + int64(msgs[6].size) - 30
+	b := mf.Bytes()
+	b[bad-mf.FileFromOffset()] ^= 0xFF
+	f := newDispatchFixture(t, fsys, "/store", l, 0)
+	got, err := f.r.DispatchUpTo(l.mfq.MaxOffset())
+	if !errors.Is(err, ErrCorruptMessage) || got != msgs[6].phy {
+		t.Fatalf("got %d %v, want stop at %d with ErrCorruptMessage", got, err, msgs[6].phy)
+	}
+	checkQueues(t, f.cqs, msgs[:6])
+	// It stays stopped: later calls never pass the damage.
+	if got, err := f.r.DispatchUpTo(l.mfq.MaxOffset()); err == nil || got != msgs[6].phy {
+		t.Fatalf("second call: %d %v", got, err)
+	}
+}
+
+func TestDispatchBackgroundFollower(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	fsys := NewFaultFS(4)
+	l := newSegLog(t, fsys, "/store", 4096)
+	f := newDispatchFixture(t, fsys, "/store", l, 0)
+	var mu sync.Mutex
+	var limit int64
+	visible := func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return limit
+	}
+	woken := make(chan int64, 100)
+	f.r.OnNewMessage(func(topic string, q int32, maxOffset int64) {
+		if topic == "A" && q == 0 {
+			woken <- maxOffset
+		}
+	})
+	f.r.Start(visible)
+	msgs := fill(l, 30)
+	// Appended but not yet visible (e.g. not flushed under SYNC_FLUSH):
+	// consumers must not see it even after a wake-up.
+	f.r.Notify()
+	mu.Lock()
+	limit = msgs[14].phy
+	mu.Unlock()
+	f.r.Notify()
+	testutil.WaitFor(t, 5*time.Second, "first 14 messages dispatched", func() bool { return f.r.DispatchedOffset() == msgs[14].phy })
+	mu.Lock()
+	limit = l.mfq.MaxOffset()
+	mu.Unlock()
+	f.r.Notify()
+	testutil.WaitFor(t, 5*time.Second, "all dispatched", func() bool { return f.r.DispatchedOffset() == l.mfq.MaxOffset() })
+	checkQueues(t, f.cqs, msgs)
+	var last int64
+	for len(woken) > 0 {
+		last = <-woken
+	}
+	if last != 5 {
+		t.Fatalf("last notification for A/0 said max %d, want 5", last)
+	}
+	f.r.Close()
+}
