@@ -1,0 +1,354 @@
+package namesrv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// These tests drive the name server over real loopback sockets with our
+// remoting client, request code by request code.
+
+func TestRouteJSONStyle(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	c := testClient(t)
+	testBroker{cluster: "C", name: "b1", addr: "127.0.0.1:10911", id: 0, topics: topics(1, tc("T", 8, 4, 6))}.register(t, c, addr)
+	testBroker{cluster: "C", name: "b1", addr: "127.0.0.1:10921", id: 1, topics: topics(1, tc("T", 8, 4, 6))}.register(t, c, addr)
+
+	const legacy = `"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"}`
+	const standard = `"brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.1:10921"}`
+	tests := []struct {
+		name         string
+		version      int16
+		standardOnly bool
+		want         string
+	}{
+		{"go client version 317 gets legacy keys", 317, false, legacy},
+		{"version just below V4_9_4 gets legacy keys", 400, false, legacy},
+		{"V4_9_4 gets standard JSON", 401, false, standard},
+		{"acceptStandardJsonOnly overrides an old version", 317, true, standard},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := routeOf(t, c, addr, "T", tt.version, tt.standardOnly)
+			if resp.Code != remoting.ResponseSuccess {
+				t.Fatalf("code %d %s", resp.Code, resp.Remark)
+			}
+			if !bytes.Contains(resp.Body, []byte(tt.want)) {
+				t.Fatalf("body %s\nwant it to contain %s", resp.Body, tt.want)
+			}
+			isStandard := tt.want == standard
+			if json.Valid(resp.Body) != isStandard {
+				t.Fatalf("json.Valid=%v for %s", json.Valid(resp.Body), resp.Body)
+			}
+			rd, err := DecodeTopicRouteData(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &TopicRouteData{
+				QueueDatas: []QueueData{{BrokerName: "b1", ReadQueueNums: 8, WriteQueueNums: 4, Perm: 6}},
+				BrokerDatas: []BrokerData{{Cluster: "C", BrokerName: "b1",
+					BrokerAddrs: map[int64]string{0: "127.0.0.1:10911", 1: "127.0.0.1:10921"}}},
+				FilterServerTable: map[string][]string{},
+			}
+			if !reflect.DeepEqual(rd, want) {
+				t.Fatalf("decoded %+v\nwant %+v", rd, want)
+			}
+		})
+	}
+}
+
+func TestUnknownTopicAndCode(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	c := testClient(t)
+	resp := routeOf(t, c, addr, "Nope", 317, false)
+	if resp.Code != remoting.ResponseTopicNotExist || !strings.Contains(resp.Remark, "Nope") {
+		t.Fatalf("unknown topic: code %d remark %q", resp.Code, resp.Remark)
+	}
+	resp = call(t, c, addr, remoting.NewRequest(12345, nil, nil))
+	if resp.Code != remoting.ResponseRequestCodeNotSupported {
+		t.Fatalf("unknown code: got code %d %q", resp.Code, resp.Remark)
+	}
+	// A request missing a required header field is a SYSTEM_ERROR naming it.
+	resp = call(t, c, addr, remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, nil, nil))
+	if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "topic") {
+		t.Fatalf("missing topic header: code %d remark %q", resp.Code, resp.Remark)
+	}
+}
+
+func TestConnCloseRemovesBroker(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	brokerSide := testClient(t)
+	testBroker{cluster: "C", name: "b1", addr: "127.0.0.1:10911", id: 0, topics: topics(1, tc("T", 4, 4, 6))}.register(t, brokerSide, addr)
+	lookup := testClient(t)
+	if resp := routeOf(t, lookup, addr, "T", 317, false); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("route before close: %d", resp.Code)
+	}
+	// The lookup client's connection closing must not touch the broker.
+	lookup.CloseConn(addr)
+	brokerSide.CloseConn(addr)
+	testutil.WaitFor(t, 5*time.Second, "broker removed after its connection closed", func() bool {
+		return ns.Routes().PickupTopicRouteData("T") == nil
+	})
+	if resp := routeOf(t, lookup, addr, "T", 317, false); resp.Code != remoting.ResponseTopicNotExist {
+		t.Fatalf("route after close: code %d", resp.Code)
+	}
+}
+
+func TestKVConfigSurvivesRestart(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.ListenPort = "127.0.0.1", 0
+	cfg.KVConfigPath = t.TempDir() + "/sub/kvConfig.json"
+	ns := startServer(t, cfg)
+	c := testClient(t)
+	put := func(addr, ns, k, v string) {
+		t.Helper()
+		resp := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &KVConfigRequestHeader{Namespace: ns, Key: k, Value: v}, nil))
+		if resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("put: %d %s", resp.Code, resp.Remark)
+		}
+	}
+	get := func(addr, ns, k string) *remoting.RemotingCommand {
+		t.Helper()
+		return call(t, c, addr, remoting.NewRequest(remoting.RequestGetKVConfig, &KVConfigRequestHeader{Namespace: ns, Key: k}, nil))
+	}
+	addr := ns.Addr().String()
+	put(addr, "NS1", "k1", "v1")
+	put(addr, "NS1", "k2", "v2")
+	put(addr, "NS2", "k", "x")
+	if resp := call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteKVConfig, &KVConfigRequestHeader{Namespace: "NS1", Key: "k2"}, nil)); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("delete: %d", resp.Code)
+	}
+	stopServer(t, ns)
+
+	ns2 := startServer(t, cfg)
+	addr2 := ns2.Addr().String()
+	if resp := get(addr2, "NS1", "k1"); resp.Code != remoting.ResponseSuccess || resp.ExtFields["value"] != "v1" {
+		t.Fatalf("after restart get k1: code %d ext %v", resp.Code, resp.ExtFields)
+	}
+	if resp := get(addr2, "NS1", "k2"); resp.Code != remoting.ResponseQueryNotFound || !strings.Contains(resp.Remark, "k2") {
+		t.Fatalf("deleted key after restart: code %d remark %q", resp.Code, resp.Remark)
+	}
+	resp := call(t, c, addr2, remoting.NewRequest(remoting.RequestGetKVListByNamespace, &GetKVListByNamespaceRequestHeader{Namespace: "NS2"}, nil))
+	var kv KVTable
+	if resp.Code != remoting.ResponseSuccess || json.Unmarshal(resp.Body, &kv) != nil || !reflect.DeepEqual(kv.Table, map[string]string{"k": "x"}) {
+		t.Fatalf("kv list: code %d body %s", resp.Code, resp.Body)
+	}
+	resp = call(t, c, addr2, remoting.NewRequest(remoting.RequestGetKVListByNamespace, &GetKVListByNamespaceRequestHeader{Namespace: "NS9"}, nil))
+	if resp.Code != remoting.ResponseQueryNotFound {
+		t.Fatalf("unknown namespace: code %d", resp.Code)
+	}
+}
+
+func TestOrderTopicConfAndCompressedRegistration(t *testing.T) {
+	ns := testServer(t, func(c *Config) { c.OrderMessageEnable = true })
+	addr := ns.Addr().String()
+	c := testClient(t)
+	resp := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig,
+		&KVConfigRequestHeader{Namespace: NamespaceOrderTopicConfig, Key: "OrderT", Value: "b1:4"}, nil))
+	if resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("put: %d", resp.Code)
+	}
+	reg := testBroker{cluster: "C", name: "b1", addr: "127.0.0.1:10911", id: 0, compressed: true,
+		topics: topics(3, tc("OrderT", 4, 4, 6), tc("Other", 2, 2, 6))}.register(t, c, addr)
+	var kv KVTable
+	if err := json.Unmarshal(reg.Body, &kv); err != nil || kv.Table["OrderT"] != "b1:4" {
+		t.Fatalf("register response body %s: %v", reg.Body, err)
+	}
+	resp = routeOf(t, c, addr, "OrderT", 401, false)
+	rd, err := DecodeTopicRouteData(resp.Body)
+	if err != nil || rd.OrderTopicConf != "b1:4" || rd.QueueDatas[0].WriteQueueNums != 4 {
+		t.Fatalf("route %s: %v", resp.Body, err)
+	}
+	if resp := routeOf(t, c, addr, "Other", 401, false); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("second topic of compressed body: %d", resp.Code)
+	}
+}
+
+func TestBadRegisterBodies(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	c := testClient(t)
+	h := &RegisterBrokerRequestHeader{BrokerName: "b1", BrokerAddr: "a:1", ClusterName: "C", BrokerID: 0}
+	body := []byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{}}}`)
+	h.BodyCrc32 = BodyCRC32(body) + 1
+	resp := call(t, c, addr, remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
+	if resp.Code != remoting.ResponseSystemError || resp.Remark != "crc32 not match" {
+		t.Fatalf("bad crc: %d %q", resp.Code, resp.Remark)
+	}
+	h.BodyCrc32 = 0
+	h.Compressed = true
+	resp = call(t, c, addr, remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
+	if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "malformed") {
+		t.Fatalf("uncompressed body flagged compressed: %d %q", resp.Code, resp.Remark)
+	}
+	if len(ns.Routes().ClusterInfo().BrokerAddrTable) != 0 {
+		t.Fatal("a rejected registration changed the tables")
+	}
+}
+
+func TestHeartbeatAndDataVersion(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	c := testClient(t)
+	b := testBroker{cluster: "C", name: "b1", addr: "127.0.0.1:10911", id: 0, topics: topics(5, tc("T", 4, 4, 6))}
+	b.register(t, c, addr)
+
+	query := func(dv DataVersion) *remoting.RemotingCommand {
+		body, _ := json.Marshal(dv)
+		return call(t, c, addr, remoting.NewRequest(remoting.RequestQueryDataVersion,
+			&QueryDataVersionRequestHeader{BrokerName: "b1", BrokerAddr: b.addr, ClusterName: "C"}, body))
+	}
+	resp := query(b.topics.DataVersion)
+	var got DataVersion
+	if resp.Code != remoting.ResponseSuccess || resp.ExtFields["changed"] != "false" ||
+		json.Unmarshal(resp.Body, &got) != nil || got != b.topics.DataVersion {
+		t.Fatalf("same version: code %d ext %v body %s", resp.Code, resp.ExtFields, resp.Body)
+	}
+	if resp := query(DataVersion{Timestamp: 1, Counter: 6}); resp.ExtFields["changed"] != "true" {
+		t.Fatalf("new version: ext %v", resp.ExtFields)
+	}
+	resp = call(t, c, addr, remoting.NewRequest(remoting.RequestBrokerHeartbeat,
+		&BrokerHeartbeatRequestHeader{ClusterName: "C", BrokerAddr: b.addr, BrokerName: "b1"}, nil))
+	if resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat: %d %s", resp.Code, resp.Remark)
+	}
+}
+
+func TestAdminCodes(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	c := testClient(t)
+	testBroker{cluster: "C1", name: "b1", addr: "127.0.0.1:10911", id: 0, topics: topics(1, tc("T", 4, 4, 6), tc("U", 4, 4, 6))}.register(t, c, addr)
+	testBroker{cluster: "C2", name: "b2", addr: "127.0.0.1:10912", id: 0, topics: topics(1, tc("T", 4, 4, 6), tc("V", 4, 4, 6))}.register(t, c, addr)
+	ok := func(resp *remoting.RemotingCommand) *remoting.RemotingCommand {
+		t.Helper()
+		if resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("code %d %s", resp.Code, resp.Remark)
+		}
+		return resp
+	}
+	topicList := func(resp *remoting.RemotingCommand) []string {
+		t.Helper()
+		var tl TopicList
+		if err := json.Unmarshal(ok(resp).Body, &tl); err != nil {
+			t.Fatalf("topic list %s: %v", resp.Body, err)
+		}
+		return tl.TopicList
+	}
+
+	if got := topicList(call(t, c, addr, remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil))); !reflect.DeepEqual(got, []string{"T", "U", "V"}) {
+		t.Fatalf("all topics %v", got)
+	}
+	if got := topicList(call(t, c, addr, remoting.NewRequest(remoting.RequestGetTopicsByCluster, &GetTopicsByClusterRequestHeader{Cluster: "C2"}, nil))); !reflect.DeepEqual(got, []string{"T", "V"}) {
+		t.Fatalf("topics of C2 %v", got)
+	}
+
+	resp := ok(call(t, c, addr, remoting.NewRequest(remoting.RequestWipeWritePermOfBroker, &BrokerNameRequestHeader{BrokerName: "b1"}, nil)))
+	if resp.ExtFields["wipeTopicCount"] != "2" {
+		t.Fatalf("wipe ext %v", resp.ExtFields)
+	}
+	rd, _ := DecodeTopicRouteData(routeOf(t, c, addr, "T", 317, false).Body)
+	if rd.QueueDatas[0].Perm != PermRead || rd.QueueDatas[1].Perm != PermRead|PermWrite {
+		t.Fatalf("perms after wipe %+v", rd.QueueDatas)
+	}
+	resp = ok(call(t, c, addr, remoting.NewRequest(remoting.RequestAddWritePermOfBroker, &BrokerNameRequestHeader{BrokerName: "b1"}, nil)))
+	if resp.ExtFields["addTopicCount"] != "2" {
+		t.Fatalf("add ext %v", resp.ExtFields)
+	}
+
+	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv, &DeleteTopicFromNamesrvRequestHeader{Topic: "T", ClusterName: "C1"}, nil)))
+	rd, _ = DecodeTopicRouteData(routeOf(t, c, addr, "T", 317, false).Body)
+	if len(rd.QueueDatas) != 1 || rd.QueueDatas[0].BrokerName != "b2" {
+		t.Fatalf("T after per-cluster delete %+v", rd.QueueDatas)
+	}
+	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv, &DeleteTopicFromNamesrvRequestHeader{Topic: "T"}, nil)))
+	if resp := routeOf(t, c, addr, "T", 317, false); resp.Code != remoting.ResponseTopicNotExist {
+		t.Fatalf("T after delete: %d", resp.Code)
+	}
+
+	body := EncodeTopicRouteData(&TopicRouteData{QueueDatas: []QueueData{{BrokerName: "b2", ReadQueueNums: 3, WriteQueueNums: 3, Perm: 6}}}, false)
+	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestRegisterTopicInNamesrv, &RegisterTopicRequestHeader{Topic: "New"}, body)))
+	rd, _ = DecodeTopicRouteData(routeOf(t, c, addr, "New", 317, false).Body)
+	if rd == nil || len(rd.QueueDatas) != 1 || rd.QueueDatas[0].ReadQueueNums != 3 {
+		t.Fatalf("registered topic route %+v", rd)
+	}
+
+	for _, standard := range []bool{false, true} {
+		req := remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil)
+		if standard {
+			req.ExtFields = map[string]string{"acceptStandardJsonOnly": "true"}
+		}
+		resp = ok(call(t, c, addr, req))
+		if json.Valid(resp.Body) != standard {
+			t.Fatalf("cluster info standard=%v: %s", standard, resp.Body)
+		}
+		ci, err := DecodeClusterInfo(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ci.BrokerAddrTable["b2"].BrokerAddrs[0] != "127.0.0.1:10912" || !reflect.DeepEqual(ci.ClusterAddrTable["C1"], []string{"b1"}) {
+			t.Fatalf("cluster info %+v", ci)
+		}
+	}
+
+	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestUnregisterBroker,
+		&UnregisterRequest{Cluster: "C2", BrokerAddr: "127.0.0.1:10912", BrokerName: "b2", BrokerID: 0}, nil)))
+	testutil.WaitFor(t, 5*time.Second, "batch unregistration of b2", func() bool {
+		_, found := ns.Routes().ClusterInfo().BrokerAddrTable["b2"]
+		return !found
+	})
+}
+
+func TestDisabledTopicLists(t *testing.T) {
+	ns := testServer(t, func(c *Config) { c.EnableAllTopicList, c.EnableTopicList = false, false })
+	c := testClient(t)
+	for _, req := range []*remoting.RemotingCommand{
+		remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil),
+		remoting.NewRequest(remoting.RequestGetTopicsByCluster, &GetTopicsByClusterRequestHeader{Cluster: "C"}, nil),
+	} {
+		if resp := call(t, c, ns.Addr().String(), req); resp.Code != remoting.ResponseSystemError || resp.Remark != "disable" {
+			t.Fatalf("code %d: got %d %q", req.Code, resp.Code, resp.Remark)
+		}
+	}
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.ListenPort = "127.0.0.1", testutil.FreePort(t)
+	cfg.KVConfigPath = t.TempDir() + "/kv.json"
+	n, err := New(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	c := testClient(t)
+	testutil.WaitFor(t, 5*time.Second, "name server to answer", func() bool {
+		resp, err := c.InvokeSync(context.Background(), cfg.Addr(), remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil))
+		return err == nil && resp.Code == remoting.ResponseSuccess
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	if err := n.Start(); err != ErrAlreadyStarted {
+		t.Fatalf("restart: want ErrAlreadyStarted, got %v", err)
+	}
+}
