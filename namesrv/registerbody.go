@@ -77,7 +77,17 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 	if err := json.Unmarshal(fs, &body.FilterServerList); err != nil {
 		return nil, fmt.Errorf("%w: filter server list: %v", ErrBadBody, err)
 	}
-	// The mapping section (5.0+) is ignored; it may be absent on old brokers.
+	// The mapping section (5.0+) is not used and absent on old brokers;
+	// reading to the end still verifies the stream's checksum, so a
+	// corrupted body is refused rather than half applied.
+	// The limit keeps a zlib bomb from burning CPU.
+	rest, err := io.Copy(io.Discard, io.LimitReader(zr, maxCompressedItem+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: compressed register broker body: %v", ErrBadBody, err)
+	}
+	if rest > maxCompressedItem {
+		return nil, fmt.Errorf("%w: compressed register broker body: trailing section over %d bytes", ErrBadBody, maxCompressedItem)
+	}
 	return body, nil
 }
 
