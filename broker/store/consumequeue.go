@@ -166,6 +166,9 @@ scan:
 	cq.maxLogic.Store(end / CQUnitSize)
 	if haveLast {
 		cq.maxPhy.Store(last.end())
+	} else if err := cq.recomputeMaxPhyLocked(); err != nil {
+		// The scanned files held no unit: the newest one is further back.
+		return err
 	}
 	// The minimum skips the blank fillers at the head of the first file; the
 	// store moves it further with CorrectMinOffset once it knows the
@@ -375,7 +378,7 @@ func (cq *ConsumeQueue) Append(u CQUnit) (offset int64, dup bool, err error) {
 	return off, false, nil
 }
 
-// searchLocked returns the smallest logical offset in [lo, hi) for which pred
+// search returns the smallest logical offset in [lo, hi) for which pred
 // holds (hi if none); pred must be monotonic (false…false true…true), which
 // holds for anything increasing with the physical offset.
 func (cq *ConsumeQueue) search(lo, hi int64, pred func(CQUnit) (bool, error)) (int64, error) {
@@ -455,21 +458,31 @@ func (cq *ConsumeQueue) TruncateDirty(phyOffset int64) error {
 		return err
 	}
 	cq.maxLogic.Store(off)
+	if err := cq.recomputeMaxPhyLocked(); err != nil {
+		return err
+	}
+	if cq.minLogic.Load() > off {
+		cq.minLogic.Store(off)
+	}
+	cq.log.Info("consume queue truncated", zap.Int64("phyOffset", phyOffset), zap.Int64("maxOffset", off))
+	return nil
+}
+
+// recomputeMaxPhyLocked sets maxPhy from the newest real unit below
+// maxLogic (0 if there is none), skipping blank fillers.
+func (cq *ConsumeQueue) recomputeMaxPhyLocked() error {
 	cq.maxPhy.Store(0)
-	for i := off - 1; i >= lo; i-- { // the newest real unit left, skipping fillers
+	lo := cq.mfq.MinOffset() / CQUnitSize
+	for i := cq.maxLogic.Load() - 1; i >= lo; i-- {
 		u, err := cq.unitAt(i)
 		if err != nil {
 			return err
 		}
 		if !u.IsBlank() {
 			cq.maxPhy.Store(u.end())
-			break
+			return nil
 		}
 	}
-	if cq.minLogic.Load() > off {
-		cq.minLogic.Store(off)
-	}
-	cq.log.Info("consume queue truncated", zap.Int64("phyOffset", phyOffset), zap.Int64("maxOffset", off))
 	return nil
 }
 

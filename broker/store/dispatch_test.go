@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/netip"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -384,4 +385,70 @@ func TestDispatchBackgroundFollower(t *testing.T) {
 		t.Fatalf("last notification for A/0 said max %d, want 5", last)
 	}
 	f.r.Close()
+}
+
+// TestDispatchConcurrentReaders has consumers read queues while the
+// dispatcher appends (run with -race): a reader never sees a unit past
+// MaxOffset that is incomplete, and every unit it sees is final.
+func TestDispatchConcurrentReaders(t *testing.T) {
+	fsys := NewFaultFS(6)
+	l := newSegLog(t, fsys, "/store", 1<<16)
+	f := newDispatchFixture(t, fsys, "/store", l, 0)
+	const n = 600
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 3 {
+		wg.Go(func() {
+			var next int64
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cq := f.cqs.Get("A", 0)
+				if cq == nil || next >= cq.MaxOffset() {
+					runtime.Gosched() // nothing new yet; let the writer run
+					continue
+				}
+				b, err := cq.Read(next, 32)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i := range b.Len() {
+					u := b.Unit(i)
+					if u.Size <= 0 || u.PhyOffset < 0 {
+						errs <- fmt.Errorf("incomplete unit at %d: %+v", next+int64(i), u)
+						b.Release()
+						return
+					}
+				}
+				next += int64(b.Len())
+				b.Release()
+			}
+		})
+	}
+	for i := range n {
+		l.append(testMsg("A", 0, i))
+		if i%7 == 0 {
+			if _, err := f.r.DispatchUpTo(l.mfq.MaxOffset()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := f.r.DispatchUpTo(l.mfq.MaxOffset()); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if got := f.cqs.Get("A", 0).MaxOffset(); got != n {
+		t.Fatalf("max %d", got)
+	}
 }
