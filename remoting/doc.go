@@ -1,0 +1,60 @@
+// Package remoting implements RocketMQ's remoting protocol: the framed RPC
+// that every RocketMQ client, name server and broker speaks, so that
+// unmodified RocketMQ clients can talk to raftmq.
+//
+// # Frame
+//
+// Every message on a connection is one frame (big-endian):
+//
+//	int32 length       4 + headerLen + bodyLen (the length field itself excluded)
+//	int32 headerFlag   serialize type in the top byte (0 JSON, 1 ROCKETMQ),
+//	                   header length in the low 24 bits
+//	header             headerLen bytes
+//	body               the rest
+//
+// JSON headers are objects with code, language (the enum NAME, "JAVA",
+// "GO"), version, opaque, flag (bit 0 response, bit 1 oneway), remark and
+// extFields (string → string). They are written exactly as the official Go
+// client writes them, so captured client frames re-encode byte for byte.
+// ROCKETMQ headers are int16 code, int8 language, int16 version, int32
+// opaque, int32 flag, int32 remark length + remark, int32 extFields length
+// + repeated (int16 key length, key, int32 value length, value). A response
+// carries its request's opaque and serialize type. Frames above
+// MaxFrameSize (16 MiB) are refused. EncodeFrame and DecodeFrame are the
+// codec; RemotingCommand.EncodeHeader / DecodeHeader map typed header
+// structs (`ext:"name,required"` tags) to and from extFields. Request and
+// response codes live in codes.go, an append-only table.
+//
+// # Connections and workers
+//
+// A Conn has one reader goroutine and one writer goroutine. The reader
+// parses frames: responses complete the matching pending call (opaque →
+// future); requests are routed without blocking. The writer owns the
+// socket's write side and batches queued frames into one flush, so
+// responses can leave in any order. A frame that cannot be parsed, a
+// length above the limit, or a frame not completed within FrameReadTimeout
+// closes that connection only, with one Warn log line naming the remote
+// address and the reason. Connections that send nothing for IdleTimeout
+// are closed.
+//
+// The Server routes each request by code to the handler registered with
+// Register (or RegisterDefault). Every registration owns a fixed pool of
+// worker goroutines behind a bounded queue (RocketMQ's per-processor
+// executor); when the queue is full the request is answered SYSTEM_BUSY at
+// once, so load never turns into unbounded goroutines or memory. Unknown
+// codes get REQUEST_CODE_NOT_SUPPORTED; oneway requests get no response.
+// Shutdown closes the listener, stops reading, lets every pool finish its
+// queued and running requests, flushes their responses and only then
+// closes the connections.
+//
+// The Client keeps one connection per address, dialed on first use and
+// redialed after it fails. InvokeSync waits for the response until the
+// context deadline (or DefaultTimeout), InvokeAsync hands it to a callback
+// and is bounded by MaxAsyncInflight, InvokeOneway does not wait. A sweeper
+// (every ScanInterval, RocketMQ's scanResponseTable) fails expired calls
+// with ErrTimeout; a closing connection fails its pending calls with
+// ErrConnClosed at once. Servers may call clients on the same connection
+// (NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO): the client
+// serves those through RegisterProcessor and a small bounded pool. RPC
+// hooks run before and after every call on both sides.
+package remoting
