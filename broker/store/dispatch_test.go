@@ -22,12 +22,12 @@ import (
 // The real CommitLog (commitlog.go) is tested by its owner; this keeps the
 // dispatcher tests independent of its put path.
 type segLog struct {
-	t   *testing.T
+	t   testing.TB
 	mfq *MappedFileQueue
 	ts  int64
 }
 
-func newSegLog(t *testing.T, fsys FS, dir string, segSize int) *segLog {
+func newSegLog(t testing.TB, fsys FS, dir string, segSize int) *segLog {
 	t.Helper()
 	mfq, err := OpenMappedFileQueue(fsys, filepath.Join(dir, "commitlog"), segSize)
 	if err != nil {
@@ -450,5 +450,75 @@ func TestDispatchConcurrentReaders(t *testing.T) {
 	}
 	if got := f.cqs.Get("A", 0).MaxOffset(); got != n {
 		t.Fatalf("max %d", got)
+	}
+}
+
+// BenchmarkDispatch measures building ConsumeQueue (8 queues) and index
+// entries from an already written CommitLog of 1 KiB messages with a
+// UNIQ_KEY and two KEYS, on the real file system (page cache). One op is
+// one message.
+func BenchmarkDispatch(b *testing.B) {
+	for _, withIndex := range []bool{false, true} {
+		b.Run(fmt.Sprintf("index=%v", withIndex), func(b *testing.B) {
+			dir := b.TempDir()
+			fsys := OSFS()
+			l := newSegLog(b, fsys, dir, 64<<20)
+			body := make([]byte, 1024)
+			for i := range b.N {
+				m := testMsg("Bench", int32(i%8), i)
+				m.Body = body
+				l.append(m)
+			}
+			cqs := NewConsumeQueueStore(fsys, filepath.Join(dir, "consumequeue"), DefaultConsumeQueueUnits/10, nil)
+			defer cqs.Close()
+			var idx *IndexService
+			if withIndex {
+				idx = NewIndexService(fsys, filepath.Join(dir, "index"), 500_000, 2_000_000, nil, nil)
+				if err := idx.Load(true, 0); err != nil {
+					b.Fatal(err)
+				}
+				defer idx.Close()
+			}
+			r, err := NewReputService(ReputConfig{ConsumeQueues: cqs, Index: idx, Source: l.mfq})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(l.mfq.MaxOffset() / int64(b.N))
+			b.ResetTimer()
+			if _, err := r.DispatchUpTo(l.mfq.MaxOffset()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
+		})
+	}
+}
+
+// BenchmarkConsumeQueueRead32 measures reading 32-unit batches.
+func BenchmarkConsumeQueueRead32(b *testing.B) {
+	s := NewConsumeQueueStore(OSFS(), b.TempDir(), DefaultConsumeQueueUnits, nil)
+	defer s.Close()
+	cq, err := s.FindOrCreate("T", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 100_000
+	for i := range int64(n) {
+		if _, _, err := cq.Append(unitN(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(32 * CQUnitSize)
+	b.ResetTimer()
+	var off int64
+	for b.Loop() {
+		bt, err := cq.Read(off, 32)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range bt.Len() {
+			_ = bt.Unit(i)
+		}
+		off = (off + int64(bt.Len())) % (n - 32)
+		bt.Release()
 	}
 }
