@@ -335,11 +335,6 @@ func (cq *ConsumeQueue) appendLocked(u CQUnit) error {
 	if err != nil {
 		return fmt.Errorf("consume queue %s/%d: %w", cq.topic, cq.queueID, err)
 	}
-	if mf.IsFull() {
-		if mf, err = cq.mfq.LastOrCreate(pos); err != nil {
-			return fmt.Errorf("consume queue %s/%d: %w", cq.topic, cq.queueID, err)
-		}
-	}
 	if got := mf.FileFromOffset() + int64(mf.WrotePosition()); got != pos {
 		return fmt.Errorf("consume queue %s/%d: file end %d does not match next unit at %d: %w",
 			cq.topic, cq.queueID, got, pos, ErrCorruptFile)
