@@ -93,3 +93,13 @@ func (e *RemoteError) Unwrap() error {
 	}
 	return nil
 }
+
+// ResponseError returns nil when resp is a SUCCESS response and a
+// *RemoteError carrying its code and remark otherwise, for callers that
+// treat every other code as a failure.
+func ResponseError(addr string, resp *RemotingCommand) error {
+	if resp.Code == ResponseSuccess {
+		return nil
+	}
+	return &RemoteError{Addr: addr, Code: resp.Code, Remark: resp.Remark}
+}

@@ -74,3 +74,17 @@ func TestDecodeHeaderNeedsPointer(t *testing.T) {
 		t.Fatal("DecodeHeader accepted a non-pointer")
 	}
 }
+
+func TestResponseError(t *testing.T) {
+	if err := ResponseError("a", NewResponse(ResponseSuccess, "")); err != nil {
+		t.Fatal(err)
+	}
+	err := ResponseError("a:1", busyResponse())
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Code != ResponseSystemBusy || !errors.Is(err, ErrServerBusy) {
+		t.Fatalf("got %v", err)
+	}
+	if errors.Is(ResponseError("a", NewResponse(ResponseTopicNotExist, "no route")), ErrServerBusy) {
+		t.Fatal("TOPIC_NOT_EXIST must not look like busy")
+	}
+}
