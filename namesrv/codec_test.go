@@ -146,7 +146,7 @@ func TestDecodeJavaJSONBody(t *testing.T) {
 	// including a static-topic mapping with an unquoted integer key.
 	const body = `{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":7,"stateVersion":0,"timestamp":1700000000000},` +
 		`"topicConfigTable":{"TopicTest":{"attributes":{},"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"TopicTest","topicSysFlag":0,"writeQueueNums":4},` +
-		`"Defaults":{"topicName":"Defaults"}},` +
+		`"Defaults":{}},` +
 		`"topicQueueMappingInfoMap":{"S":{"currIdMap":{0:"b"},"bname":"b","epoch":1}}}}`
 	b, err := DecodeRegisterBrokerBody([]byte(body), false)
 	if err != nil {
@@ -157,7 +157,7 @@ func TestDecodeJavaJSONBody(t *testing.T) {
 		t.Fatalf("decoded %+v", b)
 	}
 	// Missing fields take RocketMQ's TopicConfig defaults.
-	if d := tct["Defaults"]; d.ReadQueueNums != 16 || d.WriteQueueNums != 16 || d.Perm != 6 || d.TopicFilterType != "SINGLE_TAG" {
+	if d := tct["Defaults"]; d.TopicName != "Defaults" || d.ReadQueueNums != 16 || d.WriteQueueNums != 16 || d.Perm != 6 || d.TopicFilterType != "SINGLE_TAG" {
 		t.Fatalf("defaults %+v", d)
 	}
 	empty, err := DecodeRegisterBrokerBody(nil, false)

@@ -56,7 +56,7 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 		BrokerName:       h.BrokerName,
 		BrokerID:         h.BrokerID,
 		HAServerAddr:     h.HAServerAddr,
-		ZoneName:         req.ExtFields["zoneName"],
+		ZoneName:         req.ExtFields["__ZONE_NAME"], // MixAll.ZONE_NAME
 		HeartbeatTimeout: time.Duration(h.HeartbeatTimeoutMillis) * time.Millisecond,
 		Topics:           body.TopicConfigSerializeWrapper,
 		FilterServerList: body.FilterServerList,

@@ -32,11 +32,19 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 	if !compressed {
 		// Quote legacy keys first: a Java broker's static-topic mapping
 		// section holds Map<Integer,…> fields that fastjson writes unquoted.
-		if err := json.Unmarshal(QuoteLegacyKeys(data), body); err != nil {
+		var w registerBodyJSON
+		if err := json.Unmarshal(QuoteLegacyKeys(data), &w); err != nil {
 			return nil, fmt.Errorf("%w: register broker body: %v", ErrBadBody, err)
 		}
-		if body.TopicConfigSerializeWrapper.TopicConfigTable == nil {
-			body.TopicConfigSerializeWrapper.TopicConfigTable = map[string]TopicConfig{}
+		body.FilterServerList = w.FilterServerList
+		body.TopicConfigSerializeWrapper.DataVersion = w.Wrapper.DataVersion
+		for name, tc := range w.Wrapper.TopicConfigTable {
+			if tc != nil {
+				if tc.TopicName == "" {
+					tc.TopicName = name
+				}
+				body.TopicConfigSerializeWrapper.TopicConfigTable[name] = tc.withDefaults()
+			}
 		}
 		return body, nil
 	}
@@ -89,6 +97,48 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 		return nil, fmt.Errorf("%w: compressed register broker body: trailing section over %d bytes", ErrBadBody, maxCompressedItem)
 	}
 	return body, nil
+}
+
+// registerBodyJSON mirrors RegisterBrokerBody with optional topic fields, so
+// fields a sender leaves out take RocketMQ's TopicConfig defaults (fastjson
+// starts from the Java constructor's values) in one decoding pass.
+type registerBodyJSON struct {
+	Wrapper struct {
+		TopicConfigTable map[string]*topicConfigJSON `json:"topicConfigTable"`
+		DataVersion      DataVersion                 `json:"dataVersion"`
+	} `json:"topicConfigSerializeWrapper"`
+	FilterServerList []string `json:"filterServerList"`
+}
+
+type topicConfigJSON struct {
+	TopicName       string            `json:"topicName"`
+	ReadQueueNums   *int              `json:"readQueueNums"`
+	WriteQueueNums  *int              `json:"writeQueueNums"`
+	Perm            *int              `json:"perm"`
+	TopicFilterType string            `json:"topicFilterType"`
+	TopicSysFlag    int               `json:"topicSysFlag"`
+	Order           bool              `json:"order"`
+	Attributes      map[string]string `json:"attributes"`
+}
+
+// withDefaults applies TopicConfig's defaults: 16 read and write queues,
+// read-write, SINGLE_TAG.
+func (t *topicConfigJSON) withDefaults() TopicConfig {
+	tc := TopicConfig{TopicName: t.TopicName, ReadQueueNums: 16, WriteQueueNums: 16, Perm: PermRead | PermWrite,
+		TopicFilterType: t.TopicFilterType, TopicSysFlag: t.TopicSysFlag, Order: t.Order, Attributes: t.Attributes}
+	if t.ReadQueueNums != nil {
+		tc.ReadQueueNums = *t.ReadQueueNums
+	}
+	if t.WriteQueueNums != nil {
+		tc.WriteQueueNums = *t.WriteQueueNums
+	}
+	if t.Perm != nil {
+		tc.Perm = *t.Perm
+	}
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = "SINGLE_TAG"
+	}
+	return tc
 }
 
 // EncodeRegisterBrokerBody is the inverse of DecodeRegisterBrokerBody, for

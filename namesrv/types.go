@@ -1,7 +1,5 @@
 package namesrv
 
-import "encoding/json"
-
 // Permission bits of a topic's queues (RocketMQ PermName).
 const (
 	PermInherit = 1 << 0
@@ -36,19 +34,6 @@ type TopicConfig struct {
 	TopicSysFlag    int               `json:"topicSysFlag"`
 	Order           bool              `json:"order"`
 	Attributes      map[string]string `json:"attributes,omitempty"`
-}
-
-// UnmarshalJSON applies RocketMQ's TopicConfig defaults (16 queues, rw,
-// SINGLE_TAG) to fields the JSON leaves out, as fastjson does by starting
-// from the Java constructor's values.
-func (t *TopicConfig) UnmarshalJSON(b []byte) error {
-	type plain TopicConfig
-	p := plain{ReadQueueNums: 16, WriteQueueNums: 16, Perm: PermRead | PermWrite, TopicFilterType: "SINGLE_TAG"}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*t = TopicConfig(p)
-	return nil
 }
 
 // TopicConfigSerializeWrapper is a broker's whole topic table plus the data
