@@ -687,9 +687,10 @@ func (s *ConsumeQueueStore) Flush() (logicsMsgTimestamp int64, err error) {
 	return ts, nil
 }
 
-// TruncateDirty removes, in every queue, the units of messages at or past
-// phyOffset (recovery, after the CommitLog's end is known).
-func (s *ConsumeQueueStore) TruncateDirty(phyOffset int64) error {
+// TruncateDirtyLogicFiles removes, in every queue, the units of messages at
+// or past phyOffset (recovery, after the CommitLog's end is known; RocketMQ's
+// truncateDirtyLogicFiles).
+func (s *ConsumeQueueStore) TruncateDirtyLogicFiles(phyOffset int64) error {
 	for _, cq := range s.All() {
 		if err := cq.TruncateDirty(phyOffset); err != nil {
 			return err

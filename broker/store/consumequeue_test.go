@@ -151,7 +151,7 @@ func TestConsumeQueueTruncateAndReload(t *testing.T) {
 		appendUnits(t, cq, 0, 27)
 		// The CommitLog was recovered to 1550: messages 16+ (at 1600..) are gone,
 		// message 15 (1500..1600) starts below the cut and stays.
-		if err := s.TruncateDirty(1550); err != nil {
+		if err := s.TruncateDirtyLogicFiles(1550); err != nil {
 			t.Fatal(err)
 		}
 		if cq.MaxOffset() != 16 || cq.MaxPhysicOffset() != 1600 {
