@@ -65,7 +65,7 @@ func New(cfg Config, log *zap.Logger) (*NameServer, error) {
 	n.srv = remoting.NewServer(remoting.ServerConfig{
 		ListenAddr:  cfg.Addr(),
 		IdleTimeout: time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
-	}, log.Named("remoting"))
+	}, log)
 	n.registerProcessors()
 	n.srv.OnConnClose(n.onConnClose)
 	return n, nil
