@@ -442,13 +442,23 @@ func (cq *ConsumeQueue) TruncateDirty(phyOffset int64) error {
 	defer cq.mu.Unlock()
 	lo := cq.mfq.MinOffset() / CQUnitSize
 	maxL := cq.maxLogic.Load()
-	off, err := cq.search(lo, maxL, func(u CQUnit) (bool, error) { return !u.IsBlank() && u.PhyOffset >= phyOffset, nil })
+	// An invalid unit (a crash hole) counts as past the cut: everything from
+	// a hole on is suspect and gets re-dispatched.
+	off, err := cq.search(lo, maxL, func(u CQUnit) (bool, error) {
+		return !u.valid() || (!u.IsBlank() && u.PhyOffset >= phyOffset), nil
+	})
 	if err != nil {
 		return err
 	}
 	if off == maxL {
 		return nil
 	}
+	cq.log.Info("consume queue truncated", zap.Int64("phyOffset", phyOffset), zap.Int64("maxOffset", off))
+	return cq.cutLocked(off)
+}
+
+// cutLocked drops the units from logical offset off on.
+func (cq *ConsumeQueue) cutLocked(off int64) error {
 	if err := cq.truncateBytesLocked(off * CQUnitSize); err != nil {
 		return err
 	}
@@ -459,8 +469,70 @@ func (cq *ConsumeQueue) TruncateDirty(phyOffset int64) error {
 	if cq.minLogic.Load() > off {
 		cq.minLogic.Store(off)
 	}
-	cq.log.Info("consume queue truncated", zap.Int64("phyOffset", phyOffset), zap.Int64("maxOffset", off))
 	return nil
+}
+
+// verifyFrom checks every unit whose message starts at or after fromPhy
+// against the CommitLog and cuts the queue at the first one that does not
+// describe a message of this queue (a unit torn by a crash: wrong size, tags
+// or offset). Dispatching from fromPhy then re-adds what was cut.
+func (cq *ConsumeQueue) verifyFrom(src SegmentSource, fromPhy int64) (cut bool, err error) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	maxL := cq.maxLogic.Load()
+	// Units below fromPhy were durable at the crash; past it a crash can
+	// leave holes (zero units of an unflushed page or file before a
+	// surviving one). Counting invalid units as "at or past fromPhy" keeps
+	// the predicate monotonic, so the search never skips a hole.
+	off, err := cq.search(cq.minLogic.Load(), maxL, func(u CQUnit) (bool, error) {
+		return !u.valid() || (!u.IsBlank() && u.PhyOffset >= fromPhy), nil
+	})
+	if err != nil {
+		return false, err
+	}
+	for ; off < maxL; off++ {
+		u, err := cq.unitAt(off)
+		if err != nil {
+			return false, err
+		}
+		if why := cq.checkUnit(src, u); why != "" {
+			cq.log.Warn("consume queue unit does not match the CommitLog after a crash; cutting the queue there to rebuild it",
+				zap.Int64("offset", off), zap.Int64("phyOffset", u.PhyOffset), zap.Int32("size", u.Size), zap.String("reason", why))
+			return true, cq.cutLocked(off)
+		}
+	}
+	return false, nil
+}
+
+// checkUnit returns why u does not describe a message of this queue in src,
+// or "" if it does.
+func (cq *ConsumeQueue) checkUnit(src SegmentSource, u CQUnit) string {
+	if u.IsBlank() {
+		return "blank unit after real ones"
+	}
+	mf := src.FindByOffset(u.PhyOffset)
+	if mf == nil {
+		return "no CommitLog segment holds it"
+	}
+	v, err := mf.Read(int(u.PhyOffset-mf.FileFromOffset()), int(u.Size))
+	if err != nil {
+		return err.Error()
+	}
+	defer v.Release()
+	req, size, err := CheckAndDecode(v.B)
+	switch {
+	case err != nil:
+		return err.Error()
+	case req.Blank || size != int(u.Size):
+		return "size differs from the stored message"
+	case req.Topic != cq.topic || req.QueueID != cq.queueID:
+		return "message belongs to another queue"
+	case req.CommitLogOffset != u.PhyOffset:
+		return "PHYSICALOFFSET differs"
+	case req.TagsCode != u.TagsCode:
+		return "tags code differs"
+	}
+	return ""
 }
 
 // recomputeMaxPhyLocked sets maxPhy from the newest real unit below
@@ -697,6 +769,27 @@ func (s *ConsumeQueueStore) TruncateDirtyLogicFiles(phyOffset int64) error {
 		}
 	}
 	return nil
+}
+
+// VerifyAfterCrash checks, in every queue, the units of messages at or after
+// fromPhy against the CommitLog and cuts each queue at its first unit that a
+// crash tore (RocketMQ instead re-dispatches the whole range during abnormal
+// recovery). Call it after an unclean shutdown, once the CommitLog is
+// recovered, with fromPhy = the offset abnormal recovery started scanning
+// at, and pass the same offset to ReputStartOffset as recheckFrom. It
+// returns the number of queues cut.
+func (s *ConsumeQueueStore) VerifyAfterCrash(src SegmentSource, fromPhy int64) (int, error) {
+	n := 0
+	for _, cq := range s.All() {
+		cut, err := cq.verifyFrom(src, fromPhy)
+		if err != nil {
+			return n, fmt.Errorf("consume queue %s/%d: verify: %w", cq.topic, cq.queueID, err)
+		}
+		if cut {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // CorrectMinOffset moves every queue's minimum past messages below the

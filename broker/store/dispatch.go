@@ -94,14 +94,21 @@ type ReputConfig struct {
 
 // ReputStartOffset is where dispatching resumes after a start: the newest
 // message any ConsumeQueue knows, or earlier if the index lost files in a
-// crash, clamped to the CommitLog's [min, max]. Replaying below the true
-// dispatch point is harmless (both dispatchers skip what they hold).
-func ReputStartOffset(cqs *ConsumeQueueStore, idx *IndexService, commitLogMin, commitLogMax int64) int64 {
+// crash or recheckFrom is earlier, clamped to the CommitLog's [min, max].
+// recheckFrom is -1 after a clean shutdown; after a crash it is the offset
+// abnormal recovery scanned from (the range ConsumeQueueStore.VerifyAfterCrash
+// checked), so queues that lost unflushed units get them back. Replaying
+// below the true dispatch point is harmless: both dispatchers skip what they
+// hold, and re-added units get the same queue offsets.
+func ReputStartOffset(cqs *ConsumeQueueStore, idx *IndexService, commitLogMin, commitLogMax, recheckFrom int64) int64 {
 	start := cqs.MaxPhysicOffset()
 	if idx != nil {
 		if r := idx.RebuildFrom(); r >= 0 {
 			start = min(start, r)
 		}
+	}
+	if recheckFrom >= 0 {
+		start = min(start, recheckFrom)
 	}
 	return max(commitLogMin, min(start, commitLogMax))
 }
