@@ -461,15 +461,11 @@ func (s *IndexService) lastWritableLocked() (*IndexFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The full predecessor is made durable by the next periodic Flush, not
+	// here: an msync of a production-sized file under mu would stall
+	// dispatching and queries.
 	s.files = append(s.files, f)
 	s.mfs = append(s.mfs, mf)
-	if n := len(s.mfs); n > 1 {
-		// The full file is final: make it durable now rather than at the
-		// next periodic flush.
-		if _, err := s.mfs[n-2].Flush(); err != nil {
-			s.log.Warn("flush full index file", zap.String("file", s.files[n-2].Name()), zap.Error(err))
-		}
-	}
 	s.log.Info("created index file", zap.String("file", f.Name()))
 	return f, nil
 }
