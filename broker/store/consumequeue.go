@@ -417,15 +417,16 @@ type StoreTimeFunc func(phyOffset int64, size int32) (int64, error)
 // SearchByTimestamp returns the logical offset of the first message stored at
 // or after ts (SEARCH_OFFSET_BY_TIMESTAMP): MinOffset when ts is older than
 // everything, MaxOffset when it is newer. Messages whose CommitLog bytes are
-// gone (storeTime fails with ErrOutOfRange) count as older than any ts.
+// gone (storeTime fails with ErrOutOfRange or ErrFileClosed) count as older
+// than any ts.
 func (cq *ConsumeQueue) SearchByTimestamp(ts int64, storeTime StoreTimeFunc) (int64, error) {
 	return cq.search(cq.MinOffset(), cq.MaxOffset(), func(u CQUnit) (bool, error) {
 		if u.IsBlank() {
 			return false, nil
 		}
 		t, err := storeTime(u.PhyOffset, u.Size)
-		if errors.Is(err, ErrOutOfRange) {
-			return false, nil
+		if errors.Is(err, ErrOutOfRange) || errors.Is(err, ErrFileClosed) {
+			return false, nil // deleted by retention, possibly just now
 		}
 		if err != nil {
 			return false, err
