@@ -95,7 +95,6 @@ func (b *CQBatch) Release() { b.s.Release() }
 type ConsumeQueue struct {
 	topic        string
 	queueID      int32
-	dir          string
 	unitsPerFile int64
 	log          *zap.Logger
 
@@ -118,7 +117,7 @@ func openConsumeQueue(fsys FS, dir, topic string, queueID int32, unitsPerFile in
 		return nil, fmt.Errorf("consume queue %s/%d: %w", topic, queueID, err)
 	}
 	cq := &ConsumeQueue{
-		topic: topic, queueID: queueID, dir: dir, unitsPerFile: int64(unitsPerFile),
+		topic: topic, queueID: queueID, unitsPerFile: int64(unitsPerFile),
 		log: log.With(zap.String("topic", topic), zap.Int32("queueId", queueID)), mfq: mfq,
 	}
 	if err := cq.recover(); err != nil {
@@ -291,11 +290,14 @@ func (cq *ConsumeQueue) putLocked(offset int64, u CQUnit) error {
 		if err := cq.fillPreBlankLocked(offset); err != nil {
 			return err
 		}
+	default:
+		// Units follow CommitLog order; recovery relies on it.
+		if u.PhyOffset < cq.maxPhy.Load() {
+			return fmt.Errorf("consume queue %s/%d: unit at physical offset %d goes before the queue's end %d: %w",
+				cq.topic, cq.queueID, u.PhyOffset, cq.maxPhy.Load(), ErrCorruptFile)
+		}
 	}
-	if err := cq.appendLocked(u); err != nil {
-		return err
-	}
-	return nil
+	return cq.appendLocked(u)
 }
 
 // fillPreBlankLocked starts an empty queue at a logical offset: the first

@@ -336,3 +336,13 @@ func TestConsumeQueueReloadWhenLastFilesLost(t *testing.T) {
 	}
 	appendUnits(t, cq2, 20, 45)
 }
+
+func TestConsumeQueuePutOutOfOrderRefused(t *testing.T) {
+	s := openTestCQStore(t, NewFaultFS(1), "/store", 10)
+	defer s.Close()
+	cq, _ := s.FindOrCreate("T", 0)
+	appendUnits(t, cq, 0, 3)
+	if err := cq.Put(3, unitN(1)); !errors.Is(err, ErrCorruptFile) || cq.MaxOffset() != 3 {
+		t.Fatalf("out-of-order put: %v, max %d", err, cq.MaxOffset())
+	}
+}
