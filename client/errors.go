@@ -1,0 +1,142 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Sentinel errors of the client package. Callers compare with errors.Is;
+// the wrapping error names the topic, broker or field involved.
+var (
+	// ErrInvalidOption is wrapped by option validation errors at
+	// construction; the message names the option and the accepted range.
+	ErrInvalidOption = errors.New("client: invalid option")
+
+	// ErrInvalidMessage means a message was refused before sending: empty
+	// or malformed topic, empty or oversized body, a property containing
+	// the separator characters. The message names what was wrong.
+	ErrInvalidMessage = errors.New("client: invalid message")
+
+	// ErrMalformedMessage means bytes that should hold stored messages (a
+	// pull body) or a batch body could not be decoded; see *DecodeError.
+	ErrMalformedMessage = errors.New("client: malformed message data")
+
+	// ErrInvalidMessageID means a msgId or UNIQ_KEY string is not the hex
+	// layout RocketMQ produces.
+	ErrInvalidMessageID = errors.New("client: invalid message id")
+
+	// ErrNoRoute means no name server knows the topic (and auto-creation
+	// through TBW102 was off or unavailable). Create the topic, or check
+	// the name server addresses.
+	ErrNoRoute = errors.New("client: no route for topic")
+
+	// ErrNoNameServer means every configured name server failed to answer.
+	ErrNoNameServer = errors.New("client: no name server reachable")
+
+	// ErrNoQueue means the route has no writable queue on a master (or the
+	// selector returned none).
+	ErrNoQueue = errors.New("client: no writable message queue")
+
+	// ErrNotStarted is returned by producer calls before Start.
+	ErrNotStarted = errors.New("client: producer not started")
+
+	// ErrClosed is returned by producer calls after Close.
+	ErrClosed = errors.New("client: producer closed")
+
+	// ErrSendFailed is wrapped by the error of a send whose every attempt
+	// failed; the *SendError carries each attempt.
+	ErrSendFailed = errors.New("client: send failed")
+
+	// ErrInvalidStrategyInput means an allocation strategy was given an
+	// empty consumer id, no queues or no consumers (RocketMQ's
+	// AbstractAllocateMessageQueueStrategy.check).
+	ErrInvalidStrategyInput = errors.New("client: invalid allocation input")
+)
+
+// DecodeError reports where stored-message or batch bytes stopped making
+// sense. It unwraps to ErrMalformedMessage.
+type DecodeError struct {
+	// Offset is the byte offset of the message being decoded.
+	Offset int
+	// Reason says what was wrong, e.g. "body length 70000 beyond data".
+	Reason string
+}
+
+// Error implements error.
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("client: malformed message at byte %d: %s", e.Offset, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrMalformedMessage) true.
+func (e *DecodeError) Unwrap() error { return ErrMalformedMessage }
+
+// BrokerError is a broker's non-success answer to a send. Code is the
+// RocketMQ response code (remoting.Response*); LeaderAddr is set when the
+// broker said it is not the leader and named the one that is.
+type BrokerError struct {
+	// Broker is the brokerName and Addr the address that answered.
+	Broker, Addr string
+	// Code and Remark are the response's.
+	Code   int16
+	Remark string
+	// LeaderAddr is the ExtLeaderAddr field of a not-leader answer.
+	LeaderAddr string
+}
+
+// Error implements error.
+func (e *BrokerError) Error() string {
+	s := fmt.Sprintf("client: broker %s (%s) answered code %d: %s", e.Broker, e.Addr, e.Code, e.Remark)
+	if e.LeaderAddr != "" {
+		s += " (leader is " + e.LeaderAddr + ")"
+	}
+	return s
+}
+
+// Unwrap maps SYSTEM_BUSY to remoting.ErrServerBusy so errors.Is works on
+// the broker error as on the transport's.
+func (e *BrokerError) Unwrap() error {
+	if e.Code == remoting.ResponseSystemBusy {
+		return remoting.ErrServerBusy
+	}
+	return nil
+}
+
+// SendAttempt is one try of a send: where it went and how it failed.
+type SendAttempt struct {
+	// Broker is the brokerName, Addr the address, QueueID the queue.
+	Broker, Addr string
+	QueueID      int
+	// Err is the failure (a *BrokerError or a transport error).
+	Err error
+}
+
+// SendError is returned when a send failed on every attempt (the first
+// try plus RetryTimesWhenSendFailed retries). It unwraps to ErrSendFailed
+// and to the last attempt's error, so errors.Is(err, remoting.ErrTimeout)
+// and errors.As(err, &*BrokerError) both see the cause.
+type SendError struct {
+	// Topic is the message's topic.
+	Topic string
+	// Attempts lists every try in order.
+	Attempts []SendAttempt
+}
+
+// Error implements error.
+func (e *SendError) Error() string {
+	s := fmt.Sprintf("client: send to topic %q failed after %d attempt(s)", e.Topic, len(e.Attempts))
+	for _, a := range e.Attempts {
+		s += fmt.Sprintf("; %s/%s q%d: %v", a.Broker, a.Addr, a.QueueID, a.Err)
+	}
+	return s
+}
+
+// Unwrap returns ErrSendFailed and the last attempt's error.
+func (e *SendError) Unwrap() []error {
+	errs := []error{ErrSendFailed}
+	if n := len(e.Attempts); n > 0 && e.Attempts[n-1].Err != nil {
+		errs = append(errs, e.Attempts[n-1].Err)
+	}
+	return errs
+}

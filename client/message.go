@@ -1,0 +1,251 @@
+package client
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// System property names (RocketMQ MessageConst). Properties travel as one
+// string of name\x01value\x02 pairs in the send header and in stored
+// messages.
+const (
+	PropertyKeys              = "KEYS"
+	PropertyTags              = "TAGS"
+	PropertyWaitStoreMsgOK    = "WAIT"
+	PropertyDelayTimeLevel    = "DELAY"
+	PropertyRetryTopic        = "RETRY_TOPIC"
+	PropertyRealTopic         = "REAL_TOPIC"
+	PropertyRealQueueID       = "REAL_QID"
+	PropertyTransactionPrep   = "TRAN_MSG"
+	PropertyProducerGroup     = "PGROUP"
+	PropertyMinOffset         = "MIN_OFFSET"
+	PropertyMaxOffset         = "MAX_OFFSET"
+	PropertyMaxReconsumeTimes = "MAX_RECONSUME_TIMES"
+	PropertyConsumeStartTime  = "CONSUME_START_TIME"
+	PropertyMsgRegion         = "MSG_REGION"
+	PropertyTraceSwitch       = "TRACE_ON"
+	PropertyShardingKey       = "__SHARDINGKEY"
+	// PropertyUniqClientMessageID is UNIQ_KEY, the id the client assigns
+	// to every message before sending (RocketMQ's
+	// PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX); consumers see it as MsgID.
+	PropertyUniqClientMessageID = "UNIQ_KEY"
+)
+
+// KeySeparator joins several keys in the KEYS property (MessageConst.KEY_SEPARATOR).
+const KeySeparator = " "
+
+// Separators of the properties string (MessageDecoder.NAME_VALUE_SEPARATOR
+// and PROPERTY_SEPARATOR).
+const (
+	nameValueSeparator = '\x01'
+	propertySeparator  = '\x02'
+)
+
+// Limits checked before a message is sent (RocketMQ Validators and the
+// producer's defaults).
+const (
+	// MaxTopicLength is Validators.TOPIC_MAX_LENGTH; longer topics would also
+	// need the V2 stored format, which the official Go client cannot read.
+	MaxTopicLength = 127
+	// DefaultMaxMessageSize is DefaultMQProducer.maxMessageSize (4 MiB).
+	DefaultMaxMessageSize = 4 << 20
+	// maxPropertiesLength is what PROPLEN (an int16) can express.
+	maxPropertiesLength = 32767
+)
+
+// autoCreateTopic is TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC: its route
+// stands in for topics a broker creates on first send; nobody may send to
+// it directly.
+const autoCreateTopic = "TBW102"
+
+// Message is a message to send. Topic and Body are required; the other
+// fields become message properties or steer queue selection.
+type Message struct {
+	// Topic is where the message goes: at most 127 characters of
+	// [%|a-zA-Z0-9_-].
+	Topic string
+	// Body is the payload; bodies above the producer's compression
+	// threshold (4 KiB by default) are sent zlib-compressed.
+	Body []byte
+	// Flag is an application-defined int carried unchanged.
+	Flag int32
+	// Tags is the tag consumers filter on ("TagA"); empty means none.
+	Tags string
+	// Keys are business keys indexed by the broker for lookup by key.
+	Keys []string
+	// DelayLevel > 0 asks for delayed delivery at that RocketMQ delay
+	// level (1 = 1 s … 18 = 2 h).
+	DelayLevel int
+	// ShardingKey is the queue-selection hint of HashSelector: messages
+	// with the same key go to the same queue, in order.
+	ShardingKey string
+	// Properties are user properties. Names used by the fields above
+	// (KEYS, TAGS, DELAY, UNIQ_KEY, ...) are overwritten by those fields.
+	Properties map[string]string
+}
+
+// NewMessage returns a message for topic with body.
+func NewMessage(topic string, body []byte) *Message {
+	return &Message{Topic: topic, Body: body}
+}
+
+// WithTags sets Tags and returns m, for chaining.
+func (m *Message) WithTags(tags string) *Message { m.Tags = tags; return m }
+
+// WithKeys sets Keys and returns m, for chaining.
+func (m *Message) WithKeys(keys ...string) *Message { m.Keys = keys; return m }
+
+// WithProperty sets one user property and returns m, for chaining.
+func (m *Message) WithProperty(name, value string) *Message {
+	if m.Properties == nil {
+		m.Properties = make(map[string]string)
+	}
+	m.Properties[name] = value
+	return m
+}
+
+// Property returns a user property ("" when absent).
+func (m *Message) Property(name string) string { return m.Properties[name] }
+
+// String summarizes the message for logs without the body bytes.
+func (m *Message) String() string {
+	return fmt.Sprintf("Message{topic=%s tags=%q keys=%v body=%dB props=%v}", m.Topic, m.Tags, m.Keys, len(m.Body), m.Properties)
+}
+
+// wireProperties returns the full property map sent for m: the user
+// properties, then the fields that map to system properties, then extra
+// (UNIQ_KEY, idempotence properties) on top.
+func (m *Message) wireProperties(extra map[string]string) map[string]string {
+	p := make(map[string]string, len(m.Properties)+len(extra)+4)
+	for k, v := range m.Properties {
+		p[k] = v
+	}
+	if m.Tags != "" {
+		p[PropertyTags] = m.Tags
+	}
+	if len(m.Keys) > 0 {
+		p[PropertyKeys] = strings.Join(m.Keys, KeySeparator)
+	}
+	if m.DelayLevel > 0 {
+		p[PropertyDelayTimeLevel] = strconv.Itoa(m.DelayLevel)
+	}
+	if m.ShardingKey != "" {
+		p[PropertyShardingKey] = m.ShardingKey
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
+// validateTopic applies Validators.checkTopic.
+func validateTopic(topic string) error {
+	if topic == "" {
+		return fmt.Errorf("%w: topic is empty", ErrInvalidMessage)
+	}
+	if len(topic) > MaxTopicLength {
+		return fmt.Errorf("%w: topic %q is %d bytes, longer than %d", ErrInvalidMessage, topic, len(topic), MaxTopicLength)
+	}
+	for i := 0; i < len(topic); i++ {
+		c := topic[i]
+		if !(c == '%' || c == '|' || c == '_' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+			return fmt.Errorf("%w: topic %q has character %q; allowed are %%|a-zA-Z0-9_-", ErrInvalidMessage, topic, c)
+		}
+	}
+	return nil
+}
+
+// validate checks m before sending (Validators.checkMessage).
+func (m *Message) validate(maxSize int) error {
+	if m == nil {
+		return fmt.Errorf("%w: nil message", ErrInvalidMessage)
+	}
+	if err := validateTopic(m.Topic); err != nil {
+		return err
+	}
+	if m.Topic == autoCreateTopic {
+		return fmt.Errorf("%w: topic %s is reserved for auto-creation and cannot be sent to", ErrInvalidMessage, autoCreateTopic)
+	}
+	if len(m.Body) == 0 {
+		return fmt.Errorf("%w: body of message to %q is empty", ErrInvalidMessage, m.Topic)
+	}
+	if len(m.Body) > maxSize {
+		return fmt.Errorf("%w: body of message to %q is %d bytes, above the limit %d", ErrInvalidMessage, m.Topic, len(m.Body), maxSize)
+	}
+	if m.DelayLevel < 0 {
+		return fmt.Errorf("%w: negative delay level %d", ErrInvalidMessage, m.DelayLevel)
+	}
+	check := func(what, s string) error {
+		if strings.ContainsAny(s, "\x01\x02") {
+			return fmt.Errorf("%w: %s %q contains a property separator (\\x01 or \\x02)", ErrInvalidMessage, what, s)
+		}
+		return nil
+	}
+	for k, v := range m.Properties {
+		if k == "" {
+			return fmt.Errorf("%w: empty property name", ErrInvalidMessage)
+		}
+		if err := check("property name", k); err != nil {
+			return err
+		}
+		if err := check("property value", v); err != nil {
+			return err
+		}
+	}
+	if err := check("tags", m.Tags); err != nil {
+		return err
+	}
+	for _, k := range m.Keys {
+		if err := check("key", k); err != nil {
+			return err
+		}
+	}
+	return check("sharding key", m.ShardingKey)
+}
+
+// EncodeProperties renders properties as RocketMQ's properties string
+// (name\x01value\x02 per pair, MessageDecoder.messageProperties2String).
+// Pairs are written in name order so equal maps give equal bytes.
+func EncodeProperties(props map[string]string) string {
+	if len(props) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(props))
+	n := 0
+	for k, v := range props {
+		names = append(names, k)
+		n += len(k) + len(v) + 2
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range names {
+		b.WriteString(k)
+		b.WriteByte(nameValueSeparator)
+		b.WriteString(props[k])
+		b.WriteByte(propertySeparator)
+	}
+	return b.String()
+}
+
+// DecodeProperties parses a properties string with the rules of
+// MessageDecoder.string2messageProperties: pairs are split at \x02, a pair
+// needs a non-empty name and a non-empty value around its first \x01, and
+// anything else is skipped rather than failing the message.
+func DecodeProperties(s string) map[string]string {
+	m := make(map[string]string)
+	for len(s) > 0 {
+		item := s
+		if i := strings.IndexByte(s, propertySeparator); i >= 0 {
+			item, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if k := strings.IndexByte(item, nameValueSeparator); k > 0 && k < len(item)-1 {
+			m[item[:k]] = item[k+1:]
+		}
+	}
+	return m
+}

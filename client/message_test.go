@@ -1,0 +1,291 @@
+package client
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+func TestPropertiesRoundTrip(t *testing.T) {
+	in := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ABC", "a": "b"}
+	s := EncodeProperties(in)
+	if want := "KEYS\x01k1 k2\x02TAGS\x01TagA\x02UNIQ_KEY\x01ABC\x02a\x01b\x02"; s != want {
+		t.Fatalf("encoded %q, want %q", s, want)
+	}
+	if got := DecodeProperties(s); !reflect.DeepEqual(got, in) {
+		t.Fatalf("decoded %v, want %v", got, in)
+	}
+	if EncodeProperties(nil) != "" {
+		t.Fatal("nil map should encode empty")
+	}
+}
+
+// TestDecodePropertiesJavaRules checks the skipping rules of
+// MessageDecoder.string2messageProperties.
+func TestDecodePropertiesJavaRules(t *testing.T) {
+	cases := map[string]map[string]string{
+		"":                         {},
+		"a\x01b":                   {"a": "b"}, // no trailing separator
+		"\x01b\x02k\x01v\x02":      {"k": "v"}, // empty name skipped
+		"a\x01\x02k\x01v\x02":      {"k": "v"}, // empty value skipped
+		"ab\x02k\x01v":             {"k": "v"}, // no name/value separator
+		"a\x01b\x01c\x02":          {"a": "b\x01c"},
+		"\x02\x02x\x01y\x02\x02":   {"x": "y"},
+		"k\x01v1\x02k\x01v2\x02":   {"k": "v2"}, // last wins, as HashMap.put
+		"ab\x02\x01\x01\x02q\x01r": {"q": "r"},
+	}
+	for in, want := range cases {
+		if got := DecodeProperties(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("DecodeProperties(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestMessageValidate(t *testing.T) {
+	ok := NewMessage("T", []byte("x"))
+	if err := ok.validate(DefaultMaxMessageSize); err != nil {
+		t.Fatal(err)
+	}
+	bad := []*Message{
+		nil,
+		NewMessage("", []byte("x")),
+		NewMessage(strings.Repeat("t", 128), []byte("x")),
+		NewMessage("a b", []byte("x")),
+		NewMessage("TBW102", []byte("x")),
+		NewMessage("T", nil),
+		NewMessage("T", make([]byte, 11)),
+		NewMessage("T", []byte("x")).WithProperty("k", "v\x01"),
+		NewMessage("T", []byte("x")).WithTags("a\x02"),
+		NewMessage("T", []byte("x")).WithKeys("k\x01"),
+		{Topic: "T", Body: []byte("x"), DelayLevel: -1},
+	}
+	for i, m := range bad {
+		if err := m.validate(10); !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("case %d (%v): err %v, want ErrInvalidMessage", i, m, err)
+		}
+	}
+}
+
+func TestWireProperties(t *testing.T) {
+	m := NewMessage("T", []byte("x")).WithTags("TagA").WithKeys("k1", "k2").WithProperty("TAGS", "ignored").WithProperty("u", "1")
+	m.DelayLevel = 3
+	m.ShardingKey = "order-7"
+	got := m.wireProperties(map[string]string{PropertyUniqClientMessageID: "ID"})
+	want := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "DELAY": "3", "__SHARDINGKEY": "order-7", "u": "1", "UNIQ_KEY": "ID"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestDecodeMessagesV1V2IPv6Compressed(t *testing.T) {
+	props := EncodeProperties(map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "0A000001", "DELAY": "2", "u": "v"})
+	bigBody := bytes.Repeat([]byte("compress me "), 1000)
+	var data []byte
+	data = append(data, encodeStored(t, storedMessage{topic: "TopicA", body: []byte("hello"), props: props, queueID: 3, queueOffset: 42, physical: 4096, bornTS: 1000, storeTS: 2000, reconsume: 1})...)
+	data = append(data, encodeStored(t, storedMessage{topic: strings.Repeat("L", 200), body: []byte("v2"), v2: true, physical: 8192,
+		born: netip.MustParseAddrPort("[2001:db8::1]:7"), store: netip.MustParseAddrPort("[2001:db8::2]:10911")})...)
+	data = append(data, encodeStored(t, storedMessage{topic: "TopicA", body: bigBody, compress: true, physical: 9000})...)
+	// A blank entry (segment end filler) stops decoding.
+	blank := make([]byte, 16)
+	binary.BigEndian.PutUint32(blank, 16)
+	binary.BigEndian.PutUint32(blank[4:], MagicBlank)
+	data = append(data, blank...)
+
+	msgs, err := DecodeMessagesWith(data, DecodeOptions{CheckCRC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 3 {
+		t.Fatalf("decoded %d messages, want 3", len(msgs))
+	}
+	m := msgs[0]
+	if m.Topic != "TopicA" || string(m.Body) != "hello" || m.QueueID != 3 || m.QueueOffset != 42 || m.CommitLogOffset != 4096 ||
+		m.BornTimestamp != 1000 || m.StoreTimestamp != 2000 || m.ReconsumeTimes != 1 || m.BornHost != "10.0.0.1:5000" ||
+		m.StoreHost != "127.0.0.1:10911" || m.Tags != "TagA" || !reflect.DeepEqual(m.Keys, []string{"k1", "k2"}) ||
+		m.DelayLevel != 2 || m.Properties["u"] != "v" || m.MsgID != "0A000001" {
+		t.Fatalf("first message decoded wrong: %+v", m)
+	}
+	if want := "7F00000100002A9F0000000000001000"; m.OffsetMsgID != want {
+		t.Fatalf("offset msgId %s, want %s", m.OffsetMsgID, want)
+	}
+	m = msgs[1]
+	if len(m.Topic) != 200 || m.BornHost != "[2001:db8::1]:7" || m.StoreHost != "[2001:db8::2]:10911" || len(m.OffsetMsgID) != 56 || m.MsgID != m.OffsetMsgID {
+		t.Fatalf("v2/IPv6 message decoded wrong: %+v", m)
+	}
+	m = msgs[2]
+	if !bytes.Equal(m.Body, bigBody) || m.SysFlag&SysFlagCompressed != 0 {
+		t.Fatalf("compressed body not inflated: %d bytes, sysFlag %#x", len(m.Body), m.SysFlag)
+	}
+	kept, err := DecodeMessagesWith(data, DecodeOptions{KeepCompressed: true})
+	if err != nil || kept[2].SysFlag&SysFlagCompressed == 0 || bytes.Equal(kept[2].Body, bigBody) {
+		t.Fatalf("KeepCompressed: err %v", err)
+	}
+}
+
+// TestDecodeMatchesOfficialClient decodes the same bytes with the official
+// Go client's decoder and compares the fields both expose.
+func TestDecodeMatchesOfficialClient(t *testing.T) {
+	props := EncodeProperties(map[string]string{"TAGS": "T1", "UNIQ_KEY": "AB"})
+	data := append(encodeStored(t, storedMessage{topic: "A", body: []byte("one"), props: props, queueID: 1, queueOffset: 7, physical: 100}),
+		encodeStored(t, storedMessage{topic: "B", body: []byte("two"), queueID: 2, queueOffset: 8, physical: 200, reconsume: 3})...)
+	ours, err := DecodeMessages(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := primitive.DecodeMessage(data)
+	if len(ours) != len(theirs) {
+		t.Fatalf("%d vs %d messages", len(ours), len(theirs))
+	}
+	for i := range ours {
+		o, x := ours[i], theirs[i]
+		if o.Topic != x.Topic || string(o.Body) != string(x.Body) || int(o.QueueID) != x.Queue.QueueId || o.QueueOffset != x.QueueOffset ||
+			o.CommitLogOffset != x.CommitLogOffset || o.ReconsumeTimes != x.ReconsumeTimes || o.StoreSize != x.StoreSize ||
+			o.Tags != x.GetTags() || o.OffsetMsgID != x.OffsetMsgId {
+			t.Errorf("message %d: ours %+v, official %+v", i, o, x)
+		}
+	}
+}
+
+func TestDecodeMessagesErrors(t *testing.T) {
+	good := encodeStored(t, storedMessage{topic: "T", body: []byte("hello")})
+	bodyFlip := append([]byte(nil), good...)
+	bodyFlip[len(bodyFlip)-2-1-1-1] ^= 0x01 // last body byte ('o')
+	wrongSize := append([]byte(nil), good...)
+	binary.BigEndian.PutUint32(wrongSize, uint32(len(good)-1))
+	badMagic := append([]byte(nil), good...)
+	binary.BigEndian.PutUint32(badMagic[4:], 0x12345678)
+	cases := map[string][]byte{
+		"truncated":             good[:len(good)-1],
+		"short head":            good[:6],
+		"size lies":             wrongSize,
+		"bad magic":             badMagic,
+		"two, second truncated": append(append([]byte(nil), good...), good[:30]...),
+	}
+	for name, data := range cases {
+		msgs, err := DecodeMessages(data)
+		var de *DecodeError
+		if !errors.As(err, &de) || !errors.Is(err, ErrMalformedMessage) {
+			t.Errorf("%s: err %v, want *DecodeError", name, err)
+			continue
+		}
+		if name == "two, second truncated" && (len(msgs) != 1 || de.Offset != len(good)) {
+			t.Errorf("%s: %d messages, offset %d; want 1 and %d", name, len(msgs), de.Offset, len(good))
+		}
+	}
+	if _, err := DecodeMessagesWith(bodyFlip, DecodeOptions{CheckCRC: true}); !errors.Is(err, ErrMalformedMessage) {
+		t.Errorf("flipped body bit: err %v, want CRC failure", err)
+	}
+	if _, err := DecodeMessages(bodyFlip); err != nil {
+		t.Errorf("without CheckCRC the flipped body decodes: %v", err)
+	}
+	// An LZ4-typed compressed body is refused, not handed over compressed.
+	lz4 := encodeStored(t, storedMessage{topic: "T", body: []byte("x"), compress: true, sysFlag: 1 << 8})
+	if _, err := DecodeMessages(lz4); !errors.Is(err, ErrMalformedMessage) || !strings.Contains(err.Error(), "LZ4") {
+		t.Errorf("LZ4 body: err %v", err)
+	}
+	// A zip bomb stops at the limit.
+	bomb := encodeStored(t, storedMessage{topic: "T", body: make([]byte, 1<<20), compress: true})
+	if _, err := DecodeMessagesWith(bomb, DecodeOptions{MaxInflatedSize: 1000}); !errors.Is(err, ErrMalformedMessage) {
+		t.Errorf("oversized inflate: err %v", err)
+	}
+	if msgs, err := DecodeMessages(nil); err != nil || len(msgs) != 0 {
+		t.Errorf("empty data: %v %v", msgs, err)
+	}
+}
+
+func TestMessageIDRoundTrip(t *testing.T) {
+	for _, s := range []string{"127.0.0.1:10911", "[2001:db8::5]:65535", "10.1.2.3:0"} {
+		id := MessageID{Addr: netip.MustParseAddrPort(s), Offset: 1<<40 + 5}
+		enc := EncodeMessageID(id)
+		dec, err := DecodeMessageID(enc)
+		if err != nil || dec != id {
+			t.Fatalf("%s: %s decoded to %v, %v", s, enc, dec, err)
+		}
+	}
+	// The id RocketMQ shows for 127.0.0.1:10911 at offset 4096.
+	dec, err := DecodeMessageID("7F00000100002A9F0000000000001000")
+	if err != nil || dec.Addr.String() != "127.0.0.1:10911" || dec.Offset != 4096 {
+		t.Fatalf("decoded %v %v", dec, err)
+	}
+	for _, bad := range []string{"", "XYZ", strings.Repeat("G", 32), "7F000001FFFFFFFF0000000000001000"} {
+		if _, err := DecodeMessageID(bad); !errors.Is(err, ErrInvalidMessageID) {
+			t.Errorf("%q: err %v", bad, err)
+		}
+	}
+}
+
+func TestUniqIDLayout(t *testing.T) {
+	loc := time.FixedZone("X", 3600)
+	now := time.Date(2026, 3, 2, 0, 0, 1, 500e6, loc) // 1 day + 1.5 s into March
+	g := NewUniqIDGenerator(net.IPv4(192, 168, 1, 20), func() time.Time { return now })
+	a, b := g.New(), g.New()
+	if len(a) != 32 || strings.ToUpper(a) != a || a == b {
+		t.Fatalf("ids %q %q", a, b)
+	}
+	info, err := ParseUniqID(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.IP.Equal(net.IPv4(192, 168, 1, 20)) || info.MonthOffset != 24*time.Hour+1500*time.Millisecond || info.Counter != 0 {
+		t.Fatalf("parsed %+v", info)
+	}
+	if int(info.Pid) != osPid16() {
+		t.Fatalf("pid %d", info.Pid)
+	}
+	info2, _ := ParseUniqID(b)
+	if info2.Counter != 1 || a[:20] != b[:20] {
+		t.Fatalf("second id %+v shares no prefix with the first", info2)
+	}
+	// A new month resets the time base.
+	now = time.Date(2026, 4, 1, 0, 0, 0, 7e6, loc)
+	info3, _ := ParseUniqID(g.New())
+	if info3.MonthOffset != 7*time.Millisecond {
+		t.Fatalf("after month change offset %v", info3.MonthOffset)
+	}
+	// Two generators in one process differ in the class-loader field.
+	g2 := NewUniqIDGenerator(net.IPv4(192, 168, 1, 20), func() time.Time { return now })
+	if g2.New()[:20] == a[:20] {
+		t.Fatal("two generators share a prefix")
+	}
+	if _, err := ParseUniqID("nothex"); !errors.Is(err, ErrInvalidMessageID) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestBatchRoundTripAndOfficialLayout(t *testing.T) {
+	entries := []BatchEntry{
+		{Flag: 1, Body: []byte("first"), Properties: EncodeProperties(map[string]string{"UNIQ_KEY": "A", "TAGS": "x"})},
+		{Flag: 0, Body: []byte("second body"), Properties: ""},
+	}
+	body, err := EncodeBatch(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeBatch(body)
+	if err != nil || len(got) != 2 || string(got[0].Body) != "first" || got[0].Flag != 1 || got[0].Properties != entries[0].Properties || string(got[1].Body) != "second body" {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	// The official client's Message.Marshal writes the same layout (magic
+	// and CRC 0); our decoder reads it.
+	om := primitive.NewMessage("T", []byte("official"))
+	om.WithTag("tg")
+	om.Flag = 9
+	dec, err := DecodeBatch(om.Marshal())
+	if err != nil || len(dec) != 1 || string(dec[0].Body) != "official" || dec[0].Flag != 9 || DecodeProperties(dec[0].Properties)["TAGS"] != "tg" {
+		t.Fatalf("official batch entry decoded to %+v, %v", dec, err)
+	}
+	if _, err := DecodeBatch(body[:len(body)-1]); !errors.Is(err, ErrMalformedMessage) {
+		t.Fatalf("truncated batch: %v", err)
+	}
+	if _, err := EncodeBatch([]BatchEntry{{Body: []byte("x"), Properties: strings.Repeat("p", 40000)}}); !errors.Is(err, ErrInvalidMessage) {
+		t.Fatalf("oversized properties: %v", err)
+	}
+}
