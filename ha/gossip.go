@@ -1,0 +1,354 @@
+// Package ha holds raftmq's high-availability pieces. This part is gossip:
+// every broker node and name server joins one memberlist pool, publishes a
+// small NodeMeta (kind, cluster, brokerName, Raft id, role, term, remoting
+// address) and hears when others join, change role, leave or die. A name
+// server uses the Dead/Leave events to drop a broker from routes at once
+// instead of after the 120 s heartbeat expiry (see RemoveGoneBrokers).
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"go.uber.org/zap"
+)
+
+// Gossip is one node's membership in the gossip pool: a memberlist
+// instance, the node's published NodeMeta, a table of the members it has
+// heard of, and the goroutine that delivers membership events.
+type Gossip struct {
+	cfg GossipConfig
+	log *zap.Logger
+
+	// ml is set once by Start; memberlist callbacks may run before Start
+	// has stored it, hence the atomic.
+	ml atomic.Pointer[memberlist.Memberlist]
+
+	// updateMu serializes UpdateMeta and stop so that the meta memberlist
+	// reads back in UpdateNode is the one being published, and so that
+	// memberlist is never asked to update after it was shut down. Lock
+	// order: updateMu before mu. Nothing calls into memberlist with mu held
+	// (memberlist calls us with its own lock held, and we take mu there).
+	updateMu sync.Mutex
+
+	mu        sync.Mutex
+	metaBytes []byte            // encoded local NodeMeta, served to memberlist
+	meta      NodeMeta          // local NodeMeta
+	members   map[string]Member // every member ever reported, by name
+	badMeta   map[string]bool   // members whose meta failed to decode (warned once)
+	subs      map[uint64]func(Event)
+	nextSub   uint64
+	queue     []Event // events waiting for the delivery goroutine
+	started   bool
+	closed    bool
+
+	wake chan struct{} // capacity 1: the queue is non-empty
+	quit chan struct{} // closed by stop; ends every goroutine
+	wg   sync.WaitGroup
+}
+
+// NewGossip checks cfg and meta and prepares a node; nothing is bound until
+// Start. log may be nil (no logging).
+func NewGossip(cfg GossipConfig, meta NodeMeta, log *zap.Logger) (*Gossip, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := meta.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Gossip{
+		cfg:       cfg,
+		log:       log.With(zap.String("node", cfg.Name)),
+		metaBytes: b,
+		meta:      meta,
+		members:   make(map[string]Member),
+		badMeta:   make(map[string]bool),
+		subs:      make(map[uint64]func(Event)),
+		wake:      make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+	}, nil
+}
+
+// Start binds the gossip port (UDP and TCP), starts the delivery goroutine
+// and tries once to join the configured seeds. A node that reaches none of
+// them keeps running alone — it may be the first of its pool — and retries
+// every JoinRetryInterval for as long as it has no live peer, which also
+// reconnects a node that was partitioned long enough to be forgotten.
+// ctx is checked before binding; the join attempt is bounded by
+// gossipTcpTimeoutMs per seed. Errors wrap ErrBind, ErrAlreadyStarted or
+// ErrClosed.
+func (g *Gossip) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	switch {
+	case g.closed:
+		g.mu.Unlock()
+		return ErrClosed
+	case g.started:
+		g.mu.Unlock()
+		return ErrAlreadyStarted
+	}
+	g.started = true
+	g.mu.Unlock()
+
+	mlc := g.cfg.memberlistConfig()
+	mlc.Delegate = (*mlDelegate)(g)
+	mlc.Events = (*mlEvents)(g)
+	mlc.Logger = newMemberlistLogger(g.log)
+	ml, err := memberlist.Create(mlc)
+	if err != nil {
+		return fmt.Errorf("%w %s:%d: %v", ErrBind, g.cfg.BindAddr, g.cfg.BindPort, err)
+	}
+	g.ml.Store(ml)
+	g.wg.Add(1)
+	go g.deliverLoop()
+	g.log.Info("gossip started", zap.String("addr", g.Addr()), zap.String("seeds", g.cfg.Seeds))
+
+	seeds := g.peerSeeds()
+	if len(seeds) == 0 {
+		return nil
+	}
+	if _, err := g.Join(seeds); err != nil {
+		g.log.Warn("gossip: no seed answered; running alone and retrying",
+			zap.Strings("seeds", seeds), zap.Duration("retryInterval", g.cfg.JoinRetryInterval), zap.Error(err))
+	}
+	g.wg.Add(1)
+	go g.rejoinLoop(seeds)
+	return nil
+}
+
+// Join contacts the given gossip addresses (host:port) and merges state
+// with every one that answers. It returns how many answered; the error
+// wraps ErrJoin when none did.
+func (g *Gossip) Join(seeds []string) (int, error) {
+	ml := g.ml.Load()
+	if ml == nil {
+		return 0, ErrNotStarted
+	}
+	if g.isClosed() {
+		return 0, ErrClosed
+	}
+	n, err := ml.Join(seeds)
+	if n == 0 {
+		if err == nil {
+			err = errors.New("no address given")
+		}
+		return 0, fmt.Errorf("%w via %s: %v", ErrJoin, strings.Join(seeds, ","), err)
+	}
+	return n, nil
+}
+
+// rejoinLoop retries the seeds whenever this node has no live peer.
+func (g *Gossip) rejoinLoop(seeds []string) {
+	defer g.wg.Done()
+	t := time.NewTicker(g.cfg.JoinRetryInterval)
+	defer t.Stop()
+	warned := false
+	for {
+		select {
+		case <-g.quit:
+			return
+		case <-t.C:
+		}
+		ml := g.ml.Load()
+		if ml.NumMembers() > 1 {
+			warned = false
+			continue
+		}
+		if n, err := g.Join(seeds); err == nil {
+			g.log.Info("gossip: joined after retrying", zap.Int("answered", n))
+		} else if !warned && !errors.Is(err, ErrClosed) {
+			g.log.Warn("gossip: alone and no seed answers; still retrying", zap.Error(err))
+			warned = true
+		}
+	}
+}
+
+// peerSeeds drops this node's own address from the configured seeds:
+// joining oneself "succeeds" and would hide that nobody else answered.
+func (g *Gossip) peerSeeds() []string {
+	self := g.ml.Load().LocalNode()
+	var out []string
+	for _, s := range g.cfg.SeedAddrs() {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			continue // Validate rejected these already
+		}
+		if p, _ := strconv.Atoi(port); p == int(self.Port) {
+			ip := net.ParseIP(host)
+			if ip != nil && (ip.Equal(self.Addr) || (ip.IsLoopback() && self.Addr.IsLoopback()) ||
+				(net.ParseIP(g.cfg.BindAddr).IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified()))) {
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// UpdateMeta publishes a new NodeMeta (a role or term change) and waits up
+// to UpdateTimeout for memberlist to broadcast it. Other nodes see an
+// EventUpdate. Before Start it only replaces the meta Start will publish.
+// An ErrBroadcastTimeout error means the change is applied locally and will
+// still spread through push/pull sync.
+func (g *Gossip) UpdateMeta(meta NodeMeta) error {
+	b, err := meta.Encode()
+	if err != nil {
+		return err
+	}
+	g.updateMu.Lock()
+	defer g.updateMu.Unlock()
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return ErrClosed
+	}
+	g.meta, g.metaBytes = meta, b
+	g.mu.Unlock()
+	ml := g.ml.Load()
+	if ml == nil {
+		return nil
+	}
+	if err := ml.UpdateNode(g.cfg.UpdateTimeout); err != nil {
+		return fmt.Errorf("%w: meta update after %v: %v", ErrBroadcastTimeout, g.cfg.UpdateTimeout, err)
+	}
+	return nil
+}
+
+// Meta returns the NodeMeta this node currently publishes.
+func (g *Gossip) Meta() NodeMeta {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.meta
+}
+
+// Name is this node's gossip name.
+func (g *Gossip) Name() string { return g.cfg.Name }
+
+// Addr is the gossip host:port peers use to reach this node (useful with
+// BindPort 0); empty before Start.
+func (g *Gossip) Addr() string {
+	ml := g.ml.Load()
+	if ml == nil {
+		return ""
+	}
+	return ml.LocalNode().Address()
+}
+
+// Members returns every node this one has heard of, itself included,
+// sorted by name, with its last known state: alive, left or dead. Dead and
+// left nodes stay listed (as memberlist forgets them after
+// GossipToTheDeadTime without telling anyone) until they rejoin.
+func (g *Gossip) Members() []Member {
+	g.mu.Lock()
+	out := make([]Member, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, m)
+	}
+	g.mu.Unlock()
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// LiveMembers is Members filtered to MemberAlive.
+func (g *Gossip) LiveMembers() []Member {
+	all := g.Members()
+	out := all[:0]
+	for _, m := range all {
+		if m.State == MemberAlive {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Member looks one node up by name.
+func (g *Gossip) Member(name string) (Member, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m, ok := g.members[name]
+	return m, ok
+}
+
+func (g *Gossip) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
+// Close leaves the pool gracefully — the others report EventLeave, not
+// EventDead — waiting up to LeaveTimeout for the leave broadcast, then
+// shuts memberlist down and stops the goroutines. Safe to call more than
+// once and after Shutdown.
+func (g *Gossip) Close() error { return g.stop(true) }
+
+// Shutdown stops gossiping without announcing it, exactly as a crash looks
+// to the other nodes: they report EventDead once failure detection fires.
+// Tests use it to simulate a crash; a process may also use it when it
+// wants its peers to fail over from it. Safe to call more than once.
+func (g *Gossip) Shutdown() error { return g.stop(false) }
+
+func (g *Gossip) stop(leave bool) error {
+	g.updateMu.Lock()
+	defer g.updateMu.Unlock()
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	g.queue = nil
+	g.mu.Unlock()
+
+	var errs []error
+	if ml := g.ml.Load(); ml != nil {
+		if leave {
+			if err := ml.Leave(g.cfg.LeaveTimeout); err != nil {
+				errs = append(errs, fmt.Errorf("%w: leave after %v: %v", ErrBroadcastTimeout, g.cfg.LeaveTimeout, err))
+			}
+		}
+		if err := ml.Shutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("ha: memberlist shutdown: %w", err))
+		}
+	}
+	close(g.quit)
+	g.wg.Wait()
+	g.log.Info("gossip stopped", zap.Bool("left", leave))
+	return errors.Join(errs...)
+}
+
+// mlDelegate adapts Gossip to memberlist.Delegate; only NodeMeta is used.
+// The user-message hooks are no-ops: raftmq does not gossip payloads.
+type mlDelegate Gossip
+
+func (d *mlDelegate) NodeMeta(limit int) []byte {
+	g := (*Gossip)(d)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.metaBytes) > limit {
+		// Encode already enforces MetaMaxSize, the only limit memberlist
+		// passes; never hand memberlist more (it panics).
+		return nil
+	}
+	return g.metaBytes
+}
+
+func (d *mlDelegate) NotifyMsg([]byte)                {}
+func (d *mlDelegate) GetBroadcasts(int, int) [][]byte { return nil }
+func (d *mlDelegate) LocalState(bool) []byte          { return nil }
+func (d *mlDelegate) MergeRemoteState([]byte, bool)   {}

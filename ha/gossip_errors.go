@@ -1,0 +1,51 @@
+package ha
+
+import "errors"
+
+// Sentinel errors of the gossip half of package ha. Callers compare with
+// errors.Is; the returned errors wrap them with the detail (field, node,
+// address). They live in gossip_errors.go rather than errors.go only because
+// the gossip work was split from the rest of ha; merge them into errors.go
+// when the role-change half lands.
+var (
+	// ErrInvalidGossipConfig is wrapped by GossipConfig.Validate for a
+	// missing or out-of-range setting; the message names the prop key.
+	ErrInvalidGossipConfig = errors.New("ha: invalid gossip config")
+
+	// ErrMetaTooLarge means an encoded NodeMeta exceeds memberlist's
+	// MetaMaxSize (512 bytes). Shorten the names or addresses it carries.
+	ErrMetaTooLarge = errors.New("ha: node meta too large")
+
+	// ErrInvalidMeta means a NodeMeta cannot be encoded: an unknown node kind
+	// or Raft role, or a string that is not valid UTF-8.
+	ErrInvalidMeta = errors.New("ha: invalid node meta")
+
+	// ErrCorruptMeta means gossiped metadata bytes do not decode as a
+	// NodeMeta: truncated, an unknown version or code, a non-canonical
+	// varint, invalid UTF-8 or trailing bytes. The member is still tracked,
+	// with an empty NodeMeta.
+	ErrCorruptMeta = errors.New("ha: corrupt node meta")
+
+	// ErrBind means memberlist could not bind its UDP and TCP listeners on
+	// the gossip address, usually because the port is taken: pick another
+	// gossipBindPort.
+	ErrBind = errors.New("ha: cannot bind gossip port")
+
+	// ErrJoin means none of the given seed addresses could be contacted.
+	ErrJoin = errors.New("ha: cannot join gossip pool")
+
+	// ErrNotStarted means an operation needs Start to have succeeded first.
+	ErrNotStarted = errors.New("ha: gossip not started")
+
+	// ErrAlreadyStarted means Start was called twice; build a new Gossip
+	// to restart a node.
+	ErrAlreadyStarted = errors.New("ha: gossip already started")
+
+	// ErrClosed means the Gossip was closed (Close or Shutdown).
+	ErrClosed = errors.New("ha: gossip closed")
+
+	// ErrBroadcastTimeout means a metadata update or leave message was
+	// applied locally but memberlist could not confirm it was sent to any
+	// peer within the timeout; push/pull sync still spreads it later.
+	ErrBroadcastTimeout = errors.New("ha: gossip broadcast timeout")
+)

@@ -1,0 +1,416 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"go.uber.org/zap"
+)
+
+// testNode is one gossip node on 127.0.0.1 with a recorder of the events
+// its subscriber saw.
+type testNode struct {
+	g    *Gossip
+	port int
+
+	mu     sync.Mutex
+	events []Event
+}
+
+func (n *testNode) seen() []Event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.events)
+}
+
+// firstEvent returns the first event about member of one of the kinds.
+func (n *testNode) firstEvent(member string, kinds ...EventKind) (Event, bool) {
+	for _, ev := range n.seen() {
+		if ev.Member.Name == member && slices.Contains(kinds, ev.Kind) {
+			return ev, true
+		}
+	}
+	return Event{}, false
+}
+
+func (n *testNode) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+func testConfig(name string, port int, seeds ...*testNode) GossipConfig {
+	c := DefaultGossipConfig()
+	c.Name = name
+	c.BindAddr = "127.0.0.1"
+	c.BindPort = port
+	c.JoinRetryInterval = 50 * time.Millisecond
+	for i, s := range seeds {
+		if i > 0 {
+			c.Seeds += ","
+		}
+		c.Seeds += s.addr()
+	}
+	return c
+}
+
+func brokerMeta(name, raftID string, port int) NodeMeta {
+	return NodeMeta{
+		Kind: KindBroker, Cluster: "c1", BrokerName: name, RaftID: raftID,
+		Role: RoleFollower, RemotingAddr: "127.0.0.1:" + strconv.Itoa(port), BrokerID: -1,
+	}
+}
+
+// startNode starts a node on port, or on a fresh port from FreePort when
+// port is 0 (retrying if someone grabbed it in between: memberlist must
+// bind UDP and TCP on the same number).
+func startNode(t *testing.T, name string, port int, meta NodeMeta, seeds ...*testNode) *testNode {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		p := port
+		if p == 0 {
+			p = testutil.FreePort(t)
+		}
+		cfg := testConfig(name, p, seeds...)
+		g, err := NewGossip(cfg, meta, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &testNode{g: g, port: p}
+		g.Subscribe(func(ev Event) {
+			n.mu.Lock()
+			n.events = append(n.events, ev)
+			n.mu.Unlock()
+		})
+		err = g.Start(context.Background())
+		if err == nil {
+			t.Cleanup(func() { _ = g.Close() })
+			return n
+		}
+		_ = g.Close()
+		if !errors.Is(err, ErrBind) || port != 0 || attempt == 4 {
+			t.Fatalf("start %s on %d: %v", name, p, err)
+		}
+	}
+}
+
+// waitAlive waits until every node sees exactly the named members alive.
+func waitAlive(t *testing.T, nodes []*testNode, names ...string) {
+	t.Helper()
+	want := slices.Sorted(slices.Values(names))
+	testutil.WaitFor(t, 5*time.Second, fmt.Sprintf("all nodes see %v alive", want), func() bool {
+		for _, n := range nodes {
+			var got []string
+			for _, m := range n.g.LiveMembers() {
+				got = append(got, m.Name)
+			}
+			if !slices.Equal(got, want) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func startCluster(t *testing.T) (a, b, c *testNode) {
+	t.Helper()
+	a = startNode(t, "a", 0, brokerMeta("bk", "n0", 10911))
+	b = startNode(t, "b", 0, brokerMeta("bk", "n1", 10921), a)
+	c = startNode(t, "c", 0, brokerMeta("bk", "n2", 10931), a, b)
+	waitAlive(t, []*testNode{a, b, c}, "a", "b", "c")
+	return a, b, c
+}
+
+func TestGossipJoinAndMetaUpdate(t *testing.T) {
+	a, b, c := startCluster(t)
+
+	for _, n := range []*testNode{a, b, c} {
+		for _, m := range n.g.Members() {
+			want := map[string]string{"a": "n0", "b": "n1", "c": "n2"}[m.Name]
+			if m.Meta.RaftID != want || m.Meta.BrokerName != "bk" || m.Meta.Kind != KindBroker {
+				t.Fatalf("%s sees %s with meta %+v", n.g.Name(), m.Name, m.Meta)
+			}
+			if m.Local != (m.Name == n.g.Name()) {
+				t.Fatalf("%s: Local wrong for %s", n.g.Name(), m.Name)
+			}
+		}
+		// Join events for the two others, none for itself.
+		for _, other := range []string{"a", "b", "c"} {
+			_, ok := n.firstEvent(other, EventJoin)
+			if ok == (other == n.g.Name()) {
+				t.Fatalf("%s: join event for %s: %v", n.g.Name(), other, ok)
+			}
+		}
+	}
+
+	// a becomes leader in term 3: the others see an update with the new meta.
+	meta := brokerMeta("bk", "n0", 10911)
+	meta.Role, meta.Term, meta.BrokerID = RoleLeader, 3, 0
+	start := time.Now()
+	if err := a.g.UpdateMeta(meta); err != nil {
+		t.Fatal(err)
+	}
+	if a.g.Meta() != meta {
+		t.Fatal("Meta does not return the published meta")
+	}
+	testutil.WaitFor(t, 5*time.Second, "b and c see a as leader", func() bool {
+		for _, n := range []*testNode{b, c} {
+			ev, ok := n.firstEvent("a", EventUpdate)
+			if !ok || ev.Member.Meta != meta {
+				return false
+			}
+			if m, _ := n.g.Member("a"); m.Meta != meta || m.State != MemberAlive {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("meta update visible on both peers after %v", time.Since(start))
+}
+
+// detectCrash shuts victim down without leaving and returns how long each
+// observer took to report it dead (Event.At is stamped by the memberlist
+// callback, before queueing).
+func detectCrash(t *testing.T, victim *testNode, observers ...*testNode) []time.Duration {
+	t.Helper()
+	name := victim.g.Name()
+	// Forget earlier events about the victim so firstEvent finds this crash.
+	for _, o := range observers {
+		o.mu.Lock()
+		o.events = slices.DeleteFunc(o.events, func(ev Event) bool { return ev.Member.Name == name })
+		o.mu.Unlock()
+	}
+	crashed := time.Now()
+	if err := victim.g.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, name+" reported gone by every observer", func() bool {
+		for _, o := range observers {
+			if _, ok := o.firstEvent(name, EventDead, EventLeave); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	var out []time.Duration
+	for _, o := range observers {
+		ev, _ := o.firstEvent(name, EventDead, EventLeave)
+		if ev.Kind != EventDead {
+			t.Fatalf("%s: crash of %s reported as %s, want dead", o.g.Name(), name, ev.Kind)
+		}
+		if m, _ := o.g.Member(name); m.State != MemberDead {
+			t.Fatalf("%s: member %s state %s, want dead", o.g.Name(), name, m.State)
+		}
+		out = append(out, ev.At.Sub(crashed))
+	}
+	return out
+}
+
+// TestGossipCrashDetectedAndRejoin crashes the same node repeatedly,
+// measures how long the two survivors take to report it dead, and
+// restarts it under the same name and port each time, which must be
+// reported as a join with its new metadata.
+func TestGossipCrashDetectedAndRejoin(t *testing.T) {
+	runs := 5
+	if os.Getenv("RAFTMQ_LONG") == "1" {
+		runs = 20
+	}
+	a, b, c := startCluster(t)
+	var worst []time.Duration // per run: the later of the two observers
+	for i := range runs {
+		d := detectCrash(t, c, a, b)
+		worst = append(worst, max(d[0], d[1]))
+		t.Logf("run %d: dead on a after %v, on b after %v", i, d[0], d[1])
+
+		meta := brokerMeta("bk", "n2", 10931)
+		meta.Term = uint64(i + 1)
+		c = startNode(t, "c", c.port, meta, a, b)
+		waitAlive(t, []*testNode{a, b, c}, "a", "b", "c")
+		for _, o := range []*testNode{a, b} {
+			ev, ok := o.firstEvent("c", EventJoin)
+			if !ok || ev.Member.Meta.Term != meta.Term {
+				t.Fatalf("%s: rejoin of c not reported with its new meta (%+v, %v)", o.g.Name(), ev, ok)
+			}
+		}
+	}
+	slices.Sort(worst)
+	median := worst[len(worst)/2]
+	t.Logf("crash detection by both survivors over %d runs: median %v, min %v, max %v",
+		runs, median, worst[0], worst[len(worst)-1])
+	if median >= time.Second {
+		t.Errorf("median detection %v; the tuned config should detect a crash in under 1 s", median)
+	}
+}
+
+func TestGossipGracefulLeaveIsNotDead(t *testing.T) {
+	a, b, c := startCluster(t)
+	if err := c.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "a and b report c gone", func() bool {
+		_, okA := a.firstEvent("c", EventDead, EventLeave)
+		_, okB := b.firstEvent("c", EventDead, EventLeave)
+		return okA && okB
+	})
+	for _, o := range []*testNode{a, b} {
+		if ev, _ := o.firstEvent("c", EventDead, EventLeave); ev.Kind != EventLeave {
+			t.Fatalf("%s: graceful leave reported as %s", o.g.Name(), ev.Kind)
+		}
+		if m, _ := o.g.Member("c"); m.State != MemberLeft {
+			t.Fatalf("%s: c state %s, want left", o.g.Name(), m.State)
+		}
+	}
+	if err := c.g.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	// A node that left may come back under its name.
+	c = startNode(t, "c", c.port, brokerMeta("bk", "n2", 10931), a)
+	waitAlive(t, []*testNode{a, b, c}, "a", "b", "c")
+}
+
+func TestStateLayoutMatchesMemberlist(t *testing.T) {
+	// leftGracefully relies on it; if memberlist changes its internals this
+	// fails before the leave/dead tests do, pointing at the reason.
+	if !stateLayout.ok {
+		t.Fatal("memberlist's nodeMap/nodeState.State layout changed; revisit leftGracefully")
+	}
+}
+
+// fakeRoutes records RemoveBrokerByAddr calls like a name server would.
+type fakeRoutes struct {
+	mu      sync.Mutex
+	removed []string
+}
+
+func (f *fakeRoutes) RemoveBrokerByAddr(cluster, addr string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = append(f.removed, cluster+"/"+addr)
+	return true
+}
+
+func (f *fakeRoutes) get() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.removed)
+}
+
+func TestRemoveGoneBrokers(t *testing.T) {
+	ns := startNode(t, "ns", 0, NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"})
+	ns2 := startNode(t, "ns2", 0, NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9877"}, ns)
+	b0 := startNode(t, "b0", 0, brokerMeta("bk", "n0", 10911), ns)
+	b1 := startNode(t, "b1", 0, brokerMeta("bk", "n1", 10921), ns)
+	waitAlive(t, []*testNode{ns, ns2, b0, b1}, "ns", "ns2", "b0", "b1")
+	routes := &fakeRoutes{}
+	unsub := RemoveGoneBrokers(ns.g, routes, nil)
+	defer unsub()
+
+	_ = b0.g.Shutdown() // crash
+	testutil.WaitFor(t, 5*time.Second, "crashed broker removed from routes", func() bool {
+		return len(routes.get()) == 1
+	})
+	_ = b1.g.Close() // graceful
+	_ = ns2.g.Close()
+	testutil.WaitFor(t, 5*time.Second, "ns2 and b1 reported gone", func() bool {
+		_, ok1 := ns.firstEvent("b1", EventLeave, EventDead)
+		_, ok2 := ns.firstEvent("ns2", EventLeave, EventDead)
+		return ok1 && ok2
+	})
+	// The graceful broker is removed too; the name server that left is not.
+	testutil.WaitFor(t, 5*time.Second, "left broker removed from routes", func() bool {
+		return len(routes.get()) >= 2
+	})
+	if got := routes.get(); !slices.Equal(got, []string{"c1/127.0.0.1:10911", "c1/127.0.0.1:10921"}) {
+		t.Fatalf("removed %q", got)
+	}
+}
+
+func TestStartRetriesSeedsUntilOneAnswers(t *testing.T) {
+	port := testutil.FreePort(t)
+	// b's seed is not up yet: b runs alone, then joins once a appears.
+	b := startNode(t, "b", 0, brokerMeta("bk", "n1", 10921), &testNode{port: port})
+	if got := len(b.g.LiveMembers()); got != 1 {
+		t.Fatalf("b alone sees %d members", got)
+	}
+	a := startNode(t, "a", port, brokerMeta("bk", "n0", 10911))
+	waitAlive(t, []*testNode{a, b}, "a", "b")
+}
+
+func TestGossipLifecycleErrors(t *testing.T) {
+	cfg := testConfig("x", 0)
+	if _, err := NewGossip(cfg, NodeMeta{Kind: "bogus"}, nil); !errors.Is(err, ErrInvalidMeta) {
+		t.Fatalf("bad meta: %v", err)
+	}
+	cfg.Name = ""
+	if _, err := NewGossip(cfg, NodeMeta{Kind: KindBroker}, nil); !errors.Is(err, ErrInvalidGossipConfig) {
+		t.Fatalf("bad config: %v", err)
+	}
+
+	g, err := NewGossip(testConfig("x", 0), NodeMeta{Kind: KindBroker}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Join([]string{"127.0.0.1:1"}); !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("Join before Start: %v", err)
+	}
+	if g.Addr() != "" {
+		t.Fatal("Addr before Start")
+	}
+	// Before Start, UpdateMeta only changes what Start will publish.
+	if err := g.UpdateMeta(NodeMeta{Kind: KindBroker, Term: 9}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := g.Start(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start with a cancelled context: %v", err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); !errors.Is(err, ErrAlreadyStarted) {
+		t.Fatalf("second Start: %v", err)
+	}
+	if m, ok := g.Member("x"); !ok || !m.Local || m.Meta.Term != 9 {
+		t.Fatalf("local member %+v %v", m, ok)
+	}
+	_, port, _ := net.SplitHostPort(g.Addr())
+	if port == "0" || port == "" {
+		t.Fatalf("Addr %q has no bound port", g.Addr())
+	}
+	if _, err := g.Join([]string{"127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))}); !errors.Is(err, ErrJoin) {
+		t.Fatalf("Join to nobody: %v", err)
+	}
+
+	// The port is taken now: a second node on it cannot bind.
+	p, _ := strconv.Atoi(port)
+	g2, err := NewGossip(testConfig("y", p), NodeMeta{Kind: KindBroker}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g2.Start(context.Background()); !errors.Is(err, ErrBind) {
+		t.Fatalf("start on a taken port: %v", err)
+	}
+	_ = g2.Close()
+
+	if err := g.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil { // after Shutdown: no leave, no panic
+		t.Fatal(err)
+	}
+	if err := g.UpdateMeta(NodeMeta{Kind: KindBroker}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("UpdateMeta after Close: %v", err)
+	}
+	if _, err := g.Join([]string{"127.0.0.1:1"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Join after Close: %v", err)
+	}
+	if err := g.Start(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Start after Close: %v", err)
+	}
+}
