@@ -1,0 +1,220 @@
+package raftlog
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// Deletion rules. hashicorp/raft calls DeleteRange for three reasons, and
+// the store treats them differently because the log is the broker's message
+// store:
+//
+//	(a) prefix compaction after a snapshot (min <= FirstIndex): only the
+//	    logical FirstIndex moves; no byte is removed. Messages are deleted by
+//	    the retention policy through DeleteSegmentsBefore, never by Raft. The
+//	    Raft config sets TrailingLogs huge (see Config) so (a) normally never
+//	    happens at all.
+//	(b) suffix truncation of conflicting, uncommitted entries on a follower
+//	    (min > FirstIndex, max >= LastIndex): the files are cut back to the
+//	    END of entry min-1 (not to the position of min: a blank filler after
+//	    min-1 must go too, or the new entry min could land in a different
+//	    segment than on the leader), tail zeroed durably.
+//	(c) everything, after InstallSnapshot on a monotonic store. The FSM's
+//	    Restore has already called ResetAt(snapshotIndex+1, nextPosition from
+//	    the snapshot), so the log is empty and Raft's DeleteRange is a no-op;
+//	    the next StoreLogs lands at exactly the leader's position.
+
+// DeleteRange deletes the inclusive range [min, max] under the rules above.
+// Ranges outside the log are ignored, like raft.InmemStore does.
+func (s *LogStore) DeleteRange(min, max uint64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	first, tail, empty := s.first, s.tail, s.emptyLocked()
+	s.mu.RUnlock()
+	if empty || min > max || max < first || min > tail {
+		return nil
+	}
+	switch {
+	case min <= first:
+		return s.deletePrefixLocked(max, tail)
+	case max >= tail:
+		return s.truncateSuffixLocked(min)
+	default:
+		return fmt.Errorf("%w: [%d, %d] inside [%d, %d]", ErrBadRange, min, max, first, tail)
+	}
+}
+
+// deletePrefixLocked moves the logical first index past max (rule a).
+func (s *LogStore) deletePrefixLocked(max, tail uint64) error {
+	newFirst := min(max, tail) + 1
+	s.mu.Lock()
+	s.first = newFirst
+	s.mu.Unlock()
+	s.log.Info("raftlog: prefix deleted logically (bytes stay until retention)", zap.Uint64("firstIndex", newFirst))
+	if err := s.checkpointLocked(); err != nil {
+		return s.fail(fmt.Errorf("persist first index %d: %w", newFirst, err))
+	}
+	return nil
+}
+
+// truncateSuffixLocked removes min and everything after it (rule b).
+func (s *LogStore) truncateSuffixLocked(min uint64) error {
+	s.mu.RLock()
+	pos, h, err := s.locateLocked(min - 1)
+	s.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("truncate from index %d: %w", min, err)
+	}
+	end := pos + int64(h.Size)
+	// Move the anchor back first if it vouches for slots being removed, so a
+	// crash halfway leaves a meta record that is true.
+	if s.meta.AnchorIndex > min {
+		m := s.meta
+		m.AnchorIndex, m.AnchorPos = min, end
+		if err := s.writeMetaLocked(m); err != nil {
+			return s.fail(fmt.Errorf("move anchor back to %d: %w", min, err))
+		}
+	}
+	s.mu.Lock()
+	s.tail = min - 1
+	s.mu.Unlock()
+	// No reader can reach the removed range any more; zero it.
+	if err := s.segQ.TruncateDirty(end); err != nil {
+		return s.fail(fmt.Errorf("truncate log at %d: %w", end, err))
+	}
+	if err := s.idxQ.TruncateDirty(int64(min) * slotSize); err != nil {
+		return s.fail(fmt.Errorf("truncate index at %d: %w", min, err))
+	}
+	s.nextIndex, s.nextPos = min, end
+	s.log.Info("raftlog: conflicting suffix truncated", zap.Uint64("fromIndex", min), zap.Int64("position", end))
+	return nil
+}
+
+// ResetAt empties the log and makes the next StoreLogs start at nextIndex
+// at position nextPos (rule c). The FSM calls it from Restore when it
+// installs a snapshot its log does not continue: nextIndex is the snapshot
+// index + 1 and nextPos the position after the snapshot index's frame on the
+// leader (EndOf there), so positions stay identical across replicas. Every
+// segment and index file is removed; the space before nextPos in its segment
+// stays zero and is never scanned. A crash halfway is finished by Open.
+func (s *LogStore) ResetAt(nextIndex uint64, nextPos int64) error {
+	if nextIndex == 0 || nextPos < 0 {
+		return fmt.Errorf("%w: ResetAt(%d, %d)", ErrInvalidConfig, nextIndex, nextPos)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return err
+	}
+	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: nextIndex, AnchorPos: nextPos, ResetPending: true}
+	if err := s.writeMetaLocked(m); err != nil {
+		return s.fail(fmt.Errorf("reset: %w", err))
+	}
+	s.mu.Lock()
+	s.first, s.tail = 0, 0
+	s.mu.Unlock()
+	if err := s.segQ.Destroy(); err != nil {
+		return s.fail(fmt.Errorf("reset: remove segments: %w", err))
+	}
+	if err := s.idxQ.Destroy(); err != nil {
+		return s.fail(fmt.Errorf("reset: remove index files: %w", err))
+	}
+	m.ResetPending = false
+	if err := s.writeMetaLocked(m); err != nil {
+		return s.fail(fmt.Errorf("reset: %w", err))
+	}
+	s.nextIndex, s.nextPos, s.sinceCkpt = nextIndex, nextPos, 0
+	s.log.Info("raftlog: reset for snapshot", zap.Uint64("nextIndex", nextIndex), zap.Int64("nextPos", nextPos))
+	return nil
+}
+
+// DeleteSegmentsBefore is the retention entry point: it removes the
+// segments (and index files) that lie wholly before the frame of index,
+// never the segment holding it or the newest one, and moves FirstIndex to
+// the first entry left. It returns the new FirstIndex (0 if the log is
+// empty). The caller (retention policy) must only pass an index the FSM has
+// applied and a snapshot covers, so Raft never needs the deleted entries
+// except to send a snapshot, which GetLog's raft.ErrLogNotFound triggers.
+func (s *LogStore) DeleteSegmentsBefore(index uint64) (uint64, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	first, tail, empty := s.first, s.tail, s.emptyLocked()
+	s.mu.RUnlock()
+	if empty || index <= first {
+		if empty {
+			return 0, nil
+		}
+		return first, nil
+	}
+	index = min(index, tail+1)
+	limit := s.nextPos
+	if index <= tail {
+		s.mu.RLock()
+		p, err := s.slotLocked(index)
+		s.mu.RUnlock()
+		if err != nil {
+			return first, err
+		}
+		limit = p
+	}
+	files := s.segQ.Files()
+	newMin := int64(-1)
+	for i := 0; i < len(files)-1; i++ {
+		end := files[i].FileFromOffset() + int64(files[i].Size())
+		if end > limit {
+			break
+		}
+		newMin = end
+	}
+	if newMin < 0 {
+		return first, nil
+	}
+	// The first entry whose frame starts at or after newMin (positions grow
+	// with the index, so binary search the slots).
+	lo, hi := first, index
+	s.mu.RLock()
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		p, err := s.slotLocked(mid)
+		if err != nil {
+			s.mu.RUnlock()
+			return first, err
+		}
+		if p >= newMin {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	s.mu.RUnlock()
+	newFirst := lo
+	s.mu.Lock()
+	s.first = newFirst
+	s.mu.Unlock()
+	// Persist the new first index before the files go, so a crash in between
+	// never leaves a FirstIndex pointing into a removed segment.
+	if err := s.checkpointLocked(); err != nil {
+		return newFirst, s.fail(fmt.Errorf("persist first index %d: %w", newFirst, err))
+	}
+	n, err := s.segQ.DeleteBefore(newMin)
+	if err != nil {
+		return newFirst, fmt.Errorf("delete segments before %d: %w", newMin, err)
+	}
+	if _, err := s.idxQ.DeleteBefore(int64(newFirst) * slotSize); err != nil {
+		return newFirst, fmt.Errorf("delete index files before index %d: %w", newFirst, err)
+	}
+	s.log.Info("raftlog: retention removed segments", zap.Int("segments", n), zap.Int64("minPosition", newMin), zap.Uint64("firstIndex", newFirst))
+	if newFirst > tail {
+		return 0, nil
+	}
+	return newFirst, nil
+}

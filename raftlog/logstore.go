@@ -1,0 +1,549 @@
+package raftlog
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/store"
+)
+
+// Options configures a LogStore. The zero value of every field but
+// SegmentSize takes the default below.
+type Options struct {
+	// FS is the file-system seam (default store.OSFS()); tests pass a
+	// store.FaultFS to simulate crashes.
+	FS store.FS
+	// SegmentSize is the size of every log segment (RocketMQ's
+	// mappedFileSizeCommitLog). It must be equal on all members of a group,
+	// because positions depend on it, and it must not change for an existing
+	// log. Default 1 GiB.
+	SegmentSize int
+	// IndexFileSize is the size of each index file, a multiple of 8 (one
+	// 8-byte slot per raft index). Default 4 MiB (512 Ki entries per file).
+	IndexFileSize int
+	// Sync makes StoreLogs durable before it returns (SYNC_FLUSH): one msync
+	// (MS_SYNC, an fdatasync of the range) per segment the batch touched.
+	// Raft's safety rests on it; turn it off only for ASYNC_FLUSH brokers
+	// that accept losing a suffix on power loss.
+	Sync bool
+	// CheckpointBytes is how much log may be appended between index
+	// checkpoints (index files flushed + meta anchor moved). Recovery after
+	// a crash rescans at most about this much log. Default 64 MiB.
+	CheckpointBytes int64
+	// PatchCommand, if set, is called for every LogCommand entry with the
+	// entry's data already copied into the mapping (data) and the physical
+	// position of its first byte (dataPos), before the frame CRC is computed.
+	// The broker uses it to write PHYSICALOFFSET (and STORETIMESTAMP from
+	// AppendedAt) into the stored messages of a batch. It must be a
+	// deterministic and idempotent function of (entry, dataPos): followers may
+	// receive already-patched data from the leader's GetLog, or unpatched data
+	// from a leader-side log cache, and must end with identical bytes.
+	PatchCommand func(l *raft.Log, data []byte, dataPos int64) error
+	// Logger receives recovery and failure reports (default zap.NewNop()).
+	Logger *zap.Logger
+}
+
+const (
+	defaultSegmentSize     = 1 << 30
+	defaultIndexFileSize   = 4 << 20
+	defaultCheckpointBytes = 64 << 20
+	slotSize               = 8
+	// Directory names under the LogStore's directory.
+	segmentDirName = "commitlog"
+	indexDirName   = "raftindex"
+)
+
+func (o *Options) withDefaults() (Options, error) {
+	r := *o
+	if r.FS == nil {
+		r.FS = store.OSFS()
+	}
+	if r.SegmentSize == 0 {
+		r.SegmentSize = defaultSegmentSize
+	}
+	if r.IndexFileSize == 0 {
+		r.IndexFileSize = defaultIndexFileSize
+	}
+	if r.CheckpointBytes == 0 {
+		r.CheckpointBytes = defaultCheckpointBytes
+	}
+	if r.Logger == nil {
+		r.Logger = zap.NewNop()
+	}
+	if r.SegmentSize < 4096 {
+		return r, fmt.Errorf("%w: SegmentSize %d is below 4096", ErrInvalidConfig, r.SegmentSize)
+	}
+	if r.IndexFileSize < slotSize || r.IndexFileSize%slotSize != 0 {
+		return r, fmt.Errorf("%w: IndexFileSize %d is not a positive multiple of %d", ErrInvalidConfig, r.IndexFileSize, slotSize)
+	}
+	return r, nil
+}
+
+// LogStore is a raft.LogStore (and raft.MonotonicLogStore) whose entries are
+// frames in a MappedFileQueue: the broker's CommitLog file space. Every
+// replica lays the same entries out at the same positions, so a stored
+// message's physical offset is the same everywhere.
+//
+// Index: raft index i → frame position lives in 8-byte slots of a second
+// MappedFileQueue (slot i at offset 8·i), written with every append but
+// flushed only at checkpoints. The meta file records an anchor (position,
+// index) below which the slots are durable; Open rescans the log from the
+// anchor only, so restart cost is bounded by CheckpointBytes of log, not by
+// the log size.
+//
+// Locks: wmu serializes writers (StoreLogs, DeleteRange, ResetAt,
+// DeleteSegmentsBefore, Checkpoint, Close) and is held across their I/O. mu
+// guards the published range (first, tail, closed); readers hold it shared
+// for the whole read so that a truncation (which takes it exclusively before
+// zeroing bytes) never changes bytes under them. Order: wmu before mu.
+type LogStore struct {
+	opts Options
+	fsys store.FS
+	dir  string
+	log  *zap.Logger
+	segQ *store.MappedFileQueue
+	idxQ *store.MappedFileQueue
+
+	wmu sync.Mutex
+	// Guarded by wmu.
+	nextIndex uint64 // index the next StoreLogs must start with; 0 = any (fresh log)
+	nextPos   int64  // end of the last frame: where the next one goes (or the reset position)
+	meta      meta   // last meta written
+	sinceCkpt int64  // log bytes appended since the last checkpoint
+
+	mu sync.RWMutex
+	// Guarded by mu (written with wmu held too).
+	first  uint64 // logical first index; the log is empty if first == 0 or first > tail
+	tail   uint64 // last index physically present; 0 = none
+	closed bool
+
+	failure atomic.Pointer[error]
+}
+
+var (
+	_ raft.LogStore          = (*LogStore)(nil)
+	_ raft.MonotonicLogStore = (*LogStore)(nil)
+)
+
+// Open opens (creating if needed) the log in dir: segments under
+// dir/commitlog, index files under dir/raftindex, the meta file in dir. It
+// recovers from a crash by rescanning the log from the durable anchor,
+// checking every frame's CRC and truncating a torn tail.
+func Open(dir string, opts Options) (*LogStore, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger}
+	if err := s.fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	m, ok, err := readMeta(s.fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		m = meta{SegmentSize: int64(o.SegmentSize)}
+	}
+	if m.SegmentSize != int64(o.SegmentSize) {
+		return nil, fmt.Errorf("%w: log in %s was written with segment size %d, configured %d (positions depend on it; it must not change)",
+			ErrInvalidConfig, dir, m.SegmentSize, o.SegmentSize)
+	}
+	if s.segQ, err = store.OpenMappedFileQueue(s.fsys, filepath.Join(dir, segmentDirName), o.SegmentSize); err != nil {
+		return nil, err
+	}
+	if s.idxQ, err = store.OpenMappedFileQueue(s.fsys, filepath.Join(dir, indexDirName), o.IndexFileSize); err != nil {
+		s.segQ.Close()
+		return nil, err
+	}
+	if err := s.recover(m); err != nil {
+		s.segQ.Close()
+		s.idxQ.Close()
+		return nil, fmt.Errorf("raftlog %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// IsMonotonic reports true: indexes are dense, and after a snapshot restore
+// Raft deletes everything instead of leaving a gap (raft.MonotonicLogStore).
+func (s *LogStore) IsMonotonic() bool { return true }
+
+// FirstIndex returns the first index present, 0 for an empty log.
+func (s *LogStore) FirstIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if s.emptyLocked() {
+		return 0, nil
+	}
+	return s.first, nil
+}
+
+// LastIndex returns the last index present, 0 for an empty log.
+func (s *LogStore) LastIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if s.emptyLocked() {
+		return 0, nil
+	}
+	return s.tail, nil
+}
+
+func (s *LogStore) emptyLocked() bool { return s.first == 0 || s.first > s.tail }
+
+// inRangeLocked reports whether index is present.
+func (s *LogStore) inRangeLocked(index uint64) bool {
+	return !s.emptyLocked() && index >= s.first && index <= s.tail
+}
+
+// GetLog reads the entry at index into l. A missing index returns exactly
+// raft.ErrLogNotFound. The frame's CRC is verified and data is copied once
+// out of the mapping.
+func (s *LogStore) GetLog(index uint64, l *raft.Log) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if !s.inRangeLocked(index) {
+		return raft.ErrLogNotFound
+	}
+	sl, pos, err := s.frameViewLocked(index)
+	if err != nil {
+		return err
+	}
+	defer sl.Release()
+	if _, err := DecodeFrame(sl.B, l); err != nil {
+		return fmt.Errorf("raftlog: index %d at position %d: %w", index, pos, err)
+	}
+	if l.Index != index {
+		return fmt.Errorf("%w: slot of index %d points at position %d holding index %d", ErrLogMismatch, index, pos, l.Index)
+	}
+	return nil
+}
+
+// StoreLog stores one entry (see StoreLogs).
+func (s *LogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs appends the entries, which must have consecutive indexes
+// following the last one, as frames at the next positions: a blank filler
+// closes a segment when the next frame does not fit. With Options.Sync the
+// batch is durable before it returns: one msync per touched segment (the
+// group commit Raft's durability rests on). Entries become visible to
+// GetLog only after that.
+func (s *LogStore) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return err
+	}
+	if err := s.checkBatchLocked(logs); err != nil {
+		return err
+	}
+	startPos := s.nextPos
+	var touched []*store.MappedFile
+	for _, l := range logs {
+		mf, pos, err := s.appendFrameLocked(l)
+		if err != nil {
+			return s.fail(fmt.Errorf("append index %d: %w", l.Index, err))
+		}
+		if len(touched) == 0 || touched[len(touched)-1] != mf {
+			touched = append(touched, mf)
+		}
+		if err := s.putSlotLocked(l.Index, pos); err != nil {
+			return s.fail(fmt.Errorf("index slot %d: %w", l.Index, err))
+		}
+	}
+	if s.opts.Sync {
+		for _, mf := range touched {
+			if _, err := mf.Flush(); err != nil {
+				return s.fail(fmt.Errorf("sync %s: %w", mf.Path(), err))
+			}
+		}
+	}
+	last := logs[len(logs)-1].Index
+	s.mu.Lock()
+	if s.tail == 0 && (s.first == 0 || s.first > logs[0].Index) {
+		s.first = logs[0].Index
+	}
+	s.tail = last
+	s.mu.Unlock()
+	s.nextIndex = last + 1
+	s.sinceCkpt += s.nextPos - startPos
+	if s.sinceCkpt >= s.opts.CheckpointBytes {
+		if err := s.checkpointLocked(); err != nil {
+			// The entries are durable; only the restart shortcut is behind.
+			s.log.Error("raftlog checkpoint failed; restart will rescan more log", zap.Error(err))
+		}
+	}
+	return nil
+}
+
+// checkBatchLocked validates indexes and sizes before anything is written,
+// so a refused batch leaves no trace.
+func (s *LogStore) checkBatchLocked(logs []*raft.Log) error {
+	want := s.nextIndex
+	for i, l := range logs {
+		if (i > 0 || want != 0) && l.Index != want {
+			return fmt.Errorf("%w: got index %d, want %d (after InstallSnapshot the FSM must call ResetAt)", ErrIndexGap, l.Index, want)
+		}
+		if l.Index == 0 {
+			return fmt.Errorf("%w: index 0 is not a raft index", ErrIndexGap)
+		}
+		want = l.Index + 1
+		if n := EncodedSize(l); n+BlankHeaderSize > s.opts.SegmentSize {
+			return fmt.Errorf("%w: index %d needs %d bytes, segment size is %d", ErrFrameTooLarge, l.Index, n, s.opts.SegmentSize)
+		}
+	}
+	return nil
+}
+
+// appendFrameLocked writes one frame at nextPos (after a blank filler if it
+// does not fit the current segment) and returns the segment and position.
+func (s *LogStore) appendFrameLocked(l *raft.Log) (*store.MappedFile, int64, error) {
+	n := EncodedSize(l)
+	mf, err := s.segmentForLocked(n)
+	if err != nil {
+		return nil, 0, err
+	}
+	pos := mf.FileFromOffset() + int64(mf.WrotePosition())
+	dataOff := FrameHeaderSize + len(l.Extensions)
+	_, err = mf.AppendFunc(n, func(dst []byte) error {
+		encodeFrameBody(dst, l)
+		if s.opts.PatchCommand != nil && l.Type == raft.LogCommand && len(l.Data) > 0 {
+			if err := s.opts.PatchCommand(l, dst[dataOff:dataOff+len(l.Data)], pos+int64(dataOff)); err != nil {
+				return fmt.Errorf("patch command: %w", err)
+			}
+		}
+		sealFrame(dst)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	s.nextPos = pos + int64(n)
+	return mf, pos, nil
+}
+
+// segmentForLocked returns the segment the next n-byte frame goes into,
+// writing a blank filler over the rest of the current segment if the frame
+// plus a blank header's reserve does not fit (RocketMQ's END_FILE_MIN_BLANK_LENGTH
+// rule, so the placement is the same on every replica).
+func (s *LogStore) segmentForLocked(n int) (*store.MappedFile, error) {
+	mf, err := s.segmentAtLocked(s.nextPos)
+	if err != nil {
+		return nil, err
+	}
+	if rem := mf.Remaining(); n+BlankHeaderSize > rem {
+		if _, err := mf.AppendFunc(rem, func(dst []byte) error {
+			putBlank(dst)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		s.nextPos = mf.FileFromOffset() + int64(mf.Size())
+		if mf, err = s.segmentAtLocked(s.nextPos); err != nil {
+			return nil, err
+		}
+	}
+	return mf, nil
+}
+
+// segmentAtLocked returns the segment whose write position is pos, creating
+// it (and moving its write position up to pos after a reset) if needed.
+func (s *LogStore) segmentAtLocked(pos int64) (*store.MappedFile, error) {
+	mf := s.segQ.Last()
+	if mf == nil || mf.IsFull() {
+		var err error
+		if mf, err = s.segQ.LastOrCreate(pos); err != nil {
+			return nil, err
+		}
+	}
+	if err := alignWrite(mf, pos); err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	return mf, nil
+}
+
+// alignWrite makes mf's write position pos. Moving it forward is only valid
+// over never-written space (a new file after a reset); anything else means
+// the in-memory state and the files disagree.
+func alignWrite(mf *store.MappedFile, pos int64) error {
+	from := mf.FileFromOffset()
+	end := from + int64(mf.WrotePosition())
+	if end == pos {
+		return nil
+	}
+	if pos > end && pos < from+int64(mf.Size()) {
+		mf.SetWrotePosition(int(pos - from))
+		return nil
+	}
+	return fmt.Errorf("%w: next write at %d but %s ends at %d", ErrLogMismatch, pos, mf.Path(), end)
+}
+
+// putSlotLocked appends the index slot for index (its frame position).
+func (s *LogStore) putSlotLocked(index uint64, pos int64) error {
+	off := int64(index) * slotSize
+	mf := s.idxQ.Last()
+	if mf == nil || mf.IsFull() {
+		var err error
+		if mf, err = s.idxQ.LastOrCreate(off); err != nil {
+			return err
+		}
+	}
+	if err := alignWrite(mf, off); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	_, err := mf.AppendFunc(slotSize, func(dst []byte) error {
+		putUint64(dst, uint64(pos))
+		return nil
+	})
+	return err
+}
+
+// slotLocked returns the frame position of a present index.
+func (s *LogStore) slotLocked(index uint64) (int64, error) {
+	off := int64(index) * slotSize
+	mf := s.idxQ.FindByOffset(off)
+	if mf == nil {
+		return 0, fmt.Errorf("%w: no index file holds index %d", ErrLogMismatch, index)
+	}
+	sl, err := mf.Read(int(off-mf.FileFromOffset()), slotSize)
+	if err != nil {
+		return 0, fmt.Errorf("%w: index %d: %v", ErrLogMismatch, index, err)
+	}
+	defer sl.Release()
+	return int64(getUint64(sl.B)), nil
+}
+
+// frameViewLocked returns a refcounted view from the frame of index to the
+// end of its segment's written data, and the frame position.
+func (s *LogStore) frameViewLocked(index uint64) (*store.Slice, int64, error) {
+	pos, err := s.slotLocked(index)
+	if err != nil {
+		return nil, 0, err
+	}
+	mf := s.segQ.FindByOffset(pos)
+	if mf == nil {
+		return nil, pos, fmt.Errorf("%w: index %d at position %d: no segment holds it", ErrLogMismatch, index, pos)
+	}
+	sl, err := mf.ReadFrom(int(pos - mf.FileFromOffset()))
+	if err != nil {
+		return nil, pos, fmt.Errorf("%w: index %d at position %d: %v", ErrLogMismatch, index, pos, err)
+	}
+	return sl, pos, nil
+}
+
+// writableLocked returns the error that refuses writes, if any.
+func (s *LogStore) writableLocked() error {
+	if p := s.failure.Load(); p != nil {
+		return fmt.Errorf("%w: %v", ErrStoreFailed, *p)
+	}
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// fail records the first write failure and returns err wrapped so callers
+// see ErrStoreFailed.
+func (s *LogStore) fail(err error) error {
+	if s.failure.CompareAndSwap(nil, &err) {
+		s.log.Error("raftlog write failed: the log refuses writes until reopened (recovery truncates the unsynced tail)",
+			zap.String("dir", s.dir), zap.Error(err))
+	}
+	return fmt.Errorf("%w: %w", ErrStoreFailed, err)
+}
+
+// Failure returns the write failure that stopped the store, or nil.
+func (s *LogStore) Failure() error {
+	if p := s.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Close checkpoints (so the next Open scans nothing) and closes the files.
+// A failed store is closed without a checkpoint.
+func (s *LogStore) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	var first error
+	if s.Failure() == nil {
+		first = s.checkpointLocked()
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if err := s.segQ.Close(); err != nil && first == nil {
+		first = err
+	}
+	if err := s.idxQ.Close(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// Checkpoint flushes the log and the index files and moves the meta anchor
+// to the end of the log, so a restart rescans nothing. StoreLogs does it on
+// its own every CheckpointBytes; the broker may call it from its flush
+// service or before a snapshot.
+func (s *LogStore) Checkpoint() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writableLocked(); err != nil {
+		return err
+	}
+	return s.checkpointLocked()
+}
+
+func (s *LogStore) checkpointLocked() error {
+	s.sinceCkpt = 0
+	s.mu.RLock()
+	first, tail := s.first, s.tail
+	s.mu.RUnlock()
+	if tail == 0 {
+		return nil // fresh or just reset: the meta record already anchors the start
+	}
+	// Order: log durable, then the slots, then the anchor that vouches for them.
+	if !s.opts.Sync {
+		if err := s.segQ.Flush(); err != nil {
+			return err
+		}
+	}
+	if err := s.idxQ.Flush(); err != nil {
+		return err
+	}
+	m := meta{SegmentSize: int64(s.opts.SegmentSize), FirstIndex: first, AnchorIndex: tail + 1, AnchorPos: s.nextPos}
+	return s.writeMetaLocked(m)
+}
+
+func (s *LogStore) writeMetaLocked(m meta) error {
+	if err := writeMeta(s.fsys, s.dir, m); err != nil {
+		return err
+	}
+	s.meta = m
+	return nil
+}
