@@ -208,7 +208,8 @@ func (g *Gossip) record(kind EventKind, state MemberState, n *memberlist.Node) {
 // (the local node's own changes are not reported). Calls happen one at a
 // time, in the order memberlist reported the changes, on one goroutine
 // owned by the Gossip; a slow fn delays later events but never gossip
-// itself. Events still queued at Close are dropped. It returns a function
+// itself. Events still queued at Close are dropped; Close waits for a call
+// in progress, so fn must not block indefinitely or call Close. It returns a function
 // that unsubscribes; an event already being delivered may still reach fn.
 // To learn the members that joined before subscribing, call Members after
 // Subscribe.

@@ -414,3 +414,50 @@ func TestGossipLifecycleErrors(t *testing.T) {
 		t.Fatalf("Start after Close: %v", err)
 	}
 }
+
+// A subscriber that blocks must not hold up failure detection: the member
+// table is updated in the memberlist callback, and events queue behind the
+// slow subscriber, in order.
+func TestSlowSubscriberDoesNotStallGossip(t *testing.T) {
+	a, b, c := startCluster(t)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	unsub := a.g.Subscribe(func(ev Event) {
+		<-release
+		mu.Lock()
+		order = append(order, ev.Kind.String()+":"+ev.Member.Name)
+		mu.Unlock()
+	})
+	_ = b.g.UpdateMeta(brokerMeta("bk", "n1-renamed", 10921))
+	_ = c.g.Shutdown()
+	testutil.WaitFor(t, 5*time.Second, "a's table shows c dead while its subscriber is blocked", func() bool {
+		m, _ := a.g.Member("c")
+		return m.State == MemberDead
+	})
+	close(release)
+	testutil.WaitFor(t, 5*time.Second, "queued events delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 2
+	})
+	mu.Lock()
+	got := slices.Clone(order)
+	mu.Unlock()
+	if !slices.Equal(got, []string{"update:b", "dead:c"}) {
+		t.Fatalf("delivered %q", got)
+	}
+
+	// After unsubscribing, later events no longer reach it.
+	unsub()
+	_ = b.g.Close()
+	testutil.WaitFor(t, 5*time.Second, "b's leave seen by the recorder", func() bool {
+		_, ok := a.firstEvent("b", EventLeave)
+		return ok
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 2 {
+		t.Fatalf("unsubscribed func still called: %q", order)
+	}
+}
