@@ -79,6 +79,7 @@ func (s *LogStore) recover(m meta) error {
 	expect, tail := m.AnchorIndex, tail0
 	var firstScanned uint64
 	var stopErr error
+	frames := 0
 	for {
 		mf := s.segQ.FindByOffset(p)
 		if mf == nil {
@@ -108,8 +109,8 @@ func (s *LogStore) recover(m meta) error {
 		}
 		p += int64(n)
 		end, tail, expect = p, h.Index, h.Index+1
+		frames++
 	}
-	dropped := s.segQ.MaxOffset() - end
 	if stopErr != nil {
 		s.log.Warn("raftlog: torn or corrupt tail truncated",
 			zap.String("dir", s.dir), zap.Int64("position", end), zap.Uint64("lastIndex", tail), zap.Error(stopErr))
@@ -127,10 +128,27 @@ func (s *LogStore) recover(m meta) error {
 		s.nextIndex = tail + 1
 	}
 	s.nextPos = end
+	s.recovery = RecoveryReport{ScanFrom: m.AnchorPos, End: end, Frames: frames, StopErr: stopErr}
 	s.log.Info("raftlog opened", zap.String("dir", s.dir), zap.Uint64("first", first), zap.Uint64("last", tail),
-		zap.Int64("scannedFrom", m.AnchorPos), zap.Int64("end", end), zap.Int64("droppedBytes", max(dropped, 0)))
+		zap.Int64("scannedFrom", m.AnchorPos), zap.Int64("end", end), zap.Int("framesScanned", frames))
 	return nil
 }
+
+// RecoveryReport says what Open found.
+type RecoveryReport struct {
+	// ScanFrom is the anchor position scanning started at.
+	ScanFrom int64
+	// End is the recovered end of the log (the next write position).
+	End int64
+	// Frames is how many frames were rescanned (0 after a clean Close).
+	Frames int
+	// StopErr is why scanning stopped before zeros (a torn or corrupt frame),
+	// or nil.
+	StopErr error
+}
+
+// Recovery returns the report of the Open that created s.
+func (s *LogStore) Recovery() RecoveryReport { return s.recovery }
 
 // locateLocked returns the position and checked header of a present index.
 func (s *LogStore) locateLocked(index uint64) (int64, FrameHeader, error) {

@@ -122,7 +122,8 @@ type LogStore struct {
 	tail   uint64 // last index physically present; 0 = none
 	closed bool
 
-	failure atomic.Pointer[error]
+	failure  atomic.Pointer[error]
+	recovery RecoveryReport // set once by Open
 }
 
 var (
