@@ -1,0 +1,392 @@
+package raftlog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/raftlog/raftlogtest"
+)
+
+func term1(i uint64) *raft.Log { return raftlogtest.Entry(i, 1) }
+
+func storeAll(t testing.TB, s *LogStore, logs []*raft.Log) {
+	t.Helper()
+	if err := s.StoreLogs(logs); err != nil {
+		t.Fatalf("StoreLogs(%d..): %v", logs[0].Index, err)
+	}
+}
+
+// layout returns every present entry's position and frame bytes.
+func layout(t testing.TB, s *LogStore) map[uint64][]byte {
+	t.Helper()
+	first, _ := s.FirstIndex()
+	last, _ := s.LastIndex()
+	out := map[uint64][]byte{}
+	for i := first; i <= last && first > 0; i++ {
+		pos, frame, err := s.ReadFrame(i)
+		if err != nil {
+			t.Fatalf("ReadFrame(%d): %v", i, err)
+		}
+		out[i] = append(binary.BigEndian.AppendUint64(nil, uint64(pos)), frame...)
+	}
+	return out
+}
+
+func sameLayout(t testing.TB, a, b *LogStore) {
+	t.Helper()
+	la, lb := layout(t, a), layout(t, b)
+	if len(la) != len(lb) {
+		t.Fatalf("%d entries vs %d", len(la), len(lb))
+	}
+	for i, fa := range la {
+		if !bytes.Equal(fa, lb[i]) {
+			t.Fatalf("index %d: position/frame differ: %x… vs %x…", i, fa[:16], lb[i][:16])
+		}
+	}
+	if a.NextPosition() != b.NextPosition() {
+		t.Fatalf("next position %d vs %d", a.NextPosition(), b.NextPosition())
+	}
+}
+
+// TestDeterministicLayout: the same log, written in different batch shapes,
+// with follower-style suffix truncations on one side, occupies the same
+// positions with the same bytes (blank fillers included). This is what keeps
+// physical offsets and msgIds identical across replicas.
+func TestDeterministicLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 20; trial++ {
+		a := mustOpen(t, "/a", testOptions(store.NewFaultFS(1)))
+		b := mustOpen(t, "/b", testOptions(store.NewFaultFS(2)))
+		n := uint64(100 + rng.IntN(200))
+		// a: one batch at a time of random size, with a conflicting suffix
+		// (term 1) that gets truncated and rewritten in term 2.
+		cut := 2 + rng.Uint64N(n-2)
+		for i := uint64(1); i <= n; {
+			j := min(n, i+rng.Uint64N(20))
+			storeAll(t, a, raftlogtest.Entries(i, j, 1))
+			i = j + 1
+		}
+		if err := a.DeleteRange(cut, n); err != nil {
+			t.Fatal(err)
+		}
+		final := func(i uint64) *raft.Log {
+			if i >= cut {
+				return raftlogtest.Entry(i, 2)
+			}
+			return raftlogtest.Entry(i, 1)
+		}
+		for i := cut; i <= n+10; i++ {
+			storeAll(t, a, []*raft.Log{final(i)})
+		}
+		// b: the final log in one batch.
+		var all []*raft.Log
+		for i := uint64(1); i <= n+10; i++ {
+			all = append(all, final(i))
+		}
+		storeAll(t, b, all)
+		sameLayout(t, a, b)
+		raftlogtest.CheckRange(t, a, 1, n+10, final)
+		a.Close()
+		b.Close()
+	}
+}
+
+// TestSegmentsEndInBlank walks the raw segment files with ScanEntry: every
+// segment but the last ends in a blank filler, frames never span segments.
+func TestSegmentsEndInBlank(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, testOptions(store.OSFS()))
+	storeAll(t, s, raftlogtest.Entries(1, 400, 1))
+	s.Close()
+	names, _ := filepath.Glob(filepath.Join(dir, segmentDirName, "*"))
+	if len(names) < 4 {
+		t.Fatalf("want several segments, got %d", len(names))
+	}
+	next := uint64(1)
+	for k, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, blank := 0, false
+		for p < len(b) {
+			kind, h, n, err := ScanEntry(b[p:])
+			if errors.Is(err, ErrEndOfData) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s at %d: %v", name, p, err)
+			}
+			if kind == KindBlank {
+				blank = true
+				break
+			}
+			if h.Index != next {
+				t.Fatalf("index %d, want %d", h.Index, next)
+			}
+			next++
+			p += n
+		}
+		if !blank && k != len(names)-1 {
+			t.Fatalf("segment %s does not end in a blank filler", name)
+		}
+	}
+	if next != 401 {
+		t.Fatalf("scanned up to %d", next-1)
+	}
+}
+
+// TestTornTailTruncated: without Sync, a crash tears the unsynced tail at a
+// random byte or page; reopening keeps a valid prefix, drops the rest, and
+// accepts the next index at a position a fresh replica would use too.
+func TestTornTailTruncated(t *testing.T) {
+	for seed := uint64(0); seed < 30; seed++ {
+		f := store.NewFaultFS(seed)
+		o := testOptions(f)
+		o.Sync = false
+		s := mustOpen(t, "/log", o)
+		storeAll(t, s, raftlogtest.Entries(1, 60, 1))
+		if err := s.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		storeAll(t, s, raftlogtest.Entries(61, 120, 1))
+		f = f.Crash(store.CrashOptions{Tear: seed%2 == 0, TearPages: seed%2 == 1})
+		s.Close()
+		o.FS = f
+		s = mustOpen(t, "/log", o)
+		last, _ := s.LastIndex()
+		if last < 60 || last > 120 {
+			t.Fatalf("seed %d: last %d after crash; the checkpointed 60 must survive", seed, last)
+		}
+		raftlogtest.CheckRange(t, s, 1, last, term1)
+		storeAll(t, s, raftlogtest.Entries(last+1, 130, 1))
+		ref := mustOpen(t, "/ref", testOptions(store.NewFaultFS(99)))
+		storeAll(t, ref, raftlogtest.Entries(1, 130, 1))
+		sameLayout(t, s, ref)
+		s.Close()
+		ref.Close()
+	}
+}
+
+// TestSyncFailureStopsWrites: an msync error fails StoreLogs with
+// ErrStoreFailed, later writes are refused, reads keep working, and after a
+// crash every acknowledged entry is there.
+func TestSyncFailureStopsWrites(t *testing.T) {
+	f := store.NewFaultFS(5)
+	o := testOptions(f)
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, raftlogtest.Entries(1, 30, 1))
+	f.InjectError(store.OpMsync, unix.EIO)
+	if err := s.StoreLogs(raftlogtest.Entries(31, 40, 1)); !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("StoreLogs with EIO: %v", err)
+	}
+	if err := s.StoreLogs(raftlogtest.Entries(31, 31, 1)); !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("StoreLogs after failure: %v", err)
+	}
+	raftlogtest.CheckRange(t, s, 1, 30, term1)
+	f = f.Crash(store.CrashOptions{TearPages: true})
+	s.Close()
+	o.FS = f
+	s = mustOpen(t, "/log", o)
+	defer s.Close()
+	// Pages of the failed batch may have reached the disk anyway: a valid
+	// prefix of it may be present (Raft treats it as an unacknowledged,
+	// truncatable suffix), but never a torn entry.
+	last, _ := s.LastIndex()
+	if last < 30 || last > 40 {
+		t.Fatalf("last %d after crash", last)
+	}
+	raftlogtest.CheckRange(t, s, 1, last, term1)
+	storeAll(t, s, raftlogtest.Entries(last+1, 40, 1))
+	raftlogtest.CheckRange(t, s, 1, 40, term1)
+}
+
+// TestCheckpointBoundsRecovery: a clean Close leaves nothing to rescan; a
+// crash rescans at most what was appended after the last checkpoint.
+func TestCheckpointBoundsRecovery(t *testing.T) {
+	f := store.NewFaultFS(3)
+	o := testOptions(f)
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, raftlogtest.Entries(1, 500, 1))
+	s.Close()
+	s = mustOpen(t, "/log", o)
+	if r := s.Recovery(); r.Frames != 0 || r.StopErr != nil {
+		t.Fatalf("after clean close: %+v", r)
+	}
+	for i := uint64(501); i <= 1000; i += 10 {
+		storeAll(t, s, raftlogtest.Entries(i, i+9, 1))
+	}
+	f = f.Crash(store.CrashOptions{})
+	s.Close()
+	o.FS = f
+	s = mustOpen(t, "/log", o)
+	defer s.Close()
+	r := s.Recovery()
+	if r.Frames == 0 || int64(r.End-r.ScanFrom) > o.CheckpointBytes+int64(o.SegmentSize) {
+		t.Fatalf("rescanned %d frames over %d bytes; checkpoint every %d", r.Frames, r.End-r.ScanFrom, o.CheckpointBytes)
+	}
+	raftlogtest.CheckRange(t, s, 1, 1000, term1)
+}
+
+// TestRetention: DeleteSegmentsBefore removes whole segments only, moves
+// FirstIndex to the first entry left, survives reopen and crash, and Raft's
+// own prefix DeleteRange never removes bytes.
+func TestRetention(t *testing.T) {
+	f := store.NewFaultFS(4)
+	o := testOptions(f)
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, raftlogtest.Entries(1, 600, 1))
+	segs := len(s.segQ.Files())
+	if err := s.DeleteRange(1, 300); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.segQ.Files()) != segs {
+		t.Fatal("Raft's prefix DeleteRange removed segments")
+	}
+	raftlogtest.CheckRange(t, s, 301, 600, term1)
+	pos, _, err := s.Locate(450)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.DeleteSegmentsBefore(450)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first > 450 || first <= 301 {
+		t.Fatalf("first index %d after retention before 450", first)
+	}
+	fpos, _, err := s.Locate(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fpos != s.MinPosition() || s.MinPosition() > pos || s.MinPosition()%int64(o.SegmentSize) != 0 {
+		t.Fatalf("first entry at %d, min position %d, 450 at %d", fpos, s.MinPosition(), pos)
+	}
+	raftlogtest.CheckRange(t, s, first, 600, term1)
+	f = f.Crash(store.CrashOptions{})
+	s.Close()
+	o.FS = f
+	s = mustOpen(t, "/log", o)
+	raftlogtest.CheckRange(t, s, first, 600, term1)
+	storeAll(t, s, raftlogtest.Entries(601, 610, 1))
+	s.Close()
+	s = mustOpen(t, "/log", o)
+	defer s.Close()
+	raftlogtest.CheckRange(t, s, first, 610, term1)
+}
+
+// TestPatchCommand: the hook sees the data in the mapping and its physical
+// position; the patched bytes are what GetLog returns and what the CRC
+// covers, and storing the patched entry again (a follower fed by the
+// leader's GetLog) gives the same frame.
+func TestPatchCommand(t *testing.T) {
+	patch := func(l *raft.Log, data []byte, dataPos int64) error {
+		if len(data) >= 8 {
+			binary.BigEndian.PutUint64(data, uint64(dataPos))
+		}
+		return nil
+	}
+	o := testOptions(store.NewFaultFS(1))
+	o.PatchCommand = patch
+	leader := mustOpen(t, "/leader", o)
+	defer leader.Close()
+	storeAll(t, leader, raftlogtest.Entries(1, 200, 1))
+	o.FS = store.NewFaultFS(2)
+	follower := mustOpen(t, "/follower", o)
+	defer follower.Close()
+	for i := uint64(1); i <= 200; i++ {
+		var l raft.Log
+		if err := leader.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		pos, h, err := leader.Locate(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Type == raft.LogCommand && len(l.Data) >= 8 {
+			if got := int64(binary.BigEndian.Uint64(l.Data)); got != pos+int64(h.DataOffset()) {
+				t.Fatalf("index %d: patched position %d, frame at %d data offset %d", i, got, pos, h.DataOffset())
+			}
+		} else if err := raftlogtest.Equal(&l, term1(i)); err != nil {
+			t.Fatalf("non-command entry changed: %v", err)
+		}
+		storeAll(t, follower, []*raft.Log{&l})
+	}
+	sameLayout(t, leader, follower)
+}
+
+func TestRefusals(t *testing.T) {
+	o := testOptions(store.NewFaultFS(1))
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, raftlogtest.Entries(1, 5, 1))
+	if err := s.StoreLogs(raftlogtest.Entries(7, 8, 1)); !errors.Is(err, ErrIndexGap) {
+		t.Fatalf("gap: %v", err)
+	}
+	if err := s.StoreLogs([]*raft.Log{term1(6), term1(8)}); !errors.Is(err, ErrIndexGap) {
+		t.Fatalf("gap inside batch: %v", err)
+	}
+	big := &raft.Log{Index: 6, Term: 1, Data: make([]byte, o.SegmentSize)}
+	if err := s.StoreLogs([]*raft.Log{big}); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("too large: %v", err)
+	}
+	if err := s.DeleteRange(2, 3); !errors.Is(err, ErrBadRange) {
+		t.Fatalf("middle range: %v", err)
+	}
+	raftlogtest.CheckRange(t, s, 1, 5, term1)
+	storeAll(t, s, raftlogtest.Entries(6, 6, 1))
+	if !s.IsMonotonic() {
+		t.Fatal("not monotonic")
+	}
+	s.Close()
+	var l raft.Log
+	if err := s.GetLog(1, &l); !errors.Is(err, ErrClosed) {
+		t.Fatalf("GetLog after Close: %v", err)
+	}
+	o.SegmentSize *= 2
+	if _, err := Open("/log", o); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("reopen with another segment size: %v", err)
+	}
+}
+
+// TestResetPositions: after ResetAt the next entry lands exactly at the
+// given position, also across a crash between the reset and the next write.
+func TestResetPositions(t *testing.T) {
+	f := store.NewFaultFS(8)
+	o := testOptions(f)
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, raftlogtest.Entries(1, 100, 1))
+	const nextPos = 5*16<<10 + 777
+	if err := s.ResetAt(1001, nextPos); err != nil {
+		t.Fatal(err)
+	}
+	f = f.Crash(store.CrashOptions{})
+	s.Close()
+	o.FS = f
+	s = mustOpen(t, "/log", o)
+	defer s.Close()
+	raftlogtest.CheckRange(t, s, 0, 0, nil)
+	if err := s.StoreLogs(raftlogtest.Entries(1000, 1000, 1)); !errors.Is(err, ErrIndexGap) {
+		t.Fatalf("wrong index after reset: %v", err)
+	}
+	storeAll(t, s, raftlogtest.Entries(1001, 1100, 2))
+	pos, _, err := s.Locate(1001)
+	if err != nil || pos != nextPos {
+		t.Fatalf("first entry after reset at %d (%v), want %d", pos, err, nextPos)
+	}
+	end, err := s.EndOf(1100)
+	if err != nil || end != s.NextPosition() {
+		t.Fatalf("EndOf(1100) = %d, %v; next %d", end, err, s.NextPosition())
+	}
+	if s.MinPosition() != nextPos-nextPos%int64(o.SegmentSize) {
+		t.Fatalf("old segments left: min position %d", s.MinPosition())
+	}
+}
