@@ -33,9 +33,9 @@ type Gossip struct {
 	// has stored it, hence the atomic.
 	ml atomic.Pointer[memberlist.Memberlist]
 
-	// updateMu serializes UpdateMeta and stop so that the meta memberlist
-	// reads back in UpdateNode is the one being published, and so that
-	// memberlist is never asked to update after it was shut down. Lock
+	// updateMu serializes UpdateMeta calls so that the meta memberlist
+	// reads back in UpdateNode is the one being published; stop takes it
+	// so that memberlist is never asked to update after Shutdown. Lock
 	// order: updateMu before mu. Nothing calls into memberlist with mu held
 	// (memberlist calls us with its own lock held, and we take mu there).
 	updateMu sync.Mutex
@@ -304,8 +304,6 @@ func (g *Gossip) Close() error { return g.stop(true) }
 func (g *Gossip) Shutdown() error { return g.stop(false) }
 
 func (g *Gossip) stop(leave bool) error {
-	g.updateMu.Lock()
-	defer g.updateMu.Unlock()
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -315,6 +313,16 @@ func (g *Gossip) stop(leave bool) error {
 	g.queue = nil
 	g.mu.Unlock()
 
+	// Stop our goroutines first: the rejoin loop must not push this node's
+	// state to a peer after it left or "crashed", and a subscriber that
+	// calls UpdateMeta now gets ErrClosed instead of waiting on updateMu.
+	close(g.quit)
+	g.wg.Wait()
+
+	// Wait out an UpdateNode in flight; memberlist must not be updated
+	// after Shutdown.
+	g.updateMu.Lock()
+	defer g.updateMu.Unlock()
 	var errs []error
 	if ml := g.ml.Load(); ml != nil {
 		if leave {
@@ -326,8 +334,6 @@ func (g *Gossip) stop(leave bool) error {
 			errs = append(errs, fmt.Errorf("ha: memberlist shutdown: %w", err))
 		}
 	}
-	close(g.quit)
-	g.wg.Wait()
 	g.log.Info("gossip stopped", zap.Bool("left", leave))
 	return errors.Join(errs...)
 }

@@ -209,8 +209,10 @@ func (g *Gossip) record(kind EventKind, state MemberState, n *memberlist.Node) {
 // time, in the order memberlist reported the changes, on one goroutine
 // owned by the Gossip; a slow fn delays later events but never gossip
 // itself. Events still queued at Close are dropped; Close waits for a call
-// in progress, so fn must not block indefinitely or call Close. It returns a function
-// that unsubscribes; an event already being delivered may still reach fn.
+// in progress, so fn must not block indefinitely or call Close/Shutdown
+// (UpdateMeta is fine: it fails with ErrClosed once closing). It returns a
+// function that unsubscribes; an event already being delivered may still
+// reach fn.
 // To learn the members that joined before subscribing, call Members after
 // Subscribe.
 func (g *Gossip) Subscribe(fn func(Event)) (unsubscribe func()) {
