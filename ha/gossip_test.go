@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"go.uber.org/zap"
 )
@@ -373,6 +374,9 @@ func TestGossipLifecycleErrors(t *testing.T) {
 	if g.Addr() != "" {
 		t.Fatal("Addr before Start")
 	}
+	if err := g.UpdateMeta(NodeMeta{Kind: KindBroker, BrokerName: string(make([]byte, 600))}); !errors.Is(err, ErrMetaTooLarge) {
+		t.Fatalf("oversized meta: %v", err)
+	}
 	// Before Start, UpdateMeta only changes what Start will publish.
 	if err := g.UpdateMeta(NodeMeta{Kind: KindBroker, Term: 9}); err != nil {
 		t.Fatal(err)
@@ -473,3 +477,59 @@ func TestSlowSubscriberDoesNotStallGossip(t *testing.T) {
 		t.Fatalf("unsubscribed func still called: %q", order)
 	}
 }
+
+// The deployment shape: every node lists all nodes, itself included, as
+// seeds, and they start one after another.
+func TestSameSeedListOnEveryNode(t *testing.T) {
+	ports := []int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
+	all := []*testNode{{port: ports[0]}, {port: ports[1]}, {port: ports[2]}}
+	var nodes []*testNode
+	for i, name := range []string{"a", "b", "c"} {
+		nodes = append(nodes, startNode(t, name, ports[i], brokerMeta("bk", "n"+strconv.Itoa(i), 10911+10*i), all...))
+	}
+	// a found nobody at Start (its own address is not a peer) and was
+	// joined by b; all three converge.
+	waitAlive(t, nodes, "a", "b", "c")
+}
+
+// A member whose metadata does not decode (another version, another
+// program on the port) is still tracked, with an empty NodeMeta.
+func TestUndecodableMetaIsTrackedWithoutMeta(t *testing.T) {
+	a := startNode(t, "a", 0, brokerMeta("bk", "n0", 10911))
+	mlc := testConfig("alien", 0).memberlistConfig()
+	mlc.BindPort, mlc.AdvertisePort = 0, 0
+	mlc.Delegate = rawMeta{0x00, 0xff}
+	mlc.Logger = newMemberlistLogger(zap.NewNop())
+	alien, err := memberlist.Create(mlc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = alien.Shutdown() }()
+	if _, err := alien.Join([]string{a.addr()}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "a reports the alien's join", func() bool {
+		_, ok := a.firstEvent("alien", EventJoin)
+		return ok
+	})
+	ev, _ := a.firstEvent("alien", EventJoin)
+	if ev.Member.Meta != (NodeMeta{}) || ev.Member.State != MemberAlive {
+		t.Fatalf("alien member %+v", ev.Member)
+	}
+	if err := alien.Leave(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "a reports the alien's leave", func() bool {
+		_, ok := a.firstEvent("alien", EventLeave)
+		return ok
+	})
+}
+
+// rawMeta is a memberlist.Delegate publishing fixed metadata bytes.
+type rawMeta []byte
+
+func (r rawMeta) NodeMeta(int) []byte           { return r }
+func (rawMeta) NotifyMsg([]byte)                {}
+func (rawMeta) GetBroadcasts(int, int) [][]byte { return nil }
+func (rawMeta) LocalState(bool) []byte          { return nil }
+func (rawMeta) MergeRemoteState([]byte, bool)   {}
