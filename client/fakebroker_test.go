@@ -1,0 +1,197 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// startNameServer runs a real name server on a free loopback port.
+func startNameServer(t *testing.T) *namesrv.NameServer {
+	t.Helper()
+	cfg := namesrv.DefaultConfig()
+	cfg.ListenAddr = "127.0.0.1"
+	cfg.ListenPort = 0
+	cfg.KVConfigPath = filepath.Join(t.TempDir(), "kv.json")
+	cfg.DefaultThreadPoolNums = 2
+	cfg.ClientRequestThreadPoolNums = 2
+	ns, err := namesrv.New(cfg, zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ns.Shutdown(ctx)
+	})
+	return ns
+}
+
+// received is one request a fake broker got.
+type received struct {
+	code    int16
+	header  sendMessageHeaderV2
+	body    []byte
+	oneway  bool
+	at      time.Time
+	brokerN string
+	addr    string
+}
+
+// fakeBroker is a remoting.Server answering sends the way the test
+// scripts it; it records every request. Its default answer stores the
+// message: SUCCESS with msgId, queueId, queueOffset.
+type fakeBroker struct {
+	t          *testing.T
+	name, addr string
+	srv        *remoting.Server
+	log        *requestLog
+	// nsClient carries the broker's registrations; the name server drops
+	// a broker whose registering connection closes, so it lives as long as
+	// the broker.
+	nsClient *remoting.Client
+
+	mu     sync.Mutex
+	answer func(fb *fakeBroker, conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand // guarded by mu
+	offset int64                                                                                              // guarded by mu
+}
+
+// requestLog collects requests of several brokers in arrival order.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []received
+}
+
+func (l *requestLog) add(r received) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reqs = append(l.reqs, r)
+}
+
+func (l *requestLog) all() []received {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]received(nil), l.reqs...)
+}
+
+func startFakeBroker(t *testing.T, name string, log *requestLog) *fakeBroker {
+	t.Helper()
+	fb := &fakeBroker{t: t, name: name, log: log, nsClient: remoting.NewClient(remoting.ClientConfig{}, nil)}
+	fb.srv = remoting.NewServer(remoting.ServerConfig{}, nil)
+	h := func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		var hdr sendMessageHeaderV2
+		_ = req.DecodeHeader(&hdr)
+		log.add(received{code: req.Code, header: hdr, body: req.Body, oneway: req.IsOneway(), at: time.Now(), brokerN: fb.name, addr: fb.addr})
+		fb.mu.Lock()
+		answer := fb.answer
+		fb.mu.Unlock()
+		if answer != nil {
+			return answer(fb, conn, req), nil
+		}
+		return fb.stored(req), nil
+	}
+	for _, code := range []int16{remoting.RequestSendMessage, remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage} {
+		fb.srv.Register(code, h, 2, 1024)
+	}
+	if err := fb.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fb.addr = fb.srv.Addr().String()
+	t.Cleanup(func() { fb.stop() })
+	return fb
+}
+
+func (fb *fakeBroker) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = fb.srv.Shutdown(ctx)
+	_ = fb.nsClient.Close()
+}
+
+// setAnswer scripts the broker's answers (nil restores the default).
+func (fb *fakeBroker) setAnswer(f func(fb *fakeBroker, conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.answer = f
+}
+
+// stored answers SUCCESS as a broker that stored the message.
+func (fb *fakeBroker) stored(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var hdr sendMessageHeaderV2
+	_ = req.DecodeHeader(&hdr)
+	fb.mu.Lock()
+	off := fb.offset
+	fb.offset++
+	fb.mu.Unlock()
+	resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+	resp.ExtFields = map[string]string{
+		"msgId":       fmt.Sprintf("7F00000100002A9F%016X", off*100),
+		"queueId":     strconv.Itoa(hdr.QueueID),
+		"queueOffset": strconv.FormatInt(off, 10),
+		"MSG_REGION":  "RegionX",
+		"TRACE_ON":    "false",
+	}
+	return resp
+}
+
+// answerCode returns a scripted answer with code and extFields.
+func answerCode(code int16, ext map[string]string) func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand {
+	return func(_ *fakeBroker, _ *remoting.Conn, _ *remoting.RemotingCommand) *remoting.RemotingCommand {
+		r := remoting.NewResponse(code, fmt.Sprintf("scripted code %d", code))
+		r.ExtFields = ext
+		return r
+	}
+}
+
+// register registers the broker with the name server as member id of its
+// group, serving topics (name → queue count) read-write.
+func (fb *fakeBroker) register(t *testing.T, ns *namesrv.NameServer, id int64, version int64, topics map[string]int) {
+	t.Helper()
+	table := map[string]namesrv.TopicConfig{}
+	for name, n := range topics {
+		table[name] = namesrv.TopicConfig{TopicName: name, ReadQueueNums: n, WriteQueueNums: n, Perm: 6}
+	}
+	body, err := namesrv.EncodeRegisterBrokerBody(&namesrv.RegisterBrokerBody{
+		TopicConfigSerializeWrapper: namesrv.TopicConfigSerializeWrapper{
+			TopicConfigTable: table,
+			DataVersion:      namesrv.DataVersion{StateVersion: version, Timestamp: version, Counter: version},
+		},
+		FilterServerList: []string{},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &namesrv.RegisterBrokerRequestHeader{BrokerName: fb.name, BrokerAddr: fb.addr, ClusterName: "C", BrokerID: id, BodyCrc32: namesrv.BodyCRC32(body)}
+	resp, err := fb.nsClient.InvokeSync(context.Background(), ns.Addr().String(), remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("register %s/%d: %v %v", fb.name, id, err, resp)
+	}
+}
+
+// newTestProducer builds and starts a producer against ns.
+func newTestProducer(t *testing.T, ns *namesrv.NameServer, opts ...ProducerOpt) *Producer {
+	t.Helper()
+	all := append([]ProducerOpt{NameServers(ns.Addr().String()), WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))}, opts...)
+	p, err := NewProducer(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}

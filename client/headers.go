@@ -1,0 +1,45 @@
+package client
+
+// Wire headers of the requests the producer sends, as `ext`-tagged structs
+// for remoting's EncodeHeader/DecodeHeader.
+
+// ExtLeaderAddr is the extFields key in which a raftmq broker that is not
+// its group's Raft leader names the leader's address ("ip:port"), on a
+// SERVICE_NOT_AVAILABLE (14) or NOT_LEADER_FOR_QUEUE (501) answer to a
+// send. The producer retries at that address at once and refreshes the
+// route, instead of waiting for the name servers to learn of the new
+// leader. This is the one definition of the key; brokers must use it.
+const ExtLeaderAddr = "leaderAddr"
+
+// sendMessageHeaderV2 is SendMessageRequestHeaderV2, SEND_MESSAGE_V2's
+// (310) and SEND_BATCH_MESSAGE's (320) header: SendMessageRequestHeader
+// with one-letter field names to keep every request small.
+type sendMessageHeaderV2 struct {
+	ProducerGroup         string `ext:"a"`
+	Topic                 string `ext:"b"`
+	DefaultTopic          string `ext:"c"`
+	DefaultTopicQueueNums int    `ext:"d"`
+	QueueID               int    `ext:"e"`
+	SysFlag               int32  `ext:"f"`
+	BornTimestamp         int64  `ext:"g"`
+	Flag                  int32  `ext:"h"`
+	Properties            string `ext:"i"`
+	ReconsumeTimes        int    `ext:"j"`
+	UnitMode              bool   `ext:"k"`
+	// MaxReconsumeTimes is a nullable Integer in Java: sent only when set.
+	MaxReconsumeTimes int    `ext:"l,omitempty"`
+	Batch             bool   `ext:"m"`
+	BrokerName        string `ext:"n,omitempty"`
+}
+
+// sendMessageResponseHeader is SendMessageResponseHeader plus the two
+// extFields the official Go client reads from a send response.
+type sendMessageResponseHeader struct {
+	MsgID         string `ext:"msgId"`
+	QueueID       int    `ext:"queueId"`
+	QueueOffset   int64  `ext:"queueOffset"`
+	TransactionID string `ext:"transactionId"`
+	BatchUniqID   string `ext:"batchUniqId"`
+	MsgRegion     string `ext:"MSG_REGION"`
+	TraceOn       string `ext:"TRACE_ON"`
+}

@@ -1,0 +1,57 @@
+package client
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"sync"
+)
+
+// Properties of the idempotent producer (option Idempotent). They are the
+// contract with the broker's FSM, which deduplicates on them:
+//
+//   - PropertyProducerID identifies one producer instance: 32 random hex
+//     characters unless IdempotentProducerID fixed it. A restarted
+//     producer is a new producer.
+//   - PropertySequence is a decimal uint64, unique per (producer id,
+//     topic, brokerName, queueId), assigned in send order starting at 0.
+//     Every retry of a message carries the same producer id and sequence
+//     and goes to the same queue.
+//
+// Concurrent sends to one queue may reach the broker out of sequence order
+// (by at most the number of sends in flight) and a send that failed
+// definitively leaves a gap, so the broker must remember which sequences
+// it stored (e.g. the highest and a window below it) rather than expect
+// them to be contiguous. A message whose (producer id, queue, sequence) is
+// already stored is answered with the original result and not stored
+// again.
+const (
+	PropertyProducerID = "__RAFTMQ_PID"
+	PropertySequence   = "__RAFTMQ_SEQ"
+)
+
+// sequencer hands out per-queue sequence numbers.
+type sequencer struct {
+	producerID string
+
+	mu   sync.Mutex
+	next map[MessageQueue]uint64 // guarded by mu
+}
+
+func newSequencer(id string) *sequencer {
+	if id == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	return &sequencer{producerID: id, next: map[MessageQueue]uint64{}}
+}
+
+// assign returns the properties stamping one message bound for mq.
+func (s *sequencer) assign(mq MessageQueue) map[string]string {
+	s.mu.Lock()
+	seq := s.next[mq]
+	s.next[mq] = seq + 1
+	s.mu.Unlock()
+	return map[string]string{PropertyProducerID: s.producerID, PropertySequence: strconv.FormatUint(seq, 10)}
+}

@@ -1,0 +1,286 @@
+package client
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options follow franz-go's kgo: package-level constructors returning
+// typed options. An Opt applies to every client type (name servers,
+// logger, clock, route refresh); a ProducerOpt only to producers, so the
+// compiler rejects a producer option given to something else. Everything
+// is validated by the constructor (NewProducer), which names the option
+// and the accepted range on failure (errors.Is(err, ErrInvalidOption)).
+
+// commonConfig holds what every client type shares.
+type commonConfig struct {
+	nameServers          []string
+	log                  *zap.Logger
+	now                  func() time.Time
+	routeRefreshInterval time.Duration
+	requestTimeout       time.Duration
+	clientIP             net.IP
+	instanceName         string
+}
+
+func defaultCommonConfig() commonConfig {
+	return commonConfig{
+		log:                  zap.NewNop(),
+		now:                  time.Now,
+		routeRefreshInterval: 30 * time.Second, // pollNameServerInterval
+		requestTimeout:       3 * time.Second,
+		instanceName:         "DEFAULT",
+	}
+}
+
+func (c *commonConfig) validate() error {
+	if len(c.nameServers) == 0 {
+		return fmt.Errorf("%w: NameServers: at least one name server address (host:port) is required", ErrInvalidOption)
+	}
+	for _, a := range c.nameServers {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" {
+			return fmt.Errorf("%w: NameServers: %q is not host:port", ErrInvalidOption, a)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+			return fmt.Errorf("%w: NameServers: %q has an invalid port", ErrInvalidOption, a)
+		}
+	}
+	if c.routeRefreshInterval < 10*time.Millisecond {
+		return fmt.Errorf("%w: RouteRefreshInterval %v: want at least 10ms", ErrInvalidOption, c.routeRefreshInterval)
+	}
+	if c.requestTimeout <= 0 {
+		return fmt.Errorf("%w: RequestTimeout %v: want > 0", ErrInvalidOption, c.requestTimeout)
+	}
+	if c.log == nil {
+		return fmt.Errorf("%w: WithLogger: nil logger (use zap.NewNop())", ErrInvalidOption)
+	}
+	if c.now == nil {
+		return fmt.Errorf("%w: WithClock: nil clock", ErrInvalidOption)
+	}
+	return nil
+}
+
+// Opt is an option every client type accepts.
+type Opt interface {
+	ProducerOpt
+	applyCommon(*commonConfig)
+}
+
+// ProducerOpt is an option for NewProducer.
+type ProducerOpt interface {
+	applyProducer(*producerConfig)
+}
+
+type commonOpt func(*commonConfig)
+
+func (o commonOpt) applyCommon(c *commonConfig)     { o(c) }
+func (o commonOpt) applyProducer(c *producerConfig) { o(&c.common) }
+
+type producerOpt func(*producerConfig)
+
+func (o producerOpt) applyProducer(c *producerConfig) { o(c) }
+
+// NameServers sets the name server addresses ("host:port"). Lookups start
+// with the one that answered last and move on when one is unreachable.
+// Required.
+func NameServers(addrs ...string) Opt {
+	return commonOpt(func(c *commonConfig) { c.nameServers = append([]string(nil), addrs...) })
+}
+
+// WithLogger sets the logger (default zap.NewNop()).
+func WithLogger(l *zap.Logger) Opt { return commonOpt(func(c *commonConfig) { c.log = l }) }
+
+// WithClock replaces time.Now for fault isolation windows, UNIQ_KEY time
+// fields and route ages; tests use it to move time.
+func WithClock(now func() time.Time) Opt { return commonOpt(func(c *commonConfig) { c.now = now }) }
+
+// RouteRefreshInterval sets how often cached routes are refreshed from the
+// name servers (default 30 s, RocketMQ's pollNameServerInterval).
+func RouteRefreshInterval(d time.Duration) Opt {
+	return commonOpt(func(c *commonConfig) { c.routeRefreshInterval = d })
+}
+
+// RequestTimeout bounds one name-server call (default 3 s).
+func RequestTimeout(d time.Duration) Opt {
+	return commonOpt(func(c *commonConfig) { c.requestTimeout = d })
+}
+
+// ClientIP sets the address written into UNIQ_KEY (default: the first
+// non-loopback IPv4 address).
+func ClientIP(ip net.IP) Opt { return commonOpt(func(c *commonConfig) { c.clientIP = ip }) }
+
+// InstanceName sets the instance part of the client id (default "DEFAULT").
+func InstanceName(name string) Opt { return commonOpt(func(c *commonConfig) { c.instanceName = name }) }
+
+// producerConfig is the producer's validated configuration.
+type producerConfig struct {
+	common                commonConfig
+	group                 string
+	sendTimeout           time.Duration
+	retries               int
+	compressOver          int
+	compressLevel         int
+	maxMessageSize        int
+	faultEnable           bool
+	latencyMax            []time.Duration
+	notAvailable          []time.Duration
+	autoCreate            bool
+	defaultTopicQueueNums int
+	idempotent            bool
+	producerID            string
+	maxAsyncInflight      int
+	maxLeaderHops         int
+}
+
+// DefaultProducerGroup is DefaultMQProducer's default group name.
+const DefaultProducerGroup = "DEFAULT_PRODUCER"
+
+func defaultProducerConfig() producerConfig {
+	return producerConfig{
+		common:                defaultCommonConfig(),
+		group:                 DefaultProducerGroup,
+		sendTimeout:           3 * time.Second,
+		retries:               2,
+		compressOver:          4 << 10,
+		compressLevel:         5,
+		maxMessageSize:        DefaultMaxMessageSize,
+		latencyMax:            defaultLatencyMax,
+		notAvailable:          defaultNotAvailableDuration,
+		autoCreate:            true,
+		defaultTopicQueueNums: 4,
+		maxAsyncInflight:      10000,
+		maxLeaderHops:         3,
+	}
+}
+
+func (c *producerConfig) validate() error {
+	if err := c.common.validate(); err != nil {
+		return err
+	}
+	if err := validateTopic(c.group); err != nil {
+		return fmt.Errorf("%w: ProducerGroup %q: %v", ErrInvalidOption, c.group, err)
+	}
+	if c.sendTimeout <= 0 {
+		return fmt.Errorf("%w: SendTimeout %v: want > 0", ErrInvalidOption, c.sendTimeout)
+	}
+	if c.retries < 0 || c.retries > 16 {
+		return fmt.Errorf("%w: RetryTimesWhenSendFailed %d: want 0..16", ErrInvalidOption, c.retries)
+	}
+	if c.compressOver < 0 {
+		return fmt.Errorf("%w: CompressBodyOver %d: want >= 0", ErrInvalidOption, c.compressOver)
+	}
+	if c.compressLevel < -1 || c.compressLevel > 9 {
+		return fmt.Errorf("%w: CompressLevel %d: want -1..9", ErrInvalidOption, c.compressLevel)
+	}
+	if c.maxMessageSize <= 0 || c.maxMessageSize > 15<<20 {
+		return fmt.Errorf("%w: MaxMessageSize %d: want 1..%d (a frame is at most 16 MiB)", ErrInvalidOption, c.maxMessageSize, 15<<20)
+	}
+	if err := validateLatencyTables(c.latencyMax, c.notAvailable); err != nil {
+		return err
+	}
+	if c.defaultTopicQueueNums <= 0 || c.defaultTopicQueueNums > 1024 {
+		return fmt.Errorf("%w: AutoCreateTopic queue count %d: want 1..1024", ErrInvalidOption, c.defaultTopicQueueNums)
+	}
+	if c.maxAsyncInflight <= 0 {
+		return fmt.Errorf("%w: MaxAsyncInflight %d: want > 0", ErrInvalidOption, c.maxAsyncInflight)
+	}
+	if c.maxLeaderHops < 0 || c.maxLeaderHops > 16 {
+		return fmt.Errorf("%w: MaxLeaderHops %d: want 0..16", ErrInvalidOption, c.maxLeaderHops)
+	}
+	if c.producerID != "" && !c.idempotent {
+		return fmt.Errorf("%w: IdempotentProducerID is set but Idempotent is off", ErrInvalidOption)
+	}
+	return nil
+}
+
+// ProducerGroup sets the producer group (default "DEFAULT_PRODUCER").
+func ProducerGroup(name string) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.group = name })
+}
+
+// SendTimeout bounds one SendSync/SendBatch, all retries included, when
+// its context has no earlier deadline (default 3 s, sendMsgTimeout).
+func SendTimeout(d time.Duration) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.sendTimeout = d })
+}
+
+// RetryTimesWhenSendFailed sets how many times a failed synchronous send
+// is retried, each time avoiding the broker that just failed (default 2).
+func RetryTimesWhenSendFailed(n int) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.retries = n })
+}
+
+// CompressBodyOver sets the body size above which bodies are sent
+// zlib-compressed with sysFlag 0x1 (default 4096, compressMsgBodyOverHowmuch).
+func CompressBodyOver(n int) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.compressOver = n })
+}
+
+// CompressLevel sets the zlib level, -1..9 (default 5, as RocketMQ).
+func CompressLevel(n int) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.compressLevel = n })
+}
+
+// MaxMessageSize sets the largest body accepted (default 4 MiB).
+func MaxMessageSize(n int) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.maxMessageSize = n })
+}
+
+// SendLatencyFaultEnable turns on latency fault tolerance (RocketMQ's
+// sendLatencyFaultEnable, off by default): a broker whose sends were slow
+// or failed is not chosen until its window passes, unless every broker is
+// in that state.
+func SendLatencyFaultEnable(on bool) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.faultEnable = on })
+}
+
+// SendLatencyFaultTables replaces the latency steps and isolation windows
+// (defaults {50ms,100ms,550ms,1s,2s,3s,15s} → {0,0,30s,60s,120s,180s,600s}).
+func SendLatencyFaultTables(latencyMax, notAvailable []time.Duration) ProducerOpt {
+	return producerOpt(func(c *producerConfig) {
+		c.latencyMax = append([]time.Duration(nil), latencyMax...)
+		c.notAvailable = append([]time.Duration(nil), notAvailable...)
+	})
+}
+
+// AutoCreateTopic controls sending to topics the name servers do not know
+// (default on, 4 queues): the route of TBW102 stands in, and a broker with
+// autoCreateTopicEnable creates the topic on first send.
+func AutoCreateTopic(on bool, queueNums int) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.autoCreate, c.defaultTopicQueueNums = on, queueNums })
+}
+
+// Idempotent makes every message carry a producer id and a per-queue
+// sequence number (PropertyProducerID, PropertySequence) that raftmq
+// brokers use to drop the second copy a retry after an unknown outcome
+// would otherwise store. Retries of an idempotent send stay on the
+// message's queue (following its group's leader) so the copy lands where
+// the dedup table can see it.
+func Idempotent(on bool) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.idempotent = on })
+}
+
+// IdempotentProducerID fixes the producer id instead of a random one; two
+// live producers must never share one.
+func IdempotentProducerID(id string) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.producerID = id })
+}
+
+// MaxAsyncInflight bounds SendAsync calls in progress (default 10000);
+// beyond it SendAsync waits for a slot until its context ends.
+func MaxAsyncInflight(n int) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.maxAsyncInflight = n })
+}
+
+// MaxLeaderHops bounds how many times one attempt follows a "not leader,
+// ask X" answer or tries another member of the same group after a
+// connection failure (default 3). Following a leader does not use up a
+// retry.
+func MaxLeaderHops(n int) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.maxLeaderHops = n })
+}

@@ -1,0 +1,285 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Producer sends messages to RocketMQ-protocol brokers found through the
+// name servers. Build it with NewProducer, call Start, then send from any
+// number of goroutines; Close stops everything it started. It owns a
+// remoting client (one connection per broker), the route cache and one
+// refresh goroutine, plus one goroutine per SendAsync in flight.
+type Producer struct {
+	cfg    producerConfig
+	log    *zap.Logger
+	ids    *UniqIDGenerator
+	seq    *sequencer // nil unless Idempotent
+	fault  *latencyFault
+	asyncS chan struct{} // one token per SendAsync in flight
+
+	mu        sync.Mutex
+	state     producerState    // guarded by mu
+	rc        *remoting.Client // set by Start
+	routes    *routeManager    // set by Start
+	ctx       context.Context  // cancelled by Close; parent of async sends
+	cancel    context.CancelFunc
+	refreshCh chan string // topics to refresh now
+	wg        sync.WaitGroup
+}
+
+type producerState int
+
+const (
+	stateNew producerState = iota
+	stateStarted
+	stateClosed
+)
+
+// NewProducer validates the options and builds a producer; nothing
+// connects until Start. NameServers is required.
+func NewProducer(opts ...ProducerOpt) (*Producer, error) {
+	cfg := defaultProducerConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.applyProducer(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	p := &Producer{
+		cfg:    cfg,
+		log:    cfg.common.log.Named("producer").With(zap.String("group", cfg.group)),
+		ids:    NewUniqIDGenerator(cfg.common.clientIP, cfg.common.now),
+		fault:  newLatencyFault(cfg.common.now, cfg.latencyMax, cfg.notAvailable),
+		asyncS: make(chan struct{}, cfg.maxAsyncInflight),
+	}
+	if cfg.idempotent {
+		p.seq = newSequencer(cfg.producerID)
+	}
+	return p, nil
+}
+
+// ProducerID is the idempotent producer id ("" unless Idempotent).
+func (p *Producer) ProducerID() string {
+	if p.seq == nil {
+		return ""
+	}
+	return p.seq.producerID
+}
+
+// Start connects the producer's machinery: the remoting client and the
+// route refresh loop. Routes are fetched lazily, per topic, on first send.
+func (p *Producer) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.state {
+	case stateStarted:
+		return nil
+	case stateClosed:
+		return ErrClosed
+	}
+	p.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: p.cfg.sendTimeout}, p.cfg.common.log)
+	p.routes = newRouteManager(p.rc, p.log.Named("route"), p.cfg.common.nameServers, p.cfg.common.requestTimeout, p.cfg.common.now)
+	p.routes.onLeaderChange = p.fault.remove
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.refreshCh = make(chan string, 64)
+	p.state = stateStarted
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); p.refreshLoop() }()
+	return nil
+}
+
+// Close cancels SendAsync calls in flight (their callbacks get the
+// context error), stops the refresh loop, waits for every goroutine the
+// producer started and closes its connections. It is safe to call twice.
+func (p *Producer) Close() error {
+	p.mu.Lock()
+	if p.state != stateStarted {
+		p.state = stateClosed
+		p.mu.Unlock()
+		return nil
+	}
+	p.state = stateClosed
+	p.cancel()
+	p.mu.Unlock()
+	p.wg.Wait()
+	return p.rc.Close()
+}
+
+// running returns the started machinery or ErrNotStarted / ErrClosed.
+func (p *Producer) running() (*routeManager, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.state {
+	case stateNew:
+		return nil, ErrNotStarted
+	case stateClosed:
+		return nil, ErrClosed
+	}
+	return p.routes, nil
+}
+
+// refreshLoop refreshes every cached route each RouteRefreshInterval and
+// single topics at once when a send asks for it (a not-leader answer, a
+// failed connection).
+func (p *Producer) refreshLoop() {
+	t := time.NewTicker(p.cfg.common.routeRefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			for _, topic := range p.routes.cachedTopics() {
+				p.refreshTopic(topic)
+			}
+		case topic := <-p.refreshCh:
+			p.refreshTopic(topic)
+		}
+	}
+}
+
+func (p *Producer) refreshTopic(topic string) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.common.requestTimeout)
+	defer cancel()
+	if _, err := p.routes.refresh(ctx, topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); err != nil && p.ctx.Err() == nil {
+		p.log.Warn("route refresh failed", zap.String("topic", topic), zap.Error(err))
+	}
+}
+
+// requestRefresh asks the refresh loop to refresh topic soon; when a
+// refresh is already queued the request is dropped, it would be the same.
+func (p *Producer) requestRefresh(topic string) {
+	select {
+	case p.refreshCh <- topic:
+	default:
+	}
+}
+
+// PublishQueues returns the writable queues of topic, fetching its route
+// if needed (fetchPublishMessageQueues); useful with ManualSelector.
+func (p *Producer) PublishQueues(ctx context.Context, topic string) ([]MessageQueue, error) {
+	routes, err := p.running()
+	if err != nil {
+		return nil, err
+	}
+	info, err := routes.publishInfo(ctx, topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums)
+	if err != nil {
+		return nil, err
+	}
+	return append([]MessageQueue(nil), info.Queues...), nil
+}
+
+// SendSync sends msg and waits for the broker's answer. Failed attempts
+// are retried up to RetryTimesWhenSendFailed times on another broker
+// group when one exists; a "not leader" answer is followed to the leader
+// it names without using up a retry. The whole call is bounded by ctx and
+// by SendTimeout. On failure the error is a *SendError
+// (errors.Is(err, ErrSendFailed)) listing every attempt.
+func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, error) {
+	req, err := p.prepare(msg)
+	if err != nil {
+		return nil, err
+	}
+	return p.send(ctx, req)
+}
+
+// SendWithSelector sends msg to the queue sel picks, for ordered
+// messages: all attempts stay on that queue (following its group's
+// leader), since moving to another queue would break the order.
+func (p *Producer) SendWithSelector(ctx context.Context, msg *Message, sel MessageQueueSelector) (*SendResult, error) {
+	if sel == nil {
+		return nil, fmt.Errorf("%w: nil MessageQueueSelector", ErrInvalidMessage)
+	}
+	req, err := p.prepare(msg)
+	if err != nil {
+		return nil, err
+	}
+	req.selector = sel
+	return p.send(ctx, req)
+}
+
+// SendAsync sends msg in the background and returns once it is accepted
+// for sending; cb then gets the result or the error, exactly once, on a
+// goroutine the producer owns (it may block only briefly). At most
+// MaxAsyncInflight sends are in flight: beyond that SendAsync waits for a
+// slot until ctx ends. Retries and leader following work as in SendSync.
+// Close cancels sends still in flight.
+func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
+	if cb == nil {
+		return fmt.Errorf("%w: SendAsync needs a callback", ErrInvalidMessage)
+	}
+	req, err := p.prepare(msg)
+	if err != nil {
+		return err
+	}
+	select {
+	case p.asyncS <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("client: SendAsync: %d sends in flight: %w", cap(p.asyncS), ctx.Err())
+	}
+	p.mu.Lock()
+	if st := p.state; st != stateStarted {
+		p.mu.Unlock()
+		<-p.asyncS
+		if st == stateNew {
+			return ErrNotStarted
+		}
+		return ErrClosed
+	}
+	p.wg.Add(1)
+	pctx := p.ctx
+	p.mu.Unlock()
+	// The send outlives the caller's ctx only through its deadline; Close
+	// cancels it through the producer's context.
+	sctx, cancel := context.WithCancel(pctx)
+	if dl, ok := ctx.Deadline(); ok {
+		sctx, cancel = context.WithDeadline(pctx, dl)
+	}
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.asyncS }()
+		defer cancel()
+		cb(p.send(sctx, req))
+	}()
+	return nil
+}
+
+// SendOneway sends msg once without waiting for an answer: no retries, no
+// result; the fastest and least safe way to send.
+func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
+	req, err := p.prepare(msg)
+	if err != nil {
+		return err
+	}
+	req.oneway = true
+	_, err = p.send(ctx, req)
+	return err
+}
+
+// SendBatch sends msgs as one SEND_BATCH_MESSAGE: all to the same topic,
+// none delayed, stored together on one queue. Batch bodies are never
+// compressed. The result's MsgID joins every message's UNIQ_KEY with ','.
+func (p *Producer) SendBatch(ctx context.Context, msgs []*Message) (*SendResult, error) {
+	req, err := p.prepareBatch(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return p.send(ctx, req)
+}
+
+// errIsConnFailure reports whether err means the request never reached a
+// live broker (dial failure or a closed connection), as opposed to a
+// timeout whose outcome is unknown.
+func errIsConnFailure(err error) bool {
+	return errors.Is(err, remoting.ErrConnClosed)
+}

@@ -1,0 +1,351 @@
+package client
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// sendRequest is one message (or batch) ready to go: validated, with its
+// UNIQ_KEY, its body compressed if it had to be.
+type sendRequest struct {
+	topic    string
+	msg      *Message   // single message; nil for a batch
+	batch    []*Message // batch messages
+	uniqIDs  []string
+	body     []byte // single: possibly compressed body
+	sysFlag  int32
+	selector MessageQueueSelector
+	oneway   bool
+}
+
+// prepare validates msg and fixes what every attempt shares.
+func (p *Producer) prepare(msg *Message) (*sendRequest, error) {
+	if err := msg.validate(p.cfg.maxMessageSize); err != nil {
+		return nil, err
+	}
+	r := &sendRequest{topic: msg.Topic, msg: msg, body: msg.Body, uniqIDs: []string{p.ids.New()}}
+	if p.cfg.compressOver > 0 && len(msg.Body) > p.cfg.compressOver {
+		var buf bytes.Buffer
+		zw, err := zlib.NewWriterLevel(&buf, p.cfg.compressLevel)
+		if err != nil {
+			return nil, fmt.Errorf("client: compress body: %w", err)
+		}
+		_, _ = zw.Write(msg.Body)
+		if err := zw.Close(); err != nil {
+			return nil, fmt.Errorf("client: compress body: %w", err)
+		}
+		r.body = buf.Bytes()
+		r.sysFlag |= SysFlagCompressed
+	}
+	return r, nil
+}
+
+// prepareBatch validates a batch (MessageBatch.generateFromList rules).
+func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: empty batch", ErrInvalidMessage)
+	}
+	r := &sendRequest{topic: msgs[0].Topic, batch: msgs}
+	total := 0
+	for i, m := range msgs {
+		if err := m.validate(p.cfg.maxMessageSize); err != nil {
+			return nil, fmt.Errorf("batch message %d: %w", i, err)
+		}
+		if m.Topic != r.topic {
+			return nil, fmt.Errorf("%w: batch message %d is for topic %q, the batch for %q; a batch has one topic", ErrInvalidMessage, i, m.Topic, r.topic)
+		}
+		if m.DelayLevel > 0 {
+			return nil, fmt.Errorf("%w: batch message %d is delayed; batches cannot hold delayed messages", ErrInvalidMessage, i)
+		}
+		if strings.HasPrefix(m.Topic, "%RETRY%") {
+			return nil, fmt.Errorf("%w: batches cannot be sent to retry topics", ErrInvalidMessage)
+		}
+		total += len(m.Body)
+		r.uniqIDs = append(r.uniqIDs, p.ids.New())
+	}
+	if total > p.cfg.maxMessageSize {
+		return nil, fmt.Errorf("%w: batch bodies total %d bytes, above the limit %d", ErrInvalidMessage, total, p.cfg.maxMessageSize)
+	}
+	return r, nil
+}
+
+// encode builds the request for one attempt at mq. extra holds the
+// idempotence properties per message (nil when off).
+func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra []map[string]string) (*remoting.RemotingCommand, error) {
+	h := &sendMessageHeaderV2{
+		ProducerGroup:         p.cfg.group,
+		Topic:                 r.topic,
+		DefaultTopic:          autoCreateTopic,
+		DefaultTopicQueueNums: p.cfg.defaultTopicQueueNums,
+		QueueID:               mq.QueueID,
+		SysFlag:               r.sysFlag,
+		BornTimestamp:         p.cfg.common.now().UnixMilli(),
+		BrokerName:            mq.BrokerName,
+	}
+	if r.msg != nil {
+		props := map[string]string{PropertyUniqClientMessageID: r.uniqIDs[0]}
+		if extra != nil {
+			for k, v := range extra[0] {
+				props[k] = v
+			}
+		}
+		h.Flag = r.msg.Flag
+		h.Properties = EncodeProperties(r.msg.wireProperties(props))
+		if len(h.Properties) > maxPropertiesLength {
+			return nil, fmt.Errorf("%w: properties are %d bytes, above %d", ErrInvalidMessage, len(h.Properties), maxPropertiesLength)
+		}
+		return remoting.NewRequest(remoting.RequestSendMessageV2, h, r.body), nil
+	}
+	entries := make([]BatchEntry, len(r.batch))
+	for i, m := range r.batch {
+		props := map[string]string{PropertyUniqClientMessageID: r.uniqIDs[i]}
+		if extra != nil {
+			for k, v := range extra[i] {
+				props[k] = v
+			}
+		}
+		entries[i] = BatchEntry{Flag: m.Flag, Body: m.Body, Properties: EncodeProperties(m.wireProperties(props))}
+	}
+	body, err := EncodeBatch(entries)
+	if err != nil {
+		return nil, err
+	}
+	h.Batch = true
+	h.Properties = EncodeProperties(map[string]string{PropertyWaitStoreMsgOK: "true"})
+	return remoting.NewRequest(remoting.RequestSendBatchMessage, h, body), nil
+}
+
+// retriableCode lists the answers worth another attempt elsewhere: the
+// Go client's TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR,
+// NO_PERMISSION, plus SYSTEM_BUSY and NOT_LEADER_FOR_QUEUE.
+func retriableCode(code int16) bool {
+	switch code {
+	case remoting.ResponseTopicNotExist, remoting.ResponseServiceNotAvailable, remoting.ResponseSystemError,
+		remoting.ResponseNoPermission, remoting.ResponseSystemBusy, remoting.ResponseNotLeaderForQueue:
+		return true
+	}
+	return false
+}
+
+// send runs the attempts of one request.
+func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error) {
+	routes, err := p.running()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.sendTimeout)
+		defer cancel()
+	}
+	info, err := routes.publishInfo(ctx, r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums)
+	if err != nil {
+		return nil, err
+	}
+	attempts := 1 + p.cfg.retries
+	if r.oneway {
+		attempts = 1
+	}
+	// Ordered and idempotent sends stay on their first queue: order and
+	// deduplication only hold within one queue.
+	sticky := r.selector != nil || p.seq != nil
+	var (
+		sendErr    = &SendError{Topic: r.topic}
+		mq         MessageQueue
+		chosen     bool
+		lastBroker string
+		extra      []map[string]string
+	)
+	for i := 0; i < attempts; i++ {
+		if i > 0 && ctx.Err() != nil {
+			break
+		}
+		if !chosen || !sticky {
+			var ok bool
+			if mq, ok = p.chooseQueue(info, r, lastBroker); !ok {
+				if r.selector != nil {
+					return nil, fmt.Errorf("%w: the selector chose no queue of topic %q", ErrNoQueue, r.topic)
+				}
+				return nil, fmt.Errorf("%w: topic %q", ErrNoQueue, r.topic)
+			}
+			chosen = true
+		}
+		if p.seq != nil && extra == nil {
+			extra = make([]map[string]string, max(1, len(r.batch)))
+			for j := range extra {
+				extra[j] = p.seq.assign(mq)
+			}
+		}
+		res, err := p.attempt(ctx, routes, r, mq, extra, sendErr)
+		if err == nil {
+			return res, nil
+		}
+		lastBroker = mq.BrokerName
+		var be *BrokerError
+		if errors.As(err, &be) && !retriableCode(be.Code) {
+			break
+		}
+		if errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrNoQueue) {
+			break
+		}
+		if sticky {
+			// The next attempt goes to the same group: let it see the
+			// latest route first.
+			if fresh, ferr := routes.refresh(ctx, r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); ferr == nil {
+				info = fresh
+			}
+		} else {
+			p.requestRefresh(r.topic)
+		}
+	}
+	if len(sendErr.Attempts) == 0 {
+		sendErr.Attempts = append(sendErr.Attempts, SendAttempt{Broker: mq.BrokerName, QueueID: mq.QueueID, Err: ctx.Err()})
+	}
+	return nil, sendErr
+}
+
+// chooseQueue picks the queue of one attempt.
+func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroker string) (MessageQueue, bool) {
+	if r.selector != nil {
+		msg := r.msg
+		if msg == nil {
+			msg = r.batch[0]
+		}
+		return r.selector.Select(msg, append([]MessageQueue(nil), info.Queues...))
+	}
+	notLast := func(mq MessageQueue) bool { return lastBroker == "" || mq.BrokerName != lastBroker }
+	if p.cfg.faultEnable {
+		available := func(mq MessageQueue) bool { return p.fault.available(mq.BrokerName) }
+		if mq, ok := info.selectQueue(available, notLast); ok {
+			return mq, true
+		}
+	}
+	if mq, ok := info.selectQueue(notLast); ok {
+		return mq, true
+	}
+	return info.selectQueue()
+}
+
+// attempt sends r to mq's group, following "not leader" answers and
+// trying other members after a connection failure, up to MaxLeaderHops
+// times. Every failure is appended to sendErr.
+func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendRequest, mq MessageQueue, extra []map[string]string, sendErr *SendError) (*SendResult, error) {
+	addr := routes.brokerAddr(mq.BrokerName)
+	if addr == "" {
+		err := fmt.Errorf("%w: broker group %q of topic %q has no known address", ErrNoQueue, mq.BrokerName, r.topic)
+		sendErr.Attempts = append(sendErr.Attempts, SendAttempt{Broker: mq.BrokerName, QueueID: mq.QueueID, Err: err})
+		return nil, err
+	}
+	fail := func(addr string, err error) error {
+		sendErr.Attempts = append(sendErr.Attempts, SendAttempt{Broker: mq.BrokerName, Addr: addr, QueueID: mq.QueueID, Err: err})
+		return err
+	}
+	for hop := 0; ; hop++ {
+		req, err := p.encode(r, mq, extra)
+		if err != nil {
+			return nil, fail(addr, err)
+		}
+		start := p.cfg.common.now()
+		if r.oneway {
+			err := p.rc.InvokeOneway(ctx, addr, req)
+			if err != nil {
+				routes.markDown(mq.BrokerName, addr)
+				p.requestRefresh(r.topic)
+				return nil, fail(addr, err)
+			}
+			return nil, nil
+		}
+		resp, err := p.rc.InvokeSync(ctx, addr, req)
+		latency := p.cfg.common.now().Sub(start)
+		if err != nil {
+			p.fault.update(mq.BrokerName, latency, true)
+			fail(addr, err)
+			if !errIsConnFailure(err) || ctx.Err() != nil {
+				return nil, err
+			}
+			// The process behind addr is gone or unreachable: avoid it,
+			// ask the name servers for news, and try another member of
+			// the group, which names the leader if it is not it.
+			routes.markDown(mq.BrokerName, addr)
+			p.requestRefresh(r.topic)
+			if next := routes.brokerAddr(mq.BrokerName); hop < p.cfg.maxLeaderHops && next != "" && next != addr {
+				p.log.Info("connection to broker failed, trying another member of its group",
+					zap.String("brokerName", mq.BrokerName), zap.String("failed", addr), zap.String("next", next), zap.Error(err))
+				addr = next
+				continue
+			}
+			return nil, err
+		}
+		routes.markUp(mq.BrokerName, addr)
+		switch resp.Code {
+		case remoting.ResponseSuccess, remoting.ResponseFlushDiskTimeout, remoting.ResponseFlushSlaveTimeout, remoting.ResponseSlaveNotAvailable:
+			p.fault.update(mq.BrokerName, latency, false)
+			return p.result(r, mq, addr, resp)
+		}
+		be := &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]}
+		fail(addr, be)
+		notLeader := resp.Code == remoting.ResponseNotLeaderForQueue || resp.Code == remoting.ResponseServiceNotAvailable
+		if notLeader && be.LeaderAddr != "" && be.LeaderAddr != addr && hop < p.cfg.maxLeaderHops {
+			// Not a failure of the group: its leader moved. Go there now
+			// and let the route catch up in the background.
+			routes.learnLeader(mq.BrokerName, addr, be.LeaderAddr)
+			p.requestRefresh(r.topic)
+			addr = be.LeaderAddr
+			continue
+		}
+		if resp.Code == remoting.ResponseNotLeaderForQueue && hop < p.cfg.maxLeaderHops {
+			// A follower that does not know the leader yet (election in
+			// progress): try another member.
+			routes.markDown(mq.BrokerName, addr)
+			p.requestRefresh(r.topic)
+			if next := routes.brokerAddr(mq.BrokerName); next != "" && next != addr {
+				addr = next
+				continue
+			}
+		}
+		p.fault.update(mq.BrokerName, latency, true)
+		return nil, be
+	}
+}
+
+// result turns a stored-send response into a SendResult
+// (MQClientAPIImpl.processSendResponse).
+func (p *Producer) result(r *sendRequest, mq MessageQueue, addr string, resp *remoting.RemotingCommand) (*SendResult, error) {
+	var h sendMessageResponseHeader
+	if err := resp.DecodeHeader(&h); err != nil {
+		return nil, fmt.Errorf("client: send response from %s: %w", addr, err)
+	}
+	res := &SendResult{
+		MsgID:         strings.Join(r.uniqIDs, ","),
+		OffsetMsgID:   h.MsgID,
+		Queue:         MessageQueue{Topic: r.topic, BrokerName: mq.BrokerName, QueueID: h.QueueID},
+		QueueOffset:   h.QueueOffset,
+		TransactionID: h.TransactionID,
+		RegionID:      h.MsgRegion,
+		TraceOn:       h.TraceOn != "false",
+		Addr:          addr,
+	}
+	if h.BatchUniqID != "" {
+		res.MsgID = h.BatchUniqID
+	}
+	if res.RegionID == "" {
+		res.RegionID = "DefaultRegion"
+	}
+	switch resp.Code {
+	case remoting.ResponseFlushDiskTimeout:
+		res.Status = SendFlushDiskTimeout
+	case remoting.ResponseFlushSlaveTimeout:
+		res.Status = SendFlushSlaveTimeout
+	case remoting.ResponseSlaveNotAvailable:
+		res.Status = SendSlaveNotAvailable
+	}
+	return res, nil
+}

@@ -1,0 +1,607 @@
+package client
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+var uniqKeyRE = regexp.MustCompile(`^[0-9A-F]{32}$`)
+
+func TestProducerSendSyncWireFormat(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"TopicA": 4})
+	p := newTestProducer(t, ns, ProducerGroup("PG"))
+
+	msg := NewMessage("TopicA", []byte("hello")).WithTags("TagA").WithKeys("k1", "k2").WithProperty("color", "red")
+	msg.Flag = 7
+	res, err := p.SendSync(context.Background(), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := log.all()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	r := reqs[0]
+	h := r.header
+	if r.code != remoting.RequestSendMessageV2 || h.ProducerGroup != "PG" || h.Topic != "TopicA" || h.DefaultTopic != "TBW102" ||
+		h.DefaultTopicQueueNums != 4 || h.SysFlag != 0 || h.Flag != 7 || h.Batch || h.BrokerName != "broker-a" || h.QueueID < 0 || h.QueueID > 3 ||
+		h.BornTimestamp == 0 || string(r.body) != "hello" {
+		t.Fatalf("request %+v", r)
+	}
+	props := DecodeProperties(h.Properties)
+	if props["TAGS"] != "TagA" || props["KEYS"] != "k1 k2" || props["color"] != "red" || !uniqKeyRE.MatchString(props["UNIQ_KEY"]) {
+		t.Fatalf("properties %q", h.Properties)
+	}
+	if res.Status != SendOK || res.MsgID != props["UNIQ_KEY"] || res.OffsetMsgID == "" || res.Queue != (MessageQueue{"TopicA", "broker-a", h.QueueID}) ||
+		res.QueueOffset != 0 || res.RegionID != "RegionX" || res.TraceOn || res.Addr != a.addr {
+		t.Fatalf("result %+v", res)
+	}
+	// The short header names a..n are what travels.
+	raw := remoting.NewRequest(remoting.RequestSendMessageV2, &sendMessageHeaderV2{Topic: "x"}, nil)
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m"} {
+		if _, ok := raw.ExtFields[k]; !ok {
+			t.Errorf("header field %s missing", k)
+		}
+	}
+	// Successive sends rotate over the queues.
+	seen := map[int]bool{}
+	for i := 0; i < 8; i++ {
+		res, err := p.SendSync(context.Background(), NewMessage("TopicA", []byte("x")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[res.Queue.QueueID] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("8 sends used queues %v", seen)
+	}
+}
+
+func TestProducerSendStatuses(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	for code, want := range map[int16]SendStatus{
+		remoting.ResponseFlushDiskTimeout:  SendFlushDiskTimeout,
+		remoting.ResponseFlushSlaveTimeout: SendFlushSlaveTimeout,
+		remoting.ResponseSlaveNotAvailable: SendSlaveNotAvailable,
+	} {
+		a.setAnswer(answerCode(code, map[string]string{"msgId": "X", "queueId": "0", "queueOffset": "5"}))
+		res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+		if err != nil || res.Status != want || res.QueueOffset != 5 || res.RegionID != "DefaultRegion" || !res.TraceOn {
+			t.Fatalf("code %d: %v %v", code, res, err)
+		}
+		if res.Status.String() == "" {
+			t.Fatal("no status name")
+		}
+	}
+}
+
+func TestProducerCompression(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 512) // 8 KiB
+	small := bytes.Repeat([]byte("s"), 4096)             // at the threshold: not compressed
+	for _, body := range [][]byte{big, small} {
+		if _, err := p.SendSync(context.Background(), NewMessage("T", body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := log.all()
+	if reqs[0].header.SysFlag&SysFlagCompressed == 0 || len(reqs[0].body) >= len(big) {
+		t.Fatalf("big body sent with sysFlag %#x, %d bytes", reqs[0].header.SysFlag, len(reqs[0].body))
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(reqs[0].body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inflated, _ := io.ReadAll(zr)
+	if !bytes.Equal(inflated, big) {
+		t.Fatal("compressed body does not inflate to the original")
+	}
+	if reqs[1].header.SysFlag != 0 || !bytes.Equal(reqs[1].body, small) {
+		t.Fatalf("small body sent with sysFlag %#x", reqs[1].header.SysFlag)
+	}
+}
+
+// twoGroups starts broker-a and broker-b, each serving topic T with 2 queues.
+func twoGroups(t *testing.T) (*fakeBroker, *fakeBroker, *requestLog, *Producer) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	b := startFakeBroker(t, "broker-b", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 2})
+	b.register(t, ns, 0, 1, map[string]int{"T": 2})
+	return a, b, log, newTestProducer(t, ns)
+}
+
+// TestProducerRetriesAnotherBroker: every retriable answer and a dropped
+// connection make the next attempt go to the other brokerName.
+func TestProducerRetriesAnotherBroker(t *testing.T) {
+	dropConn := func(_ *fakeBroker, conn *remoting.Conn, _ *remoting.RemotingCommand) *remoting.RemotingCommand {
+		_ = conn.Close()
+		return nil
+	}
+	cases := map[string]func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand{
+		"SYSTEM_BUSY":           answerCode(remoting.ResponseSystemBusy, nil),
+		"TOPIC_NOT_EXIST":       answerCode(remoting.ResponseTopicNotExist, nil),
+		"SERVICE_NOT_AVAILABLE": answerCode(remoting.ResponseServiceNotAvailable, nil),
+		"SYSTEM_ERROR":          answerCode(remoting.ResponseSystemError, nil),
+		"NO_PERMISSION":         answerCode(remoting.ResponseNoPermission, nil),
+		"connection drop":       dropConn,
+	}
+	for name, answer := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, _, log, p := twoGroups(t)
+			a.setAnswer(answer)
+			for i := 0; i < 6; i++ {
+				res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+				if err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+				if res.Queue.BrokerName != "broker-b" {
+					t.Fatalf("stored on %s", res.Queue.BrokerName)
+				}
+			}
+			// Each request to broker-a is followed by the same message
+			// (same UNIQ_KEY) at broker-b.
+			reqs := log.all()
+			failed := 0
+			for i, r := range reqs {
+				if r.brokerN != "broker-a" {
+					continue
+				}
+				failed++
+				if i+1 >= len(reqs) || reqs[i+1].brokerN != "broker-b" ||
+					DecodeProperties(reqs[i+1].header.Properties)["UNIQ_KEY"] != DecodeProperties(r.header.Properties)["UNIQ_KEY"] {
+					t.Fatalf("request %d to broker-a not retried at broker-b: %+v", i, reqs)
+				}
+			}
+			if failed == 0 {
+				t.Fatal("no send tried broker-a; the rotation should have reached it")
+			}
+		})
+	}
+}
+
+func TestProducerNonRetriableAnswer(t *testing.T) {
+	a, b, log, p := twoGroups(t)
+	a.setAnswer(answerCode(remoting.ResponseMessageIllegal, nil))
+	b.setAnswer(answerCode(remoting.ResponseMessageIllegal, nil))
+	_, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+	var be *BrokerError
+	if !errors.As(err, &be) || be.Code != remoting.ResponseMessageIllegal || !errors.Is(err, ErrSendFailed) {
+		t.Fatalf("err %v", err)
+	}
+	if n := len(log.all()); n != 1 {
+		t.Fatalf("%d attempts for a non-retriable answer", n)
+	}
+}
+
+func TestProducerAllAttemptsFail(t *testing.T) {
+	a, b, log, p := twoGroups(t)
+	a.setAnswer(answerCode(remoting.ResponseSystemBusy, nil))
+	b.setAnswer(answerCode(remoting.ResponseSystemBusy, nil))
+	_, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+	var se *SendError
+	if !errors.As(err, &se) || len(se.Attempts) != 3 || !errors.Is(err, remoting.ErrServerBusy) {
+		t.Fatalf("err %v", err)
+	}
+	reqs := log.all()
+	if len(reqs) != 3 || reqs[0].brokerN == reqs[1].brokerN || reqs[1].brokerN == reqs[2].brokerN {
+		t.Fatalf("attempts did not alternate brokers: %v %v %v", reqs[0].brokerN, reqs[1].brokerN, reqs[2].brokerN)
+	}
+}
+
+// TestProducerFollowsNamedLeader: the route's master answers "not leader"
+// naming another member; the send goes there at once, later sends go
+// straight to it while the name server still names the old one, and the
+// learned leader is dropped once the route catches up.
+func TestProducerFollowsNamedLeader(t *testing.T) {
+	for _, code := range []int16{remoting.ResponseNotLeaderForQueue, remoting.ResponseServiceNotAvailable} {
+		ns := startNameServer(t)
+		log := &requestLog{}
+		n0 := startFakeBroker(t, "g", log)
+		n1 := startFakeBroker(t, "g", log)
+		n0.register(t, ns, 0, 1, map[string]int{"T": 2})
+		n1.register(t, ns, 1, 1, map[string]int{"T": 2})
+		n0.setAnswer(answerCode(code, map[string]string{ExtLeaderAddr: n1.addr}))
+		p := newTestProducer(t, ns)
+
+		start := time.Now()
+		res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Addr != n1.addr || time.Since(start) > time.Second {
+			t.Fatalf("code %d: stored at %s after %v", code, res.Addr, time.Since(start))
+		}
+		reqs := log.all()
+		if len(reqs) != 2 || reqs[0].addr != n0.addr || reqs[1].addr != n1.addr || reqs[0].header.QueueID != reqs[1].header.QueueID {
+			t.Fatalf("requests %+v", reqs)
+		}
+		for i := 0; i < 3; i++ {
+			if res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x"))); err != nil || res.Addr != n1.addr {
+				t.Fatalf("later send: %v %v", res, err)
+			}
+		}
+		if n := len(log.all()); n != 5 {
+			t.Fatalf("later sends did not go straight to the leader: %d requests", n)
+		}
+		// The new leader registers as master; after a refresh the route
+		// is followed again (and it names n1).
+		n1.register(t, ns, 0, 2, map[string]int{"T": 2})
+		// (A refresh may join a fetch that started before the
+		// registration, so poll.)
+		testutil.WaitFor(t, 5*time.Second, "learned leader dropped once the route names it", func() bool {
+			if _, err := p.routes.refresh(context.Background(), "T", false, 4); err != nil {
+				t.Fatal(err)
+			}
+			p.routes.mu.Lock()
+			defer p.routes.mu.Unlock()
+			g := p.routes.brokers["g"]
+			return g.leader == "" && g.members[0] == n1.addr
+		})
+		if addr := p.routes.brokerAddr("g"); addr != n1.addr {
+			t.Fatalf("after the route caught up: %s", addr)
+		}
+	}
+}
+
+// TestProducerLeaderDiesProbesFollower: the only group's master is gone;
+// the send tries a follower, which names the new leader, all in one call
+// and well under a second.
+func TestProducerLeaderDiesProbesFollower(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	n0 := startFakeBroker(t, "g", log)
+	n1 := startFakeBroker(t, "g", log)
+	n2 := startFakeBroker(t, "g", log)
+	n0.register(t, ns, 0, 1, map[string]int{"T": 2})
+	n1.register(t, ns, 1, 1, map[string]int{"T": 2})
+	n2.register(t, ns, 2, 1, map[string]int{"T": 2})
+	p := newTestProducer(t, ns)
+	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("warm"))); err != nil {
+		t.Fatal(err)
+	}
+	n0.stop()
+	n1.setAnswer(answerCode(remoting.ResponseNotLeaderForQueue, map[string]string{ExtLeaderAddr: n2.addr}))
+	start := time.Now()
+	res, err := p.SendSync(context.Background(), NewMessage("T", []byte("after")))
+	gap := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Addr != n2.addr || gap > time.Second {
+		t.Fatalf("stored at %s after %v", res.Addr, gap)
+	}
+	t.Logf("send after leader death took %v", gap)
+}
+
+func TestProducerBatch(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 2})
+	p := newTestProducer(t, ns)
+	msgs := []*Message{
+		NewMessage("T", []byte("one")).WithTags("a"),
+		NewMessage("T", []byte("two")).WithKeys("k"),
+		NewMessage("T", bytes.Repeat([]byte("3"), 10000)), // batches are never compressed
+	}
+	res, err := p.SendBatch(context.Background(), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := log.all()[0]
+	if r.code != remoting.RequestSendBatchMessage || !r.header.Batch || r.header.SysFlag != 0 {
+		t.Fatalf("request %+v", r.header)
+	}
+	entries, err := DecodeBatch(r.body)
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("batch body: %v, %d entries", err, len(entries))
+	}
+	var ids []string
+	for i, e := range entries {
+		if !bytes.Equal(e.Body, msgs[i].Body) {
+			t.Fatalf("entry %d body differs", i)
+		}
+		props := DecodeProperties(e.Properties)
+		if !uniqKeyRE.MatchString(props["UNIQ_KEY"]) {
+			t.Fatalf("entry %d properties %q", i, e.Properties)
+		}
+		ids = append(ids, props["UNIQ_KEY"])
+	}
+	if DecodeProperties(entries[0].Properties)["TAGS"] != "a" || DecodeProperties(entries[1].Properties)["KEYS"] != "k" {
+		t.Fatal("per-message properties lost")
+	}
+	if res.MsgID != strings.Join(ids, ",") {
+		t.Fatalf("batch msgId %q, want %q", res.MsgID, strings.Join(ids, ","))
+	}
+	for _, bad := range [][]*Message{
+		nil,
+		{NewMessage("T", []byte("x")), NewMessage("U", []byte("y"))},
+		{{Topic: "T", Body: []byte("x"), DelayLevel: 2}},
+	} {
+		if _, err := p.SendBatch(context.Background(), bad); !errors.Is(err, ErrInvalidMessage) {
+			t.Fatalf("bad batch: %v", err)
+		}
+	}
+}
+
+func TestProducerSelectors(t *testing.T) {
+	a, b, log, p := twoGroups(t)
+	_ = b
+	// Same sharding key, same queue.
+	var first MessageQueue
+	for i := 0; i < 5; i++ {
+		m := NewMessage("T", []byte("x"))
+		m.ShardingKey = "order-42"
+		res, err := p.SendWithSelector(context.Background(), m, HashSelector())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = res.Queue
+		} else if res.Queue != first {
+			t.Fatalf("order-42 went to %v then %v", first, res.Queue)
+		}
+	}
+	// Manual selection; the ordered send retries on the same queue, never
+	// on the other broker.
+	target := MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 1}
+	var once sync.Once
+	a.setAnswer(func(fb *fakeBroker, _ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		busy := false
+		once.Do(func() { busy = true })
+		if busy {
+			return answerCode(remoting.ResponseSystemBusy, nil)(fb, nil, req)
+		}
+		return fb.stored(req)
+	})
+	before := len(log.all())
+	res, err := p.SendWithSelector(context.Background(), NewMessage("T", []byte("x")), ManualSelector(target))
+	if err != nil || res.Queue != target {
+		t.Fatalf("manual: %v %v", res, err)
+	}
+	reqs := log.all()[before:]
+	if len(reqs) != 2 || reqs[0].brokerN != "broker-a" || reqs[1].brokerN != "broker-a" || reqs[1].header.QueueID != 1 {
+		t.Fatalf("ordered retry left its queue: %+v", reqs)
+	}
+	if _, err := p.SendWithSelector(context.Background(), NewMessage("T", []byte("x")), ManualSelector(MessageQueue{Topic: "T", BrokerName: "nope"})); !errors.Is(err, ErrNoQueue) {
+		t.Fatalf("unknown queue: %v", err)
+	}
+	if _, err := p.SendWithSelector(context.Background(), NewMessage("T", []byte("x")), RandomSelector()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestJavaStringHash(t *testing.T) {
+	// Values of Java's String.hashCode (UTF-16 code units, int overflow),
+	// computed independently.
+	for s, want := range map[string]int32{"": 0, "a": 97, "order-42": 1234255197, "hello world": 1794106052, "😀": 1772899} {
+		if got := javaStringHash(s); got != want {
+			t.Errorf("hash(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestProducerIdempotentRetryKeepsIdentity: after a dropped connection
+// (outcome unknown) the retry carries the same producer id and sequence
+// and goes to the same queue, though another broker group exists.
+func TestProducerIdempotentRetryKeepsIdentity(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	b := startFakeBroker(t, "broker-b", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 2})
+	b.register(t, ns, 0, 1, map[string]int{"T": 2})
+	p := newTestProducer(t, ns, Idempotent(true), IdempotentProducerID("pid-1"))
+	if p.ProducerID() != "pid-1" {
+		t.Fatal(p.ProducerID())
+	}
+	var mu sync.Mutex
+	dropped := map[string]bool{}
+	drop := func(fb *fakeBroker, conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		var h sendMessageHeaderV2
+		_ = req.DecodeHeader(&h)
+		key := DecodeProperties(h.Properties)["UNIQ_KEY"]
+		mu.Lock()
+		first := !dropped[key]
+		dropped[key] = true
+		mu.Unlock()
+		if first {
+			_ = conn.Close()
+			return nil
+		}
+		return fb.stored(req)
+	}
+	a.setAnswer(drop)
+	b.setAnswer(drop)
+	for i := 0; i < 6; i++ {
+		if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("x"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := log.all()
+	if len(reqs) != 12 {
+		t.Fatalf("%d requests, want 6 pairs", len(reqs))
+	}
+	perQueue := map[MessageQueue][]string{}
+	for i := 0; i < len(reqs); i += 2 {
+		p1, p2 := DecodeProperties(reqs[i].header.Properties), DecodeProperties(reqs[i+1].header.Properties)
+		if p1[PropertyProducerID] != "pid-1" || p1[PropertySequence] == "" || p1[PropertySequence] != p2[PropertySequence] ||
+			p1["UNIQ_KEY"] != p2["UNIQ_KEY"] || reqs[i].brokerN != reqs[i+1].brokerN || reqs[i].header.QueueID != reqs[i+1].header.QueueID {
+			t.Fatalf("retry %d changed identity or queue: %v %v / %v %v", i/2, reqs[i].brokerN, p1, reqs[i+1].brokerN, p2)
+		}
+		mq := MessageQueue{"T", reqs[i].brokerN, reqs[i].header.QueueID}
+		perQueue[mq] = append(perQueue[mq], p1[PropertySequence])
+	}
+	for mq, seqs := range perQueue {
+		for i, s := range seqs {
+			if s != strconv.Itoa(i) {
+				t.Fatalf("queue %v sequences %v, want 0,1,2…", mq, seqs)
+			}
+		}
+	}
+}
+
+func TestProducerAsyncAndOneway(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 4})
+	p := newTestProducer(t, ns)
+	const n = 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(res *SendResult, err error) {
+			defer wg.Done()
+			if err == nil && res.Status != SendOK {
+				err = errors.New("not SEND_OK")
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if err := p.SendOneway(context.Background(), NewMessage("T", []byte("oneway"))); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "oneway request arrives", func() bool {
+		reqs := log.all()
+		return len(reqs) == n+1 && reqs[n].oneway && string(reqs[n].body) == "oneway"
+	})
+}
+
+// TestProducerCloseCancelsAsync: a broker that never answers; Close
+// returns promptly and every callback gets an error.
+func TestProducerCloseCancelsAsync(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
+	p := newTestProducer(t, ns, SendTimeout(time.Minute))
+	done := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) { done <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("Close took %v", time.Since(start))
+	}
+	for i := 0; i < 3; i++ {
+		if err := <-done; err == nil {
+			t.Fatal("a send to a silent broker succeeded")
+		}
+	}
+	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("x"))); !errors.Is(err, ErrClosed) {
+		t.Fatalf("send after close: %v", err)
+	}
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(*SendResult, error) {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("async after close: %v", err)
+	}
+}
+
+func TestProducerAutoCreateTopic(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"TBW102": 8})
+	p := newTestProducer(t, ns, AutoCreateTopic(true, 3))
+	res, err := p.SendSync(context.Background(), NewMessage("Fresh", []byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Queue.Topic != "Fresh" || log.all()[0].header.Topic != "Fresh" || res.Queue.QueueID > 2 {
+		t.Fatalf("result %+v", res)
+	}
+	qs, err := p.PublishQueues(context.Background(), "Fresh")
+	if err != nil || len(qs) != 3 || !p.routes.isDefaultRoute("Fresh") {
+		t.Fatalf("auto-created topic has queues %v (%v)", qs, err)
+	}
+
+	p2 := newTestProducer(t, ns, AutoCreateTopic(false, 4))
+	if _, err := p2.SendSync(context.Background(), NewMessage("Fresh2", []byte("x"))); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("without auto-create: %v", err)
+	}
+}
+
+func TestProducerLifecycleAndValidation(t *testing.T) {
+	if _, err := NewProducer(); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("no name servers: %v", err)
+	}
+	bad := [][]ProducerOpt{
+		{NameServers("nohostport")},
+		{NameServers("127.0.0.1:0")},
+		{NameServers("127.0.0.1:9876"), RetryTimesWhenSendFailed(-1)},
+		{NameServers("127.0.0.1:9876"), SendTimeout(0)},
+		{NameServers("127.0.0.1:9876"), CompressLevel(11)},
+		{NameServers("127.0.0.1:9876"), MaxMessageSize(0)},
+		{NameServers("127.0.0.1:9876"), ProducerGroup("bad group")},
+		{NameServers("127.0.0.1:9876"), SendLatencyFaultTables([]time.Duration{1}, nil)},
+		{NameServers("127.0.0.1:9876"), SendLatencyFaultTables([]time.Duration{2, 1}, []time.Duration{0, 0})},
+		{NameServers("127.0.0.1:9876"), AutoCreateTopic(true, 0)},
+		{NameServers("127.0.0.1:9876"), RouteRefreshInterval(time.Microsecond)},
+		{NameServers("127.0.0.1:9876"), IdempotentProducerID("x")},
+		{NameServers("127.0.0.1:9876"), WithLogger(nil)},
+		{NameServers("127.0.0.1:9876"), MaxAsyncInflight(0)},
+	}
+	for i, opts := range bad {
+		if _, err := NewProducer(opts...); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("case %d: err %v", i, err)
+		}
+	}
+	p, err := NewProducer(NameServers("127.0.0.1:9876"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("x"))); !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("before start: %v", err)
+	}
+	if _, err := p.SendSync(context.Background(), NewMessage("", []byte("x"))); !errors.Is(err, ErrInvalidMessage) {
+		t.Fatalf("invalid message: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("start after close: %v", err)
+	}
+}

@@ -1,0 +1,352 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// routeManager fetches routes from the name servers and caches them per
+// topic, together with a table of broker groups (brokerName → members)
+// that also remembers what sends taught us about leaders: a broker that
+// said "not leader, ask X", or a member whose connection failed. It has no
+// goroutine of its own; the producer's refresh loop drives it.
+type routeManager struct {
+	rc          *remoting.Client
+	log         *zap.Logger
+	nameServers []string
+	timeout     time.Duration // per name-server call
+	now         func() time.Time
+	downFor     time.Duration // how long a failed member is avoided
+	// onLeaderChange is told when a route shows a new master address for a
+	// broker group, so fault isolation of the old process can be lifted.
+	onLeaderChange func(brokerName string)
+
+	mu       sync.Mutex
+	nsIndex  int                     // guarded by mu; name server tried first
+	topics   map[string]*topicRoute  // guarded by mu
+	brokers  map[string]*brokerGroup // guarded by mu
+	inflight map[string]*routeCall   // guarded by mu; coalesces fetches per topic
+}
+
+// topicRoute is the cached state of one topic.
+type topicRoute struct {
+	data      *namesrv.TopicRouteData
+	publish   *TopicPublishInfo
+	subscribe []MessageQueue
+	fetchedAt time.Time
+}
+
+// brokerGroup is one broker group as the client knows it.
+type brokerGroup struct {
+	members map[int64]string     // brokerId → address, from the latest route
+	leader  string               // learned from a not-leader answer; "" if none
+	stale   string               // the master address that answer refuted
+	down    map[string]time.Time // address → avoid until
+}
+
+// routeCall is one in-flight fetch that concurrent callers wait on.
+type routeCall struct {
+	done chan struct{}
+	rd   *namesrv.TopicRouteData
+	err  error
+}
+
+func newRouteManager(rc *remoting.Client, log *zap.Logger, nameServers []string, timeout time.Duration, now func() time.Time) *routeManager {
+	return &routeManager{
+		rc:          rc,
+		log:         log,
+		nameServers: slices.Clone(nameServers),
+		timeout:     timeout,
+		now:         now,
+		downFor:     3 * time.Second,
+		topics:      map[string]*topicRoute{},
+		brokers:     map[string]*brokerGroup{},
+		inflight:    map[string]*routeCall{},
+	}
+}
+
+// fetchRoute asks the name servers for topic's route, starting with the
+// one that answered last and moving on when one cannot be reached
+// (RocketMQ's client rotates its name-server channel the same way). A
+// TOPIC_NOT_EXIST answer is final: another name server would say the same.
+// Concurrent fetches of one topic share one request.
+func (r *routeManager) fetchRoute(ctx context.Context, topic string) (*namesrv.TopicRouteData, error) {
+	r.mu.Lock()
+	if c := r.inflight[topic]; c != nil {
+		r.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.rd, c.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c := &routeCall{done: make(chan struct{})}
+	r.inflight[topic] = c
+	start := r.nsIndex
+	r.mu.Unlock()
+
+	c.rd, c.err = r.fetchFrom(ctx, topic, start)
+	r.mu.Lock()
+	delete(r.inflight, topic)
+	r.mu.Unlock()
+	close(c.done)
+	return c.rd, c.err
+}
+
+func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (*namesrv.TopicRouteData, error) {
+	var errs []error
+	for i := range r.nameServers {
+		idx := (start + i) % len(r.nameServers)
+		addr := r.nameServers[idx]
+		cctx, cancel := context.WithTimeout(ctx, r.timeout)
+		req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &namesrv.GetRouteInfoRequestHeader{Topic: topic}, nil)
+		resp, err := r.rc.InvokeSync(cctx, addr, req)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			r.log.Warn("name server unreachable, trying the next", zap.String("nameServer", addr), zap.String("topic", topic), zap.Error(err))
+			errs = append(errs, err)
+			continue
+		}
+		r.mu.Lock()
+		r.nsIndex = idx
+		r.mu.Unlock()
+		switch resp.Code {
+		case remoting.ResponseSuccess:
+			rd, err := namesrv.DecodeTopicRouteData(resp.Body)
+			if err != nil {
+				return nil, fmt.Errorf("client: route of %q from %s: %w", topic, addr, err)
+			}
+			return rd, nil
+		case remoting.ResponseTopicNotExist:
+			return nil, fmt.Errorf("%w: %q (name server %s: %s)", ErrNoRoute, topic, addr, resp.Remark)
+		default:
+			errs = append(errs, remoting.ResponseError(addr, resp))
+		}
+	}
+	return nil, fmt.Errorf("%w for topic %q (tried %v): %w", ErrNoNameServer, topic, r.nameServers, errors.Join(errs...))
+}
+
+// store caches rd as topic's route and merges its broker groups.
+func (r *routeManager) store(topic string, rd *namesrv.TopicRouteData, publish *TopicPublishInfo) {
+	var changed []string
+	r.mu.Lock()
+	r.topics[topic] = &topicRoute{data: rd, publish: publish, subscribe: subscribeQueues(topic, rd), fetchedAt: r.now()}
+	for _, bd := range rd.BrokerDatas {
+		g := r.brokers[bd.BrokerName]
+		if g == nil {
+			g = &brokerGroup{down: map[string]time.Time{}}
+			r.brokers[bd.BrokerName] = g
+		}
+		oldMaster := g.members[namesrv.MasterID]
+		g.members = maps.Clone(bd.BrokerAddrs)
+		master := g.members[namesrv.MasterID]
+		if master != "" && master != oldMaster && oldMaster != "" {
+			changed = append(changed, bd.BrokerName)
+		}
+		// A learned leader stands until the name server has heard of a
+		// leader change too, i.e. shows a master other than the refuted one.
+		if g.leader != "" && master != "" && master != g.stale {
+			g.leader, g.stale = "", ""
+		}
+	}
+	r.mu.Unlock()
+	for _, name := range changed {
+		if r.onLeaderChange != nil {
+			r.onLeaderChange(name)
+		}
+	}
+}
+
+// publishInfo returns topic's cached publish info, fetching the route on
+// first use. With autoCreate, a topic the name servers do not know is
+// given TBW102's brokers with min(defaultQueueNums, writeQueueNums) queues
+// each, so that the first send makes the broker create it
+// (updateTopicRouteInfoFromNameServer with isDefault).
+func (r *routeManager) publishInfo(ctx context.Context, topic string, autoCreate bool, defaultQueueNums int) (*TopicPublishInfo, error) {
+	r.mu.Lock()
+	tr := r.topics[topic]
+	r.mu.Unlock()
+	if tr != nil && tr.publish.ok() {
+		return tr.publish, nil
+	}
+	return r.refresh(ctx, topic, autoCreate, defaultQueueNums)
+}
+
+// refresh fetches topic's route now and caches it. A failed fetch keeps
+// the cached route (a name server hiccup must not stop sends).
+func (r *routeManager) refresh(ctx context.Context, topic string, autoCreate bool, defaultQueueNums int) (*TopicPublishInfo, error) {
+	rd, err := r.fetchRoute(ctx, topic)
+	if err == nil {
+		info := newPublishInfo(topic, rd)
+		r.store(topic, rd, info)
+		return info, nil
+	}
+	if errors.Is(err, ErrNoRoute) && autoCreate {
+		def, derr := r.fetchRoute(ctx, autoCreateTopic)
+		if derr != nil {
+			return nil, fmt.Errorf("%w; and the auto-create route %s: %v", err, autoCreateTopic, derr)
+		}
+		def = cloneRoute(def)
+		for i := range def.QueueDatas {
+			n := min(defaultQueueNums, def.QueueDatas[i].WriteQueueNums)
+			def.QueueDatas[i].ReadQueueNums, def.QueueDatas[i].WriteQueueNums = n, n
+		}
+		info := newPublishInfo(topic, def)
+		info.fromDefault = true
+		r.store(topic, def, info)
+		return info, nil
+	}
+	r.mu.Lock()
+	tr := r.topics[topic]
+	r.mu.Unlock()
+	if tr != nil && tr.publish.ok() {
+		if ctx.Err() == nil {
+			r.log.Warn("route refresh failed, keeping the cached route", zap.String("topic", topic), zap.Error(err))
+		}
+		return tr.publish, nil
+	}
+	return nil, err
+}
+
+// subscribeInfo returns the readable queues of topic, fetching on first use.
+func (r *routeManager) subscribeInfo(ctx context.Context, topic string) ([]MessageQueue, error) {
+	r.mu.Lock()
+	tr := r.topics[topic]
+	r.mu.Unlock()
+	if tr == nil {
+		if _, err := r.refresh(ctx, topic, false, 0); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		tr = r.topics[topic]
+		r.mu.Unlock()
+	}
+	return slices.Clone(tr.subscribe), nil
+}
+
+// cachedTopics lists the topics in the cache, for the periodic refresh.
+func (r *routeManager) cachedTopics() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.topics))
+}
+
+// isDefaultRoute reports whether topic is still served from TBW102.
+func (r *routeManager) isDefaultRoute(topic string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tr := r.topics[topic]
+	return tr != nil && tr.publish != nil && tr.publish.fromDefault
+}
+
+// brokerAddr picks the address to send to for a broker group: the leader
+// a not-leader answer named, else the route's master, else any other
+// member (a raftmq follower answers with the leader's address) — each
+// skipped while it is marked down. When everything is down it returns the
+// master anyway: it may be back.
+func (r *routeManager) brokerAddr(brokerName string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.brokers[brokerName]
+	if g == nil {
+		return ""
+	}
+	now := r.now()
+	usable := func(addr string) bool {
+		if addr == "" {
+			return false
+		}
+		until, down := g.down[addr]
+		return !down || !now.Before(until)
+	}
+	if usable(g.leader) {
+		return g.leader
+	}
+	master := g.members[namesrv.MasterID]
+	if master != g.stale && usable(master) {
+		return master
+	}
+	ids := slices.Sorted(maps.Keys(g.members))
+	for _, id := range ids {
+		if a := g.members[id]; a != g.stale && usable(a) {
+			return a
+		}
+	}
+	if master != "" {
+		return master
+	}
+	if g.leader != "" {
+		return g.leader
+	}
+	for _, id := range ids {
+		return g.members[id]
+	}
+	return ""
+}
+
+// learnLeader records that addr is not brokerName's leader and leader is.
+func (r *routeManager) learnLeader(brokerName, addr, leader string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.brokers[brokerName]
+	if g == nil {
+		g = &brokerGroup{members: map[int64]string{}, down: map[string]time.Time{}}
+		r.brokers[brokerName] = g
+	}
+	if g.members[namesrv.MasterID] == addr || g.stale == "" {
+		g.stale = g.members[namesrv.MasterID]
+	}
+	g.leader = leader
+	delete(g.down, leader)
+	r.log.Info("following the leader a broker named",
+		zap.String("brokerName", brokerName), zap.String("notLeader", addr), zap.String("leader", leader))
+}
+
+// markDown avoids addr of brokerName for downFor after its connection
+// failed; a leader learned at that address is forgotten.
+func (r *routeManager) markDown(brokerName, addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.brokers[brokerName]
+	if g == nil {
+		return
+	}
+	g.down[addr] = r.now().Add(r.downFor)
+	if g.leader == addr {
+		g.leader = ""
+	}
+}
+
+// markUp clears the down mark of addr after a successful call.
+func (r *routeManager) markUp(brokerName, addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g := r.brokers[brokerName]; g != nil {
+		delete(g.down, addr)
+	}
+}
+
+func cloneRoute(rd *namesrv.TopicRouteData) *namesrv.TopicRouteData {
+	c := *rd
+	c.QueueDatas = slices.Clone(rd.QueueDatas)
+	c.BrokerDatas = make([]namesrv.BrokerData, len(rd.BrokerDatas))
+	for i, bd := range rd.BrokerDatas {
+		bd.BrokerAddrs = maps.Clone(bd.BrokerAddrs)
+		c.BrokerDatas[i] = bd
+	}
+	return &c
+}
