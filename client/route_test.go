@@ -1,0 +1,228 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// fakeNameServer answers GET_ROUTEINFO_BY_TOPIC with a fixed body.
+func fakeNameServer(t *testing.T, body string, calls *atomic.Int32) string {
+	t.Helper()
+	srv := remoting.NewServer(remoting.ServerConfig{}, nil)
+	srv.Register(remoting.RequestGetRouteInfoByTopic, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		calls.Add(1)
+		if req.ExtFields["topic"] != "T" {
+			return remoting.NewResponse(remoting.ResponseTopicNotExist, "no route"), nil
+		}
+		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+		resp.Body = []byte(body)
+		return resp, nil
+	}, 1, 16)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv.Addr().String()
+}
+
+func newTestRoutes(t *testing.T, nameServers ...string) *routeManager {
+	rc := remoting.NewClient(remoting.ClientConfig{ConnectTimeout: time.Second}, nil)
+	t.Cleanup(func() { _ = rc.Close() })
+	return newRouteManager(rc, zap.NewNop(), nameServers, 2*time.Second, time.Now)
+}
+
+func TestRouteParsesLegacyAndStandardJSON(t *testing.T) {
+	legacy := `{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"},"brokerName":"b","cluster":"C"}],` +
+		`"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":2}]}`
+	standard := `{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.1:10921"},"brokerName":"b","cluster":"C"}],` +
+		`"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":2}]}`
+	for name, body := range map[string]string{"legacy": legacy, "standard": standard} {
+		var calls atomic.Int32
+		r := newTestRoutes(t, fakeNameServer(t, body, &calls))
+		info, err := r.publishInfo(context.Background(), "T", false, 4)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(info.Queues) != 2 || info.Queues[1] != (MessageQueue{"T", "b", 1}) {
+			t.Fatalf("%s: queues %v", name, info.Queues)
+		}
+		if addr := r.brokerAddr("b"); addr != "127.0.0.1:10911" {
+			t.Fatalf("%s: master %s", name, addr)
+		}
+		sub, err := r.subscribeInfo(context.Background(), "T")
+		if err != nil || len(sub) != 4 {
+			t.Fatalf("%s: subscribe queues %v %v", name, sub, err)
+		}
+		// Cached: no second lookup.
+		if _, err := r.publishInfo(context.Background(), "T", false, 4); err != nil || calls.Load() != 1 {
+			t.Fatalf("%s: %d lookups", name, calls.Load())
+		}
+	}
+}
+
+func TestRouteRotatesNameServers(t *testing.T) {
+	dead := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	body := `{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:1"},"brokerName":"b","cluster":"C"}],"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":1,"writeQueueNums":1}]}`
+	var calls atomic.Int32
+	live := fakeNameServer(t, body, &calls)
+	r := newTestRoutes(t, dead, live)
+	if _, err := r.fetchRoute(context.Background(), "T"); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	idx := r.nsIndex
+	r.mu.Unlock()
+	if idx != 1 {
+		t.Fatalf("name server index %d after the first one failed", idx)
+	}
+	// A topic the name server does not know is final, not a reason to rotate.
+	if _, err := r.fetchRoute(context.Background(), "Other"); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("unknown topic: %v", err)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("%d calls to the live name server", calls.Load())
+	}
+	r2 := newTestRoutes(t, dead)
+	if _, err := r2.fetchRoute(context.Background(), "T"); !errors.Is(err, ErrNoNameServer) {
+		t.Fatalf("all dead: %v", err)
+	}
+}
+
+func TestRoutePeriodicRefresh(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 2})
+	p := newTestProducer(t, ns, RouteRefreshInterval(20*time.Millisecond))
+	qs, err := p.PublishQueues(context.Background(), "T")
+	if err != nil || len(qs) != 2 {
+		t.Fatalf("%v %v", qs, err)
+	}
+	a.register(t, ns, 0, 2, map[string]int{"T": 5})
+	testutil.WaitFor(t, 5*time.Second, "the refresh loop picks up 5 queues", func() bool {
+		qs, err := p.PublishQueues(context.Background(), "T")
+		return err == nil && len(qs) == 5
+	})
+	// With the name server gone the cached route keeps serving.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ns.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := p.routes.refresh(context.Background(), "T", true, 4)
+	if err != nil || len(info.Queues) != 5 {
+		t.Fatalf("after name server loss: %v %v", info, err)
+	}
+}
+
+func TestPublishInfoFromRoute(t *testing.T) {
+	rd := &namesrv.TopicRouteData{
+		QueueDatas: []namesrv.QueueData{
+			{BrokerName: "c", Perm: namesrv.PermRead | namesrv.PermWrite, ReadQueueNums: 2, WriteQueueNums: 2},
+			{BrokerName: "a", Perm: namesrv.PermRead | namesrv.PermWrite, ReadQueueNums: 3, WriteQueueNums: 1},
+			{BrokerName: "ro", Perm: namesrv.PermRead, ReadQueueNums: 2, WriteQueueNums: 2},
+			{BrokerName: "nomaster", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1},
+			{BrokerName: "gone", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1},
+		},
+		BrokerDatas: []namesrv.BrokerData{
+			{BrokerName: "a", BrokerAddrs: map[int64]string{0: "A"}},
+			{BrokerName: "c", BrokerAddrs: map[int64]string{0: "C", 1: "C1"}},
+			{BrokerName: "ro", BrokerAddrs: map[int64]string{0: "R"}},
+			{BrokerName: "nomaster", BrokerAddrs: map[int64]string{1: "N1"}},
+		},
+	}
+	info := newPublishInfo("T", rd)
+	want := []MessageQueue{{"T", "a", 0}, {"T", "c", 0}, {"T", "c", 1}}
+	if fmt.Sprint(info.Queues) != fmt.Sprint(want) || info.OrderTopic {
+		t.Fatalf("queues %v", info.Queues)
+	}
+	if sub := subscribeQueues("T", rd); len(sub) != 3+2+2+1+1 {
+		t.Fatalf("subscribe %v", sub)
+	}
+	// Mid-election, when no group has a master, masterless groups stand in.
+	only := &namesrv.TopicRouteData{QueueDatas: rd.QueueDatas[3:4], BrokerDatas: rd.BrokerDatas[3:4]}
+	if q := newPublishInfo("T", only).Queues; len(q) != 1 || q[0].BrokerName != "nomaster" {
+		t.Fatalf("masterless fallback %v", q)
+	}
+	// An orderTopicConf wins.
+	rd.OrderTopicConf = "a:2;c:1;bad"
+	info = newPublishInfo("T", rd)
+	if fmt.Sprint(info.Queues) != fmt.Sprint([]MessageQueue{{"T", "a", 0}, {"T", "a", 1}, {"T", "c", 0}}) || !info.OrderTopic {
+		t.Fatalf("order conf queues %v", info.Queues)
+	}
+	// Rotation visits every queue once per round; filters skip.
+	seen := map[MessageQueue]int{}
+	for i := 0; i < 6; i++ {
+		mq, _ := info.selectQueue()
+		seen[mq]++
+	}
+	if len(seen) != 3 || seen[MessageQueue{"T", "a", 0}] != 2 {
+		t.Fatalf("rotation %v", seen)
+	}
+	if _, ok := info.selectQueue(func(MessageQueue) bool { return false }); ok {
+		t.Fatal("a filter rejecting everything selected a queue")
+	}
+}
+
+func TestBrokerAddrChoice(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := newRouteManager(nil, zap.NewNop(), []string{"x:1"}, time.Second, func() time.Time { return now })
+	rd := &namesrv.TopicRouteData{
+		QueueDatas:  []namesrv.QueueData{{BrokerName: "g", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1}},
+		BrokerDatas: []namesrv.BrokerData{{BrokerName: "g", BrokerAddrs: map[int64]string{0: "m", 1: "f1", 2: "f2"}}},
+	}
+	r.store("T", rd, newPublishInfo("T", rd))
+	if a := r.brokerAddr("g"); a != "m" {
+		t.Fatal(a)
+	}
+	r.markDown("g", "m")
+	if a := r.brokerAddr("g"); a != "f1" {
+		t.Fatalf("master down: %s", a)
+	}
+	r.markDown("g", "f1")
+	if a := r.brokerAddr("g"); a != "f2" {
+		t.Fatalf("master and f1 down: %s", a)
+	}
+	r.markDown("g", "f2")
+	if a := r.brokerAddr("g"); a != "m" {
+		t.Fatalf("all down: %s", a)
+	}
+	now = now.Add(4 * time.Second) // down marks expire
+	if a := r.brokerAddr("g"); a != "m" {
+		t.Fatalf("after expiry: %s", a)
+	}
+	r.learnLeader("g", "m", "f2")
+	if a := r.brokerAddr("g"); a != "f2" {
+		t.Fatalf("learned leader: %s", a)
+	}
+	// The same route again (name server not updated): the learned leader stays.
+	r.store("T", rd, newPublishInfo("T", rd))
+	if a := r.brokerAddr("g"); a != "f2" {
+		t.Fatalf("stale route overrode the learned leader: %s", a)
+	}
+	// A leader change reported by the route lifts fault isolation.
+	var changed []string
+	r.onLeaderChange = func(name string) { changed = append(changed, name) }
+	rd2 := cloneRoute(rd)
+	rd2.BrokerDatas[0].BrokerAddrs = map[int64]string{0: "f2", 1: "f1"}
+	r.store("T", rd2, newPublishInfo("T", rd2))
+	if a := r.brokerAddr("g"); a != "f2" || len(changed) != 1 {
+		t.Fatalf("route caught up: %s, changes %v", a, changed)
+	}
+	if r.brokerAddr("unknown") != "" {
+		t.Fatal("unknown group has an address")
+	}
+}
