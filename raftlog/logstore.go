@@ -255,24 +255,18 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		return err
 	}
 	startPos := s.nextPos
-	var touched []*store.MappedFile
 	for _, l := range logs {
-		mf, pos, err := s.appendFrameLocked(l)
+		_, pos, err := s.appendFrameLocked(l)
 		if err != nil {
 			return s.fail(fmt.Errorf("append index %d: %w", l.Index, err))
-		}
-		if len(touched) == 0 || touched[len(touched)-1] != mf {
-			touched = append(touched, mf)
 		}
 		if err := s.putSlotLocked(l.Index, pos); err != nil {
 			return s.fail(fmt.Errorf("index slot %d: %w", l.Index, err))
 		}
 	}
 	if s.opts.Sync {
-		for _, mf := range touched {
-			if _, err := mf.Flush(); err != nil {
-				return s.fail(fmt.Errorf("sync %s: %w", mf.Path(), err))
-			}
+		if err := s.syncFromLocked(startPos); err != nil {
+			return s.fail(err)
 		}
 	}
 	last := logs[len(logs)-1].Index
@@ -288,6 +282,22 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		if err := s.checkpointLocked(); err != nil {
 			// The entries are durable; only the restart shortcut is behind.
 			s.log.Error("raftlog checkpoint failed; restart will rescan more log", zap.Error(err))
+		}
+	}
+	return nil
+}
+
+// syncFromLocked makes every segment written since position from durable:
+// one msync per segment. That includes a segment that only received a blank
+// filler: if its filler were lost, recovery would stop at the zeros there
+// and never reach the acknowledged frames in the next segment.
+func (s *LogStore) syncFromLocked(from int64) error {
+	for _, mf := range s.segQ.Files() {
+		if mf.FileFromOffset()+int64(mf.Size()) <= from {
+			continue
+		}
+		if _, err := mf.Flush(); err != nil {
+			return fmt.Errorf("sync %s: %w", mf.Path(), err)
 		}
 	}
 	return nil
