@@ -218,3 +218,35 @@ func (s *LogStore) DeleteSegmentsBefore(index uint64) (uint64, error) {
 	}
 	return newFirst, nil
 }
+
+// FirstIndexFrom returns the first present index whose frame starts at or
+// after pos, or 0 if none does. Retention, which picks segments by time,
+// turns a segment's end position into the index to pass to
+// DeleteSegmentsBefore (capped by the snapshot index).
+func (s *LogStore) FirstIndexFrom(pos int64) (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if s.emptyLocked() {
+		return 0, nil
+	}
+	lo, hi := s.first, s.tail+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		p, err := s.slotLocked(mid)
+		if err != nil {
+			return 0, err
+		}
+		if p >= pos {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if lo > s.tail {
+		return 0, nil
+	}
+	return lo, nil
+}

@@ -261,6 +261,18 @@ func TestRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got, err := s.FirstIndexFrom(s.MinPosition()); err != nil || got != first {
+		t.Fatalf("FirstIndexFrom(min position) = %d, %v; want %d", got, err, first)
+	}
+	if got, _ := s.FirstIndexFrom(pos); got != 450 {
+		t.Fatalf("FirstIndexFrom(position of 450) = %d", got)
+	}
+	if got, _ := s.FirstIndexFrom(pos + 1); got != 451 {
+		t.Fatalf("FirstIndexFrom(position of 450 + 1) = %d", got)
+	}
+	if got, _ := s.FirstIndexFrom(1 << 40); got != 0 {
+		t.Fatalf("FirstIndexFrom(past the end) = %d", got)
+	}
 	if first > 450 || first <= 301 {
 		t.Fatalf("first index %d after retention before 450", first)
 	}
