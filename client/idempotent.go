@@ -47,11 +47,12 @@ func newSequencer(id string) *sequencer {
 	return &sequencer{producerID: id, next: map[MessageQueue]uint64{}}
 }
 
-// assign returns the properties stamping one message bound for mq.
-func (s *sequencer) assign(mq MessageQueue) map[string]string {
+// assign returns the property name/value pairs stamping one message
+// bound for mq.
+func (s *sequencer) assign(mq MessageQueue) []string {
 	s.mu.Lock()
 	seq := s.next[mq]
 	s.next[mq] = seq + 1
 	s.mu.Unlock()
-	return map[string]string{PropertyProducerID: s.producerID, PropertySequence: strconv.FormatUint(seq, 10)}
+	return []string{PropertyProducerID, s.producerID, PropertySequence, strconv.FormatUint(seq, 10)}
 }

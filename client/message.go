@@ -122,22 +122,69 @@ func (m *Message) wireProperties(extra map[string]string) map[string]string {
 	for k, v := range m.Properties {
 		p[k] = v
 	}
-	if m.Tags != "" {
-		p[PropertyTags] = m.Tags
-	}
-	if len(m.Keys) > 0 {
-		p[PropertyKeys] = strings.Join(m.Keys, KeySeparator)
-	}
-	if m.DelayLevel > 0 {
-		p[PropertyDelayTimeLevel] = strconv.Itoa(m.DelayLevel)
-	}
-	if m.ShardingKey != "" {
-		p[PropertyShardingKey] = m.ShardingKey
-	}
+	m.systemProperties(func(k, v string) { p[k] = v })
 	for k, v := range extra {
 		p[k] = v
 	}
 	return p
+}
+
+// systemProperties calls set for each property derived from m's fields.
+func (m *Message) systemProperties(set func(k, v string)) {
+	if m.Tags != "" {
+		set(PropertyTags, m.Tags)
+	}
+	if len(m.Keys) > 0 {
+		set(PropertyKeys, strings.Join(m.Keys, KeySeparator))
+	}
+	if m.DelayLevel > 0 {
+		set(PropertyDelayTimeLevel, strconv.Itoa(m.DelayLevel))
+	}
+	if m.ShardingKey != "" {
+		set(PropertyShardingKey, m.ShardingKey)
+	}
+}
+
+// overridden reports whether a user property named k is replaced by a
+// field of m or by the send path (UNIQ_KEY, idempotence).
+func (m *Message) overridden(k string) bool {
+	switch k {
+	case PropertyTags:
+		return m.Tags != ""
+	case PropertyKeys:
+		return len(m.Keys) > 0
+	case PropertyDelayTimeLevel:
+		return m.DelayLevel > 0
+	case PropertyShardingKey:
+		return m.ShardingKey != ""
+	case PropertyUniqClientMessageID, PropertyProducerID, PropertySequence:
+		return true
+	}
+	return false
+}
+
+// appendWireProperties writes the properties string of m for sending
+// straight into dst, without the intermediate map of wireProperties (this
+// is on every send's path): user properties first, then system ones, then
+// extra name/value pairs. Names appear once; order does not matter on the
+// wire.
+func (m *Message) appendWireProperties(dst []byte, extra ...string) []byte {
+	pair := func(k, v string) {
+		dst = append(dst, k...)
+		dst = append(dst, nameValueSeparator)
+		dst = append(dst, v...)
+		dst = append(dst, propertySeparator)
+	}
+	for k, v := range m.Properties {
+		if !m.overridden(k) {
+			pair(k, v)
+		}
+	}
+	m.systemProperties(pair)
+	for i := 0; i+1 < len(extra); i += 2 {
+		pair(extra[i], extra[i+1])
+	}
+	return dst
 }
 
 // validateTopic applies Validators.checkTopic.

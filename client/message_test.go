@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/raftmq/raftmq/remoting"
 )
 
 func TestPropertiesRoundTrip(t *testing.T) {
@@ -287,5 +289,37 @@ func TestBatchRoundTripAndOfficialLayout(t *testing.T) {
 	}
 	if _, err := EncodeBatch([]BatchEntry{{Body: []byte("x"), Properties: strings.Repeat("p", 40000)}}); !errors.Is(err, ErrInvalidMessage) {
 		t.Fatalf("oversized properties: %v", err)
+	}
+}
+
+// TestAppendWirePropertiesMatchesMap: the allocation-light encoder used on
+// the send path says the same as the map-based one.
+func TestAppendWirePropertiesMatchesMap(t *testing.T) {
+	m := NewMessage("T", []byte("x")).WithTags("TagA").WithKeys("k1", "k2").
+		WithProperty("TAGS", "overridden").WithProperty("UNIQ_KEY", "user-set").WithProperty("u", "1")
+	m.DelayLevel = 3
+	got := DecodeProperties(string(m.appendWireProperties(nil, PropertyUniqClientMessageID, "ID", PropertySequence, "9")))
+	want := m.wireProperties(map[string]string{PropertyUniqClientMessageID: "ID", PropertySequence: "9"})
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("appended %v, map %v", got, want)
+	}
+	plain := NewMessage("T", []byte("x")).WithProperty("TAGS", "kept")
+	if got := DecodeProperties(string(plain.appendWireProperties(nil))); got["TAGS"] != "kept" || len(got) != 1 {
+		t.Fatalf("user TAGS without a Tags field: %v", got)
+	}
+}
+
+func TestSendHeaderExtFieldsMatchReflection(t *testing.T) {
+	for _, h := range []sendMessageHeaderV2{
+		{ProducerGroup: "PG", Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 3, SysFlag: 1,
+			BornTimestamp: 1700000000123, Flag: -2, Properties: "a\x01b\x02", ReconsumeTimes: 1, UnitMode: true,
+			MaxReconsumeTimes: 16, Batch: true, BrokerName: "broker-a"},
+		{Topic: "T"},
+	} {
+		var c remoting.RemotingCommand
+		c.EncodeHeader(&h)
+		if got := h.extFields(); !reflect.DeepEqual(got, c.ExtFields) {
+			t.Fatalf("extFields %v, EncodeHeader %v", got, c.ExtFields)
+		}
 	}
 }

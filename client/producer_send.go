@@ -78,8 +78,8 @@ func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
 }
 
 // encode builds the request for one attempt at mq. extra holds the
-// idempotence properties per message (nil when off).
-func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra []map[string]string) (*remoting.RemotingCommand, error) {
+// idempotence property pairs per message (nil when off).
+func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string) (*remoting.RemotingCommand, error) {
 	h := &sendMessageHeaderV2{
 		ProducerGroup:         p.cfg.group,
 		Topic:                 r.topic,
@@ -90,29 +90,27 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra []map[string]st
 		BornTimestamp:         p.cfg.common.now().UnixMilli(),
 		BrokerName:            mq.BrokerName,
 	}
-	if r.msg != nil {
-		props := map[string]string{PropertyUniqClientMessageID: r.uniqIDs[0]}
+	props := func(i int, m *Message) string {
+		kv := []string{PropertyUniqClientMessageID, r.uniqIDs[i]}
 		if extra != nil {
-			for k, v := range extra[0] {
-				props[k] = v
-			}
+			kv = append(kv, extra[i]...)
 		}
+		return string(m.appendWireProperties(make([]byte, 0, 128), kv...))
+	}
+	if r.msg != nil {
 		h.Flag = r.msg.Flag
-		h.Properties = EncodeProperties(r.msg.wireProperties(props))
+		h.Properties = props(0, r.msg)
 		if len(h.Properties) > maxPropertiesLength {
 			return nil, fmt.Errorf("%w: properties are %d bytes, above %d", ErrInvalidMessage, len(h.Properties), maxPropertiesLength)
 		}
-		return remoting.NewRequest(remoting.RequestSendMessageV2, h, r.body), nil
+		req := remoting.NewRequest(remoting.RequestSendMessageV2, nil, r.body)
+		req.ExtFields = h.extFields()
+		req.SerializeType = p.cfg.serializeType
+		return req, nil
 	}
 	entries := make([]BatchEntry, len(r.batch))
 	for i, m := range r.batch {
-		props := map[string]string{PropertyUniqClientMessageID: r.uniqIDs[i]}
-		if extra != nil {
-			for k, v := range extra[i] {
-				props[k] = v
-			}
-		}
-		entries[i] = BatchEntry{Flag: m.Flag, Body: m.Body, Properties: EncodeProperties(m.wireProperties(props))}
+		entries[i] = BatchEntry{Flag: m.Flag, Body: m.Body, Properties: props(i, m)}
 	}
 	body, err := EncodeBatch(entries)
 	if err != nil {
@@ -120,7 +118,10 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra []map[string]st
 	}
 	h.Batch = true
 	h.Properties = EncodeProperties(map[string]string{PropertyWaitStoreMsgOK: "true"})
-	return remoting.NewRequest(remoting.RequestSendBatchMessage, h, body), nil
+	req := remoting.NewRequest(remoting.RequestSendBatchMessage, nil, body)
+	req.ExtFields = h.extFields()
+	req.SerializeType = p.cfg.serializeType
+	return req, nil
 }
 
 // retriableCode lists the answers worth another attempt elsewhere: the
@@ -162,7 +163,7 @@ func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error
 		mq         MessageQueue
 		chosen     bool
 		lastBroker string
-		extra      []map[string]string
+		extra      [][]string
 	)
 	for i := 0; i < attempts; i++ {
 		if i > 0 && ctx.Err() != nil {
@@ -179,7 +180,7 @@ func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error
 			chosen = true
 		}
 		if p.seq != nil && extra == nil {
-			extra = make([]map[string]string, max(1, len(r.batch)))
+			extra = make([][]string, max(1, len(r.batch)))
 			for j := range extra {
 				extra[j] = p.seq.assign(mq)
 			}
@@ -237,7 +238,7 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 // attempt sends r to mq's group, following "not leader" answers and
 // trying other members after a connection failure, up to MaxLeaderHops
 // times. Every failure is appended to sendErr.
-func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendRequest, mq MessageQueue, extra []map[string]string, sendErr *SendError) (*SendResult, error) {
+func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, sendErr *SendError) (*SendResult, error) {
 	addr := routes.brokerAddr(mq.BrokerName)
 	if addr == "" {
 		err := fmt.Errorf("%w: broker group %q of topic %q has no known address", ErrNoQueue, mq.BrokerName, r.topic)

@@ -76,7 +76,8 @@ func TestProducerSendStatuses(t *testing.T) {
 	ns := startNameServer(t)
 	a := startFakeBroker(t, "broker-a", &requestLog{})
 	a.register(t, ns, 0, 1, map[string]int{"T": 1})
-	p := newTestProducer(t, ns)
+	// JSON headers, as the official client sends them (the default is ROCKETMQ).
+	p := newTestProducer(t, ns, SendHeaderSerialization(remoting.SerializeJSON))
 	for code, want := range map[int16]SendStatus{
 		remoting.ResponseFlushDiskTimeout:  SendFlushDiskTimeout,
 		remoting.ResponseFlushSlaveTimeout: SendFlushSlaveTimeout,

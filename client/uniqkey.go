@@ -87,14 +87,16 @@ func (g *UniqIDGenerator) New() string {
 	c := g.counter
 	g.counter++
 	g.mu.Unlock()
-	var tail [6]byte
-	binary.BigEndian.PutUint32(tail[:4], uint32(diff))
-	binary.BigEndian.PutUint16(tail[4:], c)
-	var sb strings.Builder
-	sb.Grow(len(g.prefix) + 12)
-	sb.WriteString(g.prefix)
-	sb.WriteString(strings.ToUpper(hex.EncodeToString(tail[:])))
-	return sb.String()
+	const hexDigits = "0123456789ABCDEF"
+	buf := make([]byte, len(g.prefix)+12)
+	copy(buf, g.prefix)
+	tail := buf[len(g.prefix):]
+	v := uint64(uint32(diff))<<16 | uint64(c)
+	for i := 11; i >= 0; i-- {
+		tail[i] = hexDigits[v&0xF]
+		v >>= 4
+	}
+	return string(buf)
 }
 
 // UniqIDInfo is what a UNIQ_KEY says about its origin.
