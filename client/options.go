@@ -138,6 +138,7 @@ type producerConfig struct {
 	maxAsyncInflight      int
 	maxLeaderHops         int
 	serializeType         remoting.SerializeType
+	attemptTimeout        time.Duration
 }
 
 // DefaultProducerGroup is DefaultMQProducer's default group name.
@@ -195,6 +196,9 @@ func (c *producerConfig) validate() error {
 	}
 	if c.maxLeaderHops < 0 || c.maxLeaderHops > 16 {
 		return fmt.Errorf("%w: MaxLeaderHops %d: want 0..16", ErrInvalidOption, c.maxLeaderHops)
+	}
+	if c.attemptTimeout < 0 {
+		return fmt.Errorf("%w: AttemptTimeout %v: want >= 0", ErrInvalidOption, c.attemptTimeout)
 	}
 	if c.serializeType != remoting.SerializeJSON && c.serializeType != remoting.SerializeRocketMQ {
 		return fmt.Errorf("%w: SendHeaderSerialization %v: want JSON or ROCKETMQ", ErrInvalidOption, c.serializeType)
@@ -300,4 +304,13 @@ func MaxLeaderHops(n int) ProducerOpt {
 // Go client sends. Brokers answer in the type of the request.
 func SendHeaderSerialization(t remoting.SerializeType) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.serializeType = t })
+}
+
+// AttemptTimeout bounds each attempt of a send but the last, so that a
+// broker that stopped answering (a frozen or partitioned leader, where no
+// connection reset arrives) leaves time for a retry elsewhere within
+// SendTimeout (RocketMQ 5's sendMsgMaxTimeoutPerRequest). 0, the default,
+// gives every attempt what is left of the send's deadline.
+func AttemptTimeout(d time.Duration) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.attemptTimeout = d })
 }

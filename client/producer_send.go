@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -124,6 +125,21 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string) (*r
 	return req, nil
 }
 
+// noLeaderBackoff is how long a member that answered "not leader" without
+// naming one is avoided: an election is under way and usually ends within
+// a few hundred milliseconds.
+const noLeaderBackoff = 200 * time.Millisecond
+
+// attemptContext bounds one request by AttemptTimeout when more attempts
+// may follow (sendMsgMaxTimeoutPerRequest); the last one gets whatever is
+// left of ctx.
+func (p *Producer) attemptContext(ctx context.Context, last bool) (context.Context, context.CancelFunc) {
+	if p.cfg.attemptTimeout <= 0 || last {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, p.cfg.attemptTimeout)
+}
+
 // retriableCode lists the answers worth another attempt elsewhere: the
 // Go client's TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR,
 // NO_PERMISSION, plus SYSTEM_BUSY and NOT_LEADER_FOR_QUEUE.
@@ -185,7 +201,7 @@ func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error
 				extra[j] = p.seq.assign(mq)
 			}
 		}
-		res, err := p.attempt(ctx, routes, r, mq, extra, sendErr)
+		res, err := p.attempt(ctx, routes, r, mq, extra, sendErr, i == attempts-1)
 		if err == nil {
 			return res, nil
 		}
@@ -238,7 +254,7 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 // attempt sends r to mq's group, following "not leader" answers and
 // trying other members after a connection failure, up to MaxLeaderHops
 // times. Every failure is appended to sendErr.
-func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, sendErr *SendError) (*SendResult, error) {
+func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, sendErr *SendError, last bool) (*SendResult, error) {
 	addr := routes.brokerAddr(mq.BrokerName)
 	if addr == "" {
 		err := fmt.Errorf("%w: broker group %q of topic %q has no known address", ErrNoQueue, mq.BrokerName, r.topic)
@@ -258,13 +274,15 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 		if r.oneway {
 			err := p.rc.InvokeOneway(ctx, addr, req)
 			if err != nil {
-				routes.markDown(mq.BrokerName, addr)
+				routes.markDown(mq.BrokerName, addr, routes.downFor)
 				p.requestRefresh(r.topic)
 				return nil, fail(addr, err)
 			}
 			return nil, nil
 		}
-		resp, err := p.rc.InvokeSync(ctx, addr, req)
+		actx, cancel := p.attemptContext(ctx, last)
+		resp, err := p.rc.InvokeSync(actx, addr, req)
+		cancel()
 		latency := p.cfg.common.now().Sub(start)
 		if err != nil {
 			p.fault.update(mq.BrokerName, latency, true)
@@ -275,7 +293,7 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 			// The process behind addr is gone or unreachable: avoid it,
 			// ask the name servers for news, and try another member of
 			// the group, which names the leader if it is not it.
-			routes.markDown(mq.BrokerName, addr)
+			routes.markDown(mq.BrokerName, addr, routes.downFor)
 			p.requestRefresh(r.topic)
 			if next := routes.brokerAddr(mq.BrokerName); hop < p.cfg.maxLeaderHops && next != "" && next != addr {
 				p.log.Info("connection to broker failed, trying another member of its group",
@@ -305,7 +323,7 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 		if resp.Code == remoting.ResponseNotLeaderForQueue && hop < p.cfg.maxLeaderHops {
 			// A follower that does not know the leader yet (election in
 			// progress): try another member.
-			routes.markDown(mq.BrokerName, addr)
+			routes.markDown(mq.BrokerName, addr, noLeaderBackoff)
 			p.requestRefresh(r.topic)
 			if next := routes.brokerAddr(mq.BrokerName); next != "" && next != addr {
 				addr = next

@@ -606,3 +606,29 @@ func TestProducerLifecycleAndValidation(t *testing.T) {
 		t.Fatalf("start after close: %v", err)
 	}
 }
+
+// TestProducerAttemptTimeout: a broker that never answers costs one
+// AttemptTimeout, then the retry stores the message elsewhere.
+func TestProducerAttemptTimeout(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	b := startFakeBroker(t, "broker-b", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	b.register(t, ns, 0, 1, map[string]int{"T": 1})
+	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
+	p := newTestProducer(t, ns, AttemptTimeout(100*time.Millisecond), SendTimeout(10*time.Second))
+	for i := 0; i < 4; i++ {
+		start := time.Now()
+		res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Queue.BrokerName != "broker-b" || time.Since(start) > 5*time.Second {
+			t.Fatalf("stored on %s after %v", res.Queue.BrokerName, time.Since(start))
+		}
+	}
+	if _, err := NewProducer(NameServers("127.0.0.1:9876"), AttemptTimeout(-1)); !errors.Is(err, ErrInvalidOption) {
+		t.Fatal(err)
+	}
+}

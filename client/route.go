@@ -26,7 +26,7 @@ type routeManager struct {
 	nameServers []string
 	timeout     time.Duration // per name-server call
 	now         func() time.Time
-	downFor     time.Duration // how long a failed member is avoided
+	downFor     time.Duration // how long a member whose connection failed is avoided
 	// onLeaderChange is told when a route shows a new master address for a
 	// broker group, so fault isolation of the old process can be lifted.
 	onLeaderChange func(brokerName string)
@@ -286,16 +286,20 @@ func (r *routeManager) brokerAddr(brokerName string) string {
 			return a
 		}
 	}
-	if master != "" {
-		return master
-	}
-	if g.leader != "" {
-		return g.leader
-	}
+	// Everything is marked down: take the member whose mark ends first,
+	// the one most likely to be back.
+	best := ""
+	var bestUntil time.Time
 	for _, id := range ids {
-		return g.members[id]
+		a := g.members[id]
+		if until := g.down[a]; best == "" || until.Before(bestUntil) {
+			best, bestUntil = a, until
+		}
 	}
-	return ""
+	if best == "" {
+		best = g.leader
+	}
+	return best
 }
 
 // learnLeader records that addr is not brokerName's leader and leader is.
@@ -316,16 +320,17 @@ func (r *routeManager) learnLeader(brokerName, addr, leader string) {
 		zap.String("brokerName", brokerName), zap.String("notLeader", addr), zap.String("leader", leader))
 }
 
-// markDown avoids addr of brokerName for downFor after its connection
-// failed; a leader learned at that address is forgotten.
-func (r *routeManager) markDown(brokerName, addr string) {
+// markDown avoids addr of brokerName for d (downFor after a failed
+// connection; briefly for a member that knows no leader yet, since it will
+// once the election ends); a leader learned at that address is forgotten.
+func (r *routeManager) markDown(brokerName, addr string, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	g := r.brokers[brokerName]
 	if g == nil {
 		return
 	}
-	g.down[addr] = r.now().Add(r.downFor)
+	g.down[addr] = r.now().Add(d)
 	if g.leader == addr {
 		g.leader = ""
 	}

@@ -188,17 +188,17 @@ func TestBrokerAddrChoice(t *testing.T) {
 	if a := r.brokerAddr("g"); a != "m" {
 		t.Fatal(a)
 	}
-	r.markDown("g", "m")
+	r.markDown("g", "m", r.downFor)
 	if a := r.brokerAddr("g"); a != "f1" {
 		t.Fatalf("master down: %s", a)
 	}
-	r.markDown("g", "f1")
+	r.markDown("g", "f1", r.downFor)
 	if a := r.brokerAddr("g"); a != "f2" {
 		t.Fatalf("master and f1 down: %s", a)
 	}
-	r.markDown("g", "f2")
-	if a := r.brokerAddr("g"); a != "m" {
-		t.Fatalf("all down: %s", a)
+	r.markDown("g", "f2", noLeaderBackoff)
+	if a := r.brokerAddr("g"); a != "f2" {
+		t.Fatalf("all down: %s, want the one back first", a)
 	}
 	now = now.Add(4 * time.Second) // down marks expire
 	if a := r.brokerAddr("g"); a != "m" {
