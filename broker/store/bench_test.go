@@ -41,6 +41,7 @@ func benchConfig(dir string, mode FlushDiskType) Config {
 	c.MappedFileSizeConsumeQueue = 300_000 * CQUnitSize
 	c.MaxHashSlotNum = 500_000
 	c.MaxIndexNum = 2_000_000
+	c.MessageIndexEnable = os.Getenv("BENCH_NOINDEX") != "1"
 	return c
 }
 
@@ -107,9 +108,11 @@ func BenchmarkSyncFlushAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			rounds := s.FlushRounds()
 			b.ResetTimer()
 			rate := runAppenders(b, s, c, n)
 			b.StopTimer()
+			b.ReportMetric(float64(n)/float64(max(1, s.FlushRounds()-rounds)), "msgs/sync")
 			b.ReportMetric(rate, "msgs/s")
 			b.ReportMetric(raw, "raw_msgs/s")
 			b.ReportMetric(rate/raw, "x_raw")
@@ -239,6 +242,7 @@ func crashClose(s *MessageStore) {
 	s.wg.Wait()
 	s.clean.Close()
 	s.flush.stop()
+	s.cl.stopPrefault()
 	s.reput.Close()
 	s.closeParts()
 }

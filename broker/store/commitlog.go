@@ -19,6 +19,9 @@ type commitLogConfig struct {
 	MaxMessageSize int
 	StoreHost      netip.AddrPort
 	Now            func() time.Time
+	// Buffered collects appends in memory and writes each flush group with
+	// one pwrite (SYNC_FLUSH, see MappedFile.buffered).
+	Buffered bool
 }
 
 // AppendResult describes one appended message.
@@ -66,6 +69,82 @@ type CommitLog struct {
 	// onAppend is called after every append outside the lock (wakes the
 	// ASYNC dispatcher); may be nil.
 	onAppend func()
+
+	// The prefaulter keeps the pages ahead of the writer faulted in, on
+	// another core (see prefaultLoop). prefaulted is the offset up to which
+	// pages are populated.
+	prefaulted   atomic.Int64
+	prefaultWake chan struct{}
+	prefaultQuit chan struct{}
+	prefaultDone chan struct{}
+}
+
+// Prefault geometry: keep prefaultAhead bytes ahead of the writer populated,
+// in prefaultChunk steps.
+const (
+	prefaultAhead = 8 << 20
+	prefaultChunk = 1 << 20
+)
+
+// startPrefault starts the prefaulter goroutine; stopPrefault ends it.
+func (c *CommitLog) startPrefault() {
+	c.prefaultWake = make(chan struct{}, 1)
+	c.prefaultQuit = make(chan struct{})
+	c.prefaultDone = make(chan struct{})
+	c.prefaulted.Store(c.MaxOffset())
+	go c.prefaultLoop()
+	c.kickPrefault(c.MaxOffset())
+}
+
+func (c *CommitLog) stopPrefault() {
+	if c.prefaultQuit == nil {
+		return
+	}
+	close(c.prefaultQuit)
+	<-c.prefaultDone
+	c.prefaultQuit = nil
+}
+
+// kickPrefault wakes the prefaulter when the writer at end gets close to the
+// populated offset.
+func (c *CommitLog) kickPrefault(end int64) {
+	if c.prefaultWake == nil || end+prefaultAhead/2 < c.prefaulted.Load() {
+		return
+	}
+	select {
+	case c.prefaultWake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *CommitLog) prefaultLoop() {
+	defer close(c.prefaultDone)
+	for {
+		select {
+		case <-c.prefaultQuit:
+			return
+		case <-c.prefaultWake:
+		}
+		target := c.MaxOffset() + prefaultAhead
+		for p := max(c.prefaulted.Load(), c.MaxOffset()); p < target; {
+			mf := c.mfq.FindByOffset(p)
+			if mf == nil {
+				break // the next segment does not exist yet
+			}
+			rel := int(p - mf.FileFromOffset())
+			n := min(prefaultChunk-rel%prefaultChunk, mf.Size()-rel)
+			supported, err := mf.Prefault(rel, n)
+			if !supported {
+				return // this file system cannot prefault; stop for good
+			}
+			if err != nil {
+				c.log.Debug("prefault failed", zap.Int64("offset", p), zap.Error(err))
+				break
+			}
+			p += int64(n)
+			c.prefaulted.Store(p)
+		}
+	}
 }
 
 func newCommitLog(fsys FS, cfg commitLogConfig, log *zap.Logger) (*CommitLog, error) {
@@ -76,6 +155,7 @@ func newCommitLog(fsys FS, cfg commitLogConfig, log *zap.Logger) (*CommitLog, er
 	if err != nil {
 		return nil, fmt.Errorf("commit log %s: %w", cfg.Dir, err)
 	}
+	mfq.SetBuffered(cfg.Buffered)
 	return &CommitLog{cfg: cfg, log: log, mfq: mfq, queueOffsets: map[topicQueueKey]int64{}}, nil
 }
 
@@ -146,11 +226,27 @@ func (c *CommitLog) segmentForLocked(n int) (*MappedFile, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A full segment's pending bytes go to its file now, so readers and
+		// MaxOffset never see a gap before the next segment.
+		if err := mf.Commit(); err != nil {
+			return nil, c.appendErr(err)
+		}
 		if mf, err = c.mfq.LastOrCreate(0); err != nil {
 			return nil, c.createErr(err)
 		}
 	}
 	return mf, nil
+}
+
+// appendErr classifies a failed write into a segment: no space is a
+// disk-full refusal (writes resume when space is back); anything else stops
+// the CommitLog for good.
+func (c *CommitLog) appendErr(err error) error {
+	if errors.Is(err, ErrDiskFull) {
+		return fmt.Errorf("%w: %w", ErrServiceNotAvailable, err)
+	}
+	c.fail(err)
+	return c.writableErr()
 }
 
 func (c *CommitLog) createErr(err error) error {
@@ -214,8 +310,10 @@ func (c *CommitLog) PutMessages(msgs []*Message) ([]AppendResult, int64, error) 
 		return nil, 0, err
 	}
 	ts := c.cfg.Now().UnixMilli()
-	base := mf.FileFromOffset() + int64(mf.WrotePosition())
+	base := mf.FileFromOffset() + int64(mf.AppendPosition())
+	filled := false
 	_, err = mf.AppendFunc(total, func(dst []byte) error {
+		filled = true
 		p := 0
 		for i, m := range msgs {
 			k := topicQueueKey{m.Topic, m.QueueID}
@@ -232,13 +330,21 @@ func (c *CommitLog) PutMessages(msgs []*Message) ([]AppendResult, int64, error) 
 		return nil
 	})
 	c.lastStoreTimestamp.Store(ts)
-	c.mu.Unlock()
 	if err != nil {
-		return nil, 0, err
+		// Undo the queue offsets taken for messages that were not written.
+		for _, m := range msgs {
+			if filled && takesQueueOffset(m.SysFlag) {
+				c.queueOffsets[topicQueueKey{m.Topic, m.QueueID}]--
+			}
+		}
+		c.mu.Unlock()
+		return nil, 0, c.appendErr(err)
 	}
+	c.mu.Unlock()
 	for i := range res {
 		res[i].MsgID = OffsetMsgID(c.cfg.StoreHost, res[i].PhysicalOffset)
 	}
+	c.kickPrefault(base + int64(total))
 	if c.onAppend != nil {
 		c.onAppend()
 	}
@@ -254,13 +360,17 @@ type EntryPos struct {
 }
 
 // AppendEncoded appends a batch of messages already in stored format (e.g.
-// one Raft entry's payload) with ONE copy into the mapping, then fills each
-// message's PHYSICALOFFSET and STORETIMESTAMP in place and reseals its entry
-// CRC. QUEUEOFFSET is left as written: queue offsets are assigned by the
-// dispatcher (Raft Apply) and patched into read copies. The batch never
-// straddles a segment; it returns each message's position and the batch end.
-// The batch must come from AppendMessage (each entry carries the CRC
-// property); it is checked structurally before anything is written.
+// one Raft entry's payload) with ONE copy (into the mapping, or under
+// SYNC_FLUSH into the group's write buffer, written with one pwrite per
+// flush), without re-encoding anything: each message's
+// PHYSICALOFFSET and STORETIMESTAMP are filled in place in batch (the caller's
+// buffer is modified, so it holds exactly the stored bytes) and its entry CRC
+// resealed, then the batch is written as is. QUEUEOFFSET is left as written:
+// queue offsets are assigned by the dispatcher (Raft Apply) and patched into
+// read copies. The batch never straddles a segment. It returns each
+// message's position and the batch end. The batch must come from
+// AppendMessage (each entry carries the CRC property); it is checked
+// structurally before anything is written.
 func (c *CommitLog) AppendEncoded(batch []byte) ([]EntryPos, int64, error) {
 	var pos []EntryPos
 	for p := 0; p < len(batch); {
@@ -281,31 +391,26 @@ func (c *CommitLog) AppendEncoded(batch []byte) ([]EntryPos, int64, error) {
 		return nil, 0, err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := c.writableErr(); err != nil {
-		c.mu.Unlock()
 		return nil, 0, err
 	}
 	mf, err := c.segmentForLocked(len(batch))
 	if err != nil {
-		c.mu.Unlock()
 		return nil, 0, err
 	}
 	ts := c.cfg.Now().UnixMilli()
-	base := mf.FileFromOffset() + int64(mf.WrotePosition())
-	_, err = mf.AppendFunc(len(batch), func(dst []byte) error {
-		copy(dst, batch)
-		for i := range pos {
-			rel := pos[i].PhysicalOffset
-			pos[i].PhysicalOffset = base + rel
-			patchStored(dst[rel:rel+int64(pos[i].Size)], base+rel, ts)
-		}
-		return nil
-	})
-	c.lastStoreTimestamp.Store(ts)
-	c.mu.Unlock()
-	if err != nil {
-		return nil, 0, err
+	base := mf.FileFromOffset() + int64(mf.AppendPosition())
+	for i := range pos {
+		rel := pos[i].PhysicalOffset
+		pos[i].PhysicalOffset = base + rel
+		patchStored(batch[rel:rel+int64(pos[i].Size)], base+rel, ts)
 	}
+	if _, err := mf.AppendBytes(batch); err != nil {
+		return nil, 0, c.appendErr(err)
+	}
+	c.lastStoreTimestamp.Store(ts)
+	c.kickPrefault(base + int64(len(batch)))
 	if c.onAppend != nil {
 		c.onAppend()
 	}
@@ -350,25 +455,71 @@ func (c *CommitLog) ReadMessage(offset int64) (*Slice, error) {
 }
 
 // ReadVerified returns a view of exactly size bytes at offset after checking
-// the entry (used by the pull path with sizes from the ConsumeQueue).
+// the entry (used with sizes from the ConsumeQueue).
 func (c *CommitLog) ReadVerified(offset int64, size int32) (*Slice, error) {
 	s, err := c.Read(offset, int(size))
 	if err != nil {
 		return nil, err
 	}
-	l, err := checkMessage(s.B, true)
+	if err := c.verifyEntry(s.B, offset, size); err != nil {
+		s.Release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// verifyEntry checks that b is the intact message of size bytes stored at
+// offset; damage is logged and returned wrapping ErrCorruptMessage.
+func (c *CommitLog) verifyEntry(b []byte, offset int64, size int32) error {
+	l, err := checkMessage(b, true)
 	if err == nil && (l.magic == MagicBlank || l.size != int(size)) {
 		err = fmt.Errorf("%w: entry size %d, ConsumeQueue says %d", ErrCorruptMessage, l.size, size)
 	}
-	if err == nil && int64(binary.BigEndian.Uint64(s.B[offPhysicalOffset:])) != offset {
+	if err == nil && int64(binary.BigEndian.Uint64(b[offPhysicalOffset:])) != offset {
 		err = fmt.Errorf("%w: PHYSICALOFFSET field does not match %d", ErrCorruptMessage, offset)
 	}
 	if err != nil {
-		s.Release()
 		c.log.Error("corrupt CommitLog entry not served", zap.Int64("offset", offset), zap.Error(err))
-		return nil, fmt.Errorf("CommitLog entry at %d: %w", offset, err)
+		return fmt.Errorf("CommitLog entry at %d: %w", offset, err)
 	}
-	return s, nil
+	return nil
+}
+
+// segmentCursor reads consecutive messages (a pull batch) while holding one
+// reference on their segment, instead of a lookup, a refcount and a view
+// per message. Call release when done.
+type segmentCursor struct {
+	cl *CommitLog
+	mf *MappedFile
+}
+
+func (sc *segmentCursor) release() {
+	if sc.mf != nil {
+		sc.mf.Release()
+		sc.mf = nil
+	}
+}
+
+// message returns the verified bytes of the message at offset; they alias
+// the mapping and stay valid until release (or a read in another segment).
+func (sc *segmentCursor) message(offset int64, size int32) ([]byte, error) {
+	if sc.mf == nil || offset < sc.mf.from || offset >= sc.mf.from+int64(sc.mf.size) {
+		sc.release()
+		mf := sc.cl.mfq.FindByOffset(offset)
+		if mf == nil || !mf.Retain() {
+			return nil, fmt.Errorf("%w: no CommitLog segment holds offset %d", ErrOutOfRange, offset)
+		}
+		sc.mf = mf
+	}
+	pos := int(offset - sc.mf.from)
+	if size < 0 || pos+int(size) > sc.mf.WrotePosition() {
+		return nil, fmt.Errorf("%w: [%d,%d) past the written end of %s", ErrOutOfRange, offset, offset+int64(size), sc.mf.path)
+	}
+	b := sc.mf.data[pos : pos+int(size) : pos+int(size)]
+	if err := sc.cl.verifyEntry(b, offset, size); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // StoreTimeAt returns the STORETIMESTAMP of the message at offset (for

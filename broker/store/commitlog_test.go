@@ -179,9 +179,9 @@ func TestCommitLogAppendEncodedBatch(t *testing.T) {
 				t.Fatalf("entry %d: %+v %v", i, m, err)
 			}
 		}
-		// The caller's buffer is not modified (the copy is patched in place).
-		if m, _, _ := DecodeMessage(batch, false); m.PhysicalOffset != 0 {
-			t.Fatal("AppendEncoded patched the caller's buffer")
+		// The caller's buffer was patched in place: it holds the stored bytes.
+		if m, _, err := DecodeMessage(batch, false); err != nil || m.PhysicalOffset != 8192 {
+			t.Fatalf("caller's buffer not patched: %v", err)
 		}
 		// Garbage is refused before anything is written.
 		before := cl.MaxOffset()

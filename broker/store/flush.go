@@ -29,12 +29,16 @@ type flushConfig struct {
 	LeastPages       int           // flushCommitLogLeastPages
 	ThoroughInterval time.Duration // flushCommitLogThoroughInterval
 	SyncTimeout      time.Duration // syncFlushTimeout
+	// GroupWait bounds how long the flusher waits for the appenders of the
+	// last group to come back before syncing (see gather).
+	GroupWait time.Duration
 }
 
 // flushWaiter is one append waiting for durability up to end.
 type flushWaiter struct {
-	end  int64
-	done chan error // capacity 1
+	end   int64
+	done  chan error // capacity 1
+	timer *time.Timer
 }
 
 // flushService owns the CommitLog's flushing: one goroutine takes every
@@ -49,10 +53,16 @@ type flushService struct {
 	// timestamp of the newest message known durable (checkpoint).
 	flushed         atomic.Int64
 	physicTimestamp atomic.Int64
+	// syncs counts CommitLog flush rounds that wrote something (metrics).
+	syncs atomic.Int64
 
 	mu      sync.Mutex
 	waiters []*flushWaiter // guarded by mu
 	spare   []*flushWaiter // guarded by mu; recycled slice
+
+	// lastGroup is how many waiters the previous sync served; only the
+	// flusher goroutine touches it.
+	lastGroup int
 
 	// onFlushed is called after a successful flush with the new durable
 	// offset (wakes the dispatcher in SYNC_FLUSH mode); may be nil.
@@ -94,6 +104,15 @@ func (f *flushService) signal() {
 	}
 }
 
+// waiterPool recycles waiters (channel and timer) across SYNC_FLUSH appends.
+// Only waiters that got their answer go back: a timed-out one may still be
+// answered later by the flusher.
+var waiterPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &flushWaiter{done: make(chan error, 1), timer: t}
+}}
+
 // waitFlushed blocks until the CommitLog is durable up to end, the flush
 // fails (the error wraps ErrStoreWriteFailed), syncFlushTimeout passes
 // (ErrFlushDiskTimeout) or the store closes.
@@ -101,17 +120,19 @@ func (f *flushService) waitFlushed(end int64) error {
 	if f.flushed.Load() >= end {
 		return nil
 	}
-	w := &flushWaiter{end: end, done: make(chan error, 1)}
+	w := waiterPool.Get().(*flushWaiter)
+	w.end = end
 	f.mu.Lock()
 	f.waiters = append(f.waiters, w)
 	f.mu.Unlock()
 	f.signal()
-	t := time.NewTimer(f.cfg.SyncTimeout)
-	defer t.Stop()
+	w.timer.Reset(f.cfg.SyncTimeout)
 	select {
 	case err := <-w.done:
+		w.timer.Stop()
+		waiterPool.Put(w)
 		return err
-	case <-t.C:
+	case <-w.timer.C:
 		return fmt.Errorf("%w: not durable after syncFlushTimeout %v (offset %d, flushed %d)",
 			ErrFlushDiskTimeout, f.cfg.SyncTimeout, end, f.flushed.Load())
 	}
@@ -133,6 +154,7 @@ func (f *flushService) run() {
 			f.serveWaiters(err, true)
 			return
 		case <-f.wake:
+			f.gather()
 			f.serveWaiters(f.flushOnce(), false)
 		case <-tick:
 			dirty := f.cl.MaxOffset() - f.flushed.Load()
@@ -148,6 +170,34 @@ func (f *flushService) run() {
 	}
 }
 
+// gather delays a SYNC_FLUSH round until as many waiters as the previous
+// round served are back (or GroupWait passes). Without it, the first
+// appender woken by a sync triggers the next sync alone while the other
+// appenders of its group are still encoding, and groups shrink to one or
+// two messages: the sync rate, not the disk's bandwidth, becomes the limit.
+func (f *flushService) gather() {
+	if f.lastGroup <= 1 || f.cfg.GroupWait <= 0 {
+		return
+	}
+	t := time.NewTimer(f.cfg.GroupWait)
+	defer t.Stop()
+	for {
+		f.mu.Lock()
+		n := len(f.waiters)
+		f.mu.Unlock()
+		if n >= f.lastGroup {
+			return
+		}
+		select {
+		case <-f.wake:
+		case <-t.C:
+			return
+		case <-f.quit:
+			return
+		}
+	}
+}
+
 // serveWaiters answers every waiter registered before the flush that just
 // ran: all were appended before, so the flush covered them unless it failed.
 func (f *flushService) serveWaiters(err error, final bool) {
@@ -156,6 +206,9 @@ func (f *flushService) serveWaiters(err error, final bool) {
 	f.waiters = f.spare[:0]
 	f.mu.Unlock()
 	flushed := f.flushed.Load()
+	if len(ws) > 0 {
+		f.lastGroup = len(ws)
+	}
 	var again []*flushWaiter
 	for _, w := range ws {
 		switch {
@@ -193,6 +246,7 @@ func (f *flushService) flushOnce() error {
 	}
 	off := f.cl.mfq.FlushedOffset()
 	if off > f.flushed.Load() {
+		f.syncs.Add(1)
 		f.flushed.Store(off)
 		f.physicTimestamp.Store(ts)
 		if f.onFlushed != nil {

@@ -181,6 +181,23 @@ func (o *osFile) Msync(b []byte) error {
 	}
 }
 
+// PopulateWrite pre-faults a range of a mapping for writing
+// (MADV_POPULATE_WRITE, Linux 5.14+) without changing its contents, so the
+// page-cache allocation and page_mkwrite happen here instead of in the
+// writer's critical section.
+func (o *osFile) PopulateWrite(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	p := uintptr(unsafe.Pointer(&b[0]))
+	lead := int(p % uintptr(pageSize))
+	aligned := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(&b[0]), -lead)), len(b)+lead)
+	if err := unix.Madvise(aligned, unix.MADV_POPULATE_WRITE); err != nil {
+		return &os.PathError{Op: "madvise", Path: o.f.Name(), Err: err}
+	}
+	return nil
+}
+
 func (o *osFile) Size() (int64, error) {
 	fi, err := o.f.Stat()
 	if err != nil {

@@ -139,14 +139,28 @@ func (s *MessageStore) GetMessage(group, topic string, queueID int32, offset int
 	sawRemoved, sawUnit := false, false
 	var body []byte
 	var sizes []int
+	cur := segmentCursor{cl: s.cl}
+	defer cur.release()
 read:
 	for next < r.MaxOffset && len(sizes) < maxMsgNums && scanned < maxFilterMessages {
-		batch, err := cq.Read(next, min(maxFilterMessages-scanned, 1024))
+		batch, err := cq.Read(next, min(maxFilterMessages-scanned, max(maxMsgNums, 32)))
 		if err != nil {
 			if errors.Is(err, ErrOutOfRange) {
 				break
 			}
 			return r, err
+		}
+		if body == nil {
+			// Size the result once: the next units' sizes, capped.
+			est := 0
+			for i := 0; i < batch.Len() && i < maxMsgNums && est < maxTransferBytes; i++ {
+				if u := batch.Unit(i); !u.IsBlank() {
+					est += int(u.Size)
+				}
+			}
+			body = make([]byte, 0, est)
+			sizes = make([]int, 0, min(maxMsgNums, batch.Len()))
+			r.QueueOffsets = make([]int64, 0, min(maxMsgNums, batch.Len()))
 		}
 		for i := 0; i < batch.Len(); i++ {
 			u := batch.Unit(i)
@@ -157,49 +171,42 @@ read:
 			}
 			sawUnit = true
 			if len(body)+int(u.Size) > maxTransferBytes && len(sizes) > 0 {
+				batch.Release()
 				break read
 			}
-			if u.PhyOffset < clMin {
-				sawRemoved = true
+			if u.PhyOffset < clMin || (filter != nil && !filter.MatchTagsCode(u.TagsCode)) {
+				sawRemoved = sawRemoved || u.PhyOffset < clMin
 				next++
 				scanned++
 				continue
 			}
-			if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
-				next++
-				scanned++
-				continue
-			}
-			sl, err := s.cl.ReadVerified(u.PhyOffset, u.Size)
+			b, err := cur.message(u.PhyOffset, u.Size)
 			if err != nil {
-				batch.Release()
 				if errors.Is(err, ErrCorruptMessage) {
 					// Never serve it, nor step past it silently: the consumer
 					// stays at this offset and the error is logged loudly.
+					batch.Release()
 					break read
 				}
 				if errors.Is(err, ErrOutOfRange) || errors.Is(err, ErrFileClosed) {
 					sawRemoved = true
 					next++
 					scanned++
-					continue read
+					continue
 				}
+				batch.Release()
 				return r, err
 			}
-			if filter != nil && !filter.MatchMessage(sl.B) {
-				sl.Release()
-				next++
-				scanned++
+			next++
+			scanned++
+			if filter != nil && !filter.MatchMessage(b) {
 				continue
 			}
 			start := len(body)
-			body = append(body, sl.B...)
-			sl.Release()
-			PatchQueueOffset(body[start:], next)
+			body = append(body, b...)
+			PatchQueueOffset(body[start:], next-1)
 			sizes = append(sizes, int(u.Size))
-			r.QueueOffsets = append(r.QueueOffsets, next)
-			next++
-			scanned++
+			r.QueueOffsets = append(r.QueueOffsets, next-1)
 			if len(sizes) >= maxMsgNums {
 				break
 			}
@@ -209,6 +216,7 @@ read:
 	r.NextBeginOffset = next
 	r.Body = body
 	p := 0
+	r.Messages = make([][]byte, 0, len(sizes))
 	for _, n := range sizes {
 		r.Messages = append(r.Messages, body[p:p+n:p+n])
 		p += n

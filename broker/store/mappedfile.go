@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,9 @@ type MappedFile struct {
 	// reader that loads it sees them. flushed is the durable prefix.
 	wrote   atomic.Int64
 	flushed atomic.Int64
+	// reserved is where the next append goes: wrote plus pending bytes in
+	// buffered mode, equal to wrote otherwise. Written under mu.
+	reserved atomic.Int64
 
 	// refs counts the owner (1 until Close/Destroy) plus live views.
 	refs      atomic.Int64
@@ -49,6 +53,17 @@ type MappedFile struct {
 	unmapped bool
 	// cleanupErr records the munmap/close error of the final release.
 	cleanupErr error
+	// buffered makes appends go to an in-memory pending buffer that Flush
+	// writes with ONE pwrite before syncing (reads still use the mapping:
+	// same page cache). With frequent syncs (SYNC_FLUSH group commit) this
+	// replaces a page fault + page_mkwrite per re-dirtied page, or a pwrite
+	// per message, by one system call per group.
+	buffered bool
+	// pending holds appended bytes for [pendingStart, reserved) not yet
+	// written to the file; spare is the recycled other buffer. Guarded by mu.
+	pending      []byte
+	spare        []byte
+	pendingStart int
 
 	// flushMu serializes Flush calls so flushed only moves forward.
 	flushMu sync.Mutex
@@ -112,6 +127,8 @@ func OpenMappedFile(fsys FS, path string, fileFromOffset int64, size int) (*Mapp
 	m.refs.Store(1)
 	if !created {
 		m.wrote.Store(int64(size))
+		m.reserved.Store(int64(size))
+		m.pendingStart = size
 	}
 	return m, nil
 }
@@ -131,11 +148,26 @@ func (m *MappedFile) WrotePosition() int { return int(m.wrote.Load()) }
 // FlushedPosition returns how much of the file is known durable.
 func (m *MappedFile) FlushedPosition() int { return int(m.flushed.Load()) }
 
-// Remaining returns the free bytes after WrotePosition.
-func (m *MappedFile) Remaining() int { return m.size - m.WrotePosition() }
+// AppendPosition returns where the next append goes: WrotePosition plus
+// appended bytes still pending in buffered mode.
+func (m *MappedFile) AppendPosition() int { return int(m.reserved.Load()) }
 
-// IsFull reports whether no byte is left after WrotePosition.
-func (m *MappedFile) IsFull() bool { return m.WrotePosition() >= m.size }
+// Remaining returns the free bytes after AppendPosition.
+func (m *MappedFile) Remaining() int { return m.size - m.AppendPosition() }
+
+// IsFull reports whether no byte is left after AppendPosition.
+func (m *MappedFile) IsFull() bool { return m.AppendPosition() >= m.size }
+
+// setPositionsLocked moves wrote and reserved to pos, dropping pending bytes.
+func (m *MappedFile) setPositionsLocked(pos int) {
+	m.wrote.Store(int64(pos))
+	m.reserved.Store(int64(pos))
+	m.pending = m.pending[:0]
+	m.pendingStart = pos
+	if m.flushed.Load() > int64(pos) {
+		m.flushed.Store(int64(pos))
+	}
+}
 
 // SetWrotePosition sets the end of the valid data, for recovery. The flushed
 // position is lowered with it if needed. It does not clear bytes past pos; use
@@ -144,10 +176,7 @@ func (m *MappedFile) SetWrotePosition(pos int) {
 	pos = max(0, min(pos, m.size))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.wrote.Store(int64(pos))
-	if m.flushed.Load() > int64(pos) {
-		m.flushed.Store(int64(pos))
-	}
+	m.setPositionsLocked(pos)
 }
 
 // TruncateTail sets WrotePosition to pos and zeroes every non-zero byte from
@@ -162,10 +191,7 @@ func (m *MappedFile) TruncateTail(pos int) error {
 	pos = max(0, min(pos, m.size))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.wrote.Store(int64(pos))
-	if m.flushed.Load() > int64(pos) {
-		m.flushed.Store(int64(pos))
-	}
+	m.setPositionsLocked(pos)
 	var zero [4096]byte
 	hi := -1
 	for p := pos; p < m.size; {
@@ -195,31 +221,96 @@ func (m *MappedFile) markDirtyLocked(lo, hi int) {
 // written at. It fails with ErrFileFull (nothing written) if p does not fit.
 // Appends must come from one writer at a time.
 func (m *MappedFile) Append(p []byte) (pos int, err error) {
-	return m.AppendFunc(len(p), func(dst []byte) error {
-		copy(dst, p)
-		return nil
-	})
+	return m.AppendBytes(p)
 }
 
-// AppendFunc reserves n bytes at WrotePosition, lets fill write them directly
-// into the mapping (one copy for encoders), and advances WrotePosition if fill
-// succeeds. On a fill error nothing becomes visible. ErrFileFull if n bytes do
-// not fit.
+// hasPending reports whether appended bytes wait for Commit/Flush.
+func (m *MappedFile) hasPending() bool { return m.reserved.Load() > m.wrote.Load() }
+
+// SetBuffered switches appends to the pending buffer (see the buffered
+// field). Switch only while nothing is pending.
+func (m *MappedFile) SetBuffered(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.buffered = on
+}
+
+// AppendFunc reserves n bytes at AppendPosition and lets fill write them:
+// directly into the mapping, or into the pending buffer in buffered mode
+// (readable after the next Flush or Commit). On a fill error nothing is
+// appended. ErrFileFull if n bytes do not fit.
 func (m *MappedFile) AppendFunc(n int, fill func(dst []byte) error) (pos int, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.unmapped || m.closed.Load() {
 		return 0, fmt.Errorf("%w: %s", ErrFileClosed, m.path)
 	}
-	w := int(m.wrote.Load())
+	w := int(m.reserved.Load())
 	if n < 0 || w+n > m.size {
 		return w, ErrFileFull
 	}
-	if err := fill(m.data[w : w+n : w+n]); err != nil {
+	if !m.buffered {
+		if err := fill(m.data[w : w+n : w+n]); err != nil {
+			return w, err
+		}
+		m.wrote.Store(int64(w + n))
+		m.reserved.Store(int64(w + n))
+		return w, nil
+	}
+	l := len(m.pending)
+	m.pending = slices.Grow(m.pending, n)[:l+n]
+	if err := fill(m.pending[l : l+n : l+n]); err != nil {
+		m.pending = m.pending[:l]
 		return w, err
 	}
-	m.wrote.Store(int64(w + n))
+	m.reserved.Store(int64(w + n))
 	return w, nil
+}
+
+// AppendBytes appends p as it is, with one copy (into the mapping, or into
+// the pending buffer in buffered mode). ErrFileFull if it does not fit.
+func (m *MappedFile) AppendBytes(p []byte) (pos int, err error) {
+	return m.AppendFunc(len(p), func(dst []byte) error {
+		copy(dst, p)
+		return nil
+	})
+}
+
+// Commit writes pending bytes to the file (buffered mode), making them
+// readable; Flush does it too. A failed write loses the pending bytes: the
+// caller must treat the file's tail as unknown.
+func (m *MappedFile) Commit() error {
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
+	return m.commitLocked()
+}
+
+// commitLocked needs flushMu, which keeps commits in order. The pending
+// buffer is swapped out under mu so appends continue during the pwrite.
+func (m *MappedFile) commitLocked() error {
+	m.mu.Lock()
+	buf, start := m.pending, m.pendingStart
+	if len(buf) == 0 || m.unmapped {
+		m.mu.Unlock()
+		return nil
+	}
+	m.pending = m.spare[:0]
+	m.spare = nil
+	m.pendingStart = start + len(buf)
+	m.mu.Unlock()
+	if _, err := m.file.WriteAt(buf, int64(start)); err != nil {
+		if isNoSpace(err) {
+			return diskFullError("write", m.path, err)
+		}
+		return err
+	}
+	m.wrote.Store(int64(start + len(buf)))
+	m.mu.Lock()
+	if m.spare == nil && cap(buf) <= 4<<20 {
+		m.spare = buf[:0]
+	}
+	m.mu.Unlock()
+	return nil
 }
 
 // WriteAt copies p to pos without moving WrotePosition (index file slots and
@@ -238,13 +329,39 @@ func (m *MappedFile) WriteAt(p []byte, pos int) error {
 	return nil
 }
 
+// writePopulator is implemented by files that can pre-fault a mapping for
+// writing (the real FS); others skip prefaulting.
+type writePopulator interface {
+	PopulateWrite(b []byte) error
+}
+
+// Prefault pre-faults [pos, pos+n) of the mapping for writing without
+// changing it (see osFile.PopulateWrite). It reports false if the file
+// system cannot do it, so callers stop trying.
+func (m *MappedFile) Prefault(pos, n int) (bool, error) {
+	p, ok := m.file.(writePopulator)
+	if !ok {
+		return false, nil
+	}
+	if !m.Retain() {
+		return true, fmt.Errorf("%w: %s", ErrFileClosed, m.path)
+	}
+	defer m.Release()
+	pos = max(0, pos)
+	end := min(pos+n, m.size)
+	if end <= pos {
+		return true, nil
+	}
+	return true, p.PopulateWrite(m.data[pos:end])
+}
+
 // Bytes returns the whole mapping for random-access readers (the index file).
 // The caller must hold a reference (Retain) for as long as it uses the slice
 // and must not write through it (use WriteAt).
 func (m *MappedFile) Bytes() []byte { return m.data }
 
-// Flush makes everything written so far durable (msync of the unflushed
-// range, MS_SYNC) and returns the new flushed position. Concurrent appends
+// Flush makes everything appended so far durable (commit of pending bytes,
+// then msync of the unflushed range, MS_SYNC) and returns the new flushed position. Concurrent appends
 // continue; they are covered by the next Flush.
 func (m *MappedFile) Flush() (flushed int, err error) {
 	if !m.Retain() {
@@ -253,6 +370,9 @@ func (m *MappedFile) Flush() (flushed int, err error) {
 	defer m.Release()
 	m.flushMu.Lock()
 	defer m.flushMu.Unlock()
+	if err := m.commitLocked(); err != nil {
+		return m.FlushedPosition(), err
+	}
 	w := int(m.wrote.Load())
 	fl := int(m.flushed.Load())
 	m.mu.Lock()

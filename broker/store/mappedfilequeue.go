@@ -46,6 +46,20 @@ type MappedFileQueue struct {
 	// removed from either end (retention at the front, TruncateDirty at the back).
 	mu    sync.RWMutex
 	files []*MappedFile
+	// buffered is applied to every file (see MappedFile.SetBuffered);
+	// guarded by mu.
+	buffered bool
+}
+
+// SetBuffered makes appends to all files, present and future, go through a
+// pending buffer written by Flush/Commit (see MappedFile.SetBuffered).
+func (q *MappedFileQueue) SetBuffered(on bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.buffered = on
+	for _, mf := range q.files {
+		mf.SetBuffered(on)
+	}
 }
 
 // OpenMappedFileQueue creates dir if needed and opens every segment in it,
@@ -147,6 +161,9 @@ func (q *MappedFileQueue) LastOrCreate(startOffset int64) (*MappedFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if q.buffered {
+		mf.SetBuffered(true)
+	}
 	q.files = append(q.files, mf)
 	return mf, nil
 }
@@ -184,8 +201,9 @@ func (q *MappedFileQueue) MinOffset() int64 {
 	return q.files[0].FileFromOffset()
 }
 
-// MaxOffset returns the end of the written data: the last file's start offset
-// plus its WrotePosition, or 0 when empty.
+// MaxOffset returns the end of the readable data: the last file's start
+// offset plus its WrotePosition, or 0 when empty. (In buffered mode appends
+// past it wait for the next Flush.)
 func (q *MappedFileQueue) MaxOffset() int64 {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
@@ -217,7 +235,7 @@ func (q *MappedFileQueue) FlushedOffset() int64 {
 // first error.
 func (q *MappedFileQueue) Flush() error {
 	for _, mf := range q.Files() {
-		if mf.FlushedPosition() >= mf.WrotePosition() && !mf.hasRandomDirty() {
+		if mf.FlushedPosition() >= mf.WrotePosition() && !mf.hasPending() && !mf.hasRandomDirty() {
 			continue
 		}
 		if _, err := mf.Flush(); err != nil {

@@ -416,7 +416,7 @@ type messageLayout struct {
 
 // checkMessage validates the stored message at the start of b: TOTALSIZE
 // within bounds, a known magic, field lengths that add up to TOTALSIZE and,
-// if checkCRC, the body CRC. A blank filler is reported by its magic with
+// if checkCRC, the entry CRC. A blank filler is reported by its magic with
 // size = its TOTALSIZE. An all-zero header is ErrEndOfData.
 func checkMessage(b []byte, checkCRC bool) (messageLayout, error) {
 	var l messageLayout
@@ -482,11 +482,9 @@ func checkMessage(b []byte, checkCRC bool) (messageLayout, error) {
 	}
 	l.props = b[p:size]
 	if checkCRC {
-		want := be.Uint32(b[offBodyCRC:])
-		if got := BodyCRC32(b[l.bodyStart : l.bodyStart+bodyLen]); got != want {
-			return l, fmt.Errorf("%w: body CRC %#x, stored %#x", ErrCorruptMessage, got, want)
-		}
-		// Every entry this package encodes ends with the CRC property, so its
+		// The entry CRC covers every byte, BODYCRC and body included, so
+		// it alone proves the entry is as sealed; DecodeMessage also checks
+		// BODYCRC. Every entry this package encodes ends with the CRC property, so its
 		// absence is damage too (a flipped bit in the property's name).
 		if !hasCRCProperty(b) {
 			return l, fmt.Errorf("%w: entry CRC property missing", ErrCorruptMessage)
@@ -513,6 +511,9 @@ func DecodeMessage(b []byte, copyBody bool) (*Message, int, error) {
 		return nil, 0, fmt.Errorf("%w: blank filler where a message was expected", ErrCorruptMessage)
 	}
 	be := binary.BigEndian
+	if want, got := be.Uint32(b[offBodyCRC:]), BodyCRC32(b[l.bodyStart:l.bodyStart+l.bodyLen]); got != want {
+		return nil, 0, fmt.Errorf("%w: body CRC %#x, stored %#x", ErrCorruptMessage, got, want)
+	}
 	m := &Message{
 		StoreSize:      int32(l.size),
 		BodyCRC:        be.Uint32(b[offBodyCRC:]),
@@ -637,7 +638,12 @@ func OffsetMsgID(storeHost netip.AddrPort, physicalOffset int64) string {
 	n += 4
 	binary.BigEndian.PutUint64(buf[n:], uint64(physicalOffset))
 	n += 8
-	return strings.ToUpper(hex.EncodeToString(buf[:n]))
+	const digits = "0123456789ABCDEF"
+	var out [56]byte
+	for i, b := range buf[:n] {
+		out[2*i], out[2*i+1] = digits[b>>4], digits[b&0xF]
+	}
+	return string(out[:2*n])
 }
 
 // ParseOffsetMsgID decodes an offset message id (32 or 56 hex chars).
