@@ -16,8 +16,10 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 )
 
-// countFSM counts applied commands; its snapshot is the count.
+// countFSM counts applied commands; its snapshot is the log position
+// record (snapshot.go) followed by the count.
 type countFSM struct {
+	logs     *LogStore
 	mu       sync.Mutex
 	commands int
 }
@@ -37,10 +39,19 @@ func (f *countFSM) count() int {
 	return f.commands
 }
 
-func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) { return countSnap(f.count()), nil }
+func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return countSnap{n: f.count(), logs: f.logs}, nil
+}
 
 func (f *countFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	p, err := ReadSnapshotPosition(rc)
+	if err != nil {
+		return err
+	}
+	if err := f.logs.RestoreFrom(p); err != nil {
+		return err
+	}
 	var b [8]byte
 	if _, err := io.ReadFull(rc, b[:]); err != nil {
 		return err
@@ -51,10 +62,17 @@ func (f *countFSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type countSnap int
+type countSnap struct {
+	n    int
+	logs *LogStore
+}
 
 func (s countSnap) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(binary.BigEndian.AppendUint64(nil, uint64(s))); err != nil {
+	if err := s.logs.WritePositionFor(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	if _, err := sink.Write(binary.BigEndian.AppendUint64(nil, uint64(s.n))); err != nil {
 		sink.Cancel()
 		return err
 	}
@@ -129,6 +147,7 @@ func startNode(t *testing.T, cfg Config, dir string, bootstrap bool) *testNode {
 	if n.logs, err = Open(filepath.Join(dir, "log"), Options{SegmentSize: 32 << 10, Sync: true}); err != nil {
 		t.Fatal(err)
 	}
+	n.fsm.logs = n.logs
 	t.Cleanup(func() { n.logs.Close() })
 	if n.stable, err = OpenStableStore(filepath.Join(dir, "stable.db")); err != nil {
 		t.Fatal(err)
@@ -168,10 +187,17 @@ func waitLeader(t *testing.T, nodes []*testNode) *testNode {
 	return leader
 }
 
-func applyN(t *testing.T, r *raft.Raft, from, n int) {
+func applyN(t *testing.T, r *raft.Raft, from, n int) { applySized(t, r, from, n, 0) }
+
+// applySized applies n commands padded to size bytes.
+func applySized(t *testing.T, r *raft.Raft, from, n, size int) {
 	futures := make([]raft.ApplyFuture, 0, n)
 	for i := from; i < from+n; i++ {
-		futures = append(futures, r.Apply([]byte(fmt.Sprintf("cmd-%06d", i)), 5*time.Second))
+		cmd := []byte(fmt.Sprintf("cmd-%06d", i))
+		if len(cmd) < size {
+			cmd = append(cmd, bytes.Repeat([]byte{'.'}, size-len(cmd))...)
+		}
+		futures = append(futures, r.Apply(cmd, 5*time.Second))
 	}
 	for i, f := range futures {
 		if err := f.Error(); err != nil {
@@ -253,4 +279,70 @@ func TestThreeNodeSmoke(t *testing.T) {
 		return back.r.AppliedIndex() >= commit && back.fsm.count() == 1250
 	})
 	sameFrames(t, next, back, commit)
+}
+
+// TestSnapshotInstallKeepsPositions: a follower that is down while the
+// leader snapshots and retention deletes the segments it would need gets
+// InstallSnapshot on restart; the FSM's Restore hands the snapshot's log
+// position to RestoreFrom, and the follower's log continues at exactly the
+// leader's positions with byte-identical frames.
+func TestSnapshotInstallKeepsPositions(t *testing.T) {
+	nodes := startCluster(t)
+	leader := waitLeader(t, nodes)
+	applyN(t, leader.r, 0, 100)
+	var lagger *testNode
+	for _, n := range nodes {
+		if n != leader {
+			lagger = n
+			break
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, "lagger applies the first 100", func() bool { return lagger.fsm.count() == 100 })
+	lagger.shutdown(t)
+	if err := lagger.logs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lagLast, _ := lagger.logs.LastIndex()
+
+	applySized(t, leader.r, 100, 600, 300)
+	snap := leader.r.Snapshot()
+	if err := snap.Error(); err != nil {
+		t.Fatal(err)
+	}
+	meta, rc, err := snap.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	first, err := leader.logs.DeleteSegmentsBefore(meta.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first <= lagLast+1 {
+		t.Fatalf("retention kept index %d the lagger needs (first %d)", lagLast+1, first)
+	}
+
+	back := startNode(t, lagger.cfg, lagger.dir, false)
+	applyN(t, leader.r, 700, 50)
+	commit := leader.r.CommitIndex()
+	testutil.WaitFor(t, 10*time.Second, "lagger catches up through a snapshot", func() bool {
+		return back.r.AppliedIndex() >= commit && back.fsm.count() == 750
+	})
+	bFirst, _ := back.logs.FirstIndex()
+	if bFirst != meta.Index+1 {
+		t.Fatalf("lagger's log starts at %d, want snapshot index %d + 1", bFirst, meta.Index)
+	}
+	for i := meta.Index + 1; i <= commit; i++ {
+		pa, fa, err := leader.logs.ReadFrame(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, fb, err := back.logs.ReadFrame(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pa != pb || !bytes.Equal(fa, fb) {
+			t.Fatalf("index %d: leader has it at %d, lagger at %d (equal bytes %v)", i, pa, pb, bytes.Equal(fa, fb))
+		}
+	}
 }

@@ -21,9 +21,11 @@ import (
 //	    min-1 must go too, or the new entry min could land in a different
 //	    segment than on the leader), tail zeroed durably.
 //	(c) everything, after InstallSnapshot on a monotonic store. The FSM's
-//	    Restore has already called ResetAt(snapshotIndex+1, nextPosition from
-//	    the snapshot), so the log is empty and Raft's DeleteRange is a no-op;
-//	    the next StoreLogs lands at exactly the leader's position.
+//	    Restore has called RestoreFrom(position recorded in the snapshot);
+//	    this DeleteRange first makes the log continue the snapshot (keeping
+//	    it up to the snapshot index if it matches, else ResetAt(snapshot
+//	    index+1, position)), then deletes the rest logically, so the next
+//	    StoreLogs lands at exactly the leader's position (snapshot.go).
 
 // DeleteRange deletes the inclusive range [min, max] under the rules above.
 // Ranges outside the log are ignored, like raft.InmemStore does.
@@ -36,6 +38,19 @@ func (s *LogStore) DeleteRange(min, max uint64) error {
 	s.mu.RLock()
 	first, tail, empty := s.first, s.tail, s.emptyLocked()
 	s.mu.RUnlock()
+	if p := s.pending; p != nil && !empty && min <= first && max >= tail {
+		// Raft deleting everything right after a snapshot restore (rule c):
+		// first make the log continue the snapshot, then delete what is left
+		// logically as usual.
+		s.pending = nil
+		if err := s.ensureContinuityLocked(*p); err != nil {
+			return err
+		}
+		s.mu.RLock()
+		first, tail, empty = s.first, s.tail, s.emptyLocked()
+		s.mu.RUnlock()
+		max = tail
+	}
 	if empty || min > max || max < first || min > tail {
 		return nil
 	}
@@ -96,10 +111,11 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 }
 
 // ResetAt empties the log and makes the next StoreLogs start at nextIndex
-// at position nextPos (rule c). The FSM calls it from Restore when it
-// installs a snapshot its log does not continue: nextIndex is the snapshot
-// index + 1 and nextPos the position after the snapshot index's frame on the
-// leader (EndOf there), so positions stay identical across replicas. Every
+// at position nextPos (rule c): nextIndex is a snapshot index + 1 and
+// nextPos the position after that index's frame on the leader (EndOf
+// there), so positions stay identical across replicas. The FSM normally does
+// not call it directly but RestoreFrom, which resets only when the log does
+// not already continue the snapshot and never during a startup restore. Every
 // segment and index file is removed; the space before nextPos in its segment
 // stays zero and is never scanned. A crash halfway is finished by Open.
 func (s *LogStore) ResetAt(nextIndex uint64, nextPos int64) error {
@@ -111,6 +127,11 @@ func (s *LogStore) ResetAt(nextIndex uint64, nextPos int64) error {
 	if err := s.writableLocked(); err != nil {
 		return err
 	}
+	s.pending = nil
+	return s.resetLocked(nextIndex, nextPos)
+}
+
+func (s *LogStore) resetLocked(nextIndex uint64, nextPos int64) error {
 	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: nextIndex, AnchorPos: nextPos, ResetPending: true}
 	if err := s.writeMetaLocked(m); err != nil {
 		return s.fail(fmt.Errorf("reset: %w", err))

@@ -115,6 +115,9 @@ type LogStore struct {
 	nextPos   int64  // end of the last frame: where the next one goes (or the reset position)
 	meta      meta   // last meta written
 	sinceCkpt int64  // log bytes appended since the last checkpoint
+	// pending is the snapshot position recorded by RestoreFrom, applied by
+	// the next restore-shaped operation (snapshot.go).
+	pending *SnapshotPosition
 
 	mu sync.RWMutex
 	// Guarded by mu (written with wmu held too).
@@ -250,6 +253,17 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 	defer s.wmu.Unlock()
 	if err := s.writableLocked(); err != nil {
 		return err
+	}
+	if p := s.pending; p != nil {
+		// A fresh follower's first entries after InstallSnapshot (Raft does
+		// not delete an empty log), or the first append after a startup
+		// restore; any other index means the restore is behind us.
+		s.pending = nil
+		if logs[0].Index == p.Index+1 {
+			if err := s.ensureContinuityLocked(*p); err != nil {
+				return err
+			}
+		}
 	}
 	if err := s.checkBatchLocked(logs); err != nil {
 		return err

@@ -428,3 +428,95 @@ func TestCrashAtEverySegmentRoll(t *testing.T) {
 	}
 	raftlogtest.CheckRange(t, s, 1, 150, term1)
 }
+
+// TestRestoreFrom covers the snapshot-restore paths of rule (c) without
+// Raft: InstallSnapshot over a matching log, over a conflicting one, on a
+// fresh follower, and a startup restore that must leave the log alone.
+func TestRestoreFrom(t *testing.T) {
+	open := func(seed uint64) *LogStore {
+		return mustOpen(t, "/log", testOptions(store.NewFaultFS(seed)))
+	}
+	roundTrip := func(p SnapshotPosition) SnapshotPosition {
+		var buf bytes.Buffer
+		if err := WriteSnapshotPosition(&buf, p); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadSnapshotPosition(&buf)
+		if err != nil || got != p {
+			t.Fatalf("position round trip: %+v, %v", got, err)
+		}
+		return got
+	}
+	t.Run("MatchingLogKept", func(t *testing.T) {
+		s := open(1)
+		defer s.Close()
+		storeAll(t, s, raftlogtest.Entries(1, 50, 1))
+		p, err := s.SnapshotPosition(30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RestoreFrom(roundTrip(p)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteRange(1, 50); err != nil { // Raft's removeOldLogs
+			t.Fatal(err)
+		}
+		raftlogtest.CheckRange(t, s, 0, 0, nil)
+		storeAll(t, s, raftlogtest.Entries(31, 31, 2))
+		if pos, _, _ := s.Locate(31); pos != p.EndPos {
+			t.Fatalf("31 at %d, want %d", pos, p.EndPos)
+		}
+		if s.MinPosition() != 0 {
+			t.Fatal("matching log was reset (segments removed)")
+		}
+	})
+	t.Run("ConflictingLogReset", func(t *testing.T) {
+		s := open(2)
+		defer s.Close()
+		storeAll(t, s, raftlogtest.Entries(1, 50, 1))
+		end, _ := s.EndOf(40)
+		if err := s.RestoreFrom(SnapshotPosition{Index: 40, Term: 9, EndPos: end + 100}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteRange(1, 50); err != nil {
+			t.Fatal(err)
+		}
+		storeAll(t, s, raftlogtest.Entries(41, 45, 9))
+		if pos, _, _ := s.Locate(41); pos != end+100 {
+			t.Fatalf("41 at %d, want %d", pos, end+100)
+		}
+		raftlogtest.CheckRange(t, s, 41, 45, func(i uint64) *raft.Log { return raftlogtest.Entry(i, 9) })
+	})
+	t.Run("FreshFollower", func(t *testing.T) {
+		s := open(3)
+		defer s.Close()
+		// Raft does not DeleteRange an empty log: the first StoreLogs applies it.
+		if err := s.RestoreFrom(SnapshotPosition{Index: 500, Term: 3, EndPos: 70_000}); err != nil {
+			t.Fatal(err)
+		}
+		storeAll(t, s, raftlogtest.Entries(501, 510, 3))
+		if pos, _, _ := s.Locate(501); pos != 70_000 {
+			t.Fatalf("501 at %d", pos)
+		}
+	})
+	t.Run("StartupRestoreLeavesLog", func(t *testing.T) {
+		s := open(4)
+		defer s.Close()
+		storeAll(t, s, raftlogtest.Entries(1, 50, 1))
+		p, _ := s.SnapshotPosition(30)
+		if err := s.RestoreFrom(p); err != nil {
+			t.Fatal(err)
+		}
+		storeAll(t, s, raftlogtest.Entries(51, 60, 1))
+		raftlogtest.CheckRange(t, s, 1, 60, term1)
+	})
+	t.Run("BadRecord", func(t *testing.T) {
+		b := make([]byte, SnapshotPositionSize)
+		if _, err := ReadSnapshotPosition(bytes.NewReader(b)); !errors.Is(err, ErrCorruptFrame) {
+			t.Fatalf("zeros: %v", err)
+		}
+		if _, err := ReadSnapshotPosition(bytes.NewReader(b[:5])); err == nil {
+			t.Fatal("short record accepted")
+		}
+	})
+}

@@ -39,18 +39,19 @@ func OpenStableStore(path string) (*StableStore, error) {
 func (s *StableStore) Close() error { return s.BoltStore.Close() }
 
 // OpenSnapshotStore opens raft's file snapshot store under dir, keeping the
-// newest retain snapshots. raftmq's snapshots are small markers (Raft
-// index, ConsumeQueue checkpoint, offsets, topic config), so retaining a few
-// costs nothing.
-func OpenSnapshotStore(dir string, retain int, log *zap.Logger) (*raft.FileSnapshotStore, error) {
+// newest retain snapshots, wrapped in IndexedSnapshotStore so that
+// FSMSnapshot.Persist can record the log position (snapshot.go). raftmq's
+// snapshots are small markers (Raft index, ConsumeQueue checkpoint, offsets,
+// topic config), so retaining a few costs nothing.
+func OpenSnapshotStore(dir string, retain int, log *zap.Logger) (IndexedSnapshotStore, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return IndexedSnapshotStore{}, err
 	}
 	s, err := raft.NewFileSnapshotStoreWithLogger(dir, retain, HCLogger(log, "raft-snapshot"))
 	if err != nil {
-		return nil, fmt.Errorf("raftlog: open snapshot store %s: %w", dir, err)
+		return IndexedSnapshotStore{}, fmt.Errorf("raftlog: open snapshot store %s: %w", dir, err)
 	}
-	return s, nil
+	return IndexedSnapshotStore{SnapshotStore: s}, nil
 }
 
 // HCLogger adapts a zap logger to the hclog.Logger hashicorp/raft wants.
