@@ -1,0 +1,126 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+func TestParseTagExpression(t *testing.T) {
+	for _, expr := range []string{"", "*", "  "} {
+		sd, err := ParseTagExpression("T", expr, 1)
+		if err != nil || sd.SubString != SubAll || len(sd.TagsSet) != 0 || !sd.MatchesTag("") || !sd.MatchesTag("x") {
+			t.Fatalf("%q: %+v %v", expr, sd, err)
+		}
+	}
+	sd, err := ParseTagExpression("T", " TagA || TagB ||  || TagA", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Java: "TagA".hashCode() == 2598919.
+	if !reflect.DeepEqual(sd.TagsSet, []string{"TagA", "TagB"}) || !reflect.DeepEqual(sd.CodeSet, []int32{2598919, 2598920}) ||
+		sd.SubString != " TagA || TagB ||  || TagA" || sd.SubVersion != 7 || sd.ExpressionType != "TAG" {
+		t.Fatalf("%+v", sd)
+	}
+	if !sd.MatchesTag("TagB") || sd.MatchesTag("TagC") || sd.MatchesTag("") {
+		t.Fatal("tag matching")
+	}
+	if _, err := ParseTagExpression("T", "|| ||", 1); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("empty tags: %v", err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(sd.JSON(), &back); err != nil || back["subString"] != sd.SubString || back["classFilterMode"] != false {
+		t.Fatalf("json %s: %v", sd.JSON(), err)
+	}
+}
+
+// pullBroker answers PULL_MESSAGE with answer.
+func pullBroker(t *testing.T, answer func(req *remoting.RemotingCommand) *remoting.RemotingCommand) (string, *remoting.Client) {
+	srv := remoting.NewServer(remoting.ServerConfig{}, nil)
+	srv.Register(remoting.RequestPullMessage, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return answer(req), nil
+	}, 1, 16)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rc := remoting.NewClient(remoting.ClientConfig{}, nil)
+	t.Cleanup(func() {
+		_ = rc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv.Addr().String(), rc
+}
+
+func TestPullMessage(t *testing.T) {
+	var got *remoting.RemotingCommand
+	var body []byte
+	for i, tag := range []string{"TagA", "TagB", "TagA", ""} {
+		props := ""
+		if tag != "" {
+			props = EncodeProperties(map[string]string{"TAGS": tag})
+		}
+		body = append(body, encodeStored(t, storedMessage{topic: "T", body: []byte(strconv.Itoa(i)), props: props, queueID: 2, queueOffset: int64(10 + i)})...)
+	}
+	code := remoting.ResponseSuccess
+	addr, rc := pullBroker(t, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		got = req
+		resp := remoting.NewResponse(code, "")
+		resp.ExtFields = map[string]string{"nextBeginOffset": "14", "minOffset": "0", "maxOffset": "20", "suggestWhichBrokerId": "1"}
+		if code == remoting.ResponseSuccess {
+			resp.Body = body
+		}
+		return resp
+	})
+	sub, _ := ParseTagExpression("T", "TagA", 5)
+	req := &PullRequest{Group: "G", Queue: MessageQueue{"T", "b", 2}, Offset: 10, MaxMsgNums: 32,
+		SysFlag: PullFlagSuspend | PullFlagSubscription, SuspendMillis: 15000, Subscription: sub}
+	res, err := PullMessage(context.Background(), rc, addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := got.ExtFields
+	if h["consumerGroup"] != "G" || h["topic"] != "T" || h["queueId"] != "2" || h["queueOffset"] != "10" || h["maxMsgNums"] != "32" ||
+		h["sysFlag"] != "6" || h["suspendTimeoutMillis"] != "15000" || h["subscription"] != "TagA" || h["subVersion"] != "5" || h["expressionType"] != "TAG" {
+		t.Fatalf("request header %v", h)
+	}
+	if res.Status != PullFound || res.NextBeginOffset != 14 || res.MaxOffset != 20 || res.SuggestWhichBrokerID != 1 || len(res.Messages) != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	for _, m := range res.Messages {
+		if m.Tags != "TagA" || m.Properties[PropertyMaxOffset] != "20" || m.Properties[PropertyMinOffset] != "0" {
+			t.Fatalf("message %+v", m)
+		}
+	}
+	// "*" keeps everything, including untagged messages.
+	req.Subscription, _ = ParseTagExpression("T", "*", 5)
+	if res, err := PullMessage(context.Background(), rc, addr, req); err != nil || len(res.Messages) != 4 {
+		t.Fatalf("all: %v %v", res, err)
+	}
+	for c, want := range map[int16]PullStatus{remoting.ResponsePullNotFound: PullNoNewMsg, remoting.ResponsePullRetryImmediately: PullNoMatchedMsg, remoting.ResponsePullOffsetMoved: PullOffsetIllegal} {
+		code = c
+		res, err := PullMessage(context.Background(), rc, addr, req)
+		if err != nil || res.Status != want || res.NextBeginOffset != 14 || len(res.Messages) != 0 || want.String() == "" {
+			t.Fatalf("code %d: %+v %v", c, res, err)
+		}
+	}
+	code = remoting.ResponseSystemBusy
+	var be *BrokerError
+	if _, err := PullMessage(context.Background(), rc, addr, req); !errors.As(err, &be) || !errors.Is(err, remoting.ErrServerBusy) {
+		t.Fatalf("busy: %v", err)
+	}
+	// A body that breaks after two entries yields those two and resumes after them.
+	code = remoting.ResponseSuccess
+	body = body[:len(body)-5]
+	res, err = PullMessage(context.Background(), rc, addr, req)
+	if err != nil || len(res.Messages) != 3 || res.NextBeginOffset != 13 {
+		t.Fatalf("truncated body: %+v %v", res, err)
+	}
+}
