@@ -53,6 +53,10 @@ var (
 	// empty consumer id, no queues or no consumers (RocketMQ's
 	// AbstractAllocateMessageQueueStrategy.check).
 	ErrInvalidStrategyInput = errors.New("client: invalid allocation input")
+
+	// ErrOffsetNotFound means no consume offset is recorded for a queue (a
+	// new consumer group): the consumer falls back to its ConsumeFromWhere.
+	ErrOffsetNotFound = errors.New("client: no consume offset recorded for queue")
 )
 
 // DecodeError reports where stored-message or batch bytes stopped making

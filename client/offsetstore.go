@@ -1,0 +1,322 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// ReadOffsetType says where OffsetStore.Read looks (RocketMQ's
+// ReadOffsetType).
+type ReadOffsetType int
+
+const (
+	// ReadFromMemory returns only the cached offset.
+	ReadFromMemory ReadOffsetType = iota
+	// ReadFromStore asks the store (broker or file) and caches the answer.
+	ReadFromStore
+	// MemoryFirstThenStore uses the cache and falls back to the store.
+	MemoryFirstThenStore
+)
+
+// OffsetStore keeps a consumer group's consume offsets: on the brokers
+// for clustering consumption (RemoteOffsetStore), in a local file for
+// broadcasting (LocalOffsetStore). Updates go to memory; Persist writes
+// them out (the consumers call it every 5 s and on Close).
+type OffsetStore interface {
+	// Load reads persisted offsets into memory where that applies.
+	Load() error
+	// Update records offset for mq; with increaseOnly a smaller offset is
+	// ignored (concurrent consumption commits out of order).
+	Update(mq MessageQueue, offset int64, increaseOnly bool)
+	// Read returns mq's offset, ErrOffsetNotFound when none is recorded.
+	Read(ctx context.Context, mq MessageQueue, typ ReadOffsetType) (int64, error)
+	// Persist writes the offsets of mqs out.
+	Persist(ctx context.Context, mqs []MessageQueue) error
+	// Remove forgets mq (its queue was handed to another consumer).
+	Remove(mq MessageQueue)
+}
+
+// offsetTable is the in-memory part shared by both stores.
+type offsetTable struct {
+	mu      sync.Mutex
+	offsets map[MessageQueue]int64 // guarded by mu
+}
+
+func (t *offsetTable) update(mq MessageQueue, offset int64, increaseOnly bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.offsets == nil {
+		t.offsets = map[MessageQueue]int64{}
+	}
+	if old, ok := t.offsets[mq]; ok && increaseOnly && offset < old {
+		return
+	}
+	t.offsets[mq] = offset
+}
+
+func (t *offsetTable) get(mq MessageQueue) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	off, ok := t.offsets[mq]
+	return off, ok
+}
+
+func (t *offsetTable) remove(mq MessageQueue) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.offsets, mq)
+}
+
+func (t *offsetTable) snapshot() map[MessageQueue]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[MessageQueue]int64, len(t.offsets))
+	for mq, off := range t.offsets {
+		out[mq] = off
+	}
+	return out
+}
+
+// LocalOffsetStore keeps offsets in one JSON file, for broadcasting
+// consumers (every consumer has its own progress). Writes are atomic: a
+// temporary file, fsync, rename, directory fsync.
+type LocalOffsetStore struct {
+	path   string
+	table  offsetTable
+	fileMu sync.Mutex // serializes Persist
+}
+
+// NewLocalOffsetStore returns a store backed by path (created on first
+// Persist; its directory must be writable).
+func NewLocalOffsetStore(path string) *LocalOffsetStore { return &LocalOffsetStore{path: path} }
+
+// offsetFile is the file layout: a list, since JSON object keys cannot be
+// message queues.
+type offsetFile struct {
+	Offsets []offsetEntry `json:"offsetTable"`
+}
+
+type offsetEntry struct {
+	Topic      string `json:"topic"`
+	BrokerName string `json:"brokerName"`
+	QueueID    int    `json:"queueId"`
+	Offset     int64  `json:"offset"`
+}
+
+// Load reads the file; a missing file is an empty store.
+func (s *LocalOffsetStore) Load() error {
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("client: read offsets: %w", err)
+	}
+	var f offsetFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("client: offsets file %s is corrupt (%v); move it away to start from ConsumeFromWhere", s.path, err)
+	}
+	for _, e := range f.Offsets {
+		s.table.update(MessageQueue{Topic: e.Topic, BrokerName: e.BrokerName, QueueID: e.QueueID}, e.Offset, false)
+	}
+	return nil
+}
+
+// Update implements OffsetStore.
+func (s *LocalOffsetStore) Update(mq MessageQueue, offset int64, increaseOnly bool) {
+	s.table.update(mq, offset, increaseOnly)
+}
+
+// Read implements OffsetStore; the file is only read by Load, so
+// ReadFromStore reloads it first.
+func (s *LocalOffsetStore) Read(_ context.Context, mq MessageQueue, typ ReadOffsetType) (int64, error) {
+	if typ == ReadFromStore {
+		if err := s.Load(); err != nil {
+			return 0, err
+		}
+	}
+	if off, ok := s.table.get(mq); ok {
+		return off, nil
+	}
+	return 0, ErrOffsetNotFound
+}
+
+// Remove implements OffsetStore.
+func (s *LocalOffsetStore) Remove(mq MessageQueue) { s.table.remove(mq) }
+
+// Persist writes every offset in memory (a broadcasting consumer owns all
+// its queues, so mqs only need to be a subset of them).
+func (s *LocalOffsetStore) Persist(_ context.Context, _ []MessageQueue) error {
+	snap := s.table.snapshot()
+	f := offsetFile{Offsets: make([]offsetEntry, 0, len(snap))}
+	for mq, off := range snap {
+		f.Offsets = append(f.Offsets, offsetEntry{Topic: mq.Topic, BrokerName: mq.BrokerName, QueueID: mq.QueueID, Offset: off})
+	}
+	slices.SortFunc(f.Offsets, func(a, b offsetEntry) int {
+		return CompareQueues(MessageQueue{a.Topic, a.BrokerName, a.QueueID}, MessageQueue{b.Topic, b.BrokerName, b.QueueID})
+	})
+	data, err := json.MarshalIndent(&f, "", "  ")
+	if err != nil {
+		return err
+	}
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	return writeFileAtomic(s.path, data)
+}
+
+// writeFileAtomic replaces path with data so that a crash leaves either
+// the old or the new content, never a torn file.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("client: offsets dir: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("client: offsets temp file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("client: write offsets: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("client: fsync offsets: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("client: close offsets: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("client: rename offsets: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("client: open offsets dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("client: fsync offsets dir: %w", err)
+	}
+	return nil
+}
+
+// BrokerResolver returns the address to ask about a broker group's
+// offsets ("" when the group is unknown).
+type BrokerResolver func(brokerName string) string
+
+// RemoteOffsetStore keeps a clustering group's offsets on the brokers:
+// QUERY_CONSUMER_OFFSET (14) to read, UPDATE_CONSUMER_OFFSET (15) to
+// write (RocketMQ's RemoteBrokerOffsetStore). In raftmq the update goes
+// through the group's Raft log, so a new leader knows every offset.
+type RemoteOffsetStore struct {
+	group   string
+	rc      *remoting.Client
+	resolve BrokerResolver
+	table   offsetTable
+}
+
+// NewRemoteOffsetStore returns a store for group talking through rc to the
+// addresses resolve gives.
+func NewRemoteOffsetStore(group string, rc *remoting.Client, resolve BrokerResolver) *RemoteOffsetStore {
+	return &RemoteOffsetStore{group: group, rc: rc, resolve: resolve}
+}
+
+type queryConsumerOffsetHeader struct {
+	ConsumerGroup string `ext:"consumerGroup"`
+	Topic         string `ext:"topic"`
+	QueueID       int    `ext:"queueId"`
+	BrokerName    string `ext:"bname,omitempty"`
+}
+
+type updateConsumerOffsetHeader struct {
+	ConsumerGroup string `ext:"consumerGroup"`
+	Topic         string `ext:"topic"`
+	QueueID       int    `ext:"queueId"`
+	CommitOffset  int64  `ext:"commitOffset"`
+	BrokerName    string `ext:"bname,omitempty"`
+}
+
+// Load implements OffsetStore; remote offsets are read lazily.
+func (s *RemoteOffsetStore) Load() error { return nil }
+
+// Update implements OffsetStore.
+func (s *RemoteOffsetStore) Update(mq MessageQueue, offset int64, increaseOnly bool) {
+	s.table.update(mq, offset, increaseOnly)
+}
+
+// Remove implements OffsetStore.
+func (s *RemoteOffsetStore) Remove(mq MessageQueue) { s.table.remove(mq) }
+
+// Read implements OffsetStore. A broker answering QUERY_NOT_FOUND (22)
+// gives ErrOffsetNotFound.
+func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadOffsetType) (int64, error) {
+	if typ != ReadFromStore {
+		if off, ok := s.table.get(mq); ok {
+			return off, nil
+		}
+		if typ == ReadFromMemory {
+			return 0, ErrOffsetNotFound
+		}
+	}
+	addr := s.resolve(mq.BrokerName)
+	if addr == "" {
+		return 0, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName)
+	}
+	req := remoting.NewRequest(remoting.RequestQueryConsumerOffset,
+		&queryConsumerOffsetHeader{ConsumerGroup: s.group, Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName}, nil)
+	resp, err := s.rc.InvokeSync(ctx, addr, req)
+	if err != nil {
+		return 0, err
+	}
+	switch resp.Code {
+	case remoting.ResponseSuccess:
+	case remoting.ResponseQueryNotFound:
+		return 0, fmt.Errorf("%w: %s of group %s", ErrOffsetNotFound, mq, s.group)
+	default:
+		return 0, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark}
+	}
+	off, err := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("client: offset answer from %s: %q is not a number", addr, resp.ExtFields["offset"])
+	}
+	s.table.update(mq, off, false)
+	return off, nil
+}
+
+// Persist sends the in-memory offset of each of mqs to its broker and
+// waits for each answer; it returns every failure joined.
+func (s *RemoteOffsetStore) Persist(ctx context.Context, mqs []MessageQueue) error {
+	var errs []error
+	for _, mq := range mqs {
+		off, ok := s.table.get(mq)
+		if !ok {
+			continue
+		}
+		addr := s.resolve(mq.BrokerName)
+		if addr == "" {
+			errs = append(errs, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName))
+			continue
+		}
+		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &updateConsumerOffsetHeader{
+			ConsumerGroup: s.group, Topic: mq.Topic, QueueID: mq.QueueID, CommitOffset: off, BrokerName: mq.BrokerName}, nil)
+		resp, err := s.rc.InvokeSync(ctx, addr, req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client: commit offset of %s: %w", mq, err))
+			continue
+		}
+		if resp.Code != remoting.ResponseSuccess {
+			errs = append(errs, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark})
+		}
+	}
+	return errors.Join(errs...)
+}
