@@ -236,13 +236,17 @@ func TestThreeNodeSmoke(t *testing.T) {
 	leader := waitLeader(t, nodes)
 	applyN(t, leader.r, 0, 1000)
 	oldApplied := leader.r.AppliedIndex()
+	killed := time.Now()
 	leader.shutdown(t)
 
 	next := waitLeader(t, nodes)
 	if next == leader {
 		t.Fatal("shut-down node still leader")
 	}
-	applyN(t, next.r, 1000, 200)
+	elected := time.Since(killed)
+	applyN(t, next.r, 1000, 1)
+	t.Logf("leader kill → new leader %v, → first applied write %v", elected, time.Since(killed))
+	applyN(t, next.r, 1001, 199)
 	if err := next.r.Barrier(5 * time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}

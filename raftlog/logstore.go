@@ -108,6 +108,8 @@ type LogStore struct {
 	log  *zap.Logger
 	segQ *store.MappedFileQueue
 	idxQ *store.MappedFileQueue
+	// ownsSegQ is false for OpenOnQueue: the CommitLog facade closes it.
+	ownsSegQ bool
 
 	wmu sync.Mutex
 	// Guarded by wmu.
@@ -143,7 +145,40 @@ func Open(dir string, opts Options) (*LogStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger}
+	segQ, err := store.OpenMappedFileQueue(o.FS, filepath.Join(dir, segmentDirName), o.SegmentSize)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openOn(segQ, dir, o)
+	if err != nil {
+		segQ.Close()
+		return nil, err
+	}
+	s.ownsSegQ = true
+	return s, nil
+}
+
+// OpenOnQueue opens the log over an existing segment queue — the CommitLog
+// facade's, in Raft mode — keeping the index files and meta in dir. The
+// queue's file size must equal opts.SegmentSize. The LogStore then owns
+// appends to and recovery of that queue (it truncates a torn tail at Open);
+// Close does not close the queue, its owner does.
+func OpenOnQueue(segQ *store.MappedFileQueue, dir string, opts Options) (*LogStore, error) {
+	if opts.SegmentSize == 0 {
+		opts.SegmentSize = segQ.FileSize()
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if segQ.FileSize() != o.SegmentSize {
+		return nil, fmt.Errorf("%w: segment queue %s has file size %d, options say %d", ErrInvalidConfig, segQ.Dir(), segQ.FileSize(), o.SegmentSize)
+	}
+	return openOn(segQ, dir, o)
+}
+
+func openOn(segQ *store.MappedFileQueue, dir string, o Options) (*LogStore, error) {
+	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger, segQ: segQ}
 	if err := s.fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -158,15 +193,10 @@ func Open(dir string, opts Options) (*LogStore, error) {
 		return nil, fmt.Errorf("%w: log in %s was written with segment size %d, configured %d (positions depend on it; it must not change)",
 			ErrInvalidConfig, dir, m.SegmentSize, o.SegmentSize)
 	}
-	if s.segQ, err = store.OpenMappedFileQueue(s.fsys, filepath.Join(dir, segmentDirName), o.SegmentSize); err != nil {
-		return nil, err
-	}
 	if s.idxQ, err = store.OpenMappedFileQueue(s.fsys, filepath.Join(dir, indexDirName), o.IndexFileSize); err != nil {
-		s.segQ.Close()
 		return nil, err
 	}
 	if err := s.recover(m); err != nil {
-		s.segQ.Close()
 		s.idxQ.Close()
 		return nil, fmt.Errorf("raftlog %s: %w", dir, err)
 	}
@@ -522,8 +552,10 @@ func (s *LogStore) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	if err := s.segQ.Close(); err != nil && first == nil {
-		first = err
+	if s.ownsSegQ {
+		if err := s.segQ.Close(); err != nil && first == nil {
+			first = err
+		}
 	}
 	if err := s.idxQ.Close(); err != nil && first == nil {
 		first = err

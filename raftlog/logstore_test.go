@@ -520,3 +520,39 @@ func TestRestoreFrom(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenOnQueue: the log over a queue someone else owns (the CommitLog
+// facade in Raft mode) works, survives reopen, and Close leaves the queue open.
+func TestOpenOnQueue(t *testing.T) {
+	f := store.NewFaultFS(1)
+	q, err := store.OpenMappedFileQueue(f, "/store/commitlog", 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions(f)
+	o.SegmentSize = 0 // taken from the queue
+	s, err := OpenOnQueue(q, "/store/raft", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeAll(t, s, raftlogtest.Entries(1, 100, 1))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if q.Last() == nil || q.Last().IsClosed() {
+		t.Fatal("Close closed the shared queue")
+	}
+	s, err = OpenOnQueue(q, "/store/raft", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raftlogtest.CheckRange(t, s, 1, 100, term1)
+	s.Close()
+	q.Close()
+	o.SegmentSize = 32 << 10
+	q2, _ := store.OpenMappedFileQueue(f, "/store/commitlog", 16<<10)
+	defer q2.Close()
+	if _, err := OpenOnQueue(q2, "/store/raft", o); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("mismatched sizes: %v", err)
+	}
+}
