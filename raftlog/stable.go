@@ -77,6 +77,7 @@ func HCLogger(log *zap.Logger, name string) hclog.Logger {
 // zapWriter receives one formatted hclog line per Write.
 type zapWriter struct{ log *zap.Logger }
 
+// Write logs one hclog line at the zap level named by its [LEVEL] tag.
 func (w zapWriter) Write(p []byte) (int, error) {
 	line := string(bytes.TrimSpace(p))
 	switch {
