@@ -1,0 +1,134 @@
+// Package broker is the RocketMQ-compatible broker node: one member of a
+// broker group that is a Raft group. The Raft log is the CommitLog
+// (package raftlog over broker/store's segments); committed entries are
+// applied by the FSM, which builds ConsumeQueue/IndexFile entries, assigns
+// queue offsets and keeps the replicated tables (topics, subscription groups,
+// consumer offsets, producer dedup, delay-level progress).
+//
+// The package has two halves that meet in this file:
+//
+//   - the group (group.go, fsm*.go, command.go, batcher.go, state*.go): the
+//     Raft member, its FSM and the leader-side batcher; it implements Replica;
+//   - the request processors (controller.go and one file per request code
+//     family: send.go, pull.go, heartbeat.go, offset.go, admin.go, …), which
+//     only see the Replica interface and the store's read API.
+package broker
+
+import (
+	"context"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/namesrv"
+)
+
+// Replica is everything the request processors need from the Raft group.
+// Every write goes through Raft and returns once the entry is committed
+// (quorum-durable) and applied on this node; a follower returns an error
+// wrapping ErrNotLeader (use LeaderAddr to name the leader in the response).
+// Reads are served from the local replica's applied state.
+type Replica interface {
+	// IsLeader reports whether this node is the Raft leader and has finished
+	// its leadership barrier (it may serve writes).
+	IsLeader() bool
+	// LeaderAddr is the remoting address ("ip:port") of the current leader,
+	// or "" while there is none.
+	LeaderAddr() string
+	// PutMessages replicates a batch of messages of one request (one message
+	// for SEND_MESSAGE, many for SEND_BATCH_MESSAGE). Concurrent calls are
+	// batched into one Raft entry. Results are in request order.
+	PutMessages(ctx context.Context, msgs []*store.Message) ([]PutResult, error)
+	// CommitOffsets replicates consumer offset commits (batched with other
+	// callers' commits).
+	CommitOffsets(ctx context.Context, commits []OffsetCommit) error
+	// UpdateTopic creates or replaces a topic's config.
+	UpdateTopic(ctx context.Context, tc namesrv.TopicConfig) error
+	// DeleteTopic removes a topic's config (messages age out by retention).
+	DeleteTopic(ctx context.Context, topic string) error
+	// UpdateSubscriptionGroup creates or replaces a consumer group's config.
+	UpdateSubscriptionGroup(ctx context.Context, sg SubscriptionGroupConfig) error
+	// DeleteSubscriptionGroup removes a consumer group's config and offsets.
+	DeleteSubscriptionGroup(ctx context.Context, group string) error
+	// UpdateScheduleOffsets replicates the delay-level delivery progress
+	// (level → offset in SCHEDULE_TOPIC_XXXX queue level-1).
+	UpdateScheduleOffsets(ctx context.Context, progress map[int32]int64) error
+	// State is the applied replicated state (read-only views).
+	State() StateReader
+	// Store is the local message store (reads: GetMessage, max/min offsets,
+	// search by time, query by key, look up by physical offset).
+	Store() *store.MessageStore
+	// OnRoleChange registers f to be called (on one goroutine, in order)
+	// whenever this node becomes leader (after its barrier) or stops being
+	// leader. Used for name-server registration and long-polling wake-ups.
+	OnRoleChange(f func(leader bool, term uint64))
+}
+
+// StateReader is a read-only view of the replicated tables. Implementations
+// return copies or immutable values so callers never hold the FSM's lock.
+type StateReader interface {
+	Topic(name string) (namesrv.TopicConfig, bool)
+	Topics() map[string]namesrv.TopicConfig
+	// TopicsDataVersion changes whenever the topic table changes; name-server
+	// registration sends it.
+	TopicsDataVersion() namesrv.DataVersion
+	SubscriptionGroup(name string) (SubscriptionGroupConfig, bool)
+	SubscriptionGroups() map[string]SubscriptionGroupConfig
+	// ConsumerOffset returns the committed offset of group on topic/queue,
+	// ok=false if none was ever committed.
+	ConsumerOffset(group, topic string, queueID int32) (offset int64, ok bool)
+	// ConsumerOffsets returns topic@group → queueId → offset (RocketMQ's
+	// ConsumerOffsetManager.offsetTable shape).
+	ConsumerOffsets() map[string]map[int32]int64
+	ScheduleOffsets() map[int32]int64
+}
+
+// PutResult is the outcome of one replicated message.
+type PutResult struct {
+	MsgID          string // offset message id (store host + physical offset)
+	QueueID        int32
+	QueueOffset    int64
+	PhysicalOffset int64
+	StoreTimestamp int64
+	// Duplicate is true when the idempotent-producer dedup table recognised
+	// the message (producer id + sequence) as already stored; the other
+	// fields then describe the original copy.
+	Duplicate bool
+}
+
+// OffsetCommit is one consumer offset commit.
+type OffsetCommit struct {
+	Group   string
+	Topic   string
+	QueueID int32
+	Offset  int64
+}
+
+// SubscriptionGroupConfig mirrors RocketMQ's SubscriptionGroupConfig (JSON
+// field names as RocketMQ writes them).
+type SubscriptionGroupConfig struct {
+	GroupName                      string `json:"groupName"`
+	ConsumeEnable                  bool   `json:"consumeEnable"`
+	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
+	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
+	ConsumeMessageOrderly          bool   `json:"consumeMessageOrderly"`
+	RetryQueueNums                 int32  `json:"retryQueueNums"`
+	RetryMaxTimes                  int32  `json:"retryMaxTimes"`
+	BrokerID                       int64  `json:"brokerId"`
+	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
+	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
+	GroupSysFlag                   int32  `json:"groupSysFlag"`
+}
+
+// DefaultSubscriptionGroupConfig returns RocketMQ's defaults for an
+// auto-created group (retry queue 1, 16 retries).
+func DefaultSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
+	return SubscriptionGroupConfig{
+		GroupName:                      group,
+		ConsumeEnable:                  true,
+		ConsumeFromMinEnable:           true,
+		ConsumeBroadcastEnable:         true,
+		RetryQueueNums:                 1,
+		RetryMaxTimes:                  16,
+		WhichBrokerWhenConsumeSlowly:   1,
+		NotifyConsumerIdsChangedEnable: true,
+	}
+}
