@@ -24,20 +24,24 @@ type Checkpoint struct {
 	IndexMsgTimestamp int64
 	// PhysicOffset is the durable (flushed) CommitLog offset.
 	PhysicOffset int64
+	// LogicsOffset is a CommitLog offset below which every message's
+	// ConsumeQueue unit is durable (the dispatched offset read before the
+	// ConsumeQueue flush): after a crash, re-dispatching starts there.
+	LogicsOffset int64
 }
 
 // checkpointMagic starts the file; the CRC of the fields ends it, so a torn
 // or damaged checkpoint is detected and ignored (full scan instead).
 const (
-	checkpointMagic = "RMQCKPT1"
-	checkpointSize  = len(checkpointMagic) + 4*8 + 4
+	checkpointMagic = "RMQCKPT2"
+	checkpointSize  = len(checkpointMagic) + 5*8 + 4
 )
 
 func (c Checkpoint) encode() []byte {
 	b := make([]byte, checkpointSize)
 	copy(b, checkpointMagic)
 	p := len(checkpointMagic)
-	for _, v := range []int64{c.PhysicMsgTimestamp, c.LogicsMsgTimestamp, c.IndexMsgTimestamp, c.PhysicOffset} {
+	for _, v := range []int64{c.PhysicMsgTimestamp, c.LogicsMsgTimestamp, c.IndexMsgTimestamp, c.PhysicOffset, c.LogicsOffset} {
 		binary.BigEndian.PutUint64(b[p:], uint64(v))
 		p += 8
 	}
@@ -53,11 +57,11 @@ func decodeCheckpoint(b []byte) (Checkpoint, error) {
 	if crc32.ChecksumIEEE(b[:p]) != binary.BigEndian.Uint32(b[p:]) {
 		return Checkpoint{}, fmt.Errorf("%w: checkpoint CRC mismatch", ErrCorruptFile)
 	}
-	var v [4]int64
+	var v [5]int64
 	for i := range v {
 		v[i] = int64(binary.BigEndian.Uint64(b[len(checkpointMagic)+8*i:]))
 	}
-	return Checkpoint{PhysicMsgTimestamp: v[0], LogicsMsgTimestamp: v[1], IndexMsgTimestamp: v[2], PhysicOffset: v[3]}, nil
+	return Checkpoint{PhysicMsgTimestamp: v[0], LogicsMsgTimestamp: v[1], IndexMsgTimestamp: v[2], PhysicOffset: v[3], LogicsOffset: v[4]}, nil
 }
 
 // readCheckpoint loads the checkpoint; ok is false if it is missing.

@@ -678,6 +678,20 @@ func (m *memFile) Msync(b []byte) error {
 	return fmt.Errorf("faultfs: msync %s: range is not inside a mapping of this file", m.name)
 }
 
+// NextData reports the whole rest of the file as data (the in-memory file
+// keeps no extent map).
+func (m *memFile) NextData(off int64) (int64, int64, error) {
+	m.fs.mu.Lock()
+	defer m.fs.mu.Unlock()
+	if err := m.checkLocked(OpRead); err != nil {
+		return 0, 0, err
+	}
+	if off >= int64(len(m.ino.data)) {
+		return 0, 0, io.EOF
+	}
+	return off, int64(len(m.ino.data)), nil
+}
+
 func (m *memFile) Size() (int64, error) {
 	m.fs.mu.Lock()
 	defer m.fs.mu.Unlock()

@@ -58,6 +58,11 @@ type File interface {
 	Msync(b []byte) error
 	// Size returns the current file size.
 	Size() (int64, error)
+	// NextData returns the next range [start, end) at or after off that may
+	// hold data (lseek SEEK_DATA/SEEK_HOLE: allocated-but-never-written
+	// blocks are skipped), or io.EOF if there is none. Recovery uses it to
+	// avoid reading gigabytes of preallocated zeros.
+	NextData(off int64) (start, end int64, err error)
 }
 
 // OSFS returns the real file system, implemented with golang.org/x/sys/unix.
@@ -179,6 +184,22 @@ func (o *osFile) Msync(b []byte) error {
 		}
 		return nil
 	}
+}
+
+func (o *osFile) NextData(off int64) (int64, int64, error) {
+	fd := int(o.f.Fd())
+	start, err := unix.Seek(fd, off, unix.SEEK_DATA)
+	if err == unix.ENXIO {
+		return 0, 0, io.EOF
+	}
+	if err != nil {
+		return 0, 0, &os.PathError{Op: "seek_data", Path: o.f.Name(), Err: err}
+	}
+	end, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+	if err != nil {
+		return 0, 0, &os.PathError{Op: "seek_hole", Path: o.f.Name(), Err: err}
+	}
+	return start, end, nil
 }
 
 // PopulateWrite pre-faults a range of a mapping for writing

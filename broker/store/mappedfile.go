@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -192,20 +193,41 @@ func (m *MappedFile) TruncateTail(pos int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.setPositionsLocked(pos)
-	var zero [4096]byte
-	hi := -1
-	for p := pos; p < m.size; {
-		end := min(p+len(zero)-(p%len(zero)), m.size) // page-aligned chunks
-		if !bytes.Equal(m.data[p:end], zero[:end-p]) {
-			clear(m.data[p:end])
-			hi = end
-		}
-		p = end
-	}
+	hi := m.zeroFromLocked(pos)
 	if hi > 0 {
 		m.markDirtyLocked(pos, hi)
 	}
 	return nil
+}
+
+// zeroFromLocked clears every non-zero byte from pos to the end of the
+// file, visiting only ranges the file system says may hold data (so a
+// mostly preallocated segment costs no reads of its zeros), and returns the
+// end of the last range it changed (0 if none).
+func (m *MappedFile) zeroFromLocked(pos int) int {
+	var zero [4096]byte
+	hi := 0
+	for off := int64(pos); off < int64(m.size); {
+		start, end, err := m.file.NextData(off)
+		if err != nil {
+			if err != io.EOF {
+				start, end = off, int64(m.size) // unknown: check everything
+			} else {
+				break
+			}
+		}
+		start, end = max(start, off), min(end, int64(m.size))
+		for p := int(start); p < int(end); {
+			e := min(p+len(zero)-(p%len(zero)), int(end)) // page-aligned chunks
+			if !bytes.Equal(m.data[p:e], zero[:e-p]) {
+				clear(m.data[p:e])
+				hi = e
+			}
+			p = e
+		}
+		off = end
+	}
+	return hi
 }
 
 func (m *MappedFile) markDirtyLocked(lo, hi int) {

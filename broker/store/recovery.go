@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 
 	"go.uber.org/zap"
 )
@@ -119,21 +120,38 @@ scan:
 }
 
 // nonZeroExtent returns how many bytes from pos to the last non-zero byte of
-// the file would be discarded (for the report only).
+// the file would be discarded (for the report only), reading only ranges
+// the file system says may hold data.
 func nonZeroExtent(mf *MappedFile, pos int) int64 {
-	b := mf.Bytes()[pos:]
-	var zero [4096]byte
-	end := len(b)
-	for end > 0 {
-		lo := max(0, end-len(zero))
-		if !bytes.Equal(b[lo:end], zero[:end-lo]) {
-			for i := end - 1; i >= lo; i-- {
-				if b[i] != 0 {
-					return int64(i + 1)
-				}
-			}
+	b := mf.Bytes()
+	last := -1
+	for off := int64(pos); off < int64(len(b)); {
+		start, end, err := mf.file.NextData(off)
+		if err == io.EOF {
+			break
 		}
-		end = lo
+		if err != nil {
+			start, end = off, int64(len(b))
+		}
+		start, end = max(start, off), min(end, int64(len(b)))
+		var zero [4096]byte
+		for e := int(end); e > int(start); {
+			lo := max(int(start), e-len(zero))
+			if !bytes.Equal(b[lo:e], zero[:e-lo]) {
+				for i := e - 1; i >= lo; i-- {
+					if b[i] != 0 {
+						last = max(last, i)
+						break
+					}
+				}
+				break
+			}
+			e = lo
+		}
+		off = end
 	}
-	return 0
+	if last < pos {
+		return 0
+	}
+	return int64(last + 1 - pos)
 }

@@ -254,7 +254,7 @@ func TestFlippedBitNeverServedAtRuntime(t *testing.T) {
 func TestCheckpointRoundTripAndDamage(t *testing.T) {
 	f := NewFaultFS(1)
 	f.MkdirAll("/r", 0o755)
-	c := Checkpoint{PhysicMsgTimestamp: 1, LogicsMsgTimestamp: 2, IndexMsgTimestamp: 3, PhysicOffset: 4}
+	c := Checkpoint{PhysicMsgTimestamp: 1, LogicsMsgTimestamp: 2, IndexMsgTimestamp: 3, PhysicOffset: 4, LogicsOffset: 5}
 	if err := writeCheckpoint(f, "/r/checkpoint", c); err != nil {
 		t.Fatal(err)
 	}

@@ -325,6 +325,11 @@ func (s *MessageStore) open() error {
 		// truncated messages: cut them and re-dispatch from where the
 		// CommitLog scan started.
 		recheckFrom = s.report.ScanFrom
+		if haveCkpt {
+			// Units of messages below the checkpoint's LogicsOffset were
+			// durable; only later ones need checking and re-dispatching.
+			recheckFrom = ckpt.LogicsOffset
+		}
 		// Called through a small interface so this file builds against
 		// ConsumeQueueStore versions with and without the hook.
 		if v, ok := any(s.cqs).(crashVerifier); ok {
@@ -453,7 +458,8 @@ func (s *MessageStore) checkpointLoop() {
 func (s *MessageStore) writeCheckpoint() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	c := Checkpoint{PhysicOffset: s.flush.FlushedOffset(), PhysicMsgTimestamp: s.flush.physicTimestamp.Load()}
+	c := Checkpoint{PhysicOffset: s.flush.FlushedOffset(), PhysicMsgTimestamp: s.flush.physicTimestamp.Load(),
+		LogicsOffset: s.reput.DispatchedOffset()} // read before the flush: all below is covered by it
 	var err error
 	if c.LogicsMsgTimestamp, err = s.cqs.Flush(); err != nil {
 		return err
