@@ -255,8 +255,16 @@ func TestGossipCrashDetectedAndRejoin(t *testing.T) {
 	median := worst[len(worst)/2]
 	t.Logf("crash detection by both survivors over %d runs: median %v, min %v, max %v",
 		runs, median, worst[0], worst[len(worst)-1])
-	if median >= time.Second {
-		t.Errorf("median detection %v; the tuned config should detect a crash in under 1 s", median)
+	// The sub-second goal is a measurement, not a pass/fail timing on a shared
+	// CI box (style: speed goals are benchmarks): only the long profile, run
+	// on a quiet machine, enforces it. The default profile still fails if
+	// detection is an order of magnitude off (the LAN preset takes ~6 s).
+	limit := 3 * time.Second
+	if os.Getenv("RAFTMQ_LONG") != "" {
+		limit = time.Second
+	}
+	if median >= limit {
+		t.Errorf("median detection %v; the tuned config should detect a crash in under %v", median, limit)
 	}
 }
 
