@@ -186,7 +186,7 @@ func (c *CommitLog) Failure() error {
 
 func (c *CommitLog) writableErr() error {
 	if err := c.Failure(); err != nil {
-		return fmt.Errorf("%w: %w: %v", ErrServiceNotAvailable, ErrStoreWriteFailed, err)
+		return fmt.Errorf("%w: %w: %w", ErrServiceNotAvailable, ErrStoreWriteFailed, err)
 	}
 	return nil
 }

@@ -199,3 +199,27 @@ func TestAsyncFlushEventuallyDurable(t *testing.T) {
 	}
 	testutil.WaitFor(t, 5*time.Second, "background flush", func() bool { return s.FlushedOffset() == s.CommitLog().MaxOffset() })
 }
+
+// TestWriteENOSPC: a write failing with ENOSPC (buffered SYNC_FLUSH group
+// write) fails the append with a disk-full error and never crashes; the
+// acknowledged messages stay readable.
+func TestWriteENOSPC(t *testing.T) {
+	f := NewFaultFS(7)
+	s := openCore(t, coreConfig(f, "/s", SyncFlush))
+	for i := 0; i < 5; i++ {
+		if _, err := s.PutMessage(coreMsg("T", 0, "ok-"+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.InjectError(OpWrite, unix.ENOSPC)
+	r, err := s.PutMessage(coreMsg("T", 0, "no-space"))
+	if !errors.Is(err, ErrDiskFull) || !errors.Is(err, ErrServiceNotAvailable) || r.Status != PutServiceNotAvailable {
+		t.Fatalf("append on a full disk: %v %v", r.Status, err)
+	}
+	f.InjectError(OpWrite, nil)
+	testutil.WaitFor(t, 5*time.Second, "acked messages dispatched", func() bool { return s.GetMaxOffsetInQueue("T", 0) == 5 })
+	if got := pullAll(t, s, "T", 0); len(got) != 5 {
+		t.Fatalf("served %d", len(got))
+	}
+	s.Close()
+}
