@@ -8,3 +8,7 @@ import "errors"
 // extField leaderAddr, which makes official clients retry elsewhere and the
 // raftmq SDK go straight to the leader.
 var ErrNotLeader = errors.New("broker: not the raft leader")
+
+// ErrInvalidGroupConfig is returned by GroupConfig.Validate for a bad group
+// key (raftBatchMaxBytes, applyTimeout, ...); the message names the key.
+var ErrInvalidGroupConfig = errors.New("broker: invalid group config")

@@ -1,0 +1,118 @@
+package broker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/raftlog"
+)
+
+// GroupConfig configures one member of a Raft broker group: the message
+// store (store.Config keys), the Raft part (raftlog.Config: the DLedger keys
+// and Raft timing) and the group's own keys below. BrokerConfig embeds it, so
+// every key loads from broker.conf under its prop name (the config loader
+// walks untagged struct fields; the two parts are named fields because both
+// types are called Config).
+type GroupConfig struct {
+	// Store is the message store's configuration (storePathRootDir,
+	// mappedFileSizeCommitLog, flushDiskType, ...).
+	Store store.Config
+	// Raft is the Raft part: enableDLegerCommitLog, dLegerGroup,
+	// dLegerPeers, dLegerSelfId, preferredLeaderId and the raft* timing keys.
+	Raft raftlog.Config
+
+	// RaftBatchMaxBytes bounds the stored-message bytes the leader's batcher
+	// puts into one Raft entry (1 MiB). Larger entries amortize the fsync
+	// and the per-entry Raft overhead; smaller ones bound the replication
+	// pipeline's granularity.
+	RaftBatchMaxBytes int `prop:"raftBatchMaxBytes"`
+	// RaftBatchMaxCount bounds the send requests in one entry (512).
+	RaftBatchMaxCount int `prop:"raftBatchMaxCount"`
+	// RaftBatchLinger is how long the batcher waits for more requests after
+	// the first one while a previous entry is still in flight (0: never wait
+	// beyond what is in flight; the natural batching of a busy pipeline is
+	// usually enough). Given in ms in broker.conf.
+	RaftBatchLinger time.Duration `prop:"raftBatchLinger"`
+	// RaftMaxInflight bounds the entries the batcher has proposed and not
+	// yet seen committed (4): enough to keep the pipeline full while one
+	// entry is being fsynced, few enough that batches stay large.
+	RaftMaxInflight int `prop:"raftMaxInflight"`
+	// OffsetFlushInterval is how often coalesced consumer-offset commits
+	// are proposed as one entry (100 ms).
+	OffsetFlushInterval time.Duration `prop:"offsetFlushInterval"`
+	// ApplyTimeout bounds one replicated write, including waits for a new
+	// leader during a leadership transfer (5 s).
+	ApplyTimeout time.Duration `prop:"applyTimeout"`
+	// DedupWindow is how many recent sequence numbers the idempotent
+	// producer table remembers per (producer, topic, queue) (1024).
+	DedupWindow int `prop:"raftDedupWindow"`
+	// DedupProducerTTL drops a producer's dedup windows when it sent nothing
+	// for this long, in log time (AppendedAt) so every replica drops them at
+	// the same entry (1 h).
+	DedupProducerTTL time.Duration `prop:"raftDedupProducerTTL"`
+	// PreferredLeaderCheckInterval is how often the leader checks whether
+	// leadership should move to preferredLeaderId (1 s).
+	PreferredLeaderCheckInterval time.Duration `prop:"preferredLeaderCheckInterval"`
+	// RetentionInterval is how often the group deletes CommitLog segments
+	// by retention through the Raft log store (10 s; 0 uses the store's
+	// cleanResourceInterval).
+	RetentionInterval time.Duration `prop:"raftRetentionInterval"`
+}
+
+// DefaultGroupConfig returns the store's and raftlog's defaults with Raft
+// mode and SYNC_FLUSH on (Raft's safety rests on durable appends).
+func DefaultGroupConfig() GroupConfig {
+	c := GroupConfig{Store: store.DefaultConfig(), Raft: raftlog.DefaultConfig()}
+	c.Store.FlushDiskType = store.SyncFlush
+	c.Raft.EnableDLegerCommitLog = true
+	c.RaftBatchMaxBytes = 1 << 20
+	c.RaftBatchMaxCount = 512
+	c.RaftMaxInflight = 4
+	c.OffsetFlushInterval = 100 * time.Millisecond
+	c.ApplyTimeout = 5 * time.Second
+	c.DedupWindow = 1024
+	c.DedupProducerTTL = time.Hour
+	c.PreferredLeaderCheckInterval = time.Second
+	c.RetentionInterval = 10 * time.Second
+	return c
+}
+
+// Validate checks every part and names the key at fault.
+func (c *GroupConfig) Validate() error {
+	if err := c.Store.Validate(); err != nil {
+		return err
+	}
+	if err := c.Raft.Validate(); err != nil {
+		return err
+	}
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidGroupConfig, key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case !c.Raft.EnableDLegerCommitLog:
+		return bad("enableDLegerCommitLog", "must be true for a Raft broker group")
+	case c.RaftBatchMaxBytes < c.Store.MaxMessageSize:
+		return bad("raftBatchMaxBytes", "%d is below maxMessageSize %d: a large message could never be proposed",
+			c.RaftBatchMaxBytes, c.Store.MaxMessageSize)
+	case c.RaftBatchMaxCount < 1:
+		return bad("raftBatchMaxCount", "must be positive, got %d", c.RaftBatchMaxCount)
+	case c.RaftBatchLinger < 0:
+		return bad("raftBatchLinger", "must not be negative")
+	case c.RaftMaxInflight < 1:
+		return bad("raftMaxInflight", "must be positive, got %d", c.RaftMaxInflight)
+	case c.OffsetFlushInterval <= 0:
+		return bad("offsetFlushInterval", "must be positive")
+	case c.ApplyTimeout <= 0:
+		return bad("applyTimeout", "must be positive")
+	case c.DedupWindow < 1:
+		return bad("raftDedupWindow", "must be positive, got %d", c.DedupWindow)
+	case c.DedupProducerTTL <= 0:
+		return bad("raftDedupProducerTTL", "must be positive")
+	case c.PreferredLeaderCheckInterval <= 0:
+		return bad("preferredLeaderCheckInterval", "must be positive")
+	case c.RetentionInterval < 0:
+		return bad("raftRetentionInterval", "must not be negative")
+	}
+	return nil
+}
