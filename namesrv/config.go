@@ -2,6 +2,7 @@ package namesrv
 
 import (
 	"fmt"
+	"github.com/raftmq/raftmq/ha"
 	"os"
 	"path/filepath"
 	"time"
@@ -58,6 +59,17 @@ type Config struct {
 	// ServerChannelMaxIdleTimeSeconds closes remoting connections idle this
 	// many seconds (NettyServerConfig's key, in seconds).
 	ServerChannelMaxIdleTimeSeconds int `prop:"serverChannelMaxIdleTimeSeconds"`
+
+	// GossipEnable makes the name server join the memberlist pool that
+	// broker nodes join, so a broker that dies is removed from routes within
+	// about a second instead of after brokerChannelExpiredTime. Off by
+	// default until brokers join the pool too.
+	GossipEnable bool `prop:"gossipEnable"`
+	// Gossip configures the memberlist member (gossip* keys). A zero
+	// gossipBindPort means listenPort+2 (9878 by default), following the
+	// port convention in DESIGN.md; the node name defaults to
+	// namesrv-<listen address>.
+	Gossip ha.GossipConfig
 }
 
 // DefaultConfig returns RocketMQ's defaults: port 9876, a 5 s scan, a 120 s
@@ -70,6 +82,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddr:                           "0.0.0.0",
 		ListenPort:                           9876,
+		Gossip:                               defaultGossip(),
 		KVConfigPath:                         filepath.Join(home, "namesrv", "kvConfig.json"),
 		ScanNotActiveBrokerInterval:          5 * time.Second,
 		BrokerChannelExpiredTime:             120 * time.Second,
@@ -109,6 +122,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: serverChannelMaxIdleTimeSeconds must be positive", ErrInvalidConfig)
 	case c.UnRegisterBrokerQueueCapacity <= 0:
 		return fmt.Errorf("%w: unRegisterBrokerQueueCapacity must be positive", ErrInvalidConfig)
+	}
+	if c.GossipEnable {
+		if err := c.gossipConfig().Validate(); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
 	}
 	return nil
 }

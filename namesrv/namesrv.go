@@ -11,6 +11,7 @@ package namesrv
 import (
 	"context"
 	"fmt"
+	"github.com/raftmq/raftmq/ha"
 	"net"
 	"strconv"
 	"sync"
@@ -37,6 +38,11 @@ type NameServer struct {
 	// (BatchUnregistrationService): UNREGISTER_BROKER and closed
 	// connections are applied in batches under one table lock.
 	unregisterCh chan UnregisterRequest
+
+	// gossip is the memberlist member (nil unless gossipEnable);
+	// unsubscribeGossip stops its dead-broker hook.
+	gossip            *ha.Gossip
+	unsubscribeGossip func()
 
 	started  atomic.Bool
 	stopOnce sync.Once
@@ -104,6 +110,12 @@ func (n *NameServer) Start() error {
 	if err := n.srv.Start(); err != nil {
 		return fmt.Errorf("namesrv: listen on %s: %w", n.cfg.Addr(), err)
 	}
+	if n.cfg.GossipEnable {
+		if err := n.startGossip(); err != nil {
+			_ = n.srv.Shutdown(context.Background())
+			return err
+		}
+	}
 	n.wg.Add(2)
 	go n.scanLoop()
 	go n.unregisterLoop()
@@ -119,6 +131,7 @@ func (n *NameServer) Start() error {
 func (n *NameServer) Shutdown(ctx context.Context) error {
 	var err error
 	n.stopOnce.Do(func() {
+		n.stopGossip()
 		if n.started.Load() {
 			err = n.srv.Shutdown(ctx)
 		}
