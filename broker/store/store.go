@@ -76,6 +76,9 @@ type Config struct {
 	Log *zap.Logger
 	// Now is the clock for store timestamps (nil: time.Now).
 	Now func() time.Time
+	// Raft, if set, puts the store in Raft mode (raftmode.go): the Raft log
+	// store owns appends and recovery of the CommitLog's segments.
+	Raft *RaftHooks
 }
 
 // DefaultConfig returns RocketMQ's defaults with the root under the user's
@@ -285,19 +288,27 @@ func (s *MessageStore) open() error {
 	}
 	s.cl, err = newCommitLog(s.fs, commitLogConfig{
 		Dir: cfg.commitLogDir(), FileSize: cfg.MappedFileSizeCommitLog, MaxMessageSize: cfg.MaxMessageSize,
-		StoreHost: cfg.StoreHost, Now: cfg.Now, Buffered: cfg.FlushDiskType == SyncFlush,
+		StoreHost: cfg.StoreHost, Now: cfg.Now, Buffered: cfg.FlushDiskType == SyncFlush && cfg.Raft == nil,
 	}, s.log)
 	if err != nil {
 		return err
 	}
-	s.report, err = s.cl.recover(abnormal, ckpt, haveCkpt, cfg.TruncateCorruptCommitLog)
-	if err != nil {
-		return err
-	}
-	// Recovered bytes may only be in the page cache (process crash): make
-	// them durable before anything past them can be acknowledged.
-	if err := s.cl.mfq.Flush(); err != nil {
-		return fmt.Errorf("store: flush recovered CommitLog: %w", err)
+	if cfg.Raft != nil {
+		// The Raft log store recovers (and syncs) its own space.
+		if err := cfg.Raft.OpenLog(s.cl.mfq); err != nil {
+			return fmt.Errorf("store: open the Raft log over the CommitLog: %w", err)
+		}
+		s.report = RecoveryReport{End: s.cl.MaxOffset()}
+	} else {
+		s.report, err = s.cl.recover(abnormal, ckpt, haveCkpt, cfg.TruncateCorruptCommitLog)
+		if err != nil {
+			return err
+		}
+		// Recovered bytes may only be in the page cache (process crash): make
+		// them durable before anything past them can be acknowledged.
+		if err := s.cl.mfq.Flush(); err != nil {
+			return fmt.Errorf("store: flush recovered CommitLog: %w", err)
+		}
 	}
 	s.log.Info("CommitLog recovered", zap.Bool("abnormal", abnormal), zap.Int64("scanFrom", s.report.ScanFrom),
 		zap.Int64("end", s.report.End), zap.Int64("droppedBytes", s.report.DroppedBytes))
@@ -348,7 +359,7 @@ func (s *MessageStore) open() error {
 			start = min(start, r)
 		}
 	}
-	if recheckFrom >= 0 {
+	if recheckFrom >= 0 && cfg.Raft == nil {
 		start = min(start, recheckFrom)
 	}
 	start = max(s.cl.MinOffset(), min(start, s.cl.MaxOffset()))
@@ -356,14 +367,18 @@ func (s *MessageStore) open() error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.reput.DispatchUpTo(s.cl.MaxOffset()); err != nil {
-		return fmt.Errorf("store: rebuild consume queues from CommitLog offset %d: %w", start, err)
+	if cfg.Raft == nil {
+		// In Raft mode the FSM re-applies the log after its snapshot instead
+		// (the reput scanner cannot walk Raft frames).
+		if _, err := s.reput.DispatchUpTo(s.cl.MaxOffset()); err != nil {
+			return fmt.Errorf("store: rebuild consume queues from CommitLog offset %d: %w", start, err)
+		}
+		next := map[topicQueueKey]int64{}
+		for _, cq := range s.cqs.All() {
+			next[topicQueueKey{cq.Topic(), cq.QueueID()}] = cq.MaxOffset()
+		}
+		s.cl.setQueueOffsets(next)
 	}
-	next := map[topicQueueKey]int64{}
-	for _, cq := range s.cqs.All() {
-		next[topicQueueKey{cq.Topic(), cq.QueueID()}] = cq.MaxOffset()
-	}
-	s.cl.setQueueOffsets(next)
 
 	s.flush = newFlushService(flushConfig{
 		Type: cfg.FlushDiskType, Interval: cfg.FlushIntervalCommitLog, LeastPages: cfg.FlushCommitLogLeastPages,
@@ -378,15 +393,24 @@ func (s *MessageStore) open() error {
 	} else {
 		s.cl.onAppend = s.reput.Notify
 	}
-	s.clean, err = NewCleanService(cfg.retentionConfig(), s.fs, cfg.commitLogDir(), s.cl.mfq, s.cqs, idxCleaner(s.idx), s.log)
+	var segments ExpiringFiles = s.cl.mfq
+	if cfg.Raft != nil {
+		segments = cfg.Raft.Segments
+		if segments == nil {
+			segments = noExpiry{s.cl.mfq}
+		}
+	}
+	s.clean, err = NewCleanService(cfg.retentionConfig(), s.fs, cfg.commitLogDir(), segments, s.cqs, idxCleaner(s.idx), s.log)
 	if err != nil {
 		return err
 	}
-	s.flush.start()
-	if cfg.FlushDiskType == AsyncFlush {
-		s.cl.startPrefault()
+	if cfg.Raft == nil {
+		s.flush.start()
+		if cfg.FlushDiskType == AsyncFlush {
+			s.cl.startPrefault()
+		}
+		s.reput.Start(s.visibleOffset)
 	}
-	s.reput.Start(s.visibleOffset)
 	s.clean.Start()
 	s.wg.Add(1)
 	go s.checkpointLoop()
@@ -408,6 +432,9 @@ func idxCleaner(idx *IndexService) PhyOffsetCleaner {
 
 // visibleOffset is how far consumers may see the CommitLog.
 func (s *MessageStore) visibleOffset() int64 {
+	if s.cfg.Raft != nil {
+		return s.cl.MaxOffset() // the Raft log store synced it
+	}
 	if s.cfg.FlushDiskType == SyncFlush {
 		return s.flush.FlushedOffset()
 	}
@@ -427,7 +454,12 @@ func (s *MessageStore) ConsumeQueues() *ConsumeQueueStore { return s.cqs }
 func (s *MessageStore) Reput() *ReputService { return s.reput }
 
 // FlushedOffset returns the durable CommitLog offset.
-func (s *MessageStore) FlushedOffset() int64 { return s.flush.FlushedOffset() }
+func (s *MessageStore) FlushedOffset() int64 {
+	if s.cfg.Raft != nil {
+		return s.cl.MaxOffset()
+	}
+	return s.flush.FlushedOffset()
+}
 
 // FlushRounds returns how many CommitLog flushes wrote data since Open; with
 // the number of appends it gives the group-commit batch size.
@@ -458,7 +490,7 @@ func (s *MessageStore) checkpointLoop() {
 func (s *MessageStore) writeCheckpoint() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	c := Checkpoint{PhysicOffset: s.flush.FlushedOffset(), PhysicMsgTimestamp: s.flush.physicTimestamp.Load(),
+	c := Checkpoint{PhysicOffset: s.FlushedOffset(), PhysicMsgTimestamp: s.flush.physicTimestamp.Load(),
 		LogicsOffset: s.reput.DispatchedOffset()} // read before the flush: all below is covered by it
 	var err error
 	if c.LogicsMsgTimestamp, err = s.cqs.Flush(); err != nil {
@@ -476,6 +508,9 @@ func (s *MessageStore) writeCheckpoint() error {
 func (s *MessageStore) checkWritable() error {
 	if s.closed.Load() {
 		return fmt.Errorf("%w: %w", ErrServiceNotAvailable, ErrStoreClosed)
+	}
+	if s.cfg.Raft != nil {
+		return fmt.Errorf("%w: the store is in Raft mode; messages are appended through the Raft group", ErrServiceNotAvailable)
 	}
 	if err := s.cl.writableErr(); err != nil {
 		return err
@@ -556,11 +591,13 @@ func (s *MessageStore) Close() error {
 	close(s.quit)
 	s.wg.Wait()
 	s.clean.Close()
-	s.flush.stop() // final CommitLog flush
-	s.cl.stopPrefault()
 	var errs []error
-	if _, err := s.reput.DispatchUpTo(s.visibleOffset()); err != nil {
-		errs = append(errs, err)
+	if s.cfg.Raft == nil {
+		s.flush.stop() // final CommitLog flush
+		s.cl.stopPrefault()
+		if _, err := s.reput.DispatchUpTo(s.visibleOffset()); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	s.reput.Close()
 	if err := s.cl.Failure(); err != nil {

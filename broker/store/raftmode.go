@@ -1,0 +1,124 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// RaftHooks puts a MessageStore in Raft mode (Config.Raft): the CommitLog's
+// segment queue is the Raft log's file space (package raftlog frames Raft
+// entries in it, message batches inside the frames), so
+//
+//   - the CommitLog's own put path (PutMessages, AppendEncoded) is off: every
+//     append is a Raft entry written by the Raft log store;
+//   - the CommitLog's recovery is off: it would read the first frame as a
+//     bad magic and truncate everything; OpenLog recovers the space instead;
+//   - the flush service is not the durability path (the log store syncs in
+//     StoreLogs) and the background dispatcher does not run: the FSM
+//     dispatches committed messages with Reput().DispatchRequests;
+//   - retention deletes segments through Segments, which moves the Raft
+//     log's first index durably before files go.
+type RaftHooks struct {
+	// OpenLog is called once during Open with the CommitLog's segment
+	// queue, before ConsumeQueues are loaded and cut to the CommitLog's end.
+	// It opens the Raft log store over the queue (raftlog.OpenOnQueue),
+	// which recovers the space and cuts a torn tail.
+	OpenLog func(q *MappedFileQueue) error
+	// Segments is what retention deletes CommitLog segments through; nil
+	// disables time- and space-based CommitLog deletion (ConsumeQueue and
+	// index files still follow the CommitLog's minimum offset).
+	Segments ExpiringFiles
+}
+
+// noExpiry is the ExpiringFiles of a Raft-mode store without Segments.
+type noExpiry struct{ q *MappedFileQueue }
+
+func (n noExpiry) DeleteExpired(time.Time, int, int) (int, error) { return 0, nil }
+func (n noExpiry) MinOffset() int64                               { return n.q.MinOffset() }
+
+// PatchStoredBatch writes PHYSICALOFFSET (base + the message's offset in
+// data) and STORETIMESTAMP into every stored message of a batch in place and
+// reseals each entry CRC. It is deterministic and idempotent, which the Raft
+// log store's PatchCommand requires (followers may get patched or unpatched
+// copies of the same entry and must end with identical bytes).
+func PatchStoredBatch(data []byte, base int64, storeTimestampMs int64) error {
+	off := 0
+	for off < len(data) {
+		if len(data)-off < offQueueID {
+			return fmt.Errorf("%w: %d trailing bytes at batch offset %d", ErrCorruptMessage, len(data)-off, off)
+		}
+		size := int(int32(binary.BigEndian.Uint32(data[off:])))
+		if size < offQueueID || size > len(data)-off {
+			return fmt.Errorf("%w: message size %d at batch offset %d of %d", ErrCorruptMessage, size, off, len(data))
+		}
+		patchStored(data[off:off+size], base+int64(off), storeTimestampMs)
+		off += size
+	}
+	return nil
+}
+
+// StartQueueAt makes the queue topic/queueID continue at logical offset
+// next when it is behind it: a follower that installed a snapshot continues
+// its queues where the leader's were (queue offsets are identical on every
+// replica). A queue at or past next is left alone; a queue behind it (its
+// units point into segments the snapshot install removed) is destroyed and
+// restarted empty at next, with blank units before it (RocketMQ's
+// fillPreBlank). Called only from Raft apply/restore.
+func (s *ConsumeQueueStore) StartQueueAt(topic string, queueID int32, next int64) error {
+	cq := s.Get(topic, queueID)
+	if cq != nil && cq.MaxOffset() >= next {
+		return nil
+	}
+	if cq != nil {
+		cq.mu.Lock()
+		err := cq.mfq.Destroy()
+		cq.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("consume queue %s/%d: destroy before restart at %d: %w", topic, queueID, next, err)
+		}
+		s.mu.Lock()
+		delete(s.queues[topic], queueID)
+		s.mu.Unlock()
+	}
+	cq, err := s.FindOrCreate(topic, queueID)
+	if err != nil {
+		return err
+	}
+	if next == 0 {
+		return nil
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.fillPreBlankLocked(next)
+}
+
+// FlushLogics makes the ConsumeQueues and the index durable (a Raft snapshot
+// marker is only taken once everything it covers is).
+func (s *MessageStore) FlushLogics() error {
+	if _, err := s.cqs.Flush(); err != nil {
+		return err
+	}
+	if s.idx != nil {
+		if _, err := s.idx.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RaftMode reports whether the store runs in Raft mode.
+func (s *MessageStore) RaftMode() bool { return s.cfg.Raft != nil }
+
+// CheckDiskWritable says why the Raft group must refuse new messages (store
+// closed, disk above the full ratio), or returns nil. The Raft-mode
+// counterpart of the put path's own check.
+func (s *MessageStore) CheckDiskWritable() error {
+	if s.closed.Load() {
+		return fmt.Errorf("%w: %w", ErrServiceNotAvailable, ErrStoreClosed)
+	}
+	if err := s.clean.CheckWritable(); err != nil {
+		return fmt.Errorf("%w: %w", ErrServiceNotAvailable, err)
+	}
+	return nil
+}
