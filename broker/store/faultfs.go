@@ -34,6 +34,7 @@ const (
 	OpSyncDir
 )
 
+// String names the operation.
 func (o FaultOp) String() string {
 	names := [...]string{"open", "write", "read", "sync", "msync", "fallocate", "truncate", "mmap", "remove", "rename", "syncdir"}
 	if int(o) < len(names) {

@@ -30,6 +30,7 @@ const (
 	NoMessageInQueue
 )
 
+// String returns the RocketMQ name of the status.
 func (s GetMessageStatus) String() string {
 	return [...]string{"FOUND", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING", "OFFSET_FOUND_NULL",
 		"OFFSET_OVERFLOW_BADLY", "OFFSET_OVERFLOW_ONE", "OFFSET_TOO_SMALL", "NO_MATCHED_LOGIC_QUEUE",

@@ -183,6 +183,7 @@ const (
 	PutUnknownError
 )
 
+// String returns the RocketMQ name of the status.
 func (s PutMessageStatus) String() string {
 	return [...]string{"PUT_OK", "FLUSH_DISK_TIMEOUT", "SERVICE_NOT_AVAILABLE", "CREATE_MAPPED_FILE_FAILED",
 		"MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED", "UNKNOWN_ERROR"}[s]
