@@ -41,6 +41,7 @@ func benchConfig(dir string, mode FlushDiskType) Config {
 	c.MappedFileSizeConsumeQueue = 300_000 * CQUnitSize
 	c.MaxHashSlotNum = 500_000
 	c.MaxIndexNum = 2_000_000
+	// BENCH_NOINDEX=1 measures without the key index (to separate its cost).
 	c.MessageIndexEnable = os.Getenv("BENCH_NOINDEX") != "1"
 	return c
 }
