@@ -70,6 +70,7 @@ func (c *commonConfig) validate() error {
 // Opt is an option every client type accepts.
 type Opt interface {
 	ProducerOpt
+	ConsumerOpt
 	applyCommon(*commonConfig)
 }
 
@@ -82,6 +83,7 @@ type commonOpt func(*commonConfig)
 
 func (o commonOpt) applyCommon(c *commonConfig)     { o(c) }
 func (o commonOpt) applyProducer(c *producerConfig) { o(&c.common) }
+func (o commonOpt) applyConsumer(c *consumerConfig) { o(&c.common) }
 
 type producerOpt func(*producerConfig)
 

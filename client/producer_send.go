@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +101,12 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string) (*r
 	}
 	if r.msg != nil {
 		h.Flag = r.msg.Flag
+		if strings.HasPrefix(r.topic, RetryGroupTopicPrefix) {
+			// A consumer's send-back fallback: the counts travel in the
+			// header (sendKernelImpl reads them from these properties).
+			h.ReconsumeTimes, _ = strconv.Atoi(r.msg.Properties[PropertyReconsumeTime])
+			h.MaxReconsumeTimes, _ = strconv.Atoi(r.msg.Properties[PropertyMaxReconsumeTimes])
+		}
 		h.Properties = props(0, r.msg)
 		if len(h.Properties) > maxPropertiesLength {
 			return nil, fmt.Errorf("%w: properties are %d bytes, above %d", ErrInvalidMessage, len(h.Properties), maxPropertiesLength)

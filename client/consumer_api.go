@@ -1,0 +1,208 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Requests consumers send to brokers besides pulls and offsets: heartbeat,
+// group membership, queue locks, send-back and offset lookups. Each is a
+// small function over a remoting.Client so the push consumer, the lite
+// pull consumer and the admin client share them.
+
+// HeartbeatData is HEART_BEAT's (34) JSON body.
+type HeartbeatData struct {
+	ClientID        string                  `json:"clientID"`
+	ProducerDataSet []HeartbeatProducerData `json:"producerDataSet"`
+	ConsumerDataSet []HeartbeatConsumerData `json:"consumerDataSet"`
+}
+
+// HeartbeatProducerData names one producer group of the client.
+type HeartbeatProducerData struct {
+	GroupName string `json:"groupName"`
+}
+
+// HeartbeatConsumerData is one consumer group of the client with its
+// subscriptions, which brokers keep to filter pulls.
+type HeartbeatConsumerData struct {
+	GroupName           string              `json:"groupName"`
+	ConsumeType         string              `json:"consumeType"`
+	MessageModel        string              `json:"messageModel"`
+	ConsumeFromWhere    string              `json:"consumeFromWhere"`
+	SubscriptionDataSet []*SubscriptionData `json:"subscriptionDataSet"`
+	UnitMode            bool                `json:"unitMode"`
+}
+
+// Consume types of HeartbeatConsumerData.
+const (
+	ConsumeTypePush = "CONSUME_PASSIVELY"
+	ConsumeTypePull = "CONSUME_ACTIVELY"
+)
+
+// lockBatchBody is LockBatchRequestBody / UnlockBatchRequestBody.
+type lockBatchBody struct {
+	ConsumerGroup  string      `json:"consumerGroup"`
+	ClientID       string      `json:"clientId"`
+	OnlyThisBroker bool        `json:"onlyThisBroker"`
+	MQSet          []wireQueue `json:"mqSet"`
+}
+
+// lockBatchResponse is LockBatchResponseBody.
+type lockBatchResponse struct {
+	LockOKMQSet []wireQueue `json:"lockOKMQSet"`
+}
+
+// wireQueue is MessageQueue as RocketMQ serializes it in JSON bodies.
+type wireQueue struct {
+	Topic      string `json:"topic"`
+	BrokerName string `json:"brokerName"`
+	QueueID    int    `json:"queueId"`
+}
+
+func toWire(mqs []MessageQueue) []wireQueue {
+	out := make([]wireQueue, len(mqs))
+	for i, mq := range mqs {
+		out[i] = wireQueue(mq)
+	}
+	return out
+}
+
+type consumerListHeader struct {
+	ConsumerGroup string `ext:"consumerGroup"`
+}
+
+type unregisterClientHeader struct {
+	ClientID      string `ext:"clientID"`
+	ProducerGroup string `ext:"producerGroup,omitempty"`
+	ConsumerGroup string `ext:"consumerGroup,omitempty"`
+}
+
+type sendBackHeader struct {
+	Offset            int64  `ext:"offset"`
+	Group             string `ext:"group"`
+	DelayLevel        int    `ext:"delayLevel"`
+	OriginMsgID       string `ext:"originMsgId"`
+	OriginTopic       string `ext:"originTopic"`
+	UnitMode          bool   `ext:"unitMode"`
+	MaxReconsumeTimes int    `ext:"maxReconsumeTimes"`
+	BrokerName        string `ext:"bname,omitempty"`
+}
+
+type queueOffsetHeader struct {
+	Topic      string `ext:"topic"`
+	QueueID    int    `ext:"queueId"`
+	BrokerName string `ext:"bname,omitempty"`
+}
+
+type searchOffsetHeader struct {
+	Topic      string `ext:"topic"`
+	QueueID    int    `ext:"queueId"`
+	Timestamp  int64  `ext:"timestamp"`
+	BrokerName string `ext:"bname,omitempty"`
+}
+
+// invokeOK sends req and turns any answer but SUCCESS into a *BrokerError.
+func invokeOK(ctx context.Context, rc *remoting.Client, brokerName, addr string, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	resp, err := rc.InvokeSync(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code != remoting.ResponseSuccess {
+		return nil, &BrokerError{Broker: brokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]}
+	}
+	return resp, nil
+}
+
+// sendHeartbeat sends hb to addr.
+func sendHeartbeat(ctx context.Context, rc *remoting.Client, brokerName, addr string, hb *HeartbeatData) error {
+	body, err := json.Marshal(hb)
+	if err != nil {
+		return err
+	}
+	_, err = invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, body))
+	return err
+}
+
+// consumerIDs asks addr for the client ids of group (GET_CONSUMER_LIST_BY_GROUP, 38).
+func consumerIDs(ctx context.Context, rc *remoting.Client, brokerName, addr, group string) ([]string, error) {
+	resp, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestGetConsumerListByGroup, &consumerListHeader{ConsumerGroup: group}, nil))
+	if err != nil {
+		return nil, err
+	}
+	var body struct {
+		ConsumerIDList []string `json:"consumerIdList"`
+	}
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
+		return nil, fmt.Errorf("client: consumer list of %s from %s: %w", group, addr, err)
+	}
+	return body.ConsumerIDList, nil
+}
+
+// lockQueues asks addr to lock mqs for clientID (LOCK_BATCH_MQ, 41) and
+// returns the queues it granted.
+func lockQueues(ctx context.Context, rc *remoting.Client, brokerName, addr, group, clientID string, mqs []MessageQueue) ([]MessageQueue, error) {
+	body, _ := json.Marshal(&lockBatchBody{ConsumerGroup: group, ClientID: clientID, MQSet: toWire(mqs)})
+	resp, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestLockBatchMQ, nil, body))
+	if err != nil {
+		return nil, err
+	}
+	var lr lockBatchResponse
+	if err := json.Unmarshal(resp.Body, &lr); err != nil {
+		return nil, fmt.Errorf("client: lock answer from %s: %w", addr, err)
+	}
+	out := make([]MessageQueue, len(lr.LockOKMQSet))
+	for i, w := range lr.LockOKMQSet {
+		out[i] = MessageQueue(w)
+	}
+	return out, nil
+}
+
+// unlockQueues releases mqs at addr (UNLOCK_BATCH_MQ, 42).
+func unlockQueues(ctx context.Context, rc *remoting.Client, brokerName, addr, group, clientID string, mqs []MessageQueue) error {
+	body, _ := json.Marshal(&lockBatchBody{ConsumerGroup: group, ClientID: clientID, MQSet: toWire(mqs)})
+	_, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestUnlockBatchMQ, nil, body))
+	return err
+}
+
+// unregisterClient tells addr the client leaves group (UNREGISTER_CLIENT,
+// 35), so the broker notifies the other members at once.
+func unregisterClient(ctx context.Context, rc *remoting.Client, brokerName, addr, clientID, group string) error {
+	_, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestUnregisterClient,
+		&unregisterClientHeader{ClientID: clientID, ConsumerGroup: group}, nil))
+	return err
+}
+
+// offsetAnswer reads the "offset" extField of a SUCCESS answer.
+func offsetAnswer(addr string, resp *remoting.RemotingCommand) (int64, error) {
+	off, err := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("client: offset answer from %s: %q is not a number", addr, resp.ExtFields["offset"])
+	}
+	return off, nil
+}
+
+// queueOffset asks for a queue's max (GET_MAX_OFFSET, 30) or min
+// (GET_MIN_OFFSET, 31) offset.
+func queueOffset(ctx context.Context, rc *remoting.Client, addr string, code int16, mq MessageQueue) (int64, error) {
+	resp, err := invokeOK(ctx, rc, mq.BrokerName, addr, remoting.NewRequest(code,
+		&queueOffsetHeader{Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName}, nil))
+	if err != nil {
+		return 0, err
+	}
+	return offsetAnswer(addr, resp)
+}
+
+// searchOffset finds the first offset of mq stored at or after ts
+// (SEARCH_OFFSET_BY_TIMESTAMP, 29).
+func searchOffset(ctx context.Context, rc *remoting.Client, addr string, mq MessageQueue, tsMillis int64) (int64, error) {
+	resp, err := invokeOK(ctx, rc, mq.BrokerName, addr, remoting.NewRequest(remoting.RequestSearchOffsetByTimestamp,
+		&searchOffsetHeader{Topic: mq.Topic, QueueID: mq.QueueID, Timestamp: tsMillis, BrokerName: mq.BrokerName}, nil))
+	if err != nil {
+		return 0, err
+	}
+	return offsetAnswer(addr, resp)
+}

@@ -1,0 +1,505 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// RetryGroupTopicPrefix prefixes a group's retry topic: consumers of group
+// G in clustering mode also subscribe to "%RETRY%G", where the broker puts
+// messages sent back after a failed consumption.
+const RetryGroupTopicPrefix = "%RETRY%"
+
+// RetryTopic returns group's retry topic.
+func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
+
+// Properties a consumer uses on redelivered messages.
+const (
+	PropertyReconsumeTime   = "RECONSUME_TIME"
+	PropertyOriginMessageID = "ORIGIN_MESSAGE_ID"
+)
+
+// lockMaxLiveTime is how long the client trusts a queue lock it has not
+// renewed (RocketMQ REBALANCE_LOCK_MAX_LIVE_TIME); brokers expire them at
+// 60 s, renewals run every 20 s.
+const lockMaxLiveTime = 30 * time.Second
+
+// queueHooks is what differs between the push and the lite pull consumer
+// once a queue is assigned: how its messages are delivered, and whether
+// queues need broker locks (orderly).
+type queueHooks struct {
+	consumeType string
+	orderly     bool
+	// deliver hands pulled messages on; it may block (the pull loop then
+	// waits) and returns false when the queue was dropped meanwhile.
+	deliver func(pq *processQueue, msgs []*MessageExt) bool
+	// started is called once a queue's process queue exists, before its
+	// pull loop runs (the orderly consumer starts its consume goroutine).
+	started func(pq *processQueue)
+}
+
+// consumerCore is the machinery both consumer types share: remoting
+// client, routes, offset store, subscriptions, the process-queue table,
+// the rebalance / heartbeat / persist / route-refresh / lock loops and one
+// pull loop per assigned queue. Every goroutine is started through c.goTracked
+// and ends when c.ctx is cancelled; close waits for them.
+type consumerCore struct {
+	cfg      consumerConfig
+	log      *zap.Logger
+	clientID string
+	hooks    queueHooks
+
+	rc     *remoting.Client
+	routes *routeManager
+	store  OffsetStore
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	rebalanceCh chan struct{}
+	refreshCh   chan string
+
+	// rebalanceMu serializes rebalances and hand-overs.
+	rebalanceMu sync.Mutex
+
+	mu       sync.Mutex
+	subs     map[string]*SubscriptionData      // guarded by mu; topic → subscription
+	pqs      map[MessageQueue]*processQueue    // guarded by mu
+	assigned map[MessageQueue]bool             // guarded by mu; Assign mode: fixed queues (nil = rebalance)
+	seeks    map[MessageQueue]int64            // guarded by mu; lite pull: offset to start a queue at
+	warned   map[string]bool                   // guarded by mu; warn once per condition
+	onDrop   func(pq *processQueue)            // called after a queue was handed over (lite pull)
+}
+
+func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consumerCore {
+	inst := cfg.common.instanceName
+	if inst == "DEFAULT" {
+		// As ClientConfig.changeInstanceNameToPID (+ nanoTime in 5.x): two
+		// consumers in one process must not share a client id, or the
+		// brokers would count them as one member of the group.
+		inst = strconv.Itoa(os.Getpid()) + "#" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
+	ip := cfg.common.clientIP
+	if ip == nil {
+		ip = localIPv4()
+	}
+	c := &consumerCore{
+		cfg:         cfg,
+		clientID:    ip.String() + "@" + inst,
+		hooks:       hooks,
+		rebalanceCh: make(chan struct{}, 1),
+		refreshCh:   make(chan string, 16),
+		subs:        map[string]*SubscriptionData{},
+		pqs:         map[MessageQueue]*processQueue{},
+		seeks:       map[MessageQueue]int64{},
+		warned:      map[string]bool{},
+	}
+	c.log = cfg.common.log.Named(name).With(zap.String("group", cfg.group), zap.String("clientID", c.clientID))
+	return c
+}
+
+// subscribe records a subscription (before start).
+func (c *consumerCore) subscribe(topic, expr string) error {
+	if err := validateTopic(topic); err != nil {
+		return fmt.Errorf("%w: subscribe: %v", ErrInvalidOption, err)
+	}
+	sd, err := ParseTagExpression(topic, expr, c.cfg.common.now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.subs[topic] = sd
+	return nil
+}
+
+func (c *consumerCore) subscription(topic string) *SubscriptionData {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.subs[topic]
+}
+
+func (c *consumerCore) topics() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.subs))
+}
+
+// start builds the machinery, checks every subscribed topic has a route
+// (as the official clients do: a typo must fail Start, not consume
+// nothing), sends the first heartbeats and rebalances once.
+func (c *consumerCore) start(ctx context.Context) error {
+	c.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: c.cfg.common.requestTimeout}, c.cfg.common.log)
+	c.routes = newRouteManager(c.rc, c.log.Named("route"), c.cfg.common.nameServers, c.cfg.common.requestTimeout, c.cfg.common.now)
+	if c.cfg.model == Broadcasting {
+		c.store = NewLocalOffsetStore(filepath.Join(c.cfg.offsetDir, c.cfg.common.instanceName, c.cfg.group, "offsets.json"))
+	} else {
+		c.store = NewRemoteOffsetStore(c.cfg.group, c.rc, c.routes.brokerAddr)
+	}
+	if err := c.store.Load(); err != nil {
+		_ = c.rc.Close()
+		return err
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.rc.RegisterProcessor(remoting.RequestNotifyConsumerIDsChanged, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		c.log.Debug("broker says the group's members changed; rebalancing")
+		c.triggerRebalance()
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	})
+	for _, topic := range c.topics() {
+		if _, err := c.routes.refresh(ctx, topic, false, 0); err != nil {
+			c.cancel()
+			_ = c.rc.Close()
+			return fmt.Errorf("client: consumer start: route of subscribed topic %q: %w", topic, err)
+		}
+	}
+	c.sendHeartbeats(ctx)
+	c.goTracked(c.rebalanceLoop)
+	c.goTracked(c.heartbeatLoop)
+	c.goTracked(c.persistLoop)
+	c.goTracked(c.refreshLoop)
+	if c.hooks.orderly && c.cfg.model == Clustering {
+		c.goTracked(c.lockLoop)
+	}
+	c.triggerRebalance()
+	return nil
+}
+
+func (c *consumerCore) goTracked(f func()) {
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); f() }()
+}
+
+// close stops every loop and pull, waits for them, commits offsets,
+// releases orderly locks, leaves the group at every broker, and closes the
+// connections. ctx bounds the network part.
+func (c *consumerCore) close(ctx context.Context) error {
+	c.cancel()
+	c.wg.Wait()
+	c.mu.Lock()
+	pqs := slices.Collect(maps.Values(c.pqs))
+	c.pqs = map[MessageQueue]*processQueue{}
+	c.mu.Unlock()
+	mqs := make([]MessageQueue, 0, len(pqs))
+	for _, pq := range pqs {
+		pq.drop()
+		mqs = append(mqs, pq.mq)
+	}
+	var errs []error
+	if err := c.store.Persist(ctx, mqs); err != nil {
+		errs = append(errs, fmt.Errorf("client: commit offsets on close: %w", err))
+	}
+	if c.hooks.orderly && c.cfg.model == Clustering {
+		for broker, qs := range byBroker(mqs) {
+			if addr := c.routes.brokerAddr(broker); addr != "" {
+				if err := unlockQueues(ctx, c.rc, broker, addr, c.cfg.group, c.clientID, qs); err != nil {
+					c.log.Warn("unlock queues on close", zap.String("broker", broker), zap.Error(err))
+				}
+			}
+		}
+	}
+	for _, b := range c.brokerMembers() {
+		if err := unregisterClient(ctx, c.rc, b.name, b.addr, c.clientID, c.cfg.group); err != nil {
+			c.log.Debug("unregister client", zap.String("broker", b.addr), zap.Error(err))
+		}
+	}
+	if err := c.rc.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func byBroker(mqs []MessageQueue) map[string][]MessageQueue {
+	out := map[string][]MessageQueue{}
+	for _, mq := range mqs {
+		out[mq.BrokerName] = append(out[mq.BrokerName], mq)
+	}
+	return out
+}
+
+// wait sleeps d or until the consumer (or ctx) ends; false means it ended.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (c *consumerCore) triggerRebalance() {
+	select {
+	case c.rebalanceCh <- struct{}{}:
+	default:
+	}
+}
+
+// warnOnce logs a condition the first time it is seen, and at debug level
+// afterwards, so a broker that is down does not flood the log.
+func (c *consumerCore) warnOnce(key, msg string, fields ...zap.Field) {
+	c.mu.Lock()
+	seen := c.warned[key]
+	c.warned[key] = true
+	c.mu.Unlock()
+	if seen {
+		c.log.Debug(msg, fields...)
+	} else {
+		c.log.Warn(msg, fields...)
+	}
+}
+
+func (c *consumerCore) clearWarn(key string) {
+	c.mu.Lock()
+	delete(c.warned, key)
+	c.mu.Unlock()
+}
+
+func (c *consumerCore) refreshLoop() {
+	t := time.NewTicker(c.cfg.common.routeRefreshInterval)
+	defer t.Stop()
+	refresh := func(topic string) {
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.common.requestTimeout)
+		defer cancel()
+		if _, err := c.routes.refresh(ctx, topic, false, 0); err != nil && c.ctx.Err() == nil {
+			c.warnOnce("route:"+topic, "route refresh failed", zap.String("topic", topic), zap.Error(err))
+		}
+	}
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			for _, topic := range c.topics() {
+				refresh(topic)
+			}
+		case topic := <-c.refreshCh:
+			refresh(topic)
+		}
+	}
+}
+
+func (c *consumerCore) requestRefresh(topic string) {
+	select {
+	case c.refreshCh <- topic:
+	default:
+	}
+}
+
+type brokerMember struct{ name, addr string }
+
+// brokerMembers lists every member of every broker group serving a
+// subscribed topic. Heartbeats go to all of them, followers included: a
+// raftmq follower that becomes leader then already knows the group.
+func (c *consumerCore) brokerMembers() []brokerMember {
+	topics := c.topics()
+	seen := map[string]bool{}
+	var out []brokerMember
+	c.routes.mu.Lock()
+	defer c.routes.mu.Unlock()
+	for _, topic := range topics {
+		tr := c.routes.topics[topic]
+		if tr == nil {
+			continue
+		}
+		for _, bd := range tr.data.BrokerDatas {
+			g := c.routes.brokers[bd.BrokerName]
+			addrs := slices.Collect(maps.Values(bd.BrokerAddrs))
+			if g != nil && g.leader != "" {
+				addrs = append(addrs, g.leader)
+			}
+			slices.Sort(addrs)
+			for _, a := range addrs {
+				if !seen[a] {
+					seen[a] = true
+					out = append(out, brokerMember{bd.BrokerName, a})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (c *consumerCore) heartbeatData() *HeartbeatData {
+	c.mu.Lock()
+	subs := make([]*SubscriptionData, 0, len(c.subs))
+	for _, t := range slices.Sorted(maps.Keys(c.subs)) {
+		subs = append(subs, c.subs[t])
+	}
+	c.mu.Unlock()
+	return &HeartbeatData{
+		ClientID:        c.clientID,
+		ProducerDataSet: []HeartbeatProducerData{},
+		ConsumerDataSet: []HeartbeatConsumerData{{
+			GroupName:           c.cfg.group,
+			ConsumeType:         c.hooks.consumeType,
+			MessageModel:        c.cfg.model.String(),
+			ConsumeFromWhere:    c.cfg.fromWhere.String(),
+			SubscriptionDataSet: subs,
+		}},
+	}
+}
+
+// sendHeartbeats sends the heartbeat to every member; a member that is
+// down is logged once.
+func (c *consumerCore) sendHeartbeats(ctx context.Context) {
+	hb := c.heartbeatData()
+	for _, b := range c.brokerMembers() {
+		cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+		err := sendHeartbeat(cctx, c.rc, b.name, b.addr, hb)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.warnOnce("hb:"+b.addr, "heartbeat failed", zap.String("broker", b.addr), zap.Error(err))
+			}
+			continue
+		}
+		c.clearWarn("hb:" + b.addr)
+	}
+}
+
+func (c *consumerCore) heartbeatLoop() {
+	t := time.NewTicker(c.cfg.heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			c.sendHeartbeats(c.ctx)
+		}
+	}
+}
+
+// persistLoop commits offsets every PersistInterval.
+func (c *consumerCore) persistLoop() {
+	t := time.NewTicker(c.cfg.persistInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			c.persistAll(c.ctx)
+		}
+	}
+}
+
+func (c *consumerCore) persistAll(ctx context.Context) {
+	if c.cfg.autoCommit || c.hooks.consumeType == ConsumeTypePush {
+		c.mu.Lock()
+		mqs := slices.Collect(maps.Keys(c.pqs))
+		c.mu.Unlock()
+		if err := c.store.Persist(ctx, mqs); err != nil && ctx.Err() == nil {
+			c.warnOnce("persist", "committing offsets failed", zap.Error(err))
+		} else {
+			c.clearWarn("persist")
+		}
+	}
+}
+
+// lockLoop renews the locks of every queue an orderly consumer holds
+// (RebalanceImpl.lockAll) every LockInterval.
+func (c *consumerCore) lockLoop() {
+	t := time.NewTicker(c.cfg.lockInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			c.lockAll(c.ctx)
+		}
+	}
+}
+
+func (c *consumerCore) lockAll(ctx context.Context) {
+	c.mu.Lock()
+	pqs := slices.Collect(maps.Values(c.pqs))
+	c.mu.Unlock()
+	byB := map[string][]*processQueue{}
+	for _, pq := range pqs {
+		byB[pq.mq.BrokerName] = append(byB[pq.mq.BrokerName], pq)
+	}
+	for broker, list := range byB {
+		mqs := make([]MessageQueue, len(list))
+		for i, pq := range list {
+			mqs[i] = pq.mq
+		}
+		granted, err := c.lock(ctx, broker, mqs)
+		if err != nil {
+			c.warnOnce("lock:"+broker, "renewing queue locks failed", zap.String("broker", broker), zap.Error(err))
+			continue
+		}
+		now := c.cfg.common.now()
+		for _, pq := range list {
+			pq.setLocked(granted[pq.mq], now)
+		}
+	}
+}
+
+// lock asks brokerName's leader to lock mqs; the answer is the set granted.
+func (c *consumerCore) lock(ctx context.Context, brokerName string, mqs []MessageQueue) (map[MessageQueue]bool, error) {
+	addr := c.routes.brokerAddr(brokerName)
+	if addr == "" {
+		return nil, fmt.Errorf("%w: broker group %q", ErrNoQueue, brokerName)
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+	defer cancel()
+	got, err := lockQueues(cctx, c.rc, brokerName, addr, c.cfg.group, c.clientID, mqs)
+	if err != nil {
+		c.followLeader(brokerName, addr, err)
+		return nil, err
+	}
+	out := make(map[MessageQueue]bool, len(got))
+	for _, mq := range got {
+		out[mq] = true
+	}
+	return out, nil
+}
+
+// followLeader learns from a not-leader answer or a failed connection, as
+// the producer does (route.go), and asks for a route refresh.
+func (c *consumerCore) followLeader(brokerName, addr string, err error) {
+	var be *BrokerError
+	switch {
+	case errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr:
+		c.routes.learnLeader(brokerName, addr, be.LeaderAddr)
+	case errors.As(err, &be) && (be.Code == remoting.ResponseServiceNotAvailable || be.Code == remoting.ResponseNotLeaderForQueue):
+		c.routes.markDown(brokerName, addr, noLeaderBackoff)
+	case errIsConnFailure(err):
+		c.routes.markDown(brokerName, addr, c.routes.downFor)
+	default:
+		return
+	}
+	for _, topic := range c.topics() {
+		c.requestRefresh(topic)
+	}
+}
+
+// isRetryTopic reports whether topic is a group retry topic.
+func isRetryTopic(topic string) bool { return strings.HasPrefix(topic, RetryGroupTopicPrefix) }
+
+// masterOf returns a broker group's master address in rd ("" if none).
+func masterOf(rd *namesrv.TopicRouteData, brokerName string) string {
+	if bd := findBrokerData(rd, brokerName); bd != nil {
+		return bd.BrokerAddrs[namesrv.MasterID]
+	}
+	return ""
+}

@@ -1,0 +1,320 @@
+package client
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// MessageModel says how a group shares a topic (RocketMQ's MessageModel).
+type MessageModel int
+
+const (
+	// Clustering: each message goes to one consumer of the group; queues
+	// are divided by rebalancing and offsets live on the brokers.
+	Clustering MessageModel = iota
+	// Broadcasting: every consumer of the group gets every message; each
+	// keeps its own offsets in a local file.
+	Broadcasting
+)
+
+// String returns RocketMQ's enum name, as sent in heartbeats.
+func (m MessageModel) String() string {
+	if m == Broadcasting {
+		return "BROADCASTING"
+	}
+	return "CLUSTERING"
+}
+
+// ConsumeFromWhere says where a group with no recorded offset for a queue
+// starts (RocketMQ's ConsumeFromWhere).
+type ConsumeFromWhere int
+
+const (
+	// ConsumeFromLastOffset starts at the queue's end: only new messages.
+	ConsumeFromLastOffset ConsumeFromWhere = iota
+	// ConsumeFromFirstOffset starts at the oldest message still stored.
+	ConsumeFromFirstOffset
+	// ConsumeFromTimestamp starts at the first message stored at or after
+	// the ConsumeTimestamp option (SEARCH_OFFSET_BY_TIMESTAMP, 29).
+	ConsumeFromTimestamp
+)
+
+// String returns RocketMQ's enum name, as sent in heartbeats.
+func (w ConsumeFromWhere) String() string {
+	switch w {
+	case ConsumeFromFirstOffset:
+		return "CONSUME_FROM_FIRST_OFFSET"
+	case ConsumeFromTimestamp:
+		return "CONSUME_FROM_TIMESTAMP"
+	}
+	return "CONSUME_FROM_LAST_OFFSET"
+}
+
+// ConsumerOpt is an option for NewPushConsumer and NewLitePullConsumer.
+// Every Opt is one too.
+type ConsumerOpt interface {
+	applyConsumer(*consumerConfig)
+}
+
+type consumerOpt func(*consumerConfig)
+
+func (o consumerOpt) applyConsumer(c *consumerConfig) { o(c) }
+
+// consumerConfig is a consumer's validated configuration. The timing
+// fields are config rather than constants so tests can shorten them.
+type consumerConfig struct {
+	common           commonConfig
+	group            string
+	model            MessageModel
+	fromWhere        ConsumeFromWhere
+	consumeTimestamp time.Time
+	strategy         AllocateStrategy
+
+	consumeGoroutines  int
+	batchMaxSize       int
+	pullBatchSize      int
+	thresholdCount     int
+	thresholdSize      int64
+	maxSpan            int64
+	maxReconsumeTimes  int
+	suspendCurrentTime time.Duration
+
+	pollSuspend       time.Duration // broker-side long-poll hold
+	pollTimeout       time.Duration // client-side wait for a long poll
+	pullBackoff       time.Duration // after an unexpected pull error
+	flowControlDelay  time.Duration // re-check interval while over a threshold
+	rebalanceInterval time.Duration
+	heartbeatInterval time.Duration
+	persistInterval   time.Duration
+	lockInterval      time.Duration
+	lockRetryDelay    time.Duration
+	handoverTimeout   time.Duration
+	sendBackRetry     time.Duration
+
+	offsetDir string
+
+	autoCommit bool
+}
+
+// DefaultConsumerGroup is DefaultMQPushConsumer's default group name; real
+// consumers should always set ConsumerGroup.
+const DefaultConsumerGroup = "DEFAULT_CONSUMER"
+
+func defaultConsumerConfig() consumerConfig {
+	home, _ := os.UserHomeDir()
+	return consumerConfig{
+		common:             defaultCommonConfig(),
+		group:              "",
+		strategy:           AllocateAveragely(),
+		consumeGoroutines:  20,
+		batchMaxSize:       1,
+		pullBatchSize:      32,
+		thresholdCount:     1000,
+		thresholdSize:      100 << 20,
+		maxSpan:            2000,
+		maxReconsumeTimes:  16,
+		suspendCurrentTime: time.Second,
+		pollSuspend:        20 * time.Second,
+		pollTimeout:        30 * time.Second,
+		pullBackoff:        3 * time.Second,
+		flowControlDelay:   50 * time.Millisecond,
+		rebalanceInterval:  20 * time.Second,
+		heartbeatInterval:  30 * time.Second,
+		persistInterval:    5 * time.Second,
+		lockInterval:       20 * time.Second,
+		lockRetryDelay:     time.Second,
+		handoverTimeout:    10 * time.Second,
+		sendBackRetry:      5 * time.Second,
+		offsetDir:          filepath.Join(home, ".rocketmq_offsets"),
+		autoCommit:         true,
+	}
+}
+
+func (c *consumerConfig) validate() error {
+	if err := c.common.validate(); err != nil {
+		return err
+	}
+	if err := validateTopic(c.group); err != nil || c.group == "" {
+		return fmt.Errorf("%w: ConsumerGroup %q: required, 1..%d characters of %%|a-zA-Z0-9_-", ErrInvalidOption, c.group, MaxTopicLength)
+	}
+	if c.model != Clustering && c.model != Broadcasting {
+		return fmt.Errorf("%w: ConsumerModel %d: want Clustering or Broadcasting", ErrInvalidOption, c.model)
+	}
+	if c.fromWhere < ConsumeFromLastOffset || c.fromWhere > ConsumeFromTimestamp {
+		return fmt.Errorf("%w: ConsumeFrom %d: unknown", ErrInvalidOption, c.fromWhere)
+	}
+	if c.strategy == nil {
+		return fmt.Errorf("%w: Strategy: nil", ErrInvalidOption)
+	}
+	checks := []struct {
+		name     string
+		v, lo, h int64
+	}{
+		{"ConsumeGoroutines", int64(c.consumeGoroutines), 1, 1000},
+		{"ConsumeMessageBatchMaxSize", int64(c.batchMaxSize), 1, 1024},
+		{"PullBatchSize", int64(c.pullBatchSize), 1, 1024},
+		{"PullThresholdForQueue", int64(c.thresholdCount), 1, 65535},
+		{"PullThresholdSizeForQueue (MiB)", c.thresholdSize >> 20, 1, 1024},
+		{"ConsumeConcurrentlyMaxSpan", c.maxSpan, 1, 65535},
+		{"MaxReconsumeTimes", int64(c.maxReconsumeTimes), -1, 10000},
+	}
+	for _, k := range checks {
+		if k.v < k.lo || k.v > k.h {
+			return fmt.Errorf("%w: %s %d: want %d..%d", ErrInvalidOption, k.name, k.v, k.lo, k.h)
+		}
+	}
+	durs := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"SuspendCurrentQueueTime", c.suspendCurrentTime}, {"long-poll suspend", c.pollSuspend},
+		{"PullBackoff", c.pullBackoff}, {"RebalanceInterval", c.rebalanceInterval},
+		{"HeartbeatInterval", c.heartbeatInterval}, {"PersistInterval", c.persistInterval},
+		{"LockInterval", c.lockInterval}, {"HandoverTimeout", c.handoverTimeout},
+	}
+	for _, d := range durs {
+		if d.d < time.Millisecond {
+			return fmt.Errorf("%w: %s %v: want at least 1ms", ErrInvalidOption, d.name, d.d)
+		}
+	}
+	if c.pollTimeout <= c.pollSuspend {
+		return fmt.Errorf("%w: LongPolling: client timeout %v must exceed the broker suspend %v", ErrInvalidOption, c.pollTimeout, c.pollSuspend)
+	}
+	if c.model == Broadcasting && c.offsetDir == "" {
+		return fmt.Errorf("%w: OffsetDir: broadcasting needs a directory for its offsets file", ErrInvalidOption)
+	}
+	return nil
+}
+
+// ConsumerGroup sets the consumer group. Required.
+func ConsumerGroup(name string) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.group = name })
+}
+
+// ConsumerModel chooses Clustering (the default) or Broadcasting.
+func ConsumerModel(m MessageModel) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.model = m })
+}
+
+// ConsumeFrom sets where a queue without a recorded offset starts
+// (default ConsumeFromLastOffset). For ConsumeFromTimestamp give the time
+// with ConsumeTimestamp (default: half an hour ago, as RocketMQ).
+func ConsumeFrom(w ConsumeFromWhere) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.fromWhere = w })
+}
+
+// ConsumeTimestamp sets the time ConsumeFromTimestamp starts at.
+func ConsumeTimestamp(t time.Time) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.consumeTimestamp = t })
+}
+
+// Strategy sets the queue allocation strategy of clustering consumers
+// (default AllocateAveragely).
+func Strategy(s AllocateStrategy) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.strategy = s })
+}
+
+// ConsumeGoroutines sets the concurrent listener's pool size (default 20,
+// consumeThreadMin).
+func ConsumeGoroutines(n int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.consumeGoroutines = n })
+}
+
+// ConsumeMessageBatchMaxSize sets how many messages one concurrent
+// listener call gets at most (default 1).
+func ConsumeMessageBatchMaxSize(n int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.batchMaxSize = n })
+}
+
+// PullBatchSize sets maxMsgNums of each pull (default 32).
+func PullBatchSize(n int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.pullBatchSize = n })
+}
+
+// PullThresholdForQueue stops pulling a queue while this many of its
+// messages are cached unconsumed (default 1000).
+func PullThresholdForQueue(n int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.thresholdCount = n })
+}
+
+// PullThresholdSizeForQueue stops pulling a queue while this many MiB of
+// its message bodies are cached unconsumed (default 100).
+func PullThresholdSizeForQueue(mib int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.thresholdSize = int64(mib) << 20 })
+}
+
+// ConsumeConcurrentlyMaxSpan stops pulling a queue while the offsets of
+// its cached messages span more than n (default 2000): one stuck message
+// must not let the cache, and the redelivery after a crash, grow without
+// bound.
+func ConsumeConcurrentlyMaxSpan(n int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.maxSpan = int64(n) })
+}
+
+// MaxReconsumeTimes sets how often a failed message is redelivered before
+// the broker moves it to the dead-letter queue (default 16; -1 = 16).
+func MaxReconsumeTimes(n int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.maxReconsumeTimes = n })
+}
+
+// SuspendCurrentQueueTime sets how long an orderly listener's queue pauses
+// after SuspendCurrentQueueAMoment (default 1 s).
+func SuspendCurrentQueueTime(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.suspendCurrentTime = d })
+}
+
+// LongPolling sets how long a broker may hold a pull with nothing to
+// return (default 20 s) and how long the client waits for it (default
+// 30 s; must be longer).
+func LongPolling(suspend, timeout time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.pollSuspend, c.pollTimeout = suspend, timeout })
+}
+
+// PullBackoff sets the pause after a pull failed unexpectedly (default 3 s,
+// pullTimeDelayMillsWhenException).
+func PullBackoff(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.pullBackoff = d })
+}
+
+// RebalanceInterval sets the periodic rebalance (default 20 s); a
+// NOTIFY_CONSUMER_IDS_CHANGED from a broker triggers one at once.
+func RebalanceInterval(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.rebalanceInterval = d })
+}
+
+// HeartbeatInterval sets how often heartbeats go to the brokers (default 30 s).
+func HeartbeatInterval(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.heartbeatInterval = d })
+}
+
+// PersistInterval sets how often consumed offsets are committed (default 5 s).
+func PersistInterval(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.persistInterval = d })
+}
+
+// LockInterval sets how often an orderly consumer renews its queue locks
+// (default 20 s; brokers expire them after 60 s).
+func LockInterval(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.lockInterval = d })
+}
+
+// HandoverTimeout bounds how long a rebalance waits for a listener call
+// on a queue that is being handed to another consumer (default 10 s).
+func HandoverTimeout(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.handoverTimeout = d })
+}
+
+// OffsetDir sets the directory of broadcasting consumers' offset files
+// (default ~/.rocketmq_offsets); the file is <dir>/<InstanceName>/<group>/offsets.json,
+// so a restarted consumer with the same InstanceName resumes where it stopped.
+func OffsetDir(dir string) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.offsetDir = dir })
+}
+
+// AutoCommit makes the lite pull consumer commit what Poll returned every
+// PersistInterval and on Close (default on). With it off, call Commit.
+func AutoCommit(on bool) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.autoCommit = on })
+}

@@ -1,0 +1,170 @@
+package client
+
+import (
+	"context"
+	"errors"
+
+	"go.uber.org/zap"
+)
+
+// pullLoop long-polls one queue until it is dropped
+// (DefaultMQPushConsumerImpl.pullMessage + its PullCallback): flow control
+// first, then a suspended pull; FOUND messages go to the hook's deliver,
+// NOT_FOUND / NO_MATCHED pull again at once from nextBeginOffset,
+// OFFSET_MOVED jumps to nextBeginOffset and commits it, not-leader answers
+// are followed at once, anything else backs off PullBackoff.
+func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
+	mq := pq.mq
+	key := "pull:" + mq.String()
+	for pq.ctx.Err() == nil {
+		if c.flowControlled(pq) {
+			if !wait(pq.ctx, c.cfg.flowControlDelay) {
+				return
+			}
+			continue
+		}
+		if c.hooks.orderly && c.cfg.model == Clustering && !pq.isLocked(c.cfg.common.now(), lockMaxLiveTime) {
+			// Orderly pulls need the lock (pullMessage: "not locked, pull later").
+			if !wait(pq.ctx, c.cfg.lockRetryDelay) {
+				return
+			}
+			continue
+		}
+		addr := c.routes.brokerAddr(mq.BrokerName)
+		if addr == "" {
+			c.requestRefresh(mq.Topic)
+			if !wait(pq.ctx, c.cfg.pullBackoff) {
+				return
+			}
+			continue
+		}
+		req := &PullRequest{
+			Group:         c.cfg.group,
+			Queue:         mq,
+			Offset:        offset,
+			MaxMsgNums:    c.cfg.pullBatchSize,
+			SysFlag:       PullFlagSuspend | PullFlagSubscription,
+			SuspendMillis: c.cfg.pollSuspend.Milliseconds(),
+			Subscription:  c.pullSubscription(mq.Topic),
+		}
+		if c.cfg.model == Clustering {
+			// Piggyback the consumed offset, as the Java client does.
+			if off, err := c.store.Read(pq.ctx, mq, ReadFromMemory); err == nil && off > 0 {
+				req.SysFlag |= PullFlagCommitOffset
+				req.CommitOffset = off
+			}
+		}
+		pctx, cancel := context.WithTimeout(pq.ctx, c.cfg.pollTimeout)
+		res, err := PullMessage(pctx, c.rc, addr, req)
+		cancel()
+		if pq.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.followLeader(mq.BrokerName, addr, err)
+			var be *BrokerError
+			if errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr {
+				continue // pull again from the leader it named, at once
+			}
+			c.warnOnce(key, "pull failed; backing off", zap.Stringer("queue", mq), zap.String("broker", addr), zap.Error(err))
+			if !wait(pq.ctx, c.cfg.pullBackoff) {
+				return
+			}
+			continue
+		}
+		c.clearWarn(key)
+		c.routes.markUp(mq.BrokerName, addr)
+		switch res.Status {
+		case PullFound:
+			offset = res.NextBeginOffset
+			if len(res.Messages) == 0 {
+				// Everything was filtered out client-side.
+				c.correctOffset(pq, offset)
+				continue
+			}
+			for _, m := range res.Messages {
+				restoreRetryTopic(m, c.cfg.group)
+			}
+			if !c.hooks.deliver(pq, res.Messages) {
+				return
+			}
+		case PullNoNewMsg, PullNoMatchedMsg:
+			offset = res.NextBeginOffset
+			c.correctOffset(pq, offset)
+		case PullOffsetIllegal:
+			c.log.Warn("pull offset outside the queue; moving on", zap.Stringer("queue", mq),
+				zap.Int64("offset", offset), zap.Int64("nextBeginOffset", res.NextBeginOffset))
+			offset = res.NextBeginOffset
+			c.store.Update(mq, offset, false)
+			ctx, cancel := context.WithTimeout(pq.ctx, c.cfg.common.requestTimeout)
+			_ = c.store.Persist(ctx, []MessageQueue{mq})
+			cancel()
+		}
+	}
+}
+
+// correctOffset moves the stored offset past messages the broker skipped
+// (correctTagsOffset): only when nothing is cached, or a cached message
+// would be skipped.
+func (c *consumerCore) correctOffset(pq *processQueue, next int64) {
+	if !pq.hasMessages() {
+		c.store.Update(pq.mq, next, true)
+	}
+}
+
+// flowControlled applies the three thresholds; crossing one is logged
+// once per queue until it clears.
+func (c *consumerCore) flowControlled(pq *processQueue) bool {
+	count, size, span := pq.stats()
+	key := "flow:" + pq.mq.String()
+	switch {
+	case count > c.cfg.thresholdCount:
+		c.warnOnce(key, "flow control: too many cached messages", zap.Stringer("queue", pq.mq), zap.Int("count", count))
+	case size > c.cfg.thresholdSize:
+		c.warnOnce(key, "flow control: cached bodies too large", zap.Stringer("queue", pq.mq), zap.Int64("bytes", size))
+	case !c.hooks.orderly && span > c.cfg.maxSpan:
+		c.warnOnce(key, "flow control: cached offsets span too wide (a message is stuck in the listener)",
+			zap.Stringer("queue", pq.mq), zap.Int64("span", span))
+	default:
+		return false
+	}
+	return true
+}
+
+// pullSubscription is what a pull carries; the retry topic takes all tags.
+func (c *consumerCore) pullSubscription(topic string) *SubscriptionData {
+	if sd := c.subscription(topic); sd != nil {
+		return sd
+	}
+	sd, _ := ParseTagExpression(topic, SubAll, 0)
+	return sd
+}
+
+// restoreRetryTopic gives a redelivered message its original topic back
+// (resetRetryAndNamespace): listeners see the topic they subscribed to.
+func restoreRetryTopic(m *MessageExt, group string) {
+	if m.Topic != RetryTopic(group) {
+		return
+	}
+	if orig := m.Properties[PropertyRetryTopic]; orig != "" {
+		m.Topic = orig
+	}
+}
+
+// queueOffsetAt is a convenience over queueOffset for callers holding a core.
+func (c *consumerCore) queueOffsetAt(ctx context.Context, mq MessageQueue, code int16) (int64, error) {
+	addr := c.routes.brokerAddr(mq.BrokerName)
+	if addr == "" {
+		if _, err := c.routes.subscribeInfo(ctx, mq.Topic); err != nil {
+			return 0, err
+		}
+		if addr = c.routes.brokerAddr(mq.BrokerName); addr == "" {
+			return 0, ErrNoQueue
+		}
+	}
+	off, err := queueOffset(ctx, c.rc, addr, code, mq)
+	if err != nil {
+		c.followLeader(mq.BrokerName, addr, err)
+	}
+	return off, err
+}

@@ -1,0 +1,376 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// ConsumeResult is a concurrent listener's verdict on a batch
+// (ConsumeConcurrentlyStatus).
+type ConsumeResult int
+
+const (
+	// ConsumeSuccess: the batch is consumed (up to AckIndex).
+	ConsumeSuccess ConsumeResult = iota
+	// ConsumeRetryLater: redeliver the batch later, through the group's
+	// retry topic, after the context's DelayLevel.
+	ConsumeRetryLater
+)
+
+// ConsumeConcurrentlyContext is what a concurrent listener learns about a
+// batch and may adjust.
+type ConsumeConcurrentlyContext struct {
+	// Queue is the queue the batch came from.
+	Queue MessageQueue
+	// DelayLevel is the redelivery delay level of failed messages: 0 lets
+	// the broker pick (3 + reconsume times), -1 sends them straight to the
+	// dead-letter queue.
+	DelayLevel int
+	// AckIndex, on ConsumeSuccess, is the index of the last message
+	// consumed; later ones are redelivered. It starts at len(msgs)-1.
+	AckIndex int
+}
+
+// ConcurrentListener consumes a batch of at most ConsumeMessageBatchMaxSize
+// messages; calls run in parallel on the consume pool. ctx is cancelled
+// when the queue is handed to another consumer or the consumer closes:
+// finish soon, the result still counts.
+type ConcurrentListener func(ctx context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult
+
+// OrderlyResult is an orderly listener's verdict (ConsumeOrderlyStatus).
+type OrderlyResult int
+
+const (
+	// OrderlySuccess: the batch is consumed; its offset is committed.
+	OrderlySuccess OrderlyResult = iota
+	// SuspendCurrentQueueAMoment: consume the same batch again after the
+	// context's SuspendTime; nothing behind it is delivered meanwhile.
+	SuspendCurrentQueueAMoment
+)
+
+// ConsumeOrderlyContext is what an orderly listener learns and may adjust.
+type ConsumeOrderlyContext struct {
+	// Queue is the queue the batch came from.
+	Queue MessageQueue
+	// SuspendTime is the pause after SuspendCurrentQueueAMoment (default
+	// the SuspendCurrentQueueTime option).
+	SuspendTime time.Duration
+}
+
+// OrderlyListener consumes the messages of one queue strictly in order:
+// at most one call per queue at a time, and in clustering mode only while
+// this consumer holds the queue's broker lock.
+type OrderlyListener func(ctx context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult
+
+// PushConsumer delivers the messages of its subscriptions to a listener
+// (RocketMQ's DefaultMQPushConsumer): it long-polls the queues this
+// consumer owns, hands messages to the listener, commits offsets and
+// redelivers failures. Build it with NewPushConsumer, Subscribe, register
+// one listener, Start; Close stops it.
+type PushConsumer struct {
+	core *consumerCore
+
+	mu         sync.Mutex
+	state      producerState // guarded by mu
+	concurrent ConcurrentListener
+	orderly    OrderlyListener
+
+	work     chan consumeRequest // concurrent: batches for the pool
+	retry    *Producer           // fallback path of send-back
+	workerWG sync.WaitGroup
+}
+
+// consumeRequest is one batch for the concurrent pool.
+type consumeRequest struct {
+	pq   *processQueue
+	msgs []*MessageExt
+}
+
+// NewPushConsumer validates the options; ConsumerGroup and NameServers are
+// required.
+func NewPushConsumer(opts ...ConsumerOpt) (*PushConsumer, error) {
+	cfg := defaultConsumerConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.applyConsumer(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	p := &PushConsumer{}
+	p.core = newConsumerCore(cfg, "pushConsumer", queueHooks{consumeType: ConsumeTypePush, deliver: p.deliver, started: p.queueStarted})
+	return p, nil
+}
+
+// ClientID is the id this consumer registers with brokers (ip@instance).
+func (p *PushConsumer) ClientID() string { return p.core.clientID }
+
+// Subscribe adds topic with a tag expression ("*", "TagA || TagB");
+// call it before Start.
+func (p *PushConsumer) Subscribe(topic, expression string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != stateNew {
+		return fmt.Errorf("%w: Subscribe after Start", ErrInvalidOption)
+	}
+	return p.core.subscribe(topic, expression)
+}
+
+// RegisterConcurrentListener sets the listener (before Start).
+func (p *PushConsumer) RegisterConcurrentListener(l ConcurrentListener) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != stateNew || l == nil || p.orderly != nil {
+		return fmt.Errorf("%w: one non-nil listener, before Start", ErrInvalidOption)
+	}
+	p.concurrent = l
+	return nil
+}
+
+// RegisterOrderlyListener sets an orderly listener (before Start).
+func (p *PushConsumer) RegisterOrderlyListener(l OrderlyListener) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != stateNew || l == nil || p.concurrent != nil {
+		return fmt.Errorf("%w: one non-nil listener, before Start", ErrInvalidOption)
+	}
+	p.orderly = l
+	p.core.hooks.orderly = true
+	return nil
+}
+
+// Start checks the subscriptions' routes, registers with the brokers and
+// begins consuming. In clustering mode the group's retry topic is
+// subscribed too.
+func (p *PushConsumer) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.state {
+	case stateStarted:
+		return nil
+	case stateClosed:
+		return ErrClosed
+	}
+	if p.concurrent == nil && p.orderly == nil {
+		return fmt.Errorf("%w: register a listener before Start", ErrInvalidOption)
+	}
+	c := p.core
+	if len(c.topics()) == 0 {
+		return fmt.Errorf("%w: no subscription", ErrInvalidOption)
+	}
+	if c.cfg.model == Clustering {
+		if err := c.subscribe(RetryTopic(c.cfg.group), SubAll); err != nil {
+			return err
+		}
+	}
+	retry, err := NewProducer(NameServers(c.cfg.common.nameServers...), WithLogger(c.cfg.common.log),
+		ProducerGroup("CLIENT_INNER_PRODUCER"), AutoCreateTopic(false, 1), SendTimeout(c.cfg.common.requestTimeout))
+	if err != nil {
+		return err
+	}
+	if err := retry.Start(); err != nil {
+		return err
+	}
+	p.retry = retry
+	p.work = make(chan consumeRequest, c.cfg.consumeGoroutines*2)
+	if err := c.start(ctx); err != nil {
+		_ = retry.Close()
+		return err
+	}
+	if p.concurrent != nil {
+		for range c.cfg.consumeGoroutines {
+			p.workerWG.Add(1)
+			go func() { defer p.workerWG.Done(); p.worker() }()
+		}
+	}
+	p.state = stateStarted
+	return nil
+}
+
+// Close stops pulling, waits for listener calls in progress, commits the
+// offsets, releases orderly locks and unregisters from the brokers; ctx
+// bounds the commit and unregistering. Safe to call twice.
+func (p *PushConsumer) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.state != stateStarted {
+		p.state = stateClosed
+		p.mu.Unlock()
+		return nil
+	}
+	p.state = stateClosed
+	p.mu.Unlock()
+	p.core.cancel()
+	p.workerWG.Wait()
+	err := p.core.close(ctx)
+	_ = p.retry.Close()
+	return err
+}
+
+// OwnedQueues lists the queues this consumer consumes now.
+func (p *PushConsumer) OwnedQueues() []MessageQueue { return p.core.owned() }
+
+// deliver caches pulled messages and queues them for the listener.
+func (p *PushConsumer) deliver(pq *processQueue, msgs []*MessageExt) bool {
+	pq.put(msgs)
+	if p.orderly != nil {
+		return true
+	}
+	n := p.core.cfg.batchMaxSize
+	for i := 0; i < len(msgs); i += n {
+		select {
+		case p.work <- consumeRequest{pq: pq, msgs: msgs[i:min(i+n, len(msgs))]}:
+		case <-pq.ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+func (p *PushConsumer) queueStarted(pq *processQueue) {
+	if p.orderly != nil {
+		p.core.goTracked(func() { p.orderlyLoop(pq) })
+	}
+}
+
+// worker is one goroutine of the concurrent consume pool.
+func (p *PushConsumer) worker() {
+	for {
+		select {
+		case <-p.core.ctx.Done():
+			return
+		case r := <-p.work:
+			p.consumeConcurrently(r)
+		}
+	}
+}
+
+// consumeConcurrently runs the listener on one batch and settles it
+// (ConsumeMessageConcurrentlyService.ConsumeRequest + processConsumeResult).
+func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
+	pq := r.pq
+	pq.consumeMu.RLock()
+	defer pq.consumeMu.RUnlock()
+	if pq.dropped.Load() {
+		return // handed over: the next owner consumes it
+	}
+	now := strconv.FormatInt(p.core.cfg.common.now().UnixMilli(), 10)
+	for _, m := range r.msgs {
+		m.Properties[PropertyConsumeStartTime] = now
+	}
+	cc := &ConsumeConcurrentlyContext{Queue: pq.mq, AckIndex: len(r.msgs) - 1}
+	res := p.callConcurrent(pq.ctx, cc, r.msgs)
+	ack := -1
+	if res == ConsumeSuccess {
+		ack = min(max(cc.AckIndex, -1), len(r.msgs)-1)
+	}
+	failed := r.msgs[ack+1:]
+	var again []*MessageExt
+	if len(failed) > 0 {
+		if p.core.cfg.model == Broadcasting {
+			for _, m := range failed {
+				p.core.log.Warn("broadcast message failed and is dropped (broadcasting does not redeliver)", zap.String("msgId", m.MsgID))
+			}
+		} else {
+			for _, m := range failed {
+				if err := p.sendBack(pq.mq, m, cc.DelayLevel); err != nil {
+					p.core.log.Warn("send-back failed; consuming again here later", zap.String("msgId", m.MsgID), zap.Error(err))
+					m.ReconsumeTimes++
+					again = append(again, m)
+				}
+			}
+		}
+	}
+	done := r.msgs
+	if len(again) > 0 {
+		done = make([]*MessageExt, 0, len(r.msgs))
+		for _, m := range r.msgs {
+			if !containsMsg(again, m) {
+				done = append(done, m)
+			}
+		}
+		p.core.goTracked(func() {
+			if wait(pq.ctx, p.core.cfg.sendBackRetry) {
+				select {
+				case p.work <- consumeRequest{pq: pq, msgs: again}:
+				case <-pq.ctx.Done():
+				}
+			}
+		})
+	}
+	if off := pq.remove(done); off >= 0 {
+		p.core.store.Update(pq.mq, off, true)
+	}
+}
+
+func containsMsg(list []*MessageExt, m *MessageExt) bool {
+	for _, x := range list {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// callConcurrent runs the listener; a panic counts as RECONSUME_LATER.
+func (p *PushConsumer) callConcurrent(ctx context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) (res ConsumeResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.core.log.Error("listener panicked; messages will be redelivered", zap.Any("panic", v), zap.Stringer("queue", cc.Queue))
+			res = ConsumeRetryLater
+		}
+	}()
+	return p.concurrent(ctx, cc, msgs)
+}
+
+// sendBack returns a failed message to the broker for redelivery through
+// the retry topic (CONSUMER_SEND_MSG_BACK, 36); when the broker cannot be
+// asked, the message is sent to %RETRY%group directly, as
+// DefaultMQPushConsumerImpl.sendMessageBack falls back to.
+func (p *PushConsumer) sendBack(mq MessageQueue, m *MessageExt, delayLevel int) error {
+	c := p.core
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.cfg.common.requestTimeout)
+	defer cancel()
+	maxTimes := c.cfg.maxReconsumeTimes
+	if maxTimes < 0 {
+		maxTimes = 16
+	}
+	addr := c.routes.brokerAddr(mq.BrokerName)
+	var err error
+	if addr != "" {
+		h := &sendBackHeader{Offset: m.CommitLogOffset, Group: c.cfg.group, DelayLevel: delayLevel, OriginMsgID: m.MsgID,
+			OriginTopic: m.Topic, MaxReconsumeTimes: maxTimes, BrokerName: mq.BrokerName}
+		_, err = invokeOK(ctx, c.rc, mq.BrokerName, addr, remoting.NewRequest(remoting.RequestConsumerSendMsgBack, h, nil))
+		if err == nil {
+			return nil
+		}
+		c.followLeader(mq.BrokerName, addr, err)
+	}
+	msg := NewMessage(RetryTopic(c.cfg.group), m.Body)
+	msg.Flag = m.Flag
+	msg.Properties = make(map[string]string, len(m.Properties)+4)
+	for k, v := range m.Properties {
+		msg.Properties[k] = v
+	}
+	if msg.Properties[PropertyRetryTopic] == "" {
+		msg.Properties[PropertyRetryTopic] = m.Topic
+	}
+	if msg.Properties[PropertyOriginMessageID] == "" {
+		msg.Properties[PropertyOriginMessageID] = m.MsgID
+	}
+	msg.Properties[PropertyReconsumeTime] = strconv.Itoa(int(m.ReconsumeTimes) + 1)
+	msg.Properties[PropertyMaxReconsumeTimes] = strconv.Itoa(maxTimes)
+	delete(msg.Properties, PropertyUniqClientMessageID)
+	msg.DelayLevel = 3 + int(m.ReconsumeTimes)
+	if _, perr := p.retry.SendSync(ctx, msg); perr != nil {
+		return fmt.Errorf("client: send-back of %s: broker: %v; retry topic: %w", m.MsgID, err, perr)
+	}
+	return nil
+}

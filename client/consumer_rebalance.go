@@ -1,0 +1,295 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// rebalanceLoop rebalances every RebalanceInterval, at once when a broker
+// says the group changed, and soon again when an orderly consumer could
+// not lock a queue it was allocated (its previous owner still held it).
+func (c *consumerCore) rebalanceLoop() {
+	t := time.NewTicker(c.cfg.rebalanceInterval)
+	defer t.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		case <-c.rebalanceCh:
+		case <-retry.C:
+		}
+		if c.rebalance(c.ctx) {
+			retry.Reset(c.cfg.lockRetryDelay)
+		}
+	}
+}
+
+// rebalance recomputes this consumer's queues of every subscribed topic
+// and applies the change; it reports whether some allocated queue could
+// not be taken yet (an orderly lock refused).
+func (c *consumerCore) rebalance(ctx context.Context) (pending bool) {
+	c.rebalanceMu.Lock()
+	defer c.rebalanceMu.Unlock()
+	c.mu.Lock()
+	fixed := c.assigned != nil
+	c.mu.Unlock()
+	if fixed {
+		return false
+	}
+	for _, topic := range c.topics() {
+		alloc, err := c.allocate(ctx, topic)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.warnOnce("rebalance:"+topic, "rebalance failed; keeping the current queues", zap.String("topic", topic), zap.Error(err))
+			}
+			continue
+		}
+		c.clearWarn("rebalance:" + topic)
+		if c.updateQueues(ctx, topic, alloc) {
+			pending = true
+		}
+	}
+	return pending
+}
+
+// allocate returns the queues of topic this consumer should own
+// (RebalanceImpl.rebalanceByTopic).
+func (c *consumerCore) allocate(ctx context.Context, topic string) ([]MessageQueue, error) {
+	mqAll, err := c.routes.subscribeInfo(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if c.cfg.model == Broadcasting {
+		return mqAll, nil
+	}
+	if len(mqAll) == 0 {
+		return nil, nil
+	}
+	SortQueues(mqAll)
+	cids, err := c.groupMembers(ctx, mqAll)
+	if err != nil {
+		return nil, err
+	}
+	if len(cids) == 0 {
+		return nil, fmt.Errorf("client: broker knows no consumer of group %s yet", c.cfg.group)
+	}
+	slices.Sort(cids)
+	return c.cfg.strategy.Allocate(c.cfg.group, c.clientID, mqAll, cids)
+}
+
+// groupMembers asks one broker of the topic for the group's client ids,
+// trying the next broker group when one fails.
+func (c *consumerCore) groupMembers(ctx context.Context, mqAll []MessageQueue) ([]string, error) {
+	var errs []error
+	for _, broker := range slices.Sorted(maps.Keys(byBroker(mqAll))) {
+		addr := c.routes.brokerAddr(broker)
+		if addr == "" {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+		ids, err := consumerIDs(cctx, c.rc, broker, addr, c.cfg.group)
+		cancel()
+		if err == nil {
+			return ids, nil
+		}
+		c.followLeader(broker, addr, err)
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("client: consumer list of group %s: %w", c.cfg.group, errors.Join(errs...))
+}
+
+// updateQueues makes the process-queue table of topic match alloc
+// (updateProcessQueueTableInRebalance). Queues leaving are handed over
+// first — dropped, their in-flight listener calls awaited, their offset
+// committed, their orderly lock released — so the next owner never
+// overlaps with us; then new queues start at their computed offset.
+func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []MessageQueue) (pending bool) {
+	want := map[MessageQueue]bool{}
+	for _, mq := range alloc {
+		want[mq] = true
+	}
+	c.mu.Lock()
+	var leaving []*processQueue
+	var adding []MessageQueue
+	for mq, pq := range c.pqs {
+		if mq.Topic == topic && !want[mq] {
+			leaving = append(leaving, pq)
+			delete(c.pqs, mq)
+		}
+	}
+	for _, mq := range alloc {
+		if c.pqs[mq] == nil {
+			adding = append(adding, mq)
+		}
+	}
+	c.mu.Unlock()
+	for _, pq := range leaving {
+		c.handOver(ctx, pq)
+	}
+	if len(leaving) > 0 || len(adding) > 0 {
+		c.log.Info("rebalance changed queues", zap.String("topic", topic),
+			zap.Int("dropped", len(leaving)), zap.Int("adding", len(adding)), zap.Int("owned", len(alloc)))
+	}
+	SortQueues(adding)
+	for broker, mqs := range byBroker(adding) {
+		granted := map[MessageQueue]bool{}
+		if c.hooks.orderly && c.cfg.model == Clustering {
+			g, err := c.lock(ctx, broker, mqs)
+			if err != nil {
+				c.warnOnce("lock:"+broker, "locking new queues failed", zap.String("broker", broker), zap.Error(err))
+			}
+			granted = g
+		}
+		for _, mq := range mqs {
+			if c.hooks.orderly && c.cfg.model == Clustering && !granted[mq] {
+				// Its previous owner still holds it (handing over, or
+				// gone without unlocking: the broker frees it after 60 s).
+				pending = true
+				continue
+			}
+			if !c.startQueue(ctx, mq) {
+				pending = true
+			}
+		}
+	}
+	return pending
+}
+
+// startQueue computes mq's start offset and launches its pull loop.
+func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
+	c.mu.Lock()
+	seek, sought := c.seeks[mq]
+	delete(c.seeks, mq)
+	c.mu.Unlock()
+	offset := seek
+	if !sought {
+		var err error
+		offset, err = c.startOffset(ctx, mq)
+		if err != nil {
+			c.warnOnce("offset:"+mq.String(), "cannot find where to start; will retry", zap.Stringer("queue", mq), zap.Error(err))
+			return false
+		}
+		c.clearWarn("offset:" + mq.String())
+	}
+	pq := newProcessQueue(c.ctx, mq)
+	if c.hooks.orderly && c.cfg.model == Clustering {
+		pq.setLocked(true, c.cfg.common.now())
+	}
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return true
+	}
+	c.pqs[mq] = pq
+	c.mu.Unlock()
+	// Drop any stale in-memory offset: the queue may come back to us after
+	// another consumer moved it on.
+	c.store.Update(mq, offset, false)
+	if c.hooks.started != nil {
+		c.hooks.started(pq)
+	}
+	c.goTracked(func() { c.pullLoop(pq, offset) })
+	return true
+}
+
+// handOver stops consuming pq for good before its next owner starts.
+func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
+	pq.drop()
+	// Wait for listener calls in progress: their results still count.
+	done := make(chan struct{})
+	go func() { pq.consumeMu.Lock(); close(done) }()
+	t := time.NewTimer(c.cfg.handoverTimeout)
+	acquired := false
+	select {
+	case <-done:
+		acquired = true
+	case <-t.C:
+		c.log.Warn("listener still busy on a queue being handed over; the next owner may redeliver", zap.Stringer("queue", pq.mq))
+	case <-ctx.Done():
+	}
+	t.Stop()
+	if acquired {
+		defer pq.consumeMu.Unlock()
+	} else {
+		// The goroutine above takes the lock eventually and must give it
+		// back; nothing else waits on a dropped queue.
+		go func() { <-done; pq.consumeMu.Unlock() }()
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
+	defer cancel()
+	if err := c.store.Persist(pctx, []MessageQueue{pq.mq}); err != nil {
+		c.log.Warn("committing the offset of a queue handed over failed", zap.Stringer("queue", pq.mq), zap.Error(err))
+	}
+	c.store.Remove(pq.mq)
+	if c.hooks.orderly && c.cfg.model == Clustering {
+		if addr := c.routes.brokerAddr(pq.mq.BrokerName); addr != "" {
+			if err := unlockQueues(pctx, c.rc, pq.mq.BrokerName, addr, c.cfg.group, c.clientID, []MessageQueue{pq.mq}); err != nil {
+				c.log.Warn("unlocking a queue handed over failed; the broker frees it after 60 s", zap.Stringer("queue", pq.mq), zap.Error(err))
+			}
+		}
+	}
+	if c.onDrop != nil {
+		c.onDrop(pq)
+	}
+}
+
+// startOffset is computePullFromWhere: the committed offset if there is
+// one, else where ConsumeFromWhere says.
+func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+	defer cancel()
+	off, err := c.store.Read(cctx, mq, ReadFromStore)
+	if err == nil && off >= 0 {
+		return off, nil
+	}
+	if err != nil && !errors.Is(err, ErrOffsetNotFound) {
+		return 0, err
+	}
+	addr := c.routes.brokerAddr(mq.BrokerName)
+	if addr == "" {
+		return 0, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName)
+	}
+	var res int64
+	switch {
+	case c.cfg.fromWhere == ConsumeFromFirstOffset:
+		res, err = queueOffset(cctx, c.rc, addr, remoting.RequestGetMinOffset, mq)
+	case c.cfg.fromWhere == ConsumeFromTimestamp && !isRetryTopic(mq.Topic):
+		ts := c.cfg.consumeTimestamp
+		if ts.IsZero() {
+			ts = c.cfg.common.now().Add(-30 * time.Minute)
+		}
+		res, err = searchOffset(cctx, c.rc, addr, mq, ts.UnixMilli())
+	case isRetryTopic(mq.Topic) && c.cfg.fromWhere == ConsumeFromLastOffset:
+		// A retry topic is read from its start: what is there was sent
+		// back by this group and must not be skipped.
+		return 0, nil
+	default:
+		res, err = queueOffset(cctx, c.rc, addr, remoting.RequestGetMaxOffset, mq)
+	}
+	if err != nil {
+		c.followLeader(mq.BrokerName, addr, err)
+		return 0, err
+	}
+	return res, nil
+}
+
+// owned lists the queues with a live process queue.
+func (c *consumerCore) owned() []MessageQueue {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Collect(maps.Keys(c.pqs))
+	SortQueues(out)
+	return out
+}

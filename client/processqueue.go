@@ -1,0 +1,200 @@
+package client
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// processQueue is the consumer-side cache of one assigned queue
+// (RocketMQ's ProcessQueue): messages pulled but not yet consumed, ordered
+// by queue offset. Its counts drive flow control, and its lowest
+// unconsumed offset is what gets committed, so a crash redelivers rather
+// than loses messages consumed out of order.
+type processQueue struct {
+	mq MessageQueue
+
+	// ctx is cancelled when the queue is dropped (handed over, or the
+	// consumer closes); the queue's pull loop and consume goroutine end.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// consumeMu is held (read) by concurrent listener calls and (write)
+	// by orderly ones and by the hand-over, which thus waits for calls in
+	// progress before the queue's offset is committed and its lock freed.
+	consumeMu sync.RWMutex
+
+	dropped atomic.Bool
+
+	mu         sync.Mutex
+	msgs       map[int64]*MessageExt // guarded by mu; cached, not consuming
+	order      []int64               // guarded by mu; offsets put, ascending; may hold removed ones
+	consuming  map[int64]*MessageExt // guarded by mu; orderly: taken by the listener
+	size       int64                 // guarded by mu; body bytes of msgs + consuming
+	maxOffset  int64                 // guarded by mu; highest offset put
+	locked     bool                  // guarded by mu; orderly: the broker lock is held
+	lockedAt   time.Time             // guarded by mu
+	lastPullAt time.Time             // guarded by mu
+
+	// kick wakes the orderly consume goroutine when messages arrive.
+	kick chan struct{}
+}
+
+func newProcessQueue(parent context.Context, mq MessageQueue) *processQueue {
+	ctx, cancel := context.WithCancel(parent)
+	return &processQueue{mq: mq, ctx: ctx, cancel: cancel, msgs: map[int64]*MessageExt{}, consuming: map[int64]*MessageExt{},
+		maxOffset: -1, kick: make(chan struct{}, 1)}
+}
+
+// drop marks the queue dropped and stops its goroutines.
+func (pq *processQueue) drop() {
+	pq.dropped.Store(true)
+	pq.cancel()
+}
+
+// put caches pulled messages (ascending offsets) and reports whether the
+// queue had nothing in flight before, which orderly consumption uses.
+func (pq *processQueue) put(msgs []*MessageExt) {
+	pq.mu.Lock()
+	for _, m := range msgs {
+		if _, dup := pq.msgs[m.QueueOffset]; dup || m.QueueOffset <= pq.maxOffset {
+			continue
+		}
+		pq.msgs[m.QueueOffset] = m
+		pq.order = append(pq.order, m.QueueOffset)
+		pq.size += int64(len(m.Body))
+		pq.maxOffset = m.QueueOffset
+	}
+	pq.mu.Unlock()
+	select {
+	case pq.kick <- struct{}{}:
+	default:
+	}
+}
+
+// trimLocked drops removed offsets from the head of order.
+func (pq *processQueue) trimLocked() {
+	i := 0
+	for i < len(pq.order) {
+		o := pq.order[i]
+		if _, ok := pq.msgs[o]; ok {
+			break
+		}
+		if _, ok := pq.consuming[o]; ok {
+			break
+		}
+		i++
+	}
+	if i > 0 {
+		pq.order = slices.Delete(pq.order, 0, i)
+	}
+}
+
+// remove forgets consumed messages and returns the offset to commit: the
+// lowest offset still cached, or one past the highest put when nothing is
+// (ProcessQueue.removeMessage). -1 means nothing was ever put.
+func (pq *processQueue) remove(msgs []*MessageExt) int64 {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	for _, m := range msgs {
+		if old, ok := pq.msgs[m.QueueOffset]; ok {
+			delete(pq.msgs, m.QueueOffset)
+			pq.size -= int64(len(old.Body))
+		}
+	}
+	return pq.commitOffsetLocked()
+}
+
+func (pq *processQueue) commitOffsetLocked() int64 {
+	pq.trimLocked()
+	if len(pq.order) > 0 {
+		return pq.order[0]
+	}
+	if pq.maxOffset < 0 {
+		return -1
+	}
+	return pq.maxOffset + 1
+}
+
+// stats returns the cached count, body bytes and offset span, for flow control.
+func (pq *processQueue) stats() (count int, size int64, span int64) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	pq.trimLocked()
+	count = len(pq.msgs) + len(pq.consuming)
+	if len(pq.order) > 0 {
+		span = pq.maxOffset - pq.order[0]
+	}
+	return count, pq.size, span
+}
+
+// take moves up to n of the lowest-offset cached messages to the
+// consuming set (orderly; ProcessQueue.takeMessages).
+func (pq *processQueue) take(n int) []*MessageExt {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	pq.trimLocked()
+	var out []*MessageExt
+	for _, o := range pq.order {
+		if len(out) == n {
+			break
+		}
+		if m, ok := pq.msgs[o]; ok {
+			delete(pq.msgs, o)
+			pq.consuming[o] = m
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// commitConsuming forgets the consuming set (orderly success) and returns
+// the offset to commit.
+func (pq *processQueue) commitConsuming() int64 {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	for o, m := range pq.consuming {
+		pq.size -= int64(len(m.Body))
+		delete(pq.consuming, o)
+	}
+	return pq.commitOffsetLocked()
+}
+
+// requeueConsuming puts the consuming set back to be consumed again
+// (orderly failure; makeMessageToConsumeAgain).
+func (pq *processQueue) requeueConsuming() {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	for o, m := range pq.consuming {
+		pq.msgs[o] = m
+		delete(pq.consuming, o)
+	}
+}
+
+// setLocked records the broker lock state.
+func (pq *processQueue) setLocked(locked bool, at time.Time) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	pq.locked = locked
+	if locked {
+		pq.lockedAt = at
+	}
+}
+
+// isLocked reports whether the lock is held and younger than maxAge
+// (RocketMQ's REBALANCE_LOCK_MAX_LIVE_TIME: the client stops trusting a
+// lock it has not renewed well before the broker's 60 s expiry).
+func (pq *processQueue) isLocked(now time.Time, maxAge time.Duration) bool {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	return pq.locked && now.Sub(pq.lockedAt) < maxAge
+}
+
+// hasMessages reports whether anything is cached or being consumed.
+func (pq *processQueue) hasMessages() bool {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	return len(pq.msgs)+len(pq.consuming) > 0
+}
