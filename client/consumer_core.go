@@ -15,7 +15,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -78,12 +77,11 @@ type consumerCore struct {
 	rebalanceMu sync.Mutex
 
 	mu       sync.Mutex
-	subs     map[string]*SubscriptionData      // guarded by mu; topic → subscription
-	pqs      map[MessageQueue]*processQueue    // guarded by mu
-	assigned map[MessageQueue]bool             // guarded by mu; Assign mode: fixed queues (nil = rebalance)
-	seeks    map[MessageQueue]int64            // guarded by mu; lite pull: offset to start a queue at
-	warned   map[string]bool                   // guarded by mu; warn once per condition
-	onDrop   func(pq *processQueue)            // called after a queue was handed over (lite pull)
+	subs     map[string]*SubscriptionData   // guarded by mu; topic → subscription
+	pqs      map[MessageQueue]*processQueue // guarded by mu
+	assigned map[MessageQueue]bool          // guarded by mu; Assign mode: fixed queues (nil = rebalance)
+	seeks    map[MessageQueue]int64         // guarded by mu; lite pull: offset to start a queue at
+	warned   map[string]bool                // guarded by mu; warn once per condition
 }
 
 func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consumerCore {
@@ -456,15 +454,13 @@ func (c *consumerCore) lockAll(ctx context.Context) {
 
 // lock asks brokerName's leader to lock mqs; the answer is the set granted.
 func (c *consumerCore) lock(ctx context.Context, brokerName string, mqs []MessageQueue) (map[MessageQueue]bool, error) {
-	addr := c.routes.brokerAddr(brokerName)
-	if addr == "" {
-		return nil, fmt.Errorf("%w: broker group %q", ErrNoQueue, brokerName)
-	}
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
-	defer cancel()
-	got, err := lockQueues(cctx, c.rc, brokerName, addr, c.cfg.group, c.clientID, mqs)
+	var got []MessageQueue
+	err := c.onBroker(ctx, brokerName, func(ctx context.Context, addr string) error {
+		var err error
+		got, err = lockQueues(ctx, c.rc, brokerName, addr, c.cfg.group, c.clientID, mqs)
+		return err
+	})
 	if err != nil {
-		c.followLeader(brokerName, addr, err)
 		return nil, err
 	}
 	out := make(map[MessageQueue]bool, len(got))
@@ -496,10 +492,31 @@ func (c *consumerCore) followLeader(brokerName, addr string, err error) {
 // isRetryTopic reports whether topic is a group retry topic.
 func isRetryTopic(topic string) bool { return strings.HasPrefix(topic, RetryGroupTopicPrefix) }
 
-// masterOf returns a broker group's master address in rd ("" if none).
-func masterOf(rd *namesrv.TopicRouteData, brokerName string) string {
-	if bd := findBrokerData(rd, brokerName); bd != nil {
-		return bd.BrokerAddrs[namesrv.MasterID]
+// maxBrokerHops bounds how often one call follows "not leader, ask X".
+const maxBrokerHops = 3
+
+// onBroker runs call against brokerName's current address, following a
+// leader a not-leader answer names at once (a raftmq group that changed
+// leader), up to maxBrokerHops times.
+func (c *consumerCore) onBroker(ctx context.Context, brokerName string, call func(ctx context.Context, addr string) error) error {
+	var err error
+	for range maxBrokerHops + 1 {
+		addr := c.routes.brokerAddr(brokerName)
+		if addr == "" {
+			return fmt.Errorf("%w: broker group %q", ErrNoQueue, brokerName)
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+		err = call(cctx, addr)
+		cancel()
+		if err == nil {
+			c.routes.markUp(brokerName, addr)
+			return nil
+		}
+		c.followLeader(brokerName, addr, err)
+		var be *BrokerError
+		if !errors.As(err, &be) || be.LeaderAddr == "" || be.LeaderAddr == addr {
+			return err
+		}
 	}
-	return ""
+	return err
 }

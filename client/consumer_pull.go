@@ -151,20 +151,19 @@ func restoreRetryTopic(m *MessageExt, group string) {
 	}
 }
 
-// queueOffsetAt is a convenience over queueOffset for callers holding a core.
+// queueOffsetAt asks mq's broker group for its max or min offset
+// (remoting.RequestGetMaxOffset / RequestGetMinOffset).
 func (c *consumerCore) queueOffsetAt(ctx context.Context, mq MessageQueue, code int16) (int64, error) {
-	addr := c.routes.brokerAddr(mq.BrokerName)
-	if addr == "" {
+	if c.routes.brokerAddr(mq.BrokerName) == "" {
 		if _, err := c.routes.subscribeInfo(ctx, mq.Topic); err != nil {
 			return 0, err
 		}
-		if addr = c.routes.brokerAddr(mq.BrokerName); addr == "" {
-			return 0, ErrNoQueue
-		}
 	}
-	off, err := queueOffset(ctx, c.rc, addr, code, mq)
-	if err != nil {
-		c.followLeader(mq.BrokerName, addr, err)
-	}
+	var off int64
+	err := c.onBroker(ctx, mq.BrokerName, func(ctx context.Context, addr string) error {
+		var err error
+		off, err = queueOffset(ctx, c.rc, addr, code, mq)
+		return err
+	})
 	return off, err
 }

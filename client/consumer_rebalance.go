@@ -94,17 +94,15 @@ func (c *consumerCore) allocate(ctx context.Context, topic string) ([]MessageQue
 func (c *consumerCore) groupMembers(ctx context.Context, mqAll []MessageQueue) ([]string, error) {
 	var errs []error
 	for _, broker := range slices.Sorted(maps.Keys(byBroker(mqAll))) {
-		addr := c.routes.brokerAddr(broker)
-		if addr == "" {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
-		ids, err := consumerIDs(cctx, c.rc, broker, addr, c.cfg.group)
-		cancel()
+		var ids []string
+		err := c.onBroker(ctx, broker, func(ctx context.Context, addr string) error {
+			var err error
+			ids, err = consumerIDs(ctx, c.rc, broker, addr, c.cfg.group)
+			return err
+		})
 		if err == nil {
 			return ids, nil
 		}
-		c.followLeader(broker, addr, err)
 		errs = append(errs, err)
 	}
 	return nil, fmt.Errorf("client: consumer list of group %s: %w", c.cfg.group, errors.Join(errs...))
@@ -240,9 +238,6 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 			}
 		}
 	}
-	if c.onDrop != nil {
-		c.onDrop(pq)
-	}
 }
 
 // startOffset is computePullFromWhere: the committed offset if there is
@@ -251,38 +246,43 @@ func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue) (int64,
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
 	defer cancel()
 	off, err := c.store.Read(cctx, mq, ReadFromStore)
+	for hop := 0; hop < maxBrokerHops && err != nil; hop++ {
+		// A remote store asks the route's address; follow a leader it names.
+		var be *BrokerError
+		if !errors.As(err, &be) || be.LeaderAddr == "" || be.LeaderAddr == be.Addr {
+			break
+		}
+		c.followLeader(mq.BrokerName, be.Addr, err)
+		off, err = c.store.Read(cctx, mq, ReadFromStore)
+	}
 	if err == nil && off >= 0 {
 		return off, nil
 	}
 	if err != nil && !errors.Is(err, ErrOffsetNotFound) {
 		return 0, err
 	}
-	addr := c.routes.brokerAddr(mq.BrokerName)
-	if addr == "" {
-		return 0, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName)
-	}
 	var res int64
 	switch {
-	case c.cfg.fromWhere == ConsumeFromFirstOffset:
-		res, err = queueOffset(cctx, c.rc, addr, remoting.RequestGetMinOffset, mq)
+	case isRetryTopic(mq.Topic) && c.cfg.fromWhere == ConsumeFromLastOffset:
+		// A retry topic is read from its start: what is there was sent
+		// back by this group and must not be skipped.
+		return 0, nil
 	case c.cfg.fromWhere == ConsumeFromTimestamp && !isRetryTopic(mq.Topic):
 		ts := c.cfg.consumeTimestamp
 		if ts.IsZero() {
 			ts = c.cfg.common.now().Add(-30 * time.Minute)
 		}
-		res, err = searchOffset(cctx, c.rc, addr, mq, ts.UnixMilli())
-	case isRetryTopic(mq.Topic) && c.cfg.fromWhere == ConsumeFromLastOffset:
-		// A retry topic is read from its start: what is there was sent
-		// back by this group and must not be skipped.
-		return 0, nil
+		err = c.onBroker(ctx, mq.BrokerName, func(ctx context.Context, addr string) error {
+			var err error
+			res, err = searchOffset(ctx, c.rc, addr, mq, ts.UnixMilli())
+			return err
+		})
+	case c.cfg.fromWhere == ConsumeFromFirstOffset:
+		res, err = c.queueOffsetAt(ctx, mq, remoting.RequestGetMinOffset)
 	default:
-		res, err = queueOffset(cctx, c.rc, addr, remoting.RequestGetMaxOffset, mq)
+		res, err = c.queueOffsetAt(ctx, mq, remoting.RequestGetMaxOffset)
 	}
-	if err != nil {
-		c.followLeader(mq.BrokerName, addr, err)
-		return 0, err
-	}
-	return res, nil
+	return res, err
 }
 
 // owned lists the queues with a live process queue.

@@ -283,7 +283,7 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 	case remoting.ResponseQueryNotFound:
 		return 0, fmt.Errorf("%w: %s of group %s", ErrOffsetNotFound, mq, s.group)
 	default:
-		return 0, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark}
+		return 0, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]}
 	}
 	off, err := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
 	if err != nil {
@@ -315,7 +315,7 @@ func (s *RemoteOffsetStore) Persist(ctx context.Context, mqs []MessageQueue) err
 			continue
 		}
 		if resp.Code != remoting.ResponseSuccess {
-			errs = append(errs, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark})
+			errs = append(errs, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]})
 		}
 	}
 	return errors.Join(errs...)

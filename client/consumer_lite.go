@@ -1,0 +1,240 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// LitePullConsumer is the pull-style consumer (RocketMQ's
+// DefaultLitePullConsumer): the application calls Poll for messages.
+// Queues come from Subscribe (divided among the group by rebalancing, as
+// for the push consumer) or from Assign (fixed, no rebalancing). Behind
+// Poll, one long-polling loop per queue fills a buffer bounded by the same
+// flow-control thresholds as the push consumer. With AutoCommit (the
+// default) what Poll returned is committed every PersistInterval and on
+// Close; otherwise call Commit.
+type LitePullConsumer struct {
+	core  *consumerCore
+	ready chan pollBatch
+
+	mu       sync.Mutex
+	state    producerState          // guarded by mu
+	consumed map[MessageQueue]int64 // guarded by mu; next offset after what Poll returned
+}
+
+// pollBatch is one pull's messages waiting for Poll.
+type pollBatch struct {
+	pq   *processQueue
+	msgs []*MessageExt
+}
+
+// NewLitePullConsumer validates the options; ConsumerGroup and NameServers
+// are required.
+func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
+	cfg := defaultConsumerConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.applyConsumer(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}}
+	l.ready = make(chan pollBatch, 64)
+	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: ConsumeTypePull, deliver: l.deliver})
+	return l, nil
+}
+
+// ClientID is the id this consumer registers with brokers.
+func (l *LitePullConsumer) ClientID() string { return l.core.clientID }
+
+// Subscribe adds topic with a tag expression, before Start; the group's
+// consumers then share its queues. It excludes Assign.
+func (l *LitePullConsumer) Subscribe(topic, expression string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != stateNew {
+		return fmt.Errorf("%w: Subscribe after Start", ErrInvalidOption)
+	}
+	if l.core.assigned != nil {
+		return fmt.Errorf("%w: Subscribe and Assign exclude each other", ErrInvalidOption)
+	}
+	return l.core.subscribe(topic, expression)
+}
+
+// Assign fixes the queues to read, before Start; no rebalancing happens.
+// It excludes Subscribe.
+func (l *LitePullConsumer) Assign(queues []MessageQueue) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != stateNew || len(queues) == 0 {
+		return fmt.Errorf("%w: Assign needs queues, before Start", ErrInvalidOption)
+	}
+	c := l.core
+	if len(c.topics()) > 0 && c.assigned == nil {
+		return fmt.Errorf("%w: Subscribe and Assign exclude each other", ErrInvalidOption)
+	}
+	c.mu.Lock()
+	c.assigned = map[MessageQueue]bool{}
+	for _, mq := range queues {
+		c.assigned[mq] = true
+	}
+	c.mu.Unlock()
+	for _, mq := range queues {
+		if err := c.subscribe(mq.Topic, SubAll); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Start begins pulling.
+func (l *LitePullConsumer) Start(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state {
+	case stateStarted:
+		return nil
+	case stateClosed:
+		return ErrClosed
+	}
+	c := l.core
+	if len(c.topics()) == 0 {
+		return fmt.Errorf("%w: Subscribe or Assign before Start", ErrInvalidOption)
+	}
+	if err := c.start(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	var fixed []MessageQueue
+	for mq := range c.assigned {
+		fixed = append(fixed, mq)
+	}
+	c.mu.Unlock()
+	if fixed != nil {
+		SortQueues(fixed)
+		c.rebalanceMu.Lock()
+		for _, mq := range fixed {
+			if !c.startQueue(ctx, mq) {
+				c.rebalanceMu.Unlock()
+				_ = c.close(ctx)
+				return fmt.Errorf("client: lite pull consumer: cannot find the start offset of %s", mq)
+			}
+		}
+		c.rebalanceMu.Unlock()
+	}
+	l.state = stateStarted
+	return nil
+}
+
+// Close stops pulling, commits (with AutoCommit, what Poll returned;
+// otherwise what Commit recorded) and unregisters.
+func (l *LitePullConsumer) Close(ctx context.Context) error {
+	l.mu.Lock()
+	if l.state != stateStarted {
+		l.state = stateClosed
+		l.mu.Unlock()
+		return nil
+	}
+	l.state = stateClosed
+	l.mu.Unlock()
+	return l.core.close(ctx)
+}
+
+func (l *LitePullConsumer) deliver(pq *processQueue, msgs []*MessageExt) bool {
+	pq.put(msgs)
+	select {
+	case l.ready <- pollBatch{pq: pq, msgs: msgs}:
+		return true
+	case <-pq.ctx.Done():
+		return false
+	}
+}
+
+// Poll returns the next pulled messages (one queue's batch, in offset
+// order), waiting until some arrive or ctx ends (then ctx's error).
+func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
+	l.mu.Lock()
+	st := l.state
+	l.mu.Unlock()
+	switch st {
+	case stateNew:
+		return nil, ErrNotStarted
+	case stateClosed:
+		return nil, ErrClosed
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-l.core.ctx.Done():
+			return nil, ErrClosed
+		case b := <-l.ready:
+			if b.pq.dropped.Load() {
+				continue // the queue was sought or handed over
+			}
+			off := b.pq.remove(b.msgs)
+			l.mu.Lock()
+			l.consumed[b.pq.mq] = off
+			l.mu.Unlock()
+			if l.core.cfg.autoCommit {
+				l.core.store.Update(b.pq.mq, off, false)
+			}
+			return b.msgs, nil
+		}
+	}
+}
+
+// Commit commits, for every queue this consumer owns, the offset after the
+// last message Poll returned, and waits for the brokers (or the offsets
+// file) to have it.
+func (l *LitePullConsumer) Commit(ctx context.Context) error {
+	c := l.core
+	owned := c.owned()
+	l.mu.Lock()
+	for _, mq := range owned {
+		if off, ok := l.consumed[mq]; ok && off >= 0 {
+			c.store.Update(mq, off, false)
+		}
+	}
+	l.mu.Unlock()
+	return c.store.Persist(ctx, owned)
+}
+
+// Seek makes the next messages of mq, an owned queue, start at offset;
+// messages of mq already pulled but not yet polled are discarded.
+func (l *LitePullConsumer) Seek(ctx context.Context, mq MessageQueue, offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: Seek offset %d", ErrInvalidOption, offset)
+	}
+	c := l.core
+	c.rebalanceMu.Lock()
+	defer c.rebalanceMu.Unlock()
+	c.mu.Lock()
+	pq := c.pqs[mq]
+	if pq != nil {
+		delete(c.pqs, mq)
+		c.seeks[mq] = offset
+	}
+	c.mu.Unlock()
+	if pq == nil {
+		return fmt.Errorf("%w: Seek: %s is not owned by this consumer", ErrNoQueue, mq)
+	}
+	pq.drop()
+	l.mu.Lock()
+	l.consumed[mq] = offset
+	l.mu.Unlock()
+	c.startQueue(ctx, mq)
+	return nil
+}
+
+// OwnedQueues lists the queues this consumer reads now.
+func (l *LitePullConsumer) OwnedQueues() []MessageQueue { return l.core.owned() }
+
+// Committed returns the consume offset of mq the store holds in memory
+// (ErrOffsetNotFound if none).
+func (l *LitePullConsumer) Committed(ctx context.Context, mq MessageQueue) (int64, error) {
+	return l.core.store.Read(ctx, mq, ReadFromMemory)
+}
