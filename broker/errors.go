@@ -12,3 +12,15 @@ var ErrNotLeader = errors.New("broker: not the raft leader")
 // ErrInvalidGroupConfig is returned by GroupConfig.Validate for a bad group
 // key (raftBatchMaxBytes, applyTimeout, ...); the message names the key.
 var ErrInvalidGroupConfig = errors.New("broker: invalid group config")
+
+// ErrBadCommand is returned for a Raft command entry that cannot be decoded
+// (unknown type or version, malformed fields).
+var ErrBadCommand = errors.New("broker: malformed raft command")
+
+// ErrGroupClosed is returned by writes on a group that is shutting down.
+var ErrGroupClosed = errors.New("broker: raft group closed")
+
+// ErrApplyTimeout is returned when a replicated write did not commit within
+// applyTimeout; its outcome is unknown (the idempotent producer makes a
+// retry safe).
+var ErrApplyTimeout = errors.New("broker: raft write timed out")

@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/raftmq/raftmq/namesrv"
+)
+
+// CommandType is the first byte of a Raft command entry's Extensions.
+//
+// ONLY APPEND TO THIS LIST: the values are in every Raft log on disk.
+type CommandType byte
+
+// Command types.
+const (
+	// CmdMessages: Data is a concatenation of stored messages (the store's
+	// encoder), so raftlog's PHYSICALOFFSET rule holds and pulls read them
+	// straight from the segments. Extensions carry the idempotent-producer
+	// keys of the messages that have them.
+	CmdMessages CommandType = 1
+	// CmdOffsets: consumer offset commits (binary, see encodeOffsets).
+	CmdOffsets CommandType = 2
+	// CmdUpdateTopic: Data is a namesrv.TopicConfig as JSON.
+	CmdUpdateTopic CommandType = 3
+	// CmdDeleteTopic: Data is the topic name.
+	CmdDeleteTopic CommandType = 4
+	// CmdUpdateGroup: Data is a SubscriptionGroupConfig as JSON.
+	CmdUpdateGroup CommandType = 5
+	// CmdDeleteGroup: Data is the group name.
+	CmdDeleteGroup CommandType = 6
+	// CmdScheduleOffsets: delay level → offset pairs (binary).
+	CmdScheduleOffsets CommandType = 7
+	// CmdMemberAddr: a new leader announces its remoting address (Data:
+	// "id\x00addr"), so followers can name it in not-leader answers.
+	CmdMemberAddr CommandType = 8
+)
+
+// commandVersion is the second Extensions byte; decoders refuse others.
+const commandVersion = 1
+
+// maxCommandItems bounds item counts read from an entry so a corrupt entry
+// cannot make the decoder allocate without limit.
+const maxCommandItems = 1 << 20
+
+// idemKey is the idempotent-producer identity of one message of a
+// CmdMessages entry (properties __RAFTMQ_PID / __RAFTMQ_SEQ).
+type idemKey struct {
+	Index    uint32 // message index within the entry
+	Producer string
+	Seq      int64
+}
+
+// Command is a decoded Raft command entry.
+type Command struct {
+	Type CommandType
+	// Idem lists the idempotent messages of a CmdMessages entry.
+	Idem []idemKey
+	// Offsets of a CmdOffsets entry.
+	Offsets []OffsetCommit
+	// Topic of CmdUpdateTopic.
+	Topic namesrv.TopicConfig
+	// Group of CmdUpdateGroup.
+	Group SubscriptionGroupConfig
+	// Name of CmdDeleteTopic / CmdDeleteGroup.
+	Name string
+	// Schedule of CmdScheduleOffsets.
+	Schedule map[int32]int64
+	// MemberID and MemberAddr of CmdMemberAddr.
+	MemberID, MemberAddr string
+}
+
+// EncodeCommand returns the Extensions and Data of c's Raft entry. For
+// CmdMessages the data (the stored messages) is passed in by the batcher and
+// returned unchanged.
+func EncodeCommand(c *Command, messages []byte) (ext, data []byte, err error) {
+	ext = []byte{byte(c.Type), commandVersion}
+	switch c.Type {
+	case CmdMessages:
+		if len(c.Idem) > 0 {
+			ext = binary.AppendUvarint(ext, uint64(len(c.Idem)))
+			for _, k := range c.Idem {
+				ext = binary.AppendUvarint(ext, uint64(k.Index))
+				ext = appendString(ext, k.Producer)
+				ext = binary.AppendVarint(ext, k.Seq)
+			}
+		}
+		return ext, messages, nil
+	case CmdOffsets:
+		data = binary.AppendUvarint(nil, uint64(len(c.Offsets)))
+		for _, o := range c.Offsets {
+			data = appendString(data, o.Group)
+			data = appendString(data, o.Topic)
+			data = binary.AppendVarint(data, int64(o.QueueID))
+			data = binary.AppendVarint(data, o.Offset)
+		}
+	case CmdUpdateTopic:
+		data, err = json.Marshal(c.Topic)
+	case CmdUpdateGroup:
+		data, err = json.Marshal(c.Group)
+	case CmdDeleteTopic, CmdDeleteGroup:
+		data = []byte(c.Name)
+	case CmdScheduleOffsets:
+		data = binary.AppendUvarint(nil, uint64(len(c.Schedule)))
+		for _, level := range sortedLevels(c.Schedule) {
+			data = binary.AppendVarint(data, int64(level))
+			data = binary.AppendVarint(data, c.Schedule[level])
+		}
+	case CmdMemberAddr:
+		data = appendString(nil, c.MemberID)
+		data = appendString(data, c.MemberAddr)
+	default:
+		return nil, nil, fmt.Errorf("%w: unknown command type %d", ErrBadCommand, c.Type)
+	}
+	return ext, data, err
+}
+
+// DecodeCommand decodes a command entry's Extensions and Data. It never
+// panics on malformed input (fuzzed); errors wrap ErrBadCommand. For
+// CmdMessages only the Extensions are decoded (the messages are walked by
+// the FSM).
+func DecodeCommand(ext, data []byte) (*Command, error) {
+	if len(ext) < 2 {
+		return nil, fmt.Errorf("%w: extensions of %d bytes", ErrBadCommand, len(ext))
+	}
+	if ext[1] != commandVersion {
+		return nil, fmt.Errorf("%w: command version %d", ErrBadCommand, ext[1])
+	}
+	c := &Command{Type: CommandType(ext[0])}
+	var err error
+	switch c.Type {
+	case CmdMessages:
+		r := reader{b: ext[2:]}
+		if len(r.b) > 0 {
+			n := r.count()
+			for i := 0; i < n && r.err == nil; i++ {
+				k := idemKey{Index: uint32(r.uvarint()), Producer: r.string(), Seq: r.varint()}
+				c.Idem = append(c.Idem, k)
+			}
+		}
+		err = r.done()
+	case CmdOffsets:
+		r := reader{b: data}
+		n := r.count()
+		for i := 0; i < n && r.err == nil; i++ {
+			o := OffsetCommit{Group: r.string(), Topic: r.string(), QueueID: int32(r.varint()), Offset: r.varint()}
+			c.Offsets = append(c.Offsets, o)
+		}
+		err = r.done()
+	case CmdUpdateTopic:
+		err = json.Unmarshal(data, &c.Topic)
+		if err == nil && c.Topic.TopicName == "" {
+			err = fmt.Errorf("topic without a name")
+		}
+	case CmdUpdateGroup:
+		err = json.Unmarshal(data, &c.Group)
+		if err == nil && c.Group.GroupName == "" {
+			err = fmt.Errorf("group without a name")
+		}
+	case CmdDeleteTopic, CmdDeleteGroup:
+		c.Name = string(data)
+	case CmdScheduleOffsets:
+		r := reader{b: data}
+		n := r.count()
+		c.Schedule = make(map[int32]int64, min(n, 64))
+		for i := 0; i < n && r.err == nil; i++ {
+			level := int32(r.varint())
+			c.Schedule[level] = r.varint()
+		}
+		err = r.done()
+	case CmdMemberAddr:
+		r := reader{b: data}
+		c.MemberID, c.MemberAddr = r.string(), r.string()
+		err = r.done()
+	default:
+		return nil, fmt.Errorf("%w: unknown command type %d", ErrBadCommand, c.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: type %d: %v", ErrBadCommand, c.Type, err)
+	}
+	return c, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// reader decodes varints and strings, remembering the first error.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = fmt.Errorf("bad uvarint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = fmt.Errorf("bad varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) count() int {
+	n := r.uvarint()
+	if n > maxCommandItems || n > uint64(len(r.b)) {
+		if r.err == nil {
+			r.err = fmt.Errorf("item count %d exceeds the entry", n)
+		}
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("string of %d bytes past the end", n)
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) done() error {
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
+	}
+	return r.err
+}

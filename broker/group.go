@@ -1,0 +1,428 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/raftlog"
+)
+
+// Group is this node's membership in its Raft broker group: the message
+// store in Raft mode, the Raft log over the store's CommitLog segments, the
+// BoltDB stable store, the file snapshot store, the TCP transport on the
+// node's dLegerPeers address, the FSM and the leader-side batcher. It
+// implements Replica.
+//
+// Leader addresses: Raft's own addresses are the dLegerPeers transport
+// addresses, but not-leader answers must name the leader's remoting address.
+// A new leader proposes its remoting address (CmdMemberAddr) right after its
+// barrier and before it serves, so every replica that applied it can map
+// the Raft leader id to a remoting address — no extra config key, and the
+// mapping follows address changes on restart.
+type Group struct {
+	cfg          GroupConfig
+	remotingAddr string
+	log          *zap.Logger
+
+	ms     *store.MessageStore
+	logs   *raftlog.LogStore
+	stable *raftlog.StableStore
+	snaps  raftlog.IndexedSnapshotStore
+	trans  *raft.NetworkTransport
+	stream raft.StreamLayer
+	raft   *raft.Raft
+	fsm    *fsm
+	st     *state
+
+	roles     *ha.Roles
+	preferred *ha.PreferredLeader
+	batch     *batcher
+
+	// segQ is the CommitLog's segment queue (set in the store's OpenLog
+	// hook, before the store starts its retention goroutine).
+	segQ *store.MappedFileQueue
+	// ready is set once Raft runs; the retention hook does nothing before.
+	ready atomic.Bool
+
+	quit      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Replica = (*Group)(nil)
+
+// groupOptions are test seams.
+type groupOptions struct {
+	// stream wraps the Raft TCP stream layer (partition tests).
+	stream func(raft.StreamLayer) raft.StreamLayer
+}
+
+// NewGroup opens the store and the Raft log under cfg.Store.StorePathRootDir,
+// bootstraps the group from dLegerPeers when there is no Raft state yet, and
+// starts the Raft member. remotingAddr ("ip:port") is this node's client
+// address, announced to followers when it becomes leader.
+func NewGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger) (*Group, error) {
+	return newGroup(cfg, remotingAddr, log, groupOptions{})
+}
+
+func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupOptions) (g *Group, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.With(zap.String("raftId", cfg.Raft.DLegerSelfID))
+	g = &Group{cfg: cfg, remotingAddr: remotingAddr, log: log, quit: make(chan struct{})}
+	g.st = newState(cfg.DedupWindow, cfg.DedupProducerTTL.Milliseconds())
+	defer func() {
+		if err != nil {
+			g.closeParts()
+		}
+	}()
+	raftDir := filepath.Join(cfg.Store.StorePathRootDir, "raft")
+	scfg := cfg.Store
+	if scfg.Log == nil {
+		scfg.Log = log
+	}
+	scfg.Raft = &store.RaftHooks{
+		OpenLog: func(q *store.MappedFileQueue) error {
+			var err error
+			g.segQ = q
+			g.logs, err = raftlog.OpenOnQueue(q, filepath.Join(raftDir, "log"), raftlog.Options{
+				FS: scfg.FS, SegmentSize: cfg.Store.MappedFileSizeCommitLog, Sync: cfg.Store.FlushDiskType == store.SyncFlush,
+				PatchCommand: patchCommand, Logger: log,
+			})
+			return err
+		},
+		Segments: retentionSegments{g: g},
+	}
+	if g.ms, err = store.Open(scfg); err != nil {
+		return nil, err
+	}
+	if g.stable, err = raftlog.OpenStableStore(filepath.Join(raftDir, "stable.db")); err != nil {
+		return nil, err
+	}
+	if g.snaps, err = raftlog.OpenSnapshotStore(filepath.Join(raftDir, "snapshots"), cfg.Raft.SnapshotRetain, log); err != nil {
+		return nil, err
+	}
+	hlog := raftlog.HCLogger(log, "raft")
+	rc, err := cfg.Raft.RaftConfig(hlog)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := cfg.Raft.SelfAddr()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker: raft transport listen on %s (dLegerPeers entry of %s): %w", addr, cfg.Raft.DLegerSelfID, err)
+	}
+	g.stream = &tcpStream{Listener: ln}
+	if opts.stream != nil {
+		g.stream = opts.stream(g.stream)
+	}
+	g.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: g.stream, MaxPool: cfg.Raft.TransportMaxPool, Timeout: cfg.Raft.TransportTimeout, Logger: hlog,
+	})
+	has, err := raft.HasExistingState(g.logs, g.stable, g.snaps)
+	if err != nil {
+		return nil, err
+	}
+	if !has {
+		conf, err := cfg.Raft.Configuration()
+		if err != nil {
+			return nil, err
+		}
+		if err := raft.BootstrapCluster(rc, g.logs, g.stable, g.snaps, g.trans, conf); err != nil {
+			return nil, fmt.Errorf("broker: bootstrap raft group %s: %w", cfg.Raft.DLegerGroup, err)
+		}
+	}
+	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log}
+	if g.raft, err = raft.NewRaft(rc, g.fsm, g.logs, g.stable, g.snaps, g.trans); err != nil {
+		return nil, fmt.Errorf("broker: start raft: %w", err)
+	}
+	g.ready.Store(true)
+	g.batch = newBatcher(g)
+	g.roles = ha.NewRoles(ha.RolesConfig{Raft: g.raft, BarrierTimeout: cfg.ApplyTimeout, BeforeLeader: g.announce, Log: log})
+	g.preferred = ha.NewPreferredLeader(g.raft, g.roles, cfg.Raft.DLegerSelfID, cfg.Raft.PreferredLeaderID,
+		cfg.PreferredLeaderCheckInterval, log)
+	log.Info("raft group member started", zap.String("group", cfg.Raft.DLegerGroup), zap.String("raftAddr", addr),
+		zap.String("remotingAddr", remotingAddr), zap.Bool("bootstrapped", !has))
+	return g, nil
+}
+
+// patchCommand is raftlog's PatchCommand: PHYSICALOFFSET and STORETIMESTAMP
+// (the entry's AppendedAt, identical on every replica) of a Messages entry.
+func patchCommand(l *raft.Log, data []byte, dataPos int64) error {
+	if len(l.Extensions) == 0 || CommandType(l.Extensions[0]) != CmdMessages {
+		return nil
+	}
+	return store.PatchStoredBatch(data, dataPos, l.AppendedAt.UnixMilli())
+}
+
+// announce runs on a new leader after its barrier: it makes sure the
+// replicated member table maps this node to its remoting address.
+func (g *Group) announce(uint64) error {
+	if g.st.memberAddr(g.cfg.Raft.DLegerSelfID) == g.remotingAddr {
+		return nil
+	}
+	ext, data, err := EncodeCommand(&Command{Type: CmdMemberAddr, MemberID: g.cfg.Raft.DLegerSelfID, MemberAddr: g.remotingAddr}, nil)
+	if err != nil {
+		return err
+	}
+	_, err = g.applyLog(raft.Log{Type: raft.LogCommand, Data: data, Extensions: ext}, g.cfg.ApplyTimeout)
+	return err
+}
+
+// IsLeader implements Replica.
+func (g *Group) IsLeader() bool { return g.roles.IsLeader() }
+
+// LeaderAddr implements Replica.
+func (g *Group) LeaderAddr() string {
+	if g.roles.IsLeader() {
+		return g.remotingAddr
+	}
+	_, id := g.raft.LeaderWithID()
+	if id == "" {
+		return ""
+	}
+	return g.st.memberAddr(string(id))
+}
+
+// LeaderID returns the Raft id of the current leader ("" if none known).
+func (g *Group) LeaderID() string {
+	_, id := g.raft.LeaderWithID()
+	return string(id)
+}
+
+// SelfID returns this node's Raft id (dLegerSelfId).
+func (g *Group) SelfID() string { return g.cfg.Raft.DLegerSelfID }
+
+// Term returns the current Raft term.
+func (g *Group) Term() uint64 { return g.raft.CurrentTerm() }
+
+// OnRoleChange implements Replica.
+func (g *Group) OnRoleChange(f func(leader bool, term uint64)) { g.roles.OnChange(f) }
+
+// State implements Replica.
+func (g *Group) State() StateReader { return g.st }
+
+// Store implements Replica.
+func (g *Group) Store() *store.MessageStore { return g.ms }
+
+// Raft exposes the Raft member (admin status, tests).
+func (g *Group) Raft() *raft.Raft { return g.raft }
+
+// LogStore exposes the Raft log store (admin status, tests).
+func (g *Group) LogStore() *raftlog.LogStore { return g.logs }
+
+// TransferLeadership moves leadership to the member with Raft id to, or to
+// the most caught-up follower when to is "". Only the leader can do it.
+func (g *Group) TransferLeadership(to string) error {
+	if err := ha.TransferLeadership(g.raft, to); err != nil {
+		if errors.Is(err, ha.ErrNotLeader) {
+			return g.notLeaderErr(err)
+		}
+		return err
+	}
+	return nil
+}
+
+// proposeCommand replicates a table command (leader only).
+func (g *Group) proposeCommand(ctx context.Context, c *Command) error {
+	if !g.IsLeader() {
+		return g.notLeaderErr(nil)
+	}
+	ext, data, err := EncodeCommand(c, nil)
+	if err != nil {
+		return err
+	}
+	timeout := g.cfg.ApplyTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	resp, err := g.applyLog(raft.Log{Type: raft.LogCommand, Data: data, Extensions: ext}, timeout)
+	if err != nil {
+		return err
+	}
+	if r, ok := resp.(*applyResult); ok && r.err != nil {
+		return r.err
+	}
+	return nil
+}
+
+// UpdateTopic implements Replica.
+func (g *Group) UpdateTopic(ctx context.Context, tc namesrv.TopicConfig) error {
+	if tc.TopicName == "" {
+		return fmt.Errorf("%w: topic without a name", store.ErrMessageIllegal)
+	}
+	return g.proposeCommand(ctx, &Command{Type: CmdUpdateTopic, Topic: tc})
+}
+
+// DeleteTopic implements Replica.
+func (g *Group) DeleteTopic(ctx context.Context, topic string) error {
+	return g.proposeCommand(ctx, &Command{Type: CmdDeleteTopic, Name: topic})
+}
+
+// UpdateSubscriptionGroup implements Replica.
+func (g *Group) UpdateSubscriptionGroup(ctx context.Context, sg SubscriptionGroupConfig) error {
+	if sg.GroupName == "" {
+		return fmt.Errorf("%w: subscription group without a name", store.ErrMessageIllegal)
+	}
+	return g.proposeCommand(ctx, &Command{Type: CmdUpdateGroup, Group: sg})
+}
+
+// DeleteSubscriptionGroup implements Replica.
+func (g *Group) DeleteSubscriptionGroup(ctx context.Context, group string) error {
+	return g.proposeCommand(ctx, &Command{Type: CmdDeleteGroup, Name: group})
+}
+
+// UpdateScheduleOffsets implements Replica.
+func (g *Group) UpdateScheduleOffsets(ctx context.Context, progress map[int32]int64) error {
+	return g.proposeCommand(ctx, &Command{Type: CmdScheduleOffsets, Schedule: progress})
+}
+
+// CommitOffsets implements Replica: the commits become one entry. The
+// processors coalesce commits per group/topic/queue and call it every
+// offsetFlushInterval (offset.go), so there is no second coalescing here.
+func (g *Group) CommitOffsets(ctx context.Context, commits []OffsetCommit) error {
+	if len(commits) == 0 {
+		return nil
+	}
+	return g.proposeCommand(ctx, &Command{Type: CmdOffsets, Offsets: commits})
+}
+
+// SnapshotAndTruncate takes a Raft snapshot now and deletes the CommitLog
+// segments wholly before it (what retention does once segments expire).
+// It returns the new first log index. Admin tooling and tests use it.
+func (g *Group) SnapshotAndTruncate() (uint64, error) {
+	f := g.raft.Snapshot()
+	if err := f.Error(); err != nil {
+		return 0, err
+	}
+	meta, rc, err := f.Open()
+	if err != nil {
+		return 0, err
+	}
+	rc.Close()
+	return g.logs.DeleteSegmentsBefore(meta.Index + 1)
+}
+
+// lastSnapshotIndex is the index of the newest snapshot (0 if none).
+func (g *Group) lastSnapshotIndex() uint64 {
+	n, _ := strconv.ParseUint(g.raft.Stats()["last_snapshot_index"], 10, 64)
+	return n
+}
+
+// Close stops the member: no new writes, Raft shut down, stores closed
+// cleanly. Idempotent.
+func (g *Group) Close() error {
+	g.closeOnce.Do(func() {
+		close(g.quit)
+		g.closeErr = g.closeParts()
+	})
+	return g.closeErr
+}
+
+func (g *Group) closeParts() error {
+	var errs []error
+	if g.preferred != nil {
+		g.preferred.Close()
+	}
+	if g.roles != nil {
+		g.roles.Close()
+	}
+	if g.batch != nil {
+		g.batch.close()
+	}
+	if g.raft != nil {
+		errs = append(errs, g.raft.Shutdown().Error())
+	}
+	if g.trans != nil {
+		// Pooled outbound connections too: peers' inbound handlers only
+		// return when their connection closes.
+		g.trans.CloseStreams()
+		errs = append(errs, g.trans.Close())
+	} else if g.stream != nil {
+		errs = append(errs, g.stream.Close())
+	}
+	if g.logs != nil {
+		errs = append(errs, g.logs.Close())
+	}
+	if g.ms != nil {
+		errs = append(errs, g.ms.Close())
+	}
+	if g.stable != nil {
+		errs = append(errs, g.stable.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// tcpStream is the Raft transport's stream layer: plain TCP on the node's
+// dLegerPeers address (raft.NewTCPTransport's, rebuilt here so tests can wrap
+// it).
+type tcpStream struct {
+	net.Listener
+}
+
+// Dial implements raft.StreamLayer.
+func (t *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(address), timeout)
+}
+
+// retentionSegments is the Raft-mode store's retention hook: segments chosen
+// by age go through the Raft log store, which moves its first index durably
+// before removing files, and never past the newest snapshot (a follower that
+// needs older entries then gets that snapshot).
+type retentionSegments struct{ g *Group }
+
+// DeleteExpired implements store.ExpiringFiles.
+func (r retentionSegments) DeleteExpired(olderThan time.Time, keepLast int, maxDelete int) (int, error) {
+	g := r.g
+	if !g.ready.Load() {
+		return 0, nil
+	}
+	q := g.segQ
+	files := q.Files()
+	end := int64(-1)
+	for i := 0; i < len(files)-keepLast && i < maxDelete; i++ {
+		if !files[i].ModTime().Before(olderThan) {
+			break
+		}
+		end = files[i].FileFromOffset() + int64(files[i].Size())
+	}
+	if end < 0 {
+		return 0, nil
+	}
+	idx, err := g.logs.FirstIndexFrom(end)
+	if err != nil {
+		return 0, err
+	}
+	snap := g.lastSnapshotIndex()
+	if idx == 0 || idx > snap+1 {
+		idx = snap + 1
+	}
+	before := len(files)
+	if _, err := g.logs.DeleteSegmentsBefore(idx); err != nil {
+		return 0, err
+	}
+	return before - len(q.Files()), nil
+}
+
+// MinOffset implements store.ExpiringFiles.
+func (r retentionSegments) MinOffset() int64 { return r.g.segQ.MinOffset() }
