@@ -1,0 +1,251 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/raftmq/raftmq/internal/config"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Admin and query codes served by the default pool (RocketMQ
+// AdminBrokerProcessor): topic and subscription-group config (replicated
+// through Raft), broker config and runtime info, topic stats, and the
+// offset/time queries of offset.go.
+
+func (c *Controller) processAdmin(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	switch req.Code {
+	case remoting.RequestUpdateAndCreateTopic:
+		return c.processUpdateTopic(ctx, req), nil
+	case remoting.RequestDeleteTopicInBroker:
+		return c.processDeleteTopic(ctx, req), nil
+	case remoting.RequestGetAllTopicConfig:
+		return c.processGetAllTopicConfig(), nil
+	case remoting.RequestUpdateAndCreateSubscriptionGroup:
+		return c.processUpdateSubscriptionGroup(ctx, req), nil
+	case remoting.RequestDeleteSubscriptionGroup:
+		return c.processDeleteSubscriptionGroup(ctx, req), nil
+	case remoting.RequestGetAllSubscriptionGroupConfig:
+		return c.processGetAllSubscriptionGroups(), nil
+	case remoting.RequestGetBrokerConfig:
+		return c.processGetBrokerConfig(), nil
+	case remoting.RequestUpdateBrokerConfig:
+		return response(remoting.ResponseSystemError,
+			"runtime broker config updates are not supported by raftmq; edit broker.conf and restart the node"), nil
+	case remoting.RequestGetBrokerRuntimeInfo:
+		return c.processRuntimeInfo(), nil
+	case remoting.RequestGetTopicStatsInfo:
+		return c.processTopicStats(req), nil
+	case remoting.RequestGetMaxOffset:
+		return c.processGetMaxOffset(req), nil
+	case remoting.RequestGetMinOffset:
+		return c.processGetMinOffset(req), nil
+	case remoting.RequestSearchOffsetByTimestamp:
+		return c.processSearchOffset(req), nil
+	case remoting.RequestGetEarliestMsgStoreTime:
+		return c.processEarliestStoreTime(req), nil
+	case remoting.RequestGetAllConsumerOffset:
+		return c.processGetAllConsumerOffset(), nil
+	case remoting.RequestGetConsumeStats:
+		return c.processGetConsumeStats(req), nil
+	case remoting.RequestGetConsumerConnectionList:
+		return c.processGetConsumerConnectionList(req), nil
+	}
+	return response(remoting.ResponseRequestCodeNotSupported, "request code %d is not supported by raftmq broker %s", req.Code, c.addr), nil
+}
+
+// createTopicHeader is CreateTopicRequestHeader.
+type createTopicHeader struct {
+	Topic           string `ext:"topic,required"`
+	DefaultTopic    string `ext:"defaultTopic"`
+	ReadQueueNums   int    `ext:"readQueueNums,required"`
+	WriteQueueNums  int    `ext:"writeQueueNums,required"`
+	Perm            int    `ext:"perm,required"`
+	TopicFilterType string `ext:"topicFilterType"`
+	TopicSysFlag    int    `ext:"topicSysFlag"`
+	Order           bool   `ext:"order"`
+}
+
+func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var h createTopicHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err)
+	}
+	if r := checkTopic(h.Topic); r != nil {
+		return r
+	}
+	if h.Topic == TopicAutoCreate || h.Topic == TopicSchedule {
+		return response(remoting.ResponseSystemError, "the topic %s is a system topic and cannot be changed", h.Topic)
+	}
+	if h.ReadQueueNums < 1 || h.WriteQueueNums < 1 || h.ReadQueueNums > 1024 || h.WriteQueueNums > 1024 {
+		return response(remoting.ResponseInvalidParameter, "queue numbers must be 1..1024 (read %d, write %d)", h.ReadQueueNums, h.WriteQueueNums)
+	}
+	if h.Perm&^(namesrv.PermRead|namesrv.PermWrite|namesrv.PermInherit) != 0 {
+		return response(remoting.ResponseInvalidParameter, "perm %d has unknown bits (4 read, 2 write, 1 inherit)", h.Perm)
+	}
+	if h.TopicFilterType == "" {
+		h.TopicFilterType = "SINGLE_TAG"
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader()
+	}
+	tc := namesrv.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
+		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	if err := c.rep.UpdateTopic(wctx, tc); err != nil {
+		return c.writeError("update topic", err)
+	}
+	c.reg.trigger()
+	return success()
+}
+
+type topicHeader struct {
+	Topic string `ext:"topic,required"`
+}
+
+func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var h topicHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err)
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader()
+	}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	if err := c.rep.DeleteTopic(wctx, h.Topic); err != nil {
+		return c.writeError("delete topic", err)
+	}
+	c.reg.trigger()
+	return success()
+}
+
+func (c *Controller) processGetAllTopicConfig() *remoting.RemotingCommand {
+	body, _ := c.reg.body()
+	r := success()
+	r.Body, _ = json.Marshal(body.TopicConfigSerializeWrapper)
+	return r
+}
+
+func (c *Controller) processUpdateSubscriptionGroup(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var sg SubscriptionGroupConfig
+	if err := json.Unmarshal(req.Body, &sg); err != nil {
+		return response(remoting.ResponseSystemError, "malformed subscription group body: %v", err)
+	}
+	if r := checkGroup(sg.GroupName); r != nil {
+		return r
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader()
+	}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	if err := c.rep.UpdateSubscriptionGroup(wctx, sg); err != nil {
+		return c.writeError("update subscription group", err)
+	}
+	return success()
+}
+
+type groupNameHeader struct {
+	GroupName string `ext:"groupName,required"`
+}
+
+func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var h groupNameHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err)
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader()
+	}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	if err := c.rep.DeleteSubscriptionGroup(wctx, h.GroupName); err != nil {
+		return c.writeError("delete subscription group", err)
+	}
+	return success()
+}
+
+func (c *Controller) processGetAllSubscriptionGroups() *remoting.RemotingCommand {
+	r := success()
+	r.Body, _ = json.Marshal(struct {
+		SubscriptionGroupTable map[string]SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+		DataVersion            namesrv.DataVersion                `json:"dataVersion"`
+	}{c.rep.State().SubscriptionGroups(), c.rep.State().TopicsDataVersion()})
+	return r
+}
+
+// processGetBrokerConfig answers the effective config as properties text
+// (what mqadmin getBrokerConfig prints).
+func (c *Controller) processGetBrokerConfig() *remoting.RemotingCommand {
+	var buf bytes.Buffer
+	cfg := c.cfg
+	if err := config.Print(&buf, &cfg); err != nil {
+		return response(remoting.ResponseSystemError, "render config: %v", err)
+	}
+	r := success()
+	r.Body = buf.Bytes()
+	r.ExtFields = map[string]string{"version": "{\"counter\":0,\"stateVersion\":0,\"timestamp\":0}"}
+	return r
+}
+
+// processRuntimeInfo answers a KVTable of runtime facts
+// (GET_BROKER_RUNTIME_INFO; mqadmin brokerStatus prints it).
+func (c *Controller) processRuntimeInfo() *remoting.RemotingCommand {
+	cl := c.st.CommitLog()
+	t := map[string]string{
+		"brokerVersionDesc":   "raftmq",
+		"brokerName":          c.cfg.BrokerName,
+		"brokerId":            strconv.FormatInt(c.reg.brokerID(), 10),
+		"raftLeader":          strconv.FormatBool(c.rep.IsLeader()),
+		"leaderAddr":          c.rep.LeaderAddr(),
+		"commitLogMinOffset":  strconv.FormatInt(cl.MinOffset(), 10),
+		"commitLogMaxOffset":  strconv.FormatInt(cl.MaxOffset(), 10),
+		"dispatchBehindBytes": strconv.FormatInt(max(cl.MaxOffset()-c.st.DispatchedOffset(), 0), 10),
+		"pullHoldCount":       strconv.Itoa(c.hold.heldCount()),
+		"consumerGroups":      strings.Join(c.clients.groups(), ","),
+	}
+	r := success()
+	r.Body, _ = json.Marshal(namesrv.KVTable{Table: t})
+	return r
+}
+
+// processTopicStats answers TopicStatsTable: per queue min/max offset.
+func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var h topicHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err)
+	}
+	tc, ok := c.rep.State().Topic(h.Topic)
+	if !ok {
+		return response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName)
+	}
+	type stat struct{ min, max, last int64 }
+	keys := make([]int32, 0, tc.WriteQueueNums)
+	for q := int32(0); q < int32(max(tc.WriteQueueNums, tc.ReadQueueNums)); q++ {
+		keys = append(keys, q)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	var b strings.Builder
+	b.WriteString(`{"offsetTable":{`)
+	for i, q := range keys {
+		s := stat{min: c.st.GetMinOffsetInQueue(h.Topic, q), max: c.st.GetMaxOffsetInQueue(h.Topic, q)}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		mq, _ := json.Marshal(messageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q})
+		b.Write(mq)
+		b.WriteString(`:{"minOffset":` + strconv.FormatInt(s.min, 10) + `,"maxOffset":` + strconv.FormatInt(s.max, 10) +
+			`,"lastUpdateTimestamp":` + strconv.FormatInt(s.last, 10) + `}`)
+	}
+	b.WriteString(`}}`)
+	r := success()
+	r.Body = []byte(b.String())
+	return r
+}

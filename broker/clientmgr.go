@@ -1,0 +1,260 @@
+package broker
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// clientManager holds the producer and consumer tables built from
+// heartbeats (RocketMQ ProducerManager + ConsumerManager): which clients
+// of which group are connected on which channel, and each consumer
+// group's subscriptions. The tables are node-local, like RocketMQ's:
+// clients heartbeat every broker they talk to.
+type clientManager struct {
+	c *Controller
+
+	mu        sync.Mutex
+	consumers map[string]*consumerGroupInfo        // guarded by mu; by group
+	producers map[string]map[string]*clientChannel // guarded by mu; group → clientID
+}
+
+// clientChannel is one client on one connection.
+type clientChannel struct {
+	ClientID   string
+	Conn       *remoting.Conn
+	Language   string
+	Version    int
+	LastUpdate time.Time
+}
+
+// consumerGroupInfo is RocketMQ's ConsumerGroupInfo.
+type consumerGroupInfo struct {
+	ConsumeType      string
+	MessageModel     string
+	ConsumeFromWhere string
+	Channels         map[string]*clientChannel   // by clientID
+	Subscriptions    map[string]subscriptionData // by topic
+	LastUpdate       time.Time
+}
+
+func newClientManager(c *Controller) *clientManager {
+	return &clientManager{c: c, consumers: map[string]*consumerGroupInfo{}, producers: map[string]map[string]*clientChannel{}}
+}
+
+// registerConsumer records a heartbeat's consumer data; it reports
+// whether the group's membership changed (a new client), which triggers
+// NOTIFY_CONSUMER_IDS_CHANGED.
+func (m *clientManager) registerConsumer(cd consumerData, ch clientChannel, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[cd.GroupName]
+	if g == nil {
+		g = &consumerGroupInfo{Channels: map[string]*clientChannel{}, Subscriptions: map[string]subscriptionData{}}
+		m.consumers[cd.GroupName] = g
+	}
+	g.ConsumeType, g.MessageModel, g.ConsumeFromWhere, g.LastUpdate = cd.ConsumeType, cd.MessageModel, cd.ConsumeFromWhere, now
+	changed := false
+	if old, ok := g.Channels[ch.ClientID]; !ok || old.Conn != ch.Conn {
+		changed = true
+	}
+	ch.LastUpdate = now
+	g.Channels[ch.ClientID] = &ch
+	// RocketMQ replaces the subscription table with the heartbeat's.
+	subs := make(map[string]subscriptionData, len(cd.SubscriptionDataSet))
+	for _, s := range cd.SubscriptionDataSet {
+		subs[s.Topic] = s
+	}
+	g.Subscriptions = subs
+	return changed
+}
+
+func (m *clientManager) registerProducer(group string, ch clientChannel, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.producers[group]
+	if g == nil {
+		g = map[string]*clientChannel{}
+		m.producers[group] = g
+	}
+	ch.LastUpdate = now
+	g[ch.ClientID] = &ch
+}
+
+// unregister removes a client from the named groups; it returns the
+// consumer groups whose membership changed.
+func (m *clientManager) unregister(clientID, producerGroup, consumerGroup string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.producers[producerGroup]; g != nil {
+		delete(g, clientID)
+		if len(g) == 0 {
+			delete(m.producers, producerGroup)
+		}
+	}
+	if g := m.consumers[consumerGroup]; g != nil {
+		if _, ok := g.Channels[clientID]; ok {
+			delete(g.Channels, clientID)
+			if len(g.Channels) == 0 {
+				delete(m.consumers, consumerGroup)
+			}
+			return []string{consumerGroup}
+		}
+	}
+	return nil
+}
+
+// removeIf drops every channel matching drop and returns the consumer
+// groups that lost a member.
+func (m *clientManager) removeIf(drop func(*clientChannel) bool) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var changed []string
+	for name, g := range m.consumers {
+		lost := false
+		for id, ch := range g.Channels {
+			if drop(ch) {
+				delete(g.Channels, id)
+				lost = true
+			}
+		}
+		if len(g.Channels) == 0 {
+			delete(m.consumers, name)
+		}
+		if lost {
+			changed = append(changed, name)
+		}
+	}
+	for name, g := range m.producers {
+		for id, ch := range g {
+			if drop(ch) {
+				delete(g, id)
+			}
+		}
+		if len(g) == 0 {
+			delete(m.producers, name)
+		}
+	}
+	sort.Strings(changed)
+	return changed
+}
+
+// connClosed is the servers' OnConnClose hook.
+func (m *clientManager) connClosed(conn *remoting.Conn) {
+	changed := m.removeIf(func(ch *clientChannel) bool { return ch.Conn == conn })
+	for _, g := range changed {
+		m.notifyChanged(g)
+	}
+}
+
+// scanLoop expires clients that stopped heartbeating (RocketMQ's
+// ClientHousekeepingService, every 10 s).
+func (m *clientManager) scanLoop() {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.c.quit:
+			return
+		case now := <-t.C:
+			exp := m.c.cfg.ChannelExpiredTimeout
+			changed := m.removeIf(func(ch *clientChannel) bool { return now.Sub(ch.LastUpdate) > exp })
+			for _, g := range changed {
+				m.c.log.Info("consumer channels expired", zap.String("group", g))
+				m.notifyChanged(g)
+			}
+		}
+	}
+}
+
+// consumerIDs lists a group's client ids, sorted.
+func (m *clientManager) consumerIDs(group string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(g.Channels))
+	for id := range g.Channels {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// group returns a copy of a consumer group's info.
+func (m *clientManager) group(name string) (consumerGroupInfo, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[name]
+	if g == nil {
+		return consumerGroupInfo{}, false
+	}
+	cp := *g
+	cp.Channels = make(map[string]*clientChannel, len(g.Channels))
+	for k, v := range g.Channels {
+		vv := *v
+		cp.Channels[k] = &vv
+	}
+	cp.Subscriptions = make(map[string]subscriptionData, len(g.Subscriptions))
+	for k, v := range g.Subscriptions {
+		cp.Subscriptions[k] = v
+	}
+	return cp, true
+}
+
+// groups lists the consumer group names known from heartbeats.
+func (m *clientManager) groups() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.consumers))
+	for g := range m.consumers {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// subscription returns the tag expression a group subscribed to topic
+// with, from its heartbeats ("" when unknown).
+func (m *clientManager) subscription(group, topic string) (expr, exprType string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.consumers[group]; g != nil {
+		if s, ok := g.Subscriptions[topic]; ok {
+			return s.SubString, s.ExpressionType
+		}
+	}
+	return "", ""
+}
+
+// notifyChanged sends NOTIFY_CONSUMER_IDS_CHANGED (40) oneway to every
+// remaining client of group so they rebalance now instead of within 20 s.
+func (m *clientManager) notifyChanged(group string) {
+	g, ok := m.group(group)
+	if !ok {
+		return
+	}
+	for _, ch := range g.Channels {
+		if ch.Conn.Closed() {
+			continue
+		}
+		req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, &notifyConsumerIDsChangedHeader{ConsumerGroup: group}, nil)
+		req.Flag |= remoting.FlagOneway
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := ch.Conn.InvokeOneway(ctx, req); err != nil {
+			m.c.log.Debug("notify consumer ids changed failed", zap.String("group", group), zap.String("client", ch.ClientID), zap.Error(err))
+		}
+		cancel()
+	}
+}
+
+type notifyConsumerIDsChangedHeader struct {
+	ConsumerGroup string `ext:"consumerGroup"`
+}

@@ -1,0 +1,262 @@
+package broker
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/raftlog"
+)
+
+// BrokerConfig is a broker node's whole configuration, loadable from a
+// RocketMQ broker.conf: RocketMQ's BrokerConfig keys below, the group keys
+// (store, Raft, batcher) through the embedded GroupConfig and the gossip
+// keys through Gossip. Durations given as bare integers are milliseconds.
+type BrokerConfig struct {
+	GroupConfig
+	// Gossip configures the memberlist member (gossip* keys); a zero bind
+	// port means listenPort+2.
+	Gossip ha.GossipConfig
+
+	// BrokerClusterName is the cluster this group registers under.
+	BrokerClusterName string `prop:"brokerClusterName"`
+	// BrokerName names the group (one brokerName = one Raft group).
+	BrokerName string `prop:"brokerName"`
+	// BrokerID is ignored in Raft mode: the leader registers as 0 and a
+	// follower as its index in dLegerPeers + 1. Kept so RocketMQ confs load.
+	BrokerID int64 `prop:"brokerId"`
+	// NamesrvAddr lists the name servers, "host:port;host:port".
+	NamesrvAddr string `prop:"namesrvAddr"`
+	// ListenPort is the remoting port (10911); the VIP channel listens on
+	// ListenPort-2.
+	ListenPort int `prop:"listenPort"`
+	// BrokerIP1 is the address clients are told to use (registered with the
+	// name servers and written into every msgId).
+	BrokerIP1 string `prop:"brokerIP1"`
+	// ListenAddr is the host part the remoting servers bind ("0.0.0.0" by
+	// default; tests bind 127.0.0.1).
+	ListenAddr string `prop:"listenAddr"`
+	// VipChannelEnabled starts the second listener on ListenPort-2.
+	VipChannelEnabled bool `prop:"vipChannelEnabled"`
+
+	// AutoCreateTopicEnable creates unknown topics on first send and
+	// registers TBW102 so clients find a route for them.
+	AutoCreateTopicEnable bool `prop:"autoCreateTopicEnable"`
+	// AutoCreateSubscriptionGroup creates a consumer group's config on its
+	// first heartbeat.
+	AutoCreateSubscriptionGroup bool `prop:"autoCreateSubscriptionGroup"`
+	// DefaultTopicQueueNums is the queue count of auto-created topics (8).
+	DefaultTopicQueueNums int `prop:"defaultTopicQueueNums"`
+	// SlaveReadEnable lets followers serve pulls.
+	SlaveReadEnable bool `prop:"slaveReadEnable"`
+	// RegisterNameServerPeriod is the re-registration period (30 s).
+	RegisterNameServerPeriod time.Duration `prop:"registerNameServerPeriod"`
+	// RegisterBrokerTimeoutMills bounds one REGISTER_BROKER call (6 s).
+	RegisterBrokerTimeoutMills time.Duration `prop:"registerBrokerTimeoutMills"`
+	// MessageDelayLevel lists the delay of each level, level 1 first.
+	MessageDelayLevel string `prop:"messageDelayLevel"`
+	// LongPollingEnable holds pulls that find nothing until a message
+	// arrives or the suspend timeout passes.
+	LongPollingEnable bool `prop:"longPollingEnable"`
+	// ShortPollingTimeMills is how long a pull is held when long polling is
+	// off (1 s).
+	ShortPollingTimeMills time.Duration `prop:"shortPollingTimeMills"`
+	// PullHoldCheckInterval is the hold service's periodic re-check, the
+	// safety net behind the new-message wake-up (1 s, raftmq's own key).
+	PullHoldCheckInterval time.Duration `prop:"pullHoldCheckInterval"`
+	// MaxReconsumeTimes is the default retry limit before the DLQ (16).
+	MaxReconsumeTimes int `prop:"maxReconsumeTimes"`
+	// ChannelExpiredTimeout drops clients that sent no heartbeat for this
+	// long (120 s).
+	ChannelExpiredTimeout time.Duration `prop:"channelExpiredTimeout"`
+	// RebalanceLockMaxLiveTime is the expiry of an orderly-consumer queue
+	// lock (60 s; RocketMQ's rocketmq.broker.rebalance.lockMaxLiveTime).
+	RebalanceLockMaxLiveTime time.Duration `prop:"rebalanceLockMaxLiveTime"`
+	// SendMessageThreadPoolNums / PullMessageThreadPoolNums size the worker
+	// pools of the send and pull processors; the queue capacities bound
+	// what waits (beyond it: SYSTEM_BUSY).
+	SendMessageThreadPoolNums     int           `prop:"sendMessageThreadPoolNums"`
+	PullMessageThreadPoolNums     int           `prop:"pullMessageThreadPoolNums"`
+	SendThreadPoolQueueCapacity   int           `prop:"sendThreadPoolQueueCapacity"`
+	PullThreadPoolQueueCapacity   int           `prop:"pullThreadPoolQueueCapacity"`
+	AdminBrokerThreadPoolNums     int           `prop:"adminBrokerThreadPoolNums"`
+	ClientManageThreadPoolNums    int           `prop:"clientManageThreadPoolNums"`
+	ConsumerManageThreadPoolNums  int           `prop:"consumerManageThreadPoolNums"`
+	ServerChannelMaxIdleTimeSecs  int           `prop:"serverChannelMaxIdleTimeSeconds"`
+	ScheduleMessageCheckInterval  time.Duration `prop:"scheduleMessageCheckInterval"`
+	TopicChangeCheckInterval      time.Duration `prop:"topicChangeCheckInterval"`
+	MaxPullBatch                  int           `prop:"maxPullBatch"`
+	ConsumerOffsetCommitCoalescer time.Duration `prop:"consumerOffsetCommitInterval"`
+}
+
+// DefaultConfig returns RocketMQ's broker defaults on top of the group
+// defaults: listenPort 10911, DefaultCluster/broker-a, long polling on.
+func DefaultConfig() BrokerConfig {
+	c := BrokerConfig{
+		GroupConfig:                   DefaultGroupConfig(),
+		Gossip:                        ha.DefaultGossipConfig(),
+		BrokerClusterName:             "DefaultCluster",
+		BrokerName:                    "broker-a",
+		NamesrvAddr:                   "127.0.0.1:9876",
+		ListenPort:                    10911,
+		ListenAddr:                    "0.0.0.0",
+		VipChannelEnabled:             true,
+		AutoCreateTopicEnable:         true,
+		AutoCreateSubscriptionGroup:   true,
+		DefaultTopicQueueNums:         8,
+		SlaveReadEnable:               false,
+		RegisterNameServerPeriod:      30 * time.Second,
+		RegisterBrokerTimeoutMills:    6 * time.Second,
+		MessageDelayLevel:             "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+		LongPollingEnable:             true,
+		ShortPollingTimeMills:         time.Second,
+		PullHoldCheckInterval:         time.Second,
+		MaxReconsumeTimes:             16,
+		ChannelExpiredTimeout:         120 * time.Second,
+		RebalanceLockMaxLiveTime:      60 * time.Second,
+		SendMessageThreadPoolNums:     64,
+		PullMessageThreadPoolNums:     16,
+		SendThreadPoolQueueCapacity:   10000,
+		PullThreadPoolQueueCapacity:   100000,
+		AdminBrokerThreadPoolNums:     8,
+		ClientManageThreadPoolNums:    8,
+		ConsumerManageThreadPoolNums:  8,
+		ServerChannelMaxIdleTimeSecs:  120,
+		ScheduleMessageCheckInterval:  100 * time.Millisecond,
+		TopicChangeCheckInterval:      500 * time.Millisecond,
+		MaxPullBatch:                  32,
+		ConsumerOffsetCommitCoalescer: 100 * time.Millisecond,
+	}
+	return c
+}
+
+// RemotingAddr is the address clients use: brokerIP1:listenPort.
+func (c *BrokerConfig) RemotingAddr() string {
+	return net.JoinHostPort(c.advertiseIP(), strconv.Itoa(c.ListenPort))
+}
+
+// VIPAddr is the VIP channel's advertised address (listenPort-2).
+func (c *BrokerConfig) VIPAddr() string {
+	return net.JoinHostPort(c.advertiseIP(), strconv.Itoa(c.ListenPort-2))
+}
+
+func (c *BrokerConfig) advertiseIP() string {
+	if c.BrokerIP1 != "" {
+		return c.BrokerIP1
+	}
+	return "127.0.0.1"
+}
+
+// NameServers splits NamesrvAddr.
+func (c *BrokerConfig) NameServers() []string {
+	var out []string
+	for _, a := range strings.Split(c.NamesrvAddr, ";") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// FollowerBrokerID is the brokerId this node registers with while it is a
+// follower: its index in dLegerPeers + 1 (DLedger's nN ⇒ N+1 mapping), so
+// every member has a stable, distinct slot in the route.
+func (c *BrokerConfig) FollowerBrokerID() int64 {
+	peers, err := raftlog.ParsePeers(c.Raft.DLegerPeers)
+	if err != nil {
+		return 1
+	}
+	for i, p := range peers {
+		if p.ID == c.Raft.DLegerSelfID {
+			return int64(i) + 1
+		}
+	}
+	return 1
+}
+
+// DelayLevels parses MessageDelayLevel ("1s 5s 1m 2h" → durations).
+func (c *BrokerConfig) DelayLevels() ([]time.Duration, error) {
+	return parseDelayLevels(c.MessageDelayLevel)
+}
+
+func parseDelayLevels(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Fields(s) {
+		if len(f) < 2 {
+			return nil, fmt.Errorf("%w: messageDelayLevel: bad level %q (want e.g. 5s, 1m, 2h, 1d)", ErrInvalidBrokerConfig, f)
+		}
+		n, err := strconv.Atoi(f[:len(f)-1])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%w: messageDelayLevel: bad level %q (want e.g. 5s, 1m, 2h, 1d)", ErrInvalidBrokerConfig, f)
+		}
+		unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[f[len(f)-1]]
+		if unit == 0 {
+			// raftmq extension: "ms" suffix for tests with short delays.
+			if strings.HasSuffix(f, "ms") {
+				if n, err = strconv.Atoi(f[:len(f)-2]); err == nil && n >= 0 {
+					out = append(out, time.Duration(n)*time.Millisecond)
+					continue
+				}
+			}
+			return nil, fmt.Errorf("%w: messageDelayLevel: bad unit in %q (s, m, h, d or ms)", ErrInvalidBrokerConfig, f)
+		}
+		out = append(out, time.Duration(n)*unit)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: messageDelayLevel is empty", ErrInvalidBrokerConfig)
+	}
+	return out, nil
+}
+
+// Validate checks the broker keys and the group part, naming the key at
+// fault.
+func (c *BrokerConfig) Validate() error {
+	if err := c.GroupConfig.Validate(); err != nil {
+		return err
+	}
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidBrokerConfig, key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.BrokerClusterName == "":
+		return bad("brokerClusterName", "must not be empty")
+	case c.BrokerName == "" || !validTopicOrGroup(c.BrokerName):
+		return bad("brokerName", "%q must be non-empty letters, digits, '-', '_' or '%%'", c.BrokerName)
+	case c.ListenPort < 3 || c.ListenPort > 65535:
+		return bad("listenPort", "%d is not a usable TCP port (VIP channel uses listenPort-2)", c.ListenPort)
+	case len(c.NameServers()) == 0:
+		return bad("namesrvAddr", "no name server given (host:port;host:port)")
+	case c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024:
+		return bad("defaultTopicQueueNums", "%d out of 1..1024", c.DefaultTopicQueueNums)
+	case c.RegisterNameServerPeriod < time.Second:
+		return bad("registerNameServerPeriod", "%v is below 1s", c.RegisterNameServerPeriod)
+	case c.MaxReconsumeTimes < 0:
+		return bad("maxReconsumeTimes", "must not be negative")
+	case c.ShortPollingTimeMills <= 0 || c.PullHoldCheckInterval <= 0:
+		return bad("shortPollingTimeMills", "poll intervals must be positive")
+	case c.ChannelExpiredTimeout <= 0 || c.RebalanceLockMaxLiveTime <= 0:
+		return bad("channelExpiredTimeout", "client and lock expiries must be positive")
+	case c.SendMessageThreadPoolNums < 1 || c.PullMessageThreadPoolNums < 1 || c.AdminBrokerThreadPoolNums < 1 ||
+		c.ClientManageThreadPoolNums < 1 || c.ConsumerManageThreadPoolNums < 1:
+		return bad("sendMessageThreadPoolNums", "thread pool sizes must be positive")
+	case c.SendThreadPoolQueueCapacity < 1 || c.PullThreadPoolQueueCapacity < 1:
+		return bad("sendThreadPoolQueueCapacity", "queue capacities must be positive")
+	case c.ScheduleMessageCheckInterval <= 0 || c.TopicChangeCheckInterval <= 0 || c.ConsumerOffsetCommitCoalescer <= 0:
+		return bad("scheduleMessageCheckInterval", "check intervals must be positive")
+	case c.MaxPullBatch < 1:
+		return bad("maxPullBatch", "must be positive")
+	}
+	if c.BrokerIP1 != "" {
+		if _, err := netip.ParseAddr(c.BrokerIP1); err != nil {
+			return bad("brokerIP1", "%q is not an IP address", c.BrokerIP1)
+		}
+	}
+	if _, err := c.DelayLevels(); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package broker
+
+import (
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// holdService is long polling (RocketMQ PullRequestHoldService): a pull
+// that found nothing is parked per queue until a message is applied to
+// that queue (the ReputService's new-message callback), its suspend
+// timeout passes, or the periodic check finds the queue grew. Then the
+// pull runs again without suspending and the answer is written on the
+// request's connection.
+//
+// One goroutine (run) owns answering; notify only queues the event so the
+// dispatching goroutine never blocks.
+type holdService struct {
+	c *Controller
+
+	mu   sync.Mutex
+	held map[queueRef][]*pullRequest // guarded by mu
+
+	events chan queueEvent
+	// overflow is set when events was full: the next loop round checks
+	// every queue instead.
+	overflow chan struct{}
+}
+
+type queueRef struct {
+	topic   string
+	queueID int32
+}
+
+type queueEvent struct {
+	q         queueRef
+	maxOffset int64
+}
+
+func newHoldService(c *Controller) *holdService {
+	return &holdService{c: c, held: map[queueRef][]*pullRequest{},
+		events: make(chan queueEvent, 4096), overflow: make(chan struct{}, 1)}
+}
+
+// hold parks p until deadline; false when the controller is closing.
+func (s *holdService) hold(p *pullRequest, deadline time.Time) bool {
+	select {
+	case <-s.c.quit:
+		return false
+	default:
+	}
+	p.deadline = deadline
+	q := queueRef{p.h.Topic, p.h.QueueID}
+	s.mu.Lock()
+	s.held[q] = append(s.held[q], p)
+	s.mu.Unlock()
+	// A message may have been applied between the read and the park: look
+	// once more so it is not missed until the periodic check.
+	if s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID) > p.h.QueueOffset {
+		s.notify(q.topic, q.queueID, s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID))
+	}
+	return true
+}
+
+// notify is the store's NewMessageListener; it must not block.
+func (s *holdService) notify(topic string, queueID int32, maxOffset int64) {
+	select {
+	case s.events <- queueEvent{queueRef{topic, queueID}, maxOffset}:
+	default:
+		select {
+		case s.overflow <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wakeAll makes the next round answer every held pull whose queue moved
+// (role change, shutdown).
+func (s *holdService) wakeAll() {
+	select {
+	case s.overflow <- struct{}{}:
+	default:
+	}
+}
+
+func (s *holdService) run() {
+	interval := s.c.cfg.PullHoldCheckInterval
+	if !s.c.cfg.LongPollingEnable {
+		interval = min(interval, s.c.cfg.ShortPollingTimeMills)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.c.quit:
+			s.answerAll()
+			return
+		case ev := <-s.events:
+			s.check(ev.q, ev.maxOffset, time.Now())
+		case <-s.overflow:
+			s.checkAll(time.Now())
+		case now := <-t.C:
+			s.checkAll(now)
+		}
+	}
+}
+
+// checkAll re-checks every held queue against its current max offset.
+func (s *holdService) checkAll(now time.Time) {
+	s.mu.Lock()
+	qs := make([]queueRef, 0, len(s.held))
+	for q := range s.held {
+		qs = append(qs, q)
+	}
+	s.mu.Unlock()
+	for _, q := range qs {
+		s.check(q, s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID), now)
+	}
+}
+
+// check answers the pulls of q that can make progress or timed out.
+func (s *holdService) check(q queueRef, maxOffset int64, now time.Time) {
+	s.mu.Lock()
+	list := s.held[q]
+	var keep, ready []*pullRequest
+	for _, p := range list {
+		if maxOffset > p.h.QueueOffset || !now.Before(p.deadline) || p.conn.Closed() {
+			ready = append(ready, p)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		delete(s.held, q)
+	} else {
+		s.held[q] = keep
+	}
+	s.mu.Unlock()
+	for _, p := range ready {
+		s.answer(p)
+	}
+}
+
+func (s *holdService) answer(p *pullRequest) {
+	if p.conn.Closed() {
+		return
+	}
+	resp := s.c.pull(p, false)
+	if err := p.conn.WriteResponse(p.req, resp); err != nil {
+		s.c.log.Debug("held pull answer not written", zap.String("remote", p.conn.RemoteAddr()), zap.Error(err))
+	}
+}
+
+// answerAll answers everything still held (shutdown): clients get
+// PULL_NOT_FOUND now instead of a timeout.
+func (s *holdService) answerAll() {
+	s.mu.Lock()
+	all := s.held
+	s.held = map[queueRef][]*pullRequest{}
+	s.mu.Unlock()
+	for _, list := range all {
+		for _, p := range list {
+			s.answer(p)
+		}
+	}
+}
+
+// heldCount reports how many pulls are parked (tests, runtime info).
+func (s *holdService) heldCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range s.held {
+		n += len(l)
+	}
+	return n
+}

@@ -1,0 +1,107 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42): orderly consumers lock the
+// queues they were assigned so that one client at a time consumes each
+// (RocketMQ RebalanceLockManager). Locks live on the leader only and
+// expire after rebalanceLockMaxLiveTime (60 s) without renewal; clients
+// renew every 20 s. A new leader starts with no locks: clients re-lock at
+// their next lock round.
+
+type lockBatchBody struct {
+	ConsumerGroup  string         `json:"consumerGroup"`
+	ClientID       string         `json:"clientId"`
+	OnlyThisBroker bool           `json:"onlyThisBroker"`
+	MQSet          []messageQueue `json:"mqSet"`
+}
+
+type lockManager struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu    sync.Mutex
+	table map[string]map[messageQueue]lockEntry // guarded by mu; group → queue → owner
+}
+
+type lockEntry struct {
+	clientID string
+	last     time.Time
+}
+
+func newLockManager(ttl time.Duration, now func() time.Time) *lockManager {
+	return &lockManager{ttl: ttl, now: now, table: map[string]map[messageQueue]lockEntry{}}
+}
+
+// tryLockBatch locks every queue that is free, expired or already held by
+// clientID, and returns those.
+func (l *lockManager) tryLockBatch(group, clientID string, mqs []messageQueue) []messageQueue {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.table[group]
+	if g == nil {
+		g = map[messageQueue]lockEntry{}
+		l.table[group] = g
+	}
+	out := make([]messageQueue, 0, len(mqs))
+	for _, mq := range mqs {
+		e, ok := g[mq]
+		if !ok || e.clientID == clientID || now.Sub(e.last) > l.ttl {
+			g[mq] = lockEntry{clientID: clientID, last: now}
+			out = append(out, mq)
+		}
+	}
+	return out
+}
+
+// unlockBatch releases the queues clientID holds.
+func (l *lockManager) unlockBatch(group, clientID string, mqs []messageQueue) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.table[group]
+	for _, mq := range mqs {
+		if e, ok := g[mq]; ok && e.clientID == clientID {
+			delete(g, mq)
+		}
+	}
+}
+
+// reset drops every lock (a node that becomes leader starts clean).
+func (l *lockManager) reset() {
+	l.mu.Lock()
+	l.table = map[string]map[messageQueue]lockEntry{}
+	l.mu.Unlock()
+}
+
+func (c *Controller) processLockBatch(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var b lockBatchBody
+	if err := json.Unmarshal(req.Body, &b); err != nil {
+		return response(remoting.ResponseSystemError, "malformed lock body: %v", err), nil
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader(), nil
+	}
+	locked := c.locks.tryLockBatch(b.ConsumerGroup, b.ClientID, b.MQSet)
+	r := success()
+	r.Body, _ = json.Marshal(struct {
+		LockOKMQSet []messageQueue `json:"lockOKMQSet"`
+	}{locked})
+	return r, nil
+}
+
+func (c *Controller) processUnlockBatch(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var b lockBatchBody
+	if err := json.Unmarshal(req.Body, &b); err != nil {
+		return response(remoting.ResponseSystemError, "malformed unlock body: %v", err), nil
+	}
+	c.locks.unlockBatch(b.ConsumerGroup, b.ClientID, b.MQSet)
+	return success(), nil
+}

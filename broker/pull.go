@@ -1,0 +1,160 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) (RocketMQ
+// PullMessageProcessor).
+
+// Pull sysFlag bits (RocketMQ PullSysFlag).
+const (
+	pullFlagCommitOffset = 0x1
+	pullFlagSuspend      = 0x2
+	pullFlagSubscription = 0x4
+	pullFlagClassFilter  = 0x8
+)
+
+// pullHeader is PullMessageRequestHeader.
+type pullHeader struct {
+	ConsumerGroup        string `ext:"consumerGroup,required"`
+	Topic                string `ext:"topic,required"`
+	QueueID              int32  `ext:"queueId,required"`
+	QueueOffset          int64  `ext:"queueOffset,required"`
+	MaxMsgNums           int32  `ext:"maxMsgNums,required"`
+	SysFlag              int32  `ext:"sysFlag,required"`
+	CommitOffset         int64  `ext:"commitOffset,required"`
+	SuspendTimeoutMillis int64  `ext:"suspendTimeoutMillis,required"`
+	Subscription         string `ext:"subscription"`
+	SubVersion           int64  `ext:"subVersion"`
+	ExpressionType       string `ext:"expressionType"`
+}
+
+// parseTagExpression turns "a || b" into a tags filter ("*" or "" = all).
+func parseTagExpression(expr string) store.TagsFilter {
+	expr = strings.TrimSpace(expr)
+	if expr == "" || expr == "*" {
+		return store.TagsFilter{}
+	}
+	var tags []string
+	for _, t := range strings.Split(expr, "||") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return store.NewTagsFilter(tags...)
+}
+
+func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h pullHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err), nil
+	}
+	if r := checkTopic(h.Topic); r != nil {
+		return r, nil
+	}
+	if r := checkGroup(h.ConsumerGroup); r != nil {
+		return r, nil
+	}
+	tc, ok := c.rep.State().Topic(h.Topic)
+	if !ok {
+		return response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName), nil
+	}
+	if h.QueueID < 0 || int(h.QueueID) >= max(tc.ReadQueueNums, tc.WriteQueueNums) {
+		return response(remoting.ResponseSystemError, "queueId[%d] is illegal: topic %s has %d read queues on broker %s",
+			h.QueueID, h.Topic, tc.ReadQueueNums, c.cfg.BrokerName), nil
+	}
+	// The expression comes with the pull only when the client posts it
+	// (postSubscriptionWhenPull); normally it is the one the group's
+	// heartbeat registered. With neither (a heartbeat not seen yet, e.g.
+	// right after a failover) everything is returned: the official
+	// clients re-filter by tag anyway, and answering SUBSCRIPTION_NOT_EXIST
+	// would make them back off for 3 s.
+	expr, exprType := h.Subscription, h.ExpressionType
+	if h.SysFlag&pullFlagSubscription == 0 {
+		expr, exprType = c.clients.subscription(h.ConsumerGroup, h.Topic)
+	}
+	if exprType != "" && !strings.EqualFold(exprType, "TAG") {
+		return response(remoting.ResponseSubscriptionParseFailed, "expression type %s is not supported; use TAG", exprType), nil
+	}
+	p := &pullRequest{conn: conn, req: req, h: h, filter: parseTagExpression(expr)}
+	if h.SysFlag&pullFlagCommitOffset != 0 && h.CommitOffset >= 0 && c.rep.IsLeader() {
+		c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
+	}
+	return c.pull(p, true), nil
+}
+
+// pullRequest is one pull, kept while it is held.
+type pullRequest struct {
+	conn     *remoting.Conn
+	req      *remoting.RemotingCommand
+	h        pullHeader
+	filter   store.TagsFilter
+	deadline time.Time
+}
+
+// pull runs the read and maps the store status to RocketMQ's pull codes.
+// With allowSuspend a PULL_NOT_FOUND is held by the hold service instead
+// (nil is returned: the answer is written later).
+func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingCommand {
+	h := &p.h
+	maxNums := int(h.MaxMsgNums)
+	if maxNums <= 0 || maxNums > c.cfg.MaxPullBatch {
+		maxNums = c.cfg.MaxPullBatch
+	}
+	res, err := c.st.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxNums, p.filter)
+	if err != nil {
+		return response(remoting.ResponseSystemError, "read %s/%d at %d: %v", h.Topic, h.QueueID, h.QueueOffset, err)
+	}
+	leader := c.rep.IsLeader()
+	r := remoting.NewResponse(remoting.ResponseSuccess, "")
+	code := remoting.ResponseSuccess
+	switch res.Status {
+	case store.Found:
+		r.Body = res.Body
+	case store.NoMatchedMessage, store.MessageWasRemoving, store.OffsetFoundNull:
+		code = remoting.ResponsePullRetryImmediately
+	case store.OffsetOverflowOne:
+		code = remoting.ResponsePullNotFound
+	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
+		if h.QueueOffset != 0 {
+			code = remoting.ResponsePullOffsetMoved
+		} else {
+			code = remoting.ResponsePullNotFound
+		}
+	case store.OffsetOverflowBadly, store.OffsetTooSmall:
+		code = remoting.ResponsePullOffsetMoved
+	}
+	if code == remoting.ResponsePullOffsetMoved && !leader {
+		// Only the leader corrects a consumer's offset: a follower may
+		// simply be behind. Send the consumer back to the leader.
+		code = remoting.ResponsePullNotFound
+		res.NextBeginOffset = h.QueueOffset
+	}
+	if code == remoting.ResponsePullNotFound && allowSuspend && h.SysFlag&pullFlagSuspend != 0 && leader {
+		timeout := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
+		if !c.cfg.LongPollingEnable {
+			timeout = c.cfg.ShortPollingTimeMills
+		}
+		if timeout > 0 && c.hold.hold(p, time.Now().Add(timeout)) {
+			return nil
+		}
+	}
+	r.Code = code
+	r.ExtFields = map[string]string{
+		"nextBeginOffset":      strconv.FormatInt(res.NextBeginOffset, 10),
+		"minOffset":            strconv.FormatInt(res.MinOffset, 10),
+		"maxOffset":            strconv.FormatInt(res.MaxOffset, 10),
+		"suggestWhichBrokerId": "0",
+	}
+	if code == remoting.ResponsePullOffsetMoved {
+		r.Remark = "the requested offset is out of the queue's range; moved to nextBeginOffset"
+	}
+	return r
+}

@@ -1,0 +1,144 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// registerService registers this node with every name server (RocketMQ
+// BrokerOuterAPI.registerBrokerAll): the topic-config wrapper with its data
+// version, every registerNameServerPeriod and at once when the role or the
+// topic table changes. The leader registers as brokerId 0, a follower as
+// its index in dLegerPeers + 1 (broker-plan decision 5).
+type registerService struct {
+	c    *Controller
+	kick chan struct{}
+
+	mu       sync.Mutex
+	lastSent namesrv.DataVersion // guarded by mu
+	lastID   int64               // guarded by mu
+	// registered counts successful registration rounds (tests).
+	registered int
+}
+
+func newRegisterService(c *Controller) *registerService {
+	return &registerService{c: c, kick: make(chan struct{}, 1), lastID: -1}
+}
+
+// trigger asks for a registration round now; it never blocks.
+func (r *registerService) trigger() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *registerService) run() {
+	period := time.NewTicker(r.c.cfg.RegisterNameServerPeriod)
+	defer period.Stop()
+	check := time.NewTicker(r.c.cfg.TopicChangeCheckInterval)
+	defer check.Stop()
+	r.registerAll()
+	for {
+		select {
+		case <-r.c.quit:
+			return
+		case <-r.kick:
+			r.registerAll()
+		case <-period.C:
+			r.registerAll()
+		case <-check.C:
+			// Topic changes made on the leader reach followers through
+			// Apply; poll the data version so every node re-registers.
+			dv := r.c.rep.State().TopicsDataVersion()
+			r.mu.Lock()
+			changed := dv != r.lastSent || r.lastID != r.brokerID()
+			r.mu.Unlock()
+			if changed {
+				r.registerAll()
+			}
+		}
+	}
+}
+
+func (r *registerService) brokerID() int64 {
+	if r.c.rep.IsLeader() {
+		return namesrv.MasterID
+	}
+	return r.c.cfg.FollowerBrokerID()
+}
+
+// body builds the registration body: the replicated topic table plus
+// TBW102 when auto-create is on (RocketMQ keeps TBW102 in the table; it
+// is registered here instead so it never needs a Raft entry).
+func (r *registerService) body() (*namesrv.RegisterBrokerBody, namesrv.DataVersion) {
+	st := r.c.rep.State()
+	dv := st.TopicsDataVersion()
+	topics := st.Topics()
+	if topics == nil {
+		topics = map[string]namesrv.TopicConfig{}
+	}
+	if r.c.cfg.AutoCreateTopicEnable {
+		if _, ok := topics[TopicAutoCreate]; !ok {
+			n := r.c.cfg.DefaultTopicQueueNums
+			topics[TopicAutoCreate] = namesrv.TopicConfig{TopicName: TopicAutoCreate, ReadQueueNums: n, WriteQueueNums: n,
+				Perm: namesrv.PermRead | namesrv.PermWrite | namesrv.PermInherit, TopicFilterType: "SINGLE_TAG"}
+		}
+	}
+	return &namesrv.RegisterBrokerBody{
+		TopicConfigSerializeWrapper: namesrv.TopicConfigSerializeWrapper{TopicConfigTable: topics, DataVersion: dv},
+		FilterServerList:            []string{},
+	}, dv
+}
+
+// registerAll registers with every name server in parallel.
+func (r *registerService) registerAll() {
+	body, dv := r.body()
+	id := r.brokerID()
+	raw, err := namesrv.EncodeRegisterBrokerBody(body, false)
+	if err != nil {
+		r.c.log.Error("encode registration body", zap.Error(err))
+		return
+	}
+	var wg sync.WaitGroup
+	var okMu sync.Mutex
+	ok := 0
+	for _, ns := range r.c.cfg.NameServers() {
+		wg.Add(1)
+		go func(ns string) {
+			defer wg.Done()
+			h := &namesrv.RegisterBrokerRequestHeader{
+				BrokerName: r.c.cfg.BrokerName, BrokerAddr: r.c.addr, ClusterName: r.c.cfg.BrokerClusterName,
+				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: namesrv.BodyCRC32(raw),
+			}
+			req := remoting.NewRequest(remoting.RequestRegisterBroker, h, raw)
+			ctx, cancel := context.WithTimeout(context.Background(), r.c.cfg.RegisterBrokerTimeoutMills)
+			defer cancel()
+			resp, err := r.c.nsClient.InvokeSync(ctx, ns, req)
+			if err == nil && resp.Code != remoting.ResponseSuccess {
+				err = remoting.ResponseError(ns, resp)
+			}
+			if err != nil {
+				r.c.log.Warn("register with name server failed", zap.String("namesrv", ns), zap.Int64("brokerId", id), zap.Error(err))
+				return
+			}
+			okMu.Lock()
+			ok++
+			okMu.Unlock()
+		}(ns)
+	}
+	wg.Wait()
+	r.mu.Lock()
+	r.lastSent, r.lastID = dv, id
+	if ok > 0 {
+		r.registered++
+	}
+	r.mu.Unlock()
+	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("topics", len(body.TopicConfigSerializeWrapper.TopicConfigTable)))
+}

@@ -1,0 +1,179 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Delay levels (RocketMQ ScheduleMessageService). A message with the
+// DELAY property is stored in SCHEDULE_TOPIC_XXXX, queue level-1, with its
+// real topic and queue in REAL_TOPIC / REAL_QID. The leader's schedule
+// service walks every level queue in order; a message is due at its store
+// time + the level's delay (every message of one queue has the same
+// delay, so the queue is in due order and the walk stops at the first
+// message not yet due). Due messages are re-put to their real topic and
+// the walk's position is replicated with Replica.UpdateScheduleOffsets,
+// so a new leader resumes where the old one stopped. A message re-put
+// whose progress was not yet replicated when the leader died is
+// delivered again: delayed delivery is at least once.
+
+// applyDelay rewrites a message with a DELAY level to the schedule topic.
+// nil means fine (also when there is no delay).
+func (c *Controller) applyDelay(ctx context.Context, m *store.Message) *remoting.RemotingCommand {
+	v := m.Properties[propDelay]
+	if v == "" {
+		return nil
+	}
+	level, err := strconv.Atoi(v)
+	if err != nil {
+		return response(remoting.ResponseMessageIllegal, "the DELAY property %q is not a number", v)
+	}
+	if level <= 0 || m.SysFlag&store.SysFlagTransMask == store.SysFlagTransPrepared {
+		return nil
+	}
+	level = min(level, len(c.delayLevels))
+	m.Properties[propDelay] = strconv.Itoa(level)
+	m.Properties[propRealTopic] = m.Topic
+	m.Properties[propRealQueueID] = strconv.Itoa(int(m.QueueID))
+	m.Topic, m.QueueID = TopicSchedule, int32(level-1)
+	if _, err := c.ensureTopic(ctx, TopicSchedule, len(c.delayLevels), 0); err != nil {
+		return c.writeError("create "+TopicSchedule, err)
+	}
+	return nil
+}
+
+// scheduleService delivers due delayed messages while this node leads.
+type scheduleService struct {
+	c *Controller
+	// progress is the next queue offset per level (1-based), owned by run.
+	// It is reloaded from the replicated state whenever this node
+	// (re)gains leadership.
+	progress   map[int32]int64
+	wasLeader  bool
+	batchLimit int
+}
+
+func newScheduleService(c *Controller) *scheduleService {
+	return &scheduleService{c: c, progress: map[int32]int64{}, batchLimit: 64}
+}
+
+func (s *scheduleService) run() {
+	t := time.NewTicker(s.c.cfg.ScheduleMessageCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.c.quit:
+			return
+		case now := <-t.C:
+			s.tick(now)
+		}
+	}
+}
+
+func (s *scheduleService) tick(now time.Time) {
+	leader := s.c.rep.IsLeader()
+	if !leader {
+		s.wasLeader = false
+		return
+	}
+	if !s.wasLeader {
+		s.progress = s.c.rep.State().ScheduleOffsets()
+		if s.progress == nil {
+			s.progress = map[int32]int64{}
+		}
+		s.wasLeader = true
+	}
+	if _, ok := s.c.rep.State().Topic(TopicSchedule); !ok {
+		return
+	}
+	for i, delay := range s.c.delayLevels {
+		level := int32(i + 1)
+		if err := s.deliverLevel(level, delay, now); err != nil {
+			s.c.log.Warn("delayed delivery failed; retrying next round", zap.Int32("level", level), zap.Error(err))
+		}
+	}
+}
+
+// deliverLevel re-puts the due messages of one level and replicates the
+// new position.
+func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now time.Time) error {
+	qid := level - 1
+	start := s.progress[level]
+	maxOff := s.c.st.GetMaxOffsetInQueue(TopicSchedule, qid)
+	if start >= maxOff {
+		if minOff := s.c.st.GetMinOffsetInQueue(TopicSchedule, qid); start < minOff {
+			s.progress[level] = minOff
+		}
+		return nil
+	}
+	res, err := s.c.st.GetMessage("", TopicSchedule, qid, start, s.batchLimit, nil)
+	if err != nil {
+		return err
+	}
+	next := start
+	switch res.Status {
+	case store.Found:
+	case store.OffsetTooSmall, store.MessageWasRemoving, store.NoMatchedMessage:
+		next = res.NextBeginOffset
+	default:
+		return nil
+	}
+	var out []*store.Message
+	for i, b := range res.Messages {
+		m, _, err := store.DecodeMessage(b, true)
+		if err != nil {
+			return err
+		}
+		if now.Before(time.UnixMilli(m.StoreTimestamp).Add(delay)) {
+			break
+		}
+		out = append(out, realMessage(m, s.c))
+		next = res.QueueOffsets[i] + 1
+	}
+	if len(out) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), s.c.cfg.ApplyTimeout)
+		defer cancel()
+		// One put per real topic/queue would batch better; messages of a
+		// level usually target different topics, so they go one by one.
+		for _, m := range out {
+			if _, err := s.c.ensureTopic(ctx, m.Topic, s.c.cfg.DefaultTopicQueueNums, 0); err != nil {
+				return err
+			}
+			if _, err := s.c.rep.PutMessages(ctx, []*store.Message{m}); err != nil {
+				return err
+			}
+		}
+	}
+	if next != start {
+		ctx, cancel := context.WithTimeout(context.Background(), s.c.cfg.ApplyTimeout)
+		defer cancel()
+		if err := s.c.rep.UpdateScheduleOffsets(ctx, map[int32]int64{level: next}); err != nil {
+			return err
+		}
+		s.progress[level] = next
+	}
+	return nil
+}
+
+// realMessage rebuilds the message for its real topic and queue
+// (RocketMQ messageTimeup).
+func realMessage(m *store.Message, c *Controller) *store.Message {
+	props := copyProps(m.Properties)
+	topic := props[propRealTopic]
+	qid, _ := strconv.Atoi(props[propRealQueueID])
+	delete(props, propRealTopic)
+	delete(props, propRealQueueID)
+	delete(props, propDelay)
+	delete(props, store.PropertyCRC32)
+	return &store.Message{
+		Topic: topic, QueueID: int32(qid), Flag: m.Flag, Body: m.Body, Properties: props,
+		SysFlag: m.SysFlag &^ (store.SysFlagBornHostV6 | store.SysFlagStoreHostV6), BornTimestamp: m.BornTimestamp,
+		BornHost: m.BornHost, StoreHost: c.storeHost, ReconsumeTimes: m.ReconsumeTimes,
+	}
+}

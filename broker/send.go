@@ -1,0 +1,343 @@
+package broker
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)
+// (RocketMQ SendMessageProcessor).
+
+// sendHeader is SEND_MESSAGE's header with RocketMQ's long field names
+// (SendMessageRequestHeader); the required set is RocketMQ's @CFNotNull set.
+type sendHeader struct {
+	ProducerGroup         string `ext:"producerGroup,required"`
+	Topic                 string `ext:"topic,required"`
+	DefaultTopic          string `ext:"defaultTopic,required"`
+	DefaultTopicQueueNums int32  `ext:"defaultTopicQueueNums,required"`
+	QueueID               int32  `ext:"queueId,required"`
+	SysFlag               int32  `ext:"sysFlag,required"`
+	BornTimestamp         int64  `ext:"bornTimestamp,required"`
+	Flag                  int32  `ext:"flag,required"`
+	Properties            string `ext:"properties"`
+	ReconsumeTimes        int32  `ext:"reconsumeTimes"`
+	UnitMode              bool   `ext:"unitMode"`
+	MaxReconsumeTimes     int32  `ext:"maxReconsumeTimes"`
+	Batch                 bool   `ext:"batch"`
+	BrokerName            string `ext:"bname"`
+}
+
+// sendHeaderV2 is SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE's header: the same
+// fields renamed a…n to save bytes (SendMessageRequestHeaderV2).
+type sendHeaderV2 struct {
+	A string `ext:"a,required"`
+	B string `ext:"b,required"`
+	C string `ext:"c,required"`
+	D int32  `ext:"d,required"`
+	E int32  `ext:"e,required"`
+	F int32  `ext:"f,required"`
+	G int64  `ext:"g,required"`
+	H int32  `ext:"h,required"`
+	I string `ext:"i"`
+	J int32  `ext:"j"`
+	K bool   `ext:"k"`
+	L int32  `ext:"l"`
+	M bool   `ext:"m"`
+	N string `ext:"n"`
+}
+
+func (v *sendHeaderV2) toV1() sendHeader {
+	return sendHeader{ProducerGroup: v.A, Topic: v.B, DefaultTopic: v.C, DefaultTopicQueueNums: v.D,
+		QueueID: v.E, SysFlag: v.F, BornTimestamp: v.G, Flag: v.H, Properties: v.I, ReconsumeTimes: v.J,
+		UnitMode: v.K, MaxReconsumeTimes: v.L, Batch: v.M, BrokerName: v.N}
+}
+
+// decodeSendHeader reads either header shape. SEND_BATCH_MESSAGE may come
+// with either (the official Go client sends 320 with long names).
+func decodeSendHeader(req *remoting.RemotingCommand) (sendHeader, error) {
+	if _, v2 := req.ExtFields["b"]; v2 && (req.Code == remoting.RequestSendMessageV2 || req.Code == remoting.RequestSendBatchMessage) {
+		var h sendHeaderV2
+		if err := req.DecodeHeader(&h); err != nil {
+			return sendHeader{}, err
+		}
+		return h.toV1(), nil
+	}
+	var h sendHeader
+	err := req.DecodeHeader(&h)
+	return h, err
+}
+
+// Well-known topics and properties.
+const (
+	// TopicAutoCreate is RocketMQ's TBW102: a broker with
+	// autoCreateTopicEnable registers it so clients find a route for a topic
+	// that does not exist yet.
+	TopicAutoCreate = "TBW102"
+	// TopicSchedule holds delayed messages, one queue per delay level.
+	TopicSchedule = "SCHEDULE_TOPIC_XXXX"
+	// RetryGroupTopicPrefix and DLQGroupTopicPrefix name a group's retry and
+	// dead-letter topics.
+	RetryGroupTopicPrefix = "%RETRY%"
+	DLQGroupTopicPrefix   = "%DLQ%"
+
+	propDelay             = "DELAY"
+	propRealTopic         = "REAL_TOPIC"
+	propRealQueueID       = "REAL_QID"
+	propRetryTopic        = "RETRY_TOPIC"
+	propOriginMsgID       = "ORIGIN_MESSAGE_ID"
+	propMaxReconsumeTimes = "MAX_RECONSUME_TIMES"
+	propWaitStoreMsgOK    = "WAIT"
+
+	// maxTopicLength is RocketMQ's TopicValidator.TOPIC_MAX_LENGTH.
+	maxTopicLength = 127
+	// maxGroupLength is RocketMQ's CHARACTER_MAX_LENGTH for group names.
+	maxGroupLength = 255
+	// maxPropertiesLength is the int16 properties length of the format.
+	maxPropertiesLength = 32767
+)
+
+// validTopicOrGroup is RocketMQ's TopicValidator character rule:
+// letters, digits, '%', '-', '_' and '|'.
+func validTopicOrGroup(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' ||
+			ch == '%' || ch == '-' || ch == '_' || ch == '|') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTopic validates a topic name; nil means fine.
+func checkTopic(topic string) *remoting.RemotingCommand {
+	switch {
+	case topic == "":
+		return response(remoting.ResponseInvalidParameter, "the topic is empty")
+	case len(topic) > maxTopicLength:
+		return response(remoting.ResponseInvalidParameter, "the topic %q is %d bytes, longer than %d", topic[:32]+"…", len(topic), maxTopicLength)
+	case !validTopicOrGroup(topic):
+		return response(remoting.ResponseInvalidParameter,
+			"the topic %q contains illegal characters; allowed are letters, digits, '%%', '-', '_' and '|'", topic)
+	}
+	return nil
+}
+
+// checkGroup validates a consumer or producer group name; nil means fine.
+func checkGroup(group string) *remoting.RemotingCommand {
+	switch {
+	case group == "":
+		return response(remoting.ResponseInvalidParameter, "the group name is empty")
+	case len(group) > maxGroupLength:
+		return response(remoting.ResponseInvalidParameter, "the group name is %d bytes, longer than %d", len(group), maxGroupLength)
+	case !validTopicOrGroup(group):
+		return response(remoting.ResponseInvalidParameter,
+			"the group %q contains illegal characters; allowed are letters, digits, '%%', '-', '_' and '|'", group)
+	}
+	return nil
+}
+
+func isSystemTopic(t string) bool { return t == TopicAutoCreate || t == TopicSchedule }
+
+func (c *Controller) processSend(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	h, err := decodeSendHeader(req)
+	if err != nil {
+		return headerError(req, err), nil
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader(), nil
+	}
+	if r := checkTopic(h.Topic); r != nil {
+		return r, nil
+	}
+	if isSystemTopic(h.Topic) {
+		return response(remoting.ResponseNoPermission, "sending to the system topic %s is not allowed", h.Topic), nil
+	}
+	if len(h.Properties) > maxPropertiesLength {
+		return response(remoting.ResponseMessageIllegal, "the properties are %d bytes, above %d", len(h.Properties), maxPropertiesLength), nil
+	}
+	tc, resp := c.sendTopicConfig(ctx, &h)
+	if resp != nil {
+		return resp, nil
+	}
+	if tc.Perm&namesrv.PermWrite == 0 {
+		return response(remoting.ResponseNoPermission, "the topic %s is not writable on broker %s", h.Topic, c.cfg.BrokerName), nil
+	}
+	queueID := h.QueueID
+	if queueID < 0 {
+		queueID = rand.Int32N(int32(tc.WriteQueueNums))
+	}
+	if int(queueID) >= max(tc.WriteQueueNums, tc.ReadQueueNums) {
+		return response(remoting.ResponseSystemError, "request queueId[%d] is illegal: topic %s has %d write queues on broker %s",
+			h.QueueID, h.Topic, tc.WriteQueueNums, c.cfg.BrokerName), nil
+	}
+
+	var msgs []*store.Message
+	if req.Code == remoting.RequestSendBatchMessage || h.Batch {
+		if msgs, resp = c.decodeBatch(req.Body, &h, queueID, conn); resp != nil {
+			return resp, nil
+		}
+	} else {
+		if len(req.Body) > c.cfg.Store.MaxMessageSize {
+			return response(remoting.ResponseMessageIllegal, "the message body is %d bytes, above maxMessageSize %d",
+				len(req.Body), c.cfg.Store.MaxMessageSize), nil
+		}
+		m := c.newMessage(&h, queueID, conn, req.Body, store.ParseProperties(h.Properties))
+		msgs = []*store.Message{m}
+		if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+			if r := c.handleRetryTopicSend(ctx, m, &h); r != nil {
+				return r, nil
+			}
+		}
+		if r := c.applyDelay(ctx, m); r != nil {
+			return r, nil
+		}
+	}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	results, err := c.rep.PutMessages(wctx, msgs)
+	if err != nil {
+		return c.writeError("send", err), nil
+	}
+	return sendResponse(results), nil
+}
+
+// sendResponse renders the SendMessageResponseHeader: msgId (comma-joined
+// for a batch), queueId, queueOffset, and the region/trace fields the Go
+// client reads.
+func sendResponse(results []PutResult) *remoting.RemotingCommand {
+	r := success()
+	ids := make([]string, len(results))
+	for i, pr := range results {
+		ids[i] = pr.MsgID
+	}
+	r.ExtFields = map[string]string{
+		"msgId":       strings.Join(ids, ","),
+		"queueId":     "0",
+		"queueOffset": "0",
+		"MSG_REGION":  "DefaultRegion",
+		"TRACE_ON":    "true",
+	}
+	if len(results) > 0 {
+		r.ExtFields["queueId"] = strconv.Itoa(int(results[0].QueueID))
+		r.ExtFields["queueOffset"] = strconv.FormatInt(results[0].QueueOffset, 10)
+	}
+	return r
+}
+
+// sendTopicConfig finds the topic, auto-creating it (through Raft) when
+// allowed: autoCreateTopicEnable, or a retry topic, which RocketMQ always
+// creates on demand.
+func (c *Controller) sendTopicConfig(ctx context.Context, h *sendHeader) (namesrv.TopicConfig, *remoting.RemotingCommand) {
+	if tc, ok := c.rep.State().Topic(h.Topic); ok {
+		return tc, nil
+	}
+	switch {
+	case strings.HasPrefix(h.Topic, RetryGroupTopicPrefix):
+		tc, err := c.ensureTopic(ctx, h.Topic, 1, 0)
+		if err != nil {
+			return tc, c.writeError("create retry topic", err)
+		}
+		return tc, nil
+	case !c.cfg.AutoCreateTopicEnable:
+		return namesrv.TopicConfig{}, response(remoting.ResponseTopicNotExist,
+			"topic %s does not exist on broker %s and autoCreateTopicEnable is off; create it with updateTopic", h.Topic, c.cfg.BrokerName)
+	}
+	n := c.cfg.DefaultTopicQueueNums
+	if h.DefaultTopicQueueNums > 0 && int(h.DefaultTopicQueueNums) < n {
+		n = int(h.DefaultTopicQueueNums)
+	}
+	tc, err := c.ensureTopic(ctx, h.Topic, n, 0)
+	if err != nil {
+		return tc, c.writeError("auto-create topic", err)
+	}
+	return tc, nil
+}
+
+// ensureTopic returns the topic's config, creating it with queueNums
+// read/write queues through Raft if it is missing (broker-plan decision 8:
+// the topic entry is committed before any message for it is proposed).
+func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, sysFlag int) (namesrv.TopicConfig, error) {
+	if tc, ok := c.rep.State().Topic(topic); ok {
+		return tc, nil
+	}
+	tc := namesrv.TopicConfig{TopicName: topic, ReadQueueNums: queueNums, WriteQueueNums: queueNums,
+		Perm: namesrv.PermRead | namesrv.PermWrite, TopicFilterType: "SINGLE_TAG", TopicSysFlag: sysFlag}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	if err := c.rep.UpdateTopic(wctx, tc); err != nil {
+		return tc, err
+	}
+	c.reg.trigger()
+	if got, ok := c.rep.State().Topic(topic); ok {
+		return got, nil
+	}
+	return tc, nil
+}
+
+// newMessage builds the stored message of a single send.
+func (c *Controller) newMessage(h *sendHeader, queueID int32, conn *remoting.Conn, body []byte, props map[string]string) *store.Message {
+	m := &store.Message{
+		Topic: h.Topic, QueueID: queueID, Flag: h.Flag, Body: body, Properties: props,
+		SysFlag: h.SysFlag &^ (store.SysFlagBornHostV6 | store.SysFlagStoreHostV6), BornTimestamp: h.BornTimestamp,
+		BornHost: bornHost(conn), StoreHost: c.storeHost, ReconsumeTimes: h.ReconsumeTimes,
+	}
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	if h.MaxReconsumeTimes > 0 && strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+		m.Properties[propMaxReconsumeTimes] = strconv.Itoa(int(h.MaxReconsumeTimes))
+	}
+	return m
+}
+
+// bornHost is the producer's address as seen on the connection.
+func bornHost(conn *remoting.Conn) netip.AddrPort {
+	if conn != nil {
+		if ap, err := netip.ParseAddrPort(conn.RemoteAddr()); err == nil {
+			return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		}
+	}
+	return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+}
+
+// decodeBatch splits a SEND_BATCH_MESSAGE body into messages of the
+// header's topic and queue.
+func (c *Controller) decodeBatch(body []byte, h *sendHeader, queueID int32, conn *remoting.Conn) ([]*store.Message, *remoting.RemotingCommand) {
+	if len(body) > c.cfg.Store.MaxMessageSize {
+		return nil, response(remoting.ResponseMessageIllegal, "the batch body is %d bytes, above maxMessageSize %d",
+			len(body), c.cfg.Store.MaxMessageSize)
+	}
+	if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+		return nil, response(remoting.ResponseMessageIllegal, "batch messages cannot be sent to a retry topic (%s)", h.Topic)
+	}
+	entries, err := client.DecodeBatch(body)
+	if err != nil {
+		return nil, response(remoting.ResponseMessageIllegal, "malformed batch body: %v", err)
+	}
+	if len(entries) == 0 {
+		return nil, response(remoting.ResponseMessageIllegal, "the batch is empty")
+	}
+	msgs := make([]*store.Message, 0, len(entries))
+	for _, e := range entries {
+		props := store.ParseProperties(e.Properties)
+		if props[propDelay] != "" && props[propDelay] != "0" {
+			return nil, response(remoting.ResponseMessageIllegal, "batch messages cannot carry a delay level")
+		}
+		m := c.newMessage(h, queueID, conn, e.Body, props)
+		m.Flag = e.Flag
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}

@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// CONSUMER_SEND_MSG_BACK (36): a consumer failed a message; it goes to
+// %RETRY%<group> with delay level 3+reconsumeTimes (RocketMQ's 10 s, 30 s,
+// 1 m, …) or, past maxReconsumeTimes, to %DLQ%<group>
+// (RocketMQ AbstractSendMessageProcessor.consumerSendMsgBack).
+
+type sendBackHeader struct {
+	Group             string `ext:"group,required"`
+	Offset            int64  `ext:"offset,required"`
+	DelayLevel        int32  `ext:"delayLevel,required"`
+	OriginMsgID       string `ext:"originMsgId"`
+	OriginTopic       string `ext:"originTopic"`
+	UnitMode          bool   `ext:"unitMode"`
+	MaxReconsumeTimes int32  `ext:"maxReconsumeTimes"`
+	BrokerName        string `ext:"bname"`
+}
+
+func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h sendBackHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err), nil
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader(), nil
+	}
+	if r := checkGroup(h.Group); r != nil {
+		return r, nil
+	}
+	sg, ok := c.rep.State().SubscriptionGroup(h.Group)
+	if !ok {
+		sg = DefaultSubscriptionGroupConfig(h.Group)
+	}
+	orig, err := c.st.LookMessageByOffset(h.Offset)
+	if err != nil {
+		return response(remoting.ResponseSystemError, "look message by offset %d failed: %v", h.Offset, err), nil
+	}
+	m := &store.Message{
+		Topic: RetryGroupTopicPrefix + h.Group, Flag: orig.Flag, Body: orig.Body,
+		Properties: copyProps(orig.Properties), SysFlag: orig.SysFlag &^ (store.SysFlagBornHostV6 | store.SysFlagStoreHostV6),
+		BornTimestamp: orig.BornTimestamp, BornHost: orig.BornHost, StoreHost: c.storeHost,
+		ReconsumeTimes: orig.ReconsumeTimes + 1,
+	}
+	if m.Properties[propRetryTopic] == "" {
+		m.Properties[propRetryTopic] = orig.Topic
+	}
+	originID := h.OriginMsgID
+	if originID == "" {
+		originID = orig.MsgID()
+	}
+	m.Properties[propOriginMsgID] = originID
+	delete(m.Properties, propDelay)
+	delete(m.Properties, store.PropertyCRC32)
+
+	maxTimes := sg.RetryMaxTimes
+	if h.MaxReconsumeTimes > 0 {
+		maxTimes = h.MaxReconsumeTimes
+	}
+	if orig.ReconsumeTimes >= maxTimes || h.DelayLevel < 0 {
+		m.Topic, m.QueueID = DLQGroupTopicPrefix+h.Group, 0
+		if _, err := c.ensureTopic(ctx, m.Topic, 1, 0); err != nil {
+			return c.writeError("create DLQ topic", err), nil
+		}
+	} else {
+		n := max(sg.RetryQueueNums, 1)
+		tc, err := c.ensureTopic(ctx, m.Topic, int(n), 0)
+		if err != nil {
+			return c.writeError("create retry topic", err), nil
+		}
+		m.QueueID = rand.Int32N(int32(max(tc.WriteQueueNums, 1)))
+		level := h.DelayLevel
+		if level == 0 {
+			level = 3 + orig.ReconsumeTimes
+		}
+		m.Properties[propDelay] = strconv.Itoa(int(level))
+		if r := c.applyDelay(ctx, m); r != nil {
+			return r, nil
+		}
+	}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	if _, err := c.rep.PutMessages(wctx, []*store.Message{m}); err != nil {
+		return c.writeError("send back", err), nil
+	}
+	return success(), nil
+}
+
+// handleRetryTopicSend is the path of clients that, when send-back
+// fails, send the message to %RETRY%<group> themselves: past the retry
+// limit it goes to the DLQ instead (RocketMQ handleRetryAndDLQ).
+func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message, h *sendHeader) *remoting.RemotingCommand {
+	group := strings.TrimPrefix(h.Topic, RetryGroupTopicPrefix)
+	maxTimes := int32(c.cfg.MaxReconsumeTimes)
+	if sg, ok := c.rep.State().SubscriptionGroup(group); ok {
+		maxTimes = sg.RetryMaxTimes
+	}
+	if h.MaxReconsumeTimes > 0 {
+		maxTimes = h.MaxReconsumeTimes
+	}
+	if h.ReconsumeTimes < maxTimes {
+		return nil
+	}
+	m.Topic, m.QueueID = DLQGroupTopicPrefix+group, 0
+	delete(m.Properties, propDelay)
+	if _, err := c.ensureTopic(ctx, m.Topic, 1, 0); err != nil {
+		return c.writeError("create DLQ topic", err)
+	}
+	return nil
+}
+
+func copyProps(p map[string]string) map[string]string {
+	out := make(map[string]string, len(p)+3)
+	for k, v := range p {
+		out[k] = v
+	}
+	return out
+}
