@@ -1,0 +1,487 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// fastConsumerOpts shortens the consumer's timers for tests.
+func fastConsumerOpts(t *testing.T, ns *namesrv.NameServer, group string) []ConsumerOpt {
+	return []ConsumerOpt{
+		NameServers(ns.Addr().String()), WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))),
+		ConsumerGroup(group), PersistInterval(50 * time.Millisecond), LongPolling(time.Second, 2*time.Second),
+		PullBackoff(50 * time.Millisecond),
+	}
+}
+
+func newTestPush(t *testing.T, ns *namesrv.NameServer, group string, opts ...ConsumerOpt) *PushConsumer {
+	t.Helper()
+	c, err := NewPushConsumer(append(fastConsumerOpts(t, ns, group), opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func startPush(t *testing.T, c *PushConsumer) {
+	t.Helper()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+}
+
+// collector records what listeners got.
+type collector struct {
+	mu   sync.Mutex
+	msgs []*MessageExt
+}
+
+func (c *collector) add(msgs ...*MessageExt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.msgs = append(c.msgs, msgs...)
+}
+
+func (c *collector) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.msgs)
+}
+
+func (c *collector) bodies() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.msgs))
+	for i, m := range c.msgs {
+		out[i] = string(m.Body)
+	}
+	return out
+}
+
+func TestPushConsumerConsumesFiltersAndCommits(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 4, RetryTopic("G"): 1})
+	for q := range 4 {
+		for i := range 10 {
+			tag := "TagA"
+			if i%2 == 1 {
+				tag = "TagB"
+			}
+			b.put("T", q, fmt.Sprintf("q%d-%d-%s", q, i, tag), map[string]string{PropertyTags: tag})
+		}
+	}
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), ConsumeMessageBatchMaxSize(3))
+	if err := c.Subscribe("T", "TagA || TagC"); err != nil {
+		t.Fatal(err)
+	}
+	var got collector
+	var maxBatch atomic.Int32
+	if err := c.RegisterConcurrentListener(func(_ context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		if n := int32(len(msgs)); n > maxBatch.Load() {
+			maxBatch.Store(n)
+		}
+		got.add(msgs...)
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "20 TagA messages", func() bool { return got.len() >= 20 })
+	// The fake broker does not filter: TagB was dropped client-side.
+	for _, body := range got.bodies() {
+		if body[len(body)-4:] != "TagA" {
+			t.Fatalf("got %q", body)
+		}
+	}
+	if maxBatch.Load() > 3 {
+		t.Fatalf("batch of %d > ConsumeMessageBatchMaxSize 3", maxBatch.Load())
+	}
+	testutil.WaitFor(t, 5*time.Second, "offsets committed to 10 on every queue", func() bool {
+		for q := range 4 {
+			if off, ok := b.offset("G", "T", q); !ok || off != 10 {
+				return false
+			}
+		}
+		return true
+	})
+	// New messages arrive through the long poll.
+	b.put("T", 2, "late-TagA", map[string]string{PropertyTags: "TagA"})
+	testutil.WaitFor(t, 5*time.Second, "late message", func() bool { return slices.Contains(got.bodies(), "late-TagA") })
+
+	// The heartbeat had the RocketMQ shape, with the retry subscription.
+	b.mu.Lock()
+	hb := b.heartbeat[0]
+	b.mu.Unlock()
+	cd := hb.ConsumerDataSet[0]
+	if hb.ClientID != c.ClientID() || cd.GroupName != "G" || cd.ConsumeType != "CONSUME_PASSIVELY" || cd.MessageModel != "CLUSTERING" ||
+		cd.ConsumeFromWhere != "CONSUME_FROM_FIRST_OFFSET" || len(cd.SubscriptionDataSet) != 2 || cd.SubscriptionDataSet[1].Topic != "T" ||
+		!slices.Equal(cd.SubscriptionDataSet[1].TagsSet, []string{"TagA", "TagC"}) || cd.SubscriptionDataSet[0].Topic != "%RETRY%G" {
+		t.Fatalf("heartbeat %+v", hb)
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := b.offset("G", "T", 2); off != 11 {
+		t.Fatalf("offset after close %d, want 11", off)
+	}
+	if b.count(remoting.RequestUnregisterClient) == 0 {
+		t.Fatal("no UNREGISTER_CLIENT on close")
+	}
+}
+
+func TestPushConsumerStartsFromLastOffsetAndFailsWithoutRoute(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	b.put("T", 0, "old", nil)
+	c := newTestPush(t, ns, "G")
+	_ = c.Subscribe("T", "*")
+	var got collector
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		got.add(msgs...)
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "queue owned", func() bool { return len(c.OwnedQueues()) == 2 })
+	b.put("T", 0, "new", nil)
+	testutil.WaitFor(t, 5*time.Second, "new message", func() bool { return got.len() == 1 })
+	if got.bodies()[0] != "new" {
+		t.Fatalf("got %v: ConsumeFromLastOffset must skip what was there", got.bodies())
+	}
+
+	bad := newTestPush(t, ns, "G2")
+	_ = bad.Subscribe("NoSuchTopic", "*")
+	_ = bad.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult { return ConsumeSuccess })
+	if err := bad.Start(context.Background()); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("start with unknown topic: %v", err)
+	}
+	_ = bad.Close(context.Background())
+}
+
+func TestPushConsumerReconsumeLaterSendsBack(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+			ns := startNameServer(t)
+			b := startQBroker(t, "broker-a")
+			b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+			b.mu.Lock()
+			b.failSendBack = fallback
+			b.mu.Unlock()
+			b.put("T", 0, "payload", map[string]string{PropertyTags: "X", PropertyKeys: "k1"})
+			c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset))
+			_ = c.Subscribe("T", "*")
+			var got collector
+			_ = c.RegisterConcurrentListener(func(_ context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+				got.add(msgs...)
+				if msgs[0].ReconsumeTimes == 0 {
+					cc.DelayLevel = 2
+					return ConsumeRetryLater
+				}
+				return ConsumeSuccess
+			})
+			startPush(t, c)
+			testutil.WaitFor(t, 5*time.Second, "redelivery", func() bool { return got.len() == 2 })
+			got.mu.Lock()
+			first, second := got.msgs[0], got.msgs[1]
+			got.mu.Unlock()
+			if second.Topic != "T" || string(second.Body) != "payload" || second.ReconsumeTimes != 1 || second.Tags != "X" {
+				t.Fatalf("redelivered %v (reconsume %d)", second, second.ReconsumeTimes)
+			}
+			b.mu.Lock()
+			sb := slices.Clone(b.sendBacks)
+			b.mu.Unlock()
+			if len(sb) != 1 || sb[0].Group != "G" || sb[0].OriginTopic != "T" || sb[0].Offset != first.CommitLogOffset ||
+				sb[0].DelayLevel != 2 || sb[0].OriginMsgID != first.MsgID || sb[0].MaxReconsumeTimes != 16 {
+				t.Fatalf("send-backs %+v", sb)
+			}
+			if fallback {
+				b.mu.Lock()
+				retried := b.queues[qKey{RetryTopic("G"), 0}][0]
+				b.mu.Unlock()
+				if retried.props[PropertyRetryTopic] != "T" || retried.props[PropertyReconsumeTime] != "1" || retried.props[PropertyDelayTimeLevel] != "3" ||
+					retried.props[PropertyOriginMessageID] != first.MsgID || retried.reconsume != 1 {
+					t.Fatalf("fallback message %+v", retried)
+				}
+			}
+			// The original is committed: the send-back took it over.
+			testutil.WaitFor(t, 5*time.Second, "offset of T committed", func() bool { off, _ := b.offset("G", "T", 0); return off == 1 })
+		})
+	}
+}
+
+func TestPushConsumerOrderly(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2, RetryTopic("G"): 1})
+	for q := range 2 {
+		for i := range 30 {
+			b.put("T", q, fmt.Sprintf("%d", i), nil)
+		}
+	}
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), SuspendCurrentQueueTime(20*time.Millisecond), ConsumeMessageBatchMaxSize(4))
+	_ = c.Subscribe("T", "*")
+	var mu sync.Mutex
+	seq := map[int][]int64{}
+	inFlight := map[int]int{}
+	var overlap atomic.Bool
+	suspended := false
+	if err := c.RegisterOrderlyListener(func(_ context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult {
+		q := oc.Queue.QueueID
+		mu.Lock()
+		inFlight[q]++
+		if inFlight[q] > 1 {
+			overlap.Store(true)
+		}
+		suspend := !suspended && q == 1 && msgs[0].QueueOffset >= 8
+		if suspend {
+			suspended = true
+		}
+		mu.Unlock()
+		if b.lockHolder("G", oc.Queue) != c.ClientID() {
+			t.Errorf("consuming %v without the broker lock", oc.Queue)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		inFlight[q]--
+		if suspend {
+			return SuspendCurrentQueueAMoment
+		}
+		for _, m := range msgs {
+			seq[q] = append(seq[q], m.QueueOffset)
+		}
+		return OrderlySuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "60 messages in order", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seq[0]) == 30 && len(seq[1]) == 30
+	})
+	mu.Lock()
+	for q := range 2 {
+		for i, off := range seq[q] {
+			if off != int64(i) {
+				t.Fatalf("queue %d consumed out of order: %v", q, seq[q])
+			}
+		}
+	}
+	mu.Unlock()
+	if overlap.Load() || !suspended {
+		t.Fatalf("overlap %v, suspended %v", overlap.Load(), suspended)
+	}
+	if b.count(remoting.RequestLockBatchMQ) == 0 {
+		t.Fatal("no LOCK_BATCH_MQ")
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for q := range 2 {
+		if h := b.lockHolder("G", MessageQueue{"T", "broker-a", q}); h != "" {
+			t.Fatalf("queue %d still locked by %s after Close", q, h)
+		}
+		if off, _ := b.offset("G", "T", q); off != 30 {
+			t.Fatalf("queue %d committed %d", q, off)
+		}
+	}
+}
+
+// TestRebalanceHandOverNoOverlap runs two orderly consumers of one group:
+// when the second joins, the broker's NOTIFY makes both rebalance, and
+// every queue moves only after its old owner stopped, committed and
+// unlocked — no queue is ever consumed by both at once, no message twice.
+func TestRebalanceHandOverNoOverlap(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 4, RetryTopic("G"): 1})
+	const perQueue = 150
+	var mu sync.Mutex
+	owner := map[int]string{} // queue → consumer inside the listener now
+	seen := map[string]int{}
+	var overlap atomic.Value
+	listener := func(name string) OrderlyListener {
+		return func(_ context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult {
+			q := oc.Queue.QueueID
+			mu.Lock()
+			if o := owner[q]; o != "" {
+				overlap.Store(fmt.Sprintf("queue %d: %s entered while %s consumes", q, name, o))
+			}
+			owner[q] = name
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // work; widens any overlap window
+			mu.Lock()
+			delete(owner, q)
+			for _, m := range msgs {
+				seen[string(m.Body)]++
+			}
+			mu.Unlock()
+			return OrderlySuccess
+		}
+	}
+	mk := func(name string) *PushConsumer {
+		c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), InstanceName(name), PullBatchSize(4))
+		_ = c.Subscribe("T", "*")
+		_ = c.RegisterOrderlyListener(listener(name))
+		return c
+	}
+	for q := range 4 {
+		for i := range perQueue {
+			b.put("T", q, fmt.Sprintf("%d-%d", q, i), nil)
+		}
+	}
+	a := mk("A")
+	startPush(t, a)
+	testutil.WaitFor(t, 5*time.Second, "A consumes", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) > 20 })
+	c2 := mk("B")
+	startPush(t, c2)
+	testutil.WaitFor(t, 10*time.Second, "queues split 2/2", func() bool {
+		return countTopic(a.OwnedQueues(), "T") == 2 && countTopic(c2.OwnedQueues(), "T") == 2
+	})
+	testutil.WaitFor(t, 10*time.Second, "every message consumed", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 4*perQueue })
+	if v := overlap.Load(); v != nil {
+		t.Fatal(v)
+	}
+	mu.Lock()
+	for body, n := range seen {
+		if n != 1 {
+			t.Errorf("%s consumed %d times", body, n)
+		}
+	}
+	mu.Unlock()
+	for _, mq := range a.OwnedQueues() {
+		if slices.Contains(c2.OwnedQueues(), mq) {
+			t.Fatalf("%v owned by both", mq)
+		}
+	}
+	// B leaving hands its queues back to A.
+	if err := c2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "A owns all 4 again", func() bool { return countTopic(a.OwnedQueues(), "T") == 4 })
+}
+
+func countTopic(mqs []MessageQueue, topic string) int {
+	n := 0
+	for _, mq := range mqs {
+		if mq.Topic == topic {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRebalanceConcurrentConsumersSplitQueues(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 4, RetryTopic("G"): 1})
+	var got collector
+	mk := func(name string) *PushConsumer {
+		c := newTestPush(t, ns, "G", InstanceName(name), Strategy(AllocateAveragelyByCircle()))
+		_ = c.Subscribe("T", "*")
+		_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+			got.add(msgs...)
+			return ConsumeSuccess
+		})
+		startPush(t, c)
+		return c
+	}
+	a, c2 := mk("A"), mk("B")
+	testutil.WaitFor(t, 10*time.Second, "split", func() bool {
+		qa, qb := a.OwnedQueues(), c2.OwnedQueues()
+		return countTopic(qa, "T") == 2 && countTopic(qb, "T") == 2 && len(qa)+len(qb) == 5
+	})
+	for _, mq := range a.OwnedQueues() {
+		if slices.Contains(c2.OwnedQueues(), mq) {
+			t.Fatalf("%v owned by both", mq)
+		}
+	}
+	for q := range 4 {
+		b.put("T", q, fmt.Sprint(q), nil)
+	}
+	testutil.WaitFor(t, 5*time.Second, "4 messages", func() bool { return got.len() == 4 })
+}
+
+func TestBroadcastingStoresOffsetsLocally(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2})
+	dir := t.TempDir()
+	for q := range 2 {
+		for i := range 5 {
+			b.put("T", q, fmt.Sprintf("%d-%d", q, i), nil)
+		}
+	}
+	run := func(name string, want int) *collector {
+		var got collector
+		c := newTestPush(t, ns, "BG", ConsumerModel(Broadcasting), OffsetDir(dir), InstanceName(name), ConsumeFrom(ConsumeFromFirstOffset))
+		_ = c.Subscribe("T", "*")
+		_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+			got.add(msgs...)
+			return ConsumeSuccess
+		})
+		startPush(t, c)
+		testutil.WaitFor(t, 5*time.Second, name+" gets every message", func() bool { return got.len() >= want })
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return &got
+	}
+	g1, g2 := run("one", 10), run("two", 10)
+	if g1.len() != 10 || g2.len() != 10 {
+		t.Fatalf("broadcast: %d and %d messages", g1.len(), g2.len())
+	}
+	path := filepath.Join(dir, "one", "BG", "offsets.json")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	s := NewLocalOffsetStore(path)
+	if err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	for q := range 2 {
+		if off, err := s.Read(context.Background(), MessageQueue{"T", "broker-a", q}, ReadFromMemory); err != nil || off != 5 {
+			t.Fatalf("queue %d: %d %v", q, off, err)
+		}
+	}
+	if _, ok := b.offset("BG", "T", 0); ok {
+		t.Fatal("broadcasting committed to the broker")
+	}
+	// A restart resumes from the file: only the new message arrives.
+	b.put("T", 0, "after", nil)
+	g3 := run("one", 1)
+	if got := g3.bodies(); len(got) != 1 || got[0] != "after" {
+		t.Fatalf("after restart: %v", got)
+	}
+}
+
+func TestConsumerOptionValidation(t *testing.T) {
+	for _, opts := range [][]ConsumerOpt{
+		{NameServers("127.0.0.1:9876")},
+		{NameServers("127.0.0.1:9876"), ConsumerGroup("G"), ConsumeGoroutines(0)},
+		{NameServers("127.0.0.1:9876"), ConsumerGroup("G"), LongPolling(time.Second, time.Second)},
+		{NameServers("127.0.0.1:9876"), ConsumerGroup("G"), ConsumerModel(Broadcasting), OffsetDir("")},
+		{ConsumerGroup("G")},
+	} {
+		if _, err := NewPushConsumer(opts...); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("%d options: %v", len(opts), err)
+		}
+	}
+}

@@ -1,0 +1,391 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// qBroker is a fake broker for consumer tests: in-memory queues, long
+// polling, consumer offsets, heartbeats with NOTIFY_CONSUMER_IDS_CHANGED,
+// queue locks and send-back — the broker side of every request the
+// consumers make, kept simple enough to trust.
+type qBroker struct {
+	t          testing.TB
+	name, addr string
+	srv        *remoting.Server
+	nsClient   *remoting.Client
+	quit       chan struct{}
+
+	mu        sync.Mutex
+	queues    map[qKey][]qMsg              // guarded by mu
+	offsets   map[string]int64             // guarded by mu; group|topic|qid
+	members   map[string]map[string]member // guarded by mu; group → clientID → conn
+	locks     map[string]string            // guarded by mu; group|topic|qid → clientID
+	heartbeat []HeartbeatData              // guarded by mu
+	sendBacks []sendBackHeader             // guarded by mu
+	pulls     []pullMessageHeader          // guarded by mu
+	codes     map[int16]int                // guarded by mu
+	phys      int64                        // guarded by mu
+	arrived   chan struct{}                // guarded by mu; closed on every store
+	// notLeader, when set, makes the broker answer everything but
+	// heartbeats with 501 naming it (a raftmq follower).
+	notLeader string // guarded by mu
+	// failSendBack answers CONSUMER_SEND_MSG_BACK with SYSTEM_ERROR.
+	failSendBack bool // guarded by mu
+}
+
+type qKey struct {
+	topic string
+	qid   int
+}
+
+type qMsg struct {
+	body      []byte
+	props     map[string]string
+	phys      int64
+	storeTS   int64
+	reconsume int32
+}
+
+type member struct {
+	conn *remoting.Conn
+}
+
+func startQBroker(t testing.TB, name string) *qBroker {
+	t.Helper()
+	b := &qBroker{t: t, name: name, quit: make(chan struct{}), nsClient: remoting.NewClient(remoting.ClientConfig{}, nil),
+		queues: map[qKey][]qMsg{}, offsets: map[string]int64{}, members: map[string]map[string]member{},
+		locks: map[string]string{}, codes: map[int16]int{}, arrived: make(chan struct{})}
+	b.srv = remoting.NewServer(remoting.ServerConfig{}, nil)
+	wrap := func(h func(*remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand) remoting.HandlerFunc {
+		return func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+			b.mu.Lock()
+			b.codes[req.Code]++
+			nl := b.notLeader
+			b.mu.Unlock()
+			if nl != "" && req.Code != remoting.RequestHeartBeat && req.Code != remoting.RequestUnregisterClient {
+				r := remoting.NewResponse(remoting.ResponseNotLeaderForQueue, "not leader")
+				r.ExtFields = map[string]string{ExtLeaderAddr: nl}
+				return r, nil
+			}
+			return h(conn, req), nil
+		}
+	}
+	b.srv.Register(remoting.RequestPullMessage, wrap(b.pull), 32, 256)
+	b.srv.Register(remoting.RequestSendMessageV2, wrap(b.send), 2, 64)
+	b.srv.RegisterDefault(wrap(b.other), 4, 256)
+	if err := b.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b.addr = b.srv.Addr().String()
+	t.Cleanup(func() {
+		close(b.quit)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = b.srv.Shutdown(ctx)
+		_ = b.nsClient.Close()
+	})
+	return b
+}
+
+// register registers the broker as member id of its group serving topics.
+func (b *qBroker) register(t testing.TB, ns *namesrv.NameServer, id int64, topics map[string]int) {
+	t.Helper()
+	table := map[string]namesrv.TopicConfig{}
+	for name, n := range topics {
+		table[name] = namesrv.TopicConfig{TopicName: name, ReadQueueNums: n, WriteQueueNums: n, Perm: 6}
+	}
+	body, err := namesrv.EncodeRegisterBrokerBody(&namesrv.RegisterBrokerBody{
+		TopicConfigSerializeWrapper: namesrv.TopicConfigSerializeWrapper{TopicConfigTable: table, DataVersion: namesrv.DataVersion{StateVersion: 1, Timestamp: 1, Counter: 1}},
+		FilterServerList:            []string{},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &namesrv.RegisterBrokerRequestHeader{BrokerName: b.name, BrokerAddr: b.addr, ClusterName: "C", BrokerID: id, BodyCrc32: namesrv.BodyCRC32(body)}
+	resp, err := b.nsClient.InvokeSync(context.Background(), ns.Addr().String(), remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("register %s: %v %v", b.name, err, resp)
+	}
+}
+
+// put stores a message directly (as if produced) and returns its offset.
+func (b *qBroker) put(topic string, qid int, body string, props map[string]string) int64 {
+	return b.putAt(topic, qid, []byte(body), props, time.Now().UnixMilli(), 0)
+}
+
+func (b *qBroker) putAt(topic string, qid int, body []byte, props map[string]string, ts int64, reconsume int32) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := qKey{topic, qid}
+	if props == nil {
+		props = map[string]string{}
+	}
+	if props[PropertyUniqClientMessageID] == "" {
+		props[PropertyUniqClientMessageID] = fmt.Sprintf("%032X", b.phys+1)
+	}
+	b.queues[k] = append(b.queues[k], qMsg{body: body, props: props, phys: b.phys, storeTS: ts, reconsume: reconsume})
+	b.phys += 1000
+	close(b.arrived)
+	b.arrived = make(chan struct{})
+	return int64(len(b.queues[k]) - 1)
+}
+
+func (b *qBroker) setNotLeader(addr string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.notLeader = addr
+}
+
+func (b *qBroker) offset(group, topic string, qid int) (int64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	off, ok := b.offsets[fmt.Sprintf("%s|%s|%d", group, topic, qid)]
+	return off, ok
+}
+
+func (b *qBroker) count(code int16) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.codes[code]
+}
+
+func (b *qBroker) lockHolder(group string, mq MessageQueue) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.locks[fmt.Sprintf("%s|%s|%d", group, mq.Topic, mq.QueueID)]
+}
+
+func (b *qBroker) pull(_ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var h pullMessageHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
+	}
+	if h.SysFlag&PullFlagCommitOffset != 0 {
+		b.mu.Lock()
+		b.offsets[fmt.Sprintf("%s|%s|%d", h.ConsumerGroup, h.Topic, h.QueueID)] = h.CommitOffset
+		b.mu.Unlock()
+	}
+	deadline := time.After(time.Duration(h.SuspendTimeoutMillis) * time.Millisecond)
+	for {
+		b.mu.Lock()
+		b.pulls = append(b.pulls, h)
+		msgs := b.queues[qKey{h.Topic, h.QueueID}]
+		arrived := b.arrived
+		b.mu.Unlock()
+		maxOff := int64(len(msgs))
+		resp := func(code int16, next int64, body []byte) *remoting.RemotingCommand {
+			r := remoting.NewResponse(code, "")
+			r.ExtFields = map[string]string{"nextBeginOffset": strconv.FormatInt(next, 10), "minOffset": "0",
+				"maxOffset": strconv.FormatInt(maxOff, 10), "suggestWhichBrokerId": "0"}
+			r.Body = body
+			return r
+		}
+		if h.QueueOffset > maxOff {
+			return resp(remoting.ResponsePullOffsetMoved, maxOff, nil)
+		}
+		if h.QueueOffset < maxOff {
+			var body []byte
+			end := min(maxOff, h.QueueOffset+int64(h.MaxMsgNums))
+			for off := h.QueueOffset; off < end; off++ {
+				m := msgs[off]
+				body = append(body, encodeStored(b.t, storedMessage{topic: h.Topic, body: m.body, props: EncodeProperties(m.props),
+					queueID: int32(h.QueueID), queueOffset: off, physical: m.phys, bornTS: m.storeTS, storeTS: m.storeTS,
+					store: netip.MustParseAddrPort(b.addr), reconsume: m.reconsume})...)
+			}
+			return resp(remoting.ResponseSuccess, end, body)
+		}
+		if h.SysFlag&PullFlagSuspend == 0 {
+			return resp(remoting.ResponsePullNotFound, maxOff, nil)
+		}
+		select {
+		case <-arrived:
+		case <-deadline:
+			return resp(remoting.ResponsePullNotFound, maxOff, nil)
+		case <-b.quit:
+			return resp(remoting.ResponsePullNotFound, maxOff, nil)
+		}
+	}
+}
+
+// send stores SEND_MESSAGE_V2 (the consumer's retry-topic fallback).
+func (b *qBroker) send(_ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var h sendMessageHeaderV2
+	if err := req.DecodeHeader(&h); err != nil {
+		return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
+	}
+	off := b.putAt(h.Topic, h.QueueID, req.Body, DecodeProperties(h.Properties), time.Now().UnixMilli(), int32(h.ReconsumeTimes))
+	r := remoting.NewResponse(remoting.ResponseSuccess, "")
+	r.ExtFields = map[string]string{"msgId": "7F00000100002A9F0000000000000000", "queueId": strconv.Itoa(h.QueueID), "queueOffset": strconv.FormatInt(off, 10)}
+	return r
+}
+
+func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	ok := remoting.NewResponse(remoting.ResponseSuccess, "")
+	key := func(group, topic string, qid int) string { return fmt.Sprintf("%s|%s|%d", group, topic, qid) }
+	switch req.Code {
+	case remoting.RequestHeartBeat:
+		var hb HeartbeatData
+		if err := json.Unmarshal(req.Body, &hb); err != nil {
+			return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
+		}
+		b.mu.Lock()
+		b.heartbeat = append(b.heartbeat, hb)
+		var notify []*remoting.Conn
+		for _, cd := range hb.ConsumerDataSet {
+			g := b.members[cd.GroupName]
+			if g == nil {
+				g = map[string]member{}
+				b.members[cd.GroupName] = g
+			}
+			if _, known := g[hb.ClientID]; !known {
+				g[hb.ClientID] = member{conn: conn}
+				for _, m := range g {
+					notify = append(notify, m.conn)
+				}
+			}
+		}
+		b.mu.Unlock()
+		b.notify(notify)
+		return ok
+	case remoting.RequestUnregisterClient:
+		var h unregisterClientHeader
+		_ = req.DecodeHeader(&h)
+		b.mu.Lock()
+		var notify []*remoting.Conn
+		if g := b.members[h.ConsumerGroup]; g != nil {
+			delete(g, h.ClientID)
+			for _, m := range g {
+				notify = append(notify, m.conn)
+			}
+		}
+		b.mu.Unlock()
+		b.notify(notify)
+		return ok
+	case remoting.RequestGetConsumerListByGroup:
+		var h consumerListHeader
+		_ = req.DecodeHeader(&h)
+		b.mu.Lock()
+		ids := []string{}
+		for id := range b.members[h.ConsumerGroup] {
+			ids = append(ids, id)
+		}
+		b.mu.Unlock()
+		slices.Sort(ids)
+		ok.Body, _ = json.Marshal(map[string][]string{"consumerIdList": ids})
+		return ok
+	case remoting.RequestQueryConsumerOffset:
+		var h queryConsumerOffsetHeader
+		_ = req.DecodeHeader(&h)
+		off, found := b.offset(h.ConsumerGroup, h.Topic, h.QueueID)
+		if !found {
+			return remoting.NewResponse(remoting.ResponseQueryNotFound, "no offset")
+		}
+		ok.ExtFields = map[string]string{"offset": strconv.FormatInt(off, 10)}
+		return ok
+	case remoting.RequestUpdateConsumerOffset:
+		var h updateConsumerOffsetHeader
+		_ = req.DecodeHeader(&h)
+		b.mu.Lock()
+		b.offsets[key(h.ConsumerGroup, h.Topic, h.QueueID)] = h.CommitOffset
+		b.mu.Unlock()
+		return ok
+	case remoting.RequestGetMaxOffset, remoting.RequestGetMinOffset, remoting.RequestSearchOffsetByTimestamp:
+		var h searchOffsetHeader
+		_ = req.DecodeHeader(&h)
+		b.mu.Lock()
+		msgs := b.queues[qKey{h.Topic, h.QueueID}]
+		off := int64(len(msgs))
+		switch req.Code {
+		case remoting.RequestGetMinOffset:
+			off = 0
+		case remoting.RequestSearchOffsetByTimestamp:
+			for i, m := range msgs {
+				if m.storeTS >= h.Timestamp {
+					off = int64(i)
+					break
+				}
+			}
+		}
+		b.mu.Unlock()
+		ok.ExtFields = map[string]string{"offset": strconv.FormatInt(off, 10)}
+		return ok
+	case remoting.RequestLockBatchMQ, remoting.RequestUnlockBatchMQ:
+		var body lockBatchBody
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
+		}
+		b.mu.Lock()
+		granted := []wireQueue{}
+		for _, q := range body.MQSet {
+			k := key(body.ConsumerGroup, q.Topic, q.QueueID)
+			holder := b.locks[k]
+			if req.Code == remoting.RequestUnlockBatchMQ {
+				if holder == body.ClientID {
+					delete(b.locks, k)
+				}
+				continue
+			}
+			if holder == "" || holder == body.ClientID {
+				b.locks[k] = body.ClientID
+				granted = append(granted, q)
+			}
+		}
+		b.mu.Unlock()
+		if req.Code == remoting.RequestLockBatchMQ {
+			ok.Body, _ = json.Marshal(lockBatchResponse{LockOKMQSet: granted})
+		}
+		return ok
+	case remoting.RequestConsumerSendMsgBack:
+		var h sendBackHeader
+		_ = req.DecodeHeader(&h)
+		b.mu.Lock()
+		b.sendBacks = append(b.sendBacks, h)
+		fail := b.failSendBack
+		var orig *qMsg
+		for _, q := range b.queues {
+			for i := range q {
+				if q[i].phys == h.Offset {
+					orig = &q[i]
+				}
+			}
+		}
+		b.mu.Unlock()
+		if fail {
+			return remoting.NewResponse(remoting.ResponseSystemError, "scripted send-back failure")
+		}
+		if orig == nil {
+			return remoting.NewResponse(remoting.ResponseSystemError, "no message at that offset")
+		}
+		props := map[string]string{}
+		for k, v := range orig.props {
+			props[k] = v
+		}
+		if props[PropertyRetryTopic] == "" {
+			props[PropertyRetryTopic] = h.OriginTopic
+		}
+		b.putAt(RetryTopic(h.Group), 0, orig.body, props, time.Now().UnixMilli(), orig.reconsume+1)
+		return ok
+	}
+	return ok
+}
+
+// notify sends NOTIFY_CONSUMER_IDS_CHANGED to conns, oneway as brokers do.
+func (b *qBroker) notify(conns []*remoting.Conn) {
+	for _, c := range conns {
+		req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.InvokeOneway(ctx, req)
+		cancel()
+	}
+}
