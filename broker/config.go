@@ -184,27 +184,25 @@ func (c *BrokerConfig) DelayLevels() ([]time.Duration, error) {
 }
 
 func parseDelayLevels(s string) ([]time.Duration, error) {
+	units := []struct {
+		suffix string
+		unit   time.Duration
+	}{{"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}
 	var out []time.Duration
 	for _, f := range strings.Fields(s) {
-		if len(f) < 2 {
-			return nil, fmt.Errorf("%w: messageDelayLevel: bad level %q (want e.g. 5s, 1m, 2h, 1d)", ErrInvalidBrokerConfig, f)
-		}
-		n, err := strconv.Atoi(f[:len(f)-1])
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%w: messageDelayLevel: bad level %q (want e.g. 5s, 1m, 2h, 1d)", ErrInvalidBrokerConfig, f)
-		}
-		unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[f[len(f)-1]]
-		if unit == 0 {
-			// raftmq extension: "ms" suffix for tests with short delays.
-			if strings.HasSuffix(f, "ms") {
-				if n, err = strconv.Atoi(f[:len(f)-2]); err == nil && n >= 0 {
-					out = append(out, time.Duration(n)*time.Millisecond)
-					continue
+		var d time.Duration
+		for _, u := range units { // "ms" before "s": raftmq's extension for short test delays
+			if num, ok := strings.CutSuffix(f, u.suffix); ok {
+				if n, err := strconv.Atoi(num); err == nil && n >= 0 {
+					d = time.Duration(n) * u.unit
 				}
+				break
 			}
-			return nil, fmt.Errorf("%w: messageDelayLevel: bad unit in %q (s, m, h, d or ms)", ErrInvalidBrokerConfig, f)
 		}
-		out = append(out, time.Duration(n)*unit)
+		if d <= 0 {
+			return nil, fmt.Errorf("%w: messageDelayLevel: bad level %q (want e.g. 5s, 1m, 2h, 1d or 200ms)", ErrInvalidBrokerConfig, f)
+		}
+		out = append(out, d)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: messageDelayLevel is empty", ErrInvalidBrokerConfig)

@@ -1,0 +1,248 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/namesrv"
+)
+
+// fakeReplica is a single-node Replica for processor tests: a real
+// store.MessageStore (real files, SYNC_FLUSH) and in-memory tables. Writes
+// are "replicated" at once; leadership is switched by the test.
+type fakeReplica struct {
+	st *store.MessageStore
+
+	leader     atomic.Bool
+	leaderAddr atomic.Value // string
+
+	mu      sync.Mutex
+	topics  map[string]namesrv.TopicConfig
+	dv      namesrv.DataVersion
+	groups  map[string]SubscriptionGroupConfig
+	offsets map[string]map[int32]int64
+	sched   map[int32]int64
+	roleFns []func(bool, uint64)
+	term    uint64
+}
+
+func newFakeReplica(t *testing.T, storeHost string) *fakeReplica {
+	t.Helper()
+	cfg := store.DefaultConfig()
+	cfg.StorePathRootDir = t.TempDir()
+	cfg.MappedFileSizeCommitLog = 8 << 20
+	cfg.MappedFileSizeConsumeQueue = 6000 * store.CQUnitSize
+	cfg.MaxHashSlotNum, cfg.MaxIndexNum = 1000, 4000
+	cfg.FlushDiskType = store.SyncFlush
+	cfg.StoreHost = netip.MustParseAddrPort(storeHost)
+	st, err := store.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &fakeReplica{st: st, topics: map[string]namesrv.TopicConfig{}, groups: map[string]SubscriptionGroupConfig{},
+		offsets: map[string]map[int32]int64{}, sched: map[int32]int64{}}
+	r.leader.Store(true)
+	r.leaderAddr.Store(storeHost)
+	t.Cleanup(func() { _ = st.Close() })
+	return r
+}
+
+func (r *fakeReplica) setLeader(leader bool, addr string) {
+	r.leader.Store(leader)
+	r.leaderAddr.Store(addr)
+	r.mu.Lock()
+	r.term++
+	fns, term := append([]func(bool, uint64){}, r.roleFns...), r.term
+	r.mu.Unlock()
+	for _, f := range fns {
+		f(leader, term)
+	}
+}
+
+func (r *fakeReplica) notLeader() error {
+	return fmt.Errorf("%w; leader is %s", ErrNotLeader, r.LeaderAddr())
+}
+
+func (r *fakeReplica) IsLeader() bool     { return r.leader.Load() }
+func (r *fakeReplica) LeaderAddr() string { return r.leaderAddr.Load().(string) }
+
+func (r *fakeReplica) PutMessages(_ context.Context, msgs []*store.Message) ([]PutResult, error) {
+	if !r.IsLeader() {
+		return nil, r.notLeader()
+	}
+	res, err := r.st.PutMessages(msgs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PutResult, len(res.Appended))
+	for i, a := range res.Appended {
+		out[i] = PutResult{MsgID: a.MsgID, QueueID: msgs[i].QueueID, QueueOffset: a.QueueOffset,
+			PhysicalOffset: a.PhysicalOffset, StoreTimestamp: a.StoreTimestamp}
+	}
+	// Like Apply on a real group: visible in the ConsumeQueue when acked.
+	end := res.Appended[len(res.Appended)-1]
+	deadline := time.Now().Add(5 * time.Second)
+	for r.st.DispatchedOffset() < end.PhysicalOffset+int64(end.Size) && time.Now().Before(deadline) {
+		r.st.Reput().Notify()
+		time.Sleep(200 * time.Microsecond)
+	}
+	return out, nil
+}
+
+func (r *fakeReplica) CommitOffsets(_ context.Context, commits []OffsetCommit) error {
+	if !r.IsLeader() {
+		return r.notLeader()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range commits {
+		k := c.Topic + "@" + c.Group
+		if r.offsets[k] == nil {
+			r.offsets[k] = map[int32]int64{}
+		}
+		r.offsets[k][c.QueueID] = c.Offset
+	}
+	return nil
+}
+
+func (r *fakeReplica) UpdateTopic(_ context.Context, tc namesrv.TopicConfig) error {
+	if !r.IsLeader() {
+		return r.notLeader()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.topics[tc.TopicName] = tc
+	r.dv.Counter++
+	r.dv.Timestamp = time.Now().UnixMilli()
+	return nil
+}
+
+func (r *fakeReplica) DeleteTopic(_ context.Context, topic string) error {
+	if !r.IsLeader() {
+		return r.notLeader()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.topics, topic)
+	r.dv.Counter++
+	return nil
+}
+
+func (r *fakeReplica) UpdateSubscriptionGroup(_ context.Context, sg SubscriptionGroupConfig) error {
+	if !r.IsLeader() {
+		return r.notLeader()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.groups[sg.GroupName] = sg
+	return nil
+}
+
+func (r *fakeReplica) DeleteSubscriptionGroup(_ context.Context, group string) error {
+	if !r.IsLeader() {
+		return r.notLeader()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.groups, group)
+	return nil
+}
+
+func (r *fakeReplica) UpdateScheduleOffsets(_ context.Context, p map[int32]int64) error {
+	if !r.IsLeader() {
+		return r.notLeader()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, v := range p {
+		r.sched[k] = v
+	}
+	return nil
+}
+
+func (r *fakeReplica) State() StateReader         { return (*fakeState)(r) }
+func (r *fakeReplica) Store() *store.MessageStore { return r.st }
+func (r *fakeReplica) OnRoleChange(f func(bool, uint64)) {
+	r.mu.Lock()
+	r.roleFns = append(r.roleFns, f)
+	r.mu.Unlock()
+}
+
+// fakeState is the fake's StateReader (copies under the fake's lock).
+type fakeState fakeReplica
+
+func (s *fakeState) Topic(name string) (namesrv.TopicConfig, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tc, ok := s.topics[name]
+	return tc, ok
+}
+
+func (s *fakeState) Topics() map[string]namesrv.TopicConfig {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]namesrv.TopicConfig, len(s.topics))
+	for k, v := range s.topics {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *fakeState) TopicsDataVersion() namesrv.DataVersion {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dv
+}
+
+func (s *fakeState) SubscriptionGroup(name string) (SubscriptionGroupConfig, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.groups[name]
+	return g, ok
+}
+
+func (s *fakeState) SubscriptionGroups() map[string]SubscriptionGroupConfig {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]SubscriptionGroupConfig, len(s.groups))
+	for k, v := range s.groups {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *fakeState) ConsumerOffset(group, topic string, queueID int32) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off, ok := s.offsets[topic+"@"+group][queueID]
+	return off, ok
+}
+
+func (s *fakeState) ConsumerOffsets() map[string]map[int32]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]map[int32]int64{}
+	for k, m := range s.offsets {
+		out[k] = map[int32]int64{}
+		for q, o := range m {
+			out[k][q] = o
+		}
+	}
+	return out
+}
+
+func (s *fakeState) ScheduleOffsets() map[int32]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int32]int64, len(s.sched))
+	for k, v := range s.sched {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// TestBadRequests: each malformed or illegal request gets RocketMQ's code
+// and a remark naming what was wrong, and the broker keeps serving.
+func TestBadRequests(t *testing.T) {
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) { c.AutoCreateTopicEnable = false })
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "T1", 4)
+
+	missing := sendExt("T1", 0, "")
+	delete(missing, "queueId")
+	cases := []struct {
+		name   string
+		code   int16
+		ext    map[string]string
+		body   []byte
+		want   int16
+		remark string
+	}{
+		{"missing header field", remoting.RequestSendMessage, missing, []byte("x"), remoting.ResponseSystemError, "queueId"},
+		{"unknown topic, no auto-create", remoting.RequestSendMessage, sendExt("NOPE", 0, ""), []byte("x"), remoting.ResponseTopicNotExist, "NOPE"},
+		{"oversize body", remoting.RequestSendMessage, sendExt("T1", 0, ""), make([]byte, 1<<20+1), remoting.ResponseMessageIllegal, "maxMessageSize"},
+		{"queueId out of range", remoting.RequestSendMessage, sendExt("T1", 9, ""), []byte("x"), remoting.ResponseSystemError, "queueId[9]"},
+		{"illegal topic characters", remoting.RequestSendMessage, sendExt("bad topic!", 0, ""), []byte("x"), remoting.ResponseInvalidParameter, "illegal characters"},
+		{"over-long topic", remoting.RequestSendMessage, sendExt(strings.Repeat("t", 200), 0, ""), []byte("x"), remoting.ResponseInvalidParameter, "longer than 127"},
+		{"over-long group", remoting.RequestPullMessage, pullExt(strings.Repeat("g", 300), "T1", 0, 0, 0), nil, remoting.ResponseInvalidParameter, "longer than 255"},
+		{"pull bad queueId", remoting.RequestPullMessage, pullExt("G", "T1", 7, 0, 0), nil, remoting.ResponseSystemError, "queueId[7]"},
+		{"pull malformed offset", remoting.RequestPullMessage, func() map[string]string {
+			m := pullExt("G", "T1", 0, 0, 0)
+			m["queueOffset"] = "abc"
+			return m
+		}(), nil, remoting.ResponseSystemError, "queueOffset"},
+		{"system topic", remoting.RequestSendMessage, sendExt(TopicSchedule, 0, ""), []byte("x"), remoting.ResponseNoPermission, TopicSchedule},
+		{"bad delay", remoting.RequestSendMessage, sendExt("T1", 0, "DELAY\x01x\x02"), []byte("x"), remoting.ResponseMessageIllegal, "DELAY"},
+		{"unknown code", 9999, nil, nil, remoting.ResponseRequestCodeNotSupported, "9999"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := tc.call(addr, c.code, c.ext, c.body)
+			if resp.Code != c.want || !strings.Contains(resp.Remark, c.remark) {
+				t.Fatalf("got code %d remark %q; want code %d with remark containing %q", resp.Code, resp.Remark, c.want, c.remark)
+			}
+		})
+	}
+	// Still up: a good send works.
+	if resp := tc.call(addr, remoting.RequestSendMessage, sendExt("T1", 1, ""), []byte("ok")); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("good send after bad ones: %d %s", resp.Code, resp.Remark)
+	}
+}
+
+// TestNotLeaderAnswer: a follower refuses writes with SERVICE_NOT_AVAILABLE
+// naming the leader (broker-plan decision 5).
+func TestNotLeaderAnswer(t *testing.T) {
+	tc, rep := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "T1", 2)
+	rep.setLeader(false, "127.0.0.1:1")
+	resp := tc.call(addr, remoting.RequestSendMessage, sendExt("T1", 0, ""), []byte("x"))
+	if resp.Code != remoting.ResponseServiceNotAvailable || resp.ExtFields[extLeaderAddr] != "127.0.0.1:1" ||
+		!strings.Contains(resp.Remark, "leader is 127.0.0.1:1") {
+		t.Fatalf("follower send: %d %q %v", resp.Code, resp.Remark, resp.ExtFields)
+	}
+}
+
+// TestLongPolling: a pull on an empty queue is held and answered as soon
+// as a message is committed (p99 of the wake-up under 50 ms), and with
+// PULL_NOT_FOUND after its suspend timeout when nothing arrives.
+func TestLongPolling(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "LP", 1)
+
+	// Timeout path.
+	start := time.Now()
+	resp := tc.call(addr, remoting.RequestPullMessage, pullExt("G", "LP", 0, 0, 300), nil)
+	if el := time.Since(start); resp.Code != remoting.ResponsePullNotFound || el < 250*time.Millisecond || el > 2*time.Second {
+		t.Fatalf("held pull without message: code %d after %v", resp.Code, el)
+	}
+
+	// Wake-up path, measured over rounds.
+	var lat []time.Duration
+	for i := int64(0); i < 30; i++ {
+		type res struct {
+			resp *remoting.RemotingCommand
+			at   time.Time
+		}
+		ch := make(chan res, 1)
+		go func() {
+			req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
+			for k, v := range pullExt("G", "LP", 0, i, 10000) {
+				req.ExtFields[k] = v
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			r, err := tc.client.InvokeSync(ctx, addr, req)
+			if err != nil {
+				r = remoting.NewResponse(-1, err.Error())
+			}
+			ch <- res{r, time.Now()}
+		}()
+		// Wait until the pull is parked, then commit a message.
+		for tc.nodes[0].hold.heldCount() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		// The wake-up is measured from the send's start: an upper bound of
+		// the time from commit to answer.
+		committed := time.Now()
+		sent := tc.call(addr, remoting.RequestSendMessage, sendExt("LP", 0, ""), []byte("m"))
+		if sent.Code != remoting.ResponseSuccess {
+			t.Fatalf("send: %d %s", sent.Code, sent.Remark)
+		}
+		r := <-ch
+		if r.resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("round %d: held pull answered %d %q", i, r.resp.Code, r.resp.Remark)
+		}
+		msgs := decodeAll(t, r.resp.Body)
+		if len(msgs) != 1 || msgs[0].QueueOffset != i {
+			t.Fatalf("round %d: got %d messages (first offset %v)", i, len(msgs), msgs)
+		}
+		lat = append(lat, max(r.at.Sub(committed), 0))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p99 := lat[len(lat)*99/100]
+	t.Logf("long-poll wake-up after commit: p50 %v p99 %v max %v", lat[len(lat)/2], p99, lat[len(lat)-1])
+	if p99 > 50*time.Millisecond {
+		t.Fatalf("wake-up p99 %v above 50ms", p99)
+	}
+}
+
+func decodeAll(t *testing.T, b []byte) []*store.Message {
+	t.Helper()
+	var out []*store.Message
+	for len(b) > 0 {
+		m, n, err := store.DecodeMessage(b, true)
+		if err != nil {
+			t.Fatalf("decode pulled message: %v", err)
+		}
+		out = append(out, m)
+		b = b[n:]
+	}
+	return out
+}
