@@ -178,7 +178,7 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 					rs := res.results[off : off+r.count]
 					off += r.count
 					for i := range rs {
-						rs[i].MsgID = store.OffsetMsgID(b.g.cfg.Store.StoreHost, rs[i].PhysicalOffset)
+						rs[i].MsgID = b.g.msgID(&rs[i])
 					}
 					r.resp <- putResponse{results: rs}
 				}
@@ -227,6 +227,22 @@ func (g *Group) applyLog(l raft.Log, timeout time.Duration) (any, error) {
 			return nil, err
 		}
 	}
+}
+
+// msgID is the offset message id of a result. A duplicate's original may
+// have been stored by an earlier leader with another store host, so its id
+// is rebuilt from the stored copy.
+func (g *Group) msgID(r *PutResult) string {
+	if r.Duplicate && r.QueueOffset >= 0 {
+		if s, err := g.ms.CommitLog().ReadMessage(r.PhysicalOffset); err == nil {
+			m, _, err := store.DecodeMessage(s.B, false)
+			s.Release()
+			if err == nil {
+				return m.MsgID()
+			}
+		}
+	}
+	return store.OffsetMsgID(g.cfg.Store.StoreHost, r.PhysicalOffset)
 }
 
 // notLeaderErr wraps ErrNotLeader with the leader's remoting address when

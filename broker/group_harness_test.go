@@ -1,0 +1,386 @@
+package broker
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
+)
+
+// faultStream wraps the Raft stream layer so a test can cut a node off the
+// network (real TCP still: dials fail, accepted connections are closed,
+// open ones are torn down).
+type faultStream struct {
+	raft.StreamLayer
+	mu    sync.Mutex
+	cut   bool
+	conns map[*trackedConn]struct{}
+}
+
+type trackedConn struct {
+	net.Conn
+	s *faultStream
+}
+
+func (c *trackedConn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
+	return c.Conn.Close()
+}
+
+func (s *faultStream) track(c net.Conn) net.Conn {
+	tc := &trackedConn{Conn: c, s: s}
+	s.mu.Lock()
+	s.conns[tc] = struct{}{}
+	s.mu.Unlock()
+	return tc
+}
+
+func (s *faultStream) Accept() (net.Conn, error) {
+	for {
+		c, err := s.StreamLayer.Accept()
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		cut := s.cut
+		s.mu.Unlock()
+		if cut {
+			c.Close()
+			continue
+		}
+		return s.track(c), nil
+	}
+}
+
+func (s *faultStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	s.mu.Lock()
+	cut := s.cut
+	s.mu.Unlock()
+	if cut {
+		return nil, errors.New("faultStream: partitioned")
+	}
+	c, err := s.StreamLayer.Dial(addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return s.track(c), nil
+}
+
+func (s *faultStream) setCut(cut bool) {
+	s.mu.Lock()
+	s.cut = cut
+	var open []*trackedConn
+	if cut {
+		for c := range s.conns {
+			open = append(open, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+type testNode struct {
+	id       string
+	cfg      GroupConfig
+	remoting string
+	g        *Group
+	stream   *faultStream
+}
+
+type testCluster struct {
+	t     *testing.T
+	nodes []*testNode
+}
+
+// clusterOpts tune the test cluster.
+type clusterOpts struct {
+	segmentSize int
+	sync        bool
+}
+
+func newTestCluster(t *testing.T, o clusterOpts) *testCluster {
+	if o.segmentSize == 0 {
+		o.segmentSize = 4 << 20
+	}
+	base := t.TempDir()
+	ids := []string{"n0", "n1", "n2"}
+	var peers []string
+	for _, id := range ids {
+		peers = append(peers, fmt.Sprintf("%s-127.0.0.1:%d", id, testutil.FreePort(t)))
+	}
+	c := &testCluster{t: t}
+	for _, id := range ids {
+		cfg := DefaultGroupConfig()
+		cfg.Store.StorePathRootDir = filepath.Join(base, id)
+		cfg.Store.MappedFileSizeCommitLog = o.segmentSize
+		cfg.Store.MaxMessageSize = 128 << 10
+		cfg.Store.MappedFileSizeConsumeQueue = 20_000 * store.CQUnitSize
+		cfg.Store.MessageIndexEnable = false
+		if !o.sync {
+			cfg.Store.FlushDiskType = store.AsyncFlush
+		}
+		cfg.RaftBatchMaxBytes = 256 << 10
+		cfg.Raft.DLegerGroup = "broker-a"
+		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
+		cfg.Raft.DLegerSelfID = id
+		cfg.Raft.SnapshotInterval = time.Hour // snapshots only when a test asks
+		cfg.Raft.SnapshotThreshold = 1 << 40
+		port := testutil.FreePort(t)
+		remoting := fmt.Sprintf("127.0.0.1:%d", port)
+		cfg.Store.StoreHost = netip.MustParseAddrPort(remoting)
+		c.nodes = append(c.nodes, &testNode{id: id, cfg: cfg, remoting: remoting})
+	}
+	for i := range c.nodes {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.stop(i)
+		}
+	})
+	return c
+}
+
+func (c *testCluster) start(i int) {
+	n := c.nodes[i]
+	g, err := newGroup(n.cfg, n.remoting, nil, groupOptions{stream: func(s raft.StreamLayer) raft.StreamLayer {
+		n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
+		return n.stream
+	}})
+	if err != nil {
+		c.t.Fatalf("start %s: %v", n.id, err)
+	}
+	n.g = g
+}
+
+func (c *testCluster) stop(i int) {
+	n := c.nodes[i]
+	if n.g == nil {
+		return
+	}
+	if err := n.g.Close(); err != nil {
+		c.t.Errorf("close %s: %v", n.id, err)
+	}
+	n.g = nil
+}
+
+// leader waits for a node that serves writes.
+func (c *testCluster) leader() *testNode {
+	var l *testNode
+	testutil.WaitFor(c.t, 15*time.Second, "a serving leader", func() bool {
+		for _, n := range c.nodes {
+			if n.g != nil && n.g.IsLeader() {
+				l = n
+				return true
+			}
+		}
+		return false
+	})
+	return l
+}
+
+// currentLeader returns the serving leader or nil, without waiting.
+func (c *testCluster) currentLeader() *testNode {
+	for _, n := range c.nodes {
+		if g := n.g; g != nil && g.IsLeader() {
+			return n
+		}
+	}
+	return nil
+}
+
+func (c *testCluster) createTopic(topic string, queues int) {
+	l := c.leader()
+	if err := l.g.UpdateTopic(context.Background(), namesrv.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// ack is an acknowledged message.
+type ack struct {
+	key string
+	PutResult
+}
+
+func testMessage(topic string, queue int32, key, pid string, seq int64, bodySize int) *store.Message {
+	body := make([]byte, bodySize)
+	copy(body, key)
+	return &store.Message{
+		Topic: topic, QueueID: queue, Body: body, BornTimestamp: time.Now().UnixMilli(),
+		BornHost:   netip.MustParseAddrPort("127.0.0.1:50000"),
+		Properties: map[string]string{store.PropertyUniqKey: key, propertyProducerID: pid, propertySequence: strconv.FormatInt(seq, 10)},
+	}
+}
+
+// sendRetrying sends one message like the SDK: to the current leader,
+// retrying on not-leader / closed / timeout (the idempotent producer makes
+// retries safe). Any other error is returned.
+func (c *testCluster) sendRetrying(m *store.Message, deadline time.Time) (PutResult, error) {
+	for {
+		if time.Now().After(deadline) {
+			return PutResult{}, fmt.Errorf("no leader accepted %s before the deadline", m.UniqKey())
+		}
+		l := c.currentLeader()
+		if l == nil {
+			waitBriefly()
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res, err := l.g.PutMessages(ctx, []*store.Message{m})
+		cancel()
+		if err == nil {
+			return res[0], nil
+		}
+		if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrGroupClosed) || errors.Is(err, ErrApplyTimeout) ||
+			errors.Is(err, context.DeadlineExceeded) {
+			waitBriefly()
+			continue
+		}
+		return PutResult{}, err
+	}
+}
+
+// waitBriefly backs off a retry loop (a client's retry delay, not a wait
+// for a condition).
+func waitBriefly() { <-time.After(10 * time.Millisecond) }
+
+// checkAcked verifies every acknowledged message on node n: its queue
+// offset's unit points at its physical offset and the message there has its
+// key.
+func checkAcked(t *testing.T, n *testNode, acks []ack) {
+	t.Helper()
+	ms := n.g.Store()
+	for _, a := range acks {
+		cq := ms.ConsumeQueues().Get("T", a.QueueID)
+		if cq == nil {
+			t.Fatalf("%s: queue %d missing", n.id, a.QueueID)
+		}
+		u, err := cq.Get(a.QueueOffset)
+		if err != nil {
+			t.Fatalf("%s: %s at queue %d offset %d: %v", n.id, a.key, a.QueueID, a.QueueOffset, err)
+		}
+		if u.PhyOffset != a.PhysicalOffset {
+			t.Fatalf("%s: %s: unit at offset %d points at %d, acked %d", n.id, a.key, a.QueueOffset, u.PhyOffset, a.PhysicalOffset)
+		}
+		s, err := ms.CommitLog().ReadMessage(a.PhysicalOffset)
+		if err != nil {
+			t.Fatalf("%s: read %s at %d: %v", n.id, a.key, a.PhysicalOffset, err)
+		}
+		m, _, err := store.DecodeMessage(s.B, false)
+		s.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.UniqKey() != a.key || m.PhysicalOffset != a.PhysicalOffset || m.MsgID() != a.MsgID {
+			t.Fatalf("%s: at %d found %s (phy %d, id %s), acked %s (id %s)", n.id, a.PhysicalOffset, m.UniqKey(),
+				m.PhysicalOffset, m.MsgID(), a.key, a.MsgID)
+		}
+	}
+}
+
+// waitCaughtUp waits until every running node applied the leader's commit
+// index.
+func (c *testCluster) waitCaughtUp() uint64 {
+	l := c.leader()
+	commit := l.g.Raft().CommitIndex()
+	testutil.WaitFor(c.t, 30*time.Second, "followers catch up", func() bool {
+		for _, n := range c.nodes {
+			if n.g != nil && n.g.Raft().AppliedIndex() < commit {
+				return false
+			}
+		}
+		return true
+	})
+	return commit
+}
+
+// logDigest hashes the CommitLog bytes [from, end of entry index) of n.
+func logDigest(t *testing.T, n *testNode, from int64, index uint64) ([32]byte, int64) {
+	t.Helper()
+	end, err := n.g.LogStore().EndOf(index)
+	if err != nil {
+		t.Fatalf("%s: end of %d: %v", n.id, index, err)
+	}
+	h := sha256.New()
+	q := n.g.Store().CommitLog().Queue()
+	for pos := from; pos < end; {
+		mf := q.FindByOffset(pos)
+		if mf == nil {
+			t.Fatalf("%s: no segment at %d", n.id, pos)
+		}
+		segEnd := min(end, mf.FileFromOffset()+int64(mf.Size()))
+		s, err := mf.Read(int(pos-mf.FileFromOffset()), int(segEnd-pos))
+		if err != nil {
+			// The tail of a closed segment may be a filler past the
+			// written position: read what is written.
+			s, err = mf.Read(int(pos-mf.FileFromOffset()), mf.WrotePosition()-int(pos-mf.FileFromOffset()))
+			if err != nil {
+				t.Fatalf("%s: read [%d,%d): %v", n.id, pos, segEnd, err)
+			}
+		}
+		h.Write(s.B)
+		s.Release()
+		pos = segEnd
+	}
+	var d [32]byte
+	copy(d[:], h.Sum(nil))
+	return d, end
+}
+
+// checkIdentical compares the nodes' CommitLogs from `from` up to index and
+// their ConsumeQueues.
+func (c *testCluster) checkIdentical(from int64, index uint64, queues int) {
+	c.t.Helper()
+	var ref [32]byte
+	var refNode *testNode
+	for _, n := range c.nodes {
+		if n.g == nil {
+			continue
+		}
+		d, end := logDigest(c.t, n, from, index)
+		if refNode == nil {
+			ref, refNode = d, n
+			c.t.Logf("CommitLog [%d, %d) up to index %d compared", from, end, index)
+			continue
+		}
+		if d != ref {
+			c.t.Fatalf("CommitLog of %s differs from %s in [%d, end of %d)", n.id, refNode.id, from, index)
+		}
+	}
+	for q := int32(0); q < int32(queues); q++ {
+		var want int64 = -1
+		for _, n := range c.nodes {
+			if n.g == nil {
+				continue
+			}
+			cq := n.g.Store().ConsumeQueues().Get("T", q)
+			got := int64(0)
+			if cq != nil {
+				got = cq.MaxOffset()
+			}
+			if want < 0 {
+				want = got
+			} else if got != want {
+				c.t.Fatalf("queue %d: %s has max offset %d, another node %d", q, n.id, got, want)
+			}
+		}
+	}
+}
