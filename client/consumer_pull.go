@@ -47,8 +47,10 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			SuspendMillis: c.cfg.pollSuspend.Milliseconds(),
 			Subscription:  c.pullSubscription(mq.Topic),
 		}
-		if c.cfg.model == Clustering {
-			// Piggyback the consumed offset, as the Java client does.
+		if c.cfg.model == Clustering && c.hooks.consumeType == ConsumeTypePush {
+			// Piggyback the consumed offset, as the Java push consumer
+			// does (the lite pull consumer commits only what Commit or
+			// auto-commit says, so a pull must not carry an older one).
 			if off, err := c.store.Read(pq.ctx, mq, ReadFromMemory); err == nil && off > 0 {
 				req.SysFlag |= PullFlagCommitOffset
 				req.CommitOffset = off

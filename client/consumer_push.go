@@ -82,7 +82,7 @@ type PushConsumer struct {
 	concurrent ConcurrentListener
 	orderly    OrderlyListener
 
-	work     chan consumeRequest // concurrent: batches for the pool
+	work     *workQueue // concurrent: batches for the pool
 	retry    *Producer           // fallback path of send-back
 	workerWG sync.WaitGroup
 }
@@ -180,7 +180,7 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 		return err
 	}
 	p.retry = retry
-	p.work = make(chan consumeRequest, c.cfg.consumeGoroutines*2)
+	p.work = newWorkQueue()
 	if err := c.start(ctx); err != nil {
 		_ = retry.Close()
 		return err
@@ -223,13 +223,11 @@ func (p *PushConsumer) deliver(pq *processQueue, msgs []*MessageExt) bool {
 	if p.orderly != nil {
 		return true
 	}
+	// The pool's queue is unbounded: what bounds memory is flow control,
+	// which stops pulling a queue whose cache is over its thresholds.
 	n := p.core.cfg.batchMaxSize
 	for i := 0; i < len(msgs); i += n {
-		select {
-		case p.work <- consumeRequest{pq: pq, msgs: msgs[i:min(i+n, len(msgs))]}:
-		case <-pq.ctx.Done():
-			return false
-		}
+		p.work.push(consumeRequest{pq: pq, msgs: msgs[i:min(i+n, len(msgs))]})
 	}
 	return true
 }
@@ -243,12 +241,11 @@ func (p *PushConsumer) queueStarted(pq *processQueue) {
 // worker is one goroutine of the concurrent consume pool.
 func (p *PushConsumer) worker() {
 	for {
-		select {
-		case <-p.core.ctx.Done():
+		r, ok := p.work.pop(p.core.ctx)
+		if !ok {
 			return
-		case r := <-p.work:
-			p.consumeConcurrently(r)
 		}
+		p.consumeConcurrently(r)
 	}
 }
 
@@ -298,10 +295,7 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 		}
 		p.core.goTracked(func() {
 			if wait(pq.ctx, p.core.cfg.sendBackRetry) {
-				select {
-				case p.work <- consumeRequest{pq: pq, msgs: again}:
-				case <-pq.ctx.Done():
-				}
+				p.work.push(consumeRequest{pq: pq, msgs: again})
 			}
 		})
 	}
@@ -373,4 +367,51 @@ func (p *PushConsumer) sendBack(mq MessageQueue, m *MessageExt, delayLevel int) 
 		return fmt.Errorf("client: send-back of %s: broker: %v; retry topic: %w", m.MsgID, err, perr)
 	}
 	return nil
+}
+
+// workQueue is the concurrent pool's FIFO of batches.
+type workQueue struct {
+	mu    sync.Mutex
+	items []consumeRequest // guarded by mu
+	ready chan struct{}    // one token while items is non-empty
+}
+
+func newWorkQueue() *workQueue { return &workQueue{ready: make(chan struct{}, 1)} }
+
+func (q *workQueue) push(r consumeRequest) {
+	q.mu.Lock()
+	q.items = append(q.items, r)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// pop waits for a batch until ctx ends (false).
+func (q *workQueue) pop(ctx context.Context) (consumeRequest, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			r := q.items[0]
+			q.items[0] = consumeRequest{}
+			q.items = q.items[1:]
+			more := len(q.items) > 0
+			q.mu.Unlock()
+			if more {
+				// Pass the wake-up on to another worker.
+				select {
+				case q.ready <- struct{}{}:
+				default:
+				}
+			}
+			return r, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return consumeRequest{}, false
+		}
+	}
 }

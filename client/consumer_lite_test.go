@@ -1,0 +1,193 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+func pollN(t *testing.T, l *LitePullConsumer, n int) []*MessageExt {
+	t.Helper()
+	var out []*MessageExt
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for len(out) < n {
+		msgs, err := l.Poll(ctx)
+		if err != nil {
+			t.Fatalf("poll after %d of %d messages: %v", len(out), n, err)
+		}
+		out = append(out, msgs...)
+	}
+	return out
+}
+
+func TestLitePullAssignPollCommitSeek(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2})
+	for i := range 10 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), AutoCommit(false), ConsumeFrom(ConsumeFromFirstOffset), PullBatchSize(4))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Poll(context.Background()); !errors.Is(err, ErrNotStarted) {
+		t.Fatal(err)
+	}
+	q0 := MessageQueue{"T", "broker-a", 0}
+	if err := l.Assign([]MessageQueue{q0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Subscribe("T", "*"); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("Subscribe after Assign: %v", err)
+	}
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	msgs := pollN(t, l, 10)
+	for i, m := range msgs {
+		if string(m.Body) != fmt.Sprint(i) || m.QueueOffset != int64(i) {
+			t.Fatalf("message %d: %v", i, m)
+		}
+	}
+	// Nothing more: Poll ends with the context.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if _, err := l.Poll(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("empty poll: %v", err)
+	}
+	cancel()
+	if _, ok := b.offset("LG", "T", 0); ok {
+		t.Fatal("committed without Commit (AutoCommit off)")
+	}
+	if err := l.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := b.offset("LG", "T", 0); off != 10 {
+		t.Fatalf("committed %d", off)
+	}
+	// Seek back: messages from offset 3 again.
+	if err := l.Seek(context.Background(), q0, 3); err != nil {
+		t.Fatal(err)
+	}
+	again := pollN(t, l, 7)
+	if again[0].QueueOffset != 3 || again[6].QueueOffset != 9 {
+		t.Fatalf("after seek: %v .. %v", again[0], again[len(again)-1])
+	}
+	if err := l.Seek(context.Background(), MessageQueue{"T", "broker-a", 1}, 0); !errors.Is(err, ErrNoQueue) {
+		t.Fatalf("seek on a queue not assigned: %v", err)
+	}
+	if err := l.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := b.offset("LG", "T", 0); off != 10 {
+		t.Fatalf("committed %d after re-reading", off)
+	}
+}
+
+func TestLitePullSubscribeAutoCommitFromTimestamp(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	for i := range 6 {
+		b.putAt("T", 0, []byte(fmt.Sprint(i)), nil, base+int64(i)*1000, 0)
+	}
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), ConsumeFrom(ConsumeFromTimestamp),
+		ConsumeTimestamp(time.UnixMilli(base+2500)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	msgs := pollN(t, l, 3)
+	if string(msgs[0].Body) != "3" {
+		t.Fatalf("from timestamp: first message %q, want 3", msgs[0].Body)
+	}
+	if b.count(remoting.RequestSearchOffsetByTimestamp) == 0 {
+		t.Fatal("no SEARCH_OFFSET_BY_TIMESTAMP")
+	}
+	testutil.WaitFor(t, 5*time.Second, "auto-commit", func() bool { off, _ := b.offset("LG", "T", 0); return off == 6 })
+}
+
+// TestConsumerFollowsLeader: the route names a member that is not the
+// leader (answers 501 with leaderAddr); the consumer learns the leader
+// from the answer and pulls, commits and lists the group there.
+func TestConsumerFollowsLeader(t *testing.T) {
+	ns := startNameServer(t)
+	follower := startQBroker(t, "broker-a")
+	leader := startQBroker(t, "broker-a")
+	topics := map[string]int{"T": 1, RetryTopic("G"): 1}
+	follower.register(t, ns, 0, topics) // the stale route calls it master
+	leader.register(t, ns, 1, topics)
+	follower.setNotLeader(leader.addr)
+	leader.put("T", 0, "x", nil)
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset))
+	_ = c.Subscribe("T", "*")
+	var got collector
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		got.add(msgs...)
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "message from the leader", func() bool { return got.len() == 1 })
+	testutil.WaitFor(t, 5*time.Second, "offset committed at the leader", func() bool { off, _ := leader.offset("G", "T", 0); return off == 1 })
+	if follower.count(remoting.RequestGetConsumerListByGroup) == 0 || leader.count(remoting.RequestGetConsumerListByGroup) == 0 {
+		t.Fatal("consumer list did not go follower → leader")
+	}
+}
+
+func TestPushConsumerFlowControl(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	for i := range 100 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	release := make(chan struct{})
+	var got collector
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), PullThresholdForQueue(10), PullBatchSize(5), ConsumeGoroutines(1))
+	_ = c.Subscribe("T", "*")
+	_ = c.RegisterConcurrentListener(func(ctx context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		got.add(msgs...)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "listener blocked", func() bool { return got.len() == 1 })
+	// Pulls stop once more than 10 messages are cached: 15 at most.
+	testutil.WaitFor(t, 5*time.Second, "flow control", func() bool {
+		c.core.mu.Lock()
+		defer c.core.mu.Unlock()
+		for _, pq := range c.core.pqs {
+			if pq.mq.Topic == "T" {
+				n, _, _ := pq.stats()
+				return n > 10
+			}
+		}
+		return false
+	})
+	c.core.mu.Lock()
+	for _, pq := range c.core.pqs {
+		if n, _, _ := pq.stats(); pq.mq.Topic == "T" && n > 15 {
+			t.Errorf("cached %d messages with threshold 10", n)
+		}
+	}
+	c.core.mu.Unlock()
+	close(release)
+	testutil.WaitFor(t, 5*time.Second, "all 100", func() bool { return got.len() == 100 })
+}
