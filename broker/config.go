@@ -151,6 +151,26 @@ func (c *BrokerConfig) advertiseIP() string {
 	return "127.0.0.1"
 }
 
+// Derive fills the settings that follow from others, as RocketMQ does at
+// startup: the store host written into every message (and every msgId) is
+// the advertised remoting address, the Raft group is named after the
+// broker unless dLegerGroup says otherwise, and the gossip port defaults to
+// listenPort+2. Call it after loading, before NewGroup.
+func (c *BrokerConfig) Derive() error {
+	ap, err := netip.ParseAddrPort(c.RemotingAddr())
+	if err != nil {
+		return fmt.Errorf("%w: brokerIP1/listenPort give %q: %v", ErrInvalidBrokerConfig, c.RemotingAddr(), err)
+	}
+	c.Store.StoreHost = ap
+	if c.Raft.DLegerGroup == "" {
+		c.Raft.DLegerGroup = c.BrokerName
+	}
+	if c.Gossip.BindPort == 0 {
+		c.Gossip.BindPort = c.ListenPort + 2
+	}
+	return nil
+}
+
 // NameServers splits NamesrvAddr.
 func (c *BrokerConfig) NameServers() []string {
 	var out []string

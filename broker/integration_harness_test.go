@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
@@ -20,6 +22,9 @@ type procCluster struct {
 	nsAddr string
 	nodes  []*Controller
 	client *remoting.Client
+	// Real clusters only: the group and config of each node.
+	groups []*Group
+	cfgs   []BrokerConfig
 }
 
 // startProcNameServer starts a real name server on a free loopback port.
@@ -154,4 +159,115 @@ func pullExt(group, topic string, queueID int, offset int64, suspendMillis int64
 		"maxMsgNums": "32", "sysFlag": sys, "commitOffset": "0", "suspendTimeoutMillis": strconv.FormatInt(suspendMillis, 10),
 		"subVersion": "0",
 	}
+}
+
+// startRealCluster starts a name server and a 3-node Raft group (real
+// NewGroup, real TCP, real files) with a Controller on each node, and
+// waits until a leader is registered as brokerId 0.
+func startRealCluster(t *testing.T, mutate func(*BrokerConfig)) *procCluster {
+	t.Helper()
+	ns, nsAddr := startProcNameServer(t)
+	base := t.TempDir()
+	ids := []string{"n0", "n1", "n2"}
+	var peers []string
+	for _, id := range ids {
+		peers = append(peers, id+"-127.0.0.1:"+strconv.Itoa(testutil.FreePort(t)))
+	}
+	pc := &procCluster{t: t, ns: ns, nsAddr: nsAddr,
+		client: remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())}
+	for _, id := range ids {
+		cfg := testBrokerConfig(t, nsAddr, testutil.FreePort(t))
+		cfg.Store.StorePathRootDir = base + "/" + id
+		cfg.Store.MappedFileSizeCommitLog = 16 << 20
+		cfg.Store.MappedFileSizeConsumeQueue = 20_000 * store.CQUnitSize
+		cfg.Store.MaxHashSlotNum, cfg.Store.MaxIndexNum = 5000, 20000
+		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
+		cfg.Raft.DLegerSelfID = id
+		if mutate != nil {
+			mutate(&cfg)
+		}
+		if err := cfg.Derive(); err != nil {
+			t.Fatal(err)
+		}
+		pc.cfgs = append(pc.cfgs, cfg)
+		pc.nodes = append(pc.nodes, nil)
+		pc.groups = append(pc.groups, nil)
+	}
+	for i := range ids {
+		pc.startNode(i)
+	}
+	t.Cleanup(func() {
+		_ = pc.client.Close()
+		for i := range pc.nodes {
+			pc.stopNode(i)
+		}
+	})
+	pc.waitLeaderRegistered()
+	return pc
+}
+
+// startNode starts (or restarts) node i: group, then controller.
+func (pc *procCluster) startNode(i int) {
+	pc.t.Helper()
+	cfg := pc.cfgs[i]
+	g, err := NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), zap.NewNop())
+	if err != nil {
+		pc.t.Fatalf("start group %d: %v", i, err)
+	}
+	c, err := New(cfg, g, zap.NewNop())
+	if err != nil {
+		pc.t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		pc.t.Fatal(err)
+	}
+	pc.groups[i], pc.nodes[i] = g, c
+}
+
+// stopNode shuts node i down (controller, then group).
+func (pc *procCluster) stopNode(i int) {
+	if pc.nodes[i] == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = pc.nodes[i].Shutdown(ctx)
+	_ = pc.groups[i].Close()
+	pc.nodes[i], pc.groups[i] = nil, nil
+}
+
+// leader returns the index of the node that leads (waiting for one).
+func (pc *procCluster) leader() int {
+	pc.t.Helper()
+	idx := -1
+	testutil.WaitFor(pc.t, 15*time.Second, "a raft leader", func() bool {
+		for i, g := range pc.groups {
+			if g != nil && g.IsLeader() {
+				idx = i
+				return true
+			}
+		}
+		return false
+	})
+	return idx
+}
+
+// waitLeaderRegistered waits until the name server's cluster table names
+// the current leader as brokerId 0.
+func (pc *procCluster) waitLeaderRegistered() {
+	pc.t.Helper()
+	testutil.WaitFor(pc.t, 15*time.Second, "leader registered as brokerId 0", func() bool {
+		l := -1
+		for i, g := range pc.groups {
+			if g != nil && g.IsLeader() {
+				l = i
+			}
+		}
+		if l < 0 {
+			return false
+		}
+		ci := pc.ns.Routes().ClusterInfo()
+		bd, ok := ci.BrokerAddrTable[pc.cfgs[l].BrokerName]
+		return ok && bd.BrokerAddrs[0] == pc.nodes[l].Addr()
+	})
 }

@@ -1,0 +1,313 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Integration tests with the UNMODIFIED official RocketMQ Go client
+// against a real name server and a real 3-node Raft group on loopback.
+
+func init() {
+	// The official client logs every route refresh and rebalance at info.
+	rlog.SetLogLevel("error")
+}
+
+var instanceSeq atomic.Int64
+
+// officialProducer starts an official producer with its own client
+// instance (the official client shares one instance per name otherwise).
+func officialProducer(t *testing.T, nsAddr string, opts ...producer.Option) rocketmq.Producer {
+	t.Helper()
+	base := []producer.Option{
+		producer.WithNameServer(primitive.NamesrvAddr{nsAddr}),
+		producer.WithGroupName("PG" + strconv.FormatInt(instanceSeq.Add(1), 10)),
+		producer.WithInstanceName("p" + strconv.FormatInt(instanceSeq.Add(1), 10)),
+		producer.WithRetry(2),
+		producer.WithSendMsgTimeout(5 * time.Second),
+	}
+	p, err := rocketmq.NewProducer(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown() })
+	return p
+}
+
+// officialPushConsumer starts an official push consumer.
+func officialPushConsumer(t *testing.T, nsAddr, group, topic, expr string,
+	f func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
+	t.Helper()
+	base := []consumer.Option{
+		consumer.WithNameServer(primitive.NamesrvAddr{nsAddr}),
+		consumer.WithGroupName(group),
+		consumer.WithInstance("c" + strconv.FormatInt(instanceSeq.Add(1), 10)),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithPullInterval(0),
+	}
+	c, err := rocketmq.NewPushConsumer(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expr}, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown() })
+	return c
+}
+
+// bodySet collects received bodies.
+type bodySet struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func newBodySet() *bodySet { return &bodySet{seen: map[string]int{}} }
+
+func (b *bodySet) add(msgs ...*primitive.MessageExt) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range msgs {
+		b.seen[string(m.Body)]++
+	}
+}
+
+func (b *bodySet) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.seen)
+}
+
+func (b *bodySet) has(body string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seen[body] > 0
+}
+
+// TestOfficialQuickstart: sync sends to an auto-created topic, a batch
+// send, a push consumer with a tag filter gets exactly its tag, another
+// gets everything; a key query and a timestamp search find the messages.
+func TestOfficialQuickstart(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	p := officialProducer(t, pc.nsAddr)
+	ctx := context.Background()
+	const topic = "QS"
+	before := time.Now().UnixMilli()
+	for i := 0; i < 20; i++ {
+		tag := "TagA"
+		if i%2 == 1 {
+			tag = "TagB"
+		}
+		m := primitive.NewMessage(topic, []byte(fmt.Sprintf("m%d", i))).WithTag(tag).WithKeys([]string{fmt.Sprintf("key%d", i)})
+		res, err := p.SendSync(ctx, m)
+		if err != nil || res.Status != primitive.SendOK {
+			t.Fatalf("send %d: %v %v", i, res, err)
+		}
+	}
+	var batch []*primitive.Message
+	for i := 0; i < 10; i++ {
+		batch = append(batch, primitive.NewMessage(topic, []byte(fmt.Sprintf("b%d", i))).WithTag("TagA"))
+	}
+	res, err := p.SendSync(ctx, batch...)
+	if err != nil || res.Status != primitive.SendOK {
+		t.Fatalf("batch send: %v %v", res, err)
+	}
+
+	onlyA, all := newBodySet(), newBodySet()
+	var wrongTag atomic.Int64
+	officialPushConsumer(t, pc.nsAddr, "CG_A", topic, "TagA", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			if m.GetTags() != "TagA" {
+				wrongTag.Add(1)
+			}
+		}
+		onlyA.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	officialPushConsumer(t, pc.nsAddr, "CG_ALL", topic, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		all.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	testutil.WaitFor(t, 30*time.Second, "all 30 messages consumed by CG_ALL", func() bool { return all.len() == 30 })
+	testutil.WaitFor(t, 30*time.Second, "20 TagA messages consumed by CG_A", func() bool { return onlyA.len() == 20 })
+	if wrongTag.Load() != 0 || onlyA.has("m1") {
+		t.Fatalf("tag filter leaked %d messages", wrongTag.Load())
+	}
+
+	// Query by key through the IndexFile (QUERY_MESSAGE, 12).
+	leader := pc.nodes[pc.leader()].Addr()
+	q := pc.call(leader, remoting.RequestQueryMessage, map[string]string{"topic": topic, "key": "key7", "maxNum": "32",
+		"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)}, nil)
+	if q.Code != remoting.ResponseSuccess {
+		t.Fatalf("query by key: %d %s", q.Code, q.Remark)
+	}
+	if msgs := decodeAll(t, q.Body); len(msgs) != 1 || string(msgs[0].Body) != "m7" {
+		t.Fatalf("query by key7 returned %d messages", len(msgs))
+	}
+	// SEARCH_OFFSET_BY_TIMESTAMP (29): before everything → offset 0.
+	s := pc.call(leader, remoting.RequestSearchOffsetByTimestamp, map[string]string{"topic": topic, "queueId": "0",
+		"timestamp": strconv.FormatInt(before-1000, 10)}, nil)
+	if s.Code != remoting.ResponseSuccess || s.ExtFields["offset"] != "0" {
+		t.Fatalf("search by timestamp: %d %v", s.Code, s.ExtFields)
+	}
+}
+
+// TestOfficialRetryDelayDLQ: a failed message comes back through
+// %RETRY%<group> after its delay level; one that always fails lands in
+// %DLQ%<group> after maxReconsumeTimes; a DELAY message is held for its
+// level's delay.
+func TestOfficialRetryDelayDLQ(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	leader := pc.nodes[pc.leader()].Addr()
+	pc.createTopic(leader, "RT", 2)
+	pc.createTopic(leader, "%RETRY%CG_R", 1)
+	pc.createTopic(leader, "%RETRY%CG_D", 1)
+	p := officialProducer(t, pc.nsAddr)
+	ctx := context.Background()
+
+	var firstSeen sync.Map
+	redelivered := newBodySet()
+	officialPushConsumer(t, pc.nsAddr, "CG_R", "RT", "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			if m.ReconsumeTimes == 0 {
+				firstSeen.LoadOrStore(string(m.Body), time.Now())
+				return consumer.ConsumeRetryLater, nil
+			}
+			redelivered.add(m)
+		}
+		return consumer.ConsumeSuccess, nil
+	}, consumer.WithConsumeMessageBatchMaxSize(1))
+	var dlqAttempts atomic.Int64
+	officialPushConsumer(t, pc.nsAddr, "CG_D", "RT", "dlq", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		dlqAttempts.Add(int64(len(msgs)))
+		return consumer.ConsumeRetryLater, nil
+	}, consumer.WithMaxReconsumeTimes(2), consumer.WithConsumeMessageBatchMaxSize(1))
+
+	for i := 0; i < 3; i++ {
+		if _, err := p.SendSync(ctx, primitive.NewMessage("RT", []byte(fmt.Sprintf("r%d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.SendSync(ctx, primitive.NewMessage("RT", []byte("poison")).WithTag("dlq")); err != nil {
+		t.Fatal(err)
+	}
+	delayed := primitive.NewMessage("RT", []byte("delayed"))
+	delayed.WithDelayTimeLevel(4) // 500 ms in the test table
+	sentAt := time.Now()
+	if _, err := p.SendSync(ctx, delayed); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 40*time.Second, "3 failed messages redelivered through the retry topic", func() bool {
+		return redelivered.has("r0") && redelivered.has("r1") && redelivered.has("r2")
+	})
+	if v, ok := firstSeen.Load("delayed"); !ok || v.(time.Time).Sub(sentAt) < 450*time.Millisecond {
+		t.Fatalf("delayed message first seen %v after send; want ≥ 500ms (level 4)", v)
+	}
+	testutil.WaitFor(t, 40*time.Second, "poison message in %DLQ%CG_D", func() bool {
+		g := pc.groups[pc.leader()]
+		return g.Store().GetMaxOffsetInQueue("%DLQ%CG_D", 0) == 1
+	})
+	if n := dlqAttempts.Load(); n != 3 {
+		t.Fatalf("poison message delivered %d times, want 3 (first + 2 retries)", n)
+	}
+}
+
+// TestOfficialOrderly: an orderly consumer (LOCK_BATCH_MQ) sees each
+// order's steps in send order; sends use a queue selector.
+func TestOfficialOrderly(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	leader := pc.nodes[pc.leader()].Addr()
+	pc.createTopic(leader, "ORD", 4)
+	p := officialProducer(t, pc.nsAddr, producer.WithQueueSelector(producer.NewHashQueueSelector()))
+	ctx := context.Background()
+	const orders, steps = 4, 10
+	for s := 0; s < steps; s++ {
+		for o := 0; o < orders; o++ {
+			m := primitive.NewMessage("ORD", []byte(fmt.Sprintf("%d:%d", o, s)))
+			m.WithShardingKey(strconv.Itoa(o))
+			if _, err := p.SendSync(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var mu sync.Mutex
+	last := map[int]int{}
+	var outOfOrder, got atomic.Int64
+	officialPushConsumer(t, pc.nsAddr, "CG_O", "ORD", "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			var o, s int
+			fmt.Sscanf(string(m.Body), "%d:%d", &o, &s)
+			if prev, ok := last[o]; ok && s != prev+1 {
+				outOfOrder.Add(1)
+			} else if !ok && s != 0 {
+				outOfOrder.Add(1)
+			}
+			last[o] = s
+			got.Add(1)
+		}
+		return consumer.ConsumeSuccess, nil
+	}, consumer.WithConsumerOrder(true))
+	testutil.WaitFor(t, 30*time.Second, "all ordered messages consumed", func() bool { return got.Load() >= orders*steps })
+	if outOfOrder.Load() != 0 {
+		t.Fatalf("%d messages out of order", outOfOrder.Load())
+	}
+}
+
+// TestOfficialLeaderKill: the leader dies while the official producer
+// sends; sends resume once the client's route refresh (30 s, fixed in the
+// official client) finds the new leader. RAFTMQ_LONG=1 only: it waits for
+// that refresh.
+func TestOfficialLeaderKill(t *testing.T) {
+	if os.Getenv("RAFTMQ_LONG") != "1" {
+		t.Skip("waits for the official client's 30 s route refresh; set RAFTMQ_LONG=1")
+	}
+	pc := startRealCluster(t, nil)
+	pc.createTopic(pc.nodes[pc.leader()].Addr(), "LK", 4)
+	p := officialProducer(t, pc.nsAddr)
+	ctx := context.Background()
+	var ok, failed atomic.Int64
+	send := func() {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := p.SendSync(c, primitive.NewMessage("LK", []byte("x"))); err != nil {
+			failed.Add(1)
+		} else {
+			ok.Add(1)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		send()
+	}
+	old := pc.leader()
+	pc.stopNode(old)
+	killedAt := time.Now()
+	before := ok.Load()
+	testutil.WaitFor(t, 60*time.Second, "sends succeed again after the leader was killed", func() bool {
+		send()
+		return ok.Load() > before+5
+	})
+	t.Logf("sends resumed %v after the leader kill (%d failed meanwhile)", time.Since(killedAt), failed.Load())
+}
