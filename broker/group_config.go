@@ -35,7 +35,7 @@ type GroupConfig struct {
 	// usually enough). Given in ms in broker.conf.
 	RaftBatchLinger time.Duration `prop:"raftBatchLinger"`
 	// RaftMaxInflight bounds the entries the batcher has proposed and not
-	// yet seen committed (4): enough to keep the pipeline full while one
+	// yet seen committed (2): enough to keep the pipeline full while one
 	// entry is being fsynced, few enough that batches stay large.
 	RaftMaxInflight int `prop:"raftMaxInflight"`
 	// OffsetFlushInterval is how often coalesced consumer-offset commits
@@ -68,7 +68,7 @@ func DefaultGroupConfig() GroupConfig {
 	c.Raft.EnableDLegerCommitLog = true
 	c.RaftBatchMaxBytes = 1 << 20
 	c.RaftBatchMaxCount = 512
-	c.RaftMaxInflight = 4
+	c.RaftMaxInflight = 2
 	c.OffsetFlushInterval = 100 * time.Millisecond
 	c.ApplyTimeout = 5 * time.Second
 	c.DedupWindow = 1024

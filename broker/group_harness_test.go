@@ -106,7 +106,7 @@ type testNode struct {
 }
 
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*testNode
 }
 
@@ -116,7 +116,7 @@ type clusterOpts struct {
 	sync        bool
 }
 
-func newTestCluster(t *testing.T, o clusterOpts) *testCluster {
+func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 	if o.segmentSize == 0 {
 		o.segmentSize = 4 << 20
 	}
@@ -313,7 +313,7 @@ func (c *testCluster) waitCaughtUp() uint64 {
 }
 
 // logDigest hashes the CommitLog bytes [from, end of entry index) of n.
-func logDigest(t *testing.T, n *testNode, from int64, index uint64) ([32]byte, int64) {
+func logDigest(t testing.TB, n *testNode, from int64, index uint64) ([32]byte, int64) {
 	t.Helper()
 	end, err := n.g.LogStore().EndOf(index)
 	if err != nil {

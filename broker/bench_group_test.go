@@ -1,0 +1,95 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/raftmq/raftmq/broker/store"
+)
+
+// benchSenders is the number of concurrent senders (the 64).
+const benchSenders = 64
+
+// runSenders calls put b.N times from benchSenders goroutines and reports
+// msg/s and p50/p99 latency.
+func runSenders(b *testing.B, put func(m *store.Message) error) {
+	var next atomic.Int64
+	hists := make([]*hdrhistogram.Histogram, benchSenders)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for s := 0; s < benchSenders; s++ {
+		hists[s] = hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				m := testMessage("T", int32(i%8), fmt.Sprintf("b%d", i), "", 0, 1024)
+				delete(m.Properties, propertyProducerID)
+				delete(m.Properties, propertySequence)
+				t0 := time.Now()
+				if err := put(m); err != nil {
+					b.Error(err)
+					return
+				}
+				_ = hists[s].RecordValue(time.Since(t0).Microseconds())
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	h := hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
+	for _, x := range hists {
+		h.Merge(x)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "msg/s")
+	b.ReportMetric(float64(h.ValueAtQuantile(50)), "p50-µs")
+	b.ReportMetric(float64(h.ValueAtQuantile(99)), "p99-µs")
+}
+
+// BenchmarkGroupPut: durable (SYNC_FLUSH, quorum-fsynced) 3-replica sends
+// of 1 KiB messages from 64 concurrent senders through Replica.PutMessages.
+func BenchmarkGroupPut(b *testing.B) {
+	c := newTestCluster(b, clusterOpts{sync: true, segmentSize: 64 << 20})
+	c.createTopic("T", 8)
+	l := c.leader()
+	ctx := context.Background()
+	runSenders(b, func(m *store.Message) error {
+		_, err := l.g.PutMessages(ctx, []*store.Message{m})
+		return err
+	})
+}
+
+// BenchmarkSingleNodeSyncPut: the single-node SYNC_FLUSH store, same load,
+// same disk: the baseline the group is compared with.
+func BenchmarkSingleNodeSyncPut(b *testing.B) {
+	cfg := store.DefaultConfig()
+	cfg.StorePathRootDir = filepath.Join(b.TempDir(), "single")
+	cfg.FlushDiskType = store.SyncFlush
+	cfg.MappedFileSizeCommitLog = 64 << 20
+	cfg.MappedFileSizeConsumeQueue = 20_000 * store.CQUnitSize
+	cfg.MessageIndexEnable = false
+	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	ms, err := store.Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ms.Close()
+	runSenders(b, func(m *store.Message) error {
+		_, err := ms.PutMessage(m)
+		return err
+	})
+}
