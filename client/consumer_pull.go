@@ -47,10 +47,13 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			SuspendMillis: c.cfg.pollSuspend.Milliseconds(),
 			Subscription:  c.pullSubscription(mq.Topic),
 		}
-		if c.cfg.model == Clustering && c.hooks.consumeType == ConsumeTypePush {
+		if c.cfg.model == Clustering && c.hooks.consumeType == ConsumeTypePush && !c.hooks.orderly {
 			// Piggyback the consumed offset, as the Java push consumer
-			// does (the lite pull consumer commits only what Commit or
-			// auto-commit says, so a pull must not carry an older one).
+			// does. Not for lite pull (it commits only what Commit or
+			// auto-commit says) nor orderly consumers: a pull still in
+			// flight when a queue is handed over can reach the broker after
+			// the hand-over's commit and move the offset back, and the
+			// next owner would consume those messages a second time.
 			if off, err := c.store.Read(pq.ctx, mq, ReadFromMemory); err == nil && off > 0 {
 				req.SysFlag |= PullFlagCommitOffset
 				req.CommitOffset = off

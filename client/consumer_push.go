@@ -83,7 +83,7 @@ type PushConsumer struct {
 	orderly    OrderlyListener
 
 	work     *workQueue // concurrent: batches for the pool
-	retry    *Producer           // fallback path of send-back
+	retry    *Producer  // fallback path of send-back
 	workerWG sync.WaitGroup
 }
 

@@ -42,6 +42,9 @@ type qBroker struct {
 	notLeader string // guarded by mu
 	// failSendBack answers CONSUMER_SEND_MSG_BACK with SYSTEM_ERROR.
 	failSendBack bool // guarded by mu
+	// script answers the codes it has instead of the built-in handlers.
+	script map[int16]func(*remoting.RemotingCommand) *remoting.RemotingCommand // guarded by mu
+	reqs   []*remoting.RemotingCommand                                         // guarded by mu; every request
 }
 
 type qKey struct {
@@ -71,8 +74,13 @@ func startQBroker(t testing.TB, name string) *qBroker {
 		return func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 			b.mu.Lock()
 			b.codes[req.Code]++
+			b.reqs = append(b.reqs, req)
 			nl := b.notLeader
+			scripted := b.script[req.Code]
 			b.mu.Unlock()
+			if scripted != nil {
+				return scripted(req), nil
+			}
 			if nl != "" && req.Code != remoting.RequestHeartBeat && req.Code != remoting.RequestUnregisterClient {
 				r := remoting.NewResponse(remoting.ResponseNotLeaderForQueue, "not leader")
 				r.ExtFields = map[string]string{ExtLeaderAddr: nl}
@@ -139,6 +147,29 @@ func (b *qBroker) putAt(topic string, qid int, body []byte, props map[string]str
 	close(b.arrived)
 	b.arrived = make(chan struct{})
 	return int64(len(b.queues[k]) - 1)
+}
+
+// answer scripts the reply to code.
+func (b *qBroker) answer(code int16, f func(*remoting.RemotingCommand) *remoting.RemotingCommand) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.script == nil {
+		b.script = map[int16]func(*remoting.RemotingCommand) *remoting.RemotingCommand{}
+	}
+	b.script[code] = f
+}
+
+// requests returns the requests received with code.
+func (b *qBroker) requests(code int16) []*remoting.RemotingCommand {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*remoting.RemotingCommand
+	for _, r := range b.reqs {
+		if r.Code == code {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (b *qBroker) setNotLeader(addr string) {

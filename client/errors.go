@@ -39,11 +39,11 @@ var (
 	// selector returned none).
 	ErrNoQueue = errors.New("client: no writable message queue")
 
-	// ErrNotStarted is returned by producer calls before Start.
-	ErrNotStarted = errors.New("client: producer not started")
+	// ErrNotStarted is returned by producer and consumer calls before Start.
+	ErrNotStarted = errors.New("client: not started")
 
-	// ErrClosed is returned by producer calls after Close.
-	ErrClosed = errors.New("client: producer closed")
+	// ErrClosed is returned by producer and consumer calls after Close.
+	ErrClosed = errors.New("client: closed")
 
 	// ErrSendFailed is wrapped by the error of a send whose every attempt
 	// failed; the *SendError carries each attempt.
@@ -57,6 +57,14 @@ var (
 	// ErrOffsetNotFound means no consume offset is recorded for a queue (a
 	// new consumer group): the consumer falls back to its ConsumeFromWhere.
 	ErrOffsetNotFound = errors.New("client: no consume offset recorded for queue")
+
+	// ErrNoBroker means an admin call found no broker master (Raft leader)
+	// to ask: an unknown cluster, or a group without a leader right now.
+	ErrNoBroker = errors.New("client: no broker master to ask")
+
+	// ErrMessageNotFound means no broker holds the message looked up by
+	// id or key (QUERY_NOT_FOUND, or an empty answer).
+	ErrMessageNotFound = errors.New("client: message not found")
 )
 
 // DecodeError reports where stored-message or batch bytes stopped making

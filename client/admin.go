@@ -1,0 +1,609 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Admin is the administration client behind `raftmq admin` (RocketMQ's
+// MQAdminExt): topics, clusters, consumer progress, message lookup, offset
+// resets and broker config. Name-server calls rotate over the configured
+// name servers; broker calls go to group masters (raftmq Raft leaders)
+// and follow a "not leader" answer to the leader it names. Every call
+// takes a context; failures are typed (*BrokerError, ErrNoRoute,
+// ErrNoBroker, ErrMessageNotFound).
+type Admin struct {
+	cfg    commonConfig
+	log    *zap.Logger
+	rc     *remoting.Client
+	routes *routeManager
+}
+
+// NewAdmin validates the options (NameServers is required) and returns a
+// ready client; Close releases its connections.
+func NewAdmin(opts ...Opt) (*Admin, error) {
+	cfg := defaultCommonConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.applyCommon(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a := &Admin{cfg: cfg, log: cfg.log.Named("admin")}
+	a.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: cfg.requestTimeout}, cfg.log)
+	a.routes = newRouteManager(a.rc, a.log, cfg.nameServers, cfg.requestTimeout, cfg.now)
+	return a, nil
+}
+
+// Close closes the admin client's connections.
+func (a *Admin) Close() error { return a.rc.Close() }
+
+// nameServerCall sends req to the name servers in turn until one answers.
+func (a *Admin) nameServerCall(ctx context.Context, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var errs []error
+	for _, addr := range a.cfg.nameServers {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		resp, err := a.rc.InvokeSync(cctx, addr, newReq())
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if resp.Code != remoting.ResponseSuccess {
+			return nil, &BrokerError{Broker: "namesrv", Addr: addr, Code: resp.Code, Remark: resp.Remark}
+		}
+		return resp, nil
+	}
+	return nil, fmt.Errorf("%w (tried %v): %w", ErrNoNameServer, a.cfg.nameServers, errors.Join(errs...))
+}
+
+// brokerCall sends req to addr and follows not-leader answers (up to
+// maxBrokerHops); any other non-success answer is a *BrokerError.
+func (a *Admin) brokerCall(ctx context.Context, brokerName, addr string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	for hop := 0; ; hop++ {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		resp, err := invokeOK(cctx, a.rc, brokerName, addr, newReq())
+		cancel()
+		var be *BrokerError
+		if err != nil && hop < maxBrokerHops && errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr {
+			addr = be.LeaderAddr
+			continue
+		}
+		return resp, err
+	}
+}
+
+// ClusterInfo returns the clusters and broker groups the name servers
+// know (GET_BROKER_CLUSTER_INFO, 106).
+func (a *Admin) ClusterInfo(ctx context.Context) (*namesrv.ClusterInfo, error) {
+	resp, err := a.nameServerCall(ctx, func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return namesrv.DecodeClusterInfo(resp.Body)
+}
+
+// TopicList returns every topic the name servers know (206), sorted.
+func (a *Admin) TopicList(ctx context.Context) ([]string, error) {
+	resp, err := a.nameServerCall(ctx, func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var tl namesrv.TopicList
+	if err := json.Unmarshal(resp.Body, &tl); err != nil {
+		return nil, fmt.Errorf("client: topic list: %w", err)
+	}
+	slices.Sort(tl.TopicList)
+	return tl.TopicList, nil
+}
+
+// TopicRoute returns topic's route (GET_ROUTEINFO_BY_TOPIC, 105);
+// ErrNoRoute when no name server knows it.
+func (a *Admin) TopicRoute(ctx context.Context, topic string) (*namesrv.TopicRouteData, error) {
+	return a.routes.fetchRoute(ctx, topic)
+}
+
+// masters returns brokerName → master address of cluster's groups; ""
+// means every cluster.
+func (a *Admin) masters(ctx context.Context, cluster string) (map[string]string, error) {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if cluster == "" {
+		names = slices.Collect(maps.Keys(ci.BrokerAddrTable))
+	} else {
+		var ok bool
+		if names, ok = ci.ClusterAddrTable[cluster]; !ok {
+			return nil, fmt.Errorf("%w: cluster %q is unknown (clusters: %v)", ErrNoBroker, cluster, slices.Sorted(maps.Keys(ci.ClusterAddrTable)))
+		}
+	}
+	out := map[string]string{}
+	var missing []string
+	for _, n := range names {
+		if addr := ci.BrokerAddrTable[n].BrokerAddrs[namesrv.MasterID]; addr != "" {
+			out[n] = addr
+		} else {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return out, fmt.Errorf("%w: broker groups %v have no master (leader election under way?)", ErrNoBroker, missing)
+	}
+	return out, nil
+}
+
+// routeMasters returns brokerName → master address from topic's route.
+func (a *Admin) routeMasters(ctx context.Context, topic string) (map[string]string, error) {
+	rd, err := a.TopicRoute(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, bd := range rd.BrokerDatas {
+		if addr := bd.BrokerAddrs[namesrv.MasterID]; addr != "" {
+			out[bd.BrokerName] = addr
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: topic %q has no broker master in its route", ErrNoBroker, topic)
+	}
+	return out, nil
+}
+
+// TopicSpec describes a topic to create or update.
+type TopicSpec struct {
+	Topic                         string
+	ReadQueueNums, WriteQueueNums int
+	// Perm is the namesrv.Perm* bits (default 6, read-write).
+	Perm int
+	// Order marks an ordered topic.
+	Order bool
+}
+
+type topicOnlyHeader struct {
+	Topic string `ext:"topic"`
+}
+
+type createTopicHeader struct {
+	Topic           string `ext:"topic"`
+	DefaultTopic    string `ext:"defaultTopic"`
+	ReadQueueNums   int    `ext:"readQueueNums"`
+	WriteQueueNums  int    `ext:"writeQueueNums"`
+	Perm            int    `ext:"perm"`
+	TopicFilterType string `ext:"topicFilterType"`
+	TopicSysFlag    int    `ext:"topicSysFlag"`
+	Order           bool   `ext:"order"`
+}
+
+// CreateTopic creates or updates a topic (UPDATE_AND_CREATE_TOPIC, 17) on
+// the master of every broker group of cluster (mqadmin updateTopic -c),
+// or only at brokerAddr when it is set (-b). It returns the addresses
+// that accepted; failures are joined.
+func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, brokerAddr string) ([]string, error) {
+	if err := validateTopic(spec.Topic); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	if spec.ReadQueueNums <= 0 || spec.WriteQueueNums <= 0 {
+		return nil, fmt.Errorf("%w: queue numbers must be > 0 (read %d, write %d)", ErrInvalidOption, spec.ReadQueueNums, spec.WriteQueueNums)
+	}
+	if spec.Perm == 0 {
+		spec.Perm = namesrv.PermRead | namesrv.PermWrite
+	}
+	targets := map[string]string{"": brokerAddr}
+	if brokerAddr == "" {
+		var err error
+		if targets, err = a.masters(ctx, cluster); err != nil && len(targets) == 0 {
+			return nil, err
+		}
+	}
+	h := &createTopicHeader{Topic: spec.Topic, DefaultTopic: autoCreateTopic, ReadQueueNums: spec.ReadQueueNums,
+		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", Order: spec.Order}
+	var done []string
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		addr := targets[name]
+		if _, err := a.brokerCall(ctx, name, addr, func() *remoting.RemotingCommand {
+			return remoting.NewRequest(remoting.RequestUpdateAndCreateTopic, h, nil)
+		}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, addr)
+	}
+	return done, errors.Join(errs...)
+}
+
+// DeleteTopic deletes topic from the masters of cluster ("" = every
+// cluster; DELETE_TOPIC_IN_BROKER, 215), then from every name server
+// (DELETE_TOPIC_IN_NAMESRV, 216), as mqadmin deleteTopic.
+func (a *Admin) DeleteTopic(ctx context.Context, topic, cluster string) error {
+	targets, err := a.masters(ctx, cluster)
+	if err != nil && len(targets) == 0 {
+		return err
+	}
+	var errs []error
+	for name, addr := range targets {
+		if _, err := a.brokerCall(ctx, name, addr, func() *remoting.RemotingCommand {
+			return remoting.NewRequest(remoting.RequestDeleteTopicInBroker, &topicOnlyHeader{Topic: topic}, nil)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, ns := range a.cfg.nameServers {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		_, err := invokeOK(cctx, a.rc, "namesrv", ns, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv,
+			&namesrv.DeleteTopicFromNamesrvRequestHeader{Topic: topic, ClusterName: cluster}, nil))
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// QueueStat is one queue's offsets in a topic status (TopicOffset).
+type QueueStat struct {
+	Queue                MessageQueue
+	MinOffset, MaxOffset int64
+	LastUpdate           time.Time
+}
+
+// TopicStatus returns the min/max offsets of every queue of topic
+// (GET_TOPIC_STATS_INFO, 202, to each master of its route).
+func (a *Admin) TopicStatus(ctx context.Context, topic string) ([]QueueStat, error) {
+	targets, err := a.routeMasters(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var out []QueueStat
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+			return remoting.NewRequest(remoting.RequestGetTopicStatsInfo, &topicOnlyHeader{Topic: topic}, nil)
+		})
+		if err != nil {
+			return nil, err
+		}
+		entries, err := decodeQueueTable(resp.Body, "offsetTable")
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			var v struct {
+				MinOffset, MaxOffset, LastUpdateTimestamp int64
+			}
+			if err := json.Unmarshal(e.Value, &v); err != nil {
+				return nil, fmt.Errorf("client: topic stats from %s: %w", name, err)
+			}
+			out = append(out, QueueStat{Queue: e.Queue, MinOffset: v.MinOffset, MaxOffset: v.MaxOffset, LastUpdate: time.UnixMilli(v.LastUpdateTimestamp)})
+		}
+	}
+	return out, nil
+}
+
+// QueueProgress is one queue's consume progress (OffsetWrapper).
+type QueueProgress struct {
+	Queue MessageQueue
+	// BrokerOffset is the queue's max offset, ConsumerOffset the group's
+	// committed one; Lag their difference.
+	BrokerOffset, ConsumerOffset, Lag int64
+	// LastTimestamp is the store time of the last consumed message, when
+	// the broker reports it.
+	LastTimestamp time.Time
+}
+
+// ConsumerProgress returns group's progress on every queue (GET_CONSUME_STATS,
+// 208) of topic, or of every topic the group consumes when topic is ""
+// (asked of the brokers of the group's retry topic, as mqadmin
+// consumerProgress does).
+func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) ([]QueueProgress, error) {
+	routeTopic := topic
+	if routeTopic == "" {
+		routeTopic = RetryTopic(group)
+	}
+	targets, err := a.routeMasters(ctx, routeTopic)
+	if err != nil {
+		return nil, err
+	}
+	var out []QueueProgress
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+			return remoting.NewRequest(remoting.RequestGetConsumeStats, &struct {
+				ConsumerGroup string `ext:"consumerGroup"`
+				Topic         string `ext:"topic,omitempty"`
+			}{group, topic}, nil)
+		})
+		if err != nil {
+			return nil, err
+		}
+		entries, err := decodeQueueTable(resp.Body, "offsetTable")
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			var v struct {
+				BrokerOffset, ConsumerOffset, LastTimestamp int64
+			}
+			if err := json.Unmarshal(e.Value, &v); err != nil {
+				return nil, fmt.Errorf("client: consume stats from %s: %w", name, err)
+			}
+			qp := QueueProgress{Queue: e.Queue, BrokerOffset: v.BrokerOffset, ConsumerOffset: v.ConsumerOffset, Lag: max(v.BrokerOffset-v.ConsumerOffset, 0)}
+			if v.LastTimestamp > 0 {
+				qp.LastTimestamp = time.UnixMilli(v.LastTimestamp)
+			}
+			out = append(out, qp)
+		}
+	}
+	return out, nil
+}
+
+// ViewMessage fetches a message by its offset msgId, which names the
+// store host and CommitLog offset (VIEW_MESSAGE_BY_ID, 33).
+func (a *Admin) ViewMessage(ctx context.Context, offsetMsgID string) (*MessageExt, error) {
+	id, err := DecodeMessageID(offsetMsgID)
+	if err != nil {
+		return nil, err
+	}
+	addr := id.Addr.String()
+	resp, err := a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestViewMessageByID, &struct {
+			Offset int64 `ext:"offset"`
+		}{id.Offset}, nil)
+	})
+	if err != nil {
+		var be *BrokerError
+		if errors.As(err, &be) && be.Code == remoting.ResponseQueryNotFound {
+			return nil, fmt.Errorf("%w: %s: %w", ErrMessageNotFound, offsetMsgID, err)
+		}
+		return nil, err
+	}
+	msgs, err := DecodeMessages(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrMessageNotFound, offsetMsgID)
+	}
+	return msgs[0], nil
+}
+
+type queryMessageHeader struct {
+	Topic          string `ext:"topic"`
+	Key            string `ext:"key"`
+	MaxNum         int    `ext:"maxNum"`
+	BeginTimestamp int64  `ext:"beginTimestamp"`
+	EndTimestamp   int64  `ext:"endTimestamp"`
+}
+
+// QueryMessageByKey finds messages of topic with key stored in [begin,
+// end] (QUERY_MESSAGE, 12, to every master of the route); at most maxNum
+// per broker group. ErrMessageNotFound when none has any.
+func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum int, begin, end time.Time) ([]*MessageExt, error) {
+	targets, err := a.routeMasters(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if maxNum <= 0 {
+		maxNum = 32
+	}
+	var out []*MessageExt
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+			return remoting.NewRequest(remoting.RequestQueryMessage, &queryMessageHeader{Topic: topic, Key: key, MaxNum: maxNum,
+				BeginTimestamp: begin.UnixMilli(), EndTimestamp: end.UnixMilli()}, nil)
+		})
+		var be *BrokerError
+		if errors.As(err, &be) && be.Code == remoting.ResponseQueryNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := DecodeMessages(resp.Body)
+		if err != nil && len(msgs) == 0 {
+			return nil, err
+		}
+		for _, m := range msgs {
+			// The index is by hash: keep exact matches only.
+			if m.Topic == topic && slices.Contains(m.Keys, key) {
+				out = append(out, m)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: topic %s key %q", ErrMessageNotFound, topic, key)
+	}
+	return out, nil
+}
+
+type resetOffsetHeader struct {
+	Topic     string `ext:"topic"`
+	Group     string `ext:"group"`
+	Timestamp int64  `ext:"timestamp"`
+	IsForce   bool   `ext:"isForce"`
+}
+
+// ResetOffsetByTime moves group's offsets on topic to the first message
+// stored at or after ts. It asks each master to do it and tell the live
+// consumers (INVOKE_BROKER_TO_RESET_OFFSET, 222, which brokers relay as
+// RESET_CONSUMER_CLIENT_OFFSET, 220); a broker that does not support that
+// gets the old way: SEARCH_OFFSET_BY_TIMESTAMP (29) and
+// UPDATE_CONSUMER_OFFSET (15) per queue — then running consumers must be
+// stopped first, or they commit their own offsets over the reset. With
+// force false an offset only moves backwards (to re-consume), as mqadmin.
+func (a *Admin) ResetOffsetByTime(ctx context.Context, group, topic string, ts time.Time, force bool) (map[MessageQueue]int64, error) {
+	targets, err := a.routeMasters(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := map[MessageQueue]int64{}
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+			return remoting.NewRequest(remoting.RequestInvokeBrokerToResetOffset, &resetOffsetHeader{Topic: topic, Group: group, Timestamp: ts.UnixMilli(), IsForce: force}, nil)
+		})
+		var be *BrokerError
+		if errors.As(err, &be) && be.Code == remoting.ResponseRequestCodeNotSupported {
+			if err := a.resetOffsetDirect(ctx, name, targets[name], group, topic, ts, force, out); err != nil {
+				return out, err
+			}
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		entries, err := decodeQueueTable(resp.Body, "offsetTable")
+		if err != nil {
+			return out, err
+		}
+		for _, e := range entries {
+			off, err := strconv.ParseInt(string(e.Value), 10, 64)
+			if err != nil {
+				return out, fmt.Errorf("client: reset offset answer from %s: %w", name, err)
+			}
+			out[e.Queue] = off
+		}
+	}
+	return out, nil
+}
+
+func (a *Admin) resetOffsetDirect(ctx context.Context, brokerName, addr, group, topic string, ts time.Time, force bool, out map[MessageQueue]int64) error {
+	rd, err := a.TopicRoute(ctx, topic)
+	if err != nil {
+		return err
+	}
+	store := NewRemoteOffsetStore(group, a.rc, func(string) string { return addr })
+	for _, mq := range subscribeQueues(topic, rd) {
+		if mq.BrokerName != brokerName {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		target, err := searchOffset(cctx, a.rc, addr, mq, ts.UnixMilli())
+		cancel()
+		if err != nil {
+			return err
+		}
+		if !force {
+			cur, err := store.Read(ctx, mq, ReadFromStore)
+			if err == nil && cur <= target {
+				continue
+			}
+		}
+		store.Update(mq, target, false)
+		if err := store.Persist(ctx, []MessageQueue{mq}); err != nil {
+			return err
+		}
+		out[mq] = target
+	}
+	return nil
+}
+
+// BrokerConfig reads a broker's configuration (GET_BROKER_CONFIG, 26),
+// which brokers answer as Java properties text.
+func (a *Admin) BrokerConfig(ctx context.Context, addr string) (map[string]string, error) {
+	resp, err := a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestGetBrokerConfig, nil, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return parseProperties(resp.Body), nil
+}
+
+// UpdateBrokerConfig sends key=value updates (UPDATE_BROKER_CONFIG, 25).
+// raftmq brokers refuse runtime updates with a *BrokerError that says so.
+func (a *Admin) UpdateBrokerConfig(ctx context.Context, addr string, kv map[string]string) error {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		b.WriteString(k + "=" + kv[k] + "\n")
+	}
+	_, err := a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestUpdateBrokerConfig, nil, []byte(b.String()))
+	})
+	return err
+}
+
+// parseProperties reads key=value lines, skipping blanks and # comments.
+func parseProperties(body []byte) map[string]string {
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		k, v, _ := strings.Cut(line, "=")
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out
+}
+
+// SubscriptionGroup is a consumer group's broker-side settings
+// (SubscriptionGroupConfig).
+type SubscriptionGroup struct {
+	GroupName                      string `json:"groupName"`
+	ConsumeEnable                  bool   `json:"consumeEnable"`
+	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
+	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
+	ConsumeMessageOrderly          bool   `json:"consumeMessageOrderly"`
+	RetryQueueNums                 int    `json:"retryQueueNums"`
+	RetryMaxTimes                  int    `json:"retryMaxTimes"`
+	BrokerID                       int64  `json:"brokerId"`
+	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
+	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
+}
+
+// DefaultSubscriptionGroup returns RocketMQ's defaults for group.
+func DefaultSubscriptionGroup(group string) SubscriptionGroup {
+	return SubscriptionGroup{GroupName: group, ConsumeEnable: true, ConsumeFromMinEnable: true, ConsumeBroadcastEnable: true,
+		RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1, NotifyConsumerIdsChangedEnable: true}
+}
+
+// UpdateSubscriptionGroup creates or updates a subscription group
+// (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, 200) on every master of cluster,
+// or only at brokerAddr when set.
+func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg SubscriptionGroup, cluster, brokerAddr string) error {
+	if sg.GroupName == "" {
+		return fmt.Errorf("%w: subscription group without a name", ErrInvalidOption)
+	}
+	body, _ := json.Marshal(&sg)
+	targets := map[string]string{brokerAddr: brokerAddr}
+	if brokerAddr == "" {
+		var err error
+		if targets, err = a.masters(ctx, cluster); err != nil && len(targets) == 0 {
+			return err
+		}
+	}
+	var errs []error
+	for name, addr := range targets {
+		if _, err := a.brokerCall(ctx, name, addr, func() *remoting.RemotingCommand {
+			return remoting.NewRequest(remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
