@@ -88,6 +88,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 		scfg.IdleTimeout = time.Duration(cfg.ServerChannelMaxIdleTimeSecs) * time.Second
 	}
 	c.srv = remoting.NewServer(scfg, c.log.Named("remoting"))
+	c.srv.AddHook(debugHook{c.log})
 	c.registerProcessors(c.srv)
 	c.srv.OnConnClose(c.clients.connClosed)
 	if cfg.VipChannelEnabled {
@@ -280,4 +281,23 @@ func leaderOrUnknown(a string) string {
 		return "unknown (election in progress)"
 	}
 	return a
+}
+
+// debugHook logs every request except pulls and heartbeats with its
+// response code at debug level (RAFTMQ_TEST_LOG=1 in tests, --log-level
+// debug in the binary); free when debug is off.
+type debugHook struct{ log *zap.Logger }
+
+// BeforeRequest implements remoting.RPCHook.
+func (h debugHook) BeforeRequest(string, *remoting.RemotingCommand) {}
+
+// AfterResponse implements remoting.RPCHook.
+func (h debugHook) AfterResponse(addr string, req, resp *remoting.RemotingCommand) {
+	if resp == nil || req.Code == remoting.RequestPullMessage || req.Code == remoting.RequestHeartBeat {
+		return
+	}
+	if ce := h.log.Check(zap.DebugLevel, "request"); ce != nil {
+		ce.Write(zap.String("remote", addr), zap.Int16("code", req.Code), zap.Any("ext", req.ExtFields),
+			zap.Int16("resp", resp.Code), zap.String("remark", resp.Remark))
+	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,6 +162,15 @@ func pullExt(group, topic string, queueID int, offset int64, suspendMillis int64
 	}
 }
 
+// testLogger is zap.NewNop unless RAFTMQ_TEST_LOG=1 asks for debug logs.
+func testLogger() *zap.Logger {
+	if os.Getenv("RAFTMQ_TEST_LOG") == "1" {
+		l, _ := zap.NewDevelopment()
+		return l
+	}
+	return zap.NewNop()
+}
+
 // startRealCluster starts a name server and a 3-node Raft group (real
 // NewGroup, real TCP, real files) with a Controller on each node, and
 // waits until a leader is registered as brokerId 0.
@@ -210,11 +220,11 @@ func startRealCluster(t *testing.T, mutate func(*BrokerConfig)) *procCluster {
 func (pc *procCluster) startNode(i int) {
 	pc.t.Helper()
 	cfg := pc.cfgs[i]
-	g, err := NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), zap.NewNop())
+	g, err := NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), nil)
 	if err != nil {
 		pc.t.Fatalf("start group %d: %v", i, err)
 	}
-	c, err := New(cfg, g, zap.NewNop())
+	c, err := New(cfg, g, testLogger())
 	if err != nil {
 		pc.t.Fatal(err)
 	}
