@@ -161,6 +161,11 @@ func (c *consumerCore) start(ctx context.Context) error {
 	})
 	for _, topic := range c.topics() {
 		if _, err := c.routes.refresh(ctx, topic, false, 0); err != nil {
+			if isRetryTopic(topic) && errors.Is(err, ErrNoRoute) {
+				// Brokers create a group's retry topic when its first
+				// heartbeat arrives; rebalancing picks it up later.
+				continue
+			}
 			c.cancel()
 			_ = c.rc.Close()
 			return fmt.Errorf("client: consumer start: route of subscribed topic %q: %w", topic, err)

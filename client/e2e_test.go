@@ -1,0 +1,258 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker"
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
+)
+
+// e2eCluster is a real name server and a real 3-node raftmq group (Raft
+// over loopback TCP, synced files), the consumers' end-to-end target.
+type e2eCluster struct {
+	ns     *namesrv.NameServer
+	groups []*broker.Group
+	nodes  []*broker.Controller
+}
+
+func startE2ECluster(t *testing.T) *e2eCluster {
+	t.Helper()
+	nscfg := namesrv.DefaultConfig()
+	nscfg.ListenAddr, nscfg.ListenPort = "127.0.0.1", 0
+	nscfg.KVConfigPath = t.TempDir() + "/kv.json"
+	ns, err := namesrv.New(nscfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ns.Shutdown(ctx)
+	})
+	ec := &e2eCluster{ns: ns}
+	base := t.TempDir()
+	ids := []string{"n0", "n1", "n2"}
+	var peers []string
+	for _, id := range ids {
+		peers = append(peers, id+"-127.0.0.1:"+strconv.Itoa(testutil.FreePort(t)))
+	}
+	for _, id := range ids {
+		cfg := broker.DefaultConfig()
+		cfg.ListenAddr, cfg.BrokerIP1, cfg.ListenPort = "127.0.0.1", "127.0.0.1", testutil.FreePort(t)
+		cfg.VipChannelEnabled = false
+		cfg.NamesrvAddr = ns.Addr().String()
+		cfg.MessageDelayLevel = "100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms"
+		cfg.PullHoldCheckInterval = 100 * time.Millisecond
+		cfg.ScheduleMessageCheckInterval = 50 * time.Millisecond
+		cfg.TopicChangeCheckInterval = 50 * time.Millisecond
+		cfg.ConsumerOffsetCommitCoalescer = 20 * time.Millisecond
+		cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 4, 8
+		cfg.Store.StorePathRootDir = base + "/" + id
+		cfg.Store.MaxMessageSize = 1 << 20
+		cfg.Store.MappedFileSizeCommitLog = 16 << 20
+		cfg.Store.MappedFileSizeConsumeQueue = 20_000 * store.CQUnitSize
+		cfg.Store.MaxHashSlotNum, cfg.Store.MaxIndexNum = 5000, 20000
+		cfg.RaftBatchMaxBytes = 1 << 20
+		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
+		cfg.Raft.DLegerSelfID = id
+		if err := cfg.Derive(); err != nil {
+			t.Fatal(err)
+		}
+		g, err := broker.NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := broker.New(cfg, g, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ec.groups, ec.nodes = append(ec.groups, g), append(ec.nodes, c)
+	}
+	t.Cleanup(func() {
+		for i := range ec.nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = ec.nodes[i].Shutdown(ctx)
+			cancel()
+			_ = ec.groups[i].Close()
+		}
+	})
+	testutil.WaitFor(t, 15*time.Second, "a leader registered as master", func() bool {
+		ci := ns.Routes().ClusterInfo()
+		for _, bd := range ci.BrokerAddrTable {
+			if bd.BrokerAddrs[0] != "" {
+				return true
+			}
+		}
+		return false
+	})
+	return ec
+}
+
+// TestEndToEndRaftGroup drives the SDK against a real raftmq group: the
+// admin client creates a topic, the producer sends, a clustering push
+// consumer receives every message (one is RECONSUME_LATER'd through the
+// broker's retry topic), offsets reach the group (lag 0), and an orderly
+// consumer and a lite pull consumer read the same topic.
+func TestEndToEndRaftGroup(t *testing.T) {
+	ec := startE2ECluster(t)
+	nsAddr := ec.ns.Addr().String()
+	ctx := context.Background()
+	log := zap.NewNop()
+	admin, err := client.NewAdmin(client.NameServers(nsAddr), client.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: "E2E", ReadQueueNums: 4, WriteQueueNums: 4}, "DefaultCluster", ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "route of E2E", func() bool { _, err := admin.TopicRoute(ctx, "E2E"); return err == nil })
+
+	p, err := client.NewProducer(client.NameServers(nsAddr), client.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 40
+	for i := range n {
+		tag := "A"
+		if i%4 == 3 {
+			tag = "B"
+		}
+		if _, err := p.SendSync(ctx, client.NewMessage("E2E", []byte(fmt.Sprint(i))).WithTags(tag).WithKeys(fmt.Sprintf("key-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var mu sync.Mutex
+	got := map[string]int{}
+	retried := false
+	c, err := client.NewPushConsumer(client.NameServers(nsAddr), client.WithLogger(log), client.ConsumerGroup("E2EG"),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.PersistInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe("E2E", "A"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			if string(m.Body) == "0" && !retried {
+				retried = true
+				return client.ConsumeRetryLater
+			}
+			if m.Tags != "A" || m.Topic != "E2E" {
+				t.Errorf("unexpected %v", m)
+			}
+			got[string(m.Body)]++
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	testutil.WaitFor(t, 20*time.Second, "30 TagA messages, one of them redelivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 30 && got["0"] == 1
+	})
+	testutil.WaitFor(t, 10*time.Second, "lag 0 on E2E", func() bool {
+		prog, err := admin.ConsumerProgress(ctx, "E2EG", "E2E")
+		if err != nil || len(prog) != 4 {
+			return false
+		}
+		for _, q := range prog {
+			if q.Lag != 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	// Orderly, in another group: per queue, offsets strictly increasing.
+	var omu sync.Mutex
+	last := map[int]int64{}
+	count := 0
+	oc, err := client.NewPushConsumer(client.NameServers(nsAddr), client.WithLogger(log), client.ConsumerGroup("E2EO"),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = oc.Subscribe("E2E", "*")
+	_ = oc.RegisterOrderlyListener(func(_ context.Context, octx *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
+		omu.Lock()
+		defer omu.Unlock()
+		for _, m := range msgs {
+			if prev, ok := last[octx.Queue.QueueID]; ok && m.QueueOffset != prev+1 {
+				t.Errorf("queue %d: offset %d after %d", octx.Queue.QueueID, m.QueueOffset, prev)
+			}
+			last[octx.Queue.QueueID] = m.QueueOffset
+			count++
+		}
+		return client.OrderlySuccess
+	})
+	if err := oc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close(ctx)
+	testutil.WaitFor(t, 20*time.Second, "orderly consumer gets all 40", func() bool { omu.Lock(); defer omu.Unlock(); return count == n })
+
+	// Lite pull on one assigned queue.
+	lp, err := client.NewLitePullConsumer(client.NameServers(nsAddr), client.WithLogger(log), client.ConsumerGroup("E2EL"),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.AutoCommit(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues, err := p.PublishQueues(ctx, "E2E")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lp.Assign(queues[:1])
+	if err := lp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer lp.Close(ctx)
+	total := 0
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for total < n/4 {
+		msgs, err := lp.Poll(pctx)
+		if err != nil {
+			t.Fatalf("poll after %d: %v", total, err)
+		}
+		total += len(msgs)
+	}
+	if err := lp.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := admin.QueryMessageByKey(ctx, "E2E", "key-5", 8, time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
+	if err != nil || len(msgs) != 1 || string(msgs[0].Body) != "5" {
+		t.Fatalf("query by key: %v %v", msgs, err)
+	}
+	if m, err := admin.ViewMessage(ctx, msgs[0].OffsetMsgID); err != nil || string(m.Body) != "5" {
+		t.Fatalf("view by id: %v %v", m, err)
+	}
+}
