@@ -159,6 +159,7 @@ func (c *consumerCore) start(ctx context.Context) error {
 		c.triggerRebalance()
 		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
 	})
+	c.rc.RegisterProcessor(remoting.RequestResetConsumerClientOffset, c.resetOffsetHandler)
 	for _, topic := range c.topics() {
 		if _, err := c.routes.refresh(ctx, topic, false, 0); err != nil {
 			if isRetryTopic(topic) && errors.Is(err, ErrNoRoute) {

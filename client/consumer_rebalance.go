@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -292,4 +293,65 @@ func (c *consumerCore) owned() []MessageQueue {
 	out := slices.Collect(maps.Keys(c.pqs))
 	SortQueues(out)
 	return out
+}
+
+// resetOffsetHandler serves RESET_CONSUMER_CLIENT_OFFSET (220), which a
+// broker relays after an admin's INVOKE_BROKER_TO_RESET_OFFSET: the body
+// maps queues to new offsets (ResetOffsetBody); every owned queue listed
+// restarts there (ClientRemotingProcessor.resetOffset).
+func (c *consumerCore) resetOffsetHandler(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h resetOffsetHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return nil, err
+	}
+	if h.Group != c.cfg.group {
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}
+	entries, err := decodeQueueTable(req.Body, "offsetTable")
+	if err != nil {
+		return nil, err
+	}
+	offsets := map[MessageQueue]int64{}
+	for _, e := range entries {
+		off, err := strconv.ParseInt(string(e.Value), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("client: reset offset of %s: %q is not a number", e.Queue, e.Value)
+		}
+		offsets[e.Queue] = off
+	}
+	c.resetOffsets(c.ctx, offsets)
+	return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+}
+
+// resetOffsets restarts every owned queue in offsets at its new offset:
+// its process queue is dropped (cached messages discarded, calls in
+// progress awaited), the offset stored and committed, and a new pull
+// loop started there.
+func (c *consumerCore) resetOffsets(ctx context.Context, offsets map[MessageQueue]int64) {
+	c.rebalanceMu.Lock()
+	defer c.rebalanceMu.Unlock()
+	for mq, off := range offsets {
+		c.mu.Lock()
+		pq := c.pqs[mq]
+		if pq != nil {
+			delete(c.pqs, mq)
+			c.seeks[mq] = off
+		}
+		c.mu.Unlock()
+		if pq == nil {
+			continue
+		}
+		pq.drop()
+		pq.consumeMu.Lock()
+		// Calls that were in progress may have stored a later offset.
+		c.store.Update(mq, off, false)
+		pq.consumeMu.Unlock()
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+		if err := c.store.Persist(pctx, []MessageQueue{mq}); err != nil {
+			c.log.Warn("committing a reset offset failed", zap.Stringer("queue", mq), zap.Error(err))
+		}
+		cancel()
+		c.log.Info("offset reset by the broker", zap.Stringer("queue", mq), zap.Int64("offset", off))
+		c.startQueue(ctx, mq)
+	}
 }

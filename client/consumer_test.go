@@ -485,3 +485,39 @@ func TestConsumerOptionValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestPushConsumerResetByBroker: a broker relays an admin's reset as
+// RESET_CONSUMER_CLIENT_OFFSET; the consumer restarts the queue there.
+func TestPushConsumerResetByBroker(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	for i := range 10 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset))
+	_ = c.Subscribe("T", "*")
+	var got collector
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		got.add(msgs...)
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "10 messages", func() bool { return got.len() == 10 })
+	b.mu.Lock()
+	conn := b.members["G"][c.ClientID()].conn
+	b.mu.Unlock()
+	req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &resetOffsetHeader{Topic: "T", Group: "G", Timestamp: 1, IsForce: true},
+		[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:7}}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := conn.InvokeSync(ctx, req)
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("reset: %v %v", resp, err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "7, 8, 9 again", func() bool { return got.len() == 13 })
+	// Concurrent workers may finish in any order.
+	if b := got.bodies()[10:]; !slices.Equal(slices.Sorted(slices.Values(b)), []string{"7", "8", "9"}) {
+		t.Fatalf("after reset: %v", b)
+	}
+}
