@@ -521,3 +521,48 @@ func TestPushConsumerResetByBroker(t *testing.T) {
 		t.Fatalf("after reset: %v", b)
 	}
 }
+
+// TestOrderlyStopsWithoutLock: locks are renewed every LockInterval; a
+// queue whose lock went to another client is not consumed until the lock
+// comes back.
+func TestOrderlyStopsWithoutLock(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	c := newTestPush(t, ns, "G", LockInterval(30*time.Millisecond))
+	_ = c.Subscribe("T", "*")
+	var got collector
+	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult {
+		got.add(msgs...)
+		return OrderlySuccess
+	})
+	startPush(t, c)
+	q0 := MessageQueue{"T", "broker-a", 0}
+	testutil.WaitFor(t, 5*time.Second, "queue locked", func() bool { return b.lockHolder("G", q0) == c.ClientID() })
+	renewals := b.count(remoting.RequestLockBatchMQ)
+	testutil.WaitFor(t, 5*time.Second, "lock renewals", func() bool { return b.count(remoting.RequestLockBatchMQ) >= renewals+3 })
+	b.put("T", 0, "first", nil)
+	testutil.WaitFor(t, 5*time.Second, "first", func() bool { return got.len() == 1 })
+
+	// Another client takes the lock (ours expired at the broker).
+	b.mu.Lock()
+	b.locks["G|T|0"] = "someone-else"
+	b.mu.Unlock()
+	testutil.WaitFor(t, 5*time.Second, "lock loss noticed", func() bool {
+		c.core.mu.Lock()
+		pq := c.core.pqs[q0]
+		c.core.mu.Unlock()
+		return pq != nil && !pq.isLocked(time.Now(), lockMaxLiveTime)
+	})
+	b.put("T", 0, "second", nil)
+	// Give the consumer every chance to (wrongly) consume: several renewals.
+	n := b.count(remoting.RequestLockBatchMQ)
+	testutil.WaitFor(t, 5*time.Second, "more lock attempts", func() bool { return b.count(remoting.RequestLockBatchMQ) >= n+3 })
+	if got.len() != 1 {
+		t.Fatalf("consumed %v without the lock", got.bodies())
+	}
+	b.mu.Lock()
+	delete(b.locks, "G|T|0")
+	b.mu.Unlock()
+	testutil.WaitFor(t, 5*time.Second, "second after the lock came back", func() bool { return got.len() == 2 })
+}
