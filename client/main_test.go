@@ -26,5 +26,12 @@ func officialClientGoroutines() []goleak.Option {
 		opts = append(opts, goleak.IgnoreAnyFunction(
 			"github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1."+strconv.Itoa(i)))
 	}
+	// The official push consumer (consume benchmark) leaves its stats
+	// timers and the pull goroutines blocked in a long poll after Shutdown.
+	for _, f := range []string{"(*statsItemSet).init.func1", "(*statsItemSet).init.func2", "(*statsItemSet).init.func3",
+		"(*statsItemSet).init.func4", "(*statsItemSet).init.func5", "(*statsItemSet).init.func6",
+		"(*pushConsumer).Start.func1.1.1", "(*pushConsumer).Start.func1.2", "(*pushConsumer).pullMessage"} {
+		opts = append(opts, goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer."+f))
+	}
 	return opts
 }
