@@ -131,6 +131,8 @@ func DefaultConfig() BrokerConfig {
 		MaxPullBatch:                  32,
 		ConsumerOffsetCommitCoalescer: 100 * time.Millisecond,
 	}
+	// A Raft entry must be able to hold the largest message.
+	c.RaftBatchMaxBytes = max(c.RaftBatchMaxBytes, c.Store.MaxMessageSize)
 	return c
 }
 

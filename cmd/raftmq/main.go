@@ -44,6 +44,9 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(newNamesrvCmd(g))
+	root.AddCommand(newBrokerCmd(g))
+	root.AddCommand(newDevCmd(g))
+	root.AddCommand(newBenchCmd(g))
 	return root
 }
 
