@@ -1,7 +1,7 @@
-// Package client is raftmq's Go SDK: a RocketMQ-compatible producer (and,
-// later, consumers and an admin client) that speaks RocketMQ's remoting
-// protocol, so it works against raftmq and against ordinary RocketMQ 4.x
-// brokers.
+// Package client is raftmq's Go SDK: a RocketMQ-compatible producer, push
+// and lite pull consumers, and an admin client, speaking RocketMQ's
+// remoting protocol, so it works against raftmq and against ordinary
+// RocketMQ 4.x brokers.
 //
 // The pieces, each in its own file:
 //
@@ -14,10 +14,15 @@
 //   - fault.go: latency fault tolerance (RocketMQ's sendLatencyFaultEnable).
 //   - producer*.go: the Producer with its functional options, retries and
 //     leader following.
+//   - consumer_*.go, processqueue.go, pull.go, offsetstore.go,
+//     subscription.go: PushConsumer (concurrent and orderly listeners),
+//     LitePullConsumer, and the machinery they share (rebalancing,
+//     heartbeats, long polling, flow control, offset commits, queue locks).
+//   - admin.go: the Admin client behind `raftmq admin`.
 //
-// Every blocking call takes a context; options are validated when the
-// producer is built; errors are sentinels and typed errors from errors.go,
-// checked with errors.Is and errors.As. Nothing is global: each Producer owns
-// its remoting client, its route cache and every goroutine it starts, and
+// Every blocking call takes a context; options are validated when a client
+// is built; errors are sentinels and typed errors from errors.go, checked
+// with errors.Is and errors.As. Nothing is global: each client owns its
+// remoting client, its route cache and every goroutine it starts, and
 // Close stops them all.
 package client
