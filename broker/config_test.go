@@ -1,0 +1,63 @@
+package broker
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/config"
+)
+
+// TestDeployConfsLoad: the example confs in deploy/ load, validate and
+// map each member to its follower brokerId (dLegerPeers index + 1).
+func TestDeployConfsLoad(t *testing.T) {
+	for i, want := range []int64{1, 2, 3} {
+		cfg := DefaultConfig()
+		path := "../deploy/broker-n" + string(rune('0'+i)) + ".conf"
+		if err := config.LoadFile(path, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Derive(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if got := cfg.FollowerBrokerID(); got != want {
+			t.Fatalf("%s: follower brokerId %d, want %d", path, got, want)
+		}
+		if cfg.Store.StoreHost.String() != cfg.RemotingAddr() {
+			t.Fatalf("%s: store host %v, want the remoting address %s", path, cfg.Store.StoreHost, cfg.RemotingAddr())
+		}
+	}
+}
+
+func TestDelayLevels(t *testing.T) {
+	got, err := parseDelayLevels("1s 5s 1m 2h 1d 250ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{time.Second, 5 * time.Second, time.Minute, 2 * time.Hour, 24 * time.Hour, 250 * time.Millisecond}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("level %d = %v, want %v", i+1, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"", "5x", "s", "-1s", "1.5s"} {
+		if _, err := parseDelayLevels(bad); !errors.Is(err, ErrInvalidBrokerConfig) {
+			t.Fatalf("%q: got %v, want ErrInvalidBrokerConfig", bad, err)
+		}
+	}
+	if len(mustDefault(t)) != 18 {
+		t.Fatal("RocketMQ's default table has 18 levels")
+	}
+}
+
+func mustDefault(t *testing.T) []time.Duration {
+	c := DefaultConfig()
+	l, err := c.DelayLevels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
