@@ -82,6 +82,7 @@ type consumerCore struct {
 	assigned map[MessageQueue]bool          // guarded by mu; Assign mode: fixed queues (nil = rebalance)
 	seeks    map[MessageQueue]int64         // guarded by mu; lite pull: offset to start a queue at
 	warned   map[string]bool                // guarded by mu; warn once per condition
+	closing  bool                           // guarded by mu; close has begun
 }
 
 func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consumerCore {
@@ -184,7 +185,14 @@ func (c *consumerCore) start(ctx context.Context) error {
 	return nil
 }
 
+// goTracked starts f as a goroutine close waits for; once close has begun
+// it starts nothing (a seek or broker reset racing with Close).
 func (c *consumerCore) goTracked(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return
+	}
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); f() }()
 }
@@ -193,6 +201,9 @@ func (c *consumerCore) goTracked(f func()) {
 // releases orderly locks, leaves the group at every broker, and closes the
 // connections. ctx bounds the network part.
 func (c *consumerCore) close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 	c.mu.Lock()
