@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -314,4 +315,103 @@ func TestOfficialLeaderKill(t *testing.T) {
 		return ok.Load() > before+5
 	})
 	t.Logf("sends resumed %v after the leader kill (%d failed meanwhile)", time.Since(killedAt), failed.Load())
+}
+
+// TestOfficialModesAndOffsets: async and oneway sends; two clustering
+// consumers of one group split the queues and, once the group is settled,
+// consume every new message exactly once; two broadcasting consumers each
+// get everything; consumer offsets are committed through Raft.
+func TestOfficialModesAndOffsets(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	pc.createTopic(pc.nodes[pc.leader()].Addr(), "MO", 4)
+	p := officialProducer(t, pc.nsAddr)
+	ctx := context.Background()
+	const n = 40
+	sendRound := func(prefix string) {
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			m := primitive.NewMessage("MO", []byte(fmt.Sprintf("%s%d", prefix, i)))
+			if i%4 == 3 {
+				if err := p.SendOneWay(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			wg.Add(1)
+			if err := p.SendAsync(ctx, func(_ context.Context, r *primitive.SendResult, err error) {
+				defer wg.Done()
+				if err != nil {
+					t.Errorf("async send: %v", err)
+				}
+			}, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+	}
+
+	var mu sync.Mutex
+	byClient := map[string]int{}
+	counts := map[string]int{}
+	listener := func(name string) func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range msgs {
+				counts[string(m.Body)]++
+				if strings.HasPrefix(string(m.Body), "b") {
+					byClient[name]++
+				}
+			}
+			return consumer.ConsumeSuccess, nil
+		}
+	}
+	officialPushConsumer(t, pc.nsAddr, "CG_C", "MO", "*", listener("c1"))
+	officialPushConsumer(t, pc.nsAddr, "CG_C", "MO", "*", listener("c2"))
+	b1, b2 := newBodySet(), newBodySet()
+	for _, b := range []*bodySet{b1, b2} {
+		officialPushConsumer(t, pc.nsAddr, "CG_B", "MO", "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			b.add(msgs...)
+			return consumer.ConsumeSuccess, nil
+		}, consumer.WithConsumerModel(consumer.BroadCasting))
+	}
+	consumed := func(prefix string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		k := 0
+		for body := range counts {
+			if strings.HasPrefix(body, prefix) {
+				k++
+			}
+		}
+		return k
+	}
+	// Round a: rebalancing may still move queues (at-least-once).
+	sendRound("a")
+	testutil.WaitFor(t, 30*time.Second, "clustering group consumed round a", func() bool { return consumed("a") == n })
+	// Round b: the group is settled; every message exactly once, split.
+	sendRound("b")
+	testutil.WaitFor(t, 30*time.Second, "clustering group consumed round b", func() bool { return consumed("b") == n })
+	testutil.WaitFor(t, 30*time.Second, "both broadcasting consumers got everything", func() bool { return b1.len() == 2*n && b2.len() == 2*n })
+	mu.Lock()
+	for body, c := range counts {
+		if strings.HasPrefix(body, "b") && c != 1 {
+			t.Errorf("clustering: %s consumed %d times", body, c)
+		}
+	}
+	if byClient["c1"] == 0 || byClient["c2"] == 0 {
+		t.Errorf("queues not split between the two members: %v", byClient)
+	}
+	mu.Unlock()
+
+	// Offsets are committed through Raft (the client commits every 5 s).
+	g := pc.groups[pc.leader()]
+	testutil.WaitFor(t, 30*time.Second, "CG_C offsets committed through Raft", func() bool {
+		total := int64(0)
+		for q := int32(0); q < 4; q++ {
+			off, _ := g.State().ConsumerOffset("CG_C", "MO", q)
+			total += off
+		}
+		return total == 2*n
+	})
 }
