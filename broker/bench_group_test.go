@@ -68,7 +68,7 @@ func BenchmarkGroupPut(b *testing.B) {
 	l := c.leader()
 	ctx := context.Background()
 	runSenders(b, func(m *store.Message) error {
-		_, err := l.g.PutMessages(ctx, []*store.Message{m})
+		_, err := l.g().PutMessages(ctx, []*store.Message{m})
 		return err
 	})
 }

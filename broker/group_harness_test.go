@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,19 +103,30 @@ type testNode struct {
 	id       string
 	cfg      GroupConfig
 	remoting string
-	g        *Group
-	stream   *faultStream
+	// grp is the running member (nil while stopped); senders read it while
+	// the nemesis swaps it.
+	grp atomic.Pointer[Group]
+	// stream and fs belong to the running member; set by start before grp.
+	stream *faultStream
+	fs     *killableFS
 }
+
+// g returns the running member or nil.
+func (n *testNode) g() *Group { return n.grp.Load() }
 
 type testCluster struct {
 	t     testing.TB
 	nodes []*testNode
+	// onStart, if set, sees every member started (before it is published).
+	onStart func(n *testNode, g *Group)
 }
 
 // clusterOpts tune the test cluster.
 type clusterOpts struct {
 	segmentSize int
 	sync        bool
+	// onStart sees every member started (tests hook observers there).
+	onStart func(n *testNode, g *Group)
 }
 
 func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
@@ -126,7 +139,7 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 	for _, id := range ids {
 		peers = append(peers, fmt.Sprintf("%s-127.0.0.1:%d", id, testutil.FreePort(t)))
 	}
-	c := &testCluster{t: t}
+	c := &testCluster{t: t, onStart: o.onStart}
 	for _, id := range ids {
 		cfg := DefaultGroupConfig()
 		cfg.Store.StorePathRootDir = filepath.Join(base, id)
@@ -161,25 +174,48 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 
 func (c *testCluster) start(i int) {
 	n := c.nodes[i]
-	g, err := newGroup(n.cfg, n.remoting, nil, groupOptions{stream: func(s raft.StreamLayer) raft.StreamLayer {
+	cfg := n.cfg
+	n.fs = &killableFS{FS: store.OSFS()}
+	cfg.Store.FS = n.fs
+	g, err := newGroup(cfg, n.remoting, nil, groupOptions{stream: func(s raft.StreamLayer) raft.StreamLayer {
 		n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
 		return n.stream
 	}})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", n.id, err)
 	}
-	n.g = g
+	if c.onStart != nil {
+		c.onStart(n, g)
+	}
+	n.grp.Store(g)
 }
 
+// stop shuts member i down cleanly (checkpoints, flushes).
 func (c *testCluster) stop(i int) {
 	n := c.nodes[i]
-	if n.g == nil {
+	g := n.grp.Swap(nil)
+	if g == nil {
 		return
 	}
-	if err := n.g.Close(); err != nil {
+	if err := g.Close(); err != nil {
 		c.t.Errorf("close %s: %v", n.id, err)
 	}
-	n.g = nil
+}
+
+// kill stops member i like a killed process: it drops off the network at
+// once, then nothing more reaches its files durably (no msync, fsync,
+// checkpoint, meta or abort-file update; bytes already in the page cache
+// stay, as after SIGKILL), then its goroutines and mappings are released.
+// Close's errors are expected and ignored.
+func (c *testCluster) kill(i int) {
+	n := c.nodes[i]
+	g := n.grp.Swap(nil)
+	if g == nil {
+		return
+	}
+	n.stream.setCut(true)
+	n.fs.kill()
+	_ = g.Close()
 }
 
 // leader waits for a node that serves writes.
@@ -187,7 +223,7 @@ func (c *testCluster) leader() *testNode {
 	var l *testNode
 	testutil.WaitFor(c.t, 15*time.Second, "a serving leader", func() bool {
 		for _, n := range c.nodes {
-			if n.g != nil && n.g.IsLeader() {
+			if g := n.g(); g != nil && g.IsLeader() {
 				l = n
 				return true
 			}
@@ -200,7 +236,7 @@ func (c *testCluster) leader() *testNode {
 // currentLeader returns the serving leader or nil, without waiting.
 func (c *testCluster) currentLeader() *testNode {
 	for _, n := range c.nodes {
-		if g := n.g; g != nil && g.IsLeader() {
+		if g := n.g(); g != nil && g.IsLeader() {
 			return n
 		}
 	}
@@ -209,7 +245,7 @@ func (c *testCluster) currentLeader() *testNode {
 
 func (c *testCluster) createTopic(topic string, queues int) {
 	l := c.leader()
-	if err := l.g.UpdateTopic(context.Background(), namesrv.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6}); err != nil {
+	if err := l.g().UpdateTopic(context.Background(), namesrv.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6}); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -244,7 +280,7 @@ func (c *testCluster) sendRetrying(m *store.Message, deadline time.Time) (PutRes
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := l.g.PutMessages(ctx, []*store.Message{m})
+		res, err := l.g().PutMessages(ctx, []*store.Message{m})
 		cancel()
 		if err == nil {
 			return res[0], nil
@@ -267,7 +303,7 @@ func waitBriefly() { <-time.After(10 * time.Millisecond) }
 // key.
 func checkAcked(t *testing.T, n *testNode, acks []ack) {
 	t.Helper()
-	ms := n.g.Store()
+	ms := n.g().Store()
 	for _, a := range acks {
 		cq := ms.ConsumeQueues().Get("T", a.QueueID)
 		if cq == nil {
@@ -300,10 +336,10 @@ func checkAcked(t *testing.T, n *testNode, acks []ack) {
 // index.
 func (c *testCluster) waitCaughtUp() uint64 {
 	l := c.leader()
-	commit := l.g.Raft().CommitIndex()
+	commit := l.g().Raft().CommitIndex()
 	testutil.WaitFor(c.t, 30*time.Second, "followers catch up", func() bool {
 		for _, n := range c.nodes {
-			if n.g != nil && n.g.Raft().AppliedIndex() < commit {
+			if g := n.g(); g != nil && g.Raft().AppliedIndex() < commit {
 				return false
 			}
 		}
@@ -315,12 +351,12 @@ func (c *testCluster) waitCaughtUp() uint64 {
 // logDigest hashes the CommitLog bytes [from, end of entry index) of n.
 func logDigest(t testing.TB, n *testNode, from int64, index uint64) ([32]byte, int64) {
 	t.Helper()
-	end, err := n.g.LogStore().EndOf(index)
+	end, err := n.g().LogStore().EndOf(index)
 	if err != nil {
 		t.Fatalf("%s: end of %d: %v", n.id, index, err)
 	}
 	h := sha256.New()
-	q := n.g.Store().CommitLog().Queue()
+	q := n.g().Store().CommitLog().Queue()
 	for pos := from; pos < end; {
 		mf := q.FindByOffset(pos)
 		if mf == nil {
@@ -352,7 +388,7 @@ func (c *testCluster) checkIdentical(from int64, index uint64, queues int) {
 	var ref [32]byte
 	var refNode *testNode
 	for _, n := range c.nodes {
-		if n.g == nil {
+		if n.g() == nil {
 			continue
 		}
 		d, end := logDigest(c.t, n, from, index)
@@ -368,10 +404,10 @@ func (c *testCluster) checkIdentical(from int64, index uint64, queues int) {
 	for q := int32(0); q < int32(queues); q++ {
 		var want int64 = -1
 		for _, n := range c.nodes {
-			if n.g == nil {
+			if n.g() == nil {
 				continue
 			}
-			cq := n.g.Store().ConsumeQueues().Get("T", q)
+			cq := n.g().Store().ConsumeQueues().Get("T", q)
 			got := int64(0)
 			if cq != nil {
 				got = cq.MaxOffset()
@@ -383,4 +419,104 @@ func (c *testCluster) checkIdentical(from int64, index uint64, queues int) {
 			}
 		}
 	}
+}
+
+// errKilled is what a killed node's file operations return.
+var errKilled = errors.New("killableFS: process killed")
+
+// killableFS is the real file system until kill; afterwards every operation
+// that could make something durable or change the namespace fails (reads,
+// Close and Munmap still work), like a process that died: what it wrote
+// into page cache or mappings stays, nothing more is synced.
+type killableFS struct {
+	store.FS
+	dead atomic.Bool
+}
+
+func (f *killableFS) kill() { f.dead.Store(true) }
+
+func (f *killableFS) OpenFile(name string, flag int, perm os.FileMode) (store.File, error) {
+	if f.dead.Load() {
+		return nil, errKilled
+	}
+	fl, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &killableFile{File: fl, fs: f}, nil
+}
+
+func (f *killableFS) Remove(name string) error {
+	if f.dead.Load() {
+		return errKilled
+	}
+	return f.FS.Remove(name)
+}
+
+func (f *killableFS) Rename(oldname, newname string) error {
+	if f.dead.Load() {
+		return errKilled
+	}
+	return f.FS.Rename(oldname, newname)
+}
+
+func (f *killableFS) MkdirAll(path string, perm os.FileMode) error {
+	if f.dead.Load() {
+		return errKilled
+	}
+	return f.FS.MkdirAll(path, perm)
+}
+
+func (f *killableFS) SyncDir(path string) error {
+	if f.dead.Load() {
+		return errKilled
+	}
+	return f.FS.SyncDir(path)
+}
+
+type killableFile struct {
+	store.File
+	fs *killableFS
+}
+
+func (k *killableFile) WriteAt(p []byte, off int64) (int, error) {
+	if k.fs.dead.Load() {
+		return 0, errKilled
+	}
+	return k.File.WriteAt(p, off)
+}
+
+func (k *killableFile) Fallocate(size int64) error {
+	if k.fs.dead.Load() {
+		return errKilled
+	}
+	return k.File.Fallocate(size)
+}
+
+func (k *killableFile) Truncate(size int64) error {
+	if k.fs.dead.Load() {
+		return errKilled
+	}
+	return k.File.Truncate(size)
+}
+
+func (k *killableFile) Sync() error {
+	if k.fs.dead.Load() {
+		return errKilled
+	}
+	return k.File.Sync()
+}
+
+func (k *killableFile) Msync(b []byte) error {
+	if k.fs.dead.Load() {
+		return errKilled
+	}
+	return k.File.Msync(b)
+}
+
+func (k *killableFile) Mmap(size int) ([]byte, error) {
+	if k.fs.dead.Load() {
+		return nil, errKilled
+	}
+	return k.File.Mmap(size)
 }

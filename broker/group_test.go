@@ -139,7 +139,7 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			m := testMessage("T", 0, fmt.Sprintf("cut%d", i), "cut", int64(i), 128)
-			if _, err := old.g.PutMessages(ctx, []*store.Message{m}); err == nil {
+			if _, err := old.g().PutMessages(ctx, []*store.Message{m}); err == nil {
 				acked.Add(1)
 			}
 		}()
@@ -147,7 +147,7 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	var l *testNode
 	testutil.WaitFor(t, 15*time.Second, "a leader among the connected nodes", func() bool {
 		for _, n := range c.nodes {
-			if n != old && n.g.IsLeader() {
+			if n != old && n.g().IsLeader() {
 				l = n
 				return true
 			}
@@ -159,7 +159,7 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 	if n := acked.Load(); n != 0 {
 		t.Fatalf("partitioned leader acknowledged %d writes", n)
 	}
-	testutil.WaitFor(t, 10*time.Second, "old leader steps down", func() bool { return !old.g.IsLeader() })
+	testutil.WaitFor(t, 10*time.Second, "old leader steps down", func() bool { return !old.g().IsLeader() })
 	old.stream.setCut(false)
 	commit := c.waitCaughtUp()
 	all := append(before, after...)
@@ -185,12 +185,12 @@ func TestGroupFollowerRecoversThroughSnapshot(t *testing.T) {
 	c.waitCaughtUp()
 	c.stop(lagging)
 	c.sendConcurrently(4, 2000, 1024, 2, nil)
-	first, err := l.g.SnapshotAndTruncate()
+	first, err := l.g().SnapshotAndTruncate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first <= 1 || l.g.Store().CommitLog().MinOffset() == 0 {
-		t.Fatalf("retention removed nothing: first index %d, min offset %d", first, l.g.Store().CommitLog().MinOffset())
+	if first <= 1 || l.g().Store().CommitLog().MinOffset() == 0 {
+		t.Fatalf("retention removed nothing: first index %d, min offset %d", first, l.g().Store().CommitLog().MinOffset())
 	}
 	c.start(lagging)
 	late := c.sendConcurrently(4, 300, 1024, 2, nil)
@@ -202,11 +202,11 @@ func TestGroupFollowerRecoversThroughSnapshot(t *testing.T) {
 	checkAcked(t, l, late)
 	// The follower's log starts at the installed snapshot's position (the
 	// bytes before it in that segment are zeros there).
-	fi, err := f.g.LogStore().FirstIndex()
+	fi, err := f.g().LogStore().FirstIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
-	min, _, err := f.g.LogStore().Locate(fi)
+	min, _, err := f.g().LogStore().Locate(fi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestGroupFollowerRecoversThroughSnapshot(t *testing.T) {
 		t.Fatalf("follower's CommitLog differs from the leader's in [%d, end of %d)", min, commit)
 	}
 	for q := int32(0); q < 2; q++ {
-		if a, b := f.g.Store().ConsumeQueues().Get("T", q).MaxOffset(), l.g.Store().ConsumeQueues().Get("T", q).MaxOffset(); a != b {
+		if a, b := f.g().Store().ConsumeQueues().Get("T", q).MaxOffset(), l.g().Store().ConsumeQueues().Get("T", q).MaxOffset(); a != b {
 			t.Fatalf("queue %d: follower max offset %d, leader %d", q, a, b)
 		}
 	}
@@ -237,7 +237,7 @@ func TestGroupTransferWithSendsInFlight(t *testing.T) {
 		if n == 1000 {
 			once.Do(func() {
 				start := time.Now()
-				if err := old.g.TransferLeadership(""); err != nil {
+				if err := old.g().TransferLeadership(""); err != nil {
 					t.Errorf("transfer: %v", err)
 					return
 				}
@@ -266,12 +266,12 @@ func TestGroupDedupAndTables(t *testing.T) {
 	l := c.leader()
 	ctx := context.Background()
 	m := testMessage("T", 0, "dup", "pid", 7, 64)
-	r1, err := l.g.PutMessages(ctx, []*store.Message{m})
+	r1, err := l.g().PutMessages(ctx, []*store.Message{m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m2 := testMessage("T", 0, "dup", "pid", 7, 64)
-	r2, err := l.g.PutMessages(ctx, []*store.Message{m2, testMessage("T", 0, "next", "pid", 8, 64)})
+	r2, err := l.g().PutMessages(ctx, []*store.Message{m2, testMessage("T", 0, "next", "pid", 8, 64)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,18 +281,18 @@ func TestGroupDedupAndTables(t *testing.T) {
 	if r2[1].Duplicate || r2[1].QueueOffset != r1[0].QueueOffset+1 {
 		t.Fatalf("next message %+v, want queue offset %d", r2[1], r1[0].QueueOffset+1)
 	}
-	if err := l.g.CommitOffsets(ctx, []OffsetCommit{{Group: "G", Topic: "T", QueueID: 0, Offset: 2}}); err != nil {
+	if err := l.g().CommitOffsets(ctx, []OffsetCommit{{Group: "G", Topic: "T", QueueID: 0, Offset: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.g.UpdateSubscriptionGroup(ctx, DefaultSubscriptionGroupConfig("G")); err != nil {
+	if err := l.g().UpdateSubscriptionGroup(ctx, DefaultSubscriptionGroupConfig("G")); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.g.UpdateScheduleOffsets(ctx, map[int32]int64{3: 9}); err != nil {
+	if err := l.g().UpdateScheduleOffsets(ctx, map[int32]int64{3: 9}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitCaughtUp()
 	for _, n := range c.nodes {
-		st := n.g.State()
+		st := n.g().State()
 		if off, ok := st.ConsumerOffset("G", "T", 0); !ok || off != 2 {
 			t.Fatalf("%s: offset %d %v", n.id, off, ok)
 		}
@@ -302,20 +302,20 @@ func TestGroupDedupAndTables(t *testing.T) {
 		if st.ScheduleOffsets()[3] != 9 {
 			t.Fatalf("%s: schedule offsets %v", n.id, st.ScheduleOffsets())
 		}
-		if st.TopicsDataVersion() != l.g.State().TopicsDataVersion() {
+		if st.TopicsDataVersion() != l.g().State().TopicsDataVersion() {
 			t.Fatalf("%s: topics data version differs", n.id)
 		}
-		if n != l && n.g.LeaderAddr() != l.remoting {
-			t.Fatalf("%s: leader addr %q, want %q", n.id, n.g.LeaderAddr(), l.remoting)
+		if n != l && n.g().LeaderAddr() != l.remoting {
+			t.Fatalf("%s: leader addr %q, want %q", n.id, n.g().LeaderAddr(), l.remoting)
 		}
 		if n != l {
-			if _, err := n.g.PutMessages(ctx, []*store.Message{m}); !errors.Is(err, ErrNotLeader) {
+			if _, err := n.g().PutMessages(ctx, []*store.Message{m}); !errors.Is(err, ErrNotLeader) {
 				t.Fatalf("%s: follower write: %v", n.id, err)
 			}
 		}
 	}
 	// Snapshot + restart: tables and the dedup window survive.
-	if _, err := l.g.SnapshotAndTruncate(); err != nil {
+	if _, err := l.g().SnapshotAndTruncate(); err != nil {
 		t.Fatal(err)
 	}
 	for i := range c.nodes {
@@ -325,14 +325,14 @@ func TestGroupDedupAndTables(t *testing.T) {
 		c.start(i)
 	}
 	l = c.leader()
-	r3, err := l.g.PutMessages(ctx, []*store.Message{testMessage("T", 0, "dup", "pid", 7, 64)})
+	r3, err := l.g().PutMessages(ctx, []*store.Message{testMessage("T", 0, "dup", "pid", 7, 64)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !r3[0].Duplicate || r3[0].QueueOffset != r1[0].QueueOffset {
 		t.Fatalf("after restart: retry %+v not deduplicated", r3[0])
 	}
-	if off, ok := l.g.State().ConsumerOffset("G", "T", 0); !ok || off != 2 {
+	if off, ok := l.g().State().ConsumerOffset("G", "T", 0); !ok || off != 2 {
 		t.Fatalf("after restart: offset %d %v", off, ok)
 	}
 }
