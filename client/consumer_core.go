@@ -423,6 +423,10 @@ func (c *consumerCore) persistAll(ctx context.Context) {
 		c.mu.Unlock()
 		if err := c.store.Persist(ctx, mqs); err != nil && ctx.Err() == nil {
 			c.warnOnce("persist", "committing offsets failed", zap.Error(err))
+			var be *BrokerError
+			if errors.As(err, &be) {
+				c.followLeader(be.Broker, be.Addr, be)
+			}
 		} else {
 			c.clearWarn("persist")
 		}

@@ -15,14 +15,17 @@ import (
 )
 
 // rebalanceLoop rebalances every RebalanceInterval, at once when a broker
-// says the group changed, and soon again when an orderly consumer could
-// not lock a queue it was allocated (its previous owner still held it).
+// says the group changed, and soon again when a rebalance could not finish:
+// an orderly lock refused (its previous owner still held it) or a topic
+// without a route yet (a retry topic the broker creates on the first
+// heartbeat). Those retries start at 1 s and double up to the interval.
 func (c *consumerCore) rebalanceLoop() {
 	t := time.NewTicker(c.cfg.rebalanceInterval)
 	defer t.Stop()
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	delay := c.cfg.lockRetryDelay
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -32,14 +35,17 @@ func (c *consumerCore) rebalanceLoop() {
 		case <-retry.C:
 		}
 		if c.rebalance(c.ctx) {
-			retry.Reset(c.cfg.lockRetryDelay)
+			retry.Reset(delay)
+			delay = min(2*delay, c.cfg.rebalanceInterval)
+		} else {
+			delay = c.cfg.lockRetryDelay
 		}
 	}
 }
 
 // rebalance recomputes this consumer's queues of every subscribed topic
-// and applies the change; it reports whether some allocated queue could
-// not be taken yet (an orderly lock refused).
+// and applies the change; it reports whether something is left to do (a
+// topic that failed, an orderly lock refused).
 func (c *consumerCore) rebalance(ctx context.Context) (pending bool) {
 	c.rebalanceMu.Lock()
 	defer c.rebalanceMu.Unlock()
@@ -55,6 +61,7 @@ func (c *consumerCore) rebalance(ctx context.Context) (pending bool) {
 			if ctx.Err() == nil {
 				c.warnOnce("rebalance:"+topic, "rebalance failed; keeping the current queues", zap.String("topic", topic), zap.Error(err))
 			}
+			pending = true
 			continue
 		}
 		c.clearWarn("rebalance:" + topic)

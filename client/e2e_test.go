@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/broker/store"
@@ -114,7 +115,7 @@ func TestEndToEndRaftGroup(t *testing.T) {
 	ec := startE2ECluster(t)
 	nsAddr := ec.ns.Addr().String()
 	ctx := context.Background()
-	log := zap.NewNop()
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	admin, err := client.NewAdmin(client.NameServers(nsAddr), client.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
