@@ -89,7 +89,7 @@ func startE2ECluster(t *testing.T) *e2eCluster {
 	t.Cleanup(func() {
 		for i := range ec.nodes {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = ec.nodes[i].Shutdown(ctx)
+			_ = ec.nodes[i].Shutdown(ctx) // a killed node's second Shutdown is a no-op
 			cancel()
 			_ = ec.groups[i].Close()
 		}
@@ -255,5 +255,116 @@ func TestEndToEndRaftGroup(t *testing.T) {
 	}
 	if m, err := admin.ViewMessage(ctx, msgs[0].OffsetMsgID); err != nil || string(m.Body) != "5" {
 		t.Fatalf("view by id: %v %v", m, err)
+	}
+}
+
+// TestEndToEndConsumerFailover kills the group's leader while a producer
+// sends and a push consumer consumes: the consumer follows the new leader
+// and gets every acknowledged message. It logs the gap between the kill
+// and the first message consumed from a send acknowledged after it.
+func TestEndToEndConsumerFailover(t *testing.T) {
+	ec := startE2ECluster(t)
+	nsAddr := ec.ns.Addr().String()
+	ctx := context.Background()
+	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
+	admin, err := client.NewAdmin(client.NameServers(nsAddr), client.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: "FO", ReadQueueNums: 2, WriteQueueNums: 2}, "DefaultCluster", ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "route of FO", func() bool { _, err := admin.TopicRoute(ctx, "FO"); return err == nil })
+	p, err := client.NewProducer(client.NameServers(nsAddr), client.WithLogger(log), client.RouteRefreshInterval(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var mu sync.Mutex
+	got := map[string]time.Time{}
+	c, err := client.NewPushConsumer(client.NameServers(nsAddr), client.WithLogger(log), client.ConsumerGroup("FOG"),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.PullBackoff(100*time.Millisecond),
+		client.RouteRefreshInterval(200*time.Millisecond), client.PersistInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe("FO", "*")
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			if _, ok := got[string(m.Body)]; !ok {
+				got[string(m.Body)] = time.Now()
+			}
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	acked := map[string]time.Time{}
+	// Each message is sent until acknowledged (for up to 10 s), as an
+	// application would retry through a failover.
+	send := func(i int) {
+		body := fmt.Sprint(i)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := p.SendSync(sctx, client.NewMessage("FO", []byte(body)))
+			cancel()
+			if err == nil {
+				acked[body] = time.Now()
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // pace retries of a failed send, not a wait for a condition
+		}
+	}
+	for i := range 20 {
+		send(i)
+	}
+	testutil.WaitFor(t, 10*time.Second, "first 20 consumed", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 20 })
+	leader := -1
+	for i, g := range ec.groups {
+		if g.IsLeader() {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+	kill := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_ = ec.nodes[leader].Shutdown(sctx)
+	cancel()
+	_ = ec.groups[leader].Close()
+	for i := 20; i < 60; i++ {
+		send(i)
+	}
+	testutil.WaitFor(t, 20*time.Second, "every acknowledged message consumed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for body := range acked {
+			if _, ok := got[body]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	first := time.Time{}
+	for i := 20; i < 60; i++ {
+		if at, ok := got[fmt.Sprint(i)]; ok && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	mu.Unlock()
+	t.Logf("leader killed; %d of 40 sends acknowledged after it; first of them consumed %v after the kill", len(acked)-20, first.Sub(kill))
+	if len(acked) < 50 {
+		t.Fatalf("only %d of 40 sends after the kill acknowledged", len(acked)-20)
 	}
 }
