@@ -261,11 +261,21 @@ func storedProperties(props map[string]string) string {
 	return EncodeProperties(props) + PropertyCRC32 + "\x010000000000\x02"
 }
 
+// queueOffsetField is where QUEUEOFFSET sits in every stored message
+// (after TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID and FLAG).
+const queueOffsetField, queueOffsetLen = 20, 8
+
 // entryCRC computes the whole-entry checksum of an encoded message with a
-// CRC property: every byte but the digits themselves. (QUEUEOFFSET is
-// covered: the CommitLog never rewrites it; readers patch their copies.)
+// CRC property: every byte but the digits themselves and QUEUEOFFSET.
+// QUEUEOFFSET is left out because it is not authoritative in the CommitLog
+// (the ConsumeQueue is: in Raft mode offsets are assigned at Apply) and the
+// pull path patches it into the copies it serves; a copy handed to a
+// consumer, a schedule service or a re-put must still verify.
 func entryCRC(b []byte) uint32 {
-	return crc32.ChecksumIEEE(b[:len(b)-crcDigitsFromEnd]) & 0x7FFFFFFF
+	end := len(b) - crcDigitsFromEnd
+	c := crc32.ChecksumIEEE(b[:queueOffsetField])
+	c = crc32.Update(c, crc32.IEEETable, b[queueOffsetField+queueOffsetLen:end])
+	return c & 0x7FFFFFFF
 }
 
 // hasCRCProperty reports whether the encoded message b ends with a CRC property.

@@ -242,11 +242,17 @@ func TestPatchFields(t *testing.T) {
 		t.Fatalf("patched entry does not verify: %v", err)
 	}
 	PatchQueueOffset(b, 999)
-	// A patched read copy no longer matches the stored CRC: readers verify the
-	// mapped bytes first, then patch their copy.
-	if _, _, err := DecodeMessage(b, false); !errors.Is(err, ErrCorruptMessage) {
-		t.Fatalf("queue-offset patched copy verified: %v", err)
+	// The entry CRC leaves QUEUEOFFSET out, so a pulled copy with its queue
+	// offset patched in still verifies (the schedule service and send-back
+	// re-read such copies), while any other change is still caught.
+	if _, _, err := DecodeMessage(b, false); err != nil {
+		t.Fatalf("queue-offset patched copy does not verify: %v", err)
 	}
+	b[queueOffsetField-1] ^= 1 // last byte of FLAG, just before QUEUEOFFSET
+	if _, _, err := DecodeMessage(b, false); !errors.Is(err, ErrCorruptMessage) {
+		t.Fatalf("flipped FLAG byte verified: %v", err)
+	}
+	b[queueOffsetField-1] ^= 1
 	got, _, err := decodeUnchecked(b)
 	if err != nil {
 		t.Fatal(err)
