@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,7 +65,7 @@ func runSenders(b *testing.B, put func(m *store.Message) error) {
 // BenchmarkGroupPut: durable (SYNC_FLUSH, quorum-fsynced) 3-replica sends
 // of 1 KiB messages from 64 concurrent senders through Replica.PutMessages.
 func BenchmarkGroupPut(b *testing.B) {
-	c := newTestCluster(b, clusterOpts{sync: true, segmentSize: 64 << 20})
+	c := newTestCluster(b, clusterOpts{sync: true, segmentSize: 64 << 20, tune: benchTune(b)})
 	c.createTopic("T", 8)
 	l := c.leader()
 	ctx := context.Background()
@@ -92,4 +94,34 @@ func BenchmarkSingleNodeSyncPut(b *testing.B) {
 		_, err := ms.PutMessage(m)
 		return err
 	})
+}
+
+// benchTune applies RAFTMQ_BENCH_<KEY>=value overrides (inflight, maxappend,
+// linger in µs, batchcount) so settings can be compared without edits.
+func benchTune(b *testing.B) func(*GroupConfig) {
+	env := func(k string) int {
+		v := os.Getenv("RAFTMQ_BENCH_" + k)
+		if v == "" {
+			return -1
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("RAFTMQ_BENCH_%s=%q: %v", k, v, err)
+		}
+		return n
+	}
+	return func(c *GroupConfig) {
+		if v := env("INFLIGHT"); v > 0 {
+			c.RaftMaxInflight = v
+		}
+		if v := env("MAXAPPEND"); v > 0 {
+			c.Raft.MaxAppendEntries = v
+		}
+		if v := env("LINGER"); v >= 0 {
+			c.RaftBatchLinger = time.Duration(v) * time.Microsecond
+		}
+		if v := env("BATCHCOUNT"); v > 0 {
+			c.RaftBatchMaxCount = v
+		}
+	}
 }

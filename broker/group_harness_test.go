@@ -127,6 +127,8 @@ type clusterOpts struct {
 	sync        bool
 	// onStart sees every member started (tests hook observers there).
 	onStart func(n *testNode, g *Group)
+	// tune adjusts every member's config after the defaults.
+	tune func(*GroupConfig)
 }
 
 func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
@@ -159,6 +161,9 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 		port := testutil.FreePort(t)
 		remoting := fmt.Sprintf("127.0.0.1:%d", port)
 		cfg.Store.StoreHost = netip.MustParseAddrPort(remoting)
+		if o.tune != nil {
+			o.tune(&cfg)
+		}
 		c.nodes = append(c.nodes, &testNode{id: id, cfg: cfg, remoting: remoting})
 	}
 	for i := range c.nodes {
