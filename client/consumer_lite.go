@@ -172,16 +172,20 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 		case <-l.core.ctx.Done():
 			return nil, ErrClosed
 		case b := <-l.ready:
+			// Under l.mu so a Seek (which drops, then records its offset
+			// under l.mu) either sees this batch's offset first or makes
+			// the batch stale.
+			l.mu.Lock()
 			if b.pq.dropped.Load() {
+				l.mu.Unlock()
 				continue // the queue was sought or handed over
 			}
 			off := b.pq.remove(b.msgs)
-			l.mu.Lock()
 			l.consumed[b.pq.mq] = off
-			l.mu.Unlock()
 			if l.core.cfg.autoCommit {
 				l.core.store.Update(b.pq.mq, off, false)
 			}
+			l.mu.Unlock()
 			return b.msgs, nil
 		}
 	}
