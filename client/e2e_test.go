@@ -256,6 +256,33 @@ func TestEndToEndRaftGroup(t *testing.T) {
 	if m, err := admin.ViewMessage(ctx, msgs[0].OffsetMsgID); err != nil || string(m.Body) != "5" {
 		t.Fatalf("view by id: %v %v", m, err)
 	}
+	st, err := admin.TopicStatus(ctx, "E2E")
+	if err != nil || len(st) != 4 {
+		t.Fatalf("topic status: %+v %v", st, err)
+	}
+	var stored int64
+	for _, q := range st {
+		stored += q.MaxOffset - q.MinOffset
+	}
+	if stored != n {
+		t.Fatalf("topic status counts %d messages, want %d", stored, n)
+	}
+	// Reset a group without consumers to an hour ago: every queue to its start.
+	reset, err := admin.ResetOffsetByTime(ctx, "E2ER", "E2E", time.Now().Add(-time.Hour), true)
+	if err != nil || len(reset) != 4 {
+		t.Fatalf("reset: %v %v", reset, err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "E2ER lag = every message", func() bool {
+		prog, err := admin.ConsumerProgress(ctx, "E2ER", "E2E")
+		if err != nil || len(prog) != 4 {
+			return false
+		}
+		var lag int64
+		for _, q := range prog {
+			lag += q.Lag
+		}
+		return lag == n
+	})
 }
 
 // TestEndToEndConsumerFailover kills the group's leader while a producer
