@@ -164,6 +164,10 @@ const (
 	RequestAuthDeleteACL                        int16 = 3008 // AUTH_DELETE_ACL
 	RequestAuthGetACL                           int16 = 3009 // AUTH_GET_ACL
 	RequestAuthListACL                          int16 = 3010 // AUTH_LIST_ACL
+	// raftmq's own codes, far above RocketMQ's range (its RequestCode.java
+	// tops out near 3010 in 5.3), so no RocketMQ release can collide.
+	RequestRaftStatus         int16 = 30001 // RAFT_STATUS (raftmq): this member's Raft state as JSON
+	RequestLeadershipTransfer int16 = 30002 // LEADERSHIP_TRANSFER (raftmq): hand Raft leadership on
 )
 
 // Response codes (RemotingCommand.Code of a response).
