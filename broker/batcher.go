@@ -66,6 +66,7 @@ func (b *batcher) run() {
 	defer close(b.done)
 	cfg := &b.g.cfg
 	var carry *putRequest
+	prev := 0 // requests in the previous entry
 	for {
 		var batch []*putRequest
 		size := 0
@@ -110,18 +111,32 @@ func (b *batcher) run() {
 				return
 			}
 		}
-		b.drain(open, add)
+		b.drain(open, add, func() int { return len(batch) }, prev)
+		prev = len(batch)
 		b.propose(batch, size)
 	}
 }
 
 // drain adds what is already queued (and, with a linger, what arrives
-// within it) while the entry has room.
-func (b *batcher) drain(open func() bool, add func(*putRequest)) {
-	if linger := b.g.cfg.RaftBatchLinger; linger > 0 {
+// within it) while the entry has room. Without a fixed linger it waits
+// adaptively: for up to RaftBatchAdaptiveWait until the entry holds as many
+// requests as the previous one did. Closed-loop senders come back a few
+// hundred µs after their answers, and an entry proposed with only the first
+// few of them costs a full round of fsyncs on every replica (on one disk
+// shared by the replicas, the flush count is the throughput limit). A lone
+// sender (previous entry of one request) is never delayed, and a target that
+// is no longer reached decays with the entry sizes.
+func (b *batcher) drain(open func() bool, add func(*putRequest), n func() int, target int) {
+	linger := b.g.cfg.RaftBatchLinger
+	if linger <= 0 && target > n() {
+		linger = b.g.cfg.RaftBatchAdaptiveWait
+	} else if linger <= 0 {
+		target = 0
+	}
+	if linger > 0 {
 		t := time.NewTimer(linger)
 		defer t.Stop()
-		for open() {
+		for open() && (target == 0 || n() < target) {
 			select {
 			case r := <-b.in:
 				add(r)
@@ -131,7 +146,6 @@ func (b *batcher) drain(open func() bool, add func(*putRequest)) {
 				return
 			}
 		}
-		return
 	}
 	for open() {
 		select {

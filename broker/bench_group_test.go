@@ -97,7 +97,7 @@ func BenchmarkSingleNodeSyncPut(b *testing.B) {
 }
 
 // benchTune applies RAFTMQ_BENCH_<KEY>=value overrides (inflight, maxappend,
-// linger in µs, batchcount) so settings can be compared without edits.
+// linger and adaptive wait in µs, batchcount) so settings can be compared without edits.
 func benchTune(b *testing.B) func(*GroupConfig) {
 	env := func(k string) int {
 		v := os.Getenv("RAFTMQ_BENCH_" + k)
@@ -119,6 +119,9 @@ func benchTune(b *testing.B) func(*GroupConfig) {
 		}
 		if v := env("LINGER"); v >= 0 {
 			c.RaftBatchLinger = time.Duration(v) * time.Microsecond
+		}
+		if v := env("ADAPTIVE"); v >= 0 {
+			c.RaftBatchAdaptiveWait = time.Duration(v) * time.Microsecond
 		}
 		if v := env("BATCHCOUNT"); v > 0 {
 			c.RaftBatchMaxCount = v

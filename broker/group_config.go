@@ -34,9 +34,19 @@ type GroupConfig struct {
 	// beyond what is in flight; the natural batching of a busy pipeline is
 	// usually enough). Given in ms in broker.conf.
 	RaftBatchLinger time.Duration `prop:"raftBatchLinger"`
+	// RaftBatchAdaptiveWait bounds how long the batcher, when
+	// RaftBatchLinger is 0, waits for the entry to reach the previous
+	// entry's request count (1 ms): steady concurrent senders then share
+	// one entry per replication round instead of splitting into a small
+	// and a large one. 0 disables it. Given in ms in broker.conf.
+	RaftBatchAdaptiveWait time.Duration `prop:"raftBatchAdaptiveWait"`
 	// RaftMaxInflight bounds the entries the batcher has proposed and not
-	// yet seen committed (2): enough to keep the pipeline full while one
-	// entry is being fsynced, few enough that batches stay large.
+	// yet seen committed (1). Every entry costs one fsync on each replica,
+	// so with replicas sharing a disk (or a slow one) one large entry per
+	// round beats two half-size ones: measured with 64 senders on one
+	// disk, 1 gave 20–27k msg/s and 2 gave 18–20k (with the adaptive wait).
+	// Raise it when replicas have their own fast disks and the leader's
+	// fsync would otherwise idle the network.
 	RaftMaxInflight int `prop:"raftMaxInflight"`
 	// OffsetFlushInterval is how often coalesced consumer-offset commits
 	// are proposed as one entry (100 ms).
@@ -68,7 +78,8 @@ func DefaultGroupConfig() GroupConfig {
 	c.Raft.EnableDLegerCommitLog = true
 	c.RaftBatchMaxBytes = 1 << 20
 	c.RaftBatchMaxCount = 512
-	c.RaftMaxInflight = 2
+	c.RaftMaxInflight = 1
+	c.RaftBatchAdaptiveWait = time.Millisecond
 	c.OffsetFlushInterval = 100 * time.Millisecond
 	c.ApplyTimeout = 5 * time.Second
 	c.DedupWindow = 1024
@@ -99,6 +110,8 @@ func (c *GroupConfig) Validate() error {
 		return bad("raftBatchMaxCount", "must be positive, got %d", c.RaftBatchMaxCount)
 	case c.RaftBatchLinger < 0:
 		return bad("raftBatchLinger", "must not be negative")
+	case c.RaftBatchAdaptiveWait < 0:
+		return bad("raftBatchAdaptiveWait", "must not be negative")
 	case c.RaftMaxInflight < 1:
 		return bad("raftMaxInflight", "must be positive, got %d", c.RaftMaxInflight)
 	case c.OffsetFlushInterval <= 0:
