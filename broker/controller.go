@@ -136,6 +136,7 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	q := cfg.AdminBrokerThreadPoolNums
 	s.Register(remoting.RequestQueryMessage, c.processQueryMessage, q, 10000)
 	s.Register(remoting.RequestViewMessageByID, c.processViewMessageByID, q, 10000)
+	RegisterRaftAdmin(s, c.rep, c.log.Named("raftadmin"))
 	s.RegisterDefault(c.processAdmin, q, 10000)
 }
 
