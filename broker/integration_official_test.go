@@ -163,8 +163,26 @@ func TestOfficialQuickstart(t *testing.T) {
 	if q.Code != remoting.ResponseSuccess {
 		t.Fatalf("query by key: %d %s", q.Code, q.Remark)
 	}
-	if msgs := decodeAll(t, q.Body); len(msgs) != 1 || string(msgs[0].Body) != "m7" {
+	msgs := decodeAll(t, q.Body)
+	if len(msgs) != 1 || string(msgs[0].Body) != "m7" {
 		t.Fatalf("query by key7 returned %d messages", len(msgs))
+	}
+	// Its QUEUEOFFSET is the real one (patched like pulls): a pull at that
+	// offset of its queue returns the same message.
+	pr := pc.call(leader, remoting.RequestPullMessage, pullExt("CG_Q", topic, int(msgs[0].QueueID), msgs[0].QueueOffset, 0), nil)
+	if pr.Code != remoting.ResponseSuccess {
+		t.Fatalf("pull at the queried offset %d: %d %s", msgs[0].QueueOffset, pr.Code, pr.Remark)
+	}
+	if pulled := decodeAll(t, pr.Body); string(pulled[0].Body) != "m7" || pulled[0].QueueOffset != msgs[0].QueueOffset {
+		t.Fatalf("pull at queried offset %d returned %q at %d", msgs[0].QueueOffset, pulled[0].Body, pulled[0].QueueOffset)
+	}
+	// VIEW_MESSAGE_BY_ID (33) patches it too.
+	v := pc.call(leader, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(msgs[0].CommitLogOffset, 10)}, nil)
+	if v.Code != remoting.ResponseSuccess {
+		t.Fatalf("view by id: %d %s", v.Code, v.Remark)
+	}
+	if vm := decodeAll(t, v.Body); len(vm) != 1 || vm[0].QueueOffset != msgs[0].QueueOffset {
+		t.Fatalf("view by id: %d messages, queue offset %v want %d", len(vm), vm, msgs[0].QueueOffset)
 	}
 	// SEARCH_OFFSET_BY_TIMESTAMP (29): before everything → offset 0.
 	s := pc.call(leader, remoting.RequestSearchOffsetByTimestamp, map[string]string{"topic": topic, "queueId": "0",
@@ -258,7 +276,8 @@ func TestOfficialOrderly(t *testing.T) {
 	}
 	var mu sync.Mutex
 	last := map[int]int{}
-	var outOfOrder, got atomic.Int64
+	queueOf := map[int]int{} // order → the one queue the selector put it in
+	var outOfOrder, got, spread atomic.Int64
 	officialPushConsumer(t, pc.nsAddr, "CG_O", "ORD", "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -271,13 +290,82 @@ func TestOfficialOrderly(t *testing.T) {
 				outOfOrder.Add(1)
 			}
 			last[o] = s
+			if q, ok := queueOf[o]; ok && q != m.Queue.QueueId {
+				spread.Add(1)
+			}
+			queueOf[o] = m.Queue.QueueId
 			got.Add(1)
 		}
 		return consumer.ConsumeSuccess, nil
 	}, consumer.WithConsumerOrder(true))
 	testutil.WaitFor(t, 30*time.Second, "all ordered messages consumed", func() bool { return got.Load() >= orders*steps })
-	if outOfOrder.Load() != 0 {
-		t.Fatalf("%d messages out of order", outOfOrder.Load())
+	if outOfOrder.Load() != 0 || spread.Load() != 0 {
+		t.Fatalf("%d messages out of order, %d not in their order's queue", outOfOrder.Load(), spread.Load())
+	}
+}
+
+// TestOfficialOffsetsSurviveRestart: a push consumer consumes a round,
+// its offsets are committed through Raft, it shuts down; a new consumer
+// of the same group (ConsumeFromFirstOffset, so a lost offset would replay
+// everything) resumes at the committed offsets: it gets the new round and
+// none of the old one.
+func TestOfficialOffsetsSurviveRestart(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OR", 4)
+	p := officialProducer(t, pc.nsAddr)
+	ctx := context.Background()
+	const n = 40
+	send := func(prefix string) {
+		for i := 0; i < n; i++ {
+			if _, err := p.SendSync(ctx, primitive.NewMessage("OR", []byte(fmt.Sprintf("%s%d", prefix, i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send("a")
+	first := newBodySet()
+	c1 := officialPushConsumer(t, pc.nsAddr, "CG_OR", "OR", "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		first.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	testutil.WaitFor(t, 30*time.Second, "first consumer got round a", func() bool { return first.len() == n })
+	committed := func() int64 {
+		total := int64(0)
+		for q := int32(0); q < 4; q++ {
+			off, _ := pc.groups[pc.leader()].State().ConsumerOffset("CG_OR", "OR", q)
+			total += off
+		}
+		return total
+	}
+	// The official client commits every 5 s and on Shutdown.
+	testutil.WaitFor(t, 30*time.Second, "round a committed through Raft", func() bool { return committed() == n })
+	if err := c1.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	send("b")
+	second := newBodySet()
+	officialPushConsumer(t, pc.nsAddr, "CG_OR", "OR", "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		second.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	testutil.WaitFor(t, 30*time.Second, "restarted consumer got round b", func() bool {
+		second.mu.Lock()
+		defer second.mu.Unlock()
+		k := 0
+		for body := range second.seen {
+			if strings.HasPrefix(body, "b") {
+				k++
+			}
+		}
+		return k == n
+	})
+	second.mu.Lock()
+	defer second.mu.Unlock()
+	for body := range second.seen {
+		if strings.HasPrefix(body, "a") {
+			t.Errorf("restarted consumer re-consumed %s (offset not resumed)", body)
+		}
 	}
 }
 

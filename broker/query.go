@@ -4,12 +4,16 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
 )
 
 // QUERY_MESSAGE (12) by key through the IndexFile and VIEW_MESSAGE_BY_ID
 // (33) by physical offset (RocketMQ QueryMessageProcessor). Both answer
-// stored-message bytes, as the clients decode them.
+// stored-message bytes with QUEUEOFFSET patched from the ConsumeQueue, like
+// pulls: in Raft mode the leader's encoder cannot know the queue offset
+// (the FSM assigns it at Apply), so the stored field is not the real one.
+// The entry CRC leaves QUEUEOFFSET out, so patched copies still verify.
 
 type queryMessageHeader struct {
 	Topic          string `ext:"topic,required"`
@@ -45,6 +49,7 @@ func (c *Controller) processQueryMessage(_ context.Context, _ *remoting.Conn, re
 		if err != nil {
 			continue // removed by retention since the index lookup
 		}
+		c.patchQueueOffset(b, m.Topic, m.QueueID, m.PhysicalOffset)
 		body = append(body, b...)
 	}
 	if len(body) == 0 {
@@ -69,6 +74,9 @@ func (c *Controller) processViewMessageByID(_ context.Context, _ *remoting.Conn,
 	if err != nil {
 		return response(remoting.ResponseSystemError, "no message at commit log offset %d: %v", h.Offset, err), nil
 	}
+	if m, _, err := store.DecodeMessage(b, false); err == nil {
+		c.patchQueueOffset(b, m.Topic, m.QueueID, h.Offset)
+	}
 	r := success()
 	r.Body = b
 	return r, nil
@@ -82,4 +90,38 @@ func (c *Controller) rawMessage(off int64) ([]byte, error) {
 	}
 	defer sl.Release()
 	return append([]byte(nil), sl.B...), nil
+}
+
+// patchQueueOffset writes the message's ConsumeQueue offset into its
+// copy b; when the queue no longer holds it (retention) b is left as is.
+func (c *Controller) patchQueueOffset(b []byte, topic string, queueID int32, phy int64) {
+	if off, ok := queueOffsetOf(c.st.ConsumeQueues().Get(topic, queueID), phy); ok {
+		store.PatchQueueOffset(b, off)
+	}
+}
+
+// queueOffsetOf finds the logical offset of the unit pointing at phy by
+// binary search: a queue's units are in CommitLog order. Blank fillers
+// (only ever before the first real unit) sort first.
+func queueOffsetOf(cq *store.ConsumeQueue, phy int64) (int64, bool) {
+	if cq == nil {
+		return 0, false
+	}
+	lo, hi := cq.MinOffset(), cq.MaxOffset()
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		u, err := cq.Get(mid)
+		if err != nil {
+			return 0, false
+		}
+		switch {
+		case !u.IsBlank() && u.PhyOffset == phy:
+			return mid, true
+		case u.IsBlank() || u.PhyOffset < phy:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return 0, false
 }

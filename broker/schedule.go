@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -128,12 +126,9 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 	}
 	var out []*store.Message
 	for i, b := range res.Messages {
-		// Pulled copies carry a patched QUEUEOFFSET, which the entry CRC
-		// does not cover any more: decode the verified stored copy.
-		if len(b) < 36 {
-			return fmt.Errorf("%w: short stored message in %s", store.ErrCorruptMessage, TopicSchedule)
-		}
-		m, err := s.c.st.LookMessageByOffset(int64(binary.BigEndian.Uint64(b[28:36])))
+		// The pulled copy's patched QUEUEOFFSET is outside the entry CRC,
+		// so the copy decodes and verifies as is.
+		m, _, err := store.DecodeMessage(b, true)
 		if err != nil {
 			return err
 		}
