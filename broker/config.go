@@ -19,8 +19,13 @@ import (
 type BrokerConfig struct {
 	GroupConfig
 	// Gossip configures the memberlist member (gossip* keys); a zero bind
-	// port means listenPort+2.
+	// port means listenPort+2 (see BrokerConfig.GossipConfig for every
+	// derived default).
 	Gossip ha.GossipConfig
+	// GossipEnable makes the node join the memberlist pool of the name
+	// servers and its peers (on by default; off only for tests that share
+	// a machine with many clusters).
+	GossipEnable bool `prop:"gossipEnable"`
 
 	// BrokerClusterName is the cluster this group registers under.
 	BrokerClusterName string `prop:"brokerClusterName"`
@@ -98,7 +103,8 @@ type BrokerConfig struct {
 func DefaultConfig() BrokerConfig {
 	c := BrokerConfig{
 		GroupConfig:                   DefaultGroupConfig(),
-		Gossip:                        ha.DefaultGossipConfig(),
+		Gossip:                        defaultBrokerGossip(),
+		GossipEnable:                  true,
 		BrokerClusterName:             "DefaultCluster",
 		BrokerName:                    "broker-a",
 		NamesrvAddr:                   "127.0.0.1:9876",
@@ -134,6 +140,14 @@ func DefaultConfig() BrokerConfig {
 	// A Raft entry must be able to hold the largest message.
 	c.RaftBatchMaxBytes = max(c.RaftBatchMaxBytes, c.Store.MaxMessageSize)
 	return c
+}
+
+// defaultBrokerGossip is ha's LAN preset with the port left 0, so Derive
+// and GossipConfig put it at listenPort+2.
+func defaultBrokerGossip() ha.GossipConfig {
+	g := ha.DefaultGossipConfig()
+	g.BindPort = 0
+	return g
 }
 
 // RemotingAddr is the address clients use: brokerIP1:listenPort.
@@ -277,6 +291,11 @@ func (c *BrokerConfig) Validate() error {
 	}
 	if _, err := c.DelayLevels(); err != nil {
 		return err
+	}
+	if c.GossipEnable {
+		if err := c.GossipConfig().Validate(); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidBrokerConfig, err)
+		}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -44,6 +45,7 @@ type Controller struct {
 	offsets *offsetCoalescer
 	sched   *scheduleService
 	reg     *registerService
+	gossip  *ha.Gossip // nil when gossipEnable is off
 
 	quit      chan struct{}
 	wg        sync.WaitGroup
@@ -158,6 +160,13 @@ func (c *Controller) start() error {
 			return fmt.Errorf("broker: VIP channel on listenPort-2: %w", err)
 		}
 	}
+	if err := c.startGossip(); err != nil {
+		_ = c.srv.Shutdown(context.Background())
+		if c.vip != nil {
+			_ = c.vip.Shutdown(context.Background())
+		}
+		return err
+	}
 	c.st.Reput().OnNewMessage(c.hold.notify)
 	c.rep.OnRoleChange(c.onRoleChange)
 	c.goFunc(c.hold.run)
@@ -181,6 +190,7 @@ func (c *Controller) onRoleChange(leader bool, term uint64) {
 	}
 	c.hold.wakeAll()
 	c.reg.trigger()
+	c.updateGossipMeta(leader, term)
 }
 
 // goFunc starts a tracked goroutine.
@@ -200,10 +210,13 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		// Background services first: the hold service answers every
 		// parked pull while the connections are still open.
+		// Leave the gossip pool first: the name servers drop this node's
+		// address at once and clients stop sending here.
+		err = c.stopGossip()
 		close(c.quit)
 		c.wg.Wait()
 		c.offsets.flush()
-		err = c.srv.Shutdown(ctx)
+		err = errors.Join(err, c.srv.Shutdown(ctx))
 		if c.vip != nil {
 			err = errors.Join(err, c.vip.Shutdown(ctx))
 		}

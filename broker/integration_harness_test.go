@@ -30,10 +30,19 @@ type procCluster struct {
 
 // startProcNameServer starts a real name server on a free loopback port.
 func startProcNameServer(t *testing.T) (*namesrv.NameServer, string) {
+	return startProcNameServerWith(t, nil)
+}
+
+// startProcNameServerWith starts a name server after mutate adjusted its
+// config (e.g. gossipEnable).
+func startProcNameServerWith(t *testing.T, mutate func(*namesrv.Config)) (*namesrv.NameServer, string) {
 	t.Helper()
 	cfg := namesrv.DefaultConfig()
 	cfg.ListenAddr, cfg.ListenPort = "127.0.0.1", testutil.FreePort(t)
 	cfg.KVConfigPath = t.TempDir() + "/kv.json"
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	n, err := namesrv.New(cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +64,9 @@ func testBrokerConfig(t *testing.T, nsAddr string, port int) BrokerConfig {
 	cfg := DefaultConfig()
 	cfg.ListenAddr, cfg.BrokerIP1, cfg.ListenPort = "127.0.0.1", "127.0.0.1", port
 	cfg.VipChannelEnabled = false
+	// listenPort+2 is not reserved by FreePort; gossip tests turn it on
+	// with explicit free ports.
+	cfg.GossipEnable = false
 	cfg.NamesrvAddr = nsAddr
 	cfg.MessageDelayLevel = "200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 	cfg.PullHoldCheckInterval = 200 * time.Millisecond
@@ -177,6 +189,12 @@ func testLogger() *zap.Logger {
 func startRealCluster(t *testing.T, mutate func(*BrokerConfig)) *procCluster {
 	t.Helper()
 	ns, nsAddr := startProcNameServer(t)
+	return startRealClusterOn(t, ns, nsAddr, mutate)
+}
+
+// startRealClusterOn is startRealCluster with a given name server.
+func startRealClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, mutate func(*BrokerConfig)) *procCluster {
+	t.Helper()
 	base := t.TempDir()
 	ids := []string{"n0", "n1", "n2"}
 	var peers []string

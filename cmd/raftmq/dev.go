@@ -90,6 +90,9 @@ func runDev(ctx context.Context, f *devFlags, log *zap.Logger, ready func(string
 	nsCfg := namesrv.DefaultConfig()
 	nsCfg.ListenAddr, nsCfg.ListenPort = "127.0.0.1", f.namesrvPort
 	nsCfg.KVConfigPath = filepath.Join(f.dir, "namesrv", "kvConfig.json")
+	// Gossip on: the name server hears of a dead broker node within a second
+	// (the brokers join it on namesrv port+2 by default).
+	nsCfg.GossipEnable = true
 	ns, err := namesrv.New(nsCfg, log.Named("namesrv"))
 	if err != nil {
 		return err

@@ -1,0 +1,122 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/raftlog"
+)
+
+// Gossip wiring (issue #7): every broker node joins the memberlist pool the
+// name servers are in, so a name server hears of a node's death within a
+// second and drops its address from the routes instead of waiting for the
+// 120 s registration expiry. The node's NodeMeta follows its Raft role.
+
+// GossipConfig returns the memberlist settings this node uses: the name
+// defaults to <brokerName>-<raftId>, the bind address to listenAddr, the
+// advertised address to brokerIP1, the port to listenPort+2, and the seeds
+// to every name server's address with port+2 (the name server's gossip
+// port; see namesrv) plus any gossipSeeds given. The group's peers are
+// found through the name servers, so no extra key is needed when the name
+// servers run with gossipEnable=true.
+func (c *BrokerConfig) GossipConfig() ha.GossipConfig {
+	g := c.Gossip
+	if g.Name == "" {
+		g.Name = c.BrokerName + "-" + c.Raft.DLegerSelfID
+	}
+	if g.BindPort == 0 {
+		g.BindPort = c.ListenPort + 2
+	}
+	if g.BindAddr == "" || g.BindAddr == "0.0.0.0" {
+		if c.ListenAddr != "" {
+			g.BindAddr = c.ListenAddr
+		}
+	}
+	if g.AdvertiseAddr == "" && c.BrokerIP1 != "" {
+		if ip := net.ParseIP(g.BindAddr); ip != nil && ip.IsUnspecified() {
+			g.AdvertiseAddr = c.BrokerIP1
+		}
+	}
+	seeds := g.SeedAddrs()
+	for _, ns := range c.NameServers() {
+		host, port, err := net.SplitHostPort(ns)
+		if err != nil {
+			continue
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			continue
+		}
+		seeds = append(seeds, net.JoinHostPort(host, strconv.Itoa(p+2)))
+	}
+	g.Seeds = strings.Join(seeds, ",")
+	return g
+}
+
+// gossipMeta is the node's NodeMeta for a role.
+func (c *Controller) gossipMeta(leader bool, term uint64) ha.NodeMeta {
+	m := ha.NodeMeta{
+		Kind: ha.KindBroker, Cluster: c.cfg.BrokerClusterName, BrokerName: c.cfg.BrokerName,
+		RaftID: c.cfg.Raft.DLegerSelfID, RemotingAddr: c.addr, Term: term,
+		Role: ha.RoleFollower, BrokerID: c.cfg.FollowerBrokerID(),
+	}
+	if leader {
+		m.Role, m.BrokerID = ha.RoleLeader, 0
+	}
+	if peers, err := raftlog.ParsePeers(c.cfg.Raft.DLegerPeers); err == nil {
+		for _, p := range peers {
+			if p.ID == c.cfg.Raft.DLegerSelfID {
+				m.RaftAddr = p.Addr
+			}
+		}
+	}
+	return m
+}
+
+// startGossip joins the pool (gossipEnable). A node that finds no seed
+// keeps running alone and retries; gossip is an accelerator, never a
+// precondition for serving.
+func (c *Controller) startGossip() error {
+	if !c.cfg.GossipEnable {
+		return nil
+	}
+	cfg := c.cfg.GossipConfig()
+	g, err := ha.NewGossip(cfg, c.gossipMeta(c.rep.IsLeader(), 0), c.log.Named("gossip"))
+	if err != nil {
+		return fmt.Errorf("broker: gossip: %w", err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		return fmt.Errorf("broker: gossip on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
+	}
+	c.gossip = g
+	c.log.Info("gossip joined", zap.String("name", cfg.Name), zap.String("addr", g.Addr()), zap.String("seeds", cfg.Seeds))
+	return nil
+}
+
+// updateGossipMeta publishes a role change; runs on the role goroutine.
+func (c *Controller) updateGossipMeta(leader bool, term uint64) {
+	if c.gossip == nil {
+		return
+	}
+	if err := c.gossip.UpdateMeta(c.gossipMeta(leader, term)); err != nil {
+		c.log.Warn("gossip: meta update not confirmed", zap.Bool("leader", leader), zap.Uint64("term", term), zap.Error(err))
+	}
+}
+
+// Gossip returns the node's gossip member (nil when gossipEnable is off or
+// before Start).
+func (c *Controller) Gossip() *ha.Gossip { return c.gossip }
+
+// stopGossip leaves the pool gracefully so peers see Leave at once.
+func (c *Controller) stopGossip() error {
+	if c.gossip == nil {
+		return nil
+	}
+	return c.gossip.Close()
+}
