@@ -47,6 +47,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newBrokerCmd(g))
 	root.AddCommand(newDevCmd(g))
 	root.AddCommand(newBenchCmd(g))
+	root.AddCommand(newAdminCmd(g))
 	return root
 }
 
