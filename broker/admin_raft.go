@@ -214,10 +214,14 @@ func (p *raftAdminProcessor) transfer(ctx context.Context, _ *remoting.Conn, req
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
+		// Until this node's role observer notices the step-down,
+		// LeaderAddr still answers with our own address: wait for it.
 		if id := ra.LeaderID(); id != "" && id != self {
 			res.NewLeaderID = id
-			if res.NewLeaderAddr = ra.LeaderAddr(); res.NewLeaderAddr != "" {
-				break
+			if !p.rep.IsLeader() {
+				if res.NewLeaderAddr = ra.LeaderAddr(); res.NewLeaderAddr != "" {
+					break
+				}
 			}
 		}
 		if time.Now().After(deadline) {
