@@ -496,9 +496,11 @@ func (c *consumerCore) lock(ctx context.Context, brokerName string, mqs []Messag
 func (c *consumerCore) followLeader(brokerName, addr string, err error) {
 	var be *BrokerError
 	switch {
-	case errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr:
+	case errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr && !c.routes.distrusted(brokerName, be.LeaderAddr):
 		c.routes.learnLeader(brokerName, addr, be.LeaderAddr)
 	case errors.As(err, &be) && (be.Code == remoting.ResponseServiceNotAvailable || be.Code == remoting.ResponseNotLeaderForQueue):
+		// No leader, or one that just failed us (the member has not
+		// noticed its death yet): an election is near.
 		c.routes.markDown(brokerName, addr, noLeaderBackoff)
 	case errIsConnFailure(err):
 		c.routes.markDown(brokerName, addr, c.routes.downFor)

@@ -22,12 +22,14 @@ import (
 // e2eCluster is a real name server and a real 3-node raftmq group (Raft
 // over loopback TCP, synced files), the consumers' end-to-end target.
 type e2eCluster struct {
+	t      testing.TB
 	ns     *namesrv.NameServer
+	cfgs   []broker.BrokerConfig
 	groups []*broker.Group
 	nodes  []*broker.Controller
 }
 
-func startE2ECluster(t *testing.T) *e2eCluster {
+func startE2ECluster(t testing.TB) *e2eCluster {
 	t.Helper()
 	nscfg := namesrv.DefaultConfig()
 	nscfg.ListenAddr, nscfg.ListenPort = "127.0.0.1", 0
@@ -44,7 +46,7 @@ func startE2ECluster(t *testing.T) *e2eCluster {
 		defer cancel()
 		_ = ns.Shutdown(ctx)
 	})
-	ec := &e2eCluster{ns: ns}
+	ec := &e2eCluster{t: t, ns: ns}
 	base := t.TempDir()
 	ids := []string{"n0", "n1", "n2"}
 	var peers []string
@@ -73,21 +75,15 @@ func startE2ECluster(t *testing.T) *e2eCluster {
 		if err := cfg.Derive(); err != nil {
 			t.Fatal(err)
 		}
-		g, err := broker.NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := broker.New(cfg, g, zap.NewNop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ec.groups, ec.nodes = append(ec.groups, g), append(ec.nodes, c)
+		ec.cfgs = append(ec.cfgs, cfg)
+		ec.groups, ec.nodes = append(ec.groups, nil), append(ec.nodes, nil)
+		ec.start(len(ec.cfgs) - 1)
 	}
 	t.Cleanup(func() {
 		for i := range ec.nodes {
+			if ec.nodes[i] == nil {
+				continue // killed and not restarted
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_ = ec.nodes[i].Shutdown(ctx) // a killed node's second Shutdown is a no-op
 			cancel()
@@ -104,6 +100,47 @@ func startE2ECluster(t *testing.T) *e2eCluster {
 		return false
 	})
 	return ec
+}
+
+// start opens member i's group on its files and starts its controller.
+func (ec *e2eCluster) start(i int) {
+	t := ec.t
+	t.Helper()
+	g, err := broker.NewGroup(ec.cfgs[i].GroupConfig, ec.cfgs[i].RemotingAddr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := broker.New(ec.cfgs[i], g, zap.NewNop())
+	if err != nil {
+		_ = g.Close()
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		_ = g.Close()
+		t.Fatal(err)
+	}
+	ec.groups[i], ec.nodes[i] = g, c
+}
+
+// kill stops member i without a clean leave: Raft stops first (no
+// leadership transfer, the followers notice the silence), then the
+// remoting server closes its connections; the name server is not told.
+func (ec *e2eCluster) kill(i int) {
+	_ = ec.groups[i].Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = ec.nodes[i].Shutdown(ctx)
+	cancel()
+	ec.groups[i], ec.nodes[i] = nil, nil
+}
+
+// leader returns the index of the member that leads now, or -1.
+func (ec *e2eCluster) leader() int {
+	for i, g := range ec.groups {
+		if g != nil && g.IsLeader() {
+			return i
+		}
+	}
+	return -1
 }
 
 // TestEndToEndRaftGroup drives the SDK against a real raftmq group: the

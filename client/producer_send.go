@@ -137,6 +137,24 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string) (*r
 // a few hundred milliseconds.
 const noLeaderBackoff = 200 * time.Millisecond
 
+// electionPoll is how often a send asks a member again while its group
+// elects a leader (the member names none, or names one that cannot be
+// reached). Sends wait out an election within their context instead of
+// failing in a few milliseconds: a Raft election takes a few hundred.
+const electionPoll = 20 * time.Millisecond
+
+// waitElection pauses for electionPoll; false when ctx ends first.
+func waitElection(ctx context.Context) bool {
+	t := time.NewTimer(electionPoll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // attemptContext bounds one request by AttemptTimeout when more attempts
 // may follow (sendMsgMaxTimeoutPerRequest); the last one gets whatever is
 // left of ctx.
@@ -208,7 +226,8 @@ func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error
 				extra[j] = p.seq.assign(mq)
 			}
 		}
-		res, err := p.attempt(ctx, routes, r, mq, extra, sendErr, i == attempts-1)
+		waitOK := sticky || info.singleGroup()
+		res, err := p.attempt(ctx, routes, r, mq, extra, sendErr, i == attempts-1, waitOK)
 		if err == nil {
 			return res, nil
 		}
@@ -260,8 +279,10 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 
 // attempt sends r to mq's group, following "not leader" answers and
 // trying other members after a connection failure, up to MaxLeaderHops
-// times. Every failure is appended to sendErr.
-func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, sendErr *SendError, last bool) (*SendResult, error) {
+// times. With waitOK (no other group to retry on, or a sticky send) it
+// waits out an election in the group within ctx instead of failing.
+// Every failure is appended to sendErr.
+func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, sendErr *SendError, last, waitOK bool) (*SendResult, error) {
 	addr := routes.brokerAddr(mq.BrokerName)
 	if addr == "" {
 		err := fmt.Errorf("%w: broker group %q of topic %q has no known address", ErrNoQueue, mq.BrokerName, r.topic)
@@ -319,20 +340,47 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 		be := &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]}
 		fail(addr, be)
 		notLeader := resp.Code == remoting.ResponseNotLeaderForQueue || resp.Code == remoting.ResponseServiceNotAvailable
-		if notLeader && be.LeaderAddr != "" && be.LeaderAddr != addr && hop < p.cfg.maxLeaderHops {
+		leader := be.LeaderAddr
+		if leader == addr || (leader != "" && routes.distrusted(mq.BrokerName, leader)) {
+			// A member shutting down names itself; one that has not noticed
+			// its leader's death yet names the address whose connection
+			// just failed (or that just said it does not lead). Neither
+			// hint is worth following: the group is about to elect.
+			leader = ""
+		}
+		if notLeader && leader != "" && hop < p.cfg.maxLeaderHops {
 			// Not a failure of the group: its leader moved. Go there now
 			// and let the route catch up in the background.
-			routes.learnLeader(mq.BrokerName, addr, be.LeaderAddr)
+			routes.learnLeader(mq.BrokerName, addr, leader)
 			p.requestRefresh(r.topic)
-			addr = be.LeaderAddr
+			addr = leader
 			continue
 		}
-		if resp.Code == remoting.ResponseNotLeaderForQueue && hop < p.cfg.maxLeaderHops {
-			// A follower that does not know the leader yet (election in
-			// progress): try another member.
+		// A raftmq member without a usable leader (501, or an answer whose
+		// hint we just discarded): an election is under way. A plain 14
+		// without any hint is an ordinary RocketMQ refusal: it fails the
+		// attempt so the send can retry on another group, unless there is
+		// none (waitOK), in which case it is waited out like an election
+		// (a raftmq member that is shutting down answers so too).
+		electing := notLeader && (resp.Code == remoting.ResponseNotLeaderForQueue || be.LeaderAddr != "" || waitOK)
+		if electing && hop < p.cfg.maxLeaderHops {
 			routes.markDown(mq.BrokerName, addr, noLeaderBackoff)
 			p.requestRefresh(r.topic)
-			if next := routes.brokerAddr(mq.BrokerName); next != "" && next != addr {
+			next := routes.brokerAddr(mq.BrokerName)
+			if waitOK {
+				// Nowhere else to go (one group, or the message must stay
+				// on its queue): wait out the election within ctx, asking
+				// the members in turn. A wait is not a hop.
+				if !waitElection(ctx) {
+					return nil, be
+				}
+				if next != "" {
+					addr = next
+				}
+				hop--
+				continue
+			}
+			if next != "" && next != addr {
 				addr = next
 				continue
 			}

@@ -31,6 +31,12 @@ type TopicPublishInfo struct {
 	index atomic.Uint32 // sendWhichQueue; starts random, as ThreadLocalIndex
 }
 
+// singleGroup reports whether every queue belongs to one broker group, so
+// a retry has no other group to go to.
+func (t *TopicPublishInfo) singleGroup() bool {
+	return len(t.Queues) > 0 && t.Queues[0].BrokerName == t.Queues[len(t.Queues)-1].BrokerName
+}
+
 // newPublishInfo builds the publish info of topic from its route
 // (MQClientInstance.topicRouteData2TopicPublishInfo): an orderTopicConf
 // ("brokerName:queueNums;...") wins; otherwise every queue data with write

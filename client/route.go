@@ -52,6 +52,9 @@ type brokerGroup struct {
 	leader  string               // learned from a not-leader answer; "" if none
 	stale   string               // the master address that answer refuted
 	down    map[string]time.Time // address → avoid until
+	// distrust: address → until when a leader hint naming it is ignored
+	// (see distrusted); set with down marks, at most staleHintWindow.
+	distrust map[string]time.Time
 }
 
 // routeCall is one in-flight fetch that concurrent callers wait on.
@@ -316,6 +319,7 @@ func (r *routeManager) learnLeader(brokerName, addr, leader string) {
 	}
 	g.leader = leader
 	delete(g.down, leader)
+	delete(g.distrust, leader)
 	r.log.Info("following the leader a broker named",
 		zap.String("brokerName", brokerName), zap.String("notLeader", addr), zap.String("leader", leader))
 }
@@ -331,6 +335,10 @@ func (r *routeManager) markDown(brokerName, addr string, d time.Duration) {
 		return
 	}
 	g.down[addr] = r.now().Add(d)
+	if g.distrust == nil {
+		g.distrust = map[string]time.Time{}
+	}
+	g.distrust[addr] = r.now().Add(min(d, staleHintWindow))
 	if g.leader == addr {
 		g.leader = ""
 	}
@@ -342,7 +350,31 @@ func (r *routeManager) markUp(brokerName, addr string) {
 	defer r.mu.Unlock()
 	if g := r.brokers[brokerName]; g != nil {
 		delete(g.down, addr)
+		delete(g.distrust, addr)
 	}
+}
+
+// staleHintWindow bounds how long a leader hint naming a member that just
+// failed us is ignored. After a leader dies, the other members keep naming
+// it until their Raft heartbeat timeout fires and an election ends (well
+// under a second); a member that comes back and wins later is followed
+// again even while its down mark lasts.
+const staleHintWindow = time.Second
+
+// distrusted reports whether a leader hint naming addr of brokerName
+// should be ignored: its connection failed, or it answered "not leader"
+// without naming one, within the last staleHintWindow (and its down mark
+// still holds). A member that is shutting down names itself, and the
+// survivors of a leader's death name it until they elect.
+func (r *routeManager) distrusted(brokerName, addr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.brokers[brokerName]
+	if g == nil {
+		return false
+	}
+	until, ok := g.distrust[addr]
+	return ok && r.now().Before(until)
 }
 
 func cloneRoute(rd *namesrv.TopicRouteData) *namesrv.TopicRouteData {
