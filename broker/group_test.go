@@ -336,3 +336,24 @@ func TestGroupDedupAndTables(t *testing.T) {
 		t.Fatalf("after restart: offset %d %v", off, ok)
 	}
 }
+
+func TestGroupPreferredLeaderReturns(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{sync: true, tune: func(g *GroupConfig) {
+		g.Raft.PreferredLeaderID = "n2"
+		g.PreferredLeaderCheckInterval = 100 * time.Millisecond
+	}})
+	leads := func(id string) func() bool {
+		return func() bool { n := c.currentLeader(); return n != nil && n.id == id }
+	}
+	testutil.WaitFor(t, 10*time.Second, "the preferred leader n2 leads", leads("n2"))
+	c.createTopic("T", 1)
+	c.kill(2)
+	if l := c.leader(); l.id == "n2" {
+		t.Fatal("killed node still leads")
+	}
+	acks := c.sendConcurrently(2, 100, 64, 1, nil)
+	c.start(2)
+	testutil.WaitFor(t, 10*time.Second, "leadership back on n2 after its restart", leads("n2"))
+	c.waitCaughtUp()
+	checkAcked(t, c.nodes[2], acks)
+}
