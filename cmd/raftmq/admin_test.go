@@ -7,8 +7,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
 )
@@ -480,5 +483,97 @@ func TestAdminUnreachable(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "cannot reach name server "+dead) {
 		t.Fatalf("stderr does not name the name server:\n%s", stderr.String())
+	}
+}
+
+// TestAdminTransferWriteGap sends continuously from 4 producers while
+// `leadershipTransfer` (no target) runs 5 times, and reports the longest
+// gap between two acknowledged sends around each transfer. Every transfer
+// must end with the new leader routed as brokerId 0 and no send may fail.
+func TestAdminTransferWriteGap(t *testing.T) {
+	c := startAdminCluster(t)
+	n := []string{"-n", c.nsAddr}
+	mustAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "GapT", "-r", "4", "-w", "4")...)
+	testutil.WaitFor(t, 10*time.Second, "GapT routed", func() bool {
+		_, err := runAdmin(t, append(n, "topicRoute", "-t", "GapT")...)
+		return err == nil
+	})
+	p, err := client.NewProducer(client.NameServers(c.nsAddr), client.ProducerGroup("gap"), client.SendTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+
+	var mu sync.Mutex
+	var acks []time.Time
+	var sendErrs []error
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				_, err := p.SendSync(ctx, &client.Message{Topic: "GapT", Body: []byte("gap")})
+				cancel()
+				mu.Lock()
+				if err != nil {
+					sendErrs = append(sendErrs, err)
+				} else {
+					acks = append(acks, time.Now())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	ackCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acks)
+	}
+	testutil.WaitFor(t, 10*time.Second, "sends flowing", func() bool { return ackCount() > 50 })
+	type window struct{ from, to time.Time }
+	var windows []window
+	for i := 0; i < 5; i++ {
+		before := ackCount()
+		start := time.Now()
+		var tr transferResult
+		adminJSON(t, &tr, append(n, "leadershipTransfer", "-b", "broker-a")...)
+		if !tr.Registered || c.routedLeader() != c.addrOf(tr.NewLeaderID) {
+			t.Fatalf("transfer %d: %+v, route %s", i, tr, c.routedLeader())
+		}
+		testutil.WaitFor(t, 10*time.Second, "writes continue after the transfer", func() bool { return ackCount() > before+50 })
+		windows = append(windows, window{start, time.Now()})
+	}
+	close(stop)
+	wg.Wait()
+	if len(sendErrs) > 0 {
+		t.Fatalf("%d sends failed during transfers, first: %v", len(sendErrs), sendErrs[0])
+	}
+	slices.SortFunc(acks, func(a, b time.Time) int { return a.Compare(b) })
+	var gaps []time.Duration
+	for _, w := range windows {
+		var gap time.Duration
+		for i := 1; i < len(acks); i++ {
+			if acks[i].After(w.from) && acks[i-1].Before(w.to) {
+				gap = max(gap, acks[i].Sub(acks[i-1]))
+			}
+		}
+		gaps = append(gaps, gap)
+	}
+	t.Logf("write gap per transfer (longest pause between two acks): %v; %d acks", gaps, len(acks))
+	for _, g := range gaps {
+		if g > 2*time.Second {
+			t.Fatalf("a transfer paused writes for %v", g)
+		}
 	}
 }
