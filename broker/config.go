@@ -22,6 +22,9 @@ type BrokerConfig struct {
 	// port means listenPort+2 (see BrokerConfig.GossipConfig for every
 	// derived default).
 	Gossip ha.GossipConfig
+	// MetricsPort is the monitoring HTTP port (/metrics, /health,
+	// /debug/pprof/): 0 means listenPort+3, -1 turns it off.
+	MetricsPort int `prop:"metricsPort"`
 	// GossipEnable makes the node join the memberlist pool of the name
 	// servers and its peers (on by default; off only for tests that share
 	// a machine with many clusters).
@@ -281,6 +284,8 @@ func (c *BrokerConfig) Validate() error {
 		return bad("sendThreadPoolQueueCapacity", "queue capacities must be positive")
 	case c.ScheduleMessageCheckInterval <= 0 || c.TopicChangeCheckInterval <= 0 || c.ConsumerOffsetCommitCoalescer <= 0:
 		return bad("scheduleMessageCheckInterval", "check intervals must be positive")
+	case c.MetricsPort < -1 || c.MetricsPort > 65535:
+		return bad("metricsPort", "%d is not a port (0 = listenPort+3, -1 = off)", c.MetricsPort)
 	case c.MaxPullBatch < 1:
 		return bad("maxPullBatch", "must be positive")
 	}

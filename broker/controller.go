@@ -8,12 +8,14 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/internal/httpmon"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -46,6 +48,10 @@ type Controller struct {
 	sched   *scheduleService
 	reg     *registerService
 	gossip  *ha.Gossip // nil when gossipEnable is off
+	metrics *brokerMetrics
+	mon     *httpmon.Server // nil when metricsPort is -1
+	state   atomic.Int32    // stateStarting → stateServing → stateStopping (/health)
+	term    atomic.Uint64   // term of the last role change (/health fallback)
 
 	quit      chan struct{}
 	wg        sync.WaitGroup
@@ -83,6 +89,8 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.offsets = newOffsetCoalescer(c)
 	c.sched = newScheduleService(c)
 	c.reg = newRegisterService(c)
+	c.metrics = newBrokerMetrics(c)
+	c.newMonitor()
 
 	scfg := remoting.DefaultServerConfig()
 	scfg.ListenAddr = net.JoinHostPort(cfg.ListenAddr, strconv.Itoa(cfg.ListenPort))
@@ -116,30 +124,30 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	cfg := c.cfg
 	send, sendQ := cfg.SendMessageThreadPoolNums, cfg.SendThreadPoolQueueCapacity
 	pull, pullQ := cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity
-	s.Register(remoting.RequestSendMessage, c.processSend, send, sendQ)
-	s.Register(remoting.RequestSendMessageV2, c.processSend, send, sendQ)
-	s.Register(remoting.RequestSendBatchMessage, c.processSend, send, sendQ)
-	s.Register(remoting.RequestConsumerSendMsgBack, c.processSendBack, send, sendQ)
-	s.Register(remoting.RequestPullMessage, c.processPull, pull, pullQ)
-	s.Register(remoting.RequestLitePullMessage, c.processPull, pull, pullQ)
+	s.Register(remoting.RequestSendMessage, c.instrument(c.processSend), send, sendQ)
+	s.Register(remoting.RequestSendMessageV2, c.instrument(c.processSend), send, sendQ)
+	s.Register(remoting.RequestSendBatchMessage, c.instrument(c.processSend), send, sendQ)
+	s.Register(remoting.RequestConsumerSendMsgBack, c.instrument(c.processSendBack), send, sendQ)
+	s.Register(remoting.RequestPullMessage, c.instrument(c.processPull), pull, pullQ)
+	s.Register(remoting.RequestLitePullMessage, c.instrument(c.processPull), pull, pullQ)
 
 	cm, cmQ := cfg.ClientManageThreadPoolNums, 50000
-	s.Register(remoting.RequestHeartBeat, c.processHeartbeat, cm, cmQ)
-	s.Register(remoting.RequestUnregisterClient, c.processUnregisterClient, cm, cmQ)
-	s.Register(remoting.RequestCheckClientConfig, c.processCheckClientConfig, cm, cmQ)
+	s.Register(remoting.RequestHeartBeat, c.instrument(c.processHeartbeat), cm, cmQ)
+	s.Register(remoting.RequestUnregisterClient, c.instrument(c.processUnregisterClient), cm, cmQ)
+	s.Register(remoting.RequestCheckClientConfig, c.instrument(c.processCheckClientConfig), cm, cmQ)
 
 	co, coQ := cfg.ConsumerManageThreadPoolNums, 50000
-	s.Register(remoting.RequestGetConsumerListByGroup, c.processGetConsumerList, co, coQ)
-	s.Register(remoting.RequestQueryConsumerOffset, c.processQueryConsumerOffset, co, coQ)
-	s.Register(remoting.RequestUpdateConsumerOffset, c.processUpdateConsumerOffset, co, coQ)
-	s.Register(remoting.RequestLockBatchMQ, c.processLockBatch, co, coQ)
-	s.Register(remoting.RequestUnlockBatchMQ, c.processUnlockBatch, co, coQ)
+	s.Register(remoting.RequestGetConsumerListByGroup, c.instrument(c.processGetConsumerList), co, coQ)
+	s.Register(remoting.RequestQueryConsumerOffset, c.instrument(c.processQueryConsumerOffset), co, coQ)
+	s.Register(remoting.RequestUpdateConsumerOffset, c.instrument(c.processUpdateConsumerOffset), co, coQ)
+	s.Register(remoting.RequestLockBatchMQ, c.instrument(c.processLockBatch), co, coQ)
+	s.Register(remoting.RequestUnlockBatchMQ, c.instrument(c.processUnlockBatch), co, coQ)
 
 	q := cfg.AdminBrokerThreadPoolNums
-	s.Register(remoting.RequestQueryMessage, c.processQueryMessage, q, 10000)
-	s.Register(remoting.RequestViewMessageByID, c.processViewMessageByID, q, 10000)
+	s.Register(remoting.RequestQueryMessage, c.instrument(c.processQueryMessage), q, 10000)
+	s.Register(remoting.RequestViewMessageByID, c.instrument(c.processViewMessageByID), q, 10000)
 	RegisterRaftAdmin(s, c.rep, c.log.Named("raftadmin"))
-	s.RegisterDefault(c.processAdmin, q, 10000)
+	s.RegisterDefault(c.instrument(c.processAdmin), q, 10000)
 }
 
 // Start listens, joins the role-change feed and starts the background
@@ -151,6 +159,18 @@ func (c *Controller) Start() error {
 }
 
 func (c *Controller) start() error {
+	// The monitor comes up first so /health answers 503 while starting.
+	// A metricsPort given explicitly must bind; the derived listenPort+3
+	// only warns: monitoring is no precondition for serving.
+	if c.mon != nil {
+		if err := c.mon.Start(); err != nil {
+			if c.cfg.MetricsPort > 0 {
+				return fmt.Errorf("broker: metrics port (metricsPort, -1 = off): %w", err)
+			}
+			c.log.Warn("metrics port (listenPort+3) unavailable; monitoring off", zap.Error(err))
+			c.mon = nil
+		}
+	}
 	if err := c.srv.Start(); err != nil {
 		return fmt.Errorf("broker: listen on %s: %w", c.srv.Addr(), err)
 	}
@@ -174,14 +194,16 @@ func (c *Controller) start() error {
 	c.goFunc(c.offsets.run)
 	c.goFunc(c.sched.run)
 	c.goFunc(c.reg.run)
+	c.state.Store(stateServing)
 	c.log.Info("broker started", zap.String("addr", c.addr), zap.String("brokerName", c.cfg.BrokerName),
-		zap.Bool("leader", c.rep.IsLeader()))
+		zap.Bool("leader", c.rep.IsLeader()), zap.String("metrics", c.MetricsAddr()))
 	return nil
 }
 
 // onRoleChange runs on the Replica's role goroutine, in order.
 func (c *Controller) onRoleChange(leader bool, term uint64) {
 	c.log.Info("role changed", zap.Bool("leader", leader), zap.Uint64("term", term))
+	c.term.Store(term)
 	if leader {
 		// Locks are leader-local; a new leader starts empty and clients
 		// re-lock within their lock interval (RocketMQ behaves the same
@@ -210,6 +232,7 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		// Background services first: the hold service answers every
 		// parked pull while the connections are still open.
+		c.state.Store(stateStopping)
 		// Leave the gossip pool first: the name servers drop this node's
 		// address at once and clients stop sending here.
 		err = c.stopGossip()
@@ -221,6 +244,9 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, c.vip.Shutdown(ctx))
 		}
 		err = errors.Join(err, c.nsClient.Close())
+		if c.mon != nil {
+			err = errors.Join(err, c.mon.Shutdown(ctx))
+		}
 	})
 	return err
 }
@@ -269,7 +295,10 @@ func (c *Controller) writeError(what string, err error) *remoting.RemotingComman
 		return response(remoting.ResponseMessageIllegal, "%s: %v", what, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return response(remoting.ResponseSystemBusy, "%s: replication timed out: %v", what, err)
-	case errors.Is(err, store.ErrServiceNotAvailable), errors.Is(err, store.ErrDiskFull):
+	case errors.Is(err, store.ErrDiskFull):
+		c.metrics.diskFull.Store(true)
+		return response(remoting.ResponseServiceNotAvailable, "%s: %v", what, err)
+	case errors.Is(err, store.ErrServiceNotAvailable):
 		return response(remoting.ResponseServiceNotAvailable, "%s: %v", what, err)
 	default:
 		return response(remoting.ResponseSystemError, "%s: %v", what, err)

@@ -67,6 +67,7 @@ func testBrokerConfig(t *testing.T, nsAddr string, port int) BrokerConfig {
 	// listenPort+2 is not reserved by FreePort; gossip tests turn it on
 	// with explicit free ports.
 	cfg.GossipEnable = false
+	cfg.MetricsPort = -1
 	cfg.NamesrvAddr = nsAddr
 	cfg.MessageDelayLevel = "200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 	cfg.PullHoldCheckInterval = 200 * time.Millisecond

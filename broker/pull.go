@@ -118,6 +118,8 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 	switch res.Status {
 	case store.Found:
 		r.Body = res.Body
+		c.metrics.pullMsgs.Add(float64(len(res.Messages)))
+		c.metrics.pullBytes.Add(float64(len(res.Body)))
 	case store.NoMatchedMessage, store.MessageWasRemoving, store.OffsetFoundNull:
 		code = remoting.ResponsePullRetryImmediately
 	case store.OffsetOverflowOne:

@@ -210,6 +210,7 @@ func (c *Controller) processSend(ctx context.Context, conn *remoting.Conn, req *
 	if err != nil {
 		return c.writeError("send", err), nil
 	}
+	c.countPut(msgs)
 	return sendResponse(results), nil
 }
 
@@ -340,4 +341,15 @@ func (c *Controller) decodeBatch(body []byte, h *sendHeader, queueID int32, conn
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
+}
+
+// countPut feeds the put counters and clears the disk-full flag.
+func (c *Controller) countPut(msgs []*store.Message) {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Body)
+	}
+	c.metrics.putMsgs.Add(float64(len(msgs)))
+	c.metrics.putBytes.Add(float64(n))
+	c.metrics.diskFull.Store(false)
 }

@@ -60,6 +60,11 @@ type Config struct {
 	// many seconds (NettyServerConfig's key, in seconds).
 	ServerChannelMaxIdleTimeSeconds int `prop:"serverChannelMaxIdleTimeSeconds"`
 
+	// MetricsPort is the monitoring HTTP port (/metrics, /health,
+	// /debug/pprof/): 0 means listenPort+3 (off when listenPort is 0), -1
+	// turns it off.
+	MetricsPort int `prop:"metricsPort"`
+
 	// GossipEnable makes the name server join the memberlist pool that
 	// broker nodes join, so a broker that dies is removed from routes within
 	// about a second instead of after brokerChannelExpiredTime. Off by
@@ -108,6 +113,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.ListenPort < 0 || c.ListenPort > 65535:
 		return fmt.Errorf("%w: listenPort=%d is not a TCP port (0..65535)", ErrInvalidConfig, c.ListenPort)
+	case c.MetricsPort < -1 || c.MetricsPort > 65535:
+		return fmt.Errorf("%w: metricsPort=%d is not a port (0 = listenPort+3, -1 = off)", ErrInvalidConfig, c.MetricsPort)
 	case c.KVConfigPath == "":
 		return fmt.Errorf("%w: kvConfigPath is empty; name a file for the KV config table", ErrInvalidConfig)
 	case c.ScanNotActiveBrokerInterval <= 0:

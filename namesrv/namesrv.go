@@ -10,8 +10,10 @@ package namesrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/internal/httpmon"
 	"net"
 	"strconv"
 	"sync"
@@ -44,6 +46,12 @@ type NameServer struct {
 	gossip            *ha.Gossip
 	unsubscribeGossip func()
 
+	// requests and mon are the monitoring side (metrics.go); monState is
+	// 0 starting, 1 serving, 2 stopping (/health).
+	requests *httpmon.RequestMetrics
+	mon      *httpmon.Server
+	monState atomic.Int32
+
 	started  atomic.Bool
 	stopOnce sync.Once
 	quit     chan struct{}
@@ -72,6 +80,7 @@ func New(cfg Config, log *zap.Logger) (*NameServer, error) {
 		ListenAddr:  cfg.Addr(),
 		IdleTimeout: time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
 	}, log)
+	n.newMonitor()
 	n.registerProcessors()
 	n.srv.OnConnClose(n.onConnClose)
 	return n, nil
@@ -107,6 +116,9 @@ func (n *NameServer) Start() error {
 	if err := n.kv.Load(); err != nil {
 		return err
 	}
+	if err := n.startMonitor(); err != nil {
+		return err
+	}
 	if err := n.srv.Start(); err != nil {
 		return fmt.Errorf("namesrv: listen on %s: %w", n.cfg.Addr(), err)
 	}
@@ -119,6 +131,7 @@ func (n *NameServer) Start() error {
 	n.wg.Add(2)
 	go n.scanLoop()
 	go n.unregisterLoop()
+	n.monState.Store(1)
 	n.log.Info("name server started", zap.String("addr", n.srv.Addr().String()),
 		zap.Duration("scanInterval", n.cfg.ScanNotActiveBrokerInterval),
 		zap.Duration("brokerExpiry", n.cfg.BrokerChannelExpiredTime),
@@ -131,12 +144,16 @@ func (n *NameServer) Start() error {
 func (n *NameServer) Shutdown(ctx context.Context) error {
 	var err error
 	n.stopOnce.Do(func() {
+		n.monState.Store(2)
 		n.stopGossip()
 		if n.started.Load() {
 			err = n.srv.Shutdown(ctx)
 		}
 		close(n.quit)
 		n.wg.Wait()
+		if n.mon != nil {
+			err = errors.Join(err, n.mon.Shutdown(ctx))
+		}
 		n.log.Info("name server stopped")
 	})
 	return err
@@ -226,7 +243,7 @@ func (n *NameServer) onConnClose(c *remoting.Conn) {
 // shares the default pool, whose dispatcher answers
 // REQUEST_CODE_NOT_SUPPORTED for codes it does not know.
 func (n *NameServer) registerProcessors() {
-	n.srv.Register(remoting.RequestGetRouteInfoByTopic, n.getRouteInfoByTopic,
+	n.srv.Register(remoting.RequestGetRouteInfoByTopic, n.instrument(n.getRouteInfoByTopic),
 		n.cfg.ClientRequestThreadPoolNums, n.cfg.ClientRequestThreadPoolQueueCapacity)
 	handlers := map[int16]remoting.HandlerFunc{
 		remoting.RequestPutKVConfig:                   n.putKVConfig,
@@ -245,13 +262,13 @@ func (n *NameServer) registerProcessors() {
 		remoting.RequestDeleteTopicInNamesrv:          n.deleteTopicInNamesrv,
 		remoting.RequestRegisterTopicInNamesrv:        n.registerTopicInNamesrv,
 	}
-	n.srv.RegisterDefault(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	n.srv.RegisterDefault(n.instrument(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		if h, ok := handlers[req.Code]; ok {
 			return h(ctx, c, req)
 		}
 		return remoting.NewResponse(remoting.ResponseRequestCodeNotSupported,
 			" request type "+strconv.Itoa(int(req.Code))+" not supported"), nil
-	}, n.cfg.DefaultThreadPoolNums, n.cfg.DefaultThreadPoolQueueCapacity)
+	}), n.cfg.DefaultThreadPoolNums, n.cfg.DefaultThreadPoolQueueCapacity)
 }
 
 // success is a SUCCESS response without remark.

@@ -1,0 +1,98 @@
+// Package httpmon is the monitoring HTTP endpoint shared by brokers and
+// name servers (listenPort+3 by default): Prometheus /metrics from a
+// per-process registry (never the global one, so several nodes can run in
+// one process as in `raftmq dev` and tests), /health for orchestrators and
+// load balancers, and net/http/pprof under /debug/pprof/ for profiling.
+package httpmon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// HealthFunc reports the node's health: serving=false answers 503. The
+// body is encoded as JSON either way.
+type HealthFunc func() (serving bool, body any)
+
+// Server is the monitoring HTTP server. Start listens; Shutdown stops it.
+type Server struct {
+	reg    *prometheus.Registry
+	health HealthFunc
+	log    *zap.Logger
+	srv    *http.Server
+	ln     net.Listener
+	wg     sync.WaitGroup
+}
+
+// New builds a server for addr ("host:port") over reg. log may be nil.
+func New(addr string, reg *prometheus.Registry, health HealthFunc, log *zap.Logger) *Server {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{reg: reg, health: health, log: log}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/health", s.serveHealth)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	s.srv = &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return s
+}
+
+// Start listens and serves in a tracked goroutine.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.srv.Addr)
+	if err != nil {
+		return fmt.Errorf("%w on %s: %v", ErrListen, s.srv.Addr, err)
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Warn("monitoring http server stopped", zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+// Addr is the bound address (after Start).
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return s.srv.Addr
+	}
+	return s.ln.Addr().String()
+}
+
+// Shutdown stops serving, letting in-flight scrapes finish within ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.ln == nil {
+		return nil
+	}
+	err := s.srv.Shutdown(ctx)
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	serving, body := s.health()
+	w.Header().Set("Content-Type", "application/json")
+	if !serving {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
