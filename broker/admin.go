@@ -35,8 +35,7 @@ func (c *Controller) processAdmin(ctx context.Context, conn *remoting.Conn, req 
 	case remoting.RequestGetBrokerConfig:
 		return c.processGetBrokerConfig(), nil
 	case remoting.RequestUpdateBrokerConfig:
-		return response(remoting.ResponseSystemError,
-			"runtime broker config updates are not supported by raftmq; edit broker.conf and restart the node"), nil
+		return c.processUpdateBrokerConfig(req), nil
 	case remoting.RequestGetBrokerRuntimeInfo:
 		return c.processRuntimeInfo(), nil
 	case remoting.RequestGetTopicStatsInfo:
@@ -185,7 +184,7 @@ func (c *Controller) processGetAllSubscriptionGroups() *remoting.RemotingCommand
 // (what mqadmin getBrokerConfig prints).
 func (c *Controller) processGetBrokerConfig() *remoting.RemotingCommand {
 	var buf bytes.Buffer
-	cfg := c.cfg
+	cfg := *c.live()
 	if err := config.Print(&buf, &cfg); err != nil {
 		return response(remoting.ResponseSystemError, "render config: %v", err)
 	}

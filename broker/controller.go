@@ -52,6 +52,10 @@ type Controller struct {
 	mon     *httpmon.Server // nil when metricsPort is -1
 	state   atomic.Int32    // stateStarting → stateServing → stateStopping (/health)
 	term    atomic.Uint64   // term of the last role change (/health fallback)
+	// liveCfg is cfg plus runtime changes (admin_config.go); liveMu
+	// serialises updates.
+	liveCfg atomic.Pointer[BrokerConfig]
+	liveMu  sync.Mutex
 
 	quit      chan struct{}
 	wg        sync.WaitGroup
@@ -82,6 +86,8 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 		cfg: cfg, rep: rep, st: rep.Store(), log: log.With(zap.String("broker", addr)),
 		addr: addr, storeHost: ap, delayLevels: levels, quit: make(chan struct{}),
 	}
+	live := cfg
+	c.liveCfg.Store(&live)
 	c.nsClient = remoting.NewClient(remoting.DefaultClientConfig(), c.log.Named("nsclient"))
 	c.clients = newClientManager(c)
 	c.hold = newHoldService(c)

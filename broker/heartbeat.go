@@ -81,7 +81,7 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 	}
 	sg, ok := c.rep.State().SubscriptionGroup(group)
 	if !ok {
-		if !c.cfg.AutoCreateSubscriptionGroup {
+		if !c.live().AutoCreateSubscriptionGroup {
 			return
 		}
 		sg = DefaultSubscriptionGroupConfig(group)

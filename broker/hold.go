@@ -86,8 +86,8 @@ func (s *holdService) wakeAll() {
 
 func (s *holdService) run() {
 	interval := s.c.cfg.PullHoldCheckInterval
-	if !s.c.cfg.LongPollingEnable {
-		interval = min(interval, s.c.cfg.ShortPollingTimeMills)
+	if !s.c.live().LongPollingEnable {
+		interval = min(interval, s.c.live().ShortPollingTimeMills)
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -141,8 +141,8 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 	}
 	if code == remoting.ResponsePullNotFound && allowSuspend && h.SysFlag&pullFlagSuspend != 0 && leader {
 		timeout := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
-		if !c.cfg.LongPollingEnable {
-			timeout = c.cfg.ShortPollingTimeMills
+		if !c.live().LongPollingEnable {
+			timeout = c.live().ShortPollingTimeMills
 		}
 		if timeout > 0 && c.hold.hold(p, time.Now().Add(timeout)) {
 			return nil

@@ -84,9 +84,9 @@ func (r *registerService) body() (*namesrv.RegisterBrokerBody, namesrv.DataVersi
 	if topics == nil {
 		topics = map[string]namesrv.TopicConfig{}
 	}
-	if r.c.cfg.AutoCreateTopicEnable {
+	if r.c.live().AutoCreateTopicEnable {
 		if _, ok := topics[TopicAutoCreate]; !ok {
-			n := r.c.cfg.DefaultTopicQueueNums
+			n := r.c.live().DefaultTopicQueueNums
 			topics[TopicAutoCreate] = namesrv.TopicConfig{TopicName: TopicAutoCreate, ReadQueueNums: n, WriteQueueNums: n,
 				Perm: namesrv.PermRead | namesrv.PermWrite | namesrv.PermInherit, TopicFilterType: "SINGLE_TAG"}
 		}

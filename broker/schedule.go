@@ -144,7 +144,7 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 		// One put per real topic/queue would batch better; messages of a
 		// level usually target different topics, so they go one by one.
 		for _, m := range out {
-			if _, err := s.c.ensureTopic(ctx, m.Topic, s.c.cfg.DefaultTopicQueueNums, 0); err != nil {
+			if _, err := s.c.ensureTopic(ctx, m.Topic, s.c.live().DefaultTopicQueueNums, 0); err != nil {
 				return err
 			}
 			if _, err := s.c.rep.PutMessages(ctx, []*store.Message{m}); err != nil {

@@ -189,9 +189,9 @@ func (c *Controller) processSend(ctx context.Context, conn *remoting.Conn, req *
 			return resp, nil
 		}
 	} else {
-		if len(req.Body) > c.cfg.Store.MaxMessageSize {
+		if len(req.Body) > c.live().Store.MaxMessageSize {
 			return response(remoting.ResponseMessageIllegal, "the message body is %d bytes, above maxMessageSize %d",
-				len(req.Body), c.cfg.Store.MaxMessageSize), nil
+				len(req.Body), c.live().Store.MaxMessageSize), nil
 		}
 		m := c.newMessage(&h, queueID, conn, req.Body, store.ParseProperties(h.Properties))
 		msgs = []*store.Message{m}
@@ -251,11 +251,11 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *sendHeader) (namesr
 			return tc, c.writeError("create retry topic", err)
 		}
 		return tc, nil
-	case !c.cfg.AutoCreateTopicEnable:
+	case !c.live().AutoCreateTopicEnable:
 		return namesrv.TopicConfig{}, response(remoting.ResponseTopicNotExist,
 			"topic %s does not exist on broker %s and autoCreateTopicEnable is off; create it with updateTopic", h.Topic, c.cfg.BrokerName)
 	}
-	n := c.cfg.DefaultTopicQueueNums
+	n := c.live().DefaultTopicQueueNums
 	if h.DefaultTopicQueueNums > 0 && int(h.DefaultTopicQueueNums) < n {
 		n = int(h.DefaultTopicQueueNums)
 	}
@@ -316,9 +316,9 @@ func bornHost(conn *remoting.Conn) netip.AddrPort {
 // decodeBatch splits a SEND_BATCH_MESSAGE body into messages of the
 // header's topic and queue.
 func (c *Controller) decodeBatch(body []byte, h *sendHeader, queueID int32, conn *remoting.Conn) ([]*store.Message, *remoting.RemotingCommand) {
-	if len(body) > c.cfg.Store.MaxMessageSize {
+	if len(body) > c.live().Store.MaxMessageSize {
 		return nil, response(remoting.ResponseMessageIllegal, "the batch body is %d bytes, above maxMessageSize %d",
-			len(body), c.cfg.Store.MaxMessageSize)
+			len(body), c.live().Store.MaxMessageSize)
 	}
 	if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
 		return nil, response(remoting.ResponseMessageIllegal, "batch messages cannot be sent to a retry topic (%s)", h.Topic)

@@ -100,7 +100,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 // limit it goes to the DLQ instead (RocketMQ handleRetryAndDLQ).
 func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message, h *sendHeader) *remoting.RemotingCommand {
 	group := strings.TrimPrefix(h.Topic, RetryGroupTopicPrefix)
-	maxTimes := int32(c.cfg.MaxReconsumeTimes)
+	maxTimes := int32(c.live().MaxReconsumeTimes)
 	if sg, ok := c.rep.State().SubscriptionGroup(group); ok {
 		maxTimes = sg.RetryMaxTimes
 	}

@@ -1,0 +1,93 @@
+package broker
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/magiconair/properties"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/internal/config"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// UPDATE_BROKER_CONFIG (25): runtime changes of a whitelist of keys. The
+// body is a properties text ("key=value" lines), as mqadmin
+// updateBrokerConfig sends it. The change is local to the node that gets
+// the request and lasts until it restarts (RocketMQ also persists it to
+// broker.conf; raftmq leaves the file alone): apply it to every member of
+// the group, and to broker.conf for permanence.
+
+// RuntimeConfigKeys are the keys UPDATE_BROKER_CONFIG may change. Every
+// other key is fixed for the life of the process because something was
+// built from it at start (ports, store layout, Raft, pools, delay levels).
+// slaveReadEnable is not here: followers always serve pulls.
+var RuntimeConfigKeys = []string{
+	"autoCreateTopicEnable",       // send: create unknown topics on first send
+	"autoCreateSubscriptionGroup", // heartbeat: create a group's config
+	"defaultTopicQueueNums",       // queue count of auto-created topics
+	"longPollingEnable",           // pull: long vs short polling
+	"shortPollingTimeMills",       // pull: hold time without long polling
+	"maxReconsumeTimes",           // send-back: default retries before the DLQ
+	"maxMessageSize",              // send: body limit, at most the value at start (Raft entries are sized for it)
+}
+
+// live is the runtime view of the config: the startup config plus the
+// changes UPDATE_BROKER_CONFIG made. Readers of RuntimeConfigKeys use it.
+func (c *Controller) live() *BrokerConfig { return c.liveCfg.Load() }
+
+func (c *Controller) processUpdateBrokerConfig(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	p, err := properties.Load(req.Body, properties.UTF8)
+	if err != nil {
+		return response(remoting.ResponseInvalidParameter, "update broker config: body is not a properties text: %v", err)
+	}
+	kv := p.Map()
+	if len(kv) == 0 {
+		return response(remoting.ResponseInvalidParameter, "update broker config: no key given (changeable: %s)",
+			strings.Join(RuntimeConfigKeys, ", "))
+	}
+	var refused []string
+	for k := range kv {
+		if !isRuntimeKey(k) {
+			refused = append(refused, k)
+		}
+	}
+	if len(refused) > 0 {
+		sort.Strings(refused)
+		return response(remoting.ResponseInvalidParameter,
+			"update broker config: %s cannot change at runtime (edit broker.conf and restart); changeable: %s",
+			strings.Join(refused, ", "), strings.Join(RuntimeConfigKeys, ", "))
+	}
+	c.liveMu.Lock()
+	defer c.liveMu.Unlock()
+	next := *c.live()
+	if err := config.Apply(kv, "UPDATE_BROKER_CONFIG", &next); err != nil {
+		return response(remoting.ResponseInvalidParameter, "update broker config: %v", err)
+	}
+	// Only the whitelisted keys can differ from the validated startup
+	// config, so only they are checked.
+	switch {
+	case next.Store.MaxMessageSize > c.cfg.Store.MaxMessageSize || next.Store.MaxMessageSize < 1:
+		return response(remoting.ResponseInvalidParameter,
+			"update broker config: maxMessageSize %d must be in 1..%d (the value at start; Raft entries are sized for it)",
+			next.Store.MaxMessageSize, c.cfg.Store.MaxMessageSize)
+	case next.DefaultTopicQueueNums < 1 || next.DefaultTopicQueueNums > 1024:
+		return response(remoting.ResponseInvalidParameter, "update broker config: defaultTopicQueueNums %d out of 1..1024", next.DefaultTopicQueueNums)
+	case next.ShortPollingTimeMills <= 0:
+		return response(remoting.ResponseInvalidParameter, "update broker config: shortPollingTimeMills must be positive")
+	case next.MaxReconsumeTimes < 0:
+		return response(remoting.ResponseInvalidParameter, "update broker config: maxReconsumeTimes must not be negative")
+	}
+	c.liveCfg.Store(&next)
+	c.log.Info("broker config updated at runtime", zap.Any("changes", kv))
+	return success()
+}
+
+func isRuntimeKey(k string) bool {
+	for _, r := range RuntimeConfigKeys {
+		if r == k {
+			return true
+		}
+	}
+	return false
+}
