@@ -444,12 +444,12 @@ func (s *IndexService) RebuildFrom() int64 {
 // by the current time, strictly after the previous name) when needed.
 func (s *IndexService) lastWritableLocked() (*IndexFile, error) {
 	var prevEndPhy, prevEndTs int64
+	if n := len(s.files); n > 0 && !s.files[n-1].IsWriteFull() {
+		return s.files[n-1], nil // the per-message path: no clock read, no formatting
+	}
 	name := indexFileName(s.now())
 	if n := len(s.files); n > 0 {
 		last := s.files[n-1]
-		if !last.IsWriteFull() {
-			return last, nil
-		}
 		prevEndPhy, prevEndTs = last.EndPhyOffset(), last.EndTimestamp()
 		// Names must keep sorting in creation order even if two files are
 		// created in one millisecond or the clock steps back.
