@@ -1,0 +1,486 @@
+package jepsen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// ClusterName and GroupName are the names the suite's brokers register.
+const (
+	ClusterName = "JepsenCluster"
+	GroupName   = "broker-j"
+)
+
+// NodeState is what the suite did to a node process last.
+type NodeState int
+
+// Node states.
+const (
+	NodeDown NodeState = iota
+	NodeRunning
+	NodePaused
+)
+
+// Node is one broker process of the group.
+type Node struct {
+	Index      int
+	ID         string // Raft id (dLegerSelfId)
+	ListenPort int    // remoting port; gossip uses +2
+	RaftPort   int    // real Raft port the node binds
+	DataDir    string
+	ConfPath   string
+	LogPath    string
+
+	mu    sync.Mutex
+	cmd   *exec.Cmd     // guarded by mu
+	state NodeState     // guarded by mu
+	done  chan struct{} // closed when cmd has been waited for; guarded by mu
+}
+
+// Addr is the node's remoting address.
+func (n *Node) Addr() string { return fmt.Sprintf("127.0.0.1:%d", n.ListenPort) }
+
+// State is the node's current state.
+func (n *Node) State() NodeState {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state
+}
+
+// PID is the running process's id, 0 when down.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.state == NodeDown {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// ClusterConfig shapes the cluster the suite starts.
+type ClusterConfig struct {
+	// Dir holds data, confs and process logs.
+	Dir string
+	// Binary is the raftmq executable (see BuildBinary).
+	Binary string
+	// SegmentBytes is mappedFileSizeCommitLog (small, so segments roll).
+	SegmentBytes int64
+	// ElectionMillis is raftHeartbeatTimeout = raftElectionTimeout (LAN).
+	ElectionMillis int
+	// Queues is defaultTopicQueueNums.
+	Queues int
+	// WrapCommand, when set, wraps a node's command line (e.g. strace for
+	// fsync fault injection); nil for the plain binary.
+	WrapCommand func(node int, argv []string) []string
+}
+
+// Cluster is a name server and one 3-node Raft group, each a separate OS
+// process started by the suite, with Link proxies between the Raft peers.
+type Cluster struct {
+	cfg    ClusterConfig
+	log    *zap.Logger
+	nsPort int
+	nsCmd  *exec.Cmd
+	nsDone chan struct{}
+	Nodes  []*Node
+	links  map[[2]int]*Link
+	rc     *remoting.Client
+}
+
+// BuildBinary builds ./cmd/raftmq of the module containing the working
+// directory into dir and returns the executable's path.
+func BuildBinary(ctx context.Context, dir string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("%w: go env GOMOD: %v", ErrBuild, err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("%w: not inside the raftmq module", ErrBuild)
+	}
+	bin := filepath.Join(dir, "raftmq")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/raftmq")
+	cmd.Dir = filepath.Dir(gomod)
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w: %v: %s", ErrBuild, err, b)
+	}
+	return bin, nil
+}
+
+// freePortPair finds a TCP port p with p+2 free for TCP and UDP as well
+// (the broker's gossip port), by asking the kernel for ephemeral ports.
+func freePortPair() (int, error) {
+	for i := 0; i < 200; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		if p+3 > 65535 {
+			continue
+		}
+		ok := true
+		for _, q := range []int{p + 2} {
+			t, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", q))
+			if err != nil {
+				ok = false
+				break
+			}
+			u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", q))
+			_ = t.Close()
+			if err != nil {
+				ok = false
+				break
+			}
+			_ = u.Close()
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return 0, errors.New("jepsen: no free port pair")
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// NewCluster allocates ports, starts the Raft proxies and writes every
+// conf file. Nothing runs until Start.
+func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	c := &Cluster{cfg: cfg, log: log, links: map[[2]int]*Link{}}
+	var err error
+	if c.nsPort, err = freePortPair(); err != nil {
+		return nil, err
+	}
+	for i := 0; i < 3; i++ {
+		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i)}
+		if n.ListenPort, err = freePortPair(); err != nil {
+			return nil, err
+		}
+		if n.RaftPort, err = freePort(); err != nil {
+			return nil, err
+		}
+		n.DataDir = filepath.Join(cfg.Dir, n.ID)
+		n.ConfPath = filepath.Join(cfg.Dir, n.ID+".conf")
+		n.LogPath = filepath.Join(cfg.Dir, n.ID+".log")
+		c.Nodes = append(c.Nodes, n)
+	}
+	for i := range c.Nodes {
+		for j := range c.Nodes {
+			if i == j {
+				continue
+			}
+			l, err := newLink(i, j, fmt.Sprintf("127.0.0.1:%d", c.Nodes[j].RaftPort), log.Named("proxy"))
+			if err != nil {
+				_ = c.closeLinks()
+				return nil, err
+			}
+			c.links[[2]int{i, j}] = l
+		}
+	}
+	if err := c.writeConfs(); err != nil {
+		_ = c.closeLinks()
+		return nil, err
+	}
+	rcfg := remoting.DefaultClientConfig()
+	rcfg.ConnectTimeout, rcfg.DefaultTimeout = time.Second, 2*time.Second
+	c.rc = remoting.NewClient(rcfg, log.Named("status"))
+	return c, nil
+}
+
+// NamesrvAddr is the name server's address.
+func (c *Cluster) NamesrvAddr() string { return fmt.Sprintf("127.0.0.1:%d", c.nsPort) }
+
+// Link is the proxy carrying the connections node from opens to node to.
+func (c *Cluster) Link(from, to int) *Link { return c.links[[2]int{from, to}] }
+
+func (c *Cluster) writeConfs() error {
+	if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
+		return err
+	}
+	ns := fmt.Sprintf("listenAddr=127.0.0.1\nlistenPort=%d\nkvConfigPath=%s\ngossipEnable=true\ngossipBindAddr=127.0.0.1\ngossipBindPort=%d\n",
+		c.nsPort, filepath.Join(c.cfg.Dir, "namesrv", "kv.json"), c.nsPort+2)
+	if err := os.WriteFile(filepath.Join(c.cfg.Dir, "namesrv.conf"), []byte(ns), 0o644); err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		var peers []string
+		for _, m := range c.Nodes {
+			addr := fmt.Sprintf("127.0.0.1:%d", m.RaftPort)
+			if m != n {
+				addr = c.Link(n.Index, m.Index).Addr()
+			}
+			peers = append(peers, m.ID+"-"+addr)
+		}
+		conf := strings.Join([]string{
+			"brokerClusterName=" + ClusterName,
+			"brokerName=" + GroupName,
+			"namesrvAddr=" + c.NamesrvAddr(),
+			"brokerIP1=127.0.0.1",
+			"listenAddr=127.0.0.1",
+			fmt.Sprintf("listenPort=%d", n.ListenPort),
+			"vipChannelEnabled=false",
+			"autoCreateTopicEnable=true",
+			fmt.Sprintf("defaultTopicQueueNums=%d", c.cfg.Queues),
+			"storePathRootDir=" + n.DataDir,
+			"flushDiskType=SYNC_FLUSH",
+			fmt.Sprintf("mappedFileSizeCommitLog=%d", c.cfg.SegmentBytes),
+			"mappedFileSizeConsumeQueue=600000",
+			"maxHashSlotNum=50000",
+			"maxIndexNum=200000",
+			"enableDLegerCommitLog=true",
+			"dLegerGroup=" + GroupName,
+			"dLegerPeers=" + strings.Join(peers, ";"),
+			"dLegerSelfId=" + n.ID,
+			fmt.Sprintf("raftHeartbeatTimeout=%d", c.cfg.ElectionMillis),
+			fmt.Sprintf("raftElectionTimeout=%d", c.cfg.ElectionMillis),
+			fmt.Sprintf("raftLeaderLeaseTimeout=%d", c.cfg.ElectionMillis*5/6),
+			"raftTransportTimeout=2000",
+			"raftSnapshotInterval=5000",
+			"raftSnapshotThreshold=2048",
+			"gossipEnable=true",
+			"gossipBindAddr=127.0.0.1",
+			fmt.Sprintf("gossipBindPort=%d", n.ListenPort+2),
+			fmt.Sprintf("gossipSeeds=127.0.0.1:%d", c.nsPort+2),
+			"",
+		}, "\n")
+		if err := os.WriteFile(n.ConfPath, []byte(conf), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start launches argv with output appended to logPath. The child gets
+// SIGKILL if the suite's process dies, so no broker outlives a crashed run.
+func (c *Cluster) start(argv []string, logPath string) (*exec.Cmd, chan struct{}, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = f.Close()
+		close(done)
+	}()
+	return cmd, done, nil
+}
+
+// Start launches the name server and the three nodes and waits until a
+// leader serves writes.
+func (c *Cluster) Start(ctx context.Context) error {
+	cmd, done, err := c.start([]string{c.cfg.Binary, "namesrv", "-c", filepath.Join(c.cfg.Dir, "namesrv.conf")}, filepath.Join(c.cfg.Dir, "namesrv.log"))
+	if err != nil {
+		return err
+	}
+	c.nsCmd, c.nsDone = cmd, done
+	for _, n := range c.Nodes {
+		if err := c.StartNode(n.Index); err != nil {
+			return err
+		}
+	}
+	return c.WaitLeader(ctx, 30*time.Second)
+}
+
+// StartNode launches node i (again) from its conf file.
+func (c *Cluster) StartNode(i int) error {
+	n := c.Nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state != NodeDown {
+		return nil
+	}
+	argv := []string{c.cfg.Binary, "broker", "-c", n.ConfPath, "--log-level", "warn"}
+	if c.cfg.WrapCommand != nil {
+		argv = c.cfg.WrapCommand(i, argv)
+	}
+	cmd, done, err := c.start(argv, n.LogPath)
+	if err != nil {
+		return err
+	}
+	n.cmd, n.done, n.state = cmd, done, NodeRunning
+	c.log.Info("node started", zap.String("node", n.ID), zap.Int("pid", cmd.Process.Pid))
+	return nil
+}
+
+// KillNode sends SIGKILL to node i (continuing it first if paused, so the
+// kill is not deferred) and waits for the process to be reaped.
+func (c *Cluster) KillNode(i int) error {
+	n := c.Nodes[i]
+	n.mu.Lock()
+	if n.state == NodeDown {
+		n.mu.Unlock()
+		return nil
+	}
+	pid, done := n.cmd.Process.Pid, n.done
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	n.state = NodeDown
+	n.mu.Unlock()
+	<-done
+	c.rc.CloseConn(n.Addr())
+	c.log.Info("node killed", zap.String("node", n.ID), zap.Int("pid", pid))
+	return nil
+}
+
+// PauseNode sends SIGSTOP to node i.
+func (c *Cluster) PauseNode(i int) error { return c.signal(i, syscall.SIGSTOP, NodeRunning, NodePaused) }
+
+// ResumeNode sends SIGCONT to node i.
+func (c *Cluster) ResumeNode(i int) error { return c.signal(i, syscall.SIGCONT, NodePaused, NodeRunning) }
+
+func (c *Cluster) signal(i int, sig syscall.Signal, from, to NodeState) error {
+	n := c.Nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state != from {
+		return nil
+	}
+	if err := syscall.Kill(n.cmd.Process.Pid, sig); err != nil {
+		return err
+	}
+	n.state = to
+	return nil
+}
+
+// Isolate blocks (or with block=false heals) both directions between
+// every node in a and every node in b.
+func (c *Cluster) Isolate(a, b []int, block bool) {
+	for _, i := range a {
+		for _, j := range b {
+			if i == j {
+				continue
+			}
+			c.Link(i, j).SetBlocked(block, block)
+			c.Link(j, i).SetBlocked(block, block)
+		}
+	}
+}
+
+// BlockOneWay stops every byte node from sends to node to (its requests
+// on links it dials and its answers on links to dials), leaving to → from
+// traffic flowing.
+func (c *Cluster) BlockOneWay(from, to int) {
+	fwd, back := c.Link(from, to).Blocked()
+	c.Link(from, to).SetBlocked(true, back)
+	fwd, back = c.Link(to, from).Blocked()
+	c.Link(to, from).SetBlocked(fwd, true)
+}
+
+// HealAll lifts every block on every link.
+func (c *Cluster) HealAll() {
+	for _, l := range c.links {
+		l.SetBlocked(false, false)
+	}
+}
+
+// RaftStatus asks node i for its RAFT_STATUS.
+func (c *Cluster) RaftStatus(ctx context.Context, i int) (*broker.RaftStatus, error) {
+	resp, err := c.rc.InvokeSync(ctx, c.Nodes[i].Addr(), remoting.NewRequest(remoting.RequestRaftStatus, nil, nil))
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code != remoting.ResponseSuccess {
+		return nil, fmt.Errorf("jepsen: raft status of %s: code %d %s", c.Nodes[i].ID, resp.Code, resp.Remark)
+	}
+	var st broker.RaftStatus
+	if err := json.Unmarshal(resp.Body, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Leader returns the index of the node that reports itself serving as
+// leader with the highest term, or -1.
+func (c *Cluster) Leader(ctx context.Context) int {
+	best, term := -1, uint64(0)
+	for i, n := range c.Nodes {
+		if n.State() != NodeRunning {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		st, err := c.RaftStatus(sctx, i)
+		cancel()
+		if err == nil && st.State == "Leader" && st.Serving && st.Term >= term {
+			best, term = i, st.Term
+		}
+	}
+	return best
+}
+
+// WaitLeader polls until some node serves as leader.
+func (c *Cluster) WaitLeader(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if c.Leader(ctx) >= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: no serving leader within %v (logs in %s)", ErrNotReady, timeout, c.cfg.Dir)
+		case <-t.C:
+		}
+	}
+}
+
+// Close kills every process the suite started (by PID), closes the
+// proxies and the status client.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, n := range c.Nodes {
+		errs = append(errs, c.KillNode(n.Index))
+	}
+	if c.nsCmd != nil {
+		_ = syscall.Kill(c.nsCmd.Process.Pid, syscall.SIGKILL)
+		<-c.nsDone
+	}
+	errs = append(errs, c.closeLinks())
+	if c.rc != nil {
+		errs = append(errs, c.rc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) closeLinks() error {
+	var errs []error
+	for _, l := range c.links {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
