@@ -1,0 +1,57 @@
+package client_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExamples builds every program under examples/ and runs each one
+// against an in-process 3-node group (its name server passed with -n),
+// checking that it exits 0 and prints what it should.
+func TestExamples(t *testing.T) {
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		t.Skipf("no go toolchain at %s: %v", gobin, err)
+	}
+	bin := t.TempDir()
+	build := exec.Command(gobin, "build", "-o", bin+string(filepath.Separator), "../examples/...")
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ../examples/...: %v\n%s", err, out)
+	}
+	ec := startE2ECluster(t)
+	ns := ec.ns.Addr().String()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"simple", []string{"-m", "10"}, []string{"sent 10\n", "received 10\n"}},
+		{"ordered", []string{"-m", "4"}, []string{"sent 16\n", "received 16 in order\n"}},
+		{"broadcast", []string{"-m", "8"}, []string{"sent 8\n", "instance-a received 8\n", "instance-b received 8\n", "every instance received all 8\n"}},
+		{"batch", []string{"-m", "25", "-size", "10"}, []string{"sent a batch of 5 ", "sent 25\n", "received 25\n"}},
+		{"idempotent", []string{"-m", "30"}, []string{"producer id ", "sent 30\n", "received 30 distinct, 0 duplicates\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(bin, tc.name), append([]string{"-n", ns, "-timeout", "45s"}, tc.args...)...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", tc.name, err, out)
+			}
+			t.Logf("%s", out)
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("%s output lacks %q:\n%s", tc.name, w, out)
+				}
+			}
+		})
+	}
+}
