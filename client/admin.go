@@ -177,7 +177,10 @@ func (a *Admin) routeMasters(ctx context.Context, topic string) (map[string]stri
 
 // TopicSpec describes a topic to create or update.
 type TopicSpec struct {
-	Topic                         string
+	// Topic is the topic's name (Validators.checkTopic rules).
+	Topic string
+	// ReadQueueNums and WriteQueueNums are the queues consumers read and
+	// producers write; equal unless queues are being added or retired.
 	ReadQueueNums, WriteQueueNums int
 	// Perm is the namesrv.Perm* bits (default 6, read-write).
 	Perm int
@@ -268,9 +271,13 @@ func (a *Admin) DeleteTopic(ctx context.Context, topic, cluster string) error {
 
 // QueueStat is one queue's offsets in a topic status (TopicOffset).
 type QueueStat struct {
-	Queue                MessageQueue
+	// Queue is the queue described.
+	Queue MessageQueue
+	// MinOffset is the oldest offset still stored, MaxOffset the next one
+	// to be written: the queue holds MaxOffset-MinOffset messages.
 	MinOffset, MaxOffset int64
-	LastUpdate           time.Time
+	// LastUpdate is the store time of the last message (zero if none).
+	LastUpdate time.Time
 }
 
 // TopicStatus returns the min/max offsets of every queue of topic
@@ -307,6 +314,7 @@ func (a *Admin) TopicStatus(ctx context.Context, topic string) ([]QueueStat, err
 
 // QueueProgress is one queue's consume progress (OffsetWrapper).
 type QueueProgress struct {
+	// Queue is the queue described.
 	Queue MessageQueue
 	// BrokerOffset is the queue's max offset, ConsumerOffset the group's
 	// committed one; Lag their difference.
@@ -564,16 +572,30 @@ func parseProperties(body []byte) map[string]string {
 // SubscriptionGroup is a consumer group's broker-side settings
 // (SubscriptionGroupConfig).
 type SubscriptionGroup struct {
-	GroupName                      string `json:"groupName"`
-	ConsumeEnable                  bool   `json:"consumeEnable"`
-	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
-	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
-	ConsumeMessageOrderly          bool   `json:"consumeMessageOrderly"`
-	RetryQueueNums                 int    `json:"retryQueueNums"`
-	RetryMaxTimes                  int    `json:"retryMaxTimes"`
-	BrokerID                       int64  `json:"brokerId"`
-	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
-	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
+	// GroupName is the consumer group.
+	GroupName string `json:"groupName"`
+	// ConsumeEnable: false makes the brokers refuse the group's pulls.
+	ConsumeEnable bool `json:"consumeEnable"`
+	// ConsumeFromMinEnable lets a new group start at the queue's minimum
+	// offset.
+	ConsumeFromMinEnable bool `json:"consumeFromMinEnable"`
+	// ConsumeBroadcastEnable allows broadcasting consumers in the group.
+	ConsumeBroadcastEnable bool `json:"consumeBroadcastEnable"`
+	// ConsumeMessageOrderly marks a group that consumes orderly.
+	ConsumeMessageOrderly bool `json:"consumeMessageOrderly"`
+	// RetryQueueNums is the number of queues of the group's retry topic.
+	RetryQueueNums int `json:"retryQueueNums"`
+	// RetryMaxTimes is how often a message is redelivered before it goes
+	// to the dead-letter topic.
+	RetryMaxTimes int `json:"retryMaxTimes"`
+	// BrokerID is the member pulls are served from by default (0: master).
+	BrokerID int64 `json:"brokerId"`
+	// WhichBrokerWhenConsumeSlowly is the member suggested to consumers
+	// that fall behind.
+	WhichBrokerWhenConsumeSlowly int64 `json:"whichBrokerWhenConsumeSlowly"`
+	// NotifyConsumerIdsChangedEnable makes brokers send
+	// NOTIFY_CONSUMER_IDS_CHANGED when the group's membership changes.
+	NotifyConsumerIdsChangedEnable bool `json:"notifyConsumerIdsChangedEnable"`
 }
 
 // DefaultSubscriptionGroup returns RocketMQ's defaults for group.

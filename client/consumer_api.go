@@ -16,25 +16,35 @@ import (
 
 // HeartbeatData is HEART_BEAT's (34) JSON body.
 type HeartbeatData struct {
-	ClientID        string                  `json:"clientID"`
+	// ClientID is the client instance's id (ip@instance).
+	ClientID string `json:"clientID"`
+	// ProducerDataSet lists the client's producer groups.
 	ProducerDataSet []HeartbeatProducerData `json:"producerDataSet"`
+	// ConsumerDataSet lists the client's consumer groups.
 	ConsumerDataSet []HeartbeatConsumerData `json:"consumerDataSet"`
 }
 
 // HeartbeatProducerData names one producer group of the client.
 type HeartbeatProducerData struct {
+	// GroupName is the producer group.
 	GroupName string `json:"groupName"`
 }
 
 // HeartbeatConsumerData is one consumer group of the client with its
 // subscriptions, which brokers keep to filter pulls.
 type HeartbeatConsumerData struct {
-	GroupName           string              `json:"groupName"`
-	ConsumeType         string              `json:"consumeType"`
-	MessageModel        string              `json:"messageModel"`
-	ConsumeFromWhere    string              `json:"consumeFromWhere"`
+	// GroupName is the consumer group.
+	GroupName string `json:"groupName"`
+	// ConsumeType is ConsumeTypePush or ConsumeTypePull.
+	ConsumeType string `json:"consumeType"`
+	// MessageModel is "CLUSTERING" or "BROADCASTING".
+	MessageModel string `json:"messageModel"`
+	// ConsumeFromWhere is Java's enum name, e.g. CONSUME_FROM_LAST_OFFSET.
+	ConsumeFromWhere string `json:"consumeFromWhere"`
+	// SubscriptionDataSet holds the group's subscriptions.
 	SubscriptionDataSet []*SubscriptionData `json:"subscriptionDataSet"`
-	UnitMode            bool                `json:"unitMode"`
+	// UnitMode is RocketMQ's unit mode flag (always false here).
+	UnitMode bool `json:"unitMode"`
 }
 
 // Consume types of HeartbeatConsumerData.

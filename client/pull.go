@@ -98,6 +98,7 @@ type pullMessageResponseHeader struct {
 // PullResult is a broker's answer to a pull, with the messages decoded and
 // re-filtered by tag.
 type PullResult struct {
+	// Status says whether messages were found (PullFound) or why not.
 	Status PullStatus
 	// NextBeginOffset is where the next pull of this queue starts.
 	NextBeginOffset int64

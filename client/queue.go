@@ -8,9 +8,12 @@ import (
 
 // MessageQueue names one queue of a topic on one broker group.
 type MessageQueue struct {
-	Topic      string
+	// Topic is the topic the queue belongs to.
+	Topic string
+	// BrokerName is the broker group (a raftmq Raft group) holding it.
 	BrokerName string
-	QueueID    int
+	// QueueID numbers the topic's queues on that group from 0.
+	QueueID int
 }
 
 // String is RocketMQ's MessageQueue.toString. ConsistentHash hashes this

@@ -66,7 +66,9 @@ type MachineRoomResolver interface {
 
 // MachineRoomResolverFuncs adapts two functions to MachineRoomResolver.
 type MachineRoomResolverFuncs struct {
-	Broker   func(MessageQueue) string
+	// Broker implements BrokerDeployIn.
+	Broker func(MessageQueue) string
+	// Consumer implements ConsumerDeployIn.
 	Consumer func(string) string
 }
 
