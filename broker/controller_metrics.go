@@ -157,6 +157,29 @@ func (c *Controller) health() (bool, any) {
 	return st == stateServing, b
 }
 
+// readyBody is /readyz's JSON: health plus the Raft indexes it judged.
+type readyBody struct {
+	healthBody
+	CommitIndex  uint64 `json:"commitIndex"`
+	AppliedIndex uint64 `json:"appliedIndex"`
+}
+
+// ready reports readiness for /readyz: serving, a leader known, and this
+// member's FSM caught up with the commit index it knows (a restarted node
+// replaying its log is live but not ready).
+func (c *Controller) ready() (bool, any) {
+	serving, hb := c.health()
+	b := readyBody{healthBody: hb.(healthBody)}
+	ok := serving && b.Leader != ""
+	if ra, ok2 := c.rep.(RaftAdmin); ok2 && ra.Raft() != nil {
+		st := ra.Raft().Stats()
+		b.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)
+		b.AppliedIndex, _ = strconv.ParseUint(st["applied_index"], 10, 64)
+		ok = ok && b.AppliedIndex >= b.CommitIndex
+	}
+	return ok, b
+}
+
 // MetricsAddr is the monitoring HTTP address ("" when metricsPort is -1).
 func (c *Controller) MetricsAddr() string {
 	if c.mon == nil {
@@ -175,6 +198,7 @@ func (c *Controller) newMonitor() {
 		port = c.cfg.ListenPort + 3
 	}
 	c.mon = httpmon.New(net.JoinHostPort(c.cfg.ListenAddr, strconv.Itoa(port)), c.metrics.reg, c.health, c.log.Named("http"))
+	c.mon.SetReady(c.ready)
 }
 
 // instrument wraps a processor with the request metrics.

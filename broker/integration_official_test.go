@@ -259,6 +259,14 @@ func TestOfficialRetryDelayDLQ(t *testing.T) {
 // TestOfficialOrderly: an orderly consumer (LOCK_BATCH_MQ) sees each
 // order's steps in send order; sends use a queue selector.
 func TestOfficialOrderly(t *testing.T) {
+	if raceEnabled {
+		// The official client's orderly consumer reads its processQueue's
+		// treemap (Empty in takeMessages) while the pull goroutine writes it
+		// (putMessage) without a lock: an upstream data race the detector
+		// reports in its code, not ours. .ci/run runs the official-client
+		// tests once more without -race, so this test still runs in CI.
+		t.Skip("upstream data race in rocketmq-client-go's orderly consumer; runs in the non-race pass of .ci/run")
+	}
 	pc := startRealCluster(t, nil)
 	leader := pc.nodes[pc.leader()].Addr()
 	pc.createTopic(leader, "ORD", 4)

@@ -25,10 +25,15 @@ import (
 // body is encoded as JSON either way.
 type HealthFunc func() (serving bool, body any)
 
+// ReadyFunc reports readiness for /readyz (e.g. a broker: leader known and
+// log applied); nil means ready == serving.
+type ReadyFunc func() (ready bool, body any)
+
 // Server is the monitoring HTTP server. Start listens; Shutdown stops it.
 type Server struct {
 	reg    *prometheus.Registry
 	health HealthFunc
+	ready  ReadyFunc
 	log    *zap.Logger
 	srv    *http.Server
 	ln     net.Listener
@@ -43,7 +48,12 @@ func New(addr string, reg *prometheus.Registry, health HealthFunc, log *zap.Logg
 	s := &Server{reg: reg, health: health, log: log}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// /health answers 503 unless serving (RocketMQ-style single check);
+	// /healthz is liveness (200 whenever the process answers, body says
+	// its state); /readyz is readiness (Kubernetes probes).
 	mux.HandleFunc("/health", s.serveHealth)
+	mux.HandleFunc("/healthz", s.serveLive)
+	mux.HandleFunc("/readyz", s.serveReady)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -88,10 +98,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// SetReady installs the readiness check for /readyz. Call before Start.
+func (s *Server) SetReady(f ReadyFunc) { s.ready = f }
+
 func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	serving, body := s.health()
+	writeJSON(w, serving, body)
+}
+
+func (s *Server) serveLive(w http.ResponseWriter, _ *http.Request) {
+	_, body := s.health()
+	writeJSON(w, true, body)
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	f := s.ready
+	if f == nil {
+		f = ReadyFunc(s.health)
+	}
+	ok, body := f()
+	writeJSON(w, ok, body)
+}
+
+func writeJSON(w http.ResponseWriter, ok bool, body any) {
 	w.Header().Set("Content-Type", "application/json")
-	if !serving {
+	if !ok {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(body)
