@@ -251,6 +251,7 @@ func (c *Cluster) writeConfs() error {
 			"storePathRootDir=" + n.DataDir,
 			"flushDiskType=SYNC_FLUSH",
 			fmt.Sprintf("mappedFileSizeCommitLog=%d", c.cfg.SegmentBytes),
+			"maxMessageSize=65536",
 			"mappedFileSizeConsumeQueue=600000",
 			"maxHashSlotNum=50000",
 			"maxIndexNum=200000",
@@ -347,7 +348,8 @@ func (c *Cluster) KillNode(i int) error {
 		return nil
 	}
 	pid, done := n.cmd.Process.Pid, n.done
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	// The whole process group: a wrapper (strace) and the broker it traces.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	n.state = NodeDown
 	n.mu.Unlock()
 	<-done
@@ -357,10 +359,14 @@ func (c *Cluster) KillNode(i int) error {
 }
 
 // PauseNode sends SIGSTOP to node i.
-func (c *Cluster) PauseNode(i int) error { return c.signal(i, syscall.SIGSTOP, NodeRunning, NodePaused) }
+func (c *Cluster) PauseNode(i int) error {
+	return c.signal(i, syscall.SIGSTOP, NodeRunning, NodePaused)
+}
 
 // ResumeNode sends SIGCONT to node i.
-func (c *Cluster) ResumeNode(i int) error { return c.signal(i, syscall.SIGCONT, NodePaused, NodeRunning) }
+func (c *Cluster) ResumeNode(i int) error {
+	return c.signal(i, syscall.SIGCONT, NodePaused, NodeRunning)
+}
 
 func (c *Cluster) signal(i int, sig syscall.Signal, from, to NodeState) error {
 	n := c.Nodes[i]
@@ -369,7 +375,7 @@ func (c *Cluster) signal(i int, sig syscall.Signal, from, to NodeState) error {
 	if n.state != from {
 		return nil
 	}
-	if err := syscall.Kill(n.cmd.Process.Pid, sig); err != nil {
+	if err := syscall.Kill(-n.cmd.Process.Pid, sig); err != nil {
 		return err
 	}
 	n.state = to
@@ -467,7 +473,7 @@ func (c *Cluster) Close() error {
 		errs = append(errs, c.KillNode(n.Index))
 	}
 	if c.nsCmd != nil {
-		_ = syscall.Kill(c.nsCmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-c.nsCmd.Process.Pid, syscall.SIGKILL)
 		<-c.nsDone
 	}
 	errs = append(errs, c.closeLinks())
@@ -483,4 +489,41 @@ func (c *Cluster) closeLinks() error {
 		errs = append(errs, l.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// WaitCaughtUp polls until every node runs, answers, and has applied what
+// the leader had committed when the wait began.
+func (c *Cluster) WaitCaughtUp(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var target uint64
+	for {
+		if target == 0 {
+			if l := c.Leader(ctx); l >= 0 {
+				if st, err := c.RaftStatus(ctx, l); err == nil {
+					target = st.CommitIndex
+				}
+			}
+		}
+		if target > 0 {
+			ok := true
+			for i := range c.Nodes {
+				st, err := c.RaftStatus(ctx, i)
+				if err != nil || st.AppliedIndex < target {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: nodes not caught up to index %d within %v", ErrNotReady, target, timeout)
+		case <-t.C:
+		}
+	}
 }

@@ -1,0 +1,334 @@
+package jepsen
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Check is one line of the verdict table.
+type Check struct {
+	Name     string   `json:"name"`
+	Value    string   `json:"value"`
+	OK       bool     `json:"ok"`
+	Required bool     `json:"required"` // a failing required check makes the run invalid
+	Examples []string `json:"examples,omitempty"`
+}
+
+// Availability is what one fault window cost the writers.
+type Availability struct {
+	Window FaultWindow `json:"window"`
+	// MaxGapMs is the longest time without any acknowledged send among
+	// gaps that overlap the window (a failover gap).
+	MaxGapMs  float64 `json:"maxGapMs"`
+	GapFromMs float64 `json:"gapFromMs"`
+	// TimeToOKMs is from injection to the first acknowledgement of a send
+	// invoked after the injection; -1 if none came.
+	TimeToOKMs float64 `json:"timeToOkMs"`
+}
+
+// Verdict is the checker's result.
+type Verdict struct {
+	Valid             bool           `json:"valid"`
+	Checks            []Check        `json:"checks"`
+	Availability      []Availability `json:"availability"`
+	Sent, OK, Unknown int
+}
+
+type slot struct {
+	queue  int
+	offset int64
+}
+
+const maxExamples = 8
+
+func addEx(ex []string, format string, args ...any) []string {
+	if len(ex) < maxExamples {
+		ex = append(ex, fmt.Sprintf(format, args...))
+	}
+	return ex
+}
+
+// CheckHistory evaluates a history. readsComplete says whether the final read
+// reached the leader; without it the log-based checks are skipped
+// (reported, not passed silently).
+func CheckHistory(h History, readsComplete bool) Verdict {
+	var v Verdict
+	invoked := map[string]Op{}
+	var okOps []Op
+	for _, o := range h.Ops {
+		invoked[o.Value] = o
+		v.Sent++
+		if o.Result == ResultOK {
+			v.OK++
+			okOps = append(okOps, o)
+		} else {
+			v.Unknown++
+		}
+	}
+	consumed := map[string]int{}
+	for _, d := range h.Deliveries {
+		consumed[d.Value]++
+	}
+	inLog := map[string]bool{}
+	for _, r := range h.Reads {
+		inLog[r.Value] = true
+	}
+
+	// Lost: acknowledged, never consumed.
+	var lost []string
+	nLost := 0
+	for _, o := range okOps {
+		if consumed[o.Value] == 0 {
+			nLost++
+			lost = addEx(lost, "%s (ack q%d@%d at %.0f ms)", o.Value, o.Queue, o.Offset, o.CompleteMs)
+		}
+	}
+	v.Checks = append(v.Checks, Check{Name: "lost (acknowledged, never consumed)", Value: fmt.Sprint(nLost), OK: nLost == 0, Required: true, Examples: lost})
+
+	if readsComplete {
+		// Every node was caught up before the read: each must hold every
+		// acknowledged value.
+		perNode := map[string]map[string]bool{}
+		for _, r := range h.Reads {
+			if perNode[r.Node] == nil {
+				perNode[r.Node] = map[string]bool{}
+			}
+			perNode[r.Node][r.Value] = true
+		}
+		var ex []string
+		n := 0
+		for _, o := range okOps {
+			for node, vals := range perNode {
+				if !vals[o.Value] {
+					n++
+					ex = addEx(ex, "%s missing on %s (ack q%d@%d)", o.Value, node, o.Queue, o.Offset)
+				}
+			}
+		}
+		v.Checks = append(v.Checks, Check{Name: fmt.Sprintf("acknowledged but absent from a replica (%d read)", len(perNode)), Value: fmt.Sprint(n), OK: n == 0 && len(perNode) > 0, Required: true, Examples: ex})
+	} else {
+		v.Checks = append(v.Checks, Check{Name: "lost from log (final read)", Value: "not checked: final read incomplete", OK: false, Required: true})
+	}
+
+	// Phantom: consumed or stored but never sent, or a broken checksum.
+	{
+		var ex []string
+		n := 0
+		for _, d := range h.Deliveries {
+			if _, ok := invoked[d.Value]; !ok || !d.Intact {
+				n++
+				ex = addEx(ex, "consumed %q q%d@%d intact=%v", d.Value, d.Queue, d.Offset, d.Intact)
+			}
+		}
+		for _, r := range h.Reads {
+			if _, ok := invoked[r.Value]; !ok || !r.Intact {
+				n++
+				ex = addEx(ex, "stored on %s %q q%d@%d intact=%v", r.Node, r.Value, r.Queue, r.Offset, r.Intact)
+			}
+		}
+		v.Checks = append(v.Checks, Check{Name: "phantom or corrupt (never sent / bad checksum)", Value: fmt.Sprint(n), OK: n == 0, Required: true, Examples: ex})
+	}
+
+	// One value per (queue, offset), across acks, consumers, replicas and
+	// time.
+	slots := map[slot]map[string][]string{}
+	see := func(s slot, value, who string) {
+		m := slots[s]
+		if m == nil {
+			m = map[string][]string{}
+			slots[s] = m
+		}
+		m[value] = append(m[value], who)
+	}
+	for _, o := range okOps {
+		see(slot{o.Queue, o.Offset}, o.Value, "ack")
+	}
+	for _, d := range h.Deliveries {
+		see(slot{d.Queue, d.Offset}, d.Value, "consumer "+d.Consumer)
+	}
+	for _, r := range h.Reads {
+		see(slot{r.Queue, r.Offset}, r.Value, "read "+r.Node)
+	}
+	{
+		var ex []string
+		n := 0
+		keys := sortedSlots(slots)
+		for _, s := range keys {
+			if len(slots[s]) > 1 {
+				n++
+				var parts []string
+				for val, who := range slots[s] {
+					parts = append(parts, fmt.Sprintf("%s by %s", val, strings.Join(uniq(who), ",")))
+				}
+				sort.Strings(parts)
+				ex = addEx(ex, "q%d@%d: %s", s.queue, s.offset, strings.Join(parts, " | "))
+			}
+		}
+		v.Checks = append(v.Checks, Check{Name: "offset conflicts (one offset, two values)", Value: fmt.Sprint(n), OK: n == 0, Required: true, Examples: ex})
+	}
+
+	// Dense queues on every node that answered, and the leader's view
+	// reaching every acknowledged offset.
+	if readsComplete {
+		byNodeQueue := map[string]map[int][]int64{}
+		for _, r := range h.Reads {
+			if byNodeQueue[r.Node] == nil {
+				byNodeQueue[r.Node] = map[int][]int64{}
+			}
+			byNodeQueue[r.Node][r.Queue] = append(byNodeQueue[r.Node][r.Queue], r.Offset)
+		}
+		var ex []string
+		n := 0
+		for node, qs := range byNodeQueue {
+			for q, offs := range qs {
+				sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+				for i := 1; i < len(offs); i++ {
+					if offs[i] != offs[i-1]+1 {
+						n++
+						ex = addEx(ex, "%s q%d: offset %d follows %d", node, q, offs[i], offs[i-1])
+					}
+				}
+			}
+		}
+		v.Checks = append(v.Checks, Check{Name: "queue gaps or repeats (final read per node)", Value: fmt.Sprint(n), OK: n == 0, Required: true, Examples: ex})
+	}
+
+	// Duplicates: a value stored at two offsets. Must be 0 for idempotent
+	// producers; reported for plain ones (their retries may store twice).
+	{
+		where := map[string]map[slot]bool{}
+		for s, vals := range slots {
+			for val := range vals {
+				if where[val] == nil {
+					where[val] = map[slot]bool{}
+				}
+				where[val][s] = true
+			}
+		}
+		var exI, exP []string
+		nI, nP := 0, 0
+		for val, ss := range where {
+			if len(ss) < 2 {
+				continue
+			}
+			if o, ok := invoked[val]; ok && o.Idempotent {
+				nI++
+				exI = addEx(exI, "%s at %d offsets", val, len(ss))
+			} else {
+				nP++
+				exP = addEx(exP, "%s at %d offsets", val, len(ss))
+			}
+		}
+		v.Checks = append(v.Checks, Check{Name: "duplicates, idempotent producers", Value: fmt.Sprint(nI), OK: nI == 0, Required: true, Examples: exI})
+		v.Checks = append(v.Checks, Check{Name: "duplicates, plain producers (allowed)", Value: fmt.Sprint(nP), OK: true, Examples: exP})
+	}
+
+	// Redeliveries are at-least-once behaviour, reported only.
+	{
+		n := 0
+		for _, c := range consumed {
+			if c > 1 {
+				n += c - 1
+			}
+		}
+		v.Checks = append(v.Checks, Check{Name: "redeliveries to consumers (allowed)", Value: fmt.Sprint(n), OK: true})
+	}
+
+	// Unknown outcomes that were committed anyway.
+	{
+		n := 0
+		for _, o := range h.Ops {
+			if o.Result != ResultOK && (consumed[o.Value] > 0 || inLog[o.Value]) {
+				n++
+			}
+		}
+		v.Checks = append(v.Checks, Check{Name: "unknown sends later found committed (allowed)", Value: fmt.Sprintf("%d of %d", n, v.Unknown), OK: true})
+	}
+
+	// At most one leader per term.
+	{
+		leaders := map[uint64]map[string]bool{}
+		for _, l := range h.Leaders {
+			if l.State != "Leader" {
+				continue
+			}
+			if leaders[l.Term] == nil {
+				leaders[l.Term] = map[string]bool{}
+			}
+			leaders[l.Term][l.Node] = true
+		}
+		var ex []string
+		n := 0
+		for term, nodes := range leaders {
+			if len(nodes) > 1 {
+				n++
+				ex = addEx(ex, "term %d: %v", term, nodes)
+			}
+		}
+		v.Checks = append(v.Checks, Check{Name: "terms with two leaders", Value: fmt.Sprintf("%d (of %d terms seen)", n, len(leaders)), OK: n == 0, Required: true, Examples: ex})
+	}
+
+	v.Availability = availability(h, okOps)
+	v.Valid = true
+	for _, c := range v.Checks {
+		if c.Required && !c.OK {
+			v.Valid = false
+		}
+	}
+	return v
+}
+
+func availability(h History, okOps []Op) []Availability {
+	times := make([]float64, 0, len(okOps))
+	for _, o := range okOps {
+		times = append(times, o.CompleteMs)
+	}
+	sort.Float64s(times)
+	var out []Availability
+	for _, w := range h.Faults {
+		a := Availability{Window: w, TimeToOKMs: -1}
+		for i := 1; i < len(times); i++ {
+			if times[i] > w.StartMs && times[i-1] < w.EndMs+5000 {
+				if g := times[i] - times[i-1]; g > a.MaxGapMs {
+					a.MaxGapMs, a.GapFromMs = g, times[i-1]
+				}
+			}
+		}
+		for _, o := range okOps {
+			if o.InvokeMs >= w.StartMs {
+				if t := o.CompleteMs - w.StartMs; a.TimeToOKMs < 0 || t < a.TimeToOKMs {
+					a.TimeToOKMs = t
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func sortedSlots(m map[slot]map[string][]string) []slot {
+	keys := make([]slot, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].queue != keys[j].queue {
+			return keys[i].queue < keys[j].queue
+		}
+		return keys[i].offset < keys[j].offset
+	})
+	return keys
+}
+
+func uniq(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

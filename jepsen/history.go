@@ -1,0 +1,161 @@
+package jepsen
+
+import (
+	"fmt"
+	"hash/crc32"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Op results. An error from the SDK is always "unknown": a send that
+// timed out or lost its leader may still be committed (ErrLeadershipLost),
+// and a definitive refusal of the last attempt says nothing about earlier
+// attempts. Only "ok" obliges the cluster to keep the message.
+const (
+	ResultOK      = "ok"
+	ResultUnknown = "unknown"
+)
+
+// Op is one send: invoked at InvokeMs, completed at CompleteMs (both
+// milliseconds since the run started).
+type Op struct {
+	Process    string  `json:"process"`
+	Value      string  `json:"value"`
+	Idempotent bool    `json:"idempotent"`
+	InvokeMs   float64 `json:"invokeMs"`
+	CompleteMs float64 `json:"completeMs"`
+	Result     string  `json:"result"`
+	Queue      int     `json:"queue"`
+	Offset     int64   `json:"offset"`
+	Err        string  `json:"err,omitempty"`
+}
+
+// Delivery is one message handed to a consumer's listener.
+type Delivery struct {
+	Consumer  string  `json:"consumer"`
+	Value     string  `json:"value"`
+	Queue     int     `json:"queue"`
+	Offset    int64   `json:"offset"`
+	AtMs      float64 `json:"atMs"`
+	Intact    bool    `json:"intact"`
+	Reconsume int32   `json:"reconsume,omitempty"`
+}
+
+// Read is one message found by the final read of a queue on one node.
+type Read struct {
+	Node   string `json:"node"`
+	Queue  int    `json:"queue"`
+	Offset int64  `json:"offset"`
+	Value  string `json:"value"`
+	Intact bool   `json:"intact"`
+}
+
+// FaultWindow is one nemesis action, from injection to heal.
+type FaultWindow struct {
+	Nemesis  string  `json:"nemesis"`
+	Detail   string  `json:"detail"`
+	StartMs  float64 `json:"startMs"`
+	EndMs    float64 `json:"endMs"`
+	HealNote string  `json:"healNote,omitempty"`
+}
+
+// LeaderObs is a node's Raft state as polled, recorded when it changes.
+type LeaderObs struct {
+	AtMs    float64 `json:"atMs"`
+	Node    string  `json:"node"`
+	Term    uint64  `json:"term"`
+	State   string  `json:"state"`
+	Serving bool    `json:"serving"`
+}
+
+// History is everything a run observed; it is written as history.json.
+type History struct {
+	Profile    string        `json:"profile"`
+	Seed       int64         `json:"seed"`
+	Mode       string        `json:"mode"`
+	Start      time.Time     `json:"start"`
+	Ops        []Op          `json:"ops"`
+	Deliveries []Delivery    `json:"deliveries"`
+	Reads      []Read        `json:"reads"`
+	Faults     []FaultWindow `json:"faults"`
+	Leaders    []LeaderObs   `json:"leaders"`
+	Notes      []string      `json:"notes,omitempty"`
+}
+
+// recorder appends to a History from many goroutines.
+type recorder struct {
+	mu sync.Mutex
+	h  History // guarded by mu
+}
+
+func (r *recorder) since(t time.Time) float64 {
+	return float64(t.Sub(r.h.Start)) / float64(time.Millisecond)
+}
+
+func (r *recorder) op(o Op) {
+	r.mu.Lock()
+	r.h.Ops = append(r.h.Ops, o)
+	r.mu.Unlock()
+}
+
+func (r *recorder) delivery(d Delivery) {
+	r.mu.Lock()
+	r.h.Deliveries = append(r.h.Deliveries, d)
+	r.mu.Unlock()
+}
+
+func (r *recorder) fault(f FaultWindow) {
+	r.mu.Lock()
+	r.h.Faults = append(r.h.Faults, f)
+	r.mu.Unlock()
+}
+
+func (r *recorder) leader(o LeaderObs) {
+	r.mu.Lock()
+	r.h.Leaders = append(r.h.Leaders, o)
+	r.mu.Unlock()
+}
+
+func (r *recorder) note(format string, args ...any) {
+	r.mu.Lock()
+	r.h.Notes = append(r.h.Notes, fmt.Sprintf(format, args...))
+	r.mu.Unlock()
+}
+
+// snapshot copies the history for the checker.
+func (r *recorder) snapshot() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.h
+	h.Ops = append([]Op(nil), r.h.Ops...)
+	h.Deliveries = append([]Delivery(nil), r.h.Deliveries...)
+	h.Reads = append([]Read(nil), r.h.Reads...)
+	h.Faults = append([]FaultWindow(nil), r.h.Faults...)
+	h.Leaders = append([]LeaderObs(nil), r.h.Leaders...)
+	h.Notes = append([]string(nil), r.h.Notes...)
+	return h
+}
+
+// bodyFiller pads bodies to a realistic size; the checksum covers it, so
+// a torn or shifted body fails the check.
+var bodyFiller = strings.Repeat("raftmq-jepsen.", 8)
+
+// encodeBody is "value|filler|crc32(value|filler) in hex".
+func encodeBody(value string) []byte {
+	s := value + "|" + bodyFiller
+	return []byte(fmt.Sprintf("%s|%08x", s, crc32.ChecksumIEEE([]byte(s))))
+}
+
+// decodeBody returns the value a body carries and whether its checksum
+// holds.
+func decodeBody(b []byte) (value string, intact bool) {
+	s := string(b)
+	i := strings.LastIndexByte(s, '|')
+	if i < 0 {
+		return s, false
+	}
+	payload := s[:i]
+	value, _, _ = strings.Cut(payload, "|")
+	return value, fmt.Sprintf("%08x", crc32.ChecksumIEEE([]byte(payload))) == s[i+1:]
+}

@@ -1,0 +1,53 @@
+package jepsen
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestShortProfile is the CI chaos run: a real name server and 3-node
+// group as OS processes, kills, pauses and partitions for about 75 s, then
+// heal, drain and check. It fails on any lost, phantom or inconsistent
+// message, an idempotent duplicate or two leaders in a term.
+// RAFTMQ_SEED fixes the fault schedule; RAFTMQ_JEPSEN_SECONDS changes the
+// duration; RAFTMQ_LONG=1 runs the full profile instead.
+func TestShortProfile(t *testing.T) {
+	p := Profiles()["short"]
+	if os.Getenv("RAFTMQ_LONG") == "1" {
+		p = Profiles()["full"]
+	}
+	if s := os.Getenv("RAFTMQ_JEPSEN_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("RAFTMQ_JEPSEN_SECONDS: %v", err)
+		}
+		p.Duration = time.Duration(n) * time.Second
+	}
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("RAFTMQ_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatalf("RAFTMQ_SEED: %v", err)
+		}
+	}
+	dir := os.Getenv("RAFTMQ_JEPSEN_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	t.Logf("profile %s, %v, seed %d (RAFTMQ_SEED=%d reproduces the schedule), dir %s", p.Name, p.Duration, seed, seed, dir)
+	res, err := Run(context.Background(), Options{Profile: p, Seed: seed, Dir: dir, Log: zap.NewNop()})
+	if res != nil {
+		t.Log("\n" + res.Table)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,291 @@
+package jepsen
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Nemesis injects one kind of fault and heals it.
+type Nemesis interface {
+	// Name is the nemesis's name in profiles and reports.
+	Name() string
+	// Inject starts the fault and describes what it did.
+	Inject(ctx context.Context, env *Env) (string, error)
+	// Heal ends the fault.
+	Heal(ctx context.Context, env *Env) error
+}
+
+// Env is what a nemesis acts on.
+type Env struct {
+	Cluster *Cluster
+	Rand    *rand.Rand
+	// Dir is the run directory (for helper files).
+	Dir string
+}
+
+// target picks the leader (leader=true) or a random running node.
+func (e *Env) target(ctx context.Context, leader bool) (int, error) {
+	if leader {
+		if l := e.Cluster.Leader(ctx); l >= 0 {
+			return l, nil
+		}
+		return -1, ErrNoLeader
+	}
+	var up []int
+	for _, n := range e.Cluster.Nodes {
+		if n.State() == NodeRunning {
+			up = append(up, n.Index)
+		}
+	}
+	if len(up) == 0 {
+		return -1, ErrNoLeader
+	}
+	return up[e.Rand.Intn(len(up))], nil
+}
+
+// killNemesis is kill -9 of one node, restarted on heal.
+type killNemesis struct {
+	leader bool
+	node   int
+}
+
+func (k *killNemesis) Name() string {
+	if k.leader {
+		return "kill-leader"
+	}
+	return "kill-random"
+}
+
+func (k *killNemesis) Inject(ctx context.Context, env *Env) (string, error) {
+	i, err := env.target(ctx, k.leader)
+	if err != nil {
+		return "", err
+	}
+	k.node = i
+	pid := env.Cluster.Nodes[i].PID()
+	return fmt.Sprintf("SIGKILL %s (pid %d)", env.Cluster.Nodes[i].ID, pid), env.Cluster.KillNode(i)
+}
+
+func (k *killNemesis) Heal(_ context.Context, env *Env) error { return env.Cluster.StartNode(k.node) }
+
+// pauseNemesis is SIGSTOP of one node, SIGCONT on heal.
+type pauseNemesis struct {
+	leader bool
+	node   int
+}
+
+func (p *pauseNemesis) Name() string {
+	if p.leader {
+		return "pause-leader"
+	}
+	return "pause-random"
+}
+
+func (p *pauseNemesis) Inject(ctx context.Context, env *Env) (string, error) {
+	i, err := env.target(ctx, p.leader)
+	if err != nil {
+		return "", err
+	}
+	p.node = i
+	return "SIGSTOP " + env.Cluster.Nodes[i].ID, env.Cluster.PauseNode(i)
+}
+
+func (p *pauseNemesis) Heal(_ context.Context, env *Env) error { return env.Cluster.ResumeNode(p.node) }
+
+// partitionNemesis cuts Raft traffic through the link proxies.
+type partitionNemesis struct{ kind string }
+
+func (p *partitionNemesis) Name() string { return "partition-" + p.kind }
+
+func (p *partitionNemesis) Inject(ctx context.Context, env *Env) (string, error) {
+	c := env.Cluster
+	all := []int{0, 1, 2}
+	others := func(x int) []int {
+		var o []int
+		for _, i := range all {
+			if i != x {
+				o = append(o, i)
+			}
+		}
+		return o
+	}
+	switch p.kind {
+	case "leader":
+		l, err := env.target(ctx, true)
+		if err != nil {
+			return "", err
+		}
+		c.Isolate([]int{l}, others(l), true)
+		return fmt.Sprintf("isolate leader %s from %v", c.Nodes[l].ID, ids(c, others(l))), nil
+	case "halves":
+		// With three nodes a random split is one node against two.
+		x := env.Rand.Intn(3)
+		c.Isolate([]int{x}, others(x), true)
+		return fmt.Sprintf("halves %v | %v", ids(c, []int{x}), ids(c, others(x))), nil
+	case "bridge":
+		// The middle node sees both sides; the sides do not see each other.
+		m := env.Rand.Intn(3)
+		o := others(m)
+		c.Isolate([]int{o[0]}, []int{o[1]}, true)
+		return fmt.Sprintf("bridge via %s: %s x %s", c.Nodes[m].ID, c.Nodes[o[0]].ID, c.Nodes[o[1]].ID), nil
+	case "oneway":
+		// The leader's outbound traffic is dropped: it still hears the
+		// others (their votes and answers never get back to it).
+		l, err := env.target(ctx, true)
+		if err != nil {
+			return "", err
+		}
+		for _, j := range others(l) {
+			c.BlockOneWay(l, j)
+		}
+		return fmt.Sprintf("one-way: %s cannot send to %v", c.Nodes[l].ID, ids(c, others(l))), nil
+	}
+	return "", fmt.Errorf("%w: partition-%s", ErrUnknownNemesis, p.kind)
+}
+
+func (p *partitionNemesis) Heal(context.Context, *Env) error { return nil }
+
+func ids(c *Cluster, idx []int) []string {
+	var s []string
+	for _, i := range idx {
+		s = append(s, c.Nodes[i].ID)
+	}
+	return s
+}
+
+// healPartition wraps partition heal so HealAll runs once per window.
+type healAll struct{ Nemesis }
+
+func (h healAll) Heal(ctx context.Context, env *Env) error {
+	env.Cluster.HealAll()
+	return h.Nemesis.Heal(ctx, env)
+}
+
+// fsyncEIONemesis restarts one node (leader or random) under strace with fsync,
+// fdatasync and msync failing with EIO after a number of calls; heal
+// kills it and restarts it plainly. The store must refuse or crash, never
+// acknowledge what it could not make durable.
+type fsyncEIONemesis struct{ node int }
+
+func (f *fsyncEIONemesis) Name() string { return "fsync-eio" }
+
+func (f *fsyncEIONemesis) Inject(ctx context.Context, env *Env) (string, error) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		return "", fmt.Errorf("%w: strace not installed", ErrUnsupported)
+	}
+	c := env.Cluster
+	leader := env.Rand.Intn(2) == 0
+	role := "random node"
+	if leader {
+		role = "leader"
+	}
+	i, err := env.target(ctx, leader)
+	if err != nil {
+		return "", err
+	}
+	f.node = i
+	if err := c.KillNode(i); err != nil {
+		return "", err
+	}
+	c.cfg.WrapCommand = func(node int, argv []string) []string {
+		if node != i {
+			return argv
+		}
+		return append([]string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=fsync,fdatasync,msync",
+			"-e", "inject=fsync,fdatasync,msync:error=EIO:when=40+"}, argv...)
+	}
+	err = c.StartNode(i)
+	c.cfg.WrapCommand = nil
+	return fmt.Sprintf("restart %s (%s) under strace: fsync/fdatasync/msync EIO from the 40th call", c.Nodes[i].ID, role), err
+}
+
+func (f *fsyncEIONemesis) Heal(_ context.Context, env *Env) error {
+	if err := env.Cluster.KillNode(f.node); err != nil {
+		return err
+	}
+	return env.Cluster.StartNode(f.node)
+}
+
+// NemesisNames lists every nemesis NewNemesis knows.
+func NemesisNames() []string {
+	names := make([]string, 0, len(nemesisTable))
+	for n := range nemesisTable {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+var nemesisTable = map[string]func() Nemesis{
+	"kill-leader":      func() Nemesis { return &killNemesis{leader: true} },
+	"kill-random":      func() Nemesis { return &killNemesis{} },
+	"pause-leader":     func() Nemesis { return &pauseNemesis{leader: true} },
+	"pause-random":     func() Nemesis { return &pauseNemesis{} },
+	"partition-leader": func() Nemesis { return healAll{&partitionNemesis{kind: "leader"}} },
+	"partition-halves": func() Nemesis { return healAll{&partitionNemesis{kind: "halves"}} },
+	"partition-bridge": func() Nemesis { return healAll{&partitionNemesis{kind: "bridge"}} },
+	"partition-oneway": func() Nemesis { return healAll{&partitionNemesis{kind: "oneway"}} },
+	"fsync-eio":        func() Nemesis { return &fsyncEIONemesis{} },
+}
+
+// NewNemesis builds the named nemesis.
+func NewNemesis(name string) (Nemesis, error) {
+	f, ok := nemesisTable[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (known: %s)", ErrUnknownNemesis, name, strings.Join(NemesisNames(), ", "))
+	}
+	return f(), nil
+}
+
+// Schedule runs nemeses one at a time: a quiet period, a random nemesis
+// held for Hold, its heal, and so on until ctx ends (the last fault is
+// healed before it returns).
+type Schedule struct {
+	Nemeses []Nemesis
+	Quiet   time.Duration
+	Hold    time.Duration
+}
+
+func (s Schedule) run(ctx context.Context, env *Env, rec *recorder) {
+	sleep := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	for {
+		// Jitter ±25 % so faults do not lock step with client timers.
+		if !sleep(s.Quiet*3/4 + time.Duration(env.Rand.Int63n(int64(s.Quiet/2)+1))) {
+			return
+		}
+		n := s.Nemeses[env.Rand.Intn(len(s.Nemeses))]
+		start := time.Now()
+		detail, err := n.Inject(context.Background(), env)
+		if err != nil {
+			rec.note("%s not injected at %.0f ms: %v", n.Name(), rec.since(start), err)
+			// Nothing was injected, except perhaps a partial partition.
+			env.Cluster.HealAll()
+			continue
+		}
+		held := sleep(s.Hold)
+		healStart := time.Now()
+		herr := n.Heal(context.Background(), env)
+		w := FaultWindow{Nemesis: n.Name(), Detail: detail, StartMs: rec.since(start), EndMs: rec.since(healStart)}
+		if herr != nil {
+			w.HealNote = herr.Error()
+		}
+		rec.fault(w)
+		if !held {
+			return
+		}
+	}
+}

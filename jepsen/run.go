@@ -1,0 +1,249 @@
+package jepsen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Profile is a named run shape.
+type Profile struct {
+	Name     string
+	Duration time.Duration // workload time under faults
+	Nemeses  []string
+	Quiet    time.Duration // between faults (±25 %)
+	Hold     time.Duration // how long each fault lasts
+	Workload WorkloadConfig
+	// ElectionMillis is the brokers' Raft heartbeat/election timeout.
+	ElectionMillis int
+	// SegmentBytes is the CommitLog segment size (small: segments roll).
+	SegmentBytes int64
+	Queues       int
+	// DrainTimeout bounds the wait, after healing, for every acknowledged
+	// message to be consumed.
+	DrainTimeout time.Duration
+}
+
+// Profiles returns the built-in profiles: "short" (the go test profile,
+// about 75 s of faults: kills, pauses and partitions) and "full" (30
+// minutes, every nemesis).
+func Profiles() map[string]Profile {
+	wl := WorkloadConfig{Producers: 4, WorkersPerProducer: 2, OpsPerSecond: 300, SendTimeout: 5 * time.Second, Consumers: 2}
+	short := Profile{
+		Name:     "short",
+		Duration: 75 * time.Second,
+		Nemeses: []string{"kill-leader", "kill-random", "pause-leader", "pause-random",
+			"partition-leader", "partition-halves", "partition-bridge", "partition-oneway"},
+		Quiet: 3 * time.Second, Hold: 4 * time.Second,
+		Workload: wl, ElectionMillis: 300, SegmentBytes: 4 << 20, Queues: 8,
+		DrainTimeout: 60 * time.Second,
+	}
+	full := short
+	full.Name = "full"
+	full.Duration = 30 * time.Minute
+	full.Nemeses = NemesisNames()
+	full.Quiet, full.Hold = 5*time.Second, 8*time.Second
+	full.Workload.OpsPerSecond = 400
+	full.DrainTimeout = 2 * time.Minute
+	return map[string]Profile{"short": short, "full": full}
+}
+
+// Options configure Run.
+type Options struct {
+	Profile Profile
+	Seed    int64
+	// Dir receives the cluster's data and logs and the report (under
+	// report/).
+	Dir string
+	// Binary is a prebuilt raftmq; empty builds one into Dir.
+	Binary string
+	Log    *zap.Logger
+}
+
+// Result is a finished run.
+type Result struct {
+	ReportDir string
+	History   History
+	Verdict   Verdict
+	Table     string
+}
+
+// Run starts a cluster, runs the profile's workload under its nemeses,
+// heals, drains, checks and writes the report. The error is non-nil when
+// the run could not be carried out; an invalid history is reported by
+// Result.Verdict.Valid (and the error wraps ErrInvalid).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	log := o.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	p := o.Profile
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	bin := o.Binary
+	if bin == "" {
+		var err error
+		if bin, err = BuildBinary(ctx, o.Dir); err != nil {
+			return nil, err
+		}
+	}
+	var nems []Nemesis
+	for _, name := range p.Nemeses {
+		n, err := NewNemesis(name)
+		if err != nil {
+			return nil, err
+		}
+		nems = append(nems, n)
+	}
+	c, err := NewCluster(ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, SegmentBytes: p.SegmentBytes,
+		ElectionMillis: p.ElectionMillis, Queues: p.Queues}, log.Named("cluster"))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	rec := &recorder{h: History{Profile: p.Name, Seed: o.Seed, Mode: "loopback + userspace Raft proxy", Start: time.Now()}}
+
+	monCtx, stopMon := context.WithCancel(ctx)
+	var monWG sync.WaitGroup
+	monWG.Add(1)
+	go func() { defer monWG.Done(); monitor(monCtx, c, rec) }()
+	defer func() { stopMon(); monWG.Wait() }()
+
+	wl := newWorkload(p.Workload, p.Queues, c, rec, log.Named("client"))
+	defer wl.close()
+	if err := wl.startProducers(ctx); err != nil {
+		return nil, err
+	}
+	if err := wl.startConsumers(ctx); err != nil {
+		return nil, err
+	}
+
+	runCtx, stopRun := context.WithTimeout(ctx, p.Duration)
+	env := &Env{Cluster: c, Rand: rand.New(rand.NewSource(o.Seed)), Dir: o.Dir}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); wl.runProducers(runCtx) }()
+	go func() { defer wg.Done(); Schedule{Nemeses: nems, Quiet: p.Quiet, Hold: p.Hold}.run(runCtx, env, rec) }()
+	wg.Wait()
+	stopRun()
+
+	// Heal everything, then let the consumers catch up.
+	c.HealAll()
+	for _, n := range c.Nodes {
+		_ = c.ResumeNode(n.Index)
+		if err := c.StartNode(n.Index); err != nil {
+			return nil, err
+		}
+	}
+	healedAt := time.Now()
+	if err := c.WaitLeader(ctx, 30*time.Second); err != nil {
+		rec.note("after heal: %v", err)
+	}
+	drained := drain(ctx, rec, p.DrainTimeout)
+	rec.note("drain after heal: %s (%.1f s after heal)", map[bool]string{true: "every acknowledged value consumed", false: "timed out"}[drained], time.Since(healedAt).Seconds())
+	wl.close()
+	wl.cons, wl.prod = nil, nil
+	if err := c.WaitCaughtUp(ctx, time.Minute); err != nil {
+		rec.note("before final read: %v", err)
+	}
+	readErr := wl.finalRead(ctx, p.Queues)
+	if readErr != nil {
+		rec.note("final read: %v", readErr)
+	}
+	stopMon()
+	monWG.Wait()
+
+	h := rec.snapshot()
+	v := CheckHistory(h, readErr == nil)
+	res := &Result{ReportDir: filepath.Join(o.Dir, "report"), History: h, Verdict: v, Table: VerdictTable(h, v)}
+	if err := WriteReport(res.ReportDir, h, v); err != nil {
+		return res, err
+	}
+	if !v.Valid {
+		return res, fmt.Errorf("%w: see %s", ErrInvalid, filepath.Join(res.ReportDir, "verdict.txt"))
+	}
+	return res, nil
+}
+
+// drain waits until every acknowledged value has been delivered, up to
+// timeout.
+func drain(ctx context.Context, rec *recorder, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		rec.mu.Lock()
+		got := make(map[string]bool, len(rec.h.Deliveries))
+		for _, d := range rec.h.Deliveries {
+			got[d.Value] = true
+		}
+		missing := 0
+		for _, o := range rec.h.Ops {
+			if o.Result == ResultOK && !got[o.Value] {
+				missing++
+			}
+		}
+		rec.mu.Unlock()
+		if missing == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// monitor polls every running node's Raft status and records each change
+// of (term, state, serving), the input of the one-leader-per-term check.
+func monitor(ctx context.Context, c *Cluster, rec *recorder) {
+	type key struct {
+		term    uint64
+		state   string
+		serving bool
+	}
+	last := map[int]key{}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for i, n := range c.Nodes {
+			if n.State() != NodeRunning {
+				continue
+			}
+			sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			st, err := c.RaftStatus(sctx, i)
+			cancel()
+			if err != nil {
+				if errors.Is(ctx.Err(), context.Canceled) {
+					return
+				}
+				continue
+			}
+			k := key{st.Term, st.State, st.Serving}
+			if last[i] != k {
+				last[i] = k
+				rec.leader(LeaderObs{AtMs: rec.since(time.Now()), Node: n.ID, Term: st.Term, State: st.State, Serving: st.Serving})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

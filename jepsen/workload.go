@@ -1,0 +1,246 @@
+package jepsen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Topic is the topic every producer writes and the consumer group reads.
+const (
+	Topic         = "JepsenTopic"
+	ConsumerGroup = "JepsenConsumers"
+)
+
+// WorkloadConfig shapes the clients.
+type WorkloadConfig struct {
+	// Producers is the number of SDK producers; every second one is
+	// idempotent (client.Idempotent), the others plain.
+	Producers int
+	// WorkersPerProducer is the closed-loop senders per producer.
+	WorkersPerProducer int
+	// OpsPerSecond caps the total send rate (0 = unbounded closed loop).
+	OpsPerSecond int
+	// SendTimeout bounds one SendSync (all SDK retries included).
+	SendTimeout time.Duration
+	// Consumers is the number of push consumers in the group.
+	Consumers int
+}
+
+// workload runs producers and consumers against one cluster.
+type workload struct {
+	cfg    WorkloadConfig
+	queues int
+	c      *Cluster
+	rec    *recorder
+	log    *zap.Logger
+	prod   []*client.Producer
+	cons   []*client.PushConsumer
+	wg     sync.WaitGroup
+}
+
+func newWorkload(cfg WorkloadConfig, queues int, c *Cluster, rec *recorder, log *zap.Logger) *workload {
+	return &workload{cfg: cfg, queues: queues, c: c, rec: rec, log: log}
+}
+
+// startProducers creates the producers and sends one warm-up message per
+// producer until it succeeds, so the topic exists (auto-created through
+// TBW102) before consumers subscribe.
+func (w *workload) startProducers(ctx context.Context) error {
+	for i := 0; i < w.cfg.Producers; i++ {
+		idem := i%2 == 1
+		p, err := client.NewProducer(
+			client.NameServers(w.c.NamesrvAddr()),
+			client.ProducerGroup(fmt.Sprintf("JepsenProducer%d", i)),
+			client.InstanceName(fmt.Sprintf("jepsen-p%d", i)),
+			client.Idempotent(idem),
+			client.AutoCreateTopic(true, w.queues),
+			client.SendTimeout(w.cfg.SendTimeout),
+			client.RouteRefreshInterval(time.Second),
+			client.WithLogger(w.log.Named(fmt.Sprintf("p%d", i))),
+		)
+		if err != nil {
+			return err
+		}
+		if err := p.Start(); err != nil {
+			return err
+		}
+		w.prod = append(w.prod, p)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for i, p := range w.prod {
+		for seq := 0; ; seq++ {
+			err := w.send(ctx, p, fmt.Sprintf("p%d-warm-%d", i, seq), fmt.Sprintf("p%d-warm", i), i%2 == 1)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("%w: warm-up send: %v", ErrNotReady, err)
+			}
+		}
+	}
+	return nil
+}
+
+// send performs and records one operation.
+func (w *workload) send(ctx context.Context, p *client.Producer, value, process string, idem bool) error {
+	msg := &client.Message{Topic: Topic, Body: encodeBody(value)}
+	msg.Keys = []string{value}
+	inv := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, w.cfg.SendTimeout)
+	res, err := p.SendSync(sctx, msg)
+	cancel()
+	o := Op{Process: process, Value: value, Idempotent: idem, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), Queue: -1, Offset: -1}
+	if err == nil {
+		o.Result, o.Queue, o.Offset = ResultOK, res.Queue.QueueID, res.QueueOffset
+	} else {
+		o.Result, o.Err = ResultUnknown, err.Error()
+	}
+	w.rec.op(o)
+	return err
+}
+
+// runProducers sends until ctx ends; returns once every worker stopped.
+func (w *workload) runProducers(ctx context.Context) {
+	total := len(w.prod) * w.cfg.WorkersPerProducer
+	var interval time.Duration
+	if w.cfg.OpsPerSecond > 0 {
+		interval = time.Duration(total) * time.Second / time.Duration(w.cfg.OpsPerSecond)
+	}
+	for i, p := range w.prod {
+		for k := 0; k < w.cfg.WorkersPerProducer; k++ {
+			w.wg.Add(1)
+			go func(i, k int, p *client.Producer) {
+				defer w.wg.Done()
+				proc := fmt.Sprintf("p%d-w%d", i, k)
+				next := time.Now()
+				for seq := 0; ctx.Err() == nil; seq++ {
+					_ = w.send(ctx, p, fmt.Sprintf("%s-%d", proc, seq), proc, i%2 == 1)
+					if interval > 0 {
+						next = next.Add(interval)
+						if d := time.Until(next); d > 0 {
+							select {
+							case <-ctx.Done():
+							case <-time.After(d):
+							}
+						} else {
+							next = time.Now()
+						}
+					}
+				}
+			}(i, k, p)
+		}
+	}
+	w.wg.Wait()
+}
+
+// startConsumers starts the push consumers of ConsumerGroup, recording
+// every delivery.
+func (w *workload) startConsumers(ctx context.Context) error {
+	for i := 0; i < w.cfg.Consumers; i++ {
+		name := fmt.Sprintf("c%d", i)
+		c, err := client.NewPushConsumer(
+			client.NameServers(w.c.NamesrvAddr()),
+			client.ConsumerGroup(ConsumerGroup),
+			client.InstanceName("jepsen-"+name),
+			client.ConsumeFrom(client.ConsumeFromFirstOffset),
+			client.RebalanceInterval(2*time.Second),
+			client.PersistInterval(time.Second),
+			client.PullBackoff(500*time.Millisecond),
+			client.RouteRefreshInterval(time.Second),
+			client.WithLogger(w.log.Named(name)),
+		)
+		if err != nil {
+			return err
+		}
+		if err := c.Subscribe(Topic, "*"); err != nil {
+			return err
+		}
+		err = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+			now := w.rec.since(time.Now())
+			for _, m := range msgs {
+				v, ok := decodeBody(m.Body)
+				w.rec.delivery(Delivery{Consumer: name, Value: v, Queue: int(m.QueueID), Offset: m.QueueOffset, AtMs: now, Intact: ok, Reconsume: m.ReconsumeTimes})
+			}
+			return client.ConsumeSuccess
+		})
+		if err != nil {
+			return err
+		}
+		if err := c.Start(ctx); err != nil {
+			return err
+		}
+		w.cons = append(w.cons, c)
+	}
+	return nil
+}
+
+// finalRead pulls every queue from offset 0 on every running node without
+// committing anything, recording what each node holds. Followers may
+// refuse (slaveReadEnable=false); whatever a node returns is checked.
+func (w *workload) finalRead(ctx context.Context, queues int) error {
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), w.log.Named("reader"))
+	defer rc.Close()
+	var reads []Read
+	var errs []error
+	for _, n := range w.c.Nodes {
+		if n.State() != NodeRunning {
+			continue
+		}
+		for q := 0; q < queues; q++ {
+			off := int64(0)
+			for {
+				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				res, err := client.PullMessage(rctx, rc, n.Addr(), &client.PullRequest{
+					Group:      "JepsenReader",
+					Queue:      client.MessageQueue{Topic: Topic, BrokerName: GroupName, QueueID: q},
+					Offset:     off,
+					MaxMsgNums: 32,
+				})
+				cancel()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("final read %s q%d@%d: %w", n.ID, q, off, err))
+					break
+				}
+				if res.Status != client.PullFound || len(res.Messages) == 0 {
+					if res.Status == client.PullOffsetIllegal && res.NextBeginOffset > off {
+						off = res.NextBeginOffset
+						continue
+					}
+					break
+				}
+				for _, m := range res.Messages {
+					v, ok := decodeBody(m.Body)
+					reads = append(reads, Read{Node: n.ID, Queue: q, Offset: m.QueueOffset, Value: v, Intact: ok})
+				}
+				if res.NextBeginOffset <= off {
+					break
+				}
+				off = res.NextBeginOffset
+			}
+		}
+	}
+	w.rec.mu.Lock()
+	w.rec.h.Reads = append(w.rec.h.Reads, reads...)
+	w.rec.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// close stops every client.
+func (w *workload) close() {
+	for _, c := range w.cons {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = c.Close(ctx)
+		cancel()
+	}
+	for _, p := range w.prod {
+		_ = p.Close()
+	}
+}
