@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/raftmq/raftmq/internal/fsutil"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -170,42 +170,8 @@ func (s *LocalOffsetStore) Persist(_ context.Context, _ []MessageQueue) error {
 	}
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
-	return writeFileAtomic(s.path, data)
-}
-
-// writeFileAtomic replaces path with data so that a crash leaves either
-// the old or the new content, never a torn file.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("client: offsets dir: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("client: offsets temp file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("client: write offsets: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("client: fsync offsets: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("client: close offsets: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("client: rename offsets: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("client: open offsets dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("client: fsync offsets dir: %w", err)
+	if err := fsutil.WriteFileAtomic(s.path, data); err != nil {
+		return fmt.Errorf("client: offsets: %w", err)
 	}
 	return nil
 }

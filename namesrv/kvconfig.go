@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/raftmq/raftmq/internal/fsutil"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"go.uber.org/zap"
@@ -127,49 +127,9 @@ func (m *KVConfigManager) persistLocked() error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrKVPersist, m.path, err)
 	}
-	if err := writeFileAtomic(m.path, data); err != nil {
+	if err := fsutil.WriteFileAtomic(m.path, data); err != nil {
 		m.log.Error("persisting KV config failed", zap.String("path", m.path), zap.Error(err))
 		return fmt.Errorf("%w: %s: %v", ErrKVPersist, m.path, err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmpName := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return err
-	}
-	ok = true
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	// The rename is durable only once the directory entry is.
-	return d.Sync()
 }
