@@ -1,29 +1,11 @@
 package broker
 
 import (
-	"strconv"
-
 	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
-// officialClientGoroutines lists goroutines the official RocketMQ Go client
-// does not stop: a go-cache janitor started at package init, the timer
-// loops of rmqClient.Start (they sleep up to 10 s before they look at the
-// done channel Shutdown closes), the consumer statistics samplers (never
-// stopped), and pulls still waiting for their response future, which the
-// client only expires on its own timeout after Shutdown. The package's
-// TestMain passes them to goleak.VerifyTestMain.
-func officialClientGoroutines() []goleak.Option {
-	const mod = "github.com/apache/rocketmq-client-go/v2/"
-	opts := []goleak.Option{
-		goleak.IgnoreTopFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
-		goleak.IgnoreAnyFunction(mod + "internal/remote.(*ResponseFuture).waitResponse"),
-		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).Start.func1.2"),
-	}
-	for i := 1; i <= 8; i++ {
-		opts = append(opts,
-			goleak.IgnoreAnyFunction(mod+"internal.(*rmqClient).Start.func1."+strconv.Itoa(i)),
-			goleak.IgnoreAnyFunction(mod+"consumer.(*statsItemSet).init.func"+strconv.Itoa(i)))
-	}
-	return opts
-}
+// officialClientGoroutines is what the package's TestMain passes to
+// goleak.VerifyTestMain (see testutil.OfficialClientGoroutines).
+func officialClientGoroutines() []goleak.Option { return testutil.OfficialClientGoroutines() }

@@ -1,28 +1,16 @@
 package namesrv
 
 import (
-	"strconv"
 	"testing"
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
 	// The official client logs every route refresh at info level.
 	rlog.SetLogLevel("error")
-	goleak.VerifyTestMain(m, officialClientGoroutines()...)
-}
-
-// officialClientGoroutines lists goroutines the official RocketMQ Go client
-// leaves behind: a go-cache janitor started at package init, and the timer
-// loops of rmqClient.Start, which sleep up to 10 s before they first look at
-// the done channel Shutdown closes. They are not ours to stop.
-func officialClientGoroutines() []goleak.Option {
-	opts := []goleak.Option{goleak.IgnoreTopFunction("github.com/patrickmn/go-cache.(*janitor).Run")}
-	for i := 1; i <= 5; i++ {
-		opts = append(opts, goleak.IgnoreAnyFunction(
-			"github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1."+strconv.Itoa(i)))
-	}
-	return opts
+	goleak.VerifyTestMain(m, testutil.OfficialClientGoroutines()...)
 }

@@ -1,0 +1,32 @@
+package testutil
+
+import (
+	"strconv"
+
+	"go.uber.org/goleak"
+)
+
+// OfficialClientGoroutines lists goroutines the official RocketMQ Go client
+// (github.com/apache/rocketmq-client-go/v2, used by compatibility tests) does
+// not stop, for goleak.VerifyTestMain: a go-cache janitor started at package
+// init, the timer loops of rmqClient.Start (they sleep up to 10 s before they
+// look at the done channel Shutdown closes), the consumer statistics
+// samplers (never stopped), and push-consumer pulls still waiting for their
+// response future, which the client only expires on its own timeout after
+// Shutdown. They are not ours to stop.
+func OfficialClientGoroutines() []goleak.Option {
+	const mod = "github.com/apache/rocketmq-client-go/v2/"
+	opts := []goleak.Option{
+		goleak.IgnoreTopFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
+		goleak.IgnoreAnyFunction(mod + "internal/remote.(*ResponseFuture).waitResponse"),
+		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).Start.func1.1.1"),
+		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).Start.func1.2"),
+		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).pullMessage"),
+	}
+	for i := 1; i <= 8; i++ {
+		opts = append(opts,
+			goleak.IgnoreAnyFunction(mod+"internal.(*rmqClient).Start.func1."+strconv.Itoa(i)),
+			goleak.IgnoreAnyFunction(mod+"consumer.(*statsItemSet).init.func"+strconv.Itoa(i)))
+	}
+	return opts
+}
