@@ -286,10 +286,17 @@ func availability(h History, okOps []Op) []Availability {
 	}
 	sort.Float64s(times)
 	var out []Availability
-	for _, w := range h.Faults {
+	for k, w := range h.Faults {
 		a := Availability{Window: w, TimeToOKMs: -1}
+		// A gap belongs to this window when it starts between injection
+		// (less a second: the last ack before the fault) and a second
+		// after the heal, and before the next fault.
+		limit := w.EndMs + 1000
+		if k+1 < len(h.Faults) && h.Faults[k+1].StartMs < limit {
+			limit = h.Faults[k+1].StartMs
+		}
 		for i := 1; i < len(times); i++ {
-			if times[i] > w.StartMs && times[i-1] < w.EndMs+5000 {
+			if times[i] > w.StartMs && times[i-1] >= w.StartMs-1000 && times[i-1] < limit {
 				if g := times[i] - times[i-1]; g > a.MaxGapMs {
 					a.MaxGapMs, a.GapFromMs = g, times[i-1]
 				}

@@ -115,7 +115,7 @@ func WriteReport(dir string, h History, v Verdict) error {
 	return plotTimeline(filepath.Join(dir, "timeline.png"), h, v)
 }
 
-// plotTimeline draws throughput (acks/s per 250 ms bucket) and send
+// plotTimeline draws throughput (acks/s per 500 ms bucket) and send
 // latency (ok: blue, unknown: red) over time, fault windows shaded and
 // the longest ack gap of each window marked in orange.
 func plotTimeline(path string, h History, v Verdict) error {
@@ -126,7 +126,7 @@ func plotTimeline(path string, h History, v Verdict) error {
 		}
 	}
 	endS := end / 1000
-	const bucket = 0.25
+	const bucket = 0.5
 	nb := int(endS/bucket) + 1
 	counts := make([]float64, nb)
 	var okLat, unkLat plotter.XYs
@@ -176,9 +176,9 @@ func plotTimeline(path string, h History, v Verdict) error {
 	bottom.Y.Min, bottom.Y.Max = 0, maxLat*1.1
 	bottom.X.Min, bottom.X.Max = 0, endS
 
-	colors := map[string]color.RGBA{
-		"kill": {R: 255, G: 80, B: 80, A: 60}, "pause": {R: 80, G: 80, B: 255, A: 60},
-		"partition": {R: 80, G: 200, B: 80, A: 60}, "fsync": {R: 200, G: 120, B: 255, A: 60},
+	colors := map[string]color.NRGBA{
+		"kill": {R: 255, G: 80, B: 80, A: 50}, "pause": {R: 80, G: 80, B: 255, A: 50},
+		"partition": {R: 60, G: 190, B: 60, A: 50}, "fsync": {R: 200, G: 120, B: 255, A: 50},
 	}
 	for _, p := range []*plot.Plot{top, bottom} {
 		ymax := p.Y.Max
@@ -186,7 +186,7 @@ func plotTimeline(path string, h History, v Verdict) error {
 			kind, _, _ := strings.Cut(a.Window.Nemesis, "-")
 			col, ok := colors[kind]
 			if !ok {
-				col = color.RGBA{R: 150, G: 150, B: 150, A: 60}
+				col = color.NRGBA{R: 150, G: 150, B: 150, A: 50}
 			}
 			poly, err := plotter.NewPolygon(plotter.XYs{
 				{X: a.Window.StartMs / 1000, Y: 0}, {X: a.Window.EndMs / 1000, Y: 0},

@@ -1,0 +1,78 @@
+// Command raftmq-jepsen runs the raftmq chaos suite: a name server and a
+// 3-node broker group as real processes, SDK producers and consumers,
+// nemeses on a schedule, then a checker and a report (verdict.txt,
+// history.json, timeline.png) under a directory it prints.
+//
+//	go run ./jepsen/cmd/raftmq-jepsen -profile full
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/jepsen"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	profile := flag.String("profile", "short", "profile: short (about 75 s: kills, pauses, partitions) or full (30 min, every nemesis)")
+	seed := flag.Int64("seed", time.Now().UnixNano(), "seed of the fault schedule")
+	dir := flag.String("dir", "", "run directory (default: a new directory under the system temp dir)")
+	duration := flag.Duration("duration", 0, "override the profile's duration")
+	nemeses := flag.String("nemeses", "", "comma-separated nemeses overriding the profile's (known: "+strings.Join(jepsen.NemesisNames(), ", ")+")")
+	verbose := flag.Bool("v", false, "log the suite's own actions")
+	flag.Parse()
+
+	p, ok := jepsen.Profiles()[*profile]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "raftmq-jepsen: %v: %q\n", jepsen.ErrUnknownProfile, *profile)
+		return 2
+	}
+	if *duration > 0 {
+		p.Duration = *duration
+	}
+	if *nemeses != "" {
+		p.Nemeses = strings.Split(*nemeses, ",")
+	}
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "raftmq-jepsen-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "raftmq-jepsen:", err)
+			return 1
+		}
+		*dir = d
+	}
+	log := zap.NewNop()
+	if *verbose {
+		log, _ = zap.NewDevelopment()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Printf("raftmq-jepsen: profile %s, %v, nemeses %s, seed %d, run directory %s\n", p.Name, p.Duration, strings.Join(p.Nemeses, ","), *seed, *dir)
+	res, err := jepsen.Run(ctx, jepsen.Options{Profile: p, Seed: *seed, Dir: *dir, Log: log})
+	if res != nil {
+		fmt.Print(res.Table)
+		fmt.Printf("report: %s (verdict.txt, history.json, timeline.png)\n", filepath.Join(res.ReportDir))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "raftmq-jepsen:", err)
+		if errors.Is(err, jepsen.ErrInvalid) {
+			return 1
+		}
+		return 3
+	}
+	return 0
+}
