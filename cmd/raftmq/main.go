@@ -48,6 +48,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newDevCmd(g))
 	root.AddCommand(newBenchCmd(g))
 	root.AddCommand(newAdminCmd(g))
+	root.AddCommand(newFailoverCmd(g))
 	return root
 }
 
