@@ -35,7 +35,7 @@ type Profile struct {
 // about 75 s of faults: kills, pauses and partitions) and "full" (30
 // minutes, every nemesis).
 func Profiles() map[string]Profile {
-	wl := WorkloadConfig{Producers: 4, WorkersPerProducer: 2, OpsPerSecond: 300, SendTimeout: 5 * time.Second, Consumers: 2}
+	wl := WorkloadConfig{Producers: 4, WorkersPerProducer: 2, OpsPerSecond: 300, SendTimeout: 5 * time.Second, AttemptTimeout: time.Second, Consumers: 2}
 	short := Profile{
 		Name:     "short",
 		Duration: 75 * time.Second,

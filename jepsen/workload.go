@@ -30,6 +30,9 @@ type WorkloadConfig struct {
 	OpsPerSecond int
 	// SendTimeout bounds one SendSync (all SDK retries included).
 	SendTimeout time.Duration
+	// AttemptTimeout bounds each SDK attempt but the last (0 = SDK default:
+	// no bound).
+	AttemptTimeout time.Duration
 	// Consumers is the number of push consumers in the group.
 	Consumers int
 }
@@ -63,6 +66,11 @@ func (w *workload) startProducers(ctx context.Context) error {
 			client.Idempotent(idem),
 			client.AutoCreateTopic(true, w.queues),
 			client.SendTimeout(w.cfg.SendTimeout),
+			// A frozen (SIGSTOPped) leader answers nothing and resets no
+			// connection: without a per-attempt bound every closed-loop
+			// worker waits out the whole SendTimeout on it (measured: the
+			// whole 4 s pause without an ack).
+			client.AttemptTimeout(w.cfg.AttemptTimeout),
 			client.RouteRefreshInterval(time.Second),
 			client.WithLogger(w.log.Named(fmt.Sprintf("p%d", i))),
 		)
