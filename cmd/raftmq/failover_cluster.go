@@ -89,7 +89,7 @@ func newProcCluster(dir string, basePort int, launch launcher) (*procCluster, er
 			return nil, err
 		}
 	}
-	c := &procCluster{dir: dir, launch: launch, http: &http.Client{Timeout: time.Second}}
+	c := &procCluster{dir: dir, launch: launch, http: &http.Client{Timeout: time.Second, Transport: &http.Transport{}}}
 	c.ns = &procNode{id: "namesrv", listenPort: basePort, confPath: filepath.Join(dir, "namesrv.conf"), logPath: filepath.Join(dir, "namesrv.log")}
 	for i := 0; i < failoverNodes; i++ {
 		l := basePort + 10*(i+1)
@@ -271,6 +271,16 @@ func (c *procCluster) stopAll() {
 	}
 	wg.Wait()
 	c.stop(c.ns, 5*time.Second)
+	c.http.CloseIdleConnections()
+}
+
+// signal sends sig to n's running process (SIGSTOP/SIGCONT in tests).
+func (c *procCluster) signal(n *procNode, sig syscall.Signal) error {
+	pid := n.pid()
+	if pid == 0 {
+		return fmt.Errorf("failover: %s is not running", n.id)
+	}
+	return syscall.Kill(pid, sig)
 }
 
 // exited reports whether n was started and has exited on its own.

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// testLauncher runs this test binary as the raftmq binary: TestMain
+// (admin_main_test.go) runs main() with the arguments it finds in
+// RAFTMQ_TEST_RUN_MAIN, so every node is a real, separate OS process.
+func testLauncher(t *testing.T) launcher {
+	t.Helper()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(args []string) *exec.Cmd {
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), adminMainEnv+"="+strings.Join(args, "\x1f"))
+		return cmd
+	}
+}
+
+// TestFailoverReport runs the report (2 kills; 10 with RAFTMQ_LONG=1) and
+// checks every kill: all phases seen, a new leader with a higher term,
+// election before the route names it and before the first write (within
+// the probes' polling error), the first write within 5 s.
+func TestFailoverReport(t *testing.T) {
+	kills := 2
+	if os.Getenv("RAFTMQ_LONG") == "1" {
+		kills = 10
+	}
+	o := &failoverOpts{kills: kills, dir: t.TempDir(), senders: 2, phaseTimeout: 30 * time.Second,
+		launch: testLauncher(t), progress: func(s string) { t.Log(s) }}
+	rep, err := runFailover(context.Background(), o, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kills) != kills {
+		t.Fatalf("got %d kills, want %d", len(rep.Kills), kills)
+	}
+	// Each probe polls every 10 ms and an answer takes a little while: an
+	// observed phase can trail its true instant by about one poll plus an
+	// RPC, so causal order is checked with that slack.
+	const slack = 3 * pollInterval
+	slackMs := float64(slack.Milliseconds())
+	for _, k := range rep.Kills {
+		for _, ph := range phases {
+			if v := ph.get(&k); v < 0 {
+				t.Errorf("kill %d: %s not seen", k.N, ph.name)
+			}
+		}
+		if k.NewTerm <= k.OldTerm || k.NewLeader == "" || k.NewLeader == k.Killed {
+			t.Errorf("kill %d: killed %s at term %d, new leader %q at term %d", k.N, k.Killed, k.OldTerm, k.NewLeader, k.NewTerm)
+		}
+		if k.ElectMs > k.RouteUpdateMs+slackMs {
+			t.Errorf("kill %d: route named the new leader at %.1f ms, before the election was seen at %.1f ms", k.N, k.RouteUpdateMs, k.ElectMs)
+		}
+		if k.ElectMs > k.FirstWriteMs+slackMs {
+			t.Errorf("kill %d: first write at %.1f ms, before the election was seen at %.1f ms", k.N, k.FirstWriteMs, k.ElectMs)
+		}
+		if k.FirstWriteMs > 5000 {
+			t.Errorf("kill %d: first write %.1f ms after the kill, want < 5 s", k.N, k.FirstWriteMs)
+		}
+	}
+	if rep.Acks == 0 {
+		t.Error("no acks at all")
+	}
+	var out bytes.Buffer
+	if err := printFailover(&out, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", out.String())
+	for _, want := range []string{"election (raft)", "first write (SDK ack)", "#median ms"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}
+
+// TestFailoverRouteDropsKilledBroker is issue 7's acceptance check: SIGKILL
+// a broker process and see the name server's route drop it within 1.5 s
+// (a follower, then the leader). Last, a SIGSTOPped follower — its TCP
+// connections stay open, so only gossip can tell — must leave the route
+// within 1.5 s too. Polls every 10 ms from the signal instant.
+func TestFailoverRouteDropsKilledBroker(t *testing.T) {
+	const limit = 1500 * time.Millisecond
+	c, err := newProcCluster(t.TempDir(), 0, testLauncher(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stopAll)
+	rcfg := remoting.DefaultClientConfig()
+	rcfg.ConnectTimeout, rcfg.DefaultTimeout = 300*time.Millisecond, time.Second
+	rc := remoting.NewClient(rcfg, zap.NewNop())
+	t.Cleanup(func() { _ = rc.Close() })
+	admin, err := client.NewAdmin(client.NameServers(c.ns.addr()), client.RequestTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
+	p := &probes{c: c, rc: rc, admin: admin, topic: "DropTopic"}
+	ctx := context.Background()
+
+	if err := c.start(c.ns); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, "name server up", func() bool {
+		_, err := p.gossipLive(ctx)
+		return err == nil
+	})
+	for _, n := range c.nodes {
+		if err := c.start(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitWhole(ctx, p, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, "topic created", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := admin.CreateTopic(cctx, client.TopicSpec{Topic: p.topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, failoverCluster, "")
+		return err == nil
+	})
+
+	// victim picks the leader or a follower from the current route.
+	victim := func(leader bool) *procNode {
+		t.Helper()
+		var addrs map[int64]string
+		testutil.WaitFor(t, 30*time.Second, "route lists the whole group", func() bool {
+			a, err := p.route(ctx)
+			addrs = a
+			return err == nil && len(a) == failoverNodes && routeLeader(a) != ""
+		})
+		for _, n := range c.nodes {
+			if (n.addr() == routeLeader(addrs)) == leader {
+				return n
+			}
+		}
+		t.Fatal("no such member")
+		return nil
+	}
+	// dropTime polls the topic route until addr is gone.
+	dropTime := func(t0 time.Time, addr string) time.Duration {
+		t.Helper()
+		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		at, ok := pollAt(mctx, func(ctx context.Context) bool {
+			a, err := p.route(ctx)
+			return err == nil && a != nil && !routeHas(a, addr)
+		})
+		if !ok {
+			t.Fatalf("%s still routed 10 s after the signal", addr)
+		}
+		return at.Sub(t0)
+	}
+
+	for _, leader := range []bool{false, true} {
+		n := victim(leader)
+		t0, err := c.kill(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := dropTime(t0, n.addr())
+		t.Logf("SIGKILL %s (leader=%v): route dropped it after %v", n.id, leader, d)
+		if d > limit {
+			t.Errorf("SIGKILL %s (leader=%v): route dropped it after %v, want <= %v", n.id, leader, d, limit)
+		}
+		if err := c.start(n); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitWhole(ctx, p, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	n := victim(false)
+	t0 := time.Now()
+	if err := c.signal(n, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Resume before the cleanup stops it, so SIGTERM can be handled.
+	t.Cleanup(func() { _ = c.signal(n, syscall.SIGCONT) })
+	d := dropTime(t0, n.addr())
+	t.Logf("SIGSTOP %s (follower, connections open): route dropped it after %v", n.id, d)
+	if d > limit {
+		t.Errorf("SIGSTOP %s: route dropped it after %v, want <= %v", n.id, d, limit)
+	}
+}
