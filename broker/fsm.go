@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
@@ -23,6 +24,12 @@ type fsm struct {
 	st    *state
 	log   *zap.Logger
 	onErr func(error) // a failed Apply is fatal for this replica
+
+	// applied is the index of the last command entry this FSM finished
+	// applying (or the snapshot it restored). raft.Raft.AppliedIndex moves
+	// when a batch is handed to the FSM goroutine, before Apply ran, so it
+	// cannot say "this replica's queues hold entry i"; this can.
+	applied atomic.Uint64
 
 	// Reused per Apply (FSM goroutine only).
 	reqs []*store.DispatchRequest
@@ -45,6 +52,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	defer f.applied.Store(l.Index)
 	c, err := DecodeCommand(l.Extensions, l.Data)
 	if err != nil {
 		f.log.Error("skipping undecodable raft entry", zap.Uint64("index", l.Index), zap.Error(err))
@@ -193,6 +201,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.st.mu.Lock()
 	f.st.loadLocked(img)
 	f.st.mu.Unlock()
+	f.applied.Store(p.Index)
 	f.log.Info("restored snapshot", zap.Uint64("index", p.Index), zap.Int64("logPosition", p.EndPos),
 		zap.Int("topics", len(img.Topics)), zap.Int("queues", len(img.Queues)))
 	return nil

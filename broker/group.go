@@ -228,6 +228,11 @@ func (g *Group) Store() *store.MessageStore { return g.ms }
 // Raft exposes the Raft member (admin status, tests).
 func (g *Group) Raft() *raft.Raft { return g.raft }
 
+// FSMAppliedIndex is the index of the last command entry this member's FSM
+// finished applying: every message at or below it is in its ConsumeQueues.
+// (raft.Raft.AppliedIndex can run ahead of the FSM.)
+func (g *Group) FSMAppliedIndex() uint64 { return g.fsm.applied.Load() }
+
 // LogStore exposes the Raft log store (admin status, tests).
 func (g *Group) LogStore() *raftlog.LogStore { return g.logs }
 

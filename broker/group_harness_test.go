@@ -342,9 +342,14 @@ func checkAcked(t *testing.T, n *testNode, acks []ack) {
 func (c *testCluster) waitCaughtUp() uint64 {
 	l := c.leader()
 	commit := l.g().Raft().CommitIndex()
+	// The leader's FSM has applied every acknowledged entry (acks follow
+	// Apply); a member is caught up once its own FSM has applied as far.
+	// raft's AppliedIndex alone is not enough: it moves when a batch is
+	// handed to the FSM goroutine, before Apply ran.
+	target := l.g().FSMAppliedIndex()
 	testutil.WaitFor(c.t, 30*time.Second, "followers catch up", func() bool {
 		for _, n := range c.nodes {
-			if g := n.g(); g != nil && g.Raft().AppliedIndex() < commit {
+			if g := n.g(); g != nil && (g.Raft().AppliedIndex() < commit || g.FSMAppliedIndex() < target) {
 				return false
 			}
 		}
