@@ -70,6 +70,11 @@ func (b *batcher) run() {
 	for {
 		var batch []*putRequest
 		size := 0
+		// early counts the requests that arrived while every in-flight
+		// slot was taken: closed-loop senders have one request out, so
+		// these came from senders other than the ones the last entry is
+		// about to answer (see drain).
+		early := 0
 		if carry != nil {
 			batch, size, carry = append(batch, carry), len(carry.data), nil
 		} else {
@@ -78,6 +83,9 @@ func (b *batcher) run() {
 				return
 			case r := <-b.in:
 				batch, size = append(batch, r), len(r.data)
+				if len(b.slots) == cap(b.slots) {
+					early++
+				}
 			}
 		}
 		open := func() bool { return carry == nil && len(batch) < cfg.RaftBatchMaxCount && size < cfg.RaftBatchMaxBytes }
@@ -95,6 +103,7 @@ func (b *batcher) run() {
 			select {
 			case r := <-b.in:
 				add(r)
+				early++
 			case b.slots <- struct{}{}:
 				gotSlot = true
 				break gather
@@ -111,7 +120,11 @@ func (b *batcher) run() {
 				return
 			}
 		}
-		b.drain(open, add, func() int { return len(batch) }, prev)
+		target := prev
+		if early > 0 {
+			target = min(prev+early, cfg.RaftBatchMaxCount)
+		}
+		b.drain(open, add, func() int { return len(batch) }, target)
 		prev = len(batch)
 		b.propose(batch, size)
 	}
@@ -119,13 +132,18 @@ func (b *batcher) run() {
 
 // drain adds what is already queued (and, with a linger, what arrives
 // within it) while the entry has room. Without a fixed linger it waits
-// adaptively: for up to RaftBatchAdaptiveWait until the entry holds as many
-// requests as the previous one did. Closed-loop senders come back a few
-// hundred µs after their answers, and an entry proposed with only the first
-// few of them costs a full round of fsyncs on every replica (on one disk
-// shared by the replicas, the flush count is the throughput limit). A lone
-// sender (previous entry of one request) is never delayed, and a target that
-// is no longer reached decays with the entry sizes.
+// adaptively: for up to RaftBatchAdaptiveWait until the entry holds target
+// requests — the previous entry's count plus the requests that arrived
+// while it was in flight. Closed-loop senders come back a few hundred µs
+// after their answers, and an entry proposed with only the first few of
+// them costs a full round of fsyncs on every replica (on one disk shared by
+// the replicas, the flush count is the throughput limit). Counting the
+// early arrivals matters over the network: there the round trip back to the
+// batcher is long enough that 64 senders otherwise settle into two cohorts
+// that alternate entries of ~32 (each cohort arriving while the other's
+// entry is in flight), twice the fsync rounds per message. A lone sender
+// (previous entry of one request, nothing early) is never delayed, and a
+// target that is no longer reached decays with the entry sizes.
 func (b *batcher) drain(open func() bool, add func(*putRequest), n func() int, target int) {
 	linger := b.g.cfg.RaftBatchLinger
 	if linger <= 0 && target > n() {

@@ -69,10 +69,14 @@ func BenchmarkGroupPut(b *testing.B) {
 	c.createTopic("T", 8)
 	l := c.leader()
 	ctx := context.Background()
+	first := l.g().raft.LastIndex()
 	runSenders(b, func(m *store.Message) error {
 		_, err := l.g().PutMessages(ctx, []*store.Message{m})
 		return err
 	})
+	// Messages per Raft entry: how well the batcher gathered the senders
+	// (each entry costs one fsync round on every replica).
+	b.ReportMetric(float64(b.N)/float64(max(l.g().raft.LastIndex()-first, 1)), "msg/entry")
 }
 
 // BenchmarkSingleNodeSyncPut: the single-node SYNC_FLUSH store, same load,
@@ -97,7 +101,7 @@ func BenchmarkSingleNodeSyncPut(b *testing.B) {
 }
 
 // benchTune applies RAFTMQ_BENCH_<KEY>=value overrides (inflight, maxappend,
-// linger and adaptive wait in µs, batchcount) so settings can be compared without edits.
+// linger and adaptive wait in µs, batchcount, index 0/1) so settings can be compared without edits.
 func benchTune(b *testing.B) func(*GroupConfig) {
 	env := func(k string) int {
 		v := os.Getenv("RAFTMQ_BENCH_" + k)
@@ -122,6 +126,9 @@ func benchTune(b *testing.B) func(*GroupConfig) {
 		}
 		if v := env("ADAPTIVE"); v >= 0 {
 			c.RaftBatchAdaptiveWait = time.Duration(v) * time.Microsecond
+		}
+		if v := env("INDEX"); v >= 0 {
+			c.Store.MessageIndexEnable = v != 0
 		}
 		if v := env("BATCHCOUNT"); v > 0 {
 			c.RaftBatchMaxCount = v
