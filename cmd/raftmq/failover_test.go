@@ -200,3 +200,23 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 		t.Errorf("SIGSTOP %s: route dropped it after %v, want <= %v", n.id, d, limit)
 	}
 }
+
+// TestFailoverSummary: min/median/max skip unseen phases; an even count's
+// median is the mean of the middle two.
+func TestFailoverSummary(t *testing.T) {
+	ks := []killResult{
+		{DetectMs: 300, RouteDropMs: 10, ElectMs: 400, RouteUpdateMs: 410, FirstWriteMs: -1},
+		{DetectMs: 100, RouteDropMs: 30, ElectMs: 200, RouteUpdateMs: 210, FirstWriteMs: 220},
+		{DetectMs: 200, RouteDropMs: 20, ElectMs: 600, RouteUpdateMs: 610, FirstWriteMs: 620},
+	}
+	s := summarize(ks)
+	if s[0].Min != 100 || s[0].Median != 200 || s[0].Max != 300 || s[0].N != 3 {
+		t.Errorf("detection: %+v", s[0])
+	}
+	if f := s[4]; f.N != 2 || f.Median != 420 || f.Min != 220 || f.Max != 620 {
+		t.Errorf("first write: %+v", f)
+	}
+	if got := summarize(nil)[0]; got.N != 0 || got.Median != -1 {
+		t.Errorf("empty: %+v", got)
+	}
+}
