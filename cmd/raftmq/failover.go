@@ -103,6 +103,10 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 		if dir, err = os.MkdirTemp("", "raftmq-failover-"); err != nil {
 			return nil, fmt.Errorf("failover: %w", err)
 		}
+	} else if ents, rerr := os.ReadDir(dir); rerr == nil && len(ents) > 0 {
+		// Old Raft state would join the new run, and the directory is
+		// removed afterwards: only an empty or new directory is taken.
+		return nil, fmt.Errorf("failover: --dir %s is not empty; give a new or empty directory", dir)
 	}
 	defer func() {
 		if !o.keep {
