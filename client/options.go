@@ -162,8 +162,18 @@ func defaultProducerConfig() producerConfig {
 		maxAsyncInflight:      10000,
 		maxLeaderHops:         3,
 		serializeType:         remoting.SerializeRocketMQ,
+		attemptTimeout:        DefaultAttemptTimeout,
 	}
 }
+
+// DefaultAttemptTimeout bounds one send attempt (all but the last) unless
+// AttemptTimeout says otherwise. Without a bound a frozen leader (SIGSTOP,
+// a long pause) that keeps its TCP connection open holds every send for the
+// whole SendTimeout although a new leader is elected in well under a second
+// (found by the chaos suite). An attempt that times out is retried, so a
+// producer without the Idempotent option may store a copy twice — RocketMQ's
+// at-least-once contract; enable Idempotent to rule that out.
+const DefaultAttemptTimeout = time.Second
 
 func (c *producerConfig) validate() error {
 	if err := c.common.validate(); err != nil {
@@ -311,8 +321,9 @@ func SendHeaderSerialization(t remoting.SerializeType) ProducerOpt {
 // AttemptTimeout bounds each attempt of a send but the last, so that a
 // broker that stopped answering (a frozen or partitioned leader, where no
 // connection reset arrives) leaves time for a retry elsewhere within
-// SendTimeout (RocketMQ 5's sendMsgMaxTimeoutPerRequest). 0, the default,
-// gives every attempt what is left of the send's deadline.
+// SendTimeout (RocketMQ 5's sendMsgMaxTimeoutPerRequest). The default is
+// DefaultAttemptTimeout; 0 gives every attempt what is left of the send's
+// deadline.
 func AttemptTimeout(d time.Duration) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.attemptTimeout = d })
 }
