@@ -65,6 +65,7 @@ func runSenders(b *testing.B, put func(m *store.Message) error) {
 // BenchmarkGroupPut: durable (SYNC_FLUSH, quorum-fsynced) 3-replica sends
 // of 1 KiB messages from 64 concurrent senders through Replica.PutMessages.
 func BenchmarkGroupPut(b *testing.B) {
+	raftMetrics(b)
 	c := newTestCluster(b, clusterOpts{sync: true, segmentSize: 64 << 20, tune: benchTune(b)})
 	c.createTopic("T", 8)
 	l := c.leader()
