@@ -1,21 +1,38 @@
 package broker
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/httpmon"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
 )
 
 // Metrics and health over HTTP on metricsPort (listenPort+3 by default):
 // /metrics (Prometheus text, a registry per broker node), /health and
-// /debug/pprof/. See internal/httpmon.
+// /debug/pprof/. See internal/httpmon. Series (prefix raftmq_broker_):
+// requests and their latency by code; put/pull messages and bytes; held
+// long polls; disk_full; leader; consumer_groups; Raft state, term and
+// indexes (raftCollector); role_changes_total and elections_won_total;
+// raft_log_flush_seconds/bytes (group_metrics.go); disk_used_ratio and
+// commitlog_min/max_offset_bytes, consumer_lag_messages{group,topic} with
+// its cap (storeCollector); raft_follower_lag_entries and
+// raft_follower_last_status_seconds on the leader (followerLag).
 
 // controller lifecycle states reported by /health.
 const (
@@ -36,6 +53,13 @@ type brokerMetrics struct {
 	// diskFull is set when a write fails for lack of disk space and
 	// cleared by the next successful write.
 	diskFull atomic.Bool
+	// roleChanges counts OnRoleChange calls; electionsWon those to leader.
+	roleChanges  prometheus.Counter
+	electionsWon prometheus.Counter
+	// lagDropped counts consumer-lag series left out by the series cap.
+	lagDropped prometheus.Counter
+	// followers is the leader's view of its followers (lag poller).
+	followers *followerLag
 }
 
 const metricsNamespace = "raftmq_broker"
@@ -61,6 +85,24 @@ func newBrokerMetrics(c *Controller) *brokerMetrics {
 	gauge("consumer_groups", "Consumer groups with clients known from heartbeats.", func() float64 { return float64(len(c.clients.groups())) })
 	if ra, ok := c.rep.(RaftAdmin); ok {
 		reg.MustRegister(&raftCollector{ra: ra})
+		m.followers = newFollowerLag(c, ra)
+		reg.MustRegister(m.followers)
+	}
+	if gc, ok := c.rep.(groupCollectors); ok {
+		reg.MustRegister(gc.metricsCollectors()...)
+	}
+	m.roleChanges = counter("role_changes_total", "Role changes seen by this node's controller (became leader or stopped leading).")
+	m.electionsWon = counter("elections_won_total", "Times this node became the serving leader (past its barrier) while its controller ran.")
+	c.rep.OnRoleChange(func(leader bool, _ uint64) {
+		m.roleChanges.Inc()
+		if leader {
+			m.electionsWon.Inc()
+		}
+	})
+	m.lagDropped = counter("consumer_lag_series_dropped_total",
+		"Consumer-lag group/topic series left out of a scrape by the cap of "+strconv.Itoa(consumerLagMaxSeries)+" (summed over scrapes).")
+	if c.st != nil {
+		reg.MustRegister(&storeCollector{c: c, m: m})
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -75,8 +117,7 @@ func b2f(b bool) float64 {
 
 // raftCollector reads raft.Stats() once per scrape. hashicorp/raft does
 // not expose the leader's per-follower match index or last contact, so
-// per-follower lag is left to `raftmq admin raftStatus`, which asks every
-// member.
+// per-follower lag comes from followerLag, which asks every follower.
 type raftCollector struct{ ra RaftAdmin }
 
 var raftDescs = map[string]*prometheus.Desc{
@@ -204,4 +245,299 @@ func (c *Controller) newMonitor() {
 // instrument wraps a processor with the request metrics.
 func (c *Controller) instrument(h remoting.HandlerFunc) remoting.HandlerFunc {
 	return c.metrics.requests.Wrap(h)
+}
+
+// consumerLagMaxSeries caps the consumer-lag series per scrape: group/topic
+// pairs in sorted order, the rest counted in consumer_lag_series_dropped_total.
+// A broker with many short-lived groups would otherwise grow the scrape
+// without bound.
+const consumerLagMaxSeries = 1000
+
+var (
+	diskUsedRatioDesc = desc("disk_used_ratio", "Used fraction (0..1) of the file system holding storePathRootDir.")
+	clMinOffsetDesc   = desc("commitlog_min_offset_bytes", "CommitLog's first retained physical offset.")
+	clMaxOffsetDesc   = desc("commitlog_max_offset_bytes", "CommitLog's end physical offset.")
+	consumerLagDesc   = prometheus.NewDesc(metricsNamespace+"_consumer_lag_messages",
+		"Per consumer group and topic, sum over queues of ConsumeQueue max offset minus committed offset (groups with committed offsets only).",
+		[]string{"group", "topic"}, nil)
+)
+
+// storeCollector reads disk use, CommitLog bounds and consumer lag at scrape
+// time (nothing to maintain on the write path).
+type storeCollector struct {
+	c *Controller
+	m *brokerMetrics
+}
+
+// Describe implements prometheus.Collector.
+func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- diskUsedRatioDesc
+	ch <- clMinOffsetDesc
+	ch <- clMaxOffsetDesc
+	ch <- consumerLagDesc
+}
+
+// Collect implements prometheus.Collector.
+func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	fsys := s.c.cfg.Store.FS
+	if fsys == nil {
+		fsys = store.OSFS()
+	}
+	if used, total, err := fsys.DiskUsage(s.c.cfg.Store.StorePathRootDir); err == nil && total > 0 {
+		ch <- prometheus.MustNewConstMetric(diskUsedRatioDesc, prometheus.GaugeValue, float64(used)/float64(total))
+	}
+	if cl := s.c.st.CommitLog(); cl != nil {
+		ch <- prometheus.MustNewConstMetric(clMinOffsetDesc, prometheus.GaugeValue, float64(cl.MinOffset()))
+		ch <- prometheus.MustNewConstMetric(clMaxOffsetDesc, prometheus.GaugeValue, float64(cl.MaxOffset()))
+	}
+	lags, dropped := consumerLag(s.c.rep.State(), s.c.st.GetMaxOffsetInQueue, consumerLagMaxSeries)
+	for _, l := range lags {
+		ch <- prometheus.MustNewConstMetric(consumerLagDesc, prometheus.GaugeValue, float64(l.lag), l.group, l.topic)
+	}
+	if dropped > 0 {
+		s.m.lagDropped.Add(float64(dropped))
+	}
+}
+
+// groupTopicLag is one consumer-lag series.
+type groupTopicLag struct {
+	group, topic string
+	lag          int64
+}
+
+// consumerLag sums, per group and topic with committed offsets, the
+// messages between each queue's committed offset and its max offset (a
+// commit past the max, e.g. after a reset, counts 0). The first max pairs
+// in topic@group order are returned; dropped says how many were left out.
+func consumerLag(st StateReader, maxOffset func(topic string, queueID int32) int64, max int) (out []groupTopicLag, dropped int) {
+	table := st.ConsumerOffsets()
+	keys := slices.Sorted(maps.Keys(table))
+	for _, k := range keys {
+		// RocketMQ's offsetTable key is topic@group; neither name may
+		// contain '@'.
+		topic, group, ok := strings.Cut(k, "@")
+		if !ok {
+			continue
+		}
+		if len(out) == max {
+			dropped++
+			continue
+		}
+		var lag int64
+		for q, committed := range table[k] {
+			if d := maxOffset(topic, q) - committed; d > 0 {
+				lag += d
+			}
+		}
+		out = append(out, groupTopicLag{group: group, topic: topic, lag: lag})
+	}
+	return out, dropped
+}
+
+// followerLagInterval is how often the leader asks each follower for its
+// RAFT_STATUS; followerLagTimeout bounds one such call.
+const (
+	followerLagInterval = 2 * time.Second
+	followerLagTimeout  = time.Second
+)
+
+var (
+	followerLagDesc = prometheus.NewDesc(metricsNamespace+"_raft_follower_lag_entries",
+		"Leader only: leader last log index minus the follower's, both as of the follower's last RAFT_STATUS answer.",
+		[]string{"follower"}, nil)
+	followerStatusAgeDesc = prometheus.NewDesc(metricsNamespace+"_raft_follower_last_status_seconds",
+		"Leader only: time since the follower last answered RAFT_STATUS (-1 never during this leadership).",
+		[]string{"follower"}, nil)
+)
+
+// followerLag is the leader's per-follower replication lag. hashicorp/raft
+// keeps the leader's match index private, so while this node leads, a
+// goroutine (started with the controller, stopped by its quit channel)
+// asks every follower for RAFT_STATUS (30001) every followerLagInterval
+// through the controller's remoting client, and a role change to leader
+// polls at once. Followers' remoting addresses come from the replicated
+// member table (members that once led) or else the name servers' cluster
+// info (brokerId = position in dLegerPeers + 1), checked against the
+// answering member's Raft id.
+type followerLag struct {
+	c    *Controller
+	ra   RaftAdmin
+	kick chan struct{}
+
+	// mu guards seen: Raft id → last answer, rewritten by the poller and
+	// read by scrapes; emptied whenever this node is not leader.
+	mu   sync.Mutex
+	seen map[string]followerStatus
+}
+
+// followerStatus is one follower's last answer.
+type followerStatus struct {
+	lag int64
+	at  time.Time // zero: never answered in this leadership
+}
+
+func newFollowerLag(c *Controller, ra RaftAdmin) *followerLag {
+	f := &followerLag{c: c, ra: ra, kick: make(chan struct{}, 1), seen: map[string]followerStatus{}}
+	c.rep.OnRoleChange(func(leader bool, _ uint64) {
+		if leader {
+			select {
+			case f.kick <- struct{}{}:
+			default:
+			}
+		}
+	})
+	// Tracked by the controller's WaitGroup and stopped by Shutdown. It
+	// idles until the controller serves and this node leads.
+	c.goFunc(f.run)
+	return f
+}
+
+func (f *followerLag) run() {
+	t := time.NewTicker(followerLagInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.c.quit:
+			return
+		case <-t.C:
+		case <-f.kick:
+		}
+		f.poll()
+	}
+}
+
+// poll runs one round: every other voter's status while this node leads.
+func (f *followerLag) poll() {
+	rf := f.ra.Raft()
+	if f.c.state.Load() != stateServing || rf == nil || !f.c.rep.IsLeader() {
+		f.mu.Lock()
+		clear(f.seen)
+		f.mu.Unlock()
+		return
+	}
+	cf := rf.GetConfiguration()
+	if cf.Error() != nil {
+		return
+	}
+	self := f.ra.SelfID()
+	var cluster *namesrv.ClusterInfo // fetched at most once per round
+	var ids []string
+	for _, s := range cf.Configuration().Servers {
+		id := string(s.ID)
+		if id == self {
+			continue
+		}
+		ids = append(ids, id)
+		addr := f.memberAddr(id)
+		if addr == "" {
+			if cluster == nil {
+				cluster = f.clusterInfo()
+			}
+			addr = f.registeredAddr(cluster, id)
+		}
+		if addr == "" {
+			continue
+		}
+		st, err := f.status(addr)
+		if err != nil || st.SelfID != id {
+			continue
+		}
+		leaderLast, _ := strconv.ParseUint(rf.Stats()["last_log_index"], 10, 64)
+		f.mu.Lock()
+		f.seen[id] = followerStatus{lag: max(int64(leaderLast)-int64(st.LastLogIndex), 0), at: time.Now()}
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.seen {
+		if !slices.Contains(ids, id) {
+			delete(f.seen, id) // removed from the configuration
+		}
+	}
+	for _, id := range ids {
+		if _, ok := f.seen[id]; !ok {
+			f.seen[id] = followerStatus{}
+		}
+	}
+}
+
+// memberAddr is the replicated member table's address for a Raft id.
+func (f *followerLag) memberAddr(id string) string {
+	if mt, ok := f.c.rep.State().(interface{ memberAddr(string) string }); ok {
+		return mt.memberAddr(id)
+	}
+	return ""
+}
+
+// clusterInfo asks the name servers in turn for GET_BROKER_CLUSTER_INFO;
+// nil when none answers.
+func (f *followerLag) clusterInfo() *namesrv.ClusterInfo {
+	for _, ns := range f.c.cfg.NameServers() {
+		ctx, cancel := context.WithTimeout(context.Background(), followerLagTimeout)
+		resp, err := f.c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
+		cancel()
+		if err != nil || resp.Code != remoting.ResponseSuccess {
+			continue
+		}
+		if ci, err := namesrv.DecodeClusterInfo(resp.Body); err == nil {
+			return ci
+		}
+	}
+	return &namesrv.ClusterInfo{}
+}
+
+// registeredAddr maps a Raft id to the address registered under its
+// follower brokerId (position in dLegerPeers + 1).
+func (f *followerLag) registeredAddr(ci *namesrv.ClusterInfo, id string) string {
+	peers, err := raftlog.ParsePeers(f.c.cfg.Raft.DLegerPeers)
+	if err != nil || ci == nil {
+		return ""
+	}
+	for i, p := range peers {
+		if p.ID == id {
+			return ci.BrokerAddrTable[f.c.cfg.BrokerName].BrokerAddrs[int64(i)+1]
+		}
+	}
+	return ""
+}
+
+// status asks one member for RAFT_STATUS.
+func (f *followerLag) status(addr string) (*RaftStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), followerLagTimeout)
+	defer cancel()
+	resp, err := f.c.nsClient.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestRaftStatus, nil, nil))
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code != remoting.ResponseSuccess {
+		return nil, fmt.Errorf("raft status from %s: code %d %s", addr, resp.Code, resp.Remark)
+	}
+	var st RaftStatus
+	if err := json.Unmarshal(resp.Body, &st); err != nil {
+		return nil, fmt.Errorf("raft status from %s: %w", addr, err)
+	}
+	return &st, nil
+}
+
+// Describe implements prometheus.Collector.
+func (f *followerLag) Describe(ch chan<- *prometheus.Desc) {
+	ch <- followerLagDesc
+	ch <- followerStatusAgeDesc
+}
+
+// Collect implements prometheus.Collector: nothing unless this node leads.
+func (f *followerLag) Collect(ch chan<- prometheus.Metric) {
+	if !f.c.rep.IsLeader() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, s := range f.seen {
+		if s.at.IsZero() {
+			ch <- prometheus.MustNewConstMetric(followerStatusAgeDesc, prometheus.GaugeValue, -1, id)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(followerLagDesc, prometheus.GaugeValue, float64(s.lag), id)
+		ch <- prometheus.MustNewConstMetric(followerStatusAgeDesc, prometheus.GaugeValue, time.Since(s.at).Seconds(), id)
+	}
 }

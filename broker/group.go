@@ -50,6 +50,7 @@ type Group struct {
 	roles     *ha.Roles
 	preferred *ha.PreferredLeader
 	batch     *batcher
+	metrics   *groupMetrics // group_metrics.go
 
 	// segQ is the CommitLog's segment queue (set in the store's OpenLog
 	// hook, before the store starts its retention goroutine).
@@ -153,7 +154,7 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 		}
 	}
 	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log}
-	if g.raft, err = raft.NewRaft(rc, g.fsm, g.logs, g.stable, g.snaps, g.trans); err != nil {
+	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, g.trans); err != nil {
 		return nil, fmt.Errorf("broker: start raft: %w", err)
 	}
 	g.ready.Store(true)

@@ -4,14 +4,19 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -146,6 +151,8 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Errorf("follower raft_state{Follower} = %v", v)
 	}
 
+	checkNewMetrics(t, pc, l, n)
+
 	resp, err := monClient.Get("http://" + leader.MetricsAddr() + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
 		t.Fatal(err)
@@ -176,4 +183,140 @@ func TestHealthStates(t *testing.T) {
 		}
 	}
 	c.state.Store(stateServing)
+}
+
+// checkNewMetrics checks the flush, disk, consumer-lag, follower-lag and
+// role-change series on a group whose leader l took sent messages to MT
+// queue 0.
+func checkNewMetrics(t *testing.T, pc *procCluster, l int, sent int) {
+	t.Helper()
+	leader := pc.nodes[l]
+	mf := scrape(t, leader.MetricsAddr())
+	if v, ok := metricValue(mf, "raftmq_broker_raft_log_flush_seconds"); !ok || v < 1 {
+		t.Errorf("raft_log_flush_seconds count = %v (present %v), want ≥ 1 after sends", v, ok)
+	}
+	if f := mf["raftmq_broker_raft_log_flush_bytes"]; f == nil || f.GetMetric()[0].GetHistogram().GetSampleSum() < float64(10*sent) {
+		t.Errorf("raft_log_flush_bytes sum below the %d body bytes sent: %v", 10*sent, f)
+	}
+	if v, ok := metricValue(mf, "raftmq_broker_disk_used_ratio"); !ok || v <= 0 || v > 1 {
+		t.Errorf("disk_used_ratio = %v (present %v), want in (0, 1]", v, ok)
+	}
+	minOff, ok1 := metricValue(mf, "raftmq_broker_commitlog_min_offset_bytes")
+	maxOff, ok2 := metricValue(mf, "raftmq_broker_commitlog_max_offset_bytes")
+	if !ok1 || !ok2 || maxOff <= minOff {
+		t.Errorf("commitlog offsets min %v (present %v) max %v (present %v), want max > min", minOff, ok1, maxOff, ok2)
+	}
+
+	// Consumer lag: commit 4 of the sent messages on queue 0.
+	const committed = 4
+	ext := map[string]string{"consumerGroup": "LG", "topic": "MT", "queueId": "0", "commitOffset": strconv.Itoa(committed)}
+	if r := pc.call(leader.Addr(), remoting.RequestUpdateConsumerOffset, ext, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit offset: %d %s", r.Code, r.Remark)
+	}
+	testutil.WaitFor(t, 10*time.Second, "consumer lag of LG on MT = sent - committed", func() bool {
+		v, ok := metricValue(scrape(t, leader.MetricsAddr()), "raftmq_broker_consumer_lag_messages", "group", "LG", "topic", "MT")
+		return ok && v == float64(sent-committed)
+	})
+
+	// Follower lag: the leader reports both followers; followers report none.
+	waitFollowerLag(t, pc, l)
+	for i := range pc.nodes {
+		if i == l {
+			continue
+		}
+		if f := scrape(t, pc.nodes[i].MetricsAddr())["raftmq_broker_raft_follower_lag_entries"]; f != nil {
+			t.Errorf("follower %d exports raft_follower_lag_entries: %v", i, f)
+		}
+	}
+
+	// Leader changes: after a transfer the new leader counts an election
+	// won and the old leader a role change; the new leader polls its
+	// followers, the old one stops reporting.
+	if err := pc.groups[l].TransferLeadership(""); err != nil {
+		t.Fatalf("transfer leadership: %v", err)
+	}
+	nl := -1
+	testutil.WaitFor(t, 10*time.Second, "a new serving leader", func() bool {
+		for i, g := range pc.groups {
+			if i != l && g.IsLeader() {
+				nl = i
+				return true
+			}
+		}
+		return false
+	})
+	testutil.WaitFor(t, 10*time.Second, "role-change counters", func() bool {
+		won, _ := metricValue(scrape(t, pc.nodes[nl].MetricsAddr()), "raftmq_broker_elections_won_total")
+		changed, _ := metricValue(scrape(t, pc.nodes[l].MetricsAddr()), "raftmq_broker_role_changes_total")
+		return won >= 1 && changed >= 1
+	})
+	waitFollowerLag(t, pc, nl)
+	if f := scrape(t, pc.nodes[l].MetricsAddr())["raftmq_broker_raft_follower_lag_entries"]; f != nil {
+		t.Errorf("old leader %d still exports raft_follower_lag_entries: %v", l, f)
+	}
+}
+
+// waitFollowerLag waits until leader l reports every other member's lag
+// (caught up: 0 once idle) from a recent RAFT_STATUS.
+func waitFollowerLag(t *testing.T, pc *procCluster, l int) {
+	t.Helper()
+	testutil.WaitFor(t, 15*time.Second, "leader reports each follower's lag", func() bool {
+		mf := scrape(t, pc.nodes[l].MetricsAddr())
+		for i, g := range pc.groups {
+			if i == l {
+				continue
+			}
+			id := g.SelfID()
+			lag, ok := metricValue(mf, "raftmq_broker_raft_follower_lag_entries", "follower", id)
+			age, ok2 := metricValue(mf, "raftmq_broker_raft_follower_last_status_seconds", "follower", id)
+			if !ok || !ok2 || lag != 0 || age < 0 || age > 5 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestTimedLogStoreInterfaces: the flush-timing decorator Raft gets keeps
+// exactly the optional interfaces raft checks on raftlog's store.
+func TestTimedLogStoreInterfaces(t *testing.T) {
+	var inner any = (*raftlog.LogStore)(nil)
+	var outer any = (*timedLogStore)(nil)
+	checks := map[string]func(any) bool{
+		"MonotonicLogStore":      func(x any) bool { _, ok := x.(raft.MonotonicLogStore); return ok },
+		"CommitTrackingLogStore": func(x any) bool { _, ok := x.(raft.CommitTrackingLogStore); return ok },
+	}
+	for name, has := range checks {
+		if has(inner) != has(outer) {
+			t.Errorf("%s: raftlog.LogStore %v, timedLogStore %v", name, has(inner), has(outer))
+		}
+	}
+	if (&timedLogStore{}).IsMonotonic() != (&raftlog.LogStore{}).IsMonotonic() {
+		t.Error("IsMonotonic differs")
+	}
+}
+
+// fakeOffsets is a StateReader with only consumer offsets.
+type fakeOffsets struct {
+	StateReader
+	table map[string]map[int32]int64
+}
+
+func (f fakeOffsets) ConsumerOffsets() map[string]map[int32]int64 { return f.table }
+
+// TestConsumerLagCap: lag sums queues, ignores commits past the max, and
+// the series cap keeps the first pairs in order and counts the rest.
+func TestConsumerLagCap(t *testing.T) {
+	st := fakeOffsets{table: map[string]map[int32]int64{
+		"T1@G": {0: 3, 1: 10, 2: 50}, // max 10 each: 7 + 0 + 0 (past max)
+		"T2@G": {0: 0},
+		"T3@G": {0: 1},
+		"bad":  {0: 1},
+	}}
+	maxOff := func(string, int32) int64 { return 10 }
+	got, dropped := consumerLag(st, maxOff, 2)
+	want := []groupTopicLag{{"G", "T1", 7}, {"G", "T2", 10}}
+	if !slices.Equal(got, want) || dropped != 1 {
+		t.Fatalf("consumerLag = %v dropped %d, want %v dropped 1", got, dropped, want)
+	}
 }
