@@ -40,6 +40,7 @@ const (
 type Node struct {
 	Index      int
 	ID         string // Raft id (dLegerSelfId)
+	Host       string // address the node listens on (127.0.0.1 or its namespace's)
 	ListenPort int    // remoting port; gossip uses +2
 	RaftPort   int    // real Raft port the node binds
 	DataDir    string
@@ -53,7 +54,7 @@ type Node struct {
 }
 
 // Addr is the node's remoting address.
-func (n *Node) Addr() string { return fmt.Sprintf("127.0.0.1:%d", n.ListenPort) }
+func (n *Node) Addr() string { return fmt.Sprintf("%s:%d", n.Host, n.ListenPort) }
 
 // State is the node's current state.
 func (n *Node) State() NodeState {
@@ -87,14 +88,26 @@ type ClusterConfig struct {
 	// WrapCommand, when set, wraps a node's command line (e.g. strace for
 	// fsync fault injection); nil for the plain binary.
 	WrapCommand func(node int, argv []string) []string
+	// Netns puts every process in its own network namespace (see
+	// netnsNet); partitions become iptables DROP rules. Needs root, ip and
+	// iptables (NetnsSupport).
+	Netns bool
+	// TmpfsNode, when ≥ 0, mounts a tmpfs of TmpfsBytes on that node's
+	// data directory (root only) for the disk-full nemesis.
+	TmpfsNode  int
+	TmpfsBytes int64
 }
 
 // Cluster is a name server and one 3-node Raft group, each a separate OS
-// process started by the suite, with Link proxies between the Raft peers.
+// process started by the suite, with Link proxies between the Raft peers
+// (proxy mode) or each in its own network namespace (netns mode).
 type Cluster struct {
 	cfg    ClusterConfig
 	log    *zap.Logger
+	nsHost string
 	nsPort int
+	net    *netnsNet // nil in proxy mode
+	tmpfs  string    // mounted tmpfs, "" when none
 	nsCmd  *exec.Cmd
 	nsDone chan struct{}
 	Nodes  []*Node
@@ -173,23 +186,23 @@ func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	c := &Cluster{cfg: cfg, log: log, links: map[[2]int]*Link{}}
+	c := &Cluster{cfg: cfg, log: log, links: map[[2]int]*Link{}, nsHost: "127.0.0.1"}
+	if cfg.Netns {
+		return c.newNetnsCluster()
+	}
 	var err error
 	if c.nsPort, err = freePortPair(); err != nil {
 		return nil, err
 	}
 	for i := 0; i < 3; i++ {
-		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i)}
+		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i), Host: "127.0.0.1"}
 		if n.ListenPort, err = freePortPair(); err != nil {
 			return nil, err
 		}
 		if n.RaftPort, err = freePort(); err != nil {
 			return nil, err
 		}
-		n.DataDir = filepath.Join(cfg.Dir, n.ID)
-		n.ConfPath = filepath.Join(cfg.Dir, n.ID+".conf")
-		n.LogPath = filepath.Join(cfg.Dir, n.ID+".log")
-		c.Nodes = append(c.Nodes, n)
+		c.addNode(n)
 	}
 	for i := range c.Nodes {
 		for j := range c.Nodes {
@@ -204,18 +217,67 @@ func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 			c.links[[2]int{i, j}] = l
 		}
 	}
-	if err := c.writeConfs(); err != nil {
-		_ = c.closeLinks()
+	return c.finishNew()
+}
+
+// addNode fills node n's paths and appends it.
+func (c *Cluster) addNode(n *Node) {
+	n.DataDir = filepath.Join(c.cfg.Dir, n.ID)
+	n.ConfPath = filepath.Join(c.cfg.Dir, n.ID+".conf")
+	n.LogPath = filepath.Join(c.cfg.Dir, n.ID+".log")
+	c.Nodes = append(c.Nodes, n)
+}
+
+// newNetnsCluster builds the namespaces; every member gets fixed ports on
+// its own address.
+func (c *Cluster) newNetnsCluster() (*Cluster, error) {
+	net, err := newNetns(3, c.log.Named("netns"))
+	if err != nil {
 		return nil, err
+	}
+	c.net = net
+	c.nsHost, c.nsPort = net.NamesrvIP(), netnsNamesrvPort
+	for i := 0; i < 3; i++ {
+		c.addNode(&Node{Index: i, ID: fmt.Sprintf("n%d", i), Host: net.NodeIP(i), ListenPort: netnsBrokerPort, RaftPort: netnsRaftPort})
+	}
+	return c.finishNew()
+}
+
+// finishNew mounts the tmpfs, writes the confs and opens the status
+// client; on error it undoes what NewCluster set up.
+func (c *Cluster) finishNew() (*Cluster, error) {
+	fail := func(err error) (*Cluster, error) {
+		_ = c.closeLinks()
+		c.unmountTmpfs()
+		if c.net != nil {
+			_ = c.net.Close()
+		}
+		return nil, err
+	}
+	if c.cfg.TmpfsNode >= 0 && c.cfg.TmpfsNode < len(c.Nodes) && c.cfg.TmpfsBytes > 0 {
+		if err := c.mountTmpfs(c.Nodes[c.cfg.TmpfsNode].DataDir, c.cfg.TmpfsBytes); err != nil {
+			return fail(err)
+		}
+	}
+	if err := c.writeConfs(); err != nil {
+		return fail(err)
 	}
 	rcfg := remoting.DefaultClientConfig()
 	rcfg.ConnectTimeout, rcfg.DefaultTimeout = time.Second, 2*time.Second
-	c.rc = remoting.NewClient(rcfg, log.Named("status"))
+	c.rc = remoting.NewClient(rcfg, c.log.Named("status"))
 	return c, nil
 }
 
+// Mode names the network mode for the report.
+func (c *Cluster) Mode() string {
+	if c.net != nil {
+		return fmt.Sprintf("%s (10.201.%d.0/24)", ModeNetns, c.net.subnet)
+	}
+	return ModeProxy
+}
+
 // NamesrvAddr is the name server's address.
-func (c *Cluster) NamesrvAddr() string { return fmt.Sprintf("127.0.0.1:%d", c.nsPort) }
+func (c *Cluster) NamesrvAddr() string { return fmt.Sprintf("%s:%d", c.nsHost, c.nsPort) }
 
 // Link is the proxy carrying the connections node from opens to node to.
 func (c *Cluster) Link(from, to int) *Link { return c.links[[2]int{from, to}] }
@@ -224,16 +286,16 @@ func (c *Cluster) writeConfs() error {
 	if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
 		return err
 	}
-	ns := fmt.Sprintf("listenAddr=127.0.0.1\nlistenPort=%d\nkvConfigPath=%s\ngossipEnable=true\ngossipBindAddr=127.0.0.1\ngossipBindPort=%d\n",
-		c.nsPort, filepath.Join(c.cfg.Dir, "namesrv", "kv.json"), c.nsPort+2)
+	ns := fmt.Sprintf("listenAddr=%s\nlistenPort=%d\nkvConfigPath=%s\ngossipEnable=true\ngossipBindAddr=%s\ngossipBindPort=%d\n",
+		c.nsHost, c.nsPort, filepath.Join(c.cfg.Dir, "namesrv", "kv.json"), c.nsHost, c.nsPort+2)
 	if err := os.WriteFile(filepath.Join(c.cfg.Dir, "namesrv.conf"), []byte(ns), 0o644); err != nil {
 		return err
 	}
 	for _, n := range c.Nodes {
 		var peers []string
 		for _, m := range c.Nodes {
-			addr := fmt.Sprintf("127.0.0.1:%d", m.RaftPort)
-			if m != n {
+			addr := fmt.Sprintf("%s:%d", m.Host, m.RaftPort)
+			if m != n && c.net == nil {
 				addr = c.Link(n.Index, m.Index).Addr()
 			}
 			peers = append(peers, m.ID+"-"+addr)
@@ -242,8 +304,8 @@ func (c *Cluster) writeConfs() error {
 			"brokerClusterName=" + ClusterName,
 			"brokerName=" + GroupName,
 			"namesrvAddr=" + c.NamesrvAddr(),
-			"brokerIP1=127.0.0.1",
-			"listenAddr=127.0.0.1",
+			"brokerIP1=" + n.Host,
+			"listenAddr=" + n.Host,
 			fmt.Sprintf("listenPort=%d", n.ListenPort),
 			"vipChannelEnabled=false",
 			"autoCreateTopicEnable=true",
@@ -266,9 +328,9 @@ func (c *Cluster) writeConfs() error {
 			"raftSnapshotInterval=5000",
 			"raftSnapshotThreshold=2048",
 			"gossipEnable=true",
-			"gossipBindAddr=127.0.0.1",
+			"gossipBindAddr=" + n.Host,
 			fmt.Sprintf("gossipBindPort=%d", n.ListenPort+2),
-			fmt.Sprintf("gossipSeeds=127.0.0.1:%d", c.nsPort+2),
+			fmt.Sprintf("gossipSeeds=%s:%d", c.nsHost, c.nsPort+2),
 			"",
 		}, "\n")
 		if err := os.WriteFile(n.ConfPath, []byte(conf), 0o644); err != nil {
@@ -304,7 +366,11 @@ func (c *Cluster) start(argv []string, logPath string) (*exec.Cmd, chan struct{}
 // Start launches the name server and the three nodes and waits until a
 // leader serves writes.
 func (c *Cluster) Start(ctx context.Context) error {
-	cmd, done, err := c.start([]string{c.cfg.Binary, "namesrv", "-c", filepath.Join(c.cfg.Dir, "namesrv.conf")}, filepath.Join(c.cfg.Dir, "namesrv.log"))
+	argv := []string{c.cfg.Binary, "namesrv", "-c", filepath.Join(c.cfg.Dir, "namesrv.conf")}
+	if c.net != nil {
+		argv = c.net.Wrap("ns", argv)
+	}
+	cmd, done, err := c.start(argv, filepath.Join(c.cfg.Dir, "namesrv.log"))
 	if err != nil {
 		return err
 	}
@@ -328,6 +394,10 @@ func (c *Cluster) StartNode(i int) error {
 	argv := []string{c.cfg.Binary, "broker", "-c", n.ConfPath, "--log-level", "warn"}
 	if c.cfg.WrapCommand != nil {
 		argv = c.cfg.WrapCommand(i, argv)
+	}
+	if c.net != nil {
+		// Outermost, so a strace wrapper runs inside the namespace too.
+		argv = c.net.Wrap(n.ID, argv)
 	}
 	cmd, done, err := c.start(argv, n.LogPath)
 	if err != nil {
@@ -382,32 +452,47 @@ func (c *Cluster) signal(i int, sig syscall.Signal, from, to NodeState) error {
 	return nil
 }
 
-// Isolate blocks (or with block=false heals) both directions between
-// every node in a and every node in b.
-func (c *Cluster) Isolate(a, b []int, block bool) {
+// Isolate blocks both directions between every node in a and every
+// node in b. In proxy mode only Raft traffic is cut; in netns mode every
+// packet between the nodes (Raft, gossip) is dropped, while clients and
+// the name server still reach all of them.
+func (c *Cluster) Isolate(a, b []int) error {
+	var errs []error
 	for _, i := range a {
 		for _, j := range b {
 			if i == j {
 				continue
 			}
-			c.Link(i, j).SetBlocked(block, block)
-			c.Link(j, i).SetBlocked(block, block)
+			errs = append(errs, c.BlockOneWay(i, j), c.BlockOneWay(j, i))
 		}
 	}
+	return errors.Join(errs...)
 }
 
-// BlockOneWay stops every byte node from sends to node to (its requests
-// on links it dials and its answers on links to dials), leaving to → from
-// traffic flowing.
-func (c *Cluster) BlockOneWay(from, to int) {
+// BlockOneWay stops everything node from sends to node to, leaving
+// to → from traffic flowing. Proxy mode: from's requests on links it
+// dials and its answers on links to dials. Netns mode: to drops every
+// packet from from (so from's TCP segments, including its ACKs, vanish).
+func (c *Cluster) BlockOneWay(from, to int) error {
+	if c.net != nil {
+		return c.net.Drop(to, from)
+	}
 	fwd, back := c.Link(from, to).Blocked()
 	c.Link(from, to).SetBlocked(true, back)
 	fwd, back = c.Link(to, from).Blocked()
 	c.Link(to, from).SetBlocked(fwd, true)
+	return nil
 }
 
-// HealAll lifts every block on every link.
+// HealAll lifts every block on every link (every DROP rule in netns
+// mode).
 func (c *Cluster) HealAll() {
+	if c.net != nil {
+		if err := c.net.Flush(len(c.Nodes)); err != nil {
+			c.log.Warn("heal: flushing iptables", zap.Error(err))
+		}
+		return
+	}
 	for _, l := range c.links {
 		l.SetBlocked(false, false)
 	}
@@ -479,6 +564,11 @@ func (c *Cluster) Close() error {
 	errs = append(errs, c.closeLinks())
 	if c.rc != nil {
 		errs = append(errs, c.rc.Close())
+	}
+	c.unmountTmpfs()
+	if c.net != nil {
+		errs = append(errs, c.net.Close())
+		c.net = nil
 	}
 	return errors.Join(errs...)
 }

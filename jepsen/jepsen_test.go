@@ -18,7 +18,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // heal, drain and check. It fails on any lost, phantom or inconsistent
 // message, an idempotent duplicate or two leaders in a term.
 // RAFTMQ_SEED fixes the fault schedule; RAFTMQ_JEPSEN_SECONDS changes the
-// duration; RAFTMQ_LONG=1 runs the full profile instead.
+// duration; RAFTMQ_LONG=1 runs the full profile instead;
+// RAFTMQ_JEPSEN_NETNS=1 asks for the network-namespace mode (root, ip and
+// iptables; the proxy mode runs otherwise and the table says so).
 func TestShortProfile(t *testing.T) {
 	p := Profiles()["short"]
 	if os.Getenv("RAFTMQ_LONG") == "1" {
@@ -43,7 +45,8 @@ func TestShortProfile(t *testing.T) {
 		dir = t.TempDir()
 	}
 	t.Logf("profile %s, %v, seed %d (RAFTMQ_SEED=%d reproduces the schedule), dir %s", p.Name, p.Duration, seed, seed, dir)
-	res, err := Run(context.Background(), Options{Profile: p, Seed: seed, Dir: dir, Log: zap.NewNop()})
+	netns := os.Getenv("RAFTMQ_JEPSEN_NETNS") == "1"
+	res, err := Run(context.Background(), Options{Profile: p, Seed: seed, Dir: dir, Log: zap.NewNop(), Netns: netns})
 	if res != nil {
 		t.Log("\n" + res.Table)
 	}

@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -121,19 +122,16 @@ func (p *partitionNemesis) Inject(ctx context.Context, env *Env) (string, error)
 		if err != nil {
 			return "", err
 		}
-		c.Isolate([]int{l}, others(l), true)
-		return fmt.Sprintf("isolate leader %s from %v", c.Nodes[l].ID, ids(c, others(l))), nil
+		return fmt.Sprintf("isolate leader %s from %v", c.Nodes[l].ID, ids(c, others(l))), c.Isolate([]int{l}, others(l))
 	case "halves":
 		// With three nodes a random split is one node against two.
 		x := env.Rand.Intn(3)
-		c.Isolate([]int{x}, others(x), true)
-		return fmt.Sprintf("halves %v | %v", ids(c, []int{x}), ids(c, others(x))), nil
+		return fmt.Sprintf("halves %v | %v", ids(c, []int{x}), ids(c, others(x))), c.Isolate([]int{x}, others(x))
 	case "bridge":
 		// The middle node sees both sides; the sides do not see each other.
 		m := env.Rand.Intn(3)
 		o := others(m)
-		c.Isolate([]int{o[0]}, []int{o[1]}, true)
-		return fmt.Sprintf("bridge via %s: %s x %s", c.Nodes[m].ID, c.Nodes[o[0]].ID, c.Nodes[o[1]].ID), nil
+		return fmt.Sprintf("bridge via %s: %s x %s", c.Nodes[m].ID, c.Nodes[o[0]].ID, c.Nodes[o[1]].ID), c.Isolate([]int{o[0]}, []int{o[1]})
 	case "oneway":
 		// The leader's outbound traffic is dropped: it still hears the
 		// others (their votes and answers never get back to it).
@@ -141,10 +139,11 @@ func (p *partitionNemesis) Inject(ctx context.Context, env *Env) (string, error)
 		if err != nil {
 			return "", err
 		}
+		var errs []error
 		for _, j := range others(l) {
-			c.BlockOneWay(l, j)
+			errs = append(errs, c.BlockOneWay(l, j))
 		}
-		return fmt.Sprintf("one-way: %s cannot send to %v", c.Nodes[l].ID, ids(c, others(l))), nil
+		return fmt.Sprintf("one-way: %s cannot send to %v", c.Nodes[l].ID, ids(c, others(l))), errors.Join(errs...)
 	}
 	return "", fmt.Errorf("%w: partition-%s", ErrUnknownNemesis, p.kind)
 }
@@ -233,6 +232,7 @@ var nemesisTable = map[string]func() Nemesis{
 	"partition-bridge": func() Nemesis { return healAll{&partitionNemesis{kind: "bridge"}} },
 	"partition-oneway": func() Nemesis { return healAll{&partitionNemesis{kind: "oneway"}} },
 	"fsync-eio":        func() Nemesis { return &fsyncEIONemesis{} },
+	"disk-full":        func() Nemesis { return &diskFullNemesis{} },
 }
 
 // NewNemesis builds the named nemesis.

@@ -29,6 +29,9 @@ type Profile struct {
 	// DrainTimeout bounds the wait, after healing, for every acknowledged
 	// message to be consumed.
 	DrainTimeout time.Duration
+	// TmpfsBytes sizes the tmpfs under node n0's data directory when the
+	// profile has the disk-full nemesis and the suite runs as root.
+	TmpfsBytes int64
 }
 
 // Profiles returns the built-in profiles: "short" (the go test profile,
@@ -44,6 +47,7 @@ func Profiles() map[string]Profile {
 		Quiet: 3 * time.Second, Hold: 4 * time.Second,
 		Workload: wl, ElectionMillis: 300, SegmentBytes: 4 << 20, Queues: 8,
 		DrainTimeout: 60 * time.Second,
+		TmpfsBytes:   256 << 20,
 	}
 	full := short
 	full.Name = "full"
@@ -52,6 +56,9 @@ func Profiles() map[string]Profile {
 	full.Quiet, full.Hold = 5*time.Second, 8*time.Second
 	full.Workload.OpsPerSecond = 400
 	full.DrainTimeout = 2 * time.Minute
+	// 30 minutes at 400 sends/s is about 720k messages: CommitLog, Raft
+	// log and indexes need far more than the short profile's 256 MiB.
+	full.TmpfsBytes = 2 << 30
 	return map[string]Profile{"short": short, "full": full}
 }
 
@@ -65,6 +72,10 @@ type Options struct {
 	// Binary is a prebuilt raftmq; empty builds one into Dir.
 	Binary string
 	Log    *zap.Logger
+	// Netns asks for the network-namespace mode; when the host cannot do
+	// it (NetnsSupport) the run falls back to the proxy mode and its
+	// report says why.
+	Netns bool
 }
 
 // Result is a finished run.
@@ -103,8 +114,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		nems = append(nems, n)
 	}
-	c, err := NewCluster(ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, SegmentBytes: p.SegmentBytes,
-		ElectionMillis: p.ElectionMillis, Queues: p.Queues}, log.Named("cluster"))
+	ccfg := ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, SegmentBytes: p.SegmentBytes,
+		ElectionMillis: p.ElectionMillis, Queues: p.Queues, TmpfsNode: -1}
+	var notes []string
+	if o.Netns {
+		if err := NetnsSupport(); err != nil {
+			notes = append(notes, fmt.Sprintf("netns mode requested but unavailable (%v): proxy mode ran", err))
+		} else {
+			ccfg.Netns = true
+		}
+	}
+	for _, name := range p.Nemeses {
+		if name != "disk-full" {
+			continue
+		}
+		if os.Geteuid() == 0 && p.TmpfsBytes > 0 {
+			ccfg.TmpfsNode, ccfg.TmpfsBytes = 0, p.TmpfsBytes
+		} else {
+			notes = append(notes, "disk-full needs root (tmpfs mount): skipped")
+		}
+	}
+	c, err := NewCluster(ccfg, log.Named("cluster"))
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +142,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := c.Start(ctx); err != nil {
 		return nil, err
 	}
-	rec := &recorder{h: History{Profile: p.Name, Seed: o.Seed, Mode: "loopback + userspace Raft proxy", Start: time.Now()}}
+	rec := &recorder{h: History{Profile: p.Name, Seed: o.Seed, Mode: c.Mode(), Start: time.Now(), Notes: notes}}
+	if c.TmpfsNode() >= 0 {
+		rec.note("%s's data directory is a %d MiB tmpfs (disk-full nemesis; fsync is a no-op there)", c.Nodes[c.TmpfsNode()].ID, p.TmpfsBytes>>20)
+	}
 
 	monCtx, stopMon := context.WithCancel(ctx)
 	var monWG sync.WaitGroup

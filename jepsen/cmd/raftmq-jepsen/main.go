@@ -34,6 +34,7 @@ func run() int {
 	duration := flag.Duration("duration", 0, "override the profile's duration")
 	nemeses := flag.String("nemeses", "", "comma-separated nemeses overriding the profile's (known: "+strings.Join(jepsen.NemesisNames(), ", ")+")")
 	verbose := flag.Bool("v", false, "log the suite's own actions")
+	netns := flag.Bool("netns", false, "run every process in its own network namespace, partitions as iptables DROP rules (root, ip, iptables; falls back to the loopback proxy mode)")
 	flag.Parse()
 
 	p, ok := jepsen.Profiles()[*profile]
@@ -62,7 +63,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("raftmq-jepsen: profile %s, %v, nemeses %s, seed %d, run directory %s\n", p.Name, p.Duration, strings.Join(p.Nemeses, ","), *seed, *dir)
-	res, err := jepsen.Run(ctx, jepsen.Options{Profile: p, Seed: *seed, Dir: *dir, Log: log})
+	res, err := jepsen.Run(ctx, jepsen.Options{Profile: p, Seed: *seed, Dir: *dir, Log: log, Netns: *netns})
 	if res != nil {
 		fmt.Print(res.Table)
 		fmt.Printf("report: %s (verdict.txt, history.json, timeline.png)\n", filepath.Join(res.ReportDir))
