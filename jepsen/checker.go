@@ -25,6 +25,13 @@ type Availability struct {
 	// TimeToOKMs is from injection to the first acknowledgement of a send
 	// invoked after the injection; -1 if none came.
 	TimeToOKMs float64 `json:"timeToOkMs"`
+	// DiskFullRefusals counts sends completed inside the window whose
+	// error names a full disk (the disk-full nemesis expects some when it
+	// fills the leader).
+	DiskFullRefusals int `json:"diskFullRefusals"`
+	// Deliveries counts messages consumed inside the window: reads go on
+	// under a full disk or a minority fault.
+	Deliveries int `json:"deliveries"`
 }
 
 // Verdict is the checker's result.
@@ -300,6 +307,16 @@ func availability(h History, okOps []Op) []Availability {
 				if g := times[i] - times[i-1]; g > a.MaxGapMs {
 					a.MaxGapMs, a.GapFromMs = g, times[i-1]
 				}
+			}
+		}
+		for _, o := range h.Ops {
+			if o.Result != ResultOK && o.CompleteMs >= w.StartMs && o.CompleteMs <= w.EndMs && strings.Contains(strings.ToLower(o.Err), "disk full") {
+				a.DiskFullRefusals++
+			}
+		}
+		for _, d := range h.Deliveries {
+			if d.AtMs >= w.StartMs && d.AtMs <= w.EndMs {
+				a.Deliveries++
 			}
 		}
 		for _, o := range okOps {

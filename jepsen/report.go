@@ -48,10 +48,11 @@ func VerdictTable(h History, v Verdict) string {
 		}
 	}
 	if len(v.Availability) > 0 {
-		b.WriteString("\nFAULT\tFROM s\tTO s\tLONGEST ACK GAP ms\tFIRST ACK AFTER INJECTION ms\tDETAIL\n")
+		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FAULT\tFROM s\tTO s\tLONGEST ACK GAP ms\tFIRST ACK AFTER INJECTION ms\tCONSUMED\tDISK-FULL REFUSALS\tDETAIL")
 		for _, a := range v.Availability {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.0f\t%.0f\t%s\n", a.Window.Nemesis, a.Window.StartMs/1000, a.Window.EndMs/1000, a.MaxGapMs, a.TimeToOKMs, a.Window.Detail)
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.0f\t%.0f\t%d\t%d\t%s\n", a.Window.Nemesis, a.Window.StartMs/1000, a.Window.EndMs/1000, a.MaxGapMs, a.TimeToOKMs, a.Deliveries, a.DiskFullRefusals, a.Window.Detail)
 		}
 		_ = tw.Flush()
 		b.WriteString(availabilitySummary(v.Availability))
