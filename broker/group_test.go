@@ -145,7 +145,7 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 		}()
 	}
 	var l *testNode
-	testutil.WaitFor(t, 15*time.Second, "a leader among the connected nodes", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "a leader among the connected nodes", func() bool {
 		for _, n := range c.nodes {
 			if n != old && n.g().IsLeader() {
 				l = n
