@@ -42,7 +42,9 @@ type Verdict struct {
 	Sent, OK, Unknown int
 }
 
+// slot is one position of one group's queue.
 type slot struct {
+	broker string
 	queue  int
 	offset int64
 }
@@ -96,18 +98,21 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 	if readsComplete {
 		// Every node was caught up before the read: each must hold every
 		// acknowledged value.
+		// Every replica of the group that acknowledged must hold it.
 		perNode := map[string]map[string]bool{}
+		nodeGroup := map[string]string{}
 		for _, r := range h.Reads {
 			if perNode[r.Node] == nil {
 				perNode[r.Node] = map[string]bool{}
 			}
 			perNode[r.Node][r.Value] = true
+			nodeGroup[r.Node] = r.Broker
 		}
 		var ex []string
 		n := 0
 		for _, o := range okOps {
 			for node, vals := range perNode {
-				if !vals[o.Value] {
+				if nodeGroup[node] == o.Broker && !vals[o.Value] {
 					n++
 					ex = addEx(ex, "%s missing on %s (ack q%d@%d)", o.Value, node, o.Queue, o.Offset)
 				}
@@ -149,13 +154,13 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		m[value] = append(m[value], who)
 	}
 	for _, o := range okOps {
-		see(slot{o.Queue, o.Offset}, o.Value, "ack")
+		see(slot{o.Broker, o.Queue, o.Offset}, o.Value, "ack")
 	}
 	for _, d := range h.Deliveries {
-		see(slot{d.Queue, d.Offset}, d.Value, "consumer "+d.Consumer)
+		see(slot{d.Broker, d.Queue, d.Offset}, d.Value, "consumer "+d.Consumer)
 	}
 	for _, r := range h.Reads {
-		see(slot{r.Queue, r.Offset}, r.Value, "read "+r.Node)
+		see(slot{r.Broker, r.Queue, r.Offset}, r.Value, "read "+r.Node)
 	}
 	{
 		var ex []string
@@ -169,7 +174,7 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 					parts = append(parts, fmt.Sprintf("%s by %s", val, strings.Join(uniq(who), ",")))
 				}
 				sort.Strings(parts)
-				ex = addEx(ex, "q%d@%d: %s", s.queue, s.offset, strings.Join(parts, " | "))
+				ex = addEx(ex, "%s q%d@%d: %s", s.broker, s.queue, s.offset, strings.Join(parts, " | "))
 			}
 		}
 		v.Checks = append(v.Checks, Check{Name: "offset conflicts (one offset, two values)", Value: fmt.Sprint(n), OK: n == 0, Required: true, Examples: ex})
@@ -255,25 +260,44 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 
 	// At most one leader per term.
 	{
-		leaders := map[uint64]map[string]bool{}
+		type groupTerm struct {
+			group string
+			term  uint64
+		}
+		leaders := map[groupTerm]map[string]bool{}
 		for _, l := range h.Leaders {
 			if l.State != "Leader" {
 				continue
 			}
-			if leaders[l.Term] == nil {
-				leaders[l.Term] = map[string]bool{}
+			k := groupTerm{l.Group, l.Term}
+			if leaders[k] == nil {
+				leaders[k] = map[string]bool{}
 			}
-			leaders[l.Term][l.Node] = true
+			leaders[k][l.Node] = true
 		}
 		var ex []string
 		n := 0
-		for term, nodes := range leaders {
+		for k, nodes := range leaders {
 			if len(nodes) > 1 {
 				n++
-				ex = addEx(ex, "term %d: %v", term, nodes)
+				ex = addEx(ex, "%s term %d: %v", k.group, k.term, nodes)
 			}
 		}
 		v.Checks = append(v.Checks, Check{Name: "terms with two leaders", Value: fmt.Sprintf("%d (of %d terms seen)", n, len(leaders)), OK: n == 0, Required: true, Examples: ex})
+	}
+
+	// Per group: the checks above key every position by group, so each
+	// group is checked on its own; this line shows the spread.
+	{
+		per := map[string]int{}
+		for _, o := range okOps {
+			per[o.Broker]++
+		}
+		var parts []string
+		for _, g := range sortedKeys(per) {
+			parts = append(parts, fmt.Sprintf("%s %d", g, per[g]))
+		}
+		v.Checks = append(v.Checks, Check{Name: "acknowledged per group", Value: strings.Join(parts, ", "), OK: true})
 	}
 
 	v.Availability = availability(h, okOps)
@@ -286,15 +310,27 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 	return v
 }
 
-func availability(h History, okOps []Op) []Availability {
-	times := make([]float64, 0, len(okOps))
-	for _, o := range okOps {
-		times = append(times, o.CompleteMs)
+func availability(h History, allOK []Op) []Availability {
+	// Acks by group ("" = all), completion times sorted once per group.
+	byGroup := map[string][]Op{"": allOK}
+	for _, o := range allOK {
+		byGroup[o.Broker] = append(byGroup[o.Broker], o)
 	}
-	sort.Float64s(times)
+	sortedTimes := map[string][]float64{}
+	for g, ops := range byGroup {
+		t := make([]float64, 0, len(ops))
+		for _, o := range ops {
+			t = append(t, o.CompleteMs)
+		}
+		sort.Float64s(t)
+		sortedTimes[g] = t
+	}
 	var out []Availability
 	for k, w := range h.Faults {
 		a := Availability{Window: w, TimeToOKMs: -1}
+		// With two groups only the group hit counts: the other one keeps
+		// acknowledging through the fault.
+		okOps, times := byGroup[w.Group], sortedTimes[w.Group]
 		// A gap belongs to this window when it starts between injection
 		// (less a second: the last ack before the fault) and a second
 		// after the heal, and before the next fault.
@@ -337,11 +373,23 @@ func sortedSlots(m map[slot]map[string][]string) []slot {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].broker != keys[j].broker {
+			return keys[i].broker < keys[j].broker
+		}
 		if keys[i].queue != keys[j].queue {
 			return keys[i].queue < keys[j].queue
 		}
 		return keys[i].offset < keys[j].offset
 	})
+	return keys
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	return keys
 }
 

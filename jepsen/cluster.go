@@ -20,11 +20,20 @@ import (
 	"github.com/raftmq/raftmq/remoting"
 )
 
-// ClusterName and GroupName are the names the suite's brokers register.
+// ClusterName and GroupName are the names the suite's brokers register;
+// with two groups the second is GroupName + "2" (see GroupNameOf).
 const (
 	ClusterName = "JepsenCluster"
 	GroupName   = "broker-j"
 )
+
+// GroupNameOf is the brokerName (and dLegerGroup) of group g.
+func GroupNameOf(g int) string {
+	if g == 0 {
+		return GroupName
+	}
+	return fmt.Sprintf("%s%d", GroupName, g+1)
+}
 
 // NodeState is what the suite did to a node process last.
 type NodeState int
@@ -39,7 +48,8 @@ const (
 // Node is one broker process of the group.
 type Node struct {
 	Index      int
-	ID         string // Raft id (dLegerSelfId)
+	ID         string // Raft id (dLegerSelfId), unique over the cluster
+	Group      int    // index of the node's broker group
 	Host       string // address the node listens on (127.0.0.1 or its namespace's)
 	ListenPort int    // remoting port; gossip uses +2
 	RaftPort   int    // real Raft port the node binds
@@ -85,6 +95,8 @@ type ClusterConfig struct {
 	ElectionMillis int
 	// Queues is defaultTopicQueueNums.
 	Queues int
+	// Groups is the number of 3-node broker groups (1 or 2; 0 means 1).
+	Groups int
 	// WrapCommand, when set, wraps a node's command line (e.g. strace for
 	// fsync fault injection); nil for the plain binary.
 	WrapCommand func(node int, argv []string) []string
@@ -136,48 +148,60 @@ func BuildBinary(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// freePortPair finds a TCP port p with p+2 free for TCP and UDP as well
-// (the broker's gossip port), by asking the kernel for ephemeral ports.
-func freePortPair() (int, error) {
-	for i := 0; i < 200; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+// Port band for proxy mode. A broker uses listenPort-2 (VIP channel),
+// listenPort, +2 (gossip, TCP and UDP) and +3 (metrics); none of these is
+// reserved while the process is down (a killed node restarts on the same
+// ports). Inside the kernel's ephemeral range any outgoing connection or
+// ":0" listener may take one meanwhile (seen: a restarted node's gossip
+// port taken, "address already in use"), so the suite allocates below it.
+const (
+	portBandLow  = 20000
+	portBandHigh = 32000
+	portBlock    = 8 // VIP, listen, -, gossip, metrics, raft, spare
+)
+
+// portsFree reports whether every port in ports is free for TCP and UDP
+// on 127.0.0.1 right now.
+func portsFree(ports ...int) bool {
+	for _, q := range ports {
+		t, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", q))
 		if err != nil {
-			return 0, err
+			return false
 		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		if p+3 > 65535 {
-			continue
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", q))
+		_ = t.Close()
+		if err != nil {
+			return false
 		}
-		ok := true
-		for _, q := range []int{p + 2} {
-			t, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", q))
-			if err != nil {
-				ok = false
-				break
-			}
-			u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", q))
-			_ = t.Close()
-			if err != nil {
-				ok = false
-				break
-			}
-			_ = u.Close()
-		}
-		if ok {
-			return p, nil
-		}
+		_ = u.Close()
 	}
-	return 0, errors.New("jepsen: no free port pair")
+	return true
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// portAllocator hands out port blocks from the band, starting at a
+// random block so concurrent runs rarely probe the same ones.
+type portAllocator struct{ next int }
+
+func newPortAllocator() *portAllocator {
+	blocks := (portBandHigh - portBandLow) / portBlock
+	return &portAllocator{next: portBandLow + portBlock*int(time.Now().UnixNano()%int64(blocks))}
+}
+
+// block returns the listen port of a free block: listenPort-2 (VIP),
+// listenPort, +2 (gossip), +3 (metrics) and +4 (Raft) were all free.
+func (a *portAllocator) block() (int, error) {
+	for tries := 0; tries < (portBandHigh-portBandLow)/portBlock; tries++ {
+		base := a.next
+		a.next += portBlock
+		if a.next+portBlock > portBandHigh {
+			a.next = portBandLow
+		}
+		listen := base + 2
+		if portsFree(base, listen, listen+2, listen+3, listen+4) {
+			return listen, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("jepsen: no free port block in 20000-32000")
 }
 
 // NewCluster allocates ports, starts the Raft proxies and writes every
@@ -191,22 +215,21 @@ func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 		return c.newNetnsCluster()
 	}
 	var err error
-	if c.nsPort, err = freePortPair(); err != nil {
+	ports := newPortAllocator()
+	if c.nsPort, err = ports.block(); err != nil {
 		return nil, err
 	}
-	for i := 0; i < 3; i++ {
-		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i), Host: "127.0.0.1"}
-		if n.ListenPort, err = freePortPair(); err != nil {
+	for i := 0; i < 3*c.groups(); i++ {
+		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i), Group: i / 3, Host: "127.0.0.1"}
+		if n.ListenPort, err = ports.block(); err != nil {
 			return nil, err
 		}
-		if n.RaftPort, err = freePort(); err != nil {
-			return nil, err
-		}
+		n.RaftPort = n.ListenPort + 4
 		c.addNode(n)
 	}
 	for i := range c.Nodes {
 		for j := range c.Nodes {
-			if i == j {
+			if i == j || c.Nodes[i].Group != c.Nodes[j].Group {
 				continue
 			}
 			l, err := newLink(i, j, fmt.Sprintf("127.0.0.1:%d", c.Nodes[j].RaftPort), log.Named("proxy"))
@@ -220,6 +243,27 @@ func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 	return c.finishNew()
 }
 
+func (c *Cluster) groups() int {
+	if c.cfg.Groups < 1 {
+		return 1
+	}
+	return c.cfg.Groups
+}
+
+// Groups is the number of broker groups.
+func (c *Cluster) Groups() int { return c.groups() }
+
+// GroupNodes lists the indexes of group g's nodes.
+func (c *Cluster) GroupNodes(g int) []int {
+	var out []int
+	for _, n := range c.Nodes {
+		if n.Group == g {
+			out = append(out, n.Index)
+		}
+	}
+	return out
+}
+
 // addNode fills node n's paths and appends it.
 func (c *Cluster) addNode(n *Node) {
 	n.DataDir = filepath.Join(c.cfg.Dir, n.ID)
@@ -231,14 +275,14 @@ func (c *Cluster) addNode(n *Node) {
 // newNetnsCluster builds the namespaces; every member gets fixed ports on
 // its own address.
 func (c *Cluster) newNetnsCluster() (*Cluster, error) {
-	net, err := newNetns(3, c.log.Named("netns"))
+	net, err := newNetns(3*c.groups(), c.log.Named("netns"))
 	if err != nil {
 		return nil, err
 	}
 	c.net = net
 	c.nsHost, c.nsPort = net.NamesrvIP(), netnsNamesrvPort
-	for i := 0; i < 3; i++ {
-		c.addNode(&Node{Index: i, ID: fmt.Sprintf("n%d", i), Host: net.NodeIP(i), ListenPort: netnsBrokerPort, RaftPort: netnsRaftPort})
+	for i := 0; i < 3*c.groups(); i++ {
+		c.addNode(&Node{Index: i, ID: fmt.Sprintf("n%d", i), Group: i / 3, Host: net.NodeIP(i), ListenPort: netnsBrokerPort, RaftPort: netnsRaftPort})
 	}
 	return c.finishNew()
 }
@@ -294,6 +338,9 @@ func (c *Cluster) writeConfs() error {
 	for _, n := range c.Nodes {
 		var peers []string
 		for _, m := range c.Nodes {
+			if m.Group != n.Group {
+				continue
+			}
 			addr := fmt.Sprintf("%s:%d", m.Host, m.RaftPort)
 			if m != n && c.net == nil {
 				addr = c.Link(n.Index, m.Index).Addr()
@@ -302,7 +349,7 @@ func (c *Cluster) writeConfs() error {
 		}
 		conf := strings.Join([]string{
 			"brokerClusterName=" + ClusterName,
-			"brokerName=" + GroupName,
+			"brokerName=" + GroupNameOf(n.Group),
 			"namesrvAddr=" + c.NamesrvAddr(),
 			"brokerIP1=" + n.Host,
 			"listenAddr=" + n.Host,
@@ -318,7 +365,7 @@ func (c *Cluster) writeConfs() error {
 			"maxHashSlotNum=50000",
 			"maxIndexNum=200000",
 			"enableDLegerCommitLog=true",
-			"dLegerGroup=" + GroupName,
+			"dLegerGroup=" + GroupNameOf(n.Group),
 			"dLegerPeers=" + strings.Join(peers, ";"),
 			"dLegerSelfId=" + n.ID,
 			fmt.Sprintf("raftHeartbeatTimeout=%d", c.cfg.ElectionMillis),
@@ -380,7 +427,22 @@ func (c *Cluster) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	return c.WaitLeader(ctx, 30*time.Second)
+	if err := c.WaitLeader(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	// A leader needs only two nodes: make sure none died at start (a
+	// port taken, a bad conf), or the run would silently lack a replica.
+	for _, n := range c.Nodes {
+		n.mu.Lock()
+		done := n.done
+		n.mu.Unlock()
+		select {
+		case <-done:
+			return fmt.Errorf("%w: %s exited at start (see %s)", ErrNotReady, n.ID, n.LogPath)
+		default:
+		}
+	}
+	return nil
 }
 
 // StartNode launches node i (again) from its conf file.
@@ -514,12 +576,15 @@ func (c *Cluster) RaftStatus(ctx context.Context, i int) (*broker.RaftStatus, er
 	return &st, nil
 }
 
-// Leader returns the index of the node that reports itself serving as
-// leader with the highest term, or -1.
-func (c *Cluster) Leader(ctx context.Context) int {
+// Leader returns the index of group 0's serving leader, or -1.
+func (c *Cluster) Leader(ctx context.Context) int { return c.LeaderOf(ctx, 0) }
+
+// LeaderOf returns the index of the node of group g that reports itself
+// serving as leader with the highest term, or -1.
+func (c *Cluster) LeaderOf(ctx context.Context, g int) int {
 	best, term := -1, uint64(0)
 	for i, n := range c.Nodes {
-		if n.State() != NodeRunning {
+		if n.State() != NodeRunning || n.Group != g {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -532,14 +597,18 @@ func (c *Cluster) Leader(ctx context.Context) int {
 	return best
 }
 
-// WaitLeader polls until some node serves as leader.
+// WaitLeader polls until every group has a node serving as leader.
 func (c *Cluster) WaitLeader(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if c.Leader(ctx) >= 0 {
+		all := true
+		for g := 0; g < c.groups() && all; g++ {
+			all = c.LeaderOf(ctx, g) >= 0
+		}
+		if all {
 			return nil
 		}
 		select {
@@ -582,37 +651,41 @@ func (c *Cluster) closeLinks() error {
 }
 
 // WaitCaughtUp polls until every node runs, answers, and has applied what
-// the leader had committed when the wait began.
+// its group's leader had committed when the wait began.
 func (c *Cluster) WaitCaughtUp(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	var target uint64
+	target := make([]uint64, c.groups())
 	for {
-		if target == 0 {
-			if l := c.Leader(ctx); l >= 0 {
-				if st, err := c.RaftStatus(ctx, l); err == nil {
-					target = st.CommitIndex
+		ok := true
+		for g := range target {
+			if target[g] == 0 {
+				if l := c.LeaderOf(ctx, g); l >= 0 {
+					if st, err := c.RaftStatus(ctx, l); err == nil {
+						target[g] = st.CommitIndex
+					}
 				}
 			}
-		}
-		if target > 0 {
-			ok := true
-			for i := range c.Nodes {
+			if target[g] == 0 {
+				ok = false
+				continue
+			}
+			for _, i := range c.GroupNodes(g) {
 				st, err := c.RaftStatus(ctx, i)
-				if err != nil || st.AppliedIndex < target {
+				if err != nil || st.AppliedIndex < target[g] {
 					ok = false
 					break
 				}
 			}
-			if ok {
-				return nil
-			}
+		}
+		if ok {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: nodes not caught up to index %d within %v", ErrNotReady, target, timeout)
+			return fmt.Errorf("%w: nodes not caught up to commit indexes %v within %v", ErrNotReady, target, timeout)
 		case <-t.C:
 		}
 	}

@@ -26,6 +26,7 @@ type Op struct {
 	InvokeMs   float64 `json:"invokeMs"`
 	CompleteMs float64 `json:"completeMs"`
 	Result     string  `json:"result"`
+	Broker     string  `json:"broker,omitempty"` // group that acknowledged (ok only)
 	Queue      int     `json:"queue"`
 	Offset     int64   `json:"offset"`
 	Err        string  `json:"err,omitempty"`
@@ -35,6 +36,7 @@ type Op struct {
 type Delivery struct {
 	Consumer  string  `json:"consumer"`
 	Value     string  `json:"value"`
+	Broker    string  `json:"broker,omitempty"`
 	Queue     int     `json:"queue"`
 	Offset    int64   `json:"offset"`
 	AtMs      float64 `json:"atMs"`
@@ -45,6 +47,7 @@ type Delivery struct {
 // Read is one message found by the final read of a queue on one node.
 type Read struct {
 	Node   string `json:"node"`
+	Broker string `json:"broker,omitempty"`
 	Queue  int    `json:"queue"`
 	Offset int64  `json:"offset"`
 	Value  string `json:"value"`
@@ -54,6 +57,7 @@ type Read struct {
 // FaultWindow is one nemesis action, from injection to heal.
 type FaultWindow struct {
 	Nemesis  string  `json:"nemesis"`
+	Group    string  `json:"group,omitempty"` // group hit (two-group runs)
 	Detail   string  `json:"detail"`
 	StartMs  float64 `json:"startMs"`
 	EndMs    float64 `json:"endMs"`
@@ -64,6 +68,7 @@ type FaultWindow struct {
 type LeaderObs struct {
 	AtMs    float64 `json:"atMs"`
 	Node    string  `json:"node"`
+	Group   string  `json:"group,omitempty"`
 	Term    uint64  `json:"term"`
 	State   string  `json:"state"`
 	Serving bool    `json:"serving"`

@@ -20,7 +20,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // RAFTMQ_SEED fixes the fault schedule; RAFTMQ_JEPSEN_SECONDS changes the
 // duration; RAFTMQ_LONG=1 runs the full profile instead;
 // RAFTMQ_JEPSEN_NETNS=1 asks for the network-namespace mode (root, ip and
-// iptables; the proxy mode runs otherwise and the table says so).
+// iptables; the proxy mode runs otherwise and the table says so);
+// RAFTMQ_JEPSEN_GROUPS=2 runs two broker groups.
 func TestShortProfile(t *testing.T) {
 	p := Profiles()["short"]
 	if os.Getenv("RAFTMQ_LONG") == "1" {
@@ -32,6 +33,9 @@ func TestShortProfile(t *testing.T) {
 			t.Fatalf("RAFTMQ_JEPSEN_SECONDS: %v", err)
 		}
 		p.Duration = time.Duration(n) * time.Second
+	}
+	if os.Getenv("RAFTMQ_JEPSEN_GROUPS") == "2" {
+		p.Groups = 2
 	}
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("RAFTMQ_SEED"); s != "" {

@@ -28,20 +28,27 @@ type Env struct {
 	Rand    *rand.Rand
 	// Dir is the run directory (for helper files).
 	Dir string
+	// Group is the broker group the current fault hits (the schedule
+	// draws it before each injection when there are two).
+	Group int
 }
 
-// target picks the leader (leader=true) or a random running node.
+// members is the current group's node indexes.
+func (e *Env) members() []int { return e.Cluster.GroupNodes(e.Group) }
+
+// target picks the current group's leader (leader=true) or a random
+// running node of it.
 func (e *Env) target(ctx context.Context, leader bool) (int, error) {
 	if leader {
-		if l := e.Cluster.Leader(ctx); l >= 0 {
+		if l := e.Cluster.LeaderOf(ctx, e.Group); l >= 0 {
 			return l, nil
 		}
 		return -1, ErrNoLeader
 	}
 	var up []int
-	for _, n := range e.Cluster.Nodes {
-		if n.State() == NodeRunning {
-			up = append(up, n.Index)
+	for _, i := range e.members() {
+		if e.Cluster.Nodes[i].State() == NodeRunning {
+			up = append(up, i)
 		}
 	}
 	if len(up) == 0 {
@@ -106,7 +113,7 @@ func (p *partitionNemesis) Name() string { return "partition-" + p.kind }
 
 func (p *partitionNemesis) Inject(ctx context.Context, env *Env) (string, error) {
 	c := env.Cluster
-	all := []int{0, 1, 2}
+	all := env.members()
 	others := func(x int) []int {
 		var o []int
 		for _, i := range all {
@@ -125,11 +132,11 @@ func (p *partitionNemesis) Inject(ctx context.Context, env *Env) (string, error)
 		return fmt.Sprintf("isolate leader %s from %v", c.Nodes[l].ID, ids(c, others(l))), c.Isolate([]int{l}, others(l))
 	case "halves":
 		// With three nodes a random split is one node against two.
-		x := env.Rand.Intn(3)
+		x := all[env.Rand.Intn(len(all))]
 		return fmt.Sprintf("halves %v | %v", ids(c, []int{x}), ids(c, others(x))), c.Isolate([]int{x}, others(x))
 	case "bridge":
 		// The middle node sees both sides; the sides do not see each other.
-		m := env.Rand.Intn(3)
+		m := all[env.Rand.Intn(len(all))]
 		o := others(m)
 		return fmt.Sprintf("bridge via %s: %s x %s", c.Nodes[m].ID, c.Nodes[o[0]].ID, c.Nodes[o[1]].ID), c.Isolate([]int{o[0]}, []int{o[1]})
 	case "oneway":
@@ -268,6 +275,9 @@ func (s Schedule) run(ctx context.Context, env *Env, rec *recorder) {
 			return
 		}
 		n := s.Nemeses[env.Rand.Intn(len(s.Nemeses))]
+		if g := env.Cluster.Groups(); g > 1 {
+			env.Group = env.Rand.Intn(g)
+		}
 		start := time.Now()
 		detail, err := n.Inject(context.Background(), env)
 		if err != nil {
@@ -280,6 +290,9 @@ func (s Schedule) run(ctx context.Context, env *Env, rec *recorder) {
 		healStart := time.Now()
 		herr := n.Heal(context.Background(), env)
 		w := FaultWindow{Nemesis: n.Name(), Detail: detail, StartMs: rec.since(start), EndMs: rec.since(healStart)}
+		if env.Cluster.Groups() > 1 {
+			w.Group = GroupNameOf(env.Group)
+		}
 		if herr != nil {
 			w.HealNote = herr.Error()
 		}

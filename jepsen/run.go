@@ -29,6 +29,8 @@ type Profile struct {
 	// DrainTimeout bounds the wait, after healing, for every acknowledged
 	// message to be consumed.
 	DrainTimeout time.Duration
+	// Groups is the number of 3-node broker groups (1 or 2).
+	Groups int
 	// TmpfsBytes sizes the tmpfs under node n0's data directory when the
 	// profile has the disk-full nemesis and the suite runs as root.
 	TmpfsBytes int64
@@ -115,7 +117,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		nems = append(nems, n)
 	}
 	ccfg := ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, SegmentBytes: p.SegmentBytes,
-		ElectionMillis: p.ElectionMillis, Queues: p.Queues, TmpfsNode: -1}
+		ElectionMillis: p.ElectionMillis, Queues: p.Queues, Groups: p.Groups, TmpfsNode: -1}
 	var notes []string
 	if o.Netns {
 		if err := NetnsSupport(); err != nil {
@@ -270,7 +272,7 @@ func monitor(ctx context.Context, c *Cluster, rec *recorder) {
 			k := key{st.Term, st.State, st.Serving}
 			if last[i] != k {
 				last[i] = k
-				rec.leader(LeaderObs{AtMs: rec.since(time.Now()), Node: n.ID, Term: st.Term, State: st.State, Serving: st.Serving})
+				rec.leader(LeaderObs{AtMs: rec.since(time.Now()), Node: n.ID, Group: GroupNameOf(n.Group), Term: st.Term, State: st.State, Serving: st.Serving})
 			}
 		}
 		select {

@@ -57,6 +57,11 @@ func newWorkload(cfg WorkloadConfig, queues int, c *Cluster, rec *recorder, log 
 // producer until it succeeds, so the topic exists (auto-created through
 // TBW102) before consumers subscribe.
 func (w *workload) startProducers(ctx context.Context) error {
+	if w.c.Groups() > 1 {
+		if err := w.createTopic(ctx); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < w.cfg.Producers; i++ {
 		idem := i%2 == 1
 		p, err := client.NewProducer(
@@ -97,6 +102,34 @@ func (w *workload) startProducers(ctx context.Context) error {
 	return nil
 }
 
+// createTopic creates Topic on every group's leader. Auto-creation would
+// put it on whichever group the first send reached only: once the topic
+// has a route the producer stops looking at TBW102's.
+func (w *workload) createTopic(ctx context.Context) error {
+	a, err := client.NewAdmin(client.NameServers(w.c.NamesrvAddr()), client.WithLogger(w.log.Named("admin")))
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	spec := client.TopicSpec{Topic: Topic, ReadQueueNums: w.queues, WriteQueueNums: w.queues}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		done, err := a.CreateTopic(cctx, spec, ClusterName, "")
+		cancel()
+		if err == nil && len(done) == w.c.Groups() {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%w: creating %s on %d groups: created on %v: %v", ErrNotReady, Topic, w.c.Groups(), done, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // send performs and records one operation.
 func (w *workload) send(ctx context.Context, p *client.Producer, value, process string, idem bool) error {
 	msg := &client.Message{Topic: Topic, Body: encodeBody(value)}
@@ -107,7 +140,7 @@ func (w *workload) send(ctx context.Context, p *client.Producer, value, process 
 	cancel()
 	o := Op{Process: process, Value: value, Idempotent: idem, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), Queue: -1, Offset: -1}
 	if err == nil {
-		o.Result, o.Queue, o.Offset = ResultOK, res.Queue.QueueID, res.QueueOffset
+		o.Result, o.Broker, o.Queue, o.Offset = ResultOK, res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset
 	} else {
 		o.Result, o.Err = ResultUnknown, err.Error()
 	}
@@ -171,11 +204,11 @@ func (w *workload) startConsumers(ctx context.Context) error {
 		if err := c.Subscribe(Topic, "*"); err != nil {
 			return err
 		}
-		err = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		err = c.RegisterConcurrentListener(func(_ context.Context, cc *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
 			now := w.rec.since(time.Now())
 			for _, m := range msgs {
 				v, ok := decodeBody(m.Body)
-				w.rec.delivery(Delivery{Consumer: name, Value: v, Queue: int(m.QueueID), Offset: m.QueueOffset, AtMs: now, Intact: ok, Reconsume: m.ReconsumeTimes})
+				w.rec.delivery(Delivery{Consumer: name, Value: v, Broker: cc.Queue.BrokerName, Queue: int(m.QueueID), Offset: m.QueueOffset, AtMs: now, Intact: ok, Reconsume: m.ReconsumeTimes})
 			}
 			return client.ConsumeSuccess
 		})
@@ -208,7 +241,7 @@ func (w *workload) finalRead(ctx context.Context, queues int) error {
 				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				res, err := client.PullMessage(rctx, rc, n.Addr(), &client.PullRequest{
 					Group:      "JepsenReader",
-					Queue:      client.MessageQueue{Topic: Topic, BrokerName: GroupName, QueueID: q},
+					Queue:      client.MessageQueue{Topic: Topic, BrokerName: GroupNameOf(n.Group), QueueID: q},
 					Offset:     off,
 					MaxMsgNums: 32,
 				})
@@ -226,7 +259,7 @@ func (w *workload) finalRead(ctx context.Context, queues int) error {
 				}
 				for _, m := range res.Messages {
 					v, ok := decodeBody(m.Body)
-					reads = append(reads, Read{Node: n.ID, Queue: q, Offset: m.QueueOffset, Value: v, Intact: ok})
+					reads = append(reads, Read{Node: n.ID, Broker: GroupNameOf(n.Group), Queue: q, Offset: m.QueueOffset, Value: v, Intact: ok})
 				}
 				if res.NextBeginOffset <= off {
 					break

@@ -35,6 +35,7 @@ func run() int {
 	nemeses := flag.String("nemeses", "", "comma-separated nemeses overriding the profile's (known: "+strings.Join(jepsen.NemesisNames(), ", ")+")")
 	verbose := flag.Bool("v", false, "log the suite's own actions")
 	netns := flag.Bool("netns", false, "run every process in its own network namespace, partitions as iptables DROP rules (root, ip, iptables; falls back to the loopback proxy mode)")
+	groups := flag.Int("groups", 1, "broker groups (1 or 2) of 3 nodes each; producers spread over all")
 	flag.Parse()
 
 	p, ok := jepsen.Profiles()[*profile]
@@ -45,6 +46,11 @@ func run() int {
 	if *duration > 0 {
 		p.Duration = *duration
 	}
+	if *groups < 1 || *groups > 2 {
+		fmt.Fprintln(os.Stderr, "raftmq-jepsen: -groups must be 1 or 2")
+		return 2
+	}
+	p.Groups = *groups
 	if *nemeses != "" {
 		p.Nemeses = strings.Split(*nemeses, ",")
 	}
