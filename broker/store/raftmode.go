@@ -122,3 +122,14 @@ func (s *MessageStore) CheckDiskWritable() error {
 	}
 	return nil
 }
+
+// DiskFull reports whether the disk guard currently refuses writes (use
+// above the full ratio, or a recent ENOSPC). A Raft leader that sees it
+// hands leadership to a follower with room.
+func (s *MessageStore) DiskFull() bool { return s.clean.DiskFull() }
+
+// NoteWriteError sets the disk guard at once when err, the raw error of a
+// file operation made for this store's group (Raft log append, checkpoint,
+// snapshot), is ENOSPC or EDQUOT, instead of waiting for the next usage
+// check; it reports whether it did. See CleanService.NoteWriteError.
+func (s *MessageStore) NoteWriteError(err error) bool { return s.clean.NoteWriteError(err) }

@@ -32,10 +32,21 @@ type RetentionConfig struct {
 	CleanForciblyRatio int
 	// DiskFullRatio (percent, 90): above it writes are refused with
 	// ErrDiskFull; reads go on. Writes resume once use is back at or below
-	// CleanForciblyRatio (the gap keeps the flag from flapping).
+	// CleanForciblyRatio (the gap keeps the flag from flapping). A write
+	// that fails with ENOSPC sets the guard at once (NoteWriteError), and
+	// it then holds for at least RecheckInterval even if use looks low
+	// (quota, reserved blocks), so a disk that keeps failing is not retried
+	// more often than that.
 	DiskFullRatio int
 	// CheckInterval is the period of the background check (10 s).
 	CheckInterval time.Duration
+	// RecheckInterval (500 ms) is how often disk use is re-read while
+	// writes are refused, by the background loop and at most that often by
+	// a refused write, so writes resume within about this long of space
+	// coming back instead of at the next CheckInterval (chaos finding F2).
+	// Only the cheap usage read runs this often; deletion keeps the
+	// CheckInterval cadence.
+	RecheckInterval time.Duration
 	// MaxDeletePerRun bounds the segments deleted in one check, so a big
 	// backlog is removed gradually instead of in one long stall (RocketMQ
 	// deletes at most 10 per run).
@@ -54,6 +65,7 @@ func DefaultRetentionConfig() RetentionConfig {
 		CleanForciblyRatio:    85,
 		DiskFullRatio:         90,
 		CheckInterval:         10 * time.Second,
+		RecheckInterval:       500 * time.Millisecond,
 		MaxDeletePerRun:       10,
 	}
 }
@@ -76,6 +88,10 @@ func (c RetentionConfig) Validate() error {
 	}
 	if c.CheckInterval <= 0 {
 		return fmt.Errorf("%w: retention check interval must be positive, got %v", ErrInvalidConfig, c.CheckInterval)
+	}
+	if c.RecheckInterval <= 0 {
+		// Above CheckInterval it is harmless: the full check comes first.
+		return fmt.Errorf("%w: disk-full recheck interval must be positive, got %v", ErrInvalidConfig, c.RecheckInterval)
 	}
 	if c.MaxDeletePerRun <= 0 {
 		return fmt.Errorf("%w: retention max deletions per run must be positive, got %d", ErrInvalidConfig, c.MaxDeletePerRun)
@@ -143,6 +159,15 @@ type CleanService struct {
 	diskFull  atomic.Bool
 	usedRatio atomic.Uint64 // math.Float64bits of the last ratio seen
 	manual    atomic.Int32  // pending manual deletion requests
+	// holdUntil (cfg.Now Unix nanoseconds): after an ENOSPC the guard is
+	// not lifted before this, whatever the usage read says.
+	holdUntil atomic.Int64
+	// lastRecheck (cfg.Now Unix nanoseconds) rate-limits the usage re-reads
+	// that refused writes trigger.
+	lastRecheck atomic.Int64
+	// wake tells the loop the guard was set between checks, so it switches
+	// to RecheckInterval at once.
+	wake chan struct{}
 
 	mu         sync.Mutex // serializes RunOnce (background loop vs callers)
 	lastPhyMin int64      // CommitLog minimum the cleaners last ran for; guarded by mu
@@ -170,14 +195,21 @@ func NewCleanService(cfg RetentionConfig, fsys FS, diskPath string, commitLog Ex
 	}
 	return &CleanService{
 		cfg: cfg, hours: hours, fsys: fsys, diskPath: diskPath, commitLog: commitLog,
-		cleaners: []PhyOffsetCleaner{cq, idx}, log: log, lastPhyMin: -1,
+		cleaners: []PhyOffsetCleaner{cq, idx}, log: log, lastPhyMin: -1, wake: make(chan struct{}, 1),
 	}, nil
 }
 
 // CheckWritable returns nil while writes are allowed and an error wrapping
-// ErrDiskFull while disk use is above the full ratio. The put path calls it
-// before every append; it is one atomic load.
+// ErrDiskFull while disk use is above the full ratio or a write just failed
+// with ENOSPC. The put path calls it before every append; while writes are
+// allowed it is one atomic load. A refused write re-reads disk use, at most
+// once per RecheckInterval, so the first write after space came back can
+// already pass.
 func (s *CleanService) CheckWritable() error {
+	if !s.diskFull.Load() {
+		return nil
+	}
+	s.maybeRecheck()
 	if !s.diskFull.Load() {
 		return nil
 	}
@@ -187,6 +219,56 @@ func (s *CleanService) CheckWritable() error {
 
 // DiskFull reports whether writes are currently refused.
 func (s *CleanService) DiskFull() bool { return s.diskFull.Load() }
+
+// NoteWriteError sets the write guard at once when err (the raw error of a
+// file operation: a write, fallocate, sync, checkpoint or snapshot) says the
+// disk has no room (ENOSPC, EDQUOT), rather than waiting for the next usage
+// check to notice. It reports whether err was such an error. The guard then
+// holds for at least RecheckInterval and lifts once use is at or below
+// CleanForciblyRatio. Safe for concurrent use; cheap for other errors.
+func (s *CleanService) NoteWriteError(err error) bool {
+	if err == nil || !isNoSpace(err) {
+		return false
+	}
+	s.holdUntil.Store(s.cfg.Now().Add(s.cfg.RecheckInterval).UnixNano())
+	if !s.diskFull.Swap(true) {
+		s.log.Error("write failed for lack of disk space: refusing writes until space is freed",
+			zap.String("path", s.diskPath), zap.Error(err), zap.Duration("recheckEvery", s.cfg.RecheckInterval))
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// maybeRecheck re-reads disk use for a refused write, at most once per
+// RecheckInterval and never waiting for a running check (the put path must
+// not stall behind a deletion).
+func (s *CleanService) maybeRecheck() {
+	now := s.cfg.Now().UnixNano()
+	last := s.lastRecheck.Load()
+	if now-last < int64(s.cfg.RecheckInterval) || !s.lastRecheck.CompareAndSwap(last, now) {
+		return
+	}
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	if _, _, _, err := s.checkDiskLocked(); err != nil {
+		s.log.Debug("disk usage recheck failed", zap.Error(err))
+	}
+}
+
+// recheck re-reads disk use for the background loop while the guard is set.
+func (s *CleanService) recheck() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastRecheck.Store(s.cfg.Now().UnixNano())
+	if _, _, _, err := s.checkDiskLocked(); err != nil {
+		s.log.Warn("disk usage recheck failed", zap.Error(err))
+	}
+}
 
 // UsedRatio is the disk use (0..1) seen by the last check.
 func (s *CleanService) UsedRatio() float64 { return math.Float64frombits(s.usedRatio.Load()) }
@@ -216,6 +298,10 @@ func (s *CleanService) checkDiskLocked() (ratio float64, spaceFull, forced bool,
 		forced = true
 	case pct > float64(s.cfg.CleanForciblyRatio):
 		forced = true
+	case s.cfg.Now().UnixNano() < s.holdUntil.Load():
+		// A write failed with ENOSPC moments ago; usage may look fine
+		// (quota, reserved blocks, a racing writer): keep refusing until
+		// the hold ends, then trust the usage read.
 	default:
 		if s.diskFull.Swap(false) {
 			s.log.Info("disk space recovered: accepting writes again",
@@ -313,19 +399,42 @@ func (s *CleanService) Start() {
 	})
 }
 
-// Run checks once, then every CheckInterval, until ctx is done.
+// Run checks once, then every CheckInterval, until ctx is done. While
+// writes are refused it also re-reads disk use every RecheckInterval, so
+// the guard lifts soon after space comes back. The schedule uses the real
+// clock (cfg.Now only decides ages, hours and the ENOSPC hold).
 func (s *CleanService) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.CheckInterval)
+	lastFull := time.Now()
+	lastProbe := lastFull // last usage read by this loop
+	if _, err := s.RunOnce(); err != nil {
+		s.log.Warn("retention check failed", zap.Error(err))
+	}
+	t := time.NewTimer(s.cfg.CheckInterval)
 	defer t.Stop()
 	for {
-		if _, err := s.RunOnce(); err != nil {
-			s.log.Warn("retention check failed", zap.Error(err))
+		wait := s.cfg.CheckInterval - time.Since(lastFull)
+		if s.diskFull.Load() {
+			// Relative to the last read, not to now: a stream of ENOSPC
+			// wake-ups must not keep pushing the recheck out.
+			wait = min(wait, s.cfg.RecheckInterval-time.Since(lastProbe))
 		}
+		t.Reset(max(wait, 0)) // Go >= 1.23 timers: Reset needs no drain
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.wake:
+			continue // the guard was just set: recompute the wait
 		case <-t.C:
 		}
+		if time.Since(lastFull) >= s.cfg.CheckInterval {
+			lastFull = time.Now()
+			if _, err := s.RunOnce(); err != nil {
+				s.log.Warn("retention check failed", zap.Error(err))
+			}
+		} else if s.diskFull.Load() {
+			s.recheck()
+		}
+		lastProbe = time.Now()
 	}
 }
 

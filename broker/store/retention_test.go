@@ -2,13 +2,16 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // fakeSegments is an ExpiringFiles of equal segments with modification times,
@@ -319,5 +322,118 @@ func TestRetentionEndToEnd(t *testing.T) {
 	fsys.SetDiskUsage(40, 100)
 	if _, err := s.RunOnce(); err != nil || s.CheckWritable() != nil {
 		t.Fatalf("writes did not resume at 40%%: %v", s.CheckWritable())
+	}
+}
+
+// enospc is what a file operation returns on a full disk.
+var enospc = &os.PathError{Op: "write", Path: "/store/commitlog/00000000000000000000", Err: unix.ENOSPC}
+
+func TestRetentionRecheckIntervalValidate(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		c := DefaultRetentionConfig()
+		c.RecheckInterval = d
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("RecheckInterval %v: %v, want ErrInvalidConfig", d, err)
+		}
+	}
+}
+
+// A write failing with ENOSPC refuses writes at once, although the last
+// usage read was low; the guard holds for RecheckInterval, then the next
+// refused write re-reads usage and lets writes through (F2).
+func TestRetentionENOSPCSetsGuardAtOnce(t *testing.T) {
+	fs := NewFaultFS(1)
+	fs.SetDiskUsage(50, 100)
+	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+	s := newTestCleaner(t, fs, &fakeSegments{mods: []time.Time{clock.t}}, clock, nil, nil)
+	if _, err := s.RunOnce(); err != nil || s.DiskFull() {
+		t.Fatalf("50%%: full=%v err=%v", s.DiskFull(), err)
+	}
+	if s.NoteWriteError(&os.PathError{Op: "write", Path: "x", Err: unix.EIO}) || s.NoteWriteError(nil) || s.DiskFull() {
+		t.Fatal("EIO or nil must not set the disk guard")
+	}
+	if !s.NoteWriteError(fmt.Errorf("checkpoint: %w", enospc)) || !s.DiskFull() {
+		t.Fatal("a wrapped ENOSPC must set the disk guard at once")
+	}
+	if err := s.CheckWritable(); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("CheckWritable right after ENOSPC: %v, want ErrDiskFull", err)
+	}
+	// Neither a refused write nor a full check lifts it during the hold.
+	clock.t = clock.t.Add(499 * time.Millisecond)
+	if _, err := s.RunOnce(); err != nil || s.CheckWritable() == nil {
+		t.Fatalf("guard lifted %v after ENOSPC, before RecheckInterval (err %v)", 499*time.Millisecond, err)
+	}
+	clock.t = clock.t.Add(time.Millisecond)
+	if err := s.CheckWritable(); err != nil {
+		t.Fatalf("usage 50%% one RecheckInterval after ENOSPC: %v, want writes resumed", err)
+	}
+	if s.DiskFull() {
+		t.Fatal("guard still set after the write passed")
+	}
+}
+
+// While the guard is set, refused writes re-read usage at most once per
+// RecheckInterval, and the 90/85 hysteresis still applies to those reads.
+func TestRetentionRefusedWriteRechecks(t *testing.T) {
+	fs := NewFaultFS(1)
+	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+	s := newTestCleaner(t, fs, &fakeSegments{mods: []time.Time{clock.t}}, clock, nil, nil)
+	fs.SetDiskUsage(95, 100)
+	if _, err := s.RunOnce(); err != nil || !s.DiskFull() {
+		t.Fatalf("95%%: full=%v err=%v", s.DiskFull(), err)
+	}
+	if s.CheckWritable() == nil { // re-reads (first time), still 95 %
+		t.Fatal("95%: write allowed")
+	}
+	fs.SetDiskUsage(50, 100)
+	clock.t = clock.t.Add(100 * time.Millisecond)
+	if s.CheckWritable() == nil {
+		t.Fatal("usage re-read within RecheckInterval of the last one (want rate-limited)")
+	}
+	fs.SetDiskUsage(88, 100)
+	clock.t = clock.t.Add(400 * time.Millisecond)
+	if s.CheckWritable() == nil {
+		t.Fatal("88%: writes must stay refused until <= 85%")
+	}
+	if got := s.UsedRatio(); math.Abs(got-0.88) > 1e-9 {
+		t.Fatalf("refused write did not re-read usage: ratio %v, want 0.88", got)
+	}
+	fs.SetDiskUsage(85, 100)
+	clock.t = clock.t.Add(500 * time.Millisecond)
+	if err := s.CheckWritable(); err != nil {
+		t.Fatalf("85%%: %v, want writes resumed", err)
+	}
+}
+
+// The background loop re-reads usage every RecheckInterval while the guard
+// is set: with a one-hour CheckInterval and no writes at all, the guard
+// set by an ENOSPC lifts shortly after usage drops.
+func TestRetentionLoopRechecksWhileFull(t *testing.T) {
+	fs := NewFaultFS(1)
+	fs.SetDiskUsage(99, 100)
+	cfg := DefaultRetentionConfig()
+	cfg.CheckInterval = time.Hour
+	cfg.RecheckInterval = 20 * time.Millisecond
+	s, err := NewCleanService(cfg, fs, "/store/commitlog", &fakeSegments{}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer s.Close()
+	testutil.WaitFor(t, 5*time.Second, "first check sets the guard at 99%", s.DiskFull)
+	fs.SetDiskUsage(50, 100)
+	start := time.Now()
+	testutil.WaitFor(t, 2*time.Second, "guard lifted by the short recheck", func() bool { return !s.DiskFull() })
+	t.Logf("guard lifted %v after usage dropped (RecheckInterval %v)", time.Since(start), cfg.RecheckInterval)
+
+	// An ENOSPC between checks: set at once, lifted by the loop after the hold.
+	start = time.Now()
+	s.NoteWriteError(enospc)
+	if !s.DiskFull() {
+		t.Fatal("ENOSPC did not set the guard at once")
+	}
+	testutil.WaitFor(t, 2*time.Second, "guard lifted after the ENOSPC hold", func() bool { return !s.DiskFull() })
+	if d := time.Since(start); d < cfg.RecheckInterval {
+		t.Fatalf("guard lifted after %v, before the %v hold", d, cfg.RecheckInterval)
 	}
 }
