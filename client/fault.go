@@ -39,7 +39,21 @@ type latencyFault struct {
 type faultItem struct {
 	latency        time.Duration
 	availableAfter time.Time
+	// unresponsiveUntil is set by a request that timed out (see stalled);
+	// it is honoured whether or not latency fault tolerance is enabled.
+	unresponsiveUntil time.Time
 }
+
+// stallAvoidance is how long a brokerName whose request timed out is left
+// out of the send rotation (all groups but one being avoided, the rotation
+// goes on as before). A stalled leader — SIGSTOP, a long GC or I/O pause —
+// keeps its connection open and answers nothing, so each send that picks
+// it costs a whole AttemptTimeout; without this mark closed-loop senders
+// keep landing on it about every other send and starve the healthy groups
+// (chaos finding F4). A new leader in the route lifts the mark at once
+// (remove); otherwise it is a few election timeouts, after which one send
+// probes the group again.
+const stallAvoidance = 3 * time.Second
 
 func newLatencyFault(now func() time.Time, latencyMax, notAvailable []time.Duration) *latencyFault {
 	return &latencyFault{now: now, latencyMax: latencyMax, notAvailable: notAvailable, items: map[string]*faultItem{}}
@@ -101,6 +115,31 @@ func (f *latencyFault) available(brokerName string) bool {
 	defer f.mu.Unlock()
 	it := f.items[brokerName]
 	return it == nil || !f.now().Before(it.availableAfter)
+}
+
+// stalled records that a request to brokerName got no answer within its
+// deadline: the group is avoided for stallAvoidance.
+func (f *latencyFault) stalled(brokerName string) {
+	until := f.now().Add(stallAvoidance)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	it := f.items[brokerName]
+	if it == nil {
+		it = &faultItem{}
+		f.items[brokerName] = it
+	}
+	if until.After(it.unresponsiveUntil) {
+		it.unresponsiveUntil = until
+	}
+}
+
+// responsive reports whether brokerName has not timed out recently (see
+// stalled).
+func (f *latencyFault) responsive(brokerName string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	it := f.items[brokerName]
+	return it == nil || !f.now().Before(it.unresponsiveUntil)
 }
 
 // remove forgets brokerName's record, e.g. when a new leader took over the

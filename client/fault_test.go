@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -130,4 +131,68 @@ func TestProducerSkipsIsolatedBroker(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStalledGroupDoesNotStarveHealthyGroup reproduces chaos finding F4:
+// with two broker groups, one whose leader stops answering (SIGSTOP keeps
+// its connection open, so every attempt there ends by AttemptTimeout),
+// closed-loop senders must move to the healthy group instead of paying an
+// attempt timeout on every other send. Latency fault tolerance is off (the
+// default).
+func TestStalledGroupDoesNotStarveHealthyGroup(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	b := startFakeBroker(t, "broker-b", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 4})
+	b.register(t, ns, 0, 1, map[string]int{"T": 4})
+	p := newTestProducer(t, ns, AttemptTimeout(500*time.Millisecond), SendTimeout(5*time.Second))
+	// broker-a takes requests and never answers.
+	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
+
+	const workers, want = 8, 400
+	ctx, cancel := context.WithCancel(context.Background())
+	var acked, onA atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && acked.Load() < want {
+				res, err := p.SendSync(ctx, NewMessage("T", []byte("x")))
+				if err != nil {
+					continue
+				}
+				acked.Add(1)
+				if res.Queue.BrokerName == "broker-a" {
+					onA.Add(1)
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	start := time.Now()
+	// Without avoidance every worker pays 500 ms on broker-a about every
+	// second send: ~16 acks/s, so 400 would take ~25 s.
+	testutil.WaitFor(t, 10*time.Second, "400 sends acknowledged while broker-a is stalled", func() bool { return acked.Load() >= want })
+	took := time.Since(start)
+	cancel()
+	wg.Wait()
+	if onA.Load() != 0 {
+		t.Fatalf("%d sends acknowledged by the stalled broker-a", onA.Load())
+	}
+	toA := 0
+	for _, r := range log.all() {
+		if r.brokerN == "broker-a" && r.code != remoting.RequestHeartBeat {
+			toA++
+		}
+	}
+	// Each worker may hit broker-a before the first timeout marks it.
+	if toA > 2*workers {
+		t.Fatalf("%d requests reached the stalled broker-a; want at most %d", toA, 2*workers)
+	}
+	t.Logf("%d acks in %v, %d requests to the stalled group", acked.Load(), took, toA)
 }

@@ -265,11 +265,17 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 		return r.selector.Select(msg, append([]MessageQueue(nil), info.Queues...))
 	}
 	notLast := func(mq MessageQueue) bool { return lastBroker == "" || mq.BrokerName != lastBroker }
+	// Groups that just timed out are skipped even with fault tolerance off
+	// (latencyFault.stalled, chaos finding F4).
+	responsive := func(mq MessageQueue) bool { return p.fault.responsive(mq.BrokerName) }
 	if p.cfg.faultEnable {
 		available := func(mq MessageQueue) bool { return p.fault.available(mq.BrokerName) }
-		if mq, ok := info.selectQueue(available, notLast); ok {
+		if mq, ok := info.selectQueue(available, responsive, notLast); ok {
 			return mq, true
 		}
+	}
+	if mq, ok := info.selectQueue(responsive, notLast); ok {
+		return mq, true
 	}
 	if mq, ok := info.selectQueue(notLast); ok {
 		return mq, true
@@ -314,6 +320,9 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 		latency := p.cfg.common.now().Sub(start)
 		if err != nil {
 			p.fault.update(mq.BrokerName, latency, true)
+			if errors.Is(err, remoting.ErrTimeout) {
+				p.fault.stalled(mq.BrokerName)
+			}
 			fail(addr, err)
 			if !errIsConnFailure(err) || ctx.Err() != nil {
 				return nil, err
