@@ -57,6 +57,11 @@ type Group struct {
 	segQ *store.MappedFileQueue
 	// ready is set once Raft runs; the retention hook does nothing before.
 	ready atomic.Bool
+	// diskFS is the store's FS, reporting ENOSPC to the disk guard
+	// (group_diskfull.go).
+	diskFS *noSpaceFS
+	// stepDownDone closes when the disk-full step-down loop has returned.
+	stepDownDone chan struct{}
 
 	quit      chan struct{}
 	closeOnce sync.Once
@@ -69,6 +74,8 @@ var _ Replica = (*Group)(nil)
 type groupOptions struct {
 	// stream wraps the Raft TCP stream layer (partition tests).
 	stream func(raft.StreamLayer) raft.StreamLayer
+	// diskStepDown, if non-nil, replaces defaultDiskStepDown().
+	diskStepDown *diskStepDownConfig
 }
 
 // NewGroup opens the store and the Raft log under cfg.Store.StorePathRootDir,
@@ -99,6 +106,13 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 	if scfg.Log == nil {
 		scfg.Log = log
 	}
+	if scfg.FS == nil {
+		scfg.FS = store.OSFS()
+	}
+	// Store, Raft log and checkpoint writes all go through this FS, so an
+	// ENOSPC anywhere sets the disk guard at once.
+	g.diskFS = &noSpaceFS{FS: scfg.FS}
+	scfg.FS = g.diskFS
 	scfg.Raft = &store.RaftHooks{
 		OpenLog: func(q *store.MappedFileQueue) error {
 			var err error
@@ -114,12 +128,15 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 	if g.ms, err = store.Open(scfg); err != nil {
 		return nil, err
 	}
+	g.diskFS.ms.Store(g.ms)
 	if g.stable, err = raftlog.OpenStableStore(filepath.Join(raftDir, "stable.db")); err != nil {
 		return nil, err
 	}
 	if g.snaps, err = raftlog.OpenSnapshotStore(filepath.Join(raftDir, "snapshots"), cfg.Raft.SnapshotRetain, log); err != nil {
 		return nil, err
 	}
+	// Inside the index wrapper, so raftlog.SinkIndex still sees its sink.
+	g.snaps.SnapshotStore = noSpaceSnapshots{SnapshotStore: g.snaps.SnapshotStore, note: g.diskFS.note}
 	hlog := raftlog.HCLogger(log, "raft")
 	rc, err := cfg.Raft.RaftConfig(hlog)
 	if err != nil {
@@ -162,6 +179,12 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 	g.roles = ha.NewRoles(ha.RolesConfig{Raft: g.raft, BarrierTimeout: cfg.ApplyTimeout, BeforeLeader: g.announce, Log: log})
 	g.preferred = ha.NewPreferredLeader(g.raft, g.roles, cfg.Raft.DLegerSelfID, cfg.Raft.PreferredLeaderID,
 		cfg.PreferredLeaderCheckInterval, log)
+	sd := defaultDiskStepDown()
+	if opts.diskStepDown != nil {
+		sd = *opts.diskStepDown
+	}
+	g.stepDownDone = make(chan struct{})
+	go g.runDiskStepDown(sd)
 	log.Info("raft group member started", zap.String("group", cfg.Raft.DLegerGroup), zap.String("raftAddr", addr),
 		zap.String("remotingAddr", remotingAddr), zap.Bool("bootstrapped", !has))
 	return g, nil
@@ -347,6 +370,9 @@ func (g *Group) Close() error {
 
 func (g *Group) closeParts() error {
 	var errs []error
+	if g.stepDownDone != nil {
+		<-g.stepDownDone // quit is closed: at most one transfer to wait for
+	}
 	if g.preferred != nil {
 		g.preferred.Close()
 	}

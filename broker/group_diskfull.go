@@ -1,0 +1,190 @@
+package broker
+
+import (
+	"io"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/ha"
+)
+
+// Disk-full handling of a Raft member (chaos finding F2):
+//
+//   - every file operation of the member's store and Raft log (one FS seam),
+//     and every Raft snapshot write, reports ENOSPC/EDQUOT to the store's disk
+//     guard at once (store.MessageStore.NoteWriteError), rather than leaving
+//     it to the next usage check;
+//   - a leader whose guard is set hands leadership to the most caught-up
+//     follower, so a group whose followers have room keeps taking writes.
+//     hashicorp/raft's transfer first replicates the target up to the
+//     leader's last index and gives up if it cannot within an election
+//     timeout, so "a follower is up to date" is its check, not ours.
+//     Transfers are rate-limited: a node cannot know whether its followers'
+//     disks are full too, and without a gap two full nodes would pass
+//     leadership back and forth.
+
+// diskStepDownConfig tunes the disk-full step-down. Defaults in
+// defaultDiskStepDown; tests shorten them through groupOptions.
+type diskStepDownConfig struct {
+	// interval is how often the leader looks at its disk guard.
+	interval time.Duration
+	// gap is the minimum time between two transfers started by this node.
+	gap time.Duration
+	// retry is the wait after a transfer that failed (no follower caught
+	// up in time, a transfer already running).
+	retry time.Duration
+}
+
+func defaultDiskStepDown() diskStepDownConfig {
+	return diskStepDownConfig{interval: 250 * time.Millisecond, gap: 30 * time.Second, retry: 5 * time.Second}
+}
+
+// runDiskStepDown is the step-down loop; it runs until g.quit closes.
+func (g *Group) runDiskStepDown(cfg diskStepDownConfig) {
+	defer close(g.stepDownDone)
+	t := time.NewTicker(cfg.interval)
+	defer t.Stop()
+	var next time.Time // no transfer before this
+	for {
+		select {
+		case <-g.quit:
+			return
+		case <-t.C:
+		}
+		if !g.roles.IsLeader() || !g.ms.DiskFull() || time.Now().Before(next) || !g.hasOtherVoter() {
+			continue
+		}
+		from := g.raft.CurrentTerm()
+		g.log.Warn("disk full on the leader: transferring leadership to the most caught-up follower",
+			zap.String("group", g.cfg.Raft.DLegerGroup), zap.Uint64("term", from))
+		if err := ha.TransferLeadership(g.raft, ""); err != nil {
+			next = time.Now().Add(cfg.retry)
+			g.log.Warn("leadership transfer away from the disk-full leader failed; will retry",
+				zap.Error(err), zap.Duration("in", cfg.retry))
+			continue
+		}
+		next = time.Now().Add(cfg.gap)
+		g.log.Warn("leadership transferred away from the disk-full leader",
+			zap.String("newLeader", g.LeaderID()), zap.Uint64("term", g.raft.CurrentTerm()),
+			zap.Duration("noTransferFor", cfg.gap))
+	}
+}
+
+// hasOtherVoter reports whether the configuration has a voter besides this
+// node (a single-node group has nobody to hand over to).
+func (g *Group) hasOtherVoter() bool {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter && string(s.ID) != g.cfg.Raft.DLegerSelfID {
+			return true
+		}
+	}
+	return false
+}
+
+// noSpaceFS is the member's store FS: it passes everything through and
+// reports errors of mutating operations to the store's disk guard, which
+// only acts on ENOSPC/EDQUOT. ms is set once the store is open; errors
+// before that (recovery) are left to the usage check.
+type noSpaceFS struct {
+	store.FS
+	ms atomic.Pointer[store.MessageStore]
+}
+
+func (f *noSpaceFS) note(err error) error {
+	if err != nil {
+		if ms := f.ms.Load(); ms != nil {
+			ms.NoteWriteError(err)
+		}
+	}
+	return err
+}
+
+// OpenFile implements store.FS.
+func (f *noSpaceFS) OpenFile(name string, flag int, perm os.FileMode) (store.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, f.note(err)
+	}
+	return &noSpaceFile{File: file, fs: f}, nil
+}
+
+// Rename implements store.FS (checkpoint and meta files are renamed into place).
+func (f *noSpaceFS) Rename(oldname, newname string) error {
+	return f.note(f.FS.Rename(oldname, newname))
+}
+
+// MkdirAll implements store.FS.
+func (f *noSpaceFS) MkdirAll(path string, perm os.FileMode) error {
+	return f.note(f.FS.MkdirAll(path, perm))
+}
+
+// SyncDir implements store.FS.
+func (f *noSpaceFS) SyncDir(path string) error { return f.note(f.FS.SyncDir(path)) }
+
+// noSpaceFile reports its write errors to the disk guard.
+type noSpaceFile struct {
+	store.File
+	fs *noSpaceFS
+}
+
+// WriteAt implements store.File.
+func (f *noSpaceFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	return n, f.fs.note(err)
+}
+
+// Fallocate implements store.File (a new segment on a full disk fails here).
+func (f *noSpaceFile) Fallocate(size int64) error { return f.fs.note(f.File.Fallocate(size)) }
+
+// Truncate implements store.File.
+func (f *noSpaceFile) Truncate(size int64) error { return f.fs.note(f.File.Truncate(size)) }
+
+// Sync implements store.File.
+func (f *noSpaceFile) Sync() error { return f.fs.note(f.File.Sync()) }
+
+// Msync implements store.File.
+func (f *noSpaceFile) Msync(b []byte) error { return f.fs.note(f.File.Msync(b)) }
+
+// noSpaceSnapshots wraps the Raft snapshot store (hashicorp/raft's file
+// store, outside the FS seam) so a snapshot that fails for lack of space
+// sets the disk guard too.
+type noSpaceSnapshots struct {
+	raft.SnapshotStore
+	note func(error) error
+}
+
+// Create implements raft.SnapshotStore.
+func (s noSpaceSnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.SnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, s.note(err)
+	}
+	return &noSpaceSink{SnapshotSink: sink, note: s.note}, nil
+}
+
+// noSpaceSink reports its write errors to the disk guard.
+type noSpaceSink struct {
+	raft.SnapshotSink
+	note func(error) error
+}
+
+var _ io.Writer = (*noSpaceSink)(nil)
+
+// Write implements raft.SnapshotSink.
+func (s *noSpaceSink) Write(p []byte) (int, error) {
+	n, err := s.SnapshotSink.Write(p)
+	return n, s.note(err)
+}
+
+// Close implements raft.SnapshotSink (the buffered tail and the fsync).
+func (s *noSpaceSink) Close() error { return s.note(s.SnapshotSink.Close()) }

@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// usageFS is the real file system with a switchable disk-usage report, so
+// one member's disk can look full while its files keep working.
+type usageFS struct {
+	store.FS
+	full atomic.Bool
+}
+
+// DiskUsage implements store.FS: 99 % while full, else 10 %.
+func (f *usageFS) DiskUsage(string) (used, total uint64, err error) {
+	if f.full.Load() {
+		return 99, 100, nil
+	}
+	return 10, 100, nil
+}
+
+// startWithUsage starts member i like testCluster.start, over a usageFS and
+// with a fast disk-full step-down.
+func startWithUsage(c *testCluster, i int, ufs *usageFS, sd diskStepDownConfig) {
+	n := c.nodes[i]
+	cfg := n.cfg
+	n.fs = &killableFS{FS: ufs}
+	cfg.Store.FS = n.fs
+	g, err := newGroup(cfg, n.remoting, nil, groupOptions{diskStepDown: &sd, stream: func(s raft.StreamLayer) raft.StreamLayer {
+		n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
+		return n.stream
+	}})
+	if err != nil {
+		c.t.Fatalf("start %s: %v", n.id, err)
+	}
+	n.grp.Store(g)
+}
+
+// F2: the leader's disk fills up → it refuses writes and hands leadership to
+// a follower with room; writes go on there. When space comes back the old
+// leader's guard lifts within the short recheck.
+func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{tune: func(cfg *GroupConfig) {
+		cfg.Store.CleanResourceInterval = 100 * time.Millisecond // notice the usage quickly
+	}})
+	// Restart every member over a usageFS (the harness starts them over the
+	// plain OS file system).
+	fss := make([]*usageFS, len(c.nodes))
+	sd := diskStepDownConfig{interval: 50 * time.Millisecond, gap: 30 * time.Second, retry: time.Second}
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	for i := range c.nodes {
+		fss[i] = &usageFS{FS: store.OSFS()}
+		startWithUsage(c, i, fss[i], sd)
+	}
+	c.createTopic("T", 2)
+	var acks []ack
+	send := func(k int) {
+		m := testMessage("T", int32(k%2), fmt.Sprintf("k%d", k), "p", int64(k), 100)
+		res, err := c.sendRetrying(m, time.Now().Add(15*time.Second))
+		if err != nil {
+			t.Fatalf("send %d: %v", k, err)
+		}
+		acks = append(acks, ack{key: m.UniqKey(), PutResult: res})
+	}
+	for k := range 10 {
+		send(k)
+	}
+
+	old := c.leader()
+	oldIdx := 0
+	for i, n := range c.nodes {
+		if n == old {
+			oldIdx = i
+		}
+	}
+	start := time.Now()
+	fss[oldIdx].full.Store(true)
+	var moved *testNode
+	testutil.WaitFor(t, 15*time.Second, "leadership moves off the disk-full leader", func() bool {
+		moved = c.currentLeader()
+		return moved != nil && moved != old
+	})
+	t.Logf("leadership moved %s -> %s %v after the disk filled", old.id, moved.id, time.Since(start))
+	if !old.g().Store().DiskFull() {
+		t.Fatal("old leader's disk guard not set")
+	}
+	_, err := old.g().PutMessages(context.Background(), []*store.Message{testMessage("T", 0, "x", "", 0, 10)})
+	if !errors.Is(err, ErrNotLeader) && !errors.Is(err, store.ErrDiskFull) {
+		t.Fatalf("write to the old leader: %v, want not-leader or disk full", err)
+	}
+	for k := 10; k < 20; k++ {
+		send(k)
+	}
+	c.waitCaughtUp()
+	for _, n := range c.nodes {
+		checkAcked(t, n, acks)
+	}
+
+	// Space back: the guard lifts within the short recheck, not at the next
+	// full check (here 100 ms anyway; the store's unit tests pin that).
+	fss[oldIdx].full.Store(false)
+	testutil.WaitFor(t, 5*time.Second, "old leader's disk guard lifts", func() bool { return !old.g().Store().DiskFull() })
+}
+
+// An ENOSPC from any write of the member's store sets the disk guard at
+// once: the FS seam the group gives its store reports it.
+func TestGroupNoSpaceFSSetsGuard(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{})
+	n := c.leader()
+	g := n.g()
+	if g.Store().DiskFull() {
+		t.Fatal("disk full at start")
+	}
+	err := g.diskFS.note(&os.PathError{Op: "write", Path: "x", Err: unix.EIO})
+	if err == nil || g.Store().DiskFull() {
+		t.Fatalf("EIO: err %v, full %v; want the error back and no guard", err, g.Store().DiskFull())
+	}
+	f, err := g.diskFS.OpenFile(n.cfg.Store.StorePathRootDir+"/probe", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	nf := f.(*noSpaceFile)
+	nf.File = enospcFile{nf.File}
+	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("write: %v, want ENOSPC", err)
+	}
+	if !g.Store().DiskFull() {
+		t.Fatal("ENOSPC from a store file write did not set the disk guard")
+	}
+	// The step-down loop may already be handing leadership over.
+	_, err = g.PutMessages(context.Background(), []*store.Message{testMessage("T", 0, "x", "", 0, 10)})
+	if !errors.Is(err, store.ErrDiskFull) && !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("write after ENOSPC: %v, want ErrDiskFull", err)
+	}
+}
+
+// enospcFile fails every write with ENOSPC.
+type enospcFile struct{ store.File }
+
+func (enospcFile) WriteAt([]byte, int64) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "probe", Err: unix.ENOSPC}
+}
