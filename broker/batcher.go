@@ -199,8 +199,12 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		defer func() { <-b.slots }()
 		resp, err := b.g.applyLog(raft.Log{Type: raft.LogCommand, Data: data, Extensions: ext}, b.g.cfg.ApplyTimeout)
+		// Free the slot before answering: a sender answered below must find
+		// it free when it comes back, or run would count it as an early
+		// arrival and hold the next entry for a sender that is not there
+		// (a lone sender would wait out RaftBatchAdaptiveWait every time).
+		<-b.slots
 		if err == nil {
 			if res, ok := resp.(*applyResult); ok && res.err != nil {
 				err = fmt.Errorf("%w: apply: %w", store.ErrServiceNotAvailable, res.err)

@@ -20,15 +20,15 @@ import (
 // benchSenders is the number of concurrent senders (the 64).
 const benchSenders = 64
 
-// runSenders calls put b.N times from benchSenders goroutines and reports
+// runSenders calls put b.N times from senders goroutines and reports
 // msg/s and p50/p99 latency.
-func runSenders(b *testing.B, put func(m *store.Message) error) {
+func runSenders(b *testing.B, senders int, put func(m *store.Message) error) {
 	var next atomic.Int64
-	hists := make([]*hdrhistogram.Histogram, benchSenders)
+	hists := make([]*hdrhistogram.Histogram, senders)
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for s := 0; s < benchSenders; s++ {
+	for s := 0; s < senders; s++ {
 		hists[s] = hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
 		wg.Add(1)
 		go func() {
@@ -71,13 +71,26 @@ func BenchmarkGroupPut(b *testing.B) {
 	l := c.leader()
 	ctx := context.Background()
 	first := l.g().raft.LastIndex()
-	runSenders(b, func(m *store.Message) error {
+	runSenders(b, benchSenders, func(m *store.Message) error {
 		_, err := l.g().PutMessages(ctx, []*store.Message{m})
 		return err
 	})
 	// Messages per Raft entry: how well the batcher gathered the senders
 	// (each entry costs one fsync round on every replica).
 	b.ReportMetric(float64(b.N)/float64(max(l.g().raft.LastIndex()-first, 1)), "msg/entry")
+}
+
+// BenchmarkGroupPutOneSender: one closed-loop sender, the latency of a
+// lone request (the batcher must never hold it for company).
+func BenchmarkGroupPutOneSender(b *testing.B) {
+	c := newTestCluster(b, clusterOpts{sync: true, segmentSize: 64 << 20, tune: benchTune(b)})
+	c.createTopic("T", 8)
+	l := c.leader()
+	ctx := context.Background()
+	runSenders(b, 1, func(m *store.Message) error {
+		_, err := l.g().PutMessages(ctx, []*store.Message{m})
+		return err
+	})
 }
 
 // BenchmarkSingleNodeSyncPut: the single-node SYNC_FLUSH store, same load,
@@ -95,7 +108,7 @@ func BenchmarkSingleNodeSyncPut(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ms.Close()
-	runSenders(b, func(m *store.Message) error {
+	runSenders(b, benchSenders, func(m *store.Message) error {
 		_, err := ms.PutMessage(m)
 		return err
 	})
