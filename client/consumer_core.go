@@ -82,6 +82,7 @@ type consumerCore struct {
 	assigned map[MessageQueue]bool          // guarded by mu; Assign mode: fixed queues (nil = rebalance)
 	seeks    map[MessageQueue]int64         // guarded by mu; lite pull: offset to start a queue at
 	warned   map[string]bool                // guarded by mu; warn once per condition
+	pulls    map[*processQueue]*pullCall    // guarded by mu; long polls in flight
 	closing  bool                           // guarded by mu; close has begun
 }
 
@@ -107,6 +108,7 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		pqs:         map[MessageQueue]*processQueue{},
 		seeks:       map[MessageQueue]int64{},
 		warned:      map[string]bool{},
+		pulls:       map[*processQueue]*pullCall{},
 	}
 	c.log = cfg.common.log.Named(name).With(zap.String("group", cfg.group), zap.String("clientID", c.clientID))
 	return c
@@ -145,6 +147,7 @@ func (c *consumerCore) topics() []string {
 func (c *consumerCore) start(ctx context.Context) error {
 	c.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: c.cfg.common.requestTimeout}, c.cfg.common.log)
 	c.routes = newRouteManager(c.rc, c.log.Named("route"), c.cfg.common.nameServers, c.cfg.common.requestTimeout, c.cfg.common.now)
+	c.routes.onAddrChange = c.movePulls
 	if c.cfg.model == Broadcasting {
 		c.store = NewLocalOffsetStore(filepath.Join(c.cfg.offsetDir, c.cfg.common.instanceName, c.cfg.group, "offsets.json"))
 	} else {

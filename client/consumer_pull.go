@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // pullLoop long-polls one queue until it is dropped
@@ -59,13 +61,35 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 				req.CommitOffset = off
 			}
 		}
-		pctx, cancel := context.WithTimeout(pq.ctx, c.cfg.pollTimeout)
+		// pollTimeout (suspend + margin) is the outer bound of a long poll;
+		// movePulls cuts it short when addr stops being where the group is
+		// read from (a new leader in the route, addr marked down).
+		tctx, cancelT := context.WithTimeout(pq.ctx, c.cfg.pollTimeout)
+		pctx, cancel := context.WithCancelCause(tctx)
+		c.trackPull(pq, mq.BrokerName, addr, cancel)
 		res, err := PullMessage(pctx, c.rc, addr, req)
-		cancel()
+		c.untrackPull(pq)
+		moved := errors.Is(context.Cause(pctx), errPullMoved)
+		cancel(nil)
+		cancelT()
 		if pq.ctx.Err() != nil {
 			return
 		}
+		if err != nil && moved {
+			// Abandoned for the group's current address: pull again at
+			// once, from the same offset (nothing of this pull was used).
+			c.log.Debug("long poll moved off a member that no longer serves the group",
+				zap.Stringer("queue", mq), zap.String("broker", addr))
+			continue
+		}
 		if err != nil {
+			if errors.Is(err, remoting.ErrTimeout) {
+				// Not even a NOT_FOUND within suspend + margin: the member
+				// is stalled (paused, partitioned) with its connection up.
+				// Read elsewhere for a while; followers serve pulls too.
+				c.routes.markDown(mq.BrokerName, addr, c.routes.downFor)
+				c.requestRefresh(mq.Topic)
+			}
 			c.followLeader(mq.BrokerName, addr, err)
 			var be *BrokerError
 			if errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr {
@@ -105,6 +129,59 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			_ = c.store.Persist(ctx, []MessageQueue{mq})
 			cancel()
 		}
+	}
+}
+
+// errPullMoved is the cancel cause of a long poll that movePulls abandoned.
+var errPullMoved = errors.New("client: long poll moved to the broker group's current address")
+
+// pullCall is a long poll in flight, for movePulls.
+type pullCall struct {
+	brokerName, addr string
+	cancel           context.CancelCauseFunc
+}
+
+// trackPull records pq's long poll to addr. A route change that landed
+// after the pull loop chose addr cancels it at once.
+func (c *consumerCore) trackPull(pq *processQueue, brokerName, addr string, cancel context.CancelCauseFunc) {
+	c.mu.Lock()
+	c.pulls[pq] = &pullCall{brokerName: brokerName, addr: addr, cancel: cancel}
+	c.mu.Unlock()
+	if cur := c.routes.brokerAddr(brokerName); cur != "" && cur != addr {
+		cancel(errPullMoved)
+	}
+}
+
+func (c *consumerCore) untrackPull(pq *processQueue) {
+	c.mu.Lock()
+	delete(c.pulls, pq)
+	c.mu.Unlock()
+}
+
+// movePulls cancels the long polls of brokerName parked at an address the
+// group is no longer read from, so that their pull loops ask the current
+// one at once (routeManager.onAddrChange). A deposed or paused leader
+// keeps its TCP connection and would otherwise hold each poll until
+// pollTimeout, stalling consumption for the whole fault (chaos finding F3).
+func (c *consumerCore) movePulls(brokerName string) {
+	cur := c.routes.brokerAddr(brokerName)
+	if cur == "" {
+		return
+	}
+	c.mu.Lock()
+	moved := 0
+	from := ""
+	for _, pc := range c.pulls {
+		if pc.brokerName == brokerName && pc.addr != cur {
+			pc.cancel(errPullMoved)
+			moved++
+			from = pc.addr
+		}
+	}
+	c.mu.Unlock()
+	if moved > 0 {
+		c.log.Info("moving long polls to the broker group's current address",
+			zap.String("brokerName", brokerName), zap.String("from", from), zap.String("to", cur), zap.Int("pulls", moved))
 	}
 }
 

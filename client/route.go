@@ -30,6 +30,11 @@ type routeManager struct {
 	// onLeaderChange is told when a route shows a new master address for a
 	// broker group, so fault isolation of the old process can be lifted.
 	onLeaderChange func(brokerName string)
+	// onAddrChange is told, outside mu, whenever what brokerAddr returns
+	// for a broker group may have changed: a route with other members, a
+	// learned leader, a member marked down. The consumer uses it to move
+	// long polls parked at a deposed or stalled leader (chaos finding F3).
+	onAddrChange func(brokerName string)
 
 	mu       sync.Mutex
 	nsIndex  int                     // guarded by mu; name server tried first
@@ -145,7 +150,7 @@ func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (
 
 // store caches rd as topic's route and merges its broker groups.
 func (r *routeManager) store(topic string, rd *namesrv.TopicRouteData, publish *TopicPublishInfo) {
-	var changed []string
+	var changed, moved []string
 	r.mu.Lock()
 	r.topics[topic] = &topicRoute{data: rd, publish: publish, subscribe: subscribeQueues(topic, rd), fetchedAt: r.now()}
 	for _, bd := range rd.BrokerDatas {
@@ -155,6 +160,7 @@ func (r *routeManager) store(topic string, rd *namesrv.TopicRouteData, publish *
 			r.brokers[bd.BrokerName] = g
 		}
 		oldMaster := g.members[namesrv.MasterID]
+		sameMembers := maps.Equal(g.members, bd.BrokerAddrs)
 		g.members = maps.Clone(bd.BrokerAddrs)
 		master := g.members[namesrv.MasterID]
 		if master != "" && master != oldMaster && oldMaster != "" {
@@ -164,6 +170,10 @@ func (r *routeManager) store(topic string, rd *namesrv.TopicRouteData, publish *
 		// leader change too, i.e. shows a master other than the refuted one.
 		if g.leader != "" && master != "" && master != g.stale {
 			g.leader, g.stale = "", ""
+			sameMembers = false
+		}
+		if !sameMembers {
+			moved = append(moved, bd.BrokerName)
 		}
 	}
 	r.mu.Unlock()
@@ -171,6 +181,18 @@ func (r *routeManager) store(topic string, rd *namesrv.TopicRouteData, publish *
 		if r.onLeaderChange != nil {
 			r.onLeaderChange(name)
 		}
+	}
+	r.addrChanged(moved...)
+}
+
+// addrChanged tells onAddrChange about brokerNames; never under mu (the
+// hook calls brokerAddr).
+func (r *routeManager) addrChanged(brokerNames ...string) {
+	if r.onAddrChange == nil {
+		return
+	}
+	for _, name := range brokerNames {
+		r.onAddrChange(name)
 	}
 }
 
@@ -307,6 +329,7 @@ func (r *routeManager) brokerAddr(brokerName string) string {
 
 // learnLeader records that addr is not brokerName's leader and leader is.
 func (r *routeManager) learnLeader(brokerName, addr, leader string) {
+	defer r.addrChanged(brokerName)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	g := r.brokers[brokerName]
@@ -329,11 +352,13 @@ func (r *routeManager) learnLeader(brokerName, addr, leader string) {
 // once the election ends); a leader learned at that address is forgotten.
 func (r *routeManager) markDown(brokerName, addr string, d time.Duration) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	g := r.brokers[brokerName]
 	if g == nil {
+		r.mu.Unlock()
 		return
 	}
+	defer r.addrChanged(brokerName)
+	defer r.mu.Unlock()
 	g.down[addr] = r.now().Add(d)
 	if g.distrust == nil {
 		g.distrust = map[string]time.Time{}

@@ -1,0 +1,78 @@
+package client
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// stalledLeaderGroup starts broker-a as a stalled leader (it takes pulls
+// and never answers them, as a SIGSTOPped or partitioned process whose
+// connection stays up) and a follower that holds one message on T:0, and
+// a push consumer with opts whose long polls are parked at the leader.
+func stalledLeaderGroup(t *testing.T, opts ...ConsumerOpt) (leader, follower *qBroker, got *collector, reregister func()) {
+	t.Helper()
+	ns := startNameServer(t)
+	leader = startQBroker(t, "broker-a")
+	follower = startQBroker(t, "broker-a")
+	topics := map[string]int{"T": 1, RetryTopic("G"): 1}
+	leader.register(t, ns, 0, topics)
+	follower.register(t, ns, 1, topics)
+	leader.answer(remoting.RequestPullMessage, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		<-leader.quit
+		return remoting.NewResponse(remoting.ResponsePullNotFound, "")
+	})
+	follower.put("T", 0, "m0", nil)
+	c := newTestPush(t, ns, "G", append([]ConsumerOpt{ConsumeFrom(ConsumeFromFirstOffset)}, opts...)...)
+	if err := c.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	got = &collector{}
+	if err := c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		got.add(msgs...)
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "a long poll parked at the stalled leader", func() bool {
+		for _, r := range leader.requests(remoting.RequestPullMessage) {
+			if r.ExtFields["topic"] == "T" {
+				return true
+			}
+		}
+		return false
+	})
+	return leader, follower, got, func() { follower.register(t, ns, 0, topics) }
+}
+
+// TestPullMovesOffDeposedLeader reproduces chaos finding F3: a long poll
+// in flight to a leader that stalls is abandoned as soon as the route
+// shows another leader, and the queue is read from the new one at once,
+// not after the 30 s client-side poll timeout.
+func TestPullMovesOffDeposedLeader(t *testing.T) {
+	_, follower, got, failover := stalledLeaderGroup(t, LongPolling(20*time.Second, 30*time.Second), RouteRefreshInterval(50*time.Millisecond))
+	start := time.Now()
+	failover() // the follower takes over: the route shows it as master
+	testutil.WaitFor(t, 5*time.Second, "m0 consumed from the new leader", func() bool { return slices.Contains(got.bodies(), "m0") })
+	t.Logf("consumed %v after the route changed", time.Since(start))
+	if follower.count(remoting.RequestPullMessage) == 0 {
+		t.Fatal("the new leader got no pull")
+	}
+}
+
+// TestPullTimeoutReadsAnotherMember: with no route change at all (the name
+// server still lists the stalled leader), a long poll that gets no answer
+// within its client-side timeout marks the member down, and the queue is
+// read from a follower (raftmq followers serve pulls).
+func TestPullTimeoutReadsAnotherMember(t *testing.T) {
+	_, follower, got, _ := stalledLeaderGroup(t, LongPolling(200*time.Millisecond, 400*time.Millisecond))
+	testutil.WaitFor(t, 5*time.Second, "m0 consumed from the follower", func() bool { return slices.Contains(got.bodies(), "m0") })
+	if follower.count(remoting.RequestPullMessage) == 0 {
+		t.Fatal("the follower got no pull")
+	}
+}
