@@ -39,6 +39,8 @@ func raftMetrics(b *testing.B) {
 				fmt.Fprintf(os.Stderr, "%-60s n=%7d mean=%8.3fms\n", k, s.Count, s.AggregateSample.Mean())
 			}
 		}
-		_, _ = metrics.NewGlobal(metrics.DefaultConfig("raft"), &metrics.BlackholeSink{})
+		off := metrics.DefaultConfig("raft")
+		off.EnableRuntimeMetrics = false // its collector goroutine never stops (goleak)
+		_, _ = metrics.NewGlobal(off, &metrics.BlackholeSink{})
 	})
 }
