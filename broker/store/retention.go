@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -221,13 +222,14 @@ func (s *CleanService) CheckWritable() error {
 func (s *CleanService) DiskFull() bool { return s.diskFull.Load() }
 
 // NoteWriteError sets the write guard at once when err (the raw error of a
-// file operation: a write, fallocate, sync, checkpoint or snapshot) says the
-// disk has no room (ENOSPC, EDQUOT), rather than waiting for the next usage
+// file operation: a write, fallocate, sync, checkpoint or snapshot, or the
+// store's ErrDiskFull that wraps one) says the disk has no room (ENOSPC,
+// EDQUOT), rather than waiting for the next usage
 // check to notice. It reports whether err was such an error. The guard then
 // holds for at least RecheckInterval and lifts once use is at or below
 // CleanForciblyRatio. Safe for concurrent use; cheap for other errors.
 func (s *CleanService) NoteWriteError(err error) bool {
-	if err == nil || !isNoSpace(err) {
+	if err == nil || (!isNoSpace(err) && !errors.Is(err, ErrDiskFull)) {
 		return false
 	}
 	s.holdUntil.Store(s.cfg.Now().Add(s.cfg.RecheckInterval).UnixNano())

@@ -480,6 +480,7 @@ func (s *MessageStore) checkpointLoop() {
 			return
 		case <-t.C:
 			if err := s.writeCheckpoint(); err != nil {
+				s.clean.NoteWriteError(err)
 				s.log.Warn("checkpoint failed", zap.Error(err))
 			}
 		}
@@ -537,6 +538,9 @@ func (s *MessageStore) PutMessages(msgs []*Message) (PutMessageResult, error) {
 	}
 	res, end, err := s.cl.PutMessages(msgs)
 	if err != nil {
+		// A segment that could not be created or written for lack of space
+		// sets the disk guard now, not at the next usage check (chaos F2).
+		s.clean.NoteWriteError(err)
 		return PutMessageResult{Status: putStatusOf(err)}, err
 	}
 	r := PutMessageResult{Status: PutOK, Appended: res}
