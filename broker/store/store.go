@@ -58,6 +58,10 @@ type Config struct {
 	DiskMaxUsedSpaceRatio int `prop:"diskMaxUsedSpaceRatio"`
 	// CleanResourceInterval is the retention check period (10 s).
 	CleanResourceInterval time.Duration `prop:"cleanResourceInterval"`
+	// DiskFullRecheckInterval is how often disk use is re-read while writes
+	// are refused for lack of space (500 ms), so writes resume soon after
+	// space comes back; 0 keeps the default.
+	DiskFullRecheckInterval time.Duration `prop:"diskFullRecheckInterval"`
 	// MessageIndexEnable turns the key index on (true).
 	MessageIndexEnable bool `prop:"messageIndexEnable"`
 	// MaxHashSlotNum and MaxIndexNum size an index file (5M slots, 20M entries).
@@ -163,6 +167,9 @@ func (c *Config) retentionConfig() RetentionConfig {
 	r.DiskMaxUsedSpaceRatio = c.DiskMaxUsedSpaceRatio
 	if c.CleanResourceInterval > 0 {
 		r.CheckInterval = c.CleanResourceInterval
+	}
+	if c.DiskFullRecheckInterval > 0 {
+		r.RecheckInterval = c.DiskFullRecheckInterval
 	}
 	r.Now = c.Now
 	return r
