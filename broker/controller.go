@@ -200,6 +200,9 @@ func (c *Controller) start() error {
 	c.goFunc(c.offsets.run)
 	c.goFunc(c.sched.run)
 	c.goFunc(c.reg.run)
+	if c.metrics != nil && c.metrics.followers != nil {
+		c.goFunc(c.metrics.followers.run)
+	}
 	c.state.Store(stateServing)
 	c.log.Info("broker started", zap.String("addr", c.addr), zap.String("brokerName", c.cfg.BrokerName),
 		zap.Bool("leader", c.rep.IsLeader()), zap.String("metrics", c.MetricsAddr()))

@@ -352,7 +352,7 @@ var (
 
 // followerLag is the leader's per-follower replication lag. hashicorp/raft
 // keeps the leader's match index private, so while this node leads, a
-// goroutine (started with the controller, stopped by its quit channel)
+// goroutine (started by Controller.start, stopped by its quit channel)
 // asks every follower for RAFT_STATUS (30001) every followerLagInterval
 // through the controller's remoting client, and a role change to leader
 // polls at once. Followers' remoting addresses come from the replicated
@@ -386,9 +386,8 @@ func newFollowerLag(c *Controller, ra RaftAdmin) *followerLag {
 			}
 		}
 	})
-	// Tracked by the controller's WaitGroup and stopped by Shutdown. It
-	// idles until the controller serves and this node leads.
-	c.goFunc(f.run)
+	// Controller.start runs f.run as a tracked goroutine (stopped by
+	// Shutdown); it idles until the controller serves and this node leads.
 	return f
 }
 
