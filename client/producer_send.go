@@ -322,6 +322,12 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 			p.fault.update(mq.BrokerName, latency, true)
 			if errors.Is(err, remoting.ErrTimeout) {
 				p.fault.stalled(mq.BrokerName)
+				// A member that does not answer within AttemptTimeout may be
+				// a frozen leader whose connection stays up: steer the next
+				// attempt (ordered and idempotent sends stay on this queue)
+				// to another member, which names the new leader once elected.
+				routes.markDown(mq.BrokerName, addr, noLeaderBackoff)
+				p.requestRefresh(r.topic)
 			}
 			fail(addr, err)
 			if !errIsConnFailure(err) || ctx.Err() != nil {
