@@ -460,16 +460,19 @@ func TestSlowSubscriberDoesNotStallGossip(t *testing.T) {
 		return m.State == MemberDead
 	})
 	close(release)
-	testutil.WaitFor(t, 5*time.Second, "queued events delivered", func() bool {
+	// On a starved machine gossip may add events of its own (a suspected
+	// and refuted member, a retransmitted update), so check that both
+	// queued events arrive, in order, rather than an exact list.
+	testutil.WaitFor(t, 10*time.Second, "queued events delivered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(order) == 2
+		return slices.Contains(order, "update:b") && slices.Contains(order, "dead:c")
 	})
 	mu.Lock()
 	got := slices.Clone(order)
 	mu.Unlock()
-	if !slices.Equal(got, []string{"update:b", "dead:c"}) {
-		t.Fatalf("delivered %q", got)
+	if slices.Index(got, "update:b") > slices.Index(got, "dead:c") {
+		t.Fatalf("delivered out of order: %q", got)
 	}
 
 	// After unsubscribing, later events no longer reach it.
