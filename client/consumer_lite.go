@@ -32,13 +32,8 @@ type pollBatch struct {
 // NewLitePullConsumer validates the options; ConsumerGroup and NameServers
 // are required.
 func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
-	cfg := defaultConsumerConfig()
-	for _, o := range opts {
-		if o != nil {
-			o.applyConsumer(&cfg)
-		}
-	}
-	if err := cfg.validate(); err != nil {
+	cfg, err := newConsumerConfig(opts)
+	if err != nil {
 		return nil, err
 	}
 	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}}

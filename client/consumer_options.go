@@ -102,6 +102,18 @@ type consumerConfig struct {
 // consumers should always set ConsumerGroup.
 const DefaultConsumerGroup = "DEFAULT_CONSUMER"
 
+// newConsumerConfig applies opts (nil ones skipped) over the defaults and
+// validates the result; both consumer kinds build their config with it.
+func newConsumerConfig(opts []ConsumerOpt) (consumerConfig, error) {
+	cfg := defaultConsumerConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.applyConsumer(&cfg)
+		}
+	}
+	return cfg, cfg.validate()
+}
+
 func defaultConsumerConfig() consumerConfig {
 	home, _ := os.UserHomeDir()
 	return consumerConfig{

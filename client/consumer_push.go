@@ -96,13 +96,8 @@ type consumeRequest struct {
 // NewPushConsumer validates the options; ConsumerGroup and NameServers are
 // required.
 func NewPushConsumer(opts ...ConsumerOpt) (*PushConsumer, error) {
-	cfg := defaultConsumerConfig()
-	for _, o := range opts {
-		if o != nil {
-			o.applyConsumer(&cfg)
-		}
-	}
-	if err := cfg.validate(); err != nil {
+	cfg, err := newConsumerConfig(opts)
+	if err != nil {
 		return nil, err
 	}
 	p := &PushConsumer{}
