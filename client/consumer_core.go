@@ -178,11 +178,13 @@ func (c *consumerCore) start(ctx context.Context) error {
 	}
 	c.sendHeartbeats(ctx)
 	c.goTracked(c.rebalanceLoop)
-	c.goTracked(c.heartbeatLoop)
-	c.goTracked(c.persistLoop)
+	// Heartbeats, offset commits and (orderly) lock renewal
+	// (RebalanceImpl.lockAll) each run on their own interval.
+	c.goTracked(func() { c.every(c.cfg.heartbeatInterval, c.sendHeartbeats) })
+	c.goTracked(func() { c.every(c.cfg.persistInterval, c.persistAll) })
 	c.goTracked(c.refreshLoop)
 	if c.hooks.orderly && c.cfg.model == Clustering {
-		c.goTracked(c.lockLoop)
+		c.goTracked(func() { c.every(c.cfg.lockInterval, c.lockAll) })
 	}
 	c.triggerRebalance()
 	return nil
@@ -289,6 +291,20 @@ func (c *consumerCore) clearWarn(key string) {
 	c.mu.Unlock()
 }
 
+// every calls f(c.ctx) every d until the consumer closes.
+func (c *consumerCore) every(d time.Duration, f func(context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			f(c.ctx)
+		}
+	}
+}
+
 func (c *consumerCore) refreshLoop() {
 	t := time.NewTicker(c.cfg.common.routeRefreshInterval)
 	defer t.Stop()
@@ -392,33 +408,8 @@ func (c *consumerCore) sendHeartbeats(ctx context.Context) {
 	}
 }
 
-func (c *consumerCore) heartbeatLoop() {
-	t := time.NewTicker(c.cfg.heartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-			c.sendHeartbeats(c.ctx)
-		}
-	}
-}
-
-// persistLoop commits offsets every PersistInterval.
-func (c *consumerCore) persistLoop() {
-	t := time.NewTicker(c.cfg.persistInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-			c.persistAll(c.ctx)
-		}
-	}
-}
-
+// persistAll commits the offsets of every owned queue (push consumers, or
+// lite pull with auto-commit).
 func (c *consumerCore) persistAll(ctx context.Context) {
 	if c.cfg.autoCommit || c.hooks.consumeType == ConsumeTypePush {
 		c.mu.Lock()
@@ -436,21 +427,8 @@ func (c *consumerCore) persistAll(ctx context.Context) {
 	}
 }
 
-// lockLoop renews the locks of every queue an orderly consumer holds
-// (RebalanceImpl.lockAll) every LockInterval.
-func (c *consumerCore) lockLoop() {
-	t := time.NewTicker(c.cfg.lockInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-			c.lockAll(c.ctx)
-		}
-	}
-}
-
+// lockAll renews the broker locks of every queue an orderly consumer holds
+// (RebalanceImpl.lockAll).
 func (c *consumerCore) lockAll(ctx context.Context) {
 	c.mu.Lock()
 	pqs := slices.Collect(maps.Values(c.pqs))
