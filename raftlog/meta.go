@@ -118,25 +118,5 @@ func readMeta(fsys store.FS, dir string) (m meta, ok bool, err error) {
 // writeMeta replaces the meta file durably: a crash leaves either the old
 // or the new record, never a mix.
 func writeMeta(fsys store.FS, dir string, m meta) error {
-	path := filepath.Join(dir, metaFileName)
-	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(m.encode(), 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(dir)
+	return store.WriteFileAtomic(fsys, filepath.Join(dir, metaFileName), m.encode())
 }

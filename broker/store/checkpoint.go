@@ -83,15 +83,22 @@ func readCheckpoint(fsys FS, path string) (c Checkpoint, ok bool, err error) {
 	return c, err == nil, err
 }
 
-// writeCheckpoint replaces the checkpoint atomically: write a temporary
-// file, fdatasync it, rename it over the old one, fsync the directory.
+// writeCheckpoint replaces the checkpoint atomically (WriteFileAtomic).
 func writeCheckpoint(fsys FS, path string, c Checkpoint) error {
+	return WriteFileAtomic(fsys, path, c.encode())
+}
+
+// WriteFileAtomic replaces path with data through fsys so that a crash
+// leaves either the old or the new content: write a temporary file,
+// fdatasync it, rename it over path, fsync the directory. For small
+// metadata files (checkpoint, raftlog meta) that must never be torn.
+func WriteFileAtomic(fsys FS, path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(c.encode(), 0); err != nil {
+	if _, err := f.WriteAt(data, 0); err != nil {
 		f.Close()
 		return err
 	}
