@@ -90,15 +90,10 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if h.TopicFilterType == "" {
 		h.TopicFilterType = "SINGLE_TAG"
 	}
-	if !c.rep.IsLeader() {
-		return c.notLeader()
-	}
 	tc := namesrv.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
 		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
-	wctx, cancel := c.writeCtx(ctx)
-	defer cancel()
-	if err := c.rep.UpdateTopic(wctx, tc); err != nil {
-		return c.writeError("update topic", err)
+	if r := c.replicate(ctx, "update topic", func(wctx context.Context) error { return c.rep.UpdateTopic(wctx, tc) }); r != nil {
+		return r
 	}
 	c.reg.trigger()
 	return success()
@@ -113,13 +108,8 @@ func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.Remot
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
-	if !c.rep.IsLeader() {
-		return c.notLeader()
-	}
-	wctx, cancel := c.writeCtx(ctx)
-	defer cancel()
-	if err := c.rep.DeleteTopic(wctx, h.Topic); err != nil {
-		return c.writeError("delete topic", err)
+	if r := c.replicate(ctx, "delete topic", func(wctx context.Context) error { return c.rep.DeleteTopic(wctx, h.Topic) }); r != nil {
+		return r
 	}
 	c.reg.trigger()
 	return success()
@@ -140,13 +130,8 @@ func (c *Controller) processUpdateSubscriptionGroup(ctx context.Context, req *re
 	if r := checkGroup(sg.GroupName); r != nil {
 		return r
 	}
-	if !c.rep.IsLeader() {
-		return c.notLeader()
-	}
-	wctx, cancel := c.writeCtx(ctx)
-	defer cancel()
-	if err := c.rep.UpdateSubscriptionGroup(wctx, sg); err != nil {
-		return c.writeError("update subscription group", err)
+	if r := c.replicate(ctx, "update subscription group", func(wctx context.Context) error { return c.rep.UpdateSubscriptionGroup(wctx, sg) }); r != nil {
+		return r
 	}
 	return success()
 }
@@ -160,13 +145,8 @@ func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *re
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
-	if !c.rep.IsLeader() {
-		return c.notLeader()
-	}
-	wctx, cancel := c.writeCtx(ctx)
-	defer cancel()
-	if err := c.rep.DeleteSubscriptionGroup(wctx, h.GroupName); err != nil {
-		return c.writeError("delete subscription group", err)
+	if r := c.replicate(ctx, "delete subscription group", func(wctx context.Context) error { return c.rep.DeleteSubscriptionGroup(wctx, h.GroupName) }); r != nil {
+		return r
 	}
 	return success()
 }
@@ -247,4 +227,19 @@ func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.
 	r := success()
 	r.Body = []byte(b.String())
 	return r
+}
+
+// replicate runs a leader-only write through Raft with the apply timeout:
+// a follower answers not-leader (naming the leader), a failed write the
+// mapped error; nil means it committed.
+func (c *Controller) replicate(ctx context.Context, what string, write func(context.Context) error) *remoting.RemotingCommand {
+	if !c.rep.IsLeader() {
+		return c.notLeader()
+	}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	if err := write(wctx); err != nil {
+		return c.writeError(what, err)
+	}
+	return nil
 }
