@@ -2,11 +2,10 @@ package ha
 
 import "errors"
 
-// Sentinel errors of the gossip half of package ha. Callers compare with
-// errors.Is; the returned errors wrap them with the detail (field, node,
-// address). They live in gossip_errors.go rather than errors.go only because
-// the gossip work was split from the rest of ha; merge them into errors.go
-// when the role-change half lands.
+// Sentinel errors of package ha. Callers compare with errors.Is; returned
+// errors wrap them with the detail (field, node, address).
+
+// Gossip (gossip*.go, meta.go).
 var (
 	// ErrInvalidGossipConfig is wrapped by GossipConfig.Validate for a
 	// missing or out-of-range setting; the message names the prop key.
@@ -48,4 +47,16 @@ var (
 	// applied locally but memberlist could not confirm it was sent to any
 	// peer within the timeout; push/pull sync still spreads it later.
 	ErrBroadcastTimeout = errors.New("ha: gossip broadcast timeout")
+)
+
+// Role changes and leadership transfer (roles.go, transfer.go).
+var (
+	// ErrNotLeader is returned by leadership transfer on a node that is
+	// not the leader (only the leader can hand leadership over).
+	ErrNotLeader = errors.New("ha: not the raft leader")
+	// ErrUnknownServer means a transfer target is not a member of the
+	// group's configuration.
+	ErrUnknownServer = errors.New("ha: unknown raft server")
+	// ErrRolesClosed is returned after Roles.Close.
+	ErrRolesClosed = errors.New("ha: role observer closed")
 )
