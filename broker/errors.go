@@ -24,3 +24,10 @@ var ErrGroupClosed = errors.New("broker: raft group closed")
 // applyTimeout; its outcome is unknown (the idempotent producer makes a
 // retry safe).
 var ErrApplyTimeout = errors.New("broker: raft write timed out")
+
+// ErrInvalidBrokerConfig is returned by BrokerConfig.Validate; the message
+// names the key at fault.
+var ErrInvalidBrokerConfig = errors.New("broker: invalid broker config")
+
+// ErrControllerClosed is returned by Controller calls after Shutdown.
+var ErrControllerClosed = errors.New("broker: controller is shut down")
