@@ -65,8 +65,9 @@ type File interface {
 	NextData(off int64) (start, end int64, err error)
 }
 
-// OSFS returns the real file system, implemented with golang.org/x/sys/unix.
-func OSFS() FS { return osFS{} }
+// OSFS returns the real file system, implemented with golang.org/x/sys/unix
+// (under the crashfs build tag: a CrashFS over it, see crashfs.go).
+func OSFS() FS { return defaultFS }
 
 type osFS struct{}
 
