@@ -89,6 +89,9 @@ type ClusterConfig struct {
 	Dir string
 	// Binary is the raftmq executable (see BuildBinary).
 	Binary string
+	// CrashFS says Binary was built with the crashfs tag: a SIGKILL of a
+	// node loses what its store had not synced (crash-unsynced needs it).
+	CrashFS bool
 	// SegmentBytes is mappedFileSizeCommitLog (small, so segments roll).
 	SegmentBytes int64
 	// ElectionMillis is raftHeartbeatTimeout = raftElectionTimeout (LAN).
@@ -130,6 +133,14 @@ type Cluster struct {
 // BuildBinary builds ./cmd/raftmq of the module containing the working
 // directory into dir and returns the executable's path.
 func BuildBinary(ctx context.Context, dir string) (string, error) {
+	return BuildBinaryTags(ctx, dir, "")
+}
+
+// BuildBinaryTags is BuildBinary with build tags (e.g. "crashfs": the
+// store keeps file data in process memory until it is synced, so SIGKILL
+// loses unsynced writes; see broker/store/crashfs.go). The executable is
+// named raftmq, or raftmq-<tags> with tags.
+func BuildBinaryTags(ctx context.Context, dir, tags string) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("%w: go env GOMOD: %v", ErrBuild, err)
@@ -139,7 +150,12 @@ func BuildBinary(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("%w: not inside the raftmq module", ErrBuild)
 	}
 	bin := filepath.Join(dir, "raftmq")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/raftmq")
+	args := []string{"build", "-o", bin}
+	if tags != "" {
+		bin += "-" + strings.ReplaceAll(tags, ",", "-")
+		args = []string{"build", "-tags", tags, "-o", bin}
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/raftmq")...)
 	cmd.Dir = filepath.Dir(gomod)
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -139,6 +139,20 @@ func (p *partitionNemesis) Inject(ctx context.Context, env *Env) (string, error)
 		m := all[env.Rand.Intn(len(all))]
 		o := others(m)
 		return fmt.Sprintf("bridge via %s: %s x %s", c.Nodes[m].ID, c.Nodes[o[0]].ID, c.Nodes[o[1]].ID), c.Isolate([]int{o[0]}, []int{o[1]})
+	case "ring":
+		// Every node hears a majority, no two the same one (Jepsen's
+		// majorities-ring); a random ring order picks the orientation.
+		order := make([]int, len(all))
+		for k, j := range env.Rand.Perm(len(all)) {
+			order[k] = all[j]
+		}
+		var errs []error
+		var desc []string
+		for _, b := range RingBlocks(order) {
+			errs = append(errs, c.BlockOneWay(b[0], b[1]))
+			desc = append(desc, c.Nodes[b[0]].ID+"->"+c.Nodes[b[1]].ID)
+		}
+		return fmt.Sprintf("ring %v: blocked %s", ids(c, order), strings.Join(desc, ", ")), errors.Join(errs...)
 	case "oneway":
 		// The leader's outbound traffic is dropped: it still hears the
 		// others (their votes and answers never get back to it).
@@ -156,6 +170,27 @@ func (p *partitionNemesis) Inject(ctx context.Context, env *Env) (string, error)
 }
 
 func (p *partitionNemesis) Heal(context.Context, *Env) error { return nil }
+
+// RingBlocks computes the majorities-ring partition of nodes in ring
+// order: the node at position i hears itself and the next n/2 nodes (a
+// majority), so every node sees a majority and no two see the same one.
+// It returns the blocked directions as {from, to} pairs: to no longer
+// hears from. With three nodes a, b, c: a hears b (not c), b hears c (not
+// a), c hears a (not b), so the blocked directions are c→a, a→b, b→c.
+func RingBlocks(order []int) [][2]int {
+	n := len(order)
+	m := n/2 + 1
+	var blocks [][2]int
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			// Position j is in i's window if it is 0..m-1 steps after i.
+			if (j-i+n)%n >= m {
+				blocks = append(blocks, [2]int{order[j], order[i]})
+			}
+		}
+	}
+	return blocks
+}
 
 func ids(c *Cluster, idx []int) []string {
 	var s []string
@@ -219,6 +254,35 @@ func (f *fsyncEIONemesis) Heal(_ context.Context, env *Env) error {
 	return env.Cluster.StartNode(f.node)
 }
 
+// crashNemesis is SIGKILL of a node (leader or random) running the
+// crashfs build: its store keeps file data in process memory until
+// synced, so the kill loses every unsynced write, like a power cut of
+// that node. Heal restarts it (on the same crashfs binary).
+type crashNemesis struct{ node int }
+
+func (k *crashNemesis) Name() string { return "crash-unsynced" }
+
+func (k *crashNemesis) Inject(ctx context.Context, env *Env) (string, error) {
+	c := env.Cluster
+	if !c.cfg.CrashFS {
+		return "", fmt.Errorf("%w: crash-unsynced needs the crashfs build (the run builds it when the profile has this nemesis)", ErrUnsupported)
+	}
+	leader := env.Rand.Intn(2) == 0
+	role := "random node"
+	if leader {
+		role = "leader"
+	}
+	i, err := env.target(ctx, leader)
+	if err != nil {
+		return "", err
+	}
+	k.node = i
+	pid := c.Nodes[i].PID()
+	return fmt.Sprintf("SIGKILL %s (%s, pid %d, crashfs: unsynced writes lost)", c.Nodes[i].ID, role, pid), c.KillNode(i)
+}
+
+func (k *crashNemesis) Heal(_ context.Context, env *Env) error { return env.Cluster.StartNode(k.node) }
+
 // NemesisNames lists every nemesis NewNemesis knows.
 func NemesisNames() []string {
 	names := make([]string, 0, len(nemesisTable))
@@ -238,6 +302,8 @@ var nemesisTable = map[string]func() Nemesis{
 	"partition-halves": func() Nemesis { return healAll{&partitionNemesis{kind: "halves"}} },
 	"partition-bridge": func() Nemesis { return healAll{&partitionNemesis{kind: "bridge"}} },
 	"partition-oneway": func() Nemesis { return healAll{&partitionNemesis{kind: "oneway"}} },
+	"partition-ring":   func() Nemesis { return healAll{&partitionNemesis{kind: "ring"}} },
+	"crash-unsynced":   func() Nemesis { return &crashNemesis{} },
 	"fsync-eio":        func() Nemesis { return &fsyncEIONemesis{} },
 	"disk-full":        func() Nemesis { return &diskFullNemesis{} },
 }

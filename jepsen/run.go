@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func Profiles() map[string]Profile {
 		Name:     "short",
 		Duration: 75 * time.Second,
 		Nemeses: []string{"kill-leader", "kill-random", "pause-leader", "pause-random",
-			"partition-leader", "partition-halves", "partition-bridge", "partition-oneway"},
+			"partition-leader", "partition-halves", "partition-bridge", "partition-oneway", "partition-ring"},
 		Quiet: 3 * time.Second, Hold: 4 * time.Second,
 		Workload: wl, ElectionMillis: 300, SegmentBytes: 4 << 20, Queues: 8,
 		DrainTimeout: 60 * time.Second,
@@ -73,7 +74,11 @@ type Options struct {
 	Dir string
 	// Binary is a prebuilt raftmq; empty builds one into Dir.
 	Binary string
-	Log    *zap.Logger
+	// CrashBinary is a prebuilt raftmq built with -tags crashfs, used
+	// instead of Binary when the profile has crash-unsynced; empty builds
+	// one into Dir.
+	CrashBinary string
+	Log         *zap.Logger
 	// Netns asks for the network-namespace mode; when the host cannot do
 	// it (NetnsSupport) the run falls back to the proxy mode and its
 	// report says why.
@@ -101,10 +106,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	// With crash-unsynced every node runs the crashfs build, so every
+	// kill of this run (kill-*, fsync-eio's heal too) loses unsynced
+	// writes: the simplest way to have a crashfs node to kill at any time.
+	crash := slices.Contains(p.Nemeses, "crash-unsynced")
 	bin := o.Binary
+	if crash {
+		bin = o.CrashBinary
+	}
 	if bin == "" {
+		tags := ""
+		if crash {
+			tags = "crashfs"
+		}
 		var err error
-		if bin, err = BuildBinary(ctx, o.Dir); err != nil {
+		if bin, err = BuildBinaryTags(ctx, o.Dir, tags); err != nil {
 			return nil, err
 		}
 	}
@@ -116,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		nems = append(nems, n)
 	}
-	ccfg := ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, SegmentBytes: p.SegmentBytes,
+	ccfg := ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, CrashFS: crash, SegmentBytes: p.SegmentBytes,
 		ElectionMillis: p.ElectionMillis, Queues: p.Queues, Groups: p.Groups, TmpfsNode: -1}
 	var notes []string
 	if o.Netns {
@@ -143,6 +159,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer c.Close()
 	if err := c.Start(ctx); err != nil {
 		return nil, err
+	}
+	if crash {
+		notes = append(notes, "every node runs the crashfs build (store data in process memory until synced): every kill loses unsynced writes")
 	}
 	rec := &recorder{h: History{Profile: p.Name, Seed: o.Seed, Mode: c.Mode(), Start: time.Now(), Notes: notes}}
 	if c.TmpfsNode() >= 0 {

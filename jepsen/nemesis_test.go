@@ -1,0 +1,63 @@
+package jepsen
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+)
+
+// TestRingBlocksThreeNodes pins the 3-node ring: n0 hears n1 (not n2), n1
+// hears n2 (not n0), n2 hears n0 (not n1).
+func TestRingBlocksThreeNodes(t *testing.T) {
+	got := RingBlocks([]int{0, 1, 2})
+	sort.Slice(got, func(i, j int) bool { return got[i][1] < got[j][1] })
+	want := [][2]int{{2, 0}, {0, 1}, {1, 2}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("blocked {from,to}: %v, want %v", got, want)
+	}
+	// Another ring order is the other orientation.
+	got = RingBlocks([]int{0, 2, 1})
+	sort.Slice(got, func(i, j int) bool { return got[i][1] < got[j][1] })
+	want = [][2]int{{1, 0}, {2, 1}, {0, 2}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("order 0,2,1: %v, want %v", got, want)
+	}
+}
+
+// TestRingBlocksMajorities checks the defining property for 3 to 7 nodes:
+// every node hears a majority (itself included) and no two nodes hear
+// the same set.
+func TestRingBlocksMajorities(t *testing.T) {
+	for n := 3; n <= 7; n++ {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = 10 + (i*(n-1))%n // other ids, reversed ring order
+		}
+		blocked := map[[2]int]bool{}
+		for _, b := range RingBlocks(order) {
+			if b[0] == b[1] {
+				t.Fatalf("n=%d: a node blocked from itself: %v", n, b)
+			}
+			blocked[b] = true
+		}
+		seen := map[string]int{}
+		for _, to := range order {
+			var hears []int
+			for _, from := range order {
+				if !blocked[[2]int{from, to}] {
+					hears = append(hears, from)
+				}
+			}
+			if len(hears) != n/2+1 {
+				t.Fatalf("n=%d: node %d hears %v, want a bare majority (%d)", n, to, hears, n/2+1)
+			}
+			sort.Ints(hears)
+			k := fmt.Sprint(hears)
+			if other, dup := seen[k]; dup {
+				t.Fatalf("n=%d: nodes %d and %d hear the same majority %s", n, other, to, k)
+			}
+			seen[k] = to
+		}
+	}
+}
