@@ -23,6 +23,7 @@ type Producer struct {
 	ids    *UniqIDGenerator
 	seq    *sequencer // nil unless Idempotent
 	fault  *latencyFault
+	acc    *accumulator  // nil unless AutoBatch
 	asyncS chan struct{} // one token per SendAsync in flight
 
 	mu        sync.Mutex
@@ -64,6 +65,9 @@ func NewProducer(opts ...ProducerOpt) (*Producer, error) {
 	}
 	if cfg.idempotent {
 		p.seq = newSequencer(cfg.producerID)
+	}
+	if cfg.autoBatch.maxMessages > 1 {
+		p.acc = newAccumulator(cfg.autoBatch)
 	}
 	return p, nil
 }
@@ -128,6 +132,35 @@ func (p *Producer) running() (*routeManager, error) {
 	return p.routes, nil
 }
 
+// baseContext is the producer's context (cancelled by Close), or a
+// cancelled one when the producer is not running.
+func (p *Producer) baseContext() context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == stateStarted {
+		return p.ctx
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// closed reports whether Close was called.
+func (p *Producer) closed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state == stateClosed
+}
+
+// sendOne sends one prepared message, through the accumulator when
+// AutoBatch is on and the message may share a request.
+func (p *Producer) sendOne(ctx context.Context, r *sendRequest) (*SendResult, error) {
+	if p.acc != nil && p.acc.batchable(r) {
+		return p.sendAuto(ctx, r)
+	}
+	return p.send(ctx, r)
+}
+
 // refreshLoop refreshes every cached route each RouteRefreshInterval and
 // single topics at once when a send asks for it (a not-leader answer, a
 // failed connection).
@@ -190,7 +223,7 @@ func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, err
 	if err != nil {
 		return nil, err
 	}
-	return p.send(ctx, req)
+	return p.sendOne(ctx, req)
 }
 
 // SendWithSelector sends msg to the queue sel picks, for ordered
@@ -249,7 +282,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		defer p.wg.Done()
 		defer func() { <-p.asyncS }()
 		defer cancel()
-		cb(p.send(sctx, req))
+		cb(p.sendOne(sctx, req))
 	}()
 	return nil
 }

@@ -192,67 +192,99 @@ func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error
 	if err != nil {
 		return nil, err
 	}
-	attempts := 1 + p.cfg.retries
+	return p.runAttempts(ctx, routes, info, r, &attemptState{sendErr: &SendError{Topic: r.topic}})
+}
+
+// attemptState is where a send's attempt loop stands: how many attempts
+// were used, the queue of the last one and the attempts' errors. An
+// auto-batched message whose batch failed continues from the batch's state
+// (one attempt used, on the batch's queue).
+type attemptState struct {
+	done       int // attempts used
+	mq         MessageQueue
+	chosen     bool // mq was chosen (sticky sends keep it)
+	lastBroker string
+	extra      [][]string // idempotence properties, assigned once
+	sendErr    *SendError
+}
+
+// sticky reports whether every attempt of r must go to its first queue:
+// order and deduplication only hold within one queue.
+func (p *Producer) sticky(r *sendRequest) bool { return r.selector != nil || p.seq != nil }
+
+// maxAttempts is how many attempts r gets.
+func (p *Producer) maxAttempts(r *sendRequest) int {
 	if r.oneway {
-		attempts = 1
+		return 1
 	}
-	// Ordered and idempotent sends stay on their first queue: order and
-	// deduplication only hold within one queue.
-	sticky := r.selector != nil || p.seq != nil
-	var (
-		sendErr    = &SendError{Topic: r.topic}
-		mq         MessageQueue
-		chosen     bool
-		lastBroker string
-		extra      [][]string
-	)
-	for i := 0; i < attempts; i++ {
-		if i > 0 && ctx.Err() != nil {
+	return 1 + p.cfg.retries
+}
+
+// retryAfter decides whether the failed attempt err of r is worth another
+// one and readies it: a sticky send re-reads the route of its group
+// (returned; nil keeps info), others ask the refresh loop.
+func (p *Producer) retryAfter(ctx context.Context, routes *routeManager, r *sendRequest, err error) (bool, *TopicPublishInfo) {
+	var be *BrokerError
+	if errors.As(err, &be) && !retriableCode(be.Code) {
+		return false, nil
+	}
+	if errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrNoQueue) {
+		return false, nil
+	}
+	if p.sticky(r) {
+		// The next attempt goes to the same group: let it see the
+		// latest route first.
+		if fresh, ferr := routes.refresh(ctx, r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); ferr == nil {
+			return true, fresh
+		}
+		return true, nil
+	}
+	p.requestRefresh(r.topic)
+	return true, nil
+}
+
+// runAttempts runs the attempts of r left after st.
+func (p *Producer) runAttempts(ctx context.Context, routes *routeManager, info *TopicPublishInfo, r *sendRequest, st *attemptState) (*SendResult, error) {
+	attempts := p.maxAttempts(r)
+	sticky := p.sticky(r)
+	for ; st.done < attempts; st.done++ {
+		if st.done > 0 && ctx.Err() != nil {
 			break
 		}
-		if !chosen || !sticky {
-			var ok bool
-			if mq, ok = p.chooseQueue(info, r, lastBroker); !ok {
+		if !st.chosen || !sticky {
+			mq, ok := p.chooseQueue(info, r, st.lastBroker)
+			if !ok {
 				if r.selector != nil {
 					return nil, fmt.Errorf("%w: the selector chose no queue of topic %q", ErrNoQueue, r.topic)
 				}
 				return nil, fmt.Errorf("%w: topic %q", ErrNoQueue, r.topic)
 			}
-			chosen = true
+			st.mq, st.chosen = mq, true
 		}
-		if p.seq != nil && extra == nil {
-			extra = make([][]string, max(1, len(r.batch)))
-			for j := range extra {
-				extra[j] = p.seq.assign(mq)
+		if p.seq != nil && st.extra == nil {
+			st.extra = make([][]string, max(1, len(r.batch)))
+			for j := range st.extra {
+				st.extra[j] = p.seq.assign(st.mq)
 			}
 		}
 		waitOK := sticky || info.singleGroup()
-		res, err := p.attempt(ctx, routes, r, mq, extra, sendErr, i == attempts-1, waitOK)
+		res, err := p.attempt(ctx, routes, r, st.mq, st.extra, st.sendErr, st.done == attempts-1, waitOK)
 		if err == nil {
 			return res, nil
 		}
-		lastBroker = mq.BrokerName
-		var be *BrokerError
-		if errors.As(err, &be) && !retriableCode(be.Code) {
+		st.lastBroker = st.mq.BrokerName
+		more, fresh := p.retryAfter(ctx, routes, r, err)
+		if !more {
 			break
 		}
-		if errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrNoQueue) {
-			break
-		}
-		if sticky {
-			// The next attempt goes to the same group: let it see the
-			// latest route first.
-			if fresh, ferr := routes.refresh(ctx, r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); ferr == nil {
-				info = fresh
-			}
-		} else {
-			p.requestRefresh(r.topic)
+		if fresh != nil {
+			info = fresh
 		}
 	}
-	if len(sendErr.Attempts) == 0 {
-		sendErr.Attempts = append(sendErr.Attempts, SendAttempt{Broker: mq.BrokerName, QueueID: mq.QueueID, Err: ctx.Err()})
+	if len(st.sendErr.Attempts) == 0 {
+		st.sendErr.Attempts = append(st.sendErr.Attempts, SendAttempt{Broker: st.mq.BrokerName, QueueID: st.mq.QueueID, Err: ctx.Err()})
 	}
-	return nil, sendErr
+	return nil, st.sendErr
 }
 
 // chooseQueue picks the queue of one attempt.

@@ -1,0 +1,406 @@
+package client
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Automatic batching (option AutoBatch; RocketMQ 5's producer autoBatch /
+// ProduceAccumulator, franz-go's and Kafka's record batching).
+//
+// Sends of one topic share a small number of request slots
+// (autoBatchConfig.inflight). A send that finds a slot free goes out at
+// once, alone, as an ordinary SEND_MESSAGE_V2 (after the linger, if one is
+// set). A send that finds every slot busy waits in the topic's queue; when
+// a request returns, the goroutine that ran it takes the waiting sends
+// (up to maxMessages / maxBytes) and hands them, as one
+// SEND_BATCH_MESSAGE, to the first of them, which sends it in its own
+// goroutine. No goroutine is added: every batch runs on the goroutine of
+// one of its callers (SendSync's caller, or SendAsync's goroutine).
+//
+// One batch request is the first attempt of each of its messages. On
+// success every caller gets its own SendResult: its UNIQ_KEY as MsgID,
+// its part of the comma-joined offset msgIds, and queue offset first+i
+// (a batch is stored consecutively in one queue). On failure every
+// message continues alone from that attempt under the normal retry policy
+// (another group for plain sends; the same queue and sequence number for
+// idempotent ones), in its caller's goroutine and within its caller's
+// context.
+
+// autoBatchConfig is the AutoBatch option.
+type autoBatchConfig struct {
+	maxMessages int
+	maxBytes    int
+	linger      time.Duration
+	inflight    int // request slots per topic
+}
+
+// defaultAutoBatchInflight is how many requests of one topic may be in
+// flight at once with AutoBatch. One slot leaves the broker idle while a
+// batch travels back; a few keep its pipeline busy while batches stay big.
+const defaultAutoBatchInflight = 2
+
+// accumulator holds the sends waiting for a slot, per topic.
+type accumulator struct {
+	cfg autoBatchConfig
+
+	mu     sync.Mutex
+	topics map[string]*topicQueue // guarded by mu
+}
+
+// topicQueue is one topic's slots and waiting sends (guarded by
+// accumulator.mu).
+type topicQueue struct {
+	inflight  int           // slots in use
+	lingering bool          // a slot holder is waiting for its batch to fill
+	full      chan struct{} // signalled when a lingering batch is full
+	pending   []*autoSend
+	pendBytes int
+}
+
+// autoSend is one caller's message in the accumulator. Its fields are
+// guarded by accumulator.mu; wake (capacity 1) tells the caller to look.
+type autoSend struct {
+	req  *sendRequest
+	size int
+	wake chan struct{}
+
+	taken bool        // in a batch that is being sent
+	lead  []*autoSend // a batch this caller must send (it is lead[0])
+	done  bool        // outcome known
+	res   *SendResult // on success
+	err   error       // on a failure without retry
+	retry *batchRetry // on a failure the message retries alone
+	dl    time.Time   // the caller's deadline
+}
+
+// batchRetry is the state a message continues from after its batch
+// failed.
+type batchRetry struct {
+	info *TopicPublishInfo
+	st   attemptState
+	err  error
+}
+
+func newAccumulator(cfg autoBatchConfig) *accumulator {
+	return &accumulator{cfg: cfg, topics: map[string]*topicQueue{}}
+}
+
+// batchable reports whether r may share a request with other messages
+// (MessageBatch rules: no delay, not a retry topic; never compressed, as
+// batch bodies are not; not ordered, not oneway, within maxBytes).
+func (a *accumulator) batchable(r *sendRequest) bool {
+	return r.msg != nil && !r.oneway && r.selector == nil && r.sysFlag == 0 &&
+		r.msg.DelayLevel == 0 && !strings.HasPrefix(r.topic, RetryGroupTopicPrefix) &&
+		len(r.body) <= a.cfg.maxBytes
+}
+
+// enqueue adds s to its topic's queue; true when s holds a free slot and
+// must send (it is then the first of its batch).
+func (a *accumulator) enqueue(s *autoSend) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tq := a.topics[s.req.topic]
+	if tq == nil {
+		tq = &topicQueue{full: make(chan struct{}, 1)}
+		a.topics[s.req.topic] = tq
+	}
+	tq.pending = append(tq.pending, s)
+	tq.pendBytes += s.size
+	if tq.lingering || tq.inflight >= a.cfg.inflight {
+		if tq.lingering && a.fullLocked(tq) {
+			select {
+			case tq.full <- struct{}{}:
+			default:
+			}
+		}
+		return false
+	}
+	tq.inflight++
+	return true
+}
+
+func (a *accumulator) fullLocked(tq *topicQueue) bool {
+	return len(tq.pending) >= a.cfg.maxMessages || tq.pendBytes >= a.cfg.maxBytes
+}
+
+// lingerAndTake waits up to the linger for the batch of slot holder s to
+// fill, then takes it.
+func (a *accumulator) lingerAndTake(ctx context.Context, s *autoSend) []*autoSend {
+	a.mu.Lock()
+	tq := a.topics[s.req.topic]
+	if a.cfg.linger > 0 && !a.fullLocked(tq) {
+		tq.lingering = true
+		select {
+		case <-tq.full: // a stale signal of an earlier batch
+		default:
+		}
+		a.mu.Unlock()
+		t := time.NewTimer(a.cfg.linger)
+		select {
+		case <-t.C:
+		case <-tq.full:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		a.mu.Lock()
+		tq.lingering = false
+	}
+	defer a.mu.Unlock()
+	batch := a.takeLocked(tq)
+	// Sends the linger could not fit in this batch go now if a slot is
+	// free; otherwise the next request to return takes them.
+	for len(tq.pending) > 0 && tq.inflight < a.cfg.inflight {
+		tq.inflight++
+		next := a.takeLocked(tq)
+		next[0].lead = next
+		signal(next[0].wake)
+	}
+	return batch
+}
+
+// takeLocked removes the next batch from tq: the oldest sends within
+// maxMessages and maxBytes (at least one).
+func (a *accumulator) takeLocked(tq *topicQueue) []*autoSend {
+	n, bytes := 0, 0
+	for n < len(tq.pending) && n < a.cfg.maxMessages {
+		sz := tq.pending[n].size
+		if n > 0 && bytes+sz > a.cfg.maxBytes {
+			break
+		}
+		bytes += sz
+		n++
+	}
+	batch := make([]*autoSend, n)
+	copy(batch, tq.pending)
+	for _, s := range batch {
+		s.taken = true
+	}
+	rest := copy(tq.pending, tq.pending[n:])
+	clear(tq.pending[rest:])
+	tq.pending = tq.pending[:rest]
+	tq.pendBytes -= bytes
+	return batch
+}
+
+// finish records the outcome of batch, wakes its callers and passes the
+// slot to the next waiting batch of the topic, if any.
+func (a *accumulator) finish(batch []*autoSend, outcome func(i int, s *autoSend)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, s := range batch {
+		outcome(i, s)
+		s.done = true
+		signal(s.wake)
+	}
+	tq := a.topics[batch[0].req.topic]
+	if len(tq.pending) == 0 {
+		tq.inflight--
+		if tq.inflight == 0 && !tq.lingering {
+			delete(a.topics, batch[0].req.topic)
+		}
+		return
+	}
+	next := a.takeLocked(tq)
+	next[0].lead = next
+	signal(next[0].wake)
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// abandon takes s out of its queue when its caller's context ended before
+// s was sent; false when s is already part of a batch (or must send one).
+func (a *accumulator) abandon(s *autoSend) (mustLead []*autoSend, removed bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s.lead != nil {
+		l := s.lead
+		s.lead = nil
+		return l, false
+	}
+	if s.taken || s.done {
+		return nil, false
+	}
+	tq := a.topics[s.req.topic]
+	if tq == nil {
+		return nil, false
+	}
+	for i, q := range tq.pending {
+		if q == s {
+			tq.pending = append(tq.pending[:i], tq.pending[i+1:]...)
+			tq.pendBytes -= s.size
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+// state returns what the caller of s should do next: send a batch, or
+// stop waiting (done).
+func (a *accumulator) state(s *autoSend) (lead []*autoSend, done bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	lead, s.lead = s.lead, nil
+	return lead, s.done
+}
+
+// sendAuto sends r through the accumulator and returns its own result.
+func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, error) {
+	routes, err := p.running()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.sendTimeout)
+		defer cancel()
+	}
+	a := p.acc
+	s := &autoSend{req: r, size: len(r.body), wake: make(chan struct{}, 1)}
+	s.dl, _ = ctx.Deadline()
+	if a.enqueue(s) {
+		p.runBatch(routes, a.lingerAndTake(ctx, s))
+	}
+	for {
+		lead, done := a.state(s)
+		if lead != nil {
+			p.runBatch(routes, lead)
+			continue
+		}
+		if done {
+			break
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			lead, removed := a.abandon(s)
+			if lead != nil {
+				// Others wait for this batch: send it even so.
+				p.runBatch(routes, lead)
+				continue
+			}
+			if removed {
+				return nil, &SendError{Topic: r.topic, Attempts: []SendAttempt{{Err: ctx.Err()}}}
+			}
+			if _, done := a.state(s); !done {
+				// Sent as part of a batch whose answer has not come: the
+				// outcome is unknown, as for a plain send that times out.
+				return nil, &SendError{Topic: r.topic, Attempts: []SendAttempt{{Err: ctx.Err()}}}
+			}
+		}
+	}
+	// s is done: its fields no longer change.
+	if s.retry == nil {
+		return s.res, s.err
+	}
+	rt := s.retry
+	more, fresh := p.retryAfter(ctx, routes, r, rt.err)
+	if !more || rt.st.done >= p.maxAttempts(r) || p.closed() {
+		return nil, rt.st.sendErr
+	}
+	if fresh != nil {
+		rt.info = fresh
+	}
+	return p.runAttempts(ctx, routes, rt.info, r, &rt.st)
+}
+
+// runBatch sends batch as one request (alone when it holds one message),
+// the first attempt of each of its messages, then hands the topic's slot
+// on. Its context ends at the latest of its callers' deadlines, or when
+// the producer closes: a caller whose own deadline passes stops waiting,
+// but the others still get their answer.
+func (p *Producer) runBatch(routes *routeManager, batch []*autoSend) {
+	dl := batch[0].dl
+	for _, s := range batch[1:] {
+		if s.dl.After(dl) {
+			dl = s.dl
+		}
+	}
+	ctx, cancel := context.WithDeadline(p.baseContext(), dl)
+	defer cancel()
+	r := batch[0].req
+	if len(batch) > 1 {
+		r = &sendRequest{topic: r.topic, batch: make([]*Message, len(batch)), uniqIDs: make([]string, len(batch))}
+		for i, s := range batch {
+			r.batch[i] = s.req.msg
+			r.uniqIDs[i] = s.req.uniqIDs[0]
+		}
+	}
+	info, err := routes.publishInfo(ctx, r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums)
+	if err != nil {
+		p.acc.finish(batch, func(_ int, s *autoSend) { s.err = err })
+		return
+	}
+	st := attemptState{sendErr: &SendError{Topic: r.topic}}
+	res, err := p.runBatchAttempt(ctx, routes, info, r, &st)
+	p.acc.finish(batch, func(i int, s *autoSend) {
+		switch {
+		case err == nil && len(batch) == 1:
+			s.res = res
+		case err == nil:
+			s.res = splitBatchResult(res, r, i)
+		case st.done == 0:
+			s.err = err // no attempt was made (no queue)
+		default:
+			s.retry = &batchRetry{info: info, err: err, st: attemptState{
+				done: st.done, mq: st.mq, chosen: true, lastBroker: st.mq.BrokerName,
+				sendErr: &SendError{Topic: r.topic, Attempts: append([]SendAttempt(nil), st.sendErr.Attempts...)},
+			}}
+			if st.extra != nil {
+				s.retry.st.extra = [][]string{st.extra[i]}
+			}
+		}
+	})
+}
+
+// runBatchAttempt makes the one attempt of a batch request.
+func (p *Producer) runBatchAttempt(ctx context.Context, routes *routeManager, info *TopicPublishInfo, r *sendRequest, st *attemptState) (*SendResult, error) {
+	mq, ok := p.chooseQueue(info, r, "")
+	if !ok {
+		return nil, ErrNoQueue
+	}
+	st.mq, st.chosen = mq, true
+	if p.seq != nil {
+		st.extra = make([][]string, max(1, len(r.batch)))
+		for j := range st.extra {
+			st.extra[j] = p.seq.assign(mq)
+		}
+	}
+	st.done = 1
+	waitOK := p.sticky(r) || info.singleGroup()
+	return p.attempt(ctx, routes, r, mq, st.extra, st.sendErr, p.maxAttempts(r) == 1, waitOK)
+}
+
+// splitBatchResult is message i's share of a batch's result: its
+// UNIQ_KEY, its entry of the comma-joined offset msgIds (RocketMQ and
+// raftmq brokers answer a batch so), and the queue offset first+i, since
+// a batch is stored consecutively in one queue.
+func splitBatchResult(res *SendResult, r *sendRequest, i int) *SendResult {
+	out := *res
+	out.MsgID = r.uniqIDs[i]
+	out.QueueOffset = res.QueueOffset + int64(i)
+	out.OffsetMsgID = ""
+	ids := res.OffsetMsgID
+	for j := 0; ; j++ {
+		k := strings.IndexByte(ids, ',')
+		if j == i {
+			if k >= 0 {
+				ids = ids[:k]
+			}
+			out.OffsetMsgID = ids
+			break
+		}
+		if k < 0 {
+			break
+		}
+		ids = ids[k+1:]
+	}
+	return &out
+}
