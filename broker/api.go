@@ -62,6 +62,21 @@ type Replica interface {
 	OnRoleChange(f func(leader bool, term uint64))
 }
 
+// AsyncPutter is an optional Replica extension for the asynchronous send
+// path: PutMessagesAsync is PutMessages without waiting. done is called
+// exactly once — with the results in request order, or an error — either
+// before PutMessagesAsync returns (rejected at once: not leader, disk full,
+// ctx ended before the hand-off) or later on the goroutine that completes
+// the Raft entry, which answers every request of the entry one after
+// another, so done must be quick and must not block. ctx bounds only the
+// hand-off, not the replication (the group's apply timeout does). A Replica
+// without it is served by PutMessages on the processor's worker.
+type AsyncPutter interface {
+	PutMessagesAsync(ctx context.Context, msgs []*store.Message, done func([]PutResult, error))
+}
+
+var _ AsyncPutter = (*Group)(nil)
+
 // StateReader is a read-only view of the replicated tables. Implementations
 // return copies or immutable values so callers never hold the FSM's lock.
 type StateReader interface {

@@ -18,7 +18,9 @@ type putRequest struct {
 	data  []byte    // the request's messages, stored format, concatenated
 	count int       // messages in data
 	idem  []idemKey // Index relative to this request
-	resp  chan putResponse
+	// done receives the outcome exactly once, on the goroutine that
+	// completes the entry (or fails the batch); it must not block.
+	done func(putResponse)
 }
 
 type putResponse struct {
@@ -55,7 +57,7 @@ func (b *batcher) close() {
 	for {
 		select {
 		case r := <-b.in:
-			r.resp <- putResponse{err: ErrGroupClosed}
+			r.done(putResponse{err: ErrGroupClosed})
 		default:
 			return
 		}
@@ -177,7 +179,7 @@ func (b *batcher) drain(open func() bool, add func(*putRequest), n func() int, t
 
 func (b *batcher) fail(batch []*putRequest, err error) {
 	for _, r := range batch {
-		r.resp <- putResponse{err: err}
+		r.done(putResponse{err: err})
 	}
 }
 
@@ -216,7 +218,7 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 					for i := range rs {
 						rs[i].MsgID = b.g.msgID(&rs[i])
 					}
-					r.resp <- putResponse{results: rs}
+					r.done(putResponse{results: rs})
 				}
 				return
 			} else {
@@ -293,7 +295,7 @@ func (g *Group) notLeaderErr(cause error) error {
 
 // encodeRequest encodes a request's messages for the batcher.
 func (g *Group) encodeRequest(msgs []*store.Message) (*putRequest, error) {
-	r := &putRequest{count: len(msgs), resp: make(chan putResponse, 1)}
+	r := &putRequest{count: len(msgs)}
 	for i, m := range msgs {
 		m.StoreHost = g.cfg.Store.StoreHost
 		before := len(r.data)
@@ -320,30 +322,44 @@ func (g *Group) encodeRequest(msgs []*store.Message) (*putRequest, error) {
 
 // PutMessages implements Replica.
 func (g *Group) PutMessages(ctx context.Context, msgs []*store.Message) ([]PutResult, error) {
-	if !g.IsLeader() {
-		return nil, g.notLeaderErr(nil)
-	}
-	if len(msgs) == 0 {
-		return nil, nil
-	}
-	if err := g.ms.CheckDiskWritable(); err != nil {
-		return nil, err
-	}
-	r, err := g.encodeRequest(msgs)
-	if err != nil {
-		return nil, err
-	}
+	ch := make(chan putResponse, 1)
+	g.PutMessagesAsync(ctx, msgs, func(results []PutResult, err error) { ch <- putResponse{results, err} })
 	select {
-	case g.batch.in <- r:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-g.quit:
-		return nil, ErrGroupClosed
-	}
-	select {
-	case resp := <-r.resp:
+	case resp := <-ch:
 		return resp.results, resp.err
 	case <-ctx.Done():
 		return nil, ctx.Err() // the entry may still commit
+	}
+}
+
+// PutMessagesAsync implements AsyncPutter: the request goes to the batcher
+// and done runs when its entry is applied (on the entry's waiter goroutine,
+// once for every request of the entry, one after another) or at once on an
+// error before that. ctx bounds only the hand-off to the batcher.
+func (g *Group) PutMessagesAsync(ctx context.Context, msgs []*store.Message, done func([]PutResult, error)) {
+	if !g.IsLeader() {
+		done(nil, g.notLeaderErr(nil))
+		return
+	}
+	if len(msgs) == 0 {
+		done(nil, nil)
+		return
+	}
+	if err := g.ms.CheckDiskWritable(); err != nil {
+		done(nil, err)
+		return
+	}
+	r, err := g.encodeRequest(msgs)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	r.done = func(p putResponse) { done(p.results, p.err) }
+	select {
+	case g.batch.in <- r:
+	case <-ctx.Done():
+		done(nil, ctx.Err())
+	case <-g.quit:
+		done(nil, ErrGroupClosed)
 	}
 }

@@ -130,9 +130,12 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	cfg := c.cfg
 	send, sendQ := cfg.SendMessageThreadPoolNums, cfg.SendThreadPoolQueueCapacity
 	pull, pullQ := cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity
-	s.Register(remoting.RequestSendMessage, c.instrument(c.processSend), send, sendQ)
-	s.Register(remoting.RequestSendMessageV2, c.instrument(c.processSend), send, sendQ)
-	s.Register(remoting.RequestSendBatchMessage, c.instrument(c.processSend), send, sendQ)
+	// Sends are asynchronous: a worker only checks and decodes, the Raft
+	// entry's completion answers. Admitted-but-unanswered sends are bounded
+	// like the queue (sendThreadPoolQueueCapacity), then SYSTEM_BUSY.
+	s.RegisterAsync(remoting.RequestSendMessage, c.instrumentAsync(c.processSendAsync), send, sendQ, sendQ)
+	s.RegisterAsync(remoting.RequestSendMessageV2, c.instrumentAsync(c.processSendAsync), send, sendQ, sendQ)
+	s.RegisterAsync(remoting.RequestSendBatchMessage, c.instrumentAsync(c.processSendAsync), send, sendQ, sendQ)
 	s.Register(remoting.RequestConsumerSendMsgBack, c.instrument(c.processSendBack), send, sendQ)
 	s.Register(remoting.RequestPullMessage, c.instrument(c.processPull), pull, pullQ)
 	s.Register(remoting.RequestLitePullMessage, c.instrument(c.processPull), pull, pullQ)
@@ -154,6 +157,19 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	s.Register(remoting.RequestViewMessageByID, c.instrument(c.processViewMessageByID), q, 10000)
 	RegisterRaftAdmin(s, c.rep, c.log.Named("raftadmin"))
 	s.RegisterDefault(c.instrument(c.processAdmin), q, 10000)
+}
+
+// instrumentAsync counts an asynchronous processor's requests in the
+// request metrics. The duration observed is the handler's (check, decode,
+// hand-off), not the wait for replication: RequestMetrics.Wrap only times
+// a synchronous call.
+func (c *Controller) instrumentAsync(h remoting.AsyncHandlerFunc) remoting.AsyncHandlerFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, r *remoting.Responder) (*remoting.RemotingCommand, error) {
+		sync := c.instrument(func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+			return h(ctx, conn, req, r)
+		})
+		return sync(ctx, conn, req)
+	}
 }
 
 // Start listens, joins the role-change feed and starts the background

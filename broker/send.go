@@ -150,68 +150,110 @@ func checkGroup(group string) *remoting.RemotingCommand {
 
 func isSystemTopic(t string) bool { return t == TopicAutoCreate || t == TopicSchedule }
 
+// processSend is the synchronous send processor: the worker waits for the
+// Raft entry. Used when the Replica has no AsyncPutter.
 func (c *Controller) processSend(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	h, err := decodeSendHeader(req)
-	if err != nil {
-		return headerError(req, err), nil
-	}
-	if !c.rep.IsLeader() {
-		return c.notLeader(), nil
-	}
-	if r := checkTopic(h.Topic); r != nil {
-		return r, nil
-	}
-	if isSystemTopic(h.Topic) {
-		return response(remoting.ResponseNoPermission, "sending to the system topic %s is not allowed", h.Topic), nil
-	}
-	if len(h.Properties) > maxPropertiesLength {
-		return response(remoting.ResponseMessageIllegal, "the properties are %d bytes, above %d", len(h.Properties), maxPropertiesLength), nil
-	}
-	tc, resp := c.sendTopicConfig(ctx, &h)
+	msgs, resp := c.prepareSend(ctx, conn, req)
 	if resp != nil {
 		return resp, nil
 	}
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	results, err := c.rep.PutMessages(wctx, msgs)
+	return c.sendResult(msgs, results, err), nil
+}
+
+// processSendAsync is the send processor of the asynchronous path
+// (RocketMQ's asyncProcessRequest + CompletableFuture): the worker checks
+// and decodes the request, hands the messages to the batcher and goes back
+// to its pool; the goroutine that completes the Raft entry answers every
+// request of the entry straight into their connections' write queues.
+// Leadership-transfer waits and not-leader answers are the batcher's, as
+// on the synchronous path.
+func (c *Controller) processSendAsync(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, r *remoting.Responder) (*remoting.RemotingCommand, error) {
+	ap, ok := c.rep.(AsyncPutter)
+	if !ok {
+		return c.processSend(ctx, conn, req)
+	}
+	msgs, resp := c.prepareSend(ctx, conn, req)
+	if resp != nil {
+		return resp, nil
+	}
+	// ctx (the connection's) bounds only the hand-off to the batcher; the
+	// server's pending bound keeps the batcher's queue from filling.
+	ap.PutMessagesAsync(ctx, msgs, func(results []PutResult, err error) {
+		r.Respond(c.sendResult(msgs, results, err))
+	})
+	return nil, nil
+}
+
+// sendResult is the answer to a send once its messages were replicated.
+func (c *Controller) sendResult(msgs []*store.Message, results []PutResult, err error) *remoting.RemotingCommand {
+	if err != nil {
+		return c.writeError("send", err)
+	}
+	c.countPut(msgs)
+	return sendResponse(results)
+}
+
+// prepareSend checks a send request and decodes its messages; a non-nil
+// response is the request's answer (bad header, not leader, bad topic,
+// …) and nothing is to be written.
+func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) ([]*store.Message, *remoting.RemotingCommand) {
+	h, err := decodeSendHeader(req)
+	if err != nil {
+		return nil, headerError(req, err)
+	}
+	if !c.rep.IsLeader() {
+		return nil, c.notLeader()
+	}
+	if r := checkTopic(h.Topic); r != nil {
+		return nil, r
+	}
+	if isSystemTopic(h.Topic) {
+		return nil, response(remoting.ResponseNoPermission, "sending to the system topic %s is not allowed", h.Topic)
+	}
+	if len(h.Properties) > maxPropertiesLength {
+		return nil, response(remoting.ResponseMessageIllegal, "the properties are %d bytes, above %d", len(h.Properties), maxPropertiesLength)
+	}
+	tc, resp := c.sendTopicConfig(ctx, &h)
+	if resp != nil {
+		return nil, resp
+	}
 	if tc.Perm&namesrv.PermWrite == 0 {
-		return response(remoting.ResponseNoPermission, "the topic %s is not writable on broker %s", h.Topic, c.cfg.BrokerName), nil
+		return nil, response(remoting.ResponseNoPermission, "the topic %s is not writable on broker %s", h.Topic, c.cfg.BrokerName)
 	}
 	queueID := h.QueueID
 	if queueID < 0 {
 		queueID = rand.Int32N(int32(tc.WriteQueueNums))
 	}
 	if int(queueID) >= max(tc.WriteQueueNums, tc.ReadQueueNums) {
-		return response(remoting.ResponseSystemError, "request queueId[%d] is illegal: topic %s has %d write queues on broker %s",
-			h.QueueID, h.Topic, tc.WriteQueueNums, c.cfg.BrokerName), nil
+		return nil, response(remoting.ResponseSystemError, "request queueId[%d] is illegal: topic %s has %d write queues on broker %s",
+			h.QueueID, h.Topic, tc.WriteQueueNums, c.cfg.BrokerName)
 	}
 
 	var msgs []*store.Message
 	if req.Code == remoting.RequestSendBatchMessage || h.Batch {
 		if msgs, resp = c.decodeBatch(req.Body, &h, queueID, conn); resp != nil {
-			return resp, nil
+			return nil, resp
 		}
 	} else {
 		if len(req.Body) > c.live().Store.MaxMessageSize {
-			return response(remoting.ResponseMessageIllegal, "the message body is %d bytes, above maxMessageSize %d",
-				len(req.Body), c.live().Store.MaxMessageSize), nil
+			return nil, response(remoting.ResponseMessageIllegal, "the message body is %d bytes, above maxMessageSize %d",
+				len(req.Body), c.live().Store.MaxMessageSize)
 		}
 		m := c.newMessage(&h, queueID, conn, req.Body, store.ParseProperties(h.Properties))
 		msgs = []*store.Message{m}
 		if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
 			if r := c.handleRetryTopicSend(ctx, m, &h); r != nil {
-				return r, nil
+				return nil, r
 			}
 		}
 		if r := c.applyDelay(ctx, m); r != nil {
-			return r, nil
+			return nil, r
 		}
 	}
-	wctx, cancel := c.writeCtx(ctx)
-	defer cancel()
-	results, err := c.rep.PutMessages(wctx, msgs)
-	if err != nil {
-		return c.writeError("send", err), nil
-	}
-	c.countPut(msgs)
-	return sendResponse(results), nil
+	return msgs, nil
 }
 
 // sendResponse renders the SendMessageResponseHeader: msgId (comma-joined

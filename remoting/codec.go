@@ -327,6 +327,29 @@ func (r *rmqReader) str(n int, what string) (string, error) {
 	return s, nil
 }
 
+// countRocketMQExt counts the key/value pairs of a ROCKETMQ extFields
+// block, stopping at the first length that does not fit (the decoding pass
+// reports it).
+func countRocketMQExt(b []byte) int {
+	n, off := 0, 0
+	for off+2 <= len(b) {
+		kl := int(int16(binary.BigEndian.Uint16(b[off:])))
+		off += 2
+		if kl < 0 || off+kl+4 > len(b) {
+			break
+		}
+		off += kl
+		vl := int(int32(binary.BigEndian.Uint32(b[off:])))
+		off += 4
+		if vl < 0 || off+vl > len(b) {
+			break
+		}
+		off += vl
+		n++
+	}
+	return n
+}
+
 func decodeRocketMQHeader(h []byte) (*RemotingCommand, error) {
 	r := &rmqReader{b: h}
 	if err := r.need(rocketMQFixedHeaderLen-4, "fixed fields"); err != nil {
@@ -355,19 +378,33 @@ func decodeRocketMQHeader(h []byte) (*RemotingCommand, error) {
 		return c, nil
 	}
 	ext := &rmqReader{b: r.b[r.off : r.off+extLen]}
-	c.ExtFields = make(map[string]string)
+	// One string holds every key and value (they are substrings of it),
+	// and the map is sized by a first pass: a send header has ~14 fields,
+	// and per-field strings plus map growth were most of the decode cost.
+	all := string(ext.b)
+	n := countRocketMQExt(ext.b)
+	c.ExtFields = make(map[string]string, n)
+	c.extOrder = make([]string, 0, n)
+	sub := func(n int, what string) (string, error) {
+		if err := ext.need(n, what); err != nil {
+			return "", err
+		}
+		v := all[ext.off : ext.off+n]
+		ext.off += n
+		return v, nil
+	}
 	for ext.off < len(ext.b) {
 		if err := ext.need(2, "key length"); err != nil {
 			return nil, err
 		}
-		k, err := ext.str(int(int16(ext.u16())), "key")
+		k, err := sub(int(int16(ext.u16())), "key")
 		if err != nil {
 			return nil, err
 		}
 		if err := ext.need(4, "value length"); err != nil {
 			return nil, err
 		}
-		v, err := ext.str(int(int32(ext.u32())), "value")
+		v, err := sub(int(int32(ext.u32())), "value")
 		if err != nil {
 			return nil, err
 		}

@@ -62,9 +62,10 @@ func (l *hookList) after(addr string, req, resp *RemotingCommand) {
 
 // task is one request waiting for a worker.
 type task struct {
-	h    HandlerFunc
-	conn *Conn
-	req  *RemotingCommand
+	h     HandlerFunc
+	async *asyncReg // set for asynchronous processors instead of h
+	conn  *Conn
+	req   *RemotingCommand
 }
 
 // workerPool is a fixed set of workers behind a bounded queue (RocketMQ's
@@ -111,11 +112,15 @@ func (p *workerPool) submit(t task, log *zap.Logger) bool {
 		p.overloaded.Store(false)
 		return true
 	default:
-		if !p.overloaded.Swap(true) {
-			log.Warn("processor queue full, answering SYSTEM_BUSY",
-				zap.String("processor", p.name), zap.Int("queue", cap(p.queue)))
-		}
+		p.warnOverload(log, "processor queue full")
 		return false
+	}
+}
+
+// warnOverload logs the first SYSTEM_BUSY answer of an overload episode.
+func (p *workerPool) warnOverload(log *zap.Logger, why string) {
+	if !p.overloaded.Swap(true) {
+		log.Warn(why+", answering SYSTEM_BUSY", zap.String("processor", p.name), zap.Int("queue", cap(p.queue)))
 	}
 }
 

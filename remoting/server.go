@@ -78,8 +78,9 @@ func (c ServerConfig) connOptions() connOptions {
 }
 
 type registration struct {
-	h    HandlerFunc
-	pool *workerPool
+	h     HandlerFunc
+	async *asyncReg // set for RegisterAsync processors (h is nil)
+	pool  *workerPool
 }
 
 // Server is a RocketMQ remoting server: it accepts connections and hands
@@ -99,6 +100,8 @@ type Server struct {
 	ln          net.Listener           // guarded by mu
 	started     bool                   // guarded by mu
 	closing     bool                   // guarded by mu
+
+	async asyncTracker // asynchronous requests not answered yet
 
 	acceptDone chan struct{}
 	connWG     sync.WaitGroup // reader and writer goroutines of every conn
@@ -129,6 +132,23 @@ func (s *Server) Register(code int16, h HandlerFunc, workers, queueSize int) {
 	s.addPoolLocked(p)
 }
 
+// RegisterAsync installs an asynchronous processor for code: its handler
+// runs on a pool of workers goroutines behind a queue of queueSize and may
+// answer later through its Responder (see AsyncHandlerFunc). At most
+// maxPending requests of this registration may be admitted and unanswered
+// at once (queued, running or waiting); beyond that, and when the queue is
+// full, the server answers SYSTEM_BUSY. Shutdown waits for pending answers.
+func (s *Server) RegisterAsync(code int16, h AsyncHandlerFunc, workers, queueSize, maxPending int) {
+	p := newWorkerPool(fmt.Sprintf("code-%d", code), workers, queueSize)
+	if maxPending < 1 {
+		maxPending = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.processors[code] = registration{async: &asyncReg{h: h, maxPending: int64(maxPending)}, pool: p}
+	s.addPoolLocked(p)
+}
+
 // RegisterDefault installs the handler for codes without their own
 // processor (RocketMQ's defaultRequestProcessor).
 func (s *Server) RegisterDefault(h HandlerFunc, workers, queueSize int) {
@@ -146,7 +166,13 @@ func (s *Server) addPoolLocked(p *workerPool) {
 	}
 }
 
-func (s *Server) runTask(t task) { runTask(t, &s.hooks, s.log) }
+func (s *Server) runTask(t task) {
+	if t.async != nil {
+		s.runAsync(t)
+		return
+	}
+	runTask(t, &s.hooks, s.log)
+}
 
 // OnConnClose registers f to run once for every connection that closes,
 // for whatever reason (e.g. the name server drops a broker whose channel
@@ -266,15 +292,25 @@ func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
 		_ = c.WriteResponse(req, notSupportedResponse(req.Code))
 		return
 	}
-	if !reg.pool.submit(task{h: reg.h, conn: c, req: req}, s.log) {
+	if reg.async != nil && !reg.async.admit() {
+		reg.pool.warnOverload(s.log, "pending asynchronous requests at their bound")
+		_ = c.WriteResponse(req, busyResponse())
+		return
+	}
+	if !reg.pool.submit(task{h: reg.h, async: reg.async, conn: c, req: req}, s.log) {
+		if reg.async != nil {
+			reg.async.pending.Add(-1)
+		}
 		_ = c.WriteResponse(req, busyResponse())
 	}
 }
 
 // Shutdown stops accepting connections and requests, waits for queued and
-// in-flight requests to finish and their responses to be written, then
-// closes every connection. If ctx ends first, connections are closed at
-// once (handlers see their ctx cancelled) and ctx's error is returned.
+// in-flight requests to finish and their responses to be written — for
+// asynchronous processors, until every pending request was answered —
+// then closes every connection. If ctx ends first, asynchronous requests
+// still pending are answered SYSTEM_ERROR, connections are closed at once
+// (handlers see their ctx cancelled) and ctx's error is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closing {
@@ -315,9 +351,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			drainErr = p.wait(ctx)
 		}
 	}
+	// Workers are done (or ctx ended): no new asynchronous request can
+	// start, so wait for the pending ones' answers, failing what is left
+	// at the deadline — before the writers flush and the sockets close.
+	// The failures are queued answers: still flush them unless the pools
+	// themselves did not drain (then handlers may be stuck writing).
+	graceful := drainErr == nil
+	if n := s.async.wait(ctx); n > 0 {
+		s.log.Warn("asynchronous requests unanswered at shutdown deadline; answered SYSTEM_ERROR", zap.Int("requests", n))
+		drainErr = errors.Join(drainErr, ctx.Err())
+	}
 
 	for _, c := range s.Conns() {
-		c.close(nil, drainErr == nil)
+		c.close(nil, graceful)
 	}
 	s.connWG.Wait()
 	if drainErr != nil {

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -34,6 +37,7 @@ type benchFlags struct {
 	tags     string
 	jsonOut  bool
 	fromLast bool
+	cpuProf  string
 }
 
 func newBenchCmd(g *globalFlags) *cobra.Command {
@@ -49,6 +53,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	pf.Int64VarP(&f.count, "count", "m", 0, "stop after this many messages")
 	pf.DurationVar(&f.interval, "interval", time.Second, "report interval")
 	pf.BoolVar(&f.jsonOut, "json", false, "print a machine-readable JSON summary at the end")
+	pf.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of this bench process to this file (the client's share of the CPU)")
 	produce := &cobra.Command{
 		Use:   "produce",
 		Short: "Send messages as fast as the workers can (sync, or async with a window)",
@@ -114,6 +119,9 @@ type benchSummary struct {
 	P99us    int64   `json:"p99us"`
 	P999us   int64   `json:"p999us"`
 	MaxUs    int64   `json:"maxUs"`
+	// CPUus is this process's CPU time (user+system) per message: the
+	// client's cost, which shares the cores with a local broker.
+	CPUus float64 `json:"clientCpuUsPerMsg"`
 }
 
 func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer, produce bool) error {
@@ -131,7 +139,19 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 	if err != nil {
 		return err
 	}
+	if f.cpuProf != "" {
+		pf, err := os.Create(f.cpuProf)
+		if err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
+		defer func() { _ = pf.Close() }()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	st := newBenchStats()
+	cpu0 := processCPU()
 	start := time.Now()
 	done := make(chan struct{})
 	go func() { // reporter
@@ -178,14 +198,26 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 		P50us: h.ValueAtQuantile(50), P90us: h.ValueAtQuantile(90), P99us: h.ValueAtQuantile(99),
 		P999us: h.ValueAtQuantile(99.9), MaxUs: h.Max()}
 	st.mu.Unlock()
+	if n := st.ok.Load(); n > 0 {
+		sum.CPUus = float64((processCPU() - cpu0).Microseconds()) / float64(n)
+	}
 	if f.jsonOut {
 		b, _ := json.Marshal(sum)
 		fmt.Fprintln(out, string(b))
 	} else {
-		fmt.Fprintf(out, "total %s: %d ok, %d failed in %.1fs: %.0f msg/s, %.1f MB/s, latency p50 %s p90 %s p99 %s p999 %s max %s\n",
-			sum.Mode, sum.Messages, sum.Failed, el, sum.TPS, sum.MBps, us(sum.P50us), us(sum.P90us), us(sum.P99us), us(sum.P999us), us(sum.MaxUs))
+		fmt.Fprintf(out, "total %s: %d ok, %d failed in %.1fs: %.0f msg/s, %.1f MB/s, latency p50 %s p90 %s p99 %s p999 %s max %s, client CPU %.1f µs/msg\n",
+			sum.Mode, sum.Messages, sum.Failed, el, sum.TPS, sum.MBps, us(sum.P50us), us(sum.P90us), us(sum.P99us), us(sum.P999us), us(sum.MaxUs), sum.CPUus)
 	}
 	return err
+}
+
+// processCPU is the user+system CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func us(v int64) string { return (time.Duration(v) * time.Microsecond).String() }

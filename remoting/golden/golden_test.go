@@ -83,7 +83,9 @@ func (r *recorder) accept() {
 		r.wg.Add(2)
 		go func() {
 			defer r.wg.Done()
-			_, _ = io.Copy(io.MultiWriter(up, lockedBuf{&r.mu, buf}), c)
+			// Record before forwarding: the server's answer (and so the
+			// client call the test waits for) must not overtake the copy.
+			_, _ = io.Copy(io.MultiWriter(lockedBuf{&r.mu, buf}, up), c)
 			_ = up.Close()
 		}()
 		go func() {
