@@ -172,19 +172,21 @@ func (p *partitionNemesis) Inject(ctx context.Context, env *Env) (string, error)
 func (p *partitionNemesis) Heal(context.Context, *Env) error { return nil }
 
 // RingBlocks computes the majorities-ring partition of nodes in ring
-// order: the node at position i hears itself and the next n/2 nodes (a
-// majority), so every node sees a majority and no two see the same one.
-// It returns the blocked directions as {from, to} pairs: to no longer
-// hears from. With three nodes a, b, c: a hears b (not c), b hears c (not
-// a), c hears a (not b), so the blocked directions are c→a, a→b, b→c.
+// order: the node at position i hears a window of m = n/2+1 consecutive
+// positions (itself included) centred on it as far as m allows, so every
+// node sees a bare majority and no two see the same one. It returns the
+// blocked directions as {from, to} pairs: to no longer hears from. With
+// five nodes the windows are i-1..i+1 and every cut is two-way; with
+// three (window i..i+1) it can only be one-way: a hears b (not c), b
+// hears c (not a), c hears a (not b), so c→a, a→b and b→c are blocked.
 func RingBlocks(order []int) [][2]int {
 	n := len(order)
 	m := n/2 + 1
+	lo := (m - 1) / 2 // window positions i-lo .. i-lo+m-1
 	var blocks [][2]int
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			// Position j is in i's window if it is 0..m-1 steps after i.
-			if (j-i+n)%n >= m {
+			if (j-i+lo+n)%n >= m {
 				blocks = append(blocks, [2]int{order[j], order[i]})
 			}
 		}

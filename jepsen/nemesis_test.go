@@ -59,5 +59,13 @@ func TestRingBlocksMajorities(t *testing.T) {
 			}
 			seen[k] = to
 		}
+		if n == 5 {
+			// Odd n ≥ 5: centred windows make every cut two-way.
+			for b := range blocked {
+				if !blocked[[2]int{b[1], b[0]}] {
+					t.Fatalf("n=5: %d→%d blocked one way only", b[0], b[1])
+				}
+			}
+		}
 	}
 }

@@ -46,7 +46,7 @@ func Profiles() map[string]Profile {
 		Name:     "short",
 		Duration: 75 * time.Second,
 		Nemeses: []string{"kill-leader", "kill-random", "pause-leader", "pause-random",
-			"partition-leader", "partition-halves", "partition-bridge", "partition-oneway", "partition-ring"},
+			"partition-leader", "partition-halves", "partition-bridge", "partition-oneway", "partition-ring", "crash-unsynced"},
 		Quiet: 3 * time.Second, Hold: 4 * time.Second,
 		Workload: wl, ElectionMillis: 300, SegmentBytes: 4 << 20, Queues: 8,
 		DrainTimeout: 60 * time.Second,
