@@ -14,8 +14,9 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestShortProfile is the CI chaos run: a real name server and 3-node
-// group as OS processes, kills, pauses and partitions for about 75 s, then
-// heal, drain and check. It fails on any lost, phantom or inconsistent
+// group as OS processes (the crashfs build, since the profile has
+// crash-unsynced), kills, crashes that lose unsynced writes, pauses and
+// partitions (ring included) for about 75 s, then heal, drain and check. It fails on any lost, phantom or inconsistent
 // message, an idempotent duplicate or two leaders in a term.
 // RAFTMQ_SEED fixes the fault schedule; RAFTMQ_JEPSEN_SECONDS changes the
 // duration; RAFTMQ_LONG=1 runs the full profile instead;

@@ -38,8 +38,8 @@ type Profile struct {
 }
 
 // Profiles returns the built-in profiles: "short" (the go test profile,
-// about 75 s of faults: kills, pauses and partitions) and "full" (30
-// minutes, every nemesis).
+// about 75 s of faults: kills, crash-unsynced, pauses and partitions) and
+// "full" (30 minutes, every nemesis).
 func Profiles() map[string]Profile {
 	wl := WorkloadConfig{Producers: 4, WorkersPerProducer: 2, OpsPerSecond: 300, SendTimeout: 5 * time.Second, AttemptTimeout: time.Second, Consumers: 2}
 	short := Profile{

@@ -28,7 +28,7 @@ func main() {
 }
 
 func run() int {
-	profile := flag.String("profile", "short", "profile: short (about 75 s: kills, pauses, partitions) or full (30 min, every nemesis)")
+	profile := flag.String("profile", "short", "profile: short (about 75 s: kills, crash-unsynced, pauses, partitions) or full (30 min, every nemesis)")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "seed of the fault schedule")
 	dir := flag.String("dir", "", "run directory (default: a new directory under the system temp dir)")
 	duration := flag.Duration("duration", 0, "override the profile's duration")
