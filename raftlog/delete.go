@@ -97,6 +97,7 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 	}
 	s.mu.Lock()
 	s.tail = min - 1
+	s.recent.clear()
 	s.mu.Unlock()
 	// No reader can reach the removed range any more; zero it.
 	if err := s.segQ.TruncateDirty(end); err != nil {
@@ -138,6 +139,7 @@ func (s *LogStore) resetLocked(nextIndex uint64, nextPos int64) error {
 	}
 	s.mu.Lock()
 	s.first, s.tail = 0, 0
+	s.recent.clear()
 	s.mu.Unlock()
 	if err := s.segQ.Destroy(); err != nil {
 		return s.fail(fmt.Errorf("reset: remove segments: %w", err))

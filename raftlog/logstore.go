@@ -44,6 +44,10 @@ type Options struct {
 	// receive already-patched data from the leader's GetLog, or unpatched data
 	// from a leader-side log cache, and must end with identical bytes.
 	PatchCommand func(l *raft.Log, data []byte, dataPos int64) error
+	// CacheBytes bounds the entries of the latest appends kept in memory
+	// for GetLog (Raft reads each new entry back on the leader and on every
+	// follower; see recentLogs). Default 8 MiB; negative turns it off.
+	CacheBytes int
 	// Logger receives recovery and failure reports (default zap.NewNop()).
 	Logger *zap.Logger
 }
@@ -71,6 +75,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.CheckpointBytes == 0 {
 		r.CheckpointBytes = defaultCheckpointBytes
+	}
+	if r.CacheBytes == 0 {
+		r.CacheBytes = defaultCacheBytes
 	}
 	if r.Logger == nil {
 		r.Logger = zap.NewNop()
@@ -126,6 +133,7 @@ type LogStore struct {
 	first  uint64 // logical first index; the log is empty if first == 0 or first > tail
 	tail   uint64 // last index physically present; 0 = none
 	closed bool
+	recent recentLogs
 
 	failure  atomic.Pointer[error]
 	recovery RecoveryReport // set once by Open
@@ -178,7 +186,7 @@ func OpenOnQueue(segQ *store.MappedFileQueue, dir string, opts Options) (*LogSto
 }
 
 func openOn(segQ *store.MappedFileQueue, dir string, o Options) (*LogStore, error) {
-	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger, segQ: segQ}
+	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger, segQ: segQ, recent: recentLogs{maxBytes: o.CacheBytes}}
 	if err := s.fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -260,6 +268,10 @@ func (s *LogStore) GetLog(index uint64, l *raft.Log) error {
 	if !s.inRangeLocked(index) {
 		return raft.ErrLogNotFound
 	}
+	if c := s.recent.get(index); c != nil {
+		*l = *c
+		return nil
+	}
 	sl, pos, err := s.frameViewLocked(index)
 	if err != nil {
 		return err
@@ -330,6 +342,7 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		s.first = logs[0].Index
 	}
 	s.tail = last
+	s.recent.add(logs)
 	s.mu.Unlock()
 	s.nextIndex = last + 1
 	s.sinceCkpt += s.nextPos - startPos
@@ -580,6 +593,7 @@ func (s *LogStore) Close() error {
 	}
 	s.mu.Lock()
 	s.closed = true
+	s.recent.clear()
 	s.mu.Unlock()
 	if s.ownsSegQ {
 		if err := s.segQ.Close(); err != nil && first == nil {

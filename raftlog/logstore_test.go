@@ -297,9 +297,10 @@ func TestRetention(t *testing.T) {
 }
 
 // TestPatchCommand: the hook sees the data in the mapping and its physical
-// position; the patched bytes are what GetLog returns and what the CRC
-// covers, and storing the patched entry again (a follower fed by the
-// leader's GetLog) gives the same frame.
+// position; the patched bytes are what the file holds and what the CRC
+// covers, and storing the entry GetLog returns again (a follower fed by the
+// leader: patched bytes from the file, or the unpatched entry from the
+// recent-entries cache) gives the same frame.
 func TestPatchCommand(t *testing.T) {
 	patch := func(l *raft.Log, data []byte, dataPos int64) error {
 		if len(data) >= 8 {
@@ -307,33 +308,43 @@ func TestPatchCommand(t *testing.T) {
 		}
 		return nil
 	}
-	o := testOptions(store.NewFaultFS(1))
-	o.PatchCommand = patch
-	leader := mustOpen(t, "/leader", o)
-	defer leader.Close()
-	storeAll(t, leader, raftlogtest.Entries(1, 200, 1))
-	o.FS = store.NewFaultFS(2)
-	follower := mustOpen(t, "/follower", o)
-	defer follower.Close()
-	for i := uint64(1); i <= 200; i++ {
-		var l raft.Log
-		if err := leader.GetLog(i, &l); err != nil {
-			t.Fatal(err)
-		}
-		pos, h, err := leader.Locate(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Type == raft.LogCommand && len(l.Data) >= 8 {
-			if got := int64(binary.BigEndian.Uint64(l.Data)); got != pos+int64(h.DataOffset()) {
-				t.Fatalf("index %d: patched position %d, frame at %d data offset %d", i, got, pos, h.DataOffset())
+	for _, cache := range []int{-1, 1 << 20} {
+		o := testOptions(store.NewFaultFS(1))
+		o.PatchCommand = patch
+		o.CacheBytes = cache
+		leader := mustOpen(t, "/leader", o)
+		storeAll(t, leader, raftlogtest.Entries(1, 200, 1))
+		o.FS = store.NewFaultFS(2)
+		follower := mustOpen(t, "/follower", o)
+		for i := uint64(1); i <= 200; i++ {
+			var l raft.Log
+			if err := leader.GetLog(i, &l); err != nil {
+				t.Fatal(err)
 			}
-		} else if err := raftlogtest.Equal(&l, term1(i)); err != nil {
-			t.Fatalf("non-command entry changed: %v", err)
+			pos, h, err := leader.Locate(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, frame, err := leader.ReadFrame(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Type == raft.LogCommand && len(l.Data) >= 8 {
+				if got := int64(binary.BigEndian.Uint64(frame[h.DataOffset():])); got != pos+int64(h.DataOffset()) {
+					t.Fatalf("cache %d, index %d: patched position %d, frame at %d data offset %d", cache, i, got, pos, h.DataOffset())
+				}
+				if cache < 0 && !bytes.Equal(l.Data, frame[h.DataOffset():h.DataOffset()+len(l.Data)]) {
+					t.Fatalf("index %d: GetLog from the file differs from the stored frame", i)
+				}
+			} else if err := raftlogtest.Equal(&l, term1(i)); err != nil {
+				t.Fatalf("non-command entry changed: %v", err)
+			}
+			storeAll(t, follower, []*raft.Log{&l})
 		}
-		storeAll(t, follower, []*raft.Log{&l})
+		sameLayout(t, leader, follower)
+		leader.Close()
+		follower.Close()
 	}
-	sameLayout(t, leader, follower)
 }
 
 func TestRefusals(t *testing.T) {
