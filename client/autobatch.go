@@ -97,9 +97,11 @@ func (a *accumulator) batchable(r *sendRequest) bool {
 		len(r.body) <= a.cfg.maxBytes
 }
 
-// enqueue adds s to its topic's queue; true when s holds a free slot and
-// must send (it is then the first of its batch).
-func (a *accumulator) enqueue(s *autoSend) bool {
+// enqueue adds s to its topic's queue. When a slot is free s takes it
+// and must send: the batch to send is returned at once, or, with a
+// linger, linger is true and lingerAndTake returns it later. Otherwise s
+// waits for a running request to hand it a batch.
+func (a *accumulator) enqueue(s *autoSend) (batch []*autoSend, linger bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	tq := a.topics[s.req.topic]
@@ -111,15 +113,20 @@ func (a *accumulator) enqueue(s *autoSend) bool {
 	tq.pendBytes += s.size
 	if tq.lingering || tq.inflight >= a.cfg.inflight {
 		if tq.lingering && a.fullLocked(tq) {
-			select {
-			case tq.full <- struct{}{}:
-			default:
-			}
+			signal(tq.full)
 		}
-		return false
+		return nil, false
 	}
 	tq.inflight++
-	return true
+	if a.cfg.linger > 0 && !a.fullLocked(tq) {
+		tq.lingering = true
+		select {
+		case <-tq.full: // a stale signal of an earlier batch
+		default:
+		}
+		return nil, true
+	}
+	return a.takeLocked(tq), false
 }
 
 func (a *accumulator) fullLocked(tq *topicQueue) bool {
@@ -127,28 +134,27 @@ func (a *accumulator) fullLocked(tq *topicQueue) bool {
 }
 
 // lingerAndTake waits up to the linger for the batch of slot holder s to
-// fill, then takes it.
+// fill (requests that return meanwhile leave the queue alone), then takes
+// it.
 func (a *accumulator) lingerAndTake(ctx context.Context, s *autoSend) []*autoSend {
 	a.mu.Lock()
 	tq := a.topics[s.req.topic]
-	if a.cfg.linger > 0 && !a.fullLocked(tq) {
-		tq.lingering = true
-		select {
-		case <-tq.full: // a stale signal of an earlier batch
-		default:
-		}
-		a.mu.Unlock()
-		t := time.NewTimer(a.cfg.linger)
-		select {
-		case <-t.C:
-		case <-tq.full:
-		case <-ctx.Done():
-		}
-		t.Stop()
-		a.mu.Lock()
-		tq.lingering = false
+	a.mu.Unlock()
+	t := time.NewTimer(a.cfg.linger)
+	select {
+	case <-t.C:
+	case <-tq.full:
+	case <-ctx.Done():
 	}
+	t.Stop()
+	a.mu.Lock()
 	defer a.mu.Unlock()
+	tq.lingering = false
+	if len(tq.pending) == 0 {
+		// Every waiting send gave up (s itself never does while it lingers).
+		tq.inflight--
+		return nil
+	}
 	batch := a.takeLocked(tq)
 	// Sends the linger could not fit in this batch go now if a slot is
 	// free; otherwise the next request to return takes them.
@@ -196,7 +202,8 @@ func (a *accumulator) finish(batch []*autoSend, outcome func(i int, s *autoSend)
 		signal(s.wake)
 	}
 	tq := a.topics[batch[0].req.topic]
-	if len(tq.pending) == 0 {
+	if len(tq.pending) == 0 || tq.lingering {
+		// A lingering slot holder takes what waits.
 		tq.inflight--
 		if tq.inflight == 0 && !tq.lingering {
 			delete(a.topics, batch[0].req.topic)
@@ -265,8 +272,12 @@ func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, e
 	a := p.acc
 	s := &autoSend{req: r, size: len(r.body), wake: make(chan struct{}, 1)}
 	s.dl, _ = ctx.Deadline()
-	if a.enqueue(s) {
-		p.runBatch(routes, a.lingerAndTake(ctx, s))
+	batch, linger := a.enqueue(s)
+	if linger {
+		batch = a.lingerAndTake(ctx, s)
+	}
+	if len(batch) > 0 {
+		p.runBatch(routes, batch)
 	}
 	for {
 		lead, done := a.state(s)

@@ -490,3 +490,45 @@ func TestAutoBatchOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoBatchLinger: with a linger the first send of an idle topic
+// waits for others; a full batch goes at once, a lone send after the
+// linger.
+func TestAutoBatchLinger(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1, "U": 1})
+	qs := newQueueStore()
+	a.setAnswer(qs.answer)
+	p := newTestProducer(t, ns, AutoBatch(5, 1<<20, 10*time.Second), AutoBatchInflight(1))
+	var c sendCollector
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		c.sync(p, NewMessage("T", []byte("m"+strconv.Itoa(i))))
+	}
+	c.wg.Wait()
+	if len(c.errs) > 0 {
+		t.Fatal(c.errs)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("a full batch waited %v for its linger", d)
+	}
+	reqs := log.all()
+	if len(reqs) != 1 || reqs[0].code != remoting.RequestSendBatchMessage {
+		t.Fatalf("%d requests, want one batch", len(reqs))
+	}
+	qs.check(t, c.results)
+
+	p2 := newTestProducer(t, ns, AutoBatch(5, 1<<20, 30*time.Millisecond))
+	start = time.Now()
+	if _, err := p2.SendSync(context.Background(), NewMessage("U", []byte("alone"))); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 30*time.Millisecond {
+		t.Fatalf("a lone send returned after %v, before its linger", d)
+	}
+	if reqs := log.all(); len(reqs) != 2 || reqs[1].code != remoting.RequestSendMessageV2 {
+		t.Fatalf("lone send went as %+v", reqs[len(reqs)-1])
+	}
+}
