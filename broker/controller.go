@@ -130,12 +130,14 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	cfg := c.cfg
 	send, sendQ := cfg.SendMessageThreadPoolNums, cfg.SendThreadPoolQueueCapacity
 	pull, pullQ := cfg.PullMessageThreadPoolNums, cfg.PullThreadPoolQueueCapacity
-	// Sends are asynchronous: a worker only checks and decodes, the Raft
-	// entry's completion answers. Admitted-but-unanswered sends are bounded
-	// like the queue (sendThreadPoolQueueCapacity), then SYSTEM_BUSY.
-	s.RegisterAsync(remoting.RequestSendMessage, c.instrumentAsync(c.processSendAsync), send, sendQ, sendQ)
-	s.RegisterAsync(remoting.RequestSendMessageV2, c.instrumentAsync(c.processSendAsync), send, sendQ, sendQ)
-	s.RegisterAsync(remoting.RequestSendBatchMessage, c.instrumentAsync(c.processSendAsync), send, sendQ, sendQ)
+	// Sends are asynchronous: the handler only checks and decodes, the
+	// Raft entry's completion answers. Sends that cannot block (see
+	// sendInline) run on the connection's reader; admitted-but-unanswered
+	// sends are bounded like the queue (sendThreadPoolQueueCapacity).
+	sendOpts := remoting.AsyncOptions{Workers: send, QueueSize: sendQ, MaxPending: sendQ, Inline: c.sendInline}
+	s.RegisterAsync(remoting.RequestSendMessage, c.instrumentAsync(c.processSendAsync), sendOpts)
+	s.RegisterAsync(remoting.RequestSendMessageV2, c.instrumentAsync(c.processSendAsync), sendOpts)
+	s.RegisterAsync(remoting.RequestSendBatchMessage, c.instrumentAsync(c.processSendAsync), sendOpts)
 	s.Register(remoting.RequestConsumerSendMsgBack, c.instrument(c.processSendBack), send, sendQ)
 	s.Register(remoting.RequestPullMessage, c.instrument(c.processPull), pull, pullQ)
 	s.Register(remoting.RequestLitePullMessage, c.instrument(c.processPull), pull, pullQ)

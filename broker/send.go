@@ -187,6 +187,27 @@ func (c *Controller) processSendAsync(ctx context.Context, conn *remoting.Conn, 
 	return nil, nil
 }
 
+// sendInline picks the sends that may run on the connection's reader: the
+// ones whose handling cannot wait for a Raft round trip of its own — the
+// topic exists (no auto-create), it is no retry topic (DLQ redirection may
+// create topics) and no delay level is set (SCHEDULE_TOPIC_XXXX may need
+// creating). The rest go to the send pool. A follower's sends are answered
+// not-leader at once, so they qualify too.
+func (c *Controller) sendInline(req *remoting.RemotingCommand) bool {
+	if _, ok := c.rep.(AsyncPutter); !ok {
+		return false
+	}
+	topic, props := req.ExtFields["topic"], req.ExtFields["properties"]
+	if t, ok := req.ExtFields["b"]; ok {
+		topic, props = t, req.ExtFields["i"]
+	}
+	if strings.HasPrefix(topic, RetryGroupTopicPrefix) || strings.Contains(props, propDelay) {
+		return false
+	}
+	_, ok := c.rep.State().Topic(topic)
+	return ok
+}
+
 // sendResult is the answer to a send once its messages were replicated.
 func (c *Controller) sendResult(msgs []*store.Message, results []PutResult, err error) *remoting.RemotingCommand {
 	if err != nil {

@@ -69,6 +69,7 @@ type asyncReg struct {
 	// SYSTEM_BUSY, like a full queue.
 	maxPending int64
 	pending    atomic.Int64
+	inline     func(*RemotingCommand) bool // see AsyncOptions.Inline
 }
 
 // admit counts one more request, false when the bound is reached.

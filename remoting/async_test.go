@@ -35,7 +35,7 @@ func TestAsyncAnswersMatchOpaqueOutOfOrder(t *testing.T) {
 	held := make(chan *Responder, 64)
 	hook := &asyncCountingHook{}
 	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
-		s.RegisterAsync(RequestSendMessage, holdingHandler(held), 4, 64, 64)
+		s.RegisterAsync(RequestSendMessage, holdingHandler(held), AsyncOptions{Workers: 4, QueueSize: 64, MaxPending: 64})
 		s.AddHook(hook)
 	})
 	const n = 32
@@ -96,7 +96,7 @@ func (h *asyncCountingHook) AfterResponse(_ string, _, resp *RemotingCommand) {
 func TestAsyncPendingBoundAnswersSystemBusy(t *testing.T) {
 	held := make(chan *Responder, 8)
 	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
-		s.RegisterAsync(RequestSendMessage, holdingHandler(held), 2, 8, 2)
+		s.RegisterAsync(RequestSendMessage, holdingHandler(held), AsyncOptions{Workers: 2, QueueSize: 8, MaxPending: 2})
 	})
 	r := dialRaw(t, s.Addr().String())
 	send := func(id string) *RemotingCommand {
@@ -131,7 +131,7 @@ func TestAsyncPendingBoundAnswersSystemBusy(t *testing.T) {
 func TestAsyncOnewayIsNotAnswered(t *testing.T) {
 	held := make(chan *Responder, 4)
 	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
-		s.RegisterAsync(RequestSendMessage, holdingHandler(held), 1, 4, 4)
+		s.RegisterAsync(RequestSendMessage, holdingHandler(held), AsyncOptions{Workers: 1, QueueSize: 4, MaxPending: 4})
 	})
 	r := dialRaw(t, s.Addr().String())
 	ow := NewRequest(RequestSendMessage, nil, nil)
@@ -159,7 +159,7 @@ func TestAsyncHandlerPanicAndError(t *testing.T) {
 				panic("bug")
 			}
 			return nil, errors.New("disk on fire")
-		}, 1, 4, 4)
+		}, AsyncOptions{Workers: 1, QueueSize: 4, MaxPending: 4})
 	})
 	c := newTestClient(t, ClientConfig{})
 	req := NewRequest(RequestSendMessage, nil, nil)
@@ -189,7 +189,7 @@ func shutdownStarted(t *testing.T, addr string) {
 func TestAsyncShutdownWaitsForPendingAnswers(t *testing.T) {
 	held := make(chan *Responder, 4)
 	s := NewServer(ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
-	s.RegisterAsync(RequestSendMessage, holdingHandler(held), 1, 4, 4)
+	s.RegisterAsync(RequestSendMessage, holdingHandler(held), AsyncOptions{Workers: 1, QueueSize: 4, MaxPending: 4})
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestAsyncShutdownWaitsForPendingAnswers(t *testing.T) {
 func TestAsyncShutdownFailsUnansweredAtDeadline(t *testing.T) {
 	held := make(chan *Responder, 4)
 	s := NewServer(ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
-	s.RegisterAsync(RequestSendMessage, holdingHandler(held), 1, 4, 4)
+	s.RegisterAsync(RequestSendMessage, holdingHandler(held), AsyncOptions{Workers: 1, QueueSize: 4, MaxPending: 4})
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestAsyncConcurrentRespondersAndClient(t *testing.T) {
 		s.RegisterAsync(RequestSendMessage, func(_ context.Context, _ *Conn, _ *RemotingCommand, r *Responder) (*RemotingCommand, error) {
 			go answerWithID(r)
 			return nil, nil
-		}, 2, 256, 256)
+		}, AsyncOptions{Workers: 2, QueueSize: 256, MaxPending: 256})
 	})
 	c := newTestClient(t, ClientConfig{})
 	var wg sync.WaitGroup
@@ -291,4 +291,37 @@ func TestAsyncConcurrentRespondersAndClient(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
+}
+
+func TestAsyncInlineBypassesBusyPool(t *testing.T) {
+	// The only worker is stuck in a handler; a request that Inline picks
+	// still runs (on the reader) and is answered.
+	release := make(chan struct{})
+	defer close(release)
+	var inlineRuns atomic.Int32
+	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
+		s.RegisterAsync(RequestSendMessage, func(_ context.Context, _ *Conn, req *RemotingCommand, _ *Responder) (*RemotingCommand, error) {
+			if req.ExtFields["inline"] != "true" {
+				<-release
+				return NewResponse(ResponseSuccess, "pooled"), nil
+			}
+			inlineRuns.Add(1)
+			return NewResponse(ResponseSuccess, "inline"), nil
+		}, AsyncOptions{Workers: 1, QueueSize: 4, MaxPending: 8, Inline: func(req *RemotingCommand) bool {
+			return req.ExtFields["inline"] == "true"
+		}})
+	})
+	r := dialRaw(t, s.Addr().String())
+	r.send(NewRequest(RequestSendMessage, nil, nil)) // occupies the worker
+	for i := 0; i < 3; i++ {
+		req := NewRequest(RequestSendMessage, nil, nil)
+		req.ExtFields = map[string]string{"inline": "true"}
+		r.send(req)
+		if resp := r.read(); resp.Opaque != req.Opaque || resp.Remark != "inline" {
+			t.Fatalf("inline request answered %v", resp)
+		}
+	}
+	if inlineRuns.Load() != 3 {
+		t.Fatalf("inline handler ran %d times", inlineRuns.Load())
+	}
 }

@@ -132,20 +132,35 @@ func (s *Server) Register(code int16, h HandlerFunc, workers, queueSize int) {
 	s.addPoolLocked(p)
 }
 
+// AsyncOptions configure an asynchronous processor (RegisterAsync).
+type AsyncOptions struct {
+	// Workers and QueueSize size its pool: the handler runs on a worker
+	// unless Inline says otherwise; a full queue answers SYSTEM_BUSY.
+	Workers, QueueSize int
+	// MaxPending bounds the requests admitted and not yet answered
+	// (queued, running or waiting for Respond); beyond it the server
+	// answers SYSTEM_BUSY. Default 1.
+	MaxPending int
+	// Inline, when set and true for a request, runs the handler on the
+	// connection's reader goroutine instead of handing it to a worker: it
+	// saves a goroutine wake-up per request (the largest scheduling delay
+	// of the send path on a loaded host). Only for requests whose handler
+	// cannot block for long: while it runs, the connection reads nothing
+	// (TCP back-pressure on that one client). Inline runs on the reader
+	// too and must be a cheap look at the request.
+	Inline func(req *RemotingCommand) bool
+}
+
 // RegisterAsync installs an asynchronous processor for code: its handler
-// runs on a pool of workers goroutines behind a queue of queueSize and may
-// answer later through its Responder (see AsyncHandlerFunc). At most
-// maxPending requests of this registration may be admitted and unanswered
-// at once (queued, running or waiting); beyond that, and when the queue is
-// full, the server answers SYSTEM_BUSY. Shutdown waits for pending answers.
-func (s *Server) RegisterAsync(code int16, h AsyncHandlerFunc, workers, queueSize, maxPending int) {
-	p := newWorkerPool(fmt.Sprintf("code-%d", code), workers, queueSize)
-	if maxPending < 1 {
-		maxPending = 1
-	}
+// may answer later through its Responder (see AsyncHandlerFunc), so a
+// request waiting for replication holds no goroutine. Shutdown waits for
+// pending answers.
+func (s *Server) RegisterAsync(code int16, h AsyncHandlerFunc, o AsyncOptions) {
+	p := newWorkerPool(fmt.Sprintf("code-%d", code), o.Workers, o.QueueSize)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.processors[code] = registration{async: &asyncReg{h: h, maxPending: int64(maxPending)}, pool: p}
+	s.processors[code] = registration{
+		async: &asyncReg{h: h, maxPending: int64(max(o.MaxPending, 1)), inline: o.Inline}, pool: p}
 	s.addPoolLocked(p)
 }
 
@@ -279,7 +294,8 @@ func (s *Server) connClosed(c *Conn) {
 	}
 }
 
-// handleRequest runs on the connection's reader: it only routes.
+// handleRequest runs on the connection's reader: it only routes (and runs
+// asynchronous handlers that asked to run inline).
 func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
 	s.mu.RLock()
 	reg, ok := s.processors[req.Code]
@@ -297,7 +313,12 @@ func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
 		_ = c.WriteResponse(req, busyResponse())
 		return
 	}
-	if !reg.pool.submit(task{h: reg.h, async: reg.async, conn: c, req: req}, s.log) {
+	t := task{h: reg.h, async: reg.async, conn: c, req: req}
+	if reg.async != nil && reg.async.inline != nil && reg.async.inline(req) {
+		s.runAsync(t)
+		return
+	}
+	if !reg.pool.submit(t, s.log) {
 		if reg.async != nil {
 			reg.async.pending.Add(-1)
 		}
