@@ -70,17 +70,17 @@ type CommitLog struct {
 	// ASYNC dispatcher); may be nil.
 	onAppend func()
 
-	// The prefaulter keeps the pages ahead of the writer faulted in, on
-	// another core (see prefaultLoop). prefaulted is the offset up to which
-	// pages are populated.
+	// The prefaulter prepares the bytes ahead of the writer on another core
+	// (see prefaultLoop). prefaulted is the offset up to which that is done.
 	prefaulted   atomic.Int64
 	prefaultWake chan struct{}
 	prefaultQuit chan struct{}
 	prefaultDone chan struct{}
 }
 
-// Prefault geometry: keep prefaultAhead bytes ahead of the writer populated,
-// in prefaultChunk steps.
+// Prefault geometry: keep prefaultAhead bytes ahead of the writer prepared,
+// in prefaultChunk steps. Zero-warming (buffered mode) writes and syncs each
+// chunk: 1 MiB keeps one such sync short next to the group commit's.
 const (
 	prefaultAhead = 8 << 20
 	prefaultChunk = 1 << 20
@@ -106,7 +106,7 @@ func (c *CommitLog) stopPrefault() {
 }
 
 // kickPrefault wakes the prefaulter when the writer at end gets close to the
-// populated offset.
+// prepared offset.
 func (c *CommitLog) kickPrefault(end int64) {
 	if c.prefaultWake == nil || end+prefaultAhead/2 < c.prefaulted.Load() {
 		return
@@ -115,6 +115,18 @@ func (c *CommitLog) kickPrefault(end int64) {
 	case c.prefaultWake <- struct{}{}:
 	default:
 	}
+}
+
+// prepareAhead readies [rel, rel+n) of mf for the writer. In buffered mode
+// (SYNC_FLUSH: pwrite + a sync per group) it writes durable zeros there, so
+// the group syncs find written extents; otherwise (appends through the
+// mapping) it pre-faults the pages for writing. supported is false if the
+// file system can do neither.
+func (c *CommitLog) prepareAhead(mf *MappedFile, rel, n int) (supported bool, err error) {
+	if c.cfg.Buffered {
+		return mf.WarmZeros(rel, n)
+	}
+	return mf.Prefault(rel, n)
 }
 
 func (c *CommitLog) prefaultLoop() {
@@ -127,13 +139,18 @@ func (c *CommitLog) prefaultLoop() {
 		}
 		target := c.MaxOffset() + prefaultAhead
 		for p := max(c.prefaulted.Load(), c.MaxOffset()); p < target; {
+			select {
+			case <-c.prefaultQuit:
+				return
+			default:
+			}
 			mf := c.mfq.FindByOffset(p)
 			if mf == nil {
 				break // the next segment does not exist yet
 			}
 			rel := int(p - mf.FileFromOffset())
 			n := min(prefaultChunk-rel%prefaultChunk, mf.Size()-rel)
-			supported, err := mf.Prefault(rel, n)
+			supported, err := c.prepareAhead(mf, rel, n)
 			if !supported {
 				return // this file system cannot prefault; stop for good
 			}

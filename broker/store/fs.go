@@ -220,6 +220,28 @@ func (o *osFile) PopulateWrite(b []byte) error {
 	return nil
 }
 
+// zeroChunk is the source of WriteZeros' pwrites.
+var zeroChunk = make([]byte, 256<<10)
+
+// WriteZeros writes n zero bytes at off and makes them durable (pwrite +
+// fdatasync). On ext4 and XFS a fallocated range is an "unwritten" extent:
+// the first fdatasync after data lands there must also commit the journal
+// transaction that converts the extent to written, which roughly halves the
+// rate of small syncs. Writing zeros ahead of the writer does that
+// conversion off its critical path (RocketMQ's warmMappedFile, PostgreSQL's
+// zero-filled WAL segments).
+func (o *osFile) WriteZeros(off int64, n int) error {
+	for n > 0 {
+		k := min(n, len(zeroChunk))
+		if _, err := o.f.WriteAt(zeroChunk[:k], off); err != nil {
+			return err
+		}
+		off += int64(k)
+		n -= k
+	}
+	return o.Sync()
+}
+
 func (o *osFile) Size() (int64, error) {
 	fi, err := o.f.Stat()
 	if err != nil {

@@ -414,9 +414,7 @@ func (s *MessageStore) open() error {
 	}
 	if cfg.Raft == nil {
 		s.flush.start()
-		if cfg.FlushDiskType == AsyncFlush {
-			s.cl.startPrefault()
-		}
+		s.cl.startPrefault()
 		s.reput.Start(s.visibleOffset)
 	}
 	s.clean.Start()
