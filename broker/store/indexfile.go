@@ -64,7 +64,13 @@ func IndexFileSize(hashSlotNum, indexNum int) int {
 // UTF-16 code units with int32 overflow. RocketMQ hashes index keys this way,
 // so we must too for files to mean the same thing.
 func javaStringHashCode(s string) int32 {
-	var h int32
+	return javaStringHashFrom(0, s)
+}
+
+// javaStringHashFrom continues javaStringHashCode over s from the hash h of
+// a prefix: hash(a+b) = javaStringHashFrom(hash(a), b), so index keys are
+// hashed without building topic#key.
+func javaStringHashFrom(h int32, s string) int32 {
 	for _, r := range s {
 		if r >= 0x10000 {
 			r1, r2 := utf16.EncodeRune(r)
@@ -81,7 +87,16 @@ func javaStringHashCode(s string) int32 {
 // where Java's Math.abs(Integer.MIN_VALUE) stays negative and is then mapped
 // to 0.
 func indexKeyHash(key string) int32 {
-	h := javaStringHashCode(key)
+	return absKeyHash(javaStringHashCode(key))
+}
+
+// topicKeyHash is indexKeyHash(indexKey(topic, key)) without the
+// concatenation (dispatch hot path).
+func topicKeyHash(topic, key string) int32 {
+	return absKeyHash(javaStringHashFrom(javaStringHashFrom(0, topic)*31+'#', key))
+}
+
+func absKeyHash(h int32) int32 {
 	if h == math.MinInt32 {
 		return 0
 	}
@@ -218,11 +233,15 @@ func (f *IndexFile) itemPos(n int32) int {
 // PutKey adds key → phyOffset. It returns ErrFileFull when the file has
 // no item left; the caller rolls to a new file.
 func (f *IndexFile) PutKey(key string, phyOffset, storeTimestamp int64) error {
+	return f.putHash(indexKeyHash(key), phyOffset, storeTimestamp)
+}
+
+// putHash is PutKey with the key already hashed (indexKeyHash).
+func (f *IndexFile) putHash(keyHash int32, phyOffset, storeTimestamp int64) error {
 	if f.IsWriteFull() {
 		return ErrFileFull
 	}
 	b := f.st.Bytes()
-	keyHash := indexKeyHash(key)
 	sp := f.slotPos(keyHash)
 	slotValue := int32(binary.BigEndian.Uint32(b[sp:]))
 	if slotValue <= invalidIndex || slotValue > f.hdr.indexCount {
@@ -500,12 +519,13 @@ func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, ph
 		if err != nil {
 			return err
 		}
-		err = f.PutKey(indexKey(topic, key), phyOffset, storeTimestamp)
+		h := topicKeyHash(topic, key)
+		err = f.putHash(h, phyOffset, storeTimestamp)
 		if errors.Is(err, ErrFileFull) {
 			if f, err = s.lastWritableLocked(); err != nil {
 				return err
 			}
-			err = f.PutKey(indexKey(topic, key), phyOffset, storeTimestamp)
+			err = f.putHash(h, phyOffset, storeTimestamp)
 		}
 		return err
 	}

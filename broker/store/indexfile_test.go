@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -299,5 +300,18 @@ func TestIndexServiceCrashDropsFilesPastCheckpoint(t *testing.T) {
 func TestNextIndexFileName(t *testing.T) {
 	if got := nextIndexFileName("20240305070809999"); got != "20240305070810000" {
 		t.Fatalf("got %s", got)
+	}
+}
+
+// TestTopicKeyHashMatchesConcatenation: the dispatcher hashes topic#key
+// without building the string; the result must be RocketMQ's hash of the
+// concatenation, or files written by one could not be searched by the other.
+func TestTopicKeyHashMatchesConcatenation(t *testing.T) {
+	cases := [][2]string{{"", ""}, {"T", "k"}, {"TopicTest", "7F0000010000000000000000000000AA"},
+		{"订单", "键😀"}, {"a\xffb", "\xc3"}, {strings.Repeat("x", 300), "y"}}
+	for _, c := range cases {
+		if got, want := topicKeyHash(c[0], c[1]), indexKeyHash(indexKey(c[0], c[1])); got != want {
+			t.Errorf("topicKeyHash(%q, %q) = %d, want %d", c[0], c[1], got, want)
+		}
 	}
 }

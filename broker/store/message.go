@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Stored-message magic codes (RocketMQ MessageDecoder / CommitLog).
@@ -182,6 +183,11 @@ func ParseProperties(s string) map[string]string {
 // propertyValue finds one property in an encoded properties string without
 // building the map (dispatch hot path).
 func propertyValue(props []byte, name string) string {
+	return string(propertyBytes(props, name))
+}
+
+// propertyBytes is propertyValue without the string copy.
+func propertyBytes(props []byte, name string) []byte {
 	for len(props) > 0 {
 		var item []byte
 		if i := indexByte(props, propertySeparator); i >= 0 {
@@ -190,10 +196,24 @@ func propertyValue(props []byte, name string) string {
 			item, props = props, nil
 		}
 		if j := indexByte(item, propertyNameSeparator); j >= 0 && string(item[:j]) == name {
-			return string(item[j+1:])
+			return item[j+1:]
 		}
 	}
-	return ""
+	return nil
+}
+
+// tagsHashCodeBytes is TagsHashCode of string(b) without the copy.
+func tagsHashCodeBytes(b []byte) int64 {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return TagsHashCode(string(b))
+		}
+	}
+	var h int32
+	for _, c := range b {
+		h = 31*h + int32(c)
+	}
+	return int64(h)
 }
 
 func indexByte(b []byte, c byte) int {
@@ -247,18 +267,30 @@ func EncodedSize(m *Message) (int, error) {
 }
 
 // storedProperties encodes props for storage: sorted, with any caller-set
-// CRC property dropped and a zero CRC property appended (sealed later).
+// CRC property dropped and a zero CRC property appended (sealed later). It
+// builds the string with one allocation (put hot path).
 func storedProperties(props map[string]string) string {
-	if _, ok := props[PropertyCRC32]; ok {
-		c := make(map[string]string, len(props))
-		for k, v := range props {
-			if k != PropertyCRC32 {
-				c[k] = v
-			}
+	var arr [16]string
+	keys := arr[:0]
+	n := crcPropLen
+	for k, v := range props {
+		if k == PropertyCRC32 {
+			continue
 		}
-		props = c
+		keys = append(keys, k)
+		n += len(k) + len(v) + 2
 	}
-	return EncodeProperties(props) + PropertyCRC32 + "\x010000000000\x02"
+	slices.Sort(keys)
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(propertyNameSeparator)
+		b.WriteString(props[k])
+		b.WriteByte(propertySeparator)
+	}
+	b.WriteString(PropertyCRC32 + "\x010000000000\x02")
+	return b.String()
 }
 
 // queueOffsetField is where QUEUEOFFSET sits in every stored message
@@ -605,7 +637,7 @@ func CheckAndDecode(buf []byte) (DispatchRequest, int, error) {
 	if len(l.props) > 0 {
 		req.Keys = propertyValue(l.props, PropertyKeys)
 		req.UniqKey = propertyValue(l.props, PropertyUniqKey)
-		req.TagsCode = TagsHashCode(propertyValue(l.props, PropertyTags))
+		req.TagsCode = tagsHashCodeBytes(propertyBytes(l.props, PropertyTags))
 	}
 	return req, l.size, nil
 }

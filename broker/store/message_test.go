@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -308,4 +309,35 @@ func FuzzDecodeMessage(f *testing.F) {
 			t.Fatalf("re-encode changed the message:\n%+v\n%+v", msg, back)
 		}
 	})
+}
+
+// TestStoredPropertiesAndTagsHashFastPaths pins the put/dispatch fast paths
+// to the plain definitions: sorted properties without a caller's CRC
+// property plus the zero CRC property, and Java's hashCode of the tag.
+func TestStoredPropertiesAndTagsHashFastPaths(t *testing.T) {
+	for _, props := range []map[string]string{nil, {}, {"TAGS": "a"},
+		{"UNIQ_KEY": "u", "TAGS": "t", "KEYS": "k1 k2", PropertyCRC32: "123", "b": "", "a": "x"}} {
+		plain := map[string]string{}
+		for k, v := range props {
+			if k != PropertyCRC32 {
+				plain[k] = v
+			}
+		}
+		want := EncodeProperties(plain) + PropertyCRC32 + "\x010000000000\x02"
+		if got := storedProperties(props); got != want {
+			t.Errorf("storedProperties(%v) = %q, want %q", props, got, want)
+		}
+	}
+	big := map[string]string{}
+	for i := range 40 {
+		big[fmt.Sprintf("k%02d", i)] = "v"
+	}
+	if got := storedProperties(big); !strings.HasPrefix(got, "k00\x01v\x02k01\x01v\x02") || len(got) != 40*6+crcPropLen {
+		t.Errorf("storedProperties of 40 keys = %q", got)
+	}
+	for _, tag := range []string{"", "TagA", "标签", "😀x", "a\xffb"} {
+		if got, want := tagsHashCodeBytes([]byte(tag)), TagsHashCode(tag); got != want {
+			t.Errorf("tagsHashCodeBytes(%q) = %d, want %d", tag, got, want)
+		}
+	}
 }
