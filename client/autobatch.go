@@ -42,6 +42,14 @@ type autoBatchConfig struct {
 // batch travels back; a few keep its pipeline busy while batches stay big.
 const defaultAutoBatchInflight = 2
 
+// adaptiveWait bounds how long a batch handed over when a request returns
+// (linger 0) waits for the callers that answer just released. Without it
+// closed-loop senders split into cohorts: the callers of one batch come
+// back a moment after the next batch left and always miss it, so batches
+// (and the broker's Raft entries) stay half as big as they could be. The
+// same trick as the broker's batcher (design-broker-group.md).
+const adaptiveWait = time.Millisecond
+
 // accumulator holds the sends waiting for a slot, per topic.
 type accumulator struct {
 	cfg autoBatchConfig
@@ -53,11 +61,14 @@ type accumulator struct {
 // topicQueue is one topic's slots and waiting sends (guarded by
 // accumulator.mu).
 type topicQueue struct {
-	inflight  int           // slots in use
-	lingering bool          // a slot holder is waiting for its batch to fill
-	full      chan struct{} // signalled when a lingering batch is full
+	inflight  int           // slots in use, a lingering holder's included
+	lingering bool          // a slot holder waits for its batch to fill
+	target    int           // the batch size it waits for
+	full      chan struct{} // signalled when the lingering batch is full
 	pending   []*autoSend
 	pendBytes int
+	lastSize  int       // messages of the last batch that finished
+	lastDone  time.Time // when it finished
 }
 
 // autoSend is one caller's message in the accumulator. Its fields are
@@ -66,14 +77,15 @@ type autoSend struct {
 	req  *sendRequest
 	size int
 	wake chan struct{}
+	dl   time.Time // the caller's deadline
 
-	taken bool        // in a batch that is being sent
-	lead  []*autoSend // a batch this caller must send (it is lead[0])
-	done  bool        // outcome known
-	res   *SendResult // on success
-	err   error       // on a failure without retry
-	retry *batchRetry // on a failure the message retries alone
-	dl    time.Time   // the caller's deadline
+	taken  bool          // in a batch that is being sent
+	lead   []*autoSend   // a batch this caller must send (it is lead[0])
+	linger time.Duration // > 0: this caller holds a slot and lingers, then sends
+	done   bool          // outcome known
+	res    *SendResult   // on success
+	err    error         // on a failure without retry
+	retry  *batchRetry   // on a failure the message retries alone
 }
 
 // batchRetry is the state a message continues from after its batch
@@ -99,9 +111,9 @@ func (a *accumulator) batchable(r *sendRequest) bool {
 
 // enqueue adds s to its topic's queue. When a slot is free s takes it
 // and must send: the batch to send is returned at once, or, with a
-// linger, linger is true and lingerAndTake returns it later. Otherwise s
+// linger, linger > 0 and lingerAndTake returns it later. Otherwise s
 // waits for a running request to hand it a batch.
-func (a *accumulator) enqueue(s *autoSend) (batch []*autoSend, linger bool) {
+func (a *accumulator) enqueue(s *autoSend) (batch []*autoSend, linger time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	tq := a.topics[s.req.topic]
@@ -112,35 +124,49 @@ func (a *accumulator) enqueue(s *autoSend) (batch []*autoSend, linger bool) {
 	tq.pending = append(tq.pending, s)
 	tq.pendBytes += s.size
 	if tq.lingering || tq.inflight >= a.cfg.inflight {
-		if tq.lingering && a.fullLocked(tq) {
+		if tq.lingering && a.fullLocked(tq, tq.target) {
 			signal(tq.full)
 		}
-		return nil, false
+		return nil, 0
 	}
 	tq.inflight++
-	if a.cfg.linger > 0 && !a.fullLocked(tq) {
-		tq.lingering = true
-		select {
-		case <-tq.full: // a stale signal of an earlier batch
-		default:
-		}
-		return nil, true
+	if a.cfg.linger > 0 && !a.fullLocked(tq, a.cfg.maxMessages) {
+		a.startLingerLocked(tq, a.cfg.maxMessages)
+		return nil, a.cfg.linger
 	}
-	return a.takeLocked(tq), false
+	if tq.lastSize > 1 && !a.fullLocked(tq, tq.lastSize) {
+		// A batch answered a moment ago: its callers are probably coming
+		// back. Going alone now would leave them to the next batch and
+		// split the senders into two cohorts of half the size for good.
+		if since := time.Since(tq.lastDone); since < adaptiveWait {
+			a.startLingerLocked(tq, tq.lastSize)
+			return nil, adaptiveWait - since
+		}
+	}
+	return a.takeLocked(tq), 0
 }
 
-func (a *accumulator) fullLocked(tq *topicQueue) bool {
-	return len(tq.pending) >= a.cfg.maxMessages || tq.pendBytes >= a.cfg.maxBytes
+// fullLocked reports whether the waiting sends fill a batch of target
+// messages (or maxBytes).
+func (a *accumulator) fullLocked(tq *topicQueue, target int) bool {
+	return len(tq.pending) >= min(target, a.cfg.maxMessages) || tq.pendBytes >= a.cfg.maxBytes
 }
 
-// lingerAndTake waits up to the linger for the batch of slot holder s to
-// fill (requests that return meanwhile leave the queue alone), then takes
-// it.
-func (a *accumulator) lingerAndTake(ctx context.Context, s *autoSend) []*autoSend {
+func (a *accumulator) startLingerLocked(tq *topicQueue, target int) {
+	tq.lingering, tq.target = true, target
+	select {
+	case <-tq.full: // a stale signal of an earlier batch
+	default:
+	}
+}
+
+// lingerAndTake waits up to d for the batch of slot holder s to fill,
+// then takes it. Requests that return meanwhile leave the queue to it.
+func (a *accumulator) lingerAndTake(ctx context.Context, s *autoSend, d time.Duration) []*autoSend {
 	a.mu.Lock()
 	tq := a.topics[s.req.topic]
 	a.mu.Unlock()
-	t := time.NewTimer(a.cfg.linger)
+	t := time.NewTimer(d)
 	select {
 	case <-t.C:
 	case <-tq.full:
@@ -151,13 +177,13 @@ func (a *accumulator) lingerAndTake(ctx context.Context, s *autoSend) []*autoSen
 	defer a.mu.Unlock()
 	tq.lingering = false
 	if len(tq.pending) == 0 {
-		// Every waiting send gave up (s itself never does while it lingers).
-		tq.inflight--
+		// Every waiting send gave up (s itself does not while it lingers).
+		a.releaseLocked(tq)
 		return nil
 	}
 	batch := a.takeLocked(tq)
-	// Sends the linger could not fit in this batch go now if a slot is
-	// free; otherwise the next request to return takes them.
+	// Sends this batch could not hold go now if a slot is free; otherwise
+	// the next request to return takes them.
 	for len(tq.pending) > 0 && tq.inflight < a.cfg.inflight {
 		tq.inflight++
 		next := a.takeLocked(tq)
@@ -191,8 +217,14 @@ func (a *accumulator) takeLocked(tq *topicQueue) []*autoSend {
 	return batch
 }
 
+// releaseLocked frees a slot. The topic's entry stays (like its route):
+// lastSize and lastDone matter for the next send.
+func (a *accumulator) releaseLocked(tq *topicQueue) { tq.inflight-- }
+
 // finish records the outcome of batch, wakes its callers and passes the
-// slot to the next waiting batch of the topic, if any.
+// slot on to the sends waiting for one, if any: to the first of them,
+// which lingers (linger, or adaptiveWait for as many messages as this
+// batch and the waiting sends make) and sends.
 func (a *accumulator) finish(batch []*autoSend, outcome func(i int, s *autoSend)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -202,12 +234,20 @@ func (a *accumulator) finish(batch []*autoSend, outcome func(i int, s *autoSend)
 		signal(s.wake)
 	}
 	tq := a.topics[batch[0].req.topic]
+	tq.lastSize, tq.lastDone = len(batch), time.Now()
 	if len(tq.pending) == 0 || tq.lingering {
 		// A lingering slot holder takes what waits.
-		tq.inflight--
-		if tq.inflight == 0 && !tq.lingering {
-			delete(a.topics, batch[0].req.topic)
-		}
+		a.releaseLocked(tq)
+		return
+	}
+	target, wait := len(batch)+len(tq.pending), adaptiveWait
+	if a.cfg.linger > 0 {
+		target, wait = a.cfg.maxMessages, a.cfg.linger
+	}
+	if !a.fullLocked(tq, target) {
+		a.startLingerLocked(tq, target)
+		tq.pending[0].linger = wait
+		signal(tq.pending[0].wake)
 		return
 	}
 	next := a.takeLocked(tq)
@@ -222,40 +262,48 @@ func signal(c chan struct{}) {
 	}
 }
 
-// abandon takes s out of its queue when its caller's context ended before
-// s was sent; false when s is already part of a batch (or must send one).
-func (a *accumulator) abandon(s *autoSend) (mustLead []*autoSend, removed bool) {
+// work returns (and clears) what the caller of s must do before it may
+// stop waiting: send a batch, or linger and send one.
+func (a *accumulator) work(s *autoSend) (lead []*autoSend, linger time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if s.lead != nil {
-		l := s.lead
-		s.lead = nil
-		return l, false
-	}
-	if s.taken || s.done {
-		return nil, false
-	}
-	tq := a.topics[s.req.topic]
-	if tq == nil {
-		return nil, false
-	}
-	for i, q := range tq.pending {
-		if q == s {
-			tq.pending = append(tq.pending[:i], tq.pending[i+1:]...)
-			tq.pendBytes -= s.size
-			return nil, true
-		}
-	}
-	return nil, false
+	lead, linger = s.lead, s.linger
+	s.lead, s.linger = nil, 0
+	return lead, linger
 }
 
-// state returns what the caller of s should do next: send a batch, or
-// stop waiting (done).
-func (a *accumulator) state(s *autoSend) (lead []*autoSend, done bool) {
+// isDone reports whether the outcome of s is known.
+func (a *accumulator) isDone(s *autoSend) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	lead, s.lead = s.lead, nil
-	return lead, s.done
+	return s.done
+}
+
+// abandon is called when the caller's context has ended. It returns the
+// work handed to s meanwhile, which the caller must still do (others wait
+// for it); otherwise, unless the outcome is known, it takes s out of its
+// queue (if it is still there) and gone says the caller may return.
+func (a *accumulator) abandon(s *autoSend) (lead []*autoSend, linger time.Duration, gone bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s.lead != nil || s.linger > 0 {
+		lead, linger = s.lead, s.linger
+		s.lead, s.linger = nil, 0
+		return lead, linger, false
+	}
+	if s.done {
+		return nil, 0, false
+	}
+	if tq := a.topics[s.req.topic]; !s.taken && tq != nil {
+		for i, q := range tq.pending {
+			if q == s {
+				tq.pending = append(tq.pending[:i], tq.pending[i+1:]...)
+				tq.pendBytes -= s.size
+				break
+			}
+		}
+	}
+	return nil, 0, true
 }
 
 // sendAuto sends r through the accumulator and returns its own result.
@@ -273,36 +321,28 @@ func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, e
 	s := &autoSend{req: r, size: len(r.body), wake: make(chan struct{}, 1)}
 	s.dl, _ = ctx.Deadline()
 	batch, linger := a.enqueue(s)
-	if linger {
-		batch = a.lingerAndTake(ctx, s)
-	}
-	if len(batch) > 0 {
-		p.runBatch(routes, batch)
-	}
 	for {
-		lead, done := a.state(s)
-		if lead != nil {
-			p.runBatch(routes, lead)
+		if linger > 0 {
+			batch = a.lingerAndTake(ctx, s, linger)
+		}
+		if len(batch) > 0 {
+			p.runBatch(routes, batch)
+		}
+		// Work handed to s is done even when its own context has ended:
+		// other callers wait for it.
+		if batch, linger = a.work(s); batch != nil || linger > 0 {
 			continue
 		}
-		if done {
+		if a.isDone(s) {
 			break
 		}
 		select {
 		case <-s.wake:
 		case <-ctx.Done():
-			lead, removed := a.abandon(s)
-			if lead != nil {
-				// Others wait for this batch: send it even so.
-				p.runBatch(routes, lead)
-				continue
-			}
-			if removed {
-				return nil, &SendError{Topic: r.topic, Attempts: []SendAttempt{{Err: ctx.Err()}}}
-			}
-			if _, done := a.state(s); !done {
-				// Sent as part of a batch whose answer has not come: the
-				// outcome is unknown, as for a plain send that times out.
+			var gone bool
+			if batch, linger, gone = a.abandon(s); gone {
+				// Never sent, or sent in a batch whose answer has not come
+				// (the outcome is unknown, as for a plain send that times out).
 				return nil, &SendError{Topic: r.topic, Attempts: []SendAttempt{{Err: ctx.Err()}}}
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,15 +16,16 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 )
 
-// BenchmarkClusterSendSync compares our producer with the official Go
-// client (github.com/apache/rocketmq-client-go/v2) on the same real
-// in-process 3-node raftmq group (Raft over loopback TCP, fsync'd files):
-// 1 KiB bodies, SendSync from 8 goroutines per CPU for both, one topic of
-// 8 queues. allocs/op counts the whole process, brokers included; the
+// BenchmarkClusterSendSync compares our producer, plain and with
+// AutoBatch(64, 256 KiB, 0), with the official Go client
+// (github.com/apache/rocketmq-client-go/v2) on the same real in-process
+// 3-node raftmq group (Raft over loopback TCP, fsync'd files): 1 KiB
+// bodies, SendSync from 8 goroutines per CPU for all, one topic of 8
+// queues. allocs/op counts the whole process, brokers included; the
 // brokers' share is the same for both clients (the client-only share is
 // BenchmarkSendSync's, against a broker that discards).
 //
-//	go test ./client -run '^$' -bench ClusterSendSync -benchtime 20000x
+//	go test ./client -run '^$' -bench ClusterSendSync -benchtime 20000x -count 3
 func BenchmarkClusterSendSync(b *testing.B) {
 	ec := startE2ECluster(b)
 	nsAddr := ec.ns.Addr().String()
@@ -39,32 +42,35 @@ func BenchmarkClusterSendSync(b *testing.B) {
 	body := bytes.Repeat([]byte("x"), 1024)
 	const parallelism = 8
 
-	b.Run("raftmq", func(b *testing.B) {
-		p, err := client.NewProducer(client.NameServers(nsAddr))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := p.Start(); err != nil {
-			b.Fatal(err)
-		}
-		defer p.Close()
-		if _, err := p.SendSync(ctx, client.NewMessage("CB", body)); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.SetParallelism(parallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := p.SendSync(ctx, client.NewMessage("CB", body)); err != nil {
-					b.Error(err)
-					return
-				}
+	ours := func(opts ...client.ProducerOpt) func(b *testing.B) {
+		return func(b *testing.B) {
+			p, err := client.NewProducer(append([]client.ProducerOpt{client.NameServers(nsAddr)}, opts...)...)
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-	})
-	b.Run("official", func(b *testing.B) {
+			if err := p.Start(); err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			if _, err := p.SendSync(ctx, client.NewMessage("CB", body)); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetParallelism(parallelism)
+			b.ResetTimer()
+			cpu := processCPU()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := p.SendSync(ctx, client.NewMessage("CB", body)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			reportThroughput(b, cpu)
+		}
+	}
+	official := func(b *testing.B) {
 		p, err := producer.NewDefaultProducer(
 			producer.WithNsResolver(primitive.NewPassthroughResolver([]string{nsAddr})),
 			producer.WithGroupName("bench"), producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
@@ -81,6 +87,7 @@ func BenchmarkClusterSendSync(b *testing.B) {
 		b.ReportAllocs()
 		b.SetParallelism(parallelism)
 		b.ResetTimer()
+		cpu := processCPU()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				res, err := p.SendSync(ctx, primitive.NewMessage("CB", body))
@@ -93,6 +100,24 @@ func BenchmarkClusterSendSync(b *testing.B) {
 				}
 			}
 		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-	})
+		reportThroughput(b, cpu)
+	}
+	// Rounds interleave the clients so that a change of machine load hits
+	// them alike (RAFTMQ_BENCH_ROUNDS, default 1).
+	rounds := 1
+	if n, err := strconv.Atoi(os.Getenv("RAFTMQ_BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	for range rounds {
+		b.Run("raftmq", ours())
+		b.Run("raftmq-autobatch", ours(client.AutoBatch(64, 256<<10, 0)))
+		b.Run("official", official)
+	}
+}
+
+// reportThroughput adds msgs/s and the process CPU per message (clients
+// and in-process brokers, µs) since cpu was read.
+func reportThroughput(b *testing.B, cpu time.Duration) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/msg")
 }
