@@ -38,6 +38,7 @@ type benchFlags struct {
 	jsonOut  bool
 	fromLast bool
 	cpuProf  string
+	autoB    int
 }
 
 func newBenchCmd(g *globalFlags) *cobra.Command {
@@ -69,6 +70,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	produce.Flags().IntVar(&f.window, "window", 16, "async in-flight messages per worker")
 	produce.Flags().BoolVar(&f.keys, "keys", false, "give every message a unique key (indexed)")
 	produce.Flags().StringVar(&f.tags, "tags", "", "tag of every message")
+	produce.Flags().IntVar(&f.autoB, "auto-batch", 0, "client.AutoBatch: concurrent sends share batch requests of up to N messages (0 = off)")
 	consume := &cobra.Command{
 		Use:   "consume",
 		Short: "Consume with a push consumer and report TPS and end-to-end (store→deliver) latency",
@@ -230,7 +232,7 @@ func progressBar(done, total int64) string {
 
 func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, st *benchStats, log *zap.Logger) error {
 	p, err := client.NewProducer(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log),
-		client.ProducerGroup("benchmark_producer"))
+		client.ProducerGroup("benchmark_producer"), client.AutoBatch(f.autoB, 256<<10, 0))
 	if err != nil {
 		return err
 	}
