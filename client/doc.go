@@ -13,7 +13,9 @@
 //     cache with its periodic refresh.
 //   - fault.go: latency fault tolerance (RocketMQ's sendLatencyFaultEnable).
 //   - producer*.go: the Producer with its functional options, retries and
-//     leader following.
+//     leader following; autobatch.go: the AutoBatch option, which lets
+//     concurrent sends of a topic share SEND_BATCH_MESSAGE requests while
+//     each caller keeps its own result and retries.
 //   - consumer_*.go, processqueue.go, pull.go, offsetstore.go,
 //     subscription.go: PushConsumer (concurrent and orderly listeners),
 //     LitePullConsumer, and the machinery they share (rebalancing,
