@@ -352,14 +352,15 @@ func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, e
 		return s.res, s.err
 	}
 	rt := s.retry
-	more, fresh := p.retryAfter(ctx, routes, r, rt.err)
+	sd := p.newSendDeadline(ctx) // ctx has a deadline: nothing to release
+	more, fresh := p.retryAfter(&sd, routes, r, rt.err)
 	if !more || rt.st.done >= p.maxAttempts(r) || p.closed() {
 		return nil, rt.st.sendErr
 	}
 	if fresh != nil {
 		rt.info = fresh
 	}
-	return p.runAttempts(ctx, routes, rt.info, r, &rt.st)
+	return p.runAttempts(&sd, routes, rt.info, r, &rt.st)
 }
 
 // runBatch sends batch as one request (alone when it holds one message),
@@ -390,7 +391,8 @@ func (p *Producer) runBatch(routes *routeManager, batch []*autoSend) {
 		return
 	}
 	st := attemptState{sendErr: &SendError{Topic: r.topic}}
-	res, err := p.runBatchAttempt(ctx, routes, info, r, &st)
+	sd := p.newSendDeadline(ctx) // ctx has a deadline: nothing to release
+	res, err := p.runBatchAttempt(&sd, routes, info, r, &st)
 	p.acc.finish(batch, func(i int, s *autoSend) {
 		switch {
 		case err == nil && len(batch) == 1:
@@ -412,7 +414,7 @@ func (p *Producer) runBatch(routes *routeManager, batch []*autoSend) {
 }
 
 // runBatchAttempt makes the one attempt of a batch request.
-func (p *Producer) runBatchAttempt(ctx context.Context, routes *routeManager, info *TopicPublishInfo, r *sendRequest, st *attemptState) (*SendResult, error) {
+func (p *Producer) runBatchAttempt(sd *sendDeadline, routes *routeManager, info *TopicPublishInfo, r *sendRequest, st *attemptState) (*SendResult, error) {
 	mq, ok := p.chooseQueue(info, r, "")
 	if !ok {
 		return nil, ErrNoQueue
@@ -426,7 +428,7 @@ func (p *Producer) runBatchAttempt(ctx context.Context, routes *routeManager, in
 	}
 	st.done = 1
 	waitOK := p.sticky(r) || info.singleGroup()
-	return p.attempt(ctx, routes, r, mq, st.extra, st.sendErr, p.maxAttempts(r) == 1, waitOK)
+	return p.attempt(sd, routes, r, mq, st.extra, st.sendErr, p.maxAttempts(r) == 1, waitOK)
 }
 
 // splitBatchResult is message i's share of a batch's result: its

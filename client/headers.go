@@ -1,6 +1,11 @@
 package client
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/raftmq/raftmq/remoting"
+)
 
 // Wire headers of the requests the producer sends, as `ext`-tagged structs
 // for remoting's EncodeHeader/DecodeHeader.
@@ -70,4 +75,33 @@ type sendMessageResponseHeader struct {
 	BatchUniqID   string `ext:"batchUniqId"`
 	MsgRegion     string `ext:"MSG_REGION"`
 	TraceOn       string `ext:"TRACE_ON"`
+}
+
+// decodeSendResponse reads a send response's header without reflection
+// (it is on every send's path), as remoting's DecodeHeader would: absent
+// fields stay zero, a malformed number is a *remoting.HeaderError (the
+// tests compare the two).
+func decodeSendResponse(ext map[string]string) (sendMessageResponseHeader, error) {
+	h := sendMessageResponseHeader{
+		MsgID:         ext["msgId"],
+		TransactionID: ext["transactionId"],
+		BatchUniqID:   ext["batchUniqId"],
+		MsgRegion:     ext["MSG_REGION"],
+		TraceOn:       ext["TRACE_ON"],
+	}
+	if v, ok := ext["queueId"]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 0)
+		if err != nil {
+			return h, &remoting.HeaderError{Field: "queueId", Value: v, Reason: "not an int"}
+		}
+		h.QueueID = int(n)
+	}
+	if v, ok := ext["queueOffset"]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return h, &remoting.HeaderError{Field: "queueOffset", Value: v, Reason: "not an int64"}
+		}
+		h.QueueOffset = n
+	}
+	return h, nil
 }

@@ -323,3 +323,27 @@ func TestSendHeaderExtFieldsMatchReflection(t *testing.T) {
 		}
 	}
 }
+
+func TestSendResponseDecodeMatchesReflection(t *testing.T) {
+	for _, ext := range []map[string]string{
+		{"msgId": "A,B", "queueId": "3", "queueOffset": "1234567890123", "transactionId": "tx", "batchUniqId": "U",
+			"MSG_REGION": "R", "TRACE_ON": "false", "other": "x"},
+		{"queueId": " 7 "},
+		{},
+		{"queueId": "x"},
+		{"queueOffset": "1.5"},
+		{"queueId": "99999999999999999999"},
+	} {
+		c := remoting.RemotingCommand{ExtFields: ext}
+		var want sendMessageResponseHeader
+		werr := c.DecodeHeader(&want)
+		got, gerr := decodeSendResponse(ext)
+		if (werr == nil) != (gerr == nil) || (werr == nil && got != want) {
+			t.Fatalf("%v: decoded %+v %v, DecodeHeader %+v %v", ext, got, gerr, want, werr)
+		}
+		var he *remoting.HeaderError
+		if gerr != nil && !errors.As(gerr, &he) {
+			t.Fatalf("%v: %v is not a HeaderError", ext, gerr)
+		}
+	}
+}

@@ -26,6 +26,7 @@ type sendRequest struct {
 	sysFlag  int32
 	selector MessageQueueSelector
 	oneway   bool
+	uniq1    [1]string // uniqIDs' storage for a single message
 }
 
 // prepare validates msg and fixes what every attempt shares.
@@ -33,7 +34,9 @@ func (p *Producer) prepare(msg *Message) (*sendRequest, error) {
 	if err := msg.validate(p.cfg.maxMessageSize); err != nil {
 		return nil, err
 	}
-	r := &sendRequest{topic: msg.Topic, msg: msg, body: msg.Body, uniqIDs: []string{p.ids.New()}}
+	r := &sendRequest{topic: msg.Topic, msg: msg, body: msg.Body}
+	r.uniq1[0] = p.ids.New()
+	r.uniqIDs = r.uniq1[:]
 	if p.cfg.compressOver > 0 && len(msg.Body) > p.cfg.compressOver {
 		var buf bytes.Buffer
 		zw, err := zlib.NewWriterLevel(&buf, p.cfg.compressLevel)
@@ -155,14 +158,70 @@ func waitElection(ctx context.Context) bool {
 	}
 }
 
-// attemptContext bounds one request by AttemptTimeout when more attempts
-// may follow (sendMsgMaxTimeoutPerRequest); the last one gets whatever is
-// left of ctx.
-func (p *Producer) attemptContext(ctx context.Context, last bool) (context.Context, context.CancelFunc) {
-	if p.cfg.attemptTimeout <= 0 || last {
-		return ctx, func() {}
+// sendDeadline bounds one send: its caller's context and, when that has
+// no deadline, SendTimeout from the start. The context carrying that
+// bound is built only when a rarer path needs one (a route fetch, an
+// election wait, the last attempt, a oneway send): the usual first attempt
+// derives its context from the caller's directly, one context per send
+// instead of two (a context with a deadline is five allocations).
+type sendDeadline struct {
+	caller context.Context
+	dl     time.Time // the send's deadline
+	own    bool      // dl is SendTimeout's, not the caller's
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (p *Producer) newSendDeadline(ctx context.Context) sendDeadline {
+	if dl, ok := ctx.Deadline(); ok {
+		return sendDeadline{caller: ctx, dl: dl}
 	}
-	return context.WithTimeout(ctx, p.cfg.attemptTimeout)
+	return sendDeadline{caller: ctx, dl: time.Now().Add(p.cfg.sendTimeout), own: true}
+}
+
+// context returns a context that ends with the send.
+func (d *sendDeadline) context() context.Context {
+	if !d.own {
+		return d.caller
+	}
+	if d.ctx == nil {
+		d.ctx, d.cancel = context.WithDeadline(d.caller, d.dl)
+	}
+	return d.ctx
+}
+
+// release frees the context built by context, if any.
+func (d *sendDeadline) release() {
+	if d.cancel != nil {
+		d.cancel()
+	}
+}
+
+// err is the send context's error, without building it.
+func (d *sendDeadline) err() error {
+	if err := d.caller.Err(); err != nil {
+		return err
+	}
+	if d.own && !time.Now().Before(d.dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// attempt bounds one request by AttemptTimeout when more attempts may
+// follow (sendMsgMaxTimeoutPerRequest); the last one gets whatever is left
+// of the send.
+func (d *sendDeadline) attempt(attemptTimeout time.Duration, last bool) (context.Context, context.CancelFunc) {
+	dl := d.dl
+	if attemptTimeout > 0 && !last {
+		if a := time.Now().Add(attemptTimeout); a.Before(dl) {
+			dl = a
+		}
+	}
+	if !d.own && !dl.Before(d.dl) {
+		return d.caller, func() {}
+	}
+	return context.WithDeadline(d.caller, dl)
 }
 
 // retriableCode lists the answers worth another attempt elsewhere: the
@@ -183,16 +242,15 @@ func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.cfg.sendTimeout)
-		defer cancel()
+	sd := p.newSendDeadline(ctx)
+	defer sd.release()
+	info := routes.cachedPublishInfo(r.topic)
+	if info == nil {
+		if info, err = routes.publishInfo(sd.context(), r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); err != nil {
+			return nil, err
+		}
 	}
-	info, err := routes.publishInfo(ctx, r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums)
-	if err != nil {
-		return nil, err
-	}
-	return p.runAttempts(ctx, routes, info, r, &attemptState{sendErr: &SendError{Topic: r.topic}})
+	return p.runAttempts(&sd, routes, info, r, &attemptState{sendErr: &SendError{Topic: r.topic}})
 }
 
 // attemptState is where a send's attempt loop stands: how many attempts
@@ -223,7 +281,7 @@ func (p *Producer) maxAttempts(r *sendRequest) int {
 // retryAfter decides whether the failed attempt err of r is worth another
 // one and readies it: a sticky send re-reads the route of its group
 // (returned; nil keeps info), others ask the refresh loop.
-func (p *Producer) retryAfter(ctx context.Context, routes *routeManager, r *sendRequest, err error) (bool, *TopicPublishInfo) {
+func (p *Producer) retryAfter(sd *sendDeadline, routes *routeManager, r *sendRequest, err error) (bool, *TopicPublishInfo) {
 	var be *BrokerError
 	if errors.As(err, &be) && !retriableCode(be.Code) {
 		return false, nil
@@ -234,7 +292,7 @@ func (p *Producer) retryAfter(ctx context.Context, routes *routeManager, r *send
 	if p.sticky(r) {
 		// The next attempt goes to the same group: let it see the
 		// latest route first.
-		if fresh, ferr := routes.refresh(ctx, r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); ferr == nil {
+		if fresh, ferr := routes.refresh(sd.context(), r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); ferr == nil {
 			return true, fresh
 		}
 		return true, nil
@@ -244,11 +302,11 @@ func (p *Producer) retryAfter(ctx context.Context, routes *routeManager, r *send
 }
 
 // runAttempts runs the attempts of r left after st.
-func (p *Producer) runAttempts(ctx context.Context, routes *routeManager, info *TopicPublishInfo, r *sendRequest, st *attemptState) (*SendResult, error) {
+func (p *Producer) runAttempts(sd *sendDeadline, routes *routeManager, info *TopicPublishInfo, r *sendRequest, st *attemptState) (*SendResult, error) {
 	attempts := p.maxAttempts(r)
 	sticky := p.sticky(r)
 	for ; st.done < attempts; st.done++ {
-		if st.done > 0 && ctx.Err() != nil {
+		if st.done > 0 && sd.err() != nil {
 			break
 		}
 		if !st.chosen || !sticky {
@@ -268,12 +326,12 @@ func (p *Producer) runAttempts(ctx context.Context, routes *routeManager, info *
 			}
 		}
 		waitOK := sticky || info.singleGroup()
-		res, err := p.attempt(ctx, routes, r, st.mq, st.extra, st.sendErr, st.done == attempts-1, waitOK)
+		res, err := p.attempt(sd, routes, r, st.mq, st.extra, st.sendErr, st.done == attempts-1, waitOK)
 		if err == nil {
 			return res, nil
 		}
 		st.lastBroker = st.mq.BrokerName
-		more, fresh := p.retryAfter(ctx, routes, r, err)
+		more, fresh := p.retryAfter(sd, routes, r, err)
 		if !more {
 			break
 		}
@@ -282,7 +340,7 @@ func (p *Producer) runAttempts(ctx context.Context, routes *routeManager, info *
 		}
 	}
 	if len(st.sendErr.Attempts) == 0 {
-		st.sendErr.Attempts = append(st.sendErr.Attempts, SendAttempt{Broker: st.mq.BrokerName, QueueID: st.mq.QueueID, Err: ctx.Err()})
+		st.sendErr.Attempts = append(st.sendErr.Attempts, SendAttempt{Broker: st.mq.BrokerName, QueueID: st.mq.QueueID, Err: sd.err()})
 	}
 	return nil, st.sendErr
 }
@@ -320,7 +378,7 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 // times. With waitOK (no other group to retry on, or a sticky send) it
 // waits out an election in the group within ctx instead of failing.
 // Every failure is appended to sendErr.
-func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, sendErr *SendError, last, waitOK bool) (*SendResult, error) {
+func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, sendErr *SendError, last, waitOK bool) (*SendResult, error) {
 	addr := routes.brokerAddr(mq.BrokerName)
 	if addr == "" {
 		err := fmt.Errorf("%w: broker group %q of topic %q has no known address", ErrNoQueue, mq.BrokerName, r.topic)
@@ -338,7 +396,7 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 		}
 		start := p.cfg.common.now()
 		if r.oneway {
-			err := p.rc.InvokeOneway(ctx, addr, req)
+			err := p.rc.InvokeOneway(sd.context(), addr, req)
 			if err != nil {
 				routes.markDown(mq.BrokerName, addr, routes.downFor)
 				p.requestRefresh(r.topic)
@@ -346,7 +404,7 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 			}
 			return nil, nil
 		}
-		actx, cancel := p.attemptContext(ctx, last)
+		actx, cancel := sd.attempt(p.cfg.attemptTimeout, last)
 		resp, err := p.rc.InvokeSync(actx, addr, req)
 		cancel()
 		latency := p.cfg.common.now().Sub(start)
@@ -362,7 +420,7 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 				p.requestRefresh(r.topic)
 			}
 			fail(addr, err)
-			if !errIsConnFailure(err) || ctx.Err() != nil {
+			if !errIsConnFailure(err) || sd.err() != nil {
 				return nil, err
 			}
 			// The process behind addr is gone or unreachable: avoid it,
@@ -418,7 +476,7 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 				// Nowhere else to go (one group, or the message must stay
 				// on its queue): wait out the election within ctx, asking
 				// the members in turn. A wait is not a hop.
-				if !waitElection(ctx) {
+				if !waitElection(sd.context()) {
 					return nil, be
 				}
 				if next != "" {
@@ -440,8 +498,8 @@ func (p *Producer) attempt(ctx context.Context, routes *routeManager, r *sendReq
 // result turns a stored-send response into a SendResult
 // (MQClientAPIImpl.processSendResponse).
 func (p *Producer) result(r *sendRequest, mq MessageQueue, addr string, resp *remoting.RemotingCommand) (*SendResult, error) {
-	var h sendMessageResponseHeader
-	if err := resp.DecodeHeader(&h); err != nil {
+	h, err := decodeSendResponse(resp.ExtFields)
+	if err != nil {
 		return nil, fmt.Errorf("client: send response from %s: %w", addr, err)
 	}
 	res := &SendResult{

@@ -202,13 +202,22 @@ func (r *routeManager) addrChanged(brokerNames ...string) {
 // each, so that the first send makes the broker create it
 // (updateTopicRouteInfoFromNameServer with isDefault).
 func (r *routeManager) publishInfo(ctx context.Context, topic string, autoCreate bool, defaultQueueNums int) (*TopicPublishInfo, error) {
+	if info := r.cachedPublishInfo(topic); info != nil {
+		return info, nil
+	}
+	return r.refresh(ctx, topic, autoCreate, defaultQueueNums)
+}
+
+// cachedPublishInfo is topic's cached publish info when it has queues,
+// else nil (publishInfo would fetch).
+func (r *routeManager) cachedPublishInfo(topic string) *TopicPublishInfo {
 	r.mu.Lock()
 	tr := r.topics[topic]
 	r.mu.Unlock()
 	if tr != nil && tr.publish.ok() {
-		return tr.publish, nil
+		return tr.publish
 	}
-	return r.refresh(ctx, topic, autoCreate, defaultQueueNums)
+	return nil
 }
 
 // refresh fetches topic's route now and caches it. A failed fetch keeps
