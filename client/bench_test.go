@@ -31,10 +31,24 @@ func benchSetup(b *testing.B) string {
 
 func BenchmarkSendSync(b *testing.B) {
 	body := bytes.Repeat([]byte("x"), 1024)
-	for _, st := range []remoting.SerializeType{remoting.SerializeRocketMQ, remoting.SerializeJSON} {
-		b.Run("raftmq-"+st.String(), func(b *testing.B) {
-			nsAddr := benchSetup(b)
-			p, err := NewProducer(NameServers(nsAddr), SendHeaderSerialization(st))
+	variants := []struct {
+		name string
+		opts []ProducerOpt
+	}{
+		{"raftmq-ROCKETMQ", []ProducerOpt{SendHeaderSerialization(remoting.SerializeRocketMQ)}},
+		{"raftmq-JSON", []ProducerOpt{SendHeaderSerialization(remoting.SerializeJSON)}},
+		// Requests per message show how much AutoBatch merges with a
+		// broker that answers at once (the cluster benchmark has real
+		// round trips).
+		{"raftmq-autobatch", []ProducerOpt{AutoBatch(64, 256<<10, 0)}},
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			ns := startNameServer(b)
+			log := &requestLog{discard: true}
+			a := startFakeBroker(b, "broker-a", log)
+			a.register(b, ns, 0, 1, map[string]int{"Bench": 8})
+			p, err := NewProducer(append([]ProducerOpt{NameServers(ns.Addr().String())}, v.opts...)...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -48,6 +62,7 @@ func BenchmarkSendSync(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(32)
 			b.ResetTimer()
+			before := log.requests()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := p.SendSync(context.Background(), NewMessage("Bench", body)); err != nil {
@@ -56,6 +71,7 @@ func BenchmarkSendSync(b *testing.B) {
 					}
 				}
 			})
+			b.ReportMetric(float64(log.requests()-before)/float64(b.N), "reqs/msg")
 		})
 	}
 	b.Run("official", func(b *testing.B) {

@@ -87,6 +87,13 @@ func (l *requestLog) add(r received) {
 	}
 }
 
+// requests is how many requests arrived.
+func (l *requestLog) requests() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count
+}
+
 func (l *requestLog) all() []received {
 	l.mu.Lock()
 	defer l.mu.Unlock()
