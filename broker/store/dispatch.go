@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,6 +142,9 @@ type ReputService struct {
 	startOnce sync.Once
 	stopOnce  sync.Once
 	corrupt   atomic.Bool // a corrupt entry stopped dispatching; logged once
+	// trustFrom is the CommitLog offset from which the follower skips the
+	// CRC checks (see TrustFrom); math.MaxInt64 until set.
+	trustFrom atomic.Int64
 }
 
 type queueKey struct {
@@ -164,8 +168,19 @@ func NewReputService(cfg ReputConfig) (*ReputService, error) {
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	r.reputFrom.Store(cfg.StartOffset)
+	r.trustFrom.Store(math.MaxInt64)
 	return r, nil
 }
+
+// TrustFrom makes DispatchUpTo skip the entry CRC check for entries at or
+// past off; magic, field lengths and PHYSICALOFFSET are still checked. The
+// store calls it at Open with the recovered CommitLog end: everything past
+// it was encoded and sealed by this process a moment ago, so checking the
+// CRC again when dispatching it costs a checksum pass over every byte and
+// guards nothing (RocketMQ's reput does not check CRCs either). Reads
+// still verify every entry they serve, and recovery-time dispatching of
+// what was on disk keeps checking.
+func (r *ReputService) TrustFrom(off int64) { r.trustFrom.Store(off) }
 
 // OnNewMessage registers a listener for queues that get new messages.
 func (r *ReputService) OnNewMessage(fn NewMessageListener) {
@@ -301,7 +316,7 @@ func (r *ReputService) dispatchSegmentLocked(pos, limit int64) (int64, error) {
 		if total > 0 && off+total > len(buf) {
 			break // not complete below limit yet
 		}
-		req, size, err := CheckAndDecode(buf[off:])
+		req, size, err := checkAndDecode(buf[off:], pos+int64(off) < r.trustFrom.Load())
 		if errors.Is(err, ErrEndOfData) {
 			break
 		}

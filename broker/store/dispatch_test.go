@@ -343,6 +343,36 @@ func TestDispatchStopsAtCorruptEntry(t *testing.T) {
 	}
 }
 
+// TestDispatchTrustFrom: below the trusted offset a CRC mismatch still stops
+// dispatching; at or past it (bytes this process just sealed) the CRC pass
+// is skipped but structural damage still stops it.
+func TestDispatchTrustFrom(t *testing.T) {
+	fsys := NewFaultFS(9)
+	l := newSegLog(t, fsys, "/store", 1<<16)
+	msgs := fill(l, 10)
+	mf := l.mfq.FindByOffset(msgs[0].phy)
+	b := mf.Bytes()
+	flipBody := func(i int) { b[msgs[i].phy+int64(msgs[i].size)-30-mf.FileFromOffset()] ^= 0xFF }
+	flipBody(2)
+	flipBody(7)
+	f := newDispatchFixture(t, fsys, "/store", l, 0)
+	f.r.TrustFrom(msgs[5].phy)
+	if got, err := f.r.DispatchUpTo(l.mfq.MaxOffset()); !errors.Is(err, ErrCorruptMessage) || got != msgs[2].phy {
+		t.Fatalf("got %d %v, want a stop at the untrusted damaged entry %d", got, err, msgs[2].phy)
+	}
+	flipBody(2) // repair; message 7 stays damaged but is past TrustFrom
+	// Damage message 8's TOTALSIZE: structure is checked even when trusted.
+	sz := msgs[8].phy - mf.FileFromOffset()
+	b[sz+3] ^= 0x01
+	f2 := newDispatchFixture(t, fsys, "/store2", l, 0)
+	f2.r.TrustFrom(msgs[5].phy)
+	got, err := f2.r.DispatchUpTo(l.mfq.MaxOffset())
+	if !errors.Is(err, ErrCorruptMessage) || got != msgs[8].phy {
+		t.Fatalf("got %d %v, want a stop at the structurally damaged entry %d", got, err, msgs[8].phy)
+	}
+	checkQueues(t, f2.cqs, msgs[:8])
+}
+
 func TestDispatchBackgroundFollower(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	fsys := NewFaultFS(4)

@@ -615,7 +615,13 @@ type DispatchRequest struct {
 // damage ErrCorruptMessage: nothing at or past such an entry may be served.
 // CommitLogOffset is the PHYSICALOFFSET field as written.
 func CheckAndDecode(buf []byte) (DispatchRequest, int, error) {
-	l, err := checkMessage(buf, true)
+	return checkAndDecode(buf, true)
+}
+
+// checkAndDecode is CheckAndDecode with the CRC checks optional (see
+// ReputService.TrustFrom).
+func checkAndDecode(buf []byte, checkCRC bool) (DispatchRequest, int, error) {
+	l, err := checkMessage(buf, checkCRC)
 	if err != nil {
 		return DispatchRequest{}, 0, err
 	}

@@ -386,6 +386,7 @@ func (s *MessageStore) open() error {
 			next[topicQueueKey{cq.Topic(), cq.QueueID()}] = cq.MaxOffset()
 		}
 		s.cl.setQueueOffsets(next)
+		s.reput.TrustFrom(s.cl.MaxOffset())
 	}
 
 	s.flush = newFlushService(flushConfig{
