@@ -312,8 +312,29 @@ func TestIdempotentFailover(t *testing.T) {
 		t.Fatal("the forced timeouts created no duplicate for the plain producer: the test would prove nothing")
 	}
 
-	admin := startFailoverTopic(t, ec, "PI")
-	p, err := client.NewProducer(append(forced, client.Idempotent(true))...)
+	idempotentKills(t, ec, "PI", 4, append(forced, client.Idempotent(true))...)
+}
+
+// TestIdempotentAutoBatchFailover is TestIdempotentFailover with AutoBatch
+// and more senders, so that most first attempts are batches that time out
+// after the broker got them: each message's retry goes alone to the same
+// queue with its sequence, and the group's FSM must still store every
+// UNIQ_KEY exactly once.
+func TestIdempotentAutoBatchFailover(t *testing.T) {
+	ec := startE2ECluster(t)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
+	idempotentKills(t, ec, "PB", 12, client.NameServers(ec.ns.Addr().String()), client.WithLogger(log),
+		client.AttemptTimeout(time.Millisecond), client.RetryTimesWhenSendFailed(3), client.Idempotent(true),
+		client.AutoBatch(16, 64<<10, 0))
+}
+
+// idempotentKills sends from senders goroutines on a producer built with
+// opts while the leader is killed failoverKills times, then checks that
+// every UNIQ_KEY is stored once and every acknowledged one is stored.
+func idempotentKills(t *testing.T, ec *e2eCluster, topic string, senders int, opts ...client.ProducerOpt) {
+	t.Helper()
+	admin := startFailoverTopic(t, ec, topic)
+	p, err := client.NewProducer(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,12 +342,12 @@ func TestIdempotentFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	s := startSendStream(p, "PI", 4)
+	s := startSendStream(p, topic, senders)
 	gaps := killLeaders(t, ec, s, failoverKills())
 	s.close()
 	logGaps(t, gaps)
 
-	seen := readAll(t, ec, admin, p, "PI")
+	seen := readAll(t, ec, admin, p, topic)
 	dups := 0
 	for id, n := range seen {
 		if n > 1 {
