@@ -106,7 +106,24 @@ func newAccumulator(cfg autoBatchConfig) *accumulator {
 func (a *accumulator) batchable(r *sendRequest) bool {
 	return r.msg != nil && !r.oneway && r.selector == nil && r.sysFlag == 0 &&
 		r.msg.DelayLevel == 0 && !strings.HasPrefix(r.topic, RetryGroupTopicPrefix) &&
-		len(r.body) <= a.cfg.maxBytes
+		batchEntrySize(r.msg) <= a.cfg.maxBytes
+}
+
+// wirePropertiesSlack covers the properties the producer adds to a
+// message (UNIQ_KEY, the idempotence pair, WAIT) and the separators.
+const wirePropertiesSlack = 160
+
+// batchEntrySize bounds the bytes m takes in a batch body: brokers check
+// the whole body, properties included, against their maxMessageSize.
+func batchEntrySize(m *Message) int {
+	n := batchEntryOverhead + len(m.Body) + wirePropertiesSlack + len(m.Tags) + len(m.ShardingKey)
+	for _, k := range m.Keys {
+		n += len(k) + 1
+	}
+	for k, v := range m.Properties {
+		n += len(k) + len(v) + 2
+	}
+	return n
 }
 
 // enqueue adds s to its topic's queue. When a slot is free s takes it
@@ -318,7 +335,7 @@ func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, e
 		defer cancel()
 	}
 	a := p.acc
-	s := &autoSend{req: r, size: len(r.body), wake: make(chan struct{}, 1)}
+	s := &autoSend{req: r, size: batchEntrySize(r.msg), wake: make(chan struct{}, 1)}
 	s.dl, _ = ctx.Deadline()
 	batch, linger := a.enqueue(s)
 	for {

@@ -532,3 +532,46 @@ func TestAutoBatchLinger(t *testing.T) {
 		t.Fatalf("lone send went as %+v", reqs[len(reqs)-1])
 	}
 }
+
+// TestAutoBatchMaxBytes: maxBytes bounds the encoded batch body
+// (properties and framing included), and a message larger than it goes
+// alone.
+func TestAutoBatchMaxBytes(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	qs := newQueueStore()
+	release := make(chan struct{})
+	a.setAnswer(gate(qs.answer, release))
+	const maxBytes = 2000
+	p := newTestProducer(t, ns, AutoBatch(64, maxBytes, 0), AutoBatchInflight(1), Idempotent(true))
+	var c sendCollector
+	c.sync(p, NewMessage("T", []byte("first")))
+	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
+	for i := 0; i < 20; i++ {
+		c.sync(p, NewMessage("T", bytes.Repeat([]byte("b"), 100)).WithTags("TagA").WithKeys("key-"+strconv.Itoa(i)).WithProperty("user", "value"))
+	}
+	c.sync(p, NewMessage("T", bytes.Repeat([]byte("B"), maxBytes)))
+	testutil.WaitFor(t, 5*time.Second, "21 sends waiting", func() bool { return pendingSends(p, "T") == 20 && len(log.all()) == 2 })
+	close(release)
+	c.wg.Wait()
+	if len(c.errs) > 0 {
+		t.Fatal(c.errs)
+	}
+	qs.check(t, c.results)
+	batched := 0
+	for _, r := range log.all() {
+		if r.code != remoting.RequestSendBatchMessage {
+			continue
+		}
+		entries, _ := DecodeBatch(r.body)
+		batched += len(entries)
+		if len(r.body) > maxBytes {
+			t.Fatalf("batch body of %d bytes (%d entries), above maxBytes %d", len(r.body), len(entries), maxBytes)
+		}
+	}
+	if batched != 20 {
+		t.Fatalf("%d messages batched, want the 20 small ones", batched)
+	}
+}

@@ -351,10 +351,10 @@ func AttemptTimeout(d time.Duration) ProducerOpt {
 // when linger > 0: then it waits up to linger for others to join); one
 // that finds every slot busy waits, and when a request returns the
 // waiting messages go together as one SEND_BATCH_MESSAGE of at most
-// maxMessages messages and maxBytes of bodies. With linger 0 no send
-// waits longer than a request already in flight: batching costs no
-// latency when the producer is idle and saves broker work (one request,
-// one replicated log entry) when it is busy.
+// maxMessages messages and maxBytes (bodies, properties and framing; it
+// must stay below the brokers' maxMessageSize). With linger 0 batching
+// adds no latency to an idle producer and saves broker work (one request,
+// one replicated log entry for many messages) when it is busy.
 //
 // Every caller still gets its own SendResult (MsgID = its UNIQ_KEY, its
 // own OffsetMsgID and QueueOffset; a batch is stored consecutively in one
@@ -363,8 +363,12 @@ func AttemptTimeout(d time.Duration) ProducerOpt {
 // normal policy. Idempotent sends are batched too (each message keeps its
 // own sequence number; a retry goes alone to the same queue). Messages
 // that cannot share a request go alone as before: delayed messages,
-// retry-topic sends, bodies compressed (above CompressBodyOver) or larger
-// than maxBytes, SendWithSelector, SendOneway and SendBatch.
+// retry-topic sends, bodies compressed (above CompressBodyOver),
+// messages that alone exceed maxBytes, SendWithSelector, SendOneway and
+// SendBatch. With linger 0 a send waits only while a request is in
+// flight, plus at most 1 ms right after a batch of several messages
+// returned, for the callers it released (closed-loop senders would
+// otherwise split into two half-size batches for good).
 //
 // maxMessages 0 or 1 turns batching off; maxBytes must be at most
 // MaxMessageSize; linger at most 10 s.
