@@ -62,6 +62,9 @@ type Group struct {
 	diskFS *noSpaceFS
 	// stepDownDone closes when the disk-full step-down loop has returned.
 	stepDownDone chan struct{}
+	// snapLoopDone closes when the size-triggered snapshot loop has
+	// returned (nil when SnapshotBytes is 0).
+	snapLoopDone chan struct{}
 
 	quit      chan struct{}
 	closeOnce sync.Once
@@ -185,6 +188,10 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 	}
 	g.stepDownDone = make(chan struct{})
 	go g.runDiskStepDown(sd)
+	if cfg.SnapshotBytes > 0 {
+		g.snapLoopDone = make(chan struct{})
+		go g.runSnapshotBySize()
+	}
 	log.Info("raft group member started", zap.String("group", cfg.Raft.DLegerGroup), zap.String("raftAddr", addr),
 		zap.String("remotingAddr", remotingAddr), zap.Bool("bootstrapped", !has))
 	return g, nil
@@ -387,10 +394,60 @@ func (g *Group) snapshotOnClose() {
 	}
 }
 
+// How often the size-triggered snapshot loop looks at the log, and how long
+// it waits after a failed snapshot.
+const (
+	snapshotBySizeCheck = 250 * time.Millisecond
+	snapshotBySizeRetry = 10 * time.Second
+)
+
+// runSnapshotBySize takes a snapshot whenever the log has grown by
+// SnapshotBytes since the last snapshot (whoever took it: Raft's own
+// trigger, Close, an admin). It runs on every member: snapshots are local,
+// and so is the restart work they bound.
+func (g *Group) runSnapshotBySize() {
+	defer close(g.snapLoopDone)
+	t := time.NewTicker(snapshotBySizeCheck)
+	defer t.Stop()
+	seen := ^uint64(0) // snapshot index base was computed for
+	var base int64     // log position the last snapshot covers
+	var next time.Time // no attempt before this (after a failure)
+	for {
+		select {
+		case <-g.quit:
+			return
+		case <-t.C:
+		}
+		if snap := g.lastSnapshotIndex(); snap != seen {
+			seen = snap
+			switch end, err := g.logs.EndOf(snap); {
+			case snap == 0:
+				base = g.logs.MinPosition() // never snapshotted: all of it counts
+			case err == nil:
+				base = end
+			default:
+				// Retention already removed the snapshot's entry; it was
+				// taken moments ago, so the log end is close enough.
+				base = g.logs.NextPosition()
+			}
+		}
+		if g.logs.NextPosition()-base < g.cfg.SnapshotBytes || time.Now().Before(next) {
+			continue
+		}
+		if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			next = time.Now().Add(snapshotBySizeRetry)
+			g.log.Warn("size-triggered snapshot failed; will retry", zap.Error(err), zap.Duration("in", snapshotBySizeRetry))
+		}
+	}
+}
+
 func (g *Group) closeParts() error {
 	var errs []error
 	if g.stepDownDone != nil {
 		<-g.stepDownDone // quit is closed: at most one transfer to wait for
+	}
+	if g.snapLoopDone != nil {
+		<-g.snapLoopDone // at most one snapshot to wait for
 	}
 	if g.preferred != nil {
 		g.preferred.Close()

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 // TestCloseTakesSnapshot: a clean Close snapshots what was applied, so a
@@ -48,5 +50,39 @@ func TestCloseTakesSnapshot(t *testing.T) {
 	c.waitCaughtUp()
 	for _, n := range c.nodes {
 		checkAcked(t, n, acks)
+	}
+}
+
+// TestSnapshotBySize: with Raft's own snapshot triggers off (the harness
+// sets them to never), no member snapshots while its log is below
+// SnapshotBytes, and every member snapshots by itself once it has grown past
+// it (the snapshot covers what its FSM had applied, which may lag the log
+// end a little).
+func TestSnapshotBySize(t *testing.T) {
+	const limit = 256 << 10
+	c := newTestCluster(t, clusterOpts{sync: true, tune: func(g *GroupConfig) { g.SnapshotBytes = limit }})
+	c.createTopic("T", 4)
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := c.sendRetrying(testMessage("T", int32(i%4), fmt.Sprintf("k%d", i), "", 0, 4<<10), time.Now().Add(10*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.waitCaughtUp()
+	}
+	send(0, 20) // ~85 KiB
+	for _, n := range c.nodes {
+		if s := n.g().lastSnapshotIndex(); s != 0 {
+			t.Fatalf("%s: snapshot at %d with %d bytes of log, below the %d-byte trigger", n.id, s, n.g().logs.NextPosition(), limit)
+		}
+	}
+	send(20, 100) // ~430 KiB in all: one snapshot's worth, not two
+	for _, n := range c.nodes {
+		g := n.g()
+		testutil.WaitFor(t, 10*time.Second, n.id+" snapshots by log size", func() bool {
+			s := g.lastSnapshotIndex()
+			end, err := g.logs.EndOf(s)
+			return s > 0 && err == nil && g.logs.NextPosition()-end < limit
+		})
 	}
 }

@@ -68,6 +68,13 @@ type GroupConfig struct {
 	// by retention through the Raft log store (10 s; 0 uses the store's
 	// cleanResourceInterval).
 	RetentionInterval time.Duration `prop:"raftRetentionInterval"`
+	// SnapshotBytes makes every member take a snapshot once its log has
+	// grown by this many bytes since its last one (512 MiB; 0 turns it
+	// off). Raft's own trigger (raftSnapshotThreshold) counts entries, and
+	// one entry carries a whole batch of messages, so it can let gigabytes
+	// pile up; a restart after a crash reads back and re-applies everything
+	// after the last snapshot, so this bounds that work in bytes.
+	SnapshotBytes int64 `prop:"raftSnapshotBytes"`
 }
 
 // DefaultGroupConfig returns the store's and raftlog's defaults with Raft
@@ -86,6 +93,7 @@ func DefaultGroupConfig() GroupConfig {
 	c.DedupProducerTTL = time.Hour
 	c.PreferredLeaderCheckInterval = time.Second
 	c.RetentionInterval = 10 * time.Second
+	c.SnapshotBytes = 512 << 20
 	return c
 }
 
@@ -126,6 +134,8 @@ func (c *GroupConfig) Validate() error {
 		return bad("preferredLeaderCheckInterval", "must be positive")
 	case c.RetentionInterval < 0:
 		return bad("raftRetentionInterval", "must not be negative")
+	case c.SnapshotBytes < 0:
+		return bad("raftSnapshotBytes", "must not be negative")
 	}
 	return nil
 }
