@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -13,12 +14,14 @@ import (
 // Sends of one topic share a small number of request slots
 // (autoBatchConfig.inflight). A send that finds a slot free goes out at
 // once, alone, as an ordinary SEND_MESSAGE_V2 (after the linger, if one is
-// set). A send that finds every slot busy waits in the topic's queue; when
-// a request returns, the goroutine that ran it takes the waiting sends
-// (up to maxMessages / maxBytes) and hands them, as one
-// SEND_BATCH_MESSAGE, to the first of them, which sends it in its own
-// goroutine. No goroutine is added: every batch runs on the goroutine of
-// one of its callers (SendSync's caller, or SendAsync's goroutine).
+// set, or adaptiveWait right after a batch returned). A send that finds
+// every slot busy waits in the topic's queue; when a request returns, the
+// goroutine that ran it hands the slot and the waiting sends (up to
+// maxMessages / maxBytes) to the first of them, which sends them as one
+// SEND_BATCH_MESSAGE from its own goroutine, after waiting up to
+// adaptiveWait for the callers the answer released. No goroutine is
+// added: every batch runs on the goroutine of one of its callers
+// (SendSync's caller, or SendAsync's goroutine).
 //
 // One batch request is the first attempt of each of its messages. On
 // success every caller gets its own SendResult: its UNIQ_KEY as MsgID,
@@ -434,7 +437,7 @@ func (p *Producer) runBatch(routes *routeManager, batch []*autoSend) {
 func (p *Producer) runBatchAttempt(sd *sendDeadline, routes *routeManager, info *TopicPublishInfo, r *sendRequest, st *attemptState) (*SendResult, error) {
 	mq, ok := p.chooseQueue(info, r, "")
 	if !ok {
-		return nil, ErrNoQueue
+		return nil, fmt.Errorf("%w: topic %q", ErrNoQueue, r.topic)
 	}
 	st.mq, st.chosen = mq, true
 	if p.seq != nil {
