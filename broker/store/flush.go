@@ -34,12 +34,21 @@ type flushConfig struct {
 	GroupWait time.Duration
 }
 
-// flushWaiter is one append waiting for durability up to end.
-type flushWaiter struct {
-	end   int64
-	done  chan error // capacity 1
-	timer *time.Timer
+// flushRound is one group commit. Appenders join the current round after
+// their bytes are appended; the flusher swaps in a new round before it
+// flushes, so the flush covers every member, and wakes them all with one
+// close (instead of a channel send per waiter).
+type flushRound struct {
+	done chan struct{}
+	// err is the flush's result, written before done is closed.
+	err error
+	// n counts the members; guarded by flushService.mu.
+	n int
+	// closed marks the round left in place when the flusher stops.
+	closed bool
 }
+
+func newFlushRound() *flushRound { return &flushRound{done: make(chan struct{})} }
 
 // flushService owns the CommitLog's flushing: one goroutine takes every
 // pending waiter, makes the log durable once (msync of the dirty ranges)
@@ -56,13 +65,13 @@ type flushService struct {
 	// syncs counts CommitLog flush rounds that wrote something (metrics).
 	syncs atomic.Int64
 
-	mu      sync.Mutex
-	waiters []*flushWaiter // guarded by mu
-	spare   []*flushWaiter // guarded by mu; recycled slice
+	mu  sync.Mutex
+	cur *flushRound // guarded by mu: the round new waiters join
 
-	// lastGroup is how many waiters the previous sync served; only the
-	// flusher goroutine touches it.
-	lastGroup int
+	// lastGroup is how many waiters the previous sync served (written by
+	// the flusher): the next round is gathered up to that size, and only the
+	// appender completing it wakes the flusher.
+	lastGroup atomic.Int64
 
 	// onFlushed is called after a successful flush with the new durable
 	// offset (wakes the dispatcher in SYNC_FLUSH mode); may be nil.
@@ -74,7 +83,7 @@ type flushService struct {
 }
 
 func newFlushService(cfg flushConfig, cl *CommitLog, log *zap.Logger) *flushService {
-	f := &flushService{cfg: cfg, cl: cl, log: log,
+	f := &flushService{cfg: cfg, cl: cl, log: log, cur: newFlushRound(),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	f.flushed.Store(cl.mfq.FlushedOffset())
 	return f
@@ -104,13 +113,11 @@ func (f *flushService) signal() {
 	}
 }
 
-// waiterPool recycles waiters (channel and timer) across SYNC_FLUSH appends.
-// Only waiters that got their answer go back: a timed-out one may still be
-// answered later by the flusher.
-var waiterPool = sync.Pool{New: func() any {
+// timerPool recycles the syncFlushTimeout timers of SYNC_FLUSH appends.
+var timerPool = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &flushWaiter{done: make(chan error, 1), timer: t}
+	return t
 }}
 
 // waitFlushed blocks until the CommitLog is durable up to end, the flush
@@ -120,21 +127,40 @@ func (f *flushService) waitFlushed(end int64) error {
 	if f.flushed.Load() >= end {
 		return nil
 	}
-	w := waiterPool.Get().(*flushWaiter)
-	w.end = end
-	f.mu.Lock()
-	f.waiters = append(f.waiters, w)
-	f.mu.Unlock()
-	f.signal()
-	w.timer.Reset(f.cfg.SyncTimeout)
-	select {
-	case err := <-w.done:
-		w.timer.Stop()
-		waiterPool.Put(w)
+	t := timerPool.Get().(*time.Timer)
+	t.Reset(f.cfg.SyncTimeout)
+	for {
+		f.mu.Lock()
+		r := f.cur
+		r.n++
+		n := r.n
+		f.mu.Unlock()
+		// The first member starts the flusher's gathering; after that only
+		// the one completing the expected group needs to wake it.
+		if n == 1 || int64(n) >= f.lastGroup.Load() {
+			f.signal()
+		}
+		select {
+		case <-r.done:
+		case <-t.C:
+			return fmt.Errorf("%w: not durable after syncFlushTimeout %v (offset %d, flushed %d)",
+				ErrFlushDiskTimeout, f.cfg.SyncTimeout, end, f.flushed.Load())
+		}
+		var err error
+		switch {
+		case r.err != nil:
+			err = r.err
+		case f.flushed.Load() >= end:
+		case r.closed:
+			err = fmt.Errorf("%w: store closed before offset %d was durable", ErrStoreClosed, end)
+		default:
+			// Not covered (cannot happen: the round's flush started after
+			// this append); join the next round.
+			continue
+		}
+		t.Stop()
+		timerPool.Put(t)
 		return err
-	case <-w.timer.C:
-		return fmt.Errorf("%w: not durable after syncFlushTimeout %v (offset %d, flushed %d)",
-			ErrFlushDiskTimeout, f.cfg.SyncTimeout, end, f.flushed.Load())
 	}
 }
 
@@ -150,12 +176,11 @@ func (f *flushService) run() {
 	for {
 		select {
 		case <-f.quit:
-			err := f.flushOnce()
-			f.serveWaiters(err, true)
+			f.finalRound()
 			return
 		case <-f.wake:
 			f.gather()
-			f.serveWaiters(f.flushOnce(), false)
+			f.flushRound()
 		case <-tick:
 			dirty := f.cl.MaxOffset() - f.flushed.Load()
 			thorough := time.Since(lastThorough) >= f.cfg.ThoroughInterval
@@ -165,7 +190,7 @@ func (f *flushService) run() {
 			if thorough {
 				lastThorough = time.Now()
 			}
-			f.serveWaiters(f.flushOnce(), false)
+			f.flushRound()
 		}
 	}
 }
@@ -176,16 +201,17 @@ func (f *flushService) run() {
 // appenders of its group are still encoding, and groups shrink to one or
 // two messages: the sync rate, not the disk's bandwidth, becomes the limit.
 func (f *flushService) gather() {
-	if f.lastGroup <= 1 || f.cfg.GroupWait <= 0 {
+	want := int(f.lastGroup.Load())
+	if want <= 1 || f.cfg.GroupWait <= 0 {
 		return
 	}
 	t := time.NewTimer(f.cfg.GroupWait)
 	defer t.Stop()
 	for {
 		f.mu.Lock()
-		n := len(f.waiters)
+		n := f.cur.n
 		f.mu.Unlock()
-		if n >= f.lastGroup {
+		if n >= want {
 			return
 		}
 		select {
@@ -198,38 +224,42 @@ func (f *flushService) gather() {
 	}
 }
 
-// serveWaiters answers every waiter registered before the flush that just
-// ran: all were appended before, so the flush covered them unless it failed.
-func (f *flushService) serveWaiters(err error, final bool) {
+// flushRound closes the current round: new waiters join a fresh one, the
+// log is flushed (covering every member: each joined after its append) and
+// the members are woken with the result.
+func (f *flushService) flushRound() {
 	f.mu.Lock()
-	ws := f.waiters
-	f.waiters = f.spare[:0]
+	r, n := f.cur, f.cur.n
+	if n > 0 {
+		f.cur = newFlushRound()
+	}
 	f.mu.Unlock()
-	flushed := f.flushed.Load()
-	if len(ws) > 0 {
-		f.lastGroup = len(ws)
+	err := f.flushOnce()
+	if n == 0 {
+		return // no member (ASYNC tick, or woken for nobody): keep the round
 	}
-	var again []*flushWaiter
-	for _, w := range ws {
-		switch {
-		case err != nil:
-			w.done <- err
-		case flushed >= w.end:
-			w.done <- nil
-		case final:
-			w.done <- fmt.Errorf("%w: store closed before offset %d was durable", ErrStoreClosed, w.end)
-		default:
-			again = append(again, w) // registered after the flush started
-		}
-	}
-	clear(ws)
+	// The next group to gather: this one plus those that joined during the
+	// flush, so the target can grow back after a short round.
 	f.mu.Lock()
-	f.spare = ws[:0]
-	f.waiters = append(f.waiters, again...)
+	f.lastGroup.Store(int64(n + f.cur.n))
 	f.mu.Unlock()
-	if len(again) > 0 {
-		f.signal()
-	}
+	r.err = err
+	close(r.done)
+}
+
+// finalRound flushes once more at stop and answers the last members; a
+// waiter arriving later joins a round that is already closed and gets
+// ErrStoreClosed unless its bytes were covered.
+func (f *flushService) finalRound() {
+	closed := newFlushRound()
+	closed.closed = true
+	close(closed.done)
+	f.mu.Lock()
+	r := f.cur
+	f.cur = closed
+	f.mu.Unlock()
+	r.err = f.flushOnce()
+	close(r.done)
 }
 
 // flushOnce makes everything appended so far durable. A failure is sticky:

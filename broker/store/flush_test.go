@@ -229,3 +229,51 @@ func TestWriteENOSPC(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestCloseAnswersEveryFlushRound: appenders blocked in group-commit rounds
+// while the store closes are all answered at once (durable, or refused), none
+// is left to run into syncFlushTimeout, and every acknowledged message is
+// within the durable offset.
+func TestCloseAnswersEveryFlushRound(t *testing.T) {
+	f := NewFaultFS(3)
+	cfg := coreConfig(f, "/s", SyncFlush)
+	cfg.SyncFlushTimeout = time.Minute
+	s := openCore(t, cfg)
+	const writers = 16
+	var acked atomic.Int64 // highest acknowledged end offset
+	var running atomic.Int64
+	var timeouts atomic.Int64
+	running.Store(writers)
+	for w := 0; w < writers; w++ {
+		go func(w int) {
+			defer running.Add(-1)
+			for i := 0; ; i++ {
+				r, err := s.PutMessage(coreMsg("C", int32(w%4), strconv.Itoa(i)))
+				if errors.Is(err, ErrFlushDiskTimeout) {
+					timeouts.Add(1)
+				}
+				if err != nil {
+					return
+				}
+				end := r.PhysicalOffset + int64(r.Appended[0].Size)
+				for {
+					cur := acked.Load()
+					if end <= cur || acked.CompareAndSwap(cur, end) {
+						break
+					}
+				}
+			}
+		}(w)
+	}
+	testutil.WaitFor(t, 10*time.Second, "appenders under way", func() bool { return s.FlushRounds() >= 20 })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "every appender answered after Close", func() bool { return running.Load() == 0 })
+	if n := timeouts.Load(); n > 0 {
+		t.Fatalf("%d appends ran into syncFlushTimeout after Close", n)
+	}
+	if a, fl := acked.Load(), s.FlushedOffset(); a > fl {
+		t.Fatalf("acknowledged up to %d, durable only %d", a, fl)
+	}
+}
