@@ -235,11 +235,20 @@ func startFailoverTopic(t *testing.T, ec *e2eCluster, topic string) *client.Admi
 // options) while the leader is killed; the SDK follows the new leader on
 // its own. Checks: median kill → first ack from another member ≤ 1 s, and
 // every acknowledged message is readable afterwards.
+//
+// It runs twice on one group: the default producer with 4 senders, and an
+// AutoBatch producer with 12 (so that batches are in flight at each kill
+// and their messages fail over one by one).
 func TestProducerFailover(t *testing.T) {
 	ec := startE2ECluster(t)
-	admin := startFailoverTopic(t, ec, "PF")
+	t.Run("plain", func(t *testing.T) { producerFailover(t, ec, "PF", 4) })
+	t.Run("autobatch", func(t *testing.T) { producerFailover(t, ec, "PFB", 12, client.AutoBatch(16, 64<<10, 0)) })
+}
+
+func producerFailover(t *testing.T, ec *e2eCluster, topic string, senders int, opts ...client.ProducerOpt) {
+	admin := startFailoverTopic(t, ec, topic)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
-	p, err := client.NewProducer(client.NameServers(ec.ns.Addr().String()), client.WithLogger(log))
+	p, err := client.NewProducer(append([]client.ProducerOpt{client.NameServers(ec.ns.Addr().String()), client.WithLogger(log)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +256,7 @@ func TestProducerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	s := startSendStream(p, "PF", 4)
+	s := startSendStream(p, topic, senders)
 	gaps := killLeaders(t, ec, s, failoverKills())
 	s.close()
 	for _, e := range s.errs {
@@ -258,7 +267,7 @@ func TestProducerFailover(t *testing.T) {
 		t.Errorf("median kill → first ack %v, want ≤ 1 s", med)
 	}
 
-	seen := readAll(t, ec, admin, p, "PF")
+	seen := readAll(t, ec, admin, p, topic)
 	lost, dups := 0, 0
 	for _, a := range s.acks {
 		switch seen[a.msgID] {
