@@ -82,9 +82,22 @@ type Conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	writeCh    chan []byte
+	// Frames waiting for the writer are appended to one buffer (wbuf)
+	// instead of a channel of frames: a burst of answers (one Raft
+	// entry's) or of concurrent requests lands in one buffer, costs one
+	// writer wake-up and one write system call, and no per-frame hand-off.
+	wmu     sync.Mutex
+	wbuf    []byte        // guarded by wmu: encoded frames, in order
+	wframes int           // guarded by wmu: frames in wbuf (bounded by opts.writeQueue)
+	wspace  chan struct{} // guarded by wmu: closed when the writer takes wbuf (senders waiting for room)
+	wkick   chan struct{} // cap 1: wbuf became non-empty
+
 	quit       chan struct{} // closed by close(); stops the writer
 	readerDone chan struct{}
+	// readers, when set (servers), counts this reader until it exits, so
+	// Shutdown can wait for the readers of connections that already
+	// closed on their own: they may still be dispatching a request.
+	readers    *sync.WaitGroup
 	writerDone chan struct{}
 	stopRead   atomic.Bool // set by a draining server: reader exits quietly
 	closeOnce  sync.Once
@@ -109,7 +122,7 @@ func newConn(nc net.Conn, opts connOptions, log *zap.Logger,
 		onClosed:      onClosed,
 		ctx:           ctx,
 		cancel:        cancel,
-		writeCh:       make(chan []byte, opts.writeQueue),
+		wkick:         make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 		readerDone:    make(chan struct{}),
 		writerDone:    make(chan struct{}),
@@ -195,6 +208,9 @@ func (c *Conn) stopReading() {
 // violation closes the connection with exactly one Warn line naming why.
 func (c *Conn) readLoop() {
 	defer close(c.readerDone)
+	if c.readers != nil {
+		defer c.readers.Done()
+	}
 	br := bufio.NewReaderSize(c.nc, 32<<10)
 	var lenBuf [lengthFieldSize]byte
 	for {
@@ -290,15 +306,25 @@ func (c *Conn) dispatch(cmd *RemotingCommand) {
 	f.complete(cmd, nil)
 }
 
-// writeLoop owns the socket's write side; it batches queued frames into
-// one flush. On quit it flushes what is queued, then closes the socket.
+// writeLoop owns the socket's write side: it takes everything queued in
+// wbuf and writes it with one system call. On quit it writes what is
+// queued (bounded by the write timeout), then closes the socket.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	var spare []byte // the buffer the writer owns between takes
 	for {
 		select {
-		case f := <-c.writeCh:
-			if err := c.writeBatch(bw, f); err != nil {
+		case <-c.wkick:
+			c.gather()
+			buf := c.take(spare)
+			if len(buf) == 0 {
+				spare = buf // a stale kick: buf is detached and ours
+				continue
+			}
+			if c.opts.writeTimeout > 0 {
+				_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout))
+			}
+			if _, err := c.nc.Write(buf); err != nil {
 				if !c.Closed() {
 					c.log.Info("closing connection: write failed", zap.Error(err))
 				}
@@ -306,81 +332,123 @@ func (c *Conn) writeLoop() {
 				_ = c.nc.Close()
 				return
 			}
+			spare = buf[:0]
+			if cap(spare) > maxSpareWriteBuffer {
+				spare = nil // a huge frame went out: do not keep its buffer
+			}
 		case <-c.quit:
 			_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout))
-			for drained := false; !drained; {
-				select {
-				case f := <-c.writeCh:
-					if _, err := bw.Write(f); err != nil {
-						drained = true
-					}
-				default:
-					drained = true
-				}
+			if buf := c.take(nil); len(buf) > 0 {
+				_, _ = c.nc.Write(buf)
 			}
-			_ = bw.Flush()
 			_ = c.nc.Close()
 			return
 		}
 	}
 }
 
-func (c *Conn) writeBatch(bw *bufio.Writer, first []byte) error {
-	if c.opts.writeTimeout > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout))
-	}
-	if _, err := bw.Write(first); err != nil {
-		return err
-	}
-	yields := 0
-	for {
-		select {
-		case f := <-c.writeCh:
-			if _, err := bw.Write(f); err != nil {
-				return err
-			}
-		default:
-			// Before the write system call, let goroutines that are
-			// runnable right now queue their frames: answers of one Raft
-			// entry (or a burst of client requests) are made ready
-			// together but encoded one after another, and without the
-			// yield the writer flushes after the first few, paying a
-			// write per frame on this side and a read wakeup per frame on
-			// the peer. Gosched returns at once when nothing else is
-			// runnable; the bound keeps a steady trickle from starving
-			// the flush.
-			if yields < maxWriteYields && bw.Buffered() < bw.Size()/2 {
-				yields++
-				runtime.Gosched()
-				if len(c.writeCh) > 0 {
-					continue
-				}
-			}
-			return bw.Flush()
+// gather lets goroutines that are runnable right now queue their frames
+// before the write: answers of one Raft entry (or a burst of client
+// requests) are made ready together but encoded one after another, and
+// without the yield the writer writes after the first few, paying a write
+// per frame on this side and a read wake-up per frame on the peer. Gosched
+// returns at once when nothing else is runnable; the bound keeps a steady
+// trickle from starving the write.
+func (c *Conn) gather() {
+	for i := 0; i < maxWriteYields; i++ {
+		c.wmu.Lock()
+		n, size := c.wframes, len(c.wbuf)
+		c.wmu.Unlock()
+		if size >= writeGatherBytes {
+			return
+		}
+		runtime.Gosched()
+		c.wmu.Lock()
+		grew := c.wframes != n
+		c.wmu.Unlock()
+		if !grew {
+			return
 		}
 	}
 }
 
-// maxWriteYields bounds the Gosched calls of one writer batch.
-const maxWriteYields = 4
+// take swaps the queued frames out for spare (emptied) and wakes senders
+// waiting for room.
+func (c *Conn) take(spare []byte) []byte {
+	c.wmu.Lock()
+	buf := c.wbuf
+	c.wbuf, c.wframes = spare[:0], 0
+	if c.wspace != nil {
+		close(c.wspace)
+		c.wspace = nil
+	}
+	c.wmu.Unlock()
+	return buf
+}
+
+const (
+	// maxWriteYields bounds the Gosched calls before one write.
+	maxWriteYields = 4
+	// writeGatherBytes: with this much queued, write without yielding.
+	writeGatherBytes = 32 << 10
+	// maxSpareWriteBuffer caps the buffer the writer keeps for reuse.
+	maxSpareWriteBuffer = 4 << 20
+)
 
 // send queues an encoded frame for the writer.
 func (c *Conn) send(ctx context.Context, frame []byte) error {
-	if len(frame)-lengthFieldSize > c.opts.maxFrameSize {
-		return fmt.Errorf("%w: %d bytes, max %d", ErrFrameTooLarge, len(frame)-lengthFieldSize, c.opts.maxFrameSize)
-	}
-	select {
-	case <-c.quit:
-		return ErrConnClosed
-	default:
-	}
-	select {
-	case c.writeCh <- frame:
-		return nil
-	case <-c.quit:
-		return ErrConnClosed
-	case <-ctx.Done():
-		return ctxError(ctx, "queueing request")
+	return c.enqueue(ctx, func(b []byte) ([]byte, error) { return append(b, frame...), nil })
+}
+
+// enqueue appends one frame to the write buffer with appendFrame (which
+// returns the grown buffer, or an error and nothing appended), waiting
+// while opts.writeQueue frames are queued. The frame is bounded by
+// maxFrameSize.
+func (c *Conn) enqueue(ctx context.Context, appendFrame func([]byte) ([]byte, error)) error {
+	for {
+		select {
+		case <-c.quit:
+			return ErrConnClosed
+		default:
+		}
+		c.wmu.Lock()
+		if c.wframes < c.opts.writeQueue {
+			before := len(c.wbuf)
+			b, err := appendFrame(c.wbuf)
+			if err == nil && len(b)-before-lengthFieldSize > c.opts.maxFrameSize {
+				err = fmt.Errorf("%w: %d bytes, max %d", ErrFrameTooLarge, len(b)-before-lengthFieldSize, c.opts.maxFrameSize)
+			}
+			if err != nil {
+				if b != nil {
+					c.wbuf = b[:before] // keep the grown buffer, drop the frame
+				}
+				c.wmu.Unlock()
+				return err
+			}
+			c.wbuf = b
+			c.wframes++
+			first := c.wframes == 1
+			c.wmu.Unlock()
+			if first {
+				select {
+				case c.wkick <- struct{}{}:
+				default:
+				}
+			}
+			return nil
+		}
+		if c.wspace == nil {
+			c.wspace = make(chan struct{})
+		}
+		room := c.wspace
+		c.wmu.Unlock()
+		select {
+		case <-room:
+		case <-c.quit:
+			return ErrConnClosed
+		case <-ctx.Done():
+			return ctxError(ctx, "queueing request")
+		}
 	}
 }
 

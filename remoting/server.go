@@ -105,6 +105,7 @@ type Server struct {
 
 	acceptDone chan struct{}
 	connWG     sync.WaitGroup // reader and writer goroutines of every conn
+	readers    sync.WaitGroup // reader goroutines of every conn (they submit to the pools)
 }
 
 // NewServer creates a server; nothing listens until Start. log may be nil.
@@ -278,6 +279,8 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			continue
 		}
 		s.conns[c.id] = c
+		c.readers = &s.readers
+		s.readers.Add(1)
 		c.start(&s.connWG)
 		s.mu.Unlock()
 		c.log.Debug("connection accepted")
@@ -356,6 +359,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		<-c.readerDone // readers exit at once: their deadline is in the past
 	}
+	// Connections that closed before (removed from the set) may still have
+	// a reader dispatching its last request: wait for those too before
+	// the pools' queues close.
+	s.readers.Wait()
 
 	// No reader can submit now; let the pools drain.
 	s.mu.RLock()

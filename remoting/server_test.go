@@ -232,8 +232,15 @@ func TestShutdownDrainsInFlightSlowHandler(t *testing.T) {
 		<-release
 		return NewResponse(ResponseSuccess, "drained"), nil
 	}, 1, 4)
-	closed := make(chan *Conn, 1)
-	s.OnConnClose(func(c *Conn) { closed <- c })
+	// The listener probes below may get a connection accepted too: never
+	// block the closing goroutine on this channel.
+	closed := make(chan *Conn, 16)
+	s.OnConnClose(func(c *Conn) {
+		select {
+		case closed <- c:
+		default:
+		}
+	})
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
