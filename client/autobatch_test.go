@@ -575,3 +575,88 @@ func TestAutoBatchMaxBytes(t *testing.T) {
 		t.Fatalf("%d messages batched, want the 20 small ones", batched)
 	}
 }
+
+// TestAutoBatchStress: many senders with short, random deadlines and
+// cancellations against brokers that answer late or refuse at random.
+// Every call returns, every success names its own stored message, and
+// afterwards no slot or waiting send is left behind (a leaked slot would
+// stall the topic for good).
+func TestAutoBatchStress(t *testing.T) {
+	ns := startNameServer(t)
+	qs := newQueueStore()
+	var n atomic.Int64
+	flaky := func(fb *fakeBroker, c *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		switch k := n.Add(1); {
+		case k%7 == 0:
+			return answerCode(remoting.ResponseSystemBusy, nil)(fb, c, req)
+		case k%5 == 0:
+			time.Sleep(3 * time.Millisecond) // a slow answer: callers' deadlines pass
+		}
+		return qs.answer(fb, c, req)
+	}
+	for _, name := range []string{"broker-a", "broker-b"} {
+		fb := startFakeBroker(t, name, &requestLog{discard: true})
+		fb.register(t, ns, 0, 1, map[string]int{"T": 2})
+		fb.setAnswer(flaky)
+	}
+	for name, opts := range map[string][]ProducerOpt{
+		"default":                {AutoBatch(8, 64<<10, 0)},
+		"inflight 1, idempotent": {AutoBatch(8, 64<<10, 0), AutoBatchInflight(1), Idempotent(true)},
+		"linger 2ms, inflight 3": {AutoBatch(8, 64<<10, 2*time.Millisecond), AutoBatchInflight(3)},
+	} {
+		p := newTestProducer(t, ns, opts...)
+		var c sendCollector
+		for g := 0; g < 16; g++ {
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				for i := 0; i < 40; i++ {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+(g+i)%6)*2*time.Millisecond)
+					if i%9 == 0 {
+						cancel() // already cancelled
+					}
+					msg := NewMessage("T", []byte(fmt.Sprintf("g%d-%d", g, i)))
+					if i%2 == 0 {
+						c.add(p.SendSync(ctx, msg))
+						cancel()
+						continue
+					}
+					c.wg.Add(1)
+					if err := p.SendAsync(ctx, msg, func(res *SendResult, err error) { defer c.wg.Done(); c.add(res, err) }); err != nil {
+						c.wg.Done()
+						c.add(nil, err)
+					}
+					cancel()
+				}
+			}()
+		}
+		c.wg.Wait()
+		if len(c.results)+len(c.errs) != 16*40 {
+			t.Fatalf("%d results + %d errors for %d sends", len(c.results), len(c.errs), 16*40)
+		}
+		qs.mu.Lock()
+		ids := map[string]bool{}
+		for _, r := range c.results {
+			q := qs.stored[r.Queue]
+			if ids[r.MsgID] || r.QueueOffset >= int64(len(q)) || q[r.QueueOffset].props[PropertyUniqClientMessageID] != r.MsgID {
+				qs.mu.Unlock()
+				t.Fatalf("result %v does not name its own stored message", r)
+			}
+			ids[r.MsgID] = true
+		}
+		qs.mu.Unlock()
+		// Nothing left behind: a fresh send goes through, and the topic has
+		// no slot in use and no waiting send.
+		if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("after"))); err != nil {
+			t.Fatal(err)
+		}
+		p.acc.mu.Lock()
+		tq := p.acc.topics["T"]
+		left, inflight := len(tq.pending), tq.inflight
+		p.acc.mu.Unlock()
+		if left != 0 || inflight != 0 {
+			t.Fatalf("after the sends: %d waiting, %d slots in use", left, inflight)
+		}
+		t.Logf("%s: %d succeeded, %d failed", name, len(c.results), len(c.errs))
+	}
+}
