@@ -115,7 +115,8 @@ func BenchmarkSingleNodeSyncPut(b *testing.B) {
 }
 
 // benchTune applies RAFTMQ_BENCH_<KEY>=value overrides (inflight, maxappend,
-// linger and adaptive wait in µs, batchcount, index 0/1) so settings can be compared without edits.
+// linger and adaptive wait in µs, batchcount, index 0/1, warm ahead in
+// bytes) so settings can be compared without edits.
 func benchTune(b *testing.B) func(*GroupConfig) {
 	env := func(k string) int {
 		v := os.Getenv("RAFTMQ_BENCH_" + k)
@@ -146,6 +147,9 @@ func benchTune(b *testing.B) func(*GroupConfig) {
 		}
 		if v := env("BATCHCOUNT"); v > 0 {
 			c.RaftBatchMaxCount = v
+		}
+		if v := env("WARM"); v >= 0 {
+			c.WarmAheadBytes = v
 		}
 	}
 }

@@ -116,13 +116,17 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 	// ENOSPC anywhere sets the disk guard at once.
 	g.diskFS = &noSpaceFS{FS: scfg.FS}
 	scfg.FS = g.diskFS
+	warmAhead := 0
+	if cfg.Store.FlushDiskType == store.SyncFlush {
+		warmAhead = cfg.WarmAheadBytes
+	}
 	scfg.Raft = &store.RaftHooks{
 		OpenLog: func(q *store.MappedFileQueue) error {
 			var err error
 			g.segQ = q
 			g.logs, err = raftlog.OpenOnQueue(q, filepath.Join(raftDir, "log"), raftlog.Options{
 				FS: scfg.FS, SegmentSize: cfg.Store.MappedFileSizeCommitLog, Sync: cfg.Store.FlushDiskType == store.SyncFlush,
-				PatchCommand: patchCommand, Logger: log,
+				PatchCommand: patchCommand, Logger: log, WarmAhead: warmAhead,
 			})
 			return err
 		},

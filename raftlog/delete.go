@@ -141,6 +141,7 @@ func (s *LogStore) resetLocked(nextIndex uint64, nextPos int64) error {
 	s.first, s.tail = 0, 0
 	s.recent.clear()
 	s.mu.Unlock()
+	s.resetWarmLocked()
 	if err := s.segQ.Destroy(); err != nil {
 		return s.fail(fmt.Errorf("reset: remove segments: %w", err))
 	}

@@ -44,6 +44,14 @@ type Options struct {
 	// receive already-patched data from the leader's GetLog, or unpatched data
 	// from a leader-side log cache, and must end with identical bytes.
 	PatchCommand func(l *raft.Log, data []byte, dataPos int64) error
+	// WarmAhead, if positive, keeps this many bytes ahead of the writer
+	// overwritten with durable zeros, in WarmChunk steps (default 1 MiB),
+	// from a background goroutine through FS (warm.go): appends then land
+	// on written extents and their syncs need no extent conversion and
+	// journal commit. For Sync logs on a real file system; 0 = off.
+	WarmAhead int
+	// WarmChunk is the warmer's step (one pwrite run + fdatasync).
+	WarmChunk int
 	// CacheBytes bounds the entries of the latest appends kept in memory
 	// for GetLog (Raft reads each new entry back on the leader and on every
 	// follower; see recentLogs). Default 8 MiB; negative turns it off.
@@ -78,6 +86,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.CacheBytes == 0 {
 		r.CacheBytes = defaultCacheBytes
+	}
+	if r.WarmChunk <= 0 {
+		r.WarmChunk = defaultWarmChunk
 	}
 	if r.Logger == nil {
 		r.Logger = zap.NewNop()
@@ -134,6 +145,11 @@ type LogStore struct {
 	tail   uint64 // last index physically present; 0 = none
 	closed bool
 	recent recentLogs
+
+	// warm is the segment warmer's state (warm.go), guarded by wmu;
+	// warmCond (on wmu) signals a released claim.
+	warm     warmState
+	warmCond sync.Cond
 
 	failure  atomic.Pointer[error]
 	recovery RecoveryReport // set once by Open
@@ -216,6 +232,9 @@ func openOn(segQ *store.MappedFileQueue, dir string, o Options) (*LogStore, erro
 	// Readers keep using the mapping: on Linux a MAP_SHARED mapping and the
 	// file's page cache are the same pages.
 	segQ.SetBuffered(true)
+	s.wmu.Lock()
+	s.startWarmer()
+	s.wmu.Unlock()
 	return s, nil
 }
 
@@ -302,6 +321,7 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.waitWarmLocked(logs)
 	if err := s.writableLocked(); err != nil {
 		return err
 	}
@@ -345,6 +365,7 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 	s.recent.add(logs)
 	s.mu.Unlock()
 	s.nextIndex = last + 1
+	s.kickWarmerLocked()
 	s.sinceCkpt += s.nextPos - startPos
 	if s.sinceCkpt >= s.opts.CheckpointBytes {
 		if err := s.checkpointLocked(); err != nil {
@@ -579,6 +600,7 @@ func (s *LogStore) Failure() error {
 // Close checkpoints (so the next Open scans nothing) and closes the files.
 // A failed store is closed without a checkpoint.
 func (s *LogStore) Close() error {
+	s.stopWarmer()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()
