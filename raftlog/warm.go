@@ -95,14 +95,13 @@ func (s *LogStore) kickWarmerLocked() {
 // header's reserve, or the segment end if the batch rolls over.
 func (s *LogStore) waitWarmLocked(logs []*raft.Log) {
 	w := &s.warm
-	if w.claimHi == 0 {
-		return
-	}
-	end := s.nextPos + BlankHeaderSize
+	var n int64
 	for _, l := range logs {
-		end += int64(EncodedSize(l))
+		n += int64(EncodedSize(l))
 	}
-	for w.claimHi != 0 && w.claimLo < end {
+	// nextPos is read again after every wait: other writers may move it
+	// while wmu is released.
+	for w.claimHi != 0 && w.claimLo < s.nextPos+n+BlankHeaderSize {
 		s.warmCond.Wait()
 	}
 }
