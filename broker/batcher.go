@@ -20,7 +20,7 @@ type putRequest struct {
 	idem  []idemKey // Index relative to this request
 	// done receives the outcome exactly once, on the goroutine that
 	// completes the entry (or fails the batch); it must not block.
-	done func(putResponse)
+	done func([]PutResult, error)
 }
 
 type putResponse struct {
@@ -57,7 +57,7 @@ func (b *batcher) close() {
 	for {
 		select {
 		case r := <-b.in:
-			r.done(putResponse{err: ErrGroupClosed})
+			r.done(nil, ErrGroupClosed)
 		default:
 			return
 		}
@@ -179,7 +179,7 @@ func (b *batcher) drain(open func() bool, add func(*putRequest), n func() int, t
 
 func (b *batcher) fail(batch []*putRequest, err error) {
 	for _, r := range batch {
-		r.done(putResponse{err: err})
+		r.done(nil, err)
 	}
 }
 
@@ -218,7 +218,7 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 					for i := range rs {
 						rs[i].MsgID = b.g.msgID(&rs[i])
 					}
-					r.done(putResponse{results: rs})
+					r.done(rs, nil)
 				}
 				return
 			} else {
@@ -354,7 +354,7 @@ func (g *Group) PutMessagesAsync(ctx context.Context, msgs []*store.Message, don
 		done(nil, err)
 		return
 	}
-	r.done = func(p putResponse) { done(p.results, p.err) }
+	r.done = done
 	select {
 	case g.batch.in <- r:
 	case <-ctx.Done():
