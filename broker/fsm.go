@@ -78,10 +78,10 @@ func (f *fsm) Apply(l *raft.Log) any {
 }
 
 // applyMessages dispatches the messages of one entry. Positions come from
-// the log store (Locate), never from the bytes in l.Data: the leader's
-// in-memory copy is not patched.
+// the log store (LocateHeader), never from the bytes in l.Data: the
+// leader's in-memory copy is not patched.
 func (f *fsm) applyMessages(l *raft.Log, c *Command, nowMs int64) ([]PutResult, error) {
-	pos, h, err := f.logs.Locate(l.Index)
+	pos, h, err := f.logs.LocateHeader(l.Index)
 	if err != nil {
 		return nil, fmt.Errorf("locate entry %d: %w", l.Index, err)
 	}

@@ -20,7 +20,7 @@ const defaultCacheBytes = 8 << 20
 // is the caller's bytes before Options.PatchCommand (which writes into the
 // file only). PatchCommand must therefore be a deterministic, idempotent
 // function of the entry and its position (it is documented so); the
-// broker's FSM takes positions from Locate, never from Data.
+// broker's FSM takes positions from LocateHeader, never from Data.
 //
 // Guarded by LogStore.mu: written with it held exclusively (under wmu),
 // read with it held shared.

@@ -248,13 +248,14 @@ func fillLog(l *raft.Log, h FrameHeader, b []byte) {
 	l.AppendedAt = appendedAtTime(h.AppendedAt)
 	l.Extensions, l.Data = nil, nil
 	if n := h.ExtLen + h.DataLen; n > 0 {
-		buf := make([]byte, n)
-		copy(buf, b[FrameHeaderSize:FrameHeaderSize+n])
+		// append into a nil slice allocates without zeroing what it copies
+		// over (make + copy would clear the whole entry first).
+		buf := append([]byte(nil), b[FrameHeaderSize:FrameHeaderSize+n]...)
 		if h.ExtLen > 0 {
 			l.Extensions = buf[:h.ExtLen:h.ExtLen]
 		}
 		if h.DataLen > 0 {
-			l.Data = buf[h.ExtLen:]
+			l.Data = buf[h.ExtLen:n:n]
 		}
 	}
 }

@@ -567,3 +567,42 @@ func TestOpenOnQueue(t *testing.T) {
 		t.Fatalf("mismatched sizes: %v", err)
 	}
 }
+
+// TestLocateHeader: LocateHeader finds the same position and header as
+// Locate, but checks the header only: with a data byte flipped on disk,
+// Locate and GetLog (cache off) report the corruption and LocateHeader
+// still answers (the FSM reads data only through GetLog).
+func TestLocateHeader(t *testing.T) {
+	o := testOptions(store.NewFaultFS(1))
+	o.CacheBytes = -1
+	s := mustOpen(t, "/lh", o)
+	defer s.Close()
+	storeAll(t, s, raftlogtest.Entries(1, 30, 1))
+	for i := uint64(1); i <= 30; i++ {
+		p1, h1, err1 := s.Locate(i)
+		p2, h2, err2 := s.LocateHeader(i)
+		if err1 != nil || err2 != nil || p1 != p2 || h1 != h2 {
+			t.Fatalf("index %d: Locate %d %+v %v, LocateHeader %d %+v %v", i, p1, h1, err1, p2, h2, err2)
+		}
+	}
+	if _, _, err := s.LocateHeader(31); err != raft.ErrLogNotFound {
+		t.Fatalf("LocateHeader past the end: %v", err)
+	}
+	const idx = 12 // an entry with data (12%11 != 0)
+	pos, h, _ := s.Locate(idx)
+	mf := s.segQ.FindByOffset(pos)
+	at := int(pos-mf.FileFromOffset()) + h.DataOffset()
+	if err := mf.WriteAt([]byte{^mf.Bytes()[at]}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Locate(idx); !errors.Is(err, ErrCorruptFrame) {
+		t.Fatalf("Locate of a corrupted frame: %v", err)
+	}
+	var l raft.Log
+	if err := s.GetLog(idx, &l); !errors.Is(err, ErrCorruptFrame) {
+		t.Fatalf("GetLog of a corrupted frame: %v", err)
+	}
+	if p, hh, err := s.LocateHeader(idx); err != nil || p != pos || hh != h {
+		t.Fatalf("LocateHeader of a frame with corrupted data: %d %+v %v", p, hh, err)
+	}
+}
