@@ -674,8 +674,10 @@ func (c *Cluster) WaitCaughtUp(ctx context.Context, timeout time.Duration) error
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	target := make([]uint64, c.groups())
+	var last []string // lagging nodes of the last complete round, for the error
 	for {
 		ok := true
+		var behind []string
 		for g := range target {
 			if target[g] == 0 {
 				if l := c.LeaderOf(ctx, g); l >= 0 {
@@ -690,18 +692,25 @@ func (c *Cluster) WaitCaughtUp(ctx context.Context, timeout time.Duration) error
 			}
 			for _, i := range c.GroupNodes(g) {
 				st, err := c.RaftStatus(ctx, i)
-				if err != nil || st.AppliedIndex < target[g] {
+				switch {
+				case err != nil:
 					ok = false
-					break
+					behind = append(behind, fmt.Sprintf("%s (%v)", c.Nodes[i].ID, err))
+				case st.AppliedIndex < target[g]:
+					ok = false
+					behind = append(behind, fmt.Sprintf("%s at %d", c.Nodes[i].ID, st.AppliedIndex))
 				}
 			}
 		}
 		if ok {
 			return nil
 		}
+		if ctx.Err() == nil {
+			last = behind
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: nodes not caught up to commit indexes %v within %v", ErrNotReady, target, timeout)
+			return fmt.Errorf("%w: nodes not caught up to commit indexes %v within %v: %s", ErrNotReady, target, timeout, strings.Join(last, ", "))
 		case <-t.C:
 		}
 	}
