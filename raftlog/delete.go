@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -92,7 +93,8 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 		m := s.meta
 		m.AnchorIndex, m.AnchorPos = min, end
 		if err := s.writeMetaLocked(m); err != nil {
-			return s.fail(fmt.Errorf("move anchor back to %d: %w", min, err))
+			// Nothing changed yet; Raft fails this AppendEntries and retries.
+			return fmt.Errorf("move anchor back to %d: %w", min, err)
 		}
 	}
 	s.mu.Lock()
@@ -135,6 +137,8 @@ func (s *LogStore) ResetAt(nextIndex uint64, nextPos int64) error {
 func (s *LogStore) resetLocked(nextIndex uint64, nextPos int64) error {
 	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: nextIndex, AnchorPos: nextPos, ResetPending: true}
 	if err := s.writeMetaLocked(m); err != nil {
+		// The record may have reached the disk (a failed directory sync):
+		// a crash would finish the reset at Open, so the log must not go on.
 		return s.fail(fmt.Errorf("reset: %w", err))
 	}
 	s.mu.Lock()
@@ -221,14 +225,23 @@ func (s *LogStore) DeleteSegmentsBefore(index uint64) (uint64, error) {
 	}
 	s.mu.RUnlock()
 	newFirst := lo
+	// Persist the new first index before the files go, so a crash in between
+	// never leaves a FirstIndex pointing into a removed segment. A failed
+	// meta write (ENOSPC on a full disk, the usual reason retention runs
+	// early: finding F5) changed nothing: keep the old first index and let
+	// the next retention pass retry. A failed flush of the log or index
+	// files still stops the store (their durable state is unknown).
+	if err := s.checkpointFirstLocked(newFirst); err != nil {
+		if mw := (*metaWriteError)(nil); errors.As(err, &mw) {
+			s.log.Warn("raftlog: retention could not persist the new first index; nothing deleted, retried at the next pass",
+				zap.Uint64("firstIndex", newFirst), zap.Error(err))
+			return first, fmt.Errorf("persist first index %d: %w", newFirst, err)
+		}
+		return first, s.fail(fmt.Errorf("persist first index %d: %w", newFirst, err))
+	}
 	s.mu.Lock()
 	s.first = newFirst
 	s.mu.Unlock()
-	// Persist the new first index before the files go, so a crash in between
-	// never leaves a FirstIndex pointing into a removed segment.
-	if err := s.checkpointLocked(); err != nil {
-		return newFirst, s.fail(fmt.Errorf("persist first index %d: %w", newFirst, err))
-	}
 	n, err := s.segQ.DeleteBefore(newMin)
 	if err != nil {
 		return newFirst, fmt.Errorf("delete segments before %d: %w", newMin, err)

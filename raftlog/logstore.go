@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -151,7 +152,10 @@ type LogStore struct {
 	warm     warmState
 	warmCond sync.Cond
 
-	failure  atomic.Pointer[error]
+	failure atomic.Pointer[error]
+	// rollback is where Recover cuts back to when the failure was a
+	// StoreLogs batch (nil otherwise); guarded by wmu.
+	rollback *rollbackPoint
 	recovery RecoveryReport // set once by Open
 }
 
@@ -340,21 +344,8 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		return err
 	}
 	startPos := s.nextPos
-	for _, l := range logs {
-		_, pos, err := s.appendFrameLocked(l)
-		if err != nil {
-			return s.fail(fmt.Errorf("append index %d: %w", l.Index, err))
-		}
-		if err := s.putSlotLocked(l.Index, pos); err != nil {
-			return s.fail(fmt.Errorf("index slot %d: %w", l.Index, err))
-		}
-	}
-	if s.opts.Sync {
-		if err := s.syncFromLocked(startPos); err != nil {
-			return s.fail(err)
-		}
-	} else if err := s.commitFromLocked(startPos); err != nil {
-		return s.fail(err)
+	if err := s.writeBatchLocked(logs, startPos); err != nil {
+		return s.batchFailedLocked(rollbackPoint{index: logs[0].Index, pos: startPos}, err)
 	}
 	last := logs[len(logs)-1].Index
 	s.mu.Lock()
@@ -373,6 +364,101 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 			s.log.Error("raftlog checkpoint failed; restart will rescan more log", zap.Error(err))
 		}
 	}
+	return nil
+}
+
+// writeBatchLocked appends the frames and index slots of logs at startPos
+// and makes them durable (Sync) or readable (no Sync).
+func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
+	for _, l := range logs {
+		_, pos, err := s.appendFrameLocked(l)
+		if err != nil {
+			return fmt.Errorf("append index %d: %w", l.Index, err)
+		}
+		if err := s.putSlotLocked(l.Index, pos); err != nil {
+			return fmt.Errorf("index slot %d: %w", l.Index, err)
+		}
+	}
+	if s.opts.Sync {
+		return s.syncFromLocked(startPos)
+	}
+	return s.commitFromLocked(startPos)
+}
+
+// rollbackPoint is the state before a StoreLogs batch: its first index and
+// the position its first frame (or blank) went to.
+type rollbackPoint struct {
+	index uint64
+	pos   int64
+}
+
+// batchFailedLocked handles a failed StoreLogs batch (finding F5). Nothing
+// of the batch was published (tail, cache), so the log is exactly as before
+// it once the files are cut back to rp: segments zeroed durably from rp.pos
+// (the same cut as a conflict truncation), index slots from rp.index, later
+// files removed. A disk-full error from fallocate or pwrite (store.ErrDiskFull;
+// never from msync) is then just returned: Raft's AppendEntries fails and the
+// leader retries, and the next batch after space returns succeeds. Any other
+// error (EIO on write or sync: after a failed fsync the page-cache state is
+// unknown), or a failed cut, stops the store; Recover retries the cut later.
+func (s *LogStore) batchFailedLocked(rp rollbackPoint, err error) error {
+	if errors.Is(err, store.ErrDiskFull) {
+		rerr := s.rollbackLocked(rp)
+		if rerr == nil {
+			s.log.Warn("raftlog: batch refused for lack of disk space; log cut back to the last stored entry",
+				zap.Uint64("nextIndex", rp.index), zap.Int64("position", rp.pos), zap.Error(err))
+			return err
+		}
+		err = fmt.Errorf("%w (cutting the batch back failed: %v)", err, rerr)
+	}
+	s.rollback = &rp
+	return s.fail(err)
+}
+
+// rollbackLocked cuts segments and index files back to rp and moves the
+// write position there; the next StoreLogs must start at rp.index.
+func (s *LogStore) rollbackLocked(rp rollbackPoint) error {
+	if err := s.segQ.TruncateDirty(rp.pos); err != nil {
+		return fmt.Errorf("truncate log at %d: %w", rp.pos, err)
+	}
+	if err := s.idxQ.TruncateDirty(int64(rp.index) * slotSize); err != nil {
+		return fmt.Errorf("truncate index at %d: %w", rp.index, err)
+	}
+	s.nextPos = rp.pos
+	return nil
+}
+
+// Recover clears a stop caused by a failed StoreLogs batch: it cuts the
+// files back to the state before that batch (zeroing the batch's bytes,
+// whatever reached the page cache or the disk, and syncing the zeros), which
+// is exactly the state Raft last saw acknowledged, and lets writes continue.
+// It returns nil if the store is not stopped, the cut's error if it fails
+// again (the store stays stopped; call again later), and ErrStoreFailed if
+// the stop came from elsewhere (reset, truncation, checkpoint flush): that
+// needs a reopen, whose recovery rescans the log.
+func (s *LogStore) Recover() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	f := s.Failure()
+	if f == nil {
+		return nil
+	}
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if s.rollback == nil {
+		return fmt.Errorf("%w: %v (not a StoreLogs batch: reopen the store)", ErrStoreFailed, f)
+	}
+	if err := s.rollbackLocked(*s.rollback); err != nil {
+		return fmt.Errorf("raftlog recover: %w", err)
+	}
+	s.log.Warn("raftlog: stopped log recovered in place: failed batch cut back, writes accepted again",
+		zap.String("dir", s.dir), zap.Uint64("nextIndex", s.rollback.index), zap.Int64("position", s.rollback.pos), zap.NamedError("failure", f))
+	s.rollback = nil
+	s.failure.Store(nil)
 	return nil
 }
 
@@ -642,9 +728,19 @@ func (s *LogStore) Checkpoint() error {
 }
 
 func (s *LogStore) checkpointLocked() error {
+	s.mu.RLock()
+	first := s.first
+	s.mu.RUnlock()
+	return s.checkpointFirstLocked(first)
+}
+
+// checkpointFirstLocked is checkpointLocked recording first as the first
+// index (retention persists a new first index before publishing it). A
+// failed meta write returns a *metaWriteError.
+func (s *LogStore) checkpointFirstLocked(first uint64) error {
 	s.sinceCkpt = 0
 	s.mu.RLock()
-	first, tail := s.first, s.tail
+	tail := s.tail
 	s.mu.RUnlock()
 	if tail == 0 {
 		return nil // fresh or just reset: the meta record already anchors the start
@@ -662,9 +758,22 @@ func (s *LogStore) checkpointLocked() error {
 	return s.writeMetaLocked(m)
 }
 
+// metaWriteError marks a failed meta-file write: the files of the log are
+// untouched by it, so callers that changed nothing else can keep going.
+type metaWriteError struct{ err error }
+
+func (e *metaWriteError) Error() string { return "write meta: " + e.err.Error() }
+func (e *metaWriteError) Unwrap() error { return e.err }
+
 func (s *LogStore) writeMetaLocked(m meta) error {
 	if err := writeMeta(s.fsys, s.dir, m); err != nil {
-		return err
+		// The rename may have happened (a failed directory sync): the disk
+		// holds the old or the new record. Remember the further anchor, so
+		// a later truncation below it moves the anchor back either way.
+		if m.AnchorIndex > s.meta.AnchorIndex {
+			s.meta.AnchorIndex, s.meta.AnchorPos = m.AnchorIndex, m.AnchorPos
+		}
+		return &metaWriteError{err: err}
 	}
 	s.meta = m
 	return nil

@@ -1,0 +1,197 @@
+package raftlog
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/raftlog/raftlogtest"
+)
+
+// Regression tests for jepsen finding F5: a full disk must not stop the
+// log for good (design-raftlog.md, "Disk full").
+
+// faultWhen installs a FaultFS hook failing op with errno for files whose
+// name contains part, while on is set.
+func faultWhen(f *store.FaultFS, op store.FaultOp, part string, errno error, on *atomic.Bool) {
+	f.SetFaultFunc(func(o store.FaultOp, name string) error {
+		if on.Load() && o == op && strings.Contains(name, part) {
+			return errno
+		}
+		return nil
+	})
+}
+
+// samePositions fails unless every index in [from, to] sits at the same
+// position in a and b.
+func samePositions(t *testing.T, a, b *LogStore, from, to uint64) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		pa, _, err := a.Locate(i)
+		if err != nil {
+			t.Fatalf("a.Locate(%d): %v", i, err)
+		}
+		pb, _, err := b.Locate(i)
+		if err != nil {
+			t.Fatalf("b.Locate(%d): %v", i, err)
+		}
+		if pa != pb {
+			t.Fatalf("index %d at %d, reference at %d", i, pa, pb)
+		}
+	}
+}
+
+// TestDiskFullBatchIsRefusedNotFatal: ENOSPC from fallocate (new segment or
+// index file) or from the segment pwrite fails StoreLogs with ErrDiskFull
+// but does not stop the store; once space returns the same batch is stored
+// at the positions a log that never failed uses, and it survives a crash.
+func TestDiskFullBatchIsRefusedNotFatal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   store.FaultOp
+		part string
+	}{
+		{"fallocate", store.OpFallocate, ""},
+		{"write", store.OpWrite, segmentDirName},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := store.NewFaultFS(21)
+			var full atomic.Bool
+			faultWhen(f, tc.op, tc.part, unix.ENOSPC, &full)
+			o := testOptions(f)
+			s := mustOpen(t, "/log", o)
+			ref := mustOpen(t, "/ref", testOptions(store.NewFaultFS(22)))
+			defer ref.Close()
+			next := uint64(1)
+			refused := 0
+			// Batches of 7 cross segment (16 KiB) and index-file (64 slots)
+			// boundaries; every third batch meets a full disk first.
+			for round := 0; round < 30; round++ {
+				batch := raftlogtest.Entries(next, next+6, 1)
+				if round%3 == 1 {
+					full.Store(true)
+					err := s.StoreLogs(batch)
+					full.Store(false)
+					if err != nil {
+						if !errors.Is(err, store.ErrDiskFull) || errors.Is(err, ErrStoreFailed) {
+							t.Fatalf("round %d: StoreLogs on a full disk: %v", round, err)
+						}
+						refused++
+						if s.Failure() != nil {
+							t.Fatalf("round %d: store stopped by ENOSPC: %v", round, s.Failure())
+						}
+						if last, _ := s.LastIndex(); last != next-1 {
+							t.Fatalf("round %d: LastIndex %d after a refused batch, want %d", round, last, next-1)
+						}
+						storeAll(t, s, batch) // space is back
+					}
+				} else {
+					storeAll(t, s, batch)
+				}
+				storeAll(t, ref, batch)
+				next += 7
+			}
+			if refused == 0 {
+				t.Fatal("no batch met the full disk")
+			}
+			raftlogtest.CheckRange(t, s, 1, next-1, term1)
+			samePositions(t, s, ref, 1, next-1)
+			f = f.Crash(store.CrashOptions{TearPages: true})
+			s.Close()
+			o.FS = f
+			s = mustOpen(t, "/log", o)
+			defer s.Close()
+			raftlogtest.CheckRange(t, s, 1, next-1, term1)
+			samePositions(t, s, ref, 1, next-1)
+		})
+	}
+}
+
+// TestRetentionMetaWriteENOSPC: a retention pass whose meta write fails
+// deletes nothing, keeps FirstIndex and does not stop the store; the next
+// pass after space returns deletes.
+func TestRetentionMetaWriteENOSPC(t *testing.T) {
+	f := store.NewFaultFS(23)
+	var full atomic.Bool
+	faultWhen(f, store.OpWrite, metaFileName, unix.ENOSPC, &full)
+	o := testOptions(f)
+	s := mustOpen(t, "/log", o)
+	defer s.Close()
+	storeAll(t, s, raftlogtest.Entries(1, 600, 1))
+	segs := len(s.segQ.Files())
+	full.Store(true)
+	if _, err := s.DeleteSegmentsBefore(450); err == nil || errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("DeleteSegmentsBefore with a full disk: %v", err)
+	}
+	if s.Failure() != nil {
+		t.Fatalf("store stopped: %v", s.Failure())
+	}
+	if n := len(s.segQ.Files()); n != segs {
+		t.Fatalf("%d segments after a failed pass, want %d", n, segs)
+	}
+	raftlogtest.CheckRange(t, s, 1, 600, term1)
+	storeAll(t, s, raftlogtest.Entries(601, 650, 1)) // appends go on meanwhile
+	full.Store(false)
+	first, err := s.DeleteSegmentsBefore(450)
+	if err != nil || first <= 1 || len(s.segQ.Files()) >= segs+1 {
+		t.Fatalf("retention after space returned: first %d, %v, %d segments", first, err, len(s.segQ.Files()))
+	}
+	raftlogtest.CheckRange(t, s, first, 650, term1)
+}
+
+// TestIOErrorStopsUntilRecover: EIO on the segment write or sync still
+// stops the store (the page-cache state is unknown); Recover cuts the failed
+// batch back, after which writes continue and a crash keeps every stored
+// entry and nothing of the failed batch beyond what is re-stored.
+func TestIOErrorStopsUntilRecover(t *testing.T) {
+	for _, op := range []store.FaultOp{store.OpMsync, store.OpWrite} {
+		t.Run(op.String(), func(t *testing.T) {
+			f := store.NewFaultFS(24)
+			var bad atomic.Bool
+			faultWhen(f, op, segmentDirName, unix.EIO, &bad)
+			o := testOptions(f)
+			s := mustOpen(t, "/log", o)
+			ref := mustOpen(t, "/ref", testOptions(store.NewFaultFS(25)))
+			defer ref.Close()
+			storeAll(t, s, raftlogtest.Entries(1, 30, 1))
+			storeAll(t, ref, raftlogtest.Entries(1, 30, 1))
+			bad.Store(true)
+			if err := s.StoreLogs(raftlogtest.Entries(31, 40, 1)); !errors.Is(err, ErrStoreFailed) {
+				t.Fatalf("StoreLogs with EIO: %v", err)
+			}
+			if err := s.StoreLogs(raftlogtest.Entries(31, 31, 1)); !errors.Is(err, ErrStoreFailed) {
+				t.Fatalf("StoreLogs while stopped: %v", err)
+			}
+			if err := s.Recover(); op == store.OpMsync && err == nil {
+				t.Fatal("Recover succeeded while syncs still fail")
+			}
+			bad.Store(false)
+			if err := s.Recover(); err != nil {
+				t.Fatalf("Recover: %v", err)
+			}
+			if err := s.Recover(); err != nil { // not stopped: no-op
+				t.Fatalf("second Recover: %v", err)
+			}
+			raftlogtest.CheckRange(t, s, 1, 30, term1)
+			storeAll(t, s, raftlogtest.Entries(31, 60, 2))
+			storeAll(t, ref, raftlogtest.Entries(31, 60, 2))
+			samePositions(t, s, ref, 1, 60)
+			f = f.Crash(store.CrashOptions{TearPages: true})
+			s.Close()
+			o.FS = f
+			s = mustOpen(t, "/log", o)
+			defer s.Close()
+			raftlogtest.CheckRange(t, s, 1, 60, func(i uint64) *raft.Log {
+				if i <= 30 {
+					return term1(i)
+				}
+				return raftlogtest.Entry(i, 2)
+			})
+		})
+	}
+}
