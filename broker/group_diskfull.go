@@ -13,7 +13,7 @@ import (
 	"github.com/raftmq/raftmq/ha"
 )
 
-// Disk-full handling of a Raft member (chaos finding F2):
+// Disk-full handling of a Raft member (chaos finding F2, jepsen F5):
 //
 //   - every file operation of the member's store and Raft log (one FS seam),
 //     and every Raft snapshot write, reports ENOSPC/EDQUOT to the store's disk
@@ -26,7 +26,9 @@ import (
 //     timeout, so "a follower is up to date" is its check, not ours.
 //     Transfers are rate-limited: a node cannot know whether its followers'
 //     disks are full too, and without a gap two full nodes would pass
-//     leadership back and forth.
+//     leadership back and forth;
+//   - a member whose Raft log stopped after a write failure recovers it in
+//     place every recoverRetry (recoverLog), on any role.
 
 // diskStepDownConfig tunes the disk-full step-down. Defaults in
 // defaultDiskStepDown; tests shorten them through groupOptions.
@@ -38,23 +40,59 @@ type diskStepDownConfig struct {
 	// retry is the wait after a transfer that failed (no follower caught
 	// up in time, a transfer already running).
 	retry time.Duration
+	// recoverRetry is the wait between attempts to recover a stopped Raft
+	// log (see recoverLog).
+	recoverRetry time.Duration
 }
 
 func defaultDiskStepDown() diskStepDownConfig {
-	return diskStepDownConfig{interval: 250 * time.Millisecond, gap: 30 * time.Second, retry: 5 * time.Second}
+	return diskStepDownConfig{interval: 250 * time.Millisecond, gap: 30 * time.Second, retry: 5 * time.Second, recoverRetry: time.Second}
 }
+
+// recoverLog restarts writes of a Raft log that a write failure stopped
+// (finding F5: a member whose log refuses every append stays a voter that
+// never acknowledges, and the group silently runs one node short). raftlog
+// no longer stops for ENOSPC; what still stops it is an I/O error on a
+// batch (EIO on write or sync), and LogStore.Recover cuts that batch back
+// to what Raft last saw stored, zeroing and syncing its bytes, so nothing
+// unsynced is ever served or acknowledged. It reports whether the log is
+// writable afterwards.
+func (g *Group) recoverLog() bool {
+	f := g.logs.Failure()
+	if f == nil {
+		return true
+	}
+	if err := g.logs.Recover(); err != nil {
+		g.log.Error("raft log stopped after a write failure and could not be recovered yet; this member acknowledges nothing until it is",
+			zap.String("group", g.cfg.Raft.DLegerGroup), zap.NamedError("failure", f), zap.Error(err))
+		return false
+	}
+	g.log.Warn("raft log recovered after a write failure: the failed batch was cut back, appends accepted again",
+		zap.String("group", g.cfg.Raft.DLegerGroup), zap.NamedError("failure", f))
+	return true
+}
+
+// LogStopped returns the write failure that stopped this member's Raft log
+// (nil while it accepts appends). The step-down loop retries recovery every
+// recoverRetry; a non-nil value that persists means the member needs a
+// restart.
+func (g *Group) LogStopped() error { return g.logs.Failure() }
 
 // runDiskStepDown is the step-down loop; it runs until g.quit closes.
 func (g *Group) runDiskStepDown(cfg diskStepDownConfig) {
 	defer close(g.stepDownDone)
 	t := time.NewTicker(cfg.interval)
 	defer t.Stop()
-	var next time.Time // no transfer before this
+	var next time.Time        // no transfer before this
+	var nextRecover time.Time // no log recovery attempt before this
 	for {
 		select {
 		case <-g.quit:
 			return
 		case <-t.C:
+		}
+		if g.logs.Failure() != nil && !time.Now().Before(nextRecover) && !g.recoverLog() {
+			nextRecover = time.Now().Add(cfg.recoverRetry)
 		}
 		if !g.roles.IsLeader() || !g.ms.DiskFull() || time.Now().Before(next) || !g.hasOtherVoter() {
 			continue

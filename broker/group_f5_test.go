@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// fullFS is the real file system whose disk can be made "full": while full,
+// fallocate and pwrite fail with ENOSPC and the usage check reports 99 %,
+// as on a disk a filler file has filled (jepsen's disk-full nemesis).
+// Writes into and syncs of already allocated space keep working, as they do
+// on a real full disk.
+type fullFS struct {
+	store.FS
+	full atomic.Bool
+}
+
+// DiskUsage implements store.FS.
+func (f *fullFS) DiskUsage(string) (used, total uint64, err error) {
+	if f.full.Load() {
+		return 99, 100, nil
+	}
+	return 10, 100, nil
+}
+
+// OpenFile implements store.FS.
+func (f *fullFS) OpenFile(name string, flag int, perm os.FileMode) (store.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &fullFile{File: file, fs: f}, nil
+}
+
+// fullFile fails space-taking operations while its fullFS is full.
+type fullFile struct {
+	store.File
+	fs *fullFS
+}
+
+func (f *fullFile) noSpace(op string) error {
+	return &os.PathError{Op: op, Path: f.File.Name(), Err: unix.ENOSPC}
+}
+
+// WriteAt implements store.File: a write that extends the file fails (a
+// write into fallocated space does not need new blocks).
+func (f *fullFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.fs.full.Load() {
+		if size, err := f.File.Size(); err != nil || off+int64(len(p)) > size {
+			return 0, f.noSpace("write")
+		}
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// Fallocate implements store.File.
+func (f *fullFile) Fallocate(size int64) error {
+	if f.fs.full.Load() {
+		return f.noSpace("fallocate")
+	}
+	return f.File.Fallocate(size)
+}
+
+// F5 (jepsen): a follower whose disk fills up refuses appends (fallocate of
+// a new CommitLog segment fails), but its Raft log must not stop for good:
+// once space returns it catches up, every acknowledged message is on it, and
+// its CommitLog is byte-identical to the others' up to the commit index.
+// Before the fix its log refused every append until a restart.
+func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{segmentSize: 1 << 20, sync: true, tune: func(cfg *GroupConfig) {
+		cfg.Store.CleanResourceInterval = 100 * time.Millisecond // the disk-full retention pass runs too
+	}})
+	fss := make([]*fullFS, len(c.nodes))
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	sd := defaultDiskStepDown()
+	sd.interval = 50 * time.Millisecond
+	for i, n := range c.nodes {
+		fss[i] = &fullFS{FS: store.OSFS()}
+		cfg := n.cfg
+		n.fs = &killableFS{FS: fss[i]}
+		cfg.Store.FS = n.fs
+		g, err := newGroup(cfg, n.remoting, nil, groupOptions{diskStepDown: &sd, stream: func(s raft.StreamLayer) raft.StreamLayer {
+			n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
+			return n.stream
+		}})
+		if err != nil {
+			t.Fatalf("start %s: %v", n.id, err)
+		}
+		n.grp.Store(g)
+	}
+	c.createTopic("T", 2)
+	var acks []ack
+	send := func(k int) {
+		m := testMessage("T", int32(k%2), fmt.Sprintf("k%d", k), "p", int64(k), 8<<10)
+		res, err := c.sendRetrying(m, time.Now().Add(15*time.Second))
+		if err != nil {
+			t.Fatalf("send %d: %v", k, err)
+		}
+		acks = append(acks, ack{key: m.UniqKey(), PutResult: res})
+	}
+	for k := range 20 {
+		send(k)
+	}
+	l := c.leader()
+	fi := 0
+	for i, n := range c.nodes {
+		if n != l {
+			fi = i
+			break
+		}
+	}
+	f := c.nodes[fi]
+	before, _ := f.g().LogStore().LastIndex()
+	fss[fi].full.Store(true)
+	// ~4 MiB of messages: the follower needs new 1 MiB segments.
+	for k := 20; k < 520; k++ {
+		send(k)
+	}
+	behind, _ := f.g().LogStore().LastIndex()
+	commit := l.g().Raft().CommitIndex()
+	t.Logf("follower %s: last index %d before the disk filled, %d with it full; commit index %d", f.id, before, behind, commit)
+	if behind >= commit {
+		t.Fatalf("follower %s stored up to %d with a full disk (commit %d): the fault did not bite", f.id, behind, commit)
+	}
+	if err := f.g().LogStopped(); err != nil {
+		t.Fatalf("follower's Raft log stopped by ENOSPC: %v", err)
+	}
+	fss[fi].full.Store(false)
+	commit = c.waitCaughtUp()
+	for _, n := range c.nodes {
+		if err := n.g().LogStopped(); err != nil {
+			t.Fatalf("%s: Raft log stopped: %v", n.id, err)
+		}
+		checkAcked(t, n, acks)
+	}
+	c.checkIdentical(0, commit, 2)
+	testutil.WaitFor(t, 5*time.Second, "follower's disk guard lifts", func() bool { return !f.g().Store().DiskFull() })
+}
