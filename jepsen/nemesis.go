@@ -57,6 +57,18 @@ func (e *Env) target(ctx context.Context, leader bool) (int, error) {
 	return up[e.Rand.Intn(len(up))], nil
 }
 
+// coinTarget tosses a coin between the leader and a random running node
+// (for nemeses without -leader/-random variants) and names the choice.
+func (e *Env) coinTarget(ctx context.Context) (node int, role string, err error) {
+	leader := e.Rand.Intn(2) == 0
+	role = "random node"
+	if leader {
+		role = "leader"
+	}
+	node, err = e.target(ctx, leader)
+	return node, role, err
+}
+
 // killNemesis is kill -9 of one node, restarted on heal.
 type killNemesis struct {
 	leader bool
@@ -224,12 +236,7 @@ func (f *fsyncEIONemesis) Inject(ctx context.Context, env *Env) (string, error) 
 		return "", fmt.Errorf("%w: strace not installed", ErrUnsupported)
 	}
 	c := env.Cluster
-	leader := env.Rand.Intn(2) == 0
-	role := "random node"
-	if leader {
-		role = "leader"
-	}
-	i, err := env.target(ctx, leader)
+	i, role, err := env.coinTarget(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -269,12 +276,7 @@ func (k *crashNemesis) Inject(ctx context.Context, env *Env) (string, error) {
 	if !c.cfg.CrashFS {
 		return "", fmt.Errorf("%w: crash-unsynced needs the crashfs build (the run builds it when the profile has this nemesis)", ErrUnsupported)
 	}
-	leader := env.Rand.Intn(2) == 0
-	role := "random node"
-	if leader {
-		role = "leader"
-	}
-	i, err := env.target(ctx, leader)
+	i, role, err := env.coinTarget(ctx)
 	if err != nil {
 		return "", err
 	}

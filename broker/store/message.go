@@ -151,16 +151,21 @@ func EncodeProperties(props map[string]string) string {
 		keys = append(keys, k)
 		n += len(k) + len(v) + 2
 	}
-	slices.Sort(keys)
 	var b strings.Builder
 	b.Grow(n)
+	writeSortedProperties(&b, props, keys)
+	return b.String()
+}
+
+// writeSortedProperties sorts keys and writes name\x01value\x02 for each.
+func writeSortedProperties(b *strings.Builder, props map[string]string, keys []string) {
+	slices.Sort(keys)
 	for _, k := range keys {
 		b.WriteString(k)
 		b.WriteByte(propertyNameSeparator)
 		b.WriteString(props[k])
 		b.WriteByte(propertySeparator)
 	}
-	return b.String()
 }
 
 // ParseProperties parses a properties string; malformed pairs are skipped.
@@ -280,15 +285,9 @@ func storedProperties(props map[string]string) string {
 		keys = append(keys, k)
 		n += len(k) + len(v) + 2
 	}
-	slices.Sort(keys)
 	var b strings.Builder
 	b.Grow(n)
-	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte(propertyNameSeparator)
-		b.WriteString(props[k])
-		b.WriteByte(propertySeparator)
-	}
+	writeSortedProperties(&b, props, keys)
 	b.WriteString(PropertyCRC32 + "\x010000000000\x02")
 	return b.String()
 }
