@@ -36,9 +36,11 @@ var (
 	ErrClosed = errors.New("raftlog: log store closed")
 
 	// ErrStoreFailed is returned (wrapping the first I/O error) by every write
-	// after a write, flush or truncate failed: the durable state of the tail is
-	// unknown, so the store refuses writes until it is reopened, which rescans
-	// and truncates the tail. Reads of stored entries keep working.
+	// after a write, flush or truncate failed with an I/O error (ENOSPC from
+	// fallocate or a write only fails that batch): the durable state of the
+	// tail is unknown, so the store refuses writes until Recover cuts a failed
+	// StoreLogs batch back, or until it is reopened, which rescans and
+	// truncates the tail. Reads of stored entries keep working.
 	ErrStoreFailed = errors.New("raftlog: log store stopped after a write failure; reopen to recover")
 
 	// ErrInvalidConfig is returned by Config.Validate and Open for a bad

@@ -669,7 +669,7 @@ func (s *LogStore) writableLocked() error {
 // see ErrStoreFailed.
 func (s *LogStore) fail(err error) error {
 	if s.failure.CompareAndSwap(nil, &err) {
-		s.log.Error("raftlog write failed: the log refuses writes until reopened (recovery truncates the unsynced tail)",
+		s.log.Error("raftlog write failed: the log refuses writes until Recover or a reopen (both cut the unsynced tail)",
 			zap.String("dir", s.dir), zap.Error(err))
 	}
 	return fmt.Errorf("%w: %w", ErrStoreFailed, err)
