@@ -99,9 +99,12 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 	log = log.With(zap.String("raftId", cfg.Raft.DLegerSelfID))
 	g = &Group{cfg: cfg, remotingAddr: remotingAddr, log: log, quit: make(chan struct{})}
 	g.st = newState(cfg.DedupWindow, cfg.DedupProducerTTL.Milliseconds())
+	// The error returns below set the named result g to nil before this
+	// runs, so the cleanup holds its own reference.
+	built := g
 	defer func() {
 		if err != nil {
-			g.closeParts()
+			built.closeParts()
 		}
 	}()
 	raftDir := filepath.Join(cfg.Store.StorePathRootDir, "raft")
