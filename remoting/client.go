@@ -39,7 +39,17 @@ type ClientConfig struct {
 	// ProcessorWorkers and ProcessorQueueSize size the pool serving
 	// server-initiated requests (defaults 4 and 256).
 	ProcessorWorkers, ProcessorQueueSize int
+	// ConnsPerAddr is how many connections the client may keep to one
+	// address (default 1, at most MaxConnsPerAddr). The *Lane calls pick
+	// one by lane number; the plain calls use lane 0. Several connections
+	// let the two ends decode frames on several reader goroutines instead
+	// of one, which is the serial stage of many concurrent small calls.
+	ConnsPerAddr int
 }
+
+// MaxConnsPerAddr bounds ClientConfig.ConnsPerAddr: each connection costs
+// two goroutines and a socket at both ends.
+const MaxConnsPerAddr = 64
 
 // DefaultClientConfig returns the defaults.
 func DefaultClientConfig() ClientConfig {
@@ -54,6 +64,7 @@ func DefaultClientConfig() ClientConfig {
 		WriteQueueSize:     1024,
 		ProcessorWorkers:   4,
 		ProcessorQueueSize: 256,
+		ConnsPerAddr:       1,
 	}
 }
 
@@ -89,18 +100,27 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	if c.ProcessorQueueSize <= 0 {
 		c.ProcessorQueueSize = d.ProcessorQueueSize
 	}
+	if c.ConnsPerAddr <= 0 {
+		c.ConnsPerAddr = 1
+	}
+	c.ConnsPerAddr = min(c.ConnsPerAddr, MaxConnsPerAddr)
 	return c
 }
 
-// clientEntry holds the connection to one address; mu serializes dialing
-// so concurrent callers share one connection.
+// clientEntry holds the connections to one address, one slot per lane.
 type clientEntry struct {
+	slots []connSlot
+}
+
+// connSlot holds one lane's connection; mu serializes dialing so
+// concurrent callers of the lane share one connection.
+type connSlot struct {
 	mu   sync.Mutex
 	conn *Conn // guarded by mu; nil or closed means dial on next use
 }
 
-// Client is a RocketMQ remoting client: one connection per address,
-// dialed lazily and redialed after failure, with sync, async and oneway
+// Client is a RocketMQ remoting client: ConnsPerAddr connections (lanes)
+// per address, each dialed lazily and redialed after failure, with sync, async and oneway
 // calls, and a processor table for requests the server sends to us.
 type Client struct {
 	cfg   ClientConfig
@@ -167,8 +187,13 @@ func (c *Client) handleRequest(conn *Conn, req *RemotingCommand) {
 	}
 }
 
-// conn returns the live connection to addr, dialing if there is none.
-func (c *Client) conn(ctx context.Context, addr string) (*Conn, error) {
+// Lanes is the number of connections the client keeps per address
+// (ClientConfig.ConnsPerAddr after defaults).
+func (c *Client) Lanes() int { return c.cfg.ConnsPerAddr }
+
+// conn returns the live connection of lane (taken modulo Lanes) to addr,
+// dialing if there is none.
+func (c *Client) conn(ctx context.Context, addr string, lane int) (*Conn, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -176,15 +201,17 @@ func (c *Client) conn(ctx context.Context, addr string) (*Conn, error) {
 	}
 	e := c.entries[addr]
 	if e == nil {
-		e = &clientEntry{}
+		e = &clientEntry{slots: make([]connSlot, c.cfg.ConnsPerAddr)}
 		c.entries[addr] = e
 	}
 	c.mu.Unlock()
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.conn != nil && !e.conn.Closed() {
-		return e.conn, nil
+	lane = int(uint(lane) % uint(len(e.slots))) // any int, negative too, maps to a slot
+	sl := &e.slots[lane]
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.conn != nil && !sl.conn.Closed() {
+		return sl.conn, nil
 	}
 	d := net.Dialer{Timeout: c.cfg.ConnectTimeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
@@ -209,8 +236,8 @@ func (c *Client) conn(ctx context.Context, addr string) (*Conn, error) {
 	}
 	conn.start(&c.connWG)
 	c.mu.Unlock()
-	e.conn = conn
-	c.log.Debug("connected", zap.String("addr", addr), zap.Uint64("conn", conn.id))
+	sl.conn = conn
+	c.log.Debug("connected", zap.String("addr", addr), zap.Int("lane", lane), zap.Uint64("conn", conn.id))
 	return conn, nil
 }
 
@@ -224,11 +251,21 @@ func (c *Client) liveConns() []*Conn {
 	c.mu.Unlock()
 	var out []*Conn
 	for _, e := range entries {
-		e.mu.Lock()
-		if e.conn != nil {
-			out = append(out, e.conn)
+		out = append(out, e.conns()...)
+	}
+	return out
+}
+
+// conns snapshots the entry's connections, closed ones included.
+func (e *clientEntry) conns() []*Conn {
+	var out []*Conn
+	for i := range e.slots {
+		sl := &e.slots[i]
+		sl.mu.Lock()
+		if sl.conn != nil {
+			out = append(out, sl.conn)
 		}
-		e.mu.Unlock()
+		sl.mu.Unlock()
 	}
 	return out
 }
@@ -244,9 +281,16 @@ func (c *Client) withDefaultTimeout(ctx context.Context) (context.Context, conte
 // deadline (or DefaultTimeout when ctx has none): ErrTimeout then, or
 // ErrConnClosed when the connection fails. req.Opaque may be changed.
 func (c *Client) InvokeSync(ctx context.Context, addr string, req *RemotingCommand) (*RemotingCommand, error) {
+	return c.InvokeSyncLane(ctx, addr, 0, req)
+}
+
+// InvokeSyncLane is InvokeSync on connection lane (modulo Lanes) to addr.
+// Calls on one lane are written in call order, so callers that need the
+// server to see requests in order keep them on one lane.
+func (c *Client) InvokeSyncLane(ctx context.Context, addr string, lane int, req *RemotingCommand) (*RemotingCommand, error) {
 	ctx, cancel := c.withDefaultTimeout(ctx)
 	defer cancel()
-	conn, err := c.conn(ctx, addr)
+	conn, err := c.conn(ctx, addr, lane)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +308,11 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *RemotingComma
 // ErrTooManyRequests. cb is not called when InvokeAsync returns an error.
 // cb runs on the connection's reader or the sweeper: it must not block.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *RemotingCommand, cb func(*RemotingCommand, error)) error {
+	return c.InvokeAsyncLane(ctx, addr, 0, req, cb)
+}
+
+// InvokeAsyncLane is InvokeAsync on connection lane (modulo Lanes) to addr.
+func (c *Client) InvokeAsyncLane(ctx context.Context, addr string, lane int, req *RemotingCommand, cb func(*RemotingCommand, error)) error {
 	ctx, cancel := c.withDefaultTimeout(ctx)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -272,7 +321,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *RemotingComm
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %d in flight (code %d to %s)", ErrTooManyRequests, cap(c.sem), req.Code, addr)
 	}
-	conn, err := c.conn(ctx, addr)
+	conn, err := c.conn(ctx, addr, lane)
 	if err != nil {
 		<-c.sem
 		return err
@@ -295,9 +344,15 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *RemotingComm
 // InvokeOneway sends req to addr with the oneway flag and returns once it
 // is queued for writing; no response comes back.
 func (c *Client) InvokeOneway(ctx context.Context, addr string, req *RemotingCommand) error {
+	return c.InvokeOnewayLane(ctx, addr, 0, req)
+}
+
+// InvokeOnewayLane is InvokeOneway on connection lane (modulo Lanes) to
+// addr.
+func (c *Client) InvokeOnewayLane(ctx context.Context, addr string, lane int, req *RemotingCommand) error {
 	ctx, cancel := c.withDefaultTimeout(ctx)
 	defer cancel()
-	conn, err := c.conn(ctx, addr)
+	conn, err := c.conn(ctx, addr, lane)
 	if err != nil {
 		return err
 	}
@@ -307,7 +362,7 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *RemotingCom
 	return err
 }
 
-// CloseConn closes the connection to addr (pending calls fail with
+// CloseConn closes every connection to addr (pending calls fail with
 // ErrConnClosed); the next call redials.
 func (c *Client) CloseConn(addr string) {
 	c.mu.Lock()
@@ -317,10 +372,7 @@ func (c *Client) CloseConn(addr string) {
 	if e == nil {
 		return
 	}
-	e.mu.Lock()
-	conn := e.conn
-	e.mu.Unlock()
-	if conn != nil {
+	for _, conn := range e.conns() {
 		conn.close(nil, false)
 	}
 }
