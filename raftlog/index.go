@@ -150,14 +150,21 @@ type RecoveryReport struct {
 // Recovery returns the report of the Open that created s.
 func (s *LogStore) Recovery() RecoveryReport { return s.recovery }
 
-// locateLocked returns the position and checked header of a present index.
+// locateLocked returns the position and checked header (CRC included) of a
+// present index.
 func (s *LogStore) locateLocked(index uint64) (int64, FrameHeader, error) {
+	return s.locateWithLocked(index, CheckFrame)
+}
+
+// locateWithLocked returns the position and the header of a present index
+// as check reads it (CheckFrame, or DecodeFrameHeader without the CRC).
+func (s *LogStore) locateWithLocked(index uint64, check func([]byte) (FrameHeader, error)) (int64, FrameHeader, error) {
 	sl, pos, err := s.frameViewLocked(index)
 	if err != nil {
 		return 0, FrameHeader{}, err
 	}
 	defer sl.Release()
-	h, err := CheckFrame(sl.B)
+	h, err := check(sl.B)
 	if err != nil {
 		return pos, h, fmt.Errorf("index %d at %d: %w", index, pos, err)
 	}
@@ -175,13 +182,22 @@ func (s *LogStore) locateLocked(index uint64) (int64, FrameHeader, error) {
 func (s *LogStore) Locate(index uint64) (pos int64, h FrameHeader, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return 0, h, ErrClosed
-	}
-	if !s.inRangeLocked(index) {
-		return 0, h, raft.ErrLogNotFound
+	if err := s.servableLocked(index); err != nil {
+		return 0, h, err
 	}
 	return s.locateLocked(index)
+}
+
+// servableLocked is ErrClosed on a closed store, raft.ErrLogNotFound for an
+// index outside [FirstIndex, LastIndex], else nil.
+func (s *LogStore) servableLocked(index uint64) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if !s.inRangeLocked(index) {
+		return raft.ErrLogNotFound
+	}
+	return nil
 }
 
 // LocateHeader is Locate without the data CRC: the frame header's own
@@ -194,24 +210,10 @@ func (s *LogStore) Locate(index uint64) (pos int64, h FrameHeader, err error) {
 func (s *LogStore) LocateHeader(index uint64) (pos int64, h FrameHeader, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return 0, h, ErrClosed
-	}
-	if !s.inRangeLocked(index) {
-		return 0, h, raft.ErrLogNotFound
-	}
-	sl, pos, err := s.frameViewLocked(index)
-	if err != nil {
+	if err := s.servableLocked(index); err != nil {
 		return 0, h, err
 	}
-	defer sl.Release()
-	if h, err = DecodeFrameHeader(sl.B); err != nil {
-		return pos, h, fmt.Errorf("index %d at %d: %w", index, pos, err)
-	}
-	if h.Index != index {
-		return pos, h, fmt.Errorf("%w: slot of index %d points at position %d holding index %d", ErrLogMismatch, index, pos, h.Index)
-	}
-	return pos, h, nil
+	return s.locateWithLocked(index, DecodeFrameHeader)
 }
 
 // EndOf returns the position just after the frame of index: what a
@@ -230,11 +232,8 @@ func (s *LogStore) EndOf(index uint64) (int64, error) {
 func (s *LogStore) ReadFrame(index uint64) (int64, []byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return 0, nil, ErrClosed
-	}
-	if !s.inRangeLocked(index) {
-		return 0, nil, raft.ErrLogNotFound
+	if err := s.servableLocked(index); err != nil {
+		return 0, nil, err
 	}
 	sl, pos, err := s.frameViewLocked(index)
 	if err != nil {

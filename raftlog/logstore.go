@@ -285,11 +285,8 @@ func (s *LogStore) inRangeLocked(index uint64) bool {
 func (s *LogStore) GetLog(index uint64, l *raft.Log) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if !s.inRangeLocked(index) {
-		return raft.ErrLogNotFound
+	if err := s.servableLocked(index); err != nil {
+		return err
 	}
 	if c := s.recent.get(index); c != nil {
 		*l = *c
