@@ -142,6 +142,7 @@ type producerConfig struct {
 	serializeType         remoting.SerializeType
 	attemptTimeout        time.Duration
 	autoBatch             autoBatchConfig
+	connsPerBroker        int
 }
 
 // DefaultProducerGroup is DefaultMQProducer's default group name.
@@ -165,6 +166,7 @@ func defaultProducerConfig() producerConfig {
 		serializeType:         remoting.SerializeRocketMQ,
 		attemptTimeout:        DefaultAttemptTimeout,
 		autoBatch:             autoBatchConfig{inflight: defaultAutoBatchInflight},
+		connsPerBroker:        DefaultConnectionsPerBroker,
 	}
 }
 
@@ -230,6 +232,9 @@ func (c *producerConfig) validate() error {
 	}
 	if c.autoBatch.inflight < 1 || c.autoBatch.inflight > 1024 {
 		return fmt.Errorf("%w: AutoBatchInflight %d: want 1..1024", ErrInvalidOption, c.autoBatch.inflight)
+	}
+	if c.connsPerBroker < 1 || c.connsPerBroker > remoting.MaxConnsPerAddr {
+		return fmt.Errorf("%w: ConnectionsPerBroker %d: want 1..%d", ErrInvalidOption, c.connsPerBroker, remoting.MaxConnsPerAddr)
 	}
 	if c.producerID != "" && !c.idempotent {
 		return fmt.Errorf("%w: IdempotentProducerID is set but Idempotent is off", ErrInvalidOption)
@@ -383,4 +388,20 @@ func AutoBatch(maxMessages, maxBytes int, linger time.Duration) ProducerOpt {
 // an answer travels back; many make batches small.
 func AutoBatchInflight(n int) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.autoBatch.inflight = n })
+}
+
+// DefaultConnectionsPerBroker is the producer's default for
+// ConnectionsPerBroker.
+const DefaultConnectionsPerBroker = 1
+
+// ConnectionsPerBroker sets how many connections the producer keeps to each
+// broker address (default DefaultConnectionsPerBroker, at most
+// remoting.MaxConnsPerAddr). A send goes on connection QueueID mod n, so
+// the sends to one queue share one connection and reach the broker in the
+// order they were made (ordered sends with a selector, the Idempotent
+// producer's per-queue sequences); other requests use the first one. More
+// connections spread the decoding of many concurrent sends over several
+// reader goroutines at both ends.
+func ConnectionsPerBroker(n int) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.connsPerBroker = n })
 }

@@ -396,7 +396,7 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 		}
 		start := p.cfg.common.now()
 		if r.oneway {
-			err := p.rc.InvokeOneway(sd.context(), addr, req)
+			err := p.rc.InvokeOnewayLane(sd.context(), addr, mq.QueueID, req)
 			if err != nil {
 				routes.markDown(mq.BrokerName, addr, routes.downFor)
 				p.requestRefresh(r.topic)
@@ -405,7 +405,7 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			return nil, nil
 		}
 		actx, cancel := sd.attempt(p.cfg.attemptTimeout, last)
-		resp, err := p.rc.InvokeSync(actx, addr, req)
+		resp, err := p.rc.InvokeSyncLane(actx, addr, mq.QueueID, req)
 		cancel()
 		latency := p.cfg.common.now().Sub(start)
 		if err != nil {
