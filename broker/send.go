@@ -64,15 +64,85 @@ func (v *sendHeaderV2) toV1() sendHeader {
 // with either (the official Go client sends 320 with long names).
 func decodeSendHeader(req *remoting.RemotingCommand) (sendHeader, error) {
 	if _, v2 := req.ExtFields["b"]; v2 && (req.Code == remoting.RequestSendMessageV2 || req.Code == remoting.RequestSendBatchMessage) {
-		var h sendHeaderV2
-		if err := req.DecodeHeader(&h); err != nil {
-			return sendHeader{}, err
-		}
-		return h.toV1(), nil
+		return decodeSendHeaderV2(req.ExtFields)
 	}
 	var h sendHeader
 	err := req.DecodeHeader(&h)
 	return h, err
+}
+
+// decodeSendHeaderV2 is req.DecodeHeader(&sendHeaderV2{}) without
+// reflection, field by field in the struct's order so the first bad field
+// and its *remoting.HeaderError are the same (TestDecodeSendHeaderV2Equiv).
+// It runs on the connection's reader for every inline send, where the
+// reflective decode was ~1.2 µs of ~7 µs per request (round 4 profile).
+func decodeSendHeaderV2(ext map[string]string) (sendHeader, error) {
+	var h sendHeader
+	var err error
+	str := func(key string, required bool, dst *string) {
+		if err != nil {
+			return
+		}
+		v, ok := ext[key]
+		if !ok && required {
+			err = &remoting.HeaderError{Field: key, Reason: "required field missing"}
+		}
+		*dst = v
+	}
+	num := func(key string, required bool, bits int, set func(int64)) {
+		if err != nil {
+			return
+		}
+		v, ok := ext[key]
+		if !ok {
+			if required {
+				err = &remoting.HeaderError{Field: key, Reason: "required field missing"}
+			}
+			return
+		}
+		n, perr := strconv.ParseInt(v, 10, bits)
+		if perr != nil {
+			n, perr = strconv.ParseInt(strings.TrimSpace(v), 10, bits)
+		}
+		if perr != nil {
+			err = &remoting.HeaderError{Field: key, Value: v, Reason: "not an int" + strconv.Itoa(bits)}
+			return
+		}
+		set(n)
+	}
+	i32 := func(key string, required bool, dst *int32) {
+		num(key, required, 32, func(n int64) { *dst = int32(n) })
+	}
+	boolean := func(key string, dst *bool) {
+		v, ok := ext[key]
+		if err != nil || !ok {
+			return
+		}
+		b, perr := strconv.ParseBool(strings.ToLower(v))
+		if perr != nil {
+			err = &remoting.HeaderError{Field: key, Value: v, Reason: "not a bool"}
+			return
+		}
+		*dst = b
+	}
+	str("a", true, &h.ProducerGroup)
+	str("b", true, &h.Topic)
+	str("c", true, &h.DefaultTopic)
+	i32("d", true, &h.DefaultTopicQueueNums)
+	i32("e", true, &h.QueueID)
+	i32("f", true, &h.SysFlag)
+	num("g", true, 64, func(n int64) { h.BornTimestamp = n })
+	i32("h", true, &h.Flag)
+	str("i", false, &h.Properties)
+	i32("j", false, &h.ReconsumeTimes)
+	boolean("k", &h.UnitMode)
+	i32("l", false, &h.MaxReconsumeTimes)
+	boolean("m", &h.Batch)
+	str("n", false, &h.BrokerName)
+	if err != nil {
+		return sendHeader{}, err
+	}
+	return h, nil
 }
 
 // Well-known topics and properties.
