@@ -391,7 +391,11 @@ func AutoBatchInflight(n int) ProducerOpt {
 }
 
 // DefaultConnectionsPerBroker is the producer's default for
-// ConnectionsPerBroker.
+// ConnectionsPerBroker. It stays 1: on the 2-core reference box 2 or 4
+// connections gave the same closed-loop throughput as 1 (within ±10 %
+// noise, 64 senders, 3 interleaved rounds) and cost ~1–2 µs more client
+// CPU per message, because the stages they parallelize (decoding on the
+// readers) are short next to the Raft commit they wait for.
 const DefaultConnectionsPerBroker = 1
 
 // ConnectionsPerBroker sets how many connections the producer keeps to each
