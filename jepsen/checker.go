@@ -99,26 +99,28 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		// Every node was caught up before the read: each must hold every
 		// acknowledged value.
 		// Every replica of the group that acknowledged must hold it.
-		perNode := map[string]map[string]bool{}
-		nodeGroup := map[string]string{}
-		for _, r := range h.Reads {
-			if perNode[r.Node] == nil {
-				perNode[r.Node] = map[string]bool{}
-			}
-			perNode[r.Node][r.Value] = true
-			nodeGroup[r.Node] = r.Broker
-		}
+		perNode, floor := readCoverage(h)
 		var ex []string
-		n := 0
+		n, below := 0, 0
 		for _, o := range okOps {
-			for node, vals := range perNode {
-				if nodeGroup[node] == o.Broker && !vals[o.Value] {
+			for node, c := range perNode {
+				if c.broker != o.Broker {
+					continue
+				}
+				if o.Offset < floor[nodeQueue{node, o.Queue}] {
+					below++ // removed from this node by retention
+					continue
+				}
+				if !c.values[o.Value] {
 					n++
 					ex = addEx(ex, "%s missing on %s (ack q%d@%d)", o.Value, node, o.Queue, o.Offset)
 				}
 			}
 		}
 		v.Checks = append(v.Checks, Check{Name: fmt.Sprintf("acknowledged but absent from a replica (%d read)", len(perNode)), Value: fmt.Sprint(n), OK: n == 0 && len(perNode) > 0, Required: true, Examples: ex})
+		if below > 0 {
+			v.Checks = append(v.Checks, Check{Name: "acks below a replica's retention floor (not held)", Value: fmt.Sprint(below), OK: true})
+		}
 	} else {
 		v.Checks = append(v.Checks, Check{Name: "lost from log (final read)", Value: "not checked: final read incomplete", OK: false, Required: true})
 	}
@@ -403,4 +405,42 @@ func uniq(s []string) []string {
 		}
 	}
 	return out
+}
+
+// nodeQueue names one queue on one node.
+type nodeQueue struct {
+	node  string
+	queue int
+}
+
+// nodeCoverage is what the final read found on one node.
+type nodeCoverage struct {
+	broker string
+	values map[string]bool
+}
+
+// readCoverage indexes the final read: the values each read node holds and,
+// per node and queue, the lowest offset it still keeps (its ReadRange
+// From; 0 when the history has no ranges). A node counts as read when it
+// has a range or a read, so one that answered nothing at all is still held
+// to every acknowledged value of its group.
+func readCoverage(h History) (map[string]*nodeCoverage, map[nodeQueue]int64) {
+	perNode := map[string]*nodeCoverage{}
+	node := func(id, broker string) *nodeCoverage {
+		c := perNode[id]
+		if c == nil {
+			c = &nodeCoverage{broker: broker, values: map[string]bool{}}
+			perNode[id] = c
+		}
+		return c
+	}
+	floor := map[nodeQueue]int64{}
+	for _, rr := range h.ReadRanges {
+		node(rr.Node, rr.Broker)
+		floor[nodeQueue{rr.Node, rr.Queue}] = rr.From
+	}
+	for _, r := range h.Reads {
+		node(r.Node, r.Broker).values[r.Value] = true
+	}
+	return perNode, floor
 }

@@ -108,3 +108,63 @@ func okOnly(ops []Op) []Op {
 	}
 	return out
 }
+
+// withRanges adds the final read's ranges to twoGroupHistory: every node
+// covered [0,3) of queue 0.
+func withRanges(h History) History {
+	for _, g := range []struct {
+		broker string
+		nodes  []string
+	}{{"broker-j", []string{"n0", "n1", "n2"}}, {"broker-j2", []string{"n3", "n4", "n5"}}} {
+		for _, n := range g.nodes {
+			h.ReadRanges = append(h.ReadRanges, ReadRange{Node: n, Broker: g.broker, Queue: 0, From: 0, To: 3})
+		}
+	}
+	return h
+}
+
+// dropReads removes node's reads below offset `below` (all of them with
+// below = 3).
+func dropReads(h *History, node string, below int64) {
+	var keep []Read
+	for _, r := range h.Reads {
+		if r.Node != node || r.Offset >= below {
+			keep = append(keep, r)
+		}
+	}
+	h.Reads = keep
+}
+
+// TestCheckerReplicaThatAnsweredNothing: a running node whose final read
+// returned no message at all (a follower answering "not found" below its
+// retention floor did so in a full run) is still held to every
+// acknowledged value of its group; before ReadRange it silently dropped
+// out of the check ("2 read").
+func TestCheckerReplicaThatAnsweredNothing(t *testing.T) {
+	h := withRanges(twoGroupHistory())
+	dropReads(&h, "n0", 3)
+	v := CheckHistory(h, true)
+	c := check(t, v, "acknowledged but absent")
+	if v.Valid || c.OK || c.Value != "3" || !strings.Contains(c.Name, "(6 read)") {
+		t.Fatalf("check = %+v, valid %v; want 3 absent on n0 with 6 nodes read", c, v.Valid)
+	}
+}
+
+// TestCheckerRetentionFloor: offsets below a node's read range start were
+// removed by its retention and are not required there; offsets above are.
+func TestCheckerRetentionFloor(t *testing.T) {
+	h := withRanges(twoGroupHistory())
+	dropReads(&h, "n0", 2)
+	h.ReadRanges[0].From = 2 // n0 keeps queue 0 from offset 2
+	v := CheckHistory(h, true)
+	if !v.Valid {
+		t.Fatalf("retention below the floor judged a loss:\n%s", VerdictTable(h, v))
+	}
+	if c := check(t, v, "acks below a replica's retention floor"); c.Value != "2" {
+		t.Fatalf("below-floor count = %q, want 2", c.Value)
+	}
+	h.ReadRanges[0].From = 1 // now offset 1 is required on n0 and missing
+	if v = CheckHistory(h, true); v.Valid {
+		t.Fatal("a missing offset above the floor was not found")
+	}
+}

@@ -54,6 +54,18 @@ type Read struct {
 	Intact bool   `json:"intact"`
 }
 
+// ReadRange is the span of one queue the final read covered on one node:
+// [From, To). From is the node's own minimum offset (retention may have
+// removed older entries on that node only, e.g. under disk-full), so the
+// checker holds a replica only to the acknowledged offsets it still keeps.
+type ReadRange struct {
+	Node   string `json:"node"`
+	Broker string `json:"broker,omitempty"`
+	Queue  int    `json:"queue"`
+	From   int64  `json:"from"`
+	To     int64  `json:"to"`
+}
+
 // FaultWindow is one nemesis action, from injection to heal.
 type FaultWindow struct {
 	Nemesis  string  `json:"nemesis"`
@@ -83,6 +95,7 @@ type History struct {
 	Ops        []Op          `json:"ops"`
 	Deliveries []Delivery    `json:"deliveries"`
 	Reads      []Read        `json:"reads"`
+	ReadRanges []ReadRange   `json:"readRanges,omitempty"`
 	Faults     []FaultWindow `json:"faults"`
 	Leaders    []LeaderObs   `json:"leaders"`
 	Notes      []string      `json:"notes,omitempty"`
@@ -136,6 +149,7 @@ func (r *recorder) snapshot() History {
 	h.Ops = append([]Op(nil), r.h.Ops...)
 	h.Deliveries = append([]Delivery(nil), r.h.Deliveries...)
 	h.Reads = append([]Read(nil), r.h.Reads...)
+	h.ReadRanges = append([]ReadRange(nil), r.h.ReadRanges...)
 	h.Faults = append([]FaultWindow(nil), r.h.Faults...)
 	h.Leaders = append([]LeaderObs(nil), r.h.Leaders...)
 	h.Notes = append([]string(nil), r.h.Notes...)

@@ -223,13 +223,15 @@ func (w *workload) startConsumers(ctx context.Context) error {
 	return nil
 }
 
-// finalRead pulls every queue from offset 0 on every running node without
-// committing anything, recording what each node holds. Followers may
-// refuse (slaveReadEnable=false); whatever a node returns is checked.
+// finalRead pulls every queue on every running node, from that node's own
+// minimum offset, without committing anything, recording what each node
+// holds and the range it covered (ReadRange). Followers may refuse
+// (slaveReadEnable=false); whatever a node returns is checked.
 func (w *workload) finalRead(ctx context.Context, queues int) error {
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), w.log.Named("reader"))
 	defer rc.Close()
 	var reads []Read
+	var ranges []ReadRange
 	var errs []error
 	for _, n := range w.c.Nodes {
 		if n.State() != NodeRunning {
@@ -237,6 +239,7 @@ func (w *workload) finalRead(ctx context.Context, queues int) error {
 		}
 		for q := 0; q < queues; q++ {
 			off := int64(0)
+			rr := ReadRange{Node: n.ID, Broker: GroupNameOf(n.Group), Queue: q}
 			for {
 				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				res, err := client.PullMessage(rctx, rc, n.Addr(), &client.PullRequest{
@@ -250,9 +253,18 @@ func (w *workload) finalRead(ctx context.Context, queues int) error {
 					errs = append(errs, fmt.Errorf("final read %s q%d@%d: %w", n.ID, q, off, err))
 					break
 				}
+				if off < res.MinOffset {
+					// Retention removed the head of this node's queue (a
+					// follower answers "not found" there rather than moving
+					// the offset): read what it still holds.
+					off = res.MinOffset
+					rr.From = off
+					continue
+				}
 				if res.Status != client.PullFound || len(res.Messages) == 0 {
 					if res.Status == client.PullOffsetIllegal && res.NextBeginOffset > off {
 						off = res.NextBeginOffset
+						rr.From = max(rr.From, off)
 						continue
 					}
 					break
@@ -266,10 +278,13 @@ func (w *workload) finalRead(ctx context.Context, queues int) error {
 				}
 				off = res.NextBeginOffset
 			}
+			rr.To = off
+			ranges = append(ranges, rr)
 		}
 	}
 	w.rec.mu.Lock()
 	w.rec.h.Reads = append(w.rec.h.Reads, reads...)
+	w.rec.h.ReadRanges = append(w.rec.h.ReadRanges, ranges...)
 	w.rec.mu.Unlock()
 	return errors.Join(errs...)
 }
