@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,21 +14,12 @@ import (
 )
 
 // fullFS is the real file system whose disk can be made "full": while full,
-// fallocate and pwrite fail with ENOSPC and the usage check reports 99 %,
-// as on a disk a filler file has filled (jepsen's disk-full nemesis).
-// Writes into and syncs of already allocated space keep working, as they do
-// on a real full disk.
+// fallocate and pwrite fail with ENOSPC and the usage check (usageFS)
+// reports 99 %, as on a disk a filler file has filled (jepsen's disk-full
+// nemesis). Writes into and syncs of already allocated space keep working,
+// as they do on a real full disk.
 type fullFS struct {
-	store.FS
-	full atomic.Bool
-}
-
-// DiskUsage implements store.FS.
-func (f *fullFS) DiskUsage(string) (used, total uint64, err error) {
-	if f.full.Load() {
-		return 99, 100, nil
-	}
-	return 10, 100, nil
+	usageFS
 }
 
 // OpenFile implements store.FS.
@@ -86,7 +76,7 @@ func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
 	sd := defaultDiskStepDown()
 	sd.interval = 50 * time.Millisecond
 	for i, n := range c.nodes {
-		fss[i] = &fullFS{FS: store.OSFS()}
+		fss[i] = &fullFS{usageFS{FS: store.OSFS()}}
 		cfg := n.cfg
 		n.fs = &killableFS{FS: fss[i]}
 		cfg.Store.FS = n.fs
