@@ -144,6 +144,15 @@ func (c *sendCollector) sync(p *Producer, msg *Message) {
 	}()
 }
 
+// holdFirst sends one message to topic T and waits until the broker (whose
+// answer is gated) holds it: the topic's only request slot is then busy, so
+// the sends that follow wait to be batched.
+func (c *sendCollector) holdFirst(t *testing.T, p *Producer, log *requestLog) {
+	t.Helper()
+	c.sync(p, NewMessage("T", []byte("first")))
+	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
+}
+
 // async starts a SendAsync.
 func (c *sendCollector) async(t *testing.T, p *Producer, msg *Message) {
 	c.wg.Add(1)
@@ -165,8 +174,7 @@ func TestAutoBatchCoalesces(t *testing.T) {
 	p := newTestProducer(t, ns, AutoBatch(64, 1<<20, 0), AutoBatchInflight(1))
 
 	var c sendCollector
-	c.sync(p, NewMessage("T", []byte("first")))
-	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
+	c.holdFirst(t, p, log)
 	for i := 0; i < 15; i++ {
 		msg := NewMessage("T", []byte("m"+strconv.Itoa(i))).WithTags("tag" + strconv.Itoa(i))
 		if i%3 == 0 {
@@ -295,8 +303,7 @@ func TestAutoBatchFailureRetriesPerMessage(t *testing.T) {
 	}
 	p := newTestProducer(t, ns, AutoBatch(64, 1<<20, 0), AutoBatchInflight(1))
 	var c sendCollector
-	c.sync(p, NewMessage("T", []byte("first")))
-	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
+	c.holdFirst(t, p, log)
 	for i := 0; i < 10; i++ {
 		c.sync(p, NewMessage("T", []byte("m"+strconv.Itoa(i))))
 	}
@@ -360,8 +367,7 @@ func TestAutoBatchIdempotent(t *testing.T) {
 	}
 	p := newTestProducer(t, ns, AutoBatch(64, 1<<20, 0), AutoBatchInflight(1), Idempotent(true))
 	var c sendCollector
-	c.sync(p, NewMessage("T", []byte("first")))
-	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
+	c.holdFirst(t, p, log)
 	for i := 0; i < 6; i++ {
 		c.sync(p, NewMessage("T", []byte("m"+strconv.Itoa(i))))
 	}
@@ -416,8 +422,7 @@ func TestAutoBatchClose(t *testing.T) {
 	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
 	p := newTestProducer(t, ns, AutoBatch(64, 1<<20, 0), AutoBatchInflight(1), SendTimeout(time.Minute))
 	var c sendCollector
-	c.sync(p, NewMessage("T", []byte("first")))
-	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
+	c.holdFirst(t, p, log)
 	for i := 0; i < 6; i++ {
 		if i%2 == 0 {
 			c.async(t, p, NewMessage("T", []byte("x")))
@@ -451,8 +456,7 @@ func TestAutoBatchCallerDeadline(t *testing.T) {
 	a.setAnswer(gate(qs.answer, release))
 	p := newTestProducer(t, ns, AutoBatch(64, 1<<20, 0), AutoBatchInflight(1))
 	var c sendCollector
-	c.sync(p, NewMessage("T", []byte("first")))
-	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
+	c.holdFirst(t, p, log)
 	c.sync(p, NewMessage("T", []byte("second")))
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -547,8 +551,7 @@ func TestAutoBatchMaxBytes(t *testing.T) {
 	const maxBytes = 2000
 	p := newTestProducer(t, ns, AutoBatch(64, maxBytes, 0), AutoBatchInflight(1), Idempotent(true))
 	var c sendCollector
-	c.sync(p, NewMessage("T", []byte("first")))
-	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
+	c.holdFirst(t, p, log)
 	for i := 0; i < 20; i++ {
 		c.sync(p, NewMessage("T", bytes.Repeat([]byte("b"), 100)).WithTags("TagA").WithKeys("key-"+strconv.Itoa(i)).WithProperty("user", "value"))
 	}
