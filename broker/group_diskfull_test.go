@@ -31,12 +31,12 @@ func (f *usageFS) DiskUsage(string) (used, total uint64, err error) {
 	return 10, 100, nil
 }
 
-// startWithUsage starts member i like testCluster.start, over a usageFS and
-// with a fast disk-full step-down.
-func startWithUsage(c *testCluster, i int, ufs *usageFS, sd diskStepDownConfig) {
+// startOnFS starts member i like testCluster.start, over fsys (a usageFS or
+// fullFS) and with the given disk-full step-down.
+func startOnFS(c *testCluster, i int, fsys store.FS, sd diskStepDownConfig) {
 	n := c.nodes[i]
 	cfg := n.cfg
-	n.fs = &killableFS{FS: ufs}
+	n.fs = &killableFS{FS: fsys}
 	cfg.Store.FS = n.fs
 	g, err := newGroup(cfg, n.remoting, nil, groupOptions{diskStepDown: &sd, stream: func(s raft.StreamLayer) raft.StreamLayer {
 		n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
@@ -64,7 +64,7 @@ func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
 	}
 	for i := range c.nodes {
 		fss[i] = &usageFS{FS: store.OSFS()}
-		startWithUsage(c, i, fss[i], sd)
+		startOnFS(c, i, fss[i], sd)
 	}
 	c.createTopic("T", 2)
 	var acks []ack

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
 
 	"github.com/raftmq/raftmq/broker/store"
@@ -75,19 +74,9 @@ func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
 	}
 	sd := defaultDiskStepDown()
 	sd.interval = 50 * time.Millisecond
-	for i, n := range c.nodes {
+	for i := range c.nodes {
 		fss[i] = &fullFS{usageFS{FS: store.OSFS()}}
-		cfg := n.cfg
-		n.fs = &killableFS{FS: fss[i]}
-		cfg.Store.FS = n.fs
-		g, err := newGroup(cfg, n.remoting, nil, groupOptions{diskStepDown: &sd, stream: func(s raft.StreamLayer) raft.StreamLayer {
-			n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
-			return n.stream
-		}})
-		if err != nil {
-			t.Fatalf("start %s: %v", n.id, err)
-		}
-		n.grp.Store(g)
+		startOnFS(c, i, fss[i], sd)
 	}
 	c.createTopic("T", 2)
 	var acks []ack
