@@ -153,6 +153,17 @@ func (c *sendCollector) holdFirst(t *testing.T, p *Producer, log *requestLog) {
 	testutil.WaitFor(t, 5*time.Second, "first request at the broker", func() bool { return len(log.all()) == 1 })
 }
 
+// release opens the broker's gate, waits for every send and fails the test
+// on any error.
+func (c *sendCollector) release(t *testing.T, gate chan struct{}) {
+	t.Helper()
+	close(gate)
+	c.wg.Wait()
+	if len(c.errs) > 0 {
+		t.Fatal(c.errs)
+	}
+}
+
 // async starts a SendAsync.
 func (c *sendCollector) async(t *testing.T, p *Producer, msg *Message) {
 	c.wg.Add(1)
@@ -184,11 +195,7 @@ func TestAutoBatchCoalesces(t *testing.T) {
 		}
 	}
 	testutil.WaitFor(t, 5*time.Second, "15 sends waiting", func() bool { return pendingSends(p, "T") == 15 })
-	close(release)
-	c.wg.Wait()
-	if len(c.errs) > 0 {
-		t.Fatal(c.errs)
-	}
+	c.release(t, release)
 	reqs := log.all()
 	if len(reqs) != 2 || reqs[0].code != remoting.RequestSendMessageV2 || reqs[1].code != remoting.RequestSendBatchMessage {
 		t.Fatalf("%d requests, want one single and one batch", len(reqs))
@@ -308,11 +315,7 @@ func TestAutoBatchFailureRetriesPerMessage(t *testing.T) {
 		c.sync(p, NewMessage("T", []byte("m"+strconv.Itoa(i))))
 	}
 	testutil.WaitFor(t, 5*time.Second, "10 sends waiting", func() bool { return pendingSends(p, "T") == 10 })
-	close(release)
-	c.wg.Wait()
-	if len(c.errs) > 0 {
-		t.Fatal(c.errs)
-	}
+	c.release(t, release)
 	qs.check(t, c.results)
 	reqs := log.all()
 	var batch *received
@@ -372,11 +375,7 @@ func TestAutoBatchIdempotent(t *testing.T) {
 		c.sync(p, NewMessage("T", []byte("m"+strconv.Itoa(i))))
 	}
 	testutil.WaitFor(t, 5*time.Second, "6 sends waiting", func() bool { return pendingSends(p, "T") == 6 })
-	close(release)
-	c.wg.Wait()
-	if len(c.errs) > 0 {
-		t.Fatal(c.errs)
-	}
+	c.release(t, release)
 	qs.check(t, c.results)
 	reqs := log.all()
 	var batch *received
@@ -557,11 +556,7 @@ func TestAutoBatchMaxBytes(t *testing.T) {
 	}
 	c.sync(p, NewMessage("T", bytes.Repeat([]byte("B"), maxBytes)))
 	testutil.WaitFor(t, 5*time.Second, "21 sends waiting", func() bool { return pendingSends(p, "T") == 20 && len(log.all()) == 2 })
-	close(release)
-	c.wg.Wait()
-	if len(c.errs) > 0 {
-		t.Fatal(c.errs)
-	}
+	c.release(t, release)
 	qs.check(t, c.results)
 	batched := 0
 	for _, r := range log.all() {
