@@ -50,11 +50,7 @@ func (c *testCluster) startStream(senders int) *ackStream {
 				}
 				m := testMessage("T", int32(seq%4), fmt.Sprintf("s%d-%d-%d", round, i, seq), pid, seq, 256)
 				for {
-					n := c.currentLeader()
-					var g *Group
-					if n != nil {
-						g = n.g()
-					}
+					n, g := c.currentLeaderGroup()
 					if g == nil {
 						select {
 						case <-s.stop:

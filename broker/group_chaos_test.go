@@ -298,13 +298,9 @@ func (c *testCluster) sendAnyway(m *store.Message, deadline time.Time) (PutResul
 		if time.Now().After(deadline) {
 			return PutResult{}, fmt.Errorf("%s not acknowledged before the deadline (last error: %v)", m.UniqKey(), last)
 		}
-		n := c.currentLeader()
-		if n == nil {
-			waitBriefly()
-			continue
-		}
-		g := n.g()
+		_, g := c.currentLeaderGroup()
 		if g == nil {
+			waitBriefly()
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

@@ -240,12 +240,20 @@ func (c *testCluster) leader() *testNode {
 
 // currentLeader returns the serving leader or nil, without waiting.
 func (c *testCluster) currentLeader() *testNode {
+	n, _ := c.currentLeaderGroup()
+	return n
+}
+
+// currentLeaderGroup is currentLeader with the Group it saw leading. Callers
+// that send must use this Group rather than reload n.g(): a concurrent kill
+// swaps the node's Group to nil between the two loads.
+func (c *testCluster) currentLeaderGroup() (*testNode, *Group) {
 	for _, n := range c.nodes {
 		if g := n.g(); g != nil && g.IsLeader() {
-			return n
+			return n, g
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func (c *testCluster) createTopic(topic string, queues int) {
@@ -279,13 +287,13 @@ func (c *testCluster) sendRetrying(m *store.Message, deadline time.Time) (PutRes
 		if time.Now().After(deadline) {
 			return PutResult{}, fmt.Errorf("no leader accepted %s before the deadline", m.UniqKey())
 		}
-		l := c.currentLeader()
-		if l == nil {
+		_, g := c.currentLeaderGroup()
+		if g == nil {
 			waitBriefly()
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := l.g().PutMessages(ctx, []*store.Message{m})
+		res, err := g.PutMessages(ctx, []*store.Message{m})
 		cancel()
 		if err == nil {
 			return res[0], nil
