@@ -241,6 +241,17 @@ func (c *Controller) processSend(ctx context.Context, conn *remoting.Conn, req *
 // Leadership-transfer waits and not-leader answers are the batcher's, as
 // on the synchronous path.
 func (c *Controller) processSendAsync(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, r *remoting.Responder) (*remoting.RemotingCommand, error) {
+	return c.sendAsync(ctx, conn, req, r)
+}
+
+// responder is what the send path needs of a *remoting.Responder; the
+// send-path benchmarks answer into a frame encoder instead.
+type responder interface {
+	Respond(*remoting.RemotingCommand) bool
+}
+
+// sendAsync is processSendAsync with the answer going to r.
+func (c *Controller) sendAsync(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, r responder) (*remoting.RemotingCommand, error) {
 	ap, ok := c.rep.(AsyncPutter)
 	if !ok {
 		return c.processSend(ctx, conn, req)

@@ -1,0 +1,169 @@
+package broker
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// Per-request CPU of the send processor on the connection's reader: the
+// request frame is decoded, checked and encoded into the stored format the
+// batcher takes (Group.encodeRequest), and the answer is built and encoded
+// into a response frame, as on the asynchronous path of `raftmq dev`.
+// Everything but Raft, the batcher's goroutine and the socket.
+
+// pathReplica is a Replica for the send-path benchmarks: the real state
+// table, and PutMessagesAsync doing what Group.PutMessagesAsync and the
+// entry's waiter do on the send's CPU path (encodeRequest, msgId per
+// result, done) without Raft.
+type pathReplica struct {
+	Replica // the methods the send path does not call
+	g       *Group
+	st      *state
+	last    *putRequest // what the batcher would have received
+	offset  int64
+}
+
+func newPathReplica(topics ...namesrv.TopicConfig) *pathReplica {
+	gc := DefaultGroupConfig()
+	gc.Store.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	r := &pathReplica{g: &Group{cfg: gc}, st: newState(gc.DedupWindow, 0)}
+	for _, tc := range topics {
+		r.st.topics[tc.TopicName] = tc
+	}
+	return r
+}
+
+func (r *pathReplica) IsLeader() bool                                      { return true }
+func (r *pathReplica) LeaderAddr() string                                  { return "127.0.0.1:10911" }
+func (r *pathReplica) State() StateReader                                  { return r.st }
+func (r *pathReplica) Store() *store.MessageStore                          { return nil }
+func (r *pathReplica) OnRoleChange(func(bool, uint64))                     {}
+func (r *pathReplica) CommitOffsets(context.Context, []OffsetCommit) error { return nil }
+
+func (r *pathReplica) PutMessagesAsync(_ context.Context, msgs []*store.Message, done func([]PutResult, error)) {
+	pr, err := r.g.encodeRequest(msgs)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	r.last = pr
+	res := make([]PutResult, len(msgs))
+	for i, m := range msgs {
+		res[i] = PutResult{QueueID: m.QueueID, QueueOffset: r.offset, PhysicalOffset: r.offset * 1200}
+		res[i].MsgID = store.OffsetMsgID(r.g.cfg.Store.StoreHost, res[i].PhysicalOffset)
+		r.offset++
+	}
+	done(res, nil)
+}
+
+// frameResponder answers like remoting's Responder: the response frame is
+// encoded as Conn.WriteResponse does, and kept for inspection.
+type frameResponder struct {
+	req   *remoting.RemotingCommand
+	resp  *remoting.RemotingCommand
+	frame []byte
+}
+
+func (f *frameResponder) Respond(resp *remoting.RemotingCommand) bool {
+	resp.Opaque, resp.SerializeType = f.req.Opaque, f.req.SerializeType
+	resp.Flag = (resp.Flag | remoting.FlagResponse) &^ remoting.FlagOneway
+	frame, err := remoting.EncodeFrame(resp)
+	if err != nil {
+		panic(err)
+	}
+	f.resp, f.frame = resp, frame
+	return true
+}
+
+// newPathController is a controller over r that never starts (no sockets).
+func newPathController(tb testing.TB, r Replica) *Controller {
+	tb.Helper()
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.BrokerIP1, cfg.ListenPort = "127.0.0.1", "127.0.0.1", 10911
+	cfg.VipChannelEnabled, cfg.GossipEnable, cfg.MetricsPort = false, false, -1
+	c, err := New(cfg, r, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	return c
+}
+
+// sdkSendFrame is a SEND_MESSAGE_V2 frame as the raftmq SDK sends it
+// (ROCKETMQ header, a…n names, UNIQ_KEY only), without the length field.
+func sdkSendFrame(tb testing.TB, topic string, props string, body []byte) []byte {
+	tb.Helper()
+	req := remoting.NewRequest(remoting.RequestSendMessageV2, nil, body)
+	req.SerializeType = remoting.SerializeRocketMQ
+	req.ExtFields = map[string]string{"a": "benchmark_producer", "b": topic, "c": TopicAutoCreate, "d": "4", "e": "3",
+		"f": "0", "g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": props, "j": "0", "k": "false",
+		"m": "false", "n": "broker-a"}
+	f, err := remoting.EncodeFrame(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f[4:]
+}
+
+// officialSendFrame is a SEND_MESSAGE frame like the official Go client's
+// (JSON header, long names, properties in map order).
+func officialSendFrame(tb testing.TB, topic string, body []byte) []byte {
+	tb.Helper()
+	req := remoting.NewRequest(remoting.RequestSendMessage, nil, body)
+	req.SerializeType = remoting.SerializeJSON
+	req.ExtFields = sendExt(topic, 3, "WAIT\x01true\x02UNIQ_KEY\x017F0000010C9418B4AAC2A1C4F3E80001\x02TAGS\x01TagA\x02KEYS\x01k1 k2\x02")
+	f, err := remoting.EncodeFrame(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f[4:]
+}
+
+// runSend takes one request frame through the reader's path: decode, the
+// inline choice, the instrumented handler, the answer.
+func runSend(tb testing.TB, c *Controller, h remoting.AsyncHandlerFunc, fr *frameResponder, frame []byte) {
+	req, err := remoting.DecodeFrame(frame)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !c.sendInline(req) {
+		tb.Fatal("send not inline")
+	}
+	fr.req, fr.resp = req, nil
+	resp, err := h(context.Background(), nil, req, nil)
+	if err != nil || resp != nil || fr.resp == nil || fr.resp.Code != remoting.ResponseSuccess {
+		tb.Fatalf("send answered %v / %v / %+v", resp, err, fr.resp)
+	}
+}
+
+func BenchmarkSendPath(b *testing.B) {
+	body := make([]byte, 1024)
+	cases := []struct {
+		name  string
+		frame []byte
+	}{
+		{"sdk", sdkSendFrame(b, "BenchTopic", "UNIQ_KEY\x017F0000010C9418B4AAC2A1C4F3E80001\x02", body)},
+		{"official", officialSendFrame(b, "BenchTopic", body)},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			r := newPathReplica(testTopicConfig("BenchTopic", 8))
+			c := newPathController(b, r)
+			fr := &frameResponder{}
+			h := c.instrumentAsync(func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, _ *remoting.Responder) (*remoting.RemotingCommand, error) {
+				return c.sendAsync(ctx, conn, req, fr)
+			})
+			b.ReportAllocs()
+			for b.Loop() {
+				runSend(b, c, h, fr, tc.frame)
+			}
+		})
+	}
+}
