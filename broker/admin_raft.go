@@ -34,6 +34,9 @@ type RaftAdmin interface {
 	// (the most caught-up follower when to is ""); leader only. It returns
 	// once Raft finished or abandoned the transfer.
 	TransferLeadership(to string) error
+	// LogStopped is the write failure that stopped this member's Raft log,
+	// nil while it accepts appends.
+	LogStopped() error
 }
 
 var _ RaftAdmin = (*Group)(nil)
@@ -76,8 +79,13 @@ type RaftStatus struct {
 	LastSnapshotIndex uint64 `json:"lastSnapshotIndex"`
 	// LastContactMillis is how long ago this member last heard from a
 	// leader: 0 on the leader itself, -1 when it never did.
-	LastContactMillis int64        `json:"lastContactMillis"`
-	Members           []RaftMember `json:"members"`
+	LastContactMillis int64 `json:"lastContactMillis"`
+	// LogStopped is the write failure (a full disk, an I/O error) that
+	// stopped this member's Raft log; empty while it accepts appends. A
+	// member whose log stays stopped acknowledges nothing and needs a
+	// restart once the cause is fixed.
+	LogStopped string       `json:"logStopped,omitempty"`
+	Members    []RaftMember `json:"members"`
 	// Stats is raft.Stats() verbatim, for anything not lifted above.
 	Stats map[string]string `json:"stats"`
 }
@@ -157,6 +165,9 @@ func collectRaftStatus(ra RaftAdmin, serving bool) (*RaftStatus, error) {
 		LastLogIndex: u("last_log_index"), LastLogTerm: u("last_log_term"), CommitIndex: u("commit_index"),
 		AppliedIndex: r.AppliedIndex(), FSMPending: u("fsm_pending"), LastSnapshotIndex: u("last_snapshot_index"),
 		Stats: stats,
+	}
+	if err := ra.LogStopped(); err != nil {
+		st.LogStopped = err.Error()
 	}
 	switch lc := r.LastContact(); {
 	case r.State() == raft.Leader:

@@ -35,6 +35,9 @@ type memberStatus struct {
 	LastContactMillis int64  `json:"lastContactMillis"`
 	// Error says why the member could not be asked (down, not registered).
 	Error string `json:"error,omitempty"`
+	// LogStopped is the write failure that stopped the member's Raft log
+	// (RaftStatus.LogStopped).
+	LogStopped string `json:"logStopped,omitempty"`
 }
 
 // groupStatus is one broker group (Raft group) as raftStatus prints it.
@@ -139,7 +142,7 @@ func (g *groupStatus) merge(failed []memberStatus) {
 		if st, ok := g.statuses[id]; ok {
 			ms = memberStatus{ID: id, RaftAddr: c.RaftAddr, RemotingAddr: st.RemotingAddr, Suffrage: c.Suffrage, State: st.State,
 				Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
-				LastContactMillis: st.LastContactMillis, Lag: -1}
+				LastContactMillis: st.LastContactMillis, Lag: -1, LogStopped: st.LogStopped}
 			if leader != nil {
 				ms.Lag = max(int64(leader.LastLogIndex)-int64(st.LastLogIndex), 0)
 			}
@@ -182,6 +185,9 @@ func newRaftStatusCmd(f *adminFlags) *cobra.Command {
 						contact = (time.Duration(m.LastContactMillis) * time.Millisecond).String()
 					}
 					note := m.Error
+					if note == "" && m.LogStopped != "" {
+						note = "log stopped: " + m.LogStopped
+					}
 					if note == "" && m.ID == g.PreferredLeaderID {
 						note = "preferred leader"
 					}
