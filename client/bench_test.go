@@ -118,7 +118,7 @@ func BenchmarkEncodeSend(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		req, err := p.encode(r, mq, nil)
+		req, err := p.encode(r, mq, nil, time.Now())
 		if err != nil {
 			b.Fatal(err)
 		}

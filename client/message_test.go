@@ -321,6 +321,27 @@ func TestSendHeaderExtFieldsMatchReflection(t *testing.T) {
 		if got := h.extFields(); !reflect.DeepEqual(got, c.ExtFields) {
 			t.Fatalf("extFields %v, EncodeHeader %v", got, c.ExtFields)
 		}
+		// The send path writes the header into the frame with AppendExt,
+		// with the properties as a string or from a reused buffer.
+		for _, raw := range []bool{false, true} {
+			hh := h
+			if raw {
+				hh.propsRaw, hh.Properties = []byte(h.Properties), ""
+			}
+			for _, st := range []remoting.SerializeType{remoting.SerializeRocketMQ, remoting.SerializeJSON} {
+				frame, err := remoting.EncodeFrame(&remoting.RemotingCommand{SerializeType: st, ExtAppender: &hh})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := remoting.DecodeFrame(frame[4:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(d.ExtFields, c.ExtFields) {
+					t.Fatalf("%v raw=%v: AppendExt %v, EncodeHeader %v", st, raw, d.ExtFields, c.ExtFields)
+				}
+			}
+		}
 	}
 }
 

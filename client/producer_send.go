@@ -27,6 +27,14 @@ type sendRequest struct {
 	selector MessageQueueSelector
 	oneway   bool
 	uniq1    [1]string // uniqIDs' storage for a single message
+
+	// Per-attempt request storage, rebuilt by encode: the command, its
+	// header (written into the frame by AppendExt) and the single
+	// message's wire properties. The command is only read while the
+	// attempt encodes it, so one per send is enough.
+	cmd   remoting.RemotingCommand
+	hdr   sendMessageHeaderV2
+	props []byte
 }
 
 // prepare validates msg and fixes what every attempt shares.
@@ -82,25 +90,27 @@ func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
 	return r, nil
 }
 
-// encode builds the request for one attempt at mq. extra holds the
-// idempotence property pairs per message (nil when off).
-func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string) (*remoting.RemotingCommand, error) {
-	h := &sendMessageHeaderV2{
+// encode builds the request for one attempt at mq, in r's own storage
+// (valid until the next encode of r). extra holds the idempotence
+// property pairs per message (nil when off).
+func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now time.Time) (*remoting.RemotingCommand, error) {
+	h := &r.hdr
+	*h = sendMessageHeaderV2{
 		ProducerGroup:         p.cfg.group,
 		Topic:                 r.topic,
 		DefaultTopic:          autoCreateTopic,
 		DefaultTopicQueueNums: p.cfg.defaultTopicQueueNums,
 		QueueID:               mq.QueueID,
 		SysFlag:               r.sysFlag,
-		BornTimestamp:         p.cfg.common.now().UnixMilli(),
+		BornTimestamp:         now.UnixMilli(),
 		BrokerName:            mq.BrokerName,
 	}
-	props := func(i int, m *Message) string {
-		kv := []string{PropertyUniqClientMessageID, r.uniqIDs[i]}
-		if extra != nil {
-			kv = append(kv, extra[i]...)
-		}
-		return string(m.appendWireProperties(make([]byte, 0, 128), kv...))
+	r.cmd = remoting.RemotingCommand{
+		Language:      remoting.LanguageGo,
+		Version:       remoting.DefaultVersion,
+		Opaque:        remoting.NextOpaque(),
+		SerializeType: p.cfg.serializeType,
+		ExtAppender:   h,
 	}
 	if r.msg != nil {
 		h.Flag = r.msg.Flag
@@ -110,18 +120,27 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string) (*r
 			h.ReconsumeTimes, _ = strconv.Atoi(r.msg.Properties[PropertyReconsumeTime])
 			h.MaxReconsumeTimes, _ = strconv.Atoi(r.msg.Properties[PropertyMaxReconsumeTimes])
 		}
-		h.Properties = props(0, r.msg)
-		if len(h.Properties) > maxPropertiesLength {
-			return nil, fmt.Errorf("%w: properties are %d bytes, above %d", ErrInvalidMessage, len(h.Properties), maxPropertiesLength)
+		if extra != nil {
+			kv := append([]string{PropertyUniqClientMessageID, r.uniqIDs[0]}, extra[0]...)
+			r.props = r.msg.appendWireProperties(r.props[:0], kv...)
+		} else {
+			r.props = r.msg.appendWireProperties(r.props[:0], PropertyUniqClientMessageID, r.uniqIDs[0])
 		}
-		req := remoting.NewRequest(remoting.RequestSendMessageV2, nil, r.body)
-		req.ExtFields = h.extFields()
-		req.SerializeType = p.cfg.serializeType
-		return req, nil
+		if len(r.props) > maxPropertiesLength {
+			return nil, fmt.Errorf("%w: properties are %d bytes, above %d", ErrInvalidMessage, len(r.props), maxPropertiesLength)
+		}
+		h.propsRaw = r.props
+		r.cmd.Code = remoting.RequestSendMessageV2
+		r.cmd.Body = r.body
+		return &r.cmd, nil
 	}
 	entries := make([]BatchEntry, len(r.batch))
 	for i, m := range r.batch {
-		entries[i] = BatchEntry{Flag: m.Flag, Body: m.Body, Properties: props(i, m)}
+		kv := []string{PropertyUniqClientMessageID, r.uniqIDs[i]}
+		if extra != nil {
+			kv = append(kv, extra[i]...)
+		}
+		entries[i] = BatchEntry{Flag: m.Flag, Body: m.Body, Properties: string(m.appendWireProperties(make([]byte, 0, 128), kv...))}
 	}
 	body, err := EncodeBatch(entries)
 	if err != nil {
@@ -129,10 +148,9 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string) (*r
 	}
 	h.Batch = true
 	h.Properties = EncodeProperties(map[string]string{PropertyWaitStoreMsgOK: "true"})
-	req := remoting.NewRequest(remoting.RequestSendBatchMessage, nil, body)
-	req.ExtFields = h.extFields()
-	req.SerializeType = p.cfg.serializeType
-	return req, nil
+	r.cmd.Code = remoting.RequestSendBatchMessage
+	r.cmd.Body = body
+	return &r.cmd, nil
 }
 
 // noLeaderBackoff is how long a member that answered "not leader" without
@@ -208,20 +226,18 @@ func (d *sendDeadline) err() error {
 	return nil
 }
 
-// attempt bounds one request by AttemptTimeout when more attempts may
-// follow (sendMsgMaxTimeoutPerRequest); the last one gets whatever is left
-// of the send.
-func (d *sendDeadline) attempt(attemptTimeout time.Duration, last bool) (context.Context, context.CancelFunc) {
+// attempt is the deadline of one request: AttemptTimeout from now when
+// more attempts may follow (sendMsgMaxTimeoutPerRequest), whatever is
+// left of the send for the last one. It is a value, not a context: the
+// remoting client waits for it with a pooled timer.
+func (d *sendDeadline) attempt(now time.Time, attemptTimeout time.Duration, last bool) time.Time {
 	dl := d.dl
 	if attemptTimeout > 0 && !last {
-		if a := time.Now().Add(attemptTimeout); a.Before(dl) {
+		if a := now.Add(attemptTimeout); a.Before(dl) {
 			dl = a
 		}
 	}
-	if !d.own && !dl.Before(d.dl) {
-		return d.caller, func() {}
-	}
-	return context.WithDeadline(d.caller, dl)
+	return dl
 }
 
 // retriableCode lists the answers worth another attempt elsewhere: the
@@ -390,11 +406,11 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 		return err
 	}
 	for hop := 0; ; hop++ {
-		req, err := p.encode(r, mq, extra)
+		start := p.cfg.common.now()
+		req, err := p.encode(r, mq, extra, start)
 		if err != nil {
 			return nil, fail(addr, err)
 		}
-		start := p.cfg.common.now()
 		if r.oneway {
 			err := p.rc.InvokeOnewayLane(sd.context(), addr, mq.QueueID, req)
 			if err != nil {
@@ -404,9 +420,8 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			}
 			return nil, nil
 		}
-		actx, cancel := sd.attempt(p.cfg.attemptTimeout, last)
-		resp, err := p.rc.InvokeSyncLane(actx, addr, mq.QueueID, req)
-		cancel()
+		// The deadline is real time even under an injected clock.
+		resp, err := p.rc.InvokeSyncLaneUntil(sd.caller, addr, mq.QueueID, req, sd.attempt(time.Now(), p.cfg.attemptTimeout, last))
 		latency := p.cfg.common.now().Sub(start)
 		if err != nil {
 			p.fault.update(mq.BrokerName, latency, true)

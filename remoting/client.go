@@ -194,6 +194,11 @@ func (c *Client) Lanes() int { return c.cfg.ConnsPerAddr }
 // conn returns the live connection of lane (taken modulo Lanes) to addr,
 // dialing if there is none.
 func (c *Client) conn(ctx context.Context, addr string, lane int) (*Conn, error) {
+	return c.connUntil(ctx, addr, lane, time.Time{})
+}
+
+// connUntil is conn with a dial also bounded by deadline (zero: none).
+func (c *Client) connUntil(ctx context.Context, addr string, lane int, deadline time.Time) (*Conn, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -213,7 +218,7 @@ func (c *Client) conn(ctx context.Context, addr string, lane int) (*Conn, error)
 	if sl.conn != nil && !sl.conn.Closed() {
 		return sl.conn, nil
 	}
-	d := net.Dialer{Timeout: c.cfg.ConnectTimeout}
+	d := net.Dialer{Timeout: c.cfg.ConnectTimeout, Deadline: deadline}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %v", ErrConnClosed, addr, err)
@@ -288,14 +293,27 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *RemotingComma
 // Calls on one lane are written in call order, so callers that need the
 // server to see requests in order keep them on one lane.
 func (c *Client) InvokeSyncLane(ctx context.Context, addr string, lane int, req *RemotingCommand) (*RemotingCommand, error) {
-	ctx, cancel := c.withDefaultTimeout(ctx)
-	defer cancel()
-	conn, err := c.conn(ctx, addr, lane)
+	return c.InvokeSyncLaneUntil(ctx, addr, lane, req, time.Time{})
+}
+
+// InvokeSyncLaneUntil is InvokeSyncLane bounded by deadline as well as by
+// ctx (the earlier wins; DefaultTimeout when neither has one). The
+// deadline is waited for with a pooled timer, not a context: a caller
+// with a per-attempt bound (the producer's AttemptTimeout) builds no
+// context per call.
+func (c *Client) InvokeSyncLaneUntil(ctx context.Context, addr string, lane int, req *RemotingCommand, deadline time.Time) (*RemotingCommand, error) {
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(c.cfg.DefaultTimeout)
+	}
+	conn, err := c.connUntil(ctx, addr, lane, deadline)
 	if err != nil {
 		return nil, err
 	}
 	c.hooks.before(addr, req)
-	resp, err := conn.InvokeSync(ctx, req)
+	resp, err := conn.invokeSync(ctx, req, deadline)
 	c.hooks.after(addr, req, resp)
 	return resp, err
 }

@@ -34,30 +34,40 @@ const DefaultMaxFrameSize = 16 << 20
 // EncodeFrame serializes c into a whole frame, including the leading 4-byte
 // length, using c.SerializeType for the header.
 func EncodeFrame(c *RemotingCommand) ([]byte, error) {
-	buf := make([]byte, 8, 8+128+len(c.Remark)+len(c.Body)+32*len(c.ExtFields))
+	return AppendFrame(make([]byte, 0, 8+128+len(c.Remark)+len(c.Body)+32*len(c.ExtFields)), c)
+}
+
+// AppendFrame appends c's whole frame (EncodeFrame's bytes) to b and
+// returns the extended slice. On error nothing is appended (the returned
+// slice is b, possibly with a larger capacity). The connections encode
+// straight into their write buffer with it: no frame-sized allocation and
+// copy per command.
+func AppendFrame(b []byte, c *RemotingCommand) ([]byte, error) {
+	start := len(b)
+	buf := append(b, 0, 0, 0, 0, 0, 0, 0, 0)
 	var err error
 	switch c.SerializeType {
 	case SerializeJSON:
 		buf = appendJSONHeader(buf, c)
 	case SerializeRocketMQ:
 		buf, err = appendRocketMQHeader(buf, c)
-		if err != nil {
-			return nil, err
-		}
 	default:
-		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrInvalidFrame, c.SerializeType)
+		err = fmt.Errorf("%w: unknown serialize type %d", ErrInvalidFrame, c.SerializeType)
 	}
-	headerLen := len(buf) - 8
+	if err != nil {
+		return buf[:start], err
+	}
+	headerLen := len(buf) - start - 8
 	if headerLen > maxHeaderLen {
-		return nil, fmt.Errorf("%w: header of %d bytes exceeds the 24-bit length field", ErrFrameTooLarge, headerLen)
+		return buf[:start], fmt.Errorf("%w: header of %d bytes exceeds the 24-bit length field", ErrFrameTooLarge, headerLen)
 	}
-	total := len(buf) - lengthFieldSize + len(c.Body)
+	total := len(buf) - start - lengthFieldSize + len(c.Body)
 	if total > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, total)
+		return buf[:start], fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, total)
 	}
 	buf = append(buf, c.Body...)
-	binary.BigEndian.PutUint32(buf[0:4], uint32(total))
-	binary.BigEndian.PutUint32(buf[4:8], uint32(c.SerializeType)<<24|uint32(headerLen))
+	binary.BigEndian.PutUint32(buf[start:], uint32(total))
+	binary.BigEndian.PutUint32(buf[start+4:], uint32(c.SerializeType)<<24|uint32(headerLen))
 	return buf, nil
 }
 
@@ -96,17 +106,22 @@ func DecodeFrame(frame []byte) (*RemotingCommand, error) {
 	return c, nil
 }
 
-// extKeys returns the ExtFields keys in wire order: first the decoded order
-// (so decode→encode is byte-identical), then any other keys sorted (so
-// encoding is deterministic).
-func (c *RemotingCommand) extKeys() []string {
+// extKeys appends the ExtFields keys to keys[:0] in wire order: first the
+// decoded order (so decode→encode is byte-identical), then any other keys
+// sorted (so encoding is deterministic). Callers pass a small array's
+// slice so the common header needs no allocation.
+func (c *RemotingCommand) extKeys(keys []string) []string {
+	keys = keys[:0]
 	if len(c.ExtFields) == 0 {
-		return nil
+		return keys
 	}
-	keys := make([]string, 0, len(c.ExtFields))
-	for _, k := range c.extOrder {
-		if _, ok := c.ExtFields[k]; ok {
-			keys = append(keys, k)
+	if c.extRaw != "" {
+		keys = appendRawExtKeys(keys, c.extRaw, c.ExtFields)
+	} else {
+		for _, k := range c.extOrder {
+			if _, ok := c.ExtFields[k]; ok {
+				keys = append(keys, k)
+			}
 		}
 	}
 	if len(keys) == len(c.ExtFields) {
@@ -121,6 +136,28 @@ func (c *RemotingCommand) extKeys() []string {
 	slices.Sort(keys[known:])
 	return keys
 }
+
+// appendRawExtKeys appends the keys of a decoded ROCKETMQ extFields block
+// that are still in m, first occurrence only, in wire order. The block was
+// validated when it was decoded.
+func appendRawExtKeys(keys []string, raw string, m map[string]string) []string {
+	first := len(keys)
+	for off := 0; off+2 <= len(raw); {
+		kl := int(raw[off])<<8 | int(raw[off+1])
+		off += 2
+		k := raw[off : off+kl]
+		off += kl
+		vl := int(raw[off])<<24 | int(raw[off+1])<<16 | int(raw[off+2])<<8 | int(raw[off+3])
+		off += 4 + vl
+		if _, ok := m[k]; ok && !slices.Contains(keys[first:], k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// extKeysBuf is the stack room extKeys gets: a send header has 14 keys.
+const extKeysBuf = 16
 
 // ---- JSON header (RemotingSerializable / the Go client's jsoniter) ----
 
@@ -141,14 +178,22 @@ func appendJSONHeader(b []byte, c *RemotingCommand) []byte {
 	b = append(b, `,"remark":`...)
 	b = appendJSONString(b, c.Remark)
 	b = append(b, `,"extFields":`...)
-	if c.ExtFields == nil {
+	if c.ExtFields == nil && c.ExtAppender == nil {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '{')
-		for i, k := range c.extKeys() {
-			if i > 0 {
+		n := 0
+		if c.ExtAppender != nil {
+			w := ExtWriter{b: b, json: true}
+			c.ExtAppender.AppendExt(&w)
+			b, n = w.b, w.n
+		}
+		var kb [extKeysBuf]string
+		for _, k := range c.extKeys(kb[:0]) {
+			if n > 0 {
 				b = append(b, ',')
 			}
+			n++
 			b = appendJSONString(b, k)
 			b = append(b, ':')
 			b = appendJSONString(b, c.ExtFields[k])
@@ -287,7 +332,16 @@ func appendRocketMQHeader(b []byte, c *RemotingCommand) ([]byte, error) {
 	b = append(b, c.Remark...)
 	extLenAt := len(b)
 	b = append(b, 0, 0, 0, 0)
-	for _, k := range c.extKeys() {
+	if c.ExtAppender != nil {
+		w := ExtWriter{b: b}
+		c.ExtAppender.AppendExt(&w)
+		if w.err != nil {
+			return w.b, w.err
+		}
+		b = w.b
+	}
+	var kb [extKeysBuf]string
+	for _, k := range c.extKeys(kb[:0]) {
 		if len(k) > math.MaxInt16 {
 			return nil, fmt.Errorf("%w: extFields key of %d bytes exceeds int16 length", ErrInvalidHeader, len(k))
 		}
@@ -384,7 +438,7 @@ func decodeRocketMQHeader(h []byte) (*RemotingCommand, error) {
 	all := string(ext.b)
 	n := countRocketMQExt(ext.b)
 	c.ExtFields = make(map[string]string, n)
-	c.extOrder = make([]string, 0, n)
+	c.extRaw = all // the wire order, read again only to re-encode
 	sub := func(n int, what string) (string, error) {
 		if err := ext.need(n, what); err != nil {
 			return "", err
@@ -407,9 +461,6 @@ func decodeRocketMQHeader(h []byte) (*RemotingCommand, error) {
 		v, err := sub(int(int32(ext.u32())), "value")
 		if err != nil {
 			return nil, err
-		}
-		if _, dup := c.ExtFields[k]; !dup {
-			c.extOrder = append(c.extOrder, k)
 		}
 		c.ExtFields[k] = v
 	}

@@ -111,11 +111,18 @@ type RemotingCommand struct {
 	Body []byte
 	// SerializeType is how the header is (or was) serialized.
 	SerializeType SerializeType
+	// ExtAppender, when set, writes custom header fields straight into the
+	// frame when the command is encoded, before the ExtFields entries (its
+	// keys must not repeat theirs). Hot client requests use it instead of
+	// ExtFields; it is not visible in ExtFields (hooks, String).
+	ExtAppender ExtAppender
 
-	// extOrder remembers the wire order of ExtFields keys of a decoded
-	// command so that decode→encode reproduces the frame byte for byte;
-	// keys not in it are written in sorted order.
+	// extOrder (JSON) and extRaw (ROCKETMQ: the extFields block) remember
+	// the wire order of a decoded command's ExtFields keys so that
+	// decode→encode reproduces the frame byte for byte; keys not in them
+	// are written in sorted order.
 	extOrder []string
+	extRaw   string
 }
 
 // opaqueSeq hands out request opaques process-wide, like RocketMQ's static
@@ -123,6 +130,11 @@ type RemotingCommand struct {
 var opaqueSeq atomic.Int32
 
 func nextOpaque() int32 { return opaqueSeq.Add(1) }
+
+// NextOpaque returns a fresh request opaque from the process-wide counter
+// NewRequest uses, for callers that build a RemotingCommand themselves
+// (to reuse it across attempts without NewRequest's allocations).
+func NextOpaque() int32 { return nextOpaque() }
 
 // NewRequest builds a request with the given code, a custom header (nil or
 // a pointer to a struct with `ext` tags, see EncodeHeader) and body. It

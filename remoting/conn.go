@@ -397,14 +397,22 @@ const (
 
 // send queues an encoded frame for the writer.
 func (c *Conn) send(ctx context.Context, frame []byte) error {
-	return c.enqueue(ctx, func(b []byte) ([]byte, error) { return append(b, frame...), nil })
+	return c.enqueue(ctx, time.Time{}, func(b []byte) ([]byte, error) { return append(b, frame...), nil })
+}
+
+// sendCmd encodes cmd straight into the write buffer (no frame-sized
+// allocation and copy per command). deadline, when set, also bounds a
+// wait for room.
+func (c *Conn) sendCmd(ctx context.Context, deadline time.Time, cmd *RemotingCommand) error {
+	return c.enqueue(ctx, deadline, func(b []byte) ([]byte, error) { return AppendFrame(b, cmd) })
 }
 
 // enqueue appends one frame to the write buffer with appendFrame (which
 // returns the grown buffer, or an error and nothing appended), waiting
-// while opts.writeQueue frames are queued. The frame is bounded by
-// maxFrameSize.
-func (c *Conn) enqueue(ctx context.Context, appendFrame func([]byte) ([]byte, error)) error {
+// while opts.writeQueue frames are queued, until ctx ends or deadline
+// (zero: none) passes. The frame is bounded by maxFrameSize.
+func (c *Conn) enqueue(ctx context.Context, deadline time.Time, appendFrame func([]byte) ([]byte, error)) error {
+	var expired <-chan time.Time
 	for {
 		select {
 		case <-c.quit:
@@ -442,14 +450,39 @@ func (c *Conn) enqueue(ctx context.Context, appendFrame func([]byte) ([]byte, er
 		}
 		room := c.wspace
 		c.wmu.Unlock()
+		if expired == nil && !deadline.IsZero() {
+			t := getTimer(time.Until(deadline))
+			defer putTimer(t)
+			expired = t.C
+		}
 		select {
 		case <-room:
 		case <-c.quit:
 			return ErrConnClosed
 		case <-ctx.Done():
 			return ctxError(ctx, "queueing request")
+		case <-expired:
+			return fmt.Errorf("%w: queueing request", ErrTimeout)
 		}
 	}
+}
+
+// timerPool recycles the timers that bound sync calls: one per call
+// otherwise (Go ≥ 1.23 timers: after Stop, a Reset timer delivers no
+// stale tick).
+var timerPool sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timerPool.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timerPool.Put(t)
 }
 
 // ctxError maps a finished context to ErrTimeout (deadline) or its own
@@ -482,11 +515,7 @@ func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline tim
 	c.pending[f.opaque] = f
 	c.mu.Unlock()
 
-	frame, err := EncodeFrame(req)
-	if err == nil {
-		err = c.send(ctx, frame)
-	}
-	if err != nil {
+	if err := c.sendCmd(ctx, deadline, req); err != nil {
 		c.removePending(f.opaque)
 		return nil, err
 	}
@@ -504,9 +533,21 @@ func (c *Conn) removePending(opaque int32) {
 // (ErrConnClosed). Used by servers to call clients.
 func (c *Conn) InvokeSync(ctx context.Context, req *RemotingCommand) (*RemotingCommand, error) {
 	deadline, _ := ctx.Deadline()
+	return c.invokeSync(ctx, req, deadline)
+}
+
+// invokeSync is InvokeSync bounded also by deadline (zero: only ctx),
+// waited for with a pooled timer instead of a context per call.
+func (c *Conn) invokeSync(ctx context.Context, req *RemotingCommand, deadline time.Time) (*RemotingCommand, error) {
 	f, err := c.startCall(ctx, req, deadline, nil)
 	if err != nil {
 		return nil, err
+	}
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := getTimer(time.Until(deadline))
+		defer putTimer(t)
+		expired = t.C
 	}
 	select {
 	case <-f.done:
@@ -514,17 +555,16 @@ func (c *Conn) InvokeSync(ctx context.Context, req *RemotingCommand) (*RemotingC
 	case <-ctx.Done():
 		c.removePending(f.opaque)
 		return nil, ctxError(ctx, fmt.Sprintf("code %d to %s", req.Code, c.remote))
+	case <-expired:
+		c.removePending(f.opaque)
+		return nil, fmt.Errorf("%w: code %d to %s", ErrTimeout, req.Code, c.remote)
 	}
 }
 
 // InvokeOneway sends req with the oneway flag; the peer sends no response.
 func (c *Conn) InvokeOneway(ctx context.Context, req *RemotingCommand) error {
 	req.Flag = (req.Flag &^ FlagResponse) | FlagOneway
-	frame, err := EncodeFrame(req)
-	if err != nil {
-		return err
-	}
-	return c.send(ctx, frame)
+	return c.sendCmd(ctx, time.Time{}, req)
 }
 
 // WriteResponse answers req with resp on this connection: resp gets the
@@ -538,11 +578,7 @@ func (c *Conn) WriteResponse(req, resp *RemotingCommand) error {
 	resp.Opaque = req.Opaque
 	resp.SerializeType = req.SerializeType
 	resp.Flag = (resp.Flag | FlagResponse) &^ FlagOneway
-	frame, err := EncodeFrame(resp)
-	if err != nil {
-		return err
-	}
-	err = c.send(context.Background(), frame)
+	err := c.sendCmd(context.Background(), time.Time{}, resp)
 	if errors.Is(err, ErrFrameTooLarge) {
 		// Tell the caller instead of leaving it to time out.
 		small := NewResponse(ResponseSystemError, err.Error())
