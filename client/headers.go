@@ -112,28 +112,44 @@ type sendMessageResponseHeader struct {
 }
 
 // decodeSendResponse reads a send response's header without reflection
-// (it is on every send's path), as remoting's DecodeHeader would: absent
-// fields stay zero, a malformed number is a *remoting.HeaderError (the
-// tests compare the two).
-func decodeSendResponse(ext map[string]string) (sendMessageResponseHeader, error) {
-	h := sendMessageResponseHeader{
-		MsgID:         ext["msgId"],
-		TransactionID: ext["transactionId"],
-		BatchUniqID:   ext["batchUniqId"],
-		MsgRegion:     ext["MSG_REGION"],
-		TraceOn:       ext["TRACE_ON"],
-	}
-	if v, ok := ext["queueId"]; ok {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 0)
+// or a map (it is on every send's path; the send asks for the answer's
+// extFields raw, remoting.RemotingCommand.LazyResponseExt), as remoting's
+// DecodeHeader would: absent fields stay zero, a malformed number is a
+// *remoting.HeaderError (the tests compare the two).
+func decodeSendResponse(resp *remoting.RemotingCommand) (sendMessageResponseHeader, error) {
+	var h sendMessageResponseHeader
+	var queueID, queueOffset string
+	var hasQueueID, hasQueueOffset bool
+	resp.RangeExt(func(k, v string) bool {
+		switch k {
+		case "msgId":
+			h.MsgID = v
+		case "transactionId":
+			h.TransactionID = v
+		case "batchUniqId":
+			h.BatchUniqID = v
+		case "MSG_REGION":
+			h.MsgRegion = v
+		case "TRACE_ON":
+			h.TraceOn = v
+		case "queueId":
+			queueID, hasQueueID = v, true
+		case "queueOffset":
+			queueOffset, hasQueueOffset = v, true
+		}
+		return true
+	})
+	if hasQueueID {
+		n, err := strconv.ParseInt(strings.TrimSpace(queueID), 10, 0)
 		if err != nil {
-			return h, &remoting.HeaderError{Field: "queueId", Value: v, Reason: "not an int"}
+			return h, &remoting.HeaderError{Field: "queueId", Value: queueID, Reason: "not an int"}
 		}
 		h.QueueID = int(n)
 	}
-	if v, ok := ext["queueOffset"]; ok {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if hasQueueOffset {
+		n, err := strconv.ParseInt(strings.TrimSpace(queueOffset), 10, 64)
 		if err != nil {
-			return h, &remoting.HeaderError{Field: "queueOffset", Value: v, Reason: "not an int64"}
+			return h, &remoting.HeaderError{Field: "queueOffset", Value: queueOffset, Reason: "not an int64"}
 		}
 		h.QueueOffset = n
 	}

@@ -355,16 +355,27 @@ func TestSendResponseDecodeMatchesReflection(t *testing.T) {
 		{"queueOffset": "1.5"},
 		{"queueId": "99999999999999999999"},
 	} {
-		c := remoting.RemotingCommand{ExtFields: ext}
+		c := remoting.RemotingCommand{ExtFields: ext, SerializeType: remoting.SerializeRocketMQ}
 		var want sendMessageResponseHeader
 		werr := c.DecodeHeader(&want)
-		got, gerr := decodeSendResponse(ext)
-		if (werr == nil) != (gerr == nil) || (werr == nil && got != want) {
-			t.Fatalf("%v: decoded %+v %v, DecodeHeader %+v %v", ext, got, gerr, want, werr)
+		// The answer as the send path gets it: extFields left raw.
+		frame, err := remoting.EncodeFrame(&c)
+		if err != nil {
+			t.Fatal(err)
 		}
-		var he *remoting.HeaderError
-		if gerr != nil && !errors.As(gerr, &he) {
-			t.Fatalf("%v: %v is not a HeaderError", ext, gerr)
+		raw, err := remoting.DecodeFrameRawExt(frame[4:])
+		if err != nil || raw.ExtFields != nil {
+			t.Fatalf("raw decode: %v %v", raw, err)
+		}
+		for _, resp := range []*remoting.RemotingCommand{&c, raw} {
+			got, gerr := decodeSendResponse(resp)
+			if (werr == nil) != (gerr == nil) || (werr == nil && got != want) {
+				t.Fatalf("%v: decoded %+v %v, DecodeHeader %+v %v", ext, got, gerr, want, werr)
+			}
+			var he *remoting.HeaderError
+			if gerr != nil && !errors.As(gerr, &he) {
+				t.Fatalf("%v: %v is not a HeaderError", ext, gerr)
+			}
 		}
 	}
 }

@@ -32,9 +32,10 @@ type sendRequest struct {
 	// header (written into the frame by AppendExt) and the single
 	// message's wire properties. The command is only read while the
 	// attempt encodes it, so one per send is enough.
-	cmd   remoting.RemotingCommand
-	hdr   sendMessageHeaderV2
-	props []byte
+	cmd      remoting.RemotingCommand
+	hdr      sendMessageHeaderV2
+	props    []byte
+	propsBuf [192]byte // props' first storage: UNIQ_KEY, tags, keys fit
 }
 
 // prepare validates msg and fixes what every attempt shares.
@@ -111,6 +112,8 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now
 		Opaque:        remoting.NextOpaque(),
 		SerializeType: p.cfg.serializeType,
 		ExtAppender:   h,
+		// The answer is read by decodeSendResponse and ExtValue.
+		LazyResponseExt: true,
 	}
 	if r.msg != nil {
 		h.Flag = r.msg.Flag
@@ -119,6 +122,9 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now
 			// header (sendKernelImpl reads them from these properties).
 			h.ReconsumeTimes, _ = strconv.Atoi(r.msg.Properties[PropertyReconsumeTime])
 			h.MaxReconsumeTimes, _ = strconv.Atoi(r.msg.Properties[PropertyMaxReconsumeTimes])
+		}
+		if r.props == nil {
+			r.props = r.propsBuf[:0]
 		}
 		if extra != nil {
 			kv := append([]string{PropertyUniqClientMessageID, r.uniqIDs[0]}, extra[0]...)
@@ -457,7 +463,8 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			p.fault.update(mq.BrokerName, latency, false)
 			return p.result(r, mq, addr, resp)
 		}
-		be := &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]}
+		leaderHint, _ := resp.ExtValue(ExtLeaderAddr)
+		be := &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: leaderHint}
 		fail(addr, be)
 		notLeader := resp.Code == remoting.ResponseNotLeaderForQueue || resp.Code == remoting.ResponseServiceNotAvailable
 		leader := be.LeaderAddr
@@ -513,7 +520,7 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 // result turns a stored-send response into a SendResult
 // (MQClientAPIImpl.processSendResponse).
 func (p *Producer) result(r *sendRequest, mq MessageQueue, addr string, resp *remoting.RemotingCommand) (*SendResult, error) {
-	h, err := decodeSendResponse(resp.ExtFields)
+	h, err := decodeSendResponse(resp)
 	if err != nil {
 		return nil, fmt.Errorf("client: send response from %s: %w", addr, err)
 	}

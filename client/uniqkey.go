@@ -88,8 +88,13 @@ func (g *UniqIDGenerator) New() string {
 	g.counter++
 	g.mu.Unlock()
 	const hexDigits = "0123456789ABCDEF"
-	buf := make([]byte, len(g.prefix)+12)
-	copy(buf, g.prefix)
+	var room [64]byte // the 32-byte key is built on the stack, copied once by string()
+	buf := room[:0]
+	if len(g.prefix)+12 > len(room) {
+		buf = make([]byte, 0, len(g.prefix)+12)
+	}
+	buf = append(buf, g.prefix...)
+	buf = buf[:len(g.prefix)+12]
 	tail := buf[len(g.prefix):]
 	v := uint64(uint32(diff))<<16 | uint64(c)
 	for i := 11; i >= 0; i-- {

@@ -74,6 +74,24 @@ func AppendFrame(b []byte, c *RemotingCommand) ([]byte, error) {
 // DecodeFrame parses a frame WITHOUT its leading 4-byte length field (the
 // bytes that follow it). The returned command's Body aliases frame.
 func DecodeFrame(frame []byte) (*RemotingCommand, error) {
+	return decodeFrame(frame, nil)
+}
+
+// DecodeFrameRawExt is DecodeFrame leaving a ROCKETMQ header's extFields
+// raw, as the response of a call with LazyResponseExt is decoded:
+// ExtFields is nil, ExtValue and RangeExt read the fields. JSON headers
+// are decoded into ExtFields as by DecodeFrame.
+func DecodeFrameRawExt(frame []byte) (*RemotingCommand, error) {
+	return decodeFrame(frame, func(*RemotingCommand) bool { return true })
+}
+
+// decodeFrame is DecodeFrame with a hook: pick, when set, is called once
+// per frame with the command's fixed fields decoded (code, flag, opaque),
+// before its extFields; true keeps a ROCKETMQ header's extFields as the
+// raw block (ExtFields nil, read with ExtValue/RangeExt), false decodes
+// them into the map. The connection uses it to take a response's future
+// and honour the call's LazyResponseExt.
+func decodeFrame(frame []byte, pick func(*RemotingCommand) bool) (*RemotingCommand, error) {
 	if len(frame) < 4 {
 		return nil, fmt.Errorf("%w: %d bytes, shorter than the header-length field", ErrInvalidFrame, len(frame))
 	}
@@ -91,8 +109,11 @@ func DecodeFrame(frame []byte) (*RemotingCommand, error) {
 	switch st {
 	case SerializeJSON:
 		c, err = decodeJSONHeader(header)
+		if err == nil && pick != nil {
+			pick(c) // the map is decoded already: JSON headers are rare
+		}
 	case SerializeRocketMQ:
-		c, err = decodeRocketMQHeader(header)
+		c, err = decodeRocketMQHeader(header, pick)
 	default:
 		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrInvalidFrame, st)
 	}
@@ -115,7 +136,7 @@ func (c *RemotingCommand) extKeys(keys []string) []string {
 	if len(c.ExtFields) == 0 {
 		return keys
 	}
-	if c.extRaw != "" {
+	if c.extRaw != "" && !c.extLazy {
 		keys = appendRawExtKeys(keys, c.extRaw, c.ExtFields)
 	} else {
 		for _, k := range c.extOrder {
@@ -178,7 +199,7 @@ func appendJSONHeader(b []byte, c *RemotingCommand) []byte {
 	b = append(b, `,"remark":`...)
 	b = appendJSONString(b, c.Remark)
 	b = append(b, `,"extFields":`...)
-	if c.ExtFields == nil && c.ExtAppender == nil {
+	if c.ExtFields == nil && c.ExtAppender == nil && !c.extLazy {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '{')
@@ -187,6 +208,18 @@ func appendJSONHeader(b []byte, c *RemotingCommand) []byte {
 			w := ExtWriter{b: b, json: true}
 			c.ExtAppender.AppendExt(&w)
 			b, n = w.b, w.n
+		}
+		if c.extLazy {
+			c.RangeExt(func(k, v string) bool {
+				if n > 0 {
+					b = append(b, ',')
+				}
+				n++
+				b = appendJSONString(b, k)
+				b = append(b, ':')
+				b = appendJSONString(b, v)
+				return true
+			})
 		}
 		var kb [extKeysBuf]string
 		for _, k := range c.extKeys(kb[:0]) {
@@ -340,6 +373,9 @@ func appendRocketMQHeader(b []byte, c *RemotingCommand) ([]byte, error) {
 		}
 		b = w.b
 	}
+	if c.extLazy {
+		b = append(b, c.extRaw...) // validated when decoded
+	}
 	var kb [extKeysBuf]string
 	for _, k := range c.extKeys(kb[:0]) {
 		if len(k) > math.MaxInt16 {
@@ -404,7 +440,19 @@ func countRocketMQExt(b []byte) int {
 	return n
 }
 
-func decodeRocketMQHeader(h []byte) (*RemotingCommand, error) {
+// rawExtComplete reports whether the n pairs countRocketMQExt found cover
+// the whole extFields block b.
+func rawExtComplete(b []byte, n int) bool {
+	off := 0
+	for i := 0; i < n; i++ {
+		kl := int(binary.BigEndian.Uint16(b[off:]))
+		off += 2 + kl
+		off += 4 + int(binary.BigEndian.Uint32(b[off:]))
+	}
+	return off == len(b)
+}
+
+func decodeRocketMQHeader(h []byte, pick func(*RemotingCommand) bool) (*RemotingCommand, error) {
 	r := &rmqReader{b: h}
 	if err := r.need(rocketMQFixedHeaderLen-4, "fixed fields"); err != nil {
 		return nil, err
@@ -428,10 +476,19 @@ func decodeRocketMQHeader(h []byte) (*RemotingCommand, error) {
 	if err := r.need(extLen, "extFields"); err != nil {
 		return nil, err
 	}
+	raw := pick != nil && pick(c)
 	if extLen == 0 {
 		return c, nil
 	}
 	ext := &rmqReader{b: r.b[r.off : r.off+extLen]}
+	if raw {
+		// Validated now, so ExtValue/RangeExt can walk it unchecked.
+		if n := countRocketMQExt(ext.b); !rawExtComplete(ext.b, n) {
+			return nil, fmt.Errorf("%w: rocketmq: malformed extFields block of %d bytes", ErrInvalidHeader, extLen)
+		}
+		c.extRaw, c.extLazy = string(ext.b), true
+		return c, nil
+	}
 	// One string holds every key and value (they are substrings of it),
 	// and the map is sized by a first pass: a send header has ~14 fields,
 	// and per-field strings plus map growth were most of the decode cost.

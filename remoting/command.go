@@ -117,12 +117,69 @@ type RemotingCommand struct {
 	// ExtFields; it is not visible in ExtFields (hooks, String).
 	ExtAppender ExtAppender
 
+	// LazyResponseExt, set on a request before a sync or async call,
+	// leaves a ROCKETMQ response's extFields undecoded: the response's
+	// ExtFields is nil and ExtValue/RangeExt read the raw block (no map
+	// per response). For hot calls whose caller reads the answer with
+	// ExtValue/RangeExt; hooks see the response without ExtFields.
+	LazyResponseExt bool
+
 	// extOrder (JSON) and extRaw (ROCKETMQ: the extFields block) remember
 	// the wire order of a decoded command's ExtFields keys so that
 	// decode→encode reproduces the frame byte for byte; keys not in them
-	// are written in sorted order.
+	// are written in sorted order. With extLazy, extRaw is the only copy
+	// of the fields (ExtFields nil).
 	extOrder []string
 	extRaw   string
+	extLazy  bool
+}
+
+// ExtValue returns the extFields value of key, from ExtFields or, for a
+// response decoded with LazyResponseExt, from the raw block (the last
+// occurrence wins, as in the map).
+func (c *RemotingCommand) ExtValue(key string) (string, bool) {
+	if !c.extLazy {
+		v, ok := c.ExtFields[key]
+		return v, ok
+	}
+	var val string
+	found := false
+	c.RangeExt(func(k, v string) bool {
+		if k == key {
+			val, found = v, true
+		}
+		return true
+	})
+	return val, found
+}
+
+// RangeExt calls fn for each extFields pair until it returns false: the
+// raw block's pairs in wire order (a repeated key each time) for a
+// response decoded with LazyResponseExt, else ExtFields' entries in map
+// order.
+func (c *RemotingCommand) RangeExt(fn func(k, v string) bool) {
+	if !c.extLazy {
+		for k, v := range c.ExtFields {
+			if !fn(k, v) {
+				return
+			}
+		}
+		return
+	}
+	raw := c.extRaw
+	for off := 0; off+2 <= len(raw); {
+		kl := int(raw[off])<<8 | int(raw[off+1])
+		off += 2
+		k := raw[off : off+kl]
+		off += kl
+		vl := int(raw[off])<<24 | int(raw[off+1])<<16 | int(raw[off+2])<<8 | int(raw[off+3])
+		off += 4
+		v := raw[off : off+vl]
+		off += vl
+		if !fn(k, v) {
+			return
+		}
+	}
 }
 
 // opaqueSeq hands out request opaques process-wide, like RocketMQ's static

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -44,6 +45,9 @@ type future struct {
 	once     sync.Once
 	resp     *RemotingCommand
 	err      error
+	// lazy: decode the response with its extFields left raw
+	// (RemotingCommand.LazyResponseExt).
+	lazy bool
 	// cb, when set, runs on the goroutine that completes the future
 	// (reader, sweeper or closer): it must not block.
 	cb func(*RemotingCommand, error)
@@ -213,6 +217,7 @@ func (c *Conn) readLoop() {
 	}
 	br := bufio.NewReaderSize(c.nc, 32<<10)
 	var lenBuf [lengthFieldSize]byte
+	var scratch []byte
 	for {
 		// Phase 1: wait for the first byte of the next frame (idle timer).
 		var d time.Time
@@ -247,18 +252,65 @@ func (c *Conn) readLoop() {
 			c.protocolError(fmt.Errorf("%w: frame length %d exceeds max %d", ErrFrameTooLarge, n, c.opts.maxFrameSize))
 			return
 		}
-		frame := make([]byte, n)
+		// Frames up to scratchFrameMax are read into one reused buffer:
+		// decoding copies every header string, so only a body must be
+		// copied out (a send answer has none; a request's 1 KiB body is
+		// one allocation of its own size instead of the frame's).
+		var frame []byte
+		if n <= scratchFrameMax {
+			if int64(cap(scratch)) < n {
+				scratch = make([]byte, max(n, 4<<10))
+			}
+			frame = scratch[:n]
+		} else {
+			frame = make([]byte, n)
+		}
 		if _, err := io.ReadFull(br, frame); err != nil {
 			c.readFailed(err, false)
 			return
 		}
-		cmd, err := DecodeFrame(frame)
+		var f *future // the response's call, taken from pending by pick
+		cmd, err := decodeFrame(frame, func(h *RemotingCommand) bool {
+			if !h.IsResponse() {
+				return false
+			}
+			f = c.takePending(h.Opaque)
+			return f != nil && f.lazy
+		})
 		if err != nil {
+			if f != nil {
+				f.complete(nil, fmt.Errorf("%w: %v", ErrConnClosed, err))
+			}
 			c.protocolError(err)
 			return
 		}
-		c.dispatch(cmd)
+		if n <= scratchFrameMax && len(cmd.Body) > 0 {
+			cmd.Body = bytes.Clone(cmd.Body)
+		}
+		if !cmd.IsResponse() {
+			c.handleRequest(c, cmd)
+			continue
+		}
+		if f == nil {
+			// RocketMQ peers answer requests we already gave up on; drop.
+			c.log.Debug("response for unknown opaque dropped", zap.Int32("opaque", cmd.Opaque), zap.Int16("code", cmd.Code))
+			continue
+		}
+		f.complete(cmd, nil)
 	}
+}
+
+// scratchFrameMax bounds the frames read into a connection's reused
+// buffer; larger ones (pull answers) get their own, which the body aliases.
+const scratchFrameMax = 64 << 10
+
+// takePending removes and returns the call waiting for opaque, or nil.
+func (c *Conn) takePending(opaque int32) *future {
+	c.mu.Lock()
+	f := c.pending[opaque]
+	delete(c.pending, opaque)
+	c.mu.Unlock()
+	return f
 }
 
 func (c *Conn) protocolError(err error) {
@@ -287,23 +339,6 @@ func (c *Conn) readFailed(err error, atBoundary bool) {
 		c.log.Info("closing connection: read error", zap.Error(err))
 	}
 	c.close(err, false)
-}
-
-func (c *Conn) dispatch(cmd *RemotingCommand) {
-	if !cmd.IsResponse() {
-		c.handleRequest(c, cmd)
-		return
-	}
-	c.mu.Lock()
-	f := c.pending[cmd.Opaque]
-	delete(c.pending, cmd.Opaque)
-	c.mu.Unlock()
-	if f == nil {
-		// RocketMQ peers answer requests we already gave up on; drop.
-		c.log.Debug("response for unknown opaque dropped", zap.Int32("opaque", cmd.Opaque), zap.Int16("code", cmd.Code))
-		return
-	}
-	f.complete(cmd, nil)
 }
 
 // writeLoop owns the socket's write side: it takes everything queued in
@@ -499,7 +534,7 @@ func ctxError(ctx context.Context, what string) error {
 func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline time.Time,
 	cb func(*RemotingCommand, error)) (*future, error) {
 	req.Flag &^= FlagResponse | FlagOneway
-	f := &future{code: req.Code, deadline: deadline, done: make(chan struct{}), cb: cb}
+	f := &future{code: req.Code, deadline: deadline, done: make(chan struct{}), cb: cb, lazy: req.LazyResponseExt}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
