@@ -165,13 +165,37 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 // request metrics. The duration observed is the handler's (check, decode,
 // hand-off), not the wait for replication: RequestMetrics.Wrap only times
 // a synchronous call.
+//
+// Sends run this for every request on the connection's reader, so nothing
+// is allocated per request: the instrumented synchronous call is built
+// once per pooled asyncCall, which carries the request's Responder in.
 func (c *Controller) instrumentAsync(h remoting.AsyncHandlerFunc) remoting.AsyncHandlerFunc {
-	return func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, r *remoting.Responder) (*remoting.RemotingCommand, error) {
-		sync := c.instrument(func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-			return h(ctx, conn, req, r)
-		})
-		return sync(ctx, conn, req)
+	var pool sync.Pool
+	pool.New = func() any {
+		a := &asyncCall{h: h}
+		a.instrumented = c.instrument(a.call)
+		return a
 	}
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, r *remoting.Responder) (*remoting.RemotingCommand, error) {
+		a := pool.Get().(*asyncCall)
+		a.r = r
+		resp, err := a.instrumented(ctx, conn, req)
+		a.r = nil
+		pool.Put(a) // not reached if h panics: that asyncCall is dropped
+		return resp, err
+	}
+}
+
+// asyncCall adapts one asynchronous handler call to the synchronous
+// signature RequestMetrics.Wrap instruments; r is set for the call only.
+type asyncCall struct {
+	h            remoting.AsyncHandlerFunc
+	r            *remoting.Responder
+	instrumented remoting.HandlerFunc
+}
+
+func (a *asyncCall) call(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	return a.h(ctx, conn, req, a.r)
 }
 
 // Start listens, joins the role-change feed and starts the background

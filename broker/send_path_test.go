@@ -1,11 +1,14 @@
 package broker
 
 import (
+	"bytes"
 	"context"
+	"maps"
 	"net/netip"
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/namesrv"
@@ -165,5 +168,112 @@ func BenchmarkSendPath(b *testing.B) {
 				runSend(b, c, h, fr, tc.frame)
 			}
 		})
+	}
+}
+
+// TestSendDirectPropertiesStoredAlike: the asynchronous path's messages
+// (properties straight from the wire, no map where nothing reads one) are
+// stored byte for byte like the map path's, for the properties shapes the
+// SDK and the official client send and for malformed ones; properties that
+// later code reads from the map (DELAY, the idempotent producer id,
+// WAIT=false, retry topics) keep the map.
+func TestSendDirectPropertiesStoredAlike(t *testing.T) {
+	r := newPathReplica(testTopicConfig("T", 8), testTopicConfig("%RETRY%g", 1),
+		testTopicConfig(TopicSchedule, 18), testTopicConfig("%DLQ%g", 1))
+	c := newPathController(t, r)
+	cases := []struct {
+		topic, props string
+		wantMap      bool
+	}{
+		{"T", "UNIQ_KEY\x017F0000010C9418B4AAC2A1C4F3E80001\x02", false},
+		{"T", "WAIT\x01true\x02UNIQ_KEY\x01u\x02TAGS\x01TagA\x02KEYS\x01k1 k2\x02", false},
+		{"T", "", false},
+		{"T", "B\x011\x02A\x01x\x02B\x012\x02junk\x02__CRC32#\x011\x02", false},
+		{"T", "UNIQ_KEY\x01u\x02DELAY\x012\x02", true},
+		{"T", "UNIQ_KEY\x01u\x02__RAFTMQ_PID\x01p\x02__RAFTMQ_SEQ\x017\x02", true},
+		{"T", "WAIT\x01false\x02", true},
+		{"%RETRY%g", "UNIQ_KEY\x01u\x02", true},
+	}
+	for _, tc := range cases {
+		var stored [2][]byte
+		frame := sdkSendFrame(t, tc.topic, tc.props, []byte("body"))
+		for i, direct := range []bool{false, true} {
+			req, err := remoting.DecodeFrame(frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.topic != "T" {
+				req.ExtFields["e"] = "0"
+				req.ExtFields["l"] = "5" // maxReconsumeTimes: becomes MAX_RECONSUME_TIMES
+			}
+			msgs, resp := c.prepareSend(context.Background(), nil, req, direct)
+			if resp != nil || len(msgs) != 1 {
+				t.Fatalf("%q: answered %+v", tc.props, resp)
+			}
+			m := msgs[0]
+			if direct && (m.Properties != nil) != tc.wantMap {
+				t.Fatalf("%q on %s: map %v, want %v", tc.props, tc.topic, m.Properties != nil, tc.wantMap)
+			}
+			if !direct && (m.Properties == nil || m.EncodedProperties != "") {
+				t.Fatalf("%q: the synchronous path must build the map", tc.props)
+			}
+			pr, err := r.g.encodeRequest(msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored[i] = pr.data
+		}
+		if !bytes.Equal(stored[0], stored[1]) {
+			t.Fatalf("%q on %s: stored bytes differ\nmap    %q\ndirect %q", tc.props, tc.topic, stored[0], stored[1])
+		}
+	}
+	// The SDK's sorted properties are stored without a copy.
+	req, _ := remoting.DecodeFrame(sdkSendFrame(t, "T", "UNIQ_KEY\x01u\x02", nil))
+	msgs, _ := c.prepareSend(context.Background(), nil, req, true)
+	if p := req.ExtFields["i"]; unsafe.StringData(msgs[0].EncodedProperties) != unsafe.StringData(p) {
+		t.Fatal("sorted wire properties were copied")
+	}
+}
+
+// TestSendResponseHeader: the answer's ext fields for no, one and several
+// results (a batch's msgId is the comma-joined ids; queue fields are the
+// first message's).
+func TestSendResponseHeader(t *testing.T) {
+	res := []PutResult{{MsgID: "A1", QueueID: 3, QueueOffset: 70}, {MsgID: "B2", QueueID: 3, QueueOffset: 71}, {MsgID: "C3"}}
+	for _, tc := range []struct {
+		n                 int
+		msgID, qid, qoffs string
+	}{{0, "", "0", "0"}, {1, "A1", "3", "70"}, {3, "A1,B2,C3", "3", "70"}} {
+		r := sendResponse(res[:tc.n])
+		want := map[string]string{"msgId": tc.msgID, "queueId": tc.qid, "queueOffset": tc.qoffs,
+			"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+		if r.Code != remoting.ResponseSuccess || !maps.Equal(r.ExtFields, want) {
+			t.Fatalf("%d results: %d %v, want %v", tc.n, r.Code, r.ExtFields, want)
+		}
+	}
+}
+
+// TestSendPathAnswers: the benchmark's path answers each request with its
+// own stored message (a decode of what the batcher got) and its result.
+func TestSendPathAnswers(t *testing.T) {
+	r := newPathReplica(testTopicConfig("BenchTopic", 8))
+	c := newPathController(t, r)
+	fr := &frameResponder{}
+	h := c.instrumentAsync(func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, _ *remoting.Responder) (*remoting.RemotingCommand, error) {
+		return c.sendAsync(ctx, conn, req, fr)
+	})
+	for i := 0; i < 3; i++ {
+		body := []byte("message " + strconv.Itoa(i))
+		runSend(t, c, h, fr, sdkSendFrame(t, "BenchTopic", "UNIQ_KEY\x01u"+strconv.Itoa(i)+"\x02", body))
+		m, _, err := store.DecodeMessage(r.last.data, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Topic != "BenchTopic" || m.QueueID != 3 || !bytes.Equal(m.Body, body) || m.UniqKey() != "u"+strconv.Itoa(i) {
+			t.Fatalf("stored %+v", m)
+		}
+		if got := fr.resp.ExtFields["queueOffset"]; got != strconv.Itoa(i) {
+			t.Fatalf("answer %d has queueOffset %s", i, got)
+		}
 	}
 }

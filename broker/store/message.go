@@ -87,11 +87,19 @@ const (
 
 // Message is a message as stored in the CommitLog (RocketMQ MessageExt).
 type Message struct {
-	Topic                     string
-	QueueID                   int32
-	Flag                      int32
-	Body                      []byte
-	Properties                map[string]string
+	Topic      string
+	QueueID    int32
+	Flag       int32
+	Body       []byte
+	Properties map[string]string
+	// EncodedProperties, when not empty, is what AppendMessage and
+	// EncodedSize store instead of encoding Properties (which they then do
+	// not read and may be nil): the properties already in stored order, as
+	// CanonicalProperties renders them. The send processor sets it straight
+	// from the request's properties string so the per-message map is never
+	// built. CommitLog.PutMessages (the single-node path) still encodes
+	// Properties; callers of it leave this empty.
+	EncodedProperties         string
 	SysFlag                   int32
 	BornTimestamp             int64
 	BornHost                  netip.AddrPort
@@ -106,14 +114,23 @@ type Message struct {
 	StoreSize int32
 }
 
+// Property returns one property, from Properties or, when that is nil,
+// from EncodedProperties.
+func (m *Message) Property(name string) string {
+	if m.Properties == nil && m.EncodedProperties != "" {
+		return encodedPropertyValue(m.EncodedProperties, name)
+	}
+	return m.Properties[name]
+}
+
 // Tags returns the TAGS property.
-func (m *Message) Tags() string { return m.Properties[PropertyTags] }
+func (m *Message) Tags() string { return m.Property(PropertyTags) }
 
 // Keys returns the KEYS property split on spaces.
-func (m *Message) Keys() []string { return strings.Fields(m.Properties[PropertyKeys]) }
+func (m *Message) Keys() []string { return strings.Fields(m.Property(PropertyKeys)) }
 
 // UniqKey returns the client-side message id (UNIQ_KEY property).
-func (m *Message) UniqKey() string { return m.Properties[PropertyUniqKey] }
+func (m *Message) UniqKey() string { return m.Property(PropertyUniqKey) }
 
 // MsgID returns the offset message id of a stored message.
 func (m *Message) MsgID() string { return OffsetMsgID(m.StoreHost, m.PhysicalOffset) }
@@ -183,6 +200,78 @@ func ParseProperties(s string) map[string]string {
 		}
 	}
 	return props
+}
+
+// CanonicalProperties renders a properties string as the stored format
+// holds it, without building a map: the same pairs EncodeProperties(
+// ParseProperties(s)) gives (malformed pairs skipped, the last of equal
+// names wins, sorted by name) minus any CRC property, which the encoder
+// appends itself. s itself is returned when it is already in that form —
+// one well-formed pair per separator, names ascending, a separator at the
+// end (the raftmq SDK's usual single-property send) — else one new string.
+func CanonicalProperties(s string) string {
+	if s == "" {
+		return ""
+	}
+	var arr [16]propPair
+	pairs := arr[:0]
+	canonical := s[len(s)-1] == propertySeparator
+	n := 0
+	for rest := s; len(rest) > 0; {
+		var item string
+		if i := strings.IndexByte(rest, propertySeparator); i >= 0 {
+			item, rest = rest[:i], rest[i+1:]
+		} else {
+			item, rest = rest, ""
+		}
+		j := strings.IndexByte(item, propertyNameSeparator)
+		if j < 0 {
+			canonical = false // skipped, like ParseProperties does
+			continue
+		}
+		p := propPair{item[:j], item[j+1:]}
+		if p.name == PropertyCRC32 || (len(pairs) > 0 && pairs[len(pairs)-1].name >= p.name) {
+			canonical = false
+		}
+		pairs = append(pairs, p)
+		n += len(item) + 1
+	}
+	if canonical {
+		return s
+	}
+	// Equal names keep their order under a stable sort; the last wins.
+	slices.SortStableFunc(pairs, func(a, b propPair) int { return strings.Compare(a.name, b.name) })
+	var b strings.Builder
+	b.Grow(n)
+	for i, p := range pairs {
+		if p.name == PropertyCRC32 || (i+1 < len(pairs) && pairs[i+1].name == p.name) {
+			continue
+		}
+		b.WriteString(p.name)
+		b.WriteByte(propertyNameSeparator)
+		b.WriteString(p.value)
+		b.WriteByte(propertySeparator)
+	}
+	return b.String()
+}
+
+// propPair is one name\x01value pair of a properties string.
+type propPair struct{ name, value string }
+
+// encodedPropertyValue is propertyValue over a string.
+func encodedPropertyValue(props, name string) string {
+	for len(props) > 0 {
+		var item string
+		if i := strings.IndexByte(props, propertySeparator); i >= 0 {
+			item, props = props[:i], props[i+1:]
+		} else {
+			item, props = props, ""
+		}
+		if j := strings.IndexByte(item, propertyNameSeparator); j >= 0 && item[:j] == name {
+			return item[j+1:]
+		}
+	}
+	return ""
 }
 
 // propertyValue finds one property in an encoded properties string without
@@ -267,6 +356,9 @@ func hostSysFlag(m *Message) int32 {
 // EncodedSize returns the stored size of m, or an error wrapping
 // ErrMessageIllegal if the topic or properties cannot be encoded.
 func EncodedSize(m *Message) (int, error) {
+	if m.EncodedProperties != "" {
+		return encodedSize(m, len(m.EncodedProperties)+crcPropLen)
+	}
 	props := storedProperties(m.Properties)
 	return encodedSize(m, len(props))
 }
@@ -288,7 +380,7 @@ func storedProperties(props map[string]string) string {
 	var b strings.Builder
 	b.Grow(n)
 	writeSortedProperties(&b, props, keys)
-	b.WriteString(PropertyCRC32 + "\x010000000000\x02")
+	b.WriteString(crcPlaceholder)
 	return b.String()
 }
 
@@ -361,19 +453,34 @@ func encodedSize(m *Message, propsLen int) (int, error) {
 // QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP are written from m as they
 // are; the CommitLog overwrites the last two in place when it appends.
 func AppendMessage(dst []byte, m *Message) ([]byte, error) {
-	props := storedProperties(m.Properties)
-	size, err := encodedSize(m, len(props))
+	props, crc := m.EncodedProperties, true
+	if props == "" {
+		props, crc = storedProperties(m.Properties), false
+	}
+	propsLen := len(props)
+	if crc {
+		propsLen += crcPropLen
+	}
+	size, err := encodedSize(m, propsLen)
 	if err != nil {
 		return dst, err
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, size)[:start+size]
-	encodeInto(dst[start:], m, props)
+	encodeWith(dst[start:], m, props, crc)
 	return dst, nil
 }
 
-// encodeInto writes m into b, which has exactly the encoded size.
-func encodeInto(b []byte, m *Message, props string) {
+// crcPlaceholder is the CRC property before sealCRC fills in the digits.
+const crcPlaceholder = PropertyCRC32 + "\x010000000000\x02"
+
+// encodeInto writes m into b, which has exactly the encoded size; props
+// is the whole stored properties block (storedProperties).
+func encodeInto(b []byte, m *Message, props string) { encodeWith(b, m, props, false) }
+
+// encodeWith is encodeInto where props may lack the CRC property: with
+// crc set, the placeholder is written after props (EncodedProperties).
+func encodeWith(b []byte, m *Message, props string, crc bool) {
 	be := binary.BigEndian
 	m.SysFlag = hostSysFlag(m)
 	m.BodyCRC = BodyCRC32(m.Body)
@@ -411,9 +518,16 @@ func encodeInto(b []byte, m *Message, props string) {
 		p += 2
 	}
 	p += copy(b[p:], m.Topic)
-	be.PutUint16(b[p:], uint16(len(props)))
+	propsLen := len(props)
+	if crc {
+		propsLen += crcPropLen
+	}
+	be.PutUint16(b[p:], uint16(propsLen))
 	p += 2
-	copy(b[p:], props)
+	p += copy(b[p:], props)
+	if crc {
+		copy(b[p:], crcPlaceholder)
+	}
 	sealCRC(b)
 }
 
