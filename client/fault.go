@@ -95,7 +95,10 @@ func (f *latencyFault) update(brokerName string, latency time.Duration, isolatio
 		d = isolationLatency
 	}
 	dur := f.notAvailableFor(d)
-	now := f.now()
+	var now time.Time
+	if dur > 0 { // the usual fast answer reads no clock
+		now = f.now()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	it := f.items[brokerName]
@@ -114,7 +117,7 @@ func (f *latencyFault) available(brokerName string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	it := f.items[brokerName]
-	return it == nil || !f.now().Before(it.availableAfter)
+	return it == nil || it.availableAfter.IsZero() || !f.now().Before(it.availableAfter)
 }
 
 // stalled records that a request to brokerName got no answer within its
@@ -139,7 +142,7 @@ func (f *latencyFault) responsive(brokerName string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	it := f.items[brokerName]
-	return it == nil || !f.now().Before(it.unresponsiveUntil)
+	return it == nil || it.unresponsiveUntil.IsZero() || !f.now().Before(it.unresponsiveUntil)
 }
 
 // remove forgets brokerName's record, e.g. when a new leader took over the

@@ -23,6 +23,7 @@ type commonConfig struct {
 	nameServers          []string
 	log                  *zap.Logger
 	now                  func() time.Time
+	realClock            bool // now is time.Now (no WithClock): its readings double as wall time
 	routeRefreshInterval time.Duration
 	requestTimeout       time.Duration
 	clientIP             net.IP
@@ -33,6 +34,7 @@ func defaultCommonConfig() commonConfig {
 	return commonConfig{
 		log:                  zap.NewNop(),
 		now:                  time.Now,
+		realClock:            true,
 		routeRefreshInterval: 30 * time.Second, // pollNameServerInterval
 		requestTimeout:       3 * time.Second,
 		instanceName:         "DEFAULT",
@@ -101,7 +103,9 @@ func WithLogger(l *zap.Logger) Opt { return commonOpt(func(c *commonConfig) { c.
 
 // WithClock replaces time.Now for fault isolation windows, UNIQ_KEY time
 // fields and route ages; tests use it to move time.
-func WithClock(now func() time.Time) Opt { return commonOpt(func(c *commonConfig) { c.now = now }) }
+func WithClock(now func() time.Time) Opt {
+	return commonOpt(func(c *commonConfig) { c.now, c.realClock = now, false })
+}
 
 // RouteRefreshInterval sets how often cached routes are refreshed from the
 // name servers (default 30 s, RocketMQ's pollNameServerInterval).

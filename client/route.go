@@ -299,7 +299,10 @@ func (r *routeManager) brokerAddr(brokerName string) string {
 	if g == nil {
 		return ""
 	}
-	now := r.now()
+	var now time.Time
+	if len(g.down) > 0 { // no clock read while nothing is marked down
+		now = r.now()
+	}
 	usable := func(addr string) bool {
 		if addr == "" {
 			return false

@@ -72,8 +72,11 @@ func localIPv4() net.IP {
 }
 
 // New returns the next id.
-func (g *UniqIDGenerator) New() string {
-	now := g.now()
+func (g *UniqIDGenerator) New() string { return g.newAt(g.now()) }
+
+// newAt is New with the generator's clock already read (the producer
+// reads it once per send for the key and the born timestamp).
+func (g *UniqIDGenerator) newAt(now time.Time) string {
 	g.mu.Lock()
 	if !now.Before(g.monthTo) {
 		y, m, _ := now.Date()

@@ -219,24 +219,34 @@ func (c *Conn) readLoop() {
 	var lenBuf [lengthFieldSize]byte
 	var scratch []byte
 	for {
-		// Phase 1: wait for the first byte of the next frame (idle timer).
-		var d time.Time
-		if c.opts.idleTimeout > 0 {
-			d = time.Now().Add(c.opts.idleTimeout)
-		}
-		_ = c.nc.SetReadDeadline(d)
-		if c.stopRead.Load() { // checked after the deadline write; see stopReading
-			return
-		}
-		if _, err := br.Peek(1); err != nil {
-			c.readFailed(err, true)
-			return
-		}
-		// Phase 2: the frame has started; the rest must arrive promptly.
-		if c.opts.frameTimeout > 0 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(c.opts.frameTimeout))
+		if wholeFrameBuffered(br) {
+			// No read below can block, so no deadline is needed: after a
+			// burst (one Raft entry's answers, many clients' requests)
+			// most frames are whole in the buffer, and each deadline
+			// change costs clock reads and a runtime timer update.
 			if c.stopRead.Load() {
 				return
+			}
+		} else {
+			// Phase 1: wait for the first byte of the next frame (idle timer).
+			var d time.Time
+			if c.opts.idleTimeout > 0 {
+				d = time.Now().Add(c.opts.idleTimeout)
+			}
+			_ = c.nc.SetReadDeadline(d)
+			if c.stopRead.Load() { // checked after the deadline write; see stopReading
+				return
+			}
+			if _, err := br.Peek(1); err != nil {
+				c.readFailed(err, true)
+				return
+			}
+			// Phase 2: the frame has started; the rest must arrive promptly.
+			if c.opts.frameTimeout > 0 {
+				_ = c.nc.SetReadDeadline(time.Now().Add(c.opts.frameTimeout))
+				if c.stopRead.Load() {
+					return
+				}
 			}
 		}
 		if _, err := io.ReadFull(br, lenBuf[:]); err != nil {
@@ -298,6 +308,17 @@ func (c *Conn) readLoop() {
 		}
 		f.complete(cmd, nil)
 	}
+}
+
+// wholeFrameBuffered reports whether br holds the next frame entirely.
+func wholeFrameBuffered(br *bufio.Reader) bool {
+	b := br.Buffered()
+	if b < lengthFieldSize {
+		return false
+	}
+	head, _ := br.Peek(lengthFieldSize)
+	n := int64(int32(binary.BigEndian.Uint32(head)))
+	return n >= 0 && int64(b)-lengthFieldSize >= n
 }
 
 // scratchFrameMax bounds the frames read into a connection's reused
