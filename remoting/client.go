@@ -302,10 +302,11 @@ func (c *Client) InvokeSyncLane(ctx context.Context, addr string, lane int, req 
 // with a per-attempt bound (the producer's AttemptTimeout) builds no
 // context per call.
 func (c *Client) InvokeSyncLaneUntil(ctx context.Context, addr string, lane int, req *RemotingCommand, deadline time.Time) (*RemotingCommand, error) {
-	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-		deadline = d
-	}
-	if deadline.IsZero() {
+	// A deadline that ctx already enforces is left to ctx: its expiry
+	// then sets ctx.Err() for the caller, as with InvokeSyncLane.
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || !deadline.Before(d)) {
+		deadline = time.Time{}
+	} else if !ok && deadline.IsZero() {
 		deadline = time.Now().Add(c.cfg.DefaultTimeout)
 	}
 	conn, err := c.connUntil(ctx, addr, lane, deadline)

@@ -588,14 +588,17 @@ func (c *Conn) removePending(opaque int32) {
 // until ctx ends (ErrTimeout on deadline) or the connection closes
 // (ErrConnClosed). Used by servers to call clients.
 func (c *Conn) InvokeSync(ctx context.Context, req *RemotingCommand) (*RemotingCommand, error) {
-	deadline, _ := ctx.Deadline()
-	return c.invokeSync(ctx, req, deadline)
+	return c.invokeSync(ctx, req, time.Time{})
 }
 
 // invokeSync is InvokeSync bounded also by deadline (zero: only ctx),
 // waited for with a pooled timer instead of a context per call.
 func (c *Conn) invokeSync(ctx context.Context, req *RemotingCommand, deadline time.Time) (*RemotingCommand, error) {
-	f, err := c.startCall(ctx, req, deadline, nil)
+	sweepAt := deadline
+	if d, ok := ctx.Deadline(); ok && (sweepAt.IsZero() || d.Before(sweepAt)) {
+		sweepAt = d
+	}
+	f, err := c.startCall(ctx, req, sweepAt, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func TestInvokeSyncLaneUntil(t *testing.T) {
 		s.Register(RequestSendMessage, func(context.Context, *Conn, *RemotingCommand) (*RemotingCommand, error) {
 			<-release
 			return nil, nil
-		}, 1, 16)
+		}, 1, 64)
 		s.Register(RequestHeartBeat, echo, 1, 16)
 	})
 	addr := s.Addr().String()
@@ -141,6 +141,18 @@ func TestInvokeSyncLaneUntil(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("ctx deadline ignored: %v", d)
+	}
+	// A deadline ctx already enforces is left to ctx: when the call
+	// returns, ctx reports its end too (callers tell "my context ended"
+	// from a failure by ctx.Err()).
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		dl, _ := ctx.Deadline()
+		_, err := c.InvokeSyncLaneUntil(ctx, addr, 0, NewRequest(RequestSendMessage, nil, nil), dl)
+		if !errors.Is(err, ErrTimeout) || ctx.Err() == nil {
+			t.Fatalf("ctx's own deadline: %v, ctx.Err() %v", err, ctx.Err())
+		}
+		cancel()
 	}
 	// A later call on the same connection is answered normally.
 	resp, err := c.InvokeSyncLaneUntil(context.Background(), addr, 0, NewRequest(RequestHeartBeat, nil, []byte("b")), time.Now().Add(5*time.Second))
