@@ -223,7 +223,12 @@ func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, err
 	if err != nil {
 		return nil, err
 	}
-	return p.sendOne(ctx, req)
+	if p.acc != nil && p.acc.batchable(req) {
+		return p.sendAuto(ctx, req)
+	}
+	res, err := p.send(ctx, req)
+	req.recycle() // a plain send keeps no reference to its request
+	return res, err
 }
 
 // SendWithSelector sends msg to the queue sel picks, for ordered

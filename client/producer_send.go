@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -46,7 +47,8 @@ func (p *Producer) prepare(msg *Message) (*sendRequest, error) {
 	if err := msg.validate(p.cfg.maxMessageSize); err != nil {
 		return nil, err
 	}
-	r := &sendRequest{topic: msg.Topic, msg: msg, body: msg.Body, born: p.cfg.common.now()}
+	r := sendRequestPool.Get().(*sendRequest)
+	r.topic, r.msg, r.body, r.born = msg.Topic, msg, msg.Body, p.cfg.common.now()
 	r.uniq1[0] = p.ids.newAt(r.born)
 	r.uniqIDs = r.uniq1[:]
 	if p.cfg.compressOver > 0 && len(msg.Body) > p.cfg.compressOver {
@@ -63,6 +65,19 @@ func (p *Producer) prepare(msg *Message) (*sendRequest, error) {
 		r.sysFlag |= SysFlagCompressed
 	}
 	return r, nil
+}
+
+// sendRequestPool recycles the requests of plain SendSync calls: a
+// request (command, header and properties storage) is ~800 bytes, and
+// nothing refers to it once the send returned (the frame was encoded into
+// the connection's buffer, results copy strings out). Requests that may
+// outlive their call (async, auto-batched) are left to the collector.
+var sendRequestPool = sync.Pool{New: func() any { return new(sendRequest) }}
+
+// recycle returns r to sendRequestPool; r must not be used afterwards.
+func (r *sendRequest) recycle() {
+	*r = sendRequest{}
+	sendRequestPool.Put(r)
 }
 
 // prepareBatch validates a batch (MessageBatch.generateFromList rules).
