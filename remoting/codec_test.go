@@ -236,5 +236,30 @@ func FuzzDecodeFrame(f *testing.F) {
 		if c.SerializeType == SerializeJSON && (back.Code != c.Code || back.Opaque != c.Opaque || back.Flag != c.Flag || len(back.ExtFields) != len(c.ExtFields)) {
 			t.Fatalf("JSON round trip changed the command:\n%v\n%v", c, back)
 		}
+		// Left raw (a LazyResponseExt answer), the same frame decodes, every
+		// field reads as from the map, and re-encodes byte for byte.
+		lazy, err := DecodeFrameRawExt(frame)
+		if err != nil {
+			t.Fatalf("decodes with a map but not raw: %v", err)
+		}
+		for k, v := range c.ExtFields {
+			if got, ok := lazy.ExtValue(k); !ok || got != v {
+				t.Fatalf("ExtValue(%q) = %q, %v; map has %q", k, got, ok, v)
+			}
+		}
+		n := 0
+		lazy.RangeExt(func(string, string) bool { n++; return true })
+		if n < len(c.ExtFields) {
+			t.Fatalf("RangeExt saw %d pairs, the map has %d keys", n, len(c.ExtFields))
+		}
+		if c.SerializeType == SerializeRocketMQ {
+			again, err := EncodeFrame(lazy)
+			if err != nil {
+				t.Fatalf("raw command does not re-encode: %v", err)
+			}
+			if dec, err := DecodeFrame(again[4:]); err != nil || !sameCommand(c, dec) {
+				t.Fatalf("raw round trip changed the command: %v\n%v\n%v", err, c, dec)
+			}
+		}
 	})
 }
