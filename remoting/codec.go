@@ -205,9 +205,11 @@ func appendJSONHeader(b []byte, c *RemotingCommand) []byte {
 		b = append(b, '{')
 		n := 0
 		if c.ExtAppender != nil {
-			w := ExtWriter{b: b, json: true}
-			c.ExtAppender.AppendExt(&w)
+			w := &c.extw // in the command: a local would escape through the interface call
+			*w = ExtWriter{b: b, json: true}
+			c.ExtAppender.AppendExt(w)
 			b, n = w.b, w.n
+			*w = ExtWriter{} // do not keep the connection's buffer reachable
 		}
 		if c.extLazy {
 			c.RangeExt(func(k, v string) bool {
@@ -366,12 +368,15 @@ func appendRocketMQHeader(b []byte, c *RemotingCommand) ([]byte, error) {
 	extLenAt := len(b)
 	b = append(b, 0, 0, 0, 0)
 	if c.ExtAppender != nil {
-		w := ExtWriter{b: b}
-		c.ExtAppender.AppendExt(&w)
-		if w.err != nil {
-			return w.b, w.err
+		w := &c.extw // in the command: a local would escape through the interface call
+		*w = ExtWriter{b: b}
+		c.ExtAppender.AppendExt(w)
+		var err error
+		b, err = w.b, w.err
+		*w = ExtWriter{} // do not keep the connection's buffer reachable
+		if err != nil {
+			return b, err
 		}
-		b = w.b
 	}
 	if c.extLazy {
 		b = append(b, c.extRaw...) // validated when decoded

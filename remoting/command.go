@@ -132,6 +132,9 @@ type RemotingCommand struct {
 	extOrder []string
 	extRaw   string
 	extLazy  bool
+	// extw is the ExtWriter handed to ExtAppender while the command is
+	// encoded (a command is encoded by one goroutine at a time).
+	extw ExtWriter
 }
 
 // ExtValue returns the extFields value of key, from ExtFields or, for a
