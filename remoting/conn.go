@@ -81,6 +81,9 @@ type Conn struct {
 	handleRequest func(c *Conn, req *RemotingCommand)
 	// onClosed runs once, after the connection is marked closed.
 	onClosed func(c *Conn)
+	// lazyRequest, when set (servers), says which request codes are
+	// decoded with their extFields left raw (AsyncOptions.LazyExt).
+	lazyRequest func(code int16) bool
 
 	// ctx is cancelled when the connection closes; handlers get it.
 	ctx    context.Context
@@ -282,7 +285,7 @@ func (c *Conn) readLoop() {
 		var f *future // the response's call, taken from pending by pick
 		cmd, err := decodeFrame(frame, func(h *RemotingCommand) bool {
 			if !h.IsResponse() {
-				return false
+				return c.lazyRequest != nil && c.lazyRequest(h.Code)
 			}
 			f = c.takePending(h.Opaque)
 			return f != nil && f.lazy

@@ -168,3 +168,50 @@ func TestInvokeSyncLaneUntil(t *testing.T) {
 		}
 	}
 }
+
+// TestServerLazyExt: an asynchronous processor registered with LazyExt
+// gets ROCKETMQ requests with ExtFields nil and the fields through
+// ExtValue/RangeExt; JSON requests and other codes keep the map.
+func TestServerLazyExt(t *testing.T) {
+	type seen struct {
+		code  int16
+		isMap bool
+		group string
+		n     int
+	}
+	got := make(chan seen, 8)
+	h := func(_ context.Context, _ *Conn, req *RemotingCommand, _ *Responder) (*RemotingCommand, error) {
+		g, _ := req.ExtValue("group")
+		n := 0
+		req.RangeExt(func(string, string) bool { n++; return true })
+		got <- seen{req.Code, req.ExtFields != nil, g, n}
+		return NewResponse(ResponseSuccess, ""), nil
+	}
+	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
+		s.RegisterAsync(RequestSendMessageV2, h, AsyncOptions{Workers: 1, QueueSize: 8, MaxPending: 8, LazyExt: true})
+		s.RegisterAsync(RequestSendMessage, h, AsyncOptions{Workers: 1, QueueSize: 8, MaxPending: 8})
+	})
+	c := newTestClient(t, ClientConfig{})
+	for _, tc := range []struct {
+		code    int16
+		st      SerializeType
+		wantMap bool
+	}{
+		{RequestSendMessageV2, SerializeRocketMQ, false},
+		{RequestSendMessageV2, SerializeJSON, true},
+		{RequestSendMessage, SerializeRocketMQ, true},
+	} {
+		req := NewRequest(tc.code, &struct {
+			Group string `ext:"group"`
+			Topic string `ext:"topic"`
+		}{"g1", "T"}, nil)
+		req.SerializeType = tc.st
+		if resp, err := c.InvokeSync(context.Background(), s.Addr().String(), req); err != nil || resp.Code != ResponseSuccess {
+			t.Fatalf("%d/%v: %v %v", tc.code, tc.st, resp, err)
+		}
+		g := <-got
+		if g.code != tc.code || g.isMap != tc.wantMap || g.group != "g1" || g.n != 2 {
+			t.Fatalf("%d/%v: handler saw %+v, want map=%v", tc.code, tc.st, g, tc.wantMap)
+		}
+	}
+}
