@@ -91,20 +91,20 @@ type Server struct {
 	cfg   ServerConfig
 	log   *zap.Logger
 	hooks hookList
-
-	mu         sync.RWMutex
-	processors map[int16]registration // guarded by mu
 	// lazyExt holds the codes registered with AsyncOptions.LazyExt,
 	// copied on write under mu and read by every connection's reader
 	// without a lock.
-	lazyExt     atomic.Pointer[map[int16]bool]
-	defaultProc *registration    // guarded by mu
-	pools       []*workerPool    // guarded by mu; every pool ever created
-	onClose     []func(*Conn)    // guarded by mu
-	conns       map[uint64]*Conn // guarded by mu
-	ln          net.Listener     // guarded by mu
-	started     bool             // guarded by mu
-	closing     bool             // guarded by mu
+	lazyExt atomic.Pointer[map[int16]bool]
+
+	mu          sync.RWMutex
+	processors  map[int16]registration // guarded by mu
+	defaultProc *registration          // guarded by mu
+	pools       []*workerPool          // guarded by mu; every pool ever created
+	onClose     []func(*Conn)          // guarded by mu
+	conns       map[uint64]*Conn       // guarded by mu
+	ln          net.Listener           // guarded by mu
+	started     bool                   // guarded by mu
+	closing     bool                   // guarded by mu
 
 	async asyncTracker // asynchronous requests not answered yet
 
