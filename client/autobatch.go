@@ -376,7 +376,7 @@ func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, e
 	sd := p.newSendDeadline(ctx) // ctx has a deadline: nothing to release
 	more, fresh := p.retryAfter(&sd, routes, r, rt.err)
 	if !more || rt.st.done >= p.maxAttempts(r) || p.closed() {
-		return nil, rt.st.sendErr
+		return nil, rt.st.errs()
 	}
 	if fresh != nil {
 		rt.info = fresh
@@ -411,7 +411,7 @@ func (p *Producer) runBatch(routes *routeManager, batch []*autoSend) {
 		p.acc.finish(batch, func(_ int, s *autoSend) { s.err = err })
 		return
 	}
-	st := attemptState{sendErr: &SendError{Topic: r.topic}}
+	st := attemptState{topic: r.topic}
 	sd := p.newSendDeadline(ctx) // ctx has a deadline: nothing to release
 	res, err := p.runBatchAttempt(&sd, routes, info, r, &st)
 	p.acc.finish(batch, func(i int, s *autoSend) {
@@ -425,7 +425,7 @@ func (p *Producer) runBatch(routes *routeManager, batch []*autoSend) {
 		default:
 			s.retry = &batchRetry{info: info, err: err, st: attemptState{
 				done: st.done, mq: st.mq, chosen: true, lastBroker: st.mq.BrokerName,
-				sendErr: &SendError{Topic: r.topic, Attempts: append([]SendAttempt(nil), st.sendErr.Attempts...)},
+				topic: r.topic, sendErr: &SendError{Topic: r.topic, Attempts: append([]SendAttempt(nil), st.errs().Attempts...)},
 			}}
 			if st.extra != nil {
 				s.retry.st.extra = [][]string{st.extra[i]}
@@ -449,7 +449,7 @@ func (p *Producer) runBatchAttempt(sd *sendDeadline, routes *routeManager, info 
 	}
 	st.done = 1
 	waitOK := p.sticky(r) || info.singleGroup()
-	return p.attempt(sd, routes, r, mq, st.extra, st.sendErr, p.maxAttempts(r) == 1, waitOK)
+	return p.attempt(sd, routes, r, mq, st.extra, st, p.maxAttempts(r) == 1, waitOK)
 }
 
 // splitBatchResult is message i's share of a batch's result: its

@@ -291,7 +291,7 @@ func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error
 			return nil, err
 		}
 	}
-	return p.runAttempts(&sd, routes, info, r, &attemptState{sendErr: &SendError{Topic: r.topic}})
+	return p.runAttempts(&sd, routes, info, r, &attemptState{topic: r.topic})
 }
 
 // attemptState is where a send's attempt loop stands: how many attempts
@@ -304,7 +304,17 @@ type attemptState struct {
 	chosen     bool // mq was chosen (sticky sends keep it)
 	lastBroker string
 	extra      [][]string // idempotence properties, assigned once
-	sendErr    *SendError
+	sendErr    *SendError // built by errs at the first failure
+	topic      string     // sendErr's topic
+}
+
+// errs returns the send's error record, creating it on the first failure
+// (a send that succeeds at once allocates none).
+func (st *attemptState) errs() *SendError {
+	if st.sendErr == nil {
+		st.sendErr = &SendError{Topic: st.topic}
+	}
+	return st.sendErr
 }
 
 // sticky reports whether every attempt of r must go to its first queue:
@@ -367,7 +377,7 @@ func (p *Producer) runAttempts(sd *sendDeadline, routes *routeManager, info *Top
 			}
 		}
 		waitOK := sticky || info.singleGroup()
-		res, err := p.attempt(sd, routes, r, st.mq, st.extra, st.sendErr, st.done == attempts-1, waitOK)
+		res, err := p.attempt(sd, routes, r, st.mq, st.extra, st, st.done == attempts-1, waitOK)
 		if err == nil {
 			return res, nil
 		}
@@ -380,10 +390,10 @@ func (p *Producer) runAttempts(sd *sendDeadline, routes *routeManager, info *Top
 			info = fresh
 		}
 	}
-	if len(st.sendErr.Attempts) == 0 {
-		st.sendErr.Attempts = append(st.sendErr.Attempts, SendAttempt{Broker: st.mq.BrokerName, QueueID: st.mq.QueueID, Err: sd.err()})
+	if se := st.errs(); len(se.Attempts) == 0 {
+		se.Attempts = append(se.Attempts, SendAttempt{Broker: st.mq.BrokerName, QueueID: st.mq.QueueID, Err: sd.err()})
 	}
-	return nil, st.sendErr
+	return nil, st.errs()
 }
 
 // chooseQueue picks the queue of one attempt.
@@ -418,16 +428,18 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 // trying other members after a connection failure, up to MaxLeaderHops
 // times. With waitOK (no other group to retry on, or a sticky send) it
 // waits out an election in the group within ctx instead of failing.
-// Every failure is appended to sendErr.
-func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, sendErr *SendError, last, waitOK bool) (*SendResult, error) {
+// Every failure is appended to st's error record.
+func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, st *attemptState, last, waitOK bool) (*SendResult, error) {
 	addr := routes.brokerAddr(mq.BrokerName)
 	if addr == "" {
 		err := fmt.Errorf("%w: broker group %q of topic %q has no known address", ErrNoQueue, mq.BrokerName, r.topic)
-		sendErr.Attempts = append(sendErr.Attempts, SendAttempt{Broker: mq.BrokerName, QueueID: mq.QueueID, Err: err})
+		se := st.errs()
+		se.Attempts = append(se.Attempts, SendAttempt{Broker: mq.BrokerName, QueueID: mq.QueueID, Err: err})
 		return nil, err
 	}
 	fail := func(addr string, err error) error {
-		sendErr.Attempts = append(sendErr.Attempts, SendAttempt{Broker: mq.BrokerName, Addr: addr, QueueID: mq.QueueID, Err: err})
+		se := st.errs()
+		se.Attempts = append(se.Attempts, SendAttempt{Broker: mq.BrokerName, Addr: addr, QueueID: mq.QueueID, Err: err})
 		return err
 	}
 	for hop := 0; ; hop++ {

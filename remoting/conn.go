@@ -38,13 +38,13 @@ type connOptions struct {
 // ResponseFuture). Completed exactly once by the reader (response), the
 // sweeper (timeout), the connection closing, or the caller giving up.
 type future struct {
-	opaque   int32
-	code     int16
-	deadline time.Time // zero: no sweep deadline
-	done     chan struct{}
-	once     sync.Once
-	resp     *RemotingCommand
-	err      error
+	opaque    int32
+	code      int16
+	deadline  time.Time // zero: no sweep deadline
+	done      chan struct{}
+	completed atomic.Bool
+	resp      *RemotingCommand
+	err       error
 	// lazy: decode the response with its extFields left raw
 	// (RemotingCommand.LazyResponseExt).
 	lazy bool
@@ -54,13 +54,17 @@ type future struct {
 }
 
 func (f *future) complete(resp *RemotingCommand, err error) {
-	f.once.Do(func() {
-		f.resp, f.err = resp, err
-		close(f.done)
-		if f.cb != nil {
-			f.cb(resp, err)
-		}
-	})
+	// A CAS, not a sync.Once: later completers need not wait for the
+	// first (waiters read resp/err only after done is closed), and the
+	// reader completes one future per answer.
+	if !f.completed.CompareAndSwap(false, true) {
+		return
+	}
+	f.resp, f.err = resp, err
+	close(f.done)
+	if f.cb != nil {
+		f.cb(resp, err)
+	}
 }
 
 // Conn is one remoting connection: an accepted connection on a Server, or
@@ -370,7 +374,8 @@ func (c *Conn) readFailed(err error, atBoundary bool) {
 // queued (bounded by the write timeout), then closes the socket.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
-	var spare []byte // the buffer the writer owns between takes
+	var spare []byte  // the buffer the writer owns between takes
+	var wdl time.Time // the write deadline last set
 	for {
 		select {
 		case <-c.wkick:
@@ -381,7 +386,13 @@ func (c *Conn) writeLoop() {
 				continue
 			}
 			if c.opts.writeTimeout > 0 {
-				_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout))
+				// Moving the deadline is a runtime timer update per
+				// write; one set less than a tenth of writeTimeout ago
+				// still gives this write ≥ 90 % of it.
+				if d := time.Now().Add(c.opts.writeTimeout); d.Sub(wdl) > c.opts.writeTimeout/10 {
+					_ = c.nc.SetWriteDeadline(d)
+					wdl = d
+				}
 			}
 			if _, err := c.nc.Write(buf); err != nil {
 				if !c.Closed() {
