@@ -394,14 +394,14 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 
 // sendResponse renders the SendMessageResponseHeader: msgId (comma-joined
 // for a batch), queueId, queueOffset, and the region/trace fields the Go
-// client reads.
+// client reads. The fields are written straight into the response frame
+// (sendAnswer), not through an ExtFields map.
 func sendResponse(results []PutResult) *remoting.RemotingCommand {
-	r := success()
-	msgID, queueID, queueOffset := "", "0", "0"
+	a := &sendAnswer{cmd: *success()}
 	switch len(results) {
 	case 0:
 	case 1:
-		msgID = results[0].MsgID
+		a.msgID = results[0].MsgID
 	default:
 		var b strings.Builder
 		b.Grow(len(results) * (len(results[0].MsgID) + 1))
@@ -411,20 +411,33 @@ func sendResponse(results []PutResult) *remoting.RemotingCommand {
 			}
 			b.WriteString(pr.MsgID)
 		}
-		msgID = b.String()
+		a.msgID = b.String()
 	}
 	if len(results) > 0 {
-		queueID = strconv.Itoa(int(results[0].QueueID))
-		queueOffset = strconv.FormatInt(results[0].QueueOffset, 10)
+		a.queueID, a.queueOffset = results[0].QueueID, results[0].QueueOffset
 	}
-	r.ExtFields = map[string]string{
-		"msgId":       msgID,
-		"queueId":     queueID,
-		"queueOffset": queueOffset,
-		"MSG_REGION":  "DefaultRegion",
-		"TRACE_ON":    "true",
-	}
-	return r
+	a.cmd.ExtAppender = a
+	return &a.cmd
+}
+
+// sendAnswer is a send's response command and its header fields in one
+// allocation; it writes the fields in the order an ExtFields map of them
+// is encoded (sorted keys), so the frame is byte for byte what the map
+// gave (TestSendResponseFrame).
+type sendAnswer struct {
+	cmd         remoting.RemotingCommand
+	msgID       string
+	queueID     int32
+	queueOffset int64
+}
+
+// AppendExt implements remoting.ExtAppender.
+func (a *sendAnswer) AppendExt(w *remoting.ExtWriter) {
+	w.String("MSG_REGION", "DefaultRegion")
+	w.String("TRACE_ON", "true")
+	w.String("msgId", a.msgID)
+	w.Int("queueId", int64(a.queueID))
+	w.Int("queueOffset", a.queueOffset)
 }
 
 // sendTopicConfig finds the topic, auto-creating it (through Raft) when

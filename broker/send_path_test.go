@@ -235,20 +235,40 @@ func TestSendDirectPropertiesStoredAlike(t *testing.T) {
 	}
 }
 
-// TestSendResponseHeader: the answer's ext fields for no, one and several
+// TestSendResponseFrame: the answer's ext fields for no, one and several
 // results (a batch's msgId is the comma-joined ids; queue fields are the
-// first message's).
-func TestSendResponseHeader(t *testing.T) {
+// first message's), and its frame is byte for byte the frame of the same
+// fields given as an ExtFields map, in both header serializations.
+func TestSendResponseFrame(t *testing.T) {
 	res := []PutResult{{MsgID: "A1", QueueID: 3, QueueOffset: 70}, {MsgID: "B2", QueueID: 3, QueueOffset: 71}, {MsgID: "C3"}}
 	for _, tc := range []struct {
 		n                 int
 		msgID, qid, qoffs string
 	}{{0, "", "0", "0"}, {1, "A1", "3", "70"}, {3, "A1,B2,C3", "3", "70"}} {
-		r := sendResponse(res[:tc.n])
 		want := map[string]string{"msgId": tc.msgID, "queueId": tc.qid, "queueOffset": tc.qoffs,
 			"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
-		if r.Code != remoting.ResponseSuccess || !maps.Equal(r.ExtFields, want) {
-			t.Fatalf("%d results: %d %v, want %v", tc.n, r.Code, r.ExtFields, want)
+		for _, st := range []remoting.SerializeType{remoting.SerializeRocketMQ, remoting.SerializeJSON} {
+			r := sendResponse(res[:tc.n])
+			byMap := success()
+			byMap.ExtFields = want
+			for _, c := range []*remoting.RemotingCommand{r, byMap} {
+				c.Opaque, c.SerializeType = 42, st
+			}
+			got, err := remoting.EncodeFrame(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp, _ := remoting.EncodeFrame(byMap)
+			if !bytes.Equal(got, exp) {
+				t.Fatalf("%d results, %v: frame\n%q\nwant\n%q", tc.n, st, got, exp)
+			}
+			dec, err := remoting.DecodeFrame(got[4:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dec.Code != remoting.ResponseSuccess || !maps.Equal(dec.ExtFields, want) {
+				t.Fatalf("%d results: %d %v, want %v", tc.n, dec.Code, dec.ExtFields, want)
+			}
 		}
 	}
 }
@@ -272,7 +292,11 @@ func TestSendPathAnswers(t *testing.T) {
 		if m.Topic != "BenchTopic" || m.QueueID != 3 || !bytes.Equal(m.Body, body) || m.UniqKey() != "u"+strconv.Itoa(i) {
 			t.Fatalf("stored %+v", m)
 		}
-		if got := fr.resp.ExtFields["queueOffset"]; got != strconv.Itoa(i) {
+		dec, err := remoting.DecodeFrame(fr.frame[4:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dec.ExtFields["queueOffset"]; got != strconv.Itoa(i) || dec.Opaque != fr.req.Opaque {
 			t.Fatalf("answer %d has queueOffset %s", i, got)
 		}
 	}
