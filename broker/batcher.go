@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -28,23 +29,65 @@ type putResponse struct {
 	err     error
 }
 
+// batchPolicy is the batcher's part of GroupConfig.
+type batchPolicy struct {
+	maxBytes, maxCount, maxInflight int
+	linger, wait                    time.Duration
+	// splitRatio: with no entry in flight, a batch holding at least half
+	// its target is proposed when the rest, at the rate this batch's
+	// requests arrived, would take longer than splitRatio × the measured
+	// Raft round (0: never).
+	splitRatio float64
+}
+
 // batcher turns concurrent PutMessages calls into few Raft entries: one
-// goroutine collects requests while up to RaftMaxInflight entries are in
-// flight, so batches grow with load (bounded by RaftBatchMaxBytes and
-// RaftBatchMaxCount) and a lone request is proposed at once. One Apply
-// future answers every request of its entry.
+// goroutine collects requests while entries are in flight and proposes
+// them as one entry, so batches grow with load (bounded by
+// RaftBatchMaxBytes and RaftBatchMaxCount) and a lone request is proposed
+// at once. One Apply future answers every request in its entry.
+//
+// When to propose (run): every entry costs one fsync on every replica, so
+// the batcher waits (up to RaftBatchAdaptiveWait) for the closed-loop
+// senders it expects — the most requests it saw in flight and queued at
+// once during the previous gather, minus those in entries still in
+// flight. With RaftMaxInflight ≥ 2 a second entry may go while one is in
+// flight when it holds at least a quarter of those senders (a straggler
+// alone waits and joins the next big entry), and with none in flight a
+// batch that has half its target is proposed at once when the rest
+// trickles in too slowly (splitRatio): over the network the senders'
+// answers and next requests take longer than a Raft round, and two
+// cohorts alternating keep the disk busy while the other's requests come
+// back. In-process senders come back well within that, stay one cohort,
+// and the second slot stays unused.
 type batcher struct {
-	g     *Group
+	pol   batchPolicy
+	apply func(raft.Log) (any, error) // Group.applyLog with ApplyTimeout
+	msgID func(*PutResult) string     // Group.msgID
 	in    chan *putRequest
-	slots chan struct{} // one token per entry in flight
+	freed chan struct{} // a slot was freed (buffered 1)
 	quit  chan struct{}
 	done  chan struct{}
 	wg    sync.WaitGroup // waiter goroutines
+
+	mu           sync.Mutex
+	inflight     int // entries proposed and not answered
+	inflightReqs int // requests in them
+	// round is the EWMA of propose → answered of successful entries, in
+	// ns (the split rule's yardstick).
+	round atomic.Int64
 }
 
 func newBatcher(g *Group) *batcher {
-	b := &batcher{g: g, in: make(chan *putRequest, 1024), slots: make(chan struct{}, g.cfg.RaftMaxInflight),
-		quit: make(chan struct{}), done: make(chan struct{})}
+	c := &g.cfg
+	pol := batchPolicy{maxBytes: c.RaftBatchMaxBytes, maxCount: c.RaftBatchMaxCount, maxInflight: c.RaftMaxInflight,
+		linger: c.RaftBatchLinger, wait: c.RaftBatchAdaptiveWait, splitRatio: c.RaftBatchSplitRatio}
+	apply := func(l raft.Log) (any, error) { return g.applyLog(l, c.ApplyTimeout) }
+	return startBatcher(pol, apply, g.msgID)
+}
+
+func startBatcher(pol batchPolicy, apply func(raft.Log) (any, error), msgID func(*PutResult) string) *batcher {
+	b := &batcher{pol: pol, apply: apply, msgID: msgID, in: make(chan *putRequest, 1024),
+		freed: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go b.run()
 	return b
 }
@@ -64,113 +107,130 @@ func (b *batcher) close() {
 	}
 }
 
+// load returns the entries and requests in flight.
+func (b *batcher) load() (entries, reqs int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inflight, b.inflightReqs
+}
+
+// gathering is the batch being collected.
+type gathering struct {
+	batch []*putRequest
+	size  int
+	carry *putRequest // did not fit: starts the next batch
+	first time.Time   // arrival of the first request
+}
+
+func (g *gathering) full(pol *batchPolicy) bool {
+	return g.carry != nil || len(g.batch) >= pol.maxCount || g.size >= pol.maxBytes
+}
+
+func (g *gathering) add(r *putRequest, pol *batchPolicy) {
+	if g.size+len(r.data) > pol.maxBytes {
+		g.carry = r
+		return
+	}
+	g.batch, g.size = append(g.batch, r), g.size+len(r.data)
+}
+
 func (b *batcher) run() {
 	defer close(b.done)
-	cfg := &b.g.cfg
+	pol := &b.pol
 	var carry *putRequest
-	prev := 0 // requests in the previous entry
+	// pop estimates the closed-loop senders: the most requests seen in
+	// flight plus gathered or queued at once during the previous gather.
+	pop := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
-		var batch []*putRequest
-		size := 0
-		// early counts the requests that arrived while every in-flight
-		// slot was taken: closed-loop senders have one request out, so
-		// these came from senders other than the ones the last entry is
-		// about to answer (see drain).
-		early := 0
+		g := gathering{}
 		if carry != nil {
-			batch, size, carry = append(batch, carry), len(carry.data), nil
+			g.add(carry, pol)
 		} else {
 			select {
 			case <-b.quit:
 				return
 			case r := <-b.in:
-				batch, size = append(batch, r), len(r.data)
-				if len(b.slots) == cap(b.slots) {
-					early++
+				g.add(r, pol)
+			}
+		}
+		g.first = time.Now()
+		seen := 0
+		armed, expired := false, false
+		for {
+			entries, reqs := b.load()
+			n := len(g.batch) + len(b.in) // gathered or queued
+			seen = max(seen, reqs+n)
+			target := max(max(pop, seen)-reqs, 1)
+			// Once the wait started the batch goes when it ends: entries in
+			// flight only ever decrease while gathering.
+			allowed := armed || entries < pol.maxInflight && (entries == 0 || 4*n >= max(pop, seen))
+			if allowed {
+				if g.full(pol) || expired {
+					break
 				}
+				if pol.linger <= 0 && (n >= target || pol.wait <= 0 || entries == 0 && b.split(&g, n, target)) {
+					b.drainQueued(&g)
+					break
+				}
+				if !armed {
+					armed = true
+					wait := pol.wait
+					if pol.linger > 0 {
+						wait = pol.linger
+					}
+					timer.Reset(wait)
+				}
+			} else if g.full(pol) {
+				select { // room only for a slot
+				case <-b.freed:
+				case <-b.quit:
+					b.fail(g.batch, ErrGroupClosed)
+					return
+				}
+				continue
 			}
-		}
-		open := func() bool { return carry == nil && len(batch) < cfg.RaftBatchMaxCount && size < cfg.RaftBatchMaxBytes }
-		add := func(r *putRequest) {
-			if size+len(r.data) > cfg.RaftBatchMaxBytes {
-				carry = r // starts the next entry
-				return
-			}
-			batch, size = append(batch, r), size+len(r.data)
-		}
-		// Gather while every in-flight slot is taken.
-		gotSlot := false
-	gather:
-		for open() {
 			select {
 			case r := <-b.in:
-				add(r)
-				early++
-			case b.slots <- struct{}{}:
-				gotSlot = true
-				break gather
+				g.add(r, pol)
+			case <-b.freed:
+			case <-timer.C:
+				expired = true
+				b.drainQueued(&g)
 			case <-b.quit:
-				b.fail(batch, ErrGroupClosed)
+				b.fail(g.batch, ErrGroupClosed)
 				return
 			}
 		}
-		if !gotSlot {
-			select {
-			case b.slots <- struct{}{}:
-			case <-b.quit:
-				b.fail(batch, ErrGroupClosed)
-				return
-			}
-		}
-		target := prev
-		if early > 0 {
-			target = min(prev+early, cfg.RaftBatchMaxCount)
-		}
-		b.drain(open, add, func() int { return len(batch) }, target)
-		prev = len(batch)
-		b.propose(batch, size)
+		timer.Stop()
+		_, reqs := b.load()
+		pop = max(seen, reqs+len(g.batch))
+		carry = g.carry
+		b.propose(g.batch, g.size)
 	}
 }
 
-// drain adds what is already queued (and, with a linger, what arrives
-// within it) while the entry has room. Without a fixed linger it waits
-// adaptively: for up to RaftBatchAdaptiveWait until the entry holds target
-// requests — the previous entry's count plus the requests that arrived
-// while it was in flight. Closed-loop senders come back a few hundred µs
-// after their answers, and an entry proposed with only the first few of
-// them costs a full round of fsyncs on every replica (on one disk shared by
-// the replicas, the flush count is the throughput limit). Counting the
-// early arrivals matters over the network: there the round trip back to the
-// batcher is long enough that 64 senders otherwise settle into two cohorts
-// that alternate entries of ~32 (each cohort arriving while the other's
-// entry is in flight), twice the fsync rounds per message. A lone sender
-// (previous entry of one request, nothing early) is never delayed, and a
-// target that is no longer reached decays with the entry sizes.
-func (b *batcher) drain(open func() bool, add func(*putRequest), n func() int, target int) {
-	linger := b.g.cfg.RaftBatchLinger
-	if linger <= 0 && target > n() {
-		linger = b.g.cfg.RaftBatchAdaptiveWait
-	} else if linger <= 0 {
-		target = 0
+// split reports whether a batch of n requests (gathered or queued) with
+// no entry in flight should go before reaching target: it holds at least
+// half of it, and the rest, at the rate its requests arrived so far, would
+// take longer than splitRatio Raft rounds.
+func (b *batcher) split(g *gathering, n, target int) bool {
+	round := b.round.Load()
+	if b.pol.splitRatio <= 0 || b.pol.maxInflight < 2 || round == 0 || n < 2 || 2*n < target {
+		return false
 	}
-	if linger > 0 {
-		t := time.NewTimer(linger)
-		defer t.Stop()
-		for open() && (target == 0 || n() < target) {
-			select {
-			case r := <-b.in:
-				add(r)
-			case <-t.C:
-				return
-			case <-b.quit:
-				return
-			}
-		}
-	}
-	for open() {
+	per := float64(time.Since(g.first)) / float64(n-1) // mean gap between arrivals
+	return float64(target-n)*per > b.pol.splitRatio*float64(round)
+}
+
+// drainQueued adds what is already queued while the batch has room.
+func (b *batcher) drainQueued(g *gathering) {
+	for !g.full(&b.pol) {
 		select {
 		case r := <-b.in:
-			add(r)
+			g.add(r, &b.pol)
 		default:
 			return
 		}
@@ -198,29 +258,49 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 		n += r.count
 	}
 	ext, data, _ := EncodeCommand(c, data)
+	b.mu.Lock()
+	b.inflight++
+	b.inflightReqs += len(batch)
+	b.mu.Unlock()
 	b.wg.Add(1)
+	start := time.Now()
 	go func() {
 		defer b.wg.Done()
-		resp, err := b.g.applyLog(raft.Log{Type: raft.LogCommand, Data: data, Extensions: ext}, b.g.cfg.ApplyTimeout)
+		resp, err := b.apply(raft.Log{Type: raft.LogCommand, Data: data, Extensions: ext})
 		// Free the slot before answering: a sender answered below must find
-		// it free when it comes back, or run would count it as an early
-		// arrival and hold the next entry for a sender that is not there
+		// it free when it comes back, or run would count it as still in
+		// flight and hold the next entry for a sender that is not there
 		// (a lone sender would wait out RaftBatchAdaptiveWait every time).
-		<-b.slots
+		b.mu.Lock()
+		b.inflight--
+		b.inflightReqs -= len(batch)
+		b.mu.Unlock()
+		select {
+		case b.freed <- struct{}{}:
+		default:
+		}
 		if err == nil {
 			if res, ok := resp.(*applyResult); ok && res.err != nil {
 				err = fmt.Errorf("%w: apply: %w", store.ErrServiceNotAvailable, res.err)
-			} else if ok {
+			} else if ok && len(res.results) == n {
+				d := int64(time.Since(start))
+				if old := b.round.Load(); old == 0 {
+					b.round.Store(d)
+				} else {
+					b.round.Store(old + (d-old)/8)
+				}
 				off := 0
 				for _, r := range batch {
 					rs := res.results[off : off+r.count]
 					off += r.count
 					for i := range rs {
-						rs[i].MsgID = b.g.msgID(&rs[i])
+						rs[i].MsgID = b.msgID(&rs[i])
 					}
 					r.done(rs, nil)
 				}
 				return
+			} else if ok {
+				err = fmt.Errorf("%w: apply answered %d results for %d messages", ErrBadCommand, len(res.results), n)
 			} else {
 				err = fmt.Errorf("%w: unexpected apply response %T", ErrBadCommand, resp)
 			}

@@ -1,0 +1,310 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// fakeRaft stands in for Group.applyLog in batcher tests: every proposed
+// entry is recorded and held until the test releases it (with a result
+// per message, like the FSM, or with an error).
+type fakeRaft struct {
+	t  *testing.T
+	mu sync.Mutex
+	// entries[i] lists the queue ids of the messages of the i-th entry.
+	entries [][]int32
+	gates   []chan error
+	auto    bool // apply at once from now on
+}
+
+func (f *fakeRaft) apply(l raft.Log) (any, error) {
+	var queues []int32
+	var results []PutResult
+	for off := 0; off < len(l.Data); {
+		req, size, err := store.CheckAndDecode(l.Data[off:])
+		if err != nil {
+			f.t.Errorf("entry data at %d: %v", off, err)
+			return nil, err
+		}
+		queues = append(queues, req.QueueID)
+		results = append(results, PutResult{QueueID: req.QueueID, PhysicalOffset: int64(off), QueueOffset: int64(len(results))})
+		off += size
+	}
+	gate := make(chan error, 1)
+	f.mu.Lock()
+	f.entries = append(f.entries, queues)
+	f.gates = append(f.gates, gate)
+	if f.auto {
+		gate <- nil
+	}
+	f.mu.Unlock()
+	if err := <-gate; err != nil {
+		return nil, err
+	}
+	return &applyResult{results: results}, nil
+}
+
+// proposed returns how many entries were handed to the fake so far.
+func (f *fakeRaft) proposed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.entries)
+}
+
+// entry returns the queue ids of entry i.
+func (f *fakeRaft) entry(i int) []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int32(nil), f.entries[i]...)
+}
+
+// release answers entry i (err nil: applied).
+func (f *fakeRaft) release(i int, err error) {
+	f.mu.Lock()
+	g := f.gates[i]
+	f.mu.Unlock()
+	g <- err
+}
+
+// answer is what one request got.
+type answer struct {
+	results []PutResult
+	err     error
+}
+
+// submit queues a request of one message for queue q and returns where
+// its answer arrives.
+func submit(t *testing.T, b *batcher, q int32) <-chan answer {
+	t.Helper()
+	m := &store.Message{Topic: "T", QueueID: q, Body: []byte(fmt.Sprintf("body-%d", q)), BornTimestamp: 1,
+		BornHost: netip.MustParseAddrPort("127.0.0.1:50000"), StoreHost: netip.MustParseAddrPort("127.0.0.1:10911")}
+	data, err := store.AppendMessage(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan answer, 1)
+	b.in <- &putRequest{data: data, count: 1, done: func(rs []PutResult, err error) { ch <- answer{rs, err} }}
+	return ch
+}
+
+func startTestBatcher(t *testing.T, pol batchPolicy) (*batcher, *fakeRaft) {
+	f := &fakeRaft{t: t}
+	b := startBatcher(pol, f.apply, func(r *PutResult) string { return fmt.Sprintf("id-%d", r.PhysicalOffset) })
+	t.Cleanup(func() {
+		// Release whatever is still held so the waiters end.
+		f.mu.Lock()
+		gates := f.gates
+		f.mu.Unlock()
+		for _, g := range gates {
+			select {
+			case g <- ErrGroupClosed:
+			default:
+			}
+		}
+		b.close()
+	})
+	return b, f
+}
+
+func waitProposed(t *testing.T, f *fakeRaft, n int) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, fmt.Sprintf("%d entries proposed", n), func() bool { return f.proposed() >= n })
+}
+
+func recv(t *testing.T, ch <-chan answer) answer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		return a
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer within 5 s")
+		return answer{}
+	}
+}
+
+// testPolicy: a short adaptive wait, so a batch the test cannot complete
+// still goes; entries then hold everything queued when a slot frees.
+func testPolicy(inflight int) batchPolicy {
+	return batchPolicy{maxBytes: 1 << 20, maxCount: 512, maxInflight: inflight, wait: 20 * time.Millisecond}
+}
+
+// TestBatcherLoneSender: a closed-loop sender alone is never held for
+// company, however long the adaptive wait.
+func TestBatcherLoneSender(t *testing.T) {
+	pol := testPolicy(2)
+	pol.wait = time.Hour
+	b, f := startTestBatcher(t, pol)
+	for i := 0; i < 5; i++ {
+		a := submit(t, b, int32(i))
+		waitProposed(t, f, i+1)
+		f.release(i, nil)
+		if r := recv(t, a); r.err != nil || r.results[0].QueueID != int32(i) {
+			t.Fatalf("request %d got %+v", i, r)
+		}
+	}
+}
+
+// TestBatcherEntriesAndAnswers: a second entry goes while one is in
+// flight; requests arriving while every slot is taken share the next
+// entry; each request gets the result of its own message.
+func TestBatcherEntriesAndAnswers(t *testing.T) {
+	b, f := startTestBatcher(t, testPolicy(2))
+	a1 := submit(t, b, 1)
+	waitProposed(t, f, 1)
+	a2 := submit(t, b, 2)
+	waitProposed(t, f, 2) // second slot: the only expected sender is here
+	var later []<-chan answer
+	for q := int32(3); q <= 9; q++ {
+		later = append(later, submit(t, b, q)) // both slots taken
+	}
+	f.release(0, nil)
+	if a := recv(t, a1); a.err != nil || len(a.results) != 1 || a.results[0].QueueID != 1 || a.results[0].MsgID != "id-0" {
+		t.Fatalf("first request got %+v", a)
+	}
+	waitProposed(t, f, 3)
+	if got := fmt.Sprint(f.entry(2)); got != "[3 4 5 6 7 8 9]" {
+		t.Fatalf("third entry holds queues %v, want the seven that waited for a slot", got)
+	}
+	f.release(1, nil)
+	f.release(2, nil)
+	if a := recv(t, a2); a.err != nil || a.results[0].QueueID != 2 {
+		t.Fatalf("second request got %+v", a)
+	}
+	for i, ch := range later {
+		a := recv(t, ch)
+		if a.err != nil || len(a.results) != 1 || a.results[0].QueueID != int32(3+i) || a.results[0].QueueOffset != int64(i) {
+			t.Fatalf("request %d got %+v, want its own message's result", 3+i, a)
+		}
+	}
+}
+
+// TestBatcherFailedEntry: every request of an entry whose apply failed
+// gets the error; the freed slot serves the next entries.
+func TestBatcherFailedEntry(t *testing.T) {
+	b, f := startTestBatcher(t, testPolicy(1))
+	a1 := submit(t, b, 1)
+	waitProposed(t, f, 1)
+	var held []<-chan answer
+	for q := int32(2); q <= 6; q++ {
+		held = append(held, submit(t, b, q))
+	}
+	f.release(0, nil)
+	recv(t, a1)
+	waitProposed(t, f, 2)
+	if got := f.entry(1); len(got) != 5 {
+		t.Fatalf("second entry holds %v, want 5 requests", got)
+	}
+	f.release(1, fmt.Errorf("%w; leader is %q", ErrNotLeader, "127.0.0.1:10921"))
+	for i, ch := range held {
+		if a := recv(t, ch); !errors.Is(a.err, ErrNotLeader) || a.results != nil {
+			t.Fatalf("request %d of the failed entry got %+v, want ErrNotLeader", 2+i, a)
+		}
+	}
+	// The senders retry: the freed slot takes them.
+	f.mu.Lock()
+	f.auto = true
+	f.mu.Unlock()
+	for q := int32(9); q < 14; q++ {
+		if r := recv(t, submit(t, b, q)); r.err != nil || r.results[0].QueueID != q {
+			t.Fatalf("request after the failure got %+v", r)
+		}
+	}
+}
+
+// TestBatcherApplyError: an entry the FSM could not apply fails every
+// request with SERVICE_NOT_AVAILABLE.
+func TestBatcherApplyError(t *testing.T) {
+	boom := errors.New("queue write failed")
+	b := startBatcher(testPolicy(1), func(raft.Log) (any, error) { return &applyResult{err: boom}, nil },
+		func(*PutResult) string { return "" })
+	defer b.close()
+	a := recv(t, submit(t, b, 1))
+	if !errors.Is(a.err, store.ErrServiceNotAvailable) || !errors.Is(a.err, boom) {
+		t.Fatalf("got %v, want ErrServiceNotAvailable wrapping the apply error", a.err)
+	}
+}
+
+// TestBatcherCloseFailsQueued: a request gathering at close gets
+// ErrGroupClosed, and so does the one in flight when Raft shuts down.
+func TestBatcherCloseFailsQueued(t *testing.T) {
+	f := &fakeRaft{t: t}
+	b := startBatcher(testPolicy(1), f.apply, func(*PutResult) string { return "" })
+	a1 := submit(t, b, 1)
+	waitProposed(t, f, 1)
+	a2 := submit(t, b, 2) // waits for the only slot
+	closed := make(chan struct{})
+	go func() { b.close(); close(closed) }()
+	testutil.WaitFor(t, 5*time.Second, "batcher loop ended", func() bool {
+		select {
+		case <-b.done:
+			return true
+		default:
+			return false
+		}
+	})
+	f.release(0, ErrGroupClosed) // what Raft's shutdown answers
+	<-closed
+	if a := recv(t, a1); !errors.Is(a.err, ErrGroupClosed) {
+		t.Fatalf("in-flight request got %v", a.err)
+	}
+	if a := recv(t, a2); !errors.Is(a.err, ErrGroupClosed) {
+		t.Fatalf("waiting request got %+v, want ErrGroupClosed", a)
+	}
+	if n := f.proposed(); n != 1 {
+		t.Fatalf("%d entries proposed, want 1", n)
+	}
+}
+
+// TestBatcherSplitRule: the split rule fires only with no entry in
+// flight (checked by the caller), a second slot, a measured round, half
+// the target gathered, and the rest expected later than splitRatio rounds.
+func TestBatcherSplitRule(t *testing.T) {
+	b := &batcher{pol: batchPolicy{maxInflight: 2, splitRatio: 0.5}}
+	b.round.Store(int64(800 * time.Microsecond))
+	gather := func(n int, spread time.Duration) *gathering {
+		return &gathering{batch: make([]*putRequest, n), first: time.Now().Add(-spread)}
+	}
+	cases := []struct {
+		name   string
+		n      int
+		spread time.Duration
+		target int
+		want   bool
+	}{
+		// 32 of 64 in 450 µs: 32 more take ~460 µs > 400 µs (0.5 round).
+		{"slow arrivals", 32, 450 * time.Microsecond, 64, true},
+		// 32 of 64 in 120 µs: the rest in ~125 µs, wait for them.
+		{"fast arrivals", 32, 120 * time.Microsecond, 64, false},
+		// Less than half the target: never split.
+		{"under half", 31, 2 * time.Millisecond, 64, false},
+		{"one request", 1, 2 * time.Millisecond, 2, false},
+	}
+	for _, c := range cases {
+		if got := b.split(gather(c.n, c.spread), c.n, c.target); got != c.want {
+			t.Errorf("%s: split = %v, want %v", c.name, got, c.want)
+		}
+	}
+	one := &batcher{pol: batchPolicy{maxInflight: 1, splitRatio: 0.5}}
+	one.round.Store(int64(800 * time.Microsecond))
+	if one.split(gather(32, 2*time.Millisecond), 32, 64) {
+		t.Error("split with RaftMaxInflight 1")
+	}
+	off := &batcher{pol: batchPolicy{maxInflight: 2}}
+	off.round.Store(int64(800 * time.Microsecond))
+	if off.split(gather(32, 2*time.Millisecond), 32, 64) {
+		t.Error("split with raftBatchSplitRatio 0")
+	}
+	fresh := &batcher{pol: batchPolicy{maxInflight: 2, splitRatio: 0.5}}
+	if fresh.split(gather(32, 2*time.Millisecond), 32, 64) {
+		t.Error("split before any round was measured")
+	}
+}
