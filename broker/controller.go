@@ -134,7 +134,9 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	// Raft entry's completion answers. Sends that cannot block (see
 	// sendInline) run on the connection's reader; admitted-but-unanswered
 	// sends are bounded like the queue (sendThreadPoolQueueCapacity).
-	sendOpts := remoting.AsyncOptions{Workers: send, QueueSize: sendQ, MaxPending: sendQ, Inline: c.sendInline}
+	// Their ROCKETMQ headers are not decoded into an ExtFields map
+	// (LazyExt): the send path reads the raw fields.
+	sendOpts := remoting.AsyncOptions{Workers: send, QueueSize: sendQ, MaxPending: sendQ, Inline: c.sendInline, LazyExt: true}
 	s.RegisterAsync(remoting.RequestSendMessage, c.instrumentAsync(c.processSendAsync), sendOpts)
 	s.RegisterAsync(remoting.RequestSendMessageV2, c.instrumentAsync(c.processSendAsync), sendOpts)
 	s.RegisterAsync(remoting.RequestSendBatchMessage, c.instrumentAsync(c.processSendAsync), sendOpts)
@@ -391,7 +393,12 @@ func (h debugHook) AfterResponse(addr string, req, resp *remoting.RemotingComman
 		return
 	}
 	if ce := h.log.Check(zap.DebugLevel, "request"); ce != nil {
-		ce.Write(zap.String("remote", addr), zap.Int16("code", req.Code), zap.Any("ext", req.ExtFields),
+		ext := req.ExtFields
+		if ext == nil { // a send decoded with its extFields left raw (LazyExt)
+			ext = map[string]string{}
+			req.RangeExt(func(k, v string) bool { ext[k] = v; return true })
+		}
+		ce.Write(zap.String("remote", addr), zap.Int16("code", req.Code), zap.Any("ext", ext),
 			zap.Int16("resp", resp.Code), zap.String("remark", resp.Remark))
 	}
 }

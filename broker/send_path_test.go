@@ -132,7 +132,14 @@ func officialSendFrame(tb testing.TB, topic string, body []byte) []byte {
 // runSend takes one request frame through the reader's path: decode, the
 // inline choice, the instrumented handler, the answer.
 func runSend(tb testing.TB, c *Controller, h remoting.AsyncHandlerFunc, fr *frameResponder, frame []byte) {
-	req, err := remoting.DecodeFrame(frame)
+	runSendDecoded(tb, c, h, fr, frame, remoting.DecodeFrame)
+}
+
+// runSendDecoded is runSend with the frame decoded by decode
+// (remoting.DecodeFrameRawExt is what the server does for sends: LazyExt).
+func runSendDecoded(tb testing.TB, c *Controller, h remoting.AsyncHandlerFunc, fr *frameResponder, frame []byte,
+	decode func([]byte) (*remoting.RemotingCommand, error)) {
+	req, err := decode(frame)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -148,12 +155,15 @@ func runSend(tb testing.TB, c *Controller, h remoting.AsyncHandlerFunc, fr *fram
 
 func BenchmarkSendPath(b *testing.B) {
 	body := make([]byte, 1024)
+	sdk := sdkSendFrame(b, "BenchTopic", "UNIQ_KEY\x017F0000010C9418B4AAC2A1C4F3E80001\x02", body)
 	cases := []struct {
-		name  string
-		frame []byte
+		name   string
+		frame  []byte
+		decode func([]byte) (*remoting.RemotingCommand, error)
 	}{
-		{"sdk", sdkSendFrame(b, "BenchTopic", "UNIQ_KEY\x017F0000010C9418B4AAC2A1C4F3E80001\x02", body)},
-		{"official", officialSendFrame(b, "BenchTopic", body)},
+		{"sdk", sdk, remoting.DecodeFrame},
+		{"sdk-lazyext", sdk, remoting.DecodeFrameRawExt}, // the server's decode with LazyExt
+		{"official", officialSendFrame(b, "BenchTopic", body), remoting.DecodeFrameRawExt},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
@@ -165,7 +175,7 @@ func BenchmarkSendPath(b *testing.B) {
 			})
 			b.ReportAllocs()
 			for b.Loop() {
-				runSend(b, c, h, fr, tc.frame)
+				runSendDecoded(b, c, h, fr, tc.frame, tc.decode)
 			}
 		})
 	}
@@ -195,17 +205,21 @@ func TestSendDirectPropertiesStoredAlike(t *testing.T) {
 		{"%RETRY%g", "UNIQ_KEY\x01u\x02", true},
 	}
 	for _, tc := range cases {
-		var stored [2][]byte
+		var stored [3][]byte
 		frame := sdkSendFrame(t, tc.topic, tc.props, []byte("body"))
-		for i, direct := range []bool{false, true} {
-			req, err := remoting.DecodeFrame(frame)
+		if tc.topic != "T" { // queue 0, and maxReconsumeTimes: becomes MAX_RECONSUME_TIMES
+			frame = sendFrameWith(t, frame, map[string]string{"e": "0", "l": "5"})
+		}
+		for i, direct := range []bool{false, true, true} {
+			decode := remoting.DecodeFrame
+			if i == 2 {
+				decode = remoting.DecodeFrameRawExt
+			}
+			req, err := decode(frame)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.topic != "T" {
-				req.ExtFields["e"] = "0"
-				req.ExtFields["l"] = "5" // maxReconsumeTimes: becomes MAX_RECONSUME_TIMES
-			}
+
 			msgs, resp := c.prepareSend(context.Background(), nil, req, direct)
 			if resp != nil || len(msgs) != 1 {
 				t.Fatalf("%q: answered %+v", tc.props, resp)
@@ -223,8 +237,8 @@ func TestSendDirectPropertiesStoredAlike(t *testing.T) {
 			}
 			stored[i] = pr.data
 		}
-		if !bytes.Equal(stored[0], stored[1]) {
-			t.Fatalf("%q on %s: stored bytes differ\nmap    %q\ndirect %q", tc.props, tc.topic, stored[0], stored[1])
+		if !bytes.Equal(stored[0], stored[1]) || !bytes.Equal(stored[0], stored[2]) {
+			t.Fatalf("%q on %s: stored bytes differ\nmap    %q\ndirect %q\nraw    %q", tc.props, tc.topic, stored[0], stored[1], stored[2])
 		}
 	}
 	// The SDK's sorted properties are stored without a copy.
@@ -299,5 +313,98 @@ func TestSendPathAnswers(t *testing.T) {
 		if got := dec.ExtFields["queueOffset"]; got != strconv.Itoa(i) || dec.Opaque != fr.req.Opaque {
 			t.Fatalf("answer %d has queueOffset %s", i, got)
 		}
+	}
+}
+
+// sendFrameWith re-encodes a request frame (no length field) with some
+// extFields replaced.
+func sendFrameWith(tb testing.TB, frame []byte, set map[string]string) []byte {
+	tb.Helper()
+	req, err := remoting.DecodeFrame(frame)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	maps.Copy(req.ExtFields, set)
+	f, err := remoting.EncodeFrame(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f[4:]
+}
+
+// TestSendRawExt: a send decoded with its extFields left raw (the server's
+// LazyExt) gets the same header, the same header error and the same inline
+// choice as with the map, in both name shapes.
+func TestSendRawExt(t *testing.T) {
+	r := newPathReplica(testTopicConfig("T", 8))
+	c := newPathController(t, r)
+	v1 := map[string]string{"producerGroup": "PG", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": "3", "sysFlag": "0", "bornTimestamp": "1700000000000", "flag": "0", "properties": "KEYS\x01k\x02",
+		"reconsumeTimes": "1", "unitMode": "false", "maxReconsumeTimes": "16", "batch": "TRUE", "bname": "broker-a"}
+	v2 := map[string]string{"a": "PG", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1700000000000",
+		"h": "0", "i": "KEYS\x01k\x02", "j": "1", "k": "false", "l": "16", "m": "TRUE", "n": "broker-a"}
+	var cases []map[string]string
+	for _, full := range []map[string]string{v1, v2} {
+		cases = append(cases, full)
+		for k := range full {
+			for _, v := range []string{"\x00", "bad value", " 7 ", ""} {
+				m := maps.Clone(full)
+				if v == "\x00" {
+					delete(m, k)
+				} else {
+					m[k] = v
+				}
+				cases = append(cases, m)
+			}
+		}
+	}
+	cases = append(cases, map[string]string{}, map[string]string{"b": "%RETRY%g", "i": "", "topic": "T"},
+		map[string]string{"topic": "T", "properties": "DELAY\x012\x02"}, map[string]string{"topic": "Unknown"})
+	for i, ext := range cases {
+		for _, code := range []int16{remoting.RequestSendMessage, remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage} {
+			req := remoting.NewRequest(code, nil, nil)
+			req.SerializeType = remoting.SerializeRocketMQ
+			req.ExtFields = ext
+			f, err := remoting.EncodeFrame(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byMap, _ := remoting.DecodeFrame(f[4:])
+			raw, err := remoting.DecodeFrameRawExt(f[4:])
+			if err != nil || raw.ExtFields != nil {
+				t.Fatalf("raw decode: %v, ExtFields %v", err, raw.ExtFields)
+			}
+			want, wantErr := decodeSendHeader(byMap)
+			got, gotErr := decodeSendHeader(raw)
+			if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) || got != want {
+				t.Fatalf("case %d code %d %v: raw %+v / %v, map %+v / %v", i, code, ext, got, gotErr, want, wantErr)
+			}
+			if c.sendInline(raw) != c.sendInline(byMap) {
+				t.Fatalf("case %d code %d %v: inline raw %v, map %v", i, code, ext, c.sendInline(raw), c.sendInline(byMap))
+			}
+		}
+	}
+}
+
+// BenchmarkSendHeaderFromFrame: frame decode plus send header decode, with
+// the extFields decoded into the map and left raw (LazyExt).
+func BenchmarkSendHeaderFromFrame(b *testing.B) {
+	frame := sdkSendFrame(b, "BenchTopic", "UNIQ_KEY\x017F0000010C9418B4AAC2A1C4F3E80001\x02", make([]byte, 1024))
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) (*remoting.RemotingCommand, error)
+	}{{"map", remoting.DecodeFrame}, {"raw", remoting.DecodeFrameRawExt}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req, err := tc.decode(frame)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if h, err := decodeSendHeader(req); err != nil || h.Topic != "BenchTopic" {
+					b.Fatal(h, err)
+				}
+			}
+		})
 	}
 }
