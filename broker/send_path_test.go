@@ -408,3 +408,48 @@ func BenchmarkSendHeaderFromFrame(b *testing.B) {
 		})
 	}
 }
+
+// FuzzSendHeaderRawExt: for any field values and either name shape, the
+// send header read from the raw ext block equals the one read from the
+// map (value or error), and so does the inline choice.
+func FuzzSendHeaderRawExt(f *testing.F) {
+	f.Add(true, "T", "3", "0", "1700000000000", "UNIQ_KEY\x01u\x02", "false", "16")
+	f.Add(false, "", "-1", "x", "", "\x01\x02", "TRUE", " 7 ")
+	f.Add(true, "%RETRY%g", "2147483648", "1", "9223372036854775808", "DELAY\x013\x02", "yes", "")
+	r := newPathReplica(testTopicConfig("T", 8))
+	c := newPathController(f, r)
+	f.Fuzz(func(t *testing.T, short bool, topic, queueID, sysFlag, born, props, batch, maxTimes string) {
+		names := &sendHeaderNames
+		if short {
+			names = &sendHeaderV2Names
+		}
+		ext := map[string]string{}
+		for i, v := range []string{"PG", topic, "TBW102", "4", queueID, sysFlag, born, "0", props, "0", "false", maxTimes, batch, "b"} {
+			if v != "" || i%3 == 0 { // some fields absent
+				ext[names[i]] = v
+			}
+		}
+		for _, code := range []int16{remoting.RequestSendMessage, remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage} {
+			req := remoting.NewRequest(code, nil, nil)
+			req.SerializeType = remoting.SerializeRocketMQ
+			req.ExtFields = ext
+			fr, err := remoting.EncodeFrame(req)
+			if err != nil {
+				return
+			}
+			byMap, err1 := remoting.DecodeFrame(fr[4:])
+			raw, err2 := remoting.DecodeFrameRawExt(fr[4:])
+			if err1 != nil || err2 != nil {
+				t.Fatalf("decode: %v / %v", err1, err2)
+			}
+			want, wantErr := decodeSendHeader(byMap)
+			got, gotErr := decodeSendHeader(raw)
+			if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) || got != want {
+				t.Fatalf("code %d %q: raw %+v / %v, map %+v / %v", code, ext, got, gotErr, want, wantErr)
+			}
+			if c.sendInline(raw) != c.sendInline(byMap) {
+				t.Fatalf("code %d %q: inline differs", code, ext)
+			}
+		}
+	})
+}
