@@ -20,10 +20,14 @@
 // opaque, int32 flag, int32 remark length + remark, int32 extFields length
 // + repeated (int16 key length, key, int32 value length, value). A response
 // carries its request's opaque and serialize type. Frames above
-// MaxFrameSize (16 MiB) are refused. EncodeFrame and DecodeFrame are the
-// codec; RemotingCommand.EncodeHeader / DecodeHeader map typed header
-// structs (`ext:"name,required"` tags) to and from extFields. Request and
-// response codes live in codes.go, an append-only table.
+// MaxFrameSize (16 MiB) are refused. EncodeFrame/AppendFrame and
+// DecodeFrame are the codec; RemotingCommand.EncodeHeader / DecodeHeader
+// map typed header structs (`ext:"name,required"` tags) to and from
+// extFields. Hot paths skip the extFields map: a request's ExtAppender
+// writes its header straight into the frame, and a call's
+// LazyResponseExt (servers: AsyncOptions.LazyExt) leaves the decoded
+// fields raw for ExtValue/RangeExt. Request and response codes live in
+// codes.go, an append-only table.
 //
 // # Connections and workers
 //
