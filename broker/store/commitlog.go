@@ -319,8 +319,15 @@ func (c *CommitLog) PutMessages(msgs []*Message) ([]AppendResult, int64, error) 
 	total := 0
 	for i, m := range msgs {
 		m.StoreHost = c.cfg.StoreHost
-		props[i] = storedProperties(m.Properties)
-		n, err := encodedSize(m, len(props[i]))
+		var n int
+		var err error
+		if m.EncodedProperties != "" {
+			props[i] = m.EncodedProperties
+			n, err = encodedSize(m, len(props[i])+crcPropLen)
+		} else {
+			props[i] = storedProperties(m.Properties)
+			n, err = encodedSize(m, len(props[i]))
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -354,7 +361,7 @@ func (c *CommitLog) PutMessages(msgs []*Message) ([]AppendResult, int64, error) 
 			if takesQueueOffset(m.SysFlag) {
 				c.queueOffsets[k]++
 			}
-			encodeInto(dst[p:p+sizes[i]], m, props[i])
+			encodeWith(dst[p:p+sizes[i]], m, props[i], m.EncodedProperties != "")
 			res[i] = AppendResult{PhysicalOffset: m.PhysicalOffset, Size: int32(sizes[i]), StoreTimestamp: ts, QueueOffset: m.QueueOffset}
 			p += sizes[i]
 		}

@@ -97,8 +97,7 @@ type Message struct {
 	// not read and may be nil): the properties already in stored order, as
 	// CanonicalProperties renders them. The send processor sets it straight
 	// from the request's properties string so the per-message map is never
-	// built. CommitLog.PutMessages (the single-node path) still encodes
-	// Properties; callers of it leave this empty.
+	// built. CommitLog.PutMessages honours it too.
 	EncodedProperties         string
 	SysFlag                   int32
 	BornTimestamp             int64
