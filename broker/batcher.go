@@ -48,26 +48,31 @@ type batchPolicy struct {
 //
 // When to propose (run): every entry costs one fsync on every replica, so
 // the batcher waits (up to RaftBatchAdaptiveWait) for the closed-loop
-// senders it expects — the most requests it saw in flight and queued at
-// once during the previous gather, minus those in entries still in
-// flight. With RaftMaxInflight ≥ 2 a second entry may go while one is in
-// flight when it holds at least a quarter of those senders (a straggler
-// alone waits and joins the next big entry), and with none in flight a
-// batch that has half its target is proposed at once when the rest
-// trickles in too slowly (splitRatio): over the network the senders'
-// answers and next requests take longer than a Raft round, and two
-// cohorts alternating keep the disk busy while the other's requests come
-// back. In-process senders come back well within that, stay one cohort,
-// and the second slot stays unused.
+// senders it expects — the most requests it saw in flight, gathered and
+// queued at once during the previous gather, minus those in entries still
+// in flight. That count never exceeds the requests really outstanding, so
+// the wait ends when the last sender is back. (The rule before session 3,
+// previous entry plus "early" arrivals counted while the select also
+// offered a free slot, could count one request too many and then waited
+// out the whole adaptive wait.) With RaftMaxInflight ≥ 2 a second entry
+// may go while one is in flight when it holds at least a quarter of the
+// expected senders (a straggler alone waits and joins the next big entry,
+// so in-process senders stay one entry per round), and with none in
+// flight a batch that has half its target is proposed at once when the
+// rest trickles in too slowly (splitRatio), so two entries alternate when
+// the senders' return trip is longer than a Raft round.
 type batcher struct {
 	pol   batchPolicy
 	apply func(raft.Log) (any, error) // Group.applyLog with ApplyTimeout
 	msgID func(*PutResult) string     // Group.msgID
-	in    chan *putRequest
-	freed chan struct{} // a slot was freed (buffered 1)
-	quit  chan struct{}
-	done  chan struct{}
-	wg    sync.WaitGroup // waiter goroutines
+	// observe, when set, gets the request count of every proposed entry
+	// (the raft_batch_requests histogram).
+	observe func(float64)
+	in      chan *putRequest
+	freed   chan struct{} // a slot was freed (buffered 1)
+	quit    chan struct{}
+	done    chan struct{}
+	wg      sync.WaitGroup // waiter goroutines
 
 	mu           sync.Mutex
 	inflight     int // entries proposed and not answered
@@ -82,11 +87,16 @@ func newBatcher(g *Group) *batcher {
 	pol := batchPolicy{maxBytes: c.RaftBatchMaxBytes, maxCount: c.RaftBatchMaxCount, maxInflight: c.RaftMaxInflight,
 		linger: c.RaftBatchLinger, wait: c.RaftBatchAdaptiveWait, splitRatio: c.RaftBatchSplitRatio}
 	apply := func(l raft.Log) (any, error) { return g.applyLog(l, c.ApplyTimeout) }
-	return startBatcher(pol, apply, g.msgID)
+	var observe func(float64)
+	if g.metrics != nil {
+		observe = g.metrics.batchRequests.Observe
+	}
+	return startBatcher(pol, apply, g.msgID, observe)
 }
 
-func startBatcher(pol batchPolicy, apply func(raft.Log) (any, error), msgID func(*PutResult) string) *batcher {
-	b := &batcher{pol: pol, apply: apply, msgID: msgID, in: make(chan *putRequest, 1024),
+func startBatcher(pol batchPolicy, apply func(raft.Log) (any, error), msgID func(*PutResult) string,
+	observe func(float64)) *batcher {
+	b := &batcher{pol: pol, apply: apply, msgID: msgID, observe: observe, in: make(chan *putRequest, 1024),
 		freed: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go b.run()
 	return b
@@ -258,6 +268,9 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 		n += r.count
 	}
 	ext, data, _ := EncodeCommand(c, data)
+	if b.observe != nil {
+		b.observe(float64(len(batch)))
+	}
 	b.mu.Lock()
 	b.inflight++
 	b.inflightReqs += len(batch)

@@ -24,6 +24,15 @@ type fakeRaft struct {
 	entries [][]int32
 	gates   []chan error
 	auto    bool // apply at once from now on
+	// sizes are the request counts the batcher reported (observe), which
+	// must match what the entries hold.
+	sizes []int
+}
+
+func (f *fakeRaft) observe(n float64) {
+	f.mu.Lock()
+	f.sizes = append(f.sizes, int(n))
+	f.mu.Unlock()
 }
 
 func (f *fakeRaft) apply(l raft.Log) (any, error) {
@@ -98,7 +107,7 @@ func submit(t *testing.T, b *batcher, q int32) <-chan answer {
 
 func startTestBatcher(t *testing.T, pol batchPolicy) (*batcher, *fakeRaft) {
 	f := &fakeRaft{t: t}
-	b := startBatcher(pol, f.apply, func(r *PutResult) string { return fmt.Sprintf("id-%d", r.PhysicalOffset) })
+	b := startBatcher(pol, f.apply, func(r *PutResult) string { return fmt.Sprintf("id-%d", r.PhysicalOffset) }, f.observe)
 	t.Cleanup(func() {
 		// Release whatever is still held so the waiters end.
 		f.mu.Lock()
@@ -179,6 +188,11 @@ func TestBatcherEntriesAndAnswers(t *testing.T) {
 	if a := recv(t, a2); a.err != nil || a.results[0].QueueID != 2 {
 		t.Fatalf("second request got %+v", a)
 	}
+	f.mu.Lock()
+	if got := fmt.Sprint(f.sizes); got != "[1 1 7]" {
+		t.Errorf("observed entry sizes %s, want [1 1 7]", got)
+	}
+	f.mu.Unlock()
 	for i, ch := range later {
 		a := recv(t, ch)
 		if a.err != nil || len(a.results) != 1 || a.results[0].QueueID != int32(3+i) || a.results[0].QueueOffset != int64(i) {
@@ -225,7 +239,7 @@ func TestBatcherFailedEntry(t *testing.T) {
 func TestBatcherApplyError(t *testing.T) {
 	boom := errors.New("queue write failed")
 	b := startBatcher(testPolicy(1), func(raft.Log) (any, error) { return &applyResult{err: boom}, nil },
-		func(*PutResult) string { return "" })
+		func(*PutResult) string { return "" }, nil)
 	defer b.close()
 	a := recv(t, submit(t, b, 1))
 	if !errors.Is(a.err, store.ErrServiceNotAvailable) || !errors.Is(a.err, boom) {
@@ -237,7 +251,7 @@ func TestBatcherApplyError(t *testing.T) {
 // ErrGroupClosed, and so does the one in flight when Raft shuts down.
 func TestBatcherCloseFailsQueued(t *testing.T) {
 	f := &fakeRaft{t: t}
-	b := startBatcher(testPolicy(1), f.apply, func(*PutResult) string { return "" })
+	b := startBatcher(testPolicy(1), f.apply, func(*PutResult) string { return "" }, nil)
 	a1 := submit(t, b, 1)
 	waitProposed(t, f, 1)
 	a2 := submit(t, b, 2) // waits for the only slot

@@ -44,7 +44,7 @@ type GroupConfig struct {
 	// broker.conf.
 	RaftBatchAdaptiveWait time.Duration `prop:"raftBatchAdaptiveWait"`
 	// RaftBatchSplitRatio lets the batcher, when no entry is in flight and
-	// RaftMaxInflight is at least 2, propose a batch holding half the
+	// RaftMaxInflight is at least 2 (not the default), propose a batch holding half the
 	// requests it waits for when the rest, at the rate they arrive, would
 	// take longer than this many Raft rounds (propose → answered, measured):
 	// senders answered over the network come back spread over more than a
@@ -52,14 +52,15 @@ type GroupConfig struct {
 	// (0.5; 0 never splits).
 	RaftBatchSplitRatio float64 `prop:"raftBatchSplitRatio"`
 	// RaftMaxInflight bounds the entries the batcher has proposed and not
-	// yet seen answered (2). Every entry costs one fsync on each replica,
-	// so the batcher does not use a second slot just because it is free:
-	// a second entry goes while one is in flight only when it holds at
-	// least a quarter of the senders it expects, and a batch is split only
-	// by RaftBatchSplitRatio. In-process senders (BenchmarkGroupPut) stay
-	// one entry per round as with 1; senders over the network
-	// (`raftmq dev` + `raftmq bench produce -w 64`) settle into two
-	// entries alternating, 1.3–1.7× the msg/s of 1 on one shared disk.
+	// yet seen answered (1). Every entry costs one fsync on each replica,
+	// so with 2 the batcher still does not use the second slot just
+	// because it is free: a second entry goes while one is in flight only
+	// when it holds at least a quarter of the senders it expects, and a
+	// batch is split only by RaftBatchSplitRatio. Measured on one shared
+	// disk with 64 senders (session 3): 2 matched 1 in `raftmq dev`
+	// (63.8 requests per entry either way) and in BenchmarkGroupPut
+	// (62 vs 63.7 msg/entry); try 2 when replicas have their own disks or
+	// the senders' return trip is longer than a Raft round.
 	RaftMaxInflight int `prop:"raftMaxInflight"`
 	// OffsetFlushInterval is how often coalesced consumer-offset commits
 	// are proposed as one entry (100 ms).
@@ -105,7 +106,7 @@ func DefaultGroupConfig() GroupConfig {
 	c.Raft.EnableDLegerCommitLog = true
 	c.RaftBatchMaxBytes = 1 << 20
 	c.RaftBatchMaxCount = 512
-	c.RaftMaxInflight = 2
+	c.RaftMaxInflight = 1
 	c.RaftBatchAdaptiveWait = time.Millisecond
 	c.RaftBatchSplitRatio = 0.5
 	c.OffsetFlushInterval = 100 * time.Millisecond

@@ -26,6 +26,10 @@ var _ groupCollectors = (*Group)(nil)
 type groupMetrics struct {
 	flushSeconds prometheus.Histogram
 	flushBytes   prometheus.Histogram
+	// batchRequests: send requests per entry the leader's batcher proposed
+	// (how well it gathered the senders; every entry costs one fsync per
+	// replica).
+	batchRequests prometheus.Histogram
 }
 
 func newGroupMetrics() *groupMetrics {
@@ -41,6 +45,11 @@ func newGroupMetrics() *groupMetrics {
 			Help:    "Payload bytes (data + extensions) of the entries appended per LogStore.StoreLogs call.",
 			Buckets: prometheus.ExponentialBuckets(256, 4, 10), // 256 B .. 64 MiB
 		}),
+		batchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "raft_batch_requests",
+			Help:    "Send requests per Raft entry proposed by the leader's batcher.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10), // 1 .. 512 (raftBatchMaxCount)
+		}),
 	}
 }
 
@@ -49,7 +58,7 @@ func (g *Group) metricsCollectors() []prometheus.Collector {
 	if g.metrics == nil {
 		return nil
 	}
-	return []prometheus.Collector{g.metrics.flushSeconds, g.metrics.flushBytes}
+	return []prometheus.Collector{g.metrics.flushSeconds, g.metrics.flushBytes, g.metrics.batchRequests}
 }
 
 // timedLogs is the LogStore Raft gets: g.logs behind the timing decorator.
