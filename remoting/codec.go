@@ -159,21 +159,15 @@ func (c *RemotingCommand) extKeys(keys []string) []string {
 }
 
 // appendRawExtKeys appends the keys of a decoded ROCKETMQ extFields block
-// that are still in m, first occurrence only, in wire order. The block was
-// validated when it was decoded.
+// that are still in m, first occurrence only, in wire order.
 func appendRawExtKeys(keys []string, raw string, m map[string]string) []string {
 	first := len(keys)
-	for off := 0; off+2 <= len(raw); {
-		kl := int(raw[off])<<8 | int(raw[off+1])
-		off += 2
-		k := raw[off : off+kl]
-		off += kl
-		vl := int(raw[off])<<24 | int(raw[off+1])<<16 | int(raw[off+2])<<8 | int(raw[off+3])
-		off += 4 + vl
+	rangeRawExt(raw, func(k, _ string) bool {
 		if _, ok := m[k]; ok && !slices.Contains(keys[first:], k) {
 			keys = append(keys, k)
 		}
-	}
+		return true
+	})
 	return keys
 }
 

@@ -169,7 +169,13 @@ func (c *RemotingCommand) RangeExt(fn func(k, v string) bool) {
 		}
 		return
 	}
-	raw := c.extRaw
+	rangeRawExt(c.extRaw, fn)
+}
+
+// rangeRawExt calls fn for each pair of a ROCKETMQ extFields block (2-byte
+// key length, key, 4-byte value length, value; big-endian) in wire order
+// until it returns false. The block was validated when it was decoded.
+func rangeRawExt(raw string, fn func(k, v string) bool) {
 	for off := 0; off+2 <= len(raw); {
 		kl := int(raw[off])<<8 | int(raw[off+1])
 		off += 2
