@@ -3,8 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,25 +68,13 @@ func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
 	}
 	c.createTopic("T", 2)
 	var acks []ack
-	send := func(k int) {
-		m := testMessage("T", int32(k%2), fmt.Sprintf("k%d", k), "p", int64(k), 100)
-		res, err := c.sendRetrying(m, time.Now().Add(15*time.Second))
-		if err != nil {
-			t.Fatalf("send %d: %v", k, err)
-		}
-		acks = append(acks, ack{key: m.UniqKey(), PutResult: res})
-	}
+	send := func(k int) { acks = append(acks, c.sendSeq(k, 100)) }
 	for k := range 10 {
 		send(k)
 	}
 
 	old := c.leader()
-	oldIdx := 0
-	for i, n := range c.nodes {
-		if n == old {
-			oldIdx = i
-		}
-	}
+	oldIdx := slices.Index(c.nodes, old)
 	start := time.Now()
 	fss[oldIdx].full.Store(true)
 	var moved *testNode

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -80,25 +79,12 @@ func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
 	}
 	c.createTopic("T", 2)
 	var acks []ack
-	send := func(k int) {
-		m := testMessage("T", int32(k%2), fmt.Sprintf("k%d", k), "p", int64(k), 8<<10)
-		res, err := c.sendRetrying(m, time.Now().Add(15*time.Second))
-		if err != nil {
-			t.Fatalf("send %d: %v", k, err)
-		}
-		acks = append(acks, ack{key: m.UniqKey(), PutResult: res})
-	}
+	send := func(k int) { acks = append(acks, c.sendSeq(k, 8<<10)) }
 	for k := range 20 {
 		send(k)
 	}
 	l := c.leader()
-	fi := 0
-	for i, n := range c.nodes {
-		if n != l {
-			fi = i
-			break
-		}
-	}
+	fi := c.followerOf(l)
 	f := c.nodes[fi]
 	before, _ := f.g().LogStore().LastIndex()
 	fss[fi].full.Store(true)

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,6 +255,24 @@ func (c *testCluster) currentLeaderGroup() (*testNode, *Group) {
 		}
 	}
 	return nil, nil
+}
+
+// followerOf returns the index of the first node that is not l.
+func (c *testCluster) followerOf(l *testNode) int {
+	return slices.IndexFunc(c.nodes, func(n *testNode) bool { return n != l })
+}
+
+// sendSeq sends message k of a test's single idempotent producer "p"
+// (queue k%2, key "k<k>") through sendRetrying and fails the test if it is
+// not acknowledged within 15 s.
+func (c *testCluster) sendSeq(k, bodySize int) ack {
+	c.t.Helper()
+	m := testMessage("T", int32(k%2), fmt.Sprintf("k%d", k), "p", int64(k), bodySize)
+	res, err := c.sendRetrying(m, time.Now().Add(15*time.Second))
+	if err != nil {
+		c.t.Fatalf("send %d: %v", k, err)
+	}
+	return ack{key: m.UniqKey(), PutResult: res}
 }
 
 func (c *testCluster) createTopic(topic string, queues int) {

@@ -174,13 +174,7 @@ func TestGroupFollowerRecoversThroughSnapshot(t *testing.T) {
 	c := newTestCluster(t, clusterOpts{sync: true, segmentSize: 256 << 10})
 	c.createTopic("T", 2)
 	l := c.leader()
-	lagging := 0
-	for i, n := range c.nodes {
-		if n != l {
-			lagging = i
-			break
-		}
-	}
+	lagging := c.followerOf(l)
 	c.sendConcurrently(4, 300, 1024, 2, nil)
 	c.waitCaughtUp()
 	c.stop(lagging)
