@@ -558,7 +558,7 @@ func (s *MessageStore) PutMessages(msgs []*Message) (PutMessageResult, error) {
 		}
 	}
 	if s.cfg.FlushDiskType == SyncFlush {
-		if len(msgs) > 0 && msgs[0].Properties["WAIT"] == "false" {
+		if len(msgs) > 0 && msgs[0].Property("WAIT") == "false" {
 			s.flush.signal() // not waiting, but the buffered bytes must go out
 			return r, nil
 		}
