@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -120,39 +121,10 @@ var (
 )
 
 // sendHeaderIndex is the field index of a long extFields name, -1 if none.
-func sendHeaderIndex(k string) int {
-	switch k {
-	case "producerGroup":
-		return 0
-	case "topic":
-		return 1
-	case "defaultTopic":
-		return 2
-	case "defaultTopicQueueNums":
-		return 3
-	case "queueId":
-		return 4
-	case "sysFlag":
-		return 5
-	case "bornTimestamp":
-		return 6
-	case "flag":
-		return 7
-	case "properties":
-		return 8
-	case "reconsumeTimes":
-		return 9
-	case "unitMode":
-		return 10
-	case "maxReconsumeTimes":
-		return 11
-	case "batch":
-		return 12
-	case "bname":
-		return 13
-	}
-	return -1
-}
+// Only ROCKETMQ-serialized SEND_MESSAGE headers with long names come here
+// (our SDK sends the short V2 names, official clients JSON), so a scan
+// of the 14 names is enough.
+func sendHeaderIndex(k string) int { return slices.Index(sendHeaderNames[:], k) }
 
 // sendHeaderFields holds the values of sendHeader's fields by index
 // (struct order); has marks the ones present (the last of a repeated key
