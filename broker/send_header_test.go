@@ -13,15 +13,7 @@ import (
 func TestDecodeSendHeaderV2Equiv(t *testing.T) {
 	full := map[string]string{"a": "PG", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1700000000000",
 		"h": "0", "i": "KEYS\x01k\x02", "j": "1", "k": "false", "l": "16", "m": "TRUE", "n": "broker-a"}
-	with := func(k, v string) map[string]string {
-		m := maps.Clone(full)
-		if v == "\x00" {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
+	with := func(k, v string) map[string]string { return extWith(full, k, v) }
 	cases := []map[string]string{full, with("i", "\x00"), with("j", "\x00"), with("k", "\x00"), with("l", "\x00"),
 		with("m", "\x00"), with("n", "\x00"), with("d", " 7 "), with("e", "x"), with("e", "2147483648"),
 		with("g", "9223372036854775808"), with("g", "-5"), with("k", "yes"), with("m", "1"), with("m", "False"),
@@ -66,4 +58,16 @@ func BenchmarkDecodeSendHeaderV2(b *testing.B) {
 			}
 		}
 	})
+}
+
+// extWith returns a copy of ext with k set to v, or removed when v is
+// "\x00" (the header-decode equivalence tests' case builder).
+func extWith(ext map[string]string, k, v string) map[string]string {
+	m := maps.Clone(ext)
+	if v == "\x00" {
+		delete(m, k)
+	} else {
+		m[k] = v
+	}
+	return m
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"maps"
 	"reflect"
 	"testing"
 
@@ -15,15 +14,7 @@ func TestDecodeSendHeaderV1Equiv(t *testing.T) {
 	full := map[string]string{"producerGroup": "PG", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
 		"queueId": "3", "sysFlag": "0", "bornTimestamp": "1700000000000", "flag": "0", "properties": "KEYS\x01k\x02",
 		"reconsumeTimes": "1", "unitMode": "false", "maxReconsumeTimes": "16", "batch": "TRUE", "bname": "broker-a"}
-	with := func(k, v string) map[string]string {
-		m := maps.Clone(full)
-		if v == "\x00" {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
+	with := func(k, v string) map[string]string { return extWith(full, k, v) }
 	cases := []map[string]string{full, with("queueId", " 7 "), with("queueId", "2147483648"), with("bornTimestamp", "-5"),
 		with("unitMode", "yes"), with("batch", "1"), with("batch", "False"), with("reconsumeTimes", "1.5"),
 		with("maxReconsumeTimes", ""), with("producerGroup", "")}
