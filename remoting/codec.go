@@ -378,7 +378,9 @@ func appendRocketMQHeader(b []byte, c *RemotingCommand) ([]byte, error) {
 	var kb [extKeysBuf]string
 	for _, k := range c.extKeys(kb[:0]) {
 		if len(k) > math.MaxInt16 {
-			return nil, fmt.Errorf("%w: extFields key of %d bytes exceeds int16 length", ErrInvalidHeader, len(k))
+			// b, not nil: AppendFrame cuts the caller's buffer back to
+			// where this frame started.
+			return b, fmt.Errorf("%w: extFields key of %d bytes exceeds int16 length", ErrInvalidHeader, len(k))
 		}
 		v := c.ExtFields[k]
 		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))

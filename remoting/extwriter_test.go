@@ -103,6 +103,12 @@ func TestAppendFrame(t *testing.T) {
 	if !errors.Is(err, ErrInvalidHeader) || string(got) != "queued" {
 		t.Fatalf("over-long key: %q, %v", got, err)
 	}
+	// The same through an ExtFields map (the path without an appender).
+	badMap := &RemotingCommand{SerializeType: SerializeRocketMQ, ExtFields: map[string]string{strings.Repeat("k", 1<<15): "v"}}
+	got, err = AppendFrame([]byte("queued"), badMap)
+	if !errors.Is(err, ErrInvalidHeader) || string(got) != "queued" {
+		t.Fatalf("over-long map key: %q, %v", got, err)
+	}
 	if _, err := EncodeFrame(&RemotingCommand{SerializeType: 9}); !errors.Is(err, ErrInvalidFrame) {
 		t.Fatalf("unknown serialize type: %v", err)
 	}
