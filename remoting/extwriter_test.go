@@ -221,3 +221,20 @@ func TestServerLazyExt(t *testing.T) {
 		}
 	}
 }
+
+// TestReRegisterDropsLazyExt: a code registered with LazyExt and then
+// re-registered with a synchronous handler (which reads ExtFields) is
+// decoded into a map again.
+func TestReRegisterDropsLazyExt(t *testing.T) {
+	h := func(context.Context, *Conn, *RemotingCommand, *Responder) (*RemotingCommand, error) { return nil, nil }
+	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
+		s.RegisterAsync(RequestSendMessageV2, h, AsyncOptions{Workers: 1, QueueSize: 1, MaxPending: 1, LazyExt: true})
+		if !s.lazyRequest(RequestSendMessageV2) {
+			t.Error("LazyExt registration not recorded")
+		}
+		s.Register(RequestSendMessageV2, echo, 1, 1)
+	})
+	if s.lazyRequest(RequestSendMessageV2) {
+		t.Fatal("a synchronous handler registered over a LazyExt one still gets raw extFields")
+	}
+}

@@ -136,6 +136,7 @@ func (s *Server) Register(code int16, h HandlerFunc, workers, queueSize int) {
 	defer s.mu.Unlock()
 	s.processors[code] = registration{h: h, pool: p}
 	s.addPoolLocked(p)
+	s.setLazyLocked(code, false) // a synchronous handler reads ExtFields
 }
 
 // AsyncOptions configure an asynchronous processor (RegisterAsync).
@@ -175,14 +176,26 @@ func (s *Server) RegisterAsync(code int16, h AsyncHandlerFunc, o AsyncOptions) {
 	s.processors[code] = registration{
 		async: &asyncReg{h: h, maxPending: int64(max(o.MaxPending, 1)), inline: o.Inline}, pool: p}
 	s.addPoolLocked(p)
+	s.setLazyLocked(code, o.LazyExt)
+}
+
+// setLazyLocked records whether requests with code are decoded with their
+// extFields left raw; every registration sets it, so re-registering a code
+// never inherits the previous handler's choice. Copy-on-write: readers
+// (lazyRequest) take no lock.
+func (s *Server) setLazyLocked(code int16, on bool) {
+	cur := s.lazyExt.Load()
+	if cur == nil && !on || cur != nil && (*cur)[code] == on {
+		return
+	}
 	lazy := map[int16]bool{}
-	if cur := s.lazyExt.Load(); cur != nil {
+	if cur != nil {
 		for k := range *cur {
 			lazy[k] = true
 		}
 	}
 	delete(lazy, code)
-	if o.LazyExt {
+	if on {
 		lazy[code] = true
 	}
 	s.lazyExt.Store(&lazy)
