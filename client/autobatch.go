@@ -328,7 +328,6 @@ func (a *accumulator) abandon(s *autoSend) (lead []*autoSend, linger time.Durati
 
 // sendAuto sends r through the accumulator and returns its own result.
 func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, error) {
-	r.born = time.Time{} // may wait in the accumulator: attempts read the clock
 	routes, err := p.running()
 	if err != nil {
 		return nil, err

@@ -37,9 +37,6 @@ type sendRequest struct {
 	hdr      sendMessageHeaderV2
 	props    []byte
 	propsBuf [192]byte // props' first storage: UNIQ_KEY, tags, keys fit
-	// born is the clock reading of prepare, used once as the first
-	// attempt's start (clock reads are not free on every VM).
-	born time.Time
 }
 
 // prepare validates msg and fixes what every attempt shares.
@@ -48,8 +45,8 @@ func (p *Producer) prepare(msg *Message) (*sendRequest, error) {
 		return nil, err
 	}
 	r := sendRequestPool.Get().(*sendRequest)
-	r.topic, r.msg, r.body, r.born = msg.Topic, msg, msg.Body, p.cfg.common.now()
-	r.uniq1[0] = p.ids.newAt(r.born)
+	r.topic, r.msg, r.body = msg.Topic, msg, msg.Body
+	r.uniq1[0] = p.ids.newAt(p.cfg.common.now())
 	r.uniqIDs = r.uniq1[:]
 	if p.cfg.compressOver > 0 && len(msg.Body) > p.cfg.compressOver {
 		var buf bytes.Buffer
@@ -286,7 +283,6 @@ func (p *Producer) send(ctx context.Context, r *sendRequest) (*SendResult, error
 	defer sd.release()
 	info := routes.cachedPublishInfo(r.topic)
 	if info == nil {
-		r.born = time.Time{} // the fetch takes a while: attempts read the clock
 		if info, err = routes.publishInfo(sd.context(), r.topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); err != nil {
 			return nil, err
 		}
@@ -443,11 +439,7 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 		return err
 	}
 	for hop := 0; ; hop++ {
-		start := r.born
-		if start.IsZero() {
-			start = p.cfg.common.now()
-		}
-		r.born = time.Time{}
+		start := p.cfg.common.now()
 		req, err := p.encode(r, mq, extra, start)
 		if err != nil {
 			return nil, fail(addr, err)
