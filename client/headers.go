@@ -73,32 +73,6 @@ func (h *sendMessageHeaderV2) AppendExt(w *remoting.ExtWriter) {
 	}
 }
 
-// extFields renders the header without reflection: it is on every
-// send's path. It writes what remoting's EncodeHeader would (the tests
-// compare the two).
-func (h *sendMessageHeaderV2) extFields() map[string]string {
-	m := make(map[string]string, 14)
-	m["a"] = h.ProducerGroup
-	m["b"] = h.Topic
-	m["c"] = h.DefaultTopic
-	m["d"] = strconv.Itoa(h.DefaultTopicQueueNums)
-	m["e"] = strconv.Itoa(h.QueueID)
-	m["f"] = strconv.FormatInt(int64(h.SysFlag), 10)
-	m["g"] = strconv.FormatInt(h.BornTimestamp, 10)
-	m["h"] = strconv.FormatInt(int64(h.Flag), 10)
-	m["i"] = h.Properties
-	m["j"] = strconv.Itoa(h.ReconsumeTimes)
-	m["k"] = strconv.FormatBool(h.UnitMode)
-	if h.MaxReconsumeTimes != 0 {
-		m["l"] = strconv.Itoa(h.MaxReconsumeTimes)
-	}
-	m["m"] = strconv.FormatBool(h.Batch)
-	if h.BrokerName != "" {
-		m["n"] = h.BrokerName
-	}
-	return m
-}
-
 // sendMessageResponseHeader is SendMessageResponseHeader plus the two
 // extFields the official Go client reads from a send response.
 type sendMessageResponseHeader struct {
