@@ -158,7 +158,9 @@ func (p *Producer) sendOne(ctx context.Context, r *sendRequest) (*SendResult, er
 	if p.acc != nil && p.acc.batchable(r) {
 		return p.sendAuto(ctx, r)
 	}
-	return p.send(ctx, r)
+	res, err := p.send(ctx, r)
+	r.recycle() // a plain send keeps no reference to its request
+	return res, err
 }
 
 // refreshLoop refreshes every cached route each RouteRefreshInterval and
@@ -223,12 +225,7 @@ func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, err
 	if err != nil {
 		return nil, err
 	}
-	if p.acc != nil && p.acc.batchable(req) {
-		return p.sendAuto(ctx, req)
-	}
-	res, err := p.send(ctx, req)
-	req.recycle() // a plain send keeps no reference to its request
-	return res, err
+	return p.sendOne(ctx, req)
 }
 
 // SendWithSelector sends msg to the queue sel picks, for ordered

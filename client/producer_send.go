@@ -64,11 +64,12 @@ func (p *Producer) prepare(msg *Message) (*sendRequest, error) {
 	return r, nil
 }
 
-// sendRequestPool recycles the requests of plain SendSync calls: a
-// request (command, header and properties storage) is ~800 bytes, and
-// nothing refers to it once the send returned (the frame was encoded into
-// the connection's buffer, results copy strings out). Requests that may
-// outlive their call (async, auto-batched) are left to the collector.
+// sendRequestPool recycles the requests of plain SendSync and SendAsync
+// calls (sendOne): a request (command, header and properties storage) is
+// ~800 bytes, and nothing refers to it once the send returned (the frame
+// was encoded into the connection's buffer, results copy strings out).
+// Auto-batched requests, which the accumulator may still hold, and the
+// other send kinds are left to the collector.
 var sendRequestPool = sync.Pool{New: func() any { return new(sendRequest) }}
 
 // recycle returns r to sendRequestPool; r must not be used afterwards.
