@@ -420,37 +420,23 @@ func (r *rmqReader) str(n int, what string) (string, error) {
 
 // countRocketMQExt counts the key/value pairs of a ROCKETMQ extFields
 // block, stopping at the first length that does not fit (the decoding pass
-// reports it).
-func countRocketMQExt(b []byte) int {
-	n, off := 0, 0
+// reports it), and returns where it stopped: len(b) when the pairs cover
+// the whole block.
+func countRocketMQExt(b []byte) (n, end int) {
+	off := 0
 	for off+2 <= len(b) {
 		kl := int(int16(binary.BigEndian.Uint16(b[off:])))
-		off += 2
-		if kl < 0 || off+kl+4 > len(b) {
+		if kl < 0 || off+2+kl+4 > len(b) {
 			break
 		}
-		off += kl
-		vl := int(int32(binary.BigEndian.Uint32(b[off:])))
-		off += 4
-		if vl < 0 || off+vl > len(b) {
+		vl := int(int32(binary.BigEndian.Uint32(b[off+2+kl:])))
+		if vl < 0 || off+2+kl+4+vl > len(b) {
 			break
 		}
-		off += vl
+		off += 2 + kl + 4 + vl
 		n++
 	}
-	return n
-}
-
-// rawExtComplete reports whether the n pairs countRocketMQExt found cover
-// the whole extFields block b.
-func rawExtComplete(b []byte, n int) bool {
-	off := 0
-	for i := 0; i < n; i++ {
-		kl := int(binary.BigEndian.Uint16(b[off:]))
-		off += 2 + kl
-		off += 4 + int(binary.BigEndian.Uint32(b[off:]))
-	}
-	return off == len(b)
+	return n, off
 }
 
 func decodeRocketMQHeader(h []byte, pick func(*RemotingCommand) bool) (*RemotingCommand, error) {
@@ -484,7 +470,7 @@ func decodeRocketMQHeader(h []byte, pick func(*RemotingCommand) bool) (*Remoting
 	ext := &rmqReader{b: r.b[r.off : r.off+extLen]}
 	if raw {
 		// Validated now, so ExtValue/RangeExt can walk it unchecked.
-		if n := countRocketMQExt(ext.b); !rawExtComplete(ext.b, n) {
+		if _, end := countRocketMQExt(ext.b); end != len(ext.b) {
 			return nil, fmt.Errorf("%w: rocketmq: malformed extFields block of %d bytes", ErrInvalidHeader, extLen)
 		}
 		c.extRaw, c.extLazy = string(ext.b), true
@@ -494,7 +480,7 @@ func decodeRocketMQHeader(h []byte, pick func(*RemotingCommand) bool) (*Remoting
 	// and the map is sized by a first pass: a send header has ~14 fields,
 	// and per-field strings plus map growth were most of the decode cost.
 	all := string(ext.b)
-	n := countRocketMQExt(ext.b)
+	n, _ := countRocketMQExt(ext.b)
 	c.ExtFields = make(map[string]string, n)
 	c.extRaw = all // the wire order, read again only to re-encode
 	sub := func(n int, what string) (string, error) {
