@@ -1,17 +1,3 @@
-// Package broker is the RocketMQ-compatible broker node: one member of a
-// broker group that is a Raft group. The Raft log is the CommitLog
-// (package raftlog over broker/store's segments); committed entries are
-// applied by the FSM, which builds ConsumeQueue/IndexFile entries, assigns
-// queue offsets and keeps the replicated tables (topics, subscription groups,
-// consumer offsets, producer dedup, delay-level progress).
-//
-// The package has two halves that meet in this file:
-//
-//   - the group (group.go, fsm*.go, command.go, batcher.go, state*.go): the
-//     Raft member, its FSM and the leader-side batcher; it implements Replica;
-//   - the request processors (controller.go and one file per request code
-//     family: send.go, pull.go, heartbeat.go, offset.go, admin.go, …), which
-//     only see the Replica interface and the store's read API.
 package broker
 
 import (

@@ -3,28 +3,51 @@
 // remoting protocol, so it works against raftmq and against ordinary
 // RocketMQ 4.x brokers.
 //
-// The pieces, each in its own file:
-//
-//   - message.go, message_decode.go, batch.go, uniqkey.go: the message model,
-//     the stored-message decoder for pull bodies, the batch body encoder and
-//     the client-side unique id (UNIQ_KEY).
-//   - rebalance*.go: the six RocketMQ queue-allocation strategies.
-//   - route.go, publishinfo.go: name-server lookups and the per-topic route
-//     cache with its periodic refresh.
-//   - fault.go: latency fault tolerance (RocketMQ's sendLatencyFaultEnable).
-//   - producer*.go: the Producer with its functional options, retries and
-//     leader following; autobatch.go: the AutoBatch option, which lets
-//     concurrent sends of a topic share SEND_BATCH_MESSAGE requests while
-//     each caller keeps its own result and retries.
-//   - consumer_*.go, processqueue.go, pull.go, offsetstore.go,
-//     subscription.go: PushConsumer (concurrent and orderly listeners),
-//     LitePullConsumer, and the machinery they share (rebalancing,
-//     heartbeats, long polling, flow control, offset commits, queue locks).
-//   - admin.go: the Admin client behind `raftmq admin`.
+// The SDK imports only package wire (every header, body and codec both
+// sides put on the wire), package remoting and small libraries: never a
+// server package, Raft, memberlist, Prometheus or pprof, so a program using
+// it carries none of them.
 //
 // Every blocking call takes a context; options are validated when a client
 // is built; errors are sentinels and typed errors from errors.go, checked
 // with errors.Is and errors.As. Nothing is global: each client owns its
 // remoting client, its route cache and every goroutine it starts, and
 // Close stops them all.
+//
+// # Files
+//
+//   - options.go: the options every client takes and the producer's;
+//     consumer_options.go: the consumers'.
+//   - message.go, uniqkey.go, queue.go, sendresult.go, subscription.go: the
+//     message model, the client-side unique id (UNIQ_KEY), message queues,
+//     send results, tag expressions.
+//   - route.go, publishinfo.go: name-server lookups, the per-topic route
+//     cache with its refresh, the learned leader of each group.
+//   - fault.go: latency fault tolerance (RocketMQ's sendLatencyFaultEnable).
+//   - producer.go, producer_send.go: the Producer; the attempt loop with
+//     retries, leader following (a not-leader answer's hint, distrusted for
+//     a moment when it names a member that just failed) and the wait for an
+//     election when there is nowhere else to go.
+//   - idempotent.go: producer id and per-queue sequences for the broker's
+//     dedup.
+//   - autobatch.go: the AutoBatch option, which lets concurrent sends of a
+//     topic share SEND_BATCH_MESSAGE requests while each caller keeps its
+//     own result and retries.
+//   - selector.go: queue selectors for ordered sends.
+//   - rebalance*.go: the six RocketMQ queue-allocation strategies.
+//   - consumer_core.go, consumer_rebalance.go, consumer_pull.go,
+//     processqueue.go, pull.go: what both consumers share (heartbeats,
+//     rebalancing with hand-over, long-polling pull loops, flow control,
+//     queue locks).
+//   - consumer_push.go, consumer_orderly.go: PushConsumer with concurrent
+//     and orderly listeners, send-back; consumer_lite.go: LitePullConsumer.
+//   - offsetstore.go: remote (clustering) and local (broadcasting) offset
+//     stores.
+//   - admin.go, admin_json.go: the Admin client behind `raftmq admin`.
+//   - errors.go: sentinels and typed errors.
+//
+// Locks: consumerCore.rebalanceMu is taken before consumerCore.mu, never
+// inside it; processQueue.mu is a leaf; processQueue.consumeMu is never
+// taken while holding consumerCore.mu. The producer's locks (route
+// manager, latency fault, sequencer, AutoBatch accumulator) never nest.
 package client

@@ -1,9 +1,3 @@
-// Package ha holds raftmq's high-availability pieces. This part is gossip:
-// every broker node and name server joins one memberlist pool, publishes a
-// small NodeMeta (kind, cluster, brokerName, Raft id, role, term, remoting
-// address) and hears when others join, change role, leave or die. A name
-// server uses the Dead/Leave events to drop a broker from routes at once
-// instead of after the 120 s heartbeat expiry (see RemoveGoneBrokers).
 package ha
 
 import (

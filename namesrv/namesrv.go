@@ -1,11 +1,3 @@
-// Package namesrv is raftmq's name server: RocketMQ's NamesrvController,
-// RouteInfoManager, request processors and KVConfigManager, speaking the
-// RocketMQ remoting protocol so unmodified RocketMQ clients and brokers can
-// use it.
-//
-// The name server keeps routes in memory only (brokers re-register every
-// 30 s) plus a small KV table persisted to one JSON file. Name servers never
-// talk to each other; brokers register with all of them.
 package namesrv
 
 import (

@@ -61,4 +61,31 @@
 // (NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO): the client
 // serves those through RegisterProcessor and a small bounded pool. RPC
 // hooks run before and after every call on both sides.
+//
+// # Files
+//
+//   - codes.go: request and response codes, append-only tables.
+//   - command.go: RemotingCommand, serialize and language types, flags,
+//     NewRequest/NewResponse, the opaque counter.
+//   - header.go: typed headers (`ext:"name[,required][,omitempty]"` tags) to
+//     and from extFields; HeaderError names the field.
+//   - codec.go: frame encoding and decoding in both serializations, the JSON
+//     header written byte for byte like the official Go client, the raw
+//     extFields block.
+//   - extwriter.go: ExtAppender/ExtWriter, a header written straight into
+//     the frame.
+//   - conn.go: Conn (reader, writer, one write buffer, opaque → future,
+//     deadlines, deferred answers).
+//   - pool.go: bounded worker pools (full ⇒ SYSTEM_BUSY), RPC hooks, handler
+//     panics ⇒ SYSTEM_ERROR.
+//   - server.go: Server (processor table, per-registration pools, graceful
+//     Shutdown); async.go: asynchronous processors and their Responder.
+//   - client.go: Client (lazy dial, redial, sync/async/oneway, sweeper,
+//     client-side processors).
+//   - errors.go: the package's sentinels and typed errors.
+//   - golden/: the official Go client against this server through a
+//     recording proxy; testdata/golden holds the captured frames.
+//
+// Locks: clientEntry.mu → Client.mu; Server.mu and Conn.mu are leaves, and
+// OnConnClose callbacks run with no remoting lock held.
 package remoting

@@ -1,9 +1,3 @@
-// Command raftmq is the single raftmq binary: name server, broker node, local
-// dev cluster, admin CLI and load generator, as cobra subcommands.
-//
-// Each subcommand only turns flags into a config, builds the component with
-// New and runs it with a context that SIGINT/SIGTERM cancel. Library code
-// never exits the process; main is the only place that sets the exit code.
 package main
 
 import (

@@ -1,8 +1,3 @@
-// Package httpmon is the monitoring HTTP endpoint shared by brokers and
-// name servers (listenPort+3 by default): Prometheus /metrics from a
-// per-process registry (never the global one, so several nodes can run in
-// one process as in `raftmq dev` and tests), /health for orchestrators and
-// load balancers, and net/http/pprof under /debug/pprof/ for profiling.
 package httpmon
 
 import (

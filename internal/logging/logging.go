@@ -1,5 +1,3 @@
-// Package logging builds the zap loggers the raftmq binary hands to every
-// component. Library packages never build their own: they take a *zap.Logger.
 package logging
 
 import (

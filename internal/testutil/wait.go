@@ -1,5 +1,3 @@
-// Package testutil holds helpers shared by the tests of several packages.
-// It lives in a non-test file so that any package's tests can import it.
 package testutil
 
 import (

@@ -1,0 +1,58 @@
+// Package broker is the RocketMQ-compatible broker node: one member of a
+// broker group that is a Raft group. The Raft log is the CommitLog
+// (package raftlog over the store's segments); committed entries are
+// applied by the FSM, which builds ConsumeQueue/IndexFile entries, assigns
+// queue offsets and keeps the replicated tables (topics, subscription groups,
+// consumer offsets, producer dedup, delay-level progress).
+//
+// The package has two halves. The group is the Raft member, built from its
+// parts (store, log store, stable store, snapshot store, transport), with
+// its FSM and the leader-side batcher. The request processors see the group
+// only through the narrow interface in api.go and the store's read API, so
+// they run the same over a real group and over a test fake.
+//
+// # Files
+//
+// The group:
+//
+//   - group.go: building and closing a group, bootstrap, roles, leadership
+//     transfer, retention through the log store, snapshots on close and by
+//     log size.
+//   - group_config.go: GroupConfig, the broker.conf keys of the store, Raft
+//     and batcher, validated.
+//   - command.go: the replicated command types (an append-only table) and
+//     their versioned records, owned by this package.
+//   - fsm.go: Apply (positions from the log store, dedup, dispatch in
+//     CommitLog order), Snapshot and Restore.
+//   - state.go: the replicated tables and the snapshot image.
+//   - dedup.go: the idempotent producer's windows, evicted in log time.
+//   - batcher.go: many concurrent sends into one Raft entry; the wait
+//     target; each request answered with its own result.
+//   - group_diskfull.go: the FS wrapper that reports ENOSPC to the disk
+//     guard, the leader's step-down loop, recovery of a stopped Raft log.
+//   - group_metrics.go: Raft and batcher metrics.
+//
+// The node and its processors (one file per request code family):
+//
+//   - api.go: the interface the processors use (put, commit offsets, update
+//     tables, read the store and the applied state).
+//   - config.go: BrokerConfig (RocketMQ broker keys, the group, gossip),
+//     derived ports and ids.
+//   - controller.go: the node's remoting servers, processor table and
+//     pools, role-change hook, lifecycle; controller_gossip.go,
+//     controller_metrics.go: its gossip membership and metrics.
+//   - send.go (10/310/320), pull.go (11), hold.go (long polling),
+//     heartbeat.go and clientmgr.go (34/35/38, producer and consumer
+//     tables), offset.go (14/15/29-32, the offset coalescer), sendback.go
+//     (36, retry and DLQ), schedule.go (delay levels), lock.go (41/42),
+//     query.go (12/33), register.go (REGISTER_BROKER to every name server),
+//     admin.go, admin_config.go, admin_raft.go (topic/group admin, broker
+//     config, RAFT_STATUS and LEADERSHIP_TRANSFER).
+//   - errors.go: the package's sentinels.
+//
+// Tests: group_*_test.go run groups of three members (randomized faults in
+// group_chaos_test.go); integration_*_test.go run a name server with a node
+// over a fake or a real group, including the official RocketMQ Go client;
+// batcher_policy_test.go drives the batcher against a fake Raft;
+// bench_*_test.go hold GroupPut, SendPath and the failover benchmarks.
+package broker

@@ -1,0 +1,28 @@
+// Command raftmq is the single raftmq binary: name server, broker node, local
+// dev cluster, admin CLI, failover report and load generator, as cobra
+// subcommands.
+//
+// Each subcommand only turns flags into a config, builds the component with
+// New and runs it with a context that SIGINT/SIGTERM cancel. Library code
+// never exits the process; main is the only place that sets the exit code.
+//
+// # Files
+//
+//   - main.go: the root command (--log-level, --gc-percent: GOGC 400 unless
+//     GOGC or the flag say otherwise) and exit codes.
+//   - namesrv.go, broker.go: `raftmq namesrv` and `raftmq broker -c`
+//     (-p prints the effective config and exits).
+//   - dev.go: `raftmq dev`, the in-process cluster (a name server and a
+//     3-node group on loopback) with its ready line.
+//   - bench.go: `raftmq bench produce|consume` with HDR percentiles.
+//   - admin*.go: `raftmq admin`, mqadmin's commands plus raftStatus,
+//     leadershipTransfer and balanceLeaders, as a table of name, flags,
+//     request and renderer; table or --json output; errors naming the
+//     unreachable address.
+//   - failover*.go: `raftmq failover`, which SIGKILLs the leader of a
+//     real-process cluster and times detection, route drop, election, route
+//     update and first write.
+//
+// Tests re-exec the test binary as the real main when RAFTMQ_TEST_RUN_MAIN
+// is set, to check exit codes and to run real processes.
+package main

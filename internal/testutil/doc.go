@@ -1,0 +1,12 @@
+// Package testutil holds helpers shared by the tests of several packages.
+// It lives in non-test files so that any package's tests can import it.
+//
+// # Files
+//
+//   - wait.go: WaitFor, polling a condition with a deadline instead of
+//     sleeping; FreePort, ports from a band below the kernel's ephemeral
+//     range so a client connection cannot take a port between pick and
+//     bind.
+//   - official.go: goleak ignores for the goroutines the official RocketMQ
+//     Go client leaves behind.
+package testutil

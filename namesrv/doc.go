@@ -1,0 +1,40 @@
+// Package namesrv is raftmq's name server: RocketMQ's NamesrvController,
+// RouteInfoManager, request processors and KVConfigManager, speaking the
+// RocketMQ remoting protocol so unmodified RocketMQ clients and brokers can
+// use it.
+//
+// The name server keeps routes in memory only (brokers re-register every
+// 30 s) plus a small KV table persisted to one JSON file. Name servers never
+// talk to each other; brokers register with all of them. The route,
+// cluster, topic-config and header types it answers with live in package
+// wire, shared with brokers and the SDK.
+//
+// # Files
+//
+//   - namesrv.go: NameServer (New, Start, Run, Shutdown), processor wiring,
+//     the inactive-broker scan and the batch-unregistration goroutines,
+//     RemoveBroker/RemoveBrokerByAddr for gossip, connection-close cleanup.
+//   - config.go: Config (RocketMQ NamesrvConfig/NettyServerConfig keys),
+//     DefaultConfig, Validate.
+//   - routeinfo.go: the RouteInfoManager tables under one RWMutex:
+//     registration, data-version checks, heartbeats, route pickup, cluster
+//     info, topic lists; routeinfo_remove.go: unregistration, expiry scan,
+//     write-permission wipe/add, topic deletion.
+//   - kvconfig.go: KVConfigManager, RocketMQ's {"configTable":…} file
+//     written atomically.
+//   - jsonenc.go: route and cluster-info JSON in fastjson's legacy form
+//     (unquoted integer keys, for clients older than 4.9.4) or standard form.
+//   - registerbody.go: the registration body, JSON or RocketMQ's compressed
+//     layout.
+//   - register.go, route.go, kv.go, admin.go: processors (103/104/904/322;
+//     105/106; 100/101/102/219; 205/327/206/224/216/217).
+//   - gossip.go: optional gossip membership; a broker that gossip declares
+//     dead leaves the routes at once.
+//   - metrics.go: requests by code, brokers, topics, live gossip brokers.
+//   - errors.go: the package's sentinels.
+//
+// Locks: RouteInfoManager.mu and KVConfigManager.mu never nest. Nothing
+// closes a connection while holding RouteInfoManager.mu: the expiry scan
+// returns expired connections and the caller closes them, because the
+// close callback re-enters the tables.
+package namesrv
