@@ -51,10 +51,10 @@ type batchPolicy struct {
 // senders it expects — the most requests it saw in flight, gathered and
 // queued at once during the previous gather, minus those in entries still
 // in flight. That count never exceeds the requests really outstanding, so
-// the wait ends when the last sender is back. (The rule before session 3,
-// previous entry plus "early" arrivals counted while the select also
-// offered a free slot, could count one request too many and then waited
-// out the whole adaptive wait.) With RaftMaxInflight ≥ 2 a second entry
+// the wait ends when the last sender is back. (A target of the previous
+// entry plus "early" arrivals counted while the select also offered a
+// free slot could count one request too many and then wait out the whole
+// adaptive wait.) With RaftMaxInflight ≥ 2 a second entry
 // may go while one is in flight when it holds at least a quarter of the
 // expected senders (a straggler alone waits and joins the next big entry,
 // so in-process senders stay one entry per round), and with none in

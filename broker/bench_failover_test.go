@@ -13,7 +13,7 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 )
 
-// Availability benchmarks of issue #4 (each iteration is one whole
+// Availability benchmarks (each iteration is one whole
 // measurement series; run with -benchtime 1x):
 //
 //	go test -run '^$' -bench 'GroupLeaderKill|GroupTransferGap|GroupRestart' -benchtime 1x -v ./broker/

@@ -13,7 +13,7 @@ import (
 	"github.com/raftmq/raftmq/raftlog"
 )
 
-// Gossip wiring (issue #7): every broker node joins the memberlist pool the
+// Gossip wiring: every broker node joins the memberlist pool the
 // name servers are in, so a name server hears of a node's death within a
 // second and drops its address from the routes instead of waiting for the
 // 120 s registration expiry. The node's NodeMeta follows its Raft role.

@@ -17,7 +17,7 @@ import (
 	"github.com/raftmq/raftmq/broker/store"
 )
 
-// The randomized test of issue #4: concurrent idempotent producers append
+// The randomized group test: concurrent idempotent producers append
 // while a seeded nemesis kills leaders and followers (process-style), restarts
 // them, partitions nodes, transfers leadership and takes snapshots with
 // retention. The seed fixes the schedule (which operation, on which role,

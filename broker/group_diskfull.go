@@ -13,7 +13,7 @@ import (
 	"github.com/raftmq/raftmq/ha"
 )
 
-// Disk-full handling of a Raft member (chaos finding F2, jepsen F5):
+// Disk-full handling of a Raft member:
 //
 //   - every file operation of the member's store and Raft log (one FS seam),
 //     and every Raft snapshot write, reports ENOSPC/EDQUOT to the store's disk
@@ -49,9 +49,9 @@ func defaultDiskStepDown() diskStepDownConfig {
 	return diskStepDownConfig{interval: 250 * time.Millisecond, gap: 30 * time.Second, retry: 5 * time.Second, recoverRetry: time.Second}
 }
 
-// recoverLog restarts writes of a Raft log that a write failure stopped
-// (finding F5: a member whose log refuses every append stays a voter that
-// never acknowledges, and the group silently runs one node short). raftlog
+// recoverLog restarts writes of a Raft log that a write failure stopped (a
+// member whose log refuses every append stays a voter that never
+// acknowledges, and the group silently runs one node short). raftlog
 // no longer stops for ENOSPC; what still stops it is an I/O error on a
 // batch (EIO on write or sync), and LogStore.Recover cuts that batch back
 // to what Raft last saw stored, zeroing and syncing its bytes, so nothing

@@ -48,7 +48,7 @@ func startOnFS(c *testCluster, i int, fsys store.FS, sd diskStepDownConfig) {
 	n.grp.Store(g)
 }
 
-// F2: the leader's disk fills up → it refuses writes and hands leadership to
+// The leader's disk fills up → it refuses writes and hands leadership to
 // a follower with room; writes go on there. When space comes back the old
 // leader's guard lifts within the short recheck.
 func TestGroupDiskFullLeaderStepsDown(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/raftmq/raftmq/raftlog"
 )
 
-// Group-side metrics (issue #7): the Raft log's durable append, timed by a
+// Group-side metrics: the Raft log's durable append, timed by a
 // decorator around the LogStore handed to raft.NewRaft. The Group owns the
 // collectors (it exists before any Controller and outlives none); the
 // Controller registers them in its node registry through groupCollectors.

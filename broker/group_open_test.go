@@ -11,8 +11,8 @@ import (
 )
 
 // TestNewGroupFailureCleansUp: a member whose Raft port is taken fails to
-// start with an error naming the port (it used to panic: the cleanup ran on
-// the nil result), and the parts it had opened are closed, so the same data
+// start with an error naming the port (the cleanup must not run on the
+// nil result), and the parts it had opened are closed, so the same data
 // directory opens once the port is free.
 func TestNewGroupFailureCleansUp(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -8,8 +8,7 @@ import (
 	"github.com/raftmq/raftmq/remoting"
 )
 
-// TestDefaultAttemptTimeoutLeavesFrozenBroker is the regression test for
-// chaos finding F1: with default options (no AttemptTimeout given), a
+// TestDefaultAttemptTimeoutLeavesFrozenBroker: with default options (no AttemptTimeout given), a
 // broker that keeps its connection open but never answers — a SIGSTOPped
 // leader — costs a send about DefaultAttemptTimeout, not the whole
 // SendTimeout, before the retry stores it elsewhere.
@@ -33,7 +32,7 @@ func TestDefaultAttemptTimeoutLeavesFrozenBroker(t *testing.T) {
 			t.Fatalf("stored on %s", res.Queue.BrokerName)
 		}
 		// One frozen attempt at most (DefaultAttemptTimeout) plus slack for
-		// a loaded machine; far below the 10 s SendTimeout it used to take.
+		// a loaded machine; far below the 10 s SendTimeout.
 		if took > DefaultAttemptTimeout+2*time.Second {
 			t.Fatalf("send %d took %v with default options", i, took)
 		}

@@ -50,7 +50,7 @@ const defaultAutoBatchInflight = 2
 // closed-loop senders split into cohorts: the callers of one batch come
 // back a moment after the next batch left and always miss it, so batches
 // (and the broker's Raft entries) stay half as big as they could be. The
-// same trick as the broker's batcher (design-broker-group.md).
+// same trick as the broker's batcher (docs/adr/0009-batcher-wait-target.md).
 const adaptiveWait = time.Millisecond
 
 // accumulator holds the sends waiting for a slot, per topic.

@@ -50,7 +50,7 @@ func stalledLeaderGroup(t *testing.T, opts ...ConsumerOpt) (leader, follower *qB
 	return leader, follower, got, func() { follower.register(t, ns, 0, topics) }
 }
 
-// TestPullMovesOffDeposedLeader reproduces chaos finding F3: a long poll
+// TestPullMovesOffDeposedLeader: a long poll
 // in flight to a leader that stalls is abandoned as soon as the route
 // shows another leader, and the queue is read from the new one at once,
 // not after the 30 s client-side poll timeout.

@@ -162,7 +162,7 @@ func (c *consumerCore) untrackPull(pq *processQueue) {
 // group is no longer read from, so that their pull loops ask the current
 // one at once (routeManager.onAddrChange). A deposed or paused leader
 // keeps its TCP connection and would otherwise hold each poll until
-// pollTimeout, stalling consumption for the whole fault (chaos finding F3).
+// pollTimeout, stalling consumption for the whole fault.
 func (c *consumerCore) movePulls(brokerName string) {
 	cur := c.routes.brokerAddr(brokerName)
 	if cur == "" {

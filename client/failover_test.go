@@ -17,7 +17,7 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 )
 
-// Producer failover acceptance (issue #6): a producer sends continuously
+// Producer failover acceptance: a producer sends continuously
 // with SendSync while the group's leader is killed and restarted, several
 // times over. Three kills by default, ten with RAFTMQ_LONG=1:
 //

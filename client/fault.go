@@ -49,8 +49,8 @@ type faultItem struct {
 // goes on as before). A stalled leader — SIGSTOP, a long GC or I/O pause —
 // keeps its connection open and answers nothing, so each send that picks
 // it costs a whole AttemptTimeout; without this mark closed-loop senders
-// keep landing on it about every other send and starve the healthy groups
-// (chaos finding F4). A new leader in the route lifts the mark at once
+// keep landing on it about every other send and starve the healthy groups.
+// A new leader in the route lifts the mark at once
 // (remove); otherwise it is a few election timeouts, after which one send
 // probes the group again.
 const stallAvoidance = 3 * time.Second

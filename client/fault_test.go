@@ -133,8 +133,7 @@ func TestProducerSkipsIsolatedBroker(t *testing.T) {
 	}
 }
 
-// TestStalledGroupDoesNotStarveHealthyGroup reproduces chaos finding F4:
-// with two broker groups, one whose leader stops answering (SIGSTOP keeps
+// TestStalledGroupDoesNotStarveHealthyGroup: with two broker groups, one whose leader stops answering (SIGSTOP keeps
 // its connection open, so every attempt there ends by AttemptTimeout),
 // closed-loop senders must move to the healthy group instead of paying an
 // attempt timeout on every other send. Latency fault tolerance is off (the

@@ -404,7 +404,7 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 	}
 	notLast := func(mq MessageQueue) bool { return lastBroker == "" || mq.BrokerName != lastBroker }
 	// Groups that just timed out are skipped even with fault tolerance off
-	// (latencyFault.stalled, chaos finding F4).
+	// (latencyFault.stalled).
 	responsive := func(mq MessageQueue) bool { return p.fault.responsive(mq.BrokerName) }
 	if p.cfg.faultEnable {
 		available := func(mq MessageQueue) bool { return p.fault.available(mq.BrokerName) }

@@ -33,7 +33,7 @@ type routeManager struct {
 	// onAddrChange is told, outside mu, whenever what brokerAddr returns
 	// for a broker group may have changed: a route with other members, a
 	// learned leader, a member marked down. The consumer uses it to move
-	// long polls parked at a deposed or stalled leader (chaos finding F3).
+	// long polls parked at a deposed or stalled leader.
 	onAddrChange func(brokerName string)
 
 	mu       sync.Mutex

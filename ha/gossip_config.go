@@ -10,8 +10,8 @@ import (
 )
 
 // DefaultGossipPort is the gossip port of a broker whose listenPort is
-// RocketMQ's default 10911: memberlist sits at listenPort+2 (design.md,
-// "Ports and local footprint"). Callers that derive ports set BindPort.
+// RocketMQ's default 10911: memberlist sits at listenPort+2 (the port
+// table in README.md). Callers that derive ports set BindPort.
 const DefaultGossipPort = 10913
 
 // GossipConfig configures one node's memberlist instance. Load it from a
@@ -33,8 +33,8 @@ const DefaultGossipPort = 10913
 //
 // The price is false positives. A node that cannot answer pings for longer
 // than about ProbeTimeout + SuspicionMult × ProbeInterval — a long GC pause,
-// a stop-the-world fsync stall, CPU starvation on a small box (the 2-core
-// test machine running five engineers' tests is exactly that), a VM
+// a stop-the-world fsync stall, CPU starvation on a small box (a 2-core
+// test machine running several test suites at once is exactly that), a VM
 // migration — is declared dead by its peers: name servers drop it from
 // routes and, if it was the Raft leader, clients move away from it. This is
 // recoverable: when the node runs again it sees the dead/suspect message

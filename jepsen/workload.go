@@ -73,8 +73,8 @@ func (w *workload) startProducers(ctx context.Context) error {
 			client.SendTimeout(w.cfg.SendTimeout),
 			// A frozen (SIGSTOPped) leader answers nothing and resets no
 			// connection: without a per-attempt bound every closed-loop
-			// worker waits out the whole SendTimeout on it (measured: the
-			// whole 4 s pause without an ack).
+			// worker waits out the whole SendTimeout on it, and the pause
+			// shows no ack at all.
 			client.AttemptTimeout(w.cfg.AttemptTimeout),
 			client.RouteRefreshInterval(time.Second),
 			client.WithLogger(w.log.Named(fmt.Sprintf("p%d", i))),

@@ -72,7 +72,7 @@ type Config struct {
 	GossipEnable bool `prop:"gossipEnable"`
 	// Gossip configures the memberlist member (gossip* keys). A zero
 	// gossipBindPort means listenPort+2 (9878 by default), following the
-	// port convention in DESIGN.md; the node name defaults to
+	// port convention in README.md; the node name defaults to
 	// namesrv-<listen address>.
 	Gossip ha.GossipConfig
 }

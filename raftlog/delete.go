@@ -228,7 +228,7 @@ func (s *LogStore) DeleteSegmentsBefore(index uint64) (uint64, error) {
 	// Persist the new first index before the files go, so a crash in between
 	// never leaves a FirstIndex pointing into a removed segment. A failed
 	// meta write (ENOSPC on a full disk, the usual reason retention runs
-	// early: finding F5) changed nothing: keep the old first index and let
+	// early) changed nothing: keep the old first index and let
 	// the next retention pass retry. A failed flush of the log or index
 	// files still stops the store (their durable state is unknown).
 	if err := s.checkpointFirstLocked(newFirst); err != nil {

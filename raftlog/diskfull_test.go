@@ -13,8 +13,8 @@ import (
 	"github.com/raftmq/raftmq/raftlog/raftlogtest"
 )
 
-// Regression tests for jepsen finding F5: a full disk must not stop the
-// log for good (design-raftlog.md, "Disk full").
+// A full disk must not stop the log for good: a batch refused for lack of
+// space is cut back and retried, an I/O error stops the log until Recover.
 
 // faultWhen installs a FaultFS hook failing op with errno for files whose
 // name contains part, while on is set.

@@ -231,8 +231,8 @@ func openOn(segQ *store.MappedFileQueue, dir string, o Options) (*LogStore, erro
 	// Frames go to the segments by pwrite (one per touched segment and
 	// batch), not by copying into the mapping: with a sync per batch, every
 	// page written through the mapping is write-protected again by the
-	// writeback and costs a fault plus page_mkwrite on the next touch, ~40 %
-	// over pwrite+sync of the same bytes (design-raftlog.md, Measured).
+	// writeback and costs a fault plus page_mkwrite on the next touch, which
+	// makes it slower than pwrite+sync of the same bytes (BENCHMARKS.md).
 	// Readers keep using the mapping: on Linux a MAP_SHARED mapping and the
 	// file's page cache are the same pages.
 	segQ.SetBuffered(true)
@@ -389,7 +389,7 @@ type rollbackPoint struct {
 	pos   int64
 }
 
-// batchFailedLocked handles a failed StoreLogs batch (finding F5). Nothing
+// batchFailedLocked handles a failed StoreLogs batch. Nothing
 // of the batch was published (tail, cache), so the log is exactly as before
 // it once the files are cut back to rp: segments zeroed durably from rp.pos
 // (the same cut as a conflict truncation), index slots from rp.index, later

@@ -44,7 +44,7 @@ type RetentionConfig struct {
 	// RecheckInterval (500 ms) is how often disk use is re-read while
 	// writes are refused, by the background loop and at most that often by
 	// a refused write, so writes resume within about this long of space
-	// coming back instead of at the next CheckInterval (chaos finding F2).
+	// coming back instead of at the next CheckInterval.
 	// Only the cheap usage read runs this often; deletion keeps the
 	// CheckInterval cadence.
 	RecheckInterval time.Duration

@@ -340,7 +340,7 @@ func TestRetentionRecheckIntervalValidate(t *testing.T) {
 
 // A write failing with ENOSPC refuses writes at once, although the last
 // usage read was low; the guard holds for RecheckInterval, then the next
-// refused write re-reads usage and lets writes through (F2).
+// refused write re-reads usage and lets writes through.
 func TestRetentionENOSPCSetsGuardAtOnce(t *testing.T) {
 	fs := NewFaultFS(1)
 	fs.SetDiskUsage(50, 100)

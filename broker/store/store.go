@@ -545,7 +545,7 @@ func (s *MessageStore) PutMessages(msgs []*Message) (PutMessageResult, error) {
 	res, end, err := s.cl.PutMessages(msgs)
 	if err != nil {
 		// A segment that could not be created or written for lack of space
-		// sets the disk guard now, not at the next usage check (chaos F2).
+		// sets the disk guard now, not at the next usage check.
 		s.clean.NoteWriteError(err)
 		return PutMessageResult{Status: putStatusOf(err)}, err
 	}

@@ -24,8 +24,8 @@ type globalFlags struct {
 // --gc-percent says otherwise. A broker's live heap is small (message bytes
 // live in mmap'd files, off the Go heap) but it allocates per request, so
 // Go's default of 100 runs a collection every few MB of traffic; 400 trades
-// a few more MB of heap for ~4x fewer collections (+13 % `raftmq bench`
-// throughput against `raftmq dev` here; see DESIGN.md). Like a JVM broker's
+// a few more MB of heap for ~4x fewer collections (evidence in
+// docs/adr/0006-gogc-400.md). Like a JVM broker's
 // -Xmx, it is a deployment knob.
 const defaultGCPercent = 400
 

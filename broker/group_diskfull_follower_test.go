@@ -58,11 +58,10 @@ func (f *fullFile) Fallocate(size int64) error {
 	return f.File.Fallocate(size)
 }
 
-// F5 (jepsen): a follower whose disk fills up refuses appends (fallocate of
+// A follower whose disk fills up refuses appends (fallocate of
 // a new CommitLog segment fails), but its Raft log must not stop for good:
 // once space returns it catches up, every acknowledged message is on it, and
 // its CommitLog is byte-identical to the others' up to the commit index.
-// Before the fix its log refused every append until a restart.
 func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
 	c := newTestCluster(t, clusterOpts{segmentSize: 1 << 20, sync: true, tune: func(cfg *GroupConfig) {
 		cfg.Store.CleanResourceInterval = 100 * time.Millisecond // the disk-full retention pass runs too
