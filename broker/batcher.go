@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -31,36 +30,24 @@ type putResponse struct {
 
 // batchPolicy is the batcher's part of GroupConfig.
 type batchPolicy struct {
-	maxBytes, maxCount, maxInflight int
-	linger, wait                    time.Duration
-	// splitRatio: with no entry in flight, a batch holding at least half
-	// its target is proposed when the rest, at the rate this batch's
-	// requests arrived, would take longer than splitRatio × the measured
-	// Raft round (0: never).
-	splitRatio float64
+	maxBytes, maxCount int
+	linger, wait       time.Duration
 }
 
 // batcher turns concurrent PutMessages calls into few Raft entries: one
-// goroutine collects requests while entries are in flight and proposes
-// them as one entry, so batches grow with load (bounded by
+// goroutine collects requests while an entry is in flight and proposes
+// them as the next entry, so batches grow with load (bounded by
 // RaftBatchMaxBytes and RaftBatchMaxCount) and a lone request is proposed
-// at once. One Apply future answers every request in its entry.
+// at once. One Apply future answers every request in its entry. At most
+// one entry is in flight.
 //
 // When to propose (run): every entry costs one fsync on every replica, so
-// the batcher waits (up to RaftBatchAdaptiveWait) for the closed-loop
-// senders it expects — the most requests it saw in flight, gathered and
-// queued at once during the previous gather, minus those in entries still
-// in flight. That count never exceeds the requests really outstanding, so
-// the wait ends when the last sender is back. (A target of the previous
-// entry plus "early" arrivals counted while the select also offered a
-// free slot could count one request too many and then wait out the whole
-// adaptive wait.) With RaftMaxInflight ≥ 2 a second entry
-// may go while one is in flight when it holds at least a quarter of the
-// expected senders (a straggler alone waits and joins the next big entry,
-// so in-process senders stay one entry per round), and with none in
-// flight a batch that has half its target is proposed at once when the
-// rest trickles in too slowly (splitRatio), so two entries alternate when
-// the senders' return trip is longer than a Raft round.
+// once the entry in flight is answered the batcher waits (up to
+// RaftBatchAdaptiveWait) for the closed-loop senders it expects: the most
+// requests it saw in flight, gathered and queued at once during the
+// previous gather, minus those in the entry still in flight. That count
+// never exceeds the requests really outstanding, so the wait ends when the
+// last sender is back, and a lone sender is never held.
 type batcher struct {
 	pol   batchPolicy
 	apply func(raft.Log) (any, error) // Group.applyLog with ApplyTimeout
@@ -69,23 +56,19 @@ type batcher struct {
 	// (the raft_batch_requests histogram).
 	observe func(float64)
 	in      chan *putRequest
-	freed   chan struct{} // a slot was freed (buffered 1)
+	freed   chan struct{} // the entry in flight was answered (buffered 1)
 	quit    chan struct{}
 	done    chan struct{}
 	wg      sync.WaitGroup // waiter goroutines
 
 	mu           sync.Mutex
-	inflight     int // entries proposed and not answered
-	inflightReqs int // requests in them
-	// round is the EWMA of propose → answered of successful entries, in
-	// ns (the split rule's yardstick).
-	round atomic.Int64
+	inflightReqs int // requests in the entry in flight; 0 when none is
 }
 
 func newBatcher(g *Group) *batcher {
 	c := &g.cfg
-	pol := batchPolicy{maxBytes: c.RaftBatchMaxBytes, maxCount: c.RaftBatchMaxCount, maxInflight: c.RaftMaxInflight,
-		linger: c.RaftBatchLinger, wait: c.RaftBatchAdaptiveWait, splitRatio: c.RaftBatchSplitRatio}
+	pol := batchPolicy{maxBytes: c.RaftBatchMaxBytes, maxCount: c.RaftBatchMaxCount,
+		linger: c.RaftBatchLinger, wait: c.RaftBatchAdaptiveWait}
 	apply := func(l raft.Log) (any, error) { return g.applyLog(l, c.ApplyTimeout) }
 	var observe func(float64)
 	if g.metrics != nil {
@@ -117,11 +100,11 @@ func (b *batcher) close() {
 	}
 }
 
-// load returns the entries and requests in flight.
-func (b *batcher) load() (entries, reqs int) {
+// inflight returns the requests in the entry in flight (0: none).
+func (b *batcher) inflight() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.inflight, b.inflightReqs
+	return b.inflightReqs
 }
 
 // gathering is the batch being collected.
@@ -129,7 +112,6 @@ type gathering struct {
 	batch []*putRequest
 	size  int
 	carry *putRequest // did not fit: starts the next batch
-	first time.Time   // arrival of the first request
 }
 
 func (g *gathering) full(pol *batchPolicy) bool {
@@ -166,22 +148,20 @@ func (b *batcher) run() {
 				g.add(r, pol)
 			}
 		}
-		g.first = time.Now()
 		seen := 0
 		armed, expired := false, false
 		for {
-			entries, reqs := b.load()
+			reqs := b.inflight()
 			n := len(g.batch) + len(b.in) // gathered or queued
 			seen = max(seen, reqs+n)
 			target := max(max(pop, seen)-reqs, 1)
-			// Once the wait started the batch goes when it ends: entries in
-			// flight only ever decrease while gathering.
-			allowed := armed || entries < pol.maxInflight && (entries == 0 || 4*n >= max(pop, seen))
-			if allowed {
+			// Once the wait started the batch goes when it ends: the entry
+			// in flight can only be answered while gathering.
+			if armed || reqs == 0 {
 				if g.full(pol) || expired {
 					break
 				}
-				if pol.linger <= 0 && (n >= target || pol.wait <= 0 || entries == 0 && b.split(&g, n, target)) {
+				if pol.linger <= 0 && (n >= target || pol.wait <= 0) {
 					b.drainQueued(&g)
 					break
 				}
@@ -194,7 +174,7 @@ func (b *batcher) run() {
 					timer.Reset(wait)
 				}
 			} else if g.full(pol) {
-				select { // room only for a slot
+				select { // room only for the entry in flight to end
 				case <-b.freed:
 				case <-b.quit:
 					b.fail(g.batch, ErrGroupClosed)
@@ -215,24 +195,10 @@ func (b *batcher) run() {
 			}
 		}
 		timer.Stop()
-		_, reqs := b.load()
-		pop = max(seen, reqs+len(g.batch))
+		pop = max(seen, b.inflight()+len(g.batch))
 		carry = g.carry
 		b.propose(g.batch, g.size)
 	}
-}
-
-// split reports whether a batch of n requests (gathered or queued) with
-// no entry in flight should go before reaching target: it holds at least
-// half of it, and the rest, at the rate its requests arrived so far, would
-// take longer than splitRatio Raft rounds.
-func (b *batcher) split(g *gathering, n, target int) bool {
-	round := b.round.Load()
-	if b.pol.splitRatio <= 0 || b.pol.maxInflight < 2 || round == 0 || n < 2 || 2*n < target {
-		return false
-	}
-	per := float64(time.Since(g.first)) / float64(n-1) // mean gap between arrivals
-	return float64(target-n)*per > b.pol.splitRatio*float64(round)
 }
 
 // drainQueued adds what is already queued while the batch has room.
@@ -254,7 +220,7 @@ func (b *batcher) fail(batch []*putRequest, err error) {
 }
 
 // propose builds one entry from batch and answers its requests from a
-// waiter goroutine, which frees the in-flight slot when done.
+// waiter goroutine, which signals freed when the entry is answered.
 func (b *batcher) propose(batch []*putRequest, size int) {
 	data := make([]byte, 0, size)
 	c := &Command{Type: CmdMessages}
@@ -272,21 +238,19 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 		b.observe(float64(len(batch)))
 	}
 	b.mu.Lock()
-	b.inflight++
-	b.inflightReqs += len(batch)
+	b.inflightReqs = len(batch)
 	b.mu.Unlock()
 	b.wg.Add(1)
-	start := time.Now()
 	go func() {
 		defer b.wg.Done()
 		resp, err := b.apply(raft.Log{Type: raft.LogCommand, Data: data, Extensions: ext})
-		// Free the slot before answering: a sender answered below must find
-		// it free when it comes back, or run would count it as still in
-		// flight and hold the next entry for a sender that is not there
-		// (a lone sender would wait out RaftBatchAdaptiveWait every time).
+		// Mark the entry answered before answering its senders: a sender
+		// answered below must find nothing in flight when it comes back, or
+		// run would count it as still in flight and hold the next entry for
+		// a sender that is not there (a lone sender would wait out
+		// RaftBatchAdaptiveWait every time).
 		b.mu.Lock()
-		b.inflight--
-		b.inflightReqs -= len(batch)
+		b.inflightReqs = 0
 		b.mu.Unlock()
 		select {
 		case b.freed <- struct{}{}:
@@ -296,12 +260,6 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 			if res, ok := resp.(*applyResult); ok && res.err != nil {
 				err = fmt.Errorf("%w: apply: %w", store.ErrServiceNotAvailable, res.err)
 			} else if ok && len(res.results) == n {
-				d := int64(time.Since(start))
-				if old := b.round.Load(); old == 0 {
-					b.round.Store(d)
-				} else {
-					b.round.Store(old + (d-old)/8)
-				}
 				off := 0
 				for _, r := range batch {
 					rs := res.results[off : off+r.count]

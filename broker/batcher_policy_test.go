@@ -141,15 +141,16 @@ func recv(t *testing.T, ch <-chan answer) answer {
 }
 
 // testPolicy: a short adaptive wait, so a batch the test cannot complete
-// still goes; entries then hold everything queued when a slot frees.
-func testPolicy(inflight int) batchPolicy {
-	return batchPolicy{maxBytes: 1 << 20, maxCount: 512, maxInflight: inflight, wait: 20 * time.Millisecond}
+// still goes; entries then hold everything queued when the entry in flight
+// is answered.
+func testPolicy() batchPolicy {
+	return batchPolicy{maxBytes: 1 << 20, maxCount: 512, wait: 20 * time.Millisecond}
 }
 
 // TestBatcherLoneSender: a closed-loop sender alone is never held for
 // company, however long the adaptive wait.
 func TestBatcherLoneSender(t *testing.T) {
-	pol := testPolicy(2)
+	pol := testPolicy()
 	pol.wait = time.Hour
 	b, f := startTestBatcher(t, pol)
 	for i := 0; i < 5; i++ {
@@ -162,49 +163,43 @@ func TestBatcherLoneSender(t *testing.T) {
 	}
 }
 
-// TestBatcherEntriesAndAnswers: a second entry goes while one is in
-// flight; requests arriving while every slot is taken share the next
-// entry; each request gets the result of its own message.
+// TestBatcherEntriesAndAnswers: requests arriving while an entry is in
+// flight share the next entry, proposed once the first is answered; each
+// request gets the result of its own message.
 func TestBatcherEntriesAndAnswers(t *testing.T) {
-	b, f := startTestBatcher(t, testPolicy(2))
+	b, f := startTestBatcher(t, testPolicy())
 	a1 := submit(t, b, 1)
 	waitProposed(t, f, 1)
-	a2 := submit(t, b, 2)
-	waitProposed(t, f, 2) // second slot: the only expected sender is here
 	var later []<-chan answer
-	for q := int32(3); q <= 9; q++ {
-		later = append(later, submit(t, b, q)) // both slots taken
+	for q := int32(2); q <= 9; q++ {
+		later = append(later, submit(t, b, q)) // the entry is in flight
 	}
 	f.release(0, nil)
 	if a := recv(t, a1); a.err != nil || len(a.results) != 1 || a.results[0].QueueID != 1 || a.results[0].MsgID != "id-0" {
 		t.Fatalf("first request got %+v", a)
 	}
-	waitProposed(t, f, 3)
-	if got := fmt.Sprint(f.entry(2)); got != "[3 4 5 6 7 8 9]" {
-		t.Fatalf("third entry holds queues %v, want the seven that waited for a slot", got)
+	waitProposed(t, f, 2)
+	if got := fmt.Sprint(f.entry(1)); got != "[2 3 4 5 6 7 8 9]" {
+		t.Fatalf("second entry holds queues %v, want the eight that waited for the first", got)
 	}
 	f.release(1, nil)
-	f.release(2, nil)
-	if a := recv(t, a2); a.err != nil || a.results[0].QueueID != 2 {
-		t.Fatalf("second request got %+v", a)
-	}
-	f.mu.Lock()
-	if got := fmt.Sprint(f.sizes); got != "[1 1 7]" {
-		t.Errorf("observed entry sizes %s, want [1 1 7]", got)
-	}
-	f.mu.Unlock()
 	for i, ch := range later {
 		a := recv(t, ch)
-		if a.err != nil || len(a.results) != 1 || a.results[0].QueueID != int32(3+i) || a.results[0].QueueOffset != int64(i) {
-			t.Fatalf("request %d got %+v, want its own message's result", 3+i, a)
+		if a.err != nil || len(a.results) != 1 || a.results[0].QueueID != int32(2+i) || a.results[0].QueueOffset != int64(i) {
+			t.Fatalf("request %d got %+v, want its own message's result", 2+i, a)
 		}
 	}
+	f.mu.Lock()
+	if got := fmt.Sprint(f.sizes); got != "[1 8]" {
+		t.Errorf("observed entry sizes %s, want [1 8]", got)
+	}
+	f.mu.Unlock()
 }
 
 // TestBatcherFailedEntry: every request of an entry whose apply failed
-// gets the error; the freed slot serves the next entries.
+// gets the error; the batcher goes on proposing the next entries.
 func TestBatcherFailedEntry(t *testing.T) {
-	b, f := startTestBatcher(t, testPolicy(1))
+	b, f := startTestBatcher(t, testPolicy())
 	a1 := submit(t, b, 1)
 	waitProposed(t, f, 1)
 	var held []<-chan answer
@@ -223,7 +218,7 @@ func TestBatcherFailedEntry(t *testing.T) {
 			t.Fatalf("request %d of the failed entry got %+v, want ErrNotLeader", 2+i, a)
 		}
 	}
-	// The senders retry: the freed slot takes them.
+	// The senders retry: the next entries take them.
 	f.mu.Lock()
 	f.auto = true
 	f.mu.Unlock()
@@ -238,7 +233,7 @@ func TestBatcherFailedEntry(t *testing.T) {
 // request with SERVICE_NOT_AVAILABLE.
 func TestBatcherApplyError(t *testing.T) {
 	boom := errors.New("queue write failed")
-	b := startBatcher(testPolicy(1), func(raft.Log) (any, error) { return &applyResult{err: boom}, nil },
+	b := startBatcher(testPolicy(), func(raft.Log) (any, error) { return &applyResult{err: boom}, nil },
 		func(*PutResult) string { return "" }, nil)
 	defer b.close()
 	a := recv(t, submit(t, b, 1))
@@ -251,10 +246,10 @@ func TestBatcherApplyError(t *testing.T) {
 // ErrGroupClosed, and so does the one in flight when Raft shuts down.
 func TestBatcherCloseFailsQueued(t *testing.T) {
 	f := &fakeRaft{t: t}
-	b := startBatcher(testPolicy(1), f.apply, func(*PutResult) string { return "" }, nil)
+	b := startBatcher(testPolicy(), f.apply, func(*PutResult) string { return "" }, nil)
 	a1 := submit(t, b, 1)
 	waitProposed(t, f, 1)
-	a2 := submit(t, b, 2) // waits for the only slot
+	a2 := submit(t, b, 2) // waits for the entry in flight
 	closed := make(chan struct{})
 	go func() { b.close(); close(closed) }()
 	testutil.WaitFor(t, 5*time.Second, "batcher loop ended", func() bool {
@@ -275,50 +270,5 @@ func TestBatcherCloseFailsQueued(t *testing.T) {
 	}
 	if n := f.proposed(); n != 1 {
 		t.Fatalf("%d entries proposed, want 1", n)
-	}
-}
-
-// TestBatcherSplitRule: the split rule fires only with no entry in
-// flight (checked by the caller), a second slot, a measured round, half
-// the target gathered, and the rest expected later than splitRatio rounds.
-func TestBatcherSplitRule(t *testing.T) {
-	b := &batcher{pol: batchPolicy{maxInflight: 2, splitRatio: 0.5}}
-	b.round.Store(int64(800 * time.Microsecond))
-	gather := func(n int, spread time.Duration) *gathering {
-		return &gathering{batch: make([]*putRequest, n), first: time.Now().Add(-spread)}
-	}
-	cases := []struct {
-		name   string
-		n      int
-		spread time.Duration
-		target int
-		want   bool
-	}{
-		// 32 of 64 in 450 µs: 32 more take ~460 µs > 400 µs (0.5 round).
-		{"slow arrivals", 32, 450 * time.Microsecond, 64, true},
-		// 32 of 64 in 120 µs: the rest in ~125 µs, wait for them.
-		{"fast arrivals", 32, 120 * time.Microsecond, 64, false},
-		// Less than half the target: never split.
-		{"under half", 31, 2 * time.Millisecond, 64, false},
-		{"one request", 1, 2 * time.Millisecond, 2, false},
-	}
-	for _, c := range cases {
-		if got := b.split(gather(c.n, c.spread), c.n, c.target); got != c.want {
-			t.Errorf("%s: split = %v, want %v", c.name, got, c.want)
-		}
-	}
-	one := &batcher{pol: batchPolicy{maxInflight: 1, splitRatio: 0.5}}
-	one.round.Store(int64(800 * time.Microsecond))
-	if one.split(gather(32, 2*time.Millisecond), 32, 64) {
-		t.Error("split with RaftMaxInflight 1")
-	}
-	off := &batcher{pol: batchPolicy{maxInflight: 2}}
-	off.round.Store(int64(800 * time.Microsecond))
-	if off.split(gather(32, 2*time.Millisecond), 32, 64) {
-		t.Error("split with raftBatchSplitRatio 0")
-	}
-	fresh := &batcher{pol: batchPolicy{maxInflight: 2, splitRatio: 0.5}}
-	if fresh.split(gather(32, 2*time.Millisecond), 32, 64) {
-		t.Error("split before any round was measured")
 	}
 }

@@ -114,9 +114,9 @@ func BenchmarkSingleNodeSyncPut(b *testing.B) {
 	})
 }
 
-// benchTune applies RAFTMQ_BENCH_<KEY>=value overrides (inflight, maxappend,
-// linger and adaptive wait in µs, batchcount, index 0/1, warm ahead in
-// bytes) so settings can be compared without edits.
+// benchTune applies RAFTMQ_BENCH_<KEY>=value overrides (maxappend, linger
+// and adaptive wait in µs, batchcount, index 0/1, warm ahead in bytes) so
+// settings can be compared without edits.
 func benchTune(b *testing.B) func(*GroupConfig) {
 	env := func(k string) int {
 		v := os.Getenv("RAFTMQ_BENCH_" + k)
@@ -130,9 +130,6 @@ func benchTune(b *testing.B) func(*GroupConfig) {
 		return n
 	}
 	return func(c *GroupConfig) {
-		if v := env("INFLIGHT"); v > 0 {
-			c.RaftMaxInflight = v
-		}
 		if v := env("MAXAPPEND"); v > 0 {
 			c.Raft.MaxAppendEntries = v
 		}

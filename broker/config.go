@@ -59,7 +59,11 @@ type BrokerConfig struct {
 	AutoCreateSubscriptionGroup bool `prop:"autoCreateSubscriptionGroup"`
 	// DefaultTopicQueueNums is the queue count of auto-created topics (8).
 	DefaultTopicQueueNums int `prop:"defaultTopicQueueNums"`
-	// SlaveReadEnable lets followers serve pulls.
+	// SlaveReadEnable is ignored: followers always serve pulls of committed
+	// messages, whatever its value (RocketMQ's slaves answer
+	// PULL_RETRY_IMMEDIATELY when it is false), because after a failover
+	// clients keep pulling from the old brokerId-0 address until their next
+	// route refresh. Kept so RocketMQ confs load.
 	SlaveReadEnable bool `prop:"slaveReadEnable"`
 	// RegisterNameServerPeriod is the re-registration period (30 s).
 	RegisterNameServerPeriod time.Duration `prop:"registerNameServerPeriod"`
@@ -117,7 +121,6 @@ func DefaultConfig() BrokerConfig {
 		AutoCreateTopicEnable:         true,
 		AutoCreateSubscriptionGroup:   true,
 		DefaultTopicQueueNums:         8,
-		SlaveReadEnable:               false,
 		RegisterNameServerPeriod:      30 * time.Second,
 		RegisterBrokerTimeoutMills:    6 * time.Second,
 		MessageDelayLevel:             "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",

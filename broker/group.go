@@ -342,7 +342,7 @@ func (g *Group) UpdateScheduleOffsets(ctx context.Context, progress map[int32]in
 
 // CommitOffsets implements Replica: the commits become one entry. The
 // processors coalesce commits per group/topic/queue and call it every
-// offsetFlushInterval (offset.go), so there is no second coalescing here.
+// consumerOffsetCommitInterval (offset.go), so there is no second coalescing here.
 func (g *Group) CommitOffsets(ctx context.Context, commits []OffsetCommit) error {
 	if len(commits) == 0 {
 		return nil

@@ -43,28 +43,6 @@ type GroupConfig struct {
 	// a lone sender is never held. 0 disables it. Given in ms in
 	// broker.conf.
 	RaftBatchAdaptiveWait time.Duration `prop:"raftBatchAdaptiveWait"`
-	// RaftBatchSplitRatio lets the batcher, when no entry is in flight and
-	// RaftMaxInflight is at least 2 (not the default), propose a batch holding half the
-	// requests it waits for when the rest, at the rate they arrive, would
-	// take longer than this many Raft rounds (propose → answered, measured):
-	// senders answered over the network come back spread over more than a
-	// round, and two entries alternating keep the disk busy meanwhile
-	// (0.5; 0 never splits).
-	RaftBatchSplitRatio float64 `prop:"raftBatchSplitRatio"`
-	// RaftMaxInflight bounds the entries the batcher has proposed and not
-	// yet seen answered (1). Every entry costs one fsync on each replica,
-	// so with 2 the batcher still does not use the second slot just
-	// because it is free: a second entry goes while one is in flight only
-	// when it holds at least a quarter of the senders it expects, and a
-	// batch is split only by RaftBatchSplitRatio. Measured on one shared
-	// disk with 64 senders (session 3): 2 matched 1 in `raftmq dev`
-	// (63.8 requests per entry either way) and in BenchmarkGroupPut
-	// (62 vs 63.7 msg/entry); try 2 when replicas have their own disks or
-	// the senders' return trip is longer than a Raft round.
-	RaftMaxInflight int `prop:"raftMaxInflight"`
-	// OffsetFlushInterval is how often coalesced consumer-offset commits
-	// are proposed as one entry (100 ms).
-	OffsetFlushInterval time.Duration `prop:"offsetFlushInterval"`
 	// ApplyTimeout bounds one replicated write, including waits for a new
 	// leader during a leadership transfer (5 s).
 	ApplyTimeout time.Duration `prop:"applyTimeout"`
@@ -78,10 +56,6 @@ type GroupConfig struct {
 	// PreferredLeaderCheckInterval is how often the leader checks whether
 	// leadership should move to preferredLeaderId (1 s).
 	PreferredLeaderCheckInterval time.Duration `prop:"preferredLeaderCheckInterval"`
-	// RetentionInterval is how often the group deletes CommitLog segments
-	// by retention through the Raft log store (10 s; 0 uses the store's
-	// cleanResourceInterval).
-	RetentionInterval time.Duration `prop:"raftRetentionInterval"`
 	// SnapshotBytes makes every member take a snapshot once its log has
 	// grown by this many bytes since its last one (512 MiB; 0 turns it
 	// off). Raft's own trigger (raftSnapshotThreshold) counts entries, and
@@ -106,15 +80,11 @@ func DefaultGroupConfig() GroupConfig {
 	c.Raft.EnableDLegerCommitLog = true
 	c.RaftBatchMaxBytes = 1 << 20
 	c.RaftBatchMaxCount = 512
-	c.RaftMaxInflight = 1
 	c.RaftBatchAdaptiveWait = time.Millisecond
-	c.RaftBatchSplitRatio = 0.5
-	c.OffsetFlushInterval = 100 * time.Millisecond
 	c.ApplyTimeout = 5 * time.Second
 	c.DedupWindow = 1024
 	c.DedupProducerTTL = time.Hour
 	c.PreferredLeaderCheckInterval = time.Second
-	c.RetentionInterval = 10 * time.Second
 	c.SnapshotBytes = 512 << 20
 	c.WarmAheadBytes = 8 << 20
 	return c
@@ -143,12 +113,6 @@ func (c *GroupConfig) Validate() error {
 		return bad("raftBatchLinger", "must not be negative")
 	case c.RaftBatchAdaptiveWait < 0:
 		return bad("raftBatchAdaptiveWait", "must not be negative")
-	case c.RaftBatchSplitRatio < 0:
-		return bad("raftBatchSplitRatio", "must not be negative")
-	case c.RaftMaxInflight < 1:
-		return bad("raftMaxInflight", "must be positive, got %d", c.RaftMaxInflight)
-	case c.OffsetFlushInterval <= 0:
-		return bad("offsetFlushInterval", "must be positive")
 	case c.ApplyTimeout <= 0:
 		return bad("applyTimeout", "must be positive")
 	case c.DedupWindow < 1:
@@ -157,8 +121,6 @@ func (c *GroupConfig) Validate() error {
 		return bad("raftDedupProducerTTL", "must be positive")
 	case c.PreferredLeaderCheckInterval <= 0:
 		return bad("preferredLeaderCheckInterval", "must be positive")
-	case c.RetentionInterval < 0:
-		return bad("raftRetentionInterval", "must not be negative")
 	case c.SnapshotBytes < 0:
 		return bad("raftSnapshotBytes", "must not be negative")
 	case c.WarmAheadBytes < 0:

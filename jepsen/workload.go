@@ -225,8 +225,8 @@ func (w *workload) startConsumers(ctx context.Context) error {
 
 // finalRead pulls every queue on every running node, from that node's own
 // minimum offset, without committing anything, recording what each node
-// holds and the range it covered (ReadRange). Followers may refuse
-// (slaveReadEnable=false); whatever a node returns is checked.
+// holds and the range it covered (ReadRange). Followers serve pulls too;
+// whatever a node returns is checked.
 func (w *workload) finalRead(ctx context.Context, queues int) error {
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), w.log.Named("reader"))
 	defer rc.Close()
