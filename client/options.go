@@ -146,7 +146,6 @@ type producerConfig struct {
 	serializeType         remoting.SerializeType
 	attemptTimeout        time.Duration
 	autoBatch             autoBatchConfig
-	connsPerBroker        int
 }
 
 // DefaultProducerGroup is DefaultMQProducer's default group name.
@@ -170,7 +169,6 @@ func defaultProducerConfig() producerConfig {
 		serializeType:         remoting.SerializeRocketMQ,
 		attemptTimeout:        DefaultAttemptTimeout,
 		autoBatch:             autoBatchConfig{inflight: defaultAutoBatchInflight},
-		connsPerBroker:        DefaultConnectionsPerBroker,
 	}
 }
 
@@ -236,9 +234,6 @@ func (c *producerConfig) validate() error {
 	}
 	if c.autoBatch.inflight < 1 || c.autoBatch.inflight > 1024 {
 		return fmt.Errorf("%w: AutoBatchInflight %d: want 1..1024", ErrInvalidOption, c.autoBatch.inflight)
-	}
-	if c.connsPerBroker < 1 || c.connsPerBroker > remoting.MaxConnsPerAddr {
-		return fmt.Errorf("%w: ConnectionsPerBroker %d: want 1..%d", ErrInvalidOption, c.connsPerBroker, remoting.MaxConnsPerAddr)
 	}
 	if c.producerID != "" && !c.idempotent {
 		return fmt.Errorf("%w: IdempotentProducerID is set but Idempotent is off", ErrInvalidOption)
@@ -392,24 +387,4 @@ func AutoBatch(maxMessages, maxBytes int, linger time.Duration) ProducerOpt {
 // an answer travels back; many make batches small.
 func AutoBatchInflight(n int) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.autoBatch.inflight = n })
-}
-
-// DefaultConnectionsPerBroker is the producer's default for
-// ConnectionsPerBroker. It stays 1: on the 2-core reference box 2 or 4
-// connections gave the same closed-loop throughput as 1 (within ±10 %
-// noise, 64 senders, 3 interleaved rounds) and cost ~1–2 µs more client
-// CPU per message, because the stages they parallelize (decoding on the
-// readers) are short next to the Raft commit they wait for.
-const DefaultConnectionsPerBroker = 1
-
-// ConnectionsPerBroker sets how many connections the producer keeps to each
-// broker address (default DefaultConnectionsPerBroker, at most
-// remoting.MaxConnsPerAddr). A send goes on connection QueueID mod n, so
-// the sends to one queue share one connection and reach the broker in the
-// order they were made (ordered sends with a selector, the Idempotent
-// producer's per-queue sequences); other requests use the first one. More
-// connections spread the decoding of many concurrent sends over several
-// reader goroutines at both ends.
-func ConnectionsPerBroker(n int) ProducerOpt {
-	return producerOpt(func(c *producerConfig) { c.connsPerBroker = n })
 }

@@ -91,7 +91,7 @@ func (p *Producer) Start() error {
 	case stateClosed:
 		return ErrClosed
 	}
-	p.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: p.cfg.sendTimeout, ConnsPerAddr: p.cfg.connsPerBroker}, p.cfg.common.log)
+	p.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: p.cfg.sendTimeout}, p.cfg.common.log)
 	p.routes = newRouteManager(p.rc, p.log.Named("route"), p.cfg.common.nameServers, p.cfg.common.requestTimeout, p.cfg.common.now)
 	p.routes.onLeaderChange = p.fault.remove
 	p.ctx, p.cancel = context.WithCancel(context.Background())

@@ -446,7 +446,7 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			return nil, fail(addr, err)
 		}
 		if r.oneway {
-			err := p.rc.InvokeOnewayLane(sd.context(), addr, mq.QueueID, req)
+			err := p.rc.InvokeOneway(sd.context(), addr, req)
 			if err != nil {
 				routes.markDown(mq.BrokerName, addr, routes.downFor)
 				p.requestRefresh(r.topic)
@@ -459,7 +459,7 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 		if !p.cfg.common.realClock {
 			wall = time.Now()
 		}
-		resp, err := p.rc.InvokeSyncLaneUntil(sd.caller, addr, mq.QueueID, req, sd.attempt(wall, p.cfg.attemptTimeout, last))
+		resp, err := p.rc.InvokeSyncUntil(sd.caller, addr, req, sd.attempt(wall, p.cfg.attemptTimeout, last))
 		latency := p.cfg.common.now().Sub(start)
 		if err != nil {
 			p.fault.update(mq.BrokerName, latency, true)

@@ -39,17 +39,7 @@ type ClientConfig struct {
 	// ProcessorWorkers and ProcessorQueueSize size the pool serving
 	// server-initiated requests (defaults 4 and 256).
 	ProcessorWorkers, ProcessorQueueSize int
-	// ConnsPerAddr is how many connections the client may keep to one
-	// address (default 1, at most MaxConnsPerAddr). The *Lane calls pick
-	// one by lane number; the plain calls use lane 0. Several connections
-	// let the two ends decode frames on several reader goroutines instead
-	// of one, which is the serial stage of many concurrent small calls.
-	ConnsPerAddr int
 }
-
-// MaxConnsPerAddr bounds ClientConfig.ConnsPerAddr: each connection costs
-// two goroutines and a socket at both ends.
-const MaxConnsPerAddr = 64
 
 // DefaultClientConfig returns the defaults.
 func DefaultClientConfig() ClientConfig {
@@ -64,7 +54,6 @@ func DefaultClientConfig() ClientConfig {
 		WriteQueueSize:     1024,
 		ProcessorWorkers:   4,
 		ProcessorQueueSize: 256,
-		ConnsPerAddr:       1,
 	}
 }
 
@@ -100,28 +89,20 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	if c.ProcessorQueueSize <= 0 {
 		c.ProcessorQueueSize = d.ProcessorQueueSize
 	}
-	if c.ConnsPerAddr <= 0 {
-		c.ConnsPerAddr = 1
-	}
-	c.ConnsPerAddr = min(c.ConnsPerAddr, MaxConnsPerAddr)
 	return c
 }
 
-// clientEntry holds the connections to one address, one slot per lane.
+// clientEntry holds the connection to one address; mu serializes dialing
+// so concurrent callers share one connection.
 type clientEntry struct {
-	slots []connSlot
-}
-
-// connSlot holds one lane's connection; mu serializes dialing so
-// concurrent callers of the lane share one connection.
-type connSlot struct {
 	mu   sync.Mutex
 	conn *Conn // guarded by mu; nil or closed means dial on next use
 }
 
-// Client is a RocketMQ remoting client: ConnsPerAddr connections (lanes)
-// per address, each dialed lazily and redialed after failure, with sync, async and oneway
-// calls, and a processor table for requests the server sends to us.
+// Client is a RocketMQ remoting client: one connection per address,
+// dialed lazily and redialed after failure, with sync, async and oneway
+// calls, and a processor table for requests the server sends to us. Calls
+// to one address are written in call order.
 type Client struct {
 	cfg   ClientConfig
 	log   *zap.Logger
@@ -187,18 +168,13 @@ func (c *Client) handleRequest(conn *Conn, req *RemotingCommand) {
 	}
 }
 
-// Lanes is the number of connections the client keeps per address
-// (ClientConfig.ConnsPerAddr after defaults).
-func (c *Client) Lanes() int { return c.cfg.ConnsPerAddr }
-
-// conn returns the live connection of lane (taken modulo Lanes) to addr,
-// dialing if there is none.
-func (c *Client) conn(ctx context.Context, addr string, lane int) (*Conn, error) {
-	return c.connUntil(ctx, addr, lane, time.Time{})
+// conn returns the live connection to addr, dialing if there is none.
+func (c *Client) conn(ctx context.Context, addr string) (*Conn, error) {
+	return c.connUntil(ctx, addr, time.Time{})
 }
 
 // connUntil is conn with a dial also bounded by deadline (zero: none).
-func (c *Client) connUntil(ctx context.Context, addr string, lane int, deadline time.Time) (*Conn, error) {
+func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time) (*Conn, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -206,17 +182,15 @@ func (c *Client) connUntil(ctx context.Context, addr string, lane int, deadline 
 	}
 	e := c.entries[addr]
 	if e == nil {
-		e = &clientEntry{slots: make([]connSlot, c.cfg.ConnsPerAddr)}
+		e = &clientEntry{}
 		c.entries[addr] = e
 	}
 	c.mu.Unlock()
 
-	lane = int(uint(lane) % uint(len(e.slots))) // any int, negative too, maps to a slot
-	sl := &e.slots[lane]
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.conn != nil && !sl.conn.Closed() {
-		return sl.conn, nil
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.conn != nil && !e.conn.Closed() {
+		return e.conn, nil
 	}
 	d := net.Dialer{Timeout: c.cfg.ConnectTimeout, Deadline: deadline}
 	nc, err := d.DialContext(ctx, "tcp", addr)
@@ -241,8 +215,8 @@ func (c *Client) connUntil(ctx context.Context, addr string, lane int, deadline 
 	}
 	conn.start(&c.connWG)
 	c.mu.Unlock()
-	sl.conn = conn
-	c.log.Debug("connected", zap.String("addr", addr), zap.Int("lane", lane), zap.Uint64("conn", conn.id))
+	e.conn = conn
+	c.log.Debug("connected", zap.String("addr", addr), zap.Uint64("conn", conn.id))
 	return conn, nil
 }
 
@@ -256,23 +230,19 @@ func (c *Client) liveConns() []*Conn {
 	c.mu.Unlock()
 	var out []*Conn
 	for _, e := range entries {
-		out = append(out, e.conns()...)
+		if conn := e.current(); conn != nil {
+			out = append(out, conn)
+		}
 	}
 	return out
 }
 
-// conns snapshots the entry's connections, closed ones included.
-func (e *clientEntry) conns() []*Conn {
-	var out []*Conn
-	for i := range e.slots {
-		sl := &e.slots[i]
-		sl.mu.Lock()
-		if sl.conn != nil {
-			out = append(out, sl.conn)
-		}
-		sl.mu.Unlock()
-	}
-	return out
+// current returns the entry's connection, closed or not (nil before the
+// first dial).
+func (e *clientEntry) current() *Conn {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.conn
 }
 
 func (c *Client) withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -286,30 +256,23 @@ func (c *Client) withDefaultTimeout(ctx context.Context) (context.Context, conte
 // deadline (or DefaultTimeout when ctx has none): ErrTimeout then, or
 // ErrConnClosed when the connection fails. req.Opaque may be changed.
 func (c *Client) InvokeSync(ctx context.Context, addr string, req *RemotingCommand) (*RemotingCommand, error) {
-	return c.InvokeSyncLane(ctx, addr, 0, req)
+	return c.InvokeSyncUntil(ctx, addr, req, time.Time{})
 }
 
-// InvokeSyncLane is InvokeSync on connection lane (modulo Lanes) to addr.
-// Calls on one lane are written in call order, so callers that need the
-// server to see requests in order keep them on one lane.
-func (c *Client) InvokeSyncLane(ctx context.Context, addr string, lane int, req *RemotingCommand) (*RemotingCommand, error) {
-	return c.InvokeSyncLaneUntil(ctx, addr, lane, req, time.Time{})
-}
-
-// InvokeSyncLaneUntil is InvokeSyncLane bounded by deadline as well as by
-// ctx (the earlier wins; DefaultTimeout when neither has one). The
-// deadline is waited for with a pooled timer, not a context: a caller
-// with a per-attempt bound (the producer's AttemptTimeout) builds no
-// context per call.
-func (c *Client) InvokeSyncLaneUntil(ctx context.Context, addr string, lane int, req *RemotingCommand, deadline time.Time) (*RemotingCommand, error) {
+// InvokeSyncUntil is InvokeSync bounded by deadline as well as by ctx (the
+// earlier wins; DefaultTimeout when neither has one). The deadline is
+// waited for with a pooled timer, not a context: a caller with a
+// per-attempt bound (the producer's AttemptTimeout) builds no context per
+// call.
+func (c *Client) InvokeSyncUntil(ctx context.Context, addr string, req *RemotingCommand, deadline time.Time) (*RemotingCommand, error) {
 	// A deadline that ctx already enforces is left to ctx: its expiry
-	// then sets ctx.Err() for the caller, as with InvokeSyncLane.
+	// then sets ctx.Err() for the caller, as with InvokeSync.
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || !deadline.Before(d)) {
 		deadline = time.Time{}
 	} else if !ok && deadline.IsZero() {
 		deadline = time.Now().Add(c.cfg.DefaultTimeout)
 	}
-	conn, err := c.connUntil(ctx, addr, lane, deadline)
+	conn, err := c.connUntil(ctx, addr, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -327,11 +290,6 @@ func (c *Client) InvokeSyncLaneUntil(ctx context.Context, addr string, lane int,
 // ErrTooManyRequests. cb is not called when InvokeAsync returns an error.
 // cb runs on the connection's reader or the sweeper: it must not block.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *RemotingCommand, cb func(*RemotingCommand, error)) error {
-	return c.InvokeAsyncLane(ctx, addr, 0, req, cb)
-}
-
-// InvokeAsyncLane is InvokeAsync on connection lane (modulo Lanes) to addr.
-func (c *Client) InvokeAsyncLane(ctx context.Context, addr string, lane int, req *RemotingCommand, cb func(*RemotingCommand, error)) error {
 	ctx, cancel := c.withDefaultTimeout(ctx)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -340,7 +298,7 @@ func (c *Client) InvokeAsyncLane(ctx context.Context, addr string, lane int, req
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %d in flight (code %d to %s)", ErrTooManyRequests, cap(c.sem), req.Code, addr)
 	}
-	conn, err := c.conn(ctx, addr, lane)
+	conn, err := c.conn(ctx, addr)
 	if err != nil {
 		<-c.sem
 		return err
@@ -363,15 +321,9 @@ func (c *Client) InvokeAsyncLane(ctx context.Context, addr string, lane int, req
 // InvokeOneway sends req to addr with the oneway flag and returns once it
 // is queued for writing; no response comes back.
 func (c *Client) InvokeOneway(ctx context.Context, addr string, req *RemotingCommand) error {
-	return c.InvokeOnewayLane(ctx, addr, 0, req)
-}
-
-// InvokeOnewayLane is InvokeOneway on connection lane (modulo Lanes) to
-// addr.
-func (c *Client) InvokeOnewayLane(ctx context.Context, addr string, lane int, req *RemotingCommand) error {
 	ctx, cancel := c.withDefaultTimeout(ctx)
 	defer cancel()
-	conn, err := c.conn(ctx, addr, lane)
+	conn, err := c.conn(ctx, addr)
 	if err != nil {
 		return err
 	}
@@ -381,7 +333,7 @@ func (c *Client) InvokeOnewayLane(ctx context.Context, addr string, lane int, re
 	return err
 }
 
-// CloseConn closes every connection to addr (pending calls fail with
+// CloseConn closes the connection to addr (pending calls fail with
 // ErrConnClosed); the next call redials.
 func (c *Client) CloseConn(addr string) {
 	c.mu.Lock()
@@ -391,7 +343,7 @@ func (c *Client) CloseConn(addr string) {
 	if e == nil {
 		return
 	}
-	for _, conn := range e.conns() {
+	if conn := e.current(); conn != nil {
 		conn.close(nil, false)
 	}
 }

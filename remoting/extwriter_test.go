@@ -114,10 +114,10 @@ func TestAppendFrame(t *testing.T) {
 	}
 }
 
-// TestInvokeSyncLaneUntil: the explicit deadline bounds a call whose ctx
+// TestInvokeSyncUntil: the explicit deadline bounds a call whose ctx
 // has none (no context built), the earlier of ctx and deadline wins, and
 // a timed-out call leaves nothing in the response table.
-func TestInvokeSyncLaneUntil(t *testing.T) {
+func TestInvokeSyncUntil(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
@@ -131,7 +131,7 @@ func TestInvokeSyncLaneUntil(t *testing.T) {
 	c := newTestClient(t, ClientConfig{DefaultTimeout: time.Minute})
 	for i := 0; i < 3; i++ { // the pooled timer is reused
 		start := time.Now()
-		_, err := c.InvokeSyncLaneUntil(context.Background(), addr, 0, NewRequest(RequestSendMessage, nil, nil), start.Add(50*time.Millisecond))
+		_, err := c.InvokeSyncUntil(context.Background(), addr, NewRequest(RequestSendMessage, nil, nil), start.Add(50*time.Millisecond))
 		if !errors.Is(err, ErrTimeout) {
 			t.Fatalf("got %v, want ErrTimeout", err)
 		}
@@ -142,7 +142,7 @@ func TestInvokeSyncLaneUntil(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := c.InvokeSyncLaneUntil(ctx, addr, 0, NewRequest(RequestSendMessage, nil, nil), start.Add(time.Minute)); !errors.Is(err, ErrTimeout) {
+	if _, err := c.InvokeSyncUntil(ctx, addr, NewRequest(RequestSendMessage, nil, nil), start.Add(time.Minute)); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("ctx deadline: %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -154,14 +154,14 @@ func TestInvokeSyncLaneUntil(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		dl, _ := ctx.Deadline()
-		_, err := c.InvokeSyncLaneUntil(ctx, addr, 0, NewRequest(RequestSendMessage, nil, nil), dl)
+		_, err := c.InvokeSyncUntil(ctx, addr, NewRequest(RequestSendMessage, nil, nil), dl)
 		if !errors.Is(err, ErrTimeout) || ctx.Err() == nil {
 			t.Fatalf("ctx's own deadline: %v, ctx.Err() %v", err, ctx.Err())
 		}
 		cancel()
 	}
 	// A later call on the same connection is answered normally.
-	resp, err := c.InvokeSyncLaneUntil(context.Background(), addr, 0, NewRequest(RequestHeartBeat, nil, []byte("b")), time.Now().Add(5*time.Second))
+	resp, err := c.InvokeSyncUntil(context.Background(), addr, NewRequest(RequestHeartBeat, nil, []byte("b")), time.Now().Add(5*time.Second))
 	if err != nil || string(resp.Body) != "b" {
 		t.Fatalf("after timeouts: %v %v", resp, err)
 	}

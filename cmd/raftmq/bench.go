@@ -39,7 +39,6 @@ type benchFlags struct {
 	fromLast bool
 	cpuProf  string
 	autoB    int
-	conns    int
 }
 
 func newBenchCmd(g *globalFlags) *cobra.Command {
@@ -71,7 +70,6 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	produce.Flags().IntVar(&f.window, "window", 16, "async in-flight messages per worker")
 	produce.Flags().BoolVar(&f.keys, "keys", false, "give every message a unique key (indexed)")
 	produce.Flags().StringVar(&f.tags, "tags", "", "tag of every message")
-	produce.Flags().IntVar(&f.conns, "conns", client.DefaultConnectionsPerBroker, "client.ConnectionsPerBroker: connections per broker address (sends spread by queue id)")
 	produce.Flags().IntVar(&f.autoB, "auto-batch", 0, "client.AutoBatch: concurrent sends share batch requests of up to N messages (0 = off)")
 	consume := &cobra.Command{
 		Use:   "consume",
@@ -234,8 +232,7 @@ func progressBar(done, total int64) string {
 
 func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, st *benchStats, log *zap.Logger) error {
 	p, err := client.NewProducer(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log),
-		client.ProducerGroup("benchmark_producer"), client.AutoBatch(f.autoB, 256<<10, 0),
-		client.ConnectionsPerBroker(f.conns))
+		client.ProducerGroup("benchmark_producer"), client.AutoBatch(f.autoB, 256<<10, 0))
 	if err != nil {
 		return err
 	}
