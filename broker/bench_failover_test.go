@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +25,6 @@ type ackStream struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	acks []streamAck
-	seq  atomic.Int64
 }
 
 type streamAck struct {

@@ -114,21 +114,6 @@ func (m *Message) String() string {
 	return fmt.Sprintf("Message{topic=%s tags=%q keys=%v body=%dB props=%v}", m.Topic, m.Tags, m.Keys, len(m.Body), m.Properties)
 }
 
-// wireProperties returns the full property map sent for m: the user
-// properties, then the fields that map to system properties, then extra
-// (UNIQ_KEY, idempotence properties) on top.
-func (m *Message) wireProperties(extra map[string]string) map[string]string {
-	p := make(map[string]string, len(m.Properties)+len(extra)+4)
-	for k, v := range m.Properties {
-		p[k] = v
-	}
-	m.systemProperties(func(k, v string) { p[k] = v })
-	for k, v := range extra {
-		p[k] = v
-	}
-	return p
-}
-
 // systemProperties calls set for each property derived from m's fields.
 func (m *Message) systemProperties(set func(k, v string)) {
 	if m.Tags != "" {
@@ -164,9 +149,9 @@ func (m *Message) overridden(k string) bool {
 }
 
 // appendWireProperties writes the properties string of m for sending
-// straight into dst, without the intermediate map of wireProperties (this
-// is on every send's path): user properties first, then system ones, then
-// extra name/value pairs. Names appear once; order does not matter on the
+// straight into dst, without an intermediate map (this is on every send's
+// path): user properties first, then system ones, then extra name/value
+// pairs. Names appear once; order does not matter on the
 // wire.
 func (m *Message) appendWireProperties(dst []byte, extra ...string) []byte {
 	pair := func(k, v string) {

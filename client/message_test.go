@@ -76,11 +76,26 @@ func TestMessageValidate(t *testing.T) {
 	}
 }
 
+// wirePropertiesMap is the reference model of the properties sent for m:
+// the user properties, then the fields that map to system properties, then
+// extra (UNIQ_KEY, idempotence properties) on top.
+func wirePropertiesMap(m *Message, extra map[string]string) map[string]string {
+	p := make(map[string]string, len(m.Properties)+len(extra)+4)
+	for k, v := range m.Properties {
+		p[k] = v
+	}
+	m.systemProperties(func(k, v string) { p[k] = v })
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
 func TestWireProperties(t *testing.T) {
 	m := NewMessage("T", []byte("x")).WithTags("TagA").WithKeys("k1", "k2").WithProperty("TAGS", "ignored").WithProperty("u", "1")
 	m.DelayLevel = 3
 	m.ShardingKey = "order-7"
-	got := m.wireProperties(map[string]string{PropertyUniqClientMessageID: "ID"})
+	got := wirePropertiesMap(m, map[string]string{PropertyUniqClientMessageID: "ID"})
 	want := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "DELAY": "3", "__SHARDINGKEY": "order-7", "u": "1", "UNIQ_KEY": "ID"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -299,7 +314,7 @@ func TestAppendWirePropertiesMatchesMap(t *testing.T) {
 		WithProperty("TAGS", "overridden").WithProperty("UNIQ_KEY", "user-set").WithProperty("u", "1")
 	m.DelayLevel = 3
 	got := DecodeProperties(string(m.appendWireProperties(nil, PropertyUniqClientMessageID, "ID", PropertySequence, "9")))
-	want := m.wireProperties(map[string]string{PropertyUniqClientMessageID: "ID", PropertySequence: "9"})
+	want := wirePropertiesMap(m, map[string]string{PropertyUniqClientMessageID: "ID", PropertySequence: "9"})
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("appended %v, map %v", got, want)
 	}

@@ -28,15 +28,14 @@ type processQueue struct {
 
 	dropped atomic.Bool
 
-	mu         sync.Mutex
-	msgs       map[int64]*MessageExt // guarded by mu; cached, not consuming
-	order      []int64               // guarded by mu; offsets put, ascending; may hold removed ones
-	consuming  map[int64]*MessageExt // guarded by mu; orderly: taken by the listener
-	size       int64                 // guarded by mu; body bytes of msgs + consuming
-	maxOffset  int64                 // guarded by mu; highest offset put
-	locked     bool                  // guarded by mu; orderly: the broker lock is held
-	lockedAt   time.Time             // guarded by mu
-	lastPullAt time.Time             // guarded by mu
+	mu        sync.Mutex
+	msgs      map[int64]*MessageExt // guarded by mu; cached, not consuming
+	order     []int64               // guarded by mu; offsets put, ascending; may hold removed ones
+	consuming map[int64]*MessageExt // guarded by mu; orderly: taken by the listener
+	size      int64                 // guarded by mu; body bytes of msgs + consuming
+	maxOffset int64                 // guarded by mu; highest offset put
+	locked    bool                  // guarded by mu; orderly: the broker lock is held
+	lockedAt  time.Time             // guarded by mu
 
 	// kick wakes the orderly consume goroutine when messages arrive.
 	kick chan struct{}
