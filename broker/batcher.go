@@ -155,9 +155,9 @@ func (b *batcher) run() {
 			n := len(g.batch) + len(b.in) // gathered or queued
 			seen = max(seen, reqs+n)
 			target := max(max(pop, seen)-reqs, 1)
-			// Once the wait started the batch goes when it ends: the entry
-			// in flight can only be answered while gathering.
-			if armed || reqs == 0 {
+			// Only run proposes, so once no entry is in flight none appears
+			// while gathering: an armed wait always runs to its end.
+			if reqs == 0 {
 				if g.full(pol) || expired {
 					break
 				}
@@ -174,7 +174,7 @@ func (b *batcher) run() {
 					timer.Reset(wait)
 				}
 			} else if g.full(pol) {
-				select { // room only for the entry in flight to end
+				select { // full: wait for the entry in flight to be answered
 				case <-b.freed:
 				case <-b.quit:
 					b.fail(g.batch, ErrGroupClosed)
@@ -195,7 +195,7 @@ func (b *batcher) run() {
 			}
 		}
 		timer.Stop()
-		pop = max(seen, b.inflight()+len(g.batch))
+		pop = max(seen, len(g.batch)) // nothing is in flight here
 		carry = g.carry
 		b.propose(g.batch, g.size)
 	}
