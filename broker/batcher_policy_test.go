@@ -272,3 +272,27 @@ func TestBatcherCloseFailsQueued(t *testing.T) {
 		t.Fatalf("%d entries proposed, want 1", n)
 	}
 }
+
+// TestBatcherLinger: a positive raftBatchLinger holds even a lone request
+// (here until the batch is full, the linger being an hour), so later
+// requests share its entry.
+func TestBatcherLinger(t *testing.T) {
+	pol := testPolicy()
+	pol.linger = time.Hour
+	pol.maxCount = 3
+	b, f := startTestBatcher(t, pol)
+	f.mu.Lock()
+	f.auto = true
+	f.mu.Unlock()
+	as := []<-chan answer{submit(t, b, 1)}
+	testutil.WaitFor(t, 5*time.Second, "first request taken by the batcher", func() bool { return len(b.in) == 0 })
+	as = append(as, submit(t, b, 2), submit(t, b, 3))
+	for i, ch := range as {
+		if a := recv(t, ch); a.err != nil || a.results[0].QueueID != int32(1+i) {
+			t.Fatalf("request %d got %+v", 1+i, a)
+		}
+	}
+	if got := fmt.Sprint(f.entry(0)); f.proposed() != 1 || got != "[1 2 3]" {
+		t.Fatalf("%d entries, the first holding %s; want one entry [1 2 3]", f.proposed(), got)
+	}
+}

@@ -29,15 +29,16 @@ type GroupConfig struct {
 	RaftBatchMaxBytes int `prop:"raftBatchMaxBytes"`
 	// RaftBatchMaxCount bounds the send requests in one entry (512).
 	RaftBatchMaxCount int `prop:"raftBatchMaxCount"`
-	// RaftBatchLinger is how long the batcher waits for more requests after
-	// the first one while a previous entry is still in flight (0: never wait
-	// beyond what is in flight; the natural batching of a busy pipeline is
-	// usually enough). Given in ms in broker.conf.
+	// RaftBatchLinger, when positive, replaces the adaptive wait with a
+	// fixed one: once no entry is in flight the batcher waits this long for
+	// more requests (or until the batch is full) before proposing, a lone
+	// sender too (0, the default: RaftBatchAdaptiveWait decides). Given in
+	// ms in broker.conf.
 	RaftBatchLinger time.Duration `prop:"raftBatchLinger"`
 	// RaftBatchAdaptiveWait bounds how long the batcher, when
 	// RaftBatchLinger is 0, waits for the entry to hold the senders it
 	// expects (1 ms): the most requests it saw in flight and gathered at
-	// once during the previous gather, minus those in entries still in
+	// once during the previous gather, minus those in the entry still in
 	// flight. Steady concurrent senders then share one entry per
 	// replication round instead of splitting into a small and a large one;
 	// a lone sender is never held. 0 disables it. Given in ms in
