@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/raftmq/raftmq/internal/config"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Admin and query codes served by the default pool (RocketMQ
@@ -84,13 +84,13 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if h.ReadQueueNums < 1 || h.WriteQueueNums < 1 || h.ReadQueueNums > 1024 || h.WriteQueueNums > 1024 {
 		return response(remoting.ResponseInvalidParameter, "queue numbers must be 1..1024 (read %d, write %d)", h.ReadQueueNums, h.WriteQueueNums)
 	}
-	if h.Perm&^(namesrv.PermRead|namesrv.PermWrite|namesrv.PermInherit) != 0 {
+	if h.Perm&^(wire.PermRead|wire.PermWrite|wire.PermInherit) != 0 {
 		return response(remoting.ResponseInvalidParameter, "perm %d has unknown bits (4 read, 2 write, 1 inherit)", h.Perm)
 	}
 	if h.TopicFilterType == "" {
 		h.TopicFilterType = "SINGLE_TAG"
 	}
-	tc := namesrv.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
+	tc := wire.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
 		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
 	if r := c.replicate(ctx, "update topic", func(wctx context.Context) error { return c.rep.UpdateTopic(wctx, tc) }); r != nil {
 		return r
@@ -123,7 +123,7 @@ func (c *Controller) processGetAllTopicConfig() *remoting.RemotingCommand {
 }
 
 func (c *Controller) processUpdateSubscriptionGroup(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var sg SubscriptionGroupConfig
+	var sg wire.SubscriptionGroupConfig
 	if err := json.Unmarshal(req.Body, &sg); err != nil {
 		return response(remoting.ResponseSystemError, "malformed subscription group body: %v", err)
 	}
@@ -154,8 +154,8 @@ func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *re
 func (c *Controller) processGetAllSubscriptionGroups() *remoting.RemotingCommand {
 	r := success()
 	r.Body, _ = json.Marshal(struct {
-		SubscriptionGroupTable map[string]SubscriptionGroupConfig `json:"subscriptionGroupTable"`
-		DataVersion            namesrv.DataVersion                `json:"dataVersion"`
+		SubscriptionGroupTable map[string]wire.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+		DataVersion            wire.DataVersion                        `json:"dataVersion"`
 	}{c.rep.State().SubscriptionGroups(), c.rep.State().TopicsDataVersion()})
 	return r
 }
@@ -191,7 +191,7 @@ func (c *Controller) processRuntimeInfo() *remoting.RemotingCommand {
 		"consumerGroups":      strings.Join(c.clients.groups(), ","),
 	}
 	r := success()
-	r.Body, _ = json.Marshal(namesrv.KVTable{Table: t})
+	r.Body, _ = json.Marshal(wire.KVTable{Table: t})
 	return r
 }
 

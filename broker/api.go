@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/raftmq/raftmq/broker/store"
-	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Replica is everything the request processors need from the Raft group.
@@ -27,11 +27,11 @@ type Replica interface {
 	// callers' commits).
 	CommitOffsets(ctx context.Context, commits []OffsetCommit) error
 	// UpdateTopic creates or replaces a topic's config.
-	UpdateTopic(ctx context.Context, tc namesrv.TopicConfig) error
+	UpdateTopic(ctx context.Context, tc wire.TopicConfig) error
 	// DeleteTopic removes a topic's config (messages age out by retention).
 	DeleteTopic(ctx context.Context, topic string) error
 	// UpdateSubscriptionGroup creates or replaces a consumer group's config.
-	UpdateSubscriptionGroup(ctx context.Context, sg SubscriptionGroupConfig) error
+	UpdateSubscriptionGroup(ctx context.Context, sg wire.SubscriptionGroupConfig) error
 	// DeleteSubscriptionGroup removes a consumer group's config and offsets.
 	DeleteSubscriptionGroup(ctx context.Context, group string) error
 	// UpdateScheduleOffsets replicates the delay-level delivery progress
@@ -66,13 +66,13 @@ var _ AsyncPutter = (*Group)(nil)
 // StateReader is a read-only view of the replicated tables. Implementations
 // return copies or immutable values so callers never hold the FSM's lock.
 type StateReader interface {
-	Topic(name string) (namesrv.TopicConfig, bool)
-	Topics() map[string]namesrv.TopicConfig
+	Topic(name string) (wire.TopicConfig, bool)
+	Topics() map[string]wire.TopicConfig
 	// TopicsDataVersion changes whenever the topic table changes; name-server
 	// registration sends it.
-	TopicsDataVersion() namesrv.DataVersion
-	SubscriptionGroup(name string) (SubscriptionGroupConfig, bool)
-	SubscriptionGroups() map[string]SubscriptionGroupConfig
+	TopicsDataVersion() wire.DataVersion
+	SubscriptionGroup(name string) (wire.SubscriptionGroupConfig, bool)
+	SubscriptionGroups() map[string]wire.SubscriptionGroupConfig
 	// ConsumerOffset returns the committed offset of group on topic/queue,
 	// ok=false if none was ever committed.
 	ConsumerOffset(group, topic string, queueID int32) (offset int64, ok bool)
@@ -101,35 +101,4 @@ type OffsetCommit struct {
 	Topic   string
 	QueueID int32
 	Offset  int64
-}
-
-// SubscriptionGroupConfig mirrors RocketMQ's SubscriptionGroupConfig (JSON
-// field names as RocketMQ writes them).
-type SubscriptionGroupConfig struct {
-	GroupName                      string `json:"groupName"`
-	ConsumeEnable                  bool   `json:"consumeEnable"`
-	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
-	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
-	ConsumeMessageOrderly          bool   `json:"consumeMessageOrderly"`
-	RetryQueueNums                 int32  `json:"retryQueueNums"`
-	RetryMaxTimes                  int32  `json:"retryMaxTimes"`
-	BrokerID                       int64  `json:"brokerId"`
-	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
-	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
-	GroupSysFlag                   int32  `json:"groupSysFlag"`
-}
-
-// DefaultSubscriptionGroupConfig returns RocketMQ's defaults for an
-// auto-created group (retry queue 1, 16 retries).
-func DefaultSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
-	return SubscriptionGroupConfig{
-		GroupName:                      group,
-		ConsumeEnable:                  true,
-		ConsumeFromMinEnable:           true,
-		ConsumeBroadcastEnable:         true,
-		RetryQueueNums:                 1,
-		RetryMaxTimes:                  16,
-		WhichBrokerWhenConsumeSlowly:   1,
-		NotifyConsumerIdsChangedEnable: true,
-	}
 }

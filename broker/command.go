@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // CommandType is the first byte of a Raft command entry's Extensions.
@@ -22,7 +22,7 @@ const (
 	CmdMessages CommandType = 1
 	// CmdOffsets: consumer offset commits (binary, see encodeOffsets).
 	CmdOffsets CommandType = 2
-	// CmdUpdateTopic: Data is a namesrv.TopicConfig as JSON.
+	// CmdUpdateTopic: Data is a wire.TopicConfig as JSON.
 	CmdUpdateTopic CommandType = 3
 	// CmdDeleteTopic: Data is the topic name.
 	CmdDeleteTopic CommandType = 4
@@ -60,9 +60,9 @@ type Command struct {
 	// Offsets of a CmdOffsets entry.
 	Offsets []OffsetCommit
 	// Topic of CmdUpdateTopic.
-	Topic namesrv.TopicConfig
+	Topic wire.TopicConfig
 	// Group of CmdUpdateGroup.
-	Group SubscriptionGroupConfig
+	Group wire.SubscriptionGroupConfig
 	// Name of CmdDeleteTopic / CmdDeleteGroup.
 	Name string
 	// Schedule of CmdScheduleOffsets.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // FuzzDecodeCommand: the command decoder never panics, and whatever decodes
@@ -14,9 +14,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Type: CmdMessages, Idem: []idemKey{{Index: 0, Producer: "p", Seq: 1}, {Index: 3, Producer: "q", Seq: -2}}},
 		{Type: CmdMessages},
 		{Type: CmdOffsets, Offsets: []OffsetCommit{{Group: "g", Topic: "t", QueueID: 1, Offset: 99}}},
-		{Type: CmdUpdateTopic, Topic: namesrv.TopicConfig{TopicName: "t", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}},
+		{Type: CmdUpdateTopic, Topic: wire.TopicConfig{TopicName: "t", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}},
 		{Type: CmdDeleteTopic, Name: "t"},
-		{Type: CmdUpdateGroup, Group: DefaultSubscriptionGroupConfig("g")},
+		{Type: CmdUpdateGroup, Group: wire.DefaultSubscriptionGroupConfig("g")},
 		{Type: CmdDeleteGroup, Name: "g"},
 		{Type: CmdScheduleOffsets, Schedule: map[int32]int64{1: 5, 18: 7}},
 		{Type: CmdMemberAddr, MemberID: "n0", MemberAddr: "127.0.0.1:10911"},

@@ -18,9 +18,9 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/httpmon"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Metrics and health over HTTP on metricsPort (listenPort+3 by default):
@@ -419,7 +419,7 @@ func (f *followerLag) poll() {
 		return
 	}
 	self := f.ra.SelfID()
-	var cluster *namesrv.ClusterInfo // fetched at most once per round
+	var cluster *wire.ClusterInfo // fetched at most once per round
 	var ids []string
 	for _, s := range cf.Configuration().Servers {
 		id := string(s.ID)
@@ -470,7 +470,7 @@ func (f *followerLag) memberAddr(id string) string {
 
 // clusterInfo asks the name servers in turn for GET_BROKER_CLUSTER_INFO;
 // nil when none answers.
-func (f *followerLag) clusterInfo() *namesrv.ClusterInfo {
+func (f *followerLag) clusterInfo() *wire.ClusterInfo {
 	for _, ns := range f.c.cfg.NameServers() {
 		ctx, cancel := context.WithTimeout(context.Background(), followerLagTimeout)
 		resp, err := f.c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
@@ -478,16 +478,16 @@ func (f *followerLag) clusterInfo() *namesrv.ClusterInfo {
 		if err != nil || resp.Code != remoting.ResponseSuccess {
 			continue
 		}
-		if ci, err := namesrv.DecodeClusterInfo(resp.Body); err == nil {
+		if ci, err := wire.DecodeClusterInfo(resp.Body); err == nil {
 			return ci
 		}
 	}
-	return &namesrv.ClusterInfo{}
+	return &wire.ClusterInfo{}
 }
 
 // registeredAddr maps a Raft id to the address registered under its
 // follower brokerId (position in dLegerPeers + 1).
-func (f *followerLag) registeredAddr(ci *namesrv.ClusterInfo, id string) string {
+func (f *followerLag) registeredAddr(ci *wire.ClusterInfo, id string) string {
 	peers, err := raftlog.ParsePeers(f.c.cfg.Raft.DLegerPeers)
 	if err != nil || ci == nil {
 		return ""

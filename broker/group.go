@@ -16,8 +16,8 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/ha"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/raftlog"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Group is this node's membership in its Raft broker group: the message
@@ -310,7 +310,7 @@ func (g *Group) proposeCommand(ctx context.Context, c *Command) error {
 }
 
 // UpdateTopic implements Replica.
-func (g *Group) UpdateTopic(ctx context.Context, tc namesrv.TopicConfig) error {
+func (g *Group) UpdateTopic(ctx context.Context, tc wire.TopicConfig) error {
 	if tc.TopicName == "" {
 		return fmt.Errorf("%w: topic without a name", store.ErrMessageIllegal)
 	}
@@ -323,7 +323,7 @@ func (g *Group) DeleteTopic(ctx context.Context, topic string) error {
 }
 
 // UpdateSubscriptionGroup implements Replica.
-func (g *Group) UpdateSubscriptionGroup(ctx context.Context, sg SubscriptionGroupConfig) error {
+func (g *Group) UpdateSubscriptionGroup(ctx context.Context, sg wire.SubscriptionGroupConfig) error {
 	if sg.GroupName == "" {
 		return fmt.Errorf("%w: subscription group without a name", store.ErrMessageIllegal)
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
-	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // faultStream wraps the Raft stream layer so a test can cut a node off the
@@ -277,7 +277,7 @@ func (c *testCluster) sendSeq(k, bodySize int) ack {
 
 func (c *testCluster) createTopic(topic string, queues int) {
 	l := c.leader()
-	if err := l.g().UpdateTopic(context.Background(), namesrv.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6}); err != nil {
+	if err := l.g().UpdateTopic(context.Background(), wire.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6}); err != nil {
 		c.t.Fatal(err)
 	}
 }

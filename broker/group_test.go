@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // sendRound makes keys and producer ids unique per sendConcurrently call.
@@ -278,7 +279,7 @@ func TestGroupDedupAndTables(t *testing.T) {
 	if err := l.g().CommitOffsets(ctx, []OffsetCommit{{Group: "G", Topic: "T", QueueID: 0, Offset: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.g().UpdateSubscriptionGroup(ctx, DefaultSubscriptionGroupConfig("G")); err != nil {
+	if err := l.g().UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig("G")); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.g().UpdateScheduleOffsets(ctx, map[int32]int64{3: 9}); err != nil {

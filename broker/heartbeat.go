@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP
@@ -84,7 +85,7 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 		if !c.live().AutoCreateSubscriptionGroup {
 			return
 		}
-		sg = DefaultSubscriptionGroupConfig(group)
+		sg = wire.DefaultSubscriptionGroupConfig(group)
 		wctx, cancel := c.writeCtx(ctx)
 		err := c.rep.UpdateSubscriptionGroup(wctx, sg)
 		cancel()

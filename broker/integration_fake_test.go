@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/broker/store"
-	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // fakeReplica is a single-node Replica for processor tests: a real
@@ -23,9 +23,9 @@ type fakeReplica struct {
 	leaderAddr atomic.Value // string
 
 	mu      sync.Mutex
-	topics  map[string]namesrv.TopicConfig
-	dv      namesrv.DataVersion
-	groups  map[string]SubscriptionGroupConfig
+	topics  map[string]wire.TopicConfig
+	dv      wire.DataVersion
+	groups  map[string]wire.SubscriptionGroupConfig
 	offsets map[string]map[int32]int64
 	sched   map[int32]int64
 	roleFns []func(bool, uint64)
@@ -45,7 +45,7 @@ func newFakeReplica(t *testing.T, storeHost string) *fakeReplica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &fakeReplica{st: st, topics: map[string]namesrv.TopicConfig{}, groups: map[string]SubscriptionGroupConfig{},
+	r := &fakeReplica{st: st, topics: map[string]wire.TopicConfig{}, groups: map[string]wire.SubscriptionGroupConfig{},
 		offsets: map[string]map[int32]int64{}, sched: map[int32]int64{}}
 	r.leader.Store(true)
 	r.leaderAddr.Store(storeHost)
@@ -111,7 +111,7 @@ func (r *fakeReplica) CommitOffsets(_ context.Context, commits []OffsetCommit) e
 	return nil
 }
 
-func (r *fakeReplica) UpdateTopic(_ context.Context, tc namesrv.TopicConfig) error {
+func (r *fakeReplica) UpdateTopic(_ context.Context, tc wire.TopicConfig) error {
 	if !r.IsLeader() {
 		return r.notLeader()
 	}
@@ -134,7 +134,7 @@ func (r *fakeReplica) DeleteTopic(_ context.Context, topic string) error {
 	return nil
 }
 
-func (r *fakeReplica) UpdateSubscriptionGroup(_ context.Context, sg SubscriptionGroupConfig) error {
+func (r *fakeReplica) UpdateSubscriptionGroup(_ context.Context, sg wire.SubscriptionGroupConfig) error {
 	if !r.IsLeader() {
 		return r.notLeader()
 	}
@@ -177,40 +177,40 @@ func (r *fakeReplica) OnRoleChange(f func(bool, uint64)) {
 // fakeState is the fake's StateReader (copies under the fake's lock).
 type fakeState fakeReplica
 
-func (s *fakeState) Topic(name string) (namesrv.TopicConfig, bool) {
+func (s *fakeState) Topic(name string) (wire.TopicConfig, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tc, ok := s.topics[name]
 	return tc, ok
 }
 
-func (s *fakeState) Topics() map[string]namesrv.TopicConfig {
+func (s *fakeState) Topics() map[string]wire.TopicConfig {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]namesrv.TopicConfig, len(s.topics))
+	out := make(map[string]wire.TopicConfig, len(s.topics))
 	for k, v := range s.topics {
 		out[k] = v
 	}
 	return out
 }
 
-func (s *fakeState) TopicsDataVersion() namesrv.DataVersion {
+func (s *fakeState) TopicsDataVersion() wire.DataVersion {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.dv
 }
 
-func (s *fakeState) SubscriptionGroup(name string) (SubscriptionGroupConfig, bool) {
+func (s *fakeState) SubscriptionGroup(name string) (wire.SubscriptionGroupConfig, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.groups[name]
 	return g, ok
 }
 
-func (s *fakeState) SubscriptionGroups() map[string]SubscriptionGroupConfig {
+func (s *fakeState) SubscriptionGroups() map[string]wire.SubscriptionGroupConfig {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]SubscriptionGroupConfig, len(s.groups))
+	out := make(map[string]wire.SubscriptionGroupConfig, len(s.groups))
 	for k, v := range s.groups {
 		out[k] = v
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // startGossipCluster starts a name server with gossipEnable and a 3-node
@@ -137,7 +138,7 @@ func TestGossipLeaderCrash(t *testing.T) {
 				present = true
 			}
 		}
-		return present, bd.BrokerAddrs[namesrv.MasterID]
+		return present, bd.BrokerAddrs[wire.MasterID]
 	}
 	name := pc.cfgs[old].BrokerName + "-" + pc.cfgs[old].Raft.DLegerSelfID
 	killedAt := time.Now()

@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // registerService registers this node with every name server (RocketMQ
@@ -21,8 +21,8 @@ type registerService struct {
 	kick chan struct{}
 
 	mu       sync.Mutex
-	lastSent namesrv.DataVersion // guarded by mu
-	lastID   int64               // guarded by mu
+	lastSent wire.DataVersion // guarded by mu
+	lastID   int64            // guarded by mu
 	// registered counts successful registration rounds (tests).
 	registered int
 }
@@ -69,7 +69,7 @@ func (r *registerService) run() {
 
 func (r *registerService) brokerID() int64 {
 	if r.c.rep.IsLeader() {
-		return namesrv.MasterID
+		return wire.MasterID
 	}
 	return r.c.cfg.FollowerBrokerID()
 }
@@ -77,22 +77,22 @@ func (r *registerService) brokerID() int64 {
 // body builds the registration body: the replicated topic table plus
 // TBW102 when auto-create is on (RocketMQ keeps TBW102 in the table; it
 // is registered here instead so it never needs a Raft entry).
-func (r *registerService) body() (*namesrv.RegisterBrokerBody, namesrv.DataVersion) {
+func (r *registerService) body() (*wire.RegisterBrokerBody, wire.DataVersion) {
 	st := r.c.rep.State()
 	dv := st.TopicsDataVersion()
 	topics := st.Topics()
 	if topics == nil {
-		topics = map[string]namesrv.TopicConfig{}
+		topics = map[string]wire.TopicConfig{}
 	}
 	if r.c.live().AutoCreateTopicEnable {
 		if _, ok := topics[TopicAutoCreate]; !ok {
 			n := r.c.live().DefaultTopicQueueNums
-			topics[TopicAutoCreate] = namesrv.TopicConfig{TopicName: TopicAutoCreate, ReadQueueNums: n, WriteQueueNums: n,
-				Perm: namesrv.PermRead | namesrv.PermWrite | namesrv.PermInherit, TopicFilterType: "SINGLE_TAG"}
+			topics[TopicAutoCreate] = wire.TopicConfig{TopicName: TopicAutoCreate, ReadQueueNums: n, WriteQueueNums: n,
+				Perm: wire.PermRead | wire.PermWrite | wire.PermInherit, TopicFilterType: "SINGLE_TAG"}
 		}
 	}
-	return &namesrv.RegisterBrokerBody{
-		TopicConfigSerializeWrapper: namesrv.TopicConfigSerializeWrapper{TopicConfigTable: topics, DataVersion: dv},
+	return &wire.RegisterBrokerBody{
+		TopicConfigSerializeWrapper: wire.TopicConfigSerializeWrapper{TopicConfigTable: topics, DataVersion: dv},
 		FilterServerList:            []string{},
 	}, dv
 }
@@ -101,7 +101,7 @@ func (r *registerService) body() (*namesrv.RegisterBrokerBody, namesrv.DataVersi
 func (r *registerService) registerAll() {
 	body, dv := r.body()
 	id := r.brokerID()
-	raw, err := namesrv.EncodeRegisterBrokerBody(body, false)
+	raw, err := wire.EncodeRegisterBrokerBody(body, false)
 	if err != nil {
 		r.c.log.Error("encode registration body", zap.Error(err))
 		return
@@ -113,9 +113,9 @@ func (r *registerService) registerAll() {
 		wg.Add(1)
 		go func(ns string) {
 			defer wg.Done()
-			h := &namesrv.RegisterBrokerRequestHeader{
+			h := &wire.RegisterBrokerRequestHeader{
 				BrokerName: r.c.cfg.BrokerName, BrokerAddr: r.c.addr, ClusterName: r.c.cfg.BrokerClusterName,
-				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: namesrv.BodyCRC32(raw),
+				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: wire.BodyCRC32(raw),
 			}
 			req := remoting.NewRequest(remoting.RequestRegisterBroker, h, raw)
 			ctx, cancel := context.WithTimeout(context.Background(), r.c.cfg.RegisterBrokerTimeoutMills)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)
@@ -414,7 +414,7 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 	if resp != nil {
 		return nil, resp
 	}
-	if tc.Perm&namesrv.PermWrite == 0 {
+	if tc.Perm&wire.PermWrite == 0 {
 		return nil, response(remoting.ResponseNoPermission, "the topic %s is not writable on broker %s", h.Topic, c.cfg.BrokerName)
 	}
 	queueID := h.QueueID
@@ -504,7 +504,7 @@ func (a *sendAnswer) AppendExt(w *remoting.ExtWriter) {
 // sendTopicConfig finds the topic, auto-creating it (through Raft) when
 // allowed: autoCreateTopicEnable, or a retry topic, which RocketMQ always
 // creates on demand.
-func (c *Controller) sendTopicConfig(ctx context.Context, h *sendHeader) (namesrv.TopicConfig, *remoting.RemotingCommand) {
+func (c *Controller) sendTopicConfig(ctx context.Context, h *sendHeader) (wire.TopicConfig, *remoting.RemotingCommand) {
 	if tc, ok := c.rep.State().Topic(h.Topic); ok {
 		return tc, nil
 	}
@@ -516,7 +516,7 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *sendHeader) (namesr
 		}
 		return tc, nil
 	case !c.live().AutoCreateTopicEnable:
-		return namesrv.TopicConfig{}, response(remoting.ResponseTopicNotExist,
+		return wire.TopicConfig{}, response(remoting.ResponseTopicNotExist,
 			"topic %s does not exist on broker %s and autoCreateTopicEnable is off; create it with updateTopic", h.Topic, c.cfg.BrokerName)
 	}
 	n := c.live().DefaultTopicQueueNums
@@ -533,12 +533,12 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *sendHeader) (namesr
 // ensureTopic returns the topic's config, creating it with queueNums
 // read/write queues through Raft if it is missing (broker-plan decision 8:
 // the topic entry is committed before any message for it is proposed).
-func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, sysFlag int) (namesrv.TopicConfig, error) {
+func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, sysFlag int) (wire.TopicConfig, error) {
 	if tc, ok := c.rep.State().Topic(topic); ok {
 		return tc, nil
 	}
-	tc := namesrv.TopicConfig{TopicName: topic, ReadQueueNums: queueNums, WriteQueueNums: queueNums,
-		Perm: namesrv.PermRead | namesrv.PermWrite, TopicFilterType: "SINGLE_TAG", TopicSysFlag: sysFlag}
+	tc := wire.TopicConfig{TopicName: topic, ReadQueueNums: queueNums, WriteQueueNums: queueNums,
+		Perm: wire.PermRead | wire.PermWrite, TopicFilterType: "SINGLE_TAG", TopicSysFlag: sysFlag}
 	wctx, cancel := c.writeCtx(ctx)
 	defer cancel()
 	if err := c.rep.UpdateTopic(wctx, tc); err != nil {

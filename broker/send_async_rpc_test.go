@@ -9,8 +9,8 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // heldReplica is a fakeReplica with the asynchronous put: completions are
@@ -24,9 +24,9 @@ func (r *heldReplica) PutMessagesAsync(ctx context.Context, msgs []*store.Messag
 	r.held <- func() { done(r.PutMessages(ctx, msgs)) }
 }
 
-func testTopicConfig(name string, queues int) namesrv.TopicConfig {
-	return namesrv.TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues,
-		Perm: namesrv.PermRead | namesrv.PermWrite, TopicFilterType: "SINGLE_TAG"}
+func testTopicConfig(name string, queues int) wire.TopicConfig {
+	return wire.TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues,
+		Perm: wire.PermRead | wire.PermWrite, TopicFilterType: "SINGLE_TAG"}
 }
 
 // TestSendAsyncAnsweredBeforeShutdownReturns: a send whose entry has not

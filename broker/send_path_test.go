@@ -11,8 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/raftmq/raftmq/broker/store"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Per-request CPU of the send processor on the connection's reader: the
@@ -33,7 +33,7 @@ type pathReplica struct {
 	offset  int64
 }
 
-func newPathReplica(topics ...namesrv.TopicConfig) *pathReplica {
+func newPathReplica(topics ...wire.TopicConfig) *pathReplica {
 	gc := DefaultGroupConfig()
 	gc.Store.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
 	r := &pathReplica{g: &Group{cfg: gc}, st: newState(gc.DedupWindow, 0)}

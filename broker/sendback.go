@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // CONSUMER_SEND_MSG_BACK (36): a consumer failed a message; it goes to
@@ -39,7 +40,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	}
 	sg, ok := c.rep.State().SubscriptionGroup(h.Group)
 	if !ok {
-		sg = DefaultSubscriptionGroupConfig(h.Group)
+		sg = wire.DefaultSubscriptionGroupConfig(h.Group)
 	}
 	orig, err := c.st.LookMessageByOffset(h.Offset)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // state holds the replicated tables. Apply (the FSM goroutine) is the only
@@ -15,9 +15,9 @@ import (
 type state struct {
 	mu sync.RWMutex
 	// Guarded by mu.
-	topics        map[string]namesrv.TopicConfig
-	topicsVersion namesrv.DataVersion
-	groups        map[string]SubscriptionGroupConfig
+	topics        map[string]wire.TopicConfig
+	topicsVersion wire.DataVersion
+	groups        map[string]wire.SubscriptionGroupConfig
 	offsets       map[string]map[int32]int64 // "topic@group" → queue → offset
 	schedule      map[int32]int64
 	members       map[string]string // raft server id → remoting address
@@ -26,8 +26,8 @@ type state struct {
 
 func newState(dedupWindow int, dedupTTLms int64) *state {
 	return &state{
-		topics:   map[string]namesrv.TopicConfig{},
-		groups:   map[string]SubscriptionGroupConfig{},
+		topics:   map[string]wire.TopicConfig{},
+		groups:   map[string]wire.SubscriptionGroupConfig{},
 		offsets:  map[string]map[int32]int64{},
 		schedule: map[int32]int64{},
 		members:  map[string]string{},
@@ -90,7 +90,7 @@ func (s *state) applyLocked(c *Command, nowMs int64) {
 }
 
 // Topic implements StateReader.
-func (s *state) Topic(name string) (namesrv.TopicConfig, bool) {
+func (s *state) Topic(name string) (wire.TopicConfig, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	t, ok := s.topics[name]
@@ -98,21 +98,21 @@ func (s *state) Topic(name string) (namesrv.TopicConfig, bool) {
 }
 
 // Topics implements StateReader.
-func (s *state) Topics() map[string]namesrv.TopicConfig {
+func (s *state) Topics() map[string]wire.TopicConfig {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return maps.Clone(s.topics)
 }
 
 // TopicsDataVersion implements StateReader.
-func (s *state) TopicsDataVersion() namesrv.DataVersion {
+func (s *state) TopicsDataVersion() wire.DataVersion {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.topicsVersion
 }
 
 // SubscriptionGroup implements StateReader.
-func (s *state) SubscriptionGroup(name string) (SubscriptionGroupConfig, bool) {
+func (s *state) SubscriptionGroup(name string) (wire.SubscriptionGroupConfig, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	g, ok := s.groups[name]
@@ -120,7 +120,7 @@ func (s *state) SubscriptionGroup(name string) (SubscriptionGroupConfig, bool) {
 }
 
 // SubscriptionGroups implements StateReader.
-func (s *state) SubscriptionGroups() map[string]SubscriptionGroupConfig {
+func (s *state) SubscriptionGroups() map[string]wire.SubscriptionGroupConfig {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return maps.Clone(s.groups)
@@ -169,14 +169,14 @@ type queueNext struct {
 // stateImage is the snapshot form of the tables (JSON after the log
 // position record).
 type stateImage struct {
-	Topics        map[string]namesrv.TopicConfig     `json:"topics"`
-	TopicsVersion namesrv.DataVersion                `json:"topicsVersion"`
-	Groups        map[string]SubscriptionGroupConfig `json:"groups"`
-	Offsets       map[string]map[int32]int64         `json:"offsets"`
-	Schedule      map[int32]int64                    `json:"schedule"`
-	Members       map[string]string                  `json:"members"`
-	Dedup         dedupImage                         `json:"dedup"`
-	Queues        []queueNext                        `json:"queues"`
+	Topics        map[string]wire.TopicConfig             `json:"topics"`
+	TopicsVersion wire.DataVersion                        `json:"topicsVersion"`
+	Groups        map[string]wire.SubscriptionGroupConfig `json:"groups"`
+	Offsets       map[string]map[int32]int64              `json:"offsets"`
+	Schedule      map[int32]int64                         `json:"schedule"`
+	Members       map[string]string                       `json:"members"`
+	Dedup         dedupImage                              `json:"dedup"`
+	Queues        []queueNext                             `json:"queues"`
 }
 
 // imageLocked deep-copies the tables (the snapshot is persisted while Apply
@@ -194,9 +194,9 @@ func (s *state) imageLocked() stateImage {
 }
 
 func (s *state) loadLocked(img stateImage) {
-	nonNil := func(m map[string]namesrv.TopicConfig) map[string]namesrv.TopicConfig {
+	nonNil := func(m map[string]wire.TopicConfig) map[string]wire.TopicConfig {
 		if m == nil {
-			return map[string]namesrv.TopicConfig{}
+			return map[string]wire.TopicConfig{}
 		}
 		return m
 	}
@@ -204,7 +204,7 @@ func (s *state) loadLocked(img stateImage) {
 	s.topicsVersion = img.TopicsVersion
 	s.groups = img.Groups
 	if s.groups == nil {
-		s.groups = map[string]SubscriptionGroupConfig{}
+		s.groups = map[string]wire.SubscriptionGroupConfig{}
 	}
 	s.offsets = img.Offsets
 	if s.offsets == nil {

@@ -15,8 +15,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Admin is the administration client behind `raftmq admin` (RocketMQ's
@@ -94,14 +94,14 @@ func (a *Admin) brokerCall(ctx context.Context, brokerName, addr string, newReq 
 
 // ClusterInfo returns the clusters and broker groups the name servers
 // know (GET_BROKER_CLUSTER_INFO, 106).
-func (a *Admin) ClusterInfo(ctx context.Context) (*namesrv.ClusterInfo, error) {
+func (a *Admin) ClusterInfo(ctx context.Context) (*wire.ClusterInfo, error) {
 	resp, err := a.nameServerCall(ctx, func() *remoting.RemotingCommand {
 		return remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return namesrv.DecodeClusterInfo(resp.Body)
+	return wire.DecodeClusterInfo(resp.Body)
 }
 
 // TopicList returns every topic the name servers know (206), sorted.
@@ -112,7 +112,7 @@ func (a *Admin) TopicList(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tl namesrv.TopicList
+	var tl wire.TopicList
 	if err := json.Unmarshal(resp.Body, &tl); err != nil {
 		return nil, fmt.Errorf("client: topic list: %w", err)
 	}
@@ -122,7 +122,7 @@ func (a *Admin) TopicList(ctx context.Context) ([]string, error) {
 
 // TopicRoute returns topic's route (GET_ROUTEINFO_BY_TOPIC, 105);
 // ErrNoRoute when no name server knows it.
-func (a *Admin) TopicRoute(ctx context.Context, topic string) (*namesrv.TopicRouteData, error) {
+func (a *Admin) TopicRoute(ctx context.Context, topic string) (*wire.TopicRouteData, error) {
 	return a.routes.fetchRoute(ctx, topic)
 }
 
@@ -145,7 +145,7 @@ func (a *Admin) masters(ctx context.Context, cluster string) (map[string]string,
 	out := map[string]string{}
 	var missing []string
 	for _, n := range names {
-		if addr := ci.BrokerAddrTable[n].BrokerAddrs[namesrv.MasterID]; addr != "" {
+		if addr := ci.BrokerAddrTable[n].BrokerAddrs[wire.MasterID]; addr != "" {
 			out[n] = addr
 		} else {
 			missing = append(missing, n)
@@ -165,7 +165,7 @@ func (a *Admin) routeMasters(ctx context.Context, topic string) (map[string]stri
 	}
 	out := map[string]string{}
 	for _, bd := range rd.BrokerDatas {
-		if addr := bd.BrokerAddrs[namesrv.MasterID]; addr != "" {
+		if addr := bd.BrokerAddrs[wire.MasterID]; addr != "" {
 			out[bd.BrokerName] = addr
 		}
 	}
@@ -182,7 +182,7 @@ type TopicSpec struct {
 	// ReadQueueNums and WriteQueueNums are the queues consumers read and
 	// producers write; equal unless queues are being added or retired.
 	ReadQueueNums, WriteQueueNums int
-	// Perm is the namesrv.Perm* bits (default 6, read-write).
+	// Perm is the wire.Perm* bits (default 6, read-write).
 	Perm int
 	// Order marks an ordered topic.
 	Order bool
@@ -215,7 +215,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 		return nil, fmt.Errorf("%w: queue numbers must be > 0 (read %d, write %d)", ErrInvalidOption, spec.ReadQueueNums, spec.WriteQueueNums)
 	}
 	if spec.Perm == 0 {
-		spec.Perm = namesrv.PermRead | namesrv.PermWrite
+		spec.Perm = wire.PermRead | wire.PermWrite
 	}
 	targets := map[string]string{"": brokerAddr}
 	if brokerAddr == "" {
@@ -260,7 +260,7 @@ func (a *Admin) DeleteTopic(ctx context.Context, topic, cluster string) error {
 	for _, ns := range a.cfg.nameServers {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
 		_, err := invokeOK(cctx, a.rc, "namesrv", ns, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv,
-			&namesrv.DeleteTopicFromNamesrvRequestHeader{Topic: topic, ClusterName: cluster}, nil))
+			&wire.DeleteTopicFromNamesrvRequestHeader{Topic: topic, ClusterName: cluster}, nil))
 		cancel()
 		if err != nil {
 			errs = append(errs, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // qBroker is a fake broker for consumer tests: in-memory queues, long
@@ -109,18 +110,18 @@ func startQBroker(t testing.TB, name string) *qBroker {
 // register registers the broker as member id of its group serving topics.
 func (b *qBroker) register(t testing.TB, ns *namesrv.NameServer, id int64, topics map[string]int) {
 	t.Helper()
-	table := map[string]namesrv.TopicConfig{}
+	table := map[string]wire.TopicConfig{}
 	for name, n := range topics {
-		table[name] = namesrv.TopicConfig{TopicName: name, ReadQueueNums: n, WriteQueueNums: n, Perm: 6}
+		table[name] = wire.TopicConfig{TopicName: name, ReadQueueNums: n, WriteQueueNums: n, Perm: 6}
 	}
-	body, err := namesrv.EncodeRegisterBrokerBody(&namesrv.RegisterBrokerBody{
-		TopicConfigSerializeWrapper: namesrv.TopicConfigSerializeWrapper{TopicConfigTable: table, DataVersion: namesrv.DataVersion{StateVersion: 1, Timestamp: 1, Counter: 1}},
+	body, err := wire.EncodeRegisterBrokerBody(&wire.RegisterBrokerBody{
+		TopicConfigSerializeWrapper: wire.TopicConfigSerializeWrapper{TopicConfigTable: table, DataVersion: wire.DataVersion{StateVersion: 1, Timestamp: 1, Counter: 1}},
 		FilterServerList:            []string{},
 	}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &namesrv.RegisterBrokerRequestHeader{BrokerName: b.name, BrokerAddr: b.addr, ClusterName: "C", BrokerID: id, BodyCrc32: namesrv.BodyCRC32(body)}
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: b.name, BrokerAddr: b.addr, ClusterName: "C", BrokerID: id, BodyCrc32: wire.BodyCRC32(body)}
 	resp, err := b.nsClient.InvokeSync(context.Background(), ns.Addr().String(), remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
 	if err != nil || resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("register %s: %v %v", b.name, err, resp)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // startNameServer runs a real name server on a free loopback port.
@@ -179,21 +180,21 @@ func answerCode(code int16, ext map[string]string) func(*fakeBroker, *remoting.C
 // group, serving topics (name → queue count) read-write.
 func (fb *fakeBroker) register(t testing.TB, ns *namesrv.NameServer, id int64, version int64, topics map[string]int) {
 	t.Helper()
-	table := map[string]namesrv.TopicConfig{}
+	table := map[string]wire.TopicConfig{}
 	for name, n := range topics {
-		table[name] = namesrv.TopicConfig{TopicName: name, ReadQueueNums: n, WriteQueueNums: n, Perm: 6}
+		table[name] = wire.TopicConfig{TopicName: name, ReadQueueNums: n, WriteQueueNums: n, Perm: 6}
 	}
-	body, err := namesrv.EncodeRegisterBrokerBody(&namesrv.RegisterBrokerBody{
-		TopicConfigSerializeWrapper: namesrv.TopicConfigSerializeWrapper{
+	body, err := wire.EncodeRegisterBrokerBody(&wire.RegisterBrokerBody{
+		TopicConfigSerializeWrapper: wire.TopicConfigSerializeWrapper{
 			TopicConfigTable: table,
-			DataVersion:      namesrv.DataVersion{StateVersion: version, Timestamp: version, Counter: version},
+			DataVersion:      wire.DataVersion{StateVersion: version, Timestamp: version, Counter: version},
 		},
 		FilterServerList: []string{},
 	}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &namesrv.RegisterBrokerRequestHeader{BrokerName: fb.name, BrokerAddr: fb.addr, ClusterName: "C", BrokerID: id, BodyCrc32: namesrv.BodyCRC32(body)}
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: fb.name, BrokerAddr: fb.addr, ClusterName: "C", BrokerID: id, BodyCrc32: wire.BodyCRC32(body)}
 	resp, err := fb.nsClient.InvokeSync(context.Background(), ns.Addr().String(), remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
 	if err != nil || resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("register %s/%d: %v %v", fb.name, id, err, resp)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TopicPublishInfo is what a producer needs of a route: the writable
@@ -23,7 +23,7 @@ type TopicPublishInfo struct {
 	// Queues are the writable queues.
 	Queues []MessageQueue
 	// Route is the name server's answer it was built from.
-	Route *namesrv.TopicRouteData
+	Route *wire.TopicRouteData
 	// fromDefault is set when the queues are TBW102's, standing in for a
 	// topic the broker will create on first send.
 	fromDefault bool
@@ -42,7 +42,7 @@ func (t *TopicPublishInfo) singleGroup() bool {
 // ("brokerName:queueNums;...") wins; otherwise every queue data with write
 // permission whose broker has a master (brokerId 0) contributes
 // writeQueueNums queues.
-func newPublishInfo(topic string, rd *namesrv.TopicRouteData) *TopicPublishInfo {
+func newPublishInfo(topic string, rd *wire.TopicRouteData) *TopicPublishInfo {
 	info := &TopicPublishInfo{Topic: topic, Route: rd}
 	info.index.Store(rand.Uint32())
 	if rd.OrderTopicConf != "" {
@@ -60,14 +60,14 @@ func newPublishInfo(topic string, rd *namesrv.TopicRouteData) *TopicPublishInfo 
 		return info
 	}
 	qds := slices.Clone(rd.QueueDatas)
-	slices.SortFunc(qds, func(a, b namesrv.QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
+	slices.SortFunc(qds, func(a, b wire.QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
 	// Groups without a master are kept aside: in raftmq that is a group
 	// mid-election whose followers name the new leader, so when no group
 	// has a master they are still worth sending to. With a master anywhere
 	// they are left out, as RocketMQ does.
 	var masterless []MessageQueue
 	for _, qd := range qds {
-		if qd.Perm&namesrv.PermWrite == 0 {
+		if qd.Perm&wire.PermWrite == 0 {
 			continue
 		}
 		bd := findBrokerData(rd, qd.BrokerName)
@@ -76,7 +76,7 @@ func newPublishInfo(topic string, rd *namesrv.TopicRouteData) *TopicPublishInfo 
 		}
 		for i := 0; i < qd.WriteQueueNums; i++ {
 			mq := MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: i}
-			if bd.BrokerAddrs[namesrv.MasterID] == "" {
+			if bd.BrokerAddrs[wire.MasterID] == "" {
 				masterless = append(masterless, mq)
 			} else {
 				info.Queues = append(info.Queues, mq)
@@ -93,10 +93,10 @@ func newPublishInfo(topic string, rd *namesrv.TopicRouteData) *TopicPublishInfo 
 // (topicRouteData2TopicSubscribeInfo): readQueueNums per readable queue
 // data, whether or not the group currently has a master, since consumers
 // may read from followers.
-func subscribeQueues(topic string, rd *namesrv.TopicRouteData) []MessageQueue {
+func subscribeQueues(topic string, rd *wire.TopicRouteData) []MessageQueue {
 	var out []MessageQueue
 	for _, qd := range rd.QueueDatas {
-		if qd.Perm&namesrv.PermRead == 0 {
+		if qd.Perm&wire.PermRead == 0 {
 			continue
 		}
 		for i := 0; i < qd.ReadQueueNums; i++ {
@@ -107,7 +107,7 @@ func subscribeQueues(topic string, rd *namesrv.TopicRouteData) []MessageQueue {
 	return out
 }
 
-func findBrokerData(rd *namesrv.TopicRouteData, name string) *namesrv.BrokerData {
+func findBrokerData(rd *wire.TopicRouteData, name string) *wire.BrokerData {
 	for i := range rd.BrokerDatas {
 		if rd.BrokerDatas[i].BrokerName == name {
 			return &rd.BrokerDatas[i]

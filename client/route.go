@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // routeManager fetches routes from the name servers and caches them per
@@ -45,7 +45,7 @@ type routeManager struct {
 
 // topicRoute is the cached state of one topic.
 type topicRoute struct {
-	data      *namesrv.TopicRouteData
+	data      *wire.TopicRouteData
 	publish   *TopicPublishInfo
 	subscribe []MessageQueue
 	fetchedAt time.Time
@@ -65,7 +65,7 @@ type brokerGroup struct {
 // routeCall is one in-flight fetch that concurrent callers wait on.
 type routeCall struct {
 	done chan struct{}
-	rd   *namesrv.TopicRouteData
+	rd   *wire.TopicRouteData
 	err  error
 }
 
@@ -88,7 +88,7 @@ func newRouteManager(rc *remoting.Client, log *zap.Logger, nameServers []string,
 // (RocketMQ's client rotates its name-server channel the same way). A
 // TOPIC_NOT_EXIST answer is final: another name server would say the same.
 // Concurrent fetches of one topic share one request.
-func (r *routeManager) fetchRoute(ctx context.Context, topic string) (*namesrv.TopicRouteData, error) {
+func (r *routeManager) fetchRoute(ctx context.Context, topic string) (*wire.TopicRouteData, error) {
 	r.mu.Lock()
 	if c := r.inflight[topic]; c != nil {
 		r.mu.Unlock()
@@ -112,13 +112,13 @@ func (r *routeManager) fetchRoute(ctx context.Context, topic string) (*namesrv.T
 	return c.rd, c.err
 }
 
-func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (*namesrv.TopicRouteData, error) {
+func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (*wire.TopicRouteData, error) {
 	var errs []error
 	for i := range r.nameServers {
 		idx := (start + i) % len(r.nameServers)
 		addr := r.nameServers[idx]
 		cctx, cancel := context.WithTimeout(ctx, r.timeout)
-		req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &namesrv.GetRouteInfoRequestHeader{Topic: topic}, nil)
+		req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &wire.GetRouteInfoRequestHeader{Topic: topic}, nil)
 		resp, err := r.rc.InvokeSync(cctx, addr, req)
 		cancel()
 		if err != nil {
@@ -134,7 +134,7 @@ func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (
 		r.mu.Unlock()
 		switch resp.Code {
 		case remoting.ResponseSuccess:
-			rd, err := namesrv.DecodeTopicRouteData(resp.Body)
+			rd, err := wire.DecodeTopicRouteData(resp.Body)
 			if err != nil {
 				return nil, fmt.Errorf("client: route of %q from %s: %w", topic, addr, err)
 			}
@@ -149,7 +149,7 @@ func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (
 }
 
 // store caches rd as topic's route and merges its broker groups.
-func (r *routeManager) store(topic string, rd *namesrv.TopicRouteData, publish *TopicPublishInfo) {
+func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *TopicPublishInfo) {
 	var changed, moved []string
 	r.mu.Lock()
 	r.topics[topic] = &topicRoute{data: rd, publish: publish, subscribe: subscribeQueues(topic, rd), fetchedAt: r.now()}
@@ -159,10 +159,10 @@ func (r *routeManager) store(topic string, rd *namesrv.TopicRouteData, publish *
 			g = &brokerGroup{down: map[string]time.Time{}}
 			r.brokers[bd.BrokerName] = g
 		}
-		oldMaster := g.members[namesrv.MasterID]
+		oldMaster := g.members[wire.MasterID]
 		sameMembers := maps.Equal(g.members, bd.BrokerAddrs)
 		g.members = maps.Clone(bd.BrokerAddrs)
-		master := g.members[namesrv.MasterID]
+		master := g.members[wire.MasterID]
 		if master != "" && master != oldMaster && oldMaster != "" {
 			changed = append(changed, bd.BrokerName)
 		}
@@ -313,7 +313,7 @@ func (r *routeManager) brokerAddr(brokerName string) string {
 	if usable(g.leader) {
 		return g.leader
 	}
-	master := g.members[namesrv.MasterID]
+	master := g.members[wire.MasterID]
 	if master != g.stale && usable(master) {
 		return master
 	}
@@ -349,8 +349,8 @@ func (r *routeManager) learnLeader(brokerName, addr, leader string) {
 		g = &brokerGroup{members: map[int64]string{}, down: map[string]time.Time{}}
 		r.brokers[brokerName] = g
 	}
-	if g.members[namesrv.MasterID] == addr || g.stale == "" {
-		g.stale = g.members[namesrv.MasterID]
+	if g.members[wire.MasterID] == addr || g.stale == "" {
+		g.stale = g.members[wire.MasterID]
 	}
 	g.leader = leader
 	delete(g.down, leader)
@@ -414,10 +414,10 @@ func (r *routeManager) distrusted(brokerName, addr string) bool {
 	return ok && r.now().Before(until)
 }
 
-func cloneRoute(rd *namesrv.TopicRouteData) *namesrv.TopicRouteData {
+func cloneRoute(rd *wire.TopicRouteData) *wire.TopicRouteData {
 	c := *rd
 	c.QueueDatas = slices.Clone(rd.QueueDatas)
-	c.BrokerDatas = make([]namesrv.BrokerData, len(rd.BrokerDatas))
+	c.BrokerDatas = make([]wire.BrokerData, len(rd.BrokerDatas))
 	for i, bd := range rd.BrokerDatas {
 		bd.BrokerAddrs = maps.Clone(bd.BrokerAddrs)
 		c.BrokerDatas[i] = bd

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/internal/testutil"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // fakeNameServer answers GET_ROUTEINFO_BY_TOPIC with a fixed body.
@@ -129,15 +129,15 @@ func TestRoutePeriodicRefresh(t *testing.T) {
 }
 
 func TestPublishInfoFromRoute(t *testing.T) {
-	rd := &namesrv.TopicRouteData{
-		QueueDatas: []namesrv.QueueData{
-			{BrokerName: "c", Perm: namesrv.PermRead | namesrv.PermWrite, ReadQueueNums: 2, WriteQueueNums: 2},
-			{BrokerName: "a", Perm: namesrv.PermRead | namesrv.PermWrite, ReadQueueNums: 3, WriteQueueNums: 1},
-			{BrokerName: "ro", Perm: namesrv.PermRead, ReadQueueNums: 2, WriteQueueNums: 2},
+	rd := &wire.TopicRouteData{
+		QueueDatas: []wire.QueueData{
+			{BrokerName: "c", Perm: wire.PermRead | wire.PermWrite, ReadQueueNums: 2, WriteQueueNums: 2},
+			{BrokerName: "a", Perm: wire.PermRead | wire.PermWrite, ReadQueueNums: 3, WriteQueueNums: 1},
+			{BrokerName: "ro", Perm: wire.PermRead, ReadQueueNums: 2, WriteQueueNums: 2},
 			{BrokerName: "nomaster", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1},
 			{BrokerName: "gone", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1},
 		},
-		BrokerDatas: []namesrv.BrokerData{
+		BrokerDatas: []wire.BrokerData{
 			{BrokerName: "a", BrokerAddrs: map[int64]string{0: "A"}},
 			{BrokerName: "c", BrokerAddrs: map[int64]string{0: "C", 1: "C1"}},
 			{BrokerName: "ro", BrokerAddrs: map[int64]string{0: "R"}},
@@ -153,7 +153,7 @@ func TestPublishInfoFromRoute(t *testing.T) {
 		t.Fatalf("subscribe %v", sub)
 	}
 	// Mid-election, when no group has a master, masterless groups stand in.
-	only := &namesrv.TopicRouteData{QueueDatas: rd.QueueDatas[3:4], BrokerDatas: rd.BrokerDatas[3:4]}
+	only := &wire.TopicRouteData{QueueDatas: rd.QueueDatas[3:4], BrokerDatas: rd.BrokerDatas[3:4]}
 	if q := newPublishInfo("T", only).Queues; len(q) != 1 || q[0].BrokerName != "nomaster" {
 		t.Fatalf("masterless fallback %v", q)
 	}
@@ -180,9 +180,9 @@ func TestPublishInfoFromRoute(t *testing.T) {
 func TestBrokerAddrChoice(t *testing.T) {
 	now := time.Unix(1000, 0)
 	r := newRouteManager(nil, zap.NewNop(), []string{"x:1"}, time.Second, func() time.Time { return now })
-	rd := &namesrv.TopicRouteData{
-		QueueDatas:  []namesrv.QueueData{{BrokerName: "g", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1}},
-		BrokerDatas: []namesrv.BrokerData{{BrokerName: "g", BrokerAddrs: map[int64]string{0: "m", 1: "f1", 2: "f2"}}},
+	rd := &wire.TopicRouteData{
+		QueueDatas:  []wire.QueueData{{BrokerName: "g", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1}},
+		BrokerDatas: []wire.BrokerData{{BrokerName: "g", BrokerAddrs: map[int64]string{0: "m", 1: "f1", 2: "f2"}}},
 	}
 	r.store("T", rd, newPublishInfo("T", rd))
 	if a := r.brokerAddr("g"); a != "m" {

@@ -7,12 +7,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // wipeWritePermOfBroker answers WIPE_WRITE_PERM_OF_BROKER (205): producers
 // stop choosing the broker's queues (used before maintenance).
 func (n *NameServer) wipeWritePermOfBroker(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h BrokerNameRequestHeader
+	var h wire.BrokerNameRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -20,13 +21,13 @@ func (n *NameServer) wipeWritePermOfBroker(_ context.Context, conn *remoting.Con
 	n.log.Info("wiped write perm of broker", zap.String("brokerName", h.BrokerName),
 		zap.Int("topics", cnt), zap.String("client", conn.RemoteAddr()))
 	resp := success()
-	resp.EncodeHeader(&wipeWritePermResponseHeader{WipeTopicCount: cnt})
+	resp.EncodeHeader(&wire.WipeWritePermResponseHeader{WipeTopicCount: cnt})
 	return resp, nil
 }
 
 // addWritePermOfBroker answers ADD_WRITE_PERM_OF_BROKER (327).
 func (n *NameServer) addWritePermOfBroker(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h BrokerNameRequestHeader
+	var h wire.BrokerNameRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func (n *NameServer) addWritePermOfBroker(_ context.Context, conn *remoting.Conn
 	n.log.Info("added write perm of broker", zap.String("brokerName", h.BrokerName),
 		zap.Int("topics", cnt), zap.String("client", conn.RemoteAddr()))
 	resp := success()
-	resp.EncodeHeader(&addWritePermResponseHeader{AddTopicCount: cnt})
+	resp.EncodeHeader(&wire.AddWritePermResponseHeader{AddTopicCount: cnt})
 	return resp, nil
 }
 
@@ -51,7 +52,7 @@ func (n *NameServer) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req
 	if !n.cfg.EnableTopicList {
 		return remoting.NewResponse(remoting.ResponseSystemError, "disable"), nil
 	}
-	var h GetTopicsByClusterRequestHeader
+	var h wire.GetTopicsByClusterRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -63,13 +64,13 @@ func topicListResponse(topics []string) *remoting.RemotingCommand {
 		topics = []string{}
 	}
 	resp := success()
-	resp.Body, _ = json.Marshal(TopicList{TopicList: topics})
+	resp.Body, _ = json.Marshal(wire.TopicList{TopicList: topics})
 	return resp
 }
 
 // deleteTopicInNamesrv answers DELETE_TOPIC_IN_NAMESRV (216).
 func (n *NameServer) deleteTopicInNamesrv(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h DeleteTopicFromNamesrvRequestHeader
+	var h wire.DeleteTopicFromNamesrvRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -81,12 +82,12 @@ func (n *NameServer) deleteTopicInNamesrv(_ context.Context, _ *remoting.Conn, r
 // queue data is recorded for brokers that are already registered. Like
 // RocketMQ it answers SUCCESS even when nothing was applied.
 func (n *NameServer) registerTopicInNamesrv(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h RegisterTopicRequestHeader
+	var h wire.RegisterTopicRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
 	if len(req.Body) > 0 {
-		rd, err := DecodeTopicRouteData(req.Body)
+		rd, err := wire.DecodeTopicRouteData(req.Body)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Benchmarks: go test -run '^$' -bench . -benchtime 2s ./namesrv
@@ -36,7 +37,7 @@ func benchServer(b *testing.B) (*NameServer, *remoting.Client) {
 	return n, c
 }
 
-func manyTopics(n int) TopicConfigSerializeWrapper {
+func manyTopics(n int) wire.TopicConfigSerializeWrapper {
 	w := topics(1)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("Topic%04d", i)
@@ -45,12 +46,12 @@ func manyTopics(n int) TopicConfigSerializeWrapper {
 	return w
 }
 
-func registerReq(b *testing.B, name string, id int64, addr string, w TopicConfigSerializeWrapper) *remoting.RemotingCommand {
-	body, err := EncodeRegisterBrokerBody(&RegisterBrokerBody{TopicConfigSerializeWrapper: w}, false)
+func registerReq(b *testing.B, name string, id int64, addr string, w wire.TopicConfigSerializeWrapper) *remoting.RemotingCommand {
+	body, err := wire.EncodeRegisterBrokerBody(&wire.RegisterBrokerBody{TopicConfigSerializeWrapper: w}, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return remoting.NewRequest(remoting.RequestRegisterBroker, &RegisterBrokerRequestHeader{
+	return remoting.NewRequest(remoting.RequestRegisterBroker, &wire.RegisterBrokerRequestHeader{
 		BrokerName: name, BrokerAddr: addr, ClusterName: "C", BrokerID: id}, body)
 }
 
@@ -68,7 +69,7 @@ func BenchmarkRouteLookupLoopback(b *testing.B) {
 		}
 	}
 	lookup := func(c *remoting.Client) {
-		req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &GetRouteInfoRequestHeader{Topic: "Topic0042"}, nil)
+		req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &wire.GetRouteInfoRequestHeader{Topic: "Topic0042"}, nil)
 		resp, err := c.InvokeSync(context.Background(), addr, req)
 		if err != nil || resp.Code != remoting.ResponseSuccess {
 			b.Fatalf("lookup: %v %v", err, resp)
@@ -115,6 +116,6 @@ func BenchmarkPickupAndEncode(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		rd := r.PickupTopicRouteData("Topic0042")
-		_ = EncodeTopicRouteData(rd, false)
+		_ = wire.EncodeTopicRouteData(rd, false)
 	}
 }

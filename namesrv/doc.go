@@ -22,10 +22,6 @@
 //     write-permission wipe/add, topic deletion.
 //   - kvconfig.go: KVConfigManager, RocketMQ's {"configTable":…} file
 //     written atomically.
-//   - jsonenc.go: route and cluster-info JSON in fastjson's legacy form
-//     (unquoted integer keys, for clients older than 4.9.4) or standard form.
-//   - registerbody.go: the registration body, JSON or RocketMQ's compressed
-//     layout.
 //   - register.go, route.go, kv.go, admin.go: processors (103/104/904/322;
 //     105/106; 100/101/102/219; 205/327/206/224/216/217).
 //   - gossip.go: optional gossip membership; a broker that gossip declares

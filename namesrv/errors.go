@@ -6,10 +6,6 @@ import "errors"
 // the offending key.
 var ErrInvalidConfig = errors.New("namesrv: invalid config")
 
-// ErrBadBody is wrapped when a request body (register-broker body, data
-// version, topic route) cannot be decoded; the message says what was wrong.
-var ErrBadBody = errors.New("namesrv: malformed request body")
-
 // ErrUnregisterQueueFull is returned when the batch-unregistration queue is
 // full; the broker will be removed later by the inactive-broker scan.
 var ErrUnregisterQueueFull = errors.New("namesrv: unregister queue full")

@@ -10,6 +10,7 @@ import (
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // A broker whose gossip member dies is removed from routes at once, long
@@ -27,9 +28,9 @@ func TestGossipRemovesDeadBrokerFromRoutes(t *testing.T) {
 	nsAddr := ns.Addr().String()
 
 	b := testBroker{cluster: "DefaultCluster", name: "broker-a", addr: "127.0.0.1:10911", id: 0,
-		topics: TopicConfigSerializeWrapper{
-			TopicConfigTable: map[string]TopicConfig{"orders": {TopicName: "orders", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}},
-			DataVersion:      DataVersion{Timestamp: 1, Counter: 1},
+		topics: wire.TopicConfigSerializeWrapper{
+			TopicConfigTable: map[string]wire.TopicConfig{"orders": {TopicName: "orders", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}},
+			DataVersion:      wire.DataVersion{Timestamp: 1, Counter: 1},
 		}}
 	c := testClient(t)
 	b.register(t, c, nsAddr)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // testServer starts a name server on a free loopback port with a KV file in
@@ -74,20 +75,20 @@ func call(t *testing.T, c *remoting.Client, addr string, req *remoting.RemotingC
 type testBroker struct {
 	cluster, name, addr string
 	id                  int64
-	topics              TopicConfigSerializeWrapper
+	topics              wire.TopicConfigSerializeWrapper
 	compressed          bool
 }
 
 // register sends REGISTER_BROKER the way a broker does and expects SUCCESS.
 func (b testBroker) register(t *testing.T, c *remoting.Client, nsAddr string) *remoting.RemotingCommand {
 	t.Helper()
-	body, err := EncodeRegisterBrokerBody(&RegisterBrokerBody{TopicConfigSerializeWrapper: b.topics, FilterServerList: []string{}}, b.compressed)
+	body, err := wire.EncodeRegisterBrokerBody(&wire.RegisterBrokerBody{TopicConfigSerializeWrapper: b.topics, FilterServerList: []string{}}, b.compressed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &RegisterBrokerRequestHeader{
+	h := &wire.RegisterBrokerRequestHeader{
 		BrokerName: b.name, BrokerAddr: b.addr, ClusterName: b.cluster, HAServerAddr: b.addr + "-ha",
-		BrokerID: b.id, Compressed: b.compressed, BodyCrc32: BodyCRC32(body),
+		BrokerID: b.id, Compressed: b.compressed, BodyCrc32: wire.BodyCRC32(body),
 	}
 	resp := call(t, c, nsAddr, remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
 	if resp.Code != remoting.ResponseSuccess {
@@ -99,7 +100,7 @@ func (b testBroker) register(t *testing.T, c *remoting.Client, nsAddr string) *r
 // routeOf asks for a route with the given request version and flag.
 func routeOf(t *testing.T, c *remoting.Client, nsAddr, topic string, version int16, standardOnly bool) *remoting.RemotingCommand {
 	t.Helper()
-	req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &GetRouteInfoRequestHeader{Topic: topic, AcceptStandardJsonOnly: standardOnly}, nil)
+	req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &wire.GetRouteInfoRequestHeader{Topic: topic, AcceptStandardJsonOnly: standardOnly}, nil)
 	req.Version = version
 	return call(t, c, nsAddr, req)
 }

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // putKVConfig answers PUT_KV_CONFIG (100). The value is in memory at once;
 // a failed file write is reported as SYSTEM_ERROR naming the file.
 func (n *NameServer) putKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h KVConfigRequestHeader
+	var h wire.KVConfigRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -22,7 +23,7 @@ func (n *NameServer) putKVConfig(_ context.Context, _ *remoting.Conn, req *remot
 
 // getKVConfig answers GET_KV_CONFIG (101): extField value, or QUERY_NOT_FOUND.
 func (n *NameServer) getKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h KVConfigRequestHeader
+	var h wire.KVConfigRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -32,13 +33,13 @@ func (n *NameServer) getKVConfig(_ context.Context, _ *remoting.Conn, req *remot
 			"No config item, Namespace: "+h.Namespace+" Key: "+h.Key), nil
 	}
 	resp := success()
-	resp.EncodeHeader(&getKVConfigResponseHeader{Value: v})
+	resp.EncodeHeader(&wire.GetKVConfigResponseHeader{Value: v})
 	return resp, nil
 }
 
 // deleteKVConfig answers DELETE_KV_CONFIG (102).
 func (n *NameServer) deleteKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h KVConfigRequestHeader
+	var h wire.KVConfigRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func (n *NameServer) deleteKVConfig(_ context.Context, _ *remoting.Conn, req *re
 // getKVListByNamespace answers GET_KVLIST_BY_NAMESPACE (219) with a KVTable
 // body, or QUERY_NOT_FOUND.
 func (n *NameServer) getKVListByNamespace(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h GetKVListByNamespaceRequestHeader
+	var h wire.GetKVListByNamespaceRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -60,6 +61,6 @@ func (n *NameServer) getKVListByNamespace(_ context.Context, _ *remoting.Conn, r
 		return remoting.NewResponse(remoting.ResponseQueryNotFound, "No config item, Namespace: "+h.Namespace), nil
 	}
 	resp := success()
-	resp.Body, _ = json.Marshal(KVTable{Table: kv})
+	resp.Body, _ = json.Marshal(wire.KVTable{Table: kv})
 	return resp, nil
 }

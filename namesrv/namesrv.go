@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/internal/httpmon"
+	"github.com/raftmq/raftmq/wire"
 	"net"
 	"strconv"
 	"sync"
@@ -31,7 +32,7 @@ type NameServer struct {
 	// unregisterCh feeds the batch-unregistration goroutine
 	// (BatchUnregistrationService): UNREGISTER_BROKER and closed
 	// connections are applied in batches under one table lock.
-	unregisterCh chan UnregisterRequest
+	unregisterCh chan wire.UnregisterBrokerRequestHeader
 
 	// gossip is the memberlist member (nil unless gossipEnable);
 	// unsubscribeGossip stops its dead-broker hook.
@@ -65,7 +66,7 @@ func New(cfg Config, log *zap.Logger) (*NameServer, error) {
 		routes: NewRouteInfoManager(cfg.BrokerChannelExpiredTime, log.Named("routes"),
 			WithDeleteTopicWithRegistration(cfg.DeleteTopicWithBrokerRegistration)),
 		kv:           NewKVConfigManager(cfg.KVConfigPath, log.Named("kv")),
-		unregisterCh: make(chan UnregisterRequest, cfg.UnRegisterBrokerQueueCapacity),
+		unregisterCh: make(chan wire.UnregisterBrokerRequestHeader, cfg.UnRegisterBrokerQueueCapacity),
 		quit:         make(chan struct{}),
 	}
 	n.srv = remoting.NewServer(remoting.ServerConfig{
@@ -191,7 +192,7 @@ func (n *NameServer) unregisterLoop() {
 		case <-n.quit:
 			return
 		case req := <-n.unregisterCh:
-			batch := []UnregisterRequest{req}
+			batch := []wire.UnregisterBrokerRequestHeader{req}
 		drain:
 			for {
 				select {
@@ -207,7 +208,7 @@ func (n *NameServer) unregisterLoop() {
 }
 
 // submitUnregister queues a request without blocking a request worker.
-func (n *NameServer) submitUnregister(req UnregisterRequest) error {
+func (n *NameServer) submitUnregister(req wire.UnregisterBrokerRequestHeader) error {
 	select {
 	case n.unregisterCh <- req:
 		return nil
@@ -267,6 +268,10 @@ func (n *NameServer) registerProcessors() {
 func success() *remoting.RemotingCommand {
 	return remoting.NewResponse(remoting.ResponseSuccess, "")
 }
+
+// legacyJSONVersionCutoff is MQVersion.Version.V4_9_4.ordinal(): requests at
+// or above it get standard JSON (ClientRequestProcessor.getRouteInfoByTopic).
+const legacyJSONVersionCutoff = 401
 
 // wantsStandardJSON applies ClientRequestProcessor's rule: requests from
 // V4_9_4 on, or asking for it, get quoted map keys.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // fakeBroker accepts SEND_MESSAGE so the official producer, routed by our
@@ -86,13 +87,13 @@ func TestOfficialClientReadsRoutes(t *testing.T) {
 	c := testClient(t)
 
 	topicsV1 := topics(1,
-		tc("RouteTopic", 8, 4, PermRead|PermWrite),
-		tc("ReadOnlyTopic", 2, 2, PermRead),
-		tc("TBW102", 8, 8, PermRead|PermWrite|PermInherit))
+		tc("RouteTopic", 8, 4, wire.PermRead|wire.PermWrite),
+		tc("ReadOnlyTopic", 2, 2, wire.PermRead),
+		tc("TBW102", 8, 8, wire.PermRead|wire.PermWrite|wire.PermInherit))
 	testBroker{cluster: "DefaultCluster", name: "broker-a", addr: masterAddr, id: 0, topics: topicsV1}.register(t, c, nsAddr)
 	// The slave's numbers differ on purpose: only the master's count.
 	resp := testBroker{cluster: "DefaultCluster", name: "broker-a", addr: "127.0.0.1:10921", id: 1,
-		topics: topics(1, tc("RouteTopic", 1, 1, PermRead))}.register(t, c, nsAddr)
+		topics: topics(1, tc("RouteTopic", 1, 1, wire.PermRead))}.register(t, c, nsAddr)
 	if resp.ExtFields["masterAddr"] != masterAddr || resp.ExtFields["haServerAddr"] != masterAddr+"-ha" {
 		t.Fatalf("slave registration response extFields %v", resp.ExtFields)
 	}

@@ -4,48 +4,42 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // versionV3_0_11 is MQVersion.Version.V3_0_11.ordinal(): brokers from this
 // version on send a RegisterBrokerBody; older ones a bare topic wrapper.
 const versionV3_0_11 = 37
 
-// BodyCRC32 is RocketMQ's UtilAll.crc32 over a body, the value brokers put
-// in the bodyCrc32 header.
-func BodyCRC32(body []byte) int32 {
-	return int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF)
-}
-
 // registerBroker answers REGISTER_BROKER (103).
 func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h RegisterBrokerRequestHeader
+	var h wire.RegisterBrokerRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
-	if h.BodyCrc32 != 0 && BodyCRC32(req.Body) != h.BodyCrc32 {
+	if h.BodyCrc32 != 0 && wire.BodyCRC32(req.Body) != h.BodyCrc32 {
 		n.log.Warn("register broker: body crc32 mismatch", zap.String("brokerAddr", h.BrokerAddr),
 			zap.String("remote", conn.RemoteAddr()))
 		return remoting.NewResponse(remoting.ResponseSystemError, "crc32 not match"), nil
 	}
 
-	var body *RegisterBrokerBody
+	var body *wire.RegisterBrokerBody
 	if req.Version >= versionV3_0_11 {
-		b, err := DecodeRegisterBrokerBody(req.Body, h.Compressed)
+		b, err := wire.DecodeRegisterBrokerBody(req.Body, h.Compressed)
 		if err != nil {
 			return nil, err
 		}
 		body = b
 	} else {
-		body = &RegisterBrokerBody{TopicConfigSerializeWrapper: TopicConfigSerializeWrapper{TopicConfigTable: map[string]TopicConfig{}}}
+		body = &wire.RegisterBrokerBody{TopicConfigSerializeWrapper: wire.TopicConfigSerializeWrapper{TopicConfigTable: map[string]wire.TopicConfig{}}}
 		if len(req.Body) > 0 {
 			if err := json.Unmarshal(req.Body, &body.TopicConfigSerializeWrapper); err != nil {
-				return nil, fmt.Errorf("%w: topic config wrapper: %v", ErrBadBody, err)
+				return nil, fmt.Errorf("%w: topic config wrapper: %v", wire.ErrBadBody, err)
 			}
 		}
 	}
@@ -77,10 +71,10 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 	}
 
 	resp := success()
-	resp.EncodeHeader(&registerBrokerResponseHeader{HAServerAddr: res.HAServerAddr, MasterAddr: res.MasterAddr})
+	resp.EncodeHeader(&wire.RegisterBrokerResponseHeader{HAServerAddr: res.HAServerAddr, MasterAddr: res.MasterAddr})
 	if n.cfg.ReturnOrderTopicConfigToBroker {
-		if kv, ok := n.kv.List(NamespaceOrderTopicConfig); ok {
-			resp.Body, _ = json.Marshal(KVTable{Table: kv})
+		if kv, ok := n.kv.List(wire.NamespaceOrderTopicConfig); ok {
+			resp.Body, _ = json.Marshal(wire.KVTable{Table: kv})
 		}
 	}
 	return resp, nil
@@ -90,7 +84,7 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 // for the batch goroutine, as RocketMQ does, so a mass shutdown of brokers
 // takes the table lock once per batch rather than once per broker.
 func (n *NameServer) unregisterBroker(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h UnregisterRequest
+	var h wire.UnregisterBrokerRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -102,7 +96,7 @@ func (n *NameServer) unregisterBroker(_ context.Context, _ *remoting.Conn, req *
 
 // brokerHeartbeat answers BROKER_HEARTBEAT (904): liveness only.
 func (n *NameServer) brokerHeartbeat(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h BrokerHeartbeatRequestHeader
+	var h wire.BrokerHeartbeatRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -114,15 +108,15 @@ func (n *NameServer) brokerHeartbeat(_ context.Context, _ *remoting.Conn, req *r
 // topic config changed since it last registered (so it can skip a full
 // registration), refreshing its liveness on the way.
 func (n *NameServer) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h QueryDataVersionRequestHeader
+	var h wire.QueryDataVersionRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
 	changed := true // no body: RocketMQ compares against null, always "changed"
 	if len(req.Body) > 0 {
-		var dv DataVersion
+		var dv wire.DataVersion
 		if err := json.Unmarshal(req.Body, &dv); err != nil {
-			return nil, fmt.Errorf("%w: data version: %v", ErrBadBody, err)
+			return nil, fmt.Errorf("%w: data version: %v", wire.ErrBadBody, err)
 		}
 		changed = n.routes.IsBrokerTopicConfigChanged(h.ClusterName, h.BrokerAddr, dv)
 	}
@@ -131,6 +125,6 @@ func (n *NameServer) queryDataVersion(_ context.Context, _ *remoting.Conn, req *
 	if dv, ok := n.routes.QueryBrokerTopicConfig(h.ClusterName, h.BrokerAddr); ok {
 		resp.Body, _ = json.Marshal(dv)
 	}
-	resp.EncodeHeader(&queryDataVersionResponseHeader{Changed: changed})
+	resp.EncodeHeader(&wire.QueryDataVersionResponseHeader{Changed: changed})
 	return resp, nil
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // getRouteInfoByTopic answers GET_ROUTEINFO_BY_TOPIC (105): the topic's
 // queue data and the addresses of the brokers serving it, or TOPIC_NOT_EXIST.
 func (n *NameServer) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h GetRouteInfoRequestHeader
+	var h wire.GetRouteInfoRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
@@ -20,10 +21,10 @@ func (n *NameServer) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, re
 				" (create it on a broker, or enable autoCreateTopicEnable)"), nil
 	}
 	if n.cfg.OrderMessageEnable {
-		rd.OrderTopicConf, _ = n.kv.Get(NamespaceOrderTopicConfig, h.Topic)
+		rd.OrderTopicConf, _ = n.kv.Get(wire.NamespaceOrderTopicConfig, h.Topic)
 	}
 	resp := success()
-	resp.Body = EncodeTopicRouteData(rd, wantsStandardJSON(req, h.AcceptStandardJsonOnly))
+	resp.Body = wire.EncodeTopicRouteData(rd, wantsStandardJSON(req, h.AcceptStandardJsonOnly))
 	return resp, nil
 }
 
@@ -33,6 +34,6 @@ func (n *NameServer) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, re
 func (n *NameServer) getBrokerClusterInfo(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	standard := req.ExtFields["acceptStandardJsonOnly"] == "true"
 	resp := success()
-	resp.Body = EncodeClusterInfo(n.routes.ClusterInfo(), wantsStandardJSON(req, standard))
+	resp.Body = wire.EncodeClusterInfo(n.routes.ClusterInfo(), wantsStandardJSON(req, standard))
 	return resp, nil
 }

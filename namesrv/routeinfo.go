@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Channel is the connection a broker registered through. *remoting.Conn
@@ -26,7 +28,7 @@ type brokerAddrInfo struct {
 type brokerLiveInfo struct {
 	lastUpdate   time.Time
 	timeout      time.Duration
-	dataVersion  DataVersion
+	dataVersion  wire.DataVersion
 	channel      Channel
 	haServerAddr string
 }
@@ -45,9 +47,9 @@ type RouteInfoManager struct {
 
 	mu sync.RWMutex
 	// topicQueueTable: topic → brokerName → queue data.
-	topicQueueTable map[string]map[string]*QueueData
+	topicQueueTable map[string]map[string]*wire.QueueData
 	// brokerAddrTable: brokerName → group members.
-	brokerAddrTable map[string]*BrokerData
+	brokerAddrTable map[string]*wire.BrokerData
 	// clusterAddrTable: cluster → set of brokerNames.
 	clusterAddrTable map[string]map[string]struct{}
 	// brokerLiveTable: (cluster, addr) → liveness and data version.
@@ -81,8 +83,8 @@ func NewRouteInfoManager(defaultExpiry time.Duration, log *zap.Logger, opts ...R
 		log:               log,
 		now:               time.Now,
 		defaultExpiry:     defaultExpiry,
-		topicQueueTable:   make(map[string]map[string]*QueueData),
-		brokerAddrTable:   make(map[string]*BrokerData),
+		topicQueueTable:   make(map[string]map[string]*wire.QueueData),
+		brokerAddrTable:   make(map[string]*wire.BrokerData),
 		clusterAddrTable:  make(map[string]map[string]struct{}),
 		brokerLiveTable:   make(map[brokerAddrInfo]*brokerLiveInfo),
 		filterServerTable: make(map[brokerAddrInfo][]string),
@@ -106,7 +108,7 @@ type RegisterBrokerArgs struct {
 	// EnableActingMaster is nil for brokers that do not send the header
 	// (RocketMQ treats them as old-version brokers).
 	EnableActingMaster *bool
-	Topics             TopicConfigSerializeWrapper
+	Topics             wire.TopicConfigSerializeWrapper
 	FilterServerList   []string
 	Channel            Channel
 }
@@ -137,7 +139,7 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 	bd := r.brokerAddrTable[a.BrokerName]
 	if bd == nil {
 		registerFirst = true
-		bd = &BrokerData{Cluster: a.Cluster, BrokerName: a.BrokerName, BrokerAddrs: make(map[int64]string)}
+		bd = &wire.BrokerData{Cluster: a.Cluster, BrokerName: a.BrokerName, BrokerAddrs: make(map[int64]string)}
 		r.brokerAddrTable[a.BrokerName] = bd
 	}
 	oldVersionBroker := a.EnableActingMaster == nil
@@ -175,7 +177,7 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 	bd.BrokerAddrs[a.BrokerID] = a.BrokerAddr
 	registerFirst = registerFirst || oldAddr == ""
 
-	isMaster := a.BrokerID == MasterID
+	isMaster := a.BrokerID == wire.MasterID
 	isPrimeSlave := !oldVersionBroker && !isMaster && a.BrokerID == minID(bd.BrokerAddrs)
 	key := brokerAddrInfo{a.Cluster, a.BrokerAddr}
 
@@ -198,7 +200,7 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 			if registerFirst || r.isTopicConfigChangedLocked(key, a.Topics.DataVersion, a.BrokerName, t.TopicName) {
 				if isPrimeSlave && bd.EnableActingMaster {
 					// The acting master of a group without master is read-only.
-					t.Perm &^= PermWrite
+					t.Perm &^= wire.PermWrite
 				}
 				r.createAndUpdateQueueDataLocked(a.BrokerName, t)
 			}
@@ -228,7 +230,7 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 	}
 
 	if !isMaster {
-		if masterAddr, ok := bd.BrokerAddrs[MasterID]; ok {
+		if masterAddr, ok := bd.BrokerAddrs[wire.MasterID]; ok {
 			if ml := r.brokerLiveTable[brokerAddrInfo{a.Cluster, masterAddr}]; ml != nil {
 				res.HAServerAddr = ml.haServerAddr
 				res.MasterAddr = masterAddr
@@ -251,12 +253,12 @@ func minID(addrs map[int64]string) int64 {
 
 // isBrokerTopicConfigChangedLocked reports whether dv differs from the data
 // version last registered for key (or nothing was registered).
-func (r *RouteInfoManager) isBrokerTopicConfigChangedLocked(key brokerAddrInfo, dv DataVersion) bool {
+func (r *RouteInfoManager) isBrokerTopicConfigChangedLocked(key brokerAddrInfo, dv wire.DataVersion) bool {
 	prev := r.brokerLiveTable[key]
 	return prev == nil || prev.dataVersion != dv
 }
 
-func (r *RouteInfoManager) isTopicConfigChangedLocked(key brokerAddrInfo, dv DataVersion, brokerName, topic string) bool {
+func (r *RouteInfoManager) isTopicConfigChangedLocked(key brokerAddrInfo, dv wire.DataVersion, brokerName, topic string) bool {
 	if r.isBrokerTopicConfigChangedLocked(key, dv) {
 		return true
 	}
@@ -268,8 +270,8 @@ func (r *RouteInfoManager) isTopicConfigChangedLocked(key brokerAddrInfo, dv Dat
 	return !ok
 }
 
-func (r *RouteInfoManager) createAndUpdateQueueDataLocked(brokerName string, tc TopicConfig) {
-	qd := &QueueData{
+func (r *RouteInfoManager) createAndUpdateQueueDataLocked(brokerName string, tc wire.TopicConfig) {
+	qd := &wire.QueueData{
 		BrokerName:     brokerName,
 		ReadQueueNums:  tc.ReadQueueNums,
 		WriteQueueNums: tc.WriteQueueNums,
@@ -278,7 +280,7 @@ func (r *RouteInfoManager) createAndUpdateQueueDataLocked(brokerName string, tc 
 	}
 	qds := r.topicQueueTable[tc.TopicName]
 	if qds == nil {
-		qds = make(map[string]*QueueData)
+		qds = make(map[string]*wire.QueueData)
 		r.topicQueueTable[tc.TopicName] = qds
 		r.log.Info("new topic registered", zap.String("topic", tc.TopicName), zap.String("brokerName", brokerName))
 	} else if old := qds[brokerName]; old != nil && *old != *qd {
@@ -290,20 +292,20 @@ func (r *RouteInfoManager) createAndUpdateQueueDataLocked(brokerName string, tc 
 
 // IsBrokerTopicConfigChanged reports whether dv differs from what the broker
 // at addr last registered (QUERY_DATA_VERSION).
-func (r *RouteInfoManager) IsBrokerTopicConfigChanged(cluster, addr string, dv DataVersion) bool {
+func (r *RouteInfoManager) IsBrokerTopicConfigChanged(cluster, addr string, dv wire.DataVersion) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.isBrokerTopicConfigChangedLocked(brokerAddrInfo{cluster, addr}, dv)
 }
 
 // QueryBrokerTopicConfig returns the data version registered for addr.
-func (r *RouteInfoManager) QueryBrokerTopicConfig(cluster, addr string) (DataVersion, bool) {
+func (r *RouteInfoManager) QueryBrokerTopicConfig(cluster, addr string) (wire.DataVersion, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if l := r.brokerLiveTable[brokerAddrInfo{cluster, addr}]; l != nil {
 		return l.dataVersion, true
 	}
-	return DataVersion{}, false
+	return wire.DataVersion{}, false
 }
 
 // UpdateBrokerInfoUpdateTimestamp refreshes a broker's liveness (heartbeat);
@@ -320,21 +322,21 @@ func (r *RouteInfoManager) UpdateBrokerInfoUpdateTimestamp(cluster, addr string)
 
 // PickupTopicRouteData builds the route of topic, or nil when no live broker
 // serves it. Queue and broker data are sorted by broker name.
-func (r *RouteInfoManager) PickupTopicRouteData(topic string) *TopicRouteData {
+func (r *RouteInfoManager) PickupTopicRouteData(topic string) *wire.TopicRouteData {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	qds := r.topicQueueTable[topic]
 	if len(qds) == 0 {
 		return nil
 	}
-	rd := &TopicRouteData{FilterServerTable: map[string][]string{}}
+	rd := &wire.TopicRouteData{FilterServerTable: map[string][]string{}}
 	for _, name := range sortedKeys(qds) {
 		rd.QueueDatas = append(rd.QueueDatas, *qds[name])
 		bd := r.brokerAddrTable[name]
 		if bd == nil {
 			continue
 		}
-		c := bd.clone()
+		c := bd.Clone()
 		rd.BrokerDatas = append(rd.BrokerDatas, c)
 		for _, addr := range c.BrokerAddrs {
 			if fs, ok := r.filterServerTable[brokerAddrInfo{c.Cluster, addr}]; ok {
@@ -349,15 +351,15 @@ func (r *RouteInfoManager) PickupTopicRouteData(topic string) *TopicRouteData {
 }
 
 // ClusterInfo returns a copy of the broker and cluster tables.
-func (r *RouteInfoManager) ClusterInfo() *ClusterInfo {
+func (r *RouteInfoManager) ClusterInfo() *wire.ClusterInfo {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ci := &ClusterInfo{
-		BrokerAddrTable:  make(map[string]BrokerData, len(r.brokerAddrTable)),
+	ci := &wire.ClusterInfo{
+		BrokerAddrTable:  make(map[string]wire.BrokerData, len(r.brokerAddrTable)),
 		ClusterAddrTable: make(map[string][]string, len(r.clusterAddrTable)),
 	}
 	for name, bd := range r.brokerAddrTable {
-		ci.BrokerAddrTable[name] = bd.clone()
+		ci.BrokerAddrTable[name] = bd.Clone()
 	}
 	for cluster, names := range r.clusterAddrTable {
 		ci.ClusterAddrTable[cluster] = sortedKeys(names)
@@ -389,4 +391,15 @@ func (r *RouteInfoManager) TopicsByCluster(cluster string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sortedKeys returns m's keys in order; never nil, so an empty list encodes
+// as [] rather than null.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -2,21 +2,14 @@ package namesrv
 
 import (
 	"go.uber.org/zap"
-)
 
-// UnregisterRequest names one broker address to drop (UNREGISTER_BROKER
-// header fields).
-type UnregisterRequest struct {
-	Cluster    string `ext:"clusterName,required"`
-	BrokerAddr string `ext:"brokerAddr,required"`
-	BrokerName string `ext:"brokerName,required"`
-	BrokerID   int64  `ext:"brokerId,required"`
-}
+	"github.com/raftmq/raftmq/wire"
+)
 
 // UnregisterBrokers removes every listed address under one lock: from the
 // live and filter-server tables, from its group, the group from its cluster
 // once empty, and the queue data of groups that disappeared.
-func (r *RouteInfoManager) UnregisterBrokers(reqs []UnregisterRequest) {
+func (r *RouteInfoManager) UnregisterBrokers(reqs []wire.UnregisterBrokerRequestHeader) {
 	if len(reqs) == 0 {
 		return
 	}
@@ -25,7 +18,7 @@ func (r *RouteInfoManager) UnregisterBrokers(reqs []UnregisterRequest) {
 	r.unregisterLocked(reqs)
 }
 
-func (r *RouteInfoManager) unregisterLocked(reqs []UnregisterRequest) {
+func (r *RouteInfoManager) unregisterLocked(reqs []wire.UnregisterBrokerRequestHeader) {
 	removed := make(map[string]struct{})
 	for _, q := range reqs {
 		key := brokerAddrInfo{q.Cluster, q.BrokerAddr}
@@ -85,7 +78,7 @@ func (r *RouteInfoManager) RemoveBroker(cluster, brokerName string, brokerID int
 	if !ok {
 		return false
 	}
-	r.unregisterLocked([]UnregisterRequest{{Cluster: cluster, BrokerAddr: addr, BrokerName: brokerName, BrokerID: brokerID}})
+	r.unregisterLocked([]wire.UnregisterBrokerRequestHeader{{Cluster: cluster, BrokerAddr: addr, BrokerName: brokerName, BrokerID: brokerID}})
 	return true
 }
 
@@ -97,40 +90,40 @@ func (r *RouteInfoManager) RemoveBrokerByAddr(cluster, addr string) bool {
 	if !ok {
 		return false
 	}
-	r.unregisterLocked([]UnregisterRequest{req})
+	r.unregisterLocked([]wire.UnregisterBrokerRequestHeader{req})
 	return true
 }
 
 // unregisterRequestLocked finds the group and id of an address
 // (RocketMQ setupUnRegisterRequest). An address in the live table but no
 // longer in any group still yields a request so its live entry goes.
-func (r *RouteInfoManager) unregisterRequestLocked(key brokerAddrInfo) (UnregisterRequest, bool) {
+func (r *RouteInfoManager) unregisterRequestLocked(key brokerAddrInfo) (wire.UnregisterBrokerRequestHeader, bool) {
 	for _, bd := range r.brokerAddrTable {
 		if bd.Cluster != key.cluster {
 			continue
 		}
 		for id, addr := range bd.BrokerAddrs {
 			if addr == key.addr {
-				return UnregisterRequest{Cluster: key.cluster, BrokerAddr: key.addr, BrokerName: bd.BrokerName, BrokerID: id}, true
+				return wire.UnregisterBrokerRequestHeader{Cluster: key.cluster, BrokerAddr: key.addr, BrokerName: bd.BrokerName, BrokerID: id}, true
 			}
 		}
 	}
 	if _, ok := r.brokerLiveTable[key]; ok {
-		return UnregisterRequest{Cluster: key.cluster, BrokerAddr: key.addr}, true
+		return wire.UnregisterBrokerRequestHeader{Cluster: key.cluster, BrokerAddr: key.addr}, true
 	}
-	return UnregisterRequest{}, false
+	return wire.UnregisterBrokerRequestHeader{}, false
 }
 
 // UnregisterRequestsForChannel returns unregister requests for every broker
 // address whose registration came through ch (called when a connection
 // closes; RocketMQ onChannelDestroy).
-func (r *RouteInfoManager) UnregisterRequestsForChannel(ch Channel) []UnregisterRequest {
+func (r *RouteInfoManager) UnregisterRequestsForChannel(ch Channel) []wire.UnregisterBrokerRequestHeader {
 	if ch == nil {
 		return nil
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	var out []UnregisterRequest
+	var out []wire.UnregisterBrokerRequestHeader
 	for key, l := range r.brokerLiveTable {
 		if l.channel == ch {
 			if req, ok := r.unregisterRequestLocked(key); ok {
@@ -148,7 +141,7 @@ func (r *RouteInfoManager) ScanNotActiveBrokers() []Channel {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	var reqs []UnregisterRequest
+	var reqs []wire.UnregisterBrokerRequestHeader
 	var chans []Channel
 	for key, l := range r.brokerLiveTable {
 		if l.lastUpdate.Add(l.timeout).Before(now) {
@@ -170,13 +163,13 @@ func (r *RouteInfoManager) ScanNotActiveBrokers() []Channel {
 // (done before taking a broker out of service) and returns how many topics
 // it touched.
 func (r *RouteInfoManager) WipeWritePermOfBroker(brokerName string) int {
-	return r.operateWritePerm(brokerName, func(p int) int { return p &^ PermWrite })
+	return r.operateWritePerm(brokerName, func(p int) int { return p &^ wire.PermWrite })
 }
 
 // AddWritePermOfBroker sets every topic of brokerName back to read-write and
 // returns how many topics it touched.
 func (r *RouteInfoManager) AddWritePermOfBroker(brokerName string) int {
-	return r.operateWritePerm(brokerName, func(int) int { return PermRead | PermWrite })
+	return r.operateWritePerm(brokerName, func(int) int { return wire.PermRead | wire.PermWrite })
 }
 
 func (r *RouteInfoManager) operateWritePerm(brokerName string, f func(int) int) int {
@@ -216,7 +209,7 @@ func (r *RouteInfoManager) DeleteTopic(topic, cluster string) {
 // RegisterTopic adds or replaces queue data of topic for already registered
 // brokers (REGISTER_TOPIC_IN_NAMESRV). Nothing changes if any queue data
 // names an unknown broker; the result says whether it was applied.
-func (r *RouteInfoManager) RegisterTopic(topic string, qds []QueueData) bool {
+func (r *RouteInfoManager) RegisterTopic(topic string, qds []wire.QueueData) bool {
 	if len(qds) == 0 {
 		return false
 	}
@@ -231,7 +224,7 @@ func (r *RouteInfoManager) RegisterTopic(topic string, qds []QueueData) bool {
 	}
 	m := r.topicQueueTable[topic]
 	if m == nil {
-		m = make(map[string]*QueueData)
+		m = make(map[string]*wire.QueueData)
 		r.topicQueueTable[topic] = m
 	}
 	for _, qd := range qds {

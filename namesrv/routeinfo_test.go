@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // fakeClock is a settable clock for expiry tests.
@@ -20,19 +22,19 @@ type fakeChannel struct {
 
 func (f *fakeChannel) Close() error { f.closed = true; return nil }
 
-func topics(counter int64, tcs ...TopicConfig) TopicConfigSerializeWrapper {
-	w := TopicConfigSerializeWrapper{TopicConfigTable: map[string]TopicConfig{}, DataVersion: DataVersion{Timestamp: 1000, Counter: counter}}
+func topics(counter int64, tcs ...wire.TopicConfig) wire.TopicConfigSerializeWrapper {
+	w := wire.TopicConfigSerializeWrapper{TopicConfigTable: map[string]wire.TopicConfig{}, DataVersion: wire.DataVersion{Timestamp: 1000, Counter: counter}}
 	for _, tc := range tcs {
 		w.TopicConfigTable[tc.TopicName] = tc
 	}
 	return w
 }
 
-func tc(name string, r, w, perm int) TopicConfig {
-	return TopicConfig{TopicName: name, ReadQueueNums: r, WriteQueueNums: w, Perm: perm, TopicFilterType: "SINGLE_TAG"}
+func tc(name string, r, w, perm int) wire.TopicConfig {
+	return wire.TopicConfig{TopicName: name, ReadQueueNums: r, WriteQueueNums: w, Perm: perm, TopicFilterType: "SINGLE_TAG"}
 }
 
-func reg(cluster, name string, id int64, addr string, t TopicConfigSerializeWrapper) RegisterBrokerArgs {
+func reg(cluster, name string, id int64, addr string, t wire.TopicConfigSerializeWrapper) RegisterBrokerArgs {
 	return RegisterBrokerArgs{Cluster: cluster, BrokerName: name, BrokerID: id, BrokerAddr: addr,
 		HAServerAddr: addr + "-ha", Topics: t}
 }
@@ -52,7 +54,7 @@ func mustRegister(a RegisterBrokerArgs) func(*testing.T, *RouteInfoManager, *fak
 	}
 }
 
-func wantQueues(topic string, want ...QueueData) func(*testing.T, *RouteInfoManager) {
+func wantQueues(topic string, want ...wire.QueueData) func(*testing.T, *RouteInfoManager) {
 	return func(t *testing.T, r *RouteInfoManager) {
 		t.Helper()
 		rd := r.PickupTopicRouteData(topic)
@@ -86,8 +88,8 @@ func wantAddrs(brokerName string, want map[int64]string) func(*testing.T, *Route
 
 func TestRouteInfoManager(t *testing.T) {
 	const c1 = "DefaultCluster"
-	qd := func(name string, r, w, perm int) QueueData {
-		return QueueData{BrokerName: name, ReadQueueNums: r, WriteQueueNums: w, Perm: perm}
+	qd := func(name string, r, w, perm int) wire.QueueData {
+		return wire.QueueData{BrokerName: name, ReadQueueNums: r, WriteQueueNums: w, Perm: perm}
 	}
 	tests := []struct {
 		name  string
@@ -139,10 +141,10 @@ func TestRouteInfoManager(t *testing.T) {
 				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(2, tc("T", 16, 16, 6))))},
 				{check: wantQueues("T", qd("b1", 16, 16, 6))},
 				{check: func(t *testing.T, r *RouteInfoManager) {
-					if r.IsBrokerTopicConfigChanged(c1, "a:1", DataVersion{Timestamp: 1000, Counter: 2}) {
+					if r.IsBrokerTopicConfigChanged(c1, "a:1", wire.DataVersion{Timestamp: 1000, Counter: 2}) {
 						t.Fatal("same version reported as changed")
 					}
-					if !r.IsBrokerTopicConfigChanged(c1, "a:1", DataVersion{Timestamp: 1000, Counter: 3}) {
+					if !r.IsBrokerTopicConfigChanged(c1, "a:1", wire.DataVersion{Timestamp: 1000, Counter: 3}) {
 						t.Fatal("new version not reported as changed")
 					}
 				}},
@@ -154,12 +156,12 @@ func TestRouteInfoManager(t *testing.T) {
 				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6))))},
 				{do: mustRegister(reg(c1, "b1", 1, "a:2", topics(1, tc("T", 4, 4, 6))))},
 				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
-					r.UnregisterBrokers([]UnregisterRequest{{Cluster: c1, BrokerAddr: "a:2", BrokerName: "b1", BrokerID: 1}})
+					r.UnregisterBrokers([]wire.UnregisterBrokerRequestHeader{{Cluster: c1, BrokerAddr: "a:2", BrokerName: "b1", BrokerID: 1}})
 				}},
 				{check: wantAddrs("b1", map[int64]string{0: "a:1"})},
 				{check: wantQueues("T", qd("b1", 4, 4, 6))},
 				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
-					r.UnregisterBrokers([]UnregisterRequest{{Cluster: c1, BrokerAddr: "a:1", BrokerName: "b1", BrokerID: 0}})
+					r.UnregisterBrokers([]wire.UnregisterBrokerRequestHeader{{Cluster: c1, BrokerAddr: "a:1", BrokerName: "b1", BrokerID: 0}})
 				}},
 				{check: wantQueues("T")},
 				{check: func(t *testing.T, r *RouteInfoManager) {
@@ -291,7 +293,7 @@ func TestRouteInfoManager(t *testing.T) {
 					mustRegister(a)(t, r, clk)
 					mustRegister(reg(c1, "b1", 1, "a:2", topics(1)))(t, r, clk)
 					reqs := r.UnregisterRequestsForChannel(ch)
-					want := []UnregisterRequest{{Cluster: c1, BrokerAddr: "a:1", BrokerName: "b1", BrokerID: 0}}
+					want := []wire.UnregisterBrokerRequestHeader{{Cluster: c1, BrokerAddr: "a:1", BrokerName: "b1", BrokerID: 0}}
 					if !reflect.DeepEqual(reqs, want) {
 						t.Fatalf("requests %+v", reqs)
 					}
@@ -310,10 +312,10 @@ func TestRouteInfoManager(t *testing.T) {
 			steps: []routeStep{
 				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6), tc("U", 1, 1, 6))))},
 				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
-					if r.RegisterTopic("V", []QueueData{{BrokerName: "b1", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, {BrokerName: "zz"}}) {
+					if r.RegisterTopic("V", []wire.QueueData{{BrokerName: "b1", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, {BrokerName: "zz"}}) {
 						t.Fatal("registered with unknown broker")
 					}
-					if !r.RegisterTopic("V", []QueueData{{BrokerName: "b1", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}}) {
+					if !r.RegisterTopic("V", []wire.QueueData{{BrokerName: "b1", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}}) {
 						t.Fatal("register topic failed")
 					}
 				}},

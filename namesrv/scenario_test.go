@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestRouteScenarios drives RouteInfoManager from testdata/*.txt scripts in
@@ -149,7 +151,7 @@ func execScenario(t *testing.T, r *RouteInfoManager, clk *fakeClock, chans map[s
 		}
 		return "ok"
 	case "unregister":
-		r.UnregisterBrokers([]UnregisterRequest{{Cluster: a["cluster"], BrokerName: a["name"], BrokerID: atoi64(t, a["id"]), BrokerAddr: a["addr"]}})
+		r.UnregisterBrokers([]wire.UnregisterBrokerRequestHeader{{Cluster: a["cluster"], BrokerName: a["name"], BrokerID: atoi64(t, a["id"]), BrokerAddr: a["addr"]}})
 		return "ok"
 	case "remove":
 		return strconv.FormatBool(r.RemoveBroker(a["cluster"], a["name"], atoi64(t, a["id"])))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // These tests drive the name server over real loopback sockets with our
@@ -49,13 +50,13 @@ func TestRouteJSONStyle(t *testing.T) {
 			if json.Valid(resp.Body) != isStandard {
 				t.Fatalf("json.Valid=%v for %s", json.Valid(resp.Body), resp.Body)
 			}
-			rd, err := DecodeTopicRouteData(resp.Body)
+			rd, err := wire.DecodeTopicRouteData(resp.Body)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := &TopicRouteData{
-				QueueDatas: []QueueData{{BrokerName: "b1", ReadQueueNums: 8, WriteQueueNums: 4, Perm: 6}},
-				BrokerDatas: []BrokerData{{Cluster: "C", BrokerName: "b1",
+			want := &wire.TopicRouteData{
+				QueueDatas: []wire.QueueData{{BrokerName: "b1", ReadQueueNums: 8, WriteQueueNums: 4, Perm: 6}},
+				BrokerDatas: []wire.BrokerData{{Cluster: "C", BrokerName: "b1",
 					BrokerAddrs: map[int64]string{0: "127.0.0.1:10911", 1: "127.0.0.1:10921"}}},
 				FilterServerTable: map[string][]string{},
 			}
@@ -113,20 +114,20 @@ func TestKVConfigSurvivesRestart(t *testing.T) {
 	c := testClient(t)
 	put := func(addr, ns, k, v string) {
 		t.Helper()
-		resp := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &KVConfigRequestHeader{Namespace: ns, Key: k, Value: v}, nil))
+		resp := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &wire.KVConfigRequestHeader{Namespace: ns, Key: k, Value: v}, nil))
 		if resp.Code != remoting.ResponseSuccess {
 			t.Fatalf("put: %d %s", resp.Code, resp.Remark)
 		}
 	}
 	get := func(addr, ns, k string) *remoting.RemotingCommand {
 		t.Helper()
-		return call(t, c, addr, remoting.NewRequest(remoting.RequestGetKVConfig, &KVConfigRequestHeader{Namespace: ns, Key: k}, nil))
+		return call(t, c, addr, remoting.NewRequest(remoting.RequestGetKVConfig, &wire.KVConfigRequestHeader{Namespace: ns, Key: k}, nil))
 	}
 	addr := ns.Addr().String()
 	put(addr, "NS1", "k1", "v1")
 	put(addr, "NS1", "k2", "v2")
 	put(addr, "NS2", "k", "x")
-	if resp := call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteKVConfig, &KVConfigRequestHeader{Namespace: "NS1", Key: "k2"}, nil)); resp.Code != remoting.ResponseSuccess {
+	if resp := call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteKVConfig, &wire.KVConfigRequestHeader{Namespace: "NS1", Key: "k2"}, nil)); resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("delete: %d", resp.Code)
 	}
 	stopServer(t, ns)
@@ -139,12 +140,12 @@ func TestKVConfigSurvivesRestart(t *testing.T) {
 	if resp := get(addr2, "NS1", "k2"); resp.Code != remoting.ResponseQueryNotFound || !strings.Contains(resp.Remark, "k2") {
 		t.Fatalf("deleted key after restart: code %d remark %q", resp.Code, resp.Remark)
 	}
-	resp := call(t, c, addr2, remoting.NewRequest(remoting.RequestGetKVListByNamespace, &GetKVListByNamespaceRequestHeader{Namespace: "NS2"}, nil))
-	var kv KVTable
+	resp := call(t, c, addr2, remoting.NewRequest(remoting.RequestGetKVListByNamespace, &wire.GetKVListByNamespaceRequestHeader{Namespace: "NS2"}, nil))
+	var kv wire.KVTable
 	if resp.Code != remoting.ResponseSuccess || json.Unmarshal(resp.Body, &kv) != nil || !reflect.DeepEqual(kv.Table, map[string]string{"k": "x"}) {
 		t.Fatalf("kv list: code %d body %s", resp.Code, resp.Body)
 	}
-	resp = call(t, c, addr2, remoting.NewRequest(remoting.RequestGetKVListByNamespace, &GetKVListByNamespaceRequestHeader{Namespace: "NS9"}, nil))
+	resp = call(t, c, addr2, remoting.NewRequest(remoting.RequestGetKVListByNamespace, &wire.GetKVListByNamespaceRequestHeader{Namespace: "NS9"}, nil))
 	if resp.Code != remoting.ResponseQueryNotFound {
 		t.Fatalf("unknown namespace: code %d", resp.Code)
 	}
@@ -155,18 +156,18 @@ func TestOrderTopicConfAndCompressedRegistration(t *testing.T) {
 	addr := ns.Addr().String()
 	c := testClient(t)
 	resp := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig,
-		&KVConfigRequestHeader{Namespace: NamespaceOrderTopicConfig, Key: "OrderT", Value: "b1:4"}, nil))
+		&wire.KVConfigRequestHeader{Namespace: wire.NamespaceOrderTopicConfig, Key: "OrderT", Value: "b1:4"}, nil))
 	if resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("put: %d", resp.Code)
 	}
 	reg := testBroker{cluster: "C", name: "b1", addr: "127.0.0.1:10911", id: 0, compressed: true,
 		topics: topics(3, tc("OrderT", 4, 4, 6), tc("Other", 2, 2, 6))}.register(t, c, addr)
-	var kv KVTable
+	var kv wire.KVTable
 	if err := json.Unmarshal(reg.Body, &kv); err != nil || kv.Table["OrderT"] != "b1:4" {
 		t.Fatalf("register response body %s: %v", reg.Body, err)
 	}
 	resp = routeOf(t, c, addr, "OrderT", 401, false)
-	rd, err := DecodeTopicRouteData(resp.Body)
+	rd, err := wire.DecodeTopicRouteData(resp.Body)
 	if err != nil || rd.OrderTopicConf != "b1:4" || rd.QueueDatas[0].WriteQueueNums != 4 {
 		t.Fatalf("route %s: %v", resp.Body, err)
 	}
@@ -179,9 +180,9 @@ func TestBadRegisterBodies(t *testing.T) {
 	ns := testServer(t, nil)
 	addr := ns.Addr().String()
 	c := testClient(t)
-	h := &RegisterBrokerRequestHeader{BrokerName: "b1", BrokerAddr: "a:1", ClusterName: "C", BrokerID: 0}
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: "b1", BrokerAddr: "a:1", ClusterName: "C", BrokerID: 0}
 	body := []byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{}}}`)
-	h.BodyCrc32 = BodyCRC32(body) + 1
+	h.BodyCrc32 = wire.BodyCRC32(body) + 1
 	resp := call(t, c, addr, remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
 	if resp.Code != remoting.ResponseSystemError || resp.Remark != "crc32 not match" {
 		t.Fatalf("bad crc: %d %q", resp.Code, resp.Remark)
@@ -204,22 +205,22 @@ func TestHeartbeatAndDataVersion(t *testing.T) {
 	b := testBroker{cluster: "C", name: "b1", addr: "127.0.0.1:10911", id: 0, topics: topics(5, tc("T", 4, 4, 6))}
 	b.register(t, c, addr)
 
-	query := func(dv DataVersion) *remoting.RemotingCommand {
+	query := func(dv wire.DataVersion) *remoting.RemotingCommand {
 		body, _ := json.Marshal(dv)
 		return call(t, c, addr, remoting.NewRequest(remoting.RequestQueryDataVersion,
-			&QueryDataVersionRequestHeader{BrokerName: "b1", BrokerAddr: b.addr, ClusterName: "C"}, body))
+			&wire.QueryDataVersionRequestHeader{BrokerName: "b1", BrokerAddr: b.addr, ClusterName: "C"}, body))
 	}
 	resp := query(b.topics.DataVersion)
-	var got DataVersion
+	var got wire.DataVersion
 	if resp.Code != remoting.ResponseSuccess || resp.ExtFields["changed"] != "false" ||
 		json.Unmarshal(resp.Body, &got) != nil || got != b.topics.DataVersion {
 		t.Fatalf("same version: code %d ext %v body %s", resp.Code, resp.ExtFields, resp.Body)
 	}
-	if resp := query(DataVersion{Timestamp: 1, Counter: 6}); resp.ExtFields["changed"] != "true" {
+	if resp := query(wire.DataVersion{Timestamp: 1, Counter: 6}); resp.ExtFields["changed"] != "true" {
 		t.Fatalf("new version: ext %v", resp.ExtFields)
 	}
 	resp = call(t, c, addr, remoting.NewRequest(remoting.RequestBrokerHeartbeat,
-		&BrokerHeartbeatRequestHeader{ClusterName: "C", BrokerAddr: b.addr, BrokerName: "b1"}, nil))
+		&wire.BrokerHeartbeatRequestHeader{ClusterName: "C", BrokerAddr: b.addr, BrokerName: "b1"}, nil))
 	if resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("heartbeat: %d %s", resp.Code, resp.Remark)
 	}
@@ -240,7 +241,7 @@ func TestAdminCodes(t *testing.T) {
 	}
 	topicList := func(resp *remoting.RemotingCommand) []string {
 		t.Helper()
-		var tl TopicList
+		var tl wire.TopicList
 		if err := json.Unmarshal(ok(resp).Body, &tl); err != nil {
 			t.Fatalf("topic list %s: %v", resp.Body, err)
 		}
@@ -250,36 +251,36 @@ func TestAdminCodes(t *testing.T) {
 	if got := topicList(call(t, c, addr, remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil))); !reflect.DeepEqual(got, []string{"T", "U", "V"}) {
 		t.Fatalf("all topics %v", got)
 	}
-	if got := topicList(call(t, c, addr, remoting.NewRequest(remoting.RequestGetTopicsByCluster, &GetTopicsByClusterRequestHeader{Cluster: "C2"}, nil))); !reflect.DeepEqual(got, []string{"T", "V"}) {
+	if got := topicList(call(t, c, addr, remoting.NewRequest(remoting.RequestGetTopicsByCluster, &wire.GetTopicsByClusterRequestHeader{Cluster: "C2"}, nil))); !reflect.DeepEqual(got, []string{"T", "V"}) {
 		t.Fatalf("topics of C2 %v", got)
 	}
 
-	resp := ok(call(t, c, addr, remoting.NewRequest(remoting.RequestWipeWritePermOfBroker, &BrokerNameRequestHeader{BrokerName: "b1"}, nil)))
+	resp := ok(call(t, c, addr, remoting.NewRequest(remoting.RequestWipeWritePermOfBroker, &wire.BrokerNameRequestHeader{BrokerName: "b1"}, nil)))
 	if resp.ExtFields["wipeTopicCount"] != "2" {
 		t.Fatalf("wipe ext %v", resp.ExtFields)
 	}
-	rd, _ := DecodeTopicRouteData(routeOf(t, c, addr, "T", 317, false).Body)
-	if rd.QueueDatas[0].Perm != PermRead || rd.QueueDatas[1].Perm != PermRead|PermWrite {
+	rd, _ := wire.DecodeTopicRouteData(routeOf(t, c, addr, "T", 317, false).Body)
+	if rd.QueueDatas[0].Perm != wire.PermRead || rd.QueueDatas[1].Perm != wire.PermRead|wire.PermWrite {
 		t.Fatalf("perms after wipe %+v", rd.QueueDatas)
 	}
-	resp = ok(call(t, c, addr, remoting.NewRequest(remoting.RequestAddWritePermOfBroker, &BrokerNameRequestHeader{BrokerName: "b1"}, nil)))
+	resp = ok(call(t, c, addr, remoting.NewRequest(remoting.RequestAddWritePermOfBroker, &wire.BrokerNameRequestHeader{BrokerName: "b1"}, nil)))
 	if resp.ExtFields["addTopicCount"] != "2" {
 		t.Fatalf("add ext %v", resp.ExtFields)
 	}
 
-	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv, &DeleteTopicFromNamesrvRequestHeader{Topic: "T", ClusterName: "C1"}, nil)))
-	rd, _ = DecodeTopicRouteData(routeOf(t, c, addr, "T", 317, false).Body)
+	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv, &wire.DeleteTopicFromNamesrvRequestHeader{Topic: "T", ClusterName: "C1"}, nil)))
+	rd, _ = wire.DecodeTopicRouteData(routeOf(t, c, addr, "T", 317, false).Body)
 	if len(rd.QueueDatas) != 1 || rd.QueueDatas[0].BrokerName != "b2" {
 		t.Fatalf("T after per-cluster delete %+v", rd.QueueDatas)
 	}
-	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv, &DeleteTopicFromNamesrvRequestHeader{Topic: "T"}, nil)))
+	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv, &wire.DeleteTopicFromNamesrvRequestHeader{Topic: "T"}, nil)))
 	if resp := routeOf(t, c, addr, "T", 317, false); resp.Code != remoting.ResponseTopicNotExist {
 		t.Fatalf("T after delete: %d", resp.Code)
 	}
 
-	body := EncodeTopicRouteData(&TopicRouteData{QueueDatas: []QueueData{{BrokerName: "b2", ReadQueueNums: 3, WriteQueueNums: 3, Perm: 6}}}, false)
-	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestRegisterTopicInNamesrv, &RegisterTopicRequestHeader{Topic: "New"}, body)))
-	rd, _ = DecodeTopicRouteData(routeOf(t, c, addr, "New", 317, false).Body)
+	body := wire.EncodeTopicRouteData(&wire.TopicRouteData{QueueDatas: []wire.QueueData{{BrokerName: "b2", ReadQueueNums: 3, WriteQueueNums: 3, Perm: 6}}}, false)
+	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestRegisterTopicInNamesrv, &wire.RegisterTopicRequestHeader{Topic: "New"}, body)))
+	rd, _ = wire.DecodeTopicRouteData(routeOf(t, c, addr, "New", 317, false).Body)
 	if rd == nil || len(rd.QueueDatas) != 1 || rd.QueueDatas[0].ReadQueueNums != 3 {
 		t.Fatalf("registered topic route %+v", rd)
 	}
@@ -293,7 +294,7 @@ func TestAdminCodes(t *testing.T) {
 		if json.Valid(resp.Body) != standard {
 			t.Fatalf("cluster info standard=%v: %s", standard, resp.Body)
 		}
-		ci, err := DecodeClusterInfo(resp.Body)
+		ci, err := wire.DecodeClusterInfo(resp.Body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +304,7 @@ func TestAdminCodes(t *testing.T) {
 	}
 
 	ok(call(t, c, addr, remoting.NewRequest(remoting.RequestUnregisterBroker,
-		&UnregisterRequest{Cluster: "C2", BrokerAddr: "127.0.0.1:10912", BrokerName: "b2", BrokerID: 0}, nil)))
+		&wire.UnregisterBrokerRequestHeader{Cluster: "C2", BrokerAddr: "127.0.0.1:10912", BrokerName: "b2", BrokerID: 0}, nil)))
 	testutil.WaitFor(t, 5*time.Second, "batch unregistration of b2", func() bool {
 		_, found := ns.Routes().ClusterInfo().BrokerAddrTable["b2"]
 		return !found
@@ -315,7 +316,7 @@ func TestDisabledTopicLists(t *testing.T) {
 	c := testClient(t)
 	for _, req := range []*remoting.RemotingCommand{
 		remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil),
-		remoting.NewRequest(remoting.RequestGetTopicsByCluster, &GetTopicsByClusterRequestHeader{Cluster: "C"}, nil),
+		remoting.NewRequest(remoting.RequestGetTopicsByCluster, &wire.GetTopicsByClusterRequestHeader{Cluster: "C"}, nil),
 	} {
 		if resp := call(t, c, ns.Addr().String(), req); resp.Code != remoting.ResponseSystemError || resp.Remark != "disable" {
 			t.Fatalf("code %d: got %d %q", req.Code, resp.Code, resp.Remark)

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raftmq/raftmq/broker"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // memberStatus is one Raft member as raftStatus prints it. Lag is the
@@ -265,7 +265,7 @@ func (s *adminSession) transfer(ctx context.Context, g *groupStatus, target stri
 	deadline := time.Now().Add(s.f.timeout)
 	for !res.Registered && time.Now().Before(deadline) {
 		ci, err := s.a.ClusterInfo(ctx)
-		if err == nil && ci.BrokerAddrTable[g.BrokerName].BrokerAddrs[namesrv.MasterID] == res.NewLeaderAddr {
+		if err == nil && ci.BrokerAddrTable[g.BrokerName].BrokerAddrs[wire.MasterID] == res.NewLeaderAddr {
 			res.Registered = true
 			break
 		}

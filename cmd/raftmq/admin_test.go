@@ -21,6 +21,7 @@ import (
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // adminCluster is a real name server and a real 3-node Raft group
@@ -101,7 +102,7 @@ func startAdminCluster(t *testing.T) *adminCluster {
 	}
 	testutil.WaitFor(t, 15*time.Second, "a leader registered as brokerId 0 and both followers registered", func() bool {
 		bd := ns.Routes().ClusterInfo().BrokerAddrTable["broker-a"]
-		return bd.BrokerAddrs[namesrv.MasterID] != "" && len(bd.BrokerAddrs) == 3
+		return bd.BrokerAddrs[wire.MasterID] != "" && len(bd.BrokerAddrs) == 3
 	})
 	return c
 }
@@ -118,7 +119,7 @@ func (c *adminCluster) addrOf(id string) string {
 
 // routedLeader is the address the name server routes as brokerId 0.
 func (c *adminCluster) routedLeader() string {
-	return c.ns.Routes().ClusterInfo().BrokerAddrTable["broker-a"].BrokerAddrs[namesrv.MasterID]
+	return c.ns.Routes().ClusterInfo().BrokerAddrTable["broker-a"].BrokerAddrs[wire.MasterID]
 }
 
 // runAdmin runs `raftmq admin args...` in process and returns stdout.
@@ -203,7 +204,7 @@ func TestAdminCommands(t *testing.T) {
 			t.Fatalf("topicList -c: %v", tl.TopicList)
 		}
 		wantLines(t, mustAdmin(t, append(n, "topicRoute", "-t", "AdminT")...), "#BrokerName", "broker-a     4            4")
-		var rd namesrv.TopicRouteData
+		var rd wire.TopicRouteData
 		adminJSON(t, &rd, append(n, "topicRoute", "-t", "AdminT2")...)
 		if len(rd.QueueDatas) != 1 || rd.QueueDatas[0].WriteQueueNums != 2 || len(rd.BrokerDatas) != 1 || rd.BrokerDatas[0].BrokerAddrs[0] != leader {
 			t.Fatalf("topicRoute AdminT2: %+v", rd)

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // newUpdateTopicCmd is mqadmin updateTopic.
@@ -108,7 +108,7 @@ func newTopicListCmd(f *adminFlags) *cobra.Command {
 				if err != nil {
 					continue // deleted meanwhile, or a system topic without route
 				}
-				if slices.ContainsFunc(rd.BrokerDatas, func(b namesrv.BrokerData) bool { return b.Cluster == cluster }) {
+				if slices.ContainsFunc(rd.BrokerDatas, func(b wire.BrokerData) bool { return b.Cluster == cluster }) {
 					kept = append(kept, t)
 				}
 			}
@@ -221,7 +221,7 @@ type clusterMember struct {
 
 // clusterMembers flattens the name server's cluster table, sorted by
 // cluster, brokerName, brokerId.
-func clusterMembers(ci *namesrv.ClusterInfo, cluster string) []clusterMember {
+func clusterMembers(ci *wire.ClusterInfo, cluster string) []clusterMember {
 	out := []clusterMember{}
 	for _, c := range slices.Sorted(maps.Keys(ci.ClusterAddrTable)) {
 		if cluster != "" && c != cluster {
@@ -233,7 +233,7 @@ func clusterMembers(ci *namesrv.ClusterInfo, cluster string) []clusterMember {
 			bd := ci.BrokerAddrTable[n]
 			for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
 				role := "FOLLOWER"
-				if id == namesrv.MasterID {
+				if id == wire.MasterID {
 					role = "LEADER"
 				}
 				out = append(out, clusterMember{Cluster: c, BrokerName: n, BrokerID: id, Addr: bd.BrokerAddrs[id], Role: role})
@@ -285,7 +285,7 @@ func newBrokerStatusCmd(f *adminFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var kv namesrv.KVTable
+		var kv wire.KVTable
 		if err := json.Unmarshal(resp.Body, &kv); err != nil {
 			return fmt.Errorf("brokerStatus: broker %s answered an unreadable table: %w", addr, err)
 		}

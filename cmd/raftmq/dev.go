@@ -15,6 +15,7 @@ import (
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // devFlags configure `raftmq dev`.
@@ -143,9 +144,9 @@ func runDev(ctx context.Context, f *devFlags, log *zap.Logger, ready func(string
 	defer t.Stop()
 	for {
 		bd, ok := ns.Routes().ClusterInfo().BrokerAddrTable["broker-a"]
-		if ok && bd.BrokerAddrs[namesrv.MasterID] != "" {
+		if ok && bd.BrokerAddrs[wire.MasterID] != "" {
 			ready(fmt.Sprintf("raftmq dev ready: namesrv %s, broker-a leader %s, members %s, %s, %s, data %s — try: raftmq bench produce -n %s -t TestTopic -m 1000",
-				nsAddr, bd.BrokerAddrs[namesrv.MasterID], ctls[0].Addr(), ctls[1].Addr(), ctls[2].Addr(), f.dir, nsAddr))
+				nsAddr, bd.BrokerAddrs[wire.MasterID], ctls[0].Addr(), ctls[1].Addr(), ctls[2].Addr(), f.dir, nsAddr))
 			break
 		}
 		select {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Probes: each looks at one party's view of the failover the way an
@@ -110,7 +110,7 @@ func (p *probes) members(ctx context.Context) (map[int64]string, error) {
 }
 
 // routeLeader is the route's brokerId 0 address, "" when none.
-func routeLeader(addrs map[int64]string) string { return addrs[namesrv.MasterID] }
+func routeLeader(addrs map[int64]string) string { return addrs[wire.MasterID] }
 
 // routeHas reports whether addr is any member of the route.
 func routeHas(addrs map[int64]string, addr string) bool {

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/internal/testutil"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func writeConf(t *testing.T, content string) string {
@@ -82,7 +82,7 @@ func TestNamesrvRuns(t *testing.T) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	testutil.WaitFor(t, 10*time.Second, "name server answering", func() bool {
 		resp, err := c.InvokeSync(context.Background(), addr,
-			remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &namesrv.GetRouteInfoRequestHeader{Topic: "T"}, nil))
+			remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &wire.GetRouteInfoRequestHeader{Topic: "T"}, nil))
 		return err == nil && resp.Code == remoting.ResponseTopicNotExist
 	})
 	_ = c.Close()

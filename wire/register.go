@@ -1,19 +1,40 @@
-package namesrv
+package wire
 
 import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"strconv"
 	"strings"
 )
 
-// maxCompressedItem bounds one length-prefixed item in a compressed
+// ErrBadBody is wrapped when a body (register-broker body, data version,
+// topic route, cluster info) cannot be decoded; the message says what was
+// wrong.
+var ErrBadBody = errors.New("wire: malformed body")
+
+// RegisterBrokerBody is the body of REGISTER_BROKER (103).
+type RegisterBrokerBody struct {
+	TopicConfigSerializeWrapper TopicConfigSerializeWrapper `json:"topicConfigSerializeWrapper"`
+	// FilterServerList replaces the broker's filter servers; empty clears
+	// them (a missing field reads as empty, as in RocketMQ).
+	FilterServerList []string `json:"filterServerList"`
+}
+
+// BodyCRC32 is RocketMQ's UtilAll.crc32 over a body, the value brokers put
+// in REGISTER_BROKER's bodyCrc32 header.
+func BodyCRC32(body []byte) int32 {
+	return int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF)
+}
+
+// maxRegisterItem bounds one length-prefixed item in a compressed
 // register body, so a corrupt length cannot make us allocate gigabytes.
-const maxCompressedItem = 16 << 20
+const maxRegisterItem = 16 << 20
 
 // DecodeRegisterBrokerBody decodes a REGISTER_BROKER body. With compressed
 // (request header compressed=true) the body is RocketMQ's
@@ -53,14 +74,14 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 		return nil, fmt.Errorf("%w: compressed register broker body: %v", ErrBadBody, err)
 	}
 	defer zr.Close()
-	dv, err := readItem(zr, "data version")
+	dv, err := readRegisterItem(zr, "data version")
 	if err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(dv, &body.TopicConfigSerializeWrapper.DataVersion); err != nil {
 		return nil, fmt.Errorf("%w: data version: %v", ErrBadBody, err)
 	}
-	n, err := readInt32(zr, "topic count")
+	n, err := readRegisterInt32(zr, "topic count")
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +89,7 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 		return nil, fmt.Errorf("%w: negative topic count %d", ErrBadBody, n)
 	}
 	for i := int32(0); i < n; i++ {
-		item, err := readItem(zr, "topic config")
+		item, err := readRegisterItem(zr, "topic config")
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +99,7 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 		}
 		body.TopicConfigSerializeWrapper.TopicConfigTable[tc.TopicName] = tc
 	}
-	fs, err := readItem(zr, "filter server list")
+	fs, err := readRegisterItem(zr, "filter server list")
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +110,12 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 	// reading to the end still verifies the stream's checksum, so a
 	// corrupted body is refused rather than half applied.
 	// The limit keeps a zlib bomb from burning CPU.
-	rest, err := io.Copy(io.Discard, io.LimitReader(zr, maxCompressedItem+1))
+	rest, err := io.Copy(io.Discard, io.LimitReader(zr, maxRegisterItem+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: compressed register broker body: %v", ErrBadBody, err)
 	}
-	if rest > maxCompressedItem {
-		return nil, fmt.Errorf("%w: compressed register broker body: trailing section over %d bytes", ErrBadBody, maxCompressedItem)
+	if rest > maxRegisterItem {
+		return nil, fmt.Errorf("%w: compressed register broker body: trailing section over %d bytes", ErrBadBody, maxRegisterItem)
 	}
 	return body, nil
 }
@@ -148,7 +169,7 @@ func EncodeRegisterBrokerBody(body *RegisterBrokerBody, compress bool) ([]byte, 
 	if !compress {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return nil, fmt.Errorf("namesrv: encode register broker body: %w", err)
+			return nil, fmt.Errorf("wire: encode register broker body: %w", err)
 		}
 		return b, nil
 	}
@@ -158,19 +179,19 @@ func EncodeRegisterBrokerBody(body *RegisterBrokerBody, compress bool) ([]byte, 
 		return nil, err
 	}
 	dv, _ := json.Marshal(body.TopicConfigSerializeWrapper.DataVersion)
-	writeItem(zw, dv)
+	writeRegisterItem(zw, dv)
 	table := body.TopicConfigSerializeWrapper.TopicConfigTable
-	writeInt32(zw, int32(len(table)))
-	for _, name := range sortedKeys(table) {
-		writeItem(zw, []byte(compactTopicConfig(table[name])))
+	writeRegisterInt32(zw, int32(len(table)))
+	for _, name := range sortedStringKeys(table) {
+		writeRegisterItem(zw, []byte(compactTopicConfig(table[name])))
 	}
 	fs := body.FilterServerList
 	if fs == nil {
 		fs = []string{}
 	}
 	fsb, _ := json.Marshal(fs)
-	writeItem(zw, fsb)
-	writeInt32(zw, 0) // empty topic-queue-mapping section, as a 5.0 broker writes
+	writeRegisterItem(zw, fsb)
+	writeRegisterInt32(zw, 0) // empty topic-queue-mapping section, as a 5.0 broker writes
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
@@ -214,7 +235,7 @@ func parseCompactTopicConfig(s string) (TopicConfig, error) {
 	return tc, nil
 }
 
-func readInt32(r io.Reader, what string) (int32, error) {
+func readRegisterInt32(r io.Reader, what string) (int32, error) {
 	var b [4]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return 0, fmt.Errorf("%w: compressed register broker body: reading %s length: %v", ErrBadBody, what, err)
@@ -222,12 +243,12 @@ func readInt32(r io.Reader, what string) (int32, error) {
 	return int32(binary.BigEndian.Uint32(b[:])), nil
 }
 
-func readItem(r io.Reader, what string) ([]byte, error) {
-	n, err := readInt32(r, what)
+func readRegisterItem(r io.Reader, what string) ([]byte, error) {
+	n, err := readRegisterInt32(r, what)
 	if err != nil {
 		return nil, err
 	}
-	if n < 0 || n > maxCompressedItem {
+	if n < 0 || n > maxRegisterItem {
 		return nil, fmt.Errorf("%w: compressed register broker body: %s length %d out of range", ErrBadBody, what, n)
 	}
 	b := make([]byte, n)
@@ -239,13 +260,13 @@ func readItem(r io.Reader, what string) ([]byte, error) {
 
 // writeInt32 and writeItem write into a zlib writer over a bytes.Buffer,
 // which cannot fail before Close; Close reports any error.
-func writeInt32(w io.Writer, n int32) {
+func writeRegisterInt32(w io.Writer, n int32) {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], uint32(n))
 	_, _ = w.Write(b[:])
 }
 
-func writeItem(w io.Writer, b []byte) {
-	writeInt32(w, int32(len(b)))
+func writeRegisterItem(w io.Writer, b []byte) {
+	writeRegisterInt32(w, int32(len(b)))
 	_, _ = w.Write(b)
 }

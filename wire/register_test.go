@@ -1,55 +1,15 @@
-package namesrv
+package wire
 
 import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
 )
 
-func TestQuoteLegacyKeys(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{0:"a",1:"b"}`, `{"0":"a","1":"b"}`},
-		{`{"0":"a"}`, `{"0":"a"}`},
-		{`{ 0 :"a", -1:"b"}`, `{ "0" :"a", "-1":"b"}`},
-		{`[1,2,{3:4}]`, `[1,2,{"3":4}]`},
-		{`{"s":"{0:\"x\",1:2}","n":[5,{6:[7]}]}`, `{"s":"{0:\"x\",1:2}","n":[5,{"6":[7]}]}`},
-		{`{"a":{10:"x"},"b":12}`, `{"a":{"10":"x"},"b":12}`},
-		{`{"esc":"a\\","k":{0:"v"}}`, `{"esc":"a\\","k":{"0":"v"}}`},
-	}
-	for _, tt := range tests {
-		if got := string(QuoteLegacyKeys([]byte(tt.in))); got != tt.want {
-			t.Errorf("QuoteLegacyKeys(%s) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestEncodeTopicRouteDataMatchesFastjsonShape(t *testing.T) {
-	rd := &TopicRouteData{
-		QueueDatas: []QueueData{{BrokerName: "b", ReadQueueNums: 8, WriteQueueNums: 4, Perm: 6}},
-		BrokerDatas: []BrokerData{{Cluster: "C", BrokerName: "b",
-			BrokerAddrs: map[int64]string{1: "h:2", 0: "h:1"}}},
-		FilterServerTable: map[string][]string{},
-	}
-	const legacy = `{"brokerDatas":[{"brokerAddrs":{0:"h:1",1:"h:2"},"brokerName":"b","cluster":"C","enableActingMaster":false}],` +
-		`"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":8,"topicSysFlag":0,"writeQueueNums":4}]}`
-	if got := string(EncodeTopicRouteData(rd, false)); got != legacy {
-		t.Fatalf("legacy:\n got %s\nwant %s", got, legacy)
-	}
-	std := EncodeTopicRouteData(rd, true)
-	var back TopicRouteData
-	if err := json.Unmarshal(std, &back); err != nil {
-		t.Fatalf("standard form is not JSON: %v: %s", err, std)
-	}
-	if !reflect.DeepEqual(&back, rd) {
-		t.Fatalf("standard round trip %+v", back)
-	}
-}
-
-func testBody() *RegisterBrokerBody {
+func registerTestBody() *RegisterBrokerBody {
 	return &RegisterBrokerBody{
 		TopicConfigSerializeWrapper: TopicConfigSerializeWrapper{
 			TopicConfigTable: map[string]TopicConfig{
@@ -64,7 +24,7 @@ func testBody() *RegisterBrokerBody {
 
 func TestRegisterBodyRoundTrip(t *testing.T) {
 	for _, compressed := range []bool{false, true} {
-		b, err := EncodeRegisterBrokerBody(testBody(), compressed)
+		b, err := EncodeRegisterBrokerBody(registerTestBody(), compressed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +32,7 @@ func TestRegisterBodyRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("compressed=%v: %v", compressed, err)
 		}
-		want := testBody()
+		want := registerTestBody()
 		if compressed {
 			// The compact form has no attributes-less "{}" vs nil distinction.
 			tcB := want.TopicConfigSerializeWrapper.TopicConfigTable["B"]
@@ -169,8 +129,8 @@ func TestDecodeJavaJSONBody(t *testing.T) {
 // FuzzDecodeRegisterBrokerBody checks that no input panics the decoder; go
 // test runs only the seeds.
 func FuzzDecodeRegisterBrokerBody(f *testing.F) {
-	plain, _ := EncodeRegisterBrokerBody(testBody(), false)
-	packed, _ := EncodeRegisterBrokerBody(testBody(), true)
+	plain, _ := EncodeRegisterBrokerBody(registerTestBody(), false)
+	packed, _ := EncodeRegisterBrokerBody(registerTestBody(), true)
 	f.Add(plain, false)
 	f.Add(packed, true)
 	f.Add([]byte(`{0:{1:[2,{3:"x"}]}}`), false)

@@ -1,9 +1,10 @@
-package namesrv
+package wire
 
 // Request and response headers of the name server's request codes, as
 // `ext`-tagged structs for remoting's DecodeHeader/EncodeHeader. Field names
-// are RocketMQ's (remoting/protocol/header/namesrv/*.java); brokers and
-// admin tools use the exported request headers to build their requests.
+// are RocketMQ's (remoting/protocol/header/namesrv/*.java). The name server
+// decodes requests and encodes answers with them; brokers, the SDK and admin
+// tools build requests and read answers with the same structs.
 
 // RegisterBrokerRequestHeader is REGISTER_BROKER's (103) header.
 type RegisterBrokerRequestHeader struct {
@@ -22,10 +23,20 @@ type RegisterBrokerRequestHeader struct {
 	BodyCrc32 int32 `ext:"bodyCrc32"`
 }
 
-// registerBrokerResponseHeader tells a slave where its master is.
-type registerBrokerResponseHeader struct {
+// RegisterBrokerResponseHeader is REGISTER_BROKER's answer: it tells a
+// slave where its master is.
+type RegisterBrokerResponseHeader struct {
 	HAServerAddr string `ext:"haServerAddr,omitempty"`
 	MasterAddr   string `ext:"masterAddr,omitempty"`
+}
+
+// UnregisterBrokerRequestHeader is UNREGISTER_BROKER's (104) header: one
+// broker address to drop.
+type UnregisterBrokerRequestHeader struct {
+	Cluster    string `ext:"clusterName,required"`
+	BrokerAddr string `ext:"brokerAddr,required"`
+	BrokerName string `ext:"brokerName,required"`
+	BrokerID   int64  `ext:"brokerId,required"`
 }
 
 // BrokerHeartbeatRequestHeader is BROKER_HEARTBEAT's (904) header.
@@ -45,7 +56,9 @@ type QueryDataVersionRequestHeader struct {
 	BrokerID    int64  `ext:"brokerId,required"`
 }
 
-type queryDataVersionResponseHeader struct {
+// QueryDataVersionResponseHeader is QUERY_DATA_VERSION's answer: whether
+// the broker's data version differs from the registered one.
+type QueryDataVersionResponseHeader struct {
 	Changed bool `ext:"changed"`
 }
 
@@ -62,11 +75,13 @@ type BrokerNameRequestHeader struct {
 	BrokerName string `ext:"brokerName,required"`
 }
 
-type wipeWritePermResponseHeader struct {
+// WipeWritePermResponseHeader is WIPE_WRITE_PERM_OF_BROKER's answer.
+type WipeWritePermResponseHeader struct {
 	WipeTopicCount int `ext:"wipeTopicCount"`
 }
 
-type addWritePermResponseHeader struct {
+// AddWritePermResponseHeader is ADD_WRITE_PERM_OF_BROKER's answer.
+type AddWritePermResponseHeader struct {
 	AddTopicCount int `ext:"addTopicCount"`
 }
 
@@ -96,7 +111,8 @@ type KVConfigRequestHeader struct {
 	Value     string `ext:"value,omitempty"`
 }
 
-type getKVConfigResponseHeader struct {
+// GetKVConfigResponseHeader is GET_KV_CONFIG's answer.
+type GetKVConfigResponseHeader struct {
 	Value string `ext:"value"`
 }
 

@@ -1,0 +1,30 @@
+// Package wire is raftmq's vocabulary of RocketMQ wire types: every header,
+// body and encoding that two sides of a connection share. The name server,
+// the broker, the SDK (package client) and the admin CLI all declare their
+// requests and answers with these types, so each format is written once.
+//
+// wire imports only package remoting (for the frame and its header
+// mapping) and the standard library. It must never import a server package
+// (broker, namesrv, ha, raftlog) nor anything heavy: the SDK depends on it,
+// and every dependency here is shipped to every SDK user.
+//
+// Types here describe bytes on a connection, not bytes on disk. A server
+// that persists one of them (the broker's Raft log and snapshots, the name
+// server's KV file) keeps its own record type and converts, so a change to
+// a wire struct never silently changes an on-disk format.
+//
+// # Files
+//
+//	doc.go                 this overview
+//	route.go               topic routes: TopicRouteData, QueueData, BrokerData,
+//	                       permission bits, MasterID; route encode/decode
+//	cluster.go             ClusterInfo and TopicList; cluster encode/decode
+//	fastjson.go            fastjson's legacy form (unquoted integer map keys)
+//	                       and QuoteLegacyKeys, which both decoders use
+//	topic.go               DataVersion, TopicConfig, TopicConfigSerializeWrapper
+//	subscription_group.go  SubscriptionGroupConfig and RocketMQ's defaults
+//	register.go            REGISTER_BROKER body (plain JSON and the zlib
+//	                       compact layout), BodyCRC32, ErrBadBody
+//	namesrv_headers.go     request/response headers of the name server's codes
+//	kv.go                  KVTable and the order-topic KV namespace
+package wire

@@ -1,0 +1,129 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestEncodeTopicRouteDataMatchesFastjsonShape(t *testing.T) {
+	rd := &TopicRouteData{
+		QueueDatas: []QueueData{{BrokerName: "b", ReadQueueNums: 8, WriteQueueNums: 4, Perm: 6}},
+		BrokerDatas: []BrokerData{{Cluster: "C", BrokerName: "b",
+			BrokerAddrs: map[int64]string{1: "h:2", 0: "h:1"}}},
+		FilterServerTable: map[string][]string{},
+	}
+	const legacy = `{"brokerDatas":[{"brokerAddrs":{0:"h:1",1:"h:2"},"brokerName":"b","cluster":"C","enableActingMaster":false}],` +
+		`"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":8,"topicSysFlag":0,"writeQueueNums":4}]}`
+	if got := string(EncodeTopicRouteData(rd, false)); got != legacy {
+		t.Fatalf("legacy:\n got %s\nwant %s", got, legacy)
+	}
+	std := EncodeTopicRouteData(rd, true)
+	var back TopicRouteData
+	if err := json.Unmarshal(std, &back); err != nil {
+		t.Fatalf("standard form is not JSON: %v: %s", err, std)
+	}
+	if !reflect.DeepEqual(&back, rd) {
+		t.Fatalf("standard round trip %+v", back)
+	}
+}
+
+func TestEncodeClusterInfoForms(t *testing.T) {
+	ci := &ClusterInfo{
+		BrokerAddrTable: map[string]BrokerData{
+			"b": {Cluster: "C", BrokerName: "b", BrokerAddrs: map[int64]string{1: "h:2", 0: "h:1"}, ZoneName: "z"},
+		},
+		ClusterAddrTable: map[string][]string{"C": {"b"}},
+	}
+	const legacy = `{"brokerAddrTable":{"b":{"brokerAddrs":{0:"h:1",1:"h:2"},"brokerName":"b","cluster":"C","enableActingMaster":false,"zoneName":"z"}},` +
+		`"clusterAddrTable":{"C":["b"]}}`
+	if got := string(EncodeClusterInfo(ci, false)); got != legacy {
+		t.Fatalf("legacy:\n got %s\nwant %s", got, legacy)
+	}
+	for _, standard := range []bool{false, true} {
+		back, err := DecodeClusterInfo(EncodeClusterInfo(ci, standard))
+		if err != nil {
+			t.Fatalf("standard=%v: %v", standard, err)
+		}
+		if !reflect.DeepEqual(back, ci) {
+			t.Fatalf("standard=%v: round trip %+v", standard, back)
+		}
+	}
+	if _, err := DecodeClusterInfo([]byte(`{"brokerAddrTable":[`)); !errors.Is(err, ErrBadBody) {
+		t.Fatalf("truncated: want ErrBadBody, got %v", err)
+	}
+}
+
+func TestDecodeTopicRouteDataForms(t *testing.T) {
+	rd := &TopicRouteData{
+		OrderTopicConf:    "b:4",
+		QueueDatas:        []QueueData{{BrokerName: "b", ReadQueueNums: 4, WriteQueueNums: 4, Perm: PermRead | PermWrite}},
+		BrokerDatas:       []BrokerData{{Cluster: "C", BrokerName: "b", BrokerAddrs: map[int64]string{MasterID: "h:1"}}},
+		FilterServerTable: map[string][]string{"h:1": {"f:1"}},
+	}
+	for _, standard := range []bool{false, true} {
+		back, err := DecodeTopicRouteData(EncodeTopicRouteData(rd, standard))
+		if err != nil {
+			t.Fatalf("standard=%v: %v", standard, err)
+		}
+		if !reflect.DeepEqual(back, rd) {
+			t.Fatalf("standard=%v: round trip %+v", standard, back)
+		}
+	}
+	if _, err := DecodeTopicRouteData([]byte(`not json`)); !errors.Is(err, ErrBadBody) {
+		t.Fatalf("not json: want ErrBadBody, got %v", err)
+	}
+}
+
+// FuzzDecodeTopicRouteData checks that no input panics the route decoder
+// and that whatever decodes re-encodes (standard form) to a route that
+// decodes equal; go test runs only the seeds.
+func FuzzDecodeTopicRouteData(f *testing.F) {
+	rd := &TopicRouteData{
+		QueueDatas:        []QueueData{{BrokerName: "b", ReadQueueNums: 8, WriteQueueNums: 4, Perm: 6}},
+		BrokerDatas:       []BrokerData{{Cluster: "C", BrokerName: "b", BrokerAddrs: map[int64]string{1: "h:2", 0: "h:1"}}},
+		FilterServerTable: map[string][]string{},
+	}
+	f.Add(EncodeTopicRouteData(rd, false))
+	f.Add(EncodeTopicRouteData(rd, true))
+	f.Add([]byte(`{"brokerDatas":[{"brokerAddrs":{-1:"x"}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeTopicRouteData(data)
+		if err != nil {
+			return
+		}
+		again, err := DecodeTopicRouteData(EncodeTopicRouteData(got, true))
+		if err != nil {
+			t.Fatalf("re-encoded route does not decode: %v", err)
+		}
+		if !bytes.Equal(EncodeTopicRouteData(again, true), EncodeTopicRouteData(got, true)) {
+			t.Fatalf("route encoding is not stable")
+		}
+	})
+}
+
+// FuzzDecodeClusterInfo checks that no input panics the cluster-info
+// decoder and that whatever decodes re-encodes stably.
+func FuzzDecodeClusterInfo(f *testing.F) {
+	ci := &ClusterInfo{
+		BrokerAddrTable:  map[string]BrokerData{"b": {Cluster: "C", BrokerName: "b", BrokerAddrs: map[int64]string{0: "h:1"}}},
+		ClusterAddrTable: map[string][]string{"C": {"b"}},
+	}
+	f.Add(EncodeClusterInfo(ci, false))
+	f.Add(EncodeClusterInfo(ci, true))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeClusterInfo(data)
+		if err != nil {
+			return
+		}
+		again, err := DecodeClusterInfo(EncodeClusterInfo(got, true))
+		if err != nil {
+			t.Fatalf("re-encoded cluster info does not decode: %v", err)
+		}
+		if !bytes.Equal(EncodeClusterInfo(again, true), EncodeClusterInfo(got, true)) {
+			t.Fatalf("cluster info encoding is not stable")
+		}
+	})
+}
