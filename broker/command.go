@@ -8,6 +8,38 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
+// Replicated commands. Every change to the replicated tables is a Raft
+// log entry whose Extensions start with two bytes, the CommandType and the
+// layout version, followed by the type's fields in Extensions and/or Data.
+// Entries stay on disk for the life of the log (and followers may run an
+// older binary during a rolling upgrade), so every layout ever written must
+// stay decodable.
+//
+// How to add a command type:
+//
+//  1. Append a CommandType constant below with the next unused value and a
+//     comment saying what Data and Extensions hold. Never reuse or renumber
+//     a value.
+//  2. Add the type's fields to Command (reuse a field when the shape is the
+//     same). Payloads are broker-owned: binary via appendString/reader, or
+//     JSON of a record struct in command_records.go with frozen JSON names;
+//     never a wire type, which may change for protocol reasons.
+//  3. Encode in EncodeCommand and decode in DecodeCommand. The decoder must
+//     not panic or allocate without bound on any input (counts go through
+//     reader.count) and must reject trailing bytes.
+//  4. Add a seed to FuzzDecodeCommand and an entry to the golden table in
+//     command_compat_test.go, so the layout is pinned from its first day.
+//  5. Apply it in state.applyLocked (the FSM goroutine; deterministic: use
+//     the entry's log time, never the local clock), and give the Replica a
+//     method that proposes it.
+//  6. If it changes a table, put the table in stateImage (snapshots) through
+//     a record type as well, or a follower restored from a snapshot misses it.
+//
+// To change an existing type's layout, write the new layout under the next
+// version byte for that type and keep decoding every older version. An
+// optional field may be added to a JSON record under the same version only
+// if its absence (zero value) means what old entries meant.
+
 // CommandType is the first byte of a Raft command entry's Extensions.
 //
 // ONLY APPEND TO THIS LIST: the values are in every Raft log on disk.
@@ -22,11 +54,11 @@ const (
 	CmdMessages CommandType = 1
 	// CmdOffsets: consumer offset commits (binary, see encodeOffsets).
 	CmdOffsets CommandType = 2
-	// CmdUpdateTopic: Data is a wire.TopicConfig as JSON.
+	// CmdUpdateTopic: Data is a topicRecord as JSON.
 	CmdUpdateTopic CommandType = 3
 	// CmdDeleteTopic: Data is the topic name.
 	CmdDeleteTopic CommandType = 4
-	// CmdUpdateGroup: Data is a SubscriptionGroupConfig as JSON.
+	// CmdUpdateGroup: Data is a groupRecord as JSON.
 	CmdUpdateGroup CommandType = 5
 	// CmdDeleteGroup: Data is the group name.
 	CmdDeleteGroup CommandType = 6
@@ -37,7 +69,8 @@ const (
 	CmdMemberAddr CommandType = 8
 )
 
-// commandVersion is the second Extensions byte; decoders refuse others.
+// commandVersion is the second Extensions byte. Every type is at version 1;
+// decoders refuse other versions until a type's layout changes.
 const commandVersion = 1
 
 // maxCommandItems bounds item counts read from an entry so a corrupt entry
@@ -96,9 +129,9 @@ func EncodeCommand(c *Command, messages []byte) (ext, data []byte, err error) {
 			data = binary.AppendVarint(data, o.Offset)
 		}
 	case CmdUpdateTopic:
-		data, err = json.Marshal(c.Topic)
+		data, err = json.Marshal(topicRecordOf(c.Topic))
 	case CmdUpdateGroup:
-		data, err = json.Marshal(c.Group)
+		data, err = json.Marshal(groupRecordOf(c.Group))
 	case CmdDeleteTopic, CmdDeleteGroup:
 		data = []byte(c.Name)
 	case CmdScheduleOffsets:
@@ -149,12 +182,16 @@ func DecodeCommand(ext, data []byte) (*Command, error) {
 		}
 		err = r.done()
 	case CmdUpdateTopic:
-		err = json.Unmarshal(data, &c.Topic)
+		var r topicRecord
+		err = json.Unmarshal(data, &r)
+		c.Topic = r.config()
 		if err == nil && c.Topic.TopicName == "" {
 			err = fmt.Errorf("topic without a name")
 		}
 	case CmdUpdateGroup:
-		err = json.Unmarshal(data, &c.Group)
+		var r groupRecord
+		err = json.Unmarshal(data, &r)
+		c.Group = r.config()
 		if err == nil && c.Group.GroupName == "" {
 			err = fmt.Errorf("group without a name")
 		}

@@ -20,8 +20,9 @@
 //     log size.
 //   - group_config.go: GroupConfig, the broker.conf keys of the store, Raft
 //     and batcher, validated.
-//   - command.go: the replicated command types (an append-only table) and
-//     their versioned records, owned by this package.
+//   - command.go: the replicated command types (an append-only table), their
+//     encoding and how to add one; command_records.go: the records that
+//     topic and group commands and snapshots store instead of wire types.
 //   - fsm.go: Apply (positions from the log store, dedup, dispatch in
 //     CommitLog order), Snapshot and Restore.
 //   - state.go: the replicated tables and the snapshot image.

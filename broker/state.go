@@ -167,25 +167,36 @@ type queueNext struct {
 }
 
 // stateImage is the snapshot form of the tables (JSON after the log
-// position record).
+// position record). Tables of wire types are stored as broker records (see
+// command_records.go), so the snapshot format is the broker's own.
 type stateImage struct {
-	Topics        map[string]wire.TopicConfig             `json:"topics"`
-	TopicsVersion wire.DataVersion                        `json:"topicsVersion"`
-	Groups        map[string]wire.SubscriptionGroupConfig `json:"groups"`
-	Offsets       map[string]map[int32]int64              `json:"offsets"`
-	Schedule      map[int32]int64                         `json:"schedule"`
-	Members       map[string]string                       `json:"members"`
-	Dedup         dedupImage                              `json:"dedup"`
-	Queues        []queueNext                             `json:"queues"`
+	Topics        map[string]topicRecord     `json:"topics"`
+	TopicsVersion versionRecord              `json:"topicsVersion"`
+	Groups        map[string]groupRecord     `json:"groups"`
+	Offsets       map[string]map[int32]int64 `json:"offsets"`
+	Schedule      map[int32]int64            `json:"schedule"`
+	Members       map[string]string          `json:"members"`
+	Dedup         dedupImage                 `json:"dedup"`
+	Queues        []queueNext                `json:"queues"`
 }
 
 // imageLocked deep-copies the tables (the snapshot is persisted while Apply
 // goes on).
 func (s *state) imageLocked() stateImage {
 	img := stateImage{
-		Topics: maps.Clone(s.topics), TopicsVersion: s.topicsVersion, Groups: maps.Clone(s.groups),
-		Offsets: make(map[string]map[int32]int64, len(s.offsets)), Schedule: maps.Clone(s.schedule),
-		Members: maps.Clone(s.members), Dedup: s.dedup.image(),
+		Topics:        make(map[string]topicRecord, len(s.topics)),
+		TopicsVersion: versionRecordOf(s.topicsVersion),
+		Groups:        make(map[string]groupRecord, len(s.groups)),
+		Offsets:       make(map[string]map[int32]int64, len(s.offsets)),
+		Schedule:      maps.Clone(s.schedule),
+		Members:       maps.Clone(s.members),
+		Dedup:         s.dedup.image(),
+	}
+	for name, tc := range s.topics {
+		img.Topics[name] = topicRecordOf(tc)
+	}
+	for name, g := range s.groups {
+		img.Groups[name] = groupRecordOf(g)
 	}
 	for k, q := range s.offsets {
 		img.Offsets[k] = maps.Clone(q)
@@ -194,17 +205,14 @@ func (s *state) imageLocked() stateImage {
 }
 
 func (s *state) loadLocked(img stateImage) {
-	nonNil := func(m map[string]wire.TopicConfig) map[string]wire.TopicConfig {
-		if m == nil {
-			return map[string]wire.TopicConfig{}
-		}
-		return m
+	s.topics = make(map[string]wire.TopicConfig, len(img.Topics))
+	for name, r := range img.Topics {
+		s.topics[name] = r.config()
 	}
-	s.topics = nonNil(img.Topics)
-	s.topicsVersion = img.TopicsVersion
-	s.groups = img.Groups
-	if s.groups == nil {
-		s.groups = map[string]wire.SubscriptionGroupConfig{}
+	s.topicsVersion = img.TopicsVersion.dataVersion()
+	s.groups = make(map[string]wire.SubscriptionGroupConfig, len(img.Groups))
+	for name, r := range img.Groups {
+		s.groups[name] = r.config()
 	}
 	s.offsets = img.Offsets
 	if s.offsets == nil {
