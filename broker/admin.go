@@ -153,10 +153,10 @@ func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *re
 
 func (c *Controller) processGetAllSubscriptionGroups() *remoting.RemotingCommand {
 	r := success()
-	r.Body, _ = json.Marshal(struct {
-		SubscriptionGroupTable map[string]wire.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
-		DataVersion            wire.DataVersion                        `json:"dataVersion"`
-	}{c.rep.State().SubscriptionGroups(), c.rep.State().TopicsDataVersion()})
+	r.Body, _ = json.Marshal(wire.SubscriptionGroupWrapper{
+		SubscriptionGroupTable: c.rep.State().SubscriptionGroups(),
+		DataVersion:            c.rep.State().TopicsDataVersion(),
+	})
 	return r
 }
 

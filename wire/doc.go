@@ -22,7 +22,8 @@
 //	fastjson.go            fastjson's legacy form (unquoted integer map keys)
 //	                       and QuoteLegacyKeys, which both decoders use
 //	topic.go               DataVersion, TopicConfig, TopicConfigSerializeWrapper
-//	subscription_group.go  SubscriptionGroupConfig and RocketMQ's defaults
+//	subscription_group.go  SubscriptionGroupConfig, its defaults and the
+//	                       all-groups answer (SubscriptionGroupWrapper)
 //	register.go            REGISTER_BROKER body (plain JSON and the zlib
 //	                       compact layout), BodyCRC32, ErrBadBody
 //	namesrv_headers.go     request/response headers of the name server's codes

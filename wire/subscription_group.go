@@ -32,3 +32,10 @@ func DefaultSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
 		NotifyConsumerIdsChangedEnable: true,
 	}
 }
+
+// SubscriptionGroupWrapper is the body of GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+// (201): every group of a broker and the data version it belongs to.
+type SubscriptionGroupWrapper struct {
+	SubscriptionGroupTable map[string]SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+	DataVersion            DataVersion                        `json:"dataVersion"`
+}
