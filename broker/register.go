@@ -115,7 +115,7 @@ func (r *registerService) registerAll() {
 			defer wg.Done()
 			h := &wire.RegisterBrokerRequestHeader{
 				BrokerName: r.c.cfg.BrokerName, BrokerAddr: r.c.addr, ClusterName: r.c.cfg.BrokerClusterName,
-				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: wire.BodyCRC32(raw),
+				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: int32(wire.BodyCRC32(raw)),
 			}
 			req := remoting.NewRequest(remoting.RequestRegisterBroker, h, raw)
 			ctx, cancel := context.WithTimeout(context.Background(), r.c.cfg.RegisterBrokerTimeoutMills)

@@ -121,7 +121,7 @@ func (b *qBroker) register(t testing.TB, ns *namesrv.NameServer, id int64, topic
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &wire.RegisterBrokerRequestHeader{BrokerName: b.name, BrokerAddr: b.addr, ClusterName: "C", BrokerID: id, BodyCrc32: wire.BodyCRC32(body)}
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: b.name, BrokerAddr: b.addr, ClusterName: "C", BrokerID: id, BodyCrc32: int32(wire.BodyCRC32(body))}
 	resp, err := b.nsClient.InvokeSync(context.Background(), ns.Addr().String(), remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
 	if err != nil || resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("register %s: %v %v", b.name, err, resp)

@@ -194,7 +194,7 @@ func (fb *fakeBroker) register(t testing.TB, ns *namesrv.NameServer, id int64, v
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &wire.RegisterBrokerRequestHeader{BrokerName: fb.name, BrokerAddr: fb.addr, ClusterName: "C", BrokerID: id, BodyCrc32: wire.BodyCRC32(body)}
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: fb.name, BrokerAddr: fb.addr, ClusterName: "C", BrokerID: id, BodyCrc32: int32(wire.BodyCRC32(body))}
 	resp, err := fb.nsClient.InvokeSync(context.Background(), ns.Addr().String(), remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
 	if err != nil || resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("register %s/%d: %v %v", fb.name, id, err, resp)

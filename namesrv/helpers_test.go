@@ -88,7 +88,7 @@ func (b testBroker) register(t *testing.T, c *remoting.Client, nsAddr string) *r
 	}
 	h := &wire.RegisterBrokerRequestHeader{
 		BrokerName: b.name, BrokerAddr: b.addr, ClusterName: b.cluster, HAServerAddr: b.addr + "-ha",
-		BrokerID: b.id, Compressed: b.compressed, BodyCrc32: wire.BodyCRC32(body),
+		BrokerID: b.id, Compressed: b.compressed, BodyCrc32: int32(wire.BodyCRC32(body)),
 	}
 	resp := call(t, c, nsAddr, remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
 	if resp.Code != remoting.ResponseSuccess {

@@ -22,7 +22,7 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
-	if h.BodyCrc32 != 0 && wire.BodyCRC32(req.Body) != h.BodyCrc32 {
+	if h.BodyCrc32 != 0 && int32(wire.BodyCRC32(req.Body)) != h.BodyCrc32 {
 		n.log.Warn("register broker: body crc32 mismatch", zap.String("brokerAddr", h.BrokerAddr),
 			zap.String("remote", conn.RemoteAddr()))
 		return remoting.NewResponse(remoting.ResponseSystemError, "crc32 not match"), nil

@@ -182,7 +182,7 @@ func TestBadRegisterBodies(t *testing.T) {
 	c := testClient(t)
 	h := &wire.RegisterBrokerRequestHeader{BrokerName: "b1", BrokerAddr: "a:1", ClusterName: "C", BrokerID: 0}
 	body := []byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{}}}`)
-	h.BodyCrc32 = wire.BodyCRC32(body) + 1
+	h.BodyCrc32 = int32(wire.BodyCRC32(body)) + 1
 	resp := call(t, c, addr, remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
 	if resp.Code != remoting.ResponseSystemError || resp.Remark != "crc32 not match" {
 		t.Fatalf("bad crc: %d %q", resp.Code, resp.Remark)

@@ -26,11 +26,10 @@ type RegisterBrokerBody struct {
 	FilterServerList []string `json:"filterServerList"`
 }
 
-// BodyCRC32 is RocketMQ's UtilAll.crc32 over a body, the value brokers put
-// in REGISTER_BROKER's bodyCrc32 header.
-func BodyCRC32(body []byte) int32 {
-	return int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF)
-}
+// BodyCRC32 computes RocketMQ's body checksum: crc32 IEEE masked with
+// 0x7FFFFFFF (UtilAll.crc32 returns a non-negative Java int). Brokers put
+// it in REGISTER_BROKER's bodyCrc32 header.
+func BodyCRC32(body []byte) uint32 { return crc32.ChecksumIEEE(body) & 0x7FFFFFFF }
 
 // maxRegisterItem bounds one length-prefixed item in a compressed
 // register body, so a corrupt length cannot make us allocate gigabytes.
