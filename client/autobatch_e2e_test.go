@@ -21,7 +21,7 @@ import (
 // the broker stored.
 func TestEndToEndAutoBatch(t *testing.T) {
 	ec := startE2ECluster(t)
-	nsAddr := ec.ns.Addr().String()
+	nsAddr := ec.NamesrvAddr()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	admin, err := client.NewAdmin(client.NameServers(nsAddr), client.WithLogger(log))

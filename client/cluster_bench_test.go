@@ -28,7 +28,7 @@ import (
 //	RAFTMQ_BENCH_ROUNDS=5 go test ./client -run '^$' -bench ClusterSendSync -benchtime 15000x
 func BenchmarkClusterSendSync(b *testing.B) {
 	ec := startE2ECluster(b)
-	nsAddr := ec.ns.Addr().String()
+	nsAddr := ec.NamesrvAddr()
 	ctx := context.Background()
 	admin, err := client.NewAdmin(client.NameServers(nsAddr))
 	if err != nil {

@@ -3,8 +3,6 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,134 +11,26 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/raftmq/raftmq/broker"
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
-	"github.com/raftmq/raftmq/namesrv"
 )
 
-// e2eCluster is a real name server and a real 3-node raftmq group (Raft
-// over loopback TCP, synced files), the consumers' end-to-end target.
-type e2eCluster struct {
-	t      testing.TB
-	ns     *namesrv.NameServer
-	cfgs   []broker.BrokerConfig
-	groups []*broker.Group
-	nodes  []*broker.Controller
-}
-
-func startE2ECluster(t testing.TB) *e2eCluster {
+// startE2ECluster starts a real name server and a real 3-node raftmq
+// group (Raft over loopback TCP, synced files), the consumers' end-to-end
+// target, with the broker's timers shortened for tests.
+func startE2ECluster(t testing.TB) *devcluster.Cluster {
 	t.Helper()
-	nscfg := namesrv.DefaultConfig()
-	nscfg.ListenAddr, nscfg.ListenPort = "127.0.0.1", 0
-	nscfg.KVConfigPath = t.TempDir() + "/kv.json"
-	ns, err := namesrv.New(nscfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = ns.Shutdown(ctx)
-	})
-	ec := &e2eCluster{t: t, ns: ns}
-	base := t.TempDir()
-	ids := []string{"n0", "n1", "n2"}
-	var peers []string
-	for _, id := range ids {
-		peers = append(peers, id+"-127.0.0.1:"+strconv.Itoa(testutil.FreePort(t)))
-	}
-	for _, id := range ids {
-		cfg := broker.DefaultConfig()
-		cfg.ListenAddr, cfg.BrokerIP1, cfg.ListenPort = "127.0.0.1", "127.0.0.1", testutil.FreePort(t)
-		cfg.VipChannelEnabled = false
-		cfg.NamesrvAddr = ns.Addr().String()
+	return devcluster.MustStart(t, devcluster.Options{Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 		cfg.MessageDelayLevel = "100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms"
 		cfg.PullHoldCheckInterval = 100 * time.Millisecond
 		cfg.ScheduleMessageCheckInterval = 50 * time.Millisecond
 		cfg.TopicChangeCheckInterval = 50 * time.Millisecond
 		cfg.ConsumerOffsetCommitCoalescer = 20 * time.Millisecond
 		cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 4, 8
-		cfg.Store.StorePathRootDir = base + "/" + id
 		cfg.Store.MaxMessageSize = 1 << 20
-		cfg.Store.MappedFileSizeCommitLog = 16 << 20
-		cfg.Store.MappedFileSizeConsumeQueue = 20_000 * store.CQUnitSize
-		cfg.Store.MaxHashSlotNum, cfg.Store.MaxIndexNum = 5000, 20000
 		cfg.RaftBatchMaxBytes = 1 << 20
-		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
-		cfg.Raft.DLegerSelfID = id
-		if err := cfg.Derive(); err != nil {
-			t.Fatal(err)
-		}
-		ec.cfgs = append(ec.cfgs, cfg)
-		ec.groups, ec.nodes = append(ec.groups, nil), append(ec.nodes, nil)
-		ec.start(len(ec.cfgs) - 1)
-	}
-	t.Cleanup(func() {
-		for i := range ec.nodes {
-			if ec.nodes[i] == nil {
-				continue // killed and not restarted
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = ec.nodes[i].Shutdown(ctx) // a killed node's second Shutdown is a no-op
-			cancel()
-			_ = ec.groups[i].Close()
-		}
-	})
-	testutil.WaitFor(t, 15*time.Second, "a leader registered as master", func() bool {
-		ci := ns.Routes().ClusterInfo()
-		for _, bd := range ci.BrokerAddrTable {
-			if bd.BrokerAddrs[0] != "" {
-				return true
-			}
-		}
-		return false
-	})
-	return ec
-}
-
-// start opens member i's group on its files and starts its controller.
-func (ec *e2eCluster) start(i int) {
-	t := ec.t
-	t.Helper()
-	g, err := broker.NewGroup(ec.cfgs[i].GroupConfig, ec.cfgs[i].RemotingAddr(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := broker.New(ec.cfgs[i], g, zap.NewNop())
-	if err != nil {
-		_ = g.Close()
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		_ = g.Close()
-		t.Fatal(err)
-	}
-	ec.groups[i], ec.nodes[i] = g, c
-}
-
-// kill stops member i without a clean leave: Raft stops first (no
-// leadership transfer, the followers notice the silence), then the
-// remoting server closes its connections; the name server is not told.
-func (ec *e2eCluster) kill(i int) {
-	_ = ec.groups[i].Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = ec.nodes[i].Shutdown(ctx)
-	cancel()
-	ec.groups[i], ec.nodes[i] = nil, nil
-}
-
-// leader returns the index of the member that leads now, or -1.
-func (ec *e2eCluster) leader() int {
-	for i, g := range ec.groups {
-		if g != nil && g.IsLeader() {
-			return i
-		}
-	}
-	return -1
+	}})
 }
 
 // TestEndToEndRaftGroup drives the SDK against a real raftmq group: the
@@ -150,7 +40,7 @@ func (ec *e2eCluster) leader() int {
 // consumer and a lite pull consumer read the same topic.
 func TestEndToEndRaftGroup(t *testing.T) {
 	ec := startE2ECluster(t)
-	nsAddr := ec.ns.Addr().String()
+	nsAddr := ec.NamesrvAddr()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	admin, err := client.NewAdmin(client.NameServers(nsAddr), client.WithLogger(log))
@@ -328,7 +218,7 @@ func TestEndToEndRaftGroup(t *testing.T) {
 // and the first message consumed from a send acknowledged after it.
 func TestEndToEndConsumerFailover(t *testing.T) {
 	ec := startE2ECluster(t)
-	nsAddr := ec.ns.Addr().String()
+	nsAddr := ec.NamesrvAddr()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	admin, err := client.NewAdmin(client.NameServers(nsAddr), client.WithLogger(log))
@@ -392,20 +282,12 @@ func TestEndToEndConsumerFailover(t *testing.T) {
 		send(i)
 	}
 	testutil.WaitFor(t, 10*time.Second, "first 20 consumed", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 20 })
-	leader := -1
-	for i, g := range ec.groups {
-		if g.IsLeader() {
-			leader = i
-		}
-	}
+	leader := ec.Leader(0)
 	if leader < 0 {
 		t.Fatal("no leader")
 	}
 	kill := time.Now()
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_ = ec.nodes[leader].Shutdown(sctx)
-	cancel()
-	_ = ec.groups[leader].Close()
+	_ = ec.Stop(0, leader)
 	for i := 20; i < 60; i++ {
 		send(i)
 	}

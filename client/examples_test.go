@@ -26,7 +26,7 @@ func TestExamples(t *testing.T) {
 		t.Fatalf("go build ../examples/...: %v\n%s", err, out)
 	}
 	ec := startE2ECluster(t)
-	ns := ec.ns.Addr().String()
+	ns := ec.NamesrvAddr()
 	for _, tc := range []struct {
 		name string
 		args []string

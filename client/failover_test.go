@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
 )
 
@@ -116,23 +117,23 @@ func (s *sendStream) firstAckAfter(t time.Time, skip string) (time.Time, bool) {
 // killed member (and waiting for it to catch up) before the next kill,
 // and returns the gap from each kill to the first acknowledgement from
 // another member.
-func killLeaders(t *testing.T, ec *e2eCluster, s *sendStream, n int) []time.Duration {
+func killLeaders(t *testing.T, ec *devcluster.Cluster, s *sendStream, n int) []time.Duration {
 	t.Helper()
 	var gaps []time.Duration
 	for k := range n {
 		// Steady state first: some acks since the previous restart.
 		base := s.count()
 		testutil.WaitFor(t, 15*time.Second, "sends acknowledged before the kill", func() bool { return s.count() >= base+50 })
-		l := ec.leader()
+		l := ec.Leader(0)
 		if l < 0 {
 			t.Fatal("no leader")
 		}
-		addr := ec.cfgs[l].RemotingAddr()
+		addr := ec.Member(0, l).Addr()
 		kill := time.Now()
-		ec.kill(l)
+		ec.Kill(0, l)
 		var first, elected time.Time
 		testutil.WaitFor(t, 15*time.Second, "an acknowledgement from a new leader", func() bool {
-			if elected.IsZero() && ec.leader() >= 0 {
+			if elected.IsZero() && ec.Leader(0) >= 0 {
 				elected = time.Now()
 			}
 			var ok bool
@@ -142,14 +143,16 @@ func killLeaders(t *testing.T, ec *e2eCluster, s *sendStream, n int) []time.Dura
 		gap := first.Sub(kill)
 		gaps = append(gaps, gap)
 		t.Logf("kill %d: leader %s (%s) killed; a member led after %v, first ack from another member after %v",
-			k+1, ec.cfgs[l].Raft.DLegerSelfID, addr, elected.Sub(kill), gap)
+			k+1, ec.Member(0, l).ID(), addr, elected.Sub(kill), gap)
 
-		ec.start(l)
-		nl := ec.leader()
-		testutil.WaitFor(t, 15*time.Second, "a leader after the restart", func() bool { nl = ec.leader(); return nl >= 0 })
-		target := ec.groups[nl].Raft().LastIndex()
+		if err := ec.Restart(0, l); err != nil {
+			t.Fatal(err)
+		}
+		nl := ec.Leader(0)
+		testutil.WaitFor(t, 15*time.Second, "a leader after the restart", func() bool { nl = ec.Leader(0); return nl >= 0 })
+		target := ec.Member(0, nl).Group.Raft().LastIndex()
 		testutil.WaitFor(t, 20*time.Second, "the restarted member caught up", func() bool {
-			return ec.groups[l].Raft().AppliedIndex() >= target
+			return ec.Member(0, l).Group.Raft().AppliedIndex() >= target
 		})
 	}
 	return gaps
@@ -167,10 +170,10 @@ func logGaps(t *testing.T, gaps []time.Duration) time.Duration {
 
 // readAll reads every message of topic from the first offset with a lite
 // pull consumer and counts each UNIQ_KEY.
-func readAll(t *testing.T, ec *e2eCluster, admin *client.Admin, p *client.Producer, topic string) map[string]int {
+func readAll(t *testing.T, ec *devcluster.Cluster, admin *client.Admin, p *client.Producer, topic string) map[string]int {
 	t.Helper()
 	ctx := context.Background()
-	nsAddr := ec.ns.Addr().String()
+	nsAddr := ec.NamesrvAddr()
 	var total int64
 	testutil.WaitFor(t, 10*time.Second, "topic status of "+topic, func() bool {
 		st, err := admin.TopicStatus(ctx, topic)
@@ -216,10 +219,10 @@ func readAll(t *testing.T, ec *e2eCluster, admin *client.Admin, p *client.Produc
 	return seen
 }
 
-func startFailoverTopic(t *testing.T, ec *e2eCluster, topic string) *client.Admin {
+func startFailoverTopic(t *testing.T, ec *devcluster.Cluster, topic string) *client.Admin {
 	t.Helper()
 	ctx := context.Background()
-	admin, err := client.NewAdmin(client.NameServers(ec.ns.Addr().String()))
+	admin, err := client.NewAdmin(client.NameServers(ec.NamesrvAddr()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,10 +248,10 @@ func TestProducerFailover(t *testing.T) {
 	t.Run("autobatch", func(t *testing.T) { producerFailover(t, ec, "PFB", 12, client.AutoBatch(16, 64<<10, 0)) })
 }
 
-func producerFailover(t *testing.T, ec *e2eCluster, topic string, senders int, opts ...client.ProducerOpt) {
+func producerFailover(t *testing.T, ec *devcluster.Cluster, topic string, senders int, opts ...client.ProducerOpt) {
 	admin := startFailoverTopic(t, ec, topic)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
-	p, err := client.NewProducer(append([]client.ProducerOpt{client.NameServers(ec.ns.Addr().String()), client.WithLogger(log)}, opts...)...)
+	p, err := client.NewProducer(append([]client.ProducerOpt{client.NameServers(ec.NamesrvAddr()), client.WithLogger(log)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +297,7 @@ func producerFailover(t *testing.T, ec *e2eCluster, topic string, senders int, o
 // the same timeouts shows that the check has teeth (it stores copies).
 func TestIdempotentFailover(t *testing.T) {
 	ec := startE2ECluster(t)
-	nsAddr := ec.ns.Addr().String()
+	nsAddr := ec.NamesrvAddr()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	forced := []client.ProducerOpt{client.NameServers(nsAddr), client.WithLogger(log),
 		client.AttemptTimeout(time.Millisecond), client.RetryTimesWhenSendFailed(3)}
@@ -332,7 +335,7 @@ func TestIdempotentFailover(t *testing.T) {
 func TestIdempotentAutoBatchFailover(t *testing.T) {
 	ec := startE2ECluster(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
-	idempotentKills(t, ec, "PB", 12, client.NameServers(ec.ns.Addr().String()), client.WithLogger(log),
+	idempotentKills(t, ec, "PB", 12, client.NameServers(ec.NamesrvAddr()), client.WithLogger(log),
 		client.AttemptTimeout(time.Millisecond), client.RetryTimesWhenSendFailed(3), client.Idempotent(true),
 		client.AutoBatch(16, 64<<10, 0))
 }
@@ -340,7 +343,7 @@ func TestIdempotentAutoBatchFailover(t *testing.T) {
 // idempotentKills sends from senders goroutines on a producer built with
 // opts while the leader is killed failoverKills times, then checks that
 // every UNIQ_KEY is stored once and every acknowledged one is stored.
-func idempotentKills(t *testing.T, ec *e2eCluster, topic string, senders int, opts ...client.ProducerOpt) {
+func idempotentKills(t *testing.T, ec *devcluster.Cluster, topic string, senders int, opts ...client.ProducerOpt) {
 	t.Helper()
 	admin := startFailoverTopic(t, ec, topic)
 	p, err := client.NewProducer(opts...)

@@ -14,23 +14,18 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/raftmq/raftmq/broker"
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
-	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/wire"
 )
 
 // adminCluster is a real name server and a real 3-node Raft group
 // (broker-a of DefaultCluster) on loopback with synced files.
 type adminCluster struct {
-	ns     *namesrv.NameServer
+	*devcluster.Cluster
 	nsAddr string
-	groups []*broker.Group
-	nodes  []*broker.Controller
 }
 
 // startAdminCluster builds the cluster. Every member configures
@@ -38,89 +33,30 @@ type adminCluster struct {
 // the group itself) is what moves leadership there.
 func startAdminCluster(t *testing.T) *adminCluster {
 	t.Helper()
-	nscfg := namesrv.DefaultConfig()
-	nscfg.ListenAddr, nscfg.ListenPort = "127.0.0.1", 0
-	nscfg.KVConfigPath = t.TempDir() + "/kv.json"
-	ns, err := namesrv.New(nscfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &adminCluster{ns: ns, nsAddr: ns.Addr().String()}
-	t.Cleanup(func() {
-		for i := range c.nodes {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = c.nodes[i].Shutdown(ctx)
-			cancel()
-			_ = c.groups[i].Close()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = ns.Shutdown(ctx)
-	})
-	base := t.TempDir()
-	ids := []string{"n0", "n1", "n2"}
-	var peers []string
-	for _, id := range ids {
-		peers = append(peers, id+"-127.0.0.1:"+strconv.Itoa(testutil.FreePort(t)))
-	}
-	for _, id := range ids {
-		cfg := broker.DefaultConfig()
-		cfg.ListenAddr, cfg.BrokerIP1, cfg.ListenPort = "127.0.0.1", "127.0.0.1", testutil.FreePort(t)
-		cfg.VipChannelEnabled = false
-		cfg.NamesrvAddr = c.nsAddr
-		cfg.TopicChangeCheckInterval = 50 * time.Millisecond
-		cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 2, 2
-		cfg.Store.StorePathRootDir = base + "/" + id
-		cfg.Store.MaxMessageSize = 1 << 20
-		cfg.Store.MappedFileSizeCommitLog = 8 << 20
-		cfg.Store.MappedFileSizeConsumeQueue = 10_000 * store.CQUnitSize
-		cfg.Store.MaxHashSlotNum, cfg.Store.MaxIndexNum = 5000, 20000
-		cfg.RaftBatchMaxBytes = 1 << 20
-		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
-		cfg.Raft.DLegerSelfID = id
-		cfg.Raft.PreferredLeaderID = "n2"
-		cfg.PreferredLeaderCheckInterval = time.Hour
-		if err := cfg.Derive(); err != nil {
-			t.Fatal(err)
-		}
-		g, err := broker.NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := broker.New(cfg, g, zap.NewNop())
-		if err != nil {
-			_ = g.Close()
-			t.Fatal(err)
-		}
-		c.groups, c.nodes = append(c.groups, g), append(c.nodes, n)
-		if err := n.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testutil.WaitFor(t, 15*time.Second, "a leader registered as brokerId 0 and both followers registered", func() bool {
-		bd := ns.Routes().ClusterInfo().BrokerAddrTable["broker-a"]
-		return bd.BrokerAddrs[wire.MasterID] != "" && len(bd.BrokerAddrs) == 3
-	})
-	return c
+	c := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000,
+		Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+			cfg.TopicChangeCheckInterval = 50 * time.Millisecond
+			cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 2, 2
+			cfg.Store.MaxMessageSize = 1 << 20
+			cfg.RaftBatchMaxBytes = 1 << 20
+			cfg.Raft.PreferredLeaderID = "n2"
+			cfg.PreferredLeaderCheckInterval = time.Hour
+		}})
+	return &adminCluster{Cluster: c, nsAddr: c.NamesrvAddr()}
 }
 
 // addrOf is the remoting address of Raft member id.
 func (c *adminCluster) addrOf(id string) string {
-	for i, g := range c.groups {
-		if g.SelfID() == id {
-			return c.nodes[i].Addr()
+	for _, m := range c.Members(0) {
+		if m.ID() == id {
+			return m.Addr()
 		}
 	}
 	return ""
 }
 
 // routedLeader is the address the name server routes as brokerId 0.
-func (c *adminCluster) routedLeader() string {
-	return c.ns.Routes().ClusterInfo().BrokerAddrTable["broker-a"].BrokerAddrs[wire.MasterID]
-}
+func (c *adminCluster) routedLeader() string { return c.RoutedLeader(0) }
 
 // runAdmin runs `raftmq admin args...` in process and returns stdout.
 func runAdmin(t *testing.T, args ...string) (string, error) {

@@ -5,17 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/raftmq/raftmq/broker"
-	"github.com/raftmq/raftmq/broker/store"
-	"github.com/raftmq/raftmq/namesrv"
-	"github.com/raftmq/raftmq/wire"
+	"github.com/raftmq/raftmq/internal/devcluster"
 )
 
 // devFlags configure `raftmq dev`.
@@ -52,34 +46,25 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// devBrokerConfigs builds the three members' configs.
-func devBrokerConfigs(f *devFlags, nsAddr string) ([]broker.BrokerConfig, error) {
-	var peers []string
-	for i := 0; i < 3; i++ {
-		peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, f.basePort+30000+10*i))
+// devOptions shapes the cluster: fixed loopback ports from the flags, VIP
+// channels on, segments and index files smaller than a production broker's.
+func devOptions(f *devFlags, log *zap.Logger) devcluster.Options {
+	return devcluster.Options{
+		Dir:         f.dir,
+		NamesrvPort: f.namesrvPort,
+		// Gossip on: the name server hears of a dead broker node within a
+		// second (the brokers join it on namesrv port+2 by default).
+		NamesrvGossip: true,
+		Ports: func(_, m int) (int, int) {
+			return f.basePort + 10*m, f.basePort + 30000 + 10*m
+		},
+		VIPChannel:          true,
+		SegmentBytes:        64 << 20,
+		ConsumeQueueEntries: 100_000,
+		IndexSlots:          100_000,
+		IndexEntries:        400_000,
+		Logger:              log,
 	}
-	var out []broker.BrokerConfig
-	for i := 0; i < 3; i++ {
-		cfg := broker.DefaultConfig()
-		cfg.BrokerClusterName, cfg.BrokerName = "DefaultCluster", "broker-a"
-		cfg.ListenAddr, cfg.BrokerIP1, cfg.ListenPort = "127.0.0.1", "127.0.0.1", f.basePort+10*i
-		cfg.NamesrvAddr = nsAddr
-		cfg.AutoCreateTopicEnable = true
-		cfg.Store.StorePathRootDir = filepath.Join(f.dir, fmt.Sprintf("n%d", i))
-		cfg.Store.MappedFileSizeCommitLog = 64 << 20
-		cfg.Store.MappedFileSizeConsumeQueue = 100_000 * store.CQUnitSize
-		cfg.Store.MaxHashSlotNum, cfg.Store.MaxIndexNum = 100_000, 400_000
-		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
-		cfg.Raft.DLegerSelfID = fmt.Sprintf("n%d", i)
-		if err := cfg.Derive(); err != nil {
-			return nil, err
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		out = append(out, cfg)
-	}
-	return out, nil
 }
 
 // runDev runs the dev cluster until ctx is done. ready is told the
@@ -88,73 +73,17 @@ func runDev(ctx context.Context, f *devFlags, log *zap.Logger, ready func(string
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return fmt.Errorf("dev: data directory: %w", err)
 	}
-	nsCfg := namesrv.DefaultConfig()
-	nsCfg.ListenAddr, nsCfg.ListenPort = "127.0.0.1", f.namesrvPort
-	nsCfg.KVConfigPath = filepath.Join(f.dir, "namesrv", "kvConfig.json")
-	// Gossip on: the name server hears of a dead broker node within a second
-	// (the brokers join it on namesrv port+2 by default).
-	nsCfg.GossipEnable = true
-	ns, err := namesrv.New(nsCfg, log.Named("namesrv"))
+	c, err := devcluster.Start(devOptions(f, log))
 	if err != nil {
 		return err
 	}
-	if err := ns.Start(); err != nil {
-		return err
+	defer func() { err = errors.Join(err, c.Close()) }()
+	if c.WaitReady(ctx) != nil {
+		return nil // stopped before a leader was routed
 	}
-	nsAddr := nsCfg.Addr()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err = errors.Join(err, ns.Shutdown(sctx))
-	}()
-	cfgs, err := devBrokerConfigs(f, nsAddr)
-	if err != nil {
-		return err
-	}
-	var groups []*broker.Group
-	var ctls []*broker.Controller
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for _, c := range ctls {
-			err = errors.Join(err, c.Shutdown(sctx))
-		}
-		for _, g := range groups {
-			err = errors.Join(err, g.Close())
-		}
-	}()
-	for _, cfg := range cfgs {
-		nlog := log.Named(cfg.Raft.DLegerSelfID)
-		g, err := broker.NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), nlog)
-		if err != nil {
-			return err
-		}
-		groups = append(groups, g)
-		c, err := broker.New(cfg, g, nlog)
-		if err != nil {
-			return err
-		}
-		if err := c.Start(); err != nil {
-			return err
-		}
-		ctls = append(ctls, c)
-	}
-	// Ready once the name server routes brokerId 0 of broker-a.
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		bd, ok := ns.Routes().ClusterInfo().BrokerAddrTable["broker-a"]
-		if ok && bd.BrokerAddrs[wire.MasterID] != "" {
-			ready(fmt.Sprintf("raftmq dev ready: namesrv %s, broker-a leader %s, members %s, %s, %s, data %s — try: raftmq bench produce -n %s -t TestTopic -m 1000",
-				nsAddr, bd.BrokerAddrs[wire.MasterID], ctls[0].Addr(), ctls[1].Addr(), ctls[2].Addr(), f.dir, nsAddr))
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	ms := c.Members(0)
+	ready(fmt.Sprintf("raftmq dev ready: namesrv %s, broker-a leader %s, members %s, %s, %s, data %s — try: raftmq bench produce -n %s -t TestTopic -m 1000",
+		c.NamesrvAddr(), c.RoutedLeader(0), ms[0].Addr(), ms[1].Addr(), ms[2].Addr(), f.dir, c.NamesrvAddr()))
 	<-ctx.Done()
 	log.Info("dev cluster stopping")
 	return nil
