@@ -5,10 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/raftmq/raftmq/remoting"
 )
@@ -58,54 +55,9 @@ func TestLocalOffsetStore(t *testing.T) {
 	}
 }
 
-// offsetBroker is a fake broker keeping offsets for 14/15.
-type offsetBroker struct {
-	mu      sync.Mutex
-	offsets map[string]int64
-	updates int
-}
-
-func startOffsetBroker(t *testing.T) (*offsetBroker, string) {
-	ob := &offsetBroker{offsets: map[string]int64{}}
-	srv := remoting.NewServer(remoting.ServerConfig{}, nil)
-	key := func(req *remoting.RemotingCommand) string {
-		return req.ExtFields["consumerGroup"] + "/" + req.ExtFields["topic"] + "/" + req.ExtFields["queueId"]
-	}
-	srv.Register(remoting.RequestQueryConsumerOffset, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		ob.mu.Lock()
-		defer ob.mu.Unlock()
-		off, ok := ob.offsets[key(req)]
-		if !ok {
-			return remoting.NewResponse(remoting.ResponseQueryNotFound, "not found"), nil
-		}
-		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
-		resp.ExtFields = map[string]string{"offset": strconv.FormatInt(off, 10)}
-		return resp, nil
-	}, 1, 16)
-	srv.Register(remoting.RequestUpdateConsumerOffset, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		ob.mu.Lock()
-		defer ob.mu.Unlock()
-		off, err := strconv.ParseInt(req.ExtFields["commitOffset"], 10, 64)
-		if err != nil {
-			return nil, err
-		}
-		ob.offsets[key(req)] = off
-		ob.updates++
-		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
-	}, 1, 16)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return ob, srv.Addr().String()
-}
-
 func TestRemoteOffsetStore(t *testing.T) {
-	ob, addr := startOffsetBroker(t)
+	qb := startQBroker(t, "b")
+	addr := qb.addr
 	rc := remoting.NewClient(remoting.ClientConfig{}, nil)
 	defer rc.Close()
 	resolve := func(name string) string {
@@ -124,8 +76,8 @@ func TestRemoteOffsetStore(t *testing.T) {
 	if err := s.Persist(ctx, []MessageQueue{q0, {"T", "b", 9}}); err != nil { // q9 has no offset: skipped
 		t.Fatal(err)
 	}
-	if ob.updates != 1 || ob.offsets["G/T/0"] != 42 {
-		t.Fatalf("broker has %v after %d updates", ob.offsets, ob.updates)
+	if off, ok := qb.offset("G", "T", 0); len(qb.requests(remoting.RequestUpdateConsumerOffset)) != 1 || !ok || off != 42 {
+		t.Fatalf("broker has offset %d (%v) after %d updates", off, ok, len(qb.requests(remoting.RequestUpdateConsumerOffset)))
 	}
 	s2 := NewRemoteOffsetStore("G", rc, resolve)
 	if _, err := s2.Read(ctx, q0, ReadFromMemory); !errors.Is(err, ErrOffsetNotFound) {
