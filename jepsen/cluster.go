@@ -5,18 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker"
+	"github.com/raftmq/raftmq/internal/proccluster"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -36,52 +34,17 @@ func GroupNameOf(g int) string {
 }
 
 // NodeState is what the suite did to a node process last.
-type NodeState int
+type NodeState = proccluster.State
 
 // Node states.
 const (
-	NodeDown NodeState = iota
-	NodeRunning
-	NodePaused
+	NodeDown    = proccluster.Down
+	NodeRunning = proccluster.Running
+	NodePaused  = proccluster.Paused
 )
 
-// Node is one broker process of the group.
-type Node struct {
-	Index      int
-	ID         string // Raft id (dLegerSelfId), unique over the cluster
-	Group      int    // index of the node's broker group
-	Host       string // address the node listens on (127.0.0.1 or its namespace's)
-	ListenPort int    // remoting port; gossip uses +2
-	RaftPort   int    // real Raft port the node binds
-	DataDir    string
-	ConfPath   string
-	LogPath    string
-
-	mu    sync.Mutex
-	cmd   *exec.Cmd     // guarded by mu
-	state NodeState     // guarded by mu
-	done  chan struct{} // closed when cmd has been waited for; guarded by mu
-}
-
-// Addr is the node's remoting address.
-func (n *Node) Addr() string { return fmt.Sprintf("%s:%d", n.Host, n.ListenPort) }
-
-// State is the node's current state.
-func (n *Node) State() NodeState {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.state
-}
-
-// PID is the running process's id, 0 when down.
-func (n *Node) PID() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil || n.state == NodeDown {
-		return 0
-	}
-	return n.cmd.Process.Pid
-}
+// Node is one broker process of the cluster.
+type Node = proccluster.Node
 
 // ClusterConfig shapes the cluster the suite starts.
 type ClusterConfig struct {
@@ -113,21 +76,19 @@ type ClusterConfig struct {
 	TmpfsBytes int64
 }
 
-// Cluster is a name server and one 3-node Raft group, each a separate OS
-// process started by the suite, with Link proxies between the Raft peers
-// (proxy mode) or each in its own network namespace (netns mode).
+// Cluster is a name server and one or two 3-node Raft groups, each a
+// separate OS process started by the suite (package proccluster), with
+// Link proxies between the Raft peers (proxy mode) or each in its own
+// network namespace (netns mode).
 type Cluster struct {
-	cfg    ClusterConfig
-	log    *zap.Logger
-	nsHost string
-	nsPort int
-	net    *netnsNet // nil in proxy mode
-	tmpfs  string    // mounted tmpfs, "" when none
-	nsCmd  *exec.Cmd
-	nsDone chan struct{}
-	Nodes  []*Node
-	links  map[[2]int]*Link
-	rc     *remoting.Client
+	cfg   ClusterConfig
+	log   *zap.Logger
+	procs *proccluster.Cluster
+	net   *netnsNet // nil in proxy mode
+	tmpfs string    // mounted tmpfs, "" when none
+	Nodes []*Node
+	links map[[2]int]*Link
+	rc    *remoting.Client
 }
 
 // BuildBinary builds ./cmd/raftmq of the module containing the working
@@ -164,107 +125,106 @@ func BuildBinaryTags(ctx context.Context, dir, tags string) (string, error) {
 	return bin, nil
 }
 
-// Port band for proxy mode. A broker uses listenPort-2 (VIP channel),
-// listenPort, +2 (gossip, TCP and UDP) and +3 (metrics); none of these is
-// reserved while the process is down (a killed node restarts on the same
-// ports). Inside the kernel's ephemeral range any outgoing connection or
-// ":0" listener may take one meanwhile (seen: a restarted node's gossip
-// port taken, "address already in use"), so the suite allocates below it.
-const (
-	portBandLow  = 20000
-	portBandHigh = 32000
-	portBlock    = 8 // VIP, listen, -, gossip, metrics, raft, spare
-)
-
-// portsFree reports whether every port in ports is free for TCP and UDP
-// on 127.0.0.1 right now.
-func portsFree(ports ...int) bool {
-	for _, q := range ports {
-		t, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", q))
-		if err != nil {
-			return false
-		}
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", q))
-		_ = t.Close()
-		if err != nil {
-			return false
-		}
-		_ = u.Close()
-	}
-	return true
-}
-
-// portAllocator hands out port blocks from the band, starting at a
-// random block so concurrent runs rarely probe the same ones.
-type portAllocator struct{ next int }
-
-func newPortAllocator() *portAllocator {
-	blocks := (portBandHigh - portBandLow) / portBlock
-	return &portAllocator{next: portBandLow + portBlock*int(time.Now().UnixNano()%int64(blocks))}
-}
-
-// block returns the listen port of a free block: listenPort-2 (VIP),
-// listenPort, +2 (gossip), +3 (metrics) and +4 (Raft) were all free.
-func (a *portAllocator) block() (int, error) {
-	for tries := 0; tries < (portBandHigh-portBandLow)/portBlock; tries++ {
-		base := a.next
-		a.next += portBlock
-		if a.next+portBlock > portBandHigh {
-			a.next = portBandLow
-		}
-		listen := base + 2
-		if portsFree(base, listen, listen+2, listen+3, listen+4) {
-			return listen, nil
-		}
-	}
-	return 0, errors.New("jepsen: no free port block in 20000-32000")
-}
-
-// NewCluster allocates ports, starts the Raft proxies and writes every
-// conf file. Nothing runs until Start.
+// NewCluster places the processes (proxy mode: loopback ports from
+// package freeport; netns mode: one namespace per process), starts the
+// Raft proxies and writes every conf file. Nothing runs until Start.
 func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	c := &Cluster{cfg: cfg, log: log, links: map[[2]int]*Link{}, nsHost: "127.0.0.1"}
+	c := &Cluster{cfg: cfg, log: log, links: map[[2]int]*Link{}}
+	pcfg := proccluster.Config{
+		Dir: cfg.Dir, Launch: proccluster.Binary(cfg.Binary), ClusterName: ClusterName, GroupName: GroupNameOf,
+		Groups: cfg.Groups, Queues: cfg.Queues, SegmentBytes: cfg.SegmentBytes, Logger: log,
+		BrokerConf: []string{
+			"maxMessageSize=65536",
+			fmt.Sprintf("raftHeartbeatTimeout=%d", cfg.ElectionMillis),
+			fmt.Sprintf("raftElectionTimeout=%d", cfg.ElectionMillis),
+			fmt.Sprintf("raftLeaderLeaseTimeout=%d", cfg.ElectionMillis*5/6),
+			"raftTransportTimeout=2000",
+			"raftSnapshotInterval=5000",
+			"raftSnapshotThreshold=2048",
+		},
+		Wrap: c.wrap,
+	}
 	if cfg.Netns {
-		return c.newNetnsCluster()
-	}
-	var err error
-	ports := newPortAllocator()
-	if c.nsPort, err = ports.block(); err != nil {
-		return nil, err
-	}
-	for i := 0; i < 3*c.groups(); i++ {
-		n := &Node{Index: i, ID: fmt.Sprintf("n%d", i), Group: i / 3, Host: "127.0.0.1"}
-		if n.ListenPort, err = ports.block(); err != nil {
+		net, err := newNetns(3*max(cfg.Groups, 1), log.Named("netns"))
+		if err != nil {
 			return nil, err
 		}
-		n.RaftPort = n.ListenPort + 4
-		c.addNode(n)
+		c.net = net
+		pcfg.Place = func(n *Node) error {
+			if n.Index < 0 {
+				n.Host, n.ListenPort = net.NamesrvIP(), netnsNamesrvPort
+				return nil
+			}
+			n.Host, n.ListenPort, n.RaftPort = net.NodeIP(n.Index), netnsBrokerPort, netnsRaftPort
+			return nil
+		}
+	} else {
+		pcfg.PeerAddr = func(from, to *Node) string { return c.Link(from.Index, to.Index).Addr() }
 	}
-	for i := range c.Nodes {
-		for j := range c.Nodes {
-			if i == j || c.Nodes[i].Group != c.Nodes[j].Group {
-				continue
+	procs, err := proccluster.New(pcfg)
+	if err != nil {
+		return c.failNew(err)
+	}
+	c.procs, c.Nodes = procs, procs.Nodes
+	if c.net == nil {
+		for _, from := range c.Nodes {
+			for _, to := range procs.GroupNodes(from.Group) {
+				if from == to {
+					continue
+				}
+				l, err := newLink(from.Index, to.Index, fmt.Sprintf("127.0.0.1:%d", to.RaftPort), log.Named("proxy"))
+				if err != nil {
+					return c.failNew(err)
+				}
+				c.links[[2]int{from.Index, to.Index}] = l
 			}
-			l, err := newLink(i, j, fmt.Sprintf("127.0.0.1:%d", c.Nodes[j].RaftPort), log.Named("proxy"))
-			if err != nil {
-				_ = c.closeLinks()
-				return nil, err
-			}
-			c.links[[2]int{i, j}] = l
 		}
 	}
-	return c.finishNew()
+	if cfg.TmpfsNode >= 0 && cfg.TmpfsNode < len(c.Nodes) && cfg.TmpfsBytes > 0 {
+		if err := c.mountTmpfs(c.Nodes[cfg.TmpfsNode].DataDir, cfg.TmpfsBytes); err != nil {
+			return c.failNew(err)
+		}
+	}
+	if err := procs.WriteConfs(); err != nil {
+		return c.failNew(err)
+	}
+	rcfg := remoting.DefaultClientConfig()
+	rcfg.ConnectTimeout, rcfg.DefaultTimeout = time.Second, 2*time.Second
+	c.rc = remoting.NewClient(rcfg, log.Named("status"))
+	return c, nil
 }
 
-func (c *Cluster) groups() int {
-	if c.cfg.Groups < 1 {
-		return 1
+// failNew undoes what NewCluster set up.
+func (c *Cluster) failNew(err error) (*Cluster, error) {
+	_ = c.closeLinks()
+	c.unmountTmpfs()
+	if c.net != nil {
+		_ = c.net.Close()
 	}
-	return c.cfg.Groups
+	return nil, err
 }
+
+// wrap puts a process's command line under the fault wrapper a nemesis
+// set (members only), then into the process's namespace (outermost, so a
+// strace wrapper runs inside the namespace too).
+func (c *Cluster) wrap(n *Node, argv []string) []string {
+	if n.Index >= 0 && c.cfg.WrapCommand != nil {
+		argv = c.cfg.WrapCommand(n.Index, argv)
+	}
+	if c.net != nil {
+		id := n.ID
+		if n.Index < 0 {
+			id = "ns"
+		}
+		argv = c.net.Wrap(id, argv)
+	}
+	return argv
+}
+
+func (c *Cluster) groups() int { return max(c.cfg.Groups, 1) }
 
 // Groups is the number of broker groups.
 func (c *Cluster) Groups() int { return c.groups() }
@@ -272,60 +232,10 @@ func (c *Cluster) Groups() int { return c.groups() }
 // GroupNodes lists the indexes of group g's nodes.
 func (c *Cluster) GroupNodes(g int) []int {
 	var out []int
-	for _, n := range c.Nodes {
-		if n.Group == g {
-			out = append(out, n.Index)
-		}
+	for _, n := range c.procs.GroupNodes(g) {
+		out = append(out, n.Index)
 	}
 	return out
-}
-
-// addNode fills node n's paths and appends it.
-func (c *Cluster) addNode(n *Node) {
-	n.DataDir = filepath.Join(c.cfg.Dir, n.ID)
-	n.ConfPath = filepath.Join(c.cfg.Dir, n.ID+".conf")
-	n.LogPath = filepath.Join(c.cfg.Dir, n.ID+".log")
-	c.Nodes = append(c.Nodes, n)
-}
-
-// newNetnsCluster builds the namespaces; every member gets fixed ports on
-// its own address.
-func (c *Cluster) newNetnsCluster() (*Cluster, error) {
-	net, err := newNetns(3*c.groups(), c.log.Named("netns"))
-	if err != nil {
-		return nil, err
-	}
-	c.net = net
-	c.nsHost, c.nsPort = net.NamesrvIP(), netnsNamesrvPort
-	for i := 0; i < 3*c.groups(); i++ {
-		c.addNode(&Node{Index: i, ID: fmt.Sprintf("n%d", i), Group: i / 3, Host: net.NodeIP(i), ListenPort: netnsBrokerPort, RaftPort: netnsRaftPort})
-	}
-	return c.finishNew()
-}
-
-// finishNew mounts the tmpfs, writes the confs and opens the status
-// client; on error it undoes what NewCluster set up.
-func (c *Cluster) finishNew() (*Cluster, error) {
-	fail := func(err error) (*Cluster, error) {
-		_ = c.closeLinks()
-		c.unmountTmpfs()
-		if c.net != nil {
-			_ = c.net.Close()
-		}
-		return nil, err
-	}
-	if c.cfg.TmpfsNode >= 0 && c.cfg.TmpfsNode < len(c.Nodes) && c.cfg.TmpfsBytes > 0 {
-		if err := c.mountTmpfs(c.Nodes[c.cfg.TmpfsNode].DataDir, c.cfg.TmpfsBytes); err != nil {
-			return fail(err)
-		}
-	}
-	if err := c.writeConfs(); err != nil {
-		return fail(err)
-	}
-	rcfg := remoting.DefaultClientConfig()
-	rcfg.ConnectTimeout, rcfg.DefaultTimeout = time.Second, 2*time.Second
-	c.rc = remoting.NewClient(rcfg, c.log.Named("status"))
-	return c, nil
 }
 
 // Mode names the network mode for the report.
@@ -337,107 +247,17 @@ func (c *Cluster) Mode() string {
 }
 
 // NamesrvAddr is the name server's address.
-func (c *Cluster) NamesrvAddr() string { return fmt.Sprintf("%s:%d", c.nsHost, c.nsPort) }
+func (c *Cluster) NamesrvAddr() string { return c.procs.NS.Addr() }
 
 // Link is the proxy carrying the connections node from opens to node to.
 func (c *Cluster) Link(from, to int) *Link { return c.links[[2]int{from, to}] }
 
-func (c *Cluster) writeConfs() error {
-	if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
-		return err
-	}
-	ns := fmt.Sprintf("listenAddr=%s\nlistenPort=%d\nkvConfigPath=%s\ngossipEnable=true\ngossipBindAddr=%s\ngossipBindPort=%d\n",
-		c.nsHost, c.nsPort, filepath.Join(c.cfg.Dir, "namesrv", "kv.json"), c.nsHost, c.nsPort+2)
-	if err := os.WriteFile(filepath.Join(c.cfg.Dir, "namesrv.conf"), []byte(ns), 0o644); err != nil {
-		return err
-	}
-	for _, n := range c.Nodes {
-		var peers []string
-		for _, m := range c.Nodes {
-			if m.Group != n.Group {
-				continue
-			}
-			addr := fmt.Sprintf("%s:%d", m.Host, m.RaftPort)
-			if m != n && c.net == nil {
-				addr = c.Link(n.Index, m.Index).Addr()
-			}
-			peers = append(peers, m.ID+"-"+addr)
-		}
-		conf := strings.Join([]string{
-			"brokerClusterName=" + ClusterName,
-			"brokerName=" + GroupNameOf(n.Group),
-			"namesrvAddr=" + c.NamesrvAddr(),
-			"brokerIP1=" + n.Host,
-			"listenAddr=" + n.Host,
-			fmt.Sprintf("listenPort=%d", n.ListenPort),
-			"vipChannelEnabled=false",
-			"autoCreateTopicEnable=true",
-			fmt.Sprintf("defaultTopicQueueNums=%d", c.cfg.Queues),
-			"storePathRootDir=" + n.DataDir,
-			"flushDiskType=SYNC_FLUSH",
-			fmt.Sprintf("mappedFileSizeCommitLog=%d", c.cfg.SegmentBytes),
-			"maxMessageSize=65536",
-			"mappedFileSizeConsumeQueue=600000",
-			"maxHashSlotNum=50000",
-			"maxIndexNum=200000",
-			"enableDLegerCommitLog=true",
-			"dLegerGroup=" + GroupNameOf(n.Group),
-			"dLegerPeers=" + strings.Join(peers, ";"),
-			"dLegerSelfId=" + n.ID,
-			fmt.Sprintf("raftHeartbeatTimeout=%d", c.cfg.ElectionMillis),
-			fmt.Sprintf("raftElectionTimeout=%d", c.cfg.ElectionMillis),
-			fmt.Sprintf("raftLeaderLeaseTimeout=%d", c.cfg.ElectionMillis*5/6),
-			"raftTransportTimeout=2000",
-			"raftSnapshotInterval=5000",
-			"raftSnapshotThreshold=2048",
-			"gossipEnable=true",
-			"gossipBindAddr=" + n.Host,
-			fmt.Sprintf("gossipBindPort=%d", n.ListenPort+2),
-			fmt.Sprintf("gossipSeeds=%s:%d", c.nsHost, c.nsPort+2),
-			"",
-		}, "\n")
-		if err := os.WriteFile(n.ConfPath, []byte(conf), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// start launches argv with output appended to logPath. The child gets
-// SIGKILL if the suite's process dies, so no broker outlives a crashed run.
-func (c *Cluster) start(argv []string, logPath string) (*exec.Cmd, chan struct{}, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, nil, err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = f.Close()
-		return nil, nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = f.Close()
-		close(done)
-	}()
-	return cmd, done, nil
-}
-
-// Start launches the name server and the three nodes and waits until a
-// leader serves writes.
+// Start launches the name server and every node and waits until each
+// group has a leader serving writes.
 func (c *Cluster) Start(ctx context.Context) error {
-	argv := []string{c.cfg.Binary, "namesrv", "-c", filepath.Join(c.cfg.Dir, "namesrv.conf")}
-	if c.net != nil {
-		argv = c.net.Wrap("ns", argv)
-	}
-	cmd, done, err := c.start(argv, filepath.Join(c.cfg.Dir, "namesrv.log"))
-	if err != nil {
+	if err := c.procs.Start(c.procs.NS); err != nil {
 		return err
 	}
-	c.nsCmd, c.nsDone = cmd, done
 	for _, n := range c.Nodes {
 		if err := c.StartNode(n.Index); err != nil {
 			return err
@@ -449,86 +269,36 @@ func (c *Cluster) Start(ctx context.Context) error {
 	// A leader needs only two nodes: make sure none died at start (a
 	// port taken, a bad conf), or the run would silently lack a replica.
 	for _, n := range c.Nodes {
-		n.mu.Lock()
-		done := n.done
-		n.mu.Unlock()
-		select {
-		case <-done:
+		if n.Exited() {
 			return fmt.Errorf("%w: %s exited at start (see %s)", ErrNotReady, n.ID, n.LogPath)
-		default:
 		}
 	}
 	return nil
 }
 
 // StartNode launches node i (again) from its conf file.
-func (c *Cluster) StartNode(i int) error {
-	n := c.Nodes[i]
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.state != NodeDown {
-		return nil
-	}
-	argv := []string{c.cfg.Binary, "broker", "-c", n.ConfPath, "--log-level", "warn"}
-	if c.cfg.WrapCommand != nil {
-		argv = c.cfg.WrapCommand(i, argv)
-	}
-	if c.net != nil {
-		// Outermost, so a strace wrapper runs inside the namespace too.
-		argv = c.net.Wrap(n.ID, argv)
-	}
-	cmd, done, err := c.start(argv, n.LogPath)
-	if err != nil {
-		return err
-	}
-	n.cmd, n.done, n.state = cmd, done, NodeRunning
-	c.log.Info("node started", zap.String("node", n.ID), zap.Int("pid", cmd.Process.Pid))
-	return nil
-}
+func (c *Cluster) StartNode(i int) error { return c.procs.Start(c.Nodes[i]) }
 
-// KillNode sends SIGKILL to node i (continuing it first if paused, so the
-// kill is not deferred) and waits for the process to be reaped.
+// KillNode sends SIGKILL to node i (its process group: a wrapper such as
+// strace and the broker it traces) and waits for the process to be
+// reaped. A node already down is left alone.
 func (c *Cluster) KillNode(i int) error {
 	n := c.Nodes[i]
-	n.mu.Lock()
-	if n.state == NodeDown {
-		n.mu.Unlock()
+	if n.State() == NodeDown {
 		return nil
 	}
-	pid, done := n.cmd.Process.Pid, n.done
-	// The whole process group: a wrapper (strace) and the broker it traces.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	n.state = NodeDown
-	n.mu.Unlock()
-	<-done
+	if _, err := c.procs.Kill(n); err != nil && !errors.Is(err, proccluster.ErrNotRunning) {
+		return err
+	}
 	c.rc.CloseConn(n.Addr())
-	c.log.Info("node killed", zap.String("node", n.ID), zap.Int("pid", pid))
 	return nil
 }
 
 // PauseNode sends SIGSTOP to node i.
-func (c *Cluster) PauseNode(i int) error {
-	return c.signal(i, syscall.SIGSTOP, NodeRunning, NodePaused)
-}
+func (c *Cluster) PauseNode(i int) error { return c.procs.Pause(c.Nodes[i]) }
 
 // ResumeNode sends SIGCONT to node i.
-func (c *Cluster) ResumeNode(i int) error {
-	return c.signal(i, syscall.SIGCONT, NodePaused, NodeRunning)
-}
-
-func (c *Cluster) signal(i int, sig syscall.Signal, from, to NodeState) error {
-	n := c.Nodes[i]
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.state != from {
-		return nil
-	}
-	if err := syscall.Kill(-n.cmd.Process.Pid, sig); err != nil {
-		return err
-	}
-	n.state = to
-	return nil
-}
+func (c *Cluster) ResumeNode(i int) error { return c.procs.Resume(c.Nodes[i]) }
 
 // Isolate blocks both directions between every node in a and every
 // node in b. In proxy mode only Raft traffic is cut; in netns mode every
@@ -642,10 +412,7 @@ func (c *Cluster) Close() error {
 	for _, n := range c.Nodes {
 		errs = append(errs, c.KillNode(n.Index))
 	}
-	if c.nsCmd != nil {
-		_ = syscall.Kill(-c.nsCmd.Process.Pid, syscall.SIGKILL)
-		<-c.nsDone
-	}
+	_, _ = c.procs.Kill(c.procs.NS)
 	errs = append(errs, c.closeLinks())
 	if c.rc != nil {
 		errs = append(errs, c.rc.Close())

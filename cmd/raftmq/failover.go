@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/proccluster"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -26,7 +27,7 @@ type failoverOpts struct {
 	// phaseTimeout bounds one kill's measurement and each wait for the
 	// cluster to be whole again.
 	phaseTimeout time.Duration
-	launch       launcher
+	launch       proccluster.Launcher
 	progress     func(string)
 }
 
@@ -55,7 +56,7 @@ func newFailoverCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("failover: cannot find this binary to run it: %w", err)
 			}
-			o.launch = binaryLauncher(bin)
+			o.launch = proccluster.Binary(bin)
 			o.progress = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
 			// The SDK and probes log every failed connection a kill causes;
 			// the report is the output, so they stay quiet unless asked.
@@ -123,25 +124,25 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 	rcfg.ConnectTimeout, rcfg.DefaultTimeout = 300*time.Millisecond, time.Second
 	rc := remoting.NewClient(rcfg, log.Named("probe"))
 	defer func() { _ = rc.Close() }()
-	admin, err := client.NewAdmin(client.NameServers(c.ns.addr()), client.RequestTimeout(time.Second), client.WithLogger(log.Named("admin")))
+	admin, err := client.NewAdmin(client.NameServers(c.NS.Addr()), client.RequestTimeout(time.Second), client.WithLogger(log.Named("admin")))
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = admin.Close() }()
 	p := &probes{c: c, rc: rc, admin: admin, topic: "FailoverTopic"}
 
-	say(fmt.Sprintf("failover: starting name server %s and 3 brokers (%s) under %s", c.ns.addr(), nodeAddrs(c), dir))
-	if err := c.start(c.ns); err != nil {
+	say(fmt.Sprintf("failover: starting name server %s and 3 brokers (%s) under %s", c.NS.Addr(), nodeAddrs(c), dir))
+	if err := c.Start(c.NS); err != nil {
 		return nil, err
 	}
 	if err := waitUntil(ctx, o.phaseTimeout, func(ctx context.Context) bool {
 		_, err := p.gossipLive(ctx)
 		return err == nil
 	}); err != nil {
-		return nil, fmt.Errorf("failover: name server %s did not come up: %w\n%s", c.ns.addr(), err, c.ns.tail(20))
+		return nil, fmt.Errorf("failover: name server %s did not come up: %w\n%s", c.NS.Addr(), err, c.NS.Tail(20))
 	}
-	for _, n := range c.nodes {
-		if err := c.start(n); err != nil {
+	for _, n := range c.Nodes {
+		if err := c.Start(n); err != nil {
 			return nil, err
 		}
 	}
@@ -157,7 +158,7 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 		return nil, fmt.Errorf("failover: create topic %s: %w", p.topic, err)
 	}
 
-	prod, err := client.NewProducer(client.NameServers(c.ns.addr()), client.WithLogger(log.Named("producer")),
+	prod, err := client.NewProducer(client.NameServers(c.NS.Addr()), client.WithLogger(log.Named("producer")),
 		client.ProducerGroup("raftmq_failover_producer"), client.SendTimeout(10*time.Second))
 	if err != nil {
 		return nil, err
@@ -215,7 +216,7 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 		return nil, fmt.Errorf("failover: route before kill: %w", err)
 	}
 	leaderAddr := routeLeader(addrs)
-	victim := c.nodeByAddr(leaderAddr)
+	victim := c.NodeByAddr(leaderAddr)
 	if victim == nil {
 		return nil, fmt.Errorf("failover: the route's leader %q is none of this cluster's brokers", leaderAddr)
 	}
@@ -223,17 +224,17 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 	if err != nil {
 		return nil, fmt.Errorf("failover: RAFT_STATUS of leader %s: %w", leaderAddr, err)
 	}
-	kr := &killResult{Killed: victim.id, KilledAddr: leaderAddr, PID: victim.pid(), OldTerm: st.Term,
+	kr := &killResult{Killed: victim.ID, KilledAddr: leaderAddr, PID: victim.PID(), OldTerm: st.Term,
 		DetectMs: -1, RouteDropMs: -1, ElectMs: -1, RouteUpdateMs: -1, FirstWriteMs: -1}
-	var survivors []*procNode
-	for _, n := range c.nodes {
+	var survivors []*proccluster.Node
+	for _, n := range c.Nodes {
 		if n != victim {
 			survivors = append(survivors, n)
 		}
 	}
 
 	w.arm(time.Now(), leaderAddr)
-	t0, err := c.kill(victim)
+	t0, err := c.Kill(victim)
 	if err != nil {
 		return nil, err
 	}
@@ -279,8 +280,8 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 		go func() {
 			defer wg.Done()
 			at, ok := pollAt(ectx, func(ctx context.Context) bool {
-				st, err := p.raftStatus(ctx, s.addr())
-				if err != nil || st.Term <= kr.OldTerm || st.LeaderID == "" || st.LeaderID == victim.id {
+				st, err := p.raftStatus(ctx, s.Addr())
+				if err != nil || st.Term <= kr.OldTerm || st.LeaderID == "" || st.LeaderID == victim.ID {
 					return false
 				}
 				mu.Lock()
@@ -312,12 +313,12 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 			missing = append(missing, name)
 		}
 	}
-	if err := c.start(victim); err != nil {
+	if err := c.Start(victim); err != nil {
 		return kr, err
 	}
 	if len(missing) > 0 {
 		_, _, last := w.counts()
-		return kr, fmt.Errorf("failover: after killing %s, not seen within %v: %v (last send error: %v)", victim.id, timeout, missing, last)
+		return kr, fmt.Errorf("failover: after killing %s, not seen within %v: %v (last send error: %v)", victim.ID, timeout, missing, last)
 	}
 	return kr, ctx.Err()
 }
@@ -367,9 +368,9 @@ func waitWhole(ctx context.Context, p *probes, timeout time.Duration) error {
 		if ctx.Err() != nil {
 			return false // keep the reason the last full check gave
 		}
-		for _, n := range p.c.nodes {
-			if n.exited() {
-				why = fmt.Sprintf("%s exited:\n%s", n.id, n.tail(20))
+		for _, n := range p.c.Nodes {
+			if n.Exited() {
+				why = fmt.Sprintf("%s exited:\n%s", n.ID, n.Tail(20))
 				return false
 			}
 		}
@@ -383,9 +384,9 @@ func waitWhole(ctx context.Context, p *probes, timeout time.Duration) error {
 			why = fmt.Sprintf("registered members %v (err %v)", addrs, err)
 			return false
 		}
-		for _, n := range p.c.nodes {
-			if code := p.c.httpStatus(ctx, n.metricsAddr(), "/readyz"); code != 200 {
-				why = fmt.Sprintf("%s /readyz %d", n.id, code)
+		for _, n := range p.c.Nodes {
+			if code := p.c.httpStatus(ctx, n.MetricsAddr(), "/readyz"); code != 200 {
+				why = fmt.Sprintf("%s /readyz %d", n.ID, code)
 				return false
 			}
 		}
@@ -399,11 +400,11 @@ func waitWhole(ctx context.Context, p *probes, timeout time.Duration) error {
 
 func nodeAddrs(c *procCluster) string {
 	s := ""
-	for i, n := range c.nodes {
+	for i, n := range c.Nodes {
 		if i > 0 {
 			s += ", "
 		}
-		s += n.addr()
+		s += n.Addr()
 	}
 	return s
 }

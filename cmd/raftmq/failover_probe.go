@@ -35,7 +35,7 @@ type probes struct {
 
 // gossipLive scrapes the name server's /metrics for liveGauge.
 func (p *probes) gossipLive(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.c.ns.metricsAddr()+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.c.NS.MetricsAddr()+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}

@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/proccluster"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 )
@@ -20,7 +20,7 @@ import (
 // testLauncher runs this test binary as the raftmq binary: TestMain
 // (admin_main_test.go) runs main() with the arguments it finds in
 // RAFTMQ_TEST_RUN_MAIN, so every node is a real, separate OS process.
-func testLauncher(t *testing.T) launcher {
+func testLauncher(t *testing.T) proccluster.Launcher {
 	t.Helper()
 	bin, err := os.Executable()
 	if err != nil {
@@ -107,7 +107,7 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 	rcfg.ConnectTimeout, rcfg.DefaultTimeout = 300*time.Millisecond, time.Second
 	rc := remoting.NewClient(rcfg, zap.NewNop())
 	t.Cleanup(func() { _ = rc.Close() })
-	admin, err := client.NewAdmin(client.NameServers(c.ns.addr()), client.RequestTimeout(time.Second))
+	admin, err := client.NewAdmin(client.NameServers(c.NS.Addr()), client.RequestTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,15 +115,15 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 	p := &probes{c: c, rc: rc, admin: admin, topic: "DropTopic"}
 	ctx := context.Background()
 
-	if err := c.start(c.ns); err != nil {
+	if err := c.Start(c.NS); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 30*time.Second, "name server up", func() bool {
 		_, err := p.gossipLive(ctx)
 		return err == nil
 	})
-	for _, n := range c.nodes {
-		if err := c.start(n); err != nil {
+	for _, n := range c.Nodes {
+		if err := c.Start(n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,7 +138,7 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 	})
 
 	// victim picks the leader or a follower from the current route.
-	victim := func(leader bool) *procNode {
+	victim := func(leader bool) *proccluster.Node {
 		t.Helper()
 		var addrs map[int64]string
 		testutil.WaitFor(t, 30*time.Second, "route lists the whole group", func() bool {
@@ -146,8 +146,8 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 			addrs = a
 			return err == nil && len(a) == failoverNodes && routeLeader(a) != ""
 		})
-		for _, n := range c.nodes {
-			if (n.addr() == routeLeader(addrs)) == leader {
+		for _, n := range c.Nodes {
+			if (n.Addr() == routeLeader(addrs)) == leader {
 				return n
 			}
 		}
@@ -171,16 +171,16 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 
 	for _, leader := range []bool{false, true} {
 		n := victim(leader)
-		t0, err := c.kill(n)
+		t0, err := c.Kill(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := dropTime(t0, n.addr())
-		t.Logf("SIGKILL %s (leader=%v): route dropped it after %v", n.id, leader, d)
+		d := dropTime(t0, n.Addr())
+		t.Logf("SIGKILL %s (leader=%v): route dropped it after %v", n.ID, leader, d)
 		if d > limit {
-			t.Errorf("SIGKILL %s (leader=%v): route dropped it after %v, want <= %v", n.id, leader, d, limit)
+			t.Errorf("SIGKILL %s (leader=%v): route dropped it after %v, want <= %v", n.ID, leader, d, limit)
 		}
-		if err := c.start(n); err != nil {
+		if err := c.Start(n); err != nil {
 			t.Fatal(err)
 		}
 		if err := waitWhole(ctx, p, 30*time.Second); err != nil {
@@ -190,20 +190,20 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 
 	n := victim(false)
 	t0 := time.Now()
-	if err := c.signal(n, syscall.SIGSTOP); err != nil {
+	if err := c.Pause(n); err != nil {
 		t.Fatal(err)
 	}
 	// Resume before the cleanup stops it, so SIGTERM can be handled.
-	t.Cleanup(func() { _ = c.signal(n, syscall.SIGCONT) })
+	t.Cleanup(func() { _ = c.Resume(n) })
 	// Gossip alone: probe timeouts, then suspicion, then Dead. That takes
 	// longer than a closed connection, and longer still while other tests
 	// share the cores, so this path gets 2 s here; the acceptance bound (1.5 s)
 	// is the SIGKILL case above.
 	const gossipLimit = 2 * time.Second
-	d := dropTime(t0, n.addr())
-	t.Logf("SIGSTOP %s (follower, connections open): route dropped it after %v", n.id, d)
+	d := dropTime(t0, n.Addr())
+	t.Logf("SIGSTOP %s (follower, connections open): route dropped it after %v", n.ID, d)
 	if d > gossipLimit {
-		t.Errorf("SIGSTOP %s: route dropped it after %v, want <= %v", n.id, d, gossipLimit)
+		t.Errorf("SIGSTOP %s: route dropped it after %v, want <= %v", n.ID, d, gossipLimit)
 	}
 }
 
