@@ -17,8 +17,9 @@
 //     schedule, heal, drain, catch up, final read, check, report), the
 //     RAFT_STATUS monitor.
 //   - cluster.go: building the binary and running the real-process cluster
-//     (ports, confs, processes in their own process groups, kill, pause,
-//     resume, partition, leader and catch-up probes).
+//     (package internal/proccluster places, configures and signals the
+//     processes; here the proxies or namespaces, partitions, leader and
+//     catch-up probes).
 //   - proxy.go: a one-way TCP proxy per ordered node pair for Raft
 //     connections; a partition freezes bytes instead of dropping them.
 //   - netns.go: the network-namespace mode (bridge, veths, iptables drops

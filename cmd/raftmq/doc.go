@@ -12,8 +12,8 @@
 //     GOGC or the flag say otherwise) and exit codes.
 //   - namesrv.go, broker.go: `raftmq namesrv` and `raftmq broker -c`
 //     (-p prints the effective config and exits).
-//   - dev.go: `raftmq dev`, the in-process cluster (a name server and a
-//     3-node group on loopback) with its ready line.
+//   - dev.go: `raftmq dev`, the in-process cluster of internal/devcluster
+//     (a name server and a 3-node group on loopback) with its ready line.
 //   - bench.go: `raftmq bench produce|consume` with HDR percentiles.
 //   - admin*.go: `raftmq admin`, mqadmin's commands plus raftStatus,
 //     leadershipTransfer and balanceLeaders, as a table of name, flags,
@@ -21,7 +21,8 @@
 //     unreachable address.
 //   - failover*.go: `raftmq failover`, which SIGKILLs the leader of a
 //     real-process cluster and times detection, route drop, election, route
-//     update and first write.
+//     update and first write (failover_cluster.go: the processes, from
+//     internal/proccluster).
 //
 // Tests re-exec the test binary as the real main when RAFTMQ_TEST_RUN_MAIN
 // is set, to check exit codes and to run real processes.

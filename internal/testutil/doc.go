@@ -4,9 +4,9 @@
 // # Files
 //
 //   - wait.go: WaitFor, polling a condition with a deadline instead of
-//     sleeping; FreePort, ports from a band below the kernel's ephemeral
-//     range so a client connection cannot take a port between pick and
-//     bind.
+//     sleeping; FreePort, a port from internal/freeport (below the
+//     kernel's ephemeral range, so a client connection cannot take it
+//     between pick and bind).
 //   - official.go: goleak ignores for the goroutines the official RocketMQ
 //     Go client leaves behind.
 package testutil
