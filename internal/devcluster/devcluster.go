@@ -221,9 +221,6 @@ func (c *Cluster) groupConfigs(g int) ([]broker.BrokerConfig, error) {
 	return out, nil
 }
 
-// NameServer is the cluster's name server.
-func (c *Cluster) NameServer() *namesrv.NameServer { return c.ns }
-
 // NamesrvAddr is the name server's address.
 func (c *Cluster) NamesrvAddr() string { return c.ns.Addr().String() }
 
@@ -301,9 +298,9 @@ func (c *Cluster) Stop(g, m int) error {
 	return err
 }
 
-// Ready reports whether the name server routes a master for every group
+// ready reports whether the name server routes a master for every group
 // and has every running member registered.
-func (c *Cluster) Ready() bool {
+func (c *Cluster) ready() bool {
 	ci := c.ns.Routes().ClusterInfo()
 	for g, ms := range c.members {
 		bd, ok := ci.BrokerAddrTable[GroupName(g)]
@@ -329,11 +326,12 @@ func (c *Cluster) RoutedLeader(g int) string {
 	return c.ns.Routes().ClusterInfo().BrokerAddrTable[GroupName(g)].BrokerAddrs[wire.MasterID]
 }
 
-// WaitReady polls Ready until it holds or ctx ends.
+// WaitReady waits until the name server routes a master for every group
+// and has every running member registered, or until ctx ends.
 func (c *Cluster) WaitReady(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for !c.Ready() {
+	for !c.ready() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("devcluster: not ready (a master routed and every member registered per group): %w", ctx.Err())

@@ -11,5 +11,5 @@
 // # Files
 //
 //   - devcluster.go: Options, Start, MustStart (for tests), the member
-//     lifecycle (Kill, Stop, Restart), Leader, Ready/WaitReady, Close.
+//     lifecycle (Kill, Stop, Restart), Leader, WaitReady, Close.
 package devcluster

@@ -13,6 +13,6 @@
 // # Files
 //
 //   - proccluster.go: Config, New (placement), WriteConfs, the process
-//     lifecycle (Start, Kill, Stop, Pause, Resume, StopAll, KillAll) and
+//     lifecycle (Start, Kill, Stop, Pause, Resume, StopAll) and
 //     Node (state, PID, log tail).
 package proccluster

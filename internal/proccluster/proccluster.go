@@ -424,10 +424,3 @@ func (c *Cluster) StopAll(grace time.Duration) {
 	wg.Wait()
 	c.Stop(c.NS, grace)
 }
-
-// KillAll sends SIGKILL to every process still running, members first.
-func (c *Cluster) KillAll() {
-	for _, n := range append(append([]*Node(nil), c.Nodes...), c.NS) {
-		_, _ = c.Kill(n)
-	}
-}
