@@ -2,32 +2,274 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
-// adminFlags are shared by every `raftmq admin` command.
-type adminFlags struct {
-	g       *globalFlags
-	namesrv string
-	json    bool
-	timeout time.Duration
+func init() {
+	// mqadmin finds its sub-commands ignoring case (MQAdminStartup's
+	// findSubCommand), so `raftmq admin topiclist` works too. cobra's switch for this is process-wide, so every raftmq
+	// sub-command name matches case-insensitively; no two differ only by
+	// case (TestAdminTable checks the admin ones).
+	cobra.EnableCaseInsensitive = true
 }
 
-// newAdminCmd is `raftmq admin`: mqadmin's command names and flags
-// (RocketMQ's tools/command/*SubCommand) plus the Raft commands. Every
-// command needs -n; output is a table unless --json is given.
+// adminCommands is the table of `raftmq admin` commands: mqadmin's names
+// and flags (RocketMQ's tools/command/*SubCommand) plus raftmq's Raft
+// commands. Adding a command is one row here plus its run function;
+// adminCommand.cobra gives every row the same -n/--json/--timeout
+// handling, error explanations and exit status.
+var adminCommands = []adminEntry{
+	adminCommand[topicUpdate]{
+		name:  "updateTopic",
+		short: "Create or update a topic on one broker (-b) or on every broker group of a cluster (-c)",
+		flags: []flagSpec{
+			topicFlag,
+			str("brokerAddr", "b", "create on this broker only (its group's leader)"),
+			str("clusterName", "c", "create on every broker group of this cluster"),
+			num("readQueueNums", "r", 8, "read queue count"),
+			num("writeQueueNums", "w", 8, "write queue count"),
+			num("perm", "p", 6, "permission: 2 write, 4 read, 6 read-write"),
+			yesNo("order", "o", false, "ordered topic: true or false"),
+		},
+		oneOf: []string{"brokerAddr", "clusterName"},
+		run:   runUpdateTopic,
+		table: tableUpdateTopic,
+	},
+	adminCommand[topicDeletion]{
+		name:  "deleteTopic",
+		short: "Delete a topic from a cluster's brokers and from every name server",
+		flags: []flagSpec{topicFlag, str("clusterName", "c", "cluster to delete it from (empty: every cluster)")},
+		run:   runDeleteTopic,
+		table: func(w *tabwriter.Writer, r topicDeletion) {
+			fmt.Fprintf(w, "delete topic [%s] from cluster [%s] success.\n", r.Topic, r.Cluster)
+		},
+	},
+	adminCommand[topicList]{
+		name:  "topicList",
+		short: "List every topic the name server knows (with -c: only topics routed to that cluster)",
+		flags: []flagSpec{str("clusterName", "c", "only topics with a broker group in this cluster")},
+		run:   runTopicList,
+		table: func(w *tabwriter.Writer, r topicList) {
+			for _, t := range r.TopicList {
+				fmt.Fprintln(w, t)
+			}
+		},
+	},
+	adminCommand[*wire.TopicRouteData]{
+		name:  "topicRoute",
+		short: "Show a topic's route: broker groups with their members and queue layout",
+		flags: []flagSpec{topicFlag},
+		run: func(ctx context.Context, s *adminSession, in flagValues) (*wire.TopicRouteData, error) {
+			return s.a.TopicRoute(ctx, in.str("topic"))
+		},
+		table: tableTopicRoute,
+	},
+	adminCommand[[]queueStatus]{
+		name:  "topicStatus",
+		short: "Show min/max offsets of every queue of a topic",
+		flags: []flagSpec{topicFlag},
+		run:   runTopicStatus,
+		table: columns([]any{"#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"}, func(q queueStatus) []any {
+			return []any{q.BrokerName, q.QueueID, q.MinOffset, q.MaxOffset, fmtTime(time.UnixMilli(q.LastUpdate))}
+		}),
+	},
+	adminCommand[[]clusterMember]{
+		name:  "clusterList",
+		short: "List clusters, broker groups and their members (brokerId 0 is the Raft leader)",
+		flags: []flagSpec{str("clusterName", "c", "only this cluster")},
+		run: func(ctx context.Context, s *adminSession, in flagValues) ([]clusterMember, error) {
+			ci, err := s.a.ClusterInfo(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return clusterMembers(ci, in.str("clusterName")), nil
+		},
+		table: columns([]any{"#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role"}, func(m clusterMember) []any {
+			return []any{m.Cluster, m.BrokerName, m.BrokerID, m.Addr, m.Role}
+		}),
+	},
+	adminCommand[map[string]string]{
+		name:  "brokerStatus",
+		short: "Show a broker's runtime facts (role, leader, CommitLog offsets, held pulls, ...)",
+		flags: []flagSpec{brokerAddrFlag.req()},
+		run:   runBrokerStatus,
+		table: func(w *tabwriter.Writer, kv map[string]string) {
+			for _, k := range slices.Sorted(maps.Keys(kv)) {
+				row(w, k+":", kv[k])
+			}
+		},
+	},
+	adminCommand[consumerProgress]{
+		name:  "consumerProgress",
+		short: "Show a consumer group's offsets and lag per queue",
+		flags: []flagSpec{str("groupName", "g", "consumer group").req(), str("topicName", "t", "only this topic")},
+		run:   runConsumerProgress,
+		table: tableConsumerProgress,
+	},
+	adminCommand[messageView]{
+		name:  "queryMsgById",
+		short: "Show a message by its offset msgId (store host + CommitLog offset)",
+		flags: []flagSpec{str("msgId", "i", "offset message id (OffsetMsgID of the send result)").req()},
+		run:   runQueryMsgByID,
+		table: tableMessage,
+	},
+	adminCommand[[]messageView]{
+		name:  "queryMsgByKey",
+		short: "Find a topic's messages by key (through the brokers' index files)",
+		flags: []flagSpec{
+			topicFlag,
+			str("msgKey", "k", "message key").req(),
+			num64("beginTimestamp", "b", 0, "stored at or after (ms since epoch)"),
+			num64("endTimestamp", "e", 0, "stored at or before (ms since epoch; 0 = now)"),
+			num("maxNum", "c", 64, "at most this many per broker group"),
+		},
+		run: runQueryMsgByKey,
+		table: columns([]any{"#Message ID", "#Offset Message ID", "#QID", "#Offset", "#Store Time"}, func(v messageView) []any {
+			return []any{v.MsgID, v.OffsetMsgID, v.QueueID, v.QueueOffset, fmtTime(time.UnixMilli(v.StoreTimestamp))}
+		}),
+	},
+	adminCommand[[]queueOffset]{
+		name:  "resetOffsetByTime",
+		short: "Move a consumer group's offsets on a topic to the first message stored at or after a time",
+		flags: []flagSpec{
+			str("group", "g", "consumer group").req(),
+			topicFlag,
+			when("timestamp", "s", "now, ms since the epoch, or yyyy-MM-dd#HH:mm:ss:SSS").req(),
+			yesNo("force", "f", true, "true: move offsets either way; false: only backwards"),
+		},
+		run: runResetOffsetByTime,
+		table: columns([]any{"#brokerName", "#queueId", "#offset"}, func(r queueOffset) []any {
+			return []any{r.BrokerName, r.QueueID, r.Offset}
+		}),
+	},
+	adminCommand[targeted[map[string]string]]{
+		name:  "getBrokerConfig",
+		short: "Show a broker's configuration",
+		flags: []flagSpec{brokerAddrFlag.req()},
+		run: func(ctx context.Context, s *adminSession, in flagValues) (targeted[map[string]string], error) {
+			kv, err := s.a.BrokerConfig(ctx, in.str("brokerAddr"))
+			return targeted[map[string]string]{in.str("brokerAddr"), kv}, err
+		},
+		table: func(w *tabwriter.Writer, r targeted[map[string]string]) {
+			fmt.Fprintf(w, "============%s============\n", r.target)
+			for _, k := range slices.Sorted(maps.Keys(r.v)) {
+				row(w, k, "=", r.v[k])
+			}
+		},
+	},
+	adminCommand[brokerConfigUpdate]{
+		name:  "updateBrokerConfig",
+		short: "Update one broker config key on a broker (-b) or on every member of a cluster (-c)",
+		flags: []flagSpec{
+			brokerAddrFlag,
+			str("clusterName", "c", "every broker of this cluster"),
+			str("key", "k", "config key").req(),
+			str("value", "v", "config value").req(),
+		},
+		oneOf: []string{"brokerAddr", "clusterName"},
+		run:   runUpdateBrokerConfig,
+		table: func(w *tabwriter.Writer, r brokerConfigUpdate) {
+			for _, a := range r.Brokers {
+				fmt.Fprintf(w, "update broker config success, %s\n", a)
+			}
+		},
+	},
+	adminCommand[targeted[client.SubscriptionGroup]]{
+		name:  "updateSubGroup",
+		short: "Create or update a consumer (subscription) group on a broker (-b) or a cluster (-c)",
+		flags: []flagSpec{
+			str("groupName", "g", "consumer group").req(),
+			brokerAddrFlag,
+			str("clusterName", "c", "every broker group of this cluster"),
+			yesNo("consumeEnable", "s", true, "consume enabled"),
+			yesNo("consumeFromMinEnable", "m", true, "consume from min offset when new"),
+			yesNo("consumeBroadcastEnable", "d", true, "broadcasting allowed"),
+			yesNo("consumeMessageOrderly", "o", false, "orderly consumption"),
+			yesNo("notifyConsumerIdsChanged", "a", true, "notify consumers when the group changes"),
+			num("retryQueueNums", "q", 1, "retry queue count"),
+			num("retryMaxTimes", "r", 16, "max redeliveries before the DLQ"),
+		},
+		oneOf: []string{"brokerAddr", "clusterName"},
+		run:   runUpdateSubGroup,
+		table: func(w *tabwriter.Writer, r targeted[client.SubscriptionGroup]) {
+			fmt.Fprintf(w, "create subscription group to %s success.\n", r.target)
+			fmt.Fprintf(w, "%+v\n", r.v)
+		},
+	},
+	adminCommand[sendResult]{
+		name:  "sendMessage",
+		short: "Send one message and print where it was stored",
+		flags: []flagSpec{
+			topicFlag,
+			str("body", "p", "message body").req(),
+			str("keys", "k", "message keys (space separated)"),
+			str("tags", "c", "message tag"),
+		},
+		run: runSendMessage,
+		table: columns([]any{"#Broker Name", "#QID", "#Queue Offset", "#Send Result", "#MsgId", "#OffsetMsgId"}, func(r sendResult) []any {
+			return []any{r.BrokerName, r.QueueID, r.QueueOffset, r.SendStatus, r.MsgID, r.OffsetMsgID}
+		}).one,
+	},
+	adminCommand[[]*groupStatus]{
+		name:  "raftStatus",
+		short: "Show each broker group's Raft members: role, term, last/commit/applied index, lag, last contact",
+		long: "Asks every registered member of each broker group for its Raft status (RAFT_STATUS, code 30001). Lag is " +
+			"the leader's last log index minus the member's; last contact is how long ago the member last heard from " +
+			"the leader (0 on the leader). Members in the Raft configuration that are not registered show as Unknown.",
+		flags: []flagSpec{str("brokerName", "b", "only this broker group"), str("clusterName", "c", "only this cluster")},
+		run: func(ctx context.Context, s *adminSession, in flagValues) ([]*groupStatus, error) {
+			return s.groupStatuses(ctx, in.str("clusterName"), in.str("brokerName"))
+		},
+		table: tableRaftStatus,
+	},
+	adminCommand[*transferResult]{
+		name:  "leadershipTransfer",
+		short: "Move a broker group's Raft leadership to a named member, or to the most caught-up follower",
+		long: "Asks the group's leader (LEADERSHIP_TRANSFER, code 30002) to catch the target up and hand over; answers " +
+			"when the new leader is known, then waits for the name server to route it as brokerId 0. Writes arriving " +
+			"during the transfer wait inside the broker and are not failed.",
+		flags: []flagSpec{
+			str("brokerName", "b", "broker group").req(),
+			str("targetId", "t", "Raft id (dLegerSelfId) of the new leader; empty: the most caught-up follower"),
+		},
+		run: runLeadershipTransfer,
+		table: columns([]any{"#Broker Name", "#From", "#New Leader", "#New Leader Addr", "#Term", "#Took", "#Registered As BID 0"},
+			func(r *transferResult) []any {
+				return []any{r.BrokerName, r.FromID, r.NewLeaderID, orDash(r.NewLeaderAddr), r.Term,
+					(time.Duration(r.TookMillis) * time.Millisecond).String(), r.Registered}
+			}).one,
+	},
+	adminCommand[[]balanceMove]{
+		name:  "balanceLeaders",
+		short: "Move each group's leadership to its preferredLeaderId, or spread leaders over hosts",
+		long: "For every broker group (of -c cluster): if its members configure preferredLeaderId and another member " +
+			"leads, transfer to the preferred one; groups without a preference are moved off hosts that lead at least " +
+			"two more groups than another host holding a member. One transfer at a time; --dry-run only prints the plan.",
+		flags:   []flagSpec{str("clusterName", "c", "only this cluster"), toggle("dry-run", "print the plan without moving anything")},
+		run:     runBalanceLeaders,
+		table:   tableBalance,
+		partial: true,
+	},
+}
+
+// Flags several commands share, with mqadmin's short names.
+var (
+	topicFlag      = str("topic", "t", "topic name").req()
+	brokerAddrFlag = str("brokerAddr", "b", "broker address host:port")
+)
+
+// newAdminCmd is `raftmq admin`: one cobra command per adminCommands row.
+// Every command needs -n; output is a table unless --json is given.
 func newAdminCmd(g *globalFlags) *cobra.Command {
 	f := &adminFlags{g: g}
 	cmd := &cobra.Command{
@@ -36,165 +278,31 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 		Long: "Administration commands named and flagged like RocketMQ's mqadmin (updateTopic, topicList, clusterList, " +
 			"consumerProgress, ...) plus raftmq's raftStatus, leadershipTransfer and balanceLeaders. Every command takes " +
 			"-n NAMESRV (host:port, several separated by ';'). Output is a table; --json prints JSON for scripts.",
+		Args: unknownAdminCommand,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		// An unknown command's own flags (-t, -g, ...) must not hide the
+		// "unknown command" answer behind an "unknown flag" one.
+		FParseErrWhitelist:         cobra.FParseErrWhitelist{UnknownFlags: true},
+		SuggestionsMinimumDistance: 2,
 	}
 	cmd.PersistentFlags().StringVarP(&f.namesrv, "namesrvAddr", "n", "", "name server address(es), host:port[;host:port] (required)")
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 5*time.Second, "timeout of each request")
-	cmd.AddCommand(
-		newUpdateTopicCmd(f), newDeleteTopicCmd(f), newTopicListCmd(f), newTopicRouteCmd(f), newTopicStatusCmd(f),
-		newClusterListCmd(f), newBrokerStatusCmd(f),
-		newConsumerProgressCmd(f), newQueryMsgByIDCmd(f), newQueryMsgByKeyCmd(f), newResetOffsetByTimeCmd(f),
-		newGetBrokerConfigCmd(f), newUpdateBrokerConfigCmd(f), newUpdateSubGroupCmd(f), newSendMessageCmd(f),
-		newRaftStatusCmd(f), newLeadershipTransferCmd(f), newBalanceLeadersCmd(f),
-	)
+	for _, e := range adminCommands {
+		cmd.AddCommand(e.cobra(f))
+	}
 	return cmd
 }
 
-// nameServers splits -n.
-func (f *adminFlags) nameServers() ([]string, error) {
-	var out []string
-	for _, a := range strings.FieldsFunc(f.namesrv, func(r rune) bool { return r == ';' || r == ',' }) {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: -n NAMESRV is required (e.g. -n 127.0.0.1:9876)", errAdminUsage)
-	}
-	return out, nil
-}
-
-// logger is quiet unless --log-level asks for debug: admin output is the
-// table, not the logs.
-func (f *adminFlags) logger() *zap.Logger {
-	if f.g != nil && f.g.logLevel == "debug" {
-		if l, err := f.g.logger(); err == nil {
-			return l
-		}
-	}
-	return zap.NewNop()
-}
-
-// adminSession is one command's connections: the SDK's admin client for
-// the mqadmin commands and a raw remoting client for raftmq's own codes.
-type adminSession struct {
-	f   *adminFlags
-	ns  []string
-	a   *client.Admin
-	rc  *remoting.Client
-	out io.Writer
-}
-
-// open builds the session; close it with close().
-func (f *adminFlags) open(cmd *cobra.Command) (*adminSession, error) {
-	ns, err := f.nameServers()
-	if err != nil {
-		return nil, err
-	}
-	log := f.logger()
-	a, err := client.NewAdmin(client.NameServers(ns...), client.RequestTimeout(f.timeout), client.WithLogger(log))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
-	}
-	rcfg := remoting.DefaultClientConfig()
-	rcfg.DefaultTimeout = f.timeout
-	return &adminSession{f: f, ns: ns, a: a, rc: remoting.NewClient(rcfg, log), out: cmd.OutOrStdout()}, nil
-}
-
-func (s *adminSession) close() {
-	_ = s.a.Close()
-	_ = s.rc.Close()
-}
-
-// ctx bounds a whole command: a few requests' worth of timeouts.
-func (s *adminSession) ctx(parent context.Context) (context.Context, context.CancelFunc) {
-	if parent == nil {
-		parent = context.Background()
-	}
-	return context.WithTimeout(parent, 6*s.f.timeout)
-}
-
-// explain turns transport failures into errors that name the address and
-// what to check; everything else passes through.
-func (s *adminSession) explain(err error) error {
-	if err == nil {
+// unknownAdminCommand is reached when no admin command matched the first
+// argument: it fails (exit status 1) and suggests close names.
+func unknownAdminCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
 		return nil
 	}
-	switch {
-	case errors.Is(err, client.ErrNoNameServer):
-		return fmt.Errorf("%w: cannot reach name server %s — check -n (host:port) and that `raftmq namesrv` is running there: %v",
-			errUnreachable, strings.Join(s.ns, ";"), err)
-	case errors.Is(err, remoting.ErrConnClosed), errors.Is(err, remoting.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: a broker did not answer — check that the broker address is right and the broker is running "+
-			"(`raftmq admin clusterList -n %s` lists registered brokers): %v", errUnreachable, strings.Join(s.ns, ";"), err)
+	hint := "`raftmq admin --help` lists the commands"
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = "did you mean " + strings.Join(s, " or ") + "?"
 	}
-	return err
-}
-
-// brokerInvoke sends req to addr and returns the success answer; a
-// non-success answer is a *remoting.RemoteError.
-func (s *adminSession) brokerInvoke(ctx context.Context, addr string, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.f.timeout)
-	defer cancel()
-	resp, err := s.rc.InvokeSync(cctx, addr, req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: broker %s did not answer (is it running? is the address right?): %w", errUnreachable, addr, err)
-	}
-	if err := remoting.ResponseError(addr, resp); err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// emit prints v as JSON with --json, else calls table with a tabwriter.
-func (s *adminSession) emit(v any, table func(w *tabwriter.Writer)) error {
-	if s.f.json {
-		enc := json.NewEncoder(s.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	w := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-	table(w)
-	return w.Flush()
-}
-
-// row writes tab-separated cells and a newline.
-func row(w io.Writer, cells ...any) {
-	for i, c := range cells {
-		if i > 0 {
-			fmt.Fprint(w, "\t")
-		}
-		fmt.Fprint(w, c)
-	}
-	fmt.Fprintln(w)
-}
-
-// run is the RunE body shared by every admin command: open a session,
-// bound it, explain unreachable peers.
-func (f *adminFlags) run(body func(ctx context.Context, s *adminSession) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		s, err := f.open(cmd)
-		if err != nil {
-			return err
-		}
-		defer s.close()
-		ctx, cancel := s.ctx(cmd.Context())
-		defer cancel()
-		return s.explain(body(ctx, s))
-	}
-}
-
-// required marks flags required (cobra then names the missing one).
-func required(cmd *cobra.Command, names ...string) {
-	for _, n := range names {
-		_ = cmd.MarkFlagRequired(n)
-	}
-}
-
-// fmtTime prints a time for tables ("-" for zero).
-func fmtTime(t time.Time) string {
-	if t.IsZero() || t.UnixMilli() <= 0 {
-		return "-"
-	}
-	return t.Format("2006-01-02 15:04:05.000")
+	return fmt.Errorf("%w: unknown command %q for \"raftmq admin\"; %s", errAdminUsage, args[0], hint)
 }

@@ -11,8 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -155,56 +153,28 @@ func (g *groupStatus) merge(failed []memberStatus) {
 	}
 }
 
-// newRaftStatusCmd is `raftmq admin raftStatus -n NAMESRV [-b brokerName]`.
-func newRaftStatusCmd(f *adminFlags) *cobra.Command {
-	var brokerName, cluster string
-	cmd := &cobra.Command{
-		Use:   "raftStatus",
-		Short: "Show each broker group's Raft members: role, term, last/commit/applied index, lag, last contact",
-		Long: "Asks every registered member of each broker group for its Raft status (RAFT_STATUS, code 30001). Lag is " +
-			"the leader's last log index minus the member's; last contact is how long ago the member last heard from " +
-			"the leader (0 on the leader). Members in the Raft configuration that are not registered show as Unknown.",
-		Args: cobra.NoArgs,
-	}
-	cmd.Flags().StringVarP(&brokerName, "brokerName", "b", "", "only this broker group")
-	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "only this cluster")
-	cmd.RunE = f.run(func(ctx context.Context, s *adminSession) error {
-		gs, err := s.groupStatuses(ctx, cluster, brokerName)
-		if err != nil {
-			return err
-		}
-		return s.emit(gs, func(tw *tabwriter.Writer) {
-			row(tw, "#Broker Name", "#ID", "#Addr", "#Raft Addr", "#State", "#Term", "#Last Index", "#Commit", "#Applied", "#Lag", "#Last Contact", "#Note")
-			for _, g := range gs {
-				for _, m := range g.Members {
-					lag, contact := "-", "-"
-					if m.Lag >= 0 {
-						lag = fmt.Sprint(m.Lag)
-					}
-					if m.LastContactMillis >= 0 {
-						contact = (time.Duration(m.LastContactMillis) * time.Millisecond).String()
-					}
-					note := m.Error
-					if note == "" && m.LogStopped != "" {
-						note = "log stopped: " + m.LogStopped
-					}
-					if note == "" && m.ID == g.PreferredLeaderID {
-						note = "preferred leader"
-					}
-					row(tw, g.BrokerName, orDash(m.ID), orDash(m.RemotingAddr), orDash(m.RaftAddr), m.State, m.Term,
-						m.LastLogIndex, m.CommitIndex, m.AppliedIndex, lag, contact, orDash(note))
-				}
+func tableRaftStatus(w *tabwriter.Writer, gs []*groupStatus) {
+	row(w, "#Broker Name", "#ID", "#Addr", "#Raft Addr", "#State", "#Term", "#Last Index", "#Commit", "#Applied", "#Lag", "#Last Contact", "#Note")
+	for _, g := range gs {
+		for _, m := range g.Members {
+			lag, contact := "-", "-"
+			if m.Lag >= 0 {
+				lag = fmt.Sprint(m.Lag)
 			}
-		})
-	})
-	return cmd
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+			if m.LastContactMillis >= 0 {
+				contact = (time.Duration(m.LastContactMillis) * time.Millisecond).String()
+			}
+			note := m.Error
+			if note == "" && m.LogStopped != "" {
+				note = "log stopped: " + m.LogStopped
+			}
+			if note == "" && m.ID == g.PreferredLeaderID {
+				note = "preferred leader"
+			}
+			row(w, g.BrokerName, orDash(m.ID), orDash(m.RemotingAddr), orDash(m.RaftAddr), m.State, m.Term,
+				m.LastLogIndex, m.CommitIndex, m.AppliedIndex, lag, contact, orDash(note))
+		}
 	}
-	return s
 }
 
 // transferResult is what leadershipTransfer prints.
@@ -288,41 +258,19 @@ func memberIDs(g *groupStatus) []string {
 	return ids
 }
 
-// newLeadershipTransferCmd is `raftmq admin leadershipTransfer -n NAMESRV
+// runLeadershipTransfer is `raftmq admin leadershipTransfer -n NAMESRV
 // -b brokerName [-t nodeId]`.
-func newLeadershipTransferCmd(f *adminFlags) *cobra.Command {
-	var brokerName, target string
-	cmd := &cobra.Command{
-		Use:   "leadershipTransfer",
-		Short: "Move a broker group's Raft leadership to a named member, or to the most caught-up follower",
-		Long: "Asks the group's leader (LEADERSHIP_TRANSFER, code 30002) to catch the target up and hand over; answers " +
-			"when the new leader is known, then waits for the name server to route it as brokerId 0. Writes arriving " +
-			"during the transfer wait inside the broker and are not failed.",
-		Args: cobra.NoArgs,
+func runLeadershipTransfer(ctx context.Context, s *adminSession, in flagValues) (*transferResult, error) {
+	brokerName, target := in.str("brokerName"), in.str("targetId")
+	gs, err := s.groupStatuses(ctx, "", brokerName)
+	if err != nil {
+		return nil, err
 	}
-	cmd.Flags().StringVarP(&brokerName, "brokerName", "b", "", "broker group")
-	cmd.Flags().StringVarP(&target, "targetId", "t", "", "Raft id (dLegerSelfId) of the new leader; empty: the most caught-up follower")
-	required(cmd, "brokerName")
-	cmd.RunE = f.run(func(ctx context.Context, s *adminSession) error {
-		gs, err := s.groupStatuses(ctx, "", brokerName)
-		if err != nil {
-			return err
-		}
-		g := gs[0]
-		if target != "" && target == g.LeaderID {
-			return fmt.Errorf("%w: %s is already the leader of %s", errAdminUsage, target, brokerName)
-		}
-		res, err := s.transfer(ctx, g, target)
-		if err != nil {
-			return err
-		}
-		return s.emit(res, func(tw *tabwriter.Writer) {
-			row(tw, "#Broker Name", "#From", "#New Leader", "#New Leader Addr", "#Term", "#Took", "#Registered As BID 0")
-			row(tw, res.BrokerName, res.FromID, res.NewLeaderID, orDash(res.NewLeaderAddr), res.Term,
-				(time.Duration(res.TookMillis) * time.Millisecond).String(), res.Registered)
-		})
-	})
-	return cmd
+	g := gs[0]
+	if target != "" && target == g.LeaderID {
+		return nil, fmt.Errorf("%w: %s is already the leader of %s", errAdminUsage, target, brokerName)
+	}
+	return s.transfer(ctx, g, target)
 }
 
 // balanceMove is one group's line of a balanceLeaders plan.
@@ -396,63 +344,48 @@ func planBalance(gs []*groupStatus) []balanceMove {
 	return moves
 }
 
-// newBalanceLeadersCmd is `raftmq admin balanceLeaders -n NAMESRV [-c cluster]`.
-func newBalanceLeadersCmd(f *adminFlags) *cobra.Command {
-	var cluster string
-	var dryRun bool
-	cmd := &cobra.Command{
-		Use:   "balanceLeaders",
-		Short: "Move each group's leadership to its preferredLeaderId, or spread leaders over hosts",
-		Long: "For every broker group (of -c cluster): if its members configure preferredLeaderId and another member " +
-			"leads, transfer to the preferred one; groups without a preference are moved off hosts that lead at least " +
-			"two more groups than another host holding a member. One transfer at a time; --dry-run only prints the plan.",
-		Args: cobra.NoArgs,
+// runBalanceLeaders is `raftmq admin balanceLeaders -n NAMESRV [-c
+// cluster] [--dry-run]`: the plan, each move with its outcome, and the
+// failed moves' errors together.
+func runBalanceLeaders(ctx context.Context, s *adminSession, in flagValues) ([]balanceMove, error) {
+	gs, err := s.groupStatuses(ctx, in.str("clusterName"), "")
+	if err != nil {
+		return nil, err
 	}
-	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "only this cluster")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan without moving anything")
-	cmd.RunE = f.run(func(ctx context.Context, s *adminSession) error {
-		gs, err := s.groupStatuses(ctx, cluster, "")
+	byName := map[string]*groupStatus{}
+	for _, g := range gs {
+		byName[g.BrokerName] = g
+	}
+	moves := planBalance(gs)
+	var errs []error
+	for i := range moves {
+		m := &moves[i]
+		if m.Result != "" || in.bool("dry-run") {
+			if m.Result == "" {
+				m.Result = "planned"
+			}
+			continue
+		}
+		res, err := s.transfer(ctx, byName[m.BrokerName], m.To)
 		if err != nil {
-			return err
+			m.Result = "failed: " + err.Error()
+			errs = append(errs, err)
+			continue
 		}
-		byName := map[string]*groupStatus{}
-		for _, g := range gs {
-			byName[g.BrokerName] = g
-		}
-		moves := planBalance(gs)
-		var errs []error
-		for i := range moves {
-			m := &moves[i]
-			if m.Result != "" || dryRun {
-				if m.Result == "" {
-					m.Result = "planned"
-				}
-				continue
-			}
-			res, err := s.transfer(ctx, byName[m.BrokerName], m.To)
-			if err != nil {
-				m.Result = "failed: " + err.Error()
-				errs = append(errs, err)
-				continue
-			}
-			m.Result = fmt.Sprintf("moved in %s", time.Duration(res.TookMillis)*time.Millisecond)
-		}
-		if moves == nil {
-			moves = []balanceMove{}
-		}
-		if err := s.emit(moves, func(tw *tabwriter.Writer) {
-			if len(moves) == 0 {
-				fmt.Fprintln(tw, "leaders already balanced; nothing to move")
-				return
-			}
-			row(tw, "#Broker Name", "#From", "#To", "#Reason", "#Result")
-			for _, m := range moves {
-				row(tw, m.BrokerName, orDash(m.From), orDash(m.To), m.Reason, m.Result)
-			}
-		}); err != nil {
-			return err
-		}
-		return errors.Join(errs...)
-	})
-	return cmd
+		m.Result = fmt.Sprintf("moved in %s", time.Duration(res.TookMillis)*time.Millisecond)
+	}
+	if moves == nil {
+		moves = []balanceMove{}
+	}
+	return moves, errors.Join(errs...)
+}
+
+func tableBalance(w *tabwriter.Writer, moves []balanceMove) {
+	if len(moves) == 0 {
+		fmt.Fprintln(w, "leaders already balanced; nothing to move")
+		return
+	}
+	columns([]any{"#Broker Name", "#From", "#To", "#Reason", "#Result"}, func(m balanceMove) []any {
+		return []any{m.BrokerName, orDash(m.From), orDash(m.To), m.Reason, m.Result}
+	})(w, moves)
 }

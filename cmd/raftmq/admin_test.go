@@ -514,3 +514,118 @@ func TestAdminTransferWriteGap(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminTable checks the command table itself: every row is complete
+// and distinct, its required flags are enforced by name, its exactly-one
+// flags and true/false flags are checked as usage errors, all before any
+// request is sent (the name server address answers nothing).
+func TestAdminTable(t *testing.T) {
+	dead := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	names := map[string]bool{}
+	for _, e := range adminCommands {
+		sp := e.spec()
+		t.Run(sp.name, func(t *testing.T) {
+			if !sp.complete {
+				t.Fatal("row lacks a short description, a run function or a table renderer")
+			}
+			if lower := strings.ToLower(sp.name); names[lower] {
+				t.Fatalf("two commands named %q ignoring case", sp.name)
+			} else {
+				names[lower] = true
+			}
+			kinds := map[string]flagKind{}
+			shorts := map[string]bool{"n": true, "h": true} // -n and -h belong to every command
+			for _, f := range sp.flags {
+				if _, dup := kinds[f.name]; dup || (f.short != "" && shorts[f.short]) {
+					t.Fatalf("flag --%s -%s declared twice", f.name, f.short)
+				}
+				kinds[f.name], shorts[f.short] = f.kind, f.short != ""
+			}
+			for _, n := range sp.oneOf {
+				if k, ok := kinds[n]; !ok || k != kindString {
+					t.Fatalf("oneOf names %q, not a text flag of the row", n)
+				}
+			}
+
+			// valid gives a value each flag accepts; args are the required
+			// flags plus the first of oneOf, so the row passes every check.
+			valid := func(f flagSpec) string {
+				switch f.kind {
+				case kindTime:
+					return "now"
+				case kindInt, kindInt64:
+					return "1"
+				}
+				return "x"
+			}
+			args := func(skip string) []string {
+				a := []string{sp.name, "-n", dead, "--timeout", "200ms"}
+				for _, f := range sp.flags {
+					if f.name != skip && f.kind != kindSwitch && (f.required || len(sp.oneOf) > 0 && f.name == sp.oneOf[0]) {
+						a = append(a, "--"+f.name, valid(f))
+					}
+				}
+				return a
+			}
+			for _, f := range sp.flags {
+				if !f.required {
+					continue
+				}
+				_, err := runAdmin(t, args(f.name)...)
+				if err == nil || !strings.Contains(err.Error(), `required flag(s) "`+f.name+`" not set`) {
+					t.Errorf("without --%s: %v, want cobra's required-flag error naming it", f.name, err)
+				}
+			}
+			if len(sp.oneOf) > 0 {
+				_, err := runAdmin(t, args(sp.oneOf[0])...)
+				if !errors.Is(err, errAdminUsage) || !strings.Contains(err.Error(), "needs exactly one of") {
+					t.Errorf("without any of %v: %v, want a usage error", sp.oneOf, err)
+				}
+				_, err = runAdmin(t, append(args(""), "--"+sp.oneOf[1], "y")...)
+				if !errors.Is(err, errAdminUsage) {
+					t.Errorf("with all of %v: %v, want a usage error", sp.oneOf, err)
+				}
+			}
+			for _, f := range sp.flags {
+				if f.kind != kindYesNo && f.kind != kindTime {
+					continue
+				}
+				_, err := runAdmin(t, append(args(f.name), "--"+f.name, "maybe")...)
+				if !errors.Is(err, errAdminUsage) || !strings.Contains(err.Error(), `-`+f.short+` "maybe"`) {
+					t.Errorf("--%s maybe: %v, want a usage error naming -%s", f.name, err, f.short)
+				}
+			}
+		})
+	}
+}
+
+// TestAdminCommandNames checks name matching: mqadmin ignores case; an
+// unknown name is a usage error suggesting close names, exit status 1.
+func TestAdminCommandNames(t *testing.T) {
+	dead := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	// Reaching the name server proves TOPICLIST ran topicList.
+	if _, err := runAdmin(t, "TOPICLIST", "-n", dead, "--timeout", "200ms"); !errors.Is(err, errUnreachable) {
+		t.Fatalf("TOPICLIST: %v, want topicList's unreachable name server", err)
+	}
+	_, err := runAdmin(t, "topicLst", "-n", dead, "-t", "T")
+	if !errors.Is(err, errAdminUsage) || !strings.Contains(err.Error(), `unknown command "topicLst"`) ||
+		!strings.Contains(err.Error(), "did you mean topicList?") {
+		t.Fatalf("topicLst: %v, want an unknown-command usage error suggesting topicList", err)
+	}
+	if _, err := runAdmin(t, "frobnicate"); !errors.Is(err, errAdminUsage) || !strings.Contains(err.Error(), "--help") {
+		t.Fatalf("frobnicate: %v, want an unknown-command usage error pointing at --help", err)
+	}
+	if out, err := runAdmin(t); err != nil || !strings.Contains(out, "leadershipTransfer") {
+		t.Fatalf("bare `raftmq admin`: %v, want the command list:\n%s", err, out)
+	}
+
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), adminMainEnv+"=admin\x1ftoplist")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "did you mean topicList?") {
+		t.Fatalf("raftmq admin toplist: %v, stderr %q; want exit status 1 and a suggestion", err, stderr.String())
+	}
+}
