@@ -278,13 +278,20 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 		Long: "Administration commands named and flagged like RocketMQ's mqadmin (updateTopic, topicList, clusterList, " +
 			"consumerProgress, ...) plus raftmq's raftStatus, leadershipTransfer and balanceLeaders. Every command takes " +
 			"-n NAMESRV (host:port, several separated by ';'). Output is a table; --json prints JSON for scripts.",
-		Args: unknownAdminCommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-		// An unknown command's own flags (-t, -g, ...) must not hide the
-		// "unknown command" answer behind an "unknown flag" one.
-		FParseErrWhitelist:         cobra.FParseErrWhitelist{UnknownFlags: true},
+		Args:                       unknownAdminCommand,
+		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SuggestionsMinimumDistance: 2,
 	}
+	// A mistyped command name followed by its flags (-t, -g, ...) fails on
+	// the first flag admin itself lacks: report the name, the real mistake.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if c == cmd {
+			if uerr := unknownAdminCommand(c, c.Flags().Args()); uerr != nil {
+				return uerr
+			}
+		}
+		return err
+	})
 	cmd.PersistentFlags().StringVarP(&f.namesrv, "namesrvAddr", "n", "", "name server address(es), host:port[;host:port] (required)")
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 5*time.Second, "timeout of each request")
