@@ -255,10 +255,9 @@ var adminCommands = []adminEntry{
 		long: "For every broker group (of -c cluster): if its members configure preferredLeaderId and another member " +
 			"leads, transfer to the preferred one; groups without a preference are moved off hosts that lead at least " +
 			"two more groups than another host holding a member. One transfer at a time; --dry-run only prints the plan.",
-		flags:   []flagSpec{str("clusterName", "c", "only this cluster"), toggle("dry-run", "print the plan without moving anything")},
-		run:     runBalanceLeaders,
-		table:   tableBalance,
-		partial: true,
+		flags: []flagSpec{str("clusterName", "c", "only this cluster"), toggle("dry-run", "print the plan without moving anything")},
+		run:   runBalanceLeaders,
+		table: tableBalance,
 	},
 }
 

@@ -47,10 +47,14 @@ type adminCommand[R any] struct {
 	// (--json) or by table. Errors are explained by adminSession.explain.
 	run   func(ctx context.Context, s *adminSession, in flagValues) (R, error)
 	table func(w *tabwriter.Writer, r R)
-	// partial prints the result even when run also fails (a plan of
-	// several moves reports each move's outcome).
-	partial bool
 }
+
+// partialFailure is a run error that still comes with a result worth
+// printing: some of several independent steps failed, and the result says
+// which (balanceLeaders' moves).
+type partialFailure struct{ error }
+
+func (p partialFailure) Unwrap() error { return p.error }
 
 func (c adminCommand[R]) spec() entrySpec {
 	return entrySpec{name: c.name, flags: c.flags, oneOf: c.oneOf, complete: c.short != "" && c.run != nil && c.table != nil}
@@ -79,7 +83,7 @@ func (c adminCommand[R]) cobra(f *adminFlags) *cobra.Command {
 			return err
 		}
 		res, err := c.run(ctx, s, in)
-		if err == nil || c.partial {
+		if pf := (partialFailure{}); err == nil || errors.As(err, &pf) {
 			if perr := emit(s, res, c.table); perr != nil {
 				return perr
 			}

@@ -345,8 +345,8 @@ func planBalance(gs []*groupStatus) []balanceMove {
 }
 
 // runBalanceLeaders is `raftmq admin balanceLeaders -n NAMESRV [-c
-// cluster] [--dry-run]`: the plan, each move with its outcome, and the
-// failed moves' errors together.
+// cluster] [--dry-run]`: the plan with each move's outcome, printed even
+// when some moves failed.
 func runBalanceLeaders(ctx context.Context, s *adminSession, in flagValues) ([]balanceMove, error) {
 	gs, err := s.groupStatuses(ctx, in.str("clusterName"), "")
 	if err != nil {
@@ -377,7 +377,10 @@ func runBalanceLeaders(ctx context.Context, s *adminSession, in flagValues) ([]b
 	if moves == nil {
 		moves = []balanceMove{}
 	}
-	return moves, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return moves, partialFailure{err}
+	}
+	return moves, nil
 }
 
 func tableBalance(w *tabwriter.Writer, moves []balanceMove) {

@@ -516,9 +516,9 @@ func TestAdminTransferWriteGap(t *testing.T) {
 }
 
 // TestAdminTable checks the command table itself: every row is complete
-// and distinct, its required flags are enforced by name, its exactly-one
-// flags and true/false flags are checked as usage errors, all before any
-// request is sent (the name server address answers nothing).
+// and distinct; its required flags are enforced by name and its
+// exactly-one, true/false and time flags are checked as usage errors, all
+// before any request is sent; and a row that fails prints nothing.
 func TestAdminTable(t *testing.T) {
 	dead := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	names := map[string]bool{}
@@ -585,6 +585,10 @@ func TestAdminTable(t *testing.T) {
 				if !errors.Is(err, errAdminUsage) {
 					t.Errorf("with all of %v: %v, want a usage error", sp.oneOf, err)
 				}
+			}
+			// A failed command prints nothing on stdout: no half table.
+			if out, err := runAdmin(t, args("")...); err == nil || out != "" {
+				t.Errorf("against a dead name server: %v, stdout %q; want an error and no output", err, out)
 			}
 			for _, f := range sp.flags {
 				if f.kind != kindYesNo && f.kind != kindTime {
