@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/httpmon"
 	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -281,7 +281,7 @@ func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	fsys := s.c.cfg.Store.FS
 	if fsys == nil {
-		fsys = store.OSFS()
+		fsys = storage.OSFS()
 	}
 	if used, total, err := fsys.DiskUsage(s.c.cfg.Store.StorePathRootDir); err == nil && total > 0 {
 		ch <- prometheus.MustNewConstMetric(diskUsedRatioDesc, prometheus.GaugeValue, float64(used)/float64(total))

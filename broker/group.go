@@ -17,6 +17,7 @@ import (
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/raftlog"
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -54,7 +55,7 @@ type Group struct {
 
 	// segQ is the CommitLog's segment queue (set in the store's OpenLog
 	// hook, before the store starts its retention goroutine).
-	segQ *store.MappedFileQueue
+	segQ *storage.MappedFileQueue
 	// ready is set once Raft runs; the retention hook does nothing before.
 	ready atomic.Bool
 	// diskFS is the store's FS, reporting ENOSPC to the disk guard
@@ -113,7 +114,7 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 		scfg.Log = log
 	}
 	if scfg.FS == nil {
-		scfg.FS = store.OSFS()
+		scfg.FS = storage.OSFS()
 	}
 	// Store, Raft log and checkpoint writes all go through this FS, so an
 	// ENOSPC anywhere sets the disk guard at once.
@@ -124,7 +125,7 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 		warmAhead = cfg.WarmAheadBytes
 	}
 	scfg.Raft = &store.RaftHooks{
-		OpenLog: func(q *store.MappedFileQueue) error {
+		OpenLog: func(q *storage.MappedFileQueue) error {
 			var err error
 			g.segQ = q
 			g.logs, err = raftlog.OpenOnQueue(q, filepath.Join(raftDir, "log"), raftlog.Options{

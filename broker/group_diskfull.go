@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Disk-full handling of a Raft member:
@@ -133,7 +134,7 @@ func (g *Group) hasOtherVoter() bool {
 // only acts on ENOSPC/EDQUOT. ms is set once the store is open; errors
 // before that (recovery) are left to the usage check.
 type noSpaceFS struct {
-	store.FS
+	storage.FS
 	ms atomic.Pointer[store.MessageStore]
 }
 
@@ -146,8 +147,8 @@ func (f *noSpaceFS) note(err error) error {
 	return err
 }
 
-// OpenFile implements store.FS.
-func (f *noSpaceFS) OpenFile(name string, flag int, perm os.FileMode) (store.File, error) {
+// OpenFile implements storage.FS.
+func (f *noSpaceFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
 	file, err := f.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, f.note(err)
@@ -155,41 +156,41 @@ func (f *noSpaceFS) OpenFile(name string, flag int, perm os.FileMode) (store.Fil
 	return &noSpaceFile{File: file, fs: f}, nil
 }
 
-// Rename implements store.FS (checkpoint and meta files are renamed into place).
+// Rename implements storage.FS (checkpoint and meta files are renamed into place).
 func (f *noSpaceFS) Rename(oldname, newname string) error {
 	return f.note(f.FS.Rename(oldname, newname))
 }
 
-// MkdirAll implements store.FS.
+// MkdirAll implements storage.FS.
 func (f *noSpaceFS) MkdirAll(path string, perm os.FileMode) error {
 	return f.note(f.FS.MkdirAll(path, perm))
 }
 
-// SyncDir implements store.FS.
+// SyncDir implements storage.FS.
 func (f *noSpaceFS) SyncDir(path string) error { return f.note(f.FS.SyncDir(path)) }
 
 // noSpaceFile reports its write errors to the disk guard.
 type noSpaceFile struct {
-	store.File
+	storage.File
 	fs *noSpaceFS
 }
 
-// WriteAt implements store.File.
+// WriteAt implements storage.File.
 func (f *noSpaceFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(p, off)
 	return n, f.fs.note(err)
 }
 
-// Fallocate implements store.File (a new segment on a full disk fails here).
+// Fallocate implements storage.File (a new segment on a full disk fails here).
 func (f *noSpaceFile) Fallocate(size int64) error { return f.fs.note(f.File.Fallocate(size)) }
 
-// Truncate implements store.File.
+// Truncate implements storage.File.
 func (f *noSpaceFile) Truncate(size int64) error { return f.fs.note(f.File.Truncate(size)) }
 
-// Sync implements store.File.
+// Sync implements storage.File.
 func (f *noSpaceFile) Sync() error { return f.fs.note(f.File.Sync()) }
 
-// Msync implements store.File.
+// Msync implements storage.File.
 func (f *noSpaceFile) Msync(b []byte) error { return f.fs.note(f.File.Msync(b)) }
 
 // noSpaceSnapshots wraps the Raft snapshot store (hashicorp/raft's file

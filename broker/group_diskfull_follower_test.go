@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // fullFS is the real file system whose disk can be made "full": while full,
@@ -20,8 +20,8 @@ type fullFS struct {
 	usageFS
 }
 
-// OpenFile implements store.FS.
-func (f *fullFS) OpenFile(name string, flag int, perm os.FileMode) (store.File, error) {
+// OpenFile implements storage.FS.
+func (f *fullFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
 	file, err := f.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -31,7 +31,7 @@ func (f *fullFS) OpenFile(name string, flag int, perm os.FileMode) (store.File, 
 
 // fullFile fails space-taking operations while its fullFS is full.
 type fullFile struct {
-	store.File
+	storage.File
 	fs *fullFS
 }
 
@@ -39,7 +39,7 @@ func (f *fullFile) noSpace(op string) error {
 	return &os.PathError{Op: op, Path: f.File.Name(), Err: unix.ENOSPC}
 }
 
-// WriteAt implements store.File: a write that extends the file fails (a
+// WriteAt implements storage.File: a write that extends the file fails (a
 // write into fallocated space does not need new blocks).
 func (f *fullFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.fs.full.Load() {
@@ -50,7 +50,7 @@ func (f *fullFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.File.WriteAt(p, off)
 }
 
-// Fallocate implements store.File.
+// Fallocate implements storage.File.
 func (f *fullFile) Fallocate(size int64) error {
 	if f.fs.full.Load() {
 		return f.noSpace("fallocate")
@@ -73,7 +73,7 @@ func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
 	sd := defaultDiskStepDown()
 	sd.interval = 50 * time.Millisecond
 	for i := range c.nodes {
-		fss[i] = &fullFS{usageFS{FS: store.OSFS()}}
+		fss[i] = &fullFS{usageFS{FS: storage.OSFS()}}
 		startOnFS(c, i, fss[i], sd)
 	}
 	c.createTopic("T", 2)

@@ -14,16 +14,17 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // usageFS is the real file system with a switchable disk-usage report, so
 // one member's disk can look full while its files keep working.
 type usageFS struct {
-	store.FS
+	storage.FS
 	full atomic.Bool
 }
 
-// DiskUsage implements store.FS: 99 % while full, else 10 %.
+// DiskUsage implements storage.FS: 99 % while full, else 10 %.
 func (f *usageFS) DiskUsage(string) (used, total uint64, err error) {
 	if f.full.Load() {
 		return 99, 100, nil
@@ -33,7 +34,7 @@ func (f *usageFS) DiskUsage(string) (used, total uint64, err error) {
 
 // startOnFS starts member i like testCluster.start, over fsys (a usageFS or
 // fullFS) and with the given disk-full step-down.
-func startOnFS(c *testCluster, i int, fsys store.FS, sd diskStepDownConfig) {
+func startOnFS(c *testCluster, i int, fsys storage.FS, sd diskStepDownConfig) {
 	n := c.nodes[i]
 	cfg := n.cfg
 	n.fs = &killableFS{FS: fsys}
@@ -63,7 +64,7 @@ func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
 		c.stop(i)
 	}
 	for i := range c.nodes {
-		fss[i] = &usageFS{FS: store.OSFS()}
+		fss[i] = &usageFS{FS: storage.OSFS()}
 		startOnFS(c, i, fss[i], sd)
 	}
 	c.createTopic("T", 2)
@@ -138,7 +139,7 @@ func TestGroupNoSpaceFSSetsGuard(t *testing.T) {
 }
 
 // enospcFile fails every write with ENOSPC.
-type enospcFile struct{ store.File }
+type enospcFile struct{ storage.File }
 
 func (enospcFile) WriteAt([]byte, int64) (int, error) {
 	return 0, &os.PathError{Op: "write", Path: "probe", Err: unix.ENOSPC}

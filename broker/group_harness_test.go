@@ -21,6 +21,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -181,7 +182,7 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 func (c *testCluster) start(i int) {
 	n := c.nodes[i]
 	cfg := n.cfg
-	n.fs = &killableFS{FS: store.OSFS()}
+	n.fs = &killableFS{FS: storage.OSFS()}
 	cfg.Store.FS = n.fs
 	g, err := newGroup(cfg, n.remoting, nil, groupOptions{stream: func(s raft.StreamLayer) raft.StreamLayer {
 		n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
@@ -466,13 +467,13 @@ var errKilled = errors.New("killableFS: process killed")
 // Close and Munmap still work), like a process that died: what it wrote
 // into page cache or mappings stays, nothing more is synced.
 type killableFS struct {
-	store.FS
+	storage.FS
 	dead atomic.Bool
 }
 
 func (f *killableFS) kill() { f.dead.Store(true) }
 
-func (f *killableFS) OpenFile(name string, flag int, perm os.FileMode) (store.File, error) {
+func (f *killableFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
 	if f.dead.Load() {
 		return nil, errKilled
 	}
@@ -512,7 +513,7 @@ func (f *killableFS) SyncDir(path string) error {
 }
 
 type killableFile struct {
-	store.File
+	storage.File
 	fs *killableFS
 }
 

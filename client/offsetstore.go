@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/raftmq/raftmq/internal/fsutil"
+	"github.com/raftmq/raftmq/storage"
 	"os"
 	"slices"
 	"strconv"
@@ -170,7 +170,7 @@ func (s *LocalOffsetStore) Persist(_ context.Context, _ []MessageQueue) error {
 	}
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
-	if err := fsutil.WriteFileAtomic(s.path, data); err != nil {
+	if err := storage.WriteFileAtomic(storage.OSFS(), s.path, data); err != nil {
 		return fmt.Errorf("client: offsets: %w", err)
 	}
 	return nil

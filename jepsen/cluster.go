@@ -99,7 +99,7 @@ func BuildBinary(ctx context.Context, dir string) (string, error) {
 
 // BuildBinaryTags is BuildBinary with build tags (e.g. "crashfs": the
 // store keeps file data in process memory until it is synced, so SIGKILL
-// loses unsynced writes; see broker/store/crashfs.go). The executable is
+// loses unsynced writes; see storage/crashfs.go). The executable is
 // named raftmq, or raftmq-<tags> with tags.
 func BuildBinaryTags(ctx context.Context, dir, tags string) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()

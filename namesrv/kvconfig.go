@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/raftmq/raftmq/internal/fsutil"
+	"github.com/raftmq/raftmq/storage"
 	"io/fs"
 	"os"
 	"sync"
@@ -127,7 +127,7 @@ func (m *KVConfigManager) persistLocked() error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrKVPersist, m.path, err)
 	}
-	if err := fsutil.WriteFileAtomic(m.path, data); err != nil {
+	if err := storage.WriteFileAtomic(storage.OSFS(), m.path, data); err != nil {
 		m.log.Error("persisting KV config failed", zap.String("path", m.path), zap.Error(err))
 		return fmt.Errorf("%w: %s: %v", ErrKVPersist, m.path, err)
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/raftlog/raftlogtest"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // fromMemory reports whether GetLog(index) returned the very bytes given to
@@ -29,7 +29,7 @@ func fromMemory(t *testing.T, s *LogStore, stored *raft.Log) bool {
 // come from the files with the same content; a negative CacheBytes turns
 // the cache off.
 func TestRecentEntriesCache(t *testing.T) {
-	o := testOptions(store.NewFaultFS(1))
+	o := testOptions(storage.NewFaultFS(1))
 	o.CacheBytes = 3000 // a handful of test entries (up to 600 bytes each)
 	s := mustOpen(t, "/c", o)
 	t1 := raftlogtest.Entries(1, 40, 1)

@@ -9,8 +9,8 @@ import (
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/raftlog/raftlogtest"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // A full disk must not stop the log for good: a batch refused for lack of
@@ -18,8 +18,8 @@ import (
 
 // faultWhen installs a FaultFS hook failing op with errno for files whose
 // name contains part, while on is set.
-func faultWhen(f *store.FaultFS, op store.FaultOp, part string, errno error, on *atomic.Bool) {
-	f.SetFaultFunc(func(o store.FaultOp, name string) error {
+func faultWhen(f *storage.FaultFS, op storage.FaultOp, part string, errno error, on *atomic.Bool) {
+	f.SetFaultFunc(func(o storage.FaultOp, name string) error {
 		if on.Load() && o == op && strings.Contains(name, part) {
 			return errno
 		}
@@ -53,19 +53,19 @@ func samePositions(t *testing.T, a, b *LogStore, from, to uint64) {
 func TestDiskFullBatchIsRefusedNotFatal(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		op   store.FaultOp
+		op   storage.FaultOp
 		part string
 	}{
-		{"fallocate", store.OpFallocate, ""},
-		{"write", store.OpWrite, segmentDirName},
+		{"fallocate", storage.OpFallocate, ""},
+		{"write", storage.OpWrite, segmentDirName},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := store.NewFaultFS(21)
+			f := storage.NewFaultFS(21)
 			var full atomic.Bool
 			faultWhen(f, tc.op, tc.part, unix.ENOSPC, &full)
 			o := testOptions(f)
 			s := mustOpen(t, "/log", o)
-			ref := mustOpen(t, "/ref", testOptions(store.NewFaultFS(22)))
+			ref := mustOpen(t, "/ref", testOptions(storage.NewFaultFS(22)))
 			defer ref.Close()
 			next := uint64(1)
 			refused := 0
@@ -78,7 +78,7 @@ func TestDiskFullBatchIsRefusedNotFatal(t *testing.T) {
 					err := s.StoreLogs(batch)
 					full.Store(false)
 					if err != nil {
-						if !errors.Is(err, store.ErrDiskFull) || errors.Is(err, ErrStoreFailed) {
+						if !errors.Is(err, storage.ErrDiskFull) || errors.Is(err, ErrStoreFailed) {
 							t.Fatalf("round %d: StoreLogs on a full disk: %v", round, err)
 						}
 						refused++
@@ -101,7 +101,7 @@ func TestDiskFullBatchIsRefusedNotFatal(t *testing.T) {
 			}
 			raftlogtest.CheckRange(t, s, 1, next-1, term1)
 			samePositions(t, s, ref, 1, next-1)
-			f = f.Crash(store.CrashOptions{TearPages: true})
+			f = f.Crash(storage.CrashOptions{TearPages: true})
 			s.Close()
 			o.FS = f
 			s = mustOpen(t, "/log", o)
@@ -116,9 +116,9 @@ func TestDiskFullBatchIsRefusedNotFatal(t *testing.T) {
 // deletes nothing, keeps FirstIndex and does not stop the store; the next
 // pass after space returns deletes.
 func TestRetentionMetaWriteENOSPC(t *testing.T) {
-	f := store.NewFaultFS(23)
+	f := storage.NewFaultFS(23)
 	var full atomic.Bool
-	faultWhen(f, store.OpWrite, metaFileName, unix.ENOSPC, &full)
+	faultWhen(f, storage.OpWrite, metaFileName, unix.ENOSPC, &full)
 	o := testOptions(f)
 	s := mustOpen(t, "/log", o)
 	defer s.Close()
@@ -149,14 +149,14 @@ func TestRetentionMetaWriteENOSPC(t *testing.T) {
 // batch back, after which writes continue and a crash keeps every stored
 // entry and nothing of the failed batch beyond what is re-stored.
 func TestIOErrorStopsUntilRecover(t *testing.T) {
-	for _, op := range []store.FaultOp{store.OpMsync, store.OpWrite} {
+	for _, op := range []storage.FaultOp{storage.OpMsync, storage.OpWrite} {
 		t.Run(op.String(), func(t *testing.T) {
-			f := store.NewFaultFS(24)
+			f := storage.NewFaultFS(24)
 			var bad atomic.Bool
 			faultWhen(f, op, segmentDirName, unix.EIO, &bad)
 			o := testOptions(f)
 			s := mustOpen(t, "/log", o)
-			ref := mustOpen(t, "/ref", testOptions(store.NewFaultFS(25)))
+			ref := mustOpen(t, "/ref", testOptions(storage.NewFaultFS(25)))
 			defer ref.Close()
 			storeAll(t, s, raftlogtest.Entries(1, 30, 1))
 			storeAll(t, ref, raftlogtest.Entries(1, 30, 1))
@@ -167,7 +167,7 @@ func TestIOErrorStopsUntilRecover(t *testing.T) {
 			if err := s.StoreLogs(raftlogtest.Entries(31, 31, 1)); !errors.Is(err, ErrStoreFailed) {
 				t.Fatalf("StoreLogs while stopped: %v", err)
 			}
-			if err := s.Recover(); op == store.OpMsync && err == nil {
+			if err := s.Recover(); op == storage.OpMsync && err == nil {
 				t.Fatal("Recover succeeded while syncs still fail")
 			}
 			bad.Store(false)
@@ -181,7 +181,7 @@ func TestIOErrorStopsUntilRecover(t *testing.T) {
 			storeAll(t, s, raftlogtest.Entries(31, 60, 2))
 			storeAll(t, ref, raftlogtest.Entries(31, 60, 2))
 			samePositions(t, s, ref, 1, 60)
-			f = f.Crash(store.CrashOptions{TearPages: true})
+			f = f.Crash(storage.CrashOptions{TearPages: true})
 			s.Close()
 			o.FS = f
 			s = mustOpen(t, "/log", o)

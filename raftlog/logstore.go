@@ -10,15 +10,15 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
-	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Options configures a LogStore. The zero value of every field but
 // SegmentSize takes the default below.
 type Options struct {
-	// FS is the file-system seam (default store.OSFS()); tests pass a
-	// store.FaultFS to simulate crashes.
-	FS store.FS
+	// FS is the file-system seam (default storage.OSFS()); tests pass a
+	// storage.FaultFS to simulate crashes.
+	FS storage.FS
 	// SegmentSize is the size of every log segment (RocketMQ's
 	// mappedFileSizeCommitLog). It must be equal on all members of a group,
 	// because positions depend on it, and it must not change for an existing
@@ -74,7 +74,7 @@ const (
 func (o *Options) withDefaults() (Options, error) {
 	r := *o
 	if r.FS == nil {
-		r.FS = store.OSFS()
+		r.FS = storage.OSFS()
 	}
 	if r.SegmentSize == 0 {
 		r.SegmentSize = defaultSegmentSize
@@ -122,11 +122,11 @@ func (o *Options) withDefaults() (Options, error) {
 // zeroing bytes) never changes bytes under them. Order: wmu before mu.
 type LogStore struct {
 	opts Options
-	fsys store.FS
+	fsys storage.FS
 	dir  string
 	log  *zap.Logger
-	segQ *store.MappedFileQueue
-	idxQ *store.MappedFileQueue
+	segQ *storage.MappedFileQueue
+	idxQ *storage.MappedFileQueue
 	// ownsSegQ is false for OpenOnQueue: the CommitLog facade closes it.
 	ownsSegQ bool
 
@@ -173,7 +173,7 @@ func Open(dir string, opts Options) (*LogStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	segQ, err := store.OpenMappedFileQueue(o.FS, filepath.Join(dir, segmentDirName), o.SegmentSize)
+	segQ, err := storage.OpenMappedFileQueue(o.FS, filepath.Join(dir, segmentDirName), o.SegmentSize)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func Open(dir string, opts Options) (*LogStore, error) {
 // queue's file size must equal opts.SegmentSize. The LogStore then owns
 // appends to and recovery of that queue (it truncates a torn tail at Open);
 // Close does not close the queue, its owner does.
-func OpenOnQueue(segQ *store.MappedFileQueue, dir string, opts Options) (*LogStore, error) {
+func OpenOnQueue(segQ *storage.MappedFileQueue, dir string, opts Options) (*LogStore, error) {
 	if opts.SegmentSize == 0 {
 		opts.SegmentSize = segQ.FileSize()
 	}
@@ -205,7 +205,7 @@ func OpenOnQueue(segQ *store.MappedFileQueue, dir string, opts Options) (*LogSto
 	return openOn(segQ, dir, o)
 }
 
-func openOn(segQ *store.MappedFileQueue, dir string, o Options) (*LogStore, error) {
+func openOn(segQ *storage.MappedFileQueue, dir string, o Options) (*LogStore, error) {
 	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger, segQ: segQ, recent: recentLogs{maxBytes: o.CacheBytes}}
 	if err := s.fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func openOn(segQ *store.MappedFileQueue, dir string, o Options) (*LogStore, erro
 		return nil, fmt.Errorf("%w: log in %s was written with segment size %d, configured %d (positions depend on it; it must not change)",
 			ErrInvalidConfig, dir, m.SegmentSize, o.SegmentSize)
 	}
-	if s.idxQ, err = store.OpenMappedFileQueue(s.fsys, filepath.Join(dir, indexDirName), o.IndexFileSize); err != nil {
+	if s.idxQ, err = storage.OpenMappedFileQueue(s.fsys, filepath.Join(dir, indexDirName), o.IndexFileSize); err != nil {
 		return nil, err
 	}
 	if err := s.recover(m); err != nil {
@@ -393,13 +393,13 @@ type rollbackPoint struct {
 // of the batch was published (tail, cache), so the log is exactly as before
 // it once the files are cut back to rp: segments zeroed durably from rp.pos
 // (the same cut as a conflict truncation), index slots from rp.index, later
-// files removed. A disk-full error from fallocate or pwrite (store.ErrDiskFull;
+// files removed. A disk-full error from fallocate or pwrite (storage.ErrDiskFull;
 // never from msync) is then just returned: Raft's AppendEntries fails and the
 // leader retries, and the next batch after space returns succeeds. Any other
 // error (EIO on write or sync: after a failed fsync the page-cache state is
 // unknown), or a failed cut, stops the store; Recover retries the cut later.
 func (s *LogStore) batchFailedLocked(rp rollbackPoint, err error) error {
-	if errors.Is(err, store.ErrDiskFull) {
+	if errors.Is(err, storage.ErrDiskFull) {
 		rerr := s.rollbackLocked(rp)
 		if rerr == nil {
 			s.log.Warn("raftlog: batch refused for lack of disk space; log cut back to the last stored entry",
@@ -511,7 +511,7 @@ func (s *LogStore) checkBatchLocked(logs []*raft.Log) error {
 
 // appendFrameLocked writes one frame at nextPos (after a blank filler if it
 // does not fit the current segment) and returns the segment and position.
-func (s *LogStore) appendFrameLocked(l *raft.Log) (*store.MappedFile, int64, error) {
+func (s *LogStore) appendFrameLocked(l *raft.Log) (*storage.MappedFile, int64, error) {
 	n := EncodedSize(l)
 	mf, err := s.segmentForLocked(n)
 	if err != nil {
@@ -540,7 +540,7 @@ func (s *LogStore) appendFrameLocked(l *raft.Log) (*store.MappedFile, int64, err
 // writing a blank filler over the rest of the current segment if the frame
 // plus a blank header's reserve does not fit (RocketMQ's END_FILE_MIN_BLANK_LENGTH
 // rule, so the placement is the same on every replica).
-func (s *LogStore) segmentForLocked(n int) (*store.MappedFile, error) {
+func (s *LogStore) segmentForLocked(n int) (*storage.MappedFile, error) {
 	mf, err := s.segmentAtLocked(s.nextPos)
 	if err != nil {
 		return nil, err
@@ -565,7 +565,7 @@ func (s *LogStore) segmentForLocked(n int) (*store.MappedFile, error) {
 
 // segmentAtLocked returns the segment whose write position is pos, creating
 // it (and moving its write position up to pos after a reset) if needed.
-func (s *LogStore) segmentAtLocked(pos int64) (*store.MappedFile, error) {
+func (s *LogStore) segmentAtLocked(pos int64) (*storage.MappedFile, error) {
 	mf := s.segQ.Last()
 	if mf == nil || mf.IsFull() {
 		var err error
@@ -582,7 +582,7 @@ func (s *LogStore) segmentAtLocked(pos int64) (*store.MappedFile, error) {
 // alignWrite makes mf's write position pos. Moving it forward is only valid
 // over never-written space (a new file after a reset); anything else means
 // the in-memory state and the files disagree.
-func alignWrite(mf *store.MappedFile, pos int64) error {
+func alignWrite(mf *storage.MappedFile, pos int64) error {
 	from := mf.FileFromOffset()
 	end := from + int64(mf.AppendPosition())
 	if end == pos {
@@ -632,7 +632,7 @@ func (s *LogStore) slotLocked(index uint64) (int64, error) {
 
 // frameViewLocked returns a refcounted view from the frame of index to the
 // end of its segment's written data, and the frame position.
-func (s *LogStore) frameViewLocked(index uint64) (*store.Slice, int64, error) {
+func (s *LogStore) frameViewLocked(index uint64) (*storage.Slice, int64, error) {
 	pos, err := s.slotLocked(index)
 	if err != nil {
 		return nil, 0, err

@@ -6,15 +6,15 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/goleak"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/raftlog/raftlogtest"
+	"github.com/raftmq/raftmq/storage"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testOptions uses small segments so that tests cross segment boundaries
 // (blank fillers) and small index files so that they roll too.
-func testOptions(fsys store.FS) Options {
+func testOptions(fsys storage.FS) Options {
 	return Options{FS: fsys, SegmentSize: 16 << 10, IndexFileSize: 512, CheckpointBytes: 20 << 10, Sync: true}
 }
 
@@ -46,7 +46,7 @@ func TestContractInmem(t *testing.T) {
 }
 
 // harness wraps a LogStore on fsys; crash (FaultFS only) replaces fsys.
-func harness(t *testing.T, fsys store.FS, faulty *store.FaultFS) *raftlogtest.Harness {
+func harness(t *testing.T, fsys storage.FS, faulty *storage.FaultFS) *raftlogtest.Harness {
 	dir := "/log"
 	if faulty == nil {
 		dir = t.TempDir()
@@ -73,7 +73,7 @@ func harness(t *testing.T, fsys store.FS, faulty *store.FaultFS) *raftlogtest.Ha
 	h.Close = func(t *testing.T) { cur.Close() }
 	if faulty != nil {
 		h.Crash = func(t *testing.T) raft.LogStore {
-			faulty = faulty.Crash(store.CrashOptions{Tear: true})
+			faulty = faulty.Crash(storage.CrashOptions{Tear: true})
 			cur.Close() // the old FS is dead; this only drops mappings
 			o.FS = faulty
 			cur = mustOpen(t, dir, o)
@@ -86,13 +86,13 @@ func harness(t *testing.T, fsys store.FS, faulty *store.FaultFS) *raftlogtest.Ha
 
 func TestContractFiles(t *testing.T) {
 	raftlogtest.Run(t, func(t *testing.T) *raftlogtest.Harness {
-		return harness(t, store.OSFS(), nil)
+		return harness(t, storage.OSFS(), nil)
 	})
 }
 
 func TestContractFaultFS(t *testing.T) {
 	raftlogtest.Run(t, func(t *testing.T) *raftlogtest.Harness {
-		f := store.NewFaultFS(1)
+		f := storage.NewFaultFS(1)
 		return harness(t, f, f)
 	})
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/raftlog/raftlogtest"
+	"github.com/raftmq/raftmq/storage"
 )
 
 func term1(i uint64) *raft.Log { return raftlogtest.Entry(i, 1) }
@@ -64,8 +64,8 @@ func sameLayout(t testing.TB, a, b *LogStore) {
 func TestDeterministicLayout(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 20; trial++ {
-		a := mustOpen(t, "/a", testOptions(store.NewFaultFS(1)))
-		b := mustOpen(t, "/b", testOptions(store.NewFaultFS(2)))
+		a := mustOpen(t, "/a", testOptions(storage.NewFaultFS(1)))
+		b := mustOpen(t, "/b", testOptions(storage.NewFaultFS(2)))
 		n := uint64(100 + rng.IntN(200))
 		// a: one batch at a time of random size, with a conflicting suffix
 		// (term 1) that gets truncated and rewritten in term 2.
@@ -104,7 +104,7 @@ func TestDeterministicLayout(t *testing.T) {
 // segment but the last ends in a blank filler, frames never span segments.
 func TestSegmentsEndInBlank(t *testing.T) {
 	dir := t.TempDir()
-	s := mustOpen(t, dir, testOptions(store.OSFS()))
+	s := mustOpen(t, dir, testOptions(storage.OSFS()))
 	storeAll(t, s, raftlogtest.Entries(1, 400, 1))
 	s.Close()
 	names, _ := filepath.Glob(filepath.Join(dir, segmentDirName, "*"))
@@ -150,7 +150,7 @@ func TestSegmentsEndInBlank(t *testing.T) {
 // accepts the next index at a position a fresh replica would use too.
 func TestTornTailTruncated(t *testing.T) {
 	for seed := uint64(0); seed < 30; seed++ {
-		f := store.NewFaultFS(seed)
+		f := storage.NewFaultFS(seed)
 		o := testOptions(f)
 		o.Sync = false
 		s := mustOpen(t, "/log", o)
@@ -159,7 +159,7 @@ func TestTornTailTruncated(t *testing.T) {
 			t.Fatal(err)
 		}
 		storeAll(t, s, raftlogtest.Entries(61, 120, 1))
-		f = f.Crash(store.CrashOptions{Tear: seed%2 == 0, TearPages: seed%2 == 1})
+		f = f.Crash(storage.CrashOptions{Tear: seed%2 == 0, TearPages: seed%2 == 1})
 		s.Close()
 		o.FS = f
 		s = mustOpen(t, "/log", o)
@@ -169,7 +169,7 @@ func TestTornTailTruncated(t *testing.T) {
 		}
 		raftlogtest.CheckRange(t, s, 1, last, term1)
 		storeAll(t, s, raftlogtest.Entries(last+1, 130, 1))
-		ref := mustOpen(t, "/ref", testOptions(store.NewFaultFS(99)))
+		ref := mustOpen(t, "/ref", testOptions(storage.NewFaultFS(99)))
 		storeAll(t, ref, raftlogtest.Entries(1, 130, 1))
 		sameLayout(t, s, ref)
 		s.Close()
@@ -181,11 +181,11 @@ func TestTornTailTruncated(t *testing.T) {
 // ErrStoreFailed, later writes are refused, reads keep working, and after a
 // crash every acknowledged entry is there.
 func TestSyncFailureStopsWrites(t *testing.T) {
-	f := store.NewFaultFS(5)
+	f := storage.NewFaultFS(5)
 	o := testOptions(f)
 	s := mustOpen(t, "/log", o)
 	storeAll(t, s, raftlogtest.Entries(1, 30, 1))
-	f.InjectError(store.OpMsync, unix.EIO)
+	f.InjectError(storage.OpMsync, unix.EIO)
 	if err := s.StoreLogs(raftlogtest.Entries(31, 40, 1)); !errors.Is(err, ErrStoreFailed) {
 		t.Fatalf("StoreLogs with EIO: %v", err)
 	}
@@ -193,7 +193,7 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 		t.Fatalf("StoreLogs after failure: %v", err)
 	}
 	raftlogtest.CheckRange(t, s, 1, 30, term1)
-	f = f.Crash(store.CrashOptions{TearPages: true})
+	f = f.Crash(storage.CrashOptions{TearPages: true})
 	s.Close()
 	o.FS = f
 	s = mustOpen(t, "/log", o)
@@ -213,7 +213,7 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 // TestCheckpointBoundsRecovery: a clean Close leaves nothing to rescan; a
 // crash rescans at most what was appended after the last checkpoint.
 func TestCheckpointBoundsRecovery(t *testing.T) {
-	f := store.NewFaultFS(3)
+	f := storage.NewFaultFS(3)
 	o := testOptions(f)
 	s := mustOpen(t, "/log", o)
 	storeAll(t, s, raftlogtest.Entries(1, 500, 1))
@@ -225,7 +225,7 @@ func TestCheckpointBoundsRecovery(t *testing.T) {
 	for i := uint64(501); i <= 1000; i += 10 {
 		storeAll(t, s, raftlogtest.Entries(i, i+9, 1))
 	}
-	f = f.Crash(store.CrashOptions{})
+	f = f.Crash(storage.CrashOptions{})
 	s.Close()
 	o.FS = f
 	s = mustOpen(t, "/log", o)
@@ -241,7 +241,7 @@ func TestCheckpointBoundsRecovery(t *testing.T) {
 // FirstIndex to the first entry left, survives reopen and crash, and Raft's
 // own prefix DeleteRange never removes bytes.
 func TestRetention(t *testing.T) {
-	f := store.NewFaultFS(4)
+	f := storage.NewFaultFS(4)
 	o := testOptions(f)
 	s := mustOpen(t, "/log", o)
 	storeAll(t, s, raftlogtest.Entries(1, 600, 1))
@@ -284,7 +284,7 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("first entry at %d, min position %d, 450 at %d", fpos, s.MinPosition(), pos)
 	}
 	raftlogtest.CheckRange(t, s, first, 600, term1)
-	f = f.Crash(store.CrashOptions{})
+	f = f.Crash(storage.CrashOptions{})
 	s.Close()
 	o.FS = f
 	s = mustOpen(t, "/log", o)
@@ -309,12 +309,12 @@ func TestPatchCommand(t *testing.T) {
 		return nil
 	}
 	for _, cache := range []int{-1, 1 << 20} {
-		o := testOptions(store.NewFaultFS(1))
+		o := testOptions(storage.NewFaultFS(1))
 		o.PatchCommand = patch
 		o.CacheBytes = cache
 		leader := mustOpen(t, "/leader", o)
 		storeAll(t, leader, raftlogtest.Entries(1, 200, 1))
-		o.FS = store.NewFaultFS(2)
+		o.FS = storage.NewFaultFS(2)
 		follower := mustOpen(t, "/follower", o)
 		for i := uint64(1); i <= 200; i++ {
 			var l raft.Log
@@ -348,7 +348,7 @@ func TestPatchCommand(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	o := testOptions(store.NewFaultFS(1))
+	o := testOptions(storage.NewFaultFS(1))
 	s := mustOpen(t, "/log", o)
 	storeAll(t, s, raftlogtest.Entries(1, 5, 1))
 	if err := s.StoreLogs(raftlogtest.Entries(7, 8, 1)); !errors.Is(err, ErrIndexGap) {
@@ -383,7 +383,7 @@ func TestRefusals(t *testing.T) {
 // TestResetPositions: after ResetAt the next entry lands exactly at the
 // given position, also across a crash between the reset and the next write.
 func TestResetPositions(t *testing.T) {
-	f := store.NewFaultFS(8)
+	f := storage.NewFaultFS(8)
 	o := testOptions(f)
 	s := mustOpen(t, "/log", o)
 	storeAll(t, s, raftlogtest.Entries(1, 100, 1))
@@ -391,7 +391,7 @@ func TestResetPositions(t *testing.T) {
 	if err := s.ResetAt(1001, nextPos); err != nil {
 		t.Fatal(err)
 	}
-	f = f.Crash(store.CrashOptions{})
+	f = f.Crash(storage.CrashOptions{})
 	s.Close()
 	o.FS = f
 	s = mustOpen(t, "/log", o)
@@ -419,13 +419,13 @@ func TestResetPositions(t *testing.T) {
 // in the previous segment: the filler must be durable too, or recovery
 // would stop at its zeros and drop the acknowledged entries after it.
 func TestCrashAtEverySegmentRoll(t *testing.T) {
-	f := store.NewFaultFS(11)
+	f := storage.NewFaultFS(11)
 	o := testOptions(f)
 	o.CheckpointBytes = 1 << 40 // recovery must scan across the rolls
 	s := mustOpen(t, "/log", o)
 	for i := uint64(1); i <= 150; i++ {
 		storeAll(t, s, raftlogtest.Entries(i, i, 1))
-		f = f.Crash(store.CrashOptions{Tear: true})
+		f = f.Crash(storage.CrashOptions{Tear: true})
 		s.Close()
 		o.FS = f
 		s = mustOpen(t, "/log", o)
@@ -445,7 +445,7 @@ func TestCrashAtEverySegmentRoll(t *testing.T) {
 // fresh follower, and a startup restore that must leave the log alone.
 func TestRestoreFrom(t *testing.T) {
 	open := func(seed uint64) *LogStore {
-		return mustOpen(t, "/log", testOptions(store.NewFaultFS(seed)))
+		return mustOpen(t, "/log", testOptions(storage.NewFaultFS(seed)))
 	}
 	roundTrip := func(p SnapshotPosition) SnapshotPosition {
 		var buf bytes.Buffer
@@ -535,8 +535,8 @@ func TestRestoreFrom(t *testing.T) {
 // TestOpenOnQueue: the log over a queue someone else owns (the CommitLog
 // facade in Raft mode) works, survives reopen, and Close leaves the queue open.
 func TestOpenOnQueue(t *testing.T) {
-	f := store.NewFaultFS(1)
-	q, err := store.OpenMappedFileQueue(f, "/store/commitlog", 16<<10)
+	f := storage.NewFaultFS(1)
+	q, err := storage.OpenMappedFileQueue(f, "/store/commitlog", 16<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +561,7 @@ func TestOpenOnQueue(t *testing.T) {
 	s.Close()
 	q.Close()
 	o.SegmentSize = 32 << 10
-	q2, _ := store.OpenMappedFileQueue(f, "/store/commitlog", 16<<10)
+	q2, _ := storage.OpenMappedFileQueue(f, "/store/commitlog", 16<<10)
 	defer q2.Close()
 	if _, err := OpenOnQueue(q2, "/store/raft", o); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("mismatched sizes: %v", err)
@@ -573,7 +573,7 @@ func TestOpenOnQueue(t *testing.T) {
 // Locate and GetLog (cache off) report the corruption and LocateHeader
 // still answers (the FSM reads data only through GetLog).
 func TestLocateHeader(t *testing.T) {
-	o := testOptions(store.NewFaultFS(1))
+	o := testOptions(storage.NewFaultFS(1))
 	o.CacheBytes = -1
 	s := mustOpen(t, "/lh", o)
 	defer s.Close()

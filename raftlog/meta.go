@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // meta is the small durable record that makes the log's state survive
@@ -93,7 +93,7 @@ func decodeMeta(b []byte) (meta, error) {
 }
 
 // readMeta returns the meta file in dir; ok is false if there is none.
-func readMeta(fsys store.FS, dir string) (m meta, ok bool, err error) {
+func readMeta(fsys storage.FS, dir string) (m meta, ok bool, err error) {
 	path := filepath.Join(dir, metaFileName)
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -117,6 +117,6 @@ func readMeta(fsys store.FS, dir string) (m meta, ok bool, err error) {
 
 // writeMeta replaces the meta file durably: a crash leaves either the old
 // or the new record, never a mix.
-func writeMeta(fsys store.FS, dir string, m meta) error {
-	return store.WriteFileAtomic(fsys, filepath.Join(dir, metaFileName), m.encode())
+func writeMeta(fsys storage.FS, dir string, m meta) error {
+	return storage.WriteFileAtomic(fsys, filepath.Join(dir, metaFileName), m.encode())
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
-	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Segment warming (Options.WarmAhead). Segments are fallocated: their
@@ -41,8 +41,8 @@ type warmState struct {
 	wake         chan struct{}
 	quit         chan struct{}
 	done         chan struct{}
-	file         store.File // open on fileOf's path
-	fileOf       *store.MappedFile
+	file         storage.File // open on fileOf's path
+	fileOf       *storage.MappedFile
 	stop         sync.Once
 }
 
@@ -199,7 +199,7 @@ func (s *LogStore) warmChunk() (bool, error) {
 // zeros is the source of writeZeros' pwrites.
 var zeros = make([]byte, 256<<10)
 
-func writeZeros(f store.File, off int64, n int) error {
+func writeZeros(f storage.File, off int64, n int) error {
 	for n > 0 {
 		k := min(n, len(zeros))
 		if _, err := f.WriteAt(zeros[:k], off); err != nil {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/raftlog/raftlogtest"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // bigEntry is entry i of term 1 with 16 KiB of data.
@@ -30,7 +30,7 @@ func bigEntry(i uint64) *raft.Log {
 // warmer running.
 func TestWarmAhead(t *testing.T) {
 	dir := t.TempDir()
-	o := Options{FS: store.OSFS(), SegmentSize: 4 << 20, IndexFileSize: 64 << 10, Sync: true,
+	o := Options{FS: storage.OSFS(), SegmentSize: 4 << 20, IndexFileSize: 64 << 10, Sync: true,
 		WarmAhead: 1 << 20, WarmChunk: 128 << 10}
 	s := mustOpen(t, dir, o)
 	storeAll(t, s, []*raft.Log{bigEntry(1)})

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 const benchMsgSize = 1024
@@ -254,7 +256,7 @@ func BenchmarkPullBatch(b *testing.B) {
 		time.Sleep(10 * time.Millisecond) // benchmark setup, not a test condition
 	}
 	// Baseline: pread 32 KiB chunks of the first segment.
-	seg, err := os.Open(filepath.Join(dir, "store", "commitlog", FileName(0)))
+	seg, err := os.Open(filepath.Join(dir, "store", "commitlog", storage.FileName(0)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Checkpoint is the content of storePathRootDir/checkpoint (RocketMQ
@@ -65,7 +67,7 @@ func decodeCheckpoint(b []byte) (Checkpoint, error) {
 }
 
 // readCheckpoint loads the checkpoint; ok is false if it is missing.
-func readCheckpoint(fsys FS, path string) (c Checkpoint, ok bool, err error) {
+func readCheckpoint(fsys storage.FS, path string) (c Checkpoint, ok bool, err error) {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Checkpoint{}, false, nil
@@ -83,41 +85,14 @@ func readCheckpoint(fsys FS, path string) (c Checkpoint, ok bool, err error) {
 	return c, err == nil, err
 }
 
-// writeCheckpoint replaces the checkpoint atomically (WriteFileAtomic).
-func writeCheckpoint(fsys FS, path string, c Checkpoint) error {
-	return WriteFileAtomic(fsys, path, c.encode())
-}
-
-// WriteFileAtomic replaces path with data through fsys so that a crash
-// leaves either the old or the new content: write a temporary file,
-// fdatasync it, rename it over path, fsync the directory. For small
-// metadata files (checkpoint, raftlog meta) that must never be torn.
-func WriteFileAtomic(fsys FS, path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
+// writeCheckpoint replaces the checkpoint atomically.
+func writeCheckpoint(fsys storage.FS, path string, c Checkpoint) error {
+	return storage.WriteFileAtomic(fsys, path, c.encode())
 }
 
 // createAbortFile marks the store as running: if it is still there at the
 // next start, the last run did not shut down cleanly (RocketMQ's abort file).
-func createAbortFile(fsys FS, path string) error {
+func createAbortFile(fsys storage.FS, path string) error {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
@@ -129,14 +104,14 @@ func createAbortFile(fsys FS, path string) error {
 }
 
 // removeAbortFile marks a clean shutdown.
-func removeAbortFile(fsys FS, path string) error {
+func removeAbortFile(fsys storage.FS, path string) error {
 	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return fsys.SyncDir(filepath.Dir(path))
 }
 
-func fileExists(fsys FS, path string) (bool, error) {
+func fileExists(fsys storage.FS, path string) (bool, error) {
 	_, err := fsys.Stat(path)
 	if err == nil {
 		return true, nil

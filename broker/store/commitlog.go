@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // commitLogConfig is the part of Config the CommitLog uses.
@@ -50,7 +52,7 @@ type topicQueueKey struct {
 type CommitLog struct {
 	cfg commitLogConfig
 	log *zap.Logger
-	mfq *MappedFileQueue
+	mfq *storage.MappedFileQueue
 
 	// mu is the put lock: one appender at a time, so physical offsets,
 	// queue offsets and blank fillers are assigned in one order.
@@ -136,7 +138,7 @@ func (c *CommitLog) kickPrefault(end int64) {
 // the group syncs find written extents; otherwise (appends through the
 // mapping) it pre-faults the pages for writing. supported is false if the
 // file system can do neither.
-func (c *CommitLog) prepareAhead(mf *MappedFile, rel, n int) (supported bool, err error) {
+func (c *CommitLog) prepareAhead(mf *storage.MappedFile, rel, n int) (supported bool, err error) {
 	if c.cfg.Buffered {
 		return mf.WarmZeros(rel, n)
 	}
@@ -178,11 +180,11 @@ func (c *CommitLog) prefaultLoop() {
 	}
 }
 
-func newCommitLog(fsys FS, cfg commitLogConfig, log *zap.Logger) (*CommitLog, error) {
+func newCommitLog(fsys storage.FS, cfg commitLogConfig, log *zap.Logger) (*CommitLog, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	mfq, err := OpenMappedFileQueue(fsys, cfg.Dir, cfg.FileSize)
+	mfq, err := storage.OpenMappedFileQueue(fsys, cfg.Dir, cfg.FileSize)
 	if err != nil {
 		return nil, fmt.Errorf("commit log %s: %w", cfg.Dir, err)
 	}
@@ -191,7 +193,7 @@ func newCommitLog(fsys FS, cfg commitLogConfig, log *zap.Logger) (*CommitLog, er
 }
 
 // Queue returns the segment queue (reads, dispatch, retention).
-func (c *CommitLog) Queue() *MappedFileQueue { return c.mfq }
+func (c *CommitLog) Queue() *storage.MappedFileQueue { return c.mfq }
 
 // MinOffset returns the first retained offset.
 func (c *CommitLog) MinOffset() int64 { return c.mfq.MinOffset() }
@@ -240,7 +242,7 @@ func takesQueueOffset(sysFlag int32) bool {
 // segmentForLocked returns a segment with room for n bytes plus the blank
 // header reserve, writing a blank filler over the rest of the current one
 // when it does not fit.
-func (c *CommitLog) segmentForLocked(n int) (*MappedFile, error) {
+func (c *CommitLog) segmentForLocked(n int) (*storage.MappedFile, error) {
 	if n+BlankHeaderSize > c.cfg.FileSize {
 		return nil, fmt.Errorf("%w: %d bytes do not fit a %d-byte CommitLog segment", ErrMessageIllegal, n, c.cfg.FileSize)
 	}
@@ -457,7 +459,7 @@ func (c *CommitLog) AppendEncoded(batch []byte) ([]EntryPos, int64, error) {
 
 // Read returns a view of size bytes at a physical offset; the caller must
 // Release it. It never crosses a segment or the written end.
-func (c *CommitLog) Read(offset int64, size int) (*Slice, error) {
+func (c *CommitLog) Read(offset int64, size int) (*storage.Slice, error) {
 	mf := c.mfq.FindByOffset(offset)
 	if mf == nil {
 		return nil, fmt.Errorf("%w: no CommitLog segment holds offset %d (min %d, max %d)", ErrOutOfRange, offset, c.MinOffset(), c.MaxOffset())
@@ -468,7 +470,7 @@ func (c *CommitLog) Read(offset int64, size int) (*Slice, error) {
 // ReadMessage returns a view of the verified stored message at offset: its
 // size from TOTALSIZE, magic, lengths, body and entry CRC checked. A damaged
 // entry is ErrCorruptMessage and is never returned.
-func (c *CommitLog) ReadMessage(offset int64) (*Slice, error) {
+func (c *CommitLog) ReadMessage(offset int64) (*storage.Slice, error) {
 	mf := c.mfq.FindByOffset(offset)
 	if mf == nil {
 		return nil, fmt.Errorf("%w: no CommitLog segment holds offset %d (min %d, max %d)", ErrOutOfRange, offset, c.MinOffset(), c.MaxOffset())
@@ -494,7 +496,7 @@ func (c *CommitLog) ReadMessage(offset int64) (*Slice, error) {
 
 // ReadVerified returns a view of exactly size bytes at offset after checking
 // the entry (used with sizes from the ConsumeQueue).
-func (c *CommitLog) ReadVerified(offset int64, size int32) (*Slice, error) {
+func (c *CommitLog) ReadVerified(offset int64, size int32) (*storage.Slice, error) {
 	s, err := c.Read(offset, int(size))
 	if err != nil {
 		return nil, err
@@ -528,7 +530,7 @@ func (c *CommitLog) verifyEntry(b []byte, offset int64, size int32) error {
 // per message. Call release when done.
 type segmentCursor struct {
 	cl *CommitLog
-	mf *MappedFile
+	mf *storage.MappedFile
 }
 
 func (sc *segmentCursor) release() {
@@ -541,7 +543,7 @@ func (sc *segmentCursor) release() {
 // message returns the verified bytes of the message at offset; they alias
 // the mapping and stay valid until release (or a read in another segment).
 func (sc *segmentCursor) message(offset int64, size int32) ([]byte, error) {
-	if sc.mf == nil || offset < sc.mf.from || offset >= sc.mf.from+int64(sc.mf.size) {
+	if sc.mf == nil || offset < sc.mf.FileFromOffset() || offset >= sc.mf.FileFromOffset()+int64(sc.mf.Size()) {
 		sc.release()
 		mf := sc.cl.mfq.FindByOffset(offset)
 		if mf == nil || !mf.Retain() {
@@ -549,11 +551,11 @@ func (sc *segmentCursor) message(offset int64, size int32) ([]byte, error) {
 		}
 		sc.mf = mf
 	}
-	pos := int(offset - sc.mf.from)
+	pos := int(offset - sc.mf.FileFromOffset())
 	if size < 0 || pos+int(size) > sc.mf.WrotePosition() {
-		return nil, fmt.Errorf("%w: [%d,%d) past the written end of %s", ErrOutOfRange, offset, offset+int64(size), sc.mf.path)
+		return nil, fmt.Errorf("%w: [%d,%d) past the written end of %s", ErrOutOfRange, offset, offset+int64(size), sc.mf.Path())
 	}
-	b := sc.mf.data[pos : pos+int(size) : pos+int(size)]
+	b := sc.mf.Bytes()[pos : pos+int(size) : pos+int(size)]
 	if err := sc.cl.verifyEntry(b, offset, size); err != nil {
 		return nil, err
 	}

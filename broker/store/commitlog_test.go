@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
-func newTestCommitLog(t *testing.T, fsys FS, dir string, fileSize, maxMsg int) *CommitLog {
+func newTestCommitLog(t *testing.T, fsys storage.FS, dir string, fileSize, maxMsg int) *CommitLog {
 	t.Helper()
 	cl, err := newCommitLog(fsys, commitLogConfig{
 		Dir: dir, FileSize: fileSize, MaxMessageSize: maxMsg,
@@ -33,7 +35,7 @@ func coreMsg(topic string, qid int32, body string) *Message {
 }
 
 func TestCommitLogBlankFillerAcrossSegments(t *testing.T) {
-	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		const fileSize = 4096
 		cl := newTestCommitLog(t, fsys, dir, fileSize, 2048)
 		var ends []int64
@@ -106,7 +108,7 @@ func TestCommitLogBlankFillerAcrossSegments(t *testing.T) {
 }
 
 func TestCommitLogMaxMessageSize(t *testing.T) {
-	f := NewFaultFS(1)
+	f := storage.NewFaultFS(1)
 	cl := newTestCommitLog(t, f, "/cl", 1<<16, 1000)
 	_, _, err := cl.PutMessage(coreMsg("T", 0, strings.Repeat("x", 1000)))
 	if !errors.Is(err, ErrMessageIllegal) {
@@ -121,7 +123,7 @@ func TestCommitLogMaxMessageSize(t *testing.T) {
 }
 
 func TestCommitLogReadsNeverPastWrittenEnd(t *testing.T) {
-	f := NewFaultFS(1)
+	f := storage.NewFaultFS(1)
 	cl := newTestCommitLog(t, f, "/cl", 1<<16, 4096)
 	_, end, err := cl.PutMessage(coreMsg("T", 0, "abc"))
 	if err != nil {
@@ -139,7 +141,7 @@ func TestCommitLogReadsNeverPastWrittenEnd(t *testing.T) {
 }
 
 func TestCommitLogAppendEncodedBatch(t *testing.T) {
-	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		cl := newTestCommitLog(t, fsys, dir, 8192, 8000)
 		// Fill most of the first segment so the batch must roll.
 		if _, _, err := cl.PutMessage(coreMsg("T", 0, strings.Repeat("p", 7500))); err != nil {
@@ -195,7 +197,7 @@ func TestCommitLogAppendEncodedBatch(t *testing.T) {
 }
 
 func TestCommitLogReadVerifiedRejectsFlippedBits(t *testing.T) {
-	f := NewFaultFS(1)
+	f := storage.NewFaultFS(1)
 	cl := newTestCommitLog(t, f, "/cl", 1<<16, 4096)
 	res, _, err := cl.PutMessage(coreMsg("T", 0, "payload"))
 	if err != nil {
@@ -207,7 +209,7 @@ func TestCommitLogReadVerifiedRejectsFlippedBits(t *testing.T) {
 		s.Release()
 	}
 	for _, at := range []int64{12, 40, 100, int64(res.Size) - 30} { // queue id, born ts, body, properties
-		if err := f.FlipBit("/cl/"+FileName(0), at, 3); err != nil {
+		if err := f.FlipBit("/cl/"+storage.FileName(0), at, 3); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := cl.ReadVerified(res.PhysicalOffset, res.Size); !errors.Is(err, ErrCorruptMessage) {
@@ -216,6 +218,6 @@ func TestCommitLogReadVerifiedRejectsFlippedBits(t *testing.T) {
 		if _, err := cl.ReadMessage(res.PhysicalOffset); !errors.Is(err, ErrCorruptMessage) {
 			t.Fatalf("flip at %d served by ReadMessage: %v", at, err)
 		}
-		f.FlipBit("/cl/"+FileName(0), at, 3) // restore
+		f.FlipBit("/cl/"+storage.FileName(0), at, 3) // restore
 	}
 }

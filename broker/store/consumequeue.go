@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // ConsumeQueue layout (RocketMQ's ConsumeQueue): fixed 20-byte units, one per
@@ -71,7 +73,7 @@ func (u CQUnit) end() int64 { return u.PhyOffset + int64(u.Size) }
 // holds a reference on the file's mapping until Release, so retention cannot
 // unmap it under the reader.
 type CQBatch struct {
-	s     *Slice
+	s     *storage.Slice
 	start int64
 }
 
@@ -105,14 +107,14 @@ type ConsumeQueue struct {
 	maxPhy   atomic.Int64
 
 	mu  sync.Mutex // serializes writers (Put, Append, truncation, deletion)
-	mfq *MappedFileQueue
+	mfq *storage.MappedFileQueue
 }
 
-func openConsumeQueue(fsys FS, dir, topic string, queueID int32, unitsPerFile int, log *zap.Logger) (*ConsumeQueue, error) {
+func openConsumeQueue(fsys storage.FS, dir, topic string, queueID int32, unitsPerFile int, log *zap.Logger) (*ConsumeQueue, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("consume queue %s/%d: create %s: %w", topic, queueID, dir, err)
 	}
-	mfq, err := OpenMappedFileQueue(fsys, dir, unitsPerFile*CQUnitSize)
+	mfq, err := storage.OpenMappedFileQueue(fsys, dir, unitsPerFile*CQUnitSize)
 	if err != nil {
 		return nil, fmt.Errorf("consume queue %s/%d: %w", topic, queueID, err)
 	}
@@ -613,7 +615,7 @@ func (cq *ConsumeQueue) Close() error { return cq.mfq.Close() }
 // created lazily on first dispatch and found again at start by scanning the
 // directories.
 type ConsumeQueueStore struct {
-	fsys         FS
+	fsys         storage.FS
 	root         string
 	unitsPerFile int
 	log          *zap.Logger
@@ -630,7 +632,7 @@ type ConsumeQueueStore struct {
 // NewConsumeQueueStore returns an empty store rooted at rootDir (the
 // consumequeue directory itself, usually storePathRootDir/consumequeue) with
 // unitsPerFile units per file (DefaultConsumeQueueUnits in production).
-func NewConsumeQueueStore(fsys FS, rootDir string, unitsPerFile int, log *zap.Logger) *ConsumeQueueStore {
+func NewConsumeQueueStore(fsys storage.FS, rootDir string, unitsPerFile int, log *zap.Logger) *ConsumeQueueStore {
 	if log == nil {
 		log = zap.NewNop()
 	}

@@ -4,18 +4,20 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // forEachFS runs a contract test over the real file system and the fault FS.
-func forEachFS(t *testing.T, fn func(t *testing.T, fsys FS, dir string)) {
-	t.Run("osfs", func(t *testing.T) { fn(t, OSFS(), t.TempDir()) })
-	t.Run("faultfs", func(t *testing.T) { fn(t, NewFaultFS(7), "/store") })
+func forEachFS(t *testing.T, fn func(t *testing.T, fsys storage.FS, dir string)) {
+	t.Run("osfs", func(t *testing.T) { fn(t, storage.OSFS(), t.TempDir()) })
+	t.Run("faultfs", func(t *testing.T) { fn(t, storage.NewFaultFS(7), "/store") })
 }
 
 // unitN is the test unit for message n: 100-byte messages laid end to end.
 func unitN(n int64) CQUnit { return CQUnit{PhyOffset: n * 100, Size: 100, TagsCode: n % 7} }
 
-func openTestCQStore(t *testing.T, fsys FS, dir string, units int) *ConsumeQueueStore {
+func openTestCQStore(t *testing.T, fsys storage.FS, dir string, units int) *ConsumeQueueStore {
 	t.Helper()
 	s := NewConsumeQueueStore(fsys, filepath.Join(dir, "consumequeue"), units, nil)
 	if err := s.Load(); err != nil {
@@ -35,7 +37,7 @@ func appendUnits(t *testing.T, cq *ConsumeQueue, from, to int64) {
 }
 
 func TestConsumeQueuePutReadMinMax(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		s := openTestCQStore(t, fsys, dir, 10)
 		defer s.Close()
 		cq, err := s.FindOrCreate("T", 3)
@@ -84,7 +86,7 @@ func TestConsumeQueuePutReadMinMax(t *testing.T) {
 }
 
 func TestConsumeQueueIdempotentPut(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		s := openTestCQStore(t, fsys, dir, 10)
 		defer s.Close()
 		cq, _ := s.FindOrCreate("T", 0)
@@ -115,7 +117,7 @@ func TestConsumeQueueIdempotentPut(t *testing.T) {
 }
 
 func TestConsumeQueueSearchByTimestamp(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		s := openTestCQStore(t, fsys, dir, 8)
 		defer s.Close()
 		cq, _ := s.FindOrCreate("T", 0)
@@ -145,7 +147,7 @@ func TestConsumeQueueSearchByTimestamp(t *testing.T) {
 }
 
 func TestConsumeQueueTruncateAndReload(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		s := openTestCQStore(t, fsys, dir, 10)
 		cq, _ := s.FindOrCreate("T", 1)
 		appendUnits(t, cq, 0, 27)
@@ -192,7 +194,7 @@ func TestConsumeQueueTruncateAndReload(t *testing.T) {
 }
 
 func TestConsumeQueueReloadStopsAtBrokenUnit(t *testing.T) {
-	fsys := NewFaultFS(3)
+	fsys := storage.NewFaultFS(3)
 	s := openTestCQStore(t, fsys, "/store", 10)
 	cq, _ := s.FindOrCreate("T", 0)
 	appendUnits(t, cq, 0, 8)
@@ -214,7 +216,7 @@ func TestConsumeQueueReloadStopsAtBrokenUnit(t *testing.T) {
 }
 
 func TestConsumeQueueFillPreBlank(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		s := openTestCQStore(t, fsys, dir, 10)
 		cq, _ := s.FindOrCreate("T", 0)
 		// An empty queue may start mid-file (e.g. restored from a snapshot).
@@ -240,7 +242,7 @@ func TestConsumeQueueFillPreBlank(t *testing.T) {
 }
 
 func TestConsumeQueueDeleteExpiredKeepsReadersSafe(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		s := openTestCQStore(t, fsys, dir, 10)
 		defer s.Close()
 		cq, _ := s.FindOrCreate("T", 0)
@@ -278,7 +280,7 @@ func TestConsumeQueueDeleteExpiredKeepsReadersSafe(t *testing.T) {
 }
 
 func TestConsumeQueueStoreTopicsAndNames(t *testing.T) {
-	fsys := NewFaultFS(1)
+	fsys := storage.NewFaultFS(1)
 	s := openTestCQStore(t, fsys, "/store", 10)
 	for _, bad := range []string{"", "..", "a/b"} {
 		if _, err := s.FindOrCreate(bad, 0); !errors.Is(err, ErrMessageIllegal) {
@@ -309,7 +311,7 @@ func TestConsumeQueueStoreTopicsAndNames(t *testing.T) {
 }
 
 func TestConsumeQueueReloadWhenLastFilesLost(t *testing.T) {
-	fsys := NewFaultFS(3)
+	fsys := storage.NewFaultFS(3)
 	s := openTestCQStore(t, fsys, "/store", 10)
 	cq, _ := s.FindOrCreate("T", 0)
 	appendUnits(t, cq, 0, 45)
@@ -338,7 +340,7 @@ func TestConsumeQueueReloadWhenLastFilesLost(t *testing.T) {
 }
 
 func TestConsumeQueuePutOutOfOrderRefused(t *testing.T) {
-	s := openTestCQStore(t, NewFaultFS(1), "/store", 10)
+	s := openTestCQStore(t, storage.NewFaultFS(1), "/store", 10)
 	defer s.Close()
 	cq, _ := s.FindOrCreate("T", 0)
 	appendUnits(t, cq, 0, 3)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Dispatcher consumes one stored message after it became visible (RocketMQ's
@@ -59,7 +61,7 @@ func (s *IndexService) Dispatch(req *DispatchRequest) error {
 // *MappedFileQueue satisfies it.
 type SegmentSource interface {
 	// FindByOffset returns the segment holding offset, nil if none does.
-	FindByOffset(offset int64) *MappedFile
+	FindByOffset(offset int64) *storage.MappedFile
 	// MinOffset is the start of the oldest segment.
 	MinOffset() int64
 }

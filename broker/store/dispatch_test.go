@@ -15,6 +15,8 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // segLog is a minimal CommitLog for the dispatcher tests: stored messages
@@ -23,13 +25,13 @@ import (
 // dispatcher tests independent of its put path.
 type segLog struct {
 	t   testing.TB
-	mfq *MappedFileQueue
+	mfq *storage.MappedFileQueue
 	ts  int64
 }
 
-func newSegLog(t testing.TB, fsys FS, dir string, segSize int) *segLog {
+func newSegLog(t testing.TB, fsys storage.FS, dir string, segSize int) *segLog {
 	t.Helper()
-	mfq, err := OpenMappedFileQueue(fsys, filepath.Join(dir, "commitlog"), segSize)
+	mfq, err := storage.OpenMappedFileQueue(fsys, filepath.Join(dir, "commitlog"), segSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func testMsg(topic string, q int32, i int) *Message {
 }
 
 type dispatchFixture struct {
-	fsys FS
+	fsys storage.FS
 	dir  string
 	log  *segLog
 	cqs  *ConsumeQueueStore
@@ -89,7 +91,7 @@ type dispatchFixture struct {
 	r    *ReputService
 }
 
-func newDispatchFixture(t *testing.T, fsys FS, dir string, log *segLog, start int64) *dispatchFixture {
+func newDispatchFixture(t *testing.T, fsys storage.FS, dir string, log *segLog, start int64) *dispatchFixture {
 	t.Helper()
 	f := &dispatchFixture{fsys: fsys, dir: dir, log: log}
 	f.cqs = openTestCQStore(t, fsys, dir, 16)
@@ -153,7 +155,7 @@ func checkQueues(t *testing.T, cqs *ConsumeQueueStore, msgs []sent) {
 }
 
 func TestDispatchDenseQueueOffsetsAndIndex(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		l := newSegLog(t, fsys, dir, 4096) // ~20 messages per segment: many blank fillers
 		msgs := fill(l, 150)
 		f := newDispatchFixture(t, fsys, dir, l, 0)
@@ -197,7 +199,7 @@ func TestDispatchDenseQueueOffsetsAndIndex(t *testing.T) {
 	})
 }
 
-func removeTree(t *testing.T, fsys FS, dir string) {
+func removeTree(t *testing.T, fsys storage.FS, dir string) {
 	t.Helper()
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
@@ -231,7 +233,7 @@ func snapshotQueues(t *testing.T, cqs *ConsumeQueueStore) map[queueKey][]CQUnit 
 }
 
 func TestDispatchRebuildAndReplay(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		l := newSegLog(t, fsys, dir, 4096)
 		msgs := fill(l, 120)
 		f := newDispatchFixture(t, fsys, dir, l, 0)
@@ -296,7 +298,7 @@ func mapsEqualUnits(a, b map[queueKey][]CQUnit) bool {
 }
 
 func TestDispatchRequestsAssignsOffsets(t *testing.T) {
-	fsys := NewFaultFS(2)
+	fsys := storage.NewFaultFS(2)
 	l := newSegLog(t, fsys, "/store", 4096)
 	f := newDispatchFixture(t, fsys, "/store", l, 0)
 	var reqs []*DispatchRequest
@@ -323,7 +325,7 @@ func TestDispatchRequestsAssignsOffsets(t *testing.T) {
 }
 
 func TestDispatchStopsAtCorruptEntry(t *testing.T) {
-	fsys := NewFaultFS(9)
+	fsys := storage.NewFaultFS(9)
 	l := newSegLog(t, fsys, "/store", 1<<16)
 	msgs := fill(l, 10)
 	// Damage the body of message 6 in the mapping.
@@ -347,7 +349,7 @@ func TestDispatchStopsAtCorruptEntry(t *testing.T) {
 // dispatching; at or past it (bytes this process just sealed) the CRC pass
 // is skipped but structural damage still stops it.
 func TestDispatchTrustFrom(t *testing.T) {
-	fsys := NewFaultFS(9)
+	fsys := storage.NewFaultFS(9)
 	l := newSegLog(t, fsys, "/store", 1<<16)
 	msgs := fill(l, 10)
 	mf := l.mfq.FindByOffset(msgs[0].phy)
@@ -375,7 +377,7 @@ func TestDispatchTrustFrom(t *testing.T) {
 
 func TestDispatchBackgroundFollower(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	fsys := NewFaultFS(4)
+	fsys := storage.NewFaultFS(4)
 	l := newSegLog(t, fsys, "/store", 4096)
 	f := newDispatchFixture(t, fsys, "/store", l, 0)
 	var mu sync.Mutex
@@ -421,7 +423,7 @@ func TestDispatchBackgroundFollower(t *testing.T) {
 // dispatcher appends (run with -race): a reader never sees a unit past
 // MaxOffset that is incomplete, and every unit it sees is final.
 func TestDispatchConcurrentReaders(t *testing.T) {
-	fsys := NewFaultFS(6)
+	fsys := storage.NewFaultFS(6)
 	l := newSegLog(t, fsys, "/store", 1<<16)
 	f := newDispatchFixture(t, fsys, "/store", l, 0)
 	const n = 600
@@ -491,7 +493,7 @@ func BenchmarkDispatch(b *testing.B) {
 	for _, withIndex := range []bool{false, true} {
 		b.Run(fmt.Sprintf("index=%v", withIndex), func(b *testing.B) {
 			dir := b.TempDir()
-			fsys := OSFS()
+			fsys := storage.OSFS()
 			l := newSegLog(b, fsys, dir, 64<<20)
 			body := make([]byte, 1024)
 			for i := range b.N {
@@ -525,7 +527,7 @@ func BenchmarkDispatch(b *testing.B) {
 
 // BenchmarkConsumeQueueRead32 measures reading 32-unit batches.
 func BenchmarkConsumeQueueRead32(b *testing.B) {
-	s := NewConsumeQueueStore(OSFS(), b.TempDir(), DefaultConsumeQueueUnits, nil)
+	s := NewConsumeQueueStore(storage.OSFS(), b.TempDir(), DefaultConsumeQueueUnits, nil)
 	defer s.Close()
 	cq, err := s.FindOrCreate("T", 0)
 	if err != nil {
@@ -561,7 +563,7 @@ func BenchmarkConsumeQueueRead32(b *testing.B) {
 func TestDispatchRebuildsQueuesAfterCrash(t *testing.T) {
 	for seed := uint64(1); seed <= 24; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			fsys := NewFaultFS(seed)
+			fsys := storage.NewFaultFS(seed)
 			l := newSegLog(t, fsys, "/store", 8192)
 			msgs := fill(l, 400)
 			if err := l.mfq.Flush(); err != nil { // the CommitLog is durable
@@ -591,7 +593,7 @@ func TestDispatchRebuildsQueuesAfterCrash(t *testing.T) {
 					}
 				}
 			}
-			crashed := fsys.Crash(CrashOptions{Tear: seed%2 == 0, TearPages: seed%2 == 1})
+			crashed := fsys.Crash(storage.CrashOptions{Tear: seed%2 == 0, TearPages: seed%2 == 1})
 
 			l2 := newSegLog(t, crashed, "/store", 8192)
 			cqs := openTestCQStore(t, crashed, "/store", 16)

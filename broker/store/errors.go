@@ -1,31 +1,31 @@
 package store
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/raftmq/raftmq/storage"
+)
 
 // Sentinel errors of package store. Callers compare with errors.Is; most are
 // returned wrapped with detail (file name, offset, size) so the message says
 // what was wrong. The broker maps them to RocketMQ response codes.
 var (
-	// ErrFileFull is returned by MappedFile.Append when the data does not fit in
-	// the remaining space of the file; the caller rolls to the next file.
-	ErrFileFull = errors.New("store: mapped file full")
+	// ErrOutOfRange (storage.ErrOutOfRange) is returned for a read past the
+	// written end of the CommitLog, or for an offset no file holds.
+	ErrOutOfRange = storage.ErrOutOfRange
 
-	// ErrOutOfRange is returned for a read outside [0, WrotePosition) of a
-	// mapped file, or for an offset no file of a queue holds.
-	ErrOutOfRange = errors.New("store: offset out of range")
+	// ErrFileClosed (storage.ErrFileClosed) is returned when a file is read
+	// after retention removed it; readers retry through the queue.
+	ErrFileClosed = storage.ErrFileClosed
 
-	// ErrFileClosed is returned when a mapped file (or queue) is used after
-	// Close or Destroy; readers retry through the queue, which no longer lists it.
-	ErrFileClosed = errors.New("store: mapped file closed")
+	// ErrDiskFull (storage.ErrDiskFull) means the disk has no room for a new
+	// segment or its use is above diskMaxUsedSpaceRatio. Writes are refused;
+	// maps to SERVICE_NOT_AVAILABLE. Free disk space to recover.
+	ErrDiskFull = storage.ErrDiskFull
 
-	// ErrDiskFull means the disk has no room for a new segment (fallocate or
-	// write failed with ENOSPC) or its use is above the configured ratio. Writes
-	// are refused; maps to SERVICE_NOT_AVAILABLE. Free disk space to recover.
-	ErrDiskFull = errors.New("store: disk full")
-
-	// ErrCorruptFile marks an on-disk file whose name, size or header does not
-	// match what the store expects (e.g. a segment of the wrong size).
-	ErrCorruptFile = errors.New("store: corrupt file")
+	// ErrCorruptFile (storage.ErrCorruptFile) marks an on-disk file whose
+	// name, size or header does not match what the store expects.
+	ErrCorruptFile = storage.ErrCorruptFile
 
 	// ErrCorruptMessage is returned by the stored-message decoder when an entry
 	// fails its magic, size or CRC check. Nothing at or past such an entry is served.
@@ -59,8 +59,4 @@ var (
 
 	// ErrInvalidConfig is returned by Config.Validate, wrapped with the key at fault.
 	ErrInvalidConfig = errors.New("store: invalid config")
-
-	// ErrCrashed is returned by FaultFS handles opened before FaultFS.Crash: the
-	// simulated process died, so the handle is gone.
-	ErrCrashed = errors.New("store: faultfs crashed")
 )

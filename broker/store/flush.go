@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,7 +185,7 @@ func (f *flushService) run() {
 		case <-tick:
 			dirty := f.cl.MaxOffset() - f.flushed.Load()
 			thorough := time.Since(lastThorough) >= f.cfg.ThoroughInterval
-			if dirty <= 0 || (dirty < int64(f.cfg.LeastPages*pageSize) && !thorough) {
+			if dirty <= 0 || (dirty < int64(f.cfg.LeastPages*os.Getpagesize()) && !thorough) {
 				continue
 			}
 			if thorough {

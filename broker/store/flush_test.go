@@ -11,15 +11,17 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // TestGroupCommitSharesSyncs checks that concurrent SYNC_FLUSH appends are
 // covered by far fewer msyncs than appends.
 func TestGroupCommitSharesSyncs(t *testing.T) {
-	f := NewFaultFS(1)
+	f := storage.NewFaultFS(1)
 	var syncs atomic.Int64
-	f.SetFaultFunc(func(op FaultOp, name string) error {
-		if op == OpMsync && strings.Contains(name, "commitlog") {
+	f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+		if op == storage.OpMsync && strings.Contains(name, "commitlog") {
 			syncs.Add(1)
 		}
 		return nil
@@ -55,7 +57,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 // TestSyncFlushEIO: a failed fdatasync fails the append, stops writes with a
 // reason, and loses nothing acknowledged.
 func TestSyncFlushEIO(t *testing.T) {
-	f := NewFaultFS(2)
+	f := storage.NewFaultFS(2)
 	cfg := coreConfig(f, "/s", SyncFlush)
 	s := openCore(t, cfg)
 	for i := 0; i < 20; i++ {
@@ -63,7 +65,7 @@ func TestSyncFlushEIO(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.InjectError(OpMsync, unix.EIO)
+	f.InjectError(storage.OpMsync, unix.EIO)
 	r, err := s.PutMessage(coreMsg("T", 0, "doomed"))
 	if !errors.Is(err, ErrStoreWriteFailed) || !errors.Is(err, ErrServiceNotAvailable) || r.Status != PutServiceNotAvailable {
 		t.Fatalf("append during EIO: %v %v", r.Status, err)
@@ -71,7 +73,7 @@ func TestSyncFlushEIO(t *testing.T) {
 	if !strings.Contains(err.Error(), "input/output error") {
 		t.Fatalf("error does not say why: %v", err)
 	}
-	f.InjectError(OpMsync, nil)
+	f.InjectError(storage.OpMsync, nil)
 	// Writes stay refused even though the disk "recovered": the tail's
 	// durability is unknown after a failed fdatasync.
 	if _, err := s.PutMessage(coreMsg("T", 0, "later")); !errors.Is(err, ErrStoreWriteFailed) {
@@ -104,7 +106,7 @@ func TestSyncFlushEIO(t *testing.T) {
 // TestDiskFullOnNewSegment: ENOSPC when preallocating the next segment is a
 // disk-full error, not a crash, and writes resume once space is back.
 func TestDiskFullOnNewSegment(t *testing.T) {
-	f := NewFaultFS(3)
+	f := storage.NewFaultFS(3)
 	cfg := coreConfig(f, "/s", SyncFlush)
 	cfg.MappedFileSizeCommitLog = 256 << 10
 	cfg.MaxMessageSize = 32 << 10
@@ -144,7 +146,7 @@ func TestDiskFullOnNewSegment(t *testing.T) {
 // TestDiskUsageGuard: above 90% use (as reported by statfs) writes are
 // refused with SERVICE_NOT_AVAILABLE; reads go on.
 func TestDiskUsageGuard(t *testing.T) {
-	f := NewFaultFS(4)
+	f := storage.NewFaultFS(4)
 	s := openCore(t, coreConfig(f, "/s", AsyncFlush))
 	defer s.Close()
 	if _, err := s.PutMessage(coreMsg("T", 0, "before")); err != nil {
@@ -173,15 +175,15 @@ func TestDiskUsageGuard(t *testing.T) {
 // TestSyncFlushTimeout: a flush slower than syncFlushTimeout returns
 // FLUSH_DISK_TIMEOUT with the message id filled in.
 func TestSyncFlushTimeout(t *testing.T) {
-	f := NewFaultFS(5)
+	f := storage.NewFaultFS(5)
 	cfg := coreConfig(f, "/s", SyncFlush)
 	cfg.SyncFlushTimeout = 50 * time.Millisecond
 	s := openCore(t, cfg)
 	defer s.Close()
 	release := make(chan struct{})
 	var blocked atomic.Bool
-	f.SetFaultFunc(func(op FaultOp, name string) error {
-		if op == OpMsync && strings.Contains(name, "commitlog") && blocked.CompareAndSwap(false, true) {
+	f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+		if op == storage.OpMsync && strings.Contains(name, "commitlog") && blocked.CompareAndSwap(false, true) {
 			<-release // a disk that hangs (the hook runs under the FS lock)
 		}
 		return nil
@@ -195,7 +197,7 @@ func TestSyncFlushTimeout(t *testing.T) {
 }
 
 func TestAsyncFlushEventuallyDurable(t *testing.T) {
-	f := NewFaultFS(6)
+	f := storage.NewFaultFS(6)
 	s := openCore(t, coreConfig(f, "/s", AsyncFlush))
 	defer s.Close()
 	for i := 0; i < 100; i++ {
@@ -210,19 +212,19 @@ func TestAsyncFlushEventuallyDurable(t *testing.T) {
 // write) fails the append with a disk-full error and never crashes; the
 // acknowledged messages stay readable.
 func TestWriteENOSPC(t *testing.T) {
-	f := NewFaultFS(7)
+	f := storage.NewFaultFS(7)
 	s := openCore(t, coreConfig(f, "/s", SyncFlush))
 	for i := 0; i < 5; i++ {
 		if _, err := s.PutMessage(coreMsg("T", 0, "ok-"+strconv.Itoa(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.InjectError(OpWrite, unix.ENOSPC)
+	f.InjectError(storage.OpWrite, unix.ENOSPC)
 	r, err := s.PutMessage(coreMsg("T", 0, "no-space"))
 	if !errors.Is(err, ErrDiskFull) || !errors.Is(err, ErrServiceNotAvailable) || r.Status != PutServiceNotAvailable {
 		t.Fatalf("append on a full disk: %v %v", r.Status, err)
 	}
-	f.InjectError(OpWrite, nil)
+	f.InjectError(storage.OpWrite, nil)
 	testutil.WaitFor(t, 5*time.Second, "acked messages dispatched", func() bool { return s.GetMaxOffsetInQueue("T", 0) == 5 })
 	if got := pullAll(t, s, "T", 0); len(got) != 5 {
 		t.Fatalf("served %d", len(got))
@@ -235,7 +237,7 @@ func TestWriteENOSPC(t *testing.T) {
 // is left to run into syncFlushTimeout, and every acknowledged message is
 // within the durable offset.
 func TestCloseAnswersEveryFlushRound(t *testing.T) {
-	f := NewFaultFS(3)
+	f := storage.NewFaultFS(3)
 	cfg := coreConfig(f, "/s", SyncFlush)
 	cfg.SyncFlushTimeout = time.Minute
 	s := openCore(t, cfg)

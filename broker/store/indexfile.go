@@ -13,6 +13,8 @@ import (
 	"unicode/utf16"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // IndexFile layout, identical to RocketMQ's store/index/IndexFile so the
@@ -239,7 +241,7 @@ func (f *IndexFile) PutKey(key string, phyOffset, storeTimestamp int64) error {
 // putHash is PutKey with the key already hashed (indexKeyHash).
 func (f *IndexFile) putHash(keyHash int32, phyOffset, storeTimestamp int64) error {
 	if f.IsWriteFull() {
-		return ErrFileFull
+		return storage.ErrFileFull
 	}
 	b := f.st.Bytes()
 	sp := f.slotPos(keyHash)
@@ -342,7 +344,7 @@ type QueryOffsetResult struct {
 // indexes every message by topic#KEY for each of its KEYS and by
 // topic#UNIQ_KEY, and answers QUERY_MESSAGE by key and time range.
 type IndexService struct {
-	fsys        FS
+	fsys        storage.FS
 	dir         string
 	hashSlotNum int
 	indexNum    int
@@ -354,7 +356,7 @@ type IndexService struct {
 	// queries shared.
 	mu            sync.RWMutex
 	files         []*IndexFile // oldest first
-	mfs           []*MappedFile
+	mfs           []*storage.MappedFile
 	maxIndexedPhy int64 // CommitLog offset of the newest indexed message, -1 if none
 	rebuildFrom   int64 // see RebuildFrom; -1 if nothing was dropped at Load
 }
@@ -362,7 +364,7 @@ type IndexService struct {
 // NewIndexService returns a service over dir with the given geometry
 // (DefaultMaxHashSlotNum, DefaultMaxIndexNum in production). now names new
 // files; nil means time.Now.
-func NewIndexService(fsys FS, dir string, hashSlotNum, indexNum int, now func() time.Time, log *zap.Logger) *IndexService {
+func NewIndexService(fsys storage.FS, dir string, hashSlotNum, indexNum int, now func() time.Time, log *zap.Logger) *IndexService {
 	if now == nil {
 		now = time.Now
 	}
@@ -436,8 +438,8 @@ func isIndexFileName(name string) bool {
 	return true
 }
 
-func (s *IndexService) openFile(path string, prevEndPhy, prevEndTs int64) (*MappedFile, *IndexFile, error) {
-	mf, err := OpenMappedFile(s.fsys, path, 0, IndexFileSize(s.hashSlotNum, s.indexNum))
+func (s *IndexService) openFile(path string, prevEndPhy, prevEndTs int64) (*storage.MappedFile, *IndexFile, error) {
+	mf, err := storage.OpenMappedFile(s.fsys, path, 0, IndexFileSize(s.hashSlotNum, s.indexNum))
 	if err != nil {
 		return nil, nil, fmt.Errorf("index: open %s: %w", path, err)
 	}
@@ -521,7 +523,7 @@ func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, ph
 		}
 		h := topicKeyHash(topic, key)
 		err = f.putHash(h, phyOffset, storeTimestamp)
-		if errors.Is(err, ErrFileFull) {
+		if errors.Is(err, storage.ErrFileFull) {
 			if f, err = s.lastWritableLocked(); err != nil {
 				return err
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // memIndexStorage is an indexStorage over a plain byte slice.
@@ -130,8 +132,8 @@ func TestIndexFileFull(t *testing.T) {
 	if !f.IsWriteFull() {
 		t.Fatal("not full")
 	}
-	if err := f.PutKey("k", 9, 1); !errors.Is(err, ErrFileFull) {
-		t.Fatalf("err %v, want ErrFileFull", err)
+	if err := f.PutKey("k", 9, 1); !errors.Is(err, storage.ErrFileFull) {
+		t.Fatalf("err %v, want storage.ErrFileFull", err)
 	}
 }
 
@@ -172,7 +174,7 @@ func TestIndexFileInheritsPreviousEnd(t *testing.T) {
 	}
 }
 
-func newTestIndexService(t *testing.T, fsys FS, dir string, slots, items int, clock *manualClock) *IndexService {
+func newTestIndexService(t *testing.T, fsys storage.FS, dir string, slots, items int, clock *manualClock) *IndexService {
 	t.Helper()
 	s := NewIndexService(fsys, filepath.Join(dir, "index"), slots, items, clock.Now, nil)
 	if err := s.Load(true, 0); err != nil {
@@ -182,7 +184,7 @@ func newTestIndexService(t *testing.T, fsys FS, dir string, slots, items int, cl
 }
 
 func TestIndexServiceBuildQueryRollReload(t *testing.T) {
-	forEachFS(t, func(t *testing.T, fsys FS, dir string) {
+	forEachFS(t, func(t *testing.T, fsys storage.FS, dir string) {
 		clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
 		s := newTestIndexService(t, fsys, dir, 16, 11, clock) // 10 keys per file
 		base := clock.t.UnixMilli()
@@ -264,7 +266,7 @@ func TestIndexServiceBuildQueryRollReload(t *testing.T) {
 }
 
 func TestIndexServiceCrashDropsFilesPastCheckpoint(t *testing.T) {
-	fsys := NewFaultFS(5)
+	fsys := storage.NewFaultFS(5)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
 	s := newTestIndexService(t, fsys, "/store", 16, 11, clock)
 	for i := range 25 { // 25 keys: files of 10, 10, 5

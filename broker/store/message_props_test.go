@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // canonicalByMap is what CanonicalProperties must equal: the map parse and
@@ -164,8 +166,8 @@ func BenchmarkCanonicalProperties(b *testing.B) {
 // stores a message carrying EncodedProperties byte for byte like the same
 // message carrying the map (two commit logs fed the same batch).
 func TestCommitLogPutMessagesEncodedProperties(t *testing.T) {
-	byMap := newTestCommitLog(t, OSFS(), t.TempDir(), 1<<20, 64<<10)
-	byEnc := newTestCommitLog(t, OSFS(), t.TempDir(), 1<<20, 64<<10)
+	byMap := newTestCommitLog(t, storage.OSFS(), t.TempDir(), 1<<20, 64<<10)
+	byEnc := newTestCommitLog(t, storage.OSFS(), t.TempDir(), 1<<20, 64<<10)
 	var mapBatch, encBatch []*Message
 	for _, s := range propertyCases {
 		m := sampleMessage()

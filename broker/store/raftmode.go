@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // RaftHooks puts a MessageStore in Raft mode (Config.Raft): the CommitLog's
@@ -24,7 +26,7 @@ type RaftHooks struct {
 	// queue, before ConsumeQueues are loaded and cut to the CommitLog's end.
 	// It opens the Raft log store over the queue (raftlog.OpenOnQueue),
 	// which recovers the space and cuts a torn tail.
-	OpenLog func(q *MappedFileQueue) error
+	OpenLog func(q *storage.MappedFileQueue) error
 	// Segments is what retention deletes CommitLog segments through; nil
 	// disables time- and space-based CommitLog deletion (ConsumeQueue and
 	// index files still follow the CommitLog's minimum offset).
@@ -32,7 +34,7 @@ type RaftHooks struct {
 }
 
 // noExpiry is the ExpiringFiles of a Raft-mode store without Segments.
-type noExpiry struct{ q *MappedFileQueue }
+type noExpiry struct{ q *storage.MappedFileQueue }
 
 func (n noExpiry) DeleteExpired(time.Time, int, int) (int, error) { return 0, nil }
 func (n noExpiry) MinOffset() int64                               { return n.q.MinOffset() }

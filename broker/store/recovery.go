@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // RecoveryReport says what CommitLog recovery found at Open.
@@ -33,7 +34,7 @@ type RecoveryReport struct {
 const normalRecoveryFiles = 3
 
 // scanFromIndex picks the first segment to verify.
-func scanFromIndex(files []*MappedFile, abnormal bool, ckpt Checkpoint, haveCkpt bool) int {
+func scanFromIndex(files []*storage.MappedFile, abnormal bool, ckpt Checkpoint, haveCkpt bool) int {
 	if !abnormal {
 		return max(0, len(files)-normalRecoveryFiles)
 	}
@@ -122,17 +123,11 @@ scan:
 // nonZeroExtent returns how many bytes from pos to the last non-zero byte of
 // the file would be discarded (for the report only), reading only ranges
 // the file system says may hold data.
-func nonZeroExtent(mf *MappedFile, pos int) int64 {
+func nonZeroExtent(mf *storage.MappedFile, pos int) int64 {
 	b := mf.Bytes()
 	last := -1
 	for off := int64(pos); off < int64(len(b)); {
-		start, end, err := mf.file.NextData(off)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			start, end = off, int64(len(b))
-		}
+		start, end := off, int64(len(b))
 		start, end = max(start, off), min(end, int64(len(b)))
 		var zero [4096]byte
 		for e := int(end); e > int(start); {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // crashRun drives SYNC_FLUSH appends from several goroutines against a
@@ -17,16 +19,16 @@ import (
 // appends, recovers, and checks that every acknowledged message is present
 // and intact, that everything served is a real message in dense queue order,
 // and that nothing past the torn point is served.
-func crashRun(t *testing.T, seed uint64, total, writers int, opts CrashOptions) {
+func crashRun(t *testing.T, seed uint64, total, writers int, opts storage.CrashOptions) {
 	crashRunMode(t, seed, total, writers, opts, SyncFlush)
 }
 
 // crashRunMode is crashRun for either flush mode. Under ASYNC_FLUSH an
 // acknowledgement promises nothing about durability, so only the safety
 // checks apply: what is served is intact, real, unique and densely ordered.
-func crashRunMode(t *testing.T, seed uint64, total, writers int, opts CrashOptions, mode FlushDiskType) {
+func crashRunMode(t *testing.T, seed uint64, total, writers int, opts storage.CrashOptions, mode FlushDiskType) {
 	rng := rand.New(rand.NewPCG(seed, 99))
-	f := NewFaultFS(seed)
+	f := storage.NewFaultFS(seed)
 	cfg := coreConfig(f, "/store", mode)
 	cfg.MappedFileSizeCommitLog = 1 << 20
 	s := openCore(t, cfg)
@@ -133,7 +135,7 @@ func crashRunMode(t *testing.T, seed uint64, total, writers int, opts CrashOptio
 }
 
 func TestCrashDuringSyncFlushAppends(t *testing.T) {
-	runs := []CrashOptions{{}, {Tear: true}, {TearPages: true}}
+	runs := []storage.CrashOptions{{}, {Tear: true}, {TearPages: true}}
 	seeds := 1
 	if os.Getenv("RAFTMQ_LONG") == "1" {
 		seeds = 10
@@ -151,7 +153,7 @@ func TestCrashDuringSyncFlushAppends(t *testing.T) {
 // TestCrashDuringAsyncFlushAppends: what survives a crash under ASYNC_FLUSH
 // is a clean prefix: intact, unique, dense.
 func TestCrashDuringAsyncFlushAppends(t *testing.T) {
-	for i, opts := range []CrashOptions{{Tear: true}, {TearPages: true}} {
+	for i, opts := range []storage.CrashOptions{{Tear: true}, {TearPages: true}} {
 		seed := uint64(500 + i)
 		t.Run(fmt.Sprintf("pages=%v", opts.TearPages), func(t *testing.T) {
 			crashRunMode(t, seed, 5000, 4, opts, AsyncFlush)
@@ -162,7 +164,7 @@ func TestCrashDuringAsyncFlushAppends(t *testing.T) {
 // TestTornTailIsTruncated writes a tail that never got synced and checks the
 // torn bytes are cut and zeroed, and appends resume at the cut.
 func TestTornTailIsTruncated(t *testing.T) {
-	f := NewFaultFS(5)
+	f := storage.NewFaultFS(5)
 	cfg := coreConfig(f, "/s", AsyncFlush)
 	cfg.FlushIntervalCommitLog = 1 << 40 // never flush on its own
 	cfg.FlushCommitLogThoroughInterval = 1 << 40
@@ -185,7 +187,7 @@ func TestTornTailIsTruncated(t *testing.T) {
 	}
 	f.Freeze()
 	s.Close()
-	g := f.Crash(CrashOptions{Tear: true})
+	g := f.Crash(storage.CrashOptions{Tear: true})
 	cfg.FS = g
 	s2 := openCore(t, cfg)
 	defer s2.Close()
@@ -216,7 +218,7 @@ func TestTornTailIsTruncated(t *testing.T) {
 // message: recovery refuses to start (naming the offset) unless told to
 // truncate, and then nothing from the damaged entry on is served.
 func TestFlippedBitDetectedOnRecovery(t *testing.T) {
-	f := NewFaultFS(9)
+	f := storage.NewFaultFS(9)
 	cfg := coreConfig(f, "/s", SyncFlush)
 	s := openCore(t, cfg)
 	var offs []int64
@@ -230,7 +232,7 @@ func TestFlippedBitDetectedOnRecovery(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	seg := "/s/commitlog/" + FileName(0)
+	seg := "/s/commitlog/" + storage.FileName(0)
 	if err := f.FlipBit(seg, offs[30]+100, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func TestFlippedBitDetectedOnRecovery(t *testing.T) {
 // TestFlippedBitNeverServedAtRuntime damages a message while the store runs:
 // the pull stops before it and looking it up fails.
 func TestFlippedBitNeverServedAtRuntime(t *testing.T) {
-	f := NewFaultFS(10)
+	f := storage.NewFaultFS(10)
 	s := openCore(t, coreConfig(f, "/s", SyncFlush))
 	defer s.Close()
 	var offs []int64
@@ -269,7 +271,7 @@ func TestFlippedBitNeverServedAtRuntime(t *testing.T) {
 		offs = append(offs, r.PhysicalOffset)
 	}
 	waitDispatched(t, s)
-	if err := f.FlipBit("/s/commitlog/"+FileName(0), offs[4]+50, 0); err != nil {
+	if err := f.FlipBit("/s/commitlog/"+storage.FileName(0), offs[4]+50, 0); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)
@@ -286,7 +288,7 @@ func TestFlippedBitNeverServedAtRuntime(t *testing.T) {
 }
 
 func TestCheckpointRoundTripAndDamage(t *testing.T) {
-	f := NewFaultFS(1)
+	f := storage.NewFaultFS(1)
 	f.MkdirAll("/r", 0o755)
 	c := Checkpoint{PhysicMsgTimestamp: 1, LogicsMsgTimestamp: 2, IndexMsgTimestamp: 3, PhysicOffset: 4, LogicsOffset: 5}
 	if err := writeCheckpoint(f, "/r/checkpoint", c); err != nil {
@@ -297,7 +299,7 @@ func TestCheckpointRoundTripAndDamage(t *testing.T) {
 		t.Fatalf("read %+v %v %v", got, ok, err)
 	}
 	// The replacement is atomic: it survives a crash right after.
-	g := f.Crash(CrashOptions{})
+	g := f.Crash(storage.CrashOptions{})
 	if got, ok, _ := readCheckpoint(g, "/r/checkpoint"); !ok || got != c {
 		t.Fatalf("after crash %+v", got)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // RetentionConfig holds the retention and disk-guard knobs (RocketMQ's
@@ -151,7 +153,7 @@ type CleanResult struct {
 type CleanService struct {
 	cfg       RetentionConfig
 	hours     map[int]bool
-	fsys      FS
+	fsys      storage.FS
 	diskPath  string
 	commitLog ExpiringFiles
 	cleaners  []PhyOffsetCleaner // [consume queues, index]; nil entries skipped
@@ -182,7 +184,7 @@ type CleanService struct {
 // NewCleanService builds the retention service. diskPath is where the
 // CommitLog lives (its file system's usage is what the guards watch); cq and
 // idx may be nil.
-func NewCleanService(cfg RetentionConfig, fsys FS, diskPath string, commitLog ExpiringFiles,
+func NewCleanService(cfg RetentionConfig, fsys storage.FS, diskPath string, commitLog ExpiringFiles,
 	cq, idx PhyOffsetCleaner, log *zap.Logger) (*CleanService, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -229,7 +231,7 @@ func (s *CleanService) DiskFull() bool { return s.diskFull.Load() }
 // holds for at least RecheckInterval and lifts once use is at or below
 // CleanForciblyRatio. Safe for concurrent use; cheap for other errors.
 func (s *CleanService) NoteWriteError(err error) bool {
-	if err == nil || (!isNoSpace(err) && !errors.Is(err, ErrDiskFull)) {
+	if err == nil || (!storage.IsNoSpace(err) && !errors.Is(err, ErrDiskFull)) {
 		return false
 	}
 	s.holdUntil.Store(s.cfg.Now().Add(s.cfg.RecheckInterval).UnixNano())

@@ -12,6 +12,8 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // fakeSegments is an ExpiringFiles of equal segments with modification times,
@@ -45,7 +47,7 @@ type manualClock struct{ t time.Time }
 
 func (c *manualClock) Now() time.Time { return c.t }
 
-func newTestCleaner(t *testing.T, fs *FaultFS, segs ExpiringFiles, clock *manualClock, cq, idx PhyOffsetCleaner) *CleanService {
+func newTestCleaner(t *testing.T, fs *storage.FaultFS, segs ExpiringFiles, clock *manualClock, cq, idx PhyOffsetCleaner) *CleanService {
 	t.Helper()
 	cfg := DefaultRetentionConfig()
 	cfg.DeleteWhen = "04;05"
@@ -83,7 +85,7 @@ func TestRetentionConfigValidate(t *testing.T) {
 }
 
 func TestRetentionDeletesExpiredOnlyAtDeleteWhenHour(t *testing.T) {
-	fs := NewFaultFS(1)
+	fs := storage.NewFaultFS(1)
 	fs.SetDiskUsage(10, 100)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 3, 30, 0, 0, time.Local)}
 	old := clock.t.Add(-100 * time.Hour)
@@ -111,7 +113,7 @@ func TestRetentionDeletesExpiredOnlyAtDeleteWhenHour(t *testing.T) {
 }
 
 func TestRetentionSpacePressure(t *testing.T) {
-	fs := NewFaultFS(1)
+	fs := storage.NewFaultFS(1)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
 	old := clock.t.Add(-100 * time.Hour)
 	fresh := clock.t.Add(-time.Minute)
@@ -137,7 +139,7 @@ func TestRetentionSpacePressure(t *testing.T) {
 }
 
 func TestRetentionDiskFullGuard(t *testing.T) {
-	fs := NewFaultFS(1)
+	fs := storage.NewFaultFS(1)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
 	segs := &fakeSegments{mods: []time.Time{clock.t}, size: 1000}
 	s := newTestCleaner(t, fs, segs, clock, nil, nil)
@@ -167,7 +169,7 @@ func TestRetentionDiskFullGuard(t *testing.T) {
 }
 
 func TestRetentionManualDelete(t *testing.T) {
-	fs := NewFaultFS(1)
+	fs := storage.NewFaultFS(1)
 	fs.SetDiskUsage(10, 100)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
 	old := clock.t.Add(-100 * time.Hour)
@@ -183,7 +185,7 @@ func TestRetentionManualDelete(t *testing.T) {
 }
 
 func TestRetentionStartClose(t *testing.T) {
-	fs := NewFaultFS(1)
+	fs := storage.NewFaultFS(1)
 	fs.SetDiskUsage(95, 100)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
 	s := newTestCleaner(t, fs, &fakeSegments{mods: []time.Time{clock.t}}, clock, nil, nil)
@@ -197,7 +199,7 @@ func TestRetentionStartClose(t *testing.T) {
 // ConsumeQueues and index files on the fault FS, with an injected clock and
 // disk usage.
 func TestRetentionEndToEnd(t *testing.T) {
-	fsys := NewFaultFS(11)
+	fsys := storage.NewFaultFS(11)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 3, 0, 0, 0, time.Local)}
 	fsys.SetNow(clock.Now)
 	fsys.SetDiskUsage(50, 100)
@@ -342,7 +344,7 @@ func TestRetentionRecheckIntervalValidate(t *testing.T) {
 // usage read was low; the guard holds for RecheckInterval, then the next
 // refused write re-reads usage and lets writes through.
 func TestRetentionENOSPCSetsGuardAtOnce(t *testing.T) {
-	fs := NewFaultFS(1)
+	fs := storage.NewFaultFS(1)
 	fs.SetDiskUsage(50, 100)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
 	s := newTestCleaner(t, fs, &fakeSegments{mods: []time.Time{clock.t}}, clock, nil, nil)
@@ -375,7 +377,7 @@ func TestRetentionENOSPCSetsGuardAtOnce(t *testing.T) {
 // While the guard is set, refused writes re-read usage at most once per
 // RecheckInterval, and the 90/85 hysteresis still applies to those reads.
 func TestRetentionRefusedWriteRechecks(t *testing.T) {
-	fs := NewFaultFS(1)
+	fs := storage.NewFaultFS(1)
 	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
 	s := newTestCleaner(t, fs, &fakeSegments{mods: []time.Time{clock.t}}, clock, nil, nil)
 	fs.SetDiskUsage(95, 100)
@@ -409,7 +411,7 @@ func TestRetentionRefusedWriteRechecks(t *testing.T) {
 // is set: with a one-hour CheckInterval and no writes at all, the guard
 // set by an ENOSPC lifts shortly after usage drops.
 func TestRetentionLoopRechecksWhileFull(t *testing.T) {
-	fs := NewFaultFS(1)
+	fs := storage.NewFaultFS(1)
 	fs.SetDiskUsage(99, 100)
 	cfg := DefaultRetentionConfig()
 	cfg.CheckInterval = time.Hour

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Config configures a MessageStore. Fields tagged `prop` are loaded from
@@ -75,7 +77,7 @@ type Config struct {
 	// its msgId (set by the broker from its listen address).
 	StoreHost netip.AddrPort
 	// FS is the file system (nil: OSFS()); tests pass a FaultFS.
-	FS FS
+	FS storage.FS
 	// Log receives structured logs (nil: zap.NewNop()).
 	Log *zap.Logger
 	// Now is the clock for store timestamps (nil: time.Now).
@@ -231,7 +233,7 @@ type PutMessageResult struct {
 type MessageStore struct {
 	cfg Config
 	log *zap.Logger
-	fs  FS
+	fs  storage.FS
 
 	cl      *CommitLog
 	flush   *flushService
@@ -256,7 +258,7 @@ func Open(cfg Config) (*MessageStore, error) {
 		return nil, err
 	}
 	if cfg.FS == nil {
-		cfg.FS = OSFS()
+		cfg.FS = storage.OSFS()
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 func TestMain(m *testing.M) {
@@ -19,7 +21,7 @@ func TestMain(m *testing.M) {
 }
 
 // coreConfig is a small-footprint store config for tests.
-func coreConfig(fsys FS, root string, mode FlushDiskType) Config {
+func coreConfig(fsys storage.FS, root string, mode FlushDiskType) Config {
 	c := DefaultConfig()
 	c.StorePathRootDir = root
 	c.FS = fsys
@@ -79,6 +81,18 @@ func pullAll(t *testing.T, s *MessageStore, topic string, qid int32) []string {
 			out = append(out, string(m.Body))
 		}
 		off = r.NextBeginOffset
+	}
+}
+
+type fsCase struct {
+	name string
+	mk   func(t *testing.T) (storage.FS, string)
+}
+
+func allFS() []fsCase {
+	return []fsCase{
+		{"os", func(t *testing.T) (storage.FS, string) { return storage.OSFS(), t.TempDir() }},
+		{"fault", func(t *testing.T) (storage.FS, string) { return storage.NewFaultFS(1), "/data" }},
 	}
 }
 
@@ -153,7 +167,7 @@ func TestStorePutGetReopen(t *testing.T) {
 }
 
 func TestStoreGetMessageStatuses(t *testing.T) {
-	s := openCore(t, coreConfig(NewFaultFS(1), "/s", SyncFlush))
+	s := openCore(t, coreConfig(storage.NewFaultFS(1), "/s", SyncFlush))
 	defer s.Close()
 	r, _ := s.GetMessage("g", "Nope", 0, 0, 32, nil)
 	if r.Status != NoMatchedLogicQueue {
@@ -245,7 +259,7 @@ func TestConfigValidateAndKeys(t *testing.T) {
 }
 
 func TestStoreV2TopicAndIPv6ThroughStore(t *testing.T) {
-	cfg := coreConfig(NewFaultFS(1), "/s", AsyncFlush)
+	cfg := coreConfig(storage.NewFaultFS(1), "/s", AsyncFlush)
 	cfg.StoreHost = netip.MustParseAddrPort("[::1]:10911")
 	s := openCore(t, cfg)
 	defer s.Close()
@@ -261,7 +275,7 @@ func TestStoreV2TopicAndIPv6ThroughStore(t *testing.T) {
 }
 
 func TestOpenRefusesBadRoot(t *testing.T) {
-	f := NewFaultFS(1)
+	f := storage.NewFaultFS(1)
 	h, _ := f.OpenFile("/file", os.O_RDWR|os.O_CREATE, 0o644)
 	h.Close()
 	if _, err := Open(coreConfig(f, "/file", SyncFlush)); err == nil {

@@ -1,6 +1,6 @@
 //go:build !crashfs
 
-package store
+package storage
 
 // defaultFS is what OSFS returns: the real file system. Under the crashfs
 // build tag it is a CrashFS instead (crashfs.go).

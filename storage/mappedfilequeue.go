@@ -1,4 +1,4 @@
-package store
+package storage
 
 import (
 	"errors"
@@ -68,7 +68,7 @@ func (q *MappedFileQueue) SetBuffered(on bool) {
 // missing). Other names in the directory are ignored.
 func OpenMappedFileQueue(fsys FS, dir string, fileSize int) (*MappedFileQueue, error) {
 	if fileSize <= 0 {
-		return nil, fmt.Errorf("%w: mapped file size %d for %s", ErrInvalidConfig, fileSize, dir)
+		return nil, fmt.Errorf("%w: mapped file size %d for %s", ErrInvalidSize, fileSize, dir)
 	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

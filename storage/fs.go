@@ -1,4 +1,4 @@
-package store
+package storage
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// FS is the file-system seam of the store. Everything the store does to disk
-// goes through it, so tests can swap in FaultFS to inject crashes, EIO, ENOSPC
-// and flipped bits (the pebble vfs/errorfs idea).
+// FS is the file-system seam. Everything the message store and the Raft log
+// do to disk goes through it, so tests can swap in FaultFS to inject
+// crashes, EIO, ENOSPC and flipped bits (the pebble vfs/errorfs idea).
 type FS interface {
 	// OpenFile opens name like os.OpenFile.
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
@@ -250,9 +250,9 @@ func (o *osFile) Size() (int64, error) {
 	return fi.Size(), nil
 }
 
-// isNoSpace reports whether err is ENOSPC (or EDQUOT, which behaves the same
+// IsNoSpace reports whether err is ENOSPC (or EDQUOT, which behaves the same
 // for us: no more blocks).
-func isNoSpace(err error) bool {
+func IsNoSpace(err error) bool {
 	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
 }
 

@@ -1,4 +1,4 @@
-package store
+package storage
 
 import (
 	"fmt"
@@ -407,7 +407,7 @@ func (f *FaultFS) Rename(oldname, newname string) error {
 }
 
 // MkdirAll implements FS. Directories are durable at once (a simplification:
-// the store only creates them at startup).
+// directories are only created at startup).
 func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,4 +1,4 @@
-package store
+package storage
 
 import (
 	"bytes"
@@ -88,7 +88,7 @@ type MappedFile struct {
 // sparse file on a full disk would turn the first write into a SIGBUS.
 func OpenMappedFile(fsys FS, path string, fileFromOffset int64, size int) (*MappedFile, error) {
 	if size <= 0 {
-		return nil, fmt.Errorf("%w: mapped file %s: size %d", ErrInvalidConfig, path, size)
+		return nil, fmt.Errorf("%w: mapped file %s: size %d", ErrInvalidSize, path, size)
 	}
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -110,7 +110,7 @@ func OpenMappedFile(fsys FS, path string, fileFromOffset int64, size int) (*Mapp
 			if created {
 				fsys.Remove(path)
 			}
-			if isNoSpace(err) {
+			if IsNoSpace(err) {
 				return nil, diskFullError("fallocate", path, err)
 			}
 			return nil, err
@@ -339,7 +339,7 @@ func (m *MappedFile) commitLocked() error {
 	m.pendingStart = start + len(buf)
 	m.mu.Unlock()
 	if _, err := m.file.WriteAt(buf, int64(start)); err != nil {
-		if isNoSpace(err) {
+		if IsNoSpace(err) {
 			return diskFullError("write", m.path, err)
 		}
 		return err
@@ -546,7 +546,7 @@ func (m *MappedFile) Release() {
 	if r == 0 {
 		m.cleanup()
 	} else if r < 0 {
-		panic("store: MappedFile released more often than retained: " + m.path)
+		panic("storage: MappedFile released more often than retained: " + m.path)
 	}
 }
 

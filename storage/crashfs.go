@@ -1,6 +1,6 @@
 //go:build crashfs
 
-package store
+package storage
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Under the crashfs build tag the store's default file system (OSFS) is a
+// Under the crashfs build tag the default file system (OSFS) is a
 // CrashFS: file data lives in process memory until it is synced, so a
 // SIGKILL of the process loses exactly what a power cut would lose. The
 // chaos suite (jepsen/, nemesis crash-unsynced) runs brokers built this way.
@@ -495,7 +495,7 @@ func (f *crashFile) Mmap(size int) ([]byte, error) {
 		return nil, os.ErrClosed
 	}
 	if int64(size) > ino.size {
-		// Like a real mapping past EOF: unusable. The store always
+		// Like a real mapping past EOF: unusable. MappedFile always
 		// fallocates first.
 		return nil, &os.PathError{Op: "mmap", Path: f.name, Err: unix.EINVAL}
 	}

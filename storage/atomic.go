@@ -1,0 +1,57 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// WriteFileAtomic replaces path with data through fsys so that a crash
+// leaves either the old or the new content, never a torn file: write
+// path+".tmp", fdatasync it, rename it over path, fsync the directory (the
+// rename is durable only once the directory entry is). A missing
+// directory is created; on failure the temporary file is removed. Errors name
+// the step that failed. For small files that must never be torn (store
+// checkpoint, Raft log meta, name-server KV config, client offsets).
+//
+// Concurrent writers of one path must be serialized by the caller: they
+// share the temporary name.
+func WriteFileAtomic(fsys FS, path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp := path + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create dir %s: %w", dir, err)
+		}
+		f, err = fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	fail := func(step string, err error) error {
+		_ = fsys.Remove(tmp)
+		return fmt.Errorf("%s %s: %w", step, tmp, err)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		return fail("write", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fail("fsync", err)
+	}
+	if err := f.Close(); err != nil {
+		return fail("close", err)
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		_ = fsys.Remove(tmp)
+		return fmt.Errorf("rename to %s: %w", path, err)
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
