@@ -3,9 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -89,27 +87,6 @@ func BenchmarkGroupPutOneSender(b *testing.B) {
 	ctx := context.Background()
 	runSenders(b, 1, func(m *store.Message) error {
 		_, err := l.g().PutMessages(ctx, []*store.Message{m})
-		return err
-	})
-}
-
-// BenchmarkSingleNodeSyncPut: the single-node SYNC_FLUSH store, same load,
-// same disk: the baseline the group is compared with.
-func BenchmarkSingleNodeSyncPut(b *testing.B) {
-	cfg := store.DefaultConfig()
-	cfg.StorePathRootDir = filepath.Join(b.TempDir(), "single")
-	cfg.FlushDiskType = store.SyncFlush
-	cfg.MappedFileSizeCommitLog = 64 << 20
-	cfg.MappedFileSizeConsumeQueue = 20_000 * store.CQUnitSize
-	cfg.MessageIndexEnable = false
-	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
-	ms, err := store.Open(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ms.Close()
-	runSenders(b, benchSenders, func(m *store.Message) error {
-		_, err := ms.PutMessage(m)
 		return err
 	})
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -10,14 +11,20 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
 // fakeReplica is a single-node Replica for processor tests: a real
-// store.MessageStore (real files, SYNC_FLUSH) and in-memory tables. Writes
-// are "replicated" at once; leadership is switched by the test.
+// store.MessageStore (real files) and in-memory tables. Writes are
+// "replicated" at once: appended to the CommitLog's segments and synced,
+// as the Raft log store would, then dispatched as Apply does; leadership is
+// switched by the test.
 type fakeReplica struct {
-	st *store.MessageStore
+	st        *store.MessageStore
+	storeHost netip.AddrPort
+	putMu     sync.Mutex // serializes appends to segs
+	segs      *storage.MappedFileQueue
 
 	leader     atomic.Bool
 	leaderAddr atomic.Value // string
@@ -41,12 +48,17 @@ func newFakeReplica(t *testing.T, storeHost string) *fakeReplica {
 	cfg.MaxHashSlotNum, cfg.MaxIndexNum = 1000, 4000
 	cfg.FlushDiskType = store.SyncFlush
 	cfg.StoreHost = netip.MustParseAddrPort(storeHost)
+	r := &fakeReplica{storeHost: cfg.StoreHost, topics: map[string]wire.TopicConfig{}, groups: map[string]wire.SubscriptionGroupConfig{},
+		offsets: map[string]map[int32]int64{}, sched: map[int32]int64{}}
+	cfg.Raft = &store.RaftHooks{OpenLog: func(q *storage.MappedFileQueue) error {
+		r.segs = q
+		return nil
+	}}
 	st, err := store.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &fakeReplica{st: st, topics: map[string]wire.TopicConfig{}, groups: map[string]wire.SubscriptionGroupConfig{},
-		offsets: map[string]map[int32]int64{}, sched: map[int32]int64{}}
+	r.st = st
 	r.leader.Store(true)
 	r.leaderAddr.Store(storeHost)
 	t.Cleanup(func() { _ = st.Close() })
@@ -76,21 +88,61 @@ func (r *fakeReplica) PutMessages(_ context.Context, msgs []*store.Message) ([]P
 	if !r.IsLeader() {
 		return nil, r.notLeader()
 	}
-	res, err := r.st.PutMessages(msgs)
+	if err := r.st.CheckDiskWritable(); err != nil {
+		return nil, err
+	}
+	var batch []byte
+	for _, m := range msgs {
+		m.StoreHost = r.storeHost
+		var err error
+		if batch, err = store.AppendMessage(batch, m); err != nil {
+			return nil, err
+		}
+	}
+	r.putMu.Lock()
+	defer r.putMu.Unlock()
+	mf, err := r.segs.LastOrCreate(r.segs.MaxOffset())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]PutResult, len(res.Appended))
-	for i, a := range res.Appended {
-		out[i] = PutResult{MsgID: a.MsgID, QueueID: msgs[i].QueueID, QueueOffset: a.QueueOffset,
-			PhysicalOffset: a.PhysicalOffset, StoreTimestamp: a.StoreTimestamp}
+	if rem := mf.Remaining(); rem < len(batch)+store.BlankHeaderSize {
+		blank := make([]byte, rem)
+		binary.BigEndian.PutUint32(blank, uint32(rem))
+		binary.BigEndian.PutUint32(blank[4:], store.MagicBlank)
+		if _, err := mf.Append(blank); err != nil {
+			return nil, err
+		}
+		if mf, err = r.segs.LastOrCreate(r.segs.MaxOffset()); err != nil {
+			return nil, err
+		}
+	}
+	base := mf.FileFromOffset() + int64(mf.WrotePosition())
+	if err := store.PatchStoredBatch(batch, base, time.Now().UnixMilli()); err != nil {
+		return nil, err
+	}
+	if _, err := mf.Append(batch); err != nil {
+		return nil, err
+	}
+	if err := r.segs.Flush(); err != nil {
+		return nil, err
 	}
 	// Like Apply on a real group: visible in the ConsumeQueue when acked.
-	end := res.Appended[len(res.Appended)-1]
-	deadline := time.Now().Add(5 * time.Second)
-	for r.st.DispatchedOffset() < end.PhysicalOffset+int64(end.Size) && time.Now().Before(deadline) {
-		r.st.Reput().Notify()
-		time.Sleep(200 * time.Microsecond)
+	var reqs []*store.DispatchRequest
+	for off := 0; off < len(batch); {
+		req, n, err := store.CheckAndDecode(batch[off:])
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, &req)
+		off += n
+	}
+	if err := r.st.Reput().DispatchRequests(reqs); err != nil {
+		return nil, err
+	}
+	out := make([]PutResult, len(reqs))
+	for i, req := range reqs {
+		out[i] = PutResult{MsgID: store.OffsetMsgID(r.storeHost, req.CommitLogOffset), QueueID: req.QueueID,
+			QueueOffset: req.ConsumeQueueOffset, PhysicalOffset: req.CommitLogOffset, StoreTimestamp: req.StoreTimestamp}
 	}
 	return out, nil
 }

@@ -536,33 +536,6 @@ func (f *crashFile) Msync(b []byte) error {
 	return fdatasync(ino.f)
 }
 
-// WriteZeros writes n zero bytes at off through to the real file and
-// fdatasyncs it, like osFile.WriteZeros (a pwrite of zeros changes the
-// page cache, which is what the cached contents stand for, and the disk).
-func (f *crashFile) WriteZeros(off int64, n int) error {
-	ino := f.ino
-	ino.mu.Lock()
-	if ino.mem == nil {
-		ino.mu.Unlock()
-		return os.ErrClosed
-	}
-	end := off + int64(n)
-	if end > ino.size {
-		if err := ino.resize(end); err != nil {
-			ino.mu.Unlock()
-			return err
-		}
-	}
-	clear(ino.mem[off:end])
-	err := ino.writeBack(off, end)
-	ino.diskSize = max(ino.diskSize, end)
-	ino.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return fdatasync(ino.f)
-}
-
 func (f *crashFile) Size() (int64, error) {
 	f.ino.mu.RLock()
 	defer f.ino.mu.RUnlock()

@@ -174,34 +174,3 @@ func TestCrashFSMappedFileFlush(t *testing.T) {
 		})
 	}
 }
-
-// TestCrashFSWriteZerosIsDurable: WriteZeros reaches the disk at once
-// (it stands for a pwrite + fdatasync), in memory and on disk alike.
-func TestCrashFSWriteZerosIsDurable(t *testing.T) {
-	dir := t.TempDir()
-	c := NewCrashFS()
-	path := filepath.Join(dir, "z")
-	if err := os.WriteFile(path, bytes.Repeat([]byte{0xff}, 3*pageSize), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := c.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.(interface{ WriteZeros(int64, int) error }).WriteZeros(int64(pageSize), pageSize); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, pageSize)
-	if _, err := f.ReadAt(got, int64(pageSize)); err != nil || !bytes.Equal(got, make([]byte, pageSize)) {
-		t.Fatalf("in memory after WriteZeros: %v", err)
-	}
-	c.Crash()
-	_ = f.Close()
-	disk, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(disk[pageSize:2*pageSize], make([]byte, pageSize)) || disk[0] != 0xff || disk[2*pageSize] != 0xff {
-		t.Fatal("WriteZeros did not reach the disk exactly")
-	}
-}

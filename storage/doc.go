@@ -17,8 +17,8 @@
 //     suite's crash-unsynced build). crashfs_off.go keeps the real FS
 //     otherwise.
 //   - mappedfile.go: MappedFile, one preallocated mapped file of fixed size
-//     with a single appender, refcounted read views (Slice), flush, and
-//     ahead-of-writer prefaulting and zero-warming.
+//     with a single appender (optionally buffered: one pwrite per flush),
+//     refcounted read views (Slice) and flush (msync).
 //   - mappedfilequeue.go: MappedFileQueue, same-sized files named by start
 //     offset forming one byte space (CommitLog segments, ConsumeQueues, the
 //     Raft log's file space); FileName.

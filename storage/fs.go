@@ -203,45 +203,6 @@ func (o *osFile) NextData(off int64) (int64, int64, error) {
 	return start, end, nil
 }
 
-// PopulateWrite pre-faults a range of a mapping for writing
-// (MADV_POPULATE_WRITE, Linux 5.14+) without changing its contents, so the
-// page-cache allocation and page_mkwrite happen here instead of in the
-// writer's critical section.
-func (o *osFile) PopulateWrite(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	p := uintptr(unsafe.Pointer(&b[0]))
-	lead := int(p % uintptr(pageSize))
-	aligned := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(&b[0]), -lead)), len(b)+lead)
-	if err := unix.Madvise(aligned, unix.MADV_POPULATE_WRITE); err != nil {
-		return &os.PathError{Op: "madvise", Path: o.f.Name(), Err: err}
-	}
-	return nil
-}
-
-// zeroChunk is the source of WriteZeros' pwrites.
-var zeroChunk = make([]byte, 256<<10)
-
-// WriteZeros writes n zero bytes at off and makes them durable (pwrite +
-// fdatasync). On ext4 and XFS a fallocated range is an "unwritten" extent:
-// the first fdatasync after data lands there must also commit the journal
-// transaction that converts the extent to written, which roughly halves the
-// rate of small syncs. Writing zeros ahead of the writer does that
-// conversion off its critical path (RocketMQ's warmMappedFile, PostgreSQL's
-// zero-filled WAL segments).
-func (o *osFile) WriteZeros(off int64, n int) error {
-	for n > 0 {
-		k := min(n, len(zeroChunk))
-		if _, err := o.f.WriteAt(zeroChunk[:k], off); err != nil {
-			return err
-		}
-		off += int64(k)
-		n -= k
-	}
-	return o.Sync()
-}
-
 func (o *osFile) Size() (int64, error) {
 	fi, err := o.f.Stat()
 	if err != nil {

@@ -68,13 +68,6 @@ type MappedFile struct {
 
 	// flushMu serializes Flush calls so flushed only moves forward.
 	flushMu sync.Mutex
-
-	// warmMu is held by WarmZeros while it writes zeros over
-	// [zeroLo, zeroHi) (guarded by mu); an append reaching into that range
-	// waits for it, so zeros never land on appended bytes.
-	warmMu sync.Mutex
-	zeroLo int
-	zeroHi int
 }
 
 // OpenMappedFile opens the file at path, creating and preallocating it with
@@ -275,17 +268,6 @@ func (m *MappedFile) AppendFunc(n int, fill func(dst []byte) error) (pos int, er
 		return 0, fmt.Errorf("%w: %s", ErrFileClosed, m.path)
 	}
 	w := int(m.reserved.Load())
-	for n > 0 && m.zeroHi > m.zeroLo && w+n > m.zeroLo {
-		// Rare: the writer caught up with the warmer's chunk.
-		m.mu.Unlock()
-		m.warmMu.Lock() // held by WarmZeros until its chunk is written
-		m.warmMu.Unlock()
-		m.mu.Lock()
-		if m.unmapped || m.closed.Load() {
-			return 0, fmt.Errorf("%w: %s", ErrFileClosed, m.path)
-		}
-		w = int(m.reserved.Load())
-	}
 	if n < 0 || w+n > m.size {
 		return w, ErrFileFull
 	}
@@ -367,73 +349,6 @@ func (m *MappedFile) WriteAt(p []byte, pos int) error {
 	copy(m.data[pos:], p)
 	m.markDirtyLocked(pos, pos+len(p))
 	return nil
-}
-
-// writePopulator is implemented by files that can pre-fault a mapping for
-// writing (the real FS); others skip prefaulting.
-type writePopulator interface {
-	PopulateWrite(b []byte) error
-}
-
-// Prefault pre-faults [pos, pos+n) of the mapping for writing without
-// changing it (see osFile.PopulateWrite). It reports false if the file
-// system cannot do it, so callers stop trying.
-func (m *MappedFile) Prefault(pos, n int) (bool, error) {
-	p, ok := m.file.(writePopulator)
-	if !ok {
-		return false, nil
-	}
-	if !m.Retain() {
-		return true, fmt.Errorf("%w: %s", ErrFileClosed, m.path)
-	}
-	defer m.Release()
-	pos = max(0, pos)
-	end := min(pos+n, m.size)
-	if end <= pos {
-		return true, nil
-	}
-	return true, p.PopulateWrite(m.data[pos:end])
-}
-
-// zeroWriter is implemented by files that can write zeros durably
-// (osFile.WriteZeros); others skip warming.
-type zeroWriter interface {
-	WriteZeros(off int64, n int) error
-}
-
-// WarmZeros writes zeros durably over [pos, pos+n) where nothing has been
-// appended yet, so that later appends there land on written (not
-// "unwritten") extents and their fdatasync needs no extent conversion (see
-// osFile.WriteZeros). The part below AppendPosition is skipped; appends that
-// reach into the range wait until the zeros are written. It reports false if
-// the file system cannot do it, so callers stop trying.
-func (m *MappedFile) WarmZeros(pos, n int) (bool, error) {
-	z, ok := m.file.(zeroWriter)
-	if !ok {
-		return false, nil
-	}
-	if !m.Retain() {
-		return true, fmt.Errorf("%w: %s", ErrFileClosed, m.path)
-	}
-	defer m.Release()
-	m.warmMu.Lock()
-	defer m.warmMu.Unlock()
-	m.mu.Lock()
-	// Start on the page after the append position: the page holding it may
-	// be written by a commit any time.
-	lo := max(pos, (int(m.reserved.Load())+pageSize)/pageSize*pageSize)
-	hi := min(pos+n, m.size)
-	if lo >= hi || m.unmapped {
-		m.mu.Unlock()
-		return true, nil
-	}
-	m.zeroLo, m.zeroHi = lo, hi
-	m.mu.Unlock()
-	err := z.WriteZeros(int64(lo), hi-lo)
-	m.mu.Lock()
-	m.zeroLo, m.zeroHi = 0, 0
-	m.mu.Unlock()
-	return true, err
 }
 
 // Bytes returns the whole mapping for random-access readers (the index file).

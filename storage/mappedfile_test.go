@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -420,92 +419,5 @@ func TestOSFSDiskUsage(t *testing.T) {
 	used, total, err := OSFS().DiskUsage(t.TempDir())
 	if err != nil || total == 0 || used > total {
 		t.Fatalf("statfs: %d/%d %v", used, total, err)
-	}
-}
-
-// TestWarmZerosNeverClobbersAppends runs the zero-warmer against a writer
-// that keeps catching up with it, in buffered (pwrite) and mapped mode, and
-// checks every appended byte on disk afterwards: zeros may only ever land
-// past the append position.
-func TestWarmZerosNeverClobbersAppends(t *testing.T) {
-	for _, buffered := range []bool{true, false} {
-		t.Run(map[bool]string{true: "buffered", false: "mapped"}[buffered], func(t *testing.T) {
-			const size, rec = 1 << 20, 300
-			path := filepath.Join(t.TempDir(), FileName(0))
-			mf, err := OpenMappedFile(OSFS(), path, 0, size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer mf.Close()
-			mf.SetBuffered(buffered)
-			stop := make(chan struct{})
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				// Small chunks right at the writer, so reservations keep
-				// running into the chunk being zeroed.
-				for p := 0; p < size; {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					p = max(p, mf.AppendPosition())
-					n := min(3*pageSize, size-p)
-					if ok, err := mf.WarmZeros(p, n); !ok || err != nil {
-						t.Errorf("WarmZeros(%d, %d) = %v, %v", p, n, ok, err)
-						return
-					}
-					p += n
-				}
-			}()
-			var want []byte
-			for i := 0; len(want)+rec <= size; i++ {
-				b := bytes.Repeat([]byte{byte(i%251) + 1}, rec)
-				if _, err := mf.AppendBytes(b); err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, b...)
-				if i%7 == 0 {
-					if err := mf.Commit(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			close(stop)
-			<-done
-			if _, err := mf.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			got, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got[:len(want)], want) {
-				i := 0
-				for got[i] == want[i] {
-					i++
-				}
-				t.Fatalf("appended bytes changed at %d: got %#x want %#x", i, got[i], want[i])
-			}
-		})
-	}
-}
-
-// TestWarmZerosUnsupportedOnFaultFS: files without the capability report
-// false, so the CommitLog's prefaulter stops instead of spinning, and the
-// fault FS's op accounting is untouched by warming.
-func TestWarmZerosUnsupportedOnFaultFS(t *testing.T) {
-	f := NewFaultFS(1)
-	if err := f.MkdirAll("/w", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mf, err := OpenMappedFile(f, "/w/"+FileName(0), 0, 1<<16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mf.Close()
-	if ok, err := mf.WarmZeros(0, 4096); ok || err != nil {
-		t.Fatalf("WarmZeros on FaultFS = %v, %v; want false, nil", ok, err)
 	}
 }

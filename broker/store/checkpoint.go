@@ -14,26 +14,29 @@ import (
 )
 
 // Checkpoint is the content of storePathRootDir/checkpoint (RocketMQ
-// StoreCheckpoint) plus the durable CommitLog offset: recovery after a crash
-// starts scanning at the segment holding PhysicOffset, and the index drops
-// files newer than IndexMsgTimestamp.
+// StoreCheckpoint) plus the durable CommitLog offset: after a crash,
+// ConsumeQueue units from LogicsOffset on are verified, and the index drops
+// files newer than IndexMsgTimestamp. PhysicOffset and PhysicMsgTimestamp
+// are kept in the format but not read (the Raft log store recovers the
+// CommitLog).
 type Checkpoint struct {
-	// PhysicMsgTimestamp is the store time of the newest durable CommitLog message.
+	// PhysicMsgTimestamp is carried over from the checkpoint read at Open.
 	PhysicMsgTimestamp int64
 	// LogicsMsgTimestamp is the store time up to which ConsumeQueues are durable.
 	LogicsMsgTimestamp int64
 	// IndexMsgTimestamp is the store time up to which index files are durable.
 	IndexMsgTimestamp int64
-	// PhysicOffset is the durable (flushed) CommitLog offset.
+	// PhysicOffset is the CommitLog's end when the checkpoint was written.
 	PhysicOffset int64
 	// LogicsOffset is a CommitLog offset below which every message's
 	// ConsumeQueue unit is durable (the dispatched offset read before the
-	// ConsumeQueue flush): after a crash, re-dispatching starts there.
+	// ConsumeQueue flush): after a crash, units past it are verified.
 	LogicsOffset int64
 }
 
 // checkpointMagic starts the file; the CRC of the fields ends it, so a torn
-// or damaged checkpoint is detected and ignored (full scan instead).
+// or damaged checkpoint is detected and ignored (every unit is verified
+// instead).
 const (
 	checkpointMagic = "RMQCKPT2"
 	checkpointSize  = len(checkpointMagic) + 5*8 + 4

@@ -779,10 +779,10 @@ func (s *ConsumeQueueStore) TruncateDirtyLogicFiles(phyOffset int64) error {
 // VerifyAfterCrash checks, in every queue, the units of messages at or after
 // fromPhy against the CommitLog and cuts each queue at its first unit that a
 // crash tore (RocketMQ instead re-dispatches the whole range during abnormal
-// recovery). Call it after an unclean shutdown, once the CommitLog is
-// recovered, with fromPhy = the offset abnormal recovery started scanning
-// at, and pass the same offset to ReputStartOffset as recheckFrom. It
-// returns the number of queues cut.
+// recovery; here the Raft FSM re-applies the log after its snapshot, which
+// re-adds the cut units). Call it after an unclean shutdown, once the
+// CommitLog is recovered, with fromPhy = the checkpoint's LogicsOffset (0
+// without a checkpoint). It returns the number of queues cut.
 func (s *ConsumeQueueStore) VerifyAfterCrash(src SegmentSource, fromPhy int64) (int, error) {
 	n := 0
 	for _, cq := range s.All() {

@@ -1,13 +1,9 @@
 package store
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -57,8 +53,9 @@ func (s *IndexService) Dispatch(req *DispatchRequest) error {
 	return s.BuildIndex(req.Topic, req.Keys, req.UniqKey, req.SysFlag, req.CommitLogOffset, req.StoreTimestamp)
 }
 
-// SegmentSource is how the ReputService reads the CommitLog: the CommitLog's
-// *MappedFileQueue satisfies it.
+// SegmentSource is how crash verification reads the CommitLog
+// (ConsumeQueueStore.VerifyAfterCrash): the CommitLog's *MappedFileQueue
+// satisfies it.
 type SegmentSource interface {
 	// FindByOffset returns the segment holding offset, nil if none does.
 	FindByOffset(offset int64) *storage.MappedFile
@@ -80,48 +77,32 @@ type ReputConfig struct {
 	Index *IndexService
 	// Extra dispatchers run after the ConsumeQueue and the index.
 	Extra []Dispatcher
-	// Source is the CommitLog's segment queue, for DispatchUpTo and the
-	// background follower. Nil when messages come only through
-	// DispatchRequests (Raft Apply).
-	Source SegmentSource
-	// StartOffset is the CommitLog offset to resume from (see
-	// ReputStartOffset).
+	// StartOffset is the CommitLog offset up to which messages are known
+	// to be dispatched at start (see ReputStartOffset).
 	StartOffset int64
-	// RetryInterval is how soon the background follower retries after a
-	// failed dispatch (e.g. no disk space for a new ConsumeQueue file);
-	// default 1 s.
-	RetryInterval time.Duration
 	// Log receives structured logs; nil means zap.NewNop().
 	Log *zap.Logger
 }
 
-// ReputStartOffset is where dispatching resumes after a start: the newest
+// ReputStartOffset is the dispatched offset after a start: the newest
 // message any ConsumeQueue knows, or earlier if the index lost files in a
-// crash or recheckFrom is earlier, clamped to the CommitLog's [min, max].
-// recheckFrom is -1 after a clean shutdown; after a crash it is the offset
-// abnormal recovery scanned from (the range ConsumeQueueStore.VerifyAfterCrash
-// checked), so queues that lost unflushed units get them back. Replaying
-// below the true dispatch point is harmless: both dispatchers skip what they
-// hold, and re-added units get the same queue offsets.
-func ReputStartOffset(cqs *ConsumeQueueStore, idx *IndexService, commitLogMin, commitLogMax, recheckFrom int64) int64 {
+// crash, clamped to the CommitLog's [min, max]. The FSM's re-apply after a
+// restart may dispatch below it: both dispatchers skip what they hold, and
+// re-added units get the same queue offsets.
+func ReputStartOffset(cqs *ConsumeQueueStore, idx *IndexService, commitLogMin, commitLogMax int64) int64 {
 	start := cqs.MaxPhysicOffset()
 	if idx != nil {
 		if r := idx.RebuildFrom(); r >= 0 {
 			start = min(start, r)
 		}
 	}
-	if recheckFrom >= 0 {
-		start = min(start, recheckFrom)
-	}
 	return max(commitLogMin, min(start, commitLogMax))
 }
 
-// ReputService turns CommitLog contents into ConsumeQueue and index entries
-// (RocketMQ's ReputMessageService). In single-node mode it follows appends
-// in a background goroutine woken by Notify, up to an offset the store says
-// is visible (for SYNC_FLUSH the flushed offset, so consumers never see data
-// that a crash could take back). In Raft mode the FSM drives it
-// synchronously with DispatchUpTo or DispatchRequests up to the commit index.
+// ReputService turns stored messages into ConsumeQueue and index entries
+// (RocketMQ's ReputMessageService). The Raft FSM drives it synchronously
+// with DispatchRequests for every committed entry, so consumers see only
+// committed messages.
 type ReputService struct {
 	cfg ReputConfig
 	log *zap.Logger
@@ -130,23 +111,12 @@ type ReputService struct {
 	// Written only under mu, read lock-free.
 	reputFrom atomic.Int64
 
-	// mu serializes dispatching (background follower vs synchronous callers)
-	// and guards touched.
+	// mu serializes dispatching and guards touched.
 	mu      sync.Mutex
 	touched map[queueKey]struct{} // queues that got units in the current round
 
 	lmu       sync.RWMutex // guards listeners
 	listeners []NewMessageListener
-
-	wake      chan struct{} // capacity 1: a pending wake-up
-	quit      chan struct{}
-	done      chan struct{}
-	startOnce sync.Once
-	stopOnce  sync.Once
-	corrupt   atomic.Bool // a corrupt entry stopped dispatching; logged once
-	// trustFrom is the CommitLog offset from which the follower skips the
-	// CRC checks (see TrustFrom); math.MaxInt64 until set.
-	trustFrom atomic.Int64
 }
 
 type queueKey struct {
@@ -159,30 +129,13 @@ func NewReputService(cfg ReputConfig) (*ReputService, error) {
 	if cfg.ConsumeQueues == nil {
 		return nil, fmt.Errorf("%w: reput service needs a ConsumeQueueStore", ErrInvalidConfig)
 	}
-	if cfg.RetryInterval <= 0 {
-		cfg.RetryInterval = time.Second
-	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	r := &ReputService{
-		cfg: cfg, log: cfg.Log, touched: map[queueKey]struct{}{},
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-	}
+	r := &ReputService{cfg: cfg, log: cfg.Log, touched: map[queueKey]struct{}{}}
 	r.reputFrom.Store(cfg.StartOffset)
-	r.trustFrom.Store(math.MaxInt64)
 	return r, nil
 }
-
-// TrustFrom makes DispatchUpTo skip the entry CRC check for entries at or
-// past off; magic, field lengths and PHYSICALOFFSET are still checked. The
-// store calls it at Open with the recovered CommitLog end: everything past
-// it was encoded and sealed by this process a moment ago, so checking the
-// CRC again when dispatching it costs a checksum pass over every byte and
-// guards nothing (RocketMQ's reput does not check CRCs either). Reads
-// still verify every entry they serve, and recovery-time dispatching of
-// what was on disk keeps checking.
-func (r *ReputService) TrustFrom(off int64) { r.trustFrom.Store(off) }
 
 // OnNewMessage registers a listener for queues that get new messages.
 func (r *ReputService) OnNewMessage(fn NewMessageListener) {
@@ -259,144 +212,4 @@ func (r *ReputService) DispatchRequests(reqs []*DispatchRequest) error {
 		}
 	}
 	return nil
-}
-
-// DispatchUpTo reads the CommitLog from DispatchedOffset and dispatches every
-// complete message that ends at or before limit. It returns the new
-// DispatchedOffset. A corrupt entry stops it there with an error wrapping
-// ErrCorruptMessage: nothing at or past it is ever dispatched.
-func (r *ReputService) DispatchUpTo(limit int64) (int64, error) {
-	if r.cfg.Source == nil {
-		return r.reputFrom.Load(), fmt.Errorf("%w: reput service has no CommitLog source", ErrInvalidConfig)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	defer r.notifyLocked()
-	for {
-		pos := r.reputFrom.Load()
-		if pos >= limit {
-			return pos, nil
-		}
-		if m := r.cfg.Source.MinOffset(); pos < m {
-			// Retention removed segments nobody dispatched (possible only
-			// if dispatching was stalled for fileReservedTime).
-			r.log.Warn("dispatch position was deleted by retention; skipping to the CommitLog minimum",
-				zap.Int64("from", pos), zap.Int64("to", m))
-			r.reputFrom.Store(m)
-			continue
-		}
-		next, err := r.dispatchSegmentLocked(pos, limit)
-		if err != nil {
-			return r.reputFrom.Load(), err
-		}
-		if next == pos {
-			return pos, nil // nothing more is complete below limit
-		}
-	}
-}
-
-// dispatchSegmentLocked dispatches from pos to the end of pos's segment, the
-// written end, or limit, whichever comes first, and returns the new position.
-func (r *ReputService) dispatchSegmentLocked(pos, limit int64) (int64, error) {
-	mf := r.cfg.Source.FindByOffset(pos)
-	if mf == nil {
-		return pos, nil // not written yet
-	}
-	from := mf.FileFromOffset()
-	s, err := mf.ReadFrom(int(pos - from))
-	if errors.Is(err, ErrOutOfRange) || errors.Is(err, ErrFileClosed) {
-		return pos, nil
-	}
-	if err != nil {
-		return pos, err
-	}
-	defer s.Release()
-	buf := s.B[:min(int64(len(s.B)), limit-pos)]
-	off := 0
-	for off+BlankHeaderSize <= len(buf) {
-		total := int(int32(binary.BigEndian.Uint32(buf[off:])))
-		if total > 0 && off+total > len(buf) {
-			break // not complete below limit yet
-		}
-		req, size, err := checkAndDecode(buf[off:], pos+int64(off) < r.trustFrom.Load())
-		if errors.Is(err, ErrEndOfData) {
-			break
-		}
-		if err != nil {
-			return r.corruptLocked(pos+int64(off), err)
-		}
-		if req.Blank {
-			// Filler: the next message starts at the next segment.
-			next := from + int64(mf.Size())
-			r.reputFrom.Store(next)
-			return next, nil
-		}
-		at := pos + int64(off)
-		if req.CommitLogOffset != at {
-			return r.corruptLocked(at, fmt.Errorf("%w: PHYSICALOFFSET field says %d", ErrCorruptMessage, req.CommitLogOffset))
-		}
-		if err := r.dispatchOneLocked(&req); err != nil {
-			return at, err
-		}
-		off += size
-		r.reputFrom.Store(at + int64(size))
-	}
-	return pos + int64(off), nil
-}
-
-func (r *ReputService) corruptLocked(at int64, err error) (int64, error) {
-	if !r.corrupt.Swap(true) {
-		r.log.Error("corrupt CommitLog entry: dispatching stops here, nothing past it is served",
-			zap.Int64("offset", at), zap.Error(err))
-	}
-	return at, fmt.Errorf("dispatch: CommitLog entry at %d: %w", at, err)
-}
-
-// Notify wakes the background follower (after an append or a flush). It
-// never blocks.
-func (r *ReputService) Notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Start runs the background follower: on every Notify it dispatches up to
-// limit() (the store's visible CommitLog offset). Close stops it.
-func (r *ReputService) Start(limit func() int64) {
-	r.startOnce.Do(func() {
-		go r.follow(limit)
-	})
-}
-
-func (r *ReputService) follow(limit func() int64) {
-	defer close(r.done)
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-r.quit:
-			return
-		case <-r.wake:
-		case <-retry:
-		}
-		retry = nil
-		if _, err := r.DispatchUpTo(limit()); err != nil {
-			if !errors.Is(err, ErrCorruptMessage) {
-				r.log.Warn("dispatch failed; retrying", zap.Error(err), zap.Duration("in", r.cfg.RetryInterval))
-			}
-			retry = time.After(r.cfg.RetryInterval)
-		}
-	}
-}
-
-// Close stops the background follower, if started, and waits for it.
-func (r *ReputService) Close() {
-	r.stopOnce.Do(func() {
-		close(r.quit)
-		started := true
-		r.startOnce.Do(func() { started = false })
-		if started {
-			<-r.done
-		}
-	})
 }

@@ -39,20 +39,9 @@ var (
 	// malformed (topic too long, properties too long).
 	ErrMessageIllegal = errors.New("store: message illegal")
 
-	// ErrFlushDiskTimeout maps to FLUSH_DISK_TIMEOUT (10): a SYNC_FLUSH append was
-	// written but its fdatasync did not complete within syncFlushTimeout. The
-	// message may still become durable.
-	ErrFlushDiskTimeout = errors.New("store: flush disk timeout")
-
 	// ErrServiceNotAvailable maps to SERVICE_NOT_AVAILABLE (14): the store is not
-	// accepting writes (closed, disk full, or stopped after a write failure).
+	// accepting writes (closed or disk full).
 	ErrServiceNotAvailable = errors.New("store: service not available")
-
-	// ErrStoreWriteFailed is returned (wrapped together with
-	// ErrServiceNotAvailable) once a write or fdatasync has failed: the store
-	// stops accepting writes because the durable state of the tail is unknown.
-	// Reads of acknowledged data keep working. Restart to recover.
-	ErrStoreWriteFailed = errors.New("store: write to disk failed")
 
 	// ErrStoreClosed is returned by operations on a closed store.
 	ErrStoreClosed = errors.New("store: closed")

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
-
-	"github.com/raftmq/raftmq/storage"
 )
 
 // canonicalByMap is what CanonicalProperties must equal: the map parse and
@@ -159,48 +157,5 @@ func BenchmarkCanonicalProperties(b *testing.B) {
 				_ = CanonicalProperties(s)
 			}
 		})
-	}
-}
-
-// TestCommitLogPutMessagesEncodedProperties: the single-node append path
-// stores a message carrying EncodedProperties byte for byte like the same
-// message carrying the map (two commit logs fed the same batch).
-func TestCommitLogPutMessagesEncodedProperties(t *testing.T) {
-	byMap := newTestCommitLog(t, storage.OSFS(), t.TempDir(), 1<<20, 64<<10)
-	byEnc := newTestCommitLog(t, storage.OSFS(), t.TempDir(), 1<<20, 64<<10)
-	var mapBatch, encBatch []*Message
-	for _, s := range propertyCases {
-		m := sampleMessage()
-		m.Properties = ParseProperties(s)
-		mapBatch = append(mapBatch, m)
-		e := sampleMessage()
-		e.Properties, e.EncodedProperties = nil, CanonicalProperties(s)
-		encBatch = append(encBatch, e)
-	}
-	want, _, err := byMap.PutMessages(mapBatch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _, err := byEnc.PutMessages(encBatch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range want {
-		if got[i].PhysicalOffset != want[i].PhysicalOffset || got[i].Size != want[i].Size {
-			t.Fatalf("%q: appended at %d (%d bytes), map path %d (%d bytes)", propertyCases[i], got[i].PhysicalOffset, got[i].Size, want[i].PhysicalOffset, want[i].Size)
-		}
-		a, err := byMap.ReadMessage(want[i].PhysicalOffset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := byEnc.ReadMessage(got[i].PhysicalOffset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(a.B, b.B) {
-			t.Fatalf("%q: stored bytes differ\n got %q\nwant %q", propertyCases[i], b.B, a.B)
-		}
-		a.Release()
-		b.Release()
 	}
 }

@@ -8,17 +8,15 @@ import (
 	"github.com/raftmq/raftmq/storage"
 )
 
-// RaftHooks puts a MessageStore in Raft mode (Config.Raft): the CommitLog's
-// segment queue is the Raft log's file space (package raftlog frames Raft
-// entries in it, message batches inside the frames), so
+// RaftHooks connect a MessageStore to its Raft log (Config.Raft): the
+// CommitLog's segment queue is the Raft log's file space (package raftlog
+// frames Raft entries in it, message batches inside the frames), so
 //
-//   - the CommitLog's own put path (PutMessages, AppendEncoded) is off: every
-//     append is a Raft entry written by the Raft log store;
-//   - the CommitLog's recovery is off: it would read the first frame as a
-//     bad magic and truncate everything; OpenLog recovers the space instead;
-//   - the flush service is not the durability path (the log store syncs in
-//     StoreLogs) and the background dispatcher does not run: the FSM
-//     dispatches committed messages with Reput().DispatchRequests;
+//   - every append is a Raft entry written (and synced) by the Raft log
+//     store; the store has no put path of its own;
+//   - OpenLog recovers the space and cuts a torn tail (the store does not
+//     scan it: a Raft frame is not a stored message);
+//   - the FSM dispatches committed messages with Reput().DispatchRequests;
 //   - retention deletes segments through Segments, which moves the Raft
 //     log's first index durably before files go.
 type RaftHooks struct {
@@ -33,7 +31,7 @@ type RaftHooks struct {
 	Segments ExpiringFiles
 }
 
-// noExpiry is the ExpiringFiles of a Raft-mode store without Segments.
+// noExpiry is the ExpiringFiles of a store without RaftHooks.Segments.
 type noExpiry struct{ q *storage.MappedFileQueue }
 
 func (n noExpiry) DeleteExpired(time.Time, int, int) (int, error) { return 0, nil }
@@ -109,12 +107,8 @@ func (s *MessageStore) FlushLogics() error {
 	return nil
 }
 
-// RaftMode reports whether the store runs in Raft mode.
-func (s *MessageStore) RaftMode() bool { return s.cfg.Raft != nil }
-
 // CheckDiskWritable says why the Raft group must refuse new messages (store
-// closed, disk above the full ratio), or returns nil. The Raft-mode
-// counterpart of the put path's own check.
+// closed, disk above the full ratio), or returns nil.
 func (s *MessageStore) CheckDiskWritable() error {
 	if s.closed.Load() {
 		return fmt.Errorf("%w: %w", ErrServiceNotAvailable, ErrStoreClosed)

@@ -206,9 +206,7 @@ func TestRetentionEndToEnd(t *testing.T) {
 	l := newSegLog(t, fsys, "/store", 4096)
 	msgs := fill(l, 200)
 	f := newDispatchFixture(t, fsys, "/store", l, 0)
-	if _, err := f.r.DispatchUpTo(l.mfq.MaxOffset()); err != nil {
-		t.Fatal(err)
-	}
+	l.dispatch(f.r, 0, l.mfq.MaxOffset())
 	segs := l.mfq.Files()
 	if len(segs) < 5 {
 		t.Fatalf("only %d segments", len(segs))

@@ -20,42 +20,23 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// coreConfig is a small-footprint store config for tests.
-func coreConfig(fsys storage.FS, root string, mode FlushDiskType) Config {
+// storeConfig is a small-footprint store config for tests.
+func storeConfig(fsys storage.FS, root string) Config {
 	c := DefaultConfig()
 	c.StorePathRootDir = root
 	c.FS = fsys
-	c.FlushDiskType = mode
 	c.MappedFileSizeCommitLog = 1 << 20
 	c.MaxMessageSize = 64 << 10
 	c.MappedFileSizeConsumeQueue = 1000 * CQUnitSize
 	c.MaxHashSlotNum = 1000
 	c.MaxIndexNum = 4000
-	c.FlushIntervalCommitLog = 20 * time.Millisecond
 	c.FlushIntervalConsumeQueue = 50 * time.Millisecond
 	c.CleanResourceInterval = 50 * time.Millisecond
 	return c
 }
 
-func openCore(t *testing.T, cfg Config) *MessageStore {
-	t.Helper()
-	s, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// waitDispatched waits until every appended message is in its ConsumeQueue.
-func waitDispatched(t *testing.T, s *MessageStore) {
-	t.Helper()
-	testutil.WaitFor(t, 5*time.Second, "dispatch catches up", func() bool {
-		return s.DispatchedOffset() >= s.CommitLog().MaxOffset()
-	})
-}
-
 // pullAll reads a whole queue and returns the bodies in queue order.
-func pullAll(t *testing.T, s *MessageStore, topic string, qid int32) []string {
+func pullAll(t *testing.T, s *testStore, topic string, qid int32) []string {
 	t.Helper()
 	var out []string
 	off := int64(0)
@@ -96,78 +77,109 @@ func allFS() []fsCase {
 	}
 }
 
+// storeContent is what TestStorePutGetReopen and
+// TestStoreReopenAfterCrash put: 300 messages over three queues of TopicA,
+// one entry each, then a batch of three in one entry on TopicB.
+type storeContent struct {
+	want map[int32][]string
+	ids  []string
+}
+
+func putContent(t *testing.T, s *testStore) storeContent {
+	t.Helper()
+	c := storeContent{want: map[int32][]string{}}
+	for i := 0; i < 300; i++ {
+		q := int32(i % 3)
+		body := fmt.Sprintf("m-%d-%s", i, strings.Repeat("z", i*7))
+		r := s.put(coreMsg("TopicA", q, body))[0]
+		if r.ConsumeQueueOffset != int64(len(c.want[q])) {
+			t.Fatalf("put %d: queue offset %d, want %d", i, r.ConsumeQueueOffset, len(c.want[q]))
+		}
+		c.want[q] = append(c.want[q], body)
+		c.ids = append(c.ids, OffsetMsgID(s.cfg.StoreHost, r.CommitLogOffset))
+	}
+	rs := s.put(coreMsg("TopicB", 0, "b0"), coreMsg("TopicB", 0, "b1"), coreMsg("TopicB", 0, "b2"))
+	for i, r := range rs {
+		if r.ConsumeQueueOffset != int64(i) {
+			t.Fatalf("batch message %d: queue offset %d", i, r.ConsumeQueueOffset)
+		}
+	}
+	return c
+}
+
+func (c storeContent) check(t *testing.T, s *testStore) {
+	t.Helper()
+	for q, bodies := range c.want {
+		if got := pullAll(t, s, "TopicA", q); !reflect.DeepEqual(got, bodies) {
+			t.Fatalf("queue %d: got %d messages, want %d", q, len(got), len(bodies))
+		}
+	}
+	if got := pullAll(t, s, "TopicB", 0); !reflect.DeepEqual(got, []string{"b0", "b1", "b2"}) {
+		t.Fatalf("batch queue: %v", got)
+	}
+	_, off, err := ParseOffsetMsgID(c.ids[42])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.LookMessageByOffset(off)
+	if err != nil || !strings.HasPrefix(string(m.Body), "m-42-") || m.MsgID() != c.ids[42] {
+		t.Fatalf("look by offset: %v %v", m, err)
+	}
+}
+
+// TestStorePutGetReopen: committed messages are served in queue order,
+// also after a clean restart (which re-applies the log), and queue offsets
+// continue where they were.
 func TestStorePutGetReopen(t *testing.T) {
 	for _, c := range allFS() {
-		for _, mode := range []FlushDiskType{SyncFlush, AsyncFlush} {
-			t.Run(c.name+"/"+string(mode), func(t *testing.T) {
-				fsys, dir := c.mk(t)
-				cfg := coreConfig(fsys, dir, mode)
-				s := openCore(t, cfg)
-				want := map[int32][]string{}
-				var ids []string
-				for i := 0; i < 300; i++ {
-					q := int32(i % 3)
-					body := fmt.Sprintf("m-%d-%s", i, strings.Repeat("z", i*7))
-					m := coreMsg("TopicA", q, body)
-					r, err := s.PutMessage(m)
-					if err != nil || r.Status != PutOK {
-						t.Fatalf("put %d: %v %v", i, r.Status, err)
-					}
-					if r.QueueOffset != int64(len(want[q])) {
-						t.Fatalf("put %d: queue offset %d, want %d", i, r.QueueOffset, len(want[q]))
-					}
-					want[q] = append(want[q], body)
-					ids = append(ids, r.MsgID)
-				}
-				batch := []*Message{coreMsg("TopicB", 0, "b0"), coreMsg("TopicB", 0, "b1"), coreMsg("TopicB", 0, "b2")}
-				r, err := s.PutMessages(batch)
-				if err != nil || len(r.Appended) != 3 || strings.Count(r.MsgID, ",") != 2 {
-					t.Fatalf("batch: %+v %v", r, err)
-				}
-				waitDispatched(t, s)
-				check := func(s *MessageStore) {
-					for q, bodies := range want {
-						if got := pullAll(t, s, "TopicA", q); !reflect.DeepEqual(got, bodies) {
-							t.Fatalf("queue %d: got %d messages, want %d", q, len(got), len(bodies))
-						}
-					}
-					if got := pullAll(t, s, "TopicB", 0); !reflect.DeepEqual(got, []string{"b0", "b1", "b2"}) {
-						t.Fatalf("batch queue: %v", got)
-					}
-					_, off, err := ParseOffsetMsgID(ids[42])
-					if err != nil {
-						t.Fatal(err)
-					}
-					m, err := s.LookMessageByOffset(off)
-					if err != nil || !strings.HasPrefix(string(m.Body), "m-42-") || m.MsgID() != ids[42] {
-						t.Fatalf("look by offset: %v %v", m, err)
-					}
-				}
-				check(s)
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-				if ok, _ := fileExists(fsys, s.abortPath()); ok {
-					t.Fatal("abort file left after a clean close")
-				}
-				s = openCore(t, cfg)
-				defer s.Close()
-				if s.Recovery().Abnormal {
-					t.Fatal("clean shutdown recovered as abnormal")
-				}
-				check(s)
-				// Appends continue with the right queue offsets.
-				r, err = s.PutMessage(coreMsg("TopicA", 0, "after"))
-				if err != nil || r.QueueOffset != int64(len(want[0])) {
-					t.Fatalf("put after reopen: %+v %v", r, err)
-				}
-			})
-		}
+		t.Run(c.name, func(t *testing.T) {
+			fsys, dir := c.mk(t)
+			cfg := storeConfig(fsys, dir)
+			log := &segLog{}
+			s := openTestStore(t, cfg, log)
+			content := putContent(t, s)
+			content.check(t, s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := fileExists(fsys, s.abortPath()); ok {
+				t.Fatal("abort file left after a clean close")
+			}
+			s = openTestStore(t, cfg, log)
+			defer s.Close()
+			content.check(t, s)
+			if r := s.put(coreMsg("TopicA", 0, "after"))[0]; r.ConsumeQueueOffset != int64(len(content.want[0])) {
+				t.Fatalf("put after reopen: queue offset %d, want %d", r.ConsumeQueueOffset, len(content.want[0]))
+			}
+		})
+	}
+}
+
+// TestStoreReopenAfterCrash crashes the file system with ConsumeQueue and
+// index data partly unflushed and torn; the reopened store verifies the
+// units past the checkpoint and the re-applied log brings every queue back.
+func TestStoreReopenAfterCrash(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			fsys := storage.NewFaultFS(seed)
+			cfg := storeConfig(fsys, "/s")
+			cfg.FlushIntervalConsumeQueue = time.Hour
+			log := &segLog{}
+			s := openTestStore(t, cfg, log)
+			content := putContent(t, s)
+			crashed := fsys.Crash(storage.CrashOptions{Tear: seed%2 == 0, TearPages: seed%2 == 1})
+			_ = s.Close() // its writes fail: the disk is gone
+
+			cfg.FS = crashed
+			s = openTestStore(t, cfg, log)
+			defer s.Close()
+			content.check(t, s)
+		})
 	}
 }
 
 func TestStoreGetMessageStatuses(t *testing.T) {
-	s := openCore(t, coreConfig(storage.NewFaultFS(1), "/s", SyncFlush))
+	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
 	defer s.Close()
 	r, _ := s.GetMessage("g", "Nope", 0, 0, 32, nil)
 	if r.Status != NoMatchedLogicQueue {
@@ -176,11 +188,8 @@ func TestStoreGetMessageStatuses(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		m := coreMsg("T", 0, fmt.Sprint(i))
 		m.Properties["TAGS"] = []string{"A", "B"}[i%2]
-		if _, err := s.PutMessage(m); err != nil {
-			t.Fatal(err)
-		}
+		s.put(m)
 	}
-	waitDispatched(t, s)
 	r, _ = s.GetMessage("g", "T", 0, 10, 32, nil)
 	if r.Status != OffsetOverflowOne || r.NextBeginOffset != 10 || r.MaxOffset != 10 {
 		t.Fatalf("at max: %+v", r)
@@ -222,6 +231,58 @@ func TestStoreGetMessageStatuses(t *testing.T) {
 	}
 }
 
+// TestStoreFlippedBitNeverServed: a message damaged on disk after it was
+// stored is refused by pulls and lookups (ErrCorruptMessage), never served.
+func TestStoreFlippedBitNeverServed(t *testing.T) {
+	f := storage.NewFaultFS(5)
+	s := openTestStore(t, storeConfig(f, "/s"), &segLog{})
+	defer s.Close()
+	var reqs []*DispatchRequest
+	for i := 0; i < 5; i++ {
+		reqs = append(reqs, s.put(coreMsg("T", 0, fmt.Sprintf("body-%d", i)))...)
+	}
+	bad := reqs[3]
+	if err := f.FlipBit("/s/commitlog/"+storage.FileName(0), bad.CommitLogOffset+int64(bad.MsgSize)-30, 2); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)
+	if err == nil && r.Status == Found && len(r.Messages) > 3 {
+		t.Fatalf("damaged message served: %d messages", len(r.Messages))
+	}
+	if _, err := s.LookMessageByOffset(bad.CommitLogOffset); !errors.Is(err, ErrCorruptMessage) {
+		t.Fatalf("look up of the damaged message: %v", err)
+	}
+	if m, err := s.LookMessageByOffset(reqs[2].CommitLogOffset); err != nil || string(m.Body) != "body-2" {
+		t.Fatalf("intact message: %v %v", m, err)
+	}
+}
+
+// TestStoreDiskGuard: above the full ratio (as reported by statfs) the
+// store tells the Raft group to refuse writes; reads go on; writes resume
+// once space is back.
+func TestStoreDiskGuard(t *testing.T) {
+	f := storage.NewFaultFS(4)
+	s := openTestStore(t, storeConfig(f, "/s"), &segLog{})
+	defer s.Close()
+	s.put(coreMsg("T", 0, "before"))
+	if err := s.CheckDiskWritable(); err != nil {
+		t.Fatal(err)
+	}
+	f.SetDiskUsage(95, 100)
+	testutil.WaitFor(t, 5*time.Second, "disk guard trips", func() bool {
+		err := s.CheckDiskWritable()
+		return errors.Is(err, ErrDiskFull) && errors.Is(err, ErrServiceNotAvailable)
+	})
+	if !s.DiskFull() {
+		t.Fatal("DiskFull is false while writes are refused")
+	}
+	if got := pullAll(t, s, "T", 0); len(got) != 1 || got[0] != "before" {
+		t.Fatalf("reads during disk pressure: %v", got)
+	}
+	f.ClearDiskUsage()
+	testutil.WaitFor(t, 5*time.Second, "disk guard clears", func() bool { return s.CheckDiskWritable() == nil })
+}
+
 func TestConfigValidateAndKeys(t *testing.T) {
 	c := DefaultConfig()
 	if err := c.Validate(); err != nil {
@@ -250,7 +311,7 @@ func TestConfigValidateAndKeys(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"storePathRootDir", "storePathCommitLog", "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue",
-		"flushDiskType", "flushIntervalCommitLog", "flushCommitLogLeastPages", "syncFlushTimeout", "maxMessageSize",
+		"flushDiskType", "flushIntervalConsumeQueue", "maxMessageSize",
 		"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "maxHashSlotNum", "maxIndexNum"} {
 		if !keys[k] {
 			t.Errorf("no field tagged prop:%q", k)
@@ -259,26 +320,34 @@ func TestConfigValidateAndKeys(t *testing.T) {
 }
 
 func TestStoreV2TopicAndIPv6ThroughStore(t *testing.T) {
-	cfg := coreConfig(storage.NewFaultFS(1), "/s", AsyncFlush)
-	cfg.StoreHost = netip.MustParseAddrPort("[::1]:10911")
-	s := openCore(t, cfg)
+	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
 	defer s.Close()
 	topic := strings.Repeat("L", 200)
-	r, err := s.PutMessage(coreMsg(topic, 0, "v2"))
-	if err != nil || len(r.MsgID) != 56 {
-		t.Fatalf("put: %+v %v", r, err)
+	m := coreMsg(topic, 0, "v2")
+	m.StoreHost = netip.MustParseAddrPort("[::1]:10911")
+	r := s.put(m)[0]
+	id := OffsetMsgID(m.StoreHost, r.CommitLogOffset)
+	if len(id) != 56 {
+		t.Fatalf("IPv6 msgId %q", id)
 	}
-	waitDispatched(t, s)
+	if got, err := s.LookMessageByOffset(r.CommitLogOffset); err != nil || got.MsgID() != id {
+		t.Fatalf("look by offset: %v %v", got, err)
+	}
 	if got := pullAll(t, s, topic, 0); len(got) != 1 || got[0] != "v2" {
 		t.Fatalf("pulled %v", got)
 	}
 }
 
-func TestOpenRefusesBadRoot(t *testing.T) {
+func TestOpenRefusesBadRootOrNoRaftLog(t *testing.T) {
 	f := storage.NewFaultFS(1)
+	if _, err := Open(storeConfig(f, "/s")); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("opened without a Raft log: %v", err)
+	}
 	h, _ := f.OpenFile("/file", os.O_RDWR|os.O_CREATE, 0o644)
 	h.Close()
-	if _, err := Open(coreConfig(f, "/file", SyncFlush)); err == nil {
+	cfg := storeConfig(f, "/file")
+	cfg.Raft = (&segLog{t: t}).hooks()
+	if _, err := Open(cfg); err == nil {
 		t.Fatal("opened a store on a file")
 	}
 }
