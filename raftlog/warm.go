@@ -17,8 +17,7 @@ import (
 // replicas sharing a disk queue behind each other. A warmer goroutine keeps
 // the bytes ahead of the writer overwritten with durable zeros (pwrite +
 // fdatasync through Options.FS, chunk by chunk), so the appends' syncs find
-// written extents. The store's own warmer (MappedFile.WarmZeros) is off in
-// Raft mode, where this log store owns the appends.
+// written extents.
 //
 // Safety: every write into a segment happens under wmu (StoreLogs, the
 // truncations, resets). The warmer claims a range strictly at or after the
