@@ -214,23 +214,6 @@ func (q *MappedFileQueue) MaxOffset() int64 {
 	return last.FileFromOffset() + int64(last.WrotePosition())
 }
 
-// FlushedOffset returns the logical offset up to which all files are durable:
-// the first not fully flushed file's start plus its flushed position.
-func (q *MappedFileQueue) FlushedOffset() int64 {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	for _, mf := range q.files {
-		if mf.FlushedPosition() < mf.WrotePosition() || mf.WrotePosition() < mf.Size() {
-			return mf.FileFromOffset() + int64(mf.FlushedPosition())
-		}
-	}
-	if len(q.files) == 0 {
-		return 0
-	}
-	last := q.files[len(q.files)-1]
-	return last.FileFromOffset() + int64(last.FlushedPosition())
-}
-
 // Flush flushes every file with unflushed data, oldest first, stopping at the
 // first error.
 func (q *MappedFileQueue) Flush() error {

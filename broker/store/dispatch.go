@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"go.uber.org/zap"
-
 	"github.com/raftmq/raftmq/storage"
 )
 
@@ -80,8 +78,6 @@ type ReputConfig struct {
 	// StartOffset is the CommitLog offset up to which messages are known
 	// to be dispatched at start (see ReputStartOffset).
 	StartOffset int64
-	// Log receives structured logs; nil means zap.NewNop().
-	Log *zap.Logger
 }
 
 // ReputStartOffset is the dispatched offset after a start: the newest
@@ -105,7 +101,6 @@ func ReputStartOffset(cqs *ConsumeQueueStore, idx *IndexService, commitLogMin, c
 // committed messages.
 type ReputService struct {
 	cfg ReputConfig
-	log *zap.Logger
 
 	// reputFrom is the CommitLog offset up to which everything is dispatched.
 	// Written only under mu, read lock-free.
@@ -129,10 +124,7 @@ func NewReputService(cfg ReputConfig) (*ReputService, error) {
 	if cfg.ConsumeQueues == nil {
 		return nil, fmt.Errorf("%w: reput service needs a ConsumeQueueStore", ErrInvalidConfig)
 	}
-	if cfg.Log == nil {
-		cfg.Log = zap.NewNop()
-	}
-	r := &ReputService{cfg: cfg, log: cfg.Log, touched: map[queueKey]struct{}{}}
+	r := &ReputService{cfg: cfg, touched: map[queueKey]struct{}{}}
 	r.reputFrom.Store(cfg.StartOffset)
 	return r, nil
 }

@@ -230,7 +230,7 @@ func (s *MessageStore) open() error {
 	}
 	ckpt, haveCkpt, err := readCheckpoint(s.fs, s.checkpointPath())
 	if err != nil {
-		s.log.Warn("checkpoint unreadable; verifying the whole CommitLog", zap.Error(err))
+		s.log.Warn("checkpoint unreadable; verifying every ConsumeQueue unit", zap.Error(err))
 		abnormal, haveCkpt = true, false
 	}
 	if err := createAbortFile(s.fs, s.abortPath()); err != nil {
@@ -280,7 +280,7 @@ func (s *MessageStore) open() error {
 		}
 	}
 	start := ReputStartOffset(s.cqs, s.idx, s.cl.MinOffset(), s.cl.MaxOffset())
-	s.reput, err = NewReputService(ReputConfig{ConsumeQueues: s.cqs, Index: s.idx, StartOffset: start, Log: s.log})
+	s.reput, err = NewReputService(ReputConfig{ConsumeQueues: s.cqs, Index: s.idx, StartOffset: start})
 	if err != nil {
 		return err
 	}
