@@ -26,22 +26,21 @@
 //     check before a write.
 //   - consumequeue.go: 20-byte units (physical offset, size, tags code),
 //     one MappedFileQueue per topic and queue, recovery of the last files,
-//     truncation, search by time.
+//     truncation, search by time; after a crash, checking units against the
+//     CommitLog and cutting a queue at its first torn unit.
 //   - indexfile.go: RocketMQ's IndexFile layout and the IndexService (keys
-//     topic#KEY and topic#UNIQ_KEY, files rolled when full, rebuilt after a
-//     crash instead of only dropped).
+//     topic#KEY and topic#UNIQ_KEY, files rolled when full, files newer
+//     than the checkpoint dropped after a crash).
 //   - dispatch.go: the dispatchers and the reput service that feeds
 //     committed messages to them in CommitLog order; new-message listeners
 //     wake held pulls.
 //   - checkpoint.go: the checkpoint file (flushed offsets, logics and index
 //     timestamps) and the abort file.
-//   - recovery.go: checking ConsumeQueues against the CommitLog after a
-//     crash, cutting a queue at its first torn unit.
 //   - retention.go: fileReservedTime/deleteWhen deletion and the disk guard
 //     (refuse writes above 90 %, resume at 85 %, forced deletion above 85 %,
 //     early deletion of expired files above 75 %).
 //   - errors.go: the package's sentinels (ErrDiskFull, ErrMessageIllegal,
-//     ErrServiceNotAvailable, ErrStoreWriteFailed, …).
+//     ErrServiceNotAvailable, …; the file-level ones are package storage's).
 //
 // Lock order: the segment queue's lock, then a mapped file's flush lock,
 // then its data lock.

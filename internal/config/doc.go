@@ -8,7 +8,7 @@
 // Supported field kinds: string, bool, signed and unsigned integers, floats and
 // time.Duration. A Duration accepts either a Go duration ("500ms") or a bare
 // integer, read as milliseconds because that is how RocketMQ spells every
-// interval key (flushIntervalCommitLog=500).
+// interval key (flushIntervalConsumeQueue=1000).
 //
 // An unknown or malformed key is a *KeyError naming the key and the file:
 // RocketMQ ignores unknown keys, but a misspelt durability setting must not
