@@ -75,6 +75,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newBenchCmd(g))
 	root.AddCommand(newAdminCmd(g))
 	root.AddCommand(newFailoverCmd(g))
+	root.AddCommand(newVersionCmd())
 	return root
 }
 
