@@ -73,8 +73,19 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	produce.Flags().IntVar(&f.autoB, "auto-batch", 0, "client.AutoBatch: concurrent sends share batch requests of up to N messages (0 = off)")
 	consume := &cobra.Command{
 		Use:   "consume",
-		Short: "Consume with a push consumer and report TPS and end-to-end (store→deliver) latency",
-		Args:  cobra.NoArgs,
+		Short: "Consume with a push consumer and report TPS, MB/s and end-to-end (store→consume) latency",
+		Long: `Consume with a push consumer and report TPS, MB/s and end-to-end latency.
+
+The latency is store→consume: from the broker's store timestamp (set when the
+leader appended the message) to delivery to the listener, so it includes the
+Raft commit, the long poll's wake-up and the pull. It is meaningful for live
+traffic (run bench produce at the same time, with --from-last for a new group);
+over a backlog it is the messages' age. The broker's clock and this host's must
+agree; stored timestamps have millisecond resolution.
+
+Rates are taken from the first to the last delivery; MB/s counts message
+bodies, the "as stored" figure whole stored messages (what the pulls carried).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), g, f, cmd.OutOrStdout(), false)
 		},
@@ -86,26 +97,103 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// benchStats is shared by the workers; the histogram is guarded by mu.
+// benchStats is shared by the workers; the histograms are guarded by mu.
 type benchStats struct {
-	ok, failed, bytes atomic.Int64
-	mu                sync.Mutex
-	hist              *hdrhistogram.Histogram // microseconds
-	window            *hdrhistogram.Histogram // current interval
+	ok, failed atomic.Int64
+	// bytes counts message bodies as the application sees them (after
+	// decompression): the payload rate, comparable between produce and
+	// consume. storeBytes counts, for consume, each message's stored size
+	// (TOTALSIZE: properties, topic and headers included), which is what the
+	// pull responses carried.
+	bytes, storeBytes atomic.Int64
+	// first and last are the UnixNano times of the first and last record:
+	// consume rates are taken over this span, not from process start, so the
+	// consumer's start-up and rebalance and the idle tail of a -d run after
+	// the backlog is drained do not dilute them.
+	first, last atomic.Int64
+	mu          sync.Mutex
+	maxUs       int64
+	hist        *hdrhistogram.Histogram // microseconds
+	window      *hdrhistogram.Histogram // current interval
+	clamped     int64                   // values above maxUs, recorded as maxUs
 }
 
-func newBenchStats() *benchStats {
-	return &benchStats{hist: hdrhistogram.New(1, 60_000_000, 3), window: hdrhistogram.New(1, 60_000_000, 3)}
+// produceMaxLatency bounds the send latency histogram (a send that takes
+// longer has failed at the client's timeout anyway).
+const produceMaxLatency = time.Minute
+
+// consumeMaxLatency bounds the store→consume histogram: a backlog read from
+// the oldest offset has messages hours old, and a value above the
+// histogram's range would otherwise be dropped instead of counted.
+const consumeMaxLatency = 24 * time.Hour
+
+func newBenchStats(maxLatency time.Duration) *benchStats {
+	maxUs := maxLatency.Microseconds()
+	return &benchStats{maxUs: maxUs, hist: hdrhistogram.New(1, maxUs, 3), window: hdrhistogram.New(1, maxUs, 3)}
 }
 
-func (s *benchStats) record(d time.Duration, n int) {
+// record counts one message of payload body bytes and storeSize stored
+// bytes (0 when unknown), received or acknowledged at time at, with
+// latency d.
+func (s *benchStats) record(at time.Time, d time.Duration, payload, storeSize int) {
 	s.ok.Add(1)
-	s.bytes.Add(int64(n))
-	us := max(d.Microseconds(), 1)
+	s.bytes.Add(int64(payload))
+	s.storeBytes.Add(int64(storeSize))
+	ns := at.UnixNano()
+	s.first.CompareAndSwap(0, ns)
+	for {
+		l := s.last.Load()
+		if ns <= l || s.last.CompareAndSwap(l, ns) {
+			break
+		}
+	}
+	// Below 1 µs (or negative, when the consumer's clock is behind the
+	// broker's) counts as 1 µs, the histogram's lowest value.
+	v := max(d.Microseconds(), 1)
 	s.mu.Lock()
-	_ = s.hist.RecordValue(us)
-	_ = s.window.RecordValue(us)
+	if v > s.maxUs {
+		v = s.maxUs
+		s.clamped++
+	}
+	_ = s.hist.RecordValue(v)
+	_ = s.window.RecordValue(v)
 	s.mu.Unlock()
+}
+
+// recordConsumed records a batch delivered to the listener at now. The
+// latency is store→consume: now minus the broker's STORETIMESTAMP, set when
+// the leader appended the message, so it covers Raft commit, dispatch to the
+// consume queue, the long poll's wake-up, the pull response and the client's
+// decode and hand-off, and not the producer's send (bench produce measures
+// that). BORNTIMESTAMP would add the producer's side and its clock; either
+// way the broker's and this host's clocks must agree, and the stored
+// timestamps have millisecond resolution.
+func (s *benchStats) recordConsumed(now time.Time, msgs []*client.MessageExt) {
+	for _, m := range msgs {
+		s.record(now, now.Sub(time.UnixMilli(m.StoreTimestamp)), len(m.Body), int(m.StoreSize))
+	}
+}
+
+// benchInterval is the reporter's state between two interval lines.
+type benchInterval struct {
+	ok, bytes int64
+	at        time.Time
+}
+
+// tick returns the interval line for [iv.at, now) and advances iv.
+func (s *benchStats) tick(now time.Time, iv *benchInterval) string {
+	ok, bytes := s.ok.Load(), s.bytes.Load()
+	s.mu.Lock()
+	w := s.window
+	s.window = hdrhistogram.New(1, s.maxUs, 3)
+	s.mu.Unlock()
+	dt := now.Sub(iv.at).Seconds()
+	line := fmt.Sprintf("%s tps=%.0f MB/s=%.1f failed=%d p50=%s p90=%s p99=%s p999=%s max=%s",
+		now.Format("15:04:05"), float64(ok-iv.ok)/dt, float64(bytes-iv.bytes)/dt/(1<<20), s.failed.Load(),
+		us(w.ValueAtQuantile(50)), us(w.ValueAtQuantile(90)), us(w.ValueAtQuantile(99)),
+		us(w.ValueAtQuantile(99.9)), us(w.Max()))
+	iv.ok, iv.bytes, iv.at = ok, bytes, now
+	return line
 }
 
 // benchSummary is the --json output.
@@ -115,15 +203,70 @@ type benchSummary struct {
 	Failed   int64   `json:"failed"`
 	Seconds  float64 `json:"seconds"`
 	TPS      float64 `json:"tps"`
-	MBps     float64 `json:"mbPerSec"`
-	P50us    int64   `json:"p50us"`
-	P90us    int64   `json:"p90us"`
-	P99us    int64   `json:"p99us"`
-	P999us   int64   `json:"p999us"`
-	MaxUs    int64   `json:"maxUs"`
+	// MBps is message bodies per second (MiB/s).
+	MBps float64 `json:"mbPerSec"`
+	// StoreMBps (consume) is stored message bytes per second (MiB/s):
+	// bodies plus each message's headers, properties and topic.
+	StoreMBps float64 `json:"storeMbPerSec,omitempty"`
+	// Latency says what the percentiles measure: "send" (request to ack)
+	// or "store-to-consume" (broker's store timestamp to delivery).
+	Latency string `json:"latency"`
+	P50us   int64  `json:"p50us"`
+	P90us   int64  `json:"p90us"`
+	P99us   int64  `json:"p99us"`
+	P999us  int64  `json:"p999us"`
+	MaxUs   int64  `json:"maxUs"`
+	// Clamped counts latencies above the histogram's range, recorded as
+	// its maximum.
+	Clamped int64 `json:"clamped,omitempty"`
 	// CPUus is this process's CPU time (user+system) per message: the
 	// client's cost, which shares the cores with a local broker.
 	CPUus float64 `json:"clientCpuUsPerMsg"`
+}
+
+// summary aggregates the run. elapsed is the whole run; a consume run's
+// rates use the span from the first to the last delivery instead when
+// there is one (see benchStats.first).
+func (s *benchStats) summary(produce bool, elapsed time.Duration) benchSummary {
+	sum := benchSummary{Mode: "produce", Latency: "send", Messages: s.ok.Load(), Failed: s.failed.Load()}
+	span := elapsed
+	if !produce {
+		sum.Mode, sum.Latency = "consume", "store-to-consume"
+		if d := time.Duration(s.last.Load() - s.first.Load()); s.first.Load() != 0 && d > 0 {
+			span = d
+		}
+	}
+	sum.Seconds = span.Seconds()
+	if sum.Seconds > 0 {
+		sum.TPS = float64(sum.Messages) / sum.Seconds
+		sum.MBps = float64(s.bytes.Load()) / sum.Seconds / (1 << 20)
+		if !produce {
+			sum.StoreMBps = float64(s.storeBytes.Load()) / sum.Seconds / (1 << 20)
+		}
+	}
+	s.mu.Lock()
+	h := s.hist
+	sum.P50us, sum.P90us, sum.P99us = h.ValueAtQuantile(50), h.ValueAtQuantile(90), h.ValueAtQuantile(99)
+	sum.P999us, sum.MaxUs, sum.Clamped = h.ValueAtQuantile(99.9), h.Max(), s.clamped
+	s.mu.Unlock()
+	return sum
+}
+
+// text is the summary's human-readable line.
+func (sum benchSummary) text() string {
+	rate := fmt.Sprintf("%.1f MB/s", sum.MBps)
+	latency := "latency"
+	if sum.Mode == "consume" {
+		rate += fmt.Sprintf(" (%.1f MB/s as stored)", sum.StoreMBps)
+		latency = "store→consume latency"
+	}
+	line := fmt.Sprintf("total %s: %d ok, %d failed in %.1fs: %.0f msg/s, %s, %s p50 %s p90 %s p99 %s p999 %s max %s, client CPU %.1f µs/msg",
+		sum.Mode, sum.Messages, sum.Failed, sum.Seconds, sum.TPS, rate, latency,
+		us(sum.P50us), us(sum.P90us), us(sum.P99us), us(sum.P999us), us(sum.MaxUs), sum.CPUus)
+	if sum.Clamped > 0 {
+		line += fmt.Sprintf(" (%d latencies above %s counted as %s)", sum.Clamped, us(sum.MaxUs), us(sum.MaxUs))
+	}
+	return line
 }
 
 func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer, produce bool) error {
@@ -152,7 +295,10 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 		}
 		defer pprof.StopCPUProfile()
 	}
-	st := newBenchStats()
+	st := newBenchStats(produceMaxLatency)
+	if !produce {
+		st = newBenchStats(consumeMaxLatency)
+	}
 	cpu0 := processCPU()
 	start := time.Now()
 	done := make(chan struct{})
@@ -160,28 +306,17 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 		defer close(done)
 		t := time.NewTicker(f.interval)
 		defer t.Stop()
-		var lastOK int64
-		last := start
+		iv := &benchInterval{at: start}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				ok := st.ok.Load()
-				st.mu.Lock()
-				w := st.window
-				st.window = hdrhistogram.New(1, 60_000_000, 3)
-				st.mu.Unlock()
-				tps := float64(ok-lastOK) / now.Sub(last).Seconds()
-				line := fmt.Sprintf("%s tps=%.0f MB/s=%.1f failed=%d p50=%s p90=%s p99=%s p999=%s max=%s",
-					now.Format("15:04:05"), tps, tps*float64(max(f.size, 0))/(1<<20), st.failed.Load(),
-					us(w.ValueAtQuantile(50)), us(w.ValueAtQuantile(90)), us(w.ValueAtQuantile(99)),
-					us(w.ValueAtQuantile(99.9)), us(w.Max()))
+				line := st.tick(now, iv)
 				if f.count > 0 {
-					line += " " + progressBar(ok, f.count)
+					line += " " + progressBar(iv.ok, f.count)
 				}
 				fmt.Fprintln(out, line)
-				lastOK, last = ok, now
 			}
 		}
 	}()
@@ -192,14 +327,7 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 	}
 	stop()
 	<-done
-	el := time.Since(start).Seconds()
-	st.mu.Lock()
-	h := st.hist
-	sum := benchSummary{Mode: map[bool]string{true: "produce", false: "consume"}[produce], Messages: st.ok.Load(),
-		Failed: st.failed.Load(), Seconds: el, TPS: float64(st.ok.Load()) / el, MBps: float64(st.bytes.Load()) / el / (1 << 20),
-		P50us: h.ValueAtQuantile(50), P90us: h.ValueAtQuantile(90), P99us: h.ValueAtQuantile(99),
-		P999us: h.ValueAtQuantile(99.9), MaxUs: h.Max()}
-	st.mu.Unlock()
+	sum := st.summary(produce, time.Since(start))
 	if n := st.ok.Load(); n > 0 {
 		sum.CPUus = float64((processCPU() - cpu0).Microseconds()) / float64(n)
 	}
@@ -207,8 +335,7 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 		b, _ := json.Marshal(sum)
 		fmt.Fprintln(out, string(b))
 	} else {
-		fmt.Fprintf(out, "total %s: %d ok, %d failed in %.1fs: %.0f msg/s, %.1f MB/s, latency p50 %s p90 %s p99 %s p999 %s max %s, client CPU %.1f µs/msg\n",
-			sum.Mode, sum.Messages, sum.Failed, el, sum.TPS, sum.MBps, us(sum.P50us), us(sum.P90us), us(sum.P99us), us(sum.P999us), us(sum.MaxUs), sum.CPUus)
+		fmt.Fprintln(out, sum.text())
 	}
 	return err
 }
@@ -275,7 +402,8 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 						if err != nil {
 							st.failed.Add(1)
 						} else {
-							st.record(time.Since(t0), f.size)
+							now := time.Now()
+							st.record(now, now.Sub(t0), f.size, 0)
 						}
 						<-sem
 						finished()
@@ -292,7 +420,8 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 						st.failed.Add(1)
 					}
 				} else {
-					st.record(time.Since(t0), f.size)
+					now := time.Now()
+					st.record(now, now.Sub(t0), f.size, 0)
 				}
 				finished()
 			}
@@ -319,10 +448,7 @@ func benchConsume(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 		return err
 	}
 	err = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
-		now := time.Now()
-		for _, m := range msgs {
-			st.record(now.Sub(time.UnixMilli(m.StoreTimestamp)), len(m.Body))
-		}
+		st.recordConsumed(time.Now(), msgs)
 		if f.count > 0 && st.ok.Load() >= f.count {
 			stop()
 		}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/client"
+)
+
+// consumed returns n messages of body bytes, stored at storedAt.
+func consumed(n, body int, storeSize int32, storedAt time.Time) []*client.MessageExt {
+	msgs := make([]*client.MessageExt, n)
+	for i := range msgs {
+		msgs[i] = &client.MessageExt{StoreSize: storeSize, StoreTimestamp: storedAt.UnixMilli()}
+		msgs[i].Body = make([]byte, body)
+	}
+	return msgs
+}
+
+// within reports whether got is v within HDR's 3 significant digits.
+func within(got, v int64) bool { return got >= v-v/500-1 && got <= v+v/500+1 }
+
+// TestBenchConsumeAggregation feeds the consume path two deliveries of 1 MiB
+// of bodies each, 2 s apart, and checks the interval lines and the summary:
+// MB/s from the bytes received (not from a produce-only --size), rates over
+// the first-to-last-delivery span, store→consume percentiles.
+func TestBenchConsumeAggregation(t *testing.T) {
+	const body, stored, perBatch = 16 << 10, 16<<10 + 200, 64 // 64 × 16 KiB = 1 MiB
+	st := newBenchStats(consumeMaxLatency)
+	start := time.UnixMilli(1_800_000_000_000)
+	iv := &benchInterval{at: start}
+
+	t1 := start.Add(5 * time.Second) // after a slow start-up and rebalance
+	st.recordConsumed(t1, consumed(perBatch, body, stored, t1.Add(-5*time.Millisecond)))
+	line := st.tick(t1, iv)
+	if !strings.Contains(line, " MB/s=0.2 ") || !strings.Contains(line, "p50=5.0") {
+		t.Errorf("first interval (5 s, 1 MiB): %s", line)
+	}
+	line = st.tick(t1.Add(time.Second), iv) // one empty second
+	if !strings.Contains(line, "tps=0 MB/s=0.0 ") {
+		t.Errorf("empty interval: %s", line)
+	}
+	t2 := t1.Add(2 * time.Second)
+	st.recordConsumed(t2, consumed(perBatch, body, stored, t2.Add(-20*time.Millisecond)))
+	line = st.tick(t2, iv)
+	if !strings.Contains(line, "tps=64 MB/s=1.0 ") || !strings.Contains(line, "p50=20.0") {
+		t.Errorf("interval with 1 MiB in 1 s: %s", line)
+	}
+
+	// A -d run goes on idle after the last delivery.
+	sum := st.summary(false, t2.Add(10*time.Second).Sub(start))
+	if sum.Mode != "consume" || sum.Latency != "store-to-consume" || sum.Messages != 2*perBatch {
+		t.Fatalf("summary %+v", sum)
+	}
+	if sum.Seconds != 2 || sum.TPS != perBatch || sum.MBps != 1 {
+		t.Errorf("over the 2 s between first and last delivery of 2 MiB: seconds %v, tps %v, MB/s %v", sum.Seconds, sum.TPS, sum.MBps)
+	}
+	if want := float64(2*perBatch*stored) / 2 / (1 << 20); sum.StoreMBps != want {
+		t.Errorf("stored MB/s %v, want %v", sum.StoreMBps, want)
+	}
+	if !within(sum.P50us, 5000) || !within(sum.P90us, 20000) || !within(sum.MaxUs, 20000) {
+		t.Errorf("percentiles p50 %d p90 %d max %d µs, want 5000, 20000, 20000", sum.P50us, sum.P90us, sum.MaxUs)
+	}
+	b, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"latency":"store-to-consume"`, `"mbPerSec":1,`, `"p50us":`, `"storeMbPerSec":`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("--json lacks %s: %s", want, b)
+		}
+	}
+	if text := sum.text(); !strings.Contains(text, "1.0 MB/s (1.0 MB/s as stored), store→consume latency p50 5.0") {
+		t.Errorf("summary line: %s", text)
+	}
+}
+
+// TestBenchConsumeOldMessages checks that a backlog older than the send
+// histogram's minute is counted, and beyond the consume range is clamped
+// and reported instead of dropped.
+func TestBenchConsumeOldMessages(t *testing.T) {
+	st := newBenchStats(consumeMaxLatency)
+	now := time.UnixMilli(1_800_000_000_000)
+	st.recordConsumed(now, consumed(1, 10, 100, now.Add(-2*time.Hour)))
+	st.recordConsumed(now, consumed(1, 10, 100, now.Add(-48*time.Hour)))
+	st.recordConsumed(now, consumed(1, 10, 100, now.Add(time.Second))) // consumer clock behind the broker's
+	sum := st.summary(false, time.Minute)
+	if sum.Messages != 3 || sum.Clamped != 1 {
+		t.Fatalf("messages %d clamped %d, want 3 and 1", sum.Messages, sum.Clamped)
+	}
+	if !within(sum.P50us, (2*time.Hour).Microseconds()) || !within(sum.MaxUs, consumeMaxLatency.Microseconds()) {
+		t.Errorf("p50 %d max %d µs", sum.P50us, sum.MaxUs)
+	}
+	if sum.Seconds != 60 { // all delivered at one instant: the whole run
+		t.Errorf("seconds %v", sum.Seconds)
+	}
+	if !strings.Contains(sum.text(), "1 latencies above") {
+		t.Errorf("clamping not reported: %s", sum.text())
+	}
+}
+
+// TestBenchProduceAggregation checks the produce summary keeps the run's
+// wall time and send latency.
+func TestBenchProduceAggregation(t *testing.T) {
+	st := newBenchStats(produceMaxLatency)
+	at := time.UnixMilli(1_800_000_000_000)
+	for i := 0; i < 1000; i++ {
+		st.record(at, time.Duration(i+1)*time.Microsecond, 1024, 0)
+	}
+	sum := st.summary(true, 4*time.Second)
+	if sum.Mode != "produce" || sum.Latency != "send" || sum.Seconds != 4 || sum.TPS != 250 || sum.MBps != 1000*1024/4.0/(1<<20) {
+		t.Errorf("summary %+v", sum)
+	}
+	if sum.StoreMBps != 0 || !within(sum.P50us, 500) || sum.MaxUs != 1000 {
+		t.Errorf("summary %+v", sum)
+	}
+}
