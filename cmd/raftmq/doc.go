@@ -1,6 +1,6 @@
 // Command raftmq is the single raftmq binary: name server, broker node, local
-// dev cluster, admin CLI, failover report and load generator, as cobra
-// subcommands.
+// dev cluster, admin CLI, failover report, load generator and version, as
+// cobra subcommands.
 //
 // Each subcommand only turns flags into a config, builds the component with
 // New and runs it with a context that SIGINT/SIGTERM cancel. Library code
@@ -14,7 +14,10 @@
 //     (-p prints the effective config and exits).
 //   - dev.go: `raftmq dev`, the in-process cluster of internal/devcluster
 //     (a name server and a 3-node group on loopback) with its ready line.
-//   - bench.go: `raftmq bench produce|consume` with HDR percentiles.
+//   - bench.go: `raftmq bench produce|consume`: TPS, MB/s and HDR
+//     percentiles of send latency (produce) or store→consume latency
+//     (consume).
+//   - version.go: `raftmq version [--json]` from the binary's build info.
 //   - admin*.go: `raftmq admin`, mqadmin's commands plus raftStatus,
 //     leadershipTransfer and balanceLeaders, as a table of name, flags,
 //     request and renderer; table or --json output; errors naming the
