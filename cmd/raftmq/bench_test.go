@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/devcluster"
 )
 
 // consumed returns n messages of body bytes, stored at storedAt.
@@ -115,5 +118,53 @@ func TestBenchProduceAggregation(t *testing.T) {
 	}
 	if sum.StoreMBps != 0 || !within(sum.P50us, 500) || sum.MaxUs != 1000 {
 		t.Errorf("summary %+v", sum)
+	}
+}
+
+// runBenchCmd runs `raftmq bench ARGS --json` and decodes its summary.
+func runBenchCmd(t *testing.T, args ...string) benchSummary {
+	t.Helper()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs(append(append([]string{"--log-level", "error", "bench"}, args...), "--json", "--interval", "1h"))
+	if err := root.Execute(); err != nil {
+		t.Fatalf("bench %v: %v\n%s", args, err, out.String())
+	}
+	var sum benchSummary
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("bench %v: %v\n%s", args, err, out.String())
+	}
+	return sum
+}
+
+// TestBenchConsumeLive produces n messages of known size into a live
+// 3-node group and consumes them with `bench consume`: the reported MB/s
+// times the reported seconds is exactly the bodies received.
+func TestBenchConsumeLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	c := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000})
+	const n, size = 2000, 700
+	ns := c.NamesrvAddr()
+	p := runBenchCmd(t, "produce", "-n", ns, "-t", "BenchLive", "-s", "700", "-w", "8", "-m", "2000")
+	if p.Messages != n || p.Failed != 0 {
+		t.Fatalf("produce: %+v", p)
+	}
+	sum := runBenchCmd(t, "consume", "-n", ns, "-t", "BenchLive", "-g", "bench-live", "-m", "2000", "-d", "60s")
+	if sum.Messages < n || sum.Latency != "store-to-consume" {
+		t.Fatalf("consume: %+v", sum)
+	}
+	got := sum.MBps * sum.Seconds * (1 << 20)
+	if want := float64(sum.Messages * size); math.Abs(got-want) > 1e-6*want {
+		t.Errorf("MB/s × seconds = %.0f bytes, received %d bodies of %d bytes = %.0f", got, sum.Messages, size, want)
+	}
+	if sum.StoreMBps <= sum.MBps {
+		t.Errorf("stored MB/s %v not above body MB/s %v (stored messages carry headers)", sum.StoreMBps, sum.MBps)
+	}
+	if sum.P50us <= 0 || sum.MaxUs < sum.P50us {
+		t.Errorf("store-to-consume percentiles p50 %d max %d", sum.P50us, sum.MaxUs)
 	}
 }
