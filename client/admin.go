@@ -51,8 +51,10 @@ func NewAdmin(opts ...Opt) (*Admin, error) {
 	return a, nil
 }
 
-// Close closes the admin client's connections.
-func (a *Admin) Close() error { return a.rc.Close() }
+// Close closes the admin client's connections (calls in progress fail).
+// Admin runs no background work, so there is nothing for ctx to bound; it
+// is taken so that every SDK client closes alike.
+func (a *Admin) Close(ctx context.Context) error { return a.rc.Close() }
 
 // nameServerCall sends req to the name servers in turn until one answers.
 func (a *Admin) nameServerCall(ctx context.Context, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {

@@ -22,7 +22,7 @@ func newTestAdmin(t *testing.T, ns *namesrv.NameServer) *Admin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.Close() })
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	return a
 }
 

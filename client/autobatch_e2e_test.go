@@ -28,7 +28,7 @@ func TestEndToEndAutoBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: "AB", ReadQueueNums: 2, WriteQueueNums: 2}, "DefaultCluster", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +37,10 @@ func TestEndToEndAutoBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 
 	const goroutines, each = 12, 15
 	var (

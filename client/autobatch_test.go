@@ -431,7 +431,7 @@ func TestAutoBatchClose(t *testing.T) {
 	}
 	testutil.WaitFor(t, 5*time.Second, "6 sends waiting", func() bool { return pendingSends(p, "T") == 6 })
 	start := time.Now()
-	if err := p.Close(); err != nil {
+	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	c.wg.Wait()

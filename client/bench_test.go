@@ -52,10 +52,10 @@ func BenchmarkSendSync(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := p.Start(); err != nil {
+			if err := p.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			defer p.Close()
+			defer p.Close(context.Background())
 			if _, err := p.SendSync(context.Background(), NewMessage("Bench", body)); err != nil {
 				b.Fatal(err)
 			}

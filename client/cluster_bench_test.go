@@ -34,7 +34,7 @@ func BenchmarkClusterSendSync(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: "CB", ReadQueueNums: 8, WriteQueueNums: 8}, "DefaultCluster", ""); err != nil {
 		b.Fatal(err)
 	}
@@ -48,10 +48,10 @@ func BenchmarkClusterSendSync(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := p.Start(); err != nil {
+			if err := p.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			defer p.Close()
+			defer p.Close(context.Background())
 			if _, err := p.SendSync(ctx, client.NewMessage("CB", body)); err != nil {
 				b.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func BenchmarkClusterSendSync(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := warm.Start(); err != nil {
+	if err := warm.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
 	for range 2000 {
@@ -116,7 +116,7 @@ func BenchmarkClusterSendSync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	_ = warm.Close()
+	_ = warm.Close(context.Background())
 	// Rounds interleave the clients, each round starting with the next
 	// one, so that a change of machine load hits them alike
 	// (RAFTMQ_BENCH_ROUNDS, default 1).

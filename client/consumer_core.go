@@ -204,13 +204,18 @@ func (c *consumerCore) goTracked(f func()) {
 
 // close stops every loop and pull, waits for them, commits offsets,
 // releases orderly locks, leaves the group at every broker, and closes the
-// connections. ctx bounds the network part.
+// connections. ctx bounds all of it; when it ends before the goroutines
+// do, close still drops the queues, tries the commit and closes the
+// connections, and returns ctx's error.
 func (c *consumerCore) close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closing = true
 	c.mu.Unlock()
 	c.cancel()
-	c.wg.Wait()
+	// Whatever still runs has been cancelled; what follows is safe beside
+	// it (the store and the tables are locked, requests on closed
+	// connections fail).
+	waitErr := waitGroup(ctx, &c.wg)
 	c.mu.Lock()
 	pqs := slices.Collect(maps.Values(c.pqs))
 	c.pqs = map[MessageQueue]*processQueue{}
@@ -240,6 +245,10 @@ func (c *consumerCore) close(ctx context.Context) error {
 	}
 	if err := c.rc.Close(); err != nil {
 		errs = append(errs, err)
+	}
+	if waitErr != nil {
+		c.log.Debug("close gave up waiting", zap.Error(errors.Join(errs...)))
+		return waitErr
 	}
 	return errors.Join(errs...)
 }

@@ -171,13 +171,13 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := retry.Start(); err != nil {
+	if err := retry.Start(ctx); err != nil {
 		return err
 	}
 	p.retry = retry
 	p.work = newWorkQueue()
 	if err := c.start(ctx); err != nil {
-		_ = retry.Close()
+		_ = retry.Close(context.WithoutCancel(ctx))
 		return err
 	}
 	if p.concurrent != nil {
@@ -191,8 +191,11 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 }
 
 // Close stops pulling, waits for listener calls in progress, commits the
-// offsets, releases orderly locks and unregisters from the brokers; ctx
-// bounds the commit and unregistering. Safe to call twice.
+// offsets, releases orderly locks and unregisters from the brokers. ctx
+// bounds all of it: when it ends first (a listener that does not return),
+// Close still commits what it can, closes the connections and returns
+// ctx's error; the listener's goroutine ends when the listener returns.
+// Safe to call twice.
 func (p *PushConsumer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.state != stateStarted {
@@ -203,9 +206,14 @@ func (p *PushConsumer) Close(ctx context.Context) error {
 	p.state = stateClosed
 	p.mu.Unlock()
 	p.core.cancel()
-	p.workerWG.Wait()
+	waitErr := waitGroup(ctx, &p.workerWG)
 	err := p.core.close(ctx)
-	_ = p.retry.Close()
+	if rerr := p.retry.Close(ctx); rerr != nil && waitErr == nil && err == nil {
+		err = rerr
+	}
+	if waitErr != nil {
+		return waitErr
+	}
 	return err
 }
 

@@ -214,8 +214,23 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 	pq.drop()
 	// Wait for listener calls in progress: their results still count.
+	// One goroutine takes the lock; keep tells it whether this hand-over
+	// kept the lock (and unlocks it) or gave up waiting, in which case the
+	// goroutine gives the lock back once the listener lets go of it. It
+	// is counted in c.wg (the rebalance loop, a tracked goroutine, is the
+	// only caller, so the count is above zero), so close waits for it:
+	// the listeners end on their own, close waits for them too.
 	done := make(chan struct{})
-	go func() { pq.consumeMu.Lock(); close(done) }()
+	keep := make(chan bool, 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		pq.consumeMu.Lock()
+		close(done)
+		if !<-keep {
+			pq.consumeMu.Unlock()
+		}
+	}()
 	t := time.NewTimer(c.cfg.handoverTimeout)
 	acquired := false
 	select {
@@ -226,12 +241,9 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 	case <-ctx.Done():
 	}
 	t.Stop()
+	keep <- acquired
 	if acquired {
 		defer pq.consumeMu.Unlock()
-	} else {
-		// The goroutine above takes the lock eventually and must give it
-		// back; nothing else waits on a dropped queue.
-		go func() { <-done; pq.consumeMu.Unlock() }()
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
 	defer cancel()

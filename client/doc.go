@@ -14,6 +14,20 @@
 // remoting client, its route cache and every goroutine it starts, and
 // Close stops them all.
 //
+// # Lifecycle
+//
+// Producer, PushConsumer and LitePullConsumer are used alike: build with
+// New*, configure (Subscribe, Register*Listener, Assign) before
+// Start(ctx), then Close(ctx). Start's ctx bounds only Start's own work
+// (a consumer's route check, first heartbeats and start offsets), not the
+// client's life: each client has its own root context, cancelled by
+// Close, from which every loop and in-flight SendAsync stops. Close(ctx)
+// waits for every goroutine the client started, the listener calls in
+// progress included; if ctx ends first it still commits what it can and
+// closes the connections, and returns ctx's error. Start after Close
+// returns ErrClosed; a second Close is a no-op. Admin runs no goroutines:
+// NewAdmin returns it ready, and Close(ctx) closes its connections.
+//
 // # Files
 //
 //   - options.go: the options every client takes and the producer's;
@@ -45,6 +59,7 @@
 //     stores.
 //   - admin.go, admin_json.go: the Admin client behind `raftmq admin`.
 //   - errors.go: sentinels and typed errors.
+//   - lifecycle.go: the bounded wait Close uses.
 //
 // Locks: consumerCore.rebalanceMu is taken before consumerCore.mu, never
 // inside it; processQueue.mu is a leaf; processQueue.consumeMu is never

@@ -47,7 +47,7 @@ func TestEndToEndRaftGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: "E2E", ReadQueueNums: 4, WriteQueueNums: 4}, "DefaultCluster", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +57,10 @@ func TestEndToEndRaftGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	const n = 40
 	for i := range n {
 		tag := "A"
@@ -225,7 +225,7 @@ func TestEndToEndConsumerFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: "FO", ReadQueueNums: 2, WriteQueueNums: 2}, "DefaultCluster", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -234,10 +234,10 @@ func TestEndToEndConsumerFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	var mu sync.Mutex
 	got := map[string]time.Time{}
 	c, err := client.NewPushConsumer(client.NameServers(nsAddr), client.WithLogger(log), client.ConsumerGroup("FOG"),

@@ -226,7 +226,7 @@ func startFailoverTopic(t *testing.T, ec *devcluster.Cluster, topic string) *cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { admin.Close() })
+	t.Cleanup(func() { admin.Close(context.Background()) })
 	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: topic, ReadQueueNums: 4, WriteQueueNums: 4}, "DefaultCluster", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -255,10 +255,10 @@ func producerFailover(t *testing.T, ec *devcluster.Cluster, topic string, sender
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	s := startSendStream(p, topic, senders)
 	gaps := killLeaders(t, ec, s, failoverKills())
 	s.close()
@@ -308,10 +308,10 @@ func TestIdempotentFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.Start(); err != nil {
+	if err := cp.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Close()
+	defer cp.Close(context.Background())
 	cs := startSendStream(cp, "PC", 4)
 	testutil.WaitFor(t, 15*time.Second, "control sends", func() bool { return cs.count() >= 100 })
 	cs.close()
@@ -350,10 +350,10 @@ func idempotentKills(t *testing.T, ec *devcluster.Cluster, topic string, senders
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	s := startSendStream(p, topic, senders)
 	gaps := killLeaders(t, ec, s, failoverKills())
 	s.close()

@@ -209,9 +209,9 @@ func newTestProducer(t *testing.T, ns *namesrv.NameServer, opts ...ProducerOpt) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	return p
 }

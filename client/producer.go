@@ -81,8 +81,14 @@ func (p *Producer) ProducerID() string {
 }
 
 // Start connects the producer's machinery: the remoting client and the
-// route refresh loop. Routes are fetched lazily, per topic, on first send.
-func (p *Producer) Start() error {
+// route refresh loop. Routes are fetched lazily, per topic, on first send,
+// so ctx (which bounds only Start's own work, not the producer's life)
+// is only checked. Calling Start again is a no-op; after Close it returns
+// ErrClosed.
+func (p *Producer) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch p.state {
@@ -104,8 +110,11 @@ func (p *Producer) Start() error {
 
 // Close cancels SendAsync calls in flight (their callbacks get the
 // context error), stops the refresh loop, waits for every goroutine the
-// producer started and closes its connections. It is safe to call twice.
-func (p *Producer) Close() error {
+// producer started and closes its connections. ctx bounds the wait: when
+// it ends first, Close still closes the connections (which fails the
+// requests the remaining goroutines wait on) and returns ctx's error.
+// It is safe to call twice.
+func (p *Producer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.state != stateStarted {
 		p.state = stateClosed
@@ -115,7 +124,10 @@ func (p *Producer) Close() error {
 	p.state = stateClosed
 	p.cancel()
 	p.mu.Unlock()
-	p.wg.Wait()
+	if err := waitGroup(ctx, &p.wg); err != nil {
+		_ = p.rc.Close()
+		return err
+	}
 	return p.rc.Close()
 }
 

@@ -521,7 +521,7 @@ func TestProducerCloseCancelsAsync(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if err := p.Close(); err != nil {
+	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if time.Since(start) > 5*time.Second {
@@ -599,10 +599,10 @@ func TestProducerLifecycleAndValidation(t *testing.T) {
 	if _, err := p.SendSync(context.Background(), NewMessage("", []byte("x"))); !errors.Is(err, ErrInvalidMessage) {
 		t.Fatalf("invalid message: %v", err)
 	}
-	if err := p.Close(); err != nil {
+	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(); !errors.Is(err, ErrClosed) {
+	if err := p.Start(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("start after close: %v", err)
 	}
 }

@@ -82,7 +82,7 @@ func (w *workload) startProducers(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := p.Start(); err != nil {
+		if err := p.Start(ctx); err != nil {
 			return err
 		}
 		w.prod = append(w.prod, p)
@@ -110,7 +110,7 @@ func (w *workload) createTopic(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer a.Close(context.Background())
 	spec := client.TopicSpec{Topic: Topic, ReadQueueNums: w.queues, WriteQueueNums: w.queues}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -297,6 +297,8 @@ func (w *workload) close() {
 		cancel()
 	}
 	for _, p := range w.prod {
-		_ = p.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = p.Close(ctx)
+		cancel()
 	}
 }

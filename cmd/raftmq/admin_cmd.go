@@ -219,7 +219,7 @@ func (f *adminFlags) open(cmd *cobra.Command) (*adminSession, error) {
 }
 
 func (s *adminSession) close() {
-	_ = s.a.Close()
+	_ = s.a.Close(context.Background())
 	_ = s.rc.Close()
 }
 

@@ -240,10 +240,10 @@ func runSendMessage(ctx context.Context, s *adminSession, in flagValues) (sendRe
 	if err != nil {
 		return sendResult{}, fmt.Errorf("%w: %v", errAdminUsage, err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(ctx); err != nil {
 		return sendResult{}, err
 	}
-	defer func() { _ = p.Close() }()
+	defer func() { _ = p.Close(context.Background()) }()
 	res, err := p.SendSync(ctx, &client.Message{Topic: in.str("topic"), Body: []byte(in.str("body")), Tags: in.str("tags"),
 		Keys: strings.Fields(in.str("keys"))})
 	if err != nil {

@@ -439,10 +439,10 @@ func TestAdminTransferWriteGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = p.Close() }()
+	defer func() { _ = p.Close(context.Background()) }()
 
 	var mu sync.Mutex
 	var acks []time.Time

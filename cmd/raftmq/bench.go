@@ -363,10 +363,10 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 	if err != nil {
 		return err
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(ctx); err != nil {
 		return err
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	body := make([]byte, f.size)
 	for i := range body {
 		body[i] = byte('a' + i%26)

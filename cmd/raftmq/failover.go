@@ -128,7 +128,7 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = admin.Close() }()
+	defer func() { _ = admin.Close(context.Background()) }()
 	p := &probes{c: c, rc: rc, admin: admin, topic: "FailoverTopic"}
 
 	say(fmt.Sprintf("failover: starting name server %s and 3 brokers (%s) under %s", c.NS.Addr(), nodeAddrs(c), dir))
@@ -163,10 +163,10 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 	if err != nil {
 		return nil, err
 	}
-	if err := prod.Start(); err != nil {
+	if err := prod.Start(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { _ = prod.Close() }()
+	defer func() { _ = prod.Close(context.Background()) }()
 	w := &ackWatch{}
 	pctx, stopProduce := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -111,7 +111,7 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.Close() })
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
 	p := &probes{c: c, rc: rc, admin: admin, topic: "DropTopic"}
 	ctx := context.Background()
 

@@ -29,10 +29,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	for start := 0; start < f.Count; start += *size {
 		var batch []*client.Message
 		for i := start; i < min(start+*size, f.Count); i++ {

@@ -83,10 +83,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	for i := range f.Count {
 		if _, err := p.SendSync(ctx, client.NewMessage(f.Topic, fmt.Appendf(nil, "notice %d", i)).WithProperty("run", run)); err != nil {
 			log.Fatal(err)

@@ -35,10 +35,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	fmt.Printf("producer id %s\n", p.ProducerID())
 	for i := range f.Count {
 		if _, err := p.SendSync(ctx, client.NewMessage(f.Topic, fmt.Appendf(nil, "payment %d", i)).WithProperty("run", run)); err != nil {

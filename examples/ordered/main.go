@@ -32,10 +32,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	// Steps interleave across orders, as they would in a real system.
 	for _, step := range steps {
 		for o := range f.Count {

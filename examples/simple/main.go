@@ -27,10 +27,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := p.Start(); err != nil {
+	if err := p.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	defer p.Close()
+	defer p.Close(context.Background())
 	for i := range f.Count {
 		msg := client.NewMessage(f.Topic, fmt.Appendf(nil, "hello %d", i)).
 			WithTags("TagA").

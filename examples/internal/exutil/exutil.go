@@ -48,7 +48,7 @@ func EnsureTopic(ctx context.Context, f *Flags, queues int, order bool) error {
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
+	defer admin.Close(context.Background())
 	spec := client.TopicSpec{Topic: f.Topic, ReadQueueNums: queues, WriteQueueNums: queues, Order: order}
 	if _, err := admin.CreateTopic(ctx, spec, f.Cluster, ""); err != nil {
 		return fmt.Errorf("create topic %s: %w", f.Topic, err)

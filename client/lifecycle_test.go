@@ -1,0 +1,207 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// sdkGoroutines returns the stacks of goroutines running code of an SDK
+// client (not of the fake brokers or the test itself).
+func sdkGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	owners := []string{"client.(*Producer)", "client.(*consumerCore)", "client.(*PushConsumer)",
+		"client.(*LitePullConsumer)", "client.(*routeManager)", "client.waitGroup"}
+	var out []string
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		for _, o := range owners {
+			if strings.Contains(g, "github.com/raftmq/raftmq/"+o) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// noLeakAfter checks that Close left no SDK goroutine running at once,
+// and that everything started since before (the fake servers' connection
+// goroutines included) ends soon after.
+func noLeakAfter(t *testing.T, before goleak.Option) {
+	t.Helper()
+	if gs := sdkGoroutines(); len(gs) > 0 {
+		t.Fatalf("%d SDK goroutines outlived Close:\n%s", len(gs), strings.Join(gs, "\n\n"))
+	}
+	goroutinesEnd(t, before)
+}
+
+// goroutinesEnd waits until every goroutine started since before has
+// ended, but the fake broker's suspended pulls (they answer on their own
+// timeout).
+func goroutinesEnd(t *testing.T, before goleak.Option) {
+	t.Helper()
+	var err error
+	defer func() {
+		if t.Failed() && err != nil {
+			t.Log(err)
+		}
+	}()
+	testutil.WaitFor(t, 10*time.Second, "every goroutine started by the test ends", func() bool {
+		err = goleak.Find(before, goleak.IgnoreAnyFunction("github.com/raftmq/raftmq/client.(*qBroker).pull"))
+		return err == nil
+	})
+}
+
+func TestLifecycleStartAndCloseLeaveNoGoroutine(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2, RetryTopic("LG"): 1, RetryTopic("PG"): 1})
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	p, err := NewProducer(NameServers(ns.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := p.SendSync(ctx, NewMessage("T", []byte("m"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := make(chan error, 1)
+	if err := p.SendAsync(ctx, NewMessage("T", []byte("async")), func(_ *SendResult, err error) { sent <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+
+	push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset))
+	var got collector
+	if err := push.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := push.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		got.add(msgs...)
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := push.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	lite, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), ConsumeFrom(ConsumeFromFirstOffset))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lite.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lite.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	polled := 0
+	for polled < 5 {
+		msgs, err := lite.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		polled += len(msgs)
+	}
+	testutil.WaitFor(t, 5*time.Second, "push consumer got the 5 messages", func() bool { return got.len() >= 5 })
+
+	for name, c := range map[string]interface{ Close(context.Context) error }{"producer": p, "push": push, "lite": lite} {
+		if err := c.Close(ctx); err != nil {
+			t.Fatalf("%s: Close: %v", name, err)
+		}
+		if err := c.Close(ctx); err != nil {
+			t.Fatalf("%s: second Close: %v", name, err)
+		}
+	}
+	if err := p.Start(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Start after Close: %v", err)
+	}
+	noLeakAfter(t, before)
+}
+
+// A Close whose context has ended returns at once with its error, even
+// while a listener call is stuck, and still releases what it can; the
+// listener's goroutine ends as soon as the listener returns.
+func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("PG"): 1})
+	b.put("T", 0, "stuck", nil)
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	p, err := NewProducer(NameServers(ns.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.SendSync(ctx, NewMessage("T", []byte("m"))); err != nil {
+		t.Fatal(err)
+	}
+
+	push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset))
+	entered, release := make(chan struct{}), make(chan struct{})
+	if err := push.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := push.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release // ignores its context: a listener Close cannot stop
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := push.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+
+	expired, cancelExpired := context.WithCancel(context.Background())
+	cancelExpired()
+	for name, c := range map[string]interface{ Close(context.Context) error }{"producer": p, "push": push} {
+		start := time.Now()
+		err := c.Close(expired)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("%s: Close with an expired context took %v", name, took)
+		}
+		if name == "push" && !errors.Is(err, context.Canceled) {
+			t.Fatalf("push: Close with a listener stuck: %v, want context.Canceled", err)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: Close: %v", name, err)
+		}
+	}
+	close(release)
+	goroutinesEnd(t, before)
+}
