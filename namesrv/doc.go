@@ -11,7 +11,7 @@
 //
 // # Files
 //
-//   - namesrv.go: NameServer (New, Start, Run, Shutdown), processor wiring,
+//   - namesrv.go: NameServer (New, Start, Run, Shutdown, Close), processor wiring,
 //     the inactive-broker scan and the batch-unregistration goroutines,
 //     RemoveBroker/RemoveBrokerByAddr for gossip, connection-close cleanup.
 //   - config.go: Config (RocketMQ NamesrvConfig/NettyServerConfig keys),

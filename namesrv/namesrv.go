@@ -18,10 +18,13 @@ import (
 	"github.com/raftmq/raftmq/remoting"
 )
 
-// shutdownTimeout bounds how long Run waits for in-flight requests.
+// shutdownTimeout bounds how long Close (and Run, when its context ends)
+// waits for in-flight requests.
 const shutdownTimeout = 10 * time.Second
 
-// NameServer is one running name server.
+// NameServer is one running name server. Start or Run it, then Close it
+// (or Shutdown, to bound the drain with a context): Close returns once
+// every goroutine the name server started has returned.
 type NameServer struct {
 	cfg    Config
 	log    *zap.Logger
@@ -47,8 +50,12 @@ type NameServer struct {
 
 	started  atomic.Bool
 	stopOnce sync.Once
-	quit     chan struct{}
-	wg       sync.WaitGroup
+	stopErr  error
+	// ctx is the root of every background loop; Shutdown cancels it and
+	// waits for wg.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New builds a name server from cfg; nothing listens until Start or Run.
@@ -67,8 +74,8 @@ func New(cfg Config, log *zap.Logger) (*NameServer, error) {
 			WithDeleteTopicWithRegistration(cfg.DeleteTopicWithBrokerRegistration)),
 		kv:           NewKVConfigManager(cfg.KVConfigPath, log.Named("kv")),
 		unregisterCh: make(chan wire.UnregisterBrokerRequestHeader, cfg.UnRegisterBrokerQueueCapacity),
-		quit:         make(chan struct{}),
 	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.srv = remoting.NewServer(remoting.ServerConfig{
 		ListenAddr:  cfg.Addr(),
 		IdleTimeout: time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
@@ -101,7 +108,8 @@ func (n *NameServer) RemoveBrokerByAddr(cluster, addr string) bool {
 }
 
 // Start loads the KV table, starts listening and starts the background
-// goroutines (inactive-broker scan, batch unregistration).
+// goroutines (inactive-broker scan, batch unregistration). When it fails,
+// what it had started is stopped again; Close is still safe to call.
 func (n *NameServer) Start() error {
 	if !n.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
@@ -112,18 +120,27 @@ func (n *NameServer) Start() error {
 	if err := n.startMonitor(); err != nil {
 		return err
 	}
+	stopMonitor := func() {
+		if n.mon != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			_ = n.mon.Shutdown(ctx)
+		}
+	}
 	if err := n.srv.Start(); err != nil {
+		stopMonitor()
 		return fmt.Errorf("namesrv: listen on %s: %w", n.cfg.Addr(), err)
 	}
 	if n.cfg.GossipEnable {
 		if err := n.startGossip(); err != nil {
 			_ = n.srv.Shutdown(context.Background())
+			stopMonitor()
 			return err
 		}
 	}
 	n.wg.Add(2)
-	go n.scanLoop()
-	go n.unregisterLoop()
+	go func() { defer n.wg.Done(); n.scanLoop() }()
+	go func() { defer n.wg.Done(); n.unregisterLoop() }()
 	n.monState.Store(1)
 	n.log.Info("name server started", zap.String("addr", n.srv.Addr().String()),
 		zap.Duration("scanInterval", n.cfg.ScanNotActiveBrokerInterval),
@@ -133,46 +150,58 @@ func (n *NameServer) Start() error {
 }
 
 // Shutdown stops accepting connections, drains in-flight requests (bounded
-// by ctx) and stops the background goroutines. Safe to call more than once.
+// by ctx), cancels the root context of the background goroutines and
+// waits for them. Safe to call more than once (later calls return the
+// first one's error), before Start too.
 func (n *NameServer) Shutdown(ctx context.Context) error {
-	var err error
 	n.stopOnce.Do(func() {
 		n.monState.Store(2)
 		n.stopGossip()
+		var err error
 		if n.started.Load() {
-			err = n.srv.Shutdown(ctx)
+			// A failed Start may have stopped the server already.
+			if err = n.srv.Shutdown(ctx); errors.Is(err, remoting.ErrServerClosed) {
+				err = nil
+			}
 		}
-		close(n.quit)
+		n.cancel()
 		n.wg.Wait()
 		if n.mon != nil {
 			err = errors.Join(err, n.mon.Shutdown(ctx))
 		}
+		n.stopErr = err
 		n.log.Info("name server stopped")
 	})
-	return err
+	return n.stopErr
 }
 
-// Run starts the server and serves until ctx is cancelled, then shuts down
-// gracefully.
+// Close is Shutdown with in-flight requests given shutdownTimeout to
+// answer, the same shape as the broker's node.
+func (n *NameServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	return n.Shutdown(ctx)
+}
+
+// Run starts the server, serves until ctx is done and closes it. If Start
+// fails, what it had started is already stopped and Run returns its error.
 func (n *NameServer) Run(ctx context.Context) error {
 	if err := n.Start(); err != nil {
+		_ = n.Close()
 		return err
 	}
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	return n.Shutdown(sctx)
+	return n.Close()
 }
 
 // scanLoop expires brokers that stopped heartbeating
 // (NamesrvController's scanNotActiveBroker task).
 func (n *NameServer) scanLoop() {
-	defer n.wg.Done()
 	t := time.NewTicker(n.cfg.ScanNotActiveBrokerInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-n.quit:
+		case <-n.ctx.Done():
 			return
 		case <-t.C:
 			// Closing happens outside the table lock: the close callback
@@ -186,10 +215,9 @@ func (n *NameServer) scanLoop() {
 
 // unregisterLoop applies queued unregistrations, everything pending at once.
 func (n *NameServer) unregisterLoop() {
-	defer n.wg.Done()
 	for {
 		select {
-		case <-n.quit:
+		case <-n.ctx.Done():
 			return
 		case req := <-n.unregisterCh:
 			batch := []wire.UnregisterBrokerRequestHeader{req}
