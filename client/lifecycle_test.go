@@ -205,3 +205,60 @@ func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
 	close(release)
 	goroutinesEnd(t, before)
 }
+
+// A hand-over that gives up on a busy listener (HandoverTimeout) leaves
+// the lock to a goroutine that gives it back once the listener returns;
+// that goroutine ends and Close waits for it.
+func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("PG"): 1})
+	b.put("T", 0, "busy", nil)
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	c := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset), HandoverTimeout(20*time.Millisecond))
+	entered, release := make(chan struct{}), make(chan struct{})
+	if err := c.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	q0 := MessageQueue{"T", "broker-a", 0}
+	c.core.mu.Lock()
+	pq := c.core.pqs[q0]
+	delete(c.core.pqs, q0)
+	c.core.mu.Unlock()
+	if pq == nil {
+		t.Fatal("queue not owned")
+	}
+	c.core.handOver(ctx, pq) // returns after HandoverTimeout, the listener still busy
+	if pq.consumeMu.TryLock() {
+		t.Fatal("the queue lock was free while the listener ran")
+	}
+	close(release)
+	testutil.WaitFor(t, 5*time.Second, "the queue lock given back once the listener returned", func() bool {
+		if pq.consumeMu.TryLock() {
+			pq.consumeMu.Unlock()
+			return true
+		}
+		return false
+	})
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	noLeakAfter(t, before)
+}
