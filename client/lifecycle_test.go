@@ -70,7 +70,7 @@ func goroutinesEnd(t *testing.T, before goleak.Option) {
 func TestLifecycleStartAndCloseLeaveNoGoroutine(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 2, RetryTopic("LG"): 1, RetryTopic("PG"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 2, "%RETRY%LG": 1, "%RETRY%PG": 1})
 	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -150,7 +150,7 @@ func TestLifecycleStartAndCloseLeaveNoGoroutine(t *testing.T) {
 func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("PG"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
 	b.put("T", 0, "stuck", nil)
 	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -212,7 +212,7 @@ func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
 func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("PG"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
 	b.put("T", 0, "busy", nil)
 	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
