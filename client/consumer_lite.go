@@ -85,7 +85,9 @@ func (l *LitePullConsumer) Assign(queues []MessageQueue) error {
 	return nil
 }
 
-// Start begins pulling.
+// Start checks the subscriptions' routes, registers with the brokers and
+// begins pulling; ctx bounds that work (with Assign, finding each queue's
+// start offset too), not the consumer's life.
 func (l *LitePullConsumer) Start(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -124,8 +126,10 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops pulling, commits (with AutoCommit, what Poll returned;
-// otherwise what Commit recorded) and unregisters.
+// Close stops pulling, waits for the pull loops, commits (with
+// AutoCommit, what Poll returned; otherwise what Commit recorded) and
+// unregisters. ctx bounds all of it: when it ends first, Close still
+// closes the connections and returns ctx's error. Safe to call twice.
 func (l *LitePullConsumer) Close(ctx context.Context) error {
 	l.mu.Lock()
 	if l.state != stateStarted {

@@ -143,8 +143,8 @@ func (p *PushConsumer) RegisterOrderlyListener(l OrderlyListener) error {
 }
 
 // Start checks the subscriptions' routes, registers with the brokers and
-// begins consuming. In clustering mode the group's retry topic is
-// subscribed too.
+// begins consuming; ctx bounds that work, not the consumer's life. In
+// clustering mode the group's retry topic is subscribed too.
 func (p *PushConsumer) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
