@@ -166,13 +166,14 @@ func (p *parser) needOperand(t token) {
 // AND and OR are associative under RocketMQ's three-valued,
 // left-to-right, short-circuit evaluation, errors included.
 func logic(o op, l, r *node) *node {
-	n := &node{op: o, pos: l.pos}
-	for _, c := range [2]*node{l, r} {
-		if c.op == o {
-			n.list = append(n.list, c.list...)
-		} else {
-			n.list = append(n.list, c)
-		}
+	n := l
+	if l.op != o {
+		n = &node{op: o, pos: l.pos, list: []*node{l}}
+	}
+	if r.op == o {
+		n.list = append(n.list, r.list...)
+	} else {
+		n.list = append(n.list, r)
 	}
 	return n
 }
