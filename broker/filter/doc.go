@@ -24,9 +24,11 @@
 //	primary    = literal | property | "(" condition ")"
 //	literal    = string | integer | float | TRUE | FALSE | NULL
 //
+// The tokens:
+//
 //   - property: [A-Za-z_$][A-Za-z0-9_$]*, not a keyword. TAGS is the
 //     message's tag; every other user or system property is read by name.
-//   - string: single quotes, a quote inside doubled: 'it''s'.
+//   - string: in single quotes; a quote inside is written twice.
 //   - integer: 0 or [1-9][0-9]* with an optional l/L, up to
 //     9223372036854775807; no sign (-5 is a negation), no hex or octal.
 //   - float: 1.5, 1., .5, 1e3, 1.5E-3; never 0.0 (RocketMQ rejects floats
