@@ -26,8 +26,9 @@ import (
 // and name-server registration. Every write goes through the Replica (the
 // Raft group); reads use the local store and the replicated state.
 //
-// Goroutines are started with goFunc and stopped by closing quit;
-// Shutdown waits for them.
+// Goroutines are started with goFunc and stopped by cancelling the root
+// context (ctx; quit is its Done channel), which also bounds their calls
+// to the name servers and the Replica; Shutdown waits for them.
 type Controller struct {
 	cfg         BrokerConfig
 	rep         Replica
@@ -57,7 +58,9 @@ type Controller struct {
 	liveCfg atomic.Pointer[BrokerConfig]
 	liveMu  sync.Mutex
 
-	quit      chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	quit      <-chan struct{}
 	wg        sync.WaitGroup
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -84,8 +87,10 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, rep: rep, st: rep.Store(), log: log.With(zap.String("broker", addr)),
-		addr: addr, storeHost: ap, delayLevels: levels, quit: make(chan struct{}),
+		addr: addr, storeHost: ap, delayLevels: levels,
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.quit = c.ctx.Done()
 	live := cfg
 	c.liveCfg.Store(&live)
 	c.nsClient = remoting.NewClient(remoting.DefaultClientConfig(), c.log.Named("nsclient"))
@@ -289,7 +294,7 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 		// Leave the gossip pool first: the name servers drop this node's
 		// address at once and clients stop sending here.
 		err = c.stopGossip()
-		close(c.quit)
+		c.cancel()
 		c.wg.Wait()
 		c.offsets.flush()
 		err = errors.Join(err, c.srv.Shutdown(ctx))
@@ -302,17 +307,6 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 		}
 	})
 	return err
-}
-
-// Run starts the controller and blocks until ctx is done, then shuts down.
-func (c *Controller) Run(ctx context.Context) error {
-	if err := c.Start(); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return c.Shutdown(sctx)
 }
 
 // writeCtx bounds one replicated write.

@@ -280,6 +280,9 @@ func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	fsys := s.c.cfg.Store.FS
+	if r, ok := s.c.rep.(interface{ storeFS() storage.FS }); ok {
+		fsys = r.storeFS() // a Group's own parts, which may not be the config's
+	}
 	if fsys == nil {
 		fsys = storage.OSFS()
 	}
@@ -472,7 +475,7 @@ func (f *followerLag) memberAddr(id string) string {
 // nil when none answers.
 func (f *followerLag) clusterInfo() *wire.ClusterInfo {
 	for _, ns := range f.c.cfg.NameServers() {
-		ctx, cancel := context.WithTimeout(context.Background(), followerLagTimeout)
+		ctx, cancel := context.WithTimeout(f.c.ctx, followerLagTimeout)
 		resp, err := f.c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
 		cancel()
 		if err != nil || resp.Code != remoting.ResponseSuccess {
@@ -502,7 +505,7 @@ func (f *followerLag) registeredAddr(ci *wire.ClusterInfo, id string) string {
 
 // status asks one member for RAFT_STATUS.
 func (f *followerLag) status(addr string) (*RaftStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), followerLagTimeout)
+	ctx, cancel := context.WithTimeout(f.c.ctx, followerLagTimeout)
 	defer cancel()
 	resp, err := f.c.nsClient.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestRaftStatus, nil, nil))
 	if err != nil {

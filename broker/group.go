@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -23,9 +23,8 @@ import (
 
 // Group is this node's membership in its Raft broker group: the message
 // store in Raft mode, the Raft log over the store's CommitLog segments, the
-// BoltDB stable store, the file snapshot store, the TCP transport on the
-// node's dLegerPeers address, the FSM and the leader-side batcher. It
-// implements Replica.
+// stable store, the snapshot store, the transport (Parts), the FSM and the
+// leader-side batcher. It implements Replica.
 //
 // Leader addresses: Raft's own addresses are the dLegerPeers transport
 // addresses, but not-leader answers must name the leader's remoting address.
@@ -40,10 +39,9 @@ type Group struct {
 
 	ms     *store.MessageStore
 	logs   *raftlog.LogStore
-	stable *raftlog.StableStore
+	stable raft.StableStore
 	snaps  raftlog.IndexedSnapshotStore
-	trans  *raft.NetworkTransport
-	stream raft.StreamLayer
+	trans  raft.Transport
 	raft   *raft.Raft
 	fsm    *fsm
 	st     *state
@@ -76,29 +74,40 @@ var _ Replica = (*Group)(nil)
 
 // groupOptions are test seams.
 type groupOptions struct {
-	// stream wraps the Raft TCP stream layer (partition tests).
-	stream func(raft.StreamLayer) raft.StreamLayer
 	// diskStepDown, if non-nil, replaces defaultDiskStepDown().
 	diskStepDown *diskStepDownConfig
 }
 
-// NewGroup opens the store and the Raft log under cfg.Store.StorePathRootDir,
-// bootstraps the group from dLegerPeers when there is no Raft state yet, and
-// starts the Raft member. remotingAddr ("ip:port") is this node's client
-// address, announced to followers when it becomes leader.
-func NewGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger) (*Group, error) {
-	return newGroup(cfg, remotingAddr, log, groupOptions{})
-}
-
-func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupOptions) (g *Group, err error) {
+// OpenGroup is NewGroup on the production parts (OpenDiskParts): files
+// under cfg.Store.StorePathRootDir and a TCP transport on the member's
+// dLegerPeers address.
+func OpenGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	parts, err := OpenDiskParts(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return NewGroup(cfg, parts, remotingAddr, log)
+}
+
+// NewGroup opens the store and the Raft log on parts.FS under
+// cfg.Store.StorePathRootDir, bootstraps the group from dLegerPeers when
+// the parts hold no Raft state yet, and starts the Raft member. remotingAddr
+// ("ip:port") is this node's client address, announced to followers when it
+// becomes leader. The group owns parts from here on (see Parts), also when
+// NewGroup fails.
+func NewGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger) (*Group, error) {
+	return newGroup(cfg, parts, remotingAddr, log, groupOptions{})
+}
+
+func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger, opts groupOptions) (g *Group, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("raftId", cfg.Raft.DLegerSelfID))
-	g = &Group{cfg: cfg, remotingAddr: remotingAddr, log: log, quit: make(chan struct{})}
+	g = &Group{cfg: cfg, remotingAddr: remotingAddr, log: log, quit: make(chan struct{}), stable: parts.Stable, trans: parts.Transport}
 	g.st = newState(cfg.DedupWindow, cfg.DedupProducerTTL.Milliseconds())
 	// The error returns below set the named result g to nil before this
 	// runs, so the cleanup holds its own reference.
@@ -108,10 +117,19 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 			built.closeParts()
 		}
 	}()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if parts.Stable == nil || parts.Snapshots == nil || parts.Transport == nil {
+		return nil, fmt.Errorf("%w: parts need a stable store, a snapshot store and a transport", ErrInvalidGroupConfig)
+	}
 	raftDir := filepath.Join(cfg.Store.StorePathRootDir, "raft")
 	scfg := cfg.Store
 	if scfg.Log == nil {
 		scfg.Log = log
+	}
+	if parts.FS != nil {
+		scfg.FS = parts.FS
 	}
 	if scfg.FS == nil {
 		scfg.FS = storage.OSFS()
@@ -140,34 +158,17 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 		return nil, err
 	}
 	g.diskFS.ms.Store(g.ms)
-	if g.stable, err = raftlog.OpenStableStore(filepath.Join(raftDir, "stable.db")); err != nil {
-		return nil, err
-	}
-	if g.snaps, err = raftlog.OpenSnapshotStore(filepath.Join(raftDir, "snapshots"), cfg.Raft.SnapshotRetain, log); err != nil {
-		return nil, err
+	snaps := parts.Snapshots
+	if is, ok := snaps.(raftlog.IndexedSnapshotStore); ok {
+		snaps = is.SnapshotStore
 	}
 	// Inside the index wrapper, so raftlog.SinkIndex still sees its sink.
-	g.snaps.SnapshotStore = noSpaceSnapshots{SnapshotStore: g.snaps.SnapshotStore, note: g.diskFS.note}
+	g.snaps = raftlog.IndexedSnapshotStore{SnapshotStore: noSpaceSnapshots{SnapshotStore: snaps, note: g.diskFS.note}}
 	hlog := raftlog.HCLogger(log, "raft")
 	rc, err := cfg.Raft.RaftConfig(hlog)
 	if err != nil {
 		return nil, err
 	}
-	addr, err := cfg.Raft.SelfAddr()
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("broker: raft transport listen on %s (dLegerPeers entry of %s): %w", addr, cfg.Raft.DLegerSelfID, err)
-	}
-	g.stream = &tcpStream{Listener: ln}
-	if opts.stream != nil {
-		g.stream = opts.stream(g.stream)
-	}
-	g.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: g.stream, MaxPool: cfg.Raft.TransportMaxPool, Timeout: cfg.Raft.TransportTimeout, Logger: hlog,
-	})
 	has, err := raft.HasExistingState(g.logs, g.stable, g.snaps)
 	if err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func newGroup(cfg GroupConfig, remotingAddr string, log *zap.Logger, opts groupO
 		g.snapLoopDone = make(chan struct{})
 		go g.runSnapshotBySize()
 	}
-	log.Info("raft group member started", zap.String("group", cfg.Raft.DLegerGroup), zap.String("raftAddr", addr),
+	log.Info("raft group member started", zap.String("group", cfg.Raft.DLegerGroup), zap.String("raftAddr", string(g.trans.LocalAddr())),
 		zap.String("remotingAddr", remotingAddr), zap.Bool("bootstrapped", !has))
 	return g, nil
 }
@@ -271,6 +272,10 @@ func (g *Group) Raft() *raft.Raft { return g.raft }
 // finished applying: every message at or below it is in its ConsumeQueues.
 // (raft.Raft.AppliedIndex can run ahead of the FSM.)
 func (g *Group) FSMAppliedIndex() uint64 { return g.fsm.applied.Load() }
+
+// storeFS is the file system the store and the Raft log are on (the disk
+// usage metric).
+func (g *Group) storeFS() storage.FS { return g.diskFS }
 
 // LogStore exposes the Raft log store (admin status, tests).
 func (g *Group) LogStore() *raftlog.LogStore { return g.logs }
@@ -470,36 +475,17 @@ func (g *Group) closeParts() error {
 		g.snapshotOnClose()
 		errs = append(errs, g.raft.Shutdown().Error())
 	}
-	if g.trans != nil {
-		// Pooled outbound connections too: peers' inbound handlers only
-		// return when their connection closes.
-		g.trans.CloseStreams()
-		errs = append(errs, g.trans.Close())
-	} else if g.stream != nil {
-		errs = append(errs, g.stream.Close())
-	}
+	errs = append(errs, closeTransport(g.trans))
 	if g.logs != nil {
 		errs = append(errs, g.logs.Close())
 	}
 	if g.ms != nil {
 		errs = append(errs, g.ms.Close())
 	}
-	if g.stable != nil {
-		errs = append(errs, g.stable.Close())
+	if c, ok := g.stable.(io.Closer); ok {
+		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// tcpStream is the Raft transport's stream layer: plain TCP on the node's
-// dLegerPeers address (raft.NewTCPTransport's, rebuilt here so tests can wrap
-// it).
-type tcpStream struct {
-	net.Listener
-}
-
-// Dial implements raft.StreamLayer.
-func (t *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(address), timeout)
 }
 
 // retentionSegments is the Raft-mode store's retention hook: segments chosen

@@ -175,7 +175,7 @@ func (nm *chaosNemesis) step() {
 			delete(nm.dead, i)
 		} else {
 			op = "heal " + c.nodes[i].id
-			c.nodes[i].stream.setCut(false)
+			c.setCut(c.nodes[i], false)
 			delete(nm.cut, i)
 		}
 	case r < 0.65 || (len(faulty) > 0 && r < 0.75):
@@ -234,7 +234,7 @@ func (nm *chaosNemesis) step() {
 			nm.dead[i] = true
 		} else {
 			op = "partition " + role + " " + c.nodes[i].id
-			c.nodes[i].stream.setCut(true)
+			c.setCut(c.nodes[i], true)
 			nm.cut[i] = true
 		}
 	}
@@ -247,7 +247,7 @@ func (nm *chaosNemesis) step() {
 func (nm *chaosNemesis) healAll() {
 	for i := range nm.c.nodes {
 		if nm.cut[i] {
-			nm.c.nodes[i].stream.setCut(false)
+			nm.c.setCut(nm.c.nodes[i], false)
 			delete(nm.cut, i)
 		}
 		if nm.dead[i] {
@@ -320,7 +320,7 @@ func TestGroupRandomized(t *testing.T) {
 	t.Logf("seed %d, %v of faults (reproduce the schedule: RAFTMQ_SEED=%d go test -run TestGroupRandomized -v ./broker/)", seed, dur, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	tl := &termLeaders{raft: map[uint64]map[string]bool{}, serving: map[uint64]map[string]bool{}}
-	c := newTestCluster(t, clusterOpts{sync: true, segmentSize: 1 << 20, onStart: tl.watch})
+	c := newTestCluster(t, clusterOpts{disk: true, sync: true, segmentSize: 1 << 20, onStart: tl.watch})
 	c.createTopic("T", chaosQueues)
 
 	const senders = 6

@@ -73,8 +73,7 @@ func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
 	sd := defaultDiskStepDown()
 	sd.interval = 50 * time.Millisecond
 	for i := range c.nodes {
-		fss[i] = &fullFS{usageFS{FS: storage.OSFS()}}
-		startOnFS(c, i, fss[i], sd)
+		c.startOn(i, func(fsys storage.FS) storage.FS { fss[i] = &fullFS{usageFS{FS: fsys}}; return fss[i] }, &sd)
 	}
 	c.createTopic("T", 2)
 	var acks []ack

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"golang.org/x/sys/unix"
 
 	"github.com/raftmq/raftmq/broker/store"
@@ -32,23 +31,6 @@ func (f *usageFS) DiskUsage(string) (used, total uint64, err error) {
 	return 10, 100, nil
 }
 
-// startOnFS starts member i like testCluster.start, over fsys (a usageFS or
-// fullFS) and with the given disk-full step-down.
-func startOnFS(c *testCluster, i int, fsys storage.FS, sd diskStepDownConfig) {
-	n := c.nodes[i]
-	cfg := n.cfg
-	n.fs = &killableFS{FS: fsys}
-	cfg.Store.FS = n.fs
-	g, err := newGroup(cfg, n.remoting, nil, groupOptions{diskStepDown: &sd, stream: func(s raft.StreamLayer) raft.StreamLayer {
-		n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
-		return n.stream
-	}})
-	if err != nil {
-		c.t.Fatalf("start %s: %v", n.id, err)
-	}
-	n.grp.Store(g)
-}
-
 // The leader's disk fills up → it refuses writes and hands leadership to
 // a follower with room; writes go on there. When space comes back the old
 // leader's guard lifts within the short recheck.
@@ -64,8 +46,7 @@ func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
 		c.stop(i)
 	}
 	for i := range c.nodes {
-		fss[i] = &usageFS{FS: storage.OSFS()}
-		startOnFS(c, i, fss[i], sd)
+		c.startOn(i, func(fsys storage.FS) storage.FS { fss[i] = &usageFS{FS: fsys}; return fss[i] }, &sd)
 	}
 	c.createTopic("T", 2)
 	var acks []ack

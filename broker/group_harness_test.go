@@ -108,7 +108,15 @@ type testNode struct {
 	// grp is the running member (nil while stopped); senders read it while
 	// the nemesis swaps it.
 	grp atomic.Pointer[Group]
+	// base is the member's file system: the OS's (disk clusters) or its
+	// in-memory one, kept across restarts like a disk.
+	base storage.FS
+	// parts are an in-memory member's parts (stable store and snapshots
+	// kept across restarts); unused on disk. started: they were used once.
+	parts   Parts
+	started bool
 	// stream and fs belong to the running member; set by start before grp.
+	// stream is nil in in-memory clusters.
 	stream *faultStream
 	fs     *killableFS
 }
@@ -119,6 +127,8 @@ func (n *testNode) g() *Group { return n.grp.Load() }
 type testCluster struct {
 	t     testing.TB
 	nodes []*testNode
+	// net connects the members of an in-memory cluster (nil on disk).
+	net *InmemNetwork
 	// onStart, if set, sees every member started (before it is published).
 	onStart func(n *testNode, g *Group)
 }
@@ -127,6 +137,10 @@ type testCluster struct {
 type clusterOpts struct {
 	segmentSize int
 	sync        bool
+	// disk runs the members on real files and TCP (durability, restarts
+	// from disk, partitions through the TCP stream layer). Otherwise they
+	// run on in-memory parts (NewInmemParts): no fsync, no ports.
+	disk bool
 	// onStart sees every member started (tests hook observers there).
 	onStart func(n *testNode, g *Group)
 	// tune adjusts every member's config after the defaults.
@@ -139,12 +153,21 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 	}
 	base := t.TempDir()
 	ids := []string{"n0", "n1", "n2"}
-	var peers []string
-	for _, id := range ids {
-		peers = append(peers, fmt.Sprintf("%s-127.0.0.1:%d", id, testutil.FreePort(t)))
-	}
 	c := &testCluster{t: t, onStart: o.onStart}
-	for _, id := range ids {
+	// In memory the addresses are only names: nothing listens.
+	raftAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", 20910+i) }
+	remotingAddr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", 10910+i) }
+	if o.disk {
+		raftAddr = func(int) string { return fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)) }
+		remotingAddr = raftAddr
+	} else {
+		c.net = NewInmemNetwork()
+	}
+	var peers []string
+	for i, id := range ids {
+		peers = append(peers, id+"-"+raftAddr(i))
+	}
+	for i, id := range ids {
 		cfg := DefaultGroupConfig()
 		cfg.Store.StorePathRootDir = filepath.Join(base, id)
 		cfg.Store.MappedFileSizeCommitLog = o.segmentSize
@@ -160,13 +183,20 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 		cfg.Raft.DLegerSelfID = id
 		cfg.Raft.SnapshotInterval = time.Hour // snapshots only when a test asks
 		cfg.Raft.SnapshotThreshold = 1 << 40
-		port := testutil.FreePort(t)
-		remoting := fmt.Sprintf("127.0.0.1:%d", port)
+		remoting := remotingAddr(i)
 		cfg.Store.StoreHost = netip.MustParseAddrPort(remoting)
 		if o.tune != nil {
 			o.tune(&cfg)
 		}
-		c.nodes = append(c.nodes, &testNode{id: id, cfg: cfg, remoting: remoting})
+		n := &testNode{id: id, cfg: cfg, remoting: remoting, base: storage.OSFS()}
+		if c.net != nil {
+			var err error
+			if n.parts, err = NewInmemParts(cfg, c.net); err != nil {
+				t.Fatal(err)
+			}
+			n.base = n.parts.FS
+		}
+		c.nodes = append(c.nodes, n)
 	}
 	for i := range c.nodes {
 		c.start(i)
@@ -179,15 +209,40 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 	return c
 }
 
-func (c *testCluster) start(i int) {
+// start starts member i on its file system.
+func (c *testCluster) start(i int) { c.startOn(i, nil, nil) }
+
+// startOn starts member i. wrap, if set, wraps the member's file system
+// (disk-full tests); sd, if set, replaces the disk-full step-down timing.
+func (c *testCluster) startOn(i int, wrap func(storage.FS) storage.FS, sd *diskStepDownConfig) {
 	n := c.nodes[i]
+	fsys := n.base
+	if wrap != nil {
+		fsys = wrap(fsys)
+	}
+	n.fs = &killableFS{FS: fsys}
 	cfg := n.cfg
-	n.fs = &killableFS{FS: storage.OSFS()}
-	cfg.Store.FS = n.fs
-	g, err := newGroup(cfg, n.remoting, nil, groupOptions{stream: func(s raft.StreamLayer) raft.StreamLayer {
-		n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
-		return n.stream
-	}})
+	var parts Parts
+	if c.net == nil {
+		cfg.Store.FS = n.fs
+		var err error
+		parts, err = openDiskParts(cfg, nil, func(s raft.StreamLayer) raft.StreamLayer {
+			n.stream = &faultStream{StreamLayer: s, conns: map[*trackedConn]struct{}{}}
+			return n.stream
+		})
+		if err != nil {
+			c.t.Fatalf("start %s: %v", n.id, err)
+		}
+	} else {
+		if n.started {
+			// Close closed the previous run's transport.
+			n.parts = c.net.Reopen(n.parts)
+		}
+		n.started = true
+		parts = n.parts
+		parts.FS = n.fs
+	}
+	g, err := newGroup(cfg, parts, n.remoting, nil, groupOptions{diskStepDown: sd})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", n.id, err)
 	}
@@ -209,6 +264,15 @@ func (c *testCluster) stop(i int) {
 	}
 }
 
+// setCut cuts member n off the network (true) or reconnects it.
+func (c *testCluster) setCut(n *testNode, cut bool) {
+	if c.net != nil {
+		c.net.SetPartitioned(n.parts.Transport.LocalAddr(), cut)
+		return
+	}
+	n.stream.setCut(cut)
+}
+
 // kill stops member i like a killed process: it drops off the network at
 // once, then nothing more reaches its files durably (no msync, fsync,
 // checkpoint, meta or abort-file update; bytes already in the page cache
@@ -220,7 +284,7 @@ func (c *testCluster) kill(i int) {
 	if g == nil {
 		return
 	}
-	n.stream.setCut(true)
+	c.setCut(n, true)
 	n.fs.kill()
 	_ = g.Close()
 }

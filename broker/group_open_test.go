@@ -10,11 +10,11 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 )
 
-// TestNewGroupFailureCleansUp: a member whose Raft port is taken fails to
+// TestOpenGroupFailureCleansUp: a member whose Raft port is taken fails to
 // start with an error naming the port (the cleanup must not run on the
 // nil result), and the parts it had opened are closed, so the same data
 // directory opens once the port is free.
-func TestNewGroupFailureCleansUp(t *testing.T) {
+func TestOpenGroupFailureCleansUp(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -30,20 +30,20 @@ func TestNewGroupFailureCleansUp(t *testing.T) {
 	cfg.Raft.DLegerSelfID = "n0"
 	remoting := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 
-	g, err := NewGroup(cfg, remoting, nil)
+	g, err := OpenGroup(cfg, remoting, nil)
 	if err == nil {
 		g.Close()
-		t.Fatal("NewGroup succeeded on a taken Raft port")
+		t.Fatal("OpenGroup succeeded on a taken Raft port")
 	}
 	if g != nil {
-		t.Fatalf("NewGroup returned a group with its error %v", err)
+		t.Fatalf("OpenGroup returned a group with its error %v", err)
 	}
 	if !strings.Contains(err.Error(), raftAddr) {
 		t.Fatalf("error %q does not name the Raft address %s", err, raftAddr)
 	}
 
 	ln.Close()
-	g, err = NewGroup(cfg, remoting, nil)
+	g, err = OpenGroup(cfg, remoting, nil)
 	if err != nil {
 		t.Fatalf("reopen after the port was freed: %v", err)
 	}

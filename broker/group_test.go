@@ -125,11 +125,11 @@ func TestGroupLeaderKillMidStream(t *testing.T) {
 }
 
 func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true})
+	c := newTestCluster(t, clusterOpts{disk: true, sync: true})
 	c.createTopic("T", 2)
 	old := c.leader()
 	before := c.sendConcurrently(4, 200, 128, 2, nil)
-	old.stream.setCut(true)
+	c.setCut(old, true)
 	// Writes to the cut-off leader: none may be acknowledged.
 	var wg sync.WaitGroup
 	var acked atomic.Int64
@@ -161,7 +161,7 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 		t.Fatalf("partitioned leader acknowledged %d writes", n)
 	}
 	testutil.WaitFor(t, 10*time.Second, "old leader steps down", func() bool { return !old.g().IsLeader() })
-	old.stream.setCut(false)
+	c.setCut(old, false)
 	commit := c.waitCaughtUp()
 	all := append(before, after...)
 	for _, n := range c.nodes {

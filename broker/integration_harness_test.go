@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -26,6 +27,12 @@ type procCluster struct {
 	// Real clusters only: the group and config of each node.
 	groups []*Group
 	cfgs   []BrokerConfig
+	// Real clusters on in-memory Raft parts: their network and each
+	// node's parts (nil net: files and TCP).
+	net     *InmemNetwork
+	parts   []Parts
+	started []bool
+	run     []*Node
 }
 
 // startProcNameServer starts a real name server on a free loopback port.
@@ -185,25 +192,46 @@ func testLogger() *zap.Logger {
 }
 
 // startRealCluster starts a name server and a 3-node Raft group (real
-// NewGroup, real TCP, real files) with a Controller on each node, and
-// waits until a leader is registered as brokerId 0.
+// NewGroup with a Controller on each node, serving clients over TCP) and
+// waits until a leader is registered as brokerId 0. The Raft members run
+// on in-memory parts (no fsync, no Raft ports); startDiskCluster puts them
+// on files and TCP.
 func startRealCluster(t *testing.T, mutate func(*BrokerConfig)) *procCluster {
 	t.Helper()
 	ns, nsAddr := startProcNameServer(t)
 	return startRealClusterOn(t, ns, nsAddr, mutate)
 }
 
+// startDiskCluster is startRealCluster with the Raft members on files and
+// TCP (official-client integration, restarts from disk).
+func startDiskCluster(t *testing.T, mutate func(*BrokerConfig)) *procCluster {
+	t.Helper()
+	ns, nsAddr := startProcNameServer(t)
+	return startClusterOn(t, ns, nsAddr, true, mutate)
+}
+
 // startRealClusterOn is startRealCluster with a given name server.
 func startRealClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, mutate func(*BrokerConfig)) *procCluster {
+	return startClusterOn(t, ns, nsAddr, false, mutate)
+}
+
+func startClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, disk bool, mutate func(*BrokerConfig)) *procCluster {
 	t.Helper()
 	base := t.TempDir()
 	ids := []string{"n0", "n1", "n2"}
 	var peers []string
-	for _, id := range ids {
-		peers = append(peers, id+"-127.0.0.1:"+strconv.Itoa(testutil.FreePort(t)))
+	for i, id := range ids {
+		port := 20910 + i // in memory only a name
+		if disk {
+			port = testutil.FreePort(t)
+		}
+		peers = append(peers, id+"-127.0.0.1:"+strconv.Itoa(port))
 	}
 	pc := &procCluster{t: t, ns: ns, nsAddr: nsAddr,
 		client: remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())}
+	if !disk {
+		pc.net = NewInmemNetwork()
+	}
 	for _, id := range ids {
 		cfg := testBrokerConfig(t, nsAddr, testutil.FreePort(t))
 		cfg.Store.StorePathRootDir = base + "/" + id
@@ -221,6 +249,15 @@ func startRealClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, mut
 		pc.cfgs = append(pc.cfgs, cfg)
 		pc.nodes = append(pc.nodes, nil)
 		pc.groups = append(pc.groups, nil)
+		pc.run = append(pc.run, nil)
+		var p Parts
+		if pc.net != nil {
+			var err error
+			if p, err = NewInmemParts(cfg.GroupConfig, pc.net); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pc.parts, pc.started = append(pc.parts, p), append(pc.started, false)
 	}
 	for i := range ids {
 		pc.startNode(i)
@@ -239,30 +276,34 @@ func startRealClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, mut
 func (pc *procCluster) startNode(i int) {
 	pc.t.Helper()
 	cfg := pc.cfgs[i]
-	g, err := NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), nil)
+	var n *Node
+	var err error
+	if pc.net != nil {
+		if pc.run[i] == nil && pc.started[i] {
+			// Close closed the previous run's transport.
+			pc.parts[i] = pc.net.Reopen(pc.parts[i])
+		}
+		pc.started[i] = true
+		n, err = NewNode(cfg, pc.parts[i], testLogger())
+	} else {
+		n, err = OpenNode(cfg, testLogger())
+	}
 	if err != nil {
-		pc.t.Fatalf("start group %d: %v", i, err)
+		pc.t.Fatalf("start node %d: %v", i, err)
 	}
-	c, err := New(cfg, g, testLogger())
-	if err != nil {
-		pc.t.Fatal(err)
+	if err := n.Start(); err != nil {
+		pc.t.Fatal(errors.Join(err, n.Close()))
 	}
-	if err := c.Start(); err != nil {
-		pc.t.Fatal(err)
-	}
-	pc.groups[i], pc.nodes[i] = g, c
+	pc.run[i], pc.groups[i], pc.nodes[i] = n, n.Group(), n.Controller()
 }
 
 // stopNode shuts node i down (controller, then group).
 func (pc *procCluster) stopNode(i int) {
-	if pc.nodes[i] == nil {
+	if pc.run[i] == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = pc.nodes[i].Shutdown(ctx)
-	_ = pc.groups[i].Close()
-	pc.nodes[i], pc.groups[i] = nil, nil
+	_ = pc.run[i].Close()
+	pc.run[i], pc.nodes[i], pc.groups[i] = nil, nil, nil
 }
 
 // leader returns the index of the node that leads (waiting for one).

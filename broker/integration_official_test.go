@@ -110,7 +110,7 @@ func (b *bodySet) has(body string) bool {
 // send, a push consumer with a tag filter gets exactly its tag, another
 // gets everything; a key query and a timestamp search find the messages.
 func TestOfficialQuickstart(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startDiskCluster(t, nil)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()
 	const topic = "QS"
@@ -197,7 +197,7 @@ func TestOfficialQuickstart(t *testing.T) {
 // %DLQ%<group> after maxReconsumeTimes; a DELAY message is held for its
 // level's delay.
 func TestOfficialRetryDelayDLQ(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startDiskCluster(t, nil)
 	leader := pc.nodes[pc.leader()].Addr()
 	pc.createTopic(leader, "RT", 2)
 	pc.createTopic(leader, "%RETRY%CG_R", 1)
@@ -267,7 +267,7 @@ func TestOfficialOrderly(t *testing.T) {
 		// tests once more without -race, so this test still runs in CI.
 		t.Skip("upstream data race in rocketmq-client-go's orderly consumer; runs in the non-race pass of .ci/run")
 	}
-	pc := startRealCluster(t, nil)
+	pc := startDiskCluster(t, nil)
 	leader := pc.nodes[pc.leader()].Addr()
 	pc.createTopic(leader, "ORD", 4)
 	p := officialProducer(t, pc.nsAddr, producer.WithQueueSelector(producer.NewHashQueueSelector()))
@@ -318,7 +318,7 @@ func TestOfficialOrderly(t *testing.T) {
 // everything) resumes at the committed offsets: it gets the new round and
 // none of the old one.
 func TestOfficialOffsetsSurviveRestart(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startDiskCluster(t, nil)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OR", 4)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()
@@ -385,7 +385,7 @@ func TestOfficialLeaderKill(t *testing.T) {
 	if os.Getenv("RAFTMQ_LONG") != "1" {
 		t.Skip("waits for the official client's 30 s route refresh; set RAFTMQ_LONG=1")
 	}
-	pc := startRealCluster(t, nil)
+	pc := startDiskCluster(t, nil)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "LK", 4)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()
@@ -418,7 +418,7 @@ func TestOfficialLeaderKill(t *testing.T) {
 // consume every new message exactly once; two broadcasting consumers each
 // get everything; consumer offsets are committed through Raft.
 func TestOfficialModesAndOffsets(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startDiskCluster(t, nil)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "MO", 4)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()

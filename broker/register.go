@@ -118,7 +118,7 @@ func (r *registerService) registerAll() {
 				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: int32(wire.BodyCRC32(raw)),
 			}
 			req := remoting.NewRequest(remoting.RequestRegisterBroker, h, raw)
-			ctx, cancel := context.WithTimeout(context.Background(), r.c.cfg.RegisterBrokerTimeoutMills)
+			ctx, cancel := context.WithTimeout(r.c.ctx, r.c.cfg.RegisterBrokerTimeoutMills)
 			defer cancel()
 			resp, err := r.c.nsClient.InvokeSync(ctx, ns, req)
 			if err == nil && resp.Code != remoting.ResponseSuccess {

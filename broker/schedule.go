@@ -139,7 +139,7 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 		next = res.QueueOffsets[i] + 1
 	}
 	if len(out) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), s.c.cfg.ApplyTimeout)
+		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
 		defer cancel()
 		// One put per real topic/queue would batch better; messages of a
 		// level usually target different topics, so they go one by one.
@@ -153,7 +153,7 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 		}
 	}
 	if next != start {
-		ctx, cancel := context.WithTimeout(context.Background(), s.c.cfg.ApplyTimeout)
+		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
 		defer cancel()
 		if err := s.c.rep.UpdateScheduleOffsets(ctx, map[int32]int64{level: next}); err != nil {
 			return err

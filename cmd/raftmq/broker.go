@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/raftmq/raftmq/broker"
@@ -48,16 +46,11 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer func() { _ = log.Sync() }()
-			grp, err := broker.NewGroup(cfg.GroupConfig, cfg.RemotingAddr(), log)
+			node, err := broker.OpenNode(cfg, log)
 			if err != nil {
 				return err
 			}
-			ctl, err := broker.New(cfg, grp, log)
-			if err != nil {
-				return errors.Join(err, grp.Close())
-			}
-			err = ctl.Run(cmd.Context())
-			return errors.Join(err, grp.Close())
+			return node.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVarP(&confPath, "config", "c", "", "broker config file (Java properties, e.g. broker.conf)")

@@ -251,9 +251,9 @@ func (c *Cluster) Restart(g, m int) error {
 	if mb.Node != nil {
 		return nil
 	}
-	// broker.NewGroup builds the member's store, Raft log and TCP
+	// broker.OpenGroup builds the member's store, Raft log and TCP
 	// transport from the config.
-	grp, err := broker.NewGroup(mb.Config.GroupConfig, mb.Config.RemotingAddr(), mb.log)
+	grp, err := broker.OpenGroup(mb.Config.GroupConfig, mb.Config.RemotingAddr(), mb.log)
 	if err != nil {
 		return err
 	}
