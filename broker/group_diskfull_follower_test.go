@@ -81,6 +81,11 @@ func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
 	for k := range 20 {
 		send(k)
 	}
+	// Every member has applied the first sends, so its ConsumeQueue files
+	// exist: the fault this test is about is the Raft log's (a new
+	// CommitLog segment), not a queue file that cannot be created (an
+	// apply failure, after which the member serves no consistent reads).
+	c.waitCaughtUp()
 	l := c.leader()
 	fi := c.followerOf(l)
 	f := c.nodes[fi]

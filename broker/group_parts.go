@@ -26,9 +26,10 @@ import (
 // opened by NewGroup over one FS.
 //
 // NewGroup owns the parts it is given: Close (and a NewGroup that fails)
-// closes the transport and every other part that has a Close method. The
-// in-memory FS, stable store and snapshot store have none, so a test can
-// restart a member on them with a new transport (InmemNetwork.Reopen).
+// closes the transport, and the stable store if it has a Close method (the
+// BoltDB one does). The in-memory FS, stable store and snapshot store need
+// no closing and keep their contents, so a test restarts a member on them
+// with a new transport (InmemNetwork.Reopen).
 type Parts struct {
 	// FS holds the message store and the Raft log. nil: cfg.Store.FS, or
 	// the OS file system when that is nil too.
