@@ -18,6 +18,10 @@
 //   - group.go: building and closing a group, bootstrap, roles, leadership
 //     transfer, retention through the log store, snapshots on close and by
 //     log size.
+//   - group_parts.go: Parts (FS, stable store, snapshot store, transport)
+//     that NewGroup is built from; OpenDiskParts (BoltDB, file snapshots,
+//     TCP) and the in-memory ones for tests (NewInmemParts on an
+//     InmemNetwork, InmemSnapshotStore).
 //   - group_config.go: GroupConfig, the broker.conf keys of the store, Raft
 //     and batcher, validated.
 //   - command.go: the replicated command types (an append-only table), their
@@ -39,6 +43,8 @@
 //     tables, read the store and the applied state).
 //   - config.go: BrokerConfig (RocketMQ broker keys, the group, gossip),
 //     derived ports and ids.
+//   - node.go: Node, one broker node (group + controller) with Start, Run
+//     and Close.
 //   - controller.go: the node's remoting servers, processor table and
 //     pools, role-change hook, lifecycle; controller_gossip.go,
 //     controller_metrics.go: its gossip membership and metrics.
@@ -51,9 +57,12 @@
 //     config, RAFT_STATUS and LEADERSHIP_TRANSFER).
 //   - errors.go: the package's sentinels.
 //
-// Tests: group_*_test.go run groups of three members (randomized faults in
-// group_chaos_test.go); integration_*_test.go run a name server with a node
-// over a fake or a real group, including the official RocketMQ Go client;
+// Tests: group_*_test.go run groups of three members, on in-memory parts
+// unless the test is about files or TCP (randomized faults in
+// group_chaos_test.go, partitions, restarts from snapshots on disk);
+// integration_*_test.go run a name server with a node over a fake or a real
+// group (in-memory Raft parts; files and TCP for the official RocketMQ Go
+// client);
 // batcher_policy_test.go drives the batcher against a fake Raft;
 // bench_*_test.go hold GroupPut, SendPath and the failover benchmarks.
 package broker
