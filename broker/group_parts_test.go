@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.uber.org/goleak"
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
@@ -90,8 +91,8 @@ func testNodeConfig(t *testing.T, nsAddr string) BrokerConfig {
 }
 
 // TestNodeRunUntilCancel: a node on in-memory parts serves once Run
-// started it and Run returns, with the node closed, when its context ends
-// (the package's goleak check sees that nothing it started outlives it).
+// started it, and Run returns when its context ends with the node closed:
+// no goroutine it started is left.
 // Its in-memory FS keeps the data for the next node on the same parts.
 func TestNodeRunUntilCancel(t *testing.T) {
 	_, nsAddr := startProcNameServer(t)
@@ -101,6 +102,7 @@ func TestNodeRunUntilCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := goleak.IgnoreCurrent() // the name server's goroutines
 	n, err := NewNode(cfg, parts, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +127,9 @@ func TestNodeRunUntilCancel(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+	// Nothing the node started outlives Close (the name server's handler
+	// of its registration connection ends once the connection is gone).
+	goleak.VerifyNone(t, before)
 
 	n, err = NewNode(cfg, net.Reopen(parts), nil)
 	if err != nil {
