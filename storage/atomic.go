@@ -4,29 +4,34 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // WriteFileAtomic replaces path with data through fsys so that a crash
-// leaves either the old or the new content, never a torn file: write
-// path+".tmp", fdatasync it, rename it over path, fsync the directory (the
+// leaves either the old or the new content, never a torn file: write a
+// temporary file beside path, fdatasync it, rename it over path, fsync the directory (the
 // rename is durable only once the directory entry is). A missing
 // directory is created; on failure the temporary file is removed. Errors name
 // the step that failed. For small files that must never be torn (store
 // checkpoint, Raft log meta, name-server KV config, client offsets).
 //
-// Concurrent writers of one path must be serialized by the caller: they
-// share the temporary name.
+// Each call writes its own temporary file (path+".tmp."+random, created
+// exclusively), so writers of one path in different processes — two
+// consumers sharing an offsets file, two name servers sharing a KV file —
+// never write into each other's temporary file; the last rename wins.
 func WriteFileAtomic(fsys FS, path string, data []byte) error {
 	dir := filepath.Dir(path)
-	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	tmp := path + ".tmp." + strconv.FormatUint(rand.Uint64(), 36)
+	const flags = os.O_RDWR | os.O_CREATE | os.O_EXCL
+	f, err := fsys.OpenFile(tmp, flags, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create dir %s: %w", dir, err)
 		}
-		f, err = fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err = fsys.OpenFile(tmp, flags, 0o644)
 	}
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)

@@ -96,3 +96,42 @@ func TestWriteFileAtomicFailsClearly(t *testing.T) {
 		t.Fatalf("temporary file left behind: %v", ents)
 	}
 }
+
+// TestWriteFileAtomicConcurrentWriters: writers of one path that do not
+// coordinate (two processes sharing an offsets file) each succeed, the
+// file always holds one writer's complete content, and no temporary file
+// is left behind.
+func TestWriteFileAtomicConcurrentWriters(t *testing.T) {
+	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+		p := filepath.Join(dir, "shared.json")
+		contents := []string{"writer zero's content, the longer one", "writer one"}
+		const rounds = 100
+		errs := make(chan error, len(contents))
+		for _, content := range contents {
+			go func() {
+				for range rounds {
+					if err := WriteFileAtomic(fsys, p, []byte(content)); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range contents {
+			if err := <-errs; err != nil {
+				t.Fatalf("concurrent write: %v", err)
+			}
+		}
+		if got := readAll(t, fsys, p); got != contents[0] && got != contents[1] {
+			t.Fatalf("file holds %q, not one writer's complete content", got)
+		}
+		ents, err := fsys.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != 1 {
+			t.Fatalf("temporary files left behind: %v", ents)
+		}
+	})
+}
