@@ -213,7 +213,17 @@ func (c *Controller) Start() error {
 	return c.startErr
 }
 
-func (c *Controller) start() error {
+func (c *Controller) start() (err error) {
+	// What started is stopped again, newest first, when a later step
+	// fails, so a failed Start leaves no listener or goroutine behind.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
 	// The monitor comes up first so /health answers 503 while starting.
 	// A metricsPort given explicitly must bind; the derived listenPort+3
 	// only warns: monitoring is no precondition for serving.
@@ -224,22 +234,21 @@ func (c *Controller) start() error {
 			}
 			c.log.Warn("metrics port (listenPort+3) unavailable; monitoring off", zap.Error(err))
 			c.mon = nil
+		} else {
+			undo = append(undo, func() { _ = c.mon.Shutdown(context.Background()) })
 		}
 	}
 	if err := c.srv.Start(); err != nil {
 		return fmt.Errorf("broker: listen on %s: %w", c.srv.Addr(), err)
 	}
+	undo = append(undo, func() { _ = c.srv.Shutdown(context.Background()) })
 	if c.vip != nil {
 		if err := c.vip.Start(); err != nil {
-			_ = c.srv.Shutdown(context.Background())
 			return fmt.Errorf("broker: VIP channel on listenPort-2: %w", err)
 		}
+		undo = append(undo, func() { _ = c.vip.Shutdown(context.Background()) })
 	}
 	if err := c.startGossip(); err != nil {
-		_ = c.srv.Shutdown(context.Background())
-		if c.vip != nil {
-			_ = c.vip.Shutdown(context.Background())
-		}
 		return err
 	}
 	c.st.Reput().OnNewMessage(c.hold.notify)

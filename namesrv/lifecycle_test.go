@@ -2,6 +2,7 @@ package namesrv
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -71,4 +72,30 @@ func TestFailedStartLeavesNoGoroutine(t *testing.T) {
 		t.Fatal("Run on a taken port succeeded")
 	}
 	goleak.VerifyNone(t, before)
+}
+
+// Run on a server that is already started reports ErrAlreadyStarted and
+// leaves the running server serving.
+func TestRunOnStartedServerKeepsItRunning(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.ListenPort = "127.0.0.1", testutil.FreePort(t)
+	cfg.MetricsPort = -1
+	cfg.KVConfigPath = t.TempDir() + "/kv.json"
+	n, err := New(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Run(context.Background()); !errors.Is(err, ErrAlreadyStarted) {
+		t.Fatalf("Run on a started server: %v, want ErrAlreadyStarted", err)
+	}
+	c := testClient(t)
+	defer c.Close()
+	resp, err := c.InvokeSync(context.Background(), cfg.Addr(), remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil))
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("the started server stopped answering after Run: %v %+v", err, resp)
+	}
 }

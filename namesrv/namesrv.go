@@ -184,10 +184,10 @@ func (n *NameServer) Close() error {
 }
 
 // Run starts the server, serves until ctx is done and closes it. If Start
-// fails, what it had started is already stopped and Run returns its error.
+// fails, what it had started is already stopped and Run returns its error
+// (a server that is already running is left running).
 func (n *NameServer) Run(ctx context.Context) error {
 	if err := n.Start(); err != nil {
-		_ = n.Close()
 		return err
 	}
 	<-ctx.Done()

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// benchExpr is the subscription of issue 13's report, a typical one.
+// benchExpr is a typical subscription: a property range and a tag exclusion.
 const benchExpr = "a >= 5 AND TAGS <> 'TagB'"
 
 // benchMessages mix matches, non-matches, missing properties and a

@@ -91,9 +91,8 @@ func TestFailoverReport(t *testing.T) {
 	}
 }
 
-// TestFailoverRouteDropsKilledBroker is issue 7's acceptance check: SIGKILL
-// a broker process and see the name server's route drop it within 1.5 s
-// (a follower, then the leader). Last, a SIGSTOPped follower — its TCP
+// TestFailoverRouteDropsKilledBroker: a SIGKILLed broker process leaves
+// the name server's route within 1.5 s (a follower, then the leader). Last, a SIGSTOPped follower — its TCP
 // connections stay open, so only gossip can tell — must leave the route
 // within 2 s. Polls every 10 ms from the signal instant.
 func TestFailoverRouteDropsKilledBroker(t *testing.T) {
