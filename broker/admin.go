@@ -58,20 +58,8 @@ func (c *Controller) processAdmin(ctx context.Context, conn *remoting.Conn, req 
 	return response(remoting.ResponseRequestCodeNotSupported, "request code %d is not supported by raftmq broker %s", req.Code, c.addr), nil
 }
 
-// createTopicHeader is CreateTopicRequestHeader.
-type createTopicHeader struct {
-	Topic           string `ext:"topic,required"`
-	DefaultTopic    string `ext:"defaultTopic"`
-	ReadQueueNums   int    `ext:"readQueueNums,required"`
-	WriteQueueNums  int    `ext:"writeQueueNums,required"`
-	Perm            int    `ext:"perm,required"`
-	TopicFilterType string `ext:"topicFilterType"`
-	TopicSysFlag    int    `ext:"topicSysFlag"`
-	Order           bool   `ext:"order"`
-}
-
 func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h createTopicHeader
+	var h wire.CreateTopicRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -99,12 +87,8 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	return success()
 }
 
-type topicHeader struct {
-	Topic string `ext:"topic,required"`
-}
-
 func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h topicHeader
+	var h wire.TopicRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -136,12 +120,8 @@ func (c *Controller) processUpdateSubscriptionGroup(ctx context.Context, req *re
 	return success()
 }
 
-type groupNameHeader struct {
-	GroupName string `ext:"groupName,required"`
-}
-
 func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h groupNameHeader
+	var h wire.GroupNameRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -197,7 +177,7 @@ func (c *Controller) processRuntimeInfo() *remoting.RemotingCommand {
 
 // processTopicStats answers TopicStatsTable: per queue min/max offset.
 func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h topicHeader
+	var h wire.TopicRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -218,7 +198,7 @@ func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		mq, _ := json.Marshal(messageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q})
+		mq, _ := json.Marshal(wire.MessageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q})
 		b.Write(mq)
 		b.WriteString(`:{"minOffset":` + strconv.FormatInt(s.min, 10) + `,"maxOffset":` + strconv.FormatInt(s.max, 10) +
 			`,"lastUpdateTimestamp":` + strconv.FormatInt(s.last, 10) + `}`)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // RaftAdmin is what the Raft admin processors (RAFT_STATUS 30001,
@@ -97,12 +98,6 @@ type LeadershipTransferResult struct {
 	NewLeaderAddr string `json:"newLeaderAddr"`
 	Term          uint64 `json:"term"`
 	TookMillis    int64  `json:"tookMillis"`
-}
-
-// leadershipTransferHeader is LEADERSHIP_TRANSFER's custom header: the
-// target's Raft id, or empty for the most caught-up follower.
-type leadershipTransferHeader struct {
-	TargetID string `ext:"targetId,omitempty"`
 }
 
 // raftAdminPoolWorkers is small: admin calls are rare, and a transfer
@@ -196,7 +191,7 @@ func (p *raftAdminProcessor) transfer(ctx context.Context, _ *remoting.Conn, req
 	if errResp != nil {
 		return errResp, nil
 	}
-	var h leadershipTransferHeader
+	var h wire.LeadershipTransferRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -262,7 +257,7 @@ func (p *raftAdminProcessor) notLeader() *remoting.RemotingCommand {
 	leader := p.rep.LeaderAddr()
 	r := response(remoting.ResponseServiceNotAvailable, "not leader; leader is %s", leaderOrUnknown(leader))
 	if leader != "" {
-		r.ExtFields = map[string]string{extLeaderAddr: leader}
+		r.ExtFields = map[string]string{wire.ExtLeaderAddr: leader}
 	}
 	return r
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestRaftAdminWithoutRaft: a Replica that is not a RaftAdmin (the fake
@@ -71,7 +72,7 @@ func TestRaftAdminStatusAndTransfer(t *testing.T) {
 	f := (l + 1) % 3
 	target := pc.groups[f].SelfID()
 	r := pc.call(pc.nodes[(l+2)%3].Addr(), remoting.RequestLeadershipTransfer, map[string]string{"targetId": target}, nil)
-	if r.Code != remoting.ResponseServiceNotAvailable || r.ExtFields[extLeaderAddr] != pc.nodes[l].Addr() {
+	if r.Code != remoting.ResponseServiceNotAvailable || r.ExtFields[wire.ExtLeaderAddr] != pc.nodes[l].Addr() {
 		t.Fatalf("transfer asked of a follower: %d %q %v", r.Code, r.Remark, r.ExtFields)
 	}
 	for _, bad := range []string{leaderID, "nobody"} {

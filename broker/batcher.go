@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // putRequest is one PutMessages call waiting for its entry.
@@ -324,14 +325,14 @@ func (g *Group) applyLog(l raft.Log, timeout time.Duration) (any, error) {
 func (g *Group) msgID(r *PutResult) string {
 	if r.Duplicate && r.QueueOffset >= 0 {
 		if s, err := g.ms.CommitLog().ReadMessage(r.PhysicalOffset); err == nil {
-			m, _, err := store.DecodeMessage(s.B, false)
+			m, _, err := wire.DecodeMessage(s.B, false)
 			s.Release()
 			if err == nil {
 				return m.MsgID()
 			}
 		}
 	}
-	return store.OffsetMsgID(g.cfg.Store.StoreHost, r.PhysicalOffset)
+	return wire.OffsetMsgID(g.cfg.Store.StoreHost, r.PhysicalOffset)
 }
 
 // notLeaderErr wraps ErrNotLeader with the leader's remoting address when
@@ -351,16 +352,16 @@ func (g *Group) encodeRequest(msgs []*store.Message) (*putRequest, error) {
 		m.StoreHost = g.cfg.Store.StoreHost
 		before := len(r.data)
 		var err error
-		if r.data, err = store.AppendMessage(r.data, m); err != nil {
+		if r.data, err = wire.AppendMessage(r.data, m); err != nil {
 			return nil, err
 		}
 		if sz := len(r.data) - before; sz > g.cfg.Store.MaxMessageSize {
 			return nil, fmt.Errorf("%w: message of %d bytes exceeds maxMessageSize %d", store.ErrMessageIllegal, sz, g.cfg.Store.MaxMessageSize)
 		}
-		if pid := m.Properties[propertyProducerID]; pid != "" {
-			seq, err := strconv.ParseInt(m.Properties[propertySequence], 10, 64)
+		if pid := m.Properties[wire.PropertyProducerID]; pid != "" {
+			seq, err := strconv.ParseInt(m.Properties[wire.PropertySequence], 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("%w: property %s=%q is not a number", store.ErrMessageIllegal, propertySequence, m.Properties[propertySequence])
+				return nil, fmt.Errorf("%w: property %s=%q is not a number", store.ErrMessageIllegal, wire.PropertySequence, m.Properties[wire.PropertySequence])
 			}
 			r.idem = append(r.idem, idemKey{Index: uint32(i), Producer: pid, Seq: seq})
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // fakeRaft stands in for Group.applyLog in batcher tests: every proposed
@@ -96,7 +97,7 @@ func submit(t *testing.T, b *batcher, q int32) <-chan answer {
 	t.Helper()
 	m := &store.Message{Topic: "T", QueueID: q, Body: []byte(fmt.Sprintf("body-%d", q)), BornTimestamp: 1,
 		BornHost: netip.MustParseAddrPort("127.0.0.1:50000"), StoreHost: netip.MustParseAddrPort("127.0.0.1:10911")}
-	data, err := store.AppendMessage(nil, m)
+	data, err := wire.AppendMessage(nil, m)
 	if err != nil {
 		t.Fatal(err)
 	}

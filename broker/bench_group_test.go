@@ -13,6 +13,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // benchSenders is the number of concurrent senders (the 64).
@@ -37,8 +38,8 @@ func runSenders(b *testing.B, senders int, put func(m *store.Message) error) {
 					return
 				}
 				m := testMessage("T", int32(i%8), fmt.Sprintf("b%d", i), "", 0, 1024)
-				delete(m.Properties, propertyProducerID)
-				delete(m.Properties, propertySequence)
+				delete(m.Properties, wire.PropertyProducerID)
+				delete(m.Properties, wire.PropertySequence)
 				t0 := time.Now()
 				if err := put(m); err != nil {
 					b.Error(err)

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // clientManager holds the producer and consumer tables built from
@@ -38,8 +39,8 @@ type consumerGroupInfo struct {
 	ConsumeType      string
 	MessageModel     string
 	ConsumeFromWhere string
-	Channels         map[string]*clientChannel   // by clientID
-	Subscriptions    map[string]subscriptionData // by topic
+	Channels         map[string]*clientChannel        // by clientID
+	Subscriptions    map[string]wire.SubscriptionData // by topic
 	LastUpdate       time.Time
 }
 
@@ -50,12 +51,12 @@ func newClientManager(c *Controller) *clientManager {
 // registerConsumer records a heartbeat's consumer data; it reports
 // whether the group's membership changed (a new client), which triggers
 // NOTIFY_CONSUMER_IDS_CHANGED.
-func (m *clientManager) registerConsumer(cd consumerData, ch clientChannel, now time.Time) bool {
+func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clientChannel, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.consumers[cd.GroupName]
 	if g == nil {
-		g = &consumerGroupInfo{Channels: map[string]*clientChannel{}, Subscriptions: map[string]subscriptionData{}}
+		g = &consumerGroupInfo{Channels: map[string]*clientChannel{}, Subscriptions: map[string]wire.SubscriptionData{}}
 		m.consumers[cd.GroupName] = g
 	}
 	g.ConsumeType, g.MessageModel, g.ConsumeFromWhere, g.LastUpdate = cd.ConsumeType, cd.MessageModel, cd.ConsumeFromWhere, now
@@ -66,9 +67,11 @@ func (m *clientManager) registerConsumer(cd consumerData, ch clientChannel, now 
 	ch.LastUpdate = now
 	g.Channels[ch.ClientID] = &ch
 	// RocketMQ replaces the subscription table with the heartbeat's.
-	subs := make(map[string]subscriptionData, len(cd.SubscriptionDataSet))
+	subs := make(map[string]wire.SubscriptionData, len(cd.SubscriptionDataSet))
 	for _, s := range cd.SubscriptionDataSet {
-		subs[s.Topic] = s
+		if s != nil {
+			subs[s.Topic] = *s
+		}
 	}
 	g.Subscriptions = subs
 	return changed
@@ -202,7 +205,7 @@ func (m *clientManager) group(name string) (consumerGroupInfo, bool) {
 		vv := *v
 		cp.Channels[k] = &vv
 	}
-	cp.Subscriptions = make(map[string]subscriptionData, len(g.Subscriptions))
+	cp.Subscriptions = make(map[string]wire.SubscriptionData, len(g.Subscriptions))
 	for k, v := range g.Subscriptions {
 		cp.Subscriptions[k] = v
 	}
@@ -245,7 +248,7 @@ func (m *clientManager) notifyChanged(group string) {
 		if ch.Conn.Closed() {
 			continue
 		}
-		req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, &notifyConsumerIDsChangedHeader{ConsumerGroup: group}, nil)
+		req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, &wire.ConsumerGroupRequestHeader{ConsumerGroup: group}, nil)
 		req.Flag |= remoting.FlagOneway
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		if err := ch.Conn.InvokeOneway(ctx, req); err != nil {
@@ -253,8 +256,4 @@ func (m *clientManager) notifyChanged(group string) {
 		}
 		cancel()
 	}
-}
-
-type notifyConsumerIDsChangedHeader struct {
-	ConsumerGroup string `ext:"consumerGroup"`
 }

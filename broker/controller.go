@@ -17,6 +17,7 @@ import (
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/internal/httpmon"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Controller is the broker node's front end (RocketMQ BrokerController):
@@ -366,14 +367,10 @@ func (c *Controller) notLeader() *remoting.RemotingCommand {
 	leader := c.rep.LeaderAddr()
 	r := response(remoting.ResponseServiceNotAvailable, "not leader; leader is %s", leaderOrUnknown(leader))
 	if leader != "" {
-		r.ExtFields = map[string]string{extLeaderAddr: leader}
+		r.ExtFields = map[string]string{wire.ExtLeaderAddr: leader}
 	}
 	return r
 }
-
-// extLeaderAddr is the SDK's client.ExtLeaderAddr ("leaderAddr"), copied
-// to keep the broker free of the client package in its request path.
-const extLeaderAddr = "leaderAddr"
 
 func leaderOrUnknown(a string) string {
 	if a == "" {

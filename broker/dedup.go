@@ -2,14 +2,6 @@ package broker
 
 import "sort"
 
-// Idempotent-producer property names. They mirror client.PropertyProducerID
-// and client.PropertySequence (client/idempotent.go); copied rather than
-// imported so the broker does not depend on the SDK.
-const (
-	propertyProducerID = "__RAFTMQ_PID"
-	propertySequence   = "__RAFTMQ_SEQ"
-)
-
 // dedupKey identifies one idempotent stream: a producer's sends to one queue.
 type dedupKey struct {
 	Producer string

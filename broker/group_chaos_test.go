@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // The randomized group test: concurrent idempotent producers append
@@ -428,7 +429,7 @@ func chaosCheckQueues(t *testing.T, c *testCluster, acks []ack) {
 				if err != nil {
 					t.Fatalf("%s: queue %d offset %d: read at %d: %v", n.id, q, off, u.PhyOffset, err)
 				}
-				m, _, err := store.DecodeMessage(s.B, false)
+				m, _, err := wire.DecodeMessage(s.B, false)
 				s.Release()
 				if err != nil {
 					t.Fatalf("%s: queue %d offset %d: %v", n.id, q, off, err)

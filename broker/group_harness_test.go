@@ -359,7 +359,7 @@ func testMessage(topic string, queue int32, key, pid string, seq int64, bodySize
 	return &store.Message{
 		Topic: topic, QueueID: queue, Body: body, BornTimestamp: time.Now().UnixMilli(),
 		BornHost:   netip.MustParseAddrPort("127.0.0.1:50000"),
-		Properties: map[string]string{store.PropertyUniqKey: key, propertyProducerID: pid, propertySequence: strconv.FormatInt(seq, 10)},
+		Properties: map[string]string{wire.PropertyUniqKey: key, wire.PropertyProducerID: pid, wire.PropertySequence: strconv.FormatInt(seq, 10)},
 	}
 }
 
@@ -417,7 +417,7 @@ func checkAcked(t *testing.T, n *testNode, acks []ack) {
 		if err != nil {
 			t.Fatalf("%s: read %s at %d: %v", n.id, a.key, a.PhysicalOffset, err)
 		}
-		m, _, err := store.DecodeMessage(s.B, false)
+		m, _, err := wire.DecodeMessage(s.B, false)
 		s.Release()
 		if err != nil {
 			t.Fatal(err)

@@ -16,39 +16,8 @@ import (
 // (38), GET_CONSUMER_CONNECTION_LIST (203) (RocketMQ ClientManageProcessor
 // and ConsumerManageProcessor).
 
-// heartbeatData is the HEART_BEAT body.
-type heartbeatData struct {
-	ClientID        string         `json:"clientID"`
-	ProducerDataSet []producerData `json:"producerDataSet"`
-	ConsumerDataSet []consumerData `json:"consumerDataSet"`
-}
-
-type producerData struct {
-	GroupName string `json:"groupName"`
-}
-
-type consumerData struct {
-	GroupName           string             `json:"groupName"`
-	ConsumeType         string             `json:"consumeType"`
-	MessageModel        string             `json:"messageModel"`
-	ConsumeFromWhere    string             `json:"consumeFromWhere"`
-	SubscriptionDataSet []subscriptionData `json:"subscriptionDataSet"`
-	UnitMode            bool               `json:"unitMode"`
-}
-
-// subscriptionData is RocketMQ's SubscriptionData as clients send it.
-type subscriptionData struct {
-	ClassFilterMode bool            `json:"classFilterMode"`
-	Topic           string          `json:"topic"`
-	SubString       string          `json:"subString"`
-	TagsSet         json.RawMessage `json:"tagsSet,omitempty"`
-	CodeSet         json.RawMessage `json:"codeSet,omitempty"`
-	SubVersion      int64           `json:"subVersion"`
-	ExpressionType  string          `json:"expressionType"`
-}
-
 func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var hb heartbeatData
+	var hb wire.HeartbeatData
 	if err := json.Unmarshal(req.Body, &hb); err != nil {
 		return response(remoting.ResponseSystemError, "malformed heartbeat body: %v", err), nil
 	}
@@ -102,14 +71,8 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 	}
 }
 
-type unregisterClientHeader struct {
-	ClientID      string `ext:"clientID,required"`
-	ProducerGroup string `ext:"producerGroup"`
-	ConsumerGroup string `ext:"consumerGroup"`
-}
-
 func (c *Controller) processUnregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h unregisterClientHeader
+	var h wire.UnregisterClientRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -124,12 +87,8 @@ func (c *Controller) processCheckClientConfig(_ context.Context, _ *remoting.Con
 	return success(), nil
 }
 
-type consumerGroupHeader struct {
-	ConsumerGroup string `ext:"consumerGroup,required"`
-}
-
 func (c *Controller) processGetConsumerList(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h consumerGroupHeader
+	var h wire.ConsumerGroupRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -138,30 +97,12 @@ func (c *Controller) processGetConsumerList(_ context.Context, _ *remoting.Conn,
 		return response(remoting.ResponseSystemError, "no consumer of group %s is connected to %s", h.ConsumerGroup, c.addr), nil
 	}
 	r := success()
-	r.Body, _ = json.Marshal(struct {
-		ConsumerIDList []string `json:"consumerIdList"`
-	}{ids})
+	r.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
 	return r, nil
 }
 
-// consumerConnection is GET_CONSUMER_CONNECTION_LIST's body.
-type consumerConnection struct {
-	ConnectionSet     []connection                `json:"connectionSet"`
-	SubscriptionTable map[string]subscriptionData `json:"subscriptionTable"`
-	ConsumeType       string                      `json:"consumeType"`
-	MessageModel      string                      `json:"messageModel"`
-	ConsumeFromWhere  string                      `json:"consumeFromWhere"`
-}
-
-type connection struct {
-	ClientID   string `json:"clientId"`
-	ClientAddr string `json:"clientAddr"`
-	Language   string `json:"language"`
-	Version    int    `json:"version"`
-}
-
 func (c *Controller) processGetConsumerConnectionList(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h consumerGroupHeader
+	var h wire.ConsumerGroupRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -169,10 +110,10 @@ func (c *Controller) processGetConsumerConnectionList(req *remoting.RemotingComm
 	if !ok {
 		return response(remoting.ResponseConsumerNotOnline, "the consumer group %s is not online", h.ConsumerGroup)
 	}
-	cc := consumerConnection{SubscriptionTable: g.Subscriptions, ConsumeType: g.ConsumeType,
+	cc := wire.ConsumerConnection{SubscriptionTable: g.Subscriptions, ConsumeType: g.ConsumeType,
 		MessageModel: g.MessageModel, ConsumeFromWhere: g.ConsumeFromWhere}
 	for _, ch := range g.Channels {
-		cc.ConnectionSet = append(cc.ConnectionSet, connection{ClientID: ch.ClientID, ClientAddr: ch.Conn.RemoteAddr(),
+		cc.ConnectionSet = append(cc.ConnectionSet, wire.Connection{ClientID: ch.ClientID, ClientAddr: ch.Conn.RemoteAddr(),
 			Language: ch.Language, Version: ch.Version})
 	}
 	r := success()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // FuzzSendPullHeaders feeds arbitrary extFields to the send and pull
@@ -41,7 +42,7 @@ func FuzzSendPullHeaders(f *testing.F) {
 			req.ExtFields[k] = v
 		}
 		req.ExtFields["queueOffset"], req.ExtFields["maxMsgNums"], req.ExtFields["sysFlag"] = offset, maxNums, pullSys
-		var h pullHeader
+		var h wire.PullMessageRequestHeader
 		if err := req.DecodeHeader(&h); err == nil {
 			if r := checkGroup(h.ConsumerGroup); r != nil && r.Remark == "" {
 				t.Fatal("group rejected without a remark")

@@ -10,6 +10,7 @@ import (
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestBadRequests: each malformed or illegal request gets RocketMQ's code
@@ -68,7 +69,7 @@ func TestNotLeaderAnswer(t *testing.T) {
 	tc.createTopic(addr, "T1", 2)
 	rep.setLeader(false, "127.0.0.1:1")
 	resp := tc.call(addr, remoting.RequestSendMessage, sendExt("T1", 0, ""), []byte("x"))
-	if resp.Code != remoting.ResponseServiceNotAvailable || resp.ExtFields[extLeaderAddr] != "127.0.0.1:1" ||
+	if resp.Code != remoting.ResponseServiceNotAvailable || resp.ExtFields[wire.ExtLeaderAddr] != "127.0.0.1:1" ||
 		!strings.Contains(resp.Remark, "leader is 127.0.0.1:1") {
 		t.Fatalf("follower send: %d %q %v", resp.Code, resp.Remark, resp.ExtFields)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42): orderly consumers lock the
@@ -16,19 +17,12 @@ import (
 // renew every 20 s. A new leader starts with no locks: clients re-lock at
 // their next lock round.
 
-type lockBatchBody struct {
-	ConsumerGroup  string         `json:"consumerGroup"`
-	ClientID       string         `json:"clientId"`
-	OnlyThisBroker bool           `json:"onlyThisBroker"`
-	MQSet          []messageQueue `json:"mqSet"`
-}
-
 type lockManager struct {
 	ttl time.Duration
 	now func() time.Time
 
 	mu    sync.Mutex
-	table map[string]map[messageQueue]lockEntry // guarded by mu; group → queue → owner
+	table map[string]map[wire.MessageQueue]lockEntry // guarded by mu; group → queue → owner
 }
 
 type lockEntry struct {
@@ -37,21 +31,21 @@ type lockEntry struct {
 }
 
 func newLockManager(ttl time.Duration, now func() time.Time) *lockManager {
-	return &lockManager{ttl: ttl, now: now, table: map[string]map[messageQueue]lockEntry{}}
+	return &lockManager{ttl: ttl, now: now, table: map[string]map[wire.MessageQueue]lockEntry{}}
 }
 
 // tryLockBatch locks every queue that is free, expired or already held by
 // clientID, and returns those.
-func (l *lockManager) tryLockBatch(group, clientID string, mqs []messageQueue) []messageQueue {
+func (l *lockManager) tryLockBatch(group, clientID string, mqs []wire.MessageQueue) []wire.MessageQueue {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g := l.table[group]
 	if g == nil {
-		g = map[messageQueue]lockEntry{}
+		g = map[wire.MessageQueue]lockEntry{}
 		l.table[group] = g
 	}
-	out := make([]messageQueue, 0, len(mqs))
+	out := make([]wire.MessageQueue, 0, len(mqs))
 	for _, mq := range mqs {
 		e, ok := g[mq]
 		if !ok || e.clientID == clientID || now.Sub(e.last) > l.ttl {
@@ -63,7 +57,7 @@ func (l *lockManager) tryLockBatch(group, clientID string, mqs []messageQueue) [
 }
 
 // unlockBatch releases the queues clientID holds.
-func (l *lockManager) unlockBatch(group, clientID string, mqs []messageQueue) {
+func (l *lockManager) unlockBatch(group, clientID string, mqs []wire.MessageQueue) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g := l.table[group]
@@ -77,12 +71,12 @@ func (l *lockManager) unlockBatch(group, clientID string, mqs []messageQueue) {
 // reset drops every lock (a node that becomes leader starts clean).
 func (l *lockManager) reset() {
 	l.mu.Lock()
-	l.table = map[string]map[messageQueue]lockEntry{}
+	l.table = map[string]map[wire.MessageQueue]lockEntry{}
 	l.mu.Unlock()
 }
 
 func (c *Controller) processLockBatch(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var b lockBatchBody
+	var b wire.LockBatchBody
 	if err := json.Unmarshal(req.Body, &b); err != nil {
 		return response(remoting.ResponseSystemError, "malformed lock body: %v", err), nil
 	}
@@ -91,14 +85,12 @@ func (c *Controller) processLockBatch(_ context.Context, _ *remoting.Conn, req *
 	}
 	locked := c.locks.tryLockBatch(b.ConsumerGroup, b.ClientID, b.MQSet)
 	r := success()
-	r.Body, _ = json.Marshal(struct {
-		LockOKMQSet []messageQueue `json:"lockOKMQSet"`
-	}{locked})
+	r.Body, _ = json.Marshal(wire.LockBatchResponse{LockOKMQSet: locked})
 	return r, nil
 }
 
 func (c *Controller) processUnlockBatch(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var b lockBatchBody
+	var b wire.LockBatchBody
 	if err := json.Unmarshal(req.Body, &b); err != nil {
 		return response(remoting.ResponseSystemError, "malformed unlock body: %v", err), nil
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Consumer offsets and queue offsets: QUERY_CONSUMER_OFFSET (14),
@@ -19,35 +20,11 @@ import (
 // SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32),
 // GET_ALL_CONSUMER_OFFSET (43), GET_CONSUME_STATS (208).
 
-type queryConsumerOffsetHeader struct {
-	ConsumerGroup string `ext:"consumerGroup,required"`
-	Topic         string `ext:"topic,required"`
-	QueueID       int32  `ext:"queueId,required"`
-}
-
-type updateConsumerOffsetHeader struct {
-	ConsumerGroup string `ext:"consumerGroup,required"`
-	Topic         string `ext:"topic,required"`
-	QueueID       int32  `ext:"queueId,required"`
-	CommitOffset  int64  `ext:"commitOffset,required"`
-}
-
-type topicQueueHeader struct {
-	Topic   string `ext:"topic,required"`
-	QueueID int32  `ext:"queueId,required"`
-}
-
-type searchOffsetHeader struct {
-	Topic     string `ext:"topic,required"`
-	QueueID   int32  `ext:"queueId,required"`
-	Timestamp int64  `ext:"timestamp,required"`
-}
-
 // processQueryConsumerOffset answers the committed offset, or
 // QUERY_NOT_FOUND (22) when the group never committed one for the queue
 // (the client then starts per its consumeFromWhere).
 func (c *Controller) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h queryConsumerOffsetHeader
+	var h wire.QueryConsumerOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -64,7 +41,7 @@ func (c *Controller) processQueryConsumerOffset(_ context.Context, _ *remoting.C
 // group batches concurrent commits into one entry). Followers answer
 // not-leader (broker-plan decision 7).
 func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h updateConsumerOffsetHeader
+	var h wire.UpdateConsumerOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -82,7 +59,7 @@ func offsetResponse(off int64) *remoting.RemotingCommand {
 }
 
 func (c *Controller) processGetMaxOffset(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h topicQueueHeader
+	var h wire.QueueOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -90,7 +67,7 @@ func (c *Controller) processGetMaxOffset(req *remoting.RemotingCommand) *remotin
 }
 
 func (c *Controller) processGetMinOffset(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h topicQueueHeader
+	var h wire.QueueOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -98,7 +75,7 @@ func (c *Controller) processGetMinOffset(req *remoting.RemotingCommand) *remotin
 }
 
 func (c *Controller) processSearchOffset(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h searchOffsetHeader
+	var h wire.SearchOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -110,7 +87,7 @@ func (c *Controller) processSearchOffset(req *remoting.RemotingCommand) *remotin
 }
 
 func (c *Controller) processEarliestStoreTime(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h topicQueueHeader
+	var h wire.QueueOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -131,16 +108,11 @@ func (c *Controller) processGetAllConsumerOffset() *remoting.RemotingCommand {
 	return r
 }
 
-type consumeStatsHeader struct {
-	ConsumerGroup string `ext:"consumerGroup,required"`
-	Topic         string `ext:"topic"`
-}
-
 // processGetConsumeStats renders ConsumeStats; RocketMQ's JSON uses
 // MessageQueue objects as map keys (fastjson), so the body is written by
 // hand in that shape.
 func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h consumeStatsHeader
+	var h wire.ConsumeStatsRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -166,7 +138,7 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 				b.WriteByte(',')
 			}
 			first = false
-			mq, _ := json.Marshal(messageQueue{Topic: t, BrokerName: c.cfg.BrokerName, QueueID: q})
+			mq, _ := json.Marshal(wire.MessageQueue{Topic: t, BrokerName: c.cfg.BrokerName, QueueID: q})
 			b.Write(mq)
 			b.WriteString(`:{"brokerOffset":`)
 			b.WriteString(strconv.FormatInt(c.st.GetMaxOffsetInQueue(t, q), 10))
@@ -179,13 +151,6 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 	r := success()
 	r.Body = []byte(b.String())
 	return r
-}
-
-// messageQueue is RocketMQ's MessageQueue JSON.
-type messageQueue struct {
-	Topic      string `json:"topic"`
-	BrokerName string `json:"brokerName"`
-	QueueID    int32  `json:"queueId"`
 }
 
 // offsetCoalescer collects offset commits (UPDATE_CONSUMER_OFFSET and the

@@ -2,39 +2,16 @@ package broker
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) (RocketMQ
 // PullMessageProcessor).
-
-// Pull sysFlag bits (RocketMQ PullSysFlag).
-const (
-	pullFlagCommitOffset = 0x1
-	pullFlagSuspend      = 0x2
-	pullFlagSubscription = 0x4
-	pullFlagClassFilter  = 0x8
-)
-
-// pullHeader is PullMessageRequestHeader.
-type pullHeader struct {
-	ConsumerGroup        string `ext:"consumerGroup,required"`
-	Topic                string `ext:"topic,required"`
-	QueueID              int32  `ext:"queueId,required"`
-	QueueOffset          int64  `ext:"queueOffset,required"`
-	MaxMsgNums           int32  `ext:"maxMsgNums,required"`
-	SysFlag              int32  `ext:"sysFlag,required"`
-	CommitOffset         int64  `ext:"commitOffset,required"`
-	SuspendTimeoutMillis int64  `ext:"suspendTimeoutMillis,required"`
-	Subscription         string `ext:"subscription"`
-	SubVersion           int64  `ext:"subVersion"`
-	ExpressionType       string `ext:"expressionType"`
-}
 
 // parseTagExpression turns "a || b" into a tags filter ("*" or "" = all).
 func parseTagExpression(expr string) store.TagsFilter {
@@ -52,7 +29,7 @@ func parseTagExpression(expr string) store.TagsFilter {
 }
 
 func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h pullHeader
+	var h wire.PullMessageRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -77,14 +54,14 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 	// clients re-filter by tag anyway, and answering SUBSCRIPTION_NOT_EXIST
 	// would make them back off for 3 s.
 	expr, exprType := h.Subscription, h.ExpressionType
-	if h.SysFlag&pullFlagSubscription == 0 {
+	if h.SysFlag&wire.PullFlagSubscription == 0 {
 		expr, exprType = c.clients.subscription(h.ConsumerGroup, h.Topic)
 	}
 	if exprType != "" && !strings.EqualFold(exprType, "TAG") {
 		return response(remoting.ResponseSubscriptionParseFailed, "expression type %s is not supported; use TAG", exprType), nil
 	}
 	p := &pullRequest{conn: conn, req: req, h: h, filter: parseTagExpression(expr)}
-	if h.SysFlag&pullFlagCommitOffset != 0 && h.CommitOffset >= 0 && c.rep.IsLeader() {
+	if h.SysFlag&wire.PullFlagCommitOffset != 0 && h.CommitOffset >= 0 && c.rep.IsLeader() {
 		c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
 	}
 	return c.pull(p, true), nil
@@ -94,7 +71,7 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 type pullRequest struct {
 	conn     *remoting.Conn
 	req      *remoting.RemotingCommand
-	h        pullHeader
+	h        wire.PullMessageRequestHeader
 	filter   store.TagsFilter
 	deadline time.Time
 }
@@ -139,7 +116,7 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 		code = remoting.ResponsePullNotFound
 		res.NextBeginOffset = h.QueueOffset
 	}
-	if code == remoting.ResponsePullNotFound && allowSuspend && h.SysFlag&pullFlagSuspend != 0 && leader {
+	if code == remoting.ResponsePullNotFound && allowSuspend && h.SysFlag&wire.PullFlagSuspend != 0 && leader {
 		timeout := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
 		if !c.live().LongPollingEnable {
 			timeout = c.live().ShortPollingTimeMills
@@ -149,12 +126,8 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 		}
 	}
 	r.Code = code
-	r.ExtFields = map[string]string{
-		"nextBeginOffset":      strconv.FormatInt(res.NextBeginOffset, 10),
-		"minOffset":            strconv.FormatInt(res.MinOffset, 10),
-		"maxOffset":            strconv.FormatInt(res.MaxOffset, 10),
-		"suggestWhichBrokerId": "0",
-	}
+	r.EncodeHeader(&wire.PullMessageResponseHeader{NextBeginOffset: res.NextBeginOffset,
+		MinOffset: res.MinOffset, MaxOffset: res.MaxOffset})
 	if code == remoting.ResponsePullOffsetMoved {
 		r.Remark = "the requested offset is out of the queue's range; moved to nextBeginOffset"
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // QUERY_MESSAGE (12) by key through the IndexFile and VIEW_MESSAGE_BY_ID
@@ -15,23 +16,11 @@ import (
 // (the FSM assigns it at Apply), so the stored field is not the real one.
 // The entry CRC leaves QUEUEOFFSET out, so patched copies still verify.
 
-type queryMessageHeader struct {
-	Topic          string `ext:"topic,required"`
-	Key            string `ext:"key,required"`
-	MaxNum         int32  `ext:"maxNum,required"`
-	BeginTimestamp int64  `ext:"beginTimestamp,required"`
-	EndTimestamp   int64  `ext:"endTimestamp,required"`
-}
-
-type viewMessageHeader struct {
-	Offset int64 `ext:"offset,required"`
-}
-
 // maxQueryNum caps QUERY_MESSAGE answers (RocketMQ defaultQueryMaxNum).
 const maxQueryNum = 64
 
 func (c *Controller) processQueryMessage(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h queryMessageHeader
+	var h wire.QueryMessageRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -66,7 +55,7 @@ func (c *Controller) processQueryMessage(_ context.Context, _ *remoting.Conn, re
 }
 
 func (c *Controller) processViewMessageByID(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h viewMessageHeader
+	var h wire.ViewMessageRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -74,7 +63,7 @@ func (c *Controller) processViewMessageByID(_ context.Context, _ *remoting.Conn,
 	if err != nil {
 		return response(remoting.ResponseSystemError, "no message at commit log offset %d: %v", h.Offset, err), nil
 	}
-	if m, _, err := store.DecodeMessage(b, false); err == nil {
+	if m, _, err := wire.DecodeMessage(b, false); err == nil {
 		c.patchQueueOffset(b, m.Topic, m.QueueID, h.Offset)
 	}
 	r := success()
@@ -96,7 +85,7 @@ func (c *Controller) rawMessage(off int64) ([]byte, error) {
 // copy b; when the queue no longer holds it (retention) b is left as is.
 func (c *Controller) patchQueueOffset(b []byte, topic string, queueID int32, phy int64) {
 	if off, ok := queueOffsetOf(c.st.ConsumeQueues().Get(topic, queueID), phy); ok {
-		store.PatchQueueOffset(b, off)
+		wire.PatchQueueOffset(b, off)
 	}
 }
 

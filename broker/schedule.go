@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Delay levels (RocketMQ ScheduleMessageService). A message with the
@@ -26,7 +27,7 @@ import (
 // applyDelay rewrites a message with a DELAY level to the schedule topic.
 // nil means fine (also when there is no delay).
 func (c *Controller) applyDelay(ctx context.Context, m *store.Message) *remoting.RemotingCommand {
-	v := m.Properties[propDelay]
+	v := m.Properties[wire.PropertyDelayTimeLevel]
 	if v == "" {
 		return nil
 	}
@@ -34,13 +35,13 @@ func (c *Controller) applyDelay(ctx context.Context, m *store.Message) *remoting
 	if err != nil {
 		return response(remoting.ResponseMessageIllegal, "the DELAY property %q is not a number", v)
 	}
-	if level <= 0 || m.SysFlag&store.SysFlagTransMask == store.SysFlagTransPrepared {
+	if level <= 0 || m.SysFlag&wire.SysFlagTransMask == wire.SysFlagTransPrepared {
 		return nil
 	}
 	level = min(level, len(c.delayLevels))
-	m.Properties[propDelay] = strconv.Itoa(level)
-	m.Properties[propRealTopic] = m.Topic
-	m.Properties[propRealQueueID] = strconv.Itoa(int(m.QueueID))
+	m.Properties[wire.PropertyDelayTimeLevel] = strconv.Itoa(level)
+	m.Properties[wire.PropertyRealTopic] = m.Topic
+	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
 	m.Topic, m.QueueID = TopicSchedule, int32(level-1)
 	if _, err := c.ensureTopic(ctx, TopicSchedule, len(c.delayLevels), 0); err != nil {
 		return c.writeError("create "+TopicSchedule, err)
@@ -128,7 +129,7 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 	for i, b := range res.Messages {
 		// The pulled copy's patched QUEUEOFFSET is outside the entry CRC,
 		// so the copy decodes and verifies as is.
-		m, _, err := store.DecodeMessage(b, true)
+		m, _, err := wire.DecodeMessage(b, true)
 		if err != nil {
 			return err
 		}
@@ -167,15 +168,15 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 // (RocketMQ messageTimeup).
 func realMessage(m *store.Message, c *Controller) *store.Message {
 	props := copyProps(m.Properties)
-	topic := props[propRealTopic]
-	qid, _ := strconv.Atoi(props[propRealQueueID])
-	delete(props, propRealTopic)
-	delete(props, propRealQueueID)
-	delete(props, propDelay)
-	delete(props, store.PropertyCRC32)
+	topic := props[wire.PropertyRealTopic]
+	qid, _ := strconv.Atoi(props[wire.PropertyRealQueueID])
+	delete(props, wire.PropertyRealTopic)
+	delete(props, wire.PropertyRealQueueID)
+	delete(props, wire.PropertyDelayTimeLevel)
+	delete(props, wire.PropertyCRC32)
 	return &store.Message{
 		Topic: topic, QueueID: int32(qid), Flag: m.Flag, Body: m.Body, Properties: props,
-		SysFlag: m.SysFlag &^ (store.SysFlagBornHostV6 | store.SysFlagStoreHostV6), BornTimestamp: m.BornTimestamp,
+		SysFlag: m.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6), BornTimestamp: m.BornTimestamp,
 		BornHost: m.BornHost, StoreHost: c.storeHost, ReconsumeTimes: m.ReconsumeTimes,
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/raftmq/raftmq/broker/store"
-	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -17,55 +16,12 @@ import (
 // SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)
 // (RocketMQ SendMessageProcessor).
 
-// sendHeader is SEND_MESSAGE's header with RocketMQ's long field names
-// (SendMessageRequestHeader); the required set is RocketMQ's @CFNotNull set.
-type sendHeader struct {
-	ProducerGroup         string `ext:"producerGroup,required"`
-	Topic                 string `ext:"topic,required"`
-	DefaultTopic          string `ext:"defaultTopic,required"`
-	DefaultTopicQueueNums int32  `ext:"defaultTopicQueueNums,required"`
-	QueueID               int32  `ext:"queueId,required"`
-	SysFlag               int32  `ext:"sysFlag,required"`
-	BornTimestamp         int64  `ext:"bornTimestamp,required"`
-	Flag                  int32  `ext:"flag,required"`
-	Properties            string `ext:"properties"`
-	ReconsumeTimes        int32  `ext:"reconsumeTimes"`
-	UnitMode              bool   `ext:"unitMode"`
-	MaxReconsumeTimes     int32  `ext:"maxReconsumeTimes"`
-	Batch                 bool   `ext:"batch"`
-	BrokerName            string `ext:"bname"`
-}
-
-// sendHeaderV2 is SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE's header: the same
-// fields renamed a…n to save bytes (SendMessageRequestHeaderV2).
-type sendHeaderV2 struct {
-	A string `ext:"a,required"`
-	B string `ext:"b,required"`
-	C string `ext:"c,required"`
-	D int32  `ext:"d,required"`
-	E int32  `ext:"e,required"`
-	F int32  `ext:"f,required"`
-	G int64  `ext:"g,required"`
-	H int32  `ext:"h,required"`
-	I string `ext:"i"`
-	J int32  `ext:"j"`
-	K bool   `ext:"k"`
-	L int32  `ext:"l"`
-	M bool   `ext:"m"`
-	N string `ext:"n"`
-}
-
-func (v *sendHeaderV2) toV1() sendHeader {
-	return sendHeader{ProducerGroup: v.A, Topic: v.B, DefaultTopic: v.C, DefaultTopicQueueNums: v.D,
-		QueueID: v.E, SysFlag: v.F, BornTimestamp: v.G, Flag: v.H, Properties: v.I, ReconsumeTimes: v.J,
-		UnitMode: v.K, MaxReconsumeTimes: v.L, Batch: v.M, BrokerName: v.N}
-}
-
 // decodeSendHeader reads either header shape. SEND_BATCH_MESSAGE may come
 // with either (the official Go client sends 320 with long names).
 //
-// It is req.DecodeHeader of sendHeader or sendHeaderV2 without reflection:
-// the fields' values are collected — by map lookups from ExtFields, or in
+// It is req.DecodeHeader of wire.SendMessageRequestHeader or
+// wire.SendMessageRequestHeaderV2 without reflection: the fields' values
+// are collected — by map lookups from ExtFields, or in
 // one pass over the raw ROCKETMQ ext block of a request the server decoded
 // lazily (AsyncOptions.LazyExt: no map is built for it) — then parsed in
 // struct order so the first bad field and its *remoting.HeaderError are
@@ -73,7 +29,7 @@ func (v *sendHeaderV2) toV1() sendHeader {
 // TestDecodeSendHeaderRaw). It runs on the connection's reader for every
 // inline send, where a reflective decode would be a large share of the
 // reader's work per request.
-func decodeSendHeader(req *remoting.RemotingCommand) (sendHeader, error) {
+func decodeSendHeader(req *remoting.RemotingCommand) (wire.SendMessageRequestHeader, error) {
 	v2code := req.Code == remoting.RequestSendMessageV2 || req.Code == remoting.RequestSendBatchMessage
 	if req.ExtFields != nil {
 		if _, ok := req.ExtFields["b"]; ok && v2code {
@@ -97,12 +53,12 @@ func decodeSendHeader(req *remoting.RemotingCommand) (sendHeader, error) {
 }
 
 // decodeSendHeaderV2 decodes a…n extFields.
-func decodeSendHeaderV2(ext map[string]string) (sendHeader, error) {
+func decodeSendHeaderV2(ext map[string]string) (wire.SendMessageRequestHeader, error) {
 	return lookupSendHeader(ext, &sendHeaderV2Names)
 }
 
 // lookupSendHeader decodes the fields named names from ext.
-func lookupSendHeader(ext map[string]string, names *[14]string) (sendHeader, error) {
+func lookupSendHeader(ext map[string]string, names *[14]string) (wire.SendMessageRequestHeader, error) {
 	var f sendHeaderFields
 	for i, k := range names {
 		if v, ok := ext[k]; ok {
@@ -113,7 +69,8 @@ func lookupSendHeader(ext map[string]string, names *[14]string) (sendHeader, err
 }
 
 // sendHeaderNames and sendHeaderV2Names are the extFields keys of
-// sendHeader's fields in struct order, long (SEND_MESSAGE) and short.
+// wire.SendMessageRequestHeader's fields in struct order, long
+// (SEND_MESSAGE) and short.
 var (
 	sendHeaderNames = [14]string{"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId",
 		"sysFlag", "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch", "bname"}
@@ -126,8 +83,8 @@ var (
 // of the 14 names is enough.
 func sendHeaderIndex(k string) int { return slices.Index(sendHeaderNames[:], k) }
 
-// sendHeaderFields holds the values of sendHeader's fields by index
-// (struct order); has marks the ones present (the last of a repeated key
+// sendHeaderFields holds the values of wire.SendMessageRequestHeader's
+// fields by index (struct order); has marks the ones present (the last of a repeated key
 // wins, as in a map).
 type sendHeaderFields struct {
 	v   [14]string
@@ -141,8 +98,8 @@ func (f *sendHeaderFields) present(i int) bool { return f.has&(1<<i) != 0 }
 
 // decode parses the fields in struct order; names gives the keys errors
 // name. After the first error every read returns the zero value.
-func (f *sendHeaderFields) decode(names *[14]string) (sendHeader, error) {
-	var h sendHeader
+func (f *sendHeaderFields) decode(names *[14]string) (wire.SendMessageRequestHeader, error) {
+	var h wire.SendMessageRequestHeader
 	h.ProducerGroup = f.str(names, 0, true)
 	h.Topic = f.str(names, 1, true)
 	h.DefaultTopic = f.str(names, 2, true)
@@ -158,7 +115,7 @@ func (f *sendHeaderFields) decode(names *[14]string) (sendHeader, error) {
 	h.Batch = f.boolean(names, 12)
 	h.BrokerName = f.str(names, 13, false)
 	if f.err != nil {
-		return sendHeader{}, f.err
+		return wire.SendMessageRequestHeader{}, f.err
 	}
 	return h, nil
 }
@@ -224,14 +181,6 @@ const (
 	// dead-letter topics.
 	RetryGroupTopicPrefix = "%RETRY%"
 	DLQGroupTopicPrefix   = "%DLQ%"
-
-	propDelay             = "DELAY"
-	propRealTopic         = "REAL_TOPIC"
-	propRealQueueID       = "REAL_QID"
-	propRetryTopic        = "RETRY_TOPIC"
-	propOriginMsgID       = "ORIGIN_MESSAGE_ID"
-	propMaxReconsumeTimes = "MAX_RECONSUME_TIMES"
-	propWaitStoreMsgOK    = "WAIT"
 
 	// maxTopicLength is RocketMQ's TopicValidator.TOPIC_MAX_LENGTH.
 	maxTopicLength = 127
@@ -372,7 +321,7 @@ func (c *Controller) sendInline(req *remoting.RemotingCommand) bool {
 			topic, props = short[0], short[1]
 		}
 	}
-	if strings.HasPrefix(topic, RetryGroupTopicPrefix) || strings.Contains(props, propDelay) {
+	if strings.HasPrefix(topic, RetryGroupTopicPrefix) || strings.Contains(props, wire.PropertyDelayTimeLevel) {
 		return false
 	}
 	_, ok := c.rep.State().Topic(topic)
@@ -392,7 +341,7 @@ func (c *Controller) sendResult(msgs []*store.Message, results []PutResult, err 
 // response is the request's answer (bad header, not leader, bad topic,
 // …) and nothing is to be written. direct lets plain messages carry their
 // properties as store.Message.EncodedProperties (see newMessage); only
-// the AsyncPutter path's encoder (store.AppendMessage) reads that.
+// the AsyncPutter path's encoder (wire.AppendMessage) reads that.
 func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand, direct bool) ([]*store.Message, *remoting.RemotingCommand) {
 	h, err := decodeSendHeader(req)
 	if err != nil {
@@ -504,7 +453,7 @@ func (a *sendAnswer) AppendExt(w *remoting.ExtWriter) {
 // sendTopicConfig finds the topic, auto-creating it (through Raft) when
 // allowed: autoCreateTopicEnable, or a retry topic, which RocketMQ always
 // creates on demand.
-func (c *Controller) sendTopicConfig(ctx context.Context, h *sendHeader) (wire.TopicConfig, *remoting.RemotingCommand) {
+func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageRequestHeader) (wire.TopicConfig, *remoting.RemotingCommand) {
 	if tc, ok := c.rep.State().Topic(h.Topic); ok {
 		return tc, nil
 	}
@@ -562,23 +511,23 @@ type singleSend struct {
 // initMessage fills m, the stored message of a send, from the header and
 // the wire properties. With direct, a message whose properties nothing on
 // the send path reads or rewrites keeps them as EncodedProperties, built
-// straight from the wire string (store.CanonicalProperties: no map, and
+// straight from the wire string (wire.CanonicalProperties: no map, and
 // no copy when the client sent them sorted); the rest get the Properties
 // map the retry, delay and idempotence code reads.
-func (c *Controller) initMessage(m *store.Message, h *sendHeader, queueID int32, conn *remoting.Conn, body []byte, props string, direct bool) {
+func (c *Controller) initMessage(m *store.Message, h *wire.SendMessageRequestHeader, queueID int32, conn *remoting.Conn, body []byte, props string, direct bool) {
 	*m = store.Message{
 		Topic: h.Topic, QueueID: queueID, Flag: h.Flag, Body: body,
-		SysFlag: h.SysFlag &^ (store.SysFlagBornHostV6 | store.SysFlagStoreHostV6), BornTimestamp: h.BornTimestamp,
+		SysFlag: h.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6), BornTimestamp: h.BornTimestamp,
 		BornHost: bornHost(conn), StoreHost: c.storeHost, ReconsumeTimes: h.ReconsumeTimes,
 	}
 	retry := strings.HasPrefix(h.Topic, RetryGroupTopicPrefix)
 	if direct && !retry && !needsPropertyMap(props) {
-		m.EncodedProperties = store.CanonicalProperties(props)
+		m.EncodedProperties = wire.CanonicalProperties(props)
 		return
 	}
-	m.Properties = store.ParseProperties(props)
+	m.Properties = wire.ParseProperties(props)
 	if h.MaxReconsumeTimes > 0 && retry {
-		m.Properties[propMaxReconsumeTimes] = strconv.Itoa(int(h.MaxReconsumeTimes))
+		m.Properties[wire.PropertyMaxReconsumeTimes] = strconv.Itoa(int(h.MaxReconsumeTimes))
 	}
 }
 
@@ -588,8 +537,8 @@ func (c *Controller) initMessage(m *store.Message, h *sendHeader, queueID int32,
 // dedup keys) and WAIT=false (MessageStore.PutMessages). A substring test:
 // a false positive only costs the map.
 func needsPropertyMap(props string) bool {
-	return strings.Contains(props, propDelay+"\x01") || strings.Contains(props, propertyProducerID+"\x01") ||
-		strings.Contains(props, propWaitStoreMsgOK+"\x01false")
+	return strings.Contains(props, wire.PropertyDelayTimeLevel+"\x01") || strings.Contains(props, wire.PropertyProducerID+"\x01") ||
+		strings.Contains(props, wire.PropertyWaitStoreMsgOK+"\x01false")
 }
 
 // bornHost is the producer's address as seen on the connection.
@@ -604,7 +553,7 @@ func bornHost(conn *remoting.Conn) netip.AddrPort {
 
 // decodeBatch splits a SEND_BATCH_MESSAGE body into messages of the
 // header's topic and queue.
-func (c *Controller) decodeBatch(body []byte, h *sendHeader, queueID int32, conn *remoting.Conn, direct bool) ([]*store.Message, *remoting.RemotingCommand) {
+func (c *Controller) decodeBatch(body []byte, h *wire.SendMessageRequestHeader, queueID int32, conn *remoting.Conn, direct bool) ([]*store.Message, *remoting.RemotingCommand) {
 	if len(body) > c.live().Store.MaxMessageSize {
 		return nil, response(remoting.ResponseMessageIllegal, "the batch body is %d bytes, above maxMessageSize %d",
 			len(body), c.live().Store.MaxMessageSize)
@@ -612,7 +561,7 @@ func (c *Controller) decodeBatch(body []byte, h *sendHeader, queueID int32, conn
 	if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
 		return nil, response(remoting.ResponseMessageIllegal, "batch messages cannot be sent to a retry topic (%s)", h.Topic)
 	}
-	entries, err := client.DecodeBatch(body)
+	entries, err := wire.DecodeBatch(body)
 	if err != nil {
 		return nil, response(remoting.ResponseMessageIllegal, "malformed batch body: %v", err)
 	}
@@ -624,7 +573,7 @@ func (c *Controller) decodeBatch(body []byte, h *sendHeader, queueID int32, conn
 	for i, e := range entries {
 		m := &stored[i]
 		c.initMessage(m, h, queueID, conn, e.Body, e.Properties, direct)
-		if d := m.Property(propDelay); d != "" && d != "0" {
+		if d := m.Property(wire.PropertyDelayTimeLevel); d != "" && d != "0" {
 			return nil, response(remoting.ResponseMessageIllegal, "batch messages cannot carry a delay level")
 		}
 		m.Flag = e.Flag

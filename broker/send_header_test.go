@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestDecodeSendHeaderV2Equiv: the reflection-free V2 decode gives the
@@ -23,14 +24,14 @@ func TestDecodeSendHeaderV2Equiv(t *testing.T) {
 	}
 	for i, ext := range cases {
 		req := &remoting.RemotingCommand{Code: remoting.RequestSendMessageV2, ExtFields: ext}
-		var want sendHeaderV2
+		var want wire.SendMessageRequestHeaderV2
 		wantErr := req.DecodeHeader(&want)
 		got, gotErr := decodeSendHeaderV2(ext)
 		if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
 			t.Fatalf("case %d %v: error %v, want %v", i, ext, gotErr, wantErr)
 		}
-		if wantErr == nil && !reflect.DeepEqual(got, want.toV1()) {
-			t.Fatalf("case %d: got %+v, want %+v", i, got, want.toV1())
+		if wantErr == nil && !reflect.DeepEqual(got, want.V1()) {
+			t.Fatalf("case %d: got %+v, want %+v", i, got, want.V1())
 		}
 		var he *remoting.HeaderError
 		if gotErr != nil && !reflect.TypeOf(gotErr).AssignableTo(reflect.TypeOf(he)) {
@@ -45,7 +46,7 @@ func BenchmarkDecodeSendHeaderV2(b *testing.B) {
 		"k": "false", "m": "false"}}
 	b.Run("reflect", func(b *testing.B) {
 		for b.Loop() {
-			var h sendHeaderV2
+			var h wire.SendMessageRequestHeaderV2
 			if err := req.DecodeHeader(&h); err != nil {
 				b.Fatal(err)
 			}

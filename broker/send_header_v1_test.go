@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestDecodeSendHeaderV1Equiv: the reflection-free decode of SEND_MESSAGE's
@@ -24,7 +25,7 @@ func TestDecodeSendHeaderV1Equiv(t *testing.T) {
 	for i, ext := range cases {
 		for _, code := range []int16{remoting.RequestSendMessage, remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage} {
 			req := &remoting.RemotingCommand{Code: code, ExtFields: ext}
-			var want sendHeader
+			var want wire.SendMessageRequestHeader
 			wantErr := req.DecodeHeader(&want)
 			got, gotErr := decodeSendHeader(req)
 			if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {

@@ -60,7 +60,7 @@ func (r *pathReplica) PutMessagesAsync(_ context.Context, msgs []*store.Message,
 	res := make([]PutResult, len(msgs))
 	for i, m := range msgs {
 		res[i] = PutResult{QueueID: m.QueueID, QueueOffset: r.offset, PhysicalOffset: r.offset * 1200}
-		res[i].MsgID = store.OffsetMsgID(r.g.cfg.Store.StoreHost, res[i].PhysicalOffset)
+		res[i].MsgID = wire.OffsetMsgID(r.g.cfg.Store.StoreHost, res[i].PhysicalOffset)
 		r.offset++
 	}
 	done(res, nil)
@@ -299,7 +299,7 @@ func TestSendPathAnswers(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		body := []byte("message " + strconv.Itoa(i))
 		runSend(t, c, h, fr, sdkSendFrame(t, "BenchTopic", "UNIQ_KEY\x01u"+strconv.Itoa(i)+"\x02", body))
-		m, _, err := store.DecodeMessage(r.last.data, false)
+		m, _, err := wire.DecodeMessage(r.last.data, false)
 		if err != nil {
 			t.Fatal(err)
 		}

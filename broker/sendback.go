@@ -16,19 +16,8 @@ import (
 // 1 m, …) or, past maxReconsumeTimes, to %DLQ%<group>
 // (RocketMQ AbstractSendMessageProcessor.consumerSendMsgBack).
 
-type sendBackHeader struct {
-	Group             string `ext:"group,required"`
-	Offset            int64  `ext:"offset,required"`
-	DelayLevel        int32  `ext:"delayLevel,required"`
-	OriginMsgID       string `ext:"originMsgId"`
-	OriginTopic       string `ext:"originTopic"`
-	UnitMode          bool   `ext:"unitMode"`
-	MaxReconsumeTimes int32  `ext:"maxReconsumeTimes"`
-	BrokerName        string `ext:"bname"`
-}
-
 func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h sendBackHeader
+	var h wire.ConsumerSendMsgBackRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
@@ -48,20 +37,20 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	}
 	m := &store.Message{
 		Topic: RetryGroupTopicPrefix + h.Group, Flag: orig.Flag, Body: orig.Body,
-		Properties: copyProps(orig.Properties), SysFlag: orig.SysFlag &^ (store.SysFlagBornHostV6 | store.SysFlagStoreHostV6),
+		Properties: copyProps(orig.Properties), SysFlag: orig.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6),
 		BornTimestamp: orig.BornTimestamp, BornHost: orig.BornHost, StoreHost: c.storeHost,
 		ReconsumeTimes: orig.ReconsumeTimes + 1,
 	}
-	if m.Properties[propRetryTopic] == "" {
-		m.Properties[propRetryTopic] = orig.Topic
+	if m.Properties[wire.PropertyRetryTopic] == "" {
+		m.Properties[wire.PropertyRetryTopic] = orig.Topic
 	}
 	originID := h.OriginMsgID
 	if originID == "" {
 		originID = orig.MsgID()
 	}
-	m.Properties[propOriginMsgID] = originID
-	delete(m.Properties, propDelay)
-	delete(m.Properties, store.PropertyCRC32)
+	m.Properties[wire.PropertyOriginMessageID] = originID
+	delete(m.Properties, wire.PropertyDelayTimeLevel)
+	delete(m.Properties, wire.PropertyCRC32)
 
 	maxTimes := sg.RetryMaxTimes
 	if h.MaxReconsumeTimes > 0 {
@@ -83,7 +72,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 		if level == 0 {
 			level = 3 + orig.ReconsumeTimes
 		}
-		m.Properties[propDelay] = strconv.Itoa(int(level))
+		m.Properties[wire.PropertyDelayTimeLevel] = strconv.Itoa(int(level))
 		if r := c.applyDelay(ctx, m); r != nil {
 			return r, nil
 		}
@@ -99,7 +88,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 // handleRetryTopicSend is the path of clients that, when send-back
 // fails, send the message to %RETRY%<group> themselves: past the retry
 // limit it goes to the DLQ instead (RocketMQ handleRetryAndDLQ).
-func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message, h *sendHeader) *remoting.RemotingCommand {
+func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message, h *wire.SendMessageRequestHeader) *remoting.RemotingCommand {
 	group := strings.TrimPrefix(h.Topic, RetryGroupTopicPrefix)
 	maxTimes := int32(c.live().MaxReconsumeTimes)
 	if sg, ok := c.rep.State().SubscriptionGroup(group); ok {
@@ -112,7 +101,7 @@ func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message,
 		return nil
 	}
 	m.Topic, m.QueueID = DLQGroupTopicPrefix+group, 0
-	delete(m.Properties, propDelay)
+	delete(m.Properties, wire.PropertyDelayTimeLevel)
 	if _, err := c.ensureTopic(ctx, m.Topic, 1, 0); err != nil {
 		return c.writeError("create DLQ topic", err)
 	}

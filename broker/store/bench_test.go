@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 const benchMsgSize = 1024
@@ -24,7 +25,7 @@ func benchMessage(topic string, qid int32) *Message {
 		BornHost:   netip.MustParseAddrPort("127.0.0.1:50000"),
 		StoreHost:  netip.MustParseAddrPort("127.0.0.1:10911"),
 		Properties: map[string]string{"TAGS": "TagA", "UNIQ_KEY": "7F0000010000000000000000000000AA"}}
-	n, _ := EncodedSize(m)
+	n, _ := wire.EncodedSize(m)
 	m.Body = make([]byte, benchMsgSize-n)
 	return m
 }

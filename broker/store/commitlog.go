@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // CommitLog is the message log: a MappedFileQueue of segments named by
@@ -58,8 +59,8 @@ func (c *CommitLog) ReadMessage(offset int64) (*storage.Slice, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := checkMessage(s.B, true)
-	if err == nil && l.magic == MagicBlank {
+	l, err := wire.CheckEntry(s.B, true)
+	if err == nil && l.Magic == wire.MagicBlank {
 		err = fmt.Errorf("%w: blank filler at %d", ErrOutOfRange, offset)
 	}
 	if err != nil {
@@ -69,7 +70,7 @@ func (c *CommitLog) ReadMessage(offset int64) (*storage.Slice, error) {
 		}
 		return nil, fmt.Errorf("CommitLog entry at %d: %w", offset, err)
 	}
-	s.B = s.B[:l.size:l.size]
+	s.B = s.B[:l.Size:l.Size]
 	return s, nil
 }
 
@@ -90,11 +91,11 @@ func (c *CommitLog) ReadVerified(offset int64, size int32) (*storage.Slice, erro
 // verifyEntry checks that b is the intact message of size bytes stored at
 // offset; damage is logged and returned wrapping ErrCorruptMessage.
 func (c *CommitLog) verifyEntry(b []byte, offset int64, size int32) error {
-	l, err := checkMessage(b, true)
-	if err == nil && (l.magic == MagicBlank || l.size != int(size)) {
-		err = fmt.Errorf("%w: entry size %d, ConsumeQueue says %d", ErrCorruptMessage, l.size, size)
+	l, err := wire.CheckEntry(b, true)
+	if err == nil && (l.Magic == wire.MagicBlank || l.Size != int(size)) {
+		err = fmt.Errorf("%w: entry size %d, ConsumeQueue says %d", ErrCorruptMessage, l.Size, size)
 	}
-	if err == nil && int64(binary.BigEndian.Uint64(b[offPhysicalOffset:])) != offset {
+	if err == nil && int64(binary.BigEndian.Uint64(b[wire.OffPhysicalOffset:])) != offset {
 		err = fmt.Errorf("%w: PHYSICALOFFSET field does not match %d", ErrCorruptMessage, offset)
 	}
 	if err != nil {
@@ -149,11 +150,11 @@ func (c *CommitLog) StoreTimeAt(offset int64, size int32) (int64, error) {
 		return 0, err
 	}
 	defer s.Release()
-	if len(s.B) < minMessageSize {
+	if len(s.B) < wire.MinMessageSize {
 		return 0, fmt.Errorf("%w: %d bytes at %d", ErrCorruptMessage, len(s.B), offset)
 	}
-	sysFlag := int32(binary.BigEndian.Uint32(s.B[offSysFlag:]))
-	return int64(binary.BigEndian.Uint64(s.B[storeTimestampOffset(sysFlag):])), nil
+	sysFlag := int32(binary.BigEndian.Uint32(s.B[wire.OffSysFlag:]))
+	return int64(binary.BigEndian.Uint64(s.B[wire.StoreTimestampOffset(sysFlag):])), nil
 }
 
 // close closes the segments (flush first for a clean shutdown).

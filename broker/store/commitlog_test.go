@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // newTestCommitLog opens a CommitLog and a segLog writing into its segments.
@@ -48,7 +49,7 @@ func TestCommitLogReadsAcrossSegments(t *testing.T) {
 			if err != nil {
 				t.Fatalf("message %d: %v", i, err)
 			}
-			m, _, err := DecodeMessage(s.B, false)
+			m, _, err := wire.DecodeMessage(s.B, false)
 			if err != nil || len(m.Body) != 300+i || m.PhysicalOffset != off {
 				t.Fatalf("message %d: %v len %d", i, err, len(m.Body))
 			}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Dispatcher consumes one stored message after it became visible (RocketMQ's
@@ -29,8 +30,8 @@ func (s *ConsumeQueueStore) Dispatch(req *DispatchRequest) error {
 
 // dispatch is Dispatch that also reports whether a new unit was added.
 func (s *ConsumeQueueStore) dispatch(req *DispatchRequest) (added bool, err error) {
-	switch req.SysFlag & SysFlagTransMask {
-	case SysFlagTransPrepared, SysFlagTransRollback:
+	switch req.SysFlag & wire.SysFlagTransMask {
+	case wire.SysFlagTransPrepared, wire.SysFlagTransRollback:
 		return false, nil
 	}
 	cq, err := s.FindOrCreate(req.Topic, req.QueueID)

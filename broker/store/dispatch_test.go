@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func testMsg(topic string, q int32, i int) *Message {
 	return &Message{
 		Topic: topic, QueueID: q, Body: fmt.Appendf(nil, "body-%d-%d", q, i),
 		Properties: map[string]string{
-			PropertyTags: fmt.Sprintf("tag%d", i%3), PropertyKeys: fmt.Sprintf("k%d shared", i),
-			PropertyUniqKey: fmt.Sprintf("U-%s-%d-%d", topic, q, i),
+			wire.PropertyTags: fmt.Sprintf("tag%d", i%3), wire.PropertyKeys: fmt.Sprintf("k%d shared", i),
+			wire.PropertyUniqKey: fmt.Sprintf("U-%s-%d-%d", topic, q, i),
 		},
 	}
 }
@@ -63,7 +64,7 @@ func fill(l *segLog, n int) []sent {
 		q := int32(i % 3)
 		m := testMsg(topic, q, i)
 		phy, size := l.append(m)
-		out = append(out, sent{topic, q, phy, size, TagsHashCode(m.Tags())})
+		out = append(out, sent{topic, q, phy, size, wire.TagsHashCode(m.Tags())})
 	}
 	return out
 }
@@ -240,7 +241,7 @@ func TestDispatchRequestsAssignsOffsets(t *testing.T) {
 		reqs = append(reqs, &DispatchRequest{Topic: "R", QueueID: 1, CommitLogOffset: int64(i) * 200, MsgSize: 200, StoreTimestamp: int64(i)})
 	}
 	// A prepared transactional message takes no queue offset.
-	reqs[2].SysFlag = SysFlagTransPrepared
+	reqs[2].SysFlag = wire.SysFlagTransPrepared
 	if err := f.r.DispatchRequests(reqs); err != nil {
 		t.Fatal(err)
 	}

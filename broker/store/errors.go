@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Sentinel errors of package store. Callers compare with errors.Is; most are
@@ -29,15 +30,15 @@ var (
 
 	// ErrCorruptMessage is returned by the stored-message decoder when an entry
 	// fails its magic, size or CRC check. Nothing at or past such an entry is served.
-	ErrCorruptMessage = errors.New("store: corrupt message")
+	ErrCorruptMessage = wire.ErrCorruptMessage
 
 	// ErrEndOfData is returned by the decoder on an all-zero header: the end of
 	// the written data of a segment (normal at the tail during recovery).
-	ErrEndOfData = errors.New("store: end of data")
+	ErrEndOfData = wire.ErrEndOfData
 
 	// ErrMessageIllegal maps to MESSAGE_ILLEGAL (13): the message is too large or
 	// malformed (topic too long, properties too long).
-	ErrMessageIllegal = errors.New("store: message illegal")
+	ErrMessageIllegal = wire.ErrMessageIllegal
 
 	// ErrServiceNotAvailable maps to SERVICE_NOT_AVAILABLE (14): the store is not
 	// accepting writes (closed or disk full).

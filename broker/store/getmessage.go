@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // GetMessageStatus mirrors RocketMQ's GetMessageStatus.
@@ -57,7 +59,7 @@ func NewTagsFilter(tags ...string) TagsFilter {
 		if t == "" || t == "*" {
 			return TagsFilter{}
 		}
-		f[TagsHashCode(t)] = struct{}{}
+		f[wire.TagsHashCode(t)] = struct{}{}
 	}
 	return f
 }
@@ -205,7 +207,7 @@ read:
 			}
 			start := len(body)
 			body = append(body, b...)
-			PatchQueueOffset(body[start:], next-1)
+			wire.PatchQueueOffset(body[start:], next-1)
 			sizes = append(sizes, int(u.Size))
 			r.QueueOffsets = append(r.QueueOffsets, next-1)
 			if len(sizes) >= maxMsgNums {
@@ -245,7 +247,7 @@ func (s *MessageStore) LookMessageByOffset(phyOffset int64) (*Message, error) {
 		return nil, err
 	}
 	defer sl.Release()
-	m, _, err := DecodeMessage(sl.B, true)
+	m, _, err := wire.DecodeMessage(sl.B, true)
 	return m, err
 }
 
@@ -301,7 +303,7 @@ func (s *MessageStore) GetEarliestStoreTime() (int64, error) {
 		return -1, err
 	}
 	defer sl.Release()
-	m, _, err := DecodeMessage(sl.B, false)
+	m, _, err := wire.DecodeMessage(sl.B, false)
 	if err != nil {
 		return -1, err
 	}

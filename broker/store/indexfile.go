@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // IndexFile layout, identical to RocketMQ's store/index/IndexFile so the
@@ -505,7 +506,7 @@ func nextIndexFileName(prev string) string {
 // transactional messages are not indexed; messages at or below the newest
 // indexed offset were indexed before (a replay) and are skipped.
 func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, phyOffset, storeTimestamp int64) error {
-	if sysFlag&SysFlagTransMask == SysFlagTransRollback {
+	if sysFlag&wire.SysFlagTransMask == wire.SysFlagTransRollback {
 		return nil
 	}
 	if uniqKey == "" && strings.TrimSpace(keys) == "" {

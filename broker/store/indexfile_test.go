@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // memIndexStorage is an indexStorage over a plain byte slice.
@@ -234,7 +235,7 @@ func TestIndexServiceBuildQueryRollReload(t *testing.T) {
 			t.Fatalf("replay indexed twice: %v", r.PhyOffsets)
 		}
 		// Rolled-back transactional messages are not indexed.
-		if err := s.BuildIndex("T", "rb", "", SysFlagTransRollback, 3000, base+30000); err != nil {
+		if err := s.BuildIndex("T", "rb", "", wire.SysFlagTransRollback, 3000, base+30000); err != nil {
 			t.Fatal(err)
 		}
 		if r := s.QueryOffset("T", "rb", 10, 0, math.MaxInt64); len(r.PhyOffsets) != 0 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 func sampleMessage() *Message {
@@ -19,7 +21,7 @@ func sampleMessage() *Message {
 		Flag:                      7,
 		Body:                      []byte("hello raftmq"),
 		Properties:                map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "C0A8000100002A9F0000000000000001", "WAIT": "true"},
-		SysFlag:                   SysFlagMultiTags,
+		SysFlag:                   wire.SysFlagMultiTags,
 		BornTimestamp:             1700000000123,
 		BornHost:                  netip.MustParseAddrPort("10.1.2.3:54321"),
 		StoreHost:                 netip.MustParseAddrPort("127.0.0.1:10911"),
@@ -33,15 +35,15 @@ func sampleMessage() *Message {
 
 func roundTrip(t *testing.T, m *Message) (*Message, []byte) {
 	t.Helper()
-	b, err := AppendMessage(nil, m)
+	b, err := wire.AppendMessage(nil, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	size, _ := EncodedSize(m)
+	size, _ := wire.EncodedSize(m)
 	if len(b) != size || int(m.StoreSize) != size {
-		t.Fatalf("encoded %d bytes, EncodedSize %d, StoreSize %d", len(b), size, m.StoreSize)
+		t.Fatalf("encoded %d bytes, wire.EncodedSize %d, StoreSize %d", len(b), size, m.StoreSize)
 	}
-	got, n, err := DecodeMessage(b, true)
+	got, n, err := wire.DecodeMessage(b, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,17 +69,17 @@ func roundTrip(t *testing.T, m *Message) (*Message, []byte) {
 func TestMessageRoundTripV1IPv4(t *testing.T) {
 	m := sampleMessage()
 	got, b := roundTrip(t, m)
-	if binary.BigEndian.Uint32(b[4:]) != MagicV1 {
+	if binary.BigEndian.Uint32(b[4:]) != wire.MagicV1 {
 		t.Fatal("short topic not V1")
 	}
-	if got.SysFlag&(SysFlagBornHostV6|SysFlagStoreHostV6) != 0 {
+	if got.SysFlag&(wire.SysFlagBornHostV6|wire.SysFlagStoreHostV6) != 0 {
 		t.Fatal("IPv6 bits set for IPv4 hosts")
 	}
 	if got.Tags() != "TagA" || strings.Join(got.Keys(), ",") != "k1,k2" || got.UniqKey() != m.Properties["UNIQ_KEY"] {
 		t.Fatalf("tags/keys/uniq: %q %q %q", got.Tags(), got.Keys(), got.UniqKey())
 	}
 	// Deterministic encoding (properties sorted).
-	b2, _ := AppendMessage(nil, m)
+	b2, _ := wire.AppendMessage(nil, m)
 	if !bytes.Equal(b, b2) {
 		t.Fatal("encoding not deterministic")
 	}
@@ -88,10 +90,10 @@ func TestMessageRoundTripV2AndIPv6(t *testing.T) {
 	m.Topic = strings.Repeat("t", 128)
 	m.BornHost = netip.MustParseAddrPort("[2001:db8::1]:1234")
 	_, b := roundTrip(t, m)
-	if binary.BigEndian.Uint32(b[4:]) != MagicV2 {
+	if binary.BigEndian.Uint32(b[4:]) != wire.MagicV2 {
 		t.Fatal("long topic not V2")
 	}
-	if m.SysFlag&SysFlagBornHostV6 == 0 || m.SysFlag&SysFlagStoreHostV6 != 0 {
+	if m.SysFlag&wire.SysFlagBornHostV6 == 0 || m.SysFlag&wire.SysFlagStoreHostV6 != 0 {
 		t.Fatalf("sysflag %#x", m.SysFlag)
 	}
 	m = sampleMessage()
@@ -99,7 +101,7 @@ func TestMessageRoundTripV2AndIPv6(t *testing.T) {
 	m.StoreHost = netip.MustParseAddrPort("[::1]:10911")
 	m.BornHost = netip.MustParseAddrPort("[fe80::2]:1")
 	_, b = roundTrip(t, m)
-	if binary.BigEndian.Uint32(b[4:]) != MagicV1 || m.SysFlag&SysFlagStoreHostV6 == 0 {
+	if binary.BigEndian.Uint32(b[4:]) != wire.MagicV1 || m.SysFlag&wire.SysFlagStoreHostV6 == 0 {
 		t.Fatal("127-byte topic should stay V1 with IPv6 store host")
 	}
 	if id := m.MsgID(); len(id) != 56 {
@@ -111,13 +113,13 @@ func TestMessageRoundTripV2AndIPv6(t *testing.T) {
 
 func TestMessageIllegalSizes(t *testing.T) {
 	m := sampleMessage()
-	m.Topic = strings.Repeat("t", maxTopicLen+1)
-	if _, err := AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
+	m.Topic = strings.Repeat("t", wire.MaxTopicLen+1)
+	if _, err := wire.AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
 		t.Fatalf("huge topic: %v", err)
 	}
 	m = sampleMessage()
-	m.Properties = map[string]string{"X": strings.Repeat("v", maxPropertiesLen)}
-	if _, err := AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
+	m.Properties = map[string]string{"X": strings.Repeat("v", wire.MaxPropertiesLen)}
+	if _, err := wire.AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
 		t.Fatalf("huge properties: %v", err)
 	}
 }
@@ -126,11 +128,11 @@ func TestMessageIllegalSizes(t *testing.T) {
 // client's decoder, which reads pull response bodies.
 func TestMessageDecodedByGoClient(t *testing.T) {
 	m := sampleMessage()
-	b1, _ := AppendMessage(nil, m)
+	b1, _ := wire.AppendMessage(nil, m)
 	m2 := sampleMessage()
 	m2.Body = bytes.Repeat([]byte("z"), 3000)
 	m2.PhysicalOffset = 1 << 40
-	b, _ := AppendMessage(b1, m2)
+	b, _ := wire.AppendMessage(b1, m2)
 	msgs := primitive.DecodeMessage(b)
 	if len(msgs) != 2 {
 		t.Fatalf("client decoded %d messages", len(msgs))
@@ -150,30 +152,10 @@ func TestMessageDecodedByGoClient(t *testing.T) {
 	}
 }
 
-func TestOffsetMsgID(t *testing.T) {
-	id := OffsetMsgID(netip.MustParseAddrPort("127.0.0.1:10911"), 0x1234)
-	if id != "7F00000100002A9F0000000000001234" {
-		t.Fatalf("msgId %s", id)
-	}
-	ap, off, err := ParseOffsetMsgID(id)
-	if err != nil || ap.String() != "127.0.0.1:10911" || off != 0x1234 {
-		t.Fatalf("parse: %v %d %v", ap, off, err)
-	}
-	ap6 := netip.MustParseAddrPort("[2001:db8::7]:9")
-	got, off, err := ParseOffsetMsgID(OffsetMsgID(ap6, 77))
-	if err != nil || got != ap6 || off != 77 {
-		t.Fatalf("v6 parse: %v %d %v", got, off, err)
-	}
-	if _, _, err := ParseOffsetMsgID("zz"); !errors.Is(err, ErrMessageIllegal) {
-		t.Fatalf("bad id: %v", err)
-	}
-}
-
-// decodeUnchecked decodes without the CRC checks (test helper for patched copies).
 func decodeUnchecked(b []byte) (*Message, int, error) {
 	c := bytes.Clone(b)
-	sealCRC(c)
-	return DecodeMessage(c, false)
+	wire.SealCRC(c)
+	return wire.DecodeMessage(c, false)
 }
 
 func TestTagsHashCodeJavaSemantics(t *testing.T) {
@@ -186,7 +168,7 @@ func TestTagsHashCodeJavaSemantics(t *testing.T) {
 		"é":           233,
 	}
 	for s, want := range cases {
-		if got := TagsHashCode(s); got != want {
+		if got := wire.TagsHashCode(s); got != want {
 			t.Errorf("TagsHashCode(%q) = %d, want %d", s, got, want)
 		}
 	}
@@ -194,13 +176,13 @@ func TestTagsHashCodeJavaSemantics(t *testing.T) {
 
 func TestCheckAndDecode(t *testing.T) {
 	m := sampleMessage()
-	b, _ := AppendMessage(nil, m)
+	b, _ := wire.AppendMessage(nil, m)
 	req, n, err := CheckAndDecode(b)
 	if err != nil || n != len(b) {
 		t.Fatalf("n %d err %v", n, err)
 	}
 	if req.Topic != m.Topic || req.QueueID != m.QueueID || req.CommitLogOffset != m.PhysicalOffset ||
-		req.MsgSize != int32(len(b)) || req.TagsCode != TagsHashCode("TagA") || req.StoreTimestamp != m.StoreTimestamp ||
+		req.MsgSize != int32(len(b)) || req.TagsCode != wire.TagsHashCode("TagA") || req.StoreTimestamp != m.StoreTimestamp ||
 		req.ConsumeQueueOffset != m.QueueOffset || req.Keys != "k1 k2" || req.UniqKey != m.UniqKey() ||
 		req.SysFlag != m.SysFlag || req.BornTimestamp != m.BornTimestamp || req.PreparedTransactionOffset != 99 || req.Blank {
 		t.Fatalf("dispatch request %+v", req)
@@ -208,7 +190,7 @@ func TestCheckAndDecode(t *testing.T) {
 	// Blank filler.
 	blank := make([]byte, 64)
 	binary.BigEndian.PutUint32(blank, 64)
-	binary.BigEndian.PutUint32(blank[4:], MagicBlank)
+	binary.BigEndian.PutUint32(blank[4:], wire.MagicBlank)
 	req, n, err = CheckAndDecode(blank)
 	if err != nil || !req.Blank || n != 64 {
 		t.Fatalf("blank: %+v %d %v", req, n, err)
@@ -218,9 +200,9 @@ func TestCheckAndDecode(t *testing.T) {
 		t.Fatalf("zeros: %v", err)
 	}
 	// Any flipped bit fails the CRC (in the lengths, the sizes) except in
-	// QUEUEOFFSET, which the CRC leaves out on purpose (see entryCRC).
+	// QUEUEOFFSET, which the CRC leaves out on purpose (see wire.EntryCRC).
 	for pos := range b {
-		if pos >= queueOffsetField && pos < queueOffsetField+queueOffsetLen {
+		if pos >= wire.OffQueueOffset && pos < wire.OffQueueOffset+8 {
 			continue
 		}
 		c := bytes.Clone(b)
@@ -228,7 +210,7 @@ func TestCheckAndDecode(t *testing.T) {
 		if _, _, err := CheckAndDecode(c); !errors.Is(err, ErrCorruptMessage) {
 			t.Errorf("flip at %d: %v", pos, err)
 		}
-		if _, _, err := DecodeMessage(c, false); !errors.Is(err, ErrCorruptMessage) {
+		if _, _, err := wire.DecodeMessage(c, false); !errors.Is(err, ErrCorruptMessage) {
 			t.Errorf("decode flip at %d: %v", pos, err)
 		}
 	}
@@ -241,23 +223,23 @@ func TestCheckAndDecode(t *testing.T) {
 func TestPatchFields(t *testing.T) {
 	m := sampleMessage()
 	m.BornHost = netip.MustParseAddrPort("[::2]:5")
-	b, _ := AppendMessage(nil, m)
-	patchStored(b, 777, 888)
-	if _, _, err := DecodeMessage(b, false); err != nil {
+	b, _ := wire.AppendMessage(nil, m)
+	wire.PatchStored(b, 777, 888)
+	if _, _, err := wire.DecodeMessage(b, false); err != nil {
 		t.Fatalf("patched entry does not verify: %v", err)
 	}
-	PatchQueueOffset(b, 999)
+	wire.PatchQueueOffset(b, 999)
 	// The entry CRC leaves QUEUEOFFSET out, so a pulled copy with its queue
 	// offset patched in still verifies (the schedule service and send-back
 	// re-read such copies), while any other change is still caught.
-	if _, _, err := DecodeMessage(b, false); err != nil {
+	if _, _, err := wire.DecodeMessage(b, false); err != nil {
 		t.Fatalf("queue-offset patched copy does not verify: %v", err)
 	}
-	b[queueOffsetField-1] ^= 1 // last byte of FLAG, just before QUEUEOFFSET
-	if _, _, err := DecodeMessage(b, false); !errors.Is(err, ErrCorruptMessage) {
+	b[wire.OffQueueOffset-1] ^= 1 // last byte of FLAG, just before QUEUEOFFSET
+	if _, _, err := wire.DecodeMessage(b, false); !errors.Is(err, ErrCorruptMessage) {
 		t.Fatalf("flipped FLAG byte verified: %v", err)
 	}
-	b[queueOffsetField-1] ^= 1
+	b[wire.OffQueueOffset-1] ^= 1
 	got, _, err := decodeUnchecked(b)
 	if err != nil {
 		t.Fatal(err)
@@ -269,15 +251,15 @@ func TestPatchFields(t *testing.T) {
 
 func FuzzDecodeMessage(f *testing.F) {
 	m := sampleMessage()
-	b, _ := AppendMessage(nil, m)
+	b, _ := wire.AppendMessage(nil, m)
 	f.Add(b)
 	m.Topic = strings.Repeat("v", 200)
 	m.StoreHost = netip.MustParseAddrPort("[::1]:1")
-	b2, _ := AppendMessage(nil, m)
+	b2, _ := wire.AppendMessage(nil, m)
 	f.Add(b2)
 	f.Add(make([]byte, 16))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		msg, n, err := DecodeMessage(data, false)
+		msg, n, err := wire.DecodeMessage(data, false)
 		req, n2, err2 := CheckAndDecode(data)
 		// The full decoder also checks BODYCRC, so it may refuse what the
 		// dispatch decoder accepts, never the other way round.
@@ -290,16 +272,16 @@ func FuzzDecodeMessage(f *testing.F) {
 			}
 			return
 		}
-		if n != n2 || n > len(data) || n < minMessageSize {
+		if n != n2 || n > len(data) || n < wire.MinMessageSize {
 			t.Fatalf("sizes %d %d of %d", n, n2, len(data))
 		}
 		// Whatever decodes must re-encode to a message that decodes to the
 		// same fields.
-		re, err := AppendMessage(nil, msg)
+		re, err := wire.AppendMessage(nil, msg)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		back, _, err := DecodeMessage(re, false)
+		back, _, err := wire.DecodeMessage(re, false)
 		if err != nil {
 			t.Fatalf("decode of re-encoded: %v", err)
 		}
@@ -316,28 +298,28 @@ func FuzzDecodeMessage(f *testing.F) {
 // property plus the zero CRC property, and Java's hashCode of the tag.
 func TestStoredPropertiesAndTagsHashFastPaths(t *testing.T) {
 	for _, props := range []map[string]string{nil, {}, {"TAGS": "a"},
-		{"UNIQ_KEY": "u", "TAGS": "t", "KEYS": "k1 k2", PropertyCRC32: "123", "b": "", "a": "x"}} {
+		{"UNIQ_KEY": "u", "TAGS": "t", "KEYS": "k1 k2", wire.PropertyCRC32: "123", "b": "", "a": "x"}} {
 		plain := map[string]string{}
 		for k, v := range props {
-			if k != PropertyCRC32 {
+			if k != wire.PropertyCRC32 {
 				plain[k] = v
 			}
 		}
-		want := EncodeProperties(plain) + PropertyCRC32 + "\x010000000000\x02"
-		if got := storedProperties(props); got != want {
-			t.Errorf("storedProperties(%v) = %q, want %q", props, got, want)
+		want := wire.EncodeProperties(plain) + wire.PropertyCRC32 + "\x010000000000\x02"
+		if got := wire.StoredProperties(props); got != want {
+			t.Errorf("wire.StoredProperties(%v) = %q, want %q", props, got, want)
 		}
 	}
 	big := map[string]string{}
 	for i := range 40 {
 		big[fmt.Sprintf("k%02d", i)] = "v"
 	}
-	if got := storedProperties(big); !strings.HasPrefix(got, "k00\x01v\x02k01\x01v\x02") || len(got) != 40*6+crcPropLen {
-		t.Errorf("storedProperties of 40 keys = %q", got)
+	if got := wire.StoredProperties(big); !strings.HasPrefix(got, "k00\x01v\x02k01\x01v\x02") || len(got) != 40*6+wire.CRCPropLen {
+		t.Errorf("wire.StoredProperties of 40 keys = %q", got)
 	}
 	for _, tag := range []string{"", "TagA", "标签", "😀x", "a\xffb"} {
-		if got, want := tagsHashCodeBytes([]byte(tag)), TagsHashCode(tag); got != want {
-			t.Errorf("tagsHashCodeBytes(%q) = %d, want %d", tag, got, want)
+		if got, want := wire.TagsHashCodeBytes([]byte(tag)), wire.TagsHashCode(tag); got != want {
+			t.Errorf("wire.TagsHashCodeBytes(%q) = %d, want %d", tag, got, want)
 		}
 	}
 }

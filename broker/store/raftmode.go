@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // RaftHooks connect a MessageStore to its Raft log (Config.Raft): the
@@ -45,14 +46,14 @@ func (n noExpiry) MinOffset() int64                               { return n.q.M
 func PatchStoredBatch(data []byte, base int64, storeTimestampMs int64) error {
 	off := 0
 	for off < len(data) {
-		if len(data)-off < offQueueID {
+		if len(data)-off < wire.OffQueueID {
 			return fmt.Errorf("%w: %d trailing bytes at batch offset %d", ErrCorruptMessage, len(data)-off, off)
 		}
 		size := int(int32(binary.BigEndian.Uint32(data[off:])))
-		if size < offQueueID || size > len(data)-off {
+		if size < wire.OffQueueID || size > len(data)-off {
 			return fmt.Errorf("%w: message size %d at batch offset %d of %d", ErrCorruptMessage, size, off, len(data))
 		}
-		patchStored(data[off:off+size], base+int64(off), storeTimestampMs)
+		wire.PatchStored(data[off:off+size], base+int64(off), storeTimestampMs)
 		off += size
 	}
 	return nil

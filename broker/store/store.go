@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Config configures a MessageStore. Fields tagged `prop` are loaded from
@@ -118,9 +119,9 @@ func (c *Config) Validate() error {
 		return bad("storePathRootDir", "must be set")
 	case c.MaxMessageSize <= 0:
 		return bad("maxMessageSize", "must be positive, got %d", c.MaxMessageSize)
-	case c.MappedFileSizeCommitLog < c.MaxMessageSize+BlankHeaderSize:
+	case c.MappedFileSizeCommitLog < c.MaxMessageSize+wire.BlankHeaderSize:
 		return bad("mappedFileSizeCommitLog", "%d cannot hold a message of maxMessageSize %d plus an %d-byte end-of-segment filler",
-			c.MappedFileSizeCommitLog, c.MaxMessageSize, BlankHeaderSize)
+			c.MappedFileSizeCommitLog, c.MaxMessageSize, wire.BlankHeaderSize)
 	case c.MappedFileSizeConsumeQueue < CQUnitSize || c.MappedFileSizeConsumeQueue%CQUnitSize != 0:
 		return bad("mappedFileSizeConsumeQueue", "must be a positive multiple of %d, got %d", CQUnitSize, c.MappedFileSizeConsumeQueue)
 	case c.FlushDiskType != SyncFlush && c.FlushDiskType != AsyncFlush:

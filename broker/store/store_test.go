@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -96,7 +97,7 @@ func putContent(t *testing.T, s *testStore) storeContent {
 			t.Fatalf("put %d: queue offset %d, want %d", i, r.ConsumeQueueOffset, len(c.want[q]))
 		}
 		c.want[q] = append(c.want[q], body)
-		c.ids = append(c.ids, OffsetMsgID(s.cfg.StoreHost, r.CommitLogOffset))
+		c.ids = append(c.ids, wire.OffsetMsgID(s.cfg.StoreHost, r.CommitLogOffset))
 	}
 	rs := s.put(coreMsg("TopicB", 0, "b0"), coreMsg("TopicB", 0, "b1"), coreMsg("TopicB", 0, "b2"))
 	for i, r := range rs {
@@ -117,11 +118,11 @@ func (c storeContent) check(t *testing.T, s *testStore) {
 	if got := pullAll(t, s, "TopicB", 0); !reflect.DeepEqual(got, []string{"b0", "b1", "b2"}) {
 		t.Fatalf("batch queue: %v", got)
 	}
-	_, off, err := ParseOffsetMsgID(c.ids[42])
+	id, err := wire.ParseMessageID(c.ids[42])
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.LookMessageByOffset(off)
+	m, err := s.LookMessageByOffset(id.Offset)
 	if err != nil || !strings.HasPrefix(string(m.Body), "m-42-") || m.MsgID() != c.ids[42] {
 		t.Fatalf("look by offset: %v %v", m, err)
 	}
@@ -326,7 +327,7 @@ func TestStoreV2TopicAndIPv6ThroughStore(t *testing.T) {
 	m := coreMsg(topic, 0, "v2")
 	m.StoreHost = netip.MustParseAddrPort("[::1]:10911")
 	r := s.put(m)[0]
-	id := OffsetMsgID(m.StoreHost, r.CommitLogOffset)
+	id := wire.OffsetMsgID(m.StoreHost, r.CommitLogOffset)
 	if len(id) != 56 {
 		t.Fatalf("IPv6 msgId %q", id)
 	}

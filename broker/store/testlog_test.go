@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // segLog stands in for the Raft log store in this package's tests: stored
@@ -52,7 +53,7 @@ func (l *segLog) append(m *Message) (int64, int) {
 	if !m.StoreHost.IsValid() {
 		m.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
 	}
-	b, err := AppendMessage(nil, m)
+	b, err := wire.AppendMessage(nil, m)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -61,10 +62,10 @@ func (l *segLog) append(m *Message) (int64, int) {
 		if err != nil {
 			l.t.Fatal(err)
 		}
-		if mf.Remaining() < len(b)+BlankHeaderSize {
+		if mf.Remaining() < len(b)+wire.BlankHeaderSize {
 			blank := make([]byte, mf.Remaining())
 			binary.BigEndian.PutUint32(blank[0:], uint32(len(blank)))
-			binary.BigEndian.PutUint32(blank[4:], MagicBlank)
+			binary.BigEndian.PutUint32(blank[4:], wire.MagicBlank)
 			if _, err := mf.Append(blank); err != nil {
 				l.t.Fatal(err)
 			}
@@ -72,7 +73,7 @@ func (l *segLog) append(m *Message) (int64, int) {
 		}
 		phy := mf.FileFromOffset() + int64(mf.WrotePosition())
 		l.ts += 1000
-		patchStored(b, phy, l.ts)
+		wire.PatchStored(b, phy, l.ts)
 		if _, err := mf.Append(b); err != nil {
 			l.t.Fatal(err)
 		}

@@ -1,0 +1,29 @@
+package wire
+
+// Message property names (RocketMQ MessageConst) that brokers and clients
+// both read or write. PropertyKeys, PropertyTags, PropertyUniqKey and
+// PropertyCRC32 are with the stored-message format.
+const (
+	PropertyWaitStoreMsgOK    = "WAIT"
+	PropertyDelayTimeLevel    = "DELAY"
+	PropertyRetryTopic        = "RETRY_TOPIC"
+	PropertyRealTopic         = "REAL_TOPIC"
+	PropertyRealQueueID       = "REAL_QID"
+	PropertyTransactionPrep   = "TRAN_MSG"
+	PropertyProducerGroup     = "PGROUP"
+	PropertyMinOffset         = "MIN_OFFSET"
+	PropertyMaxOffset         = "MAX_OFFSET"
+	PropertyMaxReconsumeTimes = "MAX_RECONSUME_TIMES"
+	PropertyConsumeStartTime  = "CONSUME_START_TIME"
+	PropertyMsgRegion         = "MSG_REGION"
+	PropertyTraceSwitch       = "TRACE_ON"
+	PropertyShardingKey       = "__SHARDINGKEY"
+	PropertyReconsumeTime     = "RECONSUME_TIME"
+	PropertyOriginMessageID   = "ORIGIN_MESSAGE_ID"
+
+	// PropertyProducerID and PropertySequence are raftmq's idempotent
+	// producer: the producer's id and the message's sequence number in its
+	// stream to one queue, by which the broker drops resent duplicates.
+	PropertyProducerID = "__RAFTMQ_PID"
+	PropertySequence   = "__RAFTMQ_SEQ"
+)
