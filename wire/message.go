@@ -2,7 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
-		"fmt"
+	"fmt"
 	"hash/crc32"
 	"net/netip"
 	"slices"
