@@ -190,21 +190,6 @@ type TopicSpec struct {
 	Order bool
 }
 
-type topicOnlyHeader struct {
-	Topic string `ext:"topic"`
-}
-
-type createTopicHeader struct {
-	Topic           string `ext:"topic"`
-	DefaultTopic    string `ext:"defaultTopic"`
-	ReadQueueNums   int    `ext:"readQueueNums"`
-	WriteQueueNums  int    `ext:"writeQueueNums"`
-	Perm            int    `ext:"perm"`
-	TopicFilterType string `ext:"topicFilterType"`
-	TopicSysFlag    int    `ext:"topicSysFlag"`
-	Order           bool   `ext:"order"`
-}
-
 // CreateTopic creates or updates a topic (UPDATE_AND_CREATE_TOPIC, 17) on
 // the master of every broker group of cluster (mqadmin updateTopic -c),
 // or only at brokerAddr when it is set (-b). It returns the addresses
@@ -226,7 +211,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 			return nil, err
 		}
 	}
-	h := &createTopicHeader{Topic: spec.Topic, DefaultTopic: autoCreateTopic, ReadQueueNums: spec.ReadQueueNums,
+	h := &wire.CreateTopicRequestHeader{Topic: spec.Topic, DefaultTopic: autoCreateTopic, ReadQueueNums: spec.ReadQueueNums,
 		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", Order: spec.Order}
 	var done []string
 	var errs []error
@@ -254,7 +239,7 @@ func (a *Admin) DeleteTopic(ctx context.Context, topic, cluster string) error {
 	var errs []error
 	for name, addr := range targets {
 		if _, err := a.brokerCall(ctx, name, addr, func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestDeleteTopicInBroker, &topicOnlyHeader{Topic: topic}, nil)
+			return remoting.NewRequest(remoting.RequestDeleteTopicInBroker, &wire.TopicRequestHeader{Topic: topic}, nil)
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -292,7 +277,7 @@ func (a *Admin) TopicStatus(ctx context.Context, topic string) ([]QueueStat, err
 	var out []QueueStat
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
 		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestGetTopicStatsInfo, &topicOnlyHeader{Topic: topic}, nil)
+			return remoting.NewRequest(remoting.RequestGetTopicStatsInfo, &wire.TopicRequestHeader{Topic: topic}, nil)
 		})
 		if err != nil {
 			return nil, err
@@ -342,10 +327,7 @@ func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) ([]Qu
 	var out []QueueProgress
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
 		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestGetConsumeStats, &struct {
-				ConsumerGroup string `ext:"consumerGroup"`
-				Topic         string `ext:"topic,omitempty"`
-			}{group, topic}, nil)
+			return remoting.NewRequest(remoting.RequestGetConsumeStats, &wire.ConsumeStatsRequestHeader{ConsumerGroup: group, Topic: topic}, nil)
 		})
 		if err != nil {
 			return nil, err
@@ -374,15 +356,13 @@ func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) ([]Qu
 // ViewMessage fetches a message by its offset msgId, which names the
 // store host and CommitLog offset (VIEW_MESSAGE_BY_ID, 33).
 func (a *Admin) ViewMessage(ctx context.Context, offsetMsgID string) (*MessageExt, error) {
-	id, err := DecodeMessageID(offsetMsgID)
+	id, err := wire.ParseMessageID(offsetMsgID)
 	if err != nil {
 		return nil, err
 	}
 	addr := id.Addr.String()
 	resp, err := a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
-		return remoting.NewRequest(remoting.RequestViewMessageByID, &struct {
-			Offset int64 `ext:"offset"`
-		}{id.Offset}, nil)
+		return remoting.NewRequest(remoting.RequestViewMessageByID, &wire.ViewMessageRequestHeader{Offset: id.Offset}, nil)
 	})
 	if err != nil {
 		var be *BrokerError
@@ -401,14 +381,6 @@ func (a *Admin) ViewMessage(ctx context.Context, offsetMsgID string) (*MessageEx
 	return msgs[0], nil
 }
 
-type queryMessageHeader struct {
-	Topic          string `ext:"topic"`
-	Key            string `ext:"key"`
-	MaxNum         int    `ext:"maxNum"`
-	BeginTimestamp int64  `ext:"beginTimestamp"`
-	EndTimestamp   int64  `ext:"endTimestamp"`
-}
-
 // QueryMessageByKey finds messages of topic with key stored in [begin,
 // end] (QUERY_MESSAGE, 12, to every master of the route); at most maxNum
 // per broker group. ErrMessageNotFound when none has any.
@@ -423,7 +395,7 @@ func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum
 	var out []*MessageExt
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
 		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestQueryMessage, &queryMessageHeader{Topic: topic, Key: key, MaxNum: maxNum,
+			return remoting.NewRequest(remoting.RequestQueryMessage, &wire.QueryMessageRequestHeader{Topic: topic, Key: key, MaxNum: int32(maxNum),
 				BeginTimestamp: begin.UnixMilli(), EndTimestamp: end.UnixMilli()}, nil)
 		})
 		var be *BrokerError
@@ -450,13 +422,6 @@ func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum
 	return out, nil
 }
 
-type resetOffsetHeader struct {
-	Topic     string `ext:"topic"`
-	Group     string `ext:"group"`
-	Timestamp int64  `ext:"timestamp"`
-	IsForce   bool   `ext:"isForce"`
-}
-
 // ResetOffsetByTime moves group's offsets on topic to the first message
 // stored at or after ts. It asks each master to do it and tell the live
 // consumers (INVOKE_BROKER_TO_RESET_OFFSET, 222, which brokers relay as
@@ -473,7 +438,7 @@ func (a *Admin) ResetOffsetByTime(ctx context.Context, group, topic string, ts t
 	out := map[MessageQueue]int64{}
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
 		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestInvokeBrokerToResetOffset, &resetOffsetHeader{Topic: topic, Group: group, Timestamp: ts.UnixMilli(), IsForce: force}, nil)
+			return remoting.NewRequest(remoting.RequestInvokeBrokerToResetOffset, &wire.ResetOffsetRequestHeader{Topic: topic, Group: group, Timestamp: ts.UnixMilli(), IsForce: force}, nil)
 		})
 		var be *BrokerError
 		if errors.As(err, &be) && be.Code == remoting.ResponseRequestCodeNotSupported {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // RocketMQ's admin answers (TopicStatsTable, ConsumeStats, ResetOffsetBody)
@@ -42,7 +44,7 @@ func decodeQueueTable(body []byte, field string) ([]queueEntry, error) {
 		return out, nil
 	}
 	for {
-		var k wireQueue
+		var k wire.MessageQueue
 		if err := p.decode(&k); err != nil {
 			return nil, err
 		}
@@ -53,7 +55,7 @@ func decodeQueueTable(body []byte, field string) ([]queueEntry, error) {
 		if err := p.decode(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, queueEntry{Queue: MessageQueue(k), Value: v})
+		out = append(out, queueEntry{Queue: MessageQueue{Topic: k.Topic, BrokerName: k.BrokerName, QueueID: int(k.QueueID)}, Value: v})
 		switch p.peek() {
 		case ',':
 			p.i++

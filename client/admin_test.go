@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func newTestAdmin(t *testing.T, ns *namesrv.NameServer) *Admin {
@@ -73,11 +74,11 @@ func TestAdminTopicCreateDeleteStatus(t *testing.T) {
 	if err != nil || !slices.Equal(done, []string{b.addr}) {
 		t.Fatalf("create: %v %v", done, err)
 	}
-	var h createTopicHeader
+	var h wire.CreateTopicRequestHeader
 	if err := b.requests(remoting.RequestUpdateAndCreateTopic)[0].DecodeHeader(&h); err != nil {
 		t.Fatal(err)
 	}
-	if h != (createTopicHeader{Topic: "New", DefaultTopic: "TBW102", ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6, TopicFilterType: "SINGLE_TAG", Order: true}) {
+	if h != (wire.CreateTopicRequestHeader{Topic: "New", DefaultTopic: "TBW102", ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6, TopicFilterType: "SINGLE_TAG", Order: true}) {
 		t.Fatalf("create header %+v", h)
 	}
 
@@ -170,7 +171,7 @@ func TestAdminConsumerProgressAndReset(t *testing.T) {
 	if err != nil || got[MessageQueue{"T", "broker-a", 0}] != 7 {
 		t.Fatalf("reset via 222: %v %v", got, err)
 	}
-	var rh resetOffsetHeader
+	var rh wire.ResetOffsetRequestHeader
 	reqs := b.requests(remoting.RequestInvokeBrokerToResetOffset)
 	_ = reqs[len(reqs)-1].DecodeHeader(&rh)
 	if rh.Group != "G" || rh.Topic != "T" || !rh.IsForce {
@@ -192,10 +193,10 @@ func TestAdminMessageLookupAndConfig(t *testing.T) {
 		_ = req.DecodeHeader(&h)
 		r := remoting.NewResponse(remoting.ResponseSuccess, "")
 		r.Body = encodeStored(t, storedMessage{topic: "T", body: []byte("found"), physical: h.Offset, store: store,
-			props: EncodeProperties(map[string]string{PropertyKeys: "order-1"})})
+			props: wire.EncodeProperties(map[string]string{wire.PropertyKeys: "order-1"})})
 		return r
 	})
-	id := EncodeMessageID(MessageID{Addr: store, Offset: 4242})
+	id := wire.EncodeMessageID(wire.MessageID{Addr: store, Offset: 4242})
 	m, err := a.ViewMessage(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -210,15 +211,15 @@ func TestAdminMessageLookupAndConfig(t *testing.T) {
 	b.answer(remoting.RequestQueryMessage, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
 		r := remoting.NewResponse(remoting.ResponseSuccess, "")
 		// The index is by hash: a collision brings another key along.
-		r.Body = append(encodeStored(t, storedMessage{topic: "T", body: []byte("a"), store: store, props: EncodeProperties(map[string]string{PropertyKeys: "k1 k2"})}),
-			encodeStored(t, storedMessage{topic: "T", body: []byte("b"), store: store, physical: 100, props: EncodeProperties(map[string]string{PropertyKeys: "other"})})...)
+		r.Body = append(encodeStored(t, storedMessage{topic: "T", body: []byte("a"), store: store, props: wire.EncodeProperties(map[string]string{wire.PropertyKeys: "k1 k2"})}),
+			encodeStored(t, storedMessage{topic: "T", body: []byte("b"), store: store, physical: 100, props: wire.EncodeProperties(map[string]string{wire.PropertyKeys: "other"})})...)
 		return r
 	})
 	msgs, err := a.QueryMessageByKey(ctx, "T", "k2", 10, time.Now().Add(-time.Hour), time.Now())
 	if err != nil || len(msgs) != 1 || string(msgs[0].Body) != "a" {
 		t.Fatalf("by key: %v %v", msgs, err)
 	}
-	var qh queryMessageHeader
+	var qh wire.QueryMessageRequestHeader
 	_ = b.requests(remoting.RequestQueryMessage)[0].DecodeHeader(&qh)
 	if qh.Topic != "T" || qh.Key != "k2" || qh.MaxNum != 10 || qh.EndTimestamp <= qh.BeginTimestamp {
 		t.Fatalf("query header %+v", qh)

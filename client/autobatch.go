@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Automatic batching (option AutoBatch; RocketMQ 5's producer autoBatch /
@@ -119,7 +121,7 @@ const wirePropertiesSlack = 160
 // batchEntrySize bounds the bytes m takes in a batch body: brokers check
 // the whole body, properties included, against their maxMessageSize.
 func batchEntrySize(m *Message) int {
-	n := batchEntryOverhead + len(m.Body) + wirePropertiesSlack + len(m.Tags) + len(m.ShardingKey)
+	n := wire.BatchEntryOverhead + len(m.Body) + wirePropertiesSlack + len(m.Tags) + len(m.ShardingKey)
 	for _, k := range m.Keys {
 		n += len(k) + 1
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // queueStore is a fake broker's storage: offsets per queue, a batch stored
@@ -33,23 +34,23 @@ type storedMsg struct {
 func newQueueStore() *queueStore { return &queueStore{stored: map[MessageQueue][]storedMsg{}} }
 
 func (qs *queueStore) answer(fb *fakeBroker, _ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h sendMessageHeaderV2
+	var h wire.SendMessageRequestHeaderV2
 	if err := req.DecodeHeader(&h); err != nil {
 		return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
 	}
 	var props []map[string]string
 	if req.Code == remoting.RequestSendBatchMessage {
-		entries, err := DecodeBatch(req.Body)
+		entries, err := wire.DecodeBatch(req.Body)
 		if err != nil {
 			return remoting.NewResponse(remoting.ResponseMessageIllegal, err.Error())
 		}
 		for _, e := range entries {
-			props = append(props, DecodeProperties(e.Properties))
+			props = append(props, wire.DecodeProperties(e.Properties))
 		}
 	} else {
-		props = append(props, DecodeProperties(h.Properties))
+		props = append(props, wire.DecodeProperties(h.Properties))
 	}
-	mq := MessageQueue{Topic: h.Topic, BrokerName: fb.name, QueueID: h.QueueID}
+	mq := MessageQueue{Topic: h.Topic, BrokerName: fb.name, QueueID: int(h.QueueID)}
 	qs.mu.Lock()
 	first := len(qs.stored[mq])
 	ids := make([]string, len(props))
@@ -60,7 +61,7 @@ func (qs *queueStore) answer(fb *fakeBroker, _ *remoting.Conn, req *remoting.Rem
 	qs.mu.Unlock()
 	resp := remoting.NewResponse(remoting.ResponseSuccess, "")
 	resp.ExtFields = map[string]string{
-		"msgId": strings.Join(ids, ","), "queueId": strconv.Itoa(h.QueueID), "queueOffset": strconv.Itoa(first),
+		"msgId": strings.Join(ids, ","), "queueId": strconv.Itoa(int(h.QueueID)), "queueOffset": strconv.Itoa(first),
 	}
 	return resp
 }
@@ -90,8 +91,8 @@ func (qs *queueStore) check(t *testing.T, results []*SendResult) {
 			t.Fatalf("result %v: offset outside the queue (%d stored)", r, len(q))
 		}
 		m := q[r.QueueOffset]
-		if m.props[PropertyUniqClientMessageID] != r.MsgID || m.offsetID != r.OffsetMsgID {
-			t.Fatalf("result %v, stored at that offset: %s %s", r, m.props[PropertyUniqClientMessageID], m.offsetID)
+		if m.props[wire.PropertyUniqKey] != r.MsgID || m.offsetID != r.OffsetMsgID {
+			t.Fatalf("result %v, stored at that offset: %s %s", r, m.props[wire.PropertyUniqKey], m.offsetID)
 		}
 	}
 }
@@ -200,12 +201,12 @@ func TestAutoBatchCoalesces(t *testing.T) {
 	if len(reqs) != 2 || reqs[0].code != remoting.RequestSendMessageV2 || reqs[1].code != remoting.RequestSendBatchMessage {
 		t.Fatalf("%d requests, want one single and one batch", len(reqs))
 	}
-	entries, err := DecodeBatch(reqs[1].body)
+	entries, err := wire.DecodeBatch(reqs[1].body)
 	if err != nil || len(entries) != 15 {
 		t.Fatalf("batch: %v, %d entries", err, len(entries))
 	}
 	for _, e := range entries {
-		props := DecodeProperties(e.Properties)
+		props := wire.DecodeProperties(e.Properties)
 		if "m"+strings.TrimPrefix(props["TAGS"], "tag") != string(e.Body) {
 			t.Fatalf("entry properties %v do not belong to body %q", props, e.Body)
 		}
@@ -274,12 +275,12 @@ func TestAutoBatchMixed(t *testing.T) {
 	for _, r := range log.all() {
 		if r.code == remoting.RequestSendBatchMessage {
 			batches++
-			entries, err := DecodeBatch(r.body)
+			entries, err := wire.DecodeBatch(r.body)
 			if err != nil || len(entries) < 2 || len(entries) > 8 {
 				t.Fatalf("batch: %v, %d entries", err, len(entries))
 			}
 			for _, e := range entries {
-				if why := DecodeProperties(e.Properties)["alone"]; why != "" {
+				if why := wire.DecodeProperties(e.Properties)["alone"]; why != "" {
 					t.Fatalf("a %s message was batched", why)
 				}
 			}
@@ -327,18 +328,18 @@ func TestAutoBatchFailureRetriesPerMessage(t *testing.T) {
 		case r.code == remoting.RequestSendBatchMessage:
 			batch = &reqs[i]
 		case batch != nil:
-			retried[DecodeProperties(r.header.Properties)[PropertyUniqClientMessageID]] = r.brokerN
+			retried[wire.DecodeProperties(r.header.Properties)[wire.PropertyUniqKey]] = r.brokerN
 		}
 	}
 	if batch == nil {
 		t.Fatal("no batch request")
 	}
-	entries, _ := DecodeBatch(batch.body)
+	entries, _ := wire.DecodeBatch(batch.body)
 	if len(entries) != 10 || len(retried) != 10 {
 		t.Fatalf("batch of %d, %d retries", len(entries), len(retried))
 	}
 	for _, e := range entries {
-		key := DecodeProperties(e.Properties)[PropertyUniqClientMessageID]
+		key := wire.DecodeProperties(e.Properties)[wire.PropertyUniqKey]
 		if b, ok := retried[key]; !ok || b == batch.brokerN {
 			t.Fatalf("message %s of the batch at %s retried at %q", key, batch.brokerN, b)
 		}
@@ -384,26 +385,26 @@ func TestAutoBatchIdempotent(t *testing.T) {
 		if reqs[i].code == remoting.RequestSendBatchMessage {
 			batch = &reqs[i]
 		} else if batch != nil {
-			after[DecodeProperties(reqs[i].header.Properties)[PropertyUniqClientMessageID]] = reqs[i]
+			after[wire.DecodeProperties(reqs[i].header.Properties)[wire.PropertyUniqKey]] = reqs[i]
 		}
 	}
 	if batch == nil {
 		t.Fatal("no batch request")
 	}
-	entries, _ := DecodeBatch(batch.body)
+	entries, _ := wire.DecodeBatch(batch.body)
 	seqs := map[string]bool{}
 	for _, e := range entries {
-		bp := DecodeProperties(e.Properties)
-		r, ok := after[bp[PropertyUniqClientMessageID]]
+		bp := wire.DecodeProperties(e.Properties)
+		r, ok := after[bp[wire.PropertyUniqKey]]
 		if !ok {
-			t.Fatalf("message %s not retried", bp[PropertyUniqClientMessageID])
+			t.Fatalf("message %s not retried", bp[wire.PropertyUniqKey])
 		}
-		rp := DecodeProperties(r.header.Properties)
-		if rp[PropertyProducerID] != p.ProducerID() || rp[PropertySequence] != bp[PropertySequence] ||
+		rp := wire.DecodeProperties(r.header.Properties)
+		if rp[wire.PropertyProducerID] != p.ProducerID() || rp[wire.PropertySequence] != bp[wire.PropertySequence] ||
 			r.brokerN != batch.brokerN || r.header.QueueID != batch.header.QueueID {
 			t.Fatalf("retry changed identity or queue: batch %s %v, retry %s %v", batch.brokerN, bp, r.brokerN, rp)
 		}
-		seqs[bp[PropertySequence]] = true
+		seqs[bp[wire.PropertySequence]] = true
 	}
 	if len(seqs) != 6 {
 		t.Fatalf("sequences %v, want 6 distinct", seqs)
@@ -563,7 +564,7 @@ func TestAutoBatchMaxBytes(t *testing.T) {
 		if r.code != remoting.RequestSendBatchMessage {
 			continue
 		}
-		entries, _ := DecodeBatch(r.body)
+		entries, _ := wire.DecodeBatch(r.body)
 		batched += len(entries)
 		if len(r.body) > maxBytes {
 			t.Fatalf("batch body of %d bytes (%d entries), above maxBytes %d", len(r.body), len(entries), maxBytes)
@@ -636,7 +637,7 @@ func TestAutoBatchStress(t *testing.T) {
 		ids := map[string]bool{}
 		for _, r := range c.results {
 			q := qs.stored[r.Queue]
-			if ids[r.MsgID] || r.QueueOffset >= int64(len(q)) || q[r.QueueOffset].props[PropertyUniqClientMessageID] != r.MsgID {
+			if ids[r.MsgID] || r.QueueOffset >= int64(len(q)) || q[r.QueueOffset].props[wire.PropertyUniqKey] != r.MsgID {
 				qs.mu.Unlock()
 				t.Fatalf("result %v does not name its own stored message", r)
 			}

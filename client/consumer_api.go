@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Requests consumers send to brokers besides pulls and offsets: heartbeat,
@@ -14,105 +15,12 @@ import (
 // small function over a remoting.Client so the push consumer, the lite
 // pull consumer and the admin client share them.
 
-// HeartbeatData is HEART_BEAT's (34) JSON body.
-type HeartbeatData struct {
-	// ClientID is the client instance's id (ip@instance).
-	ClientID string `json:"clientID"`
-	// ProducerDataSet lists the client's producer groups.
-	ProducerDataSet []HeartbeatProducerData `json:"producerDataSet"`
-	// ConsumerDataSet lists the client's consumer groups.
-	ConsumerDataSet []HeartbeatConsumerData `json:"consumerDataSet"`
-}
-
-// HeartbeatProducerData names one producer group of the client.
-type HeartbeatProducerData struct {
-	// GroupName is the producer group.
-	GroupName string `json:"groupName"`
-}
-
-// HeartbeatConsumerData is one consumer group of the client with its
-// subscriptions, which brokers keep to filter pulls.
-type HeartbeatConsumerData struct {
-	// GroupName is the consumer group.
-	GroupName string `json:"groupName"`
-	// ConsumeType is ConsumeTypePush or ConsumeTypePull.
-	ConsumeType string `json:"consumeType"`
-	// MessageModel is "CLUSTERING" or "BROADCASTING".
-	MessageModel string `json:"messageModel"`
-	// ConsumeFromWhere is Java's enum name, e.g. CONSUME_FROM_LAST_OFFSET.
-	ConsumeFromWhere string `json:"consumeFromWhere"`
-	// SubscriptionDataSet holds the group's subscriptions.
-	SubscriptionDataSet []*SubscriptionData `json:"subscriptionDataSet"`
-	// UnitMode is RocketMQ's unit mode flag (always false here).
-	UnitMode bool `json:"unitMode"`
-}
-
-// Consume types of HeartbeatConsumerData.
-const (
-	ConsumeTypePush = "CONSUME_PASSIVELY"
-	ConsumeTypePull = "CONSUME_ACTIVELY"
-)
-
-// lockBatchBody is LockBatchRequestBody / UnlockBatchRequestBody.
-type lockBatchBody struct {
-	ConsumerGroup  string      `json:"consumerGroup"`
-	ClientID       string      `json:"clientId"`
-	OnlyThisBroker bool        `json:"onlyThisBroker"`
-	MQSet          []wireQueue `json:"mqSet"`
-}
-
-// lockBatchResponse is LockBatchResponseBody.
-type lockBatchResponse struct {
-	LockOKMQSet []wireQueue `json:"lockOKMQSet"`
-}
-
-// wireQueue is MessageQueue as RocketMQ serializes it in JSON bodies.
-type wireQueue struct {
-	Topic      string `json:"topic"`
-	BrokerName string `json:"brokerName"`
-	QueueID    int    `json:"queueId"`
-}
-
-func toWire(mqs []MessageQueue) []wireQueue {
-	out := make([]wireQueue, len(mqs))
+func toWire(mqs []MessageQueue) []wire.MessageQueue {
+	out := make([]wire.MessageQueue, len(mqs))
 	for i, mq := range mqs {
-		out[i] = wireQueue(mq)
+		out[i] = wire.MessageQueue{Topic: mq.Topic, BrokerName: mq.BrokerName, QueueID: int32(mq.QueueID)}
 	}
 	return out
-}
-
-type consumerListHeader struct {
-	ConsumerGroup string `ext:"consumerGroup"`
-}
-
-type unregisterClientHeader struct {
-	ClientID      string `ext:"clientID"`
-	ProducerGroup string `ext:"producerGroup,omitempty"`
-	ConsumerGroup string `ext:"consumerGroup,omitempty"`
-}
-
-type sendBackHeader struct {
-	Offset            int64  `ext:"offset"`
-	Group             string `ext:"group"`
-	DelayLevel        int    `ext:"delayLevel"`
-	OriginMsgID       string `ext:"originMsgId"`
-	OriginTopic       string `ext:"originTopic"`
-	UnitMode          bool   `ext:"unitMode"`
-	MaxReconsumeTimes int    `ext:"maxReconsumeTimes"`
-	BrokerName        string `ext:"bname,omitempty"`
-}
-
-type queueOffsetHeader struct {
-	Topic      string `ext:"topic"`
-	QueueID    int    `ext:"queueId"`
-	BrokerName string `ext:"bname,omitempty"`
-}
-
-type searchOffsetHeader struct {
-	Topic      string `ext:"topic"`
-	QueueID    int    `ext:"queueId"`
-	Timestamp  int64  `ext:"timestamp"`
-	BrokerName string `ext:"bname,omitempty"`
 }
 
 // invokeOK sends req and turns any answer but SUCCESS into a *BrokerError.
@@ -122,13 +30,13 @@ func invokeOK(ctx context.Context, rc *remoting.Client, brokerName, addr string,
 		return nil, err
 	}
 	if resp.Code != remoting.ResponseSuccess {
-		return nil, &BrokerError{Broker: brokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]}
+		return nil, &BrokerError{Broker: brokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]}
 	}
 	return resp, nil
 }
 
 // sendHeartbeat sends hb to addr.
-func sendHeartbeat(ctx context.Context, rc *remoting.Client, brokerName, addr string, hb *HeartbeatData) error {
+func sendHeartbeat(ctx context.Context, rc *remoting.Client, brokerName, addr string, hb *wire.HeartbeatData) error {
 	body, err := json.Marshal(hb)
 	if err != nil {
 		return err
@@ -139,13 +47,11 @@ func sendHeartbeat(ctx context.Context, rc *remoting.Client, brokerName, addr st
 
 // consumerIDs asks addr for the client ids of group (GET_CONSUMER_LIST_BY_GROUP, 38).
 func consumerIDs(ctx context.Context, rc *remoting.Client, brokerName, addr, group string) ([]string, error) {
-	resp, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestGetConsumerListByGroup, &consumerListHeader{ConsumerGroup: group}, nil))
+	resp, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestGetConsumerListByGroup, &wire.ConsumerGroupRequestHeader{ConsumerGroup: group}, nil))
 	if err != nil {
 		return nil, err
 	}
-	var body struct {
-		ConsumerIDList []string `json:"consumerIdList"`
-	}
+	var body wire.ConsumerListBody
 	if err := json.Unmarshal(resp.Body, &body); err != nil {
 		return nil, fmt.Errorf("client: consumer list of %s from %s: %w", group, addr, err)
 	}
@@ -155,25 +61,25 @@ func consumerIDs(ctx context.Context, rc *remoting.Client, brokerName, addr, gro
 // lockQueues asks addr to lock mqs for clientID (LOCK_BATCH_MQ, 41) and
 // returns the queues it granted.
 func lockQueues(ctx context.Context, rc *remoting.Client, brokerName, addr, group, clientID string, mqs []MessageQueue) ([]MessageQueue, error) {
-	body, _ := json.Marshal(&lockBatchBody{ConsumerGroup: group, ClientID: clientID, MQSet: toWire(mqs)})
+	body, _ := json.Marshal(&wire.LockBatchBody{ConsumerGroup: group, ClientID: clientID, MQSet: toWire(mqs)})
 	resp, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestLockBatchMQ, nil, body))
 	if err != nil {
 		return nil, err
 	}
-	var lr lockBatchResponse
+	var lr wire.LockBatchResponse
 	if err := json.Unmarshal(resp.Body, &lr); err != nil {
 		return nil, fmt.Errorf("client: lock answer from %s: %w", addr, err)
 	}
 	out := make([]MessageQueue, len(lr.LockOKMQSet))
 	for i, w := range lr.LockOKMQSet {
-		out[i] = MessageQueue(w)
+		out[i] = MessageQueue{Topic: w.Topic, BrokerName: w.BrokerName, QueueID: int(w.QueueID)}
 	}
 	return out, nil
 }
 
 // unlockQueues releases mqs at addr (UNLOCK_BATCH_MQ, 42).
 func unlockQueues(ctx context.Context, rc *remoting.Client, brokerName, addr, group, clientID string, mqs []MessageQueue) error {
-	body, _ := json.Marshal(&lockBatchBody{ConsumerGroup: group, ClientID: clientID, MQSet: toWire(mqs)})
+	body, _ := json.Marshal(&wire.LockBatchBody{ConsumerGroup: group, ClientID: clientID, MQSet: toWire(mqs)})
 	_, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestUnlockBatchMQ, nil, body))
 	return err
 }
@@ -182,7 +88,7 @@ func unlockQueues(ctx context.Context, rc *remoting.Client, brokerName, addr, gr
 // 35), so the broker notifies the other members at once.
 func unregisterClient(ctx context.Context, rc *remoting.Client, brokerName, addr, clientID, group string) error {
 	_, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestUnregisterClient,
-		&unregisterClientHeader{ClientID: clientID, ConsumerGroup: group}, nil))
+		&wire.UnregisterClientRequestHeader{ClientID: clientID, ConsumerGroup: group}, nil))
 	return err
 }
 
@@ -199,7 +105,7 @@ func offsetAnswer(addr string, resp *remoting.RemotingCommand) (int64, error) {
 // (GET_MIN_OFFSET, 31) offset.
 func queueOffset(ctx context.Context, rc *remoting.Client, addr string, code int16, mq MessageQueue) (int64, error) {
 	resp, err := invokeOK(ctx, rc, mq.BrokerName, addr, remoting.NewRequest(code,
-		&queueOffsetHeader{Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName}, nil))
+		&wire.QueueOffsetRequestHeader{Topic: mq.Topic, QueueID: int32(mq.QueueID), BrokerName: mq.BrokerName}, nil))
 	if err != nil {
 		return 0, err
 	}
@@ -210,7 +116,7 @@ func queueOffset(ctx context.Context, rc *remoting.Client, addr string, code int
 // (SEARCH_OFFSET_BY_TIMESTAMP, 29).
 func searchOffset(ctx context.Context, rc *remoting.Client, addr string, mq MessageQueue, tsMillis int64) (int64, error) {
 	resp, err := invokeOK(ctx, rc, mq.BrokerName, addr, remoting.NewRequest(remoting.RequestSearchOffsetByTimestamp,
-		&searchOffsetHeader{Topic: mq.Topic, QueueID: mq.QueueID, Timestamp: tsMillis, BrokerName: mq.BrokerName}, nil))
+		&wire.SearchOffsetRequestHeader{Topic: mq.Topic, QueueID: int32(mq.QueueID), Timestamp: tsMillis, BrokerName: mq.BrokerName}, nil))
 	if err != nil {
 		return 0, err
 	}

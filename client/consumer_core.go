@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // RetryGroupTopicPrefix prefixes a group's retry topic: consumers of group
@@ -25,12 +26,6 @@ const RetryGroupTopicPrefix = "%RETRY%"
 
 // RetryTopic returns group's retry topic.
 func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
-
-// Properties a consumer uses on redelivered messages.
-const (
-	PropertyReconsumeTime   = "RECONSUME_TIME"
-	PropertyOriginMessageID = "ORIGIN_MESSAGE_ID"
-)
 
 // lockMaxLiveTime is how long the client trusts a queue lock it has not
 // renewed (RocketMQ REBALANCE_LOCK_MAX_LIVE_TIME); brokers expire them at
@@ -379,17 +374,17 @@ func (c *consumerCore) brokerMembers() []brokerMember {
 	return out
 }
 
-func (c *consumerCore) heartbeatData() *HeartbeatData {
+func (c *consumerCore) heartbeatData() *wire.HeartbeatData {
 	c.mu.Lock()
 	subs := make([]*SubscriptionData, 0, len(c.subs))
 	for _, t := range slices.Sorted(maps.Keys(c.subs)) {
 		subs = append(subs, c.subs[t])
 	}
 	c.mu.Unlock()
-	return &HeartbeatData{
+	return &wire.HeartbeatData{
 		ClientID:        c.clientID,
-		ProducerDataSet: []HeartbeatProducerData{},
-		ConsumerDataSet: []HeartbeatConsumerData{{
+		ProducerDataSet: []wire.HeartbeatProducerData{},
+		ConsumerDataSet: []wire.HeartbeatConsumerData{{
 			GroupName:           c.cfg.group,
 			ConsumeType:         c.hooks.consumeType,
 			MessageModel:        c.cfg.model.String(),
@@ -420,7 +415,7 @@ func (c *consumerCore) sendHeartbeats(ctx context.Context) {
 // persistAll commits the offsets of every owned queue (push consumers, or
 // lite pull with auto-commit).
 func (c *consumerCore) persistAll(ctx context.Context) {
-	if c.cfg.autoCommit || c.hooks.consumeType == ConsumeTypePush {
+	if c.cfg.autoCommit || c.hooks.consumeType == wire.ConsumeTypePush {
 		c.mu.Lock()
 		mqs := slices.Collect(maps.Keys(c.pqs))
 		c.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // LitePullConsumer is the pull-style consumer (RocketMQ's
@@ -38,7 +40,7 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	}
 	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}}
 	l.ready = make(chan pollBatch, 64)
-	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: ConsumeTypePull, deliver: l.deliver})
+	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver})
 	return l, nil
 }
 
@@ -78,7 +80,7 @@ func (l *LitePullConsumer) Assign(queues []MessageQueue) error {
 	}
 	c.mu.Unlock()
 	for _, mq := range queues {
-		if err := c.subscribe(mq.Topic, SubAll); err != nil {
+		if err := c.subscribe(mq.Topic, wire.SubAll); err != nil {
 			return err
 		}
 	}

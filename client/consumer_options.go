@@ -5,52 +5,41 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
-// MessageModel says how a group shares a topic (RocketMQ's MessageModel).
-type MessageModel int
+// The consumer enums are wire's (they travel in heartbeats); the SDK
+// names them too because its options (Model, ConsumeFrom) take them and
+// user code reads better as client.Broadcasting than wire.Broadcasting.
 
+// MessageModel says how a group shares a topic (RocketMQ's MessageModel).
+type MessageModel = wire.MessageModel
+
+// Message models.
 const (
 	// Clustering: each message goes to one consumer of the group; queues
 	// are divided by rebalancing and offsets live on the brokers.
-	Clustering MessageModel = iota
+	Clustering = wire.Clustering
 	// Broadcasting: every consumer of the group gets every message; each
 	// keeps its own offsets in a local file.
-	Broadcasting
+	Broadcasting = wire.Broadcasting
 )
-
-// String returns RocketMQ's enum name, as sent in heartbeats.
-func (m MessageModel) String() string {
-	if m == Broadcasting {
-		return "BROADCASTING"
-	}
-	return "CLUSTERING"
-}
 
 // ConsumeFromWhere says where a group with no recorded offset for a queue
 // starts (RocketMQ's ConsumeFromWhere).
-type ConsumeFromWhere int
+type ConsumeFromWhere = wire.ConsumeFromWhere
 
+// Where a group without a recorded offset starts.
 const (
 	// ConsumeFromLastOffset starts at the queue's end: only new messages.
-	ConsumeFromLastOffset ConsumeFromWhere = iota
+	ConsumeFromLastOffset = wire.ConsumeFromLastOffset
 	// ConsumeFromFirstOffset starts at the oldest message still stored.
-	ConsumeFromFirstOffset
+	ConsumeFromFirstOffset = wire.ConsumeFromFirstOffset
 	// ConsumeFromTimestamp starts at the first message stored at or after
 	// the ConsumeTimestamp option (SEARCH_OFFSET_BY_TIMESTAMP, 29).
-	ConsumeFromTimestamp
+	ConsumeFromTimestamp = wire.ConsumeFromTimestamp
 )
-
-// String returns RocketMQ's enum name, as sent in heartbeats.
-func (w ConsumeFromWhere) String() string {
-	switch w {
-	case ConsumeFromFirstOffset:
-		return "CONSUME_FROM_FIRST_OFFSET"
-	case ConsumeFromTimestamp:
-		return "CONSUME_FROM_TIMESTAMP"
-	}
-	return "CONSUME_FROM_LAST_OFFSET"
-}
 
 // ConsumerOpt is an option for NewPushConsumer and NewLitePullConsumer.
 // Every Opt is one too.

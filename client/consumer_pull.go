@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // pullLoop long-polls one queue until it is dropped
@@ -45,11 +46,11 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			Queue:         mq,
 			Offset:        offset,
 			MaxMsgNums:    c.cfg.pullBatchSize,
-			SysFlag:       PullFlagSuspend | PullFlagSubscription,
+			SysFlag:       wire.PullFlagSuspend | wire.PullFlagSubscription,
 			SuspendMillis: c.cfg.pollSuspend.Milliseconds(),
 			Subscription:  c.pullSubscription(mq.Topic),
 		}
-		if c.cfg.model == Clustering && c.hooks.consumeType == ConsumeTypePush && !c.hooks.orderly {
+		if c.cfg.model == Clustering && c.hooks.consumeType == wire.ConsumeTypePush && !c.hooks.orderly {
 			// Piggyback the consumed offset, as the Java push consumer
 			// does. Not for lite pull (it commits only what Commit or
 			// auto-commit says) nor orderly consumers: a pull still in
@@ -57,7 +58,7 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			// the hand-over's commit and move the offset back, and the
 			// next owner would consume those messages a second time.
 			if off, err := c.store.Read(pq.ctx, mq, ReadFromMemory); err == nil && off > 0 {
-				req.SysFlag |= PullFlagCommitOffset
+				req.SysFlag |= wire.PullFlagCommitOffset
 				req.CommitOffset = off
 			}
 		}
@@ -218,7 +219,7 @@ func (c *consumerCore) pullSubscription(topic string) *SubscriptionData {
 	if sd := c.subscription(topic); sd != nil {
 		return sd
 	}
-	sd, _ := ParseTagExpression(topic, SubAll, 0)
+	sd, _ := ParseTagExpression(topic, wire.SubAll, 0)
 	return sd
 }
 
@@ -228,7 +229,7 @@ func restoreRetryTopic(m *MessageExt, group string) {
 	if m.Topic != RetryTopic(group) {
 		return
 	}
-	if orig := m.Properties[PropertyRetryTopic]; orig != "" {
+	if orig := m.Properties[wire.PropertyRetryTopic]; orig != "" {
 		m.Topic = orig
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // ConsumeResult is a concurrent listener's verdict on a batch
@@ -101,7 +102,7 @@ func NewPushConsumer(opts ...ConsumerOpt) (*PushConsumer, error) {
 		return nil, err
 	}
 	p := &PushConsumer{}
-	p.core = newConsumerCore(cfg, "pushConsumer", queueHooks{consumeType: ConsumeTypePush, deliver: p.deliver, started: p.queueStarted})
+	p.core = newConsumerCore(cfg, "pushConsumer", queueHooks{consumeType: wire.ConsumeTypePush, deliver: p.deliver, started: p.queueStarted})
 	return p, nil
 }
 
@@ -162,7 +163,7 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: no subscription", ErrInvalidOption)
 	}
 	if c.cfg.model == Clustering {
-		if err := c.subscribe(RetryTopic(c.cfg.group), SubAll); err != nil {
+		if err := c.subscribe(RetryTopic(c.cfg.group), wire.SubAll); err != nil {
 			return err
 		}
 	}
@@ -263,7 +264,7 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 	}
 	now := strconv.FormatInt(p.core.cfg.common.now().UnixMilli(), 10)
 	for _, m := range r.msgs {
-		m.Properties[PropertyConsumeStartTime] = now
+		m.Properties[wire.PropertyConsumeStartTime] = now
 	}
 	cc := &ConsumeConcurrentlyContext{Queue: pq.mq, AckIndex: len(r.msgs) - 1}
 	res := p.callConcurrent(pq.ctx, cc, r.msgs)
@@ -342,8 +343,8 @@ func (p *PushConsumer) sendBack(mq MessageQueue, m *MessageExt, delayLevel int) 
 	addr := c.routes.brokerAddr(mq.BrokerName)
 	var err error
 	if addr != "" {
-		h := &sendBackHeader{Offset: m.CommitLogOffset, Group: c.cfg.group, DelayLevel: delayLevel, OriginMsgID: m.MsgID,
-			OriginTopic: m.Topic, MaxReconsumeTimes: maxTimes, BrokerName: mq.BrokerName}
+		h := &wire.ConsumerSendMsgBackRequestHeader{Offset: m.CommitLogOffset, Group: c.cfg.group, DelayLevel: int32(delayLevel),
+			OriginMsgID: m.MsgID, OriginTopic: m.Topic, MaxReconsumeTimes: int32(maxTimes), BrokerName: mq.BrokerName}
 		_, err = invokeOK(ctx, c.rc, mq.BrokerName, addr, remoting.NewRequest(remoting.RequestConsumerSendMsgBack, h, nil))
 		if err == nil {
 			return nil
@@ -356,15 +357,15 @@ func (p *PushConsumer) sendBack(mq MessageQueue, m *MessageExt, delayLevel int) 
 	for k, v := range m.Properties {
 		msg.Properties[k] = v
 	}
-	if msg.Properties[PropertyRetryTopic] == "" {
-		msg.Properties[PropertyRetryTopic] = m.Topic
+	if msg.Properties[wire.PropertyRetryTopic] == "" {
+		msg.Properties[wire.PropertyRetryTopic] = m.Topic
 	}
-	if msg.Properties[PropertyOriginMessageID] == "" {
-		msg.Properties[PropertyOriginMessageID] = m.MsgID
+	if msg.Properties[wire.PropertyOriginMessageID] == "" {
+		msg.Properties[wire.PropertyOriginMessageID] = m.MsgID
 	}
-	msg.Properties[PropertyReconsumeTime] = strconv.Itoa(int(m.ReconsumeTimes) + 1)
-	msg.Properties[PropertyMaxReconsumeTimes] = strconv.Itoa(maxTimes)
-	delete(msg.Properties, PropertyUniqClientMessageID)
+	msg.Properties[wire.PropertyReconsumeTime] = strconv.Itoa(int(m.ReconsumeTimes) + 1)
+	msg.Properties[wire.PropertyMaxReconsumeTimes] = strconv.Itoa(maxTimes)
+	delete(msg.Properties, wire.PropertyUniqKey)
 	msg.DelayLevel = 3 + int(m.ReconsumeTimes)
 	if _, perr := p.retry.SendSync(ctx, msg); perr != nil {
 		return fmt.Errorf("client: send-back of %s: broker: %v; retry topic: %w", m.MsgID, err, perr)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // rebalanceLoop rebalances every RebalanceInterval, at once when a broker
@@ -319,7 +320,7 @@ func (c *consumerCore) owned() []MessageQueue {
 // maps queues to new offsets (ResetOffsetBody); every owned queue listed
 // restarts there (ClientRemotingProcessor.resetOffset).
 func (c *consumerCore) resetOffsetHandler(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h resetOffsetHeader
+	var h wire.ResetOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // fastConsumerOpts shortens the consumer's timers for tests.
@@ -84,7 +85,7 @@ func TestPushConsumerConsumesFiltersAndCommits(t *testing.T) {
 			if i%2 == 1 {
 				tag = "TagB"
 			}
-			b.put("T", q, fmt.Sprintf("q%d-%d-%s", q, i, tag), map[string]string{PropertyTags: tag})
+			b.put("T", q, fmt.Sprintf("q%d-%d-%s", q, i, tag), map[string]string{wire.PropertyTags: tag})
 		}
 	}
 	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), ConsumeMessageBatchMaxSize(3))
@@ -122,7 +123,7 @@ func TestPushConsumerConsumesFiltersAndCommits(t *testing.T) {
 		return true
 	})
 	// New messages arrive through the long poll.
-	b.put("T", 2, "late-TagA", map[string]string{PropertyTags: "TagA"})
+	b.put("T", 2, "late-TagA", map[string]string{wire.PropertyTags: "TagA"})
 	testutil.WaitFor(t, 5*time.Second, "late message", func() bool { return slices.Contains(got.bodies(), "late-TagA") })
 
 	// The heartbeat had the RocketMQ shape, with the retry subscription.
@@ -184,7 +185,7 @@ func TestPushConsumerReconsumeLaterSendsBack(t *testing.T) {
 			b.mu.Lock()
 			b.failSendBack = fallback
 			b.mu.Unlock()
-			b.put("T", 0, "payload", map[string]string{PropertyTags: "X", PropertyKeys: "k1"})
+			b.put("T", 0, "payload", map[string]string{wire.PropertyTags: "X", wire.PropertyKeys: "k1"})
 			c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset))
 			_ = c.Subscribe("T", "*")
 			var got collector
@@ -215,8 +216,8 @@ func TestPushConsumerReconsumeLaterSendsBack(t *testing.T) {
 				b.mu.Lock()
 				retried := b.queues[qKey{RetryTopic("G"), 0}][0]
 				b.mu.Unlock()
-				if retried.props[PropertyRetryTopic] != "T" || retried.props[PropertyReconsumeTime] != "1" || retried.props[PropertyDelayTimeLevel] != "3" ||
-					retried.props[PropertyOriginMessageID] != first.MsgID || retried.reconsume != 1 {
+				if retried.props[wire.PropertyRetryTopic] != "T" || retried.props[wire.PropertyReconsumeTime] != "1" || retried.props[wire.PropertyDelayTimeLevel] != "3" ||
+					retried.props[wire.PropertyOriginMessageID] != first.MsgID || retried.reconsume != 1 {
 					t.Fatalf("fallback message %+v", retried)
 				}
 			}
@@ -513,7 +514,7 @@ func TestPushConsumerResetByBroker(t *testing.T) {
 	b.mu.Lock()
 	conn := b.members["G"][c.ClientID()].conn
 	b.mu.Unlock()
-	req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &resetOffsetHeader{Topic: "T", Group: "G", Timestamp: 1, IsForce: true},
+	req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "G", Timestamp: 1, IsForce: true},
 		[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:7}}`))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

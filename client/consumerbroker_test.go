@@ -28,16 +28,16 @@ type qBroker struct {
 	quit       chan struct{}
 
 	mu        sync.Mutex
-	queues    map[qKey][]qMsg              // guarded by mu
-	offsets   map[string]int64             // guarded by mu; group|topic|qid
-	members   map[string]map[string]member // guarded by mu; group → clientID → conn
-	locks     map[string]string            // guarded by mu; group|topic|qid → clientID
-	heartbeat []HeartbeatData              // guarded by mu
-	sendBacks []sendBackHeader             // guarded by mu
-	pulls     []pullMessageHeader          // guarded by mu
-	codes     map[int16]int                // guarded by mu
-	phys      int64                        // guarded by mu
-	arrived   chan struct{}                // guarded by mu; closed on every store
+	queues    map[qKey][]qMsg                         // guarded by mu
+	offsets   map[string]int64                        // guarded by mu; group|topic|qid
+	members   map[string]map[string]member            // guarded by mu; group → clientID → conn
+	locks     map[string]string                       // guarded by mu; group|topic|qid → clientID
+	heartbeat []wire.HeartbeatData                    // guarded by mu
+	sendBacks []wire.ConsumerSendMsgBackRequestHeader // guarded by mu
+	pulls     []wire.PullMessageRequestHeader         // guarded by mu
+	codes     map[int16]int                           // guarded by mu
+	phys      int64                                   // guarded by mu
+	arrived   chan struct{}                           // guarded by mu; closed on every store
 	// notLeader, when set, makes the broker answer everything but
 	// heartbeats with 501 naming it (a raftmq follower).
 	notLeader string // guarded by mu
@@ -84,7 +84,7 @@ func startQBroker(t testing.TB, name string) *qBroker {
 			}
 			if nl != "" && req.Code != remoting.RequestHeartBeat && req.Code != remoting.RequestUnregisterClient {
 				r := remoting.NewResponse(remoting.ResponseNotLeaderForQueue, "not leader")
-				r.ExtFields = map[string]string{ExtLeaderAddr: nl}
+				r.ExtFields = map[string]string{wire.ExtLeaderAddr: nl}
 				return r, nil
 			}
 			return h(conn, req), nil
@@ -140,8 +140,8 @@ func (b *qBroker) putAt(topic string, qid int, body []byte, props map[string]str
 	if props == nil {
 		props = map[string]string{}
 	}
-	if props[PropertyUniqClientMessageID] == "" {
-		props[PropertyUniqClientMessageID] = fmt.Sprintf("%032X", b.phys+1)
+	if props[wire.PropertyUniqKey] == "" {
+		props[wire.PropertyUniqKey] = fmt.Sprintf("%032X", b.phys+1)
 	}
 	b.queues[k] = append(b.queues[k], qMsg{body: body, props: props, phys: b.phys, storeTS: ts, reconsume: reconsume})
 	b.phys += 1000
@@ -199,11 +199,11 @@ func (b *qBroker) lockHolder(group string, mq MessageQueue) string {
 }
 
 func (b *qBroker) pull(_ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h pullMessageHeader
+	var h wire.PullMessageRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
 	}
-	if h.SysFlag&PullFlagCommitOffset != 0 {
+	if h.SysFlag&wire.PullFlagCommitOffset != 0 {
 		b.mu.Lock()
 		b.offsets[fmt.Sprintf("%s|%s|%d", h.ConsumerGroup, h.Topic, h.QueueID)] = h.CommitOffset
 		b.mu.Unlock()
@@ -212,7 +212,7 @@ func (b *qBroker) pull(_ *remoting.Conn, req *remoting.RemotingCommand) *remotin
 	for {
 		b.mu.Lock()
 		b.pulls = append(b.pulls, h)
-		msgs := b.queues[qKey{h.Topic, h.QueueID}]
+		msgs := b.queues[qKey{h.Topic, int(h.QueueID)}]
 		arrived := b.arrived
 		b.mu.Unlock()
 		maxOff := int64(len(msgs))
@@ -231,13 +231,13 @@ func (b *qBroker) pull(_ *remoting.Conn, req *remoting.RemotingCommand) *remotin
 			end := min(maxOff, h.QueueOffset+int64(h.MaxMsgNums))
 			for off := h.QueueOffset; off < end; off++ {
 				m := msgs[off]
-				body = append(body, encodeStored(b.t, storedMessage{topic: h.Topic, body: m.body, props: EncodeProperties(m.props),
+				body = append(body, encodeStored(b.t, storedMessage{topic: h.Topic, body: m.body, props: wire.EncodeProperties(m.props),
 					queueID: int32(h.QueueID), queueOffset: off, physical: m.phys, bornTS: m.storeTS, storeTS: m.storeTS,
 					store: netip.MustParseAddrPort(b.addr), reconsume: m.reconsume})...)
 			}
 			return resp(remoting.ResponseSuccess, end, body)
 		}
-		if h.SysFlag&PullFlagSuspend == 0 {
+		if h.SysFlag&wire.PullFlagSuspend == 0 {
 			return resp(remoting.ResponsePullNotFound, maxOff, nil)
 		}
 		select {
@@ -252,13 +252,13 @@ func (b *qBroker) pull(_ *remoting.Conn, req *remoting.RemotingCommand) *remotin
 
 // send stores SEND_MESSAGE_V2 (the consumer's retry-topic fallback).
 func (b *qBroker) send(_ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h sendMessageHeaderV2
+	var h wire.SendMessageRequestHeaderV2
 	if err := req.DecodeHeader(&h); err != nil {
 		return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
 	}
-	off := b.putAt(h.Topic, h.QueueID, req.Body, DecodeProperties(h.Properties), time.Now().UnixMilli(), int32(h.ReconsumeTimes))
+	off := b.putAt(h.Topic, int(h.QueueID), req.Body, wire.DecodeProperties(h.Properties), time.Now().UnixMilli(), int32(h.ReconsumeTimes))
 	r := remoting.NewResponse(remoting.ResponseSuccess, "")
-	r.ExtFields = map[string]string{"msgId": "7F00000100002A9F0000000000000000", "queueId": strconv.Itoa(h.QueueID), "queueOffset": strconv.FormatInt(off, 10)}
+	r.ExtFields = map[string]string{"msgId": "7F00000100002A9F0000000000000000", "queueId": strconv.Itoa(int(h.QueueID)), "queueOffset": strconv.FormatInt(off, 10)}
 	return r
 }
 
@@ -267,7 +267,7 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 	key := func(group, topic string, qid int) string { return fmt.Sprintf("%s|%s|%d", group, topic, qid) }
 	switch req.Code {
 	case remoting.RequestHeartBeat:
-		var hb HeartbeatData
+		var hb wire.HeartbeatData
 		if err := json.Unmarshal(req.Body, &hb); err != nil {
 			return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
 		}
@@ -291,7 +291,7 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 		b.notify(notify)
 		return ok
 	case remoting.RequestUnregisterClient:
-		var h unregisterClientHeader
+		var h wire.UnregisterClientRequestHeader
 		_ = req.DecodeHeader(&h)
 		b.mu.Lock()
 		var notify []*remoting.Conn
@@ -305,7 +305,7 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 		b.notify(notify)
 		return ok
 	case remoting.RequestGetConsumerListByGroup:
-		var h consumerListHeader
+		var h wire.ConsumerGroupRequestHeader
 		_ = req.DecodeHeader(&h)
 		b.mu.Lock()
 		ids := []string{}
@@ -317,26 +317,26 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 		ok.Body, _ = json.Marshal(map[string][]string{"consumerIdList": ids})
 		return ok
 	case remoting.RequestQueryConsumerOffset:
-		var h queryConsumerOffsetHeader
+		var h wire.QueryConsumerOffsetRequestHeader
 		_ = req.DecodeHeader(&h)
-		off, found := b.offset(h.ConsumerGroup, h.Topic, h.QueueID)
+		off, found := b.offset(h.ConsumerGroup, h.Topic, int(h.QueueID))
 		if !found {
 			return remoting.NewResponse(remoting.ResponseQueryNotFound, "no offset")
 		}
 		ok.ExtFields = map[string]string{"offset": strconv.FormatInt(off, 10)}
 		return ok
 	case remoting.RequestUpdateConsumerOffset:
-		var h updateConsumerOffsetHeader
+		var h wire.UpdateConsumerOffsetRequestHeader
 		_ = req.DecodeHeader(&h)
 		b.mu.Lock()
-		b.offsets[key(h.ConsumerGroup, h.Topic, h.QueueID)] = h.CommitOffset
+		b.offsets[key(h.ConsumerGroup, h.Topic, int(h.QueueID))] = h.CommitOffset
 		b.mu.Unlock()
 		return ok
 	case remoting.RequestGetMaxOffset, remoting.RequestGetMinOffset, remoting.RequestSearchOffsetByTimestamp:
-		var h searchOffsetHeader
+		var h wire.SearchOffsetRequestHeader
 		_ = req.DecodeHeader(&h)
 		b.mu.Lock()
-		msgs := b.queues[qKey{h.Topic, h.QueueID}]
+		msgs := b.queues[qKey{h.Topic, int(h.QueueID)}]
 		off := int64(len(msgs))
 		switch req.Code {
 		case remoting.RequestGetMinOffset:
@@ -353,14 +353,14 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 		ok.ExtFields = map[string]string{"offset": strconv.FormatInt(off, 10)}
 		return ok
 	case remoting.RequestLockBatchMQ, remoting.RequestUnlockBatchMQ:
-		var body lockBatchBody
+		var body wire.LockBatchBody
 		if err := json.Unmarshal(req.Body, &body); err != nil {
 			return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
 		}
 		b.mu.Lock()
-		granted := []wireQueue{}
+		granted := []wire.MessageQueue{}
 		for _, q := range body.MQSet {
-			k := key(body.ConsumerGroup, q.Topic, q.QueueID)
+			k := key(body.ConsumerGroup, q.Topic, int(q.QueueID))
 			holder := b.locks[k]
 			if req.Code == remoting.RequestUnlockBatchMQ {
 				if holder == body.ClientID {
@@ -375,11 +375,11 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 		}
 		b.mu.Unlock()
 		if req.Code == remoting.RequestLockBatchMQ {
-			ok.Body, _ = json.Marshal(lockBatchResponse{LockOKMQSet: granted})
+			ok.Body, _ = json.Marshal(wire.LockBatchResponse{LockOKMQSet: granted})
 		}
 		return ok
 	case remoting.RequestConsumerSendMsgBack:
-		var h sendBackHeader
+		var h wire.ConsumerSendMsgBackRequestHeader
 		_ = req.DecodeHeader(&h)
 		b.mu.Lock()
 		b.sendBacks = append(b.sendBacks, h)
@@ -403,8 +403,8 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 		for k, v := range orig.props {
 			props[k] = v
 		}
-		if props[PropertyRetryTopic] == "" {
-			props[PropertyRetryTopic] = h.OriginTopic
+		if props[wire.PropertyRetryTopic] == "" {
+			props[wire.PropertyRetryTopic] = h.OriginTopic
 		}
 		b.putAt(RetryTopic(h.Group), 0, orig.body, props, time.Now().UnixMilli(), orig.reconsume+1)
 		return ok

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Sentinel errors of the client package. Callers compare with errors.Is;
@@ -21,11 +22,13 @@ var (
 
 	// ErrMalformedMessage means bytes that should hold stored messages (a
 	// pull body) or a batch body could not be decoded; see *DecodeError.
-	ErrMalformedMessage = errors.New("client: malformed message data")
+	// It is wire.ErrMalformedMessage: the decoders are package wire's.
+	ErrMalformedMessage = wire.ErrMalformedMessage
 
 	// ErrInvalidMessageID means a msgId or UNIQ_KEY string is not the hex
 	// layout RocketMQ produces.
-	ErrInvalidMessageID = errors.New("client: invalid message id")
+	// It is wire.ErrInvalidMessageID.
+	ErrInvalidMessageID = wire.ErrInvalidMessageID
 
 	// ErrNoRoute means no name server knows the topic (and auto-creation
 	// through TBW102 was off or unavailable). Create the topic, or check
@@ -68,21 +71,8 @@ var (
 )
 
 // DecodeError reports where stored-message or batch bytes stopped making
-// sense. It unwraps to ErrMalformedMessage.
-type DecodeError struct {
-	// Offset is the byte offset of the message being decoded.
-	Offset int
-	// Reason says what was wrong, e.g. "body length 70000 beyond data".
-	Reason string
-}
-
-// Error implements error.
-func (e *DecodeError) Error() string {
-	return fmt.Sprintf("client: malformed message at byte %d: %s", e.Offset, e.Reason)
-}
-
-// Unwrap makes errors.Is(err, ErrMalformedMessage) true.
-func (e *DecodeError) Unwrap() error { return ErrMalformedMessage }
+// sense (wire.DecodeError). It unwraps to ErrMalformedMessage.
+type DecodeError = wire.DecodeError
 
 // BrokerError is a broker's non-success answer to a send. Code is the
 // RocketMQ response code (remoting.Response*); LeaderAddr is set when the
@@ -93,7 +83,7 @@ type BrokerError struct {
 	// Code and Remark are the response's.
 	Code   int16
 	Remark string
-	// LeaderAddr is the ExtLeaderAddr field of a not-leader answer.
+	// LeaderAddr is the wire.ExtLeaderAddr field of a not-leader answer.
 	LeaderAddr string
 }
 

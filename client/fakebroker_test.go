@@ -44,7 +44,7 @@ func startNameServer(t testing.TB) *namesrv.NameServer {
 // received is one request a fake broker got.
 type received struct {
 	code    int16
-	header  sendMessageHeaderV2
+	header  wire.SendMessageRequestHeaderV2
 	body    []byte
 	oneway  bool
 	at      time.Time
@@ -106,7 +106,7 @@ func startFakeBroker(t testing.TB, name string, log *requestLog) *fakeBroker {
 	fb := &fakeBroker{t: t, name: name, log: log, nsClient: remoting.NewClient(remoting.ClientConfig{}, nil)}
 	fb.srv = remoting.NewServer(remoting.ServerConfig{}, nil)
 	h := func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		var hdr sendMessageHeaderV2
+		var hdr wire.SendMessageRequestHeaderV2
 		if !log.discard {
 			_ = req.DecodeHeader(&hdr)
 		}
@@ -150,7 +150,7 @@ func (fb *fakeBroker) setAnswer(f func(fb *fakeBroker, conn *remoting.Conn, req 
 
 // stored answers SUCCESS as a broker that stored the message.
 func (fb *fakeBroker) stored(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var hdr sendMessageHeaderV2
+	var hdr wire.SendMessageRequestHeaderV2
 	_ = req.DecodeHeader(&hdr)
 	fb.mu.Lock()
 	off := fb.offset
@@ -159,7 +159,7 @@ func (fb *fakeBroker) stored(req *remoting.RemotingCommand) *remoting.RemotingCo
 	resp := remoting.NewResponse(remoting.ResponseSuccess, "")
 	resp.ExtFields = map[string]string{
 		"msgId":       fmt.Sprintf("7F00000100002A9F%016X", off*100),
-		"queueId":     strconv.Itoa(hdr.QueueID),
+		"queueId":     strconv.Itoa(int(hdr.QueueID)),
 		"queueOffset": strconv.FormatInt(off, 10),
 		"MSG_REGION":  "RegionX",
 		"TRACE_ON":    "false",

@@ -3,6 +3,8 @@ package client
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // FuzzDecodeMessages feeds arbitrary bytes to the pull-body decoder: it
@@ -40,6 +42,6 @@ func FuzzDecodeMessages(f *testing.F) {
 			}
 		}
 		// Decoding the batch layout must not panic either.
-		_, _ = DecodeBatch(data)
+		_, _ = wire.DecodeBatch(data)
 	})
 }

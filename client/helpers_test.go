@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"os"
 	"testing"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // storedMessage describes one entry for encodeStored.
@@ -36,7 +38,7 @@ func encodeStored(t testing.TB, m storedMessage) []byte {
 		zw.Write(body)
 		zw.Close()
 		body = buf.Bytes()
-		m.sysFlag |= SysFlagCompressed
+		m.sysFlag |= wire.SysFlagCompressed
 	}
 	if !m.born.IsValid() {
 		m.born = netip.MustParseAddrPort("10.0.0.1:5000")
@@ -45,10 +47,10 @@ func encodeStored(t testing.TB, m storedMessage) []byte {
 		m.store = netip.MustParseAddrPort("127.0.0.1:10911")
 	}
 	if m.born.Addr().Is6() {
-		m.sysFlag |= SysFlagBornHostV6
+		m.sysFlag |= wire.SysFlagBornHostV6
 	}
 	if m.store.Addr().Is6() {
-		m.sysFlag |= SysFlagStoreHostV6
+		m.sysFlag |= wire.SysFlagStoreHostV6
 	}
 	host := func(b []byte, ap netip.AddrPort) []byte {
 		b = append(b, ap.Addr().AsSlice()...)
@@ -56,9 +58,9 @@ func encodeStored(t testing.TB, m storedMessage) []byte {
 	}
 	var b []byte
 	b = binary.BigEndian.AppendUint32(b, 0) // TOTALSIZE, patched below
-	magic := MagicV1
+	magic := wire.MagicV1
 	if m.v2 {
-		magic = MagicV2
+		magic = wire.MagicV2
 	}
 	b = binary.BigEndian.AppendUint32(b, magic)
 	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(body)&0x7FFFFFFF)

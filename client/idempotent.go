@@ -5,15 +5,18 @@ import (
 	"encoding/hex"
 	"strconv"
 	"sync"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
-// Properties of the idempotent producer (option Idempotent). They are the
-// contract with the broker's FSM, which deduplicates on them:
+// The idempotent producer (option Idempotent) marks every message with two
+// properties, the contract with the broker's FSM, which deduplicates on
+// them:
 //
-//   - PropertyProducerID identifies one producer instance: 32 random hex
+//   - wire.PropertyProducerID identifies one producer instance: 32 random hex
 //     characters unless IdempotentProducerID fixed it. A restarted
 //     producer is a new producer.
-//   - PropertySequence is a decimal uint64, unique per (producer id,
+//   - wire.PropertySequence is a decimal uint64, unique per (producer id,
 //     topic, brokerName, queueId), assigned in send order starting at 0.
 //     Every retry of a message carries the same producer id and sequence
 //     and goes to the same queue.
@@ -25,10 +28,6 @@ import (
 // them to be contiguous. A message whose (producer id, queue, sequence) is
 // already stored is answered with the original result and not stored
 // again.
-const (
-	PropertyProducerID = "__RAFTMQ_PID"
-	PropertySequence   = "__RAFTMQ_SEQ"
-)
 
 // sequencer hands out per-queue sequence numbers.
 type sequencer struct {
@@ -54,5 +53,5 @@ func (s *sequencer) assign(mq MessageQueue) []string {
 	seq := s.next[mq]
 	s.next[mq] = seq + 1
 	s.mu.Unlock()
-	return []string{PropertyProducerID, s.producerID, PropertySequence, strconv.FormatUint(seq, 10)}
+	return []string{wire.PropertyProducerID, s.producerID, wire.PropertySequence, strconv.FormatUint(seq, 10)}
 }

@@ -2,46 +2,14 @@ package client
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
-)
 
-// System property names (RocketMQ MessageConst). Properties travel as one
-// string of name\x01value\x02 pairs in the send header and in stored
-// messages.
-const (
-	PropertyKeys              = "KEYS"
-	PropertyTags              = "TAGS"
-	PropertyWaitStoreMsgOK    = "WAIT"
-	PropertyDelayTimeLevel    = "DELAY"
-	PropertyRetryTopic        = "RETRY_TOPIC"
-	PropertyRealTopic         = "REAL_TOPIC"
-	PropertyRealQueueID       = "REAL_QID"
-	PropertyTransactionPrep   = "TRAN_MSG"
-	PropertyProducerGroup     = "PGROUP"
-	PropertyMinOffset         = "MIN_OFFSET"
-	PropertyMaxOffset         = "MAX_OFFSET"
-	PropertyMaxReconsumeTimes = "MAX_RECONSUME_TIMES"
-	PropertyConsumeStartTime  = "CONSUME_START_TIME"
-	PropertyMsgRegion         = "MSG_REGION"
-	PropertyTraceSwitch       = "TRACE_ON"
-	PropertyShardingKey       = "__SHARDINGKEY"
-	// PropertyUniqClientMessageID is UNIQ_KEY, the id the client assigns
-	// to every message before sending (RocketMQ's
-	// PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX); consumers see it as MsgID.
-	PropertyUniqClientMessageID = "UNIQ_KEY"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // KeySeparator joins several keys in the KEYS property (MessageConst.KEY_SEPARATOR).
 const KeySeparator = " "
-
-// Separators of the properties string (MessageDecoder.NAME_VALUE_SEPARATOR
-// and PROPERTY_SEPARATOR).
-const (
-	nameValueSeparator = '\x01'
-	propertySeparator  = '\x02'
-)
 
 // Limits checked before a message is sent (RocketMQ Validators and the
 // producer's defaults).
@@ -52,7 +20,7 @@ const (
 	// DefaultMaxMessageSize is DefaultMQProducer.maxMessageSize (4 MiB).
 	DefaultMaxMessageSize = 4 << 20
 	// maxPropertiesLength is what PROPLEN (an int16) can express.
-	maxPropertiesLength = 32767
+	maxPropertiesLength = wire.MaxPropertiesLen
 )
 
 // autoCreateTopic is TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC: its route
@@ -117,16 +85,16 @@ func (m *Message) String() string {
 // systemProperties calls set for each property derived from m's fields.
 func (m *Message) systemProperties(set func(k, v string)) {
 	if m.Tags != "" {
-		set(PropertyTags, m.Tags)
+		set(wire.PropertyTags, m.Tags)
 	}
 	if len(m.Keys) > 0 {
-		set(PropertyKeys, strings.Join(m.Keys, KeySeparator))
+		set(wire.PropertyKeys, strings.Join(m.Keys, KeySeparator))
 	}
 	if m.DelayLevel > 0 {
-		set(PropertyDelayTimeLevel, strconv.Itoa(m.DelayLevel))
+		set(wire.PropertyDelayTimeLevel, strconv.Itoa(m.DelayLevel))
 	}
 	if m.ShardingKey != "" {
-		set(PropertyShardingKey, m.ShardingKey)
+		set(wire.PropertyShardingKey, m.ShardingKey)
 	}
 }
 
@@ -134,15 +102,15 @@ func (m *Message) systemProperties(set func(k, v string)) {
 // field of m or by the send path (UNIQ_KEY, idempotence).
 func (m *Message) overridden(k string) bool {
 	switch k {
-	case PropertyTags:
+	case wire.PropertyTags:
 		return m.Tags != ""
-	case PropertyKeys:
+	case wire.PropertyKeys:
 		return len(m.Keys) > 0
-	case PropertyDelayTimeLevel:
+	case wire.PropertyDelayTimeLevel:
 		return m.DelayLevel > 0
-	case PropertyShardingKey:
+	case wire.PropertyShardingKey:
 		return m.ShardingKey != ""
-	case PropertyUniqClientMessageID, PropertyProducerID, PropertySequence:
+	case wire.PropertyUniqKey, wire.PropertyProducerID, wire.PropertySequence:
 		return true
 	}
 	return false
@@ -156,9 +124,9 @@ func (m *Message) overridden(k string) bool {
 func (m *Message) appendWireProperties(dst []byte, extra ...string) []byte {
 	pair := func(k, v string) {
 		dst = append(dst, k...)
-		dst = append(dst, nameValueSeparator)
+		dst = append(dst, wire.PropertyNameSeparator)
 		dst = append(dst, v...)
-		dst = append(dst, propertySeparator)
+		dst = append(dst, wire.PropertySeparator)
 	}
 	for k, v := range m.Properties {
 		if !m.overridden(k) {
@@ -235,49 +203,4 @@ func (m *Message) validate(maxSize int) error {
 		}
 	}
 	return check("sharding key", m.ShardingKey)
-}
-
-// EncodeProperties renders properties as RocketMQ's properties string
-// (name\x01value\x02 per pair, MessageDecoder.messageProperties2String).
-// Pairs are written in name order so equal maps give equal bytes.
-func EncodeProperties(props map[string]string) string {
-	if len(props) == 0 {
-		return ""
-	}
-	names := make([]string, 0, len(props))
-	n := 0
-	for k, v := range props {
-		names = append(names, k)
-		n += len(k) + len(v) + 2
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.Grow(n)
-	for _, k := range names {
-		b.WriteString(k)
-		b.WriteByte(nameValueSeparator)
-		b.WriteString(props[k])
-		b.WriteByte(propertySeparator)
-	}
-	return b.String()
-}
-
-// DecodeProperties parses a properties string with the rules of
-// MessageDecoder.string2messageProperties: pairs are split at \x02, a pair
-// needs a non-empty name and a non-empty value around its first \x01, and
-// anything else is skipped rather than failing the message.
-func DecodeProperties(s string) map[string]string {
-	m := make(map[string]string)
-	for len(s) > 0 {
-		item := s
-		if i := strings.IndexByte(s, propertySeparator); i >= 0 {
-			item, s = s[:i], s[i+1:]
-		} else {
-			s = ""
-		}
-		if k := strings.IndexByte(item, nameValueSeparator); k > 0 && k < len(item)-1 {
-			m[item[:k]] = item[k+1:]
-		}
-	}
-	return m
 }

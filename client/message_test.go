@@ -14,42 +14,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
-
-func TestPropertiesRoundTrip(t *testing.T) {
-	in := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ABC", "a": "b"}
-	s := EncodeProperties(in)
-	if want := "KEYS\x01k1 k2\x02TAGS\x01TagA\x02UNIQ_KEY\x01ABC\x02a\x01b\x02"; s != want {
-		t.Fatalf("encoded %q, want %q", s, want)
-	}
-	if got := DecodeProperties(s); !reflect.DeepEqual(got, in) {
-		t.Fatalf("decoded %v, want %v", got, in)
-	}
-	if EncodeProperties(nil) != "" {
-		t.Fatal("nil map should encode empty")
-	}
-}
-
-// TestDecodePropertiesJavaRules checks the skipping rules of
-// MessageDecoder.string2messageProperties.
-func TestDecodePropertiesJavaRules(t *testing.T) {
-	cases := map[string]map[string]string{
-		"":                         {},
-		"a\x01b":                   {"a": "b"}, // no trailing separator
-		"\x01b\x02k\x01v\x02":      {"k": "v"}, // empty name skipped
-		"a\x01\x02k\x01v\x02":      {"k": "v"}, // empty value skipped
-		"ab\x02k\x01v":             {"k": "v"}, // no name/value separator
-		"a\x01b\x01c\x02":          {"a": "b\x01c"},
-		"\x02\x02x\x01y\x02\x02":   {"x": "y"},
-		"k\x01v1\x02k\x01v2\x02":   {"k": "v2"}, // last wins, as HashMap.put
-		"ab\x02\x01\x01\x02q\x01r": {"q": "r"},
-	}
-	for in, want := range cases {
-		if got := DecodeProperties(in); !reflect.DeepEqual(got, want) {
-			t.Errorf("DecodeProperties(%q) = %v, want %v", in, got, want)
-		}
-	}
-}
 
 func TestMessageValidate(t *testing.T) {
 	ok := NewMessage("T", []byte("x"))
@@ -95,7 +61,7 @@ func TestWireProperties(t *testing.T) {
 	m := NewMessage("T", []byte("x")).WithTags("TagA").WithKeys("k1", "k2").WithProperty("TAGS", "ignored").WithProperty("u", "1")
 	m.DelayLevel = 3
 	m.ShardingKey = "order-7"
-	got := wirePropertiesMap(m, map[string]string{PropertyUniqClientMessageID: "ID"})
+	got := wirePropertiesMap(m, map[string]string{wire.PropertyUniqKey: "ID"})
 	want := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "DELAY": "3", "__SHARDINGKEY": "order-7", "u": "1", "UNIQ_KEY": "ID"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -103,7 +69,7 @@ func TestWireProperties(t *testing.T) {
 }
 
 func TestDecodeMessagesV1V2IPv6Compressed(t *testing.T) {
-	props := EncodeProperties(map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "0A000001", "DELAY": "2", "u": "v"})
+	props := wire.EncodeProperties(map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "0A000001", "DELAY": "2", "u": "v"})
 	bigBody := bytes.Repeat([]byte("compress me "), 1000)
 	var data []byte
 	data = append(data, encodeStored(t, storedMessage{topic: "TopicA", body: []byte("hello"), props: props, queueID: 3, queueOffset: 42, physical: 4096, bornTS: 1000, storeTS: 2000, reconsume: 1})...)
@@ -113,7 +79,7 @@ func TestDecodeMessagesV1V2IPv6Compressed(t *testing.T) {
 	// A blank entry (segment end filler) stops decoding.
 	blank := make([]byte, 16)
 	binary.BigEndian.PutUint32(blank, 16)
-	binary.BigEndian.PutUint32(blank[4:], MagicBlank)
+	binary.BigEndian.PutUint32(blank[4:], wire.MagicBlank)
 	data = append(data, blank...)
 
 	msgs, err := DecodeMessagesWith(data, DecodeOptions{CheckCRC: true})
@@ -138,11 +104,11 @@ func TestDecodeMessagesV1V2IPv6Compressed(t *testing.T) {
 		t.Fatalf("v2/IPv6 message decoded wrong: %+v", m)
 	}
 	m = msgs[2]
-	if !bytes.Equal(m.Body, bigBody) || m.SysFlag&SysFlagCompressed != 0 {
+	if !bytes.Equal(m.Body, bigBody) || m.SysFlag&wire.SysFlagCompressed != 0 {
 		t.Fatalf("compressed body not inflated: %d bytes, sysFlag %#x", len(m.Body), m.SysFlag)
 	}
 	kept, err := DecodeMessagesWith(data, DecodeOptions{KeepCompressed: true})
-	if err != nil || kept[2].SysFlag&SysFlagCompressed == 0 || bytes.Equal(kept[2].Body, bigBody) {
+	if err != nil || kept[2].SysFlag&wire.SysFlagCompressed == 0 || bytes.Equal(kept[2].Body, bigBody) {
 		t.Fatalf("KeepCompressed: err %v", err)
 	}
 }
@@ -150,7 +116,7 @@ func TestDecodeMessagesV1V2IPv6Compressed(t *testing.T) {
 // TestDecodeMatchesOfficialClient decodes the same bytes with the official
 // Go client's decoder and compares the fields both expose.
 func TestDecodeMatchesOfficialClient(t *testing.T) {
-	props := EncodeProperties(map[string]string{"TAGS": "T1", "UNIQ_KEY": "AB"})
+	props := wire.EncodeProperties(map[string]string{"TAGS": "T1", "UNIQ_KEY": "AB"})
 	data := append(encodeStored(t, storedMessage{topic: "A", body: []byte("one"), props: props, queueID: 1, queueOffset: 7, physical: 100}),
 		encodeStored(t, storedMessage{topic: "B", body: []byte("two"), queueID: 2, queueOffset: 8, physical: 200, reconsume: 3})...)
 	ours, err := DecodeMessages(data)
@@ -218,27 +184,6 @@ func TestDecodeMessagesErrors(t *testing.T) {
 	}
 }
 
-func TestMessageIDRoundTrip(t *testing.T) {
-	for _, s := range []string{"127.0.0.1:10911", "[2001:db8::5]:65535", "10.1.2.3:0"} {
-		id := MessageID{Addr: netip.MustParseAddrPort(s), Offset: 1<<40 + 5}
-		enc := EncodeMessageID(id)
-		dec, err := DecodeMessageID(enc)
-		if err != nil || dec != id {
-			t.Fatalf("%s: %s decoded to %v, %v", s, enc, dec, err)
-		}
-	}
-	// The id RocketMQ shows for 127.0.0.1:10911 at offset 4096.
-	dec, err := DecodeMessageID("7F00000100002A9F0000000000001000")
-	if err != nil || dec.Addr.String() != "127.0.0.1:10911" || dec.Offset != 4096 {
-		t.Fatalf("decoded %v %v", dec, err)
-	}
-	for _, bad := range []string{"", "XYZ", strings.Repeat("G", 32), "7F000001FFFFFFFF0000000000001000"} {
-		if _, err := DecodeMessageID(bad); !errors.Is(err, ErrInvalidMessageID) {
-			t.Errorf("%q: err %v", bad, err)
-		}
-	}
-}
-
 func TestUniqIDLayout(t *testing.T) {
 	loc := time.FixedZone("X", 3600)
 	now := time.Date(2026, 3, 2, 0, 0, 1, 500e6, loc) // 1 day + 1.5 s into March
@@ -277,33 +222,15 @@ func TestUniqIDLayout(t *testing.T) {
 	}
 }
 
-func TestBatchRoundTripAndOfficialLayout(t *testing.T) {
-	entries := []BatchEntry{
-		{Flag: 1, Body: []byte("first"), Properties: EncodeProperties(map[string]string{"UNIQ_KEY": "A", "TAGS": "x"})},
-		{Flag: 0, Body: []byte("second body"), Properties: ""},
-	}
-	body, err := EncodeBatch(entries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := DecodeBatch(body)
-	if err != nil || len(got) != 2 || string(got[0].Body) != "first" || got[0].Flag != 1 || got[0].Properties != entries[0].Properties || string(got[1].Body) != "second body" {
-		t.Fatalf("decoded %+v, %v", got, err)
-	}
+func TestBatchOfficialLayout(t *testing.T) {
 	// The official client's Message.Marshal writes the same layout (magic
 	// and CRC 0); our decoder reads it.
 	om := primitive.NewMessage("T", []byte("official"))
 	om.WithTag("tg")
 	om.Flag = 9
-	dec, err := DecodeBatch(om.Marshal())
-	if err != nil || len(dec) != 1 || string(dec[0].Body) != "official" || dec[0].Flag != 9 || DecodeProperties(dec[0].Properties)["TAGS"] != "tg" {
+	dec, err := wire.DecodeBatch(om.Marshal())
+	if err != nil || len(dec) != 1 || string(dec[0].Body) != "official" || dec[0].Flag != 9 || wire.DecodeProperties(dec[0].Properties)["TAGS"] != "tg" {
 		t.Fatalf("official batch entry decoded to %+v, %v", dec, err)
-	}
-	if _, err := DecodeBatch(body[:len(body)-1]); !errors.Is(err, ErrMalformedMessage) {
-		t.Fatalf("truncated batch: %v", err)
-	}
-	if _, err := EncodeBatch([]BatchEntry{{Body: []byte("x"), Properties: strings.Repeat("p", 40000)}}); !errors.Is(err, ErrInvalidMessage) {
-		t.Fatalf("oversized properties: %v", err)
 	}
 }
 
@@ -313,47 +240,14 @@ func TestAppendWirePropertiesMatchesMap(t *testing.T) {
 	m := NewMessage("T", []byte("x")).WithTags("TagA").WithKeys("k1", "k2").
 		WithProperty("TAGS", "overridden").WithProperty("UNIQ_KEY", "user-set").WithProperty("u", "1")
 	m.DelayLevel = 3
-	got := DecodeProperties(string(m.appendWireProperties(nil, PropertyUniqClientMessageID, "ID", PropertySequence, "9")))
-	want := wirePropertiesMap(m, map[string]string{PropertyUniqClientMessageID: "ID", PropertySequence: "9"})
+	got := wire.DecodeProperties(string(m.appendWireProperties(nil, wire.PropertyUniqKey, "ID", wire.PropertySequence, "9")))
+	want := wirePropertiesMap(m, map[string]string{wire.PropertyUniqKey: "ID", wire.PropertySequence: "9"})
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("appended %v, map %v", got, want)
 	}
 	plain := NewMessage("T", []byte("x")).WithProperty("TAGS", "kept")
-	if got := DecodeProperties(string(plain.appendWireProperties(nil))); got["TAGS"] != "kept" || len(got) != 1 {
+	if got := wire.DecodeProperties(string(plain.appendWireProperties(nil))); got["TAGS"] != "kept" || len(got) != 1 {
 		t.Fatalf("user TAGS without a Tags field: %v", got)
-	}
-}
-
-func TestSendHeaderExtFieldsMatchReflection(t *testing.T) {
-	for _, h := range []sendMessageHeaderV2{
-		{ProducerGroup: "PG", Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 3, SysFlag: 1,
-			BornTimestamp: 1700000000123, Flag: -2, Properties: "a\x01b\x02", ReconsumeTimes: 1, UnitMode: true,
-			MaxReconsumeTimes: 16, Batch: true, BrokerName: "broker-a"},
-		{Topic: "T"},
-	} {
-		var c remoting.RemotingCommand
-		c.EncodeHeader(&h)
-		// The send path writes the header into the frame with AppendExt,
-		// with the properties as a string or from a reused buffer.
-		for _, raw := range []bool{false, true} {
-			hh := h
-			if raw {
-				hh.propsRaw, hh.Properties = []byte(h.Properties), ""
-			}
-			for _, st := range []remoting.SerializeType{remoting.SerializeRocketMQ, remoting.SerializeJSON} {
-				frame, err := remoting.EncodeFrame(&remoting.RemotingCommand{SerializeType: st, ExtAppender: &hh})
-				if err != nil {
-					t.Fatal(err)
-				}
-				d, err := remoting.DecodeFrame(frame[4:])
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(d.ExtFields, c.ExtFields) {
-					t.Fatalf("%v raw=%v: AppendExt %v, EncodeHeader %v", st, raw, d.ExtFields, c.ExtFields)
-				}
-			}
-		}
 	}
 }
 
@@ -368,7 +262,7 @@ func TestSendResponseDecodeMatchesReflection(t *testing.T) {
 		{"queueId": "99999999999999999999"},
 	} {
 		c := remoting.RemotingCommand{ExtFields: ext, SerializeType: remoting.SerializeRocketMQ}
-		var want sendMessageResponseHeader
+		var want wire.SendMessageResponseHeader
 		werr := c.DecodeHeader(&want)
 		// The answer as the send path gets it: extFields left raw.
 		frame, err := remoting.EncodeFrame(&c)

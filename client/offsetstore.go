@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // ReadOffsetType says where OffsetStore.Read looks (RocketMQ's
@@ -197,21 +198,6 @@ func NewRemoteOffsetStore(group string, rc *remoting.Client, resolve BrokerResol
 	return &RemoteOffsetStore{group: group, rc: rc, resolve: resolve}
 }
 
-type queryConsumerOffsetHeader struct {
-	ConsumerGroup string `ext:"consumerGroup"`
-	Topic         string `ext:"topic"`
-	QueueID       int    `ext:"queueId"`
-	BrokerName    string `ext:"bname,omitempty"`
-}
-
-type updateConsumerOffsetHeader struct {
-	ConsumerGroup string `ext:"consumerGroup"`
-	Topic         string `ext:"topic"`
-	QueueID       int    `ext:"queueId"`
-	CommitOffset  int64  `ext:"commitOffset"`
-	BrokerName    string `ext:"bname,omitempty"`
-}
-
 // Load implements OffsetStore; remote offsets are read lazily.
 func (s *RemoteOffsetStore) Load() error { return nil }
 
@@ -239,7 +225,7 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 		return 0, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName)
 	}
 	req := remoting.NewRequest(remoting.RequestQueryConsumerOffset,
-		&queryConsumerOffsetHeader{ConsumerGroup: s.group, Topic: mq.Topic, QueueID: mq.QueueID, BrokerName: mq.BrokerName}, nil)
+		&wire.QueryConsumerOffsetRequestHeader{ConsumerGroup: s.group, Topic: mq.Topic, QueueID: int32(mq.QueueID), BrokerName: mq.BrokerName}, nil)
 	resp, err := s.rc.InvokeSync(ctx, addr, req)
 	if err != nil {
 		return 0, err
@@ -249,7 +235,7 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 	case remoting.ResponseQueryNotFound:
 		return 0, fmt.Errorf("%w: %s of group %s", ErrOffsetNotFound, mq, s.group)
 	default:
-		return 0, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]}
+		return 0, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]}
 	}
 	off, err := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
 	if err != nil {
@@ -273,15 +259,15 @@ func (s *RemoteOffsetStore) Persist(ctx context.Context, mqs []MessageQueue) err
 			errs = append(errs, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName))
 			continue
 		}
-		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &updateConsumerOffsetHeader{
-			ConsumerGroup: s.group, Topic: mq.Topic, QueueID: mq.QueueID, CommitOffset: off, BrokerName: mq.BrokerName}, nil)
+		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
+			ConsumerGroup: s.group, Topic: mq.Topic, QueueID: int32(mq.QueueID), CommitOffset: off, BrokerName: mq.BrokerName}, nil)
 		resp, err := s.rc.InvokeSync(ctx, addr, req)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("client: commit offset of %s: %w", mq, err))
 			continue
 		}
 		if resp.Code != remoting.ResponseSuccess {
-			errs = append(errs, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]})
+			errs = append(errs, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]})
 		}
 	}
 	return errors.Join(errs...)

@@ -299,7 +299,7 @@ func AutoCreateTopic(on bool, queueNums int) ProducerOpt {
 }
 
 // Idempotent makes every message carry a producer id and a per-queue
-// sequence number (PropertyProducerID, PropertySequence) that raftmq
+// sequence number (wire.PropertyProducerID, wire.PropertySequence) that raftmq
 // brokers use to drop the second copy a retry after an unknown outcome
 // would otherwise store. Retries of an idempotent send stay on the
 // message's queue (following its group's leader) so the copy lands where

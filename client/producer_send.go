@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // sendRequest is one message (or batch) ready to go: validated, with its
@@ -34,7 +35,7 @@ type sendRequest struct {
 	// message's wire properties. The command is only read while the
 	// attempt encodes it, so one per send is enough.
 	cmd      remoting.RemotingCommand
-	hdr      sendMessageHeaderV2
+	hdr      wire.SendMessageRequestHeaderV2
 	props    []byte
 	propsBuf [192]byte // props' first storage: UNIQ_KEY, tags, keys fit
 }
@@ -59,7 +60,7 @@ func (p *Producer) prepare(msg *Message) (*sendRequest, error) {
 			return nil, fmt.Errorf("client: compress body: %w", err)
 		}
 		r.body = buf.Bytes()
-		r.sysFlag |= SysFlagCompressed
+		r.sysFlag |= wire.SysFlagCompressed
 	}
 	return r, nil
 }
@@ -112,12 +113,12 @@ func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
 // property pairs per message (nil when off).
 func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now time.Time) (*remoting.RemotingCommand, error) {
 	h := &r.hdr
-	*h = sendMessageHeaderV2{
+	*h = wire.SendMessageRequestHeaderV2{
 		ProducerGroup:         p.cfg.group,
 		Topic:                 r.topic,
 		DefaultTopic:          autoCreateTopic,
-		DefaultTopicQueueNums: p.cfg.defaultTopicQueueNums,
-		QueueID:               mq.QueueID,
+		DefaultTopicQueueNums: int32(p.cfg.defaultTopicQueueNums),
+		QueueID:               int32(mq.QueueID),
 		SysFlag:               r.sysFlag,
 		BornTimestamp:         now.UnixMilli(),
 		BrokerName:            mq.BrokerName,
@@ -136,40 +137,45 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now
 		if strings.HasPrefix(r.topic, RetryGroupTopicPrefix) {
 			// A consumer's send-back fallback: the counts travel in the
 			// header (sendKernelImpl reads them from these properties).
-			h.ReconsumeTimes, _ = strconv.Atoi(r.msg.Properties[PropertyReconsumeTime])
-			h.MaxReconsumeTimes, _ = strconv.Atoi(r.msg.Properties[PropertyMaxReconsumeTimes])
+			reconsume, _ := strconv.Atoi(r.msg.Properties[wire.PropertyReconsumeTime])
+			maxReconsume, _ := strconv.Atoi(r.msg.Properties[wire.PropertyMaxReconsumeTimes])
+			h.ReconsumeTimes, h.MaxReconsumeTimes = int32(reconsume), int32(maxReconsume)
 		}
 		if r.props == nil {
 			r.props = r.propsBuf[:0]
 		}
 		if extra != nil {
-			kv := append([]string{PropertyUniqClientMessageID, r.uniqIDs[0]}, extra[0]...)
+			kv := append([]string{wire.PropertyUniqKey, r.uniqIDs[0]}, extra[0]...)
 			r.props = r.msg.appendWireProperties(r.props[:0], kv...)
 		} else {
-			r.props = r.msg.appendWireProperties(r.props[:0], PropertyUniqClientMessageID, r.uniqIDs[0])
+			r.props = r.msg.appendWireProperties(r.props[:0], wire.PropertyUniqKey, r.uniqIDs[0])
 		}
 		if len(r.props) > maxPropertiesLength {
 			return nil, fmt.Errorf("%w: properties are %d bytes, above %d", ErrInvalidMessage, len(r.props), maxPropertiesLength)
 		}
-		h.propsRaw = r.props
+		h.PropertiesRaw = r.props
 		r.cmd.Code = remoting.RequestSendMessageV2
 		r.cmd.Body = r.body
 		return &r.cmd, nil
 	}
-	entries := make([]BatchEntry, len(r.batch))
+	entries := make([]wire.BatchEntry, len(r.batch))
 	for i, m := range r.batch {
-		kv := []string{PropertyUniqClientMessageID, r.uniqIDs[i]}
+		kv := []string{wire.PropertyUniqKey, r.uniqIDs[i]}
 		if extra != nil {
 			kv = append(kv, extra[i]...)
 		}
-		entries[i] = BatchEntry{Flag: m.Flag, Body: m.Body, Properties: string(m.appendWireProperties(make([]byte, 0, 128), kv...))}
+		e := wire.BatchEntry{Flag: m.Flag, Body: m.Body, Properties: string(m.appendWireProperties(make([]byte, 0, 128), kv...))}
+		if len(e.Properties) > maxPropertiesLength {
+			return nil, fmt.Errorf("%w: properties are %d bytes, above %d", ErrInvalidMessage, len(e.Properties), maxPropertiesLength)
+		}
+		entries[i] = e
 	}
-	body, err := EncodeBatch(entries)
+	body, err := wire.EncodeBatch(entries)
 	if err != nil {
 		return nil, err
 	}
 	h.Batch = true
-	h.Properties = EncodeProperties(map[string]string{PropertyWaitStoreMsgOK: "true"})
+	h.Properties = wire.EncodeProperties(map[string]string{wire.PropertyWaitStoreMsgOK: "true"})
 	r.cmd.Code = remoting.RequestSendBatchMessage
 	r.cmd.Body = body
 	return &r.cmd, nil
@@ -495,7 +501,7 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			p.fault.update(mq.BrokerName, latency, false)
 			return p.result(r, mq, addr, resp)
 		}
-		leaderHint, _ := resp.ExtValue(ExtLeaderAddr)
+		leaderHint, _ := resp.ExtValue(wire.ExtLeaderAddr)
 		be := &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: leaderHint}
 		fail(addr, be)
 		notLeader := resp.Code == remoting.ResponseNotLeaderForQueue || resp.Code == remoting.ResponseServiceNotAvailable
@@ -559,7 +565,7 @@ func (p *Producer) result(r *sendRequest, mq MessageQueue, addr string, resp *re
 	res := &SendResult{
 		MsgID:         strings.Join(r.uniqIDs, ","),
 		OffsetMsgID:   h.MsgID,
-		Queue:         MessageQueue{Topic: r.topic, BrokerName: mq.BrokerName, QueueID: h.QueueID},
+		Queue:         MessageQueue{Topic: r.topic, BrokerName: mq.BrokerName, QueueID: int(h.QueueID)},
 		QueueOffset:   h.QueueOffset,
 		TransactionID: h.TransactionID,
 		RegionID:      h.MsgRegion,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 var uniqKeyRE = regexp.MustCompile(`^[0-9A-F]{32}$`)
@@ -43,16 +44,16 @@ func TestProducerSendSyncWireFormat(t *testing.T) {
 		h.BornTimestamp == 0 || string(r.body) != "hello" {
 		t.Fatalf("request %+v", r)
 	}
-	props := DecodeProperties(h.Properties)
+	props := wire.DecodeProperties(h.Properties)
 	if props["TAGS"] != "TagA" || props["KEYS"] != "k1 k2" || props["color"] != "red" || !uniqKeyRE.MatchString(props["UNIQ_KEY"]) {
 		t.Fatalf("properties %q", h.Properties)
 	}
-	if res.Status != SendOK || res.MsgID != props["UNIQ_KEY"] || res.OffsetMsgID == "" || res.Queue != (MessageQueue{"TopicA", "broker-a", h.QueueID}) ||
+	if res.Status != SendOK || res.MsgID != props["UNIQ_KEY"] || res.OffsetMsgID == "" || res.Queue != (MessageQueue{"TopicA", "broker-a", int(h.QueueID)}) ||
 		res.QueueOffset != 0 || res.RegionID != "RegionX" || res.TraceOn || res.Addr != a.addr {
 		t.Fatalf("result %+v", res)
 	}
 	// The short header names a..n are what travels.
-	raw := remoting.NewRequest(remoting.RequestSendMessageV2, &sendMessageHeaderV2{Topic: "x"}, nil)
+	raw := remoting.NewRequest(remoting.RequestSendMessageV2, &wire.SendMessageRequestHeaderV2{Topic: "x"}, nil)
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m"} {
 		if _, ok := raw.ExtFields[k]; !ok {
 			t.Errorf("header field %s missing", k)
@@ -108,7 +109,7 @@ func TestProducerCompression(t *testing.T) {
 		}
 	}
 	reqs := log.all()
-	if reqs[0].header.SysFlag&SysFlagCompressed == 0 || len(reqs[0].body) >= len(big) {
+	if reqs[0].header.SysFlag&wire.SysFlagCompressed == 0 || len(reqs[0].body) >= len(big) {
 		t.Fatalf("big body sent with sysFlag %#x, %d bytes", reqs[0].header.SysFlag, len(reqs[0].body))
 	}
 	zr, err := zlib.NewReader(bytes.NewReader(reqs[0].body))
@@ -173,7 +174,7 @@ func TestProducerRetriesAnotherBroker(t *testing.T) {
 				}
 				failed++
 				if i+1 >= len(reqs) || reqs[i+1].brokerN != "broker-b" ||
-					DecodeProperties(reqs[i+1].header.Properties)["UNIQ_KEY"] != DecodeProperties(r.header.Properties)["UNIQ_KEY"] {
+					wire.DecodeProperties(reqs[i+1].header.Properties)["UNIQ_KEY"] != wire.DecodeProperties(r.header.Properties)["UNIQ_KEY"] {
 					t.Fatalf("request %d to broker-a not retried at broker-b: %+v", i, reqs)
 				}
 			}
@@ -225,7 +226,7 @@ func TestProducerFollowsNamedLeader(t *testing.T) {
 		n1 := startFakeBroker(t, "g", log)
 		n0.register(t, ns, 0, 1, map[string]int{"T": 2})
 		n1.register(t, ns, 1, 1, map[string]int{"T": 2})
-		n0.setAnswer(answerCode(code, map[string]string{ExtLeaderAddr: n1.addr}))
+		n0.setAnswer(answerCode(code, map[string]string{wire.ExtLeaderAddr: n1.addr}))
 		p := newTestProducer(t, ns)
 
 		start := time.Now()
@@ -285,7 +286,7 @@ func TestProducerLeaderDiesProbesFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	n0.stop()
-	n1.setAnswer(answerCode(remoting.ResponseNotLeaderForQueue, map[string]string{ExtLeaderAddr: n2.addr}))
+	n1.setAnswer(answerCode(remoting.ResponseNotLeaderForQueue, map[string]string{wire.ExtLeaderAddr: n2.addr}))
 	start := time.Now()
 	res, err := p.SendSync(context.Background(), NewMessage("T", []byte("after")))
 	gap := time.Since(start)
@@ -317,7 +318,7 @@ func TestProducerBatch(t *testing.T) {
 	if r.code != remoting.RequestSendBatchMessage || !r.header.Batch || r.header.SysFlag != 0 {
 		t.Fatalf("request %+v", r.header)
 	}
-	entries, err := DecodeBatch(r.body)
+	entries, err := wire.DecodeBatch(r.body)
 	if err != nil || len(entries) != 3 {
 		t.Fatalf("batch body: %v, %d entries", err, len(entries))
 	}
@@ -326,13 +327,13 @@ func TestProducerBatch(t *testing.T) {
 		if !bytes.Equal(e.Body, msgs[i].Body) {
 			t.Fatalf("entry %d body differs", i)
 		}
-		props := DecodeProperties(e.Properties)
+		props := wire.DecodeProperties(e.Properties)
 		if !uniqKeyRE.MatchString(props["UNIQ_KEY"]) {
 			t.Fatalf("entry %d properties %q", i, e.Properties)
 		}
 		ids = append(ids, props["UNIQ_KEY"])
 	}
-	if DecodeProperties(entries[0].Properties)["TAGS"] != "a" || DecodeProperties(entries[1].Properties)["KEYS"] != "k" {
+	if wire.DecodeProperties(entries[0].Properties)["TAGS"] != "a" || wire.DecodeProperties(entries[1].Properties)["KEYS"] != "k" {
 		t.Fatal("per-message properties lost")
 	}
 	if res.MsgID != strings.Join(ids, ",") {
@@ -423,9 +424,9 @@ func TestProducerIdempotentRetryKeepsIdentity(t *testing.T) {
 	var mu sync.Mutex
 	dropped := map[string]bool{}
 	drop := func(fb *fakeBroker, conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-		var h sendMessageHeaderV2
+		var h wire.SendMessageRequestHeaderV2
 		_ = req.DecodeHeader(&h)
-		key := DecodeProperties(h.Properties)["UNIQ_KEY"]
+		key := wire.DecodeProperties(h.Properties)["UNIQ_KEY"]
 		mu.Lock()
 		first := !dropped[key]
 		dropped[key] = true
@@ -449,13 +450,13 @@ func TestProducerIdempotentRetryKeepsIdentity(t *testing.T) {
 	}
 	perQueue := map[MessageQueue][]string{}
 	for i := 0; i < len(reqs); i += 2 {
-		p1, p2 := DecodeProperties(reqs[i].header.Properties), DecodeProperties(reqs[i+1].header.Properties)
-		if p1[PropertyProducerID] != "pid-1" || p1[PropertySequence] == "" || p1[PropertySequence] != p2[PropertySequence] ||
+		p1, p2 := wire.DecodeProperties(reqs[i].header.Properties), wire.DecodeProperties(reqs[i+1].header.Properties)
+		if p1[wire.PropertyProducerID] != "pid-1" || p1[wire.PropertySequence] == "" || p1[wire.PropertySequence] != p2[wire.PropertySequence] ||
 			p1["UNIQ_KEY"] != p2["UNIQ_KEY"] || reqs[i].brokerN != reqs[i+1].brokerN || reqs[i].header.QueueID != reqs[i+1].header.QueueID {
 			t.Fatalf("retry %d changed identity or queue: %v %v / %v %v", i/2, reqs[i].brokerN, p1, reqs[i+1].brokerN, p2)
 		}
-		mq := MessageQueue{"T", reqs[i].brokerN, reqs[i].header.QueueID}
-		perQueue[mq] = append(perQueue[mq], p1[PropertySequence])
+		mq := MessageQueue{"T", reqs[i].brokerN, int(reqs[i].header.QueueID)}
+		perQueue[mq] = append(perQueue[mq], p1[wire.PropertySequence])
 	}
 	for mq, seqs := range perQueue {
 		for i, s := range seqs {

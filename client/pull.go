@@ -6,15 +6,7 @@ import (
 	"strconv"
 
 	"github.com/raftmq/raftmq/remoting"
-)
-
-// Pull request sysFlag bits (RocketMQ PullSysFlag).
-const (
-	PullFlagCommitOffset int32 = 0x1
-	PullFlagSuspend      int32 = 0x2
-	PullFlagSubscription int32 = 0x4
-	PullFlagClassFilter  int32 = 0x8
-	PullFlagLitePull     int32 = 0x10
+	"github.com/raftmq/raftmq/wire"
 )
 
 // PullStatus is the outcome of a pull (RocketMQ's PullStatus).
@@ -60,39 +52,15 @@ type PullRequest struct {
 	// SysFlag holds PullFlag* bits.
 	SysFlag int32
 	// CommitOffset is the consumed offset piggybacked on the pull when
-	// PullFlagCommitOffset is set.
+	// wire.PullFlagCommitOffset is set.
 	CommitOffset int64
 	// Suspend is how long the broker may hold the request when nothing is
-	// there yet (long polling; with PullFlagSuspend).
+	// there yet (long polling; with wire.PullFlagSuspend).
 	SuspendMillis int64
 	// Subscription is the expression and version sent with
-	// PullFlagSubscription; nil sends none (the broker uses the one from
+	// wire.PullFlagSubscription; nil sends none (the broker uses the one from
 	// heartbeats).
 	Subscription *SubscriptionData
-}
-
-// pullMessageHeader is PullMessageRequestHeader.
-type pullMessageHeader struct {
-	ConsumerGroup        string `ext:"consumerGroup"`
-	Topic                string `ext:"topic"`
-	QueueID              int    `ext:"queueId"`
-	QueueOffset          int64  `ext:"queueOffset"`
-	MaxMsgNums           int    `ext:"maxMsgNums"`
-	SysFlag              int32  `ext:"sysFlag"`
-	CommitOffset         int64  `ext:"commitOffset"`
-	SuspendTimeoutMillis int64  `ext:"suspendTimeoutMillis"`
-	Subscription         string `ext:"subscription,omitempty"`
-	SubVersion           int64  `ext:"subVersion"`
-	ExpressionType       string `ext:"expressionType,omitempty"`
-	BrokerName           string `ext:"bname,omitempty"`
-}
-
-// pullMessageResponseHeader is PullMessageResponseHeader.
-type pullMessageResponseHeader struct {
-	SuggestWhichBrokerID int64 `ext:"suggestWhichBrokerId"`
-	NextBeginOffset      int64 `ext:"nextBeginOffset"`
-	MinOffset            int64 `ext:"minOffset"`
-	MaxOffset            int64 `ext:"maxOffset"`
 }
 
 // PullResult is a broker's answer to a pull, with the messages decoded and
@@ -113,12 +81,12 @@ type PullResult struct {
 
 // newPullCommand builds the PULL_MESSAGE request.
 func newPullCommand(r *PullRequest) *remoting.RemotingCommand {
-	h := &pullMessageHeader{
+	h := &wire.PullMessageRequestHeader{
 		ConsumerGroup:        r.Group,
 		Topic:                r.Queue.Topic,
-		QueueID:              r.Queue.QueueID,
+		QueueID:              int32(r.Queue.QueueID),
 		QueueOffset:          r.Offset,
-		MaxMsgNums:           r.MaxMsgNums,
+		MaxMsgNums:           int32(r.MaxMsgNums),
 		SysFlag:              r.SysFlag,
 		CommitOffset:         r.CommitOffset,
 		SuspendTimeoutMillis: r.SuspendMillis,
@@ -149,9 +117,9 @@ func parsePullResponse(addr string, r *PullRequest, resp *remoting.RemotingComma
 	case remoting.ResponsePullOffsetMoved:
 		res.Status = PullOffsetIllegal
 	default:
-		return nil, &BrokerError{Broker: r.Queue.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[ExtLeaderAddr]}
+		return nil, &BrokerError{Broker: r.Queue.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]}
 	}
-	var h pullMessageResponseHeader
+	var h wire.PullMessageResponseHeader
 	if err := resp.DecodeHeader(&h); err != nil {
 		return nil, fmt.Errorf("client: pull response from %s: %w", addr, err)
 	}
@@ -173,8 +141,8 @@ func parsePullResponse(addr string, r *PullRequest, resp *remoting.RemotingComma
 		if r.Subscription != nil && !r.Subscription.MatchesTag(m.Tags) {
 			continue
 		}
-		m.Properties[PropertyMinOffset] = minS
-		m.Properties[PropertyMaxOffset] = maxS
+		m.Properties[wire.PropertyMinOffset] = minS
+		m.Properties[wire.PropertyMaxOffset] = maxS
 		m.QueueID = int32(r.Queue.QueueID)
 		res.Messages = append(res.Messages, m)
 	}

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func TestParseTagExpression(t *testing.T) {
 	for _, expr := range []string{"", "*", "  "} {
 		sd, err := ParseTagExpression("T", expr, 1)
-		if err != nil || sd.SubString != SubAll || len(sd.TagsSet) != 0 || !sd.MatchesTag("") || !sd.MatchesTag("x") {
+		if err != nil || sd.SubString != wire.SubAll || len(sd.TagsSet) != 0 || !sd.MatchesTag("") || !sd.MatchesTag("x") {
 			t.Fatalf("%q: %+v %v", expr, sd, err)
 		}
 	}
@@ -65,7 +66,7 @@ func TestPullMessage(t *testing.T) {
 	for i, tag := range []string{"TagA", "TagB", "TagA", ""} {
 		props := ""
 		if tag != "" {
-			props = EncodeProperties(map[string]string{"TAGS": tag})
+			props = wire.EncodeProperties(map[string]string{"TAGS": tag})
 		}
 		body = append(body, encodeStored(t, storedMessage{topic: "T", body: []byte(strconv.Itoa(i)), props: props, queueID: 2, queueOffset: int64(10 + i)})...)
 	}
@@ -81,7 +82,7 @@ func TestPullMessage(t *testing.T) {
 	})
 	sub, _ := ParseTagExpression("T", "TagA", 5)
 	req := &PullRequest{Group: "G", Queue: MessageQueue{"T", "b", 2}, Offset: 10, MaxMsgNums: 32,
-		SysFlag: PullFlagSuspend | PullFlagSubscription, SuspendMillis: 15000, Subscription: sub}
+		SysFlag: wire.PullFlagSuspend | wire.PullFlagSubscription, SuspendMillis: 15000, Subscription: sub}
 	res, err := PullMessage(context.Background(), rc, addr, req)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestPullMessage(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	for _, m := range res.Messages {
-		if m.Tags != "TagA" || m.Properties[PropertyMaxOffset] != "20" || m.Properties[PropertyMinOffset] != "0" {
+		if m.Tags != "TagA" || m.Properties[wire.PropertyMaxOffset] != "20" || m.Properties[wire.PropertyMinOffset] != "0" {
 			t.Fatalf("message %+v", m)
 		}
 	}

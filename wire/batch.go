@@ -15,8 +15,9 @@ import (
 // both; EncodeBatch writes 0 for the magic and the real body CRC, which
 // costs nothing and lets a broker check the bytes it got.
 
-// batchEntryOverhead is the fixed part of one batch entry.
-const batchEntryOverhead = 4 + 4 + 4 + 4 + 4 + 2
+// BatchEntryOverhead is the fixed part of one batch entry: its size
+// without body and properties.
+const BatchEntryOverhead = 4 + 4 + 4 + 4 + 4 + 2
 
 // BatchEntry is one message of a batch body: what the broker needs of it.
 type BatchEntry struct {
@@ -34,7 +35,7 @@ func AppendBatchEntry(dst []byte, e BatchEntry) ([]byte, error) {
 	if len(e.Properties) > MaxPropertiesLen {
 		return dst, fmt.Errorf("%w: properties are %d bytes, above %d", ErrMessageIllegal, len(e.Properties), MaxPropertiesLen)
 	}
-	size := batchEntryOverhead + len(e.Body) + len(e.Properties)
+	size := BatchEntryOverhead + len(e.Body) + len(e.Properties)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
 	dst = binary.BigEndian.AppendUint32(dst, 0)
 	dst = binary.BigEndian.AppendUint32(dst, BodyCRC32(e.Body))
@@ -49,7 +50,7 @@ func AppendBatchEntry(dst []byte, e BatchEntry) ([]byte, error) {
 func EncodeBatch(entries []BatchEntry) ([]byte, error) {
 	n := 0
 	for _, e := range entries {
-		n += batchEntryOverhead + len(e.Body) + len(e.Properties)
+		n += BatchEntryOverhead + len(e.Body) + len(e.Properties)
 	}
 	out := make([]byte, 0, n)
 	var err error

@@ -221,6 +221,28 @@ func ParseProperties(s string) map[string]string {
 	return props
 }
 
+// DecodeProperties parses a properties string with the rules of the Java
+// client's MessageDecoder.string2messageProperties, which a client applies
+// to what it pulls: pairs are split at \x02, a pair needs a non-empty name
+// and a non-empty value around its first \x01, and anything else is
+// skipped rather than failing the message. (ParseProperties, the broker's,
+// keeps empty values.)
+func DecodeProperties(s string) map[string]string {
+	m := make(map[string]string)
+	for len(s) > 0 {
+		item := s
+		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
+			item, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if k := strings.IndexByte(item, PropertyNameSeparator); k > 0 && k < len(item)-1 {
+			m[item[:k]] = item[k+1:]
+		}
+	}
+	return m
+}
+
 // CanonicalProperties renders a properties string as the stored format
 // holds it, without building a map: the same pairs EncodeProperties(
 // ParseProperties(s)) gives (malformed pairs skipped, the last of equal

@@ -1,0 +1,121 @@
+package wire
+
+import (
+	"errors"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+func TestPropertiesRoundTrip(t *testing.T) {
+	in := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ABC", "a": "b"}
+	s := EncodeProperties(in)
+	if want := "KEYS\x01k1 k2\x02TAGS\x01TagA\x02UNIQ_KEY\x01ABC\x02a\x01b\x02"; s != want {
+		t.Fatalf("encoded %q, want %q", s, want)
+	}
+	if got := DecodeProperties(s); !reflect.DeepEqual(got, in) {
+		t.Fatalf("decoded %v, want %v", got, in)
+	}
+	if EncodeProperties(nil) != "" {
+		t.Fatal("nil map should encode empty")
+	}
+}
+
+// TestDecodePropertiesJavaRules checks the skipping rules of
+// MessageDecoder.string2messageProperties.
+func TestDecodePropertiesJavaRules(t *testing.T) {
+	cases := map[string]map[string]string{
+		"":                         {},
+		"a\x01b":                   {"a": "b"}, // no trailing separator
+		"\x01b\x02k\x01v\x02":      {"k": "v"}, // empty name skipped
+		"a\x01\x02k\x01v\x02":      {"k": "v"}, // empty value skipped
+		"ab\x02k\x01v":             {"k": "v"}, // no name/value separator
+		"a\x01b\x01c\x02":          {"a": "b\x01c"},
+		"\x02\x02x\x01y\x02\x02":   {"x": "y"},
+		"k\x01v1\x02k\x01v2\x02":   {"k": "v2"}, // last wins, as HashMap.put
+		"ab\x02\x01\x01\x02q\x01r": {"q": "r"},
+	}
+	for in, want := range cases {
+		if got := DecodeProperties(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("DecodeProperties(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestMessageIDRoundTrip(t *testing.T) {
+	for _, s := range []string{"127.0.0.1:10911", "[2001:db8::5]:65535", "10.1.2.3:0"} {
+		id := MessageID{Addr: netip.MustParseAddrPort(s), Offset: 1<<40 + 5}
+		enc := EncodeMessageID(id)
+		dec, err := ParseMessageID(enc)
+		if err != nil || dec != id {
+			t.Fatalf("%s: %s decoded to %v, %v", s, enc, dec, err)
+		}
+	}
+	// The id RocketMQ shows for 127.0.0.1:10911 at offset 4096.
+	dec, err := ParseMessageID("7F00000100002A9F0000000000001000")
+	if err != nil || dec.Addr.String() != "127.0.0.1:10911" || dec.Offset != 4096 {
+		t.Fatalf("decoded %v %v", dec, err)
+	}
+	for _, bad := range []string{"", "XYZ", strings.Repeat("G", 32), "7F000001FFFFFFFF0000000000001000"} {
+		if _, err := ParseMessageID(bad); !errors.Is(err, ErrInvalidMessageID) {
+			t.Errorf("%q: err %v", bad, err)
+		}
+	}
+}
+
+func TestSendHeaderExtFieldsMatchReflection(t *testing.T) {
+	for _, h := range []SendMessageRequestHeaderV2{
+		{ProducerGroup: "PG", Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 3, SysFlag: 1,
+			BornTimestamp: 1700000000123, Flag: -2, Properties: "a\x01b\x02", ReconsumeTimes: 1, UnitMode: true,
+			MaxReconsumeTimes: 16, Batch: true, BrokerName: "broker-a"},
+		{Topic: "T"},
+	} {
+		var c remoting.RemotingCommand
+		c.EncodeHeader(&h)
+		// The send path writes the header into the frame with AppendExt,
+		// with the properties as a string or from a reused buffer.
+		for _, raw := range []bool{false, true} {
+			hh := h
+			if raw {
+				hh.PropertiesRaw, hh.Properties = []byte(h.Properties), ""
+			}
+			for _, st := range []remoting.SerializeType{remoting.SerializeRocketMQ, remoting.SerializeJSON} {
+				frame, err := remoting.EncodeFrame(&remoting.RemotingCommand{SerializeType: st, ExtAppender: &hh})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := remoting.DecodeFrame(frame[4:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(d.ExtFields, c.ExtFields) {
+					t.Fatalf("%v raw=%v: AppendExt %v, EncodeHeader %v", st, raw, d.ExtFields, c.ExtFields)
+				}
+			}
+		}
+	}
+}
+
+func TestBatchRoundTrip(t *testing.T) {
+	entries := []BatchEntry{
+		{Flag: 1, Body: []byte("first"), Properties: EncodeProperties(map[string]string{"UNIQ_KEY": "A", "TAGS": "x"})},
+		{Flag: 0, Body: []byte("second body"), Properties: ""},
+	}
+	body, err := EncodeBatch(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeBatch(body)
+	if err != nil || len(got) != 2 || string(got[0].Body) != "first" || got[0].Flag != 1 || got[0].Properties != entries[0].Properties || string(got[1].Body) != "second body" {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	if _, err := DecodeBatch(body[:len(body)-1]); !errors.Is(err, ErrMalformedMessage) {
+		t.Fatalf("truncated batch: %v", err)
+	}
+	if _, err := EncodeBatch([]BatchEntry{{Body: []byte("x"), Properties: strings.Repeat("p", 40000)}}); !errors.Is(err, ErrMessageIllegal) {
+		t.Fatalf("oversized properties: %v", err)
+	}
+}
