@@ -119,3 +119,32 @@ func TestBatchRoundTrip(t *testing.T) {
 		t.Fatalf("oversized properties: %v", err)
 	}
 }
+
+// FuzzDecodeEntry: the lenient reader and the batch decoder never panic
+// and never claim bytes beyond the input.
+func FuzzDecodeEntry(f *testing.F) {
+	m := &Message{Topic: "T", Body: []byte("hello"), Properties: map[string]string{"TAGS": "a"},
+		BornHost: netip.MustParseAddrPort("10.0.0.1:1"), StoreHost: netip.MustParseAddrPort("[::2]:2")}
+	b, _ := AppendMessage(nil, m)
+	f.Add(b)
+	batch, _ := EncodeBatch([]BatchEntry{{Flag: 1, Body: []byte("x"), Properties: "A\x01b\x02"}})
+	f.Add(batch)
+	f.Add(make([]byte, 16))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, n, err := DecodeEntry(data)
+		if err == nil && (n <= 0 || n > len(data) || int(e.StoreSize) != n) {
+			t.Fatalf("entry of %d bytes (TOTALSIZE %d) from %d", n, e.StoreSize, len(data))
+		}
+		if err != nil && !errors.Is(err, ErrMalformedMessage) {
+			t.Fatalf("unexpected error class: %v", err)
+		}
+		entries, err := DecodeBatch(data)
+		total := 0
+		for _, be := range entries {
+			total += BatchEntryOverhead + len(be.Body) + len(be.Properties)
+		}
+		if total > len(data) || (err == nil && total != len(data)) {
+			t.Fatalf("batch entries claim %d of %d bytes (err %v)", total, len(data), err)
+		}
+	})
+}

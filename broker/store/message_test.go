@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-
 	"github.com/raftmq/raftmq/wire"
 )
 
+// sampleMessage is a stored message with every field set.
 func sampleMessage() *Message {
 	return &Message{
 		Topic:                     "TopicTest",
@@ -33,145 +31,11 @@ func sampleMessage() *Message {
 	}
 }
 
-func roundTrip(t *testing.T, m *Message) (*Message, []byte) {
-	t.Helper()
-	b, err := wire.AppendMessage(nil, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	size, _ := wire.EncodedSize(m)
-	if len(b) != size || int(m.StoreSize) != size {
-		t.Fatalf("encoded %d bytes, wire.EncodedSize %d, StoreSize %d", len(b), size, m.StoreSize)
-	}
-	got, n, err := wire.DecodeMessage(b, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != len(b) {
-		t.Fatalf("decoded size %d of %d", n, len(b))
-	}
-	if got.Topic != m.Topic || got.QueueID != m.QueueID || got.Flag != m.Flag || !bytes.Equal(got.Body, m.Body) ||
-		got.SysFlag != m.SysFlag || got.BornTimestamp != m.BornTimestamp || got.BornHost != m.BornHost ||
-		got.StoreHost != m.StoreHost || got.ReconsumeTimes != m.ReconsumeTimes ||
-		got.PreparedTransactionOffset != m.PreparedTransactionOffset || got.QueueOffset != m.QueueOffset ||
-		got.PhysicalOffset != m.PhysicalOffset || got.StoreTimestamp != m.StoreTimestamp ||
-		got.BodyCRC != m.BodyCRC || got.StoreSize != m.StoreSize || len(got.Properties) != len(m.Properties) {
-		t.Fatalf("round trip mismatch:\n got %+v\nwant %+v", got, m)
-	}
-	for k, v := range m.Properties {
-		if got.Properties[k] != v {
-			t.Fatalf("property %s = %q want %q", k, got.Properties[k], v)
-		}
-	}
-	return got, b
-}
-
-func TestMessageRoundTripV1IPv4(t *testing.T) {
-	m := sampleMessage()
-	got, b := roundTrip(t, m)
-	if binary.BigEndian.Uint32(b[4:]) != wire.MagicV1 {
-		t.Fatal("short topic not V1")
-	}
-	if got.SysFlag&(wire.SysFlagBornHostV6|wire.SysFlagStoreHostV6) != 0 {
-		t.Fatal("IPv6 bits set for IPv4 hosts")
-	}
-	if got.Tags() != "TagA" || strings.Join(got.Keys(), ",") != "k1,k2" || got.UniqKey() != m.Properties["UNIQ_KEY"] {
-		t.Fatalf("tags/keys/uniq: %q %q %q", got.Tags(), got.Keys(), got.UniqKey())
-	}
-	// Deterministic encoding (properties sorted).
-	b2, _ := wire.AppendMessage(nil, m)
-	if !bytes.Equal(b, b2) {
-		t.Fatal("encoding not deterministic")
-	}
-}
-
-func TestMessageRoundTripV2AndIPv6(t *testing.T) {
-	m := sampleMessage()
-	m.Topic = strings.Repeat("t", 128)
-	m.BornHost = netip.MustParseAddrPort("[2001:db8::1]:1234")
-	_, b := roundTrip(t, m)
-	if binary.BigEndian.Uint32(b[4:]) != wire.MagicV2 {
-		t.Fatal("long topic not V2")
-	}
-	if m.SysFlag&wire.SysFlagBornHostV6 == 0 || m.SysFlag&wire.SysFlagStoreHostV6 != 0 {
-		t.Fatalf("sysflag %#x", m.SysFlag)
-	}
-	m = sampleMessage()
-	m.Topic = strings.Repeat("x", 127) // longest V1 topic
-	m.StoreHost = netip.MustParseAddrPort("[::1]:10911")
-	m.BornHost = netip.MustParseAddrPort("[fe80::2]:1")
-	_, b = roundTrip(t, m)
-	if binary.BigEndian.Uint32(b[4:]) != wire.MagicV1 || m.SysFlag&wire.SysFlagStoreHostV6 == 0 {
-		t.Fatal("127-byte topic should stay V1 with IPv6 store host")
-	}
-	if id := m.MsgID(); len(id) != 56 {
-		t.Fatalf("IPv6 msgId %q", id)
-	}
-	// Empty body, no properties, no hosts.
-	roundTrip(t, &Message{Topic: "T", BornHost: netip.MustParseAddrPort("0.0.0.0:0"), StoreHost: netip.MustParseAddrPort("0.0.0.0:0")})
-}
-
-func TestMessageIllegalSizes(t *testing.T) {
-	m := sampleMessage()
-	m.Topic = strings.Repeat("t", wire.MaxTopicLen+1)
-	if _, err := wire.AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
-		t.Fatalf("huge topic: %v", err)
-	}
-	m = sampleMessage()
-	m.Properties = map[string]string{"X": strings.Repeat("v", wire.MaxPropertiesLen)}
-	if _, err := wire.AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
-		t.Fatalf("huge properties: %v", err)
-	}
-}
-
-// TestMessageDecodedByGoClient checks wire compatibility with the official Go
-// client's decoder, which reads pull response bodies.
-func TestMessageDecodedByGoClient(t *testing.T) {
-	m := sampleMessage()
-	b1, _ := wire.AppendMessage(nil, m)
-	m2 := sampleMessage()
-	m2.Body = bytes.Repeat([]byte("z"), 3000)
-	m2.PhysicalOffset = 1 << 40
-	b, _ := wire.AppendMessage(b1, m2)
-	msgs := primitive.DecodeMessage(b)
-	if len(msgs) != 2 {
-		t.Fatalf("client decoded %d messages", len(msgs))
-	}
-	c := msgs[0]
-	if c.Topic != m.Topic || string(c.Body) != string(m.Body) || c.Queue.QueueId != int(m.QueueID) ||
-		c.QueueOffset != m.QueueOffset || c.CommitLogOffset != m.PhysicalOffset || c.StoreSize != m.StoreSize ||
-		c.BornHost != "10.1.2.3:54321" || c.StoreHost != "127.0.0.1:10911" || c.GetTags() != "TagA" ||
-		c.BodyCRC != int32(m.BodyCRC) || c.ReconsumeTimes != m.ReconsumeTimes {
-		t.Fatalf("client view: %v", c)
-	}
-	if c.OffsetMsgId != m.MsgID() {
-		t.Fatalf("client offset msgId %s, ours %s", c.OffsetMsgId, m.MsgID())
-	}
-	if msgs[1].CommitLogOffset != 1<<40 || len(msgs[1].Body) != 3000 {
-		t.Fatalf("second message: %v", msgs[1])
-	}
-}
-
+// decodeUnchecked decodes b with its entry CRC resealed first.
 func decodeUnchecked(b []byte) (*Message, int, error) {
 	c := bytes.Clone(b)
 	wire.SealCRC(c)
 	return wire.DecodeMessage(c, false)
-}
-
-func TestTagsHashCodeJavaSemantics(t *testing.T) {
-	cases := map[string]int64{
-		"":            0,
-		"TagA":        2598919,
-		"hello":       99162322,
-		"Hello World": -862545276, // int overflow, as Java
-		"\U0001F600":  1772899,    // surrogate pair counted as two UTF-16 units
-		"é":           233,
-	}
-	for s, want := range cases {
-		if got := wire.TagsHashCode(s); got != want {
-			t.Errorf("TagsHashCode(%q) = %d, want %d", s, got, want)
-		}
-	}
 }
 
 func TestCheckAndDecode(t *testing.T) {
@@ -220,36 +84,9 @@ func TestCheckAndDecode(t *testing.T) {
 	}
 }
 
-func TestPatchFields(t *testing.T) {
-	m := sampleMessage()
-	m.BornHost = netip.MustParseAddrPort("[::2]:5")
-	b, _ := wire.AppendMessage(nil, m)
-	wire.PatchStored(b, 777, 888)
-	if _, _, err := wire.DecodeMessage(b, false); err != nil {
-		t.Fatalf("patched entry does not verify: %v", err)
-	}
-	wire.PatchQueueOffset(b, 999)
-	// The entry CRC leaves QUEUEOFFSET out, so a pulled copy with its queue
-	// offset patched in still verifies (the schedule service and send-back
-	// re-read such copies), while any other change is still caught.
-	if _, _, err := wire.DecodeMessage(b, false); err != nil {
-		t.Fatalf("queue-offset patched copy does not verify: %v", err)
-	}
-	b[wire.OffQueueOffset-1] ^= 1 // last byte of FLAG, just before QUEUEOFFSET
-	if _, _, err := wire.DecodeMessage(b, false); !errors.Is(err, ErrCorruptMessage) {
-		t.Fatalf("flipped FLAG byte verified: %v", err)
-	}
-	b[wire.OffQueueOffset-1] ^= 1
-	got, _, err := decodeUnchecked(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.PhysicalOffset != 777 || got.StoreTimestamp != 888 || got.QueueOffset != 999 {
-		t.Fatalf("patched: %d %d %d", got.PhysicalOffset, got.StoreTimestamp, got.QueueOffset)
-	}
-}
-
-func FuzzDecodeMessage(f *testing.F) {
+// FuzzCheckAndDecode: the dispatch decoder accepts whatever the full
+// decoder accepts, with the same size.
+func FuzzCheckAndDecode(f *testing.F) {
 	m := sampleMessage()
 	b, _ := wire.AppendMessage(nil, m)
 	f.Add(b)
@@ -259,67 +96,75 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add(b2)
 	f.Add(make([]byte, 16))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		msg, n, err := wire.DecodeMessage(data, false)
+		_, n, err := wire.DecodeMessage(data, false)
 		req, n2, err2 := CheckAndDecode(data)
-		// The full decoder also checks BODYCRC, so it may refuse what the
-		// dispatch decoder accepts, never the other way round.
-		if err == nil && (err2 != nil || req.Blank) {
-			t.Fatalf("decoders disagree: %v vs %v (blank %v)", err, err2, req.Blank)
+		if err == nil && (err2 != nil || req.Blank || n != n2) {
+			t.Fatalf("decoders disagree: %v vs %v (blank %v, sizes %d %d)", err, err2, req.Blank, n, n2)
 		}
-		if err != nil {
-			if !errors.Is(err, ErrCorruptMessage) && !errors.Is(err, ErrEndOfData) {
-				t.Fatalf("unexpected error class: %v", err)
-			}
-			return
-		}
-		if n != n2 || n > len(data) || n < wire.MinMessageSize {
-			t.Fatalf("sizes %d %d of %d", n, n2, len(data))
-		}
-		// Whatever decodes must re-encode to a message that decodes to the
-		// same fields.
-		re, err := wire.AppendMessage(nil, msg)
-		if err != nil {
-			t.Fatalf("re-encode: %v", err)
-		}
-		back, _, err := wire.DecodeMessage(re, false)
-		if err != nil {
-			t.Fatalf("decode of re-encoded: %v", err)
-		}
-		if back.Topic != msg.Topic || !bytes.Equal(back.Body, msg.Body) || back.PhysicalOffset != msg.PhysicalOffset ||
-			back.StoreTimestamp != msg.StoreTimestamp || back.BornHost.Port() != msg.BornHost.Port() ||
-			back.BornHost.Addr().Unmap() != msg.BornHost.Addr().Unmap() || len(back.Properties) != len(msg.Properties) {
-			t.Fatalf("re-encode changed the message:\n%+v\n%+v", msg, back)
+		if err2 != nil && !errors.Is(err2, ErrCorruptMessage) && !errors.Is(err2, ErrEndOfData) {
+			t.Fatalf("unexpected error class: %v", err2)
 		}
 	})
 }
 
-// TestStoredPropertiesAndTagsHashFastPaths pins the put/dispatch fast paths
-// to the plain definitions: sorted properties without a caller's CRC
-// property plus the zero CRC property, and Java's hashCode of the tag.
-func TestStoredPropertiesAndTagsHashFastPaths(t *testing.T) {
-	for _, props := range []map[string]string{nil, {}, {"TAGS": "a"},
-		{"UNIQ_KEY": "u", "TAGS": "t", "KEYS": "k1 k2", wire.PropertyCRC32: "123", "b": "", "a": "x"}} {
-		plain := map[string]string{}
-		for k, v := range props {
-			if k != wire.PropertyCRC32 {
-				plain[k] = v
-			}
-		}
-		want := wire.EncodeProperties(plain) + wire.PropertyCRC32 + "\x010000000000\x02"
-		if got := wire.StoredProperties(props); got != want {
-			t.Errorf("wire.StoredProperties(%v) = %q, want %q", props, got, want)
-		}
+// propertyCases are properties strings in and out of stored order.
+var propertyCases = []string{
+	"",
+	"UNIQ_KEY\x017F0000010C9418B4AAC2A1C4F3E80001\x02",
+	"UNIQ_KEY\x01u\x02WAIT\x01true\x02TAGS\x01TagA\x02KEYS\x01k1 k2\x02",
+	"KEYS\x01k\x02TAGS\x01t\x02UNIQ_KEY\x01u\x02",
+	"KEYS\x01k\x02TAGS\x01t\x02UNIQ_KEY\x01u",  // no trailing separator
+	"A\x011\x02A\x012\x02",                     // duplicate: the last wins
+	"B\x011\x02A\x01x\x02B\x012\x02A\x01y\x02", // unsorted duplicates
+	"A\x01\x02\x01v\x02",                       // empty value, empty name
+	"noSeparator\x02A\x011\x02\x02\x02",        // malformed and empty pairs
+	"__CRC32#\x010000000001\x02A\x011\x02",     // a client's CRC property is dropped
+	"A\x011\x02__CRC32#\x011\x02",              // also when sorted
+	"A\x01a\x01b\x02",                          // \x01 in the value
+	"\x02",                                     // one empty pair
+	"DELAY\x013\x02",
+	strings.Repeat("k\x01v\x02", 3) + "j\x01w\x02", // more duplicates than pairs
+}
+
+// TestCommitLogPutMessagesEncodedProperties: the single-node append path
+// stores a message carrying EncodedProperties byte for byte like the same
+// message carrying the map (two commit logs fed the same batch).
+func TestCommitLogPutMessagesEncodedProperties(t *testing.T) {
+	byMap := newTestCommitLog(t, OSFS(), t.TempDir(), 1<<20, 64<<10)
+	byEnc := newTestCommitLog(t, OSFS(), t.TempDir(), 1<<20, 64<<10)
+	var mapBatch, encBatch []*Message
+	for _, s := range propertyCases {
+		m := sampleMessage()
+		m.Properties = wire.ParseProperties(s)
+		mapBatch = append(mapBatch, m)
+		e := sampleMessage()
+		e.Properties, e.EncodedProperties = nil, wire.CanonicalProperties(s)
+		encBatch = append(encBatch, e)
 	}
-	big := map[string]string{}
-	for i := range 40 {
-		big[fmt.Sprintf("k%02d", i)] = "v"
+	want, _, err := byMap.PutMessages(mapBatch)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := wire.StoredProperties(big); !strings.HasPrefix(got, "k00\x01v\x02k01\x01v\x02") || len(got) != 40*6+wire.CRCPropLen {
-		t.Errorf("wire.StoredProperties of 40 keys = %q", got)
+	got, _, err := byEnc.PutMessages(encBatch)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tag := range []string{"", "TagA", "标签", "😀x", "a\xffb"} {
-		if got, want := wire.TagsHashCodeBytes([]byte(tag)), wire.TagsHashCode(tag); got != want {
-			t.Errorf("wire.TagsHashCodeBytes(%q) = %d, want %d", tag, got, want)
+	for i := range want {
+		if got[i].PhysicalOffset != want[i].PhysicalOffset || got[i].Size != want[i].Size {
+			t.Fatalf("%q: appended at %d (%d bytes), map path %d (%d bytes)", propertyCases[i], got[i].PhysicalOffset, got[i].Size, want[i].PhysicalOffset, want[i].Size)
 		}
+		a, err := byMap.ReadMessage(want[i].PhysicalOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := byEnc.ReadMessage(got[i].PhysicalOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.B, b.B) {
+			t.Fatalf("%q: stored bytes differ\n got %q\nwant %q", propertyCases[i], b.B, a.B)
+		}
+		a.Release()
+		b.Release()
 	}
 }

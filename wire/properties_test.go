@@ -1,4 +1,4 @@
-package store
+package wire
 
 import (
 	"bytes"
@@ -7,16 +7,14 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
-
-	"github.com/raftmq/raftmq/wire"
 )
 
-// canonicalByMap is what wire.CanonicalProperties must equal: the map parse and
+// canonicalByMap is what CanonicalProperties must equal: the map parse and
 // the sorted encode, without the CRC property.
 func canonicalByMap(s string) string {
-	props := wire.ParseProperties(s)
-	delete(props, wire.PropertyCRC32)
-	return wire.EncodeProperties(props)
+	props := ParseProperties(s)
+	delete(props, PropertyCRC32)
+	return EncodeProperties(props)
 }
 
 var propertyCases = []string{
@@ -46,13 +44,13 @@ func TestCanonicalProperties(t *testing.T) {
 	}
 	cases := append(append([]string{}, propertyCases...), many.String())
 	for _, s := range cases {
-		got, want := wire.CanonicalProperties(s), canonicalByMap(s)
+		got, want := CanonicalProperties(s), canonicalByMap(s)
 		if got != want {
 			t.Errorf("CanonicalProperties(%q) = %q, want %q", s, got, want)
 		}
 	}
 	for _, s := range []string{"UNIQ_KEY\x01u\x02", "A\x011\x02B\x01\x02C\x01x\x01y\x02"} {
-		if got := wire.CanonicalProperties(s); unsafe.StringData(got) != unsafe.StringData(s) {
+		if got := CanonicalProperties(s); unsafe.StringData(got) != unsafe.StringData(s) {
 			t.Errorf("CanonicalProperties(%q) copied a canonical input", s)
 		}
 	}
@@ -64,33 +62,33 @@ func TestCanonicalProperties(t *testing.T) {
 func TestAppendMessageEncodedProperties(t *testing.T) {
 	for _, s := range propertyCases {
 		byMap := sampleMessage()
-		byMap.Properties = wire.ParseProperties(s)
-		want, err := wire.AppendMessage(nil, byMap)
+		byMap.Properties = ParseProperties(s)
+		want, err := AppendMessage(nil, byMap)
 		if err != nil {
 			t.Fatal(err)
 		}
 		enc := sampleMessage()
-		enc.Properties, enc.EncodedProperties = nil, wire.CanonicalProperties(s)
-		got, err := wire.AppendMessage([]byte("prefix"), enc)
+		enc.Properties, enc.EncodedProperties = nil, CanonicalProperties(s)
+		got, err := AppendMessage([]byte("prefix"), enc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got[6:], want) {
 			t.Fatalf("%q: stored bytes differ\n got %q\nwant %q", s, got[6:], want)
 		}
-		if n, _ := wire.EncodedSize(enc); n != len(want) || int(enc.StoreSize) != n || enc.BodyCRC != byMap.BodyCRC || enc.SysFlag != byMap.SysFlag {
-			t.Fatalf("%q: wire.EncodedSize %d, StoreSize %d, want %d", s, n, enc.StoreSize, len(want))
+		if n, _ := EncodedSize(enc); n != len(want) || int(enc.StoreSize) != n || enc.BodyCRC != byMap.BodyCRC || enc.SysFlag != byMap.SysFlag {
+			t.Fatalf("%q: EncodedSize %d, StoreSize %d, want %d", s, n, enc.StoreSize, len(want))
 		}
-		dec, _, err := wire.DecodeMessage(got[6:], false)
+		dec, _, err := DecodeMessage(got[6:], false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantProps := wire.ParseProperties(s)
-		delete(wantProps, wire.PropertyCRC32)
+		wantProps := ParseProperties(s)
+		delete(wantProps, PropertyCRC32)
 		if !maps.Equal(dec.Properties, wantProps) {
 			t.Fatalf("%q: decoded %v, want %v", s, dec.Properties, wantProps)
 		}
-		for _, name := range []string{wire.PropertyTags, wire.PropertyKeys, wire.PropertyUniqKey, "A", "B", "", "DELAY", "missing"} {
+		for _, name := range []string{PropertyTags, PropertyKeys, PropertyUniqKey, "A", "B", "", "DELAY", "missing"} {
 			if enc.Property(name) != byMap.Property(name) {
 				t.Fatalf("%q: Property(%q) = %q, map gives %q", s, name, enc.Property(name), byMap.Property(name))
 			}
@@ -106,15 +104,15 @@ func TestAppendMessageEncodedProperties(t *testing.T) {
 func TestEncodedPropertiesTooLong(t *testing.T) {
 	m := sampleMessage()
 	m.Properties = nil
-	m.EncodedProperties = "A\x01" + strings.Repeat("v", wire.MaxPropertiesLen-wire.CRCPropLen-3) + "\x02"
-	if _, err := wire.AppendMessage(nil, m); err != nil {
+	m.EncodedProperties = "A\x01" + strings.Repeat("v", MaxPropertiesLen-CRCPropLen-3) + "\x02"
+	if _, err := AppendMessage(nil, m); err != nil {
 		t.Fatalf("at the limit: %v", err)
 	}
-	m.EncodedProperties = "A\x01" + strings.Repeat("v", wire.MaxPropertiesLen-wire.CRCPropLen-2) + "\x02"
-	if _, err := wire.AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
+	m.EncodedProperties = "A\x01" + strings.Repeat("v", MaxPropertiesLen-CRCPropLen-2) + "\x02"
+	if _, err := AppendMessage(nil, m); !errors.Is(err, ErrMessageIllegal) {
 		t.Fatalf("one byte over the limit: %v", err)
 	}
-	if _, err := wire.EncodedSize(m); !errors.Is(err, ErrMessageIllegal) {
+	if _, err := EncodedSize(m); !errors.Is(err, ErrMessageIllegal) {
 		t.Fatalf("EncodedSize one byte over the limit: %v", err)
 	}
 }
@@ -126,19 +124,19 @@ func FuzzCanonicalProperties(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, want := wire.CanonicalProperties(s), canonicalByMap(s)
+		got, want := CanonicalProperties(s), canonicalByMap(s)
 		if got != want {
 			t.Fatalf("CanonicalProperties(%q) = %q, want %q", s, got, want)
 		}
-		if len(want)+wire.CRCPropLen > wire.MaxPropertiesLen {
+		if len(want)+CRCPropLen > MaxPropertiesLen {
 			return
 		}
 		byMap := sampleMessage()
-		byMap.Properties = wire.ParseProperties(s)
+		byMap.Properties = ParseProperties(s)
 		enc := sampleMessage()
 		enc.Properties, enc.EncodedProperties = nil, got
-		a, errA := wire.AppendMessage(nil, byMap)
-		b, errB := wire.AppendMessage(nil, enc)
+		a, errA := AppendMessage(nil, byMap)
+		b, errB := AppendMessage(nil, enc)
 		if errA != nil || errB != nil || !bytes.Equal(a, b) {
 			t.Fatalf("%q: stored forms differ (%v, %v)", s, errA, errB)
 		}
@@ -150,13 +148,13 @@ func BenchmarkCanonicalProperties(b *testing.B) {
 		b.Run("map", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = wire.StoredProperties(wire.ParseProperties(s))
+				_ = StoredProperties(ParseProperties(s))
 			}
 		})
 		b.Run("direct", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = wire.CanonicalProperties(s)
+				_ = CanonicalProperties(s)
 			}
 		})
 	}
