@@ -201,10 +201,7 @@ func (s *adminSession) transfer(ctx context.Context, g *groupStatus, target stri
 	}
 	var resp *remoting.RemotingCommand
 	for hop := 0; ; hop++ {
-		req := remoting.NewRequest(remoting.RequestLeadershipTransfer, nil, nil)
-		if target != "" {
-			req.ExtFields["targetId"] = target
-		}
+		req := remoting.NewRequest(remoting.RequestLeadershipTransfer, &wire.LeadershipTransferRequestHeader{TargetID: target}, nil)
 		// A transfer takes up to an election timeout plus the new leader's
 		// barrier: give it more than one request timeout.
 		cctx, cancel := context.WithTimeout(ctx, 2*s.f.timeout)
@@ -213,8 +210,8 @@ func (s *adminSession) transfer(ctx context.Context, g *groupStatus, target stri
 		if err != nil {
 			return nil, fmt.Errorf("%w: leader %s of %s did not answer the transfer (is it running?): %w", errUnreachable, addr, g.BrokerName, err)
 		}
-		if r.Code == remoting.ResponseServiceNotAvailable && r.ExtFields["leaderAddr"] != "" && r.ExtFields["leaderAddr"] != addr && hop < 2 {
-			addr = r.ExtFields["leaderAddr"]
+		if r.Code == remoting.ResponseServiceNotAvailable && r.ExtFields[wire.ExtLeaderAddr] != "" && r.ExtFields[wire.ExtLeaderAddr] != addr && hop < 2 {
+			addr = r.ExtFields[wire.ExtLeaderAddr]
 			continue
 		}
 		if r.Code != remoting.ResponseSuccess {
