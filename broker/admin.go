@@ -66,7 +66,7 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if r := checkTopic(h.Topic); r != nil {
 		return r
 	}
-	if h.Topic == TopicAutoCreate || h.Topic == TopicSchedule {
+	if h.Topic == wire.TopicAutoCreate || h.Topic == wire.TopicSchedule {
 		return response(remoting.ResponseSystemError, "the topic %s is a system topic and cannot be changed", h.Topic)
 	}
 	if h.ReadQueueNums < 1 || h.WriteQueueNums < 1 || h.ReadQueueNums > 1024 || h.WriteQueueNums > 1024 {

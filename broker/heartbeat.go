@@ -63,7 +63,7 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 			return
 		}
 	}
-	retry := RetryGroupTopicPrefix + group
+	retry := wire.RetryGroupTopicPrefix + group
 	if _, ok := c.rep.State().Topic(retry); !ok {
 		if _, err := c.ensureTopic(ctx, retry, int(max(sg.RetryQueueNums, 1)), 0); err != nil {
 			c.log.Warn("create retry topic failed", zap.String("topic", retry), zap.Error(err))

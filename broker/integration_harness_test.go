@@ -15,6 +15,7 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // procCluster is a name server plus brokers on loopback for tests.
@@ -136,7 +137,7 @@ func (tc *procCluster) call(addr string, code int16, ext map[string]string, body
 func (tc *procCluster) createTopic(addr, topic string, queues int) {
 	tc.t.Helper()
 	resp := tc.call(addr, remoting.RequestUpdateAndCreateTopic, map[string]string{
-		"topic": topic, "defaultTopic": TopicAutoCreate, "readQueueNums": strconv.Itoa(queues),
+		"topic": topic, "defaultTopic": wire.TopicAutoCreate, "readQueueNums": strconv.Itoa(queues),
 		"writeQueueNums": strconv.Itoa(queues), "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
 	}, nil)
 	if resp.Code != remoting.ResponseSuccess {
@@ -164,7 +165,7 @@ func (tc *procCluster) waitRoute(topic string) {
 // sendExt is the SEND_MESSAGE header of a plain message.
 func sendExt(topic string, queueID int, props string) map[string]string {
 	return map[string]string{
-		"producerGroup": "PG", "topic": topic, "defaultTopic": TopicAutoCreate, "defaultTopicQueueNums": "4",
+		"producerGroup": "PG", "topic": topic, "defaultTopic": wire.TopicAutoCreate, "defaultTopicQueueNums": "4",
 		"queueId": strconv.Itoa(queueID), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10),
 		"flag": "0", "properties": props, "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
 	}

@@ -43,7 +43,7 @@ func TestBadRequests(t *testing.T) {
 			m["queueOffset"] = "abc"
 			return m
 		}(), nil, remoting.ResponseSystemError, "queueOffset"},
-		{"system topic", remoting.RequestSendMessage, sendExt(TopicSchedule, 0, ""), []byte("x"), remoting.ResponseNoPermission, TopicSchedule},
+		{"system topic", remoting.RequestSendMessage, sendExt(wire.TopicSchedule, 0, ""), []byte("x"), remoting.ResponseNoPermission, wire.TopicSchedule},
 		{"bad delay", remoting.RequestSendMessage, sendExt("T1", 0, "DELAY\x01x\x02"), []byte("x"), remoting.ResponseMessageIllegal, "DELAY"},
 		{"unknown code", 9999, nil, nil, remoting.ResponseRequestCodeNotSupported, "9999"},
 	}

@@ -85,9 +85,9 @@ func (r *registerService) body() (*wire.RegisterBrokerBody, wire.DataVersion) {
 		topics = map[string]wire.TopicConfig{}
 	}
 	if r.c.live().AutoCreateTopicEnable {
-		if _, ok := topics[TopicAutoCreate]; !ok {
+		if _, ok := topics[wire.TopicAutoCreate]; !ok {
 			n := r.c.live().DefaultTopicQueueNums
-			topics[TopicAutoCreate] = wire.TopicConfig{TopicName: TopicAutoCreate, ReadQueueNums: n, WriteQueueNums: n,
+			topics[wire.TopicAutoCreate] = wire.TopicConfig{TopicName: wire.TopicAutoCreate, ReadQueueNums: n, WriteQueueNums: n,
 				Perm: wire.PermRead | wire.PermWrite | wire.PermInherit, TopicFilterType: "SINGLE_TAG"}
 		}
 	}

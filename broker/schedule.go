@@ -42,9 +42,9 @@ func (c *Controller) applyDelay(ctx context.Context, m *store.Message) *remoting
 	m.Properties[wire.PropertyDelayTimeLevel] = strconv.Itoa(level)
 	m.Properties[wire.PropertyRealTopic] = m.Topic
 	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	m.Topic, m.QueueID = TopicSchedule, int32(level-1)
-	if _, err := c.ensureTopic(ctx, TopicSchedule, len(c.delayLevels), 0); err != nil {
-		return c.writeError("create "+TopicSchedule, err)
+	m.Topic, m.QueueID = wire.TopicSchedule, int32(level-1)
+	if _, err := c.ensureTopic(ctx, wire.TopicSchedule, len(c.delayLevels), 0); err != nil {
+		return c.writeError("create "+wire.TopicSchedule, err)
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func (s *scheduleService) tick(now time.Time) {
 		}
 		s.wasLeader = true
 	}
-	if _, ok := s.c.rep.State().Topic(TopicSchedule); !ok {
+	if _, ok := s.c.rep.State().Topic(wire.TopicSchedule); !ok {
 		return
 	}
 	for i, delay := range s.c.delayLevels {
@@ -106,14 +106,14 @@ func (s *scheduleService) tick(now time.Time) {
 func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now time.Time) error {
 	qid := level - 1
 	start := s.progress[level]
-	maxOff := s.c.st.GetMaxOffsetInQueue(TopicSchedule, qid)
+	maxOff := s.c.st.GetMaxOffsetInQueue(wire.TopicSchedule, qid)
 	if start >= maxOff {
-		if minOff := s.c.st.GetMinOffsetInQueue(TopicSchedule, qid); start < minOff {
+		if minOff := s.c.st.GetMinOffsetInQueue(wire.TopicSchedule, qid); start < minOff {
 			s.progress[level] = minOff
 		}
 		return nil
 	}
-	res, err := s.c.st.GetMessage("", TopicSchedule, qid, start, s.batchLimit, nil)
+	res, err := s.c.st.GetMessage("", wire.TopicSchedule, qid, start, s.batchLimit, nil)
 	if err != nil {
 		return err
 	}

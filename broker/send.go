@@ -169,19 +169,8 @@ func (f *sendHeaderFields) boolean(names *[14]string, i int) bool {
 	return b
 }
 
-// Well-known topics and properties.
+// Name and size limits.
 const (
-	// TopicAutoCreate is RocketMQ's TBW102: a broker with
-	// autoCreateTopicEnable registers it so clients find a route for a topic
-	// that does not exist yet.
-	TopicAutoCreate = "TBW102"
-	// TopicSchedule holds delayed messages, one queue per delay level.
-	TopicSchedule = "SCHEDULE_TOPIC_XXXX"
-	// RetryGroupTopicPrefix and DLQGroupTopicPrefix name a group's retry and
-	// dead-letter topics.
-	RetryGroupTopicPrefix = "%RETRY%"
-	DLQGroupTopicPrefix   = "%DLQ%"
-
 	// maxTopicLength is RocketMQ's TopicValidator.TOPIC_MAX_LENGTH.
 	maxTopicLength = 127
 	// maxGroupLength is RocketMQ's CHARACTER_MAX_LENGTH for group names.
@@ -234,7 +223,7 @@ func checkGroup(group string) *remoting.RemotingCommand {
 	return nil
 }
 
-func isSystemTopic(t string) bool { return t == TopicAutoCreate || t == TopicSchedule }
+func isSystemTopic(t string) bool { return t == wire.TopicAutoCreate || t == wire.TopicSchedule }
 
 // processSend is the synchronous send processor: the worker waits for the
 // Raft entry. Used when the Replica has no AsyncPutter.
@@ -321,7 +310,7 @@ func (c *Controller) sendInline(req *remoting.RemotingCommand) bool {
 			topic, props = short[0], short[1]
 		}
 	}
-	if strings.HasPrefix(topic, RetryGroupTopicPrefix) || strings.Contains(props, wire.PropertyDelayTimeLevel) {
+	if strings.HasPrefix(topic, wire.RetryGroupTopicPrefix) || strings.Contains(props, wire.PropertyDelayTimeLevel) {
 		return false
 	}
 	_, ok := c.rep.State().Topic(topic)
@@ -390,7 +379,7 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 		c.initMessage(m, &h, queueID, conn, req.Body, h.Properties, direct)
 		one.msgs[0] = m
 		msgs = one.msgs[:]
-		if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+		if strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix) {
 			if r := c.handleRetryTopicSend(ctx, m, &h); r != nil {
 				return nil, r
 			}
@@ -458,7 +447,7 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageReq
 		return tc, nil
 	}
 	switch {
-	case strings.HasPrefix(h.Topic, RetryGroupTopicPrefix):
+	case strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix):
 		tc, err := c.ensureTopic(ctx, h.Topic, 1, 0)
 		if err != nil {
 			return tc, c.writeError("create retry topic", err)
@@ -520,7 +509,7 @@ func (c *Controller) initMessage(m *store.Message, h *wire.SendMessageRequestHea
 		SysFlag: h.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6), BornTimestamp: h.BornTimestamp,
 		BornHost: bornHost(conn), StoreHost: c.storeHost, ReconsumeTimes: h.ReconsumeTimes,
 	}
-	retry := strings.HasPrefix(h.Topic, RetryGroupTopicPrefix)
+	retry := strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix)
 	if direct && !retry && !needsPropertyMap(props) {
 		m.EncodedProperties = wire.CanonicalProperties(props)
 		return
@@ -558,7 +547,7 @@ func (c *Controller) decodeBatch(body []byte, h *wire.SendMessageRequestHeader, 
 		return nil, response(remoting.ResponseMessageIllegal, "the batch body is %d bytes, above maxMessageSize %d",
 			len(body), c.live().Store.MaxMessageSize)
 	}
-	if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+	if strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix) {
 		return nil, response(remoting.ResponseMessageIllegal, "batch messages cannot be sent to a retry topic (%s)", h.Topic)
 	}
 	entries, err := wire.DecodeBatch(body)

@@ -105,7 +105,7 @@ func sdkSendFrame(tb testing.TB, topic string, props string, body []byte) []byte
 	tb.Helper()
 	req := remoting.NewRequest(remoting.RequestSendMessageV2, nil, body)
 	req.SerializeType = remoting.SerializeRocketMQ
-	req.ExtFields = map[string]string{"a": "benchmark_producer", "b": topic, "c": TopicAutoCreate, "d": "4", "e": "3",
+	req.ExtFields = map[string]string{"a": "benchmark_producer", "b": topic, "c": wire.TopicAutoCreate, "d": "4", "e": "3",
 		"f": "0", "g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": props, "j": "0", "k": "false",
 		"m": "false", "n": "broker-a"}
 	f, err := remoting.EncodeFrame(req)
@@ -189,7 +189,7 @@ func BenchmarkSendPath(b *testing.B) {
 // WAIT=false, retry topics) keep the map.
 func TestSendDirectPropertiesStoredAlike(t *testing.T) {
 	r := newPathReplica(testTopicConfig("T", 8), testTopicConfig("%RETRY%g", 1),
-		testTopicConfig(TopicSchedule, 18), testTopicConfig("%DLQ%g", 1))
+		testTopicConfig(wire.TopicSchedule, 18), testTopicConfig("%DLQ%g", 1))
 	c := newPathController(t, r)
 	cases := []struct {
 		topic, props string

@@ -36,7 +36,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 		return response(remoting.ResponseSystemError, "look message by offset %d failed: %v", h.Offset, err), nil
 	}
 	m := &store.Message{
-		Topic: RetryGroupTopicPrefix + h.Group, Flag: orig.Flag, Body: orig.Body,
+		Topic: wire.RetryGroupTopicPrefix + h.Group, Flag: orig.Flag, Body: orig.Body,
 		Properties: copyProps(orig.Properties), SysFlag: orig.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6),
 		BornTimestamp: orig.BornTimestamp, BornHost: orig.BornHost, StoreHost: c.storeHost,
 		ReconsumeTimes: orig.ReconsumeTimes + 1,
@@ -57,7 +57,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 		maxTimes = h.MaxReconsumeTimes
 	}
 	if orig.ReconsumeTimes >= maxTimes || h.DelayLevel < 0 {
-		m.Topic, m.QueueID = DLQGroupTopicPrefix+h.Group, 0
+		m.Topic, m.QueueID = wire.DLQGroupTopicPrefix+h.Group, 0
 		if _, err := c.ensureTopic(ctx, m.Topic, 1, 0); err != nil {
 			return c.writeError("create DLQ topic", err), nil
 		}
@@ -89,7 +89,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 // fails, send the message to %RETRY%<group> themselves: past the retry
 // limit it goes to the DLQ instead (RocketMQ handleRetryAndDLQ).
 func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message, h *wire.SendMessageRequestHeader) *remoting.RemotingCommand {
-	group := strings.TrimPrefix(h.Topic, RetryGroupTopicPrefix)
+	group := strings.TrimPrefix(h.Topic, wire.RetryGroupTopicPrefix)
 	maxTimes := int32(c.live().MaxReconsumeTimes)
 	if sg, ok := c.rep.State().SubscriptionGroup(group); ok {
 		maxTimes = sg.RetryMaxTimes
@@ -100,7 +100,7 @@ func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message,
 	if h.ReconsumeTimes < maxTimes {
 		return nil
 	}
-	m.Topic, m.QueueID = DLQGroupTopicPrefix+group, 0
+	m.Topic, m.QueueID = wire.DLQGroupTopicPrefix+group, 0
 	delete(m.Properties, wire.PropertyDelayTimeLevel)
 	if _, err := c.ensureTopic(ctx, m.Topic, 1, 0); err != nil {
 		return c.writeError("create DLQ topic", err)

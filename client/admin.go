@@ -211,7 +211,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 			return nil, err
 		}
 	}
-	h := &wire.CreateTopicRequestHeader{Topic: spec.Topic, DefaultTopic: autoCreateTopic, ReadQueueNums: spec.ReadQueueNums,
+	h := &wire.CreateTopicRequestHeader{Topic: spec.Topic, DefaultTopic: wire.TopicAutoCreate, ReadQueueNums: spec.ReadQueueNums,
 		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", Order: spec.Order}
 	var done []string
 	var errs []error
@@ -318,7 +318,7 @@ type QueueProgress struct {
 func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) ([]QueueProgress, error) {
 	routeTopic := topic
 	if routeTopic == "" {
-		routeTopic = RetryTopic(group)
+		routeTopic = wire.RetryTopic(group)
 	}
 	targets, err := a.routeMasters(ctx, routeTopic)
 	if err != nil {

@@ -119,7 +119,7 @@ func TestAdminTopicCreateDeleteStatus(t *testing.T) {
 func TestAdminConsumerProgressAndReset(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 2, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("G"): 1})
 	a := newTestAdmin(t, ns)
 	ctx := context.Background()
 	b.answer(remoting.RequestGetConsumeStats, okBody(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:{"brokerOffset":100,"consumerOffset":60,"lastTimestamp":0},{"brokerName":"broker-a","queueId":1,"topic":"T"}:{"brokerOffset":5,"consumerOffset":5,"lastTimestamp":1700000000000}},"consumeTps":0.0}`))

@@ -110,7 +110,7 @@ func newAccumulator(cfg autoBatchConfig) *accumulator {
 // batch bodies are not; not ordered, not oneway, within maxBytes).
 func (a *accumulator) batchable(r *sendRequest) bool {
 	return r.msg != nil && !r.oneway && r.selector == nil && r.sysFlag == 0 &&
-		r.msg.DelayLevel == 0 && !strings.HasPrefix(r.topic, RetryGroupTopicPrefix) &&
+		r.msg.DelayLevel == 0 && !strings.HasPrefix(r.topic, wire.RetryGroupTopicPrefix) &&
 		batchEntrySize(r.msg) <= a.cfg.maxBytes
 }
 

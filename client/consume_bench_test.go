@@ -10,6 +10,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // The consume benchmarks preload b.N 1 KiB messages over 4 queues of the
@@ -23,7 +25,7 @@ func consumeBenchSetup(b *testing.B) (nsAddr string) {
 	b.Helper()
 	ns := startNameServer(b)
 	qb := startQBroker(b, "broker-a")
-	qb.register(b, ns, 0, map[string]int{"Bench": 4, RetryTopic("BG"): 1, "%RETRY%BGO": 1})
+	qb.register(b, ns, 0, map[string]int{"Bench": 4, wire.RetryTopic("BG"): 1, "%RETRY%BGO": 1})
 	body := bytes.Repeat([]byte("x"), 1024)
 	for i := range b.N {
 		qb.putAt("Bench", i%4, body, nil, 0, 0)

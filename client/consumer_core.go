@@ -19,14 +19,6 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// RetryGroupTopicPrefix prefixes a group's retry topic: consumers of group
-// G in clustering mode also subscribe to "%RETRY%G", where the broker puts
-// messages sent back after a failed consumption.
-const RetryGroupTopicPrefix = "%RETRY%"
-
-// RetryTopic returns group's retry topic.
-func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
-
 // lockMaxLiveTime is how long the client trusts a queue lock it has not
 // renewed (RocketMQ REBALANCE_LOCK_MAX_LIVE_TIME); brokers expire them at
 // 60 s, renewals run every 20 s.
@@ -498,7 +490,7 @@ func (c *consumerCore) followLeader(brokerName, addr string, err error) {
 }
 
 // isRetryTopic reports whether topic is a group retry topic.
-func isRetryTopic(topic string) bool { return strings.HasPrefix(topic, RetryGroupTopicPrefix) }
+func isRetryTopic(topic string) bool { return strings.HasPrefix(topic, wire.RetryGroupTopicPrefix) }
 
 // maxBrokerHops bounds how often one call follows "not leader, ask X".
 const maxBrokerHops = 3

@@ -8,6 +8,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // stalledLeaderGroup starts broker-a as a stalled leader (it takes pulls
@@ -19,7 +20,7 @@ func stalledLeaderGroup(t *testing.T, opts ...ConsumerOpt) (leader, follower *qB
 	ns := startNameServer(t)
 	leader = startQBroker(t, "broker-a")
 	follower = startQBroker(t, "broker-a")
-	topics := map[string]int{"T": 1, RetryTopic("G"): 1}
+	topics := map[string]int{"T": 1, wire.RetryTopic("G"): 1}
 	leader.register(t, ns, 0, topics)
 	follower.register(t, ns, 1, topics)
 	leader.answer(remoting.RequestPullMessage, func(*remoting.RemotingCommand) *remoting.RemotingCommand {

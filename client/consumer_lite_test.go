@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func pollN(t *testing.T, l *LitePullConsumer, n int) []*MessageExt {
@@ -128,7 +129,7 @@ func TestConsumerFollowsLeader(t *testing.T) {
 	ns := startNameServer(t)
 	follower := startQBroker(t, "broker-a")
 	leader := startQBroker(t, "broker-a")
-	topics := map[string]int{"T": 1, RetryTopic("G"): 1}
+	topics := map[string]int{"T": 1, wire.RetryTopic("G"): 1}
 	follower.register(t, ns, 0, topics) // the stale route calls it master
 	leader.register(t, ns, 1, topics)
 	follower.setNotLeader(leader.addr)
@@ -151,7 +152,7 @@ func TestConsumerFollowsLeader(t *testing.T) {
 func TestPushConsumerFlowControl(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
 	for i := range 100 {
 		b.put("T", 0, fmt.Sprint(i), nil)
 	}

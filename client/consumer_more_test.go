@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func TestProcessQueue(t *testing.T) {
@@ -108,7 +109,7 @@ func TestPushConsumerAckIndexPanicAndLocalRetry(t *testing.T) {
 func TestPushConsumerOffsetMoved(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
 	for i := range 5 {
 		b.put("T", 0, fmt.Sprint(i), nil)
 	}

@@ -226,7 +226,7 @@ func (c *consumerCore) pullSubscription(topic string) *SubscriptionData {
 // restoreRetryTopic gives a redelivered message its original topic back
 // (resetRetryAndNamespace): listeners see the topic they subscribed to.
 func restoreRetryTopic(m *MessageExt, group string) {
-	if m.Topic != RetryTopic(group) {
+	if m.Topic != wire.RetryTopic(group) {
 		return
 	}
 	if orig := m.Properties[wire.PropertyRetryTopic]; orig != "" {

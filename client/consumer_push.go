@@ -163,7 +163,7 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%w: no subscription", ErrInvalidOption)
 	}
 	if c.cfg.model == Clustering {
-		if err := c.subscribe(RetryTopic(c.cfg.group), wire.SubAll); err != nil {
+		if err := c.subscribe(wire.RetryTopic(c.cfg.group), wire.SubAll); err != nil {
 			return err
 		}
 	}
@@ -351,7 +351,7 @@ func (p *PushConsumer) sendBack(mq MessageQueue, m *MessageExt, delayLevel int) 
 		}
 		c.followLeader(mq.BrokerName, addr, err)
 	}
-	msg := NewMessage(RetryTopic(c.cfg.group), m.Body)
+	msg := NewMessage(wire.RetryTopic(c.cfg.group), m.Body)
 	msg.Flag = m.Flag
 	msg.Properties = make(map[string]string, len(m.Properties)+4)
 	for k, v := range m.Properties {

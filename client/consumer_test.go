@@ -78,7 +78,7 @@ func (c *collector) bodies() []string {
 func TestPushConsumerConsumesFiltersAndCommits(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 4, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 4, wire.RetryTopic("G"): 1})
 	for q := range 4 {
 		for i := range 10 {
 			tag := "TagA"
@@ -150,7 +150,7 @@ func TestPushConsumerConsumesFiltersAndCommits(t *testing.T) {
 func TestPushConsumerStartsFromLastOffsetAndFailsWithoutRoute(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
 	b.put("T", 0, "old", nil)
 	c := newTestPush(t, ns, "G")
 	_ = c.Subscribe("T", "*")
@@ -181,7 +181,7 @@ func TestPushConsumerReconsumeLaterSendsBack(t *testing.T) {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
 			ns := startNameServer(t)
 			b := startQBroker(t, "broker-a")
-			b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+			b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
 			b.mu.Lock()
 			b.failSendBack = fallback
 			b.mu.Unlock()
@@ -214,7 +214,7 @@ func TestPushConsumerReconsumeLaterSendsBack(t *testing.T) {
 			}
 			if fallback {
 				b.mu.Lock()
-				retried := b.queues[qKey{RetryTopic("G"), 0}][0]
+				retried := b.queues[qKey{wire.RetryTopic("G"), 0}][0]
 				b.mu.Unlock()
 				if retried.props[wire.PropertyRetryTopic] != "T" || retried.props[wire.PropertyReconsumeTime] != "1" || retried.props[wire.PropertyDelayTimeLevel] != "3" ||
 					retried.props[wire.PropertyOriginMessageID] != first.MsgID || retried.reconsume != 1 {
@@ -230,7 +230,7 @@ func TestPushConsumerReconsumeLaterSendsBack(t *testing.T) {
 func TestPushConsumerOrderly(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 2, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("G"): 1})
 	for q := range 2 {
 		for i := range 30 {
 			b.put("T", q, fmt.Sprintf("%d", i), nil)
@@ -312,7 +312,7 @@ func TestPushConsumerOrderly(t *testing.T) {
 func TestRebalanceHandOverNoOverlap(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 4, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 4, wire.RetryTopic("G"): 1})
 	const perQueue = 150
 	var mu sync.Mutex
 	owner := map[int]string{} // queue → consumer inside the listener now
@@ -392,7 +392,7 @@ func countTopic(mqs []MessageQueue, topic string) int {
 func TestRebalanceConcurrentConsumersSplitQueues(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 4, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 4, wire.RetryTopic("G"): 1})
 	var got collector
 	mk := func(name string) *PushConsumer {
 		c := newTestPush(t, ns, "G", InstanceName(name), Strategy(AllocateAveragelyByCircle()))
@@ -498,7 +498,7 @@ func TestConsumerOptionValidation(t *testing.T) {
 func TestPushConsumerResetByBroker(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
 	for i := range 10 {
 		b.put("T", 0, fmt.Sprint(i), nil)
 	}
@@ -535,7 +535,7 @@ func TestPushConsumerResetByBroker(t *testing.T) {
 func TestOrderlyStopsWithoutLock(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, RetryTopic("G"): 1})
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
 	c := newTestPush(t, ns, "G", LockInterval(30*time.Millisecond))
 	_ = c.Subscribe("T", "*")
 	var got collector

@@ -406,7 +406,7 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 		if props[wire.PropertyRetryTopic] == "" {
 			props[wire.PropertyRetryTopic] = h.OriginTopic
 		}
-		b.putAt(RetryTopic(h.Group), 0, orig.body, props, time.Now().UnixMilli(), orig.reconsume+1)
+		b.putAt(wire.RetryTopic(h.Group), 0, orig.body, props, time.Now().UnixMilli(), orig.reconsume+1)
 		return ok
 	}
 	return ok

@@ -23,11 +23,6 @@ const (
 	maxPropertiesLength = wire.MaxPropertiesLen
 )
 
-// autoCreateTopic is TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC: its route
-// stands in for topics a broker creates on first send; nobody may send to
-// it directly.
-const autoCreateTopic = "TBW102"
-
 // Message is a message to send. Topic and Body are required; the other
 // fields become message properties or steer queue selection.
 type Message struct {
@@ -165,8 +160,8 @@ func (m *Message) validate(maxSize int) error {
 	if err := validateTopic(m.Topic); err != nil {
 		return err
 	}
-	if m.Topic == autoCreateTopic {
-		return fmt.Errorf("%w: topic %s is reserved for auto-creation and cannot be sent to", ErrInvalidMessage, autoCreateTopic)
+	if m.Topic == wire.TopicAutoCreate {
+		return fmt.Errorf("%w: topic %s is reserved for auto-creation and cannot be sent to", ErrInvalidMessage, wire.TopicAutoCreate)
 	}
 	if len(m.Body) == 0 {
 		return fmt.Errorf("%w: body of message to %q is empty", ErrInvalidMessage, m.Topic)

@@ -96,7 +96,7 @@ func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
 		if m.DelayLevel > 0 {
 			return nil, fmt.Errorf("%w: batch message %d is delayed; batches cannot hold delayed messages", ErrInvalidMessage, i)
 		}
-		if strings.HasPrefix(m.Topic, "%RETRY%") {
+		if strings.HasPrefix(m.Topic, wire.RetryGroupTopicPrefix) {
 			return nil, fmt.Errorf("%w: batches cannot be sent to retry topics", ErrInvalidMessage)
 		}
 		total += len(m.Body)
@@ -116,7 +116,7 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now
 	*h = wire.SendMessageRequestHeaderV2{
 		ProducerGroup:         p.cfg.group,
 		Topic:                 r.topic,
-		DefaultTopic:          autoCreateTopic,
+		DefaultTopic:          wire.TopicAutoCreate,
 		DefaultTopicQueueNums: int32(p.cfg.defaultTopicQueueNums),
 		QueueID:               int32(mq.QueueID),
 		SysFlag:               r.sysFlag,
@@ -134,7 +134,7 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now
 	}
 	if r.msg != nil {
 		h.Flag = r.msg.Flag
-		if strings.HasPrefix(r.topic, RetryGroupTopicPrefix) {
+		if strings.HasPrefix(r.topic, wire.RetryGroupTopicPrefix) {
 			// A consumer's send-back fallback: the counts travel in the
 			// header (sendKernelImpl reads them from these properties).
 			reconsume, _ := strconv.Atoi(r.msg.Properties[wire.PropertyReconsumeTime])

@@ -25,7 +25,7 @@ func TestParseTagExpression(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Java: "TagA".hashCode() == 2598919.
-	if !reflect.DeepEqual(sd.TagsSet, []string{"TagA", "TagB"}) || !reflect.DeepEqual(sd.CodeSet, []int32{2598919, 2598920}) ||
+	if !reflect.DeepEqual(sd.TagsSet, []string{"TagA", "TagB"}) || string(sd.CodeSet) != "[2598919,2598920]" ||
 		sd.SubString != " TagA || TagB ||  || TagA" || sd.SubVersion != 7 || sd.ExpressionType != "TAG" {
 		t.Fatalf("%+v", sd)
 	}

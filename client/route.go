@@ -230,9 +230,9 @@ func (r *routeManager) refresh(ctx context.Context, topic string, autoCreate boo
 		return info, nil
 	}
 	if errors.Is(err, ErrNoRoute) && autoCreate {
-		def, derr := r.fetchRoute(ctx, autoCreateTopic)
+		def, derr := r.fetchRoute(ctx, wire.TopicAutoCreate)
 		if derr != nil {
-			return nil, fmt.Errorf("%w; and the auto-create route %s: %v", err, autoCreateTopic, derr)
+			return nil, fmt.Errorf("%w; and the auto-create route %s: %v", err, wire.TopicAutoCreate, derr)
 		}
 		def = cloneRoute(def)
 		for i := range def.QueueDatas {

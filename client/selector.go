@@ -3,6 +3,8 @@ package client
 import (
 	"math/rand/v2"
 	"slices"
+
+	"github.com/raftmq/raftmq/wire"
 )
 
 // MessageQueueSelector picks the queue of a message sent with
@@ -23,19 +25,7 @@ func (f SelectorFunc) Select(msg *Message, queues []MessageQueue) (MessageQueue,
 
 // javaStringHash is Java's String.hashCode over UTF-16 code units, so that
 // a Go and a Java producer hashing the same key pick the same queue.
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
+func javaStringHash(s string) int32 { return int32(wire.TagsHashCode(s)) }
 
 // HashSelector picks queue |hash(key)| mod len(queues), RocketMQ's
 // SelectMessageQueueByHash with Java's String.hashCode, where key is the

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,21 +21,23 @@ type SubscriptionData = wire.SubscriptionData
 // SubVersion (callers pass the current time in ms).
 func ParseTagExpression(topic, expr string, version int64) (*SubscriptionData, error) {
 	sd := &SubscriptionData{Topic: topic, SubString: expr, SubVersion: version, ExpressionType: wire.ExpressionTypeTag,
-		TagsSet: []string{}, CodeSet: []int32{}}
+		TagsSet: []string{}, CodeSet: json.RawMessage("[]")}
 	if strings.TrimSpace(expr) == "" || expr == wire.SubAll {
 		sd.SubString = wire.SubAll
 		return sd, nil
 	}
+	var codes []int32
 	for _, tag := range strings.Split(expr, "||") {
 		tag = strings.TrimSpace(tag)
 		if tag == "" || slices.Contains(sd.TagsSet, tag) {
 			continue
 		}
 		sd.TagsSet = append(sd.TagsSet, tag)
-		sd.CodeSet = append(sd.CodeSet, javaStringHash(tag))
+		codes = append(codes, javaStringHash(tag))
 	}
 	if len(sd.TagsSet) == 0 {
 		return nil, fmt.Errorf("%w: tag expression %q for topic %q has no tag", ErrInvalidOption, expr, topic)
 	}
+	sd.CodeSet, _ = json.Marshal(codes)
 	return sd, nil
 }

@@ -110,9 +110,11 @@ type SubscriptionData struct {
 	SubString string `json:"subString"`
 	// TagsSet holds the tags of a tag expression; empty means all.
 	TagsSet []string `json:"tagsSet"`
-	// CodeSet holds the Java String.hashCode of each tag; brokers filter
-	// consume-queue entries on it.
-	CodeSet []int32 `json:"codeSet"`
+	// CodeSet holds the Java String.hashCode (TagsHashCode) of each tag,
+	// which brokers filter consume-queue entries on. It is kept as the JSON
+	// the client sent — Java clients send numbers, the official Go client
+	// numeric strings — so a broker hands back what it got.
+	CodeSet json.RawMessage `json:"codeSet,omitempty"`
 	// SubVersion orders subscription changes (creation time in ms).
 	SubVersion int64 `json:"subVersion"`
 	// ExpressionType is "TAG" or "SQL92".
