@@ -95,7 +95,7 @@ func (r *fakeReplica) PutMessages(_ context.Context, msgs []*store.Message) ([]P
 	for _, m := range msgs {
 		m.StoreHost = r.storeHost
 		var err error
-		if batch, err = store.AppendMessage(batch, m); err != nil {
+		if batch, err = wire.AppendMessage(batch, m); err != nil {
 			return nil, err
 		}
 	}
@@ -105,10 +105,10 @@ func (r *fakeReplica) PutMessages(_ context.Context, msgs []*store.Message) ([]P
 	if err != nil {
 		return nil, err
 	}
-	if rem := mf.Remaining(); rem < len(batch)+store.BlankHeaderSize {
+	if rem := mf.Remaining(); rem < len(batch)+wire.BlankHeaderSize {
 		blank := make([]byte, rem)
 		binary.BigEndian.PutUint32(blank, uint32(rem))
-		binary.BigEndian.PutUint32(blank[4:], store.MagicBlank)
+		binary.BigEndian.PutUint32(blank[4:], wire.MagicBlank)
 		if _, err := mf.Append(blank); err != nil {
 			return nil, err
 		}
@@ -141,7 +141,7 @@ func (r *fakeReplica) PutMessages(_ context.Context, msgs []*store.Message) ([]P
 	}
 	out := make([]PutResult, len(reqs))
 	for i, req := range reqs {
-		out[i] = PutResult{MsgID: store.OffsetMsgID(r.storeHost, req.CommitLogOffset), QueueID: req.QueueID,
+		out[i] = PutResult{MsgID: wire.OffsetMsgID(r.storeHost, req.CommitLogOffset), QueueID: req.QueueID,
 			QueueOffset: req.ConsumeQueueOffset, PhysicalOffset: req.CommitLogOffset, StoreTimestamp: req.StoreTimestamp}
 	}
 	return out, nil
