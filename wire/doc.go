@@ -21,11 +21,32 @@
 //	cluster.go             ClusterInfo and TopicList; cluster encode/decode
 //	fastjson.go            fastjson's legacy form (unquoted integer map keys)
 //	                       and QuoteLegacyKeys, which both decoders use
-//	topic.go               DataVersion, TopicConfig, TopicConfigSerializeWrapper
+//	topic.go               DataVersion, TopicConfig, TopicConfigSerializeWrapper;
+//	                       TBW102, SCHEDULE_TOPIC_XXXX, %RETRY% and %DLQ% names
 //	subscription_group.go  SubscriptionGroupConfig, its defaults and the
 //	                       all-groups answer (SubscriptionGroupWrapper)
 //	register.go            REGISTER_BROKER body (plain JSON and the zlib
 //	                       compact layout), BodyCRC32, ErrBadBody
 //	namesrv_headers.go     request/response headers of the name server's codes
 //	kv.go                  KVTable and the order-topic KV namespace
+//	heartbeat.go           HEART_BEAT body, consumer enums (MessageModel,
+//	                       ConsumeFromWhere, consume types), SubscriptionData,
+//	                       consumer-list and connection-list answers, lock bodies
+//	queue.go               MessageQueue as JSON bodies carry it
+//	headers_send.go        send request headers (long and a…n names, AppendExt),
+//	                       send response header, the leader-address ext key
+//	headers_pull.go        pull request/response headers and PullFlag bits
+//	headers_offset.go      consumer-offset, queue-offset, search, consume-stats
+//	                       and reset-offset headers
+//	headers_client.go      consumer-group, unregister-client and send-back headers
+//	headers_admin.go       create/delete topic, group, query/view message and
+//	                       leadership-transfer headers
+//	message.go             the stored-message format: magic codes, sysflags,
+//	                       layout offsets, the strict codec (AppendMessage,
+//	                       DecodeMessage, CheckEntry), the entry CRC, properties
+//	entry.go               DecodeEntry, the lenient reader a client uses
+//	msgid.go               offset msgIds (OffsetMsgID, ParseMessageID)
+//	batch.go               SEND_BATCH_MESSAGE body (EncodeBatch, DecodeBatch)
+//	properties.go          message property names both sides read
+//	message_errors.go      the codecs' errors and DecodeError
 package wire
