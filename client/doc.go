@@ -35,6 +35,10 @@
 //   - message.go, uniqkey.go, queue.go, sendresult.go, subscription.go: the
 //     message model, the client-side unique id (UNIQ_KEY), message queues,
 //     send results, tag expressions.
+//   - message_decode.go: MessageExt, read from pull bodies with
+//     wire.DecodeEntry (bodies inflated); headers.go: the send answer's
+//     header read without reflection. Headers and bodies themselves are
+//     package wire's.
 //   - route.go, publishinfo.go: name-server lookups, the per-topic route
 //     cache with its refresh, the learned leader of each group.
 //   - fault.go: latency fault tolerance (RocketMQ's sendLatencyFaultEnable).

@@ -31,6 +31,8 @@
 //   - indexfile.go: RocketMQ's IndexFile layout and the IndexService (keys
 //     topic#KEY and topic#UNIQ_KEY, files rolled when full, files newer
 //     than the checkpoint dropped after a crash).
+//   - message.go: Message (wire.Message under the store's name) and the
+//     dispatch decoder, CheckAndDecode, over wire's stored-message layout.
 //   - dispatch.go: the dispatchers and the reput service that feeds
 //     committed messages to them in CommitLog order; new-message listeners
 //     wake held pulls.
