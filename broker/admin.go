@@ -185,27 +185,22 @@ func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.
 	if !ok {
 		return response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName)
 	}
-	type stat struct{ min, max, last int64 }
 	keys := make([]int32, 0, tc.WriteQueueNums)
 	for q := int32(0); q < int32(max(tc.WriteQueueNums, tc.ReadQueueNums)); q++ {
 		keys = append(keys, q)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	var b strings.Builder
-	b.WriteString(`{"offsetTable":{`)
+	b := []byte(`{"offsetTable":{`)
 	for i, q := range keys {
-		s := stat{min: c.st.GetMinOffsetInQueue(h.Topic, q), max: c.st.GetMaxOffsetInQueue(h.Topic, q)}
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		mq, _ := json.Marshal(wire.MessageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q})
-		b.Write(mq)
-		b.WriteString(`:{"minOffset":` + strconv.FormatInt(s.min, 10) + `,"maxOffset":` + strconv.FormatInt(s.max, 10) +
-			`,"lastUpdateTimestamp":` + strconv.FormatInt(s.last, 10) + `}`)
+		b = wire.AppendQueueEntry(b, wire.MessageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q},
+			wire.TopicOffset{MinOffset: c.st.GetMinOffsetInQueue(h.Topic, q), MaxOffset: c.st.GetMaxOffsetInQueue(h.Topic, q)})
 	}
-	b.WriteString(`}}`)
+	b = append(b, `}}`...)
 	r := success()
-	r.Body = []byte(b.String())
+	r.Body = b
 	return r
 }
 

@@ -124,8 +124,7 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 		}
 	}
 	sort.Strings(topics)
-	var b strings.Builder
-	b.WriteString(`{"offsetTable":{`)
+	b := []byte(`{"offsetTable":{`)
 	first := true
 	for _, t := range topics {
 		tc, ok := c.rep.State().Topic(t)
@@ -135,21 +134,18 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 		for q := int32(0); q < int32(tc.ReadQueueNums); q++ {
 			off, _ := c.offsets.lookup(h.ConsumerGroup, t, q)
 			if !first {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
 			first = false
-			mq, _ := json.Marshal(wire.MessageQueue{Topic: t, BrokerName: c.cfg.BrokerName, QueueID: q})
-			b.Write(mq)
-			b.WriteString(`:{"brokerOffset":`)
-			b.WriteString(strconv.FormatInt(c.st.GetMaxOffsetInQueue(t, q), 10))
-			b.WriteString(`,"consumerOffset":`)
-			b.WriteString(strconv.FormatInt(max(off, 0), 10))
-			b.WriteString(`,"lastTimestamp":0}`)
+			b = wire.AppendQueueEntry(b, wire.MessageQueue{Topic: t, BrokerName: c.cfg.BrokerName, QueueID: q},
+				wire.OffsetWrapper{BrokerOffset: c.st.GetMaxOffsetInQueue(t, q), ConsumerOffset: max(off, 0)})
 		}
 	}
-	b.WriteString(`},"consumeTps":0.0}`)
+	// RocketMQ's ConsumeStats also carries the group's consume rate, which
+	// raftmq does not measure.
+	b = append(b, `},"consumeTps":0.0}`...)
 	r := success()
-	r.Body = []byte(b.String())
+	r.Body = b
 	return r
 }
 

@@ -287,9 +287,7 @@ func (a *Admin) TopicStatus(ctx context.Context, topic string) ([]QueueStat, err
 			return nil, err
 		}
 		for _, e := range entries {
-			var v struct {
-				MinOffset, MaxOffset, LastUpdateTimestamp int64
-			}
+			var v wire.TopicOffset
 			if err := json.Unmarshal(e.Value, &v); err != nil {
 				return nil, fmt.Errorf("client: topic stats from %s: %w", name, err)
 			}
@@ -337,9 +335,7 @@ func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) ([]Qu
 			return nil, err
 		}
 		for _, e := range entries {
-			var v struct {
-				BrokerOffset, ConsumerOffset, LastTimestamp int64
-			}
+			var v wire.OffsetWrapper
 			if err := json.Unmarshal(e.Value, &v); err != nil {
 				return nil, fmt.Errorf("client: consume stats from %s: %w", name, err)
 			}

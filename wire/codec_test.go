@@ -148,3 +148,22 @@ func FuzzDecodeEntry(f *testing.F) {
 		}
 	})
 }
+
+// TestQueueTableBytes pins the stats answers' layout: fastjson's
+// MessageQueue-object keys and the value objects' field order.
+func TestQueueTableBytes(t *testing.T) {
+	mq := MessageQueue{Topic: "T", BrokerName: "b", QueueID: 3}
+	got := string(AppendQueueEntry(nil, mq, TopicOffset{MinOffset: 1, MaxOffset: 9}))
+	if want := `{"topic":"T","brokerName":"b","queueId":3}:{"minOffset":1,"maxOffset":9,"lastUpdateTimestamp":0}`; got != want {
+		t.Fatalf("topic stats entry %s, want %s", got, want)
+	}
+	got = string(AppendQueueEntry(nil, mq, OffsetWrapper{BrokerOffset: 9, ConsumerOffset: 4}))
+	if want := `{"topic":"T","brokerName":"b","queueId":3}:{"brokerOffset":9,"consumerOffset":4,"lastTimestamp":0}`; got != want {
+		t.Fatalf("consume stats entry %s, want %s", got, want)
+	}
+	body := `{"offsetTable":{` + got + `,` + string(AppendQueueEntry(nil, MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}, OffsetWrapper{})) + `},"consumeTps":0.0}`
+	entries, err := DecodeQueueTable([]byte(body), "offsetTable")
+	if err != nil || len(entries) != 2 || entries[0].Queue.QueueID != 1 || entries[1].Queue != mq {
+		t.Fatalf("decoded %+v, %v", entries, err)
+	}
+}

@@ -33,6 +33,8 @@
 //	                       ConsumeFromWhere, consume types), SubscriptionData,
 //	                       consumer-list and connection-list answers, lock bodies
 //	queue.go               MessageQueue as JSON bodies carry it
+//	queue_table.go         queue-keyed stats tables (TopicOffset, OffsetWrapper)
+//	                       in fastjson's object-key form: write and read
 //	headers_send.go        send request headers (long and a…n names, AppendExt),
 //	                       send response header, the leader-address ext key
 //	headers_pull.go        pull request/response headers and PullFlag bits
