@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestInmemSnapshotStore: a snapshot is listed only once its sink closed,
@@ -111,7 +112,7 @@ func TestNodeRunUntilCancel(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
 	testutil.WaitFor(t, 10*time.Second, "the single member leads", n.Group().IsLeader)
-	res, err := n.Group().PutMessages(ctx, []*store.Message{testMessage(TopicAutoCreate, 0, "k", "", 0, 16)})
+	res, err := n.Group().PutMessages(ctx, []*store.Message{testMessage(wire.TopicAutoCreate, 0, "k", "", 0, 16)})
 	if err != nil {
 		t.Fatal(err)
 	}
