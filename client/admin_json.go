@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/raftmq/raftmq/wire"
 )
@@ -13,7 +14,8 @@ type queueEntry struct {
 	Value json.RawMessage
 }
 
-// decodeQueueTable is wire.DecodeQueueTable with the SDK's queues.
+// decodeQueueTable is wire.DecodeQueueTable with the SDK's queues, sorted
+// with CompareQueues.
 func decodeQueueTable(body []byte, field string) ([]queueEntry, error) {
 	entries, err := wire.DecodeQueueTable(body, field)
 	if err != nil || entries == nil {
@@ -23,5 +25,6 @@ func decodeQueueTable(body []byte, field string) ([]queueEntry, error) {
 	for i, e := range entries {
 		out[i] = queueEntry{Queue: MessageQueue{Topic: e.Queue.Topic, BrokerName: e.Queue.BrokerName, QueueID: int(e.Queue.QueueID)}, Value: e.Value}
 	}
+	slices.SortFunc(out, func(a, b queueEntry) int { return CompareQueues(a.Queue, b.Queue) })
 	return out, nil
 }

@@ -163,7 +163,7 @@ func TestQueueTableBytes(t *testing.T) {
 	}
 	body := `{"offsetTable":{` + got + `,` + string(AppendQueueEntry(nil, MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}, OffsetWrapper{})) + `},"consumeTps":0.0}`
 	entries, err := DecodeQueueTable([]byte(body), "offsetTable")
-	if err != nil || len(entries) != 2 || entries[0].Queue.QueueID != 1 || entries[1].Queue != mq {
+	if err != nil || len(entries) != 2 || entries[0].Queue != mq || entries[1].Queue.QueueID != 1 {
 		t.Fatalf("decoded %+v, %v", entries, err)
 	}
 }

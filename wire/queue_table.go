@@ -2,10 +2,8 @@ package wire
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -36,17 +34,6 @@ func AppendQueueEntry(b []byte, mq MessageQueue, value any) []byte {
 	return append(b, v...)
 }
 
-// compareQueues orders queues by topic, broker name and queue id.
-func compareQueues(a, b MessageQueue) int {
-	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.BrokerName, b.BrokerName); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.QueueID, b.QueueID)
-}
-
 // RocketMQ's admin answers (TopicStatsTable, ConsumeStats, ResetOffsetBody)
 // serialize maps keyed by MessageQueue with fastjson, which writes the key
 // object itself as the JSON key: {"offsetTable":{{"brokerName":"b",
@@ -63,7 +50,7 @@ type QueueEntry struct {
 }
 
 // DecodeQueueTable extracts the queue-keyed object stored under field at
-// the top level of body, its entries sorted by queue. Standard JSON with string keys ("T@b@0" style is
+// the top level of body, its entries in the order written. Standard JSON with string keys ("T@b@0" style is
 // not used by RocketMQ) is refused with an error naming the position.
 func DecodeQueueTable(body []byte, field string) ([]QueueEntry, error) {
 	key := []byte(`"` + field + `"`)
@@ -99,7 +86,6 @@ func DecodeQueueTable(body []byte, field string) ([]QueueEntry, error) {
 		case ',':
 			p.i++
 		case '}':
-			slices.SortFunc(out, func(a, b QueueEntry) int { return compareQueues(a.Queue, b.Queue) })
 			return out, nil
 		default:
 			return nil, p.errorf("want , or }")
