@@ -17,15 +17,17 @@ const module = "github.com/raftmq/raftmq"
 // only packages of lower layers; a new package must be added here, so
 // where it sits is a decision someone makes, not an accident.
 var layers = map[string]int{
-	"remoting":         0,
-	"remoting/golden":  0,
-	"internal/config":  0,
-	"internal/logging": 0,
+	"remoting":          0,
+	"remoting/golden":   0,
+	"internal/config":   0,
+	"internal/logging":  0,
+	"internal/freeport": 0,
 
-	"wire":              1,
-	"storage":           1,
-	"internal/testutil": 1,
-	"internal/httpmon":  1,
+	"wire":                 1,
+	"storage":              1,
+	"internal/testutil":    1,
+	"internal/httpmon":     1,
+	"internal/proccluster": 1,
 
 	"broker/store":        2,
 	"raftlog":             2,
@@ -36,7 +38,7 @@ var layers = map[string]int{
 	"namesrv": 3,
 	"client":  3,
 
-	"internal/cluster":         4,
+	"internal/devcluster":      4,
 	"jepsen":                   4,
 	"examples/internal/exutil": 4,
 
@@ -60,7 +62,8 @@ var sdkForbidden = []string{
 	module + "/ha",
 	module + "/raftlog",
 	module + "/internal/httpmon",
-	module + "/internal/cluster",
+	module + "/internal/devcluster",
+	module + "/internal/proccluster",
 	"github.com/hashicorp/raft",
 	"github.com/hashicorp/memberlist",
 	"github.com/prometheus/",
