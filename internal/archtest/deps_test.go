@@ -30,6 +30,7 @@ var layers = map[string]int{
 	"internal/proccluster": 1,
 
 	"broker/store":        2,
+	"broker/filter":       1,
 	"raftlog":             2,
 	"raftlog/raftlogtest": 2,
 	"ha":                  2,
