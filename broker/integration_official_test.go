@@ -511,3 +511,45 @@ func TestOfficialModesAndOffsets(t *testing.T) {
 		return total == 2*n
 	})
 }
+
+// recordingTxListener counts the official transaction producer's calls.
+type recordingTxListener struct{ executed, checked atomic.Int64 }
+
+func (l *recordingTxListener) ExecuteLocalTransaction(*primitive.Message) primitive.LocalTransactionState {
+	l.executed.Add(1)
+	return primitive.CommitMessageState
+}
+
+func (l *recordingTxListener) CheckLocalTransaction(*primitive.MessageExt) primitive.LocalTransactionState {
+	l.checked.Add(1)
+	return primitive.CommitMessageState
+}
+
+// TestOfficialTransactionRefused: until raftmq supports transactions, the
+// official transaction producer's half message fails at once with the
+// broker's reason, and its local transaction never runs (before, the half
+// message was acknowledged and then never delivered).
+func TestOfficialTransactionRefused(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := &recordingTxListener{}
+	tp, err := rocketmq.NewTransactionProducer(l,
+		producer.WithNameServer(primitive.NamesrvAddr{pc.nsAddr}),
+		producer.WithGroupName("TXPG"+strconv.FormatInt(instanceSeq.Add(1), 10)),
+		producer.WithInstanceName("tx"+strconv.FormatInt(instanceSeq.Add(1), 10)),
+		producer.WithRetry(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tp.Shutdown() }()
+	pc.createTopic(pc.nodes[pc.leader()].Addr(), "TXO", 4)
+	res, err := tp.SendMessageInTransaction(context.Background(), primitive.NewMessage("TXO", []byte("half")))
+	if err == nil || !strings.Contains(err.Error(), "transactional") {
+		t.Fatalf("SendMessageInTransaction: %v, %v; want an error naming transactional messages", res, err)
+	}
+	if n := l.executed.Load(); n != 0 {
+		t.Fatalf("local transaction ran %d times for a refused half message", n)
+	}
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +167,29 @@ func decodeAll(t *testing.T, b []byte) []*client.MessageExt {
 		t.Fatalf("decode pulled messages: %v", err)
 	}
 	return msgs
+}
+
+// TestTransactionHalfRefused: a transaction's half message (prepared
+// sysflag, or the TRAN_MSG property RocketMQ's broker reads) is refused
+// with NO_PERMISSION and a remark saying why, and nothing is stored: the
+// next plain message on that queue gets offset 0.
+func TestTransactionHalfRefused(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "TX", 4)
+	bySysFlag := sendExt("TX", 2, "")
+	bySysFlag["sysFlag"] = strconv.Itoa(int(wire.SysFlagTransPrepared))
+	byProperty := sendExt("TX", 2, wire.PropertyTransactionPrep+"\x01TRUE\x02")
+	for name, ext := range map[string]map[string]string{"sysflag": bySysFlag, "property": byProperty} {
+		resp := tc.call(addr, remoting.RequestSendMessage, ext, []byte("half"))
+		if resp.Code != remoting.ResponseNoPermission || !strings.Contains(resp.Remark, "transactional") {
+			t.Fatalf("%s: half message answered %d %q; want NO_PERMISSION naming transactions", name, resp.Code, resp.Remark)
+		}
+	}
+	notHalf := sendExt("TX", 2, wire.PropertyTransactionPrep+"\x01false\x02")
+	resp := tc.call(addr, remoting.RequestSendMessage, notHalf, []byte("plain"))
+	if resp.Code != remoting.ResponseSuccess || resp.ExtFields["queueOffset"] != "0" {
+		t.Fatalf("plain send after refused halves: %d %q offset %q; want success at offset 0",
+			resp.Code, resp.Remark, resp.ExtFields["queueOffset"])
+	}
 }

@@ -348,6 +348,12 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 	if len(h.Properties) > maxPropertiesLength {
 		return nil, response(remoting.ResponseMessageIllegal, "the properties are %d bytes, above %d", len(h.Properties), maxPropertiesLength)
 	}
+	if isTransactionHalf(&h) {
+		// Storing a half message that no END_TRANSACTION can ever commit
+		// would acknowledge a message that is never delivered.
+		return nil, response(remoting.ResponseNoPermission,
+			"broker %s refuses transactional (half) messages: raftmq does not support transactions yet, and storing one would acknowledge a message that is never delivered; send it as a normal message", c.cfg.BrokerName)
+	}
 	tc, resp := c.sendTopicConfig(ctx, &h)
 	if resp != nil {
 		return nil, resp
@@ -389,6 +395,19 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 		}
 	}
 	return msgs, nil
+}
+
+// isTransactionHalf reports whether a send carries a transaction's half
+// message: the prepared sysflag (what RocketMQ clients set) or the
+// TRAN_MSG property set to true (what RocketMQ's broker checks).
+func isTransactionHalf(h *wire.SendMessageRequestHeader) bool {
+	if h.SysFlag&wire.SysFlagTransMask == wire.SysFlagTransPrepared {
+		return true
+	}
+	if !strings.Contains(h.Properties, wire.PropertyTransactionPrep) {
+		return false
+	}
+	return strings.EqualFold(wire.ParseProperties(h.Properties)[wire.PropertyTransactionPrep], "true")
 }
 
 // sendResponse renders the SendMessageResponseHeader: msgId (comma-joined

@@ -11,7 +11,8 @@ import (
 // not stop, for goleak.VerifyTestMain: a go-cache janitor started at package
 // init, the timer loops of rmqClient.Start (they sleep up to 10 s before they
 // look at the done channel Shutdown closes), the consumer statistics
-// samplers (never stopped), and push-consumer pulls still waiting for their
+// samplers (never stopped), the transaction producer's check-back loop
+// (it ranges over a channel Shutdown never closes), and push-consumer pulls still waiting for their
 // response future, which the client only expires on its own timeout after
 // Shutdown. They are not ours to stop.
 func OfficialClientGoroutines() []goleak.Option {
@@ -22,6 +23,7 @@ func OfficialClientGoroutines() []goleak.Option {
 		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).Start.func1.1.1"),
 		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).Start.func1.2"),
 		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).pullMessage"),
+		goleak.IgnoreAnyFunction(mod + "producer.(*transactionProducer).checkTransactionState"),
 	}
 	for i := 1; i <= 8; i++ {
 		opts = append(opts,
