@@ -42,6 +42,10 @@ type consumerGroupInfo struct {
 	Channels         map[string]*clientChannel        // by clientID
 	Subscriptions    map[string]wire.SubscriptionData // by topic
 	LastUpdate       time.Time
+	// sql holds the SQL92 subscriptions of Subscriptions, compiled. Like
+	// Subscriptions it is replaced, never modified, by each heartbeat, so
+	// a copy of the info may share it.
+	sql map[string]*sqlSub // by topic
 }
 
 func newClientManager(c *Controller) *clientManager {
@@ -68,13 +72,43 @@ func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clien
 	g.Channels[ch.ClientID] = &ch
 	// RocketMQ replaces the subscription table with the heartbeat's.
 	subs := make(map[string]wire.SubscriptionData, len(cd.SubscriptionDataSet))
+	var sql map[string]*sqlSub
 	for _, s := range cd.SubscriptionDataSet {
-		if s != nil {
-			subs[s.Topic] = *s
+		if s == nil {
+			continue
+		}
+		subs[s.Topic] = *s
+		if isSQL92(s.ExpressionType) {
+			if sql == nil {
+				sql = map[string]*sqlSub{}
+			}
+			sql[s.Topic] = m.compileSub(cd.GroupName, s, g.sql[s.Topic])
 		}
 	}
-	g.Subscriptions = subs
+	g.Subscriptions, g.sql = subs, sql
 	return changed
+}
+
+// compileSub compiles a heartbeat's SQL92 subscription, reusing the
+// previous heartbeat's result for the same text (so a bad expression is
+// logged once, not on every heartbeat). The heartbeat succeeds either way:
+// pulls of a subscription that does not compile answer
+// FILTER_DATA_NOT_EXIST with the reason.
+func (m *clientManager) compileSub(group string, s *wire.SubscriptionData, prev *sqlSub) *sqlSub {
+	if prev != nil && prev.src == s.SubString {
+		return &sqlSub{src: prev.src, version: s.SubVersion, expr: prev.expr, err: prev.err}
+	}
+	sub := &sqlSub{src: s.SubString, version: s.SubVersion}
+	if !m.c.cfg.EnablePropertyFilter {
+		sub.err = errPropertyFilterOff
+	} else {
+		sub.expr, sub.err = m.c.filters.Compile(s.SubString)
+	}
+	if sub.err != nil {
+		m.c.log.Warn("consumer group subscribes with a SQL92 expression this broker cannot use; its pulls will fail",
+			zap.String("group", group), zap.String("topic", s.Topic), zap.String("expression", s.SubString), zap.Error(sub.err))
+	}
+	return sub
 }
 
 func (m *clientManager) registerProducer(group string, ch clientChannel, now time.Time) {
@@ -224,17 +258,18 @@ func (m *clientManager) groups() []string {
 	return out
 }
 
-// subscription returns the tag expression a group subscribed to topic
-// with, from its heartbeats ("" when unknown).
-func (m *clientManager) subscription(group, topic string) (expr, exprType string) {
+// subscription returns the subscription of group to topic from its
+// heartbeats, with its compiled form when it is SQL92 (nil otherwise);
+// false when no heartbeat brought one.
+func (m *clientManager) subscription(group, topic string) (wire.SubscriptionData, *sqlSub, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if g := m.consumers[group]; g != nil {
 		if s, ok := g.Subscriptions[topic]; ok {
-			return s.SubString, s.ExpressionType
+			return s, g.sql[topic], true
 		}
 	}
-	return "", ""
+	return wire.SubscriptionData{}, nil, false
 }
 
 // notifyChanged sends NOTIFY_CONSUMER_IDS_CHANGED (40) oneway to every

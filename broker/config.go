@@ -80,6 +80,13 @@ type BrokerConfig struct {
 	// PullHoldCheckInterval is the hold service's periodic re-check, the
 	// safety net behind the new-message wake-up (1 s, raftmq's own key).
 	PullHoldCheckInterval time.Duration `prop:"pullHoldCheckInterval"`
+	// EnablePropertyFilter turns on SQL92 subscriptions (off by default, as
+	// in RocketMQ): consumers may then select messages with a condition
+	// over their properties ("a >= 5 AND TAGS <> 'TagB'"), evaluated by the
+	// broker at pull time. Off, CHECK_CLIENT_CONFIG refuses a SQL92
+	// subscription and pulls of one answer SYSTEM_ERROR, both naming this
+	// key. Fixed at start.
+	EnablePropertyFilter bool `prop:"enablePropertyFilter"`
 	// MaxReconsumeTimes is the default retry limit before the DLQ (16).
 	MaxReconsumeTimes int `prop:"maxReconsumeTimes"`
 	// ChannelExpiredTimeout drops clients that sent no heartbeat for this

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/broker/filter"
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/internal/httpmon"
@@ -44,6 +45,7 @@ type Controller struct {
 	nsClient *remoting.Client
 
 	clients *clientManager
+	filters *filter.Cache // compiled SQL92 subscriptions, shared by heartbeats and pulls
 	hold    *holdService
 	locks   *lockManager
 	offsets *offsetCoalescer
@@ -96,6 +98,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.liveCfg.Store(&live)
 	c.nsClient = remoting.NewClient(remoting.DefaultClientConfig(), c.log.Named("nsclient"))
 	c.clients = newClientManager(c)
+	c.filters = filter.NewCache(filterCacheSize)
 	c.hold = newHoldService(c)
 	c.locks = newLockManager(cfg.RebalanceLockMaxLiveTime, time.Now)
 	c.offsets = newOffsetCoalescer(c)

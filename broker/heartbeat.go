@@ -82,8 +82,33 @@ func (c *Controller) processUnregisterClient(_ context.Context, _ *remoting.Conn
 	return success(), nil
 }
 
-// processCheckClientConfig accepts any TAG subscription (CHECK_CLIENT_CONFIG).
-func (c *Controller) processCheckClientConfig(_ context.Context, _ *remoting.Conn, _ *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+// processCheckClientConfig answers CHECK_CLIENT_CONFIG (46), which a
+// consumer sends at start for each subscription that is not a tag one
+// (RocketMQ ClientManageProcessor.checkClientConfig): tags are always
+// fine; SQL92 needs enablePropertyFilter (SYSTEM_ERROR naming the key
+// otherwise) and an expression that compiles (SUBSCRIPTION_PARSE_FAILED
+// with the parser's error otherwise); any other type is
+// SUBSCRIPTION_PARSE_FAILED. A body without a subscription is accepted,
+// as RocketMQ does.
+func (c *Controller) processCheckClientConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var body wire.CheckClientRequestBody
+	if len(req.Body) > 0 {
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			return response(remoting.ResponseSystemError, "malformed CHECK_CLIENT_CONFIG body: %v", err), nil
+		}
+	}
+	sd := body.SubscriptionData
+	switch {
+	case sd == nil || isTagType(sd.ExpressionType):
+		return success(), nil
+	case !isSQL92(sd.ExpressionType):
+		return response(remoting.ResponseSubscriptionParseFailed, "expression type %s is not supported; use TAG or SQL92", sd.ExpressionType), nil
+	case !c.cfg.EnablePropertyFilter:
+		return c.propertyFilterOff(), nil
+	}
+	if _, err := c.filters.Compile(sd.SubString); err != nil {
+		return response(remoting.ResponseSubscriptionParseFailed, "%v", err), nil
+	}
 	return success(), nil
 }
 

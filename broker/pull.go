@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftmq/raftmq/broker/filter"
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -47,24 +48,76 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 		return response(remoting.ResponseSystemError, "queueId[%d] is illegal: topic %s has %d read queues on broker %s",
 			h.QueueID, h.Topic, tc.ReadQueueNums, c.cfg.BrokerName), nil
 	}
-	// The expression comes with the pull only when the client posts it
-	// (postSubscriptionWhenPull); normally it is the one the group's
-	// heartbeat registered. With neither (a heartbeat not seen yet, e.g.
-	// right after a failover) everything is returned: the official
-	// clients re-filter by tag anyway, and answering SUBSCRIPTION_NOT_EXIST
-	// would make them back off for 3 s.
-	expr, exprType := h.Subscription, h.ExpressionType
-	if h.SysFlag&wire.PullFlagSubscription == 0 {
-		expr, exprType = c.clients.subscription(h.ConsumerGroup, h.Topic)
+	f, refused := c.pullFilter(&h)
+	if refused != nil {
+		return refused, nil
 	}
-	if exprType != "" && !strings.EqualFold(exprType, "TAG") {
-		return response(remoting.ResponseSubscriptionParseFailed, "expression type %s is not supported; use TAG", exprType), nil
-	}
-	p := &pullRequest{conn: conn, req: req, h: h, filter: parseTagExpression(expr)}
+	p := &pullRequest{conn: conn, req: req, h: h, filter: f}
 	if h.SysFlag&wire.PullFlagCommitOffset != 0 && h.CommitOffset >= 0 && c.rep.IsLeader() {
 		c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
 	}
 	return c.pull(p, true), nil
+}
+
+// pullFilter chooses the filter of a pull (RocketMQ
+// PullMessageProcessor's subscription checks), or the answer refusing it.
+//
+// The expression comes with the pull only when the client posts it
+// (sysFlag PullFlagSubscription); normally it is the one the group's
+// heartbeat registered. A tag pull with neither (a heartbeat not seen yet,
+// e.g. right after a failover) gets everything: the official clients
+// re-filter by tag anyway, and SUBSCRIPTION_NOT_EXIST would make them back
+// off for 3 s. A SQL92 pull with neither gets SUBSCRIPTION_NOT_EXIST:
+// clients do not re-filter SQL92, so everything would be wrong.
+//
+// The official Go push consumer always says TAG in its pulls, with the
+// expression only under PostSubscriptionWhenPull; when the group's
+// heartbeat subscribed to the topic with SQL92, that is the type.
+func (c *Controller) pullFilter(h *wire.PullMessageRequestHeader) (store.MessageFilter, *remoting.RemotingCommand) {
+	hb, compiled, known := c.clients.subscription(h.ConsumerGroup, h.Topic)
+	own := h.SysFlag&wire.PullFlagSubscription != 0
+	expr, exprType := h.Subscription, h.ExpressionType
+	switch {
+	case !own && known:
+		expr, exprType = hb.SubString, hb.ExpressionType
+	case own && known && isTagType(exprType) && isSQL92(hb.ExpressionType):
+		exprType = hb.ExpressionType
+	}
+	switch {
+	case isTagType(exprType):
+		return parseTagExpression(expr), nil
+	case !isSQL92(exprType):
+		return nil, response(remoting.ResponseSubscriptionParseFailed, "expression type %s is not supported; use TAG or SQL92", exprType)
+	case !c.cfg.EnablePropertyFilter:
+		return nil, c.propertyFilterOff()
+	}
+	var x *filter.Expr
+	switch {
+	case own:
+		var err error
+		if x, err = c.filters.Compile(expr); err != nil {
+			return nil, response(remoting.ResponseSubscriptionParseFailed, "%v", err)
+		}
+	case !known:
+		return nil, response(remoting.ResponseSubscriptionNotExist,
+			"consumer group %s has no subscription to topic %s on broker %s yet (no heartbeat); retry after the next heartbeat",
+			h.ConsumerGroup, h.Topic, c.cfg.BrokerName)
+	case compiled == nil || compiled.err != nil:
+		reason := "no compiled expression"
+		if compiled != nil {
+			reason = compiled.err.Error()
+		}
+		return nil, response(remoting.ResponseFilterDataNotExist, "the SQL92 subscription of group %s to topic %s does not compile: %s",
+			h.ConsumerGroup, h.Topic, reason)
+	default:
+		x = compiled.expr
+	}
+	if strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix) {
+		// Retry topics are not filtered (RocketMQ filterSupportRetry=false):
+		// a redelivered message already matched once.
+		return store.TagsFilter{}, nil
+	}
+	return sqlFilter{x}, nil
 }
 
 // pullRequest is one pull, kept while it is held.
@@ -72,7 +125,7 @@ type pullRequest struct {
 	conn     *remoting.Conn
 	req      *remoting.RemotingCommand
 	h        wire.PullMessageRequestHeader
-	filter   store.TagsFilter
+	filter   store.MessageFilter
 	deadline time.Time
 }
 

@@ -45,6 +45,17 @@ func sendHeartbeat(ctx context.Context, rc *remoting.Client, brokerName, addr st
 	return err
 }
 
+// checkClientConfig asks addr whether it can serve a subscription
+// (CHECK_CLIENT_CONFIG, 46); a refusal is a *BrokerError with the reason.
+func checkClientConfig(ctx context.Context, rc *remoting.Client, brokerName, addr string, body *wire.CheckClientRequestBody) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	_, err = invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestCheckClientConfig, nil, b))
+	return err
+}
+
 // consumerIDs asks addr for the client ids of group (GET_CONSUMER_LIST_BY_GROUP, 38).
 func consumerIDs(ctx context.Context, rc *remoting.Client, brokerName, addr, group string) ([]string, error) {
 	resp, err := invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestGetConsumerListByGroup, &wire.ConsumerGroupRequestHeader{ConsumerGroup: group}, nil))

@@ -101,12 +101,17 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 	return c
 }
 
-// subscribe records a subscription (before start).
+// subscribe records a tag subscription (before start).
 func (c *consumerCore) subscribe(topic, expr string) error {
+	return c.subscribeSelector(topic, Tags(expr))
+}
+
+// subscribeSelector records a subscription (before start).
+func (c *consumerCore) subscribeSelector(topic string, sel MessageSelector) error {
 	if err := validateTopic(topic); err != nil {
 		return fmt.Errorf("%w: subscribe: %v", ErrInvalidOption, err)
 	}
-	sd, err := ParseTagExpression(topic, expr, c.cfg.common.now().UnixMilli())
+	sd, err := buildSubscription(topic, sel, c.cfg.common.now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -162,6 +167,11 @@ func (c *consumerCore) start(ctx context.Context) error {
 			_ = c.rc.Close()
 			return fmt.Errorf("client: consumer start: route of subscribed topic %q: %w", topic, err)
 		}
+	}
+	if err := c.checkSubscriptions(ctx); err != nil {
+		c.cancel()
+		_ = c.rc.Close()
+		return err
 	}
 	c.sendHeartbeats(ctx)
 	c.goTracked(c.rebalanceLoop)
@@ -330,6 +340,60 @@ func (c *consumerCore) requestRefresh(topic string) {
 	case c.refreshCh <- topic:
 	default:
 	}
+}
+
+// checkSubscriptions asks each broker group serving a subscription that
+// is not a tag one whether it can serve it (CHECK_CLIENT_CONFIG, 46, as
+// MQClientInstance.checkClientInBroker): a broker without SQL92 filtering
+// or one that cannot compile the expression refuses, and Start fails with
+// its reason instead of the consumer receiving nothing. A broker that
+// cannot be reached is logged and skipped; its pulls will say the same.
+func (c *consumerCore) checkSubscriptions(ctx context.Context) error {
+	c.mu.Lock()
+	var subs []*SubscriptionData
+	for _, t := range slices.Sorted(maps.Keys(c.subs)) {
+		if sd := c.subs[t]; !strings.EqualFold(sd.ExpressionType, wire.ExpressionTypeTag) && sd.ExpressionType != "" {
+			subs = append(subs, sd)
+		}
+	}
+	c.mu.Unlock()
+	for _, sd := range subs {
+		for _, name := range c.topicBrokers(sd.Topic) {
+			addr := c.routes.brokerAddr(name)
+			if addr == "" {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+			err := checkClientConfig(cctx, c.rc, name, addr, &wire.CheckClientRequestBody{ClientID: c.clientID, Group: c.cfg.group, SubscriptionData: sd})
+			cancel()
+			var be *BrokerError
+			switch {
+			case errors.As(err, &be):
+				return fmt.Errorf("client: consumer start: broker %s refuses the %s subscription %q of topic %q: %w",
+					name, sd.ExpressionType, sd.SubString, sd.Topic, err)
+			case err != nil:
+				c.log.Warn("cannot check a subscription with a broker; its pulls will report any problem",
+					zap.String("broker", addr), zap.String("topic", sd.Topic), zap.Error(err))
+			}
+		}
+	}
+	return nil
+}
+
+// topicBrokers lists the broker groups in topic's cached route, sorted.
+func (c *consumerCore) topicBrokers(topic string) []string {
+	c.routes.mu.Lock()
+	defer c.routes.mu.Unlock()
+	tr := c.routes.topics[topic]
+	if tr == nil {
+		return nil
+	}
+	var names []string
+	for _, bd := range tr.data.BrokerDatas {
+		names = append(names, bd.BrokerName)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 type brokerMember struct{ name, addr string }

@@ -61,6 +61,20 @@ func (l *LitePullConsumer) Subscribe(topic, expression string) error {
 	return l.core.subscribe(topic, expression)
 }
 
+// SubscribeSelector adds topic with a selector, Tags(expr) or
+// SQL92(condition), before Start, like Subscribe. It excludes Assign.
+func (l *LitePullConsumer) SubscribeSelector(topic string, sel MessageSelector) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != stateNew {
+		return fmt.Errorf("%w: Subscribe after Start", ErrInvalidOption)
+	}
+	if l.core.assigned != nil {
+		return fmt.Errorf("%w: Subscribe and Assign exclude each other", ErrInvalidOption)
+	}
+	return l.core.subscribeSelector(topic, sel)
+}
+
 // Assign fixes the queues to read, before Start; no rebalancing happens.
 // It excludes Subscribe.
 func (l *LitePullConsumer) Assign(queues []MessageQueue) error {

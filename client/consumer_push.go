@@ -120,6 +120,17 @@ func (p *PushConsumer) Subscribe(topic, expression string) error {
 	return p.core.subscribe(topic, expression)
 }
 
+// SubscribeSelector adds topic with a selector, Tags(expr) or
+// SQL92(condition); call it before Start.
+func (p *PushConsumer) SubscribeSelector(topic string, sel MessageSelector) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != stateNew {
+		return fmt.Errorf("%w: Subscribe after Start", ErrInvalidOption)
+	}
+	return p.core.subscribeSelector(topic, sel)
+}
+
 // RegisterConcurrentListener sets the listener (before Start).
 func (p *PushConsumer) RegisterConcurrentListener(l ConcurrentListener) error {
 	p.mu.Lock()

@@ -17,9 +17,10 @@
 // # Lifecycle
 //
 // Producer, PushConsumer and LitePullConsumer are used alike: build with
-// New*, configure (Subscribe, Register*Listener, Assign) before
-// Start(ctx), then Close(ctx). Start's ctx bounds only Start's own work
-// (a consumer's route check, first heartbeats and start offsets), not the
+// New*, configure (Subscribe, SubscribeSelector, Register*Listener,
+// Assign) before Start(ctx), then Close(ctx). Start's ctx bounds only
+// Start's own work (a consumer's route check, the brokers' check of SQL92
+// subscriptions, first heartbeats and start offsets), not the
 // client's life: each client has its own root context, cancelled by
 // Close, from which every loop and in-flight SendAsync stops. Close(ctx)
 // waits for every goroutine the client started, the listener calls in
@@ -34,7 +35,8 @@
 //     consumer_options.go: the consumers'.
 //   - message.go, uniqkey.go, queue.go, sendresult.go, subscription.go: the
 //     message model, the client-side unique id (UNIQ_KEY), message queues,
-//     send results, tag expressions.
+//     send results, subscriptions: tag expressions and MessageSelector
+//     (Tags, SQL92).
 //   - message_decode.go: MessageExt, read from pull bodies with
 //     wire.DecodeEntry (bodies inflated); headers.go: the send answer's
 //     header read without reflection. Headers and bodies themselves are

@@ -31,7 +31,8 @@
 //	kv.go                  KVTable and the order-topic KV namespace
 //	heartbeat.go           HEART_BEAT body, consumer enums (MessageModel,
 //	                       ConsumeFromWhere, consume types), SubscriptionData,
-//	                       consumer-list and connection-list answers, lock bodies
+//	                       consumer-list and connection-list answers, lock bodies,
+//	                       CHECK_CLIENT_CONFIG body, expression types
 //	queue.go               MessageQueue as JSON bodies carry it
 //	queue_table.go         queue-keyed stats tables (TopicOffset, OffsetWrapper)
 //	                       in fastjson's object-key form: write and read

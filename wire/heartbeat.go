@@ -96,8 +96,27 @@ func (w ConsumeFromWhere) String() string {
 // SubAll is the expression that matches every tag.
 const SubAll = "*"
 
-// ExpressionTypeTag is the tag expression type; brokers also know "SQL92".
-const ExpressionTypeTag = "TAG"
+// Expression types of SubscriptionData (RocketMQ ExpressionType).
+const (
+	// ExpressionTypeTag selects by tag: "*" or "TagA || TagB". An empty
+	// type means TAG too.
+	ExpressionTypeTag = "TAG"
+	// ExpressionTypeSQL92 selects by a SQL92 condition over message
+	// properties; brokers need enablePropertyFilter=true.
+	ExpressionTypeSQL92 = "SQL92"
+)
+
+// CheckClientRequestBody is CHECK_CLIENT_CONFIG's (46) JSON body (RocketMQ
+// CheckClientRequestBody): a consumer asks a broker at start whether it
+// can serve one subscription (SQL92 filtering on, expression valid).
+type CheckClientRequestBody struct {
+	// ClientID is the asking client instance's id.
+	ClientID string `json:"clientId"`
+	// Group is the consumer group.
+	Group string `json:"group"`
+	// SubscriptionData is the subscription to check.
+	SubscriptionData *SubscriptionData `json:"subscriptionData"`
+}
 
 // SubscriptionData is one topic subscription of a consumer group, as it
 // travels in heartbeats and pull requests (RocketMQ's SubscriptionData).
