@@ -48,13 +48,24 @@
 //   - controller.go: the node's remoting servers, processor table and
 //     pools, role-change hook, lifecycle; controller_gossip.go,
 //     controller_metrics.go: its gossip membership and metrics.
-//   - send.go (10/310/320), pull.go (11), hold.go (long polling),
+//   - send.go (10/310/320), pull.go (11, the subscription checks and the
+//     pull's filter), hold.go (long polling),
 //     heartbeat.go and clientmgr.go (34/35/38, producer and consumer
 //     tables), offset.go (14/15/29-32, the offset coalescer), sendback.go
 //     (36, retry and DLQ), schedule.go (delay levels), lock.go (41/42),
 //     query.go (12/33), register.go (REGISTER_BROKER to every name server),
 //     admin.go, admin_config.go, admin_raft.go (topic/group admin, broker
 //     config, RAFT_STATUS and LEADERSHIP_TRANSFER).
+//   - sqlfilter.go: SQL92 subscriptions (enablePropertyFilter): the
+//     store.MessageFilter over stored properties, the compiled heartbeat
+//     subscription. Package broker/filter parses and evaluates the
+//     expressions; CHECK_CLIENT_CONFIG (46, heartbeat.go) rejects a bad
+//     expression or a disabled filter at consumer start, heartbeats compile
+//     and keep it, and pulls answer SUBSCRIPTION_PARSE_FAILED (own
+//     expression), FILTER_DATA_NOT_EXIST (the heartbeat's does not compile),
+//     SUBSCRIPTION_NOT_EXIST (no subscription) or SYSTEM_ERROR (filter off).
+//     The official Go client never sends 46 (its CheckClientInBroker is
+//     empty), so with it a bad expression shows only as pull errors.
 //   - errors.go: the package's sentinels.
 //
 // Tests: group_*_test.go run groups of three members, on in-memory parts
