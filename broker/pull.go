@@ -102,13 +102,13 @@ func (c *Controller) pullFilter(h *wire.PullMessageRequestHeader) (store.Message
 		return nil, response(remoting.ResponseSubscriptionNotExist,
 			"consumer group %s has no subscription to topic %s on broker %s yet (no heartbeat); retry after the next heartbeat",
 			h.ConsumerGroup, h.Topic, c.cfg.BrokerName)
-	case compiled == nil || compiled.err != nil:
-		reason := "no compiled expression"
-		if compiled != nil {
-			reason = compiled.err.Error()
-		}
-		return nil, response(remoting.ResponseFilterDataNotExist, "the SQL92 subscription of group %s to topic %s does not compile: %s",
-			h.ConsumerGroup, h.Topic, reason)
+	case compiled == nil:
+		// Unreachable: a heartbeat's SQL92 subscription is always compiled.
+		return nil, response(remoting.ResponseFilterDataNotExist, "no compiled SQL92 subscription of group %s to topic %s",
+			h.ConsumerGroup, h.Topic)
+	case compiled.err != nil:
+		return nil, response(remoting.ResponseFilterDataNotExist, "the SQL92 subscription of group %s to topic %s (subVersion %d) does not compile: %v",
+			h.ConsumerGroup, h.Topic, compiled.version, compiled.err)
 	default:
 		x = compiled.expr
 	}
