@@ -76,12 +76,17 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 func (c *Controller) pullFilter(h *wire.PullMessageRequestHeader) (store.MessageFilter, *remoting.RemotingCommand) {
 	hb, compiled, known := c.clients.subscription(h.ConsumerGroup, h.Topic)
 	own := h.SysFlag&wire.PullFlagSubscription != 0
-	expr, exprType := h.Subscription, h.ExpressionType
+	var expr, exprType string
 	switch {
-	case !own && known:
+	case own:
+		expr, exprType = h.Subscription, h.ExpressionType
+		if known && isTagType(exprType) && isSQL92(hb.ExpressionType) {
+			exprType = hb.ExpressionType
+		}
+	case known:
 		expr, exprType = hb.SubString, hb.ExpressionType
-	case own && known && isTagType(exprType) && isSQL92(hb.ExpressionType):
-		exprType = hb.ExpressionType
+	case isSQL92(h.ExpressionType):
+		exprType = h.ExpressionType
 	}
 	switch {
 	case isTagType(exprType):
