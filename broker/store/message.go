@@ -43,13 +43,7 @@ type DispatchRequest struct {
 // damage ErrCorruptMessage: nothing at or past such an entry may be served.
 // CommitLogOffset is the PHYSICALOFFSET field as written.
 func CheckAndDecode(buf []byte) (DispatchRequest, int, error) {
-	return checkAndDecode(buf, true)
-}
-
-// checkAndDecode is CheckAndDecode with the CRC checks optional (see
-// ReputService.TrustFrom).
-func checkAndDecode(buf []byte, checkCRC bool) (DispatchRequest, int, error) {
-	l, err := wire.CheckEntry(buf, checkCRC)
+	l, err := wire.CheckEntry(buf, true)
 	if err != nil {
 		return DispatchRequest{}, 0, err
 	}
