@@ -50,7 +50,6 @@ var layers = map[string]int{
 	"examples/idempotent":      5,
 	"examples/ordered":         5,
 	"examples/simple":          5,
-	"deploy":                   5,
 }
 
 // sdkForbidden are import paths (or prefixes ending in "/") that must not
