@@ -58,7 +58,8 @@
 //   - consumer_core.go, consumer_rebalance.go, consumer_pull.go,
 //     processqueue.go, pull.go: what both consumers share (heartbeats,
 //     rebalancing with hand-over, long-polling pull loops, flow control,
-//     queue locks).
+//     queue locks); consumer_api.go: the consumers' other broker requests
+//     (heartbeat, group membership, queue locks, send-back, offset lookups).
 //   - consumer_push.go, consumer_orderly.go: PushConsumer with concurrent
 //     and orderly listeners, send-back; consumer_lite.go: LitePullConsumer.
 //   - offsetstore.go: remote (clustering) and local (broadcasting) offset
