@@ -10,6 +10,7 @@ import (
 
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/raftlog"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // BrokerConfig is a broker node's whole configuration, loadable from a
@@ -271,7 +272,7 @@ func (c *BrokerConfig) Validate() error {
 	switch {
 	case c.BrokerClusterName == "":
 		return bad("brokerClusterName", "must not be empty")
-	case c.BrokerName == "" || !validTopicOrGroup(c.BrokerName):
+	case c.BrokerName == "" || !wire.ValidName(c.BrokerName):
 		return bad("brokerName", "%q must be non-empty letters, digits, '-', '_' or '%%'", c.BrokerName)
 	case c.ListenPort < 3 || c.ListenPort > 65535:
 		return bad("listenPort", "%d is not a usable TCP port (VIP channel uses listenPort-2)", c.ListenPort)

@@ -171,38 +171,18 @@ func (f *sendHeaderFields) boolean(names *[14]string, i int) bool {
 
 // Name and size limits.
 const (
-	// maxTopicLength is RocketMQ's TopicValidator.TOPIC_MAX_LENGTH.
-	maxTopicLength = 127
-	// maxGroupLength is RocketMQ's CHARACTER_MAX_LENGTH for group names.
-	maxGroupLength = 255
 	// maxPropertiesLength is the int16 properties length of the format.
 	maxPropertiesLength = 32767
 )
-
-// validTopicOrGroup is RocketMQ's TopicValidator character rule:
-// letters, digits, '%', '-', '_' and '|'.
-func validTopicOrGroup(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' ||
-			ch == '%' || ch == '-' || ch == '_' || ch == '|') {
-			return false
-		}
-	}
-	return true
-}
 
 // checkTopic validates a topic name; nil means fine.
 func checkTopic(topic string) *remoting.RemotingCommand {
 	switch {
 	case topic == "":
 		return response(remoting.ResponseInvalidParameter, "the topic is empty")
-	case len(topic) > maxTopicLength:
-		return response(remoting.ResponseInvalidParameter, "the topic %q is %d bytes, longer than %d", topic[:32]+"…", len(topic), maxTopicLength)
-	case !validTopicOrGroup(topic):
+	case len(topic) > wire.MaxTopicLength:
+		return response(remoting.ResponseInvalidParameter, "the topic %q is %d bytes, longer than %d", topic[:32]+"…", len(topic), wire.MaxTopicLength)
+	case !wire.ValidName(topic):
 		return response(remoting.ResponseInvalidParameter,
 			"the topic %q contains illegal characters; allowed are letters, digits, '%%', '-', '_' and '|'", topic)
 	}
@@ -214,9 +194,9 @@ func checkGroup(group string) *remoting.RemotingCommand {
 	switch {
 	case group == "":
 		return response(remoting.ResponseInvalidParameter, "the group name is empty")
-	case len(group) > maxGroupLength:
-		return response(remoting.ResponseInvalidParameter, "the group name is %d bytes, longer than %d", len(group), maxGroupLength)
-	case !validTopicOrGroup(group):
+	case len(group) > wire.MaxGroupLength:
+		return response(remoting.ResponseInvalidParameter, "the group name is %d bytes, longer than %d", len(group), wire.MaxGroupLength)
+	case !wire.ValidName(group):
 		return response(remoting.ResponseInvalidParameter,
 			"the group %q contains illegal characters; allowed are letters, digits, '%%', '-', '_' and '|'", group)
 	}

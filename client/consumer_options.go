@@ -137,8 +137,8 @@ func (c *consumerConfig) validate() error {
 	if err := c.common.validate(); err != nil {
 		return err
 	}
-	if err := validateTopic(c.group); err != nil || c.group == "" {
-		return fmt.Errorf("%w: ConsumerGroup %q: required, 1..%d characters of %%|a-zA-Z0-9_-", ErrInvalidOption, c.group, MaxTopicLength)
+	if !validGroup(c.group) {
+		return fmt.Errorf("%w: ConsumerGroup %q: required, 1..%d characters of %%|a-zA-Z0-9_-", ErrInvalidOption, c.group, wire.MaxGroupLength)
 	}
 	if c.model != Clustering && c.model != Broadcasting {
 		return fmt.Errorf("%w: ConsumerModel %d: want Clustering or Broadcasting", ErrInvalidOption, c.model)

@@ -14,9 +14,8 @@ const KeySeparator = " "
 // Limits checked before a message is sent (RocketMQ Validators and the
 // producer's defaults).
 const (
-	// MaxTopicLength is Validators.TOPIC_MAX_LENGTH; longer topics would also
-	// need the V2 stored format, which the official Go client cannot read.
-	MaxTopicLength = 127
+	// MaxTopicLength is Validators.TOPIC_MAX_LENGTH (wire.MaxTopicLength).
+	MaxTopicLength = wire.MaxTopicLength
 	// DefaultMaxMessageSize is DefaultMQProducer.maxMessageSize (4 MiB).
 	DefaultMaxMessageSize = 4 << 20
 	// maxPropertiesLength is what PROPLEN (an int16) can express.
@@ -143,13 +142,16 @@ func validateTopic(topic string) error {
 	if len(topic) > MaxTopicLength {
 		return fmt.Errorf("%w: topic %q is %d bytes, longer than %d", ErrInvalidMessage, topic, len(topic), MaxTopicLength)
 	}
-	for i := 0; i < len(topic); i++ {
-		c := topic[i]
-		if !(c == '%' || c == '|' || c == '_' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-			return fmt.Errorf("%w: topic %q has character %q; allowed are %%|a-zA-Z0-9_-", ErrInvalidMessage, topic, c)
-		}
+	if !wire.ValidName(topic) {
+		return fmt.Errorf("%w: topic %q has characters outside %%|a-zA-Z0-9_-", ErrInvalidMessage, topic)
 	}
 	return nil
+}
+
+// validGroup reports whether group is a name brokers accept
+// (Validators.checkGroup).
+func validGroup(group string) bool {
+	return len(group) <= wire.MaxGroupLength && wire.ValidName(group)
 }
 
 // validate checks m before sending (Validators.checkMessage).

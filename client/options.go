@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Options follow franz-go's kgo: package-level constructors returning
@@ -185,8 +186,8 @@ func (c *producerConfig) validate() error {
 	if err := c.common.validate(); err != nil {
 		return err
 	}
-	if err := validateTopic(c.group); err != nil || c.group == "" {
-		return fmt.Errorf("%w: ProducerGroup %q: want 1..%d characters of %%|a-zA-Z0-9_-", ErrInvalidOption, c.group, MaxTopicLength)
+	if !validGroup(c.group) {
+		return fmt.Errorf("%w: ProducerGroup %q: want 1..%d characters of %%|a-zA-Z0-9_-", ErrInvalidOption, c.group, wire.MaxGroupLength)
 	}
 	if c.sendTimeout <= 0 {
 		return fmt.Errorf("%w: SendTimeout %v: want > 0", ErrInvalidOption, c.sendTimeout)

@@ -49,3 +49,30 @@ const (
 
 // RetryTopic returns group's retry topic.
 func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
+
+// Name limits of RocketMQ's TopicValidator and Validators, which broker and
+// clients both enforce.
+const (
+	// MaxTopicLength is TOPIC_MAX_LENGTH; a longer topic would also need
+	// the V2 stored format, which the official Go client cannot read.
+	MaxTopicLength = 127
+	// MaxGroupLength is CHARACTER_MAX_LENGTH, the limit for group names.
+	MaxGroupLength = 255
+)
+
+// ValidName reports whether s is a non-empty topic or group name made of
+// the characters RocketMQ allows: letters, digits, '%', '-', '_' and '|'.
+// Lengths are checked separately (MaxTopicLength, MaxGroupLength).
+func ValidName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' ||
+			ch == '%' || ch == '-' || ch == '_' || ch == '|') {
+			return false
+		}
+	}
+	return true
+}

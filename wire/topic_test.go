@@ -28,3 +28,20 @@ func TestWrapperJSON(t *testing.T) {
 		t.Fatalf("group wrapper\n got %s\nwant %s", b, wantGroups)
 	}
 }
+
+func TestValidName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"":                    false,
+		"TopicTest":           true,
+		"%RETRY%group_a-1|x":  true,
+		"bad topic":           false,
+		"dot.topic":           false,
+		"slash/topic":         false,
+		"unicode-é":           false,
+		"CID_ONSAPI_OWNER_42": true,
+	} {
+		if got := ValidName(name); got != want {
+			t.Errorf("ValidName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
