@@ -532,45 +532,10 @@ func parseProperties(body []byte) map[string]string {
 	return out
 }
 
-// SubscriptionGroup is a consumer group's broker-side settings
-// (SubscriptionGroupConfig).
-type SubscriptionGroup struct {
-	// GroupName is the consumer group.
-	GroupName string `json:"groupName"`
-	// ConsumeEnable: false makes the brokers refuse the group's pulls.
-	ConsumeEnable bool `json:"consumeEnable"`
-	// ConsumeFromMinEnable lets a new group start at the queue's minimum
-	// offset.
-	ConsumeFromMinEnable bool `json:"consumeFromMinEnable"`
-	// ConsumeBroadcastEnable allows broadcasting consumers in the group.
-	ConsumeBroadcastEnable bool `json:"consumeBroadcastEnable"`
-	// ConsumeMessageOrderly marks a group that consumes orderly.
-	ConsumeMessageOrderly bool `json:"consumeMessageOrderly"`
-	// RetryQueueNums is the number of queues of the group's retry topic.
-	RetryQueueNums int `json:"retryQueueNums"`
-	// RetryMaxTimes is how often a message is redelivered before it goes
-	// to the dead-letter topic.
-	RetryMaxTimes int `json:"retryMaxTimes"`
-	// BrokerID is the member pulls are served from by default (0: master).
-	BrokerID int64 `json:"brokerId"`
-	// WhichBrokerWhenConsumeSlowly is the member suggested to consumers
-	// that fall behind.
-	WhichBrokerWhenConsumeSlowly int64 `json:"whichBrokerWhenConsumeSlowly"`
-	// NotifyConsumerIdsChangedEnable makes brokers send
-	// NOTIFY_CONSUMER_IDS_CHANGED when the group's membership changes.
-	NotifyConsumerIdsChangedEnable bool `json:"notifyConsumerIdsChangedEnable"`
-}
-
-// DefaultSubscriptionGroup returns RocketMQ's defaults for group.
-func DefaultSubscriptionGroup(group string) SubscriptionGroup {
-	return SubscriptionGroup{GroupName: group, ConsumeEnable: true, ConsumeFromMinEnable: true, ConsumeBroadcastEnable: true,
-		RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1, NotifyConsumerIdsChangedEnable: true}
-}
-
 // UpdateSubscriptionGroup creates or updates a subscription group
 // (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, 200) on every master of cluster,
 // or only at brokerAddr when set.
-func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg SubscriptionGroup, cluster, brokerAddr string) error {
+func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg wire.SubscriptionGroupConfig, cluster, brokerAddr string) error {
 	if sg.GroupName == "" {
 		return fmt.Errorf("%w: subscription group without a name", ErrInvalidOption)
 	}

@@ -247,12 +247,12 @@ func TestAdminMessageLookupAndConfig(t *testing.T) {
 		t.Fatalf("update body %q", body)
 	}
 
-	sg := DefaultSubscriptionGroup("G")
+	sg := wire.DefaultSubscriptionGroupConfig("G")
 	sg.ConsumeMessageOrderly = true
 	if err := a.UpdateSubscriptionGroup(ctx, sg, "C", ""); err != nil {
 		t.Fatal(err)
 	}
-	var sent SubscriptionGroup
+	var sent wire.SubscriptionGroupConfig
 	if err := json.Unmarshal(b.requests(remoting.RequestUpdateAndCreateSubscriptionGroup)[0].Body, &sent); err != nil || sent != sg {
 		t.Fatalf("subscription group %+v %v", sent, err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -184,7 +183,7 @@ var adminCommands = []adminEntry{
 			}
 		},
 	},
-	adminCommand[targeted[client.SubscriptionGroup]]{
+	adminCommand[targeted[wire.SubscriptionGroupConfig]]{
 		name:  "updateSubGroup",
 		short: "Create or update a consumer (subscription) group on a broker (-b) or a cluster (-c)",
 		flags: []flagSpec{
@@ -201,7 +200,7 @@ var adminCommands = []adminEntry{
 		},
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run:   runUpdateSubGroup,
-		table: func(w *tabwriter.Writer, r targeted[client.SubscriptionGroup]) {
+		table: func(w *tabwriter.Writer, r targeted[wire.SubscriptionGroupConfig]) {
 			fmt.Fprintf(w, "create subscription group to %s success.\n", r.target)
 			fmt.Fprintf(w, "%+v\n", r.v)
 		},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // queueProgress is one queue of consumerProgress.
@@ -209,17 +210,17 @@ func runUpdateBrokerConfig(ctx context.Context, s *adminSession, in flagValues) 
 
 // runUpdateSubGroup is mqadmin updateSubGroup -g -b|-c with its
 // boolean/int options given as values (mqadmin style: -s true).
-func runUpdateSubGroup(ctx context.Context, s *adminSession, in flagValues) (targeted[client.SubscriptionGroup], error) {
-	sg := client.DefaultSubscriptionGroup(in.str("groupName"))
+func runUpdateSubGroup(ctx context.Context, s *adminSession, in flagValues) (targeted[wire.SubscriptionGroupConfig], error) {
+	sg := wire.DefaultSubscriptionGroupConfig(in.str("groupName"))
 	sg.ConsumeEnable = in.bool("consumeEnable")
 	sg.ConsumeFromMinEnable = in.bool("consumeFromMinEnable")
 	sg.ConsumeBroadcastEnable = in.bool("consumeBroadcastEnable")
 	sg.ConsumeMessageOrderly = in.bool("consumeMessageOrderly")
 	sg.NotifyConsumerIdsChangedEnable = in.bool("notifyConsumerIdsChanged")
-	sg.RetryQueueNums, sg.RetryMaxTimes = in.int("retryQueueNums"), in.int("retryMaxTimes")
+	sg.RetryQueueNums, sg.RetryMaxTimes = int32(in.int("retryQueueNums")), int32(in.int("retryMaxTimes"))
 	addr, cluster := in.str("brokerAddr"), in.str("clusterName")
 	err := s.a.UpdateSubscriptionGroup(ctx, sg, cluster, addr)
-	return targeted[client.SubscriptionGroup]{target: addr + cluster, v: sg}, err
+	return targeted[wire.SubscriptionGroupConfig]{target: addr + cluster, v: sg}, err
 }
 
 // sendResult is sendMessage's result.
