@@ -53,6 +53,14 @@ type Options struct {
 	// Configure, when set, has the last word on each member's config
 	// (before Derive): intervals, pool sizes, preferred leader.
 	Configure func(g, m int, cfg *broker.BrokerConfig)
+	// InMemory runs every member on in-memory parts (broker.NewInmemParts,
+	// one InmemNetwork per cluster): no fsync and no Raft TCP, for tests
+	// whose point is not durability. Remoting stays on TCP, so clients
+	// connect as they would to disk members. Kill, Stop and Restart keep a
+	// member's in-memory store, log, stable store and snapshots, as a
+	// process restart keeps its files. The dLegerPeers addresses are only
+	// names then (listen port+4 unless Ports says otherwise).
+	InMemory bool
 }
 
 func (o *Options) fill() error {
@@ -95,6 +103,9 @@ type Member struct {
 	Group  *broker.Group      // nil while down
 	Node   *broker.Controller // nil while down
 	log    *zap.Logger
+	// parts are the member's in-memory parts once it first started
+	// (Options.InMemory), kept for its restarts.
+	parts *broker.Parts
 }
 
 // ID is the member's Raft id (dLegerSelfId).
@@ -110,7 +121,8 @@ func (m *Member) Running() bool { return m.Node != nil }
 type Cluster struct {
 	opts    Options
 	ns      *namesrv.NameServer
-	members [][]*Member // [group][member]
+	members [][]*Member          // [group][member]
+	net     *broker.InmemNetwork // Raft network of every group (Options.InMemory)
 }
 
 // Start starts the name server and every member, and returns without
@@ -120,6 +132,9 @@ func Start(opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{opts: opts}
+	if opts.InMemory {
+		c.net = broker.NewInmemNetwork()
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -185,6 +200,12 @@ func (c *Cluster) groupConfigs(g int) ([]broker.BrokerConfig, error) {
 		if ps[m].listen, err = freeport.Port(); err != nil {
 			return nil, err
 		}
+		if o.InMemory {
+			// A name on the in-memory network, never bound: the port
+			// a broker derives for Raft, inside the listen port's slot.
+			ps[m].raft = ps[m].listen + 4
+			continue
+		}
 		if ps[m].raft, err = freeport.Port(); err != nil {
 			return nil, err
 		}
@@ -244,16 +265,15 @@ func (c *Cluster) Leader(g int) int {
 	return -1
 }
 
-// Restart opens member m of group g on its files and starts its request
-// processors. A running member is left alone.
+// Restart opens member m of group g on its files (on its in-memory parts
+// with Options.InMemory) and starts its request processors. A running
+// member is left alone.
 func (c *Cluster) Restart(g, m int) error {
 	mb := c.members[g][m]
 	if mb.Node != nil {
 		return nil
 	}
-	// broker.OpenGroup builds the member's store, Raft log and TCP
-	// transport from the config.
-	grp, err := broker.OpenGroup(mb.Config.GroupConfig, mb.Config.RemotingAddr(), mb.log)
+	grp, err := c.openGroup(mb)
 	if err != nil {
 		return err
 	}
@@ -268,10 +288,33 @@ func (c *Cluster) Restart(g, m int) error {
 	return nil
 }
 
+// openGroup starts mb's Raft member: on disk parts built from its config
+// (broker.OpenGroup: files under its directory, TCP transport), or on its
+// in-memory parts, created at its first start and given a new transport
+// at every restart.
+func (c *Cluster) openGroup(mb *Member) (*broker.Group, error) {
+	cfg := mb.Config.GroupConfig
+	if c.net == nil {
+		return broker.OpenGroup(cfg, mb.Config.RemotingAddr(), mb.log)
+	}
+	var parts broker.Parts
+	if mb.parts == nil {
+		var err error
+		if parts, err = broker.NewInmemParts(cfg, c.net); err != nil {
+			return nil, err
+		}
+	} else {
+		parts = c.net.Reopen(*mb.parts)
+	}
+	mb.parts = &parts
+	return broker.NewGroup(cfg, parts, mb.Config.RemotingAddr(), mb.log)
+}
+
 // Kill stops member m of group g the way a crash looks to its peers: Raft
 // stops first (no leadership transfer; the followers notice the silence),
-// then the remoting server closes its connections. Its files are closed
-// cleanly, so Restart finds them as a process restart would.
+// then the remoting server closes its connections. Its files (or in-memory
+// parts) are closed cleanly, so Restart finds them as a process restart
+// would.
 func (c *Cluster) Kill(g, m int) {
 	mb := c.members[g][m]
 	if mb.Node == nil {

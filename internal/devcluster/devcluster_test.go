@@ -2,6 +2,9 @@ package devcluster
 
 import (
 	"context"
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +52,48 @@ func TestTwoGroupsKillRestart(t *testing.T) {
 	}
 	if c.Leader(0) < 0 {
 		t.Fatal("group 0 lost its leader")
+	}
+}
+
+// TestInMemoryKillRestart: an in-memory cluster writes nothing under Dir
+// but the name server's files, elects a new leader when its leader is
+// killed, and the killed member restarts on the log it had.
+func TestInMemoryKillRestart(t *testing.T) {
+	dir := t.TempDir()
+	c := MustStart(t, Options{Dir: dir, InMemory: true})
+	var l int
+	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { l = c.Leader(0); return l >= 0 })
+	last := c.Member(0, l).Group.Raft().LastIndex()
+	if last == 0 {
+		t.Fatal("the leader's log is empty")
+	}
+	old := c.Member(0, l).Addr()
+	c.Kill(0, l)
+	testutil.WaitFor(t, 15*time.Second, "another master routed", func() bool {
+		a := c.RoutedLeader(0)
+		return a != "" && a != old && c.Leader(0) >= 0
+	})
+	if err := c.Restart(0, l); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Member(0, l).Group.Raft().LastIndex(); got < last {
+		t.Fatalf("restarted member's last index %d, had %d before the kill", got, last)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if rel, _ := filepath.Rel(dir, path); !strings.HasPrefix(rel, "namesrv"+string(filepath.Separator)) {
+			t.Errorf("in-memory member wrote %s", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,6 +5,13 @@
 // that need a real group. It is the only place such a cluster is built, so
 // a change to how a member is put together is made once.
 //
+// With Options.InMemory the members run on broker's in-memory parts
+// instead: Raft over an in-memory network, store and log in an in-memory
+// FS, nothing synced. Clients still reach the members over TCP. Tests use
+// it unless disk or Raft over TCP is what they check (restart from disk,
+// durability); `raftmq dev` keeps its data on disk under --dir, so a
+// restarted dev cluster finds its topics and messages.
+//
 // Tests inside package broker cannot import it (it imports broker); they
 // build members from in-memory parts instead.
 //
