@@ -27,7 +27,7 @@ import (
 //
 //	RAFTMQ_BENCH_ROUNDS=5 go test ./client -run '^$' -bench ClusterSendSync -benchtime 15000x
 func BenchmarkClusterSendSync(b *testing.B) {
-	ec := startE2ECluster(b)
+	ec := startE2EDiskCluster(b)
 	nsAddr := ec.NamesrvAddr()
 	ctx := context.Background()
 	admin, err := client.NewAdmin(client.NameServers(nsAddr))

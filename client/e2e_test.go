@@ -17,11 +17,24 @@ import (
 )
 
 // startE2ECluster starts a real name server and a real 3-node raftmq
-// group (Raft over loopback TCP, synced files), the consumers' end-to-end
-// target, with the broker's timers shortened for tests.
+// group, the SDK's end-to-end target, with the broker's timers shortened
+// for tests. The members run on in-memory parts (Raft over an in-memory
+// network, nothing synced); clients reach them over loopback TCP.
 func startE2ECluster(t testing.TB) *devcluster.Cluster {
 	t.Helper()
-	return devcluster.MustStart(t, devcluster.Options{Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+	return startE2E(t, true)
+}
+
+// startE2EDiskCluster is startE2ECluster with members on their production
+// parts: Raft over loopback TCP, synced files, restarts from disk.
+func startE2EDiskCluster(t testing.TB) *devcluster.Cluster {
+	t.Helper()
+	return startE2E(t, false)
+}
+
+func startE2E(t testing.TB, inMemory bool) *devcluster.Cluster {
+	t.Helper()
+	return devcluster.MustStart(t, devcluster.Options{InMemory: inMemory, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 		cfg.MessageDelayLevel = "100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms"
 		cfg.PullHoldCheckInterval = 100 * time.Millisecond
 		cfg.ScheduleMessageCheckInterval = 50 * time.Millisecond

@@ -295,8 +295,13 @@ func producerFailover(t *testing.T, ec *devcluster.Cluster, topic string, sender
 // deduplicated by the group's FSM. Every UNIQ_KEY must be stored exactly
 // once and every acknowledged one must be there. A plain producer with
 // the same timeouts shows that the check has teeth (it stores copies).
+//
+// The members run on disk with Raft over TCP: the forced unknown outcomes
+// need a replicated write slower than the 1 ms attempt timeout, which an
+// in-memory group (no fsync) often is not; and killed members restart
+// from their files, as processes do.
 func TestIdempotentFailover(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := startE2EDiskCluster(t)
 	nsAddr := ec.NamesrvAddr()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	forced := []client.ProducerOpt{client.NameServers(nsAddr), client.WithLogger(log),
@@ -331,9 +336,9 @@ func TestIdempotentFailover(t *testing.T) {
 // and more senders, so that most first attempts are batches that time out
 // after the broker got them: each message's retry goes alone to the same
 // queue with its sequence, and the group's FSM must still store every
-// UNIQ_KEY exactly once.
+// UNIQ_KEY exactly once. On disk, as TestIdempotentFailover.
 func TestIdempotentAutoBatchFailover(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := startE2EDiskCluster(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	idempotentKills(t, ec, "PB", 12, client.NameServers(ec.NamesrvAddr()), client.WithLogger(log),
 		client.AttemptTimeout(time.Millisecond), client.RetryTimesWhenSendFailed(3), client.Idempotent(true),

@@ -22,7 +22,8 @@ import (
 )
 
 // adminCluster is a real name server and a real 3-node Raft group
-// (broker-a of DefaultCluster) on loopback with synced files.
+// (broker-a of DefaultCluster) whose members run on in-memory parts; the
+// admin commands reach them over loopback TCP.
 type adminCluster struct {
 	*devcluster.Cluster
 	nsAddr string
@@ -33,7 +34,7 @@ type adminCluster struct {
 // the group itself) is what moves leadership there.
 func startAdminCluster(t *testing.T) *adminCluster {
 	t.Helper()
-	c := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000,
+	c := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000, InMemory: true,
 		Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 			cfg.TopicChangeCheckInterval = 50 * time.Millisecond
 			cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 2, 2

@@ -146,7 +146,7 @@ func TestBenchConsumeLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	c := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000})
+	c := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000, InMemory: true})
 	const n, size = 2000, 700
 	ns := c.NamesrvAddr()
 	p := runBenchCmd(t, "produce", "-n", ns, "-t", "BenchLive", "-s", "700", "-w", "8", "-m", "2000")
