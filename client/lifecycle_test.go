@@ -168,7 +168,7 @@ func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
 	}
 
 	push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset))
-	entered, release := make(chan struct{}), make(chan struct{})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
 	if err := push.Subscribe("T", "*"); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
 	if err := push.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	<-entered
+	waitEntered(t, ctx, entered)
 
 	expired, cancelExpired := context.WithCancel(context.Background())
 	cancelExpired()
@@ -219,7 +219,7 @@ func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
 	defer cancel()
 
 	c := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset), HandoverTimeout(20*time.Millisecond))
-	entered, release := make(chan struct{}), make(chan struct{})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
 	if err := c.Subscribe("T", "*"); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	<-entered
+	waitEntered(t, ctx, entered)
 	q0 := MessageQueue{"T", "broker-a", 0}
 	c.core.mu.Lock()
 	pq := c.core.pqs[q0]
@@ -261,4 +261,16 @@ func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	noLeakAfter(t, before)
+}
+
+// waitEntered waits until the listener signals that it runs. entered is
+// buffered (capacity 1) so a listener that runs before the test waits
+// still leaves its signal.
+func waitEntered(t *testing.T, ctx context.Context, entered <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatalf("the listener was never called: %v", ctx.Err())
+	}
 }
