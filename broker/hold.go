@@ -146,7 +146,15 @@ func (s *holdService) answer(p *pullRequest) {
 	if p.conn.Closed() {
 		return
 	}
-	resp := s.c.pull(p, false)
+	// The group's subscription may have changed while the pull was held:
+	// choose its filter again, as RocketMQ looks the subscription up again
+	// on wake-up, so a new expression never skips what it selects.
+	f, refused := s.c.pullFilter(&p.h)
+	resp := refused
+	if refused == nil {
+		p.filter = f
+		resp = s.c.pull(p, false)
+	}
 	if err := p.conn.WriteResponse(p.req, resp); err != nil {
 		s.c.log.Debug("held pull answer not written", zap.String("remote", p.conn.RemoteAddr()), zap.Error(err))
 	}

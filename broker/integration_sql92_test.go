@@ -178,6 +178,21 @@ func TestPullSQL92(t *testing.T) {
 	noFlag["expressionType"] = "TAG"
 	expectSet("official client's default shape", tc.call(addr, remoting.RequestPullMessage, noFlag, nil))
 
+	// A posted TAG expression that is not the heartbeat's SQL92 text is a
+	// tag subscription of its own (a tag consumer in the same group).
+	tagA := sqlPullExt("G2", "T", 0, "TAG", "TagA")
+	if got, next := pulledBodies(t, tc.call(addr, remoting.RequestPullMessage, tagA, nil)); len(got) != 10 || next != 20 {
+		t.Fatalf("tag pull in a SQL92 group: %v next %d; want the 10 TagA messages", got, next)
+	}
+	// Before any heartbeat, SQL text posted as TAG (the official client's
+	// PostSubscriptionWhenPull) must not be read as tags, which would
+	// match nothing and move the offset past wanted messages: the pull
+	// gets everything instead, and the client's tag re-filter is a no-op.
+	unknown := sqlPullExt("G-unknown", "T", 0, "TAG", sqlExpr)
+	if got, next := pulledBodies(t, tc.call(addr, remoting.RequestPullMessage, unknown, nil)); len(got) != 20 || next != 20 {
+		t.Fatalf("SQL text posted as TAG before a heartbeat: %v next %d; want all 20", got, next)
+	}
+
 	bad := "a BETWEEN 5"
 	refusals := []struct {
 		name     string
@@ -208,12 +223,14 @@ func TestPullSQL92(t *testing.T) {
 		}
 	}
 
-	// Missing and empty properties differ: b IS NOT NULL selects b="".
+	// An empty property is null, as in RocketMQ: b IS NOT NULL selects
+	// neither b="" nor a message without b.
 	tc.createTopic(addr, "E", 1)
 	sendProps(t, tc, "E", "with-empty-b", map[string]string{"b": ""})
 	sendProps(t, tc, "E", "without-b", map[string]string{"c": "1"})
+	sendProps(t, tc, "E", "with-b", map[string]string{"b": "x"})
 	got, _ := pulledBodies(t, tc.call(addr, remoting.RequestPullMessage, sqlPullExt("G1", "E", 0, "SQL92", "b IS NOT NULL"), nil))
-	if !slices.Equal(got, []string{"with-empty-b"}) {
+	if !slices.Equal(got, []string{"with-b"}) {
 		t.Fatalf("b IS NOT NULL selected %v", got)
 	}
 
@@ -293,5 +310,38 @@ func TestHeldPullSQL92(t *testing.T) {
 	resp = <-ch
 	if got, next := pulledBodies(t, resp); resp.Code != remoting.ResponseSuccess || !slices.Equal(got, []string{"match"}) || next != 2 {
 		t.Fatalf("held pull woken by a matching message: code %d %q, %v next %d", resp.Code, resp.Remark, got, next)
+	}
+}
+
+// TestHeldPullSeesNewSubscription: a pull held while the group's heartbeat
+// changes its SQL92 expression is answered with the new expression, so a
+// message the new one selects is delivered, not skipped.
+func TestHeldPullSeesNewSubscription(t *testing.T) {
+	tc, _ := startFakeProc(t, sqlEnabled)
+	node := tc.nodes[0]
+	addr := node.Addr()
+	tc.createTopic(addr, "H2", 1)
+	heartbeatSub(t, tc, "GH", "H2", "SQL92", "a > 100")
+	ch := make(chan *remoting.RemotingCommand, 1)
+	go func() {
+		req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
+		for k, v := range pullExt("GH", "H2", 0, 0, 20000) {
+			req.ExtFields[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		r, err := tc.client.InvokeSync(ctx, addr, req)
+		if err != nil {
+			r = remoting.NewResponse(-1, err.Error())
+		}
+		ch <- r
+	}()
+	testutil.WaitFor(t, 10*time.Second, "pull parked", func() bool { return node.hold.heldCount() > 0 })
+	heartbeatSub(t, tc, "GH", "H2", "SQL92", sqlExpr)
+	sendProps(t, tc, "H2", "match", map[string]string{"a": "9", wire.PropertyTags: "TagA"})
+	resp := <-ch
+	if got, next := pulledBodies(t, resp); resp.Code != remoting.ResponseSuccess || !slices.Equal(got, []string{"match"}) || next != 1 {
+		t.Fatalf("held pull after the subscription changed: code %d %q, %v next %d; want the message the new expression selects",
+			resp.Code, resp.Remark, got, next)
 	}
 }

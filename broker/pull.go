@@ -72,7 +72,8 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 //
 // The official Go push consumer always says TAG in its pulls, with the
 // expression only under PostSubscriptionWhenPull; when the group's
-// heartbeat subscribed to the topic with SQL92, that is the type.
+// heartbeat subscribed to the topic with SQL92 and the posted text is that
+// subscription's, SQL92 is the type.
 func (c *Controller) pullFilter(h *wire.PullMessageRequestHeader) (store.MessageFilter, *remoting.RemotingCommand) {
 	hb, compiled, known := c.clients.subscription(h.ConsumerGroup, h.Topic)
 	own := h.SysFlag&wire.PullFlagSubscription != 0
@@ -80,8 +81,15 @@ func (c *Controller) pullFilter(h *wire.PullMessageRequestHeader) (store.Message
 	switch {
 	case own:
 		expr, exprType = h.Subscription, h.ExpressionType
-		if known && isTagType(exprType) && isSQL92(hb.ExpressionType) {
+		switch {
+		case known && isTagType(exprType) && isSQL92(hb.ExpressionType) && expr == hb.SubString:
 			exprType = hb.ExpressionType
+		case !known && isTagType(exprType) && c.cfg.EnablePropertyFilter:
+			// The posted text may be SQL92 the client labels TAG; read as
+			// tags it would match nothing and the offset would move past
+			// messages the consumer wants. Everything is safe instead:
+			// tag consumers re-filter on their side.
+			expr = ""
 		}
 	case known:
 		expr, exprType = hb.SubString, hb.ExpressionType

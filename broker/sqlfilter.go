@@ -59,8 +59,10 @@ type sqlFilter struct{ expr *filter.Expr }
 func (sqlFilter) MatchTagsCode(int64) bool { return true }
 
 // MatchMessage implements store.MessageFilter: the expression over the
-// message's stored properties, TAGS included. A property present with an
-// empty value is "", not null.
+// message's stored properties, TAGS included. A property with an empty
+// value is null, as in RocketMQ, whose property decoder
+// (MessageDecoder.string2messageProperties) drops such pairs — and so do
+// the consumers that decode the message.
 func (f sqlFilter) MatchMessage(msg []byte) bool {
 	// The store verified the entry before handing it over.
 	l, err := wire.CheckEntry(msg, false)
@@ -69,6 +71,6 @@ func (f sqlFilter) MatchMessage(msg []byte) bool {
 	}
 	return f.expr.Match(func(key string) (string, bool) {
 		v := wire.PropertyBytes(l.Props, key)
-		return string(v), v != nil
+		return string(v), len(v) > 0
 	})
 }
