@@ -273,7 +273,7 @@ func (c *BrokerConfig) Validate() error {
 	case c.BrokerClusterName == "":
 		return bad("brokerClusterName", "must not be empty")
 	case c.BrokerName == "" || !wire.ValidName(c.BrokerName):
-		return bad("brokerName", "%q must be non-empty letters, digits, '-', '_' or '%%'", c.BrokerName)
+		return bad("brokerName", "%q must be non-empty letters, digits, '%%', '-', '_' or '|'", c.BrokerName)
 	case c.ListenPort < 3 || c.ListenPort > 65535:
 		return bad("listenPort", "%d is not a usable TCP port (VIP channel uses listenPort-2)", c.ListenPort)
 	case len(c.NameServers()) == 0:

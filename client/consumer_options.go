@@ -137,8 +137,9 @@ func (c *consumerConfig) validate() error {
 	if err := c.common.validate(); err != nil {
 		return err
 	}
-	if !validGroup(c.group) {
-		return fmt.Errorf("%w: ConsumerGroup %q: required, 1..%d characters of %%|a-zA-Z0-9_-", ErrInvalidOption, c.group, wire.MaxGroupLength)
+	if !validGroup(c.group, maxConsumerGroupLength) {
+		return fmt.Errorf("%w: ConsumerGroup %q: required, 1..%d characters of %%|a-zA-Z0-9_- (its retry topic %%RETRY%%group must fit %d)",
+			ErrInvalidOption, c.group, maxConsumerGroupLength, wire.MaxTopicLength)
 	}
 	if c.model != Clustering && c.model != Broadcasting {
 		return fmt.Errorf("%w: ConsumerModel %d: want Clustering or Broadcasting", ErrInvalidOption, c.model)

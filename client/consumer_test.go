@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -486,11 +487,18 @@ func TestConsumerOptionValidation(t *testing.T) {
 		{NameServers("127.0.0.1:9876"), ConsumerGroup("G"), LongPolling(time.Second, time.Second)},
 		{NameServers("127.0.0.1:9876"), ConsumerGroup("G"), ConsumerModel(Broadcasting), OffsetDir("")},
 		{ConsumerGroup("G")},
+		// %RETRY% + a 121-byte group would not fit the 127-byte topic limit.
+		{NameServers("127.0.0.1:9876"), ConsumerGroup(strings.Repeat("g", 121))},
 	} {
 		if _, err := NewPushConsumer(opts...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%d options: %v", len(opts), err)
 		}
 	}
+	c, err := NewPushConsumer(NameServers("127.0.0.1:9876"), ConsumerGroup(strings.Repeat("g", 120)))
+	if err != nil {
+		t.Fatalf("a 120-byte group (its retry topic is 127 bytes): %v", err)
+	}
+	_ = c.Close(context.Background())
 }
 
 // TestPushConsumerResetByBroker: a broker relays an admin's reset as

@@ -149,10 +149,15 @@ func validateTopic(topic string) error {
 }
 
 // validGroup reports whether group is a name brokers accept
-// (Validators.checkGroup).
-func validGroup(group string) bool {
-	return len(group) <= wire.MaxGroupLength && wire.ValidName(group)
+// (Validators.checkGroup) no longer than limit.
+func validGroup(group string, limit int) bool {
+	return len(group) <= limit && wire.ValidName(group)
 }
+
+// maxConsumerGroupLength keeps a consumer group's retry topic
+// (%RETRY%group) within the topic limit: a longer group's redeliveries
+// could be stored but never pulled.
+const maxConsumerGroupLength = wire.MaxTopicLength - len(wire.RetryGroupTopicPrefix)
 
 // validate checks m before sending (Validators.checkMessage).
 func (m *Message) validate(maxSize int) error {

@@ -186,7 +186,7 @@ func (c *producerConfig) validate() error {
 	if err := c.common.validate(); err != nil {
 		return err
 	}
-	if !validGroup(c.group) {
+	if !validGroup(c.group, wire.MaxGroupLength) {
 		return fmt.Errorf("%w: ProducerGroup %q: want 1..%d characters of %%|a-zA-Z0-9_-", ErrInvalidOption, c.group, wire.MaxGroupLength)
 	}
 	if c.sendTimeout <= 0 {

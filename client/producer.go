@@ -288,9 +288,12 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	p.mu.Unlock()
 	// The send outlives the caller's ctx only through its deadline; Close
 	// cancels it through the producer's context.
-	sctx, cancel := context.WithCancel(pctx)
+	var sctx context.Context
+	var cancel context.CancelFunc
 	if dl, ok := ctx.Deadline(); ok {
 		sctx, cancel = context.WithDeadline(pctx, dl)
+	} else {
+		sctx, cancel = context.WithCancel(pctx)
 	}
 	go func() {
 		defer p.wg.Done()
