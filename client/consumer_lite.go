@@ -50,15 +50,7 @@ func (l *LitePullConsumer) ClientID() string { return l.core.clientID }
 // Subscribe adds topic with a tag expression, before Start; the group's
 // consumers then share its queues. It excludes Assign.
 func (l *LitePullConsumer) Subscribe(topic, expression string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.state != stateNew {
-		return fmt.Errorf("%w: Subscribe after Start", ErrInvalidOption)
-	}
-	if l.core.assigned != nil {
-		return fmt.Errorf("%w: Subscribe and Assign exclude each other", ErrInvalidOption)
-	}
-	return l.core.subscribe(topic, expression)
+	return l.SubscribeSelector(topic, Tags(expression))
 }
 
 // SubscribeSelector adds topic with a selector, Tags(expr) or

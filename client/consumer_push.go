@@ -112,12 +112,7 @@ func (p *PushConsumer) ClientID() string { return p.core.clientID }
 // Subscribe adds topic with a tag expression ("*", "TagA || TagB");
 // call it before Start.
 func (p *PushConsumer) Subscribe(topic, expression string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.state != stateNew {
-		return fmt.Errorf("%w: Subscribe after Start", ErrInvalidOption)
-	}
-	return p.core.subscribe(topic, expression)
+	return p.SubscribeSelector(topic, Tags(expression))
 }
 
 // SubscribeSelector adds topic with a selector, Tags(expr) or
