@@ -42,6 +42,13 @@ type RaftAdmin interface {
 
 var _ RaftAdmin = (*Group)(nil)
 
+// applyStopper is a RaftAdmin whose FSM can stop (see Group.ApplyStopped).
+type applyStopper interface {
+	ApplyStopped() error
+}
+
+var _ applyStopper = (*Group)(nil)
+
 // PreferredLeaderID implements RaftAdmin: the member leadership should
 // move back to (preferredLeaderId; "" when unset). Admin tooling uses it to
 // balance leaders across groups.
@@ -85,8 +92,13 @@ type RaftStatus struct {
 	// stopped this member's Raft log; empty while it accepts appends. A
 	// member whose log stays stopped acknowledges nothing and needs a
 	// restart once the cause is fixed.
-	LogStopped string       `json:"logStopped,omitempty"`
-	Members    []RaftMember `json:"members"`
+	LogStopped string `json:"logStopped,omitempty"`
+	// ApplyStopped is why this member's FSM stopped (an entry whose
+	// ConsumeQueue or index units could not be written, with its index);
+	// empty while it applies. The member applies nothing more and needs a
+	// restart once the cause is fixed.
+	ApplyStopped string       `json:"applyStopped,omitempty"`
+	Members      []RaftMember `json:"members"`
 	// Stats is raft.Stats() verbatim, for anything not lifted above.
 	Stats map[string]string `json:"stats"`
 }
@@ -163,6 +175,11 @@ func collectRaftStatus(ra RaftAdmin, serving bool) (*RaftStatus, error) {
 	}
 	if err := ra.LogStopped(); err != nil {
 		st.LogStopped = err.Error()
+	}
+	if as, ok := ra.(applyStopper); ok {
+		if err := as.ApplyStopped(); err != nil {
+			st.ApplyStopped = err.Error()
+		}
 	}
 	switch lc := r.LastContact(); {
 	case r.State() == raft.Leader:

@@ -203,6 +203,8 @@ type readyBody struct {
 	healthBody
 	CommitIndex  uint64 `json:"commitIndex"`
 	AppliedIndex uint64 `json:"appliedIndex"`
+	// ApplyStopped is set when this member's FSM stopped (never ready).
+	ApplyStopped string `json:"applyStopped,omitempty"`
 }
 
 // ready reports readiness for /readyz: serving, a leader known, and this
@@ -217,6 +219,12 @@ func (c *Controller) ready() (bool, any) {
 		b.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)
 		b.AppliedIndex, _ = strconv.ParseUint(st["applied_index"], 10, 64)
 		ok = ok && b.AppliedIndex >= b.CommitIndex
+	}
+	// Raft's applied index moves past entries a stopped FSM refused.
+	if as, ok2 := c.rep.(applyStopper); ok2 {
+		if err := as.ApplyStopped(); err != nil {
+			b.ApplyStopped, ok = err.Error(), false
+		}
 	}
 	return ok, b
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
@@ -19,11 +20,22 @@ import (
 // replica), other commands change the replicated tables. Raft calls Apply,
 // Snapshot and Restore from one goroutine.
 type fsm struct {
-	logs  *raftlog.LogStore
-	ms    *store.MessageStore
-	st    *state
-	log   *zap.Logger
-	onErr func(error) // a failed Apply is fatal for this replica
+	logs *raftlog.LogStore
+	ms   *store.MessageStore
+	st   *state
+	log  *zap.Logger
+
+	// retry bounds the retries of a failed dispatch; quit ends them early
+	// (the member is closing).
+	retry applyRetry
+	quit  <-chan struct{}
+	// stopped is set when an entry could not be applied after its retries:
+	// from then on this FSM applies nothing (see Apply).
+	stopped atomic.Pointer[ApplyStoppedError]
+	// failures counts dispatch attempts that failed (retried or not);
+	// retried counts entries that failed and then succeeded on a retry.
+	failures atomic.Uint64
+	retried  atomic.Uint64
 
 	// applied is the index of the last command entry this FSM finished
 	// applying (or the snapshot it restored). raft.Raft.AppliedIndex moves
@@ -45,36 +57,127 @@ type applyResult struct {
 
 var _ raft.FSM = (*fsm)(nil)
 
+// applyRetry bounds how long Apply retries the dispatch of a Messages
+// entry whose ConsumeQueue or index write failed before it stops the FSM.
+type applyRetry struct {
+	timeout time.Duration // total retry time per entry (raftApplyRetryTimeout)
+	first   time.Duration // first backoff, doubled up to maxWait
+	maxWait time.Duration
+}
+
+func defaultApplyRetry(timeout time.Duration) applyRetry {
+	return applyRetry{timeout: timeout, first: 10 * time.Millisecond, maxWait: time.Second}
+}
+
+// ApplyStoppedError is why a member's FSM stopped: the entry at Index could
+// not be applied (its ConsumeQueue or index units could not be written)
+// within raftApplyRetryTimeout. The member applies nothing after it, so its
+// queues stay a prefix of every other replica's; a restart re-applies from
+// the last snapshot, which retries the entry.
+type ApplyStoppedError struct {
+	Index uint64
+	Err   error
+}
+
+func (e *ApplyStoppedError) Error() string {
+	return fmt.Sprintf("apply stopped at raft index %d (restart the member once the cause is fixed): %v", e.Index, e.Err)
+}
+
+func (e *ApplyStoppedError) Unwrap() error { return e.Err }
+
 // Apply implements raft.FSM. LogNoop/Configuration/Barrier entries never
 // reach it (Raft filters them); an undecodable command is logged and
 // skipped so every replica skips it alike.
+//
+// A Messages entry whose dispatch fails is retried (dispatch is idempotent
+// per message: a unit already in its queue keeps its offset); if it still
+// fails after raftApplyRetryTimeout the FSM stops: this and every later
+// entry is answered with the ApplyStoppedError and changes nothing, so the
+// member never assigns queue offsets that differ from the other replicas'.
+// Raft keeps replicating the log to it (its log copy is intact); it is not
+// ready, it hands leadership away, and it takes no snapshot, so a restart
+// re-applies the failed entry.
 func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	defer f.applied.Store(l.Index)
+	if s := f.stopped.Load(); s != nil {
+		return &applyResult{err: s}
+	}
 	c, err := DecodeCommand(l.Extensions, l.Data)
 	if err != nil {
 		f.log.Error("skipping undecodable raft entry", zap.Uint64("index", l.Index), zap.Error(err))
+		f.applied.Store(l.Index)
 		return &applyResult{err: err}
 	}
 	nowMs := l.AppendedAt.UnixMilli()
 	if c.Type == CmdMessages {
 		res, err := f.applyMessages(l, c, nowMs)
 		if err != nil {
-			// The CommitLog holds the entry but its units could not be
-			// written: this replica can no longer serve consistent reads.
-			f.log.Error("apply of a messages entry failed", zap.Uint64("index", l.Index), zap.Error(err))
-			if f.onErr != nil {
-				f.onErr(err)
-			}
+			// The CommitLog holds the entry but its units could not all be
+			// written: applying later entries would give their messages
+			// queue offsets no other replica gives them.
+			stop := &ApplyStoppedError{Index: l.Index, Err: err}
+			f.stopped.Store(stop)
+			f.log.Error("apply of a messages entry failed after retries: this member stops applying; "+
+				"it keeps its Raft log, hands leadership away and reports not ready; restart it once the cause is fixed",
+				zap.Uint64("index", l.Index), zap.Duration("retried", f.retry.timeout), zap.Error(err))
+			return &applyResult{err: stop}
 		}
-		return &applyResult{results: res, err: err}
+		f.applied.Store(l.Index)
+		return &applyResult{results: res}
 	}
 	f.st.mu.Lock()
 	f.st.applyLocked(c, nowMs)
 	f.st.mu.Unlock()
+	f.applied.Store(l.Index)
 	return &applyResult{}
+}
+
+// dispatch hands reqs to the store, retrying a failure with backoff for up
+// to f.retry.timeout. A retry re-dispatches every request: those already in
+// their queues are replays (same offset, nothing added) and the index skips
+// what it holds, so a retried entry ends with the units a first-time
+// success writes. st.mu (held by the caller, who is the FSM goroutine, the
+// only writer of the tables) is released while waiting so readers of the
+// tables are not held up by a full disk.
+func (f *fsm) dispatch(index uint64, reqs []*store.DispatchRequest) error {
+	err := f.ms.Reput().DispatchRequests(reqs)
+	if err == nil {
+		return nil
+	}
+	f.failures.Add(1)
+	f.log.Warn("dispatch of a messages entry failed; retrying", zap.Uint64("index", index),
+		zap.Duration("for", f.retry.timeout), zap.Error(err))
+	deadline := time.Now().Add(f.retry.timeout)
+	wait := f.retry.first
+	for attempt := 2; ; attempt++ {
+		if left := time.Until(deadline); left <= 0 {
+			return err
+		} else if wait > left {
+			wait = left
+		}
+		f.st.mu.Unlock()
+		t := time.NewTimer(wait)
+		var quit bool
+		select {
+		case <-t.C:
+		case <-f.quit:
+			t.Stop()
+			quit = true
+		}
+		f.st.mu.Lock()
+		if quit {
+			return fmt.Errorf("member closing while retrying: %w", err)
+		}
+		if err = f.ms.Reput().DispatchRequests(reqs); err == nil {
+			f.retried.Add(1)
+			f.log.Info("dispatch of a messages entry succeeded on a retry", zap.Uint64("index", index), zap.Int("attempt", attempt))
+			return nil
+		}
+		f.failures.Add(1)
+		wait = min(2*wait, f.retry.maxWait)
+	}
 }
 
 // applyMessages dispatches the messages of one entry. Positions come from
@@ -114,7 +217,7 @@ func (f *fsm) applyMessages(l *raft.Log, c *Command, nowMs int64) ([]PutResult, 
 		if len(pending) == 0 {
 			return nil
 		}
-		err := f.ms.Reput().DispatchRequests(pending)
+		err := f.dispatch(l.Index, pending)
 		pending = pending[:0]
 		return err
 	}
@@ -165,6 +268,11 @@ func (f *fsm) applyMessages(l *raft.Log, c *Command, nowMs int64) ([]PutResult, 
 // Snapshot implements raft.FSM: a small marker (tables + each queue's next
 // offset); the messages stay in the CommitLog.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	// Raft would record its own applied index, past the entry this FSM
+	// did not apply: after a restart the entry would never be retried.
+	if s := f.stopped.Load(); s != nil {
+		return nil, s
+	}
 	f.st.mu.RLock()
 	img := f.st.imageLocked()
 	f.st.mu.RUnlock()
@@ -179,6 +287,9 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // it at the next restore-shaped log operation).
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	if s := f.stopped.Load(); s != nil {
+		return s
+	}
 	p, err := raftlog.ReadSnapshotPosition(rc)
 	if err != nil {
 		return err

@@ -182,7 +182,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 			return nil, fmt.Errorf("broker: bootstrap raft group %s: %w", cfg.Raft.DLegerGroup, err)
 		}
 	}
-	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log}
+	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit}
 	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, g.trans); err != nil {
 		return nil, fmt.Errorf("broker: start raft: %w", err)
 	}

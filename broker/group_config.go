@@ -71,6 +71,15 @@ type GroupConfig struct {
 	// (raftlog Options.WarmAhead; the store's own warmer is off in Raft
 	// mode).
 	WarmAheadBytes int `prop:"raftWarmAheadBytes"`
+	// ApplyRetryTimeout is how long a member retries a committed Messages
+	// entry whose ConsumeQueue or index write failed (a full disk that
+	// retention frees, a transient I/O error) before its FSM stops (10 s;
+	// 0 = stop at the first failure). A stopped member applies nothing
+	// more, so its queue offsets never differ from the other replicas';
+	// it is not ready and needs a restart (see ApplyStoppedError). While
+	// a leader retries, its Raft loop stalls once the FSM queue is full,
+	// so this stays short. Given in ms in broker.conf.
+	ApplyRetryTimeout time.Duration `prop:"raftApplyRetryTimeout"`
 }
 
 // DefaultGroupConfig returns the store's and raftlog's defaults with Raft
@@ -88,6 +97,7 @@ func DefaultGroupConfig() GroupConfig {
 	c.PreferredLeaderCheckInterval = time.Second
 	c.SnapshotBytes = 512 << 20
 	c.WarmAheadBytes = 8 << 20
+	c.ApplyRetryTimeout = 10 * time.Second
 	return c
 }
 
@@ -126,6 +136,8 @@ func (c *GroupConfig) Validate() error {
 		return bad("raftSnapshotBytes", "must not be negative")
 	case c.WarmAheadBytes < 0:
 		return bad("raftWarmAheadBytes", "must not be negative")
+	case c.ApplyRetryTimeout < 0:
+		return bad("raftApplyRetryTimeout", "must not be negative")
 	}
 	return nil
 }

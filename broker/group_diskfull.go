@@ -79,6 +79,17 @@ func (g *Group) recoverLog() bool {
 // restart.
 func (g *Group) LogStopped() error { return g.logs.Failure() }
 
+// ApplyStopped returns the *ApplyStoppedError that stopped this member's
+// FSM (nil while it applies): an entry's ConsumeQueue or index units could
+// not be written within raftApplyRetryTimeout. The member keeps storing the
+// Raft log but applies nothing more until it is restarted.
+func (g *Group) ApplyStopped() error {
+	if s := g.fsm.stopped.Load(); s != nil {
+		return s
+	}
+	return nil
+}
+
 // runDiskStepDown is the step-down loop; it runs until g.quit closes.
 func (g *Group) runDiskStepDown(cfg diskStepDownConfig) {
 	defer close(g.stepDownDone)
@@ -95,12 +106,16 @@ func (g *Group) runDiskStepDown(cfg diskStepDownConfig) {
 		if g.logs.Failure() != nil && !time.Now().Before(nextRecover) && !g.recoverLog() {
 			nextRecover = time.Now().Add(cfg.recoverRetry)
 		}
-		if !g.roles.IsLeader() || !g.ms.DiskFull() || time.Now().Before(next) || !g.hasOtherVoter() {
+		// A leader whose FSM stopped (ApplyStopped) answers every write
+		// with an error: it hands leadership away like a full one.
+		stopped := g.ApplyStopped()
+		if !g.roles.IsLeader() || (!g.ms.DiskFull() && stopped == nil) || time.Now().Before(next) || !g.hasOtherVoter() {
 			continue
 		}
 		from := g.raft.CurrentTerm()
-		g.log.Warn("disk full on the leader: transferring leadership to the most caught-up follower",
-			zap.String("group", g.cfg.Raft.DLegerGroup), zap.Uint64("term", from))
+		g.log.Warn("disk full or apply stopped on the leader: transferring leadership to the most caught-up follower",
+			zap.String("group", g.cfg.Raft.DLegerGroup), zap.Uint64("term", from), zap.Bool("diskFull", g.ms.DiskFull()),
+			zap.NamedError("applyStopped", stopped))
 		if err := ha.TransferLeadership(g.raft, ""); err != nil {
 			next = time.Now().Add(cfg.retry)
 			g.log.Warn("leadership transfer away from the disk-full leader failed; will retry",

@@ -58,7 +58,25 @@ func (g *Group) metricsCollectors() []prometheus.Collector {
 	if g.metrics == nil {
 		return nil
 	}
-	return []prometheus.Collector{g.metrics.flushSeconds, g.metrics.flushBytes, g.metrics.batchRequests}
+	return []prometheus.Collector{g.metrics.flushSeconds, g.metrics.flushBytes, g.metrics.batchRequests,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "apply_dispatch_failures_total",
+			Help: "Failed attempts to write a committed entry's ConsumeQueue and index units (each retry counts).",
+		}, func() float64 { return float64(g.fsm.failures.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "apply_dispatch_retried_total",
+			Help: "Committed entries whose ConsumeQueue and index units were written on a retry.",
+		}, func() float64 { return float64(g.fsm.retried.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: metricsNamespace, Name: "apply_stopped",
+			Help: "1 when this member's FSM stopped after an entry could not be applied (raftStatus applyStopped says which); it needs a restart.",
+		}, func() float64 {
+			if g.fsm.stopped.Load() != nil {
+				return 1
+			}
+			return 0
+		}),
+	}
 }
 
 // timedLogs is the LogStore Raft gets: g.logs behind the timing decorator.

@@ -1,0 +1,203 @@
+package broker
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/storage"
+)
+
+// cqFaultFS fails the creation of ConsumeQueue files with err while err is
+// set: the member's Raft log (the CommitLog) keeps taking entries, but
+// applying them cannot write the queue units that need a new queue file.
+type cqFaultFS struct {
+	storage.FS
+	err atomic.Pointer[error]
+}
+
+func (f *cqFaultFS) set(err error) {
+	if err == nil {
+		f.err.Store(nil)
+		return
+	}
+	f.err.Store(&err)
+}
+
+// OpenFile implements storage.FS.
+func (f *cqFaultFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+	if e := f.err.Load(); e != nil && flag&os.O_CREATE != 0 && strings.Contains(name, "consumequeue") {
+		return nil, &os.PathError{Op: "open", Path: name, Err: *e}
+	}
+	return f.FS.OpenFile(name, flag, perm)
+}
+
+// divergeCluster is a 3-member in-memory cluster whose ConsumeQueue files
+// hold 4 units (a new file every 4 messages per queue), every member on a
+// cqFaultFS.
+func divergeCluster(t *testing.T, retry time.Duration) (*testCluster, []*cqFaultFS) {
+	c := newTestCluster(t, clusterOpts{tune: func(cfg *GroupConfig) {
+		cfg.Store.MappedFileSizeConsumeQueue = 4 * store.CQUnitSize
+		cfg.ApplyRetryTimeout = retry
+	}})
+	fss := make([]*cqFaultFS, len(c.nodes))
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	for i := range c.nodes {
+		c.startOn(i, func(fsys storage.FS) storage.FS { fss[i] = &cqFaultFS{FS: fsys}; return fss[i] }, nil)
+	}
+	c.createTopic("T", 2)
+	return c, fss
+}
+
+// checkSameUnits compares every ConsumeQueue unit (physical offset, size,
+// tags code) of queues [0, queues) of topic T across the running members.
+func checkSameUnits(t *testing.T, c *testCluster, queues int32) {
+	t.Helper()
+	for q := range queues {
+		var ref []store.CQUnit
+		var refID string
+		for _, n := range c.nodes {
+			g := n.g()
+			if g == nil {
+				continue
+			}
+			cq := g.Store().ConsumeQueues().Get("T", q)
+			if cq == nil {
+				t.Fatalf("%s: queue %d missing", n.id, q)
+			}
+			var units []store.CQUnit
+			for off := cq.MinOffset(); off < cq.MaxOffset(); off++ {
+				u, err := cq.Get(off)
+				if err != nil {
+					t.Fatalf("%s: queue %d offset %d: %v", n.id, q, off, err)
+				}
+				units = append(units, u)
+			}
+			if refID == "" {
+				ref, refID = units, n.id
+				continue
+			}
+			if len(units) != len(ref) {
+				t.Fatalf("queue %d: %s holds %d units, %s %d", q, n.id, len(units), refID, len(ref))
+			}
+			for i := range units {
+				if units[i] != ref[i] {
+					t.Fatalf("queue %d offset %d: %s has %+v, %s has %+v", q, i, n.id, units[i], refID, ref[i])
+				}
+			}
+		}
+		t.Logf("queue %d: %d units identical on every member", q, len(ref))
+	}
+}
+
+// A follower whose ConsumeQueue writes fail for a while (ENOSPC) retries
+// the entry until they succeed: it never skips a unit, so once the fault
+// clears every member holds the same units and the same CommitLog bytes.
+func TestGroupApplyRetryKeepsOffsetsIdentical(t *testing.T) {
+	c, fss := divergeCluster(t, time.Minute)
+	var acks []ack
+	for k := range 10 {
+		acks = append(acks, c.sendSeq(k, 1<<10))
+	}
+	c.waitCaughtUp()
+	fi := c.followerOf(c.leader())
+	f := c.nodes[fi]
+	fss[fi].set(unix.ENOSPC)
+	// The other two acknowledge these while the follower retries.
+	for k := 10; k < 40; k++ {
+		acks = append(acks, c.sendSeq(k, 1<<10))
+	}
+	testutil.WaitFor(t, 10*time.Second, "the follower's dispatch fails", func() bool { return f.g().fsm.failures.Load() > 0 })
+	// The follower holds at the failed entry while the fault lasts.
+	held := f.g().FSMAppliedIndex() < c.leader().g().FSMAppliedIndex()
+	fss[fi].set(nil)
+	commit := c.waitCaughtUp()
+	for _, n := range c.nodes {
+		checkAcked(t, n, acks)
+	}
+	checkSameUnits(t, c, 2)
+	c.checkIdentical(0, commit, 2)
+	if err := f.g().ApplyStopped(); err != nil {
+		t.Fatalf("follower stopped although the fault cleared within the retry time: %v", err)
+	}
+	if !held || f.g().fsm.retried.Load() == 0 {
+		t.Fatalf("follower went past its failed entry (held %v, %d entries applied on a retry)", held, f.g().fsm.retried.Load())
+	}
+	t.Logf("follower %s: %d failed dispatch attempts, %d entries applied on a retry", f.id,
+		f.g().fsm.failures.Load(), f.g().fsm.retried.Load())
+}
+
+// A follower whose ConsumeQueue writes keep failing (EIO) stops applying
+// with an ApplyStoppedError naming the entry; the other two keep
+// acknowledging. After the fault is fixed and the member restarted it
+// re-applies from its last snapshot and ends with the same units and bytes.
+func TestGroupApplyStopsOnPersistentFailure(t *testing.T) {
+	c, fss := divergeCluster(t, 100*time.Millisecond)
+	var acks []ack
+	for k := range 10 {
+		acks = append(acks, c.sendSeq(k, 1<<10))
+	}
+	c.waitCaughtUp()
+	// A snapshot on every member: the restart below re-applies only what
+	// came after it.
+	for _, n := range c.nodes {
+		if _, err := n.g().SnapshotAndTruncate(); err != nil {
+			t.Fatalf("%s: snapshot: %v", n.id, err)
+		}
+	}
+	fi := c.followerOf(c.leader())
+	f := c.nodes[fi]
+	fss[fi].set(unix.EIO)
+	for k := 10; k < 30; k++ {
+		acks = append(acks, c.sendSeq(k, 1<<10))
+	}
+	testutil.WaitFor(t, 10*time.Second, "the follower's FSM stops", func() bool { return f.g().ApplyStopped() != nil })
+	var stop *ApplyStoppedError
+	if err := f.g().ApplyStopped(); !errors.As(err, &stop) || !errors.Is(err, unix.EIO) || !strings.Contains(err.Error(), "consumequeue") {
+		t.Fatalf("stop error %v: want an ApplyStoppedError naming the consume queue file and EIO", err)
+	}
+	t.Logf("follower %s: %v", f.id, stop)
+	stoppedAt := f.g().FSMAppliedIndex()
+	if stoppedAt >= stop.Index {
+		t.Fatalf("FSM applied index %d at or past the failed entry %d", stoppedAt, stop.Index)
+	}
+	if _, err := f.g().fsm.Snapshot(); err == nil {
+		t.Fatal("a stopped FSM took a snapshot: a restart would not retry the failed entry")
+	}
+	// The other two keep serving; the stopped member keeps storing the log
+	// but applies nothing more.
+	for k := 30; k < 50; k++ {
+		acks = append(acks, c.sendSeq(k, 1<<10))
+	}
+	if got := f.g().FSMAppliedIndex(); got != stoppedAt {
+		t.Fatalf("stopped FSM moved from %d to %d", stoppedAt, got)
+	}
+	rs, err := collectRaftStatus(f.g(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.ApplyStopped == "" {
+		t.Fatalf("raftStatus of the stopped member has no applyStopped: %+v", rs)
+	}
+	fss[fi].set(nil)
+	c.stop(fi)
+	c.startOn(fi, func(fsys storage.FS) storage.FS { fss[fi] = &cqFaultFS{FS: fsys}; return fss[fi] }, nil)
+	commit := c.waitCaughtUp()
+	if err := f.g().ApplyStopped(); err != nil {
+		t.Fatalf("restarted member stopped again: %v", err)
+	}
+	for _, n := range c.nodes {
+		checkAcked(t, n, acks)
+	}
+	checkSameUnits(t, c, 2)
+	c.checkIdentical(0, commit, 2)
+}
