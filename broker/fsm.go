@@ -86,8 +86,7 @@ func (e *ApplyStoppedError) Error() string {
 func (e *ApplyStoppedError) Unwrap() error { return e.Err }
 
 // Apply implements raft.FSM. LogNoop/Configuration/Barrier entries never
-// reach it (Raft filters them); an undecodable command is logged and
-// skipped so every replica skips it alike.
+// reach it (Raft filters them); an undecodable command stops the FSM.
 //
 // A Messages entry whose dispatch fails is retried (dispatch is idempotent
 // per message: a unit already in its queue keeps its offset); if it still
@@ -106,9 +105,14 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	c, err := DecodeCommand(l.Extensions, l.Data)
 	if err != nil {
-		f.log.Error("skipping undecodable raft entry", zap.Uint64("index", l.Index), zap.Error(err))
-		f.applied.Store(l.Index)
-		return &applyResult{err: err}
+		// An unknown type or version (a newer leader during a rolling
+		// upgrade) cannot be skipped safely: a skipped Messages entry
+		// would shift every later queue offset on this replica only.
+		stop := &ApplyStoppedError{Index: l.Index, Err: fmt.Errorf("undecodable entry: %w", err)}
+		f.stopped.Store(stop)
+		f.log.Error("undecodable raft entry: this member stops applying; run a version that knows it",
+			zap.Uint64("index", l.Index), zap.Error(err))
+		return &applyResult{err: stop}
 	}
 	nowMs := l.AppendedAt.UnixMilli()
 	if c.Type == CmdMessages {

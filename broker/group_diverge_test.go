@@ -2,7 +2,9 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -195,6 +197,57 @@ func TestGroupApplyStopsOnPersistentFailure(t *testing.T) {
 	if err := f.g().ApplyStopped(); err != nil {
 		t.Fatalf("restarted member stopped again: %v", err)
 	}
+	for _, n := range c.nodes {
+		checkAcked(t, n, acks)
+	}
+	checkSameUnits(t, c, 2)
+	c.checkIdentical(0, commit, 2)
+}
+
+// A leader whose own apply stops answers that entry's senders
+// SERVICE_NOT_AVAILABLE (never SEND_OK) and hands leadership away; the
+// producer's retry (idempotent) lands on the new leader, and after a
+// restart the old leader holds the same units and bytes as the others.
+func TestGroupApplyStoppedLeaderStepsDown(t *testing.T) {
+	c, fss := divergeCluster(t, 100*time.Millisecond)
+	var acks []ack
+	for k := range 10 {
+		acks = append(acks, c.sendSeq(k, 1<<10))
+	}
+	c.waitCaughtUp()
+	l := c.leader()
+	li := slices.Index(c.nodes, l)
+	fss[li].set(unix.EIO)
+	refused := 0
+	for k := 10; k < 30; k++ {
+		m := testMessage("T", int32(k%2), fmt.Sprintf("k%d", k), "p", int64(k), 1<<10)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			res, err := c.sendRetrying(m, deadline)
+			if err == nil {
+				acks = append(acks, ack{key: m.UniqKey(), PutResult: res})
+				break
+			}
+			if !errors.Is(err, store.ErrServiceNotAvailable) || time.Now().After(deadline) {
+				t.Fatalf("send %d: %v", k, err)
+			}
+			refused++
+			waitBriefly()
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no send was refused: the leader's fault did not bite")
+	}
+	if err := l.g().ApplyStopped(); err == nil {
+		t.Fatal("the faulty leader's FSM did not stop")
+	}
+	// Every send above was acknowledged in the end, and a stopped FSM
+	// acknowledges nothing: another member led them.
+	t.Logf("%d sends refused by the stopped leader %s; new leader %s", refused, l.id, c.leader().id)
+	fss[li].set(nil)
+	c.stop(li)
+	c.startOn(li, func(fsys storage.FS) storage.FS { fss[li] = &cqFaultFS{FS: fsys}; return fss[li] }, nil)
+	commit := c.waitCaughtUp()
 	for _, n := range c.nodes {
 		checkAcked(t, n, acks)
 	}
