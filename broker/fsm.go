@@ -79,11 +79,16 @@ type ApplyStoppedError struct {
 	Err   error
 }
 
+// Error implements error.
 func (e *ApplyStoppedError) Error() string {
 	return fmt.Sprintf("apply stopped at raft index %d (restart the member once the cause is fixed): %v", e.Index, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *ApplyStoppedError) Unwrap() error { return e.Err }
+
+// errClosingWhileRetrying ends a dispatch retry when the member closes.
+var errClosingWhileRetrying = errors.New("member closing while retrying the dispatch")
 
 // Apply implements raft.FSM. LogNoop/Configuration/Barrier entries never
 // reach it (Raft filters them); an undecodable command stops the FSM.
@@ -123,6 +128,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 			// queue offsets no other replica gives them.
 			stop := &ApplyStoppedError{Index: l.Index, Err: err}
 			f.stopped.Store(stop)
+			if errors.Is(err, errClosingWhileRetrying) {
+				f.log.Warn("member closed while retrying the dispatch of an entry; the next start re-applies it",
+					zap.Uint64("index", l.Index), zap.Error(err))
+				return &applyResult{err: stop}
+			}
 			f.log.Error("apply of a messages entry failed after retries: this member stops applying; "+
 				"it keeps its Raft log, hands leadership away and reports not ready; restart it once the cause is fixed",
 				zap.Uint64("index", l.Index), zap.Duration("retried", f.retry.timeout), zap.Error(err))
@@ -172,7 +182,7 @@ func (f *fsm) dispatch(index uint64, reqs []*store.DispatchRequest) error {
 		}
 		f.st.mu.Lock()
 		if quit {
-			return fmt.Errorf("member closing while retrying: %w", err)
+			return fmt.Errorf("%w: %w", errClosingWhileRetrying, err)
 		}
 		if err = f.ms.Reput().DispatchRequests(reqs); err == nil {
 			f.retried.Add(1)
