@@ -36,6 +36,9 @@ type memberStatus struct {
 	// LogStopped is the write failure that stopped the member's Raft log
 	// (RaftStatus.LogStopped).
 	LogStopped string `json:"logStopped,omitempty"`
+	// ApplyStopped is why the member's FSM stopped
+	// (RaftStatus.ApplyStopped).
+	ApplyStopped string `json:"applyStopped,omitempty"`
 }
 
 // groupStatus is one broker group (Raft group) as raftStatus prints it.
@@ -140,7 +143,8 @@ func (g *groupStatus) merge(failed []memberStatus) {
 		if st, ok := g.statuses[id]; ok {
 			ms = memberStatus{ID: id, RaftAddr: c.RaftAddr, RemotingAddr: st.RemotingAddr, Suffrage: c.Suffrage, State: st.State,
 				Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
-				LastContactMillis: st.LastContactMillis, Lag: -1, LogStopped: st.LogStopped}
+				LastContactMillis: st.LastContactMillis, Lag: -1, LogStopped: st.LogStopped,
+				ApplyStopped: st.ApplyStopped}
 			if leader != nil {
 				ms.Lag = max(int64(leader.LastLogIndex)-int64(st.LastLogIndex), 0)
 			}
@@ -167,6 +171,9 @@ func tableRaftStatus(w *tabwriter.Writer, gs []*groupStatus) {
 			note := m.Error
 			if note == "" && m.LogStopped != "" {
 				note = "log stopped: " + m.LogStopped
+			}
+			if note == "" && m.ApplyStopped != "" {
+				note = "apply stopped: " + m.ApplyStopped
 			}
 			if note == "" && m.ID == g.PreferredLeaderID {
 				note = "preferred leader"
