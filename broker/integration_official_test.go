@@ -530,7 +530,7 @@ func (l *recordingTxListener) CheckLocalTransaction(*primitive.MessageExt) primi
 // broker's reason, and its local transaction never runs (before, the half
 // message was acknowledged and then never delivered).
 func TestOfficialTransactionRefused(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc, _ := startFakeProc(t, nil) // the refusal comes before any replication
 	l := &recordingTxListener{}
 	tp, err := rocketmq.NewTransactionProducer(l,
 		producer.WithNameServer(primitive.NamesrvAddr{pc.nsAddr}),
@@ -544,7 +544,7 @@ func TestOfficialTransactionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tp.Shutdown() }()
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "TXO", 4)
+	pc.createTopic(pc.nodes[0].Addr(), "TXO", 4)
 	res, err := tp.SendMessageInTransaction(context.Background(), primitive.NewMessage("TXO", []byte("half")))
 	if err == nil || !strings.Contains(err.Error(), "transactional") {
 		t.Fatalf("SendMessageInTransaction: %v, %v; want an error naming transactional messages", res, err)
