@@ -32,6 +32,38 @@ type connOptions struct {
 	writeTimeout time.Duration
 	// writeQueue is the number of encoded frames waiting for the writer.
 	writeQueue int
+	// budget, when set (servers), bounds the memory held by the
+	// incomplete large frames of all the server's connections.
+	budget *frameBudget
+}
+
+// frameBudget is a server's bound on the bytes held by frames still
+// arriving. A frame's buffer grows as its bytes arrive (readLarge), and
+// each growth is reserved here first: a connection whose growth does not
+// fit is closed, so peers that claim large frames and send them slowly
+// cannot make the server hold more than limit between them.
+type frameBudget struct {
+	limit   int64
+	used    atomic.Int64
+	refused atomic.Int64 // connections closed because a growth did not fit
+}
+
+func (b *frameBudget) reserve(n int64) bool {
+	if b == nil {
+		return true
+	}
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		b.refused.Add(1)
+		return false
+	}
+	return true
+}
+
+func (b *frameBudget) release(n int64) {
+	if b != nil {
+		b.used.Add(-n)
+	}
 }
 
 // future is one request waiting for its response (RocketMQ's
@@ -279,11 +311,19 @@ func (c *Conn) readLoop() {
 				scratch = make([]byte, max(n, 4<<10))
 			}
 			frame = scratch[:n]
-		} else {
+			if _, err := io.ReadFull(br, frame); err != nil {
+				c.readFailed(err, false)
+				return
+			}
+		} else if c.opts.budget == nil {
+			// A client's peer is a server it chose to dial: its large
+			// answers (pulls) are read in one allocation.
 			frame = make([]byte, n)
-		}
-		if _, err := io.ReadFull(br, frame); err != nil {
-			c.readFailed(err, false)
+			if _, err := io.ReadFull(br, frame); err != nil {
+				c.readFailed(err, false)
+				return
+			}
+		} else if frame = c.readLarge(br, int(n)); frame == nil {
 			return
 		}
 		var f *future // the response's call, taken from pending by pick
@@ -326,6 +366,44 @@ func wholeFrameBuffered(br *bufio.Reader) bool {
 	head, _ := br.Peek(lengthFieldSize)
 	n := int64(int32(binary.BigEndian.Uint32(head)))
 	return n >= 0 && int64(b)-lengthFieldSize >= n
+}
+
+// readLarge reads a frame of n bytes (n > scratchFrameMax) into a buffer
+// that grows as the bytes arrive, fourfold each time it fills: a peer
+// that claims a large frame and stops sending holds at most four times
+// what it sent, not the claimed size (fourfold rather than doubling: a
+// large frame that does arrive costs a third more allocation, not twice).
+// Each growth is reserved in the server's incomplete-frame budget until
+// the frame is whole. nil means the connection failed (and is closed).
+func (c *Conn) readLarge(br *bufio.Reader, n int) []byte {
+	budget := c.opts.budget
+	var reserved int64
+	defer func() { budget.release(reserved) }()
+	var buf []byte
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			// The first step is what already arrived (at least 4 KiB).
+			next := min(n, max(4*cap(buf), br.Buffered(), 4<<10))
+			if !budget.reserve(int64(next - cap(buf))) {
+				c.log.Warn("closing connection: incomplete frames over the server's budget",
+					zap.Int("frame_bytes", n), zap.Int("received", len(buf)),
+					zap.Int64("budget", budget.limit), zap.String("key", "maxIncompleteFrameBytes"))
+				c.close(fmt.Errorf("%w: incomplete frames over the server budget of %d bytes", ErrFrameTooLarge, budget.limit), false)
+				return nil
+			}
+			reserved += int64(next - cap(buf))
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := io.ReadFull(br, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			c.readFailed(err, false)
+			return nil
+		}
+	}
+	return buf
 }
 
 // scratchFrameMax bounds the frames read into a connection's reused

@@ -75,7 +75,8 @@
 //   - extwriter.go: ExtAppender/ExtWriter, a header written straight into
 //     the frame.
 //   - conn.go: Conn (reader, writer, one write buffer, opaque → future,
-//     deadlines, deferred answers).
+//     deadlines, deferred answers); large frames grow as they arrive within
+//     the server's incomplete-frame budget.
 //   - pool.go: bounded worker pools (full ⇒ SYSTEM_BUSY), RPC hooks, handler
 //     panics ⇒ SYSTEM_ERROR.
 //   - server.go: Server (processor table, per-registration pools, graceful

@@ -31,7 +31,17 @@ type ServerConfig struct {
 	// WriteQueueSize is the per-connection queue of encoded frames
 	// (default 1024).
 	WriteQueueSize int
+	// IncompleteFrameBudget bounds the bytes held by frames still arriving,
+	// summed over all connections (default 256 MiB). A frame's buffer grows
+	// as its bytes arrive, so one connection holds at most four times what it
+	// sent of its current frame (and never more than MaxFrameSize); a
+	// connection whose frame cannot grow within the budget is closed.
+	IncompleteFrameBudget int64
 }
+
+// DefaultIncompleteFrameBudget is ServerConfig.IncompleteFrameBudget's
+// default: sixteen frames of the default maximum size.
+const DefaultIncompleteFrameBudget = 16 * DefaultMaxFrameSize
 
 // DefaultServerConfig returns the defaults, listening on 127.0.0.1:0.
 func DefaultServerConfig() ServerConfig {
@@ -42,6 +52,8 @@ func DefaultServerConfig() ServerConfig {
 		FrameReadTimeout: 10 * time.Second,
 		WriteTimeout:     10 * time.Second,
 		WriteQueueSize:   1024,
+
+		IncompleteFrameBudget: DefaultIncompleteFrameBudget,
 	}
 }
 
@@ -65,11 +77,15 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	if c.WriteQueueSize <= 0 {
 		c.WriteQueueSize = d.WriteQueueSize
 	}
+	if c.IncompleteFrameBudget <= 0 {
+		c.IncompleteFrameBudget = d.IncompleteFrameBudget
+	}
 	return c
 }
 
-func (c ServerConfig) connOptions() connOptions {
+func (c ServerConfig) connOptions(budget *frameBudget) connOptions {
 	return connOptions{
+		budget:       budget,
 		maxFrameSize: c.MaxFrameSize,
 		idleTimeout:  c.IdleTimeout,
 		frameTimeout: c.FrameReadTimeout,
@@ -108,6 +124,9 @@ type Server struct {
 
 	async asyncTracker // asynchronous requests not answered yet
 
+	// frames bounds the memory of incomplete frames (IncompleteFrameBudget).
+	frames frameBudget
+
 	acceptDone chan struct{}
 	connWG     sync.WaitGroup // reader and writer goroutines of every conn
 	readers    sync.WaitGroup // reader goroutines of every conn (they submit to the pools)
@@ -118,14 +137,25 @@ func NewServer(cfg ServerConfig, log *zap.Logger) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Server{
-		cfg:        cfg.withDefaults(),
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:        cfg,
 		log:        log.Named("remoting.server"),
 		processors: make(map[int16]registration),
 		conns:      make(map[uint64]*Conn),
 		acceptDone: make(chan struct{}),
 	}
+	s.frames.limit = cfg.IncompleteFrameBudget
+	return s
 }
+
+// IncompleteFrameBytes is the memory held now by frames still arriving,
+// counted against ServerConfig.IncompleteFrameBudget.
+func (s *Server) IncompleteFrameBytes() int64 { return s.frames.used.Load() }
+
+// IncompleteFrameRefusals counts the connections closed because their
+// incomplete frame did not fit in ServerConfig.IncompleteFrameBudget.
+func (s *Server) IncompleteFrameRefusals() int64 { return s.frames.refused.Load() }
 
 // Register installs h for requests with this code, served by its own pool
 // of workers goroutines behind a queue of queueSize; a full queue answers
@@ -314,7 +344,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c := newConn(nc, s.cfg.connOptions(), s.log, s.handleRequest, s.connClosed)
+		c := newConn(nc, s.cfg.connOptions(&s.frames), s.log, s.handleRequest, s.connClosed)
 		c.lazyRequest = s.lazyRequest
 		s.mu.Lock()
 		if s.closing {
