@@ -14,12 +14,19 @@ import (
 // RequestMetrics counts remoting requests and their handling latency by
 // request code. Wrap a handler with Wrap; the per-code children are
 // resolved once and cached, so a request costs two atomic adds and a
-// histogram observation, no label allocation.
+// histogram observation, no label allocation. A request answered
+// REQUEST_CODE_NOT_SUPPORTED counts under the code "other": any client can
+// send every one of the 65,536 codes, and each would otherwise add series.
 type RequestMetrics struct {
 	total   *prometheus.CounterVec
 	latency *prometheus.HistogramVec
-	byCode  sync.Map // int16 → *codeMetrics
+	byCode  sync.Map // int16 → *codeMetrics, codes some handler supports
+	other   *codeMetrics
 }
+
+// OtherCode is the code label of requests answered
+// REQUEST_CODE_NOT_SUPPORTED.
+const OtherCode = "other"
 
 type codeMetrics struct {
 	total   prometheus.Counter
@@ -37,6 +44,7 @@ func NewRequestMetrics(reg prometheus.Registerer, namespace string) *RequestMetr
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12)}, []string{"code"}),
 	}
 	reg.MustRegister(m.total, m.latency)
+	m.other = &codeMetrics{total: m.total.WithLabelValues(OtherCode), latency: m.latency.WithLabelValues(OtherCode)}
 	return m
 }
 
@@ -54,7 +62,10 @@ func (m *RequestMetrics) Wrap(h remoting.HandlerFunc) remoting.HandlerFunc {
 	return func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		start := time.Now()
 		resp, err := h(ctx, conn, req)
-		cm := m.code(req.Code)
+		cm := m.other
+		if resp == nil || resp.Code != remoting.ResponseRequestCodeNotSupported {
+			cm = m.code(req.Code)
+		}
 		cm.total.Inc()
 		cm.latency.Observe(time.Since(start).Seconds())
 		return resp, err
