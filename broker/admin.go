@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -69,8 +68,9 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if h.Topic == wire.TopicAutoCreate || h.Topic == wire.TopicSchedule {
 		return response(remoting.ResponseSystemError, "the topic %s is a system topic and cannot be changed", h.Topic)
 	}
-	if h.ReadQueueNums < 1 || h.WriteQueueNums < 1 || h.ReadQueueNums > 1024 || h.WriteQueueNums > 1024 {
-		return response(remoting.ResponseInvalidParameter, "queue numbers must be 1..1024 (read %d, write %d)", h.ReadQueueNums, h.WriteQueueNums)
+	if h.ReadQueueNums < 1 || h.WriteQueueNums < 1 || h.ReadQueueNums > maxQueueNums || h.WriteQueueNums > maxQueueNums {
+		return c.refuse("maxQueueNums", remoting.ResponseInvalidParameter, "queue numbers must be 1..%d (read %d, write %d)",
+			maxQueueNums, h.ReadQueueNums, h.WriteQueueNums)
 	}
 	if h.Perm&^(wire.PermRead|wire.PermWrite|wire.PermInherit) != 0 {
 		return response(remoting.ResponseInvalidParameter, "perm %d has unknown bits (4 read, 2 write, 1 inherit)", h.Perm)
@@ -113,6 +113,11 @@ func (c *Controller) processUpdateSubscriptionGroup(ctx context.Context, req *re
 	}
 	if r := checkGroup(sg.GroupName); r != nil {
 		return r
+	}
+	// 0 is taken as 1 (the retry topic is created with max(n, 1) queues).
+	if sg.RetryQueueNums < 0 || sg.RetryQueueNums > maxQueueNums {
+		return c.refuse("maxQueueNums", remoting.ResponseInvalidParameter, "retryQueueNums %d of group %s out of 1..%d",
+			sg.RetryQueueNums, sg.GroupName, maxQueueNums)
 	}
 	if r := c.replicate(ctx, "update subscription group", func(wctx context.Context) error { return c.rep.UpdateSubscriptionGroup(wctx, sg) }); r != nil {
 		return r
@@ -185,13 +190,9 @@ func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.
 	if !ok {
 		return response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName)
 	}
-	keys := make([]int32, 0, tc.WriteQueueNums)
-	for q := int32(0); q < int32(max(tc.WriteQueueNums, tc.ReadQueueNums)); q++ {
-		keys = append(keys, q)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	b := []byte(`{"offsetTable":{`)
-	for i, q := range keys {
+	for i := range queueCount(max(tc.WriteQueueNums, tc.ReadQueueNums)) {
+		q := int32(i)
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -111,7 +111,30 @@ type BrokerConfig struct {
 	TopicChangeCheckInterval      time.Duration `prop:"topicChangeCheckInterval"`
 	MaxPullBatch                  int           `prop:"maxPullBatch"`
 	ConsumerOffsetCommitCoalescer time.Duration `prop:"consumerOffsetCommitInterval"`
+
+	// MaxIncompleteFrameBytes bounds the memory held by request frames
+	// still arriving, summed over the connections of one listener (256
+	// MiB, raftmq's own key). A frame's buffer grows as its bytes arrive,
+	// so a peer that claims 16 MiB and sends 5 bytes holds a few KiB; a
+	// connection whose frame cannot grow within the bound is closed (Warn
+	// log, raftmq_broker_incomplete_frame_refusals_total).
+	MaxIncompleteFrameBytes int `prop:"maxIncompleteFrameBytes"`
+	// MaxBatchMessages bounds the messages of one SEND_BATCH_MESSAGE (4096,
+	// raftmq's own key). RocketMQ 4.9 bounds a batch only by its body
+	// (maxMessageSize, 4 MiB), which holds about 190,000 empty messages;
+	// 4096 still takes a 1 MiB batch of 250-byte messages (the split size
+	// of RocketMQ's batch example). Beyond it: MESSAGE_ILLEGAL (13) naming
+	// the key.
+	MaxBatchMessages int `prop:"maxBatchMessages"`
 }
+
+// maxQueueNums is the largest queue count of a topic and of a group's
+// retry topic: updateTopic, updateSubGroup's retryQueueNums and
+// defaultTopicQueueNums are refused beyond it (INVALID_PARAMETER), topics
+// created by the broker are clamped to it, and answers that list a topic's
+// queues (topicStatus, consumer stats) stop there for a topic stored with
+// more by an older version.
+const maxQueueNums = 1024
 
 // DefaultConfig returns RocketMQ's broker defaults on top of the group
 // defaults: listenPort 10911, DefaultCluster/broker-a, long polling on.
@@ -150,6 +173,8 @@ func DefaultConfig() BrokerConfig {
 		TopicChangeCheckInterval:      500 * time.Millisecond,
 		MaxPullBatch:                  32,
 		ConsumerOffsetCommitCoalescer: 100 * time.Millisecond,
+		MaxIncompleteFrameBytes:       256 << 20,
+		MaxBatchMessages:              4096,
 	}
 	// A Raft entry must be able to hold the largest message.
 	c.RaftBatchMaxBytes = max(c.RaftBatchMaxBytes, c.Store.MaxMessageSize)
@@ -278,8 +303,8 @@ func (c *BrokerConfig) Validate() error {
 		return bad("listenPort", "%d is not a usable TCP port (VIP channel uses listenPort-2)", c.ListenPort)
 	case len(c.NameServers()) == 0:
 		return bad("namesrvAddr", "no name server given (host:port;host:port)")
-	case c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024:
-		return bad("defaultTopicQueueNums", "%d out of 1..1024", c.DefaultTopicQueueNums)
+	case c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > maxQueueNums:
+		return bad("defaultTopicQueueNums", "%d out of 1..%d", c.DefaultTopicQueueNums, maxQueueNums)
 	case c.RegisterNameServerPeriod < time.Second:
 		return bad("registerNameServerPeriod", "%v is below 1s", c.RegisterNameServerPeriod)
 	case c.MaxReconsumeTimes < 0:
@@ -299,6 +324,10 @@ func (c *BrokerConfig) Validate() error {
 		return bad("metricsPort", "%d is not a port (0 = listenPort+3, -1 = off)", c.MetricsPort)
 	case c.MaxPullBatch < 1:
 		return bad("maxPullBatch", "must be positive")
+	case c.MaxIncompleteFrameBytes < 1<<20:
+		return bad("maxIncompleteFrameBytes", "%d is below 1 MiB", c.MaxIncompleteFrameBytes)
+	case c.MaxBatchMessages < 1:
+		return bad("maxBatchMessages", "must be positive")
 	}
 	if c.BrokerIP1 != "" {
 		if _, err := netip.ParseAddr(c.BrokerIP1); err != nil {

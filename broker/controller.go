@@ -112,6 +112,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	if cfg.ServerChannelMaxIdleTimeSecs > 0 {
 		scfg.IdleTimeout = time.Duration(cfg.ServerChannelMaxIdleTimeSecs) * time.Second
 	}
+	scfg.IncompleteFrameBudget = int64(cfg.MaxIncompleteFrameBytes)
 	c.srv = remoting.NewServer(scfg, c.log.Named("remoting"))
 	c.srv.AddHook(debugHook{c.log})
 	c.registerProcessors(c.srv)
@@ -325,6 +326,15 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 // writeCtx bounds one replicated write.
 func (c *Controller) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.cfg.ApplyTimeout+time.Second)
+}
+
+// refuse answers a request refused by one of the limits against abuse and
+// counts it in raftmq_broker_limit_refusals_total{limit}. limit names the
+// config key or rule that bit (maxQueueNums, maxBatchMessages,
+// offsetCommit); the remark names it too.
+func (c *Controller) refuse(limit string, code int16, format string, args ...any) *remoting.RemotingCommand {
+	c.metrics.limitRefusals.WithLabelValues(limit).Inc()
+	return response(code, format, args...)
 }
 
 // response builds a response with code and a remark.

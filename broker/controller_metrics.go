@@ -60,6 +60,9 @@ type brokerMetrics struct {
 	lagDropped prometheus.Counter
 	// followers is the leader's view of its followers (lag poller).
 	followers *followerLag
+	// limitRefusals counts requests refused by a limit against abuse, by
+	// limit (a fixed set: see Controller.refuse).
+	limitRefusals *prometheus.CounterVec
 }
 
 const metricsNamespace = "raftmq_broker"
@@ -99,6 +102,15 @@ func newBrokerMetrics(c *Controller) *brokerMetrics {
 			m.electionsWon.Inc()
 		}
 	})
+	m.limitRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "limit_refusals_total",
+		Help: "Requests refused by a limit against abuse, by limit (maxQueueNums, maxBatchMessages, offsetCommit)."}, []string{"limit"})
+	reg.MustRegister(m.limitRefusals)
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "incomplete_frame_refusals_total",
+		Help: "Connections closed because their incomplete frame did not fit in maxIncompleteFrameBytes."}, func() float64 {
+		return float64(c.sumServers((*remoting.Server).IncompleteFrameRefusals))
+	}))
+	gauge("incomplete_frame_bytes", "Memory held by request frames still arriving (bounded per listener by maxIncompleteFrameBytes).",
+		func() float64 { return float64(c.sumServers((*remoting.Server).IncompleteFrameBytes)) })
 	m.lagDropped = counter("consumer_lag_series_dropped_total",
 		"Consumer-lag group/topic series left out of a scrape by the cap of "+strconv.Itoa(consumerLagMaxSeries)+" (summed over scrapes).")
 	if c.st != nil {
@@ -248,6 +260,17 @@ func (c *Controller) newMonitor() {
 	}
 	c.mon = httpmon.New(net.JoinHostPort(c.cfg.ListenAddr, strconv.Itoa(port)), c.metrics.reg, c.health, c.log.Named("http"))
 	c.mon.SetReady(c.ready)
+}
+
+// sumServers adds f over the remoting listeners (main and VIP).
+func (c *Controller) sumServers(f func(*remoting.Server) int64) int64 {
+	var n int64
+	for _, s := range []*remoting.Server{c.srv, c.vip} {
+		if s != nil {
+			n += f(s)
+		}
+	}
+	return n
 }
 
 // instrument wraps a processor with the request metrics.

@@ -74,6 +74,8 @@
 // integration_*_test.go run a name server with a node over a fake or a real
 // group (in-memory Raft parts; files and TCP for the official RocketMQ Go
 // client);
+// abuse_test.go sends each abusive request of issue #15's limits to a real
+// group and checks the refusal, its count and that no state grew;
 // batcher_policy_test.go drives the batcher against a fake Raft;
 // bench_*_test.go hold GroupPut, SendPath and the failover benchmarks.
 package broker

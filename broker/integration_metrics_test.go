@@ -18,6 +18,7 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // monClient keeps no idle connections (no client goroutines left for
@@ -209,6 +210,10 @@ func checkNewMetrics(t *testing.T, pc *procCluster, l int, sent int) {
 
 	// Consumer lag: commit 4 of the sent messages on queue 0.
 	const committed = 4
+	body, _ := json.Marshal(wire.DefaultSubscriptionGroupConfig("LG")) // offsets are kept for known groups only
+	if r := pc.call(leader.Addr(), remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("create group LG: %d %s", r.Code, r.Remark)
+	}
 	ext := map[string]string{"consumerGroup": "LG", "topic": "MT", "queueId": "0", "commitOffset": strconv.Itoa(committed)}
 	if r := pc.call(leader.Addr(), remoting.RequestUpdateConsumerOffset, ext, nil); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("commit offset: %d %s", r.Code, r.Remark)

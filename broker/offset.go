@@ -45,11 +45,49 @@ func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remotin
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
+	if r := c.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID); r != nil {
+		return r, nil
+	}
 	if !c.rep.IsLeader() {
 		return c.notLeader(), nil
 	}
 	c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
 	return success(), nil
+}
+
+// checkOffsetCommit refuses a commit the broker would otherwise replicate
+// and snapshot forever for a key no consumer can use: a name over
+// wire.MaxGroupLength/MaxTopicLength or with illegal characters, a topic
+// that does not exist (a group's retry topic exists once its consumers
+// heartbeat), a group with neither a subscription group config nor live
+// consumers, or a queue the topic does not have. nil means accept.
+func (c *Controller) checkOffsetCommit(group, topic string, queueID int32) *remoting.RemotingCommand {
+	r := checkGroup(group)
+	if r == nil {
+		r = checkTopic(topic)
+	}
+	if r != nil {
+		c.metrics.limitRefusals.WithLabelValues("offsetCommit").Inc()
+		r.Remark = "offset commit refused: " + r.Remark
+		return r
+	}
+	st := c.rep.State()
+	tc, ok := st.Topic(topic)
+	if !ok {
+		return c.refuse("offsetCommit", remoting.ResponseTopicNotExist,
+			"offset commit refused: topic %s does not exist on broker %s", topic, c.cfg.BrokerName)
+	}
+	if _, ok := st.SubscriptionGroup(group); !ok {
+		if _, ok := c.clients.group(group); !ok {
+			return c.refuse("offsetCommit", remoting.ResponseSubscriptionGroupNotExist,
+				"offset commit refused: consumer group %s is neither configured nor connected on broker %s", group, c.cfg.BrokerName)
+		}
+	}
+	if n := queueCount(max(tc.ReadQueueNums, tc.WriteQueueNums)); queueID < 0 || int(queueID) >= n {
+		return c.refuse("offsetCommit", remoting.ResponseInvalidParameter,
+			"offset commit refused: queueId %d out of 0..%d of topic %s", queueID, n-1, topic)
+	}
+	return nil
 }
 
 func offsetResponse(off int64) *remoting.RemotingCommand {
@@ -131,7 +169,8 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 		if !ok {
 			continue
 		}
-		for q := int32(0); q < int32(tc.ReadQueueNums); q++ {
+		for i := range queueCount(tc.ReadQueueNums) {
+			q := int32(i)
 			off, _ := c.offsets.lookup(h.ConsumerGroup, t, q)
 			if !first {
 				b = append(b, ',')

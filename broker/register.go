@@ -84,6 +84,14 @@ func (r *registerService) body() (*wire.RegisterBrokerBody, wire.DataVersion) {
 	if topics == nil {
 		topics = map[string]wire.TopicConfig{}
 	}
+	for name, tc := range topics {
+		// A topic stored with more queues (before the limit) is routed
+		// with maxQueueNums: clients allocate one object per routed queue.
+		if tc.ReadQueueNums > maxQueueNums || tc.WriteQueueNums > maxQueueNums {
+			tc.ReadQueueNums, tc.WriteQueueNums = queueCount(tc.ReadQueueNums), queueCount(tc.WriteQueueNums)
+			topics[name] = tc
+		}
+	}
 	if r.c.live().AutoCreateTopicEnable {
 		if _, ok := topics[wire.TopicAutoCreate]; !ok {
 			n := r.c.live().DefaultTopicQueueNums

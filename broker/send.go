@@ -467,13 +467,21 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageReq
 	return tc, nil
 }
 
+// queueCount is a stored queue count bounded to 0..maxQueueNums, for the
+// loops and allocations sized by it: a topic stored by an older version
+// (or a retry topic created from an unchecked retryQueueNums) may claim
+// up to 2^31 queues.
+func queueCount(n int) int { return min(max(n, 0), maxQueueNums) }
+
 // ensureTopic returns the topic's config, creating it with queueNums
-// read/write queues through Raft if it is missing (broker-plan decision 8:
-// the topic entry is committed before any message for it is proposed).
+// read/write queues (clamped to 1..maxQueueNums) through Raft if it is
+// missing (broker-plan decision 8: the topic entry is committed before any
+// message for it is proposed).
 func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, sysFlag int) (wire.TopicConfig, error) {
 	if tc, ok := c.rep.State().Topic(topic); ok {
 		return tc, nil
 	}
+	queueNums = max(queueCount(queueNums), 1)
 	tc := wire.TopicConfig{TopicName: topic, ReadQueueNums: queueNums, WriteQueueNums: queueNums,
 		Perm: wire.PermRead | wire.PermWrite, TopicFilterType: "SINGLE_TAG", TopicSysFlag: sysFlag}
 	wctx, cancel := c.writeCtx(ctx)
@@ -555,6 +563,10 @@ func (c *Controller) decodeBatch(body []byte, h *wire.SendMessageRequestHeader, 
 	}
 	if len(entries) == 0 {
 		return nil, response(remoting.ResponseMessageIllegal, "the batch is empty")
+	}
+	if limit := c.live().MaxBatchMessages; len(entries) > limit {
+		return nil, c.refuse("maxBatchMessages", remoting.ResponseMessageIllegal,
+			"the batch holds %d messages, above maxBatchMessages %d", len(entries), limit)
 	}
 	msgs := make([]*store.Message, len(entries))
 	stored := make([]store.Message, len(entries))

@@ -67,7 +67,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 		if err != nil {
 			return c.writeError("create retry topic", err), nil
 		}
-		m.QueueID = rand.Int32N(int32(max(tc.WriteQueueNums, 1)))
+		m.QueueID = rand.Int32N(int32(max(queueCount(tc.WriteQueueNums), 1)))
 		level := h.DelayLevel
 		if level == 0 {
 			level = 3 + orig.ReconsumeTimes
