@@ -14,6 +14,7 @@ import (
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // startE2ECluster starts a real name server and a real 3-node raftmq
@@ -207,7 +208,11 @@ func TestEndToEndRaftGroup(t *testing.T) {
 	if stored != n {
 		t.Fatalf("topic status counts %d messages, want %d", stored, n)
 	}
-	// Reset a group without consumers to an hour ago: every queue to its start.
+	// Reset a configured group without consumers to an hour ago: every
+	// queue to its start (brokers keep offsets of known groups only).
+	if err := admin.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig("E2ER"), "DefaultCluster", ""); err != nil {
+		t.Fatal(err)
+	}
 	reset, err := admin.ResetOffsetByTime(ctx, "E2ER", "E2E", time.Now().Add(-time.Hour), true)
 	if err != nil || len(reset) != 4 {
 		t.Fatalf("reset: %v %v", reset, err)
