@@ -38,6 +38,10 @@ type RaftAdmin interface {
 	// LogStopped is the write failure that stopped this member's Raft log,
 	// nil while it accepts appends.
 	LogStopped() error
+	// AcksBeforeFsync is true when this member's Raft log acknowledges
+	// appends before they are fsynced (flushDiskType=ASYNC_FLUSH with
+	// raftAcksBeforeFsync=true).
+	AcksBeforeFsync() bool
 }
 
 var _ RaftAdmin = (*Group)(nil)
@@ -97,8 +101,13 @@ type RaftStatus struct {
 	// ConsumeQueue or index units could not be written, with its index);
 	// empty while it applies. The member applies nothing more and needs a
 	// restart once the cause is fixed.
-	ApplyStopped string       `json:"applyStopped,omitempty"`
-	Members      []RaftMember `json:"members"`
+	ApplyStopped string `json:"applyStopped,omitempty"`
+	// AcksBeforeFsync is true when this member acknowledges appends and
+	// votes before they are on disk (flushDiskType=ASYNC_FLUSH with
+	// raftAcksBeforeFsync=true): a crash of a majority at once can lose
+	// acknowledged messages.
+	AcksBeforeFsync bool         `json:"acksBeforeFsync"`
+	Members         []RaftMember `json:"members"`
 	// Stats is raft.Stats() verbatim, for anything not lifted above.
 	Stats map[string]string `json:"stats"`
 }
@@ -171,7 +180,7 @@ func collectRaftStatus(ra RaftAdmin, serving bool) (*RaftStatus, error) {
 		Term: u("term"), LeaderID: ra.LeaderID(), LeaderAddr: ra.LeaderAddr(), PreferredLeaderID: ra.PreferredLeaderID(),
 		LastLogIndex: u("last_log_index"), LastLogTerm: u("last_log_term"), CommitIndex: u("commit_index"),
 		AppliedIndex: r.AppliedIndex(), FSMPending: u("fsm_pending"), LastSnapshotIndex: u("last_snapshot_index"),
-		Stats: stats,
+		AcksBeforeFsync: ra.AcksBeforeFsync(), Stats: stats,
 	}
 	if err := ra.LogStopped(); err != nil {
 		st.LogStopped = err.Error()

@@ -85,6 +85,8 @@ func newBrokerMetrics(c *Controller) *brokerMetrics {
 	gauge("long_polls_held", "Pull requests parked by long polling.", func() float64 { return float64(c.hold.heldCount()) })
 	gauge("disk_full", "1 while writes are refused for lack of disk space.", func() float64 { return b2f(m.diskFull.Load()) })
 	gauge("leader", "1 while this node is the Raft leader past its barrier (serves writes).", func() float64 { return b2f(c.rep.IsLeader()) })
+	gauge("acks_before_fsync", "1 when the Raft log acknowledges appends before they are fsynced (flushDiskType=ASYNC_FLUSH with raftAcksBeforeFsync=true): a crash of a majority at once can lose acknowledged messages.",
+		func() float64 { return b2f(c.cfg.AcksBeforeFsync()) })
 	gauge("consumer_groups", "Consumer groups with clients known from heartbeats.", func() float64 { return float64(len(c.clients.groups())) })
 	if ra, ok := c.rep.(RaftAdmin); ok {
 		reg.MustRegister(&raftCollector{ra: ra})

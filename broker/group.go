@@ -120,6 +120,10 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.AcksBeforeFsync() {
+		log.Warn("acks before fsync: flushDiskType=ASYNC_FLUSH with raftAcksBeforeFsync=true; the Raft log acknowledges " +
+			"and votes on entries that may not be on disk yet, so a crash of a majority at once can lose acknowledged messages")
+	}
 	if parts.Stable == nil || parts.Snapshots == nil || parts.Transport == nil {
 		return nil, fmt.Errorf("%w: parts need a stable store, a snapshot store and a transport", ErrInvalidGroupConfig)
 	}
@@ -139,7 +143,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	g.diskFS = &noSpaceFS{FS: scfg.FS}
 	scfg.FS = g.diskFS
 	warmAhead := 0
-	if cfg.Store.FlushDiskType == store.SyncFlush {
+	if !cfg.AcksBeforeFsync() {
 		warmAhead = cfg.WarmAheadBytes
 	}
 	scfg.Raft = &store.RaftHooks{
@@ -147,7 +151,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 			var err error
 			g.segQ = q
 			g.logs, err = raftlog.OpenOnQueue(q, filepath.Join(raftDir, "log"), raftlog.Options{
-				FS: scfg.FS, SegmentSize: cfg.Store.MappedFileSizeCommitLog, Sync: cfg.Store.FlushDiskType == store.SyncFlush,
+				FS: scfg.FS, SegmentSize: cfg.Store.MappedFileSizeCommitLog, Sync: !cfg.AcksBeforeFsync(),
 				PatchCommand: patchCommand, Logger: log, WarmAhead: warmAhead,
 			})
 			return err
@@ -279,6 +283,10 @@ func (g *Group) storeFS() storage.FS { return g.diskFS }
 
 // LogStore exposes the Raft log store (admin status, tests).
 func (g *Group) LogStore() *raftlog.LogStore { return g.logs }
+
+// AcksBeforeFsync implements RaftAdmin: true in the explicit "acks before
+// fsync" mode (GroupConfig.AcksBeforeFsync).
+func (g *Group) AcksBeforeFsync() bool { return g.cfg.AcksBeforeFsync() }
 
 // TransferLeadership moves leadership to the member with Raft id to, or to
 // the most caught-up follower when to is "". Only the leader can do it.

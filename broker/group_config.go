@@ -80,7 +80,26 @@ type GroupConfig struct {
 	// a leader retries, its Raft loop stalls once the FSM queue is full,
 	// so this stays short. Given in ms in broker.conf.
 	ApplyRetryTimeout time.Duration `prop:"raftApplyRetryTimeout"`
+	// RaftAcksBeforeFsync confirms flushDiskType=ASYNC_FLUSH (false): with
+	// it the Raft log acknowledges appends, and members vote, on entries
+	// that may still be only in the page cache, so a crash of a majority
+	// at once (a power cut) can lose acknowledged messages. ASYNC_FLUSH
+	// without this key is refused, so a stock RocketMQ broker.conf cannot
+	// weaken durability by accident; the key with SYNC_FLUSH is refused as
+	// a contradiction. See docs/adr/0012-flush-mode-under-raft.md.
+	RaftAcksBeforeFsync bool `prop:"raftAcksBeforeFsync"`
+	// ShutdownTransferTimeout bounds how long a clean shutdown (SIGTERM,
+	// Node.Close) of the leader spends handing leadership to the most
+	// caught-up follower and waiting until the name servers route the new
+	// leader, before the node stops anyway (5 s; 0 = stop at once, like a
+	// kill). Followers stop at once.
+	ShutdownTransferTimeout time.Duration `prop:"shutdownTransferTimeout"`
 }
+
+// AcksBeforeFsync reports the explicit "acks before fsync" mode
+// (flushDiskType=ASYNC_FLUSH confirmed by raftAcksBeforeFsync=true): the
+// Raft log does not fdatasync an append before it is acknowledged.
+func (c *GroupConfig) AcksBeforeFsync() bool { return c.Store.FlushDiskType == store.AsyncFlush }
 
 // DefaultGroupConfig returns the store's and raftlog's defaults with Raft
 // mode and SYNC_FLUSH on (Raft's safety rests on durable appends).
@@ -98,6 +117,7 @@ func DefaultGroupConfig() GroupConfig {
 	c.SnapshotBytes = 512 << 20
 	c.WarmAheadBytes = 8 << 20
 	c.ApplyRetryTimeout = 10 * time.Second
+	c.ShutdownTransferTimeout = 5 * time.Second
 	return c
 }
 
@@ -113,6 +133,12 @@ func (c *GroupConfig) Validate() error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidGroupConfig, key, fmt.Sprintf(format, args...))
 	}
 	switch {
+	case c.Store.FlushDiskType == store.AsyncFlush && !c.RaftAcksBeforeFsync:
+		return bad("flushDiskType", "ASYNC_FLUSH under Raft acknowledges messages and votes before they are on disk, "+
+			"so a crash of a majority at once can lose acknowledged messages; use SYNC_FLUSH (the default), "+
+			"or set raftAcksBeforeFsync=true to accept that")
+	case c.Store.FlushDiskType != store.AsyncFlush && c.RaftAcksBeforeFsync:
+		return bad("raftAcksBeforeFsync", "true needs flushDiskType=ASYNC_FLUSH, got %s", c.Store.FlushDiskType)
 	case !c.Raft.EnableDLegerCommitLog:
 		return bad("enableDLegerCommitLog", "must be true for a Raft broker group")
 	case c.RaftBatchMaxBytes < c.Store.MaxMessageSize:
@@ -138,6 +164,8 @@ func (c *GroupConfig) Validate() error {
 		return bad("raftWarmAheadBytes", "must not be negative")
 	case c.ApplyRetryTimeout < 0:
 		return bad("raftApplyRetryTimeout", "must not be negative")
+	case c.ShutdownTransferTimeout < 0:
+		return bad("shutdownTransferTimeout", "must not be negative")
 	}
 	return nil
 }

@@ -176,6 +176,7 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 		cfg.Store.MessageIndexEnable = false
 		if !o.sync {
 			cfg.Store.FlushDiskType = store.AsyncFlush
+			cfg.RaftAcksBeforeFsync = true
 		}
 		cfg.RaftBatchMaxBytes = 256 << 10
 		cfg.Raft.DLegerGroup = "broker-a"

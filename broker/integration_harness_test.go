@@ -298,13 +298,27 @@ func (pc *procCluster) startNode(i int) {
 	pc.run[i], pc.groups[i], pc.nodes[i] = n, n.Group(), n.Controller()
 }
 
-// stopNode shuts node i down (controller, then group).
+// stopNode shuts node i down (controller, then group) without handing
+// leadership off: a stopped leader looks to the others like a crashed one.
 func (pc *procCluster) stopNode(i int) {
 	if pc.run[i] == nil {
 		return
 	}
-	_ = pc.run[i].Close()
+	_ = pc.run[i].close(false)
 	pc.run[i], pc.nodes[i], pc.groups[i] = nil, nil, nil
+}
+
+// shutdownNode is a planned stop of node i (Node.Close, as on SIGTERM): a
+// leader hands leadership off first. It returns the Raft id that took
+// over, "" when none did.
+func (pc *procCluster) shutdownNode(i int) string {
+	pc.t.Helper()
+	n := pc.run[i]
+	if err := n.Close(); err != nil {
+		pc.t.Fatalf("close node %d: %v", i, err)
+	}
+	pc.run[i], pc.nodes[i], pc.groups[i] = nil, nil, nil
+	return n.handedOffTo
 }
 
 // leader returns the index of the node that leads (waiting for one).

@@ -6,7 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // nodeCloseTimeout bounds how long Close lets running requests answer
@@ -22,6 +26,9 @@ type Node struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// handedOffTo is the Raft id that took over leadership when Close
+	// handed it off ("" when it did not); read after Close (tests).
+	handedOffTo string
 }
 
 // OpenNode is NewNode on the production parts (OpenDiskParts).
@@ -73,13 +80,117 @@ func (n *Node) Run(ctx context.Context) error {
 	return n.Close()
 }
 
-// Close stops the controller (running requests get nodeCloseTimeout to
-// answer) and then the Raft member. Idempotent.
-func (n *Node) Close() error {
+// Close is a planned stop (SIGTERM): on the leader it first hands
+// leadership to the most caught-up follower (handOffLeadership), then it
+// stops the controller (running requests get nodeCloseTimeout to answer)
+// and the Raft member. Idempotent.
+func (n *Node) Close() error { return n.close(true) }
+
+// close stops the node; handOff false stops a leader without a transfer,
+// which the others see like a crash (tests).
+func (n *Node) close(handOff bool) error {
 	n.closeOnce.Do(func() {
+		if handOff {
+			n.handedOffTo = n.handOffLeadership()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), nodeCloseTimeout)
 		defer cancel()
 		n.closeErr = errors.Join(n.ctl.Shutdown(ctx), n.group.Close())
 	})
 	return n.closeErr
+}
+
+// handOffPoll is how often handOffLeadership looks for the new leader and
+// its route.
+const handOffPoll = 5 * time.Millisecond
+
+// handOffLeadership runs before a leader stops: it transfers leadership to
+// the most caught-up follower (the LEADERSHIP_TRANSFER path) and waits
+// until another member leads and the name servers route it as brokerId 0.
+// Producers then see the write gap of a transfer (the target campaigns at
+// once, caught up) instead of the followers' heartbeat timeout plus an
+// election, and their route moves before this node's port closes. The
+// whole hand-off is bounded by ShutdownTransferTimeout; past it, or when
+// the transfer fails, the node stops anyway and the group elects as after
+// a crash. It returns the new leader's Raft id, "" when there was none.
+// Followers, single-member groups and ShutdownTransferTimeout 0 skip it.
+func (n *Node) handOffLeadership() string {
+	g := n.group
+	budget := g.cfg.ShutdownTransferTimeout
+	if budget <= 0 || g.raft.State() != raft.Leader || !hasOtherVoter(g) {
+		return ""
+	}
+	log, self := g.log, g.SelfID()
+	start := time.Now()
+	deadline := start.Add(budget)
+	done := make(chan error, 1)
+	go func() { done <- g.TransferLeadership("") }()
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Warn("shutdown: leadership transfer failed; stopping anyway, the group elects a new leader", zap.Error(err))
+			return ""
+		}
+	case <-timer.C:
+		// Group.Close below shuts Raft down, which ends the transfer.
+		log.Warn("shutdown: leadership transfer did not finish in time; stopping anyway", zap.Duration("shutdownTransferTimeout", budget))
+		return ""
+	}
+	t := time.NewTicker(handOffPoll)
+	defer t.Stop()
+	var to, addr string
+	routed := false
+	for time.Now().Before(deadline) {
+		if id := g.LeaderID(); id != "" && id != self && g.raft.State() != raft.Leader {
+			to = id
+			if a := g.LeaderAddr(); a != "" && a != n.Addr() {
+				addr = a
+				if len(n.ctl.cfg.NameServers()) == 0 {
+					break // gossip only: nothing to wait for
+				}
+				if routed = n.ctl.routedMaster(deadline) == addr; routed {
+					break
+				}
+			}
+		}
+		<-t.C
+	}
+	log.Info("shutdown: leadership handed off", zap.String("to", to), zap.String("toAddr", addr),
+		zap.Bool("routedByNameServers", routed), zap.Duration("took", time.Since(start)))
+	return to
+}
+
+// hasOtherVoter reports whether the group's configuration has a voter
+// besides this member (someone to hand leadership to).
+func hasOtherVoter(g *Group) bool {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter && string(s.ID) != g.SelfID() {
+			return true
+		}
+	}
+	return false
+}
+
+// routedMaster is the address the first answering name server routes as
+// this broker group's brokerId 0, "" when none answers. With no name
+// server configured (gossip only) it returns "" too.
+func (c *Controller) routedMaster(deadline time.Time) string {
+	for _, ns := range c.cfg.NameServers() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		resp, err := c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
+		cancel()
+		if err != nil || resp.Code != remoting.ResponseSuccess {
+			continue
+		}
+		if ci, err := wire.DecodeClusterInfo(resp.Body); err == nil {
+			return ci.BrokerAddrTable[c.cfg.BrokerName].BrokerAddrs[wire.MasterID]
+		}
+	}
+	return ""
 }

@@ -39,6 +39,9 @@ type memberStatus struct {
 	// ApplyStopped is why the member's FSM stopped
 	// (RaftStatus.ApplyStopped).
 	ApplyStopped string `json:"applyStopped,omitempty"`
+	// AcksBeforeFsync is true when the member acknowledges and votes
+	// before fsync (RaftStatus.AcksBeforeFsync).
+	AcksBeforeFsync bool `json:"acksBeforeFsync"`
 }
 
 // groupStatus is one broker group (Raft group) as raftStatus prints it.
@@ -144,7 +147,7 @@ func (g *groupStatus) merge(failed []memberStatus) {
 			ms = memberStatus{ID: id, RaftAddr: c.RaftAddr, RemotingAddr: st.RemotingAddr, Suffrage: c.Suffrage, State: st.State,
 				Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
 				LastContactMillis: st.LastContactMillis, Lag: -1, LogStopped: st.LogStopped,
-				ApplyStopped: st.ApplyStopped}
+				ApplyStopped: st.ApplyStopped, AcksBeforeFsync: st.AcksBeforeFsync}
 			if leader != nil {
 				ms.Lag = max(int64(leader.LastLogIndex)-int64(st.LastLogIndex), 0)
 			}
@@ -158,7 +161,7 @@ func (g *groupStatus) merge(failed []memberStatus) {
 }
 
 func tableRaftStatus(w *tabwriter.Writer, gs []*groupStatus) {
-	row(w, "#Broker Name", "#ID", "#Addr", "#Raft Addr", "#State", "#Term", "#Last Index", "#Commit", "#Applied", "#Lag", "#Last Contact", "#Note")
+	row(w, "#Broker Name", "#ID", "#Addr", "#Raft Addr", "#State", "#Term", "#Last Index", "#Commit", "#Applied", "#Lag", "#Last Contact", "#Acks", "#Note")
 	for _, g := range gs {
 		for _, m := range g.Members {
 			lag, contact := "-", "-"
@@ -178,8 +181,17 @@ func tableRaftStatus(w *tabwriter.Writer, gs []*groupStatus) {
 			if note == "" && m.ID == g.PreferredLeaderID {
 				note = "preferred leader"
 			}
+			// Loud on purpose: acks before fsync can lose acknowledged
+			// messages when a majority crashes at once.
+			acks := "-"
+			if m.Error == "" {
+				acks = "after fsync"
+				if m.AcksBeforeFsync {
+					acks = "BEFORE FSYNC"
+				}
+			}
 			row(w, g.BrokerName, orDash(m.ID), orDash(m.RemotingAddr), orDash(m.RaftAddr), m.State, m.Term,
-				m.LastLogIndex, m.CommitIndex, m.AppliedIndex, lag, contact, orDash(note))
+				m.LastLogIndex, m.CommitIndex, m.AppliedIndex, lag, contact, acks, orDash(note))
 		}
 	}
 }

@@ -1,0 +1,201 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// shutdownProducers send to a group's leader from several goroutines the
+// way the SDK does: a not-leader answer moves them to the leader it
+// names, any other failure re-reads the route from the name server, and a
+// message counts as failed only if it is not acknowledged within
+// sendRetryBudget.
+type shutdownProducers struct {
+	pc     *procCluster
+	addr   atomic.Pointer[string]
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	acks   []time.Time // guarded by mu
+	failed []error     // guarded by mu
+}
+
+const sendRetryBudget = 10 * time.Second
+
+func startShutdownProducers(pc *procCluster, leaderAddr, topic string, n int) *shutdownProducers {
+	p := &shutdownProducers{pc: pc, stop: make(chan struct{})}
+	p.addr.Store(&leaderAddr)
+	for w := 0; w < n; w++ {
+		p.wg.Add(1)
+		go p.run(topic, w)
+	}
+	return p
+}
+
+func (p *shutdownProducers) run(topic string, queue int) {
+	defer p.wg.Done()
+	for i := 0; ; i++ {
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+		if err := p.send(topic, queue, fmt.Sprintf("w%d-%d", queue, i)); err != nil {
+			p.mu.Lock()
+			p.failed = append(p.failed, err)
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *shutdownProducers) send(topic string, queue int, body string) error {
+	deadline := time.Now().Add(sendRetryBudget)
+	var last error
+	for time.Now().Before(deadline) {
+		addr := *p.addr.Load()
+		req := remoting.NewRequest(remoting.RequestSendMessage, nil, []byte(body))
+		for k, v := range sendExt(topic, queue, "") {
+			req.ExtFields[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		resp, err := p.pc.client.InvokeSync(ctx, addr, req)
+		cancel()
+		switch {
+		case err == nil && resp.Code == remoting.ResponseSuccess:
+			p.mu.Lock()
+			p.acks = append(p.acks, time.Now())
+			p.mu.Unlock()
+			return nil
+		case err == nil && resp.Code == remoting.ResponseServiceNotAvailable && resp.ExtFields[wire.ExtLeaderAddr] != "":
+			next := resp.ExtFields[wire.ExtLeaderAddr]
+			p.addr.Store(&next)
+			continue
+		case err != nil:
+			last = err
+		default:
+			last = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		}
+		// As the SDK: ask the name server where brokerId 0 is now.
+		if a := p.pc.ns.Routes().ClusterInfo().BrokerAddrTable[p.pc.cfgs[0].BrokerName].BrokerAddrs[wire.MasterID]; a != "" {
+			p.addr.Store(&a)
+		}
+	}
+	return fmt.Errorf("%s not acknowledged within %s: %w", body, sendRetryBudget, last)
+}
+
+func (p *shutdownProducers) ackCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acks)
+}
+
+// finish stops the producers and returns the longest gap between two
+// consecutive acknowledgements and the failed sends.
+func (p *shutdownProducers) finish() (time.Duration, []error) {
+	close(p.stop)
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var gap time.Duration
+	for i := 1; i < len(p.acks); i++ {
+		gap = max(gap, p.acks[i].Sub(p.acks[i-1]))
+	}
+	return gap, p.failed
+}
+
+// TestShutdownLeaderTransfersLeadership: a planned stop (Node.Close, what
+// SIGTERM runs) of the leader while producers send hands leadership to a
+// follower before the node goes away: no send fails, the new leader is
+// the one the hand-off named, the name server routes it, and the term
+// went up by exactly one (the target campaigned at once on the transfer;
+// nobody timed out waiting for a dead leader and no election was split).
+func TestShutdownLeaderTransfersLeadership(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := pc.leader()
+	pc.createTopic(pc.nodes[l].Addr(), "SDT", 4)
+	oldID, oldTerm := pc.groups[l].SelfID(), pc.groups[l].Raft().CurrentTerm()
+
+	p := startShutdownProducers(pc, pc.nodes[l].Addr(), "SDT", 4)
+	testutil.WaitFor(t, 10*time.Second, "acks before the shutdown", func() bool { return p.ackCount() >= 100 })
+	to := pc.shutdownNode(l)
+	before := p.ackCount()
+	testutil.WaitFor(t, 10*time.Second, "acks after the shutdown", func() bool { return p.ackCount() >= before+100 })
+	gap, failed := p.finish()
+
+	if len(failed) != 0 {
+		t.Fatalf("%d sends failed across the planned stop, first: %v", len(failed), failed[0])
+	}
+	if to == "" || to == oldID {
+		t.Fatalf("Close of the leader %s handed off to %q", oldID, to)
+	}
+	nl := pc.leader()
+	if got := pc.groups[nl].SelfID(); got != to {
+		t.Fatalf("leader is %s, the hand-off named %s", got, to)
+	}
+	if term := pc.groups[nl].Raft().CurrentTerm(); term != oldTerm+1 {
+		t.Fatalf("term %d -> %d, want exactly one transfer's election", oldTerm, term)
+	}
+	if routed := pc.ns.Routes().ClusterInfo().BrokerAddrTable[pc.cfgs[nl].BrokerName].BrokerAddrs[wire.MasterID]; routed != pc.nodes[nl].Addr() {
+		t.Fatalf("name server routes %q as brokerId 0, want the new leader %s", routed, pc.nodes[nl].Addr())
+	}
+	t.Logf("longest gap between two acks across the planned stop: %v (heartbeat timeout %v, election timeout %v)",
+		gap, pc.cfgs[nl].Raft.HeartbeatTimeout, pc.cfgs[nl].Raft.ElectionTimeout)
+}
+
+// TestShutdownFollowerKeepsLeader: a follower's planned stop hands nothing
+// off; the leader and the term stay.
+func TestShutdownFollowerKeepsLeader(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := pc.leader()
+	term := pc.groups[l].Raft().CurrentTerm()
+	if to := pc.shutdownNode((l + 1) % 3); to != "" {
+		t.Fatalf("a follower's Close handed leadership to %q", to)
+	}
+	if !pc.groups[l].IsLeader() || pc.groups[l].Raft().CurrentTerm() != term {
+		t.Fatalf("leader %d after a follower's stop: leader %v, term %d (was %d)", l, pc.groups[l].IsLeader(), pc.groups[l].Raft().CurrentTerm(), term)
+	}
+}
+
+// TestShutdownTransferDisabled: shutdownTransferTimeout=0 stops a leader
+// without a hand-off (the others elect after their heartbeat timeout).
+func TestShutdownTransferDisabled(t *testing.T) {
+	pc := startRealCluster(t, func(c *BrokerConfig) { c.ShutdownTransferTimeout = 0 })
+	l := pc.leader()
+	if to := pc.shutdownNode(l); to != "" {
+		t.Fatalf("shutdownTransferTimeout=0 still handed off to %q", to)
+	}
+	if nl := pc.leader(); nl == l {
+		t.Fatal("the stopped node still leads")
+	}
+}
+
+// TestStopLeaderWithoutHandOffGap is the contrast that makes the gap above
+// meaningful: a leader that goes away without a hand-off (a crash) leaves
+// producers without acks until the followers' heartbeat timeout ran out
+// and one of them won an election, so the longest gap is at least about
+// a heartbeat timeout (half of it asserted: a candidate's last contact
+// can trail the last ack slightly).
+func TestStopLeaderWithoutHandOffGap(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := pc.leader()
+	pc.createTopic(pc.nodes[l].Addr(), "SDK", 4)
+	p := startShutdownProducers(pc, pc.nodes[l].Addr(), "SDK", 4)
+	testutil.WaitFor(t, 10*time.Second, "acks before the stop", func() bool { return p.ackCount() >= 100 })
+	pc.stopNode(l)
+	before := p.ackCount()
+	testutil.WaitFor(t, 20*time.Second, "acks after the stop", func() bool { return p.ackCount() >= before+100 })
+	gap, failed := p.finish()
+	ht := pc.cfgs[l].Raft.HeartbeatTimeout
+	if gap < ht/2 {
+		t.Fatalf("longest gap %v after a crash-like stop, want at least half the heartbeat timeout %v", gap, ht)
+	}
+	t.Logf("longest gap between two acks across a crash-like stop: %v (%d sends failed)", gap, len(failed))
+}
