@@ -297,7 +297,7 @@ func testAdminRaft(t *testing.T, c *adminCluster) {
 	if leaders != 1 || g.PreferredLeaderID != "n2" {
 		t.Fatalf("raftStatus: %d leaders, preferred %q", leaders, g.PreferredLeaderID)
 	}
-	wantLines(t, mustAdmin(t, append(n, "raftStatus")...), "#Last Contact", "#Lag", "Leader", "Follower", "preferred leader")
+	wantLines(t, mustAdmin(t, append(n, "raftStatus")...), "#Last Contact", "#Lag", "#Acks", "after fsync", "Leader", "Follower", "preferred leader")
 
 	// Named target: pick a follower other than n2 so balanceLeaders has
 	// work afterwards.
