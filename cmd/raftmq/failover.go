@@ -29,6 +29,9 @@ type failoverOpts struct {
 	phaseTimeout time.Duration
 	launch       proccluster.Launcher
 	progress     func(string)
+	// sigterm stops the leader with SIGTERM (a planned stop: the node
+	// hands leadership off before it exits) instead of SIGKILL.
+	sigterm bool
 }
 
 // newFailoverCmd is `raftmq failover`: start a name server and a 3-node
@@ -46,7 +49,8 @@ func newFailoverCmd(g *globalFlags) *cobra.Command {
 			"route update (the route's brokerId 0 is another address) and first write (the producer's first ack from the new " +
 			"leader). Then it restarts the node and waits until the group is whole and ready. Prints a table per kill and " +
 			"min/median/max per phase (--json for scripts). Only processes it started are signalled; its directory is removed " +
-			"unless --keep.",
+			"unless --keep. With --sigterm the leader gets SIGTERM instead: a planned stop, where it hands leadership to a " +
+			"follower and waits until the route names it before it exits; the phases are then measured from the signal.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.kills < 1 {
@@ -82,6 +86,7 @@ func newFailoverCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	cmd.Flags().IntVar(&o.basePort, "base-port", 0, "name server port; brokers use base+10, +20, +30 (0: find a free block)")
 	cmd.Flags().IntVar(&o.senders, "senders", 2, "concurrent synchronous producer senders")
+	cmd.Flags().BoolVar(&o.sigterm, "sigterm", false, "stop the leader with SIGTERM (planned stop with leadership hand-off) instead of SIGKILL")
 	cmd.Flags().DurationVar(&o.phaseTimeout, "phase-timeout", 30*time.Second, "bound on one kill's measurement and on each wait for the group to be whole")
 	return cmd
 }
@@ -190,7 +195,7 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 		rep.Summary = summarize(rep.Kills)
 	}()
 	for k := 1; k <= o.kills; k++ {
-		kr, err := killOnce(ctx, c, p, w, o.phaseTimeout)
+		kr, err := killOnce(ctx, c, p, w, o.phaseTimeout, o.sigterm)
 		if kr != nil {
 			kr.N = k
 			rep.Kills = append(rep.Kills, *kr)
@@ -208,9 +213,10 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 	return rep, nil
 }
 
-// killOnce SIGKILLs the current leader, measures every phase, and
-// restarts the node. The group is whole when it is called.
-func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeout time.Duration) (*killResult, error) {
+// killOnce SIGKILLs (or, with sigterm, SIGTERMs) the current leader,
+// measures every phase, and restarts the node. The group is whole when it
+// is called.
+func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeout time.Duration, sigterm bool) (*killResult, error) {
 	addrs, err := p.route(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("failover: route before kill: %w", err)
@@ -234,9 +240,21 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 	}
 
 	w.arm(time.Now(), leaderAddr)
-	t0, err := c.Kill(victim)
-	if err != nil {
-		return nil, err
+	var t0 time.Time
+	// stopped is closed once a SIGTERMed victim exited: the hand-off runs
+	// while the phases are measured.
+	stopped := make(chan struct{})
+	if sigterm {
+		t0 = time.Now()
+		go func() {
+			defer close(stopped)
+			c.Stop(victim, timeout)
+		}()
+	} else {
+		close(stopped)
+		if t0, err = c.Kill(victim); err != nil {
+			return nil, err
+		}
 	}
 	kr.KilledAt = t0
 	mctx, cancel := context.WithTimeout(ctx, timeout)
@@ -313,6 +331,7 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 			missing = append(missing, name)
 		}
 	}
+	<-stopped
 	if err := c.Start(victim); err != nil {
 		return kr, err
 	}
