@@ -109,10 +109,12 @@ const handOffPoll = 5 * time.Millisecond
 // until another member leads and the name servers route it as brokerId 0.
 // Producers then see the write gap of a transfer (the target campaigns at
 // once, caught up) instead of the followers' heartbeat timeout plus an
-// election, and their route moves before this node's port closes. The
-// whole hand-off is bounded by ShutdownTransferTimeout; past it, or when
-// the transfer fails, the node stops anyway and the group elects as after
-// a crash. It returns the new leader's Raft id, "" when there was none.
+// election, and their route moves before this node's port closes. Should
+// leadership come back meanwhile (the new leader's preferredLeaderId check
+// may move it back to this node), it is handed off again. The whole
+// hand-off is bounded by ShutdownTransferTimeout; past it, or when a
+// transfer fails, the node stops anyway and the group elects as after a
+// crash. It returns the new leader's Raft id, "" when there was none.
 // Followers, single-member groups and ShutdownTransferTimeout 0 skip it.
 func (n *Node) handOffLeadership() string {
 	g := n.group
@@ -123,43 +125,57 @@ func (n *Node) handOffLeadership() string {
 	log, self := g.log, g.SelfID()
 	start := time.Now()
 	deadline := start.Add(budget)
-	done := make(chan error, 1)
-	go func() { done <- g.TransferLeadership("") }()
-	timer := time.NewTimer(budget)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			log.Warn("shutdown: leadership transfer failed; stopping anyway, the group elects a new leader", zap.Error(err))
-			return ""
-		}
-	case <-timer.C:
-		// Group.Close below shuts Raft down, which ends the transfer.
-		log.Warn("shutdown: leadership transfer did not finish in time; stopping anyway", zap.Duration("shutdownTransferTimeout", budget))
-		return ""
-	}
 	t := time.NewTicker(handOffPoll)
 	defer t.Stop()
 	var to, addr string
-	routed := false
 	for time.Now().Before(deadline) {
-		if id := g.LeaderID(); id != "" && id != self && g.raft.State() != raft.Leader {
+		if g.raft.State() == raft.Leader {
+			to, addr = "", ""
+			// Coalesced consumer offsets are committed by the leader only;
+			// a follower drops them. Commit them while this node leads.
+			n.ctl.offsets.flush()
+			if err := n.transferBy(deadline); err != nil {
+				log.Warn("shutdown: leadership transfer failed; stopping anyway, the group elects a new leader", zap.Error(err))
+				return ""
+			}
+			continue
+		}
+		if id := g.LeaderID(); id != "" && id != self {
 			to = id
 			if a := g.LeaderAddr(); a != "" && a != n.Addr() {
 				addr = a
-				if len(n.ctl.cfg.NameServers()) == 0 {
-					break // gossip only: nothing to wait for
-				}
-				if routed = n.ctl.routedMaster(deadline) == addr; routed {
-					break
+				// Gossip only: no name server to wait for.
+				if len(n.ctl.cfg.NameServers()) == 0 || n.ctl.routedMaster(deadline) == addr {
+					log.Info("shutdown: leadership handed off", zap.String("to", to), zap.String("toAddr", addr),
+						zap.Duration("took", time.Since(start)))
+					return to
 				}
 			}
 		}
 		<-t.C
 	}
-	log.Info("shutdown: leadership handed off", zap.String("to", to), zap.String("toAddr", addr),
-		zap.Bool("routedByNameServers", routed), zap.Duration("took", time.Since(start)))
+	log.Warn("shutdown: hand-off not complete within shutdownTransferTimeout; stopping anyway",
+		zap.String("to", to), zap.String("toAddr", addr), zap.Duration("shutdownTransferTimeout", budget))
+	if g.raft.State() == raft.Leader {
+		return ""
+	}
 	return to
+}
+
+// transferBy runs one leadership transfer, giving up at deadline (Raft
+// itself gives up after an election timeout; Group.Close ends a transfer
+// still running then).
+func (n *Node) transferBy(deadline time.Time) error {
+	done := make(chan error, 1)
+	go func() { done <- n.group.TransferLeadership("") }()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return errors.New("leadership transfer did not finish within shutdownTransferTimeout")
+	}
 }
 
 // hasOtherVoter reports whether the group's configuration has a voter

@@ -199,3 +199,34 @@ func TestStopLeaderWithoutHandOffGap(t *testing.T) {
 	}
 	t.Logf("longest gap between two acks across a crash-like stop: %v (%d sends failed)", gap, len(failed))
 }
+
+// TestShutdownPreferredLeaderStaysOff: the planned stop of the preferred
+// leader is not undone by the new leader's preferredLeaderId check (which
+// here runs every 20 ms): leadership moves once, to another member, and
+// stays there while the stopping node finishes.
+func TestShutdownPreferredLeaderStaysOff(t *testing.T) {
+	pc := startRealCluster(t, func(c *BrokerConfig) {
+		c.Raft.PreferredLeaderID = "n0"
+		c.PreferredLeaderCheckInterval = 20 * time.Millisecond
+	})
+	testutil.WaitFor(t, 15*time.Second, "n0 leads", func() bool { return pc.groups[0].IsLeader() })
+	pc.waitLeaderRegistered()
+	pc.createTopic(pc.nodes[0].Addr(), "SDP", 4)
+	term := pc.groups[0].Raft().CurrentTerm()
+	p := startShutdownProducers(pc, pc.nodes[0].Addr(), "SDP", 4)
+	testutil.WaitFor(t, 10*time.Second, "acks before the shutdown", func() bool { return p.ackCount() >= 100 })
+	to := pc.shutdownNode(0)
+	before := p.ackCount()
+	testutil.WaitFor(t, 10*time.Second, "acks after the shutdown", func() bool { return p.ackCount() >= before+100 })
+	_, failed := p.finish()
+	if len(failed) != 0 {
+		t.Fatalf("%d sends failed, first: %v", len(failed), failed[0])
+	}
+	nl := pc.leader()
+	if got := pc.groups[nl].SelfID(); to == "" || got != to {
+		t.Fatalf("hand-off named %q, leader is %s", to, got)
+	}
+	if now := pc.groups[nl].Raft().CurrentTerm(); now != term+1 {
+		t.Fatalf("term %d -> %d: leadership moved more than once", term, now)
+	}
+}

@@ -40,7 +40,10 @@ func TransferLeadership(r *raft.Raft, to string) error {
 // the preferred node and the preferred node is a healthy voter, and if so
 // transfers to it. Raft's transfer first catches the target up and gives up
 // if it cannot, so an unreachable or far-behind node is simply retried later
-// (with a backoff).
+// (with a backoff). A leader keeps leadership for PreferredLeaderSettle
+// after it won it: when the preferred node handed leadership over itself (a
+// planned stop, a disk step-down, an admin's transfer) it must not get it
+// straight back while it is still shutting down.
 type PreferredLeader struct {
 	r        *raft.Raft
 	self     string
@@ -52,6 +55,12 @@ type PreferredLeader struct {
 	done     chan struct{}
 	once     sync.Once
 }
+
+// PreferredLeaderSettle is the least time a leader keeps leadership before
+// moving it to the preferred member: longer than a planned stop of the
+// member that handed it over takes, usually well under a second. Three
+// check intervals when that is longer.
+const PreferredLeaderSettle = 5 * time.Second
 
 // NewPreferredLeader starts the check; a "" preferred id makes it a no-op.
 func NewPreferredLeader(r *raft.Raft, roles *Roles, self, preferred string, interval time.Duration, log *zap.Logger) *PreferredLeader {
@@ -71,6 +80,8 @@ func (p *PreferredLeader) run() {
 		return
 	}
 	backoff := p.interval
+	settle := max(PreferredLeaderSettle, 3*p.interval)
+	var leaderSince time.Time // zero while not leading
 	t := time.NewTimer(p.interval)
 	defer t.Stop()
 	for {
@@ -80,7 +91,14 @@ func (p *PreferredLeader) run() {
 		case <-t.C:
 		}
 		next := p.interval
-		if p.roles.IsLeader() {
+		leader := p.roles.IsLeader()
+		switch {
+		case !leader:
+			leaderSince = time.Time{}
+		case leaderSince.IsZero():
+			leaderSince = time.Now()
+		}
+		if leader && time.Since(leaderSince) >= settle {
 			if err := TransferLeadership(p.r, p.want); err != nil {
 				p.log.Info("transfer to the preferred leader failed; will retry",
 					zap.String("preferred", p.want), zap.Error(err), zap.Duration("in", backoff))
