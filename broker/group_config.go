@@ -55,10 +55,10 @@ type GroupConfig struct {
 	// the same entry (1 h).
 	DedupProducerTTL time.Duration `prop:"raftDedupProducerTTL"`
 	// PreferredLeaderCheckInterval is how often the leader checks whether
-	// leadership should move to preferredLeaderId (1 s). A leader keeps
-	// leadership for at least ha.PreferredLeaderSettle (or three intervals)
-	// after it won it, so a preferred member that handed leadership off
-	// while stopping does not get it back.
+	// leadership should move to preferredLeaderId (1 s). Not within
+	// ha.PreferredLeaderSettle (or three intervals) of the preferred member
+	// giving leadership up, so one that handed it off while stopping does
+	// not get it back.
 	PreferredLeaderCheckInterval time.Duration `prop:"preferredLeaderCheckInterval"`
 	// SnapshotBytes makes every member take a snapshot once its log has
 	// grown by this many bytes since its last one (512 MiB; 0 turns it

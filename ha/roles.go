@@ -42,6 +42,10 @@ type Roles struct {
 
 	mu        sync.Mutex
 	listeners []func(leader bool, term uint64) // guarded by mu
+	// lastLeader is the last non-empty leader id observed; lostAt maps
+	// a member id to when another member was first seen leading after it.
+	lastLeader string               // guarded by mu
+	lostAt     map[string]time.Time // guarded by mu
 
 	obsCh    chan raft.Observation
 	observer *raft.Observer
@@ -81,6 +85,30 @@ func (r *Roles) IsLeader() bool { return r.leader.Load() }
 // Term is the term in which this node last became leader (0 if never).
 func (r *Roles) Term() uint64 { return r.term.Load() }
 
+// LostLeadershipAt is when this node saw another member take leadership
+// over from member id, most recently (zero if never). Observations can be
+// dropped under a burst of changes, so it is a hint.
+func (r *Roles) LostLeadershipAt(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lostAt[id]
+}
+
+func (r *Roles) noteLeader(id string) {
+	if id == "" {
+		return // an election: the previous leader stays the last one
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastLeader != "" && r.lastLeader != id {
+		if r.lostAt == nil {
+			r.lostAt = map[string]time.Time{}
+		}
+		r.lostAt[r.lastLeader] = time.Now()
+	}
+	r.lastLeader = id
+}
+
 // OnChange registers f for role changes.
 func (r *Roles) OnChange(f func(leader bool, term uint64)) {
 	r.mu.Lock()
@@ -106,7 +134,10 @@ func (r *Roles) run() {
 		select {
 		case <-r.quit:
 			return
-		case <-r.obsCh:
+		case o := <-r.obsCh:
+			if lo, ok := o.Data.(raft.LeaderObservation); ok {
+				r.noteLeader(string(lo.LeaderID))
+			}
 		case <-t.C:
 		}
 		r.reconcile()

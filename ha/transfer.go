@@ -40,10 +40,11 @@ func TransferLeadership(r *raft.Raft, to string) error {
 // the preferred node and the preferred node is a healthy voter, and if so
 // transfers to it. Raft's transfer first catches the target up and gives up
 // if it cannot, so an unreachable or far-behind node is simply retried later
-// (with a backoff). A leader keeps leadership for PreferredLeaderSettle
-// after it won it: when the preferred node handed leadership over itself (a
-// planned stop, a disk step-down, an admin's transfer) it must not get it
-// straight back while it is still shutting down.
+// (with a backoff). A leader that took over from the preferred node keeps
+// leadership for PreferredLeaderSettle first: when the preferred node
+// handed leadership over itself (a planned stop, a disk step-down, an
+// admin's transfer) it must not get it straight back, while it is still
+// shutting down.
 type PreferredLeader struct {
 	r        *raft.Raft
 	self     string
@@ -56,11 +57,11 @@ type PreferredLeader struct {
 	once     sync.Once
 }
 
-// PreferredLeaderSettle is the least time a leader keeps leadership before
-// moving it to the preferred member: longer than a planned stop of the
-// member that handed it over takes, usually well under a second. Three
-// check intervals when that is longer.
-const PreferredLeaderSettle = 5 * time.Second
+// PreferredLeaderSettle is the least time a leader that took over from the
+// preferred member keeps leadership before moving it back: longer than the
+// rest of a planned stop of that member usually takes (well under a
+// second). Three check intervals when that is longer.
+const PreferredLeaderSettle = 2 * time.Second
 
 // NewPreferredLeader starts the check; a "" preferred id makes it a no-op.
 func NewPreferredLeader(r *raft.Raft, roles *Roles, self, preferred string, interval time.Duration, log *zap.Logger) *PreferredLeader {
@@ -81,7 +82,6 @@ func (p *PreferredLeader) run() {
 	}
 	backoff := p.interval
 	settle := max(PreferredLeaderSettle, 3*p.interval)
-	var leaderSince time.Time // zero while not leading
 	t := time.NewTimer(p.interval)
 	defer t.Stop()
 	for {
@@ -91,14 +91,7 @@ func (p *PreferredLeader) run() {
 		case <-t.C:
 		}
 		next := p.interval
-		leader := p.roles.IsLeader()
-		switch {
-		case !leader:
-			leaderSince = time.Time{}
-		case leaderSince.IsZero():
-			leaderSince = time.Now()
-		}
-		if leader && time.Since(leaderSince) >= settle {
+		if p.roles.IsLeader() && time.Since(p.roles.LostLeadershipAt(p.want)) >= settle {
 			if err := TransferLeadership(p.r, p.want); err != nil {
 				p.log.Info("transfer to the preferred leader failed; will retry",
 					zap.String("preferred", p.want), zap.Error(err), zap.Duration("in", backoff))
