@@ -100,6 +100,8 @@ func (n *Node) close(handOff bool) error {
 	return n.closeErr
 }
 
+var errShutdownTransferTimeout = errors.New("leadership transfer did not finish within shutdownTransferTimeout")
+
 // handOffPoll is how often handOffLeadership looks for the new leader and
 // its route.
 const handOffPoll = 5 * time.Millisecond
@@ -111,10 +113,10 @@ const handOffPoll = 5 * time.Millisecond
 // once, caught up) instead of the followers' heartbeat timeout plus an
 // election, and their route moves before this node's port closes. Should
 // leadership come back meanwhile (the new leader's preferredLeaderId check
-// may move it back to this node), it is handed off again. The whole
-// hand-off is bounded by ShutdownTransferTimeout; past it, or when a
-// transfer fails, the node stops anyway and the group elects as after a
-// crash. It returns the new leader's Raft id, "" when there was none.
+// may move it back to this node), it is handed off again, and a failed
+// transfer is retried. The whole hand-off is bounded by
+// ShutdownTransferTimeout; past it the node stops anyway and the group
+// elects as after a crash. It returns the new leader's Raft id, "" when there was none.
 // Followers, single-member groups and ShutdownTransferTimeout 0 skip it.
 func (n *Node) handOffLeadership() string {
 	g := n.group
@@ -135,8 +137,11 @@ func (n *Node) handOffLeadership() string {
 			// a follower drops them. Commit them while this node leads.
 			n.ctl.offsets.flush()
 			if err := n.transferBy(deadline); err != nil {
-				log.Warn("shutdown: leadership transfer failed; stopping anyway, the group elects a new leader", zap.Error(err))
-				return ""
+				// A target that could not catch up within an election
+				// timeout, or leadership lost meanwhile: look again, and
+				// retry while the budget lasts.
+				log.Info("shutdown: leadership transfer failed; retrying within shutdownTransferTimeout", zap.Error(err))
+				<-t.C
 			}
 			continue
 		}
@@ -174,7 +179,7 @@ func (n *Node) transferBy(deadline time.Time) error {
 	case err := <-done:
 		return err
 	case <-timer.C:
-		return errors.New("leadership transfer did not finish within shutdownTransferTimeout")
+		return errShutdownTransferTimeout
 	}
 }
 
