@@ -96,12 +96,13 @@ func (o *Options) fill() error {
 func GroupName(g int) string { return fmt.Sprintf("broker-%c", 'a'+g) }
 
 // Member is one Raft member of a group: its config and, while it runs,
-// its Raft group and its request processors. Kill, Stop and Restart
-// change Group and Node; read them from the goroutine that calls those.
+// its broker node (Raft member and request processors). Kill, Stop and
+// Restart change Group and Node; read them from the goroutine that calls
+// those.
 type Member struct {
 	Config broker.BrokerConfig
-	Group  *broker.Group      // nil while down
-	Node   *broker.Controller // nil while down
+	Group  *broker.Group // Node's Raft member; nil while down
+	Node   *broker.Node  // nil while down
 	log    *zap.Logger
 	// parts are the member's in-memory parts once it first started
 	// (Options.InMemory), kept for its restarts.
@@ -273,41 +274,40 @@ func (c *Cluster) Restart(g, m int) error {
 	if mb.Node != nil {
 		return nil
 	}
-	grp, err := c.openGroup(mb)
+	parts, err := c.openParts(mb)
 	if err != nil {
 		return err
 	}
-	node, err := broker.New(mb.Config, grp, mb.log)
-	if err == nil {
-		err = node.Start()
-	}
+	node, err := broker.NewNode(mb.Config, parts, mb.log)
 	if err != nil {
-		return errors.Join(err, grp.Close())
+		return err
 	}
-	mb.Group, mb.Node = grp, node
+	if err := node.Start(); err != nil {
+		return errors.Join(err, node.Close())
+	}
+	mb.Group, mb.Node = node.Group(), node
 	return nil
 }
 
-// openGroup starts mb's Raft member: on disk parts built from its config
-// (broker.OpenGroup: files under its directory, TCP transport), or on its
-// in-memory parts, created at its first start and given a new transport
-// at every restart.
-func (c *Cluster) openGroup(mb *Member) (*broker.Group, error) {
+// openParts returns mb's parts: disk parts built from its config (files
+// under its directory, TCP transport), or its in-memory parts, created at
+// its first start and given a new transport at every restart.
+func (c *Cluster) openParts(mb *Member) (broker.Parts, error) {
 	cfg := mb.Config.GroupConfig
 	if c.net == nil {
-		return broker.OpenGroup(cfg, mb.Config.RemotingAddr(), mb.log)
+		return broker.OpenDiskParts(cfg, mb.log)
 	}
 	var parts broker.Parts
 	if mb.parts == nil {
 		var err error
 		if parts, err = broker.NewInmemParts(cfg, c.net); err != nil {
-			return nil, err
+			return broker.Parts{}, err
 		}
 	} else {
 		parts = c.net.Reopen(*mb.parts)
 	}
 	mb.parts = &parts
-	return broker.NewGroup(cfg, parts, mb.Config.RemotingAddr(), mb.log)
+	return parts, nil
 }
 
 // Kill stops member m of group g the way a crash looks to its peers: Raft
@@ -322,21 +322,20 @@ func (c *Cluster) Kill(g, m int) {
 	}
 	_ = mb.Group.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = mb.Node.Shutdown(ctx)
+	_ = mb.Node.Controller().Shutdown(ctx)
 	cancel()
 	mb.Group, mb.Node = nil, nil
 }
 
-// Stop shuts member m of group g down in order: its request processors
-// first (leaving the gossip pool, answering parked pulls), then Raft.
+// Stop shuts member m of group g down as SIGTERM does (Node.Close): a
+// leader hands leadership off first, then the request processors stop
+// (leaving the gossip pool, answering parked pulls), then Raft.
 func (c *Cluster) Stop(g, m int) error {
 	mb := c.members[g][m]
 	if mb.Node == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := errors.Join(mb.Node.Shutdown(ctx), mb.Group.Close())
+	err := mb.Node.Close()
 	mb.Group, mb.Node = nil, nil
 	return err
 }
@@ -393,7 +392,7 @@ func (c *Cluster) Close() error {
 	for _, ms := range c.members {
 		for _, m := range ms {
 			if m.Node != nil {
-				errs = append(errs, m.Node.Shutdown(ctx))
+				errs = append(errs, m.Node.Controller().Shutdown(ctx))
 			}
 		}
 	}
