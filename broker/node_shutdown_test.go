@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -239,6 +240,10 @@ func TestShutdownLeaderKeepsCommittedOffsets(t *testing.T) {
 	pc := startRealCluster(t, func(c *BrokerConfig) { c.ConsumerOffsetCommitCoalescer = time.Hour })
 	l := pc.leader()
 	pc.createTopic(pc.nodes[l].Addr(), "SDO", 4)
+	body, _ := json.Marshal(wire.DefaultSubscriptionGroupConfig("OG")) // offsets are kept for known groups only
+	if r := pc.call(pc.nodes[l].Addr(), remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("create group OG: %d %s", r.Code, r.Remark)
+	}
 	for q := 0; q < 4; q++ {
 		if r := pc.call(pc.nodes[l].Addr(), remoting.RequestSendMessage, sendExt("SDO", q, ""), []byte("m")); r.Code != remoting.ResponseSuccess {
 			t.Fatalf("send: %d %s", r.Code, r.Remark)
