@@ -168,24 +168,7 @@ func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
 	}
 
 	push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset))
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	if err := push.Subscribe("T", "*"); err != nil {
-		t.Fatal(err)
-	}
-	if err := push.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-		<-release // ignores its context: a listener Close cannot stop
-		return ConsumeSuccess
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := push.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitEntered(t, ctx, entered)
+	release := startStuckListener(t, ctx, push)
 
 	expired, cancelExpired := context.WithCancel(context.Background())
 	cancelExpired()
@@ -219,24 +202,7 @@ func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
 	defer cancel()
 
 	c := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset), HandoverTimeout(20*time.Millisecond))
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	if err := c.Subscribe("T", "*"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-		<-release
-		return ConsumeSuccess
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitEntered(t, ctx, entered)
+	release := startStuckListener(t, ctx, c)
 	q0 := MessageQueue{"T", "broker-a", 0}
 	c.core.mu.Lock()
 	pq := c.core.pqs[q0]
@@ -263,14 +229,34 @@ func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
 	noLeakAfter(t, before)
 }
 
-// waitEntered waits until the listener signals that it runs. entered is
-// buffered (capacity 1) so a listener that runs before the test waits
-// still leaves its signal.
-func waitEntered(t *testing.T, ctx context.Context, entered <-chan struct{}) {
+// startStuckListener subscribes c to topic T with a listener that blocks
+// (ignoring its context, as a listener Close cannot stop does) until the
+// returned channel is closed, starts c and returns once the listener runs.
+func startStuckListener(t *testing.T, ctx context.Context, c *PushConsumer) chan struct{} {
 	t.Helper()
+	// entered is buffered so a listener that runs before the wait below
+	// still leaves its signal.
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	if err := c.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-entered:
 	case <-ctx.Done():
 		t.Fatalf("the listener was never called: %v", ctx.Err())
 	}
+	return release
 }
