@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
 )
 
 // sdkGoroutines returns the stacks of goroutines running code of an SDK
@@ -148,13 +149,7 @@ func TestLifecycleStartAndCloseLeaveNoGoroutine(t *testing.T) {
 // while a listener call is stuck, and still releases what it can; the
 // listener's goroutine ends as soon as the listener returns.
 func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
-	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
-	b.put("T", 0, "stuck", nil)
-	before := goleak.IgnoreCurrent()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ns, before, ctx := oneMessageBroker(t, "stuck")
 
 	p, err := NewProducer(NameServers(ns.Addr().String()))
 	if err != nil {
@@ -193,13 +188,7 @@ func TestLifecycleCloseWithExpiredContextReturnsPromptly(t *testing.T) {
 // the lock to a goroutine that gives it back once the listener returns;
 // that goroutine ends and Close waits for it.
 func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
-	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
-	b.put("T", 0, "busy", nil)
-	before := goleak.IgnoreCurrent()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ns, before, ctx := oneMessageBroker(t, "busy")
 
 	c := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset), HandoverTimeout(20*time.Millisecond))
 	release := startStuckListener(t, ctx, c)
@@ -227,6 +216,22 @@ func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	noLeakAfter(t, before)
+}
+
+// oneMessageBroker starts a name server and a fake broker routing topic T
+// (one queue, and group PG's retry topic) that holds one message with
+// body; it returns the goroutines running before the test's clients
+// start, and a context bounding the test.
+func oneMessageBroker(t *testing.T, body string) (*namesrv.NameServer, goleak.Option, context.Context) {
+	t.Helper()
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
+	b.put("T", 0, body, nil)
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ns, before, ctx
 }
 
 // startStuckListener subscribes c to topic T with a listener that blocks
