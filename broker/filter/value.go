@@ -311,31 +311,12 @@ func isRangeErr(err error) bool {
 // validDecimalFloat checks digits [. digits] [e|E [sign] digits] with at
 // least one mantissa digit, ASCII only.
 func validDecimalFloat(s string) bool {
-	i, digits := 0, 0
-	for i < len(s) && isDigit(s[i]) {
-		i, digits = i+1, digits+1
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && isDigit(s[i]) {
-			i, digits = i+1, digits+1
-		}
-	}
+	i, digits := scanMantissa(s, isDigit)
 	if digits == 0 {
 		return false
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		start := i
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-		if i == start {
-			return false
-		}
+		return validExponent(s[i+1:])
 	}
 	return i == len(s)
 }
@@ -343,20 +324,32 @@ func validDecimalFloat(s string) bool {
 // validHexFloat checks the part after 0x: hexdigits [. hexdigits] with at
 // least one digit, then a mandatory p|P [sign] decimal digits.
 func validHexFloat(s string) bool {
-	i, digits := 0, 0
-	for i < len(s) && isHexDigit(s[i]) {
+	i, digits := scanMantissa(s, isHexDigit)
+	if digits == 0 || i == len(s) || (s[i] != 'p' && s[i] != 'P') {
+		return false
+	}
+	return validExponent(s[i+1:])
+}
+
+// scanMantissa reads digits [. digits] from the start of s and returns
+// where it stopped and how many digits it read.
+func scanMantissa(s string, digit func(byte) bool) (i, digits int) {
+	for i < len(s) && digit(s[i]) {
 		i, digits = i+1, digits+1
 	}
 	if i < len(s) && s[i] == '.' {
 		i++
-		for i < len(s) && isHexDigit(s[i]) {
+		for i < len(s) && digit(s[i]) {
 			i, digits = i+1, digits+1
 		}
 	}
-	if digits == 0 || i == len(s) || (s[i] != 'p' && s[i] != 'P') {
-		return false
-	}
-	i++
+	return i, digits
+}
+
+// validExponent checks that s, what follows an exponent letter, is
+// [sign] decimal digits, at least one, and nothing else.
+func validExponent(s string) bool {
+	i := 0
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		i++
 	}
