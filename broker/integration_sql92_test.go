@@ -276,25 +276,10 @@ func TestHeldPullSQL92(t *testing.T) {
 	addr := node.Addr()
 	tc.createTopic(addr, "H", 1)
 	heldPull := func(offset int64) <-chan *remoting.RemotingCommand {
-		ch := make(chan *remoting.RemotingCommand, 1)
 		ext := sqlPullExt("G", "H", offset, "SQL92", sqlExpr)
 		ext["sysFlag"] = strconv.Itoa(int(wire.PullFlagSubscription | wire.PullFlagSuspend))
 		ext["suspendTimeoutMillis"] = "20000"
-		go func() {
-			req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
-			for k, v := range ext {
-				req.ExtFields[k] = v
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			r, err := tc.client.InvokeSync(ctx, addr, req)
-			if err != nil {
-				r = remoting.NewResponse(-1, err.Error())
-			}
-			ch <- r
-		}()
-		testutil.WaitFor(t, 10*time.Second, "pull parked", func() bool { return node.hold.heldCount() > 0 })
-		return ch
+		return tc.parkPull(node, ext)
 	}
 
 	ch := heldPull(0)
@@ -322,21 +307,7 @@ func TestHeldPullSeesNewSubscription(t *testing.T) {
 	addr := node.Addr()
 	tc.createTopic(addr, "H2", 1)
 	heartbeatSub(t, tc, "GH", "H2", "SQL92", "a > 100")
-	ch := make(chan *remoting.RemotingCommand, 1)
-	go func() {
-		req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
-		for k, v := range pullExt("GH", "H2", 0, 0, 20000) {
-			req.ExtFields[k] = v
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		r, err := tc.client.InvokeSync(ctx, addr, req)
-		if err != nil {
-			r = remoting.NewResponse(-1, err.Error())
-		}
-		ch <- r
-	}()
-	testutil.WaitFor(t, 10*time.Second, "pull parked", func() bool { return node.hold.heldCount() > 0 })
+	ch := tc.parkPull(node, pullExt("GH", "H2", 0, 0, 20000))
 	heartbeatSub(t, tc, "GH", "H2", "SQL92", sqlExpr)
 	sendProps(t, tc, "H2", "match", map[string]string{"a": "9", wire.PropertyTags: "TagA"})
 	resp := <-ch
@@ -344,4 +315,28 @@ func TestHeldPullSeesNewSubscription(t *testing.T) {
 		t.Fatalf("held pull after the subscription changed: code %d %q, %v next %d; want the message the new expression selects",
 			resp.Code, resp.Remark, got, next)
 	}
+}
+
+// parkPull sends a suspending pull to node in the background and returns
+// once node holds it; the answer (or the call's error as code -1) arrives
+// on the channel.
+func (tc *procCluster) parkPull(node *Controller, ext map[string]string) <-chan *remoting.RemotingCommand {
+	tc.t.Helper()
+	ch := make(chan *remoting.RemotingCommand, 1)
+	held := node.hold.heldCount()
+	go func() {
+		req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
+		for k, v := range ext {
+			req.ExtFields[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		r, err := tc.client.InvokeSync(ctx, node.Addr(), req)
+		if err != nil {
+			r = remoting.NewResponse(-1, err.Error())
+		}
+		ch <- r
+	}()
+	testutil.WaitFor(tc.t, 10*time.Second, "pull parked", func() bool { return node.hold.heldCount() > held })
+	return ch
 }
