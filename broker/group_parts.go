@@ -255,7 +255,12 @@ var errTransportClosed = errors.New("broker: in-memory raft transport closed")
 // Close implements raft.WithClose. RPCs queued for this member fail at
 // once, as on a TCP connection its process closed; otherwise their
 // callers would wait out the transport timeout.
+//
+// Queued RPCs are answered before the network detaches t (which closes
+// the peers' pipelines to it), so a pipelined append learns its error,
+// and once more after, for any that arrived in between.
 func (t *inmemTransport) Close() error {
+	t.failQueued()
 	n := t.net
 	n.mu.Lock()
 	if n.members[t.LocalAddr()] == t {
@@ -263,14 +268,39 @@ func (t *inmemTransport) Close() error {
 	}
 	n.detachLocked(t)
 	n.mu.Unlock()
+	t.failQueued()
+	return nil
+}
+
+// failQueued answers every RPC queued for t with errTransportClosed.
+func (t *inmemTransport) failQueued() {
 	for {
 		select {
 		case rpc := <-t.Consumer():
-			rpc.Respond(nil, errTransportClosed)
+			rpc.Respond(emptyResponse(rpc.Command), errTransportClosed)
 		default:
-			return nil
+			return
 		}
 	}
+}
+
+// emptyResponse is the zero response of cmd's RPC type. An error answer
+// still needs one: hashicorp/raft's in-memory pipeline copies the
+// response out before it looks at the error.
+func emptyResponse(cmd any) any {
+	switch cmd.(type) {
+	case *raft.AppendEntriesRequest:
+		return &raft.AppendEntriesResponse{}
+	case *raft.RequestVoteRequest:
+		return &raft.RequestVoteResponse{}
+	case *raft.RequestPreVoteRequest:
+		return &raft.RequestPreVoteResponse{}
+	case *raft.InstallSnapshotRequest:
+		return &raft.InstallSnapshotResponse{}
+	case *raft.TimeoutNowRequest:
+		return &raft.TimeoutNowResponse{}
+	}
+	return nil
 }
 
 // InmemSnapshotStore is an in-memory raft.SnapshotStore keeping the newest

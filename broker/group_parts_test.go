@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"io"
 	"testing"
 	"time"
@@ -182,5 +183,38 @@ func TestInmemNetworkPartition(t *testing.T) {
 	net.SetPartitioned("b", false)
 	if err := vote(a, "b"); err != nil {
 		t.Fatalf("healed: %v", err)
+	}
+}
+
+// TestInmemTransportCloseFailsPipelinedAppends: an AppendEntries queued on
+// a pipeline to a member whose transport closes before its Raft took it
+// completes with the close error (hashicorp/raft's in-memory pipeline
+// reads the response before the error, so the answer must carry one).
+func TestInmemTransportCloseFailsPipelinedAppends(t *testing.T) {
+	net := NewInmemNetwork()
+	a := net.Transport("a", 5*time.Second)
+	b := net.Transport("b", 5*time.Second)
+	defer a.(raft.WithClose).Close()
+	defer b.(raft.WithClose).Close()
+	p, err := a.AppendEntriesPipeline("x", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var resp raft.AppendEntriesResponse
+	if _, err := p.AppendEntries(&raft.AppendEntriesRequest{}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing consumes b's RPCs: the append is queued there. Close answers
+	// it first (then detaches b, which also shuts a's pipeline down, so
+	// the answer is checked here before that step).
+	b.(*inmemTransport).failQueued()
+	select {
+	case f := <-p.Consumer():
+		if !errors.Is(f.Error(), errTransportClosed) {
+			t.Fatalf("pipelined append to a closed member: %v, want errTransportClosed", f.Error())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pipelined append never completed")
 	}
 }
