@@ -32,10 +32,16 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
 	c := testClient(t)
-	testutil.WaitFor(t, 5*time.Second, "name server to answer", func() bool {
-		resp, err := c.InvokeSync(context.Background(), cfg.Addr(), remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil))
-		return err == nil && resp.Code == remoting.ResponseSuccess
+	// The remoting port answers before Start has finished starting gossip;
+	// the serving state is stored last, so reading it orders every field
+	// Start wrote before the checks below.
+	testutil.WaitFor(t, 5*time.Second, "name server to serve", func() bool {
+		return n.monState.Load() == 1
 	})
+	resp, err := c.InvokeSync(context.Background(), cfg.Addr(), remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil))
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("a serving name server did not answer: %v %+v", err, resp)
+	}
 	if n.MetricsAddr() == "" || n.Gossip() == nil {
 		t.Fatalf("monitor %q, gossip %v: want both running", n.MetricsAddr(), n.Gossip())
 	}
