@@ -150,6 +150,7 @@ func (c *Controller) processGetAllSubscriptionGroups() *remoting.RemotingCommand
 func (c *Controller) processGetBrokerConfig() *remoting.RemotingCommand {
 	var buf bytes.Buffer
 	cfg := *c.live()
+	cfg.redactSecrets()
 	if err := config.Print(&buf, &cfg); err != nil {
 		return response(remoting.ResponseSystemError, "render config: %v", err)
 	}

@@ -23,6 +23,8 @@ type BrokerConfig struct {
 	// port means listenPort+2 (see BrokerConfig.GossipConfig for every
 	// derived default).
 	Gossip ha.GossipConfig
+	// ACLConfig holds aclEnable, aclFile and the registration credentials (acl.go).
+	ACLConfig
 	// MetricsPort is the monitoring HTTP port (/metrics, /health,
 	// /debug/pprof/): 0 means listenPort+3, -1 turns it off.
 	MetricsPort int `prop:"metricsPort"`

@@ -51,6 +51,7 @@ type Controller struct {
 	offsets *offsetCoalescer
 	sched   *scheduleService
 	reg     *registerService
+	acl     *aclState
 	gossip  *ha.Gossip // nil when gossipEnable is off
 	metrics *brokerMetrics
 	mon     *httpmon.Server // nil when metricsPort is -1
@@ -123,6 +124,9 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 		c.vip = remoting.NewServer(vcfg, c.log.Named("vip"))
 		c.registerProcessors(c.vip)
 		c.vip.OnConnClose(c.clients.connClosed)
+	}
+	if err := c.initACL(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -263,6 +267,7 @@ func (c *Controller) start() (err error) {
 	c.goFunc(c.offsets.run)
 	c.goFunc(c.sched.run)
 	c.goFunc(c.reg.run)
+	c.startACL()
 	if c.metrics != nil && c.metrics.followers != nil {
 		c.goFunc(c.metrics.followers.run)
 	}

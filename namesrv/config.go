@@ -75,6 +75,8 @@ type Config struct {
 	// port convention in README.md; the node name defaults to
 	// namesrv-<listen address>.
 	Gossip ha.GossipConfig
+	// AuthConfig authenticates broker registrations (auth.go).
+	AuthConfig
 }
 
 // DefaultConfig returns RocketMQ's defaults: port 9876, a 5 s scan, a 120 s

@@ -82,6 +82,9 @@ func New(cfg Config, log *zap.Logger) (*NameServer, error) {
 	}, log)
 	n.newMonitor()
 	n.registerProcessors()
+	if err := n.initAuth(); err != nil {
+		return nil, err
+	}
 	n.srv.OnConnClose(n.onConnClose)
 	return n, nil
 }

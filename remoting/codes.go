@@ -44,6 +44,10 @@ const (
 	RequestGetAllDelayOffset        int16 = 45 // GET_ALL_DELAY_OFFSET
 	RequestCheckClientConfig        int16 = 46 // CHECK_CLIENT_CONFIG
 	RequestGetClientConfig          int16 = 47 // GET_CLIENT_CONFIG
+	RequestUpdateACLConfig          int16 = 50 // UPDATE_AND_CREATE_ACL_CONFIG (4.x plain ACL; 5.x moved ACL to 3001-3010)
+	RequestDeleteACLConfig          int16 = 51 // DELETE_ACL_CONFIG
+	RequestGetBrokerACLInfo         int16 = 52 // GET_BROKER_CLUSTER_ACL_INFO
+	RequestUpdateGlobalWhiteAddrs   int16 = 53 // UPDATE_GLOBAL_WHITE_ADDRS_CONFIG
 	RequestGetTimerCheckPoint       int16 = 60 // GET_TIMER_CHECK_POINT
 	RequestGetTimerMetrics          int16 = 61 // GET_TIMER_METRICS
 	// POP_MESSAGE = 200050 does not fit the int16 code field of this package; not supported.
@@ -208,6 +212,8 @@ const (
 	ResponseNoMessage                            int16 = 208   // NO_MESSAGE
 	ResponsePollingFull                          int16 = 209   // POLLING_FULL
 	ResponsePollingTimeout                       int16 = 210   // POLLING_TIMEOUT
+	ResponseUpdateACLConfigFailed                int16 = 209   // UPDATE_AND_CREATE_ACL_CONFIG_FAILED (4.x; 5.x reuses 209/210 for polling)
+	ResponseDeleteACLConfigFailed                int16 = 210   // DELETE_ACL_CONFIG_FAILED (4.x)
 	ResponseBrokerNotExist                       int16 = 211   // BROKER_NOT_EXIST
 	ResponseBrokerDispatchNotComplete            int16 = 212   // BROKER_DISPATCH_NOT_COMPLETE
 	ResponseBroadcastConsumption                 int16 = 213   // BROADCAST_CONSUMPTION

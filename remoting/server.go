@@ -121,6 +121,7 @@ type Server struct {
 	ln          net.Listener           // guarded by mu
 	started     bool                   // guarded by mu
 	closing     bool                   // guarded by mu
+	guard       Guard                  // guarded by mu; see guard.go
 
 	async asyncTracker // asynchronous requests not answered yet
 
@@ -374,6 +375,9 @@ func (s *Server) connClosed(c *Conn) {
 // handleRequest runs on the connection's reader: it only routes (and runs
 // asynchronous handlers that asked to run inline).
 func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
+	if s.guarded(c, req) {
+		return
+	}
 	s.mu.RLock()
 	reg, ok := s.processors[req.Code]
 	if !ok && s.defaultProc != nil {

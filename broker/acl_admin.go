@@ -1,0 +1,126 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/acl"
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// ACL administration (RocketMQ 4.x's AdminBrokerProcessor for codes
+// 50-53): each rewrites this member's plain_acl.yml, which then reloads.
+// Every member of a group holds its own file; `raftmq admin` sends each
+// change to every member and clusterAclConfigVersion compares their
+// content hashes (docs/adr: ACL rules per member, checked for agreement).
+
+// aclOff answers an ACL command on a broker without aclEnable.
+func aclOff() *remoting.RemotingCommand {
+	return response(remoting.ResponseSystemError, "ACL is off on this broker (aclEnable=false in broker.conf)")
+}
+
+// splitList splits RocketMQ's comma-separated header lists (UtilAll.split).
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// processUpdateACLConfig answers UPDATE_AND_CREATE_ACL_CONFIG (50).
+func (c *Controller) processUpdateACLConfig(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	if c.acl == nil {
+		return aclOff(), nil
+	}
+	ext := func(k string) string { v, _ := req.ExtValue(k); return v }
+	a := acl.Account{
+		AccessKey:          ext("accessKey"),
+		SecretKey:          ext("secretKey"),
+		WhiteRemoteAddress: ext("whiteRemoteAddress"),
+		Admin:              ext("admin") == "true",
+		DefaultTopicPerm:   ext("defaultTopicPerm"),
+		DefaultGroupPerm:   ext("defaultGroupPerm"),
+	}
+	if _, ok := req.ExtValue("topicPerms"); ok {
+		a.TopicPerms = splitList(ext("topicPerms"))
+	}
+	if _, ok := req.ExtValue("groupPerms"); ok {
+		a.GroupPerms = splitList(ext("groupPerms"))
+	}
+	if a.AccessKey == "" {
+		return response(remoting.ResponseUpdateACLConfigFailed, "accessKey is required"), nil
+	}
+	if err := c.acl.Update(a); err != nil {
+		return response(remoting.ResponseUpdateACLConfigFailed, "update ACL account %s: %v", a.AccessKey, err), nil
+	}
+	c.log.Info("ACL account updated", zap.String("accessKey", a.AccessKey), zap.String("remote", conn.RemoteAddr()))
+	return success(), nil
+}
+
+// processDeleteACLConfig answers DELETE_ACL_CONFIG (51).
+func (c *Controller) processDeleteACLConfig(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	if c.acl == nil {
+		return aclOff(), nil
+	}
+	ak, _ := req.ExtValue("accessKey")
+	if err := c.acl.Delete(ak); err != nil {
+		return response(remoting.ResponseDeleteACLConfigFailed, "delete ACL account %s: %v", ak, err), nil
+	}
+	c.log.Info("ACL account deleted", zap.String("accessKey", ak), zap.String("remote", conn.RemoteAddr()))
+	return success(), nil
+}
+
+// processUpdateGlobalWhiteAddrs answers UPDATE_GLOBAL_WHITE_ADDRS_CONFIG
+// (53). aclFileFullPath, when given, must name this broker's file: raftmq
+// reads one file per broker, not RocketMQ's conf/acl directory.
+func (c *Controller) processUpdateGlobalWhiteAddrs(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	if c.acl == nil {
+		return aclOff(), nil
+	}
+	if p, _ := req.ExtValue("aclFileFullPath"); p != "" && p != c.acl.Path() {
+		return response(remoting.ResponseSystemError, "aclFileFullPath %s: this broker's ACL file is %s", p, c.acl.Path()), nil
+	}
+	addrs, _ := req.ExtValue("globalWhiteAddrs")
+	if err := c.acl.SetGlobalWhite(splitList(addrs)); err != nil {
+		return response(remoting.ResponseSystemError, "update global white addresses: %v", err), nil
+	}
+	c.log.Info("ACL global white addresses updated", zap.String("addrs", addrs), zap.String("remote", conn.RemoteAddr()))
+	return success(), nil
+}
+
+// aclDataVersion is RocketMQ's DataVersion JSON.
+type aclDataVersion struct {
+	Counter      int64 `json:"counter"`
+	StateVersion int64 `json:"stateVersion"`
+	Timestamp    int64 `json:"timestamp"`
+}
+
+// processGetBrokerACLInfo answers GET_BROKER_CLUSTER_ACL_INFO (52) with
+// GetBrokerAclConfigResponseHeader's fields plus raftmq's aclEnable and
+// aclHash (the rules' content hash, which members of a group compare).
+func (c *Controller) processGetBrokerACLInfo(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	r := success()
+	r.ExtFields = map[string]string{
+		"brokerName":  c.cfg.BrokerName,
+		"brokerAddr":  c.addr,
+		"clusterName": c.cfg.BrokerClusterName,
+		"aclEnable":   "false",
+	}
+	if c.acl != nil {
+		rules := c.acl.Rules()
+		v := aclDataVersion{Counter: rules.Version.Counter, Timestamp: rules.Version.Timestamp}
+		vj, _ := json.Marshal(v)
+		all, _ := json.Marshal(map[string]aclDataVersion{c.acl.Path(): v})
+		r.ExtFields["version"] = string(vj)
+		r.ExtFields["allAclFileVersion"] = string(all)
+		r.ExtFields["aclEnable"] = "true"
+		r.ExtFields["aclHash"] = rules.Hash
+	}
+	return r, nil
+}
