@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/acl"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // ACL administration (RocketMQ 4.x's AdminBrokerProcessor for codes
@@ -33,7 +34,10 @@ func splitList(s string) []string {
 	return out
 }
 
-// processUpdateACLConfig answers UPDATE_AND_CREATE_ACL_CONFIG (50).
+// processUpdateACLConfig answers UPDATE_AND_CREATE_ACL_CONFIG (50)
+// (wire.CreateAccessConfigRequestHeader). The fields are read one by one:
+// an absent topicPerms keeps the stored list, an empty one clears it, as
+// in RocketMQ.
 func (c *Controller) processUpdateACLConfig(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	if c.acl == nil {
 		return aclOff(), nil
@@ -105,22 +109,15 @@ type aclDataVersion struct {
 // GetBrokerAclConfigResponseHeader's fields plus raftmq's aclEnable and
 // aclHash (the rules' content hash, which members of a group compare).
 func (c *Controller) processGetBrokerACLInfo(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	r := success()
-	r.ExtFields = map[string]string{
-		"brokerName":  c.cfg.BrokerName,
-		"brokerAddr":  c.addr,
-		"clusterName": c.cfg.BrokerClusterName,
-		"aclEnable":   "false",
-	}
+	h := wire.GetBrokerAclConfigResponseHeader{BrokerName: c.cfg.BrokerName, BrokerAddr: c.addr, ClusterName: c.cfg.BrokerClusterName}
 	if c.acl != nil {
 		rules := c.acl.Rules()
 		v := aclDataVersion{Counter: rules.Version.Counter, Timestamp: rules.Version.Timestamp}
 		vj, _ := json.Marshal(v)
 		all, _ := json.Marshal(map[string]aclDataVersion{c.acl.Path(): v})
-		r.ExtFields["version"] = string(vj)
-		r.ExtFields["allAclFileVersion"] = string(all)
-		r.ExtFields["aclEnable"] = "true"
-		r.ExtFields["aclHash"] = rules.Hash
+		h.Version, h.AllAclFileVersion, h.AclEnable, h.AclHash = string(vj), string(all), true, rules.Hash
 	}
+	r := success()
+	r.EncodeHeader(&h)
 	return r, nil
 }

@@ -47,6 +47,7 @@ func NewAdmin(opts ...Opt) (*Admin, error) {
 	}
 	a := &Admin{cfg: cfg, log: cfg.log.Named("admin")}
 	a.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: cfg.requestTimeout}, cfg.log)
+	cfg.sign(a.rc)
 	a.routes = newRouteManager(a.rc, a.log, cfg.nameServers, cfg.requestTimeout, cfg.now)
 	return a, nil
 }

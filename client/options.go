@@ -29,6 +29,7 @@ type commonConfig struct {
 	requestTimeout       time.Duration
 	clientIP             net.IP
 	instanceName         string
+	credentials          remoting.Credentials // WithCredentials (credentials.go)
 }
 
 func defaultCommonConfig() commonConfig {
@@ -67,7 +68,7 @@ func (c *commonConfig) validate() error {
 	if c.now == nil {
 		return fmt.Errorf("%w: WithClock: nil clock", ErrInvalidOption)
 	}
-	return nil
+	return c.validateCredentials()
 }
 
 // Opt is an option every client type accepts.

@@ -165,6 +165,8 @@ type adminFlags struct {
 	namesrv string
 	json    bool
 	timeout time.Duration
+	// accessKey and secretKey sign every request (admin_acl.go).
+	accessKey, secretKey string
 }
 
 // nameServers splits -n.
@@ -209,13 +211,22 @@ func (f *adminFlags) open(cmd *cobra.Command) (*adminSession, error) {
 		return nil, err
 	}
 	log := f.logger()
-	a, err := client.NewAdmin(client.NameServers(ns...), client.RequestTimeout(f.timeout), client.WithLogger(log))
+	creds, err := f.credentials()
+	if err != nil {
+		return nil, err
+	}
+	a, err := client.NewAdmin(client.NameServers(ns...), client.RequestTimeout(f.timeout), client.WithLogger(log),
+		client.WithCredentials(creds.AccessKey, creds.SecretKey))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
 	}
 	rcfg := remoting.DefaultClientConfig()
 	rcfg.DefaultTimeout = f.timeout
-	return &adminSession{f: f, ns: ns, a: a, rc: remoting.NewClient(rcfg, log), out: cmd.OutOrStdout()}, nil
+	rc := remoting.NewClient(rcfg, log)
+	if !creds.IsZero() {
+		rc.AddHook(remoting.SigningHook(creds))
+	}
+	return &adminSession{f: f, ns: ns, a: a, rc: rc, out: cmd.OutOrStdout()}, nil
 }
 
 func (s *adminSession) close() {

@@ -31,6 +31,7 @@ var layers = map[string]int{
 
 	"broker/store":        2,
 	"broker/filter":       1,
+	"broker/acl":          1,
 	"raftlog":             2,
 	"raftlog/raftlogtest": 2,
 	"ha":                  2,
@@ -68,6 +69,7 @@ var sdkForbidden = []string{
 	"github.com/hashicorp/memberlist",
 	"github.com/prometheus/",
 	"net/http/pprof",
+	"gopkg.in/yaml.v3",
 }
 
 type listedPackage struct {
