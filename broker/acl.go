@@ -71,6 +71,12 @@ func (c ACLConfig) ClusterCredentials() (remoting.Credentials, error) {
 type aclState struct {
 	*acl.Store
 	denied prometheus.Counter
+	// cluster is the cluster account (clusterAuth*), zero when unset.
+	// Brokers sign their own calls to each other with it (the leader's
+	// RAFT_STATUS poll of its followers), so it passes as an admin
+	// account without being listed in plain_acl.yml, like RocketMQ 5's
+	// inner-client credentials.
+	cluster remoting.Credentials
 }
 
 // redactedSecret replaces secrets in GET_BROKER_CONFIG's answer.
@@ -108,6 +114,11 @@ func (c *Controller) initACL() error {
 			Help: "Requests refused with NO_PERMISSION by the ACL (aclEnable).",
 		})}
 		c.metrics.reg.MustRegister(c.acl.denied)
+		c.acl.cluster = creds
+		if creds.IsZero() {
+			c.log.Warn("aclEnable=true without clusterAuthAccessKey/clusterAuthSecretKey: the leader's RAFT_STATUS polls of its followers " +
+				"are refused, so the follower lag metrics stay empty; set a cluster account on every member")
+		}
 	}
 	for _, s := range []*remoting.Server{c.srv, c.vip} {
 		if s == nil {
@@ -143,7 +154,12 @@ func (c *Controller) startACL() {
 // body of heartbeats.
 func (c *Controller) aclGuard(conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
 	q, err := aclRequest(conn.RemoteAddr(), req)
-	if err == nil {
+	if err == nil && q.AccessKey != "" && q.AccessKey == c.acl.cluster.AccessKey {
+		if q.Verify(c.acl.cluster.SecretKey) {
+			return nil
+		}
+		err = &acl.Denied{Reason: fmt.Sprintf("ACL: signature check failed for the cluster account accessKey=%s (clusterAuthSecretKey differs?)", q.AccessKey)}
+	} else if err == nil {
 		err = c.acl.Rules().Check(q)
 	}
 	if err == nil {

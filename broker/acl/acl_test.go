@@ -206,7 +206,11 @@ func TestStoreReloadAndRewrite(t *testing.T) {
 	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, "edited rules loaded", func() bool { return s.Rules().Hash != first })
+	want := mustCompile(t, edited).Hash
+	if want == first {
+		t.Fatal("the edit does not change the hash")
+	}
+	testutil.WaitFor(t, 5*time.Second, "edited rules loaded", func() bool { return s.Rules().Hash == want })
 	q := Request{AccessKey: "RocketMQ", Verify: signedBy("12345678"), Resources: []Resource{{"topicC", Pub}}}
 	if err := s.Rules().Check(q); err != nil {
 		t.Fatalf("edited permission not in force: %v", err)

@@ -78,8 +78,9 @@ type Rules struct {
 	accounts map[string]*account
 	// Version is the file's dataVersion (zero when it has none).
 	Version DataVersion
-	// Hash identifies the rules' content (sha256 of the file, hex, first
-	// 16 digits): members of a broker group agree when their hashes do.
+	// Hash identifies the rules (sha256 of the file's accounts and white
+	// addresses re-encoded, hex, first 16 digits): members of a broker
+	// group agree when their hashes do.
 	Hash string
 	// Accounts is the number of accounts.
 	Accounts int
@@ -106,7 +107,16 @@ func Compile(data []byte) (*Rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
+	// The hash covers the rules, not the file: comments, layout and the
+	// dataVersion (whose timestamp differs between members changed by
+	// the same command) leave it unchanged.
+	canon := *f
+	canon.DataVersion = nil
+	out, err := canon.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	sum := sha256.Sum256(out)
 	r.Hash = hex.EncodeToString(sum[:8])
 	return r, nil
 }

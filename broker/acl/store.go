@@ -96,17 +96,29 @@ func (s *Store) reloadLocked(force bool) (bool, error) {
 // Watch polls the file every interval until quit closes. Polling rather
 // than inotify: it needs no dependency, sees the rename-over that editors
 // and config management tools do (an inotify watch on the old inode would
-// miss it) and costs one stat per interval.
+// miss it) and costs one stat per interval. A change is loaded once the
+// file's stamp held still for one interval, so a file caught half
+// written (truncated, not yet filled) is not taken for the new rules.
 func (s *Store) Watch(quit <-chan struct{}, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var prev fileStamp
 	for {
 		select {
 		case <-quit:
 			return
 		case <-t.C:
 		}
-		_, err := s.Reload(false)
+		fi, err := os.Stat(s.path)
+		if err != nil {
+			continue // reported by the next poll that reaches Reload
+		}
+		st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
+		if st != prev {
+			prev = st
+			continue
+		}
+		_, err = s.Reload(false)
 		s.mu.Lock()
 		msg := ""
 		if err != nil {

@@ -1,0 +1,358 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// aclTestFile is the plain_acl.yml every member of the test group loads:
+// an admin, an application allowed one topic and one group, and nothing
+// white-listed (the clients run on 127.0.0.1 like everything else).
+const aclTestFile = `
+accounts:
+  - accessKey: adminKey1
+    secretKey: adminSecret1
+    admin: true
+  - accessKey: appKey001
+    secretKey: appSecret01
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms:
+      - AclTopic=PUB|SUB
+      - SubOnly=SUB
+    groupPerms:
+      - AclGroup=SUB
+`
+
+var (
+	aclAdmin   = primitive.Credentials{AccessKey: "adminKey1", SecretKey: "adminSecret1"}
+	aclApp     = primitive.Credentials{AccessKey: "appKey001", SecretKey: "appSecret01"}
+	aclCluster = remoting.Credentials{AccessKey: "clusterKey1", SecretKey: "clusterSecret1"}
+)
+
+// startACLCluster starts a name server that authenticates registrations
+// and a three-member group with aclEnable, each member with its own copy
+// of aclTestFile; the harness's raw client signs as the admin.
+func startACLCluster(t *testing.T) *procCluster {
+	t.Helper()
+	dir := t.TempDir()
+	ns, nsAddr := startProcNameServerWith(t, func(c *namesrv.Config) {
+		c.ClusterAuthAccessKey, c.ClusterAuthSecretKey = aclCluster.AccessKey, aclCluster.SecretKey
+	})
+	pc := startRealClusterOn(t, ns, nsAddr, func(c *BrokerConfig) {
+		path := filepath.Join(dir, c.Raft.DLegerSelfID+"_plain_acl.yml")
+		if err := os.WriteFile(path, []byte(aclTestFile), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.AclEnable, c.AclFile, c.AclReloadInterval = true, path, 20*time.Millisecond
+		c.ClusterAuthAccessKey, c.ClusterAuthSecretKey = aclCluster.AccessKey, aclCluster.SecretKey
+	})
+	pc.client.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: aclAdmin.AccessKey, SecretKey: aclAdmin.SecretKey}))
+	return pc
+}
+
+// wantNoPermission fails unless err is a NO_PERMISSION answer whose
+// remark contains want.
+func wantNoPermission(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	var be primitive.MQBrokerErr
+	var re *remoting.RemoteError
+	switch {
+	case errors.As(err, &be):
+		if be.ResponseCode != remoting.ResponseNoPermission || !strings.Contains(be.ErrorMessage, want) {
+			t.Fatalf("%s: code %d %q, want NO_PERMISSION containing %q", what, be.ResponseCode, be.ErrorMessage, want)
+		}
+	case errors.As(err, &re):
+		if re.Code != remoting.ResponseNoPermission || !strings.Contains(re.Remark, want) {
+			t.Fatalf("%s: code %d %q, want NO_PERMISSION containing %q", what, re.Code, re.Remark, want)
+		}
+	default:
+		if err == nil || !strings.Contains(err.Error(), "16") || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want NO_PERMISSION containing %q", what, err, want)
+		}
+	}
+}
+
+// TestACLOfficialClient: with aclEnable, the official Go client signed
+// with an account's credentials produces and consumes what the account
+// may; a wrong secret, an unknown account, a missing permission and an
+// unsigned client are each refused with NO_PERMISSION naming why;
+// topic administration needs the admin account. The group's leader
+// polls its followers' RAFT_STATUS as the cluster account.
+func TestACLOfficialClient(t *testing.T) {
+	pc := startACLCluster(t)
+	leader := pc.nodes[pc.leader()].Addr()
+	for _, topic := range []string{"AclTopic", "SubOnly", "Forbidden"} {
+		pc.createTopic(leader, topic, 2)
+	}
+	ctx := context.Background()
+
+	t.Run("produce and consume", func(t *testing.T) {
+		p := officialProducer(t, pc.nsAddr, producer.WithCredentials(aclApp))
+		for i := range 10 {
+			res, err := p.SendSync(ctx, primitive.NewMessage("AclTopic", []byte{'a', byte('0' + i)}))
+			if err != nil || res.Status != primitive.SendOK {
+				t.Fatalf("send %d: %v %v", i, res, err)
+			}
+		}
+		got := newBodySet()
+		officialPushConsumer(t, pc.nsAddr, "AclGroup", "AclTopic", "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			got.add(msgs...)
+			return consumer.ConsumeSuccess, nil
+		}, consumer.WithCredentials(aclApp))
+		testutil.WaitFor(t, 30*time.Second, "10 messages consumed through the ACL", func() bool { return got.len() == 10 })
+	})
+
+	send := func(creds *primitive.Credentials, topic string) error {
+		opts := []producer.Option{producer.WithRetry(0)}
+		if creds != nil {
+			opts = append(opts, producer.WithCredentials(*creds))
+		}
+		p := officialProducer(t, pc.nsAddr, opts...)
+		_, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte("x")))
+		return err
+	}
+	t.Run("wrong secret", func(t *testing.T) {
+		wantNoPermission(t, "wrong secret", send(&primitive.Credentials{AccessKey: aclApp.AccessKey, SecretKey: "not-the-secret"}, "AclTopic"),
+			"signature check failed for accessKey=appKey001")
+	})
+	t.Run("unknown account", func(t *testing.T) {
+		wantNoPermission(t, "unknown account", send(&primitive.Credentials{AccessKey: "nobody999", SecretKey: "whatever1"}, "AclTopic"),
+			"no account for accessKey=nobody999")
+	})
+	t.Run("missing permission", func(t *testing.T) {
+		wantNoPermission(t, "PUB on a SUB-only topic", send(&aclApp, "SubOnly"), "accessKey=appKey001 has no PUB permission on topic:SubOnly")
+		wantNoPermission(t, "topic not listed", send(&aclApp, "Forbidden"), "no PUB permission on topic:Forbidden (default permission DENY)")
+	})
+	t.Run("unsigned", func(t *testing.T) {
+		wantNoPermission(t, "no credentials", send(nil, "AclTopic"), "has no AccessKey")
+	})
+	t.Run("group permission", func(t *testing.T) {
+		// A pull as a group the account may not use.
+		pr := pullExt("OtherGroup", "AclTopic", 0, 0, 0)
+		req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
+		for k, v := range pr {
+			req.ExtFields[k] = v
+		}
+		remoting.Credentials{AccessKey: aclApp.AccessKey, SecretKey: aclApp.SecretKey}.Sign(req)
+		rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+		defer rc.Close()
+		resp, err := rc.InvokeSync(ctx, leader, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantNoPermission(t, "pull as another group", remoting.ResponseError(leader, resp), "no SUB permission on group:OtherGroup")
+	})
+
+	// The official admin client signs only after its first
+	// GetAllSubscriptionGroup (it registers its ACL interceptor there) and
+	// ignores the answer's code: whether the topic exists afterwards is
+	// the outcome.
+	adminCreate := func(creds primitive.Credentials, topic string) {
+		a, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{pc.nsAddr})), admin.WithCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		if _, err := a.GetAllSubscriptionGroup(ctx, leader, 5*time.Second); err != nil {
+			t.Fatalf("signed read: %v", err)
+		}
+		_ = a.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(leader))
+	}
+	topicExists := func(topic string) bool {
+		_, ok := pc.groups[pc.leader()].State().Topic(topic)
+		return ok
+	}
+	t.Run("admin operations", func(t *testing.T) {
+		adminCreate(aclApp, "MadeByApp")
+		if topicExists("MadeByApp") {
+			t.Fatal("a non-admin account created a topic")
+		}
+		adminCreate(aclAdmin, "MadeByAdmin")
+		testutil.WaitFor(t, 10*time.Second, "topic created by the admin account", func() bool { return topicExists("MadeByAdmin") })
+		// The same refusal, read with our raw client.
+		req := remoting.NewRequest(remoting.RequestDeleteTopicInBroker, nil, nil)
+		req.ExtFields["topic"] = "AclTopic"
+		remoting.Credentials{AccessKey: aclApp.AccessKey, SecretKey: aclApp.SecretKey}.Sign(req)
+		rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+		defer rc.Close()
+		resp, err := rc.InvokeSync(ctx, leader, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantNoPermission(t, "delete topic as app", remoting.ResponseError(leader, resp), "request code 215 needs an admin account; accessKey=appKey001 is not admin")
+	})
+
+	t.Run("leader polls followers as the cluster account", func(t *testing.T) {
+		l := pc.nodes[pc.leader()]
+		testutil.WaitFor(t, 15*time.Second, "follower RAFT_STATUS answered", func() bool {
+			for _, addr := range pc.followerAddrs() {
+				if _, err := l.metrics.followers.status(addr); err != nil {
+					return false
+				}
+			}
+			return true
+		})
+	})
+}
+
+// followerAddrs are the remoting addresses of the members not leading.
+func (pc *procCluster) followerAddrs() []string {
+	var out []string
+	l := pc.leader()
+	for i, n := range pc.nodes {
+		if i != l && n != nil {
+			out = append(out, n.Addr())
+		}
+	}
+	return out
+}
+
+// TestACLSDKAndAdminCommands: our SDK with WithCredentials sends through
+// the ACL and gets the same refusals; UPDATE_AND_CREATE_ACL_CONFIG (50)
+// sent to every member grants a permission that takes effect without a
+// restart, and GET_BROKER_CLUSTER_ACL_INFO (52) shows the members agree;
+// non-admin accounts cannot change the ACL.
+func TestACLSDKAndAdminCommands(t *testing.T) {
+	pc := startACLCluster(t)
+	leader := pc.nodes[pc.leader()].Addr()
+	pc.createTopic(leader, "AclTopic", 2)
+	pc.createTopic(leader, "Granted", 2)
+	ctx := context.Background()
+
+	sdk := func(ak, sk string) *client.Producer {
+		p, err := client.NewProducer(client.NameServers(pc.nsAddr), client.WithLogger(testLogger()),
+			client.WithCredentials(ak, sk), client.RetryTimesWhenSendFailed(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close(ctx) })
+		return p
+	}
+	app := sdk(aclApp.AccessKey, aclApp.SecretKey)
+	if _, err := app.SendSync(ctx, client.NewMessage("AclTopic", []byte("sdk"))); err != nil {
+		t.Fatalf("SDK send with credentials: %v", err)
+	}
+	_, err := app.SendSync(ctx, client.NewMessage("Granted", []byte("sdk")))
+	wantNoPermission(t, "SDK send before the grant", err, "no PUB permission on topic:Granted")
+	_, err = sdk(aclApp.AccessKey, "wrong-secret").SendSync(ctx, client.NewMessage("AclTopic", []byte("sdk")))
+	wantNoPermission(t, "SDK wrong secret", err, "signature check failed")
+
+	// Grant PUB on Granted on every member.
+	grant := func(signer remoting.Credentials) []*remoting.RemotingCommand {
+		rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+		defer rc.Close()
+		rc.AddHook(remoting.SigningHook(signer))
+		var out []*remoting.RemotingCommand
+		for _, n := range pc.nodes {
+			h := wire.CreateAccessConfigRequestHeader{AccessKey: aclApp.AccessKey, TopicPerms: "AclTopic=PUB|SUB,SubOnly=SUB,Granted=PUB"}
+			resp, err := rc.InvokeSync(ctx, n.Addr(), remoting.NewRequest(remoting.RequestUpdateACLConfig, &h, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, resp)
+		}
+		return out
+	}
+	for _, resp := range grant(remoting.Credentials{AccessKey: aclApp.AccessKey, SecretKey: aclApp.SecretKey}) {
+		wantNoPermission(t, "ACL change by a non-admin", remoting.ResponseError("", resp), "request code 50 needs an admin account")
+	}
+	for _, resp := range grant(remoting.Credentials{AccessKey: aclAdmin.AccessKey, SecretKey: aclAdmin.SecretKey}) {
+		if resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("grant: %d %s", resp.Code, resp.Remark)
+		}
+	}
+	if _, err := app.SendSync(ctx, client.NewMessage("Granted", []byte("sdk"))); err != nil {
+		t.Fatalf("SDK send after the grant: %v", err)
+	}
+	var hashes []string
+	for _, n := range pc.nodes {
+		resp := pc.call(n.Addr(), remoting.RequestGetBrokerACLInfo, nil, nil)
+		var h wire.GetBrokerAclConfigResponseHeader
+		if err := resp.DecodeHeader(&h); err != nil || !h.AclEnable || h.AclHash == "" || !strings.Contains(h.Version, `"counter":1`) {
+			t.Fatalf("ACL info of %s: %v %+v", n.Addr(), err, h)
+		}
+		hashes = append(hashes, h.AclHash)
+	}
+	if hashes[0] != hashes[1] || hashes[1] != hashes[2] {
+		t.Fatalf("members disagree after the same change: %v", hashes)
+	}
+}
+
+// TestRegistrationAuth: a name server with clusterAuth* accepts the
+// group's signed registrations and refuses an unsigned or wrongly signed
+// REGISTER_BROKER claiming brokerId 0 of that group, which leaves the
+// route untouched.
+func TestRegistrationAuth(t *testing.T) {
+	ns, nsAddr := startProcNameServerWith(t, func(c *namesrv.Config) {
+		c.ClusterAuthAccessKey, c.ClusterAuthSecretKey = aclCluster.AccessKey, aclCluster.SecretKey
+	})
+	pc := startRealClusterOn(t, ns, nsAddr, func(c *BrokerConfig) {
+		c.ClusterAuthAccessKey, c.ClusterAuthSecretKey = aclCluster.AccessKey, aclCluster.SecretKey
+	})
+	leaderAddr := pc.nodes[pc.leader()].Addr()
+	cfg := pc.cfgs[0]
+	rogue := func(creds *remoting.Credentials) *remoting.RemotingCommand {
+		h := wire.RegisterBrokerRequestHeader{BrokerName: cfg.BrokerName, BrokerAddr: "127.0.0.1:1", ClusterName: cfg.BrokerClusterName,
+			HAServerAddr: "127.0.0.1:2", BrokerID: 0}
+		body := wire.RegisterBrokerBody{TopicConfigSerializeWrapper: wire.TopicConfigSerializeWrapper{
+			TopicConfigTable: map[string]wire.TopicConfig{},
+			DataVersion:      wire.DataVersion{StateVersion: 1 << 40, Timestamp: time.Now().UnixMilli(), Counter: 1 << 40}}}
+		enc, err := wire.EncodeRegisterBrokerBody(&body, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := remoting.NewRequest(remoting.RequestRegisterBroker, &h, enc)
+		rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+		defer rc.Close()
+		if creds != nil {
+			rc.AddHook(remoting.SigningHook(*creds))
+		}
+		resp, err := rc.InvokeSync(context.Background(), nsAddr, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, c := range []struct {
+		name  string
+		creds *remoting.Credentials
+		want  string
+	}{
+		{"unsigned", nil, "REGISTER_BROKER refused: it is not signed"},
+		{"wrong secret", &remoting.Credentials{AccessKey: aclCluster.AccessKey, SecretKey: "guessed-secret"}, "signature check failed"},
+		{"other account", &remoting.Credentials{AccessKey: "someoneElse", SecretKey: "guessed-secret"}, "is not the cluster's"},
+	} {
+		resp := rogue(c.creds)
+		if resp.Code != remoting.ResponseNoPermission || !strings.Contains(resp.Remark, c.want) {
+			t.Fatalf("%s: %d %q, want NO_PERMISSION containing %q", c.name, resp.Code, resp.Remark, c.want)
+		}
+	}
+	ci := pc.call(nsAddr, remoting.RequestGetBrokerClusterInfo, nil, nil)
+	info, err := wire.DecodeClusterInfo(ci.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.BrokerAddrTable[cfg.BrokerName].BrokerAddrs[wire.MasterID]; got != leaderAddr {
+		t.Fatalf("brokerId 0 of %s is %q after the forged registrations, want the leader %s", cfg.BrokerName, got, leaderAddr)
+	}
+}
