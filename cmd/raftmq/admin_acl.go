@@ -23,7 +23,7 @@ import (
 // every member of that broker's group — because raftmq keeps one
 // plain_acl.yml per member and the members of a group must agree
 // (docs/adr/NNNN); clusterAclConfigVersion compares their content hashes.
-// The requests are signed with --accessKey/--secretKey (or
+// The requests are signed with --aclAccessKey/--aclSecretKey (or
 // RAFTMQ_ACCESS_KEY/RAFTMQ_SECRET_KEY): brokers with aclEnable accept
 // them from admin accounts only.
 
@@ -259,9 +259,9 @@ func runACLVersions(ctx context.Context, s *adminSession, in flagValues) ([]aclV
 // refuse unsigned ones). Environment variables keep the secret out of
 // the process list.
 func aclCredentialFlags(cmd *cobra.Command, f *adminFlags) {
-	cmd.PersistentFlags().StringVar(&f.accessKey, "accessKey", os.Getenv("RAFTMQ_ACCESS_KEY"),
+	cmd.PersistentFlags().StringVar(&f.accessKey, "aclAccessKey", os.Getenv("RAFTMQ_ACCESS_KEY"),
 		"ACL access key to sign requests with (default $RAFTMQ_ACCESS_KEY)")
-	cmd.PersistentFlags().StringVar(&f.secretKey, "secretKey", os.Getenv("RAFTMQ_SECRET_KEY"),
+	cmd.PersistentFlags().StringVar(&f.secretKey, "aclSecretKey", os.Getenv("RAFTMQ_SECRET_KEY"),
 		"ACL secret key (default $RAFTMQ_SECRET_KEY; prefer the variable: flags show in ps)")
 }
 
@@ -269,7 +269,7 @@ func aclCredentialFlags(cmd *cobra.Command, f *adminFlags) {
 func (f *adminFlags) credentials() (remoting.Credentials, error) {
 	cr := remoting.Credentials{AccessKey: f.accessKey, SecretKey: f.secretKey}
 	if (cr.AccessKey == "") != (cr.SecretKey == "") {
-		return cr, fmt.Errorf("%w: --accessKey and --secretKey (or RAFTMQ_ACCESS_KEY and RAFTMQ_SECRET_KEY) go together", errAdminUsage)
+		return cr, fmt.Errorf("%w: --aclAccessKey and --aclSecretKey (or RAFTMQ_ACCESS_KEY and RAFTMQ_SECRET_KEY) go together", errAdminUsage)
 	}
 	return cr, nil
 }
