@@ -66,6 +66,12 @@
 //     SUBSCRIPTION_NOT_EXIST (no subscription) or SYSTEM_ERROR (filter off).
 //     The official Go client never sends 46 (its CheckClientInBroker is
 //     empty), so with it a bad expression shows only as pull errors.
+//   - acl.go: plain ACL (aclEnable): ACLConfig (aclEnable, aclFile,
+//     aclReloadInterval, clusterAuth*), the guard every request passes on
+//     the remoting servers (what each request code needs: PUB/SUB on which
+//     topic and group, or an admin account), the cluster account's
+//     signature on the broker's own calls; the rules live in package
+//     broker/acl. acl_admin.go: the ACL admin codes 50-53.
 //   - errors.go: the package's sentinels.
 //
 // Tests: group_*_test.go run groups of three members, on in-memory parts

@@ -65,6 +65,8 @@
 //   - offsetstore.go: remote (clustering) and local (broadcasting) offset
 //     stores.
 //   - admin.go, admin_json.go: the Admin client behind `raftmq admin`.
+//   - credentials.go: WithCredentials, WithSecurityToken: every request
+//     signed as RocketMQ's ACL clients sign them.
 //   - errors.go: sentinels and typed errors.
 //   - lifecycle.go: the bounded wait Close uses.
 //

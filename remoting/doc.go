@@ -83,6 +83,12 @@
 //     Shutdown); async.go: asynchronous processors and their Responder.
 //   - client.go: Client (lazy dial, redial, sync/async/oneway, sweeper,
 //     client-side processors).
+//   - signature.go: RocketMQ's ACL request signature (Credentials.Sign,
+//     SigningHook for clients, VerifySignature for servers: HmacSHA1 over
+//     the extFields' values sorted by key, then the body).
+//   - guard.go: Server.SetGuard, a check before routing whose answer
+//     replaces the handler's (the broker's ACL, the name server's
+//     registration auth).
 //   - errors.go: the package's sentinels and typed errors.
 //   - golden/: the official Go client against this server through a
 //     recording proxy; testdata/golden holds the captured frames.

@@ -50,6 +50,7 @@
 //	entry.go               DecodeEntry, the lenient reader a client uses
 //	msgid.go               offset msgIds (OffsetMsgID, ParseMessageID)
 //	batch.go               SEND_BATCH_MESSAGE body (EncodeBatch, DecodeBatch)
+//	headers_acl.go         plain ACL administration headers (codes 50-53)
 //	properties.go          message property names both sides read
 //	message_errors.go      the codecs' errors and DecodeError
 package wire
