@@ -89,32 +89,39 @@ func (c *ACLConfig) redactSecrets() {
 	}
 }
 
-// initACL loads plain_acl.yml and installs the check on the remoting
-// servers (aclEnable), registers the ACL administration codes (50-53) and
-// signs requests to the name servers (clusterAuth*). Called from New.
-func (c *Controller) initACL() error {
-	creds, err := c.cfg.ClusterCredentials()
-	if err != nil {
-		return err
+// loadACL reads the ACL keys and plain_acl.yml before New builds anything
+// that runs goroutines, so a bad file fails New with nothing to stop.
+func loadACL(cfg BrokerConfig, log *zap.Logger) (*aclState, remoting.Credentials, error) {
+	creds, err := cfg.ClusterCredentials()
+	if err != nil || !cfg.AclEnable {
+		return nil, creds, err
 	}
+	path, err := cfg.ACLFilePath()
+	if err != nil {
+		return nil, creds, err
+	}
+	st, err := acl.Open(path, log.Named("acl"))
+	if err != nil {
+		return nil, creds, fmt.Errorf("%w: aclEnable=true: %w", ErrInvalidBrokerConfig, err)
+	}
+	return &aclState{Store: st, cluster: creds}, creds, nil
+}
+
+// initACL installs what loadACL prepared: the check on the remoting
+// servers (aclEnable), the ACL administration codes (50-53, answered
+// "ACL is off" without aclEnable) and the signing of requests to the name
+// servers and the other members (clusterAuth*). Called from New.
+func (c *Controller) initACL(st *aclState, creds remoting.Credentials) {
 	if !creds.IsZero() {
 		c.nsClient.AddHook(remoting.SigningHook(creds))
 	}
-	if c.cfg.AclEnable {
-		path, err := c.cfg.ACLFilePath()
-		if err != nil {
-			return err
-		}
-		st, err := acl.Open(path, c.log.Named("acl"))
-		if err != nil {
-			return fmt.Errorf("%w: aclEnable=true: %w", ErrInvalidBrokerConfig, err)
-		}
-		c.acl = &aclState{Store: st, denied: prometheus.NewCounter(prometheus.CounterOpts{
+	if st != nil {
+		c.acl = st
+		st.denied = prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "acl_denied_total",
 			Help: "Requests refused with NO_PERMISSION by the ACL (aclEnable).",
-		})}
-		c.metrics.reg.MustRegister(c.acl.denied)
-		c.acl.cluster = creds
+		})
+		c.metrics.reg.MustRegister(st.denied)
 		if creds.IsZero() {
 			c.log.Warn("aclEnable=true without clusterAuthAccessKey/clusterAuthSecretKey: the leader's RAFT_STATUS polls of its followers " +
 				"are refused, so the follower lag metrics stay empty; set a cluster account on every member")
@@ -133,7 +140,6 @@ func (c *Controller) initACL() error {
 		s.Register(remoting.RequestUpdateGlobalWhiteAddrs, c.instrument(c.processUpdateGlobalWhiteAddrs), 1, 64)
 		s.Register(remoting.RequestGetBrokerACLInfo, c.instrument(c.processGetBrokerACLInfo), q, 64)
 	}
-	return nil
 }
 
 // startACL starts the file poller (Start).

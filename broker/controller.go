@@ -84,6 +84,10 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	aclSt, aclCreds, err := loadACL(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	addr := cfg.RemotingAddr()
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
@@ -125,9 +129,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 		c.registerProcessors(c.vip)
 		c.vip.OnConnClose(c.clients.connClosed)
 	}
-	if err := c.initACL(); err != nil {
-		return nil, err
-	}
+	c.initACL(aclSt, aclCreds)
 	return c, nil
 }
 

@@ -257,6 +257,53 @@ func TestACLSDKAndAdminCommands(t *testing.T) {
 	_, err = sdk(aclApp.AccessKey, "wrong-secret").SendSync(ctx, client.NewMessage("AclTopic", []byte("sdk")))
 	wantNoPermission(t, "SDK wrong secret", err, "signature check failed")
 
+	// The SDK's push consumer signs its heartbeats, pulls and offset
+	// commits.
+	got := make(chan string, 16)
+	c, err := client.NewPushConsumer(append(sdkConsumerOpts(pc.nsAddr, "AclGroup"), client.WithCredentials(aclApp.AccessKey, aclApp.SecretKey))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SubscribeSelector("AclTopic", client.Tags("*")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		for _, m := range msgs {
+			got <- string(m.Body)
+		}
+		return client.ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	select {
+	case b := <-got:
+		if b != "sdk" {
+			t.Fatalf("consumed %q", b)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("SDK consumer with credentials got nothing")
+	}
+
+	// The SDK's admin client: topic administration needs the admin account.
+	sdkAdmin := func(ak, sk string) *client.Admin {
+		a, err := client.NewAdmin(client.NameServers(pc.nsAddr), client.WithCredentials(ak, sk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = a.Close(ctx) })
+		return a
+	}
+	spec := client.TopicSpec{Topic: "ByAdmin", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}
+	_, err = sdkAdmin(aclApp.AccessKey, aclApp.SecretKey).CreateTopic(ctx, spec, "", leader)
+	wantNoPermission(t, "SDK admin as app", err, "request code 17 needs an admin account")
+	if _, err := sdkAdmin(aclAdmin.AccessKey, aclAdmin.SecretKey).CreateTopic(ctx, spec, "", leader); err != nil {
+		t.Fatalf("SDK admin as admin: %v", err)
+	}
+
 	// Grant PUB on Granted on every member.
 	grant := func(signer remoting.Credentials) []*remoting.RemotingCommand {
 		rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
@@ -354,5 +401,44 @@ func TestRegistrationAuth(t *testing.T) {
 	}
 	if got := info.BrokerAddrTable[cfg.BrokerName].BrokerAddrs[wire.MasterID]; got != leaderAddr {
 		t.Fatalf("brokerId 0 of %s is %q after the forged registrations, want the leader %s", cfg.BrokerName, got, leaderAddr)
+	}
+}
+
+// TestACLConfigRefusals: a broker with aclEnable and no usable file, or
+// with half a cluster account, does not start; the error names the key.
+func TestACLConfigRefusals(t *testing.T) {
+	t.Setenv("ROCKETMQ_HOME", "")
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	if err := os.WriteFile(bad, []byte("accounts:\n  - accessKey: short\n    secretKey: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		set  func(*BrokerConfig)
+		want string
+	}{
+		{"no file, no ROCKETMQ_HOME", func(c *BrokerConfig) { c.AclEnable = true }, "aclEnable=true needs aclFile"},
+		{"missing file", func(c *BrokerConfig) { c.AclEnable, c.AclFile = true, filepath.Join(t.TempDir(), "none.yml") }, "none.yml"},
+		{"invalid file", func(c *BrokerConfig) { c.AclEnable, c.AclFile = true, bad }, "at least 7 characters"},
+		{"half a cluster account", func(c *BrokerConfig) { c.ClusterAuthAccessKey = "clusterKey1" }, "clusterAuthAccessKey and clusterAuthSecretKey go together"},
+	} {
+		cfg := testBrokerConfig(t, "127.0.0.1:1", testutil.FreePort(t))
+		c.set(&cfg)
+		_, err := New(cfg, newFakeReplica(t, cfg.RemotingAddr()), nil)
+		if !errors.Is(err, ErrInvalidBrokerConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrInvalidBrokerConfig naming %q", c.name, err, c.want)
+		}
+	}
+	home := t.TempDir()
+	t.Setenv("ROCKETMQ_HOME", home)
+	for file, want := range map[string]string{"": filepath.Join(home, "conf", "plain_acl.yml"), "acl/x.yml": filepath.Join(home, "acl/x.yml"), "/etc/x.yml": "/etc/x.yml"} {
+		if got, err := (ACLConfig{AclFile: file}).ACLFilePath(); err != nil || got != want {
+			t.Errorf("aclFile %q: %q %v, want %q", file, got, err, want)
+		}
+	}
+	ncfg := namesrv.DefaultConfig()
+	ncfg.ClusterAuthSecretKey = "secret-only"
+	if _, err := namesrv.New(ncfg, nil); !errors.Is(err, namesrv.ErrInvalidConfig) {
+		t.Errorf("name server with half a cluster account: %v", err)
 	}
 }
