@@ -48,7 +48,7 @@ type ExtPair struct{ Key, Value string }
 // ExtFields (or the raw block of a lazily decoded command) — sorted by key.
 // A key present twice keeps its last value, as a map would.
 func ExtPairs(req *RemotingCommand) []ExtPair {
-	var pairs []ExtPair
+	pairs := make([]ExtPair, 0, len(req.ExtFields)+16)
 	if req.ExtAppender != nil {
 		w := ExtWriter{}
 		req.ExtAppender.AppendExt(&w)
@@ -161,8 +161,13 @@ func VerifySignature(req *RemotingCommand, pairs []ExtPair, secretKey string) bo
 		hasUnique = hasUnique || p.Key == ExtUniqueKeyQuery
 		hasToken = hasToken || p.Key == ExtSecurityToken
 	}
+	n := len(req.Body)
+	for _, p := range pairs {
+		n += len(p.Value)
+	}
+	buf := make([]byte, 0, n)
 	try := func(skip func(string) bool) bool {
-		return SignatureEqual(Signature(SignatureContent(nil, pairs, req.Body, skip), secretKey), got)
+		return SignatureEqual(Signature(SignatureContent(buf[:0], pairs, req.Body, skip), secretKey), got)
 	}
 	if try(func(k string) bool { return k == ExtUniqueKeyQuery }) {
 		return true
