@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -24,8 +27,9 @@ import (
 // plain_acl.yml per member and the members of a group must agree
 // (docs/adr/NNNN); clusterAclConfigVersion compares their content hashes.
 // The requests are signed with --aclAccessKey/--aclSecretKey (or
-// RAFTMQ_ACCESS_KEY/RAFTMQ_SECRET_KEY): brokers with aclEnable accept
-// them from admin accounts only.
+// RAFTMQ_ACCESS_KEY/RAFTMQ_SECRET_KEY, or mqadmin's
+// $ROCKETMQ_HOME/conf/tools.yml): brokers with aclEnable accept them from
+// admin accounts only.
 
 func init() {
 	adminCommands = append(adminCommands, aclAdminCommands...)
@@ -265,9 +269,30 @@ func aclCredentialFlags(cmd *cobra.Command, f *adminFlags) {
 		"ACL secret key (default $RAFTMQ_SECRET_KEY; prefer the variable: flags show in ps)")
 }
 
-// credentials are the signing keys given, zero when none.
+// credentials are the signing keys given — by the flags, the environment
+// or, as mqadmin reads them, $ROCKETMQ_HOME/conf/tools.yml (accessKey,
+// secretKey) — zero when none.
 func (f *adminFlags) credentials() (remoting.Credentials, error) {
 	cr := remoting.Credentials{AccessKey: f.accessKey, SecretKey: f.secretKey}
+	if cr.IsZero() {
+		if home := os.Getenv("ROCKETMQ_HOME"); home != "" {
+			path := filepath.Join(home, "conf", "tools.yml")
+			data, err := os.ReadFile(path)
+			switch {
+			case err == nil:
+				var tools struct {
+					AccessKey string `yaml:"accessKey"`
+					SecretKey string `yaml:"secretKey"`
+				}
+				if err := yaml.Unmarshal(data, &tools); err != nil {
+					return cr, fmt.Errorf("%w: %s: %v", errAdminUsage, path, err)
+				}
+				cr.AccessKey, cr.SecretKey = tools.AccessKey, tools.SecretKey
+			case !errors.Is(err, fs.ErrNotExist):
+				return cr, fmt.Errorf("%w: %v", errAdminUsage, err)
+			}
+		}
+	}
 	if (cr.AccessKey == "") != (cr.SecretKey == "") {
 		return cr, fmt.Errorf("%w: --aclAccessKey and --aclSecretKey (or RAFTMQ_ACCESS_KEY and RAFTMQ_SECRET_KEY) go together", errAdminUsage)
 	}

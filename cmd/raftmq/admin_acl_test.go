@@ -72,10 +72,21 @@ func TestAdminACLCommands(t *testing.T) {
 		t.Fatalf("%d members: %+v", len(versions), versions)
 	}
 	for _, v := range versions {
-		if !v.AclEnable || !v.Agree || v.Counter != 3 || v.Hash != versions[0].Hash {
+		if !v.AclEnable || !v.Agree || v.Counter != 3 || v.Hash != versions[0].Hash || v.LastUpdate == "-" {
 			t.Fatalf("member %+v", v)
 		}
 	}
+
+	// mqadmin's $ROCKETMQ_HOME/conf/tools.yml signs when no flag does.
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "conf"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "conf", "tools.yml"), []byte("accessKey: opsAdmin1\nsecretKey: opsSecret1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ROCKETMQ_HOME", home)
+	mustAdmin(t, "updateGlobalWhiteAddr", "-n", ns, "-c", "DefaultCluster", "-g", "10.10.103.*")
 
 	// One member's file edited by hand: the group disagrees, and the
 	// command says so and fails.
