@@ -17,8 +17,12 @@ import (
 // the secret key, computed as RocketMQ's ACL clients sign requests;
 // brokers configured with the same pair sign them. Only authenticated
 // registrations then reach the stale-broker check, so a body's
-// StateVersion is never taken from an unknown sender. Route lookups stay
-// open, as in RocketMQ.
+// StateVersion is never taken from an unknown sender. The name server's
+// other writes to routes and config (write-permission wipes, topic route
+// deletes and registrations, KV config, UPDATE_NAMESRV_CONFIG) need the
+// same account: an operator signs them with it (raftmq admin
+// --aclAccessKey/--aclSecretKey). Route lookups stay open, as in
+// RocketMQ.
 type AuthConfig struct {
 	ClusterAuthAccessKey string `prop:"clusterAuthAccessKey"`
 	ClusterAuthSecretKey string `prop:"clusterAuthSecretKey"`
@@ -30,6 +34,14 @@ var authCodes = map[int16]string{
 	remoting.RequestUnregisterBroker: "UNREGISTER_BROKER",
 	remoting.RequestBrokerHeartbeat:  "BROKER_HEARTBEAT",
 	remoting.RequestQueryDataVersion: "QUERY_DATA_VERSION",
+
+	remoting.RequestPutKVConfig:            "PUT_KV_CONFIG",
+	remoting.RequestDeleteKVConfig:         "DELETE_KV_CONFIG",
+	remoting.RequestWipeWritePermOfBroker:  "WIPE_WRITE_PERM_OF_BROKER",
+	remoting.RequestAddWritePermOfBroker:   "ADD_WRITE_PERM_OF_BROKER",
+	remoting.RequestDeleteTopicInNamesrv:   "DELETE_TOPIC_IN_NAMESRV",
+	remoting.RequestRegisterTopicInNamesrv: "REGISTER_TOPIC_IN_NAMESRV",
+	remoting.RequestUpdateNamesrvConfig:    "UPDATE_NAMESRV_CONFIG",
 }
 
 // initAuth installs the registration check (New).
@@ -50,7 +62,8 @@ func (n *NameServer) initAuth() error {
 		why := ""
 		switch got, _ := req.ExtValue(remoting.ExtAccessKey); {
 		case got == "":
-			why = "it is not signed: set clusterAuthAccessKey and clusterAuthSecretKey in broker.conf to this name server's pair"
+			why = "it is not signed: brokers need clusterAuthAccessKey and clusterAuthSecretKey in broker.conf set to this name server's pair; " +
+				"operators sign with that account (raftmq admin --aclAccessKey/--aclSecretKey)"
 		case got != ak:
 			why = fmt.Sprintf("accessKey=%s is not the cluster's (clusterAuthAccessKey)", got)
 		case !remoting.VerifySignature(req, remoting.ExtPairs(req), sk):

@@ -42,6 +42,8 @@ func TestRegistrationAuth(t *testing.T) {
 			&wire.RegisterBrokerRequestHeader{BrokerName: "broker-a", BrokerAddr: "6.6.6.6:1", ClusterName: "C"}, "signature check failed"},
 		{"unsigned unregister", unsigned, remoting.RequestUnregisterBroker,
 			&wire.UnregisterBrokerRequestHeader{BrokerName: "broker-a", BrokerAddr: b.addr, Cluster: "C"}, "UNREGISTER_BROKER refused"},
+		{"unsigned write-permission wipe", unsigned, remoting.RequestWipeWritePermOfBroker,
+			&wire.BrokerNameRequestHeader{BrokerName: "broker-a"}, "WIPE_WRITE_PERM_OF_BROKER refused"},
 		{"unsigned heartbeat", unsigned, remoting.RequestBrokerHeartbeat,
 			&wire.BrokerHeartbeatRequestHeader{BrokerName: "broker-a", BrokerAddr: b.addr, ClusterName: "C"}, "BROKER_HEARTBEAT refused"},
 	} {

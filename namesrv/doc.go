@@ -28,8 +28,9 @@
 //     dead leaves the routes at once.
 //   - metrics.go: requests by code, brokers, topics, live gossip brokers.
 //   - auth.go: AuthConfig (clusterAuth*): REGISTER_BROKER,
-//     UNREGISTER_BROKER, BROKER_HEARTBEAT and QUERY_DATA_VERSION must be
-//     signed by the cluster account, or are refused NO_PERMISSION.
+//     UNREGISTER_BROKER, BROKER_HEARTBEAT, QUERY_DATA_VERSION and the
+//     route and config writes must be signed by the cluster account, or
+//     are refused NO_PERMISSION.
 //   - errors.go: the package's sentinels.
 //
 // Locks: RouteInfoManager.mu and KVConfigManager.mu never nest. Nothing
