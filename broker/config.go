@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -287,62 +288,74 @@ func parseDelayLevels(s string) ([]time.Duration, error) {
 	return out, nil
 }
 
-// Validate checks the broker keys and the group part, naming the key at
-// fault.
+// Validate checks the broker keys and the group part and reports every
+// setting at fault (errors.Join), each naming its key.
 func (c *BrokerConfig) Validate() error {
-	if err := c.GroupConfig.Validate(); err != nil {
-		return err
-	}
+	errs := []error{c.GroupConfig.Validate()}
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidBrokerConfig, key, fmt.Sprintf(format, args...))
 	}
-	switch {
-	case c.BrokerClusterName == "":
-		return bad("brokerClusterName", "must not be empty")
-	case c.BrokerName == "" || !wire.ValidName(c.BrokerName):
-		return bad("brokerName", "%q must be non-empty letters, digits, '%%', '-', '_' or '|'", c.BrokerName)
-	case c.ListenPort < 3 || c.ListenPort > 65535:
-		return bad("listenPort", "%d is not a usable TCP port (VIP channel uses listenPort-2)", c.ListenPort)
-	case len(c.NameServers()) == 0:
-		return bad("namesrvAddr", "no name server given (host:port;host:port)")
-	case c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > maxQueueNums:
-		return bad("defaultTopicQueueNums", "%d out of 1..%d", c.DefaultTopicQueueNums, maxQueueNums)
-	case c.RegisterNameServerPeriod < time.Second:
-		return bad("registerNameServerPeriod", "%v is below 1s", c.RegisterNameServerPeriod)
-	case c.MaxReconsumeTimes < 0:
-		return bad("maxReconsumeTimes", "must not be negative")
-	case c.ShortPollingTimeMills <= 0 || c.PullHoldCheckInterval <= 0:
-		return bad("shortPollingTimeMills", "poll intervals must be positive")
-	case c.ChannelExpiredTimeout <= 0 || c.RebalanceLockMaxLiveTime <= 0:
-		return bad("channelExpiredTimeout", "client and lock expiries must be positive")
-	case c.SendMessageThreadPoolNums < 1 || c.PullMessageThreadPoolNums < 1 || c.AdminBrokerThreadPoolNums < 1 ||
-		c.ClientManageThreadPoolNums < 1 || c.ConsumerManageThreadPoolNums < 1:
-		return bad("sendMessageThreadPoolNums", "thread pool sizes must be positive")
-	case c.SendThreadPoolQueueCapacity < 1 || c.PullThreadPoolQueueCapacity < 1:
-		return bad("sendThreadPoolQueueCapacity", "queue capacities must be positive")
-	case c.ScheduleMessageCheckInterval <= 0 || c.TopicChangeCheckInterval <= 0 || c.ConsumerOffsetCommitCoalescer <= 0:
-		return bad("scheduleMessageCheckInterval", "check intervals must be positive")
-	case c.MetricsPort < -1 || c.MetricsPort > 65535:
-		return bad("metricsPort", "%d is not a port (0 = listenPort+3, -1 = off)", c.MetricsPort)
-	case c.MaxPullBatch < 1:
-		return bad("maxPullBatch", "must be positive")
-	case c.MaxIncompleteFrameBytes < 1<<20:
-		return bad("maxIncompleteFrameBytes", "%d is below 1 MiB", c.MaxIncompleteFrameBytes)
-	case c.MaxBatchMessages < 1:
-		return bad("maxBatchMessages", "must be positive")
+	if c.BrokerClusterName == "" {
+		errs = append(errs, bad("brokerClusterName", "must not be empty"))
+	}
+	if c.BrokerName == "" || !wire.ValidName(c.BrokerName) {
+		errs = append(errs, bad("brokerName", "%q must be non-empty letters, digits, '%%', '-', '_' or '|'", c.BrokerName))
+	}
+	if c.ListenPort < 3 || c.ListenPort > 65535 {
+		errs = append(errs, bad("listenPort", "%d is not a usable TCP port (VIP channel uses listenPort-2)", c.ListenPort))
+	}
+	if len(c.NameServers()) == 0 {
+		errs = append(errs, bad("namesrvAddr", "no name server given (host:port;host:port)"))
+	}
+	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > maxQueueNums {
+		errs = append(errs, bad("defaultTopicQueueNums", "%d out of 1..%d", c.DefaultTopicQueueNums, maxQueueNums))
+	}
+	if c.RegisterNameServerPeriod < time.Second {
+		errs = append(errs, bad("registerNameServerPeriod", "%v is below 1s", c.RegisterNameServerPeriod))
+	}
+	if c.MaxReconsumeTimes < 0 {
+		errs = append(errs, bad("maxReconsumeTimes", "must not be negative"))
+	}
+	if c.ShortPollingTimeMills <= 0 || c.PullHoldCheckInterval <= 0 {
+		errs = append(errs, bad("shortPollingTimeMills", "poll intervals must be positive"))
+	}
+	if c.ChannelExpiredTimeout <= 0 || c.RebalanceLockMaxLiveTime <= 0 {
+		errs = append(errs, bad("channelExpiredTimeout", "client and lock expiries must be positive"))
+	}
+	if c.SendMessageThreadPoolNums < 1 || c.PullMessageThreadPoolNums < 1 || c.AdminBrokerThreadPoolNums < 1 ||
+		c.ClientManageThreadPoolNums < 1 || c.ConsumerManageThreadPoolNums < 1 {
+		errs = append(errs, bad("sendMessageThreadPoolNums", "thread pool sizes must be positive"))
+	}
+	if c.SendThreadPoolQueueCapacity < 1 || c.PullThreadPoolQueueCapacity < 1 {
+		errs = append(errs, bad("sendThreadPoolQueueCapacity", "queue capacities must be positive"))
+	}
+	if c.ScheduleMessageCheckInterval <= 0 || c.TopicChangeCheckInterval <= 0 || c.ConsumerOffsetCommitCoalescer <= 0 {
+		errs = append(errs, bad("scheduleMessageCheckInterval", "check intervals must be positive"))
+	}
+	if c.MetricsPort < -1 || c.MetricsPort > 65535 {
+		errs = append(errs, bad("metricsPort", "%d is not a port (0 = listenPort+3, -1 = off)", c.MetricsPort))
+	}
+	if c.MaxPullBatch < 1 {
+		errs = append(errs, bad("maxPullBatch", "must be positive"))
+	}
+	if c.MaxIncompleteFrameBytes < 1<<20 {
+		errs = append(errs, bad("maxIncompleteFrameBytes", "%d is below 1 MiB", c.MaxIncompleteFrameBytes))
+	}
+	if c.MaxBatchMessages < 1 {
+		errs = append(errs, bad("maxBatchMessages", "must be positive"))
 	}
 	if c.BrokerIP1 != "" {
 		if _, err := netip.ParseAddr(c.BrokerIP1); err != nil {
-			return bad("brokerIP1", "%q is not an IP address", c.BrokerIP1)
+			errs = append(errs, bad("brokerIP1", "%q is not an IP address", c.BrokerIP1))
 		}
 	}
 	if _, err := c.DelayLevels(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if c.GossipEnable {
 		if err := c.GossipConfig().Validate(); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidBrokerConfig, err)
+			errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidBrokerConfig, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -124,51 +125,60 @@ func DefaultGroupConfig() GroupConfig {
 	return c
 }
 
-// Validate checks every part and names the key at fault.
+// Validate checks every part and reports every setting at fault
+// (errors.Join), each naming its key.
 func (c *GroupConfig) Validate() error {
-	if err := c.Store.Validate(); err != nil {
-		return err
-	}
-	if err := c.Raft.Validate(); err != nil {
-		return err
-	}
+	errs := []error{c.Store.Validate(), c.Raft.Validate()}
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidGroupConfig, key, fmt.Sprintf(format, args...))
 	}
-	switch {
-	case c.Store.FlushDiskType == store.AsyncFlush && !c.RaftAcksBeforeFsync:
-		return bad("flushDiskType", "ASYNC_FLUSH under Raft acknowledges messages and votes before they are on disk, "+
+	if c.Store.FlushDiskType == store.AsyncFlush && !c.RaftAcksBeforeFsync {
+		errs = append(errs, bad("flushDiskType", "ASYNC_FLUSH under Raft acknowledges messages and votes before they are on disk, "+
 			"so a crash of a majority at once can lose acknowledged messages; use SYNC_FLUSH (the default), "+
-			"or set raftAcksBeforeFsync=true to accept that")
-	case c.Store.FlushDiskType != store.AsyncFlush && c.RaftAcksBeforeFsync:
-		return bad("raftAcksBeforeFsync", "true needs flushDiskType=ASYNC_FLUSH, got %s", c.Store.FlushDiskType)
-	case !c.Raft.EnableDLegerCommitLog:
-		return bad("enableDLegerCommitLog", "must be true for a Raft broker group")
-	case c.RaftBatchMaxBytes < c.Store.MaxMessageSize:
-		return bad("raftBatchMaxBytes", "%d is below maxMessageSize %d: a large message could never be proposed",
-			c.RaftBatchMaxBytes, c.Store.MaxMessageSize)
-	case c.RaftBatchMaxCount < 1:
-		return bad("raftBatchMaxCount", "must be positive, got %d", c.RaftBatchMaxCount)
-	case c.RaftBatchLinger < 0:
-		return bad("raftBatchLinger", "must not be negative")
-	case c.RaftBatchAdaptiveWait < 0:
-		return bad("raftBatchAdaptiveWait", "must not be negative")
-	case c.ApplyTimeout <= 0:
-		return bad("applyTimeout", "must be positive")
-	case c.DedupWindow < 1:
-		return bad("raftDedupWindow", "must be positive, got %d", c.DedupWindow)
-	case c.DedupProducerTTL <= 0:
-		return bad("raftDedupProducerTTL", "must be positive")
-	case c.PreferredLeaderCheckInterval <= 0:
-		return bad("preferredLeaderCheckInterval", "must be positive")
-	case c.SnapshotBytes < 0:
-		return bad("raftSnapshotBytes", "must not be negative")
-	case c.WarmAheadBytes < 0:
-		return bad("raftWarmAheadBytes", "must not be negative")
-	case c.ApplyRetryTimeout < 0:
-		return bad("raftApplyRetryTimeout", "must not be negative")
-	case c.ShutdownTransferTimeout < 0:
-		return bad("shutdownTransferTimeout", "must not be negative")
+			"or set raftAcksBeforeFsync=true to accept that"))
 	}
-	return nil
+	if c.Store.FlushDiskType != store.AsyncFlush && c.RaftAcksBeforeFsync {
+		errs = append(errs, bad("raftAcksBeforeFsync", "true needs flushDiskType=ASYNC_FLUSH, got %s", c.Store.FlushDiskType))
+	}
+	if !c.Raft.EnableDLegerCommitLog {
+		errs = append(errs, bad("enableDLegerCommitLog", "must be true for a Raft broker group"))
+	}
+	if c.RaftBatchMaxBytes < c.Store.MaxMessageSize {
+		errs = append(errs, bad("raftBatchMaxBytes", "%d is below maxMessageSize %d: a large message could never be proposed",
+			c.RaftBatchMaxBytes, c.Store.MaxMessageSize))
+	}
+	if c.RaftBatchMaxCount < 1 {
+		errs = append(errs, bad("raftBatchMaxCount", "must be positive, got %d", c.RaftBatchMaxCount))
+	}
+	if c.RaftBatchLinger < 0 {
+		errs = append(errs, bad("raftBatchLinger", "must not be negative"))
+	}
+	if c.RaftBatchAdaptiveWait < 0 {
+		errs = append(errs, bad("raftBatchAdaptiveWait", "must not be negative"))
+	}
+	if c.ApplyTimeout <= 0 {
+		errs = append(errs, bad("applyTimeout", "must be positive"))
+	}
+	if c.DedupWindow < 1 {
+		errs = append(errs, bad("raftDedupWindow", "must be positive, got %d", c.DedupWindow))
+	}
+	if c.DedupProducerTTL <= 0 {
+		errs = append(errs, bad("raftDedupProducerTTL", "must be positive"))
+	}
+	if c.PreferredLeaderCheckInterval <= 0 {
+		errs = append(errs, bad("preferredLeaderCheckInterval", "must be positive"))
+	}
+	if c.SnapshotBytes < 0 {
+		errs = append(errs, bad("raftSnapshotBytes", "must not be negative"))
+	}
+	if c.WarmAheadBytes < 0 {
+		errs = append(errs, bad("raftWarmAheadBytes", "must not be negative"))
+	}
+	if c.ApplyRetryTimeout < 0 {
+		errs = append(errs, bad("raftApplyRetryTimeout", "must not be negative"))
+	}
+	if c.ShutdownTransferTimeout < 0 {
+		errs = append(errs, bad("shutdownTransferTimeout", "must not be negative"))
+	}
+	return errors.Join(errs...)
 }

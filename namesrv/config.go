@@ -1,11 +1,13 @@
 package namesrv
 
 import (
+	"errors"
 	"fmt"
-	"github.com/raftmq/raftmq/ha"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/raftmq/raftmq/ha"
 )
 
 // Config is the name server's configuration. Keys (prop tags) follow
@@ -110,32 +112,41 @@ func (c Config) Addr() string {
 	return fmt.Sprintf("%s:%d", c.ListenAddr, c.ListenPort)
 }
 
-// Validate reports the first setting that cannot work, naming its key.
+// Validate reports every setting that cannot work (errors.Join), each
+// naming its key.
 func (c Config) Validate() error {
-	switch {
-	case c.ListenPort < 0 || c.ListenPort > 65535:
-		return fmt.Errorf("%w: listenPort=%d is not a TCP port (0..65535)", ErrInvalidConfig, c.ListenPort)
-	case c.MetricsPort < -1 || c.MetricsPort > 65535:
-		return fmt.Errorf("%w: metricsPort=%d is not a port (0 = listenPort+3, -1 = off)", ErrInvalidConfig, c.MetricsPort)
-	case c.KVConfigPath == "":
-		return fmt.Errorf("%w: kvConfigPath is empty; name a file for the KV config table", ErrInvalidConfig)
-	case c.ScanNotActiveBrokerInterval <= 0:
-		return fmt.Errorf("%w: scanNotActiveBrokerInterval=%v must be positive", ErrInvalidConfig, c.ScanNotActiveBrokerInterval)
-	case c.BrokerChannelExpiredTime <= 0:
-		return fmt.Errorf("%w: brokerChannelExpiredTime=%v must be positive", ErrInvalidConfig, c.BrokerChannelExpiredTime)
-	case c.ClientRequestThreadPoolNums <= 0 || c.DefaultThreadPoolNums <= 0:
-		return fmt.Errorf("%w: clientRequestThreadPoolNums and defaultThreadPoolNums must be positive", ErrInvalidConfig)
-	case c.ClientRequestThreadPoolQueueCapacity <= 0 || c.DefaultThreadPoolQueueCapacity <= 0:
-		return fmt.Errorf("%w: clientRequestThreadPoolQueueCapacity and defaultThreadPoolQueueCapacity must be positive", ErrInvalidConfig)
-	case c.ServerChannelMaxIdleTimeSeconds <= 0:
-		return fmt.Errorf("%w: serverChannelMaxIdleTimeSeconds must be positive", ErrInvalidConfig)
-	case c.UnRegisterBrokerQueueCapacity <= 0:
-		return fmt.Errorf("%w: unRegisterBrokerQueueCapacity must be positive", ErrInvalidConfig)
+	var errs []error
+	if c.ListenPort < 0 || c.ListenPort > 65535 {
+		errs = append(errs, fmt.Errorf("%w: listenPort=%d is not a TCP port (0..65535)", ErrInvalidConfig, c.ListenPort))
+	}
+	if c.MetricsPort < -1 || c.MetricsPort > 65535 {
+		errs = append(errs, fmt.Errorf("%w: metricsPort=%d is not a port (0 = listenPort+3, -1 = off)", ErrInvalidConfig, c.MetricsPort))
+	}
+	if c.KVConfigPath == "" {
+		errs = append(errs, fmt.Errorf("%w: kvConfigPath is empty; name a file for the KV config table", ErrInvalidConfig))
+	}
+	if c.ScanNotActiveBrokerInterval <= 0 {
+		errs = append(errs, fmt.Errorf("%w: scanNotActiveBrokerInterval=%v must be positive", ErrInvalidConfig, c.ScanNotActiveBrokerInterval))
+	}
+	if c.BrokerChannelExpiredTime <= 0 {
+		errs = append(errs, fmt.Errorf("%w: brokerChannelExpiredTime=%v must be positive", ErrInvalidConfig, c.BrokerChannelExpiredTime))
+	}
+	if c.ClientRequestThreadPoolNums <= 0 || c.DefaultThreadPoolNums <= 0 {
+		errs = append(errs, fmt.Errorf("%w: clientRequestThreadPoolNums and defaultThreadPoolNums must be positive", ErrInvalidConfig))
+	}
+	if c.ClientRequestThreadPoolQueueCapacity <= 0 || c.DefaultThreadPoolQueueCapacity <= 0 {
+		errs = append(errs, fmt.Errorf("%w: clientRequestThreadPoolQueueCapacity and defaultThreadPoolQueueCapacity must be positive", ErrInvalidConfig))
+	}
+	if c.ServerChannelMaxIdleTimeSeconds <= 0 {
+		errs = append(errs, fmt.Errorf("%w: serverChannelMaxIdleTimeSeconds must be positive", ErrInvalidConfig))
+	}
+	if c.UnRegisterBrokerQueueCapacity <= 0 {
+		errs = append(errs, fmt.Errorf("%w: unRegisterBrokerQueueCapacity must be positive", ErrInvalidConfig))
 	}
 	if c.GossipEnable {
 		if err := c.gossipConfig().Validate(); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+			errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidConfig, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -130,36 +131,41 @@ func ParsePeers(s string) ([]Peer, error) {
 }
 
 // Validate checks the config; with Raft mode off only the timing keys are
-// checked. Errors wrap ErrInvalidConfig and name the key.
+// checked. Every setting at fault is reported (errors.Join); each error
+// wraps ErrInvalidConfig and names the key.
 func (c *Config) Validate() error {
+	var errs []error
 	if c.EnableDLegerCommitLog {
-		peers, err := ParsePeers(c.DLegerPeers)
-		if err != nil {
-			return err
+		if strings.TrimSpace(c.DLegerPeers) == "" {
+			errs = append(errs, fmt.Errorf("%w: dLegerPeers is empty: list the group's members as id-host:port;... "+
+				"(one member is a one-node group: dLegerPeers=n0-127.0.0.1:40911 with dLegerSelfId=n0)", ErrInvalidConfig))
+		} else if peers, err := ParsePeers(c.DLegerPeers); err != nil {
+			errs = append(errs, err)
+		} else {
+			if !hasPeer(peers, c.DLegerSelfID) {
+				errs = append(errs, fmt.Errorf("%w: dLegerSelfId %q is not in dLegerPeers", ErrInvalidConfig, c.DLegerSelfID))
+			}
+			if c.PreferredLeaderID != "" && !hasPeer(peers, c.PreferredLeaderID) {
+				errs = append(errs, fmt.Errorf("%w: preferredLeaderId %q is not in dLegerPeers", ErrInvalidConfig, c.PreferredLeaderID))
+			}
 		}
 		if c.DLegerGroup == "" {
-			return fmt.Errorf("%w: dLegerGroup is empty (use the brokerName)", ErrInvalidConfig)
-		}
-		if !hasPeer(peers, c.DLegerSelfID) {
-			return fmt.Errorf("%w: dLegerSelfId %q is not in dLegerPeers", ErrInvalidConfig, c.DLegerSelfID)
-		}
-		if c.PreferredLeaderID != "" && !hasPeer(peers, c.PreferredLeaderID) {
-			return fmt.Errorf("%w: preferredLeaderId %q is not in dLegerPeers", ErrInvalidConfig, c.PreferredLeaderID)
+			errs = append(errs, fmt.Errorf("%w: dLegerGroup is empty (use the brokerName)", ErrInvalidConfig))
 		}
 	}
 	if c.TrailingLogs < minTrailingLogs {
-		return fmt.Errorf("%w: raftTrailingLogs %d would let Raft delete messages; keep it >= %d (retention deletes segments)",
-			ErrInvalidConfig, c.TrailingLogs, uint64(minTrailingLogs))
+		errs = append(errs, fmt.Errorf("%w: raftTrailingLogs %d would let Raft delete messages; keep it >= %d (retention deletes segments)",
+			ErrInvalidConfig, c.TrailingLogs, uint64(minTrailingLogs)))
 	}
 	if c.SnapshotRetain < 1 || c.TransportMaxPool < 1 || c.TransportTimeout <= 0 {
-		return fmt.Errorf("%w: raftSnapshotRetain, raftTransportMaxPool and raftTransportTimeout must be positive", ErrInvalidConfig)
+		errs = append(errs, fmt.Errorf("%w: raftSnapshotRetain, raftTransportMaxPool and raftTransportTimeout must be positive", ErrInvalidConfig))
 	}
 	rc := c.raftConfig("validate", nil)
 	if err := raft.ValidateConfig(rc); err != nil {
-		return fmt.Errorf("%w: %v (keys raftHeartbeatTimeout, raftElectionTimeout, raftLeaderLeaseTimeout, raftCommitTimeout, raftSnapshotInterval, raftMaxAppendEntries)",
-			ErrInvalidConfig, err)
+		errs = append(errs, fmt.Errorf("%w: %v (keys raftHeartbeatTimeout, raftElectionTimeout, raftLeaderLeaseTimeout, raftCommitTimeout, raftSnapshotInterval, raftMaxAppendEntries)",
+			ErrInvalidConfig, err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func hasPeer(peers []Peer, id string) bool {

@@ -111,32 +111,39 @@ func DefaultConfig() Config {
 
 // Validate checks the configuration and names the key at fault.
 func (c *Config) Validate() error {
+	var errs []error
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, key, fmt.Sprintf(format, args...))
 	}
-	switch {
-	case c.StorePathRootDir == "":
-		return bad("storePathRootDir", "must be set")
-	case c.MaxMessageSize <= 0:
-		return bad("maxMessageSize", "must be positive, got %d", c.MaxMessageSize)
-	case c.MappedFileSizeCommitLog < c.MaxMessageSize+wire.BlankHeaderSize:
-		return bad("mappedFileSizeCommitLog", "%d cannot hold a message of maxMessageSize %d plus an %d-byte end-of-segment filler",
-			c.MappedFileSizeCommitLog, c.MaxMessageSize, wire.BlankHeaderSize)
-	case c.MappedFileSizeConsumeQueue < CQUnitSize || c.MappedFileSizeConsumeQueue%CQUnitSize != 0:
-		return bad("mappedFileSizeConsumeQueue", "must be a positive multiple of %d, got %d", CQUnitSize, c.MappedFileSizeConsumeQueue)
-	case c.FlushDiskType != SyncFlush && c.FlushDiskType != AsyncFlush:
-		return bad("flushDiskType", "must be SYNC_FLUSH or ASYNC_FLUSH, got %q", c.FlushDiskType)
-	case c.FlushIntervalConsumeQueue <= 0:
-		return bad("flushIntervalConsumeQueue", "must be positive")
-	case c.FileReservedTime <= 0:
-		return bad("fileReservedTime", "must be a positive number of hours, got %d", c.FileReservedTime)
-	case c.MessageIndexEnable && (c.MaxHashSlotNum <= 0 || c.MaxIndexNum <= 0):
-		return bad("maxHashSlotNum/maxIndexNum", "must be positive")
+	if c.StorePathRootDir == "" {
+		errs = append(errs, bad("storePathRootDir", "must be set"))
+	}
+	if c.MaxMessageSize <= 0 {
+		errs = append(errs, bad("maxMessageSize", "must be positive, got %d", c.MaxMessageSize))
+	}
+	if c.MappedFileSizeCommitLog < c.MaxMessageSize+wire.BlankHeaderSize {
+		errs = append(errs, bad("mappedFileSizeCommitLog", "%d cannot hold a message of maxMessageSize %d plus an %d-byte end-of-segment filler",
+			c.MappedFileSizeCommitLog, c.MaxMessageSize, wire.BlankHeaderSize))
+	}
+	if c.MappedFileSizeConsumeQueue < CQUnitSize || c.MappedFileSizeConsumeQueue%CQUnitSize != 0 {
+		errs = append(errs, bad("mappedFileSizeConsumeQueue", "must be a positive multiple of %d, got %d", CQUnitSize, c.MappedFileSizeConsumeQueue))
+	}
+	if c.FlushDiskType != SyncFlush && c.FlushDiskType != AsyncFlush {
+		errs = append(errs, bad("flushDiskType", "must be SYNC_FLUSH or ASYNC_FLUSH, got %q", c.FlushDiskType))
+	}
+	if c.FlushIntervalConsumeQueue <= 0 {
+		errs = append(errs, bad("flushIntervalConsumeQueue", "must be positive"))
+	}
+	if c.FileReservedTime <= 0 {
+		errs = append(errs, bad("fileReservedTime", "must be a positive number of hours, got %d", c.FileReservedTime))
+	}
+	if c.MessageIndexEnable && (c.MaxHashSlotNum <= 0 || c.MaxIndexNum <= 0) {
+		errs = append(errs, bad("maxHashSlotNum/maxIndexNum", "must be positive"))
 	}
 	if err := c.retentionConfig().Validate(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (c *Config) commitLogDir() string {

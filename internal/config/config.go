@@ -30,12 +30,20 @@ type KeyError struct {
 	Source string // file name, or a description such as "flags"
 	Key    string
 	Value  string
-	Err    error // ErrUnknownKey or ErrBadValue, possibly wrapping a parse error
+	Err    error // ErrUnknownKey, ErrBadValue or ErrIgnoredKey, possibly wrapping a cause
+	// Suggest is the closest known key to an unknown one ("" when none is
+	// close enough to be a likely misspelling).
+	Suggest string
 }
 
 func (e *KeyError) Error() string {
-	if errors.Is(e.Err, ErrUnknownKey) {
-		return fmt.Sprintf("%s: unknown key %q (check the spelling against the documented keys)", e.Source, e.Key)
+	switch {
+	case errors.Is(e.Err, ErrUnknownKey) && e.Suggest != "":
+		return fmt.Sprintf("%s: unknown key %q: did you mean %q?", e.Source, e.Key, e.Suggest)
+	case errors.Is(e.Err, ErrUnknownKey):
+		return fmt.Sprintf("%s: unknown key %q (neither a raftmq key nor a RocketMQ key it knows; see docs/config.md)", e.Source, e.Key)
+	case errors.Is(e.Err, ErrIgnoredKey):
+		return fmt.Sprintf("%s: key %s=%s: %v", e.Source, e.Key, e.Value, e.Err)
 	}
 	return fmt.Sprintf("%s: key %q: cannot use value %q: %v", e.Source, e.Key, e.Value, e.Err)
 }
@@ -46,39 +54,79 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // LoadFile reads the properties file at path and applies every key in it to
 // dst, which must be a pointer to a struct. Fields whose keys the file does
 // not mention keep their current values, so callers start from DefaultConfig().
+//
+// Keys that dst lists as ignored (see Ignorer) are skipped and dropped
+// without a word; use Load to get them for the one warning.
 func LoadFile(path string, dst any) error {
+	_, err := Load(path, dst)
+	return err
+}
+
+// Load is LoadFile that also returns the ignored keys the file set, for the
+// caller to log as one warning (Report.Warning). Every bad key of the file
+// is reported in the one error (errors.Join of *KeyError, sorted by key),
+// not only the first.
+func Load(path string, dst any) (Report, error) {
 	l := &properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
 	p, err := l.LoadFile(path)
 	if err != nil {
-		return fmt.Errorf("config: read %s: %w", path, err)
+		return Report{Source: path}, fmt.Errorf("config: read %s: %w", path, err)
 	}
-	return Apply(p.Map(), path, dst)
+	return apply(p.Map(), path, dst, true)
 }
 
 // Apply sets dst's fields from a key→value map; source names where the map
-// came from in error messages. Keys are applied in sorted order so the first
-// error reported is deterministic.
+// came from in error messages. Every bad key is reported (errors.Join of
+// *KeyError in sorted key order); the good ones are applied all the same.
+// Unlike a file, a map given at run time (UPDATE_BROKER_CONFIG) may not set
+// an ignored key: that is an ErrIgnoredKey saying why, because accepting a
+// setting that changes nothing would tell the operator it took effect.
 func Apply(kv map[string]string, source string, dst any) error {
+	_, err := apply(kv, source, dst, false)
+	return err
+}
+
+func apply(kv map[string]string, source string, dst any, tolerate bool) (Report, error) {
+	rep := Report{Source: source}
 	fields, err := fieldsOf(dst)
 	if err != nil {
-		return err
+		return rep, err
+	}
+	var ignored map[string]Ignored
+	if ig, ok := dst.(Ignorer); ok {
+		ignored = ig.IgnoredKeys()
 	}
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var errs []error
 	for _, k := range keys {
+		v := strings.TrimSpace(kv[k])
 		f, ok := fields[k]
 		if !ok {
-			return &KeyError{Source: source, Key: k, Value: kv[k], Err: ErrUnknownKey}
+			if ig, known := ignored[k]; known {
+				switch {
+				case ig.Refuse(v) != "":
+					errs = append(errs, &KeyError{Source: source, Key: k, Value: v, Err: fmt.Errorf("%w: %s", ErrIgnoredKey, ig.Refuse(v))})
+				case tolerate:
+					rep.Ignored = append(rep.Ignored, IgnoredKey{Key: k, Value: v, Reason: ig.Reason})
+				default:
+					errs = append(errs, &KeyError{Source: source, Key: k, Value: v,
+						Err: fmt.Errorf("%w: raftmq does not use it (%s)", ErrIgnoredKey, ig.Reason)})
+				}
+				continue
+			}
+			errs = append(errs, &KeyError{Source: source, Key: k, Value: v, Err: ErrUnknownKey,
+				Suggest: suggest(k, fields, ignored)})
+			continue
 		}
-		v := strings.TrimSpace(kv[k])
 		if err := set(f, v); err != nil {
-			return &KeyError{Source: source, Key: k, Value: v, Err: fmt.Errorf("%w: %v", ErrBadValue, err)}
+			errs = append(errs, &KeyError{Source: source, Key: k, Value: v, Err: fmt.Errorf("%w: %v", ErrBadValue, err)})
 		}
 	}
-	return nil
+	return rep, errors.Join(errs...)
 }
 
 // Keys lists every key dst declares, sorted.

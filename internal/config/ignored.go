@@ -1,0 +1,144 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ErrIgnoredKey is wrapped by the error for a key the target lists as
+// ignored (see Ignorer) when it cannot be accepted: a value that asks for a
+// feature raftmq does not have (aclEnable=true), or any value given at run
+// time through Apply.
+var ErrIgnoredKey = errors.New("key not used by raftmq")
+
+// Ignorer is implemented by a config struct that accepts keys it has no
+// field for: RocketMQ keys whose job raftmq does differently (brokerRole:
+// replication is Raft) or not at all. Fields win over this list, so a key
+// that later gets a field is simply used.
+type Ignorer interface {
+	// IgnoredKeys maps each ignored key to why it is ignored.
+	IgnoredKeys() map[string]Ignored
+}
+
+// Ignored says why a key is ignored and which values are safe to ignore.
+type Ignored struct {
+	// Reason says why raftmq does not need the key ("replication is Raft").
+	Reason string
+	// Only, when set, is the one value (compared case-insensitively) that is
+	// safe to ignore, because it asks for nothing raftmq lacks; any other
+	// value is refused, so aclEnable=true cannot silently leave a broker
+	// open.
+	Only string
+	// OnlyEmpty accepts only an empty value (a path list or a plug-in class
+	// name that would ask for something raftmq lacks).
+	OnlyEmpty bool
+}
+
+// Refuse returns why value cannot be ignored, or "" when it can.
+func (ig Ignored) Refuse(value string) string {
+	switch {
+	case ig.OnlyEmpty && value != "":
+		return ig.Reason + "; only an empty value (or leaving the key out) is accepted"
+	case ig.Only != "" && !strings.EqualFold(value, ig.Only):
+		return fmt.Sprintf("%s; only the value %s (or leaving the key out) is accepted", ig.Reason, ig.Only)
+	}
+	return ""
+}
+
+// IgnoredKey is one ignored key a file set.
+type IgnoredKey struct {
+	Key, Value, Reason string
+}
+
+// Report is what Load learned beyond the fields it set.
+type Report struct {
+	// Source is the file name.
+	Source string
+	// Ignored lists the ignored keys the file set, sorted by key.
+	Ignored []IgnoredKey
+}
+
+// Warning is the one line to log for the ignored keys ("" when none): keys
+// grouped by reason, reasons in the order of their first key, so that a
+// stock RocketMQ file gives one readable line instead of one per key.
+func (r Report) Warning() string {
+	if len(r.Ignored) == 0 {
+		return ""
+	}
+	var reasons []string
+	byReason := map[string][]string{}
+	for _, k := range r.Ignored {
+		if _, seen := byReason[k.Reason]; !seen {
+			reasons = append(reasons, k.Reason)
+		}
+		byReason[k.Reason] = append(byReason[k.Reason], k.Key)
+	}
+	parts := make([]string, len(reasons))
+	for i, why := range reasons {
+		parts[i] = strings.Join(byReason[why], ", ") + " (" + why + ")"
+	}
+	return fmt.Sprintf("%s: %d RocketMQ key(s) accepted but ignored: %s", r.Source, len(r.Ignored), strings.Join(parts, "; "))
+}
+
+// IgnoredKeysOf lists the ignored keys dst declares, sorted ("" when dst is
+// not an Ignorer), for documentation and tests.
+func IgnoredKeysOf(dst any) []string {
+	ig, ok := dst.(Ignorer)
+	if !ok {
+		return nil
+	}
+	m := ig.IgnoredKeys()
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// suggest returns the known key closest to an unknown one, "" when none is
+// close enough to be a misspelling: an edit distance, ignoring case, of at
+// most a third of the key's length (at least 2). Ties go to the first key in
+// sorted order, so the suggestion is deterministic.
+func suggest[V any](key string, fields map[string]V, ignored map[string]Ignored) string {
+	cands := make([]string, 0, len(fields)+len(ignored))
+	for k := range fields {
+		cands = append(cands, k)
+	}
+	for k := range ignored {
+		cands = append(cands, k)
+	}
+	sort.Strings(cands)
+	lk := strings.ToLower(key)
+	best, bestDist := "", max(len(key)/3, 2)+1
+	for _, k := range cands {
+		if d := editDistance(lk, strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes (keys
+// are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
