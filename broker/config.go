@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/internal/logging"
 	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -26,6 +27,9 @@ type BrokerConfig struct {
 	Gossip ha.GossipConfig
 	// ACLConfig holds aclEnable, aclFile and the registration credentials (acl.go).
 	ACLConfig
+	// Log is where and how the node logs (logLevel, logFormat, logFile,
+	// logFile* rotation keys; read by the raftmq command).
+	Log logging.Config
 	// MetricsPort is the monitoring HTTP port (/metrics, /health,
 	// /debug/pprof/): 0 means listenPort+3, -1 turns it off.
 	MetricsPort int `prop:"metricsPort"`
@@ -145,6 +149,7 @@ func DefaultConfig() BrokerConfig {
 	c := BrokerConfig{
 		GroupConfig:                   DefaultGroupConfig(),
 		Gossip:                        defaultBrokerGossip(),
+		Log:                           logging.DefaultConfig(),
 		GossipEnable:                  true,
 		BrokerClusterName:             "DefaultCluster",
 		BrokerName:                    "broker-a",
@@ -291,7 +296,7 @@ func parseDelayLevels(s string) ([]time.Duration, error) {
 // Validate checks the broker keys and the group part and reports every
 // setting at fault (errors.Join), each naming its key.
 func (c *BrokerConfig) Validate() error {
-	errs := []error{c.GroupConfig.Validate()}
+	errs := []error{c.GroupConfig.Validate(), c.Log.Validate()}
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidBrokerConfig, key, fmt.Sprintf(format, args...))
 	}

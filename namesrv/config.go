@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/internal/logging"
 )
 
 // Config is the name server's configuration. Keys (prop tags) follow
@@ -79,6 +80,9 @@ type Config struct {
 	Gossip ha.GossipConfig
 	// AuthConfig authenticates broker registrations (auth.go).
 	AuthConfig
+	// Log is where and how the name server logs (logLevel, logFormat,
+	// logFile, logFile* rotation keys; read by the raftmq command).
+	Log logging.Config
 }
 
 // DefaultConfig returns RocketMQ's defaults: port 9876, a 5 s scan, a 120 s
@@ -92,6 +96,7 @@ func DefaultConfig() Config {
 		ListenAddr:                           "0.0.0.0",
 		ListenPort:                           9876,
 		Gossip:                               defaultGossip(),
+		Log:                                  logging.DefaultConfig(),
 		KVConfigPath:                         filepath.Join(home, "namesrv", "kvConfig.json"),
 		ScanNotActiveBrokerInterval:          5 * time.Second,
 		BrokerChannelExpiredTime:             120 * time.Second,
@@ -115,7 +120,7 @@ func (c Config) Addr() string {
 // Validate reports every setting that cannot work (errors.Join), each
 // naming its key.
 func (c Config) Validate() error {
-	var errs []error
+	errs := []error{c.Log.Validate()}
 	if c.ListenPort < 0 || c.ListenPort > 65535 {
 		errs = append(errs, fmt.Errorf("%w: listenPort=%d is not a TCP port (0..65535)", ErrInvalidConfig, c.ListenPort))
 	}

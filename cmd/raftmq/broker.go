@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/raftmq/raftmq/broker"
@@ -20,33 +23,50 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 		Long: "Run a broker node. Keys in the -c file are RocketMQ's broker.conf keys (brokerClusterName, brokerName, " +
 			"namesrvAddr, listenPort, brokerIP1, autoCreateTopicEnable, ...), the store keys (storePathRootDir, " +
 			"mappedFileSizeCommitLog, flushDiskType, ...) and DLedger's (dLegerGroup, dLegerPeers, dLegerSelfId, " +
-			"preferredLeaderId); unknown keys are an error. Runs until SIGINT or SIGTERM.",
+			"preferredLeaderId). RocketMQ keys raftmq does not use (brokerRole, haListenPort, ...) load with one warning " +
+			"saying why; an unknown key is an error naming the closest known one, and every bad key or setting is " +
+			"reported in one run (docs/config.md). Logs go to logFile or stderr (SIGHUP reopens the file). " +
+			"Runs until SIGINT or SIGTERM.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cfg := broker.DefaultConfig()
+			var rep config.Report
+			var errs []error
 			if confPath != "" {
-				if err := config.LoadFile(confPath, &cfg); err != nil {
-					return err
-				}
+				var lerr error
+				rep, lerr = config.Load(confPath, &cfg)
+				errs = append(errs, lerr)
 			}
-			if err := cfg.Derive(); err != nil {
-				return err
+			errs = append(errs, cfg.Derive(), cfg.Validate())
+			source := confPath
+			if source == "" {
+				source = "broker config"
 			}
+			cerr := config.Explain(source, errors.Join(errs...))
 			if printOnly {
 				if err := config.Print(cmd.OutOrStdout(), &cfg); err != nil {
 					return err
 				}
-				return cfg.Validate()
+				if w := rep.Warning(); w != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+				}
+				return cerr
 			}
-			if err := cfg.Validate(); err != nil {
-				return err
+			if cerr != nil {
+				if w := rep.Warning(); w != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+				}
+				return cerr
 			}
-			log, err := g.logger()
+			log, err := g.openLog(cmd, cfg.Log)
 			if err != nil {
 				return err
 			}
-			defer func() { _ = log.Sync() }()
-			node, err := broker.OpenNode(cfg, log)
+			defer func() { err = errors.Join(err, log.Close()) }()
+			if w := rep.Warning(); w != "" {
+				log.Warn(w)
+			}
+			node, err := broker.OpenNode(cfg, log.Logger)
 			if err != nil {
 				return err
 			}

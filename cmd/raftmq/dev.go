@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/internal/devcluster"
+	"github.com/raftmq/raftmq/internal/logging"
 )
 
 // devFlags configure `raftmq dev`.
@@ -31,13 +32,13 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 			"Data lives under --dir with small segments. Prints one ready line once a leader is registered; " +
 			"Ctrl-C stops everything cleanly.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger()
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			log, err := g.openLog(cmd, logging.DefaultConfig())
 			if err != nil {
 				return err
 			}
-			defer func() { _ = log.Sync() }()
-			return runDev(cmd.Context(), f, log, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
+			defer func() { err = errors.Join(err, log.Close()) }()
+			return runDev(cmd.Context(), f, log.Logger, func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) })
 		},
 	}
 	cmd.Flags().StringVar(&f.dir, "dir", "raftmq-dev", "data directory (created if missing)")

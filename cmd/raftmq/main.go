@@ -17,6 +17,8 @@ import (
 // globalFlags are shared by every subcommand.
 type globalFlags struct {
 	logLevel  string
+	logFormat string
+	logFile   string
 	gcPercent int
 }
 
@@ -62,6 +64,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addLogFlags(root, g)
 	root.PersistentFlags().IntVar(&g.gcPercent, "gc-percent", defaultGCPercent,
 		"Go GC target percentage (GOGC) for this process; a negative value turns the GC off. Default: the GOGC environment variable if set, else 400")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
@@ -79,7 +82,15 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
-// logger builds the process logger from the global flags.
+// logger builds the logger of the short-lived commands (admin, bench,
+// failover) from the global flags: the level, and the format and file
+// when given.
 func (g *globalFlags) logger() (*zap.Logger, error) {
-	return logging.New(g.logLevel)
+	c := logging.DefaultConfig()
+	c.Level, c.Format, c.File = g.logLevel, g.logFormat, g.logFile
+	l, err := logging.Open(c)
+	if err != nil {
+		return nil, err
+	}
+	return l.Logger, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -22,26 +23,37 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 		Use:   "namesrv",
 		Short: "Run a name server (RocketMQ NameServer protocol, default port 9876)",
 		Long: "Run a name server. Keys in the -c file are RocketMQ's NamesrvConfig/NettyServerConfig keys " +
-			"(listenPort, kvConfigPath, scanNotActiveBrokerInterval, ...); unknown keys are an error. " +
+			"(listenPort, kvConfigPath, scanNotActiveBrokerInterval, ...) and the log keys (logFormat, logFile, ...); " +
+			"RocketMQ keys it does not use load with one warning saying why, an unknown key is an error naming the " +
+			"closest known one, and every bad key or setting is reported in one run. " +
 			"Runs until SIGINT or SIGTERM.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := namesrvConfig(confPath, listen)
-			if err != nil {
-				return err
-			}
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			cfg, rep, cerr := namesrvConfig(confPath, listen)
 			if printOnly {
 				if err := config.Print(cmd.OutOrStdout(), &cfg); err != nil {
 					return err
 				}
-				return cfg.Validate()
+				if w := rep.Warning(); w != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+				}
+				return cerr
 			}
-			log, err := g.logger()
+			if cerr != nil {
+				if w := rep.Warning(); w != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+				}
+				return cerr
+			}
+			log, err := g.openLog(cmd, cfg.Log)
 			if err != nil {
 				return err
 			}
-			defer func() { _ = log.Sync() }()
-			n, err := namesrv.New(cfg, log)
+			defer func() { err = errors.Join(err, log.Close()) }()
+			if w := rep.Warning(); w != "" {
+				log.Warn(w)
+			}
+			n, err := namesrv.New(cfg, log.Logger)
 			if err != nil {
 				return err
 			}
@@ -54,27 +66,37 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// namesrvConfig layers defaults, the config file and the --listen flag.
-func namesrvConfig(confPath, listen string) (namesrv.Config, error) {
+// namesrvConfig layers defaults, the config file and the --listen flag,
+// and validates the result. The error lists every bad key and setting
+// (config.Explain); the report holds the ignored RocketMQ keys to warn of.
+func namesrvConfig(confPath, listen string) (namesrv.Config, config.Report, error) {
 	cfg := namesrv.DefaultConfig()
+	var rep config.Report
+	var errs []error
 	if confPath != "" {
-		if err := config.LoadFile(confPath, &cfg); err != nil {
-			return cfg, err
-		}
+		var err error
+		rep, err = config.Load(confPath, &cfg)
+		errs = append(errs, err)
 	}
 	if listen != "" {
 		host, port, err := net.SplitHostPort(listen)
-		if err != nil {
-			return cfg, fmt.Errorf("--listen %q: want host:port: %w", listen, err)
+		p, perr := strconv.Atoi(port)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--listen %q: want host:port: %w", listen, err))
+		case perr != nil:
+			errs = append(errs, fmt.Errorf("--listen %q: port is not a number", listen))
+		default:
+			if host == "" {
+				host = "0.0.0.0"
+			}
+			cfg.ListenAddr, cfg.ListenPort = host, p
 		}
-		p, err := strconv.Atoi(port)
-		if err != nil {
-			return cfg, fmt.Errorf("--listen %q: port is not a number", listen)
-		}
-		if host == "" {
-			host = "0.0.0.0"
-		}
-		cfg.ListenAddr, cfg.ListenPort = host, p
 	}
-	return cfg, nil
+	errs = append(errs, cfg.Validate())
+	source := confPath
+	if source == "" {
+		source = "name server config"
+	}
+	return cfg, rep, config.Explain(source, errors.Join(errs...))
 }

@@ -43,7 +43,8 @@ func (e *KeyError) Error() string {
 	case errors.Is(e.Err, ErrUnknownKey):
 		return fmt.Sprintf("%s: unknown key %q (neither a raftmq key nor a RocketMQ key it knows; see docs/config.md)", e.Source, e.Key)
 	case errors.Is(e.Err, ErrIgnoredKey):
-		return fmt.Sprintf("%s: key %s=%s: %v", e.Source, e.Key, e.Value, e.Err)
+		return fmt.Sprintf("%s: key %s=%s refused: %s", e.Source, e.Key, e.Value,
+			strings.TrimPrefix(e.Err.Error(), ErrIgnoredKey.Error()+": "))
 	}
 	return fmt.Sprintf("%s: key %q: cannot use value %q: %v", e.Source, e.Key, e.Value, e.Err)
 }

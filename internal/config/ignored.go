@@ -142,3 +142,45 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Explain turns the error of Load, Apply or a Validate into one message
+// that lists every problem on its own line under a count, so an operator
+// fixes a file in one pass. A single problem is returned as it is. The
+// result wraps err (errors.Is and errors.As still see every part).
+func Explain(source string, err error) error {
+	leaves := Problems(err)
+	if len(leaves) < 2 {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d settings to change:", source, len(leaves))
+	for _, e := range leaves {
+		b.WriteString("\n  - ")
+		b.WriteString(e.Error())
+	}
+	return &explained{msg: b.String(), err: err}
+}
+
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+// Problems flattens errors.Join trees into their parts, in order (nil for
+// a nil error).
+func Problems(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, Problems(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}

@@ -1,26 +1,17 @@
 package logging
 
 import (
-	"fmt"
-
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
-// New returns a production-style JSON logger at the given level ("debug",
-// "info", "warn", "error"), writing to stderr.
+// New returns a JSON logger at the given level ("debug", "info", "warn",
+// "error"), writing to stderr: Open with the default config at that level.
 func New(level string) (*zap.Logger, error) {
-	lvl, err := zapcore.ParseLevel(level)
+	c := DefaultConfig()
+	c.Level = level
+	l, err := Open(c)
 	if err != nil {
-		return nil, fmt.Errorf("logging: bad level %q: want debug, info, warn or error", level)
+		return nil, err
 	}
-	cfg := zap.NewProductionConfig()
-	cfg.Level = zap.NewAtomicLevelAt(lvl)
-	cfg.EncoderConfig.TimeKey = "ts"
-	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	// Sampling would drop repeated warnings about the same bad peer, which is
-	// what an operator needs to see while chasing it; components already warn
-	// once per condition.
-	cfg.Sampling = nil
-	return cfg.Build()
+	return l.Logger, nil
 }
