@@ -32,7 +32,8 @@ import (
 // raft_log_flush_seconds/bytes (group_metrics.go); disk_used_ratio and
 // commitlog_min/max_offset_bytes, consumer_lag_messages{group,topic} with
 // its cap (storeCollector); raft_follower_lag_entries and
-// raft_follower_last_status_seconds on the leader (followerLag).
+// raft_follower_last_status_seconds on the leader (followerLag);
+// topic_put_* and group_get_* by topic and group, capped (metrics_topic.go).
 
 // controller lifecycle states reported by /health.
 const (
@@ -63,6 +64,8 @@ type brokerMetrics struct {
 	// limitRefusals counts requests refused by a limit against abuse, by
 	// limit (a fixed set: see Controller.refuse).
 	limitRefusals *prometheus.CounterVec
+	// traffic is the per-topic and per-group series (metrics_topic.go).
+	traffic *trafficStats
 }
 
 const metricsNamespace = "raftmq_broker"
@@ -75,6 +78,8 @@ func newBrokerMetrics(c *Controller) *brokerMetrics {
 		reg.MustRegister(x)
 		return x
 	}
+	m.traffic = newTrafficStats()
+	reg.MustRegister(m.traffic)
 	m.putMsgs = counter("put_messages_total", "Messages acknowledged to producers (after Raft commit).")
 	m.putBytes = counter("put_bytes_total", "Body bytes of acknowledged messages.")
 	m.pullMsgs = counter("pull_messages_total", "Messages returned to pulls.")

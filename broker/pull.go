@@ -164,6 +164,7 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 		r.Body = res.Body
 		c.metrics.pullMsgs.Add(float64(len(res.Messages)))
 		c.metrics.pullBytes.Add(float64(len(res.Body)))
+		c.metrics.traffic.countGet(h.ConsumerGroup, h.Topic, len(res.Messages), len(res.Body))
 	case store.NoMatchedMessage, store.MessageWasRemoving, store.OffsetFoundNull:
 		code = remoting.ResponsePullRetryImmediately
 	case store.OffsetOverflowOne:

@@ -590,5 +590,8 @@ func (c *Controller) countPut(msgs []*store.Message) {
 	}
 	c.metrics.putMsgs.Add(float64(len(msgs)))
 	c.metrics.putBytes.Add(float64(n))
+	if len(msgs) > 0 {
+		c.metrics.traffic.countPut(msgs[0].Topic, len(msgs), n) // a request's messages share one topic
+	}
 	c.metrics.diskFull.Store(false)
 }
