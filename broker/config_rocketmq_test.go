@@ -140,3 +140,26 @@ func TestRuntimeUpdateRefusesIgnoredKey(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestConfigDocTable: docs/config.md's broker table is the classification
+// of every RocketMQ 4.9 broker key (RAFTMQ_WRITE_DOCS=1 rewrites it).
+func TestConfigDocTable(t *testing.T) {
+	var cfg BrokerConfig
+	table, err := config.ClassTable(readKeyList(t, "testdata/rocketmq-4.9.8-broker-keys.txt"), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const doc = "../docs/config.md"
+	if os.Getenv("RAFTMQ_WRITE_DOCS") != "" {
+		if err := config.ReplaceSection(doc, "broker-keys", table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), table) {
+		t.Fatalf("%s's broker-keys table is stale: run RAFTMQ_WRITE_DOCS=1 go test -run TestConfigDocTable ./broker/ ./namesrv/", doc)
+	}
+}

@@ -41,13 +41,17 @@
 //
 //   - api.go: the interface the processors use (put, commit offsets, update
 //     tables, read the store and the applied state).
-//   - config.go: BrokerConfig (RocketMQ broker keys, the group, gossip),
-//     derived ports and ids.
+//   - config.go: BrokerConfig (RocketMQ broker keys, the group, gossip,
+//     logs), derived ports and ids; Validate reports every bad setting.
+//   - config_rocketmq.go: the RocketMQ 4.9 keys raftmq accepts without a
+//     field, each with why it is ignored (docs/config.md's table).
 //   - node.go: Node, one broker node (group + controller) with Start, Run
 //     and Close.
 //   - controller.go: the node's remoting servers, processor table and
 //     pools, role-change hook, lifecycle; controller_gossip.go,
-//     controller_metrics.go: its gossip membership and metrics.
+//     controller_metrics.go: its gossip membership and metrics;
+//     metrics_topic.go: per-topic and per-group traffic series (capped)
+//     and MetricNames.
 //   - send.go (10/310/320), pull.go (11, the subscription checks and the
 //     pull's filter), hold.go (long polling),
 //     heartbeat.go and clientmgr.go (34/35/38, producer and consumer

@@ -56,3 +56,33 @@ func TestIgnoredKeysWarnOnce(t *testing.T) {
 		t.Fatalf("warning %q", w)
 	}
 }
+
+// TestConfigDocTable: docs/config.md's name server table is the
+// classification of every RocketMQ 4.9 name server key
+// (RAFTMQ_WRITE_DOCS=1 rewrites it).
+func TestConfigDocTable(t *testing.T) {
+	var keys []string
+	raw, err := os.ReadFile("testdata/rocketmq-4.9.8-namesrv-keys.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			keys = append(keys, l)
+		}
+	}
+	var cfg Config
+	table, err := config.ClassTable(keys, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const doc = "../docs/config.md"
+	if os.Getenv("RAFTMQ_WRITE_DOCS") != "" {
+		if err := config.ReplaceSection(doc, "namesrv-keys", table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := os.ReadFile(doc); err != nil || !strings.Contains(string(d), table) {
+		t.Fatalf("%s's namesrv-keys table is stale (%v): run RAFTMQ_WRITE_DOCS=1 go test -run TestConfigDocTable ./broker/ ./namesrv/", doc, err)
+	}
+}

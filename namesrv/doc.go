@@ -14,8 +14,10 @@
 //   - namesrv.go: NameServer (New, Start, Run, Shutdown, Close), processor wiring,
 //     the inactive-broker scan and the batch-unregistration goroutines,
 //     RemoveBroker/RemoveBrokerByAddr for gossip, connection-close cleanup.
-//   - config.go: Config (RocketMQ NamesrvConfig/NettyServerConfig keys),
-//     DefaultConfig, Validate.
+//   - config.go: Config (RocketMQ NamesrvConfig/NettyServerConfig keys,
+//     logs), DefaultConfig, Validate (every bad setting).
+//   - config_rocketmq.go: the RocketMQ 4.9 keys accepted without a field,
+//     each with why it is ignored.
 //   - routeinfo.go: the RouteInfoManager tables under one RWMutex:
 //     registration, data-version checks, heartbeats, route pickup, cluster
 //     info, topic lists; routeinfo_remove.go: unregistration, expiry scan,

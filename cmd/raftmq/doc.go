@@ -9,9 +9,14 @@
 // # Files
 //
 //   - main.go: the root command (--log-level, --gc-percent: GOGC 400 unless
-//     GOGC or the flag say otherwise) and exit codes.
+//     GOGC or the flag say otherwise) and exit codes; logflags.go:
+//     --log-format and --log-file, and the process logger (SIGHUP reopens
+//     its file).
 //   - namesrv.go, broker.go: `raftmq namesrv` and `raftmq broker -c`
-//     (-p prints the effective config and exits).
+//     (-p prints the effective config and exits): one warning for ignored
+//     RocketMQ keys, every config problem in one message. The stock
+//     RocketMQ 4.9 files they are tested with are in
+//     testdata/rocketmq-4.9.8 (see its NOTICE).
 //   - dev.go: `raftmq dev`, the in-process cluster of internal/devcluster
 //     (a name server and a 3-node group on loopback) with its ready line.
 //   - bench.go: `raftmq bench produce|consume`: TPS, MB/s and HDR

@@ -12,10 +12,21 @@
 //
 // An unknown or malformed key is a *KeyError naming the key and the file:
 // RocketMQ ignores unknown keys, but a misspelt durability setting must not
-// pass unnoticed.
+// pass unnoticed; an unknown key names the closest known one. Every bad key
+// of a file is reported in one error (errors.Join), and Explain lists them
+// under a count, together with the caller's Validate errors.
+//
+// A target that implements Ignorer accepts keys it has no field for (a
+// RocketMQ key raftmq does not use) with a reason: Load returns them for
+// one warning line (Report.Warning), Apply (runtime updates) refuses them,
+// and a value that asks for a missing feature is refused either way.
 //
 // # Files
 //
-//   - config.go: LoadFile and Apply (the struct walk and parsing), Keys,
-//     Print (the effective config in the same syntax), KeyError.
+//   - config.go: LoadFile, Load and Apply (the struct walk and parsing),
+//     Keys, Print (the effective config in the same syntax), KeyError.
+//   - ignored.go: Ignorer, Ignored, Report and its warning, suggestions,
+//     Explain and Problems.
+//   - doctable.go: ClassTable and ReplaceSection, which keep
+//     docs/config.md's key tables generated from the code.
 package config
