@@ -41,7 +41,7 @@ func TestRocketMQKeysClassified(t *testing.T) {
 	}
 	isField := func(k string) bool { i := sort.SearchStrings(fields, k); return i < len(fields) && fields[i] == k }
 	ignored := cfg.IgnoredKeys()
-	rmq := readKeyList(t, "testdata/rocketmq-4.9.8-broker-keys.txt")
+	rmq := readKeyList(t, "testdata/rocketmq-4.9.8-broker.keys")
 	used, skipped := 0, 0
 	for _, k := range rmq {
 		ig, ok := ignored[k]
@@ -145,7 +145,7 @@ func TestRuntimeUpdateRefusesIgnoredKey(t *testing.T) {
 // of every RocketMQ 4.9 broker key (RAFTMQ_WRITE_DOCS=1 rewrites it).
 func TestConfigDocTable(t *testing.T) {
 	var cfg BrokerConfig
-	table, err := config.ClassTable(readKeyList(t, "testdata/rocketmq-4.9.8-broker-keys.txt"), &cfg)
+	table, err := config.ClassTable(readKeyList(t, "testdata/rocketmq-4.9.8-broker.keys"), &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
 // Package deploy holds no code: the example confs, systemd units, the
-// compose file and the Kubernetes manifests. Its tests decode the compose
-// file and the manifests (the manifests strictly, with the Kubernetes API
-// types), load every conf they carry with raftmq's config loader, and check
-// that ports, users and volumes agree with the confs and with the root
-// Dockerfile.
+// compose file, the Kubernetes manifests and the Grafana dashboard. Its
+// tests decode the compose file and the manifests (the manifests strictly,
+// with the Kubernetes API types), load every conf they carry with raftmq's
+// config loader, check that ports, users and volumes agree with the confs
+// and with the root Dockerfile, and check every dashboard query against
+// the metrics the broker exports (grafana_test.go).
 package deploy
 
 import (

@@ -18,7 +18,7 @@ func TestRocketMQKeysClassified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open("testdata/rocketmq-4.9.8-namesrv-keys.txt")
+	f, err := os.Open("testdata/rocketmq-4.9.8-namesrv.keys")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestIgnoredKeysWarnOnce(t *testing.T) {
 // (RAFTMQ_WRITE_DOCS=1 rewrites it).
 func TestConfigDocTable(t *testing.T) {
 	var keys []string
-	raw, err := os.ReadFile("testdata/rocketmq-4.9.8-namesrv-keys.txt")
+	raw, err := os.ReadFile("testdata/rocketmq-4.9.8-namesrv.keys")
 	if err != nil {
 		t.Fatal(err)
 	}
