@@ -42,9 +42,6 @@ type BrokerConfig struct {
 	BrokerClusterName string `prop:"brokerClusterName"`
 	// BrokerName names the group (one brokerName = one Raft group).
 	BrokerName string `prop:"brokerName"`
-	// BrokerID is ignored in Raft mode: the leader registers as 0 and a
-	// follower as its index in dLegerPeers + 1. Kept so RocketMQ confs load.
-	BrokerID int64 `prop:"brokerId"`
 	// NamesrvAddr lists the name servers, "host:port;host:port".
 	NamesrvAddr string `prop:"namesrvAddr"`
 	// ListenPort is the remoting port (10911); the VIP channel listens on
@@ -67,12 +64,6 @@ type BrokerConfig struct {
 	AutoCreateSubscriptionGroup bool `prop:"autoCreateSubscriptionGroup"`
 	// DefaultTopicQueueNums is the queue count of auto-created topics (8).
 	DefaultTopicQueueNums int `prop:"defaultTopicQueueNums"`
-	// SlaveReadEnable is ignored: followers always serve pulls of committed
-	// messages, whatever its value (RocketMQ's slaves answer
-	// PULL_RETRY_IMMEDIATELY when it is false), because after a failover
-	// clients keep pulling from the old brokerId-0 address until their next
-	// route refresh. Kept so RocketMQ confs load.
-	SlaveReadEnable bool `prop:"slaveReadEnable"`
 	// RegisterNameServerPeriod is the re-registration period (30 s).
 	RegisterNameServerPeriod time.Duration `prop:"registerNameServerPeriod"`
 	// RegisterBrokerTimeoutMills bounds one REGISTER_BROKER call (6 s).

@@ -35,6 +35,12 @@ const (
 // that value loads, any other is refused naming the key.
 var rocketmqBrokerKeys = map[string]config.Ignored{
 	// Master/slave replication (MessageStoreConfig, BrokerConfig).
+	"brokerId": {Reason: "roles come from Raft: the leader registers as brokerId 0, " +
+		"a follower as its position in dLegerPeers + 1"},
+	// RocketMQ's slaves answer PULL_RETRY_IMMEDIATELY when it is false;
+	// after a failover clients keep pulling from the old leader's address
+	// until their next route refresh, so followers must serve.
+	"slaveReadEnable":           {Reason: "followers always serve pulls of committed messages"},
 	"brokerRole":                {Reason: whyRaft},
 	"brokerIP2":                 {Reason: whyRaft},
 	"haListenPort":              {Reason: whyRaft},
@@ -87,8 +93,8 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"osPageCacheBusyTimeOutMills":        {Reason: "no page-cache-busy fast failure: a write waits for Raft, bounded by applyTimeout"},
 	"disableConsumeIfConsumerReadSlowly": {Reason: "consumers far behind read from disk; none is cut off", Only: "false"},
 	"consumerFallbehindThreshold":        {Reason: "consumers far behind read from disk; none is cut off"},
-	"defaultQueryMaxNum":                 {Reason: "QUERY_MESSAGE returns at most the request's maxNum"},
-	"maxMsgsNumBatch":                    {Reason: "QUERY_MESSAGE returns at most the request's maxNum"},
+	"defaultQueryMaxNum":                 {Reason: "QUERY_MESSAGE returns at most the request's maxNum, capped at 64"},
+	"maxMsgsNumBatch":                    {Reason: "QUERY_MESSAGE returns at most the request's maxNum, capped at 64"},
 	"putMsgIndexHightWater":              {Reason: "the index is written for every message (messageIndexEnable)"},
 	"messageIndexSafe":                   {Reason: "the index is rebuilt from the Raft log on recovery"},
 

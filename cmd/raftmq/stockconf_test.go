@@ -158,8 +158,8 @@ func slicesContain(s []string, x string) bool {
 // TestStockBrokerConfFailsWithOneMessage: RocketMQ's plain conf/broker.conf
 // (no DLedger keys, ASYNC_FLUSH, brokerRole) is refused in one run with one
 // message naming every setting to change and why, and the one warning for
-// brokerRole; with those two settings changed it passes validation as a
-// one-member group.
+// brokerId and brokerRole; with those two settings changed it passes
+// validation as a one-member group.
 func TestStockBrokerConfFailsWithOneMessage(t *testing.T) {
 	var stderr bytes.Buffer
 	err := <-runCmd(context.Background(), &stderr, "broker", "-c", stockDir+"/broker.conf")
@@ -178,8 +178,9 @@ func TestStockBrokerConfFailsWithOneMessage(t *testing.T) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
 	}
-	if w := stderr.String(); strings.Count(w, "\n") != 1 || !strings.Contains(w, "warning:") || !strings.Contains(w, "brokerRole (replication is Raft") {
-		t.Errorf("want one warning line naming brokerRole, got %q", w)
+	if w := stderr.String(); strings.Count(w, "\n") != 1 || !strings.Contains(w, "warning:") ||
+		!strings.Contains(w, "brokerId (roles come from Raft") || !strings.Contains(w, "brokerRole (replication is Raft") {
+		t.Errorf("want one warning line naming brokerId and brokerRole, got %q", w)
 	}
 
 	stock, _ := os.ReadFile(stockDir + "/broker.conf")
@@ -194,7 +195,7 @@ func TestStockBrokerConfFailsWithOneMessage(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatalf("with flushDiskType and dLegerPeers changed: %v", err)
 	}
-	if !strings.Contains(out.String(), "warning: "+path+": 1 RocketMQ key(s) accepted but ignored: brokerRole (") {
+	if !strings.Contains(out.String(), "warning: "+path+": 2 RocketMQ key(s) accepted but ignored: brokerId (") {
 		t.Fatalf("print mode shows the warning too:\n%s", out.String())
 	}
 }
