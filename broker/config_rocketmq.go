@@ -185,7 +185,6 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"messageStorePlugIn":                       {Reason: "raftmq has no store plug-ins", OnlyEmpty: true},
 	"fetchNamesrvAddrByAddressServer":          {Reason: "there is no address server: give namesrvAddr", Only: "false"},
 	"filterServerNums":                         {Reason: "class filter servers are not supported (SQL92 and tags are)", Only: "0"},
-	"aclEnable":                                {Reason: "ACL is not supported by this build: requests are not authenticated", Only: "false"},
 	"enableLmq":                                {Reason: "light message queues (LMQ) are not supported", Only: "false"},
 	"enableMultiDispatch":                      {Reason: "multi-dispatch (LMQ) is not supported", Only: "false"},
 	"maxLmqConsumeQueueNum":                    {Reason: "light message queues (LMQ) are not supported"},

@@ -68,7 +68,7 @@ func TestRocketMQKeysClassified(t *testing.T) {
 
 // TestIgnoredKeysLoadWithOneWarning: a file setting ignored keys loads;
 // the one warning names each key and its reason; unknown keys fail with a
-// suggestion; a value asking for a missing feature is refused; and all of
+// suggestion; a value asking for a missing feature (enableLmq=true) is refused; and all of
 // that is reported in one run.
 func TestIgnoredKeysLoadWithOneWarning(t *testing.T) {
 	path := t.TempDir() + "/broker.conf"
@@ -77,7 +77,7 @@ func TestIgnoredKeysLoadWithOneWarning(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("brokerRole=SYNC_MASTER\nhaListenPort=10912\nserverWorkerThreads=8\nlistenPort=10911\naclEnable=false\n")
+	write("brokerRole=SYNC_MASTER\nhaListenPort=10912\nserverWorkerThreads=8\nlistenPort=10911\nenableLmq=false\n")
 	cfg := DefaultConfig()
 	rep, err := config.Load(path, &cfg)
 	if err != nil {
@@ -85,7 +85,7 @@ func TestIgnoredKeysLoadWithOneWarning(t *testing.T) {
 	}
 	w := rep.Warning()
 	for _, want := range []string{"4 RocketMQ key(s)", "brokerRole, haListenPort (replication is Raft",
-		"serverWorkerThreads (Java thread-pool", "aclEnable (ACL is not supported"} {
+		"serverWorkerThreads (Java thread-pool", "enableLmq (light message queues (LMQ) are not supported"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warning %q lacks %q", w, want)
 		}
@@ -94,14 +94,14 @@ func TestIgnoredKeysLoadWithOneWarning(t *testing.T) {
 		t.Fatalf("the warning must be one line: %q", w)
 	}
 
-	write("brokerRol=SLAVE\nflushDiskTyp=SYNC_FLUSH\nlistenport=1\naclEnable=true\nlistenPort=ten\nnoSuchThing=1\n")
+	write("brokerRol=SLAVE\nflushDiskTyp=SYNC_FLUSH\nlistenport=1\nenableLmq=true\nlistenPort=ten\nnoSuchThing=1\n")
 	cfg = DefaultConfig()
 	_, err = config.Load(path, &cfg)
 	if !errors.Is(err, config.ErrUnknownKey) || !errors.Is(err, config.ErrIgnoredKey) || !errors.Is(err, config.ErrBadValue) {
 		t.Fatalf("want all three kinds of error in one: %v", err)
 	}
 	for _, want := range []string{`"brokerRol": did you mean "brokerRole"?`, `"flushDiskTyp": did you mean "flushDiskType"?`,
-		`"listenport": did you mean "listenPort"?`, "aclEnable=true refused: ACL is not supported", `"listenPort": cannot use value "ten"`,
+		`"listenport": did you mean "listenPort"?`, "enableLmq=true refused: light message queues (LMQ) are not supported", `"listenPort": cannot use value "ten"`,
 		`unknown key "noSuchThing" (neither`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

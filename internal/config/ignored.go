@@ -9,7 +9,7 @@ import (
 
 // ErrIgnoredKey is wrapped by the error for a key the target lists as
 // ignored (see Ignorer) when it cannot be accepted: a value that asks for a
-// feature raftmq does not have (aclEnable=true), or any value given at run
+// feature raftmq does not have (enableLmq=true), or any value given at run
 // time through Apply.
 var ErrIgnoredKey = errors.New("key not used by raftmq")
 
@@ -28,8 +28,8 @@ type Ignored struct {
 	Reason string
 	// Only, when set, is the one value (compared case-insensitively) that is
 	// safe to ignore, because it asks for nothing raftmq lacks; any other
-	// value is refused, so aclEnable=true cannot silently leave a broker
-	// open.
+	// value is refused, so a setting that turns on a feature raftmq lacks
+	// (enableLmq=true) cannot pass unnoticed.
 	Only string
 	// OnlyEmpty accepts only an empty value (a path list or a plug-in class
 	// name that would ask for something raftmq lacks).
