@@ -1,0 +1,454 @@
+package timerindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
+)
+
+// appliedName is the file of the applied mark: the Raft index (8 bytes LE)
+// and a CRC32-C of it.
+const appliedName = "APPLIED"
+
+// maxOpen bounds the append handles kept open; writes go to few buckets at
+// a time (the near future), so the cache rarely turns over.
+const maxOpen = 64
+
+// readChunk is how many records a move reads at a time.
+const readChunk = 4096
+
+// ErrClosed is returned by every method after Close.
+var ErrClosed = errors.New("timerindex: closed")
+
+// Index is the on-disk timer index of one replica. Its methods are safe for
+// concurrent use: the FSM appends and advances, the leader's timer service
+// reads, a snapshot's Persist syncs.
+type Index struct {
+	fs  storage.FS
+	dir string
+	log *zap.Logger
+
+	mu sync.Mutex
+	// Guarded by mu.
+	present map[int64]uint64 // bucket>>6 → one bit per bucket whose file holds records
+	open    map[int64]*openFile
+	dirty   map[int64]struct{} // buckets written since the last Sync
+	dirs    map[int64]bool     // group directories known to exist
+	applied uint64
+	mark    storage.File
+	closed  bool
+}
+
+type openFile struct {
+	f    storage.File
+	size int64
+}
+
+// Open opens (or creates) the index under dir on fsys. A file whose size is
+// not a whole number of records (a torn append) is cut back to the last
+// whole record; an empty one is removed.
+func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	x := &Index{fs: fsys, dir: dir, log: log, present: map[int64]uint64{}, open: map[int64]*openFile{},
+		dirty: map[int64]struct{}{}, dirs: map[int64]bool{}}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("timerindex: %w", err)
+	}
+	groups, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("timerindex: %w", err)
+	}
+	for _, g := range groups {
+		if !g.IsDir() {
+			continue
+		}
+		gid, err := strconv.ParseInt(g.Name(), 10, 64)
+		if err != nil {
+			continue
+		}
+		x.dirs[gid] = true
+		files, err := fsys.ReadDir(filepath.Join(dir, g.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("timerindex: %w", err)
+		}
+		for _, e := range files {
+			b, err := strconv.ParseInt(e.Name(), 10, 64)
+			if err != nil || e.IsDir() || b>>12 != gid {
+				continue
+			}
+			if err := x.recoverFile(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if x.mark, err = fsys.OpenFile(filepath.Join(dir, appliedName), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return nil, fmt.Errorf("timerindex: %w", err)
+	}
+	var buf [12]byte
+	if n, _ := x.mark.ReadAt(buf[:], 0); n == len(buf) &&
+		crc32.Checksum(buf[:8], castagnoli) == binary.LittleEndian.Uint32(buf[8:]) {
+		x.applied = binary.LittleEndian.Uint64(buf[:8])
+	}
+	return x, nil
+}
+
+func (x *Index) recoverFile(b int64) error {
+	name := x.path(b)
+	f, err := x.fs.OpenFile(name, os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("timerindex: %w", err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return fmt.Errorf("timerindex: %w", err)
+	}
+	if whole := size - size%RecordSize; whole != size {
+		x.log.Warn("timer index: cutting a torn record", zap.String("file", name), zap.Int64("size", size))
+		if err := f.Truncate(whole); err != nil {
+			return fmt.Errorf("timerindex: %w", err)
+		}
+		size = whole
+	}
+	if size == 0 {
+		f.Close()
+		return x.fs.Remove(name)
+	}
+	x.setBit(b)
+	return nil
+}
+
+func (x *Index) path(b int64) string {
+	return filepath.Join(x.dir, strconv.FormatInt(b>>12, 10), strconv.FormatInt(b, 10))
+}
+
+func (x *Index) setBit(b int64)      { x.present[b>>6] |= 1 << uint64(b&63) }
+func (x *Index) hasBit(b int64) bool { return x.present[b>>6]&(1<<uint64(b&63)) != 0 }
+
+func (x *Index) clearBit(b int64) {
+	w := x.present[b>>6] &^ (1 << uint64(b&63))
+	if w == 0 {
+		delete(x.present, b>>6)
+	} else {
+		x.present[b>>6] = w
+	}
+}
+
+// fileLocked returns the append handle of bucket b, creating the file.
+func (x *Index) fileLocked(b int64) (*openFile, error) {
+	if of := x.open[b]; of != nil {
+		return of, nil
+	}
+	if len(x.open) >= maxOpen {
+		for k, of := range x.open {
+			of.f.Close()
+			delete(x.open, k)
+		}
+	}
+	if gid := b >> 12; !x.dirs[gid] {
+		if err := x.fs.MkdirAll(filepath.Dir(x.path(b)), 0o755); err != nil {
+			return nil, err
+		}
+		x.dirs[gid] = true
+	}
+	f, err := x.fs.OpenFile(x.path(b), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	of := &openFile{f: f, size: size - size%RecordSize}
+	x.open[b] = of
+	return of, nil
+}
+
+// Append adds records to bucket b.
+func (x *Index) Append(b int64, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	return x.appendLocked(b, recs)
+}
+
+func (x *Index) appendLocked(b int64, recs []Record) error {
+	of, err := x.fileLocked(b)
+	if err != nil {
+		return fmt.Errorf("timerindex: append to bucket %d: %w", b, err)
+	}
+	buf := make([]byte, 0, len(recs)*RecordSize)
+	for _, r := range recs {
+		buf = AppendRecord(buf, r)
+	}
+	if _, err := of.f.WriteAt(buf, of.size); err != nil {
+		return fmt.Errorf("timerindex: append to bucket %d: %w", b, err)
+	}
+	of.size += int64(len(buf))
+	x.dirty[b] = struct{}{}
+	x.setBit(b)
+	return nil
+}
+
+// Read returns up to max records of bucket b from the from-th on, and the
+// number of records the bucket holds. A record that fails its checksum is
+// returned with QueueOffset -1 (the caller skips it and says so). A bucket
+// without a file holds nothing.
+func (x *Index) Read(b, from int64, max int) ([]Record, int64, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil, 0, ErrClosed
+	}
+	return x.readLocked(b, from, max)
+}
+
+func (x *Index) readLocked(b, from int64, max int) ([]Record, int64, error) {
+	if !x.hasBit(b) {
+		return nil, 0, nil
+	}
+	of, err := x.fileLocked(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("timerindex: read bucket %d: %w", b, err)
+	}
+	total := of.size / RecordSize
+	if from < 0 {
+		from = 0
+	}
+	n := min(int64(max), total-from)
+	if n <= 0 {
+		return nil, total, nil
+	}
+	buf := make([]byte, n*RecordSize)
+	if _, err := of.f.ReadAt(buf, from*RecordSize); err != nil {
+		return nil, total, fmt.Errorf("timerindex: read bucket %d: %w", b, err)
+	}
+	recs := make([]Record, n)
+	for i := range recs {
+		r, err := DecodeRecord(buf[i*RecordSize:])
+		if err != nil {
+			x.log.Error("timer index: corrupt record skipped", zap.Int64("bucket", b), zap.Int64("record", from+int64(i)))
+			r = Record{QueueOffset: -1}
+		}
+		recs[i] = r
+	}
+	return recs, total, nil
+}
+
+// Next returns the first bucket in [from, to] whose file holds records.
+func (x *Index) Next(from, to int64) (int64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.nextLocked(from, to)
+}
+
+func (x *Index) nextLocked(from, to int64) (int64, bool) {
+	best, found := int64(0), false
+	for w, word := range x.present {
+		if w < from>>6 || w > to>>6 {
+			continue
+		}
+		if w == from>>6 {
+			word &^= (1 << uint64(from&63)) - 1
+		}
+		if word == 0 {
+			continue
+		}
+		b := w<<6 | int64(bits.TrailingZeros64(word))
+		if b <= to && (!found || b < best) {
+			best, found = b, true
+		}
+	}
+	return best, found
+}
+
+// Buckets returns the number of buckets that hold records.
+func (x *Index) Buckets() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for _, w := range x.present {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// Advance is the file side of a timer cursor moving from bucket from (of
+// which the first done records were delivered) to bucket to: the records
+// of from after done, and every record of a bucket between the two, were
+// written after the leader looked (late arrivals), so they move to to;
+// then those buckets' files are removed.
+func (x *Index) Advance(from, done, to int64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	if to <= from {
+		return nil
+	}
+	var srcs []int64
+	for w, word := range x.present {
+		for word != 0 {
+			b := w<<6 | int64(bits.TrailingZeros64(word))
+			word &= word - 1
+			if b >= from && b < to {
+				srcs = append(srcs, b)
+			}
+		}
+	}
+	slices.Sort(srcs)
+	for _, b := range srcs {
+		skip := int64(0)
+		if b == from {
+			skip = done
+		}
+		for {
+			recs, total, err := x.readLocked(b, skip, readChunk)
+			if err != nil {
+				return err
+			}
+			if err := x.appendLocked(to, recs); err != nil {
+				return err
+			}
+			skip += int64(len(recs))
+			if skip >= total {
+				break
+			}
+		}
+		if err := x.removeLocked(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DropBelow removes every bucket before b (they were passed by the cursor
+// of a snapshot this replica restored).
+func (x *Index) DropBelow(b int64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	var drop []int64
+	for w, word := range x.present {
+		for word != 0 {
+			c := w<<6 | int64(bits.TrailingZeros64(word))
+			word &= word - 1
+			if c < b {
+				drop = append(drop, c)
+			}
+		}
+	}
+	for _, c := range drop {
+		if err := x.removeLocked(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *Index) removeLocked(b int64) error {
+	if of := x.open[b]; of != nil {
+		of.f.Close()
+		delete(x.open, b)
+	}
+	delete(x.dirty, b)
+	x.clearBit(b)
+	if err := x.fs.Remove(x.path(b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("timerindex: remove bucket %d: %w", b, err)
+	}
+	return nil
+}
+
+// Applied is the Raft index of the last entry whose effects are in the
+// files (0: unknown). Entries at or below it are not applied to the files
+// again when Raft re-applies the log after a restart.
+func (x *Index) Applied() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.applied
+}
+
+// SetApplied records that the effects of entry i are in the files.
+func (x *Index) SetApplied(i uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	var buf [12]byte
+	binary.LittleEndian.PutUint64(buf[:8], i)
+	binary.LittleEndian.PutUint32(buf[8:], crc32.Checksum(buf[:8], castagnoli))
+	if _, err := x.mark.WriteAt(buf[:], 0); err != nil {
+		return fmt.Errorf("timerindex: applied mark: %w", err)
+	}
+	x.applied = i
+	return nil
+}
+
+// Sync makes every write so far durable: the bucket files written since
+// the last Sync, their directories and the applied mark.
+func (x *Index) Sync() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	var errs []error
+	dirs := map[int64]bool{}
+	for b := range x.dirty {
+		of, err := x.fileLocked(b)
+		if err == nil {
+			err = of.f.Sync()
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dirs[b>>12] = true
+		delete(x.dirty, b)
+	}
+	for gid := range dirs {
+		errs = append(errs, x.fs.SyncDir(filepath.Join(x.dir, strconv.FormatInt(gid, 10))))
+	}
+	errs = append(errs, x.fs.SyncDir(x.dir), x.mark.Sync())
+	return errors.Join(errs...)
+}
+
+// Close closes the open files. Writes are not synced (Sync is).
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	var errs []error
+	for b, of := range x.open {
+		errs = append(errs, of.f.Close())
+		delete(x.open, b)
+	}
+	return errors.Join(append(errs, x.mark.Close())...)
+}
