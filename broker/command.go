@@ -67,6 +67,9 @@ const (
 	// CmdMemberAddr: a new leader announces its remoting address (Data:
 	// "id\x00addr"), so followers can name it in not-leader answers.
 	CmdMemberAddr CommandType = 8
+	// CmdTimerProgress: the timer service's cursor moves (binary, see
+	// TimerProgress). Values 9 and 10 are left to the transaction commands.
+	CmdTimerProgress CommandType = 11
 )
 
 // commandVersion is the second Extensions byte. Every type is at version 1;
@@ -102,6 +105,8 @@ type Command struct {
 	Schedule map[int32]int64
 	// MemberID and MemberAddr of CmdMemberAddr.
 	MemberID, MemberAddr string
+	// Timer of CmdTimerProgress.
+	Timer TimerProgress
 }
 
 // EncodeCommand returns the Extensions and Data of c's Raft entry. For
@@ -143,6 +148,8 @@ func EncodeCommand(c *Command, messages []byte) (ext, data []byte, err error) {
 	case CmdMemberAddr:
 		data = appendString(nil, c.MemberID)
 		data = appendString(data, c.MemberAddr)
+	case CmdTimerProgress:
+		data = encodeTimerProgress(c.Timer)
 	default:
 		return nil, nil, fmt.Errorf("%w: unknown command type %d", ErrBadCommand, c.Type)
 	}
@@ -210,6 +217,8 @@ func DecodeCommand(ext, data []byte) (*Command, error) {
 		r := reader{b: data}
 		c.MemberID, c.MemberAddr = r.string(), r.string()
 		err = r.done()
+	case CmdTimerProgress:
+		c.Timer, err = decodeTimerProgress(data)
 	default:
 		return nil, fmt.Errorf("%w: unknown command type %d", ErrBadCommand, c.Type)
 	}

@@ -56,6 +56,10 @@ var goldenCommands = []struct {
 		want: Command{Type: CmdMemberAddr, MemberID: "n0", MemberAddr: "127.0.0.1:10911"},
 	},
 	{
+		name: "timer progress", ext: "0b01", data: "\x0a\x00\x0c\x00\x06",
+		want: Command{Type: CmdTimerProgress, Timer: TimerProgress{From: TimerCursor{Bucket: 5}, To: TimerCursor{Bucket: 6}, Done: 3}},
+	},
+	{
 		name: "messages with idempotent keys", ext: "0101020001700203017104",
 		want: Command{Type: CmdMessages, Idem: []idemKey{{Index: 0, Producer: "p", Seq: 1}, {Index: 3, Producer: "q", Seq: 2}}},
 	},

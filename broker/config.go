@@ -124,6 +124,13 @@ type BrokerConfig struct {
 	// of RocketMQ's batch example). Beyond it: MESSAGE_ILLEGAL (13) naming
 	// the key.
 	MaxBatchMessages int `prop:"maxBatchMessages"`
+	// TimerMaxDelaySec is how far ahead a timer message may be due (7
+	// days; RocketMQ 5's key, whose default is 3 days). Beyond it a send
+	// is refused with MESSAGE_ILLEGAL.
+	TimerMaxDelaySec int `prop:"timerMaxDelaySec"`
+	// TimerCheckInterval is how often the leader looks for due timer
+	// messages (10 ms, raftmq's own key).
+	TimerCheckInterval time.Duration `prop:"timerCheckInterval"`
 }
 
 // maxQueueNums is the largest queue count of a topic and of a group's
@@ -174,6 +181,8 @@ func DefaultConfig() BrokerConfig {
 		ConsumerOffsetCommitCoalescer: 100 * time.Millisecond,
 		MaxIncompleteFrameBytes:       256 << 20,
 		MaxBatchMessages:              4096,
+		TimerMaxDelaySec:              7 * 24 * 3600,
+		TimerCheckInterval:            10 * time.Millisecond,
 	}
 	// A Raft entry must be able to hold the largest message.
 	c.RaftBatchMaxBytes = max(c.RaftBatchMaxBytes, c.Store.MaxMessageSize)
@@ -339,6 +348,9 @@ func (c *BrokerConfig) Validate() error {
 	}
 	if c.MaxBatchMessages < 1 {
 		errs = append(errs, bad("maxBatchMessages", "must be positive"))
+	}
+	if c.TimerMaxDelaySec < 1 || c.TimerCheckInterval <= 0 {
+		errs = append(errs, bad("timerMaxDelaySec", "timerMaxDelaySec and timerCheckInterval must be positive"))
 	}
 	if c.BrokerIP1 != "" {
 		if _, err := netip.ParseAddr(c.BrokerIP1); err != nil {

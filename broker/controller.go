@@ -50,6 +50,7 @@ type Controller struct {
 	locks   *lockManager
 	offsets *offsetCoalescer
 	sched   *scheduleService
+	timers  *timerService
 	reg     *registerService
 	acl     *aclState
 	gossip  *ha.Gossip // nil when gossipEnable is off
@@ -108,6 +109,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.locks = newLockManager(cfg.RebalanceLockMaxLiveTime, time.Now)
 	c.offsets = newOffsetCoalescer(c)
 	c.sched = newScheduleService(c)
+	c.timers = newTimerService(c)
 	c.reg = newRegisterService(c)
 	c.metrics = newBrokerMetrics(c)
 	c.newMonitor()
@@ -268,6 +270,7 @@ func (c *Controller) start() (err error) {
 	c.goFunc(c.clients.scanLoop)
 	c.goFunc(c.offsets.run)
 	c.goFunc(c.sched.run)
+	c.goFunc(c.timers.run)
 	c.goFunc(c.reg.run)
 	c.startACL()
 	if c.metrics != nil && c.metrics.followers != nil {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/broker/timerindex"
 	"github.com/raftmq/raftmq/raftlog"
 )
 
@@ -24,6 +25,8 @@ type fsm struct {
 	ms   *store.MessageStore
 	st   *state
 	log  *zap.Logger
+	// timers is the replica's timer index (nil: none; timer_fsm.go).
+	timers *timerindex.Index
 
 	// retry bounds the retries of a failed dispatch; quit ends them early
 	// (the member is closing).
@@ -120,6 +123,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return &applyResult{err: stop}
 	}
 	nowMs := l.AppendedAt.UnixMilli()
+	if c.Type == CmdTimerProgress {
+		return f.applyTimerProgress(l, c.Timer)
+	}
 	if c.Type == CmdMessages {
 		res, err := f.applyMessages(l, c, nowMs)
 		if err != nil {
@@ -275,6 +281,9 @@ func (f *fsm) applyMessages(l *raft.Log, c *Command, nowMs int64) ([]PutResult, 
 			results[i].QueueOffset = f.pool[i].ConsumeQueueOffset
 		}
 	}
+	if err := f.indexTimersLocked(l.Index, data, base, results, nowMs); err != nil {
+		return results, err
+	}
 	st.dedup.sweep(nowMs)
 	return results, nil
 }
@@ -293,7 +302,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	for _, cq := range f.ms.ConsumeQueues().All() {
 		img.Queues = append(img.Queues, queueNext{Topic: cq.Topic(), QueueID: cq.QueueID(), Next: cq.MaxOffset()})
 	}
-	return &fsmSnapshot{img: img, logs: f.logs, ms: f.ms}, nil
+	return &fsmSnapshot{img: img, logs: f.logs, ms: f.ms, timers: f.timers}, nil
 }
 
 // Restore implements raft.FSM. It runs at startup (the local snapshot) and
@@ -326,6 +335,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.st.mu.Lock()
 	f.st.loadLocked(img)
 	f.st.mu.Unlock()
+	if err := f.restoreTimers(img); err != nil {
+		return err
+	}
 	f.applied.Store(p.Index)
 	f.log.Info("restored snapshot", zap.Uint64("index", p.Index), zap.Int64("logPosition", p.EndPos),
 		zap.Int("topics", len(img.Topics)), zap.Int("queues", len(img.Queues)))
@@ -333,9 +345,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 }
 
 type fsmSnapshot struct {
-	img  stateImage
-	logs *raftlog.LogStore
-	ms   *store.MessageStore
+	img    stateImage
+	logs   *raftlog.LogStore
+	ms     *store.MessageStore
+	timers *timerindex.Index
 }
 
 // Persist writes the log position record, then the tables. The
@@ -344,6 +357,9 @@ type fsmSnapshot struct {
 // disk.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	err := s.ms.FlushLogics()
+	if err == nil && s.timers != nil {
+		err = s.timers.Sync()
+	}
 	if err == nil {
 		err = s.logs.WritePositionFor(sink)
 	}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/broker/timerindex"
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/storage"
@@ -44,6 +45,7 @@ type Group struct {
 	trans  raft.Transport
 	raft   *raft.Raft
 	fsm    *fsm
+	timers *timerindex.Index // this replica's timer index (timer_fsm.go)
 	st     *state
 
 	roles     *ha.Roles
@@ -162,6 +164,9 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 		return nil, err
 	}
 	g.diskFS.ms.Store(g.ms)
+	if g.timers, err = timerindex.Open(scfg.FS, filepath.Join(cfg.Store.StorePathRootDir, "timer"), log); err != nil {
+		return nil, err
+	}
 	snaps := parts.Snapshots
 	if is, ok := snaps.(raftlog.IndexedSnapshotStore); ok {
 		snaps = is.SnapshotStore
@@ -186,7 +191,8 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 			return nil, fmt.Errorf("broker: bootstrap raft group %s: %w", cfg.Raft.DLegerGroup, err)
 		}
 	}
-	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit}
+	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit,
+		timers: g.timers}
 	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, g.trans); err != nil {
 		return nil, fmt.Errorf("broker: start raft: %w", err)
 	}
@@ -489,6 +495,9 @@ func (g *Group) closeParts() error {
 	}
 	if g.ms != nil {
 		errs = append(errs, g.ms.Close())
+	}
+	if g.timers != nil {
+		errs = append(errs, g.timers.Close())
 	}
 	if c, ok := g.stable.(io.Closer); ok {
 		errs = append(errs, c.Close())

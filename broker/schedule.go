@@ -142,15 +142,8 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 	if len(out) > 0 {
 		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
 		defer cancel()
-		// One put per real topic/queue would batch better; messages of a
-		// level usually target different topics, so they go one by one.
-		for _, m := range out {
-			if _, err := s.c.ensureTopic(ctx, m.Topic, s.c.live().DefaultTopicQueueNums, 0); err != nil {
-				return err
-			}
-			if _, err := s.c.rep.PutMessages(ctx, []*store.Message{m}); err != nil {
-				return err
-			}
+		if err := s.c.reput(ctx, out); err != nil {
+			return err
 		}
 	}
 	if next != start {
@@ -164,8 +157,37 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 	return nil
 }
 
+// reputBatchBytes bounds the bodies of one re-put request, well inside
+// raftBatchMaxBytes.
+const reputBatchBytes = 1 << 20
+
+// reput stores messages that were held back (delay levels, timer
+// messages) in their real topics, creating a missing topic as a send
+// would. Messages for different topics share a request (one Raft entry)
+// up to reputBatchBytes of bodies.
+func (c *Controller) reput(ctx context.Context, msgs []*store.Message) error {
+	for len(msgs) > 0 {
+		n, size := 0, 0
+		for n < len(msgs) && (n == 0 || size+len(msgs[n].Body) <= reputBatchBytes) {
+			size += len(msgs[n].Body)
+			n++
+		}
+		for _, m := range msgs[:n] {
+			if _, err := c.ensureTopic(ctx, m.Topic, c.live().DefaultTopicQueueNums, 0); err != nil {
+				return err
+			}
+		}
+		if _, err := c.rep.PutMessages(ctx, msgs[:n]); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
 // realMessage rebuilds the message for its real topic and queue
-// (RocketMQ messageTimeup).
+// (RocketMQ messageTimeup; TimerMessageStore.convertMessage keeps the
+// timer properties, TIMER_OUT_MS included, so does this).
 func realMessage(m *store.Message, c *Controller) *store.Message {
 	props := copyProps(m.Properties)
 	topic := props[wire.PropertyRealTopic]

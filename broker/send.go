@@ -203,7 +203,9 @@ func checkGroup(group string) *remoting.RemotingCommand {
 	return nil
 }
 
-func isSystemTopic(t string) bool { return t == wire.TopicAutoCreate || t == wire.TopicSchedule }
+func isSystemTopic(t string) bool {
+	return t == wire.TopicAutoCreate || t == wire.TopicSchedule || t == wire.TopicTimer
+}
 
 // processSend is the synchronous send processor: the worker waits for the
 // Raft entry. Used when the Replica has no AsyncPutter.
@@ -290,7 +292,7 @@ func (c *Controller) sendInline(req *remoting.RemotingCommand) bool {
 			topic, props = short[0], short[1]
 		}
 	}
-	if strings.HasPrefix(topic, wire.RetryGroupTopicPrefix) || strings.Contains(props, wire.PropertyDelayTimeLevel) {
+	if strings.HasPrefix(topic, wire.RetryGroupTopicPrefix) || strings.Contains(props, wire.PropertyDelayTimeLevel) || hasTimerProperty(props) {
 		return false
 	}
 	_, ok := c.rep.State().Topic(topic)
@@ -371,6 +373,9 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 			}
 		}
 		if r := c.applyDelay(ctx, m); r != nil {
+			return nil, r
+		}
+		if r := c.applyTimer(ctx, m); r != nil {
 			return nil, r
 		}
 	}
@@ -534,7 +539,7 @@ func (c *Controller) initMessage(m *store.Message, h *wire.SendMessageRequestHea
 // a false positive only costs the map.
 func needsPropertyMap(props string) bool {
 	return strings.Contains(props, wire.PropertyDelayTimeLevel+"\x01") || strings.Contains(props, wire.PropertyProducerID+"\x01") ||
-		strings.Contains(props, wire.PropertyWaitStoreMsgOK+"\x01false")
+		strings.Contains(props, wire.PropertyWaitStoreMsgOK+"\x01false") || hasTimerProperty(props)
 }
 
 // bornHost is the producer's address as seen on the connection.
@@ -575,6 +580,9 @@ func (c *Controller) decodeBatch(body []byte, h *wire.SendMessageRequestHeader, 
 		c.initMessage(m, h, queueID, conn, e.Body, e.Properties, direct)
 		if d := m.Property(wire.PropertyDelayTimeLevel); d != "" && d != "0" {
 			return nil, response(remoting.ResponseMessageIllegal, "batch messages cannot carry a delay level")
+		}
+		if r := c.refuseBatchTimer(m); r != nil {
+			return nil, r
 		}
 		m.Flag = e.Flag
 		msgs[i] = m

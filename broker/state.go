@@ -22,6 +22,7 @@ type state struct {
 	schedule      map[int32]int64
 	members       map[string]string // raft server id → remoting address
 	dedup         *dedupTable
+	timer         TimerCursor
 }
 
 func newState(dedupWindow int, dedupTTLms int64) *state {
@@ -178,6 +179,9 @@ type stateImage struct {
 	Members       map[string]string          `json:"members"`
 	Dedup         dedupImage                 `json:"dedup"`
 	Queues        []queueNext                `json:"queues"`
+	// Timer is the timer service's cursor; absent while it is zero (images
+	// from before timer messages).
+	Timer *TimerCursor `json:"timer,omitempty"`
 }
 
 // imageLocked deep-copies the tables (the snapshot is persisted while Apply
@@ -191,6 +195,10 @@ func (s *state) imageLocked() stateImage {
 		Schedule:      maps.Clone(s.schedule),
 		Members:       maps.Clone(s.members),
 		Dedup:         s.dedup.image(),
+	}
+	if s.timer != (TimerCursor{}) {
+		c := s.timer
+		img.Timer = &c
 	}
 	for name, tc := range s.topics {
 		img.Topics[name] = topicRecordOf(tc)
@@ -227,6 +235,10 @@ func (s *state) loadLocked(img stateImage) {
 		s.members = map[string]string{}
 	}
 	s.dedup.load(img.Dedup)
+	s.timer = TimerCursor{}
+	if img.Timer != nil {
+		s.timer = *img.Timer
+	}
 }
 
 func sortedLevels(m map[int32]int64) []int32 {

@@ -21,6 +21,16 @@ const (
 	PropertyReconsumeTime     = "RECONSUME_TIME"
 	PropertyOriginMessageID   = "ORIGIN_MESSAGE_ID"
 
+	// Timer messages (RocketMQ 5): deliver at an absolute time in ms
+	// (TIMER_DELIVER_MS, or __STARTDELIVERTIME as older clients and
+	// Aliyun's SDKs set it) or after a delay (TIMER_DELAY_SEC,
+	// TIMER_DELAY_MS). The broker keeps the due time in TIMER_OUT_MS.
+	PropertyTimerDeliverMs   = "TIMER_DELIVER_MS"
+	PropertyTimerDelaySec    = "TIMER_DELAY_SEC"
+	PropertyTimerDelayMs     = "TIMER_DELAY_MS"
+	PropertyStartDeliverTime = "__STARTDELIVERTIME"
+	PropertyTimerOutMs       = "TIMER_OUT_MS"
+
 	// PropertyProducerID and PropertySequence are raftmq's idempotent
 	// producer: the producer's id and the message's sequence number in its
 	// stream to one queue, by which the broker drops resent duplicates.

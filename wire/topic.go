@@ -38,6 +38,9 @@ const (
 	TopicAutoCreate = "TBW102"
 	// TopicSchedule holds delayed messages, one queue per delay level.
 	TopicSchedule = "SCHEDULE_TOPIC_XXXX"
+	// TopicTimer holds timer messages until they are due (RocketMQ 5's
+	// TimerMessageStore.TIMER_TOPIC), in one queue.
+	TopicTimer = "rmq_sys_wheel_timer"
 	// RetryGroupTopicPrefix prefixes a group's retry topic: consumers of
 	// group G in clustering mode also subscribe to "%RETRY%G", where the
 	// broker puts messages sent back after a failed consumption.

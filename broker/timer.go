@@ -1,0 +1,353 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/broker/timerindex"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// Timer messages (RocketMQ 5 HookUtils.transformTimerMessage and
+// TimerMessageStore, with raftmq's own storage of the pending timers).
+//
+// A send with TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS or
+// __STARTDELIVERTIME (checked in that order; a DELAY level wins over all of
+// them, as in RocketMQ) due within timerMaxDelaySec is stored in
+// rmq_sys_wheel_timer queue 0 with its due time in TIMER_OUT_MS and its
+// real topic and queue in REAL_TOPIC / REAL_QID. A due time already passed
+// makes it a normal message; a malformed value or one beyond the maximum is
+// refused with MESSAGE_ILLEGAL.
+//
+// Every replica's FSM adds a record (due time, queue offset) to its on-disk
+// index (package timerindex, one file per one-second bucket) as it applies
+// the message (timer_fsm.go). The replicated TimerCursor says which bucket
+// the leader is delivering and how many of its records, in file order, are
+// delivered. The leader's timer service reads the cursor's bucket, re-puts
+// each due message to its real topic through the path the delay levels use
+// (Controller.reput) and replicates the new cursor with CmdTimerProgress;
+// once a bucket is delivered it moves the cursor to the next non-empty
+// bucket that is due. A record applied after the leader looked at a bucket
+// is never lost: it lands in the cursor's bucket (one the cursor passed is
+// clamped to it) and an advance moves the late records of the buckets it
+// passes into the new one. A new leader resumes from the replicated cursor;
+// messages re-put after the last replicated cursor are delivered again
+// (at least once), and so is every message whose record follows a not yet
+// due one in its bucket.
+
+// TimerCursor is the timer service's replicated position: Bucket is the
+// bucket being delivered, Fired the number of its records (in file order)
+// delivered. The JSON names are part of the snapshot image.
+type TimerCursor struct {
+	Bucket int64 `json:"bucket"`
+	Fired  int64 `json:"fired"`
+}
+
+// TimerProgress is a CmdTimerProgress entry: the cursor moves from From to
+// To. When To is a later bucket, Done is the number of From's records the
+// leader delivered; the rest (late arrivals) move to To.
+type TimerProgress struct {
+	From, To TimerCursor
+	Done     int64
+}
+
+func (p TimerProgress) valid() bool {
+	if p.To.Bucket == p.From.Bucket {
+		return p.To.Fired > p.From.Fired
+	}
+	return p.To.Bucket > p.From.Bucket && p.To.Fired == 0 && p.Done >= p.From.Fired
+}
+
+func encodeTimerProgress(p TimerProgress) []byte {
+	b := binary.AppendVarint(nil, p.From.Bucket)
+	b = binary.AppendVarint(b, p.From.Fired)
+	b = binary.AppendVarint(b, p.To.Bucket)
+	b = binary.AppendVarint(b, p.To.Fired)
+	return binary.AppendVarint(b, p.Done)
+}
+
+func decodeTimerProgress(data []byte) (TimerProgress, error) {
+	r := reader{b: data}
+	p := TimerProgress{From: TimerCursor{r.varint(), r.varint()}, To: TimerCursor{r.varint(), r.varint()}, Done: r.varint()}
+	return p, r.done()
+}
+
+// timerReplica is the Replica extension timer messages need (the Group has
+// it; a Replica without it refuses timer messages at send).
+type timerReplica interface {
+	// TimerCursor is the applied replicated cursor.
+	TimerCursor() TimerCursor
+	// UpdateTimerProgress replicates a cursor move (leader only).
+	UpdateTimerProgress(ctx context.Context, p TimerProgress) error
+	// TimerIndex is this replica's on-disk index.
+	TimerIndex() *timerindex.Index
+}
+
+var _ timerReplica = (*Group)(nil)
+
+// TimerCursor implements timerReplica.
+func (g *Group) TimerCursor() TimerCursor {
+	g.st.mu.RLock()
+	defer g.st.mu.RUnlock()
+	return g.st.timer
+}
+
+// UpdateTimerProgress implements timerReplica.
+func (g *Group) UpdateTimerProgress(ctx context.Context, p TimerProgress) error {
+	return g.proposeCommand(ctx, &Command{Type: CmdTimerProgress, Timer: p})
+}
+
+// TimerIndex implements timerReplica.
+func (g *Group) TimerIndex() *timerindex.Index { return g.timers }
+
+// timerProperties are the properties that make a timer message, in the
+// order they are read.
+var timerProperties = [...]string{wire.PropertyTimerDelaySec, wire.PropertyTimerDelayMs,
+	wire.PropertyTimerDeliverMs, wire.PropertyStartDeliverTime}
+
+// hasTimerProperty reports whether a properties string may name a timer
+// property (a substring test: a false positive costs the property map).
+func hasTimerProperty(props string) bool {
+	return strings.Contains(props, "TIMER_") || strings.Contains(props, wire.PropertyStartDeliverTime)
+}
+
+// applyTimer rewrites a timer message to the timer topic. nil means fine
+// (also when it is no timer message).
+func (c *Controller) applyTimer(ctx context.Context, m *store.Message) *remoting.RemotingCommand {
+	return c.applyTimerAt(ctx, m, time.Now())
+}
+
+func (c *Controller) applyTimerAt(ctx context.Context, m *store.Message, now time.Time) *remoting.RemotingCommand {
+	if m.Properties == nil || m.SysFlag&wire.SysFlagTransMask == wire.SysFlagTransPrepared {
+		return nil
+	}
+	if _, rolled := m.Properties[wire.PropertyTimerOutMs]; rolled {
+		return nil // RocketMQ's double check: already converted once
+	}
+	if d := m.Properties[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
+		for _, k := range timerProperties[:3] {
+			delete(m.Properties, k)
+		}
+		return nil
+	}
+	name, v := "", ""
+	for _, k := range timerProperties {
+		if s, ok := m.Properties[k]; ok {
+			name, v = k, s
+			break
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return response(remoting.ResponseMessageIllegal, "timer message illegal: %s=%q is not an integer", name, v)
+	}
+	nowMs := now.UnixMilli()
+	deliverMs := n
+	switch name {
+	case wire.PropertyTimerDelaySec:
+		deliverMs = nowMs + n*1000
+		if n > 1<<40 || n < -(1<<40) {
+			deliverMs = nowMs + 1<<50
+		}
+	case wire.PropertyTimerDelayMs:
+		deliverMs = nowMs + n
+		if n > 1<<50 || n < -(1<<50) {
+			deliverMs = nowMs + 1<<50
+		}
+	}
+	maxMs := int64(c.cfg.TimerMaxDelaySec) * 1000
+	if deliverMs-nowMs > maxMs {
+		return response(remoting.ResponseMessageIllegal,
+			"timer message illegal: %s=%s is %d ms ahead, beyond the max delay %d ms (timerMaxDelaySec=%d)",
+			name, v, deliverMs-nowMs, maxMs, c.cfg.TimerMaxDelaySec)
+	}
+	if deliverMs <= nowMs {
+		return nil // due already: a normal message, as in RocketMQ
+	}
+	if _, ok := c.rep.(timerReplica); !ok {
+		return response(remoting.ResponseSystemError, "timer messages are not supported by this broker's replica (no timer index)")
+	}
+	m.Properties[wire.PropertyTimerOutMs] = strconv.FormatInt(deliverMs, 10)
+	m.Properties[wire.PropertyRealTopic] = m.Topic
+	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
+	m.Topic, m.QueueID = wire.TopicTimer, 0
+	if _, err := c.ensureTopic(ctx, wire.TopicTimer, 1, 0); err != nil {
+		return c.writeError("create "+wire.TopicTimer, err)
+	}
+	return nil
+}
+
+// timerReadBatch is how many records of the cursor's bucket one round reads.
+const timerReadBatch = 1024
+
+// timerService delivers due timer messages while this node leads.
+type timerService struct {
+	c  *Controller
+	tr timerReplica // nil: the Replica has no timer index
+	// Owned by run. fired holds the records of bucket (by position)
+	// re-put during this leadership beyond the replicated cursor, so a
+	// record behind a not yet due one is not re-put every round.
+	wasLeader bool
+	bucket    int64
+	fired     map[int64]struct{}
+}
+
+func newTimerService(c *Controller) *timerService {
+	tr, _ := c.rep.(timerReplica)
+	return &timerService{c: c, tr: tr, fired: map[int64]struct{}{}}
+}
+
+func (s *timerService) run() {
+	if s.tr == nil {
+		return
+	}
+	t := time.NewTicker(s.c.cfg.TimerCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.c.quit:
+			return
+		case now := <-t.C:
+			s.tick(now)
+		}
+	}
+}
+
+func (s *timerService) tick(now time.Time) {
+	if !s.c.rep.IsLeader() {
+		s.wasLeader = false
+		return
+	}
+	if !s.wasLeader {
+		clear(s.fired)
+		s.wasLeader = true
+	}
+	// A few rounds per tick, so an advance and the next bucket's due
+	// records go out together.
+	for range 4 {
+		more, err := s.round(now.UnixMilli())
+		if err != nil {
+			s.c.log.Warn("timer delivery failed; retrying next round", zap.Error(err))
+			return
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// round delivers the due records of the cursor's bucket and moves the
+// cursor. more is true when the cursor moved to another bucket.
+func (s *timerService) round(nowMs int64) (more bool, err error) {
+	cur := s.tr.TimerCursor()
+	idx := s.tr.TimerIndex()
+	if cur.Bucket != s.bucket {
+		s.bucket = cur.Bucket
+		clear(s.fired)
+	}
+	recs, total, err := idx.Read(cur.Bucket, cur.Fired, timerReadBatch)
+	if err != nil {
+		return false, err
+	}
+	var out []*store.Message
+	var outPos []int64
+	for i, r := range recs {
+		pos := cur.Fired + int64(i)
+		if _, ok := s.fired[pos]; ok || r.DeliverMs > nowMs {
+			continue
+		}
+		m, err := s.load(r)
+		if err != nil {
+			return false, err
+		}
+		if m != nil {
+			out = append(out, realMessage(m, s.c))
+		}
+		outPos = append(outPos, pos)
+	}
+	if len(outPos) > 0 {
+		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
+		err := s.c.reput(ctx, out)
+		cancel()
+		if err != nil {
+			return false, err
+		}
+		for _, p := range outPos {
+			s.fired[p] = struct{}{}
+		}
+	}
+	n := cur.Fired
+	for {
+		if _, ok := s.fired[n]; !ok {
+			break
+		}
+		n++
+	}
+	p := TimerProgress{From: cur, To: TimerCursor{Bucket: cur.Bucket, Fired: n}}
+	if n == total {
+		if next, ok := idx.Next(cur.Bucket+1, timerindex.BucketOf(nowMs)); ok {
+			p.To, p.Done, more = TimerCursor{Bucket: next}, n, true
+		}
+	}
+	if p.To == cur {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
+	defer cancel()
+	if err := s.tr.UpdateTimerProgress(ctx, p); err != nil {
+		return false, err
+	}
+	for pos := range s.fired {
+		if pos < n || p.To.Bucket != cur.Bucket {
+			delete(s.fired, pos)
+		}
+	}
+	return more, nil
+}
+
+// load reads the timer message of a record; nil (logged) when the record is
+// corrupt or its message is no longer on this replica (retention removed
+// it, or the replica installed a snapshot taken after it).
+func (s *timerService) load(r timerindex.Record) (*store.Message, error) {
+	if r.QueueOffset < 0 {
+		s.c.log.Error("timer record corrupt; its message is not delivered")
+		return nil, nil
+	}
+	res, err := s.c.st.GetMessage("", wire.TopicTimer, 0, r.QueueOffset, 1, nil)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status != store.Found || len(res.Messages) == 0 || res.QueueOffsets[0] != r.QueueOffset {
+		s.c.log.Error("timer message missing on this replica; it is not delivered",
+			zap.Int64("queueOffset", r.QueueOffset), zap.Int64("deliverMs", r.DeliverMs), zap.Stringer("status", res.Status))
+		return nil, nil
+	}
+	m, _, err := wire.DecodeMessage(res.Messages[0], true)
+	if err != nil {
+		return nil, fmt.Errorf("timer message at queue offset %d: %w", r.QueueOffset, err)
+	}
+	return m, nil
+}
+
+// refuseBatchTimer refuses a timer property in a batch: batches are not
+// rewritten per message (as with delay levels), and storing the message
+// as a normal one would deliver it early.
+func (c *Controller) refuseBatchTimer(m *store.Message) *remoting.RemotingCommand {
+	for _, k := range timerProperties {
+		if m.Property(k) != "" {
+			return response(remoting.ResponseMessageIllegal, "batch messages cannot carry the timer property %s; send timer messages one by one", k)
+		}
+	}
+	return nil
+}
