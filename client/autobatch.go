@@ -106,11 +106,11 @@ func newAccumulator(cfg autoBatchConfig) *accumulator {
 }
 
 // batchable reports whether r may share a request with other messages
-// (MessageBatch rules: no delay, not a retry topic; never compressed, as
+// (MessageBatch rules: no delay or timer, not a retry topic; never compressed, as
 // batch bodies are not; not ordered, not oneway, within maxBytes).
 func (a *accumulator) batchable(r *sendRequest) bool {
 	return r.msg != nil && !r.oneway && r.selector == nil && r.sysFlag == 0 &&
-		r.msg.DelayLevel == 0 && !strings.HasPrefix(r.topic, wire.RetryGroupTopicPrefix) &&
+		r.msg.DelayLevel == 0 && !r.msg.timer() && !strings.HasPrefix(r.topic, wire.RetryGroupTopicPrefix) &&
 		batchEntrySize(r.msg) <= a.cfg.maxBytes
 }
 

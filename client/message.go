@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/raftmq/raftmq/wire"
 )
@@ -40,6 +41,15 @@ type Message struct {
 	// DelayLevel > 0 asks for delayed delivery at that RocketMQ delay
 	// level (1 = 1 s … 18 = 2 h).
 	DelayLevel int
+	// DeliverAt asks for delivery at that time (RocketMQ 5 timer message,
+	// property TIMER_DELIVER_MS; the broker's clock decides when it is
+	// due), at most the broker's timerMaxDelaySec (7 days by default)
+	// ahead. A time already passed sends a normal message.
+	DeliverAt time.Time
+	// DeliverAfter asks for delivery that long after the broker stores the
+	// message (property TIMER_DELAY_MS), at millisecond precision.
+	// DeliverAt, DeliverAfter and DelayLevel exclude each other.
+	DeliverAfter time.Duration
 	// ShardingKey is the queue-selection hint of HashSelector: messages
 	// with the same key go to the same queue, in order.
 	ShardingKey string
@@ -55,6 +65,12 @@ func NewMessage(topic string, body []byte) *Message {
 
 // WithTags sets Tags and returns m, for chaining.
 func (m *Message) WithTags(tags string) *Message { m.Tags = tags; return m }
+
+// WithDeliverAt sets DeliverAt and returns m, for chaining.
+func (m *Message) WithDeliverAt(t time.Time) *Message { m.DeliverAt = t; return m }
+
+// WithDeliverAfter sets DeliverAfter and returns m, for chaining.
+func (m *Message) WithDeliverAfter(d time.Duration) *Message { m.DeliverAfter = d; return m }
 
 // WithKeys sets Keys and returns m, for chaining.
 func (m *Message) WithKeys(keys ...string) *Message { m.Keys = keys; return m }
@@ -90,6 +106,26 @@ func (m *Message) systemProperties(set func(k, v string)) {
 	if m.ShardingKey != "" {
 		set(wire.PropertyShardingKey, m.ShardingKey)
 	}
+	if !m.DeliverAt.IsZero() {
+		set(wire.PropertyTimerDeliverMs, strconv.FormatInt(m.DeliverAt.UnixMilli(), 10))
+	}
+	if m.DeliverAfter > 0 {
+		set(wire.PropertyTimerDelayMs, strconv.FormatInt(m.DeliverAfter.Milliseconds(), 10))
+	}
+}
+
+// timer reports whether m is a timer message (by its fields or a timer
+// property set directly); such a message is never batched.
+func (m *Message) timer() bool {
+	if !m.DeliverAt.IsZero() || m.DeliverAfter > 0 {
+		return true
+	}
+	for _, k := range [...]string{wire.PropertyTimerDeliverMs, wire.PropertyTimerDelaySec, wire.PropertyTimerDelayMs, wire.PropertyStartDeliverTime} {
+		if m.Properties[k] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // overridden reports whether a user property named k is replaced by a
@@ -104,6 +140,10 @@ func (m *Message) overridden(k string) bool {
 		return m.DelayLevel > 0
 	case wire.PropertyShardingKey:
 		return m.ShardingKey != ""
+	case wire.PropertyTimerDeliverMs:
+		return !m.DeliverAt.IsZero()
+	case wire.PropertyTimerDelayMs:
+		return m.DeliverAfter > 0
 	case wire.PropertyUniqKey, wire.PropertyProducerID, wire.PropertySequence:
 		return true
 	}
@@ -179,6 +219,12 @@ func (m *Message) validate(maxSize int) error {
 	if m.DelayLevel < 0 {
 		return fmt.Errorf("%w: negative delay level %d", ErrInvalidMessage, m.DelayLevel)
 	}
+	if m.DeliverAfter < 0 {
+		return fmt.Errorf("%w: negative DeliverAfter %v", ErrInvalidMessage, m.DeliverAfter)
+	}
+	if n := btoi(m.DelayLevel > 0) + btoi(!m.DeliverAt.IsZero()) + btoi(m.DeliverAfter > 0); n > 1 {
+		return fmt.Errorf("%w: DelayLevel, DeliverAt and DeliverAfter exclude each other (the broker would honour only one)", ErrInvalidMessage)
+	}
 	check := func(what, s string) error {
 		if strings.ContainsAny(s, "\x01\x02") {
 			return fmt.Errorf("%w: %s %q contains a property separator (\\x01 or \\x02)", ErrInvalidMessage, what, s)
@@ -205,4 +251,11 @@ func (m *Message) validate(maxSize int) error {
 		}
 	}
 	return check("sharding key", m.ShardingKey)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
