@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// timerProps is a properties string with one timer property.
+func timerProps(name string, v int64) string {
+	return name + "\x01" + strconv.FormatInt(v, 10) + "\x02"
+}
+
+// delivered reads every message of topic's queues on g's replica: body →
+// store times (one per copy) and TIMER_OUT_MS.
+type deliveredMsg struct {
+	copies    int
+	storedMs  int64
+	timerOut  int64
+	realTopic string
+}
+
+func readTopic(t *testing.T, g *Group, topic string, queues int) map[string]*deliveredMsg {
+	t.Helper()
+	out := map[string]*deliveredMsg{}
+	for q := 0; q < queues; q++ {
+		for off := int64(0); ; {
+			res, err := g.Store().GetMessage("", topic, int32(q), off, 32, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != store.Found {
+				break
+			}
+			for i, b := range res.Messages {
+				m, _, err := wire.DecodeMessage(b, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := out[string(m.Body)]
+				if d == nil {
+					d = &deliveredMsg{storedMs: m.StoreTimestamp, realTopic: m.Topic}
+					d.timerOut, _ = strconv.ParseInt(m.Properties[wire.PropertyTimerOutMs], 10, 64)
+					out[string(m.Body)] = d
+				}
+				d.copies++
+				off = res.QueueOffsets[i] + 1
+			}
+		}
+	}
+	return out
+}
+
+// TestTimerSendChecks: malformed and too-distant timer properties are
+// refused with MESSAGE_ILLEGAL and a remark; a due time in the past stores
+// a normal message; a timer property in a batch is refused; nobody may send
+// to rmq_sys_wheel_timer.
+func TestTimerSendChecks(t *testing.T) {
+	pc := startRealCluster(t, func(c *BrokerConfig) { c.TimerMaxDelaySec = 60 })
+	leader := pc.nodes[pc.leader()].Addr()
+	pc.createTopic(leader, "TC", 1)
+	now := time.Now().UnixMilli()
+	for _, c := range []struct {
+		props, remark string
+	}{
+		{wire.PropertyTimerDeliverMs + "\x01soon\x02", "is not an integer"},
+		{timerProps(wire.PropertyTimerDelaySec, 61), "beyond the max delay 60000 ms (timerMaxDelaySec=60)"},
+		{timerProps(wire.PropertyStartDeliverTime, now+120_000), "beyond the max delay"},
+		{timerProps(wire.PropertyTimerDelayMs, 1<<62), "beyond the max delay"},
+		{timerProps(wire.PropertyTimerDelaySec, 1<<62), "beyond the max delay"},
+	} {
+		r := pc.call(leader, remoting.RequestSendMessage, sendExt("TC", 0, c.props), []byte("x"))
+		if r.Code != remoting.ResponseMessageIllegal || !strings.Contains(r.Remark, c.remark) {
+			t.Errorf("%q: code %d remark %q", c.props, r.Code, r.Remark)
+		}
+	}
+	r := pc.call(leader, remoting.RequestSendMessage, sendExt("TC", 0, timerProps(wire.PropertyTimerDeliverMs, now-5000)), []byte("past"))
+	if r.Code != remoting.ResponseSuccess || r.ExtFields["queueOffset"] != "0" {
+		t.Fatalf("past due time: %d %s %v", r.Code, r.Remark, r.ExtFields)
+	}
+	r = pc.call(leader, remoting.RequestSendMessage, sendExt(wire.TopicTimer, 0, ""), []byte("x"))
+	if r.Code != remoting.ResponseNoPermission {
+		t.Fatalf("send to the timer topic: %d %s", r.Code, r.Remark)
+	}
+	batch, err := wire.EncodeBatch([]wire.BatchEntry{{Body: []byte("b"), Properties: timerProps(wire.PropertyTimerDelaySec, 5)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := sendExt("TC", 0, "")
+	ext["batch"] = "true"
+	r = pc.call(leader, remoting.RequestSendBatchMessage, ext, batch)
+	if r.Code != remoting.ResponseMessageIllegal || !strings.Contains(r.Remark, "timer property") {
+		t.Fatalf("batch with a timer: %d %s", r.Code, r.Remark)
+	}
+}
+
+// TestTimerAcrossLeaderChange: timer messages due over three seconds, the
+// leader killed while they fire: every one reaches its real topic and
+// queue, none before its time, on every replica.
+func TestTimerAcrossLeaderChange(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	old := pc.leader()
+	leader := pc.nodes[old].Addr()
+	const topic, n = "TL", 60
+	pc.createTopic(leader, topic, 4)
+	start := time.Now().UnixMilli()
+	for i := 0; i < n; i++ {
+		at := start + 500 + int64(i)*50
+		props := timerProps([]string{wire.PropertyTimerDeliverMs, wire.PropertyStartDeliverTime}[i%2], at)
+		if i%3 == 2 {
+			props = timerProps(wire.PropertyTimerDelayMs, at-time.Now().UnixMilli())
+		}
+		r := pc.call(leader, remoting.RequestSendMessage, sendExt(topic, i%4, props), []byte(fmt.Sprintf("t%d", i)))
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send %d: %d %s", i, r.Code, r.Remark)
+		}
+	}
+	testutil.WaitFor(t, 20*time.Second, "a third of the timers delivered", func() bool {
+		return len(readTopic(t, pc.groups[old], topic, 4)) >= n/3
+	})
+	pc.stopNode(old)
+	l := pc.leader()
+	testutil.WaitFor(t, 30*time.Second, "every timer delivered after the leader change", func() bool {
+		return len(readTopic(t, pc.groups[l], topic, 4)) == n
+	})
+	got := readTopic(t, pc.groups[l], topic, 4)
+	dups := 0
+	for i := 0; i < n; i++ {
+		d := got[fmt.Sprintf("t%d", i)]
+		if d.storedMs < d.timerOut || d.timerOut < start+500+int64(i)*50-5 {
+			t.Errorf("t%d stored at %d, due %d", i, d.storedMs, d.timerOut)
+		}
+		if d.realTopic != topic {
+			t.Errorf("t%d in %s", i, d.realTopic)
+		}
+		dups += d.copies - 1
+	}
+	t.Logf("%d timers delivered, %d re-delivered across the leader change", n, dups)
+	pc.startNode(old)
+	testutil.WaitFor(t, 20*time.Second, "the restarted member holds every timer", func() bool {
+		return len(readTopic(t, pc.groups[old], topic, 4)) == n
+	})
+	// The cursor passed every bucket but its own, whose file goes when
+	// it moves on.
+	for i, g := range pc.groups {
+		if b := g.TimerIndex().Buckets(); b > 1 {
+			t.Errorf("member %d's index holds %d buckets", i, b)
+		}
+	}
+}
