@@ -508,7 +508,8 @@ func (g *Group) closeParts() error {
 // retentionSegments is the Raft-mode store's retention hook: segments chosen
 // by age go through the Raft log store, which moves its first index durably
 // before removing files, and never past the newest snapshot (a follower that
-// needs older entries then gets that snapshot).
+// needs older entries then gets that snapshot) nor past the oldest pending
+// timer message (timerPin).
 type retentionSegments struct{ g *Group }
 
 // DeleteExpired implements store.ExpiringFiles.
@@ -520,8 +521,9 @@ func (r retentionSegments) DeleteExpired(olderThan time.Time, keepLast int, maxD
 	q := g.segQ
 	files := q.Files()
 	end := int64(-1)
+	pin := g.timerPin()
 	for i := 0; i < len(files)-keepLast && i < maxDelete; i++ {
-		if !files[i].ModTime().Before(olderThan) {
+		if !files[i].ModTime().Before(olderThan) || files[i].FileFromOffset()+int64(files[i].Size()) > pin {
 			break
 		}
 		end = files[i].FileFromOffset() + int64(files[i].Size())

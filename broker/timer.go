@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -350,4 +351,30 @@ func (c *Controller) refuseBatchTimer(m *store.Message) *remoting.RemotingComman
 		}
 	}
 	return nil
+}
+
+// timerPin is the CommitLog position below which no pending timer message
+// lies (math.MaxInt64: none): retention deletes no segment that reaches
+// past it, so a timer due after fileReservedTime still finds its message.
+func (g *Group) timerPin() int64 {
+	if g.timers == nil {
+		return math.MaxInt64
+	}
+	q, ok := g.timers.MinQueueOffset()
+	if !ok {
+		return math.MaxInt64
+	}
+	cq := g.ms.ConsumeQueues().Get(wire.TopicTimer, 0)
+	if cq == nil {
+		return math.MaxInt64
+	}
+	q = max(q, cq.MinOffset())
+	if q >= cq.MaxOffset() {
+		return math.MaxInt64
+	}
+	u, err := cq.Get(q)
+	if err != nil {
+		return 0 // unknown: keep everything rather than lose a timer
+	}
+	return u.PhyOffset
 }

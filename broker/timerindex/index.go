@@ -46,9 +46,13 @@ type Index struct {
 	open    map[int64]*openFile
 	dirty   map[int64]struct{} // buckets written since the last Sync
 	dirs    map[int64]bool     // group directories known to exist
-	applied uint64
-	mark    storage.File
-	closed  bool
+	// groupMin is, per group directory with records, a lower bound of
+	// their queue offsets (exact after Open and appends; it may stay low
+	// after a removal, which only keeps old CommitLog segments longer).
+	groupMin map[int64]int64
+	applied  uint64
+	mark     storage.File
+	closed   bool
 }
 
 type openFile struct {
@@ -64,7 +68,7 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 		log = zap.NewNop()
 	}
 	x := &Index{fs: fsys, dir: dir, log: log, present: map[int64]uint64{}, open: map[int64]*openFile{},
-		dirty: map[int64]struct{}{}, dirs: map[int64]bool{}}
+		dirty: map[int64]struct{}{}, dirs: map[int64]bool{}, groupMin: map[int64]int64{}}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
@@ -128,8 +132,41 @@ func (x *Index) recoverFile(b int64) error {
 		f.Close()
 		return x.fs.Remove(name)
 	}
+	buf := make([]byte, readChunk*RecordSize)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if n == 0 && err != nil {
+			return fmt.Errorf("timerindex: %w", err)
+		}
+		for i := 0; i+RecordSize <= n; i += RecordSize {
+			if r, err := DecodeRecord(buf[i:]); err == nil {
+				x.noteMinLocked(b, r.QueueOffset)
+			}
+		}
+	}
 	x.setBit(b)
 	return nil
+}
+
+func (x *Index) noteMinLocked(b, queueOffset int64) {
+	if m, ok := x.groupMin[b>>12]; !ok || queueOffset < m {
+		x.groupMin[b>>12] = queueOffset
+	}
+}
+
+// MinQueueOffset is a lower bound of the queue offsets of the records
+// held (false: none). Retention keeps the CommitLog from there on, so a
+// pending timer's message outlives fileReservedTime.
+func (x *Index) MinQueueOffset() (int64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	best, ok := int64(0), false
+	for _, m := range x.groupMin {
+		if !ok || m < best {
+			best, ok = m, true
+		}
+	}
+	return best, ok
 }
 
 func (x *Index) path(b int64) string {
@@ -207,6 +244,9 @@ func (x *Index) appendLocked(b int64, recs []Record) error {
 	of.size += int64(len(buf))
 	x.dirty[b] = struct{}{}
 	x.setBit(b)
+	for _, r := range recs {
+		x.noteMinLocked(b, r.QueueOffset)
+	}
 	return nil
 }
 
@@ -376,10 +416,22 @@ func (x *Index) removeLocked(b int64) error {
 	}
 	delete(x.dirty, b)
 	x.clearBit(b)
+	if gid := b >> 12; !x.groupHasBitsLocked(gid) {
+		delete(x.groupMin, gid)
+	}
 	if err := x.fs.Remove(x.path(b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("timerindex: remove bucket %d: %w", b, err)
 	}
 	return nil
+}
+
+func (x *Index) groupHasBitsLocked(gid int64) bool {
+	for w := gid << 6; w < (gid+1)<<6; w++ {
+		if x.present[w] != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Applied is the Raft index of the last entry whose effects are in the

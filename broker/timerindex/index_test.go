@@ -96,6 +96,9 @@ func TestIndexAdvanceMovesLateRecords(t *testing.T) {
 	if b, _ := x.Next(0, 100); b != 20 {
 		t.Fatalf("first bucket after advance %d", b)
 	}
+	if m, ok := x.MinQueueOffset(); !ok || m != 1 {
+		t.Fatalf("MinQueueOffset = %d %v", m, ok)
+	}
 	must(t, x.DropBelow(30))
 	if b, ok := x.Next(0, 100); !ok || b != 30 || x.Buckets() != 1 {
 		t.Fatalf("after DropBelow: %d %v %d buckets", b, ok, x.Buckets())
@@ -125,6 +128,9 @@ func TestIndexReopen(t *testing.T) {
 	}
 	if got, total, _ := y.Read(7, 0, 10); total != 2 || !equal(offsetsOf(got), []int64{2, 3}) {
 		t.Fatalf("bucket 7 after reopen: %v (%d)", got, total)
+	}
+	if m, ok := y.MinQueueOffset(); !ok || m != 1 {
+		t.Fatalf("MinQueueOffset after reopen = %d %v", m, ok)
 	}
 	if b, ok := y.Next(-100, 100); !ok || b != -3 {
 		t.Fatalf("first bucket %d %v", b, ok)

@@ -93,7 +93,7 @@ bodies, the "as stored" figure whole stored messages (what the pulls carried).`,
 	consume.Flags().StringVarP(&f.group, "group", "g", "benchmark_consumer", "consumer group")
 	consume.Flags().StringVar(&f.tags, "tags", "*", "tag expression")
 	consume.Flags().BoolVar(&f.fromLast, "from-last", false, "a new group starts at the queues' end instead of the oldest message")
-	cmd.AddCommand(produce, consume)
+	cmd.AddCommand(produce, consume, newBenchTimerCmd())
 	return cmd
 }
 
