@@ -302,6 +302,7 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		v.Checks = append(v.Checks, Check{Name: "acknowledged per group", Value: strings.Join(parts, ", "), OK: true})
 	}
 
+	v.Checks = append(v.Checks, checkTimers(h)...)
 	v.Availability = availability(h, okOps)
 	v.Valid = true
 	for _, c := range v.Checks {

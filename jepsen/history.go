@@ -99,6 +99,10 @@ type History struct {
 	Faults     []FaultWindow `json:"faults"`
 	Leaders    []LeaderObs   `json:"leaders"`
 	Notes      []string      `json:"notes,omitempty"`
+	// TimerOps and TimerDeliveries are the timer messages' sends and
+	// deliveries (workload_timer.go).
+	TimerOps        []TimerOp  `json:"timerOps,omitempty"`
+	TimerDeliveries []Delivery `json:"timerDeliveries,omitempty"`
 }
 
 // recorder appends to a History from many goroutines.
@@ -153,6 +157,8 @@ func (r *recorder) snapshot() History {
 	h.Faults = append([]FaultWindow(nil), r.h.Faults...)
 	h.Leaders = append([]LeaderObs(nil), r.h.Leaders...)
 	h.Notes = append([]string(nil), r.h.Notes...)
+	h.TimerOps = append([]TimerOp(nil), r.h.TimerOps...)
+	h.TimerDeliveries = append([]Delivery(nil), r.h.TimerDeliveries...)
 	return h
 }
 

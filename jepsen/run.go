@@ -41,7 +41,8 @@ type Profile struct {
 // about 75 s of faults: kills, crash-unsynced, pauses and partitions) and
 // "full" (30 minutes, every nemesis).
 func Profiles() map[string]Profile {
-	wl := WorkloadConfig{Producers: 4, WorkersPerProducer: 2, OpsPerSecond: 300, SendTimeout: 5 * time.Second, AttemptTimeout: time.Second, Consumers: 2}
+	wl := WorkloadConfig{Producers: 4, WorkersPerProducer: 2, OpsPerSecond: 300, SendTimeout: 5 * time.Second, AttemptTimeout: time.Second, Consumers: 2,
+		TimerOpsPerSecond: 10}
 	short := Profile{
 		Name:     "short",
 		Duration: 75 * time.Second,
@@ -182,12 +183,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := wl.startConsumers(ctx); err != nil {
 		return nil, err
 	}
+	if err := wl.startTimers(ctx); err != nil {
+		return nil, err
+	}
 
 	runCtx, stopRun := context.WithTimeout(ctx, p.Duration)
 	env := &Env{Cluster: c, Rand: rand.New(rand.NewSource(o.Seed)), Dir: o.Dir}
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); wl.runProducers(runCtx) }()
+	go func() { defer wg.Done(); wl.runTimers(runCtx) }()
 	go func() { defer wg.Done(); Schedule{Nemeses: nems, Quiet: p.Quiet, Hold: p.Hold}.run(runCtx, env, rec) }()
 	wg.Wait()
 	stopRun()
@@ -206,6 +211,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	drained := drain(ctx, rec, p.DrainTimeout)
 	rec.note("drain after heal: %s (%.1f s after heal)", map[bool]string{true: "every acknowledged value consumed", false: "timed out"}[drained], time.Since(healedAt).Seconds())
+	if len(rec.snapshot().TimerOps) > 0 {
+		timersDrained := drainTimers(ctx, rec, p.DrainTimeout)
+		rec.note("timer drain: %s", map[bool]string{true: "every acknowledged timer message delivered", false: "timed out"}[timersDrained])
+	}
 	wl.close()
 	wl.cons, wl.prod = nil, nil
 	if err := c.WaitCaughtUp(ctx, time.Minute); err != nil {

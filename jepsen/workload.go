@@ -35,6 +35,9 @@ type WorkloadConfig struct {
 	AttemptTimeout time.Duration
 	// Consumers is the number of push consumers in the group.
 	Consumers int
+	// TimerOpsPerSecond is the rate of timer messages (workload_timer.go;
+	// 0 = none).
+	TimerOpsPerSecond int
 }
 
 // workload runs producers and consumers against one cluster.
@@ -47,6 +50,8 @@ type workload struct {
 	prod   []*client.Producer
 	cons   []*client.PushConsumer
 	wg     sync.WaitGroup
+	// timerProd sends the timer messages (nil: none).
+	timerProd *client.Producer
 }
 
 func newWorkload(cfg WorkloadConfig, queues int, c *Cluster, rec *recorder, log *zap.Logger) *workload {

@@ -45,6 +45,7 @@ type Index struct {
 	present map[int64]uint64 // bucket>>6 → one bit per bucket whose file holds records
 	open    map[int64]*openFile
 	dirty   map[int64]struct{} // buckets written since the last Sync
+	removed map[int64]struct{} // group directories with a removal since the last Sync
 	dirs    map[int64]bool     // group directories known to exist
 	// groupMin is, per group directory with records, a lower bound of
 	// their queue offsets (exact after Open and appends; it may stay low
@@ -68,7 +69,7 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 		log = zap.NewNop()
 	}
 	x := &Index{fs: fsys, dir: dir, log: log, present: map[int64]uint64{}, open: map[int64]*openFile{},
-		dirty: map[int64]struct{}{}, dirs: map[int64]bool{}, groupMin: map[int64]int64{}}
+		dirty: map[int64]struct{}{}, removed: map[int64]struct{}{}, dirs: map[int64]bool{}, groupMin: map[int64]int64{}}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
@@ -415,6 +416,7 @@ func (x *Index) removeLocked(b int64) error {
 		delete(x.open, b)
 	}
 	delete(x.dirty, b)
+	x.removed[b>>12] = struct{}{}
 	x.clearBit(b)
 	if gid := b >> 12; !x.groupHasBitsLocked(gid) {
 		delete(x.groupMin, gid)
@@ -481,6 +483,10 @@ func (x *Index) Sync() error {
 		}
 		dirs[b>>12] = true
 		delete(x.dirty, b)
+	}
+	for gid := range x.removed {
+		dirs[gid] = true
+		delete(x.removed, gid)
 	}
 	for gid := range dirs {
 		errs = append(errs, x.fs.SyncDir(filepath.Join(x.dir, strconv.FormatInt(gid, 10))))
