@@ -3,7 +3,7 @@
 // (package raftlog over the store's segments); committed entries are
 // applied by the FSM, which builds ConsumeQueue/IndexFile entries, assigns
 // queue offsets and keeps the replicated tables (topics, subscription groups,
-// consumer offsets, producer dedup, delay-level progress).
+// consumer offsets, producer dedup, delay-level progress, the timer cursor).
 //
 // The package has two halves. The group is the Raft member, built from its
 // parts (store, log store, stable store, snapshot store, transport), with
@@ -56,10 +56,19 @@
 //     pull's filter), hold.go (long polling),
 //     heartbeat.go and clientmgr.go (34/35/38, producer and consumer
 //     tables), offset.go (14/15/29-32, the offset coalescer), sendback.go
-//     (36, retry and DLQ), schedule.go (delay levels), lock.go (41/42),
+//     (36, retry and DLQ), schedule.go (delay levels and reput, the
+//     re-put of held-back messages), lock.go (41/42),
 //     query.go (12/33), register.go (REGISTER_BROKER to every name server),
 //     admin.go, admin_config.go, admin_raft.go (topic/group admin, broker
 //     config, RAFT_STATUS and LEADERSHIP_TRANSFER).
+//   - timer.go: timer messages (TIMER_DELAY_SEC, TIMER_DELAY_MS,
+//     TIMER_DELIVER_MS, __STARTDELIVERTIME): the send-side rewrite to
+//     rmq_sys_wheel_timer, the replicated TimerCursor and its
+//     CmdTimerProgress, the leader's timer service (re-puts through
+//     reput in schedule.go, shared with the delay levels), the retention
+//     pin at the oldest pending timer; timer_fsm.go: what the FSM writes
+//     to the replica's on-disk index (package broker/timerindex) and how
+//     it moves late records when the cursor advances.
 //   - sqlfilter.go: SQL92 subscriptions (enablePropertyFilter): the
 //     store.MessageFilter over stored properties, the compiled heartbeat
 //     subscription. Package broker/filter parses and evaluates the

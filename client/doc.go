@@ -34,7 +34,7 @@
 //   - options.go: the options every client takes and the producer's;
 //     consumer_options.go: the consumers'.
 //   - message.go, uniqkey.go, queue.go, sendresult.go, subscription.go: the
-//     message model, the client-side unique id (UNIQ_KEY), message queues,
+//     message model (deliver-at / deliver-after timers), the client-side unique id (UNIQ_KEY), message queues,
 //     send results, subscriptions: tag expressions and MessageSelector
 //     (Tags, SQL92).
 //   - message_decode.go: MessageExt, read from pull bodies with

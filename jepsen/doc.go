@@ -32,6 +32,8 @@
 //   - history.go: the recorded operations, deliveries, reads, fault
 //     windows and leader observations.
 //   - checker.go: CheckHistory and its verdict.
+//   - workload_timer.go, checker_timer.go: timer messages (their own topic
+//     and consumer group) and their checks: none lost, early or phantom.
 //   - report.go, report_png.go: verdict table, history JSON, timeline PNG.
 //   - errors.go: the package's sentinels.
 //   - cmd/raftmq-jepsen: the command that runs a profile.

@@ -21,7 +21,9 @@
 //     (a name server and a 3-node group on loopback) with its ready line.
 //   - bench.go: `raftmq bench produce|consume`: TPS, MB/s and HDR
 //     percentiles of send latency (produce) or store→consume latency
-//     (consume).
+//     (consume); bench_timer.go: `raftmq bench timer`, timer messages on
+//     a local 3-process group: fire-time error (optionally across a leader
+//     SIGKILL) and the leader's RSS with --pending far-future timers.
 //   - version.go: `raftmq version [--json]` from the binary's build info.
 //   - admin*.go: `raftmq admin`, mqadmin's commands plus raftStatus,
 //     leadershipTransfer and balanceLeaders, as a table of name, flags,
