@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,5 +154,38 @@ func TestTimerAcrossLeaderChange(t *testing.T) {
 		if b := g.TimerIndex().Buckets(); b > 1 {
 			t.Errorf("member %d's index holds %d buckets", i, b)
 		}
+	}
+}
+
+// TestTimerRetentionPin: a pending timer's message pins the CommitLog
+// against retention on every replica.
+func TestTimerRetentionPin(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	leader := pc.nodes[pc.leader()].Addr()
+	pc.createTopic(leader, "TP", 1)
+	for i := 0; i < 3; i++ {
+		if r := pc.call(leader, remoting.RequestSendMessage, sendExt("TP", 0, ""), []byte("plain")); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send: %d %s", r.Code, r.Remark)
+		}
+	}
+	for _, g := range pc.groups {
+		if pin := g.timerPin(); pin != math.MaxInt64 {
+			t.Fatalf("pin %d without timers", pin)
+		}
+	}
+	due := time.Now().Add(time.Hour).UnixMilli()
+	if r := pc.call(leader, remoting.RequestSendMessage, sendExt("TP", 0, timerProps(wire.PropertyTimerDeliverMs, due)), []byte("later")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	for i, g := range pc.groups {
+		gi := g
+		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("member %d pins its timer message", i), func() bool {
+			cq := gi.Store().ConsumeQueues().Get(wire.TopicTimer, 0)
+			if cq == nil {
+				return false
+			}
+			u, err := cq.Get(0)
+			return err == nil && gi.timerPin() == u.PhyOffset
+		})
 	}
 }

@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/timerindex"
+	"github.com/raftmq/raftmq/storage"
+)
+
+// The cursor moves only from where the proposer saw it; an advance moves
+// what the leader had not seen; entries at or below the applied mark (a
+// restart's re-apply) change the cursor but not the files again.
+func TestTimerProgressApply(t *testing.T) {
+	x, err := timerindex.Open(storage.NewFaultFS(1), "/t/timer", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	f := &fsm{st: newState(16, 60_000), timers: x, log: zap.NewNop()}
+	rec := func(q int64) timerindex.Record { return timerindex.Record{DeliverMs: 10_500, QueueOffset: q} }
+	if err := x.Append(10, []timerindex.Record{rec(0), rec(1), rec(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Append(11, []timerindex.Record{rec(3)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Append(20, []timerindex.Record{rec(4)}); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(i uint64, p TimerProgress) {
+		t.Helper()
+		if r := f.applyTimerProgress(&raft.Log{Index: i}, p).(*applyResult); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	cursor := func() TimerCursor { return f.st.timer }
+
+	apply(1, TimerProgress{From: TimerCursor{}, To: TimerCursor{Bucket: 10}, Done: 0})
+	apply(2, TimerProgress{From: TimerCursor{Bucket: 10}, To: TimerCursor{Bucket: 10, Fired: 2}})
+	// Stale (an earlier leader's view) and malformed moves change nothing.
+	apply(3, TimerProgress{From: TimerCursor{Bucket: 10}, To: TimerCursor{Bucket: 10, Fired: 1}})
+	apply(4, TimerProgress{From: TimerCursor{Bucket: 10, Fired: 2}, To: TimerCursor{Bucket: 10, Fired: 1}})
+	if c := cursor(); c != (TimerCursor{Bucket: 10, Fired: 2}) {
+		t.Fatalf("cursor %+v", c)
+	}
+	// The leader delivered 2 of bucket 10 and moves to 20: record 2 and
+	// bucket 11 arrived after it looked and move to 20.
+	apply(5, TimerProgress{From: TimerCursor{Bucket: 10, Fired: 2}, To: TimerCursor{Bucket: 20}, Done: 2})
+	got, total, err := x.Read(20, 0, 10)
+	if err != nil || total != 3 || got[0].QueueOffset != 4 || got[1].QueueOffset != 2 || got[2].QueueOffset != 3 {
+		t.Fatalf("bucket 20 = %v (%d) %v", got, total, err)
+	}
+	if x.Buckets() != 1 || x.Applied() != 5 {
+		t.Fatalf("%d buckets, applied %d", x.Buckets(), x.Applied())
+	}
+	// A re-apply of entry 5 after a restart (cursor restored to before it)
+	// moves the cursor again but copies nothing twice.
+	f.st.timer = TimerCursor{Bucket: 10, Fired: 2}
+	apply(5, TimerProgress{From: TimerCursor{Bucket: 10, Fired: 2}, To: TimerCursor{Bucket: 20}, Done: 2})
+	if _, total, _ := x.Read(20, 0, 10); total != 3 || cursor() != (TimerCursor{Bucket: 20}) {
+		t.Fatalf("re-apply: bucket 20 holds %d, cursor %+v", total, cursor())
+	}
+}
+
+// The snapshot image carries a moved cursor under "timer" and leaves the
+// old golden image's bytes as they were while the cursor is zero.
+func TestTimerCursorInSnapshotImage(t *testing.T) {
+	s := newState(0, 0)
+	s.timer = TimerCursor{Bucket: 1700000000, Fired: 3}
+	b, err := json.Marshal(s.imageLocked())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `"queues":null,"timer":{"bucket":1700000000,"fired":3}}`
+	if !strings.HasSuffix(string(b), want) {
+		t.Fatalf("image %s lacks %s", b, want)
+	}
+	var img stateImage
+	if err := json.Unmarshal(b, &img); err != nil {
+		t.Fatal(err)
+	}
+	r := newState(0, 0)
+	r.loadLocked(img)
+	if r.timer != s.timer {
+		t.Fatalf("restored cursor %+v", r.timer)
+	}
+	// An image from before timers restores a zero cursor.
+	r.loadLocked(stateImage{})
+	if r.timer != (TimerCursor{}) {
+		t.Fatalf("cursor from an old image %+v", r.timer)
+	}
+}
