@@ -39,6 +39,7 @@ func (c *Controller) applyDelay(ctx context.Context, m *store.Message) *remoting
 		return nil
 	}
 	level = min(level, len(c.delayLevels))
+	qualifyProducerID(m)
 	m.Properties[wire.PropertyDelayTimeLevel] = strconv.Itoa(level)
 	m.Properties[wire.PropertyRealTopic] = m.Topic
 	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
@@ -196,6 +197,8 @@ func realMessage(m *store.Message, c *Controller) *store.Message {
 	delete(props, wire.PropertyRealQueueID)
 	delete(props, wire.PropertyDelayTimeLevel)
 	delete(props, wire.PropertyCRC32)
+	delete(props, wire.PropertyProducerID)
+	delete(props, wire.PropertySequence)
 	return &store.Message{
 		Topic: topic, QueueID: int32(qid), Flag: m.Flag, Body: m.Body, Properties: props,
 		SysFlag: m.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6), BornTimestamp: m.BornTimestamp,

@@ -179,6 +179,7 @@ func (c *Controller) applyTimerAt(ctx context.Context, m *store.Message, now tim
 	if _, ok := c.rep.(timerReplica); !ok {
 		return response(remoting.ResponseSystemError, "timer messages are not supported by this broker's replica (no timer index)")
 	}
+	qualifyProducerID(m)
 	m.Properties[wire.PropertyTimerOutMs] = strconv.FormatInt(deliverMs, 10)
 	m.Properties[wire.PropertyRealTopic] = m.Topic
 	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
@@ -187,6 +188,21 @@ func (c *Controller) applyTimerAt(ctx context.Context, m *store.Message, now tim
 		return c.writeError("create "+wire.TopicTimer, err)
 	}
 	return nil
+}
+
+// qualifyProducerID keeps an idempotent producer's dedup right for a
+// message held back in a system topic (timer, delay level). Dedup streams
+// are keyed by producer, topic and queue, and the producer numbers its
+// sends per real queue: in the system topic two real queues' numbers would
+// meet in one stream and the second message would be taken for a retry of
+// the first. The producer id is therefore qualified with the real queue;
+// the re-put drops both properties (realMessage), because by then the
+// message's sequence number may have fallen out of the real stream's
+// window.
+func qualifyProducerID(m *store.Message) {
+	if pid := m.Properties[wire.PropertyProducerID]; pid != "" {
+		m.Properties[wire.PropertyProducerID] = pid + "@" + m.Topic + "@" + strconv.Itoa(int(m.QueueID))
+	}
 }
 
 // timerReadBatch is how many records of the cursor's bucket one round reads.

@@ -189,3 +189,46 @@ func TestTimerRetentionPin(t *testing.T) {
 		})
 	}
 }
+
+// TestTimerIdempotentProducer: an idempotent producer numbers its sends
+// per real queue; two timer messages with the same number for two queues
+// are both delivered, a retry of one is recognised, and both are re-put
+// without the idempotence properties.
+func TestTimerIdempotentProducer(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	leader := pc.nodes[pc.leader()].Addr()
+	pc.createTopic(leader, "TI", 2)
+	due := time.Now().Add(300 * time.Millisecond).UnixMilli()
+	props := timerProps(wire.PropertyTimerDeliverMs, due) + wire.PropertyProducerID + "\x01p1\x02" + wire.PropertySequence + "\x011\x02"
+	var offsets []string
+	for i, send := range []struct {
+		queue int
+		body  string
+	}{{0, "a"}, {1, "b"}, {0, "a"}} {
+		r := pc.call(leader, remoting.RequestSendMessage, sendExt("TI", send.queue, props), []byte(send.body))
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send %d: %d %s", i, r.Code, r.Remark)
+		}
+		offsets = append(offsets, r.ExtFields["queueOffset"])
+	}
+	if offsets[0] != offsets[2] || offsets[0] == offsets[1] {
+		t.Fatalf("timer-topic offsets %v: the retry must repeat the first, the other queue's must differ", offsets)
+	}
+	g := pc.groups[pc.leader()]
+	testutil.WaitFor(t, 10*time.Second, "both timers delivered", func() bool { return len(readTopic(t, g, "TI", 2)) == 2 })
+	for body, d := range readTopic(t, g, "TI", 2) {
+		if d.copies != 1 {
+			t.Errorf("%s delivered %d times", body, d.copies)
+		}
+	}
+	for q := int32(0); q < 2; q++ {
+		res, err := g.Store().GetMessage("", "TI", q, 0, 1, nil)
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("queue %d: %v %v", q, res.Status, err)
+		}
+		m, _, _ := wire.DecodeMessage(res.Messages[0], false)
+		if m.Properties[wire.PropertyProducerID] != "" || m.Properties[wire.PropertySequence] != "" {
+			t.Errorf("re-put keeps the idempotence properties: %v", m.Properties)
+		}
+	}
+}
