@@ -1,15 +1,20 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/broker/timerindex"
 	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // The cursor moves only from where the proposer saw it; an advance moves
@@ -93,5 +98,82 @@ func TestTimerCursorInSnapshotImage(t *testing.T) {
 	r.loadLocked(stateImage{})
 	if r.timer != (TimerCursor{}) {
 		t.Fatalf("cursor from an old image %+v", r.timer)
+	}
+}
+
+// timerMessage is a message as applyTimer leaves it: in the timer topic,
+// due at dueMs, for topic T queue 0.
+func timerMessage(key string, dueMs int64) *store.Message {
+	m := testMessage(wire.TopicTimer, 0, key, "", 0, 64)
+	m.Properties = map[string]string{wire.PropertyUniqKey: key, wire.PropertyTimerOutMs: strconv.FormatInt(dueMs, 10),
+		wire.PropertyRealTopic: "T", wire.PropertyRealQueueID: "0"}
+	return m
+}
+
+// TestTimerIndexAfterSnapshotInstall: a follower that installs a snapshot
+// takes the cursor from it, drops its buckets before the cursor, and
+// indexes the timer messages after the snapshot as the leader does.
+func TestTimerIndexAfterSnapshotInstall(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{sync: true, segmentSize: 256 << 10})
+	c.createTopic("T", 1)
+	l := c.leader()
+	lagging := c.followerOf(l)
+	base := timerindex.BucketOf(time.Now().UnixMilli()) * timerindex.BucketMs
+	put := func(key string, due int64) {
+		t.Helper()
+		if _, err := c.sendRetrying(timerMessage(key, due), time.Now().Add(15*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("early", base-5000) // a bucket the cursor will pass
+	c.waitCaughtUp()
+	c.stop(lagging)
+	put("mid", base+3_600_000)
+	c.sendConcurrently(4, 2000, 1024, 1, nil)
+	// The leader's timer service delivered the early bucket and moved on.
+	ctx := context.Background()
+	if err := l.g().UpdateTimerProgress(ctx, TimerProgress{From: TimerCursor{}, To: TimerCursor{Bucket: timerindex.BucketOf(base - 5000)}}); err != nil {
+		t.Fatal(err)
+	}
+	cur := l.g().TimerCursor()
+	if err := l.g().UpdateTimerProgress(ctx, TimerProgress{From: cur, To: TimerCursor{Bucket: timerindex.BucketOf(base + 3_600_000)}, Done: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.g().SnapshotAndTruncate(); err != nil {
+		t.Fatal(err)
+	}
+	c.start(lagging)
+	put("late", base+7_200_000)
+	c.waitCaughtUp()
+	f := c.nodes[lagging].g()
+	if fc, lc := f.TimerCursor(), l.g().TimerCursor(); fc != lc {
+		t.Fatalf("follower cursor %+v, leader %+v", fc, lc)
+	}
+	// Its own "early" bucket is gone; "late" is indexed like on the
+	// leader. "mid" was stored before the snapshot: not on this follower.
+	fx, lx := f.TimerIndex(), l.g().TimerIndex()
+	if _, ok := fx.Next(0, timerindex.BucketOf(base+3_600_000)-1); ok {
+		t.Fatal("the follower kept a bucket the restored cursor passed")
+	}
+	lateB := timerindex.BucketOf(base + 7_200_000)
+	fr, _, err := fx.Read(lateB, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, _, err := lx.Read(lateB, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fr) != 1 || len(lr) != 1 || fr[0] != lr[0] {
+		t.Fatalf("late bucket: follower %v, leader %v", fr, lr)
+	}
+	// The follower did install the snapshot: the leader holds "mid", the
+	// follower, which never applied it, does not (the documented gap).
+	midB := timerindex.BucketOf(base + 3_600_000)
+	if _, n, _ := lx.Read(midB, 0, 10); n != 1 {
+		t.Fatalf("leader's mid bucket holds %d", n)
+	}
+	if _, n, _ := fx.Read(midB, 0, 10); n != 0 {
+		t.Fatalf("follower's mid bucket holds %d: it replayed the log instead of installing the snapshot", n)
 	}
 }
