@@ -109,9 +109,9 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.locks = newLockManager(cfg.RebalanceLockMaxLiveTime, time.Now)
 	c.offsets = newOffsetCoalescer(c)
 	c.sched = newScheduleService(c)
-	c.timers = newTimerService(c)
 	c.reg = newRegisterService(c)
 	c.metrics = newBrokerMetrics(c)
+	c.timers = newTimerService(c)
 	c.newMonitor()
 
 	scfg := remoting.DefaultServerConfig()

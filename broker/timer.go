@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
@@ -218,11 +219,39 @@ type timerService struct {
 	wasLeader bool
 	bucket    int64
 	fired     map[int64]struct{}
+
+	// Metrics (raftmq_broker_timer_*).
+	delivered prometheus.Counter
+	skipped   prometheus.Counter
+	lateness  prometheus.Histogram
 }
 
+// newTimerService builds the service and registers its metrics on the
+// node's registry: timer_delivered_total (re-put by this node as leader),
+// timer_skipped_total (records whose message was missing or corrupt: not
+// delivered), timer_fire_delay_seconds (re-put time − due time) and the
+// timer_index_buckets gauge (buckets of this replica's index that hold
+// records).
 func newTimerService(c *Controller) *timerService {
 	tr, _ := c.rep.(timerReplica)
-	return &timerService{c: c, tr: tr, fired: map[int64]struct{}{}}
+	s := &timerService{c: c, tr: tr, fired: map[int64]struct{}{},
+		delivered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "timer_delivered_total",
+			Help: "Timer messages this node re-put to their real topics as leader."}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "timer_skipped_total",
+			Help: "Timer records not delivered: their message was missing on this replica or the record was corrupt."}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: metricsNamespace, Name: "timer_fire_delay_seconds",
+			Help:    "Re-put time of a timer message minus its due time (TIMER_OUT_MS), on the leader.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 60}}),
+	}
+	if c.metrics != nil {
+		c.metrics.reg.MustRegister(s.delivered, s.skipped, s.lateness)
+		if tr != nil {
+			c.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "timer_index_buckets",
+				Help: "One-second buckets of this replica's timer index that hold records."},
+				func() float64 { return float64(tr.TimerIndex().Buckets()) }))
+		}
+	}
+	return s
 }
 
 func (s *timerService) run() {
@@ -278,7 +307,7 @@ func (s *timerService) round(nowMs int64) (more bool, err error) {
 		return false, err
 	}
 	var out []*store.Message
-	var outPos []int64
+	var outPos, dues []int64
 	for i, r := range recs {
 		pos := cur.Fired + int64(i)
 		if _, ok := s.fired[pos]; ok || r.DeliverMs > nowMs {
@@ -290,6 +319,7 @@ func (s *timerService) round(nowMs int64) (more bool, err error) {
 		}
 		if m != nil {
 			out = append(out, realMessage(m, s.c))
+			dues = append(dues, r.DeliverMs)
 		}
 		outPos = append(outPos, pos)
 	}
@@ -300,6 +330,12 @@ func (s *timerService) round(nowMs int64) (more bool, err error) {
 		if err != nil {
 			return false, err
 		}
+		now := time.Now().UnixMilli()
+		for _, due := range dues {
+			s.lateness.Observe(float64(now-due) / 1000)
+		}
+		s.delivered.Add(float64(len(out)))
+		s.skipped.Add(float64(len(outPos) - len(out)))
 		for _, p := range outPos {
 			s.fired[p] = struct{}{}
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
@@ -219,6 +221,20 @@ func TestTimerIdempotentProducer(t *testing.T) {
 	for body, d := range readTopic(t, g, "TI", 2) {
 		if d.copies != 1 {
 			t.Errorf("%s delivered %d times", body, d.copies)
+		}
+	}
+	fams, err := pc.nodes[pc.leader()].metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		mf[f.GetName()] = f
+	}
+	for name, want := range map[string]float64{"raftmq_broker_timer_delivered_total": 2, "raftmq_broker_timer_fire_delay_seconds": 2,
+		"raftmq_broker_timer_skipped_total": 0} {
+		if v, ok := metricValue(mf, name); !ok || v != want {
+			t.Errorf("%s = %v (%v), want %v", name, v, ok, want)
 		}
 	}
 	for q := int32(0); q < 2; q++ {
