@@ -52,6 +52,7 @@ var layers = map[string]int{
 	"examples/idempotent":      5,
 	"examples/ordered":         5,
 	"examples/simple":          5,
+	"examples/timer":           5,
 }
 
 // sdkForbidden are import paths (or prefixes ending in "/") that must not
