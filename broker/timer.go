@@ -134,6 +134,11 @@ func (c *Controller) applyTimerAt(ctx context.Context, m *store.Message, now tim
 	if _, rolled := m.Properties[wire.PropertyTimerOutMs]; rolled {
 		return nil // RocketMQ's double check: already converted once
 	}
+	if k := m.Properties[wire.PropertyTimerDelUniqKey]; k != "" {
+		// Storing the cancel marker as a message would deliver it.
+		return response(remoting.ResponseMessageIllegal,
+			"timer message illegal: cancelling a timer (TIMER_DEL_UNIQKEY=%s) is not supported by raftmq", k)
+	}
 	if d := m.Properties[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
 		for _, k := range timerProperties[:3] {
 			delete(m.Properties, k)

@@ -78,6 +78,7 @@ func TestTimerSendChecks(t *testing.T) {
 		{timerProps(wire.PropertyStartDeliverTime, now+120_000), "beyond the max delay"},
 		{timerProps(wire.PropertyTimerDelayMs, 1<<62), "beyond the max delay"},
 		{timerProps(wire.PropertyTimerDelaySec, 1<<62), "beyond the max delay"},
+		{timerProps(wire.PropertyTimerDeliverMs, now+5000) + wire.PropertyTimerDelUniqKey + "\x01abc\x02", "TIMER_DEL_UNIQKEY=abc) is not supported"},
 	} {
 		r := pc.call(leader, remoting.RequestSendMessage, sendExt("TC", 0, c.props), []byte("x"))
 		if r.Code != remoting.ResponseMessageIllegal || !strings.Contains(r.Remark, c.remark) {

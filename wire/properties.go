@@ -30,6 +30,7 @@ const (
 	PropertyTimerDelayMs     = "TIMER_DELAY_MS"
 	PropertyStartDeliverTime = "__STARTDELIVERTIME"
 	PropertyTimerOutMs       = "TIMER_OUT_MS"
+	PropertyTimerDelUniqKey  = "TIMER_DEL_UNIQKEY"
 
 	// PropertyProducerID and PropertySequence are raftmq's idempotent
 	// producer: the producer's id and the message's sequence number in its
