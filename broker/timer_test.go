@@ -89,6 +89,11 @@ func TestTimerSendChecks(t *testing.T) {
 	if r.Code != remoting.ResponseSuccess || r.ExtFields["queueOffset"] != "0" {
 		t.Fatalf("past due time: %d %s %v", r.Code, r.Remark, r.ExtFields)
 	}
+	// A delay level wins over the timer properties (dropped), as in RocketMQ 5.
+	r = pc.call(leader, remoting.RequestSendMessage, sendExt("TC", 0, "DELAY\x011\x02"+timerProps(wire.PropertyTimerDelaySec, 1<<40)), []byte("lvl"))
+	if r.Code != remoting.ResponseSuccess {
+		t.Fatalf("delay level with a timer property: %d %s", r.Code, r.Remark)
+	}
 	r = pc.call(leader, remoting.RequestSendMessage, sendExt(wire.TopicTimer, 0, ""), []byte("x"))
 	if r.Code != remoting.ResponseNoPermission {
 		t.Fatalf("send to the timer topic: %d %s", r.Code, r.Remark)
