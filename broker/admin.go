@@ -54,6 +54,9 @@ func (c *Controller) processAdmin(ctx context.Context, conn *remoting.Conn, req 
 	case remoting.RequestGetConsumerConnectionList:
 		return c.processGetConsumerConnectionList(req), nil
 	}
+	if r, ok := c.processAdminTools(ctx, req); ok {
+		return r, nil
+	}
 	return response(remoting.ResponseRequestCodeNotSupported, "request code %d is not supported by raftmq broker %s", req.Code, c.addr), nil
 }
 
@@ -176,6 +179,7 @@ func (c *Controller) processRuntimeInfo() *remoting.RemotingCommand {
 		"pullHoldCount":       strconv.Itoa(c.hold.heldCount()),
 		"consumerGroups":      strings.Join(c.clients.groups(), ","),
 	}
+	c.runtimeToolKeys(t)
 	r := success()
 	r.Body, _ = json.Marshal(wire.KVTable{Table: t})
 	return r

@@ -13,10 +13,10 @@ import (
 
 // UPDATE_BROKER_CONFIG (25): runtime changes of a whitelist of keys. The
 // body is a properties text ("key=value" lines), as mqadmin
-// updateBrokerConfig sends it. The change is local to the node that gets
-// the request and lasts until it restarts (RocketMQ also persists it to
-// broker.conf; raftmq leaves the file alone): apply it to every member of
-// the group, and to broker.conf for permanence.
+// updateBrokerConfig sends it. The member that gets the request saves the
+// change under its store directory (loaded again at start, over
+// broker.conf) and forwards it to the other members of its group
+// (admin_config_group.go), so one request changes the whole group.
 
 // RuntimeConfigKeys are the keys UPDATE_BROKER_CONFIG may change. Every
 // other key is fixed for the life of the process because something was
@@ -58,6 +58,15 @@ func (c *Controller) processUpdateBrokerConfig(req *remoting.RemotingCommand) *r
 			"update broker config: %s cannot change at runtime (edit broker.conf and restart); changeable: %s",
 			strings.Join(refused, ", "), strings.Join(RuntimeConfigKeys, ", "))
 	}
+	if r := c.applyRuntimeConfig(kv, true); r != nil {
+		return r
+	}
+	return c.forwardBrokerConfig(req)
+}
+
+// applyRuntimeConfig validates and applies whitelisted keys; with save it
+// first records them in the member's runtime config file.
+func (c *Controller) applyRuntimeConfig(kv map[string]string, save bool) *remoting.RemotingCommand {
 	c.liveMu.Lock()
 	defer c.liveMu.Unlock()
 	next := *c.live()
@@ -78,9 +87,14 @@ func (c *Controller) processUpdateBrokerConfig(req *remoting.RemotingCommand) *r
 	case next.MaxReconsumeTimes < 0:
 		return response(remoting.ResponseInvalidParameter, "update broker config: maxReconsumeTimes must not be negative")
 	}
+	if save {
+		if err := c.saveRuntimeConfig(kv); err != nil {
+			return response(remoting.ResponseSystemError, "update broker config: not applied, saving it failed: %v", err)
+		}
+	}
 	c.liveCfg.Store(&next)
 	c.log.Info("broker config updated at runtime", zap.Any("changes", kv))
-	return success()
+	return nil
 }
 
 func isRuntimeKey(k string) bool {

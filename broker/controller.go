@@ -55,6 +55,7 @@ type Controller struct {
 	acl     *aclState
 	gossip  *ha.Gossip // nil when gossipEnable is off
 	metrics *brokerMetrics
+	stats   *brokerStats    // RocketMQ-shaped stats for the tools (admin_stats.go)
 	mon     *httpmon.Server // nil when metricsPort is -1
 	state   atomic.Int32    // stateStarting → stateServing → stateStopping (/health)
 	term    atomic.Uint64   // term of the last role change (/health fallback)
@@ -102,6 +103,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.quit = c.ctx.Done()
 	live := cfg
 	c.liveCfg.Store(&live)
+	c.loadRuntimeConfig()
 	c.nsClient = remoting.NewClient(remoting.DefaultClientConfig(), c.log.Named("nsclient"))
 	c.clients = newClientManager(c)
 	c.filters = filter.NewCache(filterCacheSize)
@@ -112,6 +114,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.reg = newRegisterService(c)
 	c.metrics = newBrokerMetrics(c)
 	c.timers = newTimerService(c)
+	c.stats = newBrokerStats(cfg.BrokerClusterName, time.Now())
 	c.newMonitor()
 
 	scfg := remoting.DefaultServerConfig()

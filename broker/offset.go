@@ -162,27 +162,7 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 		}
 	}
 	sort.Strings(topics)
-	b := []byte(`{"offsetTable":{`)
-	first := true
-	for _, t := range topics {
-		tc, ok := c.rep.State().Topic(t)
-		if !ok {
-			continue
-		}
-		for i := range queueCount(tc.ReadQueueNums) {
-			q := int32(i)
-			off, _ := c.offsets.lookup(h.ConsumerGroup, t, q)
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = wire.AppendQueueEntry(b, wire.MessageQueue{Topic: t, BrokerName: c.cfg.BrokerName, QueueID: q},
-				wire.OffsetWrapper{BrokerOffset: c.st.GetMaxOffsetInQueue(t, q), ConsumerOffset: max(off, 0)})
-		}
-	}
-	// RocketMQ's ConsumeStats also carries the group's consume rate, which
-	// raftmq does not measure.
-	b = append(b, `},"consumeTps":0.0}`...)
+	b, _ := c.consumeStats(h.ConsumerGroup, topics)
 	r := success()
 	r.Body = b
 	return r

@@ -156,6 +156,7 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 	if err != nil {
 		return response(remoting.ResponseSystemError, "read %s/%d at %d: %v", h.Topic, h.QueueID, h.QueueOffset, err)
 	}
+	c.stats.got(h.ConsumerGroup, h.Topic, len(res.Messages), len(res.Body))
 	leader := c.rep.IsLeader()
 	r := remoting.NewResponse(remoting.ResponseSuccess, "")
 	code := remoting.ResponseSuccess

@@ -602,4 +602,5 @@ func (c *Controller) countPut(msgs []*store.Message) {
 		c.metrics.traffic.countPut(msgs[0].Topic, len(msgs), n) // a request's messages share one topic
 	}
 	c.metrics.diskFull.Store(false)
+	c.stats.putAll(msgs)
 }

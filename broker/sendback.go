@@ -82,6 +82,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	if _, err := c.rep.PutMessages(wctx, []*store.Message{m}); err != nil {
 		return c.writeError("send back", err), nil
 	}
+	c.stats.sentBack(h.Group, orig.Topic)
 	return success(), nil
 }
 

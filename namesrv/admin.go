@@ -41,7 +41,7 @@ func (n *NameServer) addWritePermOfBroker(_ context.Context, conn *remoting.Conn
 
 // getAllTopicList answers GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206).
 func (n *NameServer) getAllTopicList(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	if !n.cfg.EnableAllTopicList {
+	if !n.live().EnableAllTopicList {
 		return remoting.NewResponse(remoting.ResponseSystemError, "disable"), nil
 	}
 	return topicListResponse(n.routes.AllTopics()), nil
@@ -49,7 +49,7 @@ func (n *NameServer) getAllTopicList(context.Context, *remoting.Conn, *remoting.
 
 // getTopicsByCluster answers GET_TOPICS_BY_CLUSTER (224).
 func (n *NameServer) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	if !n.cfg.EnableTopicList {
+	if !n.live().EnableTopicList {
 		return remoting.NewResponse(remoting.ResponseSystemError, "disable"), nil
 	}
 	var h wire.GetTopicsByClusterRequestHeader

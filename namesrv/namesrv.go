@@ -27,6 +27,7 @@ const shutdownTimeout = 10 * time.Second
 // every goroutine the name server started has returned.
 type NameServer struct {
 	cfg    Config
+	rt     runtimeCfg // UPDATE_NAMESRV_CONFIG changes (config_runtime.go)
 	log    *zap.Logger
 	routes *RouteInfoManager
 	kv     *KVConfigManager
@@ -285,6 +286,8 @@ func (n *NameServer) registerProcessors() {
 		remoting.RequestGetTopicsByCluster:            n.getTopicsByCluster,
 		remoting.RequestDeleteTopicInNamesrv:          n.deleteTopicInNamesrv,
 		remoting.RequestRegisterTopicInNamesrv:        n.registerTopicInNamesrv,
+		remoting.RequestGetNamesrvConfig:              n.getNamesrvConfig,
+		remoting.RequestUpdateNamesrvConfig:           n.updateNamesrvConfig,
 	}
 	n.srv.RegisterDefault(n.instrument(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		if h, ok := handlers[req.Code]; ok {

@@ -72,7 +72,7 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 
 	resp := success()
 	resp.EncodeHeader(&wire.RegisterBrokerResponseHeader{HAServerAddr: res.HAServerAddr, MasterAddr: res.MasterAddr})
-	if n.cfg.ReturnOrderTopicConfigToBroker {
+	if n.live().ReturnOrderTopicConfigToBroker {
 		if kv, ok := n.kv.List(wire.NamespaceOrderTopicConfig); ok {
 			resp.Body, _ = json.Marshal(wire.KVTable{Table: kv})
 		}

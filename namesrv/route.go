@@ -20,7 +20,7 @@ func (n *NameServer) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, re
 			"No topic route info in name server for the topic: "+h.Topic+
 				" (create it on a broker, or enable autoCreateTopicEnable)"), nil
 	}
-	if n.cfg.OrderMessageEnable {
+	if n.live().OrderMessageEnable {
 		rd.OrderTopicConf, _ = n.kv.Get(wire.NamespaceOrderTopicConfig, h.Topic)
 	}
 	resp := success()

@@ -1,0 +1,162 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/magiconair/properties"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// UPDATE_BROKER_CONFIG for a whole Raft group. The broker config is not
+// replicated state (each member has its own broker.conf), so the member
+// that gets the request forwards it to the others, marked so they do not
+// forward again, and each saves the change in runtimeConfigFile under its
+// store directory, which New applies over broker.conf at every start. A
+// member that is down when the change is made misses it: the answer then
+// names it, and the command must be repeated once it is back.
+
+// runtimeConfigFile holds the runtime config changes, relative to
+// storePathRootDir.
+const runtimeConfigFile = "config/runtimeConfig.properties"
+
+// extMemberOnly marks a forwarded UPDATE_BROKER_CONFIG: apply, do not
+// forward.
+const extMemberOnly = "raftmqMemberOnly"
+
+// forwardConfigTimeout bounds the forwarding to each member.
+const forwardConfigTimeout = 5 * time.Second
+
+func (c *Controller) runtimeConfigPath() string {
+	return filepath.Join(c.cfg.Store.StorePathRootDir, runtimeConfigFile)
+}
+
+// loadRuntimeConfig applies the saved runtime changes at start; a bad
+// file is logged and ignored (broker.conf alone then holds).
+func (c *Controller) loadRuntimeConfig() {
+	b, err := os.ReadFile(c.runtimeConfigPath())
+	if err != nil {
+		if !os.IsNotExist(err) {
+			c.log.Warn("runtime config changes not loaded", zap.String("file", c.runtimeConfigPath()), zap.Error(err))
+		}
+		return
+	}
+	p, err := properties.Load(b, properties.UTF8)
+	if err != nil {
+		c.log.Warn("runtime config changes not loaded", zap.String("file", c.runtimeConfigPath()), zap.Error(err))
+		return
+	}
+	kv := map[string]string{}
+	for k, v := range p.Map() {
+		if isRuntimeKey(k) {
+			kv[k] = v
+		}
+	}
+	if len(kv) == 0 {
+		return
+	}
+	if r := c.applyRuntimeConfig(kv, false); r != nil {
+		c.log.Warn("runtime config changes not applied", zap.String("file", c.runtimeConfigPath()), zap.String("why", r.Remark))
+		return
+	}
+	c.log.Info("runtime config changes applied over broker.conf", zap.String("file", c.runtimeConfigPath()), zap.Any("changes", kv))
+}
+
+// saveRuntimeConfig merges kv into the runtime config file (write, sync,
+// rename).
+func (c *Controller) saveRuntimeConfig(kv map[string]string) error {
+	path := c.runtimeConfigPath()
+	all := map[string]string{}
+	if b, err := os.ReadFile(path); err == nil {
+		if p, err := properties.Load(b, properties.UTF8); err == nil {
+			all = p.Map()
+		}
+	}
+	maps.Copy(all, kv)
+	var sb strings.Builder
+	sb.WriteString("# Changes made by UPDATE_BROKER_CONFIG (mqadmin updateBrokerConfig); applied over broker.conf at start.\n")
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		fmt.Fprintf(&sb, "%s=%s\n", k, all[k])
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(sb.String())
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := firstErr(werr, serr, cerr); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// forwardBrokerConfig sends an applied change to the group's other
+// registered members unless req is itself a forwarded one.
+func (c *Controller) forwardBrokerConfig(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	if req.ExtFields[extMemberOnly] == "true" {
+		return success()
+	}
+	var failed []string
+	for _, addr := range c.groupMemberAddrs() {
+		if addr == c.addr {
+			continue
+		}
+		fwd := remoting.NewRequest(remoting.RequestUpdateBrokerConfig, nil, req.Body)
+		fwd.ExtFields = map[string]string{extMemberOnly: "true"}
+		ctx, cancel := context.WithTimeout(c.ctx, forwardConfigTimeout)
+		resp, err := c.nsClient.InvokeSync(ctx, addr, fwd)
+		cancel()
+		if err == nil {
+			err = remoting.ResponseError(addr, resp)
+		}
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", addr, err))
+		}
+	}
+	if len(failed) > 0 {
+		return response(remoting.ResponseSystemError, "update broker config: applied on %s but not on group member(s) %s; "+
+			"repeat the command once they are up", c.addr, strings.Join(failed, ", "))
+	}
+	return success()
+}
+
+// groupMemberAddrs is the first answering name server's member list of
+// this broker group.
+func (c *Controller) groupMemberAddrs() []string {
+	for _, ns := range c.cfg.NameServers() {
+		ctx, cancel := context.WithTimeout(c.ctx, forwardConfigTimeout)
+		resp, err := c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
+		cancel()
+		if err != nil || resp.Code != remoting.ResponseSuccess {
+			continue
+		}
+		if ci, err := wire.DecodeClusterInfo(resp.Body); err == nil {
+			return slices.Collect(maps.Values(ci.BrokerAddrTable[c.cfg.BrokerName].BrokerAddrs))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package wire
+
+// Headers and bodies of the requests RocketMQ's operator tools send
+// (mqadmin, rocketmq-dashboard, rocketmq-exporter): broker stats, producer
+// connections, consumer running info, consume-queue inspection, group
+// offset cloning. Field names are those of RocketMQ's classes (named in
+// each comment), because the tools decode them by name.
+
+// Stats names of VIEW_BROKER_STATS_DATA (BrokerStatsManager): the key is
+// a topic, "topic@group" or the cluster name, as noted.
+const (
+	StatsTopicPutNums  = "TOPIC_PUT_NUMS"  // key: topic
+	StatsTopicPutSize  = "TOPIC_PUT_SIZE"  // key: topic
+	StatsGroupGetNums  = "GROUP_GET_NUMS"  // key: topic@group
+	StatsGroupGetSize  = "GROUP_GET_SIZE"  // key: topic@group
+	StatsSndbckPutNums = "SNDBCK_PUT_NUMS" // key: topic@group
+	StatsBrokerPutNums = "BROKER_PUT_NUMS" // key: cluster name
+	StatsBrokerGetNums = "BROKER_GET_NUMS" // key: cluster name
+)
+
+// ViewBrokerStatsDataRequestHeader is VIEW_BROKER_STATS_DATA's (315)
+// header (ViewBrokerStatsDataRequestHeader).
+type ViewBrokerStatsDataRequestHeader struct {
+	StatsName string `ext:"statsName,required"`
+	StatsKey  string `ext:"statsKey,required"`
+}
+
+// BrokerStatsItem is one window of BrokerStatsData: the count in the
+// window, its rate per second and the average count per sample.
+type BrokerStatsItem struct {
+	Sum   int64   `json:"sum"`
+	Tps   float64 `json:"tps"`
+	Avgpt float64 `json:"avgpt"`
+}
+
+// BrokerStatsData is VIEW_BROKER_STATS_DATA's answer (BrokerStatsData):
+// the last minute, hour and day of one stats item.
+type BrokerStatsData struct {
+	StatsMinute BrokerStatsItem `json:"statsMinute"`
+	StatsHour   BrokerStatsItem `json:"statsHour"`
+	StatsDay    BrokerStatsItem `json:"statsDay"`
+}
+
+// GetConsumeStatsInBrokerHeader is GET_BROKER_CONSUME_STATS's (317)
+// header (GetConsumeStatsInBrokerHeader): only ordered topics when IsOrder.
+type GetConsumeStatsInBrokerHeader struct {
+	IsOrder bool `ext:"isOrder,required"`
+}
+
+// GetProducerConnectionListRequestHeader is GET_PRODUCER_CONNECTION_LIST's
+// (204) header.
+type GetProducerConnectionListRequestHeader struct {
+	ProducerGroup string `ext:"producerGroup,required"`
+}
+
+// ProducerConnection is GET_PRODUCER_CONNECTION_LIST's answer
+// (ProducerConnection).
+type ProducerConnection struct {
+	ConnectionSet []Connection `json:"connectionSet"`
+}
+
+// ProducerInfo is one producer of GET_ALL_PRODUCER_INFO's answer
+// (ProducerInfo).
+type ProducerInfo struct {
+	ClientID            string `json:"clientId"`
+	RemoteIP            string `json:"remoteIP"`
+	Language            string `json:"language"`
+	Version             int    `json:"version"`
+	LastUpdateTimestamp int64  `json:"lastUpdateTimestamp"`
+}
+
+// ProducerTableInfo is GET_ALL_PRODUCER_INFO's (328) answer
+// (ProducerTableInfo): producers by group.
+type ProducerTableInfo struct {
+	Data map[string][]ProducerInfo `json:"data"`
+}
+
+// GetConsumerRunningInfoRequestHeader is GET_CONSUMER_RUNNING_INFO's (307)
+// header; the broker forwards the request to the named client.
+type GetConsumerRunningInfoRequestHeader struct {
+	ConsumerGroup string `ext:"consumerGroup,required"`
+	ClientID      string `ext:"clientId,required"`
+	JstackEnable  bool   `ext:"jstackEnable"`
+}
+
+// Property names of ConsumerRunningInfo.properties (ConsumerRunningInfo).
+const (
+	PropNamesrvAddr            = "PROP_NAMESERVER_ADDR"
+	PropThreadPoolCoreSize     = "PROP_THREADPOOL_CORE_SIZE"
+	PropConsumeOrderly         = "PROP_CONSUMEORDERLY"
+	PropConsumeType            = "PROP_CONSUME_TYPE"
+	PropClientVersion          = "PROP_CLIENT_VERSION"
+	PropConsumerStartTimestamp = "PROP_CONSUMER_START_TIMESTAMP"
+)
+
+// ConsumeStatus is one topic's rates in ConsumerRunningInfo.statusTable
+// (ConsumeStatus): RT in ms, TPS per second.
+type ConsumeStatus struct {
+	PullRT            float64 `json:"pullRT"`
+	PullTPS           float64 `json:"pullTPS"`
+	ConsumeRT         float64 `json:"consumeRT"`
+	ConsumeOKTPS      float64 `json:"consumeOKTPS"`
+	ConsumeFailedTPS  float64 `json:"consumeFailedTPS"`
+	ConsumeFailedMsgs int64   `json:"consumeFailedMsgs"`
+}
+
+// ProcessQueueInfo is one queue's state in ConsumerRunningInfo.mqTable
+// (ProcessQueueInfo).
+type ProcessQueueInfo struct {
+	CommitOffset            int64 `json:"commitOffset"`
+	CachedMsgMinOffset      int64 `json:"cachedMsgMinOffset"`
+	CachedMsgMaxOffset      int64 `json:"cachedMsgMaxOffset"`
+	CachedMsgCount          int   `json:"cachedMsgCount"`
+	CachedMsgSizeInMiB      int   `json:"cachedMsgSizeInMiB"`
+	TransactionMsgMinOffset int64 `json:"transactionMsgMinOffset"`
+	TransactionMsgMaxOffset int64 `json:"transactionMsgMaxOffset"`
+	TransactionMsgCount     int   `json:"transactionMsgCount"`
+	Locked                  bool  `json:"locked"`
+	TryUnlockTimes          int64 `json:"tryUnlockTimes"`
+	LastLockTimestamp       int64 `json:"lastLockTimestamp"`
+	Droped                  bool  `json:"droped"`
+	LastPullTimestamp       int64 `json:"lastPullTimestamp"`
+	LastConsumeTimestamp    int64 `json:"lastConsumeTimestamp"`
+}
+
+// ConsumerRunningInfo is the client's answer to GET_CONSUMER_RUNNING_INFO
+// (ConsumerRunningInfo). MqTable is keyed by MessageQueue objects in
+// fastjson's form, so it is carried as QueueEntry values and written by
+// EncodeConsumerRunningInfo.
+type ConsumerRunningInfo struct {
+	Properties      map[string]string        `json:"properties"`
+	SubscriptionSet []SubscriptionData       `json:"subscriptionSet"`
+	MqTable         []QueueEntry             `json:"-"`
+	StatusTable     map[string]ConsumeStatus `json:"statusTable"`
+	Jstack          string                   `json:"jstack,omitempty"`
+}
+
+// GroupList is QUERY_TOPIC_CONSUME_BY_WHO's (300) answer (GroupList).
+type GroupList struct {
+	GroupList []string `json:"groupList"`
+}
+
+// QueryConsumeQueueRequestHeader is QUERY_CONSUME_QUEUE's (321) header:
+// Count units of a queue from Index.
+type QueryConsumeQueueRequestHeader struct {
+	Topic         string `ext:"topic,required"`
+	QueueID       int32  `ext:"queueId,required"`
+	Index         int64  `ext:"index,required"`
+	Count         int32  `ext:"count,required"`
+	ConsumerGroup string `ext:"consumerGroup"`
+}
+
+// ConsumeQueueData is one consume-queue unit of QUERY_CONSUME_QUEUE's
+// answer (ConsumeQueueData).
+type ConsumeQueueData struct {
+	PhysicOffset   int64  `json:"physicOffset"`
+	PhysicSize     int32  `json:"physicSize"`
+	TagsCode       int64  `json:"tagsCode"`
+	ExtendDataJSON string `json:"extendDataJson,omitempty"`
+	BitMap         string `json:"bitMap,omitempty"`
+	Eval           bool   `json:"eval"`
+	Msg            string `json:"msg,omitempty"`
+}
+
+// QueryConsumeQueueResponseBody is QUERY_CONSUME_QUEUE's answer
+// (QueryConsumeQueueResponseBody).
+type QueryConsumeQueueResponseBody struct {
+	SubscriptionData *SubscriptionData  `json:"subscriptionData,omitempty"`
+	FilterData       string             `json:"filterData,omitempty"`
+	QueueData        []ConsumeQueueData `json:"queueData"`
+	MaxQueueIndex    int64              `json:"maxQueueIndex"`
+	MinQueueIndex    int64              `json:"minQueueIndex"`
+}
+
+// CloneGroupOffsetRequestHeader is CLONE_GROUP_OFFSET's (314) header: copy
+// SrcGroup's offsets on Topic (every topic when empty) to DestGroup.
+type CloneGroupOffsetRequestHeader struct {
+	SrcGroup  string `ext:"srcGroup,required"`
+	DestGroup string `ext:"destGroup,required"`
+	Topic     string `ext:"topic"`
+	Offline   bool   `ext:"offline"`
+}
+
+// GetTopicConfigRequestHeader is GET_TOPIC_CONFIG's (351) header.
+type GetTopicConfigRequestHeader struct {
+	Topic string `ext:"topic,required"`
+}
+
+// GetSubscriptionGroupConfigRequestHeader is GET_SUBSCRIPTIONGROUP_CONFIG's
+// (352) header.
+type GetSubscriptionGroupConfigRequestHeader struct {
+	Group string `ext:"group,required"`
+}
+
+// QueryTopicConsumeByWhoRequestHeader is QUERY_TOPIC_CONSUME_BY_WHO's
+// (300) header.
+type QueryTopicConsumeByWhoRequestHeader struct {
+	Topic string `ext:"topic,required"`
+}
