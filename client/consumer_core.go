@@ -71,6 +71,8 @@ type consumerCore struct {
 	warned   map[string]bool                // guarded by mu; warn once per condition
 	pulls    map[*processQueue]*pullCall    // guarded by mu; long polls in flight
 	closing  bool                           // guarded by mu; close has begun
+
+	startedAt time.Time // set by start; GET_CONSUMER_RUNNING_INFO reports it
 }
 
 func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consumerCore {
@@ -157,6 +159,8 @@ func (c *consumerCore) start(ctx context.Context) error {
 		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
 	})
 	c.rc.RegisterProcessor(remoting.RequestResetConsumerClientOffset, c.resetOffsetHandler)
+	c.rc.RegisterProcessor(remoting.RequestGetConsumerRunningInfo, c.runningInfoHandler)
+	c.startedAt = c.cfg.common.now()
 	for _, topic := range c.topics() {
 		if _, err := c.routes.refresh(ctx, topic, false, 0); err != nil {
 			if isRetryTopic(topic) && errors.Is(err, ErrNoRoute) {

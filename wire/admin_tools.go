@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/json"
+
 // Headers and bodies of the requests RocketMQ's operator tools send
 // (mqadmin, rocketmq-dashboard, rocketmq-exporter): broker stats, producer
 // connections, consumer running info, consume-queue inspection, group
@@ -196,4 +198,169 @@ type GetSubscriptionGroupConfigRequestHeader struct {
 // (300) header.
 type QueryTopicConsumeByWhoRequestHeader struct {
 	Topic string `ext:"topic,required"`
+}
+
+// EncodeConsumerRunningInfo writes ri as RocketMQ's client does: plain
+// JSON with mqTable keyed by MessageQueue objects (fastjson's form).
+func EncodeConsumerRunningInfo(ri *ConsumerRunningInfo) []byte {
+	if ri.SubscriptionSet == nil {
+		ri.SubscriptionSet = []SubscriptionData{}
+	}
+	b, _ := json.Marshal(ri)
+	t := []byte(`,"mqTable":{`)
+	for i, e := range ri.MqTable {
+		if i > 0 {
+			t = append(t, ',')
+		}
+		t = AppendQueueEntry(t, e.Queue, e.Value)
+	}
+	t = append(t, '}')
+	// b ends with '}': splice the table in before it.
+	return append(append(b[:len(b)-1], t...), '}')
+}
+
+// DecodeConsumerRunningInfo reads a ConsumerRunningInfo body, its
+// mqTable in fastjson's object-key form.
+func DecodeConsumerRunningInfo(b []byte) (*ConsumerRunningInfo, error) {
+	var ri ConsumerRunningInfo
+	plain, err := QuoteObjectKeys(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(plain, &ri); err != nil {
+		return nil, &DecodeError{Reason: "consumer running info: " + err.Error()}
+	}
+	if ri.MqTable, err = DecodeQueueTable(b, "mqTable"); err != nil {
+		return nil, err
+	}
+	return &ri, nil
+}
+
+// QuoteObjectKeys rewrites fastjson's object map keys ({{"topic":..}:v})
+// as JSON strings holding the key's text ({"{\"topic\":..}":v}), so that
+// encoding/json reads any RocketMQ body; keys decode with json.Unmarshal
+// of the string. Other input passes through unchanged; malformed input
+// fails here or in the JSON decoder that reads the result.
+func QuoteObjectKeys(b []byte) ([]byte, error) {
+	type frame struct{ obj, wantKey bool }
+	var stack []frame
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		ch := b[i]
+		top := len(stack) - 1
+		switch {
+		case ch == '"':
+			j, err := stringEnd(b, i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b[i:j]...)
+			if top >= 0 && stack[top].obj {
+				stack[top].wantKey = false
+			}
+			i = j
+			continue
+		case ch == '{' && top >= 0 && stack[top].obj && stack[top].wantKey:
+			j, err := valueEnd(b, i)
+			if err != nil {
+				return nil, err
+			}
+			q, _ := json.Marshal(string(b[i:j]))
+			out = append(out, q...)
+			stack[top].wantKey = false
+			i = j
+			continue
+		case ch == '{':
+			stack = append(stack, frame{obj: true, wantKey: true})
+		case ch == '[':
+			stack = append(stack, frame{})
+		case ch == '}' || ch == ']':
+			if top < 0 {
+				return nil, &DecodeError{Offset: i, Reason: "unbalanced " + string(ch)}
+			}
+			stack = stack[:top]
+		case ch == ',':
+			if top >= 0 && stack[top].obj {
+				stack[top].wantKey = true
+			}
+		}
+		out = append(out, ch)
+		i++
+	}
+	return out, nil
+}
+
+// stringEnd returns the index just past the JSON string starting at i.
+func stringEnd(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, &DecodeError{Offset: i, Reason: "unterminated string"}
+}
+
+// valueEnd returns the index just past the object or array starting at i.
+func valueEnd(b []byte, i int) (int, error) {
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			e, err := stringEnd(b, j)
+			if err != nil {
+				return 0, err
+			}
+			j = e - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1, nil
+			}
+		}
+	}
+	return 0, &DecodeError{Offset: i, Reason: "unterminated object"}
+}
+
+// ConsumeStats is one group's consume stats on a topic as decoded from
+// QuoteObjectKeys output: OffsetTable's keys are MessageQueue JSON texts
+// (ParseQueueKey reads them).
+type ConsumeStats struct {
+	OffsetTable map[string]OffsetWrapper `json:"offsetTable"`
+	ConsumeTps  float64                  `json:"consumeTps"`
+}
+
+// ConsumeStatsList is GET_BROKER_CONSUME_STATS's (317) answer
+// (ConsumeStatsList): per group, its ConsumeStats per topic.
+type ConsumeStatsList struct {
+	ConsumeStatsList  []map[string][]ConsumeStats `json:"consumeStatsList"`
+	BrokerAddr        string                      `json:"brokerAddr"`
+	TotalDiff         int64                       `json:"totalDiff"`
+	TotalInflightDiff int64                       `json:"totalInflightDiff"`
+}
+
+// DecodeConsumeStatsList reads GET_BROKER_CONSUME_STATS's answer.
+func DecodeConsumeStatsList(b []byte) (*ConsumeStatsList, error) {
+	plain, err := QuoteObjectKeys(b)
+	if err != nil {
+		return nil, err
+	}
+	var l ConsumeStatsList
+	if err := json.Unmarshal(plain, &l); err != nil {
+		return nil, &DecodeError{Reason: "consume stats list: " + err.Error()}
+	}
+	return &l, nil
+}
+
+// ParseQueueKey reads a MessageQueue map key that QuoteObjectKeys quoted.
+func ParseQueueKey(k string) (MessageQueue, error) {
+	var mq MessageQueue
+	if err := json.Unmarshal([]byte(k), &mq); err != nil {
+		return mq, &DecodeError{Reason: "message queue key " + k + ": " + err.Error()}
+	}
+	return mq, nil
 }

@@ -55,14 +55,10 @@ var adminCommands = []adminEntry{
 	},
 	adminCommand[topicList]{
 		name:  "topicList",
-		short: "List every topic the name server knows (with -c: only topics routed to that cluster)",
-		flags: []flagSpec{str("clusterName", "c", "only topics with a broker group in this cluster")},
+		short: "List every topic the name server knows (-c: with its cluster and consumer groups, as mqadmin)",
+		flags: []flagSpec{toggleShort("clusterModel", "c", "print cluster, topic and consumer group per line")},
 		run:   runTopicList,
-		table: func(w *tabwriter.Writer, r topicList) {
-			for _, t := range r.TopicList {
-				fmt.Fprintln(w, t)
-			}
-		},
+		table: tableTopicList,
 	},
 	adminCommand[*wire.TopicRouteData]{
 		name:  "topicRoute",
@@ -82,20 +78,13 @@ var adminCommands = []adminEntry{
 			return []any{q.BrokerName, q.QueueID, q.MinOffset, q.MaxOffset, fmtTime(time.UnixMilli(q.LastUpdate))}
 		}),
 	},
-	adminCommand[[]clusterMember]{
+	adminCommand[clusterListing]{
 		name:  "clusterList",
 		short: "List clusters, broker groups and their members (brokerId 0 is the Raft leader)",
-		flags: []flagSpec{str("clusterName", "c", "only this cluster")},
-		run: func(ctx context.Context, s *adminSession, in flagValues) ([]clusterMember, error) {
-			ci, err := s.a.ClusterInfo(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return clusterMembers(ci, in.str("clusterName")), nil
-		},
-		table: columns([]any{"#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role"}, func(m clusterMember) []any {
-			return []any{m.Cluster, m.BrokerName, m.BrokerID, m.Addr, m.Role}
-		}),
+		flags: []flagSpec{str("clusterName", "c", "only this cluster"), toggleShort("moreStats", "m", "print yesterday's and today's in/out totals"),
+			str("interval", "i", "accepted for mqadmin compatibility (prints once)")},
+		run:   runClusterList,
+		table: tableClusterList,
 	},
 	adminCommand[map[string]string]{
 		name:  "brokerStatus",
@@ -117,8 +106,10 @@ var adminCommands = []adminEntry{
 	},
 	adminCommand[messageView]{
 		name:  "queryMsgById",
-		short: "Show a message by its offset msgId (store host + CommitLog offset)",
-		flags: []flagSpec{str("msgId", "i", "offset message id (OffsetMsgID of the send result)").req()},
+		short: "Show a message by its offset msgId, or by its client msgId (UNIQ_KEY) with -t or by searching every topic",
+		flags: []flagSpec{str("msgId", "i", "offset message id, or the client message id (UNIQ_KEY) applications log").req(),
+			str("topic", "t", "topic of a client message id (saves searching every topic)"),
+			str("consumerGroup", "g", "accepted for mqadmin compatibility"), str("clientId", "d", "accepted for mqadmin compatibility")},
 		run:   runQueryMsgByID,
 		table: tableMessage,
 	},
@@ -275,7 +266,7 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 		Short: "mqadmin-style administration: topics, groups, messages, offsets, broker config, Raft leadership",
 		Long: "Administration commands named and flagged like RocketMQ's mqadmin (updateTopic, topicList, clusterList, " +
 			"consumerProgress, ...) plus raftmq's raftStatus, leadershipTransfer and balanceLeaders. Every command takes " +
-			"-n NAMESRV (host:port, several separated by ';'). Output is a table; --json prints JSON for scripts.",
+			"-n NAMESRV (host:port, several separated by ';'; default $NAMESRV_ADDR). Output is a table; --json prints JSON for scripts.",
 		Args:                       unknownAdminCommand,
 		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SuggestionsMinimumDistance: 2,
@@ -290,7 +281,7 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 		}
 		return err
 	})
-	cmd.PersistentFlags().StringVarP(&f.namesrv, "namesrvAddr", "n", "", "name server address(es), host:port[;host:port] (required)")
+	cmd.PersistentFlags().StringVarP(&f.namesrv, "namesrvAddr", "n", "", "name server address(es), host:port[;host:port] (default: the NAMESRV_ADDR environment variable)")
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 5*time.Second, "timeout of each request")
 	aclCredentialFlags(cmd, f)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -177,8 +178,14 @@ func (f *adminFlags) nameServers() ([]string, error) {
 			out = append(out, a)
 		}
 	}
+	if len(out) == 0 && os.Getenv("NAMESRV_ADDR") != "" {
+		// As mqadmin: -n wins, else the NAMESRV_ADDR environment variable.
+		g := *f
+		g.namesrv = os.Getenv("NAMESRV_ADDR")
+		return g.nameServers()
+	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: -n NAMESRV is required (e.g. -n 127.0.0.1:9876)", errAdminUsage)
+		return nil, fmt.Errorf("%w: -n NAMESRV is required (e.g. -n 127.0.0.1:9876) unless NAMESRV_ADDR is set", errAdminUsage)
 	}
 	return out, nil
 }

@@ -100,17 +100,61 @@ func viewOf(m *client.MessageExt) messageView {
 	}
 }
 
-// runQueryMsgByID is mqadmin queryMsgById -i (offset msgId).
+// runQueryMsgByID is mqadmin queryMsgById -i: an offset msgId whose
+// address is a registered broker is looked up there (VIEW_MESSAGE_BY_ID);
+// anything else is taken as the client message id (UNIQ_KEY) and found
+// through the index, of -t's topic or else of every topic in turn (as
+// mqadmin falls back to queryMessageByUniqKey). Both forms are 32 hex
+// digits, hence the address check.
 func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (messageView, error) {
 	id := in.str("msgId")
-	m, err := s.a.ViewMessage(ctx, id)
-	if errors.Is(err, client.ErrMessageNotFound) {
-		return messageView{}, fmt.Errorf("%w: no message with msgId %s: %v", errNotFound, id, err)
+	if s.isBrokerMsgID(ctx, id) {
+		m, err := s.a.ViewMessage(ctx, id)
+		if err == nil {
+			return viewOf(m), nil
+		}
+		if !errors.Is(err, client.ErrMessageNotFound) {
+			return messageView{}, err
+		}
 	}
+	topics := []string{in.str("topic")}
+	if topics[0] == "" {
+		var err error
+		if topics, err = s.a.TopicList(ctx); err != nil {
+			return messageView{}, err
+		}
+	}
+	for _, t := range topics {
+		msgs, err := s.a.QueryMessageByUniqueKey(ctx, t, id)
+		if err == nil {
+			return viewOf(msgs[0]), nil
+		}
+		if !errors.Is(err, client.ErrMessageNotFound) && !errors.Is(err, client.ErrNoRoute) {
+			return messageView{}, err
+		}
+	}
+	return messageView{}, fmt.Errorf("%w: no message with offset msgId or client msgId %s (searched %d topic(s))", errNotFound, id, len(topics))
+}
+
+// isBrokerMsgID reports whether id decodes as an offset msgId naming a
+// registered broker's address.
+func (s *adminSession) isBrokerMsgID(ctx context.Context, id string) bool {
+	mid, err := wire.ParseMessageID(id)
 	if err != nil {
-		return messageView{}, err
+		return false
 	}
-	return viewOf(m), nil
+	ci, err := s.a.ClusterInfo(ctx)
+	if err != nil {
+		return true // let the lookup report the name server
+	}
+	for _, b := range ci.BrokerAddrTable {
+		for _, a := range b.BrokerAddrs {
+			if a == mid.Addr.String() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func tableMessage(w *tabwriter.Writer, v messageView) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -58,34 +59,83 @@ func runDeleteTopic(ctx context.Context, s *adminSession, in flagValues) (topicD
 	return topicDeletion{Cluster: cluster, Result: "deleted", Topic: topic}, nil
 }
 
-// topicList is topicList's result.
+// topicList is topicList's result; with -c, Rows holds mqadmin's
+// cluster / topic / consumer group lines.
 type topicList struct {
-	TopicList []string `json:"topicList"`
+	TopicList []string          `json:"topicList"`
+	Rows      []topicClusterRow `json:"clusterModel,omitempty"`
+	cluster   bool
 }
 
-// runTopicList is mqadmin topicList [-c].
+// topicClusterRow is one line of topicList -c.
+type topicClusterRow struct {
+	Cluster       string `json:"cluster"`
+	Topic         string `json:"topic"`
+	ConsumerGroup string `json:"consumerGroup"`
+}
+
+// runTopicList is mqadmin topicList [-c]: with -c, every topic except
+// retry and DLQ ones with its cluster and each group consuming it
+// (QUERY_TOPIC_CONSUME_BY_WHO), one line per group.
 func runTopicList(ctx context.Context, s *adminSession, in flagValues) (topicList, error) {
 	topics, err := s.a.TopicList(ctx)
 	if err != nil {
 		return topicList{}, err
 	}
-	if cluster := in.str("clusterName"); cluster != "" {
-		var kept []string
-		for _, t := range topics {
-			rd, err := s.a.TopicRoute(ctx, t)
-			if err != nil {
-				continue // deleted meanwhile, or a system topic without route
-			}
-			if slices.ContainsFunc(rd.BrokerDatas, func(b wire.BrokerData) bool { return b.Cluster == cluster }) {
-				kept = append(kept, t)
-			}
-		}
-		topics = kept
-	}
 	if topics == nil {
 		topics = []string{}
 	}
-	return topicList{TopicList: topics}, nil
+	r := topicList{TopicList: topics, cluster: in.bool("clusterModel")}
+	if !r.cluster {
+		return r, nil
+	}
+	r.Rows = []topicClusterRow{}
+	for _, t := range topics {
+		if strings.HasPrefix(t, wire.RetryGroupTopicPrefix) || strings.HasPrefix(t, wire.DLQGroupTopicPrefix) {
+			continue
+		}
+		cluster, groups := "", map[string]bool{}
+		if rd, err := s.a.TopicRoute(ctx, t); err == nil && len(rd.BrokerDatas) > 0 {
+			cluster = rd.BrokerDatas[0].Cluster
+			for _, b := range rd.BrokerDatas {
+				addr := b.BrokerAddrs[wire.MasterID]
+				if addr == "" {
+					continue
+				}
+				resp, err := s.a.BrokerRequest(ctx, addr, remoting.RequestQueryTopicConsumeByWho, &wire.QueryTopicConsumeByWhoRequestHeader{Topic: t}, nil)
+				if err != nil {
+					continue // as mqadmin: a topic whose groups cannot be read prints without
+				}
+				var gl wire.GroupList
+				if json.Unmarshal(resp.Body, &gl) == nil {
+					for _, g := range gl.GroupList {
+						groups[g] = true
+					}
+				}
+			}
+		}
+		if len(groups) == 0 {
+			groups[""] = true
+		}
+		for _, g := range slices.Sorted(maps.Keys(groups)) {
+			r.Rows = append(r.Rows, topicClusterRow{cluster, t, g})
+		}
+	}
+	return r, nil
+}
+
+func tableTopicList(w *tabwriter.Writer, r topicList) {
+	if !r.cluster {
+		for _, t := range r.TopicList {
+			fmt.Fprintln(w, t)
+		}
+		return
+	}
+	// mqadmin's fixed-width columns, not tab-aligned ones.
+	fmt.Fprintf(w, "%-20s  %-48s  %-48s\n", "#Cluster Name", "#Topic", "#Consumer Group")
+	for _, x := range r.Rows {
+		fmt.Fprintf(w, "%-20s  %-64s  %-64s\n", x.Cluster, x.Topic, x.ConsumerGroup)
+	}
 }
 
 func tableTopicRoute(w *tabwriter.Writer, rd *wire.TopicRouteData) {
@@ -180,4 +230,74 @@ func runBrokerStatus(ctx context.Context, s *adminSession, in flagValues) (map[s
 		kv.Table = map[string]string{}
 	}
 	return kv.Table, nil
+}
+
+// clusterListing is clusterList's result: the members, or with -m
+// mqadmin's "more stats" rows; its JSON is the list shown.
+type clusterListing struct {
+	members []clusterMember
+	more    []clusterMoreStats
+	isMore  bool
+}
+
+// MarshalJSON encodes the rows shown.
+func (c clusterListing) MarshalJSON() ([]byte, error) {
+	if c.isMore {
+		return json.Marshal(c.more)
+	}
+	return json.Marshal(c.members)
+}
+
+// clusterMoreStats is one member's line of clusterList -m: messages in and
+// out yesterday and today, from its runtime info day marks.
+type clusterMoreStats struct {
+	Cluster       string `json:"cluster"`
+	BrokerName    string `json:"brokerName"`
+	Addr          string `json:"addr"`
+	InTotalYest   int64  `json:"inTotalYest"`
+	OutTotalYest  int64  `json:"outTotalYest"`
+	InTotalToday  int64  `json:"inTotalToday"`
+	OutTotalToday int64  `json:"outTotalToday"`
+}
+
+func runClusterList(ctx context.Context, s *adminSession, in flagValues) (clusterListing, error) {
+	ci, err := s.a.ClusterInfo(ctx)
+	if err != nil {
+		return clusterListing{}, err
+	}
+	r := clusterListing{members: clusterMembers(ci, in.str("clusterName")), isMore: in.bool("moreStats")}
+	if !r.isMore {
+		return r, nil
+	}
+	r.more = []clusterMoreStats{}
+	for _, m := range r.members {
+		row := clusterMoreStats{Cluster: m.Cluster, BrokerName: m.BrokerName, Addr: m.Addr}
+		resp, err := s.brokerInvoke(ctx, m.Addr, remoting.NewRequest(remoting.RequestGetBrokerRuntimeInfo, nil, nil))
+		if err == nil {
+			var kv wire.KVTable
+			if json.Unmarshal(resp.Body, &kv) == nil {
+				n := func(k string) int64 { v, _ := strconv.ParseInt(kv.Table[k], 10, 64); return v }
+				row.InTotalYest = n("msgPutTotalTodayMorning") - n("msgPutTotalYesterdayMorning")
+				row.OutTotalYest = n("msgGetTotalTodayMorning") - n("msgGetTotalYesterdayMorning")
+				row.InTotalToday = n("msgPutTotalTodayNow") - n("msgPutTotalTodayMorning")
+				row.OutTotalToday = n("msgGetTotalTodayNow") - n("msgGetTotalTodayMorning")
+			}
+		}
+		// As mqadmin, a member that does not answer shows zeros.
+		r.more = append(r.more, row)
+	}
+	return r, nil
+}
+
+func tableClusterList(w *tabwriter.Writer, r clusterListing) {
+	if !r.isMore {
+		columns([]any{"#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role"}, func(m clusterMember) []any {
+			return []any{m.Cluster, m.BrokerName, m.BrokerID, m.Addr, m.Role}
+		})(w, r.members)
+		return
+	}
+	fmt.Fprintf(w, "%-16s  %-32s %14s %14s %14s %14s\n", "#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday")
+	for _, m := range r.more {
+		fmt.Fprintf(w, "%-16s  %-32s %14d %14d %14d %14d\n", m.Cluster, m.BrokerName, m.InTotalYest, m.OutTotalYest, m.InTotalToday, m.OutTotalToday)
+	}
 }

@@ -1,0 +1,113 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// Requests behind mqadmin's remaining commands (broker stats, connections,
+// consumer status, name-server config and KV, write permissions, store
+// maintenance): most answers are shown as they come, so Admin offers the
+// request itself plus the few lookups that need more than one call.
+
+// NameServerAddrs returns the name servers the Admin was given.
+func (a *Admin) NameServerAddrs() []string { return slices.Clone(a.cfg.nameServers) }
+
+// BrokerRequest sends one request to the broker at addr and returns the
+// success answer, following not-leader answers to the leader; any other
+// answer is a *BrokerError.
+func (a *Admin) BrokerRequest(ctx context.Context, addr string, code int16, header any, body []byte) (*remoting.RemotingCommand, error) {
+	return a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand { return remoting.NewRequest(code, header, body) })
+}
+
+// NameServerRequest sends one request to the name servers in turn until
+// one answers; a non-success answer is a *BrokerError.
+func (a *Admin) NameServerRequest(ctx context.Context, code int16, header any, body []byte) (*remoting.RemotingCommand, error) {
+	return a.nameServerCall(ctx, func() *remoting.RemotingCommand { return remoting.NewRequest(code, header, body) })
+}
+
+// NameServerRequestAt sends one request to the name server at addr (the
+// commands that change every name server: KV config, write permission,
+// name-server config).
+func (a *Admin) NameServerRequestAt(ctx context.Context, addr string, code int16, header any, body []byte) (*remoting.RemotingCommand, error) {
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+	defer cancel()
+	resp, err := a.rc.InvokeSync(cctx, addr, remoting.NewRequest(code, header, body))
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s): %w", ErrNoNameServer, addr, err)
+	}
+	if resp.Code != remoting.ResponseSuccess {
+		return nil, &BrokerError{Broker: "namesrv", Addr: addr, Code: resp.Code, Remark: resp.Remark}
+	}
+	return resp, nil
+}
+
+// RouteMasters returns brokerName → leader address of every group
+// holding topic.
+func (a *Admin) RouteMasters(ctx context.Context, topic string) (map[string]string, error) {
+	return a.routeMasters(ctx, topic)
+}
+
+// ClusterMasters returns brokerName → leader address of every group of
+// cluster ("" = every cluster).
+func (a *Admin) ClusterMasters(ctx context.Context, cluster string) (map[string]string, error) {
+	return a.masters(ctx, cluster)
+}
+
+// QueryMessageByUniqueKey finds topic's messages whose client message id
+// (UNIQ_KEY, the MsgID applications log) is id, through the brokers'
+// index (QUERY_MESSAGE on topic#UNIQ_KEY). ErrMessageNotFound when none.
+func (a *Admin) QueryMessageByUniqueKey(ctx context.Context, topic, id string) ([]*MessageExt, error) {
+	targets, err := a.routeMasters(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var out []*MessageExt
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+			req := remoting.NewRequest(remoting.RequestQueryMessage, &wire.QueryMessageRequestHeader{Topic: topic, Key: id, MaxNum: 32,
+				BeginTimestamp: 0, EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}, nil)
+			req.ExtFields["_UNIQUE_KEY_QUERY"] = "true" // as RocketMQ's client marks it
+			return req
+		})
+		var be *BrokerError
+		if errors.As(err, &be) && be.Code == remoting.ResponseQueryNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := DecodeMessages(resp.Body)
+		if err != nil && len(msgs) == 0 {
+			return nil, err
+		}
+		for _, m := range msgs {
+			if m.Topic == topic && m.MsgID == id {
+				out = append(out, m)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: topic %s unique key %s", ErrMessageNotFound, topic, id)
+	}
+	return out, nil
+}
+
+// PullQueue reads up to maxNums messages of mq from offset at addr for
+// group, matching sub (nil: all), without committing anything.
+func (a *Admin) PullQueue(ctx context.Context, addr, group string, mq MessageQueue, offset int64, maxNums int, sub *SubscriptionData) (*PullResult, error) {
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+	defer cancel()
+	flag := int32(0)
+	if sub != nil {
+		flag |= wire.PullFlagSubscription
+	}
+	return PullMessage(cctx, a.rc, addr, &PullRequest{Group: group, Queue: mq, Offset: offset, MaxMsgNums: maxNums, SysFlag: flag, Subscription: sub})
+}
