@@ -405,6 +405,9 @@ func (f flagSpec) value(cmd *cobra.Command) (any, error) {
 		}
 		return b, nil
 	case kindTime:
+		if s == "" {
+			return time.Time{}, nil // optional and not given
+		}
 		return parseMQAdminTime(f.short, s)
 	}
 	return s, nil

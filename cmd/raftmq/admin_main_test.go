@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 // adminMainEnv makes the test binary act as the raftmq binary: the exit
@@ -19,5 +21,5 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, testutil.OfficialClientGoroutines()...)
 }

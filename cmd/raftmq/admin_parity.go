@@ -212,8 +212,8 @@ var parityCommands = []adminEntry{
 	adminCommand[[]clusterRTRow]{
 		name:  "clusterRT",
 		short: "Send messages to every broker group of a cluster and print the average send RT",
-		long: "As mqadmin clusterRT: each group gets -a messages on the topic named after its broker name (raftmq " +
-			"does not create that topic: create it, or name another topic with -t). Runs once.",
+		long: "As mqadmin clusterRT: each group gets -a messages on the topic named after its broker name (created by " +
+			"the first send when autoCreateTopicEnable is on; -t names another topic). Runs once; -p, -m, -i are accepted and ignored.",
 		flags: []flagSpec{num64("amount", "a", 100, "messages per broker group"), num64("size", "s", 128, "body size in bytes"),
 			str("cluster", "c", "only this cluster"), str("print log", "p", "accepted for mqadmin compatibility"),
 			str("machine room", "m", "accepted for mqadmin compatibility"), str("interval", "i", "accepted for mqadmin compatibility"),
@@ -1078,6 +1078,8 @@ func runCheckMsgSendRT(ctx context.Context, s *adminSession, in flagValues) (sen
 	body := []byte(strings.Repeat("a", int(max(in.int64("size"), 1))))
 	var r sendRT
 	var total time.Duration
+	var lastErr error
+	ok := 0
 	for range max(in.int64("amount"), 1) {
 		start := time.Now()
 		res, err := p.SendSync(ctx, &client.Message{Topic: in.str("topic"), Body: body})
@@ -1086,10 +1088,14 @@ func runCheckMsgSendRT(ctx context.Context, s *adminSession, in flagValues) (sen
 		t := sendTiming{OK: err == nil, RTMillis: float64(rt.Microseconds()) / 1000}
 		if err == nil {
 			t.BrokerName, t.QueueID = res.Queue.BrokerName, res.Queue.QueueID
-		} else if ctx.Err() != nil {
+			ok++
+		} else if lastErr = err; ctx.Err() != nil {
 			return r, err
 		}
 		r.Sends = append(r.Sends, t)
+	}
+	if ok == 0 {
+		return r, fmt.Errorf("every send failed: %w", lastErr)
 	}
 	r.AvgRTMillis = float64(total.Microseconds()) / 1000 / float64(len(r.Sends))
 	return r, nil

@@ -134,11 +134,11 @@ func TestAdminCommands(t *testing.T) {
 			return err == nil && strings.Contains(out, "AdminT\n") && strings.Contains(out, "AdminT2\n")
 		})
 		var tl struct {
-			TopicList []string `json:"topicList"`
+			Rows []topicClusterRow `json:"clusterModel"`
 		}
-		adminJSON(t, &tl, append(n, "topicList", "-c", "DefaultCluster")...)
-		if !strings.Contains(strings.Join(tl.TopicList, ","), "AdminT2") {
-			t.Fatalf("topicList -c: %v", tl.TopicList)
+		adminJSON(t, &tl, append(n, "topicList", "-c")...)
+		if !slices.ContainsFunc(tl.Rows, func(r topicClusterRow) bool { return r.Topic == "AdminT2" && r.Cluster == "DefaultCluster" }) {
+			t.Fatalf("topicList -c: %+v", tl.Rows)
 		}
 		wantLines(t, mustAdmin(t, append(n, "topicRoute", "-t", "AdminT")...), "#BrokerName", "broker-a     4            4")
 		var rd wire.TopicRouteData
@@ -247,7 +247,7 @@ func TestAdminCommands(t *testing.T) {
 			t.Fatalf("getBrokerConfig: brokerName %q cluster %q", kv["brokerName"], kv["brokerClusterName"])
 		}
 		wantLines(t, mustAdmin(t, append(n, "getBrokerConfig", "-b", leader)...), "============"+leader, "brokerName", "broker-a")
-		// raftmq brokers refuse runtime config changes; the refusal must
+		// Keys that cannot change at runtime are refused; the refusal must
 		// reach the user as an error.
 		if _, err := runAdmin(t, append(n, "updateBrokerConfig", "-b", leader, "-k", "flushDiskType", "-v", "ASYNC_FLUSH")...); err == nil ||
 			!strings.Contains(err.Error(), "broker.conf") {
