@@ -287,6 +287,9 @@ func QuoteObjectKeys(b []byte) ([]byte, error) {
 		out = append(out, ch)
 		i++
 	}
+	if len(stack) > 0 {
+		return nil, &DecodeError{Offset: len(b), Reason: "unterminated object or array"}
+	}
 	return out, nil
 }
 
