@@ -21,7 +21,8 @@ import (
 // in RocketMQ): broker stats (315) and runtime-info rates, consume stats
 // of every group (317), producer connections (204, 328), consumer running
 // info forwarded to the client (307), consume-queue inspection (321),
-// offset cloning (314), topic and group lookups (300, 351, 352), and the
+// offset cloning (314), offset resets relayed to the consumers (222,
+// admin_reset.go), topic and group lookups (300, 351, 352), and the
 // maintenance triggers (306, 316, 329, 27). processAdmin hands them here.
 
 // processAdminTools answers the codes above; ok is false for any other.
@@ -43,6 +44,8 @@ func (c *Controller) processAdminTools(ctx context.Context, req *remoting.Remoti
 		return c.processCloneGroupOffset(ctx, req), true
 	case remoting.RequestQueryTopicConsumeByWho:
 		return c.processTopicConsumeByWho(req), true
+	case remoting.RequestInvokeBrokerToResetOffset:
+		return c.processInvokeResetOffset(ctx, req), true
 	case remoting.RequestGetTopicConfig:
 		return c.processGetTopicConfig(req), true
 	case remoting.RequestGetSubscriptionGroupConfig:

@@ -824,49 +824,16 @@ func runCloneGroupOffset(ctx context.Context, s *adminSession, in flagValues) ([
 	return done, errors.Join(errs...)
 }
 
-// runSkipAccumulated is mqadmin skipAccumulatedMessage: every queue's
-// offset moves to its max offset (RocketMQ resets to timestamp -1).
+// runSkipAccumulated is mqadmin skipAccumulatedMessage: a reset to
+// timestamp -1, which brokers take as each queue's end.
 func runSkipAccumulated(ctx context.Context, s *adminSession, in flagValues) ([]queueOffset, error) {
-	group, topic := in.str("group"), in.str("topic")
-	stats, err := s.a.TopicStatus(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	masters, err := s.a.RouteMasters(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
+	offs, err := s.a.ResetOffsetByTime(ctx, in.str("group"), in.str("topic"), time.UnixMilli(-1), in.bool("force"))
 	out := []queueOffset{}
-	for _, q := range stats {
-		addr := masters[q.Queue.BrokerName]
-		if addr == "" {
-			continue
-		}
-		if !in.bool("force") {
-			if cur, err := s.consumerOffset(ctx, addr, group, topic, q.Queue.QueueID); err == nil && cur > q.MaxOffset {
-				continue // only forwards without -f (never past the end)
-			}
-		}
-		if _, err := s.a.BrokerRequest(ctx, addr, remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
-			ConsumerGroup: group, Topic: topic, QueueID: int32(q.Queue.QueueID), CommitOffset: q.MaxOffset}, nil); err != nil {
-			return out, err
-		}
-		out = append(out, queueOffset{q.Queue.BrokerName, q.Queue.QueueID, q.MaxOffset})
+	for mq, off := range offs {
+		out = append(out, queueOffset{mq.BrokerName, mq.QueueID, off})
 	}
-	slices.SortFunc(out, func(a, b queueOffset) int {
-		return cmpAll(strings.Compare(a.BrokerName, b.BrokerName), a.QueueID-b.QueueID)
-	})
-	return out, nil
-}
-
-// consumerOffset is group's committed offset of one queue.
-func (s *adminSession) consumerOffset(ctx context.Context, addr, group, topic string, queueID int) (int64, error) {
-	resp, err := s.a.BrokerRequest(ctx, addr, remoting.RequestQueryConsumerOffset,
-		&wire.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: int32(queueID)}, nil)
-	if err != nil {
-		return 0, err
-	}
-	return offsetExt(addr, resp)
+	slices.SortFunc(out, func(a, b queueOffset) int { return cmpAll(strings.Compare(a.BrokerName, b.BrokerName), a.QueueID-b.QueueID) })
+	return out, err
 }
 
 // runQueryMsgByUniqueKey is mqadmin queryMsgByUniqueKey -i -t [-a].

@@ -37,6 +37,7 @@ type parityFixture struct {
 	queueID  int
 	queueOff int64
 	consumer string // ParCG's client id
+	consumed *atomic.Int64
 }
 
 const parityMsgs = 12
@@ -83,7 +84,8 @@ func startParity(t *testing.T) *parityFixture {
 			f.uniq, f.offsetID, f.queueID, f.queueOff = res.MsgID, res.OffsetMsgID, res.Queue.QueueID, res.QueueOffset
 		}
 	}
-	var got atomic.Int64
+	got := &atomic.Int64{}
+	f.consumed = got
 	cons, err := client.NewPushConsumer(client.NameServers(c.nsAddr), client.ConsumerGroup("ParCG"), client.ConsumeFrom(client.ConsumeFromFirstOffset),
 		client.PersistInterval(50*time.Millisecond), client.WithLogger(zap.NewNop()))
 	if err != nil {
@@ -259,6 +261,17 @@ func TestAdminParity(t *testing.T) {
 			testutil.WaitFor(t, 5*time.Second, "ParSkip at the end", func() bool {
 				out, err := runAdmin(t, append(n, "consumerProgress", "-g", "ParSkip", "-t", "ParT", "--json")...)
 				return err == nil && json.Unmarshal([]byte(out), &cp) == nil && cp.DiffTotal == 0
+			})
+		}},
+		{"resetOffsetByTime with a live consumer", func(t *testing.T) {
+			// The broker relays the reset to ParCG's consumer (220), which
+			// consumes everything again instead of committing over it.
+			before := f.consumed.Load()
+			run(t, "resetOffsetByTime", "-g", "ParCG", "-t", "ParT", "-s", "0")
+			testutil.WaitFor(t, 20*time.Second, "ParCG consumed ParT again", func() bool {
+				var cp consumerProgress
+				out, err := runAdmin(t, append(n, "consumerProgress", "-g", "ParCG", "-t", "ParT", "--json")...)
+				return f.consumed.Load()-before >= parityMsgs && err == nil && json.Unmarshal([]byte(out), &cp) == nil && cp.DiffTotal == 0
 			})
 		}},
 		{"deleteSubGroup", func(t *testing.T) {
