@@ -832,7 +832,9 @@ func runSkipAccumulated(ctx context.Context, s *adminSession, in flagValues) ([]
 	for mq, off := range offs {
 		out = append(out, queueOffset{mq.BrokerName, mq.QueueID, off})
 	}
-	slices.SortFunc(out, func(a, b queueOffset) int { return cmpAll(strings.Compare(a.BrokerName, b.BrokerName), a.QueueID-b.QueueID) })
+	slices.SortFunc(out, func(a, b queueOffset) int {
+		return cmpAll(strings.Compare(a.BrokerName, b.BrokerName), a.QueueID-b.QueueID)
+	})
 	return out, err
 }
 
