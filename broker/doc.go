@@ -69,6 +69,13 @@
 //     pin at the oldest pending timer; timer_fsm.go: what the FSM writes
 //     to the replica's on-disk index (package broker/timerindex) and how
 //     it moves late records when the cursor advances.
+//   - admin_tools.go, admin_stats.go, admin_reset.go: what RocketMQ's tools
+//     read (mqadmin, rocketmq-dashboard, rocketmq-exporter): stats items in
+//     RocketMQ's shape (315, runtime-info rates, consume TPS), 317, 204/328,
+//     307 relayed to the client, 321, 314, 300/351/352, 306/316/329/27, and
+//     222 relayed to live consumers as 220; admin_config_group.go:
+//     UPDATE_BROKER_CONFIG forwarded to the group's members and saved in
+//     storePathRootDir/config/runtimeConfig.properties.
 //   - sqlfilter.go: SQL92 subscriptions (enablePropertyFilter): the
 //     store.MessageFilter over stored properties, the compiled heartbeat
 //     subscription. Package broker/filter parses and evaluates the

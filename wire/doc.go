@@ -44,6 +44,10 @@
 //	headers_client.go      consumer-group, unregister-client and send-back headers
 //	headers_admin.go       create/delete topic, group, query/view message and
 //	                       leadership-transfer headers
+//	admin_tools.go         what RocketMQ's tools send and read: broker stats,
+//	                       consume stats lists, producer connections, consumer
+//	                       running info, consume-queue units, group cloning;
+//	                       QuoteObjectKeys for fastjson's object map keys
 //	message.go             the stored-message format: magic codes, sysflags,
 //	                       layout offsets, the strict codec (AppendMessage,
 //	                       DecodeMessage, CheckEntry), the entry CRC, properties

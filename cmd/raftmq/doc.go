@@ -28,10 +28,12 @@
 //   - admin*.go: `raftmq admin`, mqadmin's commands plus raftStatus,
 //     leadershipTransfer and balanceLeaders, as a table of name, flags,
 //     request and renderer; table or --json output; errors naming the
-//     unreachable address. admin_acl.go: the plain ACL commands
-//     (updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr,
-//     clusterAclConfigVersion) sent to every member of a group, and the
-//     --aclAccessKey/--aclSecretKey signing flags of every admin command.
+//     unreachable address; -n defaults to $NAMESRV_ADDR. admin_acl.go: the
+//     plain ACL commands (updateAclConfig, deleteAclConfig,
+//     updateGlobalWhiteAddr, clusterAclConfigVersion) sent to every member
+//     of a group, and the --aclAccessKey/--aclSecretKey signing flags of
+//     every admin command. admin_parity.go: the rows appended for the rest
+//     of mqadmin (docs/admin.md maps them all).
 //   - failover*.go: `raftmq failover`, which SIGKILLs the leader of a
 //     real-process cluster and times detection, route drop, election, route
 //     update and first write (failover_cluster.go: the processes, from
