@@ -38,6 +38,8 @@ func (c *Controller) processAdminTools(ctx context.Context, req *remoting.Remoti
 		return c.processAllProducerInfo(), true
 	case remoting.RequestGetConsumerRunningInfo:
 		return c.processConsumerRunningInfo(ctx, req), true
+	case remoting.RequestConsumeMessageDirectly:
+		return c.processConsumeMessageDirectly(ctx, req), true
 	case remoting.RequestQueryConsumeQueue:
 		return c.processQueryConsumeQueue(req), true
 	case remoting.RequestCloneGroupOffset:
@@ -260,21 +262,47 @@ func (c *Controller) processConsumerRunningInfo(ctx context.Context, req *remoti
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
-	g, ok := c.clients.group(h.ConsumerGroup)
-	ch := g.Channels[h.ClientID]
+	return c.callConsumer(ctx, remoting.NewRequest(remoting.RequestGetConsumerRunningInfo, &h, nil), h.ConsumerGroup, h.ClientID)
+}
+
+// callConsumer relays req to a client of group over its own connection and
+// answers what the client answered (RocketMQ Broker2Client.callClient).
+func (c *Controller) callConsumer(ctx context.Context, req *remoting.RemotingCommand, group, clientID string) *remoting.RemotingCommand {
+	g, ok := c.clients.group(group)
+	ch := g.Channels[clientID]
 	if !ok || ch == nil {
-		return response(remoting.ResponseSystemError, "The Consumer <%s> <%s> not online", h.ConsumerGroup, h.ClientID)
+		return response(remoting.ResponseSystemError, "The Consumer <%s> <%s> not online", group, clientID)
 	}
 	cctx, cancel := context.WithTimeout(ctx, consumerRunningInfoTimeout)
 	defer cancel()
-	resp, err := ch.Conn.InvokeSync(cctx, remoting.NewRequest(remoting.RequestGetConsumerRunningInfo, &h, nil))
+	resp, err := ch.Conn.InvokeSync(cctx, req)
 	if err != nil {
-		c.log.Info("consumer running info: client did not answer", zap.String("client", h.ClientID), zap.Error(err))
-		return response(remoting.ResponseSystemError, "invoke consumer <%s> <%s> exception: %v", h.ConsumerGroup, h.ClientID, err)
+		c.log.Info("relayed request: client did not answer", zap.Int16("code", req.Code), zap.String("client", clientID), zap.Error(err))
+		return response(remoting.ResponseSystemError, "invoke consumer <%s> <%s> exception: %v", group, clientID, err)
 	}
 	r := remoting.NewResponse(resp.Code, resp.Remark)
 	r.Body = resp.Body
 	return r
+}
+
+// processConsumeMessageDirectly relays CONSUME_MESSAGE_DIRECTLY (the
+// dashboard's "resend" of a message, DLQ ones included) to the client with
+// the message, read by its offset msgId, as the body.
+func (c *Controller) processConsumeMessageDirectly(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var h wire.ConsumeMessageDirectlyResultRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err)
+	}
+	id, err := wire.ParseMessageID(h.MsgID)
+	if err != nil {
+		return response(remoting.ResponseSystemError, "msgId %q is not an offset msgId: %v", h.MsgID, err)
+	}
+	raw, err := c.rawMessage(id.Offset)
+	if err != nil {
+		return response(remoting.ResponseSystemError, "no message at offset %d (msgId %s): %v", id.Offset, h.MsgID, err)
+	}
+	h.BrokerName = c.cfg.BrokerName
+	return c.callConsumer(ctx, remoting.NewRequest(remoting.RequestConsumeMessageDirectly, &h, raw), h.ConsumerGroup, h.ClientID)
 }
 
 // maxQueryConsumeQueue bounds QUERY_CONSUME_QUEUE's count.

@@ -72,7 +72,7 @@
 //   - admin_tools.go, admin_stats.go, admin_reset.go: what RocketMQ's tools
 //     read (mqadmin, rocketmq-dashboard, rocketmq-exporter): stats items in
 //     RocketMQ's shape (315, runtime-info rates, consume TPS), 317, 204/328,
-//     307 relayed to the client, 321, 314, 300/351/352, 306/316/329/27, and
+//     307 and 309 relayed to the client, 321, 314, 300/351/352, 306/316/329/27, and
 //     222 relayed to live consumers as 220; admin_config_group.go:
 //     UPDATE_BROKER_CONFIG forwarded to the group's members and saved in
 //     storePathRootDir/config/runtimeConfig.properties.

@@ -36,6 +36,9 @@ type queueHooks struct {
 	// started is called once a queue's process queue exists, before its
 	// pull loop runs (the orderly consumer starts its consume goroutine).
 	started func(pq *processQueue)
+	// direct runs the listener on one message for CONSUME_MESSAGE_DIRECTLY
+	// (consumer_direct.go); nil for the lite pull consumer.
+	direct func(ctx context.Context, m *MessageExt, mq MessageQueue) wire.ConsumeMessageDirectlyResult
 }
 
 // consumerCore is the machinery both consumer types share: remoting
@@ -160,6 +163,7 @@ func (c *consumerCore) start(ctx context.Context) error {
 	})
 	c.rc.RegisterProcessor(remoting.RequestResetConsumerClientOffset, c.resetOffsetHandler)
 	c.rc.RegisterProcessor(remoting.RequestGetConsumerRunningInfo, c.runningInfoHandler)
+	c.rc.RegisterProcessor(remoting.RequestConsumeMessageDirectly, c.consumeDirectlyHandler)
 	c.startedAt = c.cfg.common.now()
 	for _, topic := range c.topics() {
 		if _, err := c.routes.refresh(ctx, topic, false, 0); err != nil {

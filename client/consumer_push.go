@@ -102,7 +102,8 @@ func NewPushConsumer(opts ...ConsumerOpt) (*PushConsumer, error) {
 		return nil, err
 	}
 	p := &PushConsumer{}
-	p.core = newConsumerCore(cfg, "pushConsumer", queueHooks{consumeType: wire.ConsumeTypePush, deliver: p.deliver, started: p.queueStarted})
+	p.core = newConsumerCore(cfg, "pushConsumer", queueHooks{consumeType: wire.ConsumeTypePush, deliver: p.deliver, started: p.queueStarted,
+		direct: p.consumeDirectly})
 	return p, nil
 }
 

@@ -67,8 +67,9 @@
 //   - admin.go, admin_json.go, admin_tools.go: the Admin client behind
 //     `raftmq admin` (admin_tools.go: raw requests for mqadmin's remaining
 //     commands, unique-key lookup, one-off pulls).
-//   - consumer_running_info.go: the consumer's answer to
-//     GET_CONSUMER_RUNNING_INFO (307), which brokers relay from tools.
+//   - consumer_running_info.go, consumer_direct.go: the consumer's answers
+//     to GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309),
+//     which brokers relay from tools.
 //   - credentials.go: WithCredentials, WithSecurityToken: every request
 //     signed as RocketMQ's ACL clients sign them.
 //   - errors.go: sentinels and typed errors.

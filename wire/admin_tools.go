@@ -367,3 +367,32 @@ func ParseQueueKey(k string) (MessageQueue, error) {
 	}
 	return mq, nil
 }
+
+// ConsumeMessageDirectlyResultRequestHeader is CONSUME_MESSAGE_DIRECTLY's
+// (309) header: the tool names the group, the client and the offset msgId;
+// the broker adds its name and the message as the body, then relays it to
+// the client.
+type ConsumeMessageDirectlyResultRequestHeader struct {
+	ConsumerGroup string `ext:"consumerGroup,required"`
+	ClientID      string `ext:"clientId"`
+	MsgID         string `ext:"msgId"`
+	BrokerName    string `ext:"brokerName"`
+	Topic         string `ext:"topic"`
+}
+
+// Consume results of ConsumeMessageDirectlyResult (CMResult).
+const (
+	CMResultSuccess        = "CR_SUCCESS"
+	CMResultLater          = "CR_LATER"
+	CMResultThrowException = "CR_THROW_EXCEPTION"
+)
+
+// ConsumeMessageDirectlyResult is the client's answer to
+// CONSUME_MESSAGE_DIRECTLY (ConsumeMessageDirectlyResult).
+type ConsumeMessageDirectlyResult struct {
+	Order          bool   `json:"order"`
+	AutoCommit     bool   `json:"autoCommit"`
+	ConsumeResult  string `json:"consumeResult"`
+	Remark         string `json:"remark,omitempty"`
+	SpentTimeMills int64  `json:"spentTimeMills"`
+}

@@ -240,6 +240,17 @@ func testToolingAnswers(t *testing.T, f *parityFixture) {
 		}
 	})
 
+	t.Run("CONSUME_MESSAGE_DIRECTLY relayed to the client's listener", func(t *testing.T) {
+		before := f.consumed.Load()
+		resp := call(t, f.leader, remoting.RequestConsumeMessageDirectly, &wire.ConsumeMessageDirectlyResultRequestHeader{
+			ConsumerGroup: "ParCG", ClientID: f.consumer, MsgID: f.offsetID, Topic: "ParT"})
+		obj := javaObject(t, resp.Body)
+		wantJava(t, obj, map[string]string{"order": "bool", "autoCommit": "bool", "consumeResult": "string", "spentTimeMills": "long"})
+		if obj["consumeResult"] != wire.CMResultSuccess || f.consumed.Load() < before+1 {
+			t.Fatalf("consume directly: %s; listener calls %d → %d", resp.Body, before, f.consumed.Load())
+		}
+	})
+
 	t.Run("QUERY_TOPIC_CONSUME_BY_WHO, GET_TOPIC_CONFIG, GET_SUBSCRIPTIONGROUP_CONFIG, QUERY_CONSUME_QUEUE", func(t *testing.T) {
 		var gl wire.GroupList
 		_ = json.Unmarshal(call(t, f.leader, remoting.RequestQueryTopicConsumeByWho, &wire.QueryTopicConsumeByWhoRequestHeader{Topic: "ParT"}).Body, &gl)
