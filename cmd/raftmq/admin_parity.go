@@ -177,7 +177,7 @@ var parityCommands = []adminEntry{
 		flags: []flagSpec{topicFlag, str("brokerName", "a", "broker group").req(), num("queueId", "i", 0, "queue id").req(),
 			str("charsetName", "c", "body charset (UTF-8 only)"), str("subExpression", "s", "tag expression (TagA || TagB)"),
 			when("beginTimestamp", "b", "stored at or after"), when("endTimestamp", "e", "stored before"),
-			yesNo("print msg", "p", false, "print each message"), yesNo("printBody", "d", false, "print bodies"),
+			yesNo("printMsg", "p", false, "print each message"), yesNo("printBody", "d", false, "print bodies"),
 			yesNo("calculate", "f", false, "count messages per tag")},
 		run: func(ctx context.Context, s *adminSession, in flagValues) (printedMessages, error) {
 			return s.printMessages(ctx, in, in.str("brokerName"), in.int("queueId"), 0)
@@ -215,8 +215,8 @@ var parityCommands = []adminEntry{
 		long: "As mqadmin clusterRT: each group gets -a messages on the topic named after its broker name (created by " +
 			"the first send when autoCreateTopicEnable is on; -t names another topic). Runs once; -p, -m, -i are accepted and ignored.",
 		flags: []flagSpec{num64("amount", "a", 100, "messages per broker group"), num64("size", "s", 128, "body size in bytes"),
-			str("cluster", "c", "only this cluster"), str("print log", "p", "accepted for mqadmin compatibility"),
-			str("machine room", "m", "accepted for mqadmin compatibility"), str("interval", "i", "accepted for mqadmin compatibility"),
+			str("cluster", "c", "only this cluster"), str("printLog", "p", "accepted for mqadmin compatibility"),
+			str("machineRoom", "m", "accepted for mqadmin compatibility"), str("interval", "i", "accepted for mqadmin compatibility"),
 			str("topic", "t", "topic to send to (default: the broker name, as mqadmin)")},
 		run: runClusterRT,
 		table: columns([]any{"#Cluster Name", "#Broker Name", "#RT", "#successCount", "#failCount"}, func(r clusterRTRow) []any {
@@ -903,7 +903,7 @@ func (s *adminSession) printMessages(ctx context.Context, in flagValues, brokerN
 	if v, ok := in["printBody"]; ok {
 		out.bodies = v.(bool)
 	}
-	if v, ok := in["print msg"]; ok {
+	if v, ok := in["printMsg"]; ok {
 		out.each = v.(bool) || out.bodies
 	}
 	var sub *client.SubscriptionData
