@@ -69,3 +69,13 @@ func TestBrokerStatsKeys(t *testing.T) {
 		t.Errorf("marks after a day change: put today %d yesterday %d, get today %d", putToday, putYest, getToday)
 	}
 }
+
+// BenchmarkStatsPut is the cost the send path pays per stored batch.
+func BenchmarkStatsPut(b *testing.B) {
+	s := newBrokerStats("C", time.Now())
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.put("T", 1, 128)
+		}
+	})
+}
