@@ -36,8 +36,11 @@ const extMemberOnly = "raftmqMemberOnly"
 // forwardConfigTimeout bounds the forwarding to each member.
 const forwardConfigTimeout = 5 * time.Second
 
+// runtimeConfigPath is under the directory the store was opened in (the
+// config's storePathRootDir for a node; a test's own directory for parts
+// built by hand).
 func (c *Controller) runtimeConfigPath() string {
-	return filepath.Join(c.cfg.Store.StorePathRootDir, runtimeConfigFile)
+	return filepath.Join(c.st.RootDir(), runtimeConfigFile)
 }
 
 // loadRuntimeConfig applies the saved runtime changes at start; a bad

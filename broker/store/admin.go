@@ -4,3 +4,7 @@ package store
 // CommitLog segments even outside deleteWhen (mqadmin
 // deleteExpiredCommitLog; RocketMQ's executeDeleteFilesManually).
 func (s *MessageStore) DeleteExpiredManually() { s.clean.DeleteExpiredManually() }
+
+// RootDir is the store's storePathRootDir: where the broker keeps its
+// own files next to the store's.
+func (s *MessageStore) RootDir() string { return s.cfg.StorePathRootDir }
