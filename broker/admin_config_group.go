@@ -38,14 +38,29 @@ const forwardConfigTimeout = 5 * time.Second
 
 // runtimeConfigPath is under the directory the store was opened in (the
 // config's storePathRootDir for a node; a test's own directory for parts
-// built by hand).
+// built by hand); "" for a controller without a store (unit tests),
+// which then keeps changes in memory only.
 func (c *Controller) runtimeConfigPath() string {
-	return filepath.Join(c.st.RootDir(), runtimeConfigFile)
+	if c.storeDir() == "" {
+		return ""
+	}
+	return filepath.Join(c.storeDir(), runtimeConfigFile)
+}
+
+// storeDir is the store's root directory, "" without a store.
+func (c *Controller) storeDir() string {
+	if c.st == nil {
+		return ""
+	}
+	return c.st.RootDir()
 }
 
 // loadRuntimeConfig applies the saved runtime changes at start; a bad
 // file is logged and ignored (broker.conf alone then holds).
 func (c *Controller) loadRuntimeConfig() {
+	if c.runtimeConfigPath() == "" {
+		return
+	}
 	b, err := os.ReadFile(c.runtimeConfigPath())
 	if err != nil {
 		if !os.IsNotExist(err) {
@@ -78,6 +93,9 @@ func (c *Controller) loadRuntimeConfig() {
 // rename).
 func (c *Controller) saveRuntimeConfig(kv map[string]string) error {
 	path := c.runtimeConfigPath()
+	if path == "" {
+		return nil
+	}
 	all := map[string]string{}
 	if b, err := os.ReadFile(path); err == nil {
 		if p, err := properties.Load(b, properties.UTF8); err == nil {

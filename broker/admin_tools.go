@@ -471,7 +471,7 @@ func (c *Controller) runtimeToolKeys(t map[string]string) {
 		return fmt.Sprintf("%.2f %.2f %.2f", it.tps(10*time.Second, now), it.tps(time.Minute, now), it.tps(10*time.Minute, now))
 	}
 	putToday, putYest, getToday, getYest := s.morning()
-	ratio, capacity := diskUsage(c.st.RootDir())
+	ratio, capacity := diskUsage(c.storeDir())
 	earliest, _ := c.st.GetEarliestStoreTime()
 	puts, size := s.putTimesTotal.Load(), s.putSizeTotal.Load()
 	avg := 0.0
