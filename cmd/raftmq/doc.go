@@ -32,7 +32,7 @@
 //     plain ACL commands (updateAclConfig, deleteAclConfig,
 //     updateGlobalWhiteAddr, clusterAclConfigVersion) sent to every member
 //     of a group, and the --aclAccessKey/--aclSecretKey signing flags of
-//     every admin command. admin_parity.go: the rows appended for the rest
+//     every admin command. admin_parity*.go: the rows appended for the rest
 //     of mqadmin (docs/admin.md maps them all).
 //   - failover*.go: `raftmq failover`, which SIGKILLs the leader of a
 //     real-process cluster and times detection, route drop, election, route

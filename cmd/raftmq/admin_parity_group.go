@@ -1,0 +1,488 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// Topic, group and stats commands of mqadmin (rows in admin_parity.go).
+
+func runUpdateTopicPerm(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
+	topic, perm := in.str("topic"), in.int("perm")
+	if perm != wire.PermRead && perm != wire.PermWrite && perm != wire.PermRead|wire.PermWrite {
+		return nil, fmt.Errorf("%w: -p %d: want 2 (write), 4 (read) or 6 (read-write)", errAdminUsage, perm)
+	}
+	rd, err := s.a.TopicRoute(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := s.leaderTargets(ctx, in.str("brokerAddr"), in.str("clusterName"))
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		addr := targets[name]
+		qd, ok := queueDataOf(rd, name, addr)
+		if !ok {
+			continue // the topic is not on this group
+		}
+		spec := client.TopicSpec{Topic: topic, ReadQueueNums: qd.ReadQueueNums, WriteQueueNums: qd.WriteQueueNums, Perm: perm}
+		if _, err := s.a.CreateTopic(ctx, spec, "", addr); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, addr)
+	}
+	if len(done) == 0 && len(errs) == 0 {
+		return nil, fmt.Errorf("%w: topic %s has no queues on the chosen broker(s)", errNotFound, topic)
+	}
+	return done, errors.Join(errs...)
+}
+
+// queueDataOf finds the route's queue layout of the group named name, or
+// of the group addr belongs to.
+func queueDataOf(rd *wire.TopicRouteData, name, addr string) (wire.QueueData, bool) {
+	for _, b := range rd.BrokerDatas {
+		if b.BrokerName == name || slices.Contains(slices.Collect(maps.Values(b.BrokerAddrs)), addr) {
+			for _, q := range rd.QueueDatas {
+				if q.BrokerName == b.BrokerName {
+					return q, true
+				}
+			}
+		}
+	}
+	return wire.QueueData{}, false
+}
+
+func runTopicClusterList(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
+	rd, err := s.a.TopicRoute(ctx, in.str("topic"))
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, b := range rd.BrokerDatas {
+		set[b.Cluster] = true
+	}
+	return slices.Sorted(maps.Keys(set)), nil
+}
+
+// consumeStatsRow is one queue of brokerConsumeStats.
+type consumeStatsRow struct {
+	Topic          string `json:"topic"`
+	Group          string `json:"group"`
+	BrokerName     string `json:"brokerName"`
+	QueueID        int32  `json:"queueId"`
+	BrokerOffset   int64  `json:"brokerOffset"`
+	ConsumerOffset int64  `json:"consumerOffset"`
+	Diff           int64  `json:"diff"`
+	LastTimestamp  int64  `json:"lastTimestamp"`
+}
+
+func runBrokerConsumeStats(ctx context.Context, s *adminSession, in flagValues) ([]consumeStatsRow, error) {
+	resp, err := s.brokerInvoke(ctx, in.str("brokerAddr"), remoting.NewRequest(remoting.RequestGetBrokerConsumeStats,
+		&wire.GetConsumeStatsInBrokerHeader{IsOrder: in.bool("order")}, nil))
+	if err != nil {
+		return nil, err
+	}
+	l, err := wire.DecodeConsumeStatsList(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := []consumeStatsRow{}
+	for _, m := range l.ConsumeStatsList {
+		for group, list := range m {
+			for _, cs := range list {
+				for k, ow := range cs.OffsetTable {
+					mq, err := wire.ParseQueueKey(k)
+					if err != nil {
+						return nil, err
+					}
+					diff := ow.BrokerOffset - ow.ConsumerOffset
+					if diff < in.int64("level") {
+						continue
+					}
+					out = append(out, consumeStatsRow{mq.Topic, group, mq.BrokerName, mq.QueueID, ow.BrokerOffset, ow.ConsumerOffset, diff, ow.LastTimestamp})
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b consumeStatsRow) int {
+		return cmpAll(strings.Compare(a.Topic, b.Topic), strings.Compare(a.Group, b.Group), strings.Compare(a.BrokerName, b.BrokerName), int(a.QueueID-b.QueueID))
+	})
+	return out, nil
+}
+
+// cmpAll is the first non-zero comparison.
+func cmpAll(cs ...int) int {
+	for _, c := range cs {
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// statsRow is one topic/group line of statsAll.
+type statsRow struct {
+	Topic        string  `json:"topic"`
+	Group        string  `json:"group,omitempty"`
+	Accumulation int64   `json:"accumulation"`
+	InTPS        float64 `json:"inTps"`
+	OutTPS       float64 `json:"outTps"`
+	InMsg24Hour  int64   `json:"inMsg24Hour"`
+	OutMsg24Hour int64   `json:"outMsg24Hour"`
+}
+
+// brokerStats reads one VIEW_BROKER_STATS_DATA item; a key nothing was
+// counted under is zero, as mqadmin treats it.
+func (s *adminSession) brokerStats(ctx context.Context, addr, name, key string) (wire.BrokerStatsData, error) {
+	resp, err := s.brokerInvoke(ctx, addr, remoting.NewRequest(remoting.RequestViewBrokerStatsData,
+		&wire.ViewBrokerStatsDataRequestHeader{StatsName: name, StatsKey: key}, nil))
+	var re *remoting.RemoteError
+	if errors.As(err, &re) && re.Code == remoting.ResponseSystemError {
+		return wire.BrokerStatsData{}, nil
+	}
+	if err != nil {
+		return wire.BrokerStatsData{}, err
+	}
+	var d wire.BrokerStatsData
+	return d, json.Unmarshal(resp.Body, &d)
+}
+
+// runStatsAll is mqadmin statsAll: per topic, its put rate and day count
+// summed over its groups' leaders, then per consuming group the same for
+// gets and its lag.
+func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRow, error) {
+	active := in.bool("activeTopic")
+	topics := []string{in.str("topic")}
+	if topics[0] == "" {
+		var err error
+		if topics, err = s.a.TopicList(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := []statsRow{}
+	for _, t := range topics {
+		if strings.HasPrefix(t, wire.RetryGroupTopicPrefix) || strings.HasPrefix(t, wire.DLQGroupTopicPrefix) {
+			continue
+		}
+		masters, err := s.a.RouteMasters(ctx, t)
+		if err != nil {
+			continue // no route: nothing to show
+		}
+		base := statsRow{Topic: t}
+		groups := map[string]bool{}
+		for _, addr := range masters {
+			d, err := s.brokerStats(ctx, addr, wire.StatsTopicPutNums, t)
+			if err != nil {
+				return out, err
+			}
+			base.InTPS += d.StatsMinute.Tps
+			base.InMsg24Hour += d.StatsDay.Sum
+			resp, err := s.brokerInvoke(ctx, addr, remoting.NewRequest(remoting.RequestQueryTopicConsumeByWho,
+				&wire.QueryTopicConsumeByWhoRequestHeader{Topic: t}, nil))
+			if err != nil {
+				return out, err
+			}
+			var gl wire.GroupList
+			if err := json.Unmarshal(resp.Body, &gl); err != nil {
+				return out, fmt.Errorf("QUERY_TOPIC_CONSUME_BY_WHO answer of %s: %w", addr, err)
+			}
+			for _, g := range gl.GroupList {
+				groups[g] = true
+			}
+		}
+		if len(groups) == 0 {
+			if !active || base.InMsg24Hour > 0 {
+				out = append(out, base)
+			}
+			continue
+		}
+		for _, g := range slices.Sorted(maps.Keys(groups)) {
+			r := base
+			r.Group = g
+			for _, addr := range masters {
+				d, err := s.brokerStats(ctx, addr, wire.StatsGroupGetNums, t+"@"+g)
+				if err != nil {
+					return out, err
+				}
+				r.OutTPS += d.StatsMinute.Tps
+				r.OutMsg24Hour += d.StatsDay.Sum
+			}
+			if qs, err := s.a.ConsumerProgress(ctx, g, t); err == nil {
+				for _, q := range qs {
+					r.Accumulation += q.Lag
+				}
+			}
+			if !active || r.InMsg24Hour > 0 || r.OutMsg24Hour > 0 {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
+	group := in.str("groupName")
+	targets, err := s.leaderTargets(ctx, in.str("brokerAddr"), in.str("clusterName"))
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		addr := targets[name]
+		if _, err := s.a.BrokerRequest(ctx, addr, remoting.RequestDeleteSubscriptionGroup, &wire.GroupNameRequestHeader{GroupName: group}, nil); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, addr)
+	}
+	// mqadmin also deletes the group's retry and DLQ topics, from the
+	// brokers and the name servers; a group that never had them is fine.
+	for _, t := range []string{wire.RetryGroupTopicPrefix + group, wire.DLQGroupTopicPrefix + group} {
+		if _, err := s.a.TopicRoute(ctx, t); err != nil {
+			continue
+		}
+		if err := s.a.DeleteTopic(ctx, t, in.str("clusterName")); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// consumerConnection asks addr, or the leaders of the group's retry topic
+// in turn, for the group's connections (GET_CONSUMER_CONNECTION_LIST).
+func (s *adminSession) consumerConnection(ctx context.Context, group, addr string) (*wire.ConsumerConnection, error) {
+	targets := []string{addr}
+	if addr == "" {
+		m, err := s.a.RouteMasters(ctx, wire.RetryGroupTopicPrefix+group)
+		if err != nil {
+			return nil, fmt.Errorf("%w: consumer group %s has no retry topic route (never started?): %v", errNotFound, group, err)
+		}
+		targets = slices.Sorted(maps.Values(m))
+	}
+	var errs []error
+	for _, a := range targets {
+		resp, err := s.a.BrokerRequest(ctx, a, remoting.RequestGetConsumerConnectionList, &wire.ConsumerGroupRequestHeader{ConsumerGroup: group}, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var cc wire.ConsumerConnection
+		if err := json.Unmarshal(resp.Body, &cc); err != nil {
+			return nil, fmt.Errorf("consumer connection answer of %s: %w", a, err)
+		}
+		return &cc, nil
+	}
+	return nil, errors.Join(errs...)
+}
+
+func tableConsumerConnection(w *tabwriter.Writer, cc *wire.ConsumerConnection) {
+	for i, c := range cc.ConnectionSet {
+		fmt.Fprintf(w, "%03d  %-32s %-22s %-8s %s\n", i+1, c.ClientID, c.ClientAddr, c.Language, versionDesc(c.Version))
+	}
+	fmt.Fprintln(w, "\nBelow is subscription:")
+	i := 0
+	for _, t := range slices.Sorted(maps.Keys(cc.SubscriptionTable)) {
+		i++
+		fmt.Fprintf(w, "%03d  Topic: %-40s SubExpression: %s\n", i, t, cc.SubscriptionTable[t].SubString)
+	}
+	fmt.Fprintf(w, "\nConsumeType: %s\nMessageModel: %s\nConsumeFromWhere: %s\n", cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere)
+}
+
+// versionDesc names a client protocol version ("V4_9_4") when it is one
+// raftmq knows, else prints the number.
+func versionDesc(v int) string {
+	if v == 401 {
+		return "V4_9_4"
+	}
+	return strconv.Itoa(v)
+}
+
+func runProducerConnection(ctx context.Context, s *adminSession, in flagValues) (*wire.ProducerConnection, error) {
+	group := in.str("producerGroup")
+	masters, err := s.a.RouteMasters(ctx, in.str("topic"))
+	if err != nil {
+		return nil, err
+	}
+	out := &wire.ProducerConnection{ConnectionSet: []wire.Connection{}}
+	seen := map[string]bool{}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(masters)) {
+		resp, err := s.a.BrokerRequest(ctx, masters[name], remoting.RequestGetProducerConnectionList,
+			&wire.GetProducerConnectionListRequestHeader{ProducerGroup: group}, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var pc wire.ProducerConnection
+		if err := json.Unmarshal(resp.Body, &pc); err != nil {
+			return nil, fmt.Errorf("producer connection answer of %s: %w", masters[name], err)
+		}
+		for _, c := range pc.ConnectionSet {
+			if !seen[c.ClientID] {
+				seen[c.ClientID] = true
+				out.ConnectionSet = append(out.ConnectionSet, c)
+			}
+		}
+	}
+	if len(out.ConnectionSet) == 0 {
+		return nil, fmt.Errorf("%w: no producer of group %s is connected to the brokers of topic %s: %w", errNotFound, group, in.str("topic"), errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// consumerStatus is one client's answer of consumerStatus.
+type consumerStatus struct {
+	ClientID   string                    `json:"clientId"`
+	ClientAddr string                    `json:"clientAddr"`
+	Info       *wire.ConsumerRunningInfo `json:"info"`
+	Queues     []consumerQueueStatus     `json:"queues"`
+}
+
+// consumerQueueStatus is one queue of a client's running info.
+type consumerQueueStatus struct {
+	Queue wire.MessageQueue     `json:"queue"`
+	State wire.ProcessQueueInfo `json:"state"`
+}
+
+// runConsumerStatus is mqadmin consumerStatus: the group's connections,
+// then each client's (or -i's) GET_CONSUMER_RUNNING_INFO through the
+// broker it is connected to.
+func runConsumerStatus(ctx context.Context, s *adminSession, in flagValues) ([]consumerStatus, error) {
+	group := in.str("consumerGroup")
+	cc, err := s.consumerConnection(ctx, group, in.str("brokerAddr"))
+	if err != nil {
+		return nil, err
+	}
+	broker := in.str("brokerAddr")
+	if broker == "" {
+		m, err := s.a.RouteMasters(ctx, wire.RetryGroupTopicPrefix+group)
+		if err != nil {
+			return nil, err
+		}
+		broker = slices.Sorted(maps.Values(m))[0]
+	}
+	var out []consumerStatus
+	for _, c := range cc.ConnectionSet {
+		if id := in.str("clientId"); id != "" && id != c.ClientID {
+			continue
+		}
+		resp, err := s.a.BrokerRequest(ctx, broker, remoting.RequestGetConsumerRunningInfo,
+			&wire.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: c.ClientID, JstackEnable: in.bool("jstack")}, nil)
+		if err != nil {
+			return out, err
+		}
+		ri, err := wire.DecodeConsumerRunningInfo(resp.Body)
+		if err != nil {
+			return out, err
+		}
+		st := consumerStatus{ClientID: c.ClientID, ClientAddr: c.ClientAddr, Info: ri}
+		for _, e := range ri.MqTable {
+			var pq wire.ProcessQueueInfo
+			if err := json.Unmarshal(e.Value, &pq); err != nil {
+				return out, fmt.Errorf("running info of %s: queue %v: %w", c.ClientID, e.Queue, err)
+			}
+			st.Queues = append(st.Queues, consumerQueueStatus{Queue: e.Queue, State: pq})
+		}
+		out = append(out, st)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: consumer group %s has no client %q online", errNotFound, group, in.str("clientId"))
+	}
+	return out, nil
+}
+
+func tableConsumerStatus(w *tabwriter.Writer, rs []consumerStatus) {
+	for i, r := range rs {
+		fmt.Fprintf(w, "%03d  %-40s %-22s\n", i+1, r.ClientID, r.ClientAddr)
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "\n#Consumer Properties# %s\n", r.ClientID)
+		for _, k := range slices.Sorted(maps.Keys(r.Info.Properties)) {
+			row(w, k+":", r.Info.Properties[k])
+		}
+		fmt.Fprintln(w, "\n#Consumer Subscription#")
+		for i, sd := range r.Info.SubscriptionSet {
+			fmt.Fprintf(w, "%03d Topic: %-40s ClassFilter: %-8v SubExpression: %s\n", i+1, sd.Topic, sd.ClassFilterMode, sd.SubString)
+		}
+		fmt.Fprintln(w, "\n#Consumer Offset#")
+		row(w, "#Topic", "#Broker Name", "#QID", "#Consumer Offset", "#Cached", "#Locked")
+		for _, q := range r.Queues {
+			row(w, q.Queue.Topic, q.Queue.BrokerName, q.Queue.QueueID, q.State.CommitOffset, q.State.CachedMsgCount, q.State.Locked)
+		}
+	}
+}
+
+func runCloneGroupOffset(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
+	masters, err := s.a.RouteMasters(ctx, in.str("topic"))
+	if err != nil {
+		return nil, err
+	}
+	h := &wire.CloneGroupOffsetRequestHeader{SrcGroup: in.str("srcGroup"), DestGroup: in.str("destGroup"), Topic: in.str("topic"), Offline: in.bool("offline")}
+	var done []string
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(masters)) {
+		if _, err := s.a.BrokerRequest(ctx, masters[name], remoting.RequestCloneGroupOffset, h, nil); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, masters[name])
+	}
+	return done, errors.Join(errs...)
+}
+
+// runSkipAccumulated is mqadmin skipAccumulatedMessage: a reset to
+// timestamp -1, which brokers take as each queue's end.
+func runSkipAccumulated(ctx context.Context, s *adminSession, in flagValues) ([]queueOffset, error) {
+	offs, err := s.a.ResetOffsetByTime(ctx, in.str("group"), in.str("topic"), time.UnixMilli(-1), in.bool("force"))
+	out := []queueOffset{}
+	for mq, off := range offs {
+		out = append(out, queueOffset{mq.BrokerName, mq.QueueID, off})
+	}
+	slices.SortFunc(out, func(a, b queueOffset) int {
+		return cmpAll(strings.Compare(a.BrokerName, b.BrokerName), a.QueueID-b.QueueID)
+	})
+	return out, err
+}
+
+func runAllocateMQ(ctx context.Context, s *adminSession, in flagValues) (map[string][]client.MessageQueue, error) {
+	topic := in.str("topic")
+	rd, err := s.a.TopicRoute(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var mqs []client.MessageQueue
+	for _, q := range rd.QueueDatas {
+		for i := range q.ReadQueueNums {
+			mqs = append(mqs, client.MessageQueue{Topic: topic, BrokerName: q.BrokerName, QueueID: i})
+		}
+	}
+	client.SortQueues(mqs)
+	ids := strings.Split(in.str("ipList"), ",")
+	slices.Sort(ids)
+	out := map[string][]client.MessageQueue{}
+	for _, id := range ids {
+		got, err := client.AllocateAveragely().Allocate("", id, mqs, ids)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
+		}
+		out[id] = got
+	}
+	return out, nil
+}
