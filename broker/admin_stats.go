@@ -186,17 +186,6 @@ func (s *brokerStats) lookup(name, key string) *statsItem {
 	return s.items[name][key]
 }
 
-// keys returns the keys counted under name.
-func (s *brokerStats) keys(name string) []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]string, 0, len(s.items[name]))
-	for k := range s.items[name] {
-		out = append(out, k)
-	}
-	return out
-}
-
 // put counts messages stored for topic.
 func (s *brokerStats) put(topic string, msgs, bytes int) {
 	now := time.Now()
