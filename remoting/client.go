@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -39,6 +40,9 @@ type ClientConfig struct {
 	// ProcessorWorkers and ProcessorQueueSize size the pool serving
 	// server-initiated requests (defaults 4 and 256).
 	ProcessorWorkers, ProcessorQueueSize int
+	// TLS, when set, secures every connection (see NewClientTLS); the
+	// handshake is part of the dial.
+	TLS *tls.Config
 }
 
 // DefaultClientConfig returns the defaults.
@@ -199,6 +203,9 @@ func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if nc, err = c.cfg.clientTLS(ctx, nc, addr, deadline); err != nil {
+		return nil, err
 	}
 	conn := newConn(nc, connOptions{
 		maxFrameSize: c.cfg.MaxFrameSize,

@@ -39,6 +39,10 @@ var (
 	// ClientConfig.MaxAsyncInflight before its deadline.
 	ErrTooManyRequests = errors.New("remoting: too many async requests in flight")
 
+	// ErrTLSConfig means a tls* key is invalid or names a file that does
+	// not load (see TLSConfig).
+	ErrTLSConfig = errors.New("remoting: invalid TLS configuration")
+
 	// ErrServerClosed is returned by Server methods after Shutdown.
 	ErrServerClosed = errors.New("remoting: server closed")
 

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -37,6 +38,10 @@ type ServerConfig struct {
 	// sent of its current frame (and never more than MaxFrameSize); a
 	// connection whose frame cannot grow within the budget is closed.
 	IncompleteFrameBudget int64
+	// TLSMode and TLS secure the listener (see TLSMode); TLS is required
+	// unless the mode is TLSDisabled.
+	TLSMode TLSMode
+	TLS     *tls.Config
 }
 
 // DefaultIncompleteFrameBudget is ServerConfig.IncompleteFrameBudget's
@@ -289,6 +294,9 @@ func (s *Server) Start() error {
 	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("remoting: listen on %s: %w", s.cfg.ListenAddr, err)
+	}
+	if ln, err = s.cfg.tlsListener(ln); err != nil {
+		return err
 	}
 	s.ln = ln
 	s.started = true
