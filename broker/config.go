@@ -12,6 +12,7 @@ import (
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/internal/logging"
 	"github.com/raftmq/raftmq/raftlog"
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -30,6 +31,9 @@ type BrokerConfig struct {
 	// Log is where and how the node logs (logLevel, logFormat, logFile,
 	// logFile* rotation keys; read by the raftmq command).
 	Log logging.Config
+	// TLS holds the tls* keys: the remoting listeners' mode and
+	// certificate, and TLS on the links to the name servers.
+	TLS remoting.TLSConfig
 	// MetricsPort is the monitoring HTTP port (/metrics, /health,
 	// /debug/pprof/): 0 means listenPort+3, -1 turns it off.
 	MetricsPort int `prop:"metricsPort"`
@@ -364,6 +368,9 @@ func (c *BrokerConfig) Validate() error {
 		if err := c.GossipConfig().Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidBrokerConfig, err))
 		}
+	}
+	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidBrokerConfig, err))
 	}
 	return errors.Join(errs...)
 }

@@ -104,7 +104,13 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	live := cfg
 	c.liveCfg.Store(&live)
 	c.loadRuntimeConfig()
-	c.nsClient = remoting.NewClient(remoting.DefaultClientConfig(), c.log.Named("nsclient"))
+	tlsMode, srvTLS, nsTLS, err := cfg.remotingTLS()
+	if err != nil {
+		return nil, err
+	}
+	ncfg := remoting.DefaultClientConfig()
+	ncfg.TLS = nsTLS
+	c.nsClient = remoting.NewClient(ncfg, c.log.Named("nsclient"))
 	c.clients = newClientManager(c)
 	c.filters = filter.NewCache(filterCacheSize)
 	c.hold = newHoldService(c)
@@ -123,6 +129,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 		scfg.IdleTimeout = time.Duration(cfg.ServerChannelMaxIdleTimeSecs) * time.Second
 	}
 	scfg.IncompleteFrameBudget = int64(cfg.MaxIncompleteFrameBytes)
+	scfg.TLSMode, scfg.TLS = tlsMode, srvTLS
 	c.srv = remoting.NewServer(scfg, c.log.Named("remoting"))
 	c.srv.AddHook(debugHook{c.log})
 	c.registerProcessors(c.srv)

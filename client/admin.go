@@ -46,7 +46,7 @@ func NewAdmin(opts ...Opt) (*Admin, error) {
 		return nil, err
 	}
 	a := &Admin{cfg: cfg, log: cfg.log.Named("admin")}
-	a.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: cfg.requestTimeout}, cfg.log)
+	a.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: cfg.requestTimeout, TLS: cfg.tls.cfg}, cfg.log)
 	cfg.sign(a.rc)
 	a.routes = newRouteManager(a.rc, a.log, cfg.nameServers, cfg.requestTimeout, cfg.now)
 	return a, nil

@@ -30,6 +30,7 @@ type commonConfig struct {
 	clientIP             net.IP
 	instanceName         string
 	credentials          remoting.Credentials // WithCredentials (credentials.go)
+	tls                  tlsOption            // WithTLS / WithTLSConfig (options_tls.go)
 }
 
 func defaultCommonConfig() commonConfig {
@@ -67,6 +68,9 @@ func (c *commonConfig) validate() error {
 	}
 	if c.now == nil {
 		return fmt.Errorf("%w: WithClock: nil clock", ErrInvalidOption)
+	}
+	if c.tls.err != nil {
+		return c.tls.err
 	}
 	return c.validateCredentials()
 }

@@ -97,7 +97,7 @@ func (p *Producer) Start(ctx context.Context) error {
 	case stateClosed:
 		return ErrClosed
 	}
-	p.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: p.cfg.sendTimeout}, p.cfg.common.log)
+	p.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: p.cfg.sendTimeout, TLS: p.cfg.common.tls.cfg}, p.cfg.common.log)
 	p.cfg.common.sign(p.rc)
 	p.routes = newRouteManager(p.rc, p.log.Named("route"), p.cfg.common.nameServers, p.cfg.common.requestTimeout, p.cfg.common.now)
 	p.routes.onLeaderChange = p.fault.remove

@@ -9,6 +9,7 @@ import (
 
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/internal/logging"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // Config is the name server's configuration. Keys (prop tags) follow
@@ -83,6 +84,9 @@ type Config struct {
 	// Log is where and how the name server logs (logLevel, logFormat,
 	// logFile, logFile* rotation keys; read by the raftmq command).
 	Log logging.Config
+	// TLS holds the tls* keys; the name server uses the server ones
+	// (tlsServerMode, certificate, client authentication).
+	TLS remoting.TLSConfig
 }
 
 // DefaultConfig returns RocketMQ's defaults: port 9876, a 5 s scan, a 120 s
@@ -152,6 +156,9 @@ func (c Config) Validate() error {
 		if err := c.gossipConfig().Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidConfig, err))
 		}
+	}
+	if _, _, err := c.TLS.ServerTLS(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidConfig, err))
 	}
 	return errors.Join(errs...)
 }

@@ -77,9 +77,15 @@ func New(cfg Config, log *zap.Logger) (*NameServer, error) {
 		unregisterCh: make(chan wire.UnregisterBrokerRequestHeader, cfg.UnRegisterBrokerQueueCapacity),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	tlsMode, tlsCfg, err := cfg.TLS.ServerTLS()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	n.srv = remoting.NewServer(remoting.ServerConfig{
 		ListenAddr:  cfg.Addr(),
 		IdleTimeout: time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second,
+		TLSMode:     tlsMode,
+		TLS:         tlsCfg,
 	}, log)
 	n.newMonitor()
 	n.registerProcessors()

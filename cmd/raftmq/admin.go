@@ -285,6 +285,7 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 5*time.Second, "timeout of each request")
 	aclCredentialFlags(cmd, f)
+	f.tls.register(cmd.PersistentFlags())
 	for _, e := range adminCommands {
 		cmd.AddCommand(e.cobra(f))
 	}

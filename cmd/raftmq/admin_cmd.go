@@ -168,6 +168,7 @@ type adminFlags struct {
 	timeout time.Duration
 	// accessKey and secretKey sign every request (admin_acl.go).
 	accessKey, secretKey string
+	tls                  tlsFlags
 }
 
 // nameServers splits -n.
@@ -223,12 +224,15 @@ func (f *adminFlags) open(cmd *cobra.Command) (*adminSession, error) {
 		return nil, err
 	}
 	a, err := client.NewAdmin(client.NameServers(ns...), client.RequestTimeout(f.timeout), client.WithLogger(log),
-		client.WithCredentials(creds.AccessKey, creds.SecretKey))
+		client.WithCredentials(creds.AccessKey, creds.SecretKey), f.tls.clientOpt())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
 	}
 	rcfg := remoting.DefaultClientConfig()
 	rcfg.DefaultTimeout = f.timeout
+	if rcfg.TLS, err = f.tls.remoting(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
+	}
 	rc := remoting.NewClient(rcfg, log)
 	if !creds.IsZero() {
 		rc.AddHook(remoting.SigningHook(creds))

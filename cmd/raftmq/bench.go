@@ -39,6 +39,7 @@ type benchFlags struct {
 	fromLast bool
 	cpuProf  string
 	autoB    int
+	tls      tlsFlags
 }
 
 func newBenchCmd(g *globalFlags) *cobra.Command {
@@ -54,6 +55,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	pf.Int64VarP(&f.count, "count", "m", 0, "stop after this many messages")
 	pf.DurationVar(&f.interval, "interval", time.Second, "report interval")
 	pf.BoolVar(&f.jsonOut, "json", false, "print a machine-readable JSON summary at the end")
+	f.tls.register(pf)
 	pf.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of this bench process to this file (the client's share of the CPU)")
 	produce := &cobra.Command{
 		Use:   "produce",
@@ -359,7 +361,7 @@ func progressBar(done, total int64) string {
 
 func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, st *benchStats, log *zap.Logger) error {
 	p, err := client.NewProducer(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log),
-		client.ProducerGroup("benchmark_producer"), client.AutoBatch(f.autoB, 256<<10, 0))
+		client.ProducerGroup("benchmark_producer"), client.AutoBatch(f.autoB, 256<<10, 0), f.tls.clientOpt())
 	if err != nil {
 		return err
 	}
@@ -440,7 +442,7 @@ func benchConsume(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 		from = client.ConsumeFromLastOffset
 	}
 	c, err := client.NewPushConsumer(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log),
-		client.ConsumerGroup(f.group), client.ConsumeFrom(from))
+		client.ConsumerGroup(f.group), client.ConsumeFrom(from), f.tls.clientOpt())
 	if err != nil {
 		return err
 	}
