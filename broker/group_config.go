@@ -98,6 +98,8 @@ type GroupConfig struct {
 	// leader, before the node stops anyway (5 s; 0 = stop at once, like a
 	// kill). Followers stop at once.
 	ShutdownTransferTimeout time.Duration `prop:"shutdownTransferTimeout"`
+	// RaftTLS is mutual TLS between the members (raftTls* keys).
+	RaftTLS RaftTLSConfig
 }
 
 // AcksBeforeFsync reports the explicit "acks before fsync" mode
@@ -128,7 +130,7 @@ func DefaultGroupConfig() GroupConfig {
 // Validate checks every part and reports every setting at fault
 // (errors.Join), each naming its key.
 func (c *GroupConfig) Validate() error {
-	errs := []error{c.Store.Validate(), c.Raft.Validate()}
+	errs := []error{c.Store.Validate(), c.Raft.Validate(), c.RaftTLS.Validate()}
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidGroupConfig, key, fmt.Sprintf(format, args...))
 	}

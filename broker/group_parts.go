@@ -48,7 +48,8 @@ type Parts struct {
 // OpenDiskParts opens a member's production parts: the OS file system (or
 // cfg.Store.FS), the BoltDB stable store and the file snapshot store under
 // storePathRootDir/raft, and a TCP transport listening on the member's
-// dLegerPeers address. On error nothing stays open.
+// dLegerPeers address (mutual TLS with the raftTls* keys) that refuses RPCs
+// from servers outside the configuration. On error nothing stays open.
 func OpenDiskParts(cfg GroupConfig, log *zap.Logger) (Parts, error) {
 	return openDiskParts(cfg, log, nil)
 }
@@ -88,15 +89,19 @@ func openDiskParts(cfg GroupConfig, log *zap.Logger, wrap func(raft.StreamLayer)
 	if err != nil {
 		return Parts{}, fmt.Errorf("broker: raft transport listen on %s (dLegerPeers entry of %s): %w", addr, cfg.Raft.DLegerSelfID, err)
 	}
-	var stream raft.StreamLayer = &tcpStream{Listener: ln}
+	stream, err := newRaftStream(ln, cfg.RaftTLS)
+	if err != nil {
+		_ = ln.Close()
+		return Parts{}, err
+	}
 	if wrap != nil {
 		stream = wrap(stream)
 	}
 	p.Stable, p.Snapshots = stable, snaps
-	p.Transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	p.Transport = newMemberTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: cfg.Raft.TransportMaxPool, Timeout: cfg.Raft.TransportTimeout,
 		Logger: raftlog.HCLogger(log, "raft"),
-	})
+	}), log.Named("raft"))
 	return p, nil
 }
 

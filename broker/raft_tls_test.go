@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// forger is a Raft transport on its own port that sends hand-made RPCs.
+type forger struct {
+	t     *testing.T
+	trans *raft.NetworkTransport
+}
+
+// newForger builds a forger whose stream layer is plain TCP (tls zero) or
+// mutual TLS with the given files.
+func newForger(t *testing.T, tls RaftTLSConfig) *forger {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := newRaftStream(ln, tls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trans := raft.NewNetworkTransport(stream, 1, 2*time.Second, nil)
+	t.Cleanup(func() { _ = trans.Close() })
+	return &forger{t: t, trans: trans}
+}
+
+func (f *forger) header(id string) raft.RPCHeader {
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: []byte(f.trans.LocalAddr())}
+}
+
+// send forges a TimeoutNow to target and two AppendEntries with a much
+// higher term (the heartbeat shape, which takes the transport's fast path,
+// and the ordinary one), and returns the errors.
+func (f *forger) send(target *testNode, id string, term uint64) []error {
+	addr := raft.ServerAddress(strings.SplitN(peerAddr(target), "-", 2)[1])
+	var errs []error
+	var tr raft.TimeoutNowResponse
+	errs = append(errs, f.trans.TimeoutNow(raft.ServerID(target.id), addr, &raft.TimeoutNowRequest{RPCHeader: f.header(id)}, &tr))
+	for _, commit := range []uint64{0, 1} {
+		var ar raft.AppendEntriesResponse
+		errs = append(errs, f.trans.AppendEntries(raft.ServerID(target.id), addr, &raft.AppendEntriesRequest{
+			RPCHeader: f.header(id), Term: term, LeaderCommitIndex: commit}, &ar))
+	}
+	return errs
+}
+
+// peerAddr is target's dLegerPeers entry ("n0-127.0.0.1:port").
+func peerAddr(target *testNode) string {
+	for _, p := range strings.Split(target.cfg.Raft.DLegerPeers, ";") {
+		if strings.HasPrefix(p, target.id+"-") {
+			return p
+		}
+	}
+	return ""
+}
+
+func terms(c *testCluster) []uint64 {
+	var out []uint64
+	for _, n := range c.nodes {
+		out = append(out, n.g().raft.CurrentTerm())
+	}
+	return out
+}
+
+// TestRaftMutualTLSRefusesForgedRPCs: a group on mutual TLS replicates;
+// TimeoutNow and AppendEntries forged by a host without a certificate,
+// with one from another CA, or with a valid certificate but an identity
+// outside the configuration are all refused and change no member's term.
+// The same RPCs under a member's identity do start an election, so the
+// refusals are not an accident of the forgery.
+func TestRaftMutualTLSRefusesForgedRPCs(t *testing.T) {
+	ca := testutil.NewTestCA(t, "group-ca")
+	c := newTestCluster(t, clusterOpts{disk: true, tune: func(cfg *GroupConfig) {
+		f := ca.Issue(cfg.Raft.DLegerSelfID)
+		cfg.RaftTLS = RaftTLSConfig{CertPath: f.CertPath, KeyPath: f.KeyPath, CAPath: ca.CertPath}
+	}})
+	c.createTopic("T", 2)
+	c.sendSeq(0, 100)
+	l := c.leader()
+	follower := c.nodes[c.followerOf(l)]
+	before := terms(c)
+
+	valid := ca.Issue("evil")
+	other := testutil.NewTestCA(t, "other-ca")
+	otherCert := other.Issue("n1")
+	cases := map[string]struct {
+		tls RaftTLSConfig
+		id  string
+	}{
+		"no certificate":                {id: "n1"},
+		"certificate of another CA":     {tls: RaftTLSConfig{CertPath: otherCert.CertPath, KeyPath: otherCert.KeyPath, CAPath: other.CertPath}, id: "n1"},
+		"valid certificate, non-member": {tls: RaftTLSConfig{CertPath: valid.CertPath, KeyPath: valid.KeyPath, CAPath: ca.CertPath}, id: "evil"},
+	}
+	for name, tc := range cases {
+		f := newForger(t, tc.tls)
+		for _, target := range []*testNode{l, follower} {
+			for i, err := range f.send(target, tc.id, before[0]+100) {
+				if err == nil {
+					t.Errorf("%s: forged RPC %d to %s accepted", name, i, target.id)
+				}
+				if tc.id == "evil" && err != nil && !strings.Contains(err.Error(), ErrNotMember.Error()) {
+					t.Errorf("%s: RPC %d to %s: %v, want %v", name, i, target.id, err, ErrNotMember)
+				}
+			}
+		}
+	}
+	if after := terms(c); !equalTerms(before, after) {
+		t.Fatalf("forged RPCs changed terms: %v → %v", before, after)
+	}
+	if !c.leader().g().IsLeader() || c.leader() != l {
+		t.Fatalf("leadership moved from %s", l.id)
+	}
+	c.sendSeq(1, 100)
+
+	// Sensitivity: the refused path is the one that matters. A member's
+	// identity (TimeoutNow to a follower from the leader's id) starts an
+	// election.
+	f := newForger(t, RaftTLSConfig{CertPath: valid.CertPath, KeyPath: valid.KeyPath, CAPath: ca.CertPath})
+	var tr raft.TimeoutNowResponse
+	addr := raft.ServerAddress(strings.SplitN(peerAddr(follower), "-", 2)[1])
+	if err := f.trans.TimeoutNow(raft.ServerID(follower.id), addr, &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
+		ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(l.id), Addr: []byte(strings.SplitN(peerAddr(l), "-", 2)[1])}}, &tr); err != nil {
+		t.Fatalf("TimeoutNow with a member's identity: %v", err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "an election after a member's TimeoutNow", func() bool {
+		return follower.g().raft.CurrentTerm() > before[0]
+	})
+}
+
+func equalTerms(a, b []uint64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+func TestRaftTLSConfigValidate(t *testing.T) {
+	ca := testutil.NewTestCA(t, "group-ca")
+	f := ca.Issue("n0")
+	for _, c := range []RaftTLSConfig{
+		{CertPath: f.CertPath},
+		{CertPath: f.CertPath, KeyPath: f.KeyPath},
+		{CertPath: f.CertPath, KeyPath: f.CertPath, CAPath: ca.CertPath},
+		{CertPath: f.CertPath, KeyPath: f.KeyPath, CAPath: f.KeyPath},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrInvalidGroupConfig) {
+			t.Errorf("%+v: got %v, want ErrInvalidGroupConfig", c, err)
+		}
+	}
+	if err := (RaftTLSConfig{CertPath: f.CertPath, KeyPath: f.KeyPath, CAPath: ca.CertPath}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
