@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/internal/httpmon"
 	"github.com/raftmq/raftmq/internal/logging"
 	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
@@ -37,6 +38,11 @@ type BrokerConfig struct {
 	// MetricsPort is the monitoring HTTP port (/metrics, /health,
 	// /debug/pprof/): 0 means listenPort+3, -1 turns it off.
 	MetricsPort int `prop:"metricsPort"`
+	// MetricsBindAddr is the address the monitor binds (127.0.0.1 unless
+	// set: the endpoints have no authentication); PprofEnable serves
+	// /debug/pprof/ there (off by default).
+	MetricsBindAddr string `prop:"metricsBindAddr"`
+	PprofEnable     bool   `prop:"pprofEnable"`
 	// GossipEnable makes the node join the memberlist pool of the name
 	// servers and its peers (on by default; off only for tests that share
 	// a machine with many clusters).
@@ -153,6 +159,7 @@ func DefaultConfig() BrokerConfig {
 		Gossip:                        defaultBrokerGossip(),
 		Log:                           logging.DefaultConfig(),
 		GossipEnable:                  true,
+		MetricsBindAddr:               httpmon.DefaultBindAddr,
 		BrokerClusterName:             "DefaultCluster",
 		BrokerName:                    "broker-a",
 		NamesrvAddr:                   "127.0.0.1:9876",

@@ -265,7 +265,10 @@ func (c *Controller) newMonitor() {
 	if port == 0 {
 		port = c.cfg.ListenPort + 3
 	}
-	c.mon = httpmon.New(net.JoinHostPort(c.cfg.ListenAddr, strconv.Itoa(port)), c.metrics.reg, c.health, c.log.Named("http"))
+	c.mon = httpmon.New(net.JoinHostPort(c.cfg.MetricsBindAddr, strconv.Itoa(port)), c.metrics.reg, c.health, c.log.Named("http"))
+	if c.cfg.PprofEnable {
+		c.mon.EnablePprof()
+	}
 	c.mon.SetReady(c.ready)
 }
 

@@ -96,7 +96,7 @@ func getHealth(t *testing.T, addr string) (int, healthBody) {
 // pulls show up in the request, put and pull counters; Raft gauges and
 // /health name the leader; /debug/pprof answers.
 func TestMetricsAndHealth(t *testing.T) {
-	pc := startRealCluster(t, func(c *BrokerConfig) { c.MetricsPort = testutil.FreePort(t) })
+	pc := startRealCluster(t, func(c *BrokerConfig) { c.MetricsPort, c.PprofEnable = testutil.FreePort(t), true })
 	l := pc.leader()
 	leader := pc.nodes[l]
 	pc.createTopic(leader.Addr(), "MT", 2)

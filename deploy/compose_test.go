@@ -151,12 +151,14 @@ func TestCompose(t *testing.T) {
 		case "broker":
 			cfg := loadBroker(t, confFile)
 			n.b, n.ports, n.data = &cfg, brokerPorts(t, cfg), cfg.Store.StorePathRootDir
+			monitorReachable(t, name, cfg.MetricsPort, cfg.MetricsBindAddr)
 			if cfg.BrokerIP1 != n.ip.String() {
 				t.Errorf("%s: brokerIP1 %s, but the service's address is %s", name, cfg.BrokerIP1, n.ip)
 			}
 		case "namesrv":
 			cfg := loadNamesrv(t, confFile)
 			n.ns, n.ports, n.data = &cfg, namesrvPorts(cfg), cfg.KVConfigPath
+			monitorReachable(t, name, cfg.MetricsPort, cfg.MetricsBindAddr)
 		default:
 			t.Fatalf("%s: command %v", name, svc.Command)
 		}

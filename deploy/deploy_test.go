@@ -122,6 +122,16 @@ func loadNamesrv(t *testing.T, path string) namesrv.Config {
 	return cfg
 }
 
+// monitorReachable fails unless a container's monitor (probes, scrapes)
+// listens on every interface: the default, 127.0.0.1, is unreachable from
+// outside the container.
+func monitorReachable(t *testing.T, name string, metricsPort int, bind string) {
+	t.Helper()
+	if metricsPort != -1 && bind != "0.0.0.0" {
+		t.Errorf("%s: metricsBindAddr %q: probes and scrapers outside the container cannot reach the monitor; set 0.0.0.0", name, bind)
+	}
+}
+
 // httpPort is the monitoring port a metricsPort setting gives (0 =
 // listenPort+3, -1 = off).
 func httpPort(metricsPort, listenPort int) (int, bool) {

@@ -405,6 +405,7 @@ func TestK8sBrokerConfRendersPerOrdinal(t *testing.T) {
 		self := fmt.Sprintf("n%d", ord)
 		text := strings.NewReplacer("@SELF_ID@", self, "@POD_IP@", fmt.Sprintf("10.0.0.1%d", ord)).Replace(tmpl)
 		cfg := loadBroker(t, writeTemp(t, "broker.conf", text))
+		monitorReachable(t, "broker "+self, cfg.MetricsPort, cfg.MetricsBindAddr)
 		if cfg.Raft.DLegerSelfID != self {
 			t.Errorf("ordinal %d: dLegerSelfId %q", ord, cfg.Raft.DLegerSelfID)
 		}
@@ -457,6 +458,7 @@ func TestK8sNamesrvConfLoads(t *testing.T) {
 	if !cfg.GossipEnable {
 		t.Error("name server conf does not enable gossip")
 	}
+	monitorReachable(t, "namesrv", cfg.MetricsPort, cfg.MetricsBindAddr)
 	if got, want := containerPorts(c), namesrvPorts(cfg); !slices.Equal(got, want) {
 		t.Errorf("container ports %v, conf listens on %v", got, want)
 	}

@@ -75,6 +75,12 @@ type GossipConfig struct {
 	// Label, when set, must match on every member: it keeps two pools that
 	// share a network (e.g. two dev clusters) from merging.
 	Label string `prop:"gossipLabel"`
+	// SecretKey encrypts and authenticates every gossip message
+	// (memberlist's AES-GCM keyring): base64 of 16, 24 or 32 bytes, the
+	// same on every member. A comma-separated list rotates keys: the first
+	// encrypts, all decrypt. Empty: gossip is plaintext and anyone who
+	// reaches the port can join the pool (see gossip_key.go).
+	SecretKey string `prop:"gossipSecretKey"`
 
 	// ProbeInterval is how often each node pings one other node.
 	ProbeInterval time.Duration `prop:"gossipProbeIntervalMs"`
@@ -188,6 +194,9 @@ func (c GossipConfig) Validate() error {
 			return invalid("gossipSeeds", "%q is not host:port", s)
 		}
 	}
+	if _, err := c.keyring(); err != nil {
+		return err
+	}
 	if len(c.Label) > memberlist.LabelMaxSize {
 		return invalid("gossipLabel", "longer than %d bytes", memberlist.LabelMaxSize)
 	}
@@ -262,5 +271,6 @@ func (c GossipConfig) memberlistConfig() *memberlist.Config {
 	ml.GossipToTheDeadTime = c.GossipToTheDeadTime
 	ml.DeadNodeReclaimTime = c.DeadNodeReclaimTime
 	ml.TCPTimeout = c.TCPTimeout
+	ml.Keyring, _ = c.keyring() // checked by Validate
 	return ml
 }

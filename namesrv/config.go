@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/internal/httpmon"
 	"github.com/raftmq/raftmq/internal/logging"
 	"github.com/raftmq/raftmq/remoting"
 )
@@ -68,6 +69,11 @@ type Config struct {
 	// /debug/pprof/): 0 means listenPort+3 (off when listenPort is 0), -1
 	// turns it off.
 	MetricsPort int `prop:"metricsPort"`
+	// MetricsBindAddr is the address the monitor binds (127.0.0.1 unless
+	// set: the endpoints have no authentication); PprofEnable serves
+	// /debug/pprof/ there (off by default).
+	MetricsBindAddr string `prop:"metricsBindAddr"`
+	PprofEnable     bool   `prop:"pprofEnable"`
 
 	// GossipEnable makes the name server join the memberlist pool that
 	// broker nodes join, so a broker that dies is removed from routes within
@@ -113,6 +119,7 @@ func DefaultConfig() Config {
 		DefaultThreadPoolQueueCapacity:       10000,
 		UnRegisterBrokerQueueCapacity:        3000,
 		ServerChannelMaxIdleTimeSeconds:      120,
+		MetricsBindAddr:                      httpmon.DefaultBindAddr,
 	}
 }
 

@@ -57,7 +57,10 @@ func (n *NameServer) newMonitor() {
 	if port == 0 {
 		port = n.cfg.ListenPort + 3
 	}
-	n.mon = httpmon.New(net.JoinHostPort(n.cfg.ListenAddr, strconv.Itoa(port)), reg, n.health, n.log.Named("http"))
+	n.mon = httpmon.New(net.JoinHostPort(n.cfg.MetricsBindAddr, strconv.Itoa(port)), reg, n.health, n.log.Named("http"))
+	if n.cfg.PprofEnable {
+		n.mon.EnablePprof()
+	}
 }
 
 // startMonitor listens. A port given explicitly must bind; the derived

@@ -31,8 +31,26 @@ type Server struct {
 	ready  ReadyFunc
 	log    *zap.Logger
 	srv    *http.Server
+	mux    *http.ServeMux
 	ln     net.Listener
 	wg     sync.WaitGroup
+}
+
+// DefaultBindAddr is where the monitor listens unless configured
+// (metricsBindAddr): the local host only, since /metrics names every topic
+// and group and the endpoints have no authentication. Deployments that
+// scrape from another host set the key explicitly.
+const DefaultBindAddr = "127.0.0.1"
+
+// EnablePprof serves /debug/pprof/ (profile, trace, heap, cmdline, ...).
+// Off unless pprofEnable=true: a profile or trace costs CPU on demand and
+// cmdline shows the process's arguments. Call before Start.
+func (s *Server) EnablePprof() {
+	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // New builds a server for addr ("host:port") over reg. log may be nil.
@@ -42,6 +60,7 @@ func New(addr string, reg *prometheus.Registry, health HealthFunc, log *zap.Logg
 	}
 	s := &Server{reg: reg, health: health, log: log}
 	mux := http.NewServeMux()
+	s.mux = mux
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	// /health answers 503 unless serving (RocketMQ-style single check);
 	// /healthz is liveness (200 whenever the process answers, body says
@@ -49,11 +68,6 @@ func New(addr string, reg *prometheus.Registry, health HealthFunc, log *zap.Logg
 	mux.HandleFunc("/health", s.serveHealth)
 	mux.HandleFunc("/healthz", s.serveLive)
 	mux.HandleFunc("/readyz", s.serveReady)
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s.srv = &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s
 }

@@ -240,7 +240,7 @@ func (c *Cluster) WriteConfs() error {
 		fmt.Sprintf("gossipBindPort=%d", c.NS.ListenPort+2),
 	}
 	if c.cfg.Metrics {
-		ns = append(ns, fmt.Sprintf("metricsPort=%d", c.NS.ListenPort+3))
+		ns = append(ns, fmt.Sprintf("metricsPort=%d", c.NS.ListenPort+3), "metricsBindAddr="+c.NS.Host)
 	}
 	if err := writeConf(c.NS.ConfPath, ns); err != nil {
 		return err
@@ -281,7 +281,7 @@ func (c *Cluster) WriteConfs() error {
 			fmt.Sprintf("gossipSeeds=%s:%d", c.NS.Host, c.NS.ListenPort+2),
 		}
 		if c.cfg.Metrics {
-			conf = append(conf, fmt.Sprintf("metricsPort=%d", n.ListenPort+3))
+			conf = append(conf, fmt.Sprintf("metricsPort=%d", n.ListenPort+3), "metricsBindAddr="+n.Host)
 		}
 		if err := writeConf(n.ConfPath, append(conf, c.cfg.BrokerConf...)); err != nil {
 			return err

@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/raftmq/raftmq/internal/config"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
+)
+
+// TestSecurityKeysLoad: the TLS, Raft TLS, gossip key and monitoring keys
+// load from broker.conf and (the ones it has) namesrv.conf.
+func TestSecurityKeysLoad(t *testing.T) {
+	kv := map[string]string{
+		"tlsServerMode": "enforcing", "tlsServerCertPath": "c.pem", "tlsServerKeyPath": "k.pem",
+		"tlsServerNeedClientAuth": "require", "tlsServerAuthClient": "true", "tlsServerTrustCertPath": "ca.pem",
+		"tlsEnable": "true", "tlsClientTrustCertPath": "ca.pem", "tlsClientCertPath": "cc.pem", "tlsClientKeyPath": "ck.pem",
+		"gossipSecretKey": "a2V5a2V5a2V5a2V5a2V5aw==",
+	}
+	b := DefaultConfig()
+	bkv := map[string]string{"raftTlsCertPath": "n0.pem", "raftTlsKeyPath": "n0-key.pem", "raftTlsCaPath": "ca.pem",
+		"metricsBindAddr": "0.0.0.0", "pprofEnable": "true"}
+	for k, v := range kv {
+		bkv[k] = v
+	}
+	if err := config.Apply(bkv, "broker.conf", &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.TLS.ServerMode != "enforcing" || !b.TLS.ServerAuthClient || b.TLS.ClientKeyPath != "ck.pem" ||
+		b.RaftTLS.CAPath != "ca.pem" || b.Gossip.SecretKey == "" || b.MetricsBindAddr != "0.0.0.0" || !b.PprofEnable {
+		t.Fatalf("broker keys not applied: %+v %+v", b.TLS, b.RaftTLS)
+	}
+	n := namesrv.DefaultConfig()
+	nkv := map[string]string{"metricsBindAddr": "0.0.0.0", "pprofEnable": "true"}
+	for k, v := range kv {
+		nkv[k] = v
+	}
+	if err := config.Apply(nkv, "namesrv.conf", &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.TLS.ServerCertPath != "c.pem" || n.Gossip.SecretKey == "" || !n.PprofEnable {
+		t.Fatalf("namesrv keys not applied: %+v", n.TLS)
+	}
+}
+
+// TestMonitorLocalWithoutPprofByDefault: with the remoting listeners on
+// every interface the monitor still binds 127.0.0.1, and /debug/pprof/ is
+// not served unless pprofEnable.
+func TestMonitorLocalWithoutPprofByDefault(t *testing.T) {
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
+		c.ListenAddr, c.MetricsPort = "0.0.0.0", testutil.FreePort(t)
+	})
+	addr := tc.nodes[0].MetricsAddr()
+	if host, _, err := net.SplitHostPort(addr); err != nil || host != "127.0.0.1" {
+		t.Fatalf("monitor bound to %s, want 127.0.0.1", addr)
+	}
+	for path, want := range map[string]int{"/metrics": http.StatusOK, "/debug/pprof/": http.StatusNotFound,
+		"/debug/pprof/cmdline": http.StatusNotFound} {
+		resp, err := monClient.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: HTTP %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
