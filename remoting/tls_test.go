@@ -1,9 +1,12 @@
 package remoting
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -162,5 +165,52 @@ func FuzzParseTLSMode(f *testing.F) {
 		if back, err := ParseTLSMode(m.String()); err != nil || back != m {
 			t.Fatalf("%q → %v → %v, %v", s, m, back, err)
 		}
+	})
+}
+
+// memConn is a connection whose peer sent exactly in and discards what is
+// written back.
+type memConn struct {
+	net.Conn // nil: only the methods below are used
+	r        *bytes.Reader
+}
+
+func (c *memConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
+func (c *memConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (c *memConn) Close() error                     { return nil }
+func (c *memConn) SetDeadline(time.Time) error      { return nil }
+func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
+func (c *memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
+func (c *memConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+
+// FuzzPermissiveSniff: whatever a client sends first, the permissive
+// listener's connection either replays it byte for byte as plaintext (any
+// first byte but 0x16) or hands it to TLS, which yields nothing without a
+// handshake.
+func FuzzPermissiveSniff(f *testing.F) {
+	frame, _ := EncodeFrame(NewRequest(1, nil, []byte("x")))
+	for _, s := range [][]byte{frame, {0x16, 3, 1, 0, 5, 1, 0, 0, 1, 0}, {0x16}, {0}, {0x17, 0x16}} {
+		f.Add(s)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12} // no certificate: every handshake fails
+	f.Fuzz(func(t *testing.T, in []byte) {
+		sc := &sniffConn{Conn: &memConn{r: bytes.NewReader(in)}, cfg: cfg, ready: make(chan struct{}), closed: make(chan struct{})}
+		got, err := io.ReadAll(sc)
+		switch {
+		case len(in) == 0:
+			if len(got) != 0 {
+				t.Fatalf("read %d bytes from nothing", len(got))
+			}
+		case in[0] != tlsRecordHandshake:
+			if err != nil || !bytes.Equal(got, in) {
+				t.Fatalf("plaintext not replayed: %q, %v", got, err)
+			}
+		default: // no handshake can succeed, so no byte may come through
+			if len(got) != 0 {
+				t.Fatalf("TLS without a certificate read %q (%v)", got, err)
+			}
+		}
+		_ = sc.Close()
 	})
 }
