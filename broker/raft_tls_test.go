@@ -31,7 +31,7 @@ func newForger(t *testing.T, tls RaftTLSConfig) *forger {
 		t.Fatal(err)
 	}
 	trans := raft.NewNetworkTransport(stream, 1, 2*time.Second, nil)
-	t.Cleanup(func() { _ = trans.Close() })
+	t.Cleanup(func() { _ = closeTransport(trans) })
 	return &forger{t: t, trans: trans}
 }
 
