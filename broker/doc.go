@@ -24,6 +24,9 @@
 //     InmemNetwork, InmemSnapshotStore).
 //   - group_config.go: GroupConfig, the broker.conf keys of the store, Raft
 //     and batcher, validated.
+//   - raft_tls.go: RaftTLSConfig (raftTls* keys), the mutual-TLS stream
+//     layer, and memberTransport, which refuses Raft RPCs (heartbeats
+//     included) from servers outside the configuration.
 //   - command.go: the replicated command types (an append-only table), their
 //     encoding and how to add one; command_records.go: the records that
 //     topic and group commands and snapshots store instead of wire types.
@@ -42,7 +45,9 @@
 //   - api.go: the interface the processors use (put, commit offsets, update
 //     tables, read the store and the applied state).
 //   - config.go: BrokerConfig (RocketMQ broker keys, the group, gossip,
-//     logs), derived ports and ids; Validate reports every bad setting.
+//     logs), derived ports and ids; Validate reports every bad setting;
+//     tls.go: the tls* keys turned into the listeners' and the name-server
+//     links' TLS.
 //   - config_rocketmq.go: the RocketMQ 4.9 keys raftmq accepts without a
 //     field, each with why it is ignored (docs/config.md's table).
 //   - node.go: Node, one broker node (group + controller) with Start, Run

@@ -20,7 +20,7 @@ import (
 // raftTls* keys, all three or none). Every member presents a certificate
 // signed by the group's CA and accepts only peers that do, on both the
 // listening and the dialing side, so a host without such a certificate
-// cannot send a Raft RPC at all (see docs/adr/0013-raft-mutual-tls.md).
+// cannot send a Raft RPC at all (see docs/adr/0014-raft-mutual-tls.md).
 type RaftTLSConfig struct {
 	// CertPath and KeyPath are this member's PEM certificate (chain) and
 	// key; the certificate must allow both server and client use

@@ -32,7 +32,8 @@
 // # Files
 //
 //   - options.go: the options every client takes and the producer's;
-//     consumer_options.go: the consumers'.
+//     consumer_options.go: the consumers'; options_tls.go: WithTLS and
+//     WithTLSConfig.
 //   - message.go, uniqkey.go, queue.go, sendresult.go, subscription.go: the
 //     message model (deliver-at / deliver-after timers), the client-side unique id (UNIQ_KEY), message queues,
 //     send results, subscriptions: tag expressions and MessageSelector

@@ -28,6 +28,8 @@
 //     defaults and their false-positive trade-off.
 //   - gossip_hook.go: RemoveGoneBrokers for name servers.
 //   - gossip_log.go: memberlist's log lines as zap debug entries.
+//   - gossip_key.go: gossipSecretKey → memberlist's keyring (encrypted,
+//     authenticated gossip; a rotation list).
 //   - meta.go: NodeMeta's versioned binary layout (≤ 512 bytes, append-only
 //     code tables), strict decoding.
 //   - errors.go: the package's sentinels.

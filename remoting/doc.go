@@ -62,6 +62,20 @@
 // serves those through RegisterProcessor and a small bounded pool. RPC
 // hooks run before and after every call on both sides.
 //
+// # TLS
+//
+// ServerConfig.TLSMode is RocketMQ's tls.server.mode: disabled, enforcing
+// (TLS only) or permissive, where one port serves both: each connection's
+// reader reads its first byte, and 0x16 (a TLS handshake record) starts a
+// TLS server on it while anything else is replayed as plaintext; a frame
+// cannot start with 0x16 because its length is below 16 MiB. The accept
+// loop never reads, so a silent client holds up no one. ClientConfig.TLS
+// runs the handshake as part of the dial. Verification follows RocketMQ's
+// clients: with a trust path the server's chain is checked (not its host
+// name, since brokers are reached at the IP they register), without one
+// the server is not verified (the official Go client's WithTls). See
+// docs/adr/0013-tls-permissive-mode.md.
+//
 // # Files
 //
 //   - codes.go: request and response codes, append-only tables.
@@ -89,6 +103,8 @@
 //   - guard.go: Server.SetGuard, a check before routing whose answer
 //     replaces the handler's (the broker's ACL, the name server's
 //     registration auth).
+//   - tls.go: TLS (see below): TLSConfig (the tls* keys), TLSMode, the
+//     permissive listener's first-byte sniffing, the client handshake.
 //   - errors.go: the package's sentinels and typed errors.
 //   - golden/: the official Go client against this server through a
 //     recording proxy; testdata/golden holds the captured frames.

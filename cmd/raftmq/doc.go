@@ -25,6 +25,7 @@
 //     a local 3-process group: fire-time error (optionally across a leader
 //     SIGKILL) and the leader's RSS with --pending far-future timers.
 //   - version.go: `raftmq version [--json]` from the binary's build info.
+//   - tls_flags.go: --tls and --tls-trust-cert of admin and bench.
 //   - admin*.go: `raftmq admin`, mqadmin's commands plus raftStatus,
 //     leadershipTransfer and balanceLeaders, as a table of name, flags,
 //     request and renderer; table or --json output; errors naming the

@@ -2,7 +2,9 @@
 // name servers (listenPort+3 by default): Prometheus /metrics from a
 // per-process registry (never the global one, so several nodes can run in
 // one process as in `raftmq dev` and tests), /health for orchestrators and
-// load balancers, and net/http/pprof under /debug/pprof/ for profiling.
+// load balancers, and net/http/pprof under /debug/pprof/ for profiling
+// once EnablePprof (pprofEnable=true). It binds 127.0.0.1 unless the node's
+// metricsBindAddr says otherwise: the endpoints have no authentication.
 //
 // It is a server package: the SDK never imports it.
 //

@@ -7,6 +7,8 @@
 //     sleeping; FreePort, a port from internal/freeport (below the
 //     kernel's ephemeral range, so a client connection cannot take it
 //     between pick and bind).
+//   - certs.go: TestCA, a certificate authority made per test (keys in
+//     memory and the test's temporary directory, never committed).
 //   - official.go: goleak ignores for the goroutines the official RocketMQ
 //     Go client leaves behind.
 package testutil
