@@ -117,8 +117,10 @@ func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 var ErrNotMember = errors.New("broker: raft RPC from a server outside the configuration")
 
 // memberTransport is a NetworkTransport that refuses RPCs from servers
-// outside the current configuration: the RPC header's ID and address must
-// name one of its servers. hashicorp/raft refuses votes from non-members
+// outside the current configuration: the RPC header's server ID must be
+// one of its servers'. The header's address is not compared: a member
+// advertises its listener's resolved address, while the configuration holds
+// its dLegerPeers entry, which may be a host name (Kubernetes). hashicorp/raft refuses votes from non-members
 // but not AppendEntries or TimeoutNow (a higher term in either makes the
 // receiver step down; TimeoutNow starts an election at once), so a removed
 // member, or any host that can reach the port without Raft TLS, could
@@ -213,7 +215,7 @@ func (t *memberTransport) check(rpc raft.RPC) error {
 	}
 	hdr := h.GetRPCHeader()
 	for _, s := range conf.Servers {
-		if string(s.ID) == string(hdr.ID) && (len(hdr.Addr) == 0 || string(s.Address) == string(hdr.Addr)) {
+		if string(s.ID) == string(hdr.ID) {
 			return nil
 		}
 	}

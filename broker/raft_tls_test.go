@@ -164,3 +164,24 @@ func TestRaftTLSConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRaftMembersNamedByHost: members whose dLegerPeers entries are host
+// names (as under Kubernetes) advertise their listeners' resolved address
+// in RPC headers; the membership check goes by server ID, so the group
+// still elects a leader and replicates.
+func TestRaftMembersNamedByHost(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{disk: true, tune: func(cfg *GroupConfig) {
+		cfg.Raft.DLegerPeers = strings.ReplaceAll(cfg.Raft.DLegerPeers, "127.0.0.1:", "localhost:")
+	}})
+	c.createTopic("T", 2)
+	c.sendSeq(0, 100)
+	for _, n := range c.nodes {
+		mt, ok := n.g().trans.(*memberTransport)
+		if !ok {
+			t.Fatalf("%s: transport %T has no membership filter", n.id, n.g().trans)
+		}
+		if mt.Refused() != 0 {
+			t.Fatalf("%s: membership filter refused %d RPCs from members", n.id, mt.Refused())
+		}
+	}
+}
