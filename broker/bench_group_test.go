@@ -13,6 +13,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -107,7 +108,15 @@ func benchTune(b *testing.B) func(*GroupConfig) {
 		}
 		return n
 	}
+	var ca *testutil.TestCA
+	if env("RAFTTLS") > 0 { // members on mutual TLS (raftTls* keys)
+		ca = testutil.NewTestCA(b, "bench-ca")
+	}
 	return func(c *GroupConfig) {
+		if ca != nil {
+			f := ca.Issue(c.Raft.DLegerSelfID)
+			c.RaftTLS = RaftTLSConfig{CertPath: f.CertPath, KeyPath: f.KeyPath, CAPath: ca.CertPath}
+		}
 		if v := env("MAXAPPEND"); v > 0 {
 			c.Raft.MaxAppendEntries = v
 		}

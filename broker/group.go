@@ -196,7 +196,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, g.trans); err != nil {
 		return nil, fmt.Errorf("broker: start raft: %w", err)
 	}
-	bindMembership(g.trans, g.raft)
+	bindMembership(g.trans, g.raft, log)
 	g.ready.Store(true)
 	g.batch = newBatcher(g)
 	g.roles = ha.NewRoles(ha.RolesConfig{Raft: g.raft, BarrierTimeout: cfg.ApplyTimeout, BeforeLeader: g.announce, Log: log})

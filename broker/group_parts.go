@@ -48,8 +48,8 @@ type Parts struct {
 // OpenDiskParts opens a member's production parts: the OS file system (or
 // cfg.Store.FS), the BoltDB stable store and the file snapshot store under
 // storePathRootDir/raft, and a TCP transport listening on the member's
-// dLegerPeers address (mutual TLS with the raftTls* keys) that refuses RPCs
-// from servers outside the configuration. On error nothing stays open.
+// dLegerPeers address (mutual TLS with the raftTls* keys, peers named by
+// their certificates). On error nothing stays open.
 func OpenDiskParts(cfg GroupConfig, log *zap.Logger) (Parts, error) {
 	return openDiskParts(cfg, log, nil)
 }
@@ -89,7 +89,7 @@ func openDiskParts(cfg GroupConfig, log *zap.Logger, wrap func(raft.StreamLayer)
 	if err != nil {
 		return Parts{}, fmt.Errorf("broker: raft transport listen on %s (dLegerPeers entry of %s): %w", addr, cfg.Raft.DLegerSelfID, err)
 	}
-	stream, err := newRaftStream(ln, cfg.RaftTLS)
+	stream, tlsStream, err := newRaftStream(ln, cfg.RaftTLS, cfg.Raft.DLegerGroup)
 	if err != nil {
 		_ = ln.Close()
 		return Parts{}, err
@@ -98,10 +98,10 @@ func openDiskParts(cfg GroupConfig, log *zap.Logger, wrap func(raft.StreamLayer)
 		stream = wrap(stream)
 	}
 	p.Stable, p.Snapshots = stable, snaps
-	p.Transport = newMemberTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	p.Transport = &raftTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: cfg.Raft.TransportMaxPool, Timeout: cfg.Raft.TransportTimeout,
 		Logger: raftlog.HCLogger(log, "raft"),
-	}), log.Named("raft"))
+	}), tls: tlsStream}
 	return p, nil
 }
 

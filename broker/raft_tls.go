@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,13 +17,16 @@ import (
 
 // RaftTLSConfig turns on mutual TLS between the members of a group (the
 // raftTls* keys, all three or none). Every member presents a certificate
-// signed by the group's CA and accepts only peers that do, on both the
-// listening and the dialing side, so a host without such a certificate
-// cannot send a Raft RPC at all (see docs/adr/0014-raft-mutual-tls.md).
+// signed by the group's CA that names it (see tlsStream), and accepts only
+// peers whose certificate chains to that CA and names a member of the
+// current configuration, on both the listening and the dialing side, so a
+// host without such a certificate cannot send a Raft RPC at all (see
+// docs/adr/0014-raft-mutual-tls.md).
 type RaftTLSConfig struct {
 	// CertPath and KeyPath are this member's PEM certificate (chain) and
 	// key; the certificate must allow both server and client use
-	// (extKeyUsage serverAuth, clientAuth).
+	// (extKeyUsage serverAuth, clientAuth) and name the member: subject
+	// CN or a DNS name "<dLegerSelfId>" or "<dLegerGroup>-<dLegerSelfId>".
 	CertPath string `prop:"raftTlsCertPath"`
 	KeyPath  string `prop:"raftTlsKeyPath"`
 	// CAPath is the PEM bundle of the group's CA: peers' certificates must
@@ -81,26 +83,45 @@ func (c RaftTLSConfig) tlsConfigs() (server, client *tls.Config, err error) {
 }
 
 // newRaftStream is the Raft transport's stream layer on ln: plain TCP, or
-// mutual TLS when cfg enables it.
-func newRaftStream(ln net.Listener, cfg RaftTLSConfig) (raft.StreamLayer, error) {
+// mutual TLS when cfg enables it (then also returned as *tlsStream, for
+// bindMembership). group is the dLegerGroup, part of a member's name.
+func newRaftStream(ln net.Listener, cfg RaftTLSConfig, group string) (raft.StreamLayer, *tlsStream, error) {
 	server, client, err := cfg.tlsConfigs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if server == nil {
-		return &tcpStream{Listener: ln}, nil
+		return &tcpStream{Listener: ln}, nil, nil
 	}
-	return &tlsStream{Listener: tls.NewListener(ln, server), addr: ln.Addr(), client: client}, nil
+	s := &tlsStream{addr: ln.Addr(), group: group}
+	// Both sides check that the peer's certificate names a member.
+	server.VerifyConnection = s.verifyPeer
+	client.VerifyConnection = s.verifyPeer
+	s.Listener, s.client = tls.NewListener(ln, server), client
+	return s, s, nil
 }
 
 // tlsStream is the mutual-TLS stream layer. Accept returns before the
 // handshake (the transport's accept loop is one goroutine; the handshake
 // runs on the connection's first read, in its own handler), so a peer
 // without a valid certificate fails on its first RPC and is disconnected.
+//
+// Once bound to the group's Raft (bindMembership), a peer's certificate
+// must also name a server of the current configuration: its subject
+// common name or one of its DNS names is the member's dLegerSelfId
+// ("n0") or "<dLegerGroup>-<id>" ("broker-a-n0"). The check runs once per
+// connection, in the handshake, so RPCs cost nothing more. While the
+// configuration is empty (a member never bootstrapped) or unbound, any
+// certificate of the CA is accepted.
 type tlsStream struct {
 	net.Listener
-	addr   net.Addr
-	client *tls.Config
+	addr    net.Addr
+	client  *tls.Config
+	group   string
+	members atomic.Pointer[func() raft.Configuration]
+	refused atomic.Uint64
+	warned  atomic.Bool
+	log     atomic.Pointer[zap.Logger]
 }
 
 // Addr is the TCP address (the member's dLegerPeers address).
@@ -112,117 +133,55 @@ func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	return tls.DialWithDialer(d, "tcp", string(address), s.client)
 }
 
-// ErrNotMember is the answer to a Raft RPC whose sender is not in the
-// receiver's current configuration.
-var ErrNotMember = errors.New("broker: raft RPC from a server outside the configuration")
+// ErrNotMember is the handshake error for a peer whose certificate names
+// no server of the receiver's current configuration.
+var ErrNotMember = errors.New("broker: raft peer certificate names no member of the configuration")
 
-// memberTransport is a NetworkTransport that refuses RPCs from servers
-// outside the current configuration: the RPC header's server ID must be
-// one of its servers'. The header's address is not compared: a member
-// advertises its listener's resolved address, while the configuration holds
-// its dLegerPeers entry, which may be a host name (Kubernetes). hashicorp/raft refuses votes from non-members
-// but not AppendEntries or TimeoutNow (a higher term in either makes the
-// receiver step down; TimeoutNow starts an election at once), so a removed
-// member, or any host that can reach the port without Raft TLS, could
-// disrupt the group. While the configuration is empty (a member that was
-// never bootstrapped, about to be added) everything is accepted.
-//
-// RPCs reach Raft through one extra goroutine hop (the filter), and
-// heartbeats through the wrapped fast-path handler.
-type memberTransport struct {
-	*raft.NetworkTransport
-	log     *zap.Logger
-	members atomic.Pointer[func() raft.Configuration] // nil until bindMembership
-	out     chan raft.RPC
-	done    chan struct{}
-	once    sync.Once
-	refused atomic.Uint64
-	warned  atomic.Bool
-}
+// Refused counts the handshakes refused because the peer's certificate
+// named no member.
+func (s *tlsStream) Refused() uint64 { return s.refused.Load() }
 
-func newMemberTransport(nt *raft.NetworkTransport, log *zap.Logger) *memberTransport {
-	t := &memberTransport{NetworkTransport: nt, log: log, out: make(chan raft.RPC), done: make(chan struct{})}
-	go t.filter(nt.Consumer())
-	return t
-}
-
-// bindMembership makes trans check senders against r's configuration, if
-// it is a memberTransport.
-func bindMembership(trans raft.Transport, r *raft.Raft) {
-	if t, ok := trans.(*memberTransport); ok {
-		f := func() raft.Configuration { return r.GetConfiguration().Configuration() }
-		t.members.Store(&f)
-	}
-}
-
-// Consumer implements raft.Transport: only RPCs from members.
-func (t *memberTransport) Consumer() <-chan raft.RPC { return t.out }
-
-// SetHeartbeatHandler implements raft.Transport: heartbeats from
-// non-members are refused before they reach Raft.
-func (t *memberTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
-	if cb == nil {
-		t.NetworkTransport.SetHeartbeatHandler(nil)
-		return
-	}
-	t.NetworkTransport.SetHeartbeatHandler(func(rpc raft.RPC) {
-		if err := t.check(rpc); err != nil {
-			rpc.Respond(nil, err)
-			return
-		}
-		cb(rpc)
-	})
-}
-
-// Close stops the filter and closes the transport.
-func (t *memberTransport) Close() error {
-	t.once.Do(func() { close(t.done) })
-	return t.NetworkTransport.Close()
-}
-
-// Refused counts the RPCs refused as coming from non-members.
-func (t *memberTransport) Refused() uint64 { return t.refused.Load() }
-
-func (t *memberTransport) filter(in <-chan raft.RPC) {
-	for {
-		select {
-		case rpc := <-in:
-			if err := t.check(rpc); err != nil {
-				rpc.Respond(nil, err)
-				continue
-			}
-			select {
-			case t.out <- rpc:
-			case <-t.done:
-				rpc.Respond(nil, raft.ErrTransportShutdown)
-				return
-			}
-		case <-t.done:
-			return
-		}
-	}
-}
-
-func (t *memberTransport) check(rpc raft.RPC) error {
-	h, ok := rpc.Command.(raft.WithRPCHeader)
-	f := t.members.Load()
-	if !ok || f == nil {
-		return nil
+func (s *tlsStream) verifyPeer(cs tls.ConnectionState) error {
+	f := s.members.Load()
+	if f == nil || len(cs.PeerCertificates) == 0 {
+		return nil // chain checks already ran; unbound: no configuration yet
 	}
 	conf := (*f)()
 	if len(conf.Servers) == 0 {
 		return nil
 	}
-	hdr := h.GetRPCHeader()
-	for _, s := range conf.Servers {
-		if string(s.ID) == string(hdr.ID) {
-			return nil
+	cert := cs.PeerCertificates[0]
+	names := append([]string{cert.Subject.CommonName}, cert.DNSNames...)
+	for _, srv := range conf.Servers {
+		id := string(srv.ID)
+		for _, n := range names {
+			if n == id || n == s.group+"-"+id {
+				return nil
+			}
 		}
 	}
-	t.refused.Add(1)
-	if !t.warned.Swap(true) { // once per transport: a removed member retries forever
-		t.log.Warn("refusing raft RPCs from a server outside the configuration (logged once)",
-			zap.String("id", string(hdr.ID)), zap.String("addr", string(hdr.Addr)), zap.String("rpc", fmt.Sprintf("%T", rpc.Command)))
+	s.refused.Add(1)
+	if l := s.log.Load(); l != nil && !s.warned.Swap(true) { // once: a refused peer redials forever
+		l.Warn("refusing a raft peer whose certificate names no member (logged once)",
+			zap.String("subject", cert.Subject.CommonName), zap.Strings("dns", cert.DNSNames))
 	}
-	return fmt.Errorf("%w: id %q addr %q", ErrNotMember, hdr.ID, hdr.Addr)
+	return fmt.Errorf("%w: certificate %q", ErrNotMember, cert.Subject.CommonName)
+}
+
+// raftTransport is the disk members' transport: hashicorp/raft's
+// NetworkTransport (all its methods, RPCs straight to Raft) with the TLS
+// stream layer kept for bindMembership.
+type raftTransport struct {
+	*raft.NetworkTransport
+	tls *tlsStream // nil without raftTls* keys
+}
+
+// bindMembership makes trans's TLS stream layer, if any, check peers
+// against r's configuration.
+func bindMembership(trans raft.Transport, r *raft.Raft, log *zap.Logger) {
+	if t, ok := trans.(*raftTransport); ok && t.tls != nil {
+		f := func() raft.Configuration { return r.GetConfiguration().Configuration() }
+		t.tls.log.Store(log)
+		t.tls.members.Store(&f)
+	}
 }

@@ -6,24 +6,21 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 // BenchmarkRaftTransportRPC measures one AppendEntries round trip (1 KiB
-// entry) over loopback TCP through the plain NetworkTransport, through
-// memberTransport (its membership check and extra goroutine hop), and
-// through memberTransport on mutual TLS; the consumer answers at once.
+// entry) over loopback through the plain stream layer and through mutual
+// TLS; the consumer answers at once.
 func BenchmarkRaftTransportRPC(b *testing.B) {
 	ca := testutil.NewTestCA(b, "bench-ca")
 	cert := ca.Issue("n0")
 	mtls := RaftTLSConfig{CertPath: cert.CertPath, KeyPath: cert.KeyPath, CAPath: ca.CertPath}
 	for _, v := range []struct {
-		name          string
-		filtered, tls bool
-	}{{"plain", false, false}, {"member-filter", true, false}, {"mtls+member-filter", true, true}} {
-		filtered := v.filtered
+		name string
+		tls  bool
+	}{{"plain", false}, {"mtls", true}} {
 		var tlsCfg RaftTLSConfig
 		if v.tls {
 			tlsCfg = mtls
@@ -34,21 +31,13 @@ func BenchmarkRaftTransportRPC(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s, err := newRaftStream(ln, tlsCfg)
+				s, _, err := newRaftStream(ln, tlsCfg, "broker-a")
 				if err != nil {
 					b.Fatal(err)
 				}
 				return s
 			}
-			nt := raft.NewNetworkTransport(stream(), 2, time.Second, nil)
-			var trans raft.Transport = nt
-			if filtered {
-				mt := newMemberTransport(nt, zap.NewNop())
-				conf := raft.Configuration{Servers: []raft.Server{{ID: "n0", Address: "127.0.0.1:1"}, {ID: "n1", Address: "127.0.0.1:2"}}}
-				f := func() raft.Configuration { return conf }
-				mt.members.Store(&f)
-				trans = mt
-			}
+			trans := raft.NewNetworkTransport(stream(), 2, time.Second, nil)
 			defer func() { _ = closeTransport(trans) }()
 			done := make(chan struct{})
 			defer close(done)
