@@ -24,9 +24,9 @@
 //     InmemNetwork, InmemSnapshotStore).
 //   - group_config.go: GroupConfig, the broker.conf keys of the store, Raft
 //     and batcher, validated.
-//   - raft_tls.go: RaftTLSConfig (raftTls* keys), the mutual-TLS stream
-//     layer, and memberTransport, which refuses Raft RPCs (heartbeats
-//     included) from servers outside the configuration.
+//   - raft_tls.go: RaftTLSConfig (raftTls* keys) and the mutual-TLS stream
+//     layer, whose handshake refuses peers whose certificate names no
+//     member of the configuration.
 //   - command.go: the replicated command types (an append-only table), their
 //     encoding and how to add one; command_records.go: the records that
 //     topic and group commands and snapshots store instead of wire types.

@@ -13,6 +13,10 @@ var ErrNotLeader = errors.New("broker: not the raft leader")
 // key (raftBatchMaxBytes, applyTimeout, ...); the message names the key.
 var ErrInvalidGroupConfig = errors.New("broker: invalid group config")
 
+// ErrNotMember fails a Raft mutual-TLS handshake whose peer certificate
+// names no server of the current configuration (see RaftTLSConfig).
+var ErrNotMember = errors.New("broker: raft peer certificate names no member of the configuration")
+
 // ErrBadCommand is returned for a Raft command entry that cannot be decoded
 // (unknown type or version, malformed fields).
 var ErrBadCommand = errors.New("broker: malformed raft command")

@@ -3,7 +3,6 @@ package broker
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -132,10 +131,6 @@ func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	d := &net.Dialer{Timeout: timeout}
 	return tls.DialWithDialer(d, "tcp", string(address), s.client)
 }
-
-// ErrNotMember is the handshake error for a peer whose certificate names
-// no server of the receiver's current configuration.
-var ErrNotMember = errors.New("broker: raft peer certificate names no member of the configuration")
 
 // Refused counts the handshakes refused because the peer's certificate
 // named no member.
