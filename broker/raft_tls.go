@@ -20,7 +20,7 @@ import (
 // peers whose certificate chains to that CA and names a member of the
 // current configuration, on both the listening and the dialing side, so a
 // host without such a certificate cannot send a Raft RPC at all (see
-// docs/adr/0014-raft-mutual-tls.md).
+// docs/adr/0016-raft-mutual-tls.md).
 type RaftTLSConfig struct {
 	// CertPath and KeyPath are this member's PEM certificate (chain) and
 	// key; the certificate must allow both server and client use

@@ -74,7 +74,7 @@
 // clients: with a trust path the server's chain is checked (not its host
 // name, since brokers are reached at the IP they register), without one
 // the server is not verified (the official Go client's WithTls). See
-// docs/adr/0013-tls-permissive-mode.md.
+// docs/adr/0015-tls-permissive-mode.md.
 //
 // # Files
 //
