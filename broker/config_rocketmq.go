@@ -197,7 +197,6 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"transactionTimeOut":                       {Reason: "transaction check-back timing applies only where transactions are supported"},
 	"transactionCheckMax":                      {Reason: "transaction check-back timing applies only where transactions are supported"},
 	"transactionCheckInterval":                 {Reason: "transaction check-back timing applies only where transactions are supported"},
-	"useTLS":                                   {Reason: "this build's remoting has no TLS", Only: "false"},
 }
 
 // IgnoredKeys implements config.Ignorer: the RocketMQ keys a broker.conf may

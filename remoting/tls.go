@@ -85,6 +85,9 @@ type TLSConfig struct {
 	// ClientEnable makes outbound remoting connections use TLS
 	// (RocketMQ's tls.enable).
 	ClientEnable bool `prop:"tlsEnable"`
+	// UseTLS is RocketMQ's NettyClientConfig key for the same switch, as a
+	// stock broker.conf may carry it: true means tlsEnable=true.
+	UseTLS bool `prop:"useTLS"`
 	// ClientTrustCertPath is the PEM bundle of CAs a server's certificate
 	// must chain to. Empty: the server is not verified (RocketMQ's test
 	// mode, and what the official Go client always does).
@@ -152,9 +155,10 @@ func (c TLSConfig) ServerTLS() (TLSMode, *tls.Config, error) {
 	return mode, cfg, nil
 }
 
-// ClientTLS builds the outbound TLS configuration: nil unless ClientEnable.
+// ClientTLS builds the outbound TLS configuration: nil unless ClientEnable
+// or UseTLS.
 func (c TLSConfig) ClientTLS() (*tls.Config, error) {
-	if !c.ClientEnable {
+	if !c.ClientEnable && !c.UseTLS {
 		return nil, nil
 	}
 	return NewClientTLS(c.ClientTrustCertPath, c.ClientCertPath, c.ClientKeyPath)

@@ -143,6 +143,10 @@ func TestTLSConfigErrors(t *testing.T) {
 	if err := (TLSConfig{ServerMode: "Enforcing", ServerCertPath: files.CertPath, ServerKeyPath: files.KeyPath}).Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// RocketMQ's useTLS key is the same switch as tlsEnable.
+	if cfg, err := (TLSConfig{UseTLS: true}).ClientTLS(); err != nil || cfg == nil {
+		t.Fatalf("useTLS=true: %v, %v", cfg, err)
+	}
 	if err := NewServer(ServerConfig{TLSMode: TLSEnforcing}, nil).Start(); !errors.Is(err, ErrTLSConfig) {
 		t.Fatalf("enforcing without a certificate started: %v", err)
 	}
