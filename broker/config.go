@@ -74,6 +74,13 @@ type BrokerConfig struct {
 	AutoCreateSubscriptionGroup bool `prop:"autoCreateSubscriptionGroup"`
 	// DefaultTopicQueueNums is the queue count of auto-created topics (8).
 	DefaultTopicQueueNums int `prop:"defaultTopicQueueNums"`
+	// StoreReplyMessageEnable also stores each pushed reply in the reply
+	// topic (true, as RocketMQ); see reply.go.
+	StoreReplyMessageEnable bool `prop:"storeReplyMessageEnable"`
+	// TraceTopicEnable routes MsgTraceTopicName (RMQ_SYS_TRACE_TOPIC) and
+	// creates it on first send even with autoCreateTopicEnable off (false).
+	TraceTopicEnable  bool   `prop:"traceTopicEnable"`
+	MsgTraceTopicName string `prop:"msgTraceTopicName"`
 	// RegisterNameServerPeriod is the re-registration period (30 s).
 	RegisterNameServerPeriod time.Duration `prop:"registerNameServerPeriod"`
 	// RegisterBrokerTimeoutMills bounds one REGISTER_BROKER call (6 s).
@@ -169,6 +176,8 @@ func DefaultConfig() BrokerConfig {
 		AutoCreateTopicEnable:         true,
 		AutoCreateSubscriptionGroup:   true,
 		DefaultTopicQueueNums:         8,
+		StoreReplyMessageEnable:       true,
+		MsgTraceTopicName:             "RMQ_SYS_TRACE_TOPIC",
 		RegisterNameServerPeriod:      30 * time.Second,
 		RegisterBrokerTimeoutMills:    6 * time.Second,
 		MessageDelayLevel:             "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",

@@ -24,7 +24,6 @@ const (
 	whyCloud     = "Alibaba Cloud accounting and tracing of the commercial service"
 	whyHome      = "raftmq has no ROCKETMQ_HOME: files live under storePathRootDir"
 	whyAutoTopic = "raftmq creates no per-cluster or per-broker topics; routes come from the name servers' cluster table"
-	whyTrace     = "trace messages are ordinary messages: their topic is created like any other (autoCreateTopicEnable or updateTopic)"
 	whyRuntime   = "UPDATE_BROKER_CONFIG accepts only raftmq's runtime keys (RuntimeConfigKeys)"
 )
 
@@ -158,8 +157,6 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"rocketmqHome":                   {Reason: whyHome},
 	"clusterTopicEnable":             {Reason: whyAutoTopic},
 	"brokerTopicEnable":              {Reason: whyAutoTopic},
-	"msgTraceTopicName":              {Reason: whyTrace},
-	"traceTopicEnable":               {Reason: whyTrace},
 	"regionId":                       {Reason: whyCloud},
 	"traceOn":                        {Reason: whyCloud},
 	"commercialEnable":               {Reason: whyCloud},
@@ -192,7 +189,6 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"scheduleAsyncDeliverMaxPendingLimit":      {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"scheduleAsyncDeliverMaxResendNum2Blocked": {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"brokerPermission":                         {Reason: "a broker is always readable and writable; use updateTopicPerm per topic", Only: "6"},
-	"storeReplyMessageEnable":                  {Reason: "request-reply needs no switch"},
 	"rejectTransactionMessage":                 {Reason: "transactional messages are refused with a remark unless this build supports them", Only: "false"},
 	"transactionTimeOut":                       {Reason: "transaction check-back timing applies only where transactions are supported"},
 	"transactionCheckMax":                      {Reason: "transaction check-back timing applies only where transactions are supported"},

@@ -169,6 +169,8 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	s.RegisterAsync(remoting.RequestSendMessageV2, c.instrumentAsync(c.processSendAsync), sendOpts)
 	s.RegisterAsync(remoting.RequestSendBatchMessage, c.instrumentAsync(c.processSendAsync), sendOpts)
 	s.Register(remoting.RequestConsumerSendMsgBack, c.instrument(c.processSendBack), send, sendQ)
+	s.Register(remoting.RequestSendReplyMessage, c.instrument(c.processReply), send, sendQ)
+	s.Register(remoting.RequestSendReplyMessageV2, c.instrument(c.processReply), send, sendQ)
 	s.Register(remoting.RequestPullMessage, c.instrument(c.processPull), pull, pullQ)
 	s.Register(remoting.RequestLitePullMessage, c.instrument(c.processPull), pull, pullQ)
 

@@ -99,6 +99,11 @@ func (r *registerService) body() (*wire.RegisterBrokerBody, wire.DataVersion) {
 				Perm: wire.PermRead | wire.PermWrite | wire.PermInherit, TopicFilterType: "SINGLE_TAG"}
 		}
 	}
+	for _, tc := range r.c.routedSystemTopics() {
+		if _, ok := topics[tc.TopicName]; !ok {
+			topics[tc.TopicName] = tc
+		}
+	}
 	return &wire.RegisterBrokerBody{
 		TopicConfigSerializeWrapper: wire.TopicConfigSerializeWrapper{TopicConfigTable: topics, DataVersion: dv},
 		FilterServerList:            []string{},

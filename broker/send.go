@@ -451,7 +451,7 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageReq
 		return tc, nil
 	}
 	switch {
-	case strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix):
+	case strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix), c.routedSystemTopic(h.Topic):
 		tc, err := c.ensureTopic(ctx, h.Topic, 1, 0)
 		if err != nil {
 			return tc, c.writeError("create retry topic", err)
@@ -527,6 +527,7 @@ func (c *Controller) initMessage(m *store.Message, h *wire.SendMessageRequestHea
 		return
 	}
 	m.Properties = wire.ParseProperties(props)
+	c.stampCluster(m.Properties)
 	if h.MaxReconsumeTimes > 0 && retry {
 		m.Properties[wire.PropertyMaxReconsumeTimes] = strconv.Itoa(int(h.MaxReconsumeTimes))
 	}
@@ -539,7 +540,7 @@ func (c *Controller) initMessage(m *store.Message, h *wire.SendMessageRequestHea
 // a false positive only costs the map.
 func needsPropertyMap(props string) bool {
 	return strings.Contains(props, wire.PropertyDelayTimeLevel+"\x01") || strings.Contains(props, wire.PropertyProducerID+"\x01") ||
-		strings.Contains(props, wire.PropertyWaitStoreMsgOK+"\x01false") || hasTimerProperty(props)
+		strings.Contains(props, wire.PropertyWaitStoreMsgOK+"\x01false") || hasTimerProperty(props) || isRequestMessage(props)
 }
 
 // bornHost is the producer's address as seen on the connection.

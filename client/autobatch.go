@@ -109,7 +109,7 @@ func newAccumulator(cfg autoBatchConfig) *accumulator {
 // (MessageBatch rules: no delay or timer, not a retry topic; never compressed, as
 // batch bodies are not; not ordered, not oneway, within maxBytes).
 func (a *accumulator) batchable(r *sendRequest) bool {
-	return r.msg != nil && !r.oneway && r.selector == nil && r.sysFlag == 0 &&
+	return r.msg != nil && !r.oneway && r.selector == nil && r.sysFlag == 0 && !isReply(r.msg) &&
 		r.msg.DelayLevel == 0 && !r.msg.timer() && !strings.HasPrefix(r.topic, wire.RetryGroupTopicPrefix) &&
 		batchEntrySize(r.msg) <= a.cfg.maxBytes
 }

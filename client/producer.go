@@ -33,6 +33,7 @@ type Producer struct {
 	ctx       context.Context  // cancelled by Close; parent of async sends
 	cancel    context.CancelFunc
 	refreshCh chan string // topics to refresh now
+	req       *requester  // guarded by mu; set by the first Request
 	wg        sync.WaitGroup
 }
 

@@ -154,7 +154,7 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now
 			return nil, fmt.Errorf("%w: properties are %d bytes, above %d", ErrInvalidMessage, len(r.props), maxPropertiesLength)
 		}
 		h.PropertiesRaw = r.props
-		r.cmd.Code = remoting.RequestSendMessageV2
+		r.cmd.Code = sendCode(r.msg)
 		r.cmd.Body = r.body
 		return &r.cmd, nil
 	}

@@ -1,0 +1,203 @@
+package broker
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// SEND_REPLY_MESSAGE (324), SEND_REPLY_MESSAGE_V2 (325) and
+// PUSH_REPLY_MESSAGE_TO_CLIENT (326) (RocketMQ ReplyMessageProcessor).
+//
+// A replier sends its reply to "<cluster>_REPLY_TOPIC"; the broker looks
+// up the requester's connection by the reply's REPLY_TO_CLIENT in its
+// producer table and pushes the reply there. The answer says whether the
+// push was taken: SUCCESS, or SYSTEM_ERROR with RocketMQ's remarks when
+// the property is missing, the requester has no connection to this node
+// ("channel of <id> not found") or the push failed — so the replier's
+// producer retries on another broker group, where the requester may be
+// connected. With storeReplyMessageEnable (default true) a pushed reply is
+// also stored in the reply topic through Raft, as RocketMQ stores it, and
+// the answer carries the stored position; a store failure after a
+// successful push is logged and answered SUCCESS with msgId "0", as
+// RocketMQ does (the reply was delivered). Unlike RocketMQ, a reply whose
+// push failed is not stored: the replier retries it elsewhere, and a
+// stored copy here would be a duplicate that nobody was pushed.
+//
+// The reply topic and (with traceTopicEnable) the trace topic are routed
+// from the start without a replicated topic entry, like TBW102
+// (routedSystemTopics), and created through Raft on their first write.
+
+// replyPushTimeout bounds one PUSH_REPLY_MESSAGE_TO_CLIENT call (the
+// requester's client answers at once; RocketMQ's callClient waits up to
+// its default invoke timeout).
+const replyPushTimeout = 3 * time.Second
+
+// replyTopic is this cluster's reply topic.
+func (c *Controller) replyTopic() string { return wire.ReplyTopic(c.cfg.BrokerClusterName) }
+
+// routedSystemTopics are the topics registered with the name servers
+// before any message created them: the cluster's reply topic (RocketMQ's
+// TopicConfigManager creates it at start, one queue) and, with
+// traceTopicEnable, the trace topic (one queue).
+func (c *Controller) routedSystemTopics() []wire.TopicConfig {
+	one := func(name string) wire.TopicConfig {
+		return wire.TopicConfig{TopicName: name, ReadQueueNums: 1, WriteQueueNums: 1,
+			Perm: wire.PermRead | wire.PermWrite, TopicFilterType: "SINGLE_TAG"}
+	}
+	out := []wire.TopicConfig{one(c.replyTopic())}
+	if cfg := c.live(); cfg.TraceTopicEnable && cfg.MsgTraceTopicName != "" {
+		out = append(out, one(cfg.MsgTraceTopicName))
+	}
+	return out
+}
+
+// routedSystemTopic reports whether topic is one of routedSystemTopics,
+// which a send creates on demand whatever autoCreateTopicEnable says.
+func (c *Controller) routedSystemTopic(topic string) bool {
+	if topic == c.replyTopic() {
+		return true
+	}
+	cfg := c.live()
+	return cfg.TraceTopicEnable && topic == cfg.MsgTraceTopicName
+}
+
+// stampCluster adds CLUSTER to a stored request message (one that names
+// its requester), which a replier reads to name the reply topic. RocketMQ
+// stamps every message; only requests need it, so the others keep their
+// properties untouched on the send path.
+func (c *Controller) stampCluster(props map[string]string) {
+	if props[wire.PropertyReplyToClient] != "" && props[wire.PropertyMessageType] != wire.ReplyMessageFlag {
+		props[wire.PropertyCluster] = c.cfg.BrokerClusterName
+	}
+}
+
+// isRequestMessage is the send path's quick test for stampCluster: a
+// substring match on the wire properties (a false positive only costs the
+// property map).
+func isRequestMessage(props string) bool {
+	return strings.Contains(props, wire.PropertyReplyToClient+"\x01")
+}
+
+// findProducerConn returns the connection of a producer client id in any
+// producer group (ProducerManager.findChannel), the most recently
+// heartbeating one if the id shows up in several groups.
+func (m *clientManager) findProducerConn(clientID string) *remoting.Conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best *clientChannel
+	for _, g := range m.producers {
+		if ch := g[clientID]; ch != nil && !ch.Conn.Closed() && (best == nil || ch.LastUpdate.After(best.LastUpdate)) {
+			best = ch
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.Conn
+}
+
+// processReply handles SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2.
+func (c *Controller) processReply(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	// The header has the send shapes: decode as the matching send code.
+	as := *req
+	as.Code = remoting.RequestSendMessage
+	if req.Code == remoting.RequestSendReplyMessageV2 {
+		as.Code = remoting.RequestSendMessageV2
+	}
+	h, err := decodeSendHeader(&as)
+	if err != nil {
+		return headerError(req, err), nil
+	}
+	if h.Batch {
+		return response(remoting.ResponseMessageIllegal, "a reply is one message, not a batch"), nil
+	}
+	store := c.live().StoreReplyMessageEnable
+	if !store {
+		if r := checkTopic(h.Topic); r != nil {
+			return r, nil
+		}
+	}
+	props := wire.ParseProperties(h.Properties)
+	clientID := props[wire.PropertyReplyToClient]
+	if clientID == "" {
+		return response(remoting.ResponseSystemError, "reply message properties[%s] is null", wire.PropertyReplyToClient), nil
+	}
+	var stored func() *remoting.RemotingCommand
+	queueID := h.QueueID
+	if store {
+		// Validate (leader, topic, size) and build the stored message
+		// before anything is pushed: a refusal then leaves nothing behind.
+		sm, resp := c.prepareSend(ctx, conn, &as, false)
+		if resp != nil {
+			return resp, nil
+		}
+		queueID = sm[0].QueueID
+		stored = func() *remoting.RemotingCommand {
+			wctx, cancel := c.writeCtx(ctx)
+			defer cancel()
+			results, err := c.rep.PutMessages(wctx, sm)
+			if err != nil {
+				c.log.Warn("reply pushed but not stored", zap.String("topic", h.Topic), zap.Error(err))
+				return nil
+			}
+			c.countPut(sm)
+			return sendResponse(results)
+		}
+	}
+	if r := c.pushReply(ctx, conn, &h, props, clientID, req.Body); r != nil {
+		return r, nil
+	}
+	if stored != nil {
+		if r := stored(); r != nil {
+			return r, nil
+		}
+	}
+	// RocketMQ answers msgId "0" when the reply was pushed, not stored
+	// ("to avoid client decoding exception").
+	return sendResponse([]PutResult{{MsgID: "0", QueueID: max(queueID, 0)}}), nil
+}
+
+// pushReply sends PUSH_REPLY_MESSAGE_TO_CLIENT to the requester's
+// connection; nil means the client took it.
+func (c *Controller) pushReply(ctx context.Context, from *remoting.Conn, h *wire.SendMessageRequestHeader, props map[string]string, clientID string, body []byte) *remoting.RemotingCommand {
+	target := c.clients.findProducerConn(clientID)
+	if target == nil {
+		c.log.Warn("reply for a client not connected here", zap.String("client", clientID))
+		return response(remoting.ResponseSystemError, "push reply message fail, channel of <%s> not found.", clientID)
+	}
+	now := time.Now()
+	props[wire.PropertyPushReplyTime] = strconv.FormatInt(now.UnixMilli(), 10)
+	ph := &wire.ReplyMessageRequestHeader{
+		ProducerGroup: h.ProducerGroup, Topic: h.Topic, DefaultTopic: h.DefaultTopic,
+		DefaultTopicQueueNums: h.DefaultTopicQueueNums, QueueID: h.QueueID, SysFlag: h.SysFlag,
+		BornTimestamp: h.BornTimestamp, Flag: h.Flag, Properties: wire.EncodeProperties(props),
+		ReconsumeTimes: h.ReconsumeTimes, UnitMode: h.UnitMode,
+		BornHost: hostPort(bornHost(from)), StoreHost: hostPort(c.storeHost), StoreTimestamp: now.UnixMilli(),
+	}
+	pctx, cancel := context.WithTimeout(ctx, replyPushTimeout)
+	defer cancel()
+	resp, err := target.InvokeSync(pctx, remoting.NewRequest(remoting.RequestPushReplyMessageToClient, ph, body))
+	switch {
+	case err != nil:
+		c.log.Warn("push reply failed", zap.String("client", clientID), zap.String("conn", target.RemoteAddr()), zap.Error(err))
+	case resp.Code != remoting.ResponseSuccess:
+		c.log.Warn("push reply refused", zap.String("client", clientID), zap.Int16("code", resp.Code), zap.String("remark", resp.Remark))
+	default:
+		return nil
+	}
+	return response(remoting.ResponseSystemError, "push reply message to %s fail.", clientID)
+}
+
+// hostPort renders an address as RocketMQ's reply header does: "ip:port",
+// IPv4 without brackets.
+func hostPort(ap netip.AddrPort) string {
+	return ap.Addr().Unmap().String() + ":" + strconv.Itoa(int(ap.Port()))
+}

@@ -1,0 +1,425 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// Request-reply (RocketMQ 4.6+). Producer.Request sends a request message
+// carrying a correlation id, the producer's client id (REPLY_TO_CLIENT)
+// and its timeout (TTL, milliseconds as the Java client sends it); the
+// broker that stores it adds its cluster (CLUSTER). A consumer answers
+// with Producer.Reply (or NewReplyMessage and a send), which goes to the
+// cluster's reply topic with SEND_REPLY_MESSAGE_V2; the broker receiving
+// it pushes it (PUSH_REPLY_MESSAGE_TO_CLIENT) to the requester's
+// connection, found by its client id in the producer table that
+// heartbeats fill.
+//
+// So a requesting producer must be known to whichever broker group takes
+// the reply. Once it sends a request, the producer heartbeats (as its
+// producer group) every member of every group routing the request topic
+// and the reply topic of each cluster those groups belong to, at once and
+// then every requestHeartbeatInterval. Reply prefers the reply-topic
+// queue of the group that stored the request (the requester just sent
+// there), and falls back to any other group on failure, where a broker
+// that does not know the requester answers SYSTEM_ERROR.
+
+// requestHeartbeatInterval is the requester's heartbeat period (RocketMQ's
+// heartbeatBrokerInterval).
+const requestHeartbeatInterval = 30 * time.Second
+
+// ErrRequestTimeout is returned by Request when no reply came in time.
+var ErrRequestTimeout = errors.New("client: request timed out waiting for the reply")
+
+// requester is a Producer's request-reply state, built by its first
+// Request.
+type requester struct {
+	clientID string
+
+	mu      sync.Mutex
+	waiting map[string]chan *MessageExt // guarded by mu; by correlation id
+	topics  map[string]bool             // guarded by mu; routes whose groups get heartbeats
+}
+
+// ClientID is the id this producer gives brokers when it heartbeats, which
+// replies are addressed to (REPLY_TO_CLIENT); "" until the first Request.
+func (p *Producer) ClientID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.req == nil {
+		return ""
+	}
+	return p.req.clientID
+}
+
+// requesterState returns the request-reply state, starting it (the
+// PUSH_REPLY_MESSAGE_TO_CLIENT handler and the heartbeat loop) on first
+// use.
+func (p *Producer) requesterState() (*requester, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.state {
+	case stateNew:
+		return nil, ErrNotStarted
+	case stateClosed:
+		return nil, ErrClosed
+	}
+	if p.req != nil {
+		return p.req, nil
+	}
+	inst := p.cfg.common.instanceName
+	if inst == "DEFAULT" {
+		inst = strconv.Itoa(os.Getpid()) + "#" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
+	ip := p.cfg.common.clientIP
+	if ip == nil {
+		ip = localIPv4()
+	}
+	rq := &requester{clientID: ip.String() + "@" + inst, waiting: map[string]chan *MessageExt{}, topics: map[string]bool{}}
+	p.req = rq
+	p.rc.RegisterProcessor(remoting.RequestPushReplyMessageToClient, func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return p.pushReplyHandler(rq, conn, req), nil
+	})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(requestHeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-t.C:
+				p.requestHeartbeats(p.ctx, rq)
+			}
+		}
+	}()
+	return rq, nil
+}
+
+// Request sends msg as a request and waits up to timeout (and ctx) for the
+// reply, which it returns. msg is not modified: the request properties go
+// on a copy. The send itself is SendSync's (retries, leader following); a
+// failed send is returned as SendSync returns it, no reply in time as
+// ErrRequestTimeout.
+func (p *Producer) Request(ctx context.Context, msg *Message, timeout time.Duration) (*MessageExt, error) {
+	if timeout <= 0 {
+		return nil, fmt.Errorf("%w: request timeout %v", ErrInvalidMessage, timeout)
+	}
+	rq, err := p.requesterState()
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	req := *msg
+	req.Properties = make(map[string]string, len(msg.Properties)+3)
+	maps.Copy(req.Properties, msg.Properties)
+	corr := newCorrelationID()
+	req.Properties[wire.PropertyCorrelationID] = corr
+	req.Properties[wire.PropertyReplyToClient] = rq.clientID
+	req.Properties[wire.PropertyMessageTTL] = strconv.FormatInt(timeout.Milliseconds(), 10)
+
+	if err := p.trackRequestTopic(ctx, rq, msg.Topic); err != nil {
+		return nil, err
+	}
+	ch := make(chan *MessageExt, 1)
+	rq.mu.Lock()
+	rq.waiting[corr] = ch
+	rq.mu.Unlock()
+	defer func() {
+		rq.mu.Lock()
+		delete(rq.waiting, corr)
+		rq.mu.Unlock()
+	}()
+	if _, err := p.SendSync(ctx, &req); err != nil {
+		return nil, err
+	}
+	select {
+	case reply := <-ch:
+		return reply, nil
+	case <-ctx.Done():
+		if time.Now().Before(deadline) {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: topic %s, correlation id %s, after %v", ErrRequestTimeout, msg.Topic, corr, timeout)
+	}
+}
+
+// trackRequestTopic makes sure every member of the groups that may take
+// a reply to a request on topic has this producer's heartbeat before the
+// request is sent: the groups of topic's route and of the reply topic of
+// each of their clusters (RocketMQ's prepareSendRequest heartbeats the
+// request topic's brokers when it first meets the topic).
+func (p *Producer) trackRequestTopic(ctx context.Context, rq *requester, topic string) error {
+	rq.mu.Lock()
+	known := rq.topics[topic]
+	rq.mu.Unlock()
+	if known {
+		return nil
+	}
+	routes, err := p.running()
+	if err != nil {
+		return err
+	}
+	if _, err := routes.publishInfo(ctx, topic, p.cfg.autoCreate, p.cfg.defaultTopicQueueNums); err != nil {
+		return err
+	}
+	add := []string{topic}
+	for _, cluster := range routes.clusters(topic) {
+		rt := wire.ReplyTopic(cluster)
+		if _, err := routes.publishInfo(ctx, rt, false, 0); err != nil {
+			// A broker without request-reply routes no reply topic;
+			// replies can then only come through the request's groups.
+			p.log.Debug("no route for the reply topic", zap.String("topic", rt), zap.Error(err))
+			continue
+		}
+		add = append(add, rt)
+	}
+	rq.mu.Lock()
+	for _, t := range add {
+		rq.topics[t] = true
+	}
+	rq.mu.Unlock()
+	p.requestHeartbeats(ctx, rq)
+	return nil
+}
+
+// requestHeartbeats sends the producer's heartbeat to every member of the
+// tracked topics' groups.
+func (p *Producer) requestHeartbeats(ctx context.Context, rq *requester) {
+	rq.mu.Lock()
+	topics := slices.Sorted(maps.Keys(rq.topics))
+	rq.mu.Unlock()
+	hb := &wire.HeartbeatData{
+		ClientID:        rq.clientID,
+		ProducerDataSet: []wire.HeartbeatProducerData{{GroupName: p.cfg.group}},
+		ConsumerDataSet: []wire.HeartbeatConsumerData{},
+	}
+	for _, b := range p.routes.members(topics) {
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.common.requestTimeout)
+		err := sendHeartbeat(cctx, p.rc, b.name, b.addr, hb)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			p.log.Debug("requester heartbeat failed", zap.String("broker", b.addr), zap.Error(err))
+		}
+	}
+}
+
+// pushReplyHandler takes PUSH_REPLY_MESSAGE_TO_CLIENT: it hands the reply
+// to the Request waiting for its correlation id. A reply nobody waits for
+// (it came after its timeout) is dropped and still acknowledged, as the
+// official clients do.
+func (p *Producer) pushReplyHandler(rq *requester, conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	m, err := decodePushedReply(req, time.Now())
+	if err != nil {
+		return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
+	}
+	corr := m.Properties[wire.PropertyCorrelationID]
+	rq.mu.Lock()
+	ch := rq.waiting[corr]
+	delete(rq.waiting, corr)
+	rq.mu.Unlock()
+	if ch == nil {
+		p.log.Debug("reply matches no waiting request", zap.String("correlationId", corr), zap.String("broker", conn.RemoteAddr()))
+	} else {
+		ch <- m
+	}
+	return remoting.NewResponse(remoting.ResponseSuccess, "")
+}
+
+// decodePushedReply builds the reply message of a PUSH_REPLY_MESSAGE_TO_CLIENT
+// request (ClientRemotingProcessor.receiveReplyMessage).
+func decodePushedReply(req *remoting.RemotingCommand, now time.Time) (*MessageExt, error) {
+	var h wire.ReplyMessageRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return nil, fmt.Errorf("bad reply header: %v", err)
+	}
+	m := &MessageExt{
+		QueueID: h.QueueID, SysFlag: h.SysFlag, BornTimestamp: h.BornTimestamp, StoreTimestamp: h.StoreTimestamp,
+		BornHost: h.BornHost, StoreHost: h.StoreHost, ReconsumeTimes: h.ReconsumeTimes,
+	}
+	m.Topic, m.Flag, m.Body = h.Topic, h.Flag, req.Body
+	if h.SysFlag&wire.SysFlagCompressed != 0 && len(req.Body) > 0 {
+		body, err := inflateBody(req.Body, h.SysFlag, 8*DefaultMaxMessageSize)
+		if err != nil {
+			return nil, err
+		}
+		m.Body = body
+		m.SysFlag &^= wire.SysFlagCompressed
+	}
+	m.Properties = wire.DecodeProperties(h.Properties)
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	m.Properties[wire.PropertyReplyArriveTime] = strconv.FormatInt(now.UnixMilli(), 10)
+	m.Tags = m.Properties[wire.PropertyTags]
+	if keys := m.Properties[wire.PropertyKeys]; keys != "" {
+		m.Keys = strings.Fields(keys)
+	}
+	m.MsgID = m.Properties[wire.PropertyUniqKey]
+	return m, nil
+}
+
+// NewReplyMessage builds the reply to a request message
+// (MessageUtil.createReplyMessage): topic "<cluster>_REPLY_TOPIC" from the
+// request's CLUSTER, the request's correlation id, requester and TTL, and
+// the reply flag that makes the producer send it with
+// SEND_REPLY_MESSAGE_V2. It fails when request carries no CLUSTER (it was
+// not sent by Request, or its broker does not support request-reply).
+func NewReplyMessage(request *MessageExt, body []byte) (*Message, error) {
+	if request == nil {
+		return nil, fmt.Errorf("%w: create reply message: nil request", ErrInvalidMessage)
+	}
+	cluster := request.Properties[wire.PropertyCluster]
+	if cluster == "" {
+		return nil, fmt.Errorf("%w: create reply message: the request has no %s property (not a request, or its broker does not support request-reply)",
+			ErrInvalidMessage, wire.PropertyCluster)
+	}
+	return &Message{Topic: wire.ReplyTopic(cluster), Body: body, Properties: map[string]string{
+		wire.PropertyMessageType:   wire.ReplyMessageFlag,
+		wire.PropertyCorrelationID: request.Properties[wire.PropertyCorrelationID],
+		wire.PropertyReplyToClient: request.Properties[wire.PropertyReplyToClient],
+		wire.PropertyMessageTTL:    request.Properties[wire.PropertyMessageTTL],
+	}}, nil
+}
+
+// Reply answers request with body: it sends NewReplyMessage's reply
+// through the group that stored the request (the requester is connected
+// there) and, if that fails, through any group of the reply topic with
+// SendSync's retries.
+func (p *Producer) Reply(ctx context.Context, request *MessageExt, body []byte) (*SendResult, error) {
+	reply, err := NewReplyMessage(request, body)
+	if err != nil {
+		return nil, err
+	}
+	routes, err := p.running()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := routes.publishInfo(ctx, reply.Topic, false, 0); err != nil {
+		return nil, err
+	}
+	if name := routes.brokerNameOf(reply.Topic, request.StoreHost); name != "" {
+		res, err := p.SendWithSelector(ctx, reply, SelectorFunc(func(_ *Message, qs []MessageQueue) (MessageQueue, bool) {
+			for _, q := range qs {
+				if q.BrokerName == name {
+					return q, true
+				}
+			}
+			return MessageQueue{}, false
+		}))
+		if err == nil || ctx.Err() != nil {
+			return res, err
+		}
+		p.log.Debug("reply through the request's group failed; trying the others", zap.String("broker", name), zap.Error(err))
+	}
+	return p.SendSync(ctx, reply)
+}
+
+// sendCode is the request code of a single message: replies go with
+// SEND_REPLY_MESSAGE_V2, everything else with SEND_MESSAGE_V2.
+func sendCode(m *Message) int16 {
+	if isReply(m) {
+		return remoting.RequestSendReplyMessageV2
+	}
+	return remoting.RequestSendMessageV2
+}
+
+// isReply reports whether m is a reply (NewReplyMessage), which never
+// shares a batch: a batch goes with SEND_BATCH_MESSAGE.
+func isReply(m *Message) bool { return m.Properties[wire.PropertyMessageType] == wire.ReplyMessageFlag }
+
+// newCorrelationID is a random 128-bit id in UUID form, as the clients'
+// CorrelationIdUtil makes.
+func newCorrelationID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// clusters lists the clusters of the groups routing topic (cached route).
+func (r *routeManager) clusters(topic string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tr := r.topics[topic]
+	if tr == nil {
+		return nil
+	}
+	var out []string
+	for _, bd := range tr.data.BrokerDatas {
+		if bd.Cluster != "" && !slices.Contains(out, bd.Cluster) {
+			out = append(out, bd.Cluster)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// brokerNameOf names the group of topic's route that has addr as a member
+// ("" if none).
+func (r *routeManager) brokerNameOf(topic, addr string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tr := r.topics[topic]
+	if tr == nil || addr == "" {
+		return ""
+	}
+	for _, bd := range tr.data.BrokerDatas {
+		for _, a := range bd.BrokerAddrs {
+			if a == addr {
+				return bd.BrokerName
+			}
+		}
+	}
+	return ""
+}
+
+// members lists every member of every group routing one of topics
+// (cached routes), plus each group's learned leader.
+func (r *routeManager) members(topics []string) []brokerMember {
+	seen := map[string]bool{}
+	var out []brokerMember
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, topic := range topics {
+		tr := r.topics[topic]
+		if tr == nil {
+			continue
+		}
+		for _, bd := range tr.data.BrokerDatas {
+			addrs := slices.Collect(maps.Values(bd.BrokerAddrs))
+			if g := r.brokers[bd.BrokerName]; g != nil && g.leader != "" {
+				addrs = append(addrs, g.leader)
+			}
+			slices.Sort(addrs)
+			for _, a := range addrs {
+				if !seen[a] {
+					seen[a] = true
+					out = append(out, brokerMember{bd.BrokerName, a})
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,206 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/raftmq/raftmq/broker"
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/devcluster"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// startReplyCluster starts a name server and two raftmq groups (broker-a,
+// broker-b) of single members on in-memory parts, with a topic
+// routed by broker-a only.
+func startReplyCluster(t testing.TB, topic string) (*devcluster.Cluster, *client.Admin) {
+	t.Helper()
+	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Groups: 2, Members: 1, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+		cfg.PullHoldCheckInterval = 100 * time.Millisecond
+		cfg.TopicChangeCheckInterval = 50 * time.Millisecond
+		cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 4, 8
+	}})
+	admin, err := client.NewAdmin(client.NameServers(ec.NamesrvAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	ctx := context.Background()
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: topic, ReadQueueNums: 2, WriteQueueNums: 2}, "", ec.Member(0, 0).Addr()); err != nil {
+		t.Fatal(err)
+	}
+	reply := wire.ReplyTopic("DefaultCluster")
+	testutil.WaitFor(t, 10*time.Second, "routes of "+topic+" and "+reply, func() bool {
+		rd, err := admin.TopicRoute(ctx, topic)
+		if err != nil || len(rd.BrokerDatas) != 1 {
+			return false
+		}
+		rr, err := admin.TopicRoute(ctx, reply)
+		return err == nil && len(rr.BrokerDatas) == 2
+	})
+	return ec, admin
+}
+
+func startProducer(t testing.TB, nsAddr string, opts ...client.ProducerOpt) *client.Producer {
+	t.Helper()
+	p, err := client.NewProducer(append([]client.ProducerOpt{client.NameServers(nsAddr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	return p
+}
+
+// replyOn picks the reply topic's queue of one broker group.
+func replyOn(broker string) client.MessageQueueSelector {
+	return client.SelectorFunc(func(_ *client.Message, qs []client.MessageQueue) (client.MessageQueue, bool) {
+		for _, q := range qs {
+			if q.BrokerName == broker {
+				return q, true
+			}
+		}
+		return client.MessageQueue{}, false
+	})
+}
+
+// TestRequestReplyTwoGroups: requests go to a topic of broker-a; a push
+// consumer answers each, half through broker-a (Reply's choice: the
+// request's group) and half forced through broker-b, which the requester
+// never sent a request to: it is connected there because it heartbeats
+// the reply topic's groups. Every request gets its own reply.
+func TestRequestReplyTwoGroups(t *testing.T) {
+	const topic = "RRTwo"
+	ec, admin := startReplyCluster(t, topic)
+	ns := ec.NamesrvAddr()
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	ctx := context.Background()
+
+	replier := startProducer(t, ns, client.WithLogger(log), client.ProducerGroup("RRReplier"))
+	c, err := client.NewPushConsumer(client.NameServers(ns), client.WithLogger(log), client.ConsumerGroup("RRGroup"),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	_ = c.RegisterConcurrentListener(func(ctx context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		for _, m := range msgs {
+			if m.Properties[wire.PropertyCluster] != "DefaultCluster" {
+				t.Errorf("request %s has CLUSTER %q", m.Body, m.Properties[wire.PropertyCluster])
+			}
+			body := []byte("re:" + string(m.Body))
+			if strings.HasSuffix(string(m.Body), "b") {
+				rm, err := client.NewReplyMessage(m, body)
+				if err == nil {
+					_, err = replier.SendWithSelector(ctx, rm, replyOn("broker-b"))
+				}
+				if err != nil {
+					t.Errorf("reply through broker-b: %v", err)
+				}
+				continue
+			}
+			if _, err := replier.Reply(ctx, m, body); err != nil {
+				t.Errorf("reply: %v", err)
+			}
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+
+	req := startProducer(t, ns, client.WithLogger(log), client.ProducerGroup("RRRequester"))
+	for i := range 10 {
+		body := fmt.Sprintf("q%d", i)
+		if i%2 == 1 {
+			body += "b"
+		}
+		msg := client.NewMessage(topic, []byte(body)).WithProperty("k", "v")
+		reply, err := req.Request(ctx, msg, 10*time.Second)
+		if err != nil {
+			t.Fatalf("request %s: %v", body, err)
+		}
+		if got := string(reply.Body); got != "re:"+body {
+			t.Fatalf("request %s: reply %q", body, got)
+		}
+		if reply.Topic != wire.ReplyTopic("DefaultCluster") || reply.Properties[wire.PropertyCorrelationID] == "" ||
+			reply.Properties[wire.PropertyReplyToClient] != req.ClientID() || reply.Properties[wire.PropertyReplyArriveTime] == "" ||
+			reply.Properties[wire.PropertyPushReplyTime] == "" {
+			t.Fatalf("reply properties: topic %s %v", reply.Topic, reply.Properties)
+		}
+		if msg.Properties[wire.PropertyCorrelationID] != "" {
+			t.Fatal("Request modified the caller's message")
+		}
+	}
+	// storeReplyMessageEnable (default): each pushed reply is also stored
+	// (after the push: the last may still be on its way).
+	testutil.WaitFor(t, 10*time.Second, "10 replies stored", func() bool { return storedReplies(t, admin) == 10 })
+}
+
+// storedReplies counts the messages of the reply topic on every group (0
+// for a group where no reply created it yet).
+func storedReplies(t testing.TB, admin *client.Admin) int64 {
+	t.Helper()
+	var n int64
+	for _, g := range []string{"broker-a", "broker-b"} {
+		stats, err := admin.TopicStatus(context.Background(), wire.ReplyTopic("DefaultCluster"))
+		if err != nil {
+			continue
+		}
+		for _, s := range stats {
+			if s.Queue.BrokerName == g {
+				n += s.MaxOffset
+			}
+		}
+	}
+	return n
+}
+
+// TestRequestTimeout: nobody answers, Request ends with ErrRequestTimeout
+// after its timeout.
+func TestRequestTimeout(t *testing.T) {
+	const topic = "RRNone"
+	ec, _ := startReplyCluster(t, topic)
+	p := startProducer(t, ec.NamesrvAddr())
+	start := time.Now()
+	_, err := p.Request(context.Background(), client.NewMessage(topic, []byte("x")), 500*time.Millisecond)
+	if !errors.Is(err, client.ErrRequestTimeout) {
+		t.Fatalf("err = %v, want ErrRequestTimeout", err)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("returned after %v", d)
+	}
+}
+
+// TestReplyToUnknownClient: a reply for a client that has no connection to
+// the broker is refused with RocketMQ's remark (SYSTEM_ERROR), on every
+// group the producer tries; nothing claims it was delivered.
+func TestReplyToUnknownClient(t *testing.T) {
+	ec, admin := startReplyCluster(t, "RRUnknown")
+	p := startProducer(t, ec.NamesrvAddr(), client.RetryTimesWhenSendFailed(1))
+	req := &client.MessageExt{}
+	req.Properties = map[string]string{wire.PropertyCluster: "DefaultCluster", wire.PropertyReplyToClient: "10.0.0.9@nobody",
+		wire.PropertyCorrelationID: "c1", wire.PropertyMessageTTL: "3000"}
+	_, err := p.Reply(context.Background(), req, []byte("lost"))
+	if err == nil || !strings.Contains(err.Error(), "channel of <10.0.0.9@nobody> not found") {
+		t.Fatalf("err = %v, want the broker's channel-not-found refusal", err)
+	}
+	// Not stored either: the reply topic stays empty on both groups.
+	if n := storedReplies(t, admin); n != 0 {
+		t.Errorf("%d replies for an unknown client stored", n)
+	}
+	if _, err := client.NewReplyMessage(&client.MessageExt{}, nil); !errors.Is(err, client.ErrInvalidMessage) {
+		t.Fatalf("reply to a message without CLUSTER: %v", err)
+	}
+}
