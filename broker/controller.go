@@ -45,6 +45,8 @@ type Controller struct {
 	nsClient *remoting.Client
 
 	clients *clientManager
+	// reqs: request-reply's requesters by their request sends (reply.go).
+	reqs    *requesterTable
 	filters *filter.Cache // compiled SQL92 subscriptions, shared by heartbeats and pulls
 	hold    *holdService
 	locks   *lockManager
@@ -112,6 +114,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	ncfg.TLS = nsTLS
 	c.nsClient = remoting.NewClient(ncfg, c.log.Named("nsclient"))
 	c.clients = newClientManager(c)
+	c.reqs = newRequesterTable()
 	c.filters = filter.NewCache(filterCacheSize)
 	c.hold = newHoldService(c)
 	c.locks = newLockManager(cfg.RebalanceLockMaxLiveTime, time.Now)
@@ -169,8 +172,7 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	s.RegisterAsync(remoting.RequestSendMessageV2, c.instrumentAsync(c.processSendAsync), sendOpts)
 	s.RegisterAsync(remoting.RequestSendBatchMessage, c.instrumentAsync(c.processSendAsync), sendOpts)
 	s.Register(remoting.RequestConsumerSendMsgBack, c.instrument(c.processSendBack), send, sendQ)
-	s.Register(remoting.RequestSendReplyMessage, c.instrument(c.processReply), send, sendQ)
-	s.Register(remoting.RequestSendReplyMessageV2, c.instrument(c.processReply), send, sendQ)
+	c.registerReply(s, send, sendQ)
 	s.Register(remoting.RequestPullMessage, c.instrument(c.processPull), pull, pullQ)
 	s.Register(remoting.RequestLitePullMessage, c.instrument(c.processPull), pull, pullQ)
 

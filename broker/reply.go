@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,7 +19,9 @@ import (
 //
 // A replier sends its reply to "<cluster>_REPLY_TOPIC"; the broker looks
 // up the requester's connection by the reply's REPLY_TO_CLIENT in its
-// producer table and pushes the reply there. The answer says whether the
+// producer table (as RocketMQ) or else among the connections that carried
+// that client's requests to this node (requesterTable), and pushes the
+// reply there. The answer says whether the
 // push was taken: SUCCESS, or SYSTEM_ERROR with RocketMQ's remarks when
 // the property is missing, the requester has no connection to this node
 // ("channel of <id> not found") or the push failed — so the replier's
@@ -69,13 +72,72 @@ func (c *Controller) routedSystemTopic(topic string) bool {
 	return cfg.TraceTopicEnable && topic == cfg.MsgTraceTopicName
 }
 
-// stampCluster adds CLUSTER to a stored request message (one that names
-// its requester), which a replier reads to name the reply topic. RocketMQ
-// stamps every message; only requests need it, so the others keep their
+// stampRequest adds CLUSTER to a stored request message (one that names
+// its requester), which a replier reads to name the reply topic, and
+// remembers the connection it came on as its requester's. RocketMQ stamps
+// every message; only requests need it, so the others keep their
 // properties untouched on the send path.
-func (c *Controller) stampCluster(props map[string]string) {
-	if props[wire.PropertyReplyToClient] != "" && props[wire.PropertyMessageType] != wire.ReplyMessageFlag {
-		props[wire.PropertyCluster] = c.cfg.BrokerClusterName
+func (c *Controller) stampRequest(props map[string]string, conn *remoting.Conn) {
+	id := props[wire.PropertyReplyToClient]
+	if id == "" || props[wire.PropertyMessageType] == wire.ReplyMessageFlag {
+		return
+	}
+	props[wire.PropertyCluster] = c.cfg.BrokerClusterName
+	if conn != nil {
+		c.reqs.learn(id, conn)
+	}
+}
+
+// registerReply installs the reply processors on s and drops the
+// requesters learned on a connection when it closes.
+func (c *Controller) registerReply(s *remoting.Server, workers, queue int) {
+	s.Register(remoting.RequestSendReplyMessage, c.instrument(c.processReply), workers, queue)
+	s.Register(remoting.RequestSendReplyMessageV2, c.instrument(c.processReply), workers, queue)
+	s.OnConnClose(c.reqs.connClosed)
+}
+
+// requesterTable maps a requester's client id to the connection its
+// latest request came on. RocketMQ finds a requester only in the
+// producer table, which heartbeats fill; but the official Go client
+// heartbeats a request topic's brokers only on its 30 s timer (its
+// prepareSendRequest asks the name server whether the topic has a route,
+// which it has, so it skips the heartbeat RocketMQ's Java client sends),
+// so its first requests would find no channel. The connection that
+// carried the request reaches the requester just as well. Entries go when
+// their connection closes.
+type requesterTable struct {
+	mu    sync.Mutex
+	conns map[string]*remoting.Conn // guarded by mu; by client id
+}
+
+func newRequesterTable() *requesterTable {
+	return &requesterTable{conns: map[string]*remoting.Conn{}}
+}
+
+func (t *requesterTable) learn(id string, conn *remoting.Conn) {
+	t.mu.Lock()
+	if t.conns[id] != conn {
+		t.conns[id] = conn
+	}
+	t.mu.Unlock()
+}
+
+func (t *requesterTable) find(id string) *remoting.Conn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c := t.conns[id]; c != nil && !c.Closed() {
+		return c
+	}
+	return nil
+}
+
+func (t *requesterTable) connClosed(conn *remoting.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, c := range t.conns {
+		if c == conn {
+			delete(t.conns, id)
+		}
 	}
 }
 
@@ -169,6 +231,9 @@ func (c *Controller) processReply(ctx context.Context, conn *remoting.Conn, req 
 // connection; nil means the client took it.
 func (c *Controller) pushReply(ctx context.Context, from *remoting.Conn, h *wire.SendMessageRequestHeader, props map[string]string, clientID string, body []byte) *remoting.RemotingCommand {
 	target := c.clients.findProducerConn(clientID)
+	if target == nil {
+		target = c.reqs.find(clientID)
+	}
 	if target == nil {
 		c.log.Warn("reply for a client not connected here", zap.String("client", clientID))
 		return response(remoting.ResponseSystemError, "push reply message fail, channel of <%s> not found.", clientID)

@@ -527,7 +527,7 @@ func (c *Controller) initMessage(m *store.Message, h *wire.SendMessageRequestHea
 		return
 	}
 	m.Properties = wire.ParseProperties(props)
-	c.stampCluster(m.Properties)
+	c.stampRequest(m.Properties, conn)
 	if h.MaxReconsumeTimes > 0 && retry {
 		m.Properties[wire.PropertyMaxReconsumeTimes] = strconv.Itoa(int(h.MaxReconsumeTimes))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,4 +204,71 @@ func TestReplyToUnknownClient(t *testing.T) {
 	if _, err := client.NewReplyMessage(&client.MessageExt{}, nil); !errors.Is(err, client.ErrInvalidMessage) {
 		t.Fatalf("reply to a message without CLUSTER: %v", err)
 	}
+}
+
+// BenchmarkRequestReply measures the request-reply round trip at low load:
+// one request in flight, on a real 2-group cluster of 3-member groups on
+// their production parts (Raft over loopback TCP, fsync'd files): the
+// request is replicated, a push consumer's long poll wakes, the reply is
+// pushed to the requester and stored. Reports p50/p99 of Request.
+//
+//	go test ./client -run '^$' -bench RequestReply -benchtime 2000x
+func BenchmarkRequestReply(b *testing.B) {
+	ec := devcluster.MustStart(b, devcluster.Options{Groups: 2, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+		cfg.TopicChangeCheckInterval = 50 * time.Millisecond
+	}})
+	ns := ec.NamesrvAddr()
+	ctx := context.Background()
+	admin, err := client.NewAdmin(client.NameServers(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: "RRBench", ReadQueueNums: 4, WriteQueueNums: 4}, "DefaultCluster", ""); err != nil {
+		b.Fatal(err)
+	}
+	testutil.WaitFor(b, 10*time.Second, "routes", func() bool {
+		rd, err := admin.TopicRoute(ctx, "RRBench")
+		if err != nil || len(rd.BrokerDatas) != 2 {
+			return false
+		}
+		rr, err := admin.TopicRoute(ctx, wire.ReplyTopic("DefaultCluster"))
+		return err == nil && len(rr.BrokerDatas) == 2
+	})
+	replier := startProducer(b, ns, client.ProducerGroup("RRBenchReplier"))
+	c, err := client.NewPushConsumer(client.NameServers(ns), client.ConsumerGroup("RRBenchGroup"), client.ConsumeFrom(client.ConsumeFromLastOffset))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = c.Subscribe("RRBench", "*")
+	_ = c.RegisterConcurrentListener(func(ctx context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		for _, m := range msgs {
+			_, _ = replier.Reply(ctx, m, m.Body)
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close(ctx)
+	p := startProducer(b, ns, client.ProducerGroup("RRBenchRequester"))
+	body := []byte(strings.Repeat("x", 128))
+	// Warm up: routes, connections, the consumer's queues.
+	testutil.WaitFor(b, 20*time.Second, "a first round trip", func() bool {
+		_, err := p.Request(ctx, client.NewMessage("RRBench", body), time.Second)
+		return err == nil
+	})
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if _, err := p.Request(ctx, client.NewMessage("RRBench", body), 5*time.Second); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }

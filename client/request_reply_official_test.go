@@ -1,0 +1,124 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/raftmq/raftmq/client"
+)
+
+// TestRequestReplyOfficialClient runs request-reply across the unmodified
+// official RocketMQ Go client and the SDK, both ways, on two groups:
+// official Producer.Request answered by the SDK's Reply, and SDK Request
+// answered by an official consumer's CreateReplyMessage sent by an
+// official producer (SEND_REPLY_MESSAGE with long header names, to either
+// group's reply-topic queue).
+func TestRequestReplyOfficialClient(t *testing.T) {
+	const toSDK, toOfficial = "RROffA", "RROffB"
+	ec, admin := startReplyCluster(t, toSDK)
+	ns := ec.NamesrvAddr()
+	ctx := context.Background()
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: toOfficial, ReadQueueNums: 2, WriteQueueNums: 2}, "", ec.Member(0, 0).Addr()); err != nil {
+		t.Fatal(err)
+	}
+
+	// SDK replier for requests on toSDK.
+	replier := startProducer(t, ns, client.ProducerGroup("RROffReplier"))
+	c, err := client.NewPushConsumer(client.NameServers(ns), client.ConsumerGroup("RROffSDK"), client.ConsumeFrom(client.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(toSDK, "*")
+	_ = c.RegisterConcurrentListener(func(ctx context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		for _, m := range msgs {
+			if _, err := replier.Reply(ctx, m, []byte("sdk:"+string(m.Body))); err != nil {
+				t.Errorf("reply: %v", err)
+			}
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+
+	// Official replier for requests on toOfficial.
+	op, err := rocketmq.NewProducer(producer.WithNameServer(primitive.NamesrvAddr{ns}), producer.WithGroupName("RROffOfficialReplier"),
+		producer.WithInstanceName("rroff-replier"), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = op.Shutdown() }()
+	oc, err := rocketmq.NewPushConsumer(consumer.WithNameServer(primitive.NamesrvAddr{ns}), consumer.WithGroupName("RROffOfficial"),
+		consumer.WithInstance("rroff-consumer"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = oc.Subscribe(toOfficial, consumer.MessageSelector{}, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			reply, err := consumer.CreateReplyMessage(m, nil)
+			if err != nil {
+				t.Errorf("official CreateReplyMessage: %v", err)
+				continue
+			}
+			// CreateReplyMessage parses body as properties instead of
+			// setting it (a bug of the official client): set it here.
+			reply.Body = []byte("official:" + string(m.Body))
+			if _, err := op.SendSync(ctx, reply); err != nil {
+				t.Errorf("official reply send: %v", err)
+			}
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = oc.Shutdown() }()
+
+	// Official requester, SDK replier.
+	or, err := rocketmq.NewProducer(producer.WithNameServer(primitive.NamesrvAddr{ns}), producer.WithGroupName("RROffRequester"),
+		producer.WithInstanceName("rroff-requester"), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := or.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = or.Shutdown() }()
+	for i := range 5 {
+		body := fmt.Sprintf("o%d", i)
+		reply, err := or.Request(ctx, 10*time.Second, primitive.NewMessage(toSDK, []byte(body)))
+		if err != nil {
+			t.Fatalf("official Request %s: %v", body, err)
+		}
+		if reply == nil || string(reply.Body) != "sdk:"+body {
+			t.Fatalf("official Request %s: reply %v", body, reply)
+		}
+	}
+
+	// SDK requester, official replier.
+	sr := startProducer(t, ns, client.ProducerGroup("RROffSDKRequester"))
+	for i := range 5 {
+		body := fmt.Sprintf("s%d", i)
+		reply, err := sr.Request(ctx, client.NewMessage(toOfficial, []byte(body)), 10*time.Second)
+		if err != nil {
+			t.Fatalf("SDK Request %s: %v", body, err)
+		}
+		if string(reply.Body) != "official:"+body {
+			t.Fatalf("SDK Request %s: reply %q", body, reply.Body)
+		}
+	}
+}
