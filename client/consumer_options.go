@@ -115,7 +115,7 @@ func defaultConsumerConfig() consumerConfig {
 		thresholdCount:     1000,
 		thresholdSize:      100 << 20,
 		maxSpan:            2000,
-		maxReconsumeTimes:  16,
+		maxReconsumeTimes:  -1,
 		suspendCurrentTime: time.Second,
 		pollSuspend:        20 * time.Second,
 		pollTimeout:        30 * time.Second,
@@ -256,7 +256,8 @@ func ConsumeConcurrentlyMaxSpan(n int) ConsumerOpt {
 }
 
 // MaxReconsumeTimes sets how often a failed message is redelivered before
-// the broker moves it to the dead-letter queue (default 16; -1 = 16).
+// it moves to the dead-letter queue %DLQ%group. The default, -1, means 16
+// for concurrent listeners and no limit for orderly ones, as in RocketMQ.
 func MaxReconsumeTimes(n int) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.maxReconsumeTimes = n })
 }

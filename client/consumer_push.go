@@ -358,23 +358,7 @@ func (p *PushConsumer) sendBack(mq MessageQueue, m *MessageExt, delayLevel int) 
 		}
 		c.followLeader(mq.BrokerName, addr, err)
 	}
-	msg := NewMessage(wire.RetryTopic(c.cfg.group), m.Body)
-	msg.Flag = m.Flag
-	msg.Properties = make(map[string]string, len(m.Properties)+4)
-	for k, v := range m.Properties {
-		msg.Properties[k] = v
-	}
-	if msg.Properties[wire.PropertyRetryTopic] == "" {
-		msg.Properties[wire.PropertyRetryTopic] = m.Topic
-	}
-	if msg.Properties[wire.PropertyOriginMessageID] == "" {
-		msg.Properties[wire.PropertyOriginMessageID] = m.MsgID
-	}
-	msg.Properties[wire.PropertyReconsumeTime] = strconv.Itoa(int(m.ReconsumeTimes) + 1)
-	msg.Properties[wire.PropertyMaxReconsumeTimes] = strconv.Itoa(maxTimes)
-	delete(msg.Properties, wire.PropertyUniqKey)
-	msg.DelayLevel = 3 + int(m.ReconsumeTimes)
-	if _, perr := p.retry.SendSync(ctx, msg); perr != nil {
+	if _, perr := p.retry.SendSync(ctx, retryMessage(m, c.cfg.group, maxTimes)); perr != nil {
 		return fmt.Errorf("client: send-back of %s: broker: %v; retry topic: %w", m.MsgID, err, perr)
 	}
 	return nil

@@ -1,0 +1,124 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestOrderlyDeadLetter: on a real raftmq group, an orderly listener that
+// always suspends on one message sees it 1 + MaxReconsumeTimes times, then
+// the message is in %DLQ%group (body, origin id and topic kept) and the
+// queue goes on with the messages behind it, in order; offsets are
+// committed past all of them.
+func TestOrderlyDeadLetter(t *testing.T) {
+	ec := startE2ECluster(t)
+	ns := ec.NamesrvAddr()
+	ctx := context.Background()
+	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
+	admin, err := client.NewAdmin(client.NameServers(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	const topic, group = "ODLQ", "ODLQGroup"
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: topic, ReadQueueNums: 1, WriteQueueNums: 1}, "DefaultCluster", ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "route of "+topic, func() bool { _, err := admin.TopicRoute(ctx, topic); return err == nil })
+	p := startProducer(t, ns)
+	var poisonID string
+	for i, body := range []string{"m0", "poison", "m2", "m3"} {
+		res, err := p.SendSync(ctx, client.NewMessage(topic, []byte(body)).WithKeys(fmt.Sprint("k", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body == "poison" {
+			poisonID = res.MsgID
+		}
+	}
+
+	const maxTimes = 2
+	var mu sync.Mutex
+	var seen []string
+	c, err := client.NewPushConsumer(client.NameServers(ns), client.WithLogger(log), client.ConsumerGroup(group),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.MaxReconsumeTimes(maxTimes),
+		client.SuspendCurrentQueueTime(10*time.Millisecond), client.PersistInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			seen = append(seen, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
+			if string(m.Body) == "poison" {
+				return client.SuspendCurrentQueueAMoment
+			}
+		}
+		return client.OrderlySuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	want := []string{"m0/0", "poison/0", "poison/1", "poison/2", "m2/0", "m3/0"}
+	testutil.WaitFor(t, 20*time.Second, "the queue past the poison message", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= len(want)
+	})
+	mu.Lock()
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("listener saw %v, want %v", seen, want)
+	}
+	mu.Unlock()
+
+	// The poison message is in %DLQ%group.
+	dlq := wire.DLQGroupTopicPrefix + group
+	testutil.WaitFor(t, 10*time.Second, "route of "+dlq, func() bool { _, err := admin.TopicRoute(ctx, dlq); return err == nil })
+	stats, err := admin.TopicStatus(ctx, dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, err := client.NewLitePullConsumer(client.NameServers(ns), client.ConsumerGroup("ODLQReader"), client.ConsumeFrom(client.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []client.MessageQueue
+	for _, s := range stats {
+		qs = append(qs, s.Queue)
+	}
+	if err := lp.Assign(qs); err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer lp.Close(ctx)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	msgs, err := lp.Poll(pctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || string(msgs[0].Body) != "poison" || msgs[0].Properties[wire.PropertyOriginMessageID] != poisonID ||
+		msgs[0].Properties[wire.PropertyRetryTopic] != topic || msgs[0].Keys[0] != "k1" {
+		t.Fatalf("DLQ holds %v", msgs)
+	}
+	// Offsets were committed past the dead-lettered message.
+	testutil.WaitFor(t, 10*time.Second, "lag 0", func() bool {
+		prog, err := admin.ConsumerProgress(ctx, group, topic)
+		return err == nil && len(prog) == 1 && prog[0].Lag == 0
+	})
+}
