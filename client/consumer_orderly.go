@@ -73,6 +73,9 @@ func (p *PushConsumer) consumeOrderlyOnce(pq *processQueue) (suspend time.Durati
 
 // callOrderly runs the listener; a panic suspends the queue.
 func (p *PushConsumer) callOrderly(ctx context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) (res OrderlyResult) {
+	if st := p.tracer.subBefore(p.core.cfg.group, msgs); st != nil {
+		defer func() { st.after(p.core.cfg.group, res == OrderlySuccess) }()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			p.core.log.Error("orderly listener panicked; the batch will be consumed again", zap.Any("panic", v), zap.Stringer("queue", oc.Queue))

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -85,6 +86,7 @@ type PushConsumer struct {
 
 	work     *workQueue // concurrent: batches for the pool
 	retry    *Producer  // fallback path of send-back
+	tracer   *tracer    // nil unless WithTrace
 	workerWG sync.WaitGroup
 }
 
@@ -183,9 +185,14 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 		return err
 	}
 	p.retry = retry
+	if p.tracer, err = startTracer(ctx, c.cfg.common, c.cfg.group); err != nil {
+		_ = retry.Close(context.WithoutCancel(ctx))
+		return err
+	}
 	p.work = newWorkQueue()
 	if err := c.start(ctx); err != nil {
 		_ = retry.Close(context.WithoutCancel(ctx))
+		_ = p.tracer.close(context.WithoutCancel(ctx))
 		return err
 	}
 	if p.concurrent != nil {
@@ -216,7 +223,7 @@ func (p *PushConsumer) Close(ctx context.Context) error {
 	p.core.cancel()
 	waitErr := waitGroup(ctx, &p.workerWG)
 	err := p.core.close(ctx)
-	if rerr := p.retry.Close(ctx); rerr != nil && waitErr == nil && err == nil {
+	if rerr := errors.Join(p.retry.Close(ctx), p.tracer.close(ctx)); rerr != nil && waitErr == nil && err == nil {
 		err = rerr
 	}
 	if waitErr != nil {
@@ -326,6 +333,9 @@ func containsMsg(list []*MessageExt, m *MessageExt) bool {
 
 // callConcurrent runs the listener; a panic counts as RECONSUME_LATER.
 func (p *PushConsumer) callConcurrent(ctx context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) (res ConsumeResult) {
+	if st := p.tracer.subBefore(p.core.cfg.group, msgs); st != nil {
+		defer func() { st.after(p.core.cfg.group, res == ConsumeSuccess) }()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			p.core.log.Error("listener panicked; messages will be redelivered", zap.Any("panic", v), zap.Stringer("queue", cc.Queue))

@@ -31,6 +31,7 @@ type commonConfig struct {
 	instanceName         string
 	credentials          remoting.Credentials // WithCredentials (credentials.go)
 	tls                  tlsOption            // WithTLS / WithTLSConfig (options_tls.go)
+	traceTopic           string               // WithTrace; "" = off
 }
 
 func defaultCommonConfig() commonConfig {

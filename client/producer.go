@@ -34,6 +34,7 @@ type Producer struct {
 	cancel    context.CancelFunc
 	refreshCh chan string // topics to refresh now
 	req       *requester  // guarded by mu; set by the first Request
+	tracer    *tracer     // set by Start; nil unless WithTrace
 	wg        sync.WaitGroup
 }
 
@@ -98,6 +99,11 @@ func (p *Producer) Start(ctx context.Context) error {
 	case stateClosed:
 		return ErrClosed
 	}
+	tr, err := startTracer(ctx, p.cfg.common, p.cfg.group)
+	if err != nil {
+		return err
+	}
+	p.tracer = tr
 	p.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: p.cfg.sendTimeout, TLS: p.cfg.common.tls.cfg}, p.cfg.common.log)
 	p.cfg.common.sign(p.rc)
 	p.routes = newRouteManager(p.rc, p.log.Named("route"), p.cfg.common.nameServers, p.cfg.common.requestTimeout, p.cfg.common.now)
@@ -127,10 +133,11 @@ func (p *Producer) Close(ctx context.Context) error {
 	p.cancel()
 	p.mu.Unlock()
 	if err := waitGroup(ctx, &p.wg); err != nil {
+		_ = p.tracer.close(ctx)
 		_ = p.rc.Close()
 		return err
 	}
-	return p.rc.Close()
+	return errors.Join(p.tracer.close(ctx), p.rc.Close())
 }
 
 // running returns the started machinery or ErrNotStarted / ErrClosed.
@@ -168,11 +175,14 @@ func (p *Producer) closed() bool {
 
 // sendOne sends one prepared message, through the accumulator when
 // AutoBatch is on and the message may share a request.
-func (p *Producer) sendOne(ctx context.Context, r *sendRequest) (*SendResult, error) {
+func (p *Producer) sendOne(ctx context.Context, r *sendRequest) (res *SendResult, err error) {
+	if p.tracer != nil {
+		defer p.tracer.pub(p.cfg.group, r.msg, time.Now(), &res, &err)
+	}
 	if p.acc != nil && p.acc.batchable(r) {
 		return p.sendAuto(ctx, r)
 	}
-	res, err := p.send(ctx, r)
+	res, err = p.send(ctx, r)
 	r.recycle() // a plain send keeps no reference to its request
 	return res, err
 }
@@ -245,7 +255,7 @@ func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, err
 // SendWithSelector sends msg to the queue sel picks, for ordered
 // messages: all attempts stay on that queue (following its group's
 // leader), since moving to another queue would break the order.
-func (p *Producer) SendWithSelector(ctx context.Context, msg *Message, sel MessageQueueSelector) (*SendResult, error) {
+func (p *Producer) SendWithSelector(ctx context.Context, msg *Message, sel MessageQueueSelector) (res *SendResult, err error) {
 	if sel == nil {
 		return nil, fmt.Errorf("%w: nil MessageQueueSelector", ErrInvalidMessage)
 	}
@@ -254,6 +264,9 @@ func (p *Producer) SendWithSelector(ctx context.Context, msg *Message, sel Messa
 		return nil, err
 	}
 	req.selector = sel
+	if p.tracer != nil {
+		defer p.tracer.pub(p.cfg.group, msg, time.Now(), &res, &err)
+	}
 	return p.send(ctx, req)
 }
 

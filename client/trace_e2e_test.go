@@ -1,0 +1,132 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/broker"
+	"github.com/raftmq/raftmq/internal/devcluster"
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// TestTraceEndToEnd: a traced producer and push consumer on a real raftmq
+// group whose brokers create nothing on demand but the trace topic
+// (autoCreateTopicEnable=false, traceTopicEnable=true): the trace topic
+// ends up holding, in RocketMQ's format, a Pub record for every message
+// sent and a SubBefore and a successful SubAfter for every message
+// consumed, each trace message keyed by the traced message ids.
+func TestTraceEndToEnd(t *testing.T) {
+	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Members: 1, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+		cfg.AutoCreateTopicEnable = false
+		cfg.TraceTopicEnable = true
+		cfg.PullHoldCheckInterval = 100 * time.Millisecond
+		cfg.TopicChangeCheckInterval = 50 * time.Millisecond
+	}})
+	ns := ec.NamesrvAddr()
+	ctx := context.Background()
+	admin, err := NewAdmin(NameServers(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.CreateTopic(ctx, TopicSpec{Topic: "Traced", ReadQueueNums: 2, WriteQueueNums: 2}, "DefaultCluster", ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "routes", func() bool {
+		_, err1 := admin.TopicRoute(ctx, "Traced")
+		_, err2 := admin.TopicRoute(ctx, DefaultTraceTopic)
+		return err1 == nil && err2 == nil
+	})
+
+	p, err := NewProducer(NameServers(ns), ProducerGroup("TracePG"), WithTrace(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	ids := map[string]bool{}
+	for i := range 3 {
+		res, err := p.SendSync(ctx, NewMessage("Traced", []byte(fmt.Sprint(i))).WithKeys(fmt.Sprint("key", i)).WithTags("T"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[res.MsgID] = true
+	}
+	var mu sync.Mutex
+	consumed := 0
+	c, err := NewPushConsumer(NameServers(ns), ConsumerGroup("TraceCG"), ConsumeFrom(ConsumeFromFirstOffset), WithTrace(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe("Traced", "*")
+	_ = c.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+		mu.Lock()
+		consumed++
+		mu.Unlock()
+		return ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	testutil.WaitFor(t, 10*time.Second, "3 messages consumed", func() bool { mu.Lock(); defer mu.Unlock(); return consumed == 3 })
+
+	lp, err := NewLitePullConsumer(NameServers(ns), ConsumerGroup("TraceReader"), ConsumeFrom(ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The brokers create the trace topic with its first trace message.
+	var qs []QueueStat
+	testutil.WaitFor(t, 10*time.Second, DefaultTraceTopic+" created", func() bool {
+		qs, err = admin.TopicStatus(ctx, DefaultTraceTopic)
+		return err == nil
+	})
+	var mqs []MessageQueue
+	for _, q := range qs {
+		mqs = append(mqs, q.Queue)
+	}
+	if err := lp.Assign(mqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer lp.Close(ctx)
+	pub, before, after := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	keyed := map[string]bool{}
+	testutil.WaitFor(t, 15*time.Second, "every Pub, SubBefore and SubAfter record", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		msgs, _ := lp.Poll(pctx)
+		for _, m := range msgs {
+			recs, err := decodeTraceData(string(m.Body))
+			if err != nil {
+				t.Fatalf("trace message %q: %v", m.Body, err)
+			}
+			for _, k := range m.Keys {
+				keyed[k] = true
+			}
+			for _, r := range recs {
+				switch {
+				case r.Type == traceTypePub && r.GroupName == "TracePG" && r.Topic == "Traced" && r.Tags == "T" && r.Success:
+					pub[r.MsgID] = true
+				case r.Type == traceTypeSubBefore && r.GroupName == "TraceCG":
+					before[r.MsgID] = true
+				case r.Type == traceTypeSubAfter && r.GroupName == "TraceCG" && r.Success:
+					after[r.MsgID] = true
+				}
+			}
+		}
+		for id := range ids {
+			if !pub[id] || !before[id] || !after[id] || !keyed[id] {
+				return false
+			}
+		}
+		return true
+	})
+}
