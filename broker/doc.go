@@ -81,6 +81,12 @@
 //     222 relayed to live consumers as 220; admin_config_group.go:
 //     UPDATE_BROKER_CONFIG forwarded to the group's members and saved in
 //     storePathRootDir/config/runtimeConfig.properties.
+//   - reply.go (324/325/326): request-reply: CLUSTER on request messages,
+//     the requester's connection (producer table, else the connection its
+//     requests came on), the push of a reply, its storage
+//     (storeReplyMessageEnable); the reply topic and, with
+//     traceTopicEnable, the trace topic routed from start and created on
+//     first write.
 //   - sqlfilter.go: SQL92 subscriptions (enablePropertyFilter): the
 //     store.MessageFilter over stored properties, the compiled heartbeat
 //     subscription. Package broker/filter parses and evaluates the

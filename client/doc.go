@@ -62,7 +62,16 @@
 //     queue locks); consumer_api.go: the consumers' other broker requests
 //     (heartbeat, group membership, queue locks, send-back, offset lookups).
 //   - consumer_push.go, consumer_orderly.go: PushConsumer with concurrent
-//     and orderly listeners, send-back; consumer_lite.go: LitePullConsumer.
+//     and orderly listeners, send-back; consumer_orderly_dlq.go: orderly
+//     batches that exhausted MaxReconsumeTimes go to %DLQ%group through
+//     the retry topic; consumer_lite.go: LitePullConsumer.
+//   - request_reply.go: request-reply: Producer.Request (correlation id,
+//     requester heartbeats to the request and reply topics' groups, the
+//     PUSH_REPLY_MESSAGE_TO_CLIENT handler), NewReplyMessage and
+//     Producer.Reply (SEND_REPLY_MESSAGE_V2 through the request's group).
+//   - trace.go: the WithTrace option: Pub, SubBefore and SubAfter records
+//     in RocketMQ's trace format, buffered and sent in the background to
+//     RMQ_SYS_TRACE_TOPIC.
 //   - offsetstore.go: remote (clustering) and local (broadcasting) offset
 //     stores.
 //   - admin.go, admin_json.go, admin_tools.go: the Admin client behind

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -22,12 +25,15 @@ import (
 // startReplyCluster starts a name server and two raftmq groups (broker-a,
 // broker-b) of single members on in-memory parts, with a topic
 // routed by broker-a only.
-func startReplyCluster(t testing.TB, topic string) (*devcluster.Cluster, *client.Admin) {
+func startReplyCluster(t testing.TB, topic string, configure ...func(*broker.BrokerConfig)) (*devcluster.Cluster, *client.Admin) {
 	t.Helper()
 	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Groups: 2, Members: 1, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 		cfg.PullHoldCheckInterval = 100 * time.Millisecond
 		cfg.TopicChangeCheckInterval = 50 * time.Millisecond
 		cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 4, 8
+		for _, f := range configure {
+			f(cfg)
+		}
 	}})
 	admin, err := client.NewAdmin(client.NameServers(ec.NamesrvAddr()))
 	if err != nil {
@@ -204,13 +210,56 @@ func TestReplyToUnknownClient(t *testing.T) {
 	if _, err := client.NewReplyMessage(&client.MessageExt{}, nil); !errors.Is(err, client.ErrInvalidMessage) {
 		t.Fatalf("reply to a message without CLUSTER: %v", err)
 	}
+	// A reply without REPLY_TO_CLIENT: RocketMQ's remark.
+	bad := client.NewMessage(wire.ReplyTopic("DefaultCluster"), []byte("x")).WithProperty(wire.PropertyMessageType, wire.ReplyMessageFlag)
+	if _, err := p.SendSync(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "reply message properties[REPLY_TO_CLIENT] is null") {
+		t.Fatalf("reply without REPLY_TO_CLIENT: %v", err)
+	}
+}
+
+// TestRequestReplyNotStored: with storeReplyMessageEnable=false replies
+// are pushed only; the replier's answer says msgId "0".
+func TestRequestReplyNotStored(t *testing.T) {
+	const topic = "RRNoStore"
+	ec, admin := startReplyCluster(t, topic, func(cfg *broker.BrokerConfig) { cfg.StoreReplyMessageEnable = false })
+	ns := ec.NamesrvAddr()
+	ctx := context.Background()
+	replier := startProducer(t, ns)
+	c, err := client.NewPushConsumer(client.NameServers(ns), client.ConsumerGroup("RRNoStoreG"), client.ConsumeFrom(client.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	_ = c.RegisterConcurrentListener(func(ctx context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		for _, m := range msgs {
+			res, err := replier.Reply(ctx, m, m.Body)
+			if err != nil || res.OffsetMsgID != "" && res.OffsetMsgID != "0" {
+				t.Errorf("reply: %v %v", res, err)
+			}
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	p := startProducer(t, ns)
+	for i := range 3 {
+		if _, err := p.Request(ctx, client.NewMessage(topic, []byte(fmt.Sprint(i))), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := storedReplies(t, admin); n != 0 {
+		t.Fatalf("%d replies stored with storeReplyMessageEnable=false", n)
+	}
 }
 
 // BenchmarkRequestReply measures the request-reply round trip at low load:
 // one request in flight, on a real 2-group cluster of 3-member groups on
 // their production parts (Raft over loopback TCP, fsync'd files): the
 // request is replicated, a push consumer's long poll wakes, the reply is
-// pushed to the requester and stored. Reports p50/p99 of Request.
+// pushed to the requester and stored. Reports p50/p99 of Request, the
+// SDK's and the official Go client's (same replier).
 //
 //	go test ./client -run '^$' -bench RequestReply -benchtime 2000x
 func BenchmarkRequestReply(b *testing.B) {
@@ -251,24 +300,42 @@ func BenchmarkRequestReply(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close(ctx)
-	p := startProducer(b, ns, client.ProducerGroup("RRBenchRequester"))
 	body := []byte(strings.Repeat("x", 128))
-	// Warm up: routes, connections, the consumer's queues.
-	testutil.WaitFor(b, 20*time.Second, "a first round trip", func() bool {
-		_, err := p.Request(ctx, client.NewMessage("RRBench", body), time.Second)
-		return err == nil
-	})
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		if _, err := p.Request(ctx, client.NewMessage("RRBench", body), 5*time.Second); err != nil {
-			b.Fatal(err)
+	run := func(request func() error) func(b *testing.B) {
+		return func(b *testing.B) {
+			// Warm up: routes, connections, the consumer's queues.
+			testutil.WaitFor(b, 20*time.Second, "a first round trip", func() bool { return request() == nil })
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				if err := request(); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 		}
-		lat = append(lat, time.Since(start))
 	}
-	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	p := startProducer(b, ns, client.ProducerGroup("RRBenchRequester"))
+	b.Run("sdk", run(func() error {
+		_, err := p.Request(ctx, client.NewMessage("RRBench", body), 5*time.Second)
+		return err
+	}))
+	op, err := rocketmq.NewProducer(producer.WithNameServer(primitive.NamesrvAddr{ns}), producer.WithGroupName("RRBenchOfficial"),
+		producer.WithInstanceName("rrbench-official"), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := op.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = op.Shutdown() }()
+	b.Run("official", run(func() error {
+		_, err := op.Request(ctx, 5*time.Second, primitive.NewMessage("RRBench", body))
+		return err
+	}))
 }

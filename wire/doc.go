@@ -48,6 +48,9 @@
 //	                       consume stats lists, producer connections, consumer
 //	                       running info, consume-queue units, group cloning;
 //	                       QuoteObjectKeys for fastjson's object map keys
+//	headers_reply.go       request-reply properties (CORRELATION_ID, REPLY_TO_CLIENT,
+//	                       TTL, CLUSTER, MSG_TYPE), the reply topic name and
+//	                       PUSH_REPLY_MESSAGE_TO_CLIENT's header
 //	message.go             the stored-message format: magic codes, sysflags,
 //	                       layout offsets, the strict codec (AppendMessage,
 //	                       DecodeMessage, CheckEntry), the entry CRC, properties
