@@ -104,22 +104,55 @@ func (c *Controller) registerReply(s *remoting.Server, workers, queue int) {
 // which it has, so it skips the heartbeat RocketMQ's Java client sends),
 // so its first requests would find no channel. The connection that
 // carried the request reaches the requester just as well. Entries go when
-// their connection closes.
+// their connection closes; a connection keeps at most
+// maxRequestersPerConn ids (a client has one), so a peer inventing ids
+// cannot grow the table.
 type requesterTable struct {
-	mu    sync.Mutex
-	conns map[string]*remoting.Conn // guarded by mu; by client id
+	mu     sync.Mutex
+	conns  map[string]*remoting.Conn   // guarded by mu; by client id
+	byConn map[*remoting.Conn][]string // guarded by mu; ids learned per connection, oldest first
 }
 
+// maxRequestersPerConn bounds the client ids remembered per connection.
+const maxRequestersPerConn = 4
+
 func newRequesterTable() *requesterTable {
-	return &requesterTable{conns: map[string]*remoting.Conn{}}
+	return &requesterTable{conns: map[string]*remoting.Conn{}, byConn: map[*remoting.Conn][]string{}}
 }
 
 func (t *requesterTable) learn(id string, conn *remoting.Conn) {
 	t.mu.Lock()
-	if t.conns[id] != conn {
-		t.conns[id] = conn
+	defer t.mu.Unlock()
+	old := t.conns[id]
+	if old == conn {
+		return
 	}
-	t.mu.Unlock()
+	if old != nil {
+		t.forget(old, id)
+	}
+	ids := t.byConn[conn]
+	if len(ids) >= maxRequestersPerConn {
+		delete(t.conns, ids[0])
+		ids = ids[1:]
+	}
+	t.conns[id] = conn
+	t.byConn[conn] = append(ids, id)
+}
+
+// forget removes id from conn's list; mu held.
+func (t *requesterTable) forget(conn *remoting.Conn, id string) {
+	ids := t.byConn[conn]
+	for i, x := range ids {
+		if x == id {
+			ids = append(ids[:i:i], ids[i+1:]...)
+			break
+		}
+	}
+	if len(ids) == 0 {
+		delete(t.byConn, conn)
+	} else {
+		t.byConn[conn] = ids
+	}
 }
 
 func (t *requesterTable) find(id string) *remoting.Conn {
@@ -134,14 +167,15 @@ func (t *requesterTable) find(id string) *remoting.Conn {
 func (t *requesterTable) connClosed(conn *remoting.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for id, c := range t.conns {
-		if c == conn {
+	for _, id := range t.byConn[conn] {
+		if t.conns[id] == conn {
 			delete(t.conns, id)
 		}
 	}
+	delete(t.byConn, conn)
 }
 
-// isRequestMessage is the send path's quick test for stampCluster: a
+// isRequestMessage is the send path's quick test for stampRequest: a
 // substring match on the wire properties (a false positive only costs the
 // property map).
 func isRequestMessage(props string) bool {
