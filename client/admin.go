@@ -45,6 +45,9 @@ func NewAdmin(opts ...Opt) (*Admin, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := refuseTrace(cfg, "Admin"); err != nil {
+		return nil, err
+	}
 	a := &Admin{cfg: cfg, log: cfg.log.Named("admin")}
 	a.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: cfg.requestTimeout, TLS: cfg.tls.cfg}, cfg.log)
 	cfg.sign(a.rc)

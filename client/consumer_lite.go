@@ -38,6 +38,9 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseTrace(cfg.common, "LitePullConsumer"); err != nil {
+		return nil, err
+	}
 	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}}
 	l.ready = make(chan pollBatch, 64)
 	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver})

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,8 @@ const (
 )
 
 // WithTrace turns on message tracing to topic (DefaultTraceTopic when
-// empty) for a producer or push consumer.
+// empty) for a producer or push consumer; a LitePullConsumer or Admin
+// refuses it (ErrInvalidOption) rather than trace nothing.
 func WithTrace(topic string) Opt {
 	return commonOpt(func(c *commonConfig) {
 		if topic == "" {
@@ -75,6 +77,15 @@ func WithTrace(topic string) Opt {
 		}
 		c.traceTopic = topic
 	})
+}
+
+// refuseTrace fails the construction of a client that records no traces
+// when WithTrace was given.
+func refuseTrace(cfg commonConfig, what string) error {
+	if cfg.traceTopic != "" {
+		return fmt.Errorf("%w: WithTrace: a %s records no message traces (producers and push consumers do)", ErrInvalidOption, what)
+	}
+	return nil
 }
 
 // traceRecord is one encoded record and the lookup keys it adds.

@@ -203,6 +203,16 @@ func TestTraceFormat(t *testing.T) {
 	}
 }
 
+// TestTraceRefused: clients that record no traces refuse WithTrace.
+func TestTraceRefused(t *testing.T) {
+	if _, err := NewLitePullConsumer(NameServers("127.0.0.1:9876"), ConsumerGroup("G"), WithTrace("")); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("LitePullConsumer with WithTrace: %v", err)
+	}
+	if _, err := NewAdmin(NameServers("127.0.0.1:9876"), WithTrace("")); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("Admin with WithTrace: %v", err)
+	}
+}
+
 // FuzzTraceData: the decoder never panics, and whatever the SDK encodes
 // from arbitrary values decodes back to them (separators removed).
 func FuzzTraceData(f *testing.F) {
