@@ -444,8 +444,8 @@ func (a *sendAnswer) AppendExt(w *remoting.ExtWriter) {
 }
 
 // sendTopicConfig finds the topic, auto-creating it (through Raft) when
-// allowed: autoCreateTopicEnable, or a retry topic, which RocketMQ always
-// creates on demand.
+// allowed: autoCreateTopicEnable, a retry topic, which RocketMQ always
+// creates on demand, or a routed system topic (reply.go).
 func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageRequestHeader) (wire.TopicConfig, *remoting.RemotingCommand) {
 	if tc, ok := c.rep.State().Topic(h.Topic); ok {
 		return tc, nil
@@ -454,7 +454,7 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageReq
 	case strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix), c.routedSystemTopic(h.Topic):
 		tc, err := c.ensureTopic(ctx, h.Topic, 1, 0)
 		if err != nil {
-			return tc, c.writeError("create retry topic", err)
+			return tc, c.writeError("create topic "+h.Topic, err)
 		}
 		return tc, nil
 	case !c.live().AutoCreateTopicEnable:
