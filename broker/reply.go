@@ -21,12 +21,11 @@ import (
 // up the requester's connection by the reply's REPLY_TO_CLIENT in its
 // producer table (as RocketMQ) or else among the connections that carried
 // that client's requests to this node (requesterTable), and pushes the
-// reply there. The answer says whether the
-// push was taken: SUCCESS, or SYSTEM_ERROR with RocketMQ's remarks when
-// the property is missing, the requester has no connection to this node
-// ("channel of <id> not found") or the push failed — so the replier's
-// producer retries on another broker group, where the requester may be
-// connected. With storeReplyMessageEnable (default true) a pushed reply is
+// reply there. The answer says whether the push was taken: SUCCESS, or
+// SYSTEM_ERROR with RocketMQ's remarks when the property is missing, the
+// requester has no connection to this node ("channel of <id> not found")
+// or the push failed — so the replier's producer retries on another
+// broker group, where the requester may be connected. With storeReplyMessageEnable (default true) a pushed reply is
 // also stored in the reply topic through Raft, as RocketMQ stores it, and
 // the answer carries the stored position; a store failure after a
 // successful push is logged and answered SUCCESS with msgId "0", as
