@@ -14,7 +14,8 @@ import (
 // samplers (never stopped), the transaction producer's check-back loop
 // (it ranges over a channel Shutdown never closes), and push-consumer pulls still waiting for their
 // response future, which the client only expires on its own timeout after
-// Shutdown. They are not ours to stop.
+// Shutdown, and the trace dispatcher, which spins for 500 ms after
+// Shutdown before it returns. They are not ours to stop.
 func OfficialClientGoroutines() []goleak.Option {
 	const mod = "github.com/apache/rocketmq-client-go/v2/"
 	opts := []goleak.Option{
@@ -24,6 +25,7 @@ func OfficialClientGoroutines() []goleak.Option {
 		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).Start.func1.2"),
 		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).pullMessage"),
 		goleak.IgnoreAnyFunction(mod + "producer.(*transactionProducer).checkTransactionState"),
+		goleak.IgnoreAnyFunction(mod + "internal.(*traceDispatcher).process"),
 	}
 	for i := 1; i <= 8; i++ {
 		opts = append(opts,
