@@ -38,6 +38,7 @@ func TestExamples(t *testing.T) {
 		{"batch", []string{"-m", "25", "-size", "10"}, []string{"sent a batch of 5 ", "sent 25\n", "received 25\n"}},
 		{"idempotent", []string{"-m", "30"}, []string{"producer id ", "sent 30\n", "received 30 distinct, 0 duplicates\n"}},
 		{"timer", []string{"-m", "4"}, []string{"sent 4\n", "received 4, 0 before their time\n"}},
+		{"requestreply", []string{"-m", "5"}, []string{`"request 4" -> "REQUEST 4"`, "replied 5\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
