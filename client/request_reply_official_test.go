@@ -12,6 +12,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 // TestRequestReplyOfficialClient runs request-reply across the unmodified
@@ -28,6 +29,7 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: toOfficial, ReadQueueNums: 2, WriteQueueNums: 2}, "", ec.Member(0, 0).Addr()); err != nil {
 		t.Fatal(err)
 	}
+	testutil.WaitFor(t, 10*time.Second, "route of "+toOfficial, func() bool { _, err := admin.TopicRoute(ctx, toOfficial); return err == nil })
 
 	// SDK replier for requests on toSDK.
 	replier := startProducer(t, ns, client.ProducerGroup("RROffReplier"))
