@@ -51,6 +51,7 @@ var layers = map[string]int{
 	"examples/broadcast":       5,
 	"examples/idempotent":      5,
 	"examples/ordered":         5,
+	"examples/requestreply":    5,
 	"examples/simple":          5,
 	"examples/timer":           5,
 }
