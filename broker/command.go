@@ -67,8 +67,19 @@ const (
 	// CmdMemberAddr: a new leader announces its remoting address (Data:
 	// "id\x00addr"), so followers can name it in not-leader answers.
 	CmdMemberAddr CommandType = 8
+	// CmdTxnEnd decides a transaction's half message: Data is stored
+	// messages as in CmdMessages (the op record, after the real message
+	// when it commits); Extensions carry the half's CommitLog offset
+	// (varint) and a commit byte (1 commit, 0 rollback). The FSM
+	// dispatches the messages only if the half is still undecided, so a
+	// half is committed at most once on every replica (txn.go).
+	CmdTxnEnd CommandType = 9
+	// CmdTxnCheck: the leader's check-back progress (binary, see
+	// encodeTxnCheck): the new floor of the half queue, the halves it
+	// checked back and the ones it discarded.
+	CmdTxnCheck CommandType = 10
 	// CmdTimerProgress: the timer service's cursor moves (binary, see
-	// TimerProgress). Values 9 and 10 are left to the transaction commands.
+	// TimerProgress).
 	CmdTimerProgress CommandType = 11
 )
 
@@ -105,6 +116,11 @@ type Command struct {
 	Schedule map[int32]int64
 	// MemberID and MemberAddr of CmdMemberAddr.
 	MemberID, MemberAddr string
+	// TxnHalf (the half's CommitLog offset) and TxnCommit of CmdTxnEnd.
+	TxnHalf   int64
+	TxnCommit bool
+	// TxnCheck of CmdTxnCheck.
+	TxnCheck *txnCheck
 	// Timer of CmdTimerProgress.
 	Timer TimerProgress
 }
@@ -125,6 +141,18 @@ func EncodeCommand(c *Command, messages []byte) (ext, data []byte, err error) {
 			}
 		}
 		return ext, messages, nil
+	case CmdTxnEnd:
+		ext = binary.AppendVarint(ext, c.TxnHalf)
+		commit := byte(0)
+		if c.TxnCommit {
+			commit = 1
+		}
+		return append(ext, commit), messages, nil
+	case CmdTxnCheck:
+		if c.TxnCheck == nil {
+			return nil, nil, fmt.Errorf("%w: transaction check without progress", ErrBadCommand)
+		}
+		data = encodeTxnCheck(c.TxnCheck)
 	case CmdOffsets:
 		data = binary.AppendUvarint(nil, uint64(len(c.Offsets)))
 		for _, o := range c.Offsets {
@@ -180,6 +208,19 @@ func DecodeCommand(ext, data []byte) (*Command, error) {
 			}
 		}
 		err = r.done()
+	case CmdTxnEnd:
+		r := reader{b: ext[2:]}
+		c.TxnHalf = r.varint()
+		switch b := r.byte(); {
+		case r.err != nil:
+		case b > 1:
+			r.err = fmt.Errorf("commit byte %d", b)
+		default:
+			c.TxnCommit = b == 1
+		}
+		err = r.done()
+	case CmdTxnCheck:
+		c.TxnCheck, err = decodeTxnCheck(data)
 	case CmdOffsets:
 		r := reader{b: data}
 		n := r.count()
@@ -263,6 +304,19 @@ func (r *reader) varint() int64 {
 	}
 	r.b = r.b[n:]
 	return v
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) == 0 {
+		r.err = fmt.Errorf("missing byte")
+		return 0
+	}
+	b := r.b[0]
+	r.b = r.b[1:]
+	return b
 }
 
 func (r *reader) count() int {

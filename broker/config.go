@@ -23,6 +23,8 @@ import (
 // keys through Gossip. Durations given as bare integers are milliseconds.
 type BrokerConfig struct {
 	GroupConfig
+	// TransactionConfig holds the transaction check-back keys (txn.go).
+	TransactionConfig
 	// Gossip configures the memberlist member (gossip* keys); a zero bind
 	// port means listenPort+2 (see BrokerConfig.GossipConfig for every
 	// derived default).
@@ -163,6 +165,7 @@ const maxQueueNums = 1024
 func DefaultConfig() BrokerConfig {
 	c := BrokerConfig{
 		GroupConfig:                   DefaultGroupConfig(),
+		TransactionConfig:             defaultTransactionConfig(),
 		Gossip:                        defaultBrokerGossip(),
 		Log:                           logging.DefaultConfig(),
 		GossipEnable:                  true,
@@ -371,6 +374,9 @@ func (c *BrokerConfig) Validate() error {
 	}
 	if c.TimerMaxDelaySec < 1 || c.TimerCheckInterval <= 0 {
 		errs = append(errs, bad("timerMaxDelaySec", "timerMaxDelaySec and timerCheckInterval must be positive"))
+	}
+	if err := c.TransactionConfig.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.BrokerIP1 != "" {
 		if _, err := netip.ParseAddr(c.BrokerIP1); err != nil {

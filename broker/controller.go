@@ -53,6 +53,7 @@ type Controller struct {
 	offsets *offsetCoalescer
 	sched   *scheduleService
 	timers  *timerService
+	txn     *txnService
 	reg     *registerService
 	acl     *aclState
 	gossip  *ha.Gossip // nil when gossipEnable is off
@@ -124,6 +125,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.metrics = newBrokerMetrics(c)
 	c.timers = newTimerService(c)
 	c.stats = newBrokerStats(cfg.BrokerClusterName, time.Now())
+	c.txn = newTxnService(c)
 	c.newMonitor()
 
 	scfg := remoting.DefaultServerConfig()
@@ -173,6 +175,7 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	s.RegisterAsync(remoting.RequestSendBatchMessage, c.instrumentAsync(c.processSendAsync), sendOpts)
 	s.Register(remoting.RequestConsumerSendMsgBack, c.instrument(c.processSendBack), send, sendQ)
 	c.registerReply(s, send, sendQ)
+	s.Register(remoting.RequestEndTransaction, c.instrument(c.processEndTransaction), send, sendQ)
 	s.Register(remoting.RequestPullMessage, c.instrument(c.processPull), pull, pullQ)
 	s.Register(remoting.RequestLitePullMessage, c.instrument(c.processPull), pull, pullQ)
 
@@ -285,6 +288,7 @@ func (c *Controller) start() (err error) {
 	c.goFunc(c.offsets.run)
 	c.goFunc(c.sched.run)
 	c.goFunc(c.timers.run)
+	c.goFunc(c.txn.run)
 	c.goFunc(c.reg.run)
 	c.startACL()
 	if c.metrics != nil && c.metrics.followers != nil {

@@ -126,7 +126,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if c.Type == CmdTimerProgress {
 		return f.applyTimerProgress(l, c.Timer)
 	}
-	if c.Type == CmdMessages {
+	if c.Type == CmdMessages || c.Type == CmdTxnEnd {
 		res, err := f.applyMessages(l, c, nowMs)
 		if err != nil {
 			// The CommitLog holds the entry but its units could not all be
@@ -245,6 +245,19 @@ func (f *fsm) applyMessages(l *raft.Log, c *Command, nowMs int64) ([]PutResult, 
 	st := f.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if c.Type == CmdTxnEnd {
+		// A decided half (a repeated END_TRANSACTION that passed the
+		// leader's check, or one from an old leader) changes nothing: its
+		// messages stay unreferenced bytes in the CommitLog.
+		if st.txn.isDecided(c.TxnHalf) {
+			for i := range results {
+				results[i] = PutResult{QueueID: f.pool[i].QueueID, PhysicalOffset: f.pool[i].CommitLogOffset,
+					StoreTimestamp: nowMs, QueueOffset: -1, Duplicate: true}
+			}
+			return results, nil
+		}
+		idem = nil
+	}
 	for i := 0; i < n; i++ {
 		req := &f.pool[i]
 		results[i] = PutResult{QueueID: req.QueueID, PhysicalOffset: req.CommitLogOffset, StoreTimestamp: nowMs}
@@ -285,6 +298,9 @@ func (f *fsm) applyMessages(l *raft.Log, c *Command, nowMs int64) ([]PutResult, 
 		return results, err
 	}
 	st.dedup.sweep(nowMs)
+	if c.Type == CmdTxnEnd {
+		st.txn.decide(c.TxnHalf, nowMs)
+	}
 	return results, nil
 }
 

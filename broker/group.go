@@ -220,7 +220,10 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 // patchCommand is raftlog's PatchCommand: PHYSICALOFFSET and STORETIMESTAMP
 // (the entry's AppendedAt, identical on every replica) of a Messages entry.
 func patchCommand(l *raft.Log, data []byte, dataPos int64) error {
-	if len(l.Extensions) == 0 || CommandType(l.Extensions[0]) != CmdMessages {
+	if len(l.Extensions) == 0 {
+		return nil
+	}
+	if t := CommandType(l.Extensions[0]); t != CmdMessages && t != CmdTxnEnd {
 		return nil
 	}
 	return store.PatchStoredBatch(data, dataPos, l.AppendedAt.UnixMilli())

@@ -204,7 +204,8 @@ func checkGroup(group string) *remoting.RemotingCommand {
 }
 
 func isSystemTopic(t string) bool {
-	return t == wire.TopicAutoCreate || t == wire.TopicSchedule || t == wire.TopicTimer
+	return t == wire.TopicAutoCreate || t == wire.TopicSchedule || t == wire.TopicTimer ||
+		t == wire.TopicTransHalf || t == wire.TopicTransOpHalf
 }
 
 // processSend is the synchronous send processor: the worker waits for the
@@ -292,7 +293,8 @@ func (c *Controller) sendInline(req *remoting.RemotingCommand) bool {
 			topic, props = short[0], short[1]
 		}
 	}
-	if strings.HasPrefix(topic, wire.RetryGroupTopicPrefix) || strings.Contains(props, wire.PropertyDelayTimeLevel) || hasTimerProperty(props) {
+	if strings.HasPrefix(topic, wire.RetryGroupTopicPrefix) || strings.Contains(props, wire.PropertyDelayTimeLevel) || hasTimerProperty(props) ||
+		strings.Contains(props, wire.PropertyTransactionPrep) { // a half may create RMQ_SYS_TRANS_HALF_TOPIC
 		return false
 	}
 	_, ok := c.rep.State().Topic(topic)
@@ -330,11 +332,9 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 	if len(h.Properties) > maxPropertiesLength {
 		return nil, response(remoting.ResponseMessageIllegal, "the properties are %d bytes, above %d", len(h.Properties), maxPropertiesLength)
 	}
-	if isTransactionHalf(&h) {
-		// Storing a half message that no END_TRANSACTION can ever commit
-		// would acknowledge a message that is never delivered.
-		return nil, response(remoting.ResponseNoPermission,
-			"broker %s refuses transactional (half) messages: raftmq does not support transactions yet, and storing one would acknowledge a message that is never delivered; send it as a normal message", c.cfg.BrokerName)
+	half := isTransactionHalf(&h)
+	if half && (req.Code == remoting.RequestSendBatchMessage || h.Batch) {
+		return nil, response(remoting.ResponseMessageIllegal, "transactional (half) messages cannot be sent in a batch")
 	}
 	tc, resp := c.sendTopicConfig(ctx, &h)
 	if resp != nil {
@@ -364,7 +364,7 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 		}
 		one := &singleSend{}
 		m := &one.m
-		c.initMessage(m, &h, queueID, conn, req.Body, h.Properties, direct)
+		c.initMessage(m, &h, queueID, conn, req.Body, h.Properties, direct && !half)
 		one.msgs[0] = m
 		msgs = one.msgs[:]
 		if strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix) {
@@ -372,11 +372,19 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 				return nil, r
 			}
 		}
-		if r := c.applyDelay(ctx, m); r != nil {
-			return nil, r
-		}
-		if r := c.applyTimer(ctx, m); r != nil {
-			return nil, r
+		// A half keeps its DELAY and timer properties: the commit applies
+		// them (RocketMQ delays a committed message, never a half).
+		if half {
+			if r := c.toHalf(ctx, m, h.ProducerGroup); r != nil {
+				return nil, r
+			}
+		} else {
+			if r := c.applyDelay(ctx, m); r != nil {
+				return nil, r
+			}
+			if r := c.applyTimer(ctx, m); r != nil {
+				return nil, r
+			}
 		}
 	}
 	return msgs, nil

@@ -23,6 +23,7 @@ type state struct {
 	members       map[string]string // raft server id → remoting address
 	dedup         *dedupTable
 	timer         TimerCursor
+	txn           *txnTable
 }
 
 func newState(dedupWindow int, dedupTTLms int64) *state {
@@ -33,6 +34,7 @@ func newState(dedupWindow int, dedupTTLms int64) *state {
 		schedule: map[int32]int64{},
 		members:  map[string]string{},
 		dedup:    newDedupTable(dedupWindow, dedupTTLms),
+		txn:      newTxnTable(),
 	}
 }
 
@@ -87,6 +89,8 @@ func (s *state) applyLocked(c *Command, nowMs int64) {
 		maps.Copy(s.schedule, c.Schedule)
 	case CmdMemberAddr:
 		s.members[c.MemberID] = c.MemberAddr
+	case CmdTxnCheck:
+		s.txn.applyCheck(c.TxnCheck, nowMs)
 	}
 }
 
@@ -182,6 +186,7 @@ type stateImage struct {
 	// Timer is the timer service's cursor; absent while it is zero (images
 	// from before timer messages).
 	Timer *TimerCursor `json:"timer,omitempty"`
+	Txn           *txnImage                  `json:"txn,omitempty"`
 }
 
 // imageLocked deep-copies the tables (the snapshot is persisted while Apply
@@ -195,6 +200,7 @@ func (s *state) imageLocked() stateImage {
 		Schedule:      maps.Clone(s.schedule),
 		Members:       maps.Clone(s.members),
 		Dedup:         s.dedup.image(),
+		Txn:           s.txn.image(),
 	}
 	if s.timer != (TimerCursor{}) {
 		c := s.timer
@@ -239,6 +245,7 @@ func (s *state) loadLocked(img stateImage) {
 	if img.Timer != nil {
 		s.timer = *img.Timer
 	}
+	s.txn.load(img.Txn)
 }
 
 func sortedLevels(m map[int32]int64) []int32 {

@@ -1,0 +1,404 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// Transactional messages (RocketMQ 4.9 TransactionalMessageBridge,
+// EndTransactionProcessor, TransactionalMessageCheckService).
+//
+// A half message (sysflag prepared or TRAN_MSG=true) is stored as a normal
+// message in RMQ_SYS_TRANS_HALF_TOPIC queue 0 with its real topic and queue
+// in REAL_TOPIC / REAL_QID (toHalf), so consumers of the real topic never
+// see it. END_TRANSACTION (37) names the half by its CommitLog offset; the
+// leader reads it back, builds the real message (commit) and the op record
+// in RMQ_SYS_TRANS_OP_HALF_TOPIC, and proposes them as ONE CmdTxnEnd entry.
+// Every replica's FSM dispatches that entry only if the half is not yet
+// decided in the replicated txnTable (txn_state.go), and then marks it
+// decided: a commit becomes visible exactly once whatever the number of
+// END_TRANSACTIONs, their concurrency or the leader changes in between.
+//
+// The check-back walk (txnService) runs on the leader every
+// transactionCheckInterval: it reads the half queue from the replicated
+// floor, skips decided halves, stops at the first half younger than
+// transactionTimeOut, sends CHECK_TRANSACTION_STATE (39) for the others to
+// a producer connection of the half's group, discards a half checked
+// transactionCheckMax times, and replicates the round (CmdTxnCheck: new
+// floor, halves checked, halves discarded). A new leader resumes from the
+// replicated floor and check counts; a check whose round was not
+// replicated is sent again, which is harmless (the producer answers with
+// an END_TRANSACTION and a decided half ignores it).
+
+// TransactionConfig holds RocketMQ's transaction check-back keys.
+type TransactionConfig struct {
+	// TransactionTimeOut is how old an undecided half must be before it
+	// is checked back (6 s; a half's CHECK_IMMUNITY_TIME_IN_SECONDS
+	// property overrides it).
+	TransactionTimeOut time.Duration `prop:"transactionTimeOut"`
+	// TransactionCheckInterval is the period of the check walk (60 s).
+	TransactionCheckInterval time.Duration `prop:"transactionCheckInterval"`
+	// TransactionCheckMax is how many check-backs a half gets before it is
+	// discarded (15): logged, counted in
+	// raftmq_broker_transaction_discarded_total, never delivered.
+	TransactionCheckMax int `prop:"transactionCheckMax"`
+}
+
+func defaultTransactionConfig() TransactionConfig {
+	return TransactionConfig{TransactionTimeOut: 6 * time.Second, TransactionCheckInterval: 60 * time.Second, TransactionCheckMax: 15}
+}
+
+func (t TransactionConfig) validate() error {
+	switch {
+	case t.TransactionTimeOut <= 0:
+		return fmt.Errorf("%w: transactionTimeOut: must be positive", ErrInvalidBrokerConfig)
+	case t.TransactionCheckInterval <= 0:
+		return fmt.Errorf("%w: transactionCheckInterval: must be positive", ErrInvalidBrokerConfig)
+	case t.TransactionCheckMax < 1:
+		return fmt.Errorf("%w: transactionCheckMax: must be at least 1", ErrInvalidBrokerConfig)
+	}
+	return nil
+}
+
+// toHalf rewrites a half message for TopicTransHalf (RocketMQ
+// parseHalfMessageInner): the real topic and queue go to properties, the
+// transaction bits are cleared so the half gets a ConsumeQueue unit in the
+// half topic.
+func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup string) *remoting.RemotingCommand {
+	if _, ok := c.rep.(transactionReplica); !ok {
+		return response(remoting.ResponseNoPermission,
+			"broker %s refuses transactional (half) messages: its replica cannot decide transactions", c.cfg.BrokerName)
+	}
+	if m.Properties == nil {
+		m.Properties = wire.ParseProperties(m.EncodedProperties)
+		m.EncodedProperties = ""
+	}
+	m.Properties[wire.PropertyRealTopic] = m.Topic
+	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
+	m.Properties[wire.PropertyTransactionPrep] = "true"
+	if m.Properties[wire.PropertyProducerGroup] == "" {
+		m.Properties[wire.PropertyProducerGroup] = producerGroup
+	}
+	m.Topic, m.QueueID = wire.TopicTransHalf, 0
+	m.SysFlag &^= wire.SysFlagTransMask
+	if _, err := c.ensureTopic(ctx, wire.TopicTransHalf, 1, 0); err != nil {
+		return c.writeError("create "+wire.TopicTransHalf, err)
+	}
+	return nil
+}
+
+// processEndTransaction is END_TRANSACTION (37). The official clients send
+// it one-way, so the answer only reaches callers that wait for it (our
+// SDK, tools); a refusal is also logged.
+func (c *Controller) processEndTransaction(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h wire.EndTransactionRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err), nil
+	}
+	tr, ok := c.rep.(transactionReplica)
+	if !ok {
+		return response(remoting.ResponseRequestCodeNotSupported, "broker %s cannot decide transactions", c.cfg.BrokerName), nil
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader(), nil
+	}
+	var commit bool
+	switch h.CommitOrRollback {
+	case 0: // TRANSACTION_NOT_TYPE: the producer does not know yet; the check-back asks again.
+		return success(), nil
+	case wire.SysFlagTransCommit:
+		commit = true
+	case wire.SysFlagTransRollback:
+	default:
+		return response(remoting.ResponseSystemError, "commitOrRollback %d is none of 0 (unknown), 8 (commit), 12 (rollback)", h.CommitOrRollback), nil
+	}
+	half, resp := c.lookHalf(&h)
+	if resp != nil {
+		c.log.Warn("END_TRANSACTION refused", zap.String("producerGroup", h.ProducerGroup),
+			zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID), zap.String("why", resp.Remark))
+		return resp, nil
+	}
+	if tr.TxnDecided(h.CommitLogOffset) {
+		c.txn.repeated.Inc()
+		return response(remoting.ResponseSuccess, "the transaction of %s was already decided", h.MsgID), nil
+	}
+	msgs := make([]*store.Message, 0, 2)
+	if commit {
+		m := c.committedMessage(half, h.CommitLogOffset)
+		if _, err := c.ensureTopic(ctx, m.Topic, c.live().DefaultTopicQueueNums, 0); err != nil {
+			return c.writeError("create "+m.Topic, err), nil
+		}
+		if r := c.applyDelay(ctx, m); r != nil {
+			return r, nil
+		}
+		msgs = append(msgs, m)
+	}
+	if _, err := c.ensureTopic(ctx, wire.TopicTransOpHalf, 1, 0); err != nil {
+		return c.writeError("create "+wire.TopicTransOpHalf, err), nil
+	}
+	msgs = append(msgs, c.opRecord(half, h.TranStateTableOffset))
+	wctx, cancel := c.writeCtx(ctx)
+	defer cancel()
+	applied, err := tr.EndTransaction(wctx, h.CommitLogOffset, commit, msgs)
+	if err != nil {
+		c.log.Warn("END_TRANSACTION not replicated; the check-back will ask again", zap.String("producerGroup", h.ProducerGroup),
+			zap.Int64("commitLogOffset", h.CommitLogOffset), zap.Error(err))
+		return c.writeError("end transaction", err), nil
+	}
+	switch {
+	case !applied:
+		c.txn.repeated.Inc()
+		return response(remoting.ResponseSuccess, "the transaction of %s was already decided", h.MsgID), nil
+	case commit:
+		c.txn.commits.Inc()
+		c.countPut(msgs[:1])
+	default:
+		c.txn.rollbacks.Inc()
+	}
+	return success(), nil
+}
+
+// lookHalf reads the half an END_TRANSACTION names and checks it is a half
+// of the request's producer group (RocketMQ checkPrepareMessage).
+func (c *Controller) lookHalf(h *wire.EndTransactionRequestHeader) (*store.Message, *remoting.RemotingCommand) {
+	m, err := c.st.LookMessageByOffset(h.CommitLogOffset)
+	if err != nil {
+		return nil, response(remoting.ResponseSystemError, "no half message at commitLogOffset %d: %v", h.CommitLogOffset, err)
+	}
+	if m.Topic != wire.TopicTransHalf {
+		return nil, response(remoting.ResponseSystemError, "the message at commitLogOffset %d is in topic %s, not a half message",
+			h.CommitLogOffset, m.Topic)
+	}
+	if g := m.Properties[wire.PropertyProducerGroup]; g != h.ProducerGroup {
+		return nil, response(remoting.ResponseSystemError, "the half message at commitLogOffset %d belongs to producer group %q, not %q",
+			h.CommitLogOffset, g, h.ProducerGroup)
+	}
+	return m, nil
+}
+
+// committedMessage is the real message of a committed half (RocketMQ
+// endMessageTransaction): real topic and queue, the producer's properties
+// and keys, the commit sysflag and the half's offset.
+func (c *Controller) committedMessage(half *store.Message, halfOffset int64) *store.Message {
+	props := copyProps(half.Properties)
+	topic := props[wire.PropertyRealTopic]
+	qid, _ := strconv.Atoi(props[wire.PropertyRealQueueID])
+	for _, k := range []string{wire.PropertyRealTopic, wire.PropertyRealQueueID, wire.PropertyTransactionCheckTimes, wire.PropertyCRC32} {
+		delete(props, k)
+	}
+	return &store.Message{
+		Topic: topic, QueueID: int32(qid), Flag: half.Flag, Body: half.Body, Properties: props,
+		SysFlag:       half.SysFlag&^(wire.SysFlagBornHostV6|wire.SysFlagStoreHostV6|wire.SysFlagTransMask) | wire.SysFlagTransCommit,
+		BornTimestamp: half.BornTimestamp, BornHost: half.BornHost, StoreHost: c.storeHost,
+		ReconsumeTimes: half.ReconsumeTimes, PreparedTransactionOffset: halfOffset,
+	}
+}
+
+// opRecord is the op message that marks a half decided (RocketMQ
+// deletePrepareMessage): tag "d", body the half's queue offset.
+func (c *Controller) opRecord(half *store.Message, halfQueueOffset int64) *store.Message {
+	return &store.Message{
+		Topic: wire.TopicTransOpHalf, QueueID: 0, Body: []byte(strconv.FormatInt(halfQueueOffset, 10)),
+		Properties:    map[string]string{wire.PropertyTags: wire.TransOpRemoveTag},
+		BornTimestamp: time.Now().UnixMilli(), BornHost: half.BornHost, StoreHost: c.storeHost,
+	}
+}
+
+// txnService is the leader's check-back walk and the transaction metrics.
+type txnService struct {
+	c          *Controller
+	batchLimit int
+
+	commits, rollbacks, repeated, checks, discarded prometheus.Counter
+}
+
+func newTxnService(c *Controller) *txnService {
+	s := &txnService{c: c, batchLimit: 64}
+	counter := func(name, help string) prometheus.Counter {
+		x := prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Name: name, Help: help})
+		c.metrics.reg.MustRegister(x)
+		return x
+	}
+	s.commits = counter("transaction_commits_total", "Half messages committed by END_TRANSACTION (made visible once).")
+	s.rollbacks = counter("transaction_rollbacks_total", "Half messages rolled back by END_TRANSACTION.")
+	s.repeated = counter("transaction_repeated_ends_total", "END_TRANSACTIONs for halves already decided (ignored).")
+	s.checks = counter("transaction_checks_total", "CHECK_TRANSACTION_STATE requests sent to producers.")
+	s.discarded = counter("transaction_discarded_total", "Half messages discarded after transactionCheckMax check-backs.")
+	return s
+}
+
+func (s *txnService) run() {
+	t := time.NewTicker(s.c.cfg.TransactionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.c.quit:
+			return
+		case now := <-t.C:
+			if err := s.round(now); err != nil {
+				s.c.log.Warn("transaction check round failed; retrying next round", zap.Error(err))
+			}
+		}
+	}
+}
+
+// round walks the half queue once (leader only) and replicates what it
+// did.
+func (s *txnService) round(now time.Time) error {
+	tr, ok := s.c.rep.(transactionReplica)
+	if !ok || !s.c.rep.IsLeader() {
+		return nil
+	}
+	if _, ok := s.c.rep.State().Topic(wire.TopicTransHalf); !ok {
+		return nil
+	}
+	floor := tr.TxnFloor()
+	prog := &txnCheck{FloorQueue: floor.FloorQueue, FloorPhy: floor.FloorPhy}
+	off := max(floor.FloorQueue, s.c.st.GetMinOffsetInQueue(wire.TopicTransHalf, 0))
+	prog.FloorQueue = off // halves below the queue's minimum are gone (retention)
+	maxOff := s.c.st.GetMaxOffsetInQueue(wire.TopicTransHalf, 0)
+	prefix := true // every half before off is decided or discarded
+	var err error
+walk:
+	for off < maxOff {
+		var res store.GetMessageResult
+		res, err = s.c.st.GetMessage("", wire.TopicTransHalf, 0, off, s.batchLimit, nil)
+		if err != nil {
+			break
+		}
+		if res.Status != store.Found {
+			if res.NextBeginOffset <= off {
+				break
+			}
+			off = res.NextBeginOffset
+			if prefix {
+				prog.FloorQueue = off
+			}
+			continue
+		}
+		for i, b := range res.Messages {
+			qo := res.QueueOffsets[i]
+			m, _, derr := wire.DecodeMessage(b, true)
+			if derr != nil {
+				err = derr
+				break walk
+			}
+			phy := m.PhysicalOffset
+			passed := false
+			switch {
+			case tr.TxnDecided(phy):
+				passed = true
+			case now.Sub(time.UnixMilli(m.StoreTimestamp)) < s.timeout(m):
+				break walk // the queue is in store order: the rest is younger
+			case tr.TxnChecks(phy) >= int32(s.c.cfg.TransactionCheckMax):
+				passed = true
+				prog.Discarded = append(prog.Discarded, phy)
+				s.discarded.Inc()
+				s.c.log.Warn("transactional half message discarded after transactionCheckMax check-backs; it is never delivered",
+					zap.String("producerGroup", m.Properties[wire.PropertyProducerGroup]), zap.String("msgId", m.UniqKey()),
+					zap.String("topic", m.Properties[wire.PropertyRealTopic]), zap.Int64("commitLogOffset", phy),
+					zap.Int("transactionCheckMax", s.c.cfg.TransactionCheckMax))
+			default:
+				s.sendCheck(m, qo)
+				prog.Checked = append(prog.Checked, phy)
+			}
+			if prefix && passed {
+				prog.FloorQueue, prog.FloorPhy = qo+1, phy+1
+			} else {
+				prefix = false
+			}
+			off = qo + 1
+		}
+	}
+	if prog.FloorQueue == floor.FloorQueue && prog.FloorPhy == floor.FloorPhy && len(prog.Checked) == 0 && len(prog.Discarded) == 0 {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
+	defer cancel()
+	if uerr := tr.UpdateTxnCheck(ctx, prog); uerr != nil {
+		return uerr
+	}
+	return err
+}
+
+// timeout is a half's transaction timeout: its CHECK_IMMUNITY_TIME_IN_SECONDS
+// if set, else transactionTimeOut.
+func (s *txnService) timeout(m *store.Message) time.Duration {
+	if v := m.Properties[wire.PropertyCheckImmunityTime]; v != "" {
+		if sec, err := strconv.Atoi(v); err == nil && sec > 0 {
+			return time.Duration(sec) * time.Second
+		}
+	}
+	return s.c.cfg.TransactionTimeOut
+}
+
+// sendCheck sends CHECK_TRANSACTION_STATE one-way to a live producer
+// connection of the half's group, with the half in its real topic and
+// queue as the body (RocketMQ sendCheckMessage). No connected producer
+// only logs: the check counts, as in RocketMQ.
+func (s *txnService) sendCheck(half *store.Message, queueOffset int64) {
+	group := half.Properties[wire.PropertyProducerGroup]
+	ch := s.c.clients.producerChannel(group)
+	if ch == nil {
+		s.c.log.Debug("no producer of the group is connected; the half is checked again next round",
+			zap.String("producerGroup", group), zap.String("msgId", half.UniqKey()))
+		return
+	}
+	m := *half
+	m.Properties = copyProps(half.Properties)
+	m.Topic = m.Properties[wire.PropertyRealTopic]
+	qid, _ := strconv.Atoi(m.Properties[wire.PropertyRealQueueID])
+	m.QueueID, m.QueueOffset = int32(qid), queueOffset
+	delete(m.Properties, wire.PropertyCRC32)
+	body, err := wire.AppendMessage(nil, &m)
+	if err != nil {
+		s.c.log.Warn("cannot encode a half message for its check-back", zap.Int64("commitLogOffset", half.PhysicalOffset), zap.Error(err))
+		return
+	}
+	txID := half.Properties[wire.PropertyTransactionID]
+	if txID == "" {
+		txID = half.UniqKey()
+	}
+	req := remoting.NewRequest(remoting.RequestCheckTransactionState, &wire.CheckTransactionStateRequestHeader{
+		TranStateTableOffset: queueOffset, CommitLogOffset: half.PhysicalOffset, MsgID: half.UniqKey(),
+		TransactionID: txID, OffsetMsgID: half.MsgID(),
+	}, body)
+	req.Flag |= remoting.FlagOneway
+	ctx, cancel := context.WithTimeout(s.c.ctx, time.Second)
+	defer cancel()
+	if err := ch.Conn.InvokeOneway(ctx, req); err != nil {
+		s.c.log.Debug("check-back not sent", zap.String("producerGroup", group), zap.String("client", ch.ClientID), zap.Error(err))
+		return
+	}
+	s.checks.Inc()
+}
+
+// producerChannel picks the producer of group that heartbeat last on a
+// connection still open (RocketMQ getAvailableChannel).
+func (m *clientManager) producerChannel(group string) *clientChannel {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best *clientChannel
+	for _, ch := range m.producers[group] {
+		if ch.Conn == nil || ch.Conn.Closed() {
+			continue
+		}
+		if best == nil || ch.LastUpdate.After(best.LastUpdate) {
+			best = ch
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	cp := *best
+	return &cp
+}
