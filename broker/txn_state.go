@@ -171,4 +171,3 @@ func (s *state) txnSizes() (decided, checking int) {
 	defer s.mu.RUnlock()
 	return len(s.txn.decided), len(s.txn.checks)
 }
-
