@@ -63,6 +63,12 @@ var goldenCommands = []struct {
 		name: "messages with idempotent keys", ext: "0101020001700203017104",
 		want: Command{Type: CmdMessages, Idem: []idemKey{{Index: 0, Producer: "p", Seq: 1}, {Index: 3, Producer: "q", Seq: 2}}},
 	},
+	{name: "transaction commit", ext: "0901c80101", want: Command{Type: CmdTxnEnd, TxnHalf: 100, TxnCommit: true}},
+	{name: "transaction rollback", ext: "0901c80100", want: Command{Type: CmdTxnEnd, TxnHalf: 100}},
+	{
+		name: "transaction check", ext: "0a01", data: "\x06\xe8\x07\x02\xb0\x09\xb0\x09\x01\x90\x03",
+		want: Command{Type: CmdTxnCheck, TxnCheck: &txnCheck{FloorQueue: 3, FloorPhy: 500, Checked: []int64{600, 600}, Discarded: []int64{200}}},
+	},
 }
 
 func TestCommandGoldenEntries(t *testing.T) {

@@ -20,6 +20,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Type: CmdDeleteGroup, Name: "g"},
 		{Type: CmdScheduleOffsets, Schedule: map[int32]int64{1: 5, 18: 7}},
 		{Type: CmdMemberAddr, MemberID: "n0", MemberAddr: "127.0.0.1:10911"},
+		{Type: CmdTxnEnd, TxnHalf: 4096, TxnCommit: true},
+		{Type: CmdTxnCheck, TxnCheck: &txnCheck{FloorQueue: 3, FloorPhy: 500, Checked: []int64{600}, Discarded: []int64{700}}},
 		{Type: CmdTimerProgress, Timer: TimerProgress{From: TimerCursor{Bucket: 1700000000, Fired: 4}, To: TimerCursor{Bucket: 1700000000, Fired: 9}}},
 	}
 	for _, c := range seeds {

@@ -169,7 +169,8 @@ func decodeAll(t *testing.T, b []byte) []*client.MessageExt {
 	return msgs
 }
 
-// TestTransactionHalfRefused: a transaction's half message (prepared
+// TestTransactionHalfRefused: on a Replica that cannot decide transactions
+// (the fake), a transaction's half message (prepared
 // sysflag, or the TRAN_MSG property RocketMQ's broker reads) is refused
 // with NO_PERMISSION and a remark saying why, and nothing is stored: the
 // next plain message on that queue gets offset 0.
