@@ -1,0 +1,436 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// Transactional messages (RocketMQ TransactionMQProducer). The producer
+// sends a half message, which the broker stores invisibly; it then runs
+// the local transaction (TransactionListener.ExecuteLocalTransaction) and
+// sends END_TRANSACTION with the outcome. Until a half is decided the
+// broker asks the producer group again (CHECK_TRANSACTION_STATE, served
+// by CheckLocalTransaction) on a connection of any producer of the group
+// that heartbeats it; the answer goes back on the connection the check
+// came on. Unlike RocketMQ's clients, which send END_TRANSACTION one-way
+// to the route's master, this producer waits for the answer and follows a
+// not-leader hint, so a commit still lands when the leader changed
+// between the half and the decision (a Raft group's members hold the half
+// at the same CommitLog offset); and it heartbeats every member of its
+// brokers' groups, so a new leader can check its halves at once.
+
+// LocalTransactionState is a local transaction's outcome.
+type LocalTransactionState int
+
+const (
+	// TransactionUnknown leaves the half undecided: the broker checks
+	// back after its transactionTimeOut.
+	TransactionUnknown LocalTransactionState = iota
+	// TransactionCommit makes the message visible to consumers.
+	TransactionCommit
+	// TransactionRollback discards the message.
+	TransactionRollback
+)
+
+// String names the state.
+func (s LocalTransactionState) String() string {
+	switch s {
+	case TransactionCommit:
+		return "COMMIT"
+	case TransactionRollback:
+		return "ROLLBACK"
+	}
+	return "UNKNOWN"
+}
+
+// wireFlag is END_TRANSACTION's commitOrRollback value.
+func (s LocalTransactionState) wireFlag() int32 {
+	switch s {
+	case TransactionCommit:
+		return wire.SysFlagTransCommit
+	case TransactionRollback:
+		return wire.SysFlagTransRollback
+	}
+	return 0
+}
+
+// TransactionListener runs and checks local transactions. Both methods may
+// run concurrently; a panic counts as TransactionUnknown.
+type TransactionListener interface {
+	// ExecuteLocalTransaction runs the local transaction of msg after its
+	// half message was stored; it is called on the goroutine of
+	// SendMessageInTransaction, with its ctx.
+	ExecuteLocalTransaction(ctx context.Context, msg *Message) LocalTransactionState
+	// CheckLocalTransaction answers a broker's check-back for a half whose
+	// outcome it did not learn (TransactionUnknown, a lost decision, a
+	// producer that died); msg is the half in its real topic, its MsgID the
+	// UNIQ_KEY SendMessageInTransaction returned.
+	CheckLocalTransaction(ctx context.Context, msg *MessageExt) LocalTransactionState
+}
+
+// TransactionSendResult is SendMessageInTransaction's outcome.
+type TransactionSendResult struct {
+	*SendResult
+	// State is what the local transaction returned.
+	State LocalTransactionState
+	// EndErr is why END_TRANSACTION did not reach the broker (nil when it
+	// did); the broker's check-back then asks CheckLocalTransaction.
+	EndErr error
+}
+
+// TransactionProducer is a Producer that sends transactional messages.
+// Build it with NewTransactionProducer, Start it, Close it; its Producer
+// (plain sends) is usable as well.
+type TransactionProducer struct {
+	*Producer
+	listener TransactionListener
+	id       string // client id in heartbeats
+	checks   chan txnCheck
+	hbNow    chan struct{}
+
+	mu     sync.Mutex
+	topics map[string]bool // guarded by mu; topics sent to, whose brokers get heartbeats
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// txnCheck is one check-back waiting for the listener.
+type txnCheck struct {
+	conn *remoting.Conn
+	hdr  wire.CheckTransactionStateRequestHeader
+	msg  *MessageExt
+}
+
+// maxPendingChecks bounds the check-backs queued for the listener; more are
+// dropped (the broker asks again next round).
+const maxPendingChecks = 2000
+
+// NewTransactionProducer builds a transaction producer; opts are the
+// Producer's (ProducerGroup names the group the broker checks back).
+func NewTransactionProducer(listener TransactionListener, opts ...ProducerOpt) (*TransactionProducer, error) {
+	if listener == nil {
+		return nil, fmt.Errorf("%w: nil TransactionListener", ErrInvalidOption)
+	}
+	p, err := NewProducer(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if p.cfg.autoBatch.maxMessages > 1 {
+		return nil, fmt.Errorf("%w: AutoBatch cannot be used by a transaction producer (half messages are never batched)", ErrInvalidOption)
+	}
+	return &TransactionProducer{Producer: p, listener: listener, id: newTxnClientID(&p.cfg), checks: make(chan txnCheck, maxPendingChecks),
+		hbNow: make(chan struct{}, 1), topics: map[string]bool{}}, nil
+}
+
+// Start starts the producer, the check-back worker and the heartbeat loop.
+func (tp *TransactionProducer) Start(ctx context.Context) error {
+	if err := tp.Producer.Start(ctx); err != nil {
+		return err
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.ctx != nil {
+		return nil
+	}
+	tp.ctx, tp.cancel = context.WithCancel(tp.Producer.baseContext())
+	tp.rc.RegisterProcessor(remoting.RequestCheckTransactionState, tp.onCheck)
+	tp.wg.Add(2)
+	go func() { defer tp.wg.Done(); tp.checkLoop() }()
+	go func() { defer tp.wg.Done(); tp.heartbeatLoop() }()
+	return nil
+}
+
+// Close unregisters the producer from its brokers, stops the check-back
+// worker (waiting for a listener call in progress) and the heartbeat
+// loop, then closes the Producer.
+func (tp *TransactionProducer) Close(ctx context.Context) error {
+	tp.mu.Lock()
+	cancel := tp.cancel
+	tp.mu.Unlock()
+	if cancel != nil {
+		tp.unregister(ctx)
+		cancel()
+		if err := waitGroup(ctx, &tp.wg); err != nil {
+			_ = tp.Producer.Close(ctx)
+			return err
+		}
+	}
+	return tp.Producer.Close(ctx)
+}
+
+// SendMessageInTransaction sends msg as a half message, runs the local
+// transaction and ends it with the outcome. The error is the half's send
+// error (the local transaction did not run); an END_TRANSACTION that did
+// not arrive is TransactionSendResult.EndErr. A half sent twice by a
+// retried attempt is deduplicated only with the Idempotent option.
+func (tp *TransactionProducer) SendMessageInTransaction(ctx context.Context, msg *Message) (*TransactionSendResult, error) {
+	if msg == nil {
+		return nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
+	}
+	if msg.DelayLevel > 0 {
+		return nil, fmt.Errorf("%w: a transactional message cannot be delayed", ErrInvalidMessage)
+	}
+	half := *msg
+	half.Properties = maps.Clone(msg.Properties)
+	half.WithProperty(wire.PropertyTransactionPrep, "true").WithProperty(wire.PropertyProducerGroup, tp.cfg.group)
+	r, err := tp.prepare(&half)
+	if err != nil {
+		return nil, err
+	}
+	r.sysFlag |= wire.SysFlagTransPrepared
+	res, err := tp.send(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	tp.noteTopic(msg.Topic)
+	out := &TransactionSendResult{SendResult: res, State: TransactionUnknown}
+	if res.Status == SendOK {
+		out.State = tp.execute(ctx, &half)
+	} else {
+		// Not durable enough to act on (RocketMQ rolls back too).
+		out.State = TransactionRollback
+	}
+	out.EndErr = tp.endTransaction(ctx, res, out.State)
+	return out, nil
+}
+
+// execute runs the listener, a panic counting as unknown.
+func (tp *TransactionProducer) execute(ctx context.Context, msg *Message) (state LocalTransactionState) {
+	defer func() {
+		if r := recover(); r != nil {
+			tp.log.Error("ExecuteLocalTransaction panicked; the half stays undecided until the check-back", zap.Any("panic", r))
+			state = TransactionUnknown
+		}
+	}()
+	return tp.listener.ExecuteLocalTransaction(ctx, msg)
+}
+
+// endTransaction sends END_TRANSACTION for a half and waits for the
+// answer, within SendTimeout: it follows not-leader hints and waits out an
+// election (a member that names no leader, or names one that is down).
+func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResult, state LocalTransactionState) error {
+	id, err := wire.ParseMessageID(res.OffsetMsgID)
+	if err != nil {
+		return fmt.Errorf("client: the half's offset msgId %q: %w", res.OffsetMsgID, err)
+	}
+	h := wire.EndTransactionRequestHeader{ProducerGroup: tp.cfg.group, TranStateTableOffset: res.QueueOffset,
+		CommitLogOffset: id.Offset, CommitOrRollback: state.wireFlag(), MsgID: res.MsgID, TransactionID: res.MsgID,
+		BrokerName: res.Queue.BrokerName}
+	routes, err := tp.running()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, tp.cfg.sendTimeout)
+	defer cancel()
+	bn, addr := res.Queue.BrokerName, res.Addr
+	var last error
+	for {
+		if addr == "" {
+			addr = routes.brokerAddr(bn)
+		}
+		if addr != "" {
+			resp, err := tp.rc.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestEndTransaction, &h, nil))
+			switch {
+			case err != nil:
+				last = err
+				routes.markDown(bn, addr, time.Second)
+				addr = ""
+			case resp.Code == remoting.ResponseSuccess:
+				return nil
+			default:
+				leader := resp.ExtFields[wire.ExtLeaderAddr]
+				last = &BrokerError{Broker: bn, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: leader}
+				if resp.Code != remoting.ResponseServiceNotAvailable {
+					return last // refused: retrying cannot help
+				}
+				if leader != "" && leader != addr && !routes.distrusted(bn, leader) {
+					routes.learnLeader(bn, addr, leader)
+					addr = leader
+					continue
+				}
+				addr = ""
+			}
+		}
+		if !waitElection(ctx) {
+			return errors.Join(last, ctx.Err())
+		}
+	}
+}
+
+// onCheck is the client side of CHECK_TRANSACTION_STATE (39): it queues
+// the check for the worker and answers nothing (the request is one-way).
+func (tp *TransactionProducer) onCheck(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	var h wire.CheckTransactionStateRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		tp.log.Warn("malformed check-back header", zap.Error(err))
+		return nil, nil
+	}
+	msgs, err := DecodeMessages(req.Body)
+	if err != nil || len(msgs) != 1 {
+		tp.log.Warn("malformed check-back body", zap.Int("messages", len(msgs)), zap.Error(err))
+		return nil, nil
+	}
+	if g := msgs[0].Properties[wire.PropertyProducerGroup]; g != tp.cfg.group {
+		tp.log.Warn("check-back for another producer group ignored", zap.String("group", g))
+		return nil, nil
+	}
+	select {
+	case tp.checks <- txnCheck{conn: conn, hdr: h, msg: msgs[0]}:
+	default:
+		tp.log.Warn("check-back queue full; the broker asks again next round", zap.String("msgId", h.MsgID))
+	}
+	return nil, nil
+}
+
+// checkLoop answers check-backs one by one: END_TRANSACTION one-way on the
+// connection the check came on, as RocketMQ's clients do.
+func (tp *TransactionProducer) checkLoop() {
+	for {
+		select {
+		case <-tp.ctx.Done():
+			return
+		case c := <-tp.checks:
+			state := tp.check(c.msg)
+			h := wire.EndTransactionRequestHeader{ProducerGroup: tp.cfg.group, TranStateTableOffset: c.hdr.TranStateTableOffset,
+				CommitLogOffset: c.hdr.CommitLogOffset, CommitOrRollback: state.wireFlag(), FromTransactionCheck: true,
+				MsgID: c.msg.MsgID, TransactionID: c.hdr.TransactionID}
+			req := remoting.NewRequest(remoting.RequestEndTransaction, &h, nil)
+			req.Flag |= remoting.FlagOneway
+			ctx, cancel := context.WithTimeout(tp.ctx, tp.cfg.sendTimeout)
+			if err := c.conn.InvokeOneway(ctx, req); err != nil {
+				tp.log.Debug("check-back answer not sent; the broker asks again", zap.String("msgId", c.msg.MsgID), zap.Error(err))
+			}
+			cancel()
+		}
+	}
+}
+
+func (tp *TransactionProducer) check(msg *MessageExt) (state LocalTransactionState) {
+	defer func() {
+		if r := recover(); r != nil {
+			tp.log.Error("CheckLocalTransaction panicked; answering unknown", zap.Any("panic", r))
+			state = TransactionUnknown
+		}
+	}()
+	return tp.listener.CheckLocalTransaction(tp.ctx, msg)
+}
+
+// noteTopic remembers a topic whose brokers must know the producer, and
+// heartbeats at once the first time.
+func (tp *TransactionProducer) noteTopic(topic string) {
+	tp.mu.Lock()
+	known := tp.topics[topic]
+	tp.topics[topic] = true
+	tp.mu.Unlock()
+	if !known {
+		select {
+		case tp.hbNow <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// TransactionHeartbeatInterval is how often a TransactionProducer
+// heartbeats every member of its brokers' groups (RocketMQ's
+// heartbeatBrokerInterval): brokers drop a producer silent for their
+// channelExpiredTimeout (120 s), and check back only on connections of
+// producers they know.
+const TransactionHeartbeatInterval = 30 * time.Second
+
+func (tp *TransactionProducer) heartbeatLoop() {
+	t := time.NewTicker(TransactionHeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-tp.ctx.Done():
+			return
+		case <-t.C:
+		case <-tp.hbNow:
+		}
+		tp.heartbeat()
+	}
+}
+
+// heartbeat sends HEART_BEAT with the producer group to every member of
+// every broker group the producer's topics route to.
+func (tp *TransactionProducer) heartbeat() {
+	body, _ := json.Marshal(wire.HeartbeatData{ClientID: tp.clientID(),
+		ProducerDataSet: []wire.HeartbeatProducerData{{GroupName: tp.cfg.group}}, ConsumerDataSet: []wire.HeartbeatConsumerData{}})
+	for _, addr := range tp.memberAddrs() {
+		ctx, cancel := context.WithTimeout(tp.ctx, tp.cfg.common.requestTimeout)
+		resp, err := tp.rc.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, body))
+		cancel()
+		if err != nil || resp.Code != remoting.ResponseSuccess {
+			tp.log.Debug("producer heartbeat failed", zap.String("addr", addr), zap.Error(err))
+		}
+	}
+}
+
+// unregister tells every member the producer is gone (UNREGISTER_CLIENT),
+// so check-backs go to the group's other producers at once.
+func (tp *TransactionProducer) unregister(ctx context.Context) {
+	h := &wire.UnregisterClientRequestHeader{ClientID: tp.clientID(), ProducerGroup: tp.cfg.group}
+	for _, addr := range tp.memberAddrs() {
+		cctx, cancel := context.WithTimeout(ctx, tp.cfg.common.requestTimeout)
+		_, _ = tp.rc.InvokeSync(cctx, addr, remoting.NewRequest(remoting.RequestUnregisterClient, h, nil))
+		cancel()
+	}
+}
+
+// memberAddrs lists every member of the broker groups of the topics sent
+// to, from the route cache.
+func (tp *TransactionProducer) memberAddrs() []string {
+	tp.mu.Lock()
+	topics := slices.Collect(maps.Keys(tp.topics))
+	tp.mu.Unlock()
+	routes, err := tp.running()
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, topic := range topics {
+		info := routes.cachedPublishInfo(topic)
+		if info == nil || info.Route == nil {
+			continue
+		}
+		for _, bd := range info.Route.BrokerDatas {
+			for _, a := range bd.BrokerAddrs {
+				if a != "" {
+					seen[a] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// clientID is the producer's client id in heartbeats, made like a
+// consumer's: with the default instance name, two producers of one process
+// must not share it, or a broker would keep only one of them.
+func (tp *TransactionProducer) clientID() string { return tp.id }
+
+func newTxnClientID(cfg *producerConfig) string {
+	inst := cfg.common.instanceName
+	if inst == "DEFAULT" {
+		inst = strconv.Itoa(os.Getpid()) + "#" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
+	ip := cfg.common.clientIP
+	if ip == nil {
+		ip = localIPv4()
+	}
+	return ip.String() + "@" + inst
+}
