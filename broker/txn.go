@@ -88,6 +88,12 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 	if m.Properties[wire.PropertyProducerGroup] == "" {
 		m.Properties[wire.PropertyProducerGroup] = producerGroup
 	}
+	// The idempotent producer's sequence is per real queue; kept, it
+	// would be deduplicated against the one stream of the half queue.
+	// Halves are not deduplicated: the decided set makes each half's
+	// commit count once, and a half stored twice is at-least-once.
+	delete(m.Properties, wire.PropertyProducerID)
+	delete(m.Properties, wire.PropertySequence)
 	m.Topic, m.QueueID = wire.TopicTransHalf, 0
 	m.SysFlag &^= wire.SysFlagTransMask
 	if _, err := c.ensureTopic(ctx, wire.TopicTransHalf, 1, 0); err != nil {

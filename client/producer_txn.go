@@ -129,6 +129,9 @@ func NewTransactionProducer(listener TransactionListener, opts ...ProducerOpt) (
 	if err != nil {
 		return nil, err
 	}
+	if p.cfg.idempotent {
+		return nil, fmt.Errorf("%w: Idempotent cannot be used by a transaction producer: brokers do not deduplicate half messages by sequence (a half resent by a retry is stored twice; each half commits at most once)", ErrInvalidOption)
+	}
 	if p.cfg.autoBatch.maxMessages > 1 {
 		return nil, fmt.Errorf("%w: AutoBatch cannot be used by a transaction producer (half messages are never batched)", ErrInvalidOption)
 	}

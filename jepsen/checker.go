@@ -260,6 +260,8 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		v.Checks = append(v.Checks, Check{Name: "unknown sends later found committed (allowed)", Value: fmt.Sprintf("%d of %d", n, v.Unknown), OK: true})
 	}
 
+	v.Checks = append(v.Checks, checkTransactions(h, consumed, inLog)...)
+
 	// At most one leader per term.
 	{
 		type groupTerm struct {

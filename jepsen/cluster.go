@@ -144,6 +144,10 @@ func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 			"raftTransportTimeout=2000",
 			"raftSnapshotInterval=5000",
 			"raftSnapshotThreshold=2048",
+			// Check-backs within a fault's hold time, so transactions whose
+			// END_TRANSACTION a fault lost are decided before the drain ends.
+			"transactionTimeOut=1000",
+			"transactionCheckInterval=1000",
 		},
 		Wrap: c.wrap,
 	}

@@ -30,6 +30,9 @@ type Op struct {
 	Queue      int     `json:"queue"`
 	Offset     int64   `json:"offset"`
 	Err        string  `json:"err,omitempty"`
+	// Txn is the decision of a transactional send (TxnCommit,
+	// TxnRollback; workload_txn.go), "" for a plain one.
+	Txn string `json:"txn,omitempty"`
 }
 
 // Delivery is one message handed to a consumer's listener.

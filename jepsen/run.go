@@ -42,7 +42,7 @@ type Profile struct {
 // "full" (30 minutes, every nemesis).
 func Profiles() map[string]Profile {
 	wl := WorkloadConfig{Producers: 4, WorkersPerProducer: 2, OpsPerSecond: 300, SendTimeout: 5 * time.Second, AttemptTimeout: time.Second, Consumers: 2,
-		TimerOpsPerSecond: 10}
+		TimerOpsPerSecond: 10, TxnProducers: 1}
 	short := Profile{
 		Name:     "short",
 		Duration: 75 * time.Second,
@@ -253,7 +253,7 @@ func drain(ctx context.Context, rec *recorder, timeout time.Duration) bool {
 		}
 		missing := 0
 		for _, o := range rec.h.Ops {
-			if o.Result == ResultOK && !got[o.Value] {
+			if mustDeliver(o) && !got[o.Value] {
 				missing++
 			}
 		}

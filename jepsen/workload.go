@@ -38,6 +38,9 @@ type WorkloadConfig struct {
 	// TimerOpsPerSecond is the rate of timer messages (workload_timer.go;
 	// 0 = none).
 	TimerOpsPerSecond int
+	// TxnProducers is the number of SDK transaction producers
+	// (workload_txn.go), each with WorkersPerProducer workers.
+	TxnProducers int
 }
 
 // workload runs producers and consumers against one cluster.
@@ -52,6 +55,8 @@ type workload struct {
 	wg     sync.WaitGroup
 	// timerProd sends the timer messages (nil: none).
 	timerProd *client.Producer
+	// txnProd are the transaction producers (workload_txn.go).
+	txnProd []*client.TransactionProducer
 }
 
 func newWorkload(cfg WorkloadConfig, queues int, c *Cluster, rec *recorder, log *zap.Logger) *workload {
@@ -104,7 +109,7 @@ func (w *workload) startProducers(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
+	return w.startTxnProducers(ctx)
 }
 
 // createTopic creates Topic on every group's leader. Auto-creation would
@@ -184,6 +189,7 @@ func (w *workload) runProducers(ctx context.Context) {
 			}(i, k, p)
 		}
 	}
+	w.runTxnProducers(ctx)
 	w.wg.Wait()
 }
 
@@ -306,4 +312,5 @@ func (w *workload) close() {
 		_ = p.Close(ctx)
 		cancel()
 	}
+	w.closeTxnProducers()
 }
