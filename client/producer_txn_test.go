@@ -1,0 +1,151 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// txnTestListener executes with execState and checks with checkState.
+type txnTestListener struct {
+	execState, checkState LocalTransactionState
+	mu                    sync.Mutex
+	checked               []*MessageExt
+}
+
+func (l *txnTestListener) ExecuteLocalTransaction(context.Context, *Message) LocalTransactionState {
+	return l.execState
+}
+
+func (l *txnTestListener) CheckLocalTransaction(_ context.Context, m *MessageExt) LocalTransactionState {
+	l.mu.Lock()
+	l.checked = append(l.checked, m)
+	l.mu.Unlock()
+	return l.checkState
+}
+
+// TestTransactionProducerWire: the half goes out with the prepared sysflag,
+// TRAN_MSG and PGROUP; END_TRANSACTION names it by the send result's
+// offsets with the listener's decision; the producer heartbeats its group;
+// a broker's CHECK_TRANSACTION_STATE on that connection is answered by an
+// END_TRANSACTION from the check, one-way, on the same connection.
+func TestTransactionProducerWire(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	fb := startFakeBroker(t, "b", log)
+	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
+
+	var mu sync.Mutex
+	var ends []*remoting.RemotingCommand
+	var hbConn *remoting.Conn
+	fb.srv.Register(remoting.RequestEndTransaction, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		mu.Lock()
+		ends = append(ends, req)
+		mu.Unlock()
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	fb.srv.Register(remoting.RequestHeartBeat, func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		mu.Lock()
+		hbConn = conn
+		mu.Unlock()
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+
+	l := &txnTestListener{execState: TransactionRollback, checkState: TransactionCommit}
+	tp, err := NewTransactionProducer(l, NameServers(ns.Addr().String()), ProducerGroup("TPG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close(context.Background())
+	res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
+	if err != nil || res.State != TransactionRollback || res.EndErr != nil {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	sent := log.all()[0]
+	props := wire.ParseProperties(sent.header.Properties)
+	if sent.header.SysFlag&wire.SysFlagTransMask != wire.SysFlagTransPrepared || props[wire.PropertyTransactionPrep] != "true" ||
+		props[wire.PropertyProducerGroup] != "TPG" {
+		t.Fatalf("half sent with sysflag %#x properties %v", sent.header.SysFlag, props)
+	}
+	mu.Lock()
+	if len(ends) != 1 {
+		mu.Unlock()
+		t.Fatalf("%d END_TRANSACTIONs; want 1", len(ends))
+	}
+	var h wire.EndTransactionRequestHeader
+	if err := ends[0].DecodeHeader(&h); err != nil {
+		t.Fatal(err)
+	}
+	mu.Unlock()
+	id, _ := wire.ParseMessageID(res.OffsetMsgID)
+	if h.ProducerGroup != "TPG" || h.CommitOrRollback != wire.SysFlagTransRollback || h.CommitLogOffset != id.Offset ||
+		h.TranStateTableOffset != res.QueueOffset || h.MsgID != res.MsgID || h.FromTransactionCheck {
+		t.Fatalf("END_TRANSACTION header %+v for result %+v", h, res.SendResult)
+	}
+
+	testutil.WaitFor(t, 5*time.Second, "a producer heartbeat", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return hbConn != nil
+	})
+	half := &wire.Message{Topic: "T", Body: []byte("half"), Properties: map[string]string{
+		wire.PropertyProducerGroup: "TPG", wire.PropertyUniqKey: res.MsgID}, StoreHost: id.Addr, BornHost: id.Addr}
+	body, err := wire.AppendMessage(nil, half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := remoting.NewRequest(remoting.RequestCheckTransactionState, &wire.CheckTransactionStateRequestHeader{
+		TranStateTableOffset: 7, CommitLogOffset: 4242, MsgID: res.MsgID}, body)
+	check.Flag |= remoting.FlagOneway
+	mu.Lock()
+	conn := hbConn
+	mu.Unlock()
+	if err := conn.InvokeOneway(context.Background(), check); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the check-back's END_TRANSACTION", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ends) == 2
+	})
+	mu.Lock()
+	h = wire.EndTransactionRequestHeader{}
+	err = ends[1].DecodeHeader(&h)
+	oneway := ends[1].IsOneway()
+	mu.Unlock()
+	if err != nil || !oneway || !h.FromTransactionCheck || h.CommitOrRollback != wire.SysFlagTransCommit ||
+		h.CommitLogOffset != 4242 || h.TranStateTableOffset != 7 || h.MsgID != res.MsgID {
+		t.Fatalf("check answer %+v oneway=%v err=%v", h, oneway, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.checked) != 1 || string(l.checked[0].Body) != "half" || l.checked[0].MsgID != res.MsgID {
+		t.Fatalf("listener checked %v", l.checked)
+	}
+}
+
+// TestTransactionProducerOptions: options that cannot work with halves are
+// refused at construction.
+func TestTransactionProducerOptions(t *testing.T) {
+	l := &txnTestListener{}
+	for name, opts := range map[string][]ProducerOpt{
+		"idempotent": {NameServers("127.0.0.1:9876"), Idempotent(true)},
+		"autobatch":  {NameServers("127.0.0.1:9876"), AutoBatch(8, 1<<16, time.Millisecond)},
+	} {
+		if _, err := NewTransactionProducer(l, opts...); !errors.Is(err, ErrInvalidOption) {
+			t.Fatalf("%s: %v; want ErrInvalidOption", name, err)
+		}
+	}
+	if _, err := NewTransactionProducer(nil, NameServers("127.0.0.1:9876")); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("nil listener: %v", err)
+	}
+}
