@@ -32,7 +32,9 @@
 //     topic and group commands and snapshots store instead of wire types.
 //   - fsm.go: Apply (positions from the log store, dedup, dispatch in
 //     CommitLog order), Snapshot and Restore.
-//   - state.go: the replicated tables and the snapshot image.
+//   - state.go: the replicated tables and the snapshot image;
+//     txn_state.go: the transaction table (decided halves, check counts,
+//     the check walk's floor) and its CmdTxnCheck record.
 //   - dedup.go: the idempotent producer's windows, evicted in log time.
 //   - batcher.go: many concurrent sends into one Raft entry; the wait
 //     target; each request answered with its own result.
@@ -87,6 +89,11 @@
 //     (storeReplyMessageEnable); the reply topic and, with
 //     traceTopicEnable, the trace topic routed from start and created on
 //     first write.
+//   - txn.go: transactions (37 END_TRANSACTION, 39 CHECK_TRANSACTION_STATE
+//     sent to producers): halves rewritten to RMQ_SYS_TRANS_HALF_TOPIC, the
+//     commit/rollback entry, the leader's check-back walk, the
+//     transaction* config keys and metrics; txn_group.go: the Group's side
+//     (one CmdTxnEnd entry per decision, the table's reads).
 //   - sqlfilter.go: SQL92 subscriptions (enablePropertyFilter): the
 //     store.MessageFilter over stored properties, the compiled heartbeat
 //     subscription. Package broker/filter parses and evaluates the

@@ -186,7 +186,9 @@ type stateImage struct {
 	// Timer is the timer service's cursor; absent while it is zero (images
 	// from before timer messages).
 	Timer *TimerCursor `json:"timer,omitempty"`
-	Txn           *txnImage                  `json:"txn,omitempty"`
+	// Txn is the transaction table; absent while it is empty (images from
+	// before transactions).
+	Txn *txnImage `json:"txn,omitempty"`
 }
 
 // imageLocked deep-copies the tables (the snapshot is persisted while Apply

@@ -51,6 +51,9 @@
 //     election when there is nowhere else to go.
 //   - idempotent.go: producer id and per-queue sequences for the broker's
 //     dedup.
+//   - producer_txn.go: TransactionProducer (half message, local transaction,
+//     END_TRANSACTION following the leader; CHECK_TRANSACTION_STATE served
+//     on the connection it came on; producer heartbeats to every member).
 //   - autobatch.go: the AutoBatch option, which lets concurrent sends of a
 //     topic share SEND_BATCH_MESSAGE requests while each caller keeps its
 //     own result and retries.

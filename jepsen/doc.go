@@ -28,10 +28,12 @@
 //   - nemesis.go: the Nemesis interface, every nemesis, ring partitions,
 //     the schedule.
 //   - workload.go: SDK producers and consumers, the final read of every
-//     queue on every node.
+//     queue on every node; workload_txn.go: the transactional sends
+//     (client.TransactionProducer, decision fixed by the value).
 //   - history.go: the recorded operations, deliveries, reads, fault
 //     windows and leader observations.
-//   - checker.go: CheckHistory and its verdict.
+//   - checker.go: CheckHistory and its verdict; checker_txn.go: no committed
+//     transaction lost, no rolled-back one delivered or stored.
 //   - workload_timer.go, checker_timer.go: timer messages (their own topic
 //     and consumer group) and their checks: none lost, early or phantom.
 //   - report.go, report_png.go: verdict table, history JSON, timeline PNG.

@@ -51,6 +51,8 @@
 //	headers_reply.go       request-reply properties (CORRELATION_ID, REPLY_TO_CLIENT,
 //	                       TTL, CLUSTER, MSG_TYPE), the reply topic name and
 //	                       PUSH_REPLY_MESSAGE_TO_CLIENT's header
+//	headers_txn.go         END_TRANSACTION and CHECK_TRANSACTION_STATE headers,
+//	                       the transaction system topics and properties
 //	message.go             the stored-message format: magic codes, sysflags,
 //	                       layout offsets, the strict codec (AppendMessage,
 //	                       DecodeMessage, CheckEntry), the entry CRC, properties
