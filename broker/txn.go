@@ -43,7 +43,8 @@ import (
 type TransactionConfig struct {
 	// TransactionTimeOut is how old an undecided half must be before it
 	// is checked back (6 s; a half's CHECK_IMMUNITY_TIME_IN_SECONDS
-	// property overrides it).
+	// property may lengthen it for that half, not shorten it: the walk
+	// stops at the first half younger than this).
 	TransactionTimeOut time.Duration `prop:"transactionTimeOut"`
 	// TransactionCheckInterval is the period of the check walk (60 s).
 	TransactionCheckInterval time.Duration `prop:"transactionCheckInterval"`
@@ -299,12 +300,16 @@ walk:
 				break walk
 			}
 			phy := m.PhysicalOffset
+			age := now.Sub(time.UnixMilli(m.StoreTimestamp))
 			passed := false
 			switch {
 			case tr.TxnDecided(phy):
 				passed = true
-			case now.Sub(time.UnixMilli(m.StoreTimestamp)) < s.timeout(m):
+			case age < s.c.cfg.TransactionTimeOut:
 				break walk // the queue is in store order: the rest is younger
+			case age < s.timeout(m):
+				// Its own CHECK_IMMUNITY_TIME_IN_SECONDS is longer: skip it
+				// this round, it holds the floor.
 			case tr.TxnChecks(phy) >= int32(s.c.cfg.TransactionCheckMax):
 				passed = true
 				prog.Discarded = append(prog.Discarded, phy)
@@ -337,7 +342,8 @@ walk:
 }
 
 // timeout is a half's transaction timeout: its CHECK_IMMUNITY_TIME_IN_SECONDS
-// if set, else transactionTimeOut.
+// if set, else transactionTimeOut (round only checks it for halves at
+// least transactionTimeOut old).
 func (s *txnService) timeout(m *store.Message) time.Duration {
 	if v := m.Properties[wire.PropertyCheckImmunityTime]; v != "" {
 		if sec, err := strconv.Atoi(v); err == nil && sec > 0 {
