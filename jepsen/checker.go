@@ -67,6 +67,9 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 	var okOps []Op
 	for _, o := range h.Ops {
 		invoked[o.Value] = o
+		if o.Txn != "" {
+			continue // transactional sends are counted by checkTransactions
+		}
 		v.Sent++
 		if o.Result == ResultOK {
 			v.OK++
@@ -253,7 +256,7 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 	{
 		n := 0
 		for _, o := range h.Ops {
-			if o.Result != ResultOK && (consumed[o.Value] > 0 || inLog[o.Value]) {
+			if o.Txn == "" && o.Result != ResultOK && (consumed[o.Value] > 0 || inLog[o.Value]) {
 				n++
 			}
 		}
