@@ -164,8 +164,9 @@ func TestSDKTransactions(t *testing.T) {
 }
 
 // TestSDKTransactionProducerRestart: the producer closes after its half
-// with the outcome unknown; a restarted producer of the group commits it
-// on the check-back.
+// with the outcome unknown; a restarted producer of the group, which has
+// sent nothing yet (it heartbeats TBW102's brokers from its start), commits
+// it on the check-back.
 func TestSDKTransactionProducerRestart(t *testing.T) {
 	pc := startRealCluster(t, officialTxnConfig)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "STXR", 4)
@@ -178,8 +179,8 @@ func TestSDKTransactionProducerRestart(t *testing.T) {
 	}
 	second := newSDKTxListener()
 	tp2 := sdkTxnProducer(t, pc.nsAddr, "STXRPG", second)
-	sdkSendTx(t, tp2, "STXR", "commit-after-restart")
 	testutil.WaitFor(t, 20*time.Second, "the restarted producer checked back", func() bool { return second.checks("orphan") > 0 })
+	sdkSendTx(t, tp2, "STXR", "commit-after-restart")
 	sdkConsumeExactly(t, pc.nsAddr, "STXRCG", "STXR", []string{"orphan", "commit-after-restart"})
 }
 

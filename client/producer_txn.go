@@ -154,6 +154,11 @@ func (tp *TransactionProducer) Start(ctx context.Context) error {
 	tp.wg.Add(2)
 	go func() { defer tp.wg.Done(); tp.checkLoop() }()
 	go func() { defer tp.wg.Done(); tp.heartbeatLoop() }()
+	// Like RocketMQ's producers, heartbeat TBW102's brokers from the
+	// start: a restarted producer then gets the check-backs of halves its
+	// predecessor left undecided before it sends anything (on clusters
+	// with autoCreateTopicEnable, which register TBW102).
+	tp.noteTopicLocked(wire.TopicAutoCreate)
 	return nil
 }
 
@@ -336,9 +341,13 @@ func (tp *TransactionProducer) check(msg *MessageExt) (state LocalTransactionSta
 // heartbeats at once the first time.
 func (tp *TransactionProducer) noteTopic(topic string) {
 	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.noteTopicLocked(topic)
+}
+
+func (tp *TransactionProducer) noteTopicLocked(topic string) {
 	known := tp.topics[topic]
 	tp.topics[topic] = true
-	tp.mu.Unlock()
 	if !known {
 		select {
 		case tp.hbNow <- struct{}{}:
@@ -395,7 +404,7 @@ func (tp *TransactionProducer) unregister(ctx context.Context) {
 }
 
 // memberAddrs lists every member of the broker groups of the topics sent
-// to, from the route cache.
+// to, fetching a route that is not cached.
 func (tp *TransactionProducer) memberAddrs() []string {
 	tp.mu.Lock()
 	topics := slices.Collect(maps.Keys(tp.topics))
@@ -407,6 +416,11 @@ func (tp *TransactionProducer) memberAddrs() []string {
 	seen := map[string]bool{}
 	for _, topic := range topics {
 		info := routes.cachedPublishInfo(topic)
+		if info == nil {
+			ctx, cancel := context.WithTimeout(tp.ctx, tp.cfg.common.requestTimeout)
+			info, _ = routes.publishInfo(ctx, topic, false, 0)
+			cancel()
+		}
 		if info == nil || info.Route == nil {
 			continue
 		}
