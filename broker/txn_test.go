@@ -3,7 +3,10 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/config"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -398,4 +402,28 @@ func TestTransactionSurvivesSnapshotRestart(t *testing.T) {
 		t.Fatalf("late commit: %d %s", r.Code, r.Remark)
 	}
 	waitBodies(t, pc, "TXS", 2, map[string]int{"once": 1})
+}
+
+// TestTransactionConfigKeys: RocketMQ's transaction keys load from a
+// broker.conf (bare numbers are milliseconds) and bad values are refused
+// naming the key (BrokerConfig.Validate runs this check).
+func TestTransactionConfigKeys(t *testing.T) {
+	path := t.TempDir() + "/broker.conf"
+	if err := os.WriteFile(path, []byte("transactionTimeOut=3000\ntransactionCheckInterval=10s\ntransactionCheckMax=4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if cfg.TransactionTimeOut != 6*time.Second || cfg.TransactionCheckInterval != time.Minute || cfg.TransactionCheckMax != 15 {
+		t.Fatalf("defaults %+v; want RocketMQ's 6 s, 60 s, 15", cfg.TransactionConfig)
+	}
+	if err := config.LoadFile(path, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TransactionTimeOut != 3*time.Second || cfg.TransactionCheckInterval != 10*time.Second || cfg.TransactionCheckMax != 4 {
+		t.Fatalf("loaded %+v", cfg.TransactionConfig)
+	}
+	cfg.TransactionCheckMax = 0
+	if err := cfg.TransactionConfig.validate(); !errors.Is(err, ErrInvalidBrokerConfig) || !strings.Contains(err.Error(), "transactionCheckMax") {
+		t.Fatalf("transactionCheckMax=0: %v", err)
+	}
 }
