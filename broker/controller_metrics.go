@@ -33,7 +33,9 @@ import (
 // commitlog_min/max_offset_bytes, consumer_lag_messages{group,topic} with
 // its cap (storeCollector); raft_follower_lag_entries and
 // raft_follower_last_status_seconds on the leader (followerLag);
-// topic_put_* and group_get_* by topic and group, capped (metrics_topic.go).
+// topic_put_* and group_get_* by topic and group, capped (metrics_topic.go);
+// transaction_commits/rollbacks/repeated_ends/checks/discarded_total
+// (txn.go).
 
 // controller lifecycle states reported by /health.
 const (
