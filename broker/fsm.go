@@ -256,7 +256,6 @@ func (f *fsm) applyMessages(l *raft.Log, c *Command, nowMs int64) ([]PutResult, 
 			}
 			return results, nil
 		}
-		idem = nil
 	}
 	for i := 0; i < n; i++ {
 		req := &f.pool[i]

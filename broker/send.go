@@ -262,8 +262,8 @@ func (c *Controller) sendAsync(ctx context.Context, conn *remoting.Conn, req *re
 // create topics), no delay level is set (SCHEDULE_TOPIC_XXXX may need
 // creating) and it is no half (TRAN_MSG: RMQ_SYS_TRANS_HALF_TOPIC may need
 // creating; a half marked by its sysflag alone creates it on the reader
-// the first time). The rest go to the send pool. A follower's sends are answered
-// not-leader at once, so they qualify too.
+// the first time). The rest go to the send pool. A follower's sends are
+// answered not-leader at once, so they qualify too.
 func (c *Controller) sendInline(req *remoting.RemotingCommand) bool {
 	if _, ok := c.rep.(AsyncPutter); !ok {
 		return false
