@@ -271,9 +271,12 @@ func (s *txnService) round(now time.Time) error {
 	floor := tr.TxnFloor()
 	prog := &txnCheck{FloorQueue: floor.FloorQueue, FloorPhy: floor.FloorPhy}
 	off := max(floor.FloorQueue, s.c.st.GetMinOffsetInQueue(wire.TopicTransHalf, 0))
-	prog.FloorQueue = off // halves below the queue's minimum are gone (retention)
+	// Halves below the queue's minimum are gone (retention): no
+	// END_TRANSACTION can find them, so the floor passes them too.
+	removed := off > floor.FloorQueue
+	prog.FloorQueue = off
 	maxOff := s.c.st.GetMaxOffsetInQueue(wire.TopicTransHalf, 0)
-	prefix := true // every half before off is decided or discarded
+	prefix := true // every half before off is decided, discarded or removed
 	var err error
 walk:
 	for off < maxOff {
@@ -300,6 +303,9 @@ walk:
 				break walk
 			}
 			phy := m.PhysicalOffset
+			if removed {
+				prog.FloorPhy, removed = max(prog.FloorPhy, phy), false
+			}
 			age := now.Sub(time.UnixMilli(m.StoreTimestamp))
 			passed := false
 			switch {
