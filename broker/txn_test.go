@@ -427,3 +427,35 @@ func TestTransactionConfigKeys(t *testing.T) {
 		t.Fatalf("transactionCheckMax=0: %v", err)
 	}
 }
+
+// TestTransactionFollowerAndDelay: a follower answers END_TRANSACTION
+// not-leader with the leader's address; a committed half with a delay
+// level is delivered to its real topic after the delay, not before.
+func TestTransactionFollowerAndDelay(t *testing.T) {
+	pc := startRealCluster(t, txnTestConfig)
+	l := pc.leader()
+	addr := pc.nodes[l].Addr()
+	pc.createTopic(addr, "TXD", 1)
+	props := wire.EncodeProperties(map[string]string{wire.PropertyTransactionPrep: "true", wire.PropertyProducerGroup: "PG",
+		wire.PropertyUniqKey: "D1", wire.PropertyDelayTimeLevel: "3"})
+	resp := pc.call(addr, remoting.RequestSendMessage, sendExt("TXD", 0, props), []byte("delayed"))
+	if resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("send half: %d %s", resp.Code, resp.Remark)
+	}
+	id, _ := wire.ParseMessageID(resp.ExtFields["msgId"])
+	qo, _ := strconv.ParseInt(resp.ExtFields["queueOffset"], 10, 64)
+	h := halfSent{queueOffset: qo, phy: id.Offset, uniq: "D1"}
+
+	f := (l + 1) % len(pc.nodes)
+	if r := pc.call(pc.nodes[f].Addr(), remoting.RequestEndTransaction, endExt(h, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseServiceNotAvailable || r.ExtFields[wire.ExtLeaderAddr] != addr {
+		t.Fatalf("END_TRANSACTION on a follower: %d %s %v; want not-leader naming %s", r.Code, r.Remark, r.ExtFields, addr)
+	}
+	committed := time.Now()
+	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(h, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	waitBodies(t, pc, "TXD", 1, map[string]int{"delayed": 1})
+	if d := time.Since(committed); d < 400*time.Millisecond { // level 3 is 400 ms in the test table
+		t.Fatalf("delivered %v after the commit; want the level's delay", d)
+	}
+}
