@@ -183,14 +183,13 @@ func (tp *TransactionProducer) Close(ctx context.Context) error {
 // SendMessageInTransaction sends msg as a half message, runs the local
 // transaction and ends it with the outcome. The error is the half's send
 // error (the local transaction did not run); an END_TRANSACTION that did
-// not arrive is TransactionSendResult.EndErr. A half sent twice by a
-// retried attempt is deduplicated only with the Idempotent option.
+// not arrive is TransactionSendResult.EndErr. A half resent by a retried
+// attempt is stored twice and each copy commits at most once: such a
+// message is at-least-once, as with RocketMQ. A DelayLevel delays the
+// committed message on raftmq brokers (RocketMQ's clients drop it).
 func (tp *TransactionProducer) SendMessageInTransaction(ctx context.Context, msg *Message) (*TransactionSendResult, error) {
 	if msg == nil {
 		return nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
-	}
-	if msg.DelayLevel > 0 {
-		return nil, fmt.Errorf("%w: a transactional message cannot be delayed", ErrInvalidMessage)
 	}
 	half := *msg
 	half.Properties = maps.Clone(msg.Properties)
