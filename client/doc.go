@@ -16,9 +16,9 @@
 //
 // # Lifecycle
 //
-// Producer, PushConsumer and LitePullConsumer are used alike: build with
-// New*, configure (Subscribe, SubscribeSelector, Register*Listener,
-// Assign) before Start(ctx), then Close(ctx). Start's ctx bounds only
+// Producer, TransactionProducer, PushConsumer and LitePullConsumer are
+// used alike: build with New*, configure (Subscribe, SubscribeSelector,
+// Register*Listener, Assign) before Start(ctx), then Close(ctx). Start's ctx bounds only
 // Start's own work (a consumer's route check, the brokers' check of SQL92
 // subscriptions, first heartbeats and start offsets), not the
 // client's life: each client has its own root context, cancelled by
