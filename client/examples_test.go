@@ -39,6 +39,7 @@ func TestExamples(t *testing.T) {
 		{"idempotent", []string{"-m", "30"}, []string{"producer id ", "sent 30\n", "received 30 distinct, 0 duplicates\n"}},
 		{"timer", []string{"-m", "4"}, []string{"sent 4\n", "received 4, 0 before their time\n"}},
 		{"requestreply", []string{"-m", "5"}, []string{`"request 4" -> "REQUEST 4"`, "replied 5\n"}},
+		{"transaction", []string{"-m", "10"}, []string{"sent 10: 5 committed, 5 rolled back\n", "received 5 committed, 0 rolled back\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
