@@ -258,6 +258,11 @@ func (s *txnService) run() {
 	}
 }
 
+// maxTxnChecksPerRound bounds the check-backs and discards of one round,
+// so one CmdTxnCheck entry and one burst of requests to the producers stay
+// small when many halves are undecided at once (producers gone).
+const maxTxnChecksPerRound = 4096
+
 // round walks the half queue once (leader only) and replicates what it
 // did.
 func (s *txnService) round(now time.Time) error {
@@ -296,6 +301,9 @@ walk:
 			continue
 		}
 		for i, b := range res.Messages {
+			if len(prog.Checked)+len(prog.Discarded) >= maxTxnChecksPerRound {
+				break walk // the next round goes on from the floor
+			}
 			qo := res.QueueOffsets[i]
 			m, _, derr := wire.DecodeMessage(b, true)
 			if derr != nil {
