@@ -52,6 +52,9 @@ type TransactionConfig struct {
 	// discarded (15): logged, counted in
 	// raftmq_broker_transaction_discarded_total, never delivered.
 	TransactionCheckMax int `prop:"transactionCheckMax"`
+	// RejectTransactionMessage refuses half messages with NO_PERMISSION
+	// (off; RocketMQ's key of the same name).
+	RejectTransactionMessage bool `prop:"rejectTransactionMessage"`
 }
 
 func defaultTransactionConfig() TransactionConfig {
@@ -78,6 +81,10 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 	if _, ok := c.rep.(transactionReplica); !ok {
 		return response(remoting.ResponseNoPermission,
 			"broker %s refuses transactional (half) messages: its replica cannot decide transactions", c.cfg.BrokerName)
+	}
+	if c.cfg.RejectTransactionMessage {
+		return response(remoting.ResponseNoPermission,
+			"broker %s refuses transactional (half) messages: rejectTransactionMessage=true", c.cfg.BrokerName)
 	}
 	if m.Properties == nil {
 		m.Properties = wire.ParseProperties(m.EncodedProperties)

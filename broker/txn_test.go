@@ -422,6 +422,9 @@ func TestTransactionConfigKeys(t *testing.T) {
 	if cfg.TransactionTimeOut != 3*time.Second || cfg.TransactionCheckInterval != 10*time.Second || cfg.TransactionCheckMax != 4 {
 		t.Fatalf("loaded %+v", cfg.TransactionConfig)
 	}
+	if cfg.RejectTransactionMessage {
+		t.Fatal("rejectTransactionMessage on by default")
+	}
 	cfg.TransactionCheckMax = 0
 	if err := cfg.TransactionConfig.validate(); !errors.Is(err, ErrInvalidBrokerConfig) || !strings.Contains(err.Error(), "transactionCheckMax") {
 		t.Fatalf("transactionCheckMax=0: %v", err)
@@ -457,5 +460,22 @@ func TestTransactionFollowerAndDelay(t *testing.T) {
 	waitBodies(t, pc, "TXD", 1, map[string]int{"delayed": 1})
 	if d := time.Since(committed); d < 400*time.Millisecond { // level 3 is 400 ms in the test table
 		t.Fatalf("delivered %v after the commit; want the level's delay", d)
+	}
+}
+
+// TestTransactionRejected: with rejectTransactionMessage a half is refused
+// with NO_PERMISSION naming the key, and nothing is stored.
+func TestTransactionRejected(t *testing.T) {
+	pc := startRealCluster(t, func(c *BrokerConfig) { c.RejectTransactionMessage = true })
+	l := pc.leader()
+	addr := pc.nodes[l].Addr()
+	pc.createTopic(addr, "TXJ", 1)
+	props := wire.EncodeProperties(map[string]string{wire.PropertyTransactionPrep: "true", wire.PropertyProducerGroup: "PG"})
+	if r := pc.call(addr, remoting.RequestSendMessage, sendExt("TXJ", 0, props), []byte("half")); r.Code != remoting.ResponseNoPermission ||
+		!strings.Contains(r.Remark, "rejectTransactionMessage") {
+		t.Fatalf("half: %d %s; want NO_PERMISSION naming rejectTransactionMessage", r.Code, r.Remark)
+	}
+	if _, ok := pc.groups[l].State().Topic(wire.TopicTransHalf); ok {
+		t.Fatal("the half topic was created for a refused half")
 	}
 }
