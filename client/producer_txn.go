@@ -101,6 +101,8 @@ type TransactionProducer struct {
 	checks   chan txnCheck
 	hbNow    chan struct{}
 
+	// mu is a leaf (held over no Producer or remoting call but
+	// RegisterProcessor's).
 	mu     sync.Mutex
 	topics map[string]bool // guarded by mu; topics sent to, whose brokers get heartbeats
 	ctx    context.Context
@@ -144,12 +146,13 @@ func (tp *TransactionProducer) Start(ctx context.Context) error {
 	if err := tp.Producer.Start(ctx); err != nil {
 		return err
 	}
+	base := tp.Producer.baseContext()
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if tp.ctx != nil {
 		return nil
 	}
-	tp.ctx, tp.cancel = context.WithCancel(tp.Producer.baseContext())
+	tp.ctx, tp.cancel = context.WithCancel(base)
 	tp.rc.RegisterProcessor(remoting.RequestCheckTransactionState, tp.onCheck)
 	tp.wg.Add(2)
 	go func() { defer tp.wg.Done(); tp.checkLoop() }()
