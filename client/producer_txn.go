@@ -101,8 +101,7 @@ type TransactionProducer struct {
 	checks   chan txnCheck
 	hbNow    chan struct{}
 
-	// mu is a leaf (held over no Producer or remoting call but
-	// RegisterProcessor's).
+	// mu is a leaf: no Producer or remoting call is made under it.
 	mu     sync.Mutex
 	topics map[string]bool // guarded by mu; topics sent to, whose brokers get heartbeats
 	ctx    context.Context
@@ -147,13 +146,13 @@ func (tp *TransactionProducer) Start(ctx context.Context) error {
 		return err
 	}
 	base := tp.Producer.baseContext()
+	tp.rc.RegisterProcessor(remoting.RequestCheckTransactionState, tp.onCheck) // replaces itself on a second Start
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if tp.ctx != nil {
 		return nil
 	}
 	tp.ctx, tp.cancel = context.WithCancel(base)
-	tp.rc.RegisterProcessor(remoting.RequestCheckTransactionState, tp.onCheck)
 	tp.wg.Add(2)
 	go func() { defer tp.wg.Done(); tp.checkLoop() }()
 	go func() { defer tp.wg.Done(); tp.heartbeatLoop() }()
