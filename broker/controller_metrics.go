@@ -34,8 +34,8 @@ import (
 // its cap (storeCollector); raft_follower_lag_entries and
 // raft_follower_last_status_seconds on the leader (followerLag);
 // topic_put_* and group_get_* by topic and group, capped (metrics_topic.go);
-// transaction_commits/rollbacks/repeated_ends/checks/discarded_total
-// (txn.go).
+// transaction_commits/rollbacks/repeated_ends/checks/discarded_total and
+// transaction_decided/checking_halves (txn.go).
 
 // controller lifecycle states reported by /health.
 const (

@@ -247,6 +247,15 @@ func newTxnService(c *Controller) *txnService {
 	s.repeated = counter("transaction_repeated_ends_total", "END_TRANSACTIONs for halves already decided (ignored).")
 	s.checks = counter("transaction_checks_total", "CHECK_TRANSACTION_STATE requests sent to producers.")
 	s.discarded = counter("transaction_discarded_total", "Half messages discarded after transactionCheckMax check-backs.")
+	if tr, ok := c.rep.(transactionReplica); ok {
+		gauge := func(name, help string, f func() float64) {
+			c.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: name, Help: help}, f))
+		}
+		gauge("transaction_decided_halves", "Decided halves the replicated transaction table holds (bounded by the check walk's floor).",
+			func() float64 { d, _ := tr.TxnSizes(); return float64(d) })
+		gauge("transaction_checking_halves", "Undecided halves checked back at least once.",
+			func() float64 { _, n := tr.TxnSizes(); return float64(n) })
+	}
 	return s
 }
 

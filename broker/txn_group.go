@@ -26,6 +26,9 @@ type transactionReplica interface {
 	TxnDecided(half int64) bool
 	TxnChecks(half int64) int32
 	TxnFloor() txnView
+	// TxnSizes is the table's entry counts (decided halves, halves being
+	// checked), for the metrics.
+	TxnSizes() (decided, checking int)
 }
 
 var _ transactionReplica = (*Group)(nil)
@@ -83,3 +86,6 @@ func (g *Group) TxnChecks(half int64) int32 { return g.st.txnChecks(half) }
 
 // TxnFloor implements transactionReplica.
 func (g *Group) TxnFloor() txnView { return g.st.txnFloor() }
+
+// TxnSizes implements transactionReplica.
+func (g *Group) TxnSizes() (decided, checking int) { return g.st.txnSizes() }
