@@ -189,10 +189,6 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"scheduleAsyncDeliverMaxPendingLimit":      {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"scheduleAsyncDeliverMaxResendNum2Blocked": {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"brokerPermission":                         {Reason: "a broker is always readable and writable; use updateTopicPerm per topic", Only: "6"},
-	"rejectTransactionMessage":                 {Reason: "transactional messages are refused with a remark unless this build supports them", Only: "false"},
-	"transactionTimeOut":                       {Reason: "transaction check-back timing applies only where transactions are supported"},
-	"transactionCheckMax":                      {Reason: "transaction check-back timing applies only where transactions are supported"},
-	"transactionCheckInterval":                 {Reason: "transaction check-back timing applies only where transactions are supported"},
 }
 
 // IgnoredKeys implements config.Ignorer: the RocketMQ keys a broker.conf may

@@ -220,4 +220,11 @@ var MetricNames = []string{
 	"raftmq_broker_topic_put_bytes_total",
 	"raftmq_broker_topic_put_messages_total",
 	"raftmq_broker_traffic_series_overflow_total",
+	"raftmq_broker_transaction_checking_halves",
+	"raftmq_broker_transaction_checks_total",
+	"raftmq_broker_transaction_commits_total",
+	"raftmq_broker_transaction_decided_halves",
+	"raftmq_broker_transaction_discarded_total",
+	"raftmq_broker_transaction_repeated_ends_total",
+	"raftmq_broker_transaction_rollbacks_total",
 }
