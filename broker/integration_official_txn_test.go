@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,4 +243,34 @@ func TestOfficialTransactionLeaderKill(t *testing.T) {
 	})
 	pc.waitLeaderRegistered()
 	consumeExactly(t, pc.nsAddr, "OTXKCG", "OTXK", []string{"commit-warm", "commit-while-leader-dies"})
+}
+
+// TestOfficialTransactionLeaderKillProducerOnly is the leader kill with a
+// client instance that has only the transaction producer: it heartbeats
+// brokerId 0 alone, so the new leader can check the half back only once
+// the client's 30 s route refresh found it and its next heartbeat (30 s)
+// reached it. RAFTMQ_LONG=1 only: it waits for both.
+func TestOfficialTransactionLeaderKillProducerOnly(t *testing.T) {
+	if os.Getenv("RAFTMQ_LONG") != "1" {
+		t.Skip("waits for the official client's 30 s route refresh and heartbeat; set RAFTMQ_LONG=1")
+	}
+	pc := startRealCluster(t, officialTxnConfig)
+	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTXP", 4)
+	l := newTxListener()
+	var killed atomic.Bool
+	l.onExecute = func(body string) {
+		if body == "commit-while-leader-dies" && killed.CompareAndSwap(false, true) {
+			pc.stopNode(pc.leader())
+		}
+	}
+	tp := officialTxnProducer(t, pc.nsAddr, "OTXPPG", "", l)
+	sendTx(t, tp, "OTXP", "commit-warm")
+	sendTx(t, tp, "OTXP", "commit-while-leader-dies")
+	killedAt := time.Now()
+	testutil.WaitFor(t, 150*time.Second, "the new leader checked the half back", func() bool {
+		return l.checks("commit-while-leader-dies") > 0
+	})
+	t.Logf("checked back %v after the leader kill", time.Since(killedAt).Round(time.Second))
+	pc.waitLeaderRegistered()
+	consumeExactly(t, pc.nsAddr, "OTXPCG", "OTXP", []string{"commit-warm", "commit-while-leader-dies"})
 }
