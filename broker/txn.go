@@ -151,7 +151,12 @@ func (c *Controller) processEndTransaction(ctx context.Context, _ *remoting.Conn
 		if _, err := c.ensureTopic(ctx, m.Topic, c.live().DefaultTopicQueueNums, 0); err != nil {
 			return c.writeError("create "+m.Topic, err), nil
 		}
+		// Delay levels and timer properties take effect now, as on a
+		// plain send (the half kept them).
 		if r := c.applyDelay(ctx, m); r != nil {
+			return r, nil
+		}
+		if r := c.applyTimer(ctx, m); r != nil {
 			return r, nil
 		}
 		msgs = append(msgs, m)

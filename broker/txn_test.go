@@ -433,7 +433,8 @@ func TestTransactionConfigKeys(t *testing.T) {
 
 // TestTransactionFollowerAndDelay: a follower answers END_TRANSACTION
 // not-leader with the leader's address; a committed half with a delay
-// level is delivered to its real topic after the delay, not before.
+// level or a timer property is delivered to its real topic after the
+// delay, counted from the commit, not before.
 func TestTransactionFollowerAndDelay(t *testing.T) {
 	pc := startRealCluster(t, txnTestConfig)
 	l := pc.leader()
@@ -460,6 +461,24 @@ func TestTransactionFollowerAndDelay(t *testing.T) {
 	waitBodies(t, pc, "TXD", 1, map[string]int{"delayed": 1})
 	if d := time.Since(committed); d < 400*time.Millisecond { // level 3 is 400 ms in the test table
 		t.Fatalf("delivered %v after the commit; want the level's delay", d)
+	}
+
+	// A timer property works the same way.
+	props = wire.EncodeProperties(map[string]string{wire.PropertyTransactionPrep: "true", wire.PropertyProducerGroup: "PG",
+		wire.PropertyUniqKey: "D2", wire.PropertyTimerDelayMs: "700"})
+	resp = pc.call(addr, remoting.RequestSendMessage, sendExt("TXD", 0, props), []byte("timed"))
+	if resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("send timed half: %d %s", resp.Code, resp.Remark)
+	}
+	id, _ = wire.ParseMessageID(resp.ExtFields["msgId"])
+	qo, _ = strconv.ParseInt(resp.ExtFields["queueOffset"], 10, 64)
+	committed = time.Now()
+	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(halfSent{queueOffset: qo, phy: id.Offset, uniq: "D2"}, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit timed: %d %s", r.Code, r.Remark)
+	}
+	waitBodies(t, pc, "TXD", 1, map[string]int{"delayed": 1, "timed": 1})
+	if d := time.Since(committed); d < 700*time.Millisecond {
+		t.Fatalf("timed message delivered %v after the commit; want 700 ms", d)
 	}
 }
 
