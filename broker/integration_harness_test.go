@@ -136,14 +136,41 @@ func (tc *procCluster) call(addr string, code int16, ext map[string]string, body
 // waits until the name server routes it.
 func (tc *procCluster) createTopic(addr, topic string, queues int) {
 	tc.t.Helper()
-	resp := tc.call(addr, remoting.RequestUpdateAndCreateTopic, map[string]string{
-		"topic": topic, "defaultTopic": wire.TopicAutoCreate, "readQueueNums": strconv.Itoa(queues),
-		"writeQueueNums": strconv.Itoa(queues), "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
-	}, nil)
-	if resp.Code != remoting.ResponseSuccess {
+	if resp := tc.tryCreateTopic(addr, topic, queues); resp.Code != remoting.ResponseSuccess {
 		tc.t.Fatalf("create topic %s: code %d %s", topic, resp.Code, resp.Remark)
 	}
 	tc.waitRoute(topic)
+}
+
+func (tc *procCluster) tryCreateTopic(addr, topic string, queues int) *remoting.RemotingCommand {
+	tc.t.Helper()
+	return tc.call(addr, remoting.RequestUpdateAndCreateTopic, map[string]string{
+		"topic": topic, "defaultTopic": wire.TopicAutoCreate, "readQueueNums": strconv.Itoa(queues),
+		"writeQueueNums": strconv.Itoa(queues), "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
+	}, nil)
+}
+
+// createTopicOnLeader creates a topic on whichever member leads and
+// returns that member's index. On a loaded machine leadership can move
+// between finding the leader and the request (NOT_LEADER); the request is
+// then sent to the new leader.
+func (pc *procCluster) createTopicOnLeader(topic string, queues int) int {
+	pc.t.Helper()
+	l := -1
+	testutil.WaitFor(pc.t, 30*time.Second, "a leader that creates "+topic, func() bool {
+		l = pc.leader()
+		resp := pc.tryCreateTopic(pc.nodes[l].Addr(), topic, queues)
+		switch resp.Code {
+		case remoting.ResponseSuccess:
+			return true
+		case remoting.ResponseServiceNotAvailable: // not the leader (any more)
+			return false
+		}
+		pc.t.Fatalf("create topic %s: code %d %s", topic, resp.Code, resp.Remark)
+		return false
+	})
+	pc.waitRoute(topic)
+	return l
 }
 
 func (tc *procCluster) waitRoute(topic string) {

@@ -120,8 +120,7 @@ func (p *shutdownProducers) finish() (time.Duration, []error) {
 // nobody timed out waiting for a dead leader and no election was split).
 func TestShutdownLeaderTransfersLeadership(t *testing.T) {
 	pc := startRealCluster(t, nil)
-	l := pc.leader()
-	pc.createTopic(pc.nodes[l].Addr(), "SDT", 4)
+	l := pc.createTopicOnLeader("SDT", 4)
 	oldID, oldTerm := pc.groups[l].SelfID(), pc.groups[l].Raft().CurrentTerm()
 
 	p := startShutdownProducers(pc, pc.nodes[l].Addr(), "SDT", 4)
@@ -186,8 +185,7 @@ func TestShutdownTransferDisabled(t *testing.T) {
 // can trail the last ack slightly).
 func TestStopLeaderWithoutHandOffGap(t *testing.T) {
 	pc := startRealCluster(t, nil)
-	l := pc.leader()
-	pc.createTopic(pc.nodes[l].Addr(), "SDK", 4)
+	l := pc.createTopicOnLeader("SDK", 4)
 	p := startShutdownProducers(pc, pc.nodes[l].Addr(), "SDK", 4)
 	testutil.WaitFor(t, 10*time.Second, "acks before the stop", func() bool { return p.ackCount() >= 100 })
 	pc.stopNode(l)
@@ -210,9 +208,10 @@ func TestShutdownPreferredLeaderStaysOff(t *testing.T) {
 		c.Raft.PreferredLeaderID = "n0"
 		c.PreferredLeaderCheckInterval = 20 * time.Millisecond
 	})
-	testutil.WaitFor(t, 15*time.Second, "n0 leads", func() bool { return pc.groups[0].IsLeader() })
+	if l := pc.createTopicOnLeader("SDP", 4); l != 0 {
+		testutil.WaitFor(t, 15*time.Second, "n0 leads", func() bool { return pc.groups[0].IsLeader() })
+	}
 	pc.waitLeaderRegistered()
-	pc.createTopic(pc.nodes[0].Addr(), "SDP", 4)
 	term := pc.groups[0].Raft().CurrentTerm()
 	p := startShutdownProducers(pc, pc.nodes[0].Addr(), "SDP", 4)
 	testutil.WaitFor(t, 10*time.Second, "acks before the shutdown", func() bool { return p.ackCount() >= 100 })
@@ -238,8 +237,7 @@ func TestShutdownPreferredLeaderStaysOff(t *testing.T) {
 // serves them: no offset regression across a planned stop.
 func TestShutdownLeaderKeepsCommittedOffsets(t *testing.T) {
 	pc := startRealCluster(t, func(c *BrokerConfig) { c.ConsumerOffsetCommitCoalescer = time.Hour })
-	l := pc.leader()
-	pc.createTopic(pc.nodes[l].Addr(), "SDO", 4)
+	l := pc.createTopicOnLeader("SDO", 4)
 	body, _ := json.Marshal(wire.DefaultSubscriptionGroupConfig("OG")) // offsets are kept for known groups only
 	if r := pc.call(pc.nodes[l].Addr(), remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("create group OG: %d %s", r.Code, r.Remark)
