@@ -54,6 +54,7 @@ var layers = map[string]int{
 	"examples/requestreply":    5,
 	"examples/simple":          5,
 	"examples/timer":           5,
+	"examples/transaction":     5,
 }
 
 // sdkForbidden are import paths (or prefixes ending in "/") that must not
