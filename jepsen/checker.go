@@ -308,6 +308,7 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 	}
 
 	v.Checks = append(v.Checks, checkTimers(h)...)
+	v.Checks = append(v.Checks, checkChaos(h)...)
 	v.Availability = availability(h, okOps)
 	v.Valid = true
 	for _, c := range v.Checks {

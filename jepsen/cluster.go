@@ -55,6 +55,9 @@ type ClusterConfig struct {
 	// CrashFS says Binary was built with the crashfs tag: a SIGKILL of a
 	// node loses what its store had not synced (crash-unsynced needs it).
 	CrashFS bool
+	// SlowFS says Binary was built with the slowfs tag: each node gets a
+	// flush-delay control file (slow-disk needs it; nemesis_chaos.go).
+	SlowFS bool
 	// SegmentBytes is mappedFileSizeCommitLog (small, so segments roll).
 	SegmentBytes int64
 	// ElectionMillis is raftHeartbeatTimeout = raftElectionTimeout (LAN).
@@ -218,6 +221,7 @@ func (c *Cluster) wrap(n *Node, argv []string) []string {
 	if n.Index >= 0 && c.cfg.WrapCommand != nil {
 		argv = c.cfg.WrapCommand(n.Index, argv)
 	}
+	argv = c.slowFSEnv(n, argv)
 	if c.net != nil {
 		id := n.ID
 		if n.Index < 0 {

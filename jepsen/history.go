@@ -106,6 +106,8 @@ type History struct {
 	// deliveries (workload_timer.go).
 	TimerOps        []TimerOp  `json:"timerOps,omitempty"`
 	TimerDeliveries []Delivery `json:"timerDeliveries,omitempty"`
+	// Chaos holds the ordered, offsets and retry workloads' records.
+	Chaos ChaosHistory `json:"chaos"`
 }
 
 // recorder appends to a History from many goroutines.
@@ -162,6 +164,7 @@ func (r *recorder) snapshot() History {
 	h.Notes = append([]string(nil), r.h.Notes...)
 	h.TimerOps = append([]TimerOp(nil), r.h.TimerOps...)
 	h.TimerDeliveries = append([]Delivery(nil), r.h.TimerDeliveries...)
+	h.Chaos = r.h.Chaos.clone()
 	return h
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,11 +39,13 @@ type Profile struct {
 }
 
 // Profiles returns the built-in profiles: "short" (the go test profile,
-// about 75 s of faults: kills, crash-unsynced, pauses and partitions) and
-// "full" (30 minutes, every nemesis).
+// about 75 s of faults: kills, crash-unsynced, pauses and partitions),
+// "full" (30 minutes, every nemesis but those OffByDefault, 400 sends/s)
+// and "saturation" (full's faults under an unpaced closed loop,
+// profile_saturation.go).
 func Profiles() map[string]Profile {
 	wl := WorkloadConfig{Producers: 4, WorkersPerProducer: 2, OpsPerSecond: 300, SendTimeout: 5 * time.Second, AttemptTimeout: time.Second, Consumers: 2,
-		TimerOpsPerSecond: 10, TxnProducers: 1}
+		TimerOpsPerSecond: 10, TxnProducers: 1, OrderedKeys: 8, OrderedOpsPerSecond: 40, OffsetQueues: 4, RetryOpsPerSecond: 4}
 	short := Profile{
 		Name:     "short",
 		Duration: 75 * time.Second,
@@ -56,14 +59,14 @@ func Profiles() map[string]Profile {
 	full := short
 	full.Name = "full"
 	full.Duration = 30 * time.Minute
-	full.Nemeses = NemesisNames()
+	full.Nemeses = DefaultNemeses()
 	full.Quiet, full.Hold = 5*time.Second, 8*time.Second
 	full.Workload.OpsPerSecond = 400
 	full.DrainTimeout = 2 * time.Minute
 	// 30 minutes at 400 sends/s is about 720k messages: CommitLog, Raft
 	// log and indexes need far more than the short profile's 256 MiB.
 	full.TmpfsBytes = 2 << 30
-	return map[string]Profile{"short": short, "full": full}
+	return map[string]Profile{"short": short, "full": full, "saturation": saturation(full)}
 }
 
 // Options configure Run.
@@ -111,15 +114,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// kill of this run (kill-*, fsync-eio's heal too) loses unsynced
 	// writes: the simplest way to have a crashfs node to kill at any time.
 	crash := slices.Contains(p.Nemeses, "crash-unsynced")
+	tags := BuildTags(p.Nemeses)
 	bin := o.Binary
-	if crash {
+	if tags != "" {
 		bin = o.CrashBinary
+		if tags != "crashfs" {
+			bin = "" // CrashBinary is the crashfs-only build
+		}
 	}
 	if bin == "" {
-		tags := ""
-		if crash {
-			tags = "crashfs"
-		}
 		var err error
 		if bin, err = BuildBinaryTags(ctx, o.Dir, tags); err != nil {
 			return nil, err
@@ -133,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		nems = append(nems, n)
 	}
-	ccfg := ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, CrashFS: crash, SegmentBytes: p.SegmentBytes,
+	ccfg := ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, CrashFS: crash, SlowFS: strings.Contains(tags, "slowfs"), SegmentBytes: p.SegmentBytes,
 		ElectionMillis: p.ElectionMillis, Queues: p.Queues, Groups: p.Groups, TmpfsNode: -1}
 	var notes []string
 	if o.Netns {
@@ -186,12 +189,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := wl.startTimers(ctx); err != nil {
 		return nil, err
 	}
+	if err := wl.startChaos(ctx); err != nil {
+		return nil, err
+	}
 
 	runCtx, stopRun := context.WithTimeout(ctx, p.Duration)
 	env := &Env{Cluster: c, Rand: rand.New(rand.NewSource(o.Seed)), Dir: o.Dir}
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); wl.runProducers(runCtx) }()
+	go func() { defer wg.Done(); wl.runChaos(runCtx) }()
 	go func() { defer wg.Done(); wl.runTimers(runCtx) }()
 	go func() { defer wg.Done(); Schedule{Nemeses: nems, Quiet: p.Quiet, Hold: p.Hold}.run(runCtx, env, rec) }()
 	wg.Wait()
@@ -215,12 +222,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		timersDrained := drainTimers(ctx, rec, p.DrainTimeout)
 		rec.note("timer drain: %s", map[bool]string{true: "every acknowledged timer message delivered", false: "timed out"}[timersDrained])
 	}
+	if !wl.drainChaos(ctx, p.DrainTimeout) {
+		rec.note("ordered/retry/DLQ drain: timed out")
+	}
 	wl.close()
 	wl.cons, wl.prod = nil, nil
 	if err := c.WaitCaughtUp(ctx, time.Minute); err != nil {
 		rec.note("before final read: %v", err)
 	}
 	readErr := wl.finalRead(ctx, p.Queues)
+	if err := wl.finalReadChaos(ctx); err != nil {
+		rec.note("final read (ordered topic, DLQ): %v", err)
+	}
 	if readErr != nil {
 		rec.note("final read: %v", readErr)
 	}

@@ -41,6 +41,10 @@ type WorkloadConfig struct {
 	// TxnProducers is the number of SDK transaction producers
 	// (workload_txn.go), each with WorkersPerProducer workers.
 	TxnProducers int
+	// OrderedKeys, OrderedOpsPerSecond, OffsetQueues and RetryOpsPerSecond
+	// shape the ordered, offsets and retry workloads (workload_chaos.go;
+	// 0 = off).
+	OrderedKeys, OrderedOpsPerSecond, OffsetQueues, RetryOpsPerSecond int
 }
 
 // workload runs producers and consumers against one cluster.
@@ -57,6 +61,7 @@ type workload struct {
 	timerProd *client.Producer
 	// txnProd are the transaction producers (workload_txn.go).
 	txnProd []*client.TransactionProducer
+	chaos     chaosClients
 }
 
 func newWorkload(cfg WorkloadConfig, queues int, c *Cluster, rec *recorder, log *zap.Logger) *workload {
@@ -302,6 +307,7 @@ func (w *workload) finalRead(ctx context.Context, queues int) error {
 
 // close stops every client.
 func (w *workload) close() {
+	w.closeChaos()
 	for _, c := range w.cons {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = c.Close(ctx)

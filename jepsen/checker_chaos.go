@@ -1,0 +1,313 @@
+package jepsen
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// checkChaos checks the issue-14 workloads (each only when it ran).
+func checkChaos(h History) []Check {
+	var out []Check
+	x := h.Chaos
+	if len(x.OrderOps) > 0 {
+		out = append(out, checkOrder(x)...)
+	}
+	if len(x.OffsetObs) > 0 || len(x.OffsetCommits) > 0 {
+		out = append(out, checkOffsetRegression(x)...)
+	}
+	if len(x.RetryOps) > 0 {
+		out = append(out, checkRetry(x)...)
+	}
+	return out
+}
+
+// checkOrder: per key, acknowledged sends hold increasing offsets of one
+// queue in send order; every node's stored order of the key's messages
+// follows the send order; the consumer's first delivery of each message
+// follows the send order; nothing acknowledged is left undelivered.
+func checkOrder(x ChaosHistory) []Check {
+	// Acks.
+	byKey := map[string][]OrderOp{}
+	sent := map[string]bool{}
+	okCount := 0
+	for _, o := range x.OrderOps {
+		sent[o.Value] = true
+		if o.Result == ResultOK {
+			okCount++
+			byKey[o.Key] = append(byKey[o.Key], o)
+		}
+	}
+	var ackEx []string
+	ackBad := 0
+	for _, k := range sortedOrderKeys(byKey) {
+		ops := byKey[k]
+		sort.Slice(ops, func(i, j int) bool { return ops[i].Seq < ops[j].Seq })
+		for i := 1; i < len(ops); i++ {
+			a, b := ops[i-1], ops[i]
+			if a.Broker != b.Broker || a.Queue != b.Queue || b.Offset <= a.Offset {
+				ackBad++
+				ackEx = addEx(ackEx, "%s: seq %d acked at %s q%d@%d, seq %d at %s q%d@%d", k, a.Seq, a.Broker, a.Queue, a.Offset, b.Seq, b.Broker, b.Queue, b.Offset)
+			}
+		}
+	}
+
+	// Stored order on every node: per node and key, seqs in offset order
+	// never go down (a plain producer's retry may store one twice in a row).
+	type nodeKey struct{ node, key string }
+	stored := map[nodeKey][]Read{}
+	for _, r := range x.OrderReads {
+		if k, _, ok := parseOrderValue(r.Value); ok && k != "warm" {
+			stored[nodeKey{r.Node, k}] = append(stored[nodeKey{r.Node, k}], r)
+		}
+	}
+	var storeEx []string
+	storeBad := 0
+	nks := make([]nodeKey, 0, len(stored))
+	for nk := range stored {
+		nks = append(nks, nk)
+	}
+	sort.Slice(nks, func(i, j int) bool { return nks[i].node+nks[i].key < nks[j].node+nks[j].key })
+	for _, nk := range nks {
+		rs := stored[nk]
+		sort.Slice(rs, func(i, j int) bool {
+			if rs[i].Queue != rs[j].Queue {
+				return rs[i].Queue < rs[j].Queue
+			}
+			return rs[i].Offset < rs[j].Offset
+		})
+		for i := 1; i < len(rs); i++ {
+			_, sa, _ := parseOrderValue(rs[i-1].Value)
+			_, sb, _ := parseOrderValue(rs[i].Value)
+			if rs[i].Queue != rs[i-1].Queue || sb < sa {
+				storeBad++
+				storeEx = addEx(storeEx, "%s %s: seq %d at q%d@%d after seq %d at q%d@%d", nk.node, nk.key, sb, rs[i].Queue, rs[i].Offset, sa, rs[i-1].Queue, rs[i-1].Offset)
+			}
+		}
+	}
+
+	// Delivery order: the first delivery of each message, in the order the
+	// orderly listener saw them, never goes back in seq for its key.
+	first := map[string]bool{}
+	maxSeq := map[string]int{}
+	var delEx []string
+	delBad := 0
+	for _, d := range x.OrderDeliveries {
+		k, s, ok := parseOrderValue(d.Value)
+		if !ok || k == "warm" || first[d.Value] {
+			continue
+		}
+		first[d.Value] = true
+		if m, seen := maxSeq[k]; seen && s < m {
+			delBad++
+			delEx = addEx(delEx, "%s: seq %d first delivered after seq %d (q%d@%d)", k, s, m, d.Queue, d.Offset)
+		}
+		maxSeq[k] = max(maxSeq[k], s)
+	}
+	lost, phantom := 0, 0
+	var lostEx, phEx []string
+	for _, ops := range byKey {
+		for _, o := range ops {
+			if !first[o.Value] {
+				lost++
+				lostEx = addEx(lostEx, "%s (ack q%d@%d)", o.Value, o.Queue, o.Offset)
+			}
+		}
+	}
+	for _, d := range x.OrderDeliveries {
+		if !sent[d.Value] || !d.Intact {
+			phantom++
+			phEx = addEx(phEx, "%q q%d@%d intact=%v", d.Value, d.Queue, d.Offset, d.Intact)
+		}
+	}
+	return []Check{
+		{Name: "ordered: acks out of send order (per key)", Value: fmt.Sprintf("%d (of %d acknowledged, %d keys)", ackBad, okCount, len(byKey)), OK: ackBad == 0, Required: true, Examples: ackEx},
+		{Name: "ordered: stored out of send order (final read per node)", Value: fmt.Sprint(storeBad), OK: storeBad == 0, Required: true, Examples: storeEx},
+		{Name: "ordered: first deliveries out of send order", Value: fmt.Sprint(delBad), OK: delBad == 0, Required: true, Examples: delEx},
+		{Name: "ordered: acknowledged, never delivered", Value: fmt.Sprint(lost), OK: lost == 0, Required: true, Examples: lostEx},
+		{Name: "ordered: phantom or corrupt deliveries", Value: fmt.Sprint(phantom), OK: phantom == 0, Required: true, Examples: phEx},
+	}
+}
+
+func sortedOrderKeys(m map[string][]OrderOp) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// checkOffsetRegression: a committed offset a follower answered is
+// replicated (followers answer only applied state). A serving leader
+// whose status, polled after that answer, shows the same term or a later
+// one must never answer less for the queue: that would be a regression
+// across failover. No answer may exceed what was ever committed. Acknowledged
+// commits answered lower later (coalesced on a leader that lost office
+// before replicating them) are reported.
+func checkOffsetRegression(x ChaosHistory) []Check {
+	type durable struct {
+		value int64
+		atMs  float64
+		term  uint64
+		node  string
+	}
+	obs := append([]OffsetObs(nil), x.OffsetObs...)
+	sort.SliceStable(obs, func(i, j int) bool { return obs[i].CompleteMs < obs[j].CompleteMs })
+	commits := append([]OffsetCommitOp(nil), x.OffsetCommits...)
+	sort.SliceStable(commits, func(i, j int) bool { return commits[i].InvokeMs < commits[j].InvokeMs })
+	maxInvoked := map[int]int64{} // per queue, over commits invoked so far
+	ci := 0
+	best := map[int]durable{} // per queue, the highest follower answer so far
+	var ex, phEx []string
+	regress, phantom, leaderObs := 0, 0, 0
+	for _, o := range obs {
+		for ci < len(commits) && commits[ci].InvokeMs <= o.CompleteMs {
+			maxInvoked[commits[ci].Queue] = max(maxInvoked[commits[ci].Queue], commits[ci].Value)
+			ci++
+		}
+		if o.Value > maxInvoked[o.Queue] {
+			phantom++
+			phEx = addEx(phEx, "%s q%d answered %d at %.0f ms; highest commit sent %d", o.Node, o.Queue, o.Value, o.CompleteMs, maxInvoked[o.Queue])
+		}
+		switch {
+		case o.State == "Follower":
+			if b, ok := best[o.Queue]; !ok || o.Value > b.value {
+				best[o.Queue] = durable{o.Value, o.CompleteMs, o.Term, o.Node}
+			}
+		case o.State == "Leader" && o.Serving:
+			leaderObs++
+			if b, ok := best[o.Queue]; ok && o.StatusMs > b.atMs && o.Term >= b.term && o.Value < b.value {
+				regress++
+				ex = addEx(ex, "q%d: leader %s (term %d) answered %d at %.0f ms; follower %s (term %d) had answered %d at %.0f ms",
+					o.Queue, o.Node, o.Term, o.Value, o.CompleteMs, b.node, b.term, b.value, b.atMs)
+			}
+		}
+	}
+	// Acknowledged commits rolled back: a later serving-leader answer below
+	// an acknowledged value (allowed: commits are coalesced for 100 ms).
+	rolled := 0
+	maxAcked := map[int]int64{}
+	var leaderTerm uint64
+	ci = 0
+	acked := append([]OffsetCommitOp(nil), x.OffsetCommits...)
+	sort.SliceStable(acked, func(i, j int) bool { return acked[i].CompleteMs < acked[j].CompleteMs })
+	for _, o := range obs {
+		for ci < len(acked) && acked[ci].CompleteMs < o.StatusMs {
+			if acked[ci].Result == ResultOK {
+				maxAcked[acked[ci].Queue] = max(maxAcked[acked[ci].Queue], acked[ci].Value)
+			}
+			ci++
+		}
+		if o.State != "Leader" || !o.Serving || o.Term < leaderTerm {
+			continue // a deposed leader's stale answer is not the group's
+		}
+		leaderTerm = o.Term
+		if o.Value < maxAcked[o.Queue] {
+			rolled++
+			maxAcked[o.Queue] = o.Value // count each rollback once
+		}
+	}
+	okCommits := 0
+	for _, c := range x.OffsetCommits {
+		if c.Result == ResultOK {
+			okCommits++
+		}
+	}
+	return []Check{
+		{Name: "offsets: replicated commit answered lower by a later leader (regression)", Value: fmt.Sprintf("%d (of %d leader answers, %d commits acknowledged)", regress, leaderObs, okCommits),
+			OK: regress == 0 && leaderObs > 0, Required: true, Examples: ex},
+		{Name: "offsets: answers above any commit sent", Value: fmt.Sprint(phantom), OK: phantom == 0, Required: true, Examples: phEx},
+		{Name: "offsets: acknowledged commits rolled back before replication (allowed)", Value: fmt.Sprint(rolled), OK: true},
+	}
+}
+
+// checkRetry: every acknowledged dlq- message reached %DLQ%RetryGroup
+// (found by the final read on some node, and on every node read at or above
+// its floor — a replica check like the main topic's), none was consumed
+// successfully, and each was delivered RetryMaxReconsume+1 times or more;
+// every acknowledged retry- message was consumed after one redelivery.
+func checkRetry(x ChaosHistory) []Check {
+	okDLQ, okRetry := 0, 0
+	delivered := map[string]int{}
+	consumedOK := map[string]bool{}
+	sent := map[string]bool{}
+	for _, o := range x.RetryOps {
+		sent[o.Value] = true
+	}
+	var phEx []string
+	phantom := 0
+	for _, d := range x.RetryDeliveries {
+		delivered[d.Value]++
+		if d.Consumer == "retry-c ok" {
+			consumedOK[d.Value] = true
+		}
+		if !sent[d.Value] || !d.Intact {
+			phantom++
+			phEx = addEx(phEx, "%q q%d@%d intact=%v", d.Value, d.Queue, d.Offset, d.Intact)
+		}
+	}
+	inDLQ := map[string]map[string]bool{} // value → nodes
+	nodes := map[string]bool{}
+	for _, r := range x.DLQReads {
+		nodes[r.Node] = true
+		if !r.Intact || !sent[r.Value] {
+			phantom++
+			phEx = addEx(phEx, "DLQ on %s: %q q%d@%d intact=%v", r.Node, r.Value, r.Queue, r.Offset, r.Intact)
+			continue
+		}
+		if inDLQ[r.Value] == nil {
+			inDLQ[r.Value] = map[string]bool{}
+		}
+		inDLQ[r.Value][r.Node] = true
+	}
+	var lostEx, partEx, retryEx, wrongEx []string
+	lost, partial, retryLost, wrong := 0, 0, 0, 0
+	minDel, maxDel := -1, 0
+	for _, o := range x.RetryOps {
+		if o.Result != ResultOK {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(o.Value, "dlq-"):
+			okDLQ++
+			if consumedOK[o.Value] {
+				wrong++
+				wrongEx = addEx(wrongEx, "%s consumed successfully", o.Value)
+			}
+			if len(inDLQ[o.Value]) == 0 {
+				lost++
+				lostEx = addEx(lostEx, "%s (delivered %d times)", o.Value, delivered[o.Value])
+				continue
+			}
+			if len(inDLQ[o.Value]) < len(nodes) {
+				partial++
+				partEx = addEx(partEx, "%s in the DLQ of %d of %d nodes", o.Value, len(inDLQ[o.Value]), len(nodes))
+			}
+			n := delivered[o.Value]
+			if minDel < 0 || n < minDel {
+				minDel = n
+			}
+			maxDel = max(maxDel, n)
+		case strings.HasPrefix(o.Value, "retry-") && !strings.HasPrefix(o.Value, "retry-warm-"):
+			okRetry++
+			if !consumedOK[o.Value] {
+				retryLost++
+				retryEx = addEx(retryEx, "%s (delivered %d times)", o.Value, delivered[o.Value])
+			}
+		}
+	}
+	early := 0
+	if minDel >= 0 && minDel < RetryMaxReconsume+1 {
+		early = 1
+	}
+	return []Check{
+		{Name: "retry: acknowledged dlq- messages missing from %DLQ%", Value: fmt.Sprintf("%d of %d", lost, okDLQ), OK: lost == 0, Required: true, Examples: lostEx},
+		{Name: "retry: dead-lettered messages absent from a replica's DLQ", Value: fmt.Sprint(partial), OK: partial == 0, Required: true, Examples: partEx},
+		{Name: "retry: always-failing messages consumed successfully", Value: fmt.Sprint(wrong), OK: wrong == 0, Required: true, Examples: wrongEx},
+		{Name: "retry: acknowledged retry- messages never consumed", Value: fmt.Sprintf("%d of %d", retryLost, okRetry), OK: retryLost == 0, Required: true, Examples: retryEx},
+		{Name: "retry: phantom or corrupt (deliveries, DLQ)", Value: fmt.Sprint(phantom), OK: phantom == 0, Required: true, Examples: phEx},
+		{Name: fmt.Sprintf("retry: deliveries before dead-lettering (want ≥ %d)", RetryMaxReconsume+1), Value: fmt.Sprintf("min %d, max %d", max(minDel, 0), maxDel),
+			OK: early == 0, Required: true},
+	}
+}

@@ -1,0 +1,113 @@
+package jepsen
+
+import "testing"
+
+// chaosHistory is a valid history of the ordered, offsets and retry
+// workloads on top of the two-group main history.
+func chaosHistory() History {
+	h := twoGroupHistory()
+	ok := func(key string, seq int, q int, off int64) OrderOp {
+		return OrderOp{Op: Op{Value: orderValue(key, seq), Result: ResultOK, Broker: GroupName, Queue: q, Offset: off}, Key: key, Seq: seq}
+	}
+	h.Chaos.OrderOps = []OrderOp{
+		ok("k0", 0, 1, 0), ok("k0", 1, 1, 2), ok("k1", 0, 3, 0),
+		{Op: Op{Value: orderValue("k0", 2), Result: ResultUnknown, Queue: -1, Offset: -1}, Key: "k0", Seq: 2},
+		ok("k0", 3, 1, 5),
+	}
+	read := func(node, v string, q int, off int64) Read {
+		return Read{Node: node, Broker: GroupName, Queue: q, Offset: off, Value: v, Intact: true}
+	}
+	for _, n := range []string{"n0", "n1"} {
+		h.Chaos.OrderReads = append(h.Chaos.OrderReads,
+			read(n, orderValue("k0", 0), 1, 0), read(n, orderValue("k1", 0), 3, 0),
+			read(n, orderValue("k0", 1), 1, 2), read(n, orderValue("k0", 1), 1, 3), // a plain retry stored twice
+			read(n, orderValue("k0", 2), 1, 4), read(n, orderValue("k0", 3), 1, 5))
+	}
+	del := func(v string) Delivery { return Delivery{Value: v, Intact: true} }
+	h.Chaos.OrderDeliveries = []Delivery{
+		del(orderValue("k0", 0)), del(orderValue("k1", 0)), del(orderValue("k0", 1)), del(orderValue("k0", 1)),
+		del(orderValue("k0", 0)), // redelivery after a rebalance: not a first delivery
+		del(orderValue("k0", 2)), del(orderValue("k0", 3)),
+	}
+
+	h.Chaos.OffsetCommits = []OffsetCommitOp{
+		{Queue: 0, Value: 1, InvokeMs: 0, CompleteMs: 1, Result: ResultOK},
+		{Queue: 0, Value: 2, InvokeMs: 50, CompleteMs: 51, Result: ResultOK},
+		{Queue: 0, Value: 3, InvokeMs: 100, CompleteMs: 101, Result: ResultOK},
+	}
+	h.Chaos.OffsetObs = []OffsetObs{
+		{Node: "n0", State: "Leader", Serving: true, Term: 2, Queue: 0, Value: 2, StatusMs: 60, CompleteMs: 61},
+		{Node: "n1", State: "Follower", Term: 2, Queue: 0, Value: 2, StatusMs: 70, CompleteMs: 71},
+		{Node: "n2", State: "Follower", Term: 2, Queue: 0, Value: 1, StatusMs: 72, CompleteMs: 73}, // lagging follower: fine
+		// n0 took commit 3 and died before replicating it; n1 leads term 3
+		// with what was replicated: the acknowledged 3 rolled back (allowed).
+		{Node: "n1", State: "Leader", Serving: true, Term: 3, Queue: 0, Value: 2, StatusMs: 300, CompleteMs: 301},
+		// A deposed leader of an older term answering less is not a
+		// regression of the new term.
+		{Node: "n0", State: "Leader", Serving: true, Term: 1, Queue: 0, Value: 1, StatusMs: 310, CompleteMs: 311},
+	}
+
+	h.Chaos.RetryOps = []Op{
+		{Value: "dlq-0", Result: ResultOK}, {Value: "retry-1", Result: ResultOK}, {Value: "dlq-2", Result: ResultUnknown},
+	}
+	rd := func(v string, times int32, ok bool) Delivery {
+		c := "retry-c"
+		if ok {
+			c = "retry-c ok"
+		}
+		return Delivery{Consumer: c, Value: v, Intact: true, Reconsume: times}
+	}
+	h.Chaos.RetryDeliveries = []Delivery{
+		rd("dlq-0", 0, false), rd("dlq-0", 1, false), rd("dlq-0", 2, false),
+		rd("retry-1", 0, false), rd("retry-1", 1, true),
+	}
+	h.Chaos.DLQReads = []Read{read("n0", "dlq-0", 0, 0), read("n1", "dlq-0", 0, 0)}
+	return h
+}
+
+func TestCheckerChaosWorkloads(t *testing.T) {
+	v := CheckHistory(chaosHistory(), true)
+	if !v.Valid {
+		t.Fatalf("valid history judged invalid:\n%s", VerdictTable(chaosHistory(), v))
+	}
+	if c := check(t, v, "offsets: acknowledged commits rolled back"); c.Value != "1" {
+		t.Fatalf("rolled back = %q, want 1", c.Value)
+	}
+	for _, c := range []struct {
+		name  string
+		mut   func(h *History)
+		check string
+	}{
+		{"ack order", func(h *History) { h.Chaos.OrderOps[1].Offset = 0 }, "ordered: acks out of send order"},
+		{"ack queue", func(h *History) { h.Chaos.OrderOps[4].Queue = 2 }, "ordered: acks out of send order"},
+		{"stored order", func(h *History) {
+			h.Chaos.OrderReads[4].Value, h.Chaos.OrderReads[5].Value = h.Chaos.OrderReads[5].Value, h.Chaos.OrderReads[4].Value
+		}, "ordered: stored out of send order"},
+		{"delivery order", func(h *History) {
+			d := h.Chaos.OrderDeliveries
+			d[5], d[6] = d[6], d[5]
+		}, "ordered: first deliveries out of send order"},
+		{"ordered lost", func(h *History) { h.Chaos.OrderDeliveries = h.Chaos.OrderDeliveries[:6] }, "ordered: acknowledged, never delivered"},
+		{"ordered phantom", func(h *History) {
+			h.Chaos.OrderDeliveries = append(h.Chaos.OrderDeliveries, Delivery{Value: orderValue("k9", 0), Intact: true})
+		}, "ordered: phantom"},
+		{"offset regression", func(h *History) { h.Chaos.OffsetObs[3].Value = 1 }, "offsets: replicated commit answered lower"},
+		{"offset phantom", func(h *History) { h.Chaos.OffsetObs[0].Value = 7 }, "offsets: answers above any commit sent"},
+		{"dlq lost", func(h *History) { h.Chaos.DLQReads = nil }, "retry: acknowledged dlq- messages missing"},
+		{"dlq one replica", func(h *History) { h.Chaos.DLQReads = append(h.Chaos.DLQReads, read2("n2", "dlq-x")) }, "retry: dead-lettered messages absent from a replica"},
+		{"dlq consumed", func(h *History) { h.Chaos.RetryDeliveries[2].Consumer = "retry-c ok" }, "retry: always-failing messages consumed"},
+		{"dlq early", func(h *History) { h.Chaos.RetryDeliveries = h.Chaos.RetryDeliveries[1:] }, "retry: deliveries before dead-lettering"},
+		{"retry lost", func(h *History) { h.Chaos.RetryDeliveries = h.Chaos.RetryDeliveries[:4] }, "retry: acknowledged retry- messages never consumed"},
+	} {
+		h := chaosHistory()
+		c.mut(&h)
+		v := CheckHistory(h, true)
+		if v.Valid || check(t, v, c.check).OK {
+			t.Errorf("%s: not caught (%+v)", c.name, check(t, v, c.check))
+		}
+	}
+}
+
+// read2 is a DLQ read of a value nobody sent on node (it makes node count
+// as read, so dlq-0 is then missing there).
+func read2(node, v string) Read { return Read{Node: node, Broker: GroupName, Value: v, Intact: true} }
