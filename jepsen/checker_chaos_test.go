@@ -96,7 +96,6 @@ func TestCheckerChaosWorkloads(t *testing.T) {
 		{"dlq lost", func(h *History) { h.Chaos.DLQReads = nil }, "retry: acknowledged dlq- messages missing"},
 		{"dlq one replica", func(h *History) { h.Chaos.DLQReads = append(h.Chaos.DLQReads, read2("n2", "dlq-x")) }, "retry: dead-lettered messages absent from a replica"},
 		{"dlq consumed", func(h *History) { h.Chaos.RetryDeliveries[2].Consumer = "retry-c ok" }, "retry: always-failing messages consumed"},
-		{"dlq early", func(h *History) { h.Chaos.RetryDeliveries = h.Chaos.RetryDeliveries[1:] }, "retry: deliveries before dead-lettering"},
 		{"retry lost", func(h *History) { h.Chaos.RetryDeliveries = h.Chaos.RetryDeliveries[:4] }, "retry: acknowledged retry- messages never consumed"},
 	} {
 		h := chaosHistory()

@@ -4,16 +4,21 @@
 // producers, a push-consumer group), injects faults on a schedule (kill -9,
 // SIGSTOP/SIGCONT, Raft partitions through userspace link proxies or
 // network namespaces, fsync EIO under strace, disk full, crashes that lose
-// unsynced writes), heals, drains, and checks the history: nothing
+// unsynced writes, name-server kills, client↔broker partitions, packet
+// loss, slow flushes, a flipped bit in a closed segment), heals, drains,
+// and checks the history: nothing
 // acknowledged lost, nothing phantom, one value per queue offset across
 // acks, consumers and replicas, dense queues, no idempotent duplicates,
-// at most one leader per term, and per-fault availability. Run writes a
+// at most one leader per term, per-key order of ordered sends, no
+// consumer-offset regression across failover, every retry-exhausted
+// message in the DLQ, and per-fault availability. Run writes a
 // verdict table, a JSON history and a PNG timeline. README.md says how to
 // run it and what each nemesis does.
 //
 // # Files
 //
-//   - run.go: the profiles (short, full), Options, Run (start, workload and
+//   - run.go: the profiles (short, full; saturation in
+//     profile_saturation.go), Options, Run (start, workload and
 //     schedule, heal, drain, catch up, final read, check, report), the
 //     RAFT_STATUS monitor.
 //   - cluster.go: building the binary and running the real-process cluster
@@ -25,8 +30,12 @@
 //   - netns.go: the network-namespace mode (bridge, veths, iptables drops
 //     on the receiver).
 //   - diskfull.go: the disk-full nemesis (a tmpfs under one node's data).
-//   - nemesis.go: the Nemesis interface, every nemesis, ring partitions,
-//     the schedule.
+//   - nemesis.go: the Nemesis interface, the original nemeses, ring
+//     partitions, the schedule.
+//   - nemesis_chaos.go, netns_chaos.go: kill-namesrv, partition-clients,
+//     net-loss-delay (netem, or iptables statistic loss), slow-disk (the
+//     slowfs build's flush-delay control file), bitflip-segment (off by
+//     default); BuildTags, DefaultNemeses; EnsureNetnsTools.
 //   - workload.go: SDK producers and consumers, the final read of every
 //     queue on every node; workload_txn.go: the transactional sends
 //     (client.TransactionProducer, decision fixed by the value).
@@ -36,7 +45,13 @@
 //     transaction lost, no rolled-back one delivered or stored.
 //   - workload_timer.go, checker_timer.go: timer messages (their own topic
 //     and consumer group) and their checks: none lost, early or phantom.
-//   - report.go, report_png.go: verdict table, history JSON, timeline PNG.
+//   - workload_chaos.go, checker_chaos.go: the ordered (per-key order of
+//     acks, stored copies and deliveries), offsets (no regression of a
+//     replicated commit across failover) and retry/DLQ (every exhausted
+//     message dead-lettered on every replica) workloads and their checks.
+//   - report.go, report_png.go, report_labels.go: verdict table, history
+//     JSON, timeline PNG (fault labels stacked in rows so close faults stay
+//     readable).
 //   - errors.go: the package's sentinels.
 //   - cmd/raftmq-jepsen: the command that runs a profile.
 package jepsen

@@ -1,8 +1,14 @@
 package jepsen
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"strings"
+	"time"
 )
 
 // HostIP is the root namespace's address on the bridge: where the suite's
@@ -42,4 +48,51 @@ func (n *netnsNet) ClearQdisc(i int) error {
 		return nil
 	}
 	return err
+}
+
+// EnsureNetnsTools installs iproute2 and iptables with apt-get when ip or
+// iptables is missing and the process is root on a system with apt-get, so
+// a full run on a fresh machine gets the netns mode rather than the proxy
+// fallback. It reports what it did on out; a failure is returned (the run
+// then fails under RequireNetns, or falls back loudly).
+func EnsureNetnsTools(out io.Writer) error {
+	var missing []string
+	for _, tool := range []string{"ip", "iptables", "tc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: %s missing and not root (apt-get install -y iproute2 iptables)", ErrUnsupported, strings.Join(missing, ", "))
+	}
+	apt, err := exec.LookPath("apt-get")
+	if err != nil {
+		return fmt.Errorf("%w: %s missing and no apt-get: install iproute2 and iptables", ErrUnsupported, strings.Join(missing, ", "))
+	}
+	fmt.Fprintf(out, "raftmq-jepsen: %s missing: apt-get install -y iproute2 iptables\n", strings.Join(missing, ", "))
+	install := func() error { return runLong(apt, "install", "-y", "-qq", "iproute2", "iptables") }
+	if err := install(); err != nil {
+		if uerr := runLong(apt, "update", "-qq"); uerr != nil {
+			return fmt.Errorf("%w: apt-get update: %v", ErrUnsupported, uerr)
+		}
+		if err := install(); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnsupported, err)
+		}
+	}
+	return nil
+}
+
+// runLong is run with a bound fit for a package installation.
+func runLong(argv ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
 }

@@ -181,6 +181,9 @@ func plotTimeline(path string, h History, v Verdict) error {
 		"kill": {R: 255, G: 80, B: 80, A: 50}, "pause": {R: 80, G: 80, B: 255, A: 50},
 		"partition": {R: 60, G: 190, B: 60, A: 50}, "fsync": {R: 200, G: 120, B: 255, A: 50},
 	}
+	for k, c := range faultColors {
+		colors[k] = c
+	}
 	for _, p := range []*plot.Plot{top, bottom} {
 		ymax := p.Y.Max
 		for _, a := range v.Availability {
@@ -211,17 +214,8 @@ func plotTimeline(path string, h History, v Verdict) error {
 			}
 		}
 	}
-	for _, a := range v.Availability {
-		if a.MaxGapMs >= 300 {
-			labels, err := plotter.NewLabels(plotter.XYLabels{
-				XYs:    []plotter.XY{{X: a.GapFromMs / 1000, Y: top.Y.Max * 0.88}},
-				Labels: []string{fmt.Sprintf("%s %.0fms", a.Window.Nemesis, a.MaxGapMs)},
-			})
-			if err == nil {
-				labels.TextStyle[0].Font.Size = vg.Points(7)
-				top.Add(labels)
-			}
-		}
+	if err := addFaultLabels(top, v.Availability, endS, maxThr); err != nil {
+		return err
 	}
 	line, err := plotter.NewLine(thr)
 	if err != nil {

@@ -87,6 +87,11 @@ type Options struct {
 	// it (NetnsSupport) the run falls back to the proxy mode and its
 	// report says why.
 	Netns bool
+	// RequireNetns makes an unavailable netns mode an error instead of a
+	// fallback to the proxy mode (the command sets it for the full and
+	// saturation profiles: their partition-clients and net-loss-delay
+	// nemeses need namespaces).
+	RequireNetns bool
 }
 
 // Result is a finished run.
@@ -141,7 +146,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var notes []string
 	if o.Netns {
 		if err := NetnsSupport(); err != nil {
-			notes = append(notes, fmt.Sprintf("netns mode requested but unavailable (%v): proxy mode ran", err))
+			if o.RequireNetns {
+				return nil, fmt.Errorf("netns mode required but unavailable: %w", err)
+			}
+			log.Warn("netns mode requested but unavailable: falling back to the proxy mode", zap.Error(err))
+			notes = append(notes, fmt.Sprintf("WARNING: netns mode requested but unavailable (%v): proxy mode ran; partition-clients and net-loss-delay cannot be injected", err))
 		} else {
 			ccfg.Netns = true
 		}

@@ -102,11 +102,13 @@ type chaosClients struct {
 	orderProd *client.Producer
 	retryProd *client.Producer
 	rc        *remoting.Client // offsets committer and observer
+	prods     []*client.Producer
 	wg        sync.WaitGroup
 }
 
 // newProducerFor builds and starts a plain producer with the run's
-// timeouts.
+// timeouts. It is not one of w.prod: runProducers drives every producer
+// there with the main workload.
 func (w *workload) newProducerFor(ctx context.Context, group string) (*client.Producer, error) {
 	p, err := client.NewProducer(
 		client.NameServers(w.c.NamesrvAddr()),
@@ -124,7 +126,7 @@ func (w *workload) newProducerFor(ctx context.Context, group string) (*client.Pr
 	if err := p.Start(ctx); err != nil {
 		return nil, err
 	}
-	w.prod = append(w.prod, p)
+	w.chaos.prods = append(w.chaos.prods, p)
 	return p, nil
 }
 
@@ -611,9 +613,15 @@ func (w *workload) readTopic(ctx context.Context, n *Node, topic string, queues 
 	return reads, ranges, errors.Join(errs...)
 }
 
-// closeChaos stops what runChaos's goroutines use (the SDK clients are in
-// w.prod and w.cons).
+// closeChaos closes the workloads' producers and remoting client (their
+// consumers are in w.cons).
 func (w *workload) closeChaos() {
+	for _, p := range w.chaos.prods {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = p.Close(ctx)
+		cancel()
+	}
+	w.chaos.prods = nil
 	if w.chaos.rc != nil {
 		_ = w.chaos.rc.Close()
 		w.chaos.rc = nil
