@@ -1,0 +1,81 @@
+package jepsen
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestFlipBitChangesOneBitInData checks that flipBit inverts exactly one
+// bit, inside the file's non-zero prefix (not its preallocated zero tail).
+func TestFlipBitChangesOneBitInData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "00000000000000000000")
+	orig := append(bytes.Repeat([]byte{0xA5}, 1000), make([]byte, 3000)...)
+	if err := os.WriteFile(path, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for r := int64(0); r < 50; r++ {
+		if err := os.WriteFile(path, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		off, bit, err := flipBit(path, r*7919, int(r%8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(path)
+		if off >= 1000 {
+			t.Fatalf("flip at %d, in the zero tail", off)
+		}
+		var diff int
+		for i := range got {
+			if x := got[i] ^ orig[i]; x != 0 {
+				diff++
+				if int64(i) != off || x != 1<<bit {
+					t.Fatalf("byte %d changed by %#x; reported byte %d bit %d", i, x, off, bit)
+				}
+			}
+		}
+		if diff != 1 {
+			t.Fatalf("%d bytes changed", diff)
+		}
+	}
+	if err := os.WriteFile(path, make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := flipBit(path, 1, 0); err == nil {
+		t.Fatal("a file of zeros got a flip")
+	}
+}
+
+// TestDefaultNemesesAndTags pins what the full profile runs and builds.
+func TestDefaultNemesesAndTags(t *testing.T) {
+	def := DefaultNemeses()
+	if slices.Contains(def, "bitflip-segment") {
+		t.Fatal("bitflip-segment is in the default set")
+	}
+	for _, n := range []string{"kill-namesrv", "partition-clients", "net-loss-delay", "slow-disk", "kill-leader"} {
+		if !slices.Contains(def, n) {
+			t.Fatalf("%s missing from the default set %v", n, def)
+		}
+		if _, err := NewNemesis(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := NewNemesis("bitflip-segment"); err != nil {
+		t.Fatal(err)
+	}
+	if got := BuildTags(def); got != "crashfs,slowfs" {
+		t.Fatalf("tags %q", got)
+	}
+	if got := BuildTags([]string{"kill-leader"}); got != "" {
+		t.Fatalf("tags %q", got)
+	}
+	if p := Profiles()["full"]; !slices.Equal(p.Nemeses, def) {
+		t.Fatalf("full profile nemeses %v", p.Nemeses)
+	}
+	if p := Profiles()["saturation"]; p.Workload.OpsPerSecond != 0 || p.Workload.WorkersPerProducer < 8 {
+		t.Fatalf("saturation workload %+v", p.Workload)
+	}
+}
