@@ -61,7 +61,7 @@ type workload struct {
 	timerProd *client.Producer
 	// txnProd are the transaction producers (workload_txn.go).
 	txnProd []*client.TransactionProducer
-	chaos     chaosClients
+	chaos   chaosClients
 }
 
 func newWorkload(cfg WorkloadConfig, queues int, c *Cluster, rec *recorder, log *zap.Logger) *workload {
