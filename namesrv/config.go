@@ -87,6 +87,9 @@ type Config struct {
 	Gossip ha.GossipConfig
 	// AuthConfig authenticates broker registrations (auth.go).
 	AuthConfig
+	// ConsoleConfig enables the web console and names its admin account
+	// (console.go).
+	ConsoleConfig
 	// Log is where and how the name server logs (logLevel, logFormat,
 	// logFile, logFile* rotation keys; read by the raftmq command).
 	Log logging.Config
@@ -120,6 +123,7 @@ func DefaultConfig() Config {
 		UnRegisterBrokerQueueCapacity:        3000,
 		ServerChannelMaxIdleTimeSeconds:      120,
 		MetricsBindAddr:                      httpmon.DefaultBindAddr,
+		ConsoleConfig:                        ConsoleConfig{ConsoleEnable: true},
 	}
 }
 
@@ -167,5 +171,6 @@ func (c Config) Validate() error {
 	if _, _, err := c.TLS.ServerTLS(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidConfig, err))
 	}
+	errs = append(errs, c.ConsoleConfig.validate())
 	return errors.Join(errs...)
 }

@@ -43,6 +43,7 @@ func (n *NameServer) live() *Config {
 func (n *NameServer) getNamesrvConfig(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var buf bytes.Buffer
 	cfg := *n.live()
+	cfg.redactSecrets()
 	if err := config.Print(&buf, &cfg); err != nil {
 		return remoting.NewResponse(remoting.ResponseSystemError, "render config: "+err.Error()), nil
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/logging"
+	"github.com/raftmq/raftmq/namesrv"
 )
 
 // devFlags configure `raftmq dev`.
@@ -18,6 +19,8 @@ type devFlags struct {
 	dir         string
 	basePort    int
 	namesrvPort int
+	// consoleAK and consoleSK are the web console's admin account.
+	consoleAK, consoleSK string
 }
 
 // newDevCmd is `raftmq dev`: a name server and one 3-node Raft group
@@ -44,6 +47,8 @@ func newDevCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.dir, "dir", "raftmq-dev", "data directory (created if missing)")
 	cmd.Flags().IntVar(&f.basePort, "base-port", 10911, "listenPort of the first broker; the others use +10 and +20, Raft uses +30000")
 	cmd.Flags().IntVar(&f.namesrvPort, "namesrv-port", 9876, "name server port")
+	cmd.Flags().StringVar(&f.consoleAK, "console-access-key", "", "web console admin accessKey (with --console-secret-key; unset: the console is read-only)")
+	cmd.Flags().StringVar(&f.consoleSK, "console-secret-key", "", "web console admin secretKey")
 	return cmd
 }
 
@@ -79,12 +84,17 @@ func runDev(ctx context.Context, f *devFlags, log *zap.Logger, ready func(string
 		return err
 	}
 	defer func() { err = errors.Join(err, c.Close()) }()
+	con, err := mountConsole(c.Namesrv(), namesrv.ConsoleConfig{ConsoleEnable: true, ConsoleAccessKey: f.consoleAK, ConsoleSecretKey: f.consoleSK}, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, con.Close()) }()
 	if c.WaitReady(ctx) != nil {
 		return nil // stopped before a leader was routed
 	}
 	ms := c.Members(0)
-	ready(fmt.Sprintf("raftmq dev ready: namesrv %s, broker-a leader %s, members %s, %s, %s, data %s — try: raftmq bench produce -n %s -t TestTopic -m 1000",
-		c.NamesrvAddr(), c.RoutedLeader(0), ms[0].Addr(), ms[1].Addr(), ms[2].Addr(), f.dir, c.NamesrvAddr()))
+	ready(fmt.Sprintf("raftmq dev ready: namesrv %s, broker-a leader %s, members %s, %s, %s, data %s, console http://%s/console/ — try: raftmq bench produce -n %s -t TestTopic -m 1000",
+		c.NamesrvAddr(), c.RoutedLeader(0), ms[0].Addr(), ms[1].Addr(), ms[2].Addr(), f.dir, c.Namesrv().MetricsAddr(), c.NamesrvAddr()))
 	<-ctx.Done()
 	log.Info("dev cluster stopping")
 	return nil

@@ -57,6 +57,11 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			con, err := mountConsole(n, cfg.ConsoleConfig, log.Logger)
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, con.Close()) }()
 			return n.Run(cmd.Context())
 		},
 	}

@@ -42,6 +42,7 @@ var layers = map[string]int{
 	"client":  3,
 
 	"internal/devcluster":      4,
+	"console":                  4,
 	"jepsen":                   4,
 	"examples/internal/exutil": 4,
 

@@ -246,6 +246,9 @@ func (c *Cluster) groupConfigs(g int) ([]broker.BrokerConfig, error) {
 // NamesrvAddr is the name server's address.
 func (c *Cluster) NamesrvAddr() string { return c.ns.Addr().String() }
 
+// Namesrv is the cluster's name server (to mount the web console on).
+func (c *Cluster) Namesrv() *namesrv.NameServer { return c.ns }
+
 // Groups is the number of broker groups.
 func (c *Cluster) Groups() int { return len(c.members) }
 

@@ -107,6 +107,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// Handle serves h under pattern (http.ServeMux syntax) next to the
+// monitoring endpoints, e.g. the name server's web console. Safe before
+// and after Start.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // SetReady installs the readiness check for /readyz. Call before Start.
 func (s *Server) SetReady(f ReadyFunc) { s.ready = f }
 

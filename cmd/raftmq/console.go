@@ -1,0 +1,34 @@
+package main
+
+import (
+	"errors"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/console"
+	"github.com/raftmq/raftmq/namesrv"
+)
+
+// mountConsole serves the web console on n's monitoring port unless
+// consoleEnable=false. A name server without that port runs without the
+// console, with a warning. The nil Console it may return closes as a
+// no-op.
+func mountConsole(n *namesrv.NameServer, cfg namesrv.ConsoleConfig, log *zap.Logger) (*console.Console, error) {
+	if !cfg.ConsoleEnable {
+		return nil, nil
+	}
+	c, err := console.New(n, console.Options{AccessKey: cfg.ConsoleAccessKey, SecretKey: cfg.ConsoleSecretKey, Logger: log.Named("console")})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Mount(); errors.Is(err, console.ErrNoHTTP) {
+		log.Warn("web console off: the name server has no HTTP port (metricsPort=-1)")
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if cfg.ConsoleAccessKey == "" {
+		log.Info("web console: read-only (no consoleAccessKey/consoleSecretKey; leadership actions are refused)")
+	}
+	return c, nil
+}

@@ -1,0 +1,271 @@
+// raftmq console: polls the JSON API (docs/console.md) and renders it.
+// Plain DOM building with textContent only: names come from clients.
+"use strict";
+
+const params = new URLSearchParams(location.search);
+const refreshMs = Math.max(250, Number(params.get("refresh")) || 1000);
+const state = { selectedTopic: "", selectedGroup: "", creds: null, actionsEnabled: false };
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function num(v) { return el("td", { class: "num" }, v); }
+function fmtRate(r) { return r < 0 ? "–" : r.toFixed(1); }
+function fmtTime(ms) { return ms > 0 ? new Date(ms).toLocaleTimeString() : "–"; }
+function fmtInt(n) { return Number(n).toLocaleString("en-US"); }
+
+function base64(s) {
+  const bytes = new TextEncoder().encode(s);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin);
+}
+
+function authHeaders() {
+  return state.creds ? { Authorization: "Basic " + base64(state.creds.ak + ":" + state.creds.sk) } : {};
+}
+
+async function getJSON(path) {
+  const r = await fetch(path, { headers: authHeaders(), cache: "no-store" });
+  const body = await r.json().catch(() => ({ error: r.status + " " + r.statusText }));
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+async function postJSON(path, payload) {
+  const r = await fetch(path, {
+    method: "POST",
+    headers: Object.assign({ "Content-Type": "application/json" }, authHeaders()),
+    body: JSON.stringify(payload),
+  });
+  const body = await r.json().catch(() => ({ error: r.status + " " + r.statusText }));
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+function fill(tbody, rows) {
+  tbody.replaceChildren(...rows);
+}
+
+// ---- cluster ----
+
+function renderCluster(v) {
+  $("namesrv").textContent = "name server " + v.namesrv;
+  state.actionsEnabled = v.actions.enabled;
+  $("actions-note").textContent = v.actions.reason;
+  $("actions-note").className = v.actions.enabled ? "muted" : "error";
+  $("login").hidden = !v.actions.enabled;
+  $("balance").disabled = !v.actions.enabled;
+  const groups = [];
+  for (const c of v.clusters) {
+    for (const g of c.groups) {
+      const head = el("div", { class: "group-head" },
+        el("strong", {}, g.brokerName),
+        el("span", { class: "muted" }, "cluster " + c.name),
+        el("span", { "data-field": "leader" }, "leader " + (g.leaderId || "none")),
+        el("span", { "data-field": "term" }, "term " + g.term),
+        el("span", { class: "muted" }, "routed " + (g.routedLeader || "–")),
+        g.preferredLeaderId ? el("span", { class: "muted" }, "preferred " + g.preferredLeaderId) : null,
+        el("button", { type: "button", disabled: !v.actions.enabled, "data-action": "transfer", "data-group": g.brokerName, "data-target": "" }, "Transfer leadership"));
+      const rows = g.members.map((m) => {
+        const note = m.error || (m.logStopped ? "log stopped: " + m.logStopped : "") || (m.applyStopped ? "apply stopped: " + m.applyStopped : "") ||
+          (m.acksBeforeFsync ? "acks BEFORE fsync" : "");
+        const canLead = v.actions.enabled && m.id && m.state === "Follower" && m.suffrage === "Voter";
+        return el("tr", { "data-member": m.id || m.remotingAddr, "data-state": m.state },
+          el("td", {}, m.id || "–"),
+          el("td", {}, m.remotingAddr || "–"),
+          el("td", {}, el("span", { class: "badge state-" + m.state }, m.state)),
+          num(m.brokerId < 0 ? "–" : m.brokerId),
+          el("td", {}, m.suffrage || "–"),
+          num(m.term), num(fmtInt(m.lastLogIndex)), num(fmtInt(m.commitIndex)), num(fmtInt(m.appliedIndex)),
+          el("td", { class: "num" + (m.lag > 100 ? " lag-high" : ""), "data-field": "lag" }, m.lag < 0 ? "–" : fmtInt(m.lag)),
+          num(m.lastContactMillis < 0 ? "–" : m.lastContactMillis + " ms"),
+          el("td", { class: m.gossip ? "gossip-" + m.gossip : "muted" }, m.gossip || "–"),
+          el("td", { class: note ? "error" : "" }, note),
+          el("td", {}, canLead ? el("button", { type: "button", "data-action": "transfer", "data-group": g.brokerName, "data-target": m.id }, "Make leader") : ""));
+      });
+      const table = el("table", {},
+        el("thead", {}, el("tr", {}, ...["Raft id", "Address", "State", "Broker id", "Suffrage", "Term", "Last index", "Commit", "Applied", "Lag", "Last contact", "Gossip", "Note", ""].map((h) => el("th", {}, h)))),
+        el("tbody", {}, ...rows));
+      groups.push(el("div", { class: "group", "data-group": g.brokerName, "data-leader": g.leaderId }, head, table));
+    }
+  }
+  if (groups.length === 0) groups.push(el("p", { class: "muted" }, "no broker group is registered with this name server"));
+  $("cluster").replaceChildren(...groups);
+  const gs = v.gossip;
+  $("gossip-summary").textContent = gs.enabled ? gs.members.length + " nodes" : "(gossipEnable is off)";
+  fill($("gossip").tBodies[0], gs.members.map((m) => el("tr", {},
+    el("td", {}, m.name), el("td", {}, m.addr), el("td", {}, m.kind), el("td", { class: "gossip-" + m.state }, m.state),
+    el("td", {}, m.brokerName || ""), el("td", {}, m.raftId || ""), el("td", {}, m.role || ""), num(m.term || ""))));
+}
+
+// ---- topics ----
+
+function renderTopics(v) {
+  const showSystem = $("show-system-topics").checked;
+  fill($("topics").tBodies[0], v.topics.filter((t) => showSystem || !t.system).map((t) => {
+    const tr = el("tr", { class: "selectable" + (t.topic === state.selectedTopic ? " selected" : ""), "data-topic": t.topic },
+      el("td", {}, t.topic), el("td", {}, t.brokers.join(", ")), num(t.queues), num(fmtInt(t.messages)), num(fmtInt(t.maxOffset)),
+      el("td", { class: "num", "data-field": "rate" }, fmtRate(t.rate)), el("td", { class: t.error ? "error" : "" }, t.error || fmtTime(t.lastUpdate)));
+    return tr;
+  }));
+}
+
+function renderTopicDetail(d) {
+  $("topic-detail").hidden = false;
+  $("topic-detail-name").textContent = d.topic;
+  fill($("topic-queues").tBodies[0], d.queueList.map((q) => el("tr", { "data-queue": q.brokerName + "/" + q.queueId },
+    el("td", {}, q.brokerName), num(q.queueId), num(fmtInt(q.minOffset)), el("td", { class: "num", "data-field": "maxOffset" }, fmtInt(q.maxOffset)),
+    num(fmtRate(q.rate)), el("td", {}, fmtTime(q.lastUpdate)))));
+}
+
+// ---- groups ----
+
+function renderGroups(v) {
+  const showSystem = $("show-system-groups").checked;
+  fill($("groups").tBodies[0], v.groups.filter((g) => showSystem || !g.system).map((g) =>
+    el("tr", { class: "selectable" + (g.group === state.selectedGroup ? " selected" : ""), "data-consumer-group": g.group },
+      el("td", {}, g.group), el("td", {}, g.topics.join(", ")), el("td", { class: "num", "data-field": "lag" }, fmtInt(g.lag)),
+      num(fmtRate(g.rate)), num(g.consumeTps.toFixed(1)), el("td", {}, fmtTime(g.lastTimestamp)))));
+}
+
+function renderGroupDetail(d) {
+  $("group-detail").hidden = false;
+  $("group-detail-name").textContent = d.group;
+  fill($("group-queues").tBodies[0], d.queueList.map((q) => el("tr", { "data-queue": q.topic + "/" + q.brokerName + "/" + q.queueId },
+    el("td", {}, q.topic), el("td", {}, q.brokerName), num(q.queueId), num(fmtInt(q.brokerOffset)), num(fmtInt(q.consumerOffset)),
+    el("td", { class: "num" + (q.lag > 0 ? " lag-high" : ""), "data-field": "lag" }, fmtInt(q.lag)), num(fmtRate(q.rate)), el("td", {}, fmtTime(q.lastTimestamp)))));
+}
+
+// ---- polling ----
+
+let polls = 0;
+async function poll() {
+  try {
+    const enc = encodeURIComponent;
+    const [cluster, topics, groups] = await Promise.all([getJSON("/api/cluster"), getJSON("/api/topics"), getJSON("/api/groups")]);
+    renderCluster(cluster);
+    renderTopics(topics);
+    renderGroups(groups);
+    if (state.selectedTopic) renderTopicDetail(await getJSON("/api/topics?topic=" + enc(state.selectedTopic)));
+    if (state.selectedGroup) renderGroupDetail(await getJSON("/api/groups?group=" + enc(state.selectedGroup)));
+    polls++;
+    $("status").textContent = "live";
+    $("status").className = "ok";
+    $("updated").textContent = "updated " + new Date(cluster.time).toLocaleTimeString();
+    document.body.dataset.polls = String(polls);
+  } catch (e) {
+    $("status").textContent = "error: " + e.message;
+    $("status").className = "error";
+  } finally {
+    setTimeout(poll, refreshMs);
+  }
+}
+
+// ---- actions ----
+
+function showResult(text, ok) {
+  const r = $("action-result");
+  r.textContent = text;
+  r.className = ok ? "ok" : "error";
+  r.dataset.outcome = ok ? "ok" : "refused";
+}
+
+$("cluster").addEventListener("click", async (ev) => {
+  const b = ev.target.closest("button[data-action=transfer]");
+  if (!b) return;
+  const group = b.dataset.group, target = b.dataset.target;
+  showResult("transferring leadership of " + group + "…", true);
+  try {
+    const r = await postJSON("/api/raft/transfer", { brokerName: group, targetId: target });
+    showResult("leadership of " + group + " moved " + r.fromId + " → " + r.newLeaderId + " in " + r.tookMillis + " ms (term " + r.term + ")", true);
+  } catch (e) {
+    showResult("refused: " + e.message, false);
+  }
+});
+
+$("balance").addEventListener("click", async () => {
+  showResult("balancing leaders…", true);
+  try {
+    const r = await postJSON("/api/raft/balance", {});
+    showResult(r.moves.length === 0 ? "leaders already balanced; nothing to move" :
+      r.moves.map((m) => m.brokerName + ": " + (m.from || "–") + " → " + (m.to || "–") + " " + m.result).join("; "), true);
+  } catch (e) {
+    showResult("refused: " + e.message, false);
+  }
+});
+
+$("login").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  state.creds = { ak: $("ak").value, sk: $("sk").value };
+  const s = $("login-state");
+  try {
+    const r = await getJSON("/api/auth");
+    if (!r.authenticated) throw new Error("not authenticated");
+    s.textContent = "signed in as " + state.creds.ak;
+    s.className = "ok";
+  } catch (e) {
+    state.creds = null;
+    s.textContent = "sign-in refused: " + e.message;
+    s.className = "error";
+  }
+});
+
+$("topics").addEventListener("click", (ev) => {
+  const tr = ev.target.closest("tr[data-topic]");
+  if (!tr) return;
+  state.selectedTopic = tr.dataset.topic;
+  for (const r of $("topics").tBodies[0].rows) r.classList.toggle("selected", r === tr);
+  getJSON("/api/topics?topic=" + encodeURIComponent(state.selectedTopic)).then(renderTopicDetail).catch(() => {});
+});
+
+$("groups").addEventListener("click", (ev) => {
+  const tr = ev.target.closest("tr[data-consumer-group]");
+  if (!tr) return;
+  state.selectedGroup = tr.dataset.consumerGroup;
+  for (const r of $("groups").tBodies[0].rows) r.classList.toggle("selected", r === tr);
+  getJSON("/api/groups?group=" + encodeURIComponent(state.selectedGroup)).then(renderGroupDetail).catch(() => {});
+});
+
+$("lookup").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const q = new URLSearchParams();
+  for (const [k, id] of [["topic", "lookup-topic"], ["key", "lookup-key"], ["id", "lookup-id"]]) {
+    const v = $(id).value.trim();
+    if (v) q.set(k, v);
+  }
+  const out = $("lookup-result");
+  out.replaceChildren(el("p", { class: "muted" }, "looking up…"));
+  try {
+    const r = await getJSON("/api/message?" + q.toString());
+    out.replaceChildren(...r.messages.map((m) => {
+      const rows = [["msgId", m.msgId], ["offsetMsgId", m.offsetMsgId], ["topic", m.topic], ["tags", m.tags || ""], ["keys", (m.keys || []).join(" ")],
+        ["queue", m.queueId + " @ " + m.queueOffset], ["stored", new Date(m.storeTimestamp).toISOString() + " on " + m.storeHost],
+        ["born", new Date(m.bornTimestamp).toISOString() + " at " + m.bornHost], ["reconsumes", m.reconsumeTimes],
+        ["body (" + m.bodySize + " B, " + m.bodyEncoding + ")", m.body]];
+      const dl = el("dl", { class: "message", "data-msg-id": m.msgId });
+      for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", { "data-field": k.split(" ")[0] }, v));
+      return dl;
+    }));
+  } catch (e) {
+    out.replaceChildren(el("p", { class: "error" }, "lookup failed: " + e.message));
+  }
+});
+
+$("show-system-topics").addEventListener("change", () => getJSON("/api/topics").then(renderTopics).catch(() => {}));
+$("show-system-groups").addEventListener("change", () => getJSON("/api/groups").then(renderGroups).catch(() => {}));
+
+poll();

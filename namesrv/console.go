@@ -1,0 +1,59 @@
+package namesrv
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// ConsoleConfig holds the keys of the web console that package console
+// serves on this name server's monitoring port. The name server only
+// carries them: it cannot import the console (which asks brokers through
+// the SDK's admin client), so the raftmq command mounts it.
+type ConsoleConfig struct {
+	// ConsoleEnable serves the console (/console/ and /api/) on the
+	// monitoring port (on by default; off when metricsPort is -1).
+	ConsoleEnable bool `prop:"consoleEnable"`
+	// ConsoleAccessKey and ConsoleSecretKey are the console's admin
+	// account: an account with admin: true in the brokers' plain_acl.yml
+	// (or their cluster account). The console signs its requests to
+	// brokers with it, and its actions (leadership transfer, balance
+	// leaders, message lookup) need an HTTP request authenticated with
+	// the same pair. Unset, the console refuses every action.
+	ConsoleAccessKey string `prop:"consoleAccessKey"`
+	ConsoleSecretKey string `prop:"consoleSecretKey"`
+}
+
+// redactedSecret replaces secret values in GET_NAMESRV_CONFIG's answer,
+// which any client may ask for.
+const redactedSecret = "******"
+
+// redactSecrets blanks the secrets of a config about to be shown.
+func (c *Config) redactSecrets() {
+	if c.ConsoleSecretKey != "" {
+		c.ConsoleSecretKey = redactedSecret
+	}
+	if c.ClusterAuthSecretKey != "" {
+		c.ClusterAuthSecretKey = redactedSecret
+	}
+}
+
+func (c ConsoleConfig) validate() error {
+	if (c.ConsoleAccessKey == "") != (c.ConsoleSecretKey == "") {
+		return fmt.Errorf("%w: consoleAccessKey and consoleSecretKey go together", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Config returns the configuration the name server was built with.
+func (n *NameServer) Config() Config { return n.cfg }
+
+// HandleHTTP serves h under pattern on the monitoring port next to
+// /metrics (the web console). It reports false when the monitoring port
+// is off (metricsPort=-1, or an ephemeral listen port without one).
+func (n *NameServer) HandleHTTP(pattern string, h http.Handler) bool {
+	if n.mon == nil {
+		return false
+	}
+	n.mon.Handle(pattern, h)
+	return true
+}
