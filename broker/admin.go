@@ -201,8 +201,11 @@ func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.
 		if i > 0 {
 			b = append(b, ',')
 		}
+		maxOff := c.st.GetMaxOffsetInQueue(h.Topic, q)
+		// lastUpdateTimestamp is the newest message's store time, as
+		// RocketMQ's getTopicStatsInfo fills it (0 for an empty queue).
 		b = wire.AppendQueueEntry(b, wire.MessageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q},
-			wire.TopicOffset{MinOffset: c.st.GetMinOffsetInQueue(h.Topic, q), MaxOffset: c.st.GetMaxOffsetInQueue(h.Topic, q)})
+			wire.TopicOffset{MinOffset: c.st.GetMinOffsetInQueue(h.Topic, q), MaxOffset: maxOff, LastUpdateTimestamp: c.storeTimeAt(h.Topic, q, maxOff-1)})
 	}
 	b = append(b, `}}`...)
 	r := success()

@@ -114,13 +114,14 @@ func (c *Console) collectTopics(ctx context.Context, prev map[queueKey]sample, n
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReadTimeout)
 	defer cancel()
 	all := c.ns.Routes().AllTopics()
-	// Brokers also route a topic named after their cluster and one after
-	// their group, as RocketMQ's do.
+	// Brokers also route a topic named after their cluster, one after
+	// their group and the cluster's request-reply topic, as RocketMQ's do.
 	ci := c.ns.Routes().ClusterInfo()
 	systemTopic := func(t string) bool {
 		_, cl := ci.ClusterAddrTable[t]
 		_, bn := ci.BrokerAddrTable[t]
-		return cl || bn || systemTopic(t)
+		_, reply := ci.ClusterAddrTable[strings.TrimSuffix(t, "_REPLY_TOPIC")]
+		return cl || bn || reply || systemTopic(t)
 	}
 	slices.SortStableFunc(all, func(a, b string) int {
 		sa, sb := systemTopic(a), systemTopic(b)

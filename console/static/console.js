@@ -94,7 +94,7 @@ function renderCluster(v) {
           el("td", { class: "num" + (m.lag > 100 ? " lag-high" : ""), "data-field": "lag" }, m.lag < 0 ? "–" : fmtInt(m.lag)),
           num(m.lastContactMillis < 0 ? "–" : m.lastContactMillis + " ms"),
           el("td", { class: m.gossip ? "gossip-" + m.gossip : "muted" }, m.gossip || "–"),
-          el("td", { class: note ? "error" : "" }, note),
+          el("td", { class: note ? "error clip" : "", title: note }, note),
           el("td", {}, canLead ? el("button", { type: "button", "data-action": "transfer", "data-group": g.brokerName, "data-target": m.id }, "Make leader") : ""));
       });
       const table = el("table", {},
@@ -119,7 +119,7 @@ function renderTopics(v) {
   fill($("topics").tBodies[0], v.topics.filter((t) => showSystem || !t.system).map((t) => {
     const tr = el("tr", { class: "selectable" + (t.topic === state.selectedTopic ? " selected" : ""), "data-topic": t.topic },
       el("td", {}, t.topic), el("td", {}, t.brokers.join(", ")), num(t.queues), num(fmtInt(t.messages)), num(fmtInt(t.maxOffset)),
-      el("td", { class: "num", "data-field": "rate" }, fmtRate(t.rate)), el("td", { class: t.error ? "error" : "" }, t.error || fmtTime(t.lastUpdate)));
+      el("td", { class: "num", "data-field": "rate" }, fmtRate(t.rate)), t.error ? el("td", { class: "error clip", title: t.error }, t.error) : el("td", {}, fmtTime(t.lastUpdate)));
     return tr;
   }));
 }
