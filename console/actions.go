@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/base64"
@@ -123,7 +124,14 @@ type BalanceRequest struct {
 // decodeAction reads an action body strictly: one JSON object of known
 // fields, at most maxActionBody bytes.
 func decodeAction(body io.Reader, v any) error {
-	dec := json.NewDecoder(io.LimitReader(body, maxActionBody+1))
+	b, err := io.ReadAll(io.LimitReader(body, maxActionBody+1))
+	if err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if len(b) > maxActionBody {
+		return fmt.Errorf("body: over %d bytes", maxActionBody)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("body: %w", err)
