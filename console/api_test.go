@@ -36,6 +36,9 @@ func TestAPI(t *testing.T) {
 			t.Errorf("member %+v", m)
 		}
 	}
+	if !cv.Gossip.Enabled {
+		t.Errorf("gossip: %+v", cv.Gossip)
+	}
 	if !cv.Actions.Enabled {
 		t.Errorf("actions: %+v", cv.Actions)
 	}

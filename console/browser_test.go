@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/raftmq/raftmq/console"
 )
 
 // chromiumPath finds a Chromium: $CHROMIUM_PATH, else the Debian
@@ -121,6 +124,8 @@ func TestBrowser(t *testing.T) {
 	if h := eval(`document.querySelector('#cluster .group[data-group="broker-a"] [data-field=leader]').textContent`); h != "leader "+leader {
 		t.Errorf("group header shows %q, want leader %s", h, leader)
 	}
+	// Gossip: every member joined the name server's pool.
+	waitJS("three members alive in gossip", `document.querySelectorAll('#cluster .group[data-group="broker-a"] td.gossip-alive').length === 3`)
 	shot("01-cluster.png")
 
 	// A topic with its queues.
@@ -179,4 +184,21 @@ func TestBrowser(t *testing.T) {
 	if m := eval(`String(window.__noReload)`); m != "still here" {
 		t.Fatalf("the page reloaded (marker %q)", m)
 	}
+
+	// A console without an admin account says actions are off and offers
+	// no action button.
+	ro, err := console.New(e.c.Namesrv(), console.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	roSrv := httptest.NewServer(ro.Handler())
+	defer roSrv.Close()
+	do("open a console without an account", chromedp.Navigate(roSrv.URL+"/console/?refresh=300"))
+	waitJS("the disabled-actions note", `document.getElementById("actions-note").textContent.includes("actions are disabled")`)
+	waitJS("the group on the map", `!!document.querySelector('#cluster .group[data-group="broker-a"]')`)
+	if n := eval(`String(document.querySelectorAll('#cluster button:not([disabled])').length) + "/" + String(document.getElementById("balance").disabled) + "/" + getComputedStyle(document.getElementById("login")).display`); n != "0/true/none" {
+		t.Errorf("read-only console: enabled action buttons/balance disabled/login form display = %s, want 0/true/none", n)
+	}
+	shot("06-read-only.png")
 }
