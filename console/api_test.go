@@ -23,7 +23,18 @@ func TestAPI(t *testing.T) {
 	admin := adminAK + ":" + adminSK
 
 	var cv console.ClusterView
-	e.get(t, "/api/cluster", "", &cv)
+	testutil.WaitFor(t, 15*time.Second, "every member answering RAFT_STATUS", func() bool {
+		e.get(t, "/api/cluster", "", &cv)
+		if len(cv.Clusters) != 1 || len(cv.Clusters[0].Groups) != 1 || len(cv.Clusters[0].Groups[0].Members) != 3 {
+			return false
+		}
+		for _, m := range cv.Clusters[0].Groups[0].Members {
+			if m.Error != "" || m.Lag < 0 {
+				return false
+			}
+		}
+		return true
+	})
 	if len(cv.Clusters) != 1 || cv.Clusters[0].Name != "DefaultCluster" || len(cv.Clusters[0].Groups) != 1 {
 		t.Fatalf("clusters: %+v", cv.Clusters)
 	}
@@ -45,7 +56,7 @@ func TestAPI(t *testing.T) {
 
 	last := e.send(t, 10, "order-42")
 	var td console.TopicDetail
-	testutil.WaitFor(t, 5*time.Second, "the topic's rate after two collections", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the topic's rate after two collections", func() bool {
 		e.get(t, "/api/topics?topic="+testTopic, "", &td)
 		return td.MaxOffset == 10 && td.Rate >= 0
 	})
@@ -64,7 +75,7 @@ func TestAPI(t *testing.T) {
 		committed++
 	}
 	var gd console.GroupDetail
-	testutil.WaitFor(t, 5*time.Second, "the group's committed offsets", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the group's committed offsets", func() bool {
 		code, _ := e.call(t, http.MethodGet, "/api/groups?group="+testGroup, "", "", "")
 		if code != http.StatusOK {
 			return false
@@ -135,7 +146,7 @@ func TestAPI(t *testing.T) {
 	if tr.FromID != g.LeaderID || tr.NewLeaderID == g.LeaderID || !tr.Registered {
 		t.Fatalf("transfer result %+v (old leader %s)", tr, g.LeaderID)
 	}
-	testutil.WaitFor(t, 5*time.Second, "the cluster map's new leader", func() bool {
+	testutil.WaitFor(t, 15*time.Second, "the cluster map's new leader", func() bool {
 		e.get(t, "/api/cluster", "", &cv)
 		return cv.Clusters[0].Groups[0].LeaderID == tr.NewLeaderID
 	})

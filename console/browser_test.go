@@ -69,7 +69,7 @@ func TestBrowser(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancelTab := chromedp.NewContext(alloc)
 	defer cancelTab()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 120*time.Second)
 	defer cancel()
 	defer func() { _ = chromedp.Cancel(ctx) }()
 
@@ -83,7 +83,7 @@ func TestBrowser(t *testing.T) {
 	waitJS := func(what, expr string) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond),
-			chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+			chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
 			t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, expr, err, text)
 		}
@@ -115,7 +115,10 @@ func TestBrowser(t *testing.T) {
 
 	// Cluster map: three members, one leader, its id in the group header.
 	waitJS("the group's three members", `document.querySelectorAll('#cluster .group[data-group="broker-a"] tr[data-member]').length === 3`)
-	waitJS("a leader", `document.querySelector('#cluster .group[data-group="broker-a"]').dataset.leader !== ""`)
+	waitJS("one leader and two followers answering", `(() => {
+		const s = [...document.querySelectorAll('#cluster .group[data-group="broker-a"] tr[data-member]')].map(r => r.dataset.state);
+		return s.filter(x => x === "Leader").length === 1 && s.filter(x => x === "Follower").length === 2;
+	})()`)
 	leader := eval(`document.querySelector('#cluster .group[data-group="broker-a"]').dataset.leader`)
 	states := eval(`[...document.querySelectorAll('#cluster tr[data-member]')].map(r => r.dataset.member + "=" + r.dataset.state).sort().join(",")`)
 	if strings.Count(states, "=Leader") != 1 || strings.Count(states, "=Follower") != 2 || !strings.Contains(states, leader+"=Leader") {

@@ -43,7 +43,9 @@ func startEnv(t *testing.T, ak, sk string) *env {
 	c := devcluster.MustStart(t, devcluster.Options{InMemory: true, NamesrvGossip: true, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 		cfg.ConsumerOffsetCommitCoalescer = 10 * time.Millisecond
 	}})
-	con, err := console.New(c.Namesrv(), console.Options{AccessKey: ak, SecretKey: sk, CacheFor: 100 * time.Millisecond})
+	con, err := console.New(c.Namesrv(), console.Options{AccessKey: ak, SecretKey: sk, CacheFor: 100 * time.Millisecond,
+		// Generous: the suite shares two cores with -race and other packages.
+		ReadTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,6 +190,15 @@ func (c *Console) collectTopics(ctx context.Context, prev map[queueKey]sample, n
 			mu.Lock()
 			defer mu.Unlock()
 			v.queues[t] = qs
+			if err != nil {
+				// Keep the last samples of a topic that did not answer in
+				// full, so the next collection still has a rate.
+				for k, smp := range prev {
+					if k.topic == t {
+						next[k] = smp
+					}
+				}
+			}
 			for _, q := range qs {
 				next[queueKey{topic: t, broker: q.BrokerName, queue: q.QueueID}] = sample{now, q.MaxOffset}
 			}
