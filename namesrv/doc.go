@@ -30,6 +30,9 @@
 //   - gossip.go: optional gossip membership; a broker that gossip declares
 //     dead leaves the routes at once.
 //   - metrics.go: requests by code, brokers, topics, live gossip brokers.
+//   - console.go: ConsoleConfig (consoleEnable, consoleAccessKey,
+//     consoleSecretKey) and HandleHTTP, by which the raftmq command mounts
+//     package console on the monitoring port; secrets shown as ******.
 //   - auth.go: AuthConfig (clusterAuth*): REGISTER_BROKER,
 //     UNREGISTER_BROKER, BROKER_HEARTBEAT, QUERY_DATA_VERSION and the
 //     route and config writes must be signed by the cluster account, or

@@ -17,6 +17,8 @@
 //     RocketMQ keys, every config problem in one message. The stock
 //     RocketMQ 4.9 files they are tested with are in
 //     testdata/rocketmq-4.9.8 (see its NOTICE).
+//   - console.go: mounts the web console (package console) on the name
+//     server's HTTP port for `raftmq namesrv` and `raftmq dev`.
 //   - dev.go: `raftmq dev`, the in-process cluster of internal/devcluster
 //     (a name server and a 3-node group on loopback) with its ready line.
 //   - bench.go: `raftmq bench produce|consume`: TPS, MB/s and HDR
