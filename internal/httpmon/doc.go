@@ -6,6 +6,9 @@
 // once EnablePprof (pprofEnable=true). It binds 127.0.0.1 unless the node's
 // metricsBindAddr says otherwise: the endpoints have no authentication.
 //
+// Handle mounts more on the same port: the name server's web console
+// (package console).
+//
 // It is a server package: the SDK never imports it.
 //
 // # Files

@@ -1,0 +1,33 @@
+package namesrv
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNamesrvConfigRedactsSecrets: GET_NAMESRV_CONFIG answers anyone, so
+// the console's and the cluster account's secret keys are masked.
+func TestNamesrvConfigRedactsSecrets(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.ListenPort, cfg.MetricsPort = "127.0.0.1", 0, -1
+	cfg.KVConfigPath = filepath.Join(t.TempDir(), "kv.json")
+	cfg.ConsoleAccessKey, cfg.ConsoleSecretKey = "console", "console-secret-value"
+	cfg.ClusterAuthAccessKey, cfg.ClusterAuthSecretKey = "cluster", "cluster-secret-value"
+	n, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := n.getNamesrvConfig(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(resp.Body)
+	if strings.Contains(body, "secret-value") || !strings.Contains(body, "consoleSecretKey=******") || !strings.Contains(body, "consoleAccessKey=console") {
+		t.Errorf("GET_NAMESRV_CONFIG body:\n%s", body)
+	}
+	if cfg.ConsoleSecretKey = ""; cfg.Validate() == nil {
+		t.Error("consoleAccessKey without consoleSecretKey validated")
+	}
+}
