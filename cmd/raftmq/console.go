@@ -5,19 +5,30 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/console"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // mountConsole serves the web console on n's monitoring port unless
 // consoleEnable=false. A name server without that port runs without the
-// console, with a warning. The nil Console it may return closes as a
-// no-op.
-func mountConsole(n *namesrv.NameServer, cfg namesrv.ConsoleConfig, log *zap.Logger) (*console.Console, error) {
+// console, with a warning. The console's own connections (to brokers and
+// to this name server) use the name server's client TLS keys (tlsEnable,
+// tlsClient*). The nil Console it may return closes as a no-op.
+func mountConsole(n *namesrv.NameServer, cfg namesrv.ConsoleConfig, tlsKeys remoting.TLSConfig, log *zap.Logger) (*console.Console, error) {
 	if !cfg.ConsoleEnable {
 		return nil, nil
 	}
-	c, err := console.New(n, console.Options{AccessKey: cfg.ConsoleAccessKey, SecretKey: cfg.ConsoleSecretKey, Logger: log.Named("console")})
+	opts := console.Options{AccessKey: cfg.ConsoleAccessKey, SecretKey: cfg.ConsoleSecretKey, Logger: log.Named("console")}
+	tc, err := tlsKeys.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		opts.ClientOptions = append(opts.ClientOptions, client.WithTLSConfig(tc))
+	}
+	c, err := console.New(n, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/logging"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // devFlags configure `raftmq dev`.
@@ -84,7 +85,7 @@ func runDev(ctx context.Context, f *devFlags, log *zap.Logger, ready func(string
 		return err
 	}
 	defer func() { err = errors.Join(err, c.Close()) }()
-	con, err := mountConsole(c.Namesrv(), namesrv.ConsoleConfig{ConsoleEnable: true, ConsoleAccessKey: f.consoleAK, ConsoleSecretKey: f.consoleSK}, log)
+	con, err := mountConsole(c.Namesrv(), namesrv.ConsoleConfig{ConsoleEnable: true, ConsoleAccessKey: f.consoleAK, ConsoleSecretKey: f.consoleSK}, remoting.TLSConfig{}, log)
 	if err != nil {
 		return err
 	}

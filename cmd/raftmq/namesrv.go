@@ -57,7 +57,7 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			con, err := mountConsole(n, cfg.ConsoleConfig, log.Logger)
+			con, err := mountConsole(n, cfg.ConsoleConfig, cfg.TLS, log.Logger)
 			if err != nil {
 				return err
 			}
