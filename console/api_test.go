@@ -47,8 +47,10 @@ func TestAPI(t *testing.T) {
 			t.Errorf("member %+v", m)
 		}
 	}
-	if !cv.Gossip.Enabled {
-		t.Errorf("gossip: %+v", cv.Gossip)
+	// The tests run without gossip: its sub-second failure detection
+	// declares members of a loaded test machine dead.
+	if cv.Gossip.Enabled || g.Members[0].Gossip != "" {
+		t.Errorf("gossip: %+v, member %+v", cv.Gossip, g.Members[0])
 	}
 	if !cv.Actions.Enabled {
 		t.Errorf("actions: %+v", cv.Actions)

@@ -40,7 +40,7 @@ type env struct {
 // producer; the topic exists with 4 queues.
 func startEnv(t *testing.T, ak, sk string) *env {
 	t.Helper()
-	c := devcluster.MustStart(t, devcluster.Options{InMemory: true, NamesrvGossip: true, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+	c := devcluster.MustStart(t, devcluster.Options{InMemory: true, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 		cfg.ConsumerOffsetCommitCoalescer = 10 * time.Millisecond
 	}})
 	con, err := console.New(c.Namesrv(), console.Options{AccessKey: ak, SecretKey: sk, CacheFor: 100 * time.Millisecond,
