@@ -287,4 +287,6 @@ var aclAdminCodes = map[int16]bool{
 	remoting.RequestDeleteExpiredCommitLog:               true,
 	remoting.RequestRaftStatus:                           true,
 	remoting.RequestLeadershipTransfer:                   true,
+	remoting.RequestAddRaftMember:                        true,
+	remoting.RequestRemoveRaftMember:                     true,
 }

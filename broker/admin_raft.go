@@ -126,7 +126,7 @@ type LeadershipTransferResult struct {
 const raftAdminPoolWorkers = 2
 
 // RegisterRaftAdmin registers the RAFT_STATUS and LEADERSHIP_TRANSFER
-// processors on srv. log may be nil.
+// processors, and the membership ones (admin_member.go), on srv. log may be nil.
 func RegisterRaftAdmin(srv *remoting.Server, rep Replica, log *zap.Logger) {
 	if log == nil {
 		log = zap.NewNop()
@@ -134,6 +134,7 @@ func RegisterRaftAdmin(srv *remoting.Server, rep Replica, log *zap.Logger) {
 	p := &raftAdminProcessor{rep: rep, log: log, announceWait: 5 * time.Second}
 	srv.Register(remoting.RequestRaftStatus, p.status, raftAdminPoolWorkers, 64)
 	srv.Register(remoting.RequestLeadershipTransfer, p.transfer, raftAdminPoolWorkers, 64)
+	registerMemberAdmin(srv, rep, log)
 }
 
 type raftAdminProcessor struct {

@@ -64,7 +64,10 @@ func (c *Controller) gossipMeta(leader bool, term uint64) ha.NodeMeta {
 	m := ha.NodeMeta{
 		Kind: ha.KindBroker, Cluster: c.cfg.BrokerClusterName, BrokerName: c.cfg.BrokerName,
 		RaftID: c.cfg.Raft.DLegerSelfID, RemotingAddr: c.addr, Term: term,
-		Role: ha.RoleFollower, BrokerID: c.cfg.FollowerBrokerID(),
+		Role: ha.RoleFollower, BrokerID: -1,
+	}
+	if id, ok := memberBrokerIDOf(c.rep, &c.cfg, c.cfg.Raft.DLegerSelfID); ok {
+		m.BrokerID = id
 	}
 	if leader {
 		m.Role, m.BrokerID = ha.RoleLeader, 0

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/raftmq/raftmq/internal/httpmon"
-	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
@@ -532,18 +531,13 @@ func (f *followerLag) clusterInfo() *wire.ClusterInfo {
 }
 
 // registeredAddr maps a Raft id to the address registered under its
-// follower brokerId (position in dLegerPeers + 1).
+// follower brokerId (memberBrokerIDOf).
 func (f *followerLag) registeredAddr(ci *wire.ClusterInfo, id string) string {
-	peers, err := raftlog.ParsePeers(f.c.cfg.Raft.DLegerPeers)
-	if err != nil || ci == nil {
+	slot, ok := memberBrokerIDOf(f.c.rep, &f.c.cfg, id)
+	if !ok || ci == nil {
 		return ""
 	}
-	for i, p := range peers {
-		if p.ID == id {
-			return ci.BrokerAddrTable[f.c.cfg.BrokerName].BrokerAddrs[int64(i)+1]
-		}
-	}
-	return ""
+	return ci.BrokerAddrTable[f.c.cfg.BrokerName].BrokerAddrs[slot]
 }
 
 // status asks one member for RAFT_STATUS.

@@ -51,6 +51,8 @@ type Group struct {
 	roles     *ha.Roles
 	preferred *ha.PreferredLeader
 	batch     *batcher
+	// progress is what the leader heard from each peer (member_progress.go).
+	progress *progressTracker
 	metrics   *groupMetrics // group_metrics.go
 
 	// segQ is the CommitLog's segment queue (set in the store's OpenLog
@@ -182,7 +184,9 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	if err != nil {
 		return nil, err
 	}
-	if !has {
+	if !has && cfg.RaftJoin {
+		log.Info("raftJoin: no Raft state; not bootstrapping from dLegerPeers, waiting for the group's leader to add this member (addMember)")
+	} else if !has {
 		conf, err := cfg.Raft.Configuration()
 		if err != nil {
 			return nil, err
@@ -193,8 +197,14 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit,
 		timers: g.timers}
-	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, g.trans); err != nil {
+	g.progress = newProgressTracker()
+	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, trackProgress(g.trans, g.progress)); err != nil {
 		return nil, fmt.Errorf("broker: start raft: %w", err)
+	}
+	if has {
+		if err := g.checkLiveConfiguration(); err != nil {
+			return nil, err
+		}
 	}
 	bindMembership(g.trans, g.raft, log)
 	g.ready.Store(true)

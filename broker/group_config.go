@@ -98,6 +98,11 @@ type GroupConfig struct {
 	// leader, before the node stops anyway (5 s; 0 = stop at once, like a
 	// kill). Followers stop at once.
 	ShutdownTransferTimeout time.Duration `prop:"shutdownTransferTimeout"`
+	// RaftJoin makes a member with no Raft state wait to be added by the
+	// group's leader (`raftmq admin addMember`) instead of bootstrapping
+	// the group from dLegerPeers (false). Set it on a new or rebuilt host
+	// joining a running group; see member.go and docs/operations.md.
+	RaftJoin bool `prop:"raftJoin"`
 	// RaftTLS is mutual TLS between the members (raftTls* keys).
 	RaftTLS RaftTLSConfig
 }

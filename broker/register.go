@@ -15,7 +15,7 @@ import (
 // BrokerOuterAPI.registerBrokerAll): the topic-config wrapper with its data
 // version, every registerNameServerPeriod and at once when the role or the
 // topic table changes. The leader registers as brokerId 0, a follower as
-// its index in dLegerPeers + 1 (broker-plan decision 5).
+// its position in the live Raft configuration + 1 (member.go).
 type registerService struct {
 	c    *Controller
 	kick chan struct{}
@@ -67,11 +67,18 @@ func (r *registerService) run() {
 	}
 }
 
+// brokerID is the id to register under: 0 while leading, otherwise the
+// member's slot in the live Raft configuration; -1 while this node is not
+// in it (removed, or joining and not added yet), when it does not
+// register.
 func (r *registerService) brokerID() int64 {
 	if r.c.rep.IsLeader() {
 		return wire.MasterID
 	}
-	return r.c.cfg.FollowerBrokerID()
+	if id, ok := memberBrokerIDOf(r.c.rep, &r.c.cfg, r.c.cfg.Raft.DLegerSelfID); ok {
+		return id
+	}
+	return -1
 }
 
 // body builds the registration body: the replicated topic table plus
@@ -114,6 +121,13 @@ func (r *registerService) body() (*wire.RegisterBrokerBody, wire.DataVersion) {
 func (r *registerService) registerAll() {
 	body, dv := r.body()
 	id := r.brokerID()
+	if id < 0 {
+		r.c.log.Debug("not registering: this member is not in its group's Raft configuration")
+		r.mu.Lock()
+		r.lastSent, r.lastID = dv, id
+		r.mu.Unlock()
+		return
+	}
 	raw, err := wire.EncodeRegisterBrokerBody(body, false)
 	if err != nil {
 		r.c.log.Error("encode registration body", zap.Error(err))

@@ -172,6 +172,8 @@ const (
 	// tops out near 3010 in 5.3), so no RocketMQ release can collide.
 	RequestRaftStatus         int16 = 30001 // RAFT_STATUS (raftmq): this member's Raft state as JSON
 	RequestLeadershipTransfer int16 = 30002 // LEADERSHIP_TRANSFER (raftmq): hand Raft leadership on
+	RequestAddRaftMember      int16 = 30003 // ADD_RAFT_MEMBER (raftmq): add a learner, promote it once caught up
+	RequestRemoveRaftMember   int16 = 30004 // REMOVE_RAFT_MEMBER (raftmq): remove a member from the Raft configuration
 )
 
 // Response codes (RemotingCommand.Code of a response).

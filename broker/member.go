@@ -1,0 +1,424 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/raftlog"
+)
+
+// Membership changes. The group's Raft configuration is the truth about
+// who belongs to it: hashicorp/raft stores it as configuration entries in
+// the log (and in every snapshot's meta), so it survives restarts, and
+// dLegerPeers only seeds it at the group's first start (bootstrap). A new
+// member joins as a learner (non-voter), is promoted to voter once caught
+// up, and only then may an old one be removed (replaceMember).
+
+var (
+	// ErrRemovedMember: this member is not in the group's live Raft
+	// configuration (it was removed), so it must not start as a voter.
+	ErrRemovedMember = errors.New("broker: member removed from its raft group")
+	// ErrMembershipConflict: the config contradicts the live Raft
+	// configuration in a way no restart can reconcile (this member's own
+	// address), or a requested change contradicts it.
+	ErrMembershipConflict = errors.New("broker: membership conflict")
+	// ErrCatchUpTimeout: a learner did not catch up within the time given;
+	// it stays a learner.
+	ErrCatchUpTimeout = errors.New("broker: learner did not catch up in time")
+	// ErrQuorumAtRisk: removing the member would leave fewer answering
+	// voters than the new configuration's quorum.
+	ErrQuorumAtRisk = errors.New("broker: removal would lose the quorum")
+)
+
+// Defaults of a membership change when the request leaves them 0.
+const (
+	// DefaultPromoteMaxLag is how far behind the leader's last log index a
+	// learner may be, in Raft entries, when it is promoted. An entry holds
+	// one batch (at most raftBatchMaxBytes), so 16 entries are a few
+	// replication round trips: the new voter is counted for commits at
+	// once without stalling the group while it fetches the rest.
+	DefaultPromoteMaxLag = 16
+	// DefaultCatchUpTimeout bounds a learner's catch-up when the request
+	// gives no timeout.
+	DefaultCatchUpTimeout = 10 * time.Minute
+	// memberPoll is how often a change looks at a learner's progress.
+	memberPoll = 20 * time.Millisecond
+)
+
+// MemberChange is the answer to a membership change.
+type MemberChange struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raftAddr"`
+	// Suffrage is the member's suffrage afterwards: Voter, Nonvoter, or
+	// "" once removed.
+	Suffrage string `json:"suffrage"`
+	// LearnerIndex is the log index of the configuration entry that added
+	// the member as a learner (0 when it was a voter already).
+	LearnerIndex uint64 `json:"learnerIndex"`
+	// ChangeIndex is the log index of the last configuration entry the
+	// change wrote (the promotion, or the removal).
+	ChangeIndex uint64 `json:"changeIndex"`
+	// Lag is how many entries behind the leader's last index the learner
+	// was when it was promoted (or when the wait ended).
+	Lag uint64 `json:"lag"`
+	// CatchUpMillis is how long the learner took to catch up.
+	CatchUpMillis int64 `json:"catchUpMillis"`
+	// Members is the configuration afterwards.
+	Members []RaftMember `json:"members"`
+	// Note says what was already so (an idempotent retry).
+	Note string `json:"note,omitempty"`
+}
+
+// AddMemberOptions tune AddMember.
+type AddMemberOptions struct {
+	// Learner stops after adding the member as a non-voter.
+	Learner bool
+	// MaxLag is the promotion threshold in entries (0: DefaultPromoteMaxLag).
+	MaxLag uint64
+	// Timeout bounds the catch-up (0: DefaultCatchUpTimeout).
+	Timeout time.Duration
+}
+
+// configuration returns the latest Raft configuration this member knows.
+func (g *Group) configuration() (raft.Configuration, uint64, error) {
+	f := g.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return raft.Configuration{}, 0, err
+	}
+	// The future's Index is not the configuration's; Stats has it.
+	idx, _ := strconv.ParseUint(g.raft.Stats()["latest_configuration_index"], 10, 64)
+	return f.Configuration(), idx, nil
+}
+
+// Members returns the live Raft configuration (the latest this member
+// knows).
+func (g *Group) Members() ([]RaftMember, error) {
+	conf, _, err := g.configuration()
+	if err != nil {
+		return nil, err
+	}
+	return raftMembers(conf), nil
+}
+
+func raftMembers(conf raft.Configuration) []RaftMember {
+	out := make([]RaftMember, 0, len(conf.Servers))
+	for _, s := range conf.Servers {
+		out = append(out, RaftMember{ID: string(s.ID), RaftAddr: string(s.Address), Suffrage: s.Suffrage.String()})
+	}
+	return out
+}
+
+func findServer(conf raft.Configuration, id string) (raft.Server, bool) {
+	for _, s := range conf.Servers {
+		if string(s.ID) == id {
+			return s, true
+		}
+	}
+	return raft.Server{}, false
+}
+
+// memberBrokerID is the brokerId member id registers under while it is
+// not the leader: its position in the live configuration + 1. At the
+// group's first start the configuration is dLegerPeers in order, so this
+// is DLedger's mapping; later members take the next slots. ok is false
+// when id is not in the configuration (removed, or not added yet): such
+// a member does not register at all.
+func (g *Group) memberBrokerID(id string) (int64, bool) {
+	conf, _, err := g.configuration()
+	if err != nil {
+		return 0, false
+	}
+	for i, s := range conf.Servers {
+		if string(s.ID) == id {
+			return int64(i) + 1, true
+		}
+	}
+	return 0, false
+}
+
+// checkLiveConfiguration runs at a restart (the member has Raft state):
+// the configuration in the log and snapshots wins over dLegerPeers, except
+// where that cannot be right. A member missing from it was removed and
+// refuses to start; one whose own address differs would listen where no
+// peer looks for it. Other differences mean dLegerPeers is stale: logged.
+func (g *Group) checkLiveConfiguration() error {
+	conf, idx, err := g.configuration()
+	if err != nil {
+		return err
+	}
+	if len(conf.Servers) == 0 {
+		return nil // joining (raftJoin) and not added yet
+	}
+	self, group := g.cfg.Raft.DLegerSelfID, g.cfg.Raft.DLegerGroup
+	live := fmtServers(conf)
+	me, ok := findServer(conf, self)
+	if !ok {
+		return fmt.Errorf("%w: %s is not in group %s's Raft configuration (%s, log index %d): it was removed (removeMember) "+
+			"and refuses to start as a voter; to bring this host back, wipe %s, start it with raftJoin=true and run "+
+			"`raftmq admin addMember` (docs/operations.md)", ErrRemovedMember, self, group, live, idx, g.cfg.Store.StorePathRootDir)
+	}
+	addr, _ := g.cfg.Raft.SelfAddr()
+	if string(me.Address) != addr {
+		return fmt.Errorf("%w: dLegerPeers gives %s the Raft address %s, but group %s's live configuration (%s, log index %d) has it at %s; "+
+			"a member cannot move by editing dLegerPeers: restore its address, or replace it with a new id "+
+			"(`raftmq admin replaceMember`, docs/operations.md)", ErrMembershipConflict, self, addr, group, live, idx, me.Address)
+	}
+	if seeded, err := g.cfg.Raft.Configuration(); err == nil && fmtServers(seeded) != live {
+		g.log.Warn("dLegerPeers differs from the group's live Raft configuration; the live configuration wins "+
+			"(update dLegerPeers to match)", zap.String("dLegerPeers", g.cfg.Raft.DLegerPeers), zap.String("live", live),
+			zap.Uint64("configIndex", idx))
+	}
+	return nil
+}
+
+// fmtServers renders a configuration as dLegerPeers does (learners marked).
+func fmtServers(conf raft.Configuration) string {
+	parts := make([]string, 0, len(conf.Servers))
+	for _, s := range conf.Servers {
+		p := string(s.ID) + "-" + string(s.Address)
+		if s.Suffrage != raft.Voter {
+			p += "(" + strings.ToLower(s.Suffrage.String()) + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ";")
+}
+
+// checkMemberAddr validates a member id and Raft address as dLegerPeers
+// would take them.
+func checkMemberAddr(id, addr string) error {
+	if _, err := raftlog.ParsePeers(id + "-" + addr); err != nil || strings.Contains(id, "-") {
+		return fmt.Errorf("%w: member %q at %q: want an id without '-' and a host:port Raft address", ErrMembershipConflict, id, addr)
+	}
+	return nil
+}
+
+// changeTimeout bounds one configuration entry's commit.
+func (g *Group) changeTimeout() time.Duration { return g.cfg.ApplyTimeout }
+
+// AddMember adds member id at Raft address addr: as a learner (non-voter)
+// first, which the leader replicates to without counting it for commits;
+// then, unless opts.Learner, it waits until the learner has acknowledged
+// the log up to within opts.MaxLag entries of the leader's last index
+// (progressTracker, from the learner's own answers) and promotes it to
+// voter. Leader only. Retrying is safe: a learner is waited for again, a
+// voter at the same address is left alone.
+func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOptions) (*MemberChange, error) {
+	if err := checkMemberAddr(id, addr); err != nil {
+		return nil, err
+	}
+	if g.raft.State() != raft.Leader {
+		return nil, g.notLeaderErr(nil)
+	}
+	conf, _, err := g.configuration()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range conf.Servers {
+		if string(s.Address) == addr && string(s.ID) != id {
+			return nil, fmt.Errorf("%w: %s already uses Raft address %s", ErrMembershipConflict, s.ID, addr)
+		}
+	}
+	res := &MemberChange{ID: id, RaftAddr: addr}
+	cur, exists := findServer(conf, id)
+	if exists && string(cur.Address) != addr {
+		return nil, fmt.Errorf("%w: %s is a member at %s; to move it to %s, replace it with a new id (replaceMember)",
+			ErrMembershipConflict, id, cur.Address, addr)
+	}
+	if exists && cur.Suffrage == raft.Voter {
+		res.Suffrage, res.Note = raft.Voter.String(), id+" is a voter already"
+		res.Members = raftMembers(conf)
+		return res, nil
+	}
+	start := time.Now()
+	if !exists {
+		g.progress.reset(raft.ServerID(id))
+		f := g.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, g.changeTimeout())
+		if err := f.Error(); err != nil {
+			return nil, g.changeErr("add learner "+id, err)
+		}
+		res.LearnerIndex = f.Index()
+		g.log.Info("member added as learner", zap.String("id", id), zap.String("raftAddr", addr), zap.Uint64("index", f.Index()))
+	} else {
+		res.Note = id + " was a learner already"
+	}
+	res.Suffrage = raft.Nonvoter.String()
+	if opts.Learner {
+		return g.withMembers(res)
+	}
+	maxLag := cmp0(opts.MaxLag, DefaultPromoteMaxLag)
+	timeout := time.Duration(cmp0(int64(opts.Timeout), int64(DefaultCatchUpTimeout)))
+	lag, err := g.waitCaughtUp(ctx, id, start, maxLag, timeout)
+	res.Lag, res.CatchUpMillis = lag, time.Since(start).Milliseconds()
+	if err != nil {
+		return res, err
+	}
+	f := g.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, g.changeTimeout())
+	if err := f.Error(); err != nil {
+		return res, g.changeErr("promote "+id, err)
+	}
+	res.ChangeIndex, res.Suffrage = f.Index(), raft.Voter.String()
+	g.log.Info("learner promoted to voter", zap.String("id", id), zap.Uint64("index", f.Index()), zap.Uint64("lag", lag),
+		zap.Duration("catchUp", time.Since(start)))
+	return g.withMembers(res)
+}
+
+func cmp0[T uint64 | int64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// waitCaughtUp waits until learner id has acknowledged, after since, the
+// log up to within maxLag entries of this leader's last index. It returns
+// the last lag seen.
+func (g *Group) waitCaughtUp(ctx context.Context, id string, since time.Time, maxLag uint64, timeout time.Duration) (uint64, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	t := time.NewTicker(memberPoll)
+	defer t.Stop()
+	lag := g.raft.LastIndex()
+	for {
+		if g.raft.State() != raft.Leader {
+			return lag, g.notLeaderErr(fmt.Errorf("leadership lost while %s caught up; it stays a learner, retry on the new leader", id))
+		}
+		p := g.progress.get(raft.ServerID(id))
+		last := g.raft.LastIndex()
+		if p.at.After(since) {
+			lag = last - min(p.match, last)
+			if lag <= maxLag {
+				return lag, nil
+			}
+		} else {
+			lag = last
+		}
+		select {
+		case <-ctx.Done():
+			return lag, fmt.Errorf("%w: %s is %d entries behind (promotion at <= %d): %v; it stays a learner, retry addMember to wait again",
+				ErrCatchUpTimeout, id, lag, maxLag, ctx.Err())
+		case <-deadline.C:
+			return lag, fmt.Errorf("%w: %s is %d entries behind after %s (promotion at <= %d); it stays a learner, "+
+				"retry addMember to wait again or removeMember it", ErrCatchUpTimeout, id, lag, timeout, maxLag)
+		case <-g.quit:
+			return lag, ErrGroupClosed
+		case <-t.C:
+		}
+	}
+}
+
+// RemoveMember removes member id from the configuration. Removing a
+// voter shrinks the quorum; unless force, it is refused when the voters
+// left that answered the leader recently are fewer than the new quorum
+// (the group would stall). The leader cannot remove itself: it hands
+// leadership to another voter first and answers not-leader, so the
+// caller retries on the new leader. Removing a member that is not there
+// succeeds with a note (retries are safe).
+func (g *Group) RemoveMember(ctx context.Context, id string, force bool) (*MemberChange, error) {
+	if g.raft.State() != raft.Leader {
+		return nil, g.notLeaderErr(nil)
+	}
+	conf, _, err := g.configuration()
+	if err != nil {
+		return nil, err
+	}
+	res := &MemberChange{ID: id}
+	cur, ok := findServer(conf, id)
+	if !ok {
+		res.Note, res.Members = id+" is not a member", raftMembers(conf)
+		return res, nil
+	}
+	res.RaftAddr = string(cur.Address)
+	self := g.SelfID()
+	if id == self {
+		if !hasOtherVoter(g) {
+			return nil, fmt.Errorf("%w: %s is the group's only voter", ErrMembershipConflict, id)
+		}
+		if err := g.TransferLeadership(""); err != nil {
+			return nil, fmt.Errorf("removing the leader %s: leadership transfer first: %w", id, err)
+		}
+		return nil, g.notLeaderErr(fmt.Errorf("leadership moved off %s so that it can be removed; ask the new leader", id))
+	}
+	if cur.Suffrage == raft.Voter && !force {
+		if err := g.checkQuorumWithout(conf, id); err != nil {
+			return nil, err
+		}
+	}
+	f := g.raft.RemoveServer(raft.ServerID(id), 0, g.changeTimeout())
+	if err := f.Error(); err != nil {
+		return nil, g.changeErr("remove "+id, err)
+	}
+	g.progress.reset(raft.ServerID(id))
+	res.ChangeIndex = f.Index()
+	g.log.Info("member removed", zap.String("id", id), zap.String("raftAddr", res.RaftAddr), zap.Uint64("index", f.Index()))
+	return g.withMembers(res)
+}
+
+// checkQuorumWithout refuses a removal that leaves fewer answering voters
+// than a quorum of the voters left. A voter answers when it acknowledged
+// anything (heartbeats too) within three heartbeat timeouts, at least 1 s.
+func (g *Group) checkQuorumWithout(conf raft.Configuration, id string) error {
+	fresh := max(3*g.cfg.Raft.HeartbeatTimeout, time.Second)
+	var left, answering []string
+	for _, s := range conf.Servers {
+		if s.Suffrage != raft.Voter || string(s.ID) == id {
+			continue
+		}
+		left = append(left, string(s.ID))
+		if string(s.ID) == g.SelfID() || time.Since(g.progress.get(s.ID).at) < fresh {
+			answering = append(answering, string(s.ID))
+		}
+	}
+	if need := len(left)/2 + 1; len(answering) < need {
+		return fmt.Errorf("%w: removing %s leaves voters %v, of which only %v answered within %s; the new configuration "+
+			"needs %d: bring the others back first, or force it", ErrQuorumAtRisk, id, left, answering, fresh, need)
+	}
+	return nil
+}
+
+// changeErr explains a failed configuration change.
+func (g *Group) changeErr(what string, err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		return g.notLeaderErr(fmt.Errorf("%s: %w", what, err))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func (g *Group) withMembers(res *MemberChange) (*MemberChange, error) {
+	conf, _, err := g.configuration()
+	if err == nil {
+		res.Members = raftMembers(conf)
+	}
+	return res, nil
+}
+
+// memberSlotter is a Replica that knows the live configuration (*Group).
+type memberSlotter interface {
+	memberBrokerID(id string) (int64, bool)
+}
+
+// memberBrokerIDOf is member id's follower brokerId: from rep's live
+// configuration when it has one, else from dLegerPeers (fake replicas in
+// tests).
+func memberBrokerIDOf(rep Replica, cfg *BrokerConfig, id string) (int64, bool) {
+	if ms, ok := rep.(memberSlotter); ok {
+		return ms.memberBrokerID(id)
+	}
+	peers, err := raftlog.ParsePeers(cfg.Raft.DLegerPeers)
+	if err != nil {
+		return 0, false
+	}
+	for i, p := range peers {
+		if p.ID == id {
+			return int64(i) + 1, true
+		}
+	}
+	return 0, false
+}
