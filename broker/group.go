@@ -51,9 +51,10 @@ type Group struct {
 	roles     *ha.Roles
 	preferred *ha.PreferredLeader
 	batch     *batcher
+	metrics   *groupMetrics // group_metrics.go
+
 	// progress is what the leader heard from each peer (member_progress.go).
 	progress *progressTracker
-	metrics   *groupMetrics // group_metrics.go
 
 	// segQ is the CommitLog's segment queue (set in the store's OpenLog
 	// hook, before the store starts its retention goroutine).

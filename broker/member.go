@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -87,20 +86,18 @@ type AddMemberOptions struct {
 }
 
 // configuration returns the latest Raft configuration this member knows.
-func (g *Group) configuration() (raft.Configuration, uint64, error) {
+func (g *Group) configuration() (raft.Configuration, error) {
 	f := g.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		return raft.Configuration{}, 0, err
+		return raft.Configuration{}, err
 	}
-	// The future's Index is not the configuration's; Stats has it.
-	idx, _ := strconv.ParseUint(g.raft.Stats()["latest_configuration_index"], 10, 64)
-	return f.Configuration(), idx, nil
+	return f.Configuration(), nil
 }
 
 // Members returns the live Raft configuration (the latest this member
 // knows).
 func (g *Group) Members() ([]RaftMember, error) {
-	conf, _, err := g.configuration()
+	conf, err := g.configuration()
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +128,7 @@ func findServer(conf raft.Configuration, id string) (raft.Server, bool) {
 // when id is not in the configuration (removed, or not added yet): such
 // a member does not register at all.
 func (g *Group) memberBrokerID(id string) (int64, bool) {
-	conf, _, err := g.configuration()
+	conf, err := g.configuration()
 	if err != nil {
 		return 0, false
 	}
@@ -149,7 +146,7 @@ func (g *Group) memberBrokerID(id string) (int64, bool) {
 // refuses to start; one whose own address differs would listen where no
 // peer looks for it. Other differences mean dLegerPeers is stale: logged.
 func (g *Group) checkLiveConfiguration() error {
-	conf, idx, err := g.configuration()
+	conf, err := g.configuration()
 	if err != nil {
 		return err
 	}
@@ -160,20 +157,19 @@ func (g *Group) checkLiveConfiguration() error {
 	live := fmtServers(conf)
 	me, ok := findServer(conf, self)
 	if !ok {
-		return fmt.Errorf("%w: %s is not in group %s's Raft configuration (%s, log index %d): it was removed (removeMember) "+
+		return fmt.Errorf("%w: %s is not in group %s's Raft configuration (%s): it was removed (removeMember) "+
 			"and refuses to start as a voter; to bring this host back, wipe %s, start it with raftJoin=true and run "+
-			"`raftmq admin addMember` (docs/operations.md)", ErrRemovedMember, self, group, live, idx, g.cfg.Store.StorePathRootDir)
+			"`raftmq admin addMember` (docs/operations.md)", ErrRemovedMember, self, group, live, g.cfg.Store.StorePathRootDir)
 	}
 	addr, _ := g.cfg.Raft.SelfAddr()
 	if string(me.Address) != addr {
-		return fmt.Errorf("%w: dLegerPeers gives %s the Raft address %s, but group %s's live configuration (%s, log index %d) has it at %s; "+
+		return fmt.Errorf("%w: dLegerPeers gives %s the Raft address %s, but group %s's live configuration (%s) has it at %s; "+
 			"a member cannot move by editing dLegerPeers: restore its address, or replace it with a new id "+
-			"(`raftmq admin replaceMember`, docs/operations.md)", ErrMembershipConflict, self, addr, group, live, idx, me.Address)
+			"(`raftmq admin replaceMember`, docs/operations.md)", ErrMembershipConflict, self, addr, group, live, me.Address)
 	}
 	if seeded, err := g.cfg.Raft.Configuration(); err == nil && fmtServers(seeded) != live {
 		g.log.Warn("dLegerPeers differs from the group's live Raft configuration; the live configuration wins "+
-			"(update dLegerPeers to match)", zap.String("dLegerPeers", g.cfg.Raft.DLegerPeers), zap.String("live", live),
-			zap.Uint64("configIndex", idx))
+			"(update dLegerPeers to match)", zap.String("dLegerPeers", g.cfg.Raft.DLegerPeers), zap.String("live", live))
 	}
 	return nil
 }
@@ -217,7 +213,7 @@ func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOp
 	if g.raft.State() != raft.Leader {
 		return nil, g.notLeaderErr(nil)
 	}
-	conf, _, err := g.configuration()
+	conf, err := g.configuration()
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +321,7 @@ func (g *Group) RemoveMember(ctx context.Context, id string, force bool) (*Membe
 	if g.raft.State() != raft.Leader {
 		return nil, g.notLeaderErr(nil)
 	}
-	conf, _, err := g.configuration()
+	conf, err := g.configuration()
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +388,7 @@ func (g *Group) changeErr(what string, err error) error {
 }
 
 func (g *Group) withMembers(res *MemberChange) (*MemberChange, error) {
-	conf, _, err := g.configuration()
+	conf, err := g.configuration()
 	if err == nil {
 		res.Members = raftMembers(conf)
 	}
