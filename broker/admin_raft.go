@@ -59,12 +59,7 @@ var _ applyStopper = (*Group)(nil)
 func (g *Group) PreferredLeaderID() string { return g.cfg.Raft.PreferredLeaderID }
 
 // RaftMember is one server of the group's Raft configuration.
-type RaftMember struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raftAddr"`
-	// Suffrage is Voter, Nonvoter or Staging.
-	Suffrage string `json:"suffrage"`
-}
+type RaftMember = wire.RaftMember
 
 // RaftStatus is the RAFT_STATUS answer body: one member's view of its
 // group. hashicorp/raft does not expose the leader's per-follower match

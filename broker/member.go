@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/raftlog"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Membership changes. The group's Raft configuration is the truth about
@@ -52,28 +53,7 @@ const (
 )
 
 // MemberChange is the answer to a membership change.
-type MemberChange struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raftAddr"`
-	// Suffrage is the member's suffrage afterwards: Voter, Nonvoter, or
-	// "" once removed.
-	Suffrage string `json:"suffrage"`
-	// LearnerIndex is the log index of the configuration entry that added
-	// the member as a learner (0 when it was a voter already).
-	LearnerIndex uint64 `json:"learnerIndex"`
-	// ChangeIndex is the log index of the last configuration entry the
-	// change wrote (the promotion, or the removal).
-	ChangeIndex uint64 `json:"changeIndex"`
-	// Lag is how many entries behind the leader's last index the learner
-	// was when it was promoted (or when the wait ended).
-	Lag uint64 `json:"lag"`
-	// CatchUpMillis is how long the learner took to catch up.
-	CatchUpMillis int64 `json:"catchUpMillis"`
-	// Members is the configuration afterwards.
-	Members []RaftMember `json:"members"`
-	// Note says what was already so (an idempotent retry).
-	Note string `json:"note,omitempty"`
-}
+type MemberChange = wire.RaftMemberChange
 
 // AddMemberOptions tune AddMember.
 type AddMemberOptions struct {
