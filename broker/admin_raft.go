@@ -194,6 +194,9 @@ func collectRaftStatus(ra RaftAdmin, serving bool) (*RaftStatus, error) {
 	default:
 		st.LastContactMillis = time.Since(lc).Milliseconds()
 	}
+	if rm, ok := ra.(interface{ Removed() error }); ok && rm.Removed() != nil {
+		return nil, rm.Removed()
+	}
 	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, err

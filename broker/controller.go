@@ -290,6 +290,7 @@ func (c *Controller) start() (err error) {
 	c.goFunc(c.timers.run)
 	c.goFunc(c.txn.run)
 	c.goFunc(c.reg.run)
+	c.goFunc(c.watchRemoval)
 	c.startACL()
 	if c.metrics != nil && c.metrics.followers != nil {
 		c.goFunc(c.metrics.followers.run)

@@ -55,6 +55,8 @@ type Group struct {
 
 	// progress is what the leader heard from each peer (member_progress.go).
 	progress *progressTracker
+	// removed is set when this member learns it was removed (member_watch.go).
+	removed removedState
 
 	// segQ is the CommitLog's segment queue (set in the store's OpenLog
 	// hook, before the store starts its retention goroutine).

@@ -108,6 +108,9 @@ func findServer(conf raft.Configuration, id string) (raft.Server, bool) {
 // when id is not in the configuration (removed, or not added yet): such
 // a member does not register at all.
 func (g *Group) memberBrokerID(id string) (int64, bool) {
+	if g.Removed() != nil {
+		return 0, false
+	}
 	conf, err := g.configuration()
 	if err != nil {
 		return 0, false
@@ -126,6 +129,11 @@ func (g *Group) memberBrokerID(id string) (int64, bool) {
 // refuses to start; one whose own address differs would listen where no
 // peer looks for it. Other differences mean dLegerPeers is stale: logged.
 func (g *Group) checkLiveConfiguration() error {
+	if why := readRemovedMarker(g.diskFS, g.removedMarkerPath()); why != "" {
+		return fmt.Errorf("%w: %s refuses to start as a voter: it learned of its removal earlier (%s, recorded in %s); "+
+			"to bring this host back, wipe %s, start it with raftJoin=true and run `raftmq admin addMember` (docs/operations.md)",
+			ErrRemovedMember, g.cfg.Raft.DLegerSelfID, why, g.removedMarkerPath(), g.cfg.Store.StorePathRootDir)
+	}
 	conf, err := g.configuration()
 	if err != nil {
 		return err

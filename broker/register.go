@@ -124,8 +124,12 @@ func (r *registerService) registerAll() {
 	if id < 0 {
 		r.c.log.Debug("not registering: this member is not in its group's Raft configuration")
 		r.mu.Lock()
+		prev := r.lastID
 		r.lastSent, r.lastID = dv, id
 		r.mu.Unlock()
+		if prev >= 0 {
+			r.unregisterAll(prev)
+		}
 		return
 	}
 	raw, err := wire.EncodeRegisterBrokerBody(body, false)

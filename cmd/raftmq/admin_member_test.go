@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/testutil"
 )
@@ -175,3 +176,36 @@ func routedAddrs(c *adminCluster) []string {
 }
 
 func jsonInto(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestAdminRemovedWhileDown: a member removed while it was down restarts
+// believing it is a voter; it learns from the routed leader that it was
+// removed, stops its Raft member with ErrRemovedMember and leaves the
+// route. Restarted again, it refuses to start.
+func TestAdminRemovedWhileDown(t *testing.T) {
+	c := startAdminCluster(t)
+	n := []string{"-n", c.nsAddr}
+	leader := c.Leader(0)
+	gone := (leader + 1) % 3
+	id := c.Member(0, gone).ID()
+	if err := c.Stop(0, gone); err != nil {
+		t.Fatal(err)
+	}
+	mustAdmin(t, append(n, "removeMember", "-b", "broker-a", "--id", id)...)
+	if err := c.Restart(0, gone); err != nil {
+		t.Fatalf("restart of the member removed while down: %v", err)
+	}
+	m := c.Member(0, gone)
+	testutil.WaitFor(t, 15*time.Second, id+" learns it was removed", func() bool {
+		return errors.Is(m.Group.Removed(), broker.ErrRemovedMember)
+	})
+	t.Logf("%s: %v", id, m.Group.Removed())
+	testutil.WaitFor(t, 15*time.Second, id+" leaves the route", func() bool {
+		return !slices.Contains(routedAddrs(c), m.Addr())
+	})
+	c.Kill(0, gone)
+	err := c.Restart(0, gone)
+	if !errors.Is(err, broker.ErrRemovedMember) {
+		t.Fatalf("second restart of the removed member: %v", err)
+	}
+	t.Logf("second restart: %v", err)
+}

@@ -1,0 +1,195 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/storage"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// A member removed while it was down never received the configuration
+// entry that removed it: it restarts believing it is a voter, and the
+// group ignores it (the leader sends it nothing, voters reject its
+// votes). The removal watch lets it find out: a member that has heard
+// from no leader for a while asks the leader the name servers route
+// (RAFT_STATUS); when that leader's configuration lacks this member, it
+// stops its Raft member with ErrRemovedMember, stops registering, and
+// says so in its log and its raftStatus answer.
+
+// removalCheckInterval is how often the watch looks, and how long a
+// member must have heard from no leader before it asks.
+const removalCheckInterval = time.Second
+
+// removedState holds why a running member stopped as removed.
+type removedState struct {
+	err atomic.Pointer[error]
+}
+
+// Removed is the reason this member stopped as removed from its group
+// (nil while it is a member).
+func (g *Group) Removed() error {
+	if p := g.removed.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// stopAsRemoved records err and shuts the Raft member down: it neither
+// campaigns nor votes any more. The node keeps running (reads of what it
+// holds, the monitor) until its operator stops it.
+func (g *Group) stopAsRemoved(err error) {
+	if !g.removed.err.CompareAndSwap(nil, &err) {
+		return
+	}
+	g.log.Error("this member was removed from its raft group; raft stopped, it will not vote or register; "+
+		"wipe its data and add it back with raftJoin=true and `raftmq admin addMember`, or retire it", zap.Error(err))
+	_ = g.raft.Shutdown().Error()
+	// Its log still lists it as a voter: the marker makes the next start
+	// refuse too.
+	if werr := writeRemovedMarker(g.diskFS, g.removedMarkerPath(), err.Error()); werr != nil {
+		g.log.Warn("could not record the removal; the next start will find out again", zap.Error(werr))
+	}
+}
+
+// removedMarkerPath is the file that records a removal this member was
+// told about (storePathRootDir/raft/REMOVED).
+func (g *Group) removedMarkerPath() string {
+	return filepath.Join(g.cfg.Store.StorePathRootDir, "raft", "REMOVED")
+}
+
+func writeRemovedMarker(fsys storage.FS, path, reason string) error {
+	if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt([]byte(reason+"\n"), 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close(), fsys.SyncDir(filepath.Dir(path)))
+}
+
+// readRemovedMarker returns the recorded removal, "" when there is none.
+func readRemovedMarker(fsys storage.FS, path string) string {
+	fi, err := fsys.Stat(path)
+	if err != nil {
+		return ""
+	}
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return "removed (marker unreadable: " + err.Error() + ")"
+	}
+	defer f.Close()
+	b := make([]byte, fi.Size())
+	n, _ := f.ReadAt(b, 0)
+	return strings.TrimSpace(string(b[:n]))
+}
+
+// watchRemoval is the Controller's removal watch (a tracked goroutine).
+func (c *Controller) watchRemoval() {
+	g, ok := c.rep.(*Group)
+	if !ok || len(c.cfg.NameServers()) == 0 {
+		return
+	}
+	t := time.NewTicker(removalCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		}
+		if err := c.checkRemoved(g); err != nil {
+			g.stopAsRemoved(err)
+			c.reg.trigger()
+			return
+		}
+	}
+}
+
+// checkRemoved returns ErrRemovedMember when the routed leader's
+// configuration lacks this member, which thinks it is a member and has
+// heard from no leader for removalCheckInterval.
+func (c *Controller) checkRemoved(g *Group) error {
+	if g.raft.State() == raft.Leader || g.raft.State() == raft.Shutdown {
+		return nil
+	}
+	if lc := g.raft.LastContact(); !lc.IsZero() && time.Since(lc) < removalCheckInterval {
+		return nil
+	}
+	self := g.SelfID()
+	conf, err := g.configuration()
+	if err != nil {
+		return nil
+	}
+	if _, ok := findServer(conf, self); !ok {
+		return nil // not added yet (raftJoin), or it applied its removal and stays quiet
+	}
+	deadline := time.Now().Add(removalCheckInterval)
+	addr := c.routedMaster(deadline)
+	if addr == "" || addr == c.addr {
+		return nil
+	}
+	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	defer cancel()
+	resp, err := c.nsClient.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestRaftStatus, nil, nil))
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		return nil
+	}
+	var st RaftStatus
+	if json.Unmarshal(resp.Body, &st) != nil || st.State != raft.Leader.String() || len(st.Members) == 0 {
+		return nil
+	}
+	for _, m := range st.Members {
+		if m.ID == self {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s's leader %s (term %d, at %s) has configuration %v without %s; this member missed its removal "+
+		"while it was down", ErrRemovedMember, c.cfg.BrokerName, st.SelfID, st.Term, addr, memberIDsOf(st.Members), self)
+}
+
+func memberIDsOf(ms []RaftMember) []string {
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.ID)
+	}
+	return out
+}
+
+// unregisterAll drops this node's registration under brokerId id from
+// every name server (UNREGISTER_BROKER): a member that left the
+// configuration must leave the route now, not when the name servers
+// expire it.
+func (r *registerService) unregisterAll(id int64) {
+	for _, ns := range r.c.cfg.NameServers() {
+		h := &wire.UnregisterBrokerRequestHeader{Cluster: r.c.cfg.BrokerClusterName, BrokerAddr: r.c.addr,
+			BrokerName: r.c.cfg.BrokerName, BrokerID: id}
+		ctx, cancel := context.WithTimeout(r.c.ctx, r.c.cfg.RegisterBrokerTimeoutMills)
+		resp, err := r.c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestUnregisterBroker, h, nil))
+		cancel()
+		if err == nil && resp.Code != remoting.ResponseSuccess {
+			err = remoting.ResponseError(ns, resp)
+		}
+		if err != nil {
+			r.c.log.Warn("unregister from name server failed", zap.String("namesrv", ns), zap.Int64("brokerId", id), zap.Error(err))
+			continue
+		}
+		r.c.log.Info("unregistered: no longer in the group's Raft configuration", zap.String("namesrv", ns), zap.Int64("brokerId", id))
+	}
+}
