@@ -178,6 +178,9 @@ func tableRaftStatus(w *tabwriter.Writer, gs []*groupStatus) {
 			if note == "" && m.ApplyStopped != "" {
 				note = "apply stopped: " + m.ApplyStopped
 			}
+			if note == "" && m.Suffrage != "" && m.Suffrage != "Voter" {
+				note = "learner (" + m.Suffrage + "): replicated to, not counted for commits or elections"
+			}
 			if note == "" && m.ID == g.PreferredLeaderID {
 				note = "preferred leader"
 			}
