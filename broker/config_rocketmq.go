@@ -35,7 +35,7 @@ const (
 var rocketmqBrokerKeys = map[string]config.Ignored{
 	// Master/slave replication (MessageStoreConfig, BrokerConfig).
 	"brokerId": {Reason: "roles come from Raft: the leader registers as brokerId 0, " +
-		"a follower as its position in dLegerPeers + 1"},
+		"a follower as its position in the live Raft configuration + 1 (dLegerPeers order at bootstrap)"},
 	// RocketMQ's slaves answer PULL_RETRY_IMMEDIATELY when it is false;
 	// after a failover clients keep pulling from the old leader's address
 	// until their next route refresh, so followers must serve.

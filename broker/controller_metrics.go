@@ -402,7 +402,7 @@ var (
 // through the controller's remoting client, and a role change to leader
 // polls at once. Followers' remoting addresses come from the replicated
 // member table (members that once led) or else the name servers' cluster
-// info (brokerId = position in dLegerPeers + 1), checked against the
+// info (brokerId = position in the live configuration + 1), checked against the
 // answering member's Raft id.
 type followerLag struct {
 	c    *Controller

@@ -41,6 +41,12 @@
 //   - group_diskfull.go: the FS wrapper that reports ENOSPC to the disk
 //     guard, the leader's step-down loop, recovery of a stopped Raft log.
 //   - group_metrics.go: Raft and batcher metrics.
+//   - member.go: membership changes (learner add, promotion once caught
+//     up, removal with a quorum guard), the live configuration checked
+//     against dLegerPeers at restart, brokerIds from the configuration;
+//     member_progress.go: the transport wrapper through which the leader
+//     learns each peer's match index; member_watch.go: a member removed
+//     while down learns it from the routed leader and records it.
 //
 // The node and its processors (one file per request code family):
 //
@@ -67,7 +73,8 @@
 //     re-put of held-back messages), lock.go (41/42),
 //     query.go (12/33), register.go (REGISTER_BROKER to every name server),
 //     admin.go, admin_config.go, admin_raft.go (topic/group admin, broker
-//     config, RAFT_STATUS and LEADERSHIP_TRANSFER).
+//     config, RAFT_STATUS and LEADERSHIP_TRANSFER); admin_member.go
+//     (ADD_RAFT_MEMBER 30003, REMOVE_RAFT_MEMBER 30004).
 //   - timer.go: timer messages (TIMER_DELAY_SEC, TIMER_DELAY_MS,
 //     TIMER_DELIVER_MS, __STARTDELIVERTIME): the send-side rewrite to
 //     rmq_sys_wheel_timer, the replicated TimerCursor and its

@@ -14,6 +14,7 @@ import (
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestAdminReplaceMember replaces a follower of a real in-process group
@@ -156,6 +157,19 @@ func TestAdminReplaceMember(t *testing.T) {
 		}
 	}
 	t.Logf("%d messages readable on %s; replaceMember output:\n%s", len(acks), nm.ID(), out)
+
+	// Removing the leader moves leadership first; the command follows it.
+	li := c.Leader(0)
+	lid := c.Member(0, li).ID()
+	steps = nil
+	adminJSON(t, &steps, append(n, "removeMember", "-b", "broker-a", "--id", lid)...)
+	if len(steps) != 1 || steps[0].ChangeIndex == 0 || slices.ContainsFunc(steps[0].Members, func(m wire.RaftMember) bool { return m.ID == lid }) {
+		t.Fatalf("removing the leader %s: %+v", lid, steps)
+	}
+	testutil.WaitFor(t, 10*time.Second, "another leader routed", func() bool {
+		r := c.RoutedLeader(0)
+		return r != "" && r != c.Member(0, li).Addr()
+	})
 }
 
 func routedAddrs(c *adminCluster) []string {

@@ -36,7 +36,8 @@
 //     updateGlobalWhiteAddr, clusterAclConfigVersion) sent to every member
 //     of a group, and the --aclAccessKey/--aclSecretKey signing flags of
 //     every admin command. admin_parity*.go: the rows appended for the rest
-//     of mqadmin (docs/admin.md maps them all).
+//     of mqadmin (docs/admin.md maps them all). admin_member.go:
+//     addMember, removeMember, replaceMember (docs/operations.md).
 //   - failover*.go: `raftmq failover`, which SIGKILLs the leader of a
 //     real-process cluster and times detection, route drop, election, route
 //     update and first write (failover_cluster.go: the processes, from
