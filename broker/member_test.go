@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/storage"
 )
 
 // addTestNode starts a new in-memory member id of c's group with
@@ -23,21 +24,44 @@ func addTestNode(t *testing.T, c *testCluster, id string, slot int) *testNode {
 	base := c.nodes[0].cfg
 	cfg := base
 	raftAddr := fmt.Sprintf("127.0.0.1:%d", 20910+slot)
+	remoting := fmt.Sprintf("127.0.0.1:%d", 10910+slot)
+	if c.net == nil {
+		raftAddr = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+		remoting = raftAddr
+	}
 	cfg.Raft.DLegerPeers = base.Raft.DLegerPeers + ";" + id + "-" + raftAddr
 	cfg.Raft.DLegerSelfID = id
 	cfg.RaftJoin = true
 	cfg.Store.StorePathRootDir = filepath.Join(filepath.Dir(base.Store.StorePathRootDir), id)
-	remoting := fmt.Sprintf("127.0.0.1:%d", 10910+slot)
 	cfg.Store.StoreHost = netip.MustParseAddrPort(remoting)
-	n := &testNode{id: id, cfg: cfg, remoting: remoting}
-	var err error
-	if n.parts, err = NewInmemParts(cfg, c.net); err != nil {
-		t.Fatal(err)
+	n := &testNode{id: id, cfg: cfg, remoting: remoting, base: storage.OSFS()}
+	if c.net != nil {
+		var err error
+		if n.parts, err = NewInmemParts(cfg, c.net); err != nil {
+			t.Fatal(err)
+		}
+		n.base = n.parts.FS
 	}
-	n.base = n.parts.FS
 	c.nodes = append(c.nodes, n)
 	c.start(len(c.nodes) - 1)
 	return n
+}
+
+// openAs opens stopped member n under cfg (which may differ from n's) on
+// n's files: newGroup's result for a start the test expects to fail.
+func openAs(t *testing.T, c *testCluster, n *testNode, cfg GroupConfig) (*Group, error) {
+	t.Helper()
+	var parts Parts
+	if c.net != nil {
+		parts = c.net.Reopen(n.parts)
+		parts.FS = n.base
+	} else {
+		var err error
+		if parts, err = openDiskParts(cfg, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return newGroup(cfg, parts, n.remoting, nil, groupOptions{})
 }
 
 func nodeByID(c *testCluster, id string) (int, *testNode) {
@@ -73,7 +97,14 @@ func membersOf(t *testing.T, g *Group) string {
 // live configuration, and one whose own address contradicts it refuses
 // to start.
 func TestGroupMembershipReplace(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{})
+	t.Run("inmem", func(t *testing.T) { testMembershipReplace(t, clusterOpts{}) })
+	// Real files and TCP: the configuration comes back from the disk log,
+	// and replication runs through the network transport's pipeline.
+	t.Run("disk", func(t *testing.T) { testMembershipReplace(t, clusterOpts{disk: true, sync: true}) })
+}
+
+func testMembershipReplace(t *testing.T, o clusterOpts) {
+	c := newTestCluster(t, o)
 	c.createTopic("T", 2)
 	var acks []ack
 	for k := range 40 {
@@ -89,7 +120,7 @@ func TestGroupMembershipReplace(t *testing.T) {
 	if _, ok := n3.g().memberBrokerID("n3"); ok {
 		t.Fatal("a member not added yet has a brokerId slot")
 	}
-	addr := "127.0.0.1:20913"
+	addr, _ := n3.cfg.Raft.SelfAddr()
 	ctx := context.Background()
 
 	// A follower refuses and names the leader.
@@ -160,9 +191,7 @@ func TestGroupMembershipReplace(t *testing.T) {
 	checkAcked(t, n3, acks)
 
 	// The removed member refuses to start.
-	parts := c.net.Reopen(gone.parts)
-	parts.FS = gone.base
-	if g, err := newGroup(gone.cfg, parts, gone.remoting, nil, groupOptions{}); !errors.Is(err, ErrRemovedMember) {
+	if g, err := openAs(t, c, gone, gone.cfg); !errors.Is(err, ErrRemovedMember) {
 		if g != nil {
 			_ = g.Close()
 		}
@@ -188,10 +217,10 @@ func TestGroupMembershipReplace(t *testing.T) {
 	// Its own address contradicting the live configuration is an error.
 	c.stop(oi)
 	bad := other.cfg
-	bad.Raft.DLegerPeers = strings.Replace(bad.Raft.DLegerPeers, other.id+"-127.0.0.1:2091", other.id+"-127.0.0.1:3091", 1)
-	parts = c.net.Reopen(other.parts)
-	parts.FS = other.base
-	if g, err := newGroup(bad, parts, other.remoting, nil, groupOptions{}); !errors.Is(err, ErrMembershipConflict) {
+	oldAddr, _ := other.cfg.Raft.SelfAddr()
+	bad.Raft.DLegerPeers = strings.Replace(bad.Raft.DLegerPeers, other.id+"-"+oldAddr,
+		fmt.Sprintf("%s-127.0.0.1:%d", other.id, testutil.FreePort(t)), 1)
+	if g, err := openAs(t, c, other, bad); !errors.Is(err, ErrMembershipConflict) {
 		if g != nil {
 			_ = g.Close()
 		}
