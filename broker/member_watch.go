@@ -25,8 +25,10 @@ import (
 // votes). The removal watch lets it find out: a member that has heard
 // from no leader for a while asks the leader the name servers route
 // (RAFT_STATUS); when that leader's configuration lacks this member, it
-// stops its Raft member with ErrRemovedMember, stops registering, and
-// says so in its log and its raftStatus answer.
+// stops its Raft member with ErrRemovedMember, stops registering, records
+// the removal for its next start, and says so in its log and its
+// raftStatus answer. A member that was running when it was removed goes
+// the same way once the leader stops talking to it.
 
 // removalCheckInterval is how often the watch looks, and how long a
 // member must have heard from no leader before it asks.
@@ -137,9 +139,12 @@ func (c *Controller) checkRemoved(g *Group) error {
 	if err != nil {
 		return nil
 	}
-	if _, ok := findServer(conf, self); !ok {
-		return nil // not added yet (raftJoin), or it applied its removal and stays quiet
+	if len(conf.Servers) == 0 {
+		return nil // joining (raftJoin) and not added yet
 	}
+	// A member that applied its own removal is quiet already; the leader's
+	// word makes it stop for good (its own latest configuration may be
+	// an entry that never commits).
 	deadline := time.Now().Add(removalCheckInterval)
 	addr := c.routedMaster(deadline)
 	if addr == "" || addr == c.addr {
@@ -160,8 +165,8 @@ func (c *Controller) checkRemoved(g *Group) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s's leader %s (term %d, at %s) has configuration %v without %s; this member missed its removal "+
-		"while it was down", ErrRemovedMember, c.cfg.BrokerName, st.SelfID, st.Term, addr, memberIDsOf(st.Members), self)
+	return fmt.Errorf("%w: %s's leader %s (term %d, at %s) has configuration %v without %s", ErrRemovedMember,
+		c.cfg.BrokerName, st.SelfID, st.Term, addr, memberIDsOf(st.Members), self)
 }
 
 func memberIDsOf(ms []RaftMember) []string {
