@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,20 +77,9 @@ type consumerCore struct {
 }
 
 func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consumerCore {
-	inst := cfg.common.instanceName
-	if inst == "DEFAULT" {
-		// As ClientConfig.changeInstanceNameToPID (+ nanoTime in 5.x): two
-		// consumers in one process must not share a client id, or the
-		// brokers would count them as one member of the group.
-		inst = strconv.Itoa(os.Getpid()) + "#" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	}
-	ip := cfg.common.clientIP
-	if ip == nil {
-		ip = localIPv4()
-	}
 	c := &consumerCore{
 		cfg:         cfg,
-		clientID:    ip.String() + "@" + inst,
+		clientID:    newClientID(cfg.common.clientIP, cfg.common.instanceName),
 		hooks:       hooks,
 		rebalanceCh: make(chan struct{}, 1),
 		refreshCh:   make(chan string, 16),
@@ -411,32 +398,7 @@ type brokerMember struct{ name, addr string }
 // subscribed topic. Heartbeats go to all of them, followers included: a
 // raftmq follower that becomes leader then already knows the group.
 func (c *consumerCore) brokerMembers() []brokerMember {
-	topics := c.topics()
-	seen := map[string]bool{}
-	var out []brokerMember
-	c.routes.mu.Lock()
-	defer c.routes.mu.Unlock()
-	for _, topic := range topics {
-		tr := c.routes.topics[topic]
-		if tr == nil {
-			continue
-		}
-		for _, bd := range tr.data.BrokerDatas {
-			g := c.routes.brokers[bd.BrokerName]
-			addrs := slices.Collect(maps.Values(bd.BrokerAddrs))
-			if g != nil && g.leader != "" {
-				addrs = append(addrs, g.leader)
-			}
-			slices.Sort(addrs)
-			for _, a := range addrs {
-				if !seen[a] {
-					seen[a] = true
-					out = append(out, brokerMember{bd.BrokerName, a})
-				}
-			}
-		}
-	}
-	return out
+	return c.routes.members(c.topics())
 }
 
 func (c *consumerCore) heartbeatData() *wire.HeartbeatData {

@@ -53,7 +53,10 @@
 //     dedup.
 //   - producer_txn.go: TransactionProducer (half message, local transaction,
 //     END_TRANSACTION following the leader; CHECK_TRANSACTION_STATE served
-//     on the connection it came on; producer heartbeats to every member).
+//     on the connection it came on).
+//   - producer_heartbeat.go: the producer's heartbeats (one client id, to
+//     every member of the groups of the topics a requester or transaction
+//     producer tracks) and the client id every client builds.
 //   - autobatch.go: the AutoBatch option, which lets concurrent sends of a
 //     topic share SEND_BATCH_MESSAGE requests while each caller keeps its
 //     own result and retries.
@@ -69,7 +72,7 @@
 //     batches that exhausted MaxReconsumeTimes go to %DLQ%group through
 //     the retry topic; consumer_lite.go: LitePullConsumer.
 //   - request_reply.go: request-reply: Producer.Request (correlation id,
-//     requester heartbeats to the request and reply topics' groups, the
+//     heartbeats tracking the request and reply topics' groups, the
 //     PUSH_REPLY_MESSAGE_TO_CLIENT handler), NewReplyMessage and
 //     Producer.Reply (SEND_REPLY_MESSAGE_V2 through the request's group).
 //   - trace.go: the WithTrace option: Pub, SubBefore and SubAfter records

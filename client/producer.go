@@ -18,13 +18,14 @@ import (
 // remoting client (one connection per broker), the route cache and one
 // refresh goroutine, plus one goroutine per SendAsync in flight.
 type Producer struct {
-	cfg    producerConfig
-	log    *zap.Logger
-	ids    *UniqIDGenerator
-	seq    *sequencer // nil unless Idempotent
-	fault  *latencyFault
-	acc    *accumulator  // nil unless AutoBatch
-	asyncS chan struct{} // one token per SendAsync in flight
+	cfg      producerConfig
+	log      *zap.Logger
+	clientID string // in heartbeats and REPLY_TO_CLIENT (producer_heartbeat.go)
+	ids      *UniqIDGenerator
+	seq      *sequencer // nil unless Idempotent
+	fault    *latencyFault
+	acc      *accumulator  // nil unless AutoBatch
+	asyncS   chan struct{} // one token per SendAsync in flight
 
 	mu        sync.Mutex
 	state     producerState    // guarded by mu
@@ -32,9 +33,10 @@ type Producer struct {
 	routes    *routeManager    // set by Start
 	ctx       context.Context  // cancelled by Close; parent of async sends
 	cancel    context.CancelFunc
-	refreshCh chan string // topics to refresh now
-	req       *requester  // guarded by mu; set by the first Request
-	tracer    *tracer     // set by Start; nil unless WithTrace
+	refreshCh chan string         // topics to refresh now
+	req       *requester          // guarded by mu; set by the first Request
+	hb        *producerHeartbeats // guarded by mu; set by the first trackHeartbeat
+	tracer    *tracer             // set by Start; nil unless WithTrace
 	wg        sync.WaitGroup
 }
 
@@ -59,11 +61,12 @@ func NewProducer(opts ...ProducerOpt) (*Producer, error) {
 		return nil, err
 	}
 	p := &Producer{
-		cfg:    cfg,
-		log:    cfg.common.log.Named("producer").With(zap.String("group", cfg.group)),
-		ids:    NewUniqIDGenerator(cfg.common.clientIP, cfg.common.now),
-		fault:  newLatencyFault(cfg.common.now, cfg.latencyMax, cfg.notAvailable),
-		asyncS: make(chan struct{}, cfg.maxAsyncInflight),
+		cfg:      cfg,
+		log:      cfg.common.log.Named("producer").With(zap.String("group", cfg.group)),
+		clientID: newClientID(cfg.common.clientIP, cfg.common.instanceName),
+		ids:      NewUniqIDGenerator(cfg.common.clientIP, cfg.common.now),
+		fault:    newLatencyFault(cfg.common.now, cfg.latencyMax, cfg.notAvailable),
+		asyncS:   make(chan struct{}, cfg.maxAsyncInflight),
 	}
 	if cfg.idempotent {
 		p.seq = newSequencer(cfg.producerID)

@@ -2,13 +2,9 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -97,14 +93,11 @@ type TransactionSendResult struct {
 type TransactionProducer struct {
 	*Producer
 	listener TransactionListener
-	id       string // client id in heartbeats
 	checks   chan txnCheck
-	hbNow    chan struct{}
 
 	// mu is a leaf: no Producer or remoting call is made under it.
 	mu     sync.Mutex
-	topics map[string]bool // guarded by mu; topics sent to, whose brokers get heartbeats
-	ctx    context.Context
+	ctx    context.Context // guarded by mu; set by Start
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -136,11 +129,11 @@ func NewTransactionProducer(listener TransactionListener, opts ...ProducerOpt) (
 	if p.cfg.autoBatch.maxMessages > 1 {
 		return nil, fmt.Errorf("%w: AutoBatch cannot be used by a transaction producer (half messages are never batched)", ErrInvalidOption)
 	}
-	return &TransactionProducer{Producer: p, listener: listener, id: newTxnClientID(&p.cfg), checks: make(chan txnCheck, maxPendingChecks),
-		hbNow: make(chan struct{}, 1), topics: map[string]bool{}}, nil
+	return &TransactionProducer{Producer: p, listener: listener, checks: make(chan txnCheck, maxPendingChecks)}, nil
 }
 
-// Start starts the producer, the check-back worker and the heartbeat loop.
+// Start starts the producer, the check-back worker and the producer's
+// heartbeats (producer_heartbeat.go).
 func (tp *TransactionProducer) Start(ctx context.Context) error {
 	if err := tp.Producer.Start(ctx); err != nil {
 		return err
@@ -148,31 +141,31 @@ func (tp *TransactionProducer) Start(ctx context.Context) error {
 	base := tp.Producer.baseContext()
 	tp.rc.RegisterProcessor(remoting.RequestCheckTransactionState, tp.onCheck) // replaces itself on a second Start
 	tp.mu.Lock()
-	defer tp.mu.Unlock()
 	if tp.ctx != nil {
+		tp.mu.Unlock()
 		return nil
 	}
 	tp.ctx, tp.cancel = context.WithCancel(base)
-	tp.wg.Add(2)
+	tp.wg.Add(1)
 	go func() { defer tp.wg.Done(); tp.checkLoop() }()
-	go func() { defer tp.wg.Done(); tp.heartbeatLoop() }()
+	tp.mu.Unlock()
 	// Like RocketMQ's producers, heartbeat TBW102's brokers from the
 	// start: a restarted producer then gets the check-backs of halves its
 	// predecessor left undecided before it sends anything (on clusters
 	// with autoCreateTopicEnable, which register TBW102).
-	tp.noteTopicLocked(wire.TopicAutoCreate)
+	tp.noteTopic(wire.TopicAutoCreate)
 	return nil
 }
 
 // Close unregisters the producer from its brokers, stops the check-back
-// worker (waiting for a listener call in progress) and the heartbeat
-// loop, then closes the Producer.
+// worker (waiting for a listener call in progress), then closes the
+// Producer (and its heartbeats).
 func (tp *TransactionProducer) Close(ctx context.Context) error {
 	tp.mu.Lock()
 	cancel := tp.cancel
 	tp.mu.Unlock()
 	if cancel != nil {
-		tp.unregister(ctx)
+		tp.unregisterHeartbeats(ctx)
 		cancel()
 		if err := waitGroup(ctx, &tp.wg); err != nil {
 			_ = tp.Producer.Close(ctx)
@@ -338,117 +331,10 @@ func (tp *TransactionProducer) check(msg *MessageExt) (state LocalTransactionSta
 	return tp.listener.CheckLocalTransaction(tp.ctx, msg)
 }
 
-// noteTopic remembers a topic whose brokers must know the producer, and
-// heartbeats at once the first time.
+// noteTopic makes topic's brokers know the producer, heartbeating them
+// soon (not on the caller's goroutine) the first time.
 func (tp *TransactionProducer) noteTopic(topic string) {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	tp.noteTopicLocked(topic)
-}
-
-func (tp *TransactionProducer) noteTopicLocked(topic string) {
-	known := tp.topics[topic]
-	tp.topics[topic] = true
-	if !known {
-		select {
-		case tp.hbNow <- struct{}{}:
-		default:
-		}
+	if added, err := tp.trackHeartbeat(topic); err == nil && added {
+		tp.heartbeatSoon()
 	}
-}
-
-// TransactionHeartbeatInterval is how often a TransactionProducer
-// heartbeats every member of its brokers' groups (RocketMQ's
-// heartbeatBrokerInterval): brokers drop a producer silent for their
-// channelExpiredTimeout (120 s), and check back only on connections of
-// producers they know.
-const TransactionHeartbeatInterval = 30 * time.Second
-
-func (tp *TransactionProducer) heartbeatLoop() {
-	t := time.NewTicker(TransactionHeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-tp.ctx.Done():
-			return
-		case <-t.C:
-		case <-tp.hbNow:
-		}
-		tp.heartbeat()
-	}
-}
-
-// heartbeat sends HEART_BEAT with the producer group to every member of
-// every broker group the producer's topics route to.
-func (tp *TransactionProducer) heartbeat() {
-	body, _ := json.Marshal(wire.HeartbeatData{ClientID: tp.clientID(),
-		ProducerDataSet: []wire.HeartbeatProducerData{{GroupName: tp.cfg.group}}, ConsumerDataSet: []wire.HeartbeatConsumerData{}})
-	for _, addr := range tp.memberAddrs() {
-		ctx, cancel := context.WithTimeout(tp.ctx, tp.cfg.common.requestTimeout)
-		resp, err := tp.rc.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, body))
-		cancel()
-		if err != nil || resp.Code != remoting.ResponseSuccess {
-			tp.log.Debug("producer heartbeat failed", zap.String("addr", addr), zap.Error(err))
-		}
-	}
-}
-
-// unregister tells every member the producer is gone (UNREGISTER_CLIENT),
-// so check-backs go to the group's other producers at once.
-func (tp *TransactionProducer) unregister(ctx context.Context) {
-	h := &wire.UnregisterClientRequestHeader{ClientID: tp.clientID(), ProducerGroup: tp.cfg.group}
-	for _, addr := range tp.memberAddrs() {
-		cctx, cancel := context.WithTimeout(ctx, tp.cfg.common.requestTimeout)
-		_, _ = tp.rc.InvokeSync(cctx, addr, remoting.NewRequest(remoting.RequestUnregisterClient, h, nil))
-		cancel()
-	}
-}
-
-// memberAddrs lists every member of the broker groups of the topics sent
-// to, fetching a route that is not cached.
-func (tp *TransactionProducer) memberAddrs() []string {
-	tp.mu.Lock()
-	topics := slices.Collect(maps.Keys(tp.topics))
-	tp.mu.Unlock()
-	routes, err := tp.running()
-	if err != nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	for _, topic := range topics {
-		info := routes.cachedPublishInfo(topic)
-		if info == nil {
-			ctx, cancel := context.WithTimeout(tp.ctx, tp.cfg.common.requestTimeout)
-			info, _ = routes.publishInfo(ctx, topic, false, 0)
-			cancel()
-		}
-		if info == nil || info.Route == nil {
-			continue
-		}
-		for _, bd := range info.Route.BrokerDatas {
-			for _, a := range bd.BrokerAddrs {
-				if a != "" {
-					seen[a] = true
-				}
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(seen))
-}
-
-// clientID is the producer's client id in heartbeats, made like a
-// consumer's: with the default instance name, two producers of one process
-// must not share it, or a broker would keep only one of them.
-func (tp *TransactionProducer) clientID() string { return tp.id }
-
-func newTxnClientID(cfg *producerConfig) string {
-	inst := cfg.common.instanceName
-	if inst == "DEFAULT" {
-		inst = strconv.Itoa(os.Getpid()) + "#" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	}
-	ip := cfg.common.clientIP
-	if ip == nil {
-		ip = localIPv4()
-	}
-	return ip.String() + "@" + inst
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,17 +30,13 @@ import (
 // heartbeats fill.
 //
 // So a requesting producer must be known to whichever broker group takes
-// the reply. Once it sends a request, the producer heartbeats (as its
-// producer group) every member of every group routing the request topic
-// and the reply topic of each cluster those groups belong to, at once and
-// then every requestHeartbeatInterval. Reply prefers the reply-topic
-// queue of the group that stored the request (the requester just sent
-// there), and falls back to any other group on failure, where a broker
-// that does not know the requester answers SYSTEM_ERROR.
-
-// requestHeartbeatInterval is the requester's heartbeat period (RocketMQ's
-// heartbeatBrokerInterval).
-const requestHeartbeatInterval = 30 * time.Second
+// the reply. Once it sends a request, the producer heartbeats
+// (producer_heartbeat.go) every member of every group routing the request
+// topic and the reply topic of each cluster those groups belong to. Reply
+// prefers the reply-topic queue of the group that stored the request (the
+// requester just sent there), and falls back to any other group on
+// failure, where a broker that does not know the requester answers
+// SYSTEM_ERROR.
 
 // ErrRequestTimeout is returned by Request when no reply came in time.
 var ErrRequestTimeout = errors.New("client: request timed out waiting for the reply")
@@ -49,27 +44,13 @@ var ErrRequestTimeout = errors.New("client: request timed out waiting for the re
 // requester is a Producer's request-reply state, built by its first
 // Request.
 type requester struct {
-	clientID string
-
 	mu      sync.Mutex
 	waiting map[string]chan *MessageExt // guarded by mu; by correlation id
-	topics  map[string]bool             // guarded by mu; routes whose groups get heartbeats
-}
-
-// ClientID is the id this producer gives brokers when it heartbeats, which
-// replies are addressed to (REPLY_TO_CLIENT); "" until the first Request.
-func (p *Producer) ClientID() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.req == nil {
-		return ""
-	}
-	return p.req.clientID
+	topics  map[string]bool             // guarded by mu; request topics whose groups know the producer
 }
 
 // requesterState returns the request-reply state, starting it (the
-// PUSH_REPLY_MESSAGE_TO_CLIENT handler and the heartbeat loop) on first
-// use.
+// PUSH_REPLY_MESSAGE_TO_CLIENT handler) on first use.
 func (p *Producer) requesterState() (*requester, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -82,33 +63,11 @@ func (p *Producer) requesterState() (*requester, error) {
 	if p.req != nil {
 		return p.req, nil
 	}
-	inst := p.cfg.common.instanceName
-	if inst == "DEFAULT" {
-		inst = strconv.Itoa(os.Getpid()) + "#" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	}
-	ip := p.cfg.common.clientIP
-	if ip == nil {
-		ip = localIPv4()
-	}
-	rq := &requester{clientID: ip.String() + "@" + inst, waiting: map[string]chan *MessageExt{}, topics: map[string]bool{}}
+	rq := &requester{waiting: map[string]chan *MessageExt{}, topics: map[string]bool{}}
 	p.req = rq
 	p.rc.RegisterProcessor(remoting.RequestPushReplyMessageToClient, func(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		return p.pushReplyHandler(rq, conn, req), nil
 	})
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(requestHeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.ctx.Done():
-				return
-			case <-t.C:
-				p.requestHeartbeats(p.ctx, rq)
-			}
-		}
-	}()
 	return rq, nil
 }
 
@@ -134,7 +93,7 @@ func (p *Producer) Request(ctx context.Context, msg *Message, timeout time.Durat
 	maps.Copy(req.Properties, msg.Properties)
 	corr := newCorrelationID()
 	req.Properties[wire.PropertyCorrelationID] = corr
-	req.Properties[wire.PropertyReplyToClient] = rq.clientID
+	req.Properties[wire.PropertyReplyToClient] = p.clientID
 	req.Properties[wire.PropertyMessageTTL] = strconv.FormatInt(timeout.Milliseconds(), 10)
 
 	if err := p.trackRequestTopic(ctx, rq, msg.Topic); err != nil {
@@ -193,34 +152,15 @@ func (p *Producer) trackRequestTopic(ctx context.Context, rq *requester, topic s
 		}
 		add = append(add, rt)
 	}
-	rq.mu.Lock()
-	for _, t := range add {
-		rq.topics[t] = true
+	if added, err := p.trackHeartbeat(add...); err != nil {
+		return err
+	} else if added {
+		p.sendHeartbeats(ctx)
 	}
+	rq.mu.Lock()
+	rq.topics[topic] = true
 	rq.mu.Unlock()
-	p.requestHeartbeats(ctx, rq)
 	return nil
-}
-
-// requestHeartbeats sends the producer's heartbeat to every member of the
-// tracked topics' groups.
-func (p *Producer) requestHeartbeats(ctx context.Context, rq *requester) {
-	rq.mu.Lock()
-	topics := slices.Sorted(maps.Keys(rq.topics))
-	rq.mu.Unlock()
-	hb := &wire.HeartbeatData{
-		ClientID:        rq.clientID,
-		ProducerDataSet: []wire.HeartbeatProducerData{{GroupName: p.cfg.group}},
-		ConsumerDataSet: []wire.HeartbeatConsumerData{},
-	}
-	for _, b := range p.routes.members(topics) {
-		cctx, cancel := context.WithTimeout(ctx, p.cfg.common.requestTimeout)
-		err := sendHeartbeat(cctx, p.rc, b.name, b.addr, hb)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			p.log.Debug("requester heartbeat failed", zap.String("broker", b.addr), zap.Error(err))
-		}
-	}
 }
 
 // pushReplyHandler takes PUSH_REPLY_MESSAGE_TO_CLIENT: it hands the reply
@@ -393,33 +333,4 @@ func (r *routeManager) brokerNameOf(topic, addr string) string {
 		}
 	}
 	return ""
-}
-
-// members lists every member of every group routing one of topics
-// (cached routes), plus each group's learned leader.
-func (r *routeManager) members(topics []string) []brokerMember {
-	seen := map[string]bool{}
-	var out []brokerMember
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, topic := range topics {
-		tr := r.topics[topic]
-		if tr == nil {
-			continue
-		}
-		for _, bd := range tr.data.BrokerDatas {
-			addrs := slices.Collect(maps.Values(bd.BrokerAddrs))
-			if g := r.brokers[bd.BrokerName]; g != nil && g.leader != "" {
-				addrs = append(addrs, g.leader)
-			}
-			slices.Sort(addrs)
-			for _, a := range addrs {
-				if !seen[a] {
-					seen[a] = true
-					out = append(out, brokerMember{bd.BrokerName, a})
-				}
-			}
-		}
-	}
-	return out
 }
