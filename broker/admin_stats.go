@@ -140,14 +140,14 @@ type brokerStats struct {
 
 	// pulls counts pull requests: total, found (some message) and miss.
 	pullTotal, pullFound, pullMiss *statsItem
-	// putTimesTotal, putSizeTotal: messages and body bytes stored.
-	putTimesTotal, putSizeTotal atomic.Int64
+	// putTimesTotal, putSizeTotal: messages and body bytes stored;
+	// getTotal: messages pulled.
+	putTimesTotal, putSizeTotal, getTotal atomic.Int64
 
-	dayMu                 sync.Mutex
-	day                   atomic.Int32 // yday of the marks; changed under dayMu
-	putToday, putYest     int64
-	getToday, getYest     int64
-	putTotalNow, getTotal atomic.Int64
+	dayMu             sync.Mutex
+	day               atomic.Int32 // yday of the marks; changed under dayMu
+	putToday, putYest int64        // guarded by dayMu
+	getToday, getYest int64        // guarded by dayMu
 }
 
 func newBrokerStats(cluster string, now time.Time) *brokerStats {
@@ -194,7 +194,6 @@ func (s *brokerStats) put(topic string, msgs, bytes int) {
 	s.item(wire.StatsBrokerPutNums, s.cluster, now).add(int64(msgs), now)
 	s.putTimesTotal.Add(int64(msgs))
 	s.putSizeTotal.Add(int64(bytes))
-	s.putTotalNow.Add(int64(msgs))
 	s.rollDay(now)
 }
 
@@ -244,7 +243,7 @@ func (s *brokerStats) rollDay(now time.Time) {
 	if s.day.Load() != d {
 		s.day.Store(d)
 		s.putYest, s.getYest = s.putToday, s.getToday
-		s.putToday, s.getToday = s.putTotalNow.Load(), s.getTotal.Load()
+		s.putToday, s.getToday = s.putTimesTotal.Load(), s.getTotal.Load()
 	}
 }
 

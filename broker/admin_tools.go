@@ -491,7 +491,7 @@ func (c *Controller) runtimeToolKeys(t map[string]string) {
 		"getTotalTps":                           tps(s.pullTotal),
 		"getFoundTps":                           tps(s.pullFound),
 		"getMissTps":                            tps(s.pullMiss),
-		"msgPutTotalTodayNow":                   strconv.FormatInt(s.putTotalNow.Load(), 10),
+		"msgPutTotalTodayNow":                   strconv.FormatInt(s.putTimesTotal.Load(), 10),
 		"msgGetTotalTodayNow":                   strconv.FormatInt(s.getTotal.Load(), 10),
 		"msgPutTotalTodayMorning":               strconv.FormatInt(putToday, 10),
 		"msgPutTotalYesterdayMorning":           strconv.FormatInt(putYest, 10),
