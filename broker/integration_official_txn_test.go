@@ -113,10 +113,10 @@ func sendTx(t *testing.T, tp rocketmq.TransactionProducer, topic, body string) *
 // consumeExactly starts an official push consumer on topic and waits
 // until it received exactly want (each once); then it waits a little
 // longer for anything else (a rolled-back or duplicated message) to show.
-func consumeExactly(t *testing.T, nsAddr, group, topic string, want []string) {
+func consumeExactly(t *testing.T, pc *procCluster, group, topic string, want []string) {
 	t.Helper()
 	got := newBodySet()
-	officialPushConsumer(t, nsAddr, group, topic, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	officialPushConsumer(t, pc.nsAddr, group, topic, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		got.add(msgs...)
 		return consumer.ConsumeSuccess, nil
 	})
@@ -128,9 +128,7 @@ func consumeExactly(t *testing.T, nsAddr, group, topic string, want []string) {
 		}
 		return true
 	})
-	// Anything extra arrives in the same pulls or the next; a settle
-	// window, not a wait for a condition: nothing else may ever come.
-	<-time.After(500 * time.Millisecond)
+	storedExactly(t, pc, topic, want)
 	got.mu.Lock()
 	defer got.mu.Unlock()
 	if len(got.seen) != len(want) {
@@ -141,6 +139,22 @@ func consumeExactly(t *testing.T, nsAddr, group, topic string, want []string) {
 			t.Fatalf("%s consumed %d times; want once (all: %v)", b, n, got.seen)
 		}
 	}
+}
+
+// storedExactly waits until every running replica holds each of want
+// once in topic and nothing else: a message stored twice never goes away,
+// so the wait fails rather than passing on a window.
+func storedExactly(t *testing.T, pc *procCluster, topic string, want []string) {
+	t.Helper()
+	tc, ok := pc.groups[pc.leader()].State().Topic(topic)
+	if !ok {
+		t.Fatalf("topic %s unknown to the leader", topic)
+	}
+	m := map[string]int{}
+	for _, b := range want {
+		m[b]++
+	}
+	waitBodies(t, pc, topic, int32(tc.ReadQueueNums), m)
 }
 
 // waitProducerEverywhere waits until every running node's producer table
@@ -180,7 +194,7 @@ func TestOfficialTransactions(t *testing.T) {
 			want = append(want, b)
 		}
 	}
-	consumeExactly(t, pc.nsAddr, "OTXCG", "OTX", want)
+	consumeExactly(t, pc, "OTXCG", "OTX", want)
 	for i := 0; i < 5; i++ {
 		if l.checks("unknown-"+strconv.Itoa(i)) == 0 {
 			t.Fatalf("unknown-%d committed without a check-back", i)
@@ -206,7 +220,7 @@ func TestOfficialTransactionProducerRestart(t *testing.T) {
 	tp2 := officialTxnProducer(t, pc.nsAddr, "OTXRPG", "", second)
 	sendTx(t, tp2, "OTXR", "commit-after-restart") // loads the route, so its heartbeats reach the group
 	testutil.WaitFor(t, 40*time.Second, "the restarted producer checked back", func() bool { return second.checks("orphan") > 0 })
-	consumeExactly(t, pc.nsAddr, "OTXRCG", "OTXR", []string{"orphan", "commit-after-restart"})
+	consumeExactly(t, pc, "OTXRCG", "OTXR", []string{"orphan", "commit-after-restart"})
 }
 
 // TestOfficialTransactionLeaderKill: the leader dies between the half and
@@ -242,7 +256,7 @@ func TestOfficialTransactionLeaderKill(t *testing.T) {
 		return l.checks("commit-while-leader-dies") > 0
 	})
 	pc.waitLeaderRegistered()
-	consumeExactly(t, pc.nsAddr, "OTXKCG", "OTXK", []string{"commit-warm", "commit-while-leader-dies"})
+	consumeExactly(t, pc, "OTXKCG", "OTXK", []string{"commit-warm", "commit-while-leader-dies"})
 }
 
 // TestOfficialTransactionLeaderKillProducerOnly is the leader kill with a
@@ -272,5 +286,5 @@ func TestOfficialTransactionLeaderKillProducerOnly(t *testing.T) {
 	})
 	t.Logf("checked back %v after the leader kill", time.Since(killedAt).Round(time.Second))
 	pc.waitLeaderRegistered()
-	consumeExactly(t, pc.nsAddr, "OTXPCG", "OTXP", []string{"commit-warm", "commit-while-leader-dies"})
+	consumeExactly(t, pc, "OTXPCG", "OTXP", []string{"commit-warm", "commit-while-leader-dies"})
 }

@@ -84,11 +84,11 @@ func sdkSendTx(t *testing.T, tp *client.TransactionProducer, topic, body string)
 }
 
 // sdkConsumeExactly is consumeExactly with the SDK's push consumer.
-func sdkConsumeExactly(t *testing.T, nsAddr, group, topic string, want []string) {
+func sdkConsumeExactly(t *testing.T, pc *procCluster, group, topic string, want []string) {
 	t.Helper()
 	var mu sync.Mutex
 	got := map[string]int{}
-	c, err := client.NewPushConsumer(sdkConsumerOpts(nsAddr, group)...)
+	c, err := client.NewPushConsumer(sdkConsumerOpts(pc.nsAddr, group)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func sdkConsumeExactly(t *testing.T, nsAddr, group, topic string, want []string)
 		}
 		return true
 	})
-	<-time.After(500 * time.Millisecond) // settle window: nothing else may ever come
+	storedExactly(t, pc, topic, want)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) != len(want) {
@@ -155,7 +155,7 @@ func TestSDKTransactions(t *testing.T) {
 			want = append(want, b)
 		}
 	}
-	sdkConsumeExactly(t, pc.nsAddr, "STXCG", "STX", want)
+	sdkConsumeExactly(t, pc, "STXCG", "STX", want)
 	for i := 0; i < 5; i++ {
 		if l.checks("unknown-"+strconv.Itoa(i)) == 0 {
 			t.Fatalf("unknown-%d committed without a check-back", i)
@@ -181,7 +181,7 @@ func TestSDKTransactionProducerRestart(t *testing.T) {
 	tp2 := sdkTxnProducer(t, pc.nsAddr, "STXRPG", second)
 	testutil.WaitFor(t, 20*time.Second, "the restarted producer checked back", func() bool { return second.checks("orphan") > 0 })
 	sdkSendTx(t, tp2, "STXR", "commit-after-restart")
-	sdkConsumeExactly(t, pc.nsAddr, "STXRCG", "STXR", []string{"orphan", "commit-after-restart"})
+	sdkConsumeExactly(t, pc, "STXRCG", "STXR", []string{"orphan", "commit-after-restart"})
 }
 
 // TestSDKTransactionLeaderKill: the leader dies between the half and the
@@ -204,5 +204,5 @@ func TestSDKTransactionLeaderKill(t *testing.T) {
 	res := sdkSendTx(t, tp, "STXK", "commit-while-leader-dies")
 	t.Logf("END_TRANSACTION after the leader kill: %v (check-backs: %d)", res.EndErr, l.checks("commit-while-leader-dies"))
 	pc.waitLeaderRegistered()
-	sdkConsumeExactly(t, pc.nsAddr, "STXKCG", "STXK", []string{"commit-warm", "commit-while-leader-dies"})
+	sdkConsumeExactly(t, pc, "STXKCG", "STXK", []string{"commit-warm", "commit-while-leader-dies"})
 }
