@@ -392,11 +392,33 @@ func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum
 	if maxNum <= 0 {
 		maxNum = 32
 	}
+	h := wire.QueryMessageRequestHeader{Topic: topic, Key: key, MaxNum: int32(maxNum),
+		BeginTimestamp: begin.UnixMilli(), EndTimestamp: end.UnixMilli()}
+	// The index is by hash: keep exact matches only.
+	out, err := a.queryIndex(ctx, targets, h, false, func(m *MessageExt) bool { return slices.Contains(m.Keys, key) })
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: topic %s key %q", ErrMessageNotFound, topic, key)
+	}
+	return out, nil
+}
+
+// queryIndex sends QUERY_MESSAGE (12) with h to every group of targets
+// (brokerName → leader) and keeps the messages of h.Topic that match; a
+// group that finds nothing is skipped. unique marks a UNIQ_KEY lookup
+// (_UNIQUE_KEY_QUERY, as RocketMQ's client marks it).
+func (a *Admin) queryIndex(ctx context.Context, targets map[string]string, h wire.QueryMessageRequestHeader, unique bool, match func(*MessageExt) bool) ([]*MessageExt, error) {
 	var out []*MessageExt
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
 		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestQueryMessage, &wire.QueryMessageRequestHeader{Topic: topic, Key: key, MaxNum: int32(maxNum),
-				BeginTimestamp: begin.UnixMilli(), EndTimestamp: end.UnixMilli()}, nil)
+			hc := h
+			req := remoting.NewRequest(remoting.RequestQueryMessage, &hc, nil)
+			if unique {
+				req.ExtFields["_UNIQUE_KEY_QUERY"] = "true"
+			}
+			return req
 		})
 		var be *BrokerError
 		if errors.As(err, &be) && be.Code == remoting.ResponseQueryNotFound {
@@ -410,14 +432,10 @@ func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum
 			return nil, err
 		}
 		for _, m := range msgs {
-			// The index is by hash: keep exact matches only.
-			if m.Topic == topic && slices.Contains(m.Keys, key) {
+			if m.Topic == h.Topic && match(m) {
 				out = append(out, m)
 			}
 		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: topic %s key %q", ErrMessageNotFound, topic, key)
 	}
 	return out, nil
 }

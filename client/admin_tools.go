@@ -2,9 +2,7 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -69,30 +67,10 @@ func (a *Admin) QueryMessageByUniqueKey(ctx context.Context, topic, id string) (
 	if err != nil {
 		return nil, err
 	}
-	var out []*MessageExt
-	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
-			req := remoting.NewRequest(remoting.RequestQueryMessage, &wire.QueryMessageRequestHeader{Topic: topic, Key: id, MaxNum: 32,
-				BeginTimestamp: 0, EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}, nil)
-			req.ExtFields["_UNIQUE_KEY_QUERY"] = "true" // as RocketMQ's client marks it
-			return req
-		})
-		var be *BrokerError
-		if errors.As(err, &be) && be.Code == remoting.ResponseQueryNotFound {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		msgs, err := DecodeMessages(resp.Body)
-		if err != nil && len(msgs) == 0 {
-			return nil, err
-		}
-		for _, m := range msgs {
-			if m.Topic == topic && m.MsgID == id {
-				out = append(out, m)
-			}
-		}
+	h := wire.QueryMessageRequestHeader{Topic: topic, Key: id, MaxNum: 32, EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}
+	out, err := a.queryIndex(ctx, targets, h, true, func(m *MessageExt) bool { return m.MsgID == id })
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: topic %s unique key %s", ErrMessageNotFound, topic, id)
