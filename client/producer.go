@@ -147,13 +147,22 @@ func (p *Producer) Close(ctx context.Context) error {
 func (p *Producer) running() (*routeManager, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch p.state {
-	case stateNew:
-		return nil, ErrNotStarted
-	case stateClosed:
-		return nil, ErrClosed
+	if err := p.runningLocked(); err != nil {
+		return nil, err
 	}
 	return p.routes, nil
+}
+
+// runningLocked is ErrNotStarted or ErrClosed unless the producer runs.
+// p.mu is held.
+func (p *Producer) runningLocked() error {
+	switch p.state {
+	case stateNew:
+		return ErrNotStarted
+	case stateClosed:
+		return ErrClosed
+	}
+	return nil
 }
 
 // baseContext is the producer's context (cancelled by Close), or a

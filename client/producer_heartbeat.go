@@ -65,13 +65,9 @@ func (p *Producer) ClientID() string { return p.clientID }
 // caller then heartbeats at once, or lets the loop do it).
 func (p *Producer) trackHeartbeat(topics ...string) (added bool, err error) {
 	p.mu.Lock()
-	switch p.state {
-	case stateNew:
+	if err := p.runningLocked(); err != nil {
 		p.mu.Unlock()
-		return false, ErrNotStarted
-	case stateClosed:
-		p.mu.Unlock()
-		return false, ErrClosed
+		return false, err
 	}
 	hb := p.hb
 	if hb == nil {

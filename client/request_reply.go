@@ -54,11 +54,8 @@ type requester struct {
 func (p *Producer) requesterState() (*requester, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch p.state {
-	case stateNew:
-		return nil, ErrNotStarted
-	case stateClosed:
-		return nil, ErrClosed
+	if err := p.runningLocked(); err != nil {
+		return nil, err
 	}
 	if p.req != nil {
 		return p.req, nil
