@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -43,29 +42,11 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 				source = "broker config"
 			}
 			cerr := config.Explain(source, errors.Join(errs...))
-			if printOnly {
-				if err := config.Print(cmd.OutOrStdout(), &cfg); err != nil {
-					return err
-				}
-				if w := rep.Warning(); w != "" {
-					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
-				}
-				return cerr
-			}
-			if cerr != nil {
-				if w := rep.Warning(); w != "" {
-					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
-				}
-				return cerr
-			}
-			log, err := g.openLog(cmd, cfg.Log)
-			if err != nil {
+			log, err := g.startServer(cmd, &cfg, cfg.Log, rep, cerr, printOnly)
+			if log == nil {
 				return err
 			}
 			defer func() { err = errors.Join(err, log.Close()) }()
-			if w := rep.Warning(); w != "" {
-				log.Warn(w)
-			}
 			node, err := broker.OpenNode(cfg, log.Logger)
 			if err != nil {
 				return err

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
+	"github.com/raftmq/raftmq/internal/config"
 	"github.com/raftmq/raftmq/internal/logging"
 )
 
@@ -35,4 +38,37 @@ func (g *globalFlags) openLog(cmd *cobra.Command, c logging.Config) (*logging.Lo
 	}
 	l.ReopenOnSIGHUP()
 	return l, nil
+}
+
+// startServer is what `raftmq namesrv` and `raftmq broker` do with their
+// loaded config cfg (its load report rep and every problem found, cerr):
+// with -p print it and return cerr; else fail on cerr, open the logger
+// from logCfg and warn once about the RocketMQ keys that were ignored (on
+// stderr while there is no logger yet). A nil logger with a nil error
+// means done (-p).
+func (g *globalFlags) startServer(cmd *cobra.Command, cfg any, logCfg logging.Config, rep config.Report, cerr error, printOnly bool) (*logging.Logger, error) {
+	warnStderr := func() {
+		if w := rep.Warning(); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+		}
+	}
+	if printOnly {
+		if err := config.Print(cmd.OutOrStdout(), cfg); err != nil {
+			return nil, err
+		}
+		warnStderr()
+		return nil, cerr
+	}
+	if cerr != nil {
+		warnStderr()
+		return nil, cerr
+	}
+	log, err := g.openLog(cmd, logCfg)
+	if err != nil {
+		return nil, err
+	}
+	if w := rep.Warning(); w != "" {
+		log.Warn(w)
+	}
+	return log, nil
 }

@@ -30,29 +30,11 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cfg, rep, cerr := namesrvConfig(confPath, listen)
-			if printOnly {
-				if err := config.Print(cmd.OutOrStdout(), &cfg); err != nil {
-					return err
-				}
-				if w := rep.Warning(); w != "" {
-					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
-				}
-				return cerr
-			}
-			if cerr != nil {
-				if w := rep.Warning(); w != "" {
-					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
-				}
-				return cerr
-			}
-			log, err := g.openLog(cmd, cfg.Log)
-			if err != nil {
+			log, err := g.startServer(cmd, &cfg, cfg.Log, rep, cerr, printOnly)
+			if log == nil {
 				return err
 			}
 			defer func() { err = errors.Join(err, log.Close()) }()
-			if w := rep.Warning(); w != "" {
-				log.Warn(w)
-			}
 			n, err := namesrv.New(cfg, log.Logger)
 			if err != nil {
 				return err
