@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +33,12 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, "route of "+toOfficial, func() bool { _, err := admin.TopicRoute(ctx, toOfficial); return err == nil })
 
+	// The listeners report through listenerErrs, checked once the requests
+	// are answered: the official consumer's goroutines outlive its
+	// Shutdown, and a redelivered request answered after the test would
+	// otherwise fail a finished test.
+	var listenerErrs errorList
+
 	// SDK replier for requests on toSDK.
 	replier := startProducer(t, ns, client.ProducerGroup("RROffReplier"))
 	c, err := client.NewPushConsumer(client.NameServers(ns), client.ConsumerGroup("RROffSDK"), client.ConsumeFrom(client.ConsumeFromFirstOffset))
@@ -41,7 +49,7 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 	_ = c.RegisterConcurrentListener(func(ctx context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
 		for _, m := range msgs {
 			if _, err := replier.Reply(ctx, m, []byte("sdk:"+string(m.Body))); err != nil {
-				t.Errorf("reply: %v", err)
+				listenerErrs.add(fmt.Errorf("reply: %w", err))
 			}
 		}
 		return client.ConsumeSuccess
@@ -70,14 +78,14 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 		for _, m := range msgs {
 			reply, err := consumer.CreateReplyMessage(m, nil)
 			if err != nil {
-				t.Errorf("official CreateReplyMessage: %v", err)
+				listenerErrs.add(fmt.Errorf("official CreateReplyMessage: %w", err))
 				continue
 			}
 			// CreateReplyMessage parses body as properties instead of
 			// setting it (a bug of the official client): set it here.
 			reply.Body = []byte("official:" + string(m.Body))
 			if _, err := op.SendSync(ctx, reply); err != nil {
-				t.Errorf("official reply send: %v", err)
+				listenerErrs.add(fmt.Errorf("official reply send: %w", err))
 			}
 		}
 		return consumer.ConsumeSuccess, nil
@@ -123,4 +131,25 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 			t.Fatalf("SDK Request %s: reply %q", body, reply.Body)
 		}
 	}
+	if err := listenerErrs.get(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// errorList collects errors from goroutines that may outlive a test.
+type errorList struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorList) add(err error) {
+	l.mu.Lock()
+	l.errs = append(l.errs, err)
+	l.mu.Unlock()
+}
+
+func (l *errorList) get() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.errs...)
 }
