@@ -142,8 +142,7 @@ func (c *Controller) processEndTransaction(ctx context.Context, _ *remoting.Conn
 		return resp, nil
 	}
 	if tr.TxnDecided(h.CommitLogOffset) {
-		c.txn.repeated.Inc()
-		return response(remoting.ResponseSuccess, "the transaction of %s was already decided", h.MsgID), nil
+		return c.decidedAnswer(tr, &h, commit), nil
 	}
 	msgs := make([]*store.Message, 0, 2)
 	if commit {
@@ -175,8 +174,7 @@ func (c *Controller) processEndTransaction(ctx context.Context, _ *remoting.Conn
 	}
 	switch {
 	case !applied:
-		c.txn.repeated.Inc()
-		return response(remoting.ResponseSuccess, "the transaction of %s was already decided", h.MsgID), nil
+		return c.decidedAnswer(tr, &h, commit), nil
 	case commit:
 		c.txn.commits.Inc()
 		c.countPut(msgs[:1])
@@ -184,6 +182,22 @@ func (c *Controller) processEndTransaction(ctx context.Context, _ *remoting.Conn
 		c.txn.rollbacks.Inc()
 	}
 	return success(), nil
+}
+
+// decidedAnswer answers an END_TRANSACTION for a half already decided: it
+// changes nothing, which is success unless it asks to commit a half the
+// check walk discarded (that message is never delivered, so the commit
+// must not be acknowledged).
+func (c *Controller) decidedAnswer(tr transactionReplica, h *wire.EndTransactionRequestHeader, commit bool) *remoting.RemotingCommand {
+	c.txn.repeated.Inc()
+	if commit && tr.TxnDiscarded(h.CommitLogOffset) {
+		c.log.Warn("END_TRANSACTION commit refused: the half was discarded", zap.String("producerGroup", h.ProducerGroup),
+			zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID))
+		return response(remoting.ResponseSystemError,
+			"the half message %s was discarded after transactionCheckMax (%d) check-backs without an answer: it is never delivered and cannot be committed",
+			h.MsgID, c.cfg.TransactionCheckMax)
+	}
+	return response(remoting.ResponseSuccess, "the transaction of %s was already decided", h.MsgID)
 }
 
 // lookHalf reads the half an END_TRANSACTION names and checks it is a half

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"maps"
+	"slices"
 )
 
 // The replicated part of transactions (see txn.go for the protocol). Every
@@ -57,16 +58,43 @@ func decodeTxnCheck(data []byte) (*txnCheck, error) {
 // so the tables hold at most the halves stored during transactionTimeOut
 // + transactionCheckMax × transactionCheckInterval (about 15 minutes by
 // default) plus the undecided ones; halves removed by retention move the
-// floor too (the walk starts at the queue's minimum offset).
+// floor too (the walk starts at the queue's minimum offset). discarded
+// holds at most maxTxnDiscardsKept (+1/8 before a prune) entries.
 type txnTable struct {
-	decided    map[int64]int64 // half CommitLog offset → log time decided (commit, rollback or discard)
-	checks     map[int64]int32 // half CommitLog offset → check-backs sent, undecided halves only
+	decided map[int64]int64 // half CommitLog offset → log time decided (commit, rollback or discard)
+	checks  map[int64]int32 // half CommitLog offset → check-backs sent, undecided halves only
+	// discarded: halves given up after transactionCheckMax check-backs →
+	// log time. Kept past the floor, so a late commit of one is refused
+	// rather than acknowledged; at most maxTxnDiscardsKept, the lowest
+	// offsets (the oldest halves) dropped first.
+	discarded  map[int64]int64
 	floorQueue int64
 	floorPhy   int64
 }
 
+// maxTxnDiscardsKept bounds txnTable.discarded (16 bytes an entry).
+const maxTxnDiscardsKept = 1 << 16
+
 func newTxnTable() *txnTable {
-	return &txnTable{decided: map[int64]int64{}, checks: map[int64]int32{}}
+	return &txnTable{decided: map[int64]int64{}, checks: map[int64]int32{}, discarded: map[int64]int64{}}
+}
+
+// isDiscarded reports whether the half at CommitLog offset half was
+// discarded (as far as the table still remembers).
+func (t *txnTable) isDiscarded(half int64) bool {
+	_, ok := t.discarded[half]
+	return ok
+}
+
+func (t *txnTable) discard(half, nowMs int64) {
+	t.discarded[half] = nowMs
+	if len(t.discarded) <= maxTxnDiscardsKept+maxTxnDiscardsKept/8 {
+		return
+	}
+	keys := slices.Sorted(maps.Keys(t.discarded))
+	for _, h := range keys[:len(keys)-maxTxnDiscardsKept] {
+		delete(t.discarded, h)
+	}
 }
 
 // isDecided reports whether the half at CommitLog offset half was
@@ -94,6 +122,10 @@ func (t *txnTable) applyCheck(c *txnCheck, nowMs int64) {
 		}
 	}
 	for _, h := range c.Discarded {
+		// A commit or rollback applied after the leader's walk wins.
+		if !t.isDecided(h) {
+			t.discard(h, nowMs)
+		}
 		t.decide(h, nowMs)
 	}
 	t.floorQueue = max(t.floorQueue, c.FloorQueue)
@@ -120,13 +152,18 @@ type txnImage struct {
 	Checks     map[int64]int32 `json:"checks,omitempty"`
 	FloorQueue int64           `json:"floorQueue"`
 	FloorPhy   int64           `json:"floorPhy"`
+	Discarded  map[int64]int64 `json:"discarded,omitempty"`
 }
 
 func (t *txnTable) image() *txnImage {
-	if len(t.decided) == 0 && len(t.checks) == 0 && t.floorQueue == 0 && t.floorPhy == 0 {
+	if len(t.decided) == 0 && len(t.checks) == 0 && len(t.discarded) == 0 && t.floorQueue == 0 && t.floorPhy == 0 {
 		return nil
 	}
-	return &txnImage{Decided: maps.Clone(t.decided), Checks: maps.Clone(t.checks), FloorQueue: t.floorQueue, FloorPhy: t.floorPhy}
+	img := &txnImage{Decided: maps.Clone(t.decided), Checks: maps.Clone(t.checks), FloorQueue: t.floorQueue, FloorPhy: t.floorPhy}
+	if len(t.discarded) > 0 {
+		img.Discarded = maps.Clone(t.discarded)
+	}
+	return img
 }
 
 func (t *txnTable) load(img *txnImage) {
@@ -136,6 +173,7 @@ func (t *txnTable) load(img *txnImage) {
 	}
 	maps.Copy(t.decided, img.Decided)
 	maps.Copy(t.checks, img.Checks)
+	maps.Copy(t.discarded, img.Discarded)
 	t.floorQueue, t.floorPhy = img.FloorQueue, img.FloorPhy
 }
 
@@ -149,6 +187,14 @@ func (s *state) txnDecided(half int64) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.txn.isDecided(half)
+}
+
+// txnDiscarded reports whether a half was discarded (isDiscarded under
+// the lock).
+func (s *state) txnDiscarded(half int64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.txn.isDiscarded(half)
 }
 
 // txnChecks is how many check-backs a half had.

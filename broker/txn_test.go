@@ -282,8 +282,14 @@ func TestTransactionCheckBack(t *testing.T) {
 	if got := counterValue(t, pc.nodes[l].txn.discarded); got != 1 {
 		t.Fatalf("discarded counter %v; want 1", got)
 	}
-	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(u, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSuccess {
-		t.Fatalf("late commit: %d %s", r.Code, r.Remark)
+	// A late commit of the discarded half is refused (its message is never
+	// delivered); a late rollback changes nothing and succeeds.
+	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(u, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSystemError ||
+		!strings.Contains(r.Remark, "discarded") {
+		t.Fatalf("late commit of a discarded half: %d %s; want SYSTEM_ERROR saying it was discarded", r.Code, r.Remark)
+	}
+	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(u, wire.SysFlagTransRollback, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("late rollback of a discarded half: %d %s", r.Code, r.Remark)
 	}
 	// Every replica agrees, and the floor passed all three halves.
 	testutil.WaitFor(t, 5*time.Second, "replicas agree on the decided halves", func() bool {
@@ -356,6 +362,41 @@ func TestTxnTableImageAndPrune(t *testing.T) {
 	}
 	if img := newState(0, 0).imageLocked(); img.Txn != nil {
 		t.Fatalf("empty table in the image: %+v", img.Txn)
+	}
+}
+
+// TestTxnTableDiscards: a discarded half stays known past the floor (a
+// late commit of it must be refused), also through the image; a half
+// decided before its discard applied is not marked discarded; the set is
+// capped, dropping the lowest offsets.
+func TestTxnTableDiscards(t *testing.T) {
+	s := newState(0, 0)
+	s.txn.decide(300, 1)
+	s.applyLocked(&Command{Type: CmdTxnCheck, TxnCheck: &txnCheck{FloorQueue: 3, FloorPhy: 600, Discarded: []int64{200, 300}}}, 2)
+	if !s.txnDiscarded(200) || s.txnDiscarded(300) || !s.txnDecided(200) {
+		t.Fatalf("discarded %v decided %v", s.txn.discarded, s.txn.decided)
+	}
+	var img txnImage
+	b, err := json.Marshal(s.imageLocked().Txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &img); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newState(0, 0)
+	s2.loadLocked(stateImage{Txn: &img})
+	if !s2.txnDiscarded(200) || s2.txnDiscarded(300) {
+		t.Fatalf("after the image %s: discarded %v", b, s2.txn.discarded)
+	}
+	var many []int64
+	for h := int64(1000); h < 1000+maxTxnDiscardsKept+maxTxnDiscardsKept/8+1; h++ {
+		many = append(many, h)
+	}
+	s2.applyLocked(&Command{Type: CmdTxnCheck, TxnCheck: &txnCheck{FloorQueue: 4, FloorPhy: 600, Discarded: many}}, 3)
+	if n := len(s2.txn.discarded); n < maxTxnDiscardsKept || n > maxTxnDiscardsKept+maxTxnDiscardsKept/8 ||
+		s2.txnDiscarded(200) || !s2.txnDiscarded(many[len(many)-1]) {
+		t.Fatalf("after %d more discards: %d kept, 200 kept %v", len(many), n, s2.txnDiscarded(200))
 	}
 }
 
