@@ -49,7 +49,7 @@ var (
 // startACLCluster starts a name server that authenticates registrations
 // and a three-member group with aclEnable, each member with its own copy
 // of aclTestFile; the harness's raw client signs as the admin.
-func startACLCluster(t *testing.T) *procCluster {
+func startACLCluster(t *testing.T, more ...func(*BrokerConfig)) *procCluster {
 	t.Helper()
 	dir := t.TempDir()
 	ns, nsAddr := startProcNameServerWith(t, func(c *namesrv.Config) {
@@ -62,6 +62,9 @@ func startACLCluster(t *testing.T) *procCluster {
 		}
 		c.AclEnable, c.AclFile, c.AclReloadInterval = true, path, 20*time.Millisecond
 		c.ClusterAuthAccessKey, c.ClusterAuthSecretKey = aclCluster.AccessKey, aclCluster.SecretKey
+		for _, f := range more {
+			f(c)
+		}
 	})
 	pc.client.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: aclAdmin.AccessKey, SecretKey: aclAdmin.SecretKey}))
 	return pc

@@ -312,6 +312,12 @@ func (tp *TransactionProducer) checkLoop() {
 				MsgID: c.msg.MsgID, TransactionID: c.hdr.TransactionID}
 			req := remoting.NewRequest(remoting.RequestEndTransaction, &h, nil)
 			req.Flag |= remoting.FlagOneway
+			// A call on a Conn skips the client's hooks: sign it here, or a
+			// broker with aclEnable drops the answer and the half is
+			// discarded after transactionCheckMax checks.
+			if cr := tp.cfg.common.credentials; cr.AccessKey != "" {
+				cr.Sign(req)
+			}
 			ctx, cancel := context.WithTimeout(tp.ctx, tp.cfg.sendTimeout)
 			if err := c.conn.InvokeOneway(ctx, req); err != nil {
 				tp.log.Debug("check-back answer not sent; the broker asks again", zap.String("msgId", c.msg.MsgID), zap.Error(err))
