@@ -32,6 +32,12 @@ type connOptions struct {
 	writeTimeout time.Duration
 	// writeQueue is the number of encoded frames waiting for the writer.
 	writeQueue int
+	// writeQueueBytes, when set (servers), also bounds the bytes waiting
+	// for the writer; a frame is queued while fewer are waiting.
+	writeQueueBytes int
+	// stalls, when set (servers), counts connections closed because the
+	// peer did not read (a flush or an answer's wait for room timed out).
+	stalls *atomic.Int64
 	// budget, when set (servers), bounds the memory held by the
 	// incomplete large frames of all the server's connections.
 	budget *frameBudget
@@ -474,7 +480,11 @@ func (c *Conn) writeLoop() {
 			}
 			if _, err := c.nc.Write(buf); err != nil {
 				if !c.Closed() {
-					c.log.Info("closing connection: write failed", zap.Error(err))
+					if errors.Is(err, os.ErrDeadlineExceeded) {
+						c.stalled("flush blocked", len(buf))
+					} else {
+						c.log.Info("closing connection: write failed", zap.Error(err))
+					}
 				}
 				c.close(err, false)
 				_ = c.nc.Close()
@@ -568,7 +578,7 @@ func (c *Conn) enqueue(ctx context.Context, deadline time.Time, appendFrame func
 		default:
 		}
 		c.wmu.Lock()
-		if c.wframes < c.opts.writeQueue {
+		if c.wframes < c.opts.writeQueue && (c.opts.writeQueueBytes <= 0 || len(c.wbuf) < c.opts.writeQueueBytes) {
 			before := len(c.wbuf)
 			b, err := appendFrame(c.wbuf)
 			if err == nil && len(b)-before-lengthFieldSize > c.opts.maxFrameSize {
@@ -729,7 +739,25 @@ func (c *Conn) WriteResponse(req, resp *RemotingCommand) error {
 	resp.Opaque = req.Opaque
 	resp.SerializeType = req.SerializeType
 	resp.Flag = (resp.Flag | FlagResponse) &^ FlagOneway
-	err := c.sendCmd(context.Background(), time.Time{}, resp)
+	var deadline time.Time
+	if c.opts.stalls != nil && c.opts.writeTimeout > 0 {
+		deadline = time.Now().Add(c.opts.writeTimeout)
+	}
+	err := c.sendCmd(context.Background(), deadline, resp)
+	if errors.Is(err, ErrTimeout) && !deadline.IsZero() {
+		// The write queue stayed full for a whole write timeout: the
+		// peer is not reading its answers.
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if !closed {
+			c.wmu.Lock()
+			queued := len(c.wbuf)
+			c.wmu.Unlock()
+			c.stalled("answer found no room in the write queue", queued)
+		}
+		return err
+	}
 	if errors.Is(err, ErrFrameTooLarge) {
 		// Tell the caller instead of leaving it to time out.
 		small := NewResponse(ResponseSystemError, err.Error())
@@ -739,6 +767,17 @@ func (c *Conn) WriteResponse(req, resp *RemotingCommand) error {
 		}
 	}
 	return err
+}
+
+// stalled closes a connection whose peer does not read its answers and
+// counts it (servers).
+func (c *Conn) stalled(how string, queued int) {
+	if c.opts.stalls != nil {
+		c.opts.stalls.Add(1)
+	}
+	c.log.Warn("closing connection: peer does not read", zap.String("reason", how), zap.Int("queued_bytes", queued),
+		zap.Duration("timeout", c.opts.writeTimeout), zap.String("key", "writeQueueBytes"))
+	c.close(fmt.Errorf("%w: peer does not read (%s)", ErrTimeout, how), false)
 }
 
 // sweep completes, with ErrTimeout, every pending call whose deadline has

@@ -38,6 +38,16 @@ type ServerConfig struct {
 	// sent of its current frame (and never more than MaxFrameSize); a
 	// connection whose frame cannot grow within the budget is closed.
 	IncompleteFrameBudget int64
+	// MaxConns bounds the open connections of the listener and
+	// MaxConnsPerIP those from one remote IP (defaults DefaultMaxConns,
+	// DefaultMaxConnsPerIP); a connection beyond either is closed at
+	// accept (see limits.go).
+	MaxConns, MaxConnsPerIP int
+	// WriteQueueBytes bounds the encoded frames queued on a connection
+	// (default DefaultWriteQueueBytes; one frame always fits). An answer
+	// that finds no room waits at most WriteTimeout, then the connection
+	// is closed: a peer that never reads holds a bounded amount.
+	WriteQueueBytes int
 	// TLSMode and TLS secure the listener (see TLSMode); TLS is required
 	// unless the mode is TLSDisabled.
 	TLSMode TLSMode
@@ -59,6 +69,9 @@ func DefaultServerConfig() ServerConfig {
 		WriteQueueSize:   1024,
 
 		IncompleteFrameBudget: DefaultIncompleteFrameBudget,
+		MaxConns:              DefaultMaxConns,
+		MaxConnsPerIP:         DefaultMaxConnsPerIP,
+		WriteQueueBytes:       DefaultWriteQueueBytes,
 	}
 }
 
@@ -85,17 +98,28 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	if c.IncompleteFrameBudget <= 0 {
 		c.IncompleteFrameBudget = d.IncompleteFrameBudget
 	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = d.MaxConns
+	}
+	if c.MaxConnsPerIP <= 0 {
+		c.MaxConnsPerIP = d.MaxConnsPerIP
+	}
+	if c.WriteQueueBytes <= 0 {
+		c.WriteQueueBytes = d.WriteQueueBytes
+	}
 	return c
 }
 
-func (c ServerConfig) connOptions(budget *frameBudget) connOptions {
+func (c ServerConfig) connOptions(budget *frameBudget, stalls *atomic.Int64) connOptions {
 	return connOptions{
-		budget:       budget,
-		maxFrameSize: c.MaxFrameSize,
-		idleTimeout:  c.IdleTimeout,
-		frameTimeout: c.FrameReadTimeout,
-		writeTimeout: c.WriteTimeout,
-		writeQueue:   c.WriteQueueSize,
+		budget:          budget,
+		writeQueueBytes: c.WriteQueueBytes,
+		stalls:          stalls,
+		maxFrameSize:    c.MaxFrameSize,
+		idleTimeout:     c.IdleTimeout,
+		frameTimeout:    c.FrameReadTimeout,
+		writeTimeout:    c.WriteTimeout,
+		writeQueue:      c.WriteQueueSize,
 	}
 }
 
@@ -132,6 +156,8 @@ type Server struct {
 
 	// frames bounds the memory of incomplete frames (IncompleteFrameBudget).
 	frames frameBudget
+	// limits counts connections per IP and the refusals (limits.go).
+	limits serverLimits
 
 	acceptDone chan struct{}
 	connWG     sync.WaitGroup // reader and writer goroutines of every conn
@@ -353,12 +379,19 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c := newConn(nc, s.cfg.connOptions(&s.frames), s.log, s.handleRequest, s.connClosed)
+		c := newConn(nc, s.cfg.connOptions(&s.frames, &s.limits.writeStalls), s.log, s.handleRequest, s.connClosed)
 		c.lazyRequest = s.lazyRequest
+		ip := connIP(nc)
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
 			_ = nc.Close()
+			continue
+		}
+		if limit, ok := s.admitLocked(ip); !ok {
+			s.mu.Unlock()
+			_ = nc.Close()
+			s.warnRefusal(ip, limit)
 			continue
 		}
 		s.conns[c.id] = c
@@ -372,7 +405,10 @@ func (s *Server) acceptLoop(ln net.Listener) {
 
 func (s *Server) connClosed(c *Conn) {
 	s.mu.Lock()
-	delete(s.conns, c.id)
+	if _, ok := s.conns[c.id]; ok {
+		delete(s.conns, c.id)
+		s.releaseLocked(connIP(c.nc))
+	}
 	cbs := s.onClose
 	s.mu.Unlock()
 	for _, f := range cbs {

@@ -1,0 +1,112 @@
+package remoting
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// TestLimitConnsPerIPAndListener: connections beyond MaxConnsPerIP (and
+// MaxConns) are closed at accept and counted; closing one makes room.
+func TestLimitConnsPerIPAndListener(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  ServerConfig
+		get  func(LimitCounts) int64
+	}{
+		{"per IP", ServerConfig{MaxConnsPerIP: 3}, func(l LimitCounts) int64 { return l.ConnsRefusedPerIP }},
+		{"per listener", ServerConfig{MaxConns: 3}, func(l LimitCounts) int64 { return l.ConnsRefused }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, tc.cfg, nil, func(s *Server) { s.Register(RequestHeartBeat, echo, 2, 64) })
+			var open []net.Conn
+			defer func() {
+				for _, nc := range open {
+					_ = nc.Close()
+				}
+			}()
+			for range 3 {
+				nc, err := net.Dial("tcp", s.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				open = append(open, nc)
+			}
+			testutil.WaitFor(t, 10*time.Second, "three connections accepted", func() bool { return len(s.Conns()) == 3 })
+			nc, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := nc.Read(make([]byte, 1)); err == nil {
+				t.Fatal("the fourth connection was not closed")
+			}
+			if got := tc.get(s.LimitCounts()); got != 1 {
+				t.Fatalf("refusals = %d, want 1", got)
+			}
+			_ = open[0].Close()
+			testutil.WaitFor(t, 10*time.Second, "room after a close", func() bool { return len(s.Conns()) == 2 })
+			c := newTestClient(t, ClientConfig{DefaultTimeout: 5 * time.Second})
+			resp, err := c.InvokeSync(context.Background(), s.Addr().String(), NewRequest(RequestHeartBeat, nil, []byte("ping")))
+			if err != nil || string(resp.Body) != "ping" {
+				t.Fatalf("request after room was made: %v %v", resp, err)
+			}
+		})
+	}
+}
+
+// TestLimitPeerThatNeverReads: a client that sends requests for large
+// answers and never reads them is disconnected within about a write
+// timeout, and its queued answers stay within WriteQueueBytes plus one
+// frame and the buffer being flushed.
+func TestLimitPeerThatNeverReads(t *testing.T) {
+	const answer = 256 << 10
+	const queueBytes = 1 << 20
+	s := startServer(t, ServerConfig{WriteQueueBytes: queueBytes, WriteTimeout: 500 * time.Millisecond}, nil, func(s *Server) {
+		s.Register(RequestHeartBeat, func(_ context.Context, _ *Conn, _ *RemotingCommand) (*RemotingCommand, error) {
+			r := NewResponse(ResponseSuccess, "")
+			r.Body = make([]byte, answer)
+			return r, nil
+		}, 4, 1024)
+	})
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4 << 10) // a small window: the server's writes block soon
+	}
+	frame, err := EncodeFrame(NewRequest(RequestHeartBeat, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests until the server closes us; never read.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 4096 {
+			if _, err := nc.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	maxQueued := 0
+	testutil.WaitFor(t, 30*time.Second, "the non-reading connection closed", func() bool {
+		for _, c := range s.Conns() {
+			c.wmu.Lock()
+			maxQueued = max(maxQueued, len(c.wbuf))
+			c.wmu.Unlock()
+		}
+		return s.LimitCounts().WriteStalls == 1 && len(s.Conns()) == 0
+	})
+	<-done
+	if maxQueued > queueBytes+answer+1024 {
+		t.Fatalf("%d bytes queued, bound %d", maxQueued, queueBytes+answer+1024)
+	}
+	t.Logf("max queued %d bytes", maxQueued)
+}
