@@ -31,6 +31,8 @@ type BrokerConfig struct {
 	Gossip ha.GossipConfig
 	// ACLConfig holds aclEnable, aclFile and the registration credentials (acl.go).
 	ACLConfig
+	// LimitsConfig holds the limits against abuse (limits.go).
+	LimitsConfig
 	// Log is where and how the node logs (logLevel, logFormat, logFile,
 	// logFile* rotation keys; read by the raftmq command).
 	Log logging.Config
@@ -169,6 +171,7 @@ func DefaultConfig() BrokerConfig {
 		Gossip:                        defaultBrokerGossip(),
 		Log:                           logging.DefaultConfig(),
 		GossipEnable:                  true,
+		LimitsConfig:                  defaultLimits(),
 		MetricsBindAddr:               httpmon.DefaultBindAddr,
 		BrokerClusterName:             "DefaultCluster",
 		BrokerName:                    "broker-a",
@@ -319,7 +322,7 @@ func parseDelayLevels(s string) ([]time.Duration, error) {
 // Validate checks the broker keys and the group part and reports every
 // setting at fault (errors.Join), each naming its key.
 func (c *BrokerConfig) Validate() error {
-	errs := []error{c.GroupConfig.Validate(), c.Log.Validate()}
+	errs := []error{c.GroupConfig.Validate(), c.Log.Validate(), c.LimitsConfig.validate()}
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidBrokerConfig, key, fmt.Sprintf(format, args...))
 	}

@@ -74,6 +74,9 @@ type Controller struct {
 	startOnce sync.Once
 	stopOnce  sync.Once
 	startErr  error
+
+	// autoCreate rate-limits client-triggered creations (limits.go).
+	autoCreate autoCreateLimiter
 }
 
 // New builds a controller over a started Replica. Nothing listens until
@@ -134,6 +137,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 		scfg.IdleTimeout = time.Duration(cfg.ServerChannelMaxIdleTimeSecs) * time.Second
 	}
 	scfg.IncompleteFrameBudget = int64(cfg.MaxIncompleteFrameBytes)
+	cfg.LimitsConfig.applyServer(&scfg)
 	scfg.TLSMode, scfg.TLS = tlsMode, srvTLS
 	c.srv = remoting.NewServer(scfg, c.log.Named("remoting"))
 	c.srv.AddHook(debugHook{c.log})

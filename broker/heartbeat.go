@@ -54,6 +54,10 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 		if !c.live().AutoCreateSubscriptionGroup {
 			return
 		}
+		if r := c.autoCreateRefusal("group " + group); r != nil {
+			c.log.Debug("auto-create subscription group refused", zap.String("group", group), zap.String("reason", r.Remark))
+			return
+		}
 		sg = wire.DefaultSubscriptionGroupConfig(group)
 		wctx, cancel := c.writeCtx(ctx)
 		err := c.rep.UpdateSubscriptionGroup(wctx, sg)
@@ -65,8 +69,8 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 	}
 	retry := wire.RetryGroupTopicPrefix + group
 	if _, ok := c.rep.State().Topic(retry); !ok {
-		if _, err := c.ensureTopic(ctx, retry, int(max(sg.RetryQueueNums, 1)), 0); err != nil {
-			c.log.Warn("create retry topic failed", zap.String("topic", retry), zap.Error(err))
+		if _, r := c.autoCreateTopic(ctx, retry, int(max(sg.RetryQueueNums, 1))); r != nil {
+			c.log.Debug("create retry topic failed", zap.String("topic", retry), zap.String("reason", r.Remark))
 		}
 	}
 }

@@ -21,6 +21,9 @@ type holdService struct {
 
 	mu   sync.Mutex
 	held map[queueRef][]*pullRequest // guarded by mu
+	// count bounds what is held (maxHeldPulls and per connection,
+	// limits_hold.go).
+	count heldCount // guarded by mu
 
 	events chan queueEvent
 	// overflow is set when events was full: the next loop round checks
@@ -43,16 +46,21 @@ func newHoldService(c *Controller) *holdService {
 		events: make(chan queueEvent, 4096), overflow: make(chan struct{}, 1)}
 }
 
-// hold parks p until deadline; false when the controller is closing.
-func (s *holdService) hold(p *pullRequest, deadline time.Time) bool {
+// hold parks p until deadline; false when the controller is closing or
+// a limit refused it (then limit names the key).
+func (s *holdService) hold(p *pullRequest, deadline time.Time) (held bool, limit string) {
 	select {
 	case <-s.c.quit:
-		return false
+		return false, ""
 	default:
 	}
 	p.deadline = deadline
 	q := queueRef{p.h.Topic, p.h.QueueID}
 	s.mu.Lock()
+	if limit := s.count.admit(p.conn.ID(), s.c.live().LimitsConfig); limit != "" {
+		s.mu.Unlock()
+		return false, limit
+	}
 	s.held[q] = append(s.held[q], p)
 	s.mu.Unlock()
 	// A message may have been applied between the read and the park: look
@@ -60,7 +68,7 @@ func (s *holdService) hold(p *pullRequest, deadline time.Time) bool {
 	if s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID) > p.h.QueueOffset {
 		s.notify(q.topic, q.queueID, s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID))
 	}
-	return true
+	return true, ""
 }
 
 // notify is the store's NewMessageListener; it must not block.
@@ -127,6 +135,7 @@ func (s *holdService) check(q queueRef, maxOffset int64, now time.Time) {
 	for _, p := range list {
 		if maxOffset > p.h.QueueOffset || !now.Before(p.deadline) || p.conn.Closed() {
 			ready = append(ready, p)
+			s.count.release(p.conn.ID())
 		} else {
 			keep = append(keep, p)
 		}
@@ -166,6 +175,7 @@ func (s *holdService) answerAll() {
 	s.mu.Lock()
 	all := s.held
 	s.held = map[queueRef][]*pullRequest{}
+	s.count = heldCount{}
 	s.mu.Unlock()
 	for _, list := range all {
 		for _, p := range list {
@@ -178,9 +188,5 @@ func (s *holdService) answerAll() {
 func (s *holdService) heldCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, l := range s.held {
-		n += len(l)
-	}
-	return n
+	return s.count.total
 }

@@ -190,8 +190,14 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 		if !c.live().LongPollingEnable {
 			timeout = c.live().ShortPollingTimeMills
 		}
-		if timeout > 0 && c.hold.hold(p, time.Now().Add(timeout)) {
-			return nil
+		if timeout > 0 {
+			held, limit := c.hold.hold(p, time.Now().Add(timeout))
+			if held {
+				return nil
+			}
+			if limit != "" {
+				return c.heldPullRefusal(limit)
+			}
 		}
 	}
 	r.Code = code

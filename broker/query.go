@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/raftmq/raftmq/broker/store"
@@ -72,7 +73,12 @@ func (c *Controller) processViewMessageByID(_ context.Context, _ *remoting.Conn,
 }
 
 // rawMessage copies the stored bytes of the message at a physical offset.
+// Only applied messages are read: the CommitLog past the dispatched
+// position holds entries Raft has not committed and may still truncate.
 func (c *Controller) rawMessage(off int64) ([]byte, error) {
+	if applied := c.st.DispatchedOffset(); off < 0 || off >= applied {
+		return nil, fmt.Errorf("offset %d is not below the applied position %d", off, applied)
+	}
 	sl, err := c.st.CommitLog().ReadMessage(off)
 	if err != nil {
 		return nil, err

@@ -461,7 +461,9 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageReq
 		return tc, nil
 	}
 	switch {
-	case strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix), c.routedSystemTopic(h.Topic):
+	case strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix):
+		return c.autoCreateTopic(ctx, h.Topic, 1)
+	case c.routedSystemTopic(h.Topic):
 		tc, err := c.ensureTopic(ctx, h.Topic, 1, 0)
 		if err != nil {
 			return tc, c.writeError("create topic "+h.Topic, err)
@@ -475,11 +477,7 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageReq
 	if h.DefaultTopicQueueNums > 0 && int(h.DefaultTopicQueueNums) < n {
 		n = int(h.DefaultTopicQueueNums)
 	}
-	tc, err := c.ensureTopic(ctx, h.Topic, n, 0)
-	if err != nil {
-		return tc, c.writeError("auto-create topic", err)
-	}
-	return tc, nil
+	return c.autoCreateTopic(ctx, h.Topic, n)
 }
 
 // queueCount is a stored queue count bounded to 0..maxQueueNums, for the
@@ -537,6 +535,7 @@ func (c *Controller) initMessage(m *store.Message, h *wire.SendMessageRequestHea
 		return
 	}
 	m.Properties = wire.ParseProperties(props)
+	sealProducerID(m.Properties)
 	c.stampRequest(m.Properties, conn)
 	if h.MaxReconsumeTimes > 0 && retry {
 		m.Properties[wire.PropertyMaxReconsumeTimes] = strconv.Itoa(int(h.MaxReconsumeTimes))
