@@ -30,6 +30,11 @@ func parseTagExpression(expr string) store.TagsFilter {
 }
 
 func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	if conn.Closed() {
+		// Queued behind a client that is gone (one that never read
+		// its answers and was closed): no one to read this answer.
+		return nil, nil
+	}
 	var h wire.PullMessageRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil

@@ -47,6 +47,7 @@ var layers = map[string]int{
 	"examples/internal/exutil": 4,
 
 	"cmd/raftmq":               5,
+	"abuse":                    5,
 	"jepsen/cmd/raftmq-jepsen": 5,
 	"examples/batch":           5,
 	"examples/broadcast":       5,
