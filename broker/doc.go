@@ -117,6 +117,13 @@
 //     topic and group, or an admin account), the cluster account's
 //     signature on the broker's own calls; the rules live in package
 //     broker/acl. acl_admin.go: the ACL admin codes 50-53.
+//   - limits.go: LimitsConfig (the limits against abuse: connections,
+//     write queue, held pulls, auto-creation rate and cap), their metrics,
+//     the auto-creation limiter, and the idempotent producer id stored as
+//     its digest (sealProducerID); limits_hold.go: the held-pull counts
+//     and their SYSTEM_BUSY answer. The other limits of the family sit
+//     where they bite (queue counts in admin.go, offset commits in
+//     offset.go, maxBatchMessages in send.go).
 //   - errors.go: the package's sentinels.
 //
 // Tests: group_*_test.go run groups of three members, on in-memory parts
@@ -126,7 +133,10 @@
 // group (in-memory Raft parts; files and TCP for the official RocketMQ Go
 // client);
 // abuse_test.go sends each abusive request of issue #15's limits to a real
-// group and checks the refusal, its count and that no state grew;
+// group and checks the refusal, its count and that no state grew
+// (limits_test.go: held pulls, auto-creation, idempotence digests,
+// VIEW_MESSAGE_BY_ID past the applied position; package abuse attacks a
+// real process cluster);
 // batcher_policy_test.go drives the batcher against a fake Raft;
 // bench_*_test.go hold GroupPut, SendPath and the failover benchmarks.
 package broker

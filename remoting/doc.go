@@ -95,6 +95,10 @@
 //     panics ⇒ SYSTEM_ERROR.
 //   - server.go: Server (processor table, per-registration pools, graceful
 //     Shutdown); async.go: asynchronous processors and their Responder.
+//   - limits.go: the server's connection limits (per listener, per remote
+//     IP: closed at accept), the write queue's byte bound (an answer waits
+//     for room at most the write timeout, then the peer that does not
+//     read is closed), LimitCounts.
 //   - client.go: Client (lazy dial, redial, sync/async/oneway, sweeper,
 //     client-side processors).
 //   - signature.go: RocketMQ's ACL request signature (Credentials.Sign,

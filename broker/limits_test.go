@@ -1,0 +1,163 @@
+package broker
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestLimitsAgainstAbuse runs the limits of limits.go against a real
+// 3-node group: auto-creation rate and cap, held pulls per connection,
+// idempotence ids stored as digests, and reads past the applied position.
+func TestLimitsAgainstAbuse(t *testing.T) {
+	pc := startRealCluster(t, func(c *BrokerConfig) {
+		c.AutoCreateTopicMaxPerSecond = 1 // bursts of 10
+		c.MaxHeldPullsPerConnection = 3
+	})
+	l := pc.leader()
+	addr, c := pc.nodes[l].Addr(), pc.nodes[l]
+	refusals := func(limit string) float64 {
+		var m dto.Metric
+		if err := c.metrics.limitRefusals.WithLabelValues(limit).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+
+	t.Run("auto-create rate and cap", func(t *testing.T) {
+		created := 0
+		var last *remoting.RemotingCommand
+		for i := range 30 {
+			last = pc.call(addr, remoting.RequestSendMessage, sendExt("AUTO"+strconv.Itoa(i), 0, ""), []byte("x"))
+			if last.Code == remoting.ResponseSuccess {
+				created++
+			}
+		}
+		// A burst of 10, and at most a token or two more while sending.
+		if created < 10 || created > 12 {
+			t.Fatalf("%d topics auto-created, want the burst of 10 (+ what 1/s refills)", created)
+		}
+		if last.Code != remoting.ResponseSystemBusy || !strings.Contains(last.Remark, "autoCreateTopicMaxPerSecond") {
+			t.Fatalf("refusal: code %d remark %q", last.Code, last.Remark)
+		}
+		if got := refusals("autoCreateTopicMaxPerSecond"); got != float64(30-created) {
+			t.Fatalf("refusals %v, want %d", got, 30-created)
+		}
+		// The cap: the node holds more topics than autoCreateMaxTopics.
+		cfg := *c.live()
+		cfg.AutoCreateMaxTopics = 1
+		c.liveCfg.Store(&cfg)
+		c.autoCreate = autoCreateLimiter{} // a full bucket again
+		resp := pc.call(addr, remoting.RequestSendMessage, sendExt("AUTO-CAPPED", 0, ""), []byte("x"))
+		if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "autoCreateMaxTopics is 1") {
+			t.Fatalf("cap refusal: code %d remark %q", resp.Code, resp.Remark)
+		}
+		// An existing topic still takes sends.
+		if resp := pc.call(addr, remoting.RequestSendMessage, sendExt("AUTO0", 0, ""), []byte("x")); resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("send to an existing topic: %d %s", resp.Code, resp.Remark)
+		}
+	})
+
+	t.Run("held pulls per connection", func(t *testing.T) {
+		pc.createTopic(addr, "HELD", 1)
+		before := refusals("maxHeldPullsPerConnection")
+		// One client, one connection: three pulls are held, the fourth
+		// answered at once.
+		type answer struct {
+			resp *remoting.RemotingCommand
+			err  error
+		}
+		answers := make(chan answer, 4)
+		for range 3 {
+			go func() {
+				req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
+				for k, v := range pullExt("HG", "HELD", 0, 0, 30000) {
+					req.ExtFields[k] = v
+				}
+				resp, err := pc.client.InvokeSync(t.Context(), addr, req)
+				answers <- answer{resp, err}
+			}()
+		}
+		testutil.WaitFor(t, 10*time.Second, "three pulls held", func() bool { return c.hold.heldCount() == 3 })
+		resp := pc.call(addr, remoting.RequestPullMessage, pullExt("HG", "HELD", 0, 0, 30000), nil)
+		if resp.Code != remoting.ResponseSystemBusy || !strings.Contains(resp.Remark, "maxHeldPullsPerConnection") {
+			t.Fatalf("fourth pull: code %d remark %q", resp.Code, resp.Remark)
+		}
+		if got := refusals("maxHeldPullsPerConnection") - before; got != 1 {
+			t.Fatalf("refusals %v, want 1", got)
+		}
+		if r := pc.call(addr, remoting.RequestSendMessage, sendExt("HELD", 0, ""), []byte("wake")); r.Code != remoting.ResponseSuccess {
+			t.Fatal(r.Remark)
+		}
+		for range 3 {
+			a := <-answers
+			if a.err != nil || a.resp.Code != remoting.ResponseSuccess {
+				t.Fatalf("held pull answer: %v %v", a.resp, a.err)
+			}
+		}
+		if n := c.hold.heldCount(); n != 0 {
+			t.Fatalf("%d pulls still counted as held", n)
+		}
+	})
+
+	t.Run("idempotence id digest", func(t *testing.T) {
+		pc.createTopic(addr, "IDEM", 1)
+		send := func(pid string, seq int64, body string) *remoting.RemotingCommand {
+			props := wire.EncodeProperties(map[string]string{wire.PropertyProducerID: pid, wire.PropertySequence: strconv.FormatInt(seq, 10)})
+			return pc.call(addr, remoting.RequestSendMessage, sendExt("IDEM", 0, props), []byte(body))
+		}
+		first := send("victim-secret", 0, "m0")
+		if first.Code != remoting.ResponseSuccess {
+			t.Fatal(first.Remark)
+		}
+		off, _ := strconv.ParseInt(first.ExtFields["queueOffset"], 10, 64)
+		m := readStored(t, pc, addr, "IDEM", 0, off)
+		stored := m.Properties[wire.PropertyProducerID]
+		if stored != producerDigest("victim-secret") || strings.Contains(stored, "victim") {
+			t.Fatalf("stored producer id %q", stored)
+		}
+		// Spoof with what a consumer can read; the victim's stream is untouched.
+		if r := send(stored, math.MaxInt64/2, "spoof"); r.Code != remoting.ResponseSuccess {
+			t.Fatal(r.Remark)
+		}
+		if r := send("victim-secret", 1, "m1"); r.ExtFields["queueOffset"] != strconv.FormatInt(off+2, 10) {
+			t.Fatalf("victim's next send at %s, want %d (stored, not a duplicate)", r.ExtFields["queueOffset"], off+2)
+		}
+		// A retry under the real id is still a duplicate.
+		if r := send("victim-secret", 0, "m0"); r.ExtFields["queueOffset"] != strconv.FormatInt(off, 10) {
+			t.Fatalf("retry answered at %s, want the original %d", r.ExtFields["queueOffset"], off)
+		}
+	})
+
+	t.Run("view past the applied position", func(t *testing.T) {
+		applied := c.st.DispatchedOffset()
+		for _, off := range []int64{applied, applied + 1<<20, -1} {
+			resp := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
+			if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "applied position") {
+				t.Fatalf("VIEW at %d: code %d remark %q", off, resp.Code, resp.Remark)
+			}
+		}
+	})
+}
+
+// readStored decodes the message at topic/queue/offset through a pull.
+func readStored(t *testing.T, pc *procCluster, addr, topic string, queue int, offset int64) *wire.Message {
+	t.Helper()
+	resp := pc.call(addr, remoting.RequestPullMessage, pullExt("READER", topic, queue, offset, 0), nil)
+	if resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("pull %s/%d@%d: %d %s", topic, queue, offset, resp.Code, resp.Remark)
+	}
+	m, _, err := wire.DecodeMessage(resp.Body, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
