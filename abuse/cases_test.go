@@ -29,9 +29,10 @@ func cases(extra *[]ack) []attack {
 		{name: "retry-queue bomb", bound: fixed(64 << 20), start: retryQueueBomb},
 		{name: "offset-key flood", bound: fixed(64 << 20), start: offsetKeyFlood},
 		{name: "held pulls", bound: func(p profile) int64 { return int64(p.heldPulls)*(8<<10) + 64<<20 }, start: heldPulls},
-		// Live: two write buffers of maxWriteQueueBytes (the queue and the
-		// one being flushed) and 16 pull workers' 256 KiB answers, about
-		// 40 MiB; in use up to twice that between GCs, plus the broker.
+		// Live: two write buffers of maxWriteQueueBytes plus a frame,
+		// with append's growth (the queue and the one being flushed),
+		// and 16 pull workers' 256 KiB answers with their frames: about
+		// 50 MiB; twice that for what the broker allocates meanwhile.
 		{name: "client that never reads", bound: fixed(128 << 20), start: neverReads},
 		{name: "spoofed idempotence id", bound: fixed(64 << 20), start: func(ctx context.Context, e *env) func() string {
 			return spoofedIdempotence(ctx, e, extra)
@@ -136,6 +137,7 @@ const (
 	topicFloodRate  = 500  // sends to new topics per second
 	retryBombRate   = 100  // rounds of four requests per second
 	offsetFloodRate = 2000 // commits per second
+	heldPullRate    = 2000 // pulls asking to be held per second
 )
 
 // topicFlood sends to distinct new topic names from 4 goroutines: the
@@ -309,10 +311,7 @@ func heldPulls(_ context.Context, e *env) func() string {
 	n := e.prof.heldPulls
 	const queues = 8
 	e.createTopic("HOLD", queues)
-	perConn := int64(4096)
-	if e.prof.brokerConf != nil {
-		perConn = 300
-	}
+	perConn := int64(e.prof.heldPerConn)
 	const conns = 2
 	busyBefore := e.counter("raftmq_broker_limit_refusals_total", `limit="maxHeldPullsPerConnection"`)
 	var answered, busy atomic.Int64
@@ -335,13 +334,25 @@ func heldPulls(_ context.Context, e *env) func() string {
 				}
 			}
 		}()
-		var buf []byte
-		for i := c; i < n; i += conns {
-			buf = append(buf, frame(e.t, remoting.RequestPullMessage, pullExt("HOLDERS", "HOLD", i%queues, 0, time.Minute), nil)...)
-		}
-		if _, err := nc.Write(buf); err != nil {
-			e.t.Fatal(err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Paced like the floods (heldPullRate): the burst of 10,000
+			// at once is CPU for decoding on a shared 2-core host, which
+			// can delay the leader's Raft heartbeats past their timeout.
+			wait := pace(heldPullRate / conns / 100)
+			var buf []byte
+			for i := c; i < n; i += conns {
+				buf = append(buf, frame(e.t, remoting.RequestPullMessage, pullExt("HOLDERS", "HOLD", i%queues, 0, time.Minute), nil)...)
+				if len(buf) > 0 && (i/conns)%100 == 99 || i+conns >= n {
+					wait()
+					if _, err := nc.Write(buf); err != nil {
+						return
+					}
+					buf = buf[:0]
+				}
+			}
+		}()
 	}
 	e.t.Cleanup(func() {
 		for _, nc := range ncs {
@@ -351,10 +362,15 @@ func heldPulls(_ context.Context, e *env) func() string {
 	each := int64(n / conns)
 	wantHeld := conns * min(each, perConn)
 	var held float64
-	testutil.WaitFor(e.t, 60*time.Second, "the leader holding its share of the pulls and refusing the rest", func() bool {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		held, _ = e.metric("raftmq_broker_long_polls_held", "")
-		return int64(held) == wantHeld && busy.Load() == int64(n)-wantHeld
-	})
+		if int64(held) == wantHeld && busy.Load() == int64(n)-wantHeld {
+			break
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("after 60 s the leader holds %v pulls and refused %d, want %d and %d", held, busy.Load(), wantHeld, int64(n)-wantHeld)
+		}
+	}
 	return func() string {
 		counted := e.counter("raftmq_broker_limit_refusals_total", `limit="maxHeldPullsPerConnection"`) - busyBefore
 		if int64(counted) != busy.Load() {

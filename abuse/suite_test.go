@@ -37,6 +37,7 @@ type profile struct {
 	topicFlood  int // sends to distinct new topics
 	offsetFlood int // offset commits for unknown keys
 	heldPulls   int // pulls asking to be held
+	heldPerConn int // maxHeldPullsPerConnection in brokerConf
 	neverReads  int // pulls sent by a client that never reads
 	probeSends  int // the well-behaved producer's sends per measurement
 	// attackFor is the shortest measurement under attack: the probe
@@ -50,10 +51,10 @@ func suiteProfile() profile {
 	// pprofEnable: the live heap is read from /debug/pprof/heap?gc=1.
 	if os.Getenv("RAFTMQ_ABUSE_FULL") == "1" {
 		return profile{full: true, halfFrames: 2000, slowloris: 500, topicFlood: 5000, offsetFlood: 20000,
-			heldPulls: 10000, neverReads: 4000, probeSends: 400, attackFor: 10 * time.Second,
+			heldPulls: 10000, heldPerConn: 4096, neverReads: 4000, probeSends: 400, attackFor: 10 * time.Second,
 			brokerConf: []string{"pprofEnable=true"}}
 	}
-	return profile{halfFrames: 200, slowloris: 50, topicFlood: 300, offsetFlood: 1000, heldPulls: 1000,
+	return profile{halfFrames: 200, slowloris: 50, topicFlood: 300, offsetFlood: 1000, heldPulls: 1000, heldPerConn: 300,
 		neverReads: 600, probeSends: 150, attackFor: time.Second,
 		brokerConf: []string{"pprofEnable=true", "maxHeldPullsPerConnection=300"}}
 }
@@ -108,7 +109,7 @@ type caseResult struct {
 	name                  string
 	baseP99, p99          time.Duration
 	heapBase, heapMax     int64 // heap in use, garbage included (GOGC 400)
-	liveBase, liveMax     int64 // heap in use just after a forced GC
+	liveBase, liveMax     int64 // heap allocated just after a forced GC
 	rssMax, bound         int64
 	detail                string
 	probeFails, probeSent int
@@ -248,10 +249,11 @@ func (e *env) heap() int64 {
 	return int64(v)
 }
 
-// live is the leader's heap in use right after a garbage collection
-// (/debug/pprof/heap?gc=1 forces one and reports runtime.MemStats): what
-// the broker holds, without the garbage GOGC=400 lets pile up between
-// collections.
+// live is the leader's allocated heap right after a garbage collection
+// (/debug/pprof/heap?gc=1 forces one and reports runtime.MemStats'
+// HeapAlloc): what the broker holds, without the garbage GOGC=400 lets
+// pile up between collections (plus what it allocated while the profile
+// was written).
 func (e *env) live() int64 {
 	resp, err := e.http.Get("http://" + e.leaderNode().MetricsAddr() + "/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
@@ -261,7 +263,7 @@ func (e *env) live() int64 {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "# HeapInuse = "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
 			n, _ := strconv.ParseInt(v, 10, 64)
 			return n
 		}
@@ -351,6 +353,9 @@ type attack struct {
 func (e *env) run(a attack) {
 	t := e.t
 	t.Run(a.name, func(t *testing.T) {
+		parent := e.t
+		e.t = t // the case's helpers fail the case, not the suite
+		defer func() { e.t = parent }()
 		base, _ := e.probe(e.prof.probeSends, 0)
 		heapBase, liveBase := e.heap(), e.live()
 		ctx, cancel := context.WithCancel(context.Background())

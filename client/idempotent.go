@@ -15,7 +15,9 @@ import (
 //
 //   - wire.PropertyProducerID identifies one producer instance: 32 random hex
 //     characters unless IdempotentProducerID fixed it. A restarted
-//     producer is a new producer.
+//     producer is a new producer. Brokers store (and deduplicate by) its
+//     SHA-256, so the id read back from a stored message cannot be used
+//     to send into this producer's streams.
 //   - wire.PropertySequence is a decimal uint64, unique per (producer id,
 //     topic, brokerName, queueId), assigned in send order starting at 0.
 //     Every retry of a message carries the same producer id and sequence

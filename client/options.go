@@ -316,7 +316,9 @@ func Idempotent(on bool) ProducerOpt {
 }
 
 // IdempotentProducerID fixes the producer id instead of a random one; two
-// live producers must never share one.
+// live producers must never share one. Treat it as a secret: brokers
+// store only its digest, so whoever knows the id itself can send into
+// this producer's dedup streams.
 func IdempotentProducerID(id string) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.producerID = id })
 }
