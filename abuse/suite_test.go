@@ -109,7 +109,7 @@ type caseResult struct {
 	name                  string
 	baseP99, p99          time.Duration
 	heapBase, heapMax     int64 // heap in use, garbage included (GOGC 400)
-	liveBase, liveMax     int64 // heap allocated just after a forced GC
+	liveBase, liveMax     int64 // heap alive at a forced GC
 	rssMax, bound         int64
 	detail                string
 	probeFails, probeSent int
@@ -249,26 +249,20 @@ func (e *env) heap() int64 {
 	return int64(v)
 }
 
-// live is the leader's allocated heap right after a garbage collection
-// (/debug/pprof/heap?gc=1 forces one and reports runtime.MemStats'
-// HeapAlloc): what the broker holds, without the garbage GOGC=400 lets
-// pile up between collections (plus what it allocated while the profile
-// was written).
+// live is what the leader's heap holds right after a garbage
+// collection: /debug/pprof/heap?gc=1 forces one, then go_memstats_heap_alloc_bytes
+// is read at once — without the garbage GOGC=400 lets pile up between
+// collections (what the process allocates in the few milliseconds between
+// the two requests is counted too).
 func (e *env) live() int64 {
-	resp, err := e.http.Get("http://" + e.leaderNode().MetricsAddr() + "/debug/pprof/heap?gc=1&debug=1")
+	resp, err := e.http.Get("http://" + e.leaderNode().MetricsAddr() + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return 0
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	v, _ := e.metric("go_memstats_heap_alloc_bytes", "")
+	return int64(v)
 }
 
 // sampler records the leader's peak heap and RSS every 100 ms, and its

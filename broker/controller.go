@@ -364,7 +364,7 @@ func (c *Controller) writeCtx(ctx context.Context) (context.Context, context.Can
 // refuse answers a request refused by one of the limits against abuse and
 // counts it in raftmq_broker_limit_refusals_total{limit}. limit names the
 // config key or rule that bit (maxQueueNums, maxBatchMessages,
-// offsetCommit); the remark names it too.
+// offsetCommit, and the LimitsConfig keys); the remark names it too.
 func (c *Controller) refuse(limit string, code int16, format string, args ...any) *remoting.RemotingCommand {
 	c.metrics.limitRefusals.WithLabelValues(limit).Inc()
 	return response(code, format, args...)
