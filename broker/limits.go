@@ -42,7 +42,9 @@ type LimitsConfig struct {
 	MaxHeldPullsPerConnection int `prop:"maxHeldPullsPerConnection"`
 	// AutoCreateTopicMaxPerSecond bounds the topics (and, on heartbeats,
 	// subscription groups with their retry topics) a node creates on a
-	// client's behalf per second (10, bursts of 10× that), and
+	// client's behalf per second (10, bursts of as many: each creation is a
+	// Raft entry and ConsumeQueue files on every replica, and a burst of
+	// them queues the sends behind it), and
 	// AutoCreateMaxTopics stops such creation once the node holds that many
 	// topics (10000; every queue costs a ConsumeQueue file on every
 	// replica and a route entry). updateTopic is not limited.
@@ -129,11 +131,11 @@ type autoCreateLimiter struct {
 	last   time.Time // guarded by mu
 }
 
-// take spends one token at rate perSecond (burst 10×perSecond).
+// take spends one token at rate perSecond (bursts of perSecond).
 func (l *autoCreateLimiter) take(now time.Time, perSecond int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	burst := float64(10 * perSecond)
+	burst := float64(perSecond)
 	if l.last.IsZero() {
 		l.tokens = burst
 	} else {
