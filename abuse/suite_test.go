@@ -55,7 +55,7 @@ func suiteProfile() profile {
 			brokerConf: []string{"pprofEnable=true"}}
 	}
 	return profile{halfFrames: 200, slowloris: 50, topicFlood: 300, offsetFlood: 1000, heldPulls: 1000, heldPerConn: 300,
-		neverReads: 600, probeSends: 150, attackFor: time.Second,
+		neverReads: 600, probeSends: 150, attackFor: 3 * time.Second,
 		brokerConf: []string{"pprofEnable=true", "maxHeldPullsPerConnection=300"}}
 }
 

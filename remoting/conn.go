@@ -562,7 +562,21 @@ func (c *Conn) send(ctx context.Context, frame []byte) error {
 // allocation and copy per command). deadline, when set, also bounds a
 // wait for room.
 func (c *Conn) sendCmd(ctx context.Context, deadline time.Time, cmd *RemotingCommand) error {
-	return c.enqueue(ctx, deadline, func(b []byte) ([]byte, error) { return AppendFrame(b, cmd) })
+	return c.enqueue(ctx, deadline, func(b []byte) ([]byte, error) { return AppendFrame(growFor(b, len(cmd.Body)), cmd) })
+}
+
+// growFor makes room in the write buffer for a frame with a body of
+// bodyLen bytes, at least doubling it: append grows a large slice by a
+// quarter, and a queue of large answers (pulls) then copies its whole
+// content several times over on the way up to the write-queue bound.
+func growFor(b []byte, bodyLen int) []byte {
+	need := bodyLen + 1024 // header room; AppendFrame still grows if short
+	if cap(b)-len(b) >= need || bodyLen < 64<<10 {
+		return b
+	}
+	grown := make([]byte, len(b), max(2*cap(b), len(b)+need))
+	copy(grown, b)
+	return grown
 }
 
 // enqueue appends one frame to the write buffer with appendFrame (which
