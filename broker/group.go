@@ -50,6 +50,7 @@ type Group struct {
 
 	roles     *ha.Roles
 	preferred *ha.PreferredLeader
+	fastElect *fastElection // nil when off or on the in-memory transport
 	batch     *batcher
 	metrics   *groupMetrics // group_metrics.go
 
@@ -210,6 +211,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 		}
 	}
 	bindMembership(g.trans, g.raft, log)
+	g.fastElect = startFastElection(g.trans, g.raft, cfg.Raft.DLegerSelfID, cfg.RaftFastElectionStagger, log)
 	g.ready.Store(true)
 	g.batch = newBatcher(g)
 	g.roles = ha.NewRoles(ha.RolesConfig{Raft: g.raft, BarrierTimeout: cfg.ApplyTimeout, BeforeLeader: g.announce, Log: log})
@@ -496,6 +498,7 @@ func (g *Group) closeParts() error {
 	if g.preferred != nil {
 		g.preferred.Close()
 	}
+	g.fastElect.close()
 	if g.roles != nil {
 		g.roles.Close()
 	}

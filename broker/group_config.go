@@ -103,6 +103,14 @@ type GroupConfig struct {
 	// the group from dLegerPeers (false). Set it on a new or rebuilt host
 	// joining a running group; see member.go and docs/operations.md.
 	RaftJoin bool `prop:"raftJoin"`
+	// RaftFastElectionStagger is the gap between the survivors' turns to
+	// campaign at once when the leader's process is gone (its Raft
+	// connections ended and its Raft port refuses connections; see
+	// fastelect.go): the first voter by id campaigns at once, the next one
+	// this much later if nobody leads and no campaign reached it by then
+	// (250 ms). -1 turns the fast election off: only the heartbeat timeout
+	// starts elections. Given in ms in broker.conf.
+	RaftFastElectionStagger time.Duration `prop:"raftFastElectionStagger"`
 	// RaftTLS is mutual TLS between the members (raftTls* keys).
 	RaftTLS RaftTLSConfig
 }
@@ -129,6 +137,7 @@ func DefaultGroupConfig() GroupConfig {
 	c.WarmAheadBytes = 8 << 20
 	c.ApplyRetryTimeout = 10 * time.Second
 	c.ShutdownTransferTimeout = 5 * time.Second
+	c.RaftFastElectionStagger = 250 * time.Millisecond
 	return c
 }
 

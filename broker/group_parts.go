@@ -97,11 +97,12 @@ func openDiskParts(cfg GroupConfig, log *zap.Logger, wrap func(raft.StreamLayer)
 	if wrap != nil {
 		stream = wrap(stream)
 	}
+	watch := &closeWatchStream{StreamLayer: stream} // fastelect.go
 	p.Stable, p.Snapshots = stable, snaps
 	p.Transport = &raftTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: cfg.Raft.TransportMaxPool, Timeout: cfg.Raft.TransportTimeout,
+		Stream: watch, MaxPool: cfg.Raft.TransportMaxPool, Timeout: cfg.Raft.TransportTimeout,
 		Logger: raftlog.HCLogger(log, "raft"),
-	}), tls: tlsStream}
+	}), tls: tlsStream, watch: watch}
 	return p, nil
 }
 

@@ -169,6 +169,8 @@ func (s *tlsStream) verifyPeer(cs tls.ConnectionState) error {
 type raftTransport struct {
 	*raft.NetworkTransport
 	tls *tlsStream // nil without raftTls* keys
+	// watch reports ended inbound connections (fastelect.go).
+	watch *closeWatchStream
 }
 
 // bindMembership makes trans's TLS stream layer, if any, check peers
