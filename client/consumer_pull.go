@@ -15,10 +15,15 @@ import (
 // first, then a suspended pull; FOUND messages go to the hook's deliver,
 // NOT_FOUND / NO_MATCHED pull again at once from nextBeginOffset,
 // OFFSET_MOVED jumps to nextBeginOffset and commits it, not-leader answers
-// are followed at once, anything else backs off PullBackoff.
+// are followed at once, a failure that moved the group's reads to another
+// member (a dead member marked down) pulls there at once, anything else
+// backs off PullBackoff.
 func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 	mq := pq.mq
 	key := "pull:" + mq.String()
+	// quickRetries counts failed pulls retried at once on another member
+	// since the last answer; bounded so dead members are not spun on.
+	quickRetries := 0
 	for pq.ctx.Err() == nil {
 		if c.flowControlled(pq) {
 			if !wait(pq.ctx, c.cfg.flowControlDelay) {
@@ -96,12 +101,20 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			if errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr {
 				continue // pull again from the leader it named, at once
 			}
+			if next := c.routes.brokerAddr(mq.BrokerName); next != "" && next != addr && quickRetries < maxBrokerHops {
+				// The member is down (a killed leader refuses connections)
+				// and another one serves the group's reads: pull there at
+				// once instead of stalling this queue for PullBackoff.
+				quickRetries++
+				continue
+			}
 			c.warnOnce(key, "pull failed; backing off", zap.Stringer("queue", mq), zap.String("broker", addr), zap.Error(err))
 			if !wait(pq.ctx, c.cfg.pullBackoff) {
 				return
 			}
 			continue
 		}
+		quickRetries = 0
 		c.clearWarn(key)
 		c.routes.markUp(mq.BrokerName, addr)
 		switch res.Status {

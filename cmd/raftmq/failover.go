@@ -46,8 +46,8 @@ func newFailoverCmd(g *globalFlags) *cobra.Command {
 			"segments, loopback ports from a free base) — and an SDK producer sending continuously. Per kill it SIGKILLs the " +
 			"leader's process and measures from the kill instant: detection (the name server's gossip gauge drops), route drop " +
 			"(the killed address leaves the route), election (a survivor's RAFT_STATUS names a new leader with a higher term), " +
-			"route update (the route's brokerId 0 is another address) and first write (the producer's first ack from the new " +
-			"leader). Then it restarts the node and waits until the group is whole and ready. Prints a table per kill and " +
+			"route update (the route's brokerId 0 is another address), first write (the producer's first ack from the new " +
+			"leader) and consume resume (a push consumer delivered, from every queue, a message sent after the kill). Then it restarts the node and waits until the group is whole and ready. Prints a table per kill and " +
 			"min/median/max per phase (--json for scripts). Only processes it started are signalled; its directory is removed " +
 			"unless --keep. With --sigterm the leader gets SIGTERM instead: a planned stop, where it hands leadership to a " +
 			"follower and waits until the route names it before it exits; the phases are then measured from the signal.",
@@ -173,6 +173,11 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 	}
 	defer func() { _ = prod.Close(context.Background()) }()
 	w := &ackWatch{}
+	cons, err := startFailoverConsumer(ctx, c.NS.Addr(), p.topic, w, log.Named("consumer"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cons.Close(context.Background()) }()
 	pctx, stopProduce := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	produce(pctx, prod, p.topic, o.senders, w, &wg)
@@ -231,7 +236,7 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 		return nil, fmt.Errorf("failover: RAFT_STATUS of leader %s: %w", leaderAddr, err)
 	}
 	kr := &killResult{Killed: victim.ID, KilledAddr: leaderAddr, PID: victim.PID(), OldTerm: st.Term,
-		DetectMs: -1, RouteDropMs: -1, ElectMs: -1, RouteUpdateMs: -1, FirstWriteMs: -1}
+		DetectMs: -1, RouteDropMs: -1, ElectMs: -1, RouteUpdateMs: -1, FirstWriteMs: -1, ConsumeMs: -1}
 	var survivors []*proccluster.Node
 	for _, n := range c.Nodes {
 		if n != victim {
@@ -288,6 +293,7 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 		return err == nil && l != "" && l != leaderAddr
 	})
 	phase(&kr.FirstWriteMs, func(context.Context) bool { return !w.firstAck().IsZero() })
+	phase(&kr.ConsumeMs, func(context.Context) bool { return !w.firstConsumed().IsZero() })
 	// Election: either survivor may see it first; each is asked on its own
 	// so a slow answer from one does not delay the other.
 	var electOnce sync.Once
@@ -324,9 +330,12 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 	if fa := w.firstAck(); !fa.IsZero() {
 		kr.FirstWriteMs = ms(fa)
 	}
+	if fc := w.firstConsumed(); !fc.IsZero() {
+		kr.ConsumeMs = ms(fc)
+	}
 	var missing []string
 	for name, v := range map[string]float64{"detection": kr.DetectMs, "route drop": kr.RouteDropMs, "election": kr.ElectMs,
-		"route update": kr.RouteUpdateMs, "first write": kr.FirstWriteMs} {
+		"route update": kr.RouteUpdateMs, "first write": kr.FirstWriteMs, "consume resume": kr.ConsumeMs} {
 		if v < 0 {
 			missing = append(missing, name)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -129,16 +130,21 @@ type ackWatch struct {
 	since   time.Time // guarded by mu; zero = not measuring
 	notAddr string    // guarded by mu
 	first   time.Time // guarded by mu
-	acks    int64     // guarded by mu
-	errs    int64     // guarded by mu
-	lastErr error     // guarded by mu
+	// consumed is when the push consumer had delivered, from every queue,
+	// a message whose send started after since (zero if not yet); queues
+	// are those that had.
+	consumed time.Time      // guarded by mu
+	queues   map[int32]bool // guarded by mu
+	acks     int64          // guarded by mu
+	errs     int64          // guarded by mu
+	lastErr  error          // guarded by mu
 }
 
 // arm starts watching for the first ack after at not from notAddr.
 func (w *ackWatch) arm(at time.Time, notAddr string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.since, w.notAddr, w.first = at, notAddr, time.Time{}
+	w.since, w.notAddr, w.first, w.consumed, w.queues = at, notAddr, time.Time{}, time.Time{}, nil
 }
 
 // record notes one send outcome.
@@ -178,8 +184,11 @@ func produce(ctx context.Context, p *client.Producer, topic string, n int, w *ac
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body := []byte(strings.Repeat("f", 256))
 			for ctx.Err() == nil {
+				// Each body starts with its send's start time, for the
+				// consumer's resume measurement (failover_consume.go).
+				body := []byte(strings.Repeat("f", 256))
+				binary.BigEndian.PutUint64(body, uint64(time.Now().UnixNano()))
 				sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				res, err := p.SendSync(sctx, client.NewMessage(topic, body))
 				cancel()

@@ -31,6 +31,9 @@ type killResult struct {
 	// FirstWriteMs: the producer's first ack from a broker other than the
 	// killed one.
 	FirstWriteMs float64 `json:"firstWriteMs"`
+	// ConsumeMs: the push consumer has delivered, from every queue, a
+	// message whose send started after the kill.
+	ConsumeMs float64 `json:"consumeMs"`
 }
 
 // phaseStats is min/median/max of one phase over the kills that saw it.
@@ -62,6 +65,7 @@ var phases = []struct {
 	{"election (raft)", func(k *killResult) float64 { return k.ElectMs }},
 	{"route update (BID 0)", func(k *killResult) float64 { return k.RouteUpdateMs }},
 	{"first write (SDK ack)", func(k *killResult) float64 { return k.FirstWriteMs }},
+	{"consume resume (push)", func(k *killResult) float64 { return k.ConsumeMs }},
 }
 
 // summarize computes min/median/max per phase (median of an even count is
@@ -97,10 +101,10 @@ func printFailover(w io.Writer, rep *failoverReport, asJSON bool) error {
 		return enc.Encode(rep)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "#kill\t#killed\t#old term\t#new leader\t#new term\t#detect ms\t#route drop ms\t#elect ms\t#route update ms\t#first write ms\t")
+	fmt.Fprintln(tw, "#kill\t#killed\t#old term\t#new leader\t#new term\t#detect ms\t#route drop ms\t#elect ms\t#route update ms\t#first write ms\t#consume ms\t")
 	for _, k := range rep.Kills {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", k.N, k.Killed, k.OldTerm, orDash(k.NewLeader), k.NewTerm,
-			fmtMs(k.DetectMs), fmtMs(k.RouteDropMs), fmtMs(k.ElectMs), fmtMs(k.RouteUpdateMs), fmtMs(k.FirstWriteMs))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k.N, k.Killed, k.OldTerm, orDash(k.NewLeader), k.NewTerm,
+			fmtMs(k.DetectMs), fmtMs(k.RouteDropMs), fmtMs(k.ElectMs), fmtMs(k.RouteUpdateMs), fmtMs(k.FirstWriteMs), fmtMs(k.ConsumeMs))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
