@@ -77,3 +77,19 @@ func TestPullTimeoutReadsAnotherMember(t *testing.T) {
 		t.Fatal("the follower got no pull")
 	}
 }
+
+// TestPullConnFailureReadsAnotherMemberAtOnce: the leader holding a long
+// poll dies (its connection closes, its port refuses): the queue is read
+// from the follower at once, not after PullBackoff.
+func TestPullConnFailureReadsAnotherMemberAtOnce(t *testing.T) {
+	leader, follower, got, _ := stalledLeaderGroup(t, PullBackoff(time.Minute))
+	start := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace: connections close at once, like a killed process's
+	go func() { _ = leader.srv.Shutdown(ctx) }()
+	testutil.WaitFor(t, 10*time.Second, "m0 consumed from the follower", func() bool { return slices.Contains(got.bodies(), "m0") })
+	t.Logf("consumed %v after the leader died", time.Since(start))
+	if follower.count(remoting.RequestPullMessage) == 0 {
+		t.Fatal("the follower got no pull")
+	}
+}

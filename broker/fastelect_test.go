@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// slowHeartbeats makes the heartbeat timeout long (2–4 s, randomized), so a
+// new leader within fastElectBound can only come from the fast election.
+func slowHeartbeats(g *GroupConfig) {
+	g.Raft.HeartbeatTimeout = 2 * time.Second
+	g.Raft.ElectionTimeout = 2 * time.Second
+	g.Raft.LeaderLeaseTimeout = time.Second
+}
+
+const fastElectBound = 1500 * time.Millisecond
+
+// newLeaderOtherThan returns a serving leader that is not old, or nil.
+func (c *testCluster) newLeaderOtherThan(old *testNode) *testNode {
+	l := c.currentLeader()
+	if l == old {
+		return nil
+	}
+	return l
+}
+
+// TestFastElectionOnProcessDeath: a leader whose process is gone (its
+// connections closed and its Raft port refusing, as after SIGKILL) is
+// replaced well before any follower's heartbeat timeout, by the fast
+// election, with no split vote (one new term), and the first campaign is
+// the first voter by id's.
+func TestFastElectionOnProcessDeath(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{disk: true, tune: slowHeartbeats})
+	c.createTopic("T", 2)
+	for round := 0; round < 2; round++ {
+		old := c.leader()
+		term := old.g().Term()
+		c.sendSeq(round, 128)
+		i := slices.Index(c.nodes, old)
+		start := time.Now()
+		c.stop(i) // closes the transport: connections end, the port refuses
+		var l *testNode
+		testutil.WaitFor(t, 10*time.Second, "a new leader", func() bool {
+			l = c.newLeaderOtherThan(old)
+			return l != nil
+		})
+		took := time.Since(start)
+		if took > fastElectBound {
+			t.Fatalf("round %d: new leader %s after %v; the heartbeat timeout is 2 s, the fast election should take well under %v",
+				round, l.id, took, fastElectBound)
+		}
+		if got := l.g().Term(); got != term+1 {
+			t.Errorf("round %d: new term %d, want %d (one campaign, no split vote)", round, got, term+1)
+		}
+		var campaigns uint64
+		for _, n := range c.nodes {
+			if g := n.g(); g != nil && g.fastElect != nil {
+				campaigns += g.fastElect.campaigns.Load()
+			}
+		}
+		if campaigns == 0 {
+			t.Errorf("round %d: no fast campaign counted", round)
+		}
+		t.Logf("round %d: %s killed, %s leads after %v", round, old.id, l.id, took)
+		c.start(i)
+		testutil.WaitFor(t, 15*time.Second, "the restarted member to follow", func() bool {
+			g := old.g()
+			return g != nil && g.LeaderID() == l.id
+		})
+	}
+}
+
+// TestNoFastElectionWhileLeaderListens: connections to the leader end but
+// its Raft port still accepts (a partition that resets connections, a
+// leader cut off while its process runs): no fast election; the group
+// waits for the heartbeat timeout.
+func TestNoFastElectionWhileLeaderListens(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{disk: true, tune: slowHeartbeats})
+	old := c.leader()
+	start := time.Now()
+	c.setCut(old, true) // closes every connection; the listener stays
+	testutil.WaitFor(t, 15*time.Second, "a new leader after the heartbeat timeout", func() bool {
+		return c.newLeaderOtherThan(old) != nil
+	})
+	if took := time.Since(start); took < 2*time.Second {
+		t.Fatalf("new leader after %v, before the 2 s heartbeat timeout: a fast election fired while the leader listened", took)
+	}
+	for _, n := range c.nodes {
+		if g := n.g(); g != nil && g.fastElect != nil && g.fastElect.campaigns.Load() != 0 {
+			t.Errorf("%s made %d fast campaigns", n.id, g.fastElect.campaigns.Load())
+		}
+	}
+	c.setCut(old, false)
+}
