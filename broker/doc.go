@@ -27,6 +27,11 @@
 //   - raft_tls.go: RaftTLSConfig (raftTls* keys) and the mutual-TLS stream
 //     layer, whose handshake refuses peers whose certificate names no
 //     member of the configuration.
+//   - fastelect.go: the fast election when the leader's process is gone
+//     (an inbound Raft connection ended and the leader's Raft port refuses
+//     connections): the stream wrapper that reports ended connections,
+//     the probe, the survivors' turns and the TimeoutNow a member sends
+//     itself to campaign at once.
 //   - command.go: the replicated command types (an append-only table), their
 //     encoding and how to add one; command_records.go: the records that
 //     topic and group commands and snapshots store instead of wire types.

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Fast election on process death (docs/adr/0020-fast-election-on-process-death.md).
+// Fast election on process death (docs/adr/0018-fast-election-on-process-death.md).
 //
 // A killed leader's kernel closes its sockets at once: every connection it
 // had dialed to a follower ends (the follower's inbound Raft connections

@@ -40,8 +40,9 @@
 //     addMember, removeMember, replaceMember (docs/operations.md).
 //   - failover*.go: `raftmq failover`, which SIGKILLs the leader of a
 //     real-process cluster and times detection, route drop, election, route
-//     update and first write (failover_cluster.go: the processes, from
-//     internal/proccluster).
+//     update, first write and consume resume (failover_cluster.go: the
+//     processes, from internal/proccluster; failover_consume.go: the push
+//     consumer that times the resume).
 //
 // Tests re-exec the test binary as the real main when RAFTMQ_TEST_RUN_MAIN
 // is set, to check exit codes and to run real processes.
