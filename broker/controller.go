@@ -314,6 +314,7 @@ func (c *Controller) onRoleChange(leader bool, term uint64) {
 		// re-lock within their lock interval (RocketMQ behaves the same
 		// after a master restart).
 		c.locks.reset()
+		c.goFunc(c.notifyLeadership) // leader_notify.go
 	}
 	c.hold.wakeAll()
 	c.reg.trigger()

@@ -143,7 +143,10 @@ func (c *consumerCore) start(ctx context.Context) error {
 		return err
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.rc.RegisterProcessor(remoting.RequestNotifyConsumerIDsChanged, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	c.rc.RegisterProcessor(remoting.RequestNotifyConsumerIDsChanged, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		if c.followLeaderNotice(req) {
+			return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+		}
 		c.log.Debug("broker says the group's members changed; rebalancing")
 		c.triggerRebalance()
 		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
@@ -522,6 +525,22 @@ func (c *consumerCore) followLeader(brokerName, addr string, err error) {
 	for _, topic := range c.topics() {
 		c.requestRefresh(topic)
 	}
+}
+
+// followLeaderNotice handles a raftmq broker's notice that it became its
+// group's leader (wire.ExtLeaderOf, on NOTIFY_CONSUMER_IDS_CHANGED): the
+// group is read from there now, and long polls parked at the old leader
+// move at once (a frozen leader keeps its connection open and would hold
+// them until the poll timeout). Reports whether req was such a notice.
+func (c *consumerCore) followLeaderNotice(req *remoting.RemotingCommand) bool {
+	name, addr := req.ExtFields[wire.ExtLeaderOf], req.ExtFields[wire.ExtLeaderAddr]
+	if name == "" || addr == "" {
+		return false
+	}
+	if c.routes.brokerAddr(name) != addr {
+		c.routes.learnLeader(name, "", addr)
+	}
+	return true
 }
 
 // isRetryTopic reports whether topic is a group retry topic.

@@ -93,3 +93,35 @@ func TestPullConnFailureReadsAnotherMemberAtOnce(t *testing.T) {
 		t.Fatal("the follower got no pull")
 	}
 }
+
+// TestLeaderNoticeMovesParkedPolls: a broker's notice that it now leads the
+// group (NOTIFY_CONSUMER_IDS_CHANGED with leaderOf / leaderAddr) moves the
+// long polls parked at a stalled old leader there at once, with no route
+// change and no poll timeout.
+func TestLeaderNoticeMovesParkedPolls(t *testing.T) {
+	_, follower, got, _ := stalledLeaderGroup(t, LongPolling(20*time.Second, 30*time.Second))
+	var conns []*remoting.Conn
+	testutil.WaitFor(t, 5*time.Second, "the consumer's heartbeat at the follower", func() bool {
+		follower.mu.Lock()
+		defer follower.mu.Unlock()
+		conns = conns[:0]
+		for _, m := range follower.members["G"] {
+			conns = append(conns, m.conn)
+		}
+		return len(conns) > 0
+	})
+	start := time.Now()
+	for _, c := range conns {
+		req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, &wire.ConsumerGroupRequestHeader{ConsumerGroup: "G"}, nil)
+		req.ExtFields[wire.ExtLeaderOf] = "broker-a"
+		req.ExtFields[wire.ExtLeaderAddr] = follower.addr
+		req.Flag |= remoting.FlagOneway
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := c.InvokeOneway(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	testutil.WaitFor(t, 5*time.Second, "m0 consumed from the new leader", func() bool { return slices.Contains(got.bodies(), "m0") })
+	t.Logf("consumed %v after the notice", time.Since(start))
+}

@@ -112,3 +112,10 @@ type SendMessageResponseHeader struct {
 // producer retries at that address at once instead of waiting for the
 // name servers to learn of the new leader.
 const ExtLeaderAddr = "leaderAddr"
+
+// ExtLeaderOf is the extFields key of the NOTIFY_CONSUMER_IDS_CHANGED (40)
+// a raftmq broker sends each connected consumer when it becomes its
+// group's leader: the brokerName it now leads (ExtLeaderAddr names its
+// address). A consumer moves its long polls there at once; a RocketMQ
+// client ignores the key and just rebalances.
+const ExtLeaderOf = "leaderOf"

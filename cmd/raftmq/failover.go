@@ -32,6 +32,9 @@ type failoverOpts struct {
 	// sigterm stops the leader with SIGTERM (a planned stop: the node
 	// hands leadership off before it exits) instead of SIGKILL.
 	sigterm bool
+	// freeze SIGSTOPs the leader instead (its connections stay open: a
+	// silent failure) and SIGCONTs it after the measurement.
+	freeze bool
 }
 
 // newFailoverCmd is `raftmq failover`: start a name server and a 3-node
@@ -50,11 +53,16 @@ func newFailoverCmd(g *globalFlags) *cobra.Command {
 			"leader) and consume resume (a push consumer delivered, from every queue, a message sent after the kill). Then it restarts the node and waits until the group is whole and ready. Prints a table per kill and " +
 			"min/median/max per phase (--json for scripts). Only processes it started are signalled; its directory is removed " +
 			"unless --keep. With --sigterm the leader gets SIGTERM instead: a planned stop, where it hands leadership to a " +
-			"follower and waits until the route names it before it exits; the phases are then measured from the signal.",
+			"follower and waits until the route names it before it exits; the phases are then measured from the signal. " +
+			"With --freeze the leader gets SIGSTOP (its connections stay open, as in a freeze or partition: heartbeat " +
+			"timeouts and gossip decide) and SIGCONT after the measurement, when it rejoins as a follower.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.kills < 1 {
 				return fmt.Errorf("failover: --kills must be at least 1 (got %d)", o.kills)
+			}
+			if o.sigterm && o.freeze {
+				return errors.New("failover: --sigterm and --freeze exclude each other")
 			}
 			bin, err := os.Executable()
 			if err != nil {
@@ -87,6 +95,7 @@ func newFailoverCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&o.basePort, "base-port", 0, "name server port; brokers use base+10, +20, +30 (0: find a free block)")
 	cmd.Flags().IntVar(&o.senders, "senders", 2, "concurrent synchronous producer senders")
 	cmd.Flags().BoolVar(&o.sigterm, "sigterm", false, "stop the leader with SIGTERM (planned stop with leadership hand-off) instead of SIGKILL")
+	cmd.Flags().BoolVar(&o.freeze, "freeze", false, "SIGSTOP the leader (connections stay open: heartbeat timeouts and gossip decide) instead of SIGKILL, SIGCONT it afterwards")
 	cmd.Flags().DurationVar(&o.phaseTimeout, "phase-timeout", 30*time.Second, "bound on one kill's measurement and on each wait for the group to be whole")
 	return cmd
 }
@@ -200,7 +209,7 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 		rep.Summary = summarize(rep.Kills)
 	}()
 	for k := 1; k <= o.kills; k++ {
-		kr, err := killOnce(ctx, c, p, w, o.phaseTimeout, o.sigterm)
+		kr, err := killOnce(ctx, c, p, w, o.phaseTimeout, o.sigterm, o.freeze)
 		if kr != nil {
 			kr.N = k
 			rep.Kills = append(rep.Kills, *kr)
@@ -221,7 +230,7 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 // killOnce SIGKILLs (or, with sigterm, SIGTERMs) the current leader,
 // measures every phase, and restarts the node. The group is whole when it
 // is called.
-func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeout time.Duration, sigterm bool) (*killResult, error) {
+func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeout time.Duration, sigterm, freeze bool) (*killResult, error) {
 	addrs, err := p.route(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("failover: route before kill: %w", err)
@@ -255,6 +264,12 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 			defer close(stopped)
 			c.Stop(victim, timeout)
 		}()
+	} else if freeze {
+		close(stopped)
+		t0 = time.Now()
+		if err := c.Pause(victim); err != nil {
+			return nil, err
+		}
 	} else {
 		close(stopped)
 		if t0, err = c.Kill(victim); err != nil {
@@ -341,7 +356,11 @@ func killOnce(ctx context.Context, c *procCluster, p *probes, w *ackWatch, timeo
 		}
 	}
 	<-stopped
-	if err := c.Start(victim); err != nil {
+	if freeze {
+		if err := c.Resume(victim); err != nil {
+			return kr, err
+		}
+	} else if err := c.Start(victim); err != nil {
 		return kr, err
 	}
 	if len(missing) > 0 {
