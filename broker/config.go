@@ -89,6 +89,11 @@ type BrokerConfig struct {
 	RegisterNameServerPeriod time.Duration `prop:"registerNameServerPeriod"`
 	// RegisterBrokerTimeoutMills bounds one REGISTER_BROKER call (6 s).
 	RegisterBrokerTimeoutMills time.Duration `prop:"registerBrokerTimeoutMills"`
+	// CompressedRegister sends every REGISTER_BROKER body in RocketMQ's
+	// zlib layout (header compressed=true; false). Bodies above
+	// registerCompressAbove are compressed regardless, so a topic table
+	// past the 16 MiB frame limit still registers (register_compress.go).
+	CompressedRegister bool `prop:"compressedRegister"`
 	// MessageDelayLevel lists the delay of each level, level 1 first.
 	MessageDelayLevel string `prop:"messageDelayLevel"`
 	// LongPollingEnable holds pulls that find nothing until a message

@@ -144,7 +144,6 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"flushConsumerOffsetInterval":        {Reason: whyOffsets},
 	"flushConsumerOffsetHistoryInterval": {Reason: whyOffsets},
 	"flushDelayOffsetInterval":           {Reason: whyOffsets},
-	"compressedRegister":                 {Reason: whyRegister},
 	"forceRegister":                      {Reason: whyRegister},
 	"enableDetailStat":                   {Reason: whyStats},
 	"autoDeleteUnusedStats":              {Reason: whyStats},

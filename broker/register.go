@@ -132,7 +132,7 @@ func (r *registerService) registerAll() {
 		}
 		return
 	}
-	raw, err := wire.EncodeRegisterBrokerBody(body, false)
+	raw, compressed, err := encodeRegistration(body, r.c.cfg.CompressedRegister) // register_compress.go
 	if err != nil {
 		r.c.log.Error("encode registration body", zap.Error(err))
 		return
@@ -146,7 +146,7 @@ func (r *registerService) registerAll() {
 			defer wg.Done()
 			h := &wire.RegisterBrokerRequestHeader{
 				BrokerName: r.c.cfg.BrokerName, BrokerAddr: r.c.addr, ClusterName: r.c.cfg.BrokerClusterName,
-				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: int32(wire.BodyCRC32(raw)),
+				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: int32(wire.BodyCRC32(raw)), Compressed: compressed,
 			}
 			req := remoting.NewRequest(remoting.RequestRegisterBroker, h, raw)
 			ctx, cancel := context.WithTimeout(r.c.ctx, r.c.cfg.RegisterBrokerTimeoutMills)
