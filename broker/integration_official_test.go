@@ -57,6 +57,7 @@ func officialProducer(t *testing.T, nsAddr string, opts ...producer.Option) rock
 func officialPushConsumer(t *testing.T, nsAddr, group, topic, expr string,
 	f func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
+	testutil.SkipOfficialConsumerUnderRace(t)
 	base := []consumer.Option{
 		consumer.WithNameServer(primitive.NamesrvAddr{nsAddr}),
 		consumer.WithGroupName(group),
@@ -259,14 +260,6 @@ func TestOfficialRetryDelayDLQ(t *testing.T) {
 // TestOfficialOrderly: an orderly consumer (LOCK_BATCH_MQ) sees each
 // order's steps in send order; sends use a queue selector.
 func TestOfficialOrderly(t *testing.T) {
-	if raceEnabled {
-		// The official client's orderly consumer reads its processQueue's
-		// treemap (Empty in takeMessages) while the pull goroutine writes it
-		// (putMessage) without a lock: an upstream data race the detector
-		// reports in its code, not ours. .ci/run runs the official-client
-		// tests once more without -race, so this test still runs in CI.
-		t.Skip("upstream data race in rocketmq-client-go's orderly consumer; runs in the non-race pass of .ci/run")
-	}
 	pc := startDiskCluster(t, nil)
 	leader := pc.nodes[pc.leader()].Addr()
 	pc.createTopic(leader, "ORD", 4)
