@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,14 @@ import (
 // SIGKILL of the process loses exactly what a power cut would lose. The
 // chaos suite (jepsen/, nemesis crash-unsynced) runs brokers built this way.
 var defaultFS FS = NewCrashFS()
+
+// processID is PageCacheID under the crashfs tag: the emulated page cache
+// dies with the process, as the real one does with the machine.
+var processID = fmt.Sprintf("crashfs-%d-%d", os.Getpid(), time.Now().UnixNano())
+
+// PageCacheID identifies the lifetime of the page cache that holds OSFS's
+// unsynced writes; under this tag, the process.
+func PageCacheID() string { return processID }
 
 // CrashFS emulates a page cache that dies with the process, on top of the
 // real file system.

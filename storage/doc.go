@@ -15,7 +15,8 @@
 //     data held in process memory until it is synced, so a SIGKILL loses
 //     exactly the unsynced bytes; under the tag OSFS returns one (the chaos
 //     suite's crash-unsynced build). crashfs_off.go keeps the real FS
-//     otherwise.
+//     otherwise. PageCacheID (both files): the boot id, or under the tag
+//     the process, whose end loses unsynced writes.
 //   - mappedfile.go: MappedFile, one preallocated mapped file of fixed size
 //     with a single appender (optionally buffered: one pwrite per flush),
 //     refcounted read views (Slice) and flush (msync).

@@ -17,6 +17,9 @@
 //     offset, CRC32-C) and its decoder (fuzzed).
 //   - index.go: Index, the bucket files under <dir>/<bucket/4096>/<bucket>,
 //     the in-memory bitmap of non-empty buckets, appends, reads, the
-//     advance that moves what is left of passed buckets, the applied mark
-//     (the last Raft index whose effects are in the files) and Sync.
+//     advance that moves what is left of passed buckets (the moved records
+//     made durable before the sources are removed), the applied mark (the
+//     last Raft index whose effects are in the files, with the boot id it
+//     was written under) and Sync, which ends by recording the synced mark
+//     that Open falls back to after a reboot.
 package timerindex

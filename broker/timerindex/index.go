@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"io/fs"
 	"math/bits"
 	"os"
@@ -18,9 +19,31 @@ import (
 	"github.com/raftmq/raftmq/storage"
 )
 
-// appliedName is the file of the applied mark: the Raft index (8 bytes LE)
-// and a CRC32-C of it.
+// appliedName is the file of the applied mark, written without sync after
+// each entry: the Raft index (8 bytes LE), a hash of the boot id of the
+// machine that wrote it (8 bytes LE) and a CRC32-C of both. A mark of an
+// earlier version (index and CRC only) is read as written in this boot.
 const appliedName = "APPLIED"
+
+// syncedName is the file of the synced mark, replaced atomically by Sync
+// once every file and directory is durable: the applied mark at that point
+// (8 bytes LE) and a CRC32-C of it.
+const syncedName = "SYNCED"
+
+// bootID identifies the lifetime of the page cache holding the files'
+// unsynced writes (the boot; the process under the crashfs tag). Tests
+// replace it to simulate a reboot.
+var bootID = storage.PageCacheID
+
+// bootHash is what a mark stores of a boot id; 0 means unknown.
+func bootHash(id string) uint64 {
+	if id == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64() | 1
+}
 
 // maxOpen bounds the append handles kept open; writes go to few buckets at
 // a time (the near future), so the cache rarely turns over.
@@ -53,6 +76,7 @@ type Index struct {
 	groupMin map[int64]int64
 	applied  uint64
 	mark     storage.File
+	boot     uint64 // bootHash of this boot, written with the applied mark
 	closed   bool
 }
 
@@ -103,12 +127,54 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 	if x.mark, err = fsys.OpenFile(filepath.Join(dir, appliedName), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
-	var buf [12]byte
-	if n, _ := x.mark.ReadAt(buf[:], 0); n == len(buf) &&
-		crc32.Checksum(buf[:8], castagnoli) == binary.LittleEndian.Uint32(buf[8:]) {
-		x.applied = binary.LittleEndian.Uint64(buf[:8])
-	}
+	x.boot = bootHash(bootID())
+	x.applied = x.recoverApplied()
 	return x, nil
+}
+
+// recoverApplied chooses where re-applying the log must start writing. The
+// applied mark is exact while the page cache that holds the files' last
+// writes survives, that is after a process restart. After a reboot (another
+// boot id, or one that cannot be read) the files may have lost any write
+// since the last Sync, so the synced mark is used: entries after it are
+// written again, and a record that did survive is then a duplicate (a
+// second delivery), never a loss.
+func (x *Index) recoverApplied() uint64 {
+	var buf [20]byte
+	n, _ := x.mark.ReadAt(buf[:], 0)
+	switch {
+	case n == 20 && crc32.Checksum(buf[:16], castagnoli) == binary.LittleEndian.Uint32(buf[16:]):
+		if x.boot != 0 && binary.LittleEndian.Uint64(buf[8:16]) == x.boot {
+			return binary.LittleEndian.Uint64(buf[:8])
+		}
+	case n >= 12 && crc32.Checksum(buf[:8], castagnoli) == binary.LittleEndian.Uint32(buf[8:12]):
+		// An earlier version's mark, which had no boot id: read as before.
+		return binary.LittleEndian.Uint64(buf[:8])
+	case n == 0:
+		// Never written (a new index), or lost with its page cache.
+		synced, _ := readSynced(x.fs, filepath.Join(x.dir, syncedName))
+		return synced
+	}
+	synced, _ := readSynced(x.fs, filepath.Join(x.dir, syncedName))
+	x.log.Warn("timer index: the machine restarted since the applied mark was written; entries after the synced mark are indexed again",
+		zap.Uint64("synced", synced))
+	return synced
+}
+
+// readSynced reads the synced mark (0 when missing or damaged: the whole
+// log after the snapshot is indexed again).
+func readSynced(fsys storage.FS, name string) (uint64, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var buf [12]byte
+	if n, _ := f.ReadAt(buf[:], 0); n != len(buf) ||
+		crc32.Checksum(buf[:8], castagnoli) != binary.LittleEndian.Uint32(buf[8:]) {
+		return 0, ErrCorrupt
+	}
+	return binary.LittleEndian.Uint64(buf[:8]), nil
 }
 
 func (x *Index) recoverFile(b int64) error {
@@ -359,6 +425,7 @@ func (x *Index) Advance(from, done, to int64) error {
 		}
 	}
 	slices.Sort(srcs)
+	moved := false
 	for _, b := range srcs {
 		skip := int64(0)
 		if b == from {
@@ -372,16 +439,43 @@ func (x *Index) Advance(from, done, to int64) error {
 			if err := x.appendLocked(to, recs); err != nil {
 				return err
 			}
+			moved = moved || len(recs) > 0
 			skip += int64(len(recs))
 			if skip >= total {
 				break
 			}
 		}
+	}
+	// A removal may reach the disk before unsynced appends do: the moved
+	// records are made durable first, so a power loss can lose the
+	// removal (the records are moved again, duplicates) but not the
+	// records.
+	if moved {
+		if err := x.syncBucketLocked(to); err != nil {
+			return fmt.Errorf("timerindex: advance to bucket %d: %w", to, err)
+		}
+	}
+	for _, b := range srcs {
 		if err := x.removeLocked(b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// syncBucketLocked makes bucket b's file and its directory entries durable.
+func (x *Index) syncBucketLocked(b int64) error {
+	of, err := x.fileLocked(b)
+	if err != nil {
+		return err
+	}
+	if err := of.f.Sync(); err != nil {
+		return err
+	}
+	if err := x.fs.SyncDir(filepath.Dir(x.path(b))); err != nil {
+		return err
+	}
+	return x.fs.SyncDir(x.dir)
 }
 
 // DropBelow removes every bucket before b (they were passed by the cursor
@@ -452,9 +546,10 @@ func (x *Index) SetApplied(i uint64) error {
 	if x.closed {
 		return ErrClosed
 	}
-	var buf [12]byte
+	var buf [20]byte
 	binary.LittleEndian.PutUint64(buf[:8], i)
-	binary.LittleEndian.PutUint32(buf[8:], crc32.Checksum(buf[:8], castagnoli))
+	binary.LittleEndian.PutUint64(buf[8:16], x.boot)
+	binary.LittleEndian.PutUint32(buf[16:], crc32.Checksum(buf[:16], castagnoli))
 	if _, err := x.mark.WriteAt(buf[:], 0); err != nil {
 		return fmt.Errorf("timerindex: applied mark: %w", err)
 	}
@@ -463,7 +558,9 @@ func (x *Index) SetApplied(i uint64) error {
 }
 
 // Sync makes every write so far durable: the bucket files written since
-// the last Sync, their directories and the applied mark.
+// the last Sync, their directories and the applied mark; then it records
+// the applied mark as the synced mark, where indexing restarts after a
+// reboot.
 func (x *Index) Sync() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -492,7 +589,16 @@ func (x *Index) Sync() error {
 		errs = append(errs, x.fs.SyncDir(filepath.Join(x.dir, strconv.FormatInt(gid, 10))))
 	}
 	errs = append(errs, x.fs.SyncDir(x.dir), x.mark.Sync())
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var buf [12]byte
+	binary.LittleEndian.PutUint64(buf[:8], x.applied)
+	binary.LittleEndian.PutUint32(buf[8:], crc32.Checksum(buf[:8], castagnoli))
+	if err := storage.WriteFileAtomic(x.fs, filepath.Join(x.dir, syncedName), buf[:]); err != nil {
+		return fmt.Errorf("timerindex: synced mark: %w", err)
+	}
+	return nil
 }
 
 // Close closes the open files. Writes are not synced (Sync is).

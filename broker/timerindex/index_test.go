@@ -146,6 +146,7 @@ func TestIndexCorruptRecord(t *testing.T) {
 	dir := t.TempDir()
 	x := open(t, storage.OSFS(), dir)
 	must(t, x.Append(1, recs(1, 2)))
+	must(t, x.Sync()) // the damage is done to the disk's copy
 	must(t, x.Close())
 	f, err := os.OpenFile(filepath.Join(dir, "0", "1"), os.O_WRONLY, 0)
 	must(t, err)
