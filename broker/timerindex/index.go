@@ -147,8 +147,9 @@ func (x *Index) recoverApplied() uint64 {
 		if x.boot != 0 && binary.LittleEndian.Uint64(buf[8:16]) == x.boot {
 			return binary.LittleEndian.Uint64(buf[:8])
 		}
-	case n >= 12 && crc32.Checksum(buf[:8], castagnoli) == binary.LittleEndian.Uint32(buf[8:12]):
-		// An earlier version's mark, which had no boot id: read as before.
+	case n == 12 && crc32.Checksum(buf[:8], castagnoli) == binary.LittleEndian.Uint32(buf[8:12]):
+		// An earlier version's mark, which had no boot id, is read as
+		// before (trusted) until this version rewrites it.
 		return binary.LittleEndian.Uint64(buf[:8])
 	case n == 0:
 		// Never written (a new index), or lost with its page cache.
