@@ -81,3 +81,49 @@ func TestCrashFSIndexUnknownBootUsesSyncedMark(t *testing.T) {
 		t.Fatalf("applied with an unknown boot %d, want the synced %d", y.Applied(), timerLogSnapshot)
 	}
 }
+
+// The same log crashed at every point after every snapshot point, with or
+// without the applied mark written back: after the reboot and a re-apply
+// of the whole log every pending timer is in the files and no delivered
+// one is.
+func TestCrashFSIndexPowerLossAnyPoint(t *testing.T) {
+	t.Cleanup(func(old func() string) func() { return func() { bootID = old } }(bootID))
+	start := cursor{10, 0}
+	for snap := 0; snap <= len(timerLog); snap++ {
+		for crash := snap; crash <= len(timerLog); crash++ {
+			for _, markBack := range []bool{false, true} {
+				dir := t.TempDir()
+				bootID = func() string { return "boot-1" }
+				fsys := storage.NewCrashFS()
+				x, err := Open(fsys, dir, nil)
+				must(t, err)
+				snapCur := replay(t, x, timerLog[:snap], 1, start)
+				if snap > 0 {
+					must(t, x.Sync())
+				}
+				replay(t, x, timerLog[:crash], snap+1, snapCur)
+				if markBack {
+					must(t, x.mark.Sync())
+				}
+				fsys.Crash()
+				x.Close()
+
+				bootID = func() string { return "boot-2" }
+				y, err := Open(storage.NewCrashFS(), dir, nil)
+				must(t, err)
+				got := pending(t, y, replay(t, y, timerLog, snap+1, snapCur))
+				y.Close()
+				for _, o := range timerLogPending {
+					if !slices.Contains(got, o) {
+						t.Errorf("snapshot %d, crash %d, mark written back %v: timer %d lost: %v", snap, crash, markBack, o, got)
+					}
+				}
+				for _, o := range got {
+					if !slices.Contains(timerLogPending, o) {
+						t.Errorf("snapshot %d, crash %d, mark written back %v: delivered %d pending: %v", snap, crash, markBack, o, got)
+					}
+				}
+			}
+		}
+	}
+}
