@@ -16,7 +16,10 @@ import (
 // the bucket of a record depends only on the message and the replicated
 // cursor at that point of the log. Effects of entries at or below the
 // index's applied mark are already in the files and are not written again
-// when Raft re-applies the log after a restart.
+// when Raft re-applies the log after a restart; an entry's writes sit
+// between Begin and SetApplied, so a restart undoes those of an entry cut
+// short and the files stay byte-identical to the peers' (the cursor counts
+// records by position).
 
 // indexTimersLocked adds an index record for every timer message of one
 // applied Messages entry. st.mu is held (the cursor is read under it).
@@ -54,6 +57,9 @@ func (f *fsm) indexTimersLocked(index uint64, data []byte, base int64, results [
 	if byBucket == nil {
 		return nil
 	}
+	if err := f.timers.Begin(index, order...); err != nil {
+		return err
+	}
 	for _, b := range order {
 		if err := f.timers.Append(b, byBucket[b]); err != nil {
 			return err
@@ -77,7 +83,10 @@ func (f *fsm) applyTimerProgress(l *raft.Log, p TimerProgress) any {
 	}
 	st.timer = p.To
 	if f.timers != nil && p.To.Bucket != p.From.Bucket && l.Index > f.timers.Applied() {
-		err := f.timers.Advance(p.From.Bucket, p.Done, p.To.Bucket)
+		err := f.timers.Begin(l.Index)
+		if err == nil {
+			err = f.timers.Advance(p.From.Bucket, p.Done, p.To.Bucket)
+		}
 		if err == nil {
 			err = f.timers.SetApplied(l.Index)
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -24,6 +25,21 @@ import (
 // machine that wrote it (8 bytes LE) and a CRC32-C of both. A mark of an
 // earlier version (index and CRC only) is read as written in this boot.
 const appliedName = "APPLIED"
+
+// intentOff is where the write-ahead intent of the entry being applied
+// starts in the applied mark's file (after the mark): the entry's Raft
+// index (8 bytes LE), the boot hash (8), a count n (4), n pairs of a bucket
+// and its size before the entry (8+8 each) and a CRC32-C of all that. Open
+// cuts the listed buckets back to those sizes when the entry is not marked
+// applied, so re-applying it writes the same bytes at the same positions.
+const intentOff = 20
+
+// maxIntent bounds the buckets of an intent that Open reads.
+const maxIntent = 1 << 16
+
+// asideSuffix names a bucket file an advance removed, kept until the
+// entry is marked applied so a re-apply after a kill finds it again.
+const asideSuffix = ".gone"
 
 // syncedName is the file of the synced mark, replaced atomically by Sync
 // once every file and directory is durable: the applied mark at that point
@@ -77,8 +93,16 @@ type Index struct {
 	applied  uint64
 	mark     storage.File
 	boot     uint64 // bootHash of this boot, written with the applied mark
-	closed   bool
+	// The entry being applied (0: none, see Begin), the buckets it
+	// touched with their sizes before it, in intent order, and the
+	// buckets its advance set aside.
+	intentEntry uint64
+	intent      []bucketSize
+	aside       []int64
+	closed      bool
 }
+
+type bucketSize struct{ bucket, size int64 }
 
 type openFile struct {
 	f    storage.File
@@ -97,8 +121,28 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
+	var err error
+	if x.mark, err = fsys.OpenFile(filepath.Join(dir, appliedName), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return nil, fmt.Errorf("timerindex: %w", err)
+	}
+	x.boot = bootHash(bootID())
+	x.applied = x.recoverApplied()
+	// An intent is read only if written in this boot (its writes are in
+	// this page cache), whatever the mark says.
+	var undo []bucketSize
+	entry, sizes, ok := x.readIntent()
+	if ok && entry > x.applied {
+		undo = sizes
+		log.Info("timer index: undoing the writes of an entry cut short by the last stop",
+			zap.Uint64("entry", entry), zap.Uint64("applied", x.applied))
+	}
+	if err := x.undo(undo, ok && entry > x.applied); err != nil {
+		x.mark.Close()
+		return nil, err
+	}
 	groups, err := fsys.ReadDir(dir)
 	if err != nil {
+		x.mark.Close()
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
 	for _, g := range groups {
@@ -112,6 +156,7 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 		x.dirs[gid] = true
 		files, err := fsys.ReadDir(filepath.Join(dir, g.Name()))
 		if err != nil {
+			x.mark.Close()
 			return nil, fmt.Errorf("timerindex: %w", err)
 		}
 		for _, e := range files {
@@ -120,16 +165,99 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 				continue
 			}
 			if err := x.recoverFile(b); err != nil {
+				x.mark.Close()
 				return nil, err
 			}
 		}
 	}
-	if x.mark, err = fsys.OpenFile(filepath.Join(dir, appliedName), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
-		return nil, fmt.Errorf("timerindex: %w", err)
-	}
-	x.boot = bootHash(bootID())
-	x.applied = x.recoverApplied()
 	return x, nil
+}
+
+// undo puts the files back as they were before an entry that was not
+// marked applied (a process killed while applying it): bucket files set
+// aside by its advance are renamed back (restore) and the buckets it
+// appended to are cut to their sizes before it. Without restore, files
+// set aside by an entry that was marked applied (or, after a reboot, by
+// one whose moved records were made durable first) are removed.
+func (x *Index) undo(sizes []bucketSize, restore bool) error {
+	groups, err := x.fs.ReadDir(x.dir)
+	if err != nil {
+		return fmt.Errorf("timerindex: %w", err)
+	}
+	for _, g := range groups {
+		if _, err := strconv.ParseInt(g.Name(), 10, 64); err != nil || !g.IsDir() {
+			continue
+		}
+		files, err := x.fs.ReadDir(filepath.Join(x.dir, g.Name()))
+		if err != nil {
+			return fmt.Errorf("timerindex: %w", err)
+		}
+		for _, e := range files {
+			name, ok := strings.CutSuffix(e.Name(), asideSuffix)
+			if !ok {
+				continue
+			}
+			aside := filepath.Join(x.dir, g.Name(), e.Name())
+			if restore {
+				err = x.fs.Rename(aside, filepath.Join(x.dir, g.Name(), name))
+			} else {
+				err = x.fs.Remove(aside)
+			}
+			if err != nil {
+				return fmt.Errorf("timerindex: %w", err)
+			}
+		}
+	}
+	for _, bs := range sizes {
+		name := x.path(bs.bucket)
+		if bs.size == 0 {
+			if err := x.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("timerindex: %w", err)
+			}
+			continue
+		}
+		f, err := x.fs.OpenFile(name, os.O_RDWR, 0o644)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("timerindex: %w", err)
+		}
+		size, err := f.Size()
+		if err == nil && size > bs.size {
+			err = f.Truncate(bs.size)
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("timerindex: %w", err)
+		}
+	}
+	return nil
+}
+
+// readIntent reads the write-ahead intent (ok false: none, damaged or of
+// another boot).
+func (x *Index) readIntent() (entry uint64, sizes []bucketSize, ok bool) {
+	var head [20]byte
+	if n, _ := x.mark.ReadAt(head[:], intentOff); n != len(head) {
+		return 0, nil, false
+	}
+	count := binary.LittleEndian.Uint32(head[16:])
+	if count > maxIntent || x.boot == 0 || binary.LittleEndian.Uint64(head[8:16]) != x.boot {
+		return 0, nil, false
+	}
+	buf := make([]byte, len(head)+int(count)*16+4)
+	if n, _ := x.mark.ReadAt(buf, intentOff); n != len(buf) {
+		return 0, nil, false
+	}
+	body := buf[:len(buf)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(buf[len(body):]) {
+		return 0, nil, false
+	}
+	for p := body[len(head):]; len(p) >= 16; p = p[16:] {
+		sizes = append(sizes, bucketSize{int64(binary.LittleEndian.Uint64(p)), int64(binary.LittleEndian.Uint64(p[8:]))})
+	}
+	return binary.LittleEndian.Uint64(head[:8]), sizes, true
 }
 
 // recoverApplied chooses where re-applying the log must start writing. The
@@ -142,17 +270,20 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 func (x *Index) recoverApplied() uint64 {
 	var buf [20]byte
 	n, _ := x.mark.ReadAt(buf[:], 0)
+	legacy := crc32.Checksum(buf[:8], castagnoli) == binary.LittleEndian.Uint32(buf[8:12])
 	switch {
 	case n == 20 && crc32.Checksum(buf[:16], castagnoli) == binary.LittleEndian.Uint32(buf[16:]):
 		if x.boot != 0 && binary.LittleEndian.Uint64(buf[8:16]) == x.boot {
 			return binary.LittleEndian.Uint64(buf[:8])
 		}
-	case n == 12 && crc32.Checksum(buf[:8], castagnoli) == binary.LittleEndian.Uint32(buf[8:12]):
+	case legacy && (n == 12 || n == 20 && binary.LittleEndian.Uint64(buf[12:20]) == 0):
 		// An earlier version's mark, which had no boot id, is read as
-		// before (trusted) until this version rewrites it.
+		// before (trusted) until this version rewrites it (an intent
+		// written after it leaves zeros between the two).
 		return binary.LittleEndian.Uint64(buf[:8])
-	case n == 0:
-		// Never written (a new index), or lost with its page cache.
+	case n == 0 || buf == [20]byte{}:
+		// Never written (a new index; an intent may follow), or lost
+		// with its page cache.
 		synced, _ := readSynced(x.fs, filepath.Join(x.dir, syncedName))
 		return synced
 	}
@@ -301,6 +432,12 @@ func (x *Index) appendLocked(b int64, recs []Record) error {
 	of, err := x.fileLocked(b)
 	if err != nil {
 		return fmt.Errorf("timerindex: append to bucket %d: %w", b, err)
+	}
+	if x.intentEntry != 0 && !slices.ContainsFunc(x.intent, func(bs bucketSize) bool { return bs.bucket == b }) {
+		x.intent = append(x.intent, bucketSize{b, of.size})
+		if err := x.writeIntentLocked(); err != nil {
+			return err
+		}
 	}
 	buf := make([]byte, 0, len(recs)*RecordSize)
 	for _, r := range recs {
@@ -457,7 +594,7 @@ func (x *Index) Advance(from, done, to int64) error {
 		}
 	}
 	for _, b := range srcs {
-		if err := x.removeLocked(b); err != nil {
+		if err := x.removeLocked(b, x.intentEntry != 0); err != nil {
 			return err
 		}
 	}
@@ -498,14 +635,16 @@ func (x *Index) DropBelow(b int64) error {
 		}
 	}
 	for _, c := range drop {
-		if err := x.removeLocked(c); err != nil {
+		if err := x.removeLocked(c, false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (x *Index) removeLocked(b int64) error {
+// removeLocked removes bucket b's file, or with aside renames it until
+// the entry being applied is marked (SetApplied removes it then).
+func (x *Index) removeLocked(b int64, aside bool) error {
 	if of := x.open[b]; of != nil {
 		of.f.Close()
 		delete(x.open, b)
@@ -515,6 +654,13 @@ func (x *Index) removeLocked(b int64) error {
 	x.clearBit(b)
 	if gid := b >> 12; !x.groupHasBitsLocked(gid) {
 		delete(x.groupMin, gid)
+	}
+	if aside {
+		if err := x.fs.Rename(x.path(b), x.path(b)+asideSuffix); err != nil {
+			return fmt.Errorf("timerindex: set bucket %d aside: %w", b, err)
+		}
+		x.aside = append(x.aside, b)
+		return nil
 	}
 	if err := x.fs.Remove(x.path(b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("timerindex: remove bucket %d: %w", b, err)
@@ -540,7 +686,55 @@ func (x *Index) Applied() uint64 {
 	return x.applied
 }
 
-// SetApplied records that the effects of entry i are in the files.
+// Begin starts applying entry i, whose Appends and Advance end with
+// SetApplied(i). Before the first write to a bucket, the bucket's size is
+// recorded in a write-ahead intent next to the applied mark (page cache
+// only), and an advance sets its sources aside instead of removing them:
+// if the process dies before SetApplied, Open puts the files back as they
+// were before i, so Raft's re-apply of i writes the same bytes at the same
+// positions as on every other replica. buckets, when known, are recorded
+// in one write.
+func (x *Index) Begin(i uint64, buckets ...int64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrClosed
+	}
+	x.intentEntry, x.intent, x.aside = i, x.intent[:0], x.aside[:0]
+	if len(buckets) == 0 {
+		return nil
+	}
+	for _, b := range buckets {
+		of, err := x.fileLocked(b)
+		if err != nil {
+			return fmt.Errorf("timerindex: bucket %d: %w", b, err)
+		}
+		if !slices.ContainsFunc(x.intent, func(bs bucketSize) bool { return bs.bucket == b }) {
+			x.intent = append(x.intent, bucketSize{b, of.size})
+		}
+	}
+	return x.writeIntentLocked()
+}
+
+func (x *Index) writeIntentLocked() error {
+	buf := make([]byte, 20, 20+len(x.intent)*16+4)
+	binary.LittleEndian.PutUint64(buf, x.intentEntry)
+	binary.LittleEndian.PutUint64(buf[8:], x.boot)
+	binary.LittleEndian.PutUint32(buf[16:], uint32(len(x.intent)))
+	for _, bs := range x.intent {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(bs.bucket))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(bs.size))
+	}
+	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
+	if _, err := x.mark.WriteAt(buf, intentOff); err != nil {
+		return fmt.Errorf("timerindex: intent of entry %d: %w", x.intentEntry, err)
+	}
+	return nil
+}
+
+// SetApplied records that the effects of entry i are in the files, and
+// removes the bucket files its advance set aside (one left by a stop in
+// between is removed by Open).
 func (x *Index) SetApplied(i uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -555,6 +749,12 @@ func (x *Index) SetApplied(i uint64) error {
 		return fmt.Errorf("timerindex: applied mark: %w", err)
 	}
 	x.applied = i
+	for _, b := range x.aside {
+		if err := x.fs.Remove(x.path(b) + asideSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			x.log.Warn("timer index: removing a passed bucket failed; the next start removes it", zap.Int64("bucket", b), zap.Error(err))
+		}
+	}
+	x.intentEntry, x.intent, x.aside = 0, x.intent[:0], x.aside[:0]
 	return nil
 }
 

@@ -31,6 +31,18 @@ func msgEntry(bucket int64, offsets ...int64) logEntry {
 	return logEntry{recs: rs}
 }
 
+// buckets lists the buckets a message entry appends to, as the FSM passes
+// them to Begin.
+func (e logEntry) buckets(cur cursor) []int64 {
+	var out []int64
+	for _, r := range e.recs {
+		if b := max(BucketOf(r.DeliverMs), cur.bucket); !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // replay applies entries first..len(log) (1-based Raft indexes) from cur,
 // the cursor of the snapshot at first-1, and returns the cursor at the end.
 func replay(t *testing.T, x *Index, log []logEntry, first int, cur cursor) cursor {
@@ -44,6 +56,7 @@ func replay(t *testing.T, x *Index, log []logEntry, first int, cur cursor) curso
 			}
 			cur = e.to
 			if e.to.bucket != e.from.bucket && uint64(i) > x.Applied() {
+				must(t, x.Begin(uint64(i)))
 				must(t, x.Advance(e.from.bucket, e.done, e.to.bucket))
 				must(t, x.SetApplied(uint64(i)))
 			}
@@ -52,6 +65,7 @@ func replay(t *testing.T, x *Index, log []logEntry, first int, cur cursor) curso
 		if uint64(i) <= x.Applied() {
 			continue
 		}
+		must(t, x.Begin(uint64(i), e.buckets(cur)...))
 		for _, r := range e.recs {
 			must(t, x.Append(max(BucketOf(r.DeliverMs), cur.bucket), []Record{r}))
 		}

@@ -1,0 +1,189 @@
+package timerindex
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/raftmq/raftmq/storage"
+)
+
+// A process killed while applying an entry (after some of its writes,
+// before its applied mark) leaves no trace once it restarts and Raft
+// re-applies the log: the bucket files are byte-identical to those of a
+// replica that was never interrupted, so every record sits at the same
+// position on every replica and the replicated cursor (bucket, fired)
+// means the same records everywhere. Each entry of timerLog is cut at each
+// of its steps.
+func TestIndexKillMidEntryLeavesFilesExact(t *testing.T) {
+	want := t.TempDir()
+	z := open(t, storage.OSFS(), want)
+	replay(t, z, timerLog, 1, cursor{10, 0})
+	must(t, z.Close())
+	wantFiles := bucketFiles(t, want)
+
+	for k := 1; k <= len(timerLog); k++ {
+		e := timerLog[k-1]
+		for _, step := range killSteps(e) {
+			dir := t.TempDir()
+			x, err := Open(storage.OSFS(), dir, nil)
+			must(t, err)
+			cur := replay(t, x, timerLog[:k-1], 1, cursor{10, 0})
+			if !step(t, x, uint64(k), e, cur) {
+				x.Close()
+				continue // the entry changes no file
+			}
+			// Killed: x is abandoned without SetApplied or Close.
+			y, err := Open(storage.OSFS(), dir, nil)
+			must(t, err)
+			end := replay(t, y, timerLog, 1, cursor{10, 0})
+			if got := pending(t, y, end); !slices.Equal(got, timerLogPending) {
+				t.Errorf("killed in entry %d: pending %v, want %v", k, got, timerLogPending)
+			}
+			must(t, y.Close())
+			x.Close()
+			got := bucketFiles(t, dir)
+			if len(got) != len(wantFiles) {
+				t.Errorf("killed in entry %d: files %v, want %v", k, keys(got), keys(wantFiles))
+			}
+			for name, b := range wantFiles {
+				if !bytes.Equal(got[name], b) {
+					t.Errorf("killed in entry %d: %s holds %v, want %v", k, name, decodeAll(got[name]), decodeAll(b))
+				}
+			}
+		}
+	}
+}
+
+type killStep func(t *testing.T, x *Index, i uint64, e logEntry, cur cursor) bool
+
+// killSteps are the points at which an entry's application is cut: after
+// its intent only, after part of its writes, after all of them, and (for
+// an advance) after its mark but before the set-aside sources are removed.
+func killSteps(e logEntry) []killStep {
+	if e.recs == nil {
+		advance := func(t *testing.T, x *Index, i uint64, e logEntry, cur cursor) bool {
+			if cur != e.from || e.to.bucket == e.from.bucket {
+				return false
+			}
+			must(t, x.Begin(i))
+			must(t, x.Advance(e.from.bucket, e.done, e.to.bucket))
+			return true
+		}
+		return []killStep{
+			advance,
+			// Moved records appended, sources still in place.
+			func(t *testing.T, x *Index, i uint64, e logEntry, cur cursor) bool {
+				if cur != e.from || e.to.bucket == e.from.bucket {
+					return false
+				}
+				must(t, x.Begin(i))
+				for b, ok := x.Next(e.from.bucket, e.to.bucket-1); ok; b, ok = x.Next(b+1, e.to.bucket-1) {
+					skip := int64(0)
+					if b == e.from.bucket {
+						skip = e.done
+					}
+					recs, _, err := x.Read(b, skip, 1<<20)
+					must(t, err)
+					must(t, x.Append(e.to.bucket, recs))
+				}
+				return true
+			},
+			// The mark written, the set-aside sources not yet removed.
+			func(t *testing.T, x *Index, i uint64, e logEntry, cur cursor) bool {
+				if !advance(t, x, i, e, cur) {
+					return false
+				}
+				var buf [20]byte
+				binary.LittleEndian.PutUint64(buf[:8], i)
+				binary.LittleEndian.PutUint64(buf[8:16], x.boot)
+				binary.LittleEndian.PutUint32(buf[16:], crc32.Checksum(buf[:16], castagnoli))
+				_, err := x.mark.WriteAt(buf[:], 0)
+				must(t, err)
+				return true
+			},
+		}
+	}
+	var steps []killStep
+	for n := 0; n <= len(e.recs); n++ {
+		steps = append(steps, func(t *testing.T, x *Index, i uint64, e logEntry, cur cursor) bool {
+			must(t, x.Begin(i, e.buckets(cur)...))
+			for _, r := range e.recs[:n] {
+				must(t, x.Append(max(BucketOf(r.DeliverMs), cur.bucket), []Record{r}))
+			}
+			return true
+		})
+	}
+	return steps
+}
+
+// A restart that finds the intent of an entry above the applied mark from
+// another boot does not trust it (the page cache that held the writes is
+// gone): indexing restarts at the synced mark as before.
+func TestIndexIntentOfAnotherBootIgnored(t *testing.T) {
+	t.Cleanup(func(old func() string) func() { return func() { bootID = old } }(bootID))
+	bootID = func() string { return "boot-1" }
+	dir := t.TempDir()
+	x, err := Open(storage.OSFS(), dir, nil)
+	must(t, err)
+	must(t, x.Begin(1, 10))
+	must(t, x.Append(10, recs(1)))
+	must(t, x.SetApplied(1))
+	must(t, x.Sync())
+	must(t, x.Begin(2, 10))
+	must(t, x.Append(10, recs(2)))
+	x.Close()
+
+	bootID = func() string { return "boot-2" }
+	y := open(t, storage.OSFS(), dir)
+	got, total, err := y.Read(10, 0, 10)
+	must(t, err)
+	if total != 2 || !equal(offsetsOf(got), []int64{1, 2}) {
+		t.Fatalf("bucket 10 after a reboot %v (total %d): the other boot's intent was applied", offsetsOf(got), total)
+	}
+	if y.Applied() != 1 {
+		t.Fatalf("applied %d, want the synced 1", y.Applied())
+	}
+}
+
+// bucketFiles maps each non-empty bucket file under dir to its bytes (an
+// empty file holds no record and is removed at open).
+func bucketFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	must(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Dir(p) == dir {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil && len(b) > 0 {
+			rel, _ := filepath.Rel(dir, p)
+			out[rel] = b
+		}
+		return err
+	}))
+	return out
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func decodeAll(b []byte) []int64 {
+	var out []int64
+	for ; len(b) >= RecordSize; b = b[RecordSize:] {
+		r, _ := DecodeRecord(b)
+		out = append(out, r.QueueOffset)
+	}
+	return out
+}
