@@ -20,6 +20,9 @@
 //     advance that moves what is left of passed buckets (the moved records
 //     made durable before the sources are removed), the applied mark (the
 //     last Raft index whose effects are in the files, with the boot id it
-//     was written under) and Sync, which ends by recording the synced mark
-//     that Open falls back to after a reboot.
+//     was written under), the write-ahead intent of the entry being
+//     applied (Begin: each touched bucket's prior size, an advance's
+//     sources set aside) that Open undoes after a kill so the files stay
+//     exact, and Sync, which ends by recording the synced mark that Open
+//     falls back to after a reboot.
 package timerindex
