@@ -187,3 +187,26 @@ func decodeAll(b []byte) []int64 {
 	}
 	return out
 }
+
+// The intent decoder never panics, takes only intents of its own boot, and
+// reads back what was encoded.
+func FuzzDecodeIntent(f *testing.F) {
+	f.Add(encodeIntent(7, 3, []bucketSize{{10, 40}, {12, 0}}), uint64(3))
+	f.Add(encodeIntent(7, 3, nil), uint64(3))
+	f.Add(encodeIntent(7, 3, []bucketSize{{10, 40}}), uint64(5))
+	f.Add([]byte{}, uint64(1))
+	f.Add(make([]byte, 64), uint64(0))
+	f.Fuzz(func(t *testing.T, b []byte, boot uint64) {
+		entry, sizes, ok := decodeIntent(b, boot)
+		if !ok {
+			return
+		}
+		if boot == 0 {
+			t.Fatal("an intent matched an unknown boot")
+		}
+		again := encodeIntent(entry, boot, sizes)
+		if !bytes.Equal(again, b[:len(again)]) {
+			t.Fatalf("decoded %d %v from %x, which encodes as %x", entry, sizes, b, again)
+		}
+	})
+}

@@ -243,21 +243,46 @@ func (x *Index) readIntent() (entry uint64, sizes []bucketSize, ok bool) {
 		return 0, nil, false
 	}
 	count := binary.LittleEndian.Uint32(head[16:])
-	if count > maxIntent || x.boot == 0 || binary.LittleEndian.Uint64(head[8:16]) != x.boot {
+	if count > maxIntent {
 		return 0, nil, false
 	}
 	buf := make([]byte, len(head)+int(count)*16+4)
-	if n, _ := x.mark.ReadAt(buf, intentOff); n != len(buf) {
+	n, _ := x.mark.ReadAt(buf, intentOff)
+	return decodeIntent(buf[:n], x.boot)
+}
+
+// encodeIntent is the intent of entry written in boot (see intentOff).
+func encodeIntent(entry, boot uint64, sizes []bucketSize) []byte {
+	buf := make([]byte, 20, 20+len(sizes)*16+4)
+	binary.LittleEndian.PutUint64(buf, entry)
+	binary.LittleEndian.PutUint64(buf[8:], boot)
+	binary.LittleEndian.PutUint32(buf[16:], uint32(len(sizes)))
+	for _, bs := range sizes {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(bs.bucket))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(bs.size))
+	}
+	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
+}
+
+// decodeIntent decodes an intent at the start of b (bytes after it are
+// ignored). ok is false when it is short, damaged, or not of boot (an
+// unknown boot, 0, matches none); it never panics.
+func decodeIntent(b []byte, boot uint64) (entry uint64, sizes []bucketSize, ok bool) {
+	if len(b) < 24 || boot == 0 || binary.LittleEndian.Uint64(b[8:16]) != boot {
 		return 0, nil, false
 	}
-	body := buf[:len(buf)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(buf[len(body):]) {
+	count := binary.LittleEndian.Uint32(b[16:20])
+	if count > maxIntent || len(b) < 24+int(count)*16 {
 		return 0, nil, false
 	}
-	for p := body[len(head):]; len(p) >= 16; p = p[16:] {
+	body := b[:20+int(count)*16]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(body):]) {
+		return 0, nil, false
+	}
+	for p := body[20:]; len(p) >= 16; p = p[16:] {
 		sizes = append(sizes, bucketSize{int64(binary.LittleEndian.Uint64(p)), int64(binary.LittleEndian.Uint64(p[8:]))})
 	}
-	return binary.LittleEndian.Uint64(head[:8]), sizes, true
+	return binary.LittleEndian.Uint64(b[:8]), sizes, true
 }
 
 // recoverApplied chooses where re-applying the log must start writing. The
@@ -717,16 +742,7 @@ func (x *Index) Begin(i uint64, buckets ...int64) error {
 }
 
 func (x *Index) writeIntentLocked() error {
-	buf := make([]byte, 20, 20+len(x.intent)*16+4)
-	binary.LittleEndian.PutUint64(buf, x.intentEntry)
-	binary.LittleEndian.PutUint64(buf[8:], x.boot)
-	binary.LittleEndian.PutUint32(buf[16:], uint32(len(x.intent)))
-	for _, bs := range x.intent {
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(bs.bucket))
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(bs.size))
-	}
-	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
-	if _, err := x.mark.WriteAt(buf, intentOff); err != nil {
+	if _, err := x.mark.WriteAt(encodeIntent(x.intentEntry, x.boot, x.intent), intentOff); err != nil {
 		return fmt.Errorf("timerindex: intent of entry %d: %w", x.intentEntry, err)
 	}
 	return nil
