@@ -1,6 +1,7 @@
 package timerindex
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,6 +37,10 @@ const intentOff = 20
 
 // maxIntent bounds the buckets of an intent that Open reads.
 const maxIntent = 1 << 16
+
+// maxSynced bounds the buckets of a synced mark that Open reads (more than
+// the buckets of a year).
+const maxSynced = 1 << 25
 
 // asideSuffix names a bucket file an advance removed, kept until the
 // entry is marked applied so a re-apply after a kill finds it again.
@@ -99,7 +104,10 @@ type Index struct {
 	intentEntry uint64
 	intent      []bucketSize
 	aside       []int64
-	closed      bool
+	// gone are buckets set aside by applied entries, removed once a
+	// Sync has recorded a synced mark past them.
+	gone   map[int64]struct{}
+	closed bool
 }
 
 type bucketSize struct{ bucket, size int64 }
@@ -117,7 +125,7 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 		log = zap.NewNop()
 	}
 	x := &Index{fs: fsys, dir: dir, log: log, present: map[int64]uint64{}, open: map[int64]*openFile{},
-		dirty: map[int64]struct{}{}, removed: map[int64]struct{}{}, dirs: map[int64]bool{}, groupMin: map[int64]int64{}}
+		dirty: map[int64]struct{}{}, removed: map[int64]struct{}{}, dirs: map[int64]bool{}, groupMin: map[int64]int64{}, gone: map[int64]struct{}{}}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
@@ -126,17 +134,24 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
 	x.boot = bootHash(bootID())
-	x.applied = x.recoverApplied()
+	var synced []bucketSize
+	x.applied, synced = x.recoverApplied()
 	// An intent is read only if written in this boot (its writes are in
 	// this page cache), whatever the mark says.
 	var undo []bucketSize
 	entry, sizes, ok := x.readIntent()
-	if ok && entry > x.applied {
-		undo = sizes
+	switch {
+	case synced != nil:
+		err = x.restoreSynced(synced)
+	case ok && entry > x.applied:
 		log.Info("timer index: undoing the writes of an entry cut short by the last stop",
 			zap.Uint64("entry", entry), zap.Uint64("applied", x.applied))
+		undo = sizes
+		fallthrough
+	default:
+		err = x.undo(undo)
 	}
-	if err := x.undo(undo, ok && entry > x.applied); err != nil {
+	if err != nil {
 		x.mark.Close()
 		return nil, err
 	}
@@ -174,18 +189,98 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 }
 
 // undo puts the files back as they were before an entry that was not
-// marked applied (a process killed while applying it): bucket files set
-// aside by its advance are renamed back (restore) and the buckets it
-// appended to are cut to their sizes before it. Without restore, files
-// set aside by an entry that was marked applied (or, after a reboot, by
-// one whose moved records were made durable first) are removed.
-func (x *Index) undo(sizes []bucketSize, restore bool) error {
+// marked applied (a process killed while applying it): the bucket files
+// its advance set aside (size -1 in sizes) are renamed back and the
+// buckets it appended to are cut to their sizes before it. Files set
+// aside by earlier entries stay aside until the next Sync.
+func (x *Index) undo(sizes []bucketSize) error {
+	err := x.walkAside(func(b int64, aside string) error {
+		if slices.Contains(sizes, bucketSize{b, -1}) {
+			return x.fs.Rename(aside, x.path(b))
+		}
+		x.gone[b] = struct{}{}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, bs := range sizes {
+		if bs.size >= 0 {
+			if err := x.cut(bs.bucket, bs.size); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// restoreSynced puts the files back as they were at the synced mark (after
+// a reboot: the page cache that held later writes is gone, some of them
+// reached the disk): every bucket the mark lists is cut to its size then
+// (renamed back if set aside since), every other is removed. Re-applying
+// the log after the mark then writes every bucket exactly as the peers did.
+func (x *Index) restoreSynced(synced []bucketSize) error {
+	size := make(map[int64]int64, len(synced))
+	for _, bs := range synced {
+		size[bs.bucket] = bs.size
+	}
+	err := x.walkAside(func(b int64, aside string) error {
+		if _, ok := size[b]; ok {
+			if _, err := x.fs.Stat(x.path(b)); errors.Is(err, fs.ErrNotExist) {
+				return x.fs.Rename(aside, x.path(b))
+			}
+		}
+		return x.fs.Remove(aside)
+	})
+	if err != nil {
+		return err
+	}
+	err = x.walkBuckets(func(b int64) error {
+		if n, ok := size[b]; ok {
+			return x.cut(b, n)
+		}
+		return x.fs.Remove(x.path(b))
+	})
+	if err != nil {
+		return err
+	}
+	x.log.Info("timer index: no applied mark of this boot; the files are cut back to the synced mark and the entries after it indexed again",
+		zap.Uint64("synced", x.applied))
+	return nil
+}
+
+// walkBuckets calls fn for every bucket file (by number).
+func (x *Index) walkBuckets(fn func(b int64) error) error {
+	return x.walk(func(gid int64, name string) error {
+		if b, err := strconv.ParseInt(name, 10, 64); err == nil && b>>12 == gid {
+			return fn(b)
+		}
+		return nil
+	})
+}
+
+// walkAside calls fn for every bucket file set aside.
+func (x *Index) walkAside(fn func(b int64, aside string) error) error {
+	return x.walk(func(gid int64, name string) error {
+		num, ok := strings.CutSuffix(name, asideSuffix)
+		if !ok {
+			return nil
+		}
+		if b, err := strconv.ParseInt(num, 10, 64); err == nil && b>>12 == gid {
+			return fn(b, x.path(b)+asideSuffix)
+		}
+		return nil
+	})
+}
+
+func (x *Index) walk(fn func(gid int64, name string) error) error {
 	groups, err := x.fs.ReadDir(x.dir)
 	if err != nil {
 		return fmt.Errorf("timerindex: %w", err)
 	}
 	for _, g := range groups {
-		if _, err := strconv.ParseInt(g.Name(), 10, 64); err != nil || !g.IsDir() {
+		gid, err := strconv.ParseInt(g.Name(), 10, 64)
+		if err != nil || !g.IsDir() {
 			continue
 		}
 		files, err := x.fs.ReadDir(filepath.Join(x.dir, g.Name()))
@@ -193,44 +288,40 @@ func (x *Index) undo(sizes []bucketSize, restore bool) error {
 			return fmt.Errorf("timerindex: %w", err)
 		}
 		for _, e := range files {
-			name, ok := strings.CutSuffix(e.Name(), asideSuffix)
-			if !ok {
+			if e.IsDir() {
 				continue
 			}
-			aside := filepath.Join(x.dir, g.Name(), e.Name())
-			if restore {
-				err = x.fs.Rename(aside, filepath.Join(x.dir, g.Name(), name))
-			} else {
-				err = x.fs.Remove(aside)
-			}
-			if err != nil {
+			if err := fn(gid, e.Name()); err != nil {
 				return fmt.Errorf("timerindex: %w", err)
 			}
 		}
 	}
-	for _, bs := range sizes {
-		name := x.path(bs.bucket)
-		if bs.size == 0 {
-			if err := x.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("timerindex: %w", err)
-			}
-			continue
-		}
-		f, err := x.fs.OpenFile(name, os.O_RDWR, 0o644)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
+	return nil
+}
+
+// cut cuts bucket b's file to size bytes (removes it at 0).
+func (x *Index) cut(b, size int64) error {
+	name := x.path(b)
+	if size == 0 {
+		if err := x.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("timerindex: %w", err)
 		}
-		size, err := f.Size()
-		if err == nil && size > bs.size {
-			err = f.Truncate(bs.size)
-		}
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("timerindex: %w", err)
-		}
+		return nil
+	}
+	f, err := x.fs.OpenFile(name, os.O_RDWR, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("timerindex: %w", err)
+	}
+	cur, err := f.Size()
+	if err == nil && cur > size {
+		err = f.Truncate(size)
+	}
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("timerindex: %w", err)
 	}
 	return nil
 }
@@ -292,46 +383,92 @@ func decodeIntent(b []byte, boot uint64) (entry uint64, sizes []bucketSize, ok b
 // since the last Sync, so the synced mark is used: entries after it are
 // written again, and a record that did survive is then a duplicate (a
 // second delivery), never a loss.
-func (x *Index) recoverApplied() uint64 {
+func (x *Index) recoverApplied() (applied uint64, synced []bucketSize) {
 	var buf [20]byte
 	n, _ := x.mark.ReadAt(buf[:], 0)
 	legacy := crc32.Checksum(buf[:8], castagnoli) == binary.LittleEndian.Uint32(buf[8:12])
 	switch {
 	case n == 20 && crc32.Checksum(buf[:16], castagnoli) == binary.LittleEndian.Uint32(buf[16:]):
 		if x.boot != 0 && binary.LittleEndian.Uint64(buf[8:16]) == x.boot {
-			return binary.LittleEndian.Uint64(buf[:8])
+			return binary.LittleEndian.Uint64(buf[:8]), nil
 		}
 	case legacy && (n == 12 || n == 20 && binary.LittleEndian.Uint64(buf[12:20]) == 0):
 		// An earlier version's mark, which had no boot id, is read as
 		// before (trusted) until this version rewrites it (an intent
 		// written after it leaves zeros between the two).
-		return binary.LittleEndian.Uint64(buf[:8])
+		return binary.LittleEndian.Uint64(buf[:8]), nil
 	case n == 0 || buf == [20]byte{}:
 		// Never written (a new index; an intent may follow), or lost
-		// with its page cache.
-		synced, _ := readSynced(x.fs, filepath.Join(x.dir, syncedName))
-		return synced
+		// with its page cache. Either way no entry after the synced mark
+		// is marked applied: the files are cut back to it.
+		applied, synced, _ := readSynced(x.fs, filepath.Join(x.dir, syncedName))
+		return applied, synced
 	}
-	synced, _ := readSynced(x.fs, filepath.Join(x.dir, syncedName))
-	x.log.Warn("timer index: the machine restarted since the applied mark was written; entries after the synced mark are indexed again",
-		zap.Uint64("synced", synced))
-	return synced
+	applied, synced, err := readSynced(x.fs, filepath.Join(x.dir, syncedName))
+	if err != nil || synced == nil {
+		// No sizes (a mark of an earlier version): the files are kept,
+		// so a surviving record is indexed twice.
+		x.log.Warn("timer index: the machine restarted since the applied mark was written; entries after the synced mark are indexed again",
+			zap.Uint64("synced", applied))
+		return applied, nil
+	}
+	return applied, synced
 }
 
-// readSynced reads the synced mark (0 when missing or damaged: the whole
-// log after the snapshot is indexed again).
-func readSynced(fsys storage.FS, name string) (uint64, error) {
+// readSynced reads the synced mark: the applied mark at the last Sync and
+// the size of every bucket file then (nil for a mark of an earlier
+// version, which has none). A mark that is missing or damaged reads as 0:
+// the whole log after the snapshot is indexed again.
+func readSynced(fsys storage.FS, name string) (uint64, []bucketSize, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer f.Close()
-	var buf [12]byte
-	if n, _ := f.ReadAt(buf[:], 0); n != len(buf) ||
-		crc32.Checksum(buf[:8], castagnoli) != binary.LittleEndian.Uint32(buf[8:]) {
-		return 0, ErrCorrupt
+	size, err := f.Size()
+	if err != nil {
+		return 0, nil, err
 	}
-	return binary.LittleEndian.Uint64(buf[:8]), nil
+	if size > 12+4+maxSynced*16 {
+		return 0, nil, ErrCorrupt
+	}
+	buf := make([]byte, size)
+	if n, _ := f.ReadAt(buf, 0); int64(n) != size {
+		return 0, nil, ErrCorrupt
+	}
+	return decodeSynced(buf)
+}
+
+// decodeSynced decodes a synced mark: the applied mark (8 bytes LE), then
+// (absent in the earlier 12-byte form) a count n (4) and n pairs of a
+// bucket and its size (8+8), and a CRC32-C of all that.
+func decodeSynced(b []byte) (uint64, []bucketSize, error) {
+	if len(b) < 12 || crc32.Checksum(b[:len(b)-4], castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return 0, nil, ErrCorrupt
+	}
+	applied := binary.LittleEndian.Uint64(b)
+	if len(b) == 12 {
+		return applied, nil, nil
+	}
+	if len(b) < 16 || len(b) != 16+int(binary.LittleEndian.Uint32(b[8:12]))*16 {
+		return 0, nil, ErrCorrupt
+	}
+	sizes := []bucketSize{}
+	for p := b[12 : len(b)-4]; len(p) >= 16; p = p[16:] {
+		sizes = append(sizes, bucketSize{int64(binary.LittleEndian.Uint64(p)), int64(binary.LittleEndian.Uint64(p[8:]))})
+	}
+	return applied, sizes, nil
+}
+
+// encodeSynced is the synced mark of applied with the buckets' sizes.
+func encodeSynced(applied uint64, sizes []bucketSize) []byte {
+	buf := binary.LittleEndian.AppendUint64(make([]byte, 0, 16+len(sizes)*16), applied)
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(sizes)))
+	for _, bs := range sizes {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(bs.bucket))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(bs.size))
+	}
+	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
 }
 
 func (x *Index) recoverFile(b int64) error {
@@ -685,7 +822,8 @@ func (x *Index) removeLocked(b int64, aside bool) error {
 			return fmt.Errorf("timerindex: set bucket %d aside: %w", b, err)
 		}
 		x.aside = append(x.aside, b)
-		return nil
+		x.intent = append(x.intent, bucketSize{b, -1})
+		return x.writeIntentLocked()
 	}
 	if err := x.fs.Remove(x.path(b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("timerindex: remove bucket %d: %w", b, err)
@@ -748,9 +886,9 @@ func (x *Index) writeIntentLocked() error {
 	return nil
 }
 
-// SetApplied records that the effects of entry i are in the files, and
-// removes the bucket files its advance set aside (one left by a stop in
-// between is removed by Open).
+// SetApplied records that the effects of entry i are in the files. The
+// bucket files its advance set aside are removed by the next Sync, once
+// the synced mark no longer needs them.
 func (x *Index) SetApplied(i uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -766,9 +904,7 @@ func (x *Index) SetApplied(i uint64) error {
 	}
 	x.applied = i
 	for _, b := range x.aside {
-		if err := x.fs.Remove(x.path(b) + asideSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			x.log.Warn("timer index: removing a passed bucket failed; the next start removes it", zap.Int64("bucket", b), zap.Error(err))
-		}
+		x.gone[b] = struct{}{}
 	}
 	x.intentEntry, x.intent, x.aside = 0, x.intent[:0], x.aside[:0]
 	return nil
@@ -776,8 +912,10 @@ func (x *Index) SetApplied(i uint64) error {
 
 // Sync makes every write so far durable: the bucket files written since
 // the last Sync, their directories and the applied mark; then it records
-// the applied mark as the synced mark, where indexing restarts after a
-// reboot.
+// the applied mark as the synced mark with every bucket's size at that
+// mark (an entry being applied counts as not yet applied), where the files
+// are cut back to and indexing restarts after a reboot; then it removes
+// the bucket files set aside by applied entries.
 func (x *Index) Sync() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -798,6 +936,15 @@ func (x *Index) Sync() error {
 		dirs[b>>12] = true
 		delete(x.dirty, b)
 	}
+	for _, b := range x.aside {
+		// Set aside by the entry being applied: the mark lists them.
+		f, err := x.fs.OpenFile(x.path(b)+asideSuffix, os.O_RDONLY, 0)
+		if err == nil {
+			err = f.Sync()
+			f.Close()
+		}
+		errs = append(errs, err)
+	}
 	for gid := range x.removed {
 		dirs[gid] = true
 		delete(x.removed, gid)
@@ -809,13 +956,62 @@ func (x *Index) Sync() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	var buf [12]byte
-	binary.LittleEndian.PutUint64(buf[:8], x.applied)
-	binary.LittleEndian.PutUint32(buf[8:], crc32.Checksum(buf[:8], castagnoli))
-	if err := storage.WriteFileAtomic(x.fs, filepath.Join(x.dir, syncedName), buf[:]); err != nil {
+	sizes, err := x.sizesAtAppliedLocked()
+	if err != nil {
 		return fmt.Errorf("timerindex: synced mark: %w", err)
 	}
+	if err := storage.WriteFileAtomic(x.fs, filepath.Join(x.dir, syncedName), encodeSynced(x.applied, sizes)); err != nil {
+		return fmt.Errorf("timerindex: synced mark: %w", err)
+	}
+	for b := range x.gone {
+		if err := x.fs.Remove(x.path(b) + asideSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("timerindex: remove bucket %d: %w", b, err)
+		}
+		x.removed[b>>12] = struct{}{}
+		delete(x.gone, b)
+	}
 	return nil
+}
+
+// sizesAtAppliedLocked lists every bucket file's size as of the applied
+// mark: the current sizes, except for the buckets of an entry being
+// applied (their sizes before it, and its advance's sources set aside).
+func (x *Index) sizesAtAppliedLocked() ([]bucketSize, error) {
+	before := map[int64]int64{}
+	for _, bs := range x.intent {
+		before[bs.bucket] = bs.size
+	}
+	var out []bucketSize
+	for w, word := range x.present {
+		for word != 0 {
+			b := w<<6 | int64(bits.TrailingZeros64(word))
+			word &= word - 1
+			if n, ok := before[b]; ok && n >= 0 {
+				if n > 0 {
+					out = append(out, bucketSize{b, n})
+				}
+				continue
+			}
+			if of := x.open[b]; of != nil {
+				out = append(out, bucketSize{b, of.size})
+				continue
+			}
+			fi, err := x.fs.Stat(x.path(b))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, bucketSize{b, fi.Size() - fi.Size()%RecordSize})
+		}
+	}
+	for _, b := range x.aside {
+		fi, err := x.fs.Stat(x.path(b) + asideSuffix)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bucketSize{b, fi.Size() - fi.Size()%RecordSize})
+	}
+	slices.SortFunc(out, func(a, b bucketSize) int { return cmp.Compare(a.bucket, b.bucket) })
+	return out, nil
 }
 
 // Close closes the open files. Writes are not synced (Sync is).
