@@ -17,12 +17,13 @@
 //     offset, CRC32-C) and its decoder (fuzzed).
 //   - index.go: Index, the bucket files under <dir>/<bucket/4096>/<bucket>,
 //     the in-memory bitmap of non-empty buckets, appends, reads, the
-//     advance that moves what is left of passed buckets (the moved records
-//     made durable before the sources are removed), the applied mark (the
-//     last Raft index whose effects are in the files, with the boot id it
-//     was written under), the write-ahead intent of the entry being
-//     applied (Begin: each touched bucket's prior size, an advance's
-//     sources set aside) that Open undoes after a kill so the files stay
-//     exact, and Sync, which ends by recording the synced mark that Open
-//     falls back to after a reboot.
+//     advance that moves what is left of passed buckets (its sources set
+//     aside until the next Sync), the applied mark (the last Raft index
+//     whose effects are in the files, with the boot id it was written
+//     under), the write-ahead intent of the entry being applied (Begin:
+//     each touched bucket's prior size, the sources set aside) that Open
+//     undoes after a kill, and Sync, which ends by recording the synced
+//     mark with every bucket's size, which Open cuts the files back to
+//     after a reboot. Either way the files stay byte-identical to the
+//     peers' (the replicated cursor counts records by position).
 package timerindex
