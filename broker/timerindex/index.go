@@ -42,8 +42,9 @@ const maxIntent = 1 << 16
 // the buckets of a year).
 const maxSynced = 1 << 25
 
-// asideSuffix names a bucket file an advance removed, kept until the
-// entry is marked applied so a re-apply after a kill finds it again.
+// asideSuffix names a bucket file an advance removed, kept until a Sync
+// after its entry, so that undoing the entry after a kill, or cutting the
+// files back to the synced mark after a reboot, finds it again.
 const asideSuffix = ".gone"
 
 // syncedName is the file of the synced mark, replaced atomically by Sync
