@@ -160,7 +160,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 			g.segQ = q
 			g.logs, err = raftlog.OpenOnQueue(q, filepath.Join(raftDir, "log"), raftlog.Options{
 				FS: scfg.FS, SegmentSize: cfg.Store.MappedFileSizeCommitLog, Sync: !cfg.AcksBeforeFsync(),
-				PatchCommand: patchCommand, Logger: log, WarmAhead: warmAhead,
+				PatchCommand: patchCommand, Logger: log, WarmAhead: warmAhead, MaxBatchEntries: cfg.Raft.MaxAppendEntries,
 			})
 			return err
 		},

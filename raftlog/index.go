@@ -112,7 +112,11 @@ func (s *LogStore) recover(m meta) error {
 		frames++
 	}
 	if stopErr != nil {
-		s.log.Warn("raftlog: torn or corrupt tail truncated",
+		if cerr := s.classifyStopLocked(end, expect, stopErr); cerr != nil {
+			s.log.Error("raftlog: corrupt frame with acknowledged frames after it; not truncating", zap.String("dir", s.dir), zap.Error(cerr))
+			return cerr
+		}
+		s.log.Warn("raftlog: torn tail truncated",
 			zap.String("dir", s.dir), zap.Int64("position", end), zap.Uint64("lastIndex", tail), zap.Error(stopErr))
 	}
 	if err := s.segQ.TruncateDirty(end); err != nil {

@@ -59,6 +59,10 @@ type Options struct {
 	CacheBytes int
 	// Logger receives recovery and failure reports (default zap.NewNop()).
 	Logger *zap.Logger
+	// MaxBatchEntries is the most entries one StoreLogs call may hold
+	// (Raft's MaxAppendEntries; default 64): recovery tells a torn batch
+	// from damage to acknowledged frames by it (corrupt.go).
+	MaxBatchEntries int
 }
 
 const (

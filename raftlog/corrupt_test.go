@@ -1,0 +1,90 @@
+package raftlog
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/raftmq/raftmq/raftlog/raftlogtest"
+	"github.com/raftmq/raftmq/storage"
+)
+
+// crashWithFlip stores entries 1..n in batches of 8 (synced, no checkpoint
+// after the first), crashes cleanly and flips one bit in the middle of the
+// frame of index bad.
+// It returns the FS to reopen, the file, the frame's offset in it and the
+// flipped byte's offset.
+func crashWithFlip(t *testing.T, n, bad uint64) (*storage.FaultFS, Options, string, int64, int64) {
+	t.Helper()
+	f := storage.NewFaultFS(7)
+	o := testOptions(f)
+	o.CheckpointBytes = 1 << 40
+	o.SegmentSize = 64 << 10
+	s := mustOpen(t, "/log", o)
+	for i := uint64(1); i <= n; i += 8 {
+		storeAll(t, s, raftlogtest.Entries(i, min(i+7, n), 1))
+	}
+	pos, frame, err := s.ReadFrame(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := s.segQ.FindByOffset(pos)
+	path, off := mf.Path(), pos-mf.FileFromOffset()+int64(len(frame)/2)
+	f = f.Crash(storage.CrashOptions{})
+	s.Close()
+	if err := f.FlipBit(path, off, 3); err != nil {
+		t.Fatal(err)
+	}
+	o.FS = f
+	return f, o, path, pos - mf.FileFromOffset(), off
+}
+
+// TestMidLogCorruptionRefusesToTruncate: a bit flipped in a synced frame
+// with many acknowledged frames after it fails Open with an error naming
+// the file and offset, and cuts nothing: with the bit flipped back every
+// entry is there.
+func TestMidLogCorruptionRefusesToTruncate(t *testing.T) {
+	const n, bad = 400, 150
+	f, o, path, off, flipped := crashWithFlip(t, n, bad)
+	_, err := Open("/log", o)
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrMidLogCorruption) {
+		t.Fatalf("Open after a mid-log bit flip: %v, want a CorruptionError", err)
+	}
+	if ce.Path != path || ce.FileOffset != off || ce.Index != bad || ce.ValidIndex != n {
+		t.Fatalf("CorruptionError %+v, want %s offset %d index %d valid to %d", ce, path, off, bad, n)
+	}
+	if msg := err.Error(); !strings.Contains(msg, filepath.Base(path)) || !strings.Contains(msg, "offset") {
+		t.Fatalf("error does not name the file and offset: %s", msg)
+	}
+	t.Logf("%v", err)
+	// Nothing was cut: repairing the bit gives the whole log back.
+	if err := f.FlipBit(path, flipped, 3); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open("/log", o)
+	if err != nil {
+		t.Fatalf("reopen after repair: %v", err)
+	}
+	defer s.Close()
+	if last, _ := s.LastIndex(); last != n {
+		t.Fatalf("last index %d after repair, want %d", last, n)
+	}
+	raftlogtest.CheckRange(t, s, 1, n, term1)
+}
+
+// TestTornLastBatchStillCut: a bad frame within the last batch's window
+// (what a torn unsynced write looks like) is cut as before.
+func TestTornLastBatchStillCut(t *testing.T) {
+	const n, bad = 400, 390
+	_, o, _, _, _ := crashWithFlip(t, n, bad)
+	s := mustOpen(t, "/log", o)
+	defer s.Close()
+	if last, _ := s.LastIndex(); last != bad-1 {
+		t.Fatalf("last index %d, want %d (cut at the torn frame)", last, bad-1)
+	}
+	if s.Recovery().StopErr == nil {
+		t.Fatal("recovery reported no stop")
+	}
+}
