@@ -135,6 +135,9 @@ func (s *LogStore) ResetAt(nextIndex uint64, nextPos int64) error {
 }
 
 func (s *LogStore) resetLocked(nextIndex uint64, nextPos int64) error {
+	if err := s.noteResetLocked(nextIndex, nextPos); err != nil {
+		return s.fail(fmt.Errorf("reset: %w", err))
+	}
 	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: nextIndex, AnchorPos: nextPos, ResetPending: true}
 	if err := s.writeMetaLocked(m); err != nil {
 		// The record may have reached the disk (a failed directory sync):

@@ -143,6 +143,10 @@ type LogStore struct {
 	// pending is the snapshot position recorded by RestoreFrom, applied by
 	// the next restore-shaped operation (snapshot.go).
 	pending *SnapshotPosition
+	// backfill is the record of entries missing before a snapshot reset
+	// (catchup.go), nil when none; backfillGen counts resets.
+	backfill    *BackfillState
+	backfillGen uint64
 
 	mu sync.RWMutex
 	// Guarded by mu (written with wmu held too).
@@ -231,6 +235,10 @@ func openOn(segQ *storage.MappedFileQueue, dir string, o Options) (*LogStore, er
 	if err := s.recover(m); err != nil {
 		s.idxQ.Close()
 		return nil, fmt.Errorf("raftlog %s: %w", dir, err)
+	}
+	if err := s.loadBackfill(); err != nil {
+		s.idxQ.Close()
+		return nil, err
 	}
 	// Frames go to the segments by pwrite (one per touched segment and
 	// batch), not by copying into the mapping: with a sync per batch, every
