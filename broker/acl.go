@@ -289,4 +289,5 @@ var aclAdminCodes = map[int16]bool{
 	remoting.RequestLeadershipTransfer:                   true,
 	remoting.RequestAddRaftMember:                        true,
 	remoting.RequestRemoveRaftMember:                     true,
+	remoting.RequestCatchupRead:                          true,
 }

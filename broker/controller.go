@@ -199,6 +199,7 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	s.Register(remoting.RequestQueryMessage, c.instrument(c.processQueryMessage), q, 10000)
 	s.Register(remoting.RequestViewMessageByID, c.instrument(c.processViewMessageByID), q, 10000)
 	RegisterRaftAdmin(s, c.rep, c.log.Named("raftadmin"))
+	c.registerCatchup(s)
 	s.RegisterDefault(c.instrument(c.processAdmin), q, 10000)
 }
 
@@ -296,6 +297,7 @@ func (c *Controller) start() (err error) {
 	c.goFunc(c.reg.run)
 	c.goFunc(c.watchRemoval)
 	c.startACL()
+	c.startCatchup()
 	if c.metrics != nil && c.metrics.followers != nil {
 		c.goFunc(c.metrics.followers.run)
 	}

@@ -72,6 +72,8 @@ type Group struct {
 	// snapLoopDone closes when the size-triggered snapshot loop has
 	// returned (nil when SnapshotBytes is 0).
 	snapLoopDone chan struct{}
+	// catchup is the full-data catch-up loop's state (catchup.go).
+	catchup catchupState
 
 	quit      chan struct{}
 	closeOnce sync.Once
@@ -202,7 +204,8 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit,
 		timers: g.timers}
 	g.progress = newProgressTracker()
-	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, trackProgress(g.trans, g.progress)); err != nil {
+	rtrans := wrapCatchupTransport(trackProgress(g.trans, g.progress), g.catchupBlocksVoting, g.quit)
+	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, rtrans); err != nil {
 		return nil, fmt.Errorf("broker: start raft: %w", err)
 	}
 	if has {
@@ -505,6 +508,7 @@ func (g *Group) closeParts() error {
 	if g.batch != nil {
 		g.batch.close()
 	}
+	g.stopCatchup()
 	if g.raft != nil {
 		g.snapshotOnClose()
 		errs = append(errs, g.raft.Shutdown().Error())

@@ -111,6 +111,10 @@ type GroupConfig struct {
 	// (250 ms). -1 turns the fast election off: only the heartbeat timeout
 	// starts elections. Given in ms in broker.conf.
 	RaftFastElectionStagger time.Duration `prop:"raftFastElectionStagger"`
+	// CatchupBytesPerSecond paces a member's fetch of the retained
+	// CommitLog it lacks after a snapshot install (64 MiB/s; 0 = unpaced),
+	// so the catch-up leaves disk and network to the producers (ADR 0019).
+	CatchupBytesPerSecond int64 `prop:"raftCatchupBytesPerSecond"`
 	// RaftTLS is mutual TLS between the members (raftTls* keys).
 	RaftTLS RaftTLSConfig
 }
@@ -138,6 +142,7 @@ func DefaultGroupConfig() GroupConfig {
 	c.ApplyRetryTimeout = 10 * time.Second
 	c.ShutdownTransferTimeout = 5 * time.Second
 	c.RaftFastElectionStagger = 250 * time.Millisecond
+	c.CatchupBytesPerSecond = 64 << 20
 	return c
 }
 

@@ -250,7 +250,28 @@ func (c *testCluster) startOn(i int, wrap func(storage.FS) storage.FS, sd *diskS
 	if c.onStart != nil {
 		c.onStart(n, g)
 	}
+	g.startCatchup(c.catchupSource)
 	n.grp.Store(g)
+}
+
+// catchupSource reads the member whose remoting address is addr directly
+// (the test cluster has no remoting servers).
+func (c *testCluster) catchupSource(addr string) catchupSource {
+	for _, n := range c.nodes {
+		if g := n.g(); g != nil && n.remoting == addr {
+			return groupSource{r: g}
+		}
+	}
+	return groupSource{r: noCatchupPeer{}}
+}
+
+// noCatchupPeer answers every read with an error (the peer is down).
+type noCatchupPeer struct{}
+
+func (noCatchupPeer) catchupLogStart() (uint64, int64, error) { return 0, 0, errors.New("peer down") }
+func (noCatchupPeer) catchupReadLog(int64, int) ([]byte, error) { return nil, errors.New("peer down") }
+func (noCatchupPeer) catchupReadUnits(string, int32, int64, int) (int64, []store.CQUnit, error) {
+	return 0, nil, errors.New("peer down")
 }
 
 // stop shuts member i down cleanly (checkpoints, flushes).

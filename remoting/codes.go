@@ -174,6 +174,7 @@ const (
 	RequestLeadershipTransfer int16 = 30002 // LEADERSHIP_TRANSFER (raftmq): hand Raft leadership on
 	RequestAddRaftMember      int16 = 30003 // ADD_RAFT_MEMBER (raftmq): add a learner, promote it once caught up
 	RequestRemoveRaftMember   int16 = 30004 // REMOVE_RAFT_MEMBER (raftmq): remove a member from the Raft configuration
+	RequestCatchupRead        int16 = 30010 // CATCHUP_READ (raftmq): a member reads a peer's retained log bytes or queue units
 )
 
 // Response codes (RemotingCommand.Code of a response).

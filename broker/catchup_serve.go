@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// The serving side of catch-up (catchup.go): CATCHUP_READ answers a
+// member's reads of this member's retained log and queue units, and
+// groupSource reads a Group directly (tests on in-memory parts).
+
+var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
+
+// catchupReader is what CATCHUP_READ reads from (a Group).
+type catchupReader interface {
+	catchupLogStart() (uint64, int64, error)
+	catchupReadLog(pos int64, n int) ([]byte, error)
+	catchupReadUnits(topic string, queueID int32, from int64, n int) (int64, []store.CQUnit, error)
+}
+
+func (g *Group) catchupLogStart() (uint64, int64, error) { return g.logs.FirstPosition() }
+
+func (g *Group) catchupReadLog(pos int64, n int) ([]byte, error) {
+	return g.logs.ReadRange(pos, min(max(n, 0), catchupChunk))
+}
+
+func (g *Group) catchupReadUnits(topic string, queueID int32, from int64, n int) (int64, []store.CQUnit, error) {
+	cq := g.ms.ConsumeQueues().Get(topic, queueID)
+	if cq == nil {
+		return 0, nil, fmt.Errorf("no queue %s/%d", topic, queueID)
+	}
+	lo, hi := cq.MinOffset(), cq.MaxOffset()
+	from = max(from, lo)
+	n = min(max(n, 0), catchupUnits)
+	var out []store.CQUnit
+	for from < hi && len(out) < n {
+		b, err := cq.Read(from, n-len(out))
+		if err != nil {
+			if errors.Is(err, store.ErrOutOfRange) {
+				break
+			}
+			return lo, nil, err
+		}
+		for i := 0; i < b.Len(); i++ {
+			out = append(out, b.Unit(i))
+		}
+		from += int64(b.Len())
+		b.Release()
+	}
+	return lo, out, nil
+}
+
+// registerCatchup registers CATCHUP_READ (admin-only under ACL: members
+// sign with the cluster account).
+func (c *Controller) registerCatchup(s *remoting.Server) {
+	r, ok := c.rep.(catchupReader)
+	if !ok {
+		return
+	}
+	s.Register(remoting.RequestCatchupRead, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return serveCatchupRead(r, req), nil
+	}, 2, 16)
+}
+
+// startCatchup starts this member's catch-up loop, reading from the
+// leader over the members' remoting client.
+func (c *Controller) startCatchup() {
+	if g, ok := c.rep.(*Group); ok {
+		g.startCatchup(func(addr string) catchupSource { return remotingSource{c: c.nsClient, addr: addr} })
+	}
+}
+
+func serveCatchupRead(r catchupReader, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	var h wire.CatchupReadRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return headerError(req, err)
+	}
+	var rh wire.CatchupReadResponseHeader
+	var body []byte
+	var err error
+	switch h.Op {
+	case "start":
+		rh.Index, rh.Pos, err = r.catchupLogStart()
+	case "log":
+		body, err = r.catchupReadLog(h.Pos, int(h.N))
+	case "units":
+		var units []store.CQUnit
+		rh.Min, units, err = r.catchupReadUnits(h.Topic, h.QueueID, h.From, int(h.N))
+		body = store.AppendCQUnits(nil, units)
+	default:
+		return response(remoting.ResponseSystemError, "CATCHUP_READ: unknown op %q (start, log, units)", h.Op)
+	}
+	if err != nil {
+		return response(remoting.ResponseSystemError, "CATCHUP_READ %s: %v", h.Op, err)
+	}
+	rh.CRC = crc32.Checksum(body, castagnoliTable)
+	resp := success()
+	resp.EncodeHeader(&rh)
+	resp.Body = body
+	return resp
+}
+
+// remotingSource reads a peer over CATCHUP_READ.
+type remotingSource struct {
+	c    *remoting.Client
+	addr string
+}
+
+func (s remotingSource) call(ctx context.Context, h *wire.CatchupReadRequestHeader) (*wire.CatchupReadResponseHeader, []byte, error) {
+	resp, err := s.c.InvokeSync(ctx, s.addr, remoting.NewRequest(remoting.RequestCatchupRead, h, nil))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := remoting.ResponseError(s.addr, resp); err != nil {
+		return nil, nil, err
+	}
+	var rh wire.CatchupReadResponseHeader
+	if err := resp.DecodeHeader(&rh); err != nil {
+		return nil, nil, err
+	}
+	if got := crc32.Checksum(resp.Body, castagnoliTable); got != rh.CRC {
+		return nil, nil, fmt.Errorf("CATCHUP_READ %s from %s: body crc %#08x, header says %#08x", h.Op, s.addr, got, rh.CRC)
+	}
+	return &rh, resp.Body, nil
+}
+
+func (s remotingSource) logStart(ctx context.Context) (uint64, int64, error) {
+	rh, _, err := s.call(ctx, &wire.CatchupReadRequestHeader{Op: "start"})
+	if err != nil {
+		return 0, 0, err
+	}
+	return rh.Index, rh.Pos, nil
+}
+
+func (s remotingSource) readLog(ctx context.Context, pos int64, n int) ([]byte, error) {
+	_, b, err := s.call(ctx, &wire.CatchupReadRequestHeader{Op: "log", Pos: pos, N: int32(n)})
+	return b, err
+}
+
+func (s remotingSource) readUnits(ctx context.Context, topic string, queueID int32, from int64, n int) (int64, []store.CQUnit, error) {
+	rh, b, err := s.call(ctx, &wire.CatchupReadRequestHeader{Op: "units", Topic: topic, QueueID: queueID, From: from, N: int32(n)})
+	if err != nil {
+		return 0, nil, err
+	}
+	units, err := store.DecodeCQUnits(b)
+	return rh.Min, units, err
+}
+
+// groupSource reads another Group in the same process (tests).
+type groupSource struct{ r catchupReader }
+
+func (s groupSource) logStart(context.Context) (uint64, int64, error) { return s.r.catchupLogStart() }
+
+func (s groupSource) readLog(_ context.Context, pos int64, n int) ([]byte, error) {
+	return s.r.catchupReadLog(pos, n)
+}
+
+func (s groupSource) readUnits(_ context.Context, topic string, queueID int32, from int64, n int) (int64, []store.CQUnit, error) {
+	return s.r.catchupReadUnits(topic, queueID, from, n)
+}

@@ -1,0 +1,86 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/hashicorp/raft"
+)
+
+// A member that lacks retained data (catchup.go) must not become leader:
+// as leader it could not serve older offsets, and the group would be down
+// to the copies on the other members. hashicorp/raft has no per-member
+// "do not stand" switch short of a configuration change, so the transport
+// Raft is given refuses, while catch-up is pending, the RPCs that make this
+// member a candidate's winner: its own RequestVote and RequestPreVote
+// (with pre-vote, a candidate whose pre-vote fails does not even raise its
+// term) and an incoming TimeoutNow (a leadership transfer to it, which
+// skips pre-vote). It still grants votes to others and acknowledges
+// appends: what Raft asks of a voter is its log's tail, which it holds, and
+// refusing votes would turn a leader failure during a long catch-up into an
+// outage of a three-member group.
+
+// errCatchupPending is the error those refused RPCs return.
+var errCatchupPending = errors.New("raftmq: this member is catching up on retained data and does not stand for election")
+
+// catchupTransport wraps the Raft transport (see above).
+type catchupTransport struct {
+	raft.Transport
+	blocked func() bool
+	quit    <-chan struct{}
+	out     chan raft.RPC
+}
+
+// catchupPreVoteTransport is catchupTransport for transports with pre-vote,
+// so Raft's feature check (raft.WithPreVote) sees the same as unwrapped.
+type catchupPreVoteTransport struct {
+	*catchupTransport
+	pv raft.WithPreVote
+}
+
+// wrapCatchupTransport returns the transport Raft runs on.
+func wrapCatchupTransport(t raft.Transport, blocked func() bool, quit <-chan struct{}) raft.Transport {
+	ct := &catchupTransport{Transport: t, blocked: blocked, quit: quit, out: make(chan raft.RPC)}
+	go ct.forward(t.Consumer())
+	if pv, ok := t.(raft.WithPreVote); ok {
+		return &catchupPreVoteTransport{catchupTransport: ct, pv: pv}
+	}
+	return ct
+}
+
+// Consumer implements raft.Transport.
+func (t *catchupTransport) Consumer() <-chan raft.RPC { return t.out }
+
+func (t *catchupTransport) forward(in <-chan raft.RPC) {
+	for {
+		select {
+		case rpc := <-in:
+			if _, ok := rpc.Command.(*raft.TimeoutNowRequest); ok && t.blocked() {
+				rpc.Respond(nil, errCatchupPending)
+				continue
+			}
+			select {
+			case t.out <- rpc:
+			case <-t.quit:
+				return
+			}
+		case <-t.quit:
+			return
+		}
+	}
+}
+
+// RequestVote implements raft.Transport.
+func (t *catchupTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	if t.blocked() {
+		return errCatchupPending
+	}
+	return t.Transport.RequestVote(id, target, args, resp)
+}
+
+// RequestPreVote implements raft.WithPreVote.
+func (t *catchupPreVoteTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	if t.blocked() {
+		return errCatchupPending
+	}
+	return t.pv.RequestPreVote(id, target, args, resp)
+}

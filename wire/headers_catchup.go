@@ -1,0 +1,24 @@
+package wire
+
+// CatchupReadRequestHeader is raftmq's CATCHUP_READ header: a member
+// catching up reads its leader's retained log or queue units.
+type CatchupReadRequestHeader struct {
+	// Op is "start" (first retained index and position), "log" (N bytes of
+	// the log at Pos) or "units" (N units of Topic/QueueID from From).
+	Op      string `ext:"op"`
+	Pos     int64  `ext:"pos,omitempty"`
+	N       int32  `ext:"n,omitempty"`
+	Topic   string `ext:"topic,omitempty"`
+	QueueID int32  `ext:"queueId,omitempty"`
+	From    int64  `ext:"from,omitempty"`
+}
+
+// CatchupReadResponseHeader answers CATCHUP_READ. CRC is the CRC32-C of
+// the body (log bytes, or 20-byte units), checked by the reader; Index and
+// Pos answer "start"; Min is the queue's minimum offset for "units".
+type CatchupReadResponseHeader struct {
+	CRC   uint32 `ext:"crc"`
+	Index uint64 `ext:"index,omitempty"`
+	Pos   int64  `ext:"pos,omitempty"`
+	Min   int64  `ext:"min,omitempty"`
+}
