@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -165,10 +164,7 @@ func (g *Group) catchupOnce(ctx context.Context, src catchupSource) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case first == 0:
-			return errors.New("no entry stored since the snapshot yet")
-		case first < st.NextIndex:
+		if first != 0 && first < st.NextIndex {
 			// The log holds entries before the recorded reset: the reset
 			// never completed, nothing is missing.
 			return g.logs.BackfillFinish(gen)

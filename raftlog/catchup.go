@@ -249,9 +249,15 @@ func (s *LogStore) backfillWriteLocked(gen uint64, pos int64, b []byte, touched 
 	if st.Committed || st.StartIndex == 0 || pos < st.StartPos || pos+int64(len(b)) > st.NextPos {
 		return fmt.Errorf("%w: backfill write [%d, %d) outside [%d, %d)", ErrInvalidConfig, pos, pos+int64(len(b)), st.StartPos, st.NextPos)
 	}
-	last := s.segQ.Last()
-	if last == nil {
-		return fmt.Errorf("%w: no segment yet after the reset; retry once entries arrive", ErrInvalidConfig)
+	if s.segQ.Last() == nil {
+		// Nothing stored since the reset: create the segment the log
+		// continues in, as the next StoreLogs would.
+		if s.nextPos != st.NextPos {
+			return fmt.Errorf("%w: empty log continues at %d, backfill record says %d", ErrLogMismatch, s.nextPos, st.NextPos)
+		}
+		if _, err := s.segmentAtLocked(st.NextPos); err != nil {
+			return fmt.Errorf("raftlog: backfill: %w", err)
+		}
 	}
 	if err := s.segQ.PrependTo(pos); err != nil {
 		return fmt.Errorf("raftlog: backfill: %w", err)
@@ -298,12 +304,28 @@ func (s *LogStore) BackfillCommit(gen uint64) error {
 	s.mu.RLock()
 	first, tail := s.first, s.tail
 	s.mu.RUnlock()
-	if tail == 0 || first != st.NextIndex {
+	empty := tail == 0
+	switch {
+	case empty && (s.nextIndex != st.NextIndex || s.nextPos != st.NextPos):
+		return fmt.Errorf("%w: backfill commit with an empty log continuing at index %d at %d, want %d at %d",
+			ErrLogMismatch, s.nextIndex, s.nextPos, st.NextIndex, st.NextPos)
+	case !empty && first != st.NextIndex:
 		return fmt.Errorf("%w: backfill commit with the log at [%d, %d], want it to start at %d", ErrLogMismatch, first, tail, st.NextIndex)
 	}
 	end, last, _ := s.scanBackfillLocked(st, nil)
 	if end != st.NextPos || last != st.NextIndex-1 {
 		return fmt.Errorf("%w: backfilled frames end at %d with index %d, want %d with index %d", ErrCorruptFrame, end, last, st.NextPos, st.NextIndex-1)
+	}
+	if s.idxQ.Last() == nil {
+		// As putSlotLocked would for the next index.
+		off := int64(st.NextIndex) * slotSize
+		mf, err := s.idxQ.LastOrCreate(off)
+		if err != nil {
+			return fmt.Errorf("raftlog: backfill index: %w", err)
+		}
+		if err := alignWrite(mf, off); err != nil {
+			return fmt.Errorf("raftlog: backfill index: %w", err)
+		}
 	}
 	if err := s.idxQ.PrependTo(int64(st.StartIndex) * slotSize); err != nil {
 		return fmt.Errorf("raftlog: backfill index: %w", err)
@@ -335,12 +357,24 @@ func (s *LogStore) BackfillCommit(gen uint64) error {
 	if err := s.idxQ.Flush(); err != nil {
 		return s.fail(fmt.Errorf("backfill index flush: %w", err))
 	}
-	if err := s.checkpointFirstLocked(st.StartIndex); err != nil {
-		return fmt.Errorf("raftlog: backfill: persist first index %d: %w", st.StartIndex, err)
+	if empty {
+		// The anchor vouches for the slots just written, up to the snapshot
+		// entry; the log then holds [StartIndex, NextIndex-1].
+		m := meta{SegmentSize: int64(s.opts.SegmentSize), FirstIndex: st.StartIndex, AnchorIndex: st.NextIndex, AnchorPos: st.NextPos}
+		if err := s.writeMetaLocked(m); err != nil {
+			return fmt.Errorf("raftlog: backfill: persist first index %d: %w", st.StartIndex, err)
+		}
+		s.mu.Lock()
+		s.first, s.tail = st.StartIndex, st.NextIndex-1
+		s.mu.Unlock()
+	} else {
+		if err := s.checkpointFirstLocked(st.StartIndex); err != nil {
+			return fmt.Errorf("raftlog: backfill: persist first index %d: %w", st.StartIndex, err)
+		}
+		s.mu.Lock()
+		s.first = st.StartIndex
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	s.first = st.StartIndex
-	s.mu.Unlock()
 	st.Committed = true
 	if err := s.writeBackfillLocked(st); err != nil {
 		return err

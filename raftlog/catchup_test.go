@@ -111,3 +111,42 @@ func TestBackfillStaleAfterReset(t *testing.T) {
 		t.Fatalf("BackfillBegin after a newer reset: %v", err)
 	}
 }
+
+// TestBackfillEmptyLog: a follower that installed a snapshot and stored
+// nothing after it (an idle group) backfills too, and then continues with
+// the entry after the snapshot at the leader's position.
+func TestBackfillEmptyLog(t *testing.T) {
+	const snap, last = 120, 150
+	lead := mustOpen(t, "/lead", testOptions(storage.NewFaultFS(4)))
+	defer lead.Close()
+	storeAll(t, lead, raftlogtest.Entries(1, last, 1))
+	p, _ := lead.SnapshotPosition(snap)
+	fol := mustOpen(t, "/fol", testOptions(storage.NewFaultFS(5)))
+	defer fol.Close()
+	if err := fol.ResetAt(snap+1, p.EndPos); err != nil {
+		t.Fatal(err)
+	}
+	_, gen, _ := fol.Backfill()
+	from, err := fol.BackfillBegin(gen, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := from; pos < p.EndPos; {
+		b, err := lead.ReadRange(pos, int(min(5000, p.EndPos-pos)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fol.BackfillWrite(gen, pos, b); err != nil {
+			t.Fatal(err)
+		}
+		pos += int64(len(b))
+	}
+	if err := fol.BackfillCommit(gen); err != nil {
+		t.Fatal(err)
+	}
+	if err := fol.RestoreFrom(p); err != nil { // the next StoreLogs keeps the log
+		t.Fatal(err)
+	}
+	storeAll(t, fol, raftlogtest.Entries(snap+1, last, 1))
+	sameLayout(t, lead, fol)
+}
