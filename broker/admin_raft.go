@@ -105,6 +105,10 @@ type RaftStatus struct {
 	Members         []RaftMember `json:"members"`
 	// Stats is raft.Stats() verbatim, for anything not lifted above.
 	Stats map[string]string `json:"stats"`
+	// Catchup is this member's full-data catch-up after a snapshot
+	// install (nil when it never needed one): while Pending it does not
+	// stand for election.
+	Catchup *CatchupStatus `json:"catchup,omitempty"`
 }
 
 // LeadershipTransferResult is the LEADERSHIP_TRANSFER answer body.
@@ -180,6 +184,11 @@ func collectRaftStatus(ra RaftAdmin, serving bool) (*RaftStatus, error) {
 	}
 	if err := ra.LogStopped(); err != nil {
 		st.LogStopped = err.Error()
+	}
+	if cs, ok := ra.(interface{ CatchupStatus() CatchupStatus }); ok {
+		if c := cs.CatchupStatus(); c.Pending || c.TookMillis > 0 || c.LastError != "" {
+			st.Catchup = &c
+		}
 	}
 	if as, ok := ra.(applyStopper); ok {
 		if err := as.ApplyStopped(); err != nil {
