@@ -52,6 +52,12 @@
 //     member_progress.go: the transport wrapper through which the leader
 //     learns each peer's match index; member_watch.go: a member removed
 //     while down learns it from the routed leader and records it.
+//   - catchup.go: full-data catch-up of a member whose log was reset for a
+//     snapshot (the retained CommitLog before it and the queue units,
+//     fetched from the leader, paced); catchup_serve.go: CATCHUP_READ
+//     (30010) and the sources it is read through; catchup_vote.go: the
+//     transport wrapper that keeps a member from standing for election
+//     while it catches up (ADR 0019).
 //
 // The node and its processors (one file per request code family):
 //

@@ -33,6 +33,12 @@
 //   - snapshot.go: the SnapshotPosition record, IndexedSnapshotStore,
 //     WritePositionFor and RestoreFrom (keep or reset the log at the
 //     snapshot's end position).
+//   - catchup.go: the backfill record a reset leaves, and BackfillBegin/
+//     Write/Commit/Finish, which put a peer's retained frames before the
+//     reset position (resumable, checked before the first index moves);
+//     ReadRange and FirstPosition, the peer's side.
+//   - corrupt.go: telling a torn last batch from a corrupt frame with
+//     acknowledged frames after it (CorruptionError: Open refuses to cut).
 //   - meta.go: the atomically replaced meta file (anchor, first index,
 //     segment size, reset pending).
 //   - cache.go: the entries of the latest StoreLogs calls, kept for GetLog

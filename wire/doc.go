@@ -44,6 +44,8 @@
 //	headers_client.go      consumer-group, unregister-client and send-back headers
 //	headers_admin.go       create/delete topic, group, query/view message and
 //	                       leadership-transfer headers
+//	headers_catchup.go     CATCHUP_READ (raftmq): a catching-up member's reads
+//	                       of its leader's retained log and queue units
 //	admin_tools.go         what RocketMQ's tools send and read: broker stats,
 //	                       consume stats lists, producer connections, consumer
 //	                       running info, consume-queue units, group cloning;

@@ -27,7 +27,9 @@
 //   - consumequeue.go: 20-byte units (physical offset, size, tags code),
 //     one MappedFileQueue per topic and queue, recovery of the last files,
 //     truncation, search by time; after a crash, checking units against the
-//     CommitLog and cutting a queue at its first torn unit.
+//     CommitLog and cutting a queue at its first torn unit. catchup.go:
+//     Backfill (a peer's units in front of a queue restarted at a snapshot's
+//     offset) and the units' transfer encoding.
 //   - indexfile.go: RocketMQ's IndexFile layout and the IndexService (keys
 //     topic#KEY and topic#UNIQ_KEY, files rolled when full, files newer
 //     than the checkpoint dropped after a crash).
