@@ -63,7 +63,10 @@ func TestGroupCatchupAfterWipe(t *testing.T) {
 	fi := c.followerOf(l)
 	f := c.nodes[fi]
 	msgs := int(total / (body + 200))
-	old := c.sendConcurrently(8, msgs, body, 4, nil)
+	var old []ack
+	for sent := 0; sent < msgs; sent += 20_000 { // sendConcurrently gives each call 2 minutes
+		old = append(old, c.sendConcurrently(8, min(20_000, msgs-sent), body, 4, nil)...)
+	}
 	c.waitCaughtUp()
 
 	// The follower's disk dies; meanwhile the group moves on, snapshots and

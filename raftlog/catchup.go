@@ -217,31 +217,41 @@ func (s *LogStore) scanBackfillLocked(st BackfillState, slot func(index uint64, 
 }
 
 // BackfillWrite writes b, the peer's bytes at position pos of the range
-// being backfilled, into the log's file space and makes it durable.
+// being backfilled, into the log's file space and makes it durable. The
+// files are found (or prepended) under the write lock; the copy and its
+// sync run without it, so appends are never held up: nothing else touches
+// that range until BackfillCommit.
 func (s *LogStore) BackfillWrite(gen uint64, pos int64, b []byte) error {
-	var touched []*storage.MappedFile
+	type part struct {
+		mf  *storage.MappedFile
+		rel int
+		b   []byte
+	}
+	var parts []part
 	defer func() {
-		for _, mf := range touched {
-			mf.Release()
+		for _, p := range parts {
+			p.mf.Release()
 		}
 	}()
 	s.wmu.Lock()
-	err := s.backfillWriteLocked(gen, pos, b, &touched)
+	err := s.backfillPartsLocked(gen, pos, b, func(mf *storage.MappedFile, rel int, b []byte) {
+		parts = append(parts, part{mf: mf, rel: rel, b: b})
+	})
 	s.wmu.Unlock()
 	if err != nil {
 		return err
 	}
-	// Prepended files are outside the range anything reads or writes until
-	// the commit; their sync can run without the write lock.
-	for _, mf := range touched {
-		if _, err := mf.Flush(); err != nil {
-			return fmt.Errorf("raftlog: backfill sync %s: %w", mf.Path(), err)
+	for _, p := range parts {
+		if err := p.mf.WriteAtDurable(p.b, p.rel); err != nil {
+			return fmt.Errorf("raftlog: backfill write %s: %w", p.mf.Path(), err)
 		}
 	}
 	return nil
 }
 
-func (s *LogStore) backfillWriteLocked(gen uint64, pos int64, b []byte, touched *[]*storage.MappedFile) error {
+// backfillPartsLocked finds (prepending as needed) the segments b goes
+// to and hands each retained segment and its part of b to add.
+func (s *LogStore) backfillPartsLocked(gen uint64, pos int64, b []byte, add func(mf *storage.MappedFile, rel int, b []byte)) error {
 	if err := s.checkBackfillLocked(gen); err != nil {
 		return err
 	}
@@ -264,23 +274,12 @@ func (s *LogStore) backfillWriteLocked(gen uint64, pos int64, b []byte, touched 
 	}
 	for len(b) > 0 {
 		mf := s.segQ.FindByOffset(pos)
-		if mf == nil {
+		if mf == nil || !mf.Retain() {
 			return fmt.Errorf("%w: backfill: no segment holds %d", ErrLogMismatch, pos)
 		}
 		rel := int(pos - mf.FileFromOffset())
 		n := min(len(b), mf.Size()-rel)
-		if err := mf.WriteAt(b[:n], rel); err != nil {
-			return fmt.Errorf("raftlog: backfill: %w", err)
-		}
-		if mf.FileFromOffset()+int64(mf.Size()) > st.NextPos {
-			// The segment the log appends to: sync under the write lock,
-			// with the appender.
-			if _, err := mf.Flush(); err != nil {
-				return s.fail(fmt.Errorf("backfill sync %s: %w", mf.Path(), err))
-			}
-		} else if mf.Retain() {
-			*touched = append(*touched, mf)
-		}
+		add(mf, rel, b[:n])
 		pos += int64(n)
 		b = b[n:]
 	}

@@ -43,3 +43,19 @@ func (q *MappedFileQueue) PrependTo(offset int64) error {
 		}
 	}
 }
+
+// WriteAtDurable copies p to pos through the mapping and syncs exactly that
+// range, without the file's lock during the sync and without marking the
+// range for Flush. It is for a range no appender or reader touches yet (a
+// backfill below the write position), so an append to the same file is
+// never held up by it. The caller holds a reference (Retain).
+func (m *MappedFile) WriteAtDurable(p []byte, pos int) error {
+	if pos < 0 || pos+len(p) > m.size {
+		return fmt.Errorf("%w: write [%d,%d) outside %s (size %d)", ErrOutOfRange, pos, pos+len(p), m.path, m.size)
+	}
+	if m.closed.Load() {
+		return fmt.Errorf("%w: %s", ErrFileClosed, m.path)
+	}
+	copy(m.data[pos:], p)
+	return m.file.Msync(m.data[pos : pos+len(p)])
+}
