@@ -203,6 +203,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit,
 		timers: g.timers}
+	g.progress = newProgressTracker()
 	rtrans := wrapCatchupTransport(trackProgress(g.trans, g.progress), g.catchupBlocksVoting)
 	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, rtrans); err != nil {
 		return nil, fmt.Errorf("broker: start raft: %w", err)
