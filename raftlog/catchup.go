@@ -102,6 +102,7 @@ func (s *LogStore) loadBackfill() error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	s.backfill = &st
+	s.backfillOpen.Store(true)
 	return nil
 }
 
@@ -110,6 +111,7 @@ func (s *LogStore) writeBackfillLocked(st BackfillState) error {
 		return fmt.Errorf("raftlog: write backfill record: %w", err)
 	}
 	s.backfill = &st
+	s.backfillOpen.Store(true)
 	return nil
 }
 
@@ -135,10 +137,8 @@ func (s *LogStore) Backfill() (st BackfillState, gen uint64, ok bool) {
 // BackfillPending reports whether the log lacks entries before a snapshot
 // reset (or its owner has not finished with them): the member then holds
 // fewer copies of old data than the group promises and must not lead.
-func (s *LogStore) BackfillPending() bool {
-	_, _, ok := s.Backfill()
-	return ok
-}
+// It takes no lock (Raft's vote requests ask it).
+func (s *LogStore) BackfillPending() bool { return s.backfillOpen.Load() }
 
 // ErrBackfillStale is returned by the backfill calls after a reset (a new
 // snapshot install) replaced the record they were working on.
@@ -398,6 +398,7 @@ func (s *LogStore) BackfillFinish(gen uint64) error {
 		return fmt.Errorf("raftlog: remove backfill record: %w", err)
 	}
 	s.backfill = nil
+	s.backfillOpen.Store(false)
 	return nil
 }
 

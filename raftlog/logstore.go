@@ -147,6 +147,8 @@ type LogStore struct {
 	// (catchup.go), nil when none; backfillGen counts resets.
 	backfill    *BackfillState
 	backfillGen uint64
+	// backfillOpen mirrors backfill != nil for lock-free readers.
+	backfillOpen atomic.Bool
 
 	mu sync.RWMutex
 	// Guarded by mu (written with wmu held too).
