@@ -107,6 +107,9 @@ type fastElection struct {
 	done     chan struct{}
 	// campaigns counts TimeoutNow calls made (tests, metrics).
 	campaigns atomic.Uint64
+	// standAside, if set and true, keeps this member from campaigning (it
+	// is catching up on retained data, catchup_vote.go).
+	standAside atomic.Pointer[func() bool]
 }
 
 // startFastElection binds trans's close watcher, if it has one, to a new
@@ -192,8 +195,8 @@ func (f *fastElection) check(ended time.Time) {
 		return
 	}
 	rank, voters := f.rank(id)
-	if rank < 0 {
-		return // not a voter: it cannot lead
+	if aside := f.standAside.Load(); rank < 0 || (aside != nil && (*aside)()) {
+		return // not a voter, or catching up: it cannot lead
 	}
 	f.log.Warn("raft leader's process is gone (its connection ended, its raft port refuses connections)",
 		zap.String("leader", string(id)), zap.String("leaderAddr", string(addr)), zap.Int("turn", rank), zap.Int("voters", voters))

@@ -215,6 +215,10 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	bindMembership(g.trans, g.raft, log)
 	g.fastElect = startFastElection(g.trans, g.raft, cfg.Raft.DLegerSelfID, cfg.RaftFastElectionStagger, log)
+	if g.fastElect != nil {
+		aside := g.catchupBlocksVoting
+		g.fastElect.standAside.Store(&aside)
+	}
 	g.ready.Store(true)
 	g.batch = newBatcher(g)
 	g.roles = ha.NewRoles(ha.RolesConfig{Raft: g.raft, BarrierTimeout: cfg.ApplyTimeout, BeforeLeader: g.announce, Log: log})
