@@ -167,7 +167,7 @@ func (g *Group) catchupOnce(ctx context.Context, src catchupSource) error {
 		if first != 0 && first < st.NextIndex {
 			// The log holds entries before the recorded reset: the reset
 			// never completed, nothing is missing.
-			return g.logs.BackfillFinish(gen)
+			return g.finishCatchup(gen, began)
 		}
 		peerFirst, peerPos, err := src.logStart(ctx)
 		if err != nil {
@@ -176,7 +176,7 @@ func (g *Group) catchupOnce(ctx context.Context, src catchupSource) error {
 		if peerFirst == 0 || peerFirst >= st.NextIndex {
 			g.log.Info("catch-up: the leader retains nothing before this member's snapshot", zap.Uint64("leaderFirstIndex", peerFirst),
 				zap.Uint64("snapshotNext", st.NextIndex))
-			return g.logs.BackfillFinish(gen)
+			return g.finishCatchup(gen, began)
 		}
 		if err := g.catchupLog(ctx, src, gen, st, peerFirst, peerPos); err != nil {
 			return err
@@ -185,6 +185,12 @@ func (g *Group) catchupOnce(ctx context.Context, src catchupSource) error {
 	if err := g.catchupQueues(ctx, src); err != nil {
 		return err
 	}
+	return g.finishCatchup(gen, began)
+}
+
+// finishCatchup removes the backfill record and records the catch-up as
+// done (also when there was nothing to fetch).
+func (g *Group) finishCatchup(gen uint64, began time.Time) error {
 	if err := g.logs.BackfillFinish(gen); err != nil {
 		return err
 	}
