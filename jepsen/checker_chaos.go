@@ -226,10 +226,12 @@ func checkOffsetRegression(x ChaosHistory) []Check {
 }
 
 // checkRetry: every acknowledged dlq- message reached %DLQ%RetryGroup
-// (found by the final read on some node, and on every node read at or above
-// its floor — a replica check like the main topic's), none was consumed
-// successfully; every acknowledged retry- message was consumed after one
-// redelivery. The deliveries per dead-lettered message are reported.
+// (found by the final read on some node), and every node read holds it
+// unless its DLQ offset is below that node's retention floor — the main
+// topic's replica rule; nodes whose read failed are counted apart. None was
+// consumed successfully; every acknowledged retry- message was consumed
+// after one redelivery. The deliveries per dead-lettered message are
+// reported.
 func checkRetry(x ChaosHistory) []Check {
 	okDLQ, okRetry := 0, 0
 	delivered := map[string]int{}
@@ -251,9 +253,9 @@ func checkRetry(x ChaosHistory) []Check {
 		}
 	}
 	inDLQ := map[string]map[string]bool{} // value → nodes
-	nodes := map[string]bool{}
+	dlqAt := map[string][]slot{}          // value → DLQ positions (a retried send-back may store it twice)
+	nodes, floor, unread := dlqCoverage(x)
 	for _, r := range x.DLQReads {
-		nodes[r.Node] = true
 		if !r.Intact || !sent[r.Value] {
 			phantom++
 			phEx = addEx(phEx, "DLQ on %s: %q q%d@%d intact=%v", r.Node, r.Value, r.Queue, r.Offset, r.Intact)
@@ -263,9 +265,10 @@ func checkRetry(x ChaosHistory) []Check {
 			inDLQ[r.Value] = map[string]bool{}
 		}
 		inDLQ[r.Value][r.Node] = true
+		dlqAt[r.Value] = append(dlqAt[r.Value], slot{queue: r.Queue, offset: r.Offset})
 	}
 	var lostEx, partEx, retryEx, wrongEx []string
-	lost, partial, retryLost, wrong := 0, 0, 0, 0
+	lost, partial, below, retryLost, wrong := 0, 0, 0, 0, 0
 	minDel, maxDel := -1, 0
 	for _, o := range x.RetryOps {
 		if o.Result != ResultOK {
@@ -283,9 +286,24 @@ func checkRetry(x ChaosHistory) []Check {
 				lostEx = addEx(lostEx, "%s (delivered %d times)", o.Value, delivered[o.Value])
 				continue
 			}
-			if len(inDLQ[o.Value]) < len(nodes) {
+			for _, node := range nodes {
+				if inDLQ[o.Value][node] {
+					continue
+				}
+				held := false // some position of it at or above node's floor
+				for _, at := range dlqAt[o.Value] {
+					if at.offset >= floor[nodeQueue{node, at.queue}] {
+						held = true
+					}
+				}
+				if !held {
+					below++ // removed from this node by retention
+					continue
+				}
 				partial++
-				partEx = addEx(partEx, "%s in the DLQ of %d of %d nodes", o.Value, len(inDLQ[o.Value]), len(nodes))
+				at := dlqAt[o.Value][0]
+				partEx = addEx(partEx, "%s missing on %s (DLQ q%d@%d on %d of %d nodes; %s keeps from %d)",
+					o.Value, node, at.queue, at.offset, len(inDLQ[o.Value]), len(nodes), node, floor[nodeQueue{node, at.queue}])
 			}
 			n := delivered[o.Value]
 			if minDel < 0 || n < minDel {
@@ -300,9 +318,17 @@ func checkRetry(x ChaosHistory) []Check {
 			}
 		}
 	}
-	return []Check{
+	out := []Check{
 		{Name: "retry: acknowledged dlq- messages missing from %DLQ%", Value: fmt.Sprintf("%d of %d", lost, okDLQ), OK: lost == 0, Required: true, Examples: lostEx},
-		{Name: "retry: dead-lettered messages absent from a replica's DLQ", Value: fmt.Sprint(partial), OK: partial == 0, Required: true, Examples: partEx},
+		{Name: fmt.Sprintf("retry: dead-lettered messages absent from a replica's DLQ (%d read)", len(nodes)), Value: fmt.Sprint(partial), OK: partial == 0, Required: true, Examples: partEx},
+	}
+	if below > 0 {
+		out = append(out, Check{Name: "retry: DLQ entries below a replica's retention floor (not held)", Value: fmt.Sprint(below), OK: true})
+	}
+	if len(unread) > 0 {
+		out = append(out, Check{Name: "retry: DLQ replicas not checked (final read failed)", Value: strings.Join(unread, ", "), OK: false})
+	}
+	return append(out, []Check{
 		{Name: "retry: always-failing messages consumed successfully", Value: fmt.Sprint(wrong), OK: wrong == 0, Required: true, Examples: wrongEx},
 		{Name: "retry: acknowledged retry- messages never consumed", Value: fmt.Sprintf("%d of %d", retryLost, okRetry), OK: retryLost == 0, Required: true, Examples: retryEx},
 		{Name: "retry: phantom or corrupt (deliveries, DLQ)", Value: fmt.Sprint(phantom), OK: phantom == 0, Required: true, Examples: phEx},
@@ -312,5 +338,36 @@ func checkRetry(x ChaosHistory) []Check {
 		// broker compares that), and redelivers after ambiguous send-backs:
 		// reported only.
 		{Name: fmt.Sprintf("retry: deliveries of a dead-lettered message (send-back path %d)", RetryMaxReconsume+1), Value: fmt.Sprintf("min %d, max %d", max(minDel, 0), maxDel), OK: true},
+	}...)
+}
+
+// dlqCoverage lists the nodes whose %DLQ% final read succeeded (sorted),
+// each node's floor per queue (its range's From; 0 for a history without
+// ranges) and the nodes whose read failed. A node with a range but no
+// entries is still read: it is held to every entry above its floor.
+func dlqCoverage(x ChaosHistory) (nodes []string, floor map[nodeQueue]int64, unread []string) {
+	failed := map[string]bool{}
+	for _, n := range x.DLQUnread {
+		if !failed[n] {
+			failed[n] = true
+			unread = append(unread, n)
+		}
 	}
+	sort.Strings(unread)
+	read := map[string]bool{}
+	floor = map[nodeQueue]int64{}
+	for _, rr := range x.DLQRanges {
+		read[rr.Node] = true
+		floor[nodeQueue{rr.Node, rr.Queue}] = rr.From
+	}
+	for _, r := range x.DLQReads {
+		read[r.Node] = true
+	}
+	for n := range read {
+		if !failed[n] {
+			nodes = append(nodes, n)
+		}
+	}
+	sort.Strings(nodes)
+	return nodes, floor, unread
 }

@@ -1,6 +1,9 @@
 package jepsen
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // chaosHistory is a valid history of the ordered, offsets and retry
 // workloads on top of the two-group main history.
@@ -110,3 +113,78 @@ func TestCheckerChaosWorkloads(t *testing.T) {
 // read2 is a DLQ read of a value nobody sent on node (it makes node count
 // as read, so dlq-0 is then missing there).
 func read2(node, v string) Read { return Read{Node: node, Broker: GroupName, Value: v, Intact: true} }
+
+// TestCheckerChaosDLQRetentionFloor: the DLQ replica check holds a node
+// only to the entries at or above its own floor (forced retention under disk
+// pressure, or a snapshot install, removes the head of every queue on that
+// node), like the main topic's check, and does not count a node whose read
+// failed as lacking anything.
+func TestCheckerChaosDLQRetentionFloor(t *testing.T) {
+	dlq := func(node, v string, off int64) Read {
+		return Read{Node: node, Broker: GroupName, Queue: 0, Offset: off, Value: v, Intact: true}
+	}
+	rng := func(node string, from, to int64) ReadRange {
+		return ReadRange{Node: node, Broker: GroupName, Queue: 0, From: from, To: to}
+	}
+	base := func() History {
+		h := chaosHistory()
+		h.Chaos.RetryOps = append(h.Chaos.RetryOps, Op{Value: "dlq-4", Result: ResultOK})
+		h.Chaos.RetryDeliveries = append(h.Chaos.RetryDeliveries, Delivery{Consumer: "retry-c", Value: "dlq-4", Intact: true})
+		// dlq-0 at 0, dlq-4 at 1 on n0 and n1; n2 removed offset 0.
+		h.Chaos.DLQReads = []Read{dlq("n0", "dlq-0", 0), dlq("n0", "dlq-4", 1), dlq("n1", "dlq-0", 0), dlq("n1", "dlq-4", 1), dlq("n2", "dlq-4", 1)}
+		h.Chaos.DLQRanges = []ReadRange{rng("n0", 0, 2), rng("n1", 0, 2), rng("n2", 1, 2)}
+		return h
+	}
+	const absent = "retry: dead-lettered messages absent from a replica's DLQ"
+
+	h := base()
+	v := CheckHistory(h, true)
+	if !v.Valid {
+		t.Fatalf("entry below n2's floor judged absent:\n%s", VerdictTable(h, v))
+	}
+	if c := check(t, v, absent); c.Value != "0" || !strings.Contains(c.Name, "(3 read)") {
+		t.Fatalf("absent = %+v, want 0 of 3 nodes read", c)
+	}
+	if c := check(t, v, "retry: DLQ entries below a replica's retention floor"); c.Value != "1" || c.Required {
+		t.Fatalf("below floor = %+v, want 1 (info)", c)
+	}
+
+	for _, c := range []struct {
+		name string
+		mut  func(h *History)
+	}{
+		// n2 keeps from 0 yet lacks dlq-0.
+		{"above floor", func(h *History) { h.Chaos.DLQRanges[2].From = 0 }},
+		// n2 answered (a range) but holds nothing at all.
+		{"empty node", func(h *History) { h.Chaos.DLQReads = h.Chaos.DLQReads[:4] }},
+		// dlq-0 stored twice (a retried send-back), the copy at 1 is above
+		// n2's floor: n2 must hold it.
+		{"second copy above floor", func(h *History) {
+			h.Chaos.DLQReads = []Read{dlq("n0", "dlq-0", 0), dlq("n0", "dlq-0", 1), dlq("n1", "dlq-0", 0), dlq("n1", "dlq-0", 1), dlq("n2", "dlq-4", 2), dlq("n0", "dlq-4", 2), dlq("n1", "dlq-4", 2)}
+		}},
+	} {
+		h := base()
+		c.mut(&h)
+		v := CheckHistory(h, true)
+		if v.Valid || check(t, v, absent).OK {
+			t.Errorf("%s: not caught (%+v)", c.name, check(t, v, absent))
+		}
+	}
+
+	// n2's read failed after it returned nothing: not checked, reported
+	// apart, not counted as absent.
+	h = base()
+	h.Chaos.DLQReads = h.Chaos.DLQReads[:4]
+	h.Chaos.DLQRanges = h.Chaos.DLQRanges[:2]
+	h.Chaos.DLQUnread = []string{"n2"}
+	v = CheckHistory(h, true)
+	if !v.Valid {
+		t.Fatalf("unreadable node counted as absent:\n%s", VerdictTable(h, v))
+	}
+	if c := check(t, v, absent); c.Value != "0" || !strings.Contains(c.Name, "(2 read)") {
+		t.Fatalf("absent = %+v, want 0 of 2 nodes read", c)
+	}
+	if c := check(t, v, "retry: DLQ replicas not checked"); c.Value != "n2" || c.Required {
+		t.Fatalf("not checked = %+v, want n2 (info)", c)
+	}
+}

@@ -86,6 +86,12 @@ type ChaosHistory struct {
 	RetryDeliveries []Delivery       `json:"retryDeliveries,omitempty"`
 	// DLQReads is %DLQ%RetryGroup as the final read found it on each node.
 	DLQReads []Read `json:"dlqReads,omitempty"`
+	// DLQRanges is the span of %DLQ%RetryGroup each node's final read
+	// covered; From is that node's own minimum offset (its retention floor).
+	DLQRanges []ReadRange `json:"dlqRanges,omitempty"`
+	// DLQUnread names the nodes whose %DLQ%RetryGroup read failed: they are
+	// not held to the replica check (counted apart, not as absent).
+	DLQUnread []string `json:"dlqUnread,omitempty"`
 }
 
 func (c *ChaosHistory) clone() ChaosHistory {
@@ -94,6 +100,7 @@ func (c *ChaosHistory) clone() ChaosHistory {
 		OrderReads: append([]Read(nil), c.OrderReads...), OffsetCommits: append([]OffsetCommitOp(nil), c.OffsetCommits...),
 		OffsetObs: append([]OffsetObs(nil), c.OffsetObs...), RetryOps: append([]Op(nil), c.RetryOps...),
 		RetryDeliveries: append([]Delivery(nil), c.RetryDeliveries...), DLQReads: append([]Read(nil), c.DLQReads...),
+		DLQRanges: append([]ReadRange(nil), c.DLQRanges...), DLQUnread: append([]string(nil), c.DLQUnread...),
 	}
 }
 
@@ -542,6 +549,8 @@ func (w *workload) drainChaos(ctx context.Context, timeout time.Duration) bool {
 func (w *workload) finalReadChaos(ctx context.Context) error {
 	var errs []error
 	var orders, dlqs []Read
+	var dlqRanges []ReadRange
+	var unread []string
 	for _, i := range w.c.GroupNodes(0) {
 		n := w.c.Nodes[i]
 		if n.State() != NodeRunning {
@@ -552,13 +561,20 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 			orders, errs = append(orders, r...), append(errs, err)
 		}
 		if w.cfg.RetryOpsPerSecond > 0 {
-			r, _, err := w.readTopic(ctx, n, wire.DLQGroupTopicPrefix+RetryGroup, 1)
+			r, rr, err := w.readTopic(ctx, n, wire.DLQGroupTopicPrefix+RetryGroup, 1)
 			dlqs, errs = append(dlqs, r...), append(errs, err)
+			if err != nil {
+				unread = append(unread, n.ID) // a partial read proves no absence
+			} else {
+				dlqRanges = append(dlqRanges, rr...)
+			}
 		}
 	}
 	w.rec.mu.Lock()
 	w.rec.h.Chaos.OrderReads = append(w.rec.h.Chaos.OrderReads, orders...)
 	w.rec.h.Chaos.DLQReads = append(w.rec.h.Chaos.DLQReads, dlqs...)
+	w.rec.h.Chaos.DLQRanges = append(w.rec.h.Chaos.DLQRanges, dlqRanges...)
+	w.rec.h.Chaos.DLQUnread = append(w.rec.h.Chaos.DLQUnread, unread...)
 	w.rec.mu.Unlock()
 	return errors.Join(errs...)
 }
