@@ -485,7 +485,7 @@ func (w *workload) sendRetry(ctx context.Context, value string) error {
 
 // drainChaos waits, up to timeout, until every acknowledged ordered
 // message was delivered, every acknowledged retry- message consumed and
-// every acknowledged dlq- message found in %DLQ%RetryGroup on a leader.
+// every acknowledged dlq- message found in %DLQ%RetryGroup on some node.
 func (w *workload) drainChaos(ctx context.Context, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	dlq := wire.DLQGroupTopicPrefix + RetryGroup
@@ -518,8 +518,14 @@ func (w *workload) drainChaos(ctx context.Context, timeout time.Duration) bool {
 			if strings.HasPrefix(o.Value, "dlq-") {
 				if inDLQ == nil {
 					inDLQ = map[string]bool{}
-					if l := w.c.Leader(ctx); l >= 0 {
-						reads, _, _ := w.readTopic(ctx, w.c.Nodes[l], dlq, 1)
+					// Any node: the leader may have removed the DLQ's
+					// head by retention (disk pressure) while another
+					// node still holds it.
+					for _, i := range w.c.GroupNodes(0) {
+						if w.c.Nodes[i].State() != NodeRunning {
+							continue
+						}
+						reads, _, _ := w.readTopic(ctx, w.c.Nodes[i], dlq, 1)
 						for _, r := range reads {
 							inDLQ[r.Value] = true
 						}
