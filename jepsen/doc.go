@@ -48,7 +48,8 @@
 //   - workload_chaos.go, checker_chaos.go: the ordered (per-key order of
 //     acks, stored copies and deliveries), offsets (no regression of a
 //     replicated commit across failover) and retry/DLQ (every exhausted
-//     message dead-lettered on every replica) workloads and their checks.
+//     message dead-lettered on every replica that keeps its DLQ offset)
+//     workloads and their checks.
 //   - report.go, report_png.go, report_labels.go: verdict table, history
 //     JSON, timeline PNG (fault labels stacked in rows so close faults stay
 //     readable).
