@@ -55,7 +55,7 @@ func TestDefaultNemesesAndTags(t *testing.T) {
 	if slices.Contains(def, "bitflip-segment") {
 		t.Fatal("bitflip-segment is in the default set")
 	}
-	for _, n := range []string{"kill-namesrv", "partition-clients", "net-loss-delay", "slow-disk", "kill-leader"} {
+	for _, n := range []string{"kill-namesrv", "partition-clients", "net-loss-delay", "slow-disk", "kill-leader", "replace-member"} {
 		if !slices.Contains(def, n) {
 			t.Fatalf("%s missing from the default set %v", n, def)
 		}
