@@ -5,7 +5,8 @@
 // SIGSTOP/SIGCONT, Raft partitions through userspace link proxies or
 // network namespaces, fsync EIO under strace, disk full, crashes that lose
 // unsynced writes, name-server kills, client↔broker partitions, packet
-// loss, slow flushes, a flipped bit in a closed segment), heals, drains,
+// loss, slow flushes, a flipped bit in a closed segment, a follower wiped
+// and re-added through the membership requests), heals, drains,
 // and checks the history: nothing
 // acknowledged lost, nothing phantom, one value per queue offset across
 // acks, consumers and replicas, dense queues, no idempotent duplicates,
@@ -36,6 +37,9 @@
 //     net-loss-delay (netem, or iptables statistic loss), slow-disk (the
 //     slowfs build's flush-delay control file), bitflip-segment (off by
 //     default); BuildTags, DefaultNemeses; EnsureNetnsTools.
+//   - nemesis_member.go: replace-member (removeMember a follower, wipe its
+//     data, restart it with raftJoin=true, addMember it; heal waits for
+//     three voters).
 //   - workload.go: SDK producers and consumers, the final read of every
 //     queue on every node; workload_txn.go: the transactional sends
 //     (client.TransactionProducer, decision fixed by the value).
