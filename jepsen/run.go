@@ -145,6 +145,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	ccfg := ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, CrashFS: crash, SlowFS: strings.Contains(tags, "slowfs"), SegmentBytes: p.SegmentBytes,
 		ElectionMillis: p.ElectionMillis, Queues: p.Queues, Groups: p.Groups, TmpfsNode: -1}
 	var notes []string
+	if n := diskPressureNote(o.Dir); n != "" {
+		notes = append(notes, n)
+	}
 	if o.Netns {
 		if err := NetnsSupport(); err != nil {
 			if o.RequireNetns {
