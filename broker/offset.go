@@ -195,12 +195,15 @@ func (o *offsetCoalescer) add(oc OffsetCommit) {
 	o.mu.Unlock()
 }
 
-// lookup is the pending commit if any, else the replicated one.
+// lookup is the pending commit if any, else the replicated one. A pending
+// commit counts only while this node leads: once deposed it will never be
+// replicated, and answering it would show a consumer an offset the new
+// leader does not have (a regression when it then asks the new leader).
 func (o *offsetCoalescer) lookup(group, topic string, queueID int32) (int64, bool) {
 	o.mu.Lock()
 	off, ok := o.pending[offsetKey{group, topic, queueID}]
 	o.mu.Unlock()
-	if ok {
+	if ok && o.c.rep.IsLeader() {
 		return off, true
 	}
 	return o.c.rep.State().ConsumerOffset(group, topic, queueID)

@@ -1,0 +1,31 @@
+package broker
+
+import (
+	"context"
+	"testing"
+
+	"go.uber.org/zap"
+)
+
+// A commit the leader acknowledged but had not replicated yet is answered
+// while it leads; once deposed, it answers the replicated offset (the one
+// the new leader has), never its unreplicated pending one.
+func TestOffsetLookupDropsPendingWhenDeposed(t *testing.T) {
+	rep := newFakeReplica(t, "127.0.0.1:1")
+	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Shutdown(context.Background()) }()
+	if err := rep.CommitOffsets(context.Background(), []OffsetCommit{{Group: "G", Topic: "T", QueueID: 0, Offset: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	c.offsets.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 11})
+	if off, ok := c.offsets.lookup("G", "T", 0); !ok || off != 11 {
+		t.Fatalf("leader: lookup = %d %v, want the pending 11", off, ok)
+	}
+	rep.setLeader(false, "127.0.0.1:2")
+	if off, ok := c.offsets.lookup("G", "T", 0); !ok || off != 10 {
+		t.Fatalf("deposed: lookup = %d %v, want the replicated 10", off, ok)
+	}
+}
