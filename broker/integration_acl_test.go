@@ -99,6 +99,7 @@ func wantNoPermission(t *testing.T, what string, err error, want string) {
 // topic administration needs the admin account. The group's leader
 // polls its followers' RAFT_STATUS as the cluster account.
 func TestACLOfficialClient(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startACLCluster(t)
 	leader := pc.nodes[pc.leader()].Addr()
 	for _, topic := range []string{"AclTopic", "SubOnly", "Forbidden"} {

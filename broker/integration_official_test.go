@@ -57,7 +57,6 @@ func officialProducer(t *testing.T, nsAddr string, opts ...producer.Option) rock
 func officialPushConsumer(t *testing.T, nsAddr, group, topic, expr string,
 	f func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
-	testutil.SkipOfficialConsumerUnderRace(t)
 	base := []consumer.Option{
 		consumer.WithNameServer(primitive.NamesrvAddr{nsAddr}),
 		consumer.WithGroupName(group),
@@ -111,6 +110,7 @@ func (b *bodySet) has(body string) bool {
 // send, a push consumer with a tag filter gets exactly its tag, another
 // gets everything; a key query and a timestamp search find the messages.
 func TestOfficialQuickstart(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()
@@ -198,6 +198,7 @@ func TestOfficialQuickstart(t *testing.T) {
 // %DLQ%<group> after maxReconsumeTimes; a DELAY message is held for its
 // level's delay.
 func TestOfficialRetryDelayDLQ(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
 	leader := pc.nodes[pc.leader()].Addr()
 	pc.createTopic(leader, "RT", 2)
@@ -260,6 +261,7 @@ func TestOfficialRetryDelayDLQ(t *testing.T) {
 // TestOfficialOrderly: an orderly consumer (LOCK_BATCH_MQ) sees each
 // order's steps in send order; sends use a queue selector.
 func TestOfficialOrderly(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
 	leader := pc.nodes[pc.leader()].Addr()
 	pc.createTopic(leader, "ORD", 4)
@@ -311,6 +313,7 @@ func TestOfficialOrderly(t *testing.T) {
 // everything) resumes at the committed offsets: it gets the new round and
 // none of the old one.
 func TestOfficialOffsetsSurviveRestart(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OR", 4)
 	p := officialProducer(t, pc.nsAddr)
@@ -411,6 +414,7 @@ func TestOfficialLeaderKill(t *testing.T) {
 // consume every new message exactly once; two broadcasting consumers each
 // get everything; consumer offsets are committed through Raft.
 func TestOfficialModesAndOffsets(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "MO", 4)
 	p := officialProducer(t, pc.nsAddr)

@@ -175,6 +175,7 @@ func waitProducerEverywhere(t *testing.T, pc *procCluster, group string) {
 // with the official transaction producer; the consumer gets every
 // committed message exactly once and no rolled-back one.
 func TestOfficialTransactions(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startRealCluster(t, officialTxnConfig)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTX", 4)
 	l := newTxListener()
@@ -206,6 +207,7 @@ func TestOfficialTransactions(t *testing.T) {
 // with the outcome unknown; a restarted producer of the same group gets
 // the check-back and commits it, once.
 func TestOfficialTransactionProducerRestart(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startRealCluster(t, officialTxnConfig)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTXR", 4)
 	first := newTxListener()
@@ -228,6 +230,7 @@ func TestOfficialTransactionProducerRestart(t *testing.T) {
 // leader); the new leader resumes the check-back from the replicated
 // state, the producer commits, and the message is consumed exactly once.
 func TestOfficialTransactionLeaderKill(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startRealCluster(t, officialTxnConfig)
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTXK", 4)
 	l := newTxListener()
@@ -265,6 +268,7 @@ func TestOfficialTransactionLeaderKill(t *testing.T) {
 // the client's 30 s route refresh found it and its next heartbeat (30 s)
 // reached it. RAFTMQ_LONG=1 only: it waits for both.
 func TestOfficialTransactionLeaderKillProducerOnly(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	if os.Getenv("RAFTMQ_LONG") != "1" {
 		t.Skip("waits for the official client's 30 s route refresh and heartbeat; set RAFTMQ_LONG=1")
 	}

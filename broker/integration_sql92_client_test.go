@@ -110,7 +110,7 @@ func startSQLCluster(t *testing.T, topic string) *procCluster {
 // CHECK_CLIENT_CONFIG and says TAG in its pulls; the broker takes the type
 // from its heartbeat.
 func TestOfficialSQL92(t *testing.T) {
-	testutil.SkipOfficialConsumerUnderRace(t)
+	testutil.SkipOfficialClientUnderRace(t)
 	const topic, n = "SQ", 40
 	pc := startSQLCluster(t, topic)
 	p := officialProducer(t, pc.nsAddr)

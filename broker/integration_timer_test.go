@@ -53,6 +53,7 @@ func (r *timerRecv) count() int {
 }
 
 func TestOfficialAndSDKTimerMessages(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
 	const topic = "TMR"
 	pc.createTopic(pc.nodes[pc.leader()].Addr(), topic, 2)

@@ -66,6 +66,7 @@ func officialSendAll(t *testing.T, nsAddr, topic, prefix string, n int, opts ...
 // the name server and the brokers; a plaintext official client is refused;
 // the raftmq SDK's WithTLS verifies the servers against the CA.
 func TestOfficialTLSEnforcing(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
 	pc, ca := tlsCluster(t, remoting.TLSEnforcing)
 	resetOfficialTLS(t)
 	const topic = "TLS_T"

@@ -205,7 +205,10 @@ func TestTimerRetentionPin(t *testing.T) {
 func TestTimerIdempotentProducer(t *testing.T) {
 	pc := startRealCluster(t, nil)
 	leader := pc.nodes[pc.createTopicOnLeader("TI", 2)].Addr()
-	due := time.Now().Add(300 * time.Millisecond).UnixMilli()
+	// Far enough ahead that all three sends (slow under -race on a loaded
+	// machine) arrive before it: a due time already past makes a plain
+	// message, which the timer metrics below would not count.
+	due := time.Now().Add(2 * time.Second).UnixMilli()
 	props := timerProps(wire.PropertyTimerDeliverMs, due) + wire.PropertyProducerID + "\x01p1\x02" + wire.PropertySequence + "\x011\x02"
 	var offsets []string
 	for i, send := range []struct {

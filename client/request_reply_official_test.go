@@ -24,7 +24,7 @@ import (
 // official producer (SEND_REPLY_MESSAGE with long header names, to either
 // group's reply-topic queue).
 func TestRequestReplyOfficialClient(t *testing.T) {
-	testutil.SkipOfficialConsumerUnderRace(t)
+	testutil.SkipOfficialClientUnderRace(t)
 	const toSDK, toOfficial = "RROffA", "RROffB"
 	ec, admin := startReplyCluster(t, toSDK)
 	ns := ec.NamesrvAddr()

@@ -247,6 +247,13 @@ func TestAdminParity(t *testing.T) {
 			}
 		}},
 		{"cloneGroupOffset", func(t *testing.T) {
+			// The consumer commits its offsets to the broker on its own
+			// schedule; the clone copies what the broker holds.
+			testutil.WaitFor(t, 15*time.Second, "ParCG's offsets on the broker", func() bool {
+				var cp consumerProgress
+				js(t, &cp, "consumerProgress", "-g", "ParCG", "-t", "ParT")
+				return len(cp.Queues) == 4 && cp.DiffTotal == 0
+			})
 			wantLines(t, run(t, "cloneGroupOffset", "-s", "ParCG", "-d", "ParClone", "-t", "ParT"), "clone group offset success")
 			var cp consumerProgress
 			js(t, &cp, "consumerProgress", "-g", "ParClone", "-t", "ParT")
