@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/remoting"
 )
 
 // Topic is the topic every producer writes and the consumer group reads.
@@ -244,8 +243,6 @@ func (w *workload) startConsumers(ctx context.Context) error {
 // holds and the range it covered (ReadRange). Followers serve pulls too;
 // whatever a node returns is checked.
 func (w *workload) finalRead(ctx context.Context, queues int) error {
-	rc := remoting.NewClient(remoting.DefaultClientConfig(), w.log.Named("reader"))
-	defer rc.Close()
 	var reads []Read
 	var ranges []ReadRange
 	var errs []error
@@ -253,49 +250,10 @@ func (w *workload) finalRead(ctx context.Context, queues int) error {
 		if n.State() != NodeRunning {
 			continue
 		}
-		for q := 0; q < queues; q++ {
-			off := int64(0)
-			rr := ReadRange{Node: n.ID, Broker: GroupNameOf(n.Group), Queue: q}
-			for {
-				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				res, err := client.PullMessage(rctx, rc, n.Addr(), &client.PullRequest{
-					Group:      "JepsenReader",
-					Queue:      client.MessageQueue{Topic: Topic, BrokerName: GroupNameOf(n.Group), QueueID: q},
-					Offset:     off,
-					MaxMsgNums: 32,
-				})
-				cancel()
-				if err != nil {
-					errs = append(errs, fmt.Errorf("final read %s q%d@%d: %w", n.ID, q, off, err))
-					break
-				}
-				if off < res.MinOffset {
-					// Retention removed the head of this node's queue (a
-					// follower answers "not found" there rather than moving
-					// the offset): read what it still holds.
-					off = res.MinOffset
-					rr.From = off
-					continue
-				}
-				if res.Status != client.PullFound || len(res.Messages) == 0 {
-					if res.Status == client.PullOffsetIllegal && res.NextBeginOffset > off {
-						off = res.NextBeginOffset
-						rr.From = max(rr.From, off)
-						continue
-					}
-					break
-				}
-				for _, m := range res.Messages {
-					v, ok := decodeBody(m.Body)
-					reads = append(reads, Read{Node: n.ID, Broker: GroupNameOf(n.Group), Queue: q, Offset: m.QueueOffset, Value: v, Intact: ok})
-				}
-				if res.NextBeginOffset <= off {
-					break
-				}
-				off = res.NextBeginOffset
-			}
-			rr.To = off
-			ranges = append(ranges, rr)
+		r, rr, err := w.readTopic(ctx, n, Topic, queues)
+		reads, ranges = append(reads, r...), append(ranges, rr...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("final read: %w", err))
 		}
 	}
 	w.rec.mu.Lock()

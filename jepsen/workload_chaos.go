@@ -586,7 +586,8 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 }
 
 // readTopic pulls queues 0..queues-1 of topic from node n, from its
-// minimum offset, without committing (like finalRead).
+// minimum offset, without committing, and records the range each queue
+// covered. finalRead and the chaos workloads' final reads use it.
 func (w *workload) readTopic(ctx context.Context, n *Node, topic string, queues int) ([]Read, []ReadRange, error) {
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), w.log.Named("reader"))
 	defer rc.Close()
@@ -608,6 +609,9 @@ func (w *workload) readTopic(ctx context.Context, n *Node, topic string, queues 
 				break
 			}
 			if off < res.MinOffset {
+				// Retention removed the head of this node's queue (a
+				// follower answers "not found" there rather than moving
+				// the offset): read what it still holds.
 				off = res.MinOffset
 				rr.From = off
 				continue
