@@ -158,6 +158,34 @@ func (w *workload) newPushConsumerFor(group, topic string, extra ...client.Consu
 	return c, c.Subscribe(topic, "*")
 }
 
+// awaitRoute waits until the name server routes topic. A warm-up send
+// auto-creates a topic on the broker, which registers it with the name
+// server a moment later; a consumer started in between fails its start
+// with ErrNoRoute, as RocketMQ's Go client does.
+func (w *workload) awaitRoute(ctx context.Context, topic string) error {
+	a, err := client.NewAdmin(client.NameServers(w.c.NamesrvAddr()), client.WithLogger(w.log.Named("admin")))
+	if err != nil {
+		return err
+	}
+	defer a.Close(context.Background())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := a.TopicRoute(cctx, topic)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%w: route of %s: %v", ErrNotReady, topic, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // warm sends until one send succeeds (the first creates the topic).
 func warm(ctx context.Context, send func(seq int) error) error {
 	deadline := time.Now().Add(30 * time.Second)
@@ -255,6 +283,9 @@ func (w *workload) startOrdered(ctx context.Context) error {
 	}
 	w.chaos.orderProd = p
 	if err := warm(ctx, func(seq int) error { return w.sendOrdered(ctx, "warm", seq) }); err != nil {
+		return err
+	}
+	if err := w.awaitRoute(ctx, OrderTopic); err != nil {
 		return err
 	}
 	c, err := w.newPushConsumerFor(OrderGroup, OrderTopic)
@@ -429,6 +460,9 @@ func (w *workload) startRetry(ctx context.Context) error {
 	}
 	w.chaos.retryProd = p
 	if err := warm(ctx, func(seq int) error { return w.sendRetry(ctx, fmt.Sprintf("retry-warm-%d", seq)) }); err != nil {
+		return err
+	}
+	if err := w.awaitRoute(ctx, RetryTopic); err != nil {
 		return err
 	}
 	c, err := w.newPushConsumerFor(RetryGroup, RetryTopic, client.MaxReconsumeTimes(RetryMaxReconsume), client.ConsumeMessageBatchMaxSize(1))

@@ -84,6 +84,9 @@ func (w *workload) startTimers(ctx context.Context) error {
 			return fmt.Errorf("%w: warm-up timer send: %v", ErrNotReady, err)
 		}
 	}
+	if err := w.awaitRoute(ctx, TimerTopic); err != nil {
+		return err
+	}
 	c, err := client.NewPushConsumer(
 		client.NameServers(w.c.NamesrvAddr()),
 		client.ConsumerGroup(TimerGroup),
