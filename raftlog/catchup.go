@@ -402,10 +402,15 @@ func (s *LogStore) BackfillFinish(gen uint64) error {
 	return nil
 }
 
-// ReadRange copies up to n bytes of the log's file space at pos, stopping
-// at the end of pos's segment and at the end of written data: what a peer
-// catching up fetches. Only committed data below the caller's snapshot
-// position is asked for, so the bytes are stable.
+// ReadRange copies the whole entries (frames, a segment's blank filler) of
+// the log's file space that start at pos and end within n bytes of it (at
+// least one entry, however long), stopping at the end of pos's segment and
+// at the end of written data: what a peer catching up fetches. Only
+// committed data below the caller's snapshot position is asked for, so the
+// bytes are stable. Every frame is checked (CRC) before it is copied: a
+// damaged one is never handed out; the error is a *DamageError naming the
+// file and offset, unless it is the first entry and carries no entry magic
+// at all (pos is not an entry boundary: ErrLogMismatch).
 func (s *LogStore) ReadRange(pos int64, n int) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -417,16 +422,49 @@ func (s *LogStore) ReadRange(pos int64, n int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: no segment holds position %d (retained from %d)", ErrLogMismatch, pos, s.segQ.MinOffset())
 	}
 	rel := int(pos - mf.FileFromOffset())
-	n = min(n, mf.WrotePosition()-rel)
-	if n <= 0 {
+	limit := mf.WrotePosition() - rel
+	if min(n, limit) <= 0 {
 		return nil, fmt.Errorf("%w: position %d is past the written data", ErrLogMismatch, pos)
 	}
-	sl, err := mf.Read(rel, n)
+	sl, err := mf.Read(rel, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer sl.Release()
-	return append([]byte(nil), sl.B...), nil
+	// The blank filler runs to the segment's end, which may lie past the
+	// written position the slice stops at.
+	seg := mf.Bytes()[rel:]
+	end := 0
+	for end < limit && end < n {
+		kind, _, size, err := ScanEntry(seg[end:])
+		if errors.Is(err, ErrEndOfData) {
+			break
+		}
+		if err != nil {
+			if end == 0 && !entryMagicAt(seg) {
+				return nil, fmt.Errorf("%w: position %d is not an entry boundary: %v", ErrLogMismatch, pos, err)
+			}
+			return nil, damageAt(mf, rel+end, 0, err)
+		}
+		if (end > 0 && end+size > n) || (kind == KindFrame && end+size > limit) {
+			break
+		}
+		end = min(end+size, limit)
+	}
+	if end == 0 {
+		return nil, fmt.Errorf("%w: no entry at position %d", ErrLogMismatch, pos)
+	}
+	return append([]byte(nil), sl.B[:end]...), nil
+}
+
+// entryMagicAt reports whether b starts with a frame or blank filler
+// header's magic.
+func entryMagicAt(b []byte) bool {
+	if len(b) < BlankHeaderSize {
+		return false
+	}
+	m := binary.BigEndian.Uint32(b[offMagic:])
+	return m == FrameMagic || m == BlankMagic
 }
 
 // FirstPosition returns the first index and its frame position (0, 0 for
