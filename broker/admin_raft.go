@@ -206,6 +206,9 @@ func collectRaftStatus(ra RaftAdmin, serving bool) (*RaftStatus, error) {
 	if rm, ok := ra.(interface{ Removed() error }); ok && rm.Removed() != nil {
 		return nil, rm.Removed()
 	}
+	if dm, ok := ra.(interface{ LogDamaged() error }); ok && dm.LogDamaged() != nil {
+		return nil, dm.LogDamaged()
+	}
 	f := r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, err

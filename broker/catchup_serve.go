@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -27,7 +28,11 @@ type catchupReader interface {
 func (g *Group) catchupLogStart() (uint64, int64, error) { return g.logs.FirstPosition() }
 
 func (g *Group) catchupReadLog(pos int64, n int) ([]byte, error) {
-	return g.logs.ReadRange(pos, min(max(n, 0), catchupChunk))
+	b, err := g.logs.ReadRange(pos, min(max(n, 0), catchupChunk))
+	if errors.Is(err, raftlog.ErrDamagedLog) {
+		g.noteDamage(err, "catch-up read") // scrub.go: never served
+	}
+	return b, err
 }
 
 func (g *Group) catchupReadUnits(topic string, queueID int32, from int64, n int) (int64, []store.CQUnit, error) {

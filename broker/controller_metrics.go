@@ -247,6 +247,9 @@ func (c *Controller) ready() (bool, any) {
 			b.ApplyStopped, ok = err.Error(), false
 		}
 	}
+	if dm, ok2 := c.rep.(interface{ LogDamaged() error }); ok2 && dm.LogDamaged() != nil {
+		ok = false // raft_log_damaged and the log say where
+	}
 	return ok, b
 }
 

@@ -74,6 +74,9 @@ type Group struct {
 	snapLoopDone chan struct{}
 	// catchup is the full-data catch-up loop's state (catchup.go).
 	catchup catchupState
+	// damage is the scrub's state and the log damage that stopped this
+	// member (scrub.go).
+	damage damageState
 
 	quit      chan struct{}
 	closeOnce sync.Once
@@ -86,6 +89,8 @@ var _ Replica = (*Group)(nil)
 type groupOptions struct {
 	// diskStepDown, if non-nil, replaces defaultDiskStepDown().
 	diskStepDown *diskStepDownConfig
+	// scrub, if non-nil, replaces the scrub's start delay and pass gap.
+	scrub *scrubTiming
 }
 
 // OpenGroup is NewGroup on the production parts (OpenDiskParts): files
@@ -205,7 +210,10 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 		timers: g.timers}
 	g.progress = newProgressTracker()
 	rtrans := wrapCatchupTransport(trackProgress(g.trans, g.progress), g.catchupBlocksVoting)
-	if g.raft, err = raft.NewRaft(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, rtrans); err != nil {
+	if err := g.checkDamagedMarker(); err != nil {
+		return nil, err
+	}
+	if g.raft, err = newRaftChecked(rc, g.fsm, g.timedLogs(), g.stable, g.snaps, rtrans); err != nil {
 		return nil, fmt.Errorf("broker: start raft: %w", err)
 	}
 	if has {
@@ -230,6 +238,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	g.stepDownDone = make(chan struct{})
 	go g.runDiskStepDown(sd)
+	g.startScrub(opts.scrub)
 	if cfg.SnapshotBytes > 0 {
 		g.snapLoopDone = make(chan struct{})
 		go g.runSnapshotBySize()
@@ -502,6 +511,7 @@ func (g *Group) closeParts() error {
 	if g.snapLoopDone != nil {
 		<-g.snapLoopDone // at most one snapshot to wait for
 	}
+	g.waitScrub()
 	if g.preferred != nil {
 		g.preferred.Close()
 	}

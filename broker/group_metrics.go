@@ -58,7 +58,7 @@ func (g *Group) metricsCollectors() []prometheus.Collector {
 	if g.metrics == nil {
 		return nil
 	}
-	return []prometheus.Collector{g.metrics.flushSeconds, g.metrics.flushBytes, g.metrics.batchRequests,
+	return append(g.scrubCollectors(), g.metrics.flushSeconds, g.metrics.flushBytes, g.metrics.batchRequests,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "apply_dispatch_failures_total",
 			Help: "Failed attempts to write a committed entry's ConsumeQueue and index units (each retry counts).",
@@ -76,7 +76,7 @@ func (g *Group) metricsCollectors() []prometheus.Collector {
 			}
 			return 0
 		}),
-	}
+	)
 }
 
 // timedLogs is the LogStore Raft gets: g.logs behind the timing decorator.

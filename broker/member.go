@@ -108,7 +108,7 @@ func findServer(conf raft.Configuration, id string) (raft.Server, bool) {
 // when id is not in the configuration (removed, or not added yet): such
 // a member does not register at all.
 func (g *Group) memberBrokerID(id string) (int64, bool) {
-	if g.Removed() != nil {
+	if g.Removed() != nil || g.LogDamaged() != nil {
 		return 0, false
 	}
 	conf, err := g.configuration()

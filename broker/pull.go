@@ -159,6 +159,7 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 	}
 	res, err := c.st.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxNums, p.filter)
 	if err != nil {
+		c.noteStoreReadError(err)
 		return response(remoting.ResponseSystemError, "read %s/%d at %d: %v", h.Topic, h.QueueID, h.QueueOffset, err)
 	}
 	c.stats.got(h.ConsumerGroup, h.Topic, len(res.Messages), len(res.Body))

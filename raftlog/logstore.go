@@ -312,6 +312,11 @@ func (s *LogStore) GetLog(index uint64, l *raft.Log) error {
 	}
 	defer sl.Release()
 	if _, err := DecodeFrame(sl.B, l); err != nil {
+		// Only stored (and, under Sync, synced) frames are read: a check
+		// that fails is damage, named by file and offset.
+		if mf := s.segQ.FindByOffset(pos); mf != nil {
+			return damageAt(mf, int(pos-mf.FileFromOffset()), index-1, fmt.Errorf("index %d: %w", index, err))
+		}
 		return fmt.Errorf("raftlog: index %d at position %d: %w", index, pos, err)
 	}
 	if l.Index != index {

@@ -71,10 +71,48 @@ func (s *LogStore) ScrubSegment(from int64, pace func(n int) error) (next int64,
 	}
 	defer mf.Release()
 	end := mf.FileFromOffset() + int64(mf.Size())
+	if err := scanSegment(mf, start, mf.Size(), pace); err != nil {
+		if errors.Is(err, ErrDamagedLog) {
+			return end, true, err
+		}
+		return from, true, err
+	}
+	return end, true, nil
+}
+
+// VerifySegmentAt verifies the entries of the segment holding position pos
+// (closed or not; in the open one up to what is written), unpaced: the
+// check of a segment a reader found a damaged message in. Damage is a
+// *DamageError.
+func (s *LogStore) VerifySegmentAt(pos int64) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	mf := s.segQ.FindByOffset(pos)
+	start := 0
+	if mf != nil && !s.emptyLocked() {
+		if firstPos, err := s.slotLocked(s.first); err == nil && firstPos > mf.FileFromOffset() && firstPos < mf.FileFromOffset()+int64(mf.Size()) {
+			start = int(firstPos - mf.FileFromOffset())
+		}
+	}
+	if mf == nil || !mf.Retain() {
+		s.mu.RUnlock()
+		return fmt.Errorf("%w: no segment holds position %d", ErrLogMismatch, pos)
+	}
+	s.mu.RUnlock()
+	defer mf.Release()
+	return scanSegment(mf, start, mf.WrotePosition(), func(int) error { return nil })
+}
+
+// scanSegment checks the entries of mf from rel start on until limit (or
+// zeros), calling pace with each scrubPaceBytes or so of checked bytes.
+func scanSegment(mf *storage.MappedFile, start, limit int, pace func(n int) error) error {
 	b := mf.Bytes()
 	var last uint64
 	paced := 0
-	for rel := start; rel < len(b); {
+	for rel := start; rel < limit; {
 		kind, h, n, err := ScanEntry(b[rel:])
 		if errors.Is(err, ErrEndOfData) {
 			// Zeros: never written (a head a snapshot reset left empty),
@@ -82,7 +120,7 @@ func (s *LogStore) ScrubSegment(from int64, pace func(n int) error) (next int64,
 			break
 		}
 		if err != nil {
-			return end, true, damageAt(mf, rel, last, err)
+			return damageAt(mf, rel, last, err)
 		}
 		if kind == KindFrame {
 			last = h.Index
@@ -91,17 +129,15 @@ func (s *LogStore) ScrubSegment(from int64, pace func(n int) error) (next int64,
 		paced += n
 		if paced >= scrubPaceBytes {
 			if err := pace(paced); err != nil {
-				return from, true, err
+				return err
 			}
 			paced = 0
 		}
 	}
 	if paced > 0 {
-		if err := pace(paced); err != nil {
-			return from, true, err
-		}
+		return pace(paced)
 	}
-	return end, true, nil
+	return nil
 }
 
 // scrubTarget finds and retains the segment ScrubSegment verifies, and

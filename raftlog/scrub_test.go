@@ -36,6 +36,10 @@ func TestScrubFindsDamageBelowTheAnchor(t *testing.T) {
 	if err != nil || segs < 3 || n < segs*(16<<10)/2 {
 		t.Fatalf("clean scrub: %d segments, %d bytes, %v", segs, n, err)
 	}
+	last, _, _ := s.ReadFrame(400)
+	if err := s.VerifySegmentAt(last); err != nil {
+		t.Fatalf("VerifySegmentAt the open segment: %v", err)
+	}
 	if err := s.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +70,9 @@ func TestScrubFindsDamageBelowTheAnchor(t *testing.T) {
 	}
 	t.Log(de)
 
+	if err := s.VerifySegmentAt(pos + 100); !errors.As(err, &de) || de.FileOffset != off {
+		t.Fatalf("VerifySegmentAt: %v", err)
+	}
 	if _, err := s.ReadRange(pos, 1<<20); !errors.As(err, &de) || de.FileOffset != off {
 		t.Fatalf("ReadRange of the damaged frame: %v", err)
 	}

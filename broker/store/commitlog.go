@@ -66,7 +66,7 @@ func (c *CommitLog) ReadMessage(offset int64) (*storage.Slice, error) {
 	if err != nil {
 		s.Release()
 		if errors.Is(err, ErrCorruptMessage) {
-			c.log.Error("corrupt CommitLog entry not served", zap.Int64("offset", offset), zap.Error(err))
+			return nil, c.corrupt(offset, err)
 		}
 		return nil, fmt.Errorf("CommitLog entry at %d: %w", offset, err)
 	}
@@ -99,11 +99,41 @@ func (c *CommitLog) verifyEntry(b []byte, offset int64, size int32) error {
 		err = fmt.Errorf("%w: PHYSICALOFFSET field does not match %d", ErrCorruptMessage, offset)
 	}
 	if err != nil {
-		c.log.Error("corrupt CommitLog entry not served", zap.Int64("offset", offset), zap.Error(err))
-		return fmt.Errorf("CommitLog entry at %d: %w", offset, err)
+		return c.corrupt(offset, err)
 	}
 	return nil
 }
+
+// corrupt logs and returns the damage of the entry at offset, naming its
+// segment file and the offset in it (where an operator looks).
+func (c *CommitLog) corrupt(offset int64, err error) error {
+	path, rel := "", int64(-1)
+	if mf := c.mfq.FindByOffset(offset); mf != nil {
+		path, rel = mf.Path(), offset-mf.FileFromOffset()
+	}
+	c.log.Error("corrupt CommitLog entry not served", zap.Int64("offset", offset), zap.String("file", path),
+		zap.Int64("fileOffset", rel), zap.Error(err))
+	return &CorruptEntryError{Offset: offset, Path: path, FileOffset: rel, Err: err}
+}
+
+// CorruptEntryError is a stored message that failed its checks when read:
+// it is never served. It unwraps to the check's error (ErrCorruptMessage).
+type CorruptEntryError struct {
+	// Offset is the message's CommitLog (physical) offset; Path and
+	// FileOffset locate it in its segment file (-1 if the segment is gone).
+	Offset     int64
+	Path       string
+	FileOffset int64
+	Err        error
+}
+
+// Error implements error.
+func (e *CorruptEntryError) Error() string {
+	return fmt.Sprintf("CommitLog entry at %d (file %s, offset %d): %v", e.Offset, e.Path, e.FileOffset, e.Err)
+}
+
+// Unwrap returns the check's error.
+func (e *CorruptEntryError) Unwrap() error { return e.Err }
 
 // segmentCursor reads consecutive messages (a pull batch) while holding one
 // reference on their segment, instead of a lookup, a refcount and a view

@@ -186,9 +186,14 @@ read:
 			b, err := cur.message(u.PhyOffset, u.Size)
 			if err != nil {
 				if errors.Is(err, ErrCorruptMessage) {
-					// Never serve it, nor step past it silently: the consumer
-					// stays at this offset and the error is logged loudly.
+					// Never serve it, nor step past it silently: the
+					// messages before it go out, and the pull that starts at
+					// it fails with the file and offset (the consumer stays
+					// at this offset).
 					batch.Release()
+					if len(sizes) == 0 {
+						return r, err
+					}
 					break read
 				}
 				if errors.Is(err, ErrOutOfRange) || errors.Is(err, ErrFileClosed) {

@@ -253,6 +253,11 @@ func TestStoreFlippedBitNeverServed(t *testing.T) {
 	if _, err := s.LookMessageByOffset(bad.CommitLogOffset); !errors.Is(err, ErrCorruptMessage) {
 		t.Fatalf("look up of the damaged message: %v", err)
 	}
+	// A pull starting at it fails, naming the file and the offset in it.
+	want := fmt.Sprintf("file /s/commitlog/%s, offset %d", storage.FileName(0), bad.CommitLogOffset)
+	if r, err := s.GetMessage("g", "T", 0, 3, 32, nil); !errors.Is(err, ErrCorruptMessage) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("pull at the damaged message: %d messages, %v; want an error with %q", len(r.Messages), err, want)
+	}
 	if m, err := s.LookMessageByOffset(reqs[2].CommitLogOffset); err != nil || string(m.Body) != "body-2" {
 		t.Fatalf("intact message: %v %v", m, err)
 	}
