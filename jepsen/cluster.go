@@ -151,6 +151,9 @@ func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 			// END_TRANSACTION a fault lost are decided before the drain ends.
 			"transactionTimeOut=1000",
 			"transactionCheckInterval=1000",
+			// A restarted member's scrub reads its closed segments within
+			// seconds (bitflip-segment waits for it).
+			"raftScrubBytesPerSecond=67108864",
 		},
 		Wrap: c.wrap,
 	}

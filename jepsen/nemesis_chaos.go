@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/raftmq/raftmq/storage"
 )
@@ -24,11 +26,8 @@ func init() {
 }
 
 // OffByDefault lists nemeses that exist but are not in the full profile's
-// default set: bitflip-segment needs the broker to detect and repair a
-// damaged closed segment (issue 14's corruption handling), and until it does
-// the damaged follower serves the flipped bytes, which the checker rightly
-// reports. Name it with -nemeses to run it.
-var OffByDefault = map[string]bool{"bitflip-segment": true}
+// default set (none now; name one with -nemeses to run it anyway).
+var OffByDefault = map[string]bool{}
 
 // DefaultNemeses is every nemesis but those OffByDefault.
 func DefaultNemeses() []string {
@@ -189,26 +188,60 @@ func (c *Cluster) slowFSEnv(n *Node, argv []string) []string {
 	return append([]string{"env", storage.SlowFSControlEnv + "=" + c.slowFSControl(n)}, argv...)
 }
 
-// bitFlipNemesis kills a follower, flips one bit in one of its closed
-// CommitLog segments (not the newest, which is still being written) and
-// restarts it. Acknowledged messages in that segment still have intact
-// copies on the other two members; the broker must notice the damage and
-// never serve, vote with or truncate past it silently.
-type bitFlipNemesis struct{}
+// bitFlipNemesis kills a voting follower, flips one bit in one of its
+// closed CommitLog segments (not the newest, which is still being written)
+// and restarts it. Acknowledged messages in that segment still have intact
+// copies on the other two members; the damaged member must say where it is
+// damaged and stop: refuse to start (raftlog's CorruptionError past the
+// recovery anchor, or DamageError when Raft's start reads the entry) or be
+// stopped by its scrub (below the anchor), its log naming the segment file
+// and the offset. The nemesis waits for that line (bitflipDetectTimeout),
+// then performs the operator's repair, the wipe-and-re-add of
+// replace-member (Cluster.wipeAndReAdd), and heals like replace-member:
+// until the member is a voter again. Netns mode only, like replace-member.
+type bitFlipNemesis struct {
+	replaceMemberNemesis
+	// repaired is false while the wipe-and-re-add still has to run (the
+	// quorum guard refused it at injection).
+	repaired bool
+}
+
+// bitflipDetectTimeout bounds the wait for the damaged member to report:
+// a start refusal is immediate; the scrub starts 5 s after the start and
+// reads raftScrubBytesPerSecond (the suite's brokers: 64 MiB/s).
+const bitflipDetectTimeout = 90 * time.Second
+
+// damageLine matches the log text naming the damage: raftlog's
+// CorruptionError ("corrupt frame in FILE at offset N") and DamageError
+// ("damaged log in FILE at offset N").
+var damageLine = regexp.MustCompile(`(corrupt frame|damaged log) in (\S+) at offset (\d+)`)
 
 func (*bitFlipNemesis) Name() string { return "bitflip-segment" }
 
-func (*bitFlipNemesis) Inject(ctx context.Context, env *Env) (string, error) {
+func (b *bitFlipNemesis) Inject(ctx context.Context, env *Env) (string, error) {
 	c := env.Cluster
+	if c.net == nil {
+		return "", fmt.Errorf("%w: bitflip-segment repairs with replace-member's wipe-and-re-add, which needs the netns mode", ErrUnsupported)
+	}
 	l := c.LeaderOf(ctx, env.Group)
+	if l < 0 {
+		return "", ErrNoLeader
+	}
+	st, err := c.RaftStatus(ctx, l)
+	if err != nil {
+		return "", err
+	}
 	var followers []int
-	for _, i := range env.members() {
-		if i != l && c.Nodes[i].State() == NodeRunning {
+	for _, m := range st.Members {
+		i := c.nodeIndex(m.ID)
+		if i >= 0 && i != l && m.Suffrage == "Voter" && c.Nodes[i].State() == NodeRunning {
 			followers = append(followers, i)
 		}
 	}
-	if len(followers) == 0 {
-		return "", fmt.Errorf("%w: no running follower", ErrNoLeader)
+	if len(followers) < len(env.members())-1 {
+		// The repair removes the member: with another one down or still a
+		// learner the quorum guard would refuse it.
+		return "", fmt.Errorf("%w: bitflip-segment: only %v are running voting followers", ErrUnsupported, ids(c, followers))
 	}
 	i := followers[env.Rand.Intn(len(followers))]
 	n := c.Nodes[i]
@@ -227,19 +260,88 @@ func (*bitFlipNemesis) Inject(ctx context.Context, env *Env) (string, error) {
 	if len(segs) < 2 {
 		return "", fmt.Errorf("%w: %s has no closed CommitLog segment yet", ErrUnsupported, n.ID)
 	}
+	b.node, b.repaired = i, false
+	var logFrom int64
+	if fi, err := os.Stat(n.LogPath); err == nil {
+		logFrom = fi.Size()
+	}
 	if err := c.KillNode(i); err != nil {
 		return "", err
 	}
 	seg := filepath.Join(dir, segs[env.Rand.Intn(len(segs)-1)])
 	off, bit, err := flipBit(seg, env.Rand.Int63(), env.Rand.Intn(8))
-	desc := fmt.Sprintf("%s (follower): flipped bit %d of byte %d of closed segment %s", n.ID, bit, off, filepath.Base(seg))
-	if serr := c.StartNode(i); serr != nil {
-		err = errors.Join(err, serr)
+	if err != nil {
+		return "", errors.Join(err, c.StartNode(i))
 	}
-	return desc, err
+	desc := fmt.Sprintf("%s (follower): flipped bit %d of byte %d of closed segment %s", n.ID, bit, off, filepath.Base(seg))
+	if err := c.StartNode(i); err != nil {
+		desc += "; restart: " + err.Error()
+	}
+	start := time.Now()
+	desc += "; " + awaitDamage(ctx, n, filepath.Base(seg), logFrom, start.Add(bitflipDetectTimeout))
+	repair, err := c.wipeAndReAdd(ctx, env.Group, i)
+	if err != nil {
+		return desc + "; repair deferred to heal: " + err.Error(), nil
+	}
+	b.repaired = true
+	return desc + "; repair: " + repair, nil
 }
 
-func (*bitFlipNemesis) Heal(context.Context, *Env) error { return nil }
+// awaitDamage waits until n's log (from byte from on) names the damage in
+// segment seg, or deadline, and says what it saw.
+func awaitDamage(ctx context.Context, n *Node, seg string, from int64, deadline time.Time) string {
+	start := time.Now()
+	for {
+		b, _ := os.ReadFile(n.LogPath)
+		if int64(len(b)) > from {
+			for _, m := range damageLine.FindAllStringSubmatch(string(b[from:]), -1) {
+				if filepath.Base(m[2]) != seg {
+					continue
+				}
+				how := "stopped by its scrub"
+				switch {
+				case n.Exited() && m[1] == "corrupt frame":
+					how = "refused to start (mid-log corruption past the anchor)"
+				case n.Exited():
+					how = "refused to start (Raft's start read the damaged entry)"
+				}
+				return fmt.Sprintf("detected after %d ms: %s, log names %s offset %s", time.Since(start).Milliseconds(), how, seg, m[3])
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("NOT DETECTED within %s (exited %v)", time.Since(start).Round(time.Second), n.Exited())
+		}
+		select {
+		case <-ctx.Done():
+			return "not detected: " + ctx.Err().Error()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Heal finishes a repair the injection could not start, then waits like
+// replace-member until the member is a voter again.
+func (b *bitFlipNemesis) Heal(ctx context.Context, env *Env) error {
+	if !b.repaired {
+		var last error
+		for try := 0; try < 10 && !b.repaired; try++ {
+			if _, err := env.Cluster.wipeAndReAdd(ctx, env.Group, b.node); err != nil {
+				last = err
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(2 * time.Second):
+				}
+				continue
+			}
+			b.repaired = true
+		}
+		if !b.repaired {
+			return fmt.Errorf("bitflip-segment: the wipe-and-re-add of %s never ran: %w", env.Cluster.Nodes[b.node].ID, last)
+		}
+	}
+	return b.replaceMemberNemesis.Heal(ctx, env)
+}
 
 // flipBit inverts one bit of the file at a position derived from r (within
 // its non-zero prefix when it has one, so the flip lands in data rather

@@ -2,10 +2,13 @@ package jepsen
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/raftmq/raftmq/raftlog"
 )
 
 // TestFlipBitChangesOneBitInData checks that flipBit inverts exactly one
@@ -52,19 +55,13 @@ func TestFlipBitChangesOneBitInData(t *testing.T) {
 // TestDefaultNemesesAndTags pins what the full profile runs and builds.
 func TestDefaultNemesesAndTags(t *testing.T) {
 	def := DefaultNemeses()
-	if slices.Contains(def, "bitflip-segment") {
-		t.Fatal("bitflip-segment is in the default set")
-	}
-	for _, n := range []string{"kill-namesrv", "partition-clients", "net-loss-delay", "slow-disk", "kill-leader", "replace-member"} {
+	for _, n := range []string{"kill-namesrv", "partition-clients", "net-loss-delay", "slow-disk", "kill-leader", "replace-member", "bitflip-segment"} {
 		if !slices.Contains(def, n) {
 			t.Fatalf("%s missing from the default set %v", n, def)
 		}
 		if _, err := NewNemesis(n); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := NewNemesis("bitflip-segment"); err != nil {
-		t.Fatal(err)
 	}
 	if got := BuildTags(def); got != "crashfs,slowfs" {
 		t.Fatalf("tags %q", got)
@@ -77,5 +74,26 @@ func TestDefaultNemesesAndTags(t *testing.T) {
 	}
 	if p := Profiles()["saturation"]; p.Workload.OpsPerSecond != 0 || p.Workload.WorkersPerProducer < 8 {
 		t.Fatalf("saturation workload %+v", p.Workload)
+	}
+}
+
+// TestDamageLineMatchesBrokerErrors: bitflip-segment recognises the
+// broker's own damage reports (raftlog's CorruptionError and DamageError
+// as a start failure or inside a JSON log line) and nothing else.
+func TestDamageLineMatchesBrokerErrors(t *testing.T) {
+	seg := "/data/n1/commitlog/00000000000004194304"
+	errs := []error{
+		&raftlog.CorruptionError{Path: seg, FileOffset: 1234, Position: 4195538, Index: 9, ValidIndex: 90, Cause: raftlog.ErrCorruptFrame},
+		&raftlog.DamageError{Path: seg, FileOffset: 1234, Position: 4195538, AfterIndex: 8, Cause: raftlog.ErrCorruptFrame},
+	}
+	for _, e := range errs {
+		line := fmt.Sprintf(`{"level":"error","msg":"damaged Raft log","error":%q}`, e.Error())
+		m := damageLine.FindStringSubmatch(line)
+		if m == nil || filepath.Base(m[2]) != filepath.Base(seg) || m[3] != "1234" {
+			t.Fatalf("%T: %v in %s", e, m, line)
+		}
+	}
+	if damageLine.MatchString(`{"msg":"raftlog: torn or corrupt tail truncated","offset":12}`) {
+		t.Fatal("a torn-tail line matched")
 	}
 }

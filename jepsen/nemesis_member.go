@@ -73,8 +73,19 @@ func (r *replaceMemberNemesis) Inject(ctx context.Context, env *Env) (string, er
 	}
 	i := followers[env.Rand.Intn(len(followers))]
 	r.node = i
+	return c.wipeAndReAdd(ctx, env.Group, i)
+}
+
+// wipeAndReAdd is the operator's wipe-and-re-add of node i of group g
+// (docs/operations.md): removeMember, SIGKILL (a node already down is left
+// so), delete its data directory, start it with raftJoin=true, addMember
+// (a learner promoted once caught up). An error means nothing was done
+// (the quorum guard refused the removal, or it failed); after the removal
+// every problem is left to the caller's heal (replaceMemberNemesis.Heal)
+// and noted in the returned detail.
+func (c *Cluster) wipeAndReAdd(ctx context.Context, g, i int) (string, error) {
 	n := c.Nodes[i]
-	group := GroupNameOf(env.Group)
+	group := GroupNameOf(g)
 	adm, err := client.NewAdmin(client.NameServers(c.NamesrvAddr()))
 	if err != nil {
 		return "", err
@@ -93,7 +104,7 @@ func (r *replaceMemberNemesis) Inject(ctx context.Context, env *Env) (string, er
 		}
 		// The answer may be lost although the removal committed: go on
 		// only if the configuration no longer has the member.
-		if in, cerr := c.inConfiguration(ctx, env.Group, n.ID); cerr != nil || in {
+		if in, cerr := c.inConfiguration(ctx, g, n.ID); cerr != nil || in {
 			return "", fmt.Errorf("removeMember %s: %w", n.ID, err)
 		}
 	}
