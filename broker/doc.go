@@ -58,6 +58,12 @@
 //     (30010) and the sources it is read through; catchup_vote.go: the
 //     transport wrapper that keeps a member from standing for election
 //     while it catches up (ADR 0019).
+//   - scrub.go: the background scrub of closed CommitLog segments
+//     (raftScrubBytesPerSecond) and what damage to the acknowledged log
+//     does: found by the scrub, a pull or CATCHUP_READ, it stops the
+//     member (leadership handed away, Raft shut down, DAMAGED marker,
+//     raft_log_damaged metric); Raft's start turns an unreadable entry
+//     into an error.
 //
 // The node and its processors (one file per request code family):
 //

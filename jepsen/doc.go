@@ -35,11 +35,12 @@
 //     partitions, the schedule.
 //   - nemesis_chaos.go, netns_chaos.go: kill-namesrv, partition-clients,
 //     net-loss-delay (netem, or iptables statistic loss), slow-disk (the
-//     slowfs build's flush-delay control file), bitflip-segment (off by
-//     default); BuildTags, DefaultNemeses; EnsureNetnsTools.
+//     slowfs build's flush-delay control file), bitflip-segment (flip,
+//     restart, expect the member to report the damage, repair it with
+//     wipeAndReAdd); BuildTags, DefaultNemeses; EnsureNetnsTools.
 //   - nemesis_member.go: replace-member (removeMember a follower, wipe its
-//     data, restart it with raftJoin=true, addMember it; heal waits for
-//     three voters).
+//     data, restart it with raftJoin=true, addMember it: wipeAndReAdd; heal
+//     waits for three voters).
 //   - workload.go: SDK producers and consumers, the final read of every
 //     queue on every node; workload_txn.go: the transactional sends
 //     (client.TransactionProducer, decision fixed by the value).

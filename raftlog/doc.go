@@ -36,9 +36,13 @@
 //   - catchup.go: the backfill record a reset leaves, and BackfillBegin/
 //     Write/Commit/Finish, which put a peer's retained frames before the
 //     reset position (resumable, checked before the first index moves);
-//     ReadRange and FirstPosition, the peer's side.
+//     ReadRange (whole, CRC-checked entries only) and FirstPosition, the
+//     peer's side.
 //   - corrupt.go: telling a torn last batch from a corrupt frame with
 //     acknowledged frames after it (CorruptionError: Open refuses to cut).
+//   - scrub.go: damage below the anchor: ScrubSegment (one closed
+//     segment, paced by the caller), VerifySegmentAt, DamageError (also
+//     GetLog's and ReadRange's report of a frame failing its CRC).
 //   - meta.go: the atomically replaced meta file (anchor, first index,
 //     segment size, reset pending).
 //   - cache.go: the entries of the latest StoreLogs calls, kept for GetLog
