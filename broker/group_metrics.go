@@ -84,7 +84,7 @@ func (g *Group) metricsCollectors() []prometheus.Collector {
 // calls are not Raft's appends).
 func (g *Group) timedLogs() *timedLogStore {
 	g.metrics = newGroupMetrics()
-	return &timedLogStore{LogStore: g.logs, m: g.metrics}
+	return &timedLogStore{LogStore: g.logs, m: g.metrics, damaged: func(err error) { g.noteDamage(err, "raft read") }}
 }
 
 // timedLogStore times StoreLogs/StoreLog of a *raftlog.LogStore. It must
@@ -96,6 +96,8 @@ func (g *Group) timedLogs() *timedLogStore {
 type timedLogStore struct {
 	*raftlog.LogStore
 	m *groupMetrics
+	// damaged is told of an entry Raft could not read (scrub.go).
+	damaged func(error)
 }
 
 var (

@@ -191,11 +191,24 @@ func (g *Group) noteDamage(err error, found string) {
 	if werr := writeRemovedMarker(g.diskFS, g.damagedMarkerPath(), err.Error()); werr != nil {
 		g.log.Warn("could not record the damage; the next start relies on the scrub finding it again", zap.Error(werr))
 	}
+	if !g.ready.Load() {
+		return // Raft's start read it: the start fails (newRaftChecked)
+	}
 	g.damage.wg.Add(1)
 	go func() {
 		defer g.damage.wg.Done()
 		g.stopForDamage()
 	}()
+}
+
+// GetLog implements raft.LogStore: an entry Raft cannot read (replication
+// to a follower, apply, the start's configuration scan) is damage.
+func (t *timedLogStore) GetLog(index uint64, l *raft.Log) error {
+	err := t.LogStore.GetLog(index, l)
+	if err != nil && t.damaged != nil && errors.Is(err, raftlog.ErrDamagedLog) {
+		t.damaged(err)
+	}
+	return err
 }
 
 // stopForDamage hands leadership away (a transfer, not an election gap)
