@@ -73,18 +73,42 @@ func (s *LogStore) ScrubSegment(from int64, pace func(n int) error) (next int64,
 	end := mf.FileFromOffset() + int64(mf.Size())
 	if err := scanSegment(mf, start, mf.Size(), pace); err != nil {
 		if errors.Is(err, ErrDamagedLog) {
-			return end, true, err
+			return end, true, s.confirmDamage(mf, start, mf.Size())
 		}
 		return from, true, err
 	}
 	return end, true, nil
 }
 
+// confirmDamage scans [start, limit) of mf again with the writer lock held,
+// so no append, suffix truncation or reset changes it meanwhile, and only
+// if mf is still a retained segment holding no frame past the last stored
+// one (a truncation that moved the tail back into it zeroes frames the
+// unlocked scan may have seen half-zeroed). It returns the damage found
+// then, nil if there is none (the bytes were in flux).
+func (s *LogStore) confirmDamage(mf *storage.MappedFile, start, limit int) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	ok := !s.closed && !s.emptyLocked() && s.segQ.FindByOffset(mf.FileFromOffset()) == mf
+	if ok && limit == mf.Size() {
+		tailPos, err := s.slotLocked(s.tail)
+		ok = err == nil && mf.FileFromOffset()+int64(mf.Size()) <= tailPos
+	}
+	s.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	return scanSegment(mf, start, limit, func(int) error { return nil })
+}
+
 // VerifySegmentAt verifies the entries of the segment holding position pos
-// (closed or not; in the open one up to what is written), unpaced: the
-// check of a segment a reader found a damaged message in. Damage is a
-// *DamageError.
+// (closed or not; in the open one up to what is written), unpaced and with
+// the writer lock held (appends wait): the check of a segment a reader
+// found a damaged message in. Damage is a *DamageError.
 func (s *LogStore) VerifySegmentAt(pos int64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
