@@ -298,7 +298,11 @@ func awaitDamage(ctx context.Context, n *Node, seg string, from int64, deadline 
 				if filepath.Base(m[2]) != seg {
 					continue
 				}
-				how := "stopped by its scrub"
+				// A start refusal is logged just before the process exits.
+				for t := 0; t < 12 && !n.Exited(); t++ {
+					time.Sleep(250 * time.Millisecond)
+				}
+				how := "stopped while running (its scrub or a read found it)"
 				switch {
 				case n.Exited() && m[1] == "corrupt frame":
 					how = "refused to start (mid-log corruption past the anchor)"
