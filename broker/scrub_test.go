@@ -203,3 +203,56 @@ func TestGroupStartRefusesDamageRaftReads(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupDamagedLeaderHandsOver: a pull on the leader finds a message of
+// an old segment damaged; the segment check confirms it, the leader hands
+// leadership to a follower (a transfer, not an election after a timeout)
+// and shuts its Raft member down; the group goes on without losing an
+// acknowledged message.
+func TestGroupDamagedLeaderHandsOver(t *testing.T) {
+	const seg = 1 << 20
+	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
+		g.ScrubBytesPerSecond = 0
+	}})
+	c.createTopic("T", 2)
+	l := c.leader()
+	acks := c.sendConcurrently(4, 2500, 512, 2, nil)
+	c.waitCaughtUp()
+	var a ack
+	for _, x := range acks {
+		if x.PhysicalOffset > seg/2 && x.PhysicalOffset < seg-4096 {
+			a = x
+			break
+		}
+	}
+	path := filepath.Join(l.cfg.Store.StorePathRootDir, "commitlog", storage.FileName(0))
+	flipByte(t, path, a.PhysicalOffset+200, 0x08) // the mapping sees it
+	g := l.g()
+	_, err := g.Store().GetMessage("c", "T", a.QueueID, a.QueueOffset, 32, nil)
+	if !errors.Is(err, store.ErrCorruptMessage) {
+		t.Fatalf("pull of the damaged message on the leader: %v", err)
+	}
+	term := g.raft.CurrentTerm()
+	g.noteReadDamage(a.PhysicalOffset, err) // what processPull does
+	testutil.WaitFor(t, 15*time.Second, "the damaged leader stops", func() bool {
+		return g.LogDamaged() != nil && g.raft.State() == raft.Shutdown
+	})
+	var de *raftlog.DamageError
+	if !errors.As(g.LogDamaged(), &de) || de.Path != path {
+		t.Fatalf("damage: %v", g.LogDamaged())
+	}
+	l2 := c.leader()
+	if l2 == l {
+		t.Fatal("the damaged member still leads")
+	}
+	if nt := l2.g().raft.CurrentTerm(); nt != term+1 {
+		t.Logf("new leader in term %d (damaged leader's %d): an election, not only the transfer", nt, term)
+	}
+	acks = append(acks, c.sendConcurrently(2, 200, 512, 2, nil)...)
+	for _, n := range c.nodes {
+		if n != l && n.g() != nil {
+			testutil.WaitFor(t, 10*time.Second, "caught up", func() bool { return n.g().fsm.applied.Load() >= l2.g().fsm.applied.Load() })
+			checkAcked(t, n, acks)
+		}
+	}
+}
