@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/internal/testutil"
@@ -159,7 +160,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(sighupChildEnv); path != "" {
 		os.Exit(sighupChild(path))
 	}
-	os.Exit(m.Run())
+	// lumberjack starts one mill goroutine per file logger that its Close
+	// does not stop (v2.2.1); every goroutine of this package's own must end.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("gopkg.in/natefinch/lumberjack%2ev2.(*Logger).millRun"))
 }
 
 // sighupChild logs to path with the SIGHUP handler on, says "ready", logs
