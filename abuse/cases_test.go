@@ -205,7 +205,7 @@ func topicFlood(ctx context.Context, e *env) func() string {
 	}
 }
 
-// retryQueueBomb repeats issue #15's OOM: updateSubGroup with
+// retryQueueBomb is the out-of-memory sequence: updateSubGroup with
 // retryQueueNums 2^31−1, a heartbeat of the group, topicStatus of its
 // retry topic; and a topic claiming 2^31−1 queues.
 func retryQueueBomb(ctx context.Context, e *env) func() string {

@@ -1,4 +1,4 @@
-// Package abuse holds the abuse suite of issue #15 (its tests only): each
+// Package abuse holds the abuse suite (its tests only): each
 // case attacks the leader of a real cluster — a name server and a 3-node
 // Raft group, each a separate raftmq process (package proccluster) — while
 // a well-behaved producer sends, and asserts the process stays up, its
@@ -6,8 +6,8 @@
 // within 2× of its baseline measured just before the attack, and every
 // message acknowledged during the whole suite can be read back.
 //
-// The CI profile uses small counts; RAFTMQ_ABUSE_FULL=1 runs the counts of
-// the issue (2,000 half frames, 10,000 held pulls, …) with the broker's
+// The CI profile uses small counts; RAFTMQ_ABUSE_FULL=1 runs the full
+// counts (2,000 half frames, 10,000 held pulls, …) with the broker's
 // default limits. Figures are in BENCHMARKS.md with their command.
 //
 // # Files

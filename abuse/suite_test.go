@@ -29,7 +29,7 @@ import (
 )
 
 // profile is the suite's scale: the CI profile's small counts, or the
-// issue's (RAFTMQ_ABUSE_FULL=1) against the broker's default limits.
+// full ones (RAFTMQ_ABUSE_FULL=1) against the broker's default limits.
 type profile struct {
 	full        bool
 	halfFrames  int // connections each holding a half frame

@@ -16,8 +16,8 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// TestAbuseLimits runs each client-driven growth of issue #15's "limits
-// under abuse" against a real 3-node group: every abusive request is
+// TestAbuseLimits runs each client-driven growth the limits bound
+// (limits.go) against a real 3-node group: every abusive request is
 // refused with a code and a remark naming the limit, the state it aimed
 // at does not grow, the refusal is counted, and a well-behaved request
 // still works afterwards.

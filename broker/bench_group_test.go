@@ -17,7 +17,7 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// benchSenders is the number of concurrent senders (the 64).
+// benchSenders is the number of concurrent senders (64: a loaded producer fleet).
 const benchSenders = 64
 
 // runSenders calls put b.N times from senders goroutines and reports

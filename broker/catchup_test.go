@@ -21,7 +21,7 @@ import (
 )
 
 // catchupBytes is how much retained data TestGroupCatchupAfterWipe puts
-// in the group: RAFTMQ_CATCHUP_BYTES (the 2 GiB profile), else a
+// in the group: RAFTMQ_CATCHUP_BYTES (2 GiB for the long profile), else a
 // few MiB.
 func catchupBytes(t *testing.T) int64 {
 	if v := os.Getenv("RAFTMQ_CATCHUP_BYTES"); v != "" {

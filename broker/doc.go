@@ -149,7 +149,7 @@
 // integration_*_test.go run a name server with a node over a fake or a real
 // group (in-memory Raft parts; files and TCP for the official RocketMQ Go
 // client);
-// abuse_test.go sends each abusive request of issue #15's limits to a real
+// abuse_test.go sends each abusive request the limits bound to a real
 // group and checks the refusal, its count and that no state grew
 // (limits_test.go: held pulls, auto-creation, idempotence digests,
 // VIEW_MESSAGE_BY_ID past the applied position; package abuse attacks a

@@ -53,7 +53,7 @@ func defaultDiskStepDown() diskStepDownConfig {
 // recoverLog restarts writes of a Raft log that a write failure stopped (a
 // member whose log refuses every append stays a voter that never
 // acknowledges, and the group silently runs one node short). raftlog
-// no longer stops for ENOSPC; what still stops it is an I/O error on a
+// does not stop for ENOSPC (it refuses the batch); what stops it is an I/O error on a
 // batch (EIO on write or sync), and LogStore.Recover cuts that batch back
 // to what Raft last saw stored, zeroing and syncing its bytes, so nothing
 // unsynced is ever served or acknowledged. It reports whether the log is

@@ -15,7 +15,7 @@ import (
 )
 
 // LimitsConfig holds the broker.conf keys that bound what a client can
-// make a broker hold (issue #15's limits under abuse; raftmq's own keys,
+// make a broker hold (limits under abuse; raftmq's own keys,
 // RocketMQ 4.9 has none of them). Each limit, when it bites, is counted in
 // raftmq_broker_limit_refusals_total{limit="<key>"} or, for the remoting
 // ones, raftmq_broker_connection_limit_closes_total{limit="<key>"}, and

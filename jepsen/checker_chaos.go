@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// checkChaos checks the issue-14 workloads (each only when it ran).
+// checkChaos checks the chaos workloads (each only when it ran).
 func checkChaos(h History) []Check {
 	var out []Check
 	x := h.Chaos

@@ -14,7 +14,7 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// The issue-14 workloads, each on its own topic or group so the main
+// The chaos workloads, each on its own topic or group so the main
 // workload's checks stay as they are (checker_chaos.go checks them):
 //
 //   - ordered: one producer, OrderedKeys keys, each key's messages sent one
@@ -74,7 +74,7 @@ type OffsetObs struct {
 	CompleteMs float64 `json:"completeMs"`
 }
 
-// ChaosHistory is the part of History the issue-14 workloads fill
+// ChaosHistory is the part of History the chaos workloads fill
 // (workload_chaos.go).
 type ChaosHistory struct {
 	OrderOps        []OrderOp        `json:"orderOps,omitempty"`
@@ -104,7 +104,7 @@ func (c *ChaosHistory) clone() ChaosHistory {
 	}
 }
 
-// chaosClients are the issue-14 workloads' clients.
+// chaosClients are the chaos workloads' clients.
 type chaosClients struct {
 	orderProd *client.Producer
 	retryProd *client.Producer
@@ -221,7 +221,7 @@ func (w *workload) startChaos(ctx context.Context) error {
 	return nil
 }
 
-// runChaos runs the issue-14 workloads until ctx ends.
+// runChaos runs the chaos workloads until ctx ends.
 func (w *workload) runChaos(ctx context.Context) {
 	x := &w.chaos
 	if x.orderProd != nil {
