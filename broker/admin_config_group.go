@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -108,31 +109,7 @@ func (c *Controller) saveRuntimeConfig(kv map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(all)) {
 		fmt.Fprintf(&sb, "%s=%s\n", k, all[k])
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, werr := f.WriteString(sb.String())
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := firstErr(werr, serr, cerr); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
+	return storage.WriteFileAtomic(storage.OSFS(), path, []byte(sb.String()))
 }
 
 // forwardBrokerConfig sends an applied change to the group's other

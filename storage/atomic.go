@@ -23,15 +23,21 @@ import (
 // consumers sharing an offsets file, two name servers sharing a KV file —
 // never write into each other's temporary file; the last rename wins.
 func WriteFileAtomic(fsys FS, path string, data []byte) error {
+	return WriteFileAtomicPerm(fsys, path, data, 0o644)
+}
+
+// WriteFileAtomicPerm is WriteFileAtomic with the new file's permission
+// bits (before umask): for files holding secrets, such as ACL accounts.
+func WriteFileAtomicPerm(fsys FS, path string, data []byte, perm fs.FileMode) error {
 	dir := filepath.Dir(path)
 	tmp := path + ".tmp." + strconv.FormatUint(rand.Uint64(), 36)
 	const flags = os.O_RDWR | os.O_CREATE | os.O_EXCL
-	f, err := fsys.OpenFile(tmp, flags, 0o644)
+	f, err := fsys.OpenFile(tmp, flags, perm)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create dir %s: %w", dir, err)
 		}
-		f, err = fsys.OpenFile(tmp, flags, 0o644)
+		f, err = fsys.OpenFile(tmp, flags, perm)
 	}
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)

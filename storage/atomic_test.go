@@ -135,3 +135,19 @@ func TestWriteFileAtomicConcurrentWriters(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteFileAtomicPermKeepsSecretsPrivate: the replacing file gets the
+// mode asked for, not WriteFileAtomic's 0644.
+func TestWriteFileAtomicPermKeepsSecretsPrivate(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := WriteFileAtomicPerm(OSFS(), p, []byte("secretKey: x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+}

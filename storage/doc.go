@@ -25,6 +25,7 @@
 //     Raft log's file space); FileName. prepend.go: Prepend/PrependTo, files
 //     before the first one (a member backfilling older data).
 //   - atomic.go: WriteFileAtomic (temporary file, fdatasync, rename, directory
-//     fsync) for small files that must never be torn.
+//     fsync) for small files that must never be torn; WriteFileAtomicPerm
+//     for files holding secrets.
 //   - errors.go: sentinel errors.
 package storage

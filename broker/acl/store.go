@@ -3,13 +3,14 @@ package acl
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/raftmq/raftmq/storage"
 	"go.uber.org/zap"
 )
 
@@ -225,24 +226,13 @@ func (s *Store) rewrite(change func(*File) error) error {
 	if _, err := Compile(out); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".plain_acl-*.yml")
-	if err != nil {
-		return err
+	// The file holds secret keys: a new one is private, an existing one
+	// keeps the mode its operator gave it.
+	perm := fs.FileMode(0o600)
+	if fi, err := os.Stat(s.path); err == nil {
+		perm = fi.Mode().Perm()
 	}
-	if _, err = tmp.Write(out); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if fi, serr := os.Stat(s.path); serr == nil {
-			_ = os.Chmod(tmp.Name(), fi.Mode().Perm())
-		}
-		err = os.Rename(tmp.Name(), s.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := storage.WriteFileAtomicPerm(storage.OSFS(), s.path, out, perm); err != nil {
 		return err
 	}
 	_, err = s.reloadLocked(true)

@@ -31,7 +31,7 @@ var layers = map[string]int{
 
 	"broker/store":        2,
 	"broker/filter":       1,
-	"broker/acl":          1,
+	"broker/acl":          2,
 	"broker/timerindex":   2,
 	"raftlog":             2,
 	"raftlog/raftlogtest": 2,
