@@ -98,13 +98,6 @@ func (c *Controller) processUpdateGlobalWhiteAddrs(_ context.Context, conn *remo
 	return success(), nil
 }
 
-// aclDataVersion is RocketMQ's DataVersion JSON.
-type aclDataVersion struct {
-	Counter      int64 `json:"counter"`
-	StateVersion int64 `json:"stateVersion"`
-	Timestamp    int64 `json:"timestamp"`
-}
-
 // processGetBrokerACLInfo answers GET_BROKER_CLUSTER_ACL_INFO (52) with
 // GetBrokerAclConfigResponseHeader's fields plus raftmq's aclEnable and
 // aclHash (the rules' content hash, which members of a group compare).
@@ -112,9 +105,9 @@ func (c *Controller) processGetBrokerACLInfo(context.Context, *remoting.Conn, *r
 	h := wire.GetBrokerAclConfigResponseHeader{BrokerName: c.cfg.BrokerName, BrokerAddr: c.addr, ClusterName: c.cfg.BrokerClusterName}
 	if c.acl != nil {
 		rules := c.acl.Rules()
-		v := aclDataVersion{Counter: rules.Version.Counter, Timestamp: rules.Version.Timestamp}
+		v := wire.DataVersion{Counter: rules.Version.Counter, Timestamp: rules.Version.Timestamp}
 		vj, _ := json.Marshal(v)
-		all, _ := json.Marshal(map[string]aclDataVersion{c.acl.Path(): v})
+		all, _ := json.Marshal(map[string]wire.DataVersion{c.acl.Path(): v})
 		h.Version, h.AllAclFileVersion, h.AclEnable, h.AclHash = string(vj), string(all), true, rules.Hash
 	}
 	r := success()

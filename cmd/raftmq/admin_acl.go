@@ -224,10 +224,7 @@ func runACLVersions(ctx context.Context, s *adminSession, in flagValues) ([]aclV
 			continue
 		}
 		v := aclVersion{Cluster: m.cluster, BrokerName: m.brokerName, BrokerAddr: m.addr, AclEnable: h.AclEnable, Hash: h.AclHash, LastUpdate: "-"}
-		var dv struct {
-			Counter   int64 `json:"counter"`
-			Timestamp int64 `json:"timestamp"`
-		}
+		var dv wire.DataVersion
 		if h.Version != "" && json.Unmarshal([]byte(h.Version), &dv) == nil {
 			v.Counter = dv.Counter
 			if dv.Timestamp > 0 {
