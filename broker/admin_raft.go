@@ -61,64 +61,12 @@ func (g *Group) PreferredLeaderID() string { return g.cfg.Raft.PreferredLeaderID
 // RaftMember is one server of the group's Raft configuration.
 type RaftMember = wire.RaftMember
 
-// RaftStatus is the RAFT_STATUS answer body: one member's view of its
-// group. hashicorp/raft does not expose the leader's per-follower match
-// index, so lag and last contact per follower are computed by the admin
-// tool from every member's own status (LastLogIndex, AppliedIndex and
-// LastContactMillis as each follower reports them).
-type RaftStatus struct {
-	SelfID string `json:"selfId"`
-	// RemotingAddr is left empty by the broker (a follower does not know
-	// its own advertised address); the admin tool fills in the address it
-	// asked.
-	RemotingAddr      string `json:"remotingAddr"`
-	State             string `json:"state"`
-	Serving           bool   `json:"serving"` // leader and past its barrier: accepts writes
-	Term              uint64 `json:"term"`
-	LeaderID          string `json:"leaderId"`
-	LeaderAddr        string `json:"leaderAddr"`
-	PreferredLeaderID string `json:"preferredLeaderId"`
-	LastLogIndex      uint64 `json:"lastLogIndex"`
-	LastLogTerm       uint64 `json:"lastLogTerm"`
-	CommitIndex       uint64 `json:"commitIndex"`
-	AppliedIndex      uint64 `json:"appliedIndex"`
-	FSMPending        uint64 `json:"fsmPending"`
-	LastSnapshotIndex uint64 `json:"lastSnapshotIndex"`
-	// LastContactMillis is how long ago this member last heard from a
-	// leader: 0 on the leader itself, -1 when it never did.
-	LastContactMillis int64 `json:"lastContactMillis"`
-	// LogStopped is the write failure (a full disk, an I/O error) that
-	// stopped this member's Raft log; empty while it accepts appends. A
-	// member whose log stays stopped acknowledges nothing and needs a
-	// restart once the cause is fixed.
-	LogStopped string `json:"logStopped,omitempty"`
-	// ApplyStopped is why this member's FSM stopped (an entry whose
-	// ConsumeQueue or index units could not be written, with its index);
-	// empty while it applies. The member applies nothing more and needs a
-	// restart once the cause is fixed.
-	ApplyStopped string `json:"applyStopped,omitempty"`
-	// AcksBeforeFsync is true when this member acknowledges appends and
-	// votes before they are on disk (flushDiskType=ASYNC_FLUSH with
-	// raftAcksBeforeFsync=true): a crash of a majority at once can lose
-	// acknowledged messages.
-	AcksBeforeFsync bool         `json:"acksBeforeFsync"`
-	Members         []RaftMember `json:"members"`
-	// Stats is raft.Stats() verbatim, for anything not lifted above.
-	Stats map[string]string `json:"stats"`
-	// Catchup is this member's full-data catch-up after a snapshot
-	// install (nil when it never needed one): while Pending it does not
-	// stand for election.
-	Catchup *CatchupStatus `json:"catchup,omitempty"`
-}
+// RaftStatus is the RAFT_STATUS answer body (declared in wire, which the
+// admin client reads it with).
+type RaftStatus = wire.RaftStatus
 
 // LeadershipTransferResult is the LEADERSHIP_TRANSFER answer body.
-type LeadershipTransferResult struct {
-	FromID        string `json:"fromId"`
-	NewLeaderID   string `json:"newLeaderId"`
-	NewLeaderAddr string `json:"newLeaderAddr"`
-	Term          uint64 `json:"term"`
-	TookMillis    int64  `json:"tookMillis"`
-}
+type LeadershipTransferResult = wire.LeadershipTransferResult
 
 // raftAdminPoolWorkers is small: admin calls are rare, and a transfer
 // blocks its worker for up to an election timeout plus the announce.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/raftlog"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Full-data catch-up (ADR 0017).
@@ -52,22 +53,7 @@ type catchupSource interface {
 }
 
 // CatchupStatus is a member's catch-up progress (RAFT_STATUS "catchup").
-type CatchupStatus struct {
-	// Pending is true while the member lacks retained data before its
-	// snapshot; it does not stand for election meanwhile.
-	Pending bool `json:"pending"`
-	// Phase is "log", "queues" or "" (idle).
-	Phase string `json:"phase,omitempty"`
-	// BytesDone and BytesTotal count the CommitLog bytes fetched this run.
-	BytesDone  int64 `json:"bytesDone"`
-	BytesTotal int64 `json:"bytesTotal"`
-	// Units counts queue units taken.
-	Units int64 `json:"units"`
-	// LastError is the last failed attempt's error ("" if none).
-	LastError string `json:"lastError,omitempty"`
-	// TookMillis is how long the last completed catch-up took.
-	TookMillis int64 `json:"tookMillis,omitempty"`
-}
+type CatchupStatus = wire.CatchupStatus
 
 // catchupState is the loop's progress, read by status calls.
 type catchupState struct {
