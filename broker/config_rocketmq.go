@@ -13,7 +13,6 @@ const (
 	whyThreads = "Java thread-pool sizing: the Go runtime schedules request goroutines; " +
 		"send/pull pools and queue capacities are sendMessageThreadPoolNums, pullMessageThreadPoolNums, " +
 		"sendThreadPoolQueueCapacity and pullThreadPoolQueueCapacity"
-	whyNetty     = "Netty socket and buffer tuning: Go's net package owns the sockets"
 	whyFastFail  = "a full send or pull queue answers SYSTEM_BUSY at once; there is no queue-wait timeout"
 	whyRetention = "retention deletes whole segments every cleanResourceInterval (fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio)"
 	whyPull      = "a pull returns at most maxPullBatch messages, read through the page cache"
@@ -32,7 +31,7 @@ const (
 // has no field for (the ones it has are used; docs/config.md lists both).
 // Keys whose non-default value asks for a feature raftmq lacks carry Only:
 // that value loads, any other is refused naming the key.
-var rocketmqBrokerKeys = map[string]config.Ignored{
+var rocketmqBrokerKeys = config.WithNettyKeys(map[string]config.Ignored{
 	// Master/slave replication (MessageStoreConfig, BrokerConfig).
 	"brokerId": {Reason: "roles come from Raft: the leader registers as brokerId 0, " +
 		"a follower as its position in the live Raft configuration + 1 (dLegerPeers order at bootstrap)"},
@@ -97,7 +96,7 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"putMsgIndexHightWater":              {Reason: "the index is written for every message (messageIndexEnable)"},
 	"messageIndexSafe":                   {Reason: "the index is rebuilt from the Raft log on recovery"},
 
-	// Thread pools and Netty (NettyServerConfig, NettyClientConfig).
+	// Thread pools (Netty's keys: config.WithNettyKeys).
 	"putMessageFutureThreadPoolNums":         {Reason: whyThreads},
 	"processReplyMessageThreadPoolNums":      {Reason: whyThreads},
 	"queryMessageThreadPoolNums":             {Reason: whyThreads},
@@ -110,29 +109,6 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"consumerManagerThreadPoolQueueCapacity": {Reason: whyThreads},
 	"heartbeatThreadPoolQueueCapacity":       {Reason: whyThreads},
 	"endTransactionPoolQueueCapacity":        {Reason: whyThreads},
-	"serverWorkerThreads":                    {Reason: whyThreads},
-	"serverCallbackExecutorThreads":          {Reason: whyThreads},
-	"serverSelectorThreads":                  {Reason: whyThreads},
-	"serverOnewaySemaphoreValue":             {Reason: whyThreads},
-	"serverAsyncSemaphoreValue":              {Reason: whyThreads},
-	"clientWorkerThreads":                    {Reason: whyThreads},
-	"clientCallbackExecutorThreads":          {Reason: whyThreads},
-	"clientOnewaySemaphoreValue":             {Reason: whyThreads},
-	"clientAsyncSemaphoreValue":              {Reason: whyThreads},
-	"serverSocketSndBufSize":                 {Reason: whyNetty},
-	"serverSocketRcvBufSize":                 {Reason: whyNetty},
-	"writeBufferHighWaterMark":               {Reason: whyNetty},
-	"writeBufferLowWaterMark":                {Reason: whyNetty},
-	"serverSocketBacklog":                    {Reason: whyNetty},
-	"serverPooledByteBufAllocatorEnable":     {Reason: whyNetty},
-	"useEpollNativeSelector":                 {Reason: whyNetty},
-	"clientSocketSndBufSize":                 {Reason: whyNetty},
-	"clientSocketRcvBufSize":                 {Reason: whyNetty},
-	"clientPooledByteBufAllocatorEnable":     {Reason: whyNetty},
-	"clientCloseSocketIfTimeout":             {Reason: whyNetty},
-	"connectTimeoutMillis":                   {Reason: whyNetty},
-	"channelNotActiveInterval":               {Reason: whyNetty},
-	"clientChannelMaxIdleTimeSeconds":        {Reason: whyNetty},
 	"brokerFastFailureEnable":                {Reason: whyFastFail},
 	"waitTimeMillsInSendQueue":               {Reason: whyFastFail},
 	"waitTimeMillsInPullQueue":               {Reason: whyFastFail},
@@ -188,7 +164,7 @@ var rocketmqBrokerKeys = map[string]config.Ignored{
 	"scheduleAsyncDeliverMaxPendingLimit":      {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"scheduleAsyncDeliverMaxResendNum2Blocked": {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"brokerPermission":                         {Reason: "a broker is always readable and writable; use updateTopicPerm per topic", Only: "6"},
-}
+}, whyThreads, true)
 
 // IgnoredKeys implements config.Ignorer: the RocketMQ keys a broker.conf may
 // set that raftmq accepts without a field (one warning at start lists them).

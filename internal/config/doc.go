@@ -27,6 +27,8 @@
 //     Keys, Print (the effective config in the same syntax), KeyError.
 //   - ignored.go: Ignorer, Ignored, Report and its warning, suggestions,
 //     Explain and Problems.
+//   - netty.go: WithNettyKeys, the one list of RocketMQ's Netty keys both
+//     servers accept and ignore.
 //   - doctable.go: ClassTable and ReplaceSection, which keep
 //     docs/config.md's key tables generated from the code.
 package config
