@@ -85,8 +85,13 @@ func (a *Admin) nameServerCall(ctx context.Context, newReq func() *remoting.Remo
 // brokerCall sends req to addr and follows not-leader answers (up to
 // maxBrokerHops); any other non-success answer is a *BrokerError.
 func (a *Admin) brokerCall(ctx context.Context, brokerName, addr string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	return a.brokerCallTimeout(ctx, a.cfg.requestTimeout, brokerName, addr, newReq)
+}
+
+// brokerCallTimeout is brokerCall with each hop bounded by timeout.
+func (a *Admin) brokerCallTimeout(ctx context.Context, timeout time.Duration, brokerName, addr string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	for hop := 0; ; hop++ {
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		resp, err := invokeOK(cctx, a.rc, brokerName, addr, newReq())
 		cancel()
 		var be *BrokerError

@@ -83,7 +83,10 @@
 //   - admin.go, admin_json.go, admin_tools.go: the Admin client behind
 //     `raftmq admin` (admin_tools.go: raw requests for mqadmin's remaining
 //     commands, unique-key lookup, one-off pulls); admin_member.go:
-//     AddRaftMember, RemoveRaftMember, ReplaceRaftMember.
+//     AddRaftMember, RemoveRaftMember, ReplaceRaftMember; admin_raft.go:
+//     RaftStatus, RaftGroups (every member's RAFT_STATUS merged per group),
+//     TransferLeadership, PlanLeaderBalance and BalanceLeaders, which the
+//     CLI's raft commands and the web console share.
 //   - consumer_running_info.go, consumer_direct.go: the consumer's answers
 //     to GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309),
 //     which brokers relay from tools.

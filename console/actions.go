@@ -9,18 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
-	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/remoting"
-	"github.com/raftmq/raftmq/wire"
+	"go.uber.org/zap"
 )
 
 // maxActionBody bounds an action's JSON body.
@@ -143,13 +139,7 @@ func decodeAction(body io.Reader, v any) error {
 }
 
 // TransferResult is POST /api/raft/transfer's answer.
-type TransferResult struct {
-	BrokerName string `json:"brokerName"`
-	broker.LeadershipTransferResult
-	// Registered is true once the name server routes the new leader as
-	// brokerId 0.
-	Registered bool `json:"registered"`
-}
+type TransferResult = client.LeadershipTransfer
 
 func (c *Console) serveTransfer(w http.ResponseWriter, r *http.Request) {
 	if !c.actionAllowed(w, r) {
@@ -192,54 +182,24 @@ func (c *Console) serveTransfer(w http.ResponseWriter, r *http.Request) {
 // the name server to route the new leader as brokerId 0. The status is
 // the HTTP status of a failure.
 func (c *Console) transfer(ctx context.Context, g *GroupView, target string) (*TransferResult, int, error) {
-	if target != "" && !slices.ContainsFunc(g.Members, func(m MemberView) bool { return m.ID == target }) {
-		var ids []string
-		for _, m := range g.Members {
-			if m.ID != "" {
-				ids = append(ids, m.ID)
-			}
-		}
-		return nil, http.StatusNotFound, fmt.Errorf("%q is not a member of broker group %s (members: %v)", target, g.BrokerName, ids)
-	}
-	if g.LeaderAddr == "" {
-		return nil, http.StatusConflict, fmt.Errorf("broker group %s has no leader right now (election in progress?)", g.BrokerName)
-	}
 	adm, err := c.client()
 	if err != nil {
 		return nil, http.StatusServiceUnavailable, err
 	}
-	resp, err := adm.BrokerRequest(ctx, g.LeaderAddr, remoting.RequestLeadershipTransfer, &wire.LeadershipTransferRequestHeader{TargetID: target}, nil)
-	if err != nil {
-		return nil, brokerStatus(err), fmt.Errorf("leadership transfer of %s: %w", g.BrokerName, err)
+	res, err := adm.TransferLeadership(ctx, &g.RaftGroup, target, c.opts.TransferWait)
+	switch {
+	case err == nil:
+		return res, 0, nil
+	case errors.Is(err, client.ErrNotMember):
+		return nil, http.StatusNotFound, err
+	case errors.Is(err, client.ErrNoBroker):
+		return nil, http.StatusConflict, err
 	}
-	res := &TransferResult{BrokerName: g.BrokerName}
-	if err := json.Unmarshal(resp.Body, &res.LeadershipTransferResult); err != nil {
-		return nil, http.StatusBadGateway, fmt.Errorf("unreadable LEADERSHIP_TRANSFER answer from %s: %w", g.LeaderAddr, err)
-	}
-	deadline := time.Now().Add(c.opts.TransferWait)
-	for res.NewLeaderAddr != "" && time.Now().Before(deadline) {
-		if c.ns.Routes().ClusterInfo().BrokerAddrTable[g.BrokerName].BrokerAddrs[wire.MasterID] == res.NewLeaderAddr {
-			res.Registered = true
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return res, 0, nil
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return res, 0, nil
+	return nil, brokerStatus(err), err
 }
 
 // BalanceMove is one group's line of a balance plan.
-type BalanceMove struct {
-	BrokerName string `json:"brokerName"`
-	From       string `json:"from"`
-	To         string `json:"to"`
-	Reason     string `json:"reason"`
-	// Result is planned (dry run), skipped, "moved in …" or "failed: …".
-	Result string `json:"result"`
-}
+type BalanceMove = client.LeaderMove
 
 // BalanceResult is POST /api/raft/balance's answer.
 type BalanceResult struct {
@@ -270,89 +230,19 @@ func (c *Console) serveBalance(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no broker group in cluster "+req.Cluster)
 		return
 	}
-	byName := map[string]*GroupView{}
-	for _, g := range gs {
-		byName[g.BrokerName] = g
+	rgs := make([]*client.RaftGroup, len(gs))
+	for i, g := range gs {
+		rgs[i] = &g.RaftGroup
 	}
-	res := BalanceResult{Moves: planBalance(gs)}
-	for i := range res.Moves {
-		m := &res.Moves[i]
-		if m.Result != "" || req.DryRun {
-			if m.Result == "" {
-				m.Result = "planned"
-			}
-			continue
-		}
-		tr, _, err := c.transfer(ctx, byName[m.BrokerName], m.To)
-		if err != nil {
-			m.Result = "failed: " + err.Error()
-			continue
-		}
-		m.Result = fmt.Sprintf("moved in %s", time.Duration(tr.TookMillis)*time.Millisecond)
+	res := BalanceResult{Moves: client.PlanLeaderBalance(rgs)}
+	if adm, err := c.client(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	} else if err := adm.BalanceLeaders(ctx, rgs, res.Moves, req.DryRun, c.opts.TransferWait); err != nil {
+		c.log.Warn("console: balance leaders: some moves failed", zap.Error(err))
 	}
 	c.log.Info("console: balance leaders run")
 	writeJSON(w, http.StatusOK, res)
-}
-
-// planBalance picks, per group, where leadership should be: the
-// preferredLeaderId when one is configured and answered, otherwise a
-// member on the host with the fewest leaders when the leader's host has
-// at least two more than that one (as raftmq admin balanceLeaders).
-func planBalance(gs []*GroupView) []BalanceMove {
-	hostOf := func(addr string) string {
-		if h, _, err := net.SplitHostPort(addr); err == nil {
-			return h
-		}
-		return addr
-	}
-	load := map[string]int{}
-	for _, g := range gs {
-		for _, st := range g.statuses {
-			load[hostOf(st.RemotingAddr)] += 0
-		}
-		if g.LeaderAddr != "" {
-			load[hostOf(g.LeaderAddr)]++
-		}
-	}
-	moves := []BalanceMove{}
-	for _, g := range gs {
-		if g.LeaderID == "" {
-			moves = append(moves, BalanceMove{BrokerName: g.BrokerName, Reason: "no leader (election in progress)", Result: "skipped"})
-			continue
-		}
-		if p := g.PreferredLeaderID; p != "" {
-			if p == g.LeaderID {
-				continue
-			}
-			st, ok := g.statuses[p]
-			if !ok {
-				moves = append(moves, BalanceMove{BrokerName: g.BrokerName, From: g.LeaderID, To: p, Reason: "preferred leader did not answer", Result: "skipped"})
-				continue
-			}
-			load[hostOf(g.LeaderAddr)]--
-			load[hostOf(st.RemotingAddr)]++
-			moves = append(moves, BalanceMove{BrokerName: g.BrokerName, From: g.LeaderID, To: p, Reason: "preferredLeaderId"})
-			continue
-		}
-		cur := hostOf(g.LeaderAddr)
-		best, bestLoad := "", load[cur]-1
-		for _, id := range slices.Sorted(maps.Keys(g.statuses)) {
-			st := g.statuses[id]
-			if id == g.LeaderID || st.State == "Shutdown" {
-				continue
-			}
-			if l := load[hostOf(st.RemotingAddr)]; l < bestLoad {
-				best, bestLoad = id, l
-			}
-		}
-		if best != "" {
-			load[cur]--
-			load[hostOf(g.statuses[best].RemotingAddr)]++
-			moves = append(moves, BalanceMove{BrokerName: g.BrokerName, From: g.LeaderID, To: best,
-				Reason: fmt.Sprintf("host %s leads %d groups", cur, load[cur]+1)})
-		}
-	}
-	return moves
 }
 
 // brokerStatus maps a broker's refusal to an HTTP status: NO_PERMISSION

@@ -29,14 +29,15 @@
 //
 //   - console.go: Options, Console (New, Handler, Mount, Close), the
 //     admin client, the per-collection caches and rates.
-//   - cluster.go: GET /api/cluster: groups, members, leader, term, lag,
-//     gossip state.
+//   - cluster.go: GET /api/cluster: groups, members, leader, term, lag
+//     (client.Admin.RaftGroups), gossip state.
 //   - topics.go: GET /api/topics: topics and per-queue offsets and rates.
 //   - groups.go: GET /api/groups: consumer groups and lag per queue.
 //   - message.go: GET /api/message: lookup by key, client msgId or offset
 //     msgId.
 //   - actions.go: the admin account check, POST /api/raft/transfer and
-//     /api/raft/balance (the plan of raftmq admin balanceLeaders).
+//     /api/raft/balance (client.Admin's TransferLeadership and
+//     PlanLeaderBalance, as raftmq admin balanceLeaders).
 //   - errors.go: the package's sentinels.
 //   - static/: index.html, console.js, console.css, embedded with
 //     go:embed (no build step, no external resources).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -210,19 +211,17 @@ var adminCommands = []adminEntry{
 			return []any{r.BrokerName, r.QueueID, r.QueueOffset, r.SendStatus, r.MsgID, r.OffsetMsgID}
 		}).one,
 	},
-	adminCommand[[]*groupStatus]{
+	adminCommand[[]*client.RaftGroup]{
 		name:  "raftStatus",
 		short: "Show each broker group's Raft members: role, term, last/commit/applied index, lag, last contact",
 		long: "Asks every registered member of each broker group for its Raft status (RAFT_STATUS, code 30001). Lag is " +
 			"the leader's last log index minus the member's; last contact is how long ago the member last heard from " +
 			"the leader (0 on the leader). Members in the Raft configuration that are not registered show as Unknown.",
 		flags: []flagSpec{str("brokerName", "b", "only this broker group"), str("clusterName", "c", "only this cluster")},
-		run: func(ctx context.Context, s *adminSession, in flagValues) ([]*groupStatus, error) {
-			return s.groupStatuses(ctx, in.str("clusterName"), in.str("brokerName"))
-		},
+		run:   runRaftStatus,
 		table: tableRaftStatus,
 	},
-	adminCommand[*transferResult]{
+	adminCommand[*client.LeadershipTransfer]{
 		name:  "leadershipTransfer",
 		short: "Move a broker group's Raft leadership to a named member, or to the most caught-up follower",
 		long: "Asks the group's leader (LEADERSHIP_TRANSFER, code 30002) to catch the target up and hand over; answers " +
@@ -234,12 +233,12 @@ var adminCommands = []adminEntry{
 		},
 		run: runLeadershipTransfer,
 		table: columns([]any{"#Broker Name", "#From", "#New Leader", "#New Leader Addr", "#Term", "#Took", "#Registered As BID 0"},
-			func(r *transferResult) []any {
+			func(r *client.LeadershipTransfer) []any {
 				return []any{r.BrokerName, r.FromID, r.NewLeaderID, orDash(r.NewLeaderAddr), r.Term,
 					(time.Duration(r.TookMillis) * time.Millisecond).String(), r.Registered}
 			}).one,
 	},
-	adminCommand[[]balanceMove]{
+	adminCommand[[]client.LeaderMove]{
 		name:  "balanceLeaders",
 		short: "Move each group's leadership to its preferredLeaderId, or spread leaders over hosts",
 		long: "For every broker group (of -c cluster): if its members configure preferredLeaderId and another member " +

@@ -117,7 +117,7 @@ func TestAdminReplaceMember(t *testing.T) {
 
 	// raftStatus and the route follow the configuration.
 	testutil.WaitFor(t, 10*time.Second, "raftStatus and route show the new member", func() bool {
-		var gs []*groupStatus
+		var gs []*client.RaftGroup
 		o, err := runAdmin(t, append(n, "raftStatus", "-b", "broker-a", "--json")...)
 		if err != nil || jsonInto(o, &gs) != nil || len(gs) != 1 {
 			return false

@@ -272,9 +272,9 @@ func TestAdminCommands(t *testing.T) {
 // testAdminRaft covers raftStatus, leadershipTransfer and balanceLeaders.
 func testAdminRaft(t *testing.T, c *adminCluster) {
 	n := []string{"-n", c.nsAddr}
-	status := func() *groupStatus {
+	status := func() *client.RaftGroup {
 		t.Helper()
-		var gs []*groupStatus
+		var gs []*client.RaftGroup
 		adminJSON(t, &gs, append(n, "raftStatus", "-b", "broker-a")...)
 		if len(gs) != 1 || len(gs[0].Members) != 3 {
 			t.Fatalf("raftStatus: %+v", gs)
@@ -305,7 +305,7 @@ func testAdminRaft(t *testing.T, c *adminCluster) {
 	if g.LeaderID == "n0" {
 		target = "n1"
 	}
-	var tr transferResult
+	var tr client.LeadershipTransfer
 	adminJSON(t, &tr, append(n, "leadershipTransfer", "-b", "broker-a", "-t", target)...)
 	if tr.NewLeaderID != target || tr.NewLeaderAddr != c.addrOf(target) || !tr.Registered || tr.FromID != g.LeaderID {
 		t.Fatalf("leadershipTransfer to %s: %+v", target, tr)
@@ -343,12 +343,12 @@ func testAdminRaft(t *testing.T, c *adminCluster) {
 	}
 
 	// balanceLeaders moves leadership to preferredLeaderId n2.
-	var dry []balanceMove
+	var dry []client.LeaderMove
 	adminJSON(t, &dry, append(n, "balanceLeaders", "--dry-run")...)
 	if len(dry) != 1 || dry[0].To != "n2" || dry[0].Result != "planned" {
 		t.Fatalf("balanceLeaders --dry-run: %+v", dry)
 	}
-	var moves []balanceMove
+	var moves []client.LeaderMove
 	adminJSON(t, &moves, append(n, "balanceLeaders", "-c", "DefaultCluster")...)
 	if len(moves) != 1 || moves[0].To != "n2" || moves[0].Reason != "preferredLeaderId" || !strings.HasPrefix(moves[0].Result, "moved") {
 		t.Fatalf("balanceLeaders: %+v", moves)
@@ -357,37 +357,6 @@ func testAdminRaft(t *testing.T, c *adminCluster) {
 		t.Fatalf("after balanceLeaders the leader is %s, want n2", g4.LeaderID)
 	}
 	wantLines(t, mustAdmin(t, append(n, "balanceLeaders")...), "leaders already balanced")
-}
-
-// TestPlanBalanceSpreadsHosts checks the host-spreading plan: two groups
-// led from one host move one leader to a host that holds a member.
-func TestPlanBalanceSpreadsHosts(t *testing.T) {
-	mk := func(name, leader string, members map[string]string) *groupStatus {
-		g := &groupStatus{BrokerName: name, LeaderID: leader, LeaderAddr: members[leader], statuses: map[string]*broker.RaftStatus{}}
-		for id, addr := range members {
-			state := "Follower"
-			if id == leader {
-				state = "Leader"
-			}
-			g.statuses[id] = &broker.RaftStatus{SelfID: id, RemotingAddr: addr, State: state}
-		}
-		return g
-	}
-	a := mk("broker-a", "a1", map[string]string{"a1": "10.0.0.1:10911", "a2": "10.0.0.2:10911", "a3": "10.0.0.3:10911"})
-	b := mk("broker-b", "b1", map[string]string{"b1": "10.0.0.1:10921", "b2": "10.0.0.2:10921", "b3": "10.0.0.3:10921"})
-	moves := planBalance([]*groupStatus{a, b})
-	if len(moves) != 1 || moves[0].BrokerName != "broker-a" || moves[0].To != "a2" {
-		t.Fatalf("plan %+v, want broker-a moved to a2 (host 10.0.0.2)", moves)
-	}
-	// Already spread: nothing to do.
-	b = mk("broker-b", "b2", map[string]string{"b1": "10.0.0.1:10921", "b2": "10.0.0.2:10921", "b3": "10.0.0.3:10921"})
-	if moves := planBalance([]*groupStatus{a, b}); len(moves) != 0 {
-		t.Fatalf("balanced groups got plan %+v", moves)
-	}
-	// A group without a leader is reported, not moved.
-	if moves := planBalance([]*groupStatus{{BrokerName: "broker-c"}}); len(moves) != 1 || moves[0].Result != "skipped" {
-		t.Fatalf("leaderless group plan %+v", moves)
-	}
 }
 
 // TestAdminUnreachable checks the errors a user sees when nothing answers,
@@ -484,7 +453,7 @@ func TestAdminTransferWriteGap(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		before := ackCount()
 		start := time.Now()
-		var tr transferResult
+		var tr client.LeadershipTransfer
 		adminJSON(t, &tr, append(n, "leadershipTransfer", "-b", "broker-a")...)
 		if !tr.Registered || c.routedLeader() != c.addrOf(tr.NewLeaderID) {
 			t.Fatalf("transfer %d: %+v, route %s", i, tr, c.routedLeader())

@@ -38,6 +38,8 @@
 //     every admin command. admin_parity*.go: the rows appended for the rest
 //     of mqadmin (docs/admin.md maps them all). admin_member.go:
 //     addMember, removeMember, replaceMember (docs/operations.md).
+//     admin_raft.go: raftStatus, leadershipTransfer, balanceLeaders over
+//     the SDK admin's RaftGroups, TransferLeadership and PlanLeaderBalance.
 //   - failover*.go: `raftmq failover`, which SIGKILLs the leader of a
 //     real-process cluster and times detection, route drop, election, route
 //     update, first write and consume resume (failover_cluster.go: the

@@ -1,0 +1,109 @@
+package client
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestPlanLeaderBalanceSpreadsHosts checks the host-spreading plan: two groups
+// led from one host move one leader to a host that holds a member.
+func TestPlanLeaderBalanceSpreadsHosts(t *testing.T) {
+	mk := func(name, leader string, members map[string]string) *RaftGroup {
+		g := &RaftGroup{BrokerName: name, LeaderID: leader, LeaderAddr: members[leader], Statuses: map[string]*wire.RaftStatus{}}
+		for id, addr := range members {
+			state := "Follower"
+			if id == leader {
+				state = "Leader"
+			}
+			g.Statuses[id] = &wire.RaftStatus{SelfID: id, RemotingAddr: addr, State: state}
+		}
+		return g
+	}
+	a := mk("broker-a", "a1", map[string]string{"a1": "10.0.0.1:10911", "a2": "10.0.0.2:10911", "a3": "10.0.0.3:10911"})
+	b := mk("broker-b", "b1", map[string]string{"b1": "10.0.0.1:10921", "b2": "10.0.0.2:10921", "b3": "10.0.0.3:10921"})
+	moves := PlanLeaderBalance([]*RaftGroup{a, b})
+	if len(moves) != 1 || moves[0].BrokerName != "broker-a" || moves[0].To != "a2" {
+		t.Fatalf("plan %+v, want broker-a moved to a2 (host 10.0.0.2)", moves)
+	}
+	// Already spread: nothing to do.
+	b = mk("broker-b", "b2", map[string]string{"b1": "10.0.0.1:10921", "b2": "10.0.0.2:10921", "b3": "10.0.0.3:10921"})
+	if moves := PlanLeaderBalance([]*RaftGroup{a, b}); len(moves) != 0 {
+		t.Fatalf("balanced groups got plan %+v", moves)
+	}
+	// A group without a leader is reported, not moved.
+	if moves := PlanLeaderBalance([]*RaftGroup{{BrokerName: "broker-c"}}); len(moves) != 1 || moves[0].Result != "skipped" {
+		t.Fatalf("leaderless group plan %+v", moves)
+	}
+}
+
+// TestRaftGroupMergeCarriesFlushModeAndLag: the merged rows carry each
+// member's acksBeforeFsync and lag behind the leader; a configured member
+// that did not answer is Unknown with an error, and a registered address
+// that failed is its own Unreachable row.
+func TestRaftGroupMergeCarriesFlushModeAndLag(t *testing.T) {
+	g := &RaftGroup{BrokerName: "broker-a", Statuses: map[string]*wire.RaftStatus{
+		"n0": {SelfID: "n0", State: "Leader", Term: 3, RemotingAddr: "127.0.0.1:10911", AcksBeforeFsync: true, LastLogIndex: 10,
+			Members: []wire.RaftMember{{ID: "n0", Suffrage: "Voter"}, {ID: "n1", Suffrage: "Voter"}, {ID: "n2", Suffrage: "Voter"}}},
+		"n1": {SelfID: "n1", State: "Follower", Term: 3, RemotingAddr: "127.0.0.1:10921", LastLogIndex: 7},
+	}}
+	g.merge([]RaftGroupMember{{RemotingAddr: "127.0.0.1:10931", BrokerID: 2, State: "Unreachable", Error: "refused", Lag: -1}},
+		map[string]int64{"127.0.0.1:10911": 0, "127.0.0.1:10921": 1, "127.0.0.1:10931": 2})
+	if g.LeaderID != "n0" || g.LeaderAddr != "127.0.0.1:10911" || g.Term != 3 {
+		t.Fatalf("group %+v", g)
+	}
+	type want struct {
+		acks     bool
+		lag, bid int64
+		state    string
+	}
+	wants := []want{{true, 0, 0, "Leader"}, {false, 3, 1, "Follower"}, {false, -1, -1, "Unknown"}, {false, -1, 2, "Unreachable"}}
+	if len(g.Members) != len(wants) {
+		t.Fatalf("members %+v", g.Members)
+	}
+	for i, w := range wants {
+		m := g.Members[i]
+		if m.AcksBeforeFsync != w.acks || m.Lag != w.lag || m.BrokerID != w.bid || m.State != w.state {
+			t.Fatalf("member %d %+v, want %+v", i, m, w)
+		}
+	}
+}
+
+// TestPlanLeaderBalancePreferredFirst: a preferred leader wins; otherwise leadership leaves a
+// host that leads two more groups than another.
+func TestPlanLeaderBalancePreferredFirst(t *testing.T) {
+	g := func(name, leader, preferred string, members map[string]string) *RaftGroup {
+		gv := &RaftGroup{BrokerName: name, LeaderID: leader, PreferredLeaderID: preferred, Statuses: map[string]*wire.RaftStatus{}}
+		for id, addr := range members {
+			st := "Follower"
+			if id == leader {
+				st, gv.LeaderAddr = "Leader", addr
+			}
+			gv.Statuses[id] = &wire.RaftStatus{SelfID: id, State: st, RemotingAddr: addr}
+		}
+		return gv
+	}
+	hosts := map[string]string{"n0": "10.0.0.1:10911", "n1": "10.0.0.2:10911", "n2": "10.0.0.3:10911"}
+	moves := PlanLeaderBalance([]*RaftGroup{
+		g("a", "n0", "n1", hosts),
+		g("b", "n0", "", hosts),
+		g("c", "n0", "", hosts),
+		g("d", "", "", hosts),
+	})
+	want := []string{"a:n0->n1 preferredLeaderId", "b:n0->n2", "d:->skipped"}
+	var got []string
+	for _, m := range moves {
+		s := m.BrokerName + ":" + m.From + "->" + m.To
+		if m.Reason == "preferredLeaderId" {
+			s += " preferredLeaderId"
+		}
+		if m.Result == "skipped" {
+			s = m.BrokerName + ":->skipped"
+		}
+		got = append(got, s)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("plan %v, want %v (%+v)", got, want, moves)
+	}
+}
