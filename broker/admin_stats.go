@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,7 +158,11 @@ func newBrokerStats(cluster string, now time.Time) *brokerStats {
 	return s
 }
 
-// item returns (creating) the item name/key.
+// item returns (creating) the item name/key. Keys are capped as the
+// Prometheus traffic series are (metrics_topic.go): past trafficMaxTopics
+// topics or trafficMaxGroupTopics topic@group pairs per name, counts go to
+// the key trafficOtherLabel, so a client cycling group names cannot grow
+// the table without bound.
 func (s *brokerStats) item(name, key string, now time.Time) *statsItem {
 	s.mu.RLock()
 	it := s.items[name][key]
@@ -172,10 +177,20 @@ func (s *brokerStats) item(name, key string, now time.Time) *statsItem {
 		m = map[string]*statsItem{}
 		s.items[name] = m
 	}
-	if it = m[key]; it == nil {
-		it = newStatsItem(now)
-		m[key] = it
+	if it = m[key]; it != nil {
+		return it
 	}
+	limit := trafficMaxTopics
+	if strings.Contains(key, "@") {
+		limit = trafficMaxGroupTopics
+	}
+	if len(m) >= limit {
+		if key = trafficOtherLabel; m[key] != nil {
+			return m[key]
+		}
+	}
+	it = newStatsItem(now)
+	m[strings.Clone(key)] = it // key may alias a reused frame buffer
 	return it
 }
 

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -67,6 +68,25 @@ func TestBrokerStatsKeys(t *testing.T) {
 	putToday, putYest, getToday, _ := s.morning()
 	if putToday != 3 || putYest != 0 || getToday != 2 {
 		t.Errorf("marks after a day change: put today %d yesterday %d, get today %d", putToday, putYest, getToday)
+	}
+}
+
+// TestBrokerStatsKeysCapped: pulls under ever new group names stop adding
+// items at trafficMaxGroupTopics pairs; later ones count under
+// trafficOtherLabel.
+func TestBrokerStatsKeysCapped(t *testing.T) {
+	s := newBrokerStats("C", time.Now())
+	for i := range trafficMaxGroupTopics + 50 {
+		s.got(fmt.Sprintf("G%d", i), "T", 1, 10)
+	}
+	s.mu.RLock()
+	n := len(s.items["GROUP_GET_NUMS"])
+	s.mu.RUnlock()
+	if n != trafficMaxGroupTopics+1 {
+		t.Fatalf("%d GROUP_GET_NUMS items, want %d plus %s", n, trafficMaxGroupTopics, trafficOtherLabel)
+	}
+	if got := s.lookup("GROUP_GET_NUMS", trafficOtherLabel).value.Load(); got != 50 {
+		t.Fatalf("%s counted %d pulls, want 50", trafficOtherLabel, got)
 	}
 }
 
