@@ -317,7 +317,15 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	for _, cq := range f.ms.ConsumeQueues().All() {
 		img.Queues = append(img.Queues, queueNext{Topic: cq.Topic(), QueueID: cq.QueueID(), Next: cq.MaxOffset()})
 	}
-	return &fsmSnapshot{img: img, logs: f.logs, ms: f.ms, timers: f.timers}, nil
+	snap := &fsmSnapshot{img: img, logs: f.logs, ms: f.ms, timers: f.timers}
+	if f.timers != nil {
+		cut, err := f.timers.Cut()
+		if err != nil {
+			return nil, err
+		}
+		snap.timerCut = cut
+	}
+	return snap, nil
 }
 
 // Restore implements raft.FSM. It runs at startup (the local snapshot) and
@@ -336,7 +344,8 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	var img stateImage
-	if err := json.NewDecoder(rc).Decode(&img); err != nil {
+	dec := json.NewDecoder(rc)
+	if err := dec.Decode(&img); err != nil {
 		return fmt.Errorf("broker: decode snapshot tables: %w", err)
 	}
 	// Queues behind the snapshot continue where the leader's were; at
@@ -350,6 +359,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.st.mu.Lock()
 	f.st.loadLocked(img)
 	f.st.mu.Unlock()
+	if err := f.restoreTimerImage(io.MultiReader(dec.Buffered(), rc)); err != nil {
+		return err
+	}
 	if err := f.restoreTimers(img); err != nil {
 		return err
 	}
@@ -364,22 +376,28 @@ type fsmSnapshot struct {
 	logs   *raftlog.LogStore
 	ms     *store.MessageStore
 	timers *timerindex.Index
+	// timerCut is the timer index at the snapshot (timer_image.go).
+	timerCut timerindex.Cut
 }
 
-// Persist writes the log position record, then the tables. The
-// ConsumeQueues and index are made durable first: after a restart Raft only
-// re-applies entries after the snapshot, so every unit below it must be on
-// disk.
+// Persist writes the log position record, the tables, then the timer
+// index's image. The ConsumeQueues, index and timer files are made durable
+// first: after a restart Raft only re-applies entries after the snapshot,
+// so every unit below it must be on disk. The timer image is read before
+// the timer Sync, which removes the files advances set aside since the cut.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	err := s.ms.FlushLogics()
-	if err == nil && s.timers != nil {
-		err = s.timers.Sync()
-	}
 	if err == nil {
 		err = s.logs.WritePositionFor(sink)
 	}
 	if err == nil {
 		err = json.NewEncoder(sink).Encode(&s.img)
+	}
+	if err == nil {
+		err = s.writeTimerImage(sink)
+	}
+	if err == nil && s.timers != nil {
+		err = s.timers.Sync()
 	}
 	if err != nil {
 		return errors.Join(err, sink.Cancel())
