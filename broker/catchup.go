@@ -171,6 +171,16 @@ func (g *Group) catchupOnce(ctx context.Context, src catchupSource) error {
 	if err := g.catchupQueues(ctx, src); err != nil {
 		return err
 	}
+	if cur, curGen, ok := g.logs.Backfill(); ok && curGen == gen {
+		st = cur // with the start the log fetch recorded
+	}
+	if err := g.catchupIndex(ctx, st); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	// Everything before the snapshot is in the queues and the index now,
+	// also on a member that has applied nothing after it yet (reads of a
+	// message stop at the dispatched offset).
+	g.ms.Reput().DispatchedThrough(st.NextPos)
 	return g.finishCatchup(gen, began)
 }
 

@@ -4,26 +4,36 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/broker/timerindex"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
 // TestCatchupOverRemoting runs the catch-up of a wiped member between real
 // nodes: CATCHUP_READ over TCP (checksummed chunks), the members' client.
 // Afterwards the rebuilt member's log bytes over the leader's retained
-// range equal the leader's, and its queues start where the leader's
-// retained messages do.
+// range equal the leader's, its queues start where the leader's retained
+// messages do, QUERY_MESSAGE on it finds messages of the backfilled range
+// by key and by UNIQ_KEY, and its timer index equals the leader's; made
+// leader, it fires a timer message stored before the wipe, once.
 func TestCatchupOverRemoting(t *testing.T) {
 	pc := startDiskCluster(t, func(c *BrokerConfig) {
 		c.Store.MappedFileSizeCommitLog = 1 << 20
 		c.SnapshotBytes = 0
 		c.Store.MaxMessageSize = 128 << 10
 		c.RaftBatchMaxBytes = 256 << 10
+		// Only the rebuilt member (restarted with a short interval below)
+		// delivers timers: a fire comes from its index or not at all.
+		c.TimerCheckInterval = time.Hour
 	})
 	l := pc.leader()
 	lg := pc.groups[l]
@@ -34,7 +44,9 @@ func TestCatchupOverRemoting(t *testing.T) {
 		for i := from; i < from+n; i += 16 {
 			var ms []*store.Message
 			for j := i; j < i+16; j++ {
-				ms = append(ms, testMessage("T", int32(j%2), fmt.Sprintf("k%d", j), "p", int64(j), 1024))
+				m := testMessage("T", int32(j%2), fmt.Sprintf("k%d", j), "p", int64(j), 1024)
+				m.Properties[wire.PropertyKeys] = fmt.Sprintf("key%d", j)
+				ms = append(ms, m)
 			}
 			deadline := time.Now().Add(30 * time.Second)
 			for {
@@ -52,6 +64,14 @@ func TestCatchupOverRemoting(t *testing.T) {
 	put(0, 4000)
 	l = pc.leader()
 	lg = pc.groups[l]
+	// Two timers stored before the wipe: one due soon (fired later by the
+	// rebuilt member as leader), one pending throughout.
+	due := time.Now().Add(2 * time.Second).UnixMilli()
+	for _, m := range []*store.Message{timerMessage("tmr", due), timerMessage("tmr-later", due+3_600_000)} {
+		if _, err := lg.PutMessages(context.Background(), []*store.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f := (l + 1) % 3
 	testutil.WaitFor(t, 30*time.Second, "the follower applies everything", func() bool {
 		return pc.groups[f].FSMAppliedIndex() >= lg.FSMAppliedIndex()
@@ -74,6 +94,7 @@ func TestCatchupOverRemoting(t *testing.T) {
 	if _, err := lg.LogStore().DeleteSegmentsBefore(idx); err != nil {
 		t.Fatal(err)
 	}
+	pc.cfgs[f].TimerCheckInterval = 10 * time.Millisecond
 	pc.startNode(f)
 	fg := pc.groups[f]
 	testutil.WaitFor(t, 60*time.Second, "the rebuilt member catches up", func() bool {
@@ -113,6 +134,92 @@ func TestCatchupOverRemoting(t *testing.T) {
 			if lu, err := lcq.Get(fcq.MinOffset() - 1); err == nil && lu.PhyOffset >= lmin {
 				t.Fatalf("queue %d: rebuilt member lacks offset %d, whose message the leader retains", q, fcq.MinOffset()-1)
 			}
+		}
+	}
+
+	checkRebuiltIndexAndTimers(t, pc, l, f, due)
+}
+
+// checkRebuiltIndexAndTimers: QUERY_MESSAGE on the rebuilt member f finds
+// messages of the backfilled range by key and by UNIQ_KEY; its timer
+// records equal the leader's; made leader, it delivers the timer "tmr"
+// stored before its wipe exactly once.
+func checkRebuiltIndexAndTimers(t *testing.T, pc *procCluster, l, f int, due int64) {
+	t.Helper()
+	fg, lg := pc.groups[f], pc.groups[l]
+	addr := pc.nodes[f].Addr()
+	end := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
+	// k3999 was stored before the wipe, k4300 while the member was down:
+	// both below the snapshot it installed.
+	for _, q := range []struct{ key, want string }{{"k3999", "k3999"}, {"key3999", "k3999"}, {"k4300", "k4300"}, {"key4300", "k4300"}} {
+		r := pc.call(addr, remoting.RequestQueryMessage, map[string]string{"topic": "T", "key": q.key, "maxNum": "32",
+			"beginTimestamp": "0", "endTimestamp": end}, nil)
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("QUERY_MESSAGE %q on the rebuilt member: %d %s (%+v)", q.key, r.Code, r.Remark, fg.CatchupStatus())
+		}
+		msgs := decodeAll(t, r.Body)
+		if len(msgs) != 1 || msgs[0].Properties[wire.PropertyUniqKey] != q.want {
+			t.Fatalf("QUERY_MESSAGE %q on the rebuilt member: %d messages", q.key, len(msgs))
+		}
+	}
+	if cs := fg.CatchupStatus(); cs.Indexed == 0 {
+		t.Fatalf("the catch-up indexed nothing: %+v", cs)
+	} else {
+		t.Logf("index rebuilt for %d backfilled messages", cs.Indexed)
+	}
+
+	// The rebuilt member holds the leader's timer records (the snapshot's
+	// image), including the two stored before its wipe.
+	testutil.WaitFor(t, 30*time.Second, "the rebuilt member applies everything", func() bool {
+		return fg.FSMAppliedIndex() >= lg.FSMAppliedIndex()
+	})
+	fr, lr := timerRecords(t, fg.TimerIndex()), timerRecords(t, lg.TimerIndex())
+	if len(lr) != 2 || !maps.EqualFunc(fr, lr, slices.Equal) {
+		t.Fatalf("timer records: rebuilt %v, leader %v", fr, lr)
+	}
+
+	testutil.WaitFor(t, 30*time.Second, "the rebuilt member leads", func() bool {
+		if fg.IsLeader() {
+			return true
+		}
+		if cur := pc.leader(); cur >= 0 && cur != f {
+			_ = pc.groups[cur].TransferLeadership(fg.SelfID())
+		}
+		return fg.IsLeader()
+	})
+	if now := time.Now().UnixMilli(); now > due {
+		t.Logf("the timer was due %d ms before the rebuilt member led", now-due)
+	}
+	fired := func(g *Group) int {
+		n := 0
+		cq := g.Store().ConsumeQueues().Get("T", 0)
+		for o := cq.MinOffset(); o < cq.MaxOffset(); o++ {
+			r, err := g.Store().GetMessage("", "T", 0, o, 1, nil)
+			if err != nil || len(r.Messages) == 0 {
+				continue
+			}
+			if m, _, err := wire.DecodeMessage(r.Messages[0], false); err == nil && m.Properties[wire.PropertyUniqKey] == "tmr" {
+				n++
+			}
+		}
+		return n
+	}
+	bucket := timerindex.BucketOf(due)
+	testutil.WaitFor(t, 30*time.Second, "the rebuilt leader fires the timer and moves past it", func() bool {
+		c := fg.TimerCursor()
+		return c.Bucket > bucket || c.Bucket == bucket && c.Fired >= 1
+	})
+	testutil.WaitFor(t, 30*time.Second, "every member applies the fire", func() bool {
+		for _, g := range pc.groups {
+			if g.FSMAppliedIndex() < fg.FSMAppliedIndex() {
+				return false
+			}
+		}
+		return true
+	})
+	for i, g := range pc.groups {
+		if n := fired(g); n != 1 {
+			t.Fatalf("member %d holds %d deliveries of the timer stored before the wipe, want 1", i, n)
 		}
 	}
 }

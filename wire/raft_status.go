@@ -68,13 +68,15 @@ type CatchupStatus struct {
 	// Pending is true while the member lacks retained data before its
 	// snapshot; it does not stand for election meanwhile.
 	Pending bool `json:"pending"`
-	// Phase is "log", "queues" or "" (idle).
+	// Phase is "log", "queues", "index" or "" (idle).
 	Phase string `json:"phase,omitempty"`
 	// BytesDone and BytesTotal count the CommitLog bytes fetched this run.
 	BytesDone  int64 `json:"bytesDone"`
 	BytesTotal int64 `json:"bytesTotal"`
 	// Units counts queue units taken.
 	Units int64 `json:"units"`
+	// Indexed counts backfilled messages put into the IndexFile.
+	Indexed int64 `json:"indexed"`
 	// LastError is the last failed attempt's error ("" if none).
 	LastError string `json:"lastError,omitempty"`
 	// TookMillis is how long the last completed catch-up took.

@@ -98,3 +98,13 @@ func DecodeCQUnits(b []byte) ([]CQUnit, error) {
 	}
 	return out, nil
 }
+
+// HasUnitAt reports whether the queue holds a unit for the message at
+// CommitLog offset phy (a catch-up tells dispatched messages from stored
+// ones that got no unit, such as a producer's duplicate).
+func (cq *ConsumeQueue) HasUnitAt(phy int64) (bool, error) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	_, ok, err := cq.findByPhyLocked(phy)
+	return ok, err
+}

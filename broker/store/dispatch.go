@@ -141,6 +141,18 @@ func (r *ReputService) OnNewMessage(fn NewMessageListener) {
 // its ConsumeQueue and the index.
 func (r *ReputService) DispatchedOffset() int64 { return r.reputFrom.Load() }
 
+// DispatchedThrough records that every message below end is dispatched
+// (it only moves the offset forward): a catch-up that backfilled and
+// indexed the range before a snapshot position, on a member that has
+// applied nothing after it yet.
+func (r *ReputService) DispatchedThrough(end int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if end > r.reputFrom.Load() {
+		r.reputFrom.Store(end)
+	}
+}
+
 // dispatchOneLocked runs every dispatcher for one message.
 func (r *ReputService) dispatchOneLocked(req *DispatchRequest) error {
 	added, err := r.cfg.ConsumeQueues.dispatch(req)

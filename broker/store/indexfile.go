@@ -506,10 +506,7 @@ func nextIndexFileName(prev string) string {
 // transactional messages are not indexed; messages at or below the newest
 // indexed offset were indexed before (a replay) and are skipped.
 func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, phyOffset, storeTimestamp int64) error {
-	if sysFlag&wire.SysFlagTransMask == wire.SysFlagTransRollback {
-		return nil
-	}
-	if uniqKey == "" && strings.TrimSpace(keys) == "" {
+	if !indexable(keys, uniqKey, sysFlag) {
 		return nil
 	}
 	s.mu.Lock()
@@ -517,15 +514,33 @@ func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, ph
 	if phyOffset <= s.maxIndexedPhy {
 		return nil
 	}
+	if err := putKeys(s.lastWritableLocked, topic, keys, uniqKey, phyOffset, storeTimestamp); err != nil {
+		return err
+	}
+	s.maxIndexedPhy = phyOffset
+	return nil
+}
+
+// indexable reports whether a message gets index entries: it has a key
+// and is not a rolled-back transactional message.
+func indexable(keys, uniqKey string, sysFlag int32) bool {
+	return sysFlag&wire.SysFlagTransMask != wire.SysFlagTransRollback && (uniqKey != "" || strings.TrimSpace(keys) != "")
+}
+
+// putKeys puts a message's UNIQ_KEY and each of its keys into the file
+// writable returns, rolling to a new one when it is full: the one way
+// messages are indexed, for the live tail (BuildIndex) and for a catch-up's
+// older range (IndexBackfill).
+func putKeys(writable func() (*IndexFile, error), topic, keys, uniqKey string, phyOffset, storeTimestamp int64) error {
 	put := func(key string) error {
-		f, err := s.lastWritableLocked()
+		f, err := writable()
 		if err != nil {
 			return err
 		}
 		h := topicKeyHash(topic, key)
 		err = f.putHash(h, phyOffset, storeTimestamp)
 		if errors.Is(err, storage.ErrFileFull) {
-			if f, err = s.lastWritableLocked(); err != nil {
+			if f, err = writable(); err != nil {
 				return err
 			}
 			err = f.putHash(h, phyOffset, storeTimestamp)
@@ -545,7 +560,6 @@ func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, ph
 			return fmt.Errorf("index: message at %d, key %q: %w", phyOffset, k, err)
 		}
 	}
-	s.maxIndexedPhy = phyOffset
 	return nil
 }
 

@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/raftlog"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// The IndexFile of the backfilled range (catch-up's last phase, after the
+// queues). The FSM indexed the messages after the snapshot as it applied
+// them; those before it came as bytes, so they are dispatched now, entry by
+// entry as the FSM would have (positions from the log, the store time from
+// the entry's append time), to the store's index backfill, which writes
+// through the same key code as the live index into files of its own placed
+// before the live ones. Which messages the FSM indexed is read off the
+// queues: a message with a unit in its queue (prepared transactional halves,
+// which get none, are indexed like the FSM does); a producer's duplicate or
+// a repeated END_TRANSACTION's message has none and is skipped. Paced like
+// the log fetch; a restart re-runs the phase, which skips the files it
+// already completed (store/index_backfill.go).
+
+// catchupIndex indexes the messages of [st.StartIndex, st.NextIndex).
+func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) error {
+	idx := g.ms.Index()
+	if idx == nil || st.StartIndex == 0 {
+		return nil
+	}
+	g.catchup.update(func(s *CatchupStatus) { s.Phase = "index" })
+	bf, err := idx.BeginBackfill()
+	if err != nil {
+		return err
+	}
+	defer bf.Close()
+	pace := newPacer(g.cfg.CatchupBytesPerSecond)
+	var l raft.Log
+	for i := st.StartIndex; i < st.NextIndex; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := g.logs.GetLog(i, &l); err != nil {
+			return fmt.Errorf("index backfill: entry %d: %w", i, err)
+		}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		c, err := DecodeCommand(l.Extensions, l.Data)
+		if err != nil {
+			return fmt.Errorf("index backfill: entry %d: %w", i, err)
+		}
+		if c.Type != CmdMessages && c.Type != CmdTxnEnd {
+			continue
+		}
+		if err := g.indexEntry(bf, i, l.Data, l.AppendedAt.UnixMilli()); err != nil {
+			return err
+		}
+		if err := pace.wait(ctx, len(l.Data)); err != nil {
+			return err
+		}
+	}
+	if err := bf.Commit(); err != nil {
+		return err
+	}
+	g.catchup.update(func(s *CatchupStatus) { s.Indexed += bf.Indexed })
+	g.log.Info("catch-up: indexed the backfilled messages", zap.Int64("messages", bf.Indexed))
+	return nil
+}
+
+// indexEntry dispatches the messages of one Messages entry that the FSM
+// dispatched.
+func (g *Group) indexEntry(bf *store.IndexBackfill, index uint64, data []byte, nowMs int64) error {
+	pos, h, err := g.logs.LocateHeader(index)
+	if err != nil {
+		return fmt.Errorf("index backfill: locate entry %d: %w", index, err)
+	}
+	base := pos + int64(h.DataOffset())
+	for off := 0; off < len(data); {
+		req, size, err := store.CheckAndDecode(data[off:])
+		if err != nil {
+			return fmt.Errorf("index backfill: entry %d message at data offset %d: %w", index, off, err)
+		}
+		req.CommitLogOffset = base + int64(off)
+		req.StoreTimestamp = nowMs
+		off += size
+		if req.Blank {
+			continue
+		}
+		if req.SysFlag&wire.SysFlagTransMask != wire.SysFlagTransPrepared {
+			cq := g.ms.ConsumeQueues().Get(req.Topic, req.QueueID)
+			if cq == nil {
+				continue
+			}
+			ok, err := cq.HasUnitAt(req.CommitLogOffset)
+			if err != nil {
+				return fmt.Errorf("index backfill: %s/%d at %d: %w", req.Topic, req.QueueID, req.CommitLogOffset, err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		if err := bf.Dispatch(&req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
