@@ -57,7 +57,9 @@
 //     fetched from the leader, paced); catchup_serve.go: CATCHUP_READ
 //     (30010) and the sources it is read through; catchup_vote.go: the
 //     transport wrapper that keeps a member from standing for election
-//     while it catches up (ADR 0019).
+//     while it catches up (ADR 0019); catchup_index.go: the last phase,
+//     dispatching the backfilled messages to the store's index backfill
+//     (the IndexFile for key and UNIQ_KEY queries).
 //   - scrub.go: the background scrub of closed CommitLog segments
 //     (raftScrubBytesPerSecond) and what damage to the acknowledged log
 //     does: found by the scrub, a pull or CATCHUP_READ, it stops the
@@ -99,7 +101,9 @@
 //     reput in schedule.go, shared with the delay levels), the retention
 //     pin at the oldest pending timer; timer_fsm.go: what the FSM writes
 //     to the replica's on-disk index (package broker/timerindex) and how
-//     it moves late records when the cursor advances.
+//     it moves late records when the cursor advances; timer_image.go: the
+//     index's files at the snapshot travel after its tables, and a replica
+//     that installs it takes them (the records of timers stored before).
 //   - admin_tools.go, admin_stats.go, admin_reset.go: what RocketMQ's tools
 //     read (mqadmin, rocketmq-dashboard, rocketmq-exporter): stats items in
 //     RocketMQ's shape (315, runtime-info rates, consume TPS), 317, 204/328,

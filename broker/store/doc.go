@@ -32,7 +32,9 @@
 //     offset) and the units' transfer encoding.
 //   - indexfile.go: RocketMQ's IndexFile layout and the IndexService (keys
 //     topic#KEY and topic#UNIQ_KEY, files rolled when full, files newer
-//     than the checkpoint dropped after a crash).
+//     than the checkpoint dropped after a crash). index_backfill.go: a
+//     catch-up's older range indexed through the same key code into files
+//     of its own, moved in front of the live ones as they complete.
 //   - message.go: Message (wire.Message under the store's name) and the
 //     dispatch decoder, CheckAndDecode, over wire's stored-message layout.
 //   - dispatch.go: the dispatchers and the reput service that feeds

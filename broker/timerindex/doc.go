@@ -26,4 +26,8 @@
 //     mark with every bucket's size, which Open cuts the files back to
 //     after a reboot. Either way the files stay byte-identical to the
 //     peers' (the replicated cursor counts records by position).
+//   - image.go: the index cut at its applied mark, written after a
+//     snapshot's tables, and Replace, which makes a replica installing the
+//     snapshot hold those files (emptied at mark 0 first, so an
+//     interrupted replace is redone); the image header decoder is fuzzed.
 package timerindex
