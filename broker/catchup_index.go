@@ -25,6 +25,10 @@ import (
 // the log fetch; a restart re-runs the phase, which skips the files it
 // already completed (store/index_backfill.go).
 
+// catchupIndexEntryHook, when set (tests), runs before each entry the
+// index phase reads; an error ends the attempt.
+var catchupIndexEntryHook func(ctx context.Context, g *Group, index uint64) error
+
 // catchupIndex indexes the messages of [st.StartIndex, st.NextIndex).
 func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) error {
 	idx := g.ms.Index()
@@ -42,6 +46,11 @@ func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) erro
 	for i := st.StartIndex; i < st.NextIndex; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if hook := catchupIndexEntryHook; hook != nil {
+			if err := hook(ctx, g, i); err != nil {
+				return err
+			}
 		}
 		if err := g.logs.GetLog(i, &l); err != nil {
 			return fmt.Errorf("index backfill: entry %d: %w", i, err)
