@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
@@ -27,7 +28,7 @@ import (
 
 // catchupIndexEntryHook, when set (tests), runs before each entry the
 // index phase reads; an error ends the attempt.
-var catchupIndexEntryHook func(ctx context.Context, g *Group, index uint64) error
+var catchupIndexEntryHook atomic.Pointer[func(ctx context.Context, g *Group, index uint64) error]
 
 // catchupIndex indexes the messages of [st.StartIndex, st.NextIndex).
 func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) error {
@@ -47,8 +48,8 @@ func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) erro
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if hook := catchupIndexEntryHook; hook != nil {
-			if err := hook(ctx, g, i); err != nil {
+		if hook := catchupIndexEntryHook.Load(); hook != nil {
+			if err := (*hook)(ctx, g, i); err != nil {
 				return err
 			}
 		}

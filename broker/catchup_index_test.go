@@ -52,7 +52,7 @@ func TestGroupCatchupIndexResumesAfterRestart(t *testing.T) {
 	// Halfway through the range the index phase waits until the member
 	// is stopped.
 	halfway := make(chan struct{}, 1)
-	catchupIndexEntryHook = func(ctx context.Context, g *Group, index uint64) error {
+	hook := func(ctx context.Context, g *Group, index uint64) error {
 		if g.cfg.Store.StorePathRootDir != f.cfg.Store.StorePathRootDir {
 			return nil
 		}
@@ -67,7 +67,8 @@ func TestGroupCatchupIndexResumesAfterRestart(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	t.Cleanup(func() { catchupIndexEntryHook = nil })
+	catchupIndexEntryHook.Store(&hook)
+	t.Cleanup(func() { catchupIndexEntryHook.Store(nil) })
 	c.start(fi)
 	select {
 	case <-halfway:
@@ -76,7 +77,7 @@ func TestGroupCatchupIndexResumesAfterRestart(t *testing.T) {
 	}
 	files := f.g().Store().Index().Files()
 	c.stop(fi)
-	catchupIndexEntryHook = nil
+	catchupIndexEntryHook.Store(nil)
 	t.Logf("stopped halfway through the index phase with %d index files", files)
 
 	c.start(fi)
