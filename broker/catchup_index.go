@@ -43,8 +43,14 @@ func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) erro
 	}
 	defer bf.Close()
 	pace := newPacer(g.cfg.CatchupBytesPerSecond)
+	// This member's own retention may have removed the oldest entries
+	// since they were fetched: their messages need no index.
+	from, err := g.logs.FirstIndex()
+	if err != nil {
+		return err
+	}
 	var l raft.Log
-	for i := st.StartIndex; i < st.NextIndex; i++ {
+	for i := max(st.StartIndex, from); i < st.NextIndex; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -161,18 +161,10 @@ func (b *IndexBackfill) moveIn() error {
 			break
 		}
 	}
-	name := indexFileName(time.UnixMilli(f.BeginTimestamp()))
-	if at > 0 {
-		if prev := filepath.Base(s.files[at-1].Name()); name <= prev {
-			name = nextIndexFileName(prev)
-		}
-	}
-	if at < len(s.files) {
-		if next := filepath.Base(s.files[at].Name()); name >= next {
-			mf.Close()
-			return fmt.Errorf("index backfill: no file name sorts between the files around CommitLog offsets [%d, %d] (%s is not before %s)",
-				f.BeginPhyOffset(), f.EndPhyOffset(), name, next)
-		}
+	name, err := b.nameBetween(at, f.BeginTimestamp())
+	if err != nil {
+		mf.Close()
+		return fmt.Errorf("index backfill: CommitLog offsets [%d, %d]: %w", f.BeginPhyOffset(), f.EndPhyOffset(), err)
 	}
 	path := filepath.Join(s.dir, name)
 	if err := mf.Close(); err != nil {
@@ -194,4 +186,35 @@ func (b *IndexBackfill) moveIn() error {
 	s.log.Info("index backfill: file moved in", zap.String("file", path), zap.Int64("fromPhy", nf.BeginPhyOffset()),
 		zap.Int64("toPhy", nf.EndPhyOffset()), zap.Int("entries", nf.IndexCount()-1))
 	return nil
+}
+
+// nameBetween names a file going in at position at: by its first store
+// time (as a file created then would be named), or, when that does not
+// sort between its neighbours (another clock named them), just after the
+// previous file's name or a little before the next one's.
+func (b *IndexBackfill) nameBetween(at int, beginTs int64) (string, error) {
+	var prev, next string
+	if at > 0 {
+		prev = filepath.Base(b.s.files[at-1].Name())
+	}
+	if at < len(b.s.files) {
+		next = filepath.Base(b.s.files[at].Name())
+	}
+	fits := func(n string) bool { return (prev == "" || n > prev) && (next == "" || n < next) }
+	cands := []string{indexFileName(time.UnixMilli(beginTs))}
+	if prev != "" {
+		cands = append(cands, nextIndexFileName(prev))
+	}
+	if next != "" {
+		if t, err := time.ParseInLocation(indexFileNameLayout, next[:14]+"."+next[14:], time.Local); err == nil {
+			// A minute before, so that later backfill files fit after it.
+			cands = append(cands, indexFileName(t.Add(-time.Minute)), indexFileName(t.Add(-time.Millisecond)))
+		}
+	}
+	for _, n := range cands {
+		if fits(n) {
+			return n, nil
+		}
+	}
+	return "", fmt.Errorf("no file name sorts between %s and %s", prev, next)
 }

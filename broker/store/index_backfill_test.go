@@ -120,3 +120,49 @@ func TestIndexBackfill(t *testing.T) {
 		}
 	})
 }
+
+// TestIndexBackfillNamesAcrossClocks: backfilled messages stored by a
+// leader whose clock ran ahead of this member's (their store times are
+// after the live file's name) still get files named before the live one,
+// so a reload keeps the order.
+func TestIndexBackfillNamesAcrossClocks(t *testing.T) {
+	fsys := storage.OSFS()
+	dir := t.TempDir()
+	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+	s := newTestIndexService(t, fsys, dir, 16, 11, clock)
+	if err := s.BuildIndex("T", "", "live", 0, 50_000, clock.t.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.BeginBackfill()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := clock.t.Add(time.Hour).UnixMilli()
+	for i := range 12 { // two files
+		if err := b.Dispatch(&DispatchRequest{Topic: "T", UniqKey: fmt.Sprintf("U%d", i), CommitLogOffset: int64(i) * 100, StoreTimestamp: ahead + int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newTestIndexService(t, fsys, dir, 16, 11, clock)
+	defer s2.Close()
+	s2.mu.RLock()
+	var begins []int64
+	for _, f := range s2.files {
+		begins = append(begins, f.BeginPhyOffset())
+	}
+	s2.mu.RUnlock()
+	if !slices.Equal(begins, []int64{0, 1000, 50_000}) {
+		t.Fatalf("files after a reload begin at %v, want the backfilled ones first", begins)
+	}
+	for _, k := range []string{"U0", "U11", "live"} {
+		if r := s2.QueryOffset("T", k, 10, 0, math.MaxInt64); len(r.PhyOffsets) != 1 {
+			t.Fatalf("%s: %v", k, r.PhyOffsets)
+		}
+	}
+}
