@@ -382,9 +382,10 @@ type fsmSnapshot struct {
 
 // Persist writes the log position record, the tables, then the timer
 // index's image. The ConsumeQueues, index and timer files are made durable
-// first: after a restart Raft only re-applies entries after the snapshot,
-// so every unit below it must be on disk. The timer image is read before
-// the timer Sync, which removes the files advances set aside since the cut.
+// before the sink closes: after a restart Raft only re-applies entries
+// after the snapshot, so every unit below it must be on disk. The timer
+// image is read before the timer Sync, which removes the files advances
+// set aside since the cut.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	err := s.ms.FlushLogics()
 	if err == nil {
