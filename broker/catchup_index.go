@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
@@ -37,6 +38,7 @@ func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) erro
 		return nil
 	}
 	g.catchup.update(func(s *CatchupStatus) { s.Phase = "index" })
+	began := time.Now()
 	bf, err := idx.BeginBackfill()
 	if err != nil {
 		return err
@@ -83,7 +85,7 @@ func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) erro
 		return err
 	}
 	g.catchup.update(func(s *CatchupStatus) { s.Indexed += bf.Indexed })
-	g.log.Info("catch-up: indexed the backfilled messages", zap.Int64("messages", bf.Indexed))
+	g.log.Info("catch-up: indexed the backfilled messages", zap.Int64("messages", bf.Indexed), zap.Duration("took", time.Since(began)))
 	return nil
 }
 
