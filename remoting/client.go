@@ -199,6 +199,11 @@ func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time)
 	d := net.Dialer{Timeout: c.cfg.ConnectTimeout, Deadline: deadline}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+			// The call's own time ran out while dialing: it timed out,
+			// and, as any failed dial, nothing was sent.
+			return nil, fmt.Errorf("%w (%w): dial %s: %v", ErrTimeout, ErrConnClosed, addr, err)
+		}
 		return nil, fmt.Errorf("%w: dial %s: %v", ErrConnClosed, addr, err)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
