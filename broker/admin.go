@@ -180,6 +180,7 @@ func (c *Controller) processRuntimeInfo() *remoting.RemotingCommand {
 		"consumerGroups":      strings.Join(c.clients.groups(), ","),
 	}
 	c.runtimeToolKeys(t)
+	runtimeCPUKeys(t)
 	r := success()
 	r.Body, _ = json.Marshal(wire.KVTable{Table: t})
 	return r

@@ -10,3 +10,16 @@ const NamespaceOrderTopicConfig = "ORDER_TOPIC_CONFIG"
 type KVTable struct {
 	Table map[string]string `json:"table"`
 }
+
+// Keys raftmq adds to GET_BROKER_RUNTIME_INFO's table (RocketMQ tools
+// ignore keys they do not know). A load generator reads them before and
+// after a run to charge each broker process its CPU per message.
+const (
+	// RuntimeProcessCPUMicros is the broker process's user+system CPU
+	// time so far, in microseconds.
+	RuntimeProcessCPUMicros = "processCpuMicros"
+	// RuntimeProcessInstance names the OS process serving the member
+	// (host, PID and start time): members of one `raftmq dev` process
+	// answer the same value, so their CPU is counted once.
+	RuntimeProcessInstance = "processInstance"
+)

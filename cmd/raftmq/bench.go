@@ -224,6 +224,10 @@ type benchSummary struct {
 	// CPUus is this process's CPU time (user+system) per message: the
 	// client's cost, which shares the cores with a local broker.
 	CPUus float64 `json:"clientCpuUsPerMsg"`
+	// Brokers is each broker process's CPU per message (bench_cpu.go);
+	// BrokersCPUus is their sum.
+	Brokers      []brokerCPU `json:"brokers,omitempty"`
+	BrokersCPUus float64     `json:"brokersCpuUsPerMsg,omitempty"`
 }
 
 // summary aggregates the run. elapsed is the whole run; a consume run's
@@ -268,6 +272,9 @@ func (sum benchSummary) text() string {
 	if sum.Clamped > 0 {
 		line += fmt.Sprintf(" (%d latencies above %s counted as %s)", sum.Clamped, us(sum.MaxUs), us(sum.MaxUs))
 	}
+	if b := brokersCPUText(sum.Brokers, sum.CPUus); b != "" {
+		line += "\n" + b
+	}
 	return line
 }
 
@@ -301,6 +308,12 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 	if !produce {
 		st = newBenchStats(consumeMaxLatency)
 	}
+	probe, err := newBrokerCPUProbe(f, log)
+	if err != nil {
+		return err
+	}
+	defer probe.close()
+	brokers0 := probe.sample(ctx)
 	cpu0 := processCPU()
 	start := time.Now()
 	done := make(chan struct{})
@@ -332,6 +345,10 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 	sum := st.summary(produce, time.Since(start))
 	if n := st.ok.Load(); n > 0 {
 		sum.CPUus = float64((processCPU() - cpu0).Microseconds()) / float64(n)
+		sum.Brokers = brokerCPUPerMsg(brokers0, probe.sample(context.Background()), n)
+		for _, b := range sum.Brokers {
+			sum.BrokersCPUus += b.CPUus
+		}
 	}
 	if f.jsonOut {
 		b, _ := json.Marshal(sum)

@@ -153,6 +153,9 @@ func TestBenchConsumeLive(t *testing.T) {
 	if p.Messages != n || p.Failed != 0 {
 		t.Fatalf("produce: %+v", p)
 	}
+	if len(p.Brokers) != 1 || !p.Brokers[0].Shared || len(p.Brokers[0].Members) != 3 || p.Brokers[0].CPUus <= 0 {
+		t.Errorf("one in-process cluster: want one shared broker process line, got %+v", p.Brokers)
+	}
 	sum := runBenchCmd(t, "consume", "-n", ns, "-t", "BenchLive", "-g", "bench-live", "-m", "2000", "-d", "60s")
 	if sum.Messages < n || sum.Latency != "store-to-consume" {
 		t.Fatalf("consume: %+v", sum)
