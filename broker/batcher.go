@@ -234,6 +234,7 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 		}
 		n += r.count
 	}
+	putEncodeBufs(batch)
 	ext, data, _ := EncodeCommand(c, data)
 	if b.observe != nil {
 		b.observe(float64(len(batch)))
@@ -347,7 +348,7 @@ func (g *Group) notLeaderErr(cause error) error {
 
 // encodeRequest encodes a request's messages for the batcher.
 func (g *Group) encodeRequest(msgs []*store.Message) (*putRequest, error) {
-	r := &putRequest{count: len(msgs)}
+	r := &putRequest{count: len(msgs), data: getEncodeBuf()}
 	for i, m := range msgs {
 		m.StoreHost = g.cfg.Store.StoreHost
 		before := len(r.data)
