@@ -42,7 +42,8 @@
 //     the check walk's floor) and its CmdTxnCheck record.
 //   - dedup.go: the idempotent producer's windows, evicted in log time.
 //   - batcher.go: many concurrent sends into one Raft entry; the wait
-//     target; each request answered with its own result.
+//     target; each request answered with its own result. batcher_pool.go:
+//     the reused per-request encode buffers.
 //   - group_diskfull.go: the FS wrapper that reports ENOSPC to the disk
 //     guard, the leader's step-down loop, recovery of a stopped Raft log.
 //   - group_metrics.go: Raft and batcher metrics.
@@ -93,7 +94,8 @@
 //     query.go (12/33), register.go (REGISTER_BROKER to every name server),
 //     admin.go, admin_config.go, admin_raft.go (topic/group admin, broker
 //     config, RAFT_STATUS and LEADERSHIP_TRANSFER); admin_member.go
-//     (ADD_RAFT_MEMBER 30003, REMOVE_RAFT_MEMBER 30004).
+//     (ADD_RAFT_MEMBER 30003, REMOVE_RAFT_MEMBER 30004); admin_cpu.go
+//     (the process CPU and identity keys of GET_BROKER_RUNTIME_INFO).
 //   - timer.go: timer messages (TIMER_DELAY_SEC, TIMER_DELAY_MS,
 //     TIMER_DELIVER_MS, __STARTDELIVERTIME): the send-side rewrite to
 //     rmq_sys_wheel_timer, the replicated TimerCursor and its

@@ -26,6 +26,8 @@
 //     (consume); bench_timer.go: `raftmq bench timer`, timer messages on
 //     a local 3-process group: fire-time error (optionally across a leader
 //     SIGKILL) and the leader's RSS with --pending far-future timers.
+//     bench_cpu.go: each broker process's CPU µs per message, from the
+//     members' runtime info sampled before and after the run.
 //   - version.go: `raftmq version [--json]` from the binary's build info.
 //   - tls_flags.go: --tls and --tls-trust-cert of admin and bench.
 //   - admin*.go: `raftmq admin`, mqadmin's commands plus raftStatus,
