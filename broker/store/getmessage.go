@@ -296,23 +296,31 @@ func (s *MessageStore) GetEarliestMessageTime(topic string, queueID int32) (int6
 	return s.cl.StoreTimeAt(u.PhyOffset, u.Size)
 }
 
-// GetEarliestStoreTime returns the store time of the oldest message in the
-// CommitLog, or -1 if it is empty.
+// GetEarliestStoreTime returns the store time of the oldest message a
+// ConsumeQueue still points at, or -1 if there is none. The CommitLog's
+// first byte is not a message in Raft mode (segments hold Raft frames with
+// messages inside), so the oldest message is found through the queues.
 func (s *MessageStore) GetEarliestStoreTime() (int64, error) {
-	min := s.cl.MinOffset()
-	if s.cl.MaxOffset() <= min {
+	var (
+		first     int64 = -1
+		firstSize int32
+	)
+	for _, cq := range s.cqs.All() {
+		if cq.MaxOffset() == cq.MinOffset() {
+			continue
+		}
+		u, err := cq.Get(cq.MinOffset())
+		if err != nil || u.PhyOffset < s.cl.MinOffset() {
+			continue
+		}
+		if first < 0 || u.PhyOffset < first {
+			first, firstSize = u.PhyOffset, u.Size
+		}
+	}
+	if first < 0 {
 		return -1, nil
 	}
-	sl, err := s.cl.ReadMessage(min)
-	if err != nil {
-		return -1, err
-	}
-	defer sl.Release()
-	m, _, err := wire.DecodeMessage(sl.B, false)
-	if err != nil {
-		return -1, err
-	}
-	return m.StoreTimestamp, nil
+	return s.cl.StoreTimeAt(first, firstSize)
 }
 
 // QueryMessageResult is the answer to QueryMessage.

@@ -61,6 +61,11 @@ func testToolingAnswers(t *testing.T, f *parityFixture) {
 				t.Errorf("%s=%q: not a Java long", k, tab[k])
 			}
 		}
+		// The fixture's messages are stored: the oldest one's store time,
+		// found through the queues (a Raft segment starts with a frame).
+		if ts, _ := strconv.ParseInt(tab["earliestMessageTimeStamp"], 10, 64); ts <= 0 || ts > time.Now().UnixMilli() {
+			t.Errorf("earliestMessageTimeStamp=%q, want the oldest stored message's time", tab["earliestMessageTimeStamp"])
+		}
 		if _, err := strconv.ParseInt(tab["brokerVersion"], 10, 32); err != nil {
 			t.Errorf("brokerVersion=%q: not an int", tab["brokerVersion"])
 		}
