@@ -138,6 +138,9 @@ func collectRaftStatus(ra RaftAdmin, serving bool) (*RaftStatus, error) {
 			st.Catchup = &c
 		}
 	}
+	if ps, ok := ra.(interface{ Promotions() []PromotionStatus }); ok && r.State() == raft.Leader {
+		st.Promotions = ps.Promotions()
+	}
 	if as, ok := ra.(applyStopper); ok {
 		if err := as.ApplyStopped(); err != nil {
 			st.ApplyStopped = err.Error()

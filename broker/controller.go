@@ -298,6 +298,7 @@ func (c *Controller) start() (err error) {
 	c.goFunc(c.watchRemoval)
 	c.startACL()
 	c.startCatchup()
+	c.startLearnerProbe()
 	if c.metrics != nil && c.metrics.followers != nil {
 		c.goFunc(c.metrics.followers.run)
 	}

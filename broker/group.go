@@ -58,6 +58,8 @@ type Group struct {
 	progress *progressTracker
 	// removed is set when this member learns it was removed (member_watch.go).
 	removed removedState
+	// promote is the leader's learner promotion waits (member_promote.go).
+	promote promoteState
 
 	// segQ is the CommitLog's segment queue (set in the store's OpenLog
 	// hook, before the store starts its retention goroutine).

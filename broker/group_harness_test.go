@@ -251,6 +251,7 @@ func (c *testCluster) startOn(i int, wrap func(storage.FS) storage.FS, sd *diskS
 		c.onStart(n, g)
 	}
 	g.startCatchup(c.catchupSource)
+	g.setLearnerProbe(c.learnerCatchup) // member_promote_test.go
 	n.grp.Store(g)
 }
 

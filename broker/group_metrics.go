@@ -76,6 +76,7 @@ func (g *Group) metricsCollectors() []prometheus.Collector {
 			}
 			return 0
 		}),
+		promotionCollector{g},
 	)
 }
 

@@ -48,8 +48,10 @@ const (
 	// DefaultCatchUpTimeout bounds a learner's catch-up when the request
 	// gives no timeout.
 	DefaultCatchUpTimeout = 10 * time.Minute
-	// memberPoll is how often a change looks at a learner's progress.
-	memberPoll = 20 * time.Millisecond
+	// memberPoll is how often a change looks at a learner's progress;
+	// learnerAskInterval how often it asks the learner for its catch-up.
+	memberPoll         = 20 * time.Millisecond
+	learnerAskInterval = 250 * time.Millisecond
 )
 
 // MemberChange is the answer to a membership change.
@@ -191,8 +193,9 @@ func (g *Group) changeTimeout() time.Duration { return g.cfg.ApplyTimeout }
 // first, which the leader replicates to without counting it for commits;
 // then, unless opts.Learner, it waits until the learner has acknowledged
 // the log up to within opts.MaxLag entries of the leader's last index
-// (progressTracker, from the learner's own answers) and promotes it to
-// voter. Leader only. Retrying is safe: a learner is waited for again, a
+// (progressTracker, from the learner's own answers) and has fetched the
+// retained data before any snapshot it installed (member_promote.go), and
+// promotes it to voter. Leader only. Retrying is safe: a learner is waited for again, a
 // voter at the same address is left alone.
 func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOptions) (*MemberChange, error) {
 	if err := checkMemberAddr(id, addr); err != nil {
@@ -262,14 +265,18 @@ func cmp0[T uint64 | int64](v, def T) T {
 }
 
 // waitCaughtUp waits until learner id has acknowledged, after since, the
-// log up to within maxLag entries of this leader's last index. It returns
+// log up to within maxLag entries of this leader's last index, and says
+// its full-data catch-up is not pending (member_promote.go). It returns
 // the last lag seen.
 func (g *Group) waitCaughtUp(ctx context.Context, id string, since time.Time, maxLag uint64, timeout time.Duration) (uint64, error) {
+	defer g.endPromotion(id)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	t := time.NewTicker(memberPoll)
 	defer t.Stop()
 	lag := g.raft.LastIndex()
+	why := "it acknowledged nothing yet"
+	var asked time.Time
 	for {
 		if g.raft.State() != raft.Leader {
 			return lag, g.notLeaderErr(fmt.Errorf("leadership lost while %s caught up; it stays a learner, retry on the new leader", id))
@@ -278,19 +285,29 @@ func (g *Group) waitCaughtUp(ctx context.Context, id string, since time.Time, ma
 		last := g.raft.LastIndex()
 		if p.at.After(since) {
 			lag = last - min(p.match, last)
-			if lag <= maxLag {
-				return lag, nil
-			}
 		} else {
 			lag = last
 		}
+		switch {
+		case lag > maxLag:
+			why = fmt.Sprintf("it is %d entries behind (promotion at <= %d)", lag, maxLag)
+			g.notePromotion(id, since, func(st *PromotionStatus) { st.Lag, st.Waiting = lag, "log" })
+		case time.Since(asked) >= learnerAskInterval:
+			// The learner is asked at most every learnerAskInterval: the
+			// answer is a network round trip, the lag check is not.
+			asked = time.Now()
+			g.notePromotion(id, since, func(st *PromotionStatus) { st.Lag = lag })
+			if why = g.learnerReady(ctx, id, since); why == "" {
+				return lag, nil
+			}
+		}
 		select {
 		case <-ctx.Done():
-			return lag, fmt.Errorf("%w: %s is %d entries behind (promotion at <= %d): %v; it stays a learner, retry addMember to wait again",
-				ErrCatchUpTimeout, id, lag, maxLag, ctx.Err())
+			return lag, fmt.Errorf("%w: %s is not promoted: %s: %v; it stays a learner, retry addMember to wait again",
+				ErrCatchUpTimeout, id, why, ctx.Err())
 		case <-deadline.C:
-			return lag, fmt.Errorf("%w: %s is %d entries behind after %s (promotion at <= %d); it stays a learner, "+
-				"retry addMember to wait again or removeMember it", ErrCatchUpTimeout, id, lag, timeout, maxLag)
+			return lag, fmt.Errorf("%w: %s is not promoted after %s: %s; it stays a learner, "+
+				"retry addMember to wait again or removeMember it", ErrCatchUpTimeout, id, timeout, why)
 		case <-g.quit:
 			return lag, ErrGroupClosed
 		case <-t.C:

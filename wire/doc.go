@@ -47,7 +47,8 @@
 //	headers_catchup.go     CATCHUP_READ (raftmq): a catching-up member's reads
 //	                       of its leader's retained log and queue units
 //	raft_status.go         RAFT_STATUS and LEADERSHIP_TRANSFER answers (raftmq):
-//	                       RaftStatus, CatchupStatus, LeadershipTransferResult
+//	                       RaftStatus, CatchupStatus, PromotionStatus,
+//	                       LeadershipTransferResult
 //	admin_tools.go         what RocketMQ's tools send and read: broker stats,
 //	                       consume stats lists, producer connections, consumer
 //	                       running info, consume-queue units, group cloning;

@@ -52,6 +52,9 @@ type RaftStatus struct {
 	// install (nil when it never needed one): while Pending it does not
 	// stand for election.
 	Catchup *CatchupStatus `json:"catchup,omitempty"`
+	// Promotions are the learners this leader waits to promote and what
+	// for (broker/member_promote.go).
+	Promotions []PromotionStatus `json:"promotions,omitempty"`
 }
 
 // LeadershipTransferResult is the LEADERSHIP_TRANSFER answer body.
@@ -81,4 +84,32 @@ type CatchupStatus struct {
 	LastError string `json:"lastError,omitempty"`
 	// TookMillis is how long the last completed catch-up took.
 	TookMillis int64 `json:"tookMillis,omitempty"`
+}
+
+// PromotionStatus is the leader's view of a learner it waits to promote
+// (RAFT_STATUS "promotions").
+type PromotionStatus struct {
+	ID string `json:"id"`
+	// Lag is the learner's Raft lag in entries: the leader's last index
+	// minus the index the learner acknowledged.
+	Lag uint64 `json:"lag"`
+	// Waiting is what the promotion waits for: "log" (the Raft lag),
+	// "catchup" (the learner's catch-up is pending) or "status" (the
+	// learner could not be asked).
+	Waiting string `json:"waiting"`
+	// Catchup is the learner's last answer (nil before one).
+	Catchup *CatchupStatus `json:"catchup,omitempty"`
+	// Error is why the learner could not be asked ("" when it answered).
+	Error string `json:"error,omitempty"`
+	// WaitedMillis is how long the promotion has waited.
+	WaitedMillis int64 `json:"waitedMillis"`
+}
+
+// BytesLeft is how many CommitLog bytes the learner's catch-up still has
+// to fetch as of its last answer (0 when unknown or done).
+func (p PromotionStatus) BytesLeft() int64 {
+	if p.Catchup == nil {
+		return 0
+	}
+	return max(p.Catchup.BytesTotal-p.Catchup.BytesDone, 0)
 }

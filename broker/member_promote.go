@@ -1,0 +1,246 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftmq/raftmq/wire"
+)
+
+// Promotion waits for the learner's full-data catch-up.
+//
+// A learner that joined through InstallSnapshot holds no message before the
+// snapshot until its catch-up (catchup.go) has fetched the retained
+// CommitLog and queue units; its Raft log tail is current long before that.
+// Promoting it on the Raft lag alone would count it as a copy of messages
+// it lacks. So AddMember promotes only when, besides the Raft lag, the
+// learner itself says its catch-up is not pending.
+//
+// The leader asks the learner (pull) rather than waiting for the learner to
+// report (push): the pending flag is the learner's backfill record, written
+// before it acknowledges the snapshot install, so a question asked after
+// the Raft lag check reads the truth at the moment of the decision. A push
+// would need a new request code, leader-side state a new leader has to
+// rebuild, and a rule for reports that are lost or overtaken by a second
+// snapshot install. The question is RAFT_STATUS, which every member answers
+// already (its "catchup" field); the learner's remoting address comes from
+// the replicated member table, gossip, or the name servers' cluster info
+// under its brokerId slot (a learner registers as soon as it is in the
+// configuration), and the answer must carry the learner's Raft id. A
+// learner the leader cannot ask is not promoted: the wait fails closed and
+// its timeout says why.
+
+// learnerProbe returns learner id's catch-up status as the learner reports
+// it.
+type learnerProbe func(ctx context.Context, id string) (CatchupStatus, error)
+
+// learnerProbeTimeout bounds one question to a learner.
+const learnerProbeTimeout = 2 * time.Second
+
+// PromotionStatus is the leader's view of a learner it waits to promote
+// (RAFT_STATUS "promotions").
+type PromotionStatus = wire.PromotionStatus
+
+// promoteState is the leader's promotion bookkeeping.
+type promoteState struct {
+	probe atomic.Pointer[learnerProbe]
+
+	mu      sync.Mutex
+	waiting map[string]*promotionWait // guarded by mu
+}
+
+type promotionWait struct {
+	since time.Time
+	st    PromotionStatus
+}
+
+// setLearnerProbe gives the group its way to ask a learner (the
+// Controller's RAFT_STATUS call; the in-process harness in tests).
+func (g *Group) setLearnerProbe(p learnerProbe) { g.promote.probe.Store(&p) }
+
+// Promotions returns the learners this leader waits to promote, by id.
+func (g *Group) Promotions() []PromotionStatus {
+	g.promote.mu.Lock()
+	defer g.promote.mu.Unlock()
+	out := make([]PromotionStatus, 0, len(g.promote.waiting))
+	for _, id := range slices.Sorted(maps.Keys(g.promote.waiting)) {
+		w := g.promote.waiting[id]
+		st := w.st
+		st.WaitedMillis = time.Since(w.since).Milliseconds()
+		out = append(out, st)
+	}
+	return out
+}
+
+func (g *Group) notePromotion(id string, since time.Time, f func(*PromotionStatus)) {
+	g.promote.mu.Lock()
+	defer g.promote.mu.Unlock()
+	if g.promote.waiting == nil {
+		g.promote.waiting = map[string]*promotionWait{}
+	}
+	w := g.promote.waiting[id]
+	if w == nil {
+		w = &promotionWait{since: since, st: PromotionStatus{ID: id}}
+		g.promote.waiting[id] = w
+	}
+	f(&w.st)
+}
+
+func (g *Group) endPromotion(id string) {
+	g.promote.mu.Lock()
+	delete(g.promote.waiting, id)
+	g.promote.mu.Unlock()
+}
+
+// learnerReady asks learner id whether its catch-up is done. It returns
+// why not ("" when ready) and records the answer for Promotions.
+func (g *Group) learnerReady(ctx context.Context, id string, since time.Time) string {
+	pp := g.promote.probe.Load()
+	var cs CatchupStatus
+	err := errors.New("this member has no way to ask a learner for its catch-up status")
+	if pp != nil {
+		cctx, cancel := context.WithTimeout(ctx, learnerProbeTimeout)
+		cs, err = (*pp)(cctx, id)
+		cancel()
+	}
+	var why string
+	g.notePromotion(id, since, func(st *PromotionStatus) {
+		switch {
+		case err != nil:
+			st.Waiting, st.Error = "status", err.Error()
+			why = fmt.Sprintf("its catch-up status is unknown (%v)", err)
+		case cs.Pending:
+			st.Waiting, st.Error, st.Catchup = "catchup", "", &cs
+			why = fmt.Sprintf("its full-data catch-up is pending (%s)", catchupProgress(cs))
+		default:
+			st.Error, st.Catchup = "", &cs
+		}
+	})
+	return why
+}
+
+// catchupProgress renders a pending catch-up for errors and logs.
+func catchupProgress(cs CatchupStatus) string {
+	s := "phase " + cs.Phase
+	if cs.Phase == "" {
+		s = "not started"
+	}
+	if cs.BytesTotal > 0 {
+		s += fmt.Sprintf(", %.1f of %.1f MB fetched", float64(cs.BytesDone)/1e6, float64(cs.BytesTotal)/1e6)
+	}
+	if cs.LastError != "" {
+		s += ", last error: " + cs.LastError
+	}
+	return s
+}
+
+// raftStatusProbe is the Controller's learnerProbe: RAFT_STATUS from the
+// learner's remoting address.
+func (c *Controller) raftStatusProbe(f *followerLag) learnerProbe {
+	return func(_ context.Context, id string) (CatchupStatus, error) {
+		addrs := c.memberRemotingAddrs(f, id)
+		if len(addrs) == 0 {
+			return CatchupStatus{}, fmt.Errorf("no remoting address known for %s (not in the member table, gossip or the name servers' routes yet)", id)
+		}
+		var errs []error
+		for _, addr := range addrs {
+			st, err := f.status(addr)
+			if err == nil && st.SelfID != id {
+				err = fmt.Errorf("%s answers as %q", addr, st.SelfID)
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if st.Catchup == nil {
+				return CatchupStatus{}, nil
+			}
+			return *st.Catchup, nil
+		}
+		return CatchupStatus{}, errors.Join(errs...)
+	}
+}
+
+// memberRemotingAddrs lists where member id may answer: the replicated
+// member table, gossip, then the name servers' route under its slot.
+func (c *Controller) memberRemotingAddrs(f *followerLag, id string) []string {
+	var out []string
+	add := func(a string) {
+		if a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	add(f.memberAddr(id))
+	if c.gossip != nil {
+		for _, m := range c.gossip.LiveMembers() {
+			if m.Meta.BrokerName == c.cfg.BrokerName && m.Meta.RaftID == id {
+				add(m.Meta.RemotingAddr)
+			}
+		}
+	}
+	if len(out) == 0 {
+		add(f.registeredAddr(f.clusterInfo(), id))
+	}
+	return out
+}
+
+// startLearnerProbe gives a Group replica the RAFT_STATUS probe.
+func (c *Controller) startLearnerProbe() {
+	if g, ok := c.rep.(*Group); ok {
+		g.setLearnerProbe(c.raftStatusProbe(&followerLag{c: c}))
+	}
+}
+
+var (
+	promotionWaitDesc = prometheus.NewDesc(metricsNamespace+"_raft_promotion_waiting",
+		"Leader only: 1 per learner an addMember waits to promote, labelled with what it waits for: "+
+			"log (Raft lag), catchup (the learner's full-data catch-up is pending) or status (the learner could not be asked).",
+		[]string{"learner", "waiting"}, nil)
+	promotionBytesLeftDesc = prometheus.NewDesc(metricsNamespace+"_raft_learner_catchup_bytes_left",
+		"Leader only: CommitLog bytes a learner waiting for promotion still has to fetch, as of its last answer.",
+		[]string{"learner"}, nil)
+	catchupPendingDesc = prometheus.NewDesc(metricsNamespace+"_catchup_pending",
+		"1 while this member lacks retained data from before a snapshot install (it does not stand for election, and a learner is not promoted).",
+		nil, nil)
+	catchupBytesLeftDesc = prometheus.NewDesc(metricsNamespace+"_catchup_bytes_left",
+		"CommitLog bytes this member's running catch-up still has to fetch.", nil, nil)
+)
+
+// promotionCollector exports the promotion waits and this member's own
+// catch-up.
+type promotionCollector struct{ g *Group }
+
+// Describe implements prometheus.Collector.
+func (p promotionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- promotionWaitDesc
+	ch <- promotionBytesLeftDesc
+	ch <- catchupPendingDesc
+	ch <- catchupBytesLeftDesc
+}
+
+// Collect implements prometheus.Collector.
+func (p promotionCollector) Collect(ch chan<- prometheus.Metric) {
+	cs := p.g.CatchupStatus()
+	ch <- prometheus.MustNewConstMetric(catchupPendingDesc, prometheus.GaugeValue, b2f(cs.Pending))
+	left := 0.0
+	if cs.Pending {
+		left = float64(max(cs.BytesTotal-cs.BytesDone, 0))
+	}
+	ch <- prometheus.MustNewConstMetric(catchupBytesLeftDesc, prometheus.GaugeValue, left)
+	if p.g.raft.State() != raft.Leader {
+		return
+	}
+	for _, st := range p.g.Promotions() {
+		ch <- prometheus.MustNewConstMetric(promotionWaitDesc, prometheus.GaugeValue, 1, st.ID, st.Waiting)
+		ch <- prometheus.MustNewConstMetric(promotionBytesLeftDesc, prometheus.GaugeValue, float64(st.BytesLeft()), st.ID)
+	}
+}
