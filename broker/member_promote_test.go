@@ -329,7 +329,7 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 	})
 	gi, _ := nodeByID(c, gone.id)
 	c.stop(gi)
-	c.nodes = slices.Delete(c.nodes, gi, gi+1) // the checks below compare the group's three members
+	c.nodes = slices.Delete(c.nodes, gi, gi+1)                            // the checks below compare the group's three members
 	if err := os.RemoveAll(gone.cfg.Store.StorePathRootDir); err != nil { // its host is retired
 		t.Fatal(err)
 	}
