@@ -52,7 +52,10 @@
 //     against dLegerPeers at restart, brokerIds from the configuration;
 //     member_progress.go: the transport wrapper through which the leader
 //     learns each peer's match index; member_watch.go: a member removed
-//     while down learns it from the routed leader and records it.
+//     while down learns it from the routed leader and records it;
+//     member_promote.go: promotion waits for the learner's full-data
+//     catch-up (the leader asks it over RAFT_STATUS), the promotion waits
+//     in RAFT_STATUS and metrics.
 //   - catchup.go: full-data catch-up of a member whose log was reset for a
 //     snapshot (the retained CommitLog before it and the queue units,
 //     fetched from the leader, paced); catchup_serve.go: CATCHUP_READ

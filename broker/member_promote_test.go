@@ -329,8 +329,10 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 	})
 	gi, _ := nodeByID(c, gone.id)
 	c.stop(gi)
-	c.nodes = slices.Delete(c.nodes, gi, gi+1)                            // the checks below compare the group's three members
-	if err := os.RemoveAll(gone.cfg.Store.StorePathRootDir); err != nil { // its host is retired
+	// The checks below compare the group's three members; the retired
+	// host's data goes.
+	c.nodes = slices.Delete(c.nodes, gi, gi+1)
+	if err := os.RemoveAll(gone.cfg.Store.StorePathRootDir); err != nil {
 		t.Fatal(err)
 	}
 	close(stop)

@@ -70,6 +70,11 @@ type RaftGroupMember struct {
 	LogStopped      string `json:"logStopped,omitempty"`
 	ApplyStopped    string `json:"applyStopped,omitempty"`
 	AcksBeforeFsync bool   `json:"acksBeforeFsync"`
+	// Catchup is the member's full-data catch-up (RaftStatus.Catchup).
+	Catchup *wire.CatchupStatus `json:"catchup,omitempty"`
+	// Promotion is the leader's wait to promote this learner, if any
+	// (the leader's RaftStatus.Promotions).
+	Promotion *wire.PromotionStatus `json:"promotion,omitempty"`
 }
 
 // RaftStatus asks the broker at addr for its RAFT_STATUS (30001), with
@@ -186,9 +191,16 @@ func (g *RaftGroup) merge(failed []RaftGroupMember, registered map[string]int64)
 			m = RaftGroupMember{ID: id, RaftAddr: cm.RaftAddr, RemotingAddr: st.RemotingAddr, BrokerID: bid,
 				Suffrage: cm.Suffrage, State: st.State, Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex,
 				AppliedIndex: st.AppliedIndex, Lag: -1, LastContactMillis: st.LastContactMillis,
-				AcksBeforeFsync: st.AcksBeforeFsync, LogStopped: st.LogStopped, ApplyStopped: st.ApplyStopped}
+				AcksBeforeFsync: st.AcksBeforeFsync, LogStopped: st.LogStopped, ApplyStopped: st.ApplyStopped, Catchup: st.Catchup}
 			if leader != nil {
 				m.Lag = max(int64(leader.LastLogIndex)-int64(st.LastLogIndex), 0)
+			}
+		}
+		if leader != nil {
+			for i := range leader.Promotions {
+				if leader.Promotions[i].ID == id {
+					m.Promotion = &leader.Promotions[i]
+				}
 			}
 		}
 		g.Members = append(g.Members, m)

@@ -58,6 +58,9 @@ func tableRaftStatus(w *tabwriter.Writer, gs []*client.RaftGroup) {
 			if note == "" && m.ApplyStopped != "" {
 				note = "apply stopped: " + m.ApplyStopped
 			}
+			if note == "" {
+				note = catchupNote(m)
+			}
 			if note == "" && m.Suffrage != "" && m.Suffrage != "Voter" {
 				note = "learner (" + m.Suffrage + "): replicated to, not counted for commits or elections"
 			}
@@ -130,4 +133,38 @@ func tableBalance(w *tabwriter.Writer, moves []client.LeaderMove) {
 	columns([]any{"#Broker Name", "#From", "#To", "#Reason", "#Result"}, func(m client.LeaderMove) []any {
 		return []any{m.BrokerName, orDash(m.From), orDash(m.To), m.Reason, m.Result}
 	})(w, moves)
+}
+
+// catchupNote says what a member's full-data catch-up and a learner's
+// promotion wait for ("" when there is nothing to say).
+func catchupNote(m client.RaftGroupMember) string {
+	learner := m.Suffrage != "" && m.Suffrage != "Voter"
+	switch {
+	case m.Catchup != nil && m.Catchup.Pending:
+		n := "catching up"
+		if learner {
+			n = "learner, catching up"
+		}
+		if left := m.Catchup.BytesTotal - m.Catchup.BytesDone; m.Catchup.BytesTotal > 0 && left > 0 {
+			n += fmt.Sprintf(": %.1f MB left", float64(left)/1e6)
+		} else if m.Catchup.Phase != "" {
+			n += ": " + m.Catchup.Phase
+		}
+		if m.Catchup.LastError != "" {
+			n += " (last error: " + m.Catchup.LastError + ")"
+		}
+		if learner {
+			return n + "; not promoted until done"
+		}
+		return n + "; does not stand for election"
+	case m.Promotion != nil:
+		switch m.Promotion.Waiting {
+		case "log":
+			return fmt.Sprintf("learner, promotion waits for its log: %d entries behind", m.Promotion.Lag)
+		case "status":
+			return "learner, promotion waits: the leader cannot ask it for its catch-up (" + m.Promotion.Error + ")"
+		}
+		return "learner, promotion waits for its catch-up"
+	}
+	return ""
 }
