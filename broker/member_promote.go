@@ -144,53 +144,57 @@ func catchupProgress(cs CatchupStatus) string {
 }
 
 // raftStatusProbe is the Controller's learnerProbe: RAFT_STATUS from the
-// learner's remoting address.
+// learner's remoting address. The candidates are the replicated member
+// table (members that once led; stale for a host rebuilt elsewhere under
+// its old id), gossip, and, when neither answers as the learner, the name
+// servers' route under its brokerId slot.
 func (c *Controller) raftStatusProbe(f *followerLag) learnerProbe {
 	return func(_ context.Context, id string) (CatchupStatus, error) {
-		addrs := c.memberRemotingAddrs(f, id)
-		if len(addrs) == 0 {
-			return CatchupStatus{}, fmt.Errorf("no remoting address known for %s (not in the member table, gossip or the name servers' routes yet)", id)
-		}
+		var tried []string
 		var errs []error
-		for _, addr := range addrs {
+		ask := func(addr string) (*RaftStatus, bool) {
+			if addr == "" || slices.Contains(tried, addr) {
+				return nil, false
+			}
+			tried = append(tried, addr)
 			st, err := f.status(addr)
 			if err == nil && st.SelfID != id {
 				err = fmt.Errorf("%s answers as %q", addr, st.SelfID)
 			}
 			if err != nil {
 				errs = append(errs, err)
-				continue
+				return nil, false
 			}
-			if st.Catchup == nil {
-				return CatchupStatus{}, nil
+			return st, true
+		}
+		addrs := []string{f.memberAddr(id)}
+		if c.gossip != nil {
+			for _, m := range c.gossip.LiveMembers() {
+				if m.Meta.BrokerName == c.cfg.BrokerName && m.Meta.RaftID == id {
+					addrs = append(addrs, m.Meta.RemotingAddr)
+				}
 			}
-			return *st.Catchup, nil
+		}
+		for _, a := range addrs {
+			if st, ok := ask(a); ok {
+				return catchupOf(st), nil
+			}
+		}
+		if st, ok := ask(f.registeredAddr(f.clusterInfo(), id)); ok {
+			return catchupOf(st), nil
+		}
+		if len(tried) == 0 {
+			return CatchupStatus{}, fmt.Errorf("no remoting address known for %s (not in the member table, gossip or the name servers' route yet)", id)
 		}
 		return CatchupStatus{}, errors.Join(errs...)
 	}
 }
 
-// memberRemotingAddrs lists where member id may answer: the replicated
-// member table, gossip, then the name servers' route under its slot.
-func (c *Controller) memberRemotingAddrs(f *followerLag, id string) []string {
-	var out []string
-	add := func(a string) {
-		if a != "" && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
+func catchupOf(st *RaftStatus) CatchupStatus {
+	if st.Catchup == nil {
+		return CatchupStatus{}
 	}
-	add(f.memberAddr(id))
-	if c.gossip != nil {
-		for _, m := range c.gossip.LiveMembers() {
-			if m.Meta.BrokerName == c.cfg.BrokerName && m.Meta.RaftID == id {
-				add(m.Meta.RemotingAddr)
-			}
-		}
-	}
-	if len(out) == 0 {
-		add(f.registeredAddr(f.clusterInfo(), id))
-	}
-	return out
+	return *st.Catchup
 }
 
 // startLearnerProbe gives a Group replica the RAFT_STATUS probe.

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -263,7 +264,12 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 	t.Logf("filled %d messages in %v; the leader retains %d bytes from position %d", len(old),
 		time.Since(fillStart).Round(time.Millisecond), l.g().LogStore().NextPosition()-leaderMin, leaderMin)
 
-	base := sendFor(t, c, 4, body, 3*time.Second)
+	baseFor := 3 * time.Second
+	if large {
+		baseFor = 15 * time.Second
+	}
+	base := sendFor(t, c, 4, body, baseFor)
+	t.Logf("load average before the replacement: %s", loadAvg())
 	stop := make(chan struct{})
 	var during []time.Duration
 	var late []ack
@@ -314,6 +320,7 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 		t.Fatalf("addMember n3: %+v, %v", res, addErr)
 	}
 	redundant := time.Since(start)
+	t.Logf("load average at the promotion: %s", loadAvg())
 	if !sawPending {
 		t.Fatal("n3 never had a pending catch-up: it did not join through a snapshot")
 	}
@@ -459,4 +466,94 @@ func logDiskSpeed(t *testing.T, dir string) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	t.Logf("disk %s: %s", dir, lines[len(lines)-1])
+}
+
+// TestLearnerProbeOverRemoting: the leader's probe (the Controller's
+// RAFT_STATUS call, the address from the name servers' route) reads a
+// member's catch-up as that member reports it: pending while a wiped
+// member fetches the retained data, done afterwards; an id that answers
+// nowhere is an error, never "done".
+func TestLearnerProbeOverRemoting(t *testing.T) {
+	pc := startDiskCluster(t, func(c *BrokerConfig) {
+		c.Store.MappedFileSizeCommitLog = 1 << 20
+		c.SnapshotBytes = 0
+		c.Store.MaxMessageSize = 128 << 10
+		c.RaftBatchMaxBytes = 256 << 10
+		c.CatchupBytesPerSecond = 1 << 20
+	})
+	l := pc.leader()
+	lg := pc.groups[l]
+	if err := lg.UpdateTopic(context.Background(), wire.TopicConfig{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(from, n int) {
+		for i := from; i < from+n; i += 16 {
+			var ms []*store.Message
+			for j := i; j < i+16; j++ {
+				ms = append(ms, testMessage("T", int32(j%2), fmt.Sprintf("k%d", j), "p", int64(j), 1024))
+			}
+			testutil.WaitFor(t, 30*time.Second, "a put", func() bool {
+				_, err := pc.groups[pc.leader()].PutMessages(context.Background(), ms)
+				return err == nil
+			})
+		}
+	}
+	put(0, 4000)
+	f := (l + 1) % 3
+	fid := pc.cfgs[f].Raft.DLegerSelfID
+	testutil.WaitFor(t, 30*time.Second, "the follower applies everything", func() bool {
+		return pc.groups[f].FSMAppliedIndex() >= lg.FSMAppliedIndex()
+	})
+	probe := func(id string) (CatchupStatus, error) {
+		p := pc.groups[pc.leader()].promote.probe.Load()
+		if p == nil {
+			t.Fatal("the leader has no learner probe")
+		}
+		return (*p)(context.Background(), id)
+	}
+	if _, err := probe("n9"); err == nil {
+		t.Fatal("probe of an unknown member succeeded")
+	}
+	pc.stopNode(f)
+	if err := os.RemoveAll(pc.cfgs[f].Store.StorePathRootDir); err != nil {
+		t.Fatal(err)
+	}
+	put(4000, 400)
+	if l = pc.leader(); pc.groups[l] != lg {
+		t.Skip("leadership moved while the follower was down; the test needs one leader throughout")
+	}
+	if err := lg.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := lg.LogStore().FirstIndexFrom(lg.LogStore().MinPosition() + 1<<20)
+	if err != nil || idx == 0 {
+		t.Fatalf("first index: %d, %v", idx, err)
+	}
+	if _, err := lg.LogStore().DeleteSegmentsBefore(idx); err != nil {
+		t.Fatal(err)
+	}
+	pc.startNode(f)
+	var seen CatchupStatus
+	testutil.WaitFor(t, 60*time.Second, "the leader's probe sees "+fid+"'s catch-up pending", func() bool {
+		cs, err := probe(fid)
+		seen = cs
+		return err == nil && cs.Pending
+	})
+	t.Logf("pending over RAFT_STATUS: %+v", seen)
+	testutil.WaitFor(t, 60*time.Second, "the leader's probe sees "+fid+"'s catch-up done", func() bool {
+		cs, err := probe(fid)
+		return err == nil && !cs.Pending && cs.TookMillis > 0
+	})
+	if pc.groups[f].catchupBlocksVoting() {
+		t.Fatal("probe says done, the member says pending")
+	}
+}
+
+// loadAvg is /proc/loadavg's 1, 5 and 15 minute figures ("?" elsewhere).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
