@@ -195,8 +195,8 @@ func (g *Group) changeTimeout() time.Duration { return g.cfg.ApplyTimeout }
 // the log up to within opts.MaxLag entries of the leader's last index
 // (progressTracker, from the learner's own answers) and has fetched the
 // retained data before any snapshot it installed (member_promote.go), and
-// promotes it to voter. Leader only. Retrying is safe: a learner is waited for again, a
-// voter at the same address is left alone.
+// promotes it to voter. Leader only. Retrying is safe: a learner is
+// waited for again, a voter at the same address is left alone.
 func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOptions) (*MemberChange, error) {
 	if err := checkMemberAddr(id, addr); err != nil {
 		return nil, err
