@@ -270,6 +270,10 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 	}
 	base := sendFor(t, c, 4, body, baseFor)
 	t.Logf("load average before the replacement: %s", loadAvg())
+	// The fresh member n3 starts before the producers (it joins c.nodes,
+	// which they read) and waits with raftJoin until it is added.
+	n3 := addTestNode(t, c, "n3", 3)
+	addr, _ := n3.cfg.Raft.SelfAddr()
 	stop := make(chan struct{})
 	var during []time.Duration
 	var late []ack
@@ -280,11 +284,9 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 		during, late = sendUntil(c, 4, body, stop)
 	}()
 
-	// Replace a follower by a fresh member n3.
+	// Replace a follower by n3.
 	gone := c.nodes[c.followerOf(l)]
 	start := time.Now()
-	n3 := addTestNode(t, c, "n3", 3)
-	addr, _ := n3.cfg.Raft.SelfAddr()
 	ctx := context.Background()
 	sawPending := false
 	var res *MemberChange
@@ -336,14 +338,14 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 	})
 	gi, _ := nodeByID(c, gone.id)
 	c.stop(gi)
+	close(stop)
+	prod.Wait()
 	// The checks below compare the group's three members; the retired
 	// host's data goes.
 	c.nodes = slices.Delete(c.nodes, gi, gi+1)
 	if err := os.RemoveAll(gone.cfg.Store.StorePathRootDir); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	prod.Wait()
 
 	cs := n3.g().CatchupStatus()
 	rate := 0.0
