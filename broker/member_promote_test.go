@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
@@ -186,6 +187,9 @@ func TestGroupPromotionWaitsForCatchup(t *testing.T) {
 	if got := membersOf(t, l.g()); !strings.Contains(got, "n3:Nonvoter") {
 		t.Fatalf("configuration while the catch-up is held: %s", got)
 	}
+	if n := promtest.CollectAndCount(promotionCollector{l.g()}, "raftmq_broker_raft_promotion_waiting"); n != 1 {
+		t.Fatalf("the leader exports %d promotion waits, want 1", n)
+	}
 
 	close(gate)
 	var r result
@@ -203,6 +207,9 @@ func TestGroupPromotionWaitsForCatchup(t *testing.T) {
 	}
 	if ps := l.g().Promotions(); len(ps) != 0 {
 		t.Fatalf("promotion waits left after the promotion: %+v", ps)
+	}
+	if n := promtest.CollectAndCount(promotionCollector{l.g()}, "raftmq_broker_raft_promotion_waiting"); n != 0 {
+		t.Fatalf("the leader exports %d promotion waits after the promotion", n)
 	}
 	t.Logf("promoted after %d ms with %d log bytes and %d queue units fetched", r.res.CatchUpMillis, cs.BytesDone, cs.Units)
 }
