@@ -28,7 +28,12 @@ import (
 func TestAdminReplaceMember(t *testing.T) {
 	c := startAdminCluster(t)
 	n := []string{"-n", c.nsAddr}
-	mustAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "MemT", "-r", "2", "-w", "2")...)
+	// A loaded box can elect while the group starts; the create is
+	// idempotent and is retried until a leader takes it.
+	testutil.WaitFor(t, 20*time.Second, "MemT created", func() bool {
+		_, err := runAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "MemT", "-r", "2", "-w", "2")...)
+		return err == nil
+	})
 	testutil.WaitFor(t, 10*time.Second, "MemT routed", func() bool {
 		_, err := runAdmin(t, append(n, "topicRoute", "-t", "MemT")...)
 		return err == nil
