@@ -8,15 +8,13 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 )
 
-// slowHeartbeats makes the heartbeat timeout long (2–4 s, randomized), so a
-// new leader within fastElectBound can only come from the fast election.
+// slowHeartbeats makes the heartbeat timeout long (2–4 s, randomized), so
+// the fast election, not the timeout, is what replaces a dead leader.
 func slowHeartbeats(g *GroupConfig) {
 	g.Raft.HeartbeatTimeout = 2 * time.Second
 	g.Raft.ElectionTimeout = 2 * time.Second
 	g.Raft.LeaderLeaseTimeout = time.Second
 }
-
-const fastElectBound = 1500 * time.Millisecond
 
 // newLeaderOtherThan returns a serving leader that is not old, or nil.
 func (c *testCluster) newLeaderOtherThan(old *testNode) *testNode {
@@ -29,9 +27,10 @@ func (c *testCluster) newLeaderOtherThan(old *testNode) *testNode {
 
 // TestFastElectionOnProcessDeath: a leader whose process is gone (its
 // connections closed and its Raft port refusing, as after SIGKILL) is
-// replaced well before any follower's heartbeat timeout, by the fast
-// election, with no split vote (one new term): the first voter by id's
-// campaign wins. On plain TCP and on mutual TLS (the campaign
+// replaced by the fast election, with no split vote (one new term): the
+// new leader is a member that made a fast campaign. How fast is measured
+// by `raftmq failover` (BENCHMARKS.md), not asserted here: on a loaded box
+// the time says more about the box than about the election. On plain TCP and on mutual TLS (the campaign
 // is a TimeoutNow the member sends itself through its transport).
 func TestFastElectionOnProcessDeath(t *testing.T) {
 	t.Run("tcp", func(t *testing.T) { testFastElection(t, slowHeartbeats) })
@@ -53,6 +52,12 @@ func testFastElection(t *testing.T, tune func(*GroupConfig)) {
 		term := old.g().Term()
 		c.sendSeq(round, 128)
 		i := slices.Index(c.nodes, old)
+		before := map[string]uint64{}
+		for _, n := range c.nodes {
+			if g := n.g(); g != nil && g.fastElect != nil {
+				before[n.id] = g.fastElect.campaigns.Load()
+			}
+		}
 		start := time.Now()
 		c.stop(i) // closes the transport: connections end, the port refuses
 		var l *testNode
@@ -61,21 +66,11 @@ func testFastElection(t *testing.T, tune func(*GroupConfig)) {
 			return l != nil
 		})
 		took := time.Since(start)
-		if took > fastElectBound {
-			t.Fatalf("round %d: new leader %s after %v; the heartbeat timeout is 2 s, the fast election should take well under %v",
-				round, l.id, took, fastElectBound)
-		}
 		if got := l.g().Term(); got != term+1 {
 			t.Errorf("round %d: new term %d, want %d (one campaign, no split vote)", round, got, term+1)
 		}
-		var campaigns uint64
-		for _, n := range c.nodes {
-			if g := n.g(); g != nil && g.fastElect != nil {
-				campaigns += g.fastElect.campaigns.Load()
-			}
-		}
-		if campaigns == 0 {
-			t.Errorf("round %d: no fast campaign counted", round)
+		if g := l.g(); g.fastElect == nil || g.fastElect.campaigns.Load() == before[l.id] {
+			t.Errorf("round %d: the new leader %s made no fast campaign: it won by the heartbeat timeout", round, l.id)
 		}
 		t.Logf("round %d: %s killed, %s leads after %v", round, old.id, l.id, took)
 		c.start(i)
