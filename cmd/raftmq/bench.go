@@ -39,6 +39,7 @@ type benchFlags struct {
 	fromLast bool
 	cpuProf  string
 	autoB    int
+	rate     float64
 	tls      tlsFlags
 }
 
@@ -73,6 +74,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	produce.Flags().BoolVar(&f.keys, "keys", false, "give every message a unique key (indexed)")
 	produce.Flags().StringVar(&f.tags, "tags", "", "tag of every message")
 	produce.Flags().IntVar(&f.autoB, "auto-batch", 0, "client.AutoBatch: concurrent sends share batch requests of up to N messages (0 = off)")
+	produce.Flags().Float64Var(&f.rate, "rate", 0, "send at most this many messages per second in all (0 = as fast as the workers can; bench_rate.go)")
 	consume := &cobra.Command{
 		Use:   "consume",
 		Short: "Consume with a push consumer and report TPS, MB/s and end-to-end (store→consume) latency",
@@ -95,7 +97,7 @@ bodies, the "as stored" figure whole stored messages (what the pulls carried).`,
 	consume.Flags().StringVarP(&f.group, "group", "g", "benchmark_consumer", "consumer group")
 	consume.Flags().StringVar(&f.tags, "tags", "*", "tag expression")
 	consume.Flags().BoolVar(&f.fromLast, "from-last", false, "a new group starts at the queues' end instead of the oldest message")
-	cmd.AddCommand(produce, consume, newBenchTimerCmd())
+	cmd.AddCommand(produce, consume, newBenchTimerCmd(), newBenchScaleCmd(), newBenchRestartCmd())
 	return cmd
 }
 
@@ -413,7 +415,8 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 		go func() {
 			defer wg.Done()
 			sem := make(chan struct{}, max(f.window, 1))
-			for ctx.Err() == nil && take() {
+			pace := newBenchPacer(f.rate, f.workers)
+			for ctx.Err() == nil && pace.wait(ctx) && take() {
 				if f.async {
 					sem <- struct{}{}
 					t0 := time.Now()

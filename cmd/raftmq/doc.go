@@ -28,6 +28,13 @@
 //     SIGKILL) and the leader's RSS with --pending far-future timers.
 //     bench_cpu.go: each broker process's CPU µs per message, from the
 //     members' runtime info sampled before and after the run.
+//     bench_scale.go: `raftmq bench scale`, per step of topics (or
+//     consumer groups) on a local 3-process group: creation time, leader
+//     RSS, REGISTER_BROKER body (JSON and zlib) and 64-sender throughput.
+//     bench_restart.go: `raftmq bench restart`, fills a local 3-process
+//     group to --fill bytes of CommitLog, restarts it and times readiness,
+//     the first send and the first pull of offset 0. bench_rate.go: the
+//     --rate pacing of bench produce.
 //   - version.go: `raftmq version [--json]` from the binary's build info.
 //   - tls_flags.go: --tls and --tls-trust-cert of admin and bench.
 //   - admin*.go: `raftmq admin`, mqadmin's commands plus raftStatus,
