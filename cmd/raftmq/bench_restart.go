@@ -41,7 +41,7 @@ type restartBenchOpts struct {
 	senders  int
 	kill     bool
 	rounds   int
-	keep     bool
+	members  int
 	jsonOut  bool
 	launch   proccluster.Launcher
 	progress func(string)
@@ -102,6 +102,7 @@ func newBenchRestartCmd() *cobra.Command {
 	fl.IntVar(&o.senders, "senders", 32, "concurrent synchronous senders of the fill")
 	fl.BoolVar(&o.kill, "kill", false, "SIGKILL the members instead of SIGTERM")
 	fl.IntVar(&o.rounds, "rounds", 1, "restarts")
+	fl.IntVar(&o.members, "members", 3, "members of the group: 3, or 1 (a one-member Raft group: the member's own start-up without an election among peers)")
 	fl.BoolVar(&o.jsonOut, "json", false, "print each round as JSON")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
@@ -166,6 +167,13 @@ func runRestartBench(ctx context.Context, o *restartBenchOpts, log *zap.Logger) 
 		return nil, err
 	}
 	defer c.stopAll()
+	if o.members == 1 {
+		if err := restartOneMember(c); err != nil {
+			return nil, err
+		}
+	} else if o.members != 3 {
+		return nil, fmt.Errorf("bench restart: --members %d: 1 or 3", o.members)
+	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), log)
 	defer func() { _ = rc.Close() }()
 	admin, err := client.NewAdmin(client.NameServers(c.NS.Addr()), client.RequestTimeout(2*time.Second), client.WithLogger(log))
@@ -182,7 +190,7 @@ func runRestartBench(ctx context.Context, o *restartBenchOpts, log *zap.Logger) 
 			return nil, err
 		}
 	}
-	if err := waitWhole(ctx, p, 120*time.Second); err != nil {
+	if err := restartWaitReady(ctx, c, p, 120*time.Second); err != nil {
 		return nil, err
 	}
 	if err := waitUntil(ctx, 30*time.Second, func(ctx context.Context) bool {
@@ -362,3 +370,38 @@ func restartOnce(ctx context.Context, c *procCluster, p *probes, o *restartBench
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// restartOneMember shrinks c to its first member, a group of one: its
+// conf names only itself as a Raft peer.
+func restartOneMember(c *procCluster) error {
+	n := c.Nodes[0]
+	c.Nodes = c.Nodes[:1]
+	b, err := os.ReadFile(n.ConfPath)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "dLegerPeers=") {
+			lines[i] = fmt.Sprintf("dLegerPeers=%s-%s:%d", n.ID, n.Host, n.RaftPort)
+		}
+	}
+	return os.WriteFile(n.ConfPath, []byte(strings.Join(lines, "\n")), 0o644)
+}
+
+// restartWaitReady waits until the name server knows the group's leader
+// and every member's /readyz answers 200.
+func restartWaitReady(ctx context.Context, c *procCluster, p *probes, timeout time.Duration) error {
+	return waitUntil(ctx, timeout, func(ctx context.Context) bool {
+		m, err := p.members(ctx)
+		if err != nil || routeLeader(m) == "" {
+			return false
+		}
+		for _, n := range c.Nodes {
+			if n.Exited() || c.httpStatus(ctx, n.MetricsAddr(), "/readyz") != 200 {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -41,6 +41,7 @@ type scaleBenchOpts struct {
 	workers, size   int
 	duration        time.Duration
 	heartbeatPeriod time.Duration
+	brokerConf      []string
 	jsonOut         bool
 	launch          proccluster.Launcher
 	progress        func(string)
@@ -63,6 +64,7 @@ type scaleStep struct {
 	TPS                float64
 	P50us, P99us       int64
 	Failed             int64
+	CreateRetries      int64 `json:",omitempty"` // creations retried (see scaleRetry)
 	LoadAvg            string
 	LeaderRSSAfterLoad rss
 }
@@ -103,8 +105,24 @@ func newBenchScaleCmd() *cobra.Command {
 	fl.IntVarP(&o.size, "size", "s", 1024, "message body size")
 	fl.DurationVarP(&o.duration, "duration", "d", 15*time.Second, "throughput measurement per step")
 	fl.DurationVar(&o.heartbeatPeriod, "heartbeat-period", 10*time.Second, "heartbeat period of the consumer groups while measuring")
+	fl.StringArrayVar(&o.brokerConf, "broker-conf", nil, "extra broker.conf line (key=value) for every member, e.g. pprofEnable=true; repeatable")
 	fl.BoolVar(&o.jsonOut, "json", false, "print the steps as JSON")
 	return cmd
+}
+
+// appendBrokerConf adds lines to every member's conf file.
+func appendBrokerConf(c *procCluster, lines []string) error {
+	for _, n := range c.Nodes {
+		f, err := os.OpenFile(n.ConfPath, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(strings.Join(lines, "\n") + "\n")
+		if err = errors.Join(err, f.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func parseCounts(s string) ([]int, error) {
@@ -158,6 +176,11 @@ func scaleSeries(ctx context.Context, o *scaleBenchOpts, log *zap.Logger, dir, d
 		return nil, err
 	}
 	defer c.stopAll()
+	if len(o.brokerConf) > 0 {
+		if err := appendBrokerConf(c, o.brokerConf); err != nil {
+			return nil, err
+		}
+	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), log)
 	defer func() { _ = rc.Close() }()
 	admin, err := client.NewAdmin(client.NameServers(c.NS.Addr()), client.RequestTimeout(10*time.Second), client.WithLogger(log))
@@ -250,6 +273,7 @@ func scaleSeries(ctx context.Context, o *scaleBenchOpts, log *zap.Logger, dir, d
 			newest = wire.RetryTopic(scaleGroup(want - 1))
 		}
 		st.CreateSec = time.Since(start).Seconds()
+		st.CreateRetries = scaleRetries.Swap(0)
 		routeStart := time.Now()
 		if err := waitUntil(ctx, 120*time.Second, func(ctx context.Context) bool {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -305,7 +329,7 @@ func scaleCreateTopics(ctx context.Context, admin *client.Admin, addr string, fr
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < to && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				spec := client.TopicSpec{Topic: scaleTopic(i), ReadQueueNums: queues, WriteQueueNums: queues, Perm: wire.PermRead | wire.PermWrite}
-				if _, err := admin.CreateTopic(ctx, spec, "", addr); err != nil {
+				if err := scaleRetry(ctx, func(c, a string) error { _, err := admin.CreateTopic(ctx, spec, c, a); return err }, addr); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = fmt.Errorf("bench scale: create %s: %w", spec.Topic, err)
@@ -318,6 +342,30 @@ func scaleCreateTopics(ctx context.Context, admin *client.Admin, addr string, fr
 	}
 	wg.Wait()
 	return time.Since(start), firstErr
+}
+
+// scaleRetries counts creations that failed once and were retried (a
+// leadership change under load answers NOT_LEADER / SYSTEM_BUSY).
+var scaleRetries atomic.Int64
+
+// scaleRetry runs op(cluster, brokerAddr) at addr, then, while it fails,
+// up to 20 more times 100 ms apart at the cluster's routed masters: the
+// group may be electing; a creation that still fails ends the run.
+func scaleRetry(ctx context.Context, op func(cluster, addr string) error, addr string) error {
+	err := op("", addr)
+	for range 20 {
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		scaleRetries.Add(1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		err = op(failoverCluster, "")
+	}
+	return err
 }
 
 func scaleGroup(i int) string { return fmt.Sprintf("ScaleGroup-%04d", i) }
@@ -338,12 +386,14 @@ func scaleCreateGroups(ctx context.Context, admin *client.Admin, addr string, fr
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < to && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				g := scaleGroup(i)
-				if err := admin.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig(g), "", addr); err != nil {
+				if err := scaleRetry(ctx, func(c, a string) error {
+					return admin.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig(g), c, a)
+				}, addr); err != nil {
 					errs[w] = fmt.Errorf("bench scale: create group %s: %w", g, err)
 					return
 				}
 				spec := client.TopicSpec{Topic: wire.RetryTopic(g), ReadQueueNums: 1, WriteQueueNums: 1, Perm: wire.PermRead | wire.PermWrite}
-				if _, err := admin.CreateTopic(ctx, spec, "", addr); err != nil {
+				if err := scaleRetry(ctx, func(c, a string) error { _, err := admin.CreateTopic(ctx, spec, c, a); return err }, addr); err != nil {
 					errs[w] = fmt.Errorf("bench scale: create %s: %w", spec.Topic, err)
 					return
 				}
