@@ -277,6 +277,20 @@ func restartFill(ctx context.Context, ns string, o *restartBenchOpts, log *zap.L
 
 func restartOnce(ctx context.Context, c *procCluster, p *probes, o *restartBenchOpts, clDir string, log *zap.Logger, say func(string)) (restartRound, error) {
 	r := restartRound{Kill: o.kill, CommitLogBytes: treeBytes(clDir)}
+	// The old-offset probe needs a message at offset 0 of queue 0.
+	sub := &client.SubscriptionData{Topic: restartTopic, SubString: wire.SubAll, TagsSet: []string{}}
+	mq := client.MessageQueue{Topic: restartTopic, BrokerName: failoverGroup, QueueID: 0}
+	pullOld := func(ctx context.Context) bool {
+		m, err := p.members(ctx)
+		if err != nil || routeLeader(m) == "" {
+			return false
+		}
+		res, err := p.admin.PullQueue(ctx, routeLeader(m), "restart_bench", mq, 0, 1, sub)
+		return err == nil && res.Status == client.PullFound && len(res.Messages) > 0 && res.Messages[0].QueueOffset == 0
+	}
+	if !pullOld(ctx) {
+		return r, fmt.Errorf("bench restart: queue 0 of %s has no message at offset 0 to pull after the restart (fill first)", restartTopic)
+	}
 	stopStart := time.Now()
 	if o.kill {
 		for _, n := range c.Nodes {
@@ -338,16 +352,7 @@ func restartOnce(ctx context.Context, c *procCluster, p *probes, o *restartBench
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sub := &client.SubscriptionData{Topic: restartTopic, SubString: wire.SubAll, TagsSet: []string{}}
-		if at, ok := pollAt(rctx, func(ctx context.Context) bool {
-			m, err := p.members(ctx)
-			if err != nil || routeLeader(m) == "" {
-				return false
-			}
-			mq := client.MessageQueue{Topic: restartTopic, BrokerName: failoverGroup, QueueID: 0}
-			res, err := p.admin.PullQueue(ctx, routeLeader(m), "restart_bench", mq, 0, 1, sub)
-			return err == nil && res.Status == client.PullFound && len(res.Messages) > 0 && res.Messages[0].QueueOffset == 0
-		}); ok {
+		if at, ok := pollAt(rctx, pullOld); ok {
 			r.FirstOldPullMs = ms(at.Sub(start))
 		}
 	}()
