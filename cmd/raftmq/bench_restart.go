@@ -171,7 +171,7 @@ func runRestartBench(ctx context.Context, o *restartBenchOpts, log *zap.Logger) 
 		if err := restartOneMember(c); err != nil {
 			return nil, err
 		}
-	} else if o.members != 3 {
+	} else if o.members != 3 && o.members != 0 { // 0: the default, 3
 		return nil, fmt.Errorf("bench restart: --members %d: 1 or 3", o.members)
 	}
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), log)

@@ -82,7 +82,7 @@ func TestBenchScaleSmoke(t *testing.T) {
 // TestBenchRestartSmoke fills a real 3-process group with 32 MiB,
 // restarts it after SIGKILL and checks it served again.
 func TestBenchRestartSmoke(t *testing.T) {
-	o := &restartBenchOpts{dir: t.TempDir(), fill: 32 << 20, size: 16 << 10, senders: 4, kill: true, rounds: 1,
+	o := &restartBenchOpts{dir: t.TempDir(), fill: 32 << 20, size: 16 << 10, senders: 4, kill: true, rounds: 1, members: 3,
 		launch: testLauncher(t), progress: func(s string) { t.Log(s) }}
 	rounds, err := runRestartBench(context.Background(), o, zap.NewNop())
 	if err != nil {
