@@ -139,9 +139,12 @@ func scanSegment(mf *storage.MappedFile, start, limit int, pace func(n int) erro
 	for rel := start; rel < limit; {
 		kind, h, n, err := ScanEntry(b[rel:])
 		if errors.Is(err, ErrEndOfData) {
-			// Zeros: never written (a head a snapshot reset left empty),
-			// not damage a flipped bit can produce from a frame.
-			break
+			// Zeros: the end of what was written, unless anything but
+			// zeros follows before limit (entries are appended in order
+			// and a head a reset left empty lies before start), which
+			// makes them a zeroed entry: a lost or zeroed write hides
+			// the frames behind it from every other check.
+			return checkZeros(mf, rel, limit, last, pace, paced)
 		}
 		if err != nil {
 			return damageAt(mf, rel, last, err)
@@ -202,4 +205,31 @@ func (s *LogStore) scrubTarget(from int64) (*storage.MappedFile, int, bool, erro
 		return mf, start, true, nil
 	}
 	return nil, 0, false, nil
+}
+
+// checkZeros verifies that b[rel:limit] of mf holds only zeros (pacing
+// like scanSegment, paced bytes already counted); a non-zero byte makes
+// the zeros at rel damage.
+func checkZeros(mf *storage.MappedFile, rel, limit int, last uint64, pace func(n int) error, paced int) error {
+	b := mf.Bytes()
+	for at := rel; at < limit; {
+		end := min(at+scrubPaceBytes, limit)
+		for _, c := range b[at:end] {
+			if c != 0 {
+				return damageAt(mf, rel, last, fmt.Errorf("%w: zeros where an entry should start, data follows within the segment", ErrCorruptFrame))
+			}
+		}
+		paced += end - at
+		at = end
+		if paced >= scrubPaceBytes {
+			if err := pace(paced); err != nil {
+				return err
+			}
+			paced = 0
+		}
+	}
+	if paced > 0 {
+		return pace(paced)
+	}
+	return nil
 }
