@@ -229,7 +229,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 		aside := g.catchupBlocksVoting
 		g.fastElect.standAside.Store(&aside)
 	}
-	g.ready.Store(true)
+	g.markReady()
 	g.batch = newBatcher(g)
 	g.roles = ha.NewRoles(ha.RolesConfig{Raft: g.raft, BarrierTimeout: cfg.ApplyTimeout, BeforeLeader: g.announce, Log: log})
 	g.preferred = ha.NewPreferredLeader(g.raft, g.roles, cfg.Raft.DLegerSelfID, cfg.Raft.PreferredLeaderID,

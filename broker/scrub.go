@@ -192,8 +192,24 @@ func (g *Group) noteDamage(err error, found string) {
 		g.log.Warn("could not record the damage; the next start relies on the scrub finding it again", zap.Error(werr))
 	}
 	if !g.ready.Load() {
-		return // Raft's start read it: the start fails (newRaftChecked)
+		// Raft's start read it: the start fails (newRaftChecked); or Raft
+		// runs already and newGroup's markReady stops it.
+		return
 	}
+	g.goStopForDamage()
+}
+
+// markReady marks Raft running for the damage handling; damage noted in
+// between NewRaft's return and this call (Raft's goroutines read entries
+// already) stops the member here, since noteDamage left it to the start.
+func (g *Group) markReady() {
+	g.ready.Store(true)
+	if g.LogDamaged() != nil {
+		g.goStopForDamage()
+	}
+}
+
+func (g *Group) goStopForDamage() {
 	g.damage.wg.Add(1)
 	go func() {
 		defer g.damage.wg.Done()
