@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -156,8 +157,10 @@ func ReadImage(r io.Reader) (*Image, error) {
 	if n > maxImageBuckets {
 		return nil, fmt.Errorf("%w: image lists %d buckets", ErrCorrupt, n)
 	}
-	rest := make([]byte, int(n)*16+4)
-	if _, err := io.ReadFull(br, rest); err != nil {
+	// The pairs are read as they come, so a count that claims more than
+	// the reader holds costs no more memory than the bytes really there.
+	rest, err := readUpTo(br, int(n)*16+4)
+	if err != nil {
 		return nil, fmt.Errorf("timerindex: image header: %w", err)
 	}
 	all := append(head, rest[:len(rest)-4]...)
@@ -173,6 +176,24 @@ func ReadImage(r io.Reader) (*Image, error) {
 		img.sizes = append(img.sizes, bs)
 	}
 	return img, nil
+}
+
+// readUpTo reads exactly n bytes of r, growing its buffer as they arrive.
+func readUpTo(r io.Reader, n int) ([]byte, error) {
+	const step = 64 << 10
+	b := make([]byte, 0, min(n, step))
+	for len(b) < n {
+		k := min(n-len(b), step)
+		b = slices.Grow(b, k)
+		if _, err := io.ReadFull(r, b[len(b):len(b)+k]); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		b = b[:len(b)+k]
+	}
+	return b, nil
 }
 
 // Replace makes the index hold exactly the image's files, marked applied

@@ -2,9 +2,11 @@ package timerindex
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/raftmq/raftmq/storage"
@@ -150,4 +152,23 @@ func FuzzReadImage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadImageShortHeaderAllocatesLittle: a header whose count claims
+// the most buckets allowed, followed by nothing, fails without first
+// allocating room for all of them (a damaged or hostile snapshot).
+func TestReadImageShortHeaderAllocatesLittle(t *testing.T) {
+	head := []byte(imageMagic)
+	head = binary.LittleEndian.AppendUint64(head, 7)
+	head = binary.LittleEndian.AppendUint32(head, maxImageBuckets)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadImage(bytes.NewReader(head))
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a truncated image header was accepted")
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("reading a truncated header of %d bytes allocated %d bytes", len(head), n)
+	}
 }
