@@ -181,7 +181,7 @@ func (g *Group) catchupOnce(ctx context.Context, src catchupSource) error {
 	// also on a member that has applied nothing after it yet (reads of a
 	// message stop at the dispatched offset).
 	g.ms.Reput().DispatchedThrough(st.NextPos)
-	if err := g.ms.Checkpoint(); err != nil {
+	if err := g.ms.FlushLogics(); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return g.finishCatchup(gen, began)

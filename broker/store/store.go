@@ -344,13 +344,6 @@ func (s *MessageStore) checkpointLoop() {
 	}
 }
 
-// Checkpoint writes the checkpoint now (as the periodic flush does): a
-// catch-up records the queue units and index files it added below the
-// live ones before it declares itself done, since a crash recovery drops
-// index files newer than the checkpoint and nothing indexes that range
-// again.
-func (s *MessageStore) Checkpoint() error { return s.writeCheckpoint() }
-
 // writeCheckpoint flushes ConsumeQueues and the index, then records how far
 // everything is durable.
 func (s *MessageStore) writeCheckpoint() error {
