@@ -74,7 +74,7 @@ func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) erro
 		if c.Type != CmdMessages && c.Type != CmdTxnEnd {
 			continue
 		}
-		if err := g.indexEntry(bf, i, l.Data, l.AppendedAt.UnixMilli()); err != nil {
+		if err := g.indexEntry(bf.Dispatch, i, l.Data, l.AppendedAt.UnixMilli()); err != nil {
 			return err
 		}
 		if err := pace.wait(ctx, len(l.Data)); err != nil {
@@ -91,7 +91,7 @@ func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) erro
 
 // indexEntry dispatches the messages of one Messages entry that the FSM
 // dispatched.
-func (g *Group) indexEntry(bf *store.IndexBackfill, index uint64, data []byte, nowMs int64) error {
+func (g *Group) indexEntry(dispatch func(*store.DispatchRequest) error, index uint64, data []byte, nowMs int64) error {
 	pos, h, err := g.logs.LocateHeader(index)
 	if err != nil {
 		return fmt.Errorf("index backfill: locate entry %d: %w", index, err)
@@ -121,7 +121,7 @@ func (g *Group) indexEntry(bf *store.IndexBackfill, index uint64, data []byte, n
 				continue
 			}
 		}
-		if err := bf.Dispatch(&req); err != nil {
+		if err := dispatch(&req); err != nil {
 			return err
 		}
 	}

@@ -63,7 +63,10 @@
 //     transport wrapper that keeps a member from standing for election
 //     while it catches up (ADR 0019); catchup_index.go: the last phase,
 //     dispatching the backfilled messages to the store's index backfill
-//     (the IndexFile for key and UNIQ_KEY queries).
+//     (the IndexFile for key and UNIQ_KEY queries); index_rebuild.go:
+//     at a start after a crash, the messages below the local snapshot
+//     whose index files the store's recovery dropped are indexed again
+//     from the log (Raft re-applies only what follows the snapshot).
 //   - scrub.go: the background scrub of closed CommitLog segments
 //     (raftScrubBytesPerSecond) and what damage to the acknowledged log
 //     does: found by the scrub, a pull or CATCHUP_READ, it stops the

@@ -210,6 +210,9 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit,
 		timers: g.timers}
+	if err := g.reindexBelowSnapshot(); err != nil {
+		return nil, err
+	}
 	g.progress = newProgressTracker()
 	rtrans := wrapCatchupTransport(trackProgress(g.trans, g.progress), g.catchupBlocksVoting)
 	if err := g.checkDamagedMarker(); err != nil {
