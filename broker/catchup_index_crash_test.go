@@ -52,6 +52,22 @@ func TestGroupCatchupIndexSurvivesCrashAfterFinish(t *testing.T) {
 		return g.catchup.completed.Load() > 0 && !g.catchupBlocksVoting()
 	})
 	c.waitCaughtUp()
+	// The backfilled head (its first segment starts with zeros before the
+	// fetched range) scrubs clean.
+	scrubbed := 0
+	for pos := int64(0); ; scrubbed++ {
+		next, ok, err := g.LogStore().ScrubSegment(pos, func(int) error { return nil })
+		if err != nil {
+			t.Fatalf("scrub of the caught-up member at %d: %v", pos, err)
+		}
+		if !ok {
+			break
+		}
+		pos = next
+	}
+	if scrubbed == 0 {
+		t.Fatal("the scrub verified no segment of the caught-up member")
+	}
 	c.kill(fi)
 	c.start(fi)
 	g = f.g()
