@@ -309,6 +309,9 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 
 	v.Checks = append(v.Checks, checkTimers(h)...)
 	v.Checks = append(v.Checks, checkChaos(h)...)
+	if c, ok := checkDamageDetected(h); ok {
+		v.Checks = append(v.Checks, c)
+	}
 	v.Availability = availability(h, okOps)
 	v.Valid = true
 	for _, c := range v.Checks {
@@ -317,6 +320,29 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		}
 	}
 	return v
+}
+
+// checkDamageDetected: every bit the bitflip-segment nemesis flipped was
+// found and named by the damaged member (false when no bit was flipped).
+// The nemesis's repair rebuilds the member either way, so damage nobody
+// noticed would otherwise leave no trace in the data checks.
+func checkDamageDetected(h History) (Check, bool) {
+	flips := 0
+	var missed []string
+	for _, f := range h.Faults {
+		if f.Nemesis != "bitflip-segment" || !strings.Contains(f.Detail, "flipped bit") {
+			continue
+		}
+		flips++
+		if strings.Contains(f.Detail, damageUndetected) {
+			missed = addEx(missed, "%.1f s: %s", f.StartMs/1000, f.Detail)
+		}
+	}
+	if flips == 0 {
+		return Check{}, false
+	}
+	return Check{Name: "bitflip: damage not found and named by the member", Value: fmt.Sprintf("%d of %d flips", len(missed), flips),
+		OK: len(missed) == 0, Required: true, Examples: missed}, true
 }
 
 func availability(h History, allOK []Op) []Availability {

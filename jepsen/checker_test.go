@@ -168,3 +168,28 @@ func TestCheckerRetentionFloor(t *testing.T) {
 		t.Fatal("a missing offset above the floor was not found")
 	}
 }
+
+// TestCheckerBitflipMustBeDetected: a flipped bit the member never named
+// makes the run invalid even though the repair left the data whole.
+func TestCheckerBitflipMustBeDetected(t *testing.T) {
+	h := twoGroupHistory()
+	found := FaultWindow{Nemesis: "bitflip-segment", Detail: "n0 (follower): flipped bit 1 of byte 7 of closed segment 0; detected after 5 ms: refused to start"}
+	h.Faults = []FaultWindow{found}
+	if v := CheckHistory(h, true); !v.Valid || check(t, v, "bitflip").Value != "0 of 1 flips" {
+		t.Fatalf("detected flip: valid %v, %+v", v.Valid, check(t, v, "bitflip"))
+	}
+	missed := found
+	missed.Detail = "n1 (follower): flipped bit 2 of byte 9 of closed segment 0; " + damageUndetected + " within 90s (exited false)"
+	h.Faults = append(h.Faults, missed)
+	v := CheckHistory(h, true)
+	if c := check(t, v, "bitflip"); v.Valid || c.OK || c.Value != "1 of 2 flips" {
+		t.Fatalf("undetected flip: valid %v, %+v", v.Valid, c)
+	}
+	// A window that flipped nothing (no closed segment yet) adds no check.
+	h.Faults = []FaultWindow{{Nemesis: "bitflip-segment", Detail: "no closed segment"}}
+	for _, c := range CheckHistory(h, true).Checks {
+		if strings.HasPrefix(c.Name, "bitflip") {
+			t.Fatalf("check without a flip: %+v", c)
+		}
+	}
+}

@@ -287,6 +287,10 @@ func (b *bitFlipNemesis) Inject(ctx context.Context, env *Env) (string, error) {
 	return desc + "; repair: " + repair, nil
 }
 
+// damageUndetected opens a bitflip window's detail when the damaged member
+// never said where it is damaged; the checker fails the run on it.
+const damageUndetected = "NOT DETECTED"
+
 // awaitDamage waits until n's log (from byte from on) names the damage in
 // segment seg, or deadline, and says what it saw.
 func awaitDamage(ctx context.Context, n *Node, seg string, from int64, deadline time.Time) string {
@@ -313,7 +317,7 @@ func awaitDamage(ctx context.Context, n *Node, seg string, from int64, deadline 
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Sprintf("NOT DETECTED within %s (exited %v)", time.Since(start).Round(time.Second), n.Exited())
+			return fmt.Sprintf("%s within %s (exited %v)", damageUndetected, time.Since(start).Round(time.Second), n.Exited())
 		}
 		select {
 		case <-ctx.Done():
