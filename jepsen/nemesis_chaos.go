@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -351,9 +352,24 @@ func (b *bitFlipNemesis) Heal(ctx context.Context, env *Env) error {
 	return b.replaceMemberNemesis.Heal(ctx, env)
 }
 
+// inZeroRun reports whether off lies in or at the edge of a zero run: the
+// w bytes before it or the w bytes from it on are all zero.
+func inZeroRun(b []byte, off int64, w int64) bool {
+	allZero := func(p []byte) bool {
+		for _, c := range p {
+			if c != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return allZero(b[max(off-w, 0):off]) || allZero(b[off:min(off+w, int64(len(b)))])
+}
+
 // flipBit inverts one bit of the file at a position derived from r (within
-// its non-zero prefix when it has one, so the flip lands in data rather
-// than in a preallocated tail) and returns the byte offset and bit.
+// its non-zero prefix, so the flip lands in data rather than in a
+// preallocated tail, and outside zero runs) and returns the byte offset
+// and bit.
 func flipBit(path string, r int64, bit int) (int64, int, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -366,7 +382,17 @@ func flipBit(path string, r int64, bit int) (int64, int, error) {
 	if end == 0 {
 		return 0, 0, fmt.Errorf("%w: %s holds no data", ErrUnsupported, path)
 	}
-	off := r % int64(end)
+	// Skip zero runs: a member rebuilt by catch-up keeps a zero head before
+	// its first entry in its oldest segment, space no entry uses, which is
+	// never read or served and so is nothing to detect.
+	rng := rand.New(rand.NewSource(r))
+	off := rng.Int63n(int64(end))
+	for try := 0; try < 1000 && inZeroRun(b, off, 32); try++ {
+		off = rng.Int63n(int64(end))
+	}
+	if inZeroRun(b, off, 32) {
+		return 0, 0, fmt.Errorf("%w: %s holds only zero runs", ErrUnsupported, path)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return 0, 0, err

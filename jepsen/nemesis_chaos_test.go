@@ -12,10 +12,11 @@ import (
 )
 
 // TestFlipBitChangesOneBitInData checks that flipBit inverts exactly one
-// bit, inside the file's non-zero prefix (not its preallocated zero tail).
+// bit, inside the file's data: not its preallocated zero tail, not a zero
+// head (a caught-up member's oldest segment before its first entry).
 func TestFlipBitChangesOneBitInData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "00000000000000000000")
-	orig := append(bytes.Repeat([]byte{0xA5}, 1000), make([]byte, 3000)...)
+	orig := append(append(make([]byte, 2000), bytes.Repeat([]byte{0xA5}, 1000)...), make([]byte, 3000)...)
 	if err := os.WriteFile(path, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -28,8 +29,8 @@ func TestFlipBitChangesOneBitInData(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := os.ReadFile(path)
-		if off >= 1000 {
-			t.Fatalf("flip at %d, in the zero tail", off)
+		if off < 2000 || off >= 3000-32 {
+			t.Fatalf("flip at %d, in a zero run", off)
 		}
 		var diff int
 		for i := range got {
