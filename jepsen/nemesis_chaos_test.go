@@ -29,7 +29,7 @@ func TestFlipBitChangesOneBitInData(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := os.ReadFile(path)
-		if off < 2000 || off >= 3000-32 {
+		if off <= 2000 || off >= 3000 {
 			t.Fatalf("flip at %d, in a zero run", off)
 		}
 		var diff int
