@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/raftmq/raftmq/internal/testutil"
 	"testing"
 	"time"
 
@@ -59,6 +60,7 @@ func TestBenchPacer(t *testing.T) {
 // TestBenchScaleSmoke runs `bench scale` with small steps on real
 // processes and checks every row measured something.
 func TestBenchScaleSmoke(t *testing.T) {
+	skipMeasuringToolUnderRace(t)
 	o := &scaleBenchOpts{dir: t.TempDir(), topics: []int{3, 20}, groups: []int{2}, queues: 2, creators: 4,
 		workers: 4, size: 128, duration: time.Second, heartbeatPeriod: 200 * time.Millisecond,
 		launch: testLauncher(t), progress: func(s string) { t.Log(s) }}
@@ -82,6 +84,7 @@ func TestBenchScaleSmoke(t *testing.T) {
 // TestBenchRestartSmoke fills a real 3-process group with 32 MiB,
 // restarts it after SIGKILL and checks it served again.
 func TestBenchRestartSmoke(t *testing.T) {
+	skipMeasuringToolUnderRace(t)
 	o := &restartBenchOpts{dir: t.TempDir(), fill: 32 << 20, size: 16 << 10, senders: 4, kill: true, rounds: 1, members: 3,
 		launch: testLauncher(t), progress: func(s string) { t.Log(s) }}
 	rounds, err := runRestartBench(context.Background(), o, zap.NewNop())
@@ -91,5 +94,15 @@ func TestBenchRestartSmoke(t *testing.T) {
 	r := rounds[0]
 	if r.CommitLogBytes < 32<<20 || r.FirstSendMs <= 0 || r.FirstOldPullMs <= 0 || r.ReadyzLastMs <= 0 {
 		t.Fatalf("round %+v", r)
+	}
+}
+
+// skipMeasuringToolUnderRace skips a real-process smoke test of a
+// measuring tool under -race: instrumenting its processes doubles its time
+// in the README's test command and covers nothing its unit tests miss.
+// .ci/run runs these tests once more without -race (-run 'Smoke$').
+func skipMeasuringToolUnderRace(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("a measuring tool's real-process smoke test; runs in the non-race pass of .ci/run")
 	}
 }
