@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"github.com/raftmq/raftmq/internal/testutil"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 func TestParseCountsAndBytes(t *testing.T) {
