@@ -49,7 +49,7 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 	_ = c.Subscribe(toSDK, "*")
 	_ = c.RegisterConcurrentListener(func(ctx context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
 		for _, m := range msgs {
-			if _, err := replier.Reply(ctx, m, []byte("sdk:"+string(m.Body))); err != nil {
+			if _, err := replier.Reply(ctx, m, []byte("sdk:"+string(m.Body))); err != nil && ctx.Err() == nil { // not cut short by Close
 				listenerErrs.add(fmt.Errorf("reply: %w", err))
 			}
 		}
