@@ -224,27 +224,10 @@ func (b *bitFlipNemesis) Inject(ctx context.Context, env *Env) (string, error) {
 	if c.net == nil {
 		return "", fmt.Errorf("%w: bitflip-segment repairs with replace-member's wipe-and-re-add, which needs the netns mode", ErrUnsupported)
 	}
-	l := c.LeaderOf(ctx, env.Group)
-	if l < 0 {
-		return "", ErrNoLeader
-	}
-	st, err := c.RaftStatus(ctx, l)
+	i, err := pickRemovableFollower(ctx, env, "bitflip-segment")
 	if err != nil {
 		return "", err
 	}
-	var followers []int
-	for _, m := range st.Members {
-		i := c.nodeIndex(m.ID)
-		if i >= 0 && i != l && m.Suffrage == "Voter" && c.Nodes[i].State() == NodeRunning {
-			followers = append(followers, i)
-		}
-	}
-	if len(followers) < len(env.members())-1 {
-		// The repair removes the member: with another one down or still a
-		// learner the quorum guard would refuse it.
-		return "", fmt.Errorf("%w: bitflip-segment: only %v are running voting followers", ErrUnsupported, ids(c, followers))
-	}
-	i := followers[env.Rand.Intn(len(followers))]
 	n := c.Nodes[i]
 	dir := filepath.Join(n.DataDir, "commitlog")
 	ents, err := os.ReadDir(dir)

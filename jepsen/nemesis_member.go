@@ -51,13 +51,28 @@ func (r *replaceMemberNemesis) Inject(ctx context.Context, env *Env) (string, er
 	if c.net == nil {
 		return "", fmt.Errorf("%w: replace-member needs the netns mode (proxy mode gives members per-pair peer addresses)", ErrUnsupported)
 	}
+	i, err := pickRemovableFollower(ctx, env, "replace-member")
+	if err != nil {
+		return "", err
+	}
+	r.node = i
+	return c.wipeAndReAdd(ctx, env.Group, i)
+}
+
+// pickRemovableFollower picks a random running voting follower of the
+// env's group that the operator's wipe-and-re-add may remove: with a member
+// down, paused or still a learner from an earlier window, removing another
+// would leave one voter (the quorum guard refuses it), so that is
+// ErrUnsupported.
+func pickRemovableFollower(ctx context.Context, env *Env, nemesis string) (int, error) {
+	c := env.Cluster
 	l := c.LeaderOf(ctx, env.Group)
 	if l < 0 {
-		return "", ErrNoLeader
+		return -1, ErrNoLeader
 	}
 	st, err := c.RaftStatus(ctx, l)
 	if err != nil {
-		return "", err
+		return -1, err
 	}
 	var followers []int
 	for _, m := range st.Members {
@@ -67,13 +82,9 @@ func (r *replaceMemberNemesis) Inject(ctx context.Context, env *Env) (string, er
 		}
 	}
 	if len(followers) < len(env.members())-1 {
-		// A member is down, paused or still a learner from an earlier
-		// window: removing another would leave one voter.
-		return "", fmt.Errorf("%w: replace-member: only %v are running voting followers", ErrUnsupported, ids(c, followers))
+		return -1, fmt.Errorf("%w: %s: only %v are running voting followers", ErrUnsupported, nemesis, ids(c, followers))
 	}
-	i := followers[env.Rand.Intn(len(followers))]
-	r.node = i
-	return c.wipeAndReAdd(ctx, env.Group, i)
+	return followers[env.Rand.Intn(len(followers))], nil
 }
 
 // wipeAndReAdd is the operator's wipe-and-re-add of node i of group g
