@@ -19,6 +19,7 @@ type putRequest struct {
 	data  []byte    // the request's messages, stored format, concatenated
 	count int       // messages in data
 	idem  []idemKey // Index relative to this request
+	at    time.Time // when the request arrived (foreground latency)
 	// done receives the outcome exactly once, on the goroutine that
 	// completes the entry (or fails the batch); it must not block.
 	done func([]PutResult, error)
@@ -56,6 +57,9 @@ type batcher struct {
 	// observe, when set, gets the request count of every proposed entry
 	// (the raft_batch_requests histogram).
 	observe func(float64)
+	// latency, when set, gets each answered request's time from arrival
+	// to answer (the adaptive catch-up pace's signal, catchup_pace.go).
+	latency func(time.Duration)
 	in      chan *putRequest
 	freed   chan struct{} // the entry in flight was answered (buffered 1)
 	quit    chan struct{}
@@ -75,7 +79,9 @@ func newBatcher(g *Group) *batcher {
 	if g.metrics != nil {
 		observe = g.metrics.batchRequests.Observe
 	}
-	return startBatcher(pol, apply, g.msgID, observe)
+	b := startBatcher(pol, apply, g.msgID, observe)
+	b.latency = g.catchupLatencyHook() // set before any request can arrive
+	return b
 }
 
 func startBatcher(pol batchPolicy, apply func(raft.Log) (any, error), msgID func(*PutResult) string,
@@ -263,7 +269,11 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 				err = fmt.Errorf("%w: apply: %w", store.ErrServiceNotAvailable, res.err)
 			} else if ok && len(res.results) == n {
 				off := 0
+				now := time.Now()
 				for _, r := range batch {
+					if b.latency != nil {
+						b.latency(now.Sub(r.at))
+					}
 					rs := res.results[off : off+r.count]
 					off += r.count
 					for i := range rs {
@@ -348,7 +358,7 @@ func (g *Group) notLeaderErr(cause error) error {
 
 // encodeRequest encodes a request's messages for the batcher.
 func (g *Group) encodeRequest(msgs []*store.Message) (*putRequest, error) {
-	r := &putRequest{count: len(msgs), data: getEncodeBuf()}
+	r := &putRequest{count: len(msgs), data: getEncodeBuf(), at: time.Now()}
 	for i, m := range msgs {
 		m.StoreHost = g.cfg.Store.StoreHost
 		before := len(r.data)

@@ -50,6 +50,9 @@ type catchupSource interface {
 	// readUnits returns the peer queue's minimum offset and up to n of its
 	// units from max(from, minimum) on.
 	readUnits(ctx context.Context, topic string, queueID int32, from int64, n int) (minOffset int64, units []store.CQUnit, err error)
+	// pace returns the bytes per second the peer wants catch-ups fetched
+	// at (0: no opinion; catchup_pace.go).
+	pace(ctx context.Context) (int64, error)
 }
 
 // CatchupStatus is a member's catch-up progress (RAFT_STATUS "catchup").
@@ -63,6 +66,9 @@ type catchupState struct {
 	once sync.Once
 	// completed counts finished catch-ups (tests wait on it).
 	completed atomic.Int64
+	// pace is the adaptive pace this member asks for while it leads and
+	// serves a catch-up (catchup_pace.go).
+	pace paceController
 }
 
 func (c *catchupState) update(f func(*CatchupStatus)) {
@@ -77,6 +83,9 @@ func (g *Group) CatchupStatus() CatchupStatus {
 	st := g.catchup.st
 	g.catchup.mu.Unlock()
 	st.Pending = g.logs.BackfillPending()
+	if st.Phase == "" {
+		st.PaceBytesPerSecond = g.catchup.pace.current(time.Now())
+	}
 	return st
 }
 
@@ -174,7 +183,7 @@ func (g *Group) catchupOnce(ctx context.Context, src catchupSource) error {
 	if cur, curGen, ok := g.logs.Backfill(); ok && curGen == gen {
 		st = cur // with the start the log fetch recorded
 	}
-	if err := g.catchupIndex(ctx, st); err != nil {
+	if err := g.catchupIndex(ctx, src, st); err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
 	// Everything before the snapshot is in the queues and the index now,
@@ -213,9 +222,9 @@ func (g *Group) catchupLog(ctx context.Context, src catchupSource, gen uint64, s
 	})
 	g.log.Info("catch-up: fetching the retained CommitLog before the snapshot", zap.Uint64("fromIndex", peerFirst),
 		zap.Int64("fromPos", pos), zap.Int64("toPos", st.NextPos), zap.Int64("bytesPerSecond", g.cfg.CatchupBytesPerSecond))
-	pace := newPacer(g.cfg.CatchupBytesPerSecond)
+	pace := g.newFetchPace(src)
 	for pos < st.NextPos {
-		b, err := src.readLog(ctx, pos, int(min(catchupChunk, st.NextPos-pos)))
+		b, err := src.readLog(ctx, pos, int(min(int64(pace.chunk()), st.NextPos-pos)))
 		if err != nil {
 			return fmt.Errorf("read peer log at %d: %w", pos, err)
 		}
@@ -238,15 +247,16 @@ func (g *Group) catchupLog(ctx context.Context, src catchupSource, gen uint64, s
 // minimum, keeping those whose message this member's CommitLog holds.
 func (g *Group) catchupQueues(ctx context.Context, src catchupSource) error {
 	g.catchup.update(func(s *CatchupStatus) { s.Phase = "queues" })
+	pace := g.newFetchPace(src)
 	for _, cq := range g.ms.ConsumeQueues().All() {
-		if err := g.catchupQueue(ctx, src, cq); err != nil {
+		if err := g.catchupQueue(ctx, src, cq, pace); err != nil {
 			return fmt.Errorf("queue %s/%d: %w", cq.Topic(), cq.QueueID(), err)
 		}
 	}
 	return nil
 }
 
-func (g *Group) catchupQueue(ctx context.Context, src catchupSource, cq *store.ConsumeQueue) error {
+func (g *Group) catchupQueue(ctx context.Context, src catchupSource, cq *store.ConsumeQueue, pace *fetchPace) error {
 	localMin := cq.MinOffset()
 	if localMin == 0 {
 		return nil
@@ -260,6 +270,9 @@ func (g *Group) catchupQueue(ctx context.Context, src catchupSource, cq *store.C
 	}
 	all := make([]store.CQUnit, 0, min(localMin-peerMin, 1<<20))
 	for next := peerMin; ; {
+		if err := pace.wait(ctx, len(units)*store.CQUnitSize); err != nil {
+			return err
+		}
 		for _, u := range units {
 			if next >= localMin {
 				break
@@ -323,14 +336,27 @@ func (g *Group) checkUnit(cq *store.ConsumeQueue, u store.CQUnit) error {
 	return nil
 }
 
-// pacer spreads writes to a rate (bytes per second; <= 0: unpaced).
+// pacer spreads writes to a rate (bytes per second; <= 0: unpaced). It
+// sleeps only once it is at least pacerSlack ahead, so small writes (the
+// queue phase's units) cost no timer each.
 type pacer struct {
 	rate  float64
 	start time.Time
 	sent  int64
 }
 
+const pacerSlack = 2 * time.Millisecond
+
 func newPacer(rate int64) *pacer { return &pacer{rate: float64(rate), start: time.Now()} }
+
+// setRate changes the rate from now on; what was sent before counts at
+// the old rate (wait never returns ahead of it).
+func (p *pacer) setRate(rate int64, now time.Time) {
+	if float64(rate) == p.rate {
+		return
+	}
+	p.rate, p.start, p.sent = float64(rate), now, 0
+}
 
 func (p *pacer) wait(ctx context.Context, n int) error {
 	if p.rate <= 0 {
@@ -338,7 +364,7 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	}
 	p.sent += int64(n)
 	d := time.Until(p.start.Add(time.Duration(float64(p.sent) / p.rate * float64(time.Second))))
-	if d <= 0 {
+	if d < pacerSlack {
 		return nil
 	}
 	t := time.NewTimer(d)

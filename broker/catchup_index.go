@@ -32,7 +32,7 @@ import (
 var catchupIndexEntryHook atomic.Pointer[func(ctx context.Context, g *Group, index uint64) error]
 
 // catchupIndex indexes the messages of [st.StartIndex, st.NextIndex).
-func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) error {
+func (g *Group) catchupIndex(ctx context.Context, src catchupSource, st raftlog.BackfillState) error {
 	idx := g.ms.Index()
 	if idx == nil || st.StartIndex == 0 {
 		return nil
@@ -44,7 +44,7 @@ func (g *Group) catchupIndex(ctx context.Context, st raftlog.BackfillState) erro
 		return err
 	}
 	defer bf.Close()
-	pace := newPacer(g.cfg.CatchupBytesPerSecond)
+	pace := g.newFetchPace(src)
 	// This member's own retention may have removed the oldest entries
 	// since they were fetched: their messages need no index.
 	from, err := g.logs.FirstIndex()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"time"
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/raftlog"
@@ -23,11 +24,16 @@ type catchupReader interface {
 	catchupLogStart() (uint64, int64, error)
 	catchupReadLog(pos int64, n int) ([]byte, error)
 	catchupReadUnits(topic string, queueID int32, from int64, n int) (int64, []store.CQUnit, error)
+	catchupPace() int64
 }
 
-func (g *Group) catchupLogStart() (uint64, int64, error) { return g.logs.FirstPosition() }
+func (g *Group) catchupLogStart() (uint64, int64, error) {
+	g.catchup.pace.served(time.Now())
+	return g.logs.FirstPosition()
+}
 
 func (g *Group) catchupReadLog(pos int64, n int) ([]byte, error) {
+	g.catchup.pace.served(time.Now())
 	b, err := g.logs.ReadRange(pos, min(max(n, 0), catchupChunk))
 	if errors.Is(err, raftlog.ErrDamagedLog) {
 		g.noteDamage(err, "catch-up read") // scrub.go: never served
@@ -36,6 +42,7 @@ func (g *Group) catchupReadLog(pos int64, n int) ([]byte, error) {
 }
 
 func (g *Group) catchupReadUnits(topic string, queueID int32, from int64, n int) (int64, []store.CQUnit, error) {
+	g.catchup.pace.served(time.Now())
 	cq := g.ms.ConsumeQueues().Get(topic, queueID)
 	if cq == nil {
 		return 0, nil, fmt.Errorf("no queue %s/%d", topic, queueID)
@@ -98,8 +105,10 @@ func serveCatchupRead(r catchupReader, req *remoting.RemotingCommand) *remoting.
 		var units []store.CQUnit
 		rh.Min, units, err = r.catchupReadUnits(h.Topic, h.QueueID, h.From, int(h.N))
 		body = store.AppendCQUnits(nil, units)
+	case "pace":
+		rh.Pace = r.catchupPace()
 	default:
-		return response(remoting.ResponseSystemError, "CATCHUP_READ: unknown op %q (start, log, units)", h.Op)
+		return response(remoting.ResponseSystemError, "CATCHUP_READ: unknown op %q (start, log, units, pace)", h.Op)
 	}
 	if err != nil {
 		return response(remoting.ResponseSystemError, "CATCHUP_READ %s: %v", h.Op, err)
@@ -143,6 +152,14 @@ func (s remotingSource) logStart(ctx context.Context) (uint64, int64, error) {
 	return rh.Index, rh.Pos, nil
 }
 
+func (s remotingSource) pace(ctx context.Context) (int64, error) {
+	rh, _, err := s.call(ctx, &wire.CatchupReadRequestHeader{Op: "pace"})
+	if err != nil {
+		return 0, err
+	}
+	return rh.Pace, nil
+}
+
 func (s remotingSource) readLog(ctx context.Context, pos int64, n int) ([]byte, error) {
 	_, b, err := s.call(ctx, &wire.CatchupReadRequestHeader{Op: "log", Pos: pos, N: int32(n)})
 	return b, err
@@ -161,6 +178,8 @@ func (s remotingSource) readUnits(ctx context.Context, topic string, queueID int
 type groupSource struct{ r catchupReader }
 
 func (s groupSource) logStart(context.Context) (uint64, int64, error) { return s.r.catchupLogStart() }
+
+func (s groupSource) pace(context.Context) (int64, error) { return s.r.catchupPace(), nil }
 
 func (s groupSource) readLog(_ context.Context, pos int64, n int) ([]byte, error) {
 	return s.r.catchupReadLog(pos, n)

@@ -115,6 +115,14 @@ type GroupConfig struct {
 	// CommitLog it lacks after a snapshot install (64 MiB/s; 0 = unpaced),
 	// so the catch-up leaves disk and network to the producers (ADR 0019).
 	CatchupBytesPerSecond int64 `prop:"raftCatchupBytesPerSecond"`
+	// CatchupAdaptive lets the leader serving a catch-up slow it down
+	// while its producers' p99 rises above the p99 it saw without one,
+	// between CatchupMinBytesPerSecond and CatchupBytesPerSecond
+	// (catchup_pace.go; true). false: fetch at CatchupBytesPerSecond.
+	CatchupAdaptive bool `prop:"raftCatchupAdaptive"`
+	// CatchupMinBytesPerSecond is the adaptive pace's floor, so a
+	// catch-up always ends (2 MiB/s).
+	CatchupMinBytesPerSecond int64 `prop:"raftCatchupMinBytesPerSecond"`
 	// ScrubBytesPerSecond paces the background check of the closed
 	// CommitLog segments' CRCs (scrub.go; 8 MiB/s, a pass over 8 GiB in
 	// ~17 min; 0 = off).
@@ -147,6 +155,8 @@ func DefaultGroupConfig() GroupConfig {
 	c.ShutdownTransferTimeout = 5 * time.Second
 	c.RaftFastElectionStagger = 250 * time.Millisecond
 	c.CatchupBytesPerSecond = 64 << 20
+	c.CatchupAdaptive = true
+	c.CatchupMinBytesPerSecond = 2 << 20
 	c.ScrubBytesPerSecond = 8 << 20
 	return c
 }

@@ -271,6 +271,7 @@ type noCatchupPeer struct{}
 
 func (noCatchupPeer) catchupLogStart() (uint64, int64, error)   { return 0, 0, errors.New("peer down") }
 func (noCatchupPeer) catchupReadLog(int64, int) ([]byte, error) { return nil, errors.New("peer down") }
+func (noCatchupPeer) catchupPace() int64                        { return 0 }
 func (noCatchupPeer) catchupReadUnits(string, int32, int64, int) (int64, []store.CQUnit, error) {
 	return 0, nil, errors.New("peer down")
 }

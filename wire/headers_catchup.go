@@ -21,4 +21,7 @@ type CatchupReadResponseHeader struct {
 	Index uint64 `ext:"index,omitempty"`
 	Pos   int64  `ext:"pos,omitempty"`
 	Min   int64  `ext:"min,omitempty"`
+	// Pace answers "pace": the bytes per second the leader wants
+	// catch-ups fetched at (0: no opinion).
+	Pace int64 `ext:"pace,omitempty"`
 }

@@ -84,6 +84,10 @@ type CatchupStatus struct {
 	LastError string `json:"lastError,omitempty"`
 	// TookMillis is how long the last completed catch-up took.
 	TookMillis int64 `json:"tookMillis,omitempty"`
+	// PaceBytesPerSecond is the catch-up pace now: the one this member
+	// fetches at, or, on a leader serving a catch-up with the adaptive
+	// pace, the one it asks for (0: neither).
+	PaceBytesPerSecond int64 `json:"paceBytesPerSecond,omitempty"`
 }
 
 // PromotionStatus is the leader's view of a learner it waits to promote
