@@ -251,9 +251,16 @@ func sendFor(t *testing.T, c *testCluster, senders, body int, d time.Duration) [
 // sendUntil sends idempotent messages to queues 0..3 until stop closes and
 // returns each send's latency and the acks.
 func sendUntil(c *testCluster, senders, body int, stop <-chan struct{}) ([]time.Duration, []ack) {
+	lat, _, acks := sendUntilAt(c, senders, body, stop)
+	return lat, acks
+}
+
+// sendUntilAt is sendUntil that also returns when each send began.
+func sendUntilAt(c *testCluster, senders, body int, stop <-chan struct{}) ([]time.Duration, []time.Time, []ack) {
 	round := latencyRound.Add(1)
 	var mu sync.Mutex
 	var lat []time.Duration
+	var at []time.Time
 	var acks []ack
 	var wg sync.WaitGroup
 	for s := 0; s < senders; s++ {
@@ -276,13 +283,14 @@ func sendUntil(c *testCluster, senders, body int, stop <-chan struct{}) ([]time.
 				}
 				mu.Lock()
 				lat = append(lat, time.Since(t0))
+				at = append(at, t0)
 				acks = append(acks, ack{key: key, PutResult: res})
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	return lat, acks
+	return lat, at, acks
 }
 
 // pct returns the p-th percentile of ds.
