@@ -217,6 +217,8 @@ var (
 		nil, nil)
 	catchupBytesLeftDesc = prometheus.NewDesc(metricsNamespace+"_catchup_bytes_left",
 		"CommitLog bytes this member's running catch-up still has to fetch.", nil, nil)
+	catchupPaceDesc = prometheus.NewDesc(metricsNamespace+"_catchup_pace_bytes_per_second",
+		"The catch-up pace now: what this member fetches at, or, leading with the adaptive pace, what it asks a catching-up member for (0: no catch-up).", nil, nil)
 )
 
 // promotionCollector exports the promotion waits and this member's own
@@ -229,6 +231,7 @@ func (p promotionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- promotionBytesLeftDesc
 	ch <- catchupPendingDesc
 	ch <- catchupBytesLeftDesc
+	ch <- catchupPaceDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -240,6 +243,7 @@ func (p promotionCollector) Collect(ch chan<- prometheus.Metric) {
 		left = float64(max(cs.BytesTotal-cs.BytesDone, 0))
 	}
 	ch <- prometheus.MustNewConstMetric(catchupBytesLeftDesc, prometheus.GaugeValue, left)
+	ch <- prometheus.MustNewConstMetric(catchupPaceDesc, prometheus.GaugeValue, float64(cs.PaceBytesPerSecond))
 	if p.g.raft.State() != raft.Leader {
 		return
 	}

@@ -180,6 +180,7 @@ var MetricNames = []string{
 	"raftmq_broker_apply_dispatch_retried_total",
 	"raftmq_broker_apply_stopped",
 	"raftmq_broker_catchup_bytes_left",
+	"raftmq_broker_catchup_pace_bytes_per_second",
 	"raftmq_broker_catchup_pending",
 	"raftmq_broker_commitlog_max_offset_bytes",
 	"raftmq_broker_commitlog_min_offset_bytes",

@@ -150,6 +150,9 @@ func catchupNote(m client.RaftGroupMember) string {
 		} else if m.Catchup.Phase != "" {
 			n += ": " + m.Catchup.Phase
 		}
+		if p := m.Catchup.PaceBytesPerSecond; p > 0 {
+			n += fmt.Sprintf(" at %.1f MiB/s", float64(p)/(1<<20))
+		}
 		if m.Catchup.LastError != "" {
 			n += " (last error: " + m.Catchup.LastError + ")"
 		}

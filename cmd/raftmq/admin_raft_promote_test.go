@@ -19,7 +19,7 @@ func TestRaftStatusShowsCatchup(t *testing.T) {
 		{ID: "n1", State: "Follower", Suffrage: "Voter", LastContactMillis: -1,
 			Catchup: &wire.CatchupStatus{Pending: true, Phase: "queues"}},
 		{ID: "n3", State: "Follower", Suffrage: "Nonvoter", LastContactMillis: -1,
-			Catchup:   &wire.CatchupStatus{Pending: true, Phase: "log", BytesDone: 500e6, BytesTotal: 2000e6},
+			Catchup:   &wire.CatchupStatus{Pending: true, Phase: "log", BytesDone: 500e6, BytesTotal: 2000e6, PaceBytesPerSecond: 12 << 20},
 			Promotion: &wire.PromotionStatus{ID: "n3", Waiting: "catchup"}},
 		{ID: "n4", State: "Follower", Suffrage: "Nonvoter", LastContactMillis: -1,
 			Promotion: &wire.PromotionStatus{ID: "n4", Waiting: "log", Lag: 400}},
@@ -31,7 +31,7 @@ func TestRaftStatusShowsCatchup(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"catching up: queues; does not stand for election",
-		"learner, catching up: 1500.0 MB left; not promoted until done",
+		"learner, catching up: 1500.0 MB left at 12.0 MiB/s; not promoted until done",
 		"learner, promotion waits for its log: 400 entries behind",
 	} {
 		if !strings.Contains(out, want) {
