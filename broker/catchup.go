@@ -224,7 +224,7 @@ func (g *Group) catchupLog(ctx context.Context, src catchupSource, gen uint64, s
 		zap.Int64("fromPos", pos), zap.Int64("toPos", st.NextPos), zap.Int64("bytesPerSecond", g.cfg.CatchupBytesPerSecond))
 	pace := g.newFetchPace(src)
 	for pos < st.NextPos {
-		b, err := src.readLog(ctx, pos, int(min(int64(pace.chunk()), st.NextPos-pos)))
+		b, err := src.readLog(ctx, pos, int(min(catchupChunk, st.NextPos-pos)))
 		if err != nil {
 			return fmt.Errorf("read peer log at %d: %w", pos, err)
 		}

@@ -21,8 +21,11 @@ import (
 // (raftCatchupMinBytesPerSecond, so a catch-up always ends) and the
 // maximum (raftCatchupBytesPerSecond). The fetcher (catchup.go) asks for
 // the pace every paceSync (CATCHUP_READ op "pace") and sets its one pacer
-// to it, in every phase: the log fetch (whose chunks shrink with the
-// pace), the queue units, the index. With
+// to it, in every phase: the log fetch, the queue units, the index. The
+// log chunks stay 1 MiB at any pace: each is one durable write on the
+// member, and on a disk shared with producers smaller, more frequent
+// syncs held the pace at its floor without lowering their p99
+// (BENCHMARKS.md). With
 // raftCatchupAdaptive=false the leader advertises no pace and fetchers
 // keep their configured maximum.
 
@@ -197,17 +200,6 @@ func (g *Group) newFetchPace(src catchupSource) *fetchPace {
 	f := &fetchPace{p: newPacer(g.cfg.CatchupBytesPerSecond), src: src, max: g.cfg.CatchupBytesPerSecond, state: &g.catchup}
 	f.sync(context.Background(), time.Now())
 	return f
-}
-
-// chunk is how many log bytes to ask for at once: about 1/64 s at the
-// current pace (64 KiB to catchupChunk), so a slow pace writes small
-// bursts, each of which holds up the producers' appends on a shared disk
-// for less time, instead of a whole chunk now and then.
-func (f *fetchPace) chunk() int {
-	if f.p.rate <= 0 {
-		return catchupChunk
-	}
-	return min(max(int(f.p.rate/64), 64<<10), catchupChunk)
 }
 
 // wait paces n bytes, first updating the rate when it is time to ask.
