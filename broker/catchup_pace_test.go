@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // paceFeed drives a paceController on a fake clock, one whole window at
@@ -188,5 +191,24 @@ func TestFetchPaceFollowsLeader(t *testing.T) {
 		if f.p.rate != float64(c.want) || g.catchup.st.PaceBytesPerSecond != c.want {
 			t.Fatalf("leader advertises %d: pacer %v, status %d, want %d", c.adv, f.p.rate, g.catchup.st.PaceBytesPerSecond, c.want)
 		}
+	}
+}
+
+// paceReader is a catchup reader that only advertises a pace.
+type paceReader struct {
+	noCatchupPeer
+	adv int64
+}
+
+func (r paceReader) catchupPace() int64 { return r.adv }
+
+// TestCatchupReadPaceOp: CATCHUP_READ op "pace" answers the leader's pace
+// in the header (and, like every answer, a CRC of the empty body).
+func TestCatchupReadPaceOp(t *testing.T) {
+	resp := serveCatchupRead(paceReader{adv: 12 << 20}, remoting.NewRequest(remoting.RequestCatchupRead,
+		&wire.CatchupReadRequestHeader{Op: "pace"}, nil))
+	var rh wire.CatchupReadResponseHeader
+	if err := resp.DecodeHeader(&rh); err != nil || resp.Code != remoting.ResponseSuccess || rh.Pace != 12<<20 {
+		t.Fatalf("pace op: code %d %q, pace %d, %v", resp.Code, resp.Remark, rh.Pace, err)
 	}
 }
