@@ -366,6 +366,9 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 		}
 		return err == nil
 	})
+	// In this test the removed member's clean stop (its flushes) shares
+	// the producers' disk; a dead or moved host's would not.
+	phases.mark("stop removed member")
 	gi, _ := nodeByID(c, gone.id)
 	c.stop(gi)
 	removed := time.Now()
