@@ -66,7 +66,13 @@
 //     (the IndexFile for key and UNIQ_KEY queries); index_rebuild.go:
 //     at a start after a crash, the messages below the local snapshot
 //     whose index files the store's recovery dropped are indexed again
-//     from the log (Raft re-applies only what follows the snapshot).
+//     from the log (Raft re-applies only what follows the snapshot);
+//     catchup_pace.go: the adaptive pace (raftCatchupAdaptive): the leader
+//     times the send requests it answers and, while it serves a catch-up,
+//     halves the pace when their p99 rises above 1.5x the p99 it saw
+//     without one and raises it while near it (AIMD between
+//     raftCatchupMinBytesPerSecond and raftCatchupBytesPerSecond); the
+//     fetcher asks for it (CATCHUP_READ op "pace") and sets its pacer.
 //   - scrub.go: the background scrub of closed CommitLog segments
 //     (raftScrubBytesPerSecond) and what damage to the acknowledged log
 //     does: found by the scrub, a pull or CATCHUP_READ, it stops the
