@@ -222,7 +222,7 @@ func (g *Group) catchupLog(ctx context.Context, src catchupSource, gen uint64, s
 	})
 	g.log.Info("catch-up: fetching the retained CommitLog before the snapshot", zap.Uint64("fromIndex", peerFirst),
 		zap.Int64("fromPos", pos), zap.Int64("toPos", st.NextPos), zap.Int64("bytesPerSecond", g.cfg.CatchupBytesPerSecond))
-	pace := g.newFetchPace(src)
+	pace := g.newFetchPace(ctx, src)
 	for pos < st.NextPos {
 		b, err := src.readLog(ctx, pos, int(min(catchupChunk, st.NextPos-pos)))
 		if err != nil {
@@ -247,7 +247,7 @@ func (g *Group) catchupLog(ctx context.Context, src catchupSource, gen uint64, s
 // minimum, keeping those whose message this member's CommitLog holds.
 func (g *Group) catchupQueues(ctx context.Context, src catchupSource) error {
 	g.catchup.update(func(s *CatchupStatus) { s.Phase = "queues" })
-	pace := g.newFetchPace(src)
+	pace := g.newFetchPace(ctx, src)
 	for _, cq := range g.ms.ConsumeQueues().All() {
 		if err := g.catchupQueue(ctx, src, cq, pace); err != nil {
 			return fmt.Errorf("queue %s/%d: %w", cq.Topic(), cq.QueueID(), err)

@@ -44,7 +44,7 @@ func (g *Group) catchupIndex(ctx context.Context, src catchupSource, st raftlog.
 		return err
 	}
 	defer bf.Close()
-	pace := g.newFetchPace(src)
+	pace := g.newFetchPace(ctx, src)
 	// This member's own retention may have removed the oldest entries
 	// since they were fetched: their messages need no index.
 	from, err := g.logs.FirstIndex()

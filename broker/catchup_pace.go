@@ -196,9 +196,9 @@ type fetchPace struct {
 	state *catchupState
 }
 
-func (g *Group) newFetchPace(src catchupSource) *fetchPace {
+func (g *Group) newFetchPace(ctx context.Context, src catchupSource) *fetchPace {
 	f := &fetchPace{p: newPacer(g.cfg.CatchupBytesPerSecond), src: src, max: g.cfg.CatchupBytesPerSecond, state: &g.catchup}
-	f.sync(context.Background(), time.Now())
+	f.sync(ctx, time.Now())
 	return f
 }
 

@@ -187,7 +187,7 @@ func TestFetchPaceFollowsLeader(t *testing.T) {
 	g := &Group{}
 	g.cfg.CatchupBytesPerSecond = 32 << 20
 	for _, c := range []struct{ adv, want int64 }{{8 << 20, 8 << 20}, {128 << 20, 32 << 20}, {0, 32 << 20}} {
-		f := g.newFetchPace(fixedPaceSource{adv: c.adv})
+		f := g.newFetchPace(context.Background(), fixedPaceSource{adv: c.adv})
 		if f.p.rate != float64(c.want) || g.catchup.st.PaceBytesPerSecond != c.want {
 			t.Fatalf("leader advertises %d: pacer %v, status %d, want %d", c.adv, f.p.rate, g.catchup.st.PaceBytesPerSecond, c.want)
 		}
