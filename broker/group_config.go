@@ -118,7 +118,8 @@ type GroupConfig struct {
 	// CatchupAdaptive lets the leader serving a catch-up slow it down
 	// while its producers' p99 rises above the p99 it saw without one,
 	// between CatchupMinBytesPerSecond and CatchupBytesPerSecond
-	// (catchup_pace.go; true). false: fetch at CatchupBytesPerSecond.
+	// (catchup_pace.go; true). false, or CatchupBytesPerSecond 0: fetch
+	// at CatchupBytesPerSecond.
 	CatchupAdaptive bool `prop:"raftCatchupAdaptive"`
 	// CatchupMinBytesPerSecond is the adaptive pace's floor, so a
 	// catch-up always ends (2 MiB/s).
