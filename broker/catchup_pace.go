@@ -25,9 +25,8 @@ import (
 // log chunks stay 1 MiB at any pace: each is one durable write on the
 // member, and on a disk shared with producers smaller, more frequent
 // syncs held the pace at its floor without lowering their p99
-// (BENCHMARKS.md). With
-// raftCatchupAdaptive=false the leader advertises no pace and fetchers
-// keep their configured maximum.
+// (BENCHMARKS.md). With raftCatchupAdaptive=false the leader advertises
+// no pace and fetchers keep their configured maximum. ADR 0021.
 
 const (
 	// paceWindow is how long one latency window lasts.
