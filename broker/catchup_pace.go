@@ -175,9 +175,13 @@ func (p *paceController) tick(now time.Time) {
 }
 
 // catchupLatencyHook configures this member's pace controller and returns
-// the function the batcher reports answered sends to.
+// the function the batcher reports answered sends to (nil when the pace
+// does not adapt: the send path then pays nothing).
 func (g *Group) catchupLatencyHook() func(time.Duration) {
 	g.catchup.pace.configure(g.cfg.CatchupBytesPerSecond, g.cfg.CatchupMinBytesPerSecond, g.cfg.CatchupAdaptive)
+	if !g.catchup.pace.on {
+		return nil
+	}
 	return g.catchup.pace.observe
 }
 
