@@ -109,8 +109,25 @@ func (p *phaseClock) report(t *testing.T, base []time.Duration, lat []time.Durat
 		}
 		t.Logf("%-22s %8v %7d %9v %9v %6.2f  %s", m.name, stop.Sub(m.at).Round(10*time.Millisecond), len(ds),
 			pct(ds, 50), pct(ds, 99), ratio, paces)
+		if stop.Sub(m.at) > 3*phaseSlice {
+			// Long phases by slice: whether their cost is spread or comes
+			// at their start (the learner's Raft replication of the entries
+			// after its snapshot runs then, unpaced).
+			for from := m.at; from.Before(stop); from = from.Add(phaseSlice) {
+				to := from.Add(phaseSlice)
+				if to.After(stop) {
+					to = stop
+				}
+				ds := within(lat, at, from, to)
+				t.Logf("%-22s %8s %7d %9v %9v %6.2f", "  +"+from.Sub(m.at).Round(time.Second).String(), "", len(ds),
+					pct(ds, 50), pct(ds, 99), float64(pct(ds, 99))/float64(max(ref, 1)))
+			}
+		}
 	}
 }
+
+// phaseSlice is the slice long phases are also reported by.
+const phaseSlice = 5 * time.Second
 
 // within returns the latencies of sends that began in [from, to).
 func within(lat []time.Duration, at []time.Time, from, to time.Time) []time.Duration {
