@@ -110,9 +110,9 @@ func (p *phaseClock) report(t *testing.T, base []time.Duration, lat []time.Durat
 		t.Logf("%-22s %8v %7d %9v %9v %6.2f  %s", m.name, stop.Sub(m.at).Round(10*time.Millisecond), len(ds),
 			pct(ds, 50), pct(ds, 99), ratio, paces)
 		if stop.Sub(m.at) > 3*phaseSlice {
-			// Long phases by slice: whether their cost is spread or comes
-			// at their start (the learner's Raft replication of the entries
-			// after its snapshot runs then, unpaced).
+			// Long phases by slice: whether their cost is spread, comes at
+			// their start (the learner's Raft replication of the entries
+			// after its snapshot runs then, unpaced) or in episodes.
 			for from := m.at; from.Before(stop); from = from.Add(phaseSlice) {
 				to := from.Add(phaseSlice)
 				if to.After(stop) {

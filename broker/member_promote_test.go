@@ -308,13 +308,6 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 	sawPending := false
 	var res *MemberChange
 	var addErr error
-	if os.Getenv("RAFTMQ_REPLACE_SNAPSHOT_FIRST") != "" {
-		// A fresh snapshot first: the new member then gets almost nothing
-		// through Raft's own replication (unpaced), the rest paced.
-		if err := l.g().Raft().Snapshot().Error(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	added := make(chan struct{})
 	go func() {
 		defer close(added)
