@@ -23,9 +23,8 @@ import (
 // the pace every paceSync (CATCHUP_READ op "pace") and sets its one pacer
 // to it, in every phase: the log fetch, the queue units, the index. The
 // log chunks stay 1 MiB at any pace: each is one durable write on the
-// member, and on a disk shared with producers smaller, more frequent
-// syncs held the pace at its floor without lowering their p99
-// (BENCHMARKS.md). With raftCatchupAdaptive=false the leader advertises
+// member, and chunks shrunk with the pace (64 KiB at 2 MiB/s) gave no
+// lower producer p99 in two runs, only more syncs (BENCHMARKS.md). With raftCatchupAdaptive=false the leader advertises
 // no pace and fetchers keep their configured maximum. ADR 0021.
 
 const (
