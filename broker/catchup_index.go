@@ -39,6 +39,8 @@ func (g *Group) catchupIndex(ctx context.Context, src catchupSource, st raftlog.
 	}
 	g.catchup.update(func(s *CatchupStatus) { s.Phase = "index" })
 	began := time.Now()
+	g.backfillMu.Lock()
+	defer g.backfillMu.Unlock()
 	bf, err := idx.BeginBackfill()
 	if err != nil {
 		return err

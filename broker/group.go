@@ -76,6 +76,12 @@ type Group struct {
 	snapLoopDone chan struct{}
 	// catchup is the full-data catch-up loop's state (catchup.go).
 	catchup catchupState
+	// backfillMu: one index backfill at a time (catch-up's index phase,
+	// the rebuild after a crash).
+	backfillMu sync.Mutex
+	// indexRebuildDone is closed when the rebuild after a crash returns
+	// (nil: none started).
+	indexRebuildDone chan struct{}
 	// damage is the scrub's state and the log damage that stopped this
 	// member (scrub.go).
 	damage damageState
@@ -210,7 +216,8 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit,
 		timers: g.timers}
-	if err := g.reindexBelowSnapshot(); err != nil {
+	rebuild, needRebuild, err := g.planIndexRebuild()
+	if err != nil {
 		return nil, err
 	}
 	g.progress = newProgressTracker()
@@ -244,6 +251,9 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	g.stepDownDone = make(chan struct{})
 	go g.runDiskStepDown(sd)
 	g.startScrub(opts.scrub)
+	if needRebuild {
+		g.startIndexRebuild(rebuild)
+	}
 	if cfg.SnapshotBytes > 0 {
 		g.snapLoopDone = make(chan struct{})
 		go g.runSnapshotBySize()
@@ -528,6 +538,7 @@ func (g *Group) closeParts() error {
 		g.batch.close()
 	}
 	g.stopCatchup()
+	g.waitIndexRebuild()
 	if g.raft != nil {
 		g.snapshotOnClose()
 		errs = append(errs, g.raft.Shutdown().Error())
