@@ -66,7 +66,9 @@
 //     (the IndexFile for key and UNIQ_KEY queries); index_rebuild.go:
 //     at a start after a crash, the messages below the local snapshot
 //     whose index files the store's recovery dropped are indexed again
-//     from the log (Raft re-applies only what follows the snapshot);
+//     from the log (Raft re-applies only what follows the snapshot), in
+//     the background once the member is up, into backfill files; a marker
+//     (raft/INDEX_REBUILD) resumes it after another crash;
 //     catchup_pace.go: the adaptive pace (raftCatchupAdaptive): the leader
 //     times the send requests it answers and, while it serves a catch-up,
 //     halves the pace when their p99 rises above 1.5x the p99 it saw
