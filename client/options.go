@@ -323,8 +323,9 @@ func IdempotentProducerID(id string) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.producerID = id })
 }
 
-// MaxAsyncInflight bounds SendAsync calls in progress (default 10000);
-// beyond it SendAsync waits for a slot until its context ends.
+// MaxAsyncInflight bounds SendAsync calls waiting for their answer
+// (default 10000); beyond it SendAsync waits for a slot until its context
+// ends.
 func MaxAsyncInflight(n int) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.maxAsyncInflight = n })
 }

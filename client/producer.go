@@ -16,7 +16,8 @@ import (
 // name servers. Build it with NewProducer, call Start, then send from any
 // number of goroutines; Close stops everything it started. It owns a
 // remoting client (one connection per broker), the route cache and one
-// refresh goroutine, plus one goroutine per SendAsync in flight.
+// refresh goroutine, plus one goroutine per SendAsync that needs more than
+// its first request answered well (producer_async.go).
 type Producer struct {
 	cfg      producerConfig
 	log      *zap.Logger
@@ -26,6 +27,8 @@ type Producer struct {
 	fault    *latencyFault
 	acc      *accumulator  // nil unless AutoBatch
 	asyncS   chan struct{} // one token per SendAsync in flight
+	// callbacks runs SendAsync's callbacks (producer_async.go).
+	callbacks callbackQueue
 
 	mu        sync.Mutex
 	state     producerState    // guarded by mu
@@ -68,6 +71,7 @@ func NewProducer(opts ...ProducerOpt) (*Producer, error) {
 		fault:    newLatencyFault(cfg.common.now, cfg.latencyMax, cfg.notAvailable),
 		asyncS:   make(chan struct{}, cfg.maxAsyncInflight),
 	}
+	p.callbacks.wg = &p.wg
 	if cfg.idempotent {
 		p.seq = newSequencer(cfg.producerID)
 	}
@@ -135,6 +139,8 @@ func (p *Producer) Close(ctx context.Context) error {
 	p.state = stateClosed
 	p.cancel()
 	p.mu.Unlock()
+	// SendAsync's callback-path sends wait on no context.
+	p.rc.FailAsyncCalls(fmt.Errorf("%w: producer closed", remoting.ErrConnClosed))
 	if err := waitGroup(ctx, &p.wg); err != nil {
 		_ = p.tracer.close(ctx)
 		_ = p.rc.Close()
@@ -311,8 +317,11 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		return ErrClosed
 	}
 	p.wg.Add(1)
-	pctx := p.ctx
+	pctx, routes := p.ctx, p.routes
 	p.mu.Unlock()
+	if p.startAsync(ctx, pctx, routes, req, cb) {
+		return nil
+	}
 	// The send outlives the caller's ctx only through its deadline; Close
 	// cancels it through the producer's context.
 	var sctx context.Context

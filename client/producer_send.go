@@ -309,6 +309,10 @@ type attemptState struct {
 	extra      [][]string // idempotence properties, assigned once
 	sendErr    *SendError // built by errs at the first failure
 	topic      string     // sendErr's topic
+	// first, when set, is the answer to the first attempt's request,
+	// already sent on mq by SendAsync's callback path: the attempt loop
+	// takes it as its first call's outcome instead of sending again.
+	first *firstAnswer
 }
 
 // errs returns the send's error record, creating it on the first failure
@@ -363,7 +367,7 @@ func (p *Producer) runAttempts(sd *sendDeadline, routes *routeManager, info *Top
 		if st.done > 0 && sd.err() != nil {
 			break
 		}
-		if !st.chosen || !sticky {
+		if (!st.chosen || !sticky) && st.first == nil {
 			mq, ok := p.chooseQueue(info, r, st.lastBroker)
 			if !ok {
 				if r.selector != nil {
@@ -445,27 +449,35 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 		se.Attempts = append(se.Attempts, SendAttempt{Broker: mq.BrokerName, Addr: addr, QueueID: mq.QueueID, Err: err})
 		return err
 	}
+	first := st.first
+	st.first = nil
+	if first != nil {
+		addr = first.addr
+	}
 	for hop := 0; ; hop++ {
-		start := p.cfg.common.now()
-		req, err := p.encode(r, mq, extra, start)
-		if err != nil {
-			return nil, fail(addr, err)
-		}
-		if r.oneway {
-			err := p.rc.InvokeOneway(sd.context(), addr, req)
-			if err != nil {
-				routes.markDown(mq.BrokerName, addr, routes.downFor)
-				p.requestRefresh(r.topic)
-				return nil, fail(addr, err)
+		var start time.Time
+		var resp *remoting.RemotingCommand
+		var err error
+		if first != nil {
+			start, resp, err = first.start, first.resp, first.err
+			first = nil
+		} else {
+			start = p.cfg.common.now()
+			req, encErr := p.encode(r, mq, extra, start)
+			if encErr != nil {
+				return nil, fail(addr, encErr)
 			}
-			return nil, nil
+			if r.oneway {
+				err := p.rc.InvokeOneway(sd.context(), addr, req)
+				if err != nil {
+					routes.markDown(mq.BrokerName, addr, routes.downFor)
+					p.requestRefresh(r.topic)
+					return nil, fail(addr, err)
+				}
+				return nil, nil
+			}
+			resp, err = p.rc.InvokeSyncUntil(sd.caller, addr, req, sd.attempt(p.wallClock(start), p.cfg.attemptTimeout, last))
 		}
-		// The deadline is real time even under an injected clock.
-		wall := start
-		if !p.cfg.common.realClock {
-			wall = time.Now()
-		}
-		resp, err := p.rc.InvokeSyncUntil(sd.caller, addr, req, sd.attempt(wall, p.cfg.attemptTimeout, last))
 		latency := p.cfg.common.now().Sub(start)
 		if err != nil {
 			p.fault.update(mq.BrokerName, latency, true)

@@ -1,0 +1,168 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// warmAsync makes the route and the connection to the broker known, so
+// the next SendAsync takes the callback path.
+func warmAsync(t *testing.T, p *Producer, topic string) {
+	t.Helper()
+	if _, err := p.SendSync(context.Background(), NewMessage(topic, []byte("warm"))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSendAsyncCallbackPathRetries: the first answer of callback-path
+// sends is a retriable refusal; the attempt loop continues from it (one
+// more request per message, on the other group) and every callback gets
+// the stored result.
+func TestSendAsyncCallbackPathRetries(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	b := startFakeBroker(t, "broker-b", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	b.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	warmAsync(t, p, "T")
+	warmAsync(t, p, "T") // both groups connected (round robin)
+	busy := answerCode(remoting.ResponseSystemBusy, nil)
+	var refused atomic.Int32
+	once := func(fb *fakeBroker, c *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		if refused.Add(1)%2 == 1 {
+			return busy(fb, c, req)
+		}
+		return fb.stored(req)
+	}
+	before := log.requests()
+	a.setAnswer(once)
+	b.setAnswer(once)
+	const n = 20
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	wg.Add(n)
+	for range n {
+		// One at a time: each send's two requests alternate refusal and success.
+		done := make(chan struct{})
+		if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(res *SendResult, err error) {
+			defer wg.Done()
+			defer close(done)
+			if err != nil || res.Status != SendOK {
+				failed.Add(1)
+				t.Errorf("send: %v %+v", err, res)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+	wg.Wait()
+	if got := log.requests() - before; got != 2*n {
+		t.Fatalf("%d requests for %d sends refused once each, want %d", got, n, 2*n)
+	}
+}
+
+// TestSendAsyncCallbackPathClose: callback-path sends to a broker that
+// stopped answering end when the producer closes, not at their deadline.
+func TestSendAsyncCallbackPathClose(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, SendTimeout(time.Minute), AttemptTimeout(time.Minute))
+	warmAsync(t, p, "T")
+	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
+	done := make(chan error, 3)
+	for range 3 {
+		if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) { done <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("Close took %v", el)
+	}
+	for range 3 {
+		if err := <-done; err == nil {
+			t.Fatal("a send to a silent broker succeeded")
+		}
+	}
+}
+
+// TestSendAsyncCallbackPathTimeout: an attempt of the callback path times
+// out at its AttemptTimeout (not the sweep's second) and the send goes on
+// to its next attempt.
+func TestSendAsyncCallbackPathTimeout(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, AttemptTimeout(100*time.Millisecond), SendTimeout(10*time.Second))
+	warmAsync(t, p, "T")
+	var calls atomic.Int32
+	a.setAnswer(func(fb *fakeBroker, _ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		if calls.Add(1) == 1 {
+			return nil // the first request is never answered
+		}
+		return fb.stored(req)
+	})
+	done := make(chan error, 1)
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer")
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("%d requests, want 2", calls.Load())
+	}
+}
+
+// TestSendAsyncCallbackBlocking: a callback that blocks until a later
+// send's callback ran does not hold the others: another goroutine takes
+// the queue.
+func TestSendAsyncCallbackBlocking(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	warmAsync(t, p, "T")
+	second := make(chan struct{})
+	done := make(chan error, 2)
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) {
+		select {
+		case <-second:
+		case <-time.After(10 * time.Second):
+			err = errors.New("the second callback never ran")
+		}
+		done <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) {
+		close(second)
+		done <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
