@@ -31,6 +31,8 @@ type Responder struct {
 	conn  *Conn
 	req   *RemotingCommand
 	done  atomic.Bool
+	// prev and next link the tracker's open responders (guarded by t.mu).
+	prev, next *Responder
 }
 
 // Request is the request being answered.
@@ -82,27 +84,43 @@ func (a *asyncReg) admit() bool {
 }
 
 // asyncTracker is the server's set of responders not yet answered, so
-// Shutdown can wait for them and fail the ones left.
+// Shutdown can wait for them and fail the ones left. The set is a list
+// linked through the responders: adding and removing one (twice per
+// request) hash nothing.
 type asyncTracker struct {
 	mu   sync.Mutex
-	open map[*Responder]struct{} // guarded by mu
-	// idle, when set by a waiting Shutdown, is closed once open is empty.
+	head *Responder // guarded by mu
+	n    int        // guarded by mu; responders in the list
+	// idle, when set by a waiting Shutdown, is closed once the set is empty.
 	idle chan struct{} // guarded by mu
 }
 
 func (t *asyncTracker) add(r *Responder) {
 	t.mu.Lock()
-	if t.open == nil {
-		t.open = make(map[*Responder]struct{})
+	r.prev, r.next = nil, t.head
+	if t.head != nil {
+		t.head.prev = r
 	}
-	t.open[r] = struct{}{}
+	t.head = r
+	t.n++
 	t.mu.Unlock()
 }
 
+// remove takes r out of the set; it runs once per added r (Respond's
+// first call).
 func (t *asyncTracker) remove(r *Responder) {
 	t.mu.Lock()
-	delete(t.open, r)
-	if len(t.open) == 0 && t.idle != nil {
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		t.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	}
+	r.prev, r.next = nil, nil
+	t.n--
+	if t.n == 0 && t.idle != nil {
 		close(t.idle)
 		t.idle = nil
 	}
@@ -113,7 +131,7 @@ func (t *asyncTracker) remove(r *Responder) {
 // the ones left with SYSTEM_ERROR and returns how many there were.
 func (t *asyncTracker) wait(ctx context.Context) int {
 	t.mu.Lock()
-	if len(t.open) == 0 {
+	if t.n == 0 {
 		t.mu.Unlock()
 		return 0
 	}
@@ -127,8 +145,8 @@ func (t *asyncTracker) wait(ctx context.Context) int {
 	}
 	t.mu.Lock()
 	t.idle = nil
-	left := make([]*Responder, 0, len(t.open))
-	for r := range t.open {
+	left := make([]*Responder, 0, t.n)
+	for r := t.head; r != nil; r = r.next {
 		left = append(left, r)
 	}
 	t.mu.Unlock()
