@@ -754,10 +754,15 @@ func (c *Conn) WriteResponse(req, resp *RemotingCommand) error {
 	resp.SerializeType = req.SerializeType
 	resp.Flag = (resp.Flag | FlagResponse) &^ FlagOneway
 	var deadline time.Time
-	if c.opts.stalls != nil && c.opts.writeTimeout > 0 {
-		deadline = time.Now().Add(c.opts.writeTimeout)
+	err := c.sendCmd(noWait, deadline, resp)
+	if errors.Is(err, context.Canceled) {
+		// No room: only now does the answer need its deadline (the clock
+		// is read once per waiting answer, not once per answer).
+		if c.opts.stalls != nil && c.opts.writeTimeout > 0 {
+			deadline = time.Now().Add(c.opts.writeTimeout)
+		}
+		err = c.sendCmd(context.Background(), deadline, resp)
 	}
-	err := c.sendCmd(context.Background(), deadline, resp)
 	if errors.Is(err, ErrTimeout) && !deadline.IsZero() {
 		// The write queue stayed full for a whole write timeout: the
 		// peer is not reading its answers.
@@ -782,6 +787,14 @@ func (c *Conn) WriteResponse(req, resp *RemotingCommand) error {
 	}
 	return err
 }
+
+// noWait is a context already cancelled: enqueue with it appends when the
+// write queue has room and fails at once otherwise.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // stalled closes a connection whose peer does not read its answers and
 // counts it (servers).
