@@ -48,7 +48,10 @@
 //   - producer.go, producer_send.go: the Producer; the attempt loop with
 //     retries, leader following (a not-leader answer's hint, distrusted for
 //     a moment when it names a member that just failed) and the wait for an
-//     election when there is nowhere else to go.
+//     election when there is nowhere else to go. producer_async.go:
+//     SendAsync's callback path (the first request's answer handled where
+//     it is read, callbacks run in order by callbackQueue; the attempt loop
+//     on a goroutine only when the first answer is not a success).
 //   - idempotent.go: producer id and per-queue sequences for the broker's
 //     dedup.
 //   - producer_txn.go: TransactionProducer (half message, local transaction,

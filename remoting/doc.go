@@ -100,7 +100,9 @@
 //     for room at most the write timeout, then the peer that does not
 //     read is closed), LimitCounts.
 //   - client.go: Client (lazy dial, redial, sync/async/oneway, sweeper,
-//     client-side processors).
+//     client-side processors); client_call.go: StartCall (a call on an open
+//     connection answered in a callback, timed by its own timer, no
+//     goroutine) and FailAsyncCalls for an owner that closes.
 //   - signature.go: RocketMQ's ACL request signature (Credentials.Sign,
 //     SigningHook for clients, VerifySignature for servers: HmacSHA1 over
 //     the extFields' values sorted by key, then the body).
