@@ -142,8 +142,8 @@ type asyncResult struct {
 // callbackQueue runs queued callbacks in order on a goroutine started
 // when the queue fills and ended when it empties, so a burst of answers
 // costs one goroutine start and no hand-off per callback. A callback
-// that blocks for longer than stallAfter gets company: the next push, or
-// a check armed meanwhile, starts another goroutine on the queue.
+// that blocks gets company: a check armed while callbacks wait starts
+// another goroutine when none was taken since the previous check.
 type callbackQueue struct {
 	wg *sync.WaitGroup // the producer's: one count per queued callback
 
@@ -151,39 +151,30 @@ type callbackQueue struct {
 	items    []asyncResult // guarded by mu; items[head:] wait
 	head     int           // guarded by mu
 	runners  int           // guarded by mu
-	progress time.Time     // guarded by mu; the last callback taken
+	taken    uint64        // guarded by mu; callbacks taken so far
+	seen     uint64        // guarded by mu; taken at the last check
 	checking bool          // guarded by mu; a stall check is armed
 }
 
-const (
-	stallAfter = time.Millisecond
-	stallCheck = 10 * time.Millisecond
-)
+// stallCheck is how often waiting callbacks are checked for progress.
+const stallCheck = 5 * time.Millisecond
 
 func (q *callbackQueue) push(it asyncResult) {
 	q.mu.Lock()
 	q.items = append(q.items, it)
-	switch {
-	case q.runners == 0:
-		q.startLocked()
-	case time.Since(q.progress) > stallAfter:
-		q.startLocked()
-	case !q.checking:
-		q.checking = true
+	if q.runners == 0 {
+		q.runners++
+		go q.run()
+	} else if !q.checking {
+		q.checking, q.seen = true, q.taken
 		time.AfterFunc(stallCheck, q.check)
 	}
 	q.mu.Unlock()
 }
 
-// startLocked starts a runner; q.mu is held.
-func (q *callbackQueue) startLocked() {
-	q.runners++
-	q.progress = time.Now()
-	go q.run()
-}
-
-// check starts a runner when callbacks wait behind a stalled one, and
-// re-arms itself while any wait.
+// check starts a runner when callbacks wait and none was taken since the
+// last check (every runner is inside a callback), and re-arms itself
+// while any wait.
 func (q *callbackQueue) check() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -191,9 +182,11 @@ func (q *callbackQueue) check() {
 		q.checking = false
 		return
 	}
-	if time.Since(q.progress) > stallAfter {
-		q.startLocked()
+	if q.taken == q.seen {
+		q.runners++
+		go q.run()
 	}
+	q.seen = q.taken
 	time.AfterFunc(stallCheck, q.check)
 }
 
@@ -209,13 +202,13 @@ func (q *callbackQueue) run() {
 		it := q.items[q.head]
 		q.items[q.head] = asyncResult{}
 		q.head++
+		q.taken++
 		if q.head >= 256 && q.head*2 >= len(q.items) {
 			// A queue that never empties still reuses its storage.
 			n := copy(q.items, q.items[q.head:])
 			clear(q.items[n:])
 			q.items, q.head = q.items[:n], 0
 		}
-		q.progress = time.Now()
 		q.mu.Unlock()
 		it.cb(it.res, it.err)
 		q.wg.Done()

@@ -99,7 +99,9 @@ func (f *future) complete(resp *RemotingCommand, err error) {
 		return
 	}
 	f.resp, f.err = resp, err
-	close(f.done)
+	if f.done != nil {
+		close(f.done)
+	}
 	if f.cb != nil {
 		f.cb(resp, err)
 	}
@@ -671,7 +673,10 @@ func ctxError(ctx context.Context, what string) error {
 func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline time.Time,
 	cb func(*RemotingCommand, error)) (*future, error) {
 	req.Flag &^= FlagResponse | FlagOneway
-	f := &future{code: req.Code, deadline: deadline, done: make(chan struct{}), cb: cb, lazy: req.LazyResponseExt}
+	f := &future{code: req.Code, deadline: deadline, cb: cb, lazy: req.LazyResponseExt}
+	if cb == nil {
+		f.done = make(chan struct{}) // only a waiting caller reads it
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
