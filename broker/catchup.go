@@ -111,15 +111,8 @@ func (g *Group) stopCatchup() {
 
 func (g *Group) runCatchup(source func(leaderAddr string) catchupSource) {
 	defer close(g.catchup.done)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := g.quitContext()
 	defer cancel()
-	go func() {
-		select {
-		case <-g.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	t := time.NewTicker(catchupPoll)
 	defer t.Stop()
 	var retryAt time.Time

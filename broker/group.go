@@ -452,6 +452,20 @@ func (g *Group) Close() error {
 	return g.closeErr
 }
 
+// quitContext returns a context that ends when the group closes (g.quit)
+// or when cancel is called, for loops that pass a context down.
+func (g *Group) quitContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-g.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // snapshotOnClose takes a snapshot before Raft shuts down when entries
 // were applied since the last one. Without it the next start pays for
 // everything after the last periodic snapshot (SnapshotThreshold counts

@@ -114,15 +114,8 @@ func (g *Group) startIndexRebuild(r indexRebuild) {
 	g.indexRebuildDone = make(chan struct{})
 	go func() {
 		defer close(g.indexRebuildDone)
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := g.quitContext()
 		defer cancel()
-		go func() {
-			select {
-			case <-g.quit:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		began := time.Now()
 		n, err := g.rebuildIndex(ctx, r)
 		if err != nil {

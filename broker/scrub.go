@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -95,15 +94,8 @@ func (g *Group) waitScrub() {
 // runScrub is the scrub loop; it ends with g.quit or at the first damage.
 func (g *Group) runScrub(t scrubTiming) {
 	defer close(g.damage.done)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := g.quitContext()
 	defer cancel()
-	go func() {
-		select {
-		case <-g.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	wait := func(d time.Duration) bool {
 		tm := time.NewTimer(d)
 		defer tm.Stop()
