@@ -23,9 +23,9 @@ import (
 // the pace every paceSync (CATCHUP_READ op "pace") and sets its one pacer
 // to it, in every phase: the log fetch, the queue units, the index. The
 // log chunks stay 1 MiB at any pace: each is one durable write on the
-// member, and chunks shrunk with the pace (64 KiB at 2 MiB/s) gave no
-// lower producer p99 in two runs, only more syncs (BENCHMARKS.md). With raftCatchupAdaptive=false the leader advertises
-// no pace and fetchers keep their configured maximum. ADR 0021.
+// member, and smaller chunks only add syncs (ADR 0021). With
+// raftCatchupAdaptive=false the leader advertises no pace and fetchers
+// keep their configured maximum.
 
 const (
 	// paceWindow is how long one latency window lasts.
@@ -88,7 +88,7 @@ func (p *paceController) observeAt(now time.Time, d time.Duration) {
 	if len(p.win) < paceSamples {
 		p.win = append(p.win, d)
 	} else {
-		p.win[int(now.UnixNano())%paceSamples] = d
+		p.win[uint64(now.UnixNano())%paceSamples] = d
 	}
 }
 

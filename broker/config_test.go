@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,4 +61,29 @@ func mustDefault(t *testing.T) []time.Duration {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestCatchupPaceValidate: the catch-up pace keys are checked at load
+// with a message that names the key, not clamped silently.
+func TestCatchupPaceValidate(t *testing.T) {
+	for _, tc := range []struct {
+		max, min int64
+		key      string
+	}{
+		{-1, 0, "raftCatchupBytesPerSecond"},
+		{64 << 20, -1, "raftCatchupMinBytesPerSecond"},
+		{1 << 20, 2 << 20, "raftCatchupMinBytesPerSecond"},
+		{64 << 20, 2 << 20, ""},
+		{0, 2 << 20, ""}, // unpaced: no floor to compare
+	} {
+		g := DefaultGroupConfig()
+		g.CatchupBytesPerSecond, g.CatchupMinBytesPerSecond = tc.max, tc.min
+		err := g.Validate()
+		switch {
+		case tc.key == "" && err != nil && strings.Contains(err.Error(), "raftCatchup"):
+			t.Errorf("max %d min %d: %v", tc.max, tc.min, err)
+		case tc.key != "" && (err == nil || !strings.Contains(err.Error(), tc.key)):
+			t.Errorf("max %d min %d: want an error naming %s, got %v", tc.max, tc.min, tc.key, err)
+		}
+	}
 }

@@ -193,6 +193,13 @@ func (c *GroupConfig) Validate() error {
 	if c.RaftBatchAdaptiveWait < 0 {
 		errs = append(errs, bad("raftBatchAdaptiveWait", "must not be negative"))
 	}
+	if c.CatchupBytesPerSecond < 0 {
+		errs = append(errs, bad("raftCatchupBytesPerSecond", "must not be negative (0: unpaced), got %d", c.CatchupBytesPerSecond))
+	}
+	if c.CatchupMinBytesPerSecond < 0 || (c.CatchupBytesPerSecond > 0 && c.CatchupMinBytesPerSecond > c.CatchupBytesPerSecond) {
+		errs = append(errs, bad("raftCatchupMinBytesPerSecond", "must be between 0 and raftCatchupBytesPerSecond (%d), got %d",
+			c.CatchupBytesPerSecond, c.CatchupMinBytesPerSecond))
+	}
 	if c.ApplyTimeout <= 0 {
 		errs = append(errs, bad("applyTimeout", "must be positive"))
 	}

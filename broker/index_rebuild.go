@@ -30,7 +30,10 @@ import (
 //
 // The range is recorded in a marker (storePathRootDir/raft/INDEX_REBUILD,
 // "<fromOffset> <toIndex>") before Raft starts and removed after the
-// commit, so a crash during the rebuild resumes it at the next start.
+// commit, so a crash during the rebuild resumes it at the next start. The
+// files already indexed are taken before Raft starts too: the live tail may
+// append to the last kept file, whose range then spans the rebuild's. A
+// failed attempt is retried (with the files it moved in counted as done).
 
 // indexRebuildEntryHook, when set (tests), runs before each entry the
 // rebuild reads; an error ends the attempt (the marker stays).
@@ -41,6 +44,8 @@ var indexRebuildEntryHook atomic.Pointer[func(ctx context.Context, g *Group, ind
 type indexRebuild struct {
 	from int64
 	to   uint64
+	// covered are the CommitLog ranges of the index files kept at the start.
+	covered [][2]int64
 }
 
 func (g *Group) indexRebuildMarkerPath() string {
@@ -82,6 +87,7 @@ func (g *Group) planIndexRebuild() (r indexRebuild, ok bool, err error) {
 	if r.from < 0 || r.to == 0 {
 		return r, false, nil
 	}
+	r.covered = idx.CoveredRanges()
 	marker := fmt.Sprintf("%d %d\n", r.from, r.to)
 	if err := storage.WriteFileAtomic(g.diskFS, g.indexRebuildMarkerPath(), []byte(marker)); err != nil {
 		return r, false, fmt.Errorf("broker: record the index rebuild after a crash: %w", err)
@@ -90,7 +96,7 @@ func (g *Group) planIndexRebuild() (r indexRebuild, ok bool, err error) {
 }
 
 func (g *Group) readIndexRebuildMarker() (indexRebuild, bool, error) {
-	s := readRemovedMarker(g.diskFS, g.indexRebuildMarkerPath())
+	s := readMarkerFile(g.diskFS, g.indexRebuildMarkerPath())
 	if s == "" {
 		return indexRebuild{}, false, nil
 	}
@@ -117,16 +123,27 @@ func (g *Group) startIndexRebuild(r indexRebuild) {
 		ctx, cancel := g.quitContext()
 		defer cancel()
 		began := time.Now()
-		n, err := g.rebuildIndex(ctx, r)
-		if err != nil {
-			if ctx.Err() == nil {
-				g.log.Error("index rebuild after a crash failed; the next start resumes it (QUERY_MESSAGE by key misses the range until then)",
-					zap.Int64("fromOffset", r.from), zap.Uint64("toIndex", r.to), zap.Error(err))
+		backoff := time.Second
+		for {
+			n, moved, err := g.rebuildIndex(ctx, r)
+			if err == nil {
+				g.log.Info("index rebuilt after a crash", zap.Int64("fromOffset", r.from), zap.Uint64("toIndex", r.to),
+					zap.Int64("messages", n), zap.Duration("took", time.Since(began)))
+				return
 			}
-			return
+			if ctx.Err() != nil {
+				return
+			}
+			r.covered = append(r.covered, moved...)
+			g.log.Warn("index rebuild after a crash failed; retrying (QUERY_MESSAGE by key misses the range until it ends)",
+				zap.Int64("fromOffset", r.from), zap.Uint64("toIndex", r.to), zap.Duration("retryIn", backoff), zap.Error(err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Minute)
 		}
-		g.log.Info("index rebuilt after a crash", zap.Int64("fromOffset", r.from), zap.Uint64("toIndex", r.to),
-			zap.Int64("messages", n), zap.Duration("took", time.Since(began)))
 	}()
 }
 
@@ -137,41 +154,43 @@ func (g *Group) waitIndexRebuild() {
 	}
 }
 
-// rebuildIndex indexes the messages of r and removes the marker.
-func (g *Group) rebuildIndex(ctx context.Context, r indexRebuild) (int64, error) {
+// rebuildIndex indexes the messages of r and removes the marker; moved are
+// the ranges of the files it moved in, also when it fails.
+func (g *Group) rebuildIndex(ctx context.Context, r indexRebuild) (indexed int64, moved [][2]int64, err error) {
 	// One backfill at a time: a new one clears what another left.
 	g.backfillMu.Lock()
 	defer g.backfillMu.Unlock()
 	first, err := g.logs.FirstIndex()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	at, err := g.logs.FirstIndexFrom(r.from)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if at > first {
 		first = at - 1 // the entry holding from starts before it
 	}
 	last, err := g.logs.LastIndex()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	last = min(last, r.to)
-	bf, err := g.ms.Index().BeginBackfill()
+	bf, err := g.ms.Index().BeginBackfillCovered(r.covered)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer bf.Close()
+	defer func() { moved = bf.Moved }()
 	pace := newPacer(g.cfg.CatchupBytesPerSecond)
 	var l raft.Log
 	for i := first; first > 0 && i <= last; i++ {
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if hook := indexRebuildEntryHook.Load(); hook != nil {
 			if err := (*hook)(ctx, g, i); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 		}
 		// Retention may remove the oldest entries meanwhile: their
@@ -180,30 +199,30 @@ func (g *Group) rebuildIndex(ctx context.Context, r indexRebuild) (int64, error)
 			i = lo
 		}
 		if err := g.logs.GetLog(i, &l); err != nil {
-			return 0, fmt.Errorf("entry %d: %w", i, err)
+			return 0, nil, fmt.Errorf("entry %d: %w", i, err)
 		}
 		if l.Type != raft.LogCommand {
 			continue
 		}
 		c, err := DecodeCommand(l.Extensions, l.Data)
 		if err != nil {
-			return 0, fmt.Errorf("entry %d: %w", i, err)
+			return 0, nil, fmt.Errorf("entry %d: %w", i, err)
 		}
 		if c.Type != CmdMessages && c.Type != CmdTxnEnd {
 			continue
 		}
 		if err := g.indexEntry(bf.Dispatch, i, l.Data, l.AppendedAt.UnixMilli()); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if err := pace.wait(ctx, len(l.Data)); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	if err := bf.Commit(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := g.diskFS.Remove(g.indexRebuildMarkerPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, err
+		return 0, nil, err
 	}
-	return bf.Indexed, g.diskFS.SyncDir(filepath.Dir(g.indexRebuildMarkerPath()))
+	return bf.Indexed, nil, g.diskFS.SyncDir(filepath.Dir(g.indexRebuildMarkerPath()))
 }

@@ -86,8 +86,9 @@ func writeRemovedMarker(fsys storage.FS, path, reason string) error {
 	return errors.Join(err, f.Close(), fsys.SyncDir(filepath.Dir(path)))
 }
 
-// readRemovedMarker returns the recorded removal, "" when there is none.
-func readRemovedMarker(fsys storage.FS, path string) string {
+// readMarkerFile returns what a marker file (REMOVED, DAMAGED,
+// INDEX_REBUILD) records, "" when there is none.
+func readMarkerFile(fsys storage.FS, path string) string {
 	fi, err := fsys.Stat(path)
 	if err != nil {
 		return ""

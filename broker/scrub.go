@@ -239,7 +239,7 @@ func (g *Group) damagedMarkerPath() string {
 // checkDamagedMarker refuses a start after damage was found (the scrub
 // would find it again, but only after the member voted).
 func (g *Group) checkDamagedMarker() error {
-	why := readRemovedMarker(g.diskFS, g.damagedMarkerPath())
+	why := readMarkerFile(g.diskFS, g.damagedMarkerPath())
 	if why == "" {
 		return nil
 	}

@@ -48,11 +48,36 @@ type IndexBackfill struct {
 	lastPhy int64
 	// Indexed counts the messages indexed.
 	Indexed int64
+	// Moved are the [begin, end] CommitLog ranges of the files moved in.
+	Moved [][2]int64
 }
 
 // BeginBackfill starts indexing an older range, removing the files an
-// interrupted backfill left.
+// interrupted backfill left; the files in the service now are taken as
+// indexed.
 func (s *IndexService) BeginBackfill() (*IndexBackfill, error) {
+	return s.BeginBackfillCovered(s.CoveredRanges())
+}
+
+// CoveredRanges returns the [begin, end] CommitLog ranges of the index
+// files in the service.
+func (s *IndexService) CoveredRanges() [][2]int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var covered [][2]int64
+	for _, f := range s.files {
+		if f.IndexCount() > 1 {
+			covered = append(covered, [2]int64{f.BeginPhyOffset(), f.EndPhyOffset()})
+		}
+	}
+	return covered
+}
+
+// BeginBackfillCovered is BeginBackfill taking only the given ranges as
+// indexed: a caller that runs while the live tail indexes (which may
+// append to the last file and so widen its range over the backfill's)
+// takes the ranges before the live tail starts.
+func (s *IndexService) BeginBackfillCovered(covered [][2]int64) (*IndexBackfill, error) {
 	dir := filepath.Join(s.dir, backfillDirName)
 	if err := s.fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("index backfill: %w", err)
@@ -66,15 +91,7 @@ func (s *IndexService) BeginBackfill() (*IndexBackfill, error) {
 			return nil, fmt.Errorf("index backfill: remove a leftover: %w", err)
 		}
 	}
-	b := &IndexBackfill{s: s, dir: dir, lastPhy: -1}
-	s.mu.RLock()
-	for _, f := range s.files {
-		if f.IndexCount() > 1 {
-			b.covered = append(b.covered, [2]int64{f.BeginPhyOffset(), f.EndPhyOffset()})
-		}
-	}
-	s.mu.RUnlock()
-	return b, nil
+	return &IndexBackfill{s: s, dir: dir, lastPhy: -1, covered: slices.Clone(covered)}, nil
 }
 
 // Dispatch implements Dispatcher: it indexes one message of the older
@@ -183,6 +200,7 @@ func (b *IndexBackfill) moveIn() error {
 	s.files = slices.Insert(s.files, at, nf)
 	s.mfs = slices.Insert(s.mfs, at, nmf)
 	s.maxIndexedPhy = max(s.maxIndexedPhy, nf.EndPhyOffset())
+	b.Moved = append(b.Moved, [2]int64{nf.BeginPhyOffset(), nf.EndPhyOffset()})
 	s.log.Info("index backfill: file moved in", zap.String("file", path), zap.Int64("fromPhy", nf.BeginPhyOffset()),
 		zap.Int64("toPhy", nf.EndPhyOffset()), zap.Int("entries", nf.IndexCount()-1))
 	return nil
