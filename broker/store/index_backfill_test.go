@@ -166,3 +166,48 @@ func TestIndexBackfillNamesAcrossClocks(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexBackfillCoveredTakenBefore: the live tail appends to the last
+// kept file (it had room), so that file's range comes to span older
+// messages it never held. A backfill begun with the ranges taken before
+// the live tail started indexes them; one begun afterwards would take them
+// as indexed.
+func TestIndexBackfillCoveredTakenBefore(t *testing.T) {
+	fsys := storage.OSFS()
+	dir := t.TempDir()
+	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+	s := newTestIndexService(t, fsys, dir, 16, 11, clock)
+	defer s.Close()
+	if err := s.BuildIndex("T", "", "kept", 0, 100, clock.t.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	before := s.CoveredRanges()
+	if err := s.BuildIndex("T", "", "live", 0, 90_000, clock.t.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if after := s.CoveredRanges(); len(after) != 1 || after[0][1] != 90_000 {
+		t.Fatalf("the live tail did not widen the kept file: %v", after)
+	}
+	b, err := s.BeginBackfillCovered(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := 1; i <= 3; i++ {
+		if err := b.Dispatch(&DispatchRequest{Topic: "T", UniqKey: fmt.Sprintf("old%d", i), CommitLogOffset: int64(i) * 1000,
+			StoreTimestamp: clock.t.UnixMilli()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b.Indexed != 3 || len(b.Moved) != 1 {
+		t.Fatalf("indexed %d, moved %v: want 3 in one file", b.Indexed, b.Moved)
+	}
+	for _, k := range []string{"kept", "old1", "old3", "live"} {
+		if r := s.QueryOffset("T", k, 10, 0, math.MaxInt64); len(r.PhyOffsets) != 1 {
+			t.Fatalf("%s: %v", k, r.PhyOffsets)
+		}
+	}
+}
