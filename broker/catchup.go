@@ -229,6 +229,7 @@ func (g *Group) catchupLog(ctx context.Context, src catchupSource, gen uint64, s
 		}
 		pos += int64(len(b))
 		g.catchup.update(func(s *CatchupStatus) { s.BytesDone += int64(len(b)) })
+		pace.hold(ctx)
 		if err := pace.wait(ctx, len(b)); err != nil {
 			return err
 		}
@@ -263,6 +264,7 @@ func (g *Group) catchupQueue(ctx context.Context, src catchupSource, cq *store.C
 	}
 	all := make([]store.CQUnit, 0, min(localMin-peerMin, 1<<20))
 	for next := peerMin; ; {
+		pace.hold(ctx)
 		if err := pace.wait(ctx, len(units)*store.CQUnitSize); err != nil {
 			return err
 		}
@@ -304,6 +306,22 @@ func (g *Group) catchupQueue(ctx context.Context, src catchupSource, cq *store.C
 	}
 	g.catchup.update(func(s *CatchupStatus) { s.Units += int64(len(kept)) })
 	return nil
+}
+
+// catchupHoldHook, when set (tests), runs between the chunks of the log
+// and queue phases. It may block to hold the fetch (a duty-cycle A/B of
+// what catch-up traffic adds to producer latency) and reports whether it
+// did.
+var catchupHoldHook atomic.Pointer[func(ctx context.Context) bool]
+
+// hold runs catchupHoldHook; after a hold the pacer starts afresh and the
+// pace is asked again, so the fetch does not make up the held time in a
+// burst.
+func (f *fetchPace) hold(ctx context.Context) {
+	if h := catchupHoldHook.Load(); h != nil && (*h)(ctx) {
+		f.asked = time.Time{}
+		f.p.start, f.p.sent = time.Now(), 0
+	}
 }
 
 // checkUnit checks that the local CommitLog holds, at the unit's position,

@@ -300,6 +300,18 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 		defer prod.Done()
 		phases.watchCatchup(n3.g, stop)
 	}()
+	var duty *dutyCycle
+	if d := replaceDuty(t); d > 0 {
+		duty = &dutyCycle{d: d}
+		h := duty.hook
+		catchupHoldHook.Store(&h)
+		t.Cleanup(func() { catchupHoldHook.Store(nil) })
+		prod.Add(1)
+		go func() {
+			defer prod.Done()
+			duty.run(n3.g, l.g, stop)
+		}()
+	}
 
 	// Replace a follower by n3.
 	gone := c.nodes[c.followerOf(l)]
@@ -397,6 +409,9 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 	t.Logf("producer p50/p99 before %v / %v (%d sends), during the replacement %v / %v (%d sends)",
 		pct(base, 50), pct(base, 99), len(base), pct(during, 50), pct(during, 99), len(during))
 	phases.report(t, base, all, allAt, time.Now())
+	if duty != nil {
+		duty.report(t, all, allAt)
+	}
 	if cs.BytesDone == 0 || cs.Units == 0 || len(during) == 0 {
 		t.Fatalf("nothing was fetched (%+v) or nothing sent during the replacement (%d)", cs, len(during))
 	}
