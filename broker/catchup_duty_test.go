@@ -32,6 +32,7 @@ type dutyWindow struct {
 	baseline time.Duration // the leader's baseline p99 at the window's end
 	rate     int64         // the leader controller's pace at the window's end
 	serving  bool          // whether the leader counted a catch-up as served then
+	adaptive bool          // whether the leader's controller is on at all
 }
 
 // dutySkip is how long after a toggle sends are not attributed: the
@@ -125,7 +126,7 @@ func (d *dutyCycle) run(learner, leader func() *Group, stop <-chan struct{}) {
 		if lg := leader(); lg != nil {
 			pc := &lg.catchup.pace
 			pc.mu.Lock()
-			cur.baseline, cur.rate, cur.serving = pc.baseline, int64(pc.rate), now.Sub(pc.lastServed) < paceServing
+			cur.baseline, cur.rate, cur.serving, cur.adaptive = pc.baseline, int64(pc.rate), now.Sub(pc.lastServed) < paceServing, pc.on
 			pc.mu.Unlock()
 		}
 		d.mu.Lock()
@@ -165,8 +166,12 @@ func (d *dutyCycle) report(t *testing.T, lat []time.Duration, at []time.Time) {
 				paces = mib(ps[0]) + " / " + mib(ps[len(ps)/2]) + " / " + mib(ps[len(ps)-1])
 			}
 		}
-		t.Logf("%4d %4s %7d %9v %9v  %-22s %12v %10s %v", i, state, len(sends[i]), pct(sends[i], 50), pct(sends[i], 99),
-			paces, w.baseline, mib(w.rate), w.serving)
+		base, rate, serving := w.baseline.String(), mib(w.rate), fmt.Sprint(w.serving)
+		if !w.adaptive {
+			base, rate, serving = "-", "-", "-"
+		}
+		t.Logf("%4d %4s %7d %9v %9v  %-22s %12s %10s %s", i, state, len(sends[i]), pct(sends[i], 50), pct(sends[i], 99),
+			paces, base, rate, serving)
 	}
 	ratio := func(a, b []time.Duration) float64 {
 		if pb := pct(b, 99); pb > 0 {
