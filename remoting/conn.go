@@ -669,7 +669,9 @@ func ctxError(ctx context.Context, what string) error {
 }
 
 // startCall registers a future for req and queues the frame. req.Opaque is
-// kept unless a call with the same opaque is already pending here.
+// kept unless a call with the same opaque is already pending here. An
+// error means f was never completed and never will be; a call that a
+// close completed while its frame waited for room is returned as started.
 func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline time.Time,
 	cb func(*RemotingCommand, error)) (*future, error) {
 	req.Flag &^= FlagResponse | FlagOneway
@@ -693,8 +695,19 @@ func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline tim
 	c.mu.Unlock()
 
 	if err := c.sendCmd(ctx, deadline, req); err != nil {
-		c.removePending(f.opaque)
-		return nil, err
+		c.mu.Lock()
+		mine := c.pending[f.opaque] == f
+		if mine {
+			delete(c.pending, f.opaque)
+		}
+		c.mu.Unlock()
+		if mine {
+			return nil, err
+		}
+		// A close (or FailAsyncCalls, or the sweep) took the entry while
+		// the frame waited: it completes f, so f's outcome is that one and
+		// the caller must not also treat the call as not sent.
+		return f, nil
 	}
 	return f, nil
 }
