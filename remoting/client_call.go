@@ -14,7 +14,9 @@ import (
 // in-flight slots: a caller that bounds its own calls waits on no
 // goroutine per call. sent is false, with nothing sent and cb never
 // called, when addr has no open connection (the caller takes its blocking
-// path, which dials) or the frame could not be queued (err says why).
+// path, which dials) or the frame could not be queued (err says why); a
+// call that the connection's close failed while its frame waited counts
+// as sent.
 // cb runs on the connection's reader, the timer or the closer: it must
 // not block.
 func (c *Client) StartCall(addr string, req *RemotingCommand, deadline time.Time, cb func(*RemotingCommand, error)) (sent bool, err error) {
