@@ -166,3 +166,30 @@ func TestSendAsyncCallbackBlocking(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptTakesFirstAnswerWithoutRoute: an attempt that continues from
+// the callback path's first answer takes that answer even when the route
+// no longer knows the group's address, so no later attempt mistakes it
+// for the answer to its own request.
+func TestAttemptTakesFirstAnswerWithoutRoute(t *testing.T) {
+	ns := startNameServer(t)
+	p := newTestProducer(t, ns)
+	r, err := p.prepare(NewMessage("T", []byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := newRouteManager(p.rc, p.log, nil, time.Second, time.Now)
+	mq := MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 0}
+	st := &attemptState{topic: "T", mq: mq, chosen: true, first: &firstAnswer{addr: "127.0.0.1:1", start: time.Now(),
+		resp: remoting.NewResponse(remoting.ResponseSystemBusy, "busy")}}
+	sd := p.newSendDeadline(context.Background())
+	defer sd.release()
+	_, err = p.attempt(&sd, empty, r, mq, nil, st, false, false)
+	if st.first != nil {
+		t.Fatal("the first answer is still waiting for a later attempt")
+	}
+	var be *BrokerError
+	if !errors.As(err, &be) || be.Code != remoting.ResponseSystemBusy {
+		t.Fatalf("attempt = %v, want the first answer's refusal", err)
+	}
+}

@@ -437,8 +437,14 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 // waits out an election in the group within ctx instead of failing.
 // Every failure is appended to st's error record.
 func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, st *attemptState, last, waitOK bool) (*SendResult, error) {
-	addr := routes.brokerAddr(mq.BrokerName)
-	if addr == "" {
+	// The first answer belongs to this attempt whatever the route says
+	// now: left in st, a later attempt would take it as its own.
+	first := st.first
+	st.first = nil
+	var addr string
+	if first != nil {
+		addr = first.addr
+	} else if addr = routes.brokerAddr(mq.BrokerName); addr == "" {
 		err := fmt.Errorf("%w: broker group %q of topic %q has no known address", ErrNoQueue, mq.BrokerName, r.topic)
 		se := st.errs()
 		se.Attempts = append(se.Attempts, SendAttempt{Broker: mq.BrokerName, QueueID: mq.QueueID, Err: err})
@@ -448,11 +454,6 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 		se := st.errs()
 		se.Attempts = append(se.Attempts, SendAttempt{Broker: mq.BrokerName, Addr: addr, QueueID: mq.QueueID, Err: err})
 		return err
-	}
-	first := st.first
-	st.first = nil
-	if first != nil {
-		addr = first.addr
 	}
 	for hop := 0; ; hop++ {
 		var start time.Time
