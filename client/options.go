@@ -323,8 +323,12 @@ func IdempotentProducerID(id string) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.producerID = id })
 }
 
-// MaxAsyncInflight bounds SendAsync calls waiting for their answer
-// (default 10000); beyond it SendAsync waits for a slot until its context
+// MaxAsyncInflight bounds SendAsync calls whose callback has not returned
+// yet (default 10000): a send holds its slot until its callback ran, so
+// slow callbacks slow SendAsync down instead of queueing without bound.
+// A callback blocked for a few milliseconds gives its slot back early (at
+// most a handful at once), so one that itself calls SendAsync cannot
+// deadlock. Beyond the bound SendAsync waits for a slot until its context
 // ends.
 func MaxAsyncInflight(n int) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.maxAsyncInflight = n })

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -29,6 +30,9 @@ type Producer struct {
 	asyncS   chan struct{} // one token per SendAsync in flight
 	// callbacks runs SendAsync's callbacks (producer_async.go).
 	callbacks callbackQueue
+	// callbackStarts, set by tests only, counts the sends that took
+	// SendAsync's callback path.
+	callbackStarts *atomic.Int64
 
 	mu        sync.Mutex
 	state     producerState    // guarded by mu
@@ -71,7 +75,7 @@ func NewProducer(opts ...ProducerOpt) (*Producer, error) {
 		fault:    newLatencyFault(cfg.common.now, cfg.latencyMax, cfg.notAvailable),
 		asyncS:   make(chan struct{}, cfg.maxAsyncInflight),
 	}
-	p.callbacks.wg = &p.wg
+	p.callbacks.wg, p.callbacks.tokens = &p.wg, p.asyncS
 	if cfg.idempotent {
 		p.seq = newSequencer(cfg.producerID)
 	}
@@ -304,8 +308,13 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	}
 	select {
 	case p.asyncS <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("client: SendAsync: %d sends in flight: %w", cap(p.asyncS), ctx.Err())
+	default:
+		p.callbacks.watch()
+		select {
+		case p.asyncS <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("client: SendAsync: %d sends in flight: %w", cap(p.asyncS), ctx.Err())
+		}
 	}
 	p.mu.Lock()
 	if st := p.state; st != stateStarted {

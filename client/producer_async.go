@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,7 +81,13 @@ func (p *Producer) startAsync(ctx, pctx context.Context, routes *routeManager, r
 	a := &asyncSend{p: p, pctx: pctx, r: r, cb: cb, routes: routes, info: info, mq: mq, addr: addr,
 		start: start, dl: sd.dl, own: sd.own}
 	sent, err := p.rc.StartCall(addr, req, sd.attempt(p.wallClock(start), p.cfg.attemptTimeout, p.maxAttempts(r) == 1), a.answered)
-	return sent && err == nil
+	if !sent || err != nil {
+		return false
+	}
+	if p.callbackStarts != nil {
+		p.callbackStarts.Add(1)
+	}
+	return true
 }
 
 // answered handles the first attempt's answer on the goroutine that read
@@ -123,12 +130,11 @@ func (a *asyncSend) continueAttempts(resp *remoting.RemotingCommand, err error) 
 	p.asyncDone(a.cb, res, serr)
 }
 
-// asyncDone ends a callback-path send: its in-flight token is given back
-// at once (a slow callback does not hold sends back, and a callback may
-// itself call SendAsync without waiting on other callbacks), and cb is
-// queued to run.
+// asyncDone ends a callback-path send: cb is queued to run, and the
+// send's in-flight token goes back once it has run (or once it has
+// blocked, see callbackQueue), so slow callbacks hold sends back instead
+// of letting the queue grow.
 func (p *Producer) asyncDone(cb func(*SendResult, error), res *SendResult, err error) {
-	<-p.asyncS
 	p.callbacks.push(asyncResult{cb: cb, res: res, err: err})
 }
 
@@ -141,23 +147,39 @@ type asyncResult struct {
 
 // callbackQueue runs queued callbacks in order on a goroutine started
 // when the queue fills and ended when it empties, so a burst of answers
-// costs one goroutine start and no hand-off per callback. A callback
-// that blocks gets company: a check armed while callbacks wait starts
-// another goroutine when none was taken since the previous check.
+// costs one goroutine start and no hand-off per callback. Each callback
+// holds its send's in-flight token (tokens) until it returns. A callback
+// that blocks is caught by a stall check, armed while callbacks wait or
+// while a SendAsync waits for a token: when no callback was taken since
+// the previous check, every running callback gives its token back early
+// (a callback that itself calls SendAsync then gets a slot) and, if
+// callbacks wait, another runner starts, up to maxRunners. Callbacks thus
+// start in order, but with more than one runner they may overlap.
 type callbackQueue struct {
-	wg *sync.WaitGroup // the producer's: one count per queued callback
+	wg     *sync.WaitGroup // the producer's: one count per queued callback
+	tokens chan struct{}   // the producer's asyncS: one token per queued or running callback
 
 	mu       sync.Mutex
 	items    []asyncResult // guarded by mu; items[head:] wait
 	head     int           // guarded by mu
 	runners  int           // guarded by mu
+	holding  []*cbRunner   // guarded by mu; runners inside a callback that still hold its token
 	taken    uint64        // guarded by mu; callbacks taken so far
 	seen     uint64        // guarded by mu; taken at the last check
 	checking bool          // guarded by mu; a stall check is armed
 }
 
+// cbRunner is one runner goroutine of a callbackQueue.
+type cbRunner struct {
+	holds bool // guarded by the queue's mu: its callback's token is still held
+}
+
 // stallCheck is how often waiting callbacks are checked for progress.
 const stallCheck = 5 * time.Millisecond
+
+// maxRunners bounds the goroutines running callbacks: blocked callbacks
+// get company only this far, not one goroutine per check.
+const maxRunners = 4
 
 func (q *callbackQueue) push(it asyncResult) {
 	q.mu.Lock()
@@ -165,32 +187,57 @@ func (q *callbackQueue) push(it asyncResult) {
 	if q.runners == 0 {
 		q.runners++
 		go q.run()
-	} else if !q.checking {
-		q.checking, q.seen = true, q.taken
-		time.AfterFunc(stallCheck, q.check)
+	} else {
+		q.armLocked()
 	}
 	q.mu.Unlock()
 }
 
-// check starts a runner when callbacks wait and none was taken since the
-// last check (every runner is inside a callback), and re-arms itself
-// while any wait.
+// watch arms the stall check for a SendAsync about to wait for a token:
+// the tokens may be held by blocked callbacks, perhaps its own caller.
+func (q *callbackQueue) watch() {
+	q.mu.Lock()
+	if len(q.holding) > 0 {
+		q.armLocked()
+	}
+	q.mu.Unlock()
+}
+
+func (q *callbackQueue) armLocked() {
+	if !q.checking {
+		q.checking, q.seen = true, q.taken
+		time.AfterFunc(stallCheck, q.check)
+	}
+}
+
+// check runs stallCheck after it was armed: with no callback taken since,
+// every runner is inside a callback, so their tokens go back and, when
+// callbacks wait, another runner starts. It re-arms itself while
+// callbacks wait or run holding a token.
 func (q *callbackQueue) check() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.head == len(q.items) {
+	if q.taken == q.seen {
+		for _, r := range q.holding {
+			r.holds = false
+			<-q.tokens
+		}
+		q.holding = q.holding[:0]
+		if q.head < len(q.items) && q.runners < maxRunners {
+			q.runners++
+			go q.run()
+		}
+	}
+	if q.head == len(q.items) && len(q.holding) == 0 {
 		q.checking = false
 		return
-	}
-	if q.taken == q.seen {
-		q.runners++
-		go q.run()
 	}
 	q.seen = q.taken
 	time.AfterFunc(stallCheck, q.check)
 }
 
 func (q *callbackQueue) run() {
+	me := &cbRunner{}
 	for {
 		q.mu.Lock()
 		if q.head == len(q.items) {
@@ -209,8 +256,17 @@ func (q *callbackQueue) run() {
 			clear(q.items[n:])
 			q.items, q.head = q.items[:n], 0
 		}
+		me.holds = true
+		q.holding = append(q.holding, me)
 		q.mu.Unlock()
 		it.cb(it.res, it.err)
+		q.mu.Lock()
+		if me.holds {
+			me.holds = false
+			q.holding = slices.DeleteFunc(q.holding, func(r *cbRunner) bool { return r == me })
+			<-q.tokens
+		}
+		q.mu.Unlock()
 		q.wg.Done()
 	}
 }

@@ -20,6 +20,14 @@ func warmAsync(t *testing.T, p *Producer, topic string) {
 	}
 }
 
+// countCallbackPath counts p's sends that take SendAsync's callback path
+// from now on.
+func countCallbackPath(p *Producer) *atomic.Int64 {
+	n := &atomic.Int64{}
+	p.callbackStarts = n
+	return n
+}
+
 // TestSendAsyncCallbackPathRetries: the first answer of callback-path
 // sends is a retriable refusal; the attempt loop continues from it (one
 // more request per message, on the other group) and every callback gets
@@ -43,6 +51,7 @@ func TestSendAsyncCallbackPathRetries(t *testing.T) {
 		return fb.stored(req)
 	}
 	before := log.requests()
+	starts := countCallbackPath(p)
 	a.setAnswer(once)
 	b.setAnswer(once)
 	const n = 20
@@ -68,6 +77,9 @@ func TestSendAsyncCallbackPathRetries(t *testing.T) {
 	if got := log.requests() - before; got != 2*n {
 		t.Fatalf("%d requests for %d sends refused once each, want %d", got, n, 2*n)
 	}
+	if got := starts.Load(); got != n {
+		t.Fatalf("%d of %d sends took the callback path", got, n)
+	}
 }
 
 // TestSendAsyncCallbackPathClose: callback-path sends to a broker that
@@ -79,11 +91,15 @@ func TestSendAsyncCallbackPathClose(t *testing.T) {
 	p := newTestProducer(t, ns, SendTimeout(time.Minute), AttemptTimeout(time.Minute))
 	warmAsync(t, p, "T")
 	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
+	starts := countCallbackPath(p)
 	done := make(chan error, 3)
 	for range 3 {
 		if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) { done <- err }); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if got := starts.Load(); got != 3 {
+		t.Fatalf("%d of 3 sends took the callback path", got)
 	}
 	start := time.Now()
 	if err := p.Close(context.Background()); err != nil {
@@ -116,9 +132,13 @@ func TestSendAsyncCallbackPathTimeout(t *testing.T) {
 		}
 		return fb.stored(req)
 	})
+	starts := countCallbackPath(p)
 	done := make(chan error, 1)
 	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) { done <- err }); err != nil {
 		t.Fatal(err)
+	}
+	if starts.Load() != 1 {
+		t.Fatal("the send did not take the callback path")
 	}
 	select {
 	case err := <-done:
@@ -142,6 +162,7 @@ func TestSendAsyncCallbackBlocking(t *testing.T) {
 	a.register(t, ns, 0, 1, map[string]int{"T": 1})
 	p := newTestProducer(t, ns)
 	warmAsync(t, p, "T")
+	starts := countCallbackPath(p)
 	second := make(chan struct{})
 	done := make(chan error, 2)
 	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) {
@@ -164,6 +185,80 @@ func TestSendAsyncCallbackBlocking(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+	if got := starts.Load(); got != 2 {
+		t.Fatalf("%d of 2 sends took the callback path", got)
+	}
+}
+
+// TestSendAsyncSlowCallbacksHoldSlots: a callback-path send keeps its
+// in-flight slot while its callback runs, so callbacks that block stop
+// SendAsync after MaxAsyncInflight sends (plus the slots that blocked
+// runners give back) instead of letting the queue grow.
+func TestSendAsyncSlowCallbacksHoldSlots(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	const inflight = 2
+	p := newTestProducer(t, ns, MaxAsyncInflight(inflight))
+	warmAsync(t, p, "T")
+	starts := countCallbackPath(p)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	accepted := 0
+	for accepted < 50 {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		wg.Add(1)
+		err := p.SendAsync(ctx, NewMessage("T", []byte("x")), func(*SendResult, error) {
+			<-release
+			wg.Done()
+		})
+		cancel()
+		if err != nil {
+			wg.Done()
+			break
+		}
+		accepted++
+	}
+	close(release)
+	wg.Wait()
+	if accepted > inflight+maxRunners {
+		t.Fatalf("%d sends accepted while every callback blocked, want at most %d", accepted, inflight+maxRunners)
+	}
+	if got := starts.Load(); got != int64(accepted) {
+		t.Fatalf("%d of %d sends took the callback path", got, accepted)
+	}
+}
+
+// TestSendAsyncFromCallback: a callback that calls SendAsync while its
+// own send holds the only in-flight slot does not deadlock: the stall
+// check gives the slot back.
+func TestSendAsyncFromCallback(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, MaxAsyncInflight(1))
+	warmAsync(t, p, "T")
+	starts := countCallbackPath(p)
+	done := make(chan error, 3)
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) {
+		done <- err
+		done <- p.SendAsync(context.Background(), NewMessage("T", []byte("y")), func(_ *SendResult, err error) { done <- err })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a SendAsync from a callback never got a slot")
+		}
+	}
+	if got := starts.Load(); got != 2 {
+		t.Fatalf("%d of 2 sends took the callback path", got)
 	}
 }
 
