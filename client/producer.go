@@ -143,14 +143,19 @@ func (p *Producer) Close(ctx context.Context) error {
 	p.state = stateClosed
 	p.cancel()
 	p.mu.Unlock()
-	// SendAsync's callback-path sends wait on no context.
-	p.rc.FailAsyncCalls(fmt.Errorf("%w: producer closed", remoting.ErrConnClosed))
+	p.failAsyncCalls()
 	if err := waitGroup(ctx, &p.wg); err != nil {
 		_ = p.tracer.close(ctx)
 		_ = p.rc.Close()
 		return err
 	}
 	return errors.Join(p.tracer.close(ctx), p.rc.Close())
+}
+
+// failAsyncCalls fails the calls of SendAsync's callback path: they wait
+// on no context, so Close ends them here.
+func (p *Producer) failAsyncCalls() {
+	p.rc.FailAsyncCalls(fmt.Errorf("%w: producer closed", remoting.ErrConnClosed))
 }
 
 // running returns the started machinery or ErrNotStarted / ErrClosed.

@@ -84,6 +84,11 @@ func (p *Producer) startAsync(ctx, pctx context.Context, routes *routeManager, r
 	if !sent || err != nil {
 		return false
 	}
+	if pctx.Err() != nil {
+		// Close ran between SendAsync's state check and the call's start,
+		// and its failAsyncCalls may have missed the call.
+		p.failAsyncCalls()
+	}
 	if p.callbackStarts != nil {
 		p.callbackStarts.Add(1)
 	}

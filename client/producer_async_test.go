@@ -288,3 +288,46 @@ func TestAttemptTakesFirstAnswerWithoutRoute(t *testing.T) {
 		t.Fatalf("attempt = %v, want the first answer's refusal", err)
 	}
 }
+
+// TestSendAsyncStartAfterCloseFailedCalls: a callback-path send that
+// passed SendAsync's state check before Close but starts its call after
+// Close failed the async calls still ends at once, not at its deadline.
+func TestSendAsyncStartAfterCloseFailedCalls(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, SendTimeout(time.Minute), AttemptTimeout(time.Minute))
+	warmAsync(t, p, "T")
+	defer p.rc.Close()
+	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
+	r, err := p.prepare(NewMessage("T", []byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SendAsync's steps up to its state check...
+	p.asyncS <- struct{}{}
+	p.mu.Lock()
+	p.wg.Add(1)
+	pctx, routes := p.ctx, p.routes
+	// ...then Close's, up to failing the async calls...
+	p.state = stateClosed
+	p.cancel()
+	p.mu.Unlock()
+	p.failAsyncCalls()
+	// ...then SendAsync starts its call.
+	done := make(chan error, 1)
+	if !p.startAsync(context.Background(), pctx, routes, r, func(_ *SendResult, err error) { done <- err }) {
+		t.Fatal("the send did not take the callback path")
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a send to a silent broker succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the send started after Close failed the async calls waits for its deadline")
+	}
+	if err := waitGroup(context.Background(), &p.wg); err != nil {
+		t.Fatal(err)
+	}
+}
