@@ -72,7 +72,7 @@ func TestCatchupPaceValidate(t *testing.T) {
 	}{
 		{-1, 0, "raftCatchupBytesPerSecond"},
 		{64 << 20, -1, "raftCatchupMinBytesPerSecond"},
-		{1 << 20, 2 << 20, "raftCatchupMinBytesPerSecond"},
+		{1 << 20, 2 << 20, ""}, // a maximum below the default floor: the floor is the maximum
 		{64 << 20, 2 << 20, ""},
 		{0, 2 << 20, ""}, // unpaced: no floor to compare
 	} {

@@ -122,7 +122,7 @@ type GroupConfig struct {
 	// at CatchupBytesPerSecond.
 	CatchupAdaptive bool `prop:"raftCatchupAdaptive"`
 	// CatchupMinBytesPerSecond is the adaptive pace's floor, so a
-	// catch-up always ends (2 MiB/s).
+	// catch-up always ends (2 MiB/s; capped at CatchupBytesPerSecond).
 	CatchupMinBytesPerSecond int64 `prop:"raftCatchupMinBytesPerSecond"`
 	// ScrubBytesPerSecond paces the background check of the closed
 	// CommitLog segments' CRCs (scrub.go; 8 MiB/s, a pass over 8 GiB in
@@ -196,9 +196,8 @@ func (c *GroupConfig) Validate() error {
 	if c.CatchupBytesPerSecond < 0 {
 		errs = append(errs, bad("raftCatchupBytesPerSecond", "must not be negative (0: unpaced), got %d", c.CatchupBytesPerSecond))
 	}
-	if c.CatchupMinBytesPerSecond < 0 || (c.CatchupBytesPerSecond > 0 && c.CatchupMinBytesPerSecond > c.CatchupBytesPerSecond) {
-		errs = append(errs, bad("raftCatchupMinBytesPerSecond", "must be between 0 and raftCatchupBytesPerSecond (%d), got %d",
-			c.CatchupBytesPerSecond, c.CatchupMinBytesPerSecond))
+	if c.CatchupMinBytesPerSecond < 0 {
+		errs = append(errs, bad("raftCatchupMinBytesPerSecond", "must not be negative, got %d", c.CatchupMinBytesPerSecond))
 	}
 	if c.ApplyTimeout <= 0 {
 		errs = append(errs, bad("applyTimeout", "must be positive"))
