@@ -13,17 +13,7 @@ import (
 //	go test ./client -run XXX -bench 'SendAsync' -benchtime 50000x
 func BenchmarkSendAsync(b *testing.B) {
 	body := bytes.Repeat([]byte("x"), 1024)
-	p, err := NewProducer(NameServers(benchSetup(b)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close(context.Background())
-	if _, err := p.SendSync(context.Background(), NewMessage("Bench", body)); err != nil {
-		b.Fatal(err)
-	}
+	p := benchProducer(b, benchSetup(b), body)
 	sem := make(chan struct{}, 256)
 	var wg sync.WaitGroup
 	b.ReportAllocs()

@@ -29,6 +29,25 @@ func benchSetup(b *testing.B) string {
 	return ns.Addr().String()
 }
 
+// benchProducer starts a producer on the name server at nsAddr, warms its
+// route to topic "Bench" with one body-sized send, and closes it when b
+// ends.
+func benchProducer(b *testing.B, nsAddr string, body []byte, opts ...ProducerOpt) *Producer {
+	b.Helper()
+	p, err := NewProducer(append([]ProducerOpt{NameServers(nsAddr)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close(context.Background()) })
+	if _, err := p.SendSync(context.Background(), NewMessage("Bench", body)); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
 func BenchmarkSendSync(b *testing.B) {
 	body := bytes.Repeat([]byte("x"), 1024)
 	variants := []struct {
@@ -48,17 +67,7 @@ func BenchmarkSendSync(b *testing.B) {
 			log := &requestLog{discard: true}
 			a := startFakeBroker(b, "broker-a", log)
 			a.register(b, ns, 0, 1, map[string]int{"Bench": 8})
-			p, err := NewProducer(append([]ProducerOpt{NameServers(ns.Addr().String())}, v.opts...)...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Start(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close(context.Background())
-			if _, err := p.SendSync(context.Background(), NewMessage("Bench", body)); err != nil {
-				b.Fatal(err)
-			}
+			p := benchProducer(b, ns.Addr().String(), body, v.opts...)
 			b.ReportAllocs()
 			b.SetParallelism(32)
 			b.ResetTimer()
