@@ -141,6 +141,9 @@ type brokerStats struct {
 
 	// pulls counts pull requests: total, found (some message) and miss.
 	pullTotal, pullFound, pullMiss *statsItem
+	// brokerPut is items[StatsBrokerPutNums][cluster], kept at hand: every
+	// stored request counts there.
+	brokerPut *statsItem
 	// putTimesTotal, putSizeTotal: messages and body bytes stored;
 	// getTotal: messages pulled.
 	putTimesTotal, putSizeTotal, getTotal atomic.Int64
@@ -154,6 +157,7 @@ type brokerStats struct {
 func newBrokerStats(cluster string, now time.Time) *brokerStats {
 	s := &brokerStats{cluster: cluster, boot: now, items: map[string]map[string]*statsItem{},
 		pullTotal: newStatsItem(now), pullFound: newStatsItem(now), pullMiss: newStatsItem(now)}
+	s.brokerPut = s.item(wire.StatsBrokerPutNums, cluster, now)
 	s.day.Store(int32(now.YearDay()))
 	return s
 }
@@ -204,9 +208,19 @@ func (s *brokerStats) lookup(name, key string) *statsItem {
 // put counts messages stored for topic.
 func (s *brokerStats) put(topic string, msgs, bytes int) {
 	now := time.Now()
-	s.item(wire.StatsTopicPutNums, topic, now).add(int64(msgs), now)
-	s.item(wire.StatsTopicPutSize, topic, now).add(int64(bytes), now)
-	s.item(wire.StatsBrokerPutNums, s.cluster, now).add(int64(msgs), now)
+	// Both topic items under one read lock: this runs for every request.
+	s.mu.RLock()
+	nums, size := s.items[wire.StatsTopicPutNums][topic], s.items[wire.StatsTopicPutSize][topic]
+	s.mu.RUnlock()
+	if nums == nil {
+		nums = s.item(wire.StatsTopicPutNums, topic, now)
+	}
+	if size == nil {
+		size = s.item(wire.StatsTopicPutSize, topic, now)
+	}
+	nums.add(int64(msgs), now)
+	size.add(int64(bytes), now)
+	s.brokerPut.add(int64(msgs), now)
 	s.putTimesTotal.Add(int64(msgs))
 	s.putSizeTotal.Add(int64(bytes))
 	s.rollDay(now)

@@ -58,8 +58,9 @@ type batcher struct {
 	// (the raft_batch_requests histogram).
 	observe func(float64)
 	// latency, when set, gets each answered request's time from arrival
-	// to answer (the adaptive catch-up pace's signal, catchup_pace.go).
-	latency func(time.Duration)
+	// to answer and the time it was answered (the adaptive catch-up pace's
+	// signal, catchup_pace.go), so the hook reads no clock of its own.
+	latency func(now time.Time, d time.Duration)
 	in      chan *putRequest
 	freed   chan struct{} // the entry in flight was answered (buffered 1)
 	quit    chan struct{}
@@ -272,7 +273,7 @@ func (b *batcher) propose(batch []*putRequest, size int) {
 				now := time.Now()
 				for _, r := range batch {
 					if b.latency != nil {
-						b.latency(now.Sub(r.at))
+						b.latency(now, now.Sub(r.at))
 					}
 					rs := res.results[off : off+r.count]
 					off += r.count

@@ -75,9 +75,7 @@ func (p *paceController) configure(maxRate, floor int64, adaptive bool) {
 // the first windows probe upwards instead of starting at full speed.
 func (p *paceController) start() float64 { return max(p.floor, p.max/4) }
 
-// observe records one answered send's latency.
-func (p *paceController) observe(d time.Duration) { p.observeAt(time.Now(), d) }
-
+// observeAt records one answered send's latency d, answered at now.
 func (p *paceController) observeAt(now time.Time, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -176,12 +174,12 @@ func (p *paceController) tick(now time.Time) {
 // catchupLatencyHook configures this member's pace controller and returns
 // the function the batcher reports answered sends to (nil when the pace
 // does not adapt: the send path then pays nothing).
-func (g *Group) catchupLatencyHook() func(time.Duration) {
+func (g *Group) catchupLatencyHook() func(time.Time, time.Duration) {
 	g.catchup.pace.configure(g.cfg.CatchupBytesPerSecond, g.cfg.CatchupMinBytesPerSecond, g.cfg.CatchupAdaptive)
 	if !g.catchup.pace.on {
 		return nil
 	}
-	return g.catchup.pace.observe
+	return g.catchup.pace.observeAt
 }
 
 // catchupPace is CATCHUP_READ op "pace": the pace this leader wants

@@ -124,10 +124,6 @@ func hasTimerProperty(props string) bool {
 // applyTimer rewrites a timer message to the timer topic. nil means fine
 // (also when it is no timer message).
 func (c *Controller) applyTimer(ctx context.Context, m *store.Message) *remoting.RemotingCommand {
-	return c.applyTimerAt(ctx, m, time.Now())
-}
-
-func (c *Controller) applyTimerAt(ctx context.Context, m *store.Message, now time.Time) *remoting.RemotingCommand {
 	if m.Properties == nil || m.SysFlag&wire.SysFlagTransMask == wire.SysFlagTransPrepared {
 		return nil
 	}
@@ -159,7 +155,7 @@ func (c *Controller) applyTimerAt(ctx context.Context, m *store.Message, now tim
 	if err != nil {
 		return response(remoting.ResponseMessageIllegal, "timer message illegal: %s=%q is not an integer", name, v)
 	}
-	nowMs := now.UnixMilli()
+	nowMs := time.Now().UnixMilli() // only a timer message reads the clock
 	deliverMs := n
 	switch name {
 	case wire.PropertyTimerDelaySec:

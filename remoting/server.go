@@ -419,15 +419,17 @@ func (s *Server) connClosed(c *Conn) {
 // handleRequest runs on the connection's reader: it only routes (and runs
 // asynchronous handlers that asked to run inline).
 func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
-	if s.guarded(c, req) {
-		return
-	}
+	// One read lock for the guard and the route: every request passes here.
 	s.mu.RLock()
+	g := s.guard
 	reg, ok := s.processors[req.Code]
 	if !ok && s.defaultProc != nil {
 		reg, ok = *s.defaultProc, true
 	}
 	s.mu.RUnlock()
+	if guarded(g, c, req) {
+		return
+	}
 	if !ok {
 		c.log.Debug("request code not supported", zap.Int16("code", req.Code))
 		_ = c.WriteResponse(req, notSupportedResponse(req.Code))
