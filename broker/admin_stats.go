@@ -141,9 +141,6 @@ type brokerStats struct {
 
 	// pulls counts pull requests: total, found (some message) and miss.
 	pullTotal, pullFound, pullMiss *statsItem
-	// brokerPut is items[StatsBrokerPutNums][cluster], kept at hand: every
-	// stored request counts there.
-	brokerPut *statsItem
 	// putTimesTotal, putSizeTotal: messages and body bytes stored;
 	// getTotal: messages pulled.
 	putTimesTotal, putSizeTotal, getTotal atomic.Int64
@@ -157,7 +154,6 @@ type brokerStats struct {
 func newBrokerStats(cluster string, now time.Time) *brokerStats {
 	s := &brokerStats{cluster: cluster, boot: now, items: map[string]map[string]*statsItem{},
 		pullTotal: newStatsItem(now), pullFound: newStatsItem(now), pullMiss: newStatsItem(now)}
-	s.brokerPut = s.item(wire.StatsBrokerPutNums, cluster, now)
 	s.day.Store(int32(now.YearDay()))
 	return s
 }
@@ -168,25 +164,29 @@ func newBrokerStats(cluster string, now time.Time) *brokerStats {
 // the key trafficOtherLabel, so a client cycling group names cannot grow
 // the table without bound.
 func (s *brokerStats) item(name, key string, now time.Time) *statsItem {
+	limit := trafficMaxTopics
+	if strings.Contains(key, "@") {
+		limit = trafficMaxGroupTopics
+	}
 	s.mu.RLock()
-	it := s.items[name][key]
+	m := s.items[name]
+	it := m[key]
+	if it == nil && len(m) >= limit {
+		it = m[trafficOtherLabel] // past the cap: no write lock per count
+	}
 	s.mu.RUnlock()
 	if it != nil {
 		return it
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.items[name]
+	m = s.items[name]
 	if m == nil {
 		m = map[string]*statsItem{}
 		s.items[name] = m
 	}
 	if it = m[key]; it != nil {
 		return it
-	}
-	limit := trafficMaxTopics
-	if strings.Contains(key, "@") {
-		limit = trafficMaxGroupTopics
 	}
 	if len(m) >= limit {
 		if key = trafficOtherLabel; m[key] != nil {
@@ -208,9 +208,10 @@ func (s *brokerStats) lookup(name, key string) *statsItem {
 // put counts messages stored for topic.
 func (s *brokerStats) put(topic string, msgs, bytes int) {
 	now := time.Now()
-	// Both topic items under one read lock: this runs for every request.
+	// The three items under one read lock: this runs for every request.
 	s.mu.RLock()
 	nums, size := s.items[wire.StatsTopicPutNums][topic], s.items[wire.StatsTopicPutSize][topic]
+	all := s.items[wire.StatsBrokerPutNums][s.cluster]
 	s.mu.RUnlock()
 	if nums == nil {
 		nums = s.item(wire.StatsTopicPutNums, topic, now)
@@ -218,9 +219,12 @@ func (s *brokerStats) put(topic string, msgs, bytes int) {
 	if size == nil {
 		size = s.item(wire.StatsTopicPutSize, topic, now)
 	}
+	if all == nil {
+		all = s.item(wire.StatsBrokerPutNums, s.cluster, now)
+	}
 	nums.add(int64(msgs), now)
 	size.add(int64(bytes), now)
-	s.brokerPut.add(int64(msgs), now)
+	all.add(int64(msgs), now)
 	s.putTimesTotal.Add(int64(msgs))
 	s.putSizeTotal.Add(int64(bytes))
 	s.rollDay(now)

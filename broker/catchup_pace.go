@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -54,10 +55,11 @@ type paceController struct {
 	max, floor float64
 	rate       float64 // current pace, bytes per second
 	winStart   time.Time
-	win        []time.Duration
-	baseline   time.Duration // average p99 of windows without catch-up
-	low        time.Duration // lowest p99 of a serving window (baseline unknown)
-	lastP99    time.Duration // the last closed window's p99
+	win        []time.Duration // a uniform sample of the window's latencies
+	seen       int             // latencies observed in the window
+	baseline   time.Duration   // average p99 of windows without catch-up
+	low        time.Duration   // lowest p99 of a serving window (baseline unknown)
+	lastP99    time.Duration   // the last closed window's p99
 	lastServed time.Time
 }
 
@@ -83,10 +85,14 @@ func (p *paceController) observeAt(now time.Time, d time.Duration) {
 		return
 	}
 	p.tick(now)
+	// Reservoir sampling: past paceSamples every latency of the window
+	// still has the same chance to be kept, so a rise late in a busy
+	// window shows in its p99.
+	p.seen++
 	if len(p.win) < paceSamples {
 		p.win = append(p.win, d)
-	} else {
-		p.win[uint64(now.UnixNano())%paceSamples] = d
+	} else if j := rand.IntN(p.seen); j < paceSamples {
+		p.win[j] = d
 	}
 }
 
@@ -136,7 +142,7 @@ func (p *paceController) tick(now time.Time) {
 		slices.Sort(p.win)
 		p99 = p.win[min(n-1, n*99/100)]
 	}
-	p.win, p.winStart = p.win[:0], now
+	p.win, p.seen, p.winStart = p.win[:0], 0, now
 	serving := now.Sub(p.lastServed) < paceServing
 	if !serving {
 		if n >= paceMinSends {

@@ -158,6 +158,35 @@ func TestPaceControllerNoBaseline(t *testing.T) {
 	}
 }
 
+// TestPaceControllerBusyWindow: a window with more sends than it keeps
+// samples of, answered in batches that share one answer time (as the
+// batcher reports them), still shows a latency rise in its last quarter.
+func TestPaceControllerBusyWindow(t *testing.T) {
+	const maxRate, floor = 64 << 20, 2 << 20
+	f := newPaceFeed(maxRate, floor)
+	for i := 0; i < 3; i++ {
+		f.window(same(100, time.Millisecond), false)
+	}
+	start := f.p.served(f.now)
+	const batches, batch = 2 * paceSamples / 64, 64
+	step := paceWindow / (batches + 1)
+	for i := 0; i < batches; i++ {
+		f.now = f.now.Add(step)
+		d := time.Millisecond
+		if i >= batches*3/4 {
+			d = 10 * time.Millisecond
+		}
+		for j := 0; j < batch; j++ {
+			f.p.observeAt(f.now, d)
+		}
+		f.p.served(f.now)
+	}
+	f.now = f.p.winStart.Add(paceWindow)
+	if adv := f.p.served(f.now); adv != max(int64(floor), start/2) {
+		t.Fatalf("pace %d after a window whose last quarter was 10x slower, want %d (halved from %d)", adv, max(int64(floor), start/2), start)
+	}
+}
+
 // TestPaceControllerOff: with the adaptive pace off the leader advertises
 // nothing and fetchers keep their maximum.
 func TestPaceControllerOff(t *testing.T) {
