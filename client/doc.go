@@ -50,9 +50,10 @@
 //     a moment when it names a member that just failed) and the wait for an
 //     election when there is nowhere else to go. producer_async.go:
 //     SendAsync's callback path (the first request's answer handled where
-//     it is read, callbacks started in order by callbackQueue, on a few
-//     goroutines at once only when one blocks; the attempt loop on a
-//     goroutine only when the first answer is not a success).
+//     it is read; the attempt loop on a goroutine only when the first
+//     answer is not a success) and callbackQueue, which runs every
+//     SendAsync's callback, from either path, in order, on a few
+//     goroutines at once only when one blocks.
 //   - idempotent.go: producer id and per-queue sequences for the broker's
 //     dedup.
 //   - producer_txn.go: TransactionProducer (half message, local transaction,

@@ -346,10 +346,12 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		sctx, cancel = context.WithCancel(pctx)
 	}
 	go func() {
-		defer p.wg.Done()
-		defer func() { <-p.asyncS }()
-		defer cancel()
-		cb(p.sendOne(sctx, req))
+		res, err := p.sendOne(sctx, req)
+		cancel()
+		// The callback queue runs cb and then gives the token and the wg
+		// count back; its stall check frees the token of a callback that
+		// blocks (one that calls SendAsync while every slot is taken).
+		p.asyncDone(cb, res, err)
 	}()
 	return nil
 }

@@ -135,7 +135,7 @@ func (a *asyncSend) continueAttempts(resp *remoting.RemotingCommand, err error) 
 	p.asyncDone(a.cb, res, serr)
 }
 
-// asyncDone ends a callback-path send: cb is queued to run, and the
+// asyncDone ends a SendAsync on either path: cb is queued to run, and the
 // send's in-flight token goes back once it has run (or once it has
 // blocked, see callbackQueue), so slow callbacks hold sends back instead
 // of letting the queue grow.

@@ -262,6 +262,39 @@ func TestSendAsyncFromCallback(t *testing.T) {
 	}
 }
 
+// TestSendAsyncFromCallbackGoroutinePath: the same on the goroutine path
+// (an idempotent producer's sends never take the callback path): its
+// callbacks run on the callback queue too, so the stall check frees the
+// slot a callback holds while it calls SendAsync.
+func TestSendAsyncFromCallbackGoroutinePath(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, MaxAsyncInflight(1), Idempotent(true))
+	warmAsync(t, p, "T")
+	starts := countCallbackPath(p)
+	done := make(chan error, 3)
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) {
+		done <- err
+		done <- p.SendAsync(context.Background(), NewMessage("T", []byte("y")), func(_ *SendResult, err error) { done <- err })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a SendAsync from a goroutine-path callback never got a slot")
+		}
+	}
+	if got := starts.Load(); got != 0 {
+		t.Fatalf("%d sends took the callback path, want none (idempotent producer)", got)
+	}
+}
+
 // TestAttemptTakesFirstAnswerWithoutRoute: an attempt that continues from
 // the callback path's first answer takes that answer even when the route
 // no longer knows the group's address, so no later attempt mistakes it
