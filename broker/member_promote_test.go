@@ -249,12 +249,11 @@ func TestGroupReplaceMemberWhileProducing(t *testing.T) {
 	const queues = 4
 	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
 		g.SnapshotBytes = 0
+		adaptive := os.Getenv("RAFTMQ_REPLACE_ADAPTIVE") != "false"
+		g.CatchupAdaptive = adaptive
 		if v := os.Getenv("RAFTMQ_REPLACE_RATE"); v != "" {
 			g.CatchupBytesPerSecond, _ = strconv.ParseInt(v, 10, 64)
-		}
-		if os.Getenv("RAFTMQ_REPLACE_ADAPTIVE") == "false" {
-			g.CatchupAdaptive = false
-		} else if !large {
+		} else if adaptive && !large {
 			g.CatchupBytesPerSecond = 4 << 20 // slow enough that producers overlap the catch-up
 		}
 		if large {
