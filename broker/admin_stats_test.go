@@ -3,8 +3,12 @@ package broker
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestStatsItemWindows checks the minute/hour/day windows and rates of a
@@ -98,4 +102,27 @@ func BenchmarkStatsPut(b *testing.B) {
 			s.put("T", 1, 128)
 		}
 	})
+}
+
+// TestRuntimeInfoLeavesBrokerStatsAbsent: GET_BROKER_RUNTIME_INFO on a
+// broker that stored and served nothing reports zero rates without
+// creating the broker-wide items, so VIEW_BROKER_STATS_DATA still answers
+// "not exist" for them, as RocketMQ does.
+func TestRuntimeInfoLeavesBrokerStatsAbsent(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	c := tc.nodes[0]
+	r := tc.call(c.Addr(), remoting.RequestGetBrokerRuntimeInfo, nil, nil)
+	if r.Code != remoting.ResponseSuccess {
+		t.Fatalf("GET_BROKER_RUNTIME_INFO: %d %q", r.Code, r.Remark)
+	}
+	if !strings.Contains(string(r.Body), `"putTps":"0.00 0.00 0.00"`) {
+		t.Fatalf("an idle broker's runtime info has no zero putTps: %s", r.Body)
+	}
+	for _, name := range []string{wire.StatsBrokerPutNums, wire.StatsBrokerGetNums} {
+		r := tc.call(c.Addr(), remoting.RequestViewBrokerStatsData,
+			map[string]string{"statsName": name, "statsKey": c.cfg.BrokerClusterName}, nil)
+		if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "not exist") {
+			t.Fatalf("VIEW_BROKER_STATS_DATA %s after runtime info: %d %q, want SYSTEM_ERROR not exist", name, r.Code, r.Remark)
+		}
+	}
 }

@@ -465,9 +465,14 @@ func (c *Controller) processCleanUnusedTopic() *remoting.RemotingCommand {
 func (c *Controller) runtimeToolKeys(t map[string]string) {
 	now := time.Now()
 	s := c.stats
-	putNums := s.item(wire.StatsBrokerPutNums, s.cluster, now)
-	getNums := s.item(wire.StatsBrokerGetNums, s.cluster, now)
+	// Looked up, not created: VIEW_BROKER_STATS_DATA keeps answering "not
+	// exist" for a broker that has stored or served nothing.
+	putNums := s.lookup(wire.StatsBrokerPutNums, s.cluster)
+	getNums := s.lookup(wire.StatsBrokerGetNums, s.cluster)
 	tps := func(it *statsItem) string {
+		if it == nil {
+			return "0.00 0.00 0.00"
+		}
 		return fmt.Sprintf("%.2f %.2f %.2f", it.tps(10*time.Second, now), it.tps(time.Minute, now), it.tps(10*time.Minute, now))
 	}
 	putToday, putYest, getToday, getYest := s.morning()

@@ -14,11 +14,12 @@ import (
 // and a park and wake-up per message. Here the first attempt's request
 // is sent from the caller's goroutine and its answer handled where it is
 // read: a success (the usual case) is turned into the result there and
-// the user's callback queued to asyncCallbacks, whose goroutine runs the
-// callbacks a burst of answers brings in one go. Anything else (an error,
-// a refusal, no route or connection yet, tracing, idempotence, AutoBatch)
-// takes the goroutine path with the attempt loop, which continues from
-// the first answer instead of sending again.
+// the user's callback queued to the producer's callbackQueue, whose
+// goroutine runs the callbacks a burst of answers brings in one go.
+// Anything else (an error, a refusal, no route or connection yet, tracing,
+// idempotence, AutoBatch) takes the goroutine path with the attempt loop,
+// which continues from the first answer instead of sending again; its
+// outcome is queued to the same callbackQueue.
 
 // firstAnswer is the outcome of a first attempt sent by the callback path.
 type firstAnswer struct {

@@ -246,8 +246,8 @@ func TestSendAsyncFromCallbackGoroutinePath(t *testing.T) {
 }
 
 // sendFromCallback sends one message with a single in-flight slot whose
-// callback sends another, and wants both callbacks to run with
-// callbackPath of the two sends on the callback path.
+// callback sends another; both callbacks must run, and callbackPath of
+// the two sends must have taken the callback path.
 func sendFromCallback(t *testing.T, callbackPath int64, opts ...ProducerOpt) {
 	t.Helper()
 	ns := startNameServer(t)
@@ -259,7 +259,11 @@ func sendFromCallback(t *testing.T, callbackPath int64, opts ...ProducerOpt) {
 	done := make(chan error, 3)
 	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) {
 		done <- err
-		done <- p.SendAsync(context.Background(), NewMessage("T", []byte("y")), func(_ *SendResult, err error) { done <- err })
+		// Bounded, so a slot that never comes fails the test instead of
+		// hanging its Close.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- p.SendAsync(ctx, NewMessage("T", []byte("y")), func(_ *SendResult, err error) { done <- err })
 	}); err != nil {
 		t.Fatal(err)
 	}
