@@ -492,9 +492,16 @@ func TestTransactionFollowerAndDelay(t *testing.T) {
 	h := halfSent{queueOffset: qo, phy: id.Offset, uniq: "D1"}
 
 	f := (l + 1) % len(pc.nodes)
-	if r := pc.call(pc.nodes[f].Addr(), remoting.RequestEndTransaction, endExt(h, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseServiceNotAvailable || r.ExtFields[wire.ExtLeaderAddr] != addr {
-		t.Fatalf("END_TRANSACTION on a follower: %d %s %v; want not-leader naming %s", r.Code, r.Remark, r.ExtFields, addr)
-	}
+	// A follower that has not heard from the leader yet answers not-leader
+	// without a hint ("election in progress"); it names the leader once it
+	// has.
+	testutil.WaitFor(t, 10*time.Second, "a follower's END_TRANSACTION refusal naming the leader "+addr, func() bool {
+		r := pc.call(pc.nodes[f].Addr(), remoting.RequestEndTransaction, endExt(h, wire.SysFlagTransCommit, false), nil)
+		if r.Code != remoting.ResponseServiceNotAvailable {
+			t.Fatalf("END_TRANSACTION on a follower: %d %s %v; want not-leader", r.Code, r.Remark, r.ExtFields)
+		}
+		return r.ExtFields[wire.ExtLeaderAddr] == addr
+	})
 	committed := time.Now()
 	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(h, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("commit: %d %s", r.Code, r.Remark)

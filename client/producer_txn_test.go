@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,4 +149,40 @@ func TestTransactionProducerOptions(t *testing.T) {
 	if _, err := NewTransactionProducer(nil, NameServers("127.0.0.1:9876")); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("nil listener: %v", err)
 	}
+}
+
+// TestTransactionProducerHeartbeatsNewMember: a member that joins the
+// route after the producer's first heartbeat gets one as soon as the
+// route shows it, not a heartbeat interval later (it could not check
+// transactions back with the producer until then).
+func TestTransactionProducerHeartbeatsNewMember(t *testing.T) {
+	ns := startNameServer(t)
+	members := [2]*fakeBroker{startFakeBroker(t, "b", &requestLog{}), startFakeBroker(t, "b", &requestLog{})}
+	var beats [2]atomic.Int32
+	for i, fb := range members {
+		fb.srv.Register(remoting.RequestHeartBeat, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+			beats[i].Add(1)
+			return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+		}, 1, 16)
+		fb.srv.Register(remoting.RequestEndTransaction, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+			return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+		}, 1, 16)
+	}
+	members[0].register(t, ns, 0, 1, map[string]int{"T": 1})
+	l := &txnTestListener{execState: TransactionCommit, checkState: TransactionCommit}
+	tp, err := NewTransactionProducer(l, NameServers(ns.Addr().String()), ProducerGroup("TPG"), RouteRefreshInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close(context.Background())
+	if res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half"))); err != nil || res.EndErr != nil {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "a heartbeat to the first member", func() bool { return beats[0].Load() > 0 })
+	members[1].register(t, ns, 1, 2, map[string]int{"T": 1})
+	testutil.WaitFor(t, 5*time.Second, "a heartbeat to the member that joined (the interval is "+TransactionHeartbeatInterval.String()+")",
+		func() bool { return beats[1].Load() > 0 })
 }
