@@ -119,11 +119,12 @@ func (p *Producer) Start(ctx context.Context) error {
 	p.cfg.common.sign(p.rc)
 	p.routes = newRouteManager(p.rc, p.log.Named("route"), p.cfg.common.nameServers, p.cfg.common.requestTimeout, p.cfg.common.now)
 	p.routes.onLeaderChange = p.fault.remove
-	// A group whose members changed (one joined the route, a leader was
-	// learned or marked down) is heartbeated at once, not at the next
-	// tick: a member that missed the last heartbeat could neither check a
-	// transaction back nor push a reply to this producer until then.
-	p.routes.onAddrChange = func(string) { p.heartbeatSoon() }
+	// A route with other members than before (one joined) starts a
+	// heartbeat round at once, not at the next tick: a member that missed
+	// the last round could neither check a transaction back nor push a
+	// reply to this producer until then. Members marked down do not: a
+	// send failing on every attempt would start round after round.
+	p.routes.onMembersChange = func(string) { p.heartbeatSoon() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.refreshCh = make(chan string, 64)
 	p.state = stateStarted

@@ -25,7 +25,8 @@ import (
 // producer then heartbeats, as its producer group under its one client
 // id, every member of every broker group routing a tracked topic (a
 // follower that becomes leader already knows it), at once when a topic is
-// new and every TransactionHeartbeatInterval after.
+// new or a route shows a group with other members, and every
+// TransactionHeartbeatInterval after.
 
 // TransactionHeartbeatInterval is how often a producer that needs its
 // brokers to know it (a TransactionProducer, a requester) heartbeats every

@@ -186,3 +186,60 @@ func TestTransactionProducerHeartbeatsNewMember(t *testing.T) {
 	testutil.WaitFor(t, 5*time.Second, "a heartbeat to the member that joined (the interval is "+TransactionHeartbeatInterval.String()+")",
 		func() bool { return beats[1].Load() > 0 })
 }
+
+// TestTransactionProducerNoHeartbeatStorm: sends failing on a dead member
+// (marked down on every attempt) do not start heartbeat rounds; only a
+// route with other members does. The producer also heartbeats the dead
+// member's group once it sent there.
+func TestTransactionProducerNoHeartbeatStorm(t *testing.T) {
+	ns := startNameServer(t)
+	live, dead := startFakeBroker(t, "a", &requestLog{}), startFakeBroker(t, "b", &requestLog{})
+	var beats atomic.Int32
+	live.srv.Register(remoting.RequestHeartBeat, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		beats.Add(1)
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	live.srv.Register(remoting.RequestEndTransaction, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	live.register(t, ns, 0, 1, map[string]int{"T": 1})
+	dead.register(t, ns, 0, 1, map[string]int{"D": 1})
+	// Its server goes, its registration stays (the name server drops a
+	// broker whose own connection closes): the route still lists it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := dead.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := &txnTestListener{execState: TransactionCommit, checkState: TransactionCommit}
+	tp, err := NewTransactionProducer(l, NameServers(ns.Addr().String()), ProducerGroup("TPG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close(context.Background())
+	testutil.WaitFor(t, 10*time.Second, "a transaction stored on the live group", func() bool {
+		res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
+		return err == nil && res.EndErr == nil
+	})
+	testutil.WaitFor(t, 5*time.Second, "the first heartbeat", func() bool { return beats.Load() > 0 })
+	before := beats.Load()
+	// A load window, not a wait: sends fail on the dead member for 500 ms.
+	end := time.Now().Add(500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				_, _ = tp.SendSync(context.Background(), NewMessage("D", []byte("x")))
+			}
+		}()
+	}
+	wg.Wait()
+	if n := beats.Load() - before; n > 10 {
+		t.Fatalf("%d heartbeats to the live member in 500 ms of sends failing on a dead member; want a few at most", n)
+	}
+}

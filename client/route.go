@@ -35,6 +35,10 @@ type routeManager struct {
 	// learned leader, a member marked down. The consumer uses it to move
 	// long polls parked at a deposed or stalled leader.
 	onAddrChange func(brokerName string)
+	// onMembersChange is told, outside mu, when a route shows a broker
+	// group with other members than the cached one (not when a member is
+	// marked down or a leader learned): the producer heartbeats them.
+	onMembersChange func(brokerName string)
 
 	mu       sync.Mutex
 	nsIndex  int                     // guarded by mu; name server tried first
@@ -150,7 +154,7 @@ func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (
 
 // store caches rd as topic's route and merges its broker groups.
 func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *TopicPublishInfo) {
-	var changed, moved []string
+	var changed, moved, members []string
 	r.mu.Lock()
 	r.topics[topic] = &topicRoute{data: rd, publish: publish, subscribe: subscribeQueues(topic, rd), fetchedAt: r.now()}
 	for _, bd := range rd.BrokerDatas {
@@ -161,6 +165,9 @@ func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *Top
 		}
 		oldMaster := g.members[wire.MasterID]
 		sameMembers := maps.Equal(g.members, bd.BrokerAddrs)
+		if !sameMembers {
+			members = append(members, bd.BrokerName)
+		}
 		g.members = maps.Clone(bd.BrokerAddrs)
 		master := g.members[wire.MasterID]
 		if master != "" && master != oldMaster && oldMaster != "" {
@@ -180,6 +187,11 @@ func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *Top
 	for _, name := range changed {
 		if r.onLeaderChange != nil {
 			r.onLeaderChange(name)
+		}
+	}
+	for _, name := range members {
+		if r.onMembersChange != nil {
+			r.onMembersChange(name)
 		}
 	}
 	r.addrChanged(moved...)
