@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -59,14 +60,7 @@ func TestTransactionProducerWire(t *testing.T) {
 	}, 1, 16)
 
 	l := &txnTestListener{execState: TransactionRollback, checkState: TransactionCommit}
-	tp, err := NewTransactionProducer(l, NameServers(ns.Addr().String()), ProducerGroup("TPG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close(context.Background())
+	tp := startTxnProducer(t, ns, l)
 	res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
 	if err != nil || res.State != TransactionRollback || res.EndErr != nil {
 		t.Fatalf("send: %+v %v", res, err)
@@ -169,15 +163,8 @@ func TestTransactionProducerHeartbeatsNewMember(t *testing.T) {
 		}, 1, 16)
 	}
 	members[0].register(t, ns, 0, 1, map[string]int{"T": 1})
-	l := &txnTestListener{execState: TransactionCommit, checkState: TransactionCommit}
-	tp, err := NewTransactionProducer(l, NameServers(ns.Addr().String()), ProducerGroup("TPG"), RouteRefreshInterval(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close(context.Background())
+	tp := startTxnProducer(t, ns, &txnTestListener{execState: TransactionCommit, checkState: TransactionCommit},
+		RouteRefreshInterval(50*time.Millisecond))
 	if res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half"))); err != nil || res.EndErr != nil {
 		t.Fatalf("send: %+v %v", res, err)
 	}
@@ -211,15 +198,7 @@ func TestTransactionProducerNoHeartbeatStorm(t *testing.T) {
 	if err := dead.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l := &txnTestListener{execState: TransactionCommit, checkState: TransactionCommit}
-	tp, err := NewTransactionProducer(l, NameServers(ns.Addr().String()), ProducerGroup("TPG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close(context.Background())
+	tp := startTxnProducer(t, ns, &txnTestListener{execState: TransactionCommit, checkState: TransactionCommit})
 	testutil.WaitFor(t, 10*time.Second, "a transaction stored on the live group", func() bool {
 		res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
 		return err == nil && res.EndErr == nil
@@ -242,4 +221,19 @@ func TestTransactionProducerNoHeartbeatStorm(t *testing.T) {
 	if n := beats.Load() - before; n > 10 {
 		t.Fatalf("%d heartbeats to the live member in 500 ms of sends failing on a dead member; want a few at most", n)
 	}
+}
+
+// startTxnProducer starts a TransactionProducer of group TPG on ns,
+// closed when the test ends.
+func startTxnProducer(t *testing.T, ns *namesrv.NameServer, l TransactionListener, opts ...ProducerOpt) *TransactionProducer {
+	t.Helper()
+	tp, err := NewTransactionProducer(l, append([]ProducerOpt{NameServers(ns.Addr().String()), ProducerGroup("TPG")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tp.Close(context.Background()) })
+	return tp
 }
