@@ -20,6 +20,19 @@ func warmAsync(t *testing.T, p *Producer, topic string) {
 	}
 }
 
+// callbackErr is the next outcome a test's callbacks put on done; the
+// test fails with what if none comes within d.
+func callbackErr(t *testing.T, done <-chan error, d time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatal(what)
+		return nil
+	}
+}
+
 // countCallbackPath counts p's sends that take SendAsync's callback path
 // from now on.
 func countCallbackPath(p *Producer) *atomic.Int64 {
@@ -140,13 +153,8 @@ func TestSendAsyncCallbackPathTimeout(t *testing.T) {
 	if starts.Load() != 1 {
 		t.Fatal("the send did not take the callback path")
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no answer")
+	if err := callbackErr(t, done, 5*time.Second, "no answer"); err != nil {
+		t.Fatal(err)
 	}
 	if calls.Load() != 2 {
 		t.Fatalf("%d requests, want 2", calls.Load())
@@ -268,13 +276,8 @@ func sendFromCallback(t *testing.T, callbackPath int64, opts ...ProducerOpt) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a SendAsync from a callback never got a slot")
+		if err := callbackErr(t, done, 10*time.Second, "a SendAsync from a callback never got a slot"); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if got := starts.Load(); got != callbackPath {
@@ -339,13 +342,8 @@ func TestSendAsyncStartAfterCloseFailedCalls(t *testing.T) {
 	if !p.startAsync(context.Background(), pctx, routes, r, func(_ *SendResult, err error) { done <- err }) {
 		t.Fatal("the send did not take the callback path")
 	}
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a send to a silent broker succeeded")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the send started after Close failed the async calls waits for its deadline")
+	if err := callbackErr(t, done, 10*time.Second, "the send started after Close failed the async calls waits for its deadline"); err == nil {
+		t.Fatal("a send to a silent broker succeeded")
 	}
 	if err := waitGroup(context.Background(), &p.wg); err != nil {
 		t.Fatal(err)
