@@ -72,6 +72,9 @@ type consumerCore struct {
 	warned   map[string]bool                // guarded by mu; warn once per condition
 	pulls    map[*processQueue]*pullCall    // guarded by mu; long polls in flight
 	closing  bool                           // guarded by mu; close has begun
+	// unstarted names the broker groups with a queue whose start offset
+	// could not be read (startQueue): a leader learned there retries it.
+	unstarted map[string]bool // guarded by mu
 
 	startedAt time.Time // set by start; GET_CONSUMER_RUNNING_INFO reports it
 }
@@ -88,6 +91,7 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		seeks:       map[MessageQueue]int64{},
 		warned:      map[string]bool{},
 		pulls:       map[*processQueue]*pullCall{},
+		unstarted:   map[string]bool{},
 	}
 	c.log = cfg.common.log.Named(name).With(zap.String("group", cfg.group), zap.String("clientID", c.clientID))
 	return c
@@ -513,6 +517,7 @@ func (c *consumerCore) followLeader(brokerName, addr string, err error) {
 	switch {
 	case errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr && !c.routes.distrusted(brokerName, be.LeaderAddr):
 		c.routes.learnLeader(brokerName, addr, be.LeaderAddr)
+		c.retryUnstarted(brokerName)
 	case errors.As(err, &be) && (be.Code == remoting.ResponseServiceNotAvailable || be.Code == remoting.ResponseNotLeaderForQueue):
 		// No leader, or one that just failed us (the member has not
 		// noticed its death yet): an election is near.
@@ -540,7 +545,24 @@ func (c *consumerCore) followLeaderNotice(req *remoting.RemotingCommand) bool {
 	if c.routes.brokerAddr(name) != addr {
 		c.routes.learnLeader(name, "", addr)
 	}
+	c.retryUnstarted(name)
 	return true
+}
+
+// retryUnstarted rebalances at once when a queue of brokerName could not
+// start and the group now has a known leader. Without it a queue whose
+// start offset was asked of a leader that died waits for the rebalance
+// retry (a second at least) though the new leader answers within
+// milliseconds. Only a leader learned triggers it, never a member marked
+// down: a dead or electing group would otherwise rebalance in a loop.
+func (c *consumerCore) retryUnstarted(brokerName string) {
+	c.mu.Lock()
+	retry := c.unstarted[brokerName]
+	delete(c.unstarted, brokerName)
+	c.mu.Unlock()
+	if retry {
+		c.triggerRebalance()
+	}
 }
 
 // isRetryTopic reports whether topic is a group retry topic.

@@ -100,21 +100,31 @@ func TestPullConnFailureReadsAnotherMemberAtOnce(t *testing.T) {
 // change and no poll timeout.
 func TestLeaderNoticeMovesParkedPolls(t *testing.T) {
 	_, follower, got, _ := stalledLeaderGroup(t, LongPolling(20*time.Second, 30*time.Second))
+	start := sendLeaderNotice(t, follower, "G")
+	testutil.WaitFor(t, 5*time.Second, "m0 consumed from the new leader", func() bool { return slices.Contains(got.bodies(), "m0") })
+	t.Logf("consumed %v after the notice", time.Since(start))
+}
+
+// sendLeaderNotice has b tell group's consumers that it now leads its
+// broker group, once one of them has heartbeaten b; it returns when the
+// notice went out.
+func sendLeaderNotice(t *testing.T, b *qBroker, group string) time.Time {
+	t.Helper()
 	var conns []*remoting.Conn
-	testutil.WaitFor(t, 5*time.Second, "the consumer's heartbeat at the follower", func() bool {
-		follower.mu.Lock()
-		defer follower.mu.Unlock()
+	testutil.WaitFor(t, 5*time.Second, "the consumer's heartbeat at "+b.addr, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		conns = conns[:0]
-		for _, m := range follower.members["G"] {
+		for _, m := range b.members[group] {
 			conns = append(conns, m.conn)
 		}
 		return len(conns) > 0
 	})
 	start := time.Now()
 	for _, c := range conns {
-		req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, &wire.ConsumerGroupRequestHeader{ConsumerGroup: "G"}, nil)
-		req.ExtFields[wire.ExtLeaderOf] = "broker-a"
-		req.ExtFields[wire.ExtLeaderAddr] = follower.addr
+		req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, &wire.ConsumerGroupRequestHeader{ConsumerGroup: group}, nil)
+		req.ExtFields[wire.ExtLeaderOf] = b.name
+		req.ExtFields[wire.ExtLeaderAddr] = b.addr
 		req.Flag |= remoting.FlagOneway
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		if err := c.InvokeOneway(ctx, req); err != nil {
@@ -122,6 +132,44 @@ func TestLeaderNoticeMovesParkedPolls(t *testing.T) {
 		}
 		cancel()
 	}
+	return start
+}
+
+// TestQueueStartRetriedOnLeaderNotice: a queue whose start offset could
+// not be read (the leader failed the query, as one killed mid-request
+// does) starts as soon as a new leader announces itself, not at the
+// rebalance retry (a second at least; here a minute, so only the notice
+// can start it).
+func TestQueueStartRetriedOnLeaderNotice(t *testing.T) {
+	ns := startNameServer(t)
+	leader := startQBroker(t, "broker-a")
+	follower := startQBroker(t, "broker-a")
+	topics := map[string]int{"T": 1, wire.RetryTopic("G"): 1}
+	leader.register(t, ns, 0, topics)
+	follower.register(t, ns, 1, topics)
+	leader.answer(remoting.RequestQueryConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseSystemError, "leader going down")
+	})
+	follower.put("T", 0, "m0", nil)
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), RebalanceInterval(time.Minute))
+	c.core.cfg.lockRetryDelay = time.Minute
+	if err := c.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	got := &collector{}
+	if err := c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		got.add(msgs...)
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "the queue's start failed at the leader", func() bool {
+		c.core.mu.Lock()
+		defer c.core.mu.Unlock()
+		return c.core.unstarted["broker-a"]
+	})
+	start := sendLeaderNotice(t, follower, "G")
 	testutil.WaitFor(t, 5*time.Second, "m0 consumed from the new leader", func() bool { return slices.Contains(got.bodies(), "m0") })
 	t.Logf("consumed %v after the notice", time.Since(start))
 }

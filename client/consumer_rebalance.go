@@ -186,6 +186,9 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 		offset, err = c.startOffset(ctx, mq)
 		if err != nil {
 			c.warnOnce("offset:"+mq.String(), "cannot find where to start; will retry", zap.Stringer("queue", mq), zap.Error(err))
+			c.mu.Lock()
+			c.unstarted[mq.BrokerName] = true
+			c.mu.Unlock()
 			return false
 		}
 		c.clearWarn("offset:" + mq.String())
