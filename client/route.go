@@ -173,6 +173,17 @@ func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *Top
 		if master != "" && master != oldMaster && oldMaster != "" {
 			changed = append(changed, bd.BrokerName)
 		}
+		if master != "" && master != oldMaster {
+			// Only a live process registers as its group's master: a
+			// member that failed us earlier (killed, then restarted and
+			// elected) is back, and neither its down mark nor distrust of
+			// hints naming it may keep the group's new leader avoided.
+			if _, down := g.down[master]; down {
+				delete(g.down, master)
+				delete(g.distrust, master)
+				sameMembers = false
+			}
+		}
 		// A learned leader stands until the name server has heard of a
 		// leader change too, i.e. shows a master other than the refuted one.
 		if g.leader != "" && master != "" && master != g.stale {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,5 +225,49 @@ func TestBrokerAddrChoice(t *testing.T) {
 	}
 	if r.brokerAddr("unknown") != "" {
 		t.Fatal("unknown group has an address")
+	}
+}
+
+// TestRouteNewMasterLiftsDownMark: a member whose connection failed (a
+// killed process) restarts and wins the next election. A route naming it
+// master must make it the group's address at once, though its down mark
+// and its distrust would last seconds more.
+func TestRouteNewMasterLiftsDownMark(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := newRouteManager(nil, zap.NewNop(), []string{"x:1"}, time.Second, func() time.Time { return now })
+	var moved []string
+	r.onAddrChange = func(name string) { moved = append(moved, name) }
+	route := func(addrs map[int64]string) {
+		rd := &wire.TopicRouteData{
+			QueueDatas:  []wire.QueueData{{BrokerName: "g", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1}},
+			BrokerDatas: []wire.BrokerData{{BrokerName: "g", BrokerAddrs: addrs}},
+		}
+		r.store("T", rd, newPublishInfo("T", rd))
+	}
+	route(map[int64]string{0: "a", 1: "b", 2: "c"})
+	r.markDown("g", "b", r.downFor) // b's process was killed
+	route(map[int64]string{0: "a", 1: "b", 2: "c"})
+	if a := r.brokerAddr("g"); a != "a" {
+		t.Fatalf("before the second failure: %s", a)
+	}
+	r.markDown("g", "a", r.downFor) // then the leader a is killed; b, restarted, wins
+	if r.brokerAddr("g") != "c" || !r.distrusted("g", "b") {
+		t.Fatalf("with a and b marked: %s, b distrusted %v", r.brokerAddr("g"), r.distrusted("g", "b"))
+	}
+	// The same master again keeps a's mark: its registration may be stale.
+	route(map[int64]string{0: "a", 1: "c"})
+	if a := r.brokerAddr("g"); a != "c" {
+		t.Fatalf("stale master: %s", a)
+	}
+	moved = nil
+	route(map[int64]string{0: "b", 1: "c"})
+	if a := r.brokerAddr("g"); a != "b" {
+		t.Fatalf("route names b master: brokerAddr %s, want b", a)
+	}
+	if r.distrusted("g", "b") {
+		t.Fatal("a hint naming the route's new master is still ignored")
+	}
+	if !slices.Contains(moved, "g") {
+		t.Fatal("no address change reported: parked long polls would stay")
 	}
 }
