@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/remoting"
@@ -79,6 +81,41 @@ func (p *probes) raftStatus(ctx context.Context, addr string) (*broker.RaftStatu
 		return nil, fmt.Errorf("failover: raft status from %s: %w", addr, err)
 	}
 	return &st, nil
+}
+
+// caughtUp reports why the followers' logs are not caught up with the
+// leader's, "" when they are: each follower's last log index must reach
+// the commit index the leader had just before (the log keeps growing under
+// load, so equality is never awaited).
+func (p *probes) caughtUp(ctx context.Context) string {
+	var commit uint64
+	leader := ""
+	for _, n := range p.c.Nodes {
+		st, err := p.raftStatus(ctx, n.Addr())
+		if err != nil {
+			return fmt.Sprintf("%s raft status: %v", n.ID, err)
+		}
+		if st.State == raft.Leader.String() {
+			commit, leader = st.CommitIndex, n.ID
+			break
+		}
+	}
+	if leader == "" {
+		return "no member reports itself leader"
+	}
+	for _, n := range p.c.Nodes {
+		if n.ID == leader {
+			continue
+		}
+		st, err := p.raftStatus(ctx, n.Addr())
+		if err != nil {
+			return fmt.Sprintf("%s raft status: %v", n.ID, err)
+		}
+		if st.LastLogIndex < commit {
+			return fmt.Sprintf("%s's log ends at %d, the leader had committed %d", n.ID, st.LastLogIndex, commit)
+		}
+	}
+	return ""
 }
 
 // route returns the group's brokerAddrs in the name server's route for
