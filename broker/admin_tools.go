@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -548,19 +549,20 @@ func fmtRuntime(d time.Duration) string {
 	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", s/86400, s/3600%24, s/60%60, s%60)
 }
 
-// diskUsage returns the used ratio (0..1) of dir's file system and
-// RocketMQ's commitLogDirCapacity text ("Total : 50.00 GiB, Free : 20.00 GiB.").
+// diskUsage returns the used ratio (0..1) of dir's file system, as the
+// disk guards count it, and RocketMQ's commitLogDirCapacity text ("Total :
+// 50.00 GiB, Free : 20.00 GiB.": the file system's size and its unallocated
+// blocks, Java's getTotalSpace and getFreeSpace).
 func diskUsage(dir string) (float64, string) {
 	var st unix.Statfs_t
 	if dir == "" || unix.Statfs(dir, &st) != nil {
 		return 0, "Total : 0.00 GiB, Free : 0.00 GiB."
 	}
-	bs := uint64(st.Bsize)
-	total, free := st.Blocks*bs, st.Bavail*bs
 	ratio := 0.0
-	if total > 0 {
-		ratio = float64(total-free) / float64(total)
+	if used, total, err := storage.OSFS().DiskUsage(dir); err == nil && total > 0 {
+		ratio = float64(used) / float64(total)
 	}
+	bs := uint64(st.Bsize)
 	const gib = 1 << 30
-	return ratio, fmt.Sprintf("Total : %.2f GiB, Free : %.2f GiB.", float64(total)/gib, float64(free)/gib)
+	return ratio, fmt.Sprintf("Total : %.2f GiB, Free : %.2f GiB.", float64(st.Blocks*bs)/gib, float64(st.Bfree*bs)/gib)
 }

@@ -13,10 +13,10 @@ import (
 const diskPressureMargin = 3
 
 // diskPressureNote warns when the file system under dir is nearly as full,
-// as the brokers measure it (statfs: blocks not available to them, reserved
-// ones included), as CleanForciblyRatio: above it every member's retention
-// deletes its oldest CommitLog segments whether expired or not, so queue
-// heads go on every replica (the replica check counts them below a
+// as the brokers measure it (df's Use%, RocketMQ's disk ratio), as
+// CleanForciblyRatio: above it every member's retention deletes its oldest
+// CommitLog segments whether expired or not, so queue heads go on every
+// replica (the replica check counts them below a
 // replica's retention floor) and early %DLQ% messages vanish everywhere
 // (the DLQ check then reports them missing). "" when there is room.
 func diskPressureNote(dir string) string {
@@ -29,7 +29,7 @@ func diskPressureNote(dir string) string {
 	if pct < float64(limit-diskPressureMargin) {
 		return ""
 	}
-	return fmt.Sprintf("WARNING: the file system under %s is %.1f %% used as the brokers count it (statfs, reserved blocks included); "+
+	return fmt.Sprintf("WARNING: the file system under %s is %.1f %% used (df's Use%%, as the brokers count it); "+
 		"above %d %% their retention deletes the oldest CommitLog segments on every member, so early messages and %%DLQ%% entries "+
 		"leave every replica; put -dir on a file system with room (e.g. /dev/shm)", dir, pct, limit)
 }
