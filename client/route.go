@@ -64,6 +64,11 @@ type brokerGroup struct {
 	// distrust: address → until when a leader hint naming it is ignored
 	// (see distrusted); set with down marks, at most staleHintWindow.
 	distrust map[string]time.Time
+	// masters counts the changes of the routes' master address; liftAt
+	// holds, per address marked down, the count at which a route naming
+	// it master lifts the mark (see store and markDown).
+	masters uint64
+	liftAt  map[string]uint64
 }
 
 // routeCall is one in-flight fetch that concurrent callers wait on.
@@ -173,20 +178,22 @@ func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *Top
 		if master != "" && master != oldMaster && oldMaster != "" {
 			changed = append(changed, bd.BrokerName)
 		}
-		if master != "" && master != oldMaster {
-			// Only a live process registers as its group's master: a
-			// member that failed us earlier (killed, then restarted and
-			// elected) is back, and neither its down mark nor distrust of
-			// hints naming it may keep the group's new leader avoided.
-			if _, down := g.down[master]; down {
-				delete(g.down, master)
-				delete(g.distrust, master)
-				sameMembers = false
-			}
+		if master != oldMaster {
+			g.masters++
 		}
+		// A member that failed us (killed) and is now named master again
+		// restarted and won an election: neither its down mark nor
+		// distrust of hints naming it may keep the group's new leader
+		// avoided.
+		if at, marked := g.liftAt[master]; master != "" && marked && g.masters >= at {
+			g.clearMark(master)
+		}
+		until, masterDown := g.down[master]
+		masterDown = masterDown && r.now().Before(until)
 		// A learned leader stands until the name server has heard of a
-		// leader change too, i.e. shows a master other than the refuted one.
-		if g.leader != "" && master != "" && master != g.stale {
+		// leader change too, i.e. shows a master other than the refuted
+		// one that has not just failed us.
+		if g.leader != "" && master != "" && master != g.stale && !masterDown {
 			g.leader, g.stale = "", ""
 			sameMembers = false
 		}
@@ -376,8 +383,7 @@ func (r *routeManager) learnLeader(brokerName, addr, leader string) {
 		g.stale = g.members[wire.MasterID]
 	}
 	g.leader = leader
-	delete(g.down, leader)
-	delete(g.distrust, leader)
+	g.clearMark(leader)
 	r.log.Info("following the leader a broker named",
 		zap.String("brokerName", brokerName), zap.String("notLeader", addr), zap.String("leader", leader))
 }
@@ -396,9 +402,18 @@ func (r *routeManager) markDown(brokerName, addr string, d time.Duration) {
 	defer r.mu.Unlock()
 	g.down[addr] = r.now().Add(d)
 	if g.distrust == nil {
-		g.distrust = map[string]time.Time{}
+		g.distrust, g.liftAt = map[string]time.Time{}, map[string]uint64{}
 	}
 	g.distrust[addr] = r.now().Add(min(d, staleHintWindow))
+	// A route naming a failed member master is news once the master has
+	// changed since. For a member known as the leader when it failed, the
+	// name server may still list it (it has not dropped it yet, or the
+	// route is older than the learned leader): then only a route that
+	// named another master first proves it came back.
+	g.liftAt[addr] = g.masters + 1
+	if addr == g.leader || addr == g.members[wire.MasterID] {
+		g.liftAt[addr]++
+	}
 	if g.leader == addr {
 		g.leader = ""
 	}
@@ -409,9 +424,15 @@ func (r *routeManager) markUp(brokerName, addr string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if g := r.brokers[brokerName]; g != nil {
-		delete(g.down, addr)
-		delete(g.distrust, addr)
+		g.clearMark(addr)
 	}
+}
+
+// clearMark forgets addr's down mark.
+func (g *brokerGroup) clearMark(addr string) {
+	delete(g.down, addr)
+	delete(g.distrust, addr)
+	delete(g.liftAt, addr)
 }
 
 // staleHintWindow bounds how long a leader hint naming a member that just

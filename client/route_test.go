@@ -229,9 +229,11 @@ func TestBrokerAddrChoice(t *testing.T) {
 }
 
 // TestRouteNewMasterLiftsDownMark: a member whose connection failed (a
-// killed process) restarts and wins the next election. A route naming it
-// master must make it the group's address at once, though its down mark
-// and its distrust would last seconds more.
+// killed process) restarts and wins an election. A route naming it master
+// makes it the group's address at once, though its down mark (3 s) and
+// the distrust of hints naming it (1 s) would still hold — unless that
+// route may be stale: a leader that died is listed until the name server
+// drops it, so it needs a route that named another master in between.
 func TestRouteNewMasterLiftsDownMark(t *testing.T) {
 	now := time.Unix(1000, 0)
 	r := newRouteManager(nil, zap.NewNop(), []string{"x:1"}, time.Second, func() time.Time { return now })
@@ -244,30 +246,48 @@ func TestRouteNewMasterLiftsDownMark(t *testing.T) {
 		}
 		r.store("T", rd, newPublishInfo("T", rd))
 	}
+	want := func(step, addr string, distrusted ...string) {
+		t.Helper()
+		if a := r.brokerAddr("g"); a != addr {
+			t.Fatalf("%s: brokerAddr %s, want %s", step, a, addr)
+		}
+		for _, d := range distrusted {
+			if !r.distrusted("g", d) {
+				t.Fatalf("%s: a hint naming %s is followed", step, d)
+			}
+		}
+	}
+
+	// A follower fails, restarts, and wins after the leader dies.
 	route(map[int64]string{0: "a", 1: "b", 2: "c"})
-	r.markDown("g", "b", r.downFor) // b's process was killed
-	route(map[int64]string{0: "a", 1: "b", 2: "c"})
-	if a := r.brokerAddr("g"); a != "a" {
-		t.Fatalf("before the second failure: %s", a)
-	}
-	r.markDown("g", "a", r.downFor) // then the leader a is killed; b, restarted, wins
-	if r.brokerAddr("g") != "c" || !r.distrusted("g", "b") {
-		t.Fatalf("with a and b marked: %s, b distrusted %v", r.brokerAddr("g"), r.distrusted("g", "b"))
-	}
-	// The same master again keeps a's mark: its registration may be stale.
-	route(map[int64]string{0: "a", 1: "c"})
-	if a := r.brokerAddr("g"); a != "c" {
-		t.Fatalf("stale master: %s", a)
-	}
+	r.markDown("g", "b", r.downFor)
+	r.markDown("g", "a", r.downFor)
+	want("a and b failed", "c", "a", "b")
+	route(map[int64]string{0: "a", 1: "c"}) // the same master: no news
+	want("stale route", "c", "a")
 	moved = nil
 	route(map[int64]string{0: "b", 1: "c"})
-	if a := r.brokerAddr("g"); a != "b" {
-		t.Fatalf("route names b master: brokerAddr %s, want b", a)
-	}
+	want("b named master", "b")
 	if r.distrusted("g", "b") {
-		t.Fatal("a hint naming the route's new master is still ignored")
+		t.Fatal("a hint naming the route's new master b is still ignored")
 	}
 	if !slices.Contains(moved, "g") {
 		t.Fatal("no address change reported: parked long polls would stay")
 	}
+
+	// The leader b hands over to c, learned from a hint before any route
+	// shows it; c dies and a is learned. A route fetched before the name
+	// server dropped c names it (changed from the cached b, so it looks
+	// new): c stays avoided and a stays followed.
+	now = now.Add(10 * time.Second)
+	r.markUp("g", "b")
+	r.learnLeader("g", "b", "c")
+	r.markDown("g", "c", r.downFor)
+	r.learnLeader("g", "b", "a")
+	route(map[int64]string{0: "c", 1: "b", 2: "a"})
+	want("stale master c", "a", "c")
+	// A route that named another master first makes c's return news.
+	route(map[int64]string{0: "a", 1: "b"})
+	route(map[int64]string{0: "c", 1: "a", 2: "b"})
+	want("c named master after a", "c")
 }
