@@ -72,9 +72,11 @@ type consumerCore struct {
 	warned   map[string]bool                // guarded by mu; warn once per condition
 	pulls    map[*processQueue]*pullCall    // guarded by mu; long polls in flight
 	closing  bool                           // guarded by mu; close has begun
-	// unstarted names the broker groups with a queue whose start offset
-	// could not be read (startQueue): a leader learned there retries it.
-	unstarted map[string]bool // guarded by mu
+	// unstarted holds the queues whose start offset could not be read
+	// (startQueue), starting counts start-offset reads in flight per
+	// broker group: a leader learned for the group retries them.
+	unstarted map[MessageQueue]bool // guarded by mu
+	starting  map[string]int        // guarded by mu
 
 	startedAt time.Time // set by start; GET_CONSUMER_RUNNING_INFO reports it
 }
@@ -91,7 +93,8 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		seeks:       map[MessageQueue]int64{},
 		warned:      map[string]bool{},
 		pulls:       map[*processQueue]*pullCall{},
-		unstarted:   map[string]bool{},
+		unstarted:   map[MessageQueue]bool{},
+		starting:    map[string]int{},
 	}
 	c.log = cfg.common.log.Named(name).With(zap.String("group", cfg.group), zap.String("clientID", c.clientID))
 	return c
@@ -550,15 +553,21 @@ func (c *consumerCore) followLeaderNotice(req *remoting.RemotingCommand) bool {
 }
 
 // retryUnstarted rebalances at once when a queue of brokerName could not
-// start and the group now has a known leader. Without it a queue whose
-// start offset was asked of a leader that died waits for the rebalance
-// retry (a second at least) though the new leader answers within
-// milliseconds. Only a leader learned triggers it, never a member marked
-// down: a dead or electing group would otherwise rebalance in a loop.
+// start, or may not (its start offset is being read, perhaps from the old
+// leader), and the group now has a known leader. Without it such a queue
+// waits for the rebalance retry (a second at least) though the new leader
+// answers within milliseconds. Only a leader learned triggers it, never a
+// member marked down: a dead or electing group would otherwise rebalance
+// in a loop.
 func (c *consumerCore) retryUnstarted(brokerName string) {
 	c.mu.Lock()
-	retry := c.unstarted[brokerName]
-	delete(c.unstarted, brokerName)
+	retry := c.starting[brokerName] > 0
+	for mq := range c.unstarted {
+		if mq.BrokerName == brokerName {
+			retry = true
+			delete(c.unstarted, mq)
+		}
+	}
 	c.mu.Unlock()
 	if retry {
 		c.triggerRebalance()

@@ -135,12 +135,68 @@ func sendLeaderNotice(t *testing.T, b *qBroker, group string) time.Time {
 	return start
 }
 
-// TestQueueStartRetriedOnLeaderNotice: a queue whose start offset could
-// not be read (the leader failed the query, as one killed mid-request
-// does) starts as soon as a new leader announces itself, not at the
-// rebalance retry (a second at least; here a minute, so only the notice
-// can start it).
+// TestQueueStartRetriedOnLeaderNotice: a queue whose start offset the
+// leader failed to answer (as one killed mid-request does) starts as soon
+// as a new leader announces itself, not at the rebalance retry (a second
+// at least; here a minute, so only the notice can start it).
 func TestQueueStartRetriedOnLeaderNotice(t *testing.T) {
+	c, follower, got := failingLeaderGroup(t)
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "the queue's start failed at the leader", func() bool {
+		c.core.mu.Lock()
+		defer c.core.mu.Unlock()
+		return len(c.core.unstarted) > 0
+	})
+	start := sendLeaderNotice(t, follower, "G")
+	testutil.WaitFor(t, 5*time.Second, "m0 consumed from the new leader", func() bool { return slices.Contains(got.bodies(), "m0") })
+	t.Logf("consumed %v after the notice", time.Since(start))
+}
+
+// TestRetryUnstartedWhileStartInFlight: a leader learned while a queue's
+// start offset is still being read (a frozen old leader answers only at
+// the request timeout) schedules a rebalance, so the queue is retried when
+// that read fails; a group with nothing unstarted and no read in flight
+// schedules none, and one retry clears what scheduled it.
+func TestRetryUnstartedWhileStartInFlight(t *testing.T) {
+	c := newConsumerCore(defaultConsumerConfig(), "test", queueHooks{})
+	pending := func() bool {
+		select {
+		case <-c.rebalanceCh:
+			return true
+		default:
+			return false
+		}
+	}
+	c.retryUnstarted("a")
+	if pending() {
+		t.Fatal("a rebalance with nothing to retry")
+	}
+	c.starting["a"] = 1
+	c.retryUnstarted("b")
+	if pending() {
+		t.Fatal("another group's read in flight scheduled a rebalance")
+	}
+	c.retryUnstarted("a")
+	if !pending() {
+		t.Fatal("no rebalance for a read in flight when the leader was learned")
+	}
+	delete(c.starting, "a")
+	c.unstarted[MessageQueue{Topic: "T", BrokerName: "a"}] = true
+	c.retryUnstarted("a")
+	if !pending() {
+		t.Fatal("no rebalance for a queue that could not start")
+	}
+	c.retryUnstarted("a")
+	if pending() {
+		t.Fatal("the retry did not clear the failed queue")
+	}
+}
+
+// failingLeaderGroup starts broker-a's leader, which fails every
+// start-offset query, a follower holding m0 on T:0, and a push consumer of
+// T (not started) that only a rebalance trigger can make retry a queue.
+func failingLeaderGroup(t *testing.T) (*PushConsumer, *qBroker, *collector) {
+	t.Helper()
 	ns := startNameServer(t)
 	leader := startQBroker(t, "broker-a")
 	follower := startQBroker(t, "broker-a")
@@ -163,13 +219,5 @@ func TestQueueStartRetriedOnLeaderNotice(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	startPush(t, c)
-	testutil.WaitFor(t, 5*time.Second, "the queue's start failed at the leader", func() bool {
-		c.core.mu.Lock()
-		defer c.core.mu.Unlock()
-		return c.core.unstarted["broker-a"]
-	})
-	start := sendLeaderNotice(t, follower, "G")
-	testutil.WaitFor(t, 5*time.Second, "m0 consumed from the new leader", func() bool { return slices.Contains(got.bodies(), "m0") })
-	t.Logf("consumed %v after the notice", time.Since(start))
+	return c, follower, got
 }

@@ -183,12 +183,22 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 	offset := seek
 	if !sought {
 		var err error
+		c.mu.Lock()
+		c.starting[mq.BrokerName]++
+		c.mu.Unlock()
 		offset, err = c.startOffset(ctx, mq)
+		c.mu.Lock()
+		if c.starting[mq.BrokerName]--; c.starting[mq.BrokerName] == 0 {
+			delete(c.starting, mq.BrokerName)
+		}
+		if err != nil {
+			c.unstarted[mq] = true
+		} else {
+			delete(c.unstarted, mq)
+		}
+		c.mu.Unlock()
 		if err != nil {
 			c.warnOnce("offset:"+mq.String(), "cannot find where to start; will retry", zap.Stringer("queue", mq), zap.Error(err))
-			c.mu.Lock()
-			c.unstarted[mq.BrokerName] = true
-			c.mu.Unlock()
 			return false
 		}
 		c.clearWarn("offset:" + mq.String())
