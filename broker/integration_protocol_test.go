@@ -63,16 +63,34 @@ func TestBadRequests(t *testing.T) {
 }
 
 // TestNotLeaderAnswer: a follower refuses writes with SERVICE_NOT_AVAILABLE
-// naming the leader (broker-plan decision 5).
+// naming the leader (broker-plan decision 5). It sends a pull of a topic or
+// queue it does not know there too: it may not have applied the creation
+// yet (one restarted moments ago replays its log), and TOPIC_NOT_EXIST
+// would make clients back off for seconds. It still serves the topics it
+// knows.
 func TestNotLeaderAnswer(t *testing.T) {
 	tc, rep := startFakeProc(t, nil)
 	addr := tc.nodes[0].Addr()
 	tc.createTopic(addr, "T1", 2)
 	rep.setLeader(false, "127.0.0.1:1")
-	resp := tc.call(addr, remoting.RequestSendMessage, sendExt("T1", 0, ""), []byte("x"))
-	if resp.Code != remoting.ResponseServiceNotAvailable || resp.ExtFields[wire.ExtLeaderAddr] != "127.0.0.1:1" ||
-		!strings.Contains(resp.Remark, "leader is 127.0.0.1:1") {
-		t.Fatalf("follower send: %d %q %v", resp.Code, resp.Remark, resp.ExtFields)
+	for _, c := range []struct {
+		name string
+		code int16
+		ext  map[string]string
+		body []byte
+	}{
+		{"send", remoting.RequestSendMessage, sendExt("T1", 0, ""), []byte("x")},
+		{"pull of an unknown topic", remoting.RequestPullMessage, pullExt("G", "NotYetApplied", 0, 0, 0), nil},
+		{"pull of an unknown queue", remoting.RequestPullMessage, pullExt("G", "T1", 5, 0, 0), nil},
+	} {
+		resp := tc.call(addr, c.code, c.ext, c.body)
+		if resp.Code != remoting.ResponseServiceNotAvailable || resp.ExtFields[wire.ExtLeaderAddr] != "127.0.0.1:1" ||
+			!strings.Contains(resp.Remark, "leader is 127.0.0.1:1") {
+			t.Fatalf("follower %s: %d %q %v", c.name, resp.Code, resp.Remark, resp.ExtFields)
+		}
+	}
+	if resp := tc.call(addr, remoting.RequestPullMessage, pullExt("G", "T1", 1, 0, 0), nil); resp.Code != remoting.ResponsePullNotFound {
+		t.Fatalf("follower pull of a known empty queue: %d %q", resp.Code, resp.Remark)
 	}
 }
 

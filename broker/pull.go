@@ -46,10 +46,17 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 		return r, nil
 	}
 	tc, ok := c.rep.State().Topic(h.Topic)
-	if !ok {
-		return response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName), nil
-	}
-	if h.QueueID < 0 || int(h.QueueID) >= max(tc.ReadQueueNums, tc.WriteQueueNums) {
+	if !ok || h.QueueID < 0 || int(h.QueueID) >= max(tc.ReadQueueNums, tc.WriteQueueNums) {
+		if !c.rep.IsLeader() {
+			// A follower may not have applied the topic's creation or its
+			// new queues yet (one restarted moments ago replays its log):
+			// only the leader says a topic or queue does not exist, which
+			// makes clients back off for seconds. Send the pull there.
+			return c.notLeader(), nil
+		}
+		if !ok {
+			return response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName), nil
+		}
 		return response(remoting.ResponseSystemError, "queueId[%d] is illegal: topic %s has %d read queues on broker %s",
 			h.QueueID, h.Topic, tc.ReadQueueNums, c.cfg.BrokerName), nil
 	}
