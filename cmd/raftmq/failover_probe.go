@@ -86,9 +86,11 @@ func (p *probes) raftStatus(ctx context.Context, addr string) (*broker.RaftStatu
 // caughtUp reports why the followers' logs are not caught up with the
 // leader's, "" when they are: each follower's last log index must reach
 // the commit index the leader had just before (the log keeps growing under
-// load, so equality is never awaited).
+// load, so equality is never awaited), in the leader's term (a restarted
+// old leader may hold a longer tail of its own term that the new leader
+// will cut).
 func (p *probes) caughtUp(ctx context.Context) string {
-	var commit uint64
+	var commit, term uint64
 	leader := ""
 	for _, n := range p.c.Nodes {
 		st, err := p.raftStatus(ctx, n.Addr())
@@ -96,7 +98,7 @@ func (p *probes) caughtUp(ctx context.Context) string {
 			return fmt.Sprintf("%s raft status: %v", n.ID, err)
 		}
 		if st.State == raft.Leader.String() {
-			commit, leader = st.CommitIndex, n.ID
+			commit, term, leader = st.CommitIndex, st.Term, n.ID
 			break
 		}
 	}
@@ -111,8 +113,9 @@ func (p *probes) caughtUp(ctx context.Context) string {
 		if err != nil {
 			return fmt.Sprintf("%s raft status: %v", n.ID, err)
 		}
-		if st.LastLogIndex < commit {
-			return fmt.Sprintf("%s's log ends at %d, the leader had committed %d", n.ID, st.LastLogIndex, commit)
+		if st.LastLogIndex < commit || st.LastLogTerm != term {
+			return fmt.Sprintf("%s's log ends at %d in term %d, the leader had committed %d in term %d",
+				n.ID, st.LastLogIndex, st.LastLogTerm, commit, term)
 		}
 	}
 	return ""
