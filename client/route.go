@@ -64,11 +64,13 @@ type brokerGroup struct {
 	// distrust: address → until when a leader hint naming it is ignored
 	// (see distrusted); set with down marks, at most staleHintWindow.
 	distrust map[string]time.Time
-	// masters counts the changes of the routes' master address; liftAt
-	// holds, per address marked down, the count at which a route naming
-	// it master lifts the mark (see store and markDown).
-	masters uint64
-	liftAt  map[string]uint64
+	// masters counts the routes' changes of master address (to another
+	// address: a route without a master does not count), lastMaster is the
+	// latest one; liftAt holds, per address marked down, the count at which
+	// a route naming it master lifts the mark (see store and markDown).
+	masters    uint64
+	lastMaster string
+	liftAt     map[string]uint64
 }
 
 // routeCall is one in-flight fetch that concurrent callers wait on.
@@ -178,8 +180,9 @@ func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *Top
 		if master != "" && master != oldMaster && oldMaster != "" {
 			changed = append(changed, bd.BrokerName)
 		}
-		if master != oldMaster {
+		if master != "" && master != g.lastMaster {
 			g.masters++
+			g.lastMaster = master
 		}
 		// A member that failed us (killed) and is now named master again
 		// restarted and won an election: neither its down mark nor
@@ -410,10 +413,14 @@ func (r *routeManager) markDown(brokerName, addr string, d time.Duration) {
 	// name server may still list it (it has not dropped it yet, or the
 	// route is older than the learned leader): then only a route that
 	// named another master first proves it came back.
-	g.liftAt[addr] = g.masters + 1
+	at := g.masters + 1
 	if addr == g.leader || addr == g.members[wire.MasterID] {
-		g.liftAt[addr]++
+		at++
 	}
+	// Another failure of the same death (one per send or pull in flight)
+	// comes after the first has forgotten the learned leader: it must not
+	// lower what the first one required.
+	g.liftAt[addr] = max(at, g.liftAt[addr])
 	if g.leader == addr {
 		g.leader = ""
 	}

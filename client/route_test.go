@@ -283,6 +283,7 @@ func TestRouteNewMasterLiftsDownMark(t *testing.T) {
 	r.markUp("g", "b")
 	r.learnLeader("g", "b", "c")
 	r.markDown("g", "c", r.downFor)
+	r.markDown("g", "c", r.downFor) // a second call in flight fails too
 	r.learnLeader("g", "b", "a")
 	route(map[int64]string{0: "c", 1: "b", 2: "a"})
 	want("stale master c", "a", "c")
