@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -169,5 +170,28 @@ func TestBenchConsumeLive(t *testing.T) {
 	}
 	if sum.P50us <= 0 || sum.MaxUs < sum.P50us {
 		t.Errorf("store-to-consume percentiles p50 %d max %d", sum.P50us, sum.MaxUs)
+	}
+}
+
+// TestRunOver: a send that fails at the run's deadline (the client's
+// request timer fired first) or after the run was stopped is not a
+// failure; one that fails before is.
+func TestRunOver(t *testing.T) {
+	end := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	if runOver(ctx, end.Add(-time.Millisecond)) {
+		t.Fatal("a failure before the deadline counted as the run's end")
+	}
+	if !runOver(ctx, end) {
+		t.Fatal("a failure at the deadline, before the context noticed, counted as a failure")
+	}
+	cancel()
+	if !runOver(ctx, end.Add(-time.Minute)) {
+		t.Fatal("a failure after the run was stopped counted as a failure")
+	}
+	open, stop := context.WithCancel(context.Background())
+	defer stop()
+	if runOver(open, time.Now().Add(time.Hour)) {
+		t.Fatal("a run without a deadline ended by itself")
 	}
 }
