@@ -108,6 +108,47 @@ func TestLongPolling(t *testing.T) {
 	})
 }
 
+// TestFollowerHoldsPull: a pull with the suspend flag that finds nothing
+// on a follower is parked there as on the leader, and answered with the
+// message once the follower applies it. Answered at once instead, a
+// consumer reading from a follower (its leader marked down, or its route
+// not refreshed yet) would pull again as fast as the follower answers.
+func TestFollowerHoldsPull(t *testing.T) {
+	tc := startRealCluster(t, nil)
+	li := tc.leader()
+	leader, follower := tc.nodes[li], tc.nodes[(li+1)%len(tc.nodes)]
+	tc.createTopic(leader.Addr(), "FH", 1)
+	testutil.WaitFor(t, 10*time.Second, "the follower applied the topic", func() bool {
+		_, ok := follower.rep.State().Topic("FH")
+		return ok
+	})
+	ch := make(chan *remoting.RemotingCommand, 1)
+	go func() {
+		req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
+		for k, v := range pullExt("G", "FH", 0, 0, 20000) {
+			req.ExtFields[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		r, err := tc.client.InvokeSync(ctx, follower.Addr(), req)
+		if err != nil {
+			r = remoting.NewResponse(-1, err.Error())
+		}
+		ch <- r
+	}()
+	testutil.WaitFor(t, 10*time.Second, "the pull parked at the follower", func() bool { return follower.hold.heldCount() > 0 })
+	if sent := tc.call(leader.Addr(), remoting.RequestSendMessage, sendExt("FH", 0, ""), []byte("m")); sent.Code != remoting.ResponseSuccess {
+		t.Fatalf("send: %d %s", sent.Code, sent.Remark)
+	}
+	r := <-ch
+	if r.Code != remoting.ResponseSuccess {
+		t.Fatalf("held pull at the follower answered %d %q", r.Code, r.Remark)
+	}
+	if msgs := decodeAll(t, r.Body); len(msgs) != 1 || string(msgs[0].Body) != "m" {
+		t.Fatalf("held pull at the follower got %d messages", len(msgs))
+	}
+}
+
 // longPollRounds is the number of measured wake-ups (≥ 200 so p99 is not
 // just the maximum of a handful).
 const longPollRounds = 200

@@ -198,7 +198,11 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 		code = remoting.ResponsePullNotFound
 		res.NextBeginOffset = h.QueueOffset
 	}
-	if code == remoting.ResponsePullNotFound && allowSuspend && h.SysFlag&wire.PullFlagSuspend != 0 && leader {
+	// Followers hold too: they apply every committed entry, whose dispatch
+	// wakes the pull, and a consumer reading from one (its leader marked
+	// down, or the route not refreshed yet) would otherwise pull again and
+	// again as fast as the follower answers.
+	if code == remoting.ResponsePullNotFound && allowSuspend && h.SysFlag&wire.PullFlagSuspend != 0 {
 		timeout := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
 		if !c.live().LongPollingEnable {
 			timeout = c.live().ShortPollingTimeMills
