@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // benchFlags configure `raftmq bench produce|consume`, in the spirit of
@@ -424,7 +426,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 						if err != nil {
 							// Sends cut off by the end of a -d run are not
 							// failures (as in the sync path).
-							if !runOver(ctx, time.Now()) {
+							if !cutOff(ctx, err, time.Now()) {
 								st.failed.Add(1)
 							}
 						} else {
@@ -436,7 +438,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 					})
 					if err != nil {
 						<-sem
-						if !runOver(ctx, time.Now()) {
+						if !cutOff(ctx, err, time.Now()) {
 							st.failed.Add(1)
 						}
 					}
@@ -444,7 +446,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 				}
 				t0 := time.Now()
 				if _, err := p.SendSync(ctx, newMsg()); err != nil {
-					if !runOver(ctx, time.Now()) {
+					if !cutOff(ctx, err, time.Now()) {
 						st.failed.Add(1)
 					}
 				} else {
@@ -462,11 +464,16 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 	return nil
 }
 
-// runOver reports whether the run's context has ended at now. A send
-// bounded by the run's deadline fails at that deadline on the client's own
-// request timer, which may fire before the context's timer marks it done:
-// such a send was cut off by the end of the run, not failed.
-func runOver(ctx context.Context, now time.Time) bool {
+// cutOff reports whether a send that failed with err at now was cut off
+// by the end of the run rather than failed: it timed out or was cancelled
+// once the run's context had ended. A send bounded by the run's deadline
+// times out on the client's own request timer, which may fire before the
+// context's timer marks it done, so the deadline itself counts as the end.
+// A broker's refusal is a failure whenever it comes.
+func cutOff(ctx context.Context, err error, now time.Time) bool {
+	if !errors.Is(err, remoting.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return false
+	}
 	if ctx.Err() != nil {
 		return true
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/devcluster"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // consumed returns n messages of body bytes, stored at storedAt.
@@ -173,25 +175,34 @@ func TestBenchConsumeLive(t *testing.T) {
 	}
 }
 
-// TestRunOver: a send that fails at the run's deadline (the client's
+// TestCutOff: a send that times out at the run's deadline (the client's
 // request timer fired first) or after the run was stopped is not a
-// failure; one that fails before is.
-func TestRunOver(t *testing.T) {
+// failure; one that times out before, or that a broker refused at any
+// time, is.
+func TestCutOff(t *testing.T) {
 	end := time.Now().Add(time.Hour)
 	ctx, cancel := context.WithDeadline(context.Background(), end)
-	if runOver(ctx, end.Add(-time.Millisecond)) {
-		t.Fatal("a failure before the deadline counted as the run's end")
+	timeout := fmt.Errorf("send: %w", remoting.ErrTimeout)
+	refused := &client.BrokerError{Code: remoting.ResponseSystemError, Remark: "refused"}
+	if cutOff(ctx, timeout, end.Add(-time.Millisecond)) {
+		t.Fatal("a timeout before the deadline counted as the run's end")
 	}
-	if !runOver(ctx, end) {
-		t.Fatal("a failure at the deadline, before the context noticed, counted as a failure")
+	if !cutOff(ctx, timeout, end) {
+		t.Fatal("a timeout at the deadline, before the context noticed, counted as a failure")
+	}
+	if cutOff(ctx, refused, end) {
+		t.Fatal("a broker's refusal at the deadline was forgiven")
 	}
 	cancel()
-	if !runOver(ctx, end.Add(-time.Minute)) {
-		t.Fatal("a failure after the run was stopped counted as a failure")
+	if !cutOff(ctx, context.Canceled, end.Add(-time.Minute)) {
+		t.Fatal("a send cancelled by the stopped run counted as a failure")
+	}
+	if cutOff(ctx, refused, end.Add(-time.Minute)) {
+		t.Fatal("a broker's refusal after the run stopped was forgiven")
 	}
 	open, stop := context.WithCancel(context.Background())
 	defer stop()
-	if runOver(open, time.Now().Add(time.Hour)) {
+	if cutOff(open, timeout, time.Now().Add(time.Hour)) {
 		t.Fatal("a run without a deadline ended by itself")
 	}
 }
