@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/raftmq/raftmq/broker/filter"
 	"github.com/raftmq/raftmq/broker/store"
@@ -75,8 +76,10 @@ type Controller struct {
 	stopOnce  sync.Once
 	startErr  error
 
-	// autoCreate rate-limits client-triggered creations (limits.go).
-	autoCreate autoCreateLimiter
+	// autoCreate rate-limits client-triggered creations, autoCreating
+	// coalesces concurrent ones of one topic (limits.go).
+	autoCreate   autoCreateLimiter
+	autoCreating singleflight.Group
 }
 
 // New builds a controller over a started Replica. Nothing listens until

@@ -37,6 +37,11 @@ type fakeReplica struct {
 	sched   map[int32]int64
 	roleFns []func(bool, uint64)
 	term    uint64
+
+	// topicWrites counts UpdateTopic calls; with topicGate set, each
+	// waits for it to close first.
+	topicWrites atomic.Int32
+	topicGate   chan struct{} // guarded by mu
 }
 
 func newFakeReplica(t *testing.T, storeHost string) *fakeReplica {
@@ -166,6 +171,13 @@ func (r *fakeReplica) CommitOffsets(_ context.Context, commits []OffsetCommit) e
 func (r *fakeReplica) UpdateTopic(_ context.Context, tc wire.TopicConfig) error {
 	if !r.IsLeader() {
 		return r.notLeader()
+	}
+	r.topicWrites.Add(1)
+	r.mu.Lock()
+	gate := r.topicGate
+	r.mu.Unlock()
+	if gate != nil {
+		<-gate
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

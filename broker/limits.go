@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -171,19 +172,45 @@ func (c *Controller) autoCreateRefusal(what string) *remoting.RemotingCommand {
 
 // autoCreateTopic is ensureTopic for a topic a client's request names:
 // an existing topic is returned as is; a missing one is created only
-// within the auto-creation limits.
+// within the auto-creation limits. Concurrent requests for one missing
+// topic share one creation and one autoCreateTopicMaxPerSecond token (the
+// first burst of a new service names the same topic from many senders;
+// RocketMQ serializes them under a lock, and the later ones find the topic
+// created). The creation outlives a requester that leaves: the others
+// wait on it.
 func (c *Controller) autoCreateTopic(ctx context.Context, topic string, queueNums int) (wire.TopicConfig, *remoting.RemotingCommand) {
 	if tc, ok := c.rep.State().Topic(topic); ok {
 		return tc, nil
 	}
-	if r := c.autoCreateRefusal("topic " + topic); r != nil {
-		return wire.TopicConfig{}, r
+	type created struct {
+		tc      wire.TopicConfig
+		refused *remoting.RemotingCommand // never written: each requester answers a copy
 	}
-	tc, err := c.ensureTopic(ctx, topic, queueNums, 0)
-	if err != nil {
-		return tc, c.writeError("auto-create topic "+topic, err)
+	ch := c.autoCreating.DoChan(topic, func() (any, error) {
+		if tc, ok := c.rep.State().Topic(topic); ok {
+			return created{tc: tc}, nil
+		}
+		if r := c.autoCreateRefusal("topic " + topic); r != nil {
+			return created{refused: r}, nil
+		}
+		tc, err := c.ensureTopic(context.WithoutCancel(ctx), topic, queueNums, 0)
+		if err != nil {
+			return created{tc: tc, refused: c.writeError("auto-create topic "+topic, err)}, nil
+		}
+		return created{tc: tc}, nil
+	})
+	select {
+	case res := <-ch:
+		cr := res.Val.(created)
+		if cr.refused == nil {
+			return cr.tc, nil
+		}
+		r := *cr.refused
+		r.ExtFields = maps.Clone(r.ExtFields)
+		return cr.tc, &r
+	case <-ctx.Done():
+		return wire.TopicConfig{}, c.writeError("auto-create topic "+topic, ctx.Err())
 	}
-	return tc, nil
 }
 
 // sealProducerID replaces an idempotent producer's id by its SHA-256

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,4 +162,39 @@ func readStored(t *testing.T, pc *procCluster, addr, topic string, queue int, of
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestAutoCreateCoalesced: concurrent first sends to one new topic (a new
+// service's senders starting together) share one creation and one
+// autoCreateTopicMaxPerSecond token; each taking its own refused all but
+// the first ten of a burst with SYSTEM_BUSY.
+func TestAutoCreateCoalesced(t *testing.T) {
+	pc, rep := startFakeProc(t, func(c *BrokerConfig) { c.AutoCreateTopicMaxPerSecond = 10 })
+	c := pc.nodes[0]
+	gate := make(chan struct{})
+	rep.mu.Lock()
+	rep.topicGate = gate
+	rep.mu.Unlock()
+	const senders = 32
+	refused := make(chan *remoting.RemotingCommand, senders)
+	var started sync.WaitGroup
+	started.Add(senders)
+	for range senders {
+		go func() {
+			started.Done()
+			_, r := c.autoCreateTopic(t.Context(), "BURST", 4)
+			refused <- r
+		}()
+	}
+	started.Wait()
+	testutil.WaitFor(t, 10*time.Second, "the creation under way", func() bool { return rep.topicWrites.Load() > 0 })
+	close(gate)
+	for range senders {
+		if r := <-refused; r != nil {
+			t.Fatalf("a first send to a new topic refused: %d %s", r.Code, r.Remark)
+		}
+	}
+	if n := rep.topicWrites.Load(); n != 1 {
+		t.Fatalf("%d creations of one topic", n)
+	}
 }
