@@ -122,21 +122,7 @@ func TestFollowerHoldsPull(t *testing.T) {
 		_, ok := follower.rep.State().Topic("FH")
 		return ok
 	})
-	ch := make(chan *remoting.RemotingCommand, 1)
-	go func() {
-		req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
-		for k, v := range pullExt("G", "FH", 0, 0, 20000) {
-			req.ExtFields[k] = v
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		r, err := tc.client.InvokeSync(ctx, follower.Addr(), req)
-		if err != nil {
-			r = remoting.NewResponse(-1, err.Error())
-		}
-		ch <- r
-	}()
-	testutil.WaitFor(t, 10*time.Second, "the pull parked at the follower", func() bool { return follower.hold.heldCount() > 0 })
+	ch := tc.parkPull(follower, pullExt("G", "FH", 0, 0, 20000))
 	if sent := tc.call(leader.Addr(), remoting.RequestSendMessage, sendExt("FH", 0, ""), []byte("m")); sent.Code != remoting.ResponseSuccess {
 		t.Fatalf("send: %d %s", sent.Code, sent.Remark)
 	}
