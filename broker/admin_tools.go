@@ -559,7 +559,7 @@ func diskUsage(dir string) (float64, string) {
 		return 0, "Total : 0.00 GiB, Free : 0.00 GiB."
 	}
 	ratio := 0.0
-	if used, total, err := storage.OSFS().DiskUsage(dir); err == nil && total > 0 {
+	if used, total := storage.StatfsUsage(&st); total > 0 {
 		ratio = float64(used) / float64(total)
 	}
 	bs := uint64(st.Bsize)

@@ -25,7 +25,7 @@ func TestDiskUsageRatio(t *testing.T) {
 		{"empty", 100, 100, 95, 0, 95},
 	} {
 		st := unix.Statfs_t{Bsize: 4096, Blocks: tc.blocks, Bfree: tc.free, Bavail: tc.avail}
-		used, total := diskUsage(&st)
+		used, total := StatfsUsage(&st)
 		if used != tc.wantUsed*4096 || total != tc.wantCapacity*4096 {
 			t.Errorf("%s: used %d total %d blocks, want %d and %d", tc.name, used/4096, total/4096, tc.wantUsed, tc.wantCapacity)
 		}

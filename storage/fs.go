@@ -28,7 +28,7 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// DiskUsage reports the bytes in use on the file system holding path and
 	// its capacity for this process, for the disk guards: used/total is
-	// RocketMQ's disk ratio (statfs, see diskUsage).
+	// RocketMQ's disk ratio (statfs, see StatfsUsage).
 	DiskUsage(path string) (used, total uint64, err error)
 	// SyncDir fsyncs a directory so that file creations, removals and renames
 	// in it survive a crash.
@@ -91,17 +91,17 @@ func (osFS) DiskUsage(path string) (used, total uint64, err error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return 0, 0, &os.PathError{Op: "statfs", Path: path, Err: err}
 	}
-	used, total = diskUsage(&st)
+	used, total = StatfsUsage(&st)
 	return used, total, nil
 }
 
-// diskUsage is RocketMQ's disk ratio (UtilAll.getDiskPartitionSpaceUsedPercent),
+// StatfsUsage is RocketMQ's disk ratio (UtilAll.getDiskPartitionSpaceUsedPercent),
 // which is also df's Use%: blocks in use over blocks in use plus blocks an
 // unprivileged writer may still take. Blocks reserved for root count as
 // neither, so the ratio reaches 1 exactly when such a writer gets ENOSPC,
 // and a file system with a large reservation does not look fuller to the
 // brokers' retention than to the operator's df.
-func diskUsage(st *unix.Statfs_t) (used, total uint64) {
+func StatfsUsage(st *unix.Statfs_t) (used, total uint64) {
 	bs := uint64(st.Bsize)
 	used = (st.Blocks - min(st.Bfree, st.Blocks)) * bs
 	return used, used + st.Bavail*bs
