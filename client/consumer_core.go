@@ -60,6 +60,10 @@ type consumerCore struct {
 
 	rebalanceCh chan struct{}
 	refreshCh   chan string
+	// heartbeatCh wakes the heartbeat loop: a route showed a broker group
+	// with other members (a member added, or one back after it left the
+	// route), which knows this consumer only from its next heartbeat.
+	heartbeatCh chan struct{}
 
 	// rebalanceMu serializes rebalances and hand-overs.
 	rebalanceMu sync.Mutex
@@ -87,6 +91,7 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		clientID:    newClientID(cfg.common.clientIP, cfg.common.instanceName),
 		hooks:       hooks,
 		rebalanceCh: make(chan struct{}, 1),
+		heartbeatCh: make(chan struct{}, 1),
 		refreshCh:   make(chan string, 16),
 		subs:        map[string]*SubscriptionData{},
 		pqs:         map[MessageQueue]*processQueue{},
@@ -140,6 +145,7 @@ func (c *consumerCore) start(ctx context.Context) error {
 	c.cfg.common.sign(c.rc)
 	c.routes = newRouteManager(c.rc, c.log.Named("route"), c.cfg.common.nameServers, c.cfg.common.requestTimeout, c.cfg.common.now)
 	c.routes.onAddrChange = c.movePulls
+	c.routes.onMembersChange = func(string) { c.heartbeatSoon() }
 	if c.cfg.model == Broadcasting {
 		c.store = NewLocalOffsetStore(filepath.Join(c.cfg.offsetDir, c.cfg.common.instanceName, c.cfg.group, "offsets.json"))
 	} else {
@@ -179,11 +185,17 @@ func (c *consumerCore) start(ctx context.Context) error {
 		_ = c.rc.Close()
 		return err
 	}
+	// These heartbeats reach every member the first routes showed, for
+	// whose arrival the route manager has just woken the loop.
+	select {
+	case <-c.heartbeatCh:
+	default:
+	}
 	c.sendHeartbeats(ctx)
 	c.goTracked(c.rebalanceLoop)
 	// Heartbeats, offset commits and (orderly) lock renewal
 	// (RebalanceImpl.lockAll) each run on their own interval.
-	c.goTracked(func() { c.every(c.cfg.heartbeatInterval, c.sendHeartbeats) })
+	c.goTracked(c.heartbeatLoop)
 	c.goTracked(func() { c.every(c.cfg.persistInterval, c.persistAll) })
 	c.goTracked(c.refreshLoop)
 	if c.hooks.orderly && c.cfg.model == Clustering {
@@ -446,6 +458,33 @@ func (c *consumerCore) sendHeartbeats(ctx context.Context) {
 			continue
 		}
 		c.clearWarn("hb:" + b.addr)
+	}
+}
+
+// heartbeatSoon wakes the heartbeat loop without waiting for it.
+func (c *consumerCore) heartbeatSoon() {
+	select {
+	case c.heartbeatCh <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeatLoop heartbeats every member each heartbeat interval, and at
+// once when a route shows a group with other members: a member that joined
+// (addMember, replaceMember) or came back could otherwise lead the group
+// for up to an interval without knowing the consumer, leaving it out of
+// the group's consumer list and of the new leader's notices.
+func (c *consumerCore) heartbeatLoop() {
+	t := time.NewTicker(c.cfg.heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		case <-c.heartbeatCh:
+		}
+		c.sendHeartbeats(c.ctx)
 	}
 }
 

@@ -221,3 +221,48 @@ func failingLeaderGroup(t *testing.T) (*PushConsumer, *qBroker, *collector) {
 	}
 	return c, follower, got
 }
+
+// TestConsumerHeartbeatsNewMember: a member that joins the route after the
+// consumer's first heartbeats (addMember, or back after it left the route)
+// gets one as soon as the route shows it, not a heartbeat interval later:
+// until then, leading the group, it would leave the consumer out of the
+// group's consumer list. Only a change of members starts a round: the
+// route refreshes in between send none.
+func TestConsumerHeartbeatsNewMember(t *testing.T) {
+	ns := startNameServer(t)
+	first, joiner := startQBroker(t, "broker-a"), startQBroker(t, "broker-a")
+	topics := map[string]int{"T": 1, wire.RetryTopic("G"): 1}
+	first.register(t, ns, 0, topics)
+	c := newTestPush(t, ns, "G", HeartbeatInterval(time.Hour), RouteRefreshInterval(20*time.Millisecond))
+	if err := c.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startPush(t, c)
+	if n := first.count(remoting.RequestHeartBeat); n != 1 {
+		t.Fatalf("start sent %d heartbeats to the only member, want 1", n)
+	}
+	waitRouteFetchedAfter(t, c.core.routes, "T", time.Now().Add(100*time.Millisecond))
+	if n := first.count(remoting.RequestHeartBeat); n != 1 {
+		t.Fatalf("route refreshes with the same members sent heartbeats: %d in all, want 1", n)
+	}
+	joiner.register(t, ns, 1, topics)
+	testutil.WaitFor(t, 5*time.Second, "a heartbeat to the member that joined (the interval is 1 h)", func() bool {
+		return joiner.count(remoting.RequestHeartBeat) > 0
+	})
+}
+
+// waitRouteFetchedAfter waits until routes fetched topic's route after at.
+func waitRouteFetchedAfter(t *testing.T, routes *routeManager, topic string, at time.Time) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, "a route of "+topic+" fetched after "+at.Format(time.StampMilli), func() bool {
+		routes.mu.Lock()
+		defer routes.mu.Unlock()
+		tr := routes.topics[topic]
+		return tr != nil && tr.fetchedAt.After(at)
+	})
+}
