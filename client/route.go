@@ -200,6 +200,13 @@ func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *Top
 			g.leader, g.stale = "", ""
 			sameMembers = false
 		}
+		// With no learned leader standing (it failed), a route naming
+		// another master is the name server's news of a leader change all
+		// the same: the refuted address may lead again later.
+		if g.leader == "" && g.stale != "" && master != "" && master != g.stale {
+			g.stale = ""
+			sameMembers = false
+		}
 		if !sameMembers {
 			moved = append(moved, bd.BrokerName)
 		}
@@ -324,7 +331,7 @@ func (r *routeManager) isDefaultRoute(topic string) bool {
 // a not-leader answer named, else the route's master, else any other
 // member (a raftmq follower answers with the leader's address) — each
 // skipped while it is marked down. When everything is down it returns the
-// master anyway: it may be back.
+// member whose mark ends first: it is the most likely to be back.
 func (r *routeManager) brokerAddr(brokerName string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -384,6 +391,9 @@ func (r *routeManager) learnLeader(brokerName, addr, leader string) {
 	}
 	if g.members[wire.MasterID] == addr || g.stale == "" {
 		g.stale = g.members[wire.MasterID]
+	}
+	if g.stale == leader { // a hint naming the route's master refutes nothing
+		g.stale = ""
 	}
 	g.leader = leader
 	g.clearMark(leader)

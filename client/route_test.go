@@ -292,3 +292,51 @@ func TestRouteNewMasterLiftsDownMark(t *testing.T) {
 	route(map[int64]string{0: "c", 1: "a", 2: "b"})
 	want("c named master after a", "c")
 }
+
+// TestRouteRefutationEnds: a master a not-leader answer refuted is
+// followed again once a route named another master since, also when the
+// leader learned from that answer failed in between; and a hint naming the
+// route's own master refutes nothing.
+func TestRouteRefutationEnds(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := newRouteManager(nil, zap.NewNop(), []string{"x:1"}, time.Second, func() time.Time { return now })
+	var moved int
+	r.onAddrChange = func(string) { moved++ }
+	route := func(addrs map[int64]string) {
+		rd := &wire.TopicRouteData{
+			QueueDatas:  []wire.QueueData{{BrokerName: "g", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1}},
+			BrokerDatas: []wire.BrokerData{{BrokerName: "g", BrokerAddrs: addrs}},
+		}
+		r.store("T", rd, newPublishInfo("T", rd))
+	}
+	want := func(step, addr string) {
+		t.Helper()
+		if a := r.brokerAddr("g"); a != addr {
+			t.Fatalf("%s: brokerAddr %s, want %s", step, a, addr)
+		}
+	}
+
+	route(map[int64]string{0: "a", 1: "b", 2: "c"})
+	r.learnLeader("g", "a", "b") // a refuted, b learned
+	r.markDown("g", "b", r.downFor)
+	want("b failed, a refuted", "c")
+	route(map[int64]string{0: "c", 1: "a", 2: "b"})
+	want("c named master", "c")
+	now = now.Add(4 * time.Second)
+	moved = 0
+	route(map[int64]string{0: "a", 1: "b", 2: "c"})
+	want("a named master again after c", "a")
+	if moved == 0 {
+		t.Fatal("the refutation ended without an address change: parked long polls would stay")
+	}
+
+	// A follower names the route's master as the leader.
+	r = newRouteManager(nil, zap.NewNop(), []string{"x:1"}, time.Second, func() time.Time { return now })
+	route(map[int64]string{0: "a", 1: "b"})
+	r.learnLeader("g", "b", "a")
+	r.markDown("g", "a", r.downFor)
+	now = now.Add(4 * time.Second)
+	route(map[int64]string{0: "b", 1: "a"})
+	route(map[int64]string{0: "a", 1: "b"})
+	want("a named master again after b", "a")
+}
