@@ -113,6 +113,7 @@ func TestLongPolling(t *testing.T) {
 // message once the follower applies it. Answered at once instead, a
 // consumer reading from a follower (its leader marked down, or its route
 // not refreshed yet) would pull again as fast as the follower answers.
+// The answer names the leader, where the SDK reads from next.
 func TestFollowerHoldsPull(t *testing.T) {
 	tc := startRealCluster(t, nil)
 	li := tc.leader()
@@ -132,6 +133,17 @@ func TestFollowerHoldsPull(t *testing.T) {
 	}
 	if msgs := decodeAll(t, r.Body); len(msgs) != 1 || string(msgs[0].Body) != "m" {
 		t.Fatalf("held pull at the follower got %d messages", len(msgs))
+	}
+	// The follower names the leader, where the SDK reads from next; the
+	// leader's own answer names nobody.
+	var h wire.PullMessageResponseHeader
+	if err := r.DecodeHeader(&h); err != nil || h.LeaderAddr != leader.Addr() {
+		t.Fatalf("follower's pull answer names leader %q (%v), want %s", h.LeaderAddr, err, leader.Addr())
+	}
+	lr := tc.call(leader.Addr(), remoting.RequestPullMessage, pullExt("G", "FH", 0, 0, 0), nil)
+	h = wire.PullMessageResponseHeader{}
+	if err := lr.DecodeHeader(&h); lr.Code != remoting.ResponseSuccess || err != nil || h.LeaderAddr != "" {
+		t.Fatalf("leader's pull answer: code %d, leader %q, %v", lr.Code, h.LeaderAddr, err)
 	}
 }
 

@@ -218,8 +218,14 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 		}
 	}
 	r.Code = code
-	r.EncodeHeader(&wire.PullMessageResponseHeader{NextBeginOffset: res.NextBeginOffset,
-		MinOffset: res.MinOffset, MaxOffset: res.MaxOffset})
+	rh := &wire.PullMessageResponseHeader{NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
+	if !leader {
+		// A consumer reads from a follower only while its route is behind
+		// (the old leader marked down, no refresh yet): name the leader so
+		// that its next pull goes there, without the follower's apply lag.
+		rh.LeaderAddr = c.rep.LeaderAddr()
+	}
+	r.EncodeHeader(rh)
 	if code == remoting.ResponsePullOffsetMoved {
 		r.Remark = "the requested offset is out of the queue's range; moved to nextBeginOffset"
 	}

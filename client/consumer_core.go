@@ -557,9 +557,7 @@ func (c *consumerCore) lock(ctx context.Context, brokerName string, mqs []Messag
 func (c *consumerCore) followLeader(brokerName, addr string, err error) {
 	var be *BrokerError
 	switch {
-	case errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr && !c.routes.distrusted(brokerName, be.LeaderAddr):
-		c.routes.learnLeader(brokerName, addr, be.LeaderAddr)
-		c.retryUnstarted(brokerName)
+	case errors.As(err, &be) && c.followHint(brokerName, addr, be.LeaderAddr):
 	case errors.As(err, &be) && (be.Code == remoting.ResponseServiceNotAvailable || be.Code == remoting.ResponseNotLeaderForQueue):
 		// No leader, or one that just failed us (the member has not
 		// noticed its death yet): an election is near.
@@ -572,6 +570,18 @@ func (c *consumerCore) followLeader(brokerName, addr string, err error) {
 	for _, topic := range c.topics() {
 		c.requestRefresh(topic)
 	}
+}
+
+// followHint learns leader from addr's answer (a not-leader answer, or a
+// follower's pull answer) unless it names addr itself or a member that
+// failed us a moment ago (see distrusted); it reports whether it did.
+func (c *consumerCore) followHint(brokerName, addr, leader string) bool {
+	if leader == "" || leader == addr || c.routes.distrusted(brokerName, leader) {
+		return false
+	}
+	c.routes.learnLeader(brokerName, addr, leader)
+	c.retryUnstarted(brokerName)
+	return true
 }
 
 // followLeaderNotice handles a raftmq broker's notice that it became its

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -265,4 +266,46 @@ func waitRouteFetchedAfter(t *testing.T, routes *routeManager, topic string, at 
 		tr := routes.topics[topic]
 		return tr != nil && tr.fetchedAt.After(at)
 	})
+}
+
+// TestPullFollowsLeaderAFollowerNames: a consumer whose route names a dead
+// master reads from a follower; the follower's answer names the leader
+// (which the route does not know yet), and the next pulls go there, not
+// to the follower until the next route refresh (an hour here).
+func TestPullFollowsLeaderAFollowerNames(t *testing.T) {
+	ns := startNameServer(t)
+	dead, follower, leader := startQBroker(t, "broker-a"), startQBroker(t, "broker-a"), startQBroker(t, "broker-a")
+	topics := map[string]int{"T": 1, wire.RetryTopic("G"): 1}
+	dead.register(t, ns, 0, topics)
+	follower.register(t, ns, 1, topics)
+	// Its server goes, its registration stays: the route still names it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := dead.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	follower.answer(remoting.RequestPullMessage, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		off, _ := strconv.ParseInt(req.ExtFields["queueOffset"], 10, 64)
+		r := remoting.NewResponse(remoting.ResponsePullNotFound, "")
+		r.EncodeHeader(&wire.PullMessageResponseHeader{NextBeginOffset: off, LeaderAddr: leader.addr})
+		return r
+	})
+	leader.put("T", 0, "m0", nil)
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), RouteRefreshInterval(time.Hour))
+	if err := c.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	got := &collector{}
+	if err := c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		got.add(msgs...)
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "m0 from the leader the follower named", func() bool { return got.len() == 1 })
+	// One pull per queue (T and the retry topic) reached the follower.
+	if n := len(follower.requests(remoting.RequestPullMessage)); n > 2 {
+		t.Fatalf("the follower got %d pulls, want at most 2", n)
+	}
 }

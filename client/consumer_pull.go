@@ -117,6 +117,12 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 		quickRetries = 0
 		c.clearWarn(key)
 		c.routes.markUp(mq.BrokerName, addr)
+		if res.LeaderAddr != "" && c.routes.brokerAddr(mq.BrokerName) == addr {
+			// A follower answered: the route is behind the group's leader
+			// (its old leader marked down). Read from the leader it names
+			// from the next pull on, as the route will say once refreshed.
+			c.followHint(mq.BrokerName, addr, res.LeaderAddr)
+		}
 		switch res.Status {
 		case PullFound:
 			offset = res.NextBeginOffset

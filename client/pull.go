@@ -75,6 +75,9 @@ type PullResult struct {
 	// SuggestWhichBrokerID is the member the broker suggests pulling from
 	// next (0 = the master / leader).
 	SuggestWhichBrokerID int64
+	// LeaderAddr is set when a raftmq follower answered: the address of
+	// its group's leader, to pull from next.
+	LeaderAddr string
 	// Messages are the found messages that match the subscription.
 	Messages []*MessageExt
 }
@@ -124,6 +127,7 @@ func parsePullResponse(addr string, r *PullRequest, resp *remoting.RemotingComma
 		return nil, fmt.Errorf("client: pull response from %s: %w", addr, err)
 	}
 	res.NextBeginOffset, res.MinOffset, res.MaxOffset, res.SuggestWhichBrokerID = h.NextBeginOffset, h.MinOffset, h.MaxOffset, h.SuggestWhichBrokerID
+	res.LeaderAddr = h.LeaderAddr
 	if res.Status != PullFound {
 		return res, nil
 	}

@@ -47,4 +47,9 @@ type PullMessageResponseHeader struct {
 	// MinOffset and MaxOffset bound the queue at the time of the pull.
 	MinOffset int64 `ext:"minOffset"`
 	MaxOffset int64 `ext:"maxOffset"`
+	// LeaderAddr (ExtLeaderAddr) is set when a raftmq follower answered:
+	// its group's leader, where the SDK reads from next. RocketMQ clients
+	// ignore it and follow SuggestWhichBrokerID (the master) as they do
+	// with a RocketMQ slave.
+	LeaderAddr string `ext:"leaderAddr,omitempty"`
 }
