@@ -220,9 +220,10 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 	r.Code = code
 	rh := &wire.PullMessageResponseHeader{NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
 	if !leader {
-		// A consumer reads from a follower only while its route is behind
-		// (the old leader marked down, no refresh yet): name the leader so
-		// that its next pull goes there, without the follower's apply lag.
+		// A consumer whose route is behind reads from a follower (a
+		// RocketMQ client until its next route refresh, the SDK while the
+		// old leader is marked down): name the leader, so that the SDK's
+		// next pull goes there, without the follower's apply lag.
 		rh.LeaderAddr = c.rep.LeaderAddr()
 	}
 	r.EncodeHeader(rh)

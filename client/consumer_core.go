@@ -145,7 +145,11 @@ func (c *consumerCore) start(ctx context.Context) error {
 	c.cfg.common.sign(c.rc)
 	c.routes = newRouteManager(c.rc, c.log.Named("route"), c.cfg.common.nameServers, c.cfg.common.requestTimeout, c.cfg.common.now)
 	c.routes.onAddrChange = c.movePulls
-	c.routes.onMembersChange = func(string) { c.heartbeatSoon() }
+	// A member that joined (addMember, replaceMember) or came back could
+	// otherwise lead the group for up to a heartbeat interval without
+	// knowing the consumer, leaving it out of the group's consumer list
+	// and of the new leader's notices.
+	c.routes.onMembersChange = func(string) { wake(c.heartbeatCh) }
 	if c.cfg.model == Broadcasting {
 		c.store = NewLocalOffsetStore(filepath.Join(c.cfg.offsetDir, c.cfg.common.instanceName, c.cfg.group, "offsets.json"))
 	} else {
@@ -195,11 +199,11 @@ func (c *consumerCore) start(ctx context.Context) error {
 	c.goTracked(c.rebalanceLoop)
 	// Heartbeats, offset commits and (orderly) lock renewal
 	// (RebalanceImpl.lockAll) each run on their own interval.
-	c.goTracked(c.heartbeatLoop)
-	c.goTracked(func() { c.every(c.cfg.persistInterval, c.persistAll) })
+	c.goTracked(func() { every(c.ctx, c.cfg.heartbeatInterval, c.heartbeatCh, c.sendHeartbeats) })
+	c.goTracked(func() { every(c.ctx, c.cfg.persistInterval, nil, c.persistAll) })
 	c.goTracked(c.refreshLoop)
 	if c.hooks.orderly && c.cfg.model == Clustering {
-		c.goTracked(func() { c.every(c.cfg.lockInterval, c.lockAll) })
+		c.goTracked(func() { every(c.ctx, c.cfg.lockInterval, nil, c.lockAll) })
 	}
 	c.triggerRebalance()
 	return nil
@@ -288,10 +292,30 @@ func wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (c *consumerCore) triggerRebalance() {
+func (c *consumerCore) triggerRebalance() { wake(c.rebalanceCh) }
+
+// wake signals ch (buffered, capacity 1) without waiting: a loop already
+// woken runs once for any number of signals.
+func wake(ch chan struct{}) {
 	select {
-	case c.rebalanceCh <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
+	}
+}
+
+// every runs f each d, and at once whenever wakeCh (nil: never) is
+// signalled, until ctx ends.
+func every(ctx context.Context, d time.Duration, wakeCh <-chan struct{}, f func(context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-wakeCh:
+		}
+		f(ctx)
 	}
 }
 
@@ -313,20 +337,6 @@ func (c *consumerCore) clearWarn(key string) {
 	c.mu.Lock()
 	delete(c.warned, key)
 	c.mu.Unlock()
-}
-
-// every calls f(c.ctx) every d until the consumer closes.
-func (c *consumerCore) every(d time.Duration, f func(context.Context)) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-			f(c.ctx)
-		}
-	}
 }
 
 func (c *consumerCore) refreshLoop() {
@@ -461,33 +471,6 @@ func (c *consumerCore) sendHeartbeats(ctx context.Context) {
 	}
 }
 
-// heartbeatSoon wakes the heartbeat loop without waiting for it.
-func (c *consumerCore) heartbeatSoon() {
-	select {
-	case c.heartbeatCh <- struct{}{}:
-	default:
-	}
-}
-
-// heartbeatLoop heartbeats every member each heartbeat interval, and at
-// once when a route shows a group with other members: a member that joined
-// (addMember, replaceMember) or came back could otherwise lead the group
-// for up to an interval without knowing the consumer, leaving it out of
-// the group's consumer list and of the new leader's notices.
-func (c *consumerCore) heartbeatLoop() {
-	t := time.NewTicker(c.cfg.heartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-		case <-c.heartbeatCh:
-		}
-		c.sendHeartbeats(c.ctx)
-	}
-}
-
 // persistAll commits the offsets of every owned queue (push consumers, or
 // lite pull with auto-commit).
 func (c *consumerCore) persistAll(ctx context.Context) {
@@ -553,11 +536,13 @@ func (c *consumerCore) lock(ctx context.Context, brokerName string, mqs []Messag
 }
 
 // followLeader learns from a not-leader answer or a failed connection, as
-// the producer does (route.go), and asks for a route refresh.
-func (c *consumerCore) followLeader(brokerName, addr string, err error) {
+// the producer does (route.go), and asks for a route refresh. It reports
+// whether err named a leader worth following, to retry there at once.
+func (c *consumerCore) followLeader(brokerName, addr string, err error) (followed bool) {
 	var be *BrokerError
 	switch {
 	case errors.As(err, &be) && c.followHint(brokerName, addr, be.LeaderAddr):
+		followed = true
 	case errors.As(err, &be) && (be.Code == remoting.ResponseServiceNotAvailable || be.Code == remoting.ResponseNotLeaderForQueue):
 		// No leader, or one that just failed us (the member has not
 		// noticed its death yet): an election is near.
@@ -565,18 +550,18 @@ func (c *consumerCore) followLeader(brokerName, addr string, err error) {
 	case errIsConnFailure(err):
 		c.routes.markDown(brokerName, addr, c.routes.downFor)
 	default:
-		return
+		return false
 	}
 	for _, topic := range c.topics() {
 		c.requestRefresh(topic)
 	}
+	return followed
 }
 
 // followHint learns leader from addr's answer (a not-leader answer, or a
-// follower's pull answer) unless it names addr itself or a member that
-// failed us a moment ago (see distrusted); it reports whether it did.
+// follower's pull answer) if it is followable; it reports whether it did.
 func (c *consumerCore) followHint(brokerName, addr, leader string) bool {
-	if leader == "" || leader == addr || c.routes.distrusted(brokerName, leader) {
+	if !c.routes.followable(brokerName, addr, leader) {
 		return false
 	}
 	c.routes.learnLeader(brokerName, addr, leader)
@@ -646,9 +631,7 @@ func (c *consumerCore) onBroker(ctx context.Context, brokerName string, call fun
 			c.routes.markUp(brokerName, addr)
 			return nil
 		}
-		c.followLeader(brokerName, addr, err)
-		var be *BrokerError
-		if !errors.As(err, &be) || be.LeaderAddr == "" || be.LeaderAddr == addr {
+		if !c.followLeader(brokerName, addr, err) {
 			return err
 		}
 	}

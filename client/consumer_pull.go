@@ -17,7 +17,8 @@ import (
 // OFFSET_MOVED jumps to nextBeginOffset and commits it, not-leader answers
 // are followed at once, a failure that moved the group's reads to another
 // member (a dead member marked down) pulls there at once, anything else
-// backs off PullBackoff.
+// backs off PullBackoff. A follower's answer naming the leader moves the
+// next pull there.
 func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 	mq := pq.mq
 	key := "pull:" + mq.String()
@@ -96,9 +97,7 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 				c.routes.markDown(mq.BrokerName, addr, c.routes.downFor)
 				c.requestRefresh(mq.Topic)
 			}
-			c.followLeader(mq.BrokerName, addr, err)
-			var be *BrokerError
-			if errors.As(err, &be) && be.LeaderAddr != "" && be.LeaderAddr != addr {
+			if c.followLeader(mq.BrokerName, addr, err) {
 				continue // pull again from the leader it named, at once
 			}
 			if next := c.routes.brokerAddr(mq.BrokerName); next != "" && next != addr && quickRetries < maxBrokerHops {
@@ -117,10 +116,13 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 		quickRetries = 0
 		c.clearWarn(key)
 		c.routes.markUp(mq.BrokerName, addr)
-		if res.LeaderAddr != "" && c.routes.brokerAddr(mq.BrokerName) == addr {
-			// A follower answered: the route is behind the group's leader
-			// (its old leader marked down). Read from the leader it names
-			// from the next pull on, as the route will say once refreshed.
+		if res.LeaderAddr != "" && c.routes.brokerAddr(mq.BrokerName) == addr && !c.routes.markedDown(mq.BrokerName, res.LeaderAddr) {
+			// A follower answered: the route is behind the group's leader.
+			// Read from the leader it names from the next pull on, as the
+			// route will say once refreshed — unless that leader failed us
+			// and its mark still runs: this answer is already progress,
+			// and the follower may not see what we saw (a stalled pull
+			// path, a partition between us and it).
 			c.followHint(mq.BrokerName, addr, res.LeaderAddr)
 		}
 		switch res.Status {

@@ -75,7 +75,7 @@ func (p *Producer) trackHeartbeat(topics ...string) (added bool, err error) {
 		hb = &producerHeartbeats{now: make(chan struct{}, 1), topics: map[string]bool{}}
 		p.hb = hb
 		p.wg.Add(1)
-		go func() { defer p.wg.Done(); p.heartbeatLoop(hb) }()
+		go func() { defer p.wg.Done(); every(p.ctx, TransactionHeartbeatInterval, hb.now, p.sendHeartbeats) }()
 	}
 	p.mu.Unlock()
 	hb.mu.Lock()
@@ -96,24 +96,7 @@ func (p *Producer) heartbeatSoon() {
 	if hb == nil {
 		return
 	}
-	select {
-	case hb.now <- struct{}{}:
-	default:
-	}
-}
-
-func (p *Producer) heartbeatLoop(hb *producerHeartbeats) {
-	t := time.NewTicker(TransactionHeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-t.C:
-		case <-hb.now:
-		}
-		p.sendHeartbeats(p.ctx)
-	}
+	wake(hb.now)
 }
 
 // heartbeatMembers lists every member of the broker groups of the tracked

@@ -519,12 +519,8 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 		fail(addr, be)
 		notLeader := resp.Code == remoting.ResponseNotLeaderForQueue || resp.Code == remoting.ResponseServiceNotAvailable
 		leader := be.LeaderAddr
-		if leader == addr || (leader != "" && routes.distrusted(mq.BrokerName, leader)) {
-			// A member shutting down names itself; one that has not noticed
-			// its leader's death yet names the address whose connection
-			// just failed (or that just said it does not lead). Neither
-			// hint is worth following: the group is about to elect.
-			leader = ""
+		if !routes.followable(mq.BrokerName, addr, leader) {
+			leader = "" // the group is about to elect
 		}
 		if notLeader && leader != "" && hop < p.cfg.maxLeaderHops {
 			// Not a failure of the group: its leader moved. Go there now

@@ -259,7 +259,7 @@ func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResu
 				if resp.Code != remoting.ResponseServiceNotAvailable {
 					return last // refused: retrying cannot help
 				}
-				if leader != "" && leader != addr && !routes.distrusted(bn, leader) {
+				if routes.followable(bn, addr, leader) {
 					routes.learnLeader(bn, addr, leader)
 					addr = leader
 					continue

@@ -17,9 +17,10 @@ import (
 
 // routeManager fetches routes from the name servers and caches them per
 // topic, together with a table of broker groups (brokerName → members)
-// that also remembers what sends taught us about leaders: a broker that
-// said "not leader, ask X", or a member whose connection failed. It has no
-// goroutine of its own; the producer's refresh loop drives it.
+// that also remembers what requests taught us about leaders: a broker that
+// said "not leader, ask X", a follower's pull answer or a new leader's
+// notice naming the leader, or a member whose connection failed. It has
+// no goroutine of its own; its client's refresh loop drives it.
 type routeManager struct {
 	rc          *remoting.Client
 	log         *zap.Logger
@@ -37,7 +38,8 @@ type routeManager struct {
 	onAddrChange func(brokerName string)
 	// onMembersChange is told, outside mu, when a route shows a broker
 	// group with other members than the cached one (not when a member is
-	// marked down or a leader learned): the producer heartbeats them.
+	// marked down or a leader learned): producers and consumers heartbeat
+	// them.
 	onMembersChange func(brokerName string)
 
 	mu       sync.Mutex
@@ -58,8 +60,8 @@ type topicRoute struct {
 // brokerGroup is one broker group as the client knows it.
 type brokerGroup struct {
 	members map[int64]string     // brokerId → address, from the latest route
-	leader  string               // learned from a not-leader answer; "" if none
-	stale   string               // the master address that answer refuted
+	leader  string               // learned from a hint (see learnLeader); "" if none
+	stale   string               // the route's master that hint refuted
 	down    map[string]time.Time // address → avoid until
 	// distrust: address → until when a leader hint naming it is ignored
 	// (see distrusted); set with down marks, at most staleHintWindow.
@@ -201,11 +203,12 @@ func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *Top
 			sameMembers = false
 		}
 		// With no learned leader standing (it failed), a route naming
-		// another master is the name server's news of a leader change all
-		// the same: the refuted address may lead again later.
-		if g.leader == "" && g.stale != "" && master != "" && master != g.stale {
+		// another master that has not just failed us is the name server's
+		// news of a leader change all the same: the refuted address may
+		// lead again later. (brokerAddr picks that usable master either
+		// way, so no address changes here.)
+		if g.leader == "" && g.stale != "" && master != "" && master != g.stale && !masterDown {
 			g.stale = ""
-			sameMembers = false
 		}
 		if !sameMembers {
 			moved = append(moved, bd.BrokerName)
@@ -328,7 +331,7 @@ func (r *routeManager) isDefaultRoute(topic string) bool {
 }
 
 // brokerAddr picks the address to send to for a broker group: the leader
-// a not-leader answer named, else the route's master, else any other
+// a hint named, else the route's master, else any other
 // member (a raftmq follower answers with the leader's address) — each
 // skipped while it is marked down. When everything is down it returns the
 // member whose mark ends first: it is the most likely to be back.
@@ -379,7 +382,9 @@ func (r *routeManager) brokerAddr(brokerName string) string {
 	return best
 }
 
-// learnLeader records that addr is not brokerName's leader and leader is.
+// learnLeader records that addr is not brokerName's leader and leader is:
+// a not-leader answer or a follower's pull answer from addr, or a new
+// leader's notice (addr "").
 func (r *routeManager) learnLeader(brokerName, addr, leader string) {
 	defer r.addrChanged(brokerName)
 	r.mu.Lock()
@@ -472,6 +477,29 @@ func (r *routeManager) distrusted(brokerName, addr string) bool {
 		return false
 	}
 	until, ok := g.distrust[addr]
+	return ok && r.now().Before(until)
+}
+
+// followable reports whether addr's answer naming leader is worth
+// following: it names another member, and not one whose hint is
+// distrusted. A member shutting down names itself; one that has not
+// noticed its leader's death yet names the address that just failed.
+func (r *routeManager) followable(brokerName, addr, leader string) bool {
+	if leader == "" || leader == addr {
+		return false
+	}
+	return !r.distrusted(brokerName, leader)
+}
+
+// markedDown reports whether addr of brokerName is avoided now.
+func (r *routeManager) markedDown(brokerName, addr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.brokers[brokerName]
+	if g == nil {
+		return false
+	}
+	until, ok := g.down[addr]
 	return ok && r.now().Before(until)
 }
 

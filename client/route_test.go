@@ -330,13 +330,19 @@ func TestRouteRefutationEnds(t *testing.T) {
 		t.Fatal("the refutation ended without an address change: parked long polls would stay")
 	}
 
-	// A follower names the route's master as the leader.
+	// A follower names the route's master as the leader: nothing is
+	// refuted, so once a's mark ends the route's master a is used again.
 	r = newRouteManager(nil, zap.NewNop(), []string{"x:1"}, time.Second, func() time.Time { return now })
 	route(map[int64]string{0: "a", 1: "b"})
 	r.learnLeader("g", "b", "a")
 	r.markDown("g", "a", r.downFor)
+	want("a failed", "b")
+	if !r.markedDown("g", "a") || r.markedDown("g", "b") {
+		t.Fatal("markedDown does not match the marks")
+	}
 	now = now.Add(4 * time.Second)
-	route(map[int64]string{0: "b", 1: "a"})
-	route(map[int64]string{0: "a", 1: "b"})
-	want("a named master again after b", "a")
+	want("a's mark ended, no new route", "a")
+	if r.markedDown("g", "a") {
+		t.Fatal("a's ended mark still counts")
+	}
 }
