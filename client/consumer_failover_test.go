@@ -30,16 +30,7 @@ func stalledLeaderGroup(t *testing.T, opts ...ConsumerOpt) (leader, follower *qB
 	})
 	follower.put("T", 0, "m0", nil)
 	c := newTestPush(t, ns, "G", append([]ConsumerOpt{ConsumeFrom(ConsumeFromFirstOffset)}, opts...)...)
-	if err := c.Subscribe("T", "*"); err != nil {
-		t.Fatal(err)
-	}
-	got = &collector{}
-	if err := c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
-		got.add(msgs...)
-		return ConsumeSuccess
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got = collectAll(t, c, "T")
 	startPush(t, c)
 	testutil.WaitFor(t, 5*time.Second, "a long poll parked at the stalled leader", func() bool {
 		for _, r := range leader.requests(remoting.RequestPullMessage) {
@@ -210,7 +201,13 @@ func failingLeaderGroup(t *testing.T) (*PushConsumer, *qBroker, *collector) {
 	follower.put("T", 0, "m0", nil)
 	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), RebalanceInterval(time.Minute))
 	c.core.cfg.lockRetryDelay = time.Minute
-	if err := c.Subscribe("T", "*"); err != nil {
+	return c, follower, collectAll(t, c, "T")
+}
+
+// collectAll subscribes c to every message of topic and records them.
+func collectAll(t *testing.T, c *PushConsumer, topic string) *collector {
+	t.Helper()
+	if err := c.Subscribe(topic, "*"); err != nil {
 		t.Fatal(err)
 	}
 	got := &collector{}
@@ -220,7 +217,7 @@ func failingLeaderGroup(t *testing.T) (*PushConsumer, *qBroker, *collector) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return c, follower, got
+	return got
 }
 
 // TestConsumerHeartbeatsNewMember: a member that joins the route after the
@@ -235,14 +232,7 @@ func TestConsumerHeartbeatsNewMember(t *testing.T) {
 	topics := map[string]int{"T": 1, wire.RetryTopic("G"): 1}
 	first.register(t, ns, 0, topics)
 	c := newTestPush(t, ns, "G", HeartbeatInterval(time.Hour), RouteRefreshInterval(20*time.Millisecond))
-	if err := c.Subscribe("T", "*"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
-		return ConsumeSuccess
-	}); err != nil {
-		t.Fatal(err)
-	}
+	collectAll(t, c, "T")
 	startPush(t, c)
 	if n := first.count(remoting.RequestHeartBeat); n != 1 {
 		t.Fatalf("start sent %d heartbeats to the only member, want 1", n)
@@ -292,16 +282,7 @@ func TestPullFollowsLeaderAFollowerNames(t *testing.T) {
 	})
 	leader.put("T", 0, "m0", nil)
 	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), RouteRefreshInterval(time.Hour))
-	if err := c.Subscribe("T", "*"); err != nil {
-		t.Fatal(err)
-	}
-	got := &collector{}
-	if err := c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
-		got.add(msgs...)
-		return ConsumeSuccess
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := collectAll(t, c, "T")
 	startPush(t, c)
 	testutil.WaitFor(t, 5*time.Second, "m0 from the leader the follower named", func() bool { return got.len() == 1 })
 }

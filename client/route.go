@@ -470,14 +470,7 @@ const staleHintWindow = time.Second
 // still holds). A member that is shutting down names itself, and the
 // survivors of a leader's death name it until they elect.
 func (r *routeManager) distrusted(brokerName, addr string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	g := r.brokers[brokerName]
-	if g == nil {
-		return false
-	}
-	until, ok := g.distrust[addr]
-	return ok && r.now().Before(until)
+	return r.holds(brokerName, addr, func(g *brokerGroup) map[string]time.Time { return g.distrust })
 }
 
 // followable reports whether addr's answer naming leader is worth
@@ -493,13 +486,19 @@ func (r *routeManager) followable(brokerName, addr, leader string) bool {
 
 // markedDown reports whether addr of brokerName is avoided now.
 func (r *routeManager) markedDown(brokerName, addr string) bool {
+	return r.holds(brokerName, addr, func(g *brokerGroup) map[string]time.Time { return g.down })
+}
+
+// holds reports whether addr's entry in brokerName's table of ends (down
+// marks or distrust) is still running.
+func (r *routeManager) holds(brokerName, addr string, ends func(*brokerGroup) map[string]time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	g := r.brokers[brokerName]
 	if g == nil {
 		return false
 	}
-	until, ok := g.down[addr]
+	until, ok := ends(g)[addr]
 	return ok && r.now().Before(until)
 }
 
