@@ -52,6 +52,10 @@ type routeModel struct {
 	// master or learned leader)
 	markedChanges map[string]uint64
 	markedNeeds   map[string]uint64
+	// contradicted holds the route masters a hint named another leader
+	// for and no hint has named leader since: the only addresses that may
+	// stand refuted. Kept from the events alone, not from route.go's rules.
+	contradicted map[string]bool
 
 	addrHooks, memberHooks, leaderHooks int
 }
@@ -69,6 +73,7 @@ func newRouteModel(t *testing.T, seed uint64) *routeModel {
 
 		markedChanges: map[string]uint64{},
 		markedNeeds:   map[string]uint64{},
+		contradicted:  map[string]bool{},
 	}
 	m.r = newRouteManager(nil, zap.NewNop(), []string{"ns:1"}, time.Second, func() time.Time { return m.now })
 	// The hooks must run outside mu: the consumer's calls brokerAddr.
@@ -308,6 +313,10 @@ func (m *routeModel) learnLeader(addr, leader string) {
 	if m.stale == leader { // a hint naming the route's master refutes nothing
 		m.stale = ""
 	}
+	if master := m.members[wire.MasterID]; master != "" && master != leader {
+		m.contradicted[master] = true
+	}
+	delete(m.contradicted, leader)
 	m.leader = leader
 	m.clear(leader)
 	m.r.learnLeader("g", addr, leader)
@@ -440,6 +449,11 @@ func (m *routeModel) check() {
 	}
 	if len(members) == 0 && leader == "" && got != "" {
 		m.failf("brokerAddr %q for a group without members", got)
+	}
+	// Only a master some hint contradicted, and no hint named leader
+	// since, stands refuted.
+	if stale != "" && !m.contradicted[stale] {
+		m.failf("%q stands refuted, but no hint contradicted it since one named it leader", stale)
 	}
 	// A learned leader is never marked down (learning it lifts its mark,
 	// marking it down forgets it) and is where the group is reached.
