@@ -62,7 +62,7 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 
 	// Official replier for requests on toOfficial.
 	op, err := rocketmq.NewProducer(producer.WithNameServer(primitive.NamesrvAddr{ns}), producer.WithGroupName("RROffOfficialReplier"),
-		producer.WithInstanceName("rroff-replier"), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
+		producer.WithInstanceName(testutil.OfficialInstance("rroff-replier")), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 	}
 	defer func() { _ = op.Shutdown() }()
 	oc, err := rocketmq.NewPushConsumer(consumer.WithNameServer(primitive.NamesrvAddr{ns}), consumer.WithGroupName("RROffOfficial"),
-		consumer.WithInstance("rroff-consumer"), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+		consumer.WithInstance(testutil.OfficialInstance("rroff-consumer")), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestRequestReplyOfficialClient(t *testing.T) {
 
 	// Official requester, SDK replier.
 	or, err := rocketmq.NewProducer(producer.WithNameServer(primitive.NamesrvAddr{ns}), producer.WithGroupName("RROffRequester"),
-		producer.WithInstanceName("rroff-requester"), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
+		producer.WithInstanceName(testutil.OfficialInstance("rroff-requester")), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

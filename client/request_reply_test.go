@@ -342,7 +342,7 @@ func BenchmarkRequestReply(b *testing.B) {
 		return err
 	}))
 	op, err := rocketmq.NewProducer(producer.WithNameServer(primitive.NamesrvAddr{ns}), producer.WithGroupName("RRBenchOfficial"),
-		producer.WithInstanceName("rrbench-official"), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
+		producer.WithInstanceName(testutil.OfficialInstance("rrbench-official")), producer.WithRetry(2), producer.WithSendMsgTimeout(5*time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}

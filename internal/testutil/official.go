@@ -2,9 +2,21 @@ package testutil
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"go.uber.org/goleak"
 )
+
+// officialSeq numbers the official client's instances.
+var officialSeq atomic.Int64
+
+// OfficialInstance is a process-unique instance name for the official
+// client. It keeps one client instance per name for the whole process,
+// with the name servers of its first use, so a test run twice (-count)
+// against a new name server needs a new name.
+func OfficialInstance(prefix string) string {
+	return prefix + "-" + strconv.FormatInt(officialSeq.Add(1), 10)
+}
 
 // OfficialClientGoroutines lists goroutines the official RocketMQ Go client
 // (github.com/apache/rocketmq-client-go/v2, used by compatibility tests) does
