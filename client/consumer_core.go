@@ -559,9 +559,15 @@ func (c *consumerCore) followLeader(brokerName, addr string, err error) (followe
 }
 
 // followHint learns leader from addr's answer (a not-leader answer, or a
-// follower's pull answer) if it is followable; it reports whether it did.
+// follower's pull answer) if it is followable and leader has no running
+// down mark; it reports whether it did. A leader that failed us (a pull
+// that timed out, a refused connection) is not taken back on a follower's
+// word while its mark runs: the follower may not see what we saw (a stalled
+// pull path, a partition between us and it), and every long poll would go
+// back to wait there. A leader that really came back says so itself, with
+// its notice, or the route names it (see store).
 func (c *consumerCore) followHint(brokerName, addr, leader string) bool {
-	if !c.routes.followable(brokerName, addr, leader) {
+	if !c.routes.followable(brokerName, addr, leader) || c.routes.markedDown(brokerName, leader) {
 		return false
 	}
 	c.routes.learnLeader(brokerName, addr, leader)
@@ -631,7 +637,11 @@ func (c *consumerCore) onBroker(ctx context.Context, brokerName string, call fun
 			c.routes.markUp(brokerName, addr)
 			return nil
 		}
-		if !c.followLeader(brokerName, addr, err) {
+		// An answer naming another address moved brokerAddr: to that
+		// leader, or past addr (marked down) when the hint was not followed.
+		c.followLeader(brokerName, addr, err)
+		var be *BrokerError
+		if !errors.As(err, &be) || be.LeaderAddr == "" || be.LeaderAddr == addr {
 			return err
 		}
 	}

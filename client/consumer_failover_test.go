@@ -285,20 +285,31 @@ func TestPullFollowsLeaderAFollowerNames(t *testing.T) {
 	got := collectAll(t, c, "T")
 	startPush(t, c)
 	testutil.WaitFor(t, 5*time.Second, "m0 from the leader the follower named", func() bool { return got.len() == 1 })
+	// One pull per queue (T and the retry topic) reached the follower.
+	if n := len(follower.requests(remoting.RequestPullMessage)); n > 2 {
+		t.Fatalf("the follower got %d pulls, want at most 2", n)
+	}
 }
 
 // TestFollowerHintIgnoredWhileLeaderMarked: a consumer reading from a
 // follower because the leader's long poll timed out (a stalled leader,
-// connection up) does not go back to that leader when the follower's
-// answers name it once hints naming it are trusted again (1 s): the mark
-// (3 s) says the leader failed us, and the follower may not see why.
+// connection up) does not go back to that leader when the follower names
+// it, in pull answers or in refusals of offset commits, once hints naming
+// it are trusted again (1 s): the mark (3 s) says the leader failed us,
+// and the follower may not see why.
 func TestFollowerHintIgnoredWhileLeaderMarked(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	leader, follower, _, _ := stalledLeaderGroup(t, LongPolling(200*time.Millisecond, 400*time.Millisecond), WithClock(clk.now))
+	leader, follower, _, _ := stalledLeaderGroup(t, LongPolling(200*time.Millisecond, 400*time.Millisecond),
+		PersistInterval(20*time.Millisecond), WithClock(clk.now))
 	follower.answer(remoting.RequestPullMessage, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
 		off, _ := strconv.ParseInt(req.ExtFields["queueOffset"], 10, 64)
 		r := remoting.NewResponse(remoting.ResponsePullNotFound, "")
 		r.EncodeHeader(&wire.PullMessageResponseHeader{NextBeginOffset: off, LeaderAddr: leader.addr})
+		return r
+	})
+	follower.answer(remoting.RequestUpdateConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		r := remoting.NewResponse(remoting.ResponseServiceNotAvailable, "not leader")
+		r.ExtFields = map[string]string{wire.ExtLeaderAddr: leader.addr}
 		return r
 	})
 	testutil.WaitFor(t, 5*time.Second, "a pull at the follower (the leader's poll timed out)", func() bool {
@@ -307,8 +318,10 @@ func TestFollowerHintIgnoredWhileLeaderMarked(t *testing.T) {
 	clk.advance(2 * time.Second) // past the hint distrust, within the mark
 	atLeader := leader.count(remoting.RequestPullMessage)
 	served := follower.count(remoting.RequestPullMessage)
-	testutil.WaitFor(t, 5*time.Second, "50 more follower answers naming the leader", func() bool {
-		return follower.count(remoting.RequestPullMessage) >= served+50
+	commits := follower.count(remoting.RequestUpdateConsumerOffset)
+	testutil.WaitFor(t, 5*time.Second, "50 more pull answers and 5 more commit refusals naming the leader", func() bool {
+		return follower.count(remoting.RequestPullMessage) >= served+50 &&
+			follower.count(remoting.RequestUpdateConsumerOffset) >= commits+5
 	})
 	if n := leader.count(remoting.RequestPullMessage); n != atLeader {
 		t.Fatalf("the consumer went back to the leader it marked down: %d pulls there, %d before", n, atLeader)

@@ -116,13 +116,11 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 		quickRetries = 0
 		c.clearWarn(key)
 		c.routes.markUp(mq.BrokerName, addr)
-		if res.LeaderAddr != "" && c.routes.brokerAddr(mq.BrokerName) == addr && !c.routes.markedDown(mq.BrokerName, res.LeaderAddr) {
+		if res.LeaderAddr != "" && c.routes.brokerAddr(mq.BrokerName) == addr {
 			// A follower answered: the route is behind the group's leader.
 			// Read from the leader it names from the next pull on, as the
-			// route will say once refreshed — unless that leader failed us
-			// and its mark still runs: this answer is already progress,
-			// and the follower may not see what we saw (a stalled pull
-			// path, a partition between us and it).
+			// route will say once refreshed (unless it failed us lately:
+			// see followHint).
 			c.followHint(mq.BrokerName, addr, res.LeaderAddr)
 		}
 		switch res.Status {

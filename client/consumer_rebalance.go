@@ -283,9 +283,10 @@ func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue) (int64,
 	for hop := 0; hop < maxBrokerHops && err != nil; hop++ {
 		// A remote store asks the route's address; follow a leader it names.
 		var be *BrokerError
-		if !errors.As(err, &be) || !c.followLeader(mq.BrokerName, be.Addr, err) {
+		if !errors.As(err, &be) || be.LeaderAddr == "" || be.LeaderAddr == be.Addr {
 			break
 		}
+		c.followLeader(mq.BrokerName, be.Addr, err)
 		off, err = c.store.Read(cctx, mq, ReadFromStore)
 	}
 	if err == nil && off >= 0 {

@@ -474,8 +474,8 @@ func (r *routeManager) distrusted(brokerName, addr string) bool {
 }
 
 // followable reports whether addr's answer naming leader is worth
-// following: it names another member, and not one whose hint is
-// distrusted. A member shutting down names itself; one that has not
+// following: it names an address other than addr, and not one whose hint
+// is distrusted. A member shutting down names itself; one that has not
 // noticed its leader's death yet names the address that just failed.
 func (r *routeManager) followable(brokerName, addr, leader string) bool {
 	if leader == "" || leader == addr {

@@ -11,7 +11,7 @@ import (
 var officialSeq atomic.Int64
 
 // OfficialInstance is a process-unique instance name for the official
-// client. It keeps one client instance per name for the whole process,
+// client. The official client keeps one instance per name for the whole process,
 // with the name servers of its first use, so a test run twice (-count)
 // against a new name server needs a new name.
 func OfficialInstance(prefix string) string {
