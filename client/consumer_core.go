@@ -60,9 +60,7 @@ type consumerCore struct {
 
 	rebalanceCh chan struct{}
 	refreshCh   chan string
-	// heartbeatCh wakes the heartbeat loop: a route showed a broker group
-	// with other members (a member added, or one back after it left the
-	// route), which knows this consumer only from its next heartbeat.
+	// heartbeatCh wakes the heartbeat loop (see start).
 	heartbeatCh chan struct{}
 
 	// rebalanceMu serializes rebalances and hand-overs.
@@ -145,11 +143,6 @@ func (c *consumerCore) start(ctx context.Context) error {
 	c.cfg.common.sign(c.rc)
 	c.routes = newRouteManager(c.rc, c.log.Named("route"), c.cfg.common.nameServers, c.cfg.common.requestTimeout, c.cfg.common.now)
 	c.routes.onAddrChange = c.movePulls
-	// A member that joined (addMember, replaceMember) or came back could
-	// otherwise lead the group for up to a heartbeat interval without
-	// knowing the consumer, leaving it out of the group's consumer list
-	// and of the new leader's notices.
-	c.routes.onMembersChange = func(string) { wake(c.heartbeatCh) }
 	if c.cfg.model == Broadcasting {
 		c.store = NewLocalOffsetStore(filepath.Join(c.cfg.offsetDir, c.cfg.common.instanceName, c.cfg.group, "offsets.json"))
 	} else {
@@ -189,12 +182,12 @@ func (c *consumerCore) start(ctx context.Context) error {
 		_ = c.rc.Close()
 		return err
 	}
-	// These heartbeats reach every member the first routes showed, for
-	// whose arrival the route manager has just woken the loop.
-	select {
-	case <-c.heartbeatCh:
-	default:
-	}
+	// From here on a route with other members (a member that joined, by
+	// addMember or replaceMember, or came back) is heartbeaten at once: it
+	// could otherwise lead the group for up to a heartbeat interval without
+	// knowing the consumer, leaving it out of the group's consumer list and
+	// of the new leader's notices. The first routes' members get theirs now.
+	c.routes.onMembersChange = func(string) { wake(c.heartbeatCh) }
 	c.sendHeartbeats(ctx)
 	c.goTracked(c.rebalanceLoop)
 	// Heartbeats, offset commits and (orderly) lock renewal
