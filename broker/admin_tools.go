@@ -438,21 +438,28 @@ func (c *Controller) processCleanExpiredCQ() *remoting.RemotingCommand {
 	return success()
 }
 
-// processCleanUnusedTopic destroys the consume queues of topics this
-// group no longer has (deleted topics), keeping system topics.
+// processCleanUnusedTopic empties the consume queues of topics this
+// group no longer has (deleted topics), keeping system topics: every file
+// but a queue's last goes and its minimum moves to its maximum. The queues
+// are not destroyed: the request reaches this member only, and queue
+// offsets are assigned by every member's FSM, so a queue restarted at 0
+// here would give a topic created again under the name other offsets on
+// this member than on the others.
 func (c *Controller) processCleanUnusedTopic() *remoting.RemotingCommand {
 	topics := c.rep.State().Topics()
 	var cleaned []string
 	for _, cq := range c.st.ConsumeQueues().All() {
 		t := cq.Topic()
-		if _, ok := topics[t]; ok || isSystemTopic(t) || slices.Contains(cleaned, t) ||
+		if _, ok := topics[t]; ok || isSystemTopic(t) ||
 			strings.HasPrefix(t, "RMQ_SYS_") || strings.HasPrefix(t, "rmq_sys_") {
 			continue
 		}
-		if err := c.st.ConsumeQueues().DeleteTopic(t); err != nil {
+		if _, err := cq.DeleteExpired(math.MaxInt64); err != nil {
 			return response(remoting.ResponseSystemError, "clean unused topic %s: %v", t, err)
 		}
-		cleaned = append(cleaned, t)
+		if !slices.Contains(cleaned, t) {
+			cleaned = append(cleaned, t)
+		}
 	}
 	c.log.Info("cleaned the consume queues of unused topics (admin request)", zap.Strings("topics", cleaned))
 	return success()
