@@ -51,6 +51,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	m.Properties[wire.PropertyOriginMessageID] = originID
 	delete(m.Properties, wire.PropertyDelayTimeLevel)
 	delete(m.Properties, wire.PropertyCRC32)
+	dropIdempotence(m.Properties)
 
 	maxTimes := sg.RetryMaxTimes
 	if h.MaxReconsumeTimes > 0 {
@@ -91,6 +92,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 // limit it goes to the DLQ instead (RocketMQ handleRetryAndDLQ).
 func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message, h *wire.SendMessageRequestHeader) *remoting.RemotingCommand {
 	group := strings.TrimPrefix(h.Topic, wire.RetryGroupTopicPrefix)
+	dropIdempotence(m.Properties)
 	maxTimes := int32(c.live().MaxReconsumeTimes)
 	if sg, ok := c.rep.State().SubscriptionGroup(group); ok {
 		maxTimes = sg.RetryMaxTimes
@@ -107,6 +109,16 @@ func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message,
 		return c.writeError("create DLQ topic", err)
 	}
 	return nil
+}
+
+// dropIdempotence removes an idempotent producer's id and sequence from a
+// message sent back: they are the original send's, numbered per real
+// queue, so in the one retry or DLQ stream of a group the messages of two
+// queues (or an old one behind a newer) would be taken for retries of each
+// other and dropped while the send-back is answered with success.
+func dropIdempotence(props map[string]string) {
+	delete(props, wire.PropertyProducerID)
+	delete(props, wire.PropertySequence)
 }
 
 func copyProps(p map[string]string) map[string]string {

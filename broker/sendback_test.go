@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestSendBackIdempotentProducer: an idempotent producer numbers its sends
+// per queue, so two messages of two queues carry the same sequence number.
+// A consumer that fails both sends both back; each must reach the retry
+// path (the schedule topic) or, past the retry limit, the DLQ, not be
+// dropped as a duplicate of the other.
+func TestSendBackIdempotentProducer(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := pc.createTopicOnLeader("SB", 2)
+	leader, g := pc.nodes[l].Addr(), pc.groups[l]
+	props := wire.PropertyProducerID + "\x01p1\x02" + wire.PropertySequence + "\x011\x02"
+	for q, body := range []string{"a", "b"} {
+		if r := pc.call(leader, remoting.RequestSendMessage, sendExt("SB", q, props), []byte(body)); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send %s: %d %s", body, r.Code, r.Remark)
+		}
+	}
+	var phys []int64
+	for q := int32(0); q < 2; q++ {
+		res, err := g.Store().GetMessage("", "SB", q, 0, 1, nil)
+		if err != nil || res.Status != store.Found {
+			t.Fatalf("queue %d: %v %v", q, res.Status, err)
+		}
+		m, _, err := wire.DecodeMessage(res.Messages[0], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		phys = append(phys, m.PhysicalOffset)
+	}
+	sendBack := func(group string, off int64, level int) {
+		t.Helper()
+		r := pc.call(leader, remoting.RequestConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(off, 10), "group": group, "delayLevel": strconv.Itoa(level)}, nil)
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send back %d for %s: %d %s", off, group, r.Code, r.Remark)
+		}
+	}
+	for _, off := range phys {
+		sendBack("GR", off, 0)
+	}
+	// Level 3 (the first retry) is queue 2 of the schedule topic.
+	if n := g.Store().GetMaxOffsetInQueue(wire.TopicSchedule, 2); n != 2 {
+		t.Errorf("the schedule topic holds %d of the 2 messages sent back", n)
+	}
+	for _, off := range phys {
+		sendBack("GD", off, -1)
+	}
+	if n := g.Store().GetMaxOffsetInQueue(wire.DLQGroupTopicPrefix+"GD", 0); n != 2 {
+		t.Errorf("the DLQ holds %d of the 2 messages sent to it", n)
+	}
+	// A client whose send-back failed sends the consumed message, its
+	// properties copied, to the retry topic itself (past the limit: the DLQ).
+	for _, body := range []string{"a", "b"} {
+		ext := sendExt(wire.RetryGroupTopicPrefix+"GF", 0, props)
+		ext["reconsumeTimes"], ext["maxReconsumeTimes"] = "1", "1"
+		if r := pc.call(leader, remoting.RequestSendMessage, ext, []byte(body)); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("retry-topic send %s: %d %s", body, r.Code, r.Remark)
+		}
+	}
+	if n := g.Store().GetMaxOffsetInQueue(wire.DLQGroupTopicPrefix+"GF", 0); n != 2 {
+		t.Errorf("the DLQ holds %d of the 2 messages sent to the retry topic", n)
+	}
+}
