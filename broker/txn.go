@@ -44,7 +44,8 @@ type TransactionConfig struct {
 	// TransactionTimeOut is how old an undecided half must be before it
 	// is checked back (6 s; a half's CHECK_IMMUNITY_TIME_IN_SECONDS
 	// property may lengthen it for that half, not shorten it: the walk
-	// stops at the first half younger than this).
+	// stops at the first half younger than this; a send asking for more
+	// than transactionCheckMax × transactionCheckInterval is refused).
 	TransactionTimeOut time.Duration `prop:"transactionTimeOut"`
 	// TransactionCheckInterval is the period of the check walk (60 s).
 	TransactionCheckInterval time.Duration `prop:"transactionCheckInterval"`
@@ -90,6 +91,9 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 		m.Properties = wire.ParseProperties(m.EncodedProperties)
 		m.EncodedProperties = ""
 	}
+	if r := c.checkImmunity(m.Properties[wire.PropertyCheckImmunityTime]); r != nil {
+		return r
+	}
 	m.Properties[wire.PropertyRealTopic] = m.Topic
 	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
 	m.Properties[wire.PropertyTransactionPrep] = "true"
@@ -106,6 +110,30 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 	m.SysFlag &^= wire.SysFlagTransMask
 	if _, err := c.ensureTopic(ctx, wire.TopicTransHalf, 1, 0); err != nil {
 		return c.writeError("create "+wire.TopicTransHalf, err)
+	}
+	return nil
+}
+
+// checkImmunity refuses a half whose CHECK_IMMUNITY_TIME_IN_SECONDS is
+// longer than an undecided half is kept (transactionTimeOut, or
+// transactionCheckMax × transactionCheckInterval if longer). Until its
+// immunity passes such a half holds the check walk's floor: every half
+// decided after it stays in the replicated table (memory, snapshots) and
+// is walked again every round, so a day's immunity would keep a day of
+// transactions.
+func (c *Controller) checkImmunity(v string) *remoting.RemotingCommand {
+	if v == "" {
+		return nil
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || sec <= 0 {
+		return nil // ignored by the walk: the half gets transactionTimeOut
+	}
+	limit := max(c.cfg.TransactionTimeOut, time.Duration(c.cfg.TransactionCheckMax)*c.cfg.TransactionCheckInterval)
+	if sec > int64(limit/time.Second) {
+		return response(remoting.ResponseMessageIllegal,
+			"%s=%d is above the longest a half can stay undecided on broker %s, %d s (transactionTimeOut, or transactionCheckMax × transactionCheckInterval if longer)",
+			wire.PropertyCheckImmunityTime, sec, c.cfg.BrokerName, int64(limit/time.Second))
 	}
 	return nil
 }
