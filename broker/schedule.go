@@ -27,13 +27,9 @@ import (
 // applyDelay rewrites a message with a DELAY level to the schedule topic.
 // nil means fine (also when there is no delay).
 func (c *Controller) applyDelay(ctx context.Context, m *store.Message) *remoting.RemotingCommand {
-	v := m.Properties[wire.PropertyDelayTimeLevel]
-	if v == "" {
-		return nil
-	}
-	level, err := strconv.Atoi(v)
-	if err != nil {
-		return response(remoting.ResponseMessageIllegal, "the DELAY property %q is not a number", v)
+	level, r := delayLevel(m.Properties[wire.PropertyDelayTimeLevel])
+	if r != nil {
+		return r
 	}
 	if level <= 0 || m.SysFlag&wire.SysFlagTransMask == wire.SysFlagTransPrepared {
 		return nil
@@ -48,6 +44,18 @@ func (c *Controller) applyDelay(ctx context.Context, m *store.Message) *remoting
 		return c.writeError("create "+wire.TopicSchedule, err)
 	}
 	return nil
+}
+
+// delayLevel parses a DELAY property (0: none).
+func delayLevel(v string) (int, *remoting.RemotingCommand) {
+	if v == "" {
+		return 0, nil
+	}
+	level, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, response(remoting.ResponseMessageIllegal, "the DELAY property %q is not a number", v)
+	}
+	return level, nil
 }
 
 // scheduleService delivers due delayed messages while this node leads.

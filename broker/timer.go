@@ -130,33 +130,65 @@ func (c *Controller) applyTimer(ctx context.Context, m *store.Message) *remoting
 	if _, rolled := m.Properties[wire.PropertyTimerOutMs]; rolled {
 		return nil // RocketMQ's double check: already converted once
 	}
-	if k := m.Properties[wire.PropertyTimerDelUniqKey]; k != "" {
-		// Storing the cancel marker as a message would deliver it.
-		return response(remoting.ResponseMessageIllegal,
-			"timer message illegal: cancelling a timer (TIMER_DEL_UNIQKEY=%s) is not supported by raftmq", k)
+	deliverMs, held, r := c.timerDue(m.Properties)
+	if r != nil {
+		return r
 	}
-	if d := m.Properties[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
-		for _, k := range timerProperties[:3] {
-			delete(m.Properties, k)
+	if !held {
+		if d := m.Properties[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
+			for _, k := range timerProperties[:3] {
+				delete(m.Properties, k)
+			}
 		}
 		return nil
 	}
+	if _, ok := c.rep.(timerReplica); !ok {
+		return response(remoting.ResponseSystemError, "timer messages are not supported by this broker's replica (no timer index)")
+	}
+	qualifyProducerID(m)
+	m.Properties[wire.PropertyTimerOutMs] = strconv.FormatInt(deliverMs, 10)
+	m.Properties[wire.PropertyRealTopic] = m.Topic
+	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
+	m.Topic, m.QueueID = wire.TopicTimer, 0
+	if _, err := c.ensureTopic(ctx, wire.TopicTimer, 1, 0); err != nil {
+		return c.writeError("create "+wire.TopicTimer, err)
+	}
+	return nil
+}
+
+// timerDue reads the timer property of a message's properties without
+// changing them: held reports a due time still ahead (deliverMs); a
+// message already converted, one whose DELAY level wins, one without a
+// timer property or with a due time passed is not held; a malformed value,
+// one beyond timerMaxDelaySec or a cancel marker is refused.
+func (c *Controller) timerDue(props map[string]string) (deliverMs int64, held bool, r *remoting.RemotingCommand) {
+	if _, rolled := props[wire.PropertyTimerOutMs]; rolled {
+		return 0, false, nil
+	}
+	if k := props[wire.PropertyTimerDelUniqKey]; k != "" {
+		// Storing the cancel marker as a message would deliver it.
+		return 0, false, response(remoting.ResponseMessageIllegal,
+			"timer message illegal: cancelling a timer (TIMER_DEL_UNIQKEY=%s) is not supported by raftmq", k)
+	}
+	if d := props[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
+		return 0, false, nil
+	}
 	name, v := "", ""
 	for _, k := range timerProperties {
-		if s, ok := m.Properties[k]; ok {
+		if s, ok := props[k]; ok {
 			name, v = k, s
 			break
 		}
 	}
 	if name == "" {
-		return nil
+		return 0, false, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return response(remoting.ResponseMessageIllegal, "timer message illegal: %s=%q is not an integer", name, v)
+		return 0, false, response(remoting.ResponseMessageIllegal, "timer message illegal: %s=%q is not an integer", name, v)
 	}
 	nowMs := time.Now().UnixMilli() // only a timer message reads the clock
-	deliverMs := n
+	deliverMs = n
 	switch name {
 	case wire.PropertyTimerDelaySec:
 		deliverMs = nowMs + n*1000
@@ -171,25 +203,14 @@ func (c *Controller) applyTimer(ctx context.Context, m *store.Message) *remoting
 	}
 	maxMs := int64(c.cfg.TimerMaxDelaySec) * 1000
 	if deliverMs-nowMs > maxMs {
-		return response(remoting.ResponseMessageIllegal,
+		return 0, false, response(remoting.ResponseMessageIllegal,
 			"timer message illegal: %s=%s is %d ms ahead, beyond the max delay %d ms (timerMaxDelaySec=%d)",
 			name, v, deliverMs-nowMs, maxMs, c.cfg.TimerMaxDelaySec)
 	}
 	if deliverMs <= nowMs {
-		return nil // due already: a normal message, as in RocketMQ
+		return 0, false, nil // due already: a normal message, as in RocketMQ
 	}
-	if _, ok := c.rep.(timerReplica); !ok {
-		return response(remoting.ResponseSystemError, "timer messages are not supported by this broker's replica (no timer index)")
-	}
-	qualifyProducerID(m)
-	m.Properties[wire.PropertyTimerOutMs] = strconv.FormatInt(deliverMs, 10)
-	m.Properties[wire.PropertyRealTopic] = m.Topic
-	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	m.Topic, m.QueueID = wire.TopicTimer, 0
-	if _, err := c.ensureTopic(ctx, wire.TopicTimer, 1, 0); err != nil {
-		return c.writeError("create "+wire.TopicTimer, err)
-	}
-	return nil
+	return deliverMs, true, nil
 }
 
 // qualifyProducerID keeps an idempotent producer's dedup right for a

@@ -94,6 +94,15 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 	if r := c.checkImmunity(m.Properties[wire.PropertyCheckImmunityTime]); r != nil {
 		return r
 	}
+	// The commit applies the DELAY and timer properties and would refuse a
+	// bad one where nobody hears it (END_TRANSACTION is one-way): the
+	// half would be acknowledged and never delivered.
+	if _, r := delayLevel(m.Properties[wire.PropertyDelayTimeLevel]); r != nil {
+		return r
+	}
+	if _, _, r := c.timerDue(m.Properties); r != nil {
+		return r
+	}
 	m.Properties[wire.PropertyRealTopic] = m.Topic
 	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
 	m.Properties[wire.PropertyTransactionPrep] = "true"

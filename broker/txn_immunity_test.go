@@ -70,3 +70,51 @@ func TestTransactionImmunityBounded(t *testing.T) {
 		return g.TxnFloor().FloorQueue >= accepted[len(accepted)-1].queueOffset+1 && d == 0
 	})
 }
+
+// TestTransactionHalfScheduleChecked: the commit of a half applies its
+// DELAY and timer properties, and refuses one that is malformed or too far
+// ahead; the official clients send END_TRANSACTION one-way, so that
+// refusal reaches nobody and a half the broker acknowledged would never be
+// delivered (checked back until discarded). Such a half is refused at
+// send, with the same code and remark a plain send gets; a good one is
+// accepted and commits.
+func TestTransactionHalfScheduleChecked(t *testing.T) {
+	pc := startRealCluster(t, txnTestConfig)
+	l := pc.leader()
+	addr := pc.nodes[l].Addr()
+	pc.createTopic(addr, "TXS", 1)
+	half := func(uniq string, extra map[string]string) *remoting.RemotingCommand {
+		props := map[string]string{wire.PropertyTransactionPrep: "true", wire.PropertyProducerGroup: "PG", wire.PropertyUniqKey: uniq}
+		for k, v := range extra {
+			props[k] = v
+		}
+		ext := sendExt("TXS", 0, wire.EncodeProperties(props))
+		ext["sysFlag"] = strconv.Itoa(int(wire.SysFlagTransPrepared))
+		return pc.call(addr, remoting.RequestSendMessage, ext, []byte(uniq))
+	}
+	far := strconv.Itoa(10 * 7 * 24 * 3600) // ten times timerMaxDelaySec
+	for _, bad := range []map[string]string{
+		{wire.PropertyDelayTimeLevel: "x"},
+		{wire.PropertyTimerDelaySec: "soon"},
+		{wire.PropertyTimerDelaySec: far},
+		{wire.PropertyTimerDeliverMs: strconv.FormatInt(time.Now().Add(30*24*time.Hour).UnixMilli(), 10)},
+		{wire.PropertyTimerDelUniqKey: "k"},
+	} {
+		r := half("bad", bad)
+		if r.Code == remoting.ResponseSuccess {
+			id, _ := wire.ParseMessageID(r.ExtFields["msgId"])
+			qo, _ := strconv.ParseInt(r.ExtFields["queueOffset"], 10, 64)
+			c := pc.call(addr, remoting.RequestEndTransaction, endExt(halfSent{queueOffset: qo, phy: id.Offset, uniq: "bad"}, wire.SysFlagTransCommit, false), nil)
+			t.Errorf("half with %v acknowledged; its commit answers %d %q", bad, c.Code, c.Remark)
+			continue
+		}
+		if r.Code != remoting.ResponseMessageIllegal {
+			t.Errorf("half with %v: %d %q; want MESSAGE_ILLEGAL", bad, r.Code, r.Remark)
+		}
+	}
+	// A DELAY level wins over a timer property, as on a plain send: the
+	// timer value is then not looked at.
+	if r := half("ok", map[string]string{wire.PropertyDelayTimeLevel: "1", wire.PropertyTimerDelaySec: far}); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("half with a DELAY level and a far timer: %d %s", r.Code, r.Remark)
+	}
+}
