@@ -118,3 +118,41 @@ func TestTransactionHalfScheduleChecked(t *testing.T) {
 		t.Fatalf("half with a DELAY level and a far timer: %d %s", r.Code, r.Remark)
 	}
 }
+
+// TestEndTransactionBadInput: END_TRANSACTION naming no half (offsets
+// before, inside and past the log, a plain message), another group's half
+// or an unknown decision is answered SYSTEM_ERROR with a remark, changes
+// nothing, and the broker keeps serving.
+func TestEndTransactionBadInput(t *testing.T) {
+	pc := startRealCluster(t, txnTestConfig)
+	l := pc.leader()
+	addr := pc.nodes[l].Addr()
+	pc.createTopic(addr, "TXB", 1)
+	h := sendHalf(t, pc, addr, "TXB", "half", "B1")
+	plain := pc.call(addr, remoting.RequestSendMessage, sendExt("TXB", 0, ""), []byte("plain"))
+	pid, _ := wire.ParseMessageID(plain.ExtFields["msgId"])
+	for _, c := range []struct {
+		name string
+		ext  map[string]string
+	}{
+		{"negative offset", endExt(halfSent{queueOffset: 0, phy: -1, uniq: "x"}, wire.SysFlagTransCommit, false)},
+		{"inside the half", endExt(halfSent{queueOffset: 0, phy: h.phy + 7, uniq: "x"}, wire.SysFlagTransCommit, false)},
+		{"past the log", endExt(halfSent{queueOffset: 0, phy: 1 << 40, uniq: "x"}, wire.SysFlagTransCommit, false)},
+		{"a plain message", endExt(halfSent{queueOffset: 0, phy: pid.Offset, uniq: "x"}, wire.SysFlagTransCommit, false)},
+		{"unknown decision", endExt(h, 5, false)},
+		{"another group", func() map[string]string {
+			e := endExt(h, wire.SysFlagTransCommit, false)
+			e["producerGroup"] = "OTHER"
+			return e
+		}()},
+	} {
+		r := pc.call(addr, remoting.RequestEndTransaction, c.ext, nil)
+		if r.Code != remoting.ResponseSystemError || r.Remark == "" {
+			t.Errorf("%s: %d %q; want SYSTEM_ERROR with a remark", c.name, r.Code, r.Remark)
+		}
+	}
+	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(h, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit after the bad requests: %d %s", r.Code, r.Remark)
+	}
+	waitBodies(t, pc, "TXB", 1, map[string]int{"plain": 1, "half": 1})
+}
