@@ -81,6 +81,7 @@ func (s *LogStore) deletePrefixLocked(max, tail uint64) error {
 // truncateSuffixLocked removes min and everything after it (rule b).
 func (s *LogStore) truncateSuffixLocked(min uint64) error {
 	s.mu.RLock()
+	first := s.first
 	pos, h, err := s.locateLocked(min - 1)
 	s.mu.RUnlock()
 	if err != nil {
@@ -88,10 +89,15 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 	}
 	end := pos + int64(h.Size)
 	// Move the anchor back first if it vouches for slots being removed, so a
-	// crash halfway leaves a meta record that is true.
+	// crash halfway leaves a meta record that is true. The first index is
+	// the log's, as a checkpoint records it: s.meta may hold a further
+	// anchor remembered from a failed meta write beside an older first index
+	// (0, "the first frame found from the anchor", after a reset or on a
+	// fresh log), which with the anchor moved back would drop the entries
+	// before min from recovery.
 	if s.meta.AnchorIndex > min {
 		m := s.meta
-		m.AnchorIndex, m.AnchorPos = min, end
+		m.FirstIndex, m.AnchorIndex, m.AnchorPos = first, min, end
 		if err := s.writeMetaLocked(m); err != nil {
 			// Nothing changed yet; Raft fails this AppendEntries and retries.
 			return fmt.Errorf("move anchor back to %d: %w", min, err)

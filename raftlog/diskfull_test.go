@@ -144,6 +144,57 @@ func TestRetentionMetaWriteENOSPC(t *testing.T) {
 	raftlogtest.CheckRange(t, s, first, 650, term1)
 }
 
+// TestTruncationAfterFailedCheckpointMeta: a checkpoint whose meta write
+// fails (a full disk) leaves the log running; a later conflict truncation
+// below the checkpoint's anchor moves the anchor back durably, and a crash
+// after it must still find every entry before the cut, from the first one.
+func TestTruncationAfterFailedCheckpointMeta(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fresh", true: "after-reset"}[reset], func(t *testing.T) {
+			f := storage.NewFaultFS(26)
+			var full atomic.Bool
+			faultWhen(f, storage.OpWrite, metaFileName, unix.ENOSPC, &full)
+			o := testOptions(f)
+			o.CheckpointBytes = 1 << 40
+			s := mustOpen(t, "/log", o)
+			first := uint64(1)
+			if reset {
+				storeAll(t, s, raftlogtest.Entries(1, 20, 1))
+				first = 101
+				if err := s.ResetAt(first, 3*16<<10+100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			storeAll(t, s, raftlogtest.Entries(first, first+39, 1))
+			full.Store(true)
+			if err := s.Checkpoint(); err == nil {
+				t.Fatal("Checkpoint succeeded with a full disk")
+			}
+			full.Store(false)
+			if s.Failure() != nil {
+				t.Fatalf("store stopped: %v", s.Failure())
+			}
+			if err := s.DeleteRange(first+30, first+39); err != nil {
+				t.Fatal(err)
+			}
+			storeAll(t, s, raftlogtest.Entries(first+30, first+49, 2))
+			want := func(i uint64) *raft.Log {
+				if i >= first+30 {
+					return raftlogtest.Entry(i, 2)
+				}
+				return term1(i)
+			}
+			raftlogtest.CheckRange(t, s, first, first+49, want)
+			f = f.Crash(storage.CrashOptions{})
+			s.Close()
+			o.FS = f
+			s = mustOpen(t, "/log", o)
+			defer s.Close()
+			raftlogtest.CheckRange(t, s, first, first+49, want)
+		})
+	}
+}
+
 // TestIOErrorStopsUntilRecover: EIO on the segment write or sync still
 // stops the store (the page-cache state is unknown); Recover cuts the failed
 // batch back, after which writes continue and a crash keeps every stored
