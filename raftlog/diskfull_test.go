@@ -246,3 +246,53 @@ func TestIOErrorStopsUntilRecover(t *testing.T) {
 		})
 	}
 }
+
+// TestIOErrorCreatingSegmentRecovers: an I/O error while a batch creates
+// its new segment or index file (the fdatasync or directory sync after
+// fallocate) stops the store; after Recover the same batch is stored at the
+// positions a log that never failed uses.
+func TestIOErrorCreatingSegmentRecovers(t *testing.T) {
+	for _, tc := range []struct {
+		op   storage.FaultOp
+		part string
+	}{
+		{storage.OpSync, segmentDirName},
+		{storage.OpSyncDir, segmentDirName},
+		{storage.OpSync, indexDirName},
+	} {
+		t.Run(tc.op.String()+"-"+tc.part, func(t *testing.T) {
+			f := storage.NewFaultFS(27)
+			var bad atomic.Bool
+			faultWhen(f, tc.op, tc.part, unix.EIO, &bad)
+			s := mustOpen(t, "/log", testOptions(f))
+			defer s.Close()
+			ref := mustOpen(t, "/ref", testOptions(storage.NewFaultFS(28)))
+			defer ref.Close()
+			next := uint64(1)
+			for failed := false; !failed; next += 10 {
+				batch := raftlogtest.Entries(next, next+9, 1)
+				bad.Store(true)
+				err := s.StoreLogs(batch)
+				bad.Store(false)
+				if err != nil {
+					if !errors.Is(err, ErrStoreFailed) {
+						t.Fatalf("StoreLogs(%d..) with EIO: %v", next, err)
+					}
+					failed = true
+					if err := s.Recover(); err != nil {
+						t.Fatalf("Recover: %v", err)
+					}
+					storeAll(t, s, batch)
+				}
+				storeAll(t, ref, batch)
+				if next > 1000 {
+					t.Fatal("no batch created a file")
+				}
+			}
+			storeAll(t, s, raftlogtest.Entries(next, next+9, 1))
+			storeAll(t, ref, raftlogtest.Entries(next, next+9, 1))
+			raftlogtest.CheckRange(t, s, 1, next+9, term1)
+			samePositions(t, s, ref, 1, next+9)
+		})
+	}
+}

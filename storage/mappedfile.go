@@ -97,32 +97,35 @@ func OpenMappedFile(fsys FS, path string, fileFromOffset int64, size int) (*Mapp
 		return nil, fmt.Errorf("%w: %s has %d bytes, expected %d (mapped file size changed?)", ErrCorruptFile, path, cur, size)
 	}
 	created := cur == 0
+	// A file this call created goes again on failure: left behind, it would
+	// be opened next time as an existing file, whole and readable, where
+	// the caller expects a new empty one.
+	fail := func(err error) (*MappedFile, error) {
+		f.Close()
+		if created {
+			fsys.Remove(path)
+		}
+		return nil, err
+	}
 	if cur < int64(size) {
 		if err := f.Fallocate(int64(size)); err != nil {
-			f.Close()
-			if created {
-				fsys.Remove(path)
-			}
 			if IsNoSpace(err) {
-				return nil, diskFullError("fallocate", path, err)
+				err = diskFullError("fallocate", path, err)
 			}
-			return nil, err
+			return fail(err)
 		}
 		// Make the new size and the name durable before anything is written
 		// at offsets only reachable through them.
 		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, err
+			return fail(err)
 		}
 		if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
-			f.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	data, err := f.Mmap(size)
 	if err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
 	}
 	m := &MappedFile{fsys: fsys, path: path, from: fileFromOffset, size: size, file: f, data: data}
 	m.refs.Store(1)
