@@ -296,3 +296,54 @@ func TestIOErrorCreatingSegmentRecovers(t *testing.T) {
 		})
 	}
 }
+
+// TestResetAfterFailedRetentionReopens: a retention pass that fails while
+// removing its segments (an EIO syncing the directory) must not leave
+// segment files behind that outlive a later snapshot reset: the log after
+// the reset would then open with a gap between them and its new segments.
+func TestResetAfterFailedRetentionReopens(t *testing.T) {
+	f := storage.NewFaultFS(29)
+	var once atomic.Bool
+	f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+		if op == storage.OpSyncDir && strings.Contains(name, segmentDirName) && once.CompareAndSwap(true, false) {
+			return unix.EIO
+		}
+		return nil
+	})
+	o := testOptions(f)
+	s := mustOpen(t, "/log", o)
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
+	storeAll(t, s, raftlogtest.Entries(1, 600, 1))
+	segs := len(s.segQ.Files())
+	once.Store(true)
+	if _, err := s.DeleteSegmentsBefore(450); err == nil {
+		t.Fatal("retention succeeded with a failing directory sync")
+	}
+	if len(s.segQ.Files()) > segs-2 {
+		t.Fatalf("%d of %d segments left: retention removed fewer than two", len(s.segQ.Files()), segs)
+	}
+	const nextPos = 40*16<<10 + 100
+	if err := s.ResetAt(1001, nextPos); err != nil {
+		t.Fatal(err)
+	}
+	storeAll(t, s, raftlogtest.Entries(1001, 1050, 2))
+	want := func(i uint64) *raft.Log { return raftlogtest.Entry(i, 2) }
+	for _, crash := range []bool{false, true} {
+		if crash {
+			f = f.Crash(storage.CrashOptions{})
+			s.Close()
+			o.FS = f
+		} else if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if s, err = Open("/log", o); err != nil {
+			t.Fatalf("reopen (crash %v): %v", crash, err)
+		}
+		raftlogtest.CheckRange(t, s, 1001, 1050, want)
+	}
+}

@@ -310,7 +310,11 @@ func (q *MappedFileQueue) DeleteBefore(offset int64) (int, error) {
 }
 
 // deleteFront removes victims (a prefix of files as seen earlier) from the
-// list, then destroys them; readers holding views keep their mappings.
+// list, then destroys them; readers holding views keep their mappings. A
+// failure does not stop the others from being destroyed: a file dropped
+// from the list but left on disk would be found again at the next open,
+// before a gap if the queue was destroyed and restarted further on
+// meanwhile (a Raft log reset). It returns how many files left the list.
 func (q *MappedFileQueue) deleteFront(victims []*MappedFile) (int, error) {
 	if len(victims) == 0 {
 		return 0, nil
@@ -322,12 +326,13 @@ func (q *MappedFileQueue) deleteFront(victims []*MappedFile) (int, error) {
 	}
 	q.files = slices.Delete(q.files, 0, n)
 	q.mu.Unlock()
+	var first error
 	for i := 0; i < n; i++ {
-		if err := victims[i].Destroy(); err != nil {
-			return i, err
+		if err := victims[i].Destroy(); err != nil && first == nil {
+			first = err
 		}
 	}
-	return n, nil
+	return n, first
 }
 
 // Close closes every file without flushing (call Flush first for a clean
