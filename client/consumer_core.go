@@ -79,6 +79,10 @@ type consumerCore struct {
 	// broker group: a leader learned for the group retries them.
 	unstarted map[MessageQueue]bool // guarded by mu
 	starting  map[string]int        // guarded by mu
+	// releasing holds the orderly queues handed over while a listener
+	// call on them still ran: they keep their broker lock and are not
+	// taken back until it returns (handOver).
+	releasing map[MessageQueue]bool // guarded by mu
 
 	startedAt time.Time // set by start; GET_CONSUMER_RUNNING_INFO reports it
 }
@@ -98,6 +102,7 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		pulls:       map[*processQueue]*pullCall{},
 		unstarted:   map[MessageQueue]bool{},
 		starting:    map[string]int{},
+		releasing:   map[MessageQueue]bool{},
 	}
 	c.log = cfg.common.log.Named(name).With(zap.String("group", cfg.group), zap.String("clientID", c.clientID))
 	return c

@@ -137,7 +137,11 @@ func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []M
 		}
 	}
 	for _, mq := range alloc {
-		if c.pqs[mq] == nil {
+		switch {
+		case c.releasing[mq]:
+			// Our listener still runs on it from before (handOver).
+			pending = true
+		case c.pqs[mq] == nil:
 			adding = append(adding, mq)
 		}
 	}
@@ -227,13 +231,15 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 // handOver stops consuming pq for good before its next owner starts.
 func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 	pq.drop()
+	locked := c.hooks.orderly && c.cfg.model == Clustering
 	// Wait for listener calls in progress: their results still count.
 	// One goroutine takes the lock; keep tells it whether this hand-over
 	// kept the lock (and unlocks it) or gave up waiting, in which case the
-	// goroutine gives the lock back once the listener lets go of it. It
-	// is counted in c.wg (the rebalance loop, a tracked goroutine, is the
-	// only caller, so the count is above zero), so close waits for it:
-	// the listeners end on their own, close waits for them too.
+	// goroutine gives the lock back once the listener lets go of it and,
+	// for an orderly queue, then releases it (see below). It is counted in
+	// c.wg (the rebalance loop, a tracked goroutine, is the only caller,
+	// so the count is above zero), so close waits for it: the listeners
+	// end on their own, close waits for them too.
 	done := make(chan struct{})
 	keep := make(chan bool, 1)
 	c.wg.Add(1)
@@ -241,8 +247,16 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 		defer c.wg.Done()
 		pq.consumeMu.Lock()
 		close(done)
-		if !<-keep {
-			pq.consumeMu.Unlock()
+		if <-keep {
+			return
+		}
+		pq.consumeMu.Unlock()
+		if locked {
+			c.release(ctx, pq)
+			c.mu.Lock()
+			delete(c.releasing, pq.mq)
+			c.mu.Unlock()
+			c.triggerRebalance()
 		}
 	}()
 	t := time.NewTimer(c.cfg.handoverTimeout)
@@ -255,10 +269,33 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 	case <-ctx.Done():
 	}
 	t.Stop()
+	if !acquired && locked {
+		// An orderly listener still runs: the queue's broker lock stays
+		// ours until it returns (the goroutine above releases it then) or
+		// expires at the broker, and we do not take the queue back
+		// meanwhile; unlocking now would let the next owner consume the
+		// queue beside the listener. Commit what is consumed so far.
+		c.mu.Lock()
+		c.releasing[pq.mq] = true
+		c.mu.Unlock()
+		keep <- false
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
+		defer cancel()
+		if err := c.store.Persist(pctx, []MessageQueue{pq.mq}); err != nil {
+			c.log.Warn("committing the offset of a queue handed over failed", zap.Stringer("queue", pq.mq), zap.Error(err))
+		}
+		return
+	}
 	keep <- acquired
 	if acquired {
 		defer pq.consumeMu.Unlock()
 	}
+	c.release(ctx, pq)
+}
+
+// release commits the offset of a queue handed over, forgets it and, for
+// an orderly consumer, unlocks it at the broker.
+func (c *consumerCore) release(ctx context.Context, pq *processQueue) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
 	defer cancel()
 	if err := c.store.Persist(pctx, []MessageQueue{pq.mq}); err != nil {
