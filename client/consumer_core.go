@@ -472,7 +472,7 @@ func (c *consumerCore) sendHeartbeats(ctx context.Context) {
 // persistAll commits the offsets of every owned queue (push consumers, or
 // lite pull with auto-commit).
 func (c *consumerCore) persistAll(ctx context.Context) {
-	if c.cfg.autoCommit || c.hooks.consumeType == wire.ConsumeTypePush {
+	if c.autoCommits() {
 		c.mu.Lock()
 		mqs := slices.Collect(maps.Keys(c.pqs))
 		c.mu.Unlock()
@@ -486,6 +486,12 @@ func (c *consumerCore) persistAll(ctx context.Context) {
 			c.clearWarn("persist")
 		}
 	}
+}
+
+// autoCommits reports whether the consumer commits what it consumed by
+// itself: push consumers, or lite pull with AutoCommit.
+func (c *consumerCore) autoCommits() bool {
+	return c.cfg.autoCommit || c.hooks.consumeType == wire.ConsumeTypePush
 }
 
 // lockAll renews the broker locks of every queue an orderly consumer holds

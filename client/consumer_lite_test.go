@@ -192,3 +192,48 @@ func TestPushConsumerFlowControl(t *testing.T) {
 	close(release)
 	testutil.WaitFor(t, 5*time.Second, "all 100", func() bool { return got.len() == 100 })
 }
+
+// TestLitePullCloseWithoutCommitKeepsUncommitted polls a message with
+// AutoCommit off and closes without Commit: the queue's next long poll
+// finds nothing new, which must not move the offset Close commits past
+// the message the application never committed (a restart redelivers it).
+func TestLitePullCloseWithoutCommitKeepsUncommitted(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	b.put("T", 0, "m0", nil)
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), AutoCommit(false), ConsumeFrom(ConsumeFromFirstOffset),
+		LongPolling(20*time.Millisecond, time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q0 := MessageQueue{"T", "broker-a", 0}
+	if err := l.Assign([]MessageQueue{q0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	if msgs := pollN(t, l, 1); string(msgs[0].Body) != "m0" {
+		t.Fatalf("polled %v", msgs)
+	}
+	// The second pull at offset 1 is sent after the first one's NOT_FOUND
+	// answer was handled.
+	testutil.WaitFor(t, 5*time.Second, "two empty pulls at offset 1", func() bool {
+		n := 0
+		for _, r := range b.requests(remoting.RequestPullMessage) {
+			var h wire.PullMessageRequestHeader
+			if err := r.DecodeHeader(&h); err == nil && h.QueueOffset == 1 {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if off, ok := b.offset("LG", "T", 0); ok && off > 0 {
+		t.Fatalf("Close committed offset %d past a message never committed", off)
+	}
+}

@@ -207,9 +207,11 @@ func (c *consumerCore) movePulls(brokerName string) {
 
 // correctOffset moves the stored offset past messages the broker skipped
 // (correctTagsOffset): only when nothing is cached, or a cached message
-// would be skipped.
+// would be skipped, and only when the consumer commits by itself: a lite
+// pull consumer without AutoCommit has nothing cached once Poll returned
+// its messages, which it commits only when Commit says so.
 func (c *consumerCore) correctOffset(pq *processQueue, next int64) {
-	if !pq.hasMessages() {
+	if c.autoCommits() && !pq.hasMessages() {
 		c.store.Update(pq.mq, next, true)
 	}
 }
