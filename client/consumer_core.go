@@ -144,6 +144,11 @@ func (c *consumerCore) topics() []string {
 // (as the official clients do: a typo must fail Start, not consume
 // nothing), sends the first heartbeats and rebalances once.
 func (c *consumerCore) start(ctx context.Context) error {
+	// A Start that failed after this returned (LitePullConsumer.Start)
+	// closed the core; a later Start must start its goroutines again.
+	c.mu.Lock()
+	c.closing = false
+	c.mu.Unlock()
 	c.rc = remoting.NewClient(remoting.ClientConfig{DefaultTimeout: c.cfg.common.requestTimeout, TLS: c.cfg.common.tls.cfg}, c.cfg.common.log)
 	c.cfg.common.sign(c.rc)
 	c.routes = newRouteManager(c.rc, c.log.Named("route"), c.cfg.common.nameServers, c.cfg.common.requestTimeout, c.cfg.common.now)

@@ -128,6 +128,11 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 			if !c.startQueue(ctx, mq) {
 				c.rebalanceMu.Unlock()
 				_ = c.close(ctx)
+				if ctx.Err() != nil {
+					// close may have stopped waiting for the goroutines
+					// of this start: a new start beside them is refused.
+					l.state = stateClosed
+				}
 				return fmt.Errorf("client: lite pull consumer: cannot find the start offset of %s", mq)
 			}
 		}

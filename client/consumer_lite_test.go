@@ -237,3 +237,34 @@ func TestLitePullCloseWithoutCommitKeepsUncommitted(t *testing.T) {
 		t.Fatalf("Close committed offset %d past a message never committed", off)
 	}
 }
+
+// TestLitePullStartAgainAfterFailedStart retries Start after it failed to
+// find an assigned queue's start offset: the second Start must give a
+// consumer that consumes, or fail, not a silent one.
+func TestLitePullStartAgainAfterFailedStart(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	b.put("T", 0, "m0", nil)
+	b.answer(remoting.RequestQueryConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseSystemError, "scripted failure")
+	})
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), ConsumeFrom(ConsumeFromFirstOffset))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Assign([]MessageQueue{{"T", "broker-a", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(context.Background()); err == nil {
+		t.Fatal("Start succeeded without the queue's offset")
+	}
+	b.answer(remoting.RequestQueryConsumerOffset, nil)
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatalf("second Start: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	if msgs := pollN(t, l, 1); string(msgs[0].Body) != "m0" {
+		t.Fatalf("polled %v", msgs)
+	}
+}
