@@ -103,14 +103,19 @@ func newRouteManager(rc *remoting.Client, log *zap.Logger, nameServers []string,
 // Concurrent fetches of one topic share one request.
 func (r *routeManager) fetchRoute(ctx context.Context, topic string) (*wire.TopicRouteData, error) {
 	r.mu.Lock()
-	if c := r.inflight[topic]; c != nil {
+	for r.inflight[topic] != nil {
+		c := r.inflight[topic]
 		r.mu.Unlock()
 		select {
 		case <-c.done:
-			return c.rd, c.err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		if c.err == nil || ctx.Err() != nil || !(errors.Is(c.err, context.Canceled) || errors.Is(c.err, context.DeadlineExceeded)) {
+			return c.rd, c.err
+		}
+		// The fetch ended with its caller's context, not ours: fetch again.
+		r.mu.Lock()
 	}
 	c := &routeCall{done: make(chan struct{})}
 	r.inflight[topic] = c

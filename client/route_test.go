@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -344,5 +346,57 @@ func TestRouteRefutationEnds(t *testing.T) {
 	want("a's mark ended, no new route", "a")
 	if r.markedDown("g", "a") {
 		t.Fatal("a's ended mark still counts")
+	}
+}
+
+// TestRouteSharedFetchOutlivesFirstCaller has a second caller join the
+// route fetch of a first one whose context is then cancelled: the second,
+// whose own context is alive, must still get the route, not the first
+// caller's cancellation.
+func TestRouteSharedFetchOutlivesFirstCaller(t *testing.T) {
+	body := `{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:1"},"brokerName":"b","cluster":"C"}],"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":1,"writeQueueNums":1}]}`
+	var calls atomic.Int32
+	gate := make(chan struct{})
+	srv := remoting.NewServer(remoting.ServerConfig{}, nil)
+	srv.Register(remoting.RequestGetRouteInfoByTopic, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		if calls.Add(1) == 1 {
+			<-gate
+		}
+		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+		resp.Body = []byte(body)
+		return resp, nil
+	}, 2, 16)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	r := newTestRoutes(t, srv.Addr().String())
+
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, err := r.fetchRoute(ctx1, "T"); first <- err }()
+	testutil.WaitFor(t, 5*time.Second, "first fetch at the name server", func() bool { return calls.Load() == 1 })
+	second := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := r.fetchRoute(ctx, "T")
+		second <- err
+	}()
+	testutil.WaitFor(t, 5*time.Second, "second caller waits on the first's fetch", func() bool {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "(*routeManager).fetchRoute(") == 2
+	})
+	cancel1()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first fetch: %v", err)
+	}
+	close(gate)
+	if err := <-second; err != nil {
+		t.Fatalf("second fetch failed with the first caller's context: %v", err)
 	}
 }
