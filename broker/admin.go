@@ -110,7 +110,11 @@ func (c *Controller) processGetAllTopicConfig() *remoting.RemotingCommand {
 }
 
 func (c *Controller) processUpdateSubscriptionGroup(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var sg wire.SubscriptionGroupConfig
+	// Fields the body leaves out keep RocketMQ's defaults, as the Java
+	// broker decodes onto a new SubscriptionGroupConfig: Go's zero values
+	// would stop the group (consumeEnable) or dead-letter a message at
+	// its first failure (retryMaxTimes).
+	sg := wire.DefaultSubscriptionGroupConfig("")
 	if err := json.Unmarshal(req.Body, &sg); err != nil {
 		return response(remoting.ResponseSystemError, "malformed subscription group body: %v", err)
 	}
