@@ -1,11 +1,46 @@
 package broker
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
+
+// TestPullGroupConsumeDisabled: a subscription group whose consumeEnable
+// is false (mqadmin updateSubGroup -s false) may not pull; RocketMQ
+// answers NO_PERMISSION naming the group. The update's SUCCESS must not
+// leave the group consuming.
+func TestPullGroupConsumeDisabled(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "CE", 1)
+	if r := tc.call(addr, remoting.RequestSendMessage, sendExt("CE", 0, ""), []byte("m")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	sg := wire.DefaultSubscriptionGroupConfig("OFF")
+	sg.ConsumeEnable = false
+	body, _ := json.Marshal(sg)
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("updateSubGroup -s false: %d %s", r.Code, r.Remark)
+	}
+	r := tc.call(addr, remoting.RequestPullMessage, pullExt("OFF", "CE", 0, 0, 0), nil)
+	if r.Code != remoting.ResponseNoPermission || !strings.Contains(r.Remark, "OFF") {
+		t.Fatalf("pull of a group with consumeEnable=false answered %d %q (%d body bytes); want NO_PERMISSION naming the group",
+			r.Code, r.Remark, len(r.Body))
+	}
+	// Enabled again, it pulls.
+	sg.ConsumeEnable = true
+	body, _ = json.Marshal(sg)
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("updateSubGroup -s true: %d %s", r.Code, r.Remark)
+	}
+	if r := tc.call(addr, remoting.RequestPullMessage, pullExt("OFF", "CE", 0, 0, 0), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("pull of the re-enabled group: %d %q", r.Code, r.Remark)
+	}
+}
 
 // TestSubscriptionGroupDefaults: a subscription group body that leaves
 // fields out gets RocketMQ's defaults for them (the Java broker decodes

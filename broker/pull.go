@@ -45,6 +45,10 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 	if r := checkGroup(h.ConsumerGroup); r != nil {
 		return r, nil
 	}
+	if sg, ok := c.rep.State().SubscriptionGroup(h.ConsumerGroup); ok && !sg.ConsumeEnable {
+		return response(remoting.ResponseNoPermission, "subscription group no permission, %s: consumeEnable is false on broker %s",
+			h.ConsumerGroup, c.cfg.BrokerName), nil
+	}
 	tc, ok := c.rep.State().Topic(h.Topic)
 	if !ok || h.QueueID < 0 || int(h.QueueID) >= max(tc.ReadQueueNums, tc.WriteQueueNums) {
 		if !c.rep.IsLeader() {
