@@ -60,3 +60,25 @@ func TestSubscriptionGroupDefaults(t *testing.T) {
 		t.Fatalf("stored group %+v (found %v); want %+v", got, ok, want)
 	}
 }
+
+// TestPullTopicNotReadable: a topic without the read permission
+// (updateTopic -p 2) may not be pulled; RocketMQ answers NO_PERMISSION.
+// Clients drop unreadable queues from their route, but only at their next
+// route refresh (30 s); until then the broker is what stops them.
+func TestPullTopicNotReadable(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateTopic, map[string]string{
+		"topic": "WO", "readQueueNums": "1", "writeQueueNums": "1", "perm": "2", "topicFilterType": "SINGLE_TAG",
+	}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("updateTopic -p 2: %d %s", r.Code, r.Remark)
+	}
+	if r := tc.call(addr, remoting.RequestSendMessage, sendExt("WO", 0, ""), []byte("m")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send to a write-only topic: %d %s", r.Code, r.Remark)
+	}
+	r := tc.call(addr, remoting.RequestPullMessage, pullExt("G", "WO", 0, 0, 0), nil)
+	if r.Code != remoting.ResponseNoPermission || !strings.Contains(r.Remark, "WO") {
+		t.Fatalf("pull of a topic without read permission answered %d %q (%d body bytes); want NO_PERMISSION naming the topic",
+			r.Code, r.Remark, len(r.Body))
+	}
+}

@@ -64,6 +64,10 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 		return response(remoting.ResponseSystemError, "queueId[%d] is illegal: topic %s has %d read queues on broker %s",
 			h.QueueID, h.Topic, tc.ReadQueueNums, c.cfg.BrokerName), nil
 	}
+	if tc.Perm&wire.PermRead == 0 {
+		return response(remoting.ResponseNoPermission, "the topic[%s] pulling message is forbidden: perm %d has no read bit on broker %s",
+			h.Topic, tc.Perm, c.cfg.BrokerName), nil
+	}
 	f, refused := c.pullFilter(&h)
 	if refused != nil {
 		return refused, nil
