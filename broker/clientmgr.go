@@ -272,6 +272,15 @@ func (m *clientManager) subscription(group, topic string) (wire.SubscriptionData
 	return wire.SubscriptionData{}, nil, false
 }
 
+// broadcasting reports whether group's heartbeats say it consumes in
+// broadcasting mode.
+func (m *clientManager) broadcasting(group string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	return g != nil && g.MessageModel == wire.Broadcasting.String()
+}
+
 // notifyChanged sends NOTIFY_CONSUMER_IDS_CHANGED (40) oneway to every
 // remaining client of group so they rebalance now instead of within 20 s.
 func (m *clientManager) notifyChanged(group string) {

@@ -82,3 +82,40 @@ func TestPullTopicNotReadable(t *testing.T) {
 			r.Code, r.Remark, len(r.Body))
 	}
 }
+
+// TestPullBroadcastDisabled: a group whose consumeBroadcastEnable is false
+// (mqadmin updateSubGroup -d false) may not be consumed in broadcasting
+// mode; RocketMQ answers its broadcasting consumers' pulls NO_PERMISSION.
+func TestPullBroadcastDisabled(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "BC", 1)
+	if r := tc.call(addr, remoting.RequestSendMessage, sendExt("BC", 0, ""), []byte("m")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	sg := wire.DefaultSubscriptionGroupConfig("NOBC")
+	sg.ConsumeBroadcastEnable = false
+	body, _ := json.Marshal(sg)
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("updateSubGroup -d false: %d %s", r.Code, r.Remark)
+	}
+	heartbeat := func(model string) {
+		hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@bc", ConsumerDataSet: []wire.HeartbeatConsumerData{{
+			GroupName: "NOBC", ConsumeType: wire.ConsumeTypePush, MessageModel: model, ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+			SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "BC", SubString: "*", SubVersion: 1}},
+		}}})
+		if r := tc.call(addr, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+		}
+	}
+	heartbeat("BROADCASTING")
+	r := tc.call(addr, remoting.RequestPullMessage, pullExt("NOBC", "BC", 0, 0, 0), nil)
+	if r.Code != remoting.ResponseNoPermission || !strings.Contains(r.Remark, "broadcast") {
+		t.Fatalf("broadcasting pull of a group with consumeBroadcastEnable=false answered %d %q (%d body bytes); want NO_PERMISSION",
+			r.Code, r.Remark, len(r.Body))
+	}
+	heartbeat("CLUSTERING")
+	if r := tc.call(addr, remoting.RequestPullMessage, pullExt("NOBC", "BC", 0, 0, 0), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("clustering pull of the group: %d %q", r.Code, r.Remark)
+	}
+}

@@ -45,9 +45,15 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 	if r := checkGroup(h.ConsumerGroup); r != nil {
 		return r, nil
 	}
-	if sg, ok := c.rep.State().SubscriptionGroup(h.ConsumerGroup); ok && !sg.ConsumeEnable {
-		return response(remoting.ResponseNoPermission, "subscription group no permission, %s: consumeEnable is false on broker %s",
-			h.ConsumerGroup, c.cfg.BrokerName), nil
+	if sg, ok := c.rep.State().SubscriptionGroup(h.ConsumerGroup); ok {
+		if !sg.ConsumeEnable {
+			return response(remoting.ResponseNoPermission, "subscription group no permission, %s: consumeEnable is false on broker %s",
+				h.ConsumerGroup, c.cfg.BrokerName), nil
+		}
+		if !sg.ConsumeBroadcastEnable && c.clients.broadcasting(h.ConsumerGroup) {
+			return response(remoting.ResponseNoPermission, "the consumer group[%s] can not consume by broadcast way: consumeBroadcastEnable is false on broker %s",
+				h.ConsumerGroup, c.cfg.BrokerName), nil
+		}
 	}
 	tc, ok := c.rep.State().Topic(h.Topic)
 	if !ok || h.QueueID < 0 || int(h.QueueID) >= max(tc.ReadQueueNums, tc.WriteQueueNums) {
