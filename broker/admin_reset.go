@@ -16,13 +16,15 @@ import (
 // commits the offsets through Raft and tells the group's live consumers
 // (RESET_CONSUMER_CLIENT_OFFSET, 220), which restart their queues there;
 // without the notice they would commit their own positions over the
-// reset. The answer's offsetTable holds the new offsets.
+// reset. The answer's offsetTable holds the new offsets. RocketMQ 5's
+// mqadmin resetOffsetByTime -b -q [-o] names one queue (queueId) and may
+// name its new offset: only that queue moves.
 
 // resetNotifyTimeout bounds each consumer's answer to the notice.
 const resetNotifyTimeout = 3 * time.Second
 
 func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h wire.ResetOffsetRequestHeader
+	h := wire.ResetOffsetRequestHeader{QueueID: -1, Offset: -1}
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
@@ -36,24 +38,42 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 	if !c.rep.IsLeader() {
 		return c.notLeader()
 	}
+	first, end := int32(0), int32(queueCount(tc.ReadQueueNums))
+	if h.QueueID >= 0 {
+		if h.QueueID >= end {
+			return response(remoting.ResponseInvalidParameter, "queueId %d out of 0..%d of topic %s on broker %s",
+				h.QueueID, end-1, h.Topic, c.cfg.BrokerName)
+		}
+		first, end = h.QueueID, h.QueueID+1
+	}
+	explicit := h.QueueID >= 0 && h.Offset >= 0
 	var commits []OffsetCommit
 	body := []byte(`{"offsetTable":{`)
-	for i := range queueCount(tc.ReadQueueNums) {
-		q := int32(i)
+	for q := first; q < end; q++ {
 		target := c.st.GetMaxOffsetInQueue(h.Topic, q)
-		if h.Timestamp >= 0 {
+		switch {
+		case explicit:
+			// An offset the operator names is taken as is (RocketMQ's
+			// server-side reset), if the queue has it.
+			if lo := c.st.GetMinOffsetInQueue(h.Topic, q); h.Offset < lo || h.Offset > target {
+				return response(remoting.ResponseSystemError, "target offset %d not in consume queue range [%d-%d] of %s/%d",
+					h.Offset, lo, target, h.Topic, q)
+			}
+			target = h.Offset
+		case h.Timestamp >= 0:
 			off, err := c.st.GetOffsetInQueueByTime(h.Topic, q, h.Timestamp)
 			if err != nil {
 				return response(remoting.ResponseSystemError, "search %s/%d at %d: %v", h.Topic, q, h.Timestamp, err)
 			}
 			target = off
 		}
-		// Without force an offset only moves back (to consume again).
-		if cur, ok := c.offsets.lookup(h.Group, h.Topic, q); ok && !h.IsForce && target >= cur {
+		// Without force an offset found by time only moves back (to
+		// consume again).
+		if cur, ok := c.offsets.lookup(h.Group, h.Topic, q); ok && !h.IsForce && !explicit && target >= cur {
 			target = cur
 		}
 		commits = append(commits, OffsetCommit{Group: h.Group, Topic: h.Topic, QueueID: q, Offset: target})
-		if i > 0 {
+		if q > first {
 			body = append(body, ',')
 		}
 		body = wire.AppendQueueEntry(body, wire.MessageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q}, target)

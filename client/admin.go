@@ -461,7 +461,7 @@ func (a *Admin) ResetOffsetByTime(ctx context.Context, group, topic string, ts t
 	out := map[MessageQueue]int64{}
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
 		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestInvokeBrokerToResetOffset, &wire.ResetOffsetRequestHeader{Topic: topic, Group: group, Timestamp: ts.UnixMilli(), IsForce: force}, nil)
+			return remoting.NewRequest(remoting.RequestInvokeBrokerToResetOffset, &wire.ResetOffsetRequestHeader{Topic: topic, Group: group, Timestamp: ts.UnixMilli(), IsForce: force, QueueID: -1, Offset: -1}, nil)
 		})
 		var be *BrokerError
 		if errors.As(err, &be) && be.Code == remoting.ResponseRequestCodeNotSupported {

@@ -174,7 +174,8 @@ func TestAdminConsumerProgressAndReset(t *testing.T) {
 	var rh wire.ResetOffsetRequestHeader
 	reqs := b.requests(remoting.RequestInvokeBrokerToResetOffset)
 	_ = reqs[len(reqs)-1].DecodeHeader(&rh)
-	if rh.Group != "G" || rh.Topic != "T" || !rh.IsForce {
+	// queueId -1 asks for every queue (0 would be queue 0 only).
+	if rh.Group != "G" || rh.Topic != "T" || !rh.IsForce || rh.QueueID != -1 || rh.Offset != -1 {
 		t.Fatalf("reset header %+v", rh)
 	}
 }

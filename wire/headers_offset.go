@@ -55,4 +55,11 @@ type ResetOffsetRequestHeader struct {
 	Timestamp int64 `ext:"timestamp"`
 	// IsForce also moves offsets forward, not only back.
 	IsForce bool `ext:"isForce"`
+	// QueueID, when 0 or more, resets that queue only (RocketMQ 5's
+	// mqadmin resetOffsetByTime -q); -1 resets every queue. RocketMQ 4.9
+	// clients leave it out, which a decoder must read as -1.
+	QueueID int32 `ext:"queueId"`
+	// Offset, when 0 or more with a QueueID, is the queue's new offset in
+	// place of the timestamp's (-o); -1 (or absent) means none.
+	Offset int64 `ext:"offset"`
 }
