@@ -164,7 +164,7 @@ func (c *Client) handleRequest(conn *Conn, req *RemotingCommand) {
 	h := c.procs[req.Code]
 	c.mu.Unlock()
 	if h == nil {
-		_ = conn.WriteResponse(req, notSupportedResponse(req.Code))
+		_ = conn.WriteResponse(req, notSupportedResponse(int32(req.Code)))
 		return
 	}
 	if !c.pool.submit(task{h: h, conn: conn, req: req}, c.log) {

@@ -255,7 +255,7 @@ func appendJSONString(b []byte, s string) []byte {
 // jsonHeader mirrors the JSON fields of RemotingCommand. Unknown fields
 // (Java adds serializeTypeCurrentRPC) are ignored.
 type jsonHeader struct {
-	Code      int16           `json:"code"`
+	Code      int32           `json:"code"`
 	Language  json.RawMessage `json:"language"`
 	Version   int16           `json:"version"`
 	Opaque    int32           `json:"opaque"`
@@ -324,12 +324,22 @@ func decodeJSONHeader(h []byte) (*RemotingCommand, error) {
 		return nil, fmt.Errorf("%w: json: %v", ErrInvalidHeader, err)
 	}
 	c := &RemotingCommand{
-		Code:      jh.Code,
+		Code:      int16(jh.Code),
 		Version:   jh.Version,
 		Opaque:    jh.Opaque,
 		Flag:      jh.Flag,
 		ExtFields: jh.ExtFields.m,
 		extOrder:  jh.ExtFields.order,
+	}
+	if int32(c.Code) != jh.Code {
+		// RocketMQ 5's POP codes (POP_MESSAGE 200050, ACK_MESSAGE, …) do
+		// not fit 16 bits; only JSON headers carry them. Nothing here
+		// serves one: the connection answers such a request
+		// REQUEST_CODE_NOT_SUPPORTED naming it (wideCode) and stays up.
+		if jh.Flag&FlagResponse != 0 {
+			return nil, fmt.Errorf("%w: json: response code %d beyond 16 bits", ErrInvalidHeader, jh.Code)
+		}
+		c.wideCode = jh.Code
 	}
 	if jh.Remark != nil {
 		c.Remark = *jh.Remark

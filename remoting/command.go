@@ -132,6 +132,9 @@ type RemotingCommand struct {
 	extOrder []string
 	extRaw   string
 	extLazy  bool
+	// wideCode is a decoded JSON request's code when it does not fit Code
+	// (16 bits); such a request is answered not-supported, never handled.
+	wideCode int32
 	// extw is the ExtWriter handed to ExtAppender while the command is
 	// encoded (a command is encoded by one goroutine at a time).
 	extw ExtWriter

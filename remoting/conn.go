@@ -353,6 +353,11 @@ func (c *Conn) readLoop() {
 			cmd.Body = bytes.Clone(cmd.Body)
 		}
 		if !cmd.IsResponse() {
+			if cmd.wideCode != 0 {
+				c.log.Debug("request code not supported", zap.Int32("code", cmd.wideCode))
+				_ = c.WriteResponse(cmd, notSupportedResponse(cmd.wideCode))
+				continue
+			}
 			c.handleRequest(c, cmd)
 			continue
 		}

@@ -145,7 +145,7 @@ func busyResponse() *RemotingCommand {
 	return NewResponse(ResponseSystemBusy, "[OVERLOAD]system busy, start flow control for a while")
 }
 
-func notSupportedResponse(code int16) *RemotingCommand {
+func notSupportedResponse(code int32) *RemotingCommand {
 	return NewResponse(ResponseRequestCodeNotSupported, fmt.Sprintf("request type %d not supported", code))
 }
 

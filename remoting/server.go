@@ -432,7 +432,7 @@ func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
 	}
 	if !ok {
 		c.log.Debug("request code not supported", zap.Int16("code", req.Code))
-		_ = c.WriteResponse(req, notSupportedResponse(req.Code))
+		_ = c.WriteResponse(req, notSupportedResponse(int32(req.Code)))
 		return
 	}
 	if reg.async != nil && !reg.async.admit() {
