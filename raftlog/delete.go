@@ -88,20 +88,22 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 		return fmt.Errorf("truncate from index %d: %w", min, err)
 	}
 	end := pos + int64(h.Size)
-	// Move the anchor back first if it vouches for slots being removed, so a
+	// Before any byte changes, record the end of the bytes to be zeroed
+	// (meta.ZeroTo: if the zeros' sync fails, Open rewrites them for real),
+	// and move the anchor back if it vouches for slots being removed, so a
 	// crash halfway leaves a meta record that is true. The first index is
 	// the log's, as a checkpoint records it: s.meta may hold a further
 	// anchor remembered from a failed meta write beside an older first index
 	// (0, "the first frame found from the anchor", after a reset or on a
-	// fresh log), which with the anchor moved back would drop the entries
-	// before min from recovery.
+	// fresh log), which would drop entries from recovery.
+	m := s.meta
+	m.FirstIndex, m.ZeroTo = first, s.nextPos
 	if s.meta.AnchorIndex > min {
-		m := s.meta
-		m.FirstIndex, m.AnchorIndex, m.AnchorPos = first, min, end
-		if err := s.writeMetaLocked(m); err != nil {
-			// Nothing changed yet; Raft fails this AppendEntries and retries.
-			return fmt.Errorf("move anchor back to %d: %w", min, err)
-		}
+		m.AnchorIndex, m.AnchorPos = min, end
+	}
+	if err := s.writeMetaLocked(m); err != nil {
+		// Nothing changed yet; Raft fails this AppendEntries and retries.
+		return fmt.Errorf("record truncation from index %d: %w", min, err)
 	}
 	s.mu.Lock()
 	s.tail = min - 1

@@ -347,3 +347,78 @@ func TestResetAfterFailedRetentionReopens(t *testing.T) {
 		raftlogtest.CheckRange(t, s, 1001, 1050, want)
 	}
 }
+
+// sameSize returns an entry whose frame is as long as every other
+// sameSize entry's, so a re-stored index lands where the old one was.
+func sameSize(i, term uint64) *raft.Log {
+	data := make([]byte, 200)
+	for k := range data {
+		data[k] = byte(i + term + uint64(k))
+	}
+	return &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: data}
+}
+
+// TestFailedTruncationSyncThenRestart: a conflict truncation whose msync
+// of the zeros fails stops the store; a process restart (not a machine
+// restart) reopens it from a page cache that shows the zeros although the
+// disk still holds the old entries. New entries stored after the reopen
+// must not be followed by the old ones after a power loss.
+func TestFailedTruncationSyncThenRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		last, cut, keep uint64 // store 1..last, cut from cut, re-store cut..keep
+		checkpoint      bool   // anchor past the cut (moved back by the truncation)
+	}{
+		{"tail", 12, 6, 7, false},
+		{"below-anchor", 12, 6, 7, true},
+		{"across-segments", 150, 40, 45, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := storage.NewFaultFS(27)
+			o := testOptions(f)
+			o.CheckpointBytes = 1 << 40
+			s := mustOpen(t, "/log", o)
+			entries := func(from, to, term uint64) []*raft.Log {
+				var out []*raft.Log
+				for i := from; i <= to; i++ {
+					out = append(out, sameSize(i, term))
+				}
+				return out
+			}
+			storeAll(t, s, entries(1, tc.last, 1))
+			if tc.checkpoint {
+				if err := s.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if segs := len(s.segQ.Files()); tc.name == "across-segments" && segs < 2 {
+				t.Fatalf("%d segment(s): the cut must cross a segment boundary", segs)
+			}
+			f.InjectError(storage.OpMsync, unix.EIO)
+			if err := s.DeleteRange(tc.cut, tc.last); !errors.Is(err, ErrStoreFailed) {
+				t.Fatalf("DeleteRange with EIO: %v", err)
+			}
+			f.InjectError(storage.OpMsync, nil)
+			s.Close()
+			s = mustOpen(t, "/log", o)
+			if last, _ := s.LastIndex(); last != tc.cut-1 {
+				t.Fatalf("last index %d after the reopen, want %d", last, tc.cut-1)
+			}
+			storeAll(t, s, entries(tc.cut, tc.keep, 2))
+			f = f.Crash(storage.CrashOptions{})
+			s.Close()
+			o.FS = f
+			s = mustOpen(t, "/log", o)
+			defer s.Close()
+			if last, _ := s.LastIndex(); last != tc.keep {
+				t.Fatalf("last index %d after the crash, want %d (old term-1 entries came back after the term-2 ones)", last, tc.keep)
+			}
+			raftlogtest.CheckRange(t, s, 1, tc.keep, func(i uint64) *raft.Log {
+				if i < tc.cut {
+					return sameSize(i, 1)
+				}
+				return sameSize(i, 2)
+			})
+		})
+	}
+}

@@ -26,7 +26,9 @@
 //     Checkpoint, Close; a batch refused on ENOSPC is cut back and the log
 //     keeps working, an EIO stops it until Recover.
 //   - index.go: the index sidecar, the recovery scan from the anchor at
-//     Open, Locate, LocateHeader (no data CRC), EndOf, RecoveryReport.
+//     Open (and the rewrite of a recorded truncation's zeros past the
+//     recovered end), Locate, LocateHeader (no data CRC), EndOf,
+//     RecoveryReport.
 //   - delete.go: DeleteRange's three cases, ResetAt, DeleteSegmentsBefore
 //     (retention; the new first index is persisted before files go),
 //     FirstIndexFrom.
@@ -44,7 +46,9 @@
 //     segment, paced by the caller), VerifySegmentAt, DamageError (also
 //     GetLog's and ReadRange's report of a frame failing its CRC).
 //   - meta.go: the atomically replaced meta file (anchor, first index,
-//     segment size, reset pending).
+//     segment size, reset pending, and the end of the bytes a suffix
+//     truncation zeroes, so Open can write zeros whose sync failed for
+//     real); version 2, version-1 records still read.
 //   - cache.go: the entries of the latest StoreLogs calls, kept for GetLog
 //     (Raft reads every entry back right after storing it).
 //   - warm.go: durable zeros ahead of the writer, so a sync never converts

@@ -122,6 +122,21 @@ func (s *LogStore) recover(m meta) error {
 	if err := s.segQ.TruncateDirty(end); err != nil {
 		return fmt.Errorf("truncate log at %d: %w", end, err)
 	}
+	if m.ZeroTo > end {
+		if err := s.rewriteZerosLocked(end, m.ZeroTo); err != nil {
+			return fmt.Errorf("rewrite zeros of a truncation in [%d, %d): %w", end, m.ZeroTo, err)
+		}
+	}
+	if m.ZeroTo != 0 {
+		// Durable zeros now lie past the end: the record is spent. If it
+		// cannot be cleared, the next open rewrites the zeros again.
+		m.ZeroTo = 0
+		if err := writeMeta(s.fsys, s.dir, m); err != nil {
+			s.log.Warn("raftlog: could not clear the truncation record", zap.String("dir", s.dir), zap.Error(err))
+		} else {
+			s.meta = m
+		}
+	}
 	first := m.FirstIndex
 	if first == 0 {
 		first = firstScanned
@@ -135,6 +150,26 @@ func (s *LogStore) recover(m meta) error {
 	s.recovery = RecoveryReport{ScanFrom: m.AnchorPos, End: end, Frames: frames, StopErr: stopErr}
 	s.log.Info("raftlog opened", zap.String("dir", s.dir), zap.Uint64("first", first), zap.Uint64("last", tail),
 		zap.Int64("scannedFrom", m.AnchorPos), zap.Int64("end", end), zap.Int("framesScanned", frames))
+	return nil
+}
+
+// rewriteZerosLocked writes durable zeros over [from, to) of the present
+// segments (Open only, past the recovered end): a truncation recorded that
+// range before zeroing it, and its zeros may be in the page cache only
+// (meta.ZeroTo).
+func (s *LogStore) rewriteZerosLocked(from, to int64) error {
+	for _, mf := range s.segQ.Files() {
+		start := mf.FileFromOffset()
+		lo, hi := max(from, start), min(to, start+int64(mf.Size()))
+		if lo >= hi {
+			continue
+		}
+		if err := mf.RewriteZeros(int(lo-start), int(hi-start)); err != nil {
+			return err
+		}
+	}
+	s.log.Warn("raftlog: rewrote the zeros of a truncation that may not have reached the disk",
+		zap.String("dir", s.dir), zap.Int64("from", from), zap.Int64("to", to))
 	return nil
 }
 

@@ -14,11 +14,11 @@ import (
 
 // meta is the small durable record that makes the log's state survive
 // restarts: where recovery starts scanning (the anchor), the logical first
-// index, and a pending reset. It is rewritten atomically (temp file, fsync,
-// rename, directory fsync), only on rare events: checkpoints (every
-// CheckpointBytes of log), prefix deletion, suffix truncation below the
-// anchor, retention and ResetAt. It is never written on the StoreLogs path
-// except through a checkpoint.
+// index, a pending reset and the end of the bytes a suffix truncation
+// zeroes. It is rewritten atomically (temp file, fsync, rename, directory
+// fsync), only on rare events: checkpoints (every CheckpointBytes of log),
+// prefix deletion, suffix truncation, retention and ResetAt. It is never
+// written on the StoreLogs path except through a checkpoint.
 type meta struct {
 	// SegmentSize is the segment size the log was written with. Positions
 	// depend on it, so opening with another size is refused.
@@ -38,21 +38,42 @@ type meta struct {
 	// ResetPending is set while ResetAt destroys the old segments and index
 	// files; Open finishes the job if a crash interrupted it.
 	ResetPending bool
+	// ZeroTo is the end of the log before the last suffix truncation,
+	// recorded before its bytes are zeroed (0 = none). If the zeros' sync
+	// fails, the page cache shows zeros the disk may not hold, and after a
+	// failed writeback the kernel marks those pages clean: no later sync
+	// writes them, and a recovery after a process restart sees nothing to
+	// zero. Open therefore rewrites [recovered end, ZeroTo) with real zero
+	// writes and syncs them before the log takes new entries. The next
+	// checkpoint clears it (the truncation that set it completed, or the
+	// store would have stopped).
+	ZeroTo int64
 }
 
 const (
 	metaFileName = "raftlog.meta"
 	metaMagic    = 0x524C4D54 // "RLMT"
-	metaVersion  = 1
-	// magic, version, flags, segment size, first, anchor index, anchor pos, crc
-	metaSize = 4 + 4 + 4 + 8 + 8 + 8 + 8 + 4
+	// Version 1: magic, version, flags, segment size, first, anchor index,
+	// anchor pos, crc. Version 2 adds ZeroTo before the crc. A record
+	// without ZeroTo is written as version 1, so a binary that only reads
+	// version 1 still opens a log with no truncation in doubt (and refuses
+	// one with, rather than skip its zero rewrite).
+	metaVersion1 = 1
+	metaVersion2 = 2
+	metaSize1    = 4 + 4 + 4 + 8 + 8 + 8 + 8 + 4
+	metaSize2    = metaSize1 + 8
+	metaMaxSize  = metaSize2
 )
 
 func (m meta) encode() []byte {
-	b := make([]byte, metaSize)
+	version, size := uint32(metaVersion1), metaSize1
+	if m.ZeroTo != 0 {
+		version, size = metaVersion2, metaSize2
+	}
+	b := make([]byte, size)
 	be := binary.BigEndian
 	be.PutUint32(b[0:], metaMagic)
-	be.PutUint32(b[4:], metaVersion)
+	be.PutUint32(b[4:], version)
 	var flags uint32
 	if m.ResetPending {
 		flags |= 1
@@ -62,20 +83,32 @@ func (m meta) encode() []byte {
 	be.PutUint64(b[20:], m.FirstIndex)
 	be.PutUint64(b[28:], m.AnchorIndex)
 	be.PutUint64(b[36:], uint64(m.AnchorPos))
-	be.PutUint32(b[44:], crc32.Checksum(b[:44], castagnoli))
+	if version == metaVersion2 {
+		be.PutUint64(b[44:], uint64(m.ZeroTo))
+	}
+	be.PutUint32(b[size-4:], crc32.Checksum(b[:size-4], castagnoli))
 	return b
 }
 
 func decodeMeta(b []byte) (meta, error) {
 	var m meta
-	if len(b) != metaSize {
-		return m, fmt.Errorf("%w: %d bytes, want %d", ErrCorruptMeta, len(b), metaSize)
-	}
 	be := binary.BigEndian
-	if be.Uint32(b[0:]) != metaMagic || be.Uint32(b[4:]) != metaVersion {
-		return m, fmt.Errorf("%w: bad magic or version", ErrCorruptMeta)
+	if len(b) < 8 || be.Uint32(b[0:]) != metaMagic {
+		return m, fmt.Errorf("%w: bad magic", ErrCorruptMeta)
 	}
-	if be.Uint32(b[44:]) != crc32.Checksum(b[:44], castagnoli) {
+	var size int
+	switch v := be.Uint32(b[4:]); v {
+	case metaVersion1:
+		size = metaSize1
+	case metaVersion2:
+		size = metaSize2
+	default:
+		return m, fmt.Errorf("%w: unknown version %d", ErrCorruptMeta, v)
+	}
+	if len(b) != size {
+		return m, fmt.Errorf("%w: %d bytes, want %d", ErrCorruptMeta, len(b), size)
+	}
+	if be.Uint32(b[size-4:]) != crc32.Checksum(b[:size-4], castagnoli) {
 		return m, fmt.Errorf("%w: crc mismatch", ErrCorruptMeta)
 	}
 	flags := be.Uint32(b[8:])
@@ -86,8 +119,11 @@ func decodeMeta(b []byte) (meta, error) {
 		AnchorIndex:  be.Uint64(b[28:]),
 		AnchorPos:    int64(be.Uint64(b[36:])),
 	}
-	if m.AnchorPos < 0 || m.SegmentSize <= 0 {
-		return m, fmt.Errorf("%w: anchor position %d, segment size %d", ErrCorruptMeta, m.AnchorPos, m.SegmentSize)
+	if size == metaSize2 {
+		m.ZeroTo = int64(be.Uint64(b[44:]))
+	}
+	if m.AnchorPos < 0 || m.SegmentSize <= 0 || m.ZeroTo < 0 {
+		return m, fmt.Errorf("%w: anchor position %d, segment size %d, zero end %d", ErrCorruptMeta, m.AnchorPos, m.SegmentSize, m.ZeroTo)
 	}
 	return m, nil
 }
@@ -103,7 +139,7 @@ func readMeta(fsys storage.FS, dir string) (m meta, ok bool, err error) {
 		return m, false, err
 	}
 	defer f.Close()
-	b := make([]byte, metaSize+1)
+	b := make([]byte, metaMaxSize+1)
 	n, err := f.ReadAt(b, 0)
 	if err != nil && err != io.EOF {
 		return m, false, err

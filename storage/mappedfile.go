@@ -233,6 +233,37 @@ func (m *MappedFile) zeroFromLocked(pos int) int {
 	return hi
 }
 
+// RewriteZeros writes zeros over [pos, end) of the file with pwrite and
+// syncs it. Unlike TruncateTail it writes every byte, so it dirties pages
+// even where the page cache already shows zeros: after a failed writeback
+// the kernel marks the pages clean, and zeros that only reached the cache
+// are then never written back by a sync. The range must lie at or past
+// WrotePosition.
+func (m *MappedFile) RewriteZeros(pos, end int) error {
+	if !m.Retain() {
+		return fmt.Errorf("%w: %s", ErrFileClosed, m.path)
+	}
+	defer m.Release()
+	end = min(end, m.size)
+	if pos >= end {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w := int(m.reserved.Load()); pos < w {
+		return fmt.Errorf("%w: rewrite zeros from %d of %s, written up to %d", ErrOutOfRange, pos, m.path, w)
+	}
+	var zero [64 << 10]byte
+	for p := pos; p < end; {
+		n := min(end-p, len(zero))
+		if _, err := m.file.WriteAt(zero[:n], int64(p)); err != nil {
+			return err
+		}
+		p += n
+	}
+	return m.file.Sync()
+}
+
 func (m *MappedFile) markDirtyLocked(lo, hi int) {
 	if m.dirtyHi <= m.dirtyLo {
 		m.dirtyLo, m.dirtyHi = lo, hi

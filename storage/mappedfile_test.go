@@ -309,6 +309,64 @@ func TestMappedFileTruncateTailSurvivesCrash(t *testing.T) {
 	}
 }
 
+// TestMappedFileRewriteZerosAfterFailedSync: zeros whose sync failed are
+// in the page cache only, so a reopened file shows them, TruncateTail finds
+// nothing to clear and a crash brings the old bytes back; RewriteZeros
+// writes them for real.
+func TestMappedFileRewriteZerosAfterFailedSync(t *testing.T) {
+	f := NewFaultFS(8)
+	f.MkdirAll("/d", 0o755)
+	path := "/d/" + FileName(0)
+	mf, err := OpenMappedFile(f, path, 0, 16384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf.Append(bytes.Repeat([]byte{1}, 9000))
+	if _, err := mf.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.TruncateTail(100); err != nil {
+		t.Fatal(err)
+	}
+	f.InjectError(OpMsync, unix.EIO)
+	if _, err := mf.Flush(); err == nil {
+		t.Fatal("Flush succeeded with EIO")
+	}
+	f.InjectError(OpMsync, nil)
+	mf.Close()
+	mf, err = OpenMappedFile(f, path, 0, 16384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.TruncateTail(100); err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.RewriteZeros(50, 9000); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("RewriteZeros below the write position: %v, want ErrOutOfRange", err)
+	}
+	if err := mf.RewriteZeros(100, 9000); err != nil {
+		t.Fatal(err)
+	}
+	mf.Close()
+	g := f.Crash(CrashOptions{})
+	mf2, err := OpenMappedFile(g, path, 0, 16384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf2.Close()
+	s, _ := mf2.Read(0, 16384)
+	defer s.Release()
+	for i, b := range s.B {
+		want := byte(0)
+		if i < 100 {
+			want = 1
+		}
+		if b != want {
+			t.Fatalf("byte %d = %d after rewrite+crash, want %d", i, b, want)
+		}
+	}
+}
+
 func TestFaultFSCrashDropsUnsynced(t *testing.T) {
 	f := NewFaultFS(3)
 	f.MkdirAll("/d", 0o755)
