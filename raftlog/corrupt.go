@@ -23,6 +23,12 @@ import (
 // within one batch of the bad one are a torn batch (pages of an unsynced
 // write reach the disk in any order) and are cut as before.
 //
+// A suffix truncation in doubt (meta.ZeroTo recorded, not yet cleared)
+// anchors the log at its cut, so the frames between the anchor and ZeroTo
+// are the ones it removes: a power loss while its zeros were being synced
+// leaves any subset of them whole. They do not count as frames after
+// damage; the log is cut at the first bad frame, as for a torn tail.
+//
 // Without Sync everything after the anchor may be unsynced, so nothing can
 // be told apart and the tail is cut at the first bad frame.
 
@@ -75,7 +81,16 @@ func (s *LogStore) classifyStopLocked(pos int64, expect uint64, cause error) err
 	if window == 0 {
 		window = defaultMaxBatchEntries
 	}
-	vIndex, vPos, ok := s.lastValidFrameAfter(pos + 1)
+	from := pos + 1
+	if z := s.meta.ZeroTo; z > from {
+		// A truncation was in doubt when the process stopped: it anchored
+		// the log at its cut, so every frame from there to ZeroTo is one it
+		// removes, and a power loss during its zero sync keeps any subset
+		// of them. They are cut with the torn frame (and Open writes their
+		// zeros); only frames past ZeroTo would be acknowledged ones.
+		from = z
+	}
+	vIndex, vPos, ok := s.lastValidFrameAfter(from)
 	if !ok || vIndex < expect+window {
 		return nil
 	}

@@ -88,19 +88,26 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 		return fmt.Errorf("truncate from index %d: %w", min, err)
 	}
 	end := pos + int64(h.Size)
-	// Before any byte changes, record the end of the bytes to be zeroed
-	// (meta.ZeroTo: if the zeros' sync fails, Open rewrites them for real),
-	// and move the anchor back if it vouches for slots being removed, so a
-	// crash halfway leaves a meta record that is true. The first index is
-	// the log's, as a checkpoint records it: s.meta may hold a further
-	// anchor remembered from a failed meta write beside an older first index
-	// (0, "the first frame found from the anchor", after a reset or on a
-	// fresh log), which would drop entries from recovery.
-	m := s.meta
-	m.FirstIndex, m.ZeroTo = first, s.nextPos
-	if s.meta.AnchorIndex > min {
-		m.AnchorIndex, m.AnchorPos = min, end
+	// Before any byte changes, record the truncation (meta.ZeroTo, the end
+	// of the bytes it zeroes) with the anchor at the cut: min at end. Then
+	// until the record is cleared below, every frame between the anchor and
+	// ZeroTo is one the truncation removes, so recovery can tell its
+	// unfinished zeros from damage (classifyStopLocked) and write them for
+	// real (meta.ZeroTo). The anchor vouches for the slots before min and,
+	// without Sync, for the frames before end: make them durable first, as
+	// a checkpoint does. The first index is the log's: s.meta may hold a
+	// further anchor remembered from a failed meta write beside an older
+	// first index (0, "the first frame found from the anchor", after a
+	// reset or on a fresh log), which would drop entries from recovery.
+	if !s.opts.Sync {
+		if err := s.segQ.Flush(); err != nil {
+			return s.fail(fmt.Errorf("truncate from index %d: sync log: %w", min, err))
+		}
 	}
+	if err := s.idxQ.Flush(); err != nil {
+		return s.fail(fmt.Errorf("truncate from index %d: sync index: %w", min, err))
+	}
+	m := meta{SegmentSize: int64(s.opts.SegmentSize), FirstIndex: first, AnchorIndex: min, AnchorPos: end, ZeroTo: s.nextPos}
 	if err := s.writeMetaLocked(m); err != nil {
 		// Nothing changed yet; Raft fails this AppendEntries and retries.
 		return fmt.Errorf("record truncation from index %d: %w", min, err)
@@ -117,6 +124,14 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 		return s.fail(fmt.Errorf("truncate index at %d: %w", min, err))
 	}
 	s.nextIndex, s.nextPos = min, end
+	// The zeros are durable: clear the record before any entry is stored
+	// over the range, or a later recovery could take acknowledged entries
+	// there for this truncation's leftovers. If the clearing fails, the
+	// store stops; the reopen rewrites the zeros and clears it.
+	m.ZeroTo = 0
+	if err := s.writeMetaLocked(m); err != nil {
+		return s.fail(fmt.Errorf("clear the record of the truncation from index %d: %w", min, err))
+	}
 	s.log.Info("raftlog: conflicting suffix truncated", zap.Uint64("fromIndex", min), zap.Int64("position", end))
 	return nil
 }

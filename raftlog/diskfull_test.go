@@ -375,6 +375,8 @@ func TestFailedTruncationSyncThenRestart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := storage.NewFaultFS(27)
+			var bad atomic.Bool
+			faultWhen(f, storage.OpMsync, segmentDirName, unix.EIO, &bad)
 			o := testOptions(f)
 			o.CheckpointBytes = 1 << 40
 			s := mustOpen(t, "/log", o)
@@ -394,11 +396,11 @@ func TestFailedTruncationSyncThenRestart(t *testing.T) {
 			if segs := len(s.segQ.Files()); tc.name == "across-segments" && segs < 2 {
 				t.Fatalf("%d segment(s): the cut must cross a segment boundary", segs)
 			}
-			f.InjectError(storage.OpMsync, unix.EIO)
+			bad.Store(true) // the zeros' sync fails
 			if err := s.DeleteRange(tc.cut, tc.last); !errors.Is(err, ErrStoreFailed) {
 				t.Fatalf("DeleteRange with EIO: %v", err)
 			}
-			f.InjectError(storage.OpMsync, nil)
+			bad.Store(false)
 			s.Close()
 			s = mustOpen(t, "/log", o)
 			if last, _ := s.LastIndex(); last != tc.cut-1 {
@@ -421,4 +423,150 @@ func TestFailedTruncationSyncThenRestart(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPowerLossDuringTruncationSync: the power fails while a long
+// truncation's zeros are being synced, so the disk keeps an arbitrary
+// subset of the zeroed pages (some old frames whole, some torn, some
+// zeroed). The member must start: the old frames past the torn one are the
+// truncation's unfinished zeros, not acknowledged entries after damage. It
+// keeps a prefix of the old entries (at least those before the cut), and a
+// new truncation and new entries then survive a crash.
+func TestPowerLossDuringTruncationSync(t *testing.T) {
+	for seed := uint64(0); seed < 12; seed++ {
+		f := storage.NewFaultFS(seed)
+		var armed, dead atomic.Bool
+		f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+			if armed.Load() && op == storage.OpMsync && strings.Contains(name, segmentDirName) {
+				dead.Store(true) // the power fails inside this msync
+			}
+			if dead.Load() {
+				return storage.ErrCrashed
+			}
+			return nil
+		})
+		o := testOptions(f)
+		o.SegmentSize = 1 << 20
+		o.CheckpointBytes = 1 << 40
+		s := mustOpen(t, "/log", o)
+		for i := uint64(1); i <= 300; i += 50 {
+			var logs []*raft.Log
+			for j := i; j < i+50; j++ {
+				logs = append(logs, sameSize(j, 1))
+			}
+			storeAll(t, s, logs)
+		}
+		if err := s.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		armed.Store(true)
+		if err := s.DeleteRange(10, 300); !errors.Is(err, ErrStoreFailed) {
+			t.Fatalf("seed %d: DeleteRange during the power loss: %v", seed, err)
+		}
+		f = f.Crash(storage.CrashOptions{TearPages: true})
+		s.Close()
+		o.FS = f
+		s, err := Open("/log", o)
+		if err != nil {
+			t.Fatalf("seed %d: the member does not start after a power loss during a truncation: %v", seed, err)
+		}
+		last, _ := s.LastIndex()
+		if last < 9 || last > 300 {
+			t.Fatalf("seed %d: last index %d, want 9..300", seed, last)
+		}
+		raftlogtest.CheckRange(t, s, 1, last, func(i uint64) *raft.Log { return sameSize(i, 1) })
+		if last >= 10 {
+			if err := s.DeleteRange(10, last); err != nil {
+				t.Fatalf("seed %d: DeleteRange(10, %d): %v", seed, last, err)
+			}
+		}
+		var logs []*raft.Log
+		for i := uint64(10); i <= 20; i++ {
+			logs = append(logs, sameSize(i, 2))
+		}
+		storeAll(t, s, logs)
+		f = f.Crash(storage.CrashOptions{TearPages: true})
+		s.Close()
+		o.FS = f
+		s = mustOpen(t, "/log", o)
+		raftlogtest.CheckRange(t, s, 1, 20, func(i uint64) *raft.Log {
+			if i < 10 {
+				return sameSize(i, 1)
+			}
+			return sameSize(i, 2)
+		})
+		if last, _ := s.LastIndex(); last != 20 {
+			t.Fatalf("seed %d: last index %d after the second crash, want 20", seed, last)
+		}
+		s.Close()
+	}
+}
+
+// TestTruncationRecordCleared: a suffix truncation clears its record as
+// soon as its zeros are durable, so entries stored afterwards over the
+// range are never taken for its leftovers. If the clearing write fails the
+// store stops, and an open that cannot clear the record refuses to start;
+// the next open clears it and the log goes on.
+func TestTruncationRecordCleared(t *testing.T) {
+	f := storage.NewFaultFS(28)
+	var full atomic.Bool
+	faultWhen(f, storage.OpRename, metaFileName, unix.ENOSPC, &full)
+	o := testOptions(f)
+	o.CheckpointBytes = 1 << 40
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, raftlogtest.Entries(1, 40, 1))
+	if err := s.DeleteRange(31, 40); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, err := readMeta(f, "/log"); err != nil || m.ZeroTo != 0 || m.AnchorIndex != 31 {
+		t.Fatalf("meta after a truncation: %+v, %v; want the record cleared, anchored at 31", m, err)
+	}
+	storeAll(t, s, raftlogtest.Entries(31, 40, 2))
+
+	// The record is written, the zeros synced, the clearing fails.
+	var renames atomic.Int32
+	f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+		if op == storage.OpRename && strings.Contains(name, metaFileName) && (renames.Add(1) == 2 || full.Load()) {
+			return unix.ENOSPC
+		}
+		return nil
+	})
+	if err := s.DeleteRange(21, 40); !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("DeleteRange whose clearing write fails: %v, want ErrStoreFailed", err)
+	}
+	if n := renames.Load(); n != 2 {
+		t.Fatalf("%d meta renames during the truncation, want 2 (record, clearing)", n)
+	}
+	if err := s.StoreLogs(raftlogtest.Entries(21, 21, 3)); !errors.Is(err, ErrStoreFailed) {
+		t.Fatalf("StoreLogs with the record still set: %v, want ErrStoreFailed", err)
+	}
+	s.Close()
+	if m, _, err := readMeta(f, "/log"); err != nil || m.ZeroTo == 0 {
+		t.Fatalf("meta after a failed clearing: %+v, %v; want the record set", m, err)
+	}
+	full.Store(true)
+	if s, err := Open("/log", o); err == nil {
+		s.Close()
+		t.Fatal("Open succeeded although it could not clear the truncation record")
+	}
+	full.Store(false)
+	s = mustOpen(t, "/log", o)
+	if m, _, err := readMeta(f, "/log"); err != nil || m.ZeroTo != 0 {
+		t.Fatalf("meta after the reopen: %+v, %v; want the record cleared", m, err)
+	}
+	if last, _ := s.LastIndex(); last != 20 {
+		t.Fatalf("last index %d after the reopen, want 20", last)
+	}
+	storeAll(t, s, raftlogtest.Entries(21, 50, 3))
+	f = f.Crash(storage.CrashOptions{TearPages: true})
+	s.Close()
+	o.FS = f
+	s = mustOpen(t, "/log", o)
+	defer s.Close()
+	raftlogtest.CheckRange(t, s, 1, 50, func(i uint64) *raft.Log {
+		if i > 20 {
+			return raftlogtest.Entry(i, 3)
+		}
+		return term1(i)
+	})
 }

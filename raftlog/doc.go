@@ -40,15 +40,18 @@
 //     reset position (resumable, checked before the first index moves);
 //     ReadRange (whole, CRC-checked entries only) and FirstPosition, the
 //     peer's side.
-//   - corrupt.go: telling a torn last batch from a corrupt frame with
-//     acknowledged frames after it (CorruptionError: Open refuses to cut).
+//   - corrupt.go: telling a torn last batch (or the leftovers of a
+//     truncation in doubt) from a corrupt frame with acknowledged frames
+//     after it (CorruptionError: Open refuses to cut).
 //   - scrub.go: damage below the anchor: ScrubSegment (one closed
 //     segment, paced by the caller), VerifySegmentAt, DamageError (also
 //     GetLog's and ReadRange's report of a frame failing its CRC).
 //   - meta.go: the atomically replaced meta file (anchor, first index,
 //     segment size, reset pending, and the end of the bytes a suffix
-//     truncation zeroes, so Open can write zeros whose sync failed for
-//     real); version 2, version-1 records still read.
+//     truncation in doubt zeroes: set with the anchor at the cut before
+//     the zeros, cleared once they are synced, so Open can write zeros
+//     whose sync failed for real and cut the frames a power loss left
+//     whole); version 2, version-1 records still read.
 //   - cache.go: the entries of the latest StoreLogs calls, kept for GetLog
 //     (Raft reads every entry back right after storing it).
 //   - warm.go: durable zeros ahead of the writer, so a sync never converts

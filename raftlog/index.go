@@ -128,14 +128,16 @@ func (s *LogStore) recover(m meta) error {
 		}
 	}
 	if m.ZeroTo != 0 {
-		// Durable zeros now lie past the end: the record is spent. If it
-		// cannot be cleared, the next open rewrites the zeros again.
+		// Durable zeros now lie past the end: the record is spent. It must
+		// be cleared before entries are stored over its range, or a later
+		// recovery would take them for the truncation's leftovers
+		// (classifyStopLocked), so a failure refuses the open; the next
+		// open rewrites the zeros again.
 		m.ZeroTo = 0
 		if err := writeMeta(s.fsys, s.dir, m); err != nil {
-			s.log.Warn("raftlog: could not clear the truncation record", zap.String("dir", s.dir), zap.Error(err))
-		} else {
-			s.meta = m
+			return fmt.Errorf("clear the record of a truncation: %w", err)
 		}
+		s.meta = m
 	}
 	first := m.FirstIndex
 	if first == 0 {

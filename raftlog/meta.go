@@ -38,15 +38,23 @@ type meta struct {
 	// ResetPending is set while ResetAt destroys the old segments and index
 	// files; Open finishes the job if a crash interrupted it.
 	ResetPending bool
-	// ZeroTo is the end of the log before the last suffix truncation,
-	// recorded before its bytes are zeroed (0 = none). If the zeros' sync
-	// fails, the page cache shows zeros the disk may not hold, and after a
-	// failed writeback the kernel marks those pages clean: no later sync
-	// writes them, and a recovery after a process restart sees nothing to
-	// zero. Open therefore rewrites [recovered end, ZeroTo) with real zero
-	// writes and syncs them before the log takes new entries. The next
-	// checkpoint clears it (the truncation that set it completed, or the
-	// store would have stopped).
+	// ZeroTo is the end of the log before a suffix truncation in doubt
+	// (0 = none). The truncation records it, with the anchor at its cut,
+	// before any byte changes, and clears it (same anchor) once its zeros
+	// are synced; if that clearing fails, the store stops. While it is set,
+	// every frame between the anchor and ZeroTo is one the truncation
+	// removes:
+	//   - a power loss during the zeros' sync leaves any subset of them
+	//     whole, so recovery does not count them as acknowledged frames
+	//     after damage (classifyStopLocked) and cuts at the first bad one;
+	//   - if the zeros' sync fails, the page cache shows zeros the disk may
+	//     not hold, and after a failed writeback the kernel marks those
+	//     pages clean: no later sync writes them, and a recovery after a
+	//     process restart sees nothing to zero.
+	// Open therefore rewrites [recovered end, ZeroTo) with real zero writes,
+	// syncs them and clears the record before the log takes new entries (it
+	// refuses to open if the clearing fails), so no entry is ever stored
+	// over a range a set record covers. Checkpoints write it as 0.
 	ZeroTo int64
 }
 
