@@ -82,10 +82,15 @@ type aclState struct {
 // redactedSecret replaces secrets in GET_BROKER_CONFIG's answer.
 const redactedSecret = "******"
 
-// redactSecrets blanks the secrets of a config about to be shown.
-func (c *ACLConfig) redactSecrets() {
+// redactSecrets blanks the secrets of a config about to be shown: the
+// cluster account's secret and gossipSecretKey, with which anyone could
+// join the gossip pool and report members dead.
+func (c *BrokerConfig) redactSecrets() {
 	if c.ClusterAuthSecretKey != "" {
 		c.ClusterAuthSecretKey = redactedSecret
+	}
+	if c.Gossip.SecretKey != "" {
+		c.Gossip.SecretKey = redactedSecret
 	}
 }
 

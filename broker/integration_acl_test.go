@@ -446,3 +446,28 @@ func TestACLConfigRefusals(t *testing.T) {
 		t.Errorf("name server with half a cluster account: %v", err)
 	}
 }
+
+// TestBrokerConfigRedactsSecrets: GET_BROKER_CONFIG (an admin code under
+// ACL, open to anyone without it) masks the cluster account's secret and
+// gossipSecretKey, which keeps strangers out of the gossip pool.
+func TestBrokerConfigRedactsSecrets(t *testing.T) {
+	cfg := testBrokerConfig(t, "127.0.0.1:1", testutil.FreePort(t))
+	cfg.ClusterAuthAccessKey, cfg.ClusterAuthSecretKey = aclCluster.AccessKey, "cluster-secret-value"
+	cfg.Gossip.SecretKey = "Z29zc2lwLXNlY3JldC12YWw=" // base64 of 16 bytes
+	c, err := New(cfg, newFakeReplica(t, cfg.RemotingAddr()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	body := string(c.processGetBrokerConfig().Body)
+	for _, secret := range []string{"cluster-secret-value", cfg.Gossip.SecretKey} {
+		if strings.Contains(body, secret) {
+			t.Errorf("GET_BROKER_CONFIG shows the secret %q:\n%s", secret, body)
+		}
+	}
+	for _, want := range []string{"clusterAuthSecretKey=******", "gossipSecretKey=******", "clusterAuthAccessKey=" + aclCluster.AccessKey} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET_BROKER_CONFIG lacks %q", want)
+		}
+	}
+}

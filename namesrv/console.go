@@ -35,6 +35,11 @@ func (c *Config) redactSecrets() {
 	if c.ClusterAuthSecretKey != "" {
 		c.ClusterAuthSecretKey = redactedSecret
 	}
+	// With the gossip key anyone could join the pool and report brokers
+	// dead, which drops them from the routes.
+	if c.Gossip.SecretKey != "" {
+		c.Gossip.SecretKey = redactedSecret
+	}
 }
 
 func (c ConsoleConfig) validate() error {

@@ -31,3 +31,26 @@ func TestNamesrvConfigRedactsSecrets(t *testing.T) {
 		t.Error("consoleAccessKey without consoleSecretKey validated")
 	}
 }
+
+// TestNamesrvConfigRedactsGossipKey: GET_NAMESRV_CONFIG answers anyone,
+// and gossipSecretKey is what keeps strangers out of the gossip pool (a
+// member there can declare brokers dead and drop them from the routes),
+// so it is masked like the other secrets.
+func TestNamesrvConfigRedactsGossipKey(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.ListenPort, cfg.MetricsPort = "127.0.0.1", 0, -1
+	cfg.KVConfigPath = filepath.Join(t.TempDir(), "kv.json")
+	cfg.Gossip.SecretKey = "Z29zc2lwLXNlY3JldC12YWw=" // base64 of 16 bytes
+	n, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := n.getNamesrvConfig(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(resp.Body)
+	if strings.Contains(body, cfg.Gossip.SecretKey) || !strings.Contains(body, "gossipSecretKey=******") {
+		t.Errorf("GET_NAMESRV_CONFIG body:\n%s", body)
+	}
+}
