@@ -223,11 +223,27 @@ func aclRequest(remote string, req *remoting.RemotingCommand) (acl.Request, erro
 			add(topic, acl.Pub)
 		}
 	}
+	// The send codes take either header shape (SEND_MESSAGE_V2 and
+	// SEND_BATCH_MESSAGE may name the topic "topic" rather than "b"), so
+	// the topic is read as the send path reads it; a header it cannot
+	// decode is refused there, before anything is written.
+	sendAs := func(code int16) {
+		as := *req
+		as.Code = code
+		if h, err := decodeSendHeader(&as); err == nil {
+			send(h.Topic)
+		} else {
+			send(ext("topic"))
+			send(ext("b"))
+		}
+	}
 	switch req.Code {
 	case remoting.RequestSendMessage, remoting.RequestSendReplyMessage:
-		send(ext("topic"))
-	case remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage, remoting.RequestSendReplyMessageV2:
-		send(ext("b"))
+		sendAs(remoting.RequestSendMessage)
+	case remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage:
+		sendAs(req.Code)
+	case remoting.RequestSendReplyMessageV2:
+		sendAs(remoting.RequestSendMessageV2)
 	case remoting.RequestConsumerSendMsgBack:
 		group(ext("group"), acl.Sub)
 	case remoting.RequestPullMessage, remoting.RequestLitePullMessage:

@@ -471,3 +471,61 @@ func TestBrokerConfigRedactsSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestACLSendHeaderShapes: the send codes take either header shape (the
+// official Go client sends SEND_BATCH_MESSAGE with the long names), and
+// the ACL checks the topic the send path writes to whichever shape comes:
+// an account without PUB on a topic cannot write to it through
+// SEND_MESSAGE_V2, SEND_BATCH_MESSAGE or SEND_REPLY_MESSAGE_V2 with long
+// field names, and nothing is stored.
+func TestACLSendHeaderShapes(t *testing.T) {
+	pc := startACLCluster(t)
+	leader := pc.nodes[pc.leader()]
+	pc.createTopic(leader.Addr(), "Forbidden", 2)
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	rc.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: aclApp.AccessKey, SecretKey: aclApp.SecretKey}))
+	batch, err := wire.EncodeBatch([]wire.BatchEntry{{Body: []byte("b1")}, {Body: []byte("b2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := wire.EncodeProperties(map[string]string{wire.PropertyReplyToClient: "requester@1"})
+	for _, c := range []struct {
+		name  string
+		code  int16
+		ext   map[string]string
+		body  []byte
+		topic string
+	}{
+		{"SEND_MESSAGE", remoting.RequestSendMessage, sendExt("Forbidden", 0, ""), []byte("one"), "Forbidden"},
+		{"SEND_MESSAGE_V2 with long names", remoting.RequestSendMessageV2, sendExt("Forbidden", 0, ""), []byte("one"), "Forbidden"},
+		{"SEND_BATCH_MESSAGE with long names", remoting.RequestSendBatchMessage, sendExt("Forbidden", 1, ""), batch, "Forbidden"},
+		{"SEND_REPLY_MESSAGE_V2 with long names", remoting.RequestSendReplyMessageV2, sendExt("Forbidden", 0, reply), []byte("r"), "Forbidden"},
+		{"SEND_MESSAGE_V2 with short names", remoting.RequestSendMessageV2, map[string]string{"a": "PG", "b": "Forbidden", "c": wire.TopicAutoCreate,
+			"d": "4", "e": "0", "f": "0", "g": "0", "h": "0", "i": "", "j": "0", "k": "false", "m": "false"}, []byte("one"), "Forbidden"},
+	} {
+		req := remoting.NewRequest(c.code, nil, c.body)
+		for k, v := range c.ext {
+			req.ExtFields[k] = v
+		}
+		resp, err := rc.InvokeSync(context.Background(), leader.Addr(), req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		wantNoPermission(t, c.name, remoting.ResponseError(leader.Addr(), resp), "no PUB permission on topic:"+c.topic)
+	}
+	// The same batch to a topic the account may publish to is stored.
+	pc.createTopic(leader.Addr(), "AclTopic", 2)
+	req := remoting.NewRequest(remoting.RequestSendBatchMessage, nil, batch)
+	for k, v := range sendExt("AclTopic", 1, "") {
+		req.ExtFields[k] = v
+	}
+	if resp, err := rc.InvokeSync(context.Background(), leader.Addr(), req); err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("batch to AclTopic: %v %v", resp, err)
+	}
+	for q := range int32(2) {
+		if n := leader.st.GetMaxOffsetInQueue("Forbidden", q); n != 0 {
+			t.Fatalf("Forbidden/%d holds %d messages sent without PUB", q, n)
+		}
+	}
+}
