@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -527,5 +528,69 @@ func TestACLSendHeaderShapes(t *testing.T) {
 		if n := leader.st.GetMaxOffsetInQueue("Forbidden", q); n != 0 {
 			t.Fatalf("Forbidden/%d holds %d messages sent without PUB", q, n)
 		}
+	}
+}
+
+// TestACLStoredMessageTopic: VIEW_MESSAGE_BY_ID and
+// CONSUMER_SEND_MSG_BACK name a message by its CommitLog offset, not by
+// topic; an account without SUB on the message's topic can neither read
+// it nor copy it into its own group's retry topic (to pull it from
+// there), while a message of a topic it may read stays viewable and can
+// be sent back.
+func TestACLStoredMessageTopic(t *testing.T) {
+	pc := startACLCluster(t)
+	leader := pc.nodes[pc.leader()]
+	pc.createTopic(leader.Addr(), "Forbidden", 1)
+	pc.createTopic(leader.Addr(), "AclTopic", 1)
+	offsetOf := func(topic string) int64 {
+		resp := pc.call(leader.Addr(), remoting.RequestSendMessage, sendExt(topic, 0, ""), []byte("secret of "+topic)) // signed as the admin
+		if resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("send to %s: %d %s", topic, resp.Code, resp.Remark)
+		}
+		id, err := wire.ParseMessageID(resp.ExtFields["msgId"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id.Offset
+	}
+	forbidden, allowed := offsetOf("Forbidden"), offsetOf("AclTopic")
+	testutil.WaitFor(t, 10*time.Second, "both messages applied", func() bool { return leader.st.DispatchedOffset() > allowed })
+
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	rc.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: aclApp.AccessKey, SecretKey: aclApp.SecretKey}))
+	call := func(code int16, ext map[string]string) *remoting.RemotingCommand {
+		req := remoting.NewRequest(code, nil, nil)
+		for k, v := range ext {
+			req.ExtFields[k] = v
+		}
+		resp, err := rc.InvokeSync(context.Background(), leader.Addr(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	view := func(off int64) *remoting.RemotingCommand {
+		return call(remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)})
+	}
+	sendBack := func(off int64) *remoting.RemotingCommand {
+		return call(remoting.RequestConsumerSendMsgBack, map[string]string{"offset": strconv.FormatInt(off, 10), "group": "AclGroup", "delayLevel": "-1"})
+	}
+
+	resp := view(forbidden)
+	if strings.Contains(string(resp.Body), "secret of Forbidden") {
+		t.Fatal("VIEW_MESSAGE_BY_ID showed a Forbidden message to an account without SUB on it")
+	}
+	wantNoPermission(t, "view a Forbidden message", remoting.ResponseError(leader.Addr(), resp), "no SUB permission on topic:Forbidden")
+	wantNoPermission(t, "send back a Forbidden message", remoting.ResponseError(leader.Addr(), sendBack(forbidden)), "no SUB permission on topic:Forbidden")
+	if _, ok := leader.rep.State().Topic(wire.DLQGroupTopicPrefix + "AclGroup"); ok && leader.st.GetMaxOffsetInQueue(wire.DLQGroupTopicPrefix+"AclGroup", 0) != 0 {
+		t.Fatal("the Forbidden message was copied into AclGroup's DLQ")
+	}
+
+	if resp := view(allowed); resp.Code != remoting.ResponseSuccess || !strings.Contains(string(resp.Body), "secret of AclTopic") {
+		t.Fatalf("view an AclTopic message: %d %s", resp.Code, resp.Remark)
+	}
+	if resp := sendBack(allowed); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("send back an AclTopic message: %d %s", resp.Code, resp.Remark)
 	}
 }

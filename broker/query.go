@@ -55,7 +55,7 @@ func (c *Controller) processQueryMessage(_ context.Context, _ *remoting.Conn, re
 	return r, nil
 }
 
-func (c *Controller) processViewMessageByID(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (c *Controller) processViewMessageByID(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.ViewMessageRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
@@ -64,7 +64,15 @@ func (c *Controller) processViewMessageByID(_ context.Context, _ *remoting.Conn,
 	if err != nil {
 		return response(remoting.ResponseSystemError, "no message at commit log offset %d: %v", h.Offset, err), nil
 	}
-	if m, _, err := wire.DecodeMessage(b, false); err == nil {
+	m, _, err := wire.DecodeMessage(b, false)
+	if err != nil {
+		if c.acl != nil { // its topic cannot be checked
+			return response(remoting.ResponseSystemError, "the message at commit log offset %d does not decode: %v", h.Offset, err), nil
+		}
+	} else {
+		if r := c.aclStoredTopic(conn, req, m.Topic, m.Properties); r != nil {
+			return r, nil
+		}
 		c.patchQueueOffset(b, m.Topic, m.QueueID, h.Offset)
 	}
 	r := success()

@@ -35,6 +35,9 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	if err != nil {
 		return response(remoting.ResponseSystemError, "look message by offset %d failed: %v", h.Offset, err), nil
 	}
+	if r := c.aclStoredTopic(conn, req, orig.Topic, orig.Properties); r != nil {
+		return r, nil
+	}
 	m := &store.Message{
 		Topic: wire.RetryGroupTopicPrefix + h.Group, Flag: orig.Flag, Body: orig.Body,
 		Properties: copyProps(orig.Properties), SysFlag: orig.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6),
