@@ -297,6 +297,14 @@ func aclRequest(remote string, req *remoting.RemotingCommand) (acl.Request, erro
 		group(ext("consumerGroup"), acl.Sub)
 		add(ext("topic"), acl.Sub)
 	}
+	// The broker's own topics hold other topics' messages (delayed,
+	// timed, uncommitted halves), so reading one needs an admin account,
+	// whatever an account's defaultTopicPerm grants.
+	for _, r := range q.Resources {
+		if r.Perm == acl.Sub && isSystemTopic(r.Name) {
+			q.Admin = true
+		}
+	}
 	return q, nil
 }
 

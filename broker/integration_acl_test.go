@@ -594,3 +594,49 @@ func TestACLStoredMessageTopic(t *testing.T) {
 		t.Fatalf("send back an AclTopic message: %d %s", resp.Code, resp.Remark)
 	}
 }
+
+// TestACLSystemTopicPull: the broker's own topics hold other topics'
+// messages (SCHEDULE_TOPIC_XXXX the delayed ones, the half topic the
+// uncommitted ones), so an account whose defaultTopicPerm is SUB cannot
+// pull them to read a topic it is denied: they need an admin account.
+func TestACLSystemTopicPull(t *testing.T) {
+	const readerFile = aclTestFile + `
+  - accessKey: readerKey1
+    secretKey: readerSecret1
+    defaultTopicPerm: SUB
+    defaultGroupPerm: SUB
+    topicPerms:
+      - Secret=DENY
+`
+	pc := startACLCluster(t, func(c *BrokerConfig) {
+		if err := os.WriteFile(c.AclFile, []byte(readerFile), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	leader := pc.nodes[pc.leader()]
+	pc.createTopic(leader.Addr(), "Secret", 1)
+	props := wire.EncodeProperties(map[string]string{wire.PropertyDelayTimeLevel: "3"})
+	if resp := pc.call(leader.Addr(), remoting.RequestSendMessage, sendExt("Secret", 0, props), []byte("delayed secret")); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("delayed send: %d %s", resp.Code, resp.Remark)
+	}
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	rc.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: "readerKey1", SecretKey: "readerSecret1"}))
+	pull := func(topic string, queue int) *remoting.RemotingCommand {
+		req := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
+		for k, v := range pullExt("ReaderGroup", topic, queue, 0, 0) {
+			req.ExtFields[k] = v
+		}
+		resp, err := rc.InvokeSync(context.Background(), leader.Addr(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	wantNoPermission(t, "pull Secret", remoting.ResponseError(leader.Addr(), pull("Secret", 0)), "no SUB permission on topic:Secret")
+	resp := pull(wire.TopicSchedule, 2)
+	if strings.Contains(string(resp.Body), "delayed secret") {
+		t.Fatal("a pull of SCHEDULE_TOPIC_XXXX showed a Secret message to an account denied Secret")
+	}
+	wantNoPermission(t, "pull SCHEDULE_TOPIC_XXXX", remoting.ResponseError(leader.Addr(), resp), "needs an admin account")
+}
