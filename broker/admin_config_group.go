@@ -24,15 +24,22 @@ import (
 // forward again, and each saves the change in runtimeConfigFile under its
 // store directory, which New applies over broker.conf at every start. A
 // member that is down when the change is made misses it: the answer then
-// names it, and the command must be repeated once it is back.
+// names it, and the command must be repeated once it is back. A down
+// member is no longer registered with the name servers, so the members
+// to reach are the group's Raft configuration, not the route: each
+// forwarded answer names the member that applied it.
 
 // runtimeConfigFile holds the runtime config changes, relative to
 // storePathRootDir.
 const runtimeConfigFile = "config/runtimeConfig.properties"
 
 // extMemberOnly marks a forwarded UPDATE_BROKER_CONFIG: apply, do not
-// forward.
-const extMemberOnly = "raftmqMemberOnly"
+// forward. extMemberID, in the answer to one, is the Raft id of the
+// member that applied it.
+const (
+	extMemberOnly = "raftmqMemberOnly"
+	extMemberID   = "raftmqMemberId"
+)
 
 // forwardConfigTimeout bounds the forwarding to each member.
 const forwardConfigTimeout = 5 * time.Second
@@ -113,12 +120,19 @@ func (c *Controller) saveRuntimeConfig(kv map[string]string) error {
 }
 
 // forwardBrokerConfig sends an applied change to the group's other
-// registered members unless req is itself a forwarded one.
+// registered members unless req is itself a forwarded one, and fails
+// naming every member of the Raft configuration that did not apply it.
 func (c *Controller) forwardBrokerConfig(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	ra, _ := c.rep.(RaftAdmin)
 	if req.ExtFields[extMemberOnly] == "true" {
-		return success()
+		r := success()
+		if ra != nil {
+			r.ExtFields = map[string]string{extMemberID: ra.SelfID()}
+		}
+		return r
 	}
 	var failed []string
+	applied := map[string]bool{}
 	for _, addr := range c.groupMemberAddrs() {
 		if addr == c.addr {
 			continue
@@ -133,6 +147,13 @@ func (c *Controller) forwardBrokerConfig(req *remoting.RemotingCommand) *remotin
 		}
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s (%v)", addr, err))
+			continue
+		}
+		applied[resp.ExtFields[extMemberID]] = true
+	}
+	for _, id := range c.raftMemberIDs(ra) {
+		if id != ra.SelfID() && !applied[id] {
+			failed = append(failed, fmt.Sprintf("%s (no answer from it: down, or not registered with the name servers)", id))
 		}
 	}
 	if len(failed) > 0 {
@@ -157,4 +178,22 @@ func (c *Controller) groupMemberAddrs() []string {
 		}
 	}
 	return nil
+}
+
+// raftMemberIDs lists the Raft ids of the group's live configuration
+// (learners too: they become voters with the config they have); nil
+// without a Raft replica or when the configuration cannot be read.
+func (c *Controller) raftMemberIDs(ra RaftAdmin) []string {
+	if ra == nil || ra.Raft() == nil {
+		return nil
+	}
+	f := ra.Raft().GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var ids []string
+	for _, s := range f.Configuration().Servers {
+		ids = append(ids, string(s.ID))
+	}
+	return ids
 }

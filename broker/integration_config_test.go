@@ -4,8 +4,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftmq/raftmq/internal/config"
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -65,5 +67,36 @@ func TestUpdateBrokerConfig(t *testing.T) {
 	// A refused update changed nothing.
 	if r := tc.call(addr, remoting.RequestSendMessage, sendExt("AUTO3", 0, ""), []byte("x")); r.Code != remoting.ResponseTopicNotExist {
 		t.Fatalf("refused update leaked autoCreateTopicEnable=true: %d %s", r.Code, r.Remark)
+	}
+}
+
+// TestUpdateBrokerConfigNamesDownMember: a member that is down when
+// UPDATE_BROKER_CONFIG is sent is no longer registered with the name
+// server (its connection closed), so forwarding to the registered members
+// alone cannot reach it. The change then applied on part of the group
+// only, and the answer must say so, naming the member, so that the
+// operator repeats it once the member is back.
+func TestUpdateBrokerConfigNamesDownMember(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := pc.leader()
+	down := (l + 1) % 3
+	downID := pc.cfgs[down].Raft.DLegerSelfID
+	pc.stopNode(down)
+	testutil.WaitFor(t, 10*time.Second, "the name server drops the stopped member", func() bool {
+		return len(pc.ns.Routes().ClusterInfo().BrokerAddrTable[pc.cfgs[l].BrokerName].BrokerAddrs) == 2
+	})
+	r := pc.call(pc.nodes[l].Addr(), remoting.RequestUpdateBrokerConfig, nil, []byte("maxReconsumeTimes=5\n"))
+	if r.Code == remoting.ResponseSuccess || !strings.Contains(r.Remark, downID) {
+		t.Fatalf("update with member %s down: code %d %q; want a failure naming %s", downID, r.Code, r.Remark, downID)
+	}
+	// The members that were up have it.
+	for i, n := range pc.nodes {
+		if n == nil {
+			continue
+		}
+		g := pc.call(n.Addr(), remoting.RequestGetBrokerConfig, nil, nil)
+		if !strings.Contains(string(g.Body), "maxReconsumeTimes=5\n") {
+			t.Fatalf("member %d lacks the change", i)
+		}
 	}
 }
