@@ -112,7 +112,9 @@ type BrokerConfig struct {
 	// subscription and pulls of one answer SYSTEM_ERROR, both naming this
 	// key. Fixed at start.
 	EnablePropertyFilter bool `prop:"enablePropertyFilter"`
-	// MaxReconsumeTimes is the default retry limit before the DLQ (16).
+	// MaxReconsumeTimes is the default retry limit before the DLQ (16):
+	// that of a consumer group without a config of its own, and the one
+	// an auto-created group gets (updateSubGroup -r sets a group's own).
 	MaxReconsumeTimes int `prop:"maxReconsumeTimes"`
 	// ChannelExpiredTimeout drops clients that sent no heartbeat for this
 	// long (120 s).

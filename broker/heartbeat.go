@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -58,7 +59,7 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 			c.log.Debug("auto-create subscription group refused", zap.String("group", group), zap.String("reason", r.Remark))
 			return
 		}
-		sg = wire.DefaultSubscriptionGroupConfig(group)
+		sg = c.defaultSubscriptionGroup(group)
 		wctx, cancel := c.writeCtx(ctx)
 		err := c.rep.UpdateSubscriptionGroup(wctx, sg)
 		cancel()
@@ -73,6 +74,16 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 			c.log.Debug("create retry topic failed", zap.String("topic", retry), zap.String("reason", r.Remark))
 		}
 	}
+}
+
+// defaultSubscriptionGroup is the config of a group that has none of its
+// own, the one an auto-created group gets: RocketMQ's defaults with the
+// retry limit of maxReconsumeTimes as it is now (UPDATE_BROKER_CONFIG may
+// change it).
+func (c *Controller) defaultSubscriptionGroup(group string) wire.SubscriptionGroupConfig {
+	sg := wire.DefaultSubscriptionGroupConfig(group)
+	sg.RetryMaxTimes = int32(min(c.live().MaxReconsumeTimes, math.MaxInt32))
+	return sg
 }
 
 func (c *Controller) processUnregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {

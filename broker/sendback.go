@@ -29,7 +29,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	}
 	sg, ok := c.rep.State().SubscriptionGroup(h.Group)
 	if !ok {
-		sg = wire.DefaultSubscriptionGroupConfig(h.Group)
+		sg = c.defaultSubscriptionGroup(h.Group)
 	}
 	orig, err := c.st.LookMessageByOffset(h.Offset)
 	if err != nil {

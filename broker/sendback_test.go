@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 
@@ -68,5 +69,50 @@ func TestSendBackIdempotentProducer(t *testing.T) {
 	}
 	if n := g.Store().GetMaxOffsetInQueue(wire.DLQGroupTopicPrefix+"GF", 0); n != 2 {
 		t.Errorf("the DLQ holds %d of the 2 messages sent to the retry topic", n)
+	}
+}
+
+// TestSendBackMaxReconsumeTimes: maxReconsumeTimes is the retry limit of
+// a group without a config of its own and the one an auto-created group
+// gets, and UPDATE_BROKER_CONFIG may change it: after setting it to 2, a
+// message consumed twice already goes to the DLQ when its group sends it
+// back, whether the group is unknown to the broker or was created by its
+// consumer's heartbeat.
+func TestSendBackMaxReconsumeTimes(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := pc.createTopicOnLeader("MRT", 1)
+	leader, g := pc.nodes[l].Addr(), pc.groups[l]
+	if r := pc.call(leader, remoting.RequestUpdateBrokerConfig, nil, []byte("maxReconsumeTimes=2\n")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("update: %d %s", r.Code, r.Remark)
+	}
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@mrt", ConsumerDataSet: []wire.HeartbeatConsumerData{{
+		GroupName: "MRTH", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "MRT", SubString: "*", SubVersion: 1}},
+	}}})
+	if r := pc.call(leader, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+	}
+	ext := sendExt("MRT", 0, "")
+	ext["reconsumeTimes"] = "2"
+	if r := pc.call(leader, remoting.RequestSendMessage, ext, []byte("m")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	res, err := g.Store().GetMessage("", "MRT", 0, 0, 1, nil)
+	if err != nil || res.Status != store.Found {
+		t.Fatalf("stored message: %v %v", res.Status, err)
+	}
+	m, _, err := wire.DecodeMessage(res.Messages[0], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range []string{"MRTU", "MRTH"} {
+		r := pc.call(leader, remoting.RequestConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(m.PhysicalOffset, 10), "group": group, "delayLevel": "0"}, nil)
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send back for %s: %d %s", group, r.Code, r.Remark)
+		}
+		if n := g.Store().GetMaxOffsetInQueue(wire.DLQGroupTopicPrefix+group, 0); n != 1 {
+			t.Errorf("group %s: the DLQ holds %d messages after a send-back of a message consumed twice with maxReconsumeTimes=2", group, n)
+		}
 	}
 }
