@@ -345,6 +345,17 @@ func (c *BrokerConfig) Validate() error {
 	if len(c.NameServers()) == 0 {
 		errs = append(errs, bad("namesrvAddr", "no name server given (host:port;host:port)"))
 	}
+	for _, a := range c.NameServers() {
+		// The broker dials these as they are: one it cannot dial would
+		// leave it running but never registered.
+		_, port, err := net.SplitHostPort(a)
+		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
+			errs = append(errs, bad("namesrvAddr", "%q is not host:port (name servers are separated by ';')", a))
+		}
+	}
+	if c.RegisterBrokerTimeoutMills <= 0 {
+		errs = append(errs, bad("registerBrokerTimeoutMills", "must be positive (every registration would time out at once)"))
+	}
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > maxQueueNums {
 		errs = append(errs, bad("defaultTopicQueueNums", "%d out of 1..%d", c.DefaultTopicQueueNums, maxQueueNums))
 	}

@@ -87,3 +87,37 @@ func TestCatchupPaceValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateNamesrvAddrAndRegisterTimeout: a namesrvAddr the broker
+// could never dial (a port left out, ',' for ';', a port that is not
+// one) and a registration timeout that expires at once would start a
+// broker that never registers, logging warnings only; they are refused at
+// start naming the key.
+func TestValidateNamesrvAddrAndRegisterTimeout(t *testing.T) {
+	valid := func(mutate func(*BrokerConfig)) error {
+		c := DefaultConfig()
+		c.Raft.DLegerPeers, c.Raft.DLegerSelfID = "n0-127.0.0.1:40911", "n0"
+		mutate(&c)
+		if err := c.Derive(); err != nil {
+			return err
+		}
+		return c.Validate()
+	}
+	for _, addr := range []string{"127.0.0.1", "10.0.0.1:9876,10.0.0.2:9876", "10.0.0.1:abc", "10.0.0.1:0", "10.0.0.1:98760"} {
+		err := valid(func(c *BrokerConfig) { c.NamesrvAddr = addr })
+		if err == nil || !strings.Contains(err.Error(), "namesrvAddr") {
+			t.Errorf("namesrvAddr=%s: %v; want an error naming namesrvAddr", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:9876", "ns1.example.com:9876; ns2.example.com:9876;", "[::1]:9876"} {
+		if err := valid(func(c *BrokerConfig) { c.NamesrvAddr = addr }); err != nil {
+			t.Errorf("namesrvAddr=%s: %v", addr, err)
+		}
+	}
+	for _, d := range []time.Duration{0, -time.Millisecond} {
+		err := valid(func(c *BrokerConfig) { c.RegisterBrokerTimeoutMills = d })
+		if err == nil || !strings.Contains(err.Error(), "registerBrokerTimeoutMills") {
+			t.Errorf("registerBrokerTimeoutMills=%v: %v; want an error naming the key", d, err)
+		}
+	}
+}
