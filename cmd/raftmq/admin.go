@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -87,16 +85,15 @@ var adminCommands = []adminEntry{
 		run:   runClusterList,
 		table: tableClusterList,
 	},
-	adminCommand[map[string]string]{
+	adminCommand[memberTables]{
 		name:  "brokerStatus",
-		short: "Show a broker's runtime facts (role, leader, CommitLog offsets, held pulls, ...)",
-		flags: []flagSpec{brokerAddrFlag.req()},
-		run:   runBrokerStatus,
-		table: func(w *tabwriter.Writer, kv map[string]string) {
-			for _, k := range slices.Sorted(maps.Keys(kv)) {
-				row(w, k+":", kv[k])
-			}
+		short: "Show a broker's runtime facts (role, leader, CommitLog offsets, held pulls, ...); -c: every member of a cluster",
+		flags: []flagSpec{brokerAddrFlag, str("clusterName", "c", "every registered member of this cluster")},
+		oneOf: []string{"brokerAddr", "clusterName"},
+		run: func(ctx context.Context, s *adminSession, in flagValues) (memberTables, error) {
+			return readMembers(ctx, s, in, runBrokerStatus)
 		},
+		table: tableBrokerStatus,
 	},
 	adminCommand[consumerProgress]{
 		name:  "consumerProgress",
@@ -143,20 +140,17 @@ var adminCommands = []adminEntry{
 			return []any{r.BrokerName, r.QueueID, r.Offset}
 		}),
 	},
-	adminCommand[targeted[map[string]string]]{
+	adminCommand[memberTables]{
 		name:  "getBrokerConfig",
-		short: "Show a broker's configuration",
-		flags: []flagSpec{brokerAddrFlag.req()},
-		run: func(ctx context.Context, s *adminSession, in flagValues) (targeted[map[string]string], error) {
-			kv, err := s.a.BrokerConfig(ctx, in.str("brokerAddr"))
-			return targeted[map[string]string]{in.str("brokerAddr"), kv}, err
+		short: "Show a broker's configuration; -c: every member of a cluster",
+		flags: []flagSpec{brokerAddrFlag, str("clusterName", "c", "every registered member of this cluster")},
+		oneOf: []string{"brokerAddr", "clusterName"},
+		run: func(ctx context.Context, s *adminSession, in flagValues) (memberTables, error) {
+			return readMembers(ctx, s, in, func(ctx context.Context, s *adminSession, addr string) (map[string]string, error) {
+				return s.a.BrokerConfig(ctx, addr)
+			})
 		},
-		table: func(w *tabwriter.Writer, r targeted[map[string]string]) {
-			fmt.Fprintf(w, "============%s============\n", r.target)
-			for _, k := range slices.Sorted(maps.Keys(r.v)) {
-				row(w, k, "=", r.v[k])
-			}
-		},
+		table: tableBrokerConfig,
 	},
 	adminCommand[brokerConfigUpdate]{
 		name:  "updateBrokerConfig",

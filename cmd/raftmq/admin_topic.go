@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -213,11 +214,108 @@ func clusterMembers(ci *wire.ClusterInfo, cluster string) []clusterMember {
 	return out
 }
 
+// memberTable is one broker member's key/value table (its config or its
+// runtime facts); leader is its group's routed leader ("" with -b).
+type memberTable struct {
+	addr, leader string
+	kv           map[string]string
+}
+
+// memberTables is the result of getBrokerConfig and brokerStatus: one
+// member's table with -b (its JSON is the table alone, as before -c
+// existed), every registered member's with -c (JSON: address → table).
+type memberTables struct {
+	rows    []memberTable
+	cluster bool
+}
+
+// MarshalJSON encodes the table alone (-b) or the tables by address (-c).
+func (m memberTables) MarshalJSON() ([]byte, error) {
+	if !m.cluster {
+		if len(m.rows) == 0 {
+			return json.Marshal(map[string]string{})
+		}
+		return json.Marshal(m.rows[0].kv)
+	}
+	out := map[string]map[string]string{}
+	for _, r := range m.rows {
+		out[r.addr] = r.kv
+	}
+	return json.Marshal(out)
+}
+
+// readMembers runs read on -b's broker, or with -c on every registered
+// member of the cluster (leaders first, as mqadmin lists masters before
+// their slaves). With -c a member that fails does not hide the others:
+// they are printed and the command still fails naming it.
+func readMembers(ctx context.Context, s *adminSession, in flagValues,
+	read func(ctx context.Context, s *adminSession, addr string) (map[string]string, error)) (memberTables, error) {
+	cluster := in.str("clusterName")
+	if cluster == "" {
+		kv, err := read(ctx, s, in.str("brokerAddr"))
+		return memberTables{rows: []memberTable{{addr: in.str("brokerAddr"), kv: kv}}}, err
+	}
+	ci, err := s.a.ClusterInfo(ctx)
+	if err != nil {
+		return memberTables{}, err
+	}
+	members := clusterMembers(ci, cluster)
+	if len(members) == 0 {
+		return memberTables{}, fmt.Errorf("%w: cluster %q has no registered broker", errNotFound, cluster)
+	}
+	r := memberTables{cluster: true}
+	var errs []error
+	for _, m := range members {
+		kv, err := read(ctx, s, m.Addr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m.Addr, err))
+			continue
+		}
+		r.rows = append(r.rows, memberTable{addr: m.Addr, leader: ci.BrokerAddrTable[m.BrokerName].BrokerAddrs[wire.MasterID], kv: kv})
+	}
+	if len(errs) > 0 {
+		return r, partialFailure{errors.Join(errs...)}
+	}
+	return r, nil
+}
+
+// tableBrokerConfig prints each member's config under mqadmin's heading:
+// the address with -b; with -c "Master: addr" for a group's leader and
+// "My Master: leader=====Slave: addr" for its followers.
+func tableBrokerConfig(w *tabwriter.Writer, r memberTables) {
+	for _, m := range r.rows {
+		switch {
+		case !r.cluster:
+			fmt.Fprintf(w, "============%s============\n", m.addr)
+		case m.addr == m.leader:
+			fmt.Fprintf(w, "============Master: %s============\n", m.addr)
+		default:
+			fmt.Fprintf(w, "============My Master: %s=====Slave: %s============\n", m.leader, m.addr)
+		}
+		for _, k := range slices.Sorted(maps.Keys(m.kv)) {
+			row(w, k, "=", m.kv[k])
+		}
+	}
+}
+
+// tableBrokerStatus prints "key: value" lines, with -c each prefixed by
+// the member's address (mqadmin's layout).
+func tableBrokerStatus(w *tabwriter.Writer, r memberTables) {
+	for _, m := range r.rows {
+		for _, k := range slices.Sorted(maps.Keys(m.kv)) {
+			if r.cluster {
+				row(w, m.addr, k+":", m.kv[k])
+			} else {
+				row(w, k+":", m.kv[k])
+			}
+		}
+	}
+}
+
 // runBrokerStatus is mqadmin brokerStatus: the broker's runtime KVTable
 // (GET_BROKER_RUNTIME_INFO, 28; the SDK's Admin has no call for it, so it
 // is asked directly).
-func runBrokerStatus(ctx context.Context, s *adminSession, in flagValues) (map[string]string, error) {
-	addr := in.str("brokerAddr")
+func runBrokerStatus(ctx context.Context, s *adminSession, addr string) (map[string]string, error) {
 	resp, err := s.brokerInvoke(ctx, addr, remoting.NewRequest(remoting.RequestGetBrokerRuntimeInfo, nil, nil))
 	if err != nil {
 		return nil, err
