@@ -316,6 +316,10 @@ func (g *Group) SelfID() string { return g.cfg.Raft.DLegerSelfID }
 // Term returns the current Raft term.
 func (g *Group) Term() uint64 { return g.raft.CurrentTerm() }
 
+// leaderTerm is the term in which this node last became leader; it is set
+// before IsLeader turns true, so a leader reads its own term.
+func (g *Group) leaderTerm() uint64 { return g.roles.Term() }
+
 // OnRoleChange implements Replica.
 func (g *Group) OnRoleChange(f func(leader bool, term uint64)) { g.roles.OnChange(f) }
 

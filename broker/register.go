@@ -117,10 +117,64 @@ func (r *registerService) body() (*wire.RegisterBrokerBody, wire.DataVersion) {
 	}, dv
 }
 
+// leaderTermer is implemented by a Replica that knows the term of its
+// current leadership (Group).
+type leaderTermer interface {
+	leaderTerm() uint64
+}
+
+// registration is one round's REGISTER_BROKER contents. The brokerId and
+// the body's stateVersion are taken together: the name server keeps, for
+// one brokerId, the registration with the higher stateVersion, so a
+// deposed leader's registration that arrives after its successor's cannot
+// take brokerId 0 back.
+type registration struct {
+	id         int64
+	dv         wire.DataVersion // the topic table's version (lastSent)
+	raw        []byte
+	compressed bool
+}
+
+// prepare builds a registration; id is -1 (and raw nil) when this member
+// is not in its group's Raft configuration.
+func (r *registerService) prepare() (registration, error) {
+	body, dv := r.body()
+	reg := registration{id: r.brokerID(), dv: dv}
+	if reg.id < 0 {
+		return reg, nil
+	}
+	if reg.id == wire.MasterID {
+		// The leadership term orders masters: Raft terms only grow, so the
+		// newest leader always carries the highest. Followers send 0 and
+		// the newest registration of a follower id wins, as before.
+		term := r.c.term.Load()
+		if lt, ok := r.c.rep.(leaderTermer); ok {
+			term = lt.leaderTerm()
+		}
+		body.TopicConfigSerializeWrapper.DataVersion.StateVersion = int64(term)
+	}
+	var err error
+	reg.raw, reg.compressed, err = encodeRegistration(body, r.c.cfg.CompressedRegister) // register_compress.go
+	return reg, err
+}
+
+// request is the REGISTER_BROKER request of reg.
+func (r *registerService) request(reg registration) *remoting.RemotingCommand {
+	h := &wire.RegisterBrokerRequestHeader{
+		BrokerName: r.c.cfg.BrokerName, BrokerAddr: r.c.addr, ClusterName: r.c.cfg.BrokerClusterName,
+		HAServerAddr: r.c.addr, BrokerID: reg.id, BodyCrc32: int32(wire.BodyCRC32(reg.raw)), Compressed: reg.compressed,
+	}
+	return remoting.NewRequest(remoting.RequestRegisterBroker, h, reg.raw)
+}
+
 // registerAll registers with every name server in parallel.
 func (r *registerService) registerAll() {
-	body, dv := r.body()
-	id := r.brokerID()
+	reg, err := r.prepare()
+	if err != nil {
+		r.c.log.Error("encode registration body", zap.Error(err))
+		return
+	}
+	id, dv := reg.id, reg.dv
 	if id < 0 {
 		r.c.log.Debug("not registering: this member is not in its group's Raft configuration")
 		r.mu.Lock()
@@ -132,11 +186,6 @@ func (r *registerService) registerAll() {
 		}
 		return
 	}
-	raw, compressed, err := encodeRegistration(body, r.c.cfg.CompressedRegister) // register_compress.go
-	if err != nil {
-		r.c.log.Error("encode registration body", zap.Error(err))
-		return
-	}
 	var wg sync.WaitGroup
 	var okMu sync.Mutex
 	ok := 0
@@ -144,11 +193,7 @@ func (r *registerService) registerAll() {
 		wg.Add(1)
 		go func(ns string) {
 			defer wg.Done()
-			h := &wire.RegisterBrokerRequestHeader{
-				BrokerName: r.c.cfg.BrokerName, BrokerAddr: r.c.addr, ClusterName: r.c.cfg.BrokerClusterName,
-				HAServerAddr: r.c.addr, BrokerID: id, BodyCrc32: int32(wire.BodyCRC32(raw)), Compressed: compressed,
-			}
-			req := remoting.NewRequest(remoting.RequestRegisterBroker, h, raw)
+			req := r.request(reg)
 			ctx, cancel := context.WithTimeout(r.c.ctx, r.c.cfg.RegisterBrokerTimeoutMills)
 			defer cancel()
 			resp, err := r.c.nsClient.InvokeSync(ctx, ns, req)
@@ -171,5 +216,5 @@ func (r *registerService) registerAll() {
 		r.registered++
 	}
 	r.mu.Unlock()
-	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("topics", len(body.TopicConfigSerializeWrapper.TopicConfigTable)))
+	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("bytes", len(reg.raw)))
 }
