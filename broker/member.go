@@ -242,12 +242,19 @@ func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOp
 	}
 	maxLag := cmp0(opts.MaxLag, DefaultPromoteMaxLag)
 	timeout := time.Duration(cmp0(int64(opts.Timeout), int64(DefaultCatchUpTimeout)))
-	lag, err := g.waitCaughtUp(ctx, id, start, maxLag, timeout)
+	lag, err := g.waitCaughtUp(ctx, id, addr, start, maxLag, timeout)
 	res.Lag, res.CatchUpMillis = lag, time.Since(start).Milliseconds()
 	if err != nil {
 		return res, err
 	}
-	f := g.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, g.changeTimeout())
+	// Promote only the learner that caught up: a removeMember during the
+	// wait must not be undone. prevIndex makes Raft refuse the promotion
+	// if the configuration changes between this look and the entry.
+	prev, err := g.learnerStill(id, addr)
+	if err != nil {
+		return res, err
+	}
+	f := g.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), prev, g.changeTimeout())
 	if err := f.Error(); err != nil {
 		return res, g.changeErr("promote "+id, err)
 	}
@@ -255,6 +262,21 @@ func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOp
 	g.log.Info("learner promoted to voter", zap.String("id", id), zap.Uint64("index", f.Index()), zap.Uint64("lag", lag),
 		zap.Duration("catchUp", time.Since(start)))
 	return g.withMembers(res)
+}
+
+// learnerStill returns the index of the live configuration if learner id
+// is still in it at addr, and an error otherwise (it was removed, or
+// replaced at another address, while it caught up).
+func (g *Group) learnerStill(id, addr string) (uint64, error) {
+	f := g.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return 0, err
+	}
+	if s, ok := findServer(f.Configuration(), id); !ok || string(s.Address) != addr {
+		return 0, fmt.Errorf("%w: %s left the configuration (removeMember) while it caught up; it is not promoted, "+
+			"run addMember again to add it back", ErrMembershipConflict, id)
+	}
+	return f.Index(), nil
 }
 
 func cmp0[T uint64 | int64](v, def T) T {
@@ -268,7 +290,7 @@ func cmp0[T uint64 | int64](v, def T) T {
 // log up to within maxLag entries of this leader's last index, and says
 // its full-data catch-up is not pending (member_promote.go). It returns
 // the last lag seen.
-func (g *Group) waitCaughtUp(ctx context.Context, id string, since time.Time, maxLag uint64, timeout time.Duration) (uint64, error) {
+func (g *Group) waitCaughtUp(ctx context.Context, id, addr string, since time.Time, maxLag uint64, timeout time.Duration) (uint64, error) {
 	defer g.endPromotion(id)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -280,6 +302,9 @@ func (g *Group) waitCaughtUp(ctx context.Context, id string, since time.Time, ma
 	for {
 		if g.raft.State() != raft.Leader {
 			return lag, g.notLeaderErr(fmt.Errorf("leadership lost while %s caught up; it stays a learner, retry on the new leader", id))
+		}
+		if _, err := g.learnerStill(id, addr); err != nil {
+			return lag, err
 		}
 		p := g.progress.get(raft.ServerID(id))
 		last := g.raft.LastIndex()
