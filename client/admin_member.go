@@ -68,6 +68,9 @@ func (a *Admin) ReplaceRaftMember(ctx context.Context, brokerName, oldID, newID,
 		return nil, nil, fmt.Errorf("client: replace %s by itself: give the new member another id", oldID)
 	}
 	opts.Learner = false
+	if err := a.checkReplaceable(ctx, brokerName, oldID, newID); err != nil {
+		return nil, nil, err
+	}
 	if added, err = a.AddRaftMember(ctx, brokerName, newID, newRaftAddr, opts); err != nil {
 		return added, nil, fmt.Errorf("replace %s by %s: add: %w", oldID, newID, err)
 	}
@@ -76,6 +79,31 @@ func (a *Admin) ReplaceRaftMember(ctx context.Context, brokerName, oldID, newID,
 			oldID, newID, newID, oldID, err)
 	}
 	return added, removed, nil
+}
+
+// checkReplaceable refuses a replacement whose old member is not in the
+// group (a mistyped id): the add would go through, the removal would
+// succeed with a note, and the member meant to go would stay a voter of a
+// larger group. A new member that is a voter already is a rerun of a
+// replacement that completed, and passes.
+func (a *Admin) checkReplaceable(ctx context.Context, brokerName, oldID, newID string) error {
+	addr, err := a.groupLeader(ctx, brokerName, "")
+	if err != nil {
+		return err
+	}
+	st, err := a.RaftStatus(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("replace %s by %s: reading the group's members: %w", oldID, newID, err)
+	}
+	var ids []string
+	for _, m := range st.Members {
+		if m.ID == oldID || (m.ID == newID && m.Suffrage == "Voter") {
+			return nil
+		}
+		ids = append(ids, m.ID)
+	}
+	return fmt.Errorf("replace %s by %s: %s is not a member of %s (members %v); nothing was changed",
+		oldID, newID, oldID, brokerName, ids)
 }
 
 // memberCall sends a membership request to brokerName's leader, following
