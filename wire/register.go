@@ -35,6 +35,17 @@ func BodyCRC32(body []byte) uint32 { return crc32.ChecksumIEEE(body) & 0x7FFFFFF
 // register body, so a corrupt length cannot make us allocate gigabytes.
 const maxRegisterItem = 16 << 20
 
+// MaxRegisterTopics and maxRegisterInflated bound what one compressed
+// register body may decode to: zlib inflates a frame-sized body a
+// thousandfold, and every topic costs the name server a few hundred bytes
+// per request in flight plus its route. MaxRegisterTopics is several times
+// the largest table raftmq brokers are measured with (45,000 topics,
+// BENCHMARKS.md); a plain JSON body is bounded by the frame limit already.
+const (
+	MaxRegisterTopics   = 1 << 18
+	maxRegisterInflated = 64 << 20
+)
+
 // DecodeRegisterBrokerBody decodes a REGISTER_BROKER body. With compressed
 // (request header compressed=true) the body is RocketMQ's
 // RegisterBrokerBody.encode(true) layout inside a zlib stream: int32-prefixed
@@ -73,22 +84,23 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 		return nil, fmt.Errorf("%w: compressed register broker body: %v", ErrBadBody, err)
 	}
 	defer zr.Close()
-	dv, err := readRegisterItem(zr, "data version")
+	lr := &inflateLimit{r: zr, left: maxRegisterInflated}
+	dv, err := readRegisterItem(lr, "data version")
 	if err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(dv, &body.TopicConfigSerializeWrapper.DataVersion); err != nil {
 		return nil, fmt.Errorf("%w: data version: %v", ErrBadBody, err)
 	}
-	n, err := readRegisterInt32(zr, "topic count")
+	n, err := readRegisterInt32(lr, "topic count")
 	if err != nil {
 		return nil, err
 	}
-	if n < 0 {
-		return nil, fmt.Errorf("%w: negative topic count %d", ErrBadBody, n)
+	if n < 0 || n > MaxRegisterTopics {
+		return nil, fmt.Errorf("%w: topic count %d out of range (at most %d topics per broker)", ErrBadBody, n, MaxRegisterTopics)
 	}
 	for i := int32(0); i < n; i++ {
-		item, err := readRegisterItem(zr, "topic config")
+		item, err := readRegisterItem(lr, "topic config")
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +110,7 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 		}
 		body.TopicConfigSerializeWrapper.TopicConfigTable[tc.TopicName] = tc
 	}
-	fs, err := readRegisterItem(zr, "filter server list")
+	fs, err := readRegisterItem(lr, "filter server list")
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +252,26 @@ func readRegisterInt32(r io.Reader, what string) (int32, error) {
 		return 0, fmt.Errorf("%w: compressed register broker body: reading %s length: %v", ErrBadBody, what, err)
 	}
 	return int32(binary.BigEndian.Uint32(b[:])), nil
+}
+
+// inflateLimit is a reader that fails once more than left bytes were
+// read: a compressed body that inflates past maxRegisterInflated is
+// refused instead of decoded.
+type inflateLimit struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *inflateLimit) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, fmt.Errorf("%w: compressed register broker body inflates past %d MiB", ErrBadBody, maxRegisterInflated>>20)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 func readRegisterItem(r io.Reader, what string) ([]byte, error) {

@@ -1,0 +1,36 @@
+package wire
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A compressed register body whose items stay under the per-item bound but
+// inflate past maxRegisterInflated in total (a few KB on the wire) is
+// refused, not decoded into topics of many megabytes each.
+func TestDecodeRegisterBrokerBodyInflateBounded(t *testing.T) {
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	writeRegisterItem(zw, []byte(`{"counter":1,"timestamp":1}`))
+	const items, size = 5, 15 << 20
+	writeRegisterInt32(zw, items)
+	for i := 0; i < items; i++ {
+		name := strings.Repeat(string(rune('a'+i)), size)
+		writeRegisterItem(zw, []byte(name+" 1 1 6 SINGLE_TAG {}"))
+	}
+	writeRegisterItem(zw, []byte("[]"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	body, err := DecodeRegisterBrokerBody(buf.Bytes(), true)
+	if !errors.Is(err, ErrBadBody) || !strings.Contains(err.Error(), "inflates past") {
+		n := 0
+		if body != nil {
+			n = len(body.TopicConfigSerializeWrapper.TopicConfigTable)
+		}
+		t.Fatalf("%d-byte body inflating to %d MiB: %d topics, %v", buf.Len(), items*size>>20, n, err)
+	}
+}
