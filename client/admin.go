@@ -561,7 +561,9 @@ func parseProperties(body []byte) map[string]string {
 
 // UpdateSubscriptionGroup creates or updates a subscription group
 // (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, 200) on every master of cluster,
-// or only at brokerAddr when set.
+// or only at brokerAddr when set. sg replaces the whole group config:
+// start from wire.DefaultSubscriptionGroupConfig, since a zero
+// ConsumeEnable disables the group's pulls.
 func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg wire.SubscriptionGroupConfig, cluster, brokerAddr string) error {
 	if sg.GroupName == "" {
 		return fmt.Errorf("%w: subscription group without a name", ErrInvalidOption)
