@@ -133,6 +133,7 @@ func (c *Controller) forwardBrokerConfig(req *remoting.RemotingCommand) *remotin
 	}
 	var failed []string
 	applied := map[string]bool{}
+	anonymous := 0
 	for _, addr := range c.groupMemberAddrs() {
 		if addr == c.addr {
 			continue
@@ -149,18 +150,38 @@ func (c *Controller) forwardBrokerConfig(req *remoting.RemotingCommand) *remotin
 			failed = append(failed, fmt.Sprintf("%s (%v)", addr, err))
 			continue
 		}
-		applied[resp.ExtFields[extMemberID]] = true
-	}
-	for _, id := range c.raftMemberIDs(ra) {
-		if id != ra.SelfID() && !applied[id] {
-			failed = append(failed, fmt.Sprintf("%s (no answer from it: down, or not registered with the name servers)", id))
+		if id := resp.ExtFields[extMemberID]; id != "" {
+			applied[id] = true
+		} else {
+			anonymous++
 		}
+	}
+	for _, id := range unapplied(c.raftMemberIDs(ra), ra.SelfID(), applied, anonymous) {
+		failed = append(failed, fmt.Sprintf("%s (no answer from it: down, or not registered with the name servers)", id))
 	}
 	if len(failed) > 0 {
 		return response(remoting.ResponseSystemError, "update broker config: applied on %s but not on group member(s) %s; "+
 			"repeat the command once they are up", c.addr, strings.Join(failed, ", "))
 	}
 	return success()
+}
+
+// unapplied lists the members (other than self) that did not answer a
+// forwarded change with their id. A member of an older build applies the
+// change without naming itself (a rolling upgrade), so each such answer
+// stands for one of the ids not named: only more missing ids than those
+// answers is a failure.
+func unapplied(ids []string, self string, applied map[string]bool, anonymous int) []string {
+	var missing []string
+	for _, id := range ids {
+		if id != self && !applied[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) <= anonymous {
+		return nil
+	}
+	return missing
 }
 
 // groupMemberAddrs is the first answering name server's member list of

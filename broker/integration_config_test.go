@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -97,6 +98,32 @@ func TestUpdateBrokerConfigNamesDownMember(t *testing.T) {
 		g := pc.call(n.Addr(), remoting.RequestGetBrokerConfig, nil, nil)
 		if !strings.Contains(string(g.Body), "maxReconsumeTimes=5\n") {
 			t.Fatalf("member %d lacks the change", i)
+		}
+	}
+}
+
+// TestUnappliedCountsAnonymousAnswers: during a rolling upgrade a member of
+// the older build applies a forwarded change without naming itself; it
+// covers one missing id, never more.
+func TestUnappliedCountsAnonymousAnswers(t *testing.T) {
+	ids := []string{"n0", "n1", "n2"}
+	for _, c := range []struct {
+		applied   []string
+		anonymous int
+		want      []string
+	}{
+		{[]string{"n1", "n2"}, 0, nil},
+		{[]string{"n1"}, 0, []string{"n2"}},
+		{[]string{"n1"}, 1, nil},
+		{nil, 1, []string{"n1", "n2"}},
+		{nil, 2, nil},
+	} {
+		applied := map[string]bool{}
+		for _, id := range c.applied {
+			applied[id] = true
+		}
+		if got := unapplied(ids, "n0", applied, c.anonymous); !slices.Equal(got, c.want) {
+			t.Errorf("applied %v, %d anonymous: unapplied %v, want %v", c.applied, c.anonymous, got, c.want)
 		}
 	}
 }

@@ -145,8 +145,8 @@ func (r *registerService) prepare() (registration, error) {
 	}
 	if reg.id == wire.MasterID {
 		// The leadership term orders masters: Raft terms only grow, so the
-		// newest leader always carries the highest. Followers send 0 and
-		// the newest registration of a follower id wins, as before.
+		// newest leader always carries the highest. Followers send 0: the
+		// newest registration of a follower id wins.
 		term := r.c.term.Load()
 		if lt, ok := r.c.rep.(leaderTermer); ok {
 			term = lt.leaderTerm()

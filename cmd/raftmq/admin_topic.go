@@ -222,8 +222,8 @@ type memberTable struct {
 }
 
 // memberTables is the result of getBrokerConfig and brokerStatus: one
-// member's table with -b (its JSON is the table alone, as before -c
-// existed), every registered member's with -c (JSON: address → table).
+// member's table with -b (its JSON is the table alone), every registered
+// member's with -c (JSON: address → table).
 type memberTables struct {
 	rows    []memberTable
 	cluster bool
