@@ -164,34 +164,51 @@ func (c *Controller) startACL() {
 // reader (remoting.Guard): header lookups and one HMAC, plus the JSON
 // body of heartbeats.
 func (c *Controller) aclGuard(conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	return c.aclCheck(conn, req, nil)
+	return c.aclCheck(conn, req, nil, false)
 }
 
-// aclStoredTopic checks, with aclEnable, that req's account may read the
-// topic of a stored message the request names by its CommitLog offset
+// aclStoredMessage checks, with aclEnable, that req's account may read a
+// stored message the request names by its CommitLog offset
 // (VIEW_MESSAGE_BY_ID, CONSUMER_SEND_MSG_BACK): the guard cannot know
-// that topic, and without this any account could read every topic's
-// messages by offset. A message parked in a system topic (delayed, half)
-// counts as its real topic's. nil means allowed.
-func (c *Controller) aclStoredTopic(conn *remoting.Conn, req *remoting.RemotingCommand, topic string, props map[string]string) *remoting.RemotingCommand {
+// its topic, and without this any account could read every topic's
+// messages by offset. It needs SUB on the message's topic; a delayed or
+// timed message waits in the broker's own topic for the real topic it
+// is delivered to, so it counts as that topic's. A transaction half
+// (undecided or rolled back) and an op record are delivered nowhere and
+// stay in the broker's own topics, so, like a message stored with the
+// prepared or rollback sysFlag, they need an admin account. nil means
+// allowed.
+func (c *Controller) aclStoredMessage(conn *remoting.Conn, req *remoting.RemotingCommand, m *wire.Message) *remoting.RemotingCommand {
 	if c.acl == nil {
 		return nil
 	}
-	if real := props[wire.PropertyRealTopic]; real != "" {
+	topic := m.Topic
+	if real := m.Properties[wire.PropertyRealTopic]; real != "" && (topic == wire.TopicSchedule || topic == wire.TopicTimer) {
 		topic = real
 	}
-	return c.aclCheck(conn, req, []acl.Resource{{Name: topic, Perm: acl.Sub}})
+	return c.aclCheck(conn, req, []acl.Resource{{Name: topic, Perm: acl.Sub}}, uncommittedTransaction(m.SysFlag))
 }
 
 // aclCheck checks req, with the resources the request names plus extra,
-// against the rules in force.
-func (c *Controller) aclCheck(conn *remoting.Conn, req *remoting.RemotingCommand, extra []acl.Resource) *remoting.RemotingCommand {
+// against the rules in force; admin asks for an admin account whatever
+// the request.
+func (c *Controller) aclCheck(conn *remoting.Conn, req *remoting.RemotingCommand, extra []acl.Resource, admin bool) *remoting.RemotingCommand {
 	remote := ""
 	if conn != nil {
 		remote = conn.RemoteAddr()
 	}
 	q, err := aclRequest(remote, req)
 	q.Resources = append(q.Resources, extra...)
+	q.Admin = q.Admin || admin
+	// The broker's own topics hold other topics' messages (delayed,
+	// timed, uncommitted halves), so reading one needs an admin account,
+	// whatever an account's defaultTopicPerm grants; extra is included,
+	// as a stored message's topic may be one of them.
+	for _, r := range q.Resources {
+		if r.Perm == acl.Sub && isSystemTopic(r.Name) {
+			q.Admin = true
+		}
+	}
 	if err == nil && q.AccessKey != "" && q.AccessKey == c.acl.cluster.AccessKey {
 		if q.Verify(c.acl.cluster.SecretKey) {
 			return nil
@@ -213,8 +230,9 @@ func (c *Controller) aclCheck(conn *remoting.Conn, req *remoting.RemotingCommand
 }
 
 // aclRequest describes req for the rules: its account, signature check,
-// whether it needs an admin account, and the topics and groups it
-// touches with the permission each needs. The resources follow RocketMQ's
+// whether its code needs an admin account (aclCheck adds the reads of the
+// broker's own topics), and the topics and groups it touches with the
+// permission each needs. The resources follow RocketMQ's
 // PlainAccessValidator.parse, plus batch, reply and lite-pull requests
 // and QUERY_CONSUMER_OFFSET, which it does not list but which touch the
 // same resources as their siblings.
@@ -296,14 +314,6 @@ func aclRequest(remote string, req *remoting.RemotingCommand) (acl.Request, erro
 	case remoting.RequestUpdateConsumerOffset, remoting.RequestQueryConsumerOffset:
 		group(ext("consumerGroup"), acl.Sub)
 		add(ext("topic"), acl.Sub)
-	}
-	// The broker's own topics hold other topics' messages (delayed,
-	// timed, uncommitted halves), so reading one needs an admin account,
-	// whatever an account's defaultTopicPerm grants.
-	for _, r := range q.Resources {
-		if r.Perm == acl.Sub && isSystemTopic(r.Name) {
-			q.Admin = true
-		}
 	}
 	return q, nil
 }

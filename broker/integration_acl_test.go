@@ -640,3 +640,103 @@ func TestACLSystemTopicPull(t *testing.T) {
 	}
 	wantNoPermission(t, "pull SCHEDULE_TOPIC_XXXX", remoting.ResponseError(leader.Addr(), resp), "needs an admin account")
 }
+
+// TestACLStoredHalfNeedsAdmin: a transaction half (undecided or rolled
+// back) and an op record are never delivered, so SUB on the half's real
+// topic, or a defaultTopicPerm of SUB, is not enough to read one by its
+// CommitLog offset or to send it back into a retry topic: that needs an
+// admin account. A delayed message still counts as its real topic's.
+func TestACLStoredHalfNeedsAdmin(t *testing.T) {
+	const readerFile = aclTestFile + `
+  - accessKey: readerKey1
+    secretKey: readerSecret1
+    defaultTopicPerm: SUB
+    defaultGroupPerm: SUB
+`
+	pc := startACLCluster(t, func(c *BrokerConfig) {
+		if err := os.WriteFile(c.AclFile, []byte(readerFile), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	li := pc.leader()
+	leader := pc.nodes[li]
+	pc.createTopic(leader.Addr(), "AclTopic", 1)
+	undecided := sendHalf(t, pc, leader.Addr(), "AclTopic", "undecided half", "UH1")
+	rolledBack := sendHalf(t, pc, leader.Addr(), "AclTopic", "rolled-back half", "UH2")
+	if r := pc.call(leader.Addr(), remoting.RequestEndTransaction, endExt(rolledBack, wire.SysFlagTransRollback, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("rollback: %d %s", r.Code, r.Remark)
+	}
+	props := wire.EncodeProperties(map[string]string{wire.PropertyDelayTimeLevel: "18"})
+	resp := pc.call(leader.Addr(), remoting.RequestSendMessage, sendExt("AclTopic", 0, props), []byte("delayed message"))
+	if resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("delayed send: %d %s", resp.Code, resp.Remark)
+	}
+	delayedID, err := wire.ParseMessageID(resp.ExtFields["msgId"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opRecord int64
+	testutil.WaitFor(t, 10*time.Second, "the op record applied", func() bool {
+		res, err := leader.st.GetMessage("", wire.TopicTransOpHalf, 0, 0, 1, nil)
+		if err != nil || len(res.Messages) == 0 {
+			return false
+		}
+		m, _, err := wire.DecodeMessage(res.Messages[0], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opRecord = m.PhysicalOffset
+		return leader.st.DispatchedOffset() > delayedID.Offset
+	})
+
+	client := func(cr primitive.Credentials) func(code int16, ext map[string]string) *remoting.RemotingCommand {
+		rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+		t.Cleanup(func() { _ = rc.Close() })
+		rc.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: cr.AccessKey, SecretKey: cr.SecretKey}))
+		return func(code int16, ext map[string]string) *remoting.RemotingCommand {
+			req := remoting.NewRequest(code, nil, nil)
+			for k, v := range ext {
+				req.ExtFields[k] = v
+			}
+			resp, err := rc.InvokeSync(context.Background(), leader.Addr(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+	}
+	app, reader, admin := client(aclApp), client(primitive.Credentials{AccessKey: "readerKey1", SecretKey: "readerSecret1"}), client(aclAdmin)
+	view := func(as func(int16, map[string]string) *remoting.RemotingCommand, off int64) *remoting.RemotingCommand {
+		return as(remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)})
+	}
+	for _, c := range []struct {
+		name string
+		as   func(int16, map[string]string) *remoting.RemotingCommand
+		off  int64
+		body string
+	}{
+		{"an undecided half, with SUB on its real topic", app, undecided.phy, "undecided half"},
+		{"a rolled-back half, with SUB on its real topic", app, rolledBack.phy, "rolled-back half"},
+		{"an undecided half, with defaultTopicPerm SUB", reader, undecided.phy, "undecided half"},
+		{"an op record, with defaultTopicPerm SUB", reader, opRecord, ""},
+	} {
+		resp := view(c.as, c.off)
+		if c.body != "" && strings.Contains(string(resp.Body), c.body) {
+			t.Errorf("view %s: the body was shown", c.name)
+		}
+		wantNoPermission(t, "view "+c.name, remoting.ResponseError(leader.Addr(), resp), "needs an admin account")
+	}
+	sendBack := app(remoting.RequestConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(undecided.phy, 10), "group": "AclGroup", "delayLevel": "1"})
+	wantNoPermission(t, "send back an undecided half", remoting.ResponseError(leader.Addr(), sendBack), "needs an admin account")
+	if n := leader.st.GetMaxOffsetInQueue(wire.TopicSchedule, 0); n != 0 {
+		t.Fatalf("the schedule topic's level-1 queue holds %d messages after a refused send-back", n)
+	}
+
+	if resp := view(admin, undecided.phy); resp.Code != remoting.ResponseSuccess || !strings.Contains(string(resp.Body), "undecided half") {
+		t.Fatalf("admin views the undecided half: %d %s", resp.Code, resp.Remark)
+	}
+	if resp := view(app, delayedID.Offset); resp.Code != remoting.ResponseSuccess || !strings.Contains(string(resp.Body), "delayed message") {
+		t.Fatalf("view a delayed AclTopic message: %d %s", resp.Code, resp.Remark)
+	}
+}

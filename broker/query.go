@@ -70,7 +70,7 @@ func (c *Controller) processViewMessageByID(_ context.Context, conn *remoting.Co
 			return response(remoting.ResponseSystemError, "the message at commit log offset %d does not decode: %v", h.Offset, err), nil
 		}
 	} else {
-		if r := c.aclStoredTopic(conn, req, m.Topic, m.Properties); r != nil {
+		if r := c.aclStoredMessage(conn, req, m); r != nil {
 			return r, nil
 		}
 		c.patchQueueOffset(b, m.Topic, m.QueueID, h.Offset)

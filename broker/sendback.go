@@ -35,8 +35,24 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	if err != nil {
 		return response(remoting.ResponseSystemError, "look message by offset %d failed: %v", h.Offset, err), nil
 	}
-	if r := c.aclStoredTopic(conn, req, orig.Topic, orig.Properties); r != nil {
+	if r := c.aclStoredMessage(conn, req, orig); r != nil {
 		return r, nil
+	}
+	// Only a message a consumer could have received goes back: copied into
+	// the retry topic, a half (undecided or rolled back), an op record or
+	// a delayed or timed message not yet due would be delivered though
+	// its transaction or its time never let it through, and one with the
+	// prepared or rollback sysFlag would be acknowledged yet never
+	// delivered (the copy keeps the flag, which gets no ConsumeQueue unit).
+	if isSystemTopic(orig.Topic) {
+		return response(remoting.ResponseNoPermission,
+			"the message at commit log offset %d is in the broker's own topic %s (a transaction half or op record, or a delayed or timed message not yet due), not one a consumer received: it is not sent back",
+			h.Offset, orig.Topic), nil
+	}
+	if uncommittedTransaction(orig.SysFlag) {
+		return response(remoting.ResponseNoPermission,
+			"the message at commit log offset %d is a transaction message never committed (sysFlag %#x), not one a consumer received: it is not sent back",
+			h.Offset, orig.SysFlag), nil
 	}
 	m := &store.Message{
 		Topic: wire.RetryGroupTopicPrefix + h.Group, Flag: orig.Flag, Body: orig.Body,

@@ -3,9 +3,12 @@ package broker
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftmq/raftmq/broker/store"
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -115,4 +118,78 @@ func TestSendBackMaxReconsumeTimes(t *testing.T) {
 			t.Errorf("group %s: the DLQ holds %d messages after a send-back of a message consumed twice with maxReconsumeTimes=2", group, n)
 		}
 	}
+}
+
+// TestSendBackRefusesUndelivered: CONSUMER_SEND_MSG_BACK names a message
+// by its CommitLog offset; a message no consumer could have received (a
+// half, undecided or rolled back, an op record, a delayed message not yet
+// due, a message stored with the rollback sysFlag) is refused with a
+// remark, not copied into the retry topic where it would be delivered.
+func TestSendBackRefusesUndelivered(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := pc.createTopicOnLeader("SBU", 1)
+	leader, st := pc.nodes[l].Addr(), pc.groups[l].Store()
+	undecided := sendHalf(t, pc, leader, "SBU", "undecided", "SBU1")
+	rolledBack := sendHalf(t, pc, leader, "SBU", "rolled back", "SBU2")
+	if r := pc.call(leader, remoting.RequestEndTransaction, endExt(rolledBack, wire.SysFlagTransRollback, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("rollback: %d %s", r.Code, r.Remark)
+	}
+	send := func(props string, sysFlag int32, body string) int64 {
+		ext := sendExt("SBU", 0, props)
+		ext["sysFlag"] = strconv.Itoa(int(sysFlag))
+		r := pc.call(leader, remoting.RequestSendMessage, ext, []byte(body))
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send %s: %d %s", body, r.Code, r.Remark)
+		}
+		id, err := wire.ParseMessageID(r.ExtFields["msgId"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id.Offset
+	}
+	delayed := send(wire.EncodeProperties(map[string]string{wire.PropertyDelayTimeLevel: "18"}), 0, "delayed")
+	rollbackFlag := send("", wire.SysFlagTransRollback, "rollback sysFlag")
+	plain := send("", 0, "plain")
+	var opRecord int64
+	testutil.WaitFor(t, 10*time.Second, "every message applied", func() bool {
+		res, err := st.GetMessage("", wire.TopicTransOpHalf, 0, 0, 1, nil)
+		if err != nil || len(res.Messages) == 0 {
+			return false
+		}
+		m, _, err := wire.DecodeMessage(res.Messages[0], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opRecord = m.PhysicalOffset
+		return st.DispatchedOffset() > plain
+	})
+	sendBack := func(off int64) *remoting.RemotingCommand {
+		return pc.call(leader, remoting.RequestConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(off, 10), "group": "GU", "delayLevel": "1"}, nil)
+	}
+	for _, c := range []struct {
+		name string
+		off  int64
+		want string
+	}{
+		{"an undecided half", undecided.phy, wire.TopicTransHalf},
+		{"a rolled-back half", rolledBack.phy, wire.TopicTransHalf},
+		{"an op record", opRecord, wire.TopicTransOpHalf},
+		{"a delayed message not yet due", delayed, wire.TopicSchedule},
+		{"a message with the rollback sysFlag", rollbackFlag, "never committed"},
+	} {
+		r := sendBack(c.off)
+		if r.Code != remoting.ResponseNoPermission || !strings.Contains(r.Remark, c.want) || !strings.Contains(r.Remark, "not sent back") {
+			t.Errorf("send back %s: %d %q, want NO_PERMISSION naming %q", c.name, r.Code, r.Remark, c.want)
+		}
+	}
+	if n := st.GetMaxOffsetInQueue(wire.TopicSchedule, 0); n != 0 {
+		t.Fatalf("the schedule topic's level-1 queue holds %d messages after refused send-backs", n)
+	}
+	if r := sendBack(plain); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send back a plain message: %d %s", r.Code, r.Remark)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the plain message in the schedule topic", func() bool {
+		return st.GetMaxOffsetInQueue(wire.TopicSchedule, 0) == 1
+	})
 }

@@ -123,6 +123,14 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 	return nil
 }
 
+// uncommittedTransaction reports whether a stored message's sysFlag marks
+// it a prepared or rolled-back transaction message: the store gives it no
+// ConsumeQueue unit, so it is never delivered.
+func uncommittedTransaction(sysFlag int32) bool {
+	t := sysFlag & wire.SysFlagTransMask
+	return t == wire.SysFlagTransPrepared || t == wire.SysFlagTransRollback
+}
+
 // checkImmunity refuses a half whose CHECK_IMMUNITY_TIME_IN_SECONDS is
 // longer than an undecided half is kept (transactionTimeOut, or
 // transactionCheckMax × transactionCheckInterval if longer). Until its
