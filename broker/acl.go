@@ -79,21 +79,6 @@ type aclState struct {
 	cluster remoting.Credentials
 }
 
-// redactedSecret replaces secrets in GET_BROKER_CONFIG's answer.
-const redactedSecret = "******"
-
-// redactSecrets blanks the secrets of a config about to be shown: the
-// cluster account's secret and gossipSecretKey, with which anyone could
-// join the gossip pool and report members dead.
-func (c *BrokerConfig) redactSecrets() {
-	if c.ClusterAuthSecretKey != "" {
-		c.ClusterAuthSecretKey = redactedSecret
-	}
-	if c.Gossip.SecretKey != "" {
-		c.Gossip.SecretKey = redactedSecret
-	}
-}
-
 // loadACL reads the ACL keys and plain_acl.yml before New builds anything
 // that runs goroutines, so a bad file fails New with nothing to stop.
 func loadACL(cfg BrokerConfig, log *zap.Logger) (*aclState, remoting.Credentials, error) {
@@ -268,27 +253,19 @@ func aclRequest(remote string, req *remoting.RemotingCommand) (acl.Request, erro
 			add(topic, acl.Pub)
 		}
 	}
-	// The send codes take either header shape (SEND_MESSAGE_V2 and
-	// SEND_BATCH_MESSAGE may name the topic "topic" rather than "b"), so
-	// the topic is read as the send path reads it; a header it cannot
-	// decode is refused there, before anything is written.
-	sendAs := func(code int16) {
-		as := *req
-		as.Code = code
-		if h, err := decodeSendHeader(&as); err == nil {
+	switch req.Code {
+	case remoting.RequestSendMessage, remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage,
+		remoting.RequestSendReplyMessage, remoting.RequestSendReplyMessageV2:
+		// The send codes take either header shape (SEND_MESSAGE_V2 and
+		// SEND_BATCH_MESSAGE may name the topic "topic" rather than
+		// "b"), so the topic is read as the send path reads it; a header
+		// it cannot decode is refused there, before anything is written.
+		if h, err := decodeSendHeader(asSendRequest(req)); err == nil {
 			send(h.Topic)
 		} else {
 			send(ext("topic"))
 			send(ext("b"))
 		}
-	}
-	switch req.Code {
-	case remoting.RequestSendMessage, remoting.RequestSendReplyMessage:
-		sendAs(remoting.RequestSendMessage)
-	case remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage:
-		sendAs(req.Code)
-	case remoting.RequestSendReplyMessageV2:
-		sendAs(remoting.RequestSendMessageV2)
 	case remoting.RequestConsumerSendMsgBack:
 		group(ext("group"), acl.Sub)
 	case remoting.RequestPullMessage, remoting.RequestLitePullMessage:

@@ -230,6 +230,18 @@ func defaultBrokerGossip() ha.GossipConfig {
 	return g
 }
 
+// redactedSecret replaces secrets in GET_BROKER_CONFIG's answer.
+const redactedSecret = "******"
+
+// redactSecrets blanks the secrets of a config about to be shown: the
+// cluster account's secret and gossipSecretKey.
+func (c *BrokerConfig) redactSecrets() {
+	if c.ClusterAuthSecretKey != "" {
+		c.ClusterAuthSecretKey = redactedSecret
+	}
+	c.Gossip.Redact(redactedSecret)
+}
+
 // RemotingAddr is the address clients use: brokerIP1:listenPort.
 func (c *BrokerConfig) RemotingAddr() string {
 	return net.JoinHostPort(c.advertiseIP(), strconv.Itoa(c.ListenPort))

@@ -201,13 +201,8 @@ func (m *clientManager) findProducerConn(clientID string) *remoting.Conn {
 
 // processReply handles SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2.
 func (c *Controller) processReply(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	// The header has the send shapes: decode as the matching send code.
-	as := *req
-	as.Code = remoting.RequestSendMessage
-	if req.Code == remoting.RequestSendReplyMessageV2 {
-		as.Code = remoting.RequestSendMessageV2
-	}
-	h, err := decodeSendHeader(&as)
+	as := asSendRequest(req)
+	h, err := decodeSendHeader(as)
 	if err != nil {
 		return headerError(req, err), nil
 	}
@@ -230,7 +225,7 @@ func (c *Controller) processReply(ctx context.Context, conn *remoting.Conn, req 
 	if store {
 		// Validate (leader, topic, size) and build the stored message
 		// before anything is pushed: a refusal then leaves nothing behind.
-		sm, resp := c.prepareSend(ctx, conn, &as, false)
+		sm, resp := c.prepareSend(ctx, conn, as, false)
 		if resp != nil {
 			return resp, nil
 		}

@@ -52,6 +52,24 @@ func decodeSendHeader(req *remoting.RemotingCommand) (wire.SendMessageRequestHea
 	return long.decode(&sendHeaderNames)
 }
 
+// asSendRequest is req under the send code whose header shape it carries:
+// SEND_REPLY_MESSAGE has SEND_MESSAGE's header and SEND_REPLY_MESSAGE_V2
+// SEND_MESSAGE_V2's. The send codes are returned as they are.
+func asSendRequest(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+	code := req.Code
+	switch code {
+	case remoting.RequestSendReplyMessage:
+		code = remoting.RequestSendMessage
+	case remoting.RequestSendReplyMessageV2:
+		code = remoting.RequestSendMessageV2
+	default:
+		return req
+	}
+	as := *req
+	as.Code = code
+	return &as
+}
+
 // decodeSendHeaderV2 decodes a…n extFields.
 func decodeSendHeaderV2(ext map[string]string) (wire.SendMessageRequestHeader, error) {
 	return lookupSendHeader(ext, &sendHeaderV2Names)

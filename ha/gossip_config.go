@@ -155,6 +155,16 @@ func DefaultGossipConfig() GossipConfig {
 	}
 }
 
+// Redact replaces SecretKey, when set, by mask in a config about to be
+// shown (GET_BROKER_CONFIG, GET_NAMESRV_CONFIG): with the key anyone could
+// join the pool and report members dead, which drops brokers from the
+// routes.
+func (c *GossipConfig) Redact(mask string) {
+	if c.SecretKey != "" {
+		c.SecretKey = mask
+	}
+}
+
 // SeedAddrs splits Seeds into addresses, dropping blanks.
 func (c GossipConfig) SeedAddrs() []string {
 	var out []string

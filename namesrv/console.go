@@ -35,11 +35,7 @@ func (c *Config) redactSecrets() {
 	if c.ClusterAuthSecretKey != "" {
 		c.ClusterAuthSecretKey = redactedSecret
 	}
-	// With the gossip key anyone could join the pool and report brokers
-	// dead, which drops them from the routes.
-	if c.Gossip.SecretKey != "" {
-		c.Gossip.SecretKey = redactedSecret
-	}
+	c.Gossip.Redact(redactedSecret)
 }
 
 func (c ConsoleConfig) validate() error {
