@@ -279,11 +279,7 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 		c.releasing[pq.mq] = true
 		c.mu.Unlock()
 		keep <- false
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
-		defer cancel()
-		if err := c.store.Persist(pctx, []MessageQueue{pq.mq}); err != nil {
-			c.log.Warn("committing the offset of a queue handed over failed", zap.Stringer("queue", pq.mq), zap.Error(err))
-		}
+		c.commitHandedOver(ctx, pq.mq)
 		return
 	}
 	keep <- acquired
@@ -296,18 +292,27 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 // release commits the offset of a queue handed over, forgets it and, for
 // an orderly consumer, unlocks it at the broker.
 func (c *consumerCore) release(ctx context.Context, pq *processQueue) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
-	defer cancel()
-	if err := c.store.Persist(pctx, []MessageQueue{pq.mq}); err != nil {
-		c.log.Warn("committing the offset of a queue handed over failed", zap.Stringer("queue", pq.mq), zap.Error(err))
-	}
+	c.commitHandedOver(ctx, pq.mq)
 	c.store.Remove(pq.mq)
 	if c.hooks.orderly && c.cfg.model == Clustering {
 		if addr := c.routes.brokerAddr(pq.mq.BrokerName); addr != "" {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
+			defer cancel()
 			if err := unlockQueues(pctx, c.rc, pq.mq.BrokerName, addr, c.cfg.group, c.clientID, []MessageQueue{pq.mq}); err != nil {
 				c.log.Warn("unlocking a queue handed over failed; the broker frees it after 60 s", zap.Stringer("queue", pq.mq), zap.Error(err))
 			}
 		}
+	}
+}
+
+// commitHandedOver commits the offset of a queue handed over. A hand-over
+// during close still commits, so ctx's cancellation is not followed; the
+// request timeout bounds the wait.
+func (c *consumerCore) commitHandedOver(ctx context.Context, mq MessageQueue) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
+	defer cancel()
+	if err := c.store.Persist(pctx, []MessageQueue{mq}); err != nil {
+		c.log.Warn("committing the offset of a queue handed over failed", zap.Stringer("queue", mq), zap.Error(err))
 	}
 }
 
