@@ -83,6 +83,9 @@ type consumerCore struct {
 	// call on them still ran: they keep their broker lock and are not
 	// taken back until it returns (handOver).
 	releasing map[MessageQueue]bool // guarded by mu
+	// releaseMu orders lockAll's renewals with the unlock of a releasing
+	// queue; taken before mu.
+	releaseMu sync.Mutex
 
 	startedAt time.Time // set by start; GET_CONSUMER_RUNNING_INFO reports it
 }
@@ -500,28 +503,37 @@ func (c *consumerCore) autoCommits() bool {
 }
 
 // lockAll renews the broker locks of every queue an orderly consumer holds
-// (RebalanceImpl.lockAll).
+// (RebalanceImpl.lockAll), including the queues handed over while their
+// listener still runs (c.releasing): the broker frees a lock not renewed
+// for 60 s, and the next owner would then consume beside the listener.
 func (c *consumerCore) lockAll(ctx context.Context) {
+	// Held for the whole round so a releasing queue's unlock (handOver)
+	// never comes between this round reading c.releasing and its lock
+	// request, which would take the lock back for the broker's lifetime.
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
 	c.mu.Lock()
 	pqs := slices.Collect(maps.Values(c.pqs))
+	releasing := slices.Collect(maps.Keys(c.releasing))
 	c.mu.Unlock()
-	byB := map[string][]*processQueue{}
+	byB := map[string][]MessageQueue{}
 	for _, pq := range pqs {
-		byB[pq.mq.BrokerName] = append(byB[pq.mq.BrokerName], pq)
+		byB[pq.mq.BrokerName] = append(byB[pq.mq.BrokerName], pq.mq)
 	}
-	for broker, list := range byB {
-		mqs := make([]MessageQueue, len(list))
-		for i, pq := range list {
-			mqs[i] = pq.mq
-		}
+	for _, mq := range releasing {
+		byB[mq.BrokerName] = append(byB[mq.BrokerName], mq)
+	}
+	for broker, mqs := range byB {
 		granted, err := c.lock(ctx, broker, mqs)
 		if err != nil {
 			c.warnOnce("lock:"+broker, "renewing queue locks failed", zap.String("broker", broker), zap.Error(err))
 			continue
 		}
 		now := c.cfg.common.now()
-		for _, pq := range list {
-			pq.setLocked(granted[pq.mq], now)
+		for _, pq := range pqs {
+			if pq.mq.BrokerName == broker {
+				pq.setLocked(granted[pq.mq], now)
+			}
 		}
 	}
 }

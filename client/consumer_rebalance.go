@@ -252,10 +252,12 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 		}
 		pq.consumeMu.Unlock()
 		if locked {
+			c.releaseMu.Lock()
 			c.release(ctx, pq)
 			c.mu.Lock()
 			delete(c.releasing, pq.mq)
 			c.mu.Unlock()
+			c.releaseMu.Unlock()
 			c.triggerRebalance()
 		}
 	}()
@@ -271,10 +273,10 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 	t.Stop()
 	if !acquired && locked {
 		// An orderly listener still runs: the queue's broker lock stays
-		// ours until it returns (the goroutine above releases it then) or
-		// expires at the broker, and we do not take the queue back
-		// meanwhile; unlocking now would let the next owner consume the
-		// queue beside the listener. Commit what is consumed so far.
+		// ours (lockAll renews it) until it returns (the goroutine above
+		// releases it then), and we do not take the queue back meanwhile;
+		// unlocking now would let the next owner consume the queue beside
+		// the listener. Commit what is consumed so far.
 		c.mu.Lock()
 		c.releasing[pq.mq] = true
 		c.mu.Unlock()

@@ -46,7 +46,14 @@ type qBroker struct {
 	// script answers the codes it has instead of the built-in handlers.
 	script map[int16]func(*remoting.RemotingCommand) *remoting.RemotingCommand // guarded by mu
 	reqs   []*remoting.RemotingCommand                                         // guarded by mu; every request
+	// lockNow, when set, is the clock of the locks: as at a real broker, a
+	// lock not renewed for brokerLockLife is free. Unset, locks never expire.
+	lockNow  func() time.Time     // guarded by mu
+	lockedAt map[string]time.Time // guarded by mu; group|topic|qid → last lock
 }
+
+// brokerLockLife is the broker's REBALANCE_LOCK_MAX_LIVE_TIME.
+const brokerLockLife = 60 * time.Second
 
 type qKey struct {
 	topic string
@@ -195,7 +202,28 @@ func (b *qBroker) count(code int16) int {
 func (b *qBroker) lockHolder(group string, mq MessageQueue) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.locks[fmt.Sprintf("%s|%s|%d", group, mq.Topic, mq.QueueID)]
+	k := fmt.Sprintf("%s|%s|%d", group, mq.Topic, mq.QueueID)
+	if b.lockNow != nil && b.lockNow().Sub(b.lockedAt[k]) > brokerLockLife {
+		return ""
+	}
+	return b.locks[k]
+}
+
+// lockRequests counts the LOCK_BATCH_MQ requests from clientID naming mq.
+func (b *qBroker) lockRequests(clientID string, mq MessageQueue) int {
+	n := 0
+	for _, r := range b.requests(remoting.RequestLockBatchMQ) {
+		var body wire.LockBatchBody
+		if json.Unmarshal(r.Body, &body) != nil || body.ClientID != clientID {
+			continue
+		}
+		for _, q := range body.MQSet {
+			if q.Topic == mq.Topic && q.BrokerName == mq.BrokerName && int(q.QueueID) == mq.QueueID {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (b *qBroker) pull(_ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
@@ -362,6 +390,9 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 		for _, q := range body.MQSet {
 			k := key(body.ConsumerGroup, q.Topic, int(q.QueueID))
 			holder := b.locks[k]
+			if b.lockNow != nil && holder != "" && b.lockNow().Sub(b.lockedAt[k]) > brokerLockLife {
+				holder = ""
+			}
 			if req.Code == remoting.RequestUnlockBatchMQ {
 				if holder == body.ClientID {
 					delete(b.locks, k)
@@ -370,6 +401,12 @@ func (b *qBroker) other(conn *remoting.Conn, req *remoting.RemotingCommand) *rem
 			}
 			if holder == "" || holder == body.ClientID {
 				b.locks[k] = body.ClientID
+				if b.lockNow != nil {
+					if b.lockedAt == nil {
+						b.lockedAt = map[string]time.Time{}
+					}
+					b.lockedAt[k] = b.lockNow()
+				}
 				granted = append(granted, q)
 			}
 		}
