@@ -127,12 +127,16 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 		for _, mq := range fixed {
 			if !c.startQueue(ctx, mq) {
 				c.rebalanceMu.Unlock()
-				_ = c.close(ctx)
-				if ctx.Err() != nil {
-					// close may have stopped waiting for the goroutines
-					// of this start: a new start beside them is refused.
+				// ctx may have run out, which is why the offset was not
+				// found: wait for this start's goroutines on a budget of
+				// our own so a later Start can begin afresh.
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
+				// close returns its ctx's own error only when it gave up
+				// waiting for them: a new start beside them is refused.
+				if err := c.close(cctx); err != nil && err == cctx.Err() {
 					l.state = stateClosed
 				}
+				cancel()
 				return fmt.Errorf("client: lite pull consumer: cannot find the start offset of %s", mq)
 			}
 		}

@@ -268,3 +268,51 @@ func TestLitePullStartAgainAfterFailedStart(t *testing.T) {
 		t.Fatalf("polled %v", msgs)
 	}
 }
+
+// TestLitePullStartAgainAfterStartTimedOut: a Start whose ctx runs out
+// while it reads an assigned queue's start offset fails, and a Start with a
+// fresh ctx must then give a consumer that consumes, not ErrClosed.
+func TestLitePullStartAgainAfterStartTimedOut(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	b.put("T", 0, "m0", nil)
+	gate := make(chan struct{})
+	asked := make(chan struct{}, 1)
+	b.answer(remoting.RequestQueryConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-gate
+		return remoting.NewResponse(remoting.ResponseSystemError, "too late")
+	})
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), ConsumeFrom(ConsumeFromFirstOffset))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Assign([]MessageQueue{{"T", "broker-a", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-asked; cancel() }() // the ctx runs out mid-read
+	if err := l.Start(ctx); err == nil {
+		t.Fatal("Start succeeded without the queue's offset")
+	}
+	b.answer(remoting.RequestQueryConsumerOffset, nil)
+	close(gate)
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatalf("second Start: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	if msgs := pollN(t, l, 1); string(msgs[0].Body) != "m0" {
+		t.Fatalf("polled %v", msgs)
+	}
+}
