@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,8 +45,9 @@ type TransactionConfig struct {
 	// TransactionTimeOut is how old an undecided half must be before it
 	// is checked back (6 s; a half's CHECK_IMMUNITY_TIME_IN_SECONDS
 	// property may lengthen it for that half, not shorten it: the walk
-	// stops at the first half younger than this; a send asking for more
-	// than transactionCheckMax × transactionCheckInterval is refused).
+	// stops at the first half younger than this). The walk caps that
+	// property at immunityCap, since an immune half holds the walk's floor
+	// and every half decided above it stays in the replicated table.
 	TransactionTimeOut time.Duration `prop:"transactionTimeOut"`
 	// TransactionCheckInterval is the period of the check walk (60 s).
 	TransactionCheckInterval time.Duration `prop:"transactionCheckInterval"`
@@ -74,6 +76,24 @@ func (t TransactionConfig) validate() error {
 	return nil
 }
 
+// immunityCap is the longest CHECK_IMMUNITY_TIME_IN_SECONDS the check walk
+// honours: transactionTimeOut, or transactionCheckMax ×
+// transactionCheckInterval if longer. RocketMQ accepts any value, so a
+// half asking for more is stored and checked back once the cap has passed.
+func (t TransactionConfig) immunityCap() time.Duration {
+	return max(t.TransactionTimeOut, time.Duration(t.TransactionCheckMax)*t.TransactionCheckInterval)
+}
+
+// immunitySeconds parses a CHECK_IMMUNITY_TIME_IN_SECONDS value; false
+// means none, or one the walk ignores (the half gets transactionTimeOut).
+func immunitySeconds(v string) (int64, bool) {
+	if v == "" {
+		return 0, false
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	return sec, err == nil && sec > 0
+}
+
 // toHalf rewrites a half message for TopicTransHalf (RocketMQ
 // parseHalfMessageInner): the real topic and queue go to properties, the
 // transaction bits are cleared so the half gets a ConsumeQueue unit in the
@@ -91,9 +111,6 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 		m.Properties = wire.ParseProperties(m.EncodedProperties)
 		m.EncodedProperties = ""
 	}
-	if r := c.checkImmunity(m.Properties[wire.PropertyCheckImmunityTime]); r != nil {
-		return r
-	}
 	// The commit applies the DELAY and timer properties and would refuse a
 	// bad one where nobody hears it (END_TRANSACTION is one-way): the
 	// half would be acknowledged and never delivered.
@@ -109,6 +126,7 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 	if m.Properties[wire.PropertyProducerGroup] == "" {
 		m.Properties[wire.PropertyProducerGroup] = producerGroup
 	}
+	c.txn.noteImmunity(m.Properties[wire.PropertyProducerGroup], m.Properties[wire.PropertyCheckImmunityTime])
 	// The idempotent producer's sequence is per real queue; kept, it
 	// would be deduplicated against the one stream of the half queue.
 	// Halves are not deduplicated: the decided set makes each half's
@@ -129,30 +147,6 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 func uncommittedTransaction(sysFlag int32) bool {
 	t := sysFlag & wire.SysFlagTransMask
 	return t == wire.SysFlagTransPrepared || t == wire.SysFlagTransRollback
-}
-
-// checkImmunity refuses a half whose CHECK_IMMUNITY_TIME_IN_SECONDS is
-// longer than an undecided half is kept (transactionTimeOut, or
-// transactionCheckMax × transactionCheckInterval if longer). Until its
-// immunity passes such a half holds the check walk's floor: every half
-// decided after it stays in the replicated table (memory, snapshots) and
-// is walked again every round, so a day's immunity would keep a day of
-// transactions.
-func (c *Controller) checkImmunity(v string) *remoting.RemotingCommand {
-	if v == "" {
-		return nil
-	}
-	sec, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || sec <= 0 {
-		return nil // ignored by the walk: the half gets transactionTimeOut
-	}
-	limit := max(c.cfg.TransactionTimeOut, time.Duration(c.cfg.TransactionCheckMax)*c.cfg.TransactionCheckInterval)
-	if sec > int64(limit/time.Second) {
-		return response(remoting.ResponseMessageIllegal,
-			"%s=%d is above the longest a half can stay undecided on broker %s, %d s (transactionTimeOut, or transactionCheckMax × transactionCheckInterval if longer)",
-			wire.PropertyCheckImmunityTime, sec, c.cfg.BrokerName, int64(limit/time.Second))
-	}
-	return nil
 }
 
 // processEndTransaction is END_TRANSACTION (37). The official clients send
@@ -297,10 +291,20 @@ type txnService struct {
 	batchLimit int
 
 	commits, rollbacks, repeated, checks, discarded prometheus.Counter
+
+	immunityMu sync.Mutex
+	// immunityLogged holds the producer groups already told that their
+	// CHECK_IMMUNITY_TIME_IN_SECONDS is capped (at most
+	// maxImmunityLoggedGroups, then forgotten and told again).
+	immunityLogged map[string]struct{}
 }
 
+// maxImmunityLoggedGroups bounds txnService.immunityLogged: producer group
+// names come from clients.
+const maxImmunityLoggedGroups = 1024
+
 func newTxnService(c *Controller) *txnService {
-	s := &txnService{c: c, batchLimit: 64}
+	s := &txnService{c: c, batchLimit: 64, immunityLogged: map[string]struct{}{}}
 	counter := func(name, help string) prometheus.Counter {
 		x := prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Name: name, Help: help})
 		c.metrics.reg.MustRegister(x)
@@ -436,15 +440,45 @@ walk:
 }
 
 // timeout is a half's transaction timeout: its CHECK_IMMUNITY_TIME_IN_SECONDS
-// if set, else transactionTimeOut (round only checks it for halves at
-// least transactionTimeOut old).
+// if set, at most immunityCap, else transactionTimeOut (round only checks
+// it for halves at least transactionTimeOut old).
 func (s *txnService) timeout(m *store.Message) time.Duration {
-	if v := m.Properties[wire.PropertyCheckImmunityTime]; v != "" {
-		if sec, err := strconv.Atoi(v); err == nil && sec > 0 {
-			return time.Duration(sec) * time.Second
-		}
+	sec, ok := immunitySeconds(m.Properties[wire.PropertyCheckImmunityTime])
+	if !ok {
+		return s.c.cfg.TransactionTimeOut
 	}
-	return s.c.cfg.TransactionTimeOut
+	limit := s.c.cfg.immunityCap()
+	if sec > int64(limit/time.Second) {
+		return limit
+	}
+	return time.Duration(sec) * time.Second
+}
+
+// noteImmunity logs, once per producer group, that a half's
+// CHECK_IMMUNITY_TIME_IN_SECONDS is above immunityCap and will be capped:
+// the producer then gets its check-back earlier than it asked.
+func (s *txnService) noteImmunity(group, v string) {
+	sec, ok := immunitySeconds(v)
+	limit := s.c.cfg.immunityCap()
+	if !ok || sec <= int64(limit/time.Second) {
+		return
+	}
+	s.immunityMu.Lock()
+	_, seen := s.immunityLogged[group]
+	if !seen {
+		if len(s.immunityLogged) >= maxImmunityLoggedGroups {
+			clear(s.immunityLogged)
+		}
+		s.immunityLogged[group] = struct{}{}
+	}
+	s.immunityMu.Unlock()
+	if seen {
+		return
+	}
+	s.c.log.Warn("a transactional half's check immunity is capped at max(transactionTimeOut, transactionCheckMax × transactionCheckInterval): it is checked back after the cap, not after the time it asks for",
+		zap.String("producerGroup", group), zap.String("property", wire.PropertyCheckImmunityTime), zap.Int64("seconds", sec),
+		zap.Duration("cap", limit), zap.Duration("transactionTimeOut", s.c.cfg.TransactionTimeOut),
+		zap.Int("transactionCheckMax", s.c.cfg.TransactionCheckMax), zap.Duration("transactionCheckInterval", s.c.cfg.TransactionCheckInterval))
 }
 
 // sendCheck sends CHECK_TRANSACTION_STATE one-way to a live producer
