@@ -127,19 +127,16 @@ func (c *Controller) applyTimer(ctx context.Context, m *store.Message) *remoting
 	if m.Properties == nil || m.SysFlag&wire.SysFlagTransMask == wire.SysFlagTransPrepared {
 		return nil
 	}
-	if _, rolled := m.Properties[wire.PropertyTimerOutMs]; rolled {
-		return nil // RocketMQ's double check: already converted once
-	}
-	deliverMs, held, r := c.timerDue(m.Properties)
-	if r != nil {
+	deliverMs, verdict, r := c.timerDue(m.Properties)
+	switch {
+	case r != nil:
 		return r
-	}
-	if !held {
-		if d := m.Properties[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
-			for _, k := range timerProperties[:3] {
-				delete(m.Properties, k)
-			}
+	case verdict == timerOverridden:
+		for _, k := range timerProperties[:3] {
+			delete(m.Properties, k)
 		}
+		return nil
+	case verdict != timerHeld:
 		return nil
 	}
 	if _, ok := c.rep.(timerReplica); !ok {
@@ -156,22 +153,37 @@ func (c *Controller) applyTimer(ctx context.Context, m *store.Message) *remoting
 	return nil
 }
 
+// timerVerdict is what timerDue decides about a message's timer property.
+type timerVerdict int
+
+const (
+	// timerNone: no timer property, a due time already passed, or a
+	// message already converted (RocketMQ's double check): nothing to do.
+	timerNone timerVerdict = iota
+	// timerHeld: a due time still ahead; the message goes to the timer
+	// topic.
+	timerHeld
+	// timerOverridden: a DELAY level wins, as in RocketMQ; the timer
+	// values are not looked at and TIMER_DELAY_SEC, TIMER_DELAY_MS and
+	// TIMER_DELIVER_MS are dropped (transformTimerMessage).
+	timerOverridden
+)
+
 // timerDue reads the timer property of a message's properties without
-// changing them: held reports a due time still ahead (deliverMs); a
-// message already converted, one whose DELAY level wins, one without a
-// timer property or with a due time passed is not held; a malformed value,
-// one beyond timerMaxDelaySec or a cancel marker is refused.
-func (c *Controller) timerDue(props map[string]string) (deliverMs int64, held bool, r *remoting.RemotingCommand) {
+// changing them and decides what becomes of it (deliverMs for
+// timerHeld); a malformed value, one beyond timerMaxDelaySec or a cancel
+// marker is refused.
+func (c *Controller) timerDue(props map[string]string) (deliverMs int64, verdict timerVerdict, r *remoting.RemotingCommand) {
 	if _, rolled := props[wire.PropertyTimerOutMs]; rolled {
-		return 0, false, nil
+		return 0, timerNone, nil
 	}
 	if k := props[wire.PropertyTimerDelUniqKey]; k != "" {
 		// Storing the cancel marker as a message would deliver it.
-		return 0, false, response(remoting.ResponseMessageIllegal,
+		return 0, timerNone, response(remoting.ResponseMessageIllegal,
 			"timer message illegal: cancelling a timer (TIMER_DEL_UNIQKEY=%s) is not supported by raftmq", k)
 	}
 	if d := props[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
-		return 0, false, nil
+		return 0, timerOverridden, nil
 	}
 	name, v := "", ""
 	for _, k := range timerProperties {
@@ -181,11 +193,11 @@ func (c *Controller) timerDue(props map[string]string) (deliverMs int64, held bo
 		}
 	}
 	if name == "" {
-		return 0, false, nil
+		return 0, timerNone, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, false, response(remoting.ResponseMessageIllegal, "timer message illegal: %s=%q is not an integer", name, v)
+		return 0, timerNone, response(remoting.ResponseMessageIllegal, "timer message illegal: %s=%q is not an integer", name, v)
 	}
 	nowMs := time.Now().UnixMilli() // only a timer message reads the clock
 	deliverMs = n
@@ -203,14 +215,14 @@ func (c *Controller) timerDue(props map[string]string) (deliverMs int64, held bo
 	}
 	maxMs := int64(c.cfg.TimerMaxDelaySec) * 1000
 	if deliverMs-nowMs > maxMs {
-		return 0, false, response(remoting.ResponseMessageIllegal,
+		return 0, timerNone, response(remoting.ResponseMessageIllegal,
 			"timer message illegal: %s=%s is %d ms ahead, beyond the max delay %d ms (timerMaxDelaySec=%d)",
 			name, v, deliverMs-nowMs, maxMs, c.cfg.TimerMaxDelaySec)
 	}
 	if deliverMs <= nowMs {
-		return 0, false, nil // due already: a normal message, as in RocketMQ
+		return 0, timerNone, nil // due already: a normal message, as in RocketMQ
 	}
-	return deliverMs, true, nil
+	return deliverMs, timerHeld, nil
 }
 
 // qualifyProducerID keeps an idempotent producer's dedup right for a
