@@ -156,7 +156,11 @@ func (c *Controller) forwardBrokerConfig(req *remoting.RemotingCommand) *remotin
 			anonymous++
 		}
 	}
-	for _, id := range unapplied(c.raftMemberIDs(ra), ra.SelfID(), applied, anonymous) {
+	self := ""
+	if ra != nil {
+		self = ra.SelfID()
+	}
+	for _, id := range unapplied(c.raftMemberIDs(ra), self, applied, anonymous) {
 		failed = append(failed, fmt.Sprintf("%s (no answer from it: down, or not registered with the name servers)", id))
 	}
 	if len(failed) > 0 {
