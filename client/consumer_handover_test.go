@@ -9,8 +9,101 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/wire"
 )
+
+// stuckHandOver is the scenario of the hand-over tests: consumer A's
+// orderly listener is stuck on q1-0 when B joins the group, and A's
+// rebalance hands q1 to B, gives up waiting for the listener after
+// HandoverTimeout and is done.
+type stuckHandOver struct {
+	a, b    *PushConsumer
+	q1      MessageQueue
+	release func() // lets A's listener return
+
+	mu      sync.Mutex
+	inside  map[string]bool // consumer → inside a listener call on q1
+	overlap []string
+	seen    map[string][]string
+}
+
+func startStuckHandOver(t *testing.T, ns *namesrv.NameServer, br *qBroker, opts ...ConsumerOpt) *stuckHandOver {
+	t.Helper()
+	s := &stuckHandOver{q1: MessageQueue{"T", "broker-a", 1}, inside: map[string]bool{}, seen: map[string][]string{}}
+	br.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("G"): 1})
+	br.put("T", 1, "q1-0", nil)
+	stuck := make(chan struct{})
+	var once sync.Once
+	s.release = func() { once.Do(func() { close(stuck) }) }
+	listener := func(name string) OrderlyListener {
+		return func(_ context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult {
+			if oc.Queue != s.q1 {
+				return OrderlySuccess
+			}
+			s.mu.Lock()
+			for other, in := range s.inside {
+				if in && other != name {
+					s.overlap = append(s.overlap, fmt.Sprintf("%s consumes %s while %s is inside", name, msgs[0].Body, other))
+				}
+			}
+			s.inside[name] = true
+			for _, m := range msgs {
+				s.seen[name] = append(s.seen[name], string(m.Body))
+			}
+			s.mu.Unlock()
+			if name == "A" && string(msgs[0].Body) == "q1-0" {
+				<-stuck
+			}
+			s.mu.Lock()
+			s.inside[name] = false
+			s.mu.Unlock()
+			return OrderlySuccess
+		}
+	}
+	mk := func(name string) *PushConsumer {
+		c := newTestPush(t, ns, "G", append([]ConsumerOpt{ConsumeFrom(ConsumeFromFirstOffset), InstanceName(name),
+			HandoverTimeout(50 * time.Millisecond), RebalanceInterval(100 * time.Millisecond)}, opts...)...)
+		_ = c.Subscribe("T", "*")
+		_ = c.RegisterOrderlyListener(listener(name))
+		return c
+	}
+	s.a = mk("A")
+	startPush(t, s.a)
+	t.Cleanup(s.release) // before A's close, which waits for the listener
+	testutil.WaitFor(t, 5*time.Second, "A inside q1-0", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.inside["A"] })
+	s.b = mk("B")
+	startPush(t, s.b)
+	testutil.WaitFor(t, 10*time.Second, "A's hand-over of q1 done", func() bool {
+		if slices.Contains(s.a.OwnedQueues(), s.q1) || !s.a.core.rebalanceMu.TryLock() {
+			return false
+		}
+		s.a.core.rebalanceMu.Unlock()
+		return true
+	})
+	return s
+}
+
+// finish lets A's listener return and checks that B goes on with q1-1,
+// never consumed q1 beside A, and did not consume q1-0 again.
+func (s *stuckHandOver) finish(t *testing.T, br *qBroker) {
+	t.Helper()
+	s.release()
+	br.put("T", 1, "q1-1", nil)
+	testutil.WaitFor(t, 10*time.Second, "B consumes q1-1", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.Contains(s.seen["B"], "q1-1")
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.overlap) > 0 {
+		t.Fatal(s.overlap)
+	}
+	if slices.Contains(s.seen["B"], "q1-0") {
+		t.Fatalf("B consumed q1-0 again after A's listener consumed it: %v", s.seen["B"])
+	}
+}
 
 // TestOrderlyHandOverKeepsLockWhileListenerRuns hands an orderly queue over
 // while its listener is stuck past HandoverTimeout: the old owner must keep
@@ -20,89 +113,12 @@ import (
 // goes on from there.
 func TestOrderlyHandOverKeepsLockWhileListenerRuns(t *testing.T) {
 	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("G"): 1})
-	q1 := MessageQueue{"T", "broker-a", 1}
-	b.put("T", 1, "q1-0", nil)
-
-	var mu sync.Mutex
-	inside := map[string]bool{} // consumer → inside a listener call on q1
-	var overlap []string
-	seen := map[string][]string{}
-	release := make(chan struct{})
-	listener := func(name string) OrderlyListener {
-		return func(_ context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult {
-			if oc.Queue != q1 {
-				return OrderlySuccess
-			}
-			mu.Lock()
-			for other, in := range inside {
-				if in && other != name {
-					overlap = append(overlap, fmt.Sprintf("%s consumes %s while %s is inside", name, msgs[0].Body, other))
-				}
-			}
-			inside[name] = true
-			for _, m := range msgs {
-				seen[name] = append(seen[name], string(m.Body))
-			}
-			mu.Unlock()
-			if name == "A" && string(msgs[0].Body) == "q1-0" {
-				<-release
-			}
-			mu.Lock()
-			inside[name] = false
-			mu.Unlock()
-			return OrderlySuccess
-		}
-	}
-	mk := func(name string) *PushConsumer {
-		c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), InstanceName(name),
-			HandoverTimeout(50*time.Millisecond), RebalanceInterval(100*time.Millisecond))
-		_ = c.Subscribe("T", "*")
-		_ = c.RegisterOrderlyListener(listener(name))
-		return c
-	}
-	a := mk("A")
-	startPush(t, a)
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
-	testutil.WaitFor(t, 5*time.Second, "A inside q1-0", func() bool { mu.Lock(); defer mu.Unlock(); return inside["A"] })
-
-	c2 := mk("B")
-	startPush(t, c2)
-	// A's rebalance gives q1 to B, waits HandoverTimeout for the stuck
-	// listener and gives up waiting.
-	testutil.WaitFor(t, 10*time.Second, "A's hand-over of q1 done", func() bool {
-		if slices.Contains(a.OwnedQueues(), q1) || !a.core.rebalanceMu.TryLock() {
-			return false
-		}
-		a.core.rebalanceMu.Unlock()
-		return true
-	})
-	if h := b.lockHolder("G", q1); h != a.ClientID() {
+	br := startQBroker(t, "broker-a")
+	s := startStuckHandOver(t, ns, br)
+	if h := br.lockHolder("G", s.q1); h != s.a.ClientID() {
 		t.Fatalf("q1 is locked by %q while A's listener still consumes it", h)
 	}
-
-	close(release)
-	b.put("T", 1, "q1-1", nil)
-	testutil.WaitFor(t, 10*time.Second, "B consumes q1-1", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Contains(seen["B"], "q1-1")
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(overlap) > 0 {
-		t.Fatal(overlap)
-	}
-	if slices.Contains(seen["B"], "q1-0") {
-		t.Fatalf("B consumed q1-0 again after A's listener consumed it: %v", seen["B"])
-	}
+	s.finish(t, br)
 }
 
 // TestOrderlyHandOverRenewsLockWhileListenerRuns: the broker frees a lock
@@ -112,104 +128,29 @@ func TestOrderlyHandOverKeepsLockWhileListenerRuns(t *testing.T) {
 // lock clock is a test clock moved past the lock lifetime in two steps.
 func TestOrderlyHandOverRenewsLockWhileListenerRuns(t *testing.T) {
 	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
+	br := startQBroker(t, "broker-a")
 	var clockMu sync.Mutex
 	clock := time.Unix(1_700_000_000, 0)
 	advance := func(d time.Duration) { clockMu.Lock(); clock = clock.Add(d); clockMu.Unlock() }
-	b.mu.Lock()
-	b.lockNow = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
-	b.mu.Unlock()
-	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("G"): 1})
+	br.mu.Lock()
+	br.lockNow = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
+	br.mu.Unlock()
+	s := startStuckHandOver(t, ns, br, LockInterval(50*time.Millisecond))
 	q0 := MessageQueue{"T", "broker-a", 0}
-	q1 := MessageQueue{"T", "broker-a", 1}
-	b.put("T", 1, "q1-0", nil)
-
-	var mu sync.Mutex
-	inside := map[string]bool{} // consumer → inside a listener call on q1
-	var overlap []string
-	seen := map[string][]string{}
-	release := make(chan struct{})
-	listener := func(name string) OrderlyListener {
-		return func(_ context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult {
-			if oc.Queue != q1 {
-				return OrderlySuccess
-			}
-			mu.Lock()
-			for other, in := range inside {
-				if in && other != name {
-					overlap = append(overlap, fmt.Sprintf("%s consumes %s while %s is inside", name, msgs[0].Body, other))
-				}
-			}
-			inside[name] = true
-			for _, m := range msgs {
-				seen[name] = append(seen[name], string(m.Body))
-			}
-			mu.Unlock()
-			if name == "A" && string(msgs[0].Body) == "q1-0" {
-				<-release
-			}
-			mu.Lock()
-			inside[name] = false
-			mu.Unlock()
-			return OrderlySuccess
-		}
-	}
-	mk := func(name string) *PushConsumer {
-		c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), InstanceName(name),
-			HandoverTimeout(50*time.Millisecond), RebalanceInterval(100*time.Millisecond), LockInterval(50*time.Millisecond))
-		_ = c.Subscribe("T", "*")
-		_ = c.RegisterOrderlyListener(listener(name))
-		return c
-	}
-	a := mk("A")
-	startPush(t, a)
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
-	testutil.WaitFor(t, 5*time.Second, "A inside q1-0", func() bool { mu.Lock(); defer mu.Unlock(); return inside["A"] })
-
-	c2 := mk("B")
-	startPush(t, c2)
-	testutil.WaitFor(t, 10*time.Second, "A's hand-over of q1 done", func() bool {
-		if slices.Contains(a.OwnedQueues(), q1) || !a.core.rebalanceMu.TryLock() {
-			return false
-		}
-		a.core.rebalanceMu.Unlock()
-		return true
-	})
 	// Each step: A renews its locks (q0, which it keeps, is in every round)
 	// and B tries q1 again, both after the clock moved.
 	step := func(d time.Duration) {
 		t.Helper()
-		aRounds, bTries := b.lockRequests(a.ClientID(), q0), b.lockRequests(c2.ClientID(), q1)
+		aRounds, bTries := br.lockRequests(s.a.ClientID(), q0), br.lockRequests(s.b.ClientID(), s.q1)
 		advance(d)
 		testutil.WaitFor(t, 10*time.Second, "A's renewal and B's lock attempt after the clock moved", func() bool {
-			return b.lockRequests(a.ClientID(), q0) >= aRounds+2 && b.lockRequests(c2.ClientID(), q1) >= bTries+2
+			return br.lockRequests(s.a.ClientID(), q0) >= aRounds+2 && br.lockRequests(s.b.ClientID(), s.q1) >= bTries+2
 		})
-		if h := b.lockHolder("G", q1); h != a.ClientID() {
+		if h := br.lockHolder("G", s.q1); h != s.a.ClientID() {
 			t.Fatalf("q1 is locked by %q while A's listener still consumes it", h)
 		}
 	}
 	step(brokerLockLife * 2 / 3)
 	step(brokerLockLife * 2 / 3) // past the lifetime of the hand-over's lock
-
-	close(release)
-	b.put("T", 1, "q1-1", nil)
-	testutil.WaitFor(t, 10*time.Second, "B consumes q1-1", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Contains(seen["B"], "q1-1")
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(overlap) > 0 {
-		t.Fatal(overlap)
-	}
-	if slices.Contains(seen["B"], "q1-0") {
-		t.Fatalf("B consumed q1-0 again after A's listener consumed it: %v", seen["B"])
-	}
+	s.finish(t, br)
 }
