@@ -504,12 +504,14 @@ func (c *consumerCore) autoCommits() bool {
 
 // lockAll renews the broker locks of every queue an orderly consumer holds
 // (RebalanceImpl.lockAll), including the queues handed over while their
-// listener still runs (c.releasing): the broker frees a lock not renewed
-// for 60 s, and the next owner would then consume beside the listener.
+// listener still runs or waiting for their hand-over (c.releasing): the
+// broker frees a lock not renewed for 60 s, and the next owner would then
+// consume beside the listener.
 func (c *consumerCore) lockAll(ctx context.Context) {
 	// Held for the whole round so a releasing queue's unlock (handOver)
 	// never comes between this round reading c.releasing and its lock
-	// request, which would take the lock back for the broker's lifetime.
+	// request, which would take the lock back until the broker's lock
+	// lifetime (60 s) runs out.
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
 	c.mu.Lock()

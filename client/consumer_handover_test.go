@@ -154,3 +154,112 @@ func TestOrderlyHandOverRenewsLockWhileListenerRuns(t *testing.T) {
 	step(brokerLockLife * 2 / 3) // past the lifetime of the hand-over's lock
 	s.finish(t, br)
 }
+
+// TestOrderlyHandOversRenewLocksWhileQueued: a rebalance hands its leaving
+// orderly queues over one after another, each waiting up to
+// HandoverTimeout for its listener. A queue still waiting for its turn
+// must have its lock renewed too, or with enough busy queues ahead of it
+// the broker frees it and the next owner consumes it beside the listener.
+func TestOrderlyHandOversRenewLocksWhileQueued(t *testing.T) {
+	ns := startNameServer(t)
+	br := startQBroker(t, "broker-a")
+	var clockMu sync.Mutex
+	clock := time.Unix(1_700_000_000, 0)
+	advance := func(d time.Duration) { clockMu.Lock(); clock = clock.Add(d); clockMu.Unlock() }
+	br.mu.Lock()
+	br.lockNow = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
+	br.mu.Unlock()
+	br.register(t, ns, 0, map[string]int{"T": 8, wire.RetryTopic("G"): 1})
+	for q := 0; q < 8; q++ {
+		br.put("T", q, fmt.Sprintf("q%d-0", q), nil)
+	}
+	var mu sync.Mutex
+	inside := map[MessageQueue]string{} // queue → consumer inside a listener call
+	var overlap []string
+	stuck := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(stuck) }) }
+	listener := func(name string) OrderlyListener {
+		return func(_ context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult {
+			mu.Lock()
+			if o := inside[oc.Queue]; o != "" && o != name {
+				overlap = append(overlap, fmt.Sprintf("%s consumes %s while %s is inside", name, msgs[0].Body, o))
+			}
+			inside[oc.Queue] = name
+			mu.Unlock()
+			if name == "A" {
+				<-stuck
+			}
+			mu.Lock()
+			if inside[oc.Queue] == name {
+				delete(inside, oc.Queue)
+			}
+			mu.Unlock()
+			return OrderlySuccess
+		}
+	}
+	mk := func(name string) *PushConsumer {
+		c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), InstanceName(name),
+			HandoverTimeout(time.Second), RebalanceInterval(100*time.Millisecond), LockInterval(50*time.Millisecond))
+		_ = c.Subscribe("T", "*")
+		_ = c.RegisterOrderlyListener(listener(name))
+		return c
+	}
+	a := mk("A")
+	startPush(t, a)
+	t.Cleanup(release) // before A's close, which waits for the listeners
+	testutil.WaitFor(t, 5*time.Second, "A inside all 8 queues", func() bool { mu.Lock(); defer mu.Unlock(); return len(inside) == 8 })
+	b := mk("B")
+	startPush(t, b)
+	var kept MessageQueue
+	var leaving []MessageQueue
+	testutil.WaitFor(t, 10*time.Second, "A's rebalance drops 4 queues", func() bool {
+		owned := a.OwnedQueues()
+		leaving = leaving[:0]
+		for q := 0; q < 8; q++ {
+			mq := MessageQueue{"T", "broker-a", q}
+			if slices.Contains(owned, mq) {
+				kept = mq
+			} else {
+				leaving = append(leaving, mq)
+			}
+		}
+		return len(leaving) == 4
+	})
+	// Each step: A renews its locks (kept is in every round) and B tries
+	// every leaving queue again, both after the clock moved; the hand-overs
+	// take about 4 s, so most leaving queues are still waiting their turn.
+	step := func(d time.Duration) {
+		t.Helper()
+		aRounds := br.lockRequests(a.ClientID(), kept)
+		bTries := map[MessageQueue]int{}
+		for _, mq := range leaving {
+			bTries[mq] = br.lockRequests(b.ClientID(), mq)
+		}
+		advance(d)
+		testutil.WaitFor(t, 10*time.Second, "A's renewals and B's lock attempts after the clock moved", func() bool {
+			if br.lockRequests(a.ClientID(), kept) < aRounds+2 {
+				return false
+			}
+			for _, mq := range leaving {
+				if br.lockRequests(b.ClientID(), mq) < bTries[mq]+2 {
+					return false
+				}
+			}
+			return true
+		})
+		for _, mq := range leaving {
+			if h := br.lockHolder("G", mq); h != a.ClientID() {
+				t.Fatalf("%v is locked by %q while A's listener still consumes it", mq, h)
+			}
+		}
+	}
+	step(brokerLockLife * 2 / 3)
+	step(brokerLockLife * 2 / 3) // past the lifetime of the locks taken before the rebalance
+	release()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(overlap) > 0 {
+		t.Fatal(overlap)
+	}
+}

@@ -134,6 +134,9 @@ func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []M
 		if mq.Topic == topic && !want[mq] {
 			leaving = append(leaving, pq)
 			delete(c.pqs, mq)
+			if c.hooks.orderly && c.cfg.model == Clustering {
+				c.releasing[mq] = true // lockAll renews it until handOver unlocks it
+			}
 		}
 	}
 	for _, mq := range alloc {
@@ -288,7 +291,12 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 	if acquired {
 		defer pq.consumeMu.Unlock()
 	}
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
 	c.release(ctx, pq)
+	c.mu.Lock()
+	delete(c.releasing, pq.mq)
+	c.mu.Unlock()
 }
 
 // release commits the offset of a queue handed over, forgets it and, for
