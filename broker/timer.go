@@ -182,7 +182,9 @@ func (c *Controller) timerDue(props map[string]string) (deliverMs int64, verdict
 		return 0, timerNone, response(remoting.ResponseMessageIllegal,
 			"timer message illegal: cancelling a timer (TIMER_DEL_UNIQKEY=%s) is not supported by raftmq", k)
 	}
-	if d := props[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
+	// A DELAY level above 0 wins (RocketMQ: getDelayTimeLevel() > 0); one
+	// that is not a number is refused by the delay path.
+	if lv, r := delayLevel(props[wire.PropertyDelayTimeLevel]); r != nil || lv > 0 {
 		return 0, timerOverridden, nil
 	}
 	name, v := "", ""

@@ -274,3 +274,20 @@ func TestTimerIdempotentProducer(t *testing.T) {
 		}
 	}
 }
+
+// TestTimerDueDelayLevelWinsOnlyAboveZero: as in RocketMQ
+// (getDelayTimeLevel() > 0), only a DELAY level above 0 takes precedence
+// over a timer property; "-1", "0" or "00" leave the timer in force.
+func TestTimerDueDelayLevelWinsOnlyAboveZero(t *testing.T) {
+	c := &Controller{}
+	c.cfg.TimerMaxDelaySec = 3600
+	for level, want := range map[string]timerVerdict{"": timerHeld, "0": timerHeld, "00": timerHeld, "-1": timerHeld, "3": timerOverridden, "x": timerOverridden} {
+		props := map[string]string{wire.PropertyTimerDelaySec: "60"}
+		if level != "" {
+			props[wire.PropertyDelayTimeLevel] = level
+		}
+		if _, got, r := c.timerDue(props); got != want || r != nil {
+			t.Errorf("DELAY=%q with a timer: verdict %v (%v), want %v", level, got, r, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -81,6 +82,9 @@ func (t TransactionConfig) validate() error {
 // transactionCheckInterval if longer. RocketMQ accepts any value, so a
 // half asking for more is stored and checked back once the cap has passed.
 func (t TransactionConfig) immunityCap() time.Duration {
+	if t.TransactionCheckInterval > 0 && int64(t.TransactionCheckMax) > int64(math.MaxInt64/t.TransactionCheckInterval) {
+		return math.MaxInt64 // a "never discard" transactionCheckMax: no cap
+	}
 	return max(t.TransactionTimeOut, time.Duration(t.TransactionCheckMax)*t.TransactionCheckInterval)
 }
 
@@ -458,6 +462,7 @@ func (s *txnService) timeout(m *store.Message) time.Duration {
 // CHECK_IMMUNITY_TIME_IN_SECONDS is above immunityCap and will be capped:
 // the producer then gets its check-back earlier than it asked.
 func (s *txnService) noteImmunity(group, v string) {
+	group = group[:min(len(group), 255)] // client-chosen: bound the set's bytes
 	sec, ok := immunitySeconds(v)
 	limit := s.c.cfg.immunityCap()
 	if !ok || sec <= int64(limit/time.Second) {

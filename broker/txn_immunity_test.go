@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -151,4 +152,23 @@ func TestEndTransactionBadInput(t *testing.T) {
 		t.Fatalf("commit after the bad requests: %d %s", r.Code, r.Remark)
 	}
 	waitBodies(t, pc, "TXB", 1, map[string]int{"plain": 1, "half": 1})
+}
+
+// TestImmunityCapSaturates: a transactionCheckMax meant as "never discard"
+// times the interval overflows a Duration; the cap must then be no cap,
+// not a wrapped (negative or small) one that silently ignores immunity.
+func TestImmunityCapSaturates(t *testing.T) {
+	for _, c := range []struct {
+		cfg  TransactionConfig
+		want time.Duration
+	}{
+		{TransactionConfig{TransactionTimeOut: 6 * time.Second, TransactionCheckMax: 15, TransactionCheckInterval: time.Minute}, 15 * time.Minute},
+		{TransactionConfig{TransactionTimeOut: time.Hour, TransactionCheckMax: 15, TransactionCheckInterval: time.Minute}, time.Hour},
+		{TransactionConfig{TransactionTimeOut: 6 * time.Second, TransactionCheckMax: math.MaxInt32, TransactionCheckInterval: time.Minute}, math.MaxInt64},
+	} {
+		if got := c.cfg.immunityCap(); got != c.want {
+			t.Errorf("checkMax %d × %v, timeout %v: cap %v, want %v", c.cfg.TransactionCheckMax, c.cfg.TransactionCheckInterval,
+				c.cfg.TransactionTimeOut, got, c.want)
+		}
+	}
 }
