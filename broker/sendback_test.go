@@ -149,6 +149,11 @@ func TestSendBackRefusesUndelivered(t *testing.T) {
 	}
 	delayed := send(wire.EncodeProperties(map[string]string{wire.PropertyDelayTimeLevel: "18"}), 0, "delayed")
 	rollbackFlag := send("", wire.SysFlagTransRollback, "rollback sysFlag")
+	committedFlag := send("", wire.SysFlagTransCommit|wire.SysFlagMultiTags, "commit sysFlag")
+	committed := sendHalf(t, pc, leader, "SBU", "committed", "SBU3")
+	if r := pc.call(leader, remoting.RequestEndTransaction, endExt(committed, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
 	plain := send("", 0, "plain")
 	var opRecord int64
 	testutil.WaitFor(t, 10*time.Second, "every message applied", func() bool {
@@ -186,10 +191,28 @@ func TestSendBackRefusesUndelivered(t *testing.T) {
 	if n := st.GetMaxOffsetInQueue(wire.TopicSchedule, 0); n != 0 {
 		t.Fatalf("the schedule topic's level-1 queue holds %d messages after refused send-backs", n)
 	}
-	if r := sendBack(plain); r.Code != remoting.ResponseSuccess {
-		t.Fatalf("send back a plain message: %d %s", r.Code, r.Remark)
+	// What consumers really send back is delivered: a plain message, one
+	// whose sysFlag carries other bits and a committed transaction's.
+	res, err := st.GetMessage("", "SBU", 0, 0, 32, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 10*time.Second, "the plain message in the schedule topic", func() bool {
-		return st.GetMaxOffsetInQueue(wire.TopicSchedule, 0) == 1
+	var committedCopy int64 = -1
+	for _, b := range res.Messages {
+		if m, _, err := wire.DecodeMessage(b, true); err == nil && string(m.Body) == "committed" {
+			committedCopy = m.PhysicalOffset
+		}
+	}
+	if committedCopy < 0 {
+		t.Fatal("the committed transaction's message is not in its queue")
+	}
+	for name, off := range map[string]int64{"a plain message": plain, "a message with commit and multi-tag sysFlags": committedFlag,
+		"a committed transaction's message": committedCopy} {
+		if r := sendBack(off); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send back %s: %d %s", name, r.Code, r.Remark)
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, "the three messages in the schedule topic", func() bool {
+		return st.GetMaxOffsetInQueue(wire.TopicSchedule, 0) == 3
 	})
 }
