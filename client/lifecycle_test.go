@@ -45,7 +45,16 @@ func sdkGoroutines() []string {
 // goroutines included) ends soon after.
 func noLeakAfter(t *testing.T, before goleak.Option) {
 	t.Helper()
-	if gs := sdkGoroutines(); len(gs) > 0 {
+	// Close returns once the goroutines it waits for signalled their end
+	// (WaitGroup.Done, a closed channel); each may still be returning from
+	// its function then, so allow them a moment, far shorter than any
+	// network or listener wait Close might have skipped.
+	var gs []string
+	deadline := time.Now().Add(time.Second)
+	for gs = sdkGoroutines(); len(gs) > 0 && time.Now().Before(deadline); gs = sdkGoroutines() {
+		runtime.Gosched()
+	}
+	if len(gs) > 0 {
 		t.Fatalf("%d SDK goroutines outlived Close:\n%s", len(gs), strings.Join(gs, "\n\n"))
 	}
 	goroutinesEnd(t, before)
