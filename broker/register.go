@@ -27,6 +27,11 @@ type registerService struct {
 	registered int
 }
 
+// refuteReregisterDelay is how long after refuting a suspicion or a death
+// claim a node registers a second time: several gossip rounds, enough for
+// the claim to have reached every name server.
+const refuteReregisterDelay = time.Second
+
 func newRegisterService(c *Controller) *registerService {
 	return &registerService{c: c, kick: make(chan struct{}, 1), lastID: -1}
 }
@@ -44,11 +49,29 @@ func (r *registerService) run() {
 	defer period.Stop()
 	check := time.NewTicker(r.c.cfg.TopicChangeCheckInterval)
 	defer check.Stop()
+	// A node its gossip peers declared dead (a pause or stall longer than
+	// the suspicion timeout) has been dropped from the name servers'
+	// routes; it registers again as soon as it refutes, not a period
+	// later. The claim may still be on its way to a name server that
+	// drops the node after that registration, so it registers once more
+	// when the claim has had time to spread.
+	var refuted <-chan struct{}
+	var againT <-chan time.Time
+	if r.c.gossip != nil {
+		refuted = r.c.gossip.Refuted()
+	}
 	r.registerAll()
 	for {
 		select {
 		case <-r.c.quit:
 			return
+		case <-refuted:
+			r.c.log.Info("gossip peers suspected this node or declared it dead; registering again")
+			r.registerAll()
+			againT = time.After(refuteReregisterDelay)
+		case <-againT:
+			againT = nil
+			r.registerAll()
 		case <-r.kick:
 			r.registerAll()
 		case <-period.C:

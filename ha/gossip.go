@@ -45,9 +45,10 @@ type Gossip struct {
 	started   bool
 	closed    bool
 
-	wake chan struct{} // capacity 1: the queue is non-empty
-	quit chan struct{} // closed by stop; ends every goroutine
-	wg   sync.WaitGroup
+	wake    chan struct{} // capacity 1: the queue is non-empty
+	refuted chan struct{} // capacity 1: this node refuted a suspicion or death (Refuted)
+	quit    chan struct{} // closed by stop; ends every goroutine
+	wg      sync.WaitGroup
 }
 
 // NewGossip checks cfg and meta and prepares a node; nothing is bound until
@@ -72,6 +73,7 @@ func NewGossip(cfg GossipConfig, meta NodeMeta, log *zap.Logger) (*Gossip, error
 		badMeta:   make(map[string]bool),
 		subs:      make(map[uint64]func(Event)),
 		wake:      make(chan struct{}, 1),
+		refuted:   make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 	}, nil
 }
@@ -103,7 +105,7 @@ func (g *Gossip) Start(ctx context.Context) error {
 	mlc := g.cfg.memberlistConfig()
 	mlc.Delegate = (*mlDelegate)(g)
 	mlc.Events = (*mlEvents)(g)
-	mlc.Logger = newMemberlistLogger(g.log)
+	mlc.Logger = newMemberlistLoggerRefute(g.log, g.noteRefuted)
 	ml, err := memberlist.Create(mlc)
 	if err != nil {
 		return fmt.Errorf("%w %s:%d: %v", ErrBind, g.cfg.BindAddr, g.cfg.BindPort, err)
@@ -352,3 +354,20 @@ func (d *mlDelegate) NotifyMsg([]byte)                {}
 func (d *mlDelegate) GetBroadcasts(int, int) [][]byte { return nil }
 func (d *mlDelegate) LocalState(bool) []byte          { return nil }
 func (d *mlDelegate) MergeRemoteState([]byte, bool)   {}
+
+// Refuted receives a value after this node refuted a suspicion or a death
+// claim about itself (values coalesce: one may stand for several). Its
+// peers may have declared it dead — a pause, a stall or a partition longer
+// than the suspicion timeout — and name servers then dropped it from their
+// routes, so a broker registers again at once instead of at its next
+// period. A node declared dead usually learns it as a suspicion (memberlist
+// merges a remote "dead" as "suspect"), so both count.
+func (g *Gossip) Refuted() <-chan struct{} { return g.refuted }
+
+func (g *Gossip) noteRefuted() {
+	g.log.Debug("gossip: refuted a suspicion or death claim about this node")
+	select {
+	case g.refuted <- struct{}{}:
+	default:
+	}
+}

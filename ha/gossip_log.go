@@ -15,10 +15,26 @@ import (
 // is kept in a field for filtering.
 type zapLogWriter struct {
 	log *zap.Logger
+	// onRefute, when set, is called for each line saying this node refuted
+	// a suspicion or a death claim about itself. memberlist has no callback
+	// for refutations; these lines are the only sign that peers may have
+	// declared this node dead.
+	onRefute func()
 }
 
+// refuteLines start the lines memberlist logs when this node refutes being
+// suspect or dead. A node its peers declared dead often hears of it as a
+// suspicion: a push/pull merge turns a remote "dead" into "suspect".
+var refuteLines = [][]byte{[]byte("Refuting a suspect message"), []byte("Refuting a dead message")}
+
 func newMemberlistLogger(l *zap.Logger) *log.Logger {
-	return log.New(zapLogWriter{log: l.Named("memberlist")}, "", 0)
+	return newMemberlistLoggerRefute(l, nil)
+}
+
+// newMemberlistLoggerRefute is newMemberlistLogger that also calls
+// onRefute (if not nil) whenever this node refutes being suspect or dead.
+func newMemberlistLoggerRefute(l *zap.Logger, onRefute func()) *log.Logger {
+	return log.New(zapLogWriter{log: l.Named("memberlist"), onRefute: onRefute}, "", 0)
 }
 
 // Write receives exactly one formatted line per call from log.Logger.
@@ -32,6 +48,14 @@ func (w zapLogWriter) Write(p []byte) (int, error) {
 		}
 	}
 	line = bytes.TrimPrefix(line, []byte("memberlist: "))
+	if w.onRefute != nil {
+		for _, p := range refuteLines {
+			if bytes.HasPrefix(line, p) {
+				w.onRefute()
+				break
+			}
+		}
+	}
 	w.log.Debug(string(line), zap.String("mlLevel", level))
 	return len(p), nil
 }

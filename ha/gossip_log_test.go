@@ -34,3 +34,43 @@ func TestMemberlistLogLinesBecomeZapDebug(t *testing.T) {
 		t.Fatal("memberlist line logged above debug")
 	}
 }
+
+// TestRefutingSignalsRefuted: memberlist's "Refuting a suspect/dead
+// message" lines (their format in state.go) are what tell a node that its
+// peers may have declared it dead; other lines signal nothing.
+func TestRefutingSignalsRefuted(t *testing.T) {
+	g, err := NewGossip(namedConfig("n"), NodeMeta{Kind: KindBroker}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newMemberlistLoggerRefute(g.log, g.noteRefuted)
+	l.Printf("[DEBUG] memberlist: Initiating push/pull sync with: %s", "b")
+	select {
+	case <-g.Refuted():
+		t.Fatal("an unrelated line signalled Refuted")
+	default:
+	}
+	for _, format := range []string{
+		"[WARN] memberlist: Refuting a suspect message (from: %s)",
+		"[WARN] memberlist: Refuting a dead message (from: %s)",
+	} {
+		l.Printf(format, "b")
+		l.Printf(format, "c")
+		select {
+		case <-g.Refuted():
+		default:
+			t.Fatalf("%q did not signal Refuted", format)
+		}
+		select {
+		case <-g.Refuted():
+			t.Fatal("Refuted did not coalesce")
+		default:
+		}
+	}
+}
+
+func namedConfig(name string) GossipConfig {
+	c := DefaultGossipConfig()
+	c.Name = name
+	return c
+}

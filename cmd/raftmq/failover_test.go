@@ -104,7 +104,8 @@ func TestFailoverFreezeConsumerResumes(t *testing.T) {
 // TestFailoverRouteDropsKilledBroker: a SIGKILLed broker process leaves
 // the name server's route within 1.5 s (a follower, then the leader). Last, a SIGSTOPped follower — its TCP
 // connections stay open, so only gossip can tell — must leave the route
-// within 2 s. Polls every 10 ms from the signal instant.
+// within 2 s, and be routed again within 5 s of SIGCONT. Polls every 10 ms
+// from the signal instant.
 func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 	const limit = 1500 * time.Millisecond
 	c, err := newProcCluster(t.TempDir(), 0, testLauncher(t))
@@ -213,6 +214,28 @@ func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 	t.Logf("SIGSTOP %s (follower, connections open): route dropped it after %v", n.ID, d)
 	if d > gossipLimit {
 		t.Errorf("SIGSTOP %s: route dropped it after %v, want <= %v", n.ID, d, gossipLimit)
+	}
+
+	// Resumed, the node refutes its peers' claim and must be routed again
+	// long before its periodic registration (registerNameServerPeriod, 30 s).
+	const backLimit = 5 * time.Second
+	t1 := time.Now()
+	if err := c.Resume(n); err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	at, ok := pollAt(bctx, func(ctx context.Context) bool {
+		a, err := p.route(ctx)
+		return err == nil && routeHas(a, n.Addr())
+	})
+	switch {
+	case !ok:
+		t.Errorf("SIGCONT %s: not routed again 10 s after resuming", n.ID)
+	case at.Sub(t1) > backLimit:
+		t.Errorf("SIGCONT %s: routed again after %v, want <= %v", n.ID, at.Sub(t1), backLimit)
+	default:
+		t.Logf("SIGCONT %s: routed again after %v", n.ID, at.Sub(t1))
 	}
 }
 
