@@ -195,7 +195,7 @@ func (p *raftAdminProcessor) transfer(ctx context.Context, _ *remoting.Conn, req
 		switch {
 		case errors.Is(err, ErrNotLeader):
 			return p.notLeader(), nil
-		case errors.Is(err, ha.ErrUnknownServer):
+		case errors.Is(err, ha.ErrUnknownServer), errors.Is(err, ha.ErrNotVoter):
 			return response(remoting.ResponseInvalidParameter, "leadership transfer: %v", err), nil
 		}
 		p.log.Info("leadership transfer failed", zap.String("target", h.TargetID), zap.Error(err))

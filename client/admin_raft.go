@@ -306,6 +306,14 @@ func PlanLeaderBalance(gs []*RaftGroup) []LeaderMove {
 	}
 	moves := []LeaderMove{}
 	for _, g := range gs {
+		// A nonvoter (a member being added) cannot win an election: it is
+		// never a target, whatever the load of its host.
+		nonvoter := map[string]bool{}
+		for _, m := range g.Members {
+			if m.Suffrage != "" && m.Suffrage != "Voter" {
+				nonvoter[m.ID] = true
+			}
+		}
 		if g.LeaderID == "" {
 			moves = append(moves, LeaderMove{BrokerName: g.BrokerName, Reason: "no leader (election in progress)", Result: "skipped"})
 			continue
@@ -320,6 +328,11 @@ func PlanLeaderBalance(gs []*RaftGroup) []LeaderMove {
 					Reason: "preferred leader did not answer", Result: "skipped"})
 				continue
 			}
+			if nonvoter[p] {
+				moves = append(moves, LeaderMove{BrokerName: g.BrokerName, From: g.LeaderID, To: p,
+					Reason: "preferred leader is not a voter", Result: "skipped"})
+				continue
+			}
 			load[hostOf(g.LeaderAddr)]--
 			load[hostOf(st.RemotingAddr)]++
 			moves = append(moves, LeaderMove{BrokerName: g.BrokerName, From: g.LeaderID, To: p, Reason: "preferredLeaderId"})
@@ -329,7 +342,7 @@ func PlanLeaderBalance(gs []*RaftGroup) []LeaderMove {
 		best, bestLoad := "", load[cur]-1
 		for _, id := range slices.Sorted(maps.Keys(g.Statuses)) {
 			st := g.Statuses[id]
-			if id == g.LeaderID || st.State == "Shutdown" {
+			if id == g.LeaderID || st.State == "Shutdown" || nonvoter[id] {
 				continue
 			}
 			if l := load[hostOf(st.RemotingAddr)]; l < bestLoad {

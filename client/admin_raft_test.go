@@ -107,3 +107,35 @@ func TestPlanLeaderBalancePreferredFirst(t *testing.T) {
 		t.Errorf("plan %v, want %v (%+v)", got, want, moves)
 	}
 }
+
+// TestPlanLeaderBalanceSkipsNonvoters: a nonvoter (a member being added)
+// cannot take leadership, however idle its host; the plan moves a group
+// whose idle-host member is a voter instead.
+func TestPlanLeaderBalanceSkipsNonvoters(t *testing.T) {
+	mk := func(name, leader string, addrs, suffrage map[string]string) *RaftGroup {
+		g := &RaftGroup{BrokerName: name, LeaderID: leader, LeaderAddr: addrs[leader], Statuses: map[string]*wire.RaftStatus{}}
+		for _, id := range []string{leader, name + "-2"} {
+			state := "Follower"
+			if id == leader {
+				state = "Leader"
+			}
+			g.Statuses[id] = &wire.RaftStatus{SelfID: id, RemotingAddr: addrs[id], State: state}
+			g.Members = append(g.Members, RaftGroupMember{ID: id, RemotingAddr: addrs[id], Suffrage: suffrage[id], State: state})
+		}
+		return g
+	}
+	a := mk("a", "a-1", map[string]string{"a-1": "10.0.0.1:10911", "a-2": "10.0.0.2:10911"},
+		map[string]string{"a-1": "Voter", "a-2": "Nonvoter"})
+	b := mk("b", "b-1", map[string]string{"b-1": "10.0.0.1:10921", "b-2": "10.0.0.2:10921"},
+		map[string]string{"b-1": "Voter", "b-2": "Voter"})
+	moves := PlanLeaderBalance([]*RaftGroup{a, b})
+	if len(moves) != 1 || moves[0].BrokerName != "b" || moves[0].To != "b-2" {
+		t.Fatalf("plan %+v, want only b moved to b-2 (a-2 is a nonvoter)", moves)
+	}
+	// A nonvoter preferred leader is reported, not moved to.
+	a.PreferredLeaderID = "a-2"
+	moves = PlanLeaderBalance([]*RaftGroup{a})
+	if len(moves) != 1 || moves[0].Result != "skipped" {
+		t.Fatalf("plan %+v, want the move to the nonvoter preferred leader skipped", moves)
+	}
+}

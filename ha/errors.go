@@ -57,6 +57,9 @@ var (
 	// ErrUnknownServer means a transfer target is not a member of the
 	// group's configuration.
 	ErrUnknownServer = errors.New("ha: unknown raft server")
+	// ErrNotVoter means a transfer target is a nonvoter (a member being
+	// added, not promoted yet): it cannot win an election.
+	ErrNotVoter = errors.New("ha: raft server is not a voter")
 	// ErrRolesClosed is returned after Roles.Close.
 	ErrRolesClosed = errors.New("ha: role observer closed")
 )

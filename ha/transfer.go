@@ -2,6 +2,7 @@ package ha
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,12 @@ func TransferLeadership(r *raft.Raft, to string) error {
 	}
 	for _, s := range f.Configuration().Servers {
 		if string(s.ID) == to {
+			// Raft would send a nonvoter TimeoutNow all the same: it
+			// campaigns, cannot win, and its higher term deposes the
+			// leader while the transfer reports success.
+			if s.Suffrage != raft.Voter {
+				return fmt.Errorf("%w: %q is a %s", ErrNotVoter, to, strings.ToLower(s.Suffrage.String()))
+			}
 			return r.LeadershipTransferToServer(s.ID, s.Address).Error()
 		}
 	}
