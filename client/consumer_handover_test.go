@@ -129,26 +129,11 @@ func TestOrderlyHandOverKeepsLockWhileListenerRuns(t *testing.T) {
 func TestOrderlyHandOverRenewsLockWhileListenerRuns(t *testing.T) {
 	ns := startNameServer(t)
 	br := startQBroker(t, "broker-a")
-	var clockMu sync.Mutex
-	clock := time.Unix(1_700_000_000, 0)
-	advance := func(d time.Duration) { clockMu.Lock(); clock = clock.Add(d); clockMu.Unlock() }
-	br.mu.Lock()
-	br.lockNow = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
-	br.mu.Unlock()
+	advance := lockClock(br)
 	s := startStuckHandOver(t, ns, br, LockInterval(50*time.Millisecond))
-	q0 := MessageQueue{"T", "broker-a", 0}
-	// Each step: A renews its locks (q0, which it keeps, is in every round)
-	// and B tries q1 again, both after the clock moved.
+	q0 := MessageQueue{"T", "broker-a", 0} // A keeps it: in every renewal round
 	step := func(d time.Duration) {
-		t.Helper()
-		aRounds, bTries := br.lockRequests(s.a.ClientID(), q0), br.lockRequests(s.b.ClientID(), s.q1)
-		advance(d)
-		testutil.WaitFor(t, 10*time.Second, "A's renewal and B's lock attempt after the clock moved", func() bool {
-			return br.lockRequests(s.a.ClientID(), q0) >= aRounds+2 && br.lockRequests(s.b.ClientID(), s.q1) >= bTries+2
-		})
-		if h := br.lockHolder("G", s.q1); h != s.a.ClientID() {
-			t.Fatalf("q1 is locked by %q while A's listener still consumes it", h)
-		}
+		stepLockClock(t, br, advance, d, s.a.ClientID(), q0, s.b.ClientID(), []MessageQueue{s.q1})
 	}
 	step(brokerLockLife * 2 / 3)
 	step(brokerLockLife * 2 / 3) // past the lifetime of the hand-over's lock
@@ -163,12 +148,7 @@ func TestOrderlyHandOverRenewsLockWhileListenerRuns(t *testing.T) {
 func TestOrderlyHandOversRenewLocksWhileQueued(t *testing.T) {
 	ns := startNameServer(t)
 	br := startQBroker(t, "broker-a")
-	var clockMu sync.Mutex
-	clock := time.Unix(1_700_000_000, 0)
-	advance := func(d time.Duration) { clockMu.Lock(); clock = clock.Add(d); clockMu.Unlock() }
-	br.mu.Lock()
-	br.lockNow = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
-	br.mu.Unlock()
+	advance := lockClock(br)
 	br.register(t, ns, 0, map[string]int{"T": 8, wire.RetryTopic("G"): 1})
 	for q := 0; q < 8; q++ {
 		br.put("T", q, fmt.Sprintf("q%d-0", q), nil)
@@ -226,34 +206,9 @@ func TestOrderlyHandOversRenewLocksWhileQueued(t *testing.T) {
 		}
 		return len(leaving) == 4
 	})
-	// Each step: A renews its locks (kept is in every round) and B tries
-	// every leaving queue again, both after the clock moved; the hand-overs
-	// take about 4 s, so most leaving queues are still waiting their turn.
-	step := func(d time.Duration) {
-		t.Helper()
-		aRounds := br.lockRequests(a.ClientID(), kept)
-		bTries := map[MessageQueue]int{}
-		for _, mq := range leaving {
-			bTries[mq] = br.lockRequests(b.ClientID(), mq)
-		}
-		advance(d)
-		testutil.WaitFor(t, 10*time.Second, "A's renewals and B's lock attempts after the clock moved", func() bool {
-			if br.lockRequests(a.ClientID(), kept) < aRounds+2 {
-				return false
-			}
-			for _, mq := range leaving {
-				if br.lockRequests(b.ClientID(), mq) < bTries[mq]+2 {
-					return false
-				}
-			}
-			return true
-		})
-		for _, mq := range leaving {
-			if h := br.lockHolder("G", mq); h != a.ClientID() {
-				t.Fatalf("%v is locked by %q while A's listener still consumes it", mq, h)
-			}
-		}
-	}
+	// The hand-overs take about 4 s, so in each step most leaving queues
+	// are still waiting their turn.
+	step := func(d time.Duration) { stepLockClock(t, br, advance, d, a.ClientID(), kept, b.ClientID(), leaving) }
 	step(brokerLockLife * 2 / 3)
 	step(brokerLockLife * 2 / 3) // past the lifetime of the locks taken before the rebalance
 	release()
@@ -261,5 +216,47 @@ func TestOrderlyHandOversRenewLocksWhileQueued(t *testing.T) {
 	defer mu.Unlock()
 	if len(overlap) > 0 {
 		t.Fatal(overlap)
+	}
+}
+
+// lockClock gives br a test clock for its lock lifetime and returns the
+// function that moves it.
+func lockClock(br *qBroker) func(time.Duration) {
+	var mu sync.Mutex
+	clock := time.Unix(1_700_000_000, 0)
+	br.mu.Lock()
+	br.lockNow = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	br.mu.Unlock()
+	return func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+}
+
+// stepLockClock moves the broker's lock clock by d, waits until the old
+// owner renewed its locks (kept, which it keeps, is in every round) and
+// the next owner tried every queue of taking twice more, and checks that
+// the old owner, whose listeners still run on them, holds them all.
+func stepLockClock(t *testing.T, br *qBroker, advance func(time.Duration), d time.Duration,
+	owner string, kept MessageQueue, next string, taking []MessageQueue) {
+	t.Helper()
+	rounds := br.lockRequests(owner, kept)
+	tries := map[MessageQueue]int{}
+	for _, mq := range taking {
+		tries[mq] = br.lockRequests(next, mq)
+	}
+	advance(d)
+	testutil.WaitFor(t, 10*time.Second, "the owner's renewals and the next owner's lock attempts after the clock moved", func() bool {
+		if br.lockRequests(owner, kept) < rounds+2 {
+			return false
+		}
+		for _, mq := range taking {
+			if br.lockRequests(next, mq) < tries[mq]+2 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, mq := range taking {
+		if h := br.lockHolder("G", mq); h != owner {
+			t.Fatalf("%v is locked by %q while the old owner's listener still consumes it", mq, h)
+		}
 	}
 }
