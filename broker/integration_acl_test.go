@@ -544,14 +544,7 @@ func TestACLStoredMessageTopic(t *testing.T) {
 	pc.createTopic(leader.Addr(), "AclTopic", 1)
 	offsetOf := func(topic string) int64 {
 		resp := pc.call(leader.Addr(), remoting.RequestSendMessage, sendExt(topic, 0, ""), []byte("secret of "+topic)) // signed as the admin
-		if resp.Code != remoting.ResponseSuccess {
-			t.Fatalf("send to %s: %d %s", topic, resp.Code, resp.Remark)
-		}
-		id, err := wire.ParseMessageID(resp.ExtFields["msgId"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id.Offset
+		return sentOffset(t, "to "+topic, resp)
 	}
 	forbidden, allowed := offsetOf("Forbidden"), offsetOf("AclTopic")
 	testutil.WaitFor(t, 10*time.Second, "both messages applied", func() bool { return leader.st.DispatchedOffset() > allowed })

@@ -383,3 +383,16 @@ func (pc *procCluster) waitLeaderRegistered() {
 		return ok && bd.BrokerAddrs[0] == pc.nodes[l].Addr()
 	})
 }
+
+// sentOffset is the CommitLog offset a successful send's answer names.
+func sentOffset(t *testing.T, what string, resp *remoting.RemotingCommand) int64 {
+	t.Helper()
+	if resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("send %s: %d %s", what, resp.Code, resp.Remark)
+	}
+	id, err := wire.ParseMessageID(resp.ExtFields["msgId"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.Offset
+}

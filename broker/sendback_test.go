@@ -137,15 +137,7 @@ func TestSendBackRefusesUndelivered(t *testing.T) {
 	send := func(props string, sysFlag int32, body string) int64 {
 		ext := sendExt("SBU", 0, props)
 		ext["sysFlag"] = strconv.Itoa(int(sysFlag))
-		r := pc.call(leader, remoting.RequestSendMessage, ext, []byte(body))
-		if r.Code != remoting.ResponseSuccess {
-			t.Fatalf("send %s: %d %s", body, r.Code, r.Remark)
-		}
-		id, err := wire.ParseMessageID(r.ExtFields["msgId"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id.Offset
+		return sentOffset(t, body, pc.call(leader, remoting.RequestSendMessage, ext, []byte(body)))
 	}
 	delayed := send(wire.EncodeProperties(map[string]string{wire.PropertyDelayTimeLevel: "18"}), 0, "delayed")
 	rollbackFlag := send("", wire.SysFlagTransRollback, "rollback sysFlag")
