@@ -79,6 +79,7 @@ type FaultFS struct {
 	usedOverride    uint64
 	totalOverride   uint64
 	dead            bool
+	cleanOnFail     bool
 	rng             *rand.Rand
 	now             func() time.Time
 }
@@ -88,7 +89,13 @@ type memInode struct {
 	durable  []byte // what survives a crash
 	modTime  time.Time
 	mappings int // live mappings; the data slice must not be reallocated while > 0
+	// clean holds, with SetCleanAfterFailedSync, the pages whose writeback
+	// failed (page number → the bytes they held then): a sync skips such a
+	// page until a write changes it (see syncRangeLocked).
+	clean map[int][]byte
 }
+
+const faultPage = 4096
 
 // NewFaultFS returns an empty FaultFS whose random choices (tearing) derive
 // from seed, so a failing run can be replayed.
@@ -129,6 +136,70 @@ func (f *FaultFS) SetFaultFunc(fn func(op FaultOp, name string) error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.faultFn = fn
+}
+
+// SetCleanAfterFailedSync makes a failed Sync or Msync (an injected error)
+// behave as Linux's writeback does: the pages it should have written are
+// marked clean, so they keep their bytes in the page cache (reads and
+// mappings see them) but no later sync writes them to the durable image
+// unless something writes them again (WriteAt, or a store through a
+// mapping that changes their bytes). Off by default.
+func (f *FaultFS) SetCleanAfterFailedSync(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cleanOnFail = on
+}
+
+// failedSyncLocked marks the pages of [off, end) that differ from the
+// durable image clean, if SetCleanAfterFailedSync is on.
+func (f *FaultFS) failedSyncLocked(ino *memInode, off, end int) {
+	if !f.cleanOnFail {
+		return
+	}
+	for p := off / faultPage; p*faultPage < end; p++ {
+		lo, hi := p*faultPage, min((p+1)*faultPage, len(ino.data))
+		if lo >= hi {
+			break
+		}
+		d := ino.durable
+		if hi <= len(d) && string(d[lo:hi]) == string(ino.data[lo:hi]) {
+			continue
+		}
+		if ino.clean == nil {
+			ino.clean = map[int][]byte{}
+		}
+		ino.clean[p] = append([]byte(nil), ino.data[lo:hi]...)
+	}
+}
+
+// syncRangeLocked copies [off, end) of the volatile image to the durable
+// one, except pages a failed sync left clean and nothing changed since.
+func (ino *memInode) syncRangeLocked(off, end int) {
+	if len(ino.durable) < end {
+		ino.durable = append(ino.durable, make([]byte, end-len(ino.durable))...)
+	}
+	if len(ino.clean) == 0 {
+		copy(ino.durable[off:end], ino.data[off:end])
+		return
+	}
+	for p := off / faultPage; p*faultPage < end; p++ {
+		lo, hi := max(p*faultPage, off), min((p+1)*faultPage, end)
+		if c, ok := ino.clean[p]; ok {
+			if string(c) == string(ino.data[p*faultPage:min((p+1)*faultPage, len(ino.data))]) {
+				continue
+			}
+			delete(ino.clean, p)
+		}
+		copy(ino.durable[lo:hi], ino.data[lo:hi])
+	}
+}
+
+// writtenLocked forgets the clean marks of the pages [off, end) a write
+// dirtied.
+func (ino *memInode) writtenLocked(off, end int) {
+	for p := off / faultPage; len(ino.clean) > 0 && p*faultPage < end; p++ {
+		delete(ino.clean, p)
+	}
 }
 
 // SetCapacity limits the total size of all files; 0 removes the limit.
@@ -575,6 +646,7 @@ func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	copy(m.ino.data[off:], p)
+	m.ino.writtenLocked(int(off), int(off)+len(p))
 	m.ino.modTime = m.fs.now()
 	return len(p), nil
 }
@@ -611,6 +683,7 @@ func (m *memFile) Truncate(size int64) error {
 		return fmt.Errorf("faultfs: %s: shrinking a mapped file", m.name)
 	}
 	m.ino.data = m.ino.data[:size]
+	m.ino.writtenLocked(int(size), int(size)+faultPage+len(m.ino.durable))
 	return nil
 }
 
@@ -618,9 +691,17 @@ func (m *memFile) Sync() error {
 	m.fs.mu.Lock()
 	defer m.fs.mu.Unlock()
 	if err := m.checkLocked(OpSync); err != nil {
+		if !m.fs.dead {
+			m.fs.failedSyncLocked(m.ino, 0, len(m.ino.data))
+		}
 		return err
 	}
-	m.ino.durable = append(m.ino.durable[:0], m.ino.data...)
+	if len(m.ino.clean) == 0 {
+		m.ino.durable = append(m.ino.durable[:0], m.ino.data...)
+		return nil
+	}
+	m.ino.durable = m.ino.durable[:min(len(m.ino.durable), len(m.ino.data))]
+	m.ino.syncRangeLocked(0, len(m.ino.data))
 	return nil
 }
 
@@ -659,24 +740,27 @@ func (m *memFile) Msync(b []byte) error {
 	}
 	m.fs.mu.Lock()
 	defer m.fs.mu.Unlock()
-	if err := m.fs.checkLocked(OpMsync, m.name); err != nil {
-		return err // msync works on a closed fd's mapping, so only fs faults apply
-	}
+	off := -1
 	p := uintptr(unsafe.Pointer(&b[0]))
 	for _, mb := range m.maps {
 		base := uintptr(unsafe.Pointer(&mb[0]))
 		if p >= base && p+uintptr(len(b)) <= base+uintptr(len(mb)) {
-			off := int(p - base)
-			end := off + len(b)
-			if len(m.ino.durable) < end {
-				m.ino.durable = append(m.ino.durable, make([]byte, end-len(m.ino.durable))...)
-			}
-			copy(m.ino.durable[off:end], b)
-			m.ino.modTime = m.fs.now()
-			return nil
+			off = int(p - base)
+			break
 		}
 	}
-	return fmt.Errorf("faultfs: msync %s: range is not inside a mapping of this file", m.name)
+	if err := m.fs.checkLocked(OpMsync, m.name); err != nil {
+		if off >= 0 && !m.fs.dead {
+			m.fs.failedSyncLocked(m.ino, off, off+len(b))
+		}
+		return err // msync works on a closed fd's mapping, so only fs faults apply
+	}
+	if off < 0 {
+		return fmt.Errorf("faultfs: msync %s: range is not inside a mapping of this file", m.name)
+	}
+	m.ino.syncRangeLocked(off, off+len(b))
+	m.ino.modTime = m.fs.now()
+	return nil
 }
 
 // NextData reports the whole rest of the file as data (the in-memory file

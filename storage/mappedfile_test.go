@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -477,5 +478,52 @@ func TestOSFSDiskUsage(t *testing.T) {
 	used, total, err := OSFS().DiskUsage(t.TempDir())
 	if err != nil || total == 0 || used > total {
 		t.Fatalf("statfs: %d/%d %v", used, total, err)
+	}
+}
+
+// TestFaultFSCleanAfterFailedSync: with SetCleanAfterFailedSync, a page
+// whose msync failed keeps its bytes in memory but is not written back by
+// a later msync, until a write changes it or WriteAt rewrites it.
+func TestFaultFSCleanAfterFailedSync(t *testing.T) {
+	f := NewFaultFS(4)
+	f.SetCleanAfterFailedSync(true)
+	f.MkdirAll("/d", 0o755)
+	mf, err := OpenMappedFile(f, "/d/"+FileName(0), 0, 3*4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf.Append(bytes.Repeat([]byte{1}, 4096)) // page 0: synced
+	if _, err := mf.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mf.Append(bytes.Repeat([]byte{2}, 2*4096)) // pages 1, 2: writeback fails
+	f.InjectError(OpMsync, unix.EIO)
+	if _, err := mf.Flush(); !errors.Is(err, unix.EIO) {
+		t.Fatalf("flush with EIO: %v", err)
+	}
+	f.InjectError(OpMsync, nil)
+	if _, err := mf.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := mf.Read(4096, 1); s.B[0] != 2 {
+		t.Fatalf("page cache lost the failed page: %d", s.B[0])
+	} else {
+		s.Release()
+	}
+	mf.Bytes()[2*4096] = 3 // a store through the mapping dirties page 2 again
+	h, _ := f.OpenFile("/d/"+FileName(0), os.O_RDWR, 0)
+	if err := h.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	mf.Close()
+	// The page-1 msync never happened on disk; page 2 went with the fsync.
+	g := f.Crash(CrashOptions{})
+	h, _ = g.OpenFile("/d/"+FileName(0), os.O_RDONLY, 0)
+	defer h.Close()
+	b := make([]byte, 3*4096)
+	h.ReadAt(b, 0)
+	if b[0] != 1 || b[4096] != 0 || b[2*4096] != 3 {
+		t.Fatalf("durable bytes %d %d %d, want 1 0 3", b[0], b[4096], b[2*4096])
 	}
 }
