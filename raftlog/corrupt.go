@@ -23,11 +23,10 @@ import (
 // within one batch of the bad one are a torn batch (pages of an unsynced
 // write reach the disk in any order) and are cut as before.
 //
-// A suffix truncation in doubt (meta.ZeroTo recorded, not yet cleared)
-// anchors the log at its cut, so the frames between the anchor and ZeroTo
-// are the ones it removes: a power loss while its zeros were being synced
-// leaves any subset of them whole. They do not count as frames after
-// damage; the log is cut at the first bad frame, as for a torn tail.
+// A cut in doubt (meta.ZeroTo recorded, not yet cleared: a suffix
+// truncation, or a failed batch) anchors the log at the cut, and recovery
+// ends the log there without scanning: every frame found past it, whole or
+// not, is one the cut removes.
 //
 // Without Sync everything after the anchor may be unsynced, so nothing can
 // be told apart and the tail is cut at the first bad frame.
@@ -81,16 +80,7 @@ func (s *LogStore) classifyStopLocked(pos int64, expect uint64, cause error) err
 	if window == 0 {
 		window = defaultMaxBatchEntries
 	}
-	from := pos + 1
-	if z := s.meta.ZeroTo; z > from {
-		// A truncation was in doubt when the process stopped: it anchored
-		// the log at its cut, so every frame from there to ZeroTo is one it
-		// removes, and a power loss during its zero sync keeps any subset
-		// of them. They are cut with the torn frame (and Open writes their
-		// zeros); only frames past ZeroTo would be acknowledged ones.
-		from = z
-	}
-	vIndex, vPos, ok := s.lastValidFrameAfter(from)
+	vIndex, vPos, ok := s.lastValidFrameAfter(pos + 1)
 	if !ok || vIndex < expect+window {
 		return nil
 	}

@@ -109,6 +109,11 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 	}
 	m := meta{SegmentSize: int64(s.opts.SegmentSize), FirstIndex: first, AnchorIndex: min, AnchorPos: end, ZeroTo: s.nextPos}
 	if err := s.writeMetaLocked(m); err != nil {
+		if s.recordVisibleLocked() {
+			// The rename happened: a restart would end the log at the
+			// cut, so nothing may be stored past it.
+			return s.fail(fmt.Errorf("record truncation from index %d: %w", min, err))
+		}
 		// Nothing changed yet; Raft fails this AppendEntries and retries.
 		return fmt.Errorf("record truncation from index %d: %w", min, err)
 	}
@@ -134,6 +139,14 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 	}
 	s.log.Info("raftlog: conflicting suffix truncated", zap.Uint64("fromIndex", min), zap.Int64("position", end))
 	return nil
+}
+
+// recordVisibleLocked reports whether the meta file in place holds a cut
+// in doubt (ZeroTo), or cannot be read: after a failed write of such a
+// record, whether its rename happened.
+func (s *LogStore) recordVisibleLocked() bool {
+	m, _, err := readMeta(s.fsys, s.dir)
+	return err != nil || m.ZeroTo != 0
 }
 
 // ResetAt empties the log and makes the next StoreLogs start at nextIndex

@@ -24,7 +24,9 @@
 //   - logstore.go: LogStore, Options, Open/OpenOnQueue, StoreLogs (frames
 //     buffered and written with one pwrite per touched segment), GetLog,
 //     Checkpoint, Close; a batch refused on ENOSPC is cut back and the log
-//     keeps working, an EIO stops it until Recover.
+//     keeps working, an EIO stops it until Recover; the batch is cut back
+//     at once as far as the disk allows, under a meta record, so neither
+//     a process restart nor a power loss brings it back.
 //   - index.go: the index sidecar, the recovery scan from the anchor at
 //     Open (and the rewrite of a recorded truncation's zeros past the
 //     recovered end), Locate, LocateHeader (no data CRC), EndOf,
@@ -47,11 +49,11 @@
 //     segment, paced by the caller), VerifySegmentAt, DamageError (also
 //     GetLog's and ReadRange's report of a frame failing its CRC).
 //   - meta.go: the atomically replaced meta file (anchor, first index,
-//     segment size, reset pending, and the end of the bytes a suffix
-//     truncation in doubt zeroes: set with the anchor at the cut before
-//     the zeros, cleared once they are synced, so Open can write zeros
-//     whose sync failed for real and cut the frames a power loss left
-//     whole); version 2, version-1 records still read.
+//     segment size, reset pending, and the end of the bytes a cut in
+//     doubt zeroes, a suffix truncation or a failed batch: set with the
+//     anchor at the cut before the zeros, cleared once they are synced,
+//     so Open ends the log at the cut and writes zeros whose sync failed
+//     for real); version 2, version-1 records still read.
 //   - cache.go: the entries of the latest StoreLogs calls, kept for GetLog
 //     (Raft reads every entry back right after storing it).
 //   - warm.go: durable zeros ahead of the writer, so a sync never converts

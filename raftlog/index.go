@@ -80,7 +80,10 @@ func (s *LogStore) recover(m meta) error {
 	var firstScanned uint64
 	var stopErr error
 	frames := 0
-	for {
+	// A cut in doubt (meta.ZeroTo) ends the log at its anchor: every frame
+	// past it is one the cut removes, whether the page cache or the disk
+	// still holds it.
+	for m.ZeroTo == 0 {
 		mf := s.segQ.FindByOffset(p)
 		if mf == nil {
 			break
@@ -155,10 +158,10 @@ func (s *LogStore) recover(m meta) error {
 	return nil
 }
 
-// rewriteZerosLocked writes durable zeros over [from, to) of the present
-// segments (Open only, past the recovered end): a truncation recorded that
-// range before zeroing it, and its zeros may be in the page cache only
-// (meta.ZeroTo).
+// rewriteZerosLocked writes durable zeros with pwrite over [from, to) of
+// the present segments, past the end of the log: a cut (a truncation or a
+// failed batch) recorded that range before zeroing it, and its zeros may be
+// in the page cache only (meta.ZeroTo).
 func (s *LogStore) rewriteZerosLocked(from, to int64) error {
 	for _, mf := range s.segQ.Files() {
 		start := mf.FileFromOffset()
@@ -170,7 +173,7 @@ func (s *LogStore) rewriteZerosLocked(from, to int64) error {
 			return err
 		}
 	}
-	s.log.Warn("raftlog: rewrote the zeros of a truncation that may not have reached the disk",
+	s.log.Warn("raftlog: rewrote the zeros of a cut that may not have reached the disk",
 		zap.String("dir", s.dir), zap.Int64("from", from), zap.Int64("to", to))
 	return nil
 }

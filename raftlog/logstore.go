@@ -402,10 +402,15 @@ func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
 }
 
 // rollbackPoint is the state before a StoreLogs batch: its first index and
-// the position its first frame (or blank) went to.
+// the position its first frame (or blank) went to, and end, the furthest
+// position the batch's bytes reached (its cut zeroes [pos, end)).
 type rollbackPoint struct {
 	index uint64
 	pos   int64
+	end   int64
+	// recorded is set once the meta record of the cut is durable (see
+	// cutBatchLocked).
+	recorded bool
 }
 
 // batchFailedLocked handles a failed StoreLogs batch. Nothing
@@ -415,8 +420,9 @@ type rollbackPoint struct {
 // files removed. A disk-full error from fallocate or pwrite (storage.ErrDiskFull;
 // never from msync) is then just returned: Raft's AppendEntries fails and the
 // leader retries, and the next batch after space returns succeeds. Any other
-// error (EIO on write or sync: after a failed fsync the page-cache state is
-// unknown), or a failed cut, stops the store; Recover retries the cut later.
+// error (EIO on write or sync), or a failed cut, stops the store; the batch
+// is cut at once as far as the disk allows (cutBatchLocked), and Recover
+// finishes the cut and clears the stop.
 func (s *LogStore) batchFailedLocked(rp rollbackPoint, err error) error {
 	if errors.Is(err, storage.ErrDiskFull) {
 		rerr := s.rollbackLocked(rp)
@@ -427,8 +433,14 @@ func (s *LogStore) batchFailedLocked(rp rollbackPoint, err error) error {
 		}
 		err = fmt.Errorf("%w (cutting the batch back failed: %v)", err, rerr)
 	}
+	rp.end = max(rp.end, s.nextPos)
 	s.rollback = &rp
-	return s.fail(err)
+	ferr := s.fail(err)
+	if cerr := s.cutBatchLocked(&rp); cerr != nil {
+		s.log.Warn("raftlog: failed batch not yet cut back durably; Recover retries",
+			zap.String("dir", s.dir), zap.Uint64("nextIndex", rp.index), zap.Int64("position", rp.pos), zap.Error(cerr))
+	}
+	return ferr
 }
 
 // rollbackLocked cuts segments and index files back to rp and moves the
@@ -444,14 +456,77 @@ func (s *LogStore) rollbackLocked(rp rollbackPoint) error {
 	return nil
 }
 
-// Recover clears a stop caused by a failed StoreLogs batch: it cuts the
-// files back to the state before that batch (zeroing the batch's bytes,
-// whatever reached the page cache or the disk, and syncing the zeros), which
-// is exactly the state Raft last saw acknowledged, and lets writes continue.
-// It returns nil if the store is not stopped, the cut's error if it fails
-// again (the store stays stopped; call again later), and ErrStoreFailed if
-// the stop came from elsewhere (reset, truncation, checkpoint flush): that
-// needs a reopen, whose recovery rescans the log.
+// cutBatchLocked cuts back a batch whose write or sync failed, in the order
+// a conflict truncation uses: record, zero, sync, clear. A failed sync
+// leaves the batch's bytes in the page cache, where a process restart would
+// read them as stored entries although they may never reach the disk (Linux
+// marks pages whose writeback failed clean), and zeros written over them
+// the same way may stay in the page cache only, so a power loss could bring
+// the batch back behind later entries. So, before any byte changes, the cut
+// is recorded in the meta file (meta.ZeroTo, anchored at rp): from then on
+// Open ends the log at rp and rewrites the zeros whatever the page cache
+// shows. The zeros are then written through the mapping and synced, written
+// again with pwrite and synced (pages a failed writeback marked clean are
+// not written back by a sync of the mapping), and the record is cleared.
+// If the record cannot be written, the page cache is zeroed all the same,
+// so a process restart does not serve the batch. It may be called again
+// (Recover) and goes on from the last step that failed.
+func (s *LogStore) cutBatchLocked(rp *rollbackPoint) error {
+	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: s.nextIndex, AnchorPos: rp.pos, ZeroTo: rp.end}
+	if !rp.recorded && rp.end > rp.pos {
+		if err := s.recordCutLocked(m); err != nil {
+			_ = s.segQ.TruncateDirty(rp.pos)
+			return fmt.Errorf("record the cut of the failed batch from index %d: %w", rp.index, err)
+		}
+		rp.recorded = true
+	}
+	if err := s.rollbackLocked(*rp); err != nil {
+		return err
+	}
+	if rp.end > rp.pos {
+		if err := s.rewriteZerosLocked(rp.pos, rp.end); err != nil {
+			return fmt.Errorf("rewrite zeros in [%d, %d): %w", rp.pos, rp.end, err)
+		}
+	}
+	if rp.recorded {
+		// The store is stopped since the record was written, so s.meta is
+		// still that record.
+		m = s.meta
+		m.ZeroTo = 0
+		if err := s.writeMetaLocked(m); err != nil {
+			return fmt.Errorf("clear the record of the cut from index %d: %w", rp.index, err)
+		}
+		rp.recorded = false
+	}
+	return nil
+}
+
+// recordCutLocked writes m (the anchor at a cut and ZeroTo) with the log's
+// first index, once the slots before the anchor (and, without Sync, the
+// frames before it) are durable: the anchor vouches for them.
+func (s *LogStore) recordCutLocked(m meta) error {
+	if !s.opts.Sync {
+		if err := s.segQ.Flush(); err != nil {
+			return fmt.Errorf("sync log: %w", err)
+		}
+	}
+	if err := s.idxQ.Flush(); err != nil {
+		return fmt.Errorf("sync index: %w", err)
+	}
+	s.mu.RLock()
+	m.FirstIndex = s.first
+	s.mu.RUnlock()
+	return s.writeMetaLocked(m)
+}
+
+// Recover clears a stop caused by a failed StoreLogs batch: it finishes
+// cutting the files back to the state before that batch (cutBatchLocked:
+// the batch's bytes zeroed durably, whatever reached the page cache or the
+// disk), which is exactly the state Raft last saw acknowledged, and lets
+// writes continue. It returns nil if the store is not stopped, the cut's
+// error if it fails again (the store stays stopped; call again later), and
+// ErrStoreFailed if the stop came from elsewhere (reset, truncation,
+// checkpoint flush): that needs a reopen, whose recovery rescans the log.
 func (s *LogStore) Recover() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -468,7 +543,7 @@ func (s *LogStore) Recover() error {
 	if s.rollback == nil {
 		return fmt.Errorf("%w: %v (not a StoreLogs batch: reopen the store)", ErrStoreFailed, f)
 	}
-	if err := s.rollbackLocked(*s.rollback); err != nil {
+	if err := s.cutBatchLocked(s.rollback); err != nil {
 		return fmt.Errorf("raftlog recover: %w", err)
 	}
 	s.log.Warn("raftlog: stopped log recovered in place: failed batch cut back, writes accepted again",

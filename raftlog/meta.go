@@ -14,8 +14,8 @@ import (
 
 // meta is the small durable record that makes the log's state survive
 // restarts: where recovery starts scanning (the anchor), the logical first
-// index, a pending reset and the end of the bytes a suffix truncation
-// zeroes. It is rewritten atomically (temp file, fsync, rename, directory
+// index, a pending reset and the end of the bytes a cut (suffix
+// truncation or failed batch) zeroes. It is rewritten atomically (temp file, fsync, rename, directory
 // fsync), only on rare events: checkpoints (every CheckpointBytes of log),
 // prefix deletion, suffix truncation, retention and ResetAt. It is never
 // written on the StoreLogs path except through a checkpoint.
@@ -38,23 +38,25 @@ type meta struct {
 	// ResetPending is set while ResetAt destroys the old segments and index
 	// files; Open finishes the job if a crash interrupted it.
 	ResetPending bool
-	// ZeroTo is the end of the log before a suffix truncation in doubt
-	// (0 = none). The truncation records it, with the anchor at its cut,
-	// before any byte changes, and clears it (same anchor) once its zeros
-	// are synced; if that clearing fails, the store stops. While it is set,
-	// every frame between the anchor and ZeroTo is one the truncation
-	// removes:
+	// ZeroTo is the end of the bytes a cut in doubt removes (0 = none): a
+	// suffix truncation, or a StoreLogs batch whose write or sync failed.
+	// The cut records it, with the anchor at the cut, before any byte
+	// changes, and clears it (same anchor) once its zeros are synced; if
+	// that clearing fails, the store stops. While it is set, the log ends
+	// at the anchor: every frame between the anchor and ZeroTo is one the
+	// cut removes, even where it looks whole:
 	//   - a power loss during the zeros' sync leaves any subset of them
-	//     whole, so recovery does not count them as acknowledged frames
-	//     after damage (classifyStopLocked) and cuts at the first bad one;
-	//   - if the zeros' sync fails, the page cache shows zeros the disk may
-	//     not hold, and after a failed writeback the kernel marks those
-	//     pages clean: no later sync writes them, and a recovery after a
-	//     process restart sees nothing to zero.
-	// Open therefore rewrites [recovered end, ZeroTo) with real zero writes,
-	// syncs them and clears the record before the log takes new entries (it
-	// refuses to open if the clearing fails), so no entry is ever stored
-	// over a range a set record covers. Checkpoints write it as 0.
+	//     whole;
+	//   - a failed batch's frames stay readable in the page cache after a
+	//     process restart although they never reached the disk;
+	//   - if a sync fails, the page cache shows bytes (the batch, or the
+	//     zeros) the disk may not hold, and after a failed writeback the
+	//     kernel marks those pages clean: no later sync writes them.
+	// Open therefore ends the log at the anchor without scanning, rewrites
+	// [anchor, ZeroTo) with real zero writes, syncs them and clears the
+	// record before the log takes new entries (it refuses to open if the
+	// clearing fails), so no entry is ever stored over a range a set
+	// record covers. Checkpoints write it as 0.
 	ZeroTo int64
 }
 
