@@ -204,15 +204,18 @@ func runRestartBench(ctx context.Context, o *restartBenchOpts, log *zap.Logger) 
 		return nil, err
 	}
 	clDir := filepath.Join(c.Nodes[0].DataDir, "commitlog")
-	if have := treeBytes(clDir); have < o.fill {
+	pullOld := p.oldPull()
+	// The CommitLog's preallocated segment alone may reach a small
+	// --fill; the probe's message at offset 0 of queue 0 is needed too.
+	if have, seeded := treeBytes(clDir), pullOld(ctx); have < o.fill || !seeded {
 		say(fmt.Sprintf("bench restart: %.2f GiB of CommitLog on %s; filling to %.2f GiB with %d-byte messages", float64(have)/(1<<30), c.Nodes[0].ID, float64(o.fill)/(1<<30), o.size))
-		if err := restartFill(ctx, c.NS.Addr(), o, log, func() int64 { return treeBytes(clDir) }, say); err != nil {
+		if err := restartFill(ctx, c.NS.Addr(), o, log, func() int64 { return treeBytes(clDir) }, !seeded, say); err != nil {
 			return nil, err
 		}
 	}
 	var rounds []restartRound
 	for range max(o.rounds, 1) {
-		r, err := restartOnce(ctx, c, p, o, clDir, log, say)
+		r, err := restartOnce(ctx, c, p, o, clDir, pullOld, log, say)
 		rounds = append(rounds, r)
 		if err != nil {
 			return rounds, err
@@ -222,8 +225,9 @@ func runRestartBench(ctx context.Context, o *restartBenchOpts, log *zap.Logger) 
 }
 
 // restartFill sends o.size-byte messages with o.senders synchronous
-// senders until have (the first member's CommitLog bytes) reaches o.fill.
-func restartFill(ctx context.Context, ns string, o *restartBenchOpts, log *zap.Logger, have func() int64, say func(string)) error {
+// senders until have (the first member's CommitLog bytes) reaches o.fill;
+// with seed, the first of them goes to queue 0, the old-offset probe's.
+func restartFill(ctx context.Context, ns string, o *restartBenchOpts, log *zap.Logger, have func() int64, seed bool, say func(string)) error {
 	prod, err := client.NewProducer(client.NameServers(ns), client.WithLogger(log), client.SendTimeout(30*time.Second))
 	if err != nil {
 		return err
@@ -238,6 +242,11 @@ func restartFill(ctx context.Context, ns string, o *restartBenchOpts, log *zap.L
 	// repetitive one would store a fraction of its size.
 	body := make([]byte, o.size)
 	_, _ = crand.Read(body)
+	if seed {
+		if _, err := prod.SendWithSelector(ctx, client.NewMessage(restartTopic, body), client.ManualSelector(probeQueue)); err != nil {
+			return fmt.Errorf("bench restart: first message to queue 0 of %s: %w", restartTopic, err)
+		}
+	}
 	var sent, failed atomic.Int64
 	var wg sync.WaitGroup
 	for range max(o.senders, 1) {
@@ -275,19 +284,26 @@ func restartFill(ctx context.Context, ns string, o *restartBenchOpts, log *zap.L
 	return nil
 }
 
-func restartOnce(ctx context.Context, c *procCluster, p *probes, o *restartBenchOpts, clDir string, log *zap.Logger, say func(string)) (restartRound, error) {
-	r := restartRound{Kill: o.kill, CommitLogBytes: treeBytes(clDir)}
-	// The old-offset probe needs a message at offset 0 of queue 0.
+// probeQueue is the queue whose offset 0 the old-offset probe pulls.
+var probeQueue = client.MessageQueue{Topic: restartTopic, BrokerName: failoverGroup, QueueID: 0}
+
+// oldPull is the old-offset probe: the leader serves the message at
+// offset 0 of probeQueue.
+func (p *probes) oldPull() func(context.Context) bool {
 	sub := &client.SubscriptionData{Topic: restartTopic, SubString: wire.SubAll, TagsSet: []string{}}
-	mq := client.MessageQueue{Topic: restartTopic, BrokerName: failoverGroup, QueueID: 0}
-	pullOld := func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
 		m, err := p.members(ctx)
 		if err != nil || routeLeader(m) == "" {
 			return false
 		}
-		res, err := p.admin.PullQueue(ctx, routeLeader(m), "restart_bench", mq, 0, 1, sub)
+		res, err := p.admin.PullQueue(ctx, routeLeader(m), "restart_bench", probeQueue, 0, 1, sub)
 		return err == nil && res.Status == client.PullFound && len(res.Messages) > 0 && res.Messages[0].QueueOffset == 0
 	}
+}
+
+func restartOnce(ctx context.Context, c *procCluster, p *probes, o *restartBenchOpts, clDir string, pullOld func(context.Context) bool,
+	log *zap.Logger, say func(string)) (restartRound, error) {
+	r := restartRound{Kill: o.kill, CommitLogBytes: treeBytes(clDir)}
 	if !pullOld(ctx) {
 		return r, fmt.Errorf("bench restart: queue 0 of %s has no message at offset 0 to pull after the restart (fill first)", restartTopic)
 	}

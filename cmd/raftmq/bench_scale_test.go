@@ -98,6 +98,23 @@ func TestBenchRestartSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchRestartSmallFillSmoke restarts (SIGTERM) a one-member group
+// filled to less than one preallocated CommitLog segment: the segment
+// file alone reaches --fill, yet the old-offset probe still needs its
+// message.
+func TestBenchRestartSmallFillSmoke(t *testing.T) {
+	skipMeasuringToolUnderRace(t)
+	o := &restartBenchOpts{dir: t.TempDir(), fill: 1 << 20, size: 64 << 10, senders: 32, rounds: 1, members: 1,
+		launch: testLauncher(t), progress: func(s string) { t.Log(s) }}
+	rounds, err := runRestartBench(context.Background(), o, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rounds[0]; r.FirstSendMs <= 0 || r.FirstOldPullMs <= 0 || r.StopMs <= 0 {
+		t.Fatalf("round %+v", r)
+	}
+}
+
 // skipMeasuringToolUnderRace skips a real-process smoke test of a
 // measuring tool under -race: instrumenting its processes doubles its time
 // in the README's test command and covers nothing its unit tests miss.
