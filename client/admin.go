@@ -197,6 +197,9 @@ type TopicSpec struct {
 	Perm int
 	// Order marks an ordered topic.
 	Order bool
+	// SysFlag is the topic's wire.TopicSysFlag* bits (mqadmin updateTopic
+	// -u and -s); brokers store and route them.
+	SysFlag int
 }
 
 // CreateTopic creates or updates a topic (UPDATE_AND_CREATE_TOPIC, 17) on
@@ -221,7 +224,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 		}
 	}
 	h := &wire.CreateTopicRequestHeader{Topic: spec.Topic, DefaultTopic: wire.TopicAutoCreate, ReadQueueNums: spec.ReadQueueNums,
-		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", Order: spec.Order}
+		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", TopicSysFlag: spec.SysFlag, Order: spec.Order}
 	var done []string
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(targets)) {

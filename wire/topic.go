@@ -22,6 +22,14 @@ type TopicConfig struct {
 	Attributes      map[string]string `json:"attributes,omitempty"`
 }
 
+// TopicConfig.TopicSysFlag bits (RocketMQ's TopicSysFlag): a unit topic,
+// and a topic with unit subscriptions. raftmq stores and routes them; it
+// has no unit (multi-site) routing that reads them.
+const (
+	TopicSysFlagUnit    = 1 << 0
+	TopicSysFlagUnitSub = 1 << 1
+)
+
 // TopicConfigSerializeWrapper is a broker's whole topic table plus the data
 // version it belongs to.
 type TopicConfigSerializeWrapper struct {

@@ -38,6 +38,8 @@ var adminCommands = []adminEntry{
 			num("writeQueueNums", "w", 8, "write queue count"),
 			num("perm", "p", 6, "permission: 2 write, 4 read, 6 read-write"),
 			yesNo("order", "o", false, "ordered topic: true or false"),
+			yesNo("unit", "u", false, "unit topic: true or false (stored in topicSysFlag)"),
+			yesNo("hasUnitSub", "s", false, "has unit subscriptions: true or false (stored in topicSysFlag)"),
 		},
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run:   runUpdateTopic,
@@ -59,12 +61,13 @@ var adminCommands = []adminEntry{
 		run:   runTopicList,
 		table: tableTopicList,
 	},
-	adminCommand[*wire.TopicRouteData]{
+	adminCommand[topicRoute]{
 		name:  "topicRoute",
 		short: "Show a topic's route: broker groups with their members and queue layout",
-		flags: []flagSpec{topicFlag},
-		run: func(ctx context.Context, s *adminSession, in flagValues) (*wire.TopicRouteData, error) {
-			return s.a.TopicRoute(ctx, in.str("topic"))
+		flags: []flagSpec{topicFlag, toggleShort("list", "l", "one line per broker group with its queue counts, and the totals (mqadmin's list format)")},
+		run: func(ctx context.Context, s *adminSession, in flagValues) (topicRoute, error) {
+			rd, err := s.a.TopicRoute(ctx, in.str("topic"))
+			return topicRoute{rd: rd, list: in.bool("list")}, err
 		},
 		table: tableTopicRoute,
 	},
@@ -98,7 +101,8 @@ var adminCommands = []adminEntry{
 	adminCommand[consumerProgress]{
 		name:  "consumerProgress",
 		short: "Show a consumer group's offsets and lag per queue",
-		flags: []flagSpec{str("groupName", "g", "consumer group").req(), str("topicName", "t", "only this topic")},
+		flags: []flagSpec{str("groupName", "g", "consumer group").req(), str("topicName", "t", "only this topic"),
+			yesNo("showClientIP", "s", false, "show the IP of the client each queue is allocated to: true or false")},
 		run:   runConsumerProgress,
 		table: tableConsumerProgress,
 	},
@@ -183,6 +187,8 @@ var adminCommands = []adminEntry{
 			yesNo("notifyConsumerIdsChanged", "a", true, "notify consumers when the group changes"),
 			num("retryQueueNums", "q", 1, "retry queue count"),
 			num("retryMaxTimes", "r", 16, "max redeliveries before the DLQ"),
+			num64("brokerId", "i", 0, "broker id to consume from (stored only: raftmq serves pulls on the group's leader)"),
+			num64("whichBrokerWhenConsumeSlowly", "w", 1, "broker id to consume from when slow (stored only)"),
 		},
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run:   runUpdateSubGroup,
@@ -199,6 +205,8 @@ var adminCommands = []adminEntry{
 			str("body", "p", "message body").req(),
 			str("keys", "k", "message keys (space separated)"),
 			str("tags", "c", "message tag"),
+			str("broker", "b", "broker name (group) to send to"),
+			num("qid", "i", -1, "queue id to send to (needs -b)"),
 		},
 		run: runSendMessage,
 		table: columns([]any{"#Broker Name", "#QID", "#Queue Offset", "#Send Result", "#MsgId", "#OffsetMsgId"}, func(r sendResult) []any {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,6 +26,9 @@ type queueProgress struct {
 	ConsumerOffset int64  `json:"consumerOffset"`
 	Diff           int64  `json:"diff"`
 	LastTimestamp  int64  `json:"lastTimestamp"`
+	// ClientIP is the IP part of the client id of the consumer the queue
+	// is allocated to (-s); "" when no online client holds it.
+	ClientIP string `json:"clientIP,omitempty"`
 }
 
 // consumerProgress is consumerProgress's result.
@@ -31,22 +36,30 @@ type consumerProgress struct {
 	Group     string          `json:"group"`
 	DiffTotal int64           `json:"diffTotal"`
 	Queues    []queueProgress `json:"queues"`
+	clientIP  bool            // -s: the table has the #Client IP column
 }
 
-// runConsumerProgress is mqadmin consumerProgress -g [-t], sorted by
+// runConsumerProgress is mqadmin consumerProgress -g [-t] [-s], sorted by
 // topic, broker and queue.
 func runConsumerProgress(ctx context.Context, s *adminSession, in flagValues) (consumerProgress, error) {
-	res := consumerProgress{Group: in.str("groupName"), Queues: []queueProgress{}}
+	res := consumerProgress{Group: in.str("groupName"), Queues: []queueProgress{}, clientIP: in.bool("showClientIP")}
 	qs, err := s.a.ConsumerProgress(ctx, res.Group, in.str("topicName"))
 	if err != nil {
 		return res, err
+	}
+	var owners map[client.MessageQueue]string
+	if res.clientIP {
+		if owners, err = s.queueOwners(ctx, res.Group); err != nil {
+			return res, err
+		}
 	}
 	for _, q := range qs {
 		last := int64(0)
 		if !q.LastTimestamp.IsZero() {
 			last = q.LastTimestamp.UnixMilli()
 		}
-		res.Queues = append(res.Queues, queueProgress{q.Queue.Topic, q.Queue.BrokerName, q.Queue.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Lag, last})
+		res.Queues = append(res.Queues, queueProgress{Topic: q.Queue.Topic, BrokerName: q.Queue.BrokerName, QueueID: q.Queue.QueueID,
+			BrokerOffset: q.BrokerOffset, ConsumerOffset: q.ConsumerOffset, Diff: q.Lag, LastTimestamp: last, ClientIP: owners[q.Queue]})
 		res.DiffTotal += q.Lag
 	}
 	slices.SortFunc(res.Queues, func(a, b queueProgress) int {
@@ -62,10 +75,22 @@ func runConsumerProgress(ctx context.Context, s *adminSession, in flagValues) (c
 }
 
 func tableConsumerProgress(w *tabwriter.Writer, r consumerProgress) {
-	columns([]any{"#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime"}, func(q queueProgress) []any {
+	// -s puts #Client IP before #Diff, where mqadmin prints it.
+	header := []any{"#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime"}
+	if r.clientIP {
+		header = slices.Insert(header, 5, any("#Client IP"))
+	}
+	columns(header, func(q queueProgress) []any {
 		last := "-"
 		if q.LastTimestamp > 0 {
 			last = fmtTime(time.UnixMilli(q.LastTimestamp))
+		}
+		if r.clientIP {
+			ip := q.ClientIP
+			if ip == "" {
+				ip = "N/A"
+			}
+			return []any{q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, ip, q.Diff, last}
 		}
 		return []any{q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Diff, last}
 	})(w, r.Queues)
@@ -253,7 +278,8 @@ func runUpdateBrokerConfig(ctx context.Context, s *adminSession, in flagValues) 
 }
 
 // runUpdateSubGroup is mqadmin updateSubGroup -g -b|-c with its
-// boolean/int options given as values (mqadmin style: -s true).
+// boolean/int options given as values (mqadmin style: -s true). The
+// config is sent whole: an option left out takes its default again.
 func runUpdateSubGroup(ctx context.Context, s *adminSession, in flagValues) (targeted[wire.SubscriptionGroupConfig], error) {
 	sg := wire.DefaultSubscriptionGroupConfig(in.str("groupName"))
 	sg.ConsumeEnable = in.bool("consumeEnable")
@@ -262,6 +288,7 @@ func runUpdateSubGroup(ctx context.Context, s *adminSession, in flagValues) (tar
 	sg.ConsumeMessageOrderly = in.bool("consumeMessageOrderly")
 	sg.NotifyConsumerIdsChangedEnable = in.bool("notifyConsumerIdsChanged")
 	sg.RetryQueueNums, sg.RetryMaxTimes = int32(in.int("retryQueueNums")), int32(in.int("retryMaxTimes"))
+	sg.BrokerID, sg.WhichBrokerWhenConsumeSlowly = in.int64("brokerId"), in.int64("whichBrokerWhenConsumeSlowly")
 	addr, cluster := in.str("brokerAddr"), in.str("clusterName")
 	err := s.a.UpdateSubscriptionGroup(ctx, sg, cluster, addr)
 	return targeted[wire.SubscriptionGroupConfig]{target: addr + cluster, v: sg}, err
@@ -277,9 +304,15 @@ type sendResult struct {
 	OffsetMsgID string `json:"offsetMsgId"`
 }
 
-// runSendMessage is mqadmin sendMessage -t -p [-k] [-c], sent by a
-// producer of its own group.
+// runSendMessage is mqadmin sendMessage -t -p [-k] [-c] [-b [-i]], sent
+// by a producer of its own group: -b -i to that queue, -b alone to one of
+// that broker group's queues, else wherever the producer's round robin
+// puts it.
 func runSendMessage(ctx context.Context, s *adminSession, in flagValues) (sendResult, error) {
+	broker, qid := in.str("broker"), in.int("qid")
+	if qid >= 0 && broker == "" {
+		return sendResult{}, fmt.Errorf("%w: -i %d needs -b brokerName: a queue id names a queue of one broker group", errAdminUsage, qid)
+	}
 	p, err := client.NewProducer(client.NameServers(s.ns...), client.RequestTimeout(s.f.timeout), client.WithLogger(s.f.logger()),
 		client.ProducerGroup(fmt.Sprintf("raftmq-admin-%d", os.Getpid())))
 	if err != nil {
@@ -289,10 +322,73 @@ func runSendMessage(ctx context.Context, s *adminSession, in flagValues) (sendRe
 		return sendResult{}, err
 	}
 	defer func() { _ = p.Close(context.Background()) }()
-	res, err := p.SendSync(ctx, &client.Message{Topic: in.str("topic"), Body: []byte(in.str("body")), Tags: in.str("tags"),
-		Keys: strings.Fields(in.str("keys"))})
+	msg := &client.Message{Topic: in.str("topic"), Body: []byte(in.str("body")), Tags: in.str("tags"), Keys: strings.Fields(in.str("keys"))}
+	var res *client.SendResult
+	if broker == "" {
+		res, err = p.SendSync(ctx, msg)
+	} else {
+		var mq client.MessageQueue
+		if mq, err = chooseQueue(ctx, p, msg.Topic, broker, qid); err == nil {
+			res, err = p.SendWithSelector(ctx, msg, client.ManualSelector(mq))
+		}
+	}
 	if err != nil {
 		return sendResult{}, err
 	}
 	return sendResult{res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset, res.Status.String(), res.MsgID, res.OffsetMsgID}, nil
+}
+
+// chooseQueue is sendMessage's queue for -b broker [-i qid]: that queue,
+// or without -i one of the group's writable queues at random.
+func chooseQueue(ctx context.Context, p *client.Producer, topic, broker string, qid int) (client.MessageQueue, error) {
+	qs, err := p.PublishQueues(ctx, topic)
+	if err != nil {
+		return client.MessageQueue{}, err
+	}
+	var fit []client.MessageQueue
+	for _, q := range qs {
+		if q.BrokerName == broker && (qid < 0 || q.QueueID == qid) {
+			fit = append(fit, q)
+		}
+	}
+	if len(fit) == 0 {
+		want := "broker " + broker
+		if qid >= 0 {
+			want = fmt.Sprintf("queue %d of broker %s", qid, broker)
+		}
+		return client.MessageQueue{}, fmt.Errorf("%w: %s is not a writable queue of %s; writable queues of %s: %s",
+			errNotFound, want, topic, topic, describeQueues(qs))
+	}
+	return fit[rand.IntN(len(fit))], nil
+}
+
+// describeQueues lists queues by broker group with their ids as ranges:
+// "broker-a 0-3, broker-b 0-1,5".
+func describeQueues(qs []client.MessageQueue) string {
+	ids := map[string][]int{}
+	for _, q := range qs {
+		ids[q.BrokerName] = append(ids[q.BrokerName], q.QueueID)
+	}
+	var parts []string
+	for _, b := range slices.Sorted(maps.Keys(ids)) {
+		l := slices.Sorted(slices.Values(ids[b]))
+		var runs []string
+		for i := 0; i < len(l); {
+			j := i
+			for j+1 < len(l) && l[j+1] == l[j]+1 {
+				j++
+			}
+			if j > i {
+				runs = append(runs, fmt.Sprintf("%d-%d", l[i], l[j]))
+			} else {
+				runs = append(runs, strconv.Itoa(l[i]))
+			}
+			i = j + 1
+		}
+		parts = append(parts, b+" "+strings.Join(runs, ","))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -89,7 +89,8 @@ var parityCommands = []adminEntry{
 		short: "Show a consumer group's connected clients, subscriptions and consume mode",
 		flags: []flagSpec{str("consumerGroup", "g", "consumer group").req(), brokerAddrFlag},
 		run: func(ctx context.Context, s *adminSession, in flagValues) (*wire.ConsumerConnection, error) {
-			return s.consumerConnection(ctx, in.str("consumerGroup"), in.str("brokerAddr"))
+			cc, _, err := s.consumerConnection(ctx, in.str("consumerGroup"), in.str("brokerAddr"))
+			return cc, err
 		},
 		table: tableConsumerConnection,
 	},

@@ -40,7 +40,7 @@ func runUpdateTopicPerm(ctx context.Context, s *adminSession, in flagValues) ([]
 		if !ok {
 			continue // the topic is not on this group
 		}
-		spec := client.TopicSpec{Topic: topic, ReadQueueNums: qd.ReadQueueNums, WriteQueueNums: qd.WriteQueueNums, Perm: perm}
+		spec := client.TopicSpec{Topic: topic, ReadQueueNums: qd.ReadQueueNums, WriteQueueNums: qd.WriteQueueNums, Perm: perm, SysFlag: qd.TopicSysFlag}
 		if _, err := s.a.CreateTopic(ctx, spec, "", addr); err != nil {
 			errs = append(errs, err)
 			continue
@@ -266,13 +266,14 @@ func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]s
 }
 
 // consumerConnection asks addr, or the leaders of the group's retry topic
-// in turn, for the group's connections (GET_CONSUMER_CONNECTION_LIST).
-func (s *adminSession) consumerConnection(ctx context.Context, group, addr string) (*wire.ConsumerConnection, error) {
+// in turn, for the group's connections (GET_CONSUMER_CONNECTION_LIST); it
+// also returns the address that answered, which holds those connections.
+func (s *adminSession) consumerConnection(ctx context.Context, group, addr string) (*wire.ConsumerConnection, string, error) {
 	targets := []string{addr}
 	if addr == "" {
 		m, err := s.a.RouteMasters(ctx, wire.RetryGroupTopicPrefix+group)
 		if err != nil {
-			return nil, fmt.Errorf("%w: consumer group %s has no retry topic route (never started?): %v", errNotFound, group, err)
+			return nil, "", fmt.Errorf("%w: consumer group %s has no retry topic route (never started?): %v", errNotFound, group, err)
 		}
 		targets = slices.Sorted(maps.Values(m))
 	}
@@ -285,11 +286,11 @@ func (s *adminSession) consumerConnection(ctx context.Context, group, addr strin
 		}
 		var cc wire.ConsumerConnection
 		if err := json.Unmarshal(resp.Body, &cc); err != nil {
-			return nil, fmt.Errorf("consumer connection answer of %s: %w", a, err)
+			return nil, "", fmt.Errorf("consumer connection answer of %s: %w", a, err)
 		}
-		return &cc, nil
+		return &cc, a, nil
 	}
-	return nil, errors.Join(errs...)
+	return nil, "", errors.Join(errs...)
 }
 
 func tableConsumerConnection(w *tabwriter.Writer, cc *wire.ConsumerConnection) {
@@ -366,29 +367,16 @@ type consumerQueueStatus struct {
 // broker it is connected to.
 func runConsumerStatus(ctx context.Context, s *adminSession, in flagValues) ([]consumerStatus, error) {
 	group := in.str("consumerGroup")
-	cc, err := s.consumerConnection(ctx, group, in.str("brokerAddr"))
+	cc, broker, err := s.consumerConnection(ctx, group, in.str("brokerAddr"))
 	if err != nil {
 		return nil, err
-	}
-	broker := in.str("brokerAddr")
-	if broker == "" {
-		m, err := s.a.RouteMasters(ctx, wire.RetryGroupTopicPrefix+group)
-		if err != nil {
-			return nil, err
-		}
-		broker = slices.Sorted(maps.Values(m))[0]
 	}
 	var out []consumerStatus
 	for _, c := range cc.ConnectionSet {
 		if id := in.str("clientId"); id != "" && id != c.ClientID {
 			continue
 		}
-		resp, err := s.a.BrokerRequest(ctx, broker, remoting.RequestGetConsumerRunningInfo,
-			&wire.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: c.ClientID, JstackEnable: in.bool("jstack")}, nil)
-		if err != nil {
-			return out, err
-		}
-		ri, err := wire.DecodeConsumerRunningInfo(resp.Body)
+		ri, err := s.runningInfo(ctx, broker, group, c.ClientID, in.bool("jstack"))
 		if err != nil {
 			return out, err
 		}
@@ -406,6 +394,45 @@ func runConsumerStatus(ctx context.Context, s *adminSession, in flagValues) ([]c
 		return nil, fmt.Errorf("%w: consumer group %s has no client %q online", errNotFound, group, in.str("clientId"))
 	}
 	return out, nil
+}
+
+// runningInfo asks a client of group, through the broker it is connected
+// to, for its running info (GET_CONSUMER_RUNNING_INFO, relayed to the
+// client).
+func (s *adminSession) runningInfo(ctx context.Context, broker, group, clientID string, jstack bool) (*wire.ConsumerRunningInfo, error) {
+	resp, err := s.a.BrokerRequest(ctx, broker, remoting.RequestGetConsumerRunningInfo,
+		&wire.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: clientID, JstackEnable: jstack}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return wire.DecodeConsumerRunningInfo(resp.Body)
+}
+
+// queueOwners maps each queue a client of group holds to that client's
+// IP, the part of its client id before '@', as mqadmin consumerProgress -s
+// builds it from the group's connections and each one's running info. A
+// group with no client online holds no queue.
+func (s *adminSession) queueOwners(ctx context.Context, group string) (map[client.MessageQueue]string, error) {
+	cc, broker, err := s.consumerConnection(ctx, group, "")
+	var be *client.BrokerError
+	if errors.Is(err, errNotFound) || errors.As(err, &be) && be.Code == remoting.ResponseConsumerNotOnline {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	owners := map[client.MessageQueue]string{}
+	for _, c := range cc.ConnectionSet {
+		ri, err := s.runningInfo(ctx, broker, group, c.ClientID, false)
+		if err != nil {
+			return nil, fmt.Errorf("running info of %s: %w", c.ClientID, err)
+		}
+		ip, _, _ := strings.Cut(c.ClientID, "@")
+		for _, e := range ri.MqTable {
+			owners[client.MessageQueue{Topic: e.Queue.Topic, BrokerName: e.Queue.BrokerName, QueueID: int(e.Queue.QueueID)}] = ip
+		}
+	}
+	return owners, nil
 }
 
 func tableConsumerStatus(w *tabwriter.Writer, rs []consumerStatus) {

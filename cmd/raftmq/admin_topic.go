@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ type topicUpdate struct {
 	WriteQueueNums int      `json:"writeQueueNums"`
 	Perm           int      `json:"perm"`
 	Order          bool     `json:"order"`
+	SysFlag        int      `json:"topicSysFlag"`
 	Brokers        []string `json:"brokers"`
 }
 
@@ -30,7 +32,15 @@ type topicUpdate struct {
 func runUpdateTopic(ctx context.Context, s *adminSession, in flagValues) (topicUpdate, error) {
 	r := topicUpdate{Topic: in.str("topic"), ReadQueueNums: in.int("readQueueNums"), WriteQueueNums: in.int("writeQueueNums"),
 		Perm: in.int("perm"), Order: in.bool("order")}
-	spec := client.TopicSpec{Topic: r.Topic, ReadQueueNums: r.ReadQueueNums, WriteQueueNums: r.WriteQueueNums, Perm: r.Perm, Order: r.Order}
+	// TopicSysFlag.buildSysFlag(-u, -s).
+	if in.bool("unit") {
+		r.SysFlag |= wire.TopicSysFlagUnit
+	}
+	if in.bool("hasUnitSub") {
+		r.SysFlag |= wire.TopicSysFlagUnitSub
+	}
+	spec := client.TopicSpec{Topic: r.Topic, ReadQueueNums: r.ReadQueueNums, WriteQueueNums: r.WriteQueueNums, Perm: r.Perm, Order: r.Order,
+		SysFlag: r.SysFlag}
 	var err error
 	r.Brokers, err = s.a.CreateTopic(ctx, spec, in.str("clusterName"), in.str("brokerAddr"))
 	return r, err
@@ -40,8 +50,8 @@ func tableUpdateTopic(w *tabwriter.Writer, r topicUpdate) {
 	for _, a := range r.Brokers {
 		fmt.Fprintf(w, "create topic to %s success.\n", a)
 	}
-	fmt.Fprintf(w, "TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%d, order=%t]\n",
-		r.Topic, r.ReadQueueNums, r.WriteQueueNums, r.Perm, r.Order)
+	fmt.Fprintf(w, "TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%d, topicSysFlag=%d, order=%t]\n",
+		r.Topic, r.ReadQueueNums, r.WriteQueueNums, r.Perm, r.SysFlag, r.Order)
 }
 
 // topicDeletion is deleteTopic's result (fields in the JSON key order).
@@ -139,7 +149,21 @@ func tableTopicList(w *tabwriter.Writer, r topicList) {
 	}
 }
 
-func tableTopicRoute(w *tabwriter.Writer, rd *wire.TopicRouteData) {
+// topicRoute is topicRoute's result; its JSON is the route data alone.
+type topicRoute struct {
+	rd   *wire.TopicRouteData
+	list bool // -l: mqadmin's list format
+}
+
+// MarshalJSON encodes the route data.
+func (r topicRoute) MarshalJSON() ([]byte, error) { return json.Marshal(r.rd) }
+
+func tableTopicRoute(w *tabwriter.Writer, r topicRoute) {
+	if r.list {
+		tableTopicRouteList(w, r.rd)
+		return
+	}
+	rd := r.rd
 	row(w, "#Cluster", "#BrokerName", "#BID", "#Addr")
 	for _, b := range rd.BrokerDatas {
 		for _, id := range slices.Sorted(maps.Keys(b.BrokerAddrs)) {
@@ -151,6 +175,37 @@ func tableTopicRoute(w *tabwriter.Writer, rd *wire.TopicRouteData) {
 	for _, q := range rd.QueueDatas {
 		row(w, q.BrokerName, q.ReadQueueNums, q.WriteQueueNums, q.Perm, q.TopicSysFlag)
 	}
+}
+
+// topicRouteListFormat is TopicRouteSubCommand's list format.
+const topicRouteListFormat = "%-45s %-32s %-50s %-10s %-11s %-5s\n"
+
+// tableTopicRouteList is mqadmin topicRoute -l: one line per broker group
+// with its members as Java prints a Map, a rule of 158 dashes, then the
+// number of groups and the queue totals.
+func tableTopicRouteList(w io.Writer, rd *wire.TopicRouteData) {
+	queues := map[string]wire.QueueData{}
+	for _, q := range rd.QueueDatas {
+		queues[q.BrokerName] = q
+	}
+	fmt.Fprintf(w, topicRouteListFormat, "#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")
+	brokers := slices.SortedFunc(slices.Values(rd.BrokerDatas), func(a, b wire.BrokerData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
+	read, write := 0, 0
+	for _, b := range brokers {
+		q, ok := queues[b.BrokerName]
+		if !ok {
+			continue // no queue data for this group: nothing to print or count
+		}
+		read, write = read+q.ReadQueueNums, write+q.WriteQueueNums
+		addrs := make([]string, 0, len(b.BrokerAddrs))
+		for _, id := range slices.Sorted(maps.Keys(b.BrokerAddrs)) {
+			addrs = append(addrs, fmt.Sprintf("%d=%s", id, b.BrokerAddrs[id]))
+		}
+		fmt.Fprintf(w, topicRouteListFormat, b.Cluster, b.BrokerName, "{"+strings.Join(addrs, ", ")+"}",
+			strconv.Itoa(q.ReadQueueNums), strconv.Itoa(q.WriteQueueNums), strconv.Itoa(q.Perm))
+	}
+	fmt.Fprintln(w, strings.Repeat("-", 158))
+	fmt.Fprintf(w, topicRouteListFormat, "Total:", strconv.Itoa(len(queues)), "", strconv.Itoa(read), strconv.Itoa(write), "")
 }
 
 // queueStatus is one row of topicStatus.

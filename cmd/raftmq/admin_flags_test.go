@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestAdminMQAdminFlags runs mqadmin's options of updateSubGroup (-i -w),
+// updateTopic (-u -s), sendMessage (-b -i), topicRoute (-l) and
+// consumerProgress (-s) against a live cluster and checks their outcome:
+// the configs every member stores, the queue a message landed on, the
+// printed layout.
+func TestAdminMQAdminFlags(t *testing.T) {
+	f := startParity(t)
+	n, leader := f.n, f.leader
+	run := func(t *testing.T, args ...string) string {
+		t.Helper()
+		return mustAdmin(t, append(slices.Clone(n), args...)...)
+	}
+	js := func(t *testing.T, v any, args ...string) {
+		t.Helper()
+		adminJSON(t, v, append(slices.Clone(n), args...)...)
+	}
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
+	t.Cleanup(func() { _ = rc.Close() })
+	// stored asks addr for a config (GET_TOPIC_CONFIG or
+	// GET_SUBSCRIPTIONGROUP_CONFIG) and decodes it into v.
+	stored := func(addr string, code int16, header any, v any) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, err := rc.InvokeSync(ctx, addr, remoting.NewRequest(code, header, nil))
+		return err == nil && resp.Code == remoting.ResponseSuccess && json.Unmarshal(resp.Body, v) == nil
+	}
+	// onEveryMember waits until every member of the group stores a
+	// config for which ok holds.
+	onEveryMember := func(t *testing.T, what string, code int16, header any, ok func(raw []byte) bool) {
+		t.Helper()
+		for _, m := range f.Members(0) {
+			testutil.WaitFor(t, 10*time.Second, what+" on "+m.Addr(), func() bool {
+				var raw json.RawMessage
+				return stored(m.Addr(), code, header, &raw) && ok(raw)
+			})
+		}
+	}
+
+	t.Run("updateSubGroup -i -w", func(t *testing.T) {
+		out := run(t, "updateSubGroup", "-c", "DefaultCluster", "-g", "FlagSG", "-i", "1", "-w", "2")
+		wantLines(t, out, "create subscription group to", "BrokerID:1", "WhichBrokerWhenConsumeSlowly:2")
+		onEveryMember(t, "FlagSG with brokerId 1, whichBrokerWhenConsumeSlowly 2", remoting.RequestGetSubscriptionGroupConfig,
+			&wire.GetSubscriptionGroupConfigRequestHeader{Group: "FlagSG"}, func(raw []byte) bool {
+				var sg wire.SubscriptionGroupConfig
+				return json.Unmarshal(raw, &sg) == nil && sg.BrokerID == 1 && sg.WhichBrokerWhenConsumeSlowly == 2
+			})
+		// As mqadmin, each update sends a whole config: left out, the
+		// options go back to SubscriptionGroupConfig's defaults.
+		run(t, "updateSubGroup", "-b", leader, "-g", "FlagSG")
+		var sg wire.SubscriptionGroupConfig
+		if !stored(leader, remoting.RequestGetSubscriptionGroupConfig, &wire.GetSubscriptionGroupConfigRequestHeader{Group: "FlagSG"}, &sg) ||
+			sg.BrokerID != 0 || sg.WhichBrokerWhenConsumeSlowly != 1 {
+			t.Fatalf("FlagSG updated without -i -w: %+v, want brokerId 0, whichBrokerWhenConsumeSlowly 1", sg)
+		}
+	})
+
+	t.Run("updateTopic -u -s", func(t *testing.T) {
+		sysFlag := func(t *testing.T, want int, args ...string) {
+			t.Helper()
+			out := run(t, append([]string{"updateTopic", "-b", leader, "-t", "FlagUnitT", "-r", "2", "-w", "2"}, args...)...)
+			wantLines(t, out, fmt.Sprintf("topicSysFlag=%d", want))
+			onEveryMember(t, fmt.Sprintf("FlagUnitT with topicSysFlag %d", want), remoting.RequestGetTopicConfig,
+				&wire.GetTopicConfigRequestHeader{Topic: "FlagUnitT"}, func(raw []byte) bool {
+					var tc wire.TopicConfig
+					return json.Unmarshal(raw, &tc) == nil && tc.TopicSysFlag == want
+				})
+			testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("FlagUnitT routed with topicSysFlag %d", want), func() bool {
+				var rd wire.TopicRouteData
+				out, err := runAdmin(t, append(slices.Clone(n), "topicRoute", "-t", "FlagUnitT", "--json")...)
+				return err == nil && json.Unmarshal([]byte(out), &rd) == nil && len(rd.QueueDatas) == 1 && rd.QueueDatas[0].TopicSysFlag == want
+			})
+		}
+		// TopicSysFlag.buildSysFlag: bit 0 unit, bit 1 has unit sub.
+		sysFlag(t, 3, "-u", "true", "-s", "true")
+		// updateTopicPerm rewrites the topic keeping its flags, as mqadmin
+		// copies them from the route.
+		run(t, "updateTopicPerm", "-t", "FlagUnitT", "-b", leader, "-p", "4")
+		onEveryMember(t, "FlagUnitT read-only with topicSysFlag 3", remoting.RequestGetTopicConfig,
+			&wire.GetTopicConfigRequestHeader{Topic: "FlagUnitT"}, func(raw []byte) bool {
+				var tc wire.TopicConfig
+				return json.Unmarshal(raw, &tc) == nil && tc.Perm == wire.PermRead && tc.TopicSysFlag == 3
+			})
+		sysFlag(t, 1, "-u", "true")
+		sysFlag(t, 2, "-s", "true")
+		sysFlag(t, 0)
+	})
+
+	t.Run("sendMessage -b -i", func(t *testing.T) {
+		for q := range 4 {
+			var sr sendResult
+			body := fmt.Sprintf("to queue %d", q)
+			js(t, &sr, "sendMessage", "-t", "ParT", "-p", body, "-b", "broker-a", "-i", fmt.Sprint(q))
+			if sr.BrokerName != "broker-a" || sr.QueueID != q || sr.SendStatus != "SEND_OK" {
+				t.Fatalf("sendMessage -i %d: %+v", q, sr)
+			}
+			var mv messageView
+			js(t, &mv, "queryMsgByOffset", "-t", "ParT", "-b", "broker-a", "-i", fmt.Sprint(q), "-o", fmt.Sprint(sr.QueueOffset))
+			if mv.Body != body || mv.MsgID != sr.MsgID {
+				t.Fatalf("queue %d offset %d holds %+v, want %q (%s)", q, sr.QueueOffset, mv, body, sr.MsgID)
+			}
+		}
+		out := run(t, "sendMessage", "-t", "ParT", "-p", "x", "-b", "broker-a", "-i", "1")
+		if l := strings.Split(out, "\n"); len(l) < 2 || !strings.HasPrefix(l[0], "#Broker Name") || !slices.Equal(strings.Fields(l[1])[:2], []string{"broker-a", "1"}) {
+			t.Fatalf("sendMessage -b broker-a -i 1:\n%s", out)
+		}
+		var sr sendResult
+		if js(t, &sr, "sendMessage", "-t", "ParT", "-p", "x", "-b", "broker-a"); sr.BrokerName != "broker-a" {
+			t.Fatalf("sendMessage -b broker-a: %+v", sr)
+		}
+		if _, err := runAdmin(t, append(slices.Clone(n), "sendMessage", "-t", "ParT", "-p", "x", "-i", "1")...); !errors.Is(err, errAdminUsage) ||
+			!strings.Contains(err.Error(), "-b") {
+			t.Fatalf("-i without -b: %v, want a usage error naming -b", err)
+		}
+		for _, bad := range [][]string{{"-b", "broker-a", "-i", "4"}, {"-b", "broker-z", "-i", "0"}} {
+			_, err := runAdmin(t, append(slices.Clone(n), append([]string{"sendMessage", "-t", "ParT", "-p", "x"}, bad...)...)...)
+			if !errors.Is(err, errNotFound) || !strings.Contains(err.Error(), "writable queues of ParT: broker-a 0-3") {
+				t.Fatalf("sendMessage %v: %v, want not found, listing the writable queues", bad, err)
+			}
+		}
+	})
+
+	t.Run("topicRoute -l", func(t *testing.T) {
+		out := run(t, "topicRoute", "-t", "ParT", "-l")
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != 4 {
+			t.Fatalf("topicRoute -l: %d lines, want header, broker-a, dashes, total:\n%s", len(lines), out)
+		}
+		// TopicRouteSubCommand's columns: %-45s %-32s %-50s %-10s %-11s %-5s.
+		for i, col := range []string{"#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm"} {
+			if at := []int{0, 46, 79, 130, 141, 153}[i]; !strings.HasPrefix(lines[0][at:], col) {
+				t.Fatalf("header %q: %s not at column %d", lines[0], col, at)
+			}
+		}
+		var addrs []string
+		for _, m := range f.Members(0) {
+			addrs = append(addrs, m.Addr())
+		}
+		// The members as Java prints a Map<Long, String>: {0=leader, id=addr, ...}.
+		b := lines[1]
+		members, queues, _ := strings.Cut(b[79:], "} ")
+		if !strings.HasPrefix(b, "DefaultCluster ") || !strings.HasPrefix(b[46:], "broker-a ") || !strings.HasPrefix(members, "{0="+leader+", ") ||
+			strings.Count(members, "=") != 3 || strings.Join(strings.Fields(queues), " ") != "4 4 6" {
+			t.Fatalf("broker line %q, want DefaultCluster, broker-a, {0=%s, ...} with 3 members, 4 4 6 (members %v)", b, leader, addrs)
+		}
+		for _, a := range addrs {
+			if !strings.Contains(members, "="+a) {
+				t.Fatalf("broker line %q lacks member %s", b, a)
+			}
+		}
+		if lines[2] != strings.Repeat("-", 158) {
+			t.Fatalf("separator %q", lines[2])
+		}
+		if strings.Join(strings.Fields(lines[3]), " ") != "Total: 1 4 4" {
+			t.Fatalf("total line %q, want Total: 1 4 4", lines[3])
+		}
+		var rd wire.TopicRouteData
+		js(t, &rd, "topicRoute", "-t", "ParT", "-l")
+		if len(rd.QueueDatas) != 1 || rd.QueueDatas[0].ReadQueueNums != 4 {
+			t.Fatalf("topicRoute -l --json: %+v, want the route data", rd)
+		}
+	})
+
+	t.Run("consumerProgress -s", func(t *testing.T) {
+		ip, _, _ := strings.Cut(f.consumer, "@")
+		var cp consumerProgress
+		js(t, &cp, "consumerProgress", "-g", "ParCG", "-t", "ParT", "-s", "true")
+		if len(cp.Queues) != 4 || slices.ContainsFunc(cp.Queues, func(q queueProgress) bool { return q.ClientIP != ip }) {
+			t.Fatalf("consumerProgress -s: %+v, want every queue owned by %s", cp.Queues, ip)
+		}
+		out := run(t, "consumerProgress", "-g", "ParCG", "-t", "ParT", "-s", "true")
+		wantLines(t, out, "#Client IP", ip)
+		if out := run(t, "consumerProgress", "-g", "ParCG", "-t", "ParT"); strings.Contains(out, "#Client IP") {
+			t.Fatalf("consumerProgress without -s shows client IPs:\n%s", out)
+		}
+		// A group with offsets but no client online: N/A, as mqadmin.
+		run(t, "cloneGroupOffset", "-s", "ParCG", "-d", "FlagOffline", "-t", "ParT")
+		out = run(t, "consumerProgress", "-g", "FlagOffline", "-t", "ParT", "-s", "true")
+		if strings.Count(out, "N/A") != 4 {
+			t.Fatalf("consumerProgress -s of a group with no client online: want N/A per queue:\n%s", out)
+		}
+	})
+}
