@@ -158,23 +158,19 @@ type topicRoute struct {
 // MarshalJSON encodes the route data.
 func (r topicRoute) MarshalJSON() ([]byte, error) { return json.Marshal(r.rd) }
 
+// tableTopicRoute prints what mqadmin topicRoute prints: the route data as
+// indented JSON (scripts parse it), or with -l the list format.
 func tableTopicRoute(w *tabwriter.Writer, r topicRoute) {
 	if r.list {
 		tableTopicRouteList(w, r.rd)
 		return
 	}
-	rd := r.rd
-	row(w, "#Cluster", "#BrokerName", "#BID", "#Addr")
-	for _, b := range rd.BrokerDatas {
-		for _, id := range slices.Sorted(maps.Keys(b.BrokerAddrs)) {
-			row(w, b.Cluster, b.BrokerName, id, b.BrokerAddrs[id])
-		}
+	b, err := json.MarshalIndent(r.rd, "", "  ")
+	if err != nil {
+		fmt.Fprintln(w, err)
+		return
 	}
-	fmt.Fprintln(w)
-	row(w, "#BrokerName", "#ReadQueues", "#WriteQueues", "#Perm", "#SysFlag")
-	for _, q := range rd.QueueDatas {
-		row(w, q.BrokerName, q.ReadQueueNums, q.WriteQueueNums, q.Perm, q.TopicSysFlag)
-	}
+	fmt.Fprintf(w, "%s\n", b)
 }
 
 // topicRouteListFormat is TopicRouteSubCommand's list format.
