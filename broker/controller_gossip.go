@@ -59,6 +59,14 @@ func (c *BrokerConfig) GossipConfig() ha.GossipConfig {
 	return g
 }
 
+// gossipUser is a Replica that consults the node's gossip pool (the
+// Group's preferred-leader check: group_preferred.go).
+type gossipUser interface {
+	setGossip(gossipLookup)
+}
+
+var _ gossipUser = (*Group)(nil)
+
 // gossipMeta is the node's NodeMeta for a role.
 func (c *Controller) gossipMeta(leader bool, term uint64) ha.NodeMeta {
 	m := ha.NodeMeta{
@@ -98,6 +106,10 @@ func (c *Controller) startGossip() error {
 		return fmt.Errorf("broker: gossip on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
 	}
 	c.gossip = g
+	if gs, ok := c.rep.(gossipUser); ok {
+		cluster, group := c.cfg.BrokerClusterName, c.cfg.BrokerName
+		gs.setGossip(func(id string) (ha.Member, bool) { return g.BrokerMember(cluster, group, id) })
+	}
 	c.log.Info("gossip joined", zap.String("name", cfg.Name), zap.String("addr", g.Addr()), zap.String("seeds", cfg.Seeds))
 	return nil
 }
@@ -120,6 +132,9 @@ func (c *Controller) Gossip() *ha.Gossip { return c.gossip }
 func (c *Controller) stopGossip() error {
 	if c.gossip == nil {
 		return nil
+	}
+	if gs, ok := c.rep.(gossipUser); ok {
+		gs.setGossip(nil)
 	}
 	return c.gossip.Close()
 }

@@ -47,6 +47,9 @@
 //   - group_diskfull.go: the FS wrapper that reports ENOSPC to the disk
 //     guard, the leader's step-down loop, recovery of a stopped Raft log.
 //   - group_metrics.go: Raft and batcher metrics.
+//   - group_preferred.go: when the preferred-leader loop may transfer
+//     (gossip says alive, the leader's progress says answering and caught
+//     up).
 //   - member.go: membership changes (learner add, promotion once caught
 //     up, removal with a quorum guard), the live configuration checked
 //     against dLegerPeers at restart, brokerIds from the configuration;

@@ -50,6 +50,9 @@ type Group struct {
 
 	roles     *ha.Roles
 	preferred *ha.PreferredLeader
+	// gossip looks group members up in the node's gossip pool (nil: no
+	// pool); set by the Controller (group_preferred.go).
+	gossip    atomic.Pointer[gossipLookup]
 	fastElect *fastElection // nil when off or on the in-memory transport
 	batch     *batcher
 	metrics   *groupMetrics // group_metrics.go
@@ -242,8 +245,9 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	g.markReady()
 	g.batch = newBatcher(g)
 	g.roles = ha.NewRoles(ha.RolesConfig{Raft: g.raft, BarrierTimeout: cfg.ApplyTimeout, BeforeLeader: g.announce, Log: log})
-	g.preferred = ha.NewPreferredLeader(g.raft, g.roles, cfg.Raft.DLegerSelfID, cfg.Raft.PreferredLeaderID,
-		cfg.PreferredLeaderCheckInterval, log)
+	g.preferred = ha.NewPreferredLeader(ha.PreferredLeaderConfig{Raft: g.raft, Roles: g.roles,
+		Self: cfg.Raft.DLegerSelfID, Preferred: cfg.Raft.PreferredLeaderID, Interval: cfg.PreferredLeaderCheckInterval,
+		Ready: g.preferredReady, Log: log})
 	sd := defaultDiskStepDown()
 	if opts.diskStepDown != nil {
 		sd = *opts.diskStepDown

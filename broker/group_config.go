@@ -59,7 +59,8 @@ type GroupConfig struct {
 	// leadership should move to preferredLeaderId (1 s). Not within
 	// ha.PreferredLeaderSettle (or three intervals) of the preferred member
 	// giving leadership up, so one that handed it off while stopping does
-	// not get it back.
+	// not get it back, and not while it is dead by gossip, silent or
+	// behind (a transfer holds writes while it catches the target up).
 	PreferredLeaderCheckInterval time.Duration `prop:"preferredLeaderCheckInterval"`
 	// SnapshotBytes makes every member take a snapshot once its log has
 	// grown by this many bytes since its last one (512 MiB; 0 turns it

@@ -352,3 +352,32 @@ func TestGroupPreferredLeaderReturns(t *testing.T) {
 	c.waitCaughtUp()
 	checkAcked(t, c.nodes[2], acks)
 }
+
+// TestGroupPreferredLeaderWaitsWhileDown: while the preferred member is
+// down the leader keeps checking but never tries a transfer (each try
+// would hold every write for an election timeout), and it hands leadership
+// over once the member is back and caught up.
+func TestGroupPreferredLeaderWaitsWhileDown(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{sync: true, tune: func(g *GroupConfig) {
+		g.Raft.PreferredLeaderID = "n2"
+		g.PreferredLeaderCheckInterval = 20 * time.Millisecond
+	}})
+	leads := func(id string) func() bool {
+		return func() bool { n := c.currentLeader(); return n != nil && n.id == id }
+	}
+	testutil.WaitFor(t, 10*time.Second, "the preferred leader n2 leads", leads("n2"))
+	c.kill(2)
+	l := c.leader()
+	p := l.g().preferred
+	from := p.Stats()
+	// Past ha.PreferredLeaderSettle every tick is a check.
+	testutil.WaitFor(t, 15*time.Second, "five checks while n2 is down", func() bool {
+		return p.Stats().Checked >= from.Checked+5
+	})
+	if s := p.Stats(); s.Attempted != from.Attempted {
+		t.Fatalf("%d transfers to the killed preferred member in %d checks", s.Attempted-from.Attempted, s.Checked-from.Checked)
+	}
+	c.createTopic("T", 1) // a write while n2 is down: it comes back behind
+	c.start(2)
+	testutil.WaitFor(t, 10*time.Second, "leadership back on n2 after its restart", leads("n2"))
+}

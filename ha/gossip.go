@@ -281,6 +281,27 @@ func (g *Gossip) Member(name string) (Member, bool) {
 	return m, ok
 }
 
+// BrokerMember looks up the broker node that publishes Raft id raftID in
+// the group brokerName of cluster. A member restarted under another gossip
+// name is listed twice until the old entry is forgotten; the live entry
+// wins.
+func (g *Gossip) BrokerMember(cluster, brokerName, raftID string) (Member, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var found Member
+	ok := false
+	for _, m := range g.members {
+		md := m.Meta
+		if md.Kind != KindBroker || md.Cluster != cluster || md.BrokerName != brokerName || md.RaftID != raftID {
+			continue
+		}
+		if !ok || m.State == MemberAlive {
+			found, ok = m, true
+		}
+	}
+	return found, ok
+}
+
 func (g *Gossip) isClosed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

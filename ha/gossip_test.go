@@ -269,6 +269,31 @@ func TestGossipCrashDetectedAndRejoin(t *testing.T) {
 	}
 }
 
+// TestBrokerMemberByRaftID: a broker group member is found by cluster,
+// group and Raft id with its failure-detector state; a crashed member is
+// reported dead, not forgotten, and alive again once it rejoins under a
+// new gossip name.
+func TestBrokerMemberByRaftID(t *testing.T) {
+	a, b, c := startCluster(t)
+	if m, ok := a.g.BrokerMember("c1", "bk", "n2"); !ok || m.Name != "c" || m.State != MemberAlive {
+		t.Fatalf("n2 on a: %+v %v, want c alive", m, ok)
+	}
+	for _, q := range [][3]string{{"c1", "bk", "n9"}, {"c1", "other", "n2"}, {"c2", "bk", "n2"}} {
+		if m, ok := a.g.BrokerMember(q[0], q[1], q[2]); ok {
+			t.Errorf("BrokerMember%v found %+v", q, m)
+		}
+	}
+	detectCrash(t, c, a, b)
+	if m, ok := a.g.BrokerMember("c1", "bk", "n2"); !ok || m.State != MemberDead {
+		t.Fatalf("crashed n2 on a: %+v %v, want dead", m, ok)
+	}
+	startNode(t, "c2", 0, brokerMeta("bk", "n2", 10931), a)
+	testutil.WaitFor(t, 5*time.Second, "n2 alive again under its new name", func() bool {
+		m, ok := a.g.BrokerMember("c1", "bk", "n2")
+		return ok && m.Name == "c2" && m.State == MemberAlive
+	})
+}
+
 func TestGossipGracefulLeaveIsNotDead(t *testing.T) {
 	a, b, c := startCluster(t)
 	if err := c.g.Close(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -44,24 +45,55 @@ func TransferLeadership(r *raft.Raft, to string) error {
 
 // PreferredLeader moves leadership back to a preferred member
 // (preferredLeaderId): the leader checks every Interval whether it is not
-// the preferred node and the preferred node is a healthy voter, and if so
-// transfers to it. Raft's transfer first catches the target up and gives up
-// if it cannot, so an unreachable or far-behind node is simply retried later
-// (with a backoff). A leader that took over from the preferred node keeps
-// leadership for PreferredLeaderSettle first: when the preferred node
-// handed leadership over itself (a planned stop, a disk step-down, an
-// admin's transfer) it must not get it straight back, while it is still
-// shutting down.
+// the preferred node and the preferred node is ready, and if so transfers
+// to it. Raft's transfer holds every new write (they fail with
+// raft.ErrLeadershipTransferInProgress) while it catches the target up,
+// for up to an election timeout, so a transfer is tried only when the
+// Ready check finds the preferred member alive and caught up; a tick it
+// is not is skipped, not counted as a failure. A transfer that still fails
+// is retried later with a backoff. A leader that took over from the
+// preferred node keeps leadership for PreferredLeaderSettle first: when
+// the preferred node handed leadership over itself (a planned stop, a disk
+// step-down, an admin's transfer) it must not get it straight back, while
+// it is still shutting down.
 type PreferredLeader struct {
-	r        *raft.Raft
-	self     string
-	want     string
-	interval time.Duration
-	roles    *Roles
-	log      *zap.Logger
-	quit     chan struct{}
-	done     chan struct{}
-	once     sync.Once
+	cfg  PreferredLeaderConfig
+	log  *zap.Logger
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	checked   atomic.Uint64
+	attempted atomic.Uint64
+}
+
+// PreferredLeaderConfig configures the preferred-leader check.
+type PreferredLeaderConfig struct {
+	// Raft is this member; Roles its role observer.
+	Raft  *raft.Raft
+	Roles *Roles
+	// Self is this member's Raft id, Preferred the preferredLeaderId ("":
+	// the check is a no-op).
+	Self, Preferred string
+	// Interval is how often the leader checks.
+	Interval time.Duration
+	// Ready says why leadership should not move to the preferred member
+	// right now (down, unreachable, far behind), or nil to try. nil: always
+	// try.
+	Ready func(id string) error
+	// Log receives the transfers and, at debug, the skipped ticks (nil:
+	// zap.NewNop()).
+	Log *zap.Logger
+}
+
+// PreferredLeaderStats counts the check's work since it started.
+type PreferredLeaderStats struct {
+	// Checked is the ticks on which this member led, past the settle time,
+	// and the preferred member was another one.
+	Checked uint64
+	// Attempted is the transfers tried on those ticks (the others found
+	// the preferred member not ready).
+	Attempted uint64
 }
 
 // PreferredLeaderSettle is the least time a leader that took over from the
@@ -71,25 +103,31 @@ type PreferredLeader struct {
 const PreferredLeaderSettle = 2 * time.Second
 
 // NewPreferredLeader starts the check; a "" preferred id makes it a no-op.
-func NewPreferredLeader(r *raft.Raft, roles *Roles, self, preferred string, interval time.Duration, log *zap.Logger) *PreferredLeader {
+func NewPreferredLeader(cfg PreferredLeaderConfig) *PreferredLeader {
+	log := cfg.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
-	p := &PreferredLeader{r: r, roles: roles, self: self, want: preferred, interval: interval, log: log,
-		quit: make(chan struct{}), done: make(chan struct{})}
+	p := &PreferredLeader{cfg: cfg, log: log, quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p
 }
 
+// Stats returns the counts so far.
+func (p *PreferredLeader) Stats() PreferredLeaderStats {
+	return PreferredLeaderStats{Checked: p.checked.Load(), Attempted: p.attempted.Load()}
+}
+
 func (p *PreferredLeader) run() {
 	defer close(p.done)
-	if p.want == "" || p.want == p.self {
+	want, interval := p.cfg.Preferred, p.cfg.Interval
+	if want == "" || want == p.cfg.Self {
 		<-p.quit
 		return
 	}
-	backoff := p.interval
-	settle := max(PreferredLeaderSettle, 3*p.interval)
-	t := time.NewTimer(p.interval)
+	backoff := interval
+	settle := max(PreferredLeaderSettle, 3*interval)
+	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -97,20 +135,36 @@ func (p *PreferredLeader) run() {
 			return
 		case <-t.C:
 		}
-		next := p.interval
-		if p.roles.IsLeader() && time.Since(p.roles.LostLeadershipAt(p.want)) >= settle {
-			if err := TransferLeadership(p.r, p.want); err != nil {
+		next := interval
+		if p.cfg.Roles.IsLeader() && time.Since(p.cfg.Roles.LostLeadershipAt(want)) >= settle {
+			p.checked.Add(1)
+			if err := p.ready(); err != nil {
+				p.log.Debug("preferred leader not ready; not transferring this round",
+					zap.String("preferred", want), zap.Error(err))
+			} else if err := p.transfer(); err != nil {
 				p.log.Info("transfer to the preferred leader failed; will retry",
-					zap.String("preferred", p.want), zap.Error(err), zap.Duration("in", backoff))
+					zap.String("preferred", want), zap.Error(err), zap.Duration("in", backoff))
 				next = backoff
 				backoff = min(2*backoff, 30*time.Second)
 			} else {
-				p.log.Info("leadership moved to the preferred leader", zap.String("preferred", p.want))
-				backoff = p.interval
+				p.log.Info("leadership moved to the preferred leader", zap.String("preferred", want))
+				backoff = interval
 			}
 		}
 		t.Reset(next)
 	}
+}
+
+func (p *PreferredLeader) ready() error {
+	if p.cfg.Ready == nil {
+		return nil
+	}
+	return p.cfg.Ready(p.cfg.Preferred)
+}
+
+func (p *PreferredLeader) transfer() error {
+	p.attempted.Add(1)
+	return TransferLeadership(p.cfg.Raft, p.cfg.Preferred)
 }
 
 // Close stops the check.
