@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/acl"
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -174,6 +175,23 @@ func (c *Controller) aclStoredMessage(conn *remoting.Conn, req *remoting.Remotin
 	return c.aclCheck(conn, req, []acl.Resource{{Name: topic, Perm: acl.Sub}}, uncommittedTransaction(m.SysFlag))
 }
 
+// aclHalfTopic checks, with aclEnable, that an END_TRANSACTION's account
+// may publish to the real topic of the half it decides: a commit writes
+// the message there and a rollback decides it away, and the topic the
+// header names (checked by the guard, as RocketMQ 5 does) is the
+// client's word, not the half's. nil means allowed.
+func (c *Controller) aclHalfTopic(conn *remoting.Conn, req *remoting.RemotingCommand, half *store.Message) *remoting.RemotingCommand {
+	if c.acl == nil {
+		return nil
+	}
+	topic := half.Properties[wire.PropertyRealTopic]
+	if topic == "" {
+		// A half that names no topic is decided by an admin only.
+		return c.aclCheck(conn, req, nil, true)
+	}
+	return c.aclCheck(conn, req, []acl.Resource{{Name: topic, Perm: acl.Pub}}, false)
+}
+
 // aclCheck checks req, with the resources the request names plus extra,
 // against the rules in force; admin asks for an admin account whatever
 // the request.
@@ -266,6 +284,10 @@ func aclRequest(remote string, req *remoting.RemotingCommand) (acl.Request, erro
 			send(ext("topic"))
 			send(ext("b"))
 		}
+	case remoting.RequestEndTransaction:
+		// RocketMQ 5 checks PUB on the topic the header names; the half's
+		// real topic is checked once the half is read (aclHalfTopic).
+		add(ext("topic"), acl.Pub)
 	case remoting.RequestConsumerSendMsgBack:
 		group(ext("group"), acl.Sub)
 	case remoting.RequestPullMessage, remoting.RequestLitePullMessage:

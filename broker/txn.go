@@ -156,7 +156,7 @@ func uncommittedTransaction(sysFlag int32) bool {
 // processEndTransaction is END_TRANSACTION (37). The official clients send
 // it one-way, so the answer only reaches callers that wait for it (our
 // SDK, tools); a refusal is also logged.
-func (c *Controller) processEndTransaction(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.EndTransactionRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
@@ -178,7 +178,10 @@ func (c *Controller) processEndTransaction(ctx context.Context, _ *remoting.Conn
 	default:
 		return response(remoting.ResponseSystemError, "commitOrRollback %d is none of 0 (unknown), 8 (commit), 12 (rollback)", h.CommitOrRollback), nil
 	}
-	half, resp := c.lookHalf(&h)
+	half, resp := c.lookHalf(conn, req, &h)
+	if resp != nil && resp.Code == remoting.ResponseNoPermission {
+		return resp, nil // counted and logged by the ACL check
+	}
 	if resp != nil {
 		c.log.Warn("END_TRANSACTION refused", zap.String("producerGroup", h.ProducerGroup),
 			zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID), zap.String("why", resp.Remark))
@@ -243,9 +246,10 @@ func (c *Controller) decidedAnswer(tr transactionReplica, h *wire.EndTransaction
 	return response(remoting.ResponseSuccess, "the transaction of %s was already decided", h.MsgID)
 }
 
-// lookHalf reads the half an END_TRANSACTION names and checks it is a half
+// lookHalf reads the half an END_TRANSACTION names and checks that the
+// account may publish to its real topic (aclEnable) and that it is a half
 // of the request's producer group (RocketMQ checkPrepareMessage).
-func (c *Controller) lookHalf(h *wire.EndTransactionRequestHeader) (*store.Message, *remoting.RemotingCommand) {
+func (c *Controller) lookHalf(conn *remoting.Conn, req *remoting.RemotingCommand, h *wire.EndTransactionRequestHeader) (*store.Message, *remoting.RemotingCommand) {
 	m, err := c.st.LookMessageByOffset(h.CommitLogOffset)
 	if err != nil {
 		return nil, response(remoting.ResponseSystemError, "no half message at commitLogOffset %d: %v", h.CommitLogOffset, err)
@@ -253,6 +257,9 @@ func (c *Controller) lookHalf(h *wire.EndTransactionRequestHeader) (*store.Messa
 	if m.Topic != wire.TopicTransHalf {
 		return nil, response(remoting.ResponseSystemError, "the message at commitLogOffset %d is in topic %s, not a half message",
 			h.CommitLogOffset, m.Topic)
+	}
+	if r := c.aclHalfTopic(conn, req, m); r != nil {
+		return nil, r
 	}
 	if g := m.Properties[wire.PropertyProducerGroup]; g != h.ProducerGroup {
 		return nil, response(remoting.ResponseSystemError, "the half message at commitLogOffset %d belongs to producer group %q, not %q",

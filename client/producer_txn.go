@@ -229,7 +229,7 @@ func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResu
 	if err != nil {
 		return fmt.Errorf("client: the half's offset msgId %q: %w", res.OffsetMsgID, err)
 	}
-	h := wire.EndTransactionRequestHeader{ProducerGroup: tp.cfg.group, TranStateTableOffset: res.QueueOffset,
+	h := wire.EndTransactionRequestHeader{Topic: res.Queue.Topic, ProducerGroup: tp.cfg.group, TranStateTableOffset: res.QueueOffset,
 		CommitLogOffset: id.Offset, CommitOrRollback: state.wireFlag(), MsgID: res.MsgID, TransactionID: res.MsgID,
 		BrokerName: res.Queue.BrokerName}
 	routes, err := tp.running()
@@ -307,7 +307,7 @@ func (tp *TransactionProducer) checkLoop() {
 			return
 		case c := <-tp.checks:
 			state := tp.check(c.msg)
-			h := wire.EndTransactionRequestHeader{ProducerGroup: tp.cfg.group, TranStateTableOffset: c.hdr.TranStateTableOffset,
+			h := wire.EndTransactionRequestHeader{Topic: c.msg.Topic, ProducerGroup: tp.cfg.group, TranStateTableOffset: c.hdr.TranStateTableOffset,
 				CommitLogOffset: c.hdr.CommitLogOffset, CommitOrRollback: state.wireFlag(), FromTransactionCheck: true,
 				MsgID: c.msg.MsgID, TransactionID: c.hdr.TransactionID}
 			req := remoting.NewRequest(remoting.RequestEndTransaction, &h, nil)

@@ -82,7 +82,7 @@ func TestTransactionProducerWire(t *testing.T) {
 	}
 	mu.Unlock()
 	id, _ := wire.ParseMessageID(res.OffsetMsgID)
-	if h.ProducerGroup != "TPG" || h.CommitOrRollback != wire.SysFlagTransRollback || h.CommitLogOffset != id.Offset ||
+	if h.Topic != "T" || h.ProducerGroup != "TPG" || h.CommitOrRollback != wire.SysFlagTransRollback || h.CommitLogOffset != id.Offset ||
 		h.TranStateTableOffset != res.QueueOffset || h.MsgID != res.MsgID || h.FromTransactionCheck {
 		t.Fatalf("END_TRANSACTION header %+v for result %+v", h, res.SendResult)
 	}
@@ -117,7 +117,7 @@ func TestTransactionProducerWire(t *testing.T) {
 	err = ends[1].DecodeHeader(&h)
 	oneway := ends[1].IsOneway()
 	mu.Unlock()
-	if err != nil || !oneway || !h.FromTransactionCheck || h.CommitOrRollback != wire.SysFlagTransCommit ||
+	if err != nil || !oneway || !h.FromTransactionCheck || h.Topic != "T" || h.CommitOrRollback != wire.SysFlagTransCommit ||
 		h.CommitLogOffset != 4242 || h.TranStateTableOffset != 7 || h.MsgID != res.MsgID {
 		t.Fatalf("check answer %+v oneway=%v err=%v", h, oneway, err)
 	}

@@ -37,8 +37,11 @@ const (
 // (EndTransactionRequestHeader). TranStateTableOffset is the half's queue
 // offset in TopicTransHalf and CommitLogOffset its CommitLog offset, both
 // from the half's send result; CommitOrRollback is one of the
-// SysFlagTrans* values (0 means unknown: nothing happens).
+// SysFlagTrans* values (0 means unknown: nothing happens). Topic is the
+// half's real topic (RocketMQ 5 clients send it; the ACL checks PUB on
+// it).
 type EndTransactionRequestHeader struct {
+	Topic                string `ext:"topic,omitempty"`
 	ProducerGroup        string `ext:"producerGroup,required"`
 	TranStateTableOffset int64  `ext:"tranStateTableOffset,required"`
 	CommitLogOffset      int64  `ext:"commitLogOffset,required"`
