@@ -95,6 +95,7 @@ func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.Remot
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
+	c.offsets.drop("", h.Topic)
 	if r := c.replicate(ctx, "delete topic", func(wctx context.Context) error { return c.rep.DeleteTopic(wctx, h.Topic) }); r != nil {
 		return r
 	}
@@ -137,6 +138,7 @@ func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *re
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
+	c.offsets.drop(h.GroupName, "")
 	if r := c.replicate(ctx, "delete subscription group", func(wctx context.Context) error { return c.rep.DeleteSubscriptionGroup(wctx, h.GroupName) }); r != nil {
 		return r
 	}

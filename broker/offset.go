@@ -176,6 +176,12 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 type offsetCoalescer struct {
 	c *Controller
 
+	// flushing is held by flush from reading the batch until it is
+	// proposed, and by drop, so a batch read before a group or topic is
+	// deleted is proposed before the delete, never after it (it would bring
+	// the deleted offsets back). Order: flushing, then mu.
+	flushing sync.Mutex
+
 	mu      sync.Mutex
 	pending map[offsetKey]int64 // guarded by mu
 }
@@ -225,6 +231,8 @@ func (o *offsetCoalescer) run() {
 // flush proposes everything pending. On failure the commits are dropped
 // unless newer ones arrived: consumers re-commit every few seconds.
 func (o *offsetCoalescer) flush() {
+	o.flushing.Lock()
+	defer o.flushing.Unlock()
 	o.mu.Lock()
 	if len(o.pending) == 0 {
 		o.mu.Unlock()
@@ -246,6 +254,22 @@ func (o *offsetCoalescer) flush() {
 		o.c.log.Warn("consumer offset commit failed", zap.Int("commits", len(batch)), zap.Error(err))
 	}
 	o.dropSent(batch)
+}
+
+// drop forgets the pending commits of a group or of a topic (whichever is
+// not empty) before it is deleted, waiting for a flush in progress. The
+// delete removes the replicated offsets; without this the next flush would
+// write the pending ones back.
+func (o *offsetCoalescer) drop(group, topic string) {
+	o.flushing.Lock()
+	defer o.flushing.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k := range o.pending {
+		if (group != "" && k.group == group) || (topic != "" && k.topic == topic) {
+			delete(o.pending, k)
+		}
+	}
 }
 
 // dropSent removes the pending entries that still hold the sent values.
