@@ -36,8 +36,9 @@ type ACLConfig struct {
 	AclReloadInterval time.Duration `prop:"aclReloadInterval"`
 	// ClusterAuthAccessKey and ClusterAuthSecretKey sign this broker's
 	// requests to the name servers (REGISTER_BROKER, UNREGISTER_BROKER,
-	// the heartbeats); name servers configured with the same pair refuse
-	// unsigned registrations. An ACL admin account's keys may serve.
+	// the heartbeats) and to the other members; name servers configured
+	// with the same pair refuse unsigned registrations. Required with
+	// aclEnable (loadACL). An ACL admin account's keys may serve.
 	ClusterAuthAccessKey string `prop:"clusterAuthAccessKey"`
 	ClusterAuthSecretKey string `prop:"clusterAuthSecretKey"`
 }
@@ -95,6 +96,17 @@ func loadACL(cfg BrokerConfig, log *zap.Logger) (*aclState, remoting.Credentials
 	if err != nil {
 		return nil, creds, fmt.Errorf("%w: aclEnable=true: %w", ErrInvalidBrokerConfig, err)
 	}
+	// The members sign their requests to each other with the cluster
+	// account (the leader's RAFT_STATUS polls that promote a learner, a
+	// new member's CATCHUP_READ, a forwarded UPDATE_BROKER_CONFIG, a
+	// member's check whether it was removed). RocketMQ's brokers replicate
+	// outside the remoting ACL and need none; here every one of those would
+	// be refused, and addMember would wait out its catch-up timeout.
+	if creds.IsZero() {
+		return nil, creds, fmt.Errorf("%w: aclEnable=true needs clusterAuthAccessKey and clusterAuthSecretKey, the same on every member "+
+			"of the group: the members sign their requests to each other with them (member changes, catch-up, config forwarding), "+
+			"and to the name servers", ErrInvalidBrokerConfig)
+	}
 	return &aclState{Store: st, cluster: creds}, creds, nil
 }
 
@@ -113,10 +125,6 @@ func (c *Controller) initACL(st *aclState, creds remoting.Credentials) {
 			Help: "Requests refused with NO_PERMISSION by the ACL (aclEnable).",
 		})
 		c.metrics.reg.MustRegister(st.denied)
-		if creds.IsZero() {
-			c.log.Warn("aclEnable=true without clusterAuthAccessKey/clusterAuthSecretKey: the leader's RAFT_STATUS polls of its followers " +
-				"are refused, so the follower lag metrics stay empty; set a cluster account on every member")
-		}
 	}
 	for _, s := range []*remoting.Server{c.srv, c.vip} {
 		if s == nil {

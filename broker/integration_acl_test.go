@@ -409,12 +409,19 @@ func TestRegistrationAuth(t *testing.T) {
 	}
 }
 
-// TestACLConfigRefusals: a broker with aclEnable and no usable file, or
-// with half a cluster account, does not start; the error names the key.
+// TestACLConfigRefusals: a broker with aclEnable and no usable file, with
+// half a cluster account, or with aclEnable and no cluster account (the
+// members' requests to each other, which member changes, catch-up and
+// config forwarding need, would all be refused), does not start; the error
+// names the key.
 func TestACLConfigRefusals(t *testing.T) {
 	t.Setenv("ROCKETMQ_HOME", "")
 	bad := filepath.Join(t.TempDir(), "bad.yml")
 	if err := os.WriteFile(bad, []byte("accounts:\n  - accessKey: short\n    secretKey: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(good, []byte(aclTestFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -426,6 +433,7 @@ func TestACLConfigRefusals(t *testing.T) {
 		{"missing file", func(c *BrokerConfig) { c.AclEnable, c.AclFile = true, filepath.Join(t.TempDir(), "none.yml") }, "none.yml"},
 		{"invalid file", func(c *BrokerConfig) { c.AclEnable, c.AclFile = true, bad }, "at least 7 characters"},
 		{"half a cluster account", func(c *BrokerConfig) { c.ClusterAuthAccessKey = "clusterKey1" }, "clusterAuthAccessKey and clusterAuthSecretKey go together"},
+		{"no cluster account", func(c *BrokerConfig) { c.AclEnable, c.AclFile = true, good }, "aclEnable=true needs clusterAuthAccessKey and clusterAuthSecretKey"},
 	} {
 		cfg := testBrokerConfig(t, "127.0.0.1:1", testutil.FreePort(t))
 		c.set(&cfg)
