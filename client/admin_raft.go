@@ -51,8 +51,9 @@ type RaftGroupMember struct {
 	BrokerID int64 `json:"brokerId"`
 	// Suffrage is Voter, Nonvoter (a learner) or Staging.
 	Suffrage string `json:"suffrage"`
-	// State is Leader, Follower, Candidate, Shutdown, or Unreachable /
-	// Unknown when the member did not answer.
+	// State is Leader, Follower, Candidate, Shutdown; Refused when the
+	// member answered RAFT_STATUS with an error code (NO_PERMISSION under
+	// ACL), Unreachable / Unknown when it did not answer.
 	State        string `json:"state"`
 	Term         uint64 `json:"term"`
 	LastLogIndex uint64 `json:"lastLogIndex"`
@@ -143,7 +144,11 @@ func (a *Admin) RaftGroups(ctx context.Context, ci *wire.ClusterInfo, cluster, b
 	for _, q := range asks {
 		registered[q.addr] = q.id
 		if q.err != nil {
-			failed[q.g] = append(failed[q.g], RaftGroupMember{RemotingAddr: q.addr, BrokerID: q.id, State: "Unreachable",
+			state := "Unreachable"
+			if be := (*BrokerError)(nil); errors.As(q.err, &be) {
+				state = "Refused"
+			}
+			failed[q.g] = append(failed[q.g], RaftGroupMember{RemotingAddr: q.addr, BrokerID: q.id, State: state,
 				Error: q.err.Error(), LastContactMillis: -1, Lag: -1})
 			continue
 		}

@@ -89,7 +89,11 @@ type BrokerError struct {
 
 // Error implements error.
 func (e *BrokerError) Error() string {
-	s := fmt.Sprintf("client: broker %s (%s) answered code %d: %s", e.Broker, e.Addr, e.Code, e.Remark)
+	who := e.Addr
+	if e.Broker != "" {
+		who = e.Broker + " (" + e.Addr + ")"
+	}
+	s := fmt.Sprintf("client: broker %s answered code %d: %s", who, e.Code, e.Remark)
 	if e.LeaderAddr != "" {
 		s += " (leader is " + e.LeaderAddr + ")"
 	}

@@ -17,8 +17,27 @@ import (
 
 // runRaftStatus is `raftmq admin raftStatus -n NAMESRV [-c cluster] [-b
 // brokerName]`.
+// A member that refuses (NO_PERMISSION without an admin account under
+// ACL) is a row with the broker's remark, and the command exits 1 naming
+// it; one that does not answer is only a row (the command is how an
+// operator looks at a group with a member down).
 func runRaftStatus(ctx context.Context, s *adminSession, in flagValues) ([]*client.RaftGroup, error) {
-	return s.raftGroups(ctx, in.str("clusterName"), in.str("brokerName"))
+	gs, err := s.raftGroups(ctx, in.str("clusterName"), in.str("brokerName"))
+	if err != nil {
+		return nil, err
+	}
+	var refused []string
+	for _, g := range gs {
+		for _, m := range g.Members {
+			if m.State == "Refused" {
+				refused = append(refused, m.Error)
+			}
+		}
+	}
+	if len(refused) > 0 {
+		return gs, partialFailure{fmt.Errorf("%d member(s) refused RAFT_STATUS: %s", len(refused), refused[0])}
+	}
+	return gs, nil
 }
 
 // raftGroups is Admin.RaftGroups with none selected as errNotFound.

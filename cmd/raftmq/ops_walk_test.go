@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/broker"
+	"github.com/raftmq/raftmq/internal/devcluster"
+)
+
+// TestOpsRaftStatusRefused: with aclEnable, raftStatus without an admin
+// account is refused by every member. The command used to print every
+// member as "Unreachable" and exit 0; it now fails (exit 1) with the
+// broker's code and remark, and a member that refuses while another
+// answers is a "Refused" row, not an unreachable one.
+func TestOpsRaftStatusRefused(t *testing.T) {
+	dir := t.TempDir()
+	c := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000, InMemory: true,
+		Configure: func(_, m int, cfg *broker.BrokerConfig) {
+			path := filepath.Join(dir, cfg.Raft.DLegerSelfID+".yml")
+			file := adminACLFile
+			if m == 1 { // a member whose file was edited by hand: opsAdmin1 is no admin there
+				file = strings.Replace(file, "admin: true", "admin: false", 1)
+			}
+			if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg.AclEnable, cfg.AclFile, cfg.AclReloadInterval = true, path, 20*time.Millisecond
+			cfg.ClusterAuthAccessKey, cfg.ClusterAuthSecretKey = "clusterKey1", "clusterSecret1"
+		}})
+	ns := c.NamesrvAddr()
+
+	out, err := runAdmin(t, "raftStatus", "-n", ns, "-b", "broker-a")
+	if err == nil {
+		t.Fatalf("unsigned raftStatus succeeded:\n%s", out)
+	}
+	if !strings.Contains(err.Error(), "code 16") || !strings.Contains(err.Error(), "has no AccessKey") {
+		t.Fatalf("unsigned raftStatus: %v; want NO_PERMISSION (16) with the broker's remark", err)
+	}
+	if strings.Contains(err.Error(), "broker  (") {
+		t.Fatalf("the error names no broker: %v", err)
+	}
+
+	// Signed by an account only two members take as admin: their rows, the
+	// third member's refusal as a row, and exit 1.
+	out, err = runAdmin(t, "raftStatus", "-n", ns, "-b", "broker-a", "--aclAccessKey", "opsAdmin1", "--aclSecretKey", "opsSecret1")
+	if err == nil || !strings.Contains(err.Error(), "1 member(s) refused") || !strings.Contains(err.Error(), "needs an admin account") {
+		t.Fatalf("raftStatus refused by one member: %v; want exit 1 naming the refusal\n%s", err, out)
+	}
+	if strings.Count(out, " Leader ")+strings.Count(out, " Follower ") != 2 || strings.Count(out, " Refused ") != 1 || strings.Contains(out, "Unreachable") {
+		t.Fatalf("raftStatus refused by one member: want two answering rows and one Refused row:\n%s", out)
+	}
+}
