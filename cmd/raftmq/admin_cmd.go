@@ -259,13 +259,19 @@ func (s *adminSession) explain(err error) error {
 	if err == nil {
 		return nil
 	}
+	// A server in tlsServerMode=enforcing closes a plaintext connection at
+	// its first bytes; name it, since the server is running.
+	tlsHint := ""
+	if !s.f.tls.on() && errors.Is(err, remoting.ErrConnClosed) {
+		tlsHint = " (or, if it runs with tlsServerMode=enforcing, add --tls)"
+	}
 	switch {
 	case errors.Is(err, client.ErrNoNameServer):
-		return fmt.Errorf("%w: cannot reach name server %s — check -n (host:port) and that `raftmq namesrv` is running there: %v",
-			errUnreachable, strings.Join(s.ns, ";"), err)
+		return fmt.Errorf("%w: cannot reach name server %s — check -n (host:port) and that `raftmq namesrv` is running there%s: %v",
+			errUnreachable, strings.Join(s.ns, ";"), tlsHint, err)
 	case errors.Is(err, remoting.ErrConnClosed), errors.Is(err, remoting.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: a broker did not answer — check that the broker address is right and the broker is running "+
-			"(`raftmq admin clusterList -n %s` lists registered brokers): %v", errUnreachable, strings.Join(s.ns, ";"), err)
+		return fmt.Errorf("%w: a broker did not answer — check that the broker address is right and the broker is running%s "+
+			"(`raftmq admin clusterList -n %s` lists registered brokers): %v", errUnreachable, tlsHint, strings.Join(s.ns, ";"), err)
 	}
 	return err
 }

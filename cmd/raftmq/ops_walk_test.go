@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/internal/devcluster"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // TestOpsRaftStatusRefused: with aclEnable, raftStatus without an admin
@@ -52,5 +58,38 @@ func TestOpsRaftStatusRefused(t *testing.T) {
 	}
 	if strings.Count(out, " Leader ")+strings.Count(out, " Follower ") != 2 || strings.Count(out, " Refused ") != 1 || strings.Contains(out, "Unreachable") {
 		t.Fatalf("raftStatus refused by one member: want two answering rows and one Refused row:\n%s", out)
+	}
+}
+
+// TestOpsPlaintextAgainstTLSHints: an operator who turned on
+// tlsServerMode=enforcing as README says and runs `raftmq admin` without
+// --tls sees the server close the connection. The error used to say only
+// "check -n and that raftmq namesrv is running there" (it is running); it
+// now says to add --tls.
+func TestOpsPlaintextAgainstTLSHints(t *testing.T) {
+	ca := testutil.NewTestCA(t, "rmq")
+	files := ca.Issue("namesrv")
+	cfg := namesrv.DefaultConfig()
+	cfg.ListenAddr, cfg.ListenPort, cfg.MetricsPort = "127.0.0.1", testutil.FreePort(t), -1
+	cfg.KVConfigPath = t.TempDir() + "/kv.json"
+	cfg.TLS = remoting.TLSConfig{ServerMode: "enforcing", ServerCertPath: files.CertPath, ServerKeyPath: files.KeyPath}
+	ns, err := namesrv.New(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ns.Shutdown(ctx)
+	})
+	out, err := runAdmin(t, "clusterList", "-n", ns.Addr().String(), "--timeout", "2s")
+	if err == nil {
+		t.Fatalf("plaintext admin against enforcing succeeded: %s", out)
+	}
+	if !strings.Contains(err.Error(), "--tls") {
+		t.Fatalf("plaintext admin against an enforcing name server: %v; want a hint to add --tls", err)
 	}
 }
