@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // StableStore is Raft's small durable key/value store (current term, last
@@ -62,6 +63,10 @@ func HCLogger(log *zap.Logger, name string) hclog.Logger {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// A stack trace of an hclog line shows this adapter under hclog, never
+	// raft's caller, and raft logs an error per failed send to a member
+	// that is down.
+	log = log.WithOptions(zap.AddStacktrace(zapcore.FatalLevel))
 	level := hclog.Info
 	if log.Core().Enabled(zap.DebugLevel) {
 		level = hclog.Debug
