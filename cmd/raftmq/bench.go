@@ -118,10 +118,21 @@ type benchStats struct {
 	// the backlog is drained do not dilute them.
 	first, last atomic.Int64
 	mu          sync.Mutex
+	firstErr    string // the first failure's error, so the summary says why
 	maxUs       int64
 	hist        *hdrhistogram.Histogram // microseconds
 	window      *hdrhistogram.Histogram // current interval
 	clamped     int64                   // values above maxUs, recorded as maxUs
+}
+
+// fail counts a failed send and keeps the first one's error.
+func (s *benchStats) fail(err error) {
+	s.failed.Add(1)
+	s.mu.Lock()
+	if s.firstErr == "" {
+		s.firstErr = err.Error()
+	}
+	s.mu.Unlock()
 }
 
 // produceMaxLatency bounds the send latency histogram (a send that takes
@@ -225,6 +236,9 @@ type benchSummary struct {
 	// Clamped counts latencies above the histogram's range, recorded as
 	// its maximum.
 	Clamped int64 `json:"clamped,omitempty"`
+	// FirstError is the first failed send's error (the broker's code and
+	// remark for a refusal).
+	FirstError string `json:"firstError,omitempty"`
 	// CPUus is this process's CPU time (user+system) per message: the
 	// client's cost, which shares the cores with a local broker.
 	CPUus float64 `json:"clientCpuUsPerMsg"`
@@ -258,6 +272,7 @@ func (s *benchStats) summary(produce bool, elapsed time.Duration) benchSummary {
 	h := s.hist
 	sum.P50us, sum.P90us, sum.P99us = h.ValueAtQuantile(50), h.ValueAtQuantile(90), h.ValueAtQuantile(99)
 	sum.P999us, sum.MaxUs, sum.Clamped = h.ValueAtQuantile(99.9), h.Max(), s.clamped
+	sum.FirstError = s.firstErr
 	s.mu.Unlock()
 	return sum
 }
@@ -275,6 +290,9 @@ func (sum benchSummary) text() string {
 		us(sum.P50us), us(sum.P90us), us(sum.P99us), us(sum.P999us), us(sum.MaxUs), sum.CPUus)
 	if sum.Clamped > 0 {
 		line += fmt.Sprintf(" (%d latencies above %s counted as %s)", sum.Clamped, us(sum.MaxUs), us(sum.MaxUs))
+	}
+	if sum.FirstError != "" {
+		line += "\nfirst failure: " + sum.FirstError
 	}
 	if b := brokersCPUText(sum.Brokers, sum.CPUus); b != "" {
 		line += "\n" + b
@@ -427,7 +445,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 							// Sends cut off by the end of a -d run are not
 							// failures (as in the sync path).
 							if !cutOff(ctx, err, time.Now()) {
-								st.failed.Add(1)
+								st.fail(err)
 							}
 						} else {
 							now := time.Now()
@@ -439,7 +457,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 					if err != nil {
 						<-sem
 						if !cutOff(ctx, err, time.Now()) {
-							st.failed.Add(1)
+							st.fail(err)
 						}
 					}
 					continue
@@ -447,7 +465,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 				t0 := time.Now()
 				if _, err := p.SendSync(ctx, newMsg()); err != nil {
 					if !cutOff(ctx, err, time.Now()) {
-						st.failed.Add(1)
+						st.fail(err)
 					}
 				} else {
 					now := time.Now()

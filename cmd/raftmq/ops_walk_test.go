@@ -17,26 +17,34 @@ import (
 	"github.com/raftmq/raftmq/remoting"
 )
 
+// startOpsACLCluster starts a 3-member group with aclEnable (and the
+// cluster account it needs), member m loading the ACL file file(m).
+func startOpsACLCluster(t *testing.T, file func(m int) string) *devcluster.Cluster {
+	t.Helper()
+	dir := t.TempDir()
+	return devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000, InMemory: true,
+		Configure: func(_, m int, cfg *broker.BrokerConfig) {
+			path := filepath.Join(dir, cfg.Raft.DLegerSelfID+".yml")
+			if err := os.WriteFile(path, []byte(file(m)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg.AclEnable, cfg.AclFile, cfg.AclReloadInterval = true, path, 20*time.Millisecond
+			cfg.ClusterAuthAccessKey, cfg.ClusterAuthSecretKey = "clusterKey1", "clusterSecret1"
+		}})
+}
+
 // TestOpsRaftStatusRefused: with aclEnable, raftStatus without an admin
 // account is refused by every member. The command used to print every
 // member as "Unreachable" and exit 0; it now fails (exit 1) with the
 // broker's code and remark, and a member that refuses while another
 // answers is a "Refused" row, not an unreachable one.
 func TestOpsRaftStatusRefused(t *testing.T) {
-	dir := t.TempDir()
-	c := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000, InMemory: true,
-		Configure: func(_, m int, cfg *broker.BrokerConfig) {
-			path := filepath.Join(dir, cfg.Raft.DLegerSelfID+".yml")
-			file := adminACLFile
-			if m == 1 { // a member whose file was edited by hand: opsAdmin1 is no admin there
-				file = strings.Replace(file, "admin: true", "admin: false", 1)
-			}
-			if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg.AclEnable, cfg.AclFile, cfg.AclReloadInterval = true, path, 20*time.Millisecond
-			cfg.ClusterAuthAccessKey, cfg.ClusterAuthSecretKey = "clusterKey1", "clusterSecret1"
-		}})
+	c := startOpsACLCluster(t, func(m int) string {
+		if m == 1 { // a member whose file was edited by hand: opsAdmin1 is no admin there
+			return strings.Replace(adminACLFile, "admin: true", "admin: false", 1)
+		}
+		return adminACLFile
+	})
 	ns := c.NamesrvAddr()
 
 	out, err := runAdmin(t, "raftStatus", "-n", ns, "-b", "broker-a")
@@ -91,5 +99,23 @@ func TestOpsPlaintextAgainstTLSHints(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "--tls") {
 		t.Fatalf("plaintext admin against an enforcing name server: %v; want a hint to add --tls", err)
+	}
+}
+
+// TestOpsBenchProduceSaysWhy: `raftmq bench produce` against brokers that
+// refuse every send (an unsigned client under ACL) used to report
+// "0 ok, 5 failed" and nothing else; the summary now carries the first
+// failure, with the broker's code and remark.
+func TestOpsBenchProduceSaysWhy(t *testing.T) {
+	c := startOpsACLCluster(t, func(int) string { return adminACLFile })
+	sum := runBenchCmd(t, "produce", "-n", c.NamesrvAddr(), "-t", "OpsBench", "-w", "1", "-m", "5")
+	if sum.Messages != 0 || sum.Failed != 5 {
+		t.Fatalf("unsigned bench produce under ACL: %+v; want 5 failed", sum)
+	}
+	if !strings.Contains(sum.FirstError, "code 16") || !strings.Contains(sum.FirstError, "has no AccessKey") {
+		t.Fatalf("first failure %q; want the broker's NO_PERMISSION (16) and remark", sum.FirstError)
+	}
+	if txt := sum.text(); !strings.Contains(txt, "first failure: ") {
+		t.Fatalf("summary line lacks the first failure:\n%s", txt)
 	}
 }
