@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -305,20 +304,16 @@ type sendResult struct {
 }
 
 // runSendMessage is mqadmin sendMessage -t -p [-k] [-c] [-b [-i]], sent
-// by a producer of its own group: -b -i to that queue, -b alone to one of
-// that broker group's queues, else wherever the producer's round robin
-// puts it.
+// by a producer of its own group (signed and over TLS as the session is):
+// -b -i to that queue, -b alone to one of that broker group's queues, else
+// wherever the producer's round robin puts it.
 func runSendMessage(ctx context.Context, s *adminSession, in flagValues) (sendResult, error) {
 	broker, qid := in.str("broker"), in.int("qid")
 	if qid >= 0 && broker == "" {
 		return sendResult{}, fmt.Errorf("%w: -i %d needs -b brokerName: a queue id names a queue of one broker group", errAdminUsage, qid)
 	}
-	p, err := client.NewProducer(client.NameServers(s.ns...), client.RequestTimeout(s.f.timeout), client.WithLogger(s.f.logger()),
-		client.ProducerGroup(fmt.Sprintf("raftmq-admin-%d", os.Getpid())))
+	p, err := s.adminProducer(ctx)
 	if err != nil {
-		return sendResult{}, fmt.Errorf("%w: %v", errAdminUsage, err)
-	}
-	if err := p.Start(ctx); err != nil {
 		return sendResult{}, err
 	}
 	defer func() { _ = p.Close(context.Background()) }()

@@ -207,14 +207,15 @@ type sendTiming struct {
 }
 
 // adminProducer starts a producer of the admin's own group.
-// It signs with the session's ACL credentials, if any.
+// It signs with the session's ACL credentials, if any, and uses its TLS.
 func (s *adminSession) adminProducer(ctx context.Context) (*client.Producer, error) {
 	creds, err := s.f.credentials()
 	if err != nil {
 		return nil, err
 	}
 	p, err := client.NewProducer(client.NameServers(s.ns...), client.RequestTimeout(s.f.timeout), client.WithLogger(s.f.logger()),
-		client.ProducerGroup(fmt.Sprintf("raftmq-admin-%d", time.Now().UnixNano())), client.WithCredentials(creds.AccessKey, creds.SecretKey))
+		client.ProducerGroup(fmt.Sprintf("raftmq-admin-%d", time.Now().UnixNano())), client.WithCredentials(creds.AccessKey, creds.SecretKey),
+		s.f.tls.clientOpt())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
 	}

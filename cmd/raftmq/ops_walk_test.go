@@ -119,3 +119,20 @@ func TestOpsBenchProduceSaysWhy(t *testing.T) {
 		t.Fatalf("summary line lacks the first failure:\n%s", txt)
 	}
 }
+
+// TestOpsSendMessageSigned: `raftmq admin sendMessage` with an account
+// under ACL. Its producer used to be built without the session's
+// credentials (and without --tls), so the send was refused as unsigned
+// (NO_PERMISSION, "has no AccessKey") whatever --aclAccessKey said.
+func TestOpsSendMessageSigned(t *testing.T) {
+	c := startOpsACLCluster(t, func(int) string { return adminACLFile })
+	ns := c.NamesrvAddr()
+	mustAdmin(t, "updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", "OpsSend", "--aclAccessKey", "opsAdmin1", "--aclSecretKey", "opsSecret1")
+	out, err := runAdmin(t, "sendMessage", "-n", ns, "-t", "OpsSend", "-p", "hello", "--aclAccessKey", "appKey001", "--aclSecretKey", "appSecret01")
+	if err != nil || !strings.Contains(out, "SEND_OK") {
+		t.Fatalf("signed sendMessage by an account with PUB: %v\n%s", err, out)
+	}
+	if _, err := runAdmin(t, "sendMessage", "-n", ns, "-t", "OpsSend", "-p", "hello"); err == nil || !strings.Contains(err.Error(), "has no AccessKey") {
+		t.Fatalf("unsigned sendMessage under ACL: %v; want the broker's refusal", err)
+	}
+}
