@@ -56,7 +56,11 @@ type brokerCPUProbe struct {
 }
 
 func newBrokerCPUProbe(f *benchFlags, log *zap.Logger) (*brokerCPUProbe, error) {
-	a, err := client.NewAdmin(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log), f.tls.clientOpt())
+	creds, err := f.credentials()
+	if err != nil {
+		return nil, err
+	}
+	a, err := client.NewAdmin(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log), f.tls.clientOpt(), creds)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +69,11 @@ func newBrokerCPUProbe(f *benchFlags, log *zap.Logger) (*brokerCPUProbe, error) 
 		_ = a.Close(context.Background())
 		return nil, err
 	}
-	return &brokerCPUProbe{a: a, rc: remoting.NewClient(rcfg, log)}, nil
+	rc := remoting.NewClient(rcfg, log)
+	if f.accessKey != "" {
+		rc.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: f.accessKey, SecretKey: f.secretKey}))
+	}
+	return &brokerCPUProbe{a: a, rc: rc}, nil
 }
 
 func (p *brokerCPUProbe) close() {

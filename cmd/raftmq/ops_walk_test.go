@@ -118,6 +118,18 @@ func TestOpsBenchProduceSaysWhy(t *testing.T) {
 	if txt := sum.text(); !strings.Contains(txt, "first failure: ") {
 		t.Fatalf("summary line lacks the first failure:\n%s", txt)
 	}
+
+	// Signed, bench produces and consumes on the ACL cluster (it had no way
+	// to sign), and the broker CPU probe is answered.
+	signed := []string{"-n", c.NamesrvAddr(), "-t", "OpsBench", "--aclAccessKey", "opsAdmin1", "--aclSecretKey", "opsSecret1"}
+	sum = runBenchCmd(t, append([]string{"produce", "-w", "1", "-m", "5"}, signed...)...)
+	if sum.Messages != 5 || sum.Failed != 0 || len(sum.Brokers) == 0 {
+		t.Fatalf("signed bench produce under ACL: %+v; want 5 sent and the brokers' CPU", sum)
+	}
+	sum = runBenchCmd(t, append([]string{"consume", "-g", "OpsBenchGroup", "-m", "5", "-d", "30s"}, signed...)...)
+	if sum.Messages != 5 {
+		t.Fatalf("signed bench consume under ACL: %+v; want the 5 messages", sum)
+	}
 }
 
 // TestOpsSendMessageSigned: `raftmq admin sendMessage` with an account
