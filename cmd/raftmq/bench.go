@@ -59,6 +59,15 @@ func (f *benchFlags) credentials() (client.Opt, error) {
 	return client.WithCredentials(f.accessKey, f.secretKey), nil
 }
 
+// benchNamesrvDefault is -n's default: the NAMESRV_ADDR environment
+// variable, as for admin and RocketMQ's tools, else the local default port.
+func benchNamesrvDefault() string {
+	if ns := os.Getenv("NAMESRV_ADDR"); ns != "" {
+		return ns
+	}
+	return "127.0.0.1:9876"
+}
+
 func newBenchCmd(g *globalFlags) *cobra.Command {
 	f := &benchFlags{}
 	cmd := &cobra.Command{
@@ -66,7 +75,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 		Short: "Load generator: produce or consume with the raftmq SDK and report TPS and HDR latency percentiles",
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVarP(&f.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server addresses, host:port;host:port")
+	pf.StringVarP(&f.namesrv, "namesrv", "n", benchNamesrvDefault(), "name server addresses, host:port;host:port (default: $NAMESRV_ADDR, else 127.0.0.1:9876)")
 	pf.StringVarP(&f.topic, "topic", "t", "BenchmarkTest", "topic")
 	pf.DurationVarP(&f.duration, "duration", "d", 0, "run for this long (default 30s unless -m is given)")
 	pf.Int64VarP(&f.count, "count", "m", 0, "stop after this many messages")

@@ -206,3 +206,21 @@ func TestCutOff(t *testing.T) {
 		t.Fatal("a run without a deadline ended by itself")
 	}
 }
+
+// TestBenchNamesrvFromEnv: without -n, bench takes NAMESRV_ADDR as admin and
+// RocketMQ's tools do, and the local default port only when it is unset.
+func TestBenchNamesrvFromEnv(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{
+		{"10.0.0.7:9876;10.0.0.8:9876", "10.0.0.7:9876;10.0.0.8:9876"},
+		{"", "127.0.0.1:9876"},
+	} {
+		t.Setenv("NAMESRV_ADDR", tc.env)
+		bench, _, err := newRootCmd().Find([]string{"bench", "produce"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bench.Flag("namesrv").Value.String(); got != tc.want {
+			t.Errorf("NAMESRV_ADDR=%q: -n defaults to %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
