@@ -179,6 +179,7 @@ func DefaultConfig() BrokerConfig {
 		Log:                           logging.DefaultConfig(),
 		GossipEnable:                  true,
 		LimitsConfig:                  defaultLimits(),
+		ACLConfig:                     ACLConfig{AclReloadInterval: defaultACLReloadInterval},
 		MetricsBindAddr:               httpmon.DefaultBindAddr,
 		BrokerClusterName:             "DefaultCluster",
 		BrokerName:                    "broker-a",

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +54,24 @@ func TestGCPercentFlagApplied(t *testing.T) {
 		if got := debug.SetGCPercent(100); got != tt.want {
 			t.Errorf("%v: GC percent %d, want %d", tt.args, got, tt.want)
 		}
+	}
+}
+
+// TestBrokerPrintShowsEffectiveACLReload: `broker -p` prints the ACL file
+// poll interval in force (1000 ms unless broker.conf says otherwise), not 0.
+func TestBrokerPrintShowsEffectiveACLReload(t *testing.T) {
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	conf := filepath.Join(t.TempDir(), "broker.conf")
+	if err := os.WriteFile(conf, []byte("dLegerPeers=n0-127.0.0.1:40911\ndLegerSelfId=n0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root.SetArgs([]string{"broker", "-c", conf, "-p"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "aclReloadInterval=1000\n") {
+		t.Errorf("broker -p: no aclReloadInterval=1000 line in\n%s", out.String())
 	}
 }
