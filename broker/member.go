@@ -404,7 +404,7 @@ func (g *Group) checkQuorumWithout(conf raft.Configuration, id string) error {
 	}
 	if need := len(left)/2 + 1; len(answering) < need {
 		return fmt.Errorf("%w: removing %s leaves voters %v, of which only %v answered within %s; the new configuration "+
-			"needs %d: bring the others back first, or force it", ErrQuorumAtRisk, id, left, answering, fresh, need)
+			"needs %d: bring the others back first, or force the removal (removeMember --force)", ErrQuorumAtRisk, id, left, answering, fresh, need)
 	}
 	return nil
 }

@@ -253,8 +253,8 @@ func TestGroupMembershipQuorumGuard(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "the stopped member's last answer ages", func() bool {
 		return time.Since(l.g().progress.get(raft.ServerID(c.nodes[fs[0]].id)).at) > window
 	})
-	if _, err := l.g().RemoveMember(ctx, c.nodes[fs[1]].id, false); !errors.Is(err, ErrQuorumAtRisk) {
-		t.Fatalf("removal with a voter down: %v, want ErrQuorumAtRisk", err)
+	if _, err := l.g().RemoveMember(ctx, c.nodes[fs[1]].id, false); !errors.Is(err, ErrQuorumAtRisk) || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("removal with a voter down: %v, want ErrQuorumAtRisk naming --force", err)
 	}
 	c.start(fs[0])
 	if _, err := l.g().RemoveMember(ctx, l.id, false); !errors.Is(err, ErrNotLeader) {
