@@ -308,7 +308,10 @@ func (f *IndexFile) SelectPhyOffsets(dst []int64, key string, maxNum int, begin,
 	b := f.st.Bytes()
 	keyHash := indexKeyHash(key)
 	next := int32(binary.BigEndian.Uint32(b[f.slotPos(keyHash):]))
-	if next <= invalidIndex || next > f.hdr.indexCount {
+	// Items in use are 1..indexCount-1; in a full file indexCount is one
+	// past the last item, so a damaged slot naming it would read past the
+	// mapping.
+	if next <= invalidIndex || next >= f.hdr.indexCount {
 		return dst
 	}
 	// Chains only point to older items; the visited bound protects against

@@ -1,7 +1,7 @@
 package store
 
 import (
-	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,15 +46,17 @@ func (n noExpiry) MinOffset() int64                               { return n.q.M
 func PatchStoredBatch(data []byte, base int64, storeTimestampMs int64) error {
 	off := 0
 	for off < len(data) {
-		if len(data)-off < wire.OffQueueID {
-			return fmt.Errorf("%w: %d trailing bytes at batch offset %d", ErrCorruptMessage, len(data)-off, off)
+		// The entry may come from a leader over the network: its layout
+		// is checked before the fixed-position writes.
+		l, err := wire.CheckEntry(data[off:], false)
+		if err == nil && l.Magic == wire.MagicBlank {
+			err = errors.New("blank filler in a batch")
 		}
-		size := int(int32(binary.BigEndian.Uint32(data[off:])))
-		if size < wire.OffQueueID || size > len(data)-off {
-			return fmt.Errorf("%w: message size %d at batch offset %d of %d", ErrCorruptMessage, size, off, len(data))
+		if err != nil {
+			return fmt.Errorf("%w: message at batch offset %d of %d: %v", ErrCorruptMessage, off, len(data), err)
 		}
-		wire.PatchStored(data[off:off+size], base+int64(off), storeTimestampMs)
-		off += size
+		wire.PatchStored(data[off:off+l.Size], base+int64(off), storeTimestampMs)
+		off += l.Size
 	}
 	return nil
 }
