@@ -1,8 +1,6 @@
 package client
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -548,11 +546,12 @@ func (a *Admin) UpdateBrokerConfig(ctx context.Context, addr string, kv map[stri
 }
 
 // parseProperties reads key=value lines, skipping blanks and # comments.
+// Lines are split by hand: a bufio.Scanner stops at its first line over
+// 64 KiB and would drop that key and every one after it.
 func parseProperties(body []byte) map[string]string {
 	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for line := range strings.SplitSeq(string(body), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' || line[0] == '!' {
 			continue
 		}
