@@ -431,11 +431,24 @@ func parseMQAdminTime(short, s string) (time.Time, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return time.UnixMilli(ms), nil
 	}
-	t, err := time.ParseInLocation("2006-01-02#15:04:05:000", s, time.Local)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: -%s %q: want now, ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS", errAdminUsage, short, s)
+	// Go layouts read fractional seconds only after '.' or ',', so the
+	// milliseconds after the last ':' are read apart and added.
+	if date, msText, ok := cutLast(s, ":"); ok && len(msText) >= 1 && len(msText) <= 3 {
+		t, err := time.ParseInLocation("2006-01-02#15:04:05", date, time.Local)
+		ms, err2 := strconv.ParseUint(msText, 10, 16)
+		if err == nil && err2 == nil {
+			return t.Add(time.Duration(ms) * time.Millisecond), nil
+		}
 	}
-	return t, nil
+	return time.Time{}, fmt.Errorf("%w: -%s %q: want now, ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS", errAdminUsage, short, s)
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 // flagValues are a command's parsed flags by long name. The accessors

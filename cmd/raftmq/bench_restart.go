@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -120,7 +121,9 @@ func parseBytes(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n < 0 {
+	// !(b < MaxInt64) also refuses NaN and Inf, which ParseFloat accepts
+	// and int64() would turn into a negative size.
+	if b := n * float64(mult); err != nil || n < 0 || !(b < math.MaxInt64) {
 		return 0, fmt.Errorf("bench restart: bad size %q", s)
 	}
 	return int64(n * float64(mult)), nil
