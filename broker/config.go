@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -322,7 +323,8 @@ func parseDelayLevels(s string) ([]time.Duration, error) {
 		var d time.Duration
 		for _, u := range units { // "ms" before "s": raftmq's extension for short test delays
 			if num, ok := strings.CutSuffix(f, u.suffix); ok {
-				if n, err := strconv.Atoi(num); err == nil && n >= 0 {
+				// A level past the longest Duration would wrap into another delay.
+				if n, err := strconv.ParseInt(num, 10, 64); err == nil && n >= 0 && n <= math.MaxInt64/int64(u.unit) {
 					d = time.Duration(n) * u.unit
 				}
 				break
