@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -47,6 +48,38 @@ func FuzzParseDelayLevels(f *testing.F) {
 					t.Fatalf("level %q read as %v", fld, levels[i])
 				}
 				break
+			}
+		}
+	})
+}
+
+// FuzzDecodeSendBatch: a SEND_BATCH_MESSAGE body either becomes one
+// message of the header's topic and queue per entry, bodies and flags as
+// sent, or is refused with MESSAGE_ILLEGAL and a remark.
+func FuzzDecodeSendBatch(f *testing.F) {
+	ok, _ := wire.EncodeBatch([]wire.BatchEntry{{Flag: 1, Body: []byte("a"), Properties: "KEYS\x01k\x02"}, {Body: []byte("b")}})
+	delayed, _ := wire.EncodeBatch([]wire.BatchEntry{{Body: []byte("a"), Properties: wire.PropertyDelayTimeLevel + "\x013\x02"}})
+	f.Add(ok, "T")
+	f.Add(delayed, "T")
+	f.Add([]byte{}, "T")
+	f.Add(ok, wire.RetryGroupTopicPrefix+"g")
+	c := newPathController(f, newPathReplica(testTopicConfig("T", 8)))
+	f.Fuzz(func(t *testing.T, body []byte, topic string) {
+		h := wire.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, QueueID: 2, Batch: true}
+		msgs, resp := c.decodeBatch(body, &h, 2, nil, false)
+		if resp != nil {
+			if msgs != nil || resp.Code != remoting.ResponseMessageIllegal || resp.Remark == "" {
+				t.Fatalf("refusal %d %q with %d messages", resp.Code, resp.Remark, len(msgs))
+			}
+			return
+		}
+		entries, err := wire.DecodeBatch(body)
+		if err != nil || len(entries) != len(msgs) || len(msgs) == 0 {
+			t.Fatalf("%d messages from %d entries (%v)", len(msgs), len(entries), err)
+		}
+		for i, m := range msgs {
+			if m.Topic != topic || m.QueueID != 2 || m.Flag != entries[i].Flag || !bytes.Equal(m.Body, entries[i].Body) {
+				t.Fatalf("message %d: %q/%d flag %d body %q; entry %+v", i, m.Topic, m.QueueID, m.Flag, m.Body, entries[i])
 			}
 		}
 	})
