@@ -47,6 +47,17 @@ func (a *Admin) NameServerRequestAt(ctx context.Context, addr string, code int16
 	return resp, nil
 }
 
+// NameServerConfig reads one name server's configuration
+// (GET_NAMESRV_CONFIG, 318), answered as Java properties text like
+// GET_BROKER_CONFIG.
+func (a *Admin) NameServerConfig(ctx context.Context, addr string) (map[string]string, error) {
+	resp, err := a.NameServerRequestAt(ctx, addr, remoting.RequestGetNamesrvConfig, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return parseProperties(resp.Body), nil
+}
+
 // RouteMasters returns brokerName → leader address of every group
 // holding topic.
 func (a *Admin) RouteMasters(ctx context.Context, topic string) (map[string]string, error) {

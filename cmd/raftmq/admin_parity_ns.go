@@ -29,27 +29,13 @@ func (s *adminSession) eachNameServer(ctx context.Context, code int16, header an
 func runGetNamesrvConfig(ctx context.Context, s *adminSession, _ flagValues) ([]targeted[map[string]string], error) {
 	var out []targeted[map[string]string]
 	for _, ns := range s.ns {
-		resp, err := s.a.NameServerRequestAt(ctx, ns, remoting.RequestGetNamesrvConfig, nil, nil)
+		kv, err := s.a.NameServerConfig(ctx, ns)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, targeted[map[string]string]{ns, parseKV(resp.Body)})
+		out = append(out, targeted[map[string]string]{ns, kv})
 	}
 	return out, nil
-}
-
-// parseKV reads a properties answer: key=value lines, # comments.
-func parseKV(body []byte) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(string(body), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		k, v, _ := strings.Cut(line, "=")
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return out
 }
 
 // permChange is one name server's answer to wipe/addWritePerm.

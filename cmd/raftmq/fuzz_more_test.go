@@ -45,26 +45,6 @@ func FuzzParseMQAdminTime(f *testing.F) {
 	})
 }
 
-// FuzzParseKV: a name server's properties answer is read line by line,
-// every key=value line kept whatever its length.
-func FuzzParseKV(f *testing.F) {
-	f.Add([]byte("orderMessageEnable=false\nkvConfigPath=/x\n"))
-	f.Add([]byte("# c\n\n a = b = c \r\nnoeq\n"))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		m := parseKV(body)
-		for _, line := range strings.Split(string(body), "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" || line[0] == '#' {
-				continue
-			}
-			k, _, _ := strings.Cut(line, "=")
-			if _, ok := m[strings.TrimSpace(k)]; !ok {
-				t.Fatalf("line %.40q not read", line)
-			}
-		}
-	})
-}
-
 // FuzzParseBytes: a size flag (bench restart) is a non-negative byte
 // count or an error, never a wrapped or NaN-derived one.
 func FuzzParseBytes(f *testing.F) {
