@@ -150,6 +150,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 	f.st.mu.Lock()
 	f.st.applyLocked(c, nowMs)
 	f.st.mu.Unlock()
+	// The entry holds no message, so every message below its end is
+	// dispatched: without this, offset commits and config changes after
+	// the last message would count as dispatchBehindBytes for good.
+	if end, err := f.logs.EndOf(l.Index); err == nil {
+		f.ms.Reput().DispatchedThrough(end)
+	}
 	f.applied.Store(l.Index)
 	return &applyResult{}
 }

@@ -222,6 +222,13 @@ func checkNewMetrics(t *testing.T, pc *procCluster, l int, sent int) {
 		v, ok := metricValue(scrape(t, leader.MetricsAddr()), "raftmq_broker_consumer_lag_messages", "group", "LG", "topic", "MT")
 		return ok && v == float64(sent-committed)
 	})
+	// The offset commit is the last entry and holds no message: once it is
+	// applied nothing stored is waiting for dispatch.
+	testutil.WaitFor(t, 10*time.Second, "dispatchBehindBytes 0 after the offset commit", func() bool {
+		r := pc.call(leader.Addr(), remoting.RequestGetBrokerRuntimeInfo, nil, nil)
+		var kv wire.KVTable
+		return r.Code == remoting.ResponseSuccess && json.Unmarshal(r.Body, &kv) == nil && kv.Table["dispatchBehindBytes"] == "0"
+	})
 
 	// Follower lag: the leader reports both followers; followers report none.
 	waitFollowerLag(t, pc, l)
