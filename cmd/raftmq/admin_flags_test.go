@@ -197,5 +197,29 @@ func TestAdminMQAdminFlags(t *testing.T) {
 		if strings.Count(out, "N/A") != 4 {
 			t.Fatalf("consumerProgress -s of a group with no client online: want N/A per queue:\n%s", out)
 		}
+		// A client that does not answer GET_CONSUMER_RUNNING_INFO (a
+		// raw connection with no handler for it): mqadmin still prints
+		// the progress, with N/A where it learned no owner.
+		hc := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
+		t.Cleanup(func() { _ = hc.Close() })
+		hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "10.0.0.8@silent", ConsumerDataSet: []wire.HeartbeatConsumerData{{
+			GroupName: "FlagSilent", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET",
+			SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "ParT", SubString: "*"}}}}})
+		hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := hc.InvokeSync(hctx, leader, remoting.NewRequest(remoting.RequestHeartBeat, nil, hb))
+		hcancel()
+		if err != nil || resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("consumer heartbeat: %v %+v", err, resp)
+		}
+		run(t, "cloneGroupOffset", "-s", "ParCG", "-d", "FlagSilent", "-t", "ParT")
+		run(t, "updateSubGroup", "-c", "DefaultCluster", "-g", "FlagSilent")
+		testutil.WaitFor(t, 10*time.Second, "FlagSilent's client listed", func() bool {
+			out, err := runAdmin(t, append(slices.Clone(n), "consumerConnection", "-g", "FlagSilent")...)
+			return err == nil && strings.Contains(out, "10.0.0.8@silent")
+		})
+		out, err = runAdmin(t, append(slices.Clone(n), "consumerProgress", "-g", "FlagSilent", "-t", "ParT", "-s", "true")...)
+		if err != nil || strings.Count(out, "N/A") != 4 {
+			t.Fatalf("consumerProgress -s with a client that does not answer running info: %v, want N/A per queue:\n%s", err, out)
+		}
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -411,7 +413,10 @@ func (s *adminSession) runningInfo(ctx context.Context, broker, group, clientID 
 // queueOwners maps each queue a client of group holds to that client's
 // IP, the part of its client id before '@', as mqadmin consumerProgress -s
 // builds it from the group's connections and each one's running info. A
-// group with no client online holds no queue.
+// group with no client online holds no queue; a client that does not
+// answer for its running info (an SDK without it, or gone meanwhile)
+// leaves its queues unknown (N/A) rather than failing the progress, as in
+// mqadmin.
 func (s *adminSession) queueOwners(ctx context.Context, group string) (map[client.MessageQueue]string, error) {
 	cc, broker, err := s.consumerConnection(ctx, group, "")
 	var be *client.BrokerError
@@ -425,7 +430,9 @@ func (s *adminSession) queueOwners(ctx context.Context, group string) (map[clien
 	for _, c := range cc.ConnectionSet {
 		ri, err := s.runningInfo(ctx, broker, group, c.ClientID, false)
 		if err != nil {
-			return nil, fmt.Errorf("running info of %s: %w", c.ClientID, err)
+			s.f.logger().Debug("consumerProgress -s: no running info; its queues show N/A",
+				zap.String("client", c.ClientID), zap.Error(err))
+			continue
 		}
 		ip, _, _ := strings.Cut(c.ClientID, "@")
 		for _, e := range ri.MqTable {
