@@ -91,11 +91,10 @@ func (s *LogStore) truncateSuffixLocked(min uint64) error {
 	// Before any byte changes, record the truncation (meta.ZeroTo, the end
 	// of the bytes it zeroes) with the anchor at the cut: min at end. Then
 	// until the record is cleared below, every frame between the anchor and
-	// ZeroTo is one the truncation removes, so recovery can tell its
-	// unfinished zeros from damage (classifyStopLocked) and write them for
-	// real (meta.ZeroTo). The anchor vouches for the slots before min and,
-	// without Sync, for the frames before end: make them durable first, as
-	// a checkpoint does. The first index is the log's: s.meta may hold a
+	// ZeroTo is one the truncation removes, so recovery ends the log at the
+	// cut and writes its unfinished zeros for real (meta.ZeroTo). The
+	// anchor vouches for the slots before min and, without Sync, for the
+	// frames before end: make them durable first, as a checkpoint does. The first index is the log's: s.meta may hold a
 	// further anchor remembered from a failed meta write beside an older
 	// first index (0, "the first frame found from the anchor", after a
 	// reset or on a fresh log), which would drop entries from recovery.

@@ -42,9 +42,8 @@
 //     reset position (resumable, checked before the first index moves);
 //     ReadRange (whole, CRC-checked entries only) and FirstPosition, the
 //     peer's side.
-//   - corrupt.go: telling a torn last batch (or the leftovers of a
-//     truncation in doubt) from a corrupt frame with acknowledged frames
-//     after it (CorruptionError: Open refuses to cut).
+//   - corrupt.go: telling a torn last batch from a corrupt frame with
+//     acknowledged frames after it (CorruptionError: Open refuses to cut).
 //   - scrub.go: damage below the anchor: ScrubSegment (one closed
 //     segment, paced by the caller), VerifySegmentAt, DamageError (also
 //     GetLog's and ReadRange's report of a frame failing its CRC).

@@ -127,15 +127,14 @@ func (s *LogStore) recover(m meta) error {
 	}
 	if m.ZeroTo > end {
 		if err := s.rewriteZerosLocked(end, m.ZeroTo); err != nil {
-			return fmt.Errorf("rewrite zeros of a truncation in [%d, %d): %w", end, m.ZeroTo, err)
+			return fmt.Errorf("rewrite zeros of a cut in [%d, %d): %w", end, m.ZeroTo, err)
 		}
 	}
 	if m.ZeroTo != 0 {
 		// Durable zeros now lie past the end: the record is spent. It must
 		// be cleared before entries are stored over its range, or a later
-		// recovery would take them for the truncation's leftovers
-		// (classifyStopLocked), so a failure refuses the open; the next
-		// open rewrites the zeros again.
+		// recovery would end the log at the anchor and drop them, so a
+		// failure refuses the open; the next open rewrites the zeros again.
 		m.ZeroTo = 0
 		if err := writeMeta(s.fsys, s.dir, m); err != nil {
 			return fmt.Errorf("clear the record of a truncation: %w", err)
