@@ -52,8 +52,10 @@ type RaftGroupMember struct {
 	// Suffrage is Voter, Nonvoter (a learner) or Staging.
 	Suffrage string `json:"suffrage"`
 	// State is Leader, Follower, Candidate, Shutdown; Refused when the
-	// member answered RAFT_STATUS with an error code (NO_PERMISSION under
-	// ACL), Unreachable / Unknown when it did not answer.
+	// member answered RAFT_STATUS with NO_PERMISSION (ACL), Unreachable
+	// when it did not answer or answered another error (a member shutting
+	// down), Unknown when the configuration names it but no answer came
+	// (down, or not registered).
 	State        string `json:"state"`
 	Term         uint64 `json:"term"`
 	LastLogIndex uint64 `json:"lastLogIndex"`
@@ -144,11 +146,7 @@ func (a *Admin) RaftGroups(ctx context.Context, ci *wire.ClusterInfo, cluster, b
 	for _, q := range asks {
 		registered[q.addr] = q.id
 		if q.err != nil {
-			state := "Unreachable"
-			if be := (*BrokerError)(nil); errors.As(q.err, &be) {
-				state = "Refused"
-			}
-			failed[q.g] = append(failed[q.g], RaftGroupMember{RemotingAddr: q.addr, BrokerID: q.id, State: state,
+			failed[q.g] = append(failed[q.g], RaftGroupMember{RemotingAddr: q.addr, BrokerID: q.id, State: failedState(q.err),
 				Error: q.err.Error(), LastContactMillis: -1, Lag: -1})
 			continue
 		}
@@ -158,6 +156,16 @@ func (a *Admin) RaftGroups(ctx context.Context, ci *wire.ClusterInfo, cluster, b
 		g.merge(failed[g], registered)
 	}
 	return out, nil
+}
+
+// failedState is the row state of a member whose RAFT_STATUS failed: an
+// ACL refusal is Refused (the caller lacks rights: the command fails);
+// anything else, a member shutting down included, is Unreachable.
+func failedState(err error) string {
+	if be := (*BrokerError)(nil); errors.As(err, &be) && be.Code == remoting.ResponseNoPermission {
+		return "Refused"
+	}
+	return "Unreachable"
 }
 
 // merge builds the member rows from the answers; the leader's view of

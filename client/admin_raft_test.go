@@ -1,9 +1,12 @@
 package client
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -137,5 +140,24 @@ func TestPlanLeaderBalanceSkipsNonvoters(t *testing.T) {
 	moves = PlanLeaderBalance([]*RaftGroup{a})
 	if len(moves) != 1 || moves[0].Result != "skipped" {
 		t.Fatalf("plan %+v, want the move to the nonvoter preferred leader skipped", moves)
+	}
+}
+
+// TestRaftStatusFailedState: only an ACL refusal makes a member Refused;
+// another error answer (a member shutting down) or no answer is
+// Unreachable.
+func TestRaftStatusFailedState(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&BrokerError{Addr: "a", Code: remoting.ResponseNoPermission, Remark: "no admin"}, "Refused"},
+		{fmt.Errorf("raft status: %w", &BrokerError{Addr: "a", Code: remoting.ResponseNoPermission}), "Refused"},
+		{&BrokerError{Addr: "a", Code: remoting.ResponseSystemError, Remark: "raft status: shutting down"}, "Unreachable"},
+		{errors.New("dial tcp: connection refused"), "Unreachable"},
+	} {
+		if got := failedState(tc.err); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.err, got, tc.want)
+		}
 	}
 }
