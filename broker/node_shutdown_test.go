@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -114,14 +116,19 @@ func (p *shutdownProducers) finish() (time.Duration, []error) {
 
 // TestShutdownLeaderTransfersLeadership: a planned stop (Node.Close, what
 // SIGTERM runs) of the leader while producers send hands leadership to a
-// follower before the node goes away: no send fails, the new leader is
-// the one the hand-off named, the name server routes it, and the term
-// went up by exactly one (the target campaigned at once on the transfer;
-// nobody timed out waiting for a dead leader and no election was split).
+// follower before the node goes away: no send fails, the term after the
+// old leader's was won by the member the hand-off named through the
+// transfer's vote (the target campaigned at once; nobody timed out
+// waiting for a dead leader and no election was split), and the name
+// server routes the leader. Later terms are tolerated: on a starved
+// machine the new leader can miss its lease (no quorum contact within
+// LeaderLeaseTimeout) and step down, and the election that follows is
+// Raft's answer to load, not the hand-off's doing.
 func TestShutdownLeaderTransfersLeadership(t *testing.T) {
 	pc := startRealCluster(t, nil)
 	l := pc.createTopicOnLeader("SDT", 4)
 	oldID, oldTerm := pc.groups[l].SelfID(), pc.groups[l].Raft().CurrentTerm()
+	el := watchElections(pc)
 
 	p := startShutdownProducers(pc, pc.nodes[l].Addr(), "SDT", 4)
 	testutil.WaitFor(t, 10*time.Second, "acks before the shutdown", func() bool { return p.ackCount() >= 100 })
@@ -136,15 +143,25 @@ func TestShutdownLeaderTransfersLeadership(t *testing.T) {
 	if to == "" || to == oldID {
 		t.Fatalf("Close of the leader %s handed off to %q", oldID, to)
 	}
-	nl := pc.leader()
-	if got := pc.groups[nl].SelfID(); got != to {
-		t.Fatalf("leader is %s, the hand-off named %s", got, to)
+	won, votes := el.term(oldTerm + 1)
+	if won != to {
+		t.Fatalf("term %d (after the old leader's %d) was won by %q, the hand-off named %s", oldTerm+1, oldTerm, won, to)
 	}
+	for _, v := range votes {
+		if !v.LeadershipTransfer || string(v.ID) != to {
+			t.Fatalf("term %d had a vote request from %s that was no leadership transfer's (transfer %v)", oldTerm+1, v.ID, v.LeadershipTransfer)
+		}
+	}
+	if len(votes) == 0 {
+		t.Fatalf("no vote request for term %d seen", oldTerm+1)
+	}
+	nl := -1
+	testutil.WaitFor(t, 15*time.Second, "the name server routes the leader as brokerId 0", func() bool {
+		nl = pc.leader()
+		return pc.ns.Routes().ClusterInfo().BrokerAddrTable[pc.cfgs[nl].BrokerName].BrokerAddrs[wire.MasterID] == pc.nodes[nl].Addr()
+	})
 	if term := pc.groups[nl].Raft().CurrentTerm(); term != oldTerm+1 {
-		t.Fatalf("term %d -> %d, want exactly one transfer's election", oldTerm, term)
-	}
-	if routed := pc.ns.Routes().ClusterInfo().BrokerAddrTable[pc.cfgs[nl].BrokerName].BrokerAddrs[wire.MasterID]; routed != pc.nodes[nl].Addr() {
-		t.Fatalf("name server routes %q as brokerId 0, want the new leader %s", routed, pc.nodes[nl].Addr())
+		t.Logf("term %d -> %d: the transfer's leader %s lost leadership to a later election (leader now %s)", oldTerm, term, to, pc.groups[nl].SelfID())
 	}
 	t.Logf("longest gap between two acks across the planned stop: %v (heartbeat timeout %v, election timeout %v)",
 		gap, pc.cfgs[nl].Raft.HeartbeatTimeout, pc.cfgs[nl].Raft.ElectionTimeout)
@@ -260,4 +277,47 @@ func TestShutdownLeaderKeepsCommittedOffsets(t *testing.T) {
 			t.Fatalf("queue %d: the new leader has offset %d (%v), want the acknowledged 1", q, off, ok)
 		}
 	}
+}
+
+// elections records, from every running member of a group, which member
+// won each term and the vote requests sent for it.
+type elections struct {
+	mu    sync.Mutex
+	won   map[uint64]string                    // guarded by mu
+	votes map[uint64][]raft.RequestVoteRequest // guarded by mu
+}
+
+// watchElections starts recording on pc's running members.
+func watchElections(pc *procCluster) *elections {
+	e := &elections{won: map[uint64]string{}, votes: map[uint64][]raft.RequestVoteRequest{}}
+	for _, g := range pc.groups {
+		if g == nil {
+			continue
+		}
+		id := g.SelfID()
+		// The filter runs on Raft's goroutine: on entering Leader, after
+		// the won election's term is set; on a vote request, before Raft
+		// acts on it.
+		g.Raft().RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			switch d := o.Data.(type) {
+			case raft.RaftState:
+				if d == raft.Leader {
+					e.won[o.Raft.CurrentTerm()] = id
+				}
+			case raft.RequestVoteRequest:
+				e.votes[d.Term] = append(e.votes[d.Term], d)
+			}
+			return false
+		}))
+	}
+	return e
+}
+
+// term returns the member that won term and the vote requests seen for it.
+func (e *elections) term(term uint64) (string, []raft.RequestVoteRequest) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.won[term], e.votes[term]
 }
