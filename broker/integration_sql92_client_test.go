@@ -101,7 +101,7 @@ func (r *sqlRecv) check(t *testing.T, n int, send func(body string, a int, tag s
 func startSQLCluster(t *testing.T, topic string) *procCluster {
 	t.Helper()
 	pc := startRealCluster(t, sqlEnabled)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), topic, 1)
+	pc.createTopicOnLeader(topic, 1)
 	return pc
 }
 
@@ -180,7 +180,7 @@ func TestSDKSQL92(t *testing.T) {
 	p := sdkProducer(t, pc.nsAddr)
 	// sendSet creates a one-queue topic and sends the set to it.
 	sendSet := func(topic string) func(body string, a int, tag string) {
-		pc.createTopic(pc.nodes[pc.leader()].Addr(), topic, 1)
+		pc.createTopicOnLeader(topic, 1)
 		send := func(body string, a int, tag string) {
 			m := client.NewMessage(topic, []byte(body)).WithTags(tag).WithProperty("a", strconv.Itoa(a))
 			if _, err := p.SendSync(context.Background(), m); err != nil {
