@@ -18,7 +18,7 @@ import (
 // check-back and stored, not refused and left to be discarded.
 func TestACLSDKTransactionCheckBack(t *testing.T) {
 	pc := startACLCluster(t, officialTxnConfig)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "AclTopic", 2)
+	pc.createTopicOnLeader("AclTopic", 2)
 	l := newSDKTxListener()
 	tp, err := client.NewTransactionProducer(l, client.NameServers(pc.nsAddr), client.WithLogger(testLogger()),
 		client.ProducerGroup("AclTxPG"), client.InstanceName("acltx"+strconv.FormatInt(instanceSeq.Add(1), 10)),

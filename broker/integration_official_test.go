@@ -315,7 +315,7 @@ func TestOfficialOrderly(t *testing.T) {
 func TestOfficialOffsetsSurviveRestart(t *testing.T) {
 	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OR", 4)
+	pc.createTopicOnLeader("OR", 4)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()
 	const n = 40
@@ -382,7 +382,7 @@ func TestOfficialLeaderKill(t *testing.T) {
 		t.Skip("waits for the official client's 30 s route refresh; set RAFTMQ_LONG=1")
 	}
 	pc := startDiskCluster(t, nil)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "LK", 4)
+	pc.createTopicOnLeader("LK", 4)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()
 	var ok, failed atomic.Int64
@@ -416,7 +416,7 @@ func TestOfficialLeaderKill(t *testing.T) {
 func TestOfficialModesAndOffsets(t *testing.T) {
 	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "MO", 4)
+	pc.createTopicOnLeader("MO", 4)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()
 	const n = 40

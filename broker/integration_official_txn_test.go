@@ -177,7 +177,7 @@ func waitProducerEverywhere(t *testing.T, pc *procCluster, group string) {
 func TestOfficialTransactions(t *testing.T) {
 	testutil.SkipOfficialClientUnderRace(t)
 	pc := startRealCluster(t, officialTxnConfig)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTX", 4)
+	pc.createTopicOnLeader("OTX", 4)
 	l := newTxListener()
 	tp := officialTxnProducer(t, pc.nsAddr, "OTXPG", "", l)
 	var want []string
@@ -209,7 +209,7 @@ func TestOfficialTransactions(t *testing.T) {
 func TestOfficialTransactionProducerRestart(t *testing.T) {
 	testutil.SkipOfficialClientUnderRace(t)
 	pc := startRealCluster(t, officialTxnConfig)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTXR", 4)
+	pc.createTopicOnLeader("OTXR", 4)
 	first := newTxListener()
 	first.check = func(string) primitive.LocalTransactionState { return primitive.UnkonwnState }
 	tp := officialTxnProducer(t, pc.nsAddr, "OTXRPG", "", first)
@@ -232,7 +232,7 @@ func TestOfficialTransactionProducerRestart(t *testing.T) {
 func TestOfficialTransactionLeaderKill(t *testing.T) {
 	testutil.SkipOfficialClientUnderRace(t)
 	pc := startRealCluster(t, officialTxnConfig)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTXK", 4)
+	pc.createTopicOnLeader("OTXK", 4)
 	l := newTxListener()
 	var killed atomic.Bool
 	l.onExecute = func(body string) {
@@ -248,7 +248,7 @@ func TestOfficialTransactionLeaderKill(t *testing.T) {
 	// every member, so the new leader can check back at once.
 	instance := "txk" + strconv.FormatInt(instanceSeq.Add(1), 10)
 	tp := officialTxnProducer(t, pc.nsAddr, "OTXKPG", instance, l)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTXK-SIDE", 1)
+	pc.createTopicOnLeader("OTXK-SIDE", 1)
 	officialPushConsumer(t, pc.nsAddr, "OTXKSIDE", "OTXK-SIDE", "*", func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		return consumer.ConsumeSuccess, nil
 	}, consumer.WithInstance(instance))
@@ -273,7 +273,7 @@ func TestOfficialTransactionLeaderKillProducerOnly(t *testing.T) {
 		t.Skip("waits for the official client's 30 s route refresh and heartbeat; set RAFTMQ_LONG=1")
 	}
 	pc := startRealCluster(t, officialTxnConfig)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "OTXP", 4)
+	pc.createTopicOnLeader("OTXP", 4)
 	l := newTxListener()
 	var killed atomic.Bool
 	l.onExecute = func(body string) {

@@ -136,7 +136,7 @@ func sdkConsumeExactly(t *testing.T, pc *procCluster, group, topic string, want 
 // the SDK's transaction producer.
 func TestSDKTransactions(t *testing.T) {
 	pc := startRealCluster(t, officialTxnConfig)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "STX", 4)
+	pc.createTopicOnLeader("STX", 4)
 	l := newSDKTxListener()
 	tp := sdkTxnProducer(t, pc.nsAddr, "STXPG", l)
 	var want []string
@@ -169,7 +169,7 @@ func TestSDKTransactions(t *testing.T) {
 // it on the check-back.
 func TestSDKTransactionProducerRestart(t *testing.T) {
 	pc := startRealCluster(t, officialTxnConfig)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "STXR", 4)
+	pc.createTopicOnLeader("STXR", 4)
 	first := newSDKTxListener()
 	first.check = func(string) client.LocalTransactionState { return client.TransactionUnknown }
 	tp := sdkTxnProducer(t, pc.nsAddr, "STXRPG", first)
@@ -190,7 +190,7 @@ func TestSDKTransactionProducerRestart(t *testing.T) {
 // is consumed exactly once.
 func TestSDKTransactionLeaderKill(t *testing.T) {
 	pc := startRealCluster(t, officialTxnConfig)
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), "STXK", 4)
+	pc.createTopicOnLeader("STXK", 4)
 	l := newSDKTxListener()
 	var killed atomic.Bool
 	l.onExecute = func(body string) {

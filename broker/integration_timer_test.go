@@ -56,7 +56,7 @@ func TestOfficialAndSDKTimerMessages(t *testing.T) {
 	testutil.SkipOfficialClientUnderRace(t)
 	pc := startDiskCluster(t, nil)
 	const topic = "TMR"
-	pc.createTopic(pc.nodes[pc.leader()].Addr(), topic, 2)
+	pc.createTopicOnLeader(topic, 2)
 	ctx := context.Background()
 	op := officialProducer(t, pc.nsAddr)
 	sp := sdkProducer(t, pc.nsAddr)
