@@ -127,15 +127,22 @@ func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f.collect(ch) }
 // autoCreateLimiter is a token bucket over the node's client-triggered
 // topic and group creations.
 type autoCreateLimiter struct {
+	now func() time.Time // the clock; nil is time.Now (tests set their own)
+
 	mu     sync.Mutex
 	tokens float64   // guarded by mu
 	last   time.Time // guarded by mu
 }
 
 // take spends one token at rate perSecond (bursts of perSecond).
-func (l *autoCreateLimiter) take(now time.Time, perSecond int) bool {
+func (l *autoCreateLimiter) take(perSecond int) bool {
+	clock := l.now
+	if clock == nil {
+		clock = time.Now
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := clock() // under mu: concurrent takers see the clock in order
 	burst := float64(perSecond)
 	if l.last.IsZero() {
 		l.tokens = burst
@@ -157,7 +164,7 @@ func (c *Controller) autoCreateRefusal(what string) *remoting.RemotingCommand {
 	l := c.live().LimitsConfig
 	// The rate first: it is cheap, and it bounds the topic-table copies
 	// the count costs.
-	if !c.autoCreate.take(time.Now(), l.AutoCreateTopicMaxPerSecond) {
+	if !c.autoCreate.take(l.AutoCreateTopicMaxPerSecond) {
 		return c.refuse("autoCreateTopicMaxPerSecond", remoting.ResponseSystemBusy,
 			"auto-creation of %s refused: broker %s creates at most %d topics per second (autoCreateTopicMaxPerSecond); retry later or create it with updateTopic",
 			what, c.cfg.BrokerName, l.AutoCreateTopicMaxPerSecond)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,30 +35,41 @@ func TestLimitsAgainstAbuse(t *testing.T) {
 	}
 
 	t.Run("auto-create rate and cap", func(t *testing.T) {
-		created := 0
-		start := time.Now()
-		var last *remoting.RemotingCommand
-		for i := range 30 {
-			last = pc.call(addr, remoting.RequestSendMessage, sendExt("AUTO"+strconv.Itoa(i), 0, ""), []byte("x"))
-			if last.Code == remoting.ResponseSuccess {
-				created++
+		// The bucket's clock stands still while the sends run, however
+		// long they take, and moves only when the test moves it.
+		var clock atomic.Int64
+		clock.Store(time.Now().UnixNano())
+		now := func() time.Time { return time.Unix(0, clock.Load()) }
+		c.autoCreate = autoCreateLimiter{now: now}
+		autoCreate := func(from, to int) (created int, last *remoting.RemotingCommand) {
+			for i := from; i < to; i++ {
+				last = pc.call(addr, remoting.RequestSendMessage, sendExt("AUTO"+strconv.Itoa(i), 0, ""), []byte("x"))
+				if last.Code == remoting.ResponseSuccess {
+					created++
+				}
 			}
+			return created, last
 		}
-		// A burst of 10, and the tokens 10/s refills while sending.
-		if created < 10 || created > 10+int(10*time.Since(start).Seconds())+1 {
-			t.Fatalf("%d topics auto-created in %v, want the burst of 10 (+ what 10/s refills)", created, time.Since(start))
+		created, last := autoCreate(0, 30)
+		if created != 10 {
+			t.Fatalf("%d of 30 topics auto-created at one instant, want the burst of 10", created)
 		}
 		if last.Code != remoting.ResponseSystemBusy || !strings.Contains(last.Remark, "autoCreateTopicMaxPerSecond") {
 			t.Fatalf("refusal: code %d remark %q", last.Code, last.Remark)
 		}
-		if got := refusals("autoCreateTopicMaxPerSecond"); got != float64(30-created) {
-			t.Fatalf("refusals %v, want %d", got, 30-created)
+		if got := refusals("autoCreateTopicMaxPerSecond"); got != 20 {
+			t.Fatalf("refusals %v, want 20", got)
+		}
+		// Half a second refills 5 tokens at 10/s.
+		clock.Add(int64(500 * time.Millisecond))
+		if created, last := autoCreate(30, 36); created != 5 || last.Code != remoting.ResponseSystemBusy {
+			t.Fatalf("%d of 6 topics auto-created half a second later (last: code %d), want 5", created, last.Code)
 		}
 		// The cap: the node holds more topics than autoCreateMaxTopics.
 		cfg := *c.live()
 		cfg.AutoCreateMaxTopics = 1
 		c.liveCfg.Store(&cfg)
-		c.autoCreate = autoCreateLimiter{} // a full bucket again
+		c.autoCreate = autoCreateLimiter{now: now} // a full bucket again
 		resp := pc.call(addr, remoting.RequestSendMessage, sendExt("AUTO-CAPPED", 0, ""), []byte("x"))
 		if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "autoCreateMaxTopics is 1") {
 			t.Fatalf("cap refusal: code %d remark %q", resp.Code, resp.Remark)
