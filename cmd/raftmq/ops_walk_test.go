@@ -1,20 +1,14 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/internal/devcluster"
-	"github.com/raftmq/raftmq/internal/testutil"
-	"github.com/raftmq/raftmq/namesrv"
-	"github.com/raftmq/raftmq/remoting"
 )
 
 // startOpsACLCluster starts a 3-member group with aclEnable (and the
@@ -75,24 +69,7 @@ func TestOpsRaftStatusRefused(t *testing.T) {
 // "check -n and that raftmq namesrv is running there" (it is running); it
 // now says to add --tls.
 func TestOpsPlaintextAgainstTLSHints(t *testing.T) {
-	ca := testutil.NewTestCA(t, "rmq")
-	files := ca.Issue("namesrv")
-	cfg := namesrv.DefaultConfig()
-	cfg.ListenAddr, cfg.ListenPort, cfg.MetricsPort = "127.0.0.1", testutil.FreePort(t), -1
-	cfg.KVConfigPath = t.TempDir() + "/kv.json"
-	cfg.TLS = remoting.TLSConfig{ServerMode: "enforcing", ServerCertPath: files.CertPath, ServerKeyPath: files.KeyPath}
-	ns, err := namesrv.New(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = ns.Shutdown(ctx)
-	})
+	ns, _ := startEnforcingNameServer(t)
 	out, err := runAdmin(t, "clusterList", "-n", ns.Addr().String(), "--timeout", "2s")
 	if err == nil {
 		t.Fatalf("plaintext admin against enforcing succeeded: %s", out)

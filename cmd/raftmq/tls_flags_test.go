@@ -12,10 +12,10 @@ import (
 	"github.com/raftmq/raftmq/remoting"
 )
 
-// TestAdminTLSFlags: admin reaches a name server in enforcing mode with
-// --tls (unverified) and --tls-trust-cert (verified), and fails without
-// TLS or when the certificate does not chain to the given CA.
-func TestAdminTLSFlags(t *testing.T) {
+// startEnforcingNameServer starts a name server in tlsServerMode=enforcing
+// with a certificate of a fresh test CA.
+func startEnforcingNameServer(t *testing.T) (*namesrv.NameServer, *testutil.TestCA) {
+	t.Helper()
 	ca := testutil.NewTestCA(t, "rmq")
 	files := ca.Issue("namesrv")
 	cfg := namesrv.DefaultConfig()
@@ -34,6 +34,14 @@ func TestAdminTLSFlags(t *testing.T) {
 		defer cancel()
 		_ = ns.Shutdown(ctx)
 	})
+	return ns, ca
+}
+
+// TestAdminTLSFlags: admin reaches a name server in enforcing mode with
+// --tls (unverified) and --tls-trust-cert (verified), and fails without
+// TLS or when the certificate does not chain to the given CA.
+func TestAdminTLSFlags(t *testing.T) {
+	ns, ca := startEnforcingNameServer(t)
 	n := []string{"-n", ns.Addr().String(), "--timeout", "2s", "clusterList"}
 	mustAdmin(t, append(n, "--tls")...)
 	mustAdmin(t, append(n, "--tls-trust-cert", ca.CertPath)...)
