@@ -285,7 +285,7 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 	cmd.PersistentFlags().StringVarP(&f.namesrv, "namesrvAddr", "n", "", "name server address(es), host:port[;host:port] (default: the NAMESRV_ADDR environment variable)")
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 5*time.Second, "timeout of each request")
-	aclCredentialFlags(cmd, f)
+	f.acl.register(cmd.PersistentFlags())
 	f.tls.register(cmd.PersistentFlags())
 	for _, e := range adminCommands {
 		cmd.AddCommand(e.cobra(f))

@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
 	"github.com/raftmq/raftmq/remoting"
@@ -255,21 +255,25 @@ func runACLVersions(ctx context.Context, s *adminSession, in flagValues) ([]aclV
 	return out, nil
 }
 
-// aclCredentialFlags adds the admin commands' signing flags: every
-// request is signed when an access key is given (brokers with aclEnable
-// refuse unsigned ones). Environment variables keep the secret out of
-// the process list.
-func aclCredentialFlags(cmd *cobra.Command, f *adminFlags) {
-	cmd.PersistentFlags().StringVar(&f.accessKey, "aclAccessKey", os.Getenv("RAFTMQ_ACCESS_KEY"),
+// aclFlags are the signing flags of admin and bench: every request is
+// signed when an access key is given (brokers with aclEnable refuse
+// unsigned ones). Environment variables keep the secret out of the
+// process list.
+type aclFlags struct {
+	accessKey, secretKey string
+}
+
+func (f *aclFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.accessKey, "aclAccessKey", os.Getenv("RAFTMQ_ACCESS_KEY"),
 		"ACL access key to sign requests with (default $RAFTMQ_ACCESS_KEY)")
-	cmd.PersistentFlags().StringVar(&f.secretKey, "aclSecretKey", os.Getenv("RAFTMQ_SECRET_KEY"),
+	fs.StringVar(&f.secretKey, "aclSecretKey", os.Getenv("RAFTMQ_SECRET_KEY"),
 		"ACL secret key (default $RAFTMQ_SECRET_KEY; prefer the variable: flags show in ps)")
 }
 
 // credentials are the signing keys given — by the flags, the environment
 // or, as mqadmin reads them, $ROCKETMQ_HOME/conf/tools.yml (accessKey,
 // secretKey) — zero when none.
-func (f *adminFlags) credentials() (remoting.Credentials, error) {
+func (f *aclFlags) credentials() (remoting.Credentials, error) {
 	cr := remoting.Credentials{AccessKey: f.accessKey, SecretKey: f.secretKey}
 	if cr.IsZero() {
 		if home := os.Getenv("ROCKETMQ_HOME"); home != "" {
@@ -282,16 +286,26 @@ func (f *adminFlags) credentials() (remoting.Credentials, error) {
 					SecretKey string `yaml:"secretKey"`
 				}
 				if err := yaml.Unmarshal(data, &tools); err != nil {
-					return cr, fmt.Errorf("%w: %s: %v", errAdminUsage, path, err)
+					return cr, fmt.Errorf("%s: %v", path, err)
 				}
 				cr.AccessKey, cr.SecretKey = tools.AccessKey, tools.SecretKey
 			case !errors.Is(err, fs.ErrNotExist):
-				return cr, fmt.Errorf("%w: %v", errAdminUsage, err)
+				return cr, err
 			}
 		}
 	}
 	if (cr.AccessKey == "") != (cr.SecretKey == "") {
-		return cr, fmt.Errorf("%w: --aclAccessKey and --aclSecretKey (or RAFTMQ_ACCESS_KEY and RAFTMQ_SECRET_KEY) go together", errAdminUsage)
+		return cr, errors.New("--aclAccessKey and --aclSecretKey (or RAFTMQ_ACCESS_KEY and RAFTMQ_SECRET_KEY) go together")
+	}
+	return cr, nil
+}
+
+// credentials are the session's signing keys (aclFlags.credentials); a
+// bad pair or tools.yml is a usage error.
+func (f *adminFlags) credentials() (remoting.Credentials, error) {
+	cr, err := f.acl.credentials()
+	if err != nil {
+		return cr, fmt.Errorf("%w: %v", errAdminUsage, err)
 	}
 	return cr, nil
 }

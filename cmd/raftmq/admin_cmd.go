@@ -166,9 +166,8 @@ type adminFlags struct {
 	namesrv string
 	json    bool
 	timeout time.Duration
-	// accessKey and secretKey sign every request (admin_acl.go).
-	accessKey, secretKey string
-	tls                  tlsFlags
+	acl     aclFlags // signs every request (admin_acl.go)
+	tls     tlsFlags
 }
 
 // nameServers splits -n.

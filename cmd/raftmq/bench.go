@@ -43,20 +43,7 @@ type benchFlags struct {
 	autoB    int
 	rate     float64
 	tls      tlsFlags
-	// accessKey and secretKey sign every request (brokers with aclEnable).
-	accessKey, secretKey string
-}
-
-// credentials is the SDK option that signs with --aclAccessKey and
-// --aclSecretKey (nil, which the SDK skips, when unset).
-func (f *benchFlags) credentials() (client.Opt, error) {
-	if (f.accessKey == "") != (f.secretKey == "") {
-		return nil, errors.New("bench: --aclAccessKey and --aclSecretKey (or RAFTMQ_ACCESS_KEY and RAFTMQ_SECRET_KEY) go together")
-	}
-	if f.accessKey == "" {
-		return nil, nil
-	}
-	return client.WithCredentials(f.accessKey, f.secretKey), nil
+	acl      aclFlags // signs every request (brokers with aclEnable)
 }
 
 // benchNamesrvDefault is -n's default: the NAMESRV_ADDR environment
@@ -82,8 +69,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	pf.DurationVar(&f.interval, "interval", time.Second, "report interval")
 	pf.BoolVar(&f.jsonOut, "json", false, "print a machine-readable JSON summary at the end")
 	f.tls.register(pf)
-	pf.StringVar(&f.accessKey, "aclAccessKey", os.Getenv("RAFTMQ_ACCESS_KEY"), "ACL access key to sign requests with (default $RAFTMQ_ACCESS_KEY)")
-	pf.StringVar(&f.secretKey, "aclSecretKey", os.Getenv("RAFTMQ_SECRET_KEY"), "ACL secret key (default $RAFTMQ_SECRET_KEY)")
+	f.acl.register(pf)
 	pf.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of this bench process to this file (the client's share of the CPU)")
 	produce := &cobra.Command{
 		Use:   "produce",
@@ -424,12 +410,13 @@ func progressBar(done, total int64) string {
 }
 
 func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, st *benchStats, log *zap.Logger) error {
-	creds, err := f.credentials()
+	creds, err := f.acl.credentials()
 	if err != nil {
 		return err
 	}
 	p, err := client.NewProducer(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log),
-		client.ProducerGroup("benchmark_producer"), client.AutoBatch(f.autoB, 256<<10, 0), f.tls.clientOpt(), creds)
+		client.ProducerGroup("benchmark_producer"), client.AutoBatch(f.autoB, 256<<10, 0), f.tls.clientOpt(),
+		client.WithCredentials(creds.AccessKey, creds.SecretKey))
 	if err != nil {
 		return err
 	}
@@ -533,12 +520,12 @@ func benchConsume(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 	if f.fromLast {
 		from = client.ConsumeFromLastOffset
 	}
-	creds, err := f.credentials()
+	creds, err := f.acl.credentials()
 	if err != nil {
 		return err
 	}
 	c, err := client.NewPushConsumer(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log),
-		client.ConsumerGroup(f.group), client.ConsumeFrom(from), f.tls.clientOpt(), creds)
+		client.ConsumerGroup(f.group), client.ConsumeFrom(from), f.tls.clientOpt(), client.WithCredentials(creds.AccessKey, creds.SecretKey))
 	if err != nil {
 		return err
 	}

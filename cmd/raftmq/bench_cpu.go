@@ -56,11 +56,12 @@ type brokerCPUProbe struct {
 }
 
 func newBrokerCPUProbe(f *benchFlags, log *zap.Logger) (*brokerCPUProbe, error) {
-	creds, err := f.credentials()
+	creds, err := f.acl.credentials()
 	if err != nil {
 		return nil, err
 	}
-	a, err := client.NewAdmin(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log), f.tls.clientOpt(), creds)
+	a, err := client.NewAdmin(client.NameServers(strings.Split(f.namesrv, ";")...), client.WithLogger(log), f.tls.clientOpt(),
+		client.WithCredentials(creds.AccessKey, creds.SecretKey))
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +71,8 @@ func newBrokerCPUProbe(f *benchFlags, log *zap.Logger) (*brokerCPUProbe, error) 
 		return nil, err
 	}
 	rc := remoting.NewClient(rcfg, log)
-	if f.accessKey != "" {
-		rc.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: f.accessKey, SecretKey: f.secretKey}))
+	if !creds.IsZero() {
+		rc.AddHook(remoting.SigningHook(creds))
 	}
 	return &brokerCPUProbe{a: a, rc: rc}, nil
 }
