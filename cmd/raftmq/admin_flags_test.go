@@ -25,14 +25,7 @@ import (
 func TestAdminMQAdminFlags(t *testing.T) {
 	f := startParity(t)
 	n, leader := f.n, f.leader
-	run := func(t *testing.T, args ...string) string {
-		t.Helper()
-		return mustAdmin(t, append(slices.Clone(n), args...)...)
-	}
-	js := func(t *testing.T, v any, args ...string) {
-		t.Helper()
-		adminJSON(t, v, append(slices.Clone(n), args...)...)
-	}
+	run, js := f.run, f.js
 	rc := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
 	t.Cleanup(func() { _ = rc.Close() })
 	// stored asks addr for a config (GET_TOPIC_CONFIG or

@@ -47,6 +47,19 @@ const parityMsgs = 12
 // startParity builds the fixture. Raft timeouts are longer than the
 // 300 ms default so that leadership stays put under -race on a loaded
 // machine: the tools' statistics are the leader's own counters.
+// run runs an admin command against the fixture's name server and
+// returns its output.
+func (f *parityFixture) run(t *testing.T, args ...string) string {
+	t.Helper()
+	return mustAdmin(t, append(slices.Clone(f.n), args...)...)
+}
+
+// js runs an admin command with --json and decodes its output into v.
+func (f *parityFixture) js(t *testing.T, v any, args ...string) {
+	t.Helper()
+	adminJSON(t, v, append(slices.Clone(f.n), args...)...)
+}
+
 func startParity(t *testing.T) *parityFixture {
 	dc := devcluster.MustStart(t, devcluster.Options{SegmentBytes: 8 << 20, ConsumeQueueEntries: 10_000, InMemory: true,
 		Configure: func(_, _ int, cfg *broker.BrokerConfig) {
@@ -129,14 +142,7 @@ func startParity(t *testing.T) *parityFixture {
 func TestAdminParity(t *testing.T) {
 	f := startParity(t)
 	n, leader := f.n, f.leader
-	run := func(t *testing.T, args ...string) string {
-		t.Helper()
-		return mustAdmin(t, append(slices.Clone(n), args...)...)
-	}
-	js := func(t *testing.T, v any, args ...string) {
-		t.Helper()
-		adminJSON(t, v, append(slices.Clone(n), args...)...)
-	}
+	run, js := f.run, f.js
 
 	cases := []struct {
 		name string
