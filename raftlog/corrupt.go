@@ -23,6 +23,12 @@ import (
 // within one batch of the bad one are a torn batch (pages of an unsynced
 // write reach the disk in any order) and are cut as before.
 //
+// A whole frame whose term is below the entry before it counts as a bad
+// frame too: Raft never stores one after the other, so it is what a power
+// loss brought back of a failed batch whose cut could leave no record.
+// Such frames belong to that one batch, which started at or before the
+// expected index, so the window test above cuts them as a torn tail.
+//
 // A cut in doubt (meta.ZeroTo recorded, not yet cleared: a suffix
 // truncation, or a failed batch) anchors the log at the cut, and recovery
 // ends the log there without scanning: every frame found past it, whole or

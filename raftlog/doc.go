@@ -28,9 +28,9 @@
 //     at once as far as the disk allows, under a meta record, so neither
 //     a process restart nor a power loss brings it back.
 //   - index.go: the index sidecar, the recovery scan from the anchor at
-//     Open (and the rewrite of a recorded truncation's zeros past the
-//     recovered end), Locate, LocateHeader (no data CRC), EndOf,
-//     RecoveryReport.
+//     Open (frames checked, indexes consecutive, terms never decreasing;
+//     and the rewrite of a recorded truncation's zeros past the recovered
+//     end), Locate, LocateHeader (no data CRC), EndOf, RecoveryReport.
 //   - delete.go: DeleteRange's three cases, ResetAt, DeleteSegmentsBefore
 //     (retention; the new first index is persisted before files go),
 //     FirstIndexFrom.

@@ -217,3 +217,118 @@ func TestTruncationRecordInDoubtStopsWrites(t *testing.T) {
 	}
 	raftlogtest.CheckRange(t, s, 1, last, func(i uint64) *raft.Log { return sameSize(i, 1) })
 }
+
+// quarterPage returns an entry of term whose frame is 1 KiB: four to a
+// 4 KiB page, so a batch can end exactly where a page and an older frame
+// begin.
+func quarterPage(i, term uint64) *raft.Log {
+	data := make([]byte, 1024-FrameHeaderSize-FrameTrailerSize)
+	for k := range data {
+		data[k] = byte(i + term + uint64(k))
+	}
+	return &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: data}
+}
+
+func quarterPages(from, to, term uint64) []*raft.Log {
+	var out []*raft.Log
+	for i := from; i <= to; i++ {
+		out = append(out, quarterPage(i, term))
+	}
+	return out
+}
+
+// TestFailedBatchStaleFramesAfterPowerLoss: a batch of term 1 spans two
+// segments; its first segment is synced, the second's sync fails, so the
+// disk holds part of the batch. Then the disk fails everything for a while:
+// the meta record of the cut cannot be written and the sync of its zeros
+// fails, which marks the zeroed pages clean. A process restart sees those
+// zeros and ends the log before the batch, without a record to rewrite
+// them; the leader of term 2 stores shorter entries there, which end on a
+// page and frame boundary of the old batch. A power loss then brings the
+// old batch's frames back right after them, with following indexes. A
+// frame of a lower term than the one before it is not part of the log:
+// Open ends the log at it, whether the scan reaches it from an earlier
+// anchor or starts there (a checkpoint after the new entries).
+func TestFailedBatchStaleFramesAfterPowerLoss(t *testing.T) {
+	for _, checkpoint := range []bool{false, true} {
+		t.Run(map[bool]string{false: "scan", true: "checkpoint"}[checkpoint], func(t *testing.T) {
+			f := storage.NewFaultFS(34)
+			f.SetCleanAfterFailedSync(true)
+			const (
+				none = iota
+				secondSegment
+				allWrites
+			)
+			var mode atomic.Int32
+			const segSize = 64 << 10
+			seg2 := fmt.Sprintf("%020d", segSize)
+			f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+				switch mode.Load() {
+				case secondSegment:
+					if op == storage.OpMsync && strings.Contains(name, seg2) {
+						mode.Store(allWrites) // the disk goes bad
+						return unix.EIO
+					}
+				case allWrites:
+					if (op == storage.OpMsync && strings.Contains(name, segmentDirName)) ||
+						(op == storage.OpWrite && strings.Contains(name, metaFileName)) {
+						return unix.EIO
+					}
+				}
+				return nil
+			})
+			o := testOptions(f)
+			o.SegmentSize = segSize
+			o.CheckpointBytes = 1 << 40
+			s := mustOpen(t, "/log", o)
+			storeAll(t, s, quarterPages(1, 20, 1))
+			mode.Store(secondSegment)
+			// 21..63 fill the first segment, 64..70 go to the second.
+			if err := s.StoreLogs(quarterPages(21, 70, 1)); !errors.Is(err, ErrStoreFailed) {
+				t.Fatalf("StoreLogs with EIO in the second segment: %v", err)
+			}
+			if mode.Load() != allWrites {
+				t.Fatal("the batch did not reach the second segment")
+			}
+			s.Close()
+			mode.Store(none)
+			s = mustOpen(t, "/log", o) // a process restart: same page cache
+			if last, _ := s.LastIndex(); last != 20 {
+				t.Fatalf("last index %d after the restart, want 20", last)
+			}
+			storeAll(t, s, quarterPages(21, 24, 2))
+			if checkpoint {
+				s.Close()
+				s = mustOpen(t, "/log", o)
+			}
+			f = f.Crash(storage.CrashOptions{})
+			s.Close()
+			o.FS = f
+			s = mustOpen(t, "/log", o)
+			want := func(i uint64) *raft.Log {
+				if i <= 20 {
+					return quarterPage(i, 1)
+				}
+				return quarterPage(i, 2)
+			}
+			if last, _ := s.LastIndex(); last != 24 {
+				var l raft.Log
+				_ = s.GetLog(last, &l)
+				t.Fatalf("last index %d (term %d) after the power loss, want 24: frames of the cut batch are served", last, l.Term)
+			}
+			raftlogtest.CheckRange(t, s, 1, 24, want)
+			// The stale frames are cut durably: entries stored over them
+			// survive the next power loss, and nothing follows them.
+			storeAll(t, s, quarterPages(25, 26, 2))
+			f = f.Crash(storage.CrashOptions{})
+			s.Close()
+			o.FS = f
+			s = mustOpen(t, "/log", o)
+			defer s.Close()
+			if last, _ := s.LastIndex(); last != 26 {
+				t.Fatalf("last index %d after the second power loss, want 26", last)
+			}
+			raftlogtest.CheckRange(t, s, 1, 26, want)
+		})
+	}
+}

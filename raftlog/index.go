@@ -48,6 +48,15 @@ func (s *LogStore) recover(m meta) error {
 	if m.FirstIndex > 0 && m.AnchorIndex > 0 {
 		tail0 = m.AnchorIndex - 1
 	}
+	// term is the term of the last entry kept (0 = unknown: a fresh or
+	// just-reset log, or one whose entries before the anchor were all
+	// deleted). A Raft log's terms never decrease, so a whole frame of the
+	// next index but a lower term than the entry before it was never
+	// stored after that entry: it is a failed batch's frame that a power
+	// loss brought back where the cut could leave no record (ADR 0022).
+	// The scan stops there as at a torn frame, and classifyStopLocked
+	// judges it the same way.
+	var term uint64
 	if tail0 > 0 {
 		if err := s.idxQ.TruncateDirty(int64(m.AnchorIndex) * slotSize); err != nil {
 			return err
@@ -63,6 +72,7 @@ func (s *LogStore) recover(m meta) error {
 			if pos+int64(h.Size) != m.AnchorPos {
 				return fmt.Errorf("%w: checkpointed index %d ends at %d, anchor says %d", ErrLogMismatch, tail0, pos+int64(h.Size), m.AnchorPos)
 			}
+			term = h.Term
 			if _, _, err := s.locateLocked(m.FirstIndex); err != nil {
 				return fmt.Errorf("%w: first index %d: %v", ErrLogMismatch, m.FirstIndex, err)
 			}
@@ -104,6 +114,10 @@ func (s *LogStore) recover(m meta) error {
 			stopErr = fmt.Errorf("%w: frame at %d has index %d, expected %d", ErrCorruptFrame, p, h.Index, expect)
 			break
 		}
+		if h.Term < term {
+			stopErr = fmt.Errorf("%w: frame at %d of index %d has term %d, below term %d of the entry before it", ErrCorruptFrame, p, h.Index, h.Term, term)
+			break
+		}
 		if err := s.putSlotLocked(h.Index, p); err != nil {
 			return err
 		}
@@ -111,7 +125,7 @@ func (s *LogStore) recover(m meta) error {
 			firstScanned = h.Index
 		}
 		p += int64(n)
-		end, tail, expect = p, h.Index, h.Index+1
+		end, tail, expect, term = p, h.Index, h.Index+1, h.Term
 		frames++
 	}
 	if stopErr != nil {
@@ -185,8 +199,9 @@ type RecoveryReport struct {
 	End int64
 	// Frames is how many frames were rescanned (0 after a clean Close).
 	Frames int
-	// StopErr is why scanning stopped before zeros (a torn or corrupt frame),
-	// or nil.
+	// StopErr is why scanning stopped before zeros (a torn or corrupt
+	// frame, or one whose index or term cannot follow the entry before
+	// it), or nil.
 	StopErr error
 }
 
