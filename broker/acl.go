@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -246,7 +247,9 @@ func (c *Controller) aclCheck(conn *remoting.Conn, req *remoting.RemotingCommand
 // permission each needs. The resources follow RocketMQ's
 // PlainAccessValidator.parse, plus batch, reply and lite-pull requests
 // and QUERY_CONSUMER_OFFSET, which it does not list but which touch the
-// same resources as their siblings.
+// same resources as their siblings, and the queue locks RocketMQ 5 checks
+// (DefaultAuthorizationContextBuilder). docs/security.md tables the rule
+// of every code against RocketMQ's.
 func aclRequest(remote string, req *remoting.RemotingCommand) (acl.Request, error) {
 	q := acl.Request{Code: req.Code, Admin: aclAdminCodes[req.Code]}
 	if host, _, err := net.SplitHostPort(remote); err == nil {
@@ -321,17 +324,36 @@ func aclRequest(remote string, req *remoting.RemotingCommand) (acl.Request, erro
 	case remoting.RequestUpdateConsumerOffset, remoting.RequestQueryConsumerOffset:
 		group(ext("consumerGroup"), acl.Sub)
 		add(ext("topic"), acl.Sub)
+	case remoting.RequestLockBatchMQ, remoting.RequestUnlockBatchMQ:
+		// RocketMQ 5 (DefaultAuthorizationContextBuilder): SUB on the
+		// body's group and on each queue's topic; a retry topic's queues
+		// are the group's own, covered by the group check.
+		var b wire.LockBatchBody
+		if err := json.Unmarshal(req.Body, &b); err != nil {
+			return q, fmt.Errorf("malformed lock body: %v", err)
+		}
+		group(b.ConsumerGroup, acl.Sub)
+		seen := make(map[string]bool, 1)
+		for _, mq := range b.MQSet {
+			if !seen[mq.Topic] && !strings.HasPrefix(mq.Topic, acl.RetryTopicPrefix) {
+				seen[mq.Topic] = true
+				add(mq.Topic, acl.Sub)
+			}
+		}
 	}
 	return q, nil
 }
 
 // aclAdminCodes need an admin account. RocketMQ 4.9 lists five
-// (Permission.ADMIN_CODE: 17, 25, 200, 207, 215); raftmq adds every other
-// request that changes broker state not owned by the caller or that
-// exposes the broker's configuration or Raft state: the ACL commands
-// themselves (4.9 let any signed account rewrite plain_acl.yml), topic
-// lists and batches, deletes, offset resets, permission wipes, consumer
-// control and Raft leadership.
+// (Permission.ADMIN_CODE: 17, 25, 200, 207, 215), RocketMQ 5's ACL 1.0
+// adds the ACL commands 50-52 (and 513, static topics, which raftmq does
+// not serve), and RocketMQ 5's ACL 2.0 checks the broker-wide statistics
+// and producer listings (315, 317, 204, 328) against the cluster
+// resource, which plain_acl.yml grants only to admin accounts. raftmq adds
+// every other request that changes broker state not owned by the caller
+// or that exposes the broker's configuration or Raft state: topic lists
+// and batches, deletes, offset resets, permission wipes, consumer control
+// and Raft leadership.
 var aclAdminCodes = map[int16]bool{
 	remoting.RequestUpdateAndCreateTopic:                 true,
 	remoting.RequestUpdateAndCreateTopicList:             true,
@@ -341,6 +363,11 @@ var aclAdminCodes = map[int16]bool{
 	remoting.RequestUpdateACLConfig:                      true,
 	remoting.RequestDeleteACLConfig:                      true,
 	remoting.RequestUpdateGlobalWhiteAddrs:               true,
+	remoting.RequestGetBrokerACLInfo:                     true,
+	remoting.RequestViewBrokerStatsData:                  true,
+	remoting.RequestGetBrokerConsumeStats:                true,
+	remoting.RequestGetProducerConnectionList:            true,
+	remoting.RequestGetAllProducerInfo:                   true,
 	remoting.RequestUpdateAndCreateSubscriptionGroup:     true,
 	remoting.RequestUpdateAndCreateSubscriptionGroupList: true,
 	remoting.RequestDeleteSubscriptionGroup:              true,
