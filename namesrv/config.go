@@ -25,6 +25,8 @@ type Config struct {
 	// KVConfigPath is the JSON file holding the KV config table
 	// (KVConfigManager). Written atomically on every change.
 	KVConfigPath string `prop:"kvConfigPath"`
+	// KVLimits bounds the KV table (kvConfigMax* keys).
+	KVLimits
 
 	// ScanNotActiveBrokerInterval is how often the live table is scanned for
 	// brokers whose last heartbeat is older than their expiry.
@@ -111,6 +113,7 @@ func DefaultConfig() Config {
 		Gossip:                               defaultGossip(),
 		Log:                                  logging.DefaultConfig(),
 		KVConfigPath:                         filepath.Join(home, "namesrv", "kvConfig.json"),
+		KVLimits:                             DefaultKVLimits(),
 		ScanNotActiveBrokerInterval:          5 * time.Second,
 		BrokerChannelExpiredTime:             120 * time.Second,
 		ReturnOrderTopicConfigToBroker:       true,
@@ -145,6 +148,7 @@ func (c Config) Validate() error {
 	if c.KVConfigPath == "" {
 		errs = append(errs, fmt.Errorf("%w: kvConfigPath is empty; name a file for the KV config table", ErrInvalidConfig))
 	}
+	errs = append(errs, c.KVLimits.validate())
 	if c.ScanNotActiveBrokerInterval <= 0 {
 		errs = append(errs, fmt.Errorf("%w: scanNotActiveBrokerInterval=%v must be positive", ErrInvalidConfig, c.ScanNotActiveBrokerInterval))
 	}

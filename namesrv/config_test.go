@@ -25,6 +25,10 @@ func TestConfigDefaultsAndValidate(t *testing.T) {
 		"kvConfigPath":                func(c *Config) { c.KVConfigPath = "" },
 		"scanNotActiveBrokerInterval": func(c *Config) { c.ScanNotActiveBrokerInterval = 0 },
 		"brokerChannelExpiredTime":    func(c *Config) { c.BrokerChannelExpiredTime = -1 },
+		"kvConfigMaxEntries":          func(c *Config) { c.KVConfigMaxEntries = 0 },
+		"kvConfigMaxNamespaceLength":  func(c *Config) { c.KVConfigMaxNamespaceLength = -1 },
+		"kvConfigMaxKeyLength":        func(c *Config) { c.KVConfigMaxKeyLength = 0 },
+		"kvConfigMaxValueLength":      func(c *Config) { c.KVConfigMaxValueLength = 0 },
 	} {
 		c := DefaultConfig()
 		mutate(&c)

@@ -14,5 +14,9 @@ var ErrUnregisterQueueFull = errors.New("namesrv: unregister queue full")
 // in-memory table keeps the change, the error names the file.
 var ErrKVPersist = errors.New("namesrv: persisting KV config failed")
 
+// ErrKVLimit is wrapped when a KV config put would exceed KVLimits; the
+// message names the limit's key. Nothing was changed.
+var ErrKVLimit = errors.New("namesrv: KV config limit")
+
 // ErrAlreadyStarted is returned by Start/Run on a server that was started.
 var ErrAlreadyStarted = errors.New("namesrv: already started")

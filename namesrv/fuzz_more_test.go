@@ -23,7 +23,7 @@ func FuzzKVConfigLoad(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m := NewKVConfigManager(path, zap.NewNop())
+		m := NewKVConfigManager(path, KVLimits{}, zap.NewNop())
 		if err := m.Load(); err != nil {
 			return
 		}
@@ -36,7 +36,7 @@ func FuzzKVConfigLoad(f *testing.F) {
 		if err := m.Put("fuzz-ns", "k", "v"); err != nil {
 			t.Fatal(err)
 		}
-		back := NewKVConfigManager(path, zap.NewNop())
+		back := NewKVConfigManager(path, KVLimits{}, zap.NewNop())
 		if err := back.Load(); err != nil {
 			t.Fatalf("persisted table does not load: %v", err)
 		}

@@ -18,25 +18,74 @@ type kvConfigFile struct {
 	ConfigTable map[string]map[string]string `json:"configTable"`
 }
 
+// KVLimits bounds the KV table, which PUT_KV_CONFIG grows and every change
+// rewrites whole to its file. RocketMQ sets no bound; a put beyond one is
+// refused (ErrKVLimit) and changes nothing.
+type KVLimits struct {
+	// KVConfigMaxEntries bounds the keys over all namespaces, and the
+	// namespaces (an emptied namespace stays, as in RocketMQ). An
+	// overwrite of an existing key is taken at the limit.
+	KVConfigMaxEntries int `prop:"kvConfigMaxEntries"`
+	// KVConfigMaxNamespaceLength, KVConfigMaxKeyLength and
+	// KVConfigMaxValueLength bound each string's length in bytes.
+	KVConfigMaxNamespaceLength int `prop:"kvConfigMaxNamespaceLength"`
+	KVConfigMaxKeyLength       int `prop:"kvConfigMaxKeyLength"`
+	KVConfigMaxValueLength     int `prop:"kvConfigMaxValueLength"`
+}
+
+// DefaultKVLimits leaves room for ORDER_TOPIC_CONFIG (a key per ordered
+// topic, a "broker:queues;" pair per broker in its value) on large
+// clusters while keeping the table, and each rewrite of its file, to tens
+// of megabytes at most.
+func DefaultKVLimits() KVLimits {
+	return KVLimits{
+		KVConfigMaxEntries:         10000,
+		KVConfigMaxNamespaceLength: 255,
+		KVConfigMaxKeyLength:       255,
+		KVConfigMaxValueLength:     4096,
+	}
+}
+
+func (l KVLimits) validate() error {
+	var errs []error
+	for _, f := range []struct {
+		key string
+		v   int
+	}{
+		{"kvConfigMaxEntries", l.KVConfigMaxEntries},
+		{"kvConfigMaxNamespaceLength", l.KVConfigMaxNamespaceLength},
+		{"kvConfigMaxKeyLength", l.KVConfigMaxKeyLength},
+		{"kvConfigMaxValueLength", l.KVConfigMaxValueLength},
+	} {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("%w: %s=%d must be positive", ErrInvalidConfig, f.key, f.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // KVConfigManager is the name server's namespace → key → value table
 // (KVConfigManager), persisted to one JSON file after every change. mu guards
 // table and serialises file writes, so the file always matches some state
 // the table was in, in order.
 type KVConfigManager struct {
-	path string
-	log  *zap.Logger
+	path   string
+	limits KVLimits
+	log    *zap.Logger
 
-	mu    sync.RWMutex
-	table map[string]map[string]string
+	mu      sync.RWMutex
+	table   map[string]map[string]string
+	entries int // guarded by mu; the keys over all namespaces
 }
 
-// NewKVConfigManager returns an empty table backed by path; call Load to read
-// an existing file. log may be nil.
-func NewKVConfigManager(path string, log *zap.Logger) *KVConfigManager {
+// NewKVConfigManager returns an empty table backed by path and bounded by
+// limits (a zero field is no bound); call Load to read an existing file.
+// log may be nil.
+func NewKVConfigManager(path string, limits KVLimits, log *zap.Logger) *KVConfigManager {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &KVConfigManager{path: path, log: log, table: make(map[string]map[string]string)}
+	return &KVConfigManager{path: path, limits: limits, log: log, table: make(map[string]map[string]string)}
 }
 
 // Load reads the file; a missing file is an empty table. A file that exists
@@ -59,22 +108,55 @@ func (m *KVConfigManager) Load() error {
 		if kv == nil {
 			kv = make(map[string]string)
 		}
+		m.entries += len(kv) - len(m.table[ns])
 		m.table[ns] = kv
 	}
-	m.log.Info("KV config loaded", zap.String("path", m.path), zap.Int("namespaces", len(m.table)))
+	m.log.Info("KV config loaded", zap.String("path", m.path), zap.Int("namespaces", len(m.table)), zap.Int("keys", m.entries))
+	// A file written under other limits (or by a Java name server) loads
+	// whole; only new keys are refused until it is back under the bound.
+	if max := m.limits.KVConfigMaxEntries; max > 0 && (m.entries > max || len(m.table) > max) {
+		m.log.Warn("KV config holds more than kvConfigMaxEntries: new keys and namespaces are refused until some are deleted",
+			zap.Int("keys", m.entries), zap.Int("namespaces", len(m.table)), zap.Int("kvConfigMaxEntries", max))
+	}
 	return nil
 }
 
-// Put sets namespace/key to value and persists the table. On a persist
-// error the change stays in memory and the error (wrapping ErrKVPersist)
-// names the file.
+// Put sets namespace/key to value and persists the table. A put beyond
+// the limits changes nothing and returns an error wrapping ErrKVLimit that
+// names the limit's key. On a persist error the change stays in memory
+// and the error (wrapping ErrKVPersist) names the file.
 func (m *KVConfigManager) Put(namespace, key, value string) error {
+	l := m.limits
+	for _, f := range []struct {
+		what, s, key string
+		max          int
+	}{
+		{"namespace", namespace, "kvConfigMaxNamespaceLength", l.KVConfigMaxNamespaceLength},
+		{"key", key, "kvConfigMaxKeyLength", l.KVConfigMaxKeyLength},
+		{"value", value, "kvConfigMaxValueLength", l.KVConfigMaxValueLength},
+	} {
+		if f.max > 0 && len(f.s) > f.max {
+			return fmt.Errorf("%w: the %s is %d bytes, over %s=%d", ErrKVLimit, f.what, len(f.s), f.key, f.max)
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	kv := m.table[namespace]
-	if kv == nil {
+	kv, nsFound := m.table[namespace]
+	_, keyFound := kv[key]
+	if max := l.KVConfigMaxEntries; max > 0 && !keyFound {
+		if m.entries >= max {
+			return fmt.Errorf("%w: the table holds %d keys, the most kvConfigMaxEntries=%d allows; delete some (DELETE_KV_CONFIG) or raise the key", ErrKVLimit, m.entries, max)
+		}
+		if !nsFound && len(m.table) >= max {
+			return fmt.Errorf("%w: the table holds %d namespaces, the most kvConfigMaxEntries=%d allows; delete some or raise the key", ErrKVLimit, len(m.table), max)
+		}
+	}
+	if !nsFound {
 		kv = make(map[string]string)
 		m.table[namespace] = kv
+	}
+	if !keyFound {
+		m.entries++
 	}
 	kv[key] = value
 	return m.persistLocked()
@@ -100,6 +182,7 @@ func (m *KVConfigManager) Delete(namespace, key string) error {
 		return nil
 	}
 	delete(kv, key)
+	m.entries--
 	return m.persistLocked()
 }
 

@@ -73,7 +73,7 @@ func New(cfg Config, log *zap.Logger) (*NameServer, error) {
 		log: log,
 		routes: NewRouteInfoManager(cfg.BrokerChannelExpiredTime, log.Named("routes"),
 			WithDeleteTopicWithRegistration(cfg.DeleteTopicWithBrokerRegistration)),
-		kv:           NewKVConfigManager(cfg.KVConfigPath, log.Named("kv")),
+		kv:           NewKVConfigManager(cfg.KVConfigPath, cfg.KVLimits, log.Named("kv")),
 		unregisterCh: make(chan wire.UnregisterBrokerRequestHeader, cfg.UnRegisterBrokerQueueCapacity),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
