@@ -29,11 +29,6 @@ type RaftMemberOptions struct {
 	Force bool
 }
 
-// leaderFollowWait bounds how long a membership call looks for a group's
-// new leader after a not-leader answer that named none (an election, or
-// the leader handing off so that it can be removed).
-const leaderFollowWait = 10 * time.Second
-
 // AddRaftMember adds member id (Raft transport address raftAddr) to broker
 // group brokerName (ADD_RAFT_MEMBER, raftmq's code 30003): the group's
 // leader adds it as a learner, waits until it has caught up and promotes

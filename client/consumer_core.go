@@ -37,6 +37,10 @@ type queueHooks struct {
 	// direct runs the listener on one message for CONSUME_MESSAGE_DIRECTLY
 	// (consumer_direct.go); nil for the lite pull consumer.
 	direct func(ctx context.Context, m *MessageExt, mq MessageQueue) wire.ConsumeMessageDirectlyResult
+	// persist is the persist loop's work when the consumer does not
+	// commit by itself (the lite pull consumer without AutoCommit sends
+	// the offsets Commit could not); nil for none.
+	persist func(ctx context.Context)
 }
 
 // consumerCore is the machinery both consumer types share: remoting
@@ -478,8 +482,11 @@ func (c *consumerCore) sendHeartbeats(ctx context.Context) {
 }
 
 // persistAll commits the offsets of every owned queue (push consumers, or
-// lite pull with auto-commit).
+// lite pull with auto-commit), or runs hooks.persist.
 func (c *consumerCore) persistAll(ctx context.Context) {
+	if !c.autoCommits() && c.hooks.persist != nil {
+		c.hooks.persist(ctx)
+	}
 	if c.autoCommits() {
 		c.mu.Lock()
 		mqs := slices.Collect(maps.Keys(c.pqs))
@@ -562,38 +569,73 @@ func (c *consumerCore) lock(ctx context.Context, brokerName string, mqs []Messag
 // the producer does (route.go), and asks for a route refresh. It reports
 // whether err named a leader worth following, to retry there at once.
 func (c *consumerCore) followLeader(brokerName, addr string, err error) (followed bool) {
-	var be *BrokerError
-	switch {
-	case errors.As(err, &be) && c.followHint(brokerName, addr, be.LeaderAddr):
-		followed = true
-	case errors.As(err, &be) && (be.Code == remoting.ResponseServiceNotAvailable || be.Code == remoting.ResponseNotLeaderForQueue):
-		// No leader, or one that just failed us (the member has not
-		// noticed its death yet): an election is near.
-		c.routes.markDown(brokerName, addr, noLeaderBackoff)
-	case errIsConnFailure(err):
-		c.routes.markDown(brokerName, addr, c.routes.downFor)
-	default:
-		return false
-	}
-	for _, topic := range c.topics() {
-		c.requestRefresh(topic)
-	}
+	followed, _ = c.noteFailure(brokerName, addr, err)
 	return followed
 }
 
+// noteFailure is followLeader that also reports whether the failure is
+// one a leader change explains (see routeManager.noteFailure).
+func (c *consumerCore) noteFailure(brokerName, addr string, err error) (followed, retry bool) {
+	followed, retry = c.routes.noteFailure(brokerName, addr, err)
+	if followed {
+		c.retryUnstarted(brokerName)
+	}
+	if retry {
+		for _, topic := range c.topics() {
+			c.requestRefresh(topic)
+		}
+	}
+	return followed, retry
+}
+
+// commitOffsets sends the offsets the store holds for mqs to their
+// groups, each to its leader, riding out a leader change within ctx
+// (onLeader: UPDATE_CONSUMER_OFFSET is idempotent); a broadcasting
+// consumer's file is written once. It returns the offset that reached
+// its broker per queue, and the other queues' failures joined.
+func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]int64, error) {
+	done := make(map[MessageQueue]int64, len(mqs))
+	rs, ok := c.store.(*RemoteOffsetStore)
+	if !ok {
+		if err := c.store.Persist(ctx, mqs); err != nil {
+			return done, err
+		}
+		for _, mq := range mqs {
+			if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
+				done[mq] = off
+			}
+		}
+		return done, nil
+	}
+	var errs []error
+	for _, mq := range mqs {
+		var sent int64
+		err := onLeader(ctx, c.routes, mq.BrokerName, c.cfg.common.requestTimeout,
+			func(_ context.Context, addr string, err error) bool {
+				_, retry := c.noteFailure(mq.BrokerName, addr, err)
+				return retry
+			},
+			func(ctx context.Context, addr string) (err error) {
+				sent, err = rs.persistAt(ctx, mq, addr)
+				return err
+			})
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case sent >= 0:
+			done[mq] = sent
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
 // followHint learns leader from addr's answer (a not-leader answer, or a
-// follower's pull answer) if it is followable and leader has no running
-// down mark; it reports whether it did. A leader that failed us (a pull
-// that timed out, a refused connection) is not taken back on a follower's
-// word while its mark runs: the follower may not see what we saw (a stalled
-// pull path, a partition between us and it), and every long poll would go
-// back to wait there. A leader that really came back says so itself, with
-// its notice, or the route names it (see store).
+// follower's pull answer) as routeManager.follow does, and reports whether
+// it did.
 func (c *consumerCore) followHint(brokerName, addr, leader string) bool {
-	if !c.routes.followable(brokerName, addr, leader) || c.routes.markedDown(brokerName, leader) {
+	if !c.routes.follow(brokerName, addr, leader) {
 		return false
 	}
-	c.routes.learnLeader(brokerName, addr, leader)
 	c.retryUnstarted(brokerName)
 	return true
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"go.uber.org/zap"
+
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -23,6 +25,11 @@ type LitePullConsumer struct {
 	mu       sync.Mutex
 	state    producerState          // guarded by mu
 	consumed map[MessageQueue]int64 // guarded by mu; next offset after what Poll returned
+	// pending holds the queues whose offset a Commit recorded and no
+	// broker has confirmed yet, with the number of that Commit (commits
+	// counts them): the persist loop sends them until one does.
+	pending map[MessageQueue]uint64 // guarded by mu
+	commits uint64                  // guarded by mu
 }
 
 // pollBatch is one pull's messages waiting for Poll.
@@ -41,9 +48,9 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	if err := refuseTrace(cfg.common, "LitePullConsumer"); err != nil {
 		return nil, err
 	}
-	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}}
+	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}, pending: map[MessageQueue]uint64{}}
 	l.ready = make(chan pollBatch, 64)
-	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver})
+	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver, persist: l.persistPending})
 	return l, nil
 }
 
@@ -212,18 +219,83 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 
 // Commit commits, for every queue this consumer owns, the offset after the
 // last message Poll returned, and waits for the brokers (or the offsets
-// file) to have it.
+// file) to have it. A group electing a new leader is waited out within
+// ctx (at most 10 s when ctx has no deadline): Commit follows the new
+// leader as sends do. When ctx ends first the error says so and the
+// offsets are not lost: like RocketMQ's DefaultLitePullConsumer, which
+// only records a commit in memory, the consumer keeps them and sends
+// them every PersistInterval until a leader takes them, and on Close,
+// whose error reports any it could not send.
 func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	c := l.core
 	owned := c.owned()
 	l.mu.Lock()
+	l.commits++
 	for _, mq := range owned {
 		if off, ok := l.consumed[mq]; ok && off >= 0 {
 			c.store.Update(mq, off, false)
+			l.pending[mq] = l.commits
 		}
 	}
 	l.mu.Unlock()
-	return c.store.Persist(ctx, owned)
+	if err := l.commitPending(ctx, owned); err != nil {
+		return fmt.Errorf("client: commit not confirmed by every broker group (kept, and sent again every PersistInterval and on Close): %w", err)
+	}
+	return nil
+}
+
+// commitPending sends the offsets of mqs and forgets, of the pending
+// ones, those that reached their broker with no Commit since.
+func (l *LitePullConsumer) commitPending(ctx context.Context, mqs []MessageQueue) error {
+	l.mu.Lock()
+	seen := make(map[MessageQueue]uint64, len(mqs))
+	for _, mq := range mqs {
+		if n, ok := l.pending[mq]; ok {
+			seen[mq] = n
+		}
+	}
+	l.mu.Unlock()
+	done, err := l.core.commitOffsets(ctx, mqs)
+	l.mu.Lock()
+	for mq := range done {
+		if n, ok := seen[mq]; ok && l.pending[mq] == n {
+			delete(l.pending, mq)
+		}
+	}
+	l.mu.Unlock()
+	return err
+}
+
+// persistPending is the persist loop's work without AutoCommit: it sends
+// the offsets Commit could not, for the queues still owned (a queue
+// handed over had its offset committed then; its new owner's progress
+// counts from there).
+func (l *LitePullConsumer) persistPending(ctx context.Context) {
+	c := l.core
+	owned := map[MessageQueue]bool{}
+	for _, mq := range c.owned() {
+		owned[mq] = true
+	}
+	var mqs []MessageQueue
+	l.mu.Lock()
+	for mq := range l.pending {
+		if owned[mq] {
+			mqs = append(mqs, mq)
+		} else {
+			delete(l.pending, mq)
+		}
+	}
+	l.mu.Unlock()
+	if len(mqs) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+	defer cancel()
+	if err := l.commitPending(cctx, mqs); err != nil && ctx.Err() == nil {
+		c.warnOnce("persist", "committing offsets failed; retrying at the next persist interval", zap.Error(err))
+	} else {
+		c.clearWarn("persist")
+	}
 }
 
 // Seek makes the next messages of mq, an owned queue, start at offset;

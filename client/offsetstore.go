@@ -250,25 +250,36 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 func (s *RemoteOffsetStore) Persist(ctx context.Context, mqs []MessageQueue) error {
 	var errs []error
 	for _, mq := range mqs {
-		off, ok := s.table.get(mq)
-		if !ok {
-			continue
-		}
 		addr := s.resolve(mq.BrokerName)
 		if addr == "" {
-			errs = append(errs, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName))
+			if _, ok := s.table.get(mq); ok {
+				errs = append(errs, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName))
+			}
 			continue
 		}
-		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
-			ConsumerGroup: s.group, Topic: mq.Topic, QueueID: int32(mq.QueueID), CommitOffset: off, BrokerName: mq.BrokerName}, nil)
-		resp, err := s.rc.InvokeSync(ctx, addr, req)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("client: commit offset of %s: %w", mq, err))
-			continue
-		}
-		if resp.Code != remoting.ResponseSuccess {
-			errs = append(errs, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]})
+		if _, err := s.persistAt(ctx, mq, addr); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// persistAt sends mq's in-memory offset to addr and waits for the answer;
+// it returns the offset sent (-1 when none is recorded, and nothing is
+// sent).
+func (s *RemoteOffsetStore) persistAt(ctx context.Context, mq MessageQueue, addr string) (int64, error) {
+	off, ok := s.table.get(mq)
+	if !ok {
+		return -1, nil
+	}
+	req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
+		ConsumerGroup: s.group, Topic: mq.Topic, QueueID: int32(mq.QueueID), CommitOffset: off, BrokerName: mq.BrokerName}, nil)
+	resp, err := s.rc.InvokeSync(ctx, addr, req)
+	if err != nil {
+		return off, fmt.Errorf("client: commit offset of %s: %w", mq, err)
+	}
+	if resp.Code != remoting.ResponseSuccess {
+		return off, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]}
+	}
+	return off, nil
 }

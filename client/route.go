@@ -168,10 +168,23 @@ func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (
 
 // store caches rd as topic's route and merges its broker groups.
 func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *TopicPublishInfo) {
-	var changed, moved, members []string
 	r.mu.Lock()
 	r.topics[topic] = &topicRoute{data: rd, publish: publish, subscribe: subscribeQueues(topic, rd), fetchedAt: r.now()}
-	for _, bd := range rd.BrokerDatas {
+	r.mergeGroupsAndUnlock(rd.BrokerDatas)
+}
+
+// storeGroups merges broker groups learned elsewhere than from a topic's
+// route (the admin client's cluster table) into the group table.
+func (r *routeManager) storeGroups(bds []wire.BrokerData) {
+	r.mu.Lock()
+	r.mergeGroupsAndUnlock(bds)
+}
+
+// mergeGroupsAndUnlock merges bds into the group table, releases mu
+// (held on entry) and then tells the hooks what changed.
+func (r *routeManager) mergeGroupsAndUnlock(bds []wire.BrokerData) {
+	var changed, moved, members []string
+	for _, bd := range bds {
 		g := r.brokers[bd.BrokerName]
 		if g == nil {
 			g = &brokerGroup{down: map[string]time.Time{}}

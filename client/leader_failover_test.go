@@ -1,0 +1,119 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/devcluster"
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// Calls bound to a group's leader ride out its election: the lite pull
+// consumer's Commit here, the admin client's updates in
+// admin_failover_test.go.
+
+// polledLiteConsumer sends n messages to a new topic of ec and returns a
+// lite pull consumer without AutoCommit that has polled all of them.
+func polledLiteConsumer(t *testing.T, ec *devcluster.Cluster, topic string, n int, opts ...client.ConsumerOpt) (*client.Admin, *client.LitePullConsumer) {
+	t.Helper()
+	ctx := context.Background()
+	admin := startFailoverTopic(t, ec, topic)
+	p, err := client.NewProducer(client.NameServers(ec.NamesrvAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for i := range n {
+		if _, err := p.SendSync(ctx, client.NewMessage(topic, []byte(fmt.Sprint(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts = append([]client.ConsumerOpt{client.NameServers(ec.NamesrvAddr()), client.ConsumerGroup(topic + "-g"),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.AutoCommit(false)}, opts...)
+	lp, err := client.NewLitePullConsumer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.Subscribe(topic, "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lp.Close(context.Background()) })
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for got := 0; got < n; {
+		msgs, err := lp.Poll(pctx)
+		if err != nil {
+			t.Fatalf("poll after %d of %d: %v", got, n, err)
+		}
+		got += len(msgs)
+	}
+	return admin, lp
+}
+
+// waitCommitted waits until the group's committed offsets on topic add up
+// to n, as the group's leader reports them.
+func waitCommitted(t *testing.T, admin *client.Admin, group, topic string, n int64) {
+	t.Helper()
+	var sum int64
+	testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s's committed offsets on %s add up to %d", group, topic, n), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		qs, err := admin.ConsumerProgress(ctx, group, topic)
+		if err != nil {
+			return false
+		}
+		sum = 0
+		for _, q := range qs {
+			sum += q.ConsumerOffset
+		}
+		return sum == n
+	})
+}
+
+// TestLiteCommitRidesOutLeaderKill: Commit right after the leader is
+// killed waits for the new leader within its context and succeeds; the
+// new leader has every offset.
+func TestLiteCommitRidesOutLeaderKill(t *testing.T) {
+	ec := startE2ECluster(t)
+	const n = 20
+	admin, lp := polledLiteConsumer(t, ec, "LCK", n)
+	ec.Kill(0, ec.Leader(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := lp.Commit(ctx); err != nil {
+		t.Fatalf("commit during the election: %v", err)
+	}
+	waitCommitted(t, admin, "LCK-g", "LCK", n)
+}
+
+// TestLiteCommitKeptUntilALeaderTakesIt: a Commit whose context ends while
+// the group has no quorum fails, but the offsets are kept and reach the
+// group once it elects a leader again, with no further Commit.
+func TestLiteCommitKeptUntilALeaderTakesIt(t *testing.T) {
+	ec := startE2ECluster(t)
+	const n = 20
+	admin, lp := polledLiteConsumer(t, ec, "LCQ", n, client.PersistInterval(100*time.Millisecond))
+	l := ec.Leader(0)
+	f := (l + 1) % 3
+	ec.Kill(0, l)
+	ec.Kill(0, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	err := lp.Commit(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("commit without a quorum succeeded")
+	}
+	if err := ec.Restart(0, f); err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, admin, "LCQ-g", "LCQ", n)
+}
