@@ -135,6 +135,19 @@ func (a *Admin) TopicRoute(ctx context.Context, topic string) (*wire.TopicRouteD
 	return a.routes.fetchRoute(ctx, topic)
 }
 
+// clusterNames returns the broker groups of cluster ("" = every cluster)
+// in ci.
+func clusterNames(ci *wire.ClusterInfo, cluster string) ([]string, error) {
+	if cluster == "" {
+		return slices.Sorted(maps.Keys(ci.BrokerAddrTable)), nil
+	}
+	names, ok := ci.ClusterAddrTable[cluster]
+	if !ok {
+		return nil, fmt.Errorf("%w: cluster %q is unknown (clusters: %v)", ErrNoBroker, cluster, slices.Sorted(maps.Keys(ci.ClusterAddrTable)))
+	}
+	return slices.Sorted(slices.Values(names)), nil
+}
+
 // masters returns brokerName → master address of cluster's groups; ""
 // means every cluster.
 func (a *Admin) masters(ctx context.Context, cluster string) (map[string]string, error) {
@@ -142,14 +155,9 @@ func (a *Admin) masters(ctx context.Context, cluster string) (map[string]string,
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	if cluster == "" {
-		names = slices.Collect(maps.Keys(ci.BrokerAddrTable))
-	} else {
-		var ok bool
-		if names, ok = ci.ClusterAddrTable[cluster]; !ok {
-			return nil, fmt.Errorf("%w: cluster %q is unknown (clusters: %v)", ErrNoBroker, cluster, slices.Sorted(maps.Keys(ci.ClusterAddrTable)))
-		}
+	names, err := clusterNames(ci, cluster)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]string{}
 	var missing []string
@@ -164,6 +172,82 @@ func (a *Admin) masters(ctx context.Context, cluster string) (map[string]string,
 		return out, fmt.Errorf("%w: broker groups %v have no master (leader election under way?)", ErrNoBroker, missing)
 	}
 	return out, nil
+}
+
+// clusterGroups returns the broker groups of cluster ("" = every
+// cluster), sorted, and teaches the routes their members (leaderCall).
+func (a *Admin) clusterGroups(ctx context.Context, cluster string) ([]string, error) {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names, err := clusterNames(ci, cluster)
+	if err != nil {
+		return nil, err
+	}
+	a.storeGroups(ci)
+	return names, nil
+}
+
+// storeGroups teaches the routes the members of every group of ci.
+func (a *Admin) storeGroups(ci *wire.ClusterInfo) {
+	bds := make([]wire.BrokerData, 0, len(ci.BrokerAddrTable))
+	for _, bd := range ci.BrokerAddrTable {
+		bds = append(bds, bd)
+	}
+	a.routes.storeGroups(bds)
+}
+
+// routeGroups returns the broker groups of topic's route, sorted, and
+// teaches the routes their members (leaderCall).
+func (a *Admin) routeGroups(ctx context.Context, topic string) ([]string, error) {
+	rd, err := a.TopicRoute(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	a.routes.storeGroups(rd.BrokerDatas)
+	var names []string
+	for _, bd := range rd.BrokerDatas {
+		if len(bd.BrokerAddrs) > 0 {
+			names = append(names, bd.BrokerName)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: topic %q has no broker group in its route", ErrNoBroker, topic)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// leaderCall sends the request newReq builds to the leader of brokerName
+// (a group clusterGroups or routeGroups returned) and returns the success
+// answer and the address that gave it. It rides out a leader change as
+// the producer does (onLeader), asking the name servers for the group's
+// members between tries, within ctx (leaderFollowWait when ctx has no
+// deadline). For idempotent requests only: one whose connection closed is
+// sent again.
+func (a *Admin) leaderCall(ctx context.Context, brokerName string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, string, error) {
+	var resp *remoting.RemotingCommand
+	var at string
+	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout,
+		func(ctx context.Context, addr string, err error) bool {
+			_, retry := a.routes.noteFailure(brokerName, addr, err)
+			if retry {
+				if ci, cerr := a.ClusterInfo(ctx); cerr == nil {
+					a.storeGroups(ci)
+				}
+			}
+			return retry
+		},
+		func(ctx context.Context, addr string) (err error) {
+			resp, err = invokeOK(ctx, a.rc, brokerName, addr, newReq())
+			at = addr
+			return err
+		})
+	if err != nil {
+		return nil, "", err
+	}
+	return resp, at, nil
 }
 
 // routeMasters returns brokerName → master address from topic's route.
@@ -214,22 +298,28 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 	if spec.Perm == 0 {
 		spec.Perm = wire.PermRead | wire.PermWrite
 	}
-	targets := map[string]string{"": brokerAddr}
-	if brokerAddr == "" {
-		var err error
-		if targets, err = a.masters(ctx, cluster); err != nil && len(targets) == 0 {
-			return nil, err
-		}
-	}
 	h := &wire.CreateTopicRequestHeader{Topic: spec.Topic, DefaultTopic: wire.TopicAutoCreate, ReadQueueNums: spec.ReadQueueNums,
 		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", TopicSysFlag: spec.SysFlag, Order: spec.Order}
+	newReq := func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestUpdateAndCreateTopic, h, nil)
+	}
+	if brokerAddr != "" {
+		if _, err := a.brokerCall(ctx, "", brokerAddr, newReq); err != nil {
+			return nil, err
+		}
+		return []string{brokerAddr}, nil
+	}
+	names, err := a.clusterGroups(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	// The request replaces the topic's whole config, so a group that
+	// applied it before its answer was lost takes it again unchanged.
 	var done []string
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		addr := targets[name]
-		if _, err := a.brokerCall(ctx, name, addr, func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestUpdateAndCreateTopic, h, nil)
-		}); err != nil {
+	for _, name := range names {
+		_, addr, err := a.leaderCall(ctx, name, newReq)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -242,13 +332,13 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 // cluster; DELETE_TOPIC_IN_BROKER, 215), then from every name server
 // (DELETE_TOPIC_IN_NAMESRV, 216), as mqadmin deleteTopic.
 func (a *Admin) DeleteTopic(ctx context.Context, topic, cluster string) error {
-	targets, err := a.masters(ctx, cluster)
-	if err != nil && len(targets) == 0 {
+	names, err := a.clusterGroups(ctx, cluster)
+	if err != nil {
 		return err
 	}
 	var errs []error
-	for name, addr := range targets {
-		if _, err := a.brokerCall(ctx, name, addr, func() *remoting.RemotingCommand {
+	for _, name := range names {
+		if _, _, err := a.leaderCall(ctx, name, func() *remoting.RemotingCommand {
 			return remoting.NewRequest(remoting.RequestDeleteTopicInBroker, &wire.TopicRequestHeader{Topic: topic}, nil)
 		}); err != nil {
 			errs = append(errs, err)
@@ -280,13 +370,13 @@ type QueueStat struct {
 // TopicStatus returns the min/max offsets of every queue of topic
 // (GET_TOPIC_STATS_INFO, 202, to each master of its route).
 func (a *Admin) TopicStatus(ctx context.Context, topic string) ([]QueueStat, error) {
-	targets, err := a.routeMasters(ctx, topic)
+	names, err := a.routeGroups(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
 	var out []QueueStat
-	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+	for _, name := range names {
+		resp, _, err := a.leaderCall(ctx, name, func() *remoting.RemotingCommand {
 			return remoting.NewRequest(remoting.RequestGetTopicStatsInfo, &wire.TopicRequestHeader{Topic: topic}, nil)
 		})
 		if err != nil {
@@ -328,13 +418,13 @@ func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) ([]Qu
 	if routeTopic == "" {
 		routeTopic = wire.RetryTopic(group)
 	}
-	targets, err := a.routeMasters(ctx, routeTopic)
+	names, err := a.routeGroups(ctx, routeTopic)
 	if err != nil {
 		return nil, err
 	}
 	var out []QueueProgress
-	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+	for _, name := range names {
+		resp, _, err := a.leaderCall(ctx, name, func() *remoting.RemotingCommand {
 			return remoting.NewRequest(remoting.RequestGetConsumeStats, &wire.ConsumeStatsRequestHeader{ConsumerGroup: group, Topic: topic}, nil)
 		})
 		if err != nil {
@@ -391,7 +481,7 @@ func (a *Admin) ViewMessage(ctx context.Context, offsetMsgID string) (*MessageEx
 // end] (QUERY_MESSAGE, 12, to every master of the route); at most maxNum
 // per broker group. ErrMessageNotFound when none has any.
 func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum int, begin, end time.Time) ([]*MessageExt, error) {
-	targets, err := a.routeMasters(ctx, topic)
+	names, err := a.routeGroups(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +491,7 @@ func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum
 	h := wire.QueryMessageRequestHeader{Topic: topic, Key: key, MaxNum: int32(maxNum),
 		BeginTimestamp: begin.UnixMilli(), EndTimestamp: end.UnixMilli()}
 	// The index is by hash: keep exact matches only.
-	out, err := a.queryIndex(ctx, targets, h, false, func(m *MessageExt) bool { return slices.Contains(m.Keys, key) })
+	out, err := a.queryIndex(ctx, names, h, false, func(m *MessageExt) bool { return slices.Contains(m.Keys, key) })
 	if err != nil {
 		return nil, err
 	}
@@ -411,14 +501,14 @@ func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum
 	return out, nil
 }
 
-// queryIndex sends QUERY_MESSAGE (12) with h to every group of targets
-// (brokerName → leader) and keeps the messages of h.Topic that match; a
-// group that finds nothing is skipped. unique marks a UNIQ_KEY lookup
-// (_UNIQUE_KEY_QUERY, as RocketMQ's client marks it).
-func (a *Admin) queryIndex(ctx context.Context, targets map[string]string, h wire.QueryMessageRequestHeader, unique bool, match func(*MessageExt) bool) ([]*MessageExt, error) {
+// queryIndex sends QUERY_MESSAGE (12) with h to the leader of each of
+// names (groups routeGroups returned) and keeps the messages of h.Topic
+// that match; a group that finds nothing is skipped. unique marks a
+// UNIQ_KEY lookup (_UNIQUE_KEY_QUERY, as RocketMQ's client marks it).
+func (a *Admin) queryIndex(ctx context.Context, names []string, h wire.QueryMessageRequestHeader, unique bool, match func(*MessageExt) bool) ([]*MessageExt, error) {
 	var out []*MessageExt
-	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+	for _, name := range names {
+		resp, _, err := a.leaderCall(ctx, name, func() *remoting.RemotingCommand {
 			hc := h
 			req := remoting.NewRequest(remoting.RequestQueryMessage, &hc, nil)
 			if unique {
@@ -455,18 +545,19 @@ func (a *Admin) queryIndex(ctx context.Context, targets map[string]string, h wir
 // stopped first, or they commit their own offsets over the reset. With
 // force false an offset only moves backwards (to re-consume), as mqadmin.
 func (a *Admin) ResetOffsetByTime(ctx context.Context, group, topic string, ts time.Time, force bool) (map[MessageQueue]int64, error) {
-	targets, err := a.routeMasters(ctx, topic)
+	names, err := a.routeGroups(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
 	out := map[MessageQueue]int64{}
-	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		resp, err := a.brokerCall(ctx, name, targets[name], func() *remoting.RemotingCommand {
+	for _, name := range names {
+		// Resetting to a time is idempotent: a repeat finds the same offsets.
+		resp, _, err := a.leaderCall(ctx, name, func() *remoting.RemotingCommand {
 			return remoting.NewRequest(remoting.RequestInvokeBrokerToResetOffset, &wire.ResetOffsetRequestHeader{Topic: topic, Group: group, Timestamp: ts.UnixMilli(), IsForce: force, QueueID: -1, Offset: -1}, nil)
 		})
 		var be *BrokerError
 		if errors.As(err, &be) && be.Code == remoting.ResponseRequestCodeNotSupported {
-			if err := a.resetOffsetDirect(ctx, name, targets[name], group, topic, ts, force, out); err != nil {
+			if err := a.resetOffsetDirect(ctx, name, be.Addr, group, topic, ts, force, out); err != nil {
 				return out, err
 			}
 			continue
@@ -571,18 +662,21 @@ func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg wire.Subscriptio
 		return fmt.Errorf("%w: subscription group without a name", ErrInvalidOption)
 	}
 	body, _ := json.Marshal(&sg)
-	targets := map[string]string{brokerAddr: brokerAddr}
-	if brokerAddr == "" {
-		var err error
-		if targets, err = a.masters(ctx, cluster); err != nil && len(targets) == 0 {
-			return err
-		}
+	newReq := func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body)
 	}
+	if brokerAddr != "" {
+		_, err := a.brokerCall(ctx, brokerAddr, brokerAddr, newReq)
+		return err
+	}
+	names, err := a.clusterGroups(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	// sg replaces the group's whole config: a repeat changes nothing.
 	var errs []error
-	for name, addr := range targets {
-		if _, err := a.brokerCall(ctx, name, addr, func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body)
-		}); err != nil {
+	for _, name := range names {
+		if _, _, err := a.leaderCall(ctx, name, newReq); err != nil {
 			errs = append(errs, err)
 		}
 	}

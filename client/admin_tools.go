@@ -74,12 +74,12 @@ func (a *Admin) ClusterMasters(ctx context.Context, cluster string) (map[string]
 // (UNIQ_KEY, the MsgID applications log) is id, through the brokers'
 // index (QUERY_MESSAGE on topic#UNIQ_KEY). ErrMessageNotFound when none.
 func (a *Admin) QueryMessageByUniqueKey(ctx context.Context, topic, id string) ([]*MessageExt, error) {
-	targets, err := a.routeMasters(ctx, topic)
+	names, err := a.routeGroups(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
 	h := wire.QueryMessageRequestHeader{Topic: topic, Key: id, MaxNum: 32, EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}
-	out, err := a.queryIndex(ctx, targets, h, true, func(m *MessageExt) bool { return m.MsgID == id })
+	out, err := a.queryIndex(ctx, names, h, true, func(m *MessageExt) bool { return m.MsgID == id })
 	if err != nil {
 		return nil, err
 	}
