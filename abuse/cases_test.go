@@ -168,7 +168,7 @@ func topicFlood(ctx context.Context, e *env) func() string {
 					return
 				}
 				topic := "FLOOD-" + strings.Repeat("x", 100) + "-" + strconv.FormatInt(i, 10)
-				resp, err := e.call(e.leader, remoting.RequestSendMessage, sendExt(topic, 0, ""), []byte("x"))
+				resp, err := e.call(e.leaderAddr(), remoting.RequestSendMessage, sendExt(topic, 0, ""), []byte("x"))
 				switch {
 				case err != nil:
 					other.Add(1)
@@ -224,16 +224,16 @@ func retryQueueBomb(ctx context.Context, e *env) func() string {
 		wait := pace(retryBombRate)
 		for ctx.Err() == nil {
 			wait()
-			resp, err := e.call(e.leader, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body)
+			resp, err := e.call(e.leaderAddr(), remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body)
 			if err != nil || resp.Code != remoting.ResponseInvalidParameter || !strings.Contains(resp.Remark, "1..1024") {
 				failure.Store(fmt.Sprintf("updateSubGroup -q 2147483647: %v %v", resp, err))
 				return
 			}
-			if resp, err = e.call(e.leader, remoting.RequestHeartBeat, nil, hb); err != nil || resp.Code != remoting.ResponseSuccess {
+			if resp, err = e.call(e.leaderAddr(), remoting.RequestHeartBeat, nil, hb); err != nil || resp.Code != remoting.ResponseSuccess {
 				failure.Store(fmt.Sprintf("heartbeat: %v %v", resp, err))
 				return
 			}
-			resp, err = e.call(e.leader, remoting.RequestGetTopicStatsInfo, map[string]string{"topic": wire.RetryGroupTopicPrefix + "evil"}, nil)
+			resp, err = e.call(e.leaderAddr(), remoting.RequestGetTopicStatsInfo, map[string]string{"topic": wire.RetryGroupTopicPrefix + "evil"}, nil)
 			if err != nil {
 				failure.Store(fmt.Sprintf("topicStatus: %v", err))
 				return
@@ -242,7 +242,7 @@ func retryQueueBomb(ctx context.Context, e *env) func() string {
 				failure.Store(fmt.Sprintf("topicStatus lists %d queues", n))
 				return
 			}
-			resp, err = e.call(e.leader, remoting.RequestUpdateAndCreateTopic, map[string]string{"topic": "BOMB",
+			resp, err = e.call(e.leaderAddr(), remoting.RequestUpdateAndCreateTopic, map[string]string{"topic": "BOMB",
 				"readQueueNums": "2147483647", "writeQueueNums": "2147483647", "perm": "6"}, nil)
 			if err != nil || resp.Code != remoting.ResponseInvalidParameter {
 				failure.Store(fmt.Sprintf("updateTopic 2^31 queues: %v %v", resp, err))
@@ -287,7 +287,7 @@ func offsetKeyFlood(ctx context.Context, e *env) func() string {
 				case 2:
 					group += long
 				}
-				resp, err := e.call(e.leader, remoting.RequestUpdateConsumerOffset, map[string]string{"consumerGroup": group,
+				resp, err := e.call(e.leaderAddr(), remoting.RequestUpdateConsumerOffset, map[string]string{"consumerGroup": group,
 					"topic": topic, "queueId": strconv.Itoa(w), "commitOffset": "7"}, nil)
 				if err == nil && resp.Code == remoting.ResponseSuccess {
 					accepted.Add(1)
@@ -384,7 +384,7 @@ func heldPulls(_ context.Context, e *env) func() string {
 		}
 		// One message per queue wakes every held pull.
 		for q := range queues {
-			resp, err := e.call(e.leader, remoting.RequestSendMessage, sendExt("HOLD", q, ""), []byte("wake"))
+			resp, err := e.call(e.leaderAddr(), remoting.RequestSendMessage, sendExt("HOLD", q, ""), []byte("wake"))
 			if err != nil || resp.Code != remoting.ResponseSuccess {
 				e.t.Fatalf("wake-up send: %v %v", resp, err)
 			}
@@ -407,13 +407,13 @@ func neverReads(_ context.Context, e *env) func() string {
 	e.createTopic("BIG", 1)
 	body := make([]byte, size)
 	for range msgs {
-		resp, err := e.call(e.leader, remoting.RequestSendMessage, sendExt("BIG", 0, ""), body)
+		resp, err := e.call(e.leaderAddr(), remoting.RequestSendMessage, sendExt("BIG", 0, ""), body)
 		if err != nil || resp.Code != remoting.ResponseSuccess {
 			e.t.Fatalf("fill BIG: %v %v", resp, err)
 		}
 	}
 	before := e.counter("raftmq_broker_connection_limit_closes_total", `limit="maxWriteQueueBytes"`)
-	nc, err := net.Dial("tcp", e.leader)
+	nc, err := net.Dial("tcp", e.leaderAddr())
 	if err != nil {
 		e.t.Fatal(err)
 	}

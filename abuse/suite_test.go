@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -88,19 +89,21 @@ func pace(perSecond int) func() {
 
 // env is the running cluster and what the suite observed.
 type env struct {
-	t      *testing.T
-	prof   profile
-	pc     *proccluster.Cluster
-	rc     *remoting.Client
-	prod   *client.Producer
-	http   *http.Client
-	leader string // remoting address of the group's leader (the target)
-	// lastAck is the broker that answered the producer's latest send:
-	// each case re-targets it, so a leader change (a loaded host can
-	// miss a Raft lease) does not carry into the next case.
+	t    *testing.T
+	prof profile
+	pc   *proccluster.Cluster
+	rc   *remoting.Client
+	prod *client.Producer
+	http *http.Client
+	// lastAck is the broker that answered the producer's latest send.
 	lastAck string
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// leader is the remoting address of the group's leader, the target.
+	// Each case targets the member that leads when it starts and follows
+	// a not-leader answer (call), so a leader change (a loaded host can
+	// miss a Raft lease) neither carries into the next case nor fails one.
+	leader  string       // guarded by mu
 	acks    []ack        // guarded by mu
 	results []caseResult // guarded by mu
 }
@@ -194,7 +197,7 @@ func startEnv(t *testing.T) *env {
 		if err != nil {
 			return false
 		}
-		e.leader = res.Addr
+		e.setLeader(res.Addr)
 		return true
 	})
 	// Warm the path (connections, JIT-free Go, page cache) before any baseline.
@@ -202,8 +205,22 @@ func startEnv(t *testing.T) *env {
 	return e
 }
 
-// leaderNode is the process behind e.leader.
-func (e *env) leaderNode() *proccluster.Node { return e.pc.NodeByAddr(e.leader) }
+// leaderAddr is the remoting address of the leader the case targets.
+func (e *env) leaderAddr() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader
+}
+
+// setLeader makes addr the leader the case targets.
+func (e *env) setLeader(addr string) {
+	e.mu.Lock()
+	e.leader = addr
+	e.mu.Unlock()
+}
+
+// leaderNode is the process behind the leader the case targets.
+func (e *env) leaderNode() *proccluster.Node { return e.pc.NodeByAddr(e.leaderAddr()) }
 
 // metric reads one sample of the leader's /metrics (first series of
 // name whose labels contain label).
@@ -326,8 +343,8 @@ func (e *env) probe(n int, minDur time.Duration) (p99 time.Duration, fails int) 
 		e.mu.Lock()
 		e.acks = append(e.acks, ack{addr: res.Addr, offsetMsgID: res.OffsetMsgID, topic: "GOOD", body: body})
 		e.mu.Unlock()
-		if res.Addr != e.leader && res.Addr != e.lastAck {
-			e.t.Logf("leader moved from %s to %s", e.leader, res.Addr)
+		if res.Addr != e.leaderAddr() && res.Addr != e.lastAck {
+			e.t.Logf("leader moved from %s to %s", e.leaderAddr(), res.Addr)
 		}
 		e.lastAck = res.Addr
 	}
@@ -359,7 +376,13 @@ func (e *env) run(a attack) {
 		e.t = t // the case's helpers fail the case, not the suite
 		defer func() { e.t = parent }()
 		base, _ := e.probe(e.prof.probeSends, 0)
-		e.leader = e.lastAck
+		lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		l := e.currentLeader(lctx)
+		if l == "" {
+			l = e.lastAck
+		}
+		e.setLeader(l)
+		lcancel()
 		heapBase, liveBase := e.heap(), e.live()
 		ctx, cancel := context.WithCancel(context.Background())
 		detail := a.start(ctx, e)
@@ -443,10 +466,61 @@ func (e *env) view(addr, offsetMsgID string) (*wire.Message, error) {
 }
 
 // call sends one request with extFields ext and waits for the answer.
+// Sent to the leader the case targets, a not-leader answer (leadership
+// moved mid-case) is followed to the current leader, which the case
+// targets from then on.
 func (e *env) call(addr string, code int16, ext map[string]string, body []byte) (*remoting.RemotingCommand, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return e.rc.InvokeSync(ctx, addr, request(code, ext, body))
+	for {
+		resp, err := e.rc.InvokeSync(ctx, addr, request(code, ext, body))
+		if err != nil || addr != e.leaderAddr() || !notLeader(resp) {
+			return resp, err
+		}
+		next := resp.ExtFields[wire.ExtLeaderAddr]
+		if next == "" || next == addr {
+			if next = e.currentLeader(ctx); next == "" {
+				return resp, err
+			}
+		}
+		e.t.Logf("leader moved from %s to %s", addr, next)
+		e.setLeader(next)
+		addr = next
+	}
+}
+
+// notLeader reports whether resp is a raftmq member's not-leader answer.
+func notLeader(resp *remoting.RemotingCommand) bool {
+	switch resp.Code {
+	case remoting.ResponseNotLeaderForQueue, remoting.ResponseServiceNotAvailable:
+		return resp.ExtFields[wire.ExtLeaderAddr] != "" || strings.Contains(resp.Remark, "not leader")
+	}
+	return false
+}
+
+// currentLeader asks every member for its Raft status until one leads and
+// serves (past its barrier), and returns its address; "" when ctx ends
+// first.
+func (e *env) currentLeader(ctx context.Context) string {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for _, n := range e.pc.Nodes {
+			resp, err := e.rc.InvokeSync(ctx, n.Addr(), request(remoting.RequestRaftStatus, nil, nil))
+			if err != nil || resp.Code != remoting.ResponseSuccess {
+				continue
+			}
+			var st wire.RaftStatus
+			if json.Unmarshal(resp.Body, &st) == nil && st.Serving {
+				return n.Addr()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-t.C:
+		}
+	}
 }
 
 // request builds a request with extFields ext.
@@ -482,9 +556,9 @@ func readFrame(r io.Reader) (*remoting.RemotingCommand, error) {
 
 // dial opens a raw connection to the leader.
 func (e *env) dial() net.Conn {
-	nc, err := net.DialTimeout("tcp", e.leader, 5*time.Second)
+	nc, err := net.DialTimeout("tcp", e.leaderAddr(), 5*time.Second)
 	if err != nil {
-		e.t.Fatalf("dial %s: %v", e.leader, err)
+		e.t.Fatalf("dial %s: %v", e.leaderAddr(), err)
 	}
 	return nc
 }
@@ -493,7 +567,7 @@ func (e *env) dial() net.Conn {
 // is not an auto-creation and is not rate-limited).
 func (e *env) createTopic(topic string, queues int) {
 	q := strconv.Itoa(queues)
-	resp, err := e.call(e.leader, remoting.RequestUpdateAndCreateTopic, map[string]string{"topic": topic,
+	resp, err := e.call(e.leaderAddr(), remoting.RequestUpdateAndCreateTopic, map[string]string{"topic": topic,
 		"readQueueNums": q, "writeQueueNums": q, "perm": "6", "topicFilterType": "SINGLE_TAG"}, nil)
 	if err != nil || resp.Code != remoting.ResponseSuccess {
 		e.t.Fatalf("create topic %s: %v %v", topic, resp, err)

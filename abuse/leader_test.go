@@ -1,0 +1,34 @@
+package abuse
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestCaseHelpersFollowLeaderChange: leadership moves after a case found
+// its target (a loaded host can miss a Raft lease mid-case); the case's
+// requests reach the new leader and the case targets it from then on.
+func TestCaseHelpersFollowLeaderChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of processes")
+	}
+	e := startEnv(t)
+	old := e.leaderAddr()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := e.rc.InvokeSync(ctx, old, remoting.NewRequest(remoting.RequestLeadershipTransfer, &wire.LeadershipTransferRequestHeader{}, nil))
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("leadership transfer: %v %v", resp, err)
+	}
+	e.createTopic("MOVED", 1)
+	if e.leaderAddr() == old {
+		t.Fatalf("the case still targets %s after leadership moved", old)
+	}
+	if resp, err := e.call(e.leaderAddr(), remoting.RequestSendMessage, sendExt("MOVED", 0, ""), []byte("x")); err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("send to the new leader: %v %v", resp, err)
+	}
+}
