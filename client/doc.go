@@ -29,6 +29,25 @@
 // returns ErrClosed; a second Close is a no-op. Admin runs no goroutines:
 // NewAdmin returns it ready, and Close(ctx) closes its connections.
 //
+// # Leader elections
+//
+// Calls bound to a broker group's leader ride out a change of leader
+// within their ctx (10 s when ctx has no deadline), as sends do: a
+// not-leader answer naming the leader is followed at once; a member that
+// names none or whose connection failed is avoided for a while and the
+// group's next member asked, with a growing pause once all were tried
+// (leader.go). This covers LitePullConsumer.Commit and Admin's CreateTopic,
+// DeleteTopic, UpdateSubscriptionGroup, ResetOffsetByTime, TopicStatus,
+// ConsumerProgress and message queries, every one of them idempotent: a
+// repeat after a lost answer changes nothing. A Commit whose ctx ends
+// before a leader takes its offsets returns an error, yet keeps them: the
+// consumer sends them every PersistInterval until a leader does, and on
+// Close, whose error reports any it could not send (RocketMQ's lite pull
+// consumer records a commit in memory and persists it on a timer). Calls
+// given an address (BrokerRequest, BrokerConfig, CreateTopic with a
+// broker address) follow a not-leader hint but do not wait out an
+// election.
+//
 // # Files
 //
 //   - options.go: the options every client takes and the producer's;
@@ -43,7 +62,9 @@
 //     header read without reflection. Headers and bodies themselves are
 //     package wire's.
 //   - route.go, publishinfo.go: name-server lookups, the per-topic route
-//     cache with its refresh, the learned leader of each group.
+//     cache with its refresh, the learned leader of each group; leader.go:
+//     what a failed call teaches about a group's leader, and onLeader, the
+//     retry loop of calls bound to it.
 //   - fault.go: latency fault tolerance (RocketMQ's sendLatencyFaultEnable).
 //   - producer.go, producer_send.go: the Producer; the attempt loop with
 //     retries, leader following (a not-leader answer's hint, distrusted for

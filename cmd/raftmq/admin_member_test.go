@@ -28,12 +28,9 @@ import (
 func TestAdminReplaceMember(t *testing.T) {
 	c := startAdminCluster(t)
 	n := []string{"-n", c.nsAddr}
-	// A loaded box can elect while the group starts; the create is
-	// idempotent and is retried until a leader takes it.
-	testutil.WaitFor(t, 20*time.Second, "MemT created", func() bool {
-		_, err := runAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "MemT", "-r", "2", "-w", "2")...)
-		return err == nil
-	})
+	if out, err := runAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "MemT", "-r", "2", "-w", "2")...); err != nil {
+		t.Fatalf("updateTopic: %v\n%s", err, out)
+	}
 	testutil.WaitFor(t, 10*time.Second, "MemT routed", func() bool {
 		_, err := runAdmin(t, append(n, "topicRoute", "-t", "MemT")...)
 		return err == nil
