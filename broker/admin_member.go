@@ -93,12 +93,7 @@ func (p *memberAdminProcessor) answer(what string, res *MemberChange, err error)
 		r.Body, _ = json.Marshal(res)
 		return r
 	case errors.Is(err, ErrNotLeader):
-		leader := p.rep.LeaderAddr()
-		r := response(remoting.ResponseServiceNotAvailable, "%s: not leader; leader is %s (%v)", what, leaderOrUnknown(leader), err)
-		if leader != "" {
-			r.ExtFields = map[string]string{wire.ExtLeaderAddr: leader}
-		}
-		return r
+		return notLeaderResponse(p.rep.LeaderAddr(), what+": ")
 	case errors.Is(err, ErrMembershipConflict), errors.Is(err, ErrQuorumAtRisk):
 		return response(remoting.ResponseInvalidParameter, "%s: %v", what, err)
 	}

@@ -239,15 +239,8 @@ func (p *raftAdminProcessor) transfer(ctx context.Context, _ *remoting.Conn, req
 	return r, nil
 }
 
-// notLeader mirrors Controller.notLeader (SERVICE_NOT_AVAILABLE with
-// extField leaderAddr) without needing a Controller.
 func (p *raftAdminProcessor) notLeader() *remoting.RemotingCommand {
-	leader := p.rep.LeaderAddr()
-	r := response(remoting.ResponseServiceNotAvailable, "not leader; leader is %s", leaderOrUnknown(leader))
-	if leader != "" {
-		r.ExtFields = map[string]string{wire.ExtLeaderAddr: leader}
-	}
-	return r
+	return notLeaderResponse(p.rep.LeaderAddr(), "")
 }
 
 func targetName(id string) string {

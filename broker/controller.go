@@ -417,19 +417,18 @@ func (c *Controller) writeError(what string, err error) *remoting.RemotingComman
 
 // notLeader is the not-leader answer of broker-plan decision 5.
 func (c *Controller) notLeader() *remoting.RemotingCommand {
-	leader := c.rep.LeaderAddr()
-	r := response(remoting.ResponseServiceNotAvailable, "not leader; leader is %s", leaderOrUnknown(leader))
+	return notLeaderResponse(c.rep.LeaderAddr(), "")
+}
+
+// notLeaderResponse is every not-leader answer: SERVICE_NOT_AVAILABLE, the
+// remark clients recognise (wire.NotLeaderRemark) after prefix, and the
+// leader's address in wire.ExtLeaderAddr when one is known.
+func notLeaderResponse(leader, prefix string) *remoting.RemotingCommand {
+	r := response(remoting.ResponseServiceNotAvailable, "%s%s", prefix, wire.NotLeaderRemark(leader))
 	if leader != "" {
 		r.ExtFields = map[string]string{wire.ExtLeaderAddr: leader}
 	}
 	return r
-}
-
-func leaderOrUnknown(a string) string {
-	if a == "" {
-		return "unknown (election in progress)"
-	}
-	return a
 }
 
 // debugHook logs every request except pulls and heartbeats with its

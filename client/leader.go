@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // leaderFollowWait bounds how long a call bound to a group's leader waits
@@ -118,5 +118,5 @@ func electionAnswer(err error) bool {
 	if !errors.As(err, &be) || be.Code != remoting.ResponseServiceNotAvailable {
 		return true
 	}
-	return be.LeaderAddr != "" || strings.Contains(be.Remark, "not leader")
+	return be.LeaderAddr != "" || wire.IsNotLeaderRemark(be.Remark)
 }
