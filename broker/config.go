@@ -308,7 +308,7 @@ func (c *BrokerConfig) FollowerBrokerID() int64 {
 	return 1
 }
 
-// DelayLevels parses MessageDelayLevel ("1s 5s 1m 2h" → durations).
+// DelayLevels parses MessageDelayLevel ("0s 5s 1m 2h" → durations).
 func (c *BrokerConfig) DelayLevels() ([]time.Duration, error) {
 	return parseDelayLevels(c.MessageDelayLevel)
 }
@@ -320,17 +320,19 @@ func parseDelayLevels(s string) ([]time.Duration, error) {
 	}{{"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}}
 	var out []time.Duration
 	for _, f := range strings.Fields(s) {
-		var d time.Duration
+		d := time.Duration(-1)
 		for _, u := range units { // "ms" before "s": raftmq's extension for short test delays
 			if num, ok := strings.CutSuffix(f, u.suffix); ok {
-				// A level past the longest Duration would wrap into another delay.
+				// A level past the longest Duration would wrap into another
+				// delay. 0 is a level, as in RocketMQ: its messages still pass
+				// through the schedule topic and are due at once.
 				if n, err := strconv.ParseInt(num, 10, 64); err == nil && n >= 0 && n <= math.MaxInt64/int64(u.unit) {
 					d = time.Duration(n) * u.unit
 				}
 				break
 			}
 		}
-		if d <= 0 {
+		if d < 0 {
 			return nil, fmt.Errorf("%w: messageDelayLevel: bad level %q (want e.g. 5s, 1m, 2h, 1d or 200ms)", ErrInvalidBrokerConfig, f)
 		}
 		out = append(out, d)

@@ -34,11 +34,11 @@ func TestDeployConfsLoad(t *testing.T) {
 }
 
 func TestDelayLevels(t *testing.T) {
-	got, err := parseDelayLevels("1s 5s 1m 2h 1d 250ms")
+	got, err := parseDelayLevels("1s 5s 1m 2h 1d 250ms 0s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []time.Duration{time.Second, 5 * time.Second, time.Minute, 2 * time.Hour, 24 * time.Hour, 250 * time.Millisecond}
+	want := []time.Duration{time.Second, 5 * time.Second, time.Minute, 2 * time.Hour, 24 * time.Hour, 250 * time.Millisecond, 0}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("level %d = %v, want %v", i+1, got[i], want[i])
