@@ -430,24 +430,49 @@ func parseMQAdminTime(short, s string) (time.Time, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return time.UnixMilli(ms), nil
 	}
-	// Go layouts read fractional seconds only after '.' or ',', so the
-	// milliseconds after the last ':' are read apart and added.
-	if date, msText, ok := cutLast(s, ":"); ok && len(msText) >= 1 && len(msText) <= 3 {
-		t, err := time.ParseInLocation("2006-01-02#15:04:05", date, time.Local)
-		ms, err2 := strconv.ParseUint(msText, 10, 16)
-		if err == nil && err2 == nil {
-			return t.Add(time.Duration(ms) * time.Millisecond), nil
-		}
+	if t, ok := parseMQAdminDate(s); ok {
+		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("%w: -%s %q: want now, ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS", errAdminUsage, short, s)
 }
 
-// cutLast is strings.Cut at the last sep.
-func cutLast(s, sep string) (before, after string, found bool) {
-	if i := strings.LastIndex(s, sep); i >= 0 {
-		return s[:i], s[i+len(sep):], true
+// parseMQAdminDate reads yyyy-MM-dd#HH:mm:ss:SSS in local time as
+// mqadmin's lenient SimpleDateFormat does (UtilAll.parseDate): a field is
+// one or more digits, SSS counts milliseconds ("6" is 6 ms), and a field
+// past its range carries into the next larger one (month 13 is January of
+// the next year), as time.Date normalizes. Java would also take a sign and
+// ignore text after the milliseconds; both are refused here rather than
+// guessed at.
+func parseMQAdminDate(s string) (time.Time, bool) {
+	const seps = "--#:::" // after year, month, day, hour, minute, second
+	var f [len(seps) + 1]int
+	for i := range f {
+		n := 0
+		for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+			n++
+		}
+		if n == 0 || n > 9 { // 9 digits fit Java's int fields and keep time.Date in range
+			return time.Time{}, false
+		}
+		f[i], _ = strconv.Atoi(s[:n])
+		s = s[n:]
+		if i < len(seps) {
+			if s == "" || s[0] != seps[i] {
+				return time.Time{}, false
+			}
+			s = s[1:]
+		}
 	}
-	return s, "", false
+	if s != "" {
+		return time.Time{}, false
+	}
+	t := time.Date(f[0], time.Month(f[1]), f[2], f[3], f[4], f[5], f[6]*int(time.Millisecond), time.Local)
+	// Message times start at the epoch (and year 1 would read as the zero
+	// time, a flag not given); far later years overflow epoch milliseconds.
+	if t.UnixMilli() < 0 || t.Year() > 9999 {
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // flagValues are a command's parsed flags by long name. The accessors

@@ -216,3 +216,31 @@ func TestAdminMQAdminFlags(t *testing.T) {
 		}
 	})
 }
+
+// TestParseMQAdminTimeLenient: mqadmin reads its times with a lenient
+// SimpleDateFormat (UtilAll.parseDate), so fields of one digit (or more
+// than the pattern's count) are taken, SSS counts milliseconds ("6" is
+// 6 ms), and a field past its range carries into the next larger one.
+// A missing field, a sign, text after the milliseconds, a time before the
+// epoch or after year 9999 is refused.
+func TestParseMQAdminTimeLenient(t *testing.T) {
+	for s, want := range map[string]time.Time{
+		"2024-1-5#3:4:5:6":         time.Date(2024, 1, 5, 3, 4, 5, 6e6, time.Local),
+		"2024-01-05#03:04:05:006":  time.Date(2024, 1, 5, 3, 4, 5, 6e6, time.Local),
+		"2024-001-05#3:04:5:60":    time.Date(2024, 1, 5, 3, 4, 5, 60e6, time.Local),
+		"2024-13-32#24:60:60:1500": time.Date(2025, 2, 2, 1, 1, 1, 500e6, time.Local),
+		"2024-02-30#00:00:00:000":  time.Date(2024, 3, 1, 0, 0, 0, 0, time.Local),
+		"2024-12-31#23:59:59:0999": time.Date(2024, 12, 31, 23, 59, 59, 999e6, time.Local),
+	} {
+		got, err := parseMQAdminTime("s", s)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("%q read as %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"2024-1-5#3:4:5", "2024-1-5#3:4:5:", "2024--1-5#3:4:5:6", "2024-1-5#3:4:5:+6",
+		"2024-1-5 3:4:5:6", "2024-1-5#3:4:5:6Z", "2024-1-5#3:4:5:6 ", "-1-5#3:4:5:6", "2024-1-5#3:4:5:1234567890", "1-1-1#0:0:0:0", "10000-1-1#0:0:0:0"} {
+		if got, err := parseMQAdminTime("s", s); !errors.Is(err, errAdminUsage) {
+			t.Errorf("%q read as %v, %v; want a usage error", s, got, err)
+		}
+	}
+}

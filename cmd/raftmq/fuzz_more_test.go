@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzParseMQAdminTime: a time flag written as mqadmin writes it
-// (yyyy-MM-dd#HH:mm:ss:SSS, local time, UtilAll.YYYY_MM_DD_HH_MM_SS_SSS)
+// (yyyy-MM-dd#HH:mm:ss:SSS, local time, UtilAll.YYYY_MM_DD_HH_MM_SS_SSS),
+// or with its fields unpadded as Java's lenient parser also takes them,
 // reads back to the same instant, milliseconds included; "now" and epoch
 // milliseconds read as such; anything else is a usage error.
 func FuzzParseMQAdminTime(f *testing.F) {
@@ -20,6 +21,8 @@ func FuzzParseMQAdminTime(f *testing.F) {
 	f.Add(int64(-1), "2024-01-02#03:04:05")
 	f.Add(int64(1), "2024-01-02#03:04:05:1234")
 	f.Add(int64(1), "x")
+	f.Add(int64(1), "2024-1-5#3:4:5:6")
+	f.Add(int64(1), "2024-13-32#24:60:60:1500")
 	f.Fuzz(func(t *testing.T, ms int64, s string) {
 		if ms >= 0 && ms < 253402300800000 { // years 1970..9999
 			want := time.UnixMilli(ms)
@@ -27,6 +30,10 @@ func FuzzParseMQAdminTime(f *testing.F) {
 			got, err := parseMQAdminTime("s", text)
 			if err != nil || !got.Equal(want) {
 				t.Fatalf("%q read as %v, %v; want %v", text, got, err, want)
+			}
+			unpadded := fmt.Sprintf("%d-%d-%d#%d:%d:%d:%d", want.Year(), want.Month(), want.Day(), want.Hour(), want.Minute(), want.Second(), want.Nanosecond()/1e6)
+			if got, err := parseMQAdminTime("s", unpadded); err != nil || !got.Equal(want) {
+				t.Fatalf("%q read as %v, %v; want %v", unpadded, got, err, want)
 			}
 			if got, err := parseMQAdminTime("s", strconv.FormatInt(ms, 10)); err != nil || !got.Equal(want) {
 				t.Fatalf("%d ms read as %v, %v", ms, got, err)
