@@ -205,7 +205,7 @@ var adminCommands = []adminEntry{
 			str("body", "p", "message body").req(),
 			str("keys", "k", "message keys (space separated)"),
 			str("tags", "c", "message tag"),
-			str("broker", "b", "broker name (group) to send to"),
+			str("broker", "b", "broker name (group) of -i's queue; ignored without -i, as in mqadmin"),
 			num("qid", "i", -1, "queue id to send to (needs -b)"),
 		},
 		run: runSendMessage,

@@ -115,9 +115,11 @@ func TestAdminMQAdminFlags(t *testing.T) {
 		if l := strings.Split(out, "\n"); len(l) < 2 || !strings.HasPrefix(l[0], "#Broker Name") || !slices.Equal(strings.Fields(l[1])[:2], []string{"broker-a", "1"}) {
 			t.Fatalf("sendMessage -b broker-a -i 1:\n%s", out)
 		}
+		// SendMessageCommand sends to -b's queue only with -i; -b alone is
+		// ignored and the producer picks a queue of any group.
 		var sr sendResult
-		if js(t, &sr, "sendMessage", "-t", "ParT", "-p", "x", "-b", "broker-a"); sr.BrokerName != "broker-a" {
-			t.Fatalf("sendMessage -b broker-a: %+v", sr)
+		if js(t, &sr, "sendMessage", "-t", "ParT", "-p", "x", "-b", "broker-z"); sr.BrokerName != "broker-a" || sr.SendStatus != "SEND_OK" {
+			t.Fatalf("sendMessage -b broker-z without -i: %+v, want sent as without -b", sr)
 		}
 		if _, err := runAdmin(t, append(slices.Clone(n), "sendMessage", "-t", "ParT", "-p", "x", "-i", "1")...); !errors.Is(err, errAdminUsage) ||
 			!strings.Contains(err.Error(), "-b") {

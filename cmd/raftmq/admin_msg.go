@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -319,7 +318,9 @@ func runSendMessage(ctx context.Context, s *adminSession, in flagValues) (sendRe
 	defer func() { _ = p.Close(context.Background()) }()
 	msg := &client.Message{Topic: in.str("topic"), Body: []byte(in.str("body")), Tags: in.str("tags"), Keys: strings.Fields(in.str("keys"))}
 	var res *client.SendResult
-	if broker == "" {
+	if qid < 0 {
+		// As SendMessageCommand: -b picks a queue only together with -i;
+		// alone it is ignored and the producer chooses as usual.
 		res, err = p.SendSync(ctx, msg)
 	} else {
 		var mq client.MessageQueue
@@ -333,28 +334,20 @@ func runSendMessage(ctx context.Context, s *adminSession, in flagValues) (sendRe
 	return sendResult{res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset, res.Status.String(), res.MsgID, res.OffsetMsgID}, nil
 }
 
-// chooseQueue is sendMessage's queue for -b broker [-i qid]: that queue,
-// or without -i one of the group's writable queues at random.
+// chooseQueue is sendMessage's queue for -b broker -i qid, if the route
+// has it writable.
 func chooseQueue(ctx context.Context, p *client.Producer, topic, broker string, qid int) (client.MessageQueue, error) {
 	qs, err := p.PublishQueues(ctx, topic)
 	if err != nil {
 		return client.MessageQueue{}, err
 	}
-	var fit []client.MessageQueue
 	for _, q := range qs {
-		if q.BrokerName == broker && (qid < 0 || q.QueueID == qid) {
-			fit = append(fit, q)
+		if q.BrokerName == broker && q.QueueID == qid {
+			return q, nil
 		}
 	}
-	if len(fit) == 0 {
-		want := "broker " + broker
-		if qid >= 0 {
-			want = fmt.Sprintf("queue %d of broker %s", qid, broker)
-		}
-		return client.MessageQueue{}, fmt.Errorf("%w: %s is not a writable queue of %s; writable queues of %s: %s",
-			errNotFound, want, topic, topic, describeQueues(qs))
-	}
-	return fit[rand.IntN(len(fit))], nil
+	return client.MessageQueue{}, fmt.Errorf("%w: queue %d of broker %s is not a writable queue of %s; writable queues of %s: %s",
+		errNotFound, qid, broker, topic, topic, describeQueues(qs))
 }
 
 // describeQueues lists queues by broker group with their ids as ranges:
