@@ -16,6 +16,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/client"
@@ -61,16 +62,6 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 		Use:   "bench",
 		Short: "Load generator: produce or consume with the raftmq SDK and report TPS and HDR latency percentiles",
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVarP(&f.namesrv, "namesrv", "n", benchNamesrvDefault(), "name server addresses, host:port;host:port (default: $NAMESRV_ADDR, else 127.0.0.1:9876)")
-	pf.StringVarP(&f.topic, "topic", "t", "BenchmarkTest", "topic")
-	pf.DurationVarP(&f.duration, "duration", "d", 0, "run for this long (default 30s unless -m is given)")
-	pf.Int64VarP(&f.count, "count", "m", 0, "stop after this many messages")
-	pf.DurationVar(&f.interval, "interval", time.Second, "report interval")
-	pf.BoolVar(&f.jsonOut, "json", false, "print a machine-readable JSON summary at the end")
-	f.tls.register(pf)
-	f.acl.register(pf)
-	pf.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of this bench process to this file (the client's share of the CPU)")
 	produce := &cobra.Command{
 		Use:   "produce",
 		Short: "Send messages as fast as the workers can (sync, or async with a window)",
@@ -79,6 +70,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 			return runBench(cmd.Context(), g, f, cmd.OutOrStdout(), true)
 		},
 	}
+	f.registerRun(produce.Flags())
 	produce.Flags().IntVarP(&f.workers, "workers", "w", 64, "concurrent senders")
 	produce.Flags().IntVarP(&f.workers, "concurrency", "c", 64, "alias of --workers")
 	produce.Flags().IntVarP(&f.size, "size", "s", 1024, "message body size in bytes")
@@ -107,11 +99,27 @@ bodies, the "as stored" figure whole stored messages (what the pulls carried).`,
 			return runBench(cmd.Context(), g, f, cmd.OutOrStdout(), false)
 		},
 	}
+	f.registerRun(consume.Flags())
 	consume.Flags().StringVarP(&f.group, "group", "g", "benchmark_consumer", "consumer group")
 	consume.Flags().StringVar(&f.tags, "tags", "*", "tag expression")
 	consume.Flags().BoolVar(&f.fromLast, "from-last", false, "a new group starts at the queues' end instead of the oldest message")
 	cmd.AddCommand(produce, consume, newBenchTimerCmd(), newBenchScaleCmd(), newBenchRestartCmd())
 	return cmd
+}
+
+// registerRun adds the flags of a produce or consume run against a
+// running cluster. timer, scale and restart start their own local group
+// and take none of them.
+func (f *benchFlags) registerRun(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.namesrv, "namesrv", "n", benchNamesrvDefault(), "name server addresses, host:port;host:port (default: $NAMESRV_ADDR, else 127.0.0.1:9876)")
+	fs.StringVarP(&f.topic, "topic", "t", "BenchmarkTest", "topic")
+	fs.DurationVarP(&f.duration, "duration", "d", 0, "run for this long (default 30s unless -m is given)")
+	fs.Int64VarP(&f.count, "count", "m", 0, "stop after this many messages")
+	fs.DurationVar(&f.interval, "interval", time.Second, "report interval")
+	fs.BoolVar(&f.jsonOut, "json", false, "print a machine-readable JSON summary at the end")
+	f.tls.register(fs)
+	f.acl.register(fs)
+	fs.StringVar(&f.cpuProf, "cpuprofile", "", "write a CPU profile of this bench process to this file (the client's share of the CPU)")
 }
 
 // benchStats is shared by the workers; the histograms are guarded by mu.

@@ -224,3 +224,40 @@ func TestBenchNamesrvFromEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchLocalGroupFlags: bench timer, scale and restart start their own
+// local group, so they take none of produce's and consume's connection
+// flags (name server, topic, TLS, ACL keys, run length, profile): a flag
+// shown in their help and then ignored would mislead.
+func TestBenchLocalGroupFlags(t *testing.T) {
+	conn := []string{"aclAccessKey", "aclSecretKey", "namesrv", "topic", "tls", "tls-trust-cert", "interval", "cpuprofile"}
+	for _, sub := range []string{"produce", "consume"} {
+		c, _, err := newRootCmd().Find([]string{"bench", sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range append(conn, "duration", "count", "json") {
+			if c.Flag(name) == nil {
+				t.Errorf("bench %s has no --%s", sub, name)
+			}
+		}
+	}
+	for _, sub := range []string{"timer", "scale", "restart"} {
+		c, _, err := newRootCmd().Find([]string{"bench", sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range conn {
+			if c.Flag(name) != nil {
+				t.Errorf("bench %s shows --%s, which it ignores", sub, name)
+			}
+		}
+		// scale's own -d is its measurement time; timer's --count has no -m.
+		if sub != "scale" && c.Flag("duration") != nil {
+			t.Errorf("bench %s shows --duration, which it ignores", sub)
+		}
+		if c.Flags().ShorthandLookup("m") != nil {
+			t.Errorf("bench %s shows -m, which it ignores", sub)
+		}
+	}
+}
