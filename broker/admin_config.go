@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/magiconair/properties"
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/internal/config"
@@ -37,11 +36,10 @@ var RuntimeConfigKeys = []string{
 func (c *Controller) live() *BrokerConfig { return c.liveCfg.Load() }
 
 func (c *Controller) processUpdateBrokerConfig(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	p, err := properties.Load(req.Body, properties.UTF8)
+	kv, err := config.ParseProperties(req.Body)
 	if err != nil {
 		return response(remoting.ResponseInvalidParameter, "update broker config: body is not a properties text: %v", err)
 	}
-	kv := p.Map()
 	if len(kv) == 0 {
 		return response(remoting.ResponseInvalidParameter, "update broker config: no key given (changeable: %s)",
 			strings.Join(RuntimeConfigKeys, ", "))

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -10,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/magiconair/properties"
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/internal/config"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
@@ -76,13 +77,13 @@ func (c *Controller) loadRuntimeConfig() {
 		}
 		return
 	}
-	p, err := properties.Load(b, properties.UTF8)
+	saved, err := config.ParseProperties(b)
 	if err != nil {
 		c.log.Warn("runtime config changes not loaded", zap.String("file", c.runtimeConfigPath()), zap.Error(err))
 		return
 	}
 	kv := map[string]string{}
-	for k, v := range p.Map() {
+	for k, v := range saved {
 		if isRuntimeKey(k) {
 			kv[k] = v
 		}
@@ -106,17 +107,17 @@ func (c *Controller) saveRuntimeConfig(kv map[string]string) error {
 	}
 	all := map[string]string{}
 	if b, err := os.ReadFile(path); err == nil {
-		if p, err := properties.Load(b, properties.UTF8); err == nil {
-			all = p.Map()
+		if saved, err := config.ParseProperties(b); err == nil {
+			all = saved
 		}
 	}
 	maps.Copy(all, kv)
-	var sb strings.Builder
-	sb.WriteString("# Changes made by UPDATE_BROKER_CONFIG (mqadmin updateBrokerConfig); applied over broker.conf at start.\n")
-	for _, k := range slices.Sorted(maps.Keys(all)) {
-		fmt.Fprintf(&sb, "%s=%s\n", k, all[k])
+	var buf bytes.Buffer
+	buf.WriteString("# Changes made by UPDATE_BROKER_CONFIG (mqadmin updateBrokerConfig); applied over broker.conf at start.\n")
+	if err := config.WriteProperties(&buf, all); err != nil {
+		return err
 	}
-	return storage.WriteFileAtomic(storage.OSFS(), path, []byte(sb.String()))
+	return storage.WriteFileAtomic(storage.OSFS(), path, buf.Bytes())
 }
 
 // forwardBrokerConfig sends an applied change to the group's other

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/internal/config"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -620,36 +622,51 @@ func (a *Admin) BrokerConfig(ctx context.Context, addr string) (map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	return parseProperties(resp.Body), nil
+	return parseConfigAnswer(addr, resp.Body)
 }
 
-// UpdateBrokerConfig sends key=value updates (UPDATE_BROKER_CONFIG, 25).
-// raftmq brokers refuse runtime updates with a *BrokerError that says so.
+// UpdateBrokerConfig sends key=value updates (UPDATE_BROKER_CONFIG, 25)
+// as properties text (ConfigUpdateBody). A broker refuses a key it cannot
+// change at runtime with a *BrokerError naming the keys it can.
 func (a *Admin) UpdateBrokerConfig(ctx context.Context, addr string, kv map[string]string) error {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(kv)) {
-		b.WriteString(k + "=" + kv[k] + "\n")
+	body, err := ConfigUpdateBody(kv)
+	if err != nil {
+		return err
 	}
-	_, err := a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
-		return remoting.NewRequest(remoting.RequestUpdateBrokerConfig, nil, []byte(b.String()))
+	_, err = a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestUpdateBrokerConfig, nil, body)
 	})
 	return err
 }
 
-// parseProperties reads key=value lines, skipping blanks and # comments.
-// Lines are split by hand: a bufio.Scanner stops at its first line over
-// 64 KiB and would drop that key and every one after it.
-func parseProperties(body []byte) map[string]string {
-	out := map[string]string{}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
+// ConfigUpdateBody is the body of UPDATE_BROKER_CONFIG or
+// UPDATE_NAMESRV_CONFIG: kv as Java properties text, escaped so the
+// server's Properties.load reads every value back as given. A key or
+// value with a line break is ErrInvalidOption: RocketMQ writes its config
+// answers and its stored config file unescaped (MixAll.properties2String),
+// so a RocketMQ server would keep such a value cut at the line break.
+func ConfigUpdateBody(kv map[string]string) ([]byte, error) {
+	for k, v := range kv {
+		if strings.ContainsAny(k+v, "\r\n") {
+			return nil, fmt.Errorf("%w: config %s=%q: a line break cannot be carried in RocketMQ's config text", ErrInvalidOption, k, v)
 		}
-		k, v, _ := strings.Cut(line, "=")
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
-	return out
+	var b bytes.Buffer
+	if err := config.WriteProperties(&b, kv); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// parseConfigAnswer reads a GET_BROKER_CONFIG or GET_NAMESRV_CONFIG body,
+// Java properties text as RocketMQ's tools read it
+// (MixAll.string2Properties).
+func parseConfigAnswer(addr string, body []byte) (map[string]string, error) {
+	kv, err := config.ParseProperties(body)
+	if err != nil {
+		return nil, fmt.Errorf("client: config answer from %s is not properties text: %w", addr, err)
+	}
+	return kv, nil
 }
 
 // UpdateSubscriptionGroup creates or updates a subscription group

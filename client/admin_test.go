@@ -249,6 +249,23 @@ func TestAdminMessageLookupAndConfig(t *testing.T) {
 	if body := string(b.requests(remoting.RequestUpdateBrokerConfig)[0].Body); body != "x=1\n" {
 		t.Fatalf("update body %q", body)
 	}
+	// Config text is Java properties both ways (MixAll.string2Properties):
+	// escapes are read, and an update is written so a broker reads the
+	// same value back; a line break, which RocketMQ's own writer
+	// (properties2String) cannot carry, is refused before sending.
+	b.answer(remoting.RequestGetBrokerConfig, okBody(`storePathRootDir=C:\\data\\x=1:2\n#y`+"\nnamesrvAddr = a:9876;b:9876\n"))
+	if cfg, err = a.BrokerConfig(ctx, b.addr); err != nil || cfg["storePathRootDir"] != "C:\\data\\x=1:2\n#y" || cfg["namesrvAddr"] != "a:9876;b:9876" || len(cfg) != 2 {
+		t.Fatalf("escaped config %q %v", cfg, err)
+	}
+	if err := a.UpdateBrokerConfig(ctx, b.addr, map[string]string{"msgTraceTopicName": `C:\t=1`}); err == nil {
+		t.Fatal("update with a backslash: the fake broker answers SYSTEM_ERROR, want that error")
+	}
+	if body := string(b.requests(remoting.RequestUpdateBrokerConfig)[1].Body); body != `msgTraceTopicName=C:\\t=1`+"\n" {
+		t.Fatalf("update body with a backslash %q", body)
+	}
+	if err := a.UpdateBrokerConfig(ctx, b.addr, map[string]string{"k": "a\nb"}); !errors.Is(err, ErrInvalidOption) || len(b.requests(remoting.RequestUpdateBrokerConfig)) != 2 {
+		t.Fatalf("update with a line break: %v, want ErrInvalidOption and nothing sent", err)
+	}
 
 	sg := wire.DefaultSubscriptionGroupConfig("G")
 	sg.ConsumeMessageOrderly = true

@@ -55,7 +55,7 @@ func (a *Admin) NameServerConfig(ctx context.Context, addr string) (map[string]s
 	if err != nil {
 		return nil, err
 	}
-	return parseProperties(resp.Body), nil
+	return parseConfigAnswer(addr, resp.Body)
 }
 
 // RouteMasters returns brokerName → leader address of every group

@@ -1,12 +1,16 @@
 package client
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/raftmq/raftmq/internal/config"
 )
 
 // FuzzParseUniqID: a UNIQ_KEY either decodes (32 or 56 hex characters)
@@ -75,40 +79,29 @@ func FuzzParseTagExpression(f *testing.F) {
 	})
 }
 
-// FuzzParseProperties: a GET_BROKER_CONFIG answer's key=value lines are
-// all read, whatever their length, and a table rendered back as lines
-// reads the same.
-func FuzzParseProperties(f *testing.F) {
+// FuzzParseConfigAnswer: a GET_BROKER_CONFIG answer is read whatever its
+// lines' length, and what it reads, written back as a config body, reads
+// the same.
+func FuzzParseConfigAnswer(f *testing.F) {
 	f.Add([]byte("brokerName=b\nlistenPort=10911\n"))
-	f.Add([]byte("# c\n! c\n\n a = b = c \r\nnoeq\n"))
-	f.Add([]byte("namesrvAddr=" + strings.Repeat("h:9876;", 10000) + "\nbrokerName=b\n"))
+	f.Add([]byte("# c\n! c\n\n a = b = c \r\nnoeq\nk:v\\\n  cont\\u0041\n"))
+	long := []byte("namesrvAddr=" + strings.Repeat("h:9876;", 10000) + "\nbrokerName=b\n")
+	f.Add(long)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		m := parseProperties(body)
-		for _, line := range strings.Split(string(body), "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" || line[0] == '#' || line[0] == '!' {
-				continue
-			}
-			k, _, _ := strings.Cut(line, "=")
-			if _, ok := m[strings.TrimSpace(k)]; !ok {
-				t.Fatalf("line %.40q not read", line)
-			}
+		m, err := parseConfigAnswer("b", body)
+		if err != nil {
+			return
 		}
-		var b strings.Builder
-		for k, v := range m {
-			if strings.ContainsAny(k+v, "\n\r=") || k == "" || k[0] == '#' || k[0] == '!' {
-				return // not expressible as a line
-			}
-			b.WriteString(k + "=" + v + "\n")
+		if bytes.Equal(body, long) && m["brokerName"] != "b" {
+			t.Fatalf("the key after a long line was not read: %q", m)
 		}
-		back := parseProperties([]byte(b.String()))
-		if len(back) != len(m) {
-			t.Fatalf("%q read back as %q", m, back)
+		var b bytes.Buffer
+		if err := config.WriteProperties(&b, m); err != nil {
+			t.Fatal(err)
 		}
-		for k, v := range m {
-			if back[k] != v {
-				t.Fatalf("%q=%q read back as %q", k, v, back[k])
-			}
+		back, err := parseConfigAnswer("b", b.Bytes())
+		if err != nil || !maps.Equal(back, m) {
+			t.Fatalf("%q read back as %q (%v)", m, back, err)
 		}
 	})
 }

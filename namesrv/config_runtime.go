@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/magiconair/properties"
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/internal/config"
@@ -53,11 +52,10 @@ func (n *NameServer) getNamesrvConfig(context.Context, *remoting.Conn, *remoting
 }
 
 func (n *NameServer) updateNamesrvConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	p, err := properties.Load(req.Body, properties.UTF8)
+	kv, err := config.ParseProperties(req.Body)
 	if err != nil {
 		return remoting.NewResponse(remoting.ResponseInvalidParameter, "update namesrv config: body is not a properties text: "+err.Error()), nil
 	}
-	kv := p.Map()
 	var refused []string
 	for k := range kv {
 		if !slices.Contains(RuntimeConfigKeys, k) {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/raftmq/raftmq/internal/config"
 )
 
 // TestNamesrvConfigRedactsSecrets: GET_NAMESRV_CONFIG answers anyone, so
@@ -52,5 +54,27 @@ func TestNamesrvConfigRedactsGossipKey(t *testing.T) {
 	body := string(resp.Body)
 	if strings.Contains(body, cfg.Gossip.SecretKey) || !strings.Contains(body, "gossipSecretKey=******") {
 		t.Errorf("GET_NAMESRV_CONFIG body:\n%s", body)
+	}
+}
+
+// TestNamesrvConfigAnswerRoundTrips: GET_NAMESRV_CONFIG is Java properties
+// text that mqadmin reads with Properties.load (MixAll.string2Properties):
+// a value holding a backslash, '=', ':' and a line break reads back as
+// configured.
+func TestNamesrvConfigAnswerRoundTrips(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.ListenPort, cfg.MetricsPort = "127.0.0.1", 0, -1
+	cfg.KVConfigPath = filepath.Join(t.TempDir(), `C:\kv=a:b`+"\n"+`c.json`)
+	n, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := n.getNamesrvConfig(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := config.ParseProperties(resp.Body)
+	if err != nil || kv["kvConfigPath"] != cfg.KVConfigPath || kv["listenAddr"] != "127.0.0.1" {
+		t.Fatalf("kvConfigPath %q read back as %q (%v) from:\n%s", cfg.KVConfigPath, kv["kvConfigPath"], err, resp.Body)
 	}
 }

@@ -250,6 +250,9 @@ type brokerConfigUpdate struct {
 // target is tried; the failures are returned together.
 func runUpdateBrokerConfig(ctx context.Context, s *adminSession, in flagValues) (brokerConfigUpdate, error) {
 	r := brokerConfigUpdate{Key: in.str("key"), Value: in.str("value")}
+	if _, err := client.ConfigUpdateBody(map[string]string{r.Key: r.Value}); err != nil {
+		return r, fmt.Errorf("%w: %v", errAdminUsage, err)
+	}
 	targets := []string{in.str("brokerAddr")}
 	if cluster := in.str("clusterName"); cluster != "" {
 		ci, err := s.a.ClusterInfo(ctx)

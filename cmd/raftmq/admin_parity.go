@@ -240,7 +240,10 @@ var parityCommands = []adminEntry{
 		short: "Change a name server config key on every name server (until restart)",
 		flags: []flagSpec{str("key", "k", "config key").req(), str("value", "v", "config value").req()},
 		run: func(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
-			body := []byte(in.str("key") + "=" + in.str("value") + "\n")
+			body, err := client.ConfigUpdateBody(map[string]string{in.str("key"): in.str("value")})
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
+			}
 			return s.eachNameServer(ctx, remoting.RequestUpdateNamesrvConfig, nil, body)
 		},
 		table: func(w *tabwriter.Writer, addrs []string) {

@@ -391,6 +391,14 @@ func TestAdminParity(t *testing.T) {
 				!strings.Contains(err.Error(), "cannot change at runtime") {
 				t.Fatalf("updateNamesrvConfig kvConfigPath: %v", err)
 			}
+			// RocketMQ writes config text unescaped (properties2String): a
+			// line break cannot be carried and is refused before sending.
+			for _, cmd := range [][]string{{"updateNamesrvConfig"}, {"updateBrokerConfig", "-b", f.leader}} {
+				_, err := runAdmin(t, append(slices.Clone(n), append(cmd, "-k", "enableAllTopicList", "-v", "true\nx")...)...)
+				if !errors.Is(err, errAdminUsage) || !strings.Contains(err.Error(), "line break") {
+					t.Fatalf("%s with a line break: %v, want a usage error", cmd[0], err)
+				}
+			}
 		}},
 		{"updateKvConfig, updateOrderConf and deleteKvConfig", func(t *testing.T) {
 			run(t, "updateKvConfig", "-s", wire.NamespaceOrderTopicConfig, "-k", "ParT", "-v", "broker-a:4")

@@ -144,24 +144,94 @@ func Keys(dst any) ([]string, error) {
 	return out, nil
 }
 
-// Print writes the effective configuration as sorted key=value lines, in the
-// same syntax LoadFile reads, so the output of `-p` can be saved as a file.
+// Print writes the effective configuration with WriteProperties, so the
+// output of `-p` can be saved as a file and a GET_BROKER_CONFIG or
+// GET_NAMESRV_CONFIG answer reads back the same.
 func Print(w io.Writer, src any) error {
 	fields, err := fieldsOf(src)
 	if err != nil {
 		return err
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
+	kv := make(map[string]string, len(fields))
+	for k, f := range fields {
+		kv[k] = format(f)
+	}
+	return WriteProperties(w, kv)
+}
+
+// WriteProperties writes kv as sorted key=value lines that Java's
+// Properties.load, and so ParseProperties, reads back exactly: RocketMQ's
+// tools read config answers with it (MixAll.string2Properties). A value
+// that needs no escape is written as is, as RocketMQ's properties2String
+// writes every value, so '=' and ':' in values (name server lists) stay
+// plain. Unlike properties2String, a backslash, a line break, a tab or
+// form feed, and a leading space are escaped (Properties.store's escapes):
+// written raw, load would drop the backslash or end the value at the
+// line break. Other characters, non-ASCII included, are written as UTF-8,
+// as RocketMQ writes them.
+func WriteProperties(w io.Writer, kv map[string]string) error {
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var b strings.Builder
 	for _, k := range keys {
-		if _, err := fmt.Fprintf(w, "%s=%s\n", k, format(fields[k])); err != nil {
-			return err
+		b.WriteString(escapeProperty(k, true))
+		b.WriteByte('=')
+		b.WriteString(escapeProperty(kv[k], false))
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// escapeProperty escapes s as Properties.store's saveConvert does, but
+// leaves a value's separators and comment marks and non-ASCII characters
+// as they are (load needs them escaped only in keys).
+func escapeProperty(s string, key bool) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\f':
+			b.WriteString(`\f`)
+		case ' ':
+			if key || i == 0 { // load skips the whitespace before a value
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		case '=', ':', '#', '!':
+			if key {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
 		}
 	}
-	return nil
+	return b.String()
+}
+
+// ParseProperties reads a Java properties text as RocketMQ's
+// string2Properties does (Properties.load: escapes, continued lines, '#'
+// and '!' comments, '=', ':' or whitespace after the key), as UTF-8 and
+// without ${} expansion, which Java does not have. It reads config
+// answers and UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG bodies.
+func ParseProperties(b []byte) (map[string]string, error) {
+	l := &properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
+	p, err := l.LoadBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	return p.Map(), nil
 }
 
 // fieldsOf walks the struct behind ptr and returns its tagged fields by key.

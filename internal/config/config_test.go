@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 type storeCfg struct {
@@ -123,6 +124,32 @@ func TestPrintRoundTrips(t *testing.T) {
 	}
 }
 
+// TestPrintEscapesAsJavaProperties: Print's text is what GET_BROKER_CONFIG
+// and GET_NAMESRV_CONFIG answer, and mqadmin reads those with Java's
+// Properties.load (MixAll.string2Properties): a value holding a backslash,
+// '=', ':' or a line break reads back the same, and a value needing no
+// escape is written as RocketMQ's properties2String writes it.
+func TestPrintEscapesAsJavaProperties(t *testing.T) {
+	src := brokerCfg{BrokerName: "C:\\data\\x=1:2\n#y\\", ListenPort: 1,
+		Store: storeCfg{FlushDiskType: "ns1:9876;ns2:9876"}}
+	var buf bytes.Buffer
+	if err := Print(&buf, &src); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{`brokerName=C:\\data\\x=1:2\n#y\\`, "flushDiskType=ns1:9876;ns2:9876"} {
+		if !strings.Contains(buf.String(), line+"\n") {
+			t.Errorf("no line %s in:\n%s", line, buf.String())
+		}
+	}
+	var back brokerCfg
+	if err := LoadFile(writeConf(t, buf.String()), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != src {
+		t.Fatalf("round trip: got %+v want %+v", back, src)
+	}
+}
+
 func TestRejectsNonPointer(t *testing.T) {
 	if err := Apply(nil, "x", brokerCfg{}); err == nil {
 		t.Fatal("want error for non-pointer")
@@ -137,4 +164,29 @@ func TestDuplicateKeyDeclarationIsAnError(t *testing.T) {
 	if _, err := Keys(&dup{}); err == nil {
 		t.Fatal("want error for duplicate key")
 	}
+}
+
+// FuzzPropertiesRoundTrip: whatever a key (not empty) and a value hold,
+// ParseProperties reads WriteProperties' text back to the same pair, and
+// the text has one line per key.
+func FuzzPropertiesRoundTrip(f *testing.F) {
+	for _, kv := range [][2]string{{"k", `C:\data\x=1:2` + "\n#y\\"}, {"a b=c:d", " lead"}, {"#k", "\\u0041"}, {"k", "é\r\t\f"}, {"!", ""}} {
+		f.Add(kv[0], kv[1])
+	}
+	f.Fuzz(func(t *testing.T, k, v string) {
+		if k == "" || !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return
+		}
+		var buf bytes.Buffer
+		if err := WriteProperties(&buf, map[string]string{k: v, "other": "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(buf.String(), "\n"); n != 2 {
+			t.Fatalf("%d lines for two keys: %q", n, buf.String())
+		}
+		got, err := ParseProperties(buf.Bytes())
+		if err != nil || len(got) != 2 || got[k] != v || got["other"] != "x" {
+			t.Fatalf("%q=%q wrote %q, read back %q (%v)", k, v, buf.String(), got, err)
+		}
+	})
 }
