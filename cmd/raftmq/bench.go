@@ -37,7 +37,8 @@ type benchFlags struct {
 	async    bool
 	window   int
 	keys     bool
-	tags     string
+	tags     string // produce: every message's tag
+	tagExpr  string // consume: the subscription's tag expression
 	jsonOut  bool
 	fromLast bool
 	cpuProf  string
@@ -101,7 +102,7 @@ bodies, the "as stored" figure whole stored messages (what the pulls carried).`,
 	}
 	f.registerRun(consume.Flags())
 	consume.Flags().StringVarP(&f.group, "group", "g", "benchmark_consumer", "consumer group")
-	consume.Flags().StringVar(&f.tags, "tags", "*", "tag expression")
+	consume.Flags().StringVar(&f.tagExpr, "tags", "*", "tag expression")
 	consume.Flags().BoolVar(&f.fromLast, "from-last", false, "a new group starts at the queues' end instead of the oldest message")
 	cmd.AddCommand(produce, consume, newBenchTimerCmd(), newBenchScaleCmd(), newBenchRestartCmd())
 	return cmd
@@ -537,7 +538,7 @@ func benchConsume(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 	if err != nil {
 		return err
 	}
-	if err := c.Subscribe(f.topic, f.tags); err != nil {
+	if err := c.Subscribe(f.topic, f.tagExpr); err != nil {
 		return err
 	}
 	err = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {

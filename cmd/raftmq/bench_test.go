@@ -229,6 +229,21 @@ func TestBenchNamesrvFromEnv(t *testing.T) {
 // local group, so they take none of produce's and consume's connection
 // flags (name server, topic, TLS, ACL keys, run length, profile): a flag
 // shown in their help and then ignored would mislead.
+// TestBenchFlagDefaultsPerSubcommand: produce and consume keep their own
+// defaults for flags of the same name (a shared variable takes the default
+// registered last: every produced message was tagged "*").
+func TestBenchFlagDefaultsPerSubcommand(t *testing.T) {
+	for sub, want := range map[string]string{"produce": "", "consume": "*"} {
+		c, _, err := newRootCmd().Find([]string{"bench", sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Flag("tags").Value.String(); got != want {
+			t.Errorf("bench %s --tags defaults to %q, want %q", sub, got, want)
+		}
+	}
+}
+
 func TestBenchLocalGroupFlags(t *testing.T) {
 	conn := []string{"aclAccessKey", "aclSecretKey", "namesrv", "topic", "tls", "tls-trust-cert", "interval", "cpuprofile"}
 	for _, sub := range []string{"produce", "consume"} {
