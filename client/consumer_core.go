@@ -590,9 +590,11 @@ func (c *consumerCore) noteFailure(brokerName, addr string, err error) (followed
 
 // commitOffsets sends the offsets the store holds for mqs to their
 // groups, each to its leader, riding out a leader change within ctx
-// (onLeader: UPDATE_CONSUMER_OFFSET is idempotent); a broadcasting
-// consumer's file is written once. It returns the offset that reached
-// its broker per queue, and the other queues' failures joined.
+// (onLeader: UPDATE_CONSUMER_OFFSET is idempotent; leaderFollowWait in
+// all when ctx has no deadline); a broadcasting consumer's file is
+// written once. Groups are sent to side by side, so one that cannot
+// answer does not use up the others' time. It returns the offset that
+// reached its broker per queue, and the other queues' failures joined.
 func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]int64, error) {
 	done := make(map[MessageQueue]int64, len(mqs))
 	rs, ok := c.store.(*RemoteOffsetStore)
@@ -607,26 +609,39 @@ func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue) (m
 		}
 		return done, nil
 	}
-	var errs []error
-	for _, mq := range mqs {
-		var sent int64
-		err := onLeader(ctx, c.routes, mq.BrokerName, c.cfg.common.requestTimeout,
-			func(_ context.Context, addr string, err error) bool {
-				_, retry := c.noteFailure(mq.BrokerName, addr, err)
-				return retry
-			},
-			func(ctx context.Context, addr string) (err error) {
-				sent, err = rs.persistAt(ctx, mq, addr)
-				return err
-			})
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case sent >= 0:
-			done[mq] = sent
-		}
+	ctx, cancel := leaderWait(ctx)
+	defer cancel()
+	groups := byBroker(mqs)
+	names := slices.Sorted(maps.Keys(groups))
+	errs := make([][]error, len(names))
+	var mu sync.Mutex // guards done
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			for _, mq := range groups[name] {
+				var sent int64
+				err := onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
+					func(_ context.Context, addr string, err error) bool {
+						_, retry := c.noteFailure(name, addr, err)
+						return retry
+					},
+					func(ctx context.Context, addr string) (err error) {
+						sent, err = rs.persistAt(ctx, mq, addr)
+						return err
+					})
+				switch {
+				case err != nil:
+					errs[i] = append(errs[i], err)
+				case sent >= 0:
+					mu.Lock()
+					done[mq] = sent
+					mu.Unlock()
+				}
+			}
+		})
 	}
-	return done, errors.Join(errs...)
+	wg.Wait()
+	return done, errors.Join(slices.Concat(errs...)...)
 }
 
 // followHint learns leader from addr's answer (a not-leader answer, or a

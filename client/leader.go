@@ -72,11 +72,8 @@ func (r *routeManager) follow(brokerName, addr, leader string) bool {
 func onLeader(ctx context.Context, routes *routeManager, brokerName string, timeout time.Duration,
 	failed func(ctx context.Context, addr string, err error) (retry bool),
 	call func(ctx context.Context, addr string) error) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, leaderFollowWait)
-		defer cancel()
-	}
+	ctx, cancel := leaderWait(ctx)
+	defer cancel()
 	pause := electionPoll
 	hops := 0
 	for {
@@ -107,6 +104,16 @@ func onLeader(ctx context.Context, routes *routeManager, brokerName string, time
 		hops = 0
 		pause = min(2*pause, leaderBackoffMax)
 	}
+}
+
+// leaderWait gives ctx leaderFollowWait as its deadline when it has none,
+// so that an operation of several calls bound to leaders (a Commit of
+// many queues) waits that long in all, not that long for each call.
+func leaderWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, leaderFollowWait)
 }
 
 // electionAnswer reports whether a failure noteFailure would retry comes

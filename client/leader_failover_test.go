@@ -3,9 +3,11 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
@@ -116,4 +118,57 @@ func TestLiteCommitKeptUntilALeaderTakesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCommitted(t, admin, "LCQ-g", "LCQ", n)
+}
+
+// TestLiteCommitWaitsOnceWithoutDeadline: a Commit given a context without
+// a deadline waits out a group that has no quorum for 10 s in all, not
+// 10 s for each of the queues it owns there.
+func TestLiteCommitWaitsOnceWithoutDeadline(t *testing.T) {
+	ec := startE2ECluster(t)
+	_, lp := polledLiteConsumer(t, ec, "LCW", 20)
+	l := ec.Leader(0)
+	ec.Kill(0, l)
+	ec.Kill(0, (l+1)%3)
+	start := time.Now()
+	err := lp.Commit(context.Background())
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("commit without a quorum succeeded")
+	}
+	// The wait is 10 s; the topic has four queues on the group.
+	if took > 15*time.Second {
+		t.Fatalf("commit without a deadline took %v, want about 10 s", took)
+	}
+}
+
+// TestLiteCommitOtherGroupsWhileOneHasNoQuorum: a Commit whose context
+// ends while broker-a has no quorum still commits the queues of broker-b:
+// a group that cannot answer does not use up the time of the others.
+func TestLiteCommitOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
+	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Groups: 2, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+		cfg.ConsumerOffsetCommitCoalescer = 20 * time.Millisecond
+	}})
+	// No persist round while the test looks: only Commit sends.
+	_, lp := polledLiteConsumer(t, ec, "LCS", 40, client.PersistInterval(time.Hour))
+	l := ec.Leader(0)
+	ec.Kill(0, l)
+	ec.Kill(0, (l+1)%3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	err := lp.Commit(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("commit without broker-a's quorum succeeded")
+	}
+	if strings.Contains(err.Error(), "broker-b") {
+		t.Fatalf("commit failed on broker-b, whose leader runs: %v", err)
+	}
+	b := ec.Member(1, ec.Leader(1)).Group
+	testutil.WaitFor(t, 3*time.Second, "broker-b has LCS-g's offsets of every queue", func() bool {
+		for q := range int32(4) {
+			if off, ok := b.State().ConsumerOffset("LCS-g", "LCS", q); !ok || off <= 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
