@@ -84,18 +84,18 @@ type aclState struct {
 
 // loadACL reads the ACL keys and plain_acl.yml before New builds anything
 // that runs goroutines, so a bad file fails New with nothing to stop.
-func loadACL(cfg BrokerConfig, log *zap.Logger) (*aclState, remoting.Credentials, error) {
+func loadACL(cfg BrokerConfig, log *zap.Logger) (*aclState, error) {
 	creds, err := cfg.ClusterCredentials()
 	if err != nil || !cfg.AclEnable {
-		return nil, creds, err
+		return nil, err
 	}
 	path, err := cfg.ACLFilePath()
 	if err != nil {
-		return nil, creds, err
+		return nil, err
 	}
 	st, err := acl.Open(path, log.Named("acl"))
 	if err != nil {
-		return nil, creds, fmt.Errorf("%w: aclEnable=true: %w", ErrInvalidBrokerConfig, err)
+		return nil, fmt.Errorf("%w: aclEnable=true: %w", ErrInvalidBrokerConfig, err)
 	}
 	// The members sign their requests to each other with the cluster
 	// account (the leader's RAFT_STATUS polls that promote a learner, a
@@ -104,21 +104,18 @@ func loadACL(cfg BrokerConfig, log *zap.Logger) (*aclState, remoting.Credentials
 	// outside the remoting ACL and need none; here every one of those would
 	// be refused, and addMember would wait out its catch-up timeout.
 	if creds.IsZero() {
-		return nil, creds, fmt.Errorf("%w: aclEnable=true needs clusterAuthAccessKey and clusterAuthSecretKey, the same on every member "+
+		return nil, fmt.Errorf("%w: aclEnable=true needs clusterAuthAccessKey and clusterAuthSecretKey, the same on every member "+
 			"of the group: the members sign their requests to each other with them (member changes, catch-up, config forwarding), "+
 			"and to the name servers", ErrInvalidBrokerConfig)
 	}
-	return &aclState{Store: st, cluster: creds}, creds, nil
+	return &aclState{Store: st, cluster: creds}, nil
 }
 
 // initACL installs what loadACL prepared: the check on the remoting
-// servers (aclEnable), the ACL administration codes (50-53, answered
-// "ACL is off" without aclEnable) and the signing of requests to the name
-// servers and the other members (clusterAuth*). Called from New.
-func (c *Controller) initACL(st *aclState, creds remoting.Credentials) {
-	if !creds.IsZero() {
-		c.nsClient.AddHook(remoting.SigningHook(creds))
-	}
+// servers (aclEnable) and the ACL administration codes (50-53, answered
+// "ACL is off" without aclEnable). The signing of requests to the name
+// servers and the other members is newMemberClient's. Called from New.
+func (c *Controller) initACL(st *aclState) {
 	if st != nil {
 		c.acl = st
 		st.denied = prometheus.NewCounter(prometheus.CounterOpts{

@@ -16,7 +16,6 @@ import (
 	"github.com/raftmq/raftmq/internal/config"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/storage"
-	"github.com/raftmq/raftmq/wire"
 )
 
 // UPDATE_BROKER_CONFIG for a whole Raft group. The broker config is not
@@ -192,18 +191,7 @@ func unapplied(ids []string, self string, applied map[string]bool, anonymous int
 // groupMemberAddrs is the first answering name server's member list of
 // this broker group.
 func (c *Controller) groupMemberAddrs() []string {
-	for _, ns := range c.cfg.NameServers() {
-		ctx, cancel := context.WithTimeout(c.ctx, forwardConfigTimeout)
-		resp, err := c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
-		cancel()
-		if err != nil || resp.Code != remoting.ResponseSuccess {
-			continue
-		}
-		if ci, err := wire.DecodeClusterInfo(resp.Body); err == nil {
-			return slices.Collect(maps.Values(ci.BrokerAddrTable[c.cfg.BrokerName].BrokerAddrs))
-		}
-	}
-	return nil
+	return slices.Collect(maps.Values(c.peers.route(c.ctx, forwardConfigTimeout)))
 }
 
 // raftMemberIDs lists the Raft ids of the group's live configuration

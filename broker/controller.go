@@ -44,6 +44,7 @@ type Controller struct {
 	srv      *remoting.Server
 	vip      *remoting.Server
 	nsClient *remoting.Client
+	peers    groupPeers // the name servers' route and the members' RAFT_STATUS, over nsClient
 
 	clients *clientManager
 	// reqs: request-reply's requesters by their request sends (reply.go).
@@ -95,7 +96,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	aclSt, aclCreds, err := loadACL(cfg, log)
+	aclSt, err := loadACL(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -113,13 +114,14 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	live := cfg
 	c.liveCfg.Store(&live)
 	c.loadRuntimeConfig()
-	tlsMode, srvTLS, nsTLS, err := cfg.remotingTLS()
+	tlsMode, srvTLS, _, err := cfg.remotingTLS()
 	if err != nil {
 		return nil, err
 	}
-	ncfg := remoting.DefaultClientConfig()
-	ncfg.TLS = nsTLS
-	c.nsClient = remoting.NewClient(ncfg, c.log.Named("nsclient"))
+	if c.nsClient, err = newMemberClient(cfg, c.log.Named("nsclient")); err != nil {
+		return nil, err
+	}
+	c.peers = groupPeers{client: c.nsClient, nameServers: cfg.NameServers(), brokerName: cfg.BrokerName}
 	c.clients = newClientManager(c)
 	c.reqs = newRequesterTable()
 	c.filters = filter.NewCache(filterCacheSize)
@@ -153,7 +155,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 		c.registerProcessors(c.vip)
 		c.vip.OnConnClose(c.clients.connClosed)
 	}
-	c.initACL(aclSt, aclCreds)
+	c.initACL(aclSt)
 	return c, nil
 }
 

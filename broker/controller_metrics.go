@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"net"
 	"slices"
@@ -19,7 +17,6 @@ import (
 	"github.com/raftmq/raftmq/internal/httpmon"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/storage"
-	"github.com/raftmq/raftmq/wire"
 )
 
 // Metrics and health over HTTP on metricsPort (listenPort+3 by default):
@@ -468,7 +465,8 @@ func (f *followerLag) poll() {
 		return
 	}
 	self := f.ra.SelfID()
-	var cluster *wire.ClusterInfo // fetched at most once per round
+	var route map[int64]string // fetched at most once per round
+	fetched := false
 	var ids []string
 	for _, s := range cf.Configuration().Servers {
 		id := string(s.ID)
@@ -478,10 +476,10 @@ func (f *followerLag) poll() {
 		ids = append(ids, id)
 		addr := f.memberAddr(id)
 		if addr == "" {
-			if cluster == nil {
-				cluster = f.clusterInfo()
+			if !fetched {
+				route, fetched = f.route(), true
 			}
-			addr = f.registeredAddr(cluster, id)
+			addr = f.registeredAddr(route, id)
 		}
 		if addr == "" {
 			continue
@@ -517,49 +515,27 @@ func (f *followerLag) memberAddr(id string) string {
 	return ""
 }
 
-// clusterInfo asks the name servers in turn for GET_BROKER_CLUSTER_INFO;
-// nil when none answers.
-func (f *followerLag) clusterInfo() *wire.ClusterInfo {
-	for _, ns := range f.c.cfg.NameServers() {
-		ctx, cancel := context.WithTimeout(f.c.ctx, followerLagTimeout)
-		resp, err := f.c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
-		cancel()
-		if err != nil || resp.Code != remoting.ResponseSuccess {
-			continue
-		}
-		if ci, err := wire.DecodeClusterInfo(resp.Body); err == nil {
-			return ci
-		}
-	}
-	return &wire.ClusterInfo{}
+// route is the name servers' address table of this broker group
+// (brokerId → address).
+func (f *followerLag) route() map[int64]string {
+	return f.c.peers.route(f.c.ctx, followerLagTimeout)
 }
 
 // registeredAddr maps a Raft id to the address registered under its
 // follower brokerId (memberBrokerIDOf).
-func (f *followerLag) registeredAddr(ci *wire.ClusterInfo, id string) string {
+func (f *followerLag) registeredAddr(route map[int64]string, id string) string {
 	slot, ok := memberBrokerIDOf(f.c.rep, &f.c.cfg, id)
-	if !ok || ci == nil {
+	if !ok {
 		return ""
 	}
-	return ci.BrokerAddrTable[f.c.cfg.BrokerName].BrokerAddrs[slot]
+	return route[slot]
 }
 
 // status asks one member for RAFT_STATUS.
 func (f *followerLag) status(addr string) (*RaftStatus, error) {
 	ctx, cancel := context.WithTimeout(f.c.ctx, followerLagTimeout)
 	defer cancel()
-	resp, err := f.c.nsClient.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestRaftStatus, nil, nil))
-	if err != nil {
-		return nil, err
-	}
-	if resp.Code != remoting.ResponseSuccess {
-		return nil, fmt.Errorf("raft status from %s: code %d %s", addr, resp.Code, resp.Remark)
-	}
-	var st RaftStatus
-	if err := json.Unmarshal(resp.Body, &st); err != nil {
-		return nil, fmt.Errorf("raft status from %s: %w", addr, err)
-	}
-	return &st, nil
+	return f.c.peers.status(ctx, addr)
 }
 
 // Describe implements prometheus.Collector.

@@ -102,6 +102,9 @@ type groupOptions struct {
 	diskStepDown *diskStepDownConfig
 	// scrub, if non-nil, replaces the scrub's start delay and pass gap.
 	scrub *scrubTiming
+	// joinCheck, if non-nil, looks for a running group before an empty
+	// member without raftJoin bootstraps (member_join.go).
+	joinCheck joinCheck
 }
 
 // OpenGroup is NewGroup on the production parts (OpenDiskParts): files
@@ -206,9 +209,16 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	if err != nil {
 		return nil, err
 	}
+	join := cfg.RaftJoin
+	if !has && !join && opts.joinCheck != nil {
+		if why := opts.joinCheck(); why != "" {
+			log.Warn("no Raft state: " + why)
+			join = true
+		}
+	}
 	if !has && cfg.RaftJoin {
 		log.Info("raftJoin: no Raft state; not bootstrapping from dLegerPeers, waiting for the group's leader to add this member (addMember)")
-	} else if !has {
+	} else if !has && !join {
 		conf, err := cfg.Raft.Configuration()
 		if err != nil {
 			return nil, err
@@ -263,7 +273,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 		go g.runSnapshotBySize()
 	}
 	log.Info("raft group member started", zap.String("group", cfg.Raft.DLegerGroup), zap.String("raftAddr", string(g.trans.LocalAddr())),
-		zap.String("remotingAddr", remotingAddr), zap.Bool("bootstrapped", !has))
+		zap.String("remotingAddr", remotingAddr), zap.Bool("bootstrapped", !has && !join))
 	return g, nil
 }
 

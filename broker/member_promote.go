@@ -180,7 +180,7 @@ func (c *Controller) raftStatusProbe(f *followerLag) learnerProbe {
 				return catchupOf(st), nil
 			}
 		}
-		if st, ok := ask(f.registeredAddr(f.clusterInfo(), id)); ok {
+		if st, ok := ask(f.registeredAddr(f.route(), id)); ok {
 			return catchupOf(st), nil
 		}
 		if len(tried) == 0 {

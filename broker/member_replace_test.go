@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,10 +13,14 @@ import (
 )
 
 // addProcMember starts a fourth member of pc's group with raftJoin=true
-// (waiting to be added) at the in-memory Raft address it returns.
+// (waiting to be added) at the Raft address it returns: in memory, or on
+// a free TCP port for a disk cluster.
 func addProcMember(t *testing.T, pc *procCluster, id string) string {
 	t.Helper()
 	raftAddr := "127.0.0.1:20913"
+	if pc.net == nil {
+		raftAddr = "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	}
 	cfg := pc.cfgs[0]
 	cfg.ListenPort = testutil.FreePort(t)
 	cfg.Store.StorePathRootDir = filepath.Join(filepath.Dir(pc.cfgs[0].Store.StorePathRootDir), id)
@@ -25,9 +30,12 @@ func addProcMember(t *testing.T, pc *procCluster, id string) string {
 	if err := cfg.Derive(); err != nil {
 		t.Fatal(err)
 	}
-	parts, err := NewInmemParts(cfg.GroupConfig, pc.net)
-	if err != nil {
-		t.Fatal(err)
+	var parts Parts
+	if pc.net != nil {
+		var err error
+		if parts, err = NewInmemParts(cfg.GroupConfig, pc.net); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pc.cfgs, pc.parts, pc.started = append(pc.cfgs, cfg), append(pc.parts, parts), append(pc.started, false)
 	pc.nodes, pc.groups, pc.run = append(pc.nodes, nil), append(pc.groups, nil), append(pc.run, nil)

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -153,12 +152,8 @@ func (c *Controller) checkRemoved(g *Group) error {
 	}
 	ctx, cancel := context.WithDeadline(c.ctx, deadline)
 	defer cancel()
-	resp, err := c.nsClient.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestRaftStatus, nil, nil))
-	if err != nil || resp.Code != remoting.ResponseSuccess {
-		return nil
-	}
-	var st RaftStatus
-	if json.Unmarshal(resp.Body, &st) != nil || st.State != raft.Leader.String() || len(st.Members) == 0 {
+	st, err := c.peers.status(ctx, addr)
+	if err != nil || st.State != raft.Leader.String() || len(st.Members) == 0 {
 		return nil
 	}
 	for _, m := range st.Members {

@@ -8,9 +8,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
-
-	"github.com/raftmq/raftmq/remoting"
-	"github.com/raftmq/raftmq/wire"
 )
 
 // nodeCloseTimeout bounds how long Close lets running requests answer
@@ -45,9 +42,14 @@ func OpenNode(cfg BrokerConfig, log *zap.Logger) (*Node, error) {
 
 // NewNode starts the node's Raft member on parts (which it owns from here
 // on, see Parts) and builds its controller. Clients are served from Start.
-// log may be nil.
+// An empty member without raftJoin first asks the group's routed members
+// whether the group runs already, and joins it instead of bootstrapping
+// if so (member_join.go). log may be nil.
 func NewNode(cfg BrokerConfig, parts Parts, log *zap.Logger) (*Node, error) {
-	g, err := NewGroup(cfg.GroupConfig, parts, cfg.RemotingAddr(), log)
+	if log == nil {
+		log = zap.NewNop()
+	}
+	g, err := newGroup(cfg.GroupConfig, parts, cfg.RemotingAddr(), log, groupOptions{joinCheck: runningGroupCheck(cfg, log)})
 	if err != nil {
 		return nil, err
 	}
@@ -201,17 +203,4 @@ func hasOtherVoter(g *Group) bool {
 // routedMaster is the address the first answering name server routes as
 // this broker group's brokerId 0, "" when none answers. With no name
 // server configured (gossip only) it returns "" too.
-func (c *Controller) routedMaster(deadline time.Time) string {
-	for _, ns := range c.cfg.NameServers() {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		resp, err := c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
-		cancel()
-		if err != nil || resp.Code != remoting.ResponseSuccess {
-			continue
-		}
-		if ci, err := wire.DecodeClusterInfo(resp.Body); err == nil {
-			return ci.BrokerAddrTable[c.cfg.BrokerName].BrokerAddrs[wire.MasterID]
-		}
-	}
-	return ""
-}
+func (c *Controller) routedMaster(deadline time.Time) string { return c.peers.master(deadline) }

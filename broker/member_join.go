@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// A member with no Raft state and no raftJoin bootstraps its log from
+// dLegerPeers. That is right at the group's first start and wrong while
+// the group runs: a member rebuilt in place (its data wiped) would write
+// its own index-1 configuration entry, which differs from the group's
+// once dLegerPeers was edited (after a replacement), and the leader,
+// finding the same term at index 1, appends after it: a log and a
+// CommitLog that differ from the others' from the first frame on.
+// RocketMQ's DLedger has no bootstrap step; a wiped member rejoins and
+// catches up. So before it bootstraps, an empty member asks the members
+// the name servers route for its brokerName for RAFT_STATUS: one that
+// answers with a log past the bootstrap entry (the group elected a leader
+// once) means the group runs, and the member joins as with raftJoin=true.
+// With no route (the group's first start) nobody is asked; when the
+// routed members hold no more than a bootstrap entry or do not answer
+// within joinCheckTimeout (the whole group down or wiped) the member
+// bootstraps.
+
+// joinCheckTimeout bounds the join check: the route lookup and the
+// RAFT_STATUS asks together. Members that are down refuse the connection
+// at once; only an unreachable host makes a start wait this long.
+const joinCheckTimeout = 2 * time.Second
+
+// joinCheck is newGroup's look for a running group before a bootstrap:
+// it returns why the member joins instead ("" to bootstrap).
+type joinCheck func() string
+
+// runningGroupCheck is the joinCheck of a node with name servers (nil
+// without: gossip-only nodes bootstrap as before).
+func runningGroupCheck(cfg BrokerConfig, log *zap.Logger) joinCheck {
+	if len(cfg.NameServers()) == 0 {
+		return nil
+	}
+	return func() string {
+		cl, err := newMemberClient(cfg, log.Named("joincheck"))
+		if err != nil {
+			return "" // New reports the config error
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
+		defer cancel()
+		p := groupPeers{client: cl, nameServers: cfg.NameServers(), brokerName: cfg.BrokerName}
+		why, tried := p.runningLog(ctx, cfg.RemotingAddr(), cfg.Raft.DLegerSelfID)
+		if why == "" && len(tried) > 0 {
+			log.Info("no routed member of this group holds a log past a bootstrap entry (a first start) or answered; "+
+				"bootstrapping from dLegerPeers",
+				zap.String("brokerName", cfg.BrokerName), zap.Duration("within", joinCheckTimeout), zap.Strings("asked", tried))
+		}
+		return why
+	}
+}
+
+// runningLog asks the members routed for this group (brokerId 0 first),
+// other than this node (selfAddr, selfID), for RAFT_STATUS until one
+// answers with a Raft log, and returns why this member must join rather
+// than bootstrap; "" when none did, with what was asked and its answer.
+func (p groupPeers) runningLog(ctx context.Context, selfAddr, selfID string) (string, []string) {
+	route := p.route(ctx, joinCheckTimeout)
+	ids := make([]int64, 0, len(route))
+	for id := range route {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var tried []string
+	asked := map[string]bool{"": true, selfAddr: true}
+	for _, id := range ids {
+		addr := route[id]
+		if asked[addr] {
+			continue
+		}
+		asked[addr] = true
+		st, err := p.status(ctx, addr)
+		switch {
+		case err != nil:
+			tried = append(tried, fmt.Sprintf("%s (%v)", addr, err))
+		case st.SelfID == selfID:
+			tried = append(tried, fmt.Sprintf("%s (answers as this member %s)", addr, selfID))
+		case st.LastLogIndex <= 1 && st.LastSnapshotIndex == 0:
+			// At most a bootstrap entry: a member of a group starting for
+			// the first time, which registers as a follower before any
+			// election. Every member bootstraps then; a group that ever
+			// had a leader holds its no-op entry after it.
+			tried = append(tried, fmt.Sprintf("%s (%s holds no log past its bootstrap entry)", addr, st.SelfID))
+		default:
+			return fmt.Sprintf("group %s's %s %s at %s holds a Raft log up to index %d (term %d); "+
+				"not bootstrapping from dLegerPeers, joining as with raftJoin=true: the leader replicates to this member "+
+				"while its id is a member, otherwise add it with `raftmq admin addMember`",
+				p.brokerName, strings.ToLower(st.State), st.SelfID, addr, max(st.LastLogIndex, st.LastSnapshotIndex), st.LastLogTerm), nil
+		}
+	}
+	return "", tried
+}
