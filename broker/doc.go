@@ -58,7 +58,11 @@
 //     while down learns it from the routed leader and records it;
 //     member_promote.go: promotion waits for the learner's full-data
 //     catch-up (the leader asks it over RAFT_STATUS), the promotion waits
-//     in RAFT_STATUS and metrics.
+//     in RAFT_STATUS and metrics; member_join.go: an empty member without
+//     raftJoin joins a running group (asked over RAFT_STATUS) instead of
+//     bootstrapping.
+//   - group_peers.go: the members' client (TLS, cluster signing) and the
+//     one route lookup and RAFT_STATUS ask of the group's other members.
 //   - catchup.go: full-data catch-up of a member whose log was reset for a
 //     snapshot (the retained CommitLog before it and the queue units,
 //     fetched from the leader, paced); catchup_serve.go: CATCHUP_READ

@@ -101,8 +101,10 @@ type GroupConfig struct {
 	ShutdownTransferTimeout time.Duration `prop:"shutdownTransferTimeout"`
 	// RaftJoin makes a member with no Raft state wait to be added by the
 	// group's leader (`raftmq admin addMember`) instead of bootstrapping
-	// the group from dLegerPeers (false). Set it on a new or rebuilt host
-	// joining a running group; see member.go and docs/operations.md.
+	// the group from dLegerPeers (false). Set it on a new host joining a
+	// running group; a member without it joins too when a member the name
+	// servers route holds the group's log (member_join.go), and bootstraps
+	// when none answers. See docs/operations.md.
 	RaftJoin bool `prop:"raftJoin"`
 	// RaftFastElectionStagger is the gap between the survivors' turns to
 	// campaign at once when the leader's process is gone (its Raft
