@@ -335,8 +335,10 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 // Restore implements raft.FSM. It runs at startup (the local snapshot) and
-// after InstallSnapshot; the log position is only recorded (raftlog applies
-// it at the next restore-shaped log operation).
+// after InstallSnapshot; the log position is recorded first and applied
+// once the tables are restored when the log is empty (a member that joined
+// with no state learns at once what it lacks before the snapshot, for its
+// catch-up), else at the next restore-shaped log operation.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	if s := f.stopped.Load(); s != nil {
@@ -369,6 +371,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	if err := f.restoreTimers(img); err != nil {
+		return err
+	}
+	if err := f.logs.SettleRestore(); err != nil {
 		return err
 	}
 	f.applied.Store(p.Index)

@@ -17,6 +17,15 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
+// createT creates topic T (two queues) on whichever member leads.
+func createT(t *testing.T, pc *procCluster) {
+	t.Helper()
+	testutil.WaitFor(t, 30*time.Second, "a leader that creates T", func() bool {
+		return pc.groups[pc.leader()].UpdateTopic(context.Background(),
+			wire.TopicConfig{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}) == nil
+	})
+}
+
 // putAcked stores n messages keyed prefix0.. through whichever member
 // leads and returns each one's acknowledgement by key.
 func putAcked(t *testing.T, pc *procCluster, prefix string, n int, acks map[string]PutResult) {
@@ -76,10 +85,7 @@ func (pc *procCluster) wipe(i int) {
 }
 
 func testWipedMemberRejoins(t *testing.T, pc *procCluster, adminOpts ...client.Opt) {
-	lg := pc.groups[pc.leader()]
-	if err := lg.UpdateTopic(context.Background(), wire.TopicConfig{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
-		t.Fatal(err)
-	}
+	createT(t, pc)
 	acks := map[string]PutResult{}
 	putAcked(t, pc, "a", 64, acks)
 
@@ -188,9 +194,7 @@ func decodeConf(l raft.Log) any {
 func TestWipedGroupBootstraps(t *testing.T) {
 	pc := startDiskCluster(t, nil)
 	acks := map[string]PutResult{}
-	if err := pc.groups[pc.leader()].UpdateTopic(context.Background(), wire.TopicConfig{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
-		t.Fatal(err)
-	}
+	createT(t, pc)
 	putAcked(t, pc, "a", 8, acks)
 	// Followers first: no member becomes leader while it stops.
 	l := pc.leader()
@@ -202,9 +206,7 @@ func TestWipedGroupBootstraps(t *testing.T) {
 		pc.startNode(i)
 	}
 	pc.waitLeaderRegistered()
-	if err := pc.groups[pc.leader()].UpdateTopic(context.Background(), wire.TopicConfig{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
-		t.Fatal(err)
-	}
+	createT(t, pc)
 	putAcked(t, pc, "b", 8, acks)
 	lg := pc.groups[pc.leader()]
 	for i, g := range pc.groups {

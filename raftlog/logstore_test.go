@@ -510,6 +510,42 @@ func TestRestoreFrom(t *testing.T) {
 			t.Fatalf("501 at %d", pos)
 		}
 	})
+	t.Run("FreshFollowerSettled", func(t *testing.T) {
+		s := open(5)
+		defer s.Close()
+		// Settled once the FSM restored: the reset and its backfill record
+		// come before any entry arrives.
+		if err := s.RestoreFrom(SnapshotPosition{Index: 500, Term: 3, EndPos: 70_000}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SettleRestore(); err != nil {
+			t.Fatal(err)
+		}
+		if st, _, ok := s.Backfill(); !ok || st.NextIndex != 501 || st.NextPos != 70_000 {
+			t.Fatalf("backfill after settling: %+v %v", st, ok)
+		}
+		storeAll(t, s, raftlogtest.Entries(501, 510, 3))
+		if pos, _, _ := s.Locate(501); pos != 70_000 {
+			t.Fatalf("501 at %d", pos)
+		}
+	})
+	t.Run("SettleLeavesLogWithEntries", func(t *testing.T) {
+		s := open(6)
+		defer s.Close()
+		storeAll(t, s, raftlogtest.Entries(1, 50, 1))
+		p, _ := s.SnapshotPosition(30)
+		if err := s.RestoreFrom(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SettleRestore(); err != nil {
+			t.Fatal(err)
+		}
+		storeAll(t, s, raftlogtest.Entries(51, 60, 1))
+		raftlogtest.CheckRange(t, s, 1, 60, term1)
+		if s.BackfillPending() {
+			t.Fatal("a log with entries recorded a backfill")
+		}
+	})
 	t.Run("StartupRestoreLeavesLog", func(t *testing.T) {
 		s := open(4)
 		defer s.Close()

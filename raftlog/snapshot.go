@@ -144,6 +144,29 @@ func (s *LogStore) RestoreFrom(p SnapshotPosition) error {
 	return nil
 }
 
+// SettleRestore, called once the FSM holds the snapshot RestoreFrom
+// recorded, applies that position at once to a log holding no entries:
+// Raft never deletes an empty log, so a fresh follower would otherwise
+// reset (and record what it lacks before the snapshot) only at its first
+// StoreLogs, which an idle group may not send for a long time. A log
+// with entries keeps the position pending for DeleteRange or StoreLogs.
+func (s *LogStore) SettleRestore() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	empty := s.emptyLocked()
+	s.mu.RUnlock()
+	p := s.pending
+	if p == nil || !empty {
+		return nil
+	}
+	if err := s.writableLocked(); err != nil {
+		return err
+	}
+	s.pending = nil
+	return s.ensureContinuityLocked(*p)
+}
+
 // ensureContinuityLocked makes the log continue after p: keep it (cutting
 // entries after p.Index) if it holds p.Index with p.Term ending at p.EndPos,
 // else reset it to start at p.Index+1, p.EndPos.
