@@ -35,8 +35,8 @@
 //     (retention; the new first index is persisted before files go),
 //     FirstIndexFrom.
 //   - snapshot.go: the SnapshotPosition record, IndexedSnapshotStore,
-//     WritePositionFor and RestoreFrom (keep or reset the log at the
-//     snapshot's end position).
+//     WritePositionFor, RestoreFrom and SettleRestore (keep or reset the
+//     log at the snapshot's end position).
 //   - catchup.go: the backfill record a reset leaves, and BackfillBegin/
 //     Write/Commit/Finish, which put a peer's retained frames before the
 //     reset position (resumable, checked before the first index moves);
