@@ -69,10 +69,14 @@ type Controller struct {
 	liveCfg atomic.Pointer[BrokerConfig]
 	liveMu  sync.Mutex
 
-	ctx       context.Context
-	cancel    context.CancelFunc
-	quit      <-chan struct{}
-	wg        sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+	quit   <-chan struct{}
+	wg     sync.WaitGroup
+	// goMu orders goFunc against stopTracked: a role change during Shutdown
+	// must not start a goroutine (wg.Add) once Shutdown waits on wg.
+	goMu      sync.Mutex
+	goStopped bool
 	startOnce sync.Once
 	stopOnce  sync.Once
 	startErr  error
@@ -329,13 +333,27 @@ func (c *Controller) onRoleChange(leader bool, term uint64) {
 	c.updateGossipMeta(leader, term)
 }
 
-// goFunc starts a tracked goroutine.
+// goFunc starts a tracked goroutine, unless stopTracked has begun: then f
+// does not run at all.
 func (c *Controller) goFunc(f func()) {
+	c.goMu.Lock()
+	defer c.goMu.Unlock()
+	if c.goStopped {
+		return
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		f()
 	}()
+}
+
+// stopTracked refuses new goFunc goroutines and waits for the running ones.
+func (c *Controller) stopTracked() {
+	c.goMu.Lock()
+	c.goStopped = true
+	c.goMu.Unlock()
+	c.wg.Wait()
 }
 
 // Shutdown stops the servers (letting running requests answer), the
@@ -351,7 +369,7 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 		// address at once and clients stop sending here.
 		err = c.stopGossip()
 		c.cancel()
-		c.wg.Wait()
+		c.stopTracked()
 		c.offsets.flush()
 		err = errors.Join(err, c.srv.Shutdown(ctx))
 		if c.vip != nil {
