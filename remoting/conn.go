@@ -679,6 +679,11 @@ func ctxError(ctx context.Context, what string) error {
 // close completed while its frame waited for room is returned as started.
 func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline time.Time,
 	cb func(*RemotingCommand, error)) (*future, error) {
+	// A request sent for a caller that has given up would still be applied
+	// by the server while the caller reports a failure.
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx, fmt.Sprintf("code %d to %s", req.Code, c.remote))
+	}
 	req.Flag &^= FlagResponse | FlagOneway
 	f := &future{code: req.Code, deadline: deadline, cb: cb, lazy: req.LazyResponseExt}
 	if cb == nil {
