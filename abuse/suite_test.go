@@ -493,7 +493,7 @@ func (e *env) call(addr string, code int16, ext map[string]string, body []byte) 
 func notLeader(resp *remoting.RemotingCommand) bool {
 	switch resp.Code {
 	case remoting.ResponseNotLeaderForQueue, remoting.ResponseServiceNotAvailable:
-		return resp.ExtFields[wire.ExtLeaderAddr] != "" || strings.Contains(resp.Remark, "not leader")
+		return resp.ExtFields[wire.ExtLeaderAddr] != "" || wire.IsNotLeaderRemark(resp.Remark)
 	}
 	return false
 }

@@ -245,7 +245,7 @@ func (c *Controller) aclCheck(conn *remoting.Conn, req *remoting.RemotingCommand
 // PlainAccessValidator.parse, plus batch, reply and lite-pull requests
 // and QUERY_CONSUMER_OFFSET, which it does not list but which touch the
 // same resources as their siblings, and the queue locks RocketMQ 5 checks
-// (DefaultAuthorizationContextBuilder). docs/security.md tables the rule
+// (DefaultAuthorizationContextBuilder). docs/acl.md tables the rule
 // of every code against RocketMQ's.
 func aclRequest(remote string, req *remoting.RemotingCommand) (acl.Request, error) {
 	q := acl.Request{Code: req.Code, Admin: aclAdminCodes[req.Code]}
