@@ -218,8 +218,10 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 }
 
 // Commit commits, for every queue this consumer owns, the offset after the
-// last message Poll returned, and waits for the brokers (or the offsets
-// file) to have it. A group electing a new leader is waited out within
+// last message Poll returned, and waits for each group's leader (or the
+// offsets file) to take it. A leader replicates the offsets it took within
+// its consumerOffsetCommitInterval; one lost before that has the messages
+// since its last replicated offsets delivered again (ADR 0004). A group electing a new leader is waited out within
 // ctx (at most 10 s when ctx has no deadline): Commit follows the new
 // leader as sends do. When ctx ends first the error says so and the
 // offsets are not lost: like RocketMQ's DefaultLitePullConsumer, which

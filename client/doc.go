@@ -38,8 +38,9 @@
 // group's next member asked, with a growing pause once all were tried
 // (leader.go). This covers LitePullConsumer.Commit and Admin's CreateTopic,
 // DeleteTopic, UpdateSubscriptionGroup, ResetOffsetByTime, TopicStatus,
-// ConsumerProgress and message queries, every one of them idempotent: a
-// repeat after a lost answer changes nothing. A Commit whose ctx ends
+// ConsumerProgress and message queries, each safe to repeat after a lost
+// answer (a repeated ResetOffsetByTime rewinds consumers that moved on since
+// the first once more). A Commit whose ctx ends
 // before a leader takes its offsets returns an error, yet keeps them: the
 // consumer sends them every PersistInterval until a leader does, and on
 // Close, whose error reports any it could not send (RocketMQ's lite pull
