@@ -1,14 +1,18 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/magiconair/properties"
 )
@@ -68,12 +72,15 @@ func LoadFile(path string, dst any) error {
 // is reported in the one error (errors.Join of *KeyError, sorted by key),
 // not only the first.
 func Load(path string, dst any) (Report, error) {
-	l := &properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
-	p, err := l.LoadFile(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return Report{Source: path}, fmt.Errorf("config: read %s: %w", path, err)
 	}
-	return apply(p.Map(), path, dst, true)
+	kv, err := ParseProperties(b)
+	if err != nil {
+		return Report{Source: path}, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	return apply(kv, path, dst, true)
 }
 
 // Apply sets dst's fields from a key→value map; source names where the map
@@ -167,8 +174,9 @@ func Print(w io.Writer, src any) error {
 // plain. Unlike properties2String, a backslash, a line break, a tab or
 // form feed, and a leading space are escaped (Properties.store's escapes):
 // written raw, load would drop the backslash or end the value at the
-// line break. Other characters, non-ASCII included, are written as UTF-8,
-// as RocketMQ writes them.
+// line break. The text is ASCII: string2Properties loads the bytes as
+// ISO-8859-1, so any other character is a \uXXXX escape (a surrogate pair
+// outside the BMP), as Properties.store writes it.
 func WriteProperties(w io.Writer, kv map[string]string) error {
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
@@ -187,8 +195,8 @@ func WriteProperties(w io.Writer, kv map[string]string) error {
 }
 
 // escapeProperty escapes s as Properties.store's saveConvert does, but
-// leaves a value's separators and comment marks and non-ASCII characters
-// as they are (load needs them escaped only in keys).
+// leaves a value's separators and comment marks as they are (load needs
+// them escaped only in keys).
 func escapeProperty(s string, key bool) string {
 	var b strings.Builder
 	for i, r := range s {
@@ -214,6 +222,12 @@ func escapeProperty(s string, key bool) string {
 			}
 			b.WriteRune(r)
 		default:
+			if r < 0x20 || r > 0x7e {
+				for _, u := range utf16.Encode([]rune{r}) {
+					fmt.Fprintf(&b, `\u%04X`, u)
+				}
+				continue
+			}
 			b.WriteRune(r)
 		}
 	}
@@ -223,15 +237,51 @@ func escapeProperty(s string, key bool) string {
 // ParseProperties reads a Java properties text as RocketMQ's
 // string2Properties does (Properties.load: escapes, continued lines, '#'
 // and '!' comments, '=', ':' or whitespace after the key), as UTF-8 and
-// without ${} expansion, which Java does not have. It reads config
-// answers and UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG bodies.
+// without ${} expansion, which Java does not have. It reads conf files,
+// config answers and UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG bodies.
 func ParseProperties(b []byte) (map[string]string, error) {
 	l := &properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
-	p, err := l.LoadBytes(b)
+	p, err := l.LoadBytes(joinSurrogateEscapes(b))
 	if err != nil {
 		return nil, err
 	}
 	return p.Map(), nil
+}
+
+// joinSurrogateEscapes replaces each \uXXXX\uXXXX surrogate pair, how
+// Properties.store writes a character outside the BMP, by the character's
+// UTF-8: the loader decodes every escape alone and would make each half a
+// replacement character. Other escapes, "\\" included, are kept as they are.
+func joinSurrogateEscapes(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		hi, okHi := unicodeEscape(b[i:])
+		lo, okLo := unicodeEscape(b[min(i+6, len(b)):])
+		if okHi && okLo && utf16.IsSurrogate(hi) && hi < 0xdc00 && lo >= 0xdc00 && lo <= 0xdfff {
+			out = utf8.AppendRune(out, utf16.DecodeRune(hi, lo))
+			i += 11
+			continue
+		}
+		out = append(out, b[i], b[i+1]) // so `\\u0041` stays a backslash and "u0041"
+		i++
+	}
+	return out
+}
+
+// unicodeEscape reads a \uXXXX escape at the start of b.
+func unicodeEscape(b []byte) (rune, bool) {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[2:6]), 16, 16)
+	return rune(n), err == nil
 }
 
 // fieldsOf walks the struct behind ptr and returns its tagged fields by key.

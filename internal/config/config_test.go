@@ -150,6 +150,43 @@ func TestPrintEscapesAsJavaProperties(t *testing.T) {
 	}
 }
 
+// TestWritePropertiesIsASCII: RocketMQ's tools read config text with
+// MixAll.string2Properties, which hands the UTF-8 bytes to
+// Properties.load(InputStream), an ISO-8859-1 reader: a non-ASCII
+// character written as UTF-8 reaches mqadmin and the dashboard as
+// mojibake ("é" as "Ã©"). So such characters are \uXXXX escapes, a
+// character outside the BMP a surrogate pair as Properties.store writes
+// it, and both ParseProperties and a conf file (LoadFile, the -p output
+// saved) read them back.
+func TestWritePropertiesIsASCII(t *testing.T) {
+	kv := map[string]string{"storePathRootDir": "/data/消息", "brokerName": "é\x01\x7f😀"}
+	var buf bytes.Buffer
+	if err := WriteProperties(&buf, kv); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range buf.Bytes() {
+		if c >= 0x7f || c < 0x20 && c != '\n' {
+			t.Fatalf("byte %d of %q is %#x: ISO-8859-1 readers would not read it as written", i, buf.String(), c)
+		}
+	}
+	if want := `storePathRootDir=/data/\u6D88\u606F` + "\n"; !strings.Contains(buf.String(), want) {
+		t.Errorf("no line %q in %q", want, buf.String())
+	}
+	got, err := ParseProperties(buf.Bytes())
+	if err != nil || len(got) != 2 || got["storePathRootDir"] != kv["storePathRootDir"] || got["brokerName"] != kv["brokerName"] {
+		t.Fatalf("read back %q (%v), want %q", got, err, kv)
+	}
+	src := brokerCfg{BrokerName: kv["brokerName"]}
+	buf.Reset()
+	if err := Print(&buf, &src); err != nil {
+		t.Fatal(err)
+	}
+	var back brokerCfg
+	if err := LoadFile(writeConf(t, buf.String()), &back); err != nil || back != src {
+		t.Fatalf("-p output saved and loaded: %+v (%v), want %+v", back, err, src)
+	}
+}
+
 func TestRejectsNonPointer(t *testing.T) {
 	if err := Apply(nil, "x", brokerCfg{}); err == nil {
 		t.Fatal("want error for non-pointer")
@@ -170,7 +207,7 @@ func TestDuplicateKeyDeclarationIsAnError(t *testing.T) {
 // ParseProperties reads WriteProperties' text back to the same pair, and
 // the text has one line per key.
 func FuzzPropertiesRoundTrip(f *testing.F) {
-	for _, kv := range [][2]string{{"k", `C:\data\x=1:2` + "\n#y\\"}, {"a b=c:d", " lead"}, {"#k", "\\u0041"}, {"k", "é\r\t\f"}, {"!", ""}} {
+	for _, kv := range [][2]string{{"k", `C:\data\x=1:2` + "\n#y\\"}, {"a b=c:d", " lead"}, {"#k", "\\u0041"}, {"k", "é\r\t\f"}, {"!", ""}, {"键😀", `\uD83D\uDE00\\uD83D` + "😀\x00"}} {
 		f.Add(kv[0], kv[1])
 	}
 	f.Fuzz(func(t *testing.T, k, v string) {

@@ -26,7 +26,7 @@
 //   - config.go: LoadFile, Load and Apply (the struct walk and parsing),
 //     Keys, Print (the effective config in the same syntax), KeyError,
 //     WriteProperties and ParseProperties (the Java properties text of
-//     config answers and updates, as RocketMQ's tools read it).
+//     conf files, config answers and updates, as RocketMQ's tools read it).
 //   - ignored.go: Ignorer, Ignored, Report and its warning, suggestions,
 //     Explain and Problems.
 //   - netty.go: WithNettyKeys, the one list of RocketMQ's Netty keys both
