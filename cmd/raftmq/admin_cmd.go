@@ -430,20 +430,20 @@ func parseMQAdminTime(short, s string) (time.Time, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return time.UnixMilli(ms), nil
 	}
-	if t, ok := parseMQAdminDate(s); ok {
+	if t, ok := parseMQAdminDate(s, time.Local); ok {
 		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("%w: -%s %q: want now, ms since the epoch or yyyy-MM-dd#HH:mm:ss:SSS", errAdminUsage, short, s)
 }
 
-// parseMQAdminDate reads yyyy-MM-dd#HH:mm:ss:SSS in local time as
+// parseMQAdminDate reads yyyy-MM-dd#HH:mm:ss:SSS in loc as
 // mqadmin's lenient SimpleDateFormat does (UtilAll.parseDate): a field is
 // one or more digits, SSS counts milliseconds ("6" is 6 ms), and a field
 // past its range carries into the next larger one (month 13 is January of
 // the next year), as time.Date normalizes. Java would also take a sign and
 // ignore text after the milliseconds; both are refused here rather than
 // guessed at.
-func parseMQAdminDate(s string) (time.Time, bool) {
+func parseMQAdminDate(s string, loc *time.Location) (time.Time, bool) {
 	const seps = "--#:::" // after year, month, day, hour, minute, second
 	var f [len(seps) + 1]int
 	for i := range f {
@@ -466,10 +466,12 @@ func parseMQAdminDate(s string) (time.Time, bool) {
 	if s != "" {
 		return time.Time{}, false
 	}
-	t := time.Date(f[0], time.Month(f[1]), f[2], f[3], f[4], f[5], f[6]*int(time.Millisecond), time.Local)
+	t := time.Date(f[0], time.Month(f[1]), f[2], f[3], f[4], f[5], f[6]*int(time.Millisecond), loc)
 	// Message times start at the epoch (and year 1 would read as the zero
-	// time, a flag not given); far later years overflow epoch milliseconds.
-	if t.UnixMilli() < 0 || t.Year() > 9999 {
+	// time, a flag not given), but the local 1970-01-01 that says "from
+	// the start" is before it east of UTC; far later years overflow epoch
+	// milliseconds.
+	if (t.UnixMilli() < 0 && t.Year() < 1970) || t.Year() > 9999 {
 		return time.Time{}, false
 	}
 	return t, true

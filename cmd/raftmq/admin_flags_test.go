@@ -223,8 +223,8 @@ func TestAdminMQAdminFlags(t *testing.T) {
 // SimpleDateFormat (UtilAll.parseDate), so fields of one digit (or more
 // than the pattern's count) are taken, SSS counts milliseconds ("6" is
 // 6 ms), and a field past its range carries into the next larger one.
-// A missing field, a sign, text after the milliseconds, a time before the
-// epoch or after year 9999 is refused.
+// A missing field, a sign, text after the milliseconds, a time before both
+// the epoch and 1970 or after year 9999 is refused.
 func TestParseMQAdminTimeLenient(t *testing.T) {
 	for s, want := range map[string]time.Time{
 		"2024-1-5#3:4:5:6":         time.Date(2024, 1, 5, 3, 4, 5, 6e6, time.Local),
@@ -243,6 +243,23 @@ func TestParseMQAdminTimeLenient(t *testing.T) {
 		"2024-1-5 3:4:5:6", "2024-1-5#3:4:5:6Z", "2024-1-5#3:4:5:6 ", "-1-5#3:4:5:6", "2024-1-5#3:4:5:1234567890", "1-1-1#0:0:0:0", "10000-1-1#0:0:0:0"} {
 		if got, err := parseMQAdminTime("s", s); !errors.Is(err, errAdminUsage) {
 			t.Errorf("%q read as %v, %v; want a usage error", s, got, err)
+		}
+	}
+}
+
+// TestParseMQAdminDateEpochDay: "1970-01-01#00:00:00:000", the usual way to
+// say "from the start", is before the epoch east of UTC (16:00 UTC the day
+// before at UTC+8). mqadmin takes it, and so did raftmq's strict parser; a
+// local date of 1970 or later is accepted in any zone, an earlier one only
+// when it is not before the epoch.
+func TestParseMQAdminDateEpochDay(t *testing.T) {
+	for _, loc := range []*time.Location{time.FixedZone("UTC+8", 8*3600), time.FixedZone("UTC-5", -5*3600), time.UTC} {
+		want := time.Date(1970, 1, 1, 0, 0, 0, 0, loc)
+		if got, ok := parseMQAdminDate("1970-01-01#00:00:00:000", loc); !ok || !got.Equal(want) {
+			t.Errorf("%s: 1970-01-01 read as %v, %v; want %v", loc, got, ok, want)
+		}
+		if got, ok := parseMQAdminDate("1969-12-31#19:00:00:000", loc); ok != (loc.String() == "UTC-5") {
+			t.Errorf("%s: 1969-12-31#19:00:00:000 read as %v, %v", loc, got, ok)
 		}
 	}
 }
