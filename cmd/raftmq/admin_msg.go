@@ -307,7 +307,7 @@ type sendResult struct {
 
 // runSendMessage is mqadmin sendMessage -t -p [-k] [-c] [-b [-i]], sent
 // by a producer of its own group (signed and over TLS as the session is):
-// -b -i to that queue, -b alone to one of that broker group's queues, else
+// -b -i to that queue (-b alone is ignored, as in mqadmin), else
 // wherever the producer's round robin puts it.
 func runSendMessage(ctx context.Context, s *adminSession, in flagValues) (sendResult, error) {
 	broker, qid := in.str("broker"), in.int("qid")

@@ -225,10 +225,6 @@ func TestBenchNamesrvFromEnv(t *testing.T) {
 	}
 }
 
-// TestBenchLocalGroupFlags: bench timer, scale and restart start their own
-// local group, so they take none of produce's and consume's connection
-// flags (name server, topic, TLS, ACL keys, run length, profile): a flag
-// shown in their help and then ignored would mislead.
 // TestBenchFlagDefaultsPerSubcommand: produce and consume keep their own
 // defaults for flags of the same name (a shared variable takes the default
 // registered last: every produced message was tagged "*").
@@ -244,6 +240,10 @@ func TestBenchFlagDefaultsPerSubcommand(t *testing.T) {
 	}
 }
 
+// TestBenchLocalGroupFlags: bench timer, scale and restart start their own
+// local group, so they take none of produce's and consume's connection
+// flags (name server, topic, TLS, ACL keys, run length, profile): a flag
+// shown in their help and then ignored would mislead.
 func TestBenchLocalGroupFlags(t *testing.T) {
 	conn := []string{"aclAccessKey", "aclSecretKey", "namesrv", "topic", "tls", "tls-trust-cert", "interval", "cpuprofile"}
 	for _, sub := range []string{"produce", "consume"} {
