@@ -86,7 +86,9 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if r := c.replicate(ctx, "update topic", func(wctx context.Context) error { return c.rep.UpdateTopic(wctx, tc) }); r != nil {
 		return r
 	}
-	c.reg.trigger()
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.RegisterBrokerTimeoutMills)
+	c.reg.registerNow(rctx)
+	cancel()
 	return success()
 }
 

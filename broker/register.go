@@ -25,6 +25,10 @@ type registerService struct {
 	lastID   int64            // guarded by mu
 	// registered counts successful registration rounds (tests).
 	registered int
+	// started and finished count rounds begun and ended; roundDone is
+	// closed and replaced as each ends (registerNow waits on it).
+	started, finished uint64
+	roundDone         chan struct{}
 }
 
 // refuteReregisterDelay is how long after refuting a suspicion or a death
@@ -33,7 +37,35 @@ type registerService struct {
 const refuteReregisterDelay = time.Second
 
 func newRegisterService(c *Controller) *registerService {
-	return &registerService{c: c, kick: make(chan struct{}, 1), lastID: -1}
+	return &registerService{c: c, kick: make(chan struct{}, 1), lastID: -1, roundDone: make(chan struct{})}
+}
+
+// registerNow asks for a round and waits until one that began after the
+// call has ended, or until ctx ends. RocketMQ answers a topic change only
+// after registering it with every name server (registerIncrementBrokerData),
+// so a client that creates a topic and sends to it or subscribes at once
+// finds its route; a name server that does not answer in time leaves the
+// change to the next rounds, as there.
+func (r *registerService) registerNow(ctx context.Context) {
+	r.mu.Lock()
+	target := r.started + 1
+	r.mu.Unlock()
+	r.trigger()
+	for {
+		r.mu.Lock()
+		done, ended := r.finished >= target, r.roundDone
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return
+		case <-r.c.quit:
+			return
+		}
+	}
 }
 
 // trigger asks for a registration round now; it never blocks.
@@ -192,6 +224,17 @@ func (r *registerService) request(reg registration) *remoting.RemotingCommand {
 
 // registerAll registers with every name server in parallel.
 func (r *registerService) registerAll() {
+	r.mu.Lock()
+	r.started++
+	round := r.started
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.finished = round
+		close(r.roundDone)
+		r.roundDone = make(chan struct{})
+		r.mu.Unlock()
+	}()
 	reg, err := r.prepare()
 	if err != nil {
 		r.c.log.Error("encode registration body", zap.Error(err))
