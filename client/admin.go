@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -252,6 +253,30 @@ func (a *Admin) leaderCall(ctx context.Context, brokerName string, newReq func()
 	return resp, at, nil
 }
 
+// eachLeader sends the request newReq builds to the leader of every group
+// of names side by side, all under one wait for elections (leaderWait): a
+// group without a leader must not spend the time of the groups after it.
+// It returns the addresses that answered and the errors, both in names'
+// order.
+func (a *Admin) eachLeader(ctx context.Context, names []string, newReq func() *remoting.RemotingCommand) ([]string, error) {
+	ctx, cancel := leaderWait(ctx)
+	defer cancel()
+	addrs := make([]string, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { _, addrs[i], errs[i] = a.leaderCall(ctx, name, newReq) })
+	}
+	wg.Wait()
+	var done []string
+	for i := range names {
+		if errs[i] == nil {
+			done = append(done, addrs[i])
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
 // routeMasters returns brokerName → master address from topic's route.
 func (a *Admin) routeMasters(ctx context.Context, topic string) (map[string]string, error) {
 	rd, err := a.TopicRoute(ctx, topic)
@@ -317,17 +342,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 	}
 	// The request replaces the topic's whole config, so a group that
 	// applied it before its answer was lost takes it again unchanged.
-	var done []string
-	var errs []error
-	for _, name := range names {
-		_, addr, err := a.leaderCall(ctx, name, newReq)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		done = append(done, addr)
-	}
-	return done, errors.Join(errs...)
+	return a.eachLeader(ctx, names, newReq)
 }
 
 // DeleteTopic deletes topic from the masters of cluster ("" = every
@@ -338,14 +353,10 @@ func (a *Admin) DeleteTopic(ctx context.Context, topic, cluster string) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, name := range names {
-		if _, _, err := a.leaderCall(ctx, name, func() *remoting.RemotingCommand {
-			return remoting.NewRequest(remoting.RequestDeleteTopicInBroker, &wire.TopicRequestHeader{Topic: topic}, nil)
-		}); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	_, err = a.eachLeader(ctx, names, func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestDeleteTopicInBroker, &wire.TopicRequestHeader{Topic: topic}, nil)
+	})
+	errs := []error{err}
 	for _, ns := range a.cfg.nameServers {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
 		_, err := invokeOK(cctx, a.rc, "namesrv", ns, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv,
@@ -691,11 +702,6 @@ func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg wire.Subscriptio
 		return err
 	}
 	// sg replaces the group's whole config: a repeat changes nothing.
-	var errs []error
-	for _, name := range names {
-		if _, _, err := a.leaderCall(ctx, name, newReq); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	_, err = a.eachLeader(ctx, names, newReq)
+	return err
 }

@@ -40,7 +40,9 @@
 // DeleteTopic, UpdateSubscriptionGroup, ResetOffsetByTime, TopicStatus,
 // ConsumerProgress and message queries, each safe to repeat after a lost
 // answer (a repeated ResetOffsetByTime rewinds consumers that moved on since
-// the first once more). A Commit whose ctx ends
+// the first once more). Commit and the cluster-wide CreateTopic, DeleteTopic
+// and UpdateSubscriptionGroup ask all groups side by side under that one
+// wait, so a group without a leader does not hold up the others. A Commit whose ctx ends
 // before a leader takes its offsets returns an error, yet keeps them: the
 // consumer sends them every PersistInterval until a leader does, and on
 // Close, whose error reports any it could not send (RocketMQ's lite pull

@@ -11,6 +11,7 @@ import (
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Calls bound to a group's leader ride out its election: the lite pull
@@ -171,4 +172,33 @@ func TestLiteCommitOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestAdminOtherGroupsWhileOneHasNoQuorum: a cluster-wide update reaches
+// every group whose leader runs although another group waits out its
+// election for the whole ctx.
+func TestAdminOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
+	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Groups: 2})
+	admin := startFailoverTopic(t, ec, "AOG")
+	l := ec.Leader(0)
+	ec.Kill(0, l)
+	ec.Kill(0, (l+1)%3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	_, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: "AOG2", ReadQueueNums: 2, WriteQueueNums: 2}, "DefaultCluster", "")
+	cancel()
+	if err == nil {
+		t.Fatal("create without broker-a's quorum succeeded")
+	}
+	if strings.Contains(err.Error(), "broker-b") {
+		t.Fatalf("create failed on broker-b, whose leader runs: %v", err)
+	}
+	if _, ok := ec.Member(1, ec.Leader(1)).Group.State().Topic("AOG2"); !ok {
+		t.Fatal("broker-b has no topic AOG2")
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 3*time.Second)
+	err = admin.UpdateSubscriptionGroup(ctx, wire.SubscriptionGroupConfig{GroupName: "AOG-g2", ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 3}, "DefaultCluster", "")
+	cancel()
+	if err == nil || strings.Contains(err.Error(), "broker-b") {
+		t.Fatalf("group update with broker-a down: %v, want broker-a's failure only", err)
+	}
 }
