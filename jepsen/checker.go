@@ -312,6 +312,9 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 	if c, ok := checkDamageDetected(h); ok {
 		v.Checks = append(v.Checks, c)
 	}
+	if c, ok := checkRebuildRejoined(h); ok {
+		v.Checks = append(v.Checks, c)
+	}
 	v.Availability = availability(h, okOps)
 	v.Valid = true
 	for _, c := range v.Checks {
@@ -343,6 +346,31 @@ func checkDamageDetected(h History) (Check, bool) {
 	}
 	return Check{Name: "bitflip: damage not found and named by the member", Value: fmt.Sprintf("%d of %d flips", len(missed), flips),
 		OK: len(missed) == 0, Required: true, Examples: missed}, true
+}
+
+// checkRebuildRejoined: every member the rebuild-member nemesis wiped
+// joined its running group instead of bootstrapping a log of its own, and
+// caught up before heal gave up (false when no member was rebuilt). A
+// bootstrap can leave no trace in the data checks (the bootstrap entry
+// may equal the group's), and a member that never catches up only shows
+// as a missing replica at the end.
+func checkRebuildRejoined(h History) (Check, bool) {
+	rebuilds := 0
+	var bad []string
+	for _, f := range h.Faults {
+		if f.Nemesis != "rebuild-member" {
+			continue
+		}
+		rebuilds++
+		if strings.Contains(f.Detail, rebuildBootstrapped) || f.HealNote != "" {
+			bad = addEx(bad, "%.1f s: %s %s", f.StartMs/1000, f.Detail, f.HealNote)
+		}
+	}
+	if rebuilds == 0 {
+		return Check{}, false
+	}
+	return Check{Name: "rebuild-member: bootstrapped or never caught up", Value: fmt.Sprintf("%d of %d rebuilds", len(bad), rebuilds),
+		OK: len(bad) == 0, Required: true, Examples: bad}, true
 }
 
 func availability(h History, allOK []Op) []Availability {

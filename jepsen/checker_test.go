@@ -193,3 +193,30 @@ func TestCheckerBitflipMustBeDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckerRebuildMustRejoin: a rebuilt member that bootstrapped, or
+// that heal never saw caught up, makes the run invalid although the data
+// checks may all pass.
+func TestCheckerRebuildMustRejoin(t *testing.T) {
+	h := twoGroupHistory()
+	ok := FaultWindow{Nemesis: "rebuild-member", Detail: "n1 (follower, pid 7): SIGKILL, data directory wiped (3 MiB of files), restarted from its conf without raftJoin; joined without bootstrapping after 900 ms"}
+	h.Faults = []FaultWindow{ok}
+	if v := CheckHistory(h, true); !v.Valid || check(t, v, "rebuild-member").Value != "0 of 1 rebuilds" {
+		t.Fatalf("rejoined: valid %v, %+v", v.Valid, check(t, v, "rebuild-member"))
+	}
+	booted := ok
+	booted.Detail = "n2 (follower, pid 8): SIGKILL, data directory wiped (3 MiB of files), restarted from its conf without raftJoin; " + rebuildBootstrapped + ": no join line in its log within 30s"
+	behind := ok
+	behind.HealNote = "n1 of broker-j has not caught up after 5m0s: applied 10 of 90"
+	h.Faults = append(h.Faults, booted, behind)
+	v := CheckHistory(h, true)
+	if c := check(t, v, "rebuild-member"); v.Valid || c.OK || c.Value != "2 of 3 rebuilds" {
+		t.Fatalf("bootstrapped and behind: valid %v, %+v", v.Valid, c)
+	}
+	h.Faults = []FaultWindow{{Nemesis: "replace-member", Detail: "n0 (follower): removed"}}
+	for _, c := range CheckHistory(h, true).Checks {
+		if strings.HasPrefix(c.Name, "rebuild-member") {
+			t.Fatalf("check without a rebuild: %+v", c)
+		}
+	}
+}

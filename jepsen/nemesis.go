@@ -287,6 +287,10 @@ func (k *crashNemesis) Inject(ctx context.Context, env *Env) (string, error) {
 
 func (k *crashNemesis) Heal(_ context.Context, env *Env) error { return env.Cluster.StartNode(k.node) }
 
+// healDetailer is a nemesis whose heal has something to add to the
+// window's detail (what it waited for, and how long).
+type healDetailer interface{ HealDetail() string }
+
 // NemesisNames lists every nemesis NewNemesis knows.
 func NemesisNames() []string {
 	names := make([]string, 0, len(nemesisTable))
@@ -365,6 +369,9 @@ func (s Schedule) run(ctx context.Context, env *Env, rec *recorder) {
 		}
 		if herr != nil {
 			w.HealNote = herr.Error()
+		}
+		if hd, ok := n.(healDetailer); ok && hd.HealDetail() != "" {
+			w.Detail += "; heal: " + hd.HealDetail()
 		}
 		rec.fault(w)
 		if !held {

@@ -56,7 +56,7 @@ func TestFlipBitChangesOneBitInData(t *testing.T) {
 // TestDefaultNemesesAndTags pins what the full profile runs and builds.
 func TestDefaultNemesesAndTags(t *testing.T) {
 	def := DefaultNemeses()
-	for _, n := range []string{"kill-namesrv", "partition-clients", "net-loss-delay", "slow-disk", "kill-leader", "replace-member", "bitflip-segment"} {
+	for _, n := range []string{"kill-namesrv", "partition-clients", "net-loss-delay", "slow-disk", "kill-leader", "replace-member", "rebuild-member", "bitflip-segment"} {
 		if !slices.Contains(def, n) {
 			t.Fatalf("%s missing from the default set %v", n, def)
 		}

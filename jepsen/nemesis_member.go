@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 func init() {
 	nemesisTable["replace-member"] = func() Nemesis { return &replaceMemberNemesis{} }
+	nemesisTable["rebuild-member"] = func() Nemesis { return &rebuildMemberNemesis{} }
 }
 
 // Timeouts of replace-member. The learner's catch-up is a full replay of
@@ -60,10 +64,11 @@ func (r *replaceMemberNemesis) Inject(ctx context.Context, env *Env) (string, er
 }
 
 // pickRemovableFollower picks a random running voting follower of the
-// env's group that the operator's wipe-and-re-add may remove: with a member
-// down, paused or still a learner from an earlier window, removing another
-// would leave one voter (the quorum guard refuses it), so that is
-// ErrUnsupported.
+// env's group that the operator may take out to rebuild (wipe-and-re-add,
+// or rebuild in place): with a member down, paused or still a learner from
+// an earlier window, taking out another would leave one voter (the quorum
+// guard refuses a removal; a wiped voter cannot vote until caught up), so
+// that is ErrUnsupported.
 func pickRemovableFollower(ctx context.Context, env *Env, nemesis string) (int, error) {
 	c := env.Cluster
 	l := c.LeaderOf(ctx, env.Group)
@@ -285,4 +290,242 @@ func ensureConfLine(path, line string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// Timeouts of rebuild-member.
+const (
+	// rebuildJoinTimeout bounds the wait for the restarted member's join
+	// decision in its log: a start, the route lookup and the RAFT_STATUS
+	// asks of its join check (at most 2 s).
+	rebuildJoinTimeout = 30 * time.Second
+	// rebuildHealTimeout bounds heal's wait for the member to catch up:
+	// like replace-member's, a replay of the leader's retained log.
+	rebuildHealTimeout = 5 * time.Minute
+)
+
+// joinedLine matches the warning an empty member logs when its join check
+// found the group running (broker/member_join.go): it joins as with
+// raftJoin=true instead of bootstrapping from dLegerPeers. The groups are
+// the member asked, its address, the index and term of its log.
+var joinedLine = regexp.MustCompile(`(\S+) at (\S+) holds a Raft log up to index (\d+) \(term (\d+)\); not bootstrapping from dLegerPeers, joining as with raftJoin=true`)
+
+// rebuildBootstrapped opens the part of a rebuild-member window's detail
+// saying the member did not log its join: it bootstrapped a log of its own
+// from dLegerPeers (or never got that far). The checker fails the run on it.
+const rebuildBootstrapped = "BOOTSTRAPPED"
+
+// rebuildMemberNemesis is the operator's rebuild in place (README
+// "Rebuilding a member's data"): SIGKILL a voting follower, delete
+// everything in its data directory and start it again under the same id
+// from its conf, with no raftJoin line and no membership request: it is
+// still a voter of the group's configuration. The empty member must find
+// the group running (its join check asks the members the name server
+// routes) and wait for the leader rather than bootstrap; the injection
+// waits for the line saying so in the member's log and marks the window
+// rebuildBootstrapped without it. Heal waits until the member has caught
+// up: it applies what the leader had committed when the wait began, no
+// catch-up is pending (so it may stand for election again) and it is a
+// voter.
+//
+// Netns mode only: in proxy mode the rejoined member takes the group's
+// configuration from the leader's log or snapshot, where its own address
+// is the leader's proxy to it, not the address its dLegerPeers gives it;
+// its next restart then refuses to start (the live configuration has it
+// elsewhere), and it would dial its peers through the leader's proxies.
+type rebuildMemberNemesis struct {
+	node int
+	// caughtUp is heal's account of the catch-up, for the window's detail.
+	caughtUp string
+}
+
+func (*rebuildMemberNemesis) Name() string { return "rebuild-member" }
+
+func (r *rebuildMemberNemesis) Inject(ctx context.Context, env *Env) (string, error) {
+	c := env.Cluster
+	if c.net == nil {
+		return "", fmt.Errorf("%w: rebuild-member needs the netns mode (the rejoined member takes the leader's view of the group, whose addresses for it are proxies in proxy mode)", ErrUnsupported)
+	}
+	i, err := pickRemovableFollower(ctx, env, "rebuild-member")
+	if err != nil {
+		return "", err
+	}
+	n := c.Nodes[i]
+	// The join check asks the members the name server routes; a name
+	// server that routes none (just restarted) would let the member
+	// bootstrap, as at the group's first start.
+	if routed, err := c.routedPeers(ctx, env.Group, n); err != nil || len(routed) == 0 {
+		return "", fmt.Errorf("%w: rebuild-member: the name server routes no other member of %s (%v)", ErrUnsupported, GroupNameOf(env.Group), err)
+	}
+	r.node, r.caughtUp = i, ""
+	var logFrom int64
+	if fi, err := os.Stat(n.LogPath); err == nil {
+		logFrom = fi.Size()
+	}
+	// After the kill every problem goes into the detail: the schedule
+	// heals only an injection that returned no error.
+	var notes []string
+	pid := n.PID()
+	if err := c.KillNode(i); err != nil {
+		notes = append(notes, "kill: "+err.Error())
+	}
+	wiped, err := wipeDir(n.DataDir)
+	if err != nil {
+		notes = append(notes, "wipe: "+err.Error())
+	}
+	if err := removeConfKey(n.ConfPath, "raftJoin"); err != nil {
+		notes = append(notes, "conf: "+err.Error())
+	}
+	if err := c.StartNode(i); err != nil {
+		notes = append(notes, "start: "+err.Error())
+	}
+	joined := awaitJoin(ctx, n.LogPath, logFrom, n.Exited, time.Now().Add(rebuildJoinTimeout))
+	desc := fmt.Sprintf("%s (follower, pid %d): SIGKILL, data directory wiped (%d MiB of files), restarted from its conf without raftJoin; %s",
+		n.ID, pid, wiped>>20, joined)
+	if len(notes) > 0 {
+		desc += "; " + strings.Join(notes, "; ")
+	}
+	return desc, nil
+}
+
+// awaitJoin waits until the log at path (from byte from on) has the
+// member's join line, the member exited, or deadline, and says what it
+// saw; without the line the answer starts with rebuildBootstrapped.
+func awaitJoin(ctx context.Context, path string, from int64, exited func() bool, deadline time.Time) string {
+	start := time.Now()
+	for {
+		b, _ := os.ReadFile(path)
+		if int64(len(b)) > from {
+			if m := joinedLine.FindSubmatch(b[from:]); m != nil {
+				return fmt.Sprintf("joined without bootstrapping after %d ms (asked %s at %s: log up to index %s, term %s)",
+					time.Since(start).Milliseconds(), m[1], m[2], m[3], m[4])
+			}
+		}
+		if exited() {
+			return fmt.Sprintf("%s? exited after %d ms without logging its join", rebuildBootstrapped, time.Since(start).Milliseconds())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("%s: no join line in its log within %s", rebuildBootstrapped, time.Since(start).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Sprintf("%s? %v before its join line", rebuildBootstrapped, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Heal restarts the member if it went down and waits until it has caught
+// up: it answers, is a voter in the leader's configuration, has no
+// catch-up pending and has applied the leader's commit index of the
+// first round.
+func (r *rebuildMemberNemesis) Heal(ctx context.Context, env *Env) error {
+	c := env.Cluster
+	n := c.Nodes[r.node]
+	if err := c.StartNode(r.node); err != nil {
+		return err
+	}
+	start := time.Now()
+	deadline := start.Add(rebuildHealTimeout)
+	var target uint64
+	last := "no answer yet"
+	for {
+		if target == 0 {
+			if l := c.LeaderOf(ctx, n.Group); l >= 0 {
+				if st, err := c.RaftStatus(ctx, l); err == nil {
+					target = st.CommitIndex
+				}
+			}
+		}
+		st, err := c.RaftStatus(ctx, r.node)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case target == 0:
+			last = "no serving leader"
+		case st.Catchup != nil && st.Catchup.Pending:
+			last = fmt.Sprintf("catch-up pending (phase %q, %d of %d bytes)", st.Catchup.Phase, st.Catchup.BytesDone, st.Catchup.BytesTotal)
+		case st.AppliedIndex < target:
+			last = fmt.Sprintf("applied %d of %d", st.AppliedIndex, target)
+		default:
+			voter, err := c.isVoter(ctx, n.Group, n.ID)
+			if err == nil && voter {
+				r.caughtUp = fmt.Sprintf("caught up %d ms into heal (applied %d ≥ leader's commit %d, last snapshot %d%s)",
+					time.Since(start).Milliseconds(), st.AppliedIndex, target, st.LastSnapshotIndex, catchupNote(st.Catchup))
+				return nil
+			}
+			last = fmt.Sprintf("caught up but not a voter (%v)", err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s of %s has not caught up after %s: %s", n.ID, GroupNameOf(n.Group), rebuildHealTimeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// HealDetail is heal's account of the catch-up for the window's detail.
+func (r *rebuildMemberNemesis) HealDetail() string { return r.caughtUp }
+
+// catchupNote describes a finished full-data catch-up ("" when the member
+// never needed one: the leader replayed its whole log).
+func catchupNote(c *wire.CatchupStatus) string {
+	if c == nil {
+		return ""
+	}
+	s := fmt.Sprintf("; full-data catch-up took %d ms, %d MiB", c.TookMillis, c.BytesDone>>20)
+	if c.LastError != "" {
+		s += ", last error " + c.LastError
+	}
+	return s
+}
+
+// routedPeers are the addresses the name server routes for group g other
+// than n's: the members n's join check will ask.
+func (c *Cluster) routedPeers(ctx context.Context, g int, n *Node) ([]string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := c.rc.InvokeSync(cctx, c.NamesrvAddr(), remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code != remoting.ResponseSuccess {
+		return nil, fmt.Errorf("cluster info: code %d %s", resp.Code, resp.Remark)
+	}
+	ci, err := wire.DecodeClusterInfo(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, addr := range ci.BrokerAddrTable[GroupNameOf(g)].BrokerAddrs {
+		if addr != n.Addr() {
+			out = append(out, addr)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// removeConfKey deletes every line setting key from the conf file at path
+// (a raftJoin=true a replace-member window left).
+func removeConfKey(path, key string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		k, _, ok := strings.Cut(l, "=")
+		if ok && strings.TrimSpace(k) == key {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if len(kept) == len(lines) {
+		return nil
+	}
+	return os.WriteFile(path, []byte(strings.Join(kept, "")), 0o644)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWipeDirEmptiesButKeepsDir checks that replace-member's wipe leaves
@@ -68,5 +69,74 @@ func TestReplaceMemberNeedsNetns(t *testing.T) {
 	_, err = n.Inject(context.Background(), &Env{Cluster: &Cluster{}, Rand: rand.New(rand.NewSource(1))})
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "netns") {
 		t.Fatalf("proxy-mode inject: %v", err)
+	}
+}
+
+// TestRemoveConfKeyDropsRaftJoin: rebuild-member restarts a member from
+// its conf without the raftJoin line a replace-member window appended,
+// leaving every other line as it was.
+func TestRemoveConfKeyDropsRaftJoin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n1.conf")
+	conf := "brokerName=broker-j\nraftJoin=true\nlistenPort=10911\n raftJoin = false\nraftJoinX=1"
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := removeConfKey(path, "raftJoin"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	if want := "brokerName=broker-j\nlistenPort=10911\nraftJoinX=1"; string(b) != want {
+		t.Fatalf("conf %q, want %q", b, want)
+	}
+}
+
+// TestRebuildMemberNeedsNetns: in proxy mode rebuild-member injects
+// nothing and says why.
+func TestRebuildMemberNeedsNetns(t *testing.T) {
+	n, err := NewNemesis("rebuild-member")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = n.Inject(context.Background(), &Env{Cluster: &Cluster{}, Rand: rand.New(rand.NewSource(1))})
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "netns") {
+		t.Fatalf("proxy-mode inject: %v", err)
+	}
+}
+
+// TestAwaitJoinNeedsTheNewJoinLine: only a join line the restarted member
+// logged counts (one from an earlier rebuild, before from, does not); without
+// it the detail says rebuildBootstrapped, whether the wait ran out or the
+// member exited.
+func TestAwaitJoinNeedsTheNewJoinLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n1.log")
+	join := `{"level":"warn","msg":"no Raft state: group broker-j's follower n2 at 10.201.3.12:10911 holds a Raft log up to index 812 (term 3); ` +
+		"not bootstrapping from dLegerPeers, joining as with raftJoin=true: the leader replicates to this member while its id is a member, " +
+		"otherwise add it with `raftmq admin addMember`\"}\n"
+	old := join + `{"level":"warn","msg":"raft: heartbeat timeout reached"}` + "\n"
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from := int64(len(old))
+	running := func() bool { return false }
+	past := time.Now().Add(-time.Second)
+	if got := awaitJoin(context.Background(), path, from, running, past); !strings.HasPrefix(got, rebuildBootstrapped+":") {
+		t.Fatalf("old line only: %q", got)
+	}
+	if got := awaitJoin(context.Background(), path, from, func() bool { return true }, time.Now().Add(time.Minute)); !strings.HasPrefix(got, rebuildBootstrapped+"? exited") {
+		t.Fatalf("exited: %q", got)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(join); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	got := awaitJoin(context.Background(), path, from, running, past)
+	if strings.Contains(got, rebuildBootstrapped) || !strings.Contains(got, "asked n2 at 10.201.3.12:10911: log up to index 812, term 3") {
+		t.Fatalf("joined: %q", got)
 	}
 }

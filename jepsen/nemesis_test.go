@@ -1,10 +1,14 @@
 package jepsen
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"math/rand"
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 )
 
 // TestRingBlocksThreeNodes pins the 3-node ring: n0 hears n1 (not n2), n1
@@ -67,5 +71,28 @@ func TestRingBlocksMajorities(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// healNoting is a nemesis whose heal reports what it waited for and ends
+// the schedule.
+type healNoting struct{ stop context.CancelFunc }
+
+func (healNoting) Name() string                                 { return "heal-noting" }
+func (healNoting) Inject(context.Context, *Env) (string, error) { return "injected", nil }
+func (h healNoting) Heal(context.Context, *Env) error           { h.stop(); return errors.New("heal failed") }
+func (healNoting) HealDetail() string                           { return "waited 5 ms" }
+
+// TestScheduleAddsHealDetail: a nemesis's heal account lands in its
+// window's detail, next to the heal's error.
+func TestScheduleAddsHealDetail(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &recorder{h: History{Start: time.Now()}}
+	env := &Env{Cluster: &Cluster{}, Rand: rand.New(rand.NewSource(1))}
+	Schedule{Nemeses: []Nemesis{healNoting{stop: cancel}}, Quiet: time.Millisecond, Hold: time.Millisecond}.run(ctx, env, rec)
+	f := rec.snapshot().Faults
+	if len(f) != 1 || f[0].Detail != "injected; heal: waited 5 ms" || f[0].HealNote != "heal failed" {
+		t.Fatalf("windows %+v", f)
 	}
 }

@@ -14,7 +14,7 @@ import (
 var faultColors = map[string]color.NRGBA{
 	"crash": {R: 200, G: 40, B: 40, A: 50}, "disk": {R: 160, G: 110, B: 40, A: 50},
 	"net": {R: 40, G: 170, B: 170, A: 50}, "slow": {R: 230, G: 190, B: 40, A: 60},
-	"bitflip": {R: 240, G: 60, B: 200, A: 50},
+	"bitflip": {R: 240, G: 60, B: 200, A: 50}, "rebuild": {R: 110, G: 60, B: 200, A: 50},
 }
 
 // Label geometry of the timeline's top panel (16 in wide at 96 dpi, about
