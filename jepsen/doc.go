@@ -6,7 +6,8 @@
 // network namespaces, fsync EIO under strace, disk full, crashes that lose
 // unsynced writes, name-server kills, client↔broker partitions, packet
 // loss, slow flushes, a flipped bit in a closed segment, a follower wiped
-// and re-added through the membership requests), heals, drains,
+// and re-added through the membership requests, a follower wiped and
+// restarted in place, which must rejoin rather than bootstrap), heals, drains,
 // and checks the history: nothing
 // acknowledged lost, nothing phantom, one value per queue offset across
 // acks, consumers and replicas, dense queues, no idempotent duplicates,
@@ -32,7 +33,8 @@
 //     on the receiver).
 //   - diskfull.go: the disk-full nemesis (a tmpfs under one node's data).
 //   - nemesis.go: the Nemesis interface, the original nemeses, ring
-//     partitions, the schedule.
+//     partitions, the schedule (a heal's own account joins its window's
+//     detail).
 //   - nemesis_chaos.go, netns_chaos.go: kill-namesrv, partition-clients,
 //     net-loss-delay (netem, or iptables statistic loss), slow-disk (the
 //     slowfs build's flush-delay control file), bitflip-segment (flip,
@@ -40,7 +42,9 @@
 //     wipeAndReAdd); BuildTags, DefaultNemeses; EnsureNetnsTools.
 //   - nemesis_member.go: replace-member (removeMember a follower, wipe its
 //     data, restart it with raftJoin=true, addMember it: wipeAndReAdd; heal
-//     waits for three voters).
+//     waits for three voters) and rebuild-member (SIGKILL a follower, wipe
+//     its data, restart it from its conf without raftJoin; its log must say
+//     it joined rather than bootstrapped; heal waits until it caught up).
 //   - workload.go: SDK producers and consumers, the final read of every
 //     queue on every node; workload_txn.go: the transactional sends
 //     (client.TransactionProducer, decision fixed by the value).
