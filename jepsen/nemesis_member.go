@@ -82,7 +82,9 @@ func pickRemovableFollower(ctx context.Context, env *Env, nemesis string) (int, 
 	var followers []int
 	for _, m := range st.Members {
 		i := c.nodeIndex(m.ID)
-		if i >= 0 && i != l && m.Suffrage == "Voter" && c.Nodes[i].State() == NodeRunning {
+		// A process that exited on its own (a refused start) still reads
+		// as Running until the harness stops it.
+		if i >= 0 && i != l && m.Suffrage == "Voter" && c.Nodes[i].State() == NodeRunning && !c.Nodes[i].Exited() {
 			followers = append(followers, i)
 		}
 	}
