@@ -52,19 +52,31 @@ type groupPeers struct {
 func (p groupPeers) route(ctx context.Context, each time.Duration) map[int64]string {
 	for _, ns := range p.nameServers {
 		cctx, cancel := context.WithTimeout(ctx, each)
-		resp, err := p.client.InvokeSync(cctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
+		addrs, ok := p.routeFrom(cctx, ns)
 		cancel()
-		if err != nil || resp.Code != remoting.ResponseSuccess {
-			continue
-		}
-		if ci, err := wire.DecodeClusterInfo(resp.Body); err == nil {
-			if bd, ok := ci.BrokerAddrTable[p.brokerName]; ok && bd.BrokerAddrs != nil {
-				return bd.BrokerAddrs
-			}
-			return map[int64]string{}
+		if ok {
+			return addrs
 		}
 	}
 	return nil
+}
+
+// routeFrom is name server ns's address table of this broker group
+// (empty when it routes no member); ok is false when ns does not answer
+// within ctx or answers something else.
+func (p groupPeers) routeFrom(ctx context.Context, ns string) (map[int64]string, bool) {
+	resp, err := p.client.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		return nil, false
+	}
+	ci, err := wire.DecodeClusterInfo(resp.Body)
+	if err != nil {
+		return nil, false
+	}
+	if bd, ok := ci.BrokerAddrTable[p.brokerName]; ok && bd.BrokerAddrs != nil {
+		return bd.BrokerAddrs, true
+	}
+	return map[int64]string{}, true
 }
 
 // master is the address routed as the group's brokerId 0, "" when none

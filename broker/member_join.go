@@ -3,8 +3,10 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,7 +21,9 @@ import (
 // CommitLog that differ from the others' from the first frame on.
 // RocketMQ's DLedger has no bootstrap step; a wiped member rejoins and
 // catches up. So before it bootstraps, an empty member asks the members
-// the name servers route for its brokerName for RAFT_STATUS: one that
+// the name servers route for its brokerName for RAFT_STATUS (every name
+// server and every routed member at once, followers as well as the
+// routed master, which may be the one that is down): one that
 // answers with a log past the bootstrap entry (the group elected a leader
 // once) means the group runs, and the member joins as with raftJoin=true.
 // With no route (the group's first start) nobody is asked; when the
@@ -61,43 +65,86 @@ func runningGroupCheck(cfg BrokerConfig, log *zap.Logger) joinCheck {
 	}
 }
 
-// runningLog asks the members routed for this group (brokerId 0 first),
-// other than this node (selfAddr, selfID), for RAFT_STATUS until one
-// answers with a Raft log, and returns why this member must join rather
-// than bootstrap; "" when none did, with what was asked and its answer.
+// runningLog asks every name server at once for this group's route, and
+// every member one of them routes (other than this node: selfAddr,
+// selfID) for RAFT_STATUS as soon as it is routed. It returns why this
+// member must join rather than bootstrap once one answers with a Raft
+// log; "" when none did within ctx, with what was asked and its answer.
+// No ask waits for another: a name server or member that never answers
+// (its host down behind a firewall) costs only its own ask, and a name
+// server that lost the route (restarted) hides no member another routes.
 func (p groupPeers) runningLog(ctx context.Context, selfAddr, selfID string) (string, []string) {
-	route := p.route(ctx, joinCheckTimeout)
-	ids := make([]int64, 0, len(route))
-	for id := range route {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var tried []string
-	asked := map[string]bool{"": true, selfAddr: true}
-	for _, id := range ids {
-		addr := route[id]
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct{ why, note string }
+	// Drained until every ask returned, so no ask outlives the check.
+	answers := make(chan answer)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		asked = map[string]bool{"": true, selfAddr: true}
+	)
+	ask := func(addr string) {
+		mu.Lock()
+		defer mu.Unlock()
 		if asked[addr] {
-			continue
+			return
 		}
 		asked[addr] = true
-		st, err := p.status(ctx, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			why, note := p.judgeLog(ctx, addr, selfID)
+			answers <- answer{why, note}
+		}()
+	}
+	for _, ns := range p.nameServers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			route, _ := p.routeFrom(ctx, ns)
+			for _, id := range slices.Sorted(maps.Keys(route)) {
+				ask(route[id])
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(answers) }()
+	var why string
+	var tried []string
+	for a := range answers {
 		switch {
-		case err != nil:
-			tried = append(tried, fmt.Sprintf("%s (%v)", addr, err))
-		case st.SelfID == selfID:
-			tried = append(tried, fmt.Sprintf("%s (answers as this member %s)", addr, selfID))
-		case st.LastLogIndex <= 1 && st.LastSnapshotIndex == 0:
-			// At most a bootstrap entry: a member of a group starting for
-			// the first time, which registers as a follower before any
-			// election. Every member bootstraps then; a group that ever
-			// had a leader holds its no-op entry after it.
-			tried = append(tried, fmt.Sprintf("%s (%s holds no log past its bootstrap entry)", addr, st.SelfID))
+		case why != "":
+		case a.why != "":
+			why = a.why
+			cancel()
 		default:
-			return fmt.Sprintf("group %s's %s %s at %s holds a Raft log up to index %d (term %d); "+
-				"not bootstrapping from dLegerPeers, joining as with raftJoin=true: the leader replicates to this member "+
-				"while its id is a member, otherwise add it with `raftmq admin addMember`",
-				p.brokerName, strings.ToLower(st.State), st.SelfID, addr, max(st.LastLogIndex, st.LastSnapshotIndex), st.LastLogTerm), nil
+			tried = append(tried, a.note)
 		}
 	}
+	if why != "" {
+		return why, nil
+	}
 	return "", tried
+}
+
+// judgeLog asks the member at addr for RAFT_STATUS: why this member must
+// join when it holds the group's log, else what it answered.
+func (p groupPeers) judgeLog(ctx context.Context, addr, selfID string) (why, note string) {
+	st, err := p.status(ctx, addr)
+	switch {
+	case err != nil:
+		return "", fmt.Sprintf("%s (%v)", addr, err)
+	case st.SelfID == selfID:
+		return "", fmt.Sprintf("%s (answers as this member %s)", addr, selfID)
+	case st.LastLogIndex <= 1 && st.LastSnapshotIndex == 0:
+		// At most a bootstrap entry: a member of a group starting for
+		// the first time, which registers as a follower before any
+		// election. Every member bootstraps then; a group that ever
+		// had a leader holds its no-op entry after it.
+		return "", fmt.Sprintf("%s (%s holds no log past its bootstrap entry)", addr, st.SelfID)
+	}
+	return fmt.Sprintf("group %s's %s %s at %s holds a Raft log up to index %d (term %d); "+
+		"not bootstrapping from dLegerPeers, joining as with raftJoin=true: the leader replicates to this member "+
+		"while its id is a member, otherwise add it with `raftmq admin addMember`",
+		p.brokerName, strings.ToLower(st.State), st.SelfID, addr, max(st.LastLogIndex, st.LastSnapshotIndex), st.LastLogTerm), ""
 }

@@ -1,0 +1,145 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// hungAddr accepts connections and never answers: a host that is down
+// behind a firewall, or a process stopped (SIGSTOP) mid-way.
+func hungAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// fakeRemoting serves one request code with a fixed JSON body.
+func fakeRemoting(t *testing.T, code int16, body []byte) string {
+	t.Helper()
+	srv := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
+	srv.Register(code, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+		resp.Body = body
+		return resp, nil
+	}, 1, 16)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv.Addr().String()
+}
+
+func fakeNameServerRouting(t *testing.T, brokerName string, addrs map[int64]string) string {
+	t.Helper()
+	ci := &wire.ClusterInfo{BrokerAddrTable: map[string]wire.BrokerData{}}
+	if addrs != nil {
+		ci.BrokerAddrTable[brokerName] = wire.BrokerData{Cluster: "C", BrokerName: brokerName, BrokerAddrs: addrs}
+	}
+	return fakeRemoting(t, remoting.RequestGetBrokerClusterInfo, wire.EncodeClusterInfo(ci, true))
+}
+
+func fakeMember(t *testing.T, st RaftStatus) string {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fakeRemoting(t, remoting.RequestRaftStatus, b)
+}
+
+// The join check finds a running group within its bound although one of
+// the name servers or the routed leader's host does not answer at all,
+// and although a name server (just restarted) routes no member yet: the
+// others are asked too, not after the silent one's time ran out.
+func TestJoinCheckDespiteSilentPeers(t *testing.T) {
+	const bn = "b"
+	follower := fakeMember(t, RaftStatus{SelfID: "n2", State: "Follower", LastLogIndex: 40, LastLogTerm: 2})
+	cases := map[string]func() []string{
+		"leader host silent": func() []string {
+			return []string{fakeNameServerRouting(t, bn, map[int64]string{0: hungAddr(t), 1: follower})}
+		},
+		"first name server silent": func() []string {
+			return []string{hungAddr(t), fakeNameServerRouting(t, bn, map[int64]string{0: follower})}
+		},
+		"first name server routes nobody": func() []string {
+			return []string{fakeNameServerRouting(t, bn, nil), fakeNameServerRouting(t, bn, map[int64]string{1: follower})}
+		},
+	}
+	for name, nameServers := range cases {
+		t.Run(name, func(t *testing.T) {
+			cl := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+			defer cl.Close()
+			p := groupPeers{client: cl, nameServers: nameServers(), brokerName: bn}
+			ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
+			defer cancel()
+			start := time.Now()
+			why, tried := p.runningLog(ctx, "127.0.0.1:1", "n1")
+			if why == "" {
+				t.Fatalf("bootstraps although follower n2 holds the group's log (asked: %v)", tried)
+			}
+			if took := time.Since(start); took >= joinCheckTimeout {
+				t.Fatalf("the check took %v, its bound is %v", took, joinCheckTimeout)
+			}
+		})
+	}
+}
+
+// With nothing answering, the check gives up at its bound and the member
+// bootstraps.
+func TestJoinCheckBoundWhenNothingAnswers(t *testing.T) {
+	cl := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer cl.Close()
+	ns := fakeNameServerRouting(t, "b", map[int64]string{0: hungAddr(t), 1: hungAddr(t)})
+	p := groupPeers{client: cl, nameServers: []string{hungAddr(t), ns}, brokerName: "b"}
+	ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
+	defer cancel()
+	start := time.Now()
+	why, tried := p.runningLog(ctx, "127.0.0.1:1", "n1")
+	if why != "" {
+		t.Fatalf("joins with no member answering: %s", why)
+	}
+	if len(tried) != 2 {
+		t.Fatalf("asked %v, want both routed members", tried)
+	}
+	if took := time.Since(start); took > joinCheckTimeout+time.Second {
+		t.Fatalf("the check took %v, its bound is %v", took, joinCheckTimeout)
+	}
+}
