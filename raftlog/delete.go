@@ -153,7 +153,8 @@ func (s *LogStore) recordVisibleLocked() bool {
 // nextPos the position after that index's frame on the leader (EndOf
 // there), so positions stay identical across replicas. The FSM normally does
 // not call it directly but RestoreFrom, which resets only when the log does
-// not already continue the snapshot and never during a startup restore. Every
+// not already continue the snapshot, and during a startup restore only a log
+// holding no entries (SettleRestore). Every
 // segment and index file is removed; the space before nextPos in its segment
 // stays zero and is never scanned. A crash halfway is finished by Open.
 func (s *LogStore) ResetAt(nextIndex uint64, nextPos int64) error {

@@ -24,14 +24,14 @@ import (
 //     the snapshot.
 //  3. FSM.Restore reads it back (ReadSnapshotPosition) and calls
 //     LogStore.RestoreFrom. That only records the position: Restore also runs
-//     at startup (NewRaft restoring the local snapshot), where the log must
-//     be left alone. The position is applied by the next restore-shaped
-//     operation: Raft's DeleteRange of everything after InstallSnapshot, or,
-//     on an empty log (a fresh follower, whose log Raft does not delete),
-//     SettleRestore once the FSM holds the snapshot, or a StoreLogs starting
-//     at S+1. Applying it keeps the log if it already holds S with the
-//     same term ending at the same position (cutting anything after S), and
-//     otherwise resets it with ResetAt(S+1, position).
+//     at startup (NewRaft restoring the local snapshot), where a log
+//     holding entries must be left alone. The position is applied by the
+//     next restore-shaped operation: Raft's DeleteRange of everything after
+//     InstallSnapshot, or, on an empty log (a fresh follower, whose log Raft
+//     does not delete), SettleRestore once the FSM holds the snapshot, or a
+//     StoreLogs starting at S+1. Applying it keeps the log if it already
+//     holds S with the same term ending at the same position (cutting
+//     anything after S), and otherwise resets it with ResetAt(S+1, position).
 
 // SnapshotPosition says where the log continues after a snapshot.
 type SnapshotPosition struct {
