@@ -211,7 +211,11 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	join := cfg.RaftJoin
 	if !has && !join && opts.joinCheck != nil {
-		if why := opts.joinCheck(); why != "" {
+		why, err := opts.joinCheck()
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
 			log.Warn("no Raft state: " + why)
 			join = true
 		}

@@ -37,8 +37,10 @@ import (
 const joinCheckTimeout = 2 * time.Second
 
 // joinCheck is newGroup's look for a running group before a bootstrap:
-// it returns why the member joins instead ("" to bootstrap).
-type joinCheck func() string
+// it returns why the member joins instead ("" to bootstrap), or the
+// configuration error that keeps it from asking, which must fail the
+// start before a bootstrap writes the member's own first entry.
+type joinCheck func() (string, error)
 
 // runningGroupCheck is the joinCheck of a node with name servers (nil
 // without: gossip-only nodes bootstrap as before).
@@ -46,10 +48,10 @@ func runningGroupCheck(cfg BrokerConfig, log *zap.Logger) joinCheck {
 	if len(cfg.NameServers()) == 0 {
 		return nil
 	}
-	return func() string {
+	return func() (string, error) {
 		cl, err := newMemberClient(cfg, log.Named("joincheck"))
 		if err != nil {
-			return "" // New reports the config error
+			return "", err
 		}
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
@@ -61,7 +63,7 @@ func runningGroupCheck(cfg BrokerConfig, log *zap.Logger) joinCheck {
 				"bootstrapping from dLegerPeers",
 				zap.String("brokerName", cfg.BrokerName), zap.Duration("within", joinCheckTimeout), zap.Strings("asked", tried))
 		}
-		return why
+		return why, nil
 	}
 }
 

@@ -143,3 +143,28 @@ func TestJoinCheckBoundWhenNothingAnswers(t *testing.T) {
 		t.Fatalf("the check took %v, its bound is %v", took, joinCheckTimeout)
 	}
 }
+
+// A wiped member whose start fails on a configuration error (here a
+// clusterAuth pair missing its secret, which the join check signs with)
+// must not have bootstrapped first: the next start, with the error
+// fixed, would find its own index-1 entry and never ask the group.
+func TestJoinCheckConfigErrorLeavesNoRaftState(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	w := (pc.leader() + 1) % 3
+	pc.stopNode(w)
+	pc.wipe(w)
+	cfg := pc.cfgs[w]
+	cfg.ClusterAuthAccessKey = "cluster"
+	pc.started[w] = true
+	if n, err := NewNode(cfg, pc.parts[w], testLogger()); err == nil {
+		_ = n.Close()
+		t.Fatal("started with clusterAuthAccessKey but no clusterAuthSecretKey")
+	}
+	term, err := pc.parts[w].Stable.GetUint64([]byte("CurrentTerm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if term != 0 {
+		t.Fatalf("the failed start bootstrapped (current term %d) before it failed", term)
+	}
+}
