@@ -297,6 +297,13 @@ func startClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, disk bo
 		}
 	})
 	pc.waitLeaderRegistered()
+	// A member started after the others elected joins rather than
+	// bootstraps (member_join.go) and registers only once the leader has
+	// replicated the configuration to it: tests that forward to every
+	// member or count the routed ones start from the full route.
+	testutil.WaitFor(t, 15*time.Second, "every member registered", func() bool {
+		return len(ns.Routes().ClusterInfo().BrokerAddrTable[pc.cfgs[0].BrokerName].BrokerAddrs) == len(ids)
+	})
 	return pc
 }
 
