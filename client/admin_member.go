@@ -110,7 +110,10 @@ func (a *Admin) memberCall(ctx context.Context, brokerName string, code int16, h
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(leaderFollowWait)
+	// The wait for a new leader starts at the first not-leader answer: a
+	// request that waited out a long catch-up before it was refused still
+	// follows the leader that took over meanwhile.
+	var deadline time.Time
 	for hop := 0; ; hop++ {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout+extra)
 		resp, err := a.rc.InvokeSync(cctx, addr, remoting.NewRequest(code, h, nil))
@@ -131,6 +134,9 @@ func (a *Admin) memberCall(ctx context.Context, brokerName string, code int16, h
 			return out, nil
 		}
 		be := &BrokerError{Broker: brokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(leaderFollowWait)
+		}
 		if be.Code != remoting.ResponseServiceNotAvailable || hop >= 8 || time.Now().After(deadline) {
 			// A catch-up that timed out answers with the learner's lag.
 			return out, be
