@@ -249,6 +249,7 @@ func (r *registerService) registerAll() {
 		r.mu.Unlock()
 		if prev >= 0 {
 			r.unregisterAll(prev)
+			r.c.refreshGossipMeta()
 		}
 		return
 	}
@@ -277,10 +278,14 @@ func (r *registerService) registerAll() {
 	}
 	wg.Wait()
 	r.mu.Lock()
+	slotChanged := r.lastID != id
 	r.lastSent, r.lastID = dv, id
 	if ok > 0 {
 		r.registered++
 	}
 	r.mu.Unlock()
+	if slotChanged {
+		r.c.refreshGossipMeta()
+	}
 	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("bytes", len(reg.raw)))
 }
