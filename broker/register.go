@@ -40,6 +40,13 @@ func newRegisterService(c *Controller) *registerService {
 	return &registerService{c: c, kick: make(chan struct{}, 1), lastID: -1, roundDone: make(chan struct{})}
 }
 
+// registerNowMaxWait bounds how long a topic change's answer waits for its
+// registration round: below the clients' request timeouts (the SDK's 3 s,
+// mqadmin's 5 s). A round lasts as long as its slowest name server, up to
+// registerBrokerTimeoutMills; waiting that long for one that hangs would
+// make every client report a failure for a change that was made.
+const registerNowMaxWait = 2 * time.Second
+
 // registerNow asks for a round and waits until one that began after the
 // call has ended, or until ctx ends. RocketMQ answers a topic change only
 // after registering it with every name server (registerIncrementBrokerData),

@@ -1,8 +1,14 @@
 package broker
 
 import (
+	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // TestCreateTopicAnsweredAfterRegistration: UPDATE_AND_CREATE_TOPIC is
@@ -25,5 +31,56 @@ func TestCreateTopicAnsweredAfterRegistration(t *testing.T) {
 		if rd == nil || len(rd.BrokerDatas) == 0 || rd.BrokerDatas[0].BrokerAddrs[0] == "" {
 			t.Fatalf("create %s answered before the name server routes it: %+v", topic, rd)
 		}
+	}
+}
+
+// TestCreateTopicAnsweredWithAHungNameServer: a name server that accepts
+// the registration and never answers holds the answer to a topic change
+// for at most registerNowMaxWait, not registerBrokerTimeoutMills: clients
+// ask with a shorter timeout (the SDK 3 s, mqadmin 5 s) and would report a
+// failure for a topic that was created.
+func TestCreateTopicAnsweredWithAHungNameServer(t *testing.T) {
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hung.Close() })
+	go func() {
+		for {
+			conn, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+			go func() {
+				b := make([]byte, 4096)
+				for {
+					if _, err := conn.Read(b); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
+		c.NamesrvAddr += ";" + hung.Addr().String()
+		c.RegisterNameServerPeriod = time.Hour
+		c.TopicChangeCheckInterval = time.Hour
+	})
+	tc.waitRoute("TBW102")
+	for i := range 2 {
+		topic := "RegHung" + strconv.Itoa(i)
+		req := remoting.NewRequest(remoting.RequestUpdateAndCreateTopic, nil, nil)
+		for k, v := range map[string]string{"topic": topic, "defaultTopic": wire.TopicAutoCreate, "readQueueNums": "4",
+			"writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"} {
+			req.ExtFields[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the SDK's request timeout
+		resp, err := tc.client.InvokeSync(ctx, tc.nodes[0].Addr(), req)
+		cancel()
+		if err != nil || resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("create %s with a hung name server: %v %+v", topic, err, resp)
+		}
+		tc.waitRoute(topic)
 	}
 }
