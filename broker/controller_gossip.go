@@ -121,11 +121,6 @@ func (c *Controller) updateGossipMeta(leader bool, term uint64) {
 	}
 	c.gossipMetaMu.Lock()
 	defer c.gossipMetaMu.Unlock()
-	c.publishGossipMeta(leader, term)
-}
-
-// publishGossipMeta sends the meta of a role; the caller holds gossipMetaMu.
-func (c *Controller) publishGossipMeta(leader bool, term uint64) {
 	if err := c.gossip.UpdateMeta(c.gossipMeta(leader, term)); err != nil {
 		c.log.Warn("gossip: meta update not confirmed", zap.Bool("leader", leader), zap.Uint64("term", term), zap.Error(err))
 	}
@@ -134,17 +129,11 @@ func (c *Controller) publishGossipMeta(leader bool, term uint64) {
 // refreshGossipMeta publishes the meta of the node's role and slot as they
 // are now. A follower's slot (BrokerID) changes without a role change: a
 // member that joined with no state is in no configuration until the leader
-// replicates one to it. The role is read under gossipMetaMu: read before
-// it, a role change could publish in between and be overwritten. It waits
-// for the broadcast (up to the gossip UpdateTimeout), so the register loop
-// runs it on its own goroutine: a registration must never wait for gossip.
+// replicates one to it. It waits for the broadcast (up to the gossip
+// UpdateTimeout), so the register loop runs it on its own goroutine: a
+// registration must never wait for gossip.
 func (c *Controller) refreshGossipMeta() {
-	if c.gossip == nil {
-		return
-	}
-	c.gossipMetaMu.Lock()
-	defer c.gossipMetaMu.Unlock()
-	c.publishGossipMeta(c.rep.IsLeader(), c.term.Load())
+	c.updateGossipMeta(c.rep.IsLeader(), c.term.Load())
 }
 
 // Gossip returns the node's gossip member (nil when gossipEnable is off or
