@@ -129,9 +129,7 @@ func (c *Controller) updateGossipMeta(leader bool, term uint64) {
 // refreshGossipMeta publishes the meta of the node's role and slot as they
 // are now. A follower's slot (BrokerID) changes without a role change: a
 // member that joined with no state is in no configuration until the leader
-// replicates one to it. It waits for the broadcast (up to the gossip
-// UpdateTimeout), so the register loop runs it on its own goroutine: a
-// registration must never wait for gossip.
+// replicates one to it.
 func (c *Controller) refreshGossipMeta() {
 	c.updateGossipMeta(c.rep.IsLeader(), c.term.Load())
 }

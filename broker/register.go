@@ -256,7 +256,7 @@ func (r *registerService) registerAll() {
 		r.mu.Unlock()
 		if prev >= 0 {
 			r.unregisterAll(prev)
-			r.c.goFunc(r.c.refreshGossipMeta)
+			r.c.refreshGossipMeta()
 		}
 		return
 	}
@@ -292,7 +292,7 @@ func (r *registerService) registerAll() {
 	}
 	r.mu.Unlock()
 	if slotChanged {
-		r.c.goFunc(r.c.refreshGossipMeta)
+		r.c.refreshGossipMeta()
 	}
 	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("bytes", len(reg.raw)))
 }
