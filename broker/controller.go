@@ -77,12 +77,9 @@ type Controller struct {
 	// must not start a goroutine (wg.Add) once Shutdown waits on wg.
 	goMu      sync.Mutex
 	goStopped bool
-	// gossipMetaMu keeps a meta computed from an older role from being
-	// published after a newer one (role changes and slot refreshes).
-	gossipMetaMu sync.Mutex
-	startOnce    sync.Once
-	stopOnce     sync.Once
-	startErr     error
+	startOnce sync.Once
+	stopOnce  sync.Once
+	startErr  error
 
 	// autoCreate rate-limits client-triggered creations, autoCreating
 	// coalesces concurrent ones of one topic (limits.go).

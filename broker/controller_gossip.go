@@ -119,19 +119,9 @@ func (c *Controller) updateGossipMeta(leader bool, term uint64) {
 	if c.gossip == nil {
 		return
 	}
-	c.gossipMetaMu.Lock()
-	defer c.gossipMetaMu.Unlock()
 	if err := c.gossip.UpdateMeta(c.gossipMeta(leader, term)); err != nil {
 		c.log.Warn("gossip: meta update not confirmed", zap.Bool("leader", leader), zap.Uint64("term", term), zap.Error(err))
 	}
-}
-
-// refreshGossipMeta publishes the meta of the node's role and slot as they
-// are now. A follower's slot (BrokerID) changes without a role change: a
-// member that joined with no state is in no configuration until the leader
-// replicates one to it.
-func (c *Controller) refreshGossipMeta() {
-	c.updateGossipMeta(c.rep.IsLeader(), c.term.Load())
 }
 
 // Gossip returns the node's gossip member (nil when gossipEnable is off or

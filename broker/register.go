@@ -256,7 +256,6 @@ func (r *registerService) registerAll() {
 		r.mu.Unlock()
 		if prev >= 0 {
 			r.unregisterAll(prev)
-			r.c.refreshGossipMeta()
 		}
 		return
 	}
@@ -285,14 +284,10 @@ func (r *registerService) registerAll() {
 	}
 	wg.Wait()
 	r.mu.Lock()
-	slotChanged := r.lastID != id
 	r.lastSent, r.lastID = dv, id
 	if ok > 0 {
 		r.registered++
 	}
 	r.mu.Unlock()
-	if slotChanged {
-		r.c.refreshGossipMeta()
-	}
 	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("bytes", len(reg.raw)))
 }
