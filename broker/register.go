@@ -26,7 +26,8 @@ type registerService struct {
 	// registered counts successful registration rounds (tests).
 	registered int
 	// started and finished count rounds begun and ended; roundDone is
-	// closed and replaced as each ends (registerNow waits on it).
+	// closed and replaced as each ends (registerNow waits on it); all
+	// guarded by mu.
 	started, finished uint64
 	roundDone         chan struct{}
 }
