@@ -38,7 +38,7 @@
 //	                       in fastjson's object-key form: write and read
 //	headers_send.go        send request headers (long and a…n names, AppendExt),
 //	                       send response header, the leader-address ext key
-//	not_leader.go          the not-leader answer's remark (raftmq) and its test
+//	not_leader.go          the remark of a not-leader answer (raftmq) and its check
 //	headers_pull.go        pull request/response headers and PullFlag bits
 //	headers_offset.go      consumer-offset, queue-offset, search, consume-stats
 //	                       and reset-offset headers
