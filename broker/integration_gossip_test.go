@@ -62,12 +62,7 @@ func TestGossipMetaFollowsRole(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "name server's view of every node's meta matches its role", func() bool {
 		// Leadership may move while the views converge: compare with the
 		// role each node has now.
-		l := -1
-		for i, g := range pc.groups {
-			if g != nil && g.IsLeader() {
-				l = i
-			}
-		}
+		l := pc.leading()
 		if l < 0 {
 			return false
 		}

@@ -360,15 +360,20 @@ func (pc *procCluster) leader() int {
 	pc.t.Helper()
 	idx := -1
 	testutil.WaitFor(pc.t, 15*time.Second, "a raft leader", func() bool {
-		for i, g := range pc.groups {
-			if g != nil && g.IsLeader() {
-				idx = i
-				return true
-			}
-		}
-		return false
+		idx = pc.leading()
+		return idx >= 0
 	})
 	return idx
+}
+
+// leading returns the index of a node that leads now, or -1.
+func (pc *procCluster) leading() int {
+	for i, g := range pc.groups {
+		if g != nil && g.IsLeader() {
+			return i
+		}
+	}
+	return -1
 }
 
 // waitLeaderRegistered waits until the name server's cluster table names
@@ -376,12 +381,7 @@ func (pc *procCluster) leader() int {
 func (pc *procCluster) waitLeaderRegistered() {
 	pc.t.Helper()
 	testutil.WaitFor(pc.t, 15*time.Second, "leader registered as brokerId 0", func() bool {
-		l := -1
-		for i, g := range pc.groups {
-			if g != nil && g.IsLeader() {
-				l = i
-			}
-		}
+		l := pc.leading()
 		if l < 0 {
 			return false
 		}
