@@ -59,8 +59,8 @@
 //     member_promote.go: promotion waits for the learner's full-data
 //     catch-up (the leader asks it over RAFT_STATUS), the promotion waits
 //     in RAFT_STATUS and metrics; member_join.go: an empty member without
-//     raftJoin joins a running group (asked over RAFT_STATUS) instead of
-//     bootstrapping.
+//     raftJoin joins a running group (asked over RAFT_STATUS and with a
+//     term-0 pre-vote over the Raft transport) instead of bootstrapping.
 //   - group_peers.go: the members' client (TLS, cluster signing) and the
 //     one route lookup and RAFT_STATUS ask of the group's other members.
 //   - catchup.go: full-data catch-up of a member whose log was reset for a

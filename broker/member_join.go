@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 )
 
@@ -20,20 +21,27 @@ import (
 // finding the same term at index 1, appends after it: a log and a
 // CommitLog that differ from the others' from the first frame on.
 // RocketMQ's DLedger has no bootstrap step; a wiped member rejoins and
-// catches up. So before it bootstraps, an empty member asks the members
-// the name servers route for its brokerName for RAFT_STATUS (every name
-// server and every routed member at once, followers as well as the
-// routed master, which may be the one that is down): one that
-// answers with a log past the bootstrap entry (the group elected a leader
-// once) means the group runs, and the member joins as with raftJoin=true.
-// With no route (the group's first start) nobody is asked; when the
-// routed members hold no more than a bootstrap entry or do not answer
-// within joinCheckTimeout (the whole group down or wiped) the member
-// bootstraps.
+// catches up. So before it bootstraps, an empty member asks two ways at
+// once, and joins as with raftJoin=true as soon as either finds the
+// group running:
+//   - every dLegerPeers member over the Raft transport, with a pre-vote
+//     request at term 0. Pre-vote changes no state on the receiver, and a
+//     term-0 request is refused without a vote, but every answer carries
+//     the receiver's current term: a term past 1 means the group elected a
+//     leader once (bootstrap writes term 1). This needs no route, so it
+//     also works right after a name server restart, before the members
+//     re-registered.
+//   - the members the name servers route for its brokerName, for
+//     RAFT_STATUS (every name server and every routed member at once,
+//     followers as well as the routed master, which may be the one that
+//     is down): one with a log past the bootstrap entry. This reaches the
+//     members where they are now when dLegerPeers still names old hosts.
+// When nobody answers so within joinCheckTimeout (the group's first
+// start, or the whole group down or wiped) the member bootstraps.
 
-// joinCheckTimeout bounds the join check: the route lookup and the
-// RAFT_STATUS asks together. Members that are down refuse the connection
-// at once; only an unreachable host makes a start wait this long.
+// joinCheckTimeout bounds the join check: both ways of asking together.
+// Members that are down refuse the connection at once; only an
+// unreachable host makes a start wait this long.
 const joinCheckTimeout = 2 * time.Second
 
 // joinCheck is newGroup's look for a running group before a bootstrap:
@@ -42,13 +50,14 @@ const joinCheckTimeout = 2 * time.Second
 // start before a bootstrap writes the member's own first entry.
 type joinCheck func() (string, error)
 
-// runningGroupCheck is the joinCheck of a node with name servers (nil
-// without: gossip-only nodes bootstrap as before).
-func runningGroupCheck(cfg BrokerConfig, log *zap.Logger) joinCheck {
-	if len(cfg.NameServers()) == 0 {
-		return nil
-	}
+// runningGroupCheck is a node's joinCheck; trans is the Raft transport the
+// member will run on (not started yet: only its outgoing side is used).
+func runningGroupCheck(cfg BrokerConfig, trans raft.Transport, log *zap.Logger) joinCheck {
 	return func() (string, error) {
+		conf, err := cfg.Raft.Configuration()
+		if err != nil {
+			return "", err
+		}
 		cl, err := newMemberClient(cfg, log.Named("joincheck"))
 		if err != nil {
 			return "", err
@@ -56,15 +65,85 @@ func runningGroupCheck(cfg BrokerConfig, log *zap.Logger) joinCheck {
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
 		defer cancel()
+		type result struct {
+			why   string
+			tried []string
+		}
+		viaRaft := make(chan result, 1)
+		go func() {
+			why, tried := raftPeersRunning(ctx, trans, conf, raft.ServerID(cfg.Raft.DLegerSelfID))
+			if why != "" {
+				cancel()
+			}
+			viaRaft <- result{why, tried}
+		}()
 		p := groupPeers{client: cl, nameServers: cfg.NameServers(), brokerName: cfg.BrokerName}
 		why, tried := p.runningLog(ctx, cfg.RemotingAddr(), cfg.Raft.DLegerSelfID)
-		if why == "" && len(tried) > 0 {
-			log.Info("no routed member of this group holds a log past a bootstrap entry (a first start) or answered; "+
-				"bootstrapping from dLegerPeers",
-				zap.String("brokerName", cfg.BrokerName), zap.Duration("within", joinCheckTimeout), zap.Strings("asked", tried))
+		if why != "" {
+			cancel()
 		}
-		return why, nil
+		r := <-viaRaft
+		switch {
+		case why != "":
+			return why, nil
+		case r.why != "":
+			return r.why, nil
+		}
+		tried = append(tried, r.tried...)
+		log.Info("no member of this group answered with a log past a bootstrap entry (a first start) or answered at all; "+
+			"bootstrapping from dLegerPeers",
+			zap.String("brokerName", cfg.BrokerName), zap.Duration("within", joinCheckTimeout), zap.Strings("asked", tried))
+		return "", nil
 	}
+}
+
+// raftPeersRunning sends every member of conf but self a term-0 pre-vote
+// request at once and returns why this member must join once one answers
+// with a term past 1; "" when none did within ctx, with what was asked
+// and its answer. An ask still waiting when ctx ends finishes on the
+// transport's own timeout; its answer is dropped.
+func raftPeersRunning(ctx context.Context, trans raft.Transport, conf raft.Configuration, self raft.ServerID) (string, []string) {
+	pv, ok := trans.(raft.WithPreVote)
+	if !ok {
+		return "", nil
+	}
+	type answer struct{ why, note string }
+	answers := make(chan answer, len(conf.Servers))
+	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: trans.EncodePeer(self, trans.LocalAddr())}
+	asked := 0
+	for _, s := range conf.Servers {
+		if s.ID == self {
+			continue
+		}
+		asked++
+		go func() {
+			var resp raft.RequestPreVoteResponse
+			err := pv.RequestPreVote(s.ID, s.Address, &raft.RequestPreVoteRequest{RPCHeader: header}, &resp)
+			switch {
+			case err != nil:
+				answers <- answer{note: fmt.Sprintf("%s at %s over Raft (%v)", s.ID, s.Address, err)}
+			case resp.Term <= 1:
+				answers <- answer{note: fmt.Sprintf("%s at %s over Raft (term %d: no election yet)", s.ID, s.Address, resp.Term)}
+			default:
+				answers <- answer{why: fmt.Sprintf("group member %s at %s is at Raft term %d (the group elected a leader); "+
+					"not bootstrapping from dLegerPeers, joining as with raftJoin=true: the leader replicates to this member "+
+					"while its id is a member, otherwise add it with `raftmq admin addMember`", s.ID, s.Address, resp.Term)}
+			}
+		}()
+	}
+	var tried []string
+	for range asked {
+		select {
+		case a := <-answers:
+			if a.why != "" {
+				return a.why, nil
+			}
+			tried = append(tried, a.note)
+		case <-ctx.Done():
+			return "", append(tried, fmt.Sprintf("%d dLegerPeers member(s) over Raft (no answer within %v)", asked-len(tried), joinCheckTimeout))
+		}
+	}
+	return "", tried
 }
 
 // runningLog asks every name server at once for this group's route, and

@@ -3,11 +3,16 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -166,5 +171,105 @@ func TestJoinCheckConfigErrorLeavesNoRaftState(t *testing.T) {
 	}
 	if term != 0 {
 		t.Fatalf("the failed start bootstrapped (current term %d) before it failed", term)
+	}
+}
+
+// fakeRaftPeer is a Raft transport that answers every pre-vote request
+// with term and records the terms it was asked at.
+func fakeRaftPeer(t *testing.T, term uint64) (raft.ServerAddress, *[]uint64) {
+	t.Helper()
+	tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var rpc raft.RPC
+			select {
+			case rpc = <-tr.Consumer():
+			case <-stop:
+				return
+			}
+			req, ok := rpc.Command.(*raft.RequestPreVoteRequest)
+			if !ok {
+				rpc.Respond(nil, fmt.Errorf("unexpected %T", rpc.Command))
+				continue
+			}
+			mu.Lock()
+			asked = append(asked, req.Term)
+			mu.Unlock()
+			rpc.Respond(&raft.RequestPreVoteResponse{Term: term}, nil)
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+		tr.CloseStreams()
+		_ = tr.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, term := range asked {
+			if term != 0 {
+				t.Errorf("a peer was asked at term %d; the check must never carry a term to a member", term)
+			}
+		}
+	})
+	return tr.LocalAddr(), &asked
+}
+
+func probeTransport(t *testing.T) *raft.NetworkTransport {
+	t.Helper()
+	tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tr.CloseStreams()
+		_ = tr.Close()
+	})
+	return tr
+}
+
+// Over Raft, a member at a term past 1 means a running group, found
+// within the bound although another member's host never answers; members
+// that only bootstrapped (term 1) or are down mean a first start.
+func TestRaftPeersRunning(t *testing.T) {
+	self := probeTransport(t)
+	conf := func(peers ...raft.ServerAddress) raft.Configuration {
+		c := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: self.LocalAddr()}}}
+		for i, a := range peers {
+			c.Servers = append(c.Servers, raft.Server{ID: raft.ServerID(fmt.Sprintf("p%d", i)), Address: a})
+		}
+		return c
+	}
+	running, asked := fakeRaftPeer(t, 5)
+	bootstrapped, _ := fakeRaftPeer(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
+	defer cancel()
+	start := time.Now()
+	why, tried := raftPeersRunning(ctx, self, conf(raft.ServerAddress(hungAddr(t)), running), "n1")
+	if why == "" {
+		t.Fatalf("bootstraps although a member is at term 5 (asked: %v)", tried)
+	}
+	if took := time.Since(start); took >= joinCheckTimeout {
+		t.Fatalf("the check took %v, its bound is %v", took, joinCheckTimeout)
+	}
+	if len(*asked) != 1 {
+		t.Fatalf("the running member was asked %d times", len(*asked))
+	}
+
+	refused := raft.ServerAddress(fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)))
+	ctx2, cancel2 := context.WithTimeout(context.Background(), joinCheckTimeout)
+	defer cancel2()
+	why, tried = raftPeersRunning(ctx2, self, conf(bootstrapped, refused), "n1")
+	if why != "" {
+		t.Fatalf("joins at a first start: %s", why)
+	}
+	if len(tried) != 2 {
+		t.Fatalf("asked %v, want both members", tried)
 	}
 }

@@ -54,16 +54,23 @@ func putAcked(t *testing.T, pc *procCluster, prefix string, n int, acks map[stri
 // configuration entry: its log's first entry is the leader's, its
 // CommitLog bytes are the leader's, it catches up to lag 0 and holds
 // every acknowledged message.
-// The join check asks over the members' client: signed under aclEnable,
-// over TLS when the listeners enforce it.
+// The join check asks over the members' client (signed under aclEnable,
+// over TLS when the listeners enforce it) and over the Raft transport,
+// which finds the group where no name server routes it: a name server
+// restarted moments before (here a fresh one, which routes nobody until
+// the members re-register).
 func TestWipedMemberRejoinsWithoutRaftJoin(t *testing.T) {
-	t.Run("disk", func(t *testing.T) { testWipedMemberRejoins(t, startDiskCluster(t, nil)) })
+	t.Run("disk", func(t *testing.T) { testWipedMemberRejoins(t, startDiskCluster(t, nil), nil) })
 	t.Run("acl", func(t *testing.T) {
-		testWipedMemberRejoins(t, startACLCluster(t), client.WithCredentials(aclAdmin.AccessKey, aclAdmin.SecretKey))
+		testWipedMemberRejoins(t, startACLCluster(t), nil, client.WithCredentials(aclAdmin.AccessKey, aclAdmin.SecretKey))
 	})
 	t.Run("tls", func(t *testing.T) {
 		pc, ca := tlsCluster(t, remoting.TLSEnforcing)
-		testWipedMemberRejoins(t, pc, client.WithTLS(ca.CertPath))
+		testWipedMemberRejoins(t, pc, nil, client.WithTLS(ca.CertPath))
+	})
+	t.Run("name server without the route", func(t *testing.T) {
+		_, fresh := startProcNameServer(t)
+		testWipedMemberRejoins(t, startDiskCluster(t, nil), func(c *BrokerConfig) { c.NamesrvAddr = fresh })
 	})
 }
 
@@ -84,7 +91,8 @@ func (pc *procCluster) wipe(i int) {
 	pc.parts[i], pc.started[i] = p, false
 }
 
-func testWipedMemberRejoins(t *testing.T, pc *procCluster, adminOpts ...client.Opt) {
+// rebuilt, if non-nil, changes the rebuilt member's config before it starts.
+func testWipedMemberRejoins(t *testing.T, pc *procCluster, rebuilt func(*BrokerConfig), adminOpts ...client.Opt) {
 	createT(t, pc)
 	acks := map[string]PutResult{}
 	putAcked(t, pc, "a", 64, acks)
@@ -121,6 +129,9 @@ func testWipedMemberRejoins(t *testing.T, pc *procCluster, adminOpts ...client.O
 	pc.wipe(w)
 	if pc.cfgs[w].RaftJoin {
 		t.Fatal("the rebuilt member must start without raftJoin")
+	}
+	if rebuilt != nil {
+		rebuilt(&pc.cfgs[w])
 	}
 	putAcked(t, pc, "c", 64, acks)
 	pc.startNode(w)

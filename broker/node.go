@@ -42,14 +42,14 @@ func OpenNode(cfg BrokerConfig, log *zap.Logger) (*Node, error) {
 
 // NewNode starts the node's Raft member on parts (which it owns from here
 // on, see Parts) and builds its controller. Clients are served from Start.
-// An empty member without raftJoin first asks the group's routed members
-// whether the group runs already, and joins it instead of bootstrapping
-// if so (member_join.go). log may be nil.
+// An empty member without raftJoin first asks the group's members whether
+// the group runs already, and joins it instead of bootstrapping if so
+// (member_join.go). log may be nil.
 func NewNode(cfg BrokerConfig, parts Parts, log *zap.Logger) (*Node, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	g, err := newGroup(cfg.GroupConfig, parts, cfg.RemotingAddr(), log, groupOptions{joinCheck: runningGroupCheck(cfg, log)})
+	g, err := newGroup(cfg.GroupConfig, parts, cfg.RemotingAddr(), log, groupOptions{joinCheck: runningGroupCheck(cfg, parts.Transport, log)})
 	if err != nil {
 		return nil, err
 	}
