@@ -43,8 +43,9 @@
 //   - nemesis_member.go: replace-member (removeMember a follower, wipe its
 //     data, restart it with raftJoin=true, addMember it: wipeAndReAdd; heal
 //     waits for three voters) and rebuild-member (SIGKILL a follower, wipe
-//     its data, restart it from its conf without raftJoin; its log must say
-//     it joined rather than bootstrapped; heal waits until it caught up).
+//     its data, restart it from its conf without raftJoin, half the time
+//     right after a name server restart; its log must say it joined rather
+//     than bootstrapped; heal waits until it caught up).
 //   - workload.go: SDK producers and consumers, the final read of every
 //     queue on every node; workload_txn.go: the transactional sends
 //     (client.TransactionProducer, decision fixed by the value).

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -308,8 +307,9 @@ const (
 // joinedLine matches the warning an empty member logs when its join check
 // found the group running (broker/member_join.go): it joins as with
 // raftJoin=true instead of bootstrapping from dLegerPeers. The groups are
-// the member asked, its address, the index and term of its log.
-var joinedLine = regexp.MustCompile(`(\S+) at (\S+) holds a Raft log up to index (\d+) \(term (\d+)\); not bootstrapping from dLegerPeers, joining as with raftJoin=true`)
+// the member that answered, its address, and what it answered: its log's
+// end (asked over RAFT_STATUS) or its term (asked over Raft).
+var joinedLine = regexp.MustCompile(`(\S+) at (\S+) (holds a Raft log up to index \d+ \(term \d+\)|is at Raft term \d+)[^;]*; not bootstrapping from dLegerPeers, joining as with raftJoin=true`)
 
 // rebuildBootstrapped opens the part of a rebuild-member window's detail
 // saying the member did not log its join: it bootstrapped a log of its own
@@ -320,9 +320,10 @@ const rebuildBootstrapped = "BOOTSTRAPPED"
 // "Rebuilding a member's data"): SIGKILL a voting follower, delete
 // everything in its data directory and start it again under the same id
 // from its conf, with no raftJoin line and no membership request: it is
-// still a voter of the group's configuration. The empty member must find
-// the group running (its join check asks the members the name server
-// routes) and wait for the leader rather than bootstrap; the injection
+// still a voter of the group's configuration, in half the injections
+// right after a name server restart. The empty member must find the group
+// running (its join check asks its peers over Raft and the members the
+// name server routes) and wait for the leader rather than bootstrap; the injection
 // waits for the line saying so in the member's log and marks the window
 // rebuildBootstrapped without it. Heal waits until the member has caught
 // up: it applies what the leader had committed when the wait began, no
@@ -352,12 +353,10 @@ func (r *rebuildMemberNemesis) Inject(ctx context.Context, env *Env) (string, er
 		return "", err
 	}
 	n := c.Nodes[i]
-	// The join check asks the members the name server routes; a name
-	// server that routes none (just restarted) would let the member
-	// bootstrap, as at the group's first start.
-	if routed, err := c.routedPeers(ctx, env.Group, n); err != nil || len(routed) == 0 {
-		return "", fmt.Errorf("%w: rebuild-member: the name server routes no other member of %s (%v)", ErrUnsupported, GroupNameOf(env.Group), err)
-	}
+	// Half the rebuilds start the member right after a name server
+	// restart, which routes nobody until the members register again: the
+	// join check must then find the group over Raft.
+	restartNS := env.Rand.Intn(2) == 0
 	r.node, r.caughtUp = i, ""
 	var logFrom int64
 	if fi, err := os.Stat(n.LogPath); err == nil {
@@ -377,12 +376,19 @@ func (r *rebuildMemberNemesis) Inject(ctx context.Context, env *Env) (string, er
 	if err := removeConfKey(n.ConfPath, "raftJoin"); err != nil {
 		notes = append(notes, "conf: "+err.Error())
 	}
+	how := "restarted from its conf without raftJoin"
+	if restartNS {
+		if err := c.restartNamesrv(); err != nil {
+			notes = append(notes, "name server restart: "+err.Error())
+		}
+		how = "the name server restarted (it routes nobody yet), then the member restarted from its conf without raftJoin"
+	}
 	if err := c.StartNode(i); err != nil {
 		notes = append(notes, "start: "+err.Error())
 	}
 	joined := awaitJoin(ctx, n.LogPath, logFrom, n.Exited, time.Now().Add(rebuildJoinTimeout))
-	desc := fmt.Sprintf("%s (follower, pid %d): SIGKILL, data directory wiped (%d MiB of files), restarted from its conf without raftJoin; %s",
-		n.ID, pid, wiped>>20, joined)
+	desc := fmt.Sprintf("%s (follower, pid %d): SIGKILL, data directory wiped (%d MiB of files), %s; %s",
+		n.ID, pid, wiped>>20, how, joined)
 	if len(notes) > 0 {
 		desc += "; " + strings.Join(notes, "; ")
 	}
@@ -398,8 +404,8 @@ func awaitJoin(ctx context.Context, path string, from int64, exited func() bool,
 		b, _ := os.ReadFile(path)
 		if int64(len(b)) > from {
 			if m := joinedLine.FindSubmatch(b[from:]); m != nil {
-				return fmt.Sprintf("joined without bootstrapping after %d ms (asked %s at %s: log up to index %s, term %s)",
-					time.Since(start).Milliseconds(), m[1], m[2], m[3], m[4])
+				return fmt.Sprintf("joined without bootstrapping after %d ms (%s at %s %s)",
+					time.Since(start).Milliseconds(), m[1], m[2], m[3])
 			}
 		}
 		if exited() {
@@ -484,30 +490,15 @@ func catchupNote(c *wire.CatchupStatus) string {
 	return s
 }
 
-// routedPeers are the addresses the name server routes for group g other
-// than n's: the members n's join check will ask.
-func (c *Cluster) routedPeers(ctx context.Context, g int, n *Node) ([]string, error) {
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	resp, err := c.rc.InvokeSync(cctx, c.NamesrvAddr(), remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil))
-	if err != nil {
-		return nil, err
+// restartNamesrv kills the name server and starts it again: it comes
+// back with no route until the brokers register again.
+func (c *Cluster) restartNamesrv() error {
+	ns := c.procs.NS
+	if _, err := c.procs.Kill(ns); err != nil {
+		return err
 	}
-	if resp.Code != remoting.ResponseSuccess {
-		return nil, fmt.Errorf("cluster info: code %d %s", resp.Code, resp.Remark)
-	}
-	ci, err := wire.DecodeClusterInfo(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, addr := range ci.BrokerAddrTable[GroupNameOf(g)].BrokerAddrs {
-		if addr != n.Addr() {
-			out = append(out, addr)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	c.rc.CloseConn(ns.Addr())
+	return c.procs.Start(ns)
 }
 
 // removeConfKey deletes every line setting key from the conf file at path

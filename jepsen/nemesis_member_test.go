@@ -136,7 +136,23 @@ func TestAwaitJoinNeedsTheNewJoinLine(t *testing.T) {
 	}
 	_ = f.Close()
 	got := awaitJoin(context.Background(), path, from, running, past)
-	if strings.Contains(got, rebuildBootstrapped) || !strings.Contains(got, "asked n2 at 10.201.3.12:10911: log up to index 812, term 3") {
+	if strings.Contains(got, rebuildBootstrapped) || !strings.Contains(got, "n2 at 10.201.3.12:10911 holds a Raft log up to index 812 (term 3)") {
+		t.Fatalf("joined: %q", got)
+	}
+}
+
+// TestAwaitJoinOverRaft: the join line of a member whose check found the
+// group over Raft (no route) counts too.
+func TestAwaitJoinOverRaft(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n1.log")
+	join := `{"level":"warn","msg":"no Raft state: group member n0 at 10.201.3.11:40911 is at Raft term 7 (the group elected a leader); ` +
+		"not bootstrapping from dLegerPeers, joining as with raftJoin=true: the leader replicates to this member while its id is a member, " +
+		"otherwise add it with `raftmq admin addMember`\"}\n"
+	if err := os.WriteFile(path, []byte(join), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := awaitJoin(context.Background(), path, 0, func() bool { return false }, time.Now().Add(-time.Second))
+	if strings.Contains(got, rebuildBootstrapped) || !strings.Contains(got, "n0 at 10.201.3.11:40911 is at Raft term 7") {
 		t.Fatalf("joined: %q", got)
 	}
 }
