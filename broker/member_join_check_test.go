@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -271,5 +272,45 @@ func TestRaftPeersRunning(t *testing.T) {
 	}
 	if len(tried) != 2 {
 		t.Fatalf("asked %v, want both members", tried)
+	}
+}
+
+// Over Raft mutual TLS, the check's pre-vote goes through with a member's
+// certificate (a rebuilt member keeps its certificate) and finds the
+// running group; with a certificate naming no member it is refused, and
+// the terms of the group do not move either way.
+func TestRaftPeersRunningOverMutualTLS(t *testing.T) {
+	ca := testutil.NewTestCA(t, "group-ca")
+	c := newTestCluster(t, clusterOpts{disk: true, tune: func(cfg *GroupConfig) {
+		f := ca.Issue(cfg.Raft.DLegerSelfID)
+		cfg.RaftTLS = RaftTLSConfig{CertPath: f.CertPath, KeyPath: f.KeyPath, CAPath: ca.CertPath}
+	}})
+	c.createTopic("T", 2)
+	before := terms(c)
+	l := c.leader()
+	var conf raft.Configuration
+	var self raft.ServerID
+	for _, n := range c.nodes {
+		id := raft.ServerID(n.id)
+		conf.Servers = append(conf.Servers, raft.Server{ID: id, Address: raft.ServerAddress(strings.SplitN(peerAddr(n), "-", 2)[1])})
+		if n != l {
+			self = id
+		}
+	}
+	probe := func(certName string) (string, []string) {
+		cert := ca.Issue(certName)
+		f := newForger(t, RaftTLSConfig{CertPath: cert.CertPath, KeyPath: cert.KeyPath, CAPath: ca.CertPath})
+		ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
+		defer cancel()
+		return raftPeersRunning(ctx, f.trans, conf, self)
+	}
+	if why, tried := probe(string(self)); why == "" {
+		t.Fatalf("with member %s's certificate: bootstraps although the group runs (asked: %v)", self, tried)
+	}
+	if why, _ := probe("evil"); why != "" {
+		t.Fatalf("with a certificate naming no member the check got an answer: %s", why)
+	}
+	if after := terms(c); !equalTerms(before, after) {
+		t.Fatalf("the check moved terms: %v → %v", before, after)
 	}
 }
