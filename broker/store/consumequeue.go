@@ -60,8 +60,12 @@ func decodeCQUnit(b []byte) CQUnit {
 }
 
 // valid is RocketMQ's recovery test: a preallocated, never written unit is
-// all zeros and has size 0.
-func (u CQUnit) valid() bool { return u.PhyOffset >= 0 && u.Size > 0 }
+// all zeros and has size 0. A unit whose end does not fit an int64 points
+// at no message either (a damaged file), and would turn MaxPhysicOffset
+// negative.
+func (u CQUnit) valid() bool {
+	return u.PhyOffset >= 0 && u.Size > 0 && u.PhyOffset <= math.MaxInt64-int64(u.Size)
+}
 
 // IsBlank reports whether u is a filler unit that stands for no message.
 func (u CQUnit) IsBlank() bool { return u == blankCQUnit }

@@ -5,12 +5,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
+	"go.uber.org/zap"
 )
 
 // FuzzDecodeCheckpoint: the checkpoint file decoder never panics, refuses
@@ -151,5 +155,129 @@ func FuzzParseDeleteWhen(f *testing.F) {
 		if back, err := parseDeleteWhen(strings.Join(parts, ";")); err != nil || !maps.Equal(back, hours) {
 			t.Fatalf("%q → %v → %v, %v", s, hours, back, err)
 		}
+	})
+}
+
+// FuzzConsumeQueueRecover: a ConsumeQueue's files as found at startup,
+// whatever they hold, open to a queue whose units in [MinOffset,
+// MaxOffset) are all valid, whose non-blank units never go back in the
+// CommitLog, and whose MaxPhysicOffset is the end of its newest real unit;
+// reopening recovers the same queue, and the queue takes the next unit and
+// a dirty-tail cut.
+func FuzzConsumeQueueRecover(f *testing.F) {
+	const units = 4
+	const fileBytes = units * CQUnitSize
+	var good []byte
+	for n := int64(0); n < 6; n++ {
+		good = append(good, make([]byte, CQUnitSize)...)
+		unitN(n).encode(good[len(good)-CQUnitSize:])
+	}
+	f.Add(good, uint8(0))
+	blank := make([]byte, 2*CQUnitSize)
+	blankCQUnit.encode(blank)
+	unitN(9).encode(blank[CQUnitSize:])
+	f.Add(blank, uint8(3))
+	back := bytes.Clone(good)
+	unitN(1).encode(back[3*CQUnitSize:])
+	f.Add(back, uint8(1))
+	f.Add([]byte{}, uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, first uint8) {
+		if len(data) > 3*fileBytes {
+			data = data[:3*fileBytes]
+		}
+		fsys := storage.NewFaultFS(1)
+		const dir = "/cq/T/0"
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i*fileBytes < len(data) || (i == 0 && len(data) == 0 && first > 0); i++ {
+			chunk := make([]byte, fileBytes)
+			copy(chunk, data[min(i*fileBytes, len(data)):])
+			name := filepath.Join(dir, storage.FileName((int64(first)+int64(i))*fileBytes))
+			fl, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fl.WriteAt(chunk, 0); err != nil {
+				t.Fatal(err)
+			}
+			fl.Close()
+		}
+		cq, err := openConsumeQueue(fsys, dir, "T", 0, units, zap.NewNop())
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		check := func(cq *ConsumeQueue) (lastReal CQUnit, haveReal bool) {
+			t.Helper()
+			minL, maxL := cq.MinOffset(), cq.MaxOffset()
+			if minL > maxL {
+				t.Fatalf("min offset %d past max %d", minL, maxL)
+			}
+			prevEnd := int64(-1)
+			for o := minL; o < maxL; o++ {
+				u, err := cq.Get(o)
+				if err != nil {
+					t.Fatalf("unit %d of [%d, %d): %v", o, minL, maxL, err)
+				}
+				if !u.valid() {
+					t.Fatalf("invalid unit %+v at %d kept by recovery", u, o)
+				}
+				if u.IsBlank() {
+					continue
+				}
+				if u.PhyOffset < prevEnd {
+					t.Fatalf("unit %+v at %d goes back before %d", u, o, prevEnd)
+				}
+				prevEnd, lastReal, haveReal = u.end(), u, true
+			}
+			want := int64(0)
+			if haveReal {
+				want = lastReal.end()
+			}
+			if got := cq.MaxPhysicOffset(); got != want || got < 0 {
+				t.Fatalf("max physic offset %d, newest unit %+v ends at %d", got, lastReal, want)
+			}
+			if minL < maxL {
+				b, err := cq.Read(minL, units+1)
+				if err != nil {
+					t.Fatalf("read at min %d: %v", minL, err)
+				}
+				if b.Len() < 1 || b.Len() > units || int64(b.Len()) > maxL-minL {
+					t.Fatalf("read %d units from [%d, %d)", b.Len(), minL, maxL)
+				}
+				b.Release()
+			}
+			return lastReal, haveReal
+		}
+		lastReal, haveReal := check(cq)
+		minL, maxL, maxPhy := cq.MinOffset(), cq.MaxOffset(), cq.MaxPhysicOffset()
+		if err := cq.Close(); err != nil {
+			t.Fatal(err)
+		}
+		cq, err = openConsumeQueue(fsys, dir, "T", 0, units, zap.NewNop())
+		if err != nil {
+			t.Fatalf("reopen: %v", err)
+		}
+		defer cq.Close()
+		if cq.MinOffset() != minL || cq.MaxOffset() != maxL || cq.MaxPhysicOffset() != maxPhy {
+			t.Fatalf("reopen recovered [%d, %d) phy %d, first open [%d, %d) phy %d",
+				cq.MinOffset(), cq.MaxOffset(), cq.MaxPhysicOffset(), minL, maxL, maxPhy)
+		}
+		check(cq)
+		if haveReal {
+			if err := cq.TruncateDirty(lastReal.PhyOffset); err != nil {
+				t.Fatalf("truncate at the newest unit: %v", err)
+			}
+			if cq.MaxOffset() >= maxL {
+				t.Fatalf("truncate at %d kept max offset %d", lastReal.PhyOffset, cq.MaxOffset())
+			}
+			check(cq)
+		}
+		next := CQUnit{PhyOffset: cq.MaxPhysicOffset(), Size: 100, TagsCode: 1}
+		off, dup, err := cq.Append(next)
+		if err != nil || dup || off != cq.MaxOffset()-1 {
+			t.Fatalf("append %+v: offset %d dup %v err %v (max now %d)", next, off, dup, err, cq.MaxOffset())
+		}
+		check(cq)
 	})
 }
