@@ -282,11 +282,13 @@ func readRegisterItem(r io.Reader, what string) ([]byte, error) {
 	if n < 0 || n > maxRegisterItem {
 		return nil, fmt.Errorf("%w: compressed register broker body: %s length %d out of range", ErrBadBody, what, n)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	// Grown as the bytes arrive rather than allocated at the claimed
+	// length: a 20-byte body claiming a 16 MiB item allocates nothing big.
+	var b bytes.Buffer
+	if _, err := io.CopyN(&b, r, int64(n)); err != nil {
 		return nil, fmt.Errorf("%w: compressed register broker body: reading %s: %v", ErrBadBody, what, err)
 	}
-	return b, nil
+	return b.Bytes(), nil
 }
 
 // writeInt32 and writeItem write into a zlib writer over a bytes.Buffer,

@@ -5,7 +5,12 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
+	"io"
+	"maps"
 	"reflect"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -126,16 +131,94 @@ func TestDecodeJavaJSONBody(t *testing.T) {
 	}
 }
 
-// FuzzDecodeRegisterBrokerBody checks that no input panics the decoder; go
-// test runs only the seeds.
+// FuzzDecodeRegisterBrokerBody: no body panics the decoder or makes it
+// allocate more than a small multiple of what the body inflates to,
+// whatever its length fields claim; what decodes re-encodes, in the plain
+// layout to the same body, and in the compressed one to the same body as
+// far as RocketMQ's compact topic form carries it.
 func FuzzDecodeRegisterBrokerBody(f *testing.F) {
 	plain, _ := EncodeRegisterBrokerBody(registerTestBody(), false)
 	packed, _ := EncodeRegisterBrokerBody(registerTestBody(), true)
 	f.Add(plain, false)
 	f.Add(packed, true)
 	f.Add([]byte(`{0:{1:[2,{3:"x"}]}}`), false)
+	// A data version item claiming the largest length, with 3 bytes after.
+	var huge bytes.Buffer
+	zw := zlib.NewWriter(&huge)
+	_, _ = zw.Write(binary.BigEndian.AppendUint32(nil, maxRegisterItem))
+	_, _ = zw.Write([]byte("{}x"))
+	_ = zw.Close()
+	f.Add(huge.Bytes(), true)
 	f.Fuzz(func(t *testing.T, data []byte, compressed bool) {
-		_, _ = DecodeRegisterBrokerBody(data, compressed)
+		inflated := len(data)
+		if compressed {
+			if zr, err := zlib.NewReader(bytes.NewReader(data)); err == nil {
+				n, _ := io.Copy(io.Discard, io.LimitReader(zr, maxRegisterInflated+maxRegisterItem+1))
+				inflated = int(n)
+			}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		body, err := DecodeRegisterBrokerBody(data, compressed)
+		runtime.ReadMemStats(&after)
+		if got, most := after.TotalAlloc-before.TotalAlloc, uint64(1<<20+64*inflated); got > most {
+			t.Fatalf("decoding %d bytes (%d inflated) allocated %d bytes", len(data), inflated, got)
+		}
 		_ = QuoteLegacyKeys(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadBody) {
+				t.Fatalf("error %v does not wrap ErrBadBody", err)
+			}
+			return
+		}
+		enc, err := EncodeRegisterBrokerBody(body, false)
+		if err != nil {
+			t.Fatalf("decoded body does not encode: %v", err)
+		}
+		back, err := DecodeRegisterBrokerBody(enc, false)
+		if err != nil || !sameRegisterBody(back, body, false) {
+			t.Fatalf("plain round trip: %+v (%v), want %+v", back, err, body)
+		}
+		enc, err = EncodeRegisterBrokerBody(body, true)
+		if err != nil {
+			t.Fatalf("decoded body does not compress: %v", err)
+		}
+		back, err = DecodeRegisterBrokerBody(enc, true)
+		if err != nil {
+			t.Fatalf("compressed re-encoding does not decode: %v", err)
+		}
+		for name, tc := range body.TopicConfigSerializeWrapper.TopicConfigTable {
+			if name != tc.TopicName || strings.Count(compactTopicConfig(tc), " ") != 5 {
+				return // the compact form cannot carry it, in RocketMQ either
+			}
+		}
+		if !sameRegisterBody(back, body, true) {
+			t.Fatalf("compressed round trip: %+v, want %+v", back, body)
+		}
 	})
+}
+
+// sameRegisterBody compares two decoded bodies; compact compares only
+// what the compressed layout carries (no sysFlag or order, attributes
+// always present).
+func sameRegisterBody(a, b *RegisterBrokerBody, compact bool) bool {
+	if a.TopicConfigSerializeWrapper.DataVersion != b.TopicConfigSerializeWrapper.DataVersion ||
+		!slices.Equal(a.FilterServerList, b.FilterServerList) ||
+		len(a.TopicConfigSerializeWrapper.TopicConfigTable) != len(b.TopicConfigSerializeWrapper.TopicConfigTable) {
+		return false
+	}
+	for name, x := range a.TopicConfigSerializeWrapper.TopicConfigTable {
+		y, ok := b.TopicConfigSerializeWrapper.TopicConfigTable[name]
+		if compact {
+			x.TopicSysFlag, x.Order, y.TopicSysFlag, y.Order = 0, false, 0, false
+		}
+		if !ok || !maps.Equal(x.Attributes, y.Attributes) {
+			return false
+		}
+		x.Attributes, y.Attributes = nil, nil
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
