@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+	"math"
 	"testing"
 
 	"github.com/raftmq/raftmq/storage"
@@ -63,4 +65,20 @@ func TestConsumeQueueBackfill(t *testing.T) {
 		defer s.Close()
 		check(s.Get("T", 0))
 	})
+}
+
+// TestStartQueueAtRefusesImpossibleOffset: a snapshot image naming a queue
+// offset no queue can have (negative, or past the last unit an int64 byte
+// position can address) is refused with ErrCorruptFile instead of
+// starting the queue there.
+func TestStartQueueAtRefusesImpossibleOffset(t *testing.T) {
+	for _, next := range []int64{-1, math.MinInt64, math.MaxInt64/CQUnitSize + 1, math.MaxInt64} {
+		s := NewConsumeQueueStore(storage.NewFaultFS(1), "/cq", 8, nil)
+		if err := s.StartQueueAt("T", 0, next); !errors.Is(err, ErrCorruptFile) {
+			t.Errorf("StartQueueAt(%d): %v, want ErrCorruptFile", next, err)
+		}
+		if cq := s.Get("T", 0); cq != nil {
+			t.Errorf("StartQueueAt(%d) made a queue at [%d, %d)", next, cq.MinOffset(), cq.MaxOffset())
+		}
+	}
 }

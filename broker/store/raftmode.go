@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/raftmq/raftmq/storage"
@@ -69,6 +70,11 @@ func PatchStoredBatch(data []byte, base int64, storeTimestampMs int64) error {
 // restarted empty at next, with blank units before it (RocketMQ's
 // fillPreBlank). Called only from Raft apply/restore.
 func (s *ConsumeQueueStore) StartQueueAt(topic string, queueID int32, next int64) error {
+	// next comes from a snapshot image; a queue offset whose byte position
+	// does not fit an int64 is not one any queue can reach.
+	if next < 0 || next > math.MaxInt64/CQUnitSize {
+		return fmt.Errorf("consume queue %s/%d: cannot start at offset %d: %w", topic, queueID, next, ErrCorruptFile)
+	}
 	cq := s.Get(topic, queueID)
 	if cq != nil && cq.MaxOffset() >= next {
 		return nil
