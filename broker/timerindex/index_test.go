@@ -200,3 +200,81 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOpenBucketFile: a bucket file as found at startup, whatever its
+// length and bytes, opens to an index that holds the bucket exactly when
+// the file has a whole record, reads back no more records than asked for
+// or than the file holds, keeps taking records, and reopens the same.
+func FuzzOpenBucketFile(f *testing.F) {
+	var good []byte
+	for _, r := range recs(5, 6, 7) {
+		good = AppendRecord(good, r)
+	}
+	f.Add(int64(1700000000), good)
+	f.Add(int64(1700000000), good[:RecordSize+7])
+	f.Add(int64(0), []byte{1, 2, 3})
+	f.Add(int64(-4097), make([]byte, 3*RecordSize))
+	f.Fuzz(func(t *testing.T, b int64, content []byte) {
+		fsys := storage.NewFaultFS(1)
+		const dir = "/timer"
+		x := &Index{dir: dir}
+		name := x.path(b)
+		if err := fsys.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fl, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fl.WriteAt(content, 0); err != nil {
+			t.Fatal(err)
+		}
+		fl.Close()
+		whole := int64(len(content) / RecordSize)
+		minOff, haveMin := int64(9), true // the record appended below
+		for i := int64(0); i < whole; i++ {
+			if r, err := DecodeRecord(content[i*RecordSize:]); err == nil && r.QueueOffset < minOff {
+				minOff = r.QueueOffset
+			}
+		}
+		check := func(x *Index, want int64, appended bool) {
+			t.Helper()
+			if got, ok := x.Next(b, b); ok != (want > 0) || (ok && got != b) {
+				t.Fatalf("bucket %d of %d records: Next = %d, %v", b, want, got, ok)
+			}
+			got, total, err := x.Read(b, 0, 2)
+			if err != nil || total != want || int64(len(got)) != min(2, want) {
+				t.Fatalf("bucket %d of %d records: read %d of %d (%v)", b, want, len(got), total, err)
+			}
+			if !appended {
+				return
+			}
+			if m, ok := x.MinQueueOffset(); ok != haveMin || m != minOff {
+				t.Fatalf("bucket of %d records: minimum offset %d, %v; want %d", want, m, ok, minOff)
+			}
+		}
+		x, err = Open(fsys, dir, nil)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		check(x, whole, false)
+		if err := x.Append(b, recs(9)); err != nil {
+			t.Fatalf("append after recovery: %v", err)
+		}
+		check(x, whole+1, true)
+		if err := x.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+		x, err = Open(fsys, dir, nil)
+		if err != nil {
+			t.Fatalf("reopen: %v", err)
+		}
+		defer x.Close()
+		check(x, whole+1, true)
+		got, _, _ := x.Read(b, whole, 1)
+		if len(got) != 1 || got[0] != recs(9)[0] {
+			t.Fatalf("appended record reads back as %+v", got)
+		}
+	})
+}
