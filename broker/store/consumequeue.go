@@ -137,9 +137,6 @@ func openConsumeQueue(fsys storage.FS, dir, topic string, queueID int32, unitsPe
 // the last three are full by construction (a file is only created once its
 // predecessor is full); in the last three the first invalid or
 // non-increasing unit is the end, and everything from there is dropped.
-// Blank fillers are only ever written at the head of the first file, so a
-// blank anywhere else is damage too: kept, it would break the CommitLog
-// order the binary searches (TruncateDirty, CorrectMinOffset) rely on.
 func (cq *ConsumeQueue) recover() error {
 	files := cq.mfq.Files()
 	if len(files) == 0 {
@@ -153,12 +150,11 @@ func (cq *ConsumeQueue) recover() error {
 	var last CQUnit
 	haveLast := false
 scan:
-	for i, mf := range files[first:] {
+	for _, mf := range files[first:] {
 		b := mf.Bytes()
 		for pos := 0; pos+CQUnitSize <= mf.Size(); pos += CQUnitSize {
 			u := decodeCQUnit(b[pos:])
-			headBlank := u.IsBlank() && first+i == 0 && !haveLast
-			if !u.valid() || (u.IsBlank() && !headBlank) || (!u.IsBlank() && u.PhyOffset < prevEnd) {
+			if !u.valid() || (!u.IsBlank() && u.PhyOffset < prevEnd) {
 				end = mf.FileFromOffset() + int64(pos)
 				break scan
 			}
