@@ -83,14 +83,58 @@ func (a *Admin) nameServerCall(ctx context.Context, newReq func() *remoting.Remo
 	return nil, fmt.Errorf("%w (tried %v): %w", ErrNoNameServer, a.cfg.nameServers, errors.Join(errs...))
 }
 
-// brokerCall sends req to addr and follows not-leader answers (up to
-// maxBrokerHops); any other non-success answer is a *BrokerError.
-func (a *Admin) brokerCall(ctx context.Context, brokerName, addr string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	return a.brokerCallTimeout(ctx, a.cfg.requestTimeout, brokerName, addr, newReq)
+// brokerCall sends the request newReq builds to addr, a broker the
+// caller named, and returns the success answer; any other answer is a
+// *BrokerError. A request any member answers is answered there. One the
+// member refuses as its group leader's (a not-leader answer) goes on to
+// that group's leader as leaderCall sends it: following the leader the
+// answer names, or waiting out an election, within ctx (leaderFollowWait
+// in all when ctx has no deadline). Such a request must be safe to
+// repeat: one whose connection closed is sent again. An address that
+// cannot be reached fails the call: nothing says the request was for its
+// group's leader rather than for that member.
+func (a *Admin) brokerCall(ctx context.Context, addr string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	ctx, cancel := leaderWait(ctx)
+	defer cancel()
+	cctx, ccancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
+	resp, err := invokeOK(cctx, a.rc, "", addr, newReq())
+	ccancel()
+	if !notLeaderAnswer(err) {
+		return resp, err
+	}
+	name, gerr := a.groupOf(ctx, addr)
+	if gerr != nil {
+		return nil, fmt.Errorf("%w (and its group's leader cannot be looked up: %w)", err, gerr)
+	}
+	a.routes.noteFailure(name, addr, err)
+	resp, _, err = a.leaderCall(ctx, name, newReq)
+	return resp, err
 }
 
-// brokerCallTimeout is brokerCall with each hop bounded by timeout.
-func (a *Admin) brokerCallTimeout(ctx context.Context, timeout time.Duration, brokerName, addr string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+// groupOf returns the broker group the name servers list addr in, and
+// teaches the routes the members of every group (leaderCall).
+func (a *Admin) groupOf(ctx context.Context, addr string) (string, error) {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return "", err
+	}
+	a.storeGroups(ci)
+	for name, bd := range ci.BrokerAddrTable {
+		for _, member := range bd.BrokerAddrs {
+			if member == addr {
+				return name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: no name server lists %s in a broker group", ErrNoBroker, addr)
+}
+
+// hopCall sends req to addr and follows not-leader answers naming the
+// leader (up to maxBrokerHops), each hop bounded by timeout, without
+// waiting out an election: for a request that must not reach whichever
+// member an election picks (LEADERSHIP_TRANSFER would move leadership off
+// it again).
+func (a *Admin) hopCall(ctx context.Context, timeout time.Duration, brokerName, addr string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	for hop := 0; ; hop++ {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		resp, err := invokeOK(cctx, a.rc, brokerName, addr, newReq())
@@ -331,7 +375,7 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 		return remoting.NewRequest(remoting.RequestUpdateAndCreateTopic, h, nil)
 	}
 	if brokerAddr != "" {
-		if _, err := a.brokerCall(ctx, "", brokerAddr, newReq); err != nil {
+		if _, err := a.brokerCall(ctx, brokerAddr, newReq); err != nil {
 			return nil, err
 		}
 		return []string{brokerAddr}, nil
@@ -470,7 +514,7 @@ func (a *Admin) ViewMessage(ctx context.Context, offsetMsgID string) (*MessageEx
 		return nil, err
 	}
 	addr := id.Addr.String()
-	resp, err := a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
+	resp, err := a.brokerCall(ctx, addr, func() *remoting.RemotingCommand {
 		return remoting.NewRequest(remoting.RequestViewMessageByID, &wire.ViewMessageRequestHeader{Offset: id.Offset}, nil)
 	})
 	if err != nil {
@@ -627,7 +671,7 @@ func (a *Admin) resetOffsetDirect(ctx context.Context, brokerName, addr, group, 
 // BrokerConfig reads a broker's configuration (GET_BROKER_CONFIG, 26),
 // which brokers answer as Java properties text.
 func (a *Admin) BrokerConfig(ctx context.Context, addr string) (map[string]string, error) {
-	resp, err := a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
+	resp, err := a.brokerCall(ctx, addr, func() *remoting.RemotingCommand {
 		return remoting.NewRequest(remoting.RequestGetBrokerConfig, nil, nil)
 	})
 	if err != nil {
@@ -644,7 +688,7 @@ func (a *Admin) UpdateBrokerConfig(ctx context.Context, addr string, kv map[stri
 	if err != nil {
 		return err
 	}
-	_, err = a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand {
+	_, err = a.brokerCall(ctx, addr, func() *remoting.RemotingCommand {
 		return remoting.NewRequest(remoting.RequestUpdateBrokerConfig, nil, body)
 	})
 	return err
@@ -694,7 +738,7 @@ func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg wire.Subscriptio
 		return remoting.NewRequest(remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body)
 	}
 	if brokerAddr != "" {
-		_, err := a.brokerCall(ctx, brokerAddr, brokerAddr, newReq)
+		_, err := a.brokerCall(ctx, brokerAddr, newReq)
 		return err
 	}
 	names, err := a.clusterGroups(ctx, cluster)

@@ -255,7 +255,7 @@ func (a *Admin) TransferLeadership(ctx context.Context, g *RaftGroup, target str
 	}
 	// A transfer takes up to an election timeout plus the new leader's
 	// barrier: give each hop more than one request timeout.
-	resp, err := a.brokerCallTimeout(ctx, 2*a.cfg.requestTimeout, g.BrokerName, g.LeaderAddr, func() *remoting.RemotingCommand {
+	resp, err := a.hopCall(ctx, 2*a.cfg.requestTimeout, g.BrokerName, g.LeaderAddr, func() *remoting.RemotingCommand {
 		return remoting.NewRequest(remoting.RequestLeadershipTransfer, &wire.LeadershipTransferRequestHeader{TargetID: target}, nil)
 	})
 	if err != nil {

@@ -19,10 +19,13 @@ import (
 func (a *Admin) NameServerAddrs() []string { return slices.Clone(a.cfg.nameServers) }
 
 // BrokerRequest sends one request to the broker at addr and returns the
-// success answer, following not-leader answers to the leader; any other
-// answer is a *BrokerError.
+// success answer; any other answer is a *BrokerError. A request addr
+// refuses as its group leader's (a not-leader answer) goes on to the
+// leader, waiting out an election within ctx (10 s when ctx has no
+// deadline), and is sent again if a connection closes under it: such a
+// request must be safe to repeat.
 func (a *Admin) BrokerRequest(ctx context.Context, addr string, code int16, header any, body []byte) (*remoting.RemotingCommand, error) {
-	return a.brokerCall(ctx, addr, addr, func() *remoting.RemotingCommand { return remoting.NewRequest(code, header, body) })
+	return a.brokerCall(ctx, addr, func() *remoting.RemotingCommand { return remoting.NewRequest(code, header, body) })
 }
 
 // NameServerRequest sends one request to the name servers in turn until

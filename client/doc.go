@@ -47,9 +47,11 @@
 // consumer sends them every PersistInterval until a leader does, and on
 // Close, whose error reports any it could not send (RocketMQ's lite pull
 // consumer records a commit in memory and persists it on a timer). Calls
-// given an address (BrokerRequest, BrokerConfig, CreateTopic with a
-// broker address) follow a not-leader hint but do not wait out an
-// election.
+// given an address (BrokerRequest, BrokerConfig, CreateTopic and
+// UpdateSubscriptionGroup with a broker address) ask that member; a
+// request it refuses as its leader's (a not-leader answer) goes on to
+// the group's leader under the same wait, while one any member answers
+// is answered there.
 //
 // # Files
 //

@@ -122,8 +122,14 @@ func leaderWait(ctx context.Context) (context.Context, context.CancelFunc) {
 // one (a full disk, a store shutting down), which a retry would only hide.
 func electionAnswer(err error) bool {
 	var be *BrokerError
-	if !errors.As(err, &be) || be.Code != remoting.ResponseServiceNotAvailable {
-		return true
-	}
-	return be.LeaderAddr != "" || wire.IsNotLeaderRemark(be.Remark)
+	return !errors.As(err, &be) || be.Code != remoting.ResponseServiceNotAvailable || notLeaderAnswer(err)
+}
+
+// notLeaderAnswer reports whether err is a member's answer that the
+// request is for its group's leader: SERVICE_NOT_AVAILABLE (501) naming
+// the leader or, while none is known, with raftmq's not-leader remark.
+func notLeaderAnswer(err error) bool {
+	var be *BrokerError
+	return errors.As(err, &be) && be.Code == remoting.ResponseServiceNotAvailable &&
+		(be.LeaderAddr != "" || wire.IsNotLeaderRemark(be.Remark))
 }
