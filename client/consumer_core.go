@@ -41,6 +41,10 @@ type queueHooks struct {
 	// commit by itself (the lite pull consumer without AutoCommit sends
 	// the offsets Commit could not); nil for none.
 	persist func(ctx context.Context)
+	// handedOver commits and forgets the offset of a queue handed over
+	// (the lite pull consumer keeps one no broker took); nil:
+	// commitHandedOver, then the store forgets it.
+	handedOver func(ctx context.Context, mq MessageQueue)
 }
 
 // consumerCore is the machinery both consumer types share: remoting

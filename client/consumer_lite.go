@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -27,9 +29,15 @@ type LitePullConsumer struct {
 	consumed map[MessageQueue]int64 // guarded by mu; next offset after what Poll returned
 	// pending holds the queues whose offset a Commit recorded and no
 	// broker has confirmed yet, with the number of that Commit (commits
-	// counts them): the persist loop sends them until one does.
+	// counts them): the persist loop sends them until one does. A queue
+	// handed over meanwhile stays until then, with its offset in the
+	// store (handedOver).
 	pending map[MessageQueue]uint64 // guarded by mu
 	commits uint64                  // guarded by mu
+
+	// beforePersist, when set (tests, before Start), runs at the start of
+	// each persist round.
+	beforePersist func()
 }
 
 // pollBatch is one pull's messages waiting for Poll.
@@ -50,7 +58,8 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	}
 	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}, pending: map[MessageQueue]uint64{}}
 	l.ready = make(chan pollBatch, 64)
-	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver, persist: l.persistPending})
+	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver,
+		persist: l.persistPending, handedOver: l.handedOver})
 	return l, nil
 }
 
@@ -269,24 +278,16 @@ func (l *LitePullConsumer) commitPending(ctx context.Context, mqs []MessageQueue
 }
 
 // persistPending is the persist loop's work without AutoCommit: it sends
-// the offsets Commit could not, for the queues still owned (a queue
-// handed over had its offset committed then; its new owner's progress
-// counts from there).
+// the offsets Commit (or a hand-over) could not, those of queues handed
+// over since included. An entry leaves only once a broker confirmed it: a
+// queue taken since the round began may already hold a Commit's.
 func (l *LitePullConsumer) persistPending(ctx context.Context) {
+	if l.beforePersist != nil {
+		l.beforePersist()
+	}
 	c := l.core
-	owned := map[MessageQueue]bool{}
-	for _, mq := range c.owned() {
-		owned[mq] = true
-	}
-	var mqs []MessageQueue
 	l.mu.Lock()
-	for mq := range l.pending {
-		if owned[mq] {
-			mqs = append(mqs, mq)
-		} else {
-			delete(l.pending, mq)
-		}
-	}
+	mqs := slices.Collect(maps.Keys(l.pending))
 	l.mu.Unlock()
 	if len(mqs) == 0 {
 		return
@@ -297,6 +298,39 @@ func (l *LitePullConsumer) persistPending(ctx context.Context) {
 		c.warnOnce("persist", "committing offsets failed; retrying at the next persist interval", zap.Error(err))
 	} else {
 		c.clearWarn("persist")
+	}
+}
+
+// handedOver commits the offset of mq, a queue handed over, riding out an
+// election within the request timeout (commitOffsets), and forgets it.
+// Without AutoCommit an offset a Commit recorded and no broker took yet is
+// kept instead, pending, with its value in the store: the persist loop
+// sends it once the group has a leader, and Close once more. Dropping it
+// would have the next owner read again what was polled here.
+func (l *LitePullConsumer) handedOver(ctx context.Context, mq MessageQueue) {
+	c := l.core
+	l.mu.Lock()
+	// Should the queue come back, Commit must not send what was polled
+	// before: the next owner may have moved on.
+	delete(l.consumed, mq)
+	l.mu.Unlock()
+	if c.autoCommits() {
+		c.commitHandedOver(ctx, mq)
+		c.store.Remove(mq)
+		return
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
+	defer cancel()
+	err := l.commitPending(pctx, []MessageQueue{mq})
+	l.mu.Lock()
+	_, kept := l.pending[mq]
+	if !kept {
+		c.store.Remove(mq)
+	}
+	l.mu.Unlock()
+	if kept && err != nil {
+		c.log.Warn("committing the offset of a queue handed over failed; kept, and sent again every PersistInterval and on Close",
+			zap.Stringer("queue", mq), zap.Error(err))
 	}
 }
 

@@ -2,8 +2,12 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -315,4 +319,77 @@ func TestLitePullStartAgainAfterStartTimedOut(t *testing.T) {
 	if msgs := pollN(t, l, 1); string(msgs[0].Body) != "m0" {
 		t.Fatalf("polled %v", msgs)
 	}
+}
+
+// TestLitePullPersistKeepsCommitOfQueueTakenMeanwhile: a persist round
+// that began before the consumer took a queue leaves a Commit on that
+// queue pending (the broker refused it: its group elects), and the offset
+// reaches the broker once it answers again.
+func TestLitePullPersistKeepsCommitOfQueueTakenMeanwhile(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2})
+	for q := range 2 {
+		for i := range 3 {
+			b.put("T", q, fmt.Sprint(i), nil)
+		}
+	}
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), AutoCommit(false), ConsumeFrom(ConsumeFromFirstOffset),
+		RebalanceInterval(time.Hour))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The group has another consumer, which sorts after l (and so holds
+	// queue 1), until alone is set.
+	var alone atomic.Bool
+	b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		ids := []string{l.ClientID()}
+		if !alone.Load() {
+			ids = append(ids, "~other")
+		}
+		r := remoting.NewResponse(remoting.ResponseSuccess, "")
+		r.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
+		return r
+	})
+	var armed atomic.Bool
+	began, resume := make(chan struct{}), make(chan struct{})
+	l.beforePersist = func() {
+		if armed.CompareAndSwap(true, false) {
+			close(began)
+			<-resume
+		}
+	}
+	if err := l.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	var resumeOnce sync.Once
+	t.Cleanup(func() { resumeOnce.Do(func() { close(resume) }) })
+	q0, q1 := MessageQueue{"T", "broker-a", 0}, MessageQueue{"T", "broker-a", 1}
+	testutil.WaitFor(t, 5*time.Second, "the consumer owns queue 0", func() bool { return slices.Equal(l.OwnedQueues(), []MessageQueue{q0}) })
+	armed.Store(true)
+	<-began
+	alone.Store(true)
+	l.core.triggerRebalance()
+	testutil.WaitFor(t, 5*time.Second, "the consumer owns both queues", func() bool { return slices.Equal(l.OwnedQueues(), []MessageQueue{q0, q1}) })
+	pollN(t, l, 6)
+	b.answer(remoting.RequestUpdateConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseServiceNotAvailable, wire.NotLeaderRemark(""))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err = l.Commit(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("commit the broker refused succeeded")
+	}
+	b.answer(remoting.RequestUpdateConsumerOffset, nil)
+	resumeOnce.Do(func() { close(resume) })
+	testutil.WaitFor(t, 5*time.Second, "both queues' offsets committed", func() bool {
+		off0, _ := b.offset("LG", "T", 0)
+		off1, _ := b.offset("LG", "T", 1)
+		return off0 == 3 && off1 == 3
+	})
 }

@@ -302,8 +302,12 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 // release commits the offset of a queue handed over, forgets it and, for
 // an orderly consumer, unlocks it at the broker.
 func (c *consumerCore) release(ctx context.Context, pq *processQueue) {
-	c.commitHandedOver(ctx, pq.mq)
-	c.store.Remove(pq.mq)
+	if c.hooks.handedOver != nil {
+		c.hooks.handedOver(ctx, pq.mq)
+	} else {
+		c.commitHandedOver(ctx, pq.mq)
+		c.store.Remove(pq.mq)
+	}
 	if c.hooks.orderly && c.cfg.model == Clustering {
 		if addr := c.routes.brokerAddr(pq.mq.BrokerName); addr != "" {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)

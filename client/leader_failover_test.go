@@ -3,7 +3,9 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -201,4 +204,70 @@ func TestAdminOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "broker-b") {
 		t.Fatalf("group update with broker-a down: %v, want broker-a's failure only", err)
 	}
+}
+
+// offsetRefusals is a remoting.RPCHook counting the not-leader answers to
+// a lite pull consumer's UPDATE_CONSUMER_OFFSET requests for queues it
+// did not own when the answer came.
+type offsetRefusals struct {
+	lp      *client.LitePullConsumer
+	unowned atomic.Int64
+}
+
+// BeforeRequest implements remoting.RPCHook.
+func (r *offsetRefusals) BeforeRequest(string, *remoting.RemotingCommand) {}
+
+// AfterResponse implements remoting.RPCHook.
+func (r *offsetRefusals) AfterResponse(_ string, req, resp *remoting.RemotingCommand) {
+	if resp == nil || req.Code != remoting.RequestUpdateConsumerOffset || resp.Code != remoting.ResponseServiceNotAvailable {
+		return
+	}
+	var h wire.UpdateConsumerOffsetRequestHeader
+	if err := req.DecodeHeader(&h); err != nil {
+		return
+	}
+	mq := client.MessageQueue{Topic: h.Topic, BrokerName: h.BrokerName, QueueID: int(h.QueueID)}
+	if !slices.Contains(r.lp.OwnedQueues(), mq) {
+		r.unowned.Add(1)
+	}
+}
+
+// TestLiteHandOverKeepsOffsetThroughElection: queues handed over (a second
+// consumer joins) while their group has no quorum keep the offsets a
+// Commit could not send; they reach the group once it elects again.
+func TestLiteHandOverKeepsOffsetThroughElection(t *testing.T) {
+	ec := startE2ECluster(t)
+	const n = 20
+	admin, lp := polledLiteConsumer(t, ec, "LHO", n, client.PersistInterval(100*time.Millisecond), client.RebalanceInterval(100*time.Millisecond))
+	l := ec.Leader(0)
+	f := (l + 1) % 3
+	ec.Kill(0, l)
+	ec.Kill(0, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	err := lp.Commit(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("commit without a quorum succeeded")
+	}
+	refusals := &offsetRefusals{lp: lp}
+	client.LiteRemoting(lp).AddHook(refusals)
+	other, err := client.NewLitePullConsumer(client.NameServers(ec.NamesrvAddr()), client.ConsumerGroup("LHO-g"), client.AutoCommit(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Subscribe("LHO", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close(context.Background()) })
+	// The hand-over's commit was refused: the group cannot take it yet.
+	testutil.WaitFor(t, 10*time.Second, "the offset of a queue handed over refused", func() bool {
+		return len(lp.OwnedQueues()) == 2 && refusals.unowned.Load() > 0
+	})
+	if err := ec.Restart(0, f); err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, admin, "LHO-g", "LHO", n)
 }
