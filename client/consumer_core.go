@@ -45,6 +45,10 @@ type queueHooks struct {
 	// (the lite pull consumer keeps one no broker took); nil:
 	// commitHandedOver, then the store forgets it.
 	handedOver func(ctx context.Context, mq MessageQueue)
+	// closeCommit is close's commit of mqs, the queues owned when it
+	// began (the lite pull consumer rides out an election and sends its
+	// pending offsets too); nil: the store's Persist.
+	closeCommit func(ctx context.Context, mqs []MessageQueue) error
 }
 
 // consumerCore is the machinery both consumer types share: remoting
@@ -258,8 +262,12 @@ func (c *consumerCore) close(ctx context.Context) error {
 		pq.drop()
 		mqs = append(mqs, pq.mq)
 	}
+	commit := c.store.Persist
+	if c.hooks.closeCommit != nil {
+		commit = c.hooks.closeCommit
+	}
 	var errs []error
-	if err := c.store.Persist(ctx, mqs); err != nil {
+	if err := commit(ctx, mqs); err != nil {
 		errs = append(errs, fmt.Errorf("client: commit offsets on close: %w", err))
 	}
 	if c.hooks.orderly && c.cfg.model == Clustering {

@@ -32,8 +32,12 @@ type LitePullConsumer struct {
 	// counts them): the persist loop sends them until one does. A queue
 	// handed over meanwhile stays until then, with its offset in the
 	// store (handedOver).
-	pending map[MessageQueue]uint64 // guarded by mu
-	commits uint64                  // guarded by mu
+	//
+	// They have a lock of their own, taken inside mu: Close's commit
+	// reads them, and a failed Start closes while holding mu.
+	pendingMu sync.Mutex
+	pending   map[MessageQueue]uint64 // guarded by pendingMu
+	commits   uint64                  // guarded by pendingMu
 
 	// beforePersist, when set (tests, before Start), runs at the start of
 	// each persist round.
@@ -59,7 +63,7 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}, pending: map[MessageQueue]uint64{}}
 	l.ready = make(chan pollBatch, 64)
 	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver,
-		persist: l.persistPending, handedOver: l.handedOver})
+		persist: l.persistPending, handedOver: l.handedOver, closeCommit: l.closeCommit})
 	return l, nil
 }
 
@@ -163,9 +167,16 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 }
 
 // Close stops pulling, waits for the pull loops, commits (with
-// AutoCommit, what Poll returned; otherwise what Commit recorded) and
-// unregisters. ctx bounds all of it: when it ends first, Close still
-// closes the connections and returns ctx's error. Safe to call twice.
+// AutoCommit, what Poll returned; otherwise what Commit recorded, and
+// what a Commit or a hand-over could not send of queues handed over) and
+// unregisters. The commit waits out a group electing a leader as Commit
+// does, within ctx or, when ctx has no deadline, for at most 10 s: an
+// election takes well under a second, so that covers a slow one or a
+// leader handing off, while a group that lost its quorum cannot hold
+// Close for good. Offsets still unsent then are reported in Close's error;
+// their group delivers the messages after its last committed offsets
+// again. ctx bounds all of it: when it ends first, Close still closes
+// the connections and returns ctx's error. Safe to call twice.
 func (l *LitePullConsumer) Close(ctx context.Context) error {
 	l.mu.Lock()
 	if l.state != stateStarted {
@@ -241,6 +252,7 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	c := l.core
 	owned := c.owned()
 	l.mu.Lock()
+	l.pendingMu.Lock()
 	l.commits++
 	for _, mq := range owned {
 		if off, ok := l.consumed[mq]; ok && off >= 0 {
@@ -248,6 +260,7 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 			l.pending[mq] = l.commits
 		}
 	}
+	l.pendingMu.Unlock()
 	l.mu.Unlock()
 	if err := l.commitPending(ctx, owned); err != nil {
 		return fmt.Errorf("client: commit not confirmed by every broker group (kept, and sent again every PersistInterval and on Close): %w", err)
@@ -258,22 +271,22 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 // commitPending sends the offsets of mqs and forgets, of the pending
 // ones, those that reached their broker with no Commit since.
 func (l *LitePullConsumer) commitPending(ctx context.Context, mqs []MessageQueue) error {
-	l.mu.Lock()
+	l.pendingMu.Lock()
 	seen := make(map[MessageQueue]uint64, len(mqs))
 	for _, mq := range mqs {
 		if n, ok := l.pending[mq]; ok {
 			seen[mq] = n
 		}
 	}
-	l.mu.Unlock()
+	l.pendingMu.Unlock()
 	done, err := l.core.commitOffsets(ctx, mqs)
-	l.mu.Lock()
+	l.pendingMu.Lock()
 	for mq := range done {
 		if n, ok := seen[mq]; ok && l.pending[mq] == n {
 			delete(l.pending, mq)
 		}
 	}
-	l.mu.Unlock()
+	l.pendingMu.Unlock()
 	return err
 }
 
@@ -286,9 +299,9 @@ func (l *LitePullConsumer) persistPending(ctx context.Context) {
 		l.beforePersist()
 	}
 	c := l.core
-	l.mu.Lock()
+	l.pendingMu.Lock()
 	mqs := slices.Collect(maps.Keys(l.pending))
-	l.mu.Unlock()
+	l.pendingMu.Unlock()
 	if len(mqs) == 0 {
 		return
 	}
@@ -299,6 +312,22 @@ func (l *LitePullConsumer) persistPending(ctx context.Context) {
 	} else {
 		c.clearWarn("persist")
 	}
+}
+
+// closeCommit is Close's commit: the offsets of mqs, the queues owned
+// when Close began, and the pending ones of queues handed over, each sent
+// to its group's leader riding out an election (commitOffsets) within ctx,
+// or leaderFollowWait when ctx has no deadline.
+func (l *LitePullConsumer) closeCommit(ctx context.Context, mqs []MessageQueue) error {
+	all := slices.Clone(mqs)
+	l.pendingMu.Lock()
+	for mq := range l.pending {
+		if !slices.Contains(mqs, mq) {
+			all = append(all, mq)
+		}
+	}
+	l.pendingMu.Unlock()
+	return l.commitPending(ctx, all)
 }
 
 // handedOver commits the offset of mq, a queue handed over, riding out an
@@ -322,12 +351,12 @@ func (l *LitePullConsumer) handedOver(ctx context.Context, mq MessageQueue) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
 	defer cancel()
 	err := l.commitPending(pctx, []MessageQueue{mq})
-	l.mu.Lock()
+	l.pendingMu.Lock()
 	_, kept := l.pending[mq]
 	if !kept {
 		c.store.Remove(mq)
 	}
-	l.mu.Unlock()
+	l.pendingMu.Unlock()
 	if kept && err != nil {
 		c.log.Warn("committing the offset of a queue handed over failed; kept, and sent again every PersistInterval and on Close",
 			zap.Stringer("queue", mq), zap.Error(err))

@@ -44,9 +44,11 @@
 // and UpdateSubscriptionGroup ask all groups side by side under that one
 // wait, so a group without a leader does not hold up the others. A Commit whose ctx ends
 // before a leader takes its offsets returns an error, yet keeps them: the
-// consumer sends them every PersistInterval until a leader does, and on
-// Close, whose error reports any it could not send (RocketMQ's lite pull
-// consumer records a commit in memory and persists it on a timer). Calls
+// consumer sends them every PersistInterval until a leader does (also
+// after their queue was handed over to another consumer), and on Close,
+// which waits out an election for them under the same bound and whose
+// error reports any it could not send (RocketMQ's lite pull consumer
+// records a commit in memory and persists it on a timer). Calls
 // given an address (BrokerRequest, BrokerConfig, CreateTopic and
 // UpdateSubscriptionGroup with a broker address) ask that member; a
 // request it refuses as its leader's (a not-leader answer) goes on to
@@ -128,6 +130,8 @@
 //
 // Locks: consumerCore.rebalanceMu is taken before consumerCore.mu, never
 // inside it; processQueue.mu is a leaf; processQueue.consumeMu is never
-// taken while holding consumerCore.mu. The producer's locks (route
+// taken while holding consumerCore.mu; LitePullConsumer.pendingMu is
+// taken inside LitePullConsumer.mu, with only the offset store's lock
+// inside it. The producer's locks (route
 // manager, latency fault, sequencer, AutoBatch accumulator) never nest.
 package client

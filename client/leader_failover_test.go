@@ -271,3 +271,66 @@ func TestLiteHandOverKeepsOffsetThroughElection(t *testing.T) {
 	}
 	waitCommitted(t, admin, "LHO-g", "LHO", n)
 }
+
+// TestLiteCloseRidesOutElection: Close of a consumer whose Commit its
+// group could not take (no quorum) waits within its context for the group
+// to elect again, and commits the offsets there.
+func TestLiteCloseRidesOutElection(t *testing.T) {
+	ec := startE2ECluster(t)
+	const n = 20
+	// No persist round: only Commit and Close send.
+	admin, lp := polledLiteConsumer(t, ec, "LCE", n, client.PersistInterval(time.Hour))
+	l := ec.Leader(0)
+	f := (l + 1) % 3
+	ec.Kill(0, l)
+	ec.Kill(0, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	err := lp.Commit(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("commit without a quorum succeeded")
+	}
+	watch := watchRefusals(client.LiteRemoting(lp), remoting.ResponseServiceNotAvailable)
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- lp.Close(ctx) }()
+	testutil.WaitFor(t, 10*time.Second, "Close's commit refused as not-leader", func() bool {
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned while the group had no quorum: %v", err)
+		default:
+		}
+		return watch.got(remoting.RequestUpdateConsumerOffset)
+	})
+	if err := ec.Restart(0, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	waitCommitted(t, admin, "LCE-g", "LCE", n)
+}
+
+// TestLiteCloseWaitsBoundedWithoutDeadline: Close given a context without
+// a deadline waits out a group without quorum for 10 s, then returns the
+// commit's failure.
+func TestLiteCloseWaitsBoundedWithoutDeadline(t *testing.T) {
+	ec := startE2ECluster(t)
+	_, lp := polledLiteConsumer(t, ec, "LCB", 20, client.PersistInterval(time.Hour))
+	l := ec.Leader(0)
+	ec.Kill(0, l)
+	ec.Kill(0, (l+1)%3)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	_ = lp.Commit(ctx)
+	cancel()
+	start := time.Now()
+	err := lp.Close(context.Background())
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("close without a quorum committed")
+	}
+	if took > 15*time.Second {
+		t.Fatalf("close without a deadline took %v, want about 10 s", took)
+	}
+}
