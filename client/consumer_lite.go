@@ -38,6 +38,11 @@ type LitePullConsumer struct {
 	pendingMu sync.Mutex
 	pending   map[MessageQueue]uint64 // guarded by pendingMu
 	commits   uint64                  // guarded by pendingMu
+	// sending is held (capacity 1) while commitPending sends: brokers
+	// keep the last offset they are sent, so one send's older offset must
+	// not reach a broker after another's newer one, and the pending
+	// entries those confirmed would be gone.
+	sending chan struct{}
 
 	// beforePersist, when set (tests, before Start), runs at the start of
 	// each persist round.
@@ -60,7 +65,7 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	if err := refuseTrace(cfg.common, "LitePullConsumer"); err != nil {
 		return nil, err
 	}
-	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}, pending: map[MessageQueue]uint64{}}
+	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}, pending: map[MessageQueue]uint64{}, sending: make(chan struct{}, 1)}
 	l.ready = make(chan pollBatch, 64)
 	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver,
 		persist: l.persistPending, handedOver: l.handedOver, closeCommit: l.closeCommit})
@@ -239,7 +244,8 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 
 // Commit commits, for every queue this consumer owns, the offset after the
 // last message Poll returned, and waits for each group's leader (or the
-// offsets file) to take it. A leader replicates the offsets it took within
+// offsets file) to take it, after any send of offsets in progress (a
+// persist round's), so that no older offset lands after it. A leader replicates the offsets it took within
 // its consumerOffsetCommitInterval; one lost before that has the messages
 // since its last replicated offsets delivered again (ADR 0004). A group electing a new leader is waited out within
 // ctx (at most 10 s when ctx has no deadline): Commit follows the new
@@ -268,9 +274,16 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	return nil
 }
 
-// commitPending sends the offsets of mqs and forgets, of the pending
-// ones, those that reached their broker with no Commit since.
+// commitPending sends the offsets of mqs, after any send in progress,
+// and forgets, of the pending ones, those that reached their broker with
+// no Commit since.
 func (l *LitePullConsumer) commitPending(ctx context.Context, mqs []MessageQueue) error {
+	select {
+	case l.sending <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("client: offsets not sent: another send of them did not end in time: %w", ctx.Err())
+	}
+	defer func() { <-l.sending }()
 	l.pendingMu.Lock()
 	seen := make(map[MessageQueue]uint64, len(mqs))
 	for _, mq := range mqs {

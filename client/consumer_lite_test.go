@@ -393,3 +393,69 @@ func TestLitePullPersistKeepsCommitOfQueueTakenMeanwhile(t *testing.T) {
 		return off0 == 3 && off1 == 3
 	})
 }
+
+// TestLitePullCommitNotOvertakenByPersistRound: a persist round still
+// sending an older offset (its request held at the broker) is not
+// overtaken by a Commit of a newer one: brokers keep the last offset
+// they are sent, so the older one landing last would undo the Commit.
+func TestLitePullCommitNotOvertakenByPersistRound(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	for i := range 6 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), AutoCommit(false), ConsumeFrom(ConsumeFromFirstOffset),
+		PullBatchSize(3), PullThresholdForQueue(1))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q0 := MessageQueue{"T", "broker-a", 0}
+	if err := l.Assign([]MessageQueue{q0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	if msgs := pollN(t, l, 3); msgs[len(msgs)-1].QueueOffset != 2 {
+		t.Fatalf("first poll ended at offset %d", msgs[len(msgs)-1].QueueOffset)
+	}
+	// The group elects: the Commit of offset 3 stays pending.
+	b.answer(remoting.RequestUpdateConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseServiceNotAvailable, wire.NotLeaderRemark(""))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err = l.Commit(ctx)
+	cancel()
+	if err == nil {
+		t.Fatal("commit the broker refused succeeded")
+	}
+	// The next persist round's request is held at the broker, then applied.
+	held, release, applied := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	var first atomic.Bool
+	b.answer(remoting.RequestUpdateConsumerOffset, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		if !first.CompareAndSwap(false, true) {
+			return b.other(nil, req)
+		}
+		close(held)
+		<-release
+		defer close(applied)
+		return b.other(nil, req)
+	})
+	<-held
+	if msgs := pollN(t, l, 3); msgs[len(msgs)-1].QueueOffset != 5 {
+		t.Fatalf("second poll ended at offset %d", msgs[len(msgs)-1].QueueOffset)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_ = l.Commit(ctx) // either way the offset is kept until a broker takes it
+	cancel()
+	releaseOnce.Do(func() { close(release) })
+	<-applied
+	testutil.WaitFor(t, 5*time.Second, "offset 6 committed", func() bool {
+		off, _ := b.offset("LG", "T", 0)
+		return off == 6
+	})
+}

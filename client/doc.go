@@ -130,8 +130,9 @@
 //
 // Locks: consumerCore.rebalanceMu is taken before consumerCore.mu, never
 // inside it; processQueue.mu is a leaf; processQueue.consumeMu is never
-// taken while holding consumerCore.mu; LitePullConsumer.pendingMu is
-// taken inside LitePullConsumer.mu, with only the offset store's lock
-// inside it. The producer's locks (route
-// manager, latency fault, sequencer, AutoBatch accumulator) never nest.
+// taken while holding consumerCore.mu. LitePullConsumer.mu is taken before
+// LitePullConsumer.sending (a one-slot semaphore), which is taken before
+// LitePullConsumer.pendingMu; inside that only the offset store's lock.
+// The producer's locks (route manager, latency fault, sequencer,
+// AutoBatch accumulator) never nest.
 package client
