@@ -245,15 +245,17 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 // Commit commits, for every queue this consumer owns, the offset after the
 // last message Poll returned, and waits for each group's leader (or the
 // offsets file) to take it, after any send of offsets in progress (a
-// persist round's), so that no older offset lands after it. A leader replicates the offsets it took within
-// its consumerOffsetCommitInterval; one lost before that has the messages
-// since its last replicated offsets delivered again (ADR 0004). A group electing a new leader is waited out within
-// ctx (at most 10 s when ctx has no deadline): Commit follows the new
-// leader as sends do. When ctx ends first the error says so and the
+// persist round's), so that no older offset lands after it. A leader
+// replicates the offsets it took within its consumerOffsetCommitInterval;
+// one lost before that has the messages since its last replicated offsets
+// delivered again (ADR 0004). A group electing a new leader is waited out
+// within ctx (at most 10 s when ctx has no deadline): Commit follows the
+// new leader as sends do. When ctx ends first the error says so and the
 // offsets are not lost: like RocketMQ's DefaultLitePullConsumer, which
 // only records a commit in memory, the consumer keeps them and sends
-// them every PersistInterval until a leader takes them, and on Close,
-// whose error reports any it could not send.
+// them every PersistInterval until a leader takes them (also after their
+// queue was handed over), and on Close, whose error reports any it could
+// not send.
 func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	c := l.core
 	owned := c.owned()
@@ -370,9 +372,12 @@ func (l *LitePullConsumer) handedOver(ctx context.Context, mq MessageQueue) {
 		c.store.Remove(mq)
 	}
 	l.pendingMu.Unlock()
-	if kept && err != nil {
-		c.log.Warn("committing the offset of a queue handed over failed; kept, and sent again every PersistInterval and on Close",
-			zap.Stringer("queue", mq), zap.Error(err))
+	if err != nil {
+		msg := "committing the offset of a queue handed over failed"
+		if kept {
+			msg += "; kept, and sent again every PersistInterval and on Close"
+		}
+		c.log.Warn(msg, zap.Stringer("queue", mq), zap.Error(err))
 	}
 }
 
