@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,12 +26,14 @@ import (
 // once, and joins as with raftJoin=true as soon as either finds the
 // group running:
 //   - every dLegerPeers member over the Raft transport, with a pre-vote
-//     request at term 0. Pre-vote changes no state on the receiver, and a
-//     term-0 request is refused without a vote, but every answer carries
-//     the receiver's current term: a term past 1 means the group elected a
-//     leader once (bootstrap writes term 1). This needs no route, so it
-//     also works right after a name server restart, before the members
-//     re-registered.
+//     request at term 0. A pre-vote changes no state on the receiver (one
+//     with no configuration may even grant it, which binds it to nothing),
+//     and every answer carries the receiver's current term: a term past 1
+//     means the group elected a leader once (bootstrap writes term 1).
+//     This needs no route, so it also works right after a name server
+//     restart, before the members re-registered. A member in its own check
+//     answers such asks itself (term 0), so the members of a group starting
+//     for the first time do not hold each other's checks.
 //   - the members the name servers route for its brokerName, for
 //     RAFT_STATUS (every name server and every routed member at once,
 //     followers as well as the routed master, which may be the one that
@@ -40,9 +43,15 @@ import (
 // start, or the whole group down or wiped) the member bootstraps.
 
 // joinCheckTimeout bounds the join check: both ways of asking together.
-// Members that are down refuse the connection at once; only an
-// unreachable host makes a start wait this long.
+// Members that are down refuse the connection at once; an unreachable
+// host makes a start wait this long.
 const joinCheckTimeout = 2 * time.Second
+
+// raftAskTimeout bounds the asks over Raft. A running member answers a
+// pre-vote at once; a member that is up but has not started its Raft yet
+// (recovering its store, or not yet started in-process) takes the ask and
+// holds it, so waiting on it long would only delay every first start.
+const raftAskTimeout = 500 * time.Millisecond
 
 // joinCheck is newGroup's look for a running group before a bootstrap:
 // it returns why the member joins instead ("" to bootstrap), or the
@@ -63,6 +72,9 @@ func runningGroupCheck(cfg BrokerConfig, trans raft.Transport, log *zap.Logger) 
 			return "", err
 		}
 		defer cl.Close()
+		self := raft.ServerID(cfg.Raft.DLegerSelfID)
+		stopAnswering := answerProbes(trans, self)
+		defer stopAnswering()
 		ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
 		defer cancel()
 		type result struct {
@@ -71,7 +83,9 @@ func runningGroupCheck(cfg BrokerConfig, trans raft.Transport, log *zap.Logger) 
 		}
 		viaRaft := make(chan result, 1)
 		go func() {
-			why, tried := raftPeersRunning(ctx, trans, conf, raft.ServerID(cfg.Raft.DLegerSelfID))
+			rctx, rcancel := context.WithTimeout(ctx, raftAskTimeout)
+			defer rcancel()
+			why, tried := raftPeersRunning(rctx, trans, conf, self)
 			if why != "" {
 				cancel()
 			}
@@ -122,6 +136,10 @@ func raftPeersRunning(ctx context.Context, trans raft.Transport, conf raft.Confi
 			switch {
 			case err != nil:
 				answers <- answer{note: fmt.Sprintf("%s at %s over Raft (%v)", s.ID, s.Address, err)}
+			case len(resp.ID) > 0 && raft.ServerID(resp.ID) != s.ID:
+				// Another process at that address (a dLegerPeers typo, a
+				// port reused): its term says nothing about this group.
+				answers <- answer{note: fmt.Sprintf("%s at %s over Raft (answered as %s)", s.ID, s.Address, resp.ID)}
 			case resp.Term <= 1:
 				answers <- answer{note: fmt.Sprintf("%s at %s over Raft (term %d: no election yet)", s.ID, s.Address, resp.Term)}
 			default:
@@ -140,7 +158,7 @@ func raftPeersRunning(ctx context.Context, trans raft.Transport, conf raft.Confi
 			}
 			tried = append(tried, a.note)
 		case <-ctx.Done():
-			return "", append(tried, fmt.Sprintf("%d dLegerPeers member(s) over Raft (no answer within %v)", asked-len(tried), joinCheckTimeout))
+			return "", append(tried, fmt.Sprintf("%d dLegerPeers member(s) over Raft (no answer in time)", asked-len(tried)))
 		}
 	}
 	return "", tried
@@ -228,4 +246,37 @@ func (p groupPeers) judgeLog(ctx context.Context, addr, selfID string) (why, not
 		"not bootstrapping from dLegerPeers, joining as with raftJoin=true: the leader replicates to this member "+
 		"while its id is a member, otherwise add it with `raftmq admin addMember`",
 		p.brokerName, strings.ToLower(st.State), st.SelfID, addr, max(st.LastLogIndex, st.LastSnapshotIndex), st.LastLogTerm), ""
+}
+
+// errJoinCheckRunning answers the Raft RPCs other than pre-vote that reach
+// a member during its join check, before its Raft runs: the sender retries.
+var errJoinCheckRunning = errors.New("raftmq: member starting (join check), Raft not running yet")
+
+// answerProbes answers, until the returned stop, the RPCs reaching trans
+// while this member, which has no Raft state, runs its join check: a peer's
+// pre-vote gets term 0 (what this member holds), anything else an error.
+// stop returns once nothing reads trans's consumer any more, so Raft can
+// take it over.
+func answerProbes(trans raft.Transport, self raft.ServerID) (stop func()) {
+	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: trans.EncodePeer(self, trans.LocalAddr())}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case rpc := <-trans.Consumer():
+				if _, ok := rpc.Command.(*raft.RequestPreVoteRequest); ok {
+					rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: header}, nil)
+					continue
+				}
+				rpc.Respond(emptyResponse(rpc.Command), errJoinCheckRunning)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }

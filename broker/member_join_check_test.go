@@ -176,8 +176,8 @@ func TestJoinCheckConfigErrorLeavesNoRaftState(t *testing.T) {
 }
 
 // fakeRaftPeer is a Raft transport that answers every pre-vote request
-// with term and records the terms it was asked at.
-func fakeRaftPeer(t *testing.T, term uint64) (raft.ServerAddress, *[]uint64) {
+// with term, as id when id is set, and records the terms it was asked at.
+func fakeRaftPeer(t *testing.T, term uint64, id string) (raft.ServerAddress, *[]uint64) {
 	t.Helper()
 	tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
 	if err != nil {
@@ -203,7 +203,7 @@ func fakeRaftPeer(t *testing.T, term uint64) (raft.ServerAddress, *[]uint64) {
 			mu.Lock()
 			asked = append(asked, req.Term)
 			mu.Unlock()
-			rpc.Respond(&raft.RequestPreVoteResponse{Term: term}, nil)
+			rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: raft.RPCHeader{ID: []byte(id)}, Term: term}, nil)
 		}
 	}()
 	t.Cleanup(func() {
@@ -247,8 +247,9 @@ func TestRaftPeersRunning(t *testing.T) {
 		}
 		return c
 	}
-	running, asked := fakeRaftPeer(t, 5)
-	bootstrapped, _ := fakeRaftPeer(t, 1)
+	running, asked := fakeRaftPeer(t, 5, "")
+	bootstrapped, _ := fakeRaftPeer(t, 1, "")
+	stranger, _ := fakeRaftPeer(t, 9, "n7")
 	ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
 	defer cancel()
 	start := time.Now()
@@ -272,6 +273,49 @@ func TestRaftPeersRunning(t *testing.T) {
 	}
 	if len(tried) != 2 {
 		t.Fatalf("asked %v, want both members", tried)
+	}
+
+	// Another group's member at a peer's address (a typo in dLegerPeers)
+	// answers as itself: its term is not this group's.
+	ctx3, cancel3 := context.WithTimeout(context.Background(), joinCheckTimeout)
+	defer cancel3()
+	if why, tried := raftPeersRunning(ctx3, self, conf(stranger), "n1"); why != "" || len(tried) != 1 || !strings.Contains(tried[0], "answered as n7") {
+		t.Fatalf("a process answering as n7 at p0's address: why %q, asked %v", why, tried)
+	}
+}
+
+// Members of a group starting for the first time run their join checks
+// side by side; a member in its check answers the others' asks itself
+// (term 0), so no check waits for its bound on a peer whose Raft has not
+// started yet.
+func TestJoinCheckAnswersPeersChecks(t *testing.T) {
+	a, b := probeTransport(t), probeTransport(t)
+	stop := answerProbes(b, "n2")
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	conf := raft.Configuration{Servers: []raft.Server{{ID: "n1", Address: a.LocalAddr()}, {ID: "n2", Address: b.LocalAddr()}}}
+	ctx, cancel := context.WithTimeout(context.Background(), joinCheckTimeout)
+	defer cancel()
+	why, tried := raftPeersRunning(ctx, a, conf, "n1")
+	if why != "" || len(tried) != 1 || !strings.Contains(tried[0], "term 0") {
+		t.Fatalf("n2 in its own check: why %q, asked %v; want its answer at term 0", why, tried)
+	}
+	// Other RPCs get an error, not a hang: the sender retries once Raft runs.
+	var resp raft.AppendEntriesResponse
+	if err := a.AppendEntries("n2", b.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}}, &resp); err == nil {
+		t.Fatal("an AppendEntries reaching a member in its join check was answered without error")
+	}
+	stop()
+	stopped = true
+	// Once stopped, the consumer is free for Raft: nothing answers now.
+	select {
+	case rpc := <-b.Consumer():
+		t.Fatalf("an RPC was left on the consumer: %T", rpc.Command)
+	default:
 	}
 }
 
