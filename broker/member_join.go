@@ -123,7 +123,7 @@ func raftPeersRunning(ctx context.Context, trans raft.Transport, conf raft.Confi
 	}
 	type answer struct{ why, note string }
 	answers := make(chan answer, len(conf.Servers))
-	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: trans.EncodePeer(self, trans.LocalAddr())}
+	header := rpcHeader(trans, self)
 	asked := 0
 	for _, s := range conf.Servers {
 		if s.ID == self {
@@ -258,7 +258,7 @@ var errJoinCheckRunning = errors.New("raftmq: member starting (join check), Raft
 // stop returns once nothing reads trans's consumer any more, so Raft can
 // take it over.
 func answerProbes(trans raft.Transport, self raft.ServerID) (stop func()) {
-	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: trans.EncodePeer(self, trans.LocalAddr())}
+	header := rpcHeader(trans, self)
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -279,4 +279,10 @@ func answerProbes(trans raft.Transport, self raft.ServerID) (stop func()) {
 		close(quit)
 		<-done
 	}
+}
+
+// rpcHeader is the header of the RPCs this member sends or answers before
+// its Raft runs, as Raft would fill it.
+func rpcHeader(trans raft.Transport, self raft.ServerID) raft.RPCHeader {
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: trans.EncodePeer(self, trans.LocalAddr())}
 }
