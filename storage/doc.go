@@ -22,7 +22,7 @@
 //     refcounted read views (Slice) and flush (msync).
 //   - mappedfilequeue.go: MappedFileQueue, same-sized files named by start
 //     offset forming one byte space (CommitLog segments, ConsumeQueues, the
-//     Raft log's file space); FileName. prepend.go: Prepend/PrependTo, files
+//     Raft log's file space); FileName. prepend.go: Prepend/PrependTo/PrependToFilled, files
 //     before the first one (a member backfilling older data).
 //   - atomic.go: WriteFileAtomic (temporary file, fdatasync, rename, directory
 //     fsync) for small files that must never be torn; WriteFileAtomicPerm

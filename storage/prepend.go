@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 )
 
@@ -11,7 +14,37 @@ import (
 // (raftlog's backfill, ConsumeQueue backfill); their WrotePosition stays 0
 // for a new file until the caller sets it. It fails on an empty queue or
 // when the first file starts at offset 0.
-func (q *MappedFileQueue) Prepend() (*MappedFile, error) {
+func (q *MappedFileQueue) Prepend() (*MappedFile, error) { return q.prepend(nil) }
+
+// PrependTo prepends files until one holds offset (see Prepend).
+func (q *MappedFileQueue) PrependTo(offset int64) error { return q.prependTo(offset, nil) }
+
+// PrependToFilled prepends files until one holds offset, each new file
+// holding fill repeated over its whole size (len(fill) must divide the file
+// size) before its name exists: it is written under a temporary name,
+// synced and renamed into place (WriteFileAtomic). A crash therefore never
+// leaves a prepended file of zeros in front of the queue, which a recovery
+// scan could not tell from the end of the data. Files already there are
+// kept as they are.
+func (q *MappedFileQueue) PrependToFilled(offset int64, fill []byte) error {
+	if len(fill) == 0 || q.fileSize%len(fill) != 0 {
+		return fmt.Errorf("%w: fill of %d bytes for files of %d in %s", ErrInvalidSize, len(fill), q.fileSize, q.dir)
+	}
+	return q.prependTo(offset, fill)
+}
+
+func (q *MappedFileQueue) prependTo(offset int64, fill []byte) error {
+	for {
+		if first := q.First(); first == nil || first.FileFromOffset() <= offset {
+			return nil
+		}
+		if _, err := q.prepend(fill); err != nil {
+			return err
+		}
+	}
+}
+
+func (q *MappedFileQueue) prepend(fill []byte) (*MappedFile, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.files) == 0 {
@@ -21,7 +54,22 @@ func (q *MappedFileQueue) Prepend() (*MappedFile, error) {
 	if from < 0 {
 		return nil, fmt.Errorf("%w: prepend before offset 0 in %s", ErrOutOfRange, q.dir)
 	}
-	mf, err := OpenMappedFile(q.fsys, filepath.Join(q.dir, FileName(from)), from, q.fileSize)
+	path := filepath.Join(q.dir, FileName(from))
+	if fill != nil {
+		_, err := q.fsys.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			err = WriteFileAtomic(q.fsys, path, bytes.Repeat(fill, q.fileSize/len(fill)))
+		case err == nil:
+			// Left by a run whose directory sync failed: its bytes were
+			// synced before the rename, its name may not be yet.
+			err = q.fsys.SyncDir(q.dir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("prepend %s: %w", path, err)
+		}
+	}
+	mf, err := OpenMappedFile(q.fsys, path, from, q.fileSize)
 	if err != nil {
 		return nil, err
 	}
@@ -30,18 +78,6 @@ func (q *MappedFileQueue) Prepend() (*MappedFile, error) {
 	}
 	q.files = append([]*MappedFile{mf}, q.files...)
 	return mf, nil
-}
-
-// PrependTo prepends files until one holds offset (see Prepend).
-func (q *MappedFileQueue) PrependTo(offset int64) error {
-	for {
-		if first := q.First(); first == nil || first.FileFromOffset() <= offset {
-			return nil
-		}
-		if _, err := q.Prepend(); err != nil {
-			return err
-		}
-	}
 }
 
 // WriteAtDurable copies p to pos through the mapping and syncs exactly that

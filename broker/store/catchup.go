@@ -36,41 +36,33 @@ func (cq *ConsumeQueue) Backfill(from int64, units []CQUnit) error {
 				cq.topic, cq.queueID, prevEnd, next.PhyOffset, ErrCorruptFile)
 		}
 	}
-	if err := cq.mfq.PrependTo(from * CQUnitSize); err != nil {
+	// Every crash point must leave blanks, then units in CommitLog order,
+	// the only shape recovery keeps whole (it ends the queue at an invalid
+	// unit or at a blank after a real one), with the minimum at the first
+	// unit, where the next catch-up resumes. So a prepended file exists
+	// only once it is all blanks, and the units go in from the last file
+	// to the first, each file synced before the one in front of it is
+	// touched: the old first file's head blanks are replaced first.
+	var blank [CQUnitSize]byte
+	blankCQUnit.encode(blank[:])
+	if err := cq.mfq.PrependToFilled(from*CQUnitSize, blank[:]); err != nil {
 		return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
 	}
-	first := cq.mfq.First()
-	// Blanks before from in the (new) first file, so a reopen finds the
-	// minimum by skipping them (recover).
-	buf := make([]byte, 0, (from*CQUnitSize-first.FileFromOffset())+int64(len(units))*CQUnitSize)
-	var b [CQUnitSize]byte
-	for o := first.FileFromOffset() / CQUnitSize; o < from; o++ {
-		blankCQUnit.encode(b[:])
-		buf = append(buf, b[:]...)
-	}
-	for _, u := range units {
-		u.encode(b[:])
-		buf = append(buf, b[:]...)
-	}
-	pos := first.FileFromOffset()
-	for len(buf) > 0 {
-		mf := cq.mfq.FindByOffset(pos)
+	start, end := from*CQUnitSize, minLogic*CQUnitSize
+	for end > start {
+		mf := cq.mfq.FindByOffset(end - 1)
 		if mf == nil {
-			return fmt.Errorf("consume queue %s/%d: backfill: no file holds byte %d: %w", cq.topic, cq.queueID, pos, ErrCorruptFile)
+			return fmt.Errorf("consume queue %s/%d: backfill: no file holds byte %d: %w", cq.topic, cq.queueID, end-1, ErrCorruptFile)
 		}
-		rel := int(pos - mf.FileFromOffset())
-		n := min(len(buf), mf.Size()-rel)
-		if err := mf.WriteAt(buf[:n], rel); err != nil {
+		lo := max(start, mf.FileFromOffset())
+		buf := AppendCQUnits(make([]byte, 0, end-lo), units[(lo-start)/CQUnitSize:(end-start)/CQUnitSize])
+		if err := mf.WriteAt(buf, int(lo-mf.FileFromOffset())); err != nil {
 			return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
-		}
-		if rel+n == mf.Size() && mf.WrotePosition() < mf.Size() {
-			mf.SetWrotePosition(mf.Size()) // a prepended file, now whole
 		}
 		if _, err := mf.Flush(); err != nil {
 			return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
 		}
-		pos += int64(n)
-		buf = buf[n:]
+		end = lo
 	}
 	cq.minLogic.Store(from)
 	return nil

@@ -60,3 +60,125 @@ func TestBackfillInterruptedKeepsLiveUnits(t *testing.T) {
 		})
 	}
 }
+
+// A backfill interrupted at any file system operation (a failed write,
+// sync, rename or directory sync, then a machine crash) leaves a queue
+// whose recovery keeps every live unit and whose minimum is the first unit
+// it holds; the catch-up then resumes there (its units end at the
+// minimum) and the queue ends up whole. Without the crash, retrying the
+// failed backfill does the same.
+func TestBackfillCrashAtEveryStepResumes(t *testing.T) {
+	const perFile = 8
+	for _, tc := range []struct {
+		name             string
+		start, end, from int64 // queue started at start holds [start, end); backfill [from, start)
+	}{
+		{"within the first file", 12, 15, 9},
+		{"one file prepended", 12, 15, 6},
+		// Four files: the recovery scan of the last three starts in a
+		// prepended file.
+		{"two files prepended", 20, 31, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, crash := range []bool{true, false} {
+				ops := 0
+				for k := 1; ; k++ {
+					if done := backfillFailingAt(t, perFile, tc.start, tc.end, tc.from, k, crash); done {
+						ops = k - 1
+						break
+					}
+				}
+				if ops == 0 {
+					t.Fatal("the backfill did no file system operation")
+				}
+			}
+		})
+	}
+}
+
+// backfillFailingAt runs a backfill of [from, start) into a queue holding
+// [start, end) whose k-th file system operation fails, then crashes (or
+// retries), reopens and resumes, checking the queue at each step. It
+// reports whether the backfill had fewer than k operations.
+func backfillFailingAt(t *testing.T, perFile int, start, end, from int64, k int, crash bool) bool {
+	t.Helper()
+	fs := storage.NewFaultFS(uint64(k))
+	s := openTestCQStore(t, fs, "/store", perFile)
+	if err := s.StartQueueAt("T", 0, start); err != nil {
+		t.Fatal(err)
+	}
+	cq := s.Get("T", 0)
+	appendUnits(t, cq, start, end)
+	if err := cq.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	fs.SetFaultFunc(func(op storage.FaultOp, name string) error {
+		if n++; n == k {
+			t.Logf("op %d (crash %v): failing %v %s", k, crash, op, name)
+			return syscall.EIO
+		}
+		return nil
+	})
+	units := func(lo, hi int64) []CQUnit {
+		var us []CQUnit
+		for o := lo; o < hi; o++ {
+			us = append(us, unitN(o))
+		}
+		return us
+	}
+	err := cq.Backfill(from, units(from, start))
+	if err == nil {
+		return true
+	}
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("op %d: backfill: %v, want the injected EIO", k, err)
+	}
+	// check asserts that the queue ends at end, its minimum is at least
+	// want, and every unit from the minimum on is the right one.
+	check := func(cq *ConsumeQueue, when string, wantMin int64) {
+		t.Helper()
+		if cq.MaxOffset() != end || cq.MinOffset() < wantMin || cq.MinOffset() > start {
+			t.Fatalf("op %d, %s: queue [%d, %d), want [%d..%d, %d)", k, when, cq.MinOffset(), cq.MaxOffset(), wantMin, start, end)
+		}
+		for o := cq.MinOffset(); o < end; o++ {
+			if u, err := cq.Get(o); err != nil || u != unitN(o) {
+				t.Fatalf("op %d, %s: unit %d of [%d, %d) = %+v, %v; want %+v", k, when, o, cq.MinOffset(), end, u, err, unitN(o))
+			}
+		}
+		if cq.MaxPhysicOffset() != unitN(end-1).end() {
+			t.Fatalf("op %d, %s: max physical offset %d, want %d", k, when, cq.MaxPhysicOffset(), unitN(end-1).end())
+		}
+	}
+	if crash {
+		fs = fs.Crash(storage.CrashOptions{})
+		s = openTestCQStore(t, fs, "/store", perFile)
+		cq = s.Get("T", 0)
+		if cq == nil {
+			t.Fatalf("op %d: after the crash the queue is gone", k)
+		}
+		check(cq, "after the crash", from)
+	} else {
+		fs.SetFaultFunc(nil)
+	}
+	// The catch-up asks for the units up to the queue's minimum again.
+	if m := cq.MinOffset(); m > from {
+		if err := cq.Backfill(from, units(from, m)); err != nil {
+			t.Fatalf("op %d: resumed backfill [%d, %d): %v", k, from, m, err)
+		}
+	}
+	check(cq, "after the resumed backfill", from)
+	if cq.MinOffset() != from {
+		t.Fatalf("op %d: after the resumed backfill the queue starts at %d, want %d", k, cq.MinOffset(), from)
+	}
+	crashed := fs.Crash(storage.CrashOptions{})
+	_ = s.Close()
+	s = openTestCQStore(t, crashed, "/store", perFile)
+	defer s.Close()
+	cq = s.Get("T", 0)
+	check(cq, "after a crash once the backfill is done", from)
+	if cq.MinOffset() != from {
+		t.Fatalf("op %d: after the finished backfill and a crash the queue starts at %d, want %d", k, cq.MinOffset(), from)
+	}
+	return false
+}
