@@ -22,8 +22,9 @@
 //     refcounted read views (Slice) and flush (msync).
 //   - mappedfilequeue.go: MappedFileQueue, same-sized files named by start
 //     offset forming one byte space (CommitLog segments, ConsumeQueues, the
-//     Raft log's file space); FileName. prepend.go: Prepend/PrependTo/PrependToFilled, files
-//     before the first one (a member backfilling older data).
+//     Raft log's file space); FileName. prepend.go: Prepend/PrependTo, files
+//     before the first one (a member backfilling older data), and
+//     PrependToFilled, which names a new file only once it holds its fill.
 //   - atomic.go: WriteFileAtomic (temporary file, fdatasync, rename, directory
 //     fsync) for small files that must never be torn; WriteFileAtomicPerm
 //     for files holding secrets.
