@@ -37,8 +37,8 @@ func (cq *ConsumeQueue) Backfill(from int64, units []CQUnit) error {
 		}
 	}
 	// Every crash point must leave blanks, then units in CommitLog order,
-	// the only shape recovery keeps whole (it ends the queue at an invalid
-	// unit or at a blank after a real one), with the minimum at the first
+	// which recovery keeps whole (it skips blanks and ends the queue at the
+	// first zero or out-of-order unit), with the minimum at the first
 	// unit, where the next catch-up resumes. So a prepended file exists
 	// only once it is all blanks, and the units go in from the last file
 	// to the first, each file synced before the one in front of it is
