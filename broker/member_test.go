@@ -261,7 +261,7 @@ func TestGroupMembershipQuorumGuard(t *testing.T) {
 		t.Fatalf("removing the leader itself: %v, want not-leader after a transfer", err)
 	}
 	var nl *testNode
-	testutil.WaitFor(t, 10*time.Second, "another member leads", func() bool {
+	testutil.WaitFor(t, 30*time.Second, "another member leads", func() bool {
 		nl = c.currentLeader()
 		return nl != nil && nl != l && !l.g().IsLeader()
 	})
