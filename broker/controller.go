@@ -48,22 +48,23 @@ type Controller struct {
 
 	clients *clientManager
 	// reqs: request-reply's requesters by their request sends (reply.go).
-	reqs    *requesterTable
-	filters *filter.Cache // compiled SQL92 subscriptions, shared by heartbeats and pulls
-	hold    *holdService
-	locks   *lockManager
-	offsets *offsetCoalescer
-	sched   *scheduleService
-	timers  *timerService
-	txn     *txnService
-	reg     *registerService
-	acl     *aclState
-	gossip  *ha.Gossip // nil when gossipEnable is off
-	metrics *brokerMetrics
-	stats   *brokerStats    // RocketMQ-shaped stats for the tools (admin_stats.go)
-	mon     *httpmon.Server // nil when metricsPort is -1
-	state   atomic.Int32    // stateStarting → stateServing → stateStopping (/health)
-	term    atomic.Uint64   // term of the last role change (/health fallback)
+	reqs     *requesterTable
+	filters  *filter.Cache // compiled SQL92 subscriptions, shared by heartbeats and pulls
+	hold     *holdService
+	locks    *lockManager
+	offsets  *offsetCoalescer
+	sched    *scheduleService
+	timers   *timerService
+	txn      *txnService
+	reg      *registerService
+	acl      *aclState
+	gossip   *ha.Gossip // nil when gossipEnable is off
+	gossipMu sync.Mutex // serializes updateGossipMeta
+	metrics  *brokerMetrics
+	stats    *brokerStats    // RocketMQ-shaped stats for the tools (admin_stats.go)
+	mon      *httpmon.Server // nil when metricsPort is -1
+	state    atomic.Int32    // stateStarting → stateServing → stateStopping (/health)
+	term     atomic.Uint64   // term of the last role change (/health fallback)
 	// liveCfg is cfg plus runtime changes (admin_config.go); liveMu
 	// serialises updates.
 	liveCfg atomic.Pointer[BrokerConfig]
@@ -330,7 +331,7 @@ func (c *Controller) onRoleChange(leader bool, term uint64) {
 	}
 	c.hold.wakeAll()
 	c.reg.trigger()
-	c.updateGossipMeta(leader, term)
+	c.updateGossipMeta()
 }
 
 // goFunc starts a tracked goroutine, unless stopTracked has begun: then f

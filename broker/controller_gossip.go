@@ -114,13 +114,25 @@ func (c *Controller) startGossip() error {
 	return nil
 }
 
-// updateGossipMeta publishes a role change; runs on the role goroutine.
-func (c *Controller) updateGossipMeta(leader bool, term uint64) {
+// updateGossipMeta publishes the node's meta as it is now: on a role
+// change (the role goroutine) and when the member's slot in the Raft
+// configuration moves (the registration loop), e.g. a member that joined
+// with no state and learned the configuration after its last role change.
+// Both compute under gossipMu from the live state, so the last publish is
+// the newest state.
+func (c *Controller) updateGossipMeta() {
 	if c.gossip == nil {
 		return
 	}
-	if err := c.gossip.UpdateMeta(c.gossipMeta(leader, term)); err != nil {
-		c.log.Warn("gossip: meta update not confirmed", zap.Bool("leader", leader), zap.Uint64("term", term), zap.Error(err))
+	c.gossipMu.Lock()
+	defer c.gossipMu.Unlock()
+	m := c.gossipMeta(c.rep.IsLeader(), c.term.Load())
+	if m == c.gossip.Meta() {
+		return
+	}
+	if err := c.gossip.UpdateMeta(m); err != nil {
+		c.log.Warn("gossip: meta update not confirmed", zap.String("role", string(m.Role)), zap.Uint64("term", m.Term),
+			zap.Int64("brokerId", m.BrokerID), zap.Error(err))
 	}
 }
 

@@ -75,12 +75,10 @@ func TestGossipMetaFollowsRole(t *testing.T) {
 			if i == l && (m.Meta.Role != ha.RoleLeader || m.Meta.BrokerID != 0 || m.Meta.Term == 0) {
 				return false
 			}
-			// A follower's meta names its slot, or -1 ("unknown") when it
-			// started with no state and joined: its slot came with the
-			// leader's configuration after its last role change, and the
-			// meta is published on role changes only.
-			if i != l && (m.Meta.Role != ha.RoleFollower ||
-				(m.Meta.BrokerID != pc.cfgs[i].FollowerBrokerID() && m.Meta.BrokerID != -1)) {
+			// A follower's meta names its slot, also when it started with
+			// no state and learned the configuration only after its last
+			// role change.
+			if i != l && (m.Meta.Role != ha.RoleFollower || m.Meta.BrokerID != pc.cfgs[i].FollowerBrokerID()) {
 				return false
 			}
 		}
