@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,7 @@ func (g *Group) stopAsRemoved(err error) {
 	_ = g.raft.Shutdown().Error()
 	// Its log still lists it as a voter: the marker makes the next start
 	// refuse too.
-	if werr := writeRemovedMarker(g.diskFS, g.removedMarkerPath(), err.Error()); werr != nil {
+	if werr := writeMarkerFile(g.diskFS, g.removedMarkerPath(), err.Error()); werr != nil {
 		g.log.Warn("could not record the removal; the next start will find out again", zap.Error(werr))
 	}
 }
@@ -70,23 +71,20 @@ func (g *Group) removedMarkerPath() string {
 	return filepath.Join(g.cfg.Store.StorePathRootDir, "raft", "REMOVED")
 }
 
-func writeRemovedMarker(fsys storage.FS, path, reason string) error {
-	if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteAt([]byte(reason+"\n"), 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	return errors.Join(err, f.Close(), fsys.SyncDir(filepath.Dir(path)))
+// writeMarkerFile records reason in a marker file (REMOVED, DAMAGED) under
+// a temporary name renamed into place: a marker is either absent or holds
+// its reason, never a name left empty by a failed write and a crash.
+func writeMarkerFile(fsys storage.FS, path, reason string) error {
+	return storage.WriteFileAtomic(fsys, path, []byte(reason+"\n"))
 }
 
+// maxMarkerRead bounds what readMarkerFile reads: a marker holds one
+// error text.
+const maxMarkerRead = 64 << 10
+
 // readMarkerFile returns what a marker file (REMOVED, DAMAGED,
-// INDEX_REBUILD) records, "" when there is none.
+// INDEX_REBUILD) records, "" when there is none. A marker that is there
+// but empty or unreadable still counts: its presence is the record.
 func readMarkerFile(fsys storage.FS, path string) string {
 	fi, err := fsys.Stat(path)
 	if err != nil {
@@ -94,12 +92,18 @@ func readMarkerFile(fsys storage.FS, path string) string {
 	}
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
-		return "removed (marker unreadable: " + err.Error() + ")"
+		return "recorded (marker unreadable: " + err.Error() + ")"
 	}
 	defer f.Close()
-	b := make([]byte, fi.Size())
-	n, _ := f.ReadAt(b, 0)
-	return strings.TrimSpace(string(b[:n]))
+	b := make([]byte, min(fi.Size(), maxMarkerRead))
+	n, err := f.ReadAt(b, 0)
+	if why := strings.TrimSpace(string(b[:n])); why != "" {
+		return why
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "recorded (marker unreadable: " + err.Error() + ")"
+	}
+	return "recorded (the marker file is empty)"
 }
 
 // watchRemoval is the Controller's removal watch (a tracked goroutine).

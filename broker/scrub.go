@@ -180,7 +180,7 @@ func (g *Group) noteDamage(err error, found string) {
 	}
 	g.log.Error("damaged Raft log: this member stops voting, leading and serving the damaged range; "+
 		"its peers hold intact copies; wipe it and let it catch up (docs/operations.md)", fields...)
-	if werr := writeRemovedMarker(g.diskFS, g.damagedMarkerPath(), err.Error()); werr != nil {
+	if werr := writeMarkerFile(g.diskFS, g.damagedMarkerPath(), err.Error()); werr != nil {
 		g.log.Warn("could not record the damage; the next start relies on the scrub finding it again", zap.Error(werr))
 	}
 	if !g.ready.Load() {
