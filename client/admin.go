@@ -360,19 +360,9 @@ type TopicSpec struct {
 // or only at brokerAddr when it is set (-b). It returns the addresses
 // that accepted; failures are joined.
 func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, brokerAddr string) ([]string, error) {
-	if err := validateTopic(spec.Topic); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
-	}
-	if spec.ReadQueueNums <= 0 || spec.WriteQueueNums <= 0 {
-		return nil, fmt.Errorf("%w: queue numbers must be > 0 (read %d, write %d)", ErrInvalidOption, spec.ReadQueueNums, spec.WriteQueueNums)
-	}
-	if spec.Perm == 0 {
-		spec.Perm = wire.PermRead | wire.PermWrite
-	}
-	h := &wire.CreateTopicRequestHeader{Topic: spec.Topic, DefaultTopic: wire.TopicAutoCreate, ReadQueueNums: spec.ReadQueueNums,
-		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", TopicSysFlag: spec.SysFlag, Order: spec.Order}
-	newReq := func() *remoting.RemotingCommand {
-		return remoting.NewRequest(remoting.RequestUpdateAndCreateTopic, h, nil)
+	newReq, err := topicRequest(spec)
+	if err != nil {
+		return nil, err
 	}
 	if brokerAddr != "" {
 		if _, err := a.brokerCall(ctx, brokerAddr, newReq); err != nil {
@@ -387,6 +377,41 @@ func (a *Admin) CreateTopic(ctx context.Context, spec TopicSpec, cluster, broker
 	// The request replaces the topic's whole config, so a group that
 	// applied it before its answer was lost takes it again unchanged.
 	return a.eachLeader(ctx, names, newReq)
+}
+
+// CreateTopicInGroup creates or updates a topic on the leader of broker
+// group brokerName (a name RouteGroups or ClusterGroups returned), riding
+// out an election as LeaderRequest does, and returns the leader's
+// address.
+func (a *Admin) CreateTopicInGroup(ctx context.Context, spec TopicSpec, brokerName string) (string, error) {
+	newReq, err := topicRequest(spec)
+	if err != nil {
+		return "", err
+	}
+	if err := a.knowGroup(ctx, brokerName); err != nil {
+		return "", err
+	}
+	_, addr, err := a.leaderCall(ctx, brokerName, newReq)
+	return addr, err
+}
+
+// topicRequest validates spec and returns the UPDATE_AND_CREATE_TOPIC
+// request it makes.
+func topicRequest(spec TopicSpec) (func() *remoting.RemotingCommand, error) {
+	if err := validateTopic(spec.Topic); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	if spec.ReadQueueNums <= 0 || spec.WriteQueueNums <= 0 {
+		return nil, fmt.Errorf("%w: queue numbers must be > 0 (read %d, write %d)", ErrInvalidOption, spec.ReadQueueNums, spec.WriteQueueNums)
+	}
+	if spec.Perm == 0 {
+		spec.Perm = wire.PermRead | wire.PermWrite
+	}
+	h := &wire.CreateTopicRequestHeader{Topic: spec.Topic, DefaultTopic: wire.TopicAutoCreate, ReadQueueNums: spec.ReadQueueNums,
+		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", TopicSysFlag: spec.SysFlag, Order: spec.Order}
+	return func() *remoting.RemotingCommand {
+		return remoting.NewRequest(remoting.RequestUpdateAndCreateTopic, h, nil)
+	}, nil
 }
 
 // DeleteTopic deletes topic from the masters of cluster ("" = every

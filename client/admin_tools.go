@@ -28,6 +28,46 @@ func (a *Admin) BrokerRequest(ctx context.Context, addr string, code int16, head
 	return a.brokerCall(ctx, addr, func() *remoting.RemotingCommand { return remoting.NewRequest(code, header, body) })
 }
 
+// LeaderRequest sends one request to the leader of broker group
+// brokerName (a name RouteGroups or ClusterGroups returned) and returns
+// the success answer and the leader's address; any other answer is a
+// *BrokerError. It rides out a leader change as the producer does: a
+// not-leader answer is followed to the leader it names, and a group
+// without one is waited for, within ctx (10 s when ctx has no deadline).
+// A request whose connection closed is sent again, so it must be safe to
+// repeat. For requests only a group's leader answers rightly: writes, and
+// reads of what only the leader holds (client connections, send
+// statistics).
+func (a *Admin) LeaderRequest(ctx context.Context, brokerName string, code int16, header any, body []byte) (*remoting.RemotingCommand, string, error) {
+	if err := a.knowGroup(ctx, brokerName); err != nil {
+		return nil, "", err
+	}
+	return a.leaderCall(ctx, brokerName, func() *remoting.RemotingCommand { return remoting.NewRequest(code, header, body) })
+}
+
+// knowGroup asks the name servers for brokerName's members when the
+// routes know none (leaderCall starts from them).
+func (a *Admin) knowGroup(ctx context.Context, brokerName string) error {
+	if a.routes.brokerAddr(brokerName) != "" {
+		return nil
+	}
+	_, err := a.clusterGroups(ctx, "")
+	return err
+}
+
+// RouteGroups returns the broker groups holding topic, sorted: the
+// targets of LeaderRequest for a topic's brokers. A group whose leader
+// is being elected is listed while the name servers list any member.
+func (a *Admin) RouteGroups(ctx context.Context, topic string) ([]string, error) {
+	return a.routeGroups(ctx, topic)
+}
+
+// ClusterGroups returns the broker groups of cluster ("" = every
+// cluster), sorted, for LeaderRequest.
+func (a *Admin) ClusterGroups(ctx context.Context, cluster string) ([]string, error) {
+	return a.clusterGroups(ctx, cluster)
+}
+
 // NameServerRequest sends one request to the name servers in turn until
 // one answers; a non-success answer is a *BrokerError.
 func (a *Admin) NameServerRequest(ctx context.Context, code int16, header any, body []byte) (*remoting.RemotingCommand, error) {

@@ -115,7 +115,8 @@
 //     stores.
 //   - admin.go, admin_json.go, admin_tools.go: the Admin client behind
 //     `raftmq admin` (admin_tools.go: raw requests for mqadmin's remaining
-//     commands, unique-key lookup, one-off pulls); admin_member.go:
+//     commands, to an address or to a group's leader, unique-key lookup,
+//     one-off pulls); admin_member.go:
 //     AddRaftMember, RemoveRaftMember, ReplaceRaftMember; admin_raft.go:
 //     RaftStatus, RaftGroups (every member's RAFT_STATUS merged per group),
 //     TransferLeadership, PlanLeaderBalance and BalanceLeaders, which the

@@ -61,9 +61,7 @@ var aclAdminCommands = []adminEntry{
 				Admin: in.bool("admin"), DefaultTopicPerm: in.str("defaultTopicPerm"), DefaultGroupPerm: in.str("defaultGroupPerm"),
 				TopicPerms: in.str("topicPerms"), GroupPerms: in.str("groupPerms"),
 			}
-			return s.aclEach(ctx, in, func() *remoting.RemotingCommand {
-				return remoting.NewRequest(remoting.RequestUpdateACLConfig, &h, nil)
-			})
+			return s.aclEach(ctx, in, remoting.RequestUpdateACLConfig, &h)
 		},
 		table: func(w *tabwriter.Writer, addrs []string) {
 			for _, a := range addrs {
@@ -78,9 +76,7 @@ var aclAdminCommands = []adminEntry{
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run: func(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
 			h := wire.DeleteAccessConfigRequestHeader{AccessKey: in.str("accessKey")}
-			return s.aclEach(ctx, in, func() *remoting.RemotingCommand {
-				return remoting.NewRequest(remoting.RequestDeleteACLConfig, &h, nil)
-			})
+			return s.aclEach(ctx, in, remoting.RequestDeleteACLConfig, &h)
 		},
 		table: func(w *tabwriter.Writer, addrs []string) {
 			for _, a := range addrs {
@@ -98,9 +94,7 @@ var aclAdminCommands = []adminEntry{
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run: func(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
 			h := wire.UpdateGlobalWhiteAddrsConfigRequestHeader{GlobalWhiteAddrs: in.str("globalWhiteRemoteAddresses"), AclFileFullPath: in.str("aclFileFullPath")}
-			return s.aclEach(ctx, in, func() *remoting.RemotingCommand {
-				return remoting.NewRequest(remoting.RequestUpdateGlobalWhiteAddrs, &h, nil)
-			})
+			return s.aclEach(ctx, in, remoting.RequestUpdateGlobalWhiteAddrs, &h)
 		},
 		table: func(w *tabwriter.Writer, addrs []string) {
 			for _, a := range addrs {
@@ -182,8 +176,10 @@ func (s *adminSession) aclMembers(ctx context.Context, in flagValues) ([]aclMemb
 }
 
 // aclEach sends one request to every targeted member and returns the
-// addresses that accepted it; the first refusal is the error.
-func (s *adminSession) aclEach(ctx context.Context, in flagValues, newReq func() *remoting.RemotingCommand) ([]string, error) {
+// addresses that accepted it; the refusals are the error. Each member
+// keeps its own file, so the request is bound to the member's address,
+// as mqadmin sends it to each master and slave.
+func (s *adminSession) aclEach(ctx context.Context, in flagValues, code int16, header any) ([]string, error) {
 	members, err := s.aclMembers(ctx, in)
 	if err != nil {
 		return nil, err
@@ -191,7 +187,7 @@ func (s *adminSession) aclEach(ctx context.Context, in flagValues, newReq func()
 	var done []string
 	var errs []error
 	for _, m := range members {
-		if _, err := s.brokerInvoke(ctx, m.addr, newReq()); err != nil {
+		if _, err := s.memberRequest(ctx, m.addr, code, header); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -213,7 +209,7 @@ func runACLVersions(ctx context.Context, s *adminSession, in flagValues) ([]aclV
 	var out []aclVersion
 	var errs []error
 	for _, m := range members {
-		resp, err := s.brokerInvoke(ctx, m.addr, remoting.NewRequest(remoting.RequestGetBrokerACLInfo, nil, nil))
+		resp, err := s.memberRequest(ctx, m.addr, remoting.RequestGetBrokerACLInfo, nil)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -201,13 +201,13 @@ func (f *adminFlags) logger() *zap.Logger {
 	return zap.NewNop()
 }
 
-// adminSession is one command's connections: the SDK's admin client for
-// the mqadmin commands and a raw remoting client for raftmq's own codes.
+// adminSession is one command's connection: the SDK's admin client, the
+// one path every request takes (it follows Raft leaders where a request
+// is a leader's).
 type adminSession struct {
 	f   *adminFlags
 	ns  []string
 	a   *client.Admin
-	rc  *remoting.Client
 	out io.Writer
 }
 
@@ -227,21 +227,11 @@ func (f *adminFlags) open(cmd *cobra.Command) (*adminSession, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
 	}
-	rcfg := remoting.DefaultClientConfig()
-	rcfg.DefaultTimeout = f.timeout
-	if rcfg.TLS, err = f.tls.remoting(); err != nil {
-		return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
-	}
-	rc := remoting.NewClient(rcfg, log)
-	if !creds.IsZero() {
-		rc.AddHook(remoting.SigningHook(creds))
-	}
-	return &adminSession{f: f, ns: ns, a: a, rc: rc, out: cmd.OutOrStdout()}, nil
+	return &adminSession{f: f, ns: ns, a: a, out: cmd.OutOrStdout()}, nil
 }
 
 func (s *adminSession) close() {
 	_ = s.a.Close(context.Background())
-	_ = s.rc.Close()
 }
 
 // ctx bounds a whole command: a few requests' worth of timeouts.
@@ -273,21 +263,6 @@ func (s *adminSession) explain(err error) error {
 			"(`raftmq admin clusterList -n %s` lists registered brokers): %v", errUnreachable, tlsHint, strings.Join(s.ns, ";"), err)
 	}
 	return err
-}
-
-// brokerInvoke sends req to addr and returns the success answer; a
-// non-success answer is a *remoting.RemoteError.
-func (s *adminSession) brokerInvoke(ctx context.Context, addr string, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.f.timeout)
-	defer cancel()
-	resp, err := s.rc.InvokeSync(cctx, addr, req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: broker %s did not answer (is it running? is the address right?): %w", errUnreachable, addr, err)
-	}
-	if err := remoting.ResponseError(addr, resp); err != nil {
-		return nil, err
-	}
-	return resp, nil
 }
 
 // row writes tab-separated cells and a newline.

@@ -350,7 +350,7 @@ func maintenance(name, short string, code int16) adminEntry {
 			var done []string
 			var errs []error
 			for _, a := range targets {
-				if _, err := s.brokerInvoke(ctx, a, remoting.NewRequest(code, nil, nil)); err != nil {
+				if _, err := s.memberRequest(ctx, a, code, nil); err != nil {
 					errs = append(errs, err)
 					continue
 				}
@@ -385,15 +385,50 @@ func (s *adminSession) memberTargets(ctx context.Context, addr, cluster string) 
 	return out, nil
 }
 
-// leaderTargets is brokerName → addr for addr (its own name unknown: the
-// address stands in), or every group leader of cluster.
-func (s *adminSession) leaderTargets(ctx context.Context, addr, cluster string) (map[string]string, error) {
+// memberRequest sends a request any member answers, each its own way (its
+// runtime facts, its files), to the member at addr, as mqadmin sends it to
+// the address given: a member that is down is not stood in for by
+// another. Answers are BrokerRequest's; a member that did not answer is
+// named.
+func (s *adminSession) memberRequest(ctx context.Context, addr string, code int16, header any) (*remoting.RemotingCommand, error) {
+	resp, err := s.a.BrokerRequest(ctx, addr, code, header, nil)
+	var be *client.BrokerError
+	if err != nil && !errors.As(err, &be) {
+		err = fmt.Errorf("broker %s: %w", addr, err)
+	}
+	return resp, err
+}
+
+// groupTarget is one broker group a leader-bound command acts on: the
+// member address -b named (addr set), or a group of the cluster -c named
+// (name set), reached through its leader.
+type groupTarget struct{ name, addr string }
+
+// groupTargets is -b's address, or every broker group of cluster.
+func (s *adminSession) groupTargets(ctx context.Context, addr, cluster string) ([]groupTarget, error) {
 	if addr != "" {
-		return map[string]string{addr: addr}, nil
+		return []groupTarget{{addr: addr}}, nil
 	}
-	m, err := s.a.ClusterMasters(ctx, cluster)
-	if err == nil && len(m) == 0 {
-		err = fmt.Errorf("%w: cluster %q has no broker group with a leader", errNotFound, cluster)
+	names, err := s.a.ClusterGroups(ctx, cluster)
+	if err == nil && len(names) == 0 {
+		err = fmt.Errorf("%w: cluster %q has no broker group", errNotFound, cluster)
 	}
-	return m, err
+	out := make([]groupTarget, 0, len(names))
+	for _, n := range names {
+		out = append(out, groupTarget{name: n})
+	}
+	return out, err
+}
+
+// leaderRequest sends a request only a group's leader answers rightly
+// (mqadmin sends it to the master) to t, and returns the answer and the
+// address that gave it. With -b's address a member that refuses it as its
+// leader's passes it on (BrokerRequest); a group is asked through its
+// leader, waiting out an election (LeaderRequest).
+func (s *adminSession) leaderRequest(ctx context.Context, t groupTarget, code int16, header any) (*remoting.RemotingCommand, string, error) {
+	if t.addr != "" {
+		resp, err := s.a.BrokerRequest(ctx, t.addr, code, header, nil)
+		return resp, t.addr, err
+	}
+	return s.a.LeaderRequest(ctx, t.name, code, header, nil)
 }

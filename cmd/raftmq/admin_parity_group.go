@@ -30,20 +30,25 @@ func runUpdateTopicPerm(ctx context.Context, s *adminSession, in flagValues) ([]
 	if err != nil {
 		return nil, err
 	}
-	targets, err := s.leaderTargets(ctx, in.str("brokerAddr"), in.str("clusterName"))
+	targets, err := s.groupTargets(ctx, in.str("brokerAddr"), in.str("clusterName"))
 	if err != nil {
 		return nil, err
 	}
 	var done []string
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		addr := targets[name]
-		qd, ok := queueDataOf(rd, name, addr)
+	for _, t := range targets {
+		qd, ok := queueDataOf(rd, t.name, t.addr)
 		if !ok {
 			continue // the topic is not on this group
 		}
 		spec := client.TopicSpec{Topic: topic, ReadQueueNums: qd.ReadQueueNums, WriteQueueNums: qd.WriteQueueNums, Perm: perm, SysFlag: qd.TopicSysFlag}
-		if _, err := s.a.CreateTopic(ctx, spec, "", addr); err != nil {
+		addr := t.addr
+		if addr != "" {
+			_, err = s.a.CreateTopic(ctx, spec, "", addr)
+		} else {
+			addr, err = s.a.CreateTopicInGroup(ctx, spec, t.name)
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -59,7 +64,7 @@ func runUpdateTopicPerm(ctx context.Context, s *adminSession, in flagValues) ([]
 // of the group addr belongs to.
 func queueDataOf(rd *wire.TopicRouteData, name, addr string) (wire.QueueData, bool) {
 	for _, b := range rd.BrokerDatas {
-		if b.BrokerName == name || slices.Contains(slices.Collect(maps.Values(b.BrokerAddrs)), addr) {
+		if (name != "" && b.BrokerName == name) || (addr != "" && slices.Contains(slices.Collect(maps.Values(b.BrokerAddrs)), addr)) {
 			for _, q := range rd.QueueDatas {
 				if q.BrokerName == b.BrokerName {
 					return q, true
@@ -95,8 +100,10 @@ type consumeStatsRow struct {
 }
 
 func runBrokerConsumeStats(ctx context.Context, s *adminSession, in flagValues) ([]consumeStatsRow, error) {
-	resp, err := s.brokerInvoke(ctx, in.str("brokerAddr"), remoting.NewRequest(remoting.RequestGetBrokerConsumeStats,
-		&wire.GetConsumeStatsInBrokerHeader{IsOrder: in.bool("order")}, nil))
+	// Any member answers (consume offsets are replicated), as mqadmin asks
+	// the address given.
+	resp, err := s.memberRequest(ctx, in.str("brokerAddr"), remoting.RequestGetBrokerConsumeStats,
+		&wire.GetConsumeStatsInBrokerHeader{IsOrder: in.bool("order")})
 	if err != nil {
 		return nil, err
 	}
@@ -149,13 +156,14 @@ type statsRow struct {
 	OutMsg24Hour int64   `json:"outMsg24Hour"`
 }
 
-// brokerStats reads one VIEW_BROKER_STATS_DATA item; a key nothing was
-// counted under is zero, as mqadmin treats it.
-func (s *adminSession) brokerStats(ctx context.Context, addr, name, key string) (wire.BrokerStatsData, error) {
-	resp, err := s.brokerInvoke(ctx, addr, remoting.NewRequest(remoting.RequestViewBrokerStatsData,
-		&wire.ViewBrokerStatsDataRequestHeader{StatsName: name, StatsKey: key}, nil))
-	var re *remoting.RemoteError
-	if errors.As(err, &re) && re.Code == remoting.ResponseSystemError {
+// brokerStats reads one VIEW_BROKER_STATS_DATA item of brokerName's
+// leader, which counts the group's sends; a key nothing was counted under
+// is zero, as mqadmin treats it.
+func (s *adminSession) brokerStats(ctx context.Context, brokerName, name, key string) (wire.BrokerStatsData, error) {
+	resp, _, err := s.a.LeaderRequest(ctx, brokerName, remoting.RequestViewBrokerStatsData,
+		&wire.ViewBrokerStatsDataRequestHeader{StatsName: name, StatsKey: key}, nil)
+	var be *client.BrokerError
+	if errors.As(err, &be) && be.Code == remoting.ResponseSystemError {
 		return wire.BrokerStatsData{}, nil
 	}
 	if err != nil {
@@ -182,21 +190,21 @@ func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRo
 		if strings.HasPrefix(t, wire.RetryGroupTopicPrefix) || strings.HasPrefix(t, wire.DLQGroupTopicPrefix) {
 			continue
 		}
-		masters, err := s.a.RouteMasters(ctx, t)
+		names, err := s.a.RouteGroups(ctx, t)
 		if err != nil {
 			continue // no route: nothing to show
 		}
 		base := statsRow{Topic: t}
 		groups := map[string]bool{}
-		for _, addr := range masters {
-			d, err := s.brokerStats(ctx, addr, wire.StatsTopicPutNums, t)
+		for _, name := range names {
+			d, err := s.brokerStats(ctx, name, wire.StatsTopicPutNums, t)
 			if err != nil {
 				return out, err
 			}
 			base.InTPS += d.StatsMinute.Tps
 			base.InMsg24Hour += d.StatsDay.Sum
-			resp, err := s.brokerInvoke(ctx, addr, remoting.NewRequest(remoting.RequestQueryTopicConsumeByWho,
-				&wire.QueryTopicConsumeByWhoRequestHeader{Topic: t}, nil))
+			resp, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestQueryTopicConsumeByWho,
+				&wire.QueryTopicConsumeByWhoRequestHeader{Topic: t}, nil)
 			if err != nil {
 				return out, err
 			}
@@ -217,8 +225,8 @@ func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRo
 		for _, g := range slices.Sorted(maps.Keys(groups)) {
 			r := base
 			r.Group = g
-			for _, addr := range masters {
-				d, err := s.brokerStats(ctx, addr, wire.StatsGroupGetNums, t+"@"+g)
+			for _, name := range names {
+				d, err := s.brokerStats(ctx, name, wire.StatsGroupGetNums, t+"@"+g)
 				if err != nil {
 					return out, err
 				}
@@ -240,15 +248,15 @@ func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRo
 
 func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
 	group := in.str("groupName")
-	targets, err := s.leaderTargets(ctx, in.str("brokerAddr"), in.str("clusterName"))
+	targets, err := s.groupTargets(ctx, in.str("brokerAddr"), in.str("clusterName"))
 	if err != nil {
 		return nil, err
 	}
 	var done []string
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		addr := targets[name]
-		if _, err := s.a.BrokerRequest(ctx, addr, remoting.RequestDeleteSubscriptionGroup, &wire.GroupNameRequestHeader{GroupName: group}, nil); err != nil {
+	for _, t := range targets {
+		_, addr, err := s.leaderRequest(ctx, t, remoting.RequestDeleteSubscriptionGroup, &wire.GroupNameRequestHeader{GroupName: group})
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -268,20 +276,24 @@ func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]s
 }
 
 // consumerConnection asks addr, or the leaders of the group's retry topic
-// in turn, for the group's connections (GET_CONSUMER_CONNECTION_LIST); it
-// also returns the address that answered, which holds those connections.
+// in turn (consumers heartbeat to leaders only), for the group's
+// connections (GET_CONSUMER_CONNECTION_LIST); it also returns the address
+// that answered, which holds those connections.
 func (s *adminSession) consumerConnection(ctx context.Context, group, addr string) (*wire.ConsumerConnection, string, error) {
-	targets := []string{addr}
+	targets := []groupTarget{{addr: addr}}
 	if addr == "" {
-		m, err := s.a.RouteMasters(ctx, wire.RetryGroupTopicPrefix+group)
+		names, err := s.a.RouteGroups(ctx, wire.RetryGroupTopicPrefix+group)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: consumer group %s has no retry topic route (never started?): %v", errNotFound, group, err)
 		}
-		targets = slices.Sorted(maps.Values(m))
+		targets = targets[:0]
+		for _, n := range names {
+			targets = append(targets, groupTarget{name: n})
+		}
 	}
 	var errs []error
-	for _, a := range targets {
-		resp, err := s.a.BrokerRequest(ctx, a, remoting.RequestGetConsumerConnectionList, &wire.ConsumerGroupRequestHeader{ConsumerGroup: group}, nil)
+	for _, t := range targets {
+		resp, a, err := s.leaderRequest(ctx, t, remoting.RequestGetConsumerConnectionList, &wire.ConsumerGroupRequestHeader{ConsumerGroup: group})
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -319,15 +331,16 @@ func versionDesc(v int) string {
 
 func runProducerConnection(ctx context.Context, s *adminSession, in flagValues) (*wire.ProducerConnection, error) {
 	group := in.str("producerGroup")
-	masters, err := s.a.RouteMasters(ctx, in.str("topic"))
+	names, err := s.a.RouteGroups(ctx, in.str("topic"))
 	if err != nil {
 		return nil, err
 	}
 	out := &wire.ProducerConnection{ConnectionSet: []wire.Connection{}}
 	seen := map[string]bool{}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(masters)) {
-		resp, err := s.a.BrokerRequest(ctx, masters[name], remoting.RequestGetProducerConnectionList,
+	for _, name := range names {
+		// Producers heartbeat to leaders only.
+		resp, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestGetProducerConnectionList,
 			&wire.GetProducerConnectionListRequestHeader{ProducerGroup: group}, nil)
 		if err != nil {
 			errs = append(errs, err)
@@ -335,7 +348,7 @@ func runProducerConnection(ctx context.Context, s *adminSession, in flagValues) 
 		}
 		var pc wire.ProducerConnection
 		if err := json.Unmarshal(resp.Body, &pc); err != nil {
-			return nil, fmt.Errorf("producer connection answer of %s: %w", masters[name], err)
+			return nil, fmt.Errorf("producer connection answer of %s: %w", addr, err)
 		}
 		for _, c := range pc.ConnectionSet {
 			if !seen[c.ClientID] {
@@ -464,19 +477,21 @@ func tableConsumerStatus(w *tabwriter.Writer, rs []consumerStatus) {
 }
 
 func runCloneGroupOffset(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
-	masters, err := s.a.RouteMasters(ctx, in.str("topic"))
+	names, err := s.a.RouteGroups(ctx, in.str("topic"))
 	if err != nil {
 		return nil, err
 	}
 	h := &wire.CloneGroupOffsetRequestHeader{SrcGroup: in.str("srcGroup"), DestGroup: in.str("destGroup"), Topic: in.str("topic"), Offline: in.bool("offline")}
 	var done []string
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(masters)) {
-		if _, err := s.a.BrokerRequest(ctx, masters[name], remoting.RequestCloneGroupOffset, h, nil); err != nil {
+	for _, name := range names {
+		// The clone commits offsets: a replicated write, the leader's.
+		_, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestCloneGroupOffset, h, nil)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		done = append(done, masters[name])
+		done = append(done, addr)
 	}
 	return done, errors.Join(errs...)
 }

@@ -364,10 +364,10 @@ func tableBrokerStatus(w *tabwriter.Writer, r memberTables) {
 }
 
 // runBrokerStatus is mqadmin brokerStatus: the broker's runtime KVTable
-// (GET_BROKER_RUNTIME_INFO, 28; the SDK's Admin has no call for it, so it
-// is asked directly).
+// (GET_BROKER_RUNTIME_INFO, 28), each member's own, so asked of the
+// address as mqadmin does.
 func runBrokerStatus(ctx context.Context, s *adminSession, addr string) (map[string]string, error) {
-	resp, err := s.brokerInvoke(ctx, addr, remoting.NewRequest(remoting.RequestGetBrokerRuntimeInfo, nil, nil))
+	resp, err := s.memberRequest(ctx, addr, remoting.RequestGetBrokerRuntimeInfo, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +421,7 @@ func runClusterList(ctx context.Context, s *adminSession, in flagValues) (cluste
 	r.more = []clusterMoreStats{}
 	for _, m := range r.members {
 		row := clusterMoreStats{Cluster: m.Cluster, BrokerName: m.BrokerName, Addr: m.Addr}
-		resp, err := s.brokerInvoke(ctx, m.Addr, remoting.NewRequest(remoting.RequestGetBrokerRuntimeInfo, nil, nil))
+		resp, err := s.memberRequest(ctx, m.Addr, remoting.RequestGetBrokerRuntimeInfo, nil)
 		if err == nil {
 			var kv wire.KVTable
 			if json.Unmarshal(resp.Body, &kv) == nil {

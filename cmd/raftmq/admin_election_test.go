@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// TestAdminCommandsRideOutElection: the commands whose requests only a
+// group's leader answers (mqadmin sends them to the master) wait out an
+// election instead of failing, or showing nothing, while the group has no
+// leader, and are answered by the leader it elects. Here the group loses
+// its leader and quorum, the commands start, and a member comes back.
+// Meanwhile the commands naming a member for what any member answers
+// (brokerStatus, brokerConsumeStats, clusterAclConfigVersion -b, as
+// mqadmin sends them to that address) are answered by the survivor.
+func TestAdminCommandsRideOutElection(t *testing.T) {
+	c := startAdminCluster(t)
+	n := []string{"-n", c.nsAddr}
+	mustAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "ElT", "-r", "2", "-w", "2")...)
+	mustAdmin(t, append(n, "updateSubGroup", "-c", "DefaultCluster", "-g", "ElDel")...)
+	testutil.WaitFor(t, 10*time.Second, "ElT routed", func() bool {
+		_, err := runAdmin(t, append(n, "topicRoute", "-t", "ElT")...)
+		return err == nil
+	})
+	l := c.Leader(0)
+	f, s := (l+1)%3, (l+2)%3
+	c.Kill(0, l)
+	c.Kill(0, f)
+	surv := c.Member(0, s).Addr()
+	testutil.WaitFor(t, 10*time.Second, "the name server routing no master", func() bool { return c.routedLeader() == "" })
+
+	leaderBound := [][]string{
+		{"statsAll", "-t", "ElT", "--json"},
+		{"updateTopicPerm", "-c", "DefaultCluster", "-t", "ElT", "-p", "6"},
+		{"cloneGroupOffset", "-t", "ElT", "-s", "ElSrc", "-d", "ElDst"},
+		{"deleteSubGroup", "-c", "DefaultCluster", "-g", "ElDel"},
+	}
+	type result struct {
+		args []string
+		out  string
+		err  error
+	}
+	results := make(chan result, len(leaderBound))
+	started := make(chan struct{}, len(leaderBound))
+	for _, args := range leaderBound {
+		go func() {
+			started <- struct{}{}
+			out, err := runAdmin(t, append(n, args...)...)
+			results <- result{args, out, err}
+		}()
+	}
+	for range leaderBound {
+		<-started
+	}
+	for _, q := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"brokerStatus", "-b", surv}, "brokerName:"},
+		{[]string{"brokerConsumeStats", "-b", surv}, "#Broker Offset"},
+		{[]string{"clusterAclConfigVersion", "-b", surv}, surv},
+	} {
+		if out, err := runAdmin(t, append(n, q.args...)...); err != nil || !strings.Contains(out, q.want) {
+			t.Errorf("%v while the group has no leader: %v\n%s", q.args, err, out)
+		}
+	}
+	if err := c.Restart(0, f); err != nil {
+		t.Fatal(err)
+	}
+	for range leaderBound {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("%v across the election: %v\n%s", r.args, r.err, r.out)
+			continue
+		}
+		var rows []statsRow
+		if r.args[0] == "statsAll" && (json.Unmarshal([]byte(r.out), &rows) != nil || len(rows) != 1 || rows[0].Topic != "ElT") {
+			t.Errorf("statsAll across the election shows no row for ElT:\n%s", r.out)
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { return c.Leader(0) >= 0 })
+	nl := c.Leader(0)
+	if nl != s && nl != f {
+		t.Fatalf("leader %d, want %d or %d", nl, s, f)
+	}
+	if _, ok := c.Member(0, nl).Group.State().SubscriptionGroup("ElDel"); ok {
+		t.Error("ElDel still exists on the new leader")
+	}
+}
