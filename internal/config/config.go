@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
-
-	"github.com/magiconair/properties"
 )
 
 // ErrUnknownKey is wrapped by the error returned for a key that no field of
@@ -42,6 +37,8 @@ type KeyError struct {
 
 func (e *KeyError) Error() string {
 	switch {
+	case errors.Is(e.Err, ErrUnknownKey) && e.Key == "":
+		return fmt.Sprintf("%s: a value with no key (=%s) sets nothing: give its key or remove it", e.Source, e.Value)
 	case errors.Is(e.Err, ErrUnknownKey) && e.Suggest != "":
 		return fmt.Sprintf("%s: unknown key %q: did you mean %q?", e.Source, e.Key, e.Suggest)
 	case errors.Is(e.Err, ErrUnknownKey):
@@ -76,11 +73,26 @@ func Load(path string, dst any) (Report, error) {
 	if err != nil {
 		return Report{Source: path}, fmt.Errorf("config: read %s: %w", path, err)
 	}
-	kv, err := ParseProperties(b)
+	lines, err := parseLines(b)
 	if err != nil {
 		return Report{Source: path}, fmt.Errorf("config: read %s: %w", path, err)
 	}
-	return apply(kv, path, dst, true)
+	// A pair with no key ("=value") is read by Properties.load as the key
+	// "" and set on nothing by properties2Object, which sets fields by
+	// name: RocketMQ starts with it, so raftmq does too, and names the
+	// line in the warning.
+	kv := make(map[string]string, len(lines))
+	var noKey []NoKeyLine
+	for _, l := range lines {
+		if l.key == "" {
+			noKey = append(noKey, NoKeyLine{Line: l.line, Value: l.value})
+			continue
+		}
+		kv[l.key] = l.value
+	}
+	r, err := apply(kv, path, dst, true)
+	r.NoKey = noKey
+	return r, err
 }
 
 // Apply sets dst's fields from a key→value map; source names where the map
@@ -164,124 +176,6 @@ func Print(w io.Writer, src any) error {
 		kv[k] = format(f)
 	}
 	return WriteProperties(w, kv)
-}
-
-// WriteProperties writes kv as sorted key=value lines that Java's
-// Properties.load, and so ParseProperties, reads back exactly: RocketMQ's
-// tools read config answers with it (MixAll.string2Properties). A value
-// that needs no escape is written as is, as RocketMQ's properties2String
-// writes every value, so '=' and ':' in values (name server lists) stay
-// plain. Unlike properties2String, a backslash, a line break, a tab or
-// form feed, and a leading space are escaped (Properties.store's escapes):
-// written raw, load would drop the backslash or end the value at the
-// line break. The text is ASCII: string2Properties loads the bytes as
-// ISO-8859-1, so any other character is a \uXXXX escape (a surrogate pair
-// outside the BMP), as Properties.store writes it.
-func WriteProperties(w io.Writer, kv map[string]string) error {
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(escapeProperty(k, true))
-		b.WriteByte('=')
-		b.WriteString(escapeProperty(kv[k], false))
-		b.WriteByte('\n')
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// escapeProperty escapes s as Properties.store's saveConvert does, but
-// leaves a value's separators and comment marks as they are (load needs
-// them escaped only in keys).
-func escapeProperty(s string, key bool) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch r {
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\f':
-			b.WriteString(`\f`)
-		case ' ':
-			if key || i == 0 { // load skips the whitespace before a value
-				b.WriteByte('\\')
-			}
-			b.WriteRune(r)
-		case '=', ':', '#', '!':
-			if key {
-				b.WriteByte('\\')
-			}
-			b.WriteRune(r)
-		default:
-			if r < 0x20 || r > 0x7e {
-				for _, u := range utf16.Encode([]rune{r}) {
-					fmt.Fprintf(&b, `\u%04X`, u)
-				}
-				continue
-			}
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// ParseProperties reads a Java properties text as RocketMQ's
-// string2Properties does (Properties.load: escapes, continued lines, '#'
-// and '!' comments, '=', ':' or whitespace after the key), as UTF-8 and
-// without ${} expansion, which Java does not have. It reads conf files,
-// config answers and UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG bodies.
-func ParseProperties(b []byte) (map[string]string, error) {
-	l := &properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
-	p, err := l.LoadBytes(joinSurrogateEscapes(b))
-	if err != nil {
-		return nil, err
-	}
-	return p.Map(), nil
-}
-
-// joinSurrogateEscapes replaces each \uXXXX\uXXXX surrogate pair, how
-// Properties.store writes a character outside the BMP, by the character's
-// UTF-8: the loader decodes every escape alone and would make each half a
-// replacement character. Other escapes, "\\" included, are kept as they are.
-func joinSurrogateEscapes(b []byte) []byte {
-	if !bytes.Contains(b, []byte(`\u`)) {
-		return b
-	}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 == len(b) {
-			out = append(out, b[i])
-			continue
-		}
-		hi, okHi := unicodeEscape(b[i:])
-		lo, okLo := unicodeEscape(b[min(i+6, len(b)):])
-		if okHi && okLo && utf16.IsSurrogate(hi) && hi < 0xdc00 && lo >= 0xdc00 && lo <= 0xdfff {
-			out = utf8.AppendRune(out, utf16.DecodeRune(hi, lo))
-			i += 11
-			continue
-		}
-		out = append(out, b[i], b[i+1]) // so `\\u0041` stays a backslash and "u0041"
-		i++
-	}
-	return out
-}
-
-// unicodeEscape reads a \uXXXX escape at the start of b.
-func unicodeEscape(b []byte) (rune, bool) {
-	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(b[2:6]), 16, 16)
-	return rune(n), err == nil
 }
 
 // fieldsOf walks the struct behind ptr and returns its tagged fields by key.

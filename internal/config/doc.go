@@ -10,6 +10,10 @@
 // integer, read as milliseconds because that is how RocketMQ spells every
 // interval key (flushIntervalConsumeQueue=1000).
 //
+// A file is read as java.util.Properties.load reads it (properties.go);
+// a line giving a value with no key is ignored as RocketMQ ignores it,
+// and named in the warning.
+//
 // An unknown or malformed key is a *KeyError naming the key and the file:
 // RocketMQ ignores unknown keys, but a misspelt durability setting must not
 // pass unnoticed; an unknown key names the closest known one. Every bad key
@@ -24,9 +28,10 @@
 // # Files
 //
 //   - config.go: LoadFile, Load and Apply (the struct walk and parsing),
-//     Keys, Print (the effective config in the same syntax), KeyError,
-//     WriteProperties and ParseProperties (the Java properties text of
-//     conf files, config answers and updates, as RocketMQ's tools read it).
+//     Keys, Print (the effective config in the same syntax), KeyError.
+//   - properties.go: ParseProperties and WriteProperties, the Java
+//     properties text of conf files, config answers and updates, read as
+//     Properties.load reads it (ParseError for what it refuses).
 //   - ignored.go: Ignorer, Ignored, Report and its warning, suggestions,
 //     Explain and Problems.
 //   - netty.go: WithNettyKeys, the one list of RocketMQ's Netty keys both

@@ -58,12 +58,33 @@ type Report struct {
 	Source string
 	// Ignored lists the ignored keys the file set, sorted by key.
 	Ignored []IgnoredKey
+	// NoKey lists the file's lines that give a value with no key
+	// ("=value"), in file order.
+	NoKey []NoKeyLine
 }
 
-// Warning is the one line to log for the ignored keys ("" when none): keys
-// grouped by reason, reasons in the order of their first key, so that a
-// stock RocketMQ file gives one readable line instead of one per key.
+// NoKeyLine is a line of a file that gives a value with no key.
+type NoKeyLine struct {
+	Line  int
+	Value string
+}
+
+// Warning is the one line to log for the ignored keys and the lines with
+// no key ("" when none): keys grouped by reason, reasons in the order of
+// their first key, so that a stock RocketMQ file gives one readable line
+// instead of one per key.
 func (r Report) Warning() string {
+	if len(r.NoKey) > 0 {
+		lines := make([]string, len(r.NoKey))
+		for i, l := range r.NoKey {
+			lines[i] = fmt.Sprintf("line %d (=%s)", l.Line, l.Value)
+		}
+		w := fmt.Sprintf("%s: %s: a value with no key, ignored as RocketMQ ignores it", r.Source, strings.Join(lines, ", "))
+		if len(r.Ignored) > 0 {
+			w += "; " + strings.TrimPrefix(Report{Source: r.Source, Ignored: r.Ignored}.Warning(), r.Source+": ")
+		}
+		return w
+	}
 	if len(r.Ignored) == 0 {
 		return ""
 	}
