@@ -27,6 +27,8 @@
 //     PrependToFilled, which names a new file only once it holds its fill.
 //   - atomic.go: WriteFileAtomic (temporary file, fdatasync, rename, directory
 //     fsync) for small files that must never be torn; WriteFileAtomicPerm
-//     for files holding secrets.
+//     for files holding secrets; RemoveTempFiles, for the owner of a file
+//     at open, drops the temporary files a crash left (opening and
+//     destroying a MappedFileQueue does so for its segments').
 //   - errors.go: sentinel errors.
 package storage

@@ -65,12 +65,16 @@ func (q *MappedFileQueue) SetBuffered(on bool) {
 // OpenMappedFileQueue creates dir if needed and opens every segment in it,
 // sorted by offset. Files must all have fileSize bytes and be contiguous; a
 // gap or a wrong size is ErrCorruptFile (the operator has to look: data is
-// missing). Other names in the directory are ignored.
+// missing). Temporary files of a prepend that a crash interrupted before
+// its rename are removed; other names in the directory are ignored.
 func OpenMappedFileQueue(fsys FS, dir string, fileSize int) (*MappedFileQueue, error) {
 	if fileSize <= 0 {
 		return nil, fmt.Errorf("%w: mapped file size %d for %s", ErrInvalidSize, fileSize, dir)
 	}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := removeSegmentTempFiles(fsys, dir); err != nil {
 		return nil, err
 	}
 	ents, err := fsys.ReadDir(dir)
@@ -349,7 +353,9 @@ func (q *MappedFileQueue) Close() error {
 	return first
 }
 
-// Destroy destroys every file (drop a whole ConsumeQueue of a deleted topic).
+// Destroy destroys every file (drop a whole ConsumeQueue of a deleted
+// topic), and the temporary file of a prepend whose own removal failed, so
+// the directory can be removed.
 func (q *MappedFileQueue) Destroy() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -360,5 +366,18 @@ func (q *MappedFileQueue) Destroy() error {
 		}
 	}
 	q.files = nil
+	if err := removeSegmentTempFiles(q.fsys, q.dir); err != nil && first == nil {
+		first = err
+	}
 	return first
+}
+
+// removeSegmentTempFiles removes the temporary files PrependToFilled
+// writes a segment under (WriteFileAtomic of a segment name) from dir. The
+// caller holds q.mu or is opening the queue, so no prepend is under way.
+func removeSegmentTempFiles(fsys FS, dir string) error {
+	return removeTempFiles(fsys, dir, func(target string) bool {
+		_, ok := parseFileName(target)
+		return ok
+	})
 }

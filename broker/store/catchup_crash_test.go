@@ -182,3 +182,60 @@ func backfillFailingAt(t *testing.T, perFile int, start, end, from int64, k int,
 	}
 	return false
 }
+
+// A prepend whose rename and then its cleanup fail leaves its temporary
+// file in the queue directory. Deleting the topic still removes the
+// directory; a restart instead removes the file and keeps the queue.
+func TestBackfillTempLeftoverGoesAtReopenAndWithTopic(t *testing.T) {
+	for _, then := range []string{"reopen", "delete topic"} {
+		t.Run(then, func(t *testing.T) {
+			fs := storage.NewFaultFS(1)
+			s := openTestCQStore(t, fs, "/store", 8)
+			if err := s.StartQueueAt("T", 0, 12); err != nil {
+				t.Fatal(err)
+			}
+			cq := s.Get("T", 0)
+			appendUnits(t, cq, 12, 15)
+			fs.SetFaultFunc(func(op storage.FaultOp, name string) error {
+				if op == storage.OpRename || op == storage.OpRemove {
+					return syscall.EIO
+				}
+				return nil
+			})
+			var units []CQUnit
+			for n := int64(6); n < 12; n++ {
+				units = append(units, unitN(n))
+			}
+			if err := cq.Backfill(6, units); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("backfill: %v, want the injected EIO", err)
+			}
+			fs.SetFaultFunc(nil)
+			qdir := "/store/consumequeue/T/0"
+			if ents, _ := fs.ReadDir(qdir); len(ents) != 2 {
+				t.Fatalf("after the failed prepend the queue directory holds %v, want its file and a temporary one", ents)
+			}
+			if then == "delete topic" {
+				if err := s.DeleteTopic("T"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := fs.Stat("/store/consumequeue/T"); err == nil {
+					ents, _ := fs.ReadDir(qdir)
+					t.Fatalf("the deleted topic's directory is still there, holding %v", ents)
+				}
+				return
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = openTestCQStore(t, fs, "/store", 8)
+			defer s.Close()
+			if ents, _ := fs.ReadDir(qdir); len(ents) != 1 || ents[0].Name() != storage.FileName(8*CQUnitSize) {
+				t.Fatalf("after the reopen the queue directory holds %v, want only its file", ents)
+			}
+			cq = s.Get("T", 0)
+			if cq.MinOffset() != 12 || cq.MaxOffset() != 15 {
+				t.Fatalf("after the reopen the queue is [%d, %d), want [12, 15)", cq.MinOffset(), cq.MaxOffset())
+			}
+		})
+	}
+}

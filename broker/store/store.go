@@ -236,6 +236,10 @@ func (s *MessageStore) open() error {
 	if err != nil {
 		return err
 	}
+	// Nothing writes the checkpoint before the flush loop starts.
+	if err := storage.RemoveTempFiles(s.fs, s.checkpointPath()); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	ckpt, haveCkpt, err := readCheckpoint(s.fs, s.checkpointPath())
 	if err != nil {
 		s.log.Warn("checkpoint unreadable; verifying every ConsumeQueue unit", zap.Error(err))

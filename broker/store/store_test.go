@@ -357,3 +357,27 @@ func TestOpenRefusesBadRootOrNoRaftLog(t *testing.T) {
 		t.Fatal("opened a store on a file")
 	}
 }
+
+// A crash while the checkpoint is rewritten can leave WriteFileAtomic's
+// temporary file beside it; opening the store removes it, and nothing else.
+func TestStoreOpenRemovesCheckpointTempLeftover(t *testing.T) {
+	fsys := storage.NewFaultFS(1)
+	if err := fsys.MkdirAll("/s", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"checkpoint.tmp.k3x9", "checkpoint.tmp"} {
+		f, err := fsys.OpenFile("/s/"+name, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+	}
+	s := openTestStore(t, storeConfig(fsys, "/s"), &segLog{})
+	defer s.Close()
+	if _, err := fsys.Stat("/s/checkpoint.tmp.k3x9"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the checkpoint's temporary file is still there after the open: %v", err)
+	}
+	if _, err := fsys.Stat("/s/checkpoint.tmp"); err != nil {
+		t.Fatalf("a file that is no temporary file of the checkpoint was touched: %v", err)
+	}
+}
