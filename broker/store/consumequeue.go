@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -175,19 +176,101 @@ scan:
 		// The scanned files held no unit: the newest one is further back.
 		return err
 	}
-	// The minimum skips the blank fillers at the head of the first file; the
-	// store moves it further with CorrectMinOffset once it knows the
-	// CommitLog's minimum.
-	minLogic := cq.mfq.MinOffset() / CQUnitSize
-	for minLogic < end/CQUnitSize {
-		u, err := cq.unitAt(minLogic)
-		if err != nil || !u.IsBlank() {
-			break
-		}
-		minLogic++
+	// The minimum skips the blank fillers at the head (the first file's,
+	// and whole files a catch-up prepended); the store moves it further
+	// with CorrectMinOffset once it knows the CommitLog's minimum.
+	minLogic, err := cq.firstNonBlankLocked(cq.mfq.MinOffset()/CQUnitSize, end/CQUnitSize)
+	if err != nil {
+		return err
 	}
 	cq.minLogic.Store(minLogic)
 	return nil
+}
+
+// blankRun is blank units back to back, what runs of units are compared
+// with: a catch-up can put millions of blanks in front of a queue, and
+// recovery steps over them.
+var blankRun = func() []byte {
+	b := make([]byte, 1024*CQUnitSize)
+	for i := 0; i < len(b); i += CQUnitSize {
+		blankCQUnit.encode(b[i:])
+	}
+	return b
+}()
+
+// firstNonBlankLocked returns the smallest offset in [lo, hi) whose unit
+// is not blank, or hi when all are; hi is at most maxLogic. Every unit is
+// looked at (blanks may stand anywhere in the files a recovery finds).
+func (cq *ConsumeQueue) firstNonBlankLocked(lo, hi int64) (int64, error) {
+	for lo < hi {
+		b, err := cq.read(lo, int(min(hi-lo, cq.unitsPerFile)))
+		if err != nil {
+			return 0, err
+		}
+		i, found := firstNonBlankIn(b.s.B)
+		b.Release()
+		lo += i
+		if found {
+			return lo, nil
+		}
+	}
+	return hi, nil
+}
+
+// lastNonBlankLocked returns the largest offset in [lo, hi) whose unit is
+// not blank; ok is false when all are. hi is at most maxLogic.
+func (cq *ConsumeQueue) lastNonBlankLocked(lo, hi int64) (off int64, ok bool, err error) {
+	for lo < hi {
+		// The file holding hi-1 starts at a multiple of unitsPerFile.
+		start := max(lo, (hi-1)/cq.unitsPerFile*cq.unitsPerFile)
+		b, err := cq.read(start, int(hi-start))
+		if err != nil {
+			return 0, false, err
+		}
+		i, found := lastNonBlankIn(b.s.B)
+		b.Release()
+		if found {
+			return start + i, true, nil
+		}
+		hi = start
+	}
+	return 0, false, nil
+}
+
+// firstNonBlankIn returns the index of the first unit of b that is not
+// blank and true, or the number of units in b and false.
+func firstNonBlankIn(b []byte) (int64, bool) {
+	for pos := 0; pos < len(b); {
+		n := min(len(blankRun), len(b)-pos)
+		if bytes.Equal(b[pos:pos+n], blankRun[:n]) {
+			pos += n
+			continue
+		}
+		for ; ; pos += CQUnitSize {
+			if !bytes.Equal(b[pos:pos+CQUnitSize], blankRun[:CQUnitSize]) {
+				return int64(pos / CQUnitSize), true
+			}
+		}
+	}
+	return int64(len(b) / CQUnitSize), false
+}
+
+// lastNonBlankIn returns the index of the last unit of b that is not blank
+// and true, or false when all are.
+func lastNonBlankIn(b []byte) (int64, bool) {
+	for end := len(b); end > 0; {
+		n := min(len(blankRun), end)
+		if bytes.Equal(b[end-n:end], blankRun[:n]) {
+			end -= n
+			continue
+		}
+		for pos := end - CQUnitSize; ; pos -= CQUnitSize {
+			if !bytes.Equal(b[pos:pos+CQUnitSize], blankRun[:CQUnitSize]) {
+				return int64(pos / CQUnitSize), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // Topic is the queue's topic.
@@ -548,17 +631,15 @@ func (cq *ConsumeQueue) checkUnit(src SegmentSource, u CQUnit) string {
 // maxLogic (0 if there is none), skipping blank fillers.
 func (cq *ConsumeQueue) recomputeMaxPhyLocked() error {
 	cq.maxPhy.Store(0)
-	lo := cq.mfq.MinOffset() / CQUnitSize
-	for i := cq.maxLogic.Load() - 1; i >= lo; i-- {
-		u, err := cq.unitAt(i)
-		if err != nil {
-			return err
-		}
-		if !u.IsBlank() {
-			cq.maxPhy.Store(u.end())
-			return nil
-		}
+	i, ok, err := cq.lastNonBlankLocked(cq.mfq.MinOffset()/CQUnitSize, cq.maxLogic.Load())
+	if err != nil || !ok {
+		return err
 	}
+	u, err := cq.unitAt(i)
+	if err != nil {
+		return err
+	}
+	cq.maxPhy.Store(u.end())
 	return nil
 }
 
