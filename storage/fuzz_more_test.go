@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +25,32 @@ func FuzzParseFileName(f *testing.F) {
 		}
 		if got < 0 || FileName(got) != name {
 			t.Fatalf("%q parses as %d, which names %q", name, got, FileName(got))
+		}
+	})
+}
+
+// FuzzTempTarget: a name is taken for a leftover temporary file only if it
+// is exactly one WriteFileAtomic writes (target, ".tmp.", a uint64 in
+// base 36 as strconv formats it), and every such name is.
+func FuzzTempTarget(f *testing.F) {
+	for _, s := range []string{FileName(0) + ".tmp.3k9z1", "checkpoint.tmp.0", "a.tmp.ABC", "a.tmp.00", ".tmp.1", "a.tmp.", "a.tmp.3w5e11264sgsg"} {
+		f.Add(s, "checkpoint", uint64(42))
+	}
+	f.Fuzz(func(t *testing.T, name, target string, v uint64) {
+		if target != "" {
+			tmp := target + tempInfix + strconv.FormatUint(v, 36)
+			if got, ok := tempTarget(tmp); !ok || got != target {
+				t.Fatalf("%q: target %q, %v; want %q", tmp, got, ok, target)
+			}
+		}
+		got, ok := tempTarget(name)
+		if !ok {
+			return
+		}
+		suffix := strings.TrimPrefix(name, got+tempInfix)
+		n, err := strconv.ParseUint(suffix, 36, 64)
+		if got == "" || err != nil || got+tempInfix+strconv.FormatUint(n, 36) != name {
+			t.Fatalf("%q taken for a temporary file of %q", name, got)
 		}
 	})
 }

@@ -213,6 +213,11 @@ func FuzzConsumeQueueRecover(f *testing.F) {
 			if minL > maxL {
 				t.Fatalf("min offset %d past max %d", minL, maxL)
 			}
+			for o := cq.mfq.MinOffset() / CQUnitSize; o < minL; o++ {
+				if u, err := cq.unitAt(o); err != nil || !u.IsBlank() {
+					t.Fatalf("unit %d before the minimum %d is %+v, %v; want a blank", o, minL, u, err)
+				}
+			}
 			prevEnd := int64(-1)
 			for o := minL; o < maxL; o++ {
 				u, err := cq.Get(o)
@@ -251,6 +256,11 @@ func FuzzConsumeQueueRecover(f *testing.F) {
 		}
 		lastReal, haveReal := check(cq)
 		minL, maxL, maxPhy := cq.MinOffset(), cq.MaxOffset(), cq.MaxPhysicOffset()
+		if minL < maxL {
+			if u, err := cq.Get(minL); err != nil || u.IsBlank() {
+				t.Fatalf("recovered minimum %d holds %+v, %v; want the first real unit", minL, u, err)
+			}
+		}
 		if err := cq.Close(); err != nil {
 			t.Fatal(err)
 		}
