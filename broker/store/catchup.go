@@ -1,7 +1,18 @@
 package store
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Backfill puts units at logical offsets [from, from+len(units)) in front of
@@ -42,7 +53,11 @@ func (cq *ConsumeQueue) Backfill(from int64, units []CQUnit) error {
 	// unit, where the next catch-up resumes. So a prepended file exists
 	// only once it is all blanks, and the units go in from the last file
 	// to the first, each file synced before the one in front of it is
-	// touched: the old first file's head blanks are replaced first.
+	// touched: the old first file's head blanks are replaced first. A
+	// crash can still tear the write into one file (part of its pages, or
+	// of one page, on disk: blanks and units interleaved, a unit half
+	// blank), so the units for each file are first written durably to a
+	// redo record that opening the queue applies again.
 	var blank [CQUnitSize]byte
 	blankCQUnit.encode(blank[:])
 	if err := cq.mfq.PrependToFilled(from*CQUnitSize, blank[:]); err != nil {
@@ -56,6 +71,9 @@ func (cq *ConsumeQueue) Backfill(from int64, units []CQUnit) error {
 		}
 		lo := max(start, mf.FileFromOffset())
 		buf := AppendCQUnits(make([]byte, 0, end-lo), units[(lo-start)/CQUnitSize:(end-start)/CQUnitSize])
+		if err := storage.WriteFileAtomic(cq.fsys, cq.redoPath(), encodeBackfillRedo(lo, buf)); err != nil {
+			return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
+		}
 		if err := mf.WriteAt(buf, int(lo-mf.FileFromOffset())); err != nil {
 			return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
 		}
@@ -65,7 +83,137 @@ func (cq *ConsumeQueue) Backfill(from int64, units []CQUnit) error {
 		end = lo
 	}
 	cq.minLogic.Store(from)
+	// A record left behind is applied again at the next open, which
+	// writes the bytes already there.
+	if err := cq.fsys.Remove(cq.redoPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
+	}
 	return nil
+}
+
+// backfillRedoName names the redo record in a queue's directory: the
+// units a backfill is writing into one queue file (one file at a time).
+const backfillRedoName = "backfill.redo"
+
+// backfillRedoMagic starts a redo record: magic, byte position in the
+// queue's file space (i64), length (u32), the units' bytes, CRC32-C of
+// everything before it.
+const backfillRedoMagic = "RMQCQBR1"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func (cq *ConsumeQueue) redoPath() string { return filepath.Join(cq.mfq.Dir(), backfillRedoName) }
+
+func encodeBackfillRedo(pos int64, units []byte) []byte {
+	b := make([]byte, 0, len(backfillRedoMagic)+12+len(units)+4)
+	b = append(b, backfillRedoMagic...)
+	b = binary.BigEndian.AppendUint64(b, uint64(pos))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(units)))
+	b = append(b, units...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+func decodeBackfillRedo(b []byte) (pos int64, units []byte, ok bool) {
+	const head = len(backfillRedoMagic) + 12
+	if len(b) < head+4 || string(b[:len(backfillRedoMagic)]) != backfillRedoMagic {
+		return 0, nil, false
+	}
+	n := int(binary.BigEndian.Uint32(b[head-4:]))
+	if len(b) != head+n+4 || crc32.Checksum(b[:head+n], castagnoli) != binary.BigEndian.Uint32(b[head+n:]) {
+		return 0, nil, false
+	}
+	pos = int64(binary.BigEndian.Uint64(b[len(backfillRedoMagic):]))
+	if pos < 0 || pos%CQUnitSize != 0 || n%CQUnitSize != 0 {
+		return 0, nil, false
+	}
+	return pos, b[head : head+n], true
+}
+
+// replayBackfillRedo applies the redo record a crashed backfill left, then
+// removes it (and temporary files of it a crash left). Each byte the
+// record covers must hold the record's byte or a blank unit's, as a torn
+// write leaves; a record that does not fit the queue any more (its file
+// deleted or rewritten since) is dropped. Called at open.
+func (cq *ConsumeQueue) replayBackfillRedo() error {
+	path := cq.redoPath()
+	if err := storage.RemoveTempFiles(cq.fsys, path); err != nil {
+		return fmt.Errorf("consume queue %s/%d: %w", cq.topic, cq.queueID, err)
+	}
+	data, err := readWholeFile(cq.fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("consume queue %s/%d: read %s: %w", cq.topic, cq.queueID, path, err)
+	}
+	why, err := cq.applyBackfillRedo(data)
+	if err != nil {
+		return fmt.Errorf("consume queue %s/%d: apply %s: %w", cq.topic, cq.queueID, path, err)
+	}
+	if why != "" {
+		cq.log.Warn("consume queue backfill redo record dropped", zap.String("path", path), zap.String("reason", why))
+	}
+	if err := cq.fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("consume queue %s/%d: remove %s: %w", cq.topic, cq.queueID, path, err)
+	}
+	return nil
+}
+
+// applyBackfillRedo writes the record's units in place and syncs them, or
+// says why the record does not apply.
+func (cq *ConsumeQueue) applyBackfillRedo(data []byte) (why string, err error) {
+	pos, units, ok := decodeBackfillRedo(data)
+	if !ok {
+		return "record damaged", nil
+	}
+	mf := cq.mfq.FindByOffset(pos)
+	if mf == nil || len(units) == 0 || pos+int64(len(units)) > mf.FileFromOffset()+int64(mf.Size()) {
+		return "no queue file holds its range", nil
+	}
+	rel := int(pos - mf.FileFromOffset())
+	cur := mf.Bytes()[rel : rel+len(units)]
+	var blank [CQUnitSize]byte
+	blankCQUnit.encode(blank[:])
+	for i := range units {
+		if cur[i] != units[i] && cur[i] != blank[i%CQUnitSize] {
+			return fmt.Sprintf("byte %d of its range holds neither its unit nor a blank", i), nil
+		}
+	}
+	if err := mf.WriteAt(units, rel); err != nil {
+		return "", err
+	}
+	if _, err := mf.Flush(); err != nil {
+		return "", err
+	}
+	return "", nil
+}
+
+// removeBackfillRedoLocked removes the redo record and its temporary files
+// with the queue's files, so neither lingers in the directory nor applies
+// to a queue restarted there.
+func (cq *ConsumeQueue) removeBackfillRedoLocked() error {
+	if err := cq.fsys.Remove(cq.redoPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return storage.RemoveTempFiles(cq.fsys, cq.redoPath())
+}
+
+// readWholeFile reads a small file through fsys.
+func readWholeFile(fsys storage.FS, path string) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b, nil
 }
 
 // AppendCQUnits appends the 20-byte encodings of units to b (the

@@ -83,7 +83,7 @@ func TestBackfillCrashAtEveryStepResumes(t *testing.T) {
 			for _, crash := range []bool{true, false} {
 				ops := 0
 				for k := 1; ; k++ {
-					if done := backfillFailingAt(t, perFile, tc.start, tc.end, tc.from, k, crash); done {
+					if done := backfillFailingAt(t, perFile, tc.start, tc.end, tc.from, k, crash, storage.CrashOptions{}, uint64(k)); done {
 						ops = k - 1
 						break
 					}
@@ -96,13 +96,41 @@ func TestBackfillCrashAtEveryStepResumes(t *testing.T) {
 	}
 }
 
+// A crash whose write-back of a file's unsynced pages was cut short (a
+// prefix of its bytes, or any subset of its pages, reached the disk) at
+// any point of a backfill tears the units being written into that file:
+// blanks and units interleave, and a unit can be half blank. Recovery
+// still keeps every live unit, the minimum is a unit from which on the
+// queue is whole, and the catch-up resumes there.
+func TestBackfillTornCrashAtEveryStepResumes(t *testing.T) {
+	const perFile = 1000 // five pages: a file's write tears across pages
+	for _, tc := range []struct {
+		name             string
+		start, end, from int64
+	}{
+		{"within the first file", 1500, 1510, 1100},
+		{"one file prepended", 1500, 1510, 200},
+		{"two files prepended", 2500, 2510, 700},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, opts := range []storage.CrashOptions{{Tear: true}, {TearPages: true}} {
+				for seed := uint64(1); seed <= 4; seed++ {
+					for k := 1; !backfillFailingAt(t, perFile, tc.start, tc.end, tc.from, k, true, opts, seed); k++ {
+					}
+				}
+			}
+		})
+	}
+}
+
 // backfillFailingAt runs a backfill of [from, start) into a queue holding
-// [start, end) whose k-th file system operation fails, then crashes (or
-// retries), reopens and resumes, checking the queue at each step. It
-// reports whether the backfill had fewer than k operations.
-func backfillFailingAt(t *testing.T, perFile int, start, end, from int64, k int, crash bool) bool {
+// [start, end) whose k-th file system operation fails, then crashes (torn
+// as opts says, with the FaultFS seeded by seed) or retries, reopens and
+// resumes, checking the queue at each step. It reports whether the
+// backfill had fewer than k operations.
+func backfillFailingAt(t *testing.T, perFile int, start, end, from int64, k int, crash bool, opts storage.CrashOptions, seed uint64) bool {
 	t.Helper()
-	fs := storage.NewFaultFS(uint64(k))
+	fs := storage.NewFaultFS(seed)
 	s := openTestCQStore(t, fs, "/store", perFile)
 	if err := s.StartQueueAt("T", 0, start); err != nil {
 		t.Fatal(err)
@@ -115,7 +143,7 @@ func backfillFailingAt(t *testing.T, perFile int, start, end, from int64, k int,
 	n := 0
 	fs.SetFaultFunc(func(op storage.FaultOp, name string) error {
 		if n++; n == k {
-			t.Logf("op %d (crash %v): failing %v %s", k, crash, op, name)
+			t.Logf("op %d (crash %v %+v, seed %d): failing %v %s", k, crash, opts, seed, op, name)
 			return syscall.EIO
 		}
 		return nil
@@ -151,7 +179,7 @@ func backfillFailingAt(t *testing.T, perFile int, start, end, from int64, k int,
 		}
 	}
 	if crash {
-		fs = fs.Crash(storage.CrashOptions{})
+		fs = fs.Crash(opts)
 		s = openTestCQStore(t, fs, "/store", perFile)
 		cq = s.Get("T", 0)
 		if cq == nil {
@@ -237,5 +265,99 @@ func TestBackfillTempLeftoverGoesAtReopenAndWithTopic(t *testing.T) {
 				t.Fatalf("after the reopen the queue is [%d, %d), want [12, 15)", cq.MinOffset(), cq.MaxOffset())
 			}
 		})
+	}
+}
+
+// Opening a queue applies a backfill's redo record only where each byte
+// holds the record's or a blank's (what a torn write leaves), and removes
+// the record either way.
+func TestBackfillRedoAppliesOnlyOverBlanksOrItsOwnUnits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		from    int64 // the record holds units [from, from+3)
+		damage  bool
+		wantMin int64
+	}{
+		{"over blanks", 9, false, 9},
+		{"over other units", 12, false, 12},
+		{"damaged", 9, true, 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := storage.NewFaultFS(1)
+			s := openTestCQStore(t, fs, "/store", 8)
+			if err := s.StartQueueAt("T", 0, 12); err != nil {
+				t.Fatal(err)
+			}
+			appendUnits(t, s.Get("T", 0), 12, 15)
+			if _, err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var units []CQUnit
+			for n := tc.from; n < tc.from+3; n++ {
+				u := unitN(n)
+				u.TagsCode += 100 // differs from what the queue holds at n
+				units = append(units, u)
+			}
+			rec := encodeBackfillRedo(tc.from*CQUnitSize, AppendCQUnits(nil, units))
+			if tc.damage {
+				rec[len(rec)/2] ^= 1
+			}
+			redo := "/store/consumequeue/T/0/" + backfillRedoName
+			if err := storage.WriteFileAtomic(fs, redo, rec); err != nil {
+				t.Fatal(err)
+			}
+			s = openTestCQStore(t, fs, "/store", 8)
+			defer s.Close()
+			cq := s.Get("T", 0)
+			if cq.MinOffset() != tc.wantMin || cq.MaxOffset() != 15 {
+				t.Fatalf("queue [%d, %d), want [%d, 15)", cq.MinOffset(), cq.MaxOffset(), tc.wantMin)
+			}
+			for o := cq.MinOffset(); o < 15; o++ {
+				want := unitN(o)
+				if o < 12 {
+					want = units[o-tc.from]
+				}
+				if u, err := cq.Get(o); err != nil || u != want {
+					t.Fatalf("unit %d = %+v, %v; want %+v", o, u, err, want)
+				}
+			}
+			if _, err := fs.Stat(redo); err == nil {
+				t.Fatal("the redo record is still there after the open")
+			}
+		})
+	}
+}
+
+// A backfill whose sync failed leaves its redo record; deleting the topic
+// removes it with the queue's files, and so the directory.
+func TestDeleteTopicRemovesBackfillRedo(t *testing.T) {
+	fs := storage.NewFaultFS(1)
+	s := openTestCQStore(t, fs, "/store", 8)
+	defer s.Close()
+	if err := s.StartQueueAt("T", 0, 12); err != nil {
+		t.Fatal(err)
+	}
+	cq := s.Get("T", 0)
+	appendUnits(t, cq, 12, 15)
+	if err := cq.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fs.InjectError(storage.OpMsync, syscall.EIO)
+	if err := cq.Backfill(9, []CQUnit{unitN(9), unitN(10), unitN(11)}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("backfill: %v, want the injected EIO", err)
+	}
+	fs.InjectError(storage.OpMsync, nil)
+	if _, err := fs.Stat("/store/consumequeue/T/0/" + backfillRedoName); err != nil {
+		t.Fatalf("no redo record after the failed backfill: %v", err)
+	}
+	if err := s.DeleteTopic("T"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat("/store/consumequeue/T"); err == nil {
+		ents, _ := fs.ReadDir("/store/consumequeue/T/0")
+		t.Fatalf("the deleted topic's directory is still there, holding %v", ents)
 	}
 }

@@ -111,8 +111,9 @@ type ConsumeQueue struct {
 	maxLogic atomic.Int64
 	maxPhy   atomic.Int64
 
-	mu  sync.Mutex // serializes writers (Put, Append, truncation, deletion)
-	mfq *storage.MappedFileQueue
+	mu   sync.Mutex // serializes writers (Put, Append, truncation, deletion)
+	mfq  *storage.MappedFileQueue
+	fsys storage.FS
 }
 
 func openConsumeQueue(fsys storage.FS, dir, topic string, queueID int32, unitsPerFile int, log *zap.Logger) (*ConsumeQueue, error) {
@@ -125,7 +126,11 @@ func openConsumeQueue(fsys storage.FS, dir, topic string, queueID int32, unitsPe
 	}
 	cq := &ConsumeQueue{
 		topic: topic, queueID: queueID, unitsPerFile: int64(unitsPerFile),
-		log: log.With(zap.String("topic", topic), zap.Int32("queueId", queueID)), mfq: mfq,
+		log: log.With(zap.String("topic", topic), zap.Int32("queueId", queueID)), mfq: mfq, fsys: fsys,
+	}
+	if err := cq.replayBackfillRedo(); err != nil {
+		_ = mfq.Close()
+		return nil, err
 	}
 	if err := cq.recover(); err != nil {
 		_ = mfq.Close()
@@ -689,6 +694,15 @@ func (cq *ConsumeQueue) DeleteExpired(phyMinOffset int64) (int, error) {
 	return cq.mfq.DeleteBefore(min(cq.minLogic.Load()*CQUnitSize, last.FileFromOffset()))
 }
 
+// destroyLocked destroys the queue's files and its backfill redo record.
+func (cq *ConsumeQueue) destroyLocked() error {
+	err := cq.mfq.Destroy()
+	if rerr := cq.removeBackfillRedoLocked(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
 // Flush makes the written units durable.
 func (cq *ConsumeQueue) Flush() error { return cq.mfq.Flush() }
 
@@ -916,7 +930,7 @@ func (s *ConsumeQueueStore) DeleteTopic(topic string) error {
 	var first error
 	for _, cq := range qs {
 		cq.mu.Lock()
-		err := cq.mfq.Destroy()
+		err := cq.destroyLocked()
 		cq.mu.Unlock()
 		if err != nil && first == nil {
 			first = err

@@ -29,7 +29,8 @@
 //     truncation, search by time; after a crash, checking units against the
 //     CommitLog and cutting a queue at its first torn unit. catchup.go:
 //     Backfill (a peer's units in front of a queue restarted at a snapshot's
-//     offset) and the units' transfer encoding.
+//     offset; its redo record, applied again when the queue opens) and the
+//     units' transfer encoding.
 //   - indexfile.go: RocketMQ's IndexFile layout and the IndexService (keys
 //     topic#KEY and topic#UNIQ_KEY, files rolled when full, files newer
 //     than the checkpoint dropped after a crash). index_backfill.go: a

@@ -81,7 +81,7 @@ func (s *ConsumeQueueStore) StartQueueAt(topic string, queueID int32, next int64
 	}
 	if cq != nil {
 		cq.mu.Lock()
-		err := cq.mfq.Destroy()
+		err := cq.destroyLocked()
 		cq.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("consume queue %s/%d: destroy before restart at %d: %w", topic, queueID, next, err)
