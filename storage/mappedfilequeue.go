@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -74,9 +75,6 @@ func OpenMappedFileQueue(fsys FS, dir string, fileSize int) (*MappedFileQueue, e
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := removeSegmentTempFiles(fsys, dir); err != nil {
-		return nil, err
-	}
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -84,6 +82,12 @@ func OpenMappedFileQueue(fsys FS, dir string, fileSize int) (*MappedFileQueue, e
 	var offsets []int64
 	for _, e := range ents {
 		if e.IsDir() {
+			continue
+		}
+		if isSegmentTemp(e.Name()) {
+			if err := fsys.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("remove the temporary file %s: %w", filepath.Join(dir, e.Name()), err)
+			}
 			continue
 		}
 		off, ok := parseFileName(e.Name())
@@ -372,12 +376,20 @@ func (q *MappedFileQueue) Destroy() error {
 	return first
 }
 
-// removeSegmentTempFiles removes the temporary files PrependToFilled
-// writes a segment under (WriteFileAtomic of a segment name) from dir. The
-// caller holds q.mu or is opening the queue, so no prepend is under way.
+// isSegmentTemp reports whether name is a temporary file PrependToFilled
+// writes a segment under (WriteFileAtomic of a segment name).
+func isSegmentTemp(name string) bool {
+	target, ok := tempTarget(name)
+	return ok && isSegmentName(target)
+}
+
+func isSegmentName(name string) bool {
+	_, ok := parseFileName(name)
+	return ok
+}
+
+// removeSegmentTempFiles removes the segments' temporary files from dir.
+// The caller holds q.mu, so no prepend is under way.
 func removeSegmentTempFiles(fsys FS, dir string) error {
-	return removeTempFiles(fsys, dir, func(target string) bool {
-		_, ok := parseFileName(target)
-		return ok
-	})
+	return removeTempFiles(fsys, dir, isSegmentName)
 }
