@@ -385,6 +385,28 @@ func (m *MappedFile) WriteAt(p []byte, pos int) error {
 	return nil
 }
 
+// WriteThrough writes p at pos with pwrite and syncs the file, without
+// moving WrotePosition. Unlike WriteAt then Flush it writes every byte even
+// where the page cache already shows them: after a failed writeback the
+// kernel marks the pages clean, and a rewrite of the same bytes through
+// the mapping dirties nothing, so a later msync would report success with
+// the disk still holding the old bytes.
+func (m *MappedFile) WriteThrough(p []byte, pos int) error {
+	if !m.Retain() {
+		return fmt.Errorf("%w: %s", ErrFileClosed, m.path)
+	}
+	defer m.Release()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pos < 0 || pos+len(p) > m.size {
+		return fmt.Errorf("%w: write [%d,%d) outside %s (size %d)", ErrOutOfRange, pos, pos+len(p), m.path, m.size)
+	}
+	if _, err := m.file.WriteAt(p, int64(pos)); err != nil {
+		return err
+	}
+	return m.file.Sync()
+}
+
 // Bytes returns the whole mapping for random-access readers (the index file).
 // The caller must hold a reference (Retain) for as long as it uses the slice
 // and must not write through it (use WriteAt).

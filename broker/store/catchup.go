@@ -74,10 +74,10 @@ func (cq *ConsumeQueue) Backfill(from int64, units []CQUnit) error {
 		if err := storage.WriteFileAtomic(cq.fsys, cq.redoPath(), encodeBackfillRedo(lo, buf)); err != nil {
 			return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
 		}
-		if err := mf.WriteAt(buf, int(lo-mf.FileFromOffset())); err != nil {
-			return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
-		}
-		if _, err := mf.Flush(); err != nil {
+		// Written through (pwrite, fsync), not through the mapping: a
+		// retry after a failed sync writes the same bytes, which the
+		// mapping would not write back.
+		if err := mf.WriteThrough(buf, int(lo-mf.FileFromOffset())); err != nil {
 			return fmt.Errorf("consume queue %s/%d: backfill: %w", cq.topic, cq.queueID, err)
 		}
 		end = lo
@@ -179,10 +179,9 @@ func (cq *ConsumeQueue) applyBackfillRedo(data []byte) (why string, err error) {
 			return fmt.Sprintf("byte %d of its range holds neither its unit nor a blank", i), nil
 		}
 	}
-	if err := mf.WriteAt(units, rel); err != nil {
-		return "", err
-	}
-	if _, err := mf.Flush(); err != nil {
+	// Through, as Backfill writes: the bytes may already be in the page
+	// cache from a write whose sync failed.
+	if err := mf.WriteThrough(units, rel); err != nil {
 		return "", err
 	}
 	return "", nil

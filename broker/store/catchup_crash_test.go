@@ -35,7 +35,7 @@ func TestBackfillInterruptedKeepsLiveUnits(t *testing.T) {
 				target = storage.FileName(0)
 			}
 			fs.SetFaultFunc(func(op storage.FaultOp, name string) error {
-				if op == storage.OpMsync && strings.HasSuffix(name, target) {
+				if (op == storage.OpMsync || op == storage.OpSync) && strings.HasSuffix(name, target) {
 					return syscall.EIO
 				}
 				return nil
@@ -345,11 +345,17 @@ func TestDeleteTopicRemovesBackfillRedo(t *testing.T) {
 	if err := cq.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	fs.InjectError(storage.OpMsync, syscall.EIO)
+	queueFile := storage.FileName(8 * CQUnitSize)
+	fs.SetFaultFunc(func(op storage.FaultOp, name string) error {
+		if (op == storage.OpMsync || op == storage.OpSync) && strings.HasSuffix(name, queueFile) {
+			return syscall.EIO
+		}
+		return nil
+	})
 	if err := cq.Backfill(9, []CQUnit{unitN(9), unitN(10), unitN(11)}); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("backfill: %v, want the injected EIO", err)
 	}
-	fs.InjectError(storage.OpMsync, nil)
+	fs.SetFaultFunc(nil)
 	if _, err := fs.Stat("/store/consumequeue/T/0/" + backfillRedoName); err != nil {
 		t.Fatalf("no redo record after the failed backfill: %v", err)
 	}

@@ -470,14 +470,33 @@ func (cq *ConsumeQueue) Append(u CQUnit) (offset int64, dup bool, err error) {
 }
 
 // search returns the smallest logical offset in [lo, hi) for which pred
-// holds (hi if none); pred must be monotonic (false…false true…true), which
-// holds for anything increasing with the physical offset.
+// holds (hi if none); pred must be monotonic (false…false true…true) over
+// the real units, which holds for anything increasing with the physical
+// offset. A blank unit is judged as the first unit after it, and as past
+// everything when only blanks follow: fillers stand before the first unit,
+// but a data directory can hold blanks between units too (a torn backfill
+// write-back), and they must not turn the bisection. The answer is a real
+// unit's offset, or the end.
 func (cq *ConsumeQueue) search(lo, hi int64, pred func(CQUnit) (bool, error)) (int64, error) {
+	end := hi
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		u, err := cq.unitAt(mid)
 		if err != nil {
 			return 0, err
+		}
+		if u.IsBlank() {
+			next, err := cq.firstNonBlankLocked(mid+1, hi)
+			if err != nil {
+				return 0, err
+			}
+			if next == hi {
+				hi = mid
+				continue
+			}
+			if u, err = cq.unitAt(next); err != nil {
+				return 0, err
+			}
 		}
 		ok, err := pred(u)
 		if err != nil {
@@ -487,6 +506,13 @@ func (cq *ConsumeQueue) search(lo, hi int64, pred func(CQUnit) (bool, error)) (i
 			hi = mid
 		} else {
 			lo = mid + 1
+		}
+	}
+	if lo < end {
+		if u, err := cq.unitAt(lo); err != nil {
+			return 0, err
+		} else if u.IsBlank() {
+			return cq.firstNonBlankLocked(lo+1, end)
 		}
 	}
 	return lo, nil
