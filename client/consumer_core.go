@@ -37,18 +37,9 @@ type queueHooks struct {
 	// direct runs the listener on one message for CONSUME_MESSAGE_DIRECTLY
 	// (consumer_direct.go); nil for the lite pull consumer.
 	direct func(ctx context.Context, m *MessageExt, mq MessageQueue) wire.ConsumeMessageDirectlyResult
-	// persist is the persist loop's work when the consumer does not
-	// commit by itself (the lite pull consumer without AutoCommit sends
-	// the offsets Commit could not); nil for none.
-	persist func(ctx context.Context)
-	// handedOver commits and forgets the offset of a queue handed over
-	// (the lite pull consumer keeps one no broker took); nil:
-	// commitHandedOver, then the store forgets it.
-	handedOver func(ctx context.Context, mq MessageQueue)
-	// closeCommit is close's commit of mqs, the queues owned when it
-	// began (the lite pull consumer rides out an election and sends its
-	// pending offsets too); nil: the store's Persist.
-	closeCommit func(ctx context.Context, mqs []MessageQueue) error
+	// handedOver runs first when a queue is handed over (the lite pull
+	// consumer forgets what Poll returned of it); nil for none.
+	handedOver func(mq MessageQueue)
 }
 
 // consumerCore is the machinery both consumer types share: remoting
@@ -100,6 +91,22 @@ type consumerCore struct {
 	releaseMu sync.Mutex
 
 	startedAt time.Time // set by start; GET_CONSUMER_RUNNING_INFO reports it
+
+	// pending holds the queues whose offset the store holds and no broker
+	// has confirmed yet (consumer_offsets.go): a Commit's the lite pull
+	// consumer could not send, and every queue handed over until a broker
+	// took its offset. Taken inside LitePullConsumer.mu; a leaf otherwise.
+	pendingMu  sync.Mutex
+	pending    map[MessageQueue]pendingOffset // guarded by pendingMu
+	pendingSeq uint64                         // guarded by pendingMu; numbers the entries
+	// sending is held (capacity 1) while sendOffsets sends: brokers keep
+	// the last offset they are sent, so one send's older offset must not
+	// reach a broker after another's newer one, and the pending entries
+	// those confirmed would be gone.
+	sending chan struct{}
+	// beforePersist, when set (tests, before start), runs at the start of
+	// each persist round.
+	beforePersist func()
 }
 
 func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consumerCore {
@@ -118,6 +125,8 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		unstarted:   map[MessageQueue]bool{},
 		starting:    map[string]int{},
 		releasing:   map[MessageQueue]bool{},
+		pending:     map[MessageQueue]pendingOffset{},
+		sending:     make(chan struct{}, 1),
 	}
 	c.log = cfg.common.log.Named(name).With(zap.String("group", cfg.group), zap.String("clientID", c.clientID))
 	return c
@@ -262,12 +271,8 @@ func (c *consumerCore) close(ctx context.Context) error {
 		pq.drop()
 		mqs = append(mqs, pq.mq)
 	}
-	commit := c.store.Persist
-	if c.hooks.closeCommit != nil {
-		commit = c.hooks.closeCommit
-	}
 	var errs []error
-	if err := commit(ctx, mqs); err != nil {
+	if err := c.closeCommit(ctx, mqs); err != nil {
 		errs = append(errs, fmt.Errorf("client: commit offsets on close: %w", err))
 	}
 	if c.hooks.orderly && c.cfg.model == Clustering {
@@ -493,25 +498,27 @@ func (c *consumerCore) sendHeartbeats(ctx context.Context) {
 	}
 }
 
-// persistAll commits the offsets of every owned queue (push consumers, or
-// lite pull with auto-commit), or runs hooks.persist.
+// persistAll sends the pending offsets (consumer_offsets.go) and, when
+// the consumer commits by itself, those of every owned queue.
 func (c *consumerCore) persistAll(ctx context.Context) {
-	if !c.autoCommits() && c.hooks.persist != nil {
-		c.hooks.persist(ctx)
+	if c.beforePersist != nil {
+		c.beforePersist()
 	}
-	if c.autoCommits() {
-		c.mu.Lock()
-		mqs := slices.Collect(maps.Keys(c.pqs))
-		c.mu.Unlock()
-		if err := c.store.Persist(ctx, mqs); err != nil && ctx.Err() == nil {
-			c.warnOnce("persist", "committing offsets failed", zap.Error(err))
-			var be *BrokerError
-			if errors.As(err, &be) {
-				c.followLeader(be.Broker, be.Addr, be)
-			}
-		} else {
-			c.clearWarn("persist")
+	c.persistPending(ctx)
+	if !c.autoCommits() {
+		return
+	}
+	c.mu.Lock()
+	mqs := slices.Collect(maps.Keys(c.pqs))
+	c.mu.Unlock()
+	if err := c.store.Persist(ctx, mqs); err != nil && ctx.Err() == nil {
+		c.warnOnce("persist", "committing offsets failed", zap.Error(err))
+		var be *BrokerError
+		if errors.As(err, &be) {
+			c.followLeader(be.Broker, be.Addr, be)
 		}
+	} else {
+		c.clearWarn("persist")
 	}
 }
 
@@ -598,62 +605,6 @@ func (c *consumerCore) noteFailure(brokerName, addr string, err error) (followed
 		}
 	}
 	return followed, retry
-}
-
-// commitOffsets sends the offsets the store holds for mqs to their
-// groups, each to its leader, riding out a leader change within ctx
-// (onLeader: UPDATE_CONSUMER_OFFSET is idempotent; leaderFollowWait in
-// all when ctx has no deadline); a broadcasting consumer's file is
-// written once. Groups are sent to side by side, so one that cannot
-// answer does not use up the others' time. It returns the offset that
-// reached its broker per queue, and the other queues' failures joined.
-func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]int64, error) {
-	done := make(map[MessageQueue]int64, len(mqs))
-	rs, ok := c.store.(*RemoteOffsetStore)
-	if !ok {
-		if err := c.store.Persist(ctx, mqs); err != nil {
-			return done, err
-		}
-		for _, mq := range mqs {
-			if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
-				done[mq] = off
-			}
-		}
-		return done, nil
-	}
-	ctx, cancel := leaderWait(ctx)
-	defer cancel()
-	groups := byBroker(mqs)
-	names := slices.Sorted(maps.Keys(groups))
-	errs := make([][]error, len(names))
-	var mu sync.Mutex // guards done
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			for _, mq := range groups[name] {
-				var sent int64
-				err := onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
-					func(_ context.Context, addr string, err error) bool {
-						_, retry := c.noteFailure(name, addr, err)
-						return retry
-					},
-					func(ctx context.Context, addr string) (err error) {
-						sent, err = rs.persistAt(ctx, mq, addr)
-						return err
-					})
-				switch {
-				case err != nil:
-					errs[i] = append(errs[i], err)
-				case sent >= 0:
-					mu.Lock()
-					done[mq] = sent
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return done, errors.Join(slices.Concat(errs...)...)
 }
 
 // followHint learns leader from addr's answer (a not-leader answer, or a

@@ -3,11 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
-
-	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/wire"
 )
@@ -27,26 +23,6 @@ type LitePullConsumer struct {
 	mu       sync.Mutex
 	state    producerState          // guarded by mu
 	consumed map[MessageQueue]int64 // guarded by mu; next offset after what Poll returned
-	// pending holds the queues whose offset a Commit recorded and no
-	// broker has confirmed yet, with the number of that Commit (commits
-	// counts them): the persist loop sends them until one does. A queue
-	// handed over meanwhile stays until then, with its offset in the
-	// store (handedOver).
-	//
-	// They have a lock of their own, taken inside mu: Close's commit
-	// reads them, and a failed Start closes while holding mu.
-	pendingMu sync.Mutex
-	pending   map[MessageQueue]uint64 // guarded by pendingMu
-	commits   uint64                  // guarded by pendingMu
-	// sending is held (capacity 1) while commitPending sends: brokers
-	// keep the last offset they are sent, so one send's older offset must
-	// not reach a broker after another's newer one, and the pending
-	// entries those confirmed would be gone.
-	sending chan struct{}
-
-	// beforePersist, when set (tests, before Start), runs at the start of
-	// each persist round.
-	beforePersist func()
 }
 
 // pollBatch is one pull's messages waiting for Poll.
@@ -65,10 +41,10 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	if err := refuseTrace(cfg.common, "LitePullConsumer"); err != nil {
 		return nil, err
 	}
-	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}, pending: map[MessageQueue]uint64{}, sending: make(chan struct{}, 1)}
+	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}}
 	l.ready = make(chan pollBatch, 64)
 	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver,
-		persist: l.persistPending, handedOver: l.handedOver, closeCommit: l.closeCommit})
+		handedOver: l.handedOver})
 	return l, nil
 }
 
@@ -260,125 +236,27 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	c := l.core
 	owned := c.owned()
 	l.mu.Lock()
-	l.pendingMu.Lock()
-	l.commits++
+	offsets := make(map[MessageQueue]int64, len(owned))
 	for _, mq := range owned {
 		if off, ok := l.consumed[mq]; ok && off >= 0 {
-			c.store.Update(mq, off, false)
-			l.pending[mq] = l.commits
+			offsets[mq] = off
 		}
 	}
-	l.pendingMu.Unlock()
+	c.recordCommits(offsets)
 	l.mu.Unlock()
-	if err := l.commitPending(ctx, owned); err != nil {
+	if err := c.sendOffsets(ctx, owned); err != nil {
 		return fmt.Errorf("client: commit not confirmed by every broker group (kept, and sent again every PersistInterval and on Close): %w", err)
 	}
 	return nil
 }
 
-// commitPending sends the offsets of mqs, after any send in progress,
-// and forgets, of the pending ones, those that reached their broker with
-// no Commit since.
-func (l *LitePullConsumer) commitPending(ctx context.Context, mqs []MessageQueue) error {
-	select {
-	case l.sending <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("client: offsets not sent: another send of them did not end in time: %w", ctx.Err())
-	}
-	defer func() { <-l.sending }()
-	l.pendingMu.Lock()
-	seen := make(map[MessageQueue]uint64, len(mqs))
-	for _, mq := range mqs {
-		if n, ok := l.pending[mq]; ok {
-			seen[mq] = n
-		}
-	}
-	l.pendingMu.Unlock()
-	done, err := l.core.commitOffsets(ctx, mqs)
-	l.pendingMu.Lock()
-	for mq := range done {
-		if n, ok := seen[mq]; ok && l.pending[mq] == n {
-			delete(l.pending, mq)
-		}
-	}
-	l.pendingMu.Unlock()
-	return err
-}
-
-// persistPending is the persist loop's work without AutoCommit: it sends
-// the offsets Commit (or a hand-over) could not, those of queues handed
-// over since included. An entry leaves only once a broker confirmed it: a
-// queue taken since the round began may already hold a Commit's.
-func (l *LitePullConsumer) persistPending(ctx context.Context) {
-	if l.beforePersist != nil {
-		l.beforePersist()
-	}
-	c := l.core
-	l.pendingMu.Lock()
-	mqs := slices.Collect(maps.Keys(l.pending))
-	l.pendingMu.Unlock()
-	if len(mqs) == 0 {
-		return
-	}
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
-	defer cancel()
-	if err := l.commitPending(cctx, mqs); err != nil && ctx.Err() == nil {
-		c.warnOnce("persist", "committing offsets failed; retrying at the next persist interval", zap.Error(err))
-	} else {
-		c.clearWarn("persist")
-	}
-}
-
-// closeCommit is Close's commit: the offsets of mqs, the queues owned
-// when Close began, and the pending ones of queues handed over, each sent
-// to its group's leader riding out an election (commitOffsets) within ctx,
-// or leaderFollowWait when ctx has no deadline.
-func (l *LitePullConsumer) closeCommit(ctx context.Context, mqs []MessageQueue) error {
-	all := slices.Clone(mqs)
-	l.pendingMu.Lock()
-	for mq := range l.pending {
-		if !slices.Contains(mqs, mq) {
-			all = append(all, mq)
-		}
-	}
-	l.pendingMu.Unlock()
-	return l.commitPending(ctx, all)
-}
-
-// handedOver commits the offset of mq, a queue handed over, riding out an
-// election within the request timeout (commitOffsets), and forgets it.
-// Without AutoCommit an offset a Commit recorded and no broker took yet is
-// kept instead, pending, with its value in the store: the persist loop
-// sends it once the group has a leader, and Close once more. Dropping it
-// would have the next owner read again what was polled here.
-func (l *LitePullConsumer) handedOver(ctx context.Context, mq MessageQueue) {
-	c := l.core
+// handedOver forgets what Poll returned of mq, a queue handed over: should
+// it come back, Commit must not send that, the next owner may have moved
+// on.
+func (l *LitePullConsumer) handedOver(mq MessageQueue) {
 	l.mu.Lock()
-	// Should the queue come back, Commit must not send what was polled
-	// before: the next owner may have moved on.
 	delete(l.consumed, mq)
 	l.mu.Unlock()
-	if c.autoCommits() {
-		c.commitHandedOver(ctx, mq)
-		c.store.Remove(mq)
-		return
-	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
-	defer cancel()
-	err := l.commitPending(pctx, []MessageQueue{mq})
-	l.pendingMu.Lock()
-	_, kept := l.pending[mq]
-	if !kept {
-		c.store.Remove(mq)
-	}
-	l.pendingMu.Unlock()
-	if err != nil {
-		msg := "committing the offset of a queue handed over failed"
-		if kept {
-			msg += "; kept, and sent again every PersistInterval and on Close"
-		}
-		c.log.Warn(msg, zap.Stringer("queue", mq), zap.Error(err))
-	}
 }
 
 // Seek makes the next messages of mq, an owned queue, start at offset;

@@ -353,7 +353,7 @@ func TestLitePullPersistKeepsCommitOfQueueTakenMeanwhile(t *testing.T) {
 	})
 	var armed atomic.Bool
 	began, resume := make(chan struct{}), make(chan struct{})
-	l.beforePersist = func() {
+	l.core.beforePersist = func() {
 		if armed.CompareAndSwap(true, false) {
 			close(began)
 			<-resume

@@ -206,11 +206,14 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 }
 
 // Close stops pulling, waits for listener calls in progress, commits the
-// offsets, releases orderly locks and unregisters from the brokers. ctx
-// bounds all of it: when it ends first (a listener that does not return),
-// Close still commits what it can, closes the connections and returns
-// ctx's error; the listener's goroutine ends when the listener returns.
-// Safe to call twice.
+// offsets (those of queues handed over that no broker took yet too),
+// releases orderly locks and unregisters from the brokers. The commit
+// waits out a group electing a leader within ctx or, when ctx has no
+// deadline, for at most 10 s; offsets still unsent then are reported in
+// Close's error. ctx bounds all of it: when it ends first (a listener
+// that does not return), Close still commits what it can, closes the
+// connections and returns ctx's error; the listener's goroutine ends when
+// the listener returns. Safe to call twice.
 func (p *PushConsumer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.state != stateStarted {

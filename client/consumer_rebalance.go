@@ -149,8 +149,14 @@ func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []M
 		}
 	}
 	c.mu.Unlock()
-	for _, pq := range leaving {
-		c.handOver(ctx, pq)
+	if len(leaving) > 0 {
+		// The hand-overs share one request timeout to ride out an election
+		// for their offsets: what is left unsent stays pending (handOverOffset).
+		commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
+		for _, pq := range leaving {
+			c.handOver(ctx, commitCtx, pq)
+		}
+		cancel()
 	}
 	if len(leaving) > 0 || len(adding) > 0 {
 		c.log.Info("rebalance changed queues", zap.String("topic", topic),
@@ -193,7 +199,13 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 		c.mu.Lock()
 		c.starting[mq.BrokerName]++
 		c.mu.Unlock()
+		kept, wasKept := c.takeBack(mq)
 		offset, err = c.startOffset(ctx, mq)
+		if err == nil && wasKept && kept > offset {
+			// What was consumed here before the queue was handed over,
+			// and no broker has confirmed yet.
+			offset = kept
+		}
 		c.mu.Lock()
 		if c.starting[mq.BrokerName]--; c.starting[mq.BrokerName] == 0 {
 			delete(c.starting, mq.BrokerName)
@@ -231,8 +243,9 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 	return true
 }
 
-// handOver stops consuming pq for good before its next owner starts.
-func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
+// handOver stops consuming pq for good before its next owner starts;
+// commitCtx bounds the wait for its offset's commit (handOverOffset).
+func (c *consumerCore) handOver(ctx, commitCtx context.Context, pq *processQueue) {
 	pq.drop()
 	locked := c.hooks.orderly && c.cfg.model == Clustering
 	// Wait for listener calls in progress: their results still count.
@@ -256,7 +269,7 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 		pq.consumeMu.Unlock()
 		if locked {
 			c.releaseMu.Lock()
-			c.release(ctx, pq)
+			c.release(ctx, nil, pq)
 			c.mu.Lock()
 			delete(c.releasing, pq.mq)
 			c.mu.Unlock()
@@ -284,7 +297,7 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 		c.releasing[pq.mq] = true
 		c.mu.Unlock()
 		keep <- false
-		c.commitHandedOver(ctx, pq.mq)
+		c.handOverOffset(commitCtx, pq.mq)
 		return
 	}
 	keep <- acquired
@@ -293,21 +306,20 @@ func (c *consumerCore) handOver(ctx context.Context, pq *processQueue) {
 	}
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
-	c.release(ctx, pq)
+	c.release(ctx, commitCtx, pq)
 	c.mu.Lock()
 	delete(c.releasing, pq.mq)
 	c.mu.Unlock()
 }
 
-// release commits the offset of a queue handed over, forgets it and, for
+// release commits the offset of a queue handed over (kept pending when
+// no broker takes it within commitCtx, nil: the request timeout) and, for
 // an orderly consumer, unlocks it at the broker.
-func (c *consumerCore) release(ctx context.Context, pq *processQueue) {
-	if c.hooks.handedOver != nil {
-		c.hooks.handedOver(ctx, pq.mq)
-	} else {
-		c.commitHandedOver(ctx, pq.mq)
-		c.store.Remove(pq.mq)
+func (c *consumerCore) release(ctx, commitCtx context.Context, pq *processQueue) {
+	if commitCtx == nil {
+		commitCtx = ctx
 	}
+	c.handOverOffset(commitCtx, pq.mq)
 	if c.hooks.orderly && c.cfg.model == Clustering {
 		if addr := c.routes.brokerAddr(pq.mq.BrokerName); addr != "" {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
@@ -316,17 +328,6 @@ func (c *consumerCore) release(ctx context.Context, pq *processQueue) {
 				c.log.Warn("unlocking a queue handed over failed; the broker frees it after 60 s", zap.Stringer("queue", pq.mq), zap.Error(err))
 			}
 		}
-	}
-}
-
-// commitHandedOver commits the offset of a queue handed over. A hand-over
-// during close still commits, so ctx's cancellation is not followed; the
-// request timeout bounds the wait.
-func (c *consumerCore) commitHandedOver(ctx context.Context, mq MessageQueue) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
-	defer cancel()
-	if err := c.store.Persist(pctx, []MessageQueue{mq}); err != nil {
-		c.log.Warn("committing the offset of a queue handed over failed", zap.Stringer("queue", mq), zap.Error(err))
 	}
 }
 

@@ -43,6 +43,9 @@ type qBroker struct {
 	notLeader string // guarded by mu
 	// failSendBack answers CONSUMER_SEND_MSG_BACK with SYSTEM_ERROR.
 	failSendBack bool // guarded by mu
+	// noPullCommit ignores the offsets pulls carry, as a raftmq follower
+	// does.
+	noPullCommit bool // guarded by mu
 	// script answers the codes it has instead of the built-in handlers.
 	script map[int16]func(*remoting.RemotingCommand) *remoting.RemotingCommand // guarded by mu
 	reqs   []*remoting.RemotingCommand                                         // guarded by mu; every request
@@ -193,6 +196,14 @@ func (b *qBroker) offset(group, topic string, qid int) (int64, bool) {
 	return off, ok
 }
 
+// setOffset stores group's committed offset of topic's queue qid, as
+// another consumer's commit would.
+func (b *qBroker) setOffset(group, topic string, qid int, off int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.offsets[fmt.Sprintf("%s|%s|%d", group, topic, qid)] = off
+}
+
 func (b *qBroker) count(code int16) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -231,11 +242,11 @@ func (b *qBroker) pull(_ *remoting.Conn, req *remoting.RemotingCommand) *remotin
 	if err := req.DecodeHeader(&h); err != nil {
 		return remoting.NewResponse(remoting.ResponseSystemError, err.Error())
 	}
-	if h.SysFlag&wire.PullFlagCommitOffset != 0 {
-		b.mu.Lock()
+	b.mu.Lock()
+	if h.SysFlag&wire.PullFlagCommitOffset != 0 && !b.noPullCommit {
 		b.offsets[fmt.Sprintf("%s|%s|%d", h.ConsumerGroup, h.Topic, h.QueueID)] = h.CommitOffset
-		b.mu.Unlock()
 	}
+	b.mu.Unlock()
 	deadline := time.After(time.Duration(h.SuspendTimeoutMillis) * time.Millisecond)
 	for {
 		b.mu.Lock()

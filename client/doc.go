@@ -44,11 +44,13 @@
 // and UpdateSubscriptionGroup ask all groups side by side under that one
 // wait, so a group without a leader does not hold up the others. A Commit whose ctx ends
 // before a leader takes its offsets returns an error, yet keeps them: the
-// consumer sends them every PersistInterval until a leader does (also
-// after their queue was handed over to another consumer), and on Close,
-// which waits out an election for them under the same bound and whose
-// error reports any it could not send (RocketMQ's lite pull consumer
-// records a commit in memory and persists it on a timer). Calls
+// consumer sends them every PersistInterval until a leader does, and on
+// Close (RocketMQ's lite pull consumer records a commit in memory and
+// persists it on a timer). Every consumer's Close waits out an election
+// for its offsets under the same bound; its error reports any it could not
+// send. A queue rebalancing hands to another consumer has its offset sent
+// the same way, and one no broker took is kept and sent every
+// PersistInterval and on Close until one does (consumer_offsets.go). Calls
 // given an address (BrokerRequest, BrokerConfig, CreateTopic and
 // UpdateSubscriptionGroup with a broker address) ask that member; a
 // request it refuses as its leader's (a not-leader answer) goes on to
@@ -98,7 +100,9 @@
 //   - consumer_core.go, consumer_rebalance.go, consumer_pull.go,
 //     processqueue.go, pull.go: what both consumers share (heartbeats,
 //     rebalancing with hand-over, long-polling pull loops, flow control,
-//     queue locks); consumer_api.go: the consumers' other broker requests
+//     queue locks); consumer_offsets.go: offset commits riding out
+//     elections, kept until a broker confirms them (Commit's, hand-overs',
+//     Close's); consumer_api.go: the consumers' other broker requests
 //     (heartbeat, group membership, queue locks, send-back, offset lookups).
 //   - consumer_push.go, consumer_orderly.go: PushConsumer with concurrent
 //     and orderly listeners, send-back; consumer_orderly_dlq.go: orderly
@@ -132,8 +136,8 @@
 // Locks: consumerCore.rebalanceMu is taken before consumerCore.mu, never
 // inside it; processQueue.mu is a leaf; processQueue.consumeMu is never
 // taken while holding consumerCore.mu. LitePullConsumer.mu is taken before
-// LitePullConsumer.sending (a one-slot semaphore), which is taken before
-// LitePullConsumer.pendingMu; inside that only the offset store's lock.
+// consumerCore.sending (a one-slot semaphore), which is taken before
+// consumerCore.pendingMu; inside that only the offset store's locks.
 // The producer's locks (route manager, latency fault, sequencer,
 // AutoBatch accumulator) never nest.
 package client

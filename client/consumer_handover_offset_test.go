@@ -1,0 +1,268 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// handOverRig is a consumer of group "HG" that consumed the 3 messages of
+// each of T's two queues while the broker refused every offset commit,
+// then handed queue 1 over to another member, "~other", with that commit
+// refused too. The refusals are SYSTEM_ERROR, which no call waits out (an
+// election's would hold the hand-over for the request timeout); elect
+// makes them an election's, accept ends them.
+type handOverRig struct {
+	b     *qBroker
+	core  *consumerCore
+	push  *PushConsumer
+	close func(context.Context) error
+	alone atomic.Bool // the group has no other member
+}
+
+var (
+	hoQ0 = MessageQueue{"T", "broker-a", 0}
+	hoQ1 = MessageQueue{"T", "broker-a", 1}
+)
+
+// handOverKinds are the consumers a hand-over commits for: push
+// (concurrent, orderly), and lite pull with AutoCommit or with Commit.
+var handOverKinds = []string{"concurrent", "orderly", "lite", "liteCommit"}
+
+func startHandOverRig(t *testing.T, kind string) *handOverRig {
+	t.Helper()
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
+	for q := range 2 {
+		for range 3 {
+			b.put("T", q, "m", nil)
+		}
+	}
+	// Only UPDATE_CONSUMER_OFFSET commits: the push consumer's pulls
+	// carry its offsets too, which would commit queue 1's at a time of
+	// their own.
+	b.mu.Lock()
+	b.noPullCommit = true
+	b.mu.Unlock()
+	r := &handOverRig{b: b}
+	r.refuse(remoting.ResponseSystemError, "scripted refusal")
+	// Only the hand-over and the test send offsets: no persist round runs.
+	opts := append(fastConsumerOpts(t, ns, "HG"), ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour),
+		RebalanceInterval(time.Hour))
+	var lite *LitePullConsumer
+	switch kind {
+	case "concurrent", "orderly":
+		p, err := NewPushConsumer(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Subscribe("T", "*"); err != nil {
+			t.Fatal(err)
+		}
+		if kind == "orderly" {
+			err = p.RegisterOrderlyListener(func(context.Context, *ConsumeOrderlyContext, []*MessageExt) OrderlyResult { return OrderlySuccess })
+		} else {
+			err = p.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult { return ConsumeSuccess })
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.push, r.core, r.close = p, p.core, p.Close
+	case "lite", "liteCommit":
+		l, err := NewLitePullConsumer(append(opts, AutoCommit(kind == "lite"))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Subscribe("T", "*"); err != nil {
+			t.Fatal(err)
+		}
+		lite, r.core, r.close = l, l.core, l.Close
+	}
+	r.alone.Store(true)
+	b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		ids := []string{r.core.clientID}
+		if !r.alone.Load() {
+			ids = append(ids, "~other") // sorts after: queue 1 is its share
+		}
+		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+		resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
+		return resp
+	})
+	ctx := context.Background()
+	if lite != nil {
+		if err := lite.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = lite.Close(ctx) })
+		pollN(t, lite, 6)
+		if kind == "liteCommit" {
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			err := lite.Commit(cctx)
+			cancel()
+			if err == nil {
+				t.Fatal("a commit the broker refused succeeded")
+			}
+		}
+	} else if err := r.push.Start(ctx); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Cleanup(func() { _ = r.push.Close(ctx) })
+	}
+	for _, mq := range []MessageQueue{hoQ0, hoQ1} {
+		testutil.WaitFor(t, 5*time.Second, "consumed "+mq.String(), func() bool {
+			off, err := r.core.store.Read(ctx, mq, ReadFromMemory)
+			return err == nil && off == 3
+		})
+	}
+	r.alone.Store(false)
+	r.core.triggerRebalance()
+	testutil.WaitFor(t, 5*time.Second, "queue 1 handed over", func() bool {
+		return slices.Equal(r.ownedOf("T"), []MessageQueue{hoQ0})
+	})
+	// The rebalance that dropped it holds rebalanceMu until the hand-over
+	// (its commit included) is over.
+	r.core.rebalanceMu.Lock()
+	r.core.rebalanceMu.Unlock()
+	if r.updates(1) == 0 {
+		t.Fatal("the hand-over sent no offset of queue 1")
+	}
+	return r
+}
+
+// ownedOf lists the owned queues of topic.
+func (r *handOverRig) ownedOf(topic string) []MessageQueue {
+	var out []MessageQueue
+	for _, mq := range r.core.owned() {
+		if mq.Topic == topic {
+			out = append(out, mq)
+		}
+	}
+	return out
+}
+
+// updates counts the offset commits of T's queue qid the broker received.
+func (r *handOverRig) updates(qid int) int {
+	n := 0
+	for _, req := range r.b.requests(remoting.RequestUpdateConsumerOffset) {
+		var h wire.UpdateConsumerOffsetRequestHeader
+		if req.DecodeHeader(&h) == nil && h.Topic == "T" && h.QueueID == int32(qid) {
+			n++
+		}
+	}
+	return n
+}
+
+// refuse answers offset commits with code and remark.
+func (r *handOverRig) refuse(code int16, remark string) {
+	r.b.answer(remoting.RequestUpdateConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(code, remark)
+	})
+}
+
+// elect answers offset commits as a member of a group electing its leader.
+func (r *handOverRig) elect() {
+	r.refuse(remoting.ResponseServiceNotAvailable, wire.NotLeaderRemark(""))
+}
+
+// accept has the broker take commits again.
+func (r *handOverRig) accept() { r.b.answer(remoting.RequestUpdateConsumerOffset, nil) }
+
+// committed is the group's committed offset of T's queue qid (-1: none).
+func (r *handOverRig) committed(qid int) int64 {
+	off, ok := r.b.offset("HG", "T", qid)
+	if !ok {
+		return -1
+	}
+	return off
+}
+
+// TestHandOverOffsetKeptUntilConfirmed: the offset of a queue handed over
+// that its broker refused stays with the consumer until a broker takes it,
+// sent by the next persist round or by Close, which rides out the group's
+// election for it and for the owned queues' offsets; dropped, the next
+// owner would consume the queue's 3 messages again.
+func TestHandOverOffsetKeptUntilConfirmed(t *testing.T) {
+	for _, kind := range handOverKinds {
+		t.Run(kind+"/persist", func(t *testing.T) {
+			r := startHandOverRig(t, kind)
+			r.accept()
+			r.core.persistAll(context.Background())
+			if got := r.committed(1); got != 3 {
+				t.Fatalf("committed offset of the queue handed over after a persist round: %d, want 3", got)
+			}
+		})
+		t.Run(kind+"/closeDuringElection", func(t *testing.T) {
+			r := startHandOverRig(t, kind)
+			r.elect()
+			sent := r.b.count(remoting.RequestUpdateConsumerOffset)
+			closed := make(chan error, 1)
+			go func() { closed <- r.close(context.Background()) }()
+			testutil.WaitFor(t, 5*time.Second, "Close's commit refused", func() bool {
+				select {
+				case err := <-closed:
+					t.Fatalf("Close returned while the group elected: %v", err)
+				default:
+				}
+				return r.b.count(remoting.RequestUpdateConsumerOffset) > sent
+			})
+			r.accept()
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			for qid := range 2 {
+				if got := r.committed(qid); got != 3 {
+					t.Fatalf("committed offset of queue %d after Close: %d, want 3", qid, got)
+				}
+			}
+		})
+	}
+}
+
+// TestHandOverOffsetKeptWhenQueueComesBack: a queue handed over whose
+// offset no broker took yet comes back (the other member left); the
+// consumer resumes it after what it consumed, not at the group's older
+// committed offset, which would deliver those messages again.
+func TestHandOverOffsetKeptWhenQueueComesBack(t *testing.T) {
+	for _, kind := range handOverKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := startHandOverRig(t, kind)
+			pulls := len(r.b.requests(remoting.RequestPullMessage))
+			r.alone.Store(true)
+			r.core.triggerRebalance()
+			testutil.WaitFor(t, 5*time.Second, "queue 1 taken back", func() bool {
+				return slices.Equal(r.ownedOf("T"), []MessageQueue{hoQ0, hoQ1})
+			})
+			testutil.WaitFor(t, 5*time.Second, "queue 1 pulled again", func() bool {
+				for _, req := range r.b.requests(remoting.RequestPullMessage)[pulls:] {
+					var h wire.PullMessageRequestHeader
+					if req.DecodeHeader(&h) == nil && h.Topic == "T" && h.QueueID == 1 {
+						if h.QueueOffset != 3 {
+							t.Fatalf("queue 1 resumed at offset %d, want 3", h.QueueOffset)
+						}
+						return true
+					}
+				}
+				return false
+			})
+			r.accept()
+			r.core.persistAll(context.Background())
+			if kind == "liteCommit" {
+				// Only a Commit commits, or Close.
+				if err := r.close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := r.committed(1); got != 3 {
+				t.Fatalf("committed offset of queue 1: %d, want 3", got)
+			}
+		})
+	}
+}

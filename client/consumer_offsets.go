@@ -1,0 +1,214 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// Offsets a broker has not confirmed. A consumer keeps, per queue, the
+// offset no broker has taken yet — a lite pull Commit's that could not be
+// sent, a queue's handed over (rebalancing gave it to another consumer)
+// that could not be — and sends it every PersistInterval and on Close
+// until one does: a dropped offset would have the queue's next owner
+// consume again what was consumed here. An entry is replaced by a newer
+// offset of its queue and leaves once a broker confirmed it.
+//
+// Should the queue come back first, it resumes at the kept offset
+// (takeBack).
+
+// pendingOffset is an entry of consumerCore.pending.
+type pendingOffset struct {
+	seq uint64 // changes whenever the entry does
+	// handedOver: the queue is no longer ours; the store forgets its
+	// offset once a broker took it.
+	handedOver bool
+}
+
+// recordCommits stores offsets and makes them pending (a lite pull
+// Commit); the caller sends them with sendOffsets.
+func (c *consumerCore) recordCommits(offsets map[MessageQueue]int64) {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	for mq, off := range offsets {
+		c.store.Update(mq, off, false)
+		c.pendingSeq++
+		c.pending[mq] = pendingOffset{seq: c.pendingSeq}
+	}
+}
+
+// sendOffsets sends the offsets the store holds for mqs, after any send in
+// progress, riding out an election within ctx (commitOffsets), and forgets
+// the pending entries of mqs a broker confirmed and that did not change
+// meanwhile (the store forgets those of queues handed over, too).
+func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) error {
+	select {
+	case c.sending <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("client: offsets not sent: another send of them did not end in time: %w", ctx.Err())
+	}
+	defer func() { <-c.sending }()
+	c.pendingMu.Lock()
+	seen := make(map[MessageQueue]pendingOffset, len(mqs))
+	for _, mq := range mqs {
+		if e, ok := c.pending[mq]; ok {
+			seen[mq] = e
+		}
+	}
+	c.pendingMu.Unlock()
+	done, err := c.commitOffsets(ctx, mqs)
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	for mq := range done {
+		if e, ok := seen[mq]; ok && c.pending[mq] == e {
+			delete(c.pending, mq)
+			if e.handedOver {
+				c.store.Remove(mq)
+			}
+		}
+	}
+	return err
+}
+
+// persistPending is the persist round's send of the pending offsets,
+// those of queues handed over since included. An entry leaves only once a
+// broker confirmed it: a queue taken since the round began may already
+// hold a Commit's.
+func (c *consumerCore) persistPending(ctx context.Context) {
+	c.pendingMu.Lock()
+	mqs := slices.Collect(maps.Keys(c.pending))
+	c.pendingMu.Unlock()
+	if len(mqs) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+	defer cancel()
+	if err := c.sendOffsets(cctx, mqs); err != nil && ctx.Err() == nil {
+		c.warnOnce("persistPending", "committing offsets failed; retrying at the next persist interval", zap.Error(err))
+	} else {
+		c.clearWarn("persistPending")
+	}
+}
+
+// handOverOffset commits the offset of mq, a queue handed over, riding
+// out an election within ctx, and keeps it pending when no broker took it:
+// the persist rounds and Close send it again. A hand-over during close still commits, so
+// ctx's cancellation is not followed; its deadline, or the request
+// timeout, bounds the wait.
+func (c *consumerCore) handOverOffset(ctx context.Context, mq MessageQueue) {
+	if c.hooks.handedOver != nil {
+		c.hooks.handedOver(mq)
+	}
+	c.pendingMu.Lock()
+	if _, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
+		c.pendingSeq++
+		c.pending[mq] = pendingOffset{seq: c.pendingSeq, handedOver: true}
+	} else {
+		c.store.Remove(mq)
+	}
+	c.pendingMu.Unlock()
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
+	if d, ok := ctx.Deadline(); ok {
+		cancel()
+		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
+	}
+	defer cancel()
+	if err := c.sendOffsets(pctx, []MessageQueue{mq}); err != nil {
+		c.log.Warn("committing the offset of a queue handed over failed; kept, and sent again every PersistInterval and on Close",
+			zap.Stringer("queue", mq), zap.Error(err))
+	}
+}
+
+// takeBack is called when mq is about to start again: an offset it kept
+// pending since it was handed over is ours again, and returned so
+// that the queue resumes after what was consumed here. ok is false when
+// none is pending.
+func (c *consumerCore) takeBack(mq MessageQueue) (off int64, ok bool) {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	e, ok := c.pending[mq]
+	if !ok || !e.handedOver {
+		return 0, false
+	}
+	off, err := c.store.Read(context.Background(), mq, ReadFromMemory)
+	c.pendingSeq++
+	c.pending[mq] = pendingOffset{seq: c.pendingSeq}
+	return off, err == nil
+}
+
+// closeCommit is close's commit: the offsets of mqs, the queues owned when
+// close began, and the pending ones, each sent to its group's leader
+// riding out an election (commitOffsets) within ctx, or leaderFollowWait
+// when ctx has no deadline.
+func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) error {
+	all := slices.Clone(mqs)
+	c.pendingMu.Lock()
+	for mq := range c.pending {
+		if !slices.Contains(mqs, mq) {
+			all = append(all, mq)
+		}
+	}
+	c.pendingMu.Unlock()
+	return c.sendOffsets(ctx, all)
+}
+
+// commitOffsets sends the offsets the store holds for mqs to their
+// groups, each to its leader, riding out a leader change within ctx
+// (onLeader: UPDATE_CONSUMER_OFFSET is idempotent; leaderFollowWait in
+// all when ctx has no deadline); a broadcasting consumer's file is
+// written once. Groups are sent to side by side, so one that cannot
+// answer does not use up the others' time. It returns the offset that
+// reached its broker per queue, and the other queues' failures joined.
+func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]int64, error) {
+	done := make(map[MessageQueue]int64, len(mqs))
+	rs, ok := c.store.(*RemoteOffsetStore)
+	if !ok {
+		if err := c.store.Persist(ctx, mqs); err != nil {
+			return done, err
+		}
+		for _, mq := range mqs {
+			if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
+				done[mq] = off
+			}
+		}
+		return done, nil
+	}
+	ctx, cancel := leaderWait(ctx)
+	defer cancel()
+	groups := byBroker(mqs)
+	names := slices.Sorted(maps.Keys(groups))
+	errs := make([][]error, len(names))
+	var mu sync.Mutex // guards done
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			for _, mq := range groups[name] {
+				var sent int64
+				err := onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
+					func(_ context.Context, addr string, err error) bool {
+						_, retry := c.noteFailure(name, addr, err)
+						return retry
+					},
+					func(ctx context.Context, addr string) (err error) {
+						sent, err = rs.persistAt(ctx, mq, addr)
+						return err
+					})
+				switch {
+				case err != nil:
+					errs[i] = append(errs[i], err)
+				case sent >= 0:
+					mu.Lock()
+					done[mq] = sent
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return done, errors.Join(slices.Concat(errs...)...)
+}
