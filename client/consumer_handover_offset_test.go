@@ -226,6 +226,47 @@ func TestHandOverOffsetKeptUntilConfirmed(t *testing.T) {
 	}
 }
 
+// TestHandOverOffsetNotSentOverNewOwnersCommit: once the next owner of a
+// queue handed over committed an offset of its own, the offset this
+// consumer kept for it is not sent: the broker keeps the last offset it is
+// sent, and ours would move the new owner's back.
+func TestHandOverOffsetNotSentOverNewOwnersCommit(t *testing.T) {
+	for _, kind := range handOverKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := startHandOverRig(t, kind)
+			r.b.setOffset("HG", "T", 1, 10)
+			r.accept()
+			r.core.persistAll(context.Background())
+			if got := r.committed(1); got != 10 {
+				t.Fatalf("committed offset after a persist round: %d, want the new owner's 10", got)
+			}
+			if err := r.close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.committed(1); got != 10 {
+				t.Fatalf("committed offset after Close: %d, want the new owner's 10", got)
+			}
+		})
+	}
+}
+
+// TestHandOverOffsetSentOverOlderCommit: a committed offset below the one
+// kept for a queue handed over (a pull carried it, or the new owner is
+// behind) does not stop it: sending it loses nothing.
+func TestHandOverOffsetSentOverOlderCommit(t *testing.T) {
+	for _, kind := range handOverKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := startHandOverRig(t, kind)
+			r.b.setOffset("HG", "T", 1, 1)
+			r.accept()
+			r.core.persistAll(context.Background())
+			if got := r.committed(1); got != 3 {
+				t.Fatalf("committed offset after a persist round: %d, want 3", got)
+			}
+		})
+	}
+}
+
 // TestHandOverOffsetKeptWhenQueueComesBack: a queue handed over whose
 // offset no broker took yet comes back (the other member left); the
 // consumer resumes it after what it consumed, not at the group's older

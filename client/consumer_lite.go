@@ -229,9 +229,9 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 // new leader as sends do. When ctx ends first the error says so and the
 // offsets are not lost: like RocketMQ's DefaultLitePullConsumer, which
 // only records a commit in memory, the consumer keeps them and sends
-// them every PersistInterval until a leader takes them (also after their
-// queue was handed over), and on Close, whose error reports any it could
-// not send.
+// them every PersistInterval until a leader takes them (after their queue
+// was handed over, only until its new owner commits), and on Close, whose
+// error reports any it could not send.
 func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	c := l.core
 	owned := c.owned()

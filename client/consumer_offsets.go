@@ -19,14 +19,19 @@ import (
 // consume again what was consumed here. An entry is replaced by a newer
 // offset of its queue and leaves once a broker confirmed it.
 //
-// Should the queue come back first, it resumes at the kept offset
-// (takeBack).
+// A queue handed over has a new owner, which commits offsets of its own,
+// and brokers keep the last offset they are sent. So the offset of a
+// queue handed over is not sent once the group's committed offset reached
+// it by another's commit (RemoteOffsetStore.persistUnlessPassed), and the
+// entry is dropped. RocketMQ's client sends it once, when it gives the
+// queue up. Should the queue come back first, it resumes at the kept
+// offset (takeBack).
 
 // pendingOffset is an entry of consumerCore.pending.
 type pendingOffset struct {
 	seq uint64 // changes whenever the entry does
-	// handedOver: the queue is no longer ours; the store forgets its
-	// offset once a broker took it.
+	// handedOver: the queue is no longer ours, and its offset is sent
+	// only while its next owner has not committed (see above).
 	handedOver bool
 }
 
@@ -55,13 +60,15 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) erro
 	defer func() { <-c.sending }()
 	c.pendingMu.Lock()
 	seen := make(map[MessageQueue]pendingOffset, len(mqs))
+	handedOver := map[MessageQueue]bool{}
 	for _, mq := range mqs {
 		if e, ok := c.pending[mq]; ok {
 			seen[mq] = e
+			handedOver[mq] = e.handedOver
 		}
 	}
 	c.pendingMu.Unlock()
-	done, err := c.commitOffsets(ctx, mqs)
+	done, err := c.commitOffsets(ctx, mqs, handedOver)
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
 	for mq := range done {
@@ -97,7 +104,8 @@ func (c *consumerCore) persistPending(ctx context.Context) {
 
 // handOverOffset commits the offset of mq, a queue handed over, riding
 // out an election within ctx, and keeps it pending when no broker took it:
-// the persist rounds and Close send it again. A hand-over during close still commits, so
+// the persist rounds and Close send it again (while the queue's next
+// owner has not committed). A hand-over during close still commits, so
 // ctx's cancellation is not followed; its deadline, or the request
 // timeout, bounds the wait.
 func (c *consumerCore) handOverOffset(ctx context.Context, mq MessageQueue) {
@@ -125,7 +133,8 @@ func (c *consumerCore) handOverOffset(ctx context.Context, mq MessageQueue) {
 }
 
 // takeBack is called when mq is about to start again: an offset it kept
-// pending since it was handed over is ours again, and returned so
+// pending since it was handed over is ours again (sent as the owned
+// queues' are, with no check for another owner's commit), and returned so
 // that the queue resumes after what was consumed here. ok is false when
 // none is pending.
 func (c *consumerCore) takeBack(mq MessageQueue) (off int64, ok bool) {
@@ -164,7 +173,10 @@ func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) erro
 // written once. Groups are sent to side by side, so one that cannot
 // answer does not use up the others' time. It returns the offset that
 // reached its broker per queue, and the other queues' failures joined.
-func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]int64, error) {
+// The offset of a queue in handedOver is sent only while the group's
+// committed offset has not moved past the one the store knew
+// (persistUnlessPassed); one it was not sent for counts as reached.
+func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue, handedOver map[MessageQueue]bool) (map[MessageQueue]int64, error) {
 	done := make(map[MessageQueue]int64, len(mqs))
 	rs, ok := c.store.(*RemoteOffsetStore)
 	if !ok {
@@ -195,7 +207,11 @@ func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue) (m
 						return retry
 					},
 					func(ctx context.Context, addr string) (err error) {
-						sent, err = rs.persistAt(ctx, mq, addr)
+						if handedOver[mq] {
+							sent, err = rs.persistUnlessPassed(ctx, mq, addr)
+						} else {
+							sent, err = rs.persistAt(ctx, mq, addr)
+						}
 						return err
 					})
 				switch {

@@ -50,7 +50,9 @@
 // for its offsets under the same bound; its error reports any it could not
 // send. A queue rebalancing hands to another consumer has its offset sent
 // the same way, and one no broker took is kept and sent every
-// PersistInterval and on Close until one does (consumer_offsets.go). Calls
+// PersistInterval and on Close until one does, or until the queue's new
+// owner has committed: brokers keep the last offset they are sent, so
+// ours would then move the owner's back (consumer_offsets.go). Calls
 // given an address (BrokerRequest, BrokerConfig, CreateTopic and
 // UpdateSubscriptionGroup with a broker address) ask that member; a
 // request it refuses as its leader's (a not-leader answer) goes on to

@@ -190,6 +190,12 @@ type RemoteOffsetStore struct {
 	rc      *remoting.Client
 	resolve BrokerResolver
 	table   offsetTable
+
+	mu sync.Mutex
+	// known is, per queue, the group's committed offset as this store last
+	// read it or had it confirmed (-1: the broker had none); see
+	// persistUnlessPassed.
+	known map[MessageQueue]int64 // guarded by mu
 }
 
 // NewRemoteOffsetStore returns a store for group talking through rc to the
@@ -207,7 +213,12 @@ func (s *RemoteOffsetStore) Update(mq MessageQueue, offset int64, increaseOnly b
 }
 
 // Remove implements OffsetStore.
-func (s *RemoteOffsetStore) Remove(mq MessageQueue) { s.table.remove(mq) }
+func (s *RemoteOffsetStore) Remove(mq MessageQueue) {
+	s.table.remove(mq)
+	s.mu.Lock()
+	delete(s.known, mq)
+	s.mu.Unlock()
+}
 
 // Read implements OffsetStore. A broker answering QUERY_NOT_FOUND (22)
 // gives ErrOffsetNotFound.
@@ -224,6 +235,31 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 	if addr == "" {
 		return 0, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName)
 	}
+	off, err := s.queryAt(ctx, mq, addr)
+	switch {
+	case errors.Is(err, ErrOffsetNotFound):
+		s.setKnown(mq, -1)
+		return 0, err
+	case err != nil:
+		return 0, err
+	}
+	s.table.update(mq, off, false)
+	s.setKnown(mq, off)
+	return off, nil
+}
+
+func (s *RemoteOffsetStore) setKnown(mq MessageQueue, off int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known == nil {
+		s.known = map[MessageQueue]int64{}
+	}
+	s.known[mq] = off
+}
+
+// queryAt asks addr for the group's committed offset of mq
+// (ErrOffsetNotFound when it has none).
+func (s *RemoteOffsetStore) queryAt(ctx context.Context, mq MessageQueue, addr string) (int64, error) {
 	req := remoting.NewRequest(remoting.RequestQueryConsumerOffset,
 		&wire.QueryConsumerOffsetRequestHeader{ConsumerGroup: s.group, Topic: mq.Topic, QueueID: int32(mq.QueueID), BrokerName: mq.BrokerName}, nil)
 	resp, err := s.rc.InvokeSync(ctx, addr, req)
@@ -241,7 +277,6 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 	if err != nil {
 		return 0, fmt.Errorf("client: offset answer from %s: %q is not a number", addr, resp.ExtFields["offset"])
 	}
-	s.table.update(mq, off, false)
 	return off, nil
 }
 
@@ -281,5 +316,37 @@ func (s *RemoteOffsetStore) persistAt(ctx context.Context, mq MessageQueue, addr
 	if resp.Code != remoting.ResponseSuccess {
 		return off, &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]}
 	}
+	s.setKnown(mq, off)
 	return off, nil
+}
+
+// persistUnlessPassed is persistAt for a queue handed to another consumer:
+// it first asks addr for the group's committed offset, and does not send
+// mq's when that is already at or past it and is not the one this store
+// last knew (read, or had confirmed): the queue's new owner committed
+// then, and brokers keep the last offset they are sent, so ours would move
+// the owner's back (RocketMQ's client sends a queue's offset once, when it
+// gives the queue up, never after). A committed offset below ours is ours
+// sent with a pull (the pull commit flag) or the new owner's still behind
+// ours: sending ours then loses nothing. It returns mq's offset, sent or
+// not (-1 when none is recorded, and nothing is asked).
+func (s *RemoteOffsetStore) persistUnlessPassed(ctx context.Context, mq MessageQueue, addr string) (int64, error) {
+	off, ok := s.table.get(mq)
+	if !ok {
+		return -1, nil
+	}
+	committed, err := s.queryAt(ctx, mq, addr)
+	switch {
+	case errors.Is(err, ErrOffsetNotFound):
+		committed = -1
+	case err != nil:
+		return off, err
+	}
+	s.mu.Lock()
+	known, ok := s.known[mq]
+	s.mu.Unlock()
+	if committed >= off && (!ok || committed != known) {
+		return off, nil
+	}
+	return s.persistAt(ctx, mq, addr)
 }
