@@ -275,6 +275,24 @@ func (a *Admin) routeGroups(ctx context.Context, topic string) ([]string, error)
 // sent again.
 func (a *Admin) leaderCall(ctx context.Context, brokerName string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, string, error) {
 	var resp *remoting.RemotingCommand
+	at, err := a.groupCall(ctx, brokerName, func(ctx context.Context, addr string) (err error) {
+		resp, err = invokeOK(ctx, a.rc, brokerName, addr, newReq())
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return resp, at, nil
+}
+
+// groupCall runs call at the member of brokerName the routes choose
+// (routeManager.brokerAddr: the leader, else the route's master, else any
+// member) and returns the address that answered. A request only the
+// leader answers thus reaches the leader; one any member answers (a pull,
+// an offset lookup) is answered by a follower while the group has no
+// leader. It rides out members that are down or electing as leaderCall
+// does.
+func (a *Admin) groupCall(ctx context.Context, brokerName string, call func(ctx context.Context, addr string) error) (string, error) {
 	var at string
 	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout,
 		func(ctx context.Context, addr string, err error) bool {
@@ -286,15 +304,11 @@ func (a *Admin) leaderCall(ctx context.Context, brokerName string, newReq func()
 			}
 			return retry
 		},
-		func(ctx context.Context, addr string) (err error) {
-			resp, err = invokeOK(ctx, a.rc, brokerName, addr, newReq())
+		func(ctx context.Context, addr string) error {
 			at = addr
-			return err
+			return call(ctx, addr)
 		})
-	if err != nil {
-		return nil, "", err
-	}
-	return resp, at, nil
+	return at, err
 }
 
 // eachLeader sends the request newReq builds to the leader of every group
@@ -319,24 +333,6 @@ func (a *Admin) eachLeader(ctx context.Context, names []string, newReq func() *r
 		}
 	}
 	return done, errors.Join(errs...)
-}
-
-// routeMasters returns brokerName → master address from topic's route.
-func (a *Admin) routeMasters(ctx context.Context, topic string) (map[string]string, error) {
-	rd, err := a.TopicRoute(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, bd := range rd.BrokerDatas {
-		if addr := bd.BrokerAddrs[wire.MasterID]; addr != "" {
-			out[bd.BrokerName] = addr
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: topic %q has no broker master in its route", ErrNoBroker, topic)
-	}
-	return out, nil
 }
 
 // TopicSpec describes a topic to create or update.

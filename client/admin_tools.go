@@ -101,12 +101,6 @@ func (a *Admin) NameServerConfig(ctx context.Context, addr string) (map[string]s
 	return parseConfigAnswer(addr, resp.Body)
 }
 
-// RouteMasters returns brokerName → leader address of every group
-// holding topic.
-func (a *Admin) RouteMasters(ctx context.Context, topic string) (map[string]string, error) {
-	return a.routeMasters(ctx, topic)
-}
-
 // ClusterMasters returns brokerName → leader address of every group of
 // cluster ("" = every cluster).
 func (a *Admin) ClusterMasters(ctx context.Context, cluster string) (map[string]string, error) {
@@ -132,14 +126,68 @@ func (a *Admin) QueryMessageByUniqueKey(ctx context.Context, topic, id string) (
 	return out, nil
 }
 
-// PullQueue reads up to maxNums messages of mq from offset at addr for
-// group, matching sub (nil: all), without committing anything.
-func (a *Admin) PullQueue(ctx context.Context, addr, group string, mq MessageQueue, offset int64, maxNums int, sub *SubscriptionData) (*PullResult, error) {
+// PullQueue reads up to maxNums messages of mq from offset for group,
+// matching sub (nil: all), without committing anything. It reads where
+// the pull consumer does (mqadmin's DefaultMQPullConsumer reads through
+// findBrokerAddressInSubscribe): the group's leader, else any member the
+// route lists, since raftmq followers answer pulls of what they have
+// applied; so it reads while the group has no leader. A follower's answer
+// naming the leader moves the next reads there.
+func (a *Admin) PullQueue(ctx context.Context, group string, mq MessageQueue, offset int64, maxNums int, sub *SubscriptionData) (*PullResult, error) {
+	if err := a.knowQueueGroup(ctx, mq); err != nil {
+		return nil, err
+	}
+	var res *PullResult
+	at, err := a.groupCall(ctx, mq.BrokerName, func(ctx context.Context, addr string) (err error) {
+		res, err = PullMessage(ctx, a.rc, addr, pullRequest(group, mq, offset, maxNums, sub))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.LeaderAddr != "" {
+		a.routes.follow(mq.BrokerName, at, res.LeaderAddr)
+	}
+	return res, nil
+}
+
+// PullQueueAt is PullQueue at one member, addr, whatever its role.
+func (a *Admin) PullQueueAt(ctx context.Context, addr, group string, mq MessageQueue, offset int64, maxNums int, sub *SubscriptionData) (*PullResult, error) {
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
 	defer cancel()
+	return PullMessage(cctx, a.rc, addr, pullRequest(group, mq, offset, maxNums, sub))
+}
+
+// pullRequest is a one-shot pull of the admin's reading commands: not
+// suspended, and with no commit offset, so it leaves no offset behind.
+func pullRequest(group string, mq MessageQueue, offset int64, maxNums int, sub *SubscriptionData) *PullRequest {
 	flag := int32(0)
 	if sub != nil {
 		flag |= wire.PullFlagSubscription
 	}
-	return PullMessage(cctx, a.rc, addr, &PullRequest{Group: group, Queue: mq, Offset: offset, MaxMsgNums: maxNums, SysFlag: flag, Subscription: sub})
+	return &PullRequest{Group: group, Queue: mq, Offset: offset, MaxMsgNums: maxNums, SysFlag: flag, Subscription: sub}
+}
+
+// SearchOffset returns the first offset of mq stored at or after t
+// (SEARCH_OFFSET_BY_TIMESTAMP, 29), asked where PullQueue reads.
+func (a *Admin) SearchOffset(ctx context.Context, mq MessageQueue, t time.Time) (int64, error) {
+	if err := a.knowQueueGroup(ctx, mq); err != nil {
+		return 0, err
+	}
+	var off int64
+	_, err := a.groupCall(ctx, mq.BrokerName, func(ctx context.Context, addr string) (err error) {
+		off, err = searchOffset(ctx, a.rc, addr, mq, t.UnixMilli())
+		return err
+	})
+	return off, err
+}
+
+// knowQueueGroup fetches mq's topic route when the routes know no member
+// of mq's broker group (groupCall starts from them).
+func (a *Admin) knowQueueGroup(ctx context.Context, mq MessageQueue) error {
+	if a.routes.brokerAddr(mq.BrokerName) != "" {
+		return nil
+	}
+	_, err := a.routeGroups(ctx, mq.Topic)
+	return err
 }

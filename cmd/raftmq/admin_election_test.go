@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +91,65 @@ func TestAdminCommandsRideOutElection(t *testing.T) {
 	}
 	if _, ok := c.Member(0, nl).Group.State().SubscriptionGroup("ElDel"); ok {
 		t.Error("ElDel still exists on the new leader")
+	}
+}
+
+// TestAdminReadsWithoutMaster: the message-reading commands pull where
+// mqadmin's DefaultMQPullConsumer does (findBrokerAddressInSubscribe):
+// the group's leader when the route names one, else any member it lists;
+// raftmq followers answer pulls of what they have applied. With the
+// leader and a follower down (no quorum, so no master registered) they
+// print the stored messages from the surviving member.
+func TestAdminReadsWithoutMaster(t *testing.T) {
+	c := startAdminCluster(t)
+	n := []string{"-n", c.nsAddr}
+	mustAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "RdT", "-r", "1", "-w", "1")...)
+	testutil.WaitFor(t, 10*time.Second, "RdT routed", func() bool {
+		_, err := runAdmin(t, append(n, "topicRoute", "-t", "RdT")...)
+		return err == nil
+	})
+	const msgs = 3
+	var bodies []string
+	for i := range msgs {
+		bodies = append(bodies, fmt.Sprintf("read-%d", i))
+		mustAdmin(t, append(n, "sendMessage", "-t", "RdT", "-p", bodies[i], "-b", "broker-a", "-i", "0")...)
+	}
+	l := c.Leader(0)
+	f, s := (l+1)%3, (l+2)%3
+	surv := c.Member(0, s).Group.Store()
+	testutil.WaitFor(t, 10*time.Second, "the survivor applying every message", func() bool {
+		return surv.GetMaxOffsetInQueue("RdT", 0) == msgs
+	})
+	c.Kill(0, l)
+	c.Kill(0, f)
+	testutil.WaitFor(t, 10*time.Second, "the name server routing no master", func() bool { return c.routedLeader() == "" })
+
+	for _, args := range [][]string{
+		{"printMsg", "-t", "RdT"},
+		{"printMsg", "-t", "RdT", "-b", "0", "-e", "now"},
+		{"printMsgByQueue", "-t", "RdT", "-a", "broker-a", "-i", "0"},
+		{"consumeMessage", "-t", "RdT", "-g", "RdG", "-c", "10"},
+		{"consumeMessage", "-t", "RdT", "-b", "broker-a", "-i", "0", "-o", "0"},
+	} {
+		out, err := runAdmin(t, append(append(n, args...), "--json")...)
+		var pm printedMessages
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &pm)
+		}
+		var got []string
+		for _, m := range pm.Messages {
+			got = append(got, m.Body)
+		}
+		if err != nil || !slices.Equal(got, bodies) {
+			t.Errorf("%v without a master: %v, bodies %q, want %q\n%s", args, err, got, bodies, out)
+		}
+	}
+	var mv messageView
+	out, err := runAdmin(t, append(n, "queryMsgByOffset", "-t", "RdT", "-b", "broker-a", "-i", "0", "-o", "1", "--json")...)
+	if err == nil {
+		err = json.Unmarshal([]byte(out), &mv)
+	}
+	if err != nil || mv.Body != bodies[1] || mv.QueueOffset != 1 {
+		t.Errorf("queryMsgByOffset without a master: %v, %+v\n%s", err, mv, out)
 	}
 }

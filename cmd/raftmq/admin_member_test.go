@@ -147,7 +147,7 @@ func TestAdminReplaceMember(t *testing.T) {
 		testutil.WaitFor(t, 10*time.Second, "new member serves "+s.body, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			r, err := a.PullQueue(ctx, nm.Addr(), "memcheck", s.res.Queue, s.res.QueueOffset, 1, nil)
+			r, err := a.PullQueueAt(ctx, nm.Addr(), "memcheck", s.res.Queue, s.res.QueueOffset, 1, nil)
 			if err != nil || len(r.Messages) == 0 {
 				return false
 			}

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/remoting"
-	"github.com/raftmq/raftmq/wire"
 )
 
 // Message commands of mqadmin: lookups, printing, reading and send RT
@@ -38,20 +35,20 @@ func runQueryMsgByUniqueKey(ctx context.Context, s *adminSession, in flagValues)
 	return out, nil
 }
 
-// runQueryMsgByOffset reads the queue's unit at the offset
-// (QUERY_CONSUME_QUEUE) and then the message (VIEW_MESSAGE_BY_ID).
+// runQueryMsgByOffset pulls the one message at the offset, where
+// mqadmin's pull consumer does: the group's leader, else any member the
+// route lists (client.Admin.PullQueue).
 func runQueryMsgByOffset(ctx context.Context, s *adminSession, in flagValues) (messageView, error) {
 	topic, name := in.str("topic"), in.str("brokerName")
-	masters, err := s.a.RouteMasters(ctx, topic)
+	names, err := s.a.RouteGroups(ctx, topic)
 	if err != nil {
 		return messageView{}, err
 	}
-	addr := masters[name]
-	if addr == "" {
-		return messageView{}, fmt.Errorf("%w: topic %s has no queues on broker group %s", errNotFound, topic, name)
+	if !slices.Contains(names, name) {
+		return messageView{}, fmt.Errorf("%w: topic %s has no queues on broker group %s (its groups: %s)", errNotFound, topic, name, strings.Join(names, ", "))
 	}
 	mq := client.MessageQueue{Topic: topic, BrokerName: name, QueueID: in.int("queueId")}
-	res, err := s.a.PullQueue(ctx, addr, adminGroup, mq, in.int64("offset"), 1, nil)
+	res, err := s.a.PullQueue(ctx, adminGroup, mq, in.int64("offset"), 1, nil)
 	if err != nil {
 		return messageView{}, err
 	}
@@ -77,7 +74,10 @@ type printedMessages struct {
 
 // printMessages reads the chosen queues (every queue of the topic, or
 // brokerName/queueID) from -o or the first offset stored at or after -b/-s
-// up to -e, at most limit messages (0: no limit), matching -s.
+// up to -e, at most limit messages (0: no limit), matching -s. Each group
+// is read where mqadmin's pull consumer reads: its leader, else any member
+// the route lists (client.Admin.PullQueue), so a group electing or
+// without quorum still shows what its members stored.
 func (s *adminSession) printMessages(ctx context.Context, in flagValues, brokerName string, queueID int, limit int64) (printedMessages, error) {
 	topic := in.str("topic")
 	out := printedMessages{Messages: []messageView{}, bodies: true, each: true}
@@ -103,26 +103,21 @@ func (s *adminSession) printMessages(ctx context.Context, in flagValues, brokerN
 	if err != nil {
 		return out, err
 	}
-	masters, err := s.a.RouteMasters(ctx, topic)
-	if err != nil {
-		return out, err
-	}
 	slices.SortFunc(stats, func(a, b client.QueueStat) int { return client.CompareQueues(a.Queue, b.Queue) })
 	for _, q := range stats {
 		if (brokerName != "" && q.Queue.BrokerName != brokerName) || (queueID >= 0 && q.Queue.QueueID != queueID) {
 			continue
 		}
-		addr := masters[q.Queue.BrokerName]
 		from, to := q.MinOffset, q.MaxOffset
 		if o, ok := in["offset"]; ok && o.(int64) >= 0 {
 			from = max(from, o.(int64))
 		} else if !begin.IsZero() {
-			if from, err = s.searchOffset(ctx, addr, q.Queue, begin); err != nil {
+			if from, err = s.a.SearchOffset(ctx, q.Queue, begin); err != nil {
 				return out, err
 			}
 		}
 		if !end.IsZero() {
-			if to, err = s.searchOffset(ctx, addr, q.Queue, end); err != nil {
+			if to, err = s.a.SearchOffset(ctx, q.Queue, end); err != nil {
 				return out, err
 			}
 		}
@@ -130,7 +125,7 @@ func (s *adminSession) printMessages(ctx context.Context, in flagValues, brokerN
 			if limit > 0 && int64(len(out.Messages)) >= limit {
 				return out, nil
 			}
-			res, err := s.a.PullQueue(ctx, addr, group, q.Queue, off, 32, sub)
+			res, err := s.a.PullQueue(ctx, group, q.Queue, off, 32, sub)
 			if err != nil {
 				return out, err
 			}
@@ -161,17 +156,6 @@ func timeFlag(in flagValues, name string) time.Time {
 		return v
 	}
 	return time.Time{}
-}
-
-// searchOffset is the first queue offset stored at or after t
-// (SEARCH_OFFSET_BY_TIMESTAMP).
-func (s *adminSession) searchOffset(ctx context.Context, addr string, mq client.MessageQueue, t time.Time) (int64, error) {
-	resp, err := s.a.BrokerRequest(ctx, addr, remoting.RequestSearchOffsetByTimestamp,
-		&wire.SearchOffsetRequestHeader{Topic: mq.Topic, QueueID: int32(mq.QueueID), Timestamp: t.UnixMilli()}, nil)
-	if err != nil {
-		return 0, err
-	}
-	return offsetExt(addr, resp)
 }
 
 func tablePrinted(w *tabwriter.Writer, r printedMessages) {
@@ -317,15 +301,4 @@ func runClusterRT(ctx context.Context, s *adminSession, in flagValues) ([]cluste
 		}
 	}
 	return out, nil
-}
-
-// eachNameServer sends one request to every -n name server; all must
-// succeed.
-// offsetExt reads the "offset" field of an offset answer's header.
-func offsetExt(addr string, resp *remoting.RemotingCommand) (int64, error) {
-	off, err := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("offset answer of %s: %q is not a number", addr, resp.ExtFields["offset"])
-	}
-	return off, nil
 }

@@ -299,7 +299,7 @@ func (p *probes) oldPull() func(context.Context) bool {
 		if err != nil || routeLeader(m) == "" {
 			return false
 		}
-		res, err := p.admin.PullQueue(ctx, routeLeader(m), "restart_bench", probeQueue, 0, 1, sub)
+		res, err := p.admin.PullQueueAt(ctx, routeLeader(m), "restart_bench", probeQueue, 0, 1, sub)
 		return err == nil && res.Status == client.PullFound && len(res.Messages) > 0 && res.Messages[0].QueueOffset == 0
 	}
 }
