@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+	"go.uber.org/zap"
 )
 
 // TestAdminCommandsRideOutElection: the commands whose requests only a
@@ -151,5 +156,54 @@ func TestAdminReadsWithoutMaster(t *testing.T) {
 	}
 	if err != nil || mv.Body != bodies[1] || mv.QueueOffset != 1 {
 		t.Errorf("queryMsgByOffset without a master: %v, %+v\n%s", err, mv, out)
+	}
+}
+
+// TestStatsAllPassesOverAnUnreadableTopic: as mqadmin, statsAll goes on
+// past a topic it cannot read. The name server routes topic StGone to a
+// group whose only member is gone (nothing listens at its address); the
+// live topic's row is still printed, the command names StGone and exits
+// non-zero, and the dead group costs one request timeout.
+func TestStatsAllPassesOverAnUnreadableTopic(t *testing.T) {
+	c := startAdminCluster(t)
+	n := []string{"-n", c.nsAddr}
+	mustAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "StLive", "-r", "1", "-w", "1")...)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := l.Addr().String()
+	l.Close()
+	body, err := wire.EncodeRegisterBrokerBody(&wire.RegisterBrokerBody{
+		TopicConfigSerializeWrapper: wire.TopicConfigSerializeWrapper{TopicConfigTable: map[string]wire.TopicConfig{
+			"StGone": {TopicName: "StGone", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}}},
+		FilterServerList: []string{},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := remoting.NewClient(remoting.ClientConfig{DefaultTimeout: 5 * time.Second}, zap.NewNop())
+	defer rc.Close()
+	resp, err := rc.InvokeSync(context.Background(), c.nsAddr, remoting.NewRequest(remoting.RequestRegisterBroker,
+		&wire.RegisterBrokerRequestHeader{BrokerName: "broker-gone", BrokerAddr: gone, ClusterName: "DefaultCluster",
+			HAServerAddr: gone, BodyCrc32: int32(wire.BodyCRC32(body))}, body))
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("registering broker-gone: %v %+v", err, resp)
+	}
+	testutil.WaitFor(t, 10*time.Second, "StLive routed", func() bool {
+		_, err := runAdmin(t, append(n, "topicRoute", "-t", "StLive")...)
+		return err == nil
+	})
+
+	out, err := runAdmin(t, append(n, "statsAll", "--json", "--timeout", "1s")...)
+	if err == nil || !strings.Contains(err.Error(), "StGone") {
+		t.Errorf("statsAll with StGone unreadable: error %v, want one naming StGone", err)
+	}
+	var rows []statsRow
+	if jerr := json.Unmarshal([]byte(out), &rows); jerr != nil || !slices.ContainsFunc(rows, func(r statsRow) bool { return r.Topic == "StLive" }) {
+		t.Errorf("statsAll printed no row for StLive (%v):\n%s", jerr, out)
+	}
+	if slices.ContainsFunc(rows, func(r statsRow) bool { return r.Topic == "StGone" }) {
+		t.Errorf("statsAll printed a row for the unreadable StGone:\n%s", out)
 	}
 }

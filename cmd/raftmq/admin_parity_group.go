@@ -175,7 +175,9 @@ func (s *adminSession) brokerStats(ctx context.Context, brokerName, name, key st
 
 // runStatsAll is mqadmin statsAll: per topic, its put rate and day count
 // summed over its groups' leaders, then per consuming group the same for
-// gets and its lag.
+// gets and its lag. As mqadmin, a topic that cannot be read is passed over
+// for the next; unlike it, the command then names each such topic and exits
+// non-zero after printing the rest.
 func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRow, error) {
 	active := in.bool("activeTopic")
 	topics := []string{in.str("topic")}
@@ -186,61 +188,82 @@ func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRo
 		}
 	}
 	out := []statsRow{}
+	var errs []error
 	for _, t := range topics {
 		if strings.HasPrefix(t, wire.RetryGroupTopicPrefix) || strings.HasPrefix(t, wire.DLQGroupTopicPrefix) {
 			continue
 		}
-		names, err := s.a.RouteGroups(ctx, t)
+		rows, err := s.topicStats(ctx, t, active)
 		if err != nil {
-			continue // no route: nothing to show
-		}
-		base := statsRow{Topic: t}
-		groups := map[string]bool{}
-		for _, name := range names {
-			d, err := s.brokerStats(ctx, name, wire.StatsTopicPutNums, t)
-			if err != nil {
-				return out, err
-			}
-			base.InTPS += d.StatsMinute.Tps
-			base.InMsg24Hour += d.StatsDay.Sum
-			resp, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestQueryTopicConsumeByWho,
-				&wire.QueryTopicConsumeByWhoRequestHeader{Topic: t}, nil)
-			if err != nil {
-				return out, err
-			}
-			var gl wire.GroupList
-			if err := json.Unmarshal(resp.Body, &gl); err != nil {
-				return out, fmt.Errorf("QUERY_TOPIC_CONSUME_BY_WHO answer of %s: %w", addr, err)
-			}
-			for _, g := range gl.GroupList {
-				groups[g] = true
-			}
-		}
-		if len(groups) == 0 {
-			if !active || base.InMsg24Hour > 0 {
-				out = append(out, base)
-			}
+			errs = append(errs, fmt.Errorf("topic %s: %w", t, err))
 			continue
 		}
-		for _, g := range slices.Sorted(maps.Keys(groups)) {
-			r := base
-			r.Group = g
-			for _, name := range names {
-				d, err := s.brokerStats(ctx, name, wire.StatsGroupGetNums, t+"@"+g)
-				if err != nil {
-					return out, err
-				}
-				r.OutTPS += d.StatsMinute.Tps
-				r.OutMsg24Hour += d.StatsDay.Sum
+		out = append(out, rows...)
+	}
+	if len(errs) > 0 {
+		return out, partialFailure{errors.Join(errs...)}
+	}
+	return out, nil
+}
+
+// topicStats is statsAll's rows for topic t. One request timeout bounds
+// them, so that a group that cannot answer (every member down, or one the
+// name server still routes after it died) costs the command that long, not
+// the whole command's budget.
+func (s *adminSession) topicStats(ctx context.Context, t string, active bool) ([]statsRow, error) {
+	names, err := s.a.RouteGroups(ctx, t)
+	if err != nil {
+		return nil, nil // no route: nothing to show
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.f.timeout)
+	defer cancel()
+	base := statsRow{Topic: t}
+	groups := map[string]bool{}
+	for _, name := range names {
+		d, err := s.brokerStats(ctx, name, wire.StatsTopicPutNums, t)
+		if err != nil {
+			return nil, err
+		}
+		base.InTPS += d.StatsMinute.Tps
+		base.InMsg24Hour += d.StatsDay.Sum
+		resp, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestQueryTopicConsumeByWho,
+			&wire.QueryTopicConsumeByWhoRequestHeader{Topic: t}, nil)
+		if err != nil {
+			return nil, err
+		}
+		var gl wire.GroupList
+		if err := json.Unmarshal(resp.Body, &gl); err != nil {
+			return nil, fmt.Errorf("QUERY_TOPIC_CONSUME_BY_WHO answer of %s: %w", addr, err)
+		}
+		for _, g := range gl.GroupList {
+			groups[g] = true
+		}
+	}
+	if len(groups) == 0 {
+		if !active || base.InMsg24Hour > 0 {
+			return []statsRow{base}, nil
+		}
+		return nil, nil
+	}
+	var out []statsRow
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		r := base
+		r.Group = g
+		for _, name := range names {
+			d, err := s.brokerStats(ctx, name, wire.StatsGroupGetNums, t+"@"+g)
+			if err != nil {
+				return nil, err
 			}
-			if qs, err := s.a.ConsumerProgress(ctx, g, t); err == nil {
-				for _, q := range qs {
-					r.Accumulation += q.Lag
-				}
+			r.OutTPS += d.StatsMinute.Tps
+			r.OutMsg24Hour += d.StatsDay.Sum
+		}
+		if qs, err := s.a.ConsumerProgress(ctx, g, t); err == nil {
+			for _, q := range qs {
+				r.Accumulation += q.Lag
 			}
-			if !active || r.InMsg24Hour > 0 || r.OutMsg24Hour > 0 {
-				out = append(out, r)
-			}
+		}
+		if !active || r.InMsg24Hour > 0 || r.OutMsg24Hour > 0 {
+			out = append(out, r)
 		}
 	}
 	return out, nil
