@@ -48,3 +48,28 @@ func TestMarkerWriteFailureLeavesNoEmptyMarker(t *testing.T) {
 		}
 	})
 }
+
+// TestMarkerThatCannotBeCheckedCounts: when a marker's presence cannot be
+// told (stat fails with EIO or EACCES, not "no such file"), the member
+// must act as if it were there: a removed or damaged member that starts
+// because its disk hid the marker would vote.
+func TestMarkerThatCannotBeCheckedCounts(t *testing.T) {
+	for _, errno := range []unix.Errno{unix.EIO, unix.EACCES} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			fsys := storage.NewFaultFS(1)
+			path := filepath.Join("/data", "raft", "REMOVED")
+			fsys.SetFaultFunc(func(op storage.FaultOp, name string) error {
+				if op == storage.OpRead && name == path {
+					return errno
+				}
+				return nil
+			})
+			if why := readMarkerFile(fsys, path); why == "" {
+				t.Fatalf("stat failing with %v reads as no marker", errno)
+			}
+		})
+	}
+	if why := readMarkerFile(storage.NewFaultFS(1), "/data/raft/REMOVED"); why != "" {
+		t.Fatalf("an absent marker reads as %q", why)
+	}
+}

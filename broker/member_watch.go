@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,11 +85,16 @@ const maxMarkerRead = 64 << 10
 
 // readMarkerFile returns what a marker file (REMOVED, DAMAGED,
 // INDEX_REBUILD) records, "" when there is none. A marker that is there
-// but empty or unreadable still counts: its presence is the record.
+// but empty or unreadable still counts: its presence is the record. So
+// does one whose presence cannot be told (stat failing other than with
+// "no such file"): each marker stops something unsafe, so doubt keeps it.
 func readMarkerFile(fsys storage.FS, path string) string {
 	fi, err := fsys.Stat(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return ""
+	}
+	if err != nil {
+		return "recorded (marker cannot be checked: " + err.Error() + ")"
 	}
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
