@@ -165,7 +165,12 @@ type lineReader struct {
 
 // next returns the next logical line that is neither blank nor a comment,
 // with the number of its first physical line; ok is false at the end.
+// A line that is only a backslash continues into nothing, and a logical
+// line with nothing in it yet is still at its start (Java 9+'s LineReader
+// tests for comments while its buffer is empty): the physical line after
+// it is read as a fresh one, so a blank or comment line there is skipped.
 func (r *lineReader) next() (logical string, line int, ok bool) {
+fresh:
 	for r.pos < len(r.s) {
 		line = r.line + 1
 		phys := strings.TrimLeft(r.physical(), " \t\f")
@@ -181,6 +186,9 @@ func (r *lineReader) next() (logical string, line int, ok bool) {
 			b.WriteString(phys[:len(phys)-1])
 			if r.pos == len(r.s) {
 				break // Java drops a backslash that ends the text
+			}
+			if b.Len() == 0 {
+				continue fresh
 			}
 			phys = strings.TrimLeft(r.physical(), " \t\f")
 		}

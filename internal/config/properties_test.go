@@ -14,7 +14,8 @@ import (
 // with any line ending, '!' comments, escapes) gives the pairs Java
 // gives. A file that is not UTF-8 is read as ISO-8859-1, the encoding
 // Properties.load(InputStream) uses, and a UTF-8 byte-order mark is not
-// part of the first key.
+// part of the first key. The cases were checked against Java 17's
+// Properties.load.
 func TestParsePropertiesAsJava(t *testing.T) {
 	for _, c := range []struct {
 		in   string
@@ -45,6 +46,15 @@ func TestParsePropertiesAsJava(t *testing.T) {
 		{"k=\xe9t\xe9\n", map[string]string{"k": "été"}},
 		{"k=été\n", map[string]string{"k": "été"}},
 		{"\xef\xbb\xbfk=v\n", map[string]string{"k": "v"}},
+		// A line that is only a backslash continues into nothing: the next
+		// line still starts a logical line, so a blank or comment line
+		// there is skipped, as Java 9+ reads it.
+		{"\\\n\nk=v\n", map[string]string{"k": "v"}},
+		{"\\\n#x=1\nk=v\n", map[string]string{"k": "v"}},
+		{"  \\\n  !x\n", map[string]string{}},
+		{"\\\n  \\\n k=v\n", map[string]string{"k": "v"}},
+		{"\\\nk=v\n", map[string]string{"k": "v"}},
+		{"\\", map[string]string{"": ""}},
 	} {
 		got, err := ParseProperties([]byte(c.in))
 		if err != nil || !maps.Equal(got, c.want) {
