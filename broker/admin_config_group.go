@@ -69,6 +69,11 @@ func (c *Controller) loadRuntimeConfig() {
 	if c.runtimeConfigPath() == "" {
 		return
 	}
+	// A crash in the middle of saveRuntimeConfig leaves its temporary file;
+	// nothing saves before the Controller starts serving.
+	if err := storage.RemoveTempFiles(storage.OSFS(), c.runtimeConfigPath()); err != nil {
+		c.log.Warn("runtime config: leftover temporary files not removed", zap.Error(err))
+	}
 	b, err := os.ReadFile(c.runtimeConfigPath())
 	if err != nil {
 		if !os.IsNotExist(err) {

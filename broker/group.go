@@ -233,6 +233,9 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	g.fsm = &fsm{logs: g.logs, ms: g.ms, st: g.st, log: log, retry: defaultApplyRetry(cfg.ApplyRetryTimeout), quit: g.quit,
 		timers: g.timers}
+	if err := g.removeMarkerTemps(); err != nil {
+		return nil, err
+	}
 	rebuild, needRebuild, err := g.planIndexRebuild()
 	if err != nil {
 		return nil, err

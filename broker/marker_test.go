@@ -73,3 +73,72 @@ func TestMarkerThatCannotBeCheckedCounts(t *testing.T) {
 		t.Fatalf("an absent marker reads as %q", why)
 	}
 }
+
+// TestStartRemovesLeftoverTempFiles: a crash between a small file's
+// atomic write (create a temporary file, rename it over the target) and
+// its rename leaves the temporary file. A member's start removes those of
+// the files only it writes (markers, Raft log meta and backfill record,
+// timer index synced mark), and nothing else in their directories.
+func TestStartRemovesLeftoverTempFiles(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{sync: true, disk: true})
+	c.createTopic("T", 1)
+	f := c.followerOf(c.leader())
+	root := c.nodes[f].cfg.Store.StorePathRootDir
+	c.stop(f)
+	left := []string{
+		filepath.Join(root, "raft", "REMOVED.tmp.1x2y"),
+		filepath.Join(root, "raft", "DAMAGED.tmp.zz"),
+		filepath.Join(root, "raft", "INDEX_REBUILD.tmp.3"),
+		filepath.Join(root, "raft", "log", "raftlog.meta.tmp.k9"),
+		filepath.Join(root, "raft", "log", "raftlog.backfill.tmp.abc"),
+		filepath.Join(root, "timer", "SYNCED.tmp.q1"),
+	}
+	kept := []string{
+		filepath.Join(root, "raft", "REMOVED.tmp.X"), // not a WriteFileAtomic name
+		filepath.Join(root, "raft", "notes.tmp.1"),   // not a file the member writes
+	}
+	for _, p := range append(append([]string{}, left...), kept...) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.start(f)
+	for _, p := range left {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after the start: %v, want it removed", p, err)
+		}
+	}
+	for _, p := range kept {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s after the start: %v, want it kept", p, err)
+		}
+	}
+	if c.nodes[f].g().LogDamaged() != nil {
+		t.Fatalf("member damaged after the start: %v", c.nodes[f].g().LogDamaged())
+	}
+}
+
+// TestRuntimeConfigLoadRemovesLeftoverTempFiles: the same for the runtime
+// config file UPDATE_BROKER_CONFIG saves, at the Controller's start.
+func TestRuntimeConfigLoadRemovesLeftoverTempFiles(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	c := tc.nodes[0]
+	path := c.runtimeConfigPath()
+	if path == "" {
+		t.Fatal("no runtime config path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := path + ".tmp.7f"
+	if err := os.WriteFile(tmp, []byte("maxMessageSize=1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.loadRuntimeConfig()
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("%s after loading: %v, want it removed", tmp, err)
+	}
+}

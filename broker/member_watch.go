@@ -79,6 +79,18 @@ func writeMarkerFile(fsys storage.FS, path, reason string) error {
 	return storage.WriteFileAtomic(fsys, path, []byte(reason+"\n"))
 }
 
+// removeMarkerTemps removes what a crash in the middle of a marker write
+// left (writeMarkerFile's temporary files). It runs at start, before
+// anything can write a marker.
+func (g *Group) removeMarkerTemps() error {
+	for _, p := range []string{g.removedMarkerPath(), g.damagedMarkerPath(), g.indexRebuildMarkerPath()} {
+		if err := storage.RemoveTempFiles(g.diskFS, p); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+	}
+	return nil
+}
+
 // maxMarkerRead bounds what readMarkerFile reads: a marker holds one
 // error text.
 const maxMarkerRead = 64 << 10

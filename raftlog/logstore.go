@@ -220,6 +220,13 @@ func openOn(segQ *storage.MappedFileQueue, dir string, o Options) (*LogStore, er
 	if err := s.fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// A crash between a meta or backfill write's create and rename leaves
+	// its temporary file; nothing writes them while the log is closed.
+	for _, name := range []string{metaFileName, backfillFileName} {
+		if err := storage.RemoveTempFiles(s.fsys, filepath.Join(dir, name)); err != nil {
+			return nil, err
+		}
+	}
 	m, ok, err := readMeta(s.fsys, dir)
 	if err != nil {
 		return nil, err

@@ -130,6 +130,11 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
+	// A crash between a synced-mark write's create and rename leaves its
+	// temporary file; nothing writes the mark while the index is closed.
+	if err := storage.RemoveTempFiles(fsys, filepath.Join(dir, syncedName)); err != nil {
+		return nil, fmt.Errorf("timerindex: %w", err)
+	}
 	var err error
 	if x.mark, err = fsys.OpenFile(filepath.Join(dir, appliedName), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		return nil, fmt.Errorf("timerindex: %w", err)
