@@ -25,6 +25,9 @@ type handOverRig struct {
 	push  *PushConsumer
 	close func(context.Context) error
 	alone atomic.Bool // the group has no other member
+	// shared counts the member lists the broker answered with the other
+	// member in them.
+	shared atomic.Int32
 }
 
 var (
@@ -36,7 +39,8 @@ var (
 // (concurrent, orderly), and lite pull with AutoCommit or with Commit.
 var handOverKinds = []string{"concurrent", "orderly", "lite", "liteCommit"}
 
-func startHandOverRig(t *testing.T, kind string) *handOverRig {
+// opts are added to the consumer's options.
+func startHandOverRig(t *testing.T, kind string, opts ...ConsumerOpt) *handOverRig {
 	t.Helper()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
@@ -55,8 +59,8 @@ func startHandOverRig(t *testing.T, kind string) *handOverRig {
 	r := &handOverRig{b: b}
 	r.refuse(remoting.ResponseSystemError, "scripted refusal")
 	// Only the hand-over and the test send offsets: no persist round runs.
-	opts := append(fastConsumerOpts(t, ns, "HG"), ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour),
-		RebalanceInterval(time.Hour))
+	opts = append(append(fastConsumerOpts(t, ns, "HG"), ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour),
+		RebalanceInterval(time.Hour)), opts...)
 	var lite *LitePullConsumer
 	switch kind {
 	case "concurrent", "orderly":
@@ -91,6 +95,7 @@ func startHandOverRig(t *testing.T, kind string) *handOverRig {
 		ids := []string{r.core.clientID}
 		if !r.alone.Load() {
 			ids = append(ids, "~other") // sorts after: queue 1 is its share
+			r.shared.Add(1)
 		}
 		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
 		resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
@@ -306,4 +311,79 @@ func TestHandOverOffsetKeptWhenQueueComesBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHandOverOffsetNotSentOverNewOwnersCommitAfterFailedStart: a queue
+// handed over with its offset kept comes back, but its start offset cannot
+// be read, and it goes to the other member before it starts. Its new owner
+// commits 10: the kept offset (3) is still a handed-over queue's and must
+// not be sent over that commit; only a queue that started is ours again.
+func TestHandOverOffsetNotSentOverNewOwnersCommitAfterFailedStart(t *testing.T) {
+	for _, kind := range handOverKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := startHandOverRig(t, kind)
+			r.b.answer(remoting.RequestQueryConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+				return remoting.NewResponse(remoting.ResponseSystemError, "scripted")
+			})
+			r.alone.Store(true)
+			r.core.triggerRebalance()
+			testutil.WaitFor(t, 5*time.Second, "queue 1's start tried and failed", func() bool {
+				r.core.mu.Lock()
+				defer r.core.mu.Unlock()
+				return r.core.unstarted[hoQ1]
+			})
+			shared := r.shared.Load()
+			r.alone.Store(false)
+			r.core.triggerRebalance()
+			testutil.WaitFor(t, 5*time.Second, "a rebalance saw the other member", func() bool {
+				return r.shared.Load() > shared
+			})
+			// That rebalance holds rebalanceMu until it is over, and any
+			// later one sees the other member too.
+			r.core.rebalanceMu.Lock()
+			r.core.rebalanceMu.Unlock()
+			if got := r.ownedOf("T"); !slices.Equal(got, []MessageQueue{hoQ0}) {
+				t.Fatalf("owned %v", got)
+			}
+			// The new owner started and committed 10.
+			r.b.answer(remoting.RequestQueryConsumerOffset, nil)
+			r.b.setOffset("HG", "T", 1, 10)
+			r.accept()
+			r.core.persistAll(context.Background())
+			if got := r.committed(1); got != 10 {
+				t.Fatalf("committed offset of queue 1 after a persist round: %d, want the new owner's 10", got)
+			}
+		})
+	}
+}
+
+// TestHandOverOffsetKeptWhenGroupHasNone: a queue handed over with its
+// offset kept (3) comes back while the group has no committed offset for
+// it, and the consumer starts from the last offset. Messages 3..7 arrived
+// meanwhile and nobody consumed them: the queue resumes at the kept
+// offset, what was consumed here; ConsumeFromWhere is for a queue the group
+// never consumed, and would skip them (8).
+func TestHandOverOffsetKeptWhenGroupHasNone(t *testing.T) {
+	r := startHandOverRig(t, "concurrent", ConsumeFrom(ConsumeFromLastOffset))
+	for range 5 {
+		r.b.put("T", 1, "m", nil)
+	}
+	if r.committed(1) != -1 {
+		t.Fatal("rig: broker has an offset for queue 1")
+	}
+	pulls := len(r.b.requests(remoting.RequestPullMessage))
+	r.alone.Store(true)
+	r.core.triggerRebalance()
+	testutil.WaitFor(t, 5*time.Second, "queue 1 pulled again", func() bool {
+		for _, req := range r.b.requests(remoting.RequestPullMessage)[pulls:] {
+			var h wire.PullMessageRequestHeader
+			if req.DecodeHeader(&h) == nil && h.Topic == "T" && h.QueueID == 1 {
+				if h.QueueOffset != 3 {
+					t.Fatalf("queue 1 resumed at offset %d, want the kept 3 (messages 3..7 skipped)", h.QueueOffset)
+				}
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -25,7 +25,8 @@ import (
 // it by another's commit (RemoteOffsetStore.persistUnlessPassed), and the
 // entry is dropped. RocketMQ's client sends it once, when it gives the
 // queue up. Should the queue come back first, it resumes at the kept
-// offset (takeBack).
+// offset unless the group's committed offset is past it (startOffset), and
+// the offset is ours again once the queue started (takeBack).
 
 // pendingOffset is an entry of consumerCore.pending.
 type pendingOffset struct {
@@ -132,22 +133,36 @@ func (c *consumerCore) handOverOffset(ctx context.Context, mq MessageQueue) {
 	}
 }
 
-// takeBack is called when mq is about to start again: an offset it kept
-// pending since it was handed over is ours again (sent as the owned
-// queues' are, with no check for another owner's commit), and returned so
-// that the queue resumes after what was consumed here. ok is false when
-// none is pending.
-func (c *consumerCore) takeBack(mq MessageQueue) (off int64, ok bool) {
+// keptOffset returns the offset kept for mq since it was handed over,
+// and its entry's sequence for takeBack; ok is false when none is kept.
+func (c *consumerCore) keptOffset(mq MessageQueue) (off int64, seq uint64, ok bool) {
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
 	e, ok := c.pending[mq]
 	if !ok || !e.handedOver {
-		return 0, false
+		return 0, 0, false
 	}
 	off, err := c.store.Read(context.Background(), mq, ReadFromMemory)
-	c.pendingSeq++
-	c.pending[mq] = pendingOffset{seq: c.pendingSeq}
-	return off, err == nil
+	return off, e.seq, err == nil
+}
+
+// takeBack stores off, where mq, a queue handed over that came back,
+// started again, and makes the entry kept for it (seq, from keptOffset)
+// ours: sent as the owned queues' offsets are, with no check for another
+// owner's commit. Only a queue that started takes it back: one whose start
+// failed may yet go to another consumer first, and its kept offset must
+// not be sent over that one's commits. An entry that changed or left
+// meanwhile is not touched.
+func (c *consumerCore) takeBack(mq MessageQueue, seq uint64, off int64) {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	// Under pendingMu, so that a send confirming the kept entry meanwhile
+	// (which forgets the queue's stored offset) comes before.
+	c.store.Update(mq, off, false)
+	if e, ok := c.pending[mq]; ok && e.handedOver && e.seq == seq {
+		c.pendingSeq++
+		c.pending[mq] = pendingOffset{seq: c.pendingSeq}
+	}
 }
 
 // closeCommit is close's commit: the offsets of mqs, the queues owned when

@@ -193,19 +193,14 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 	seek, sought := c.seeks[mq]
 	delete(c.seeks, mq)
 	c.mu.Unlock()
+	kept, keptSeq, wasKept := c.keptOffset(mq)
 	offset := seek
 	if !sought {
 		var err error
 		c.mu.Lock()
 		c.starting[mq.BrokerName]++
 		c.mu.Unlock()
-		kept, wasKept := c.takeBack(mq)
-		offset, err = c.startOffset(ctx, mq)
-		if err == nil && wasKept && kept > offset {
-			// What was consumed here before the queue was handed over,
-			// and no broker has confirmed yet.
-			offset = kept
-		}
+		offset, err = c.startOffset(ctx, mq, kept, wasKept)
 		c.mu.Lock()
 		if c.starting[mq.BrokerName]--; c.starting[mq.BrokerName] == 0 {
 			delete(c.starting, mq.BrokerName)
@@ -235,7 +230,11 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 	c.mu.Unlock()
 	// Drop any stale in-memory offset: the queue may come back to us after
 	// another consumer moved it on.
-	c.store.Update(mq, offset, false)
+	if wasKept {
+		c.takeBack(mq, keptSeq, offset)
+	} else {
+		c.store.Update(mq, offset, false)
+	}
 	if c.hooks.started != nil {
 		c.hooks.started(pq)
 	}
@@ -332,8 +331,14 @@ func (c *consumerCore) release(ctx, commitCtx context.Context, pq *processQueue)
 }
 
 // startOffset is computePullFromWhere: the committed offset if there is
-// one, else where ConsumeFromWhere says.
-func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+// one, else where ConsumeFromWhere says. A queue that comes back with an
+// offset kept since it was handed over (kept, when hasKept; keptOffset)
+// resumes there unless the committed offset is past it, which only the
+// queue's next owner can have consumed to: what was consumed here and no
+// broker confirmed is newer than a committed offset below it, and stands
+// in for a missing one (ConsumeFromWhere is for a queue the group never
+// consumed, and would skip or repeat messages).
+func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue, kept int64, hasKept bool) (int64, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
 	defer cancel()
 	off, err := c.store.Read(cctx, mq, ReadFromStore)
@@ -347,10 +352,16 @@ func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue) (int64,
 		off, err = c.store.Read(cctx, mq, ReadFromStore)
 	}
 	if err == nil && off >= 0 {
+		if hasKept && kept > off {
+			return kept, nil
+		}
 		return off, nil
 	}
 	if err != nil && !errors.Is(err, ErrOffsetNotFound) {
 		return 0, err
+	}
+	if hasKept {
+		return kept, nil
 	}
 	var res int64
 	switch {
