@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -386,4 +387,101 @@ func TestHandOverOffsetKeptWhenGroupHasNone(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestHandOverOffsetsSentPerBrokerSideBySide: one rebalance hands over
+// queues of two broker groups, and broker-a holds its offset commits
+// unanswered. broker-b's must still be confirmed within the hand-over's
+// request timeout, sent beside broker-a's rather than behind them (broker-b
+// answers only once broker-a holds one), while broker-a's stay kept.
+func TestHandOverOffsetsSentPerBrokerSideBySide(t *testing.T) {
+	for _, kind := range []string{"concurrent", "orderly"} {
+		t.Run(kind, func(t *testing.T) {
+			ns := startNameServer(t)
+			ba, bb := startQBroker(t, "broker-a"), startQBroker(t, "broker-b")
+			held := make(chan struct{}) // broker-a holds an offset commit
+			release := make(chan struct{})
+			var holdOnce sync.Once
+			defer close(release) // before Close, which sends the kept offsets
+			ba.answer(remoting.RequestUpdateConsumerOffset, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+				holdOnce.Do(func() { close(held) })
+				<-release
+				return ba.other(nil, req)
+			})
+			bb.answer(remoting.RequestUpdateConsumerOffset, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+				select {
+				case <-held:
+					return bb.other(nil, req)
+				case <-release:
+					return remoting.NewResponse(remoting.ResponseSystemError, "broker-a never held a commit")
+				}
+			})
+			var gone atomic.Bool // the group's members no longer include the consumer
+			var c *consumerCore
+			for _, b := range []*qBroker{ba, bb} {
+				b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
+				for q := range 2 {
+					for range 3 {
+						b.put("T", q, "m", nil)
+					}
+				}
+				b.mu.Lock()
+				b.noPullCommit = true
+				b.mu.Unlock()
+				b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+					ids := []string{c.clientID}
+					if gone.Load() {
+						ids = []string{"~other"}
+					}
+					resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+					resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
+					return resp
+				})
+			}
+			p := newTestPush(t, ns, "HG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour),
+				RebalanceInterval(time.Hour), RequestTimeout(time.Second))
+			c = p.core
+			if err := p.Subscribe("T", "*"); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if kind == "orderly" {
+				err = p.RegisterOrderlyListener(func(context.Context, *ConsumeOrderlyContext, []*MessageExt) OrderlyResult { return OrderlySuccess })
+			} else {
+				err = p.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult { return ConsumeSuccess })
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			startPush(t, p)
+			all := []MessageQueue{{"T", "broker-a", 0}, {"T", "broker-a", 1}, {"T", "broker-b", 0}, {"T", "broker-b", 1}}
+			for _, mq := range all {
+				testutil.WaitFor(t, 5*time.Second, "consumed "+mq.String(), func() bool {
+					off, err := c.store.Read(context.Background(), mq, ReadFromMemory)
+					return err == nil && off == 3
+				})
+			}
+			gone.Store(true)
+			c.triggerRebalance()
+			testutil.WaitFor(t, 10*time.Second, "every queue handed over", func() bool {
+				if len(c.owned()) > 0 || !c.rebalanceMu.TryLock() {
+					return false
+				}
+				c.rebalanceMu.Unlock()
+				return true
+			})
+			for _, mq := range all {
+				off, ok := map[string]*qBroker{"broker-a": ba, "broker-b": bb}[mq.BrokerName].offset("HG", "T", mq.QueueID)
+				c.pendingMu.Lock()
+				_, kept := c.pending[mq]
+				c.pendingMu.Unlock()
+				switch {
+				case mq.BrokerName == "broker-b" && (!ok || off != 3 || kept):
+					t.Errorf("%s: committed %d (%v), kept %v; want 3 confirmed", mq, off, ok, kept)
+				case mq.BrokerName == "broker-a" && (ok || !kept):
+					t.Errorf("%s: committed %d (%v), kept %v; want it kept unconfirmed", mq, off, ok, kept)
+				}
+			}
+		})
+	}
 }

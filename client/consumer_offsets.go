@@ -103,22 +103,27 @@ func (c *consumerCore) persistPending(ctx context.Context) {
 	}
 }
 
-// handOverOffset commits the offset of mq, a queue handed over, riding
-// out an election within ctx, and keeps it pending when no broker took it:
-// the persist rounds and Close send it again (while the queue's next
-// owner has not committed). A hand-over during close still commits, so
-// ctx's cancellation is not followed; its deadline, or the request
-// timeout, bounds the wait.
-func (c *consumerCore) handOverOffset(ctx context.Context, mq MessageQueue) {
+// handOverOffsets commits the offsets of mqs, queues handed over, riding
+// out an election within ctx, and keeps pending those no broker took: the
+// persist rounds and Close send them again (while a queue's next owner
+// has not committed). The queues of one rebalance share one request
+// timeout and go to their broker groups side by side (commitOffsets). A
+// hand-over during close still commits, so ctx's cancellation is not
+// followed; its deadline, or the request timeout, bounds the wait.
+func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) {
 	if c.hooks.handedOver != nil {
-		c.hooks.handedOver(mq)
+		for _, mq := range mqs {
+			c.hooks.handedOver(mq)
+		}
 	}
 	c.pendingMu.Lock()
-	if _, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
-		c.pendingSeq++
-		c.pending[mq] = pendingOffset{seq: c.pendingSeq, handedOver: true}
-	} else {
-		c.store.Remove(mq)
+	for _, mq := range mqs {
+		if _, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
+			c.pendingSeq++
+			c.pending[mq] = pendingOffset{seq: c.pendingSeq, handedOver: true}
+		} else {
+			c.store.Remove(mq)
+		}
 	}
 	c.pendingMu.Unlock()
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
@@ -127,9 +132,9 @@ func (c *consumerCore) handOverOffset(ctx context.Context, mq MessageQueue) {
 		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
 	}
 	defer cancel()
-	if err := c.sendOffsets(pctx, []MessageQueue{mq}); err != nil {
-		c.log.Warn("committing the offset of a queue handed over failed; kept, and sent again every PersistInterval and on Close",
-			zap.Stringer("queue", mq), zap.Error(err))
+	if err := c.sendOffsets(pctx, mqs); err != nil {
+		c.log.Warn("committing the offsets of queues handed over failed; kept, and sent again every PersistInterval and on Close",
+			zap.Int("queues", len(mqs)), zap.Error(err))
 	}
 }
 

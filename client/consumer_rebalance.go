@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -150,13 +151,7 @@ func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []M
 	}
 	c.mu.Unlock()
 	if len(leaving) > 0 {
-		// The hand-overs share one request timeout to ride out an election
-		// for their offsets: what is left unsent stays pending (handOverOffset).
-		commitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
-		for _, pq := range leaving {
-			c.handOver(ctx, commitCtx, pq)
-		}
-		cancel()
+		c.handOver(ctx, leaving)
 	}
 	if len(leaving) > 0 || len(adding) > 0 {
 		c.log.Info("rebalance changed queues", zap.String("topic", topic),
@@ -242,19 +237,61 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 	return true
 }
 
-// handOver stops consuming pq for good before its next owner starts;
-// commitCtx bounds the wait for its offset's commit (handOverOffset).
-func (c *consumerCore) handOver(ctx, commitCtx context.Context, pq *processQueue) {
-	pq.drop()
+// handOver stops consuming pqs, the queues leaving, for good before their
+// next owners start: it drops them, waits for their listener calls in
+// progress, commits their offsets (handOverOffsets: side by side per
+// broker group, so one that cannot answer does not use up the others'
+// time) and, for an orderly consumer, unlocks them at their brokers.
+func (c *consumerCore) handOver(ctx context.Context, pqs []*processQueue) {
 	locked := c.hooks.orderly && c.cfg.model == Clustering
-	// Wait for listener calls in progress: their results still count.
-	// One goroutine takes the lock; keep tells it whether this hand-over
-	// kept the lock (and unlocks it) or gave up waiting, in which case the
-	// goroutine gives the lock back once the listener lets go of it and,
-	// for an orderly queue, then releases it (see below). It is counted in
-	// c.wg (the rebalance loop, a tracked goroutine, is the only caller,
-	// so the count is above zero), so close waits for it: the listeners
-	// end on their own, close waits for them too.
+	for _, pq := range pqs {
+		pq.drop()
+	}
+	mqs := make([]MessageQueue, 0, len(pqs))
+	var released []MessageQueue // no listener of ours runs on them any more
+	var held []*processQueue    // consumeMu taken: unlocked once handed over
+	defer func() {
+		for _, pq := range held {
+			pq.consumeMu.Unlock()
+		}
+	}()
+	for _, pq := range pqs {
+		mqs = append(mqs, pq.mq)
+		acquired := c.awaitListener(ctx, pq, locked)
+		if acquired {
+			held = append(held, pq)
+		}
+		if acquired || !locked {
+			released = append(released, pq.mq)
+		}
+	}
+	// An orderly queue whose listener still runs has its offset committed
+	// too, what is consumed so far; its lock waiter commits again after.
+	c.handOverOffsets(ctx, mqs)
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
+	if locked {
+		c.unlockHandedOver(ctx, released)
+	}
+	c.mu.Lock()
+	for _, mq := range released {
+		delete(c.releasing, mq)
+	}
+	c.mu.Unlock()
+}
+
+// awaitListener waits up to HandoverTimeout for pq's listener call in
+// progress, if any: its result still counts. It reports whether it took
+// pq.consumeMu, which the caller then holds; when it gave up, the lock is
+// given back once the listener lets go of it, by a goroutine that, for an
+// orderly queue (locked), then commits its offset and releases it: until
+// then the queue's broker lock stays ours (lockAll renews it, c.releasing)
+// and we do not take the queue back, for the next owner would consume it
+// beside the listener. The goroutine is counted in c.wg (the rebalance
+// loop, a tracked goroutine, is the only caller, so the count is above
+// zero), so close waits for it: the listeners end on their own, close
+// waits for them too.
+func (c *consumerCore) awaitListener(ctx context.Context, pq *processQueue, locked bool) (acquired bool) {
 	done := make(chan struct{})
 	keep := make(chan bool, 1)
 	c.wg.Add(1)
@@ -267,8 +304,9 @@ func (c *consumerCore) handOver(ctx, commitCtx context.Context, pq *processQueue
 		}
 		pq.consumeMu.Unlock()
 		if locked {
+			c.handOverOffsets(ctx, []MessageQueue{pq.mq})
 			c.releaseMu.Lock()
-			c.release(ctx, nil, pq)
+			c.unlockHandedOver(ctx, []MessageQueue{pq.mq})
 			c.mu.Lock()
 			delete(c.releasing, pq.mq)
 			c.mu.Unlock()
@@ -277,7 +315,6 @@ func (c *consumerCore) handOver(ctx, commitCtx context.Context, pq *processQueue
 		}
 	}()
 	t := time.NewTimer(c.cfg.handoverTimeout)
-	acquired := false
 	select {
 	case <-done:
 		acquired = true
@@ -287,47 +324,34 @@ func (c *consumerCore) handOver(ctx, commitCtx context.Context, pq *processQueue
 	}
 	t.Stop()
 	if !acquired && locked {
-		// An orderly listener still runs: the queue's broker lock stays
-		// ours (lockAll renews it) until it returns (the goroutine above
-		// releases it then), and we do not take the queue back meanwhile;
-		// unlocking now would let the next owner consume the queue beside
-		// the listener. Commit what is consumed so far.
 		c.mu.Lock()
 		c.releasing[pq.mq] = true
 		c.mu.Unlock()
-		keep <- false
-		c.handOverOffset(commitCtx, pq.mq)
-		return
 	}
 	keep <- acquired
-	if acquired {
-		defer pq.consumeMu.Unlock()
-	}
-	c.releaseMu.Lock()
-	defer c.releaseMu.Unlock()
-	c.release(ctx, commitCtx, pq)
-	c.mu.Lock()
-	delete(c.releasing, pq.mq)
-	c.mu.Unlock()
+	return acquired
 }
 
-// release commits the offset of a queue handed over (kept pending when
-// no broker takes it within commitCtx, nil: the request timeout) and, for
-// an orderly consumer, unlocks it at the broker.
-func (c *consumerCore) release(ctx, commitCtx context.Context, pq *processQueue) {
-	if commitCtx == nil {
-		commitCtx = ctx
-	}
-	c.handOverOffset(commitCtx, pq.mq)
-	if c.hooks.orderly && c.cfg.model == Clustering {
-		if addr := c.routes.brokerAddr(pq.mq.BrokerName); addr != "" {
+// unlockHandedOver releases the broker locks of mqs, orderly queues handed
+// over, per broker group side by side; a lock left the broker frees after
+// 60 s.
+func (c *consumerCore) unlockHandedOver(ctx context.Context, mqs []MessageQueue) {
+	var wg sync.WaitGroup
+	for broker, qs := range byBroker(mqs) {
+		addr := c.routes.brokerAddr(broker)
+		if addr == "" {
+			continue
+		}
+		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.common.requestTimeout)
 			defer cancel()
-			if err := unlockQueues(pctx, c.rc, pq.mq.BrokerName, addr, c.cfg.group, c.clientID, []MessageQueue{pq.mq}); err != nil {
-				c.log.Warn("unlocking a queue handed over failed; the broker frees it after 60 s", zap.Stringer("queue", pq.mq), zap.Error(err))
+			if err := unlockQueues(pctx, c.rc, broker, addr, c.cfg.group, c.clientID, qs); err != nil {
+				c.log.Warn("unlocking queues handed over failed; the broker frees them after 60 s",
+					zap.String("broker", broker), zap.Int("queues", len(qs)), zap.Error(err))
 			}
-		}
+		})
 	}
+	wg.Wait()
 }
 
 // startOffset is computePullFromWhere: the committed offset if there is
