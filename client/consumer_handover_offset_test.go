@@ -360,7 +360,8 @@ func TestHandOverOffsetNotSentOverNewOwnersCommitAfterFailedStart(t *testing.T) 
 
 // TestHandOverOffsetKeptWhenGroupHasNone: a queue handed over with its
 // offset kept (3) comes back while the group has no committed offset for
-// it, and the consumer starts from the last offset. Messages 3..7 arrived
+// it, and the consumer starts from the last offset (where its queues began,
+// 3, when the rig started it). Messages 3..7 arrived
 // meanwhile and nobody consumed them: the queue resumes at the kept
 // offset, what was consumed here; ConsumeFromWhere is for a queue the group
 // never consumed, and would skip them (8).

@@ -201,7 +201,8 @@ func ConsumerModel(m MessageModel) ConsumerOpt {
 }
 
 // ConsumeFrom sets where a queue without a recorded offset starts
-// (default ConsumeFromLastOffset). For ConsumeFromTimestamp give the time
+// (default ConsumeFromLastOffset): neither a committed one nor one this
+// consumer kept for a queue it handed over and got back. For ConsumeFromTimestamp give the time
 // with ConsumeTimestamp (default: half an hour ago, as RocketMQ).
 func ConsumeFrom(w ConsumeFromWhere) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.fromWhere = w })

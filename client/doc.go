@@ -48,11 +48,14 @@
 // Close (RocketMQ's lite pull consumer records a commit in memory and
 // persists it on a timer). Every consumer's Close waits out an election
 // for its offsets under the same bound; its error reports any it could not
-// send. A queue rebalancing hands to another consumer has its offset sent
-// the same way, and one no broker took is kept and sent every
-// PersistInterval and on Close until one does, or until the queue's new
-// owner has committed: brokers keep the last offset they are sent, so
-// ours would then move the owner's back (consumer_offsets.go). Calls
+// send. The queues a rebalance hands to other consumers have their offsets
+// sent the same way, all groups side by side under one request timeout,
+// and one no broker took is kept and sent every PersistInterval and on
+// Close until one does, or until the queue's new owner has committed:
+// brokers keep the last offset they are sent, so ours would then move the
+// owner's back (consumer_offsets.go). A queue that comes back while its
+// offset is kept resumes there, unless the group's committed offset is
+// past it; ConsumeFrom does not apply to it. Calls
 // given an address (BrokerRequest, BrokerConfig, CreateTopic and
 // UpdateSubscriptionGroup with a broker address) ask that member; a
 // request it refuses as its leader's (a not-leader answer) goes on to
