@@ -48,6 +48,10 @@ type adminCommand[R any] struct {
 	// (--json) or by table. Errors are explained by adminSession.explain.
 	run   func(ctx context.Context, s *adminSession, in flagValues) (R, error)
 	table func(w *tabwriter.Writer, r R)
+	// perRequest leaves the whole command unbounded: its run bounds each
+	// request by --timeout itself (adminSession.request), as mqadmin
+	// does, because its requests grow with the cluster (statsAll).
+	perRequest bool
 }
 
 // partialFailure is a run error that still comes with a result worth
@@ -77,7 +81,7 @@ func (c adminCommand[R]) cobra(f *adminFlags) *cobra.Command {
 			return err
 		}
 		defer s.close()
-		ctx, cancel := s.ctx(cmd.Context())
+		ctx, cancel := s.ctx(cmd.Context(), c.perRequest)
 		defer cancel()
 		in, err := c.values(cmd)
 		if err != nil {
@@ -234,10 +238,14 @@ func (s *adminSession) close() {
 	_ = s.a.Close(context.Background())
 }
 
-// ctx bounds a whole command: a few requests' worth of timeouts.
-func (s *adminSession) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+// ctx bounds a whole command, a few requests' worth of timeouts, unless
+// the command bounds each of its requests (perRequest).
+func (s *adminSession) ctx(parent context.Context, perRequest bool) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		parent = context.Background()
+	}
+	if perRequest {
+		return context.WithCancel(parent)
 	}
 	return context.WithTimeout(parent, 6*s.f.timeout)
 }

@@ -62,10 +62,11 @@ var parityCommands = []adminEntry{
 			}),
 	},
 	adminCommand[[]statsRow]{
-		name:  "statsAll",
-		short: "Show every topic's in/out TPS and 24-hour counts, per consumer group",
-		flags: []flagSpec{toggleShort("activeTopic", "a", "only topics with traffic"), str("topic", "t", "only this topic")},
-		run:   runStatsAll,
+		name:       "statsAll",
+		short:      "Show every topic's in/out TPS and 24-hour counts, per consumer group",
+		flags:      []flagSpec{toggleShort("activeTopic", "a", "only topics with traffic"), str("topic", "t", "only this topic")},
+		run:        runStatsAll,
+		perRequest: true,
 		table: columns([]any{"#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour", "#OutMsg24Hour"},
 			func(r statsRow) []any {
 				return []any{r.Topic, orDash(r.Group), r.Accumulation, fmt.Sprintf("%.2f", r.InTPS), fmt.Sprintf("%.2f", r.OutTPS), r.InMsg24Hour, r.OutMsg24Hour}

@@ -175,15 +175,20 @@ func (s *adminSession) brokerStats(ctx context.Context, brokerName, name, key st
 
 // runStatsAll is mqadmin statsAll: per topic, its put rate and day count
 // summed over its groups' leaders, then per consuming group the same for
-// gets and its lag. As mqadmin, a topic that cannot be read is passed over
-// for the next; unlike it, the command then names each such topic and exits
-// non-zero after printing the rest.
+// gets and its lag. Like mqadmin it bounds each request, not the command
+// (a cluster's topics take as many requests as they take), and a group
+// that cannot be read is left out of its topics' sums; unlike mqadmin, the
+// command then names each such topic and group and exits non-zero after
+// printing the rows.
 func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRow, error) {
 	active := in.bool("activeTopic")
 	topics := []string{in.str("topic")}
 	if topics[0] == "" {
+		rctx, cancel := s.request(ctx)
 		var err error
-		if topics, err = s.a.TopicList(ctx); err != nil {
+		topics, err = s.a.TopicList(rctx)
+		cancel()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -194,11 +199,10 @@ func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRo
 			continue
 		}
 		rows, err := s.topicStats(ctx, t, active)
+		out = append(out, rows...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("topic %s: %w", t, err))
-			continue
 		}
-		out = append(out, rows...)
 	}
 	if len(errs) > 0 {
 		return out, partialFailure{errors.Join(errs...)}
@@ -206,67 +210,111 @@ func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRo
 	return out, nil
 }
 
-// topicStats is statsAll's rows for topic t. One request timeout bounds
-// them, so that a group that cannot answer (every member down, or one the
-// name server still routes after it died) costs the command that long, not
-// the whole command's budget.
+// request bounds one request of a command that bounds its requests
+// rather than the whole command (perRequest).
+func (s *adminSession) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.f.timeout)
+}
+
+// topicStats is statsAll's rows for topic t, summed over the groups that
+// answered, and an error naming each group that did not. A group that
+// fails one request is not asked again for t: a dead group costs one
+// request timeout per topic. A topic no group answered for has no rows.
 func (s *adminSession) topicStats(ctx context.Context, t string, active bool) ([]statsRow, error) {
-	names, err := s.a.RouteGroups(ctx, t)
-	if err != nil {
-		return nil, nil // no route: nothing to show
+	rctx, cancel := s.request(ctx)
+	names, err := s.a.RouteGroups(rctx, t)
+	cancel()
+	if errors.Is(err, client.ErrNoRoute) {
+		return nil, nil // deleted since the topic list: nothing to show
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.f.timeout)
-	defer cancel()
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	failed := map[string]bool{}
+	fail := func(name string, err error) {
+		failed[name] = true
+		errs = append(errs, fmt.Errorf("group %s: %w", name, err))
+	}
+	stats := func(name, item, key string) (wire.BrokerStatsData, bool) {
+		if failed[name] {
+			return wire.BrokerStatsData{}, false
+		}
+		rctx, cancel := s.request(ctx)
+		defer cancel()
+		d, err := s.brokerStats(rctx, name, item, key)
+		if err != nil {
+			fail(name, err)
+			return d, false
+		}
+		return d, true
+	}
 	base := statsRow{Topic: t}
 	groups := map[string]bool{}
 	for _, name := range names {
-		d, err := s.brokerStats(ctx, name, wire.StatsTopicPutNums, t)
-		if err != nil {
-			return nil, err
+		d, ok := stats(name, wire.StatsTopicPutNums, t)
+		if !ok {
+			continue
 		}
 		base.InTPS += d.StatsMinute.Tps
 		base.InMsg24Hour += d.StatsDay.Sum
-		resp, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestQueryTopicConsumeByWho,
-			&wire.QueryTopicConsumeByWhoRequestHeader{Topic: t}, nil)
+		gl, err := s.consumeByWho(ctx, name, t)
 		if err != nil {
-			return nil, err
+			fail(name, err)
+			continue
 		}
-		var gl wire.GroupList
-		if err := json.Unmarshal(resp.Body, &gl); err != nil {
-			return nil, fmt.Errorf("QUERY_TOPIC_CONSUME_BY_WHO answer of %s: %w", addr, err)
-		}
-		for _, g := range gl.GroupList {
+		for _, g := range gl {
 			groups[g] = true
 		}
 	}
+	if len(failed) == len(names) {
+		return nil, errors.Join(errs...)
+	}
 	if len(groups) == 0 {
 		if !active || base.InMsg24Hour > 0 {
-			return []statsRow{base}, nil
+			return []statsRow{base}, errors.Join(errs...)
 		}
-		return nil, nil
+		return nil, errors.Join(errs...)
 	}
 	var out []statsRow
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		r := base
 		r.Group = g
 		for _, name := range names {
-			d, err := s.brokerStats(ctx, name, wire.StatsGroupGetNums, t+"@"+g)
-			if err != nil {
-				return nil, err
+			if d, ok := stats(name, wire.StatsGroupGetNums, t+"@"+g); ok {
+				r.OutTPS += d.StatsMinute.Tps
+				r.OutMsg24Hour += d.StatsDay.Sum
 			}
-			r.OutTPS += d.StatsMinute.Tps
-			r.OutMsg24Hour += d.StatsDay.Sum
 		}
-		if qs, err := s.a.ConsumerProgress(ctx, g, t); err == nil {
+		rctx, cancel := s.request(ctx)
+		if qs, err := s.a.ConsumerProgress(rctx, g, t); err == nil {
 			for _, q := range qs {
 				r.Accumulation += q.Lag
 			}
 		}
+		cancel()
 		if !active || r.InMsg24Hour > 0 || r.OutMsg24Hour > 0 {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
+}
+
+// consumeByWho is the consumer groups broker group name knows for topic t
+// (QUERY_TOPIC_CONSUME_BY_WHO at its leader).
+func (s *adminSession) consumeByWho(ctx context.Context, name, t string) ([]string, error) {
+	ctx, cancel := s.request(ctx)
+	defer cancel()
+	resp, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestQueryTopicConsumeByWho,
+		&wire.QueryTopicConsumeByWhoRequestHeader{Topic: t}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var gl wire.GroupList
+	if err := json.Unmarshal(resp.Body, &gl); err != nil {
+		return nil, fmt.Errorf("QUERY_TOPIC_CONSUME_BY_WHO answer of %s: %w", addr, err)
+	}
+	return gl.GroupList, nil
 }
 
 func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
