@@ -96,9 +96,9 @@ func (g *Group) planIndexRebuild() (r indexRebuild, ok bool, err error) {
 }
 
 func (g *Group) readIndexRebuildMarker() (indexRebuild, bool, error) {
-	s := readMarkerFile(g.diskFS, g.indexRebuildMarkerPath())
-	if s == "" {
-		return indexRebuild{}, false, nil
+	s, err := readMarkerFile(g.diskFS, g.indexRebuildMarkerPath())
+	if s == "" || err != nil {
+		return indexRebuild{}, false, err
 	}
 	f := strings.Fields(s)
 	var r indexRebuild

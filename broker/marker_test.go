@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/storage"
 )
 
@@ -26,7 +29,7 @@ func TestMarkerWriteFailureLeavesNoEmptyMarker(t *testing.T) {
 			}
 			after := fsys.Crash(storage.CrashOptions{})
 			if _, err := after.Stat(path); err == nil {
-				if why := readMarkerFile(after, path); why == "" {
+				if why, err := readMarkerFile(after, path); why == "" && err == nil {
 					t.Fatalf("after the failed write and a crash the marker exists and reads as no marker")
 				}
 			}
@@ -43,34 +46,46 @@ func TestMarkerWriteFailureLeavesNoEmptyMarker(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		if why := readMarkerFile(fsys, path); why == "" {
-			t.Fatal("an empty marker file reads as no marker")
+		if why, err := readMarkerFile(fsys, path); why == "" || err != nil {
+			t.Fatalf("an empty marker file reads as %q, %v", why, err)
 		}
 	})
 }
 
-// TestMarkerThatCannotBeCheckedCounts: when a marker's presence cannot be
-// told (stat fails with EIO or EACCES, not "no such file"), the member
-// must act as if it were there: a removed or damaged member that starts
-// because its disk hid the marker would vote.
-func TestMarkerThatCannotBeCheckedCounts(t *testing.T) {
+// TestMarkerThatCannotBeCheckedStopsTheStart: when a marker's presence
+// cannot be told (stat fails with EIO or EACCES, not "no such file"), the
+// member must not start as if it were absent (a removed or damaged member
+// would vote), nor be told it was removed or damaged and to wipe its data:
+// every check fails naming the marker and the disk error.
+func TestMarkerThatCannotBeCheckedStopsTheStart(t *testing.T) {
 	for _, errno := range []unix.Errno{unix.EIO, unix.EACCES} {
-		t.Run(errno.Error(), func(t *testing.T) {
-			fsys := storage.NewFaultFS(1)
-			path := filepath.Join("/data", "raft", "REMOVED")
+		fsys := storage.NewFaultFS(1)
+		g := &Group{diskFS: &noSpaceFS{FS: fsys}}
+		g.cfg.Store.StorePathRootDir = "/data"
+		g.cfg.Raft.DLegerSelfID = "n0"
+		for _, c := range []struct {
+			path  string
+			check func() error
+		}{
+			{g.removedMarkerPath(), g.checkLiveConfiguration},
+			{g.damagedMarkerPath(), g.checkDamagedMarker},
+			{g.indexRebuildMarkerPath(), func() error { _, _, err := g.readIndexRebuildMarker(); return err }},
+		} {
 			fsys.SetFaultFunc(func(op storage.FaultOp, name string) error {
-				if op == storage.OpRead && name == path {
+				if op == storage.OpRead && name == c.path {
 					return errno
 				}
 				return nil
 			})
-			if why := readMarkerFile(fsys, path); why == "" {
-				t.Fatalf("stat failing with %v reads as no marker", errno)
+			err := c.check()
+			if err == nil || !errors.Is(err, errno) || !strings.Contains(err.Error(), "cannot tell whether "+c.path+" exists") ||
+				errors.Is(err, ErrRemovedMember) || errors.Is(err, raftlog.ErrDamagedLog) || strings.Contains(err.Error(), "wipe") {
+				t.Errorf("%s with stat failing (%v): %v", c.path, errno, err)
 			}
-		})
+		}
 	}
-	if why := readMarkerFile(storage.NewFaultFS(1), "/data/raft/REMOVED"); why != "" {
-		t.Fatalf("an absent marker reads as %q", why)
+	if why, err := readMarkerFile(storage.NewFaultFS(1), "/data/raft/REMOVED"); why != "" || err != nil {
+		t.Fatalf("an absent marker reads as %q, %v", why, err)
 	}
 }
 

@@ -131,7 +131,11 @@ func (g *Group) memberBrokerID(id string) (int64, bool) {
 // refuses to start; one whose own address differs would listen where no
 // peer looks for it. Other differences mean dLegerPeers is stale: logged.
 func (g *Group) checkLiveConfiguration() error {
-	if why := readMarkerFile(g.diskFS, g.removedMarkerPath()); why != "" {
+	why, err := readMarkerFile(g.diskFS, g.removedMarkerPath())
+	if err != nil {
+		return err
+	}
+	if why != "" {
 		return fmt.Errorf("%w: %s refuses to start as a voter: it learned of its removal earlier (%s, recorded in %s); "+
 			"to bring this host back, wipe %s, start it with raftJoin=true and run `raftmq admin addMember` (docs/operations.md)",
 			ErrRemovedMember, g.cfg.Raft.DLegerSelfID, why, g.removedMarkerPath(), g.cfg.Store.StorePathRootDir)

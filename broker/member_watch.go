@@ -97,31 +97,33 @@ const maxMarkerRead = 64 << 10
 
 // readMarkerFile returns what a marker file (REMOVED, DAMAGED,
 // INDEX_REBUILD) records, "" when there is none. A marker that is there
-// but empty or unreadable still counts: its presence is the record. So
-// does one whose presence cannot be told (stat failing other than with
-// "no such file"): each marker stops something unsafe, so doubt keeps it.
-func readMarkerFile(fsys storage.FS, path string) string {
+// but empty or unreadable still counts: its presence is the record. When
+// its presence cannot be told (stat failing other than with "no such
+// file") the error says so: each marker stops something unsafe, so the
+// member must not start on a guess either way.
+func readMarkerFile(fsys storage.FS, path string) (string, error) {
 	fi, err := fsys.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return ""
+		return "", nil
 	}
 	if err != nil {
-		return "recorded (marker cannot be checked: " + err.Error() + ")"
+		return "", fmt.Errorf("broker: cannot tell whether %s exists (%w): the member does not start until it can; "+
+			"fix the disk or the directory's permissions and start it again", path, err)
 	}
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
-		return "recorded (marker unreadable: " + err.Error() + ")"
+		return "recorded (marker unreadable: " + err.Error() + ")", nil
 	}
 	defer f.Close()
 	b := make([]byte, min(fi.Size(), maxMarkerRead))
 	n, err := f.ReadAt(b, 0)
 	if why := strings.TrimSpace(string(b[:n])); why != "" {
-		return why
+		return why, nil
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return "recorded (marker unreadable: " + err.Error() + ")"
+		return "recorded (marker unreadable: " + err.Error() + ")", nil
 	}
-	return "recorded (the marker file is empty)"
+	return "recorded (the marker file is empty)", nil
 }
 
 // watchRemoval is the Controller's removal watch (a tracked goroutine).

@@ -239,9 +239,9 @@ func (g *Group) damagedMarkerPath() string {
 // checkDamagedMarker refuses a start after damage was found (the scrub
 // would find it again, but only after the member voted).
 func (g *Group) checkDamagedMarker() error {
-	why := readMarkerFile(g.diskFS, g.damagedMarkerPath())
-	if why == "" {
-		return nil
+	why, err := readMarkerFile(g.diskFS, g.damagedMarkerPath())
+	if why == "" || err != nil {
+		return err
 	}
 	return fmt.Errorf("%w: %s does not start: its Raft log was found damaged (%s, recorded in %s); "+
 		"wipe %s, start it with raftJoin=true and re-add it (`raftmq admin removeMember` then `addMember`, docs/operations.md)",

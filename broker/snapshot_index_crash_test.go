@@ -65,7 +65,7 @@ func TestGroupSnapshotKeepsIndexAcrossCrash(t *testing.T) {
 	// Up while the rebuild is held: it follows, the group acknowledges.
 	acks = append(acks, c.sendConcurrently(2, 50, 256, 2, nil)...)
 	c.waitCaughtUp()
-	if readMarkerFile(f.g().storeFS(), f.g().indexRebuildMarkerPath()) == "" {
+	if why, _ := readMarkerFile(f.g().storeFS(), f.g().indexRebuildMarkerPath()); why == "" {
 		t.Fatal("no index rebuild marker while the rebuild is pending")
 	}
 	// A crash during the rebuild: the next start resumes it.
@@ -74,7 +74,8 @@ func TestGroupSnapshotKeepsIndexAcrossCrash(t *testing.T) {
 	c.start(fi)
 	g := f.g()
 	testutil.WaitFor(t, 60*time.Second, "the index rebuild finishes", func() bool {
-		return readMarkerFile(g.storeFS(), g.indexRebuildMarkerPath()) == ""
+		why, _ := readMarkerFile(g.storeFS(), g.indexRebuildMarkerPath())
+		return why == ""
 	})
 	c.waitCaughtUp()
 	missing := 0
