@@ -160,7 +160,8 @@ func parseLines(b []byte) ([]propLine, error) {
 type lineReader struct {
 	s    string
 	pos  int
-	line int // physical lines read
+	line int  // physical lines read
+	crlf bool // the last physical line ended in "\r\n"
 }
 
 // next returns the next logical line that is neither blank nor a comment,
@@ -185,6 +186,11 @@ fresh:
 			}
 			b.WriteString(phys[:len(phys)-1])
 			if r.pos == len(r.s) {
+				if b.Len() == 0 && r.crlf {
+					// Java continues at the "\r", skips the "\n" and
+					// then finds the text ended with nothing read.
+					return "", 0, false
+				}
 				break // Java drops a backslash that ends the text
 			}
 			if b.Len() == 0 {
@@ -203,11 +209,12 @@ func (r *lineReader) physical() string {
 	rest := r.s[r.pos:]
 	i := strings.IndexAny(rest, "\r\n")
 	if i < 0 {
-		r.pos = len(r.s)
+		r.pos, r.crlf = len(r.s), false
 		return rest
 	}
 	r.pos += i + 1
-	if rest[i] == '\r' && i+1 < len(rest) && rest[i+1] == '\n' {
+	r.crlf = rest[i] == '\r' && i+1 < len(rest) && rest[i+1] == '\n'
+	if r.crlf {
 		r.pos++
 	}
 	return rest[:i]

@@ -55,6 +55,11 @@ func TestParsePropertiesAsJava(t *testing.T) {
 		{"\\\n  \\\n k=v\n", map[string]string{"k": "v"}},
 		{"\\\nk=v\n", map[string]string{"k": "v"}},
 		{"\\", map[string]string{"": ""}},
+		{"\\\n", map[string]string{"": ""}},
+		{"\\\r", map[string]string{"": ""}},
+		{"\\\r\n", map[string]string{}},
+		{"k=v\r\n\\\r\n", map[string]string{"k": "v"}},
+		{"k=\\\r\n", map[string]string{"k": ""}},
 	} {
 		got, err := ParseProperties([]byte(c.in))
 		if err != nil || !maps.Equal(got, c.want) {
