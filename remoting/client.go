@@ -30,6 +30,12 @@ type ClientConfig struct {
 	// IdleTimeout closes client connections that received nothing for this
 	// long; 0 (the default) keeps them: a long poll can be silent for 30 s.
 	IdleTimeout time.Duration
+	// CloseSilentAfter: a call that times out after waiting at least this
+	// long, with not one byte received on its connection since it was
+	// written, closes the connection, so the next call dials a new one
+	// (default 100 ms, RocketMQ's MIN_CLOSE_TIMEOUT_MILLIS; negative keeps
+	// such connections). A connection still receiving anything stays.
+	CloseSilentAfter time.Duration
 	// FrameReadTimeout bounds receiving the rest of a started frame
 	// (default 10 s).
 	FrameReadTimeout time.Duration
@@ -52,6 +58,7 @@ func DefaultClientConfig() ClientConfig {
 		DefaultTimeout:     3 * time.Second,
 		MaxAsyncInflight:   65535,
 		ScanInterval:       time.Second,
+		CloseSilentAfter:   100 * time.Millisecond,
 		MaxFrameSize:       DefaultMaxFrameSize,
 		FrameReadTimeout:   10 * time.Second,
 		WriteTimeout:       10 * time.Second,
@@ -77,6 +84,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	}
 	if c.MaxFrameSize <= 0 {
 		c.MaxFrameSize = d.MaxFrameSize
+	}
+	if c.CloseSilentAfter == 0 {
+		c.CloseSilentAfter = d.CloseSilentAfter
 	}
 	if c.FrameReadTimeout <= 0 {
 		c.FrameReadTimeout = d.FrameReadTimeout
@@ -213,11 +223,12 @@ func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time)
 		return nil, err
 	}
 	conn := newConn(nc, connOptions{
-		maxFrameSize: c.cfg.MaxFrameSize,
-		idleTimeout:  c.cfg.IdleTimeout,
-		frameTimeout: c.cfg.FrameReadTimeout,
-		writeTimeout: c.cfg.WriteTimeout,
-		writeQueue:   c.cfg.WriteQueueSize,
+		maxFrameSize:     c.cfg.MaxFrameSize,
+		idleTimeout:      c.cfg.IdleTimeout,
+		frameTimeout:     c.cfg.FrameReadTimeout,
+		writeTimeout:     c.cfg.WriteTimeout,
+		writeQueue:       c.cfg.WriteQueueSize,
+		closeSilentAfter: max(c.cfg.CloseSilentAfter, 0),
 	}, c.log, c.handleRequest, nil)
 	c.mu.Lock()
 	if c.closed { // Close ran while we dialed

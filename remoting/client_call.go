@@ -68,16 +68,12 @@ func (t *timedCall) done(resp *RemotingCommand, err error) {
 	t.cb(resp, err)
 }
 
-// expire fails the call at its deadline unless it completed first. The
-// pending entry is removed only if it is still this call's: its opaque
-// may belong to a newer call by now.
+// expire fails the call at its deadline unless it completed first.
 func (t *timedCall) expire() {
 	f := t.f
-	t.conn.mu.Lock()
-	if t.conn.pending[f.opaque] == f {
-		delete(t.conn.pending, f.opaque)
+	if t.conn.dropPending(f) {
+		t.conn.timedOut(f)
 	}
-	t.conn.mu.Unlock()
 	f.complete(nil, fmt.Errorf("%w: code %d to %s", ErrTimeout, f.code, t.conn.remote))
 }
 

@@ -117,7 +117,9 @@ func TestResponseTableSweepTimesOutAsync(t *testing.T) {
 			return nil, nil // never answers
 		}, 1, 4)
 	})
-	c := newTestClient(t, ClientConfig{ScanInterval: 20 * time.Millisecond})
+	// The server answers nothing at all, which would condemn the
+	// connection (TestClientRedialsAfterSilentTimeout); negative keeps it.
+	c := newTestClient(t, ClientConfig{ScanInterval: 20 * time.Millisecond, CloseSilentAfter: -1})
 	errc := make(chan error, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

@@ -41,6 +41,10 @@ type connOptions struct {
 	// budget, when set (servers), bounds the memory held by the
 	// incomplete large frames of all the server's connections.
 	budget *frameBudget
+	// closeSilentAfter, when set (clients), closes the connection when a
+	// call that waited at least this long times out and not one byte
+	// arrived since it was written (see Conn.timedOut).
+	closeSilentAfter time.Duration
 }
 
 // frameBudget is a server's bound on the bytes held by frames still
@@ -89,6 +93,11 @@ type future struct {
 	// cb, when set, runs on the goroutine that completes the future
 	// (reader, sweeper or closer): it must not block.
 	cb func(*RemotingCommand, error)
+	// received is the connection's read count when the call was
+	// registered, and sentAt the time (only with closeSilentAfter): a
+	// timeout with the count unchanged means nothing came back since.
+	received uint64
+	sentAt   time.Time
 }
 
 func (f *future) complete(resp *RemotingCommand, err error) {
@@ -152,6 +161,9 @@ type Conn struct {
 	writerDone chan struct{}
 	stopRead   atomic.Bool // set by a draining server: reader exits quietly
 	closeOnce  sync.Once
+	// received counts the socket reads that returned bytes: the reader
+	// bumps it, a timed-out call compares it with its own snapshot.
+	received atomic.Uint64
 
 	mu      sync.Mutex
 	pending map[int32]*future // guarded by mu
@@ -219,11 +231,13 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// close marks the connection closed once. cause nil means a deliberate
-// close; graceful lets the writer flush what is queued before the socket
-// closes, otherwise the socket closes immediately.
-func (c *Conn) close(cause error, graceful bool) {
+// close marks the connection closed once and reports whether this call
+// did. cause nil means a deliberate close; graceful lets the writer flush
+// what is queued before the socket closes, otherwise the socket closes
+// immediately.
+func (c *Conn) close(cause error, graceful bool) (closed bool) {
 	c.closeOnce.Do(func() {
+		closed = true
 		c.mu.Lock()
 		c.closed = true
 		pending := c.pending
@@ -246,6 +260,7 @@ func (c *Conn) close(cause error, graceful bool) {
 			c.onClosed(c)
 		}
 	})
+	return closed
 }
 
 // stopReading makes the reader exit without closing the connection, so a
@@ -262,7 +277,7 @@ func (c *Conn) readLoop() {
 	if c.readers != nil {
 		defer c.readers.Done()
 	}
-	br := bufio.NewReaderSize(c.nc, 32<<10)
+	br := bufio.NewReaderSize(countingReader{c}, 32<<10)
 	var lenBuf [lengthFieldSize]byte
 	var scratch []byte
 	for {
@@ -368,6 +383,19 @@ func (c *Conn) readLoop() {
 		}
 		f.complete(cmd, nil)
 	}
+}
+
+// countingReader reads the connection's socket and counts the reads that
+// returned bytes, partial frames included: a large answer still arriving
+// shows the connection alive.
+type countingReader struct{ c *Conn }
+
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 {
+		r.c.received.Add(1)
+	}
+	return n, err
 }
 
 // wholeFrameBuffered reports whether br holds the next frame entirely.
@@ -689,11 +717,15 @@ func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline tim
 	if cb == nil {
 		f.done = make(chan struct{}) // only a waiting caller reads it
 	}
+	if c.opts.closeSilentAfter > 0 {
+		f.sentAt = time.Now()
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return nil, ErrConnClosed
 	}
+	f.received = c.received.Load()
 	for {
 		if _, busy := c.pending[req.Opaque]; !busy {
 			break
@@ -722,10 +754,17 @@ func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline tim
 	return f, nil
 }
 
-func (c *Conn) removePending(opaque int32) {
+// dropPending removes f from pending and reports whether it was still
+// there (a response, the sweep or a close may have taken it, and its
+// opaque may belong to a newer call by now).
+func (c *Conn) dropPending(f *future) bool {
 	c.mu.Lock()
-	delete(c.pending, opaque)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.pending[f.opaque] != f {
+		return false
+	}
+	delete(c.pending, f.opaque)
+	return true
 }
 
 // InvokeSync sends req on this connection and waits for its response
@@ -756,10 +795,14 @@ func (c *Conn) invokeSync(ctx context.Context, req *RemotingCommand, deadline ti
 	case <-f.done:
 		return f.resp, f.err
 	case <-ctx.Done():
-		c.removePending(f.opaque)
+		if c.dropPending(f) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			c.timedOut(f)
+		}
 		return nil, ctxError(ctx, fmt.Sprintf("code %d to %s", req.Code, c.remote))
 	case <-expired:
-		c.removePending(f.opaque)
+		if c.dropPending(f) {
+			c.timedOut(f)
+		}
 		return nil, fmt.Errorf("%w: code %d to %s", ErrTimeout, req.Code, c.remote)
 	}
 }
@@ -848,6 +891,31 @@ func (c *Conn) sweep(now time.Time) {
 	}
 	c.mu.Unlock()
 	for _, f := range expired {
+		c.timedOut(f)
 		f.complete(nil, fmt.Errorf("%w: code %d opaque %d to %s (swept)", ErrTimeout, f.code, f.opaque, c.remote))
+	}
+}
+
+// timedOut is told of a call that timed out, taken from pending but not
+// yet completed. When the call waited at least closeSilentAfter and not
+// one byte arrived since it was written, the connection is closed (its
+// other calls fail with ErrConnClosed, the client's next call dials): the
+// peer or the path to it is gone, and a socket that a partition froze
+// stays open, so what is written on it after the partition heals waits
+// out TCP's backed-off retransmission timer. A connection that received
+// anything meanwhile stays: a live peer is answering, only this call is
+// slow, and closing would fail its other calls for nothing. RocketMQ's
+// client closes on every sync timeout (clientCloseSocketIfTimeout).
+func (c *Conn) timedOut(f *future) {
+	if c.opts.closeSilentAfter <= 0 || c.received.Load() != f.received {
+		return
+	}
+	waited := time.Since(f.sentAt)
+	if waited < c.opts.closeSilentAfter {
+		return
+	}
+	if c.close(fmt.Errorf("%w: code %d got no answer in %v and nothing else arrived", ErrTimeout, f.code, waited), false) {
+		c.log.Warn("closing connection: a call timed out and nothing arrived since it was sent",
+			zap.Int16("code", f.code), zap.Duration("waited", waited))
 	}
 }

@@ -57,7 +57,16 @@
 // and is bounded by MaxAsyncInflight, InvokeOneway does not wait. A sweeper
 // (every ScanInterval, RocketMQ's scanResponseTable) fails expired calls
 // with ErrTimeout; a closing connection fails its pending calls with
-// ErrConnClosed at once. Servers may call clients on the same connection
+// ErrConnClosed at once. A call that times out after CloseSilentAfter
+// with not one byte received on its connection since it was written
+// closes that connection (one Warn line), so the next call dials: a
+// partition that drops packets leaves the socket open, and frames written
+// on it after the heal wait out TCP's backed-off retransmission timer.
+// RocketMQ closes on every sync timeout (clientCloseSocketIfTimeout);
+// here a connection still receiving other answers stays, so one slow
+// call does not fail the calls pipelined beside it, and a long poll held
+// silent by the server counts only once its own deadline passes.
+// Servers may call clients on the same connection
 // (NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO): the client
 // serves those through RegisterProcessor and a small bounded pool. RPC
 // hooks run before and after every call on both sides.
