@@ -110,7 +110,7 @@ func waitErr(t *testing.T, ch <-chan error, d time.Duration, what string) error 
 // connection and succeeds, whichever way the timed-out call was made.
 func TestClientRedialsAfterSilentTimeout(t *testing.T) {
 	const short = 300 * time.Millisecond
-	for _, kind := range []string{"sync", "async", "startcall"} {
+	for _, kind := range []string{"sync", "syncctx", "async", "startcall"} {
 		t.Run(kind, func(t *testing.T) {
 			srv := startFrozenFirstServer(t)
 			addr := srv.ln.Addr().String()
@@ -131,6 +131,11 @@ func TestClientRedialsAfterSilentTimeout(t *testing.T) {
 			switch kind {
 			case "sync":
 				_, err := c.InvokeSyncUntil(ctx, addr, req, time.Now().Add(short))
+				timedOut <- err
+			case "syncctx":
+				sctx, scancel := context.WithTimeout(ctx, short)
+				defer scancel()
+				_, err := c.InvokeSync(sctx, addr, req)
 				timedOut <- err
 			case "async":
 				sctx, scancel := context.WithTimeout(ctx, short)
