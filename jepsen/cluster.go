@@ -149,8 +149,14 @@ func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 			"raftSnapshotThreshold=2048",
 			// Check-backs within a fault's hold time, so transactions whose
 			// END_TRANSACTION a fault lost are decided before the drain ends.
+			// A half is discarded after transactionCheckMax unanswered
+			// checks (RocketMQ's rule: 15, a quarter hour at its 60 s
+			// interval); at 1 s that budget must outlast the longest time a
+			// fault keeps the producer from answering (a hold and the
+			// reconnect after it), or a committed transaction is discarded.
 			"transactionTimeOut=1000",
 			"transactionCheckInterval=1000",
+			"transactionCheckMax=60",
 			// A restarted member's scrub reads its closed segments within
 			// seconds (bitflip-segment waits for it).
 			"raftScrubBytesPerSecond=67108864",
