@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -169,6 +170,17 @@ func TestClientRedialsAfterSilentTimeout(t *testing.T) {
 			}
 			if n := srv.accepted.Load(); n != 2 {
 				t.Fatalf("%d connections accepted, want 2 (the frozen one and a new one)", n)
+			}
+
+			// The client reset the frozen connection instead of closing it
+			// after its queued bytes: what the peer never got is dropped,
+			// not delivered behind the calls sent since on the new one.
+			srv.mu.Lock()
+			frozen := srv.conns[0]
+			srv.mu.Unlock()
+			_ = frozen.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.Copy(io.Discard, frozen); !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("reading the frozen connection to its end: %v, want a reset (ECONNRESET)", err)
 			}
 		})
 	}

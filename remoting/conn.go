@@ -914,8 +914,24 @@ func (c *Conn) timedOut(f *future) {
 	if waited < c.opts.closeSilentAfter {
 		return
 	}
+	resetOnClose(c.nc)
 	if c.close(fmt.Errorf("%w: code %d got no answer in %v and nothing else arrived", ErrTimeout, f.code, waited), false) {
 		c.log.Warn("closing connection: a call timed out and nothing arrived since it was sent",
 			zap.Int16("code", f.code), zap.Duration("waited", waited))
+	}
+}
+
+// resetOnClose makes closing nc drop what the socket has not delivered
+// (SO_LINGER 0: a reset instead of a FIN after the queued bytes). A
+// connection given up for silence may hold requests the peer never got;
+// sent after the close, they would arrive after the calls that follow
+// them on a new connection (an ordered producer's next message), stored
+// out of order.
+func resetOnClose(nc net.Conn) {
+	if u, ok := nc.(interface{ NetConn() net.Conn }); ok {
+		nc = u.NetConn()
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
 	}
 }

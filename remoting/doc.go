@@ -62,6 +62,11 @@
 // closes that connection (one Warn line), so the next call dials: a
 // partition that drops packets leaves the socket open, and frames written
 // on it after the heal wait out TCP's backed-off retransmission timer.
+// The close is a reset (SO_LINGER 0): frames the peer never got are
+// dropped, not delivered behind the calls that follow on a new
+// connection (an ordered producer's next message). Frames a stalled peer's
+// kernel already took can still be served after those calls should the
+// peer resume as the same leader, as with RocketMQ's close on timeout.
 // RocketMQ closes on every sync timeout (clientCloseSocketIfTimeout);
 // here a connection still receiving other answers stays, so one slow
 // call does not fail the calls pipelined beside it, and a long poll held
