@@ -51,7 +51,8 @@ func (c *consumerCore) recordCommits(offsets map[MessageQueue]int64) {
 // sendOffsets sends the offsets the store holds for mqs, after any send in
 // progress, riding out an election within ctx (commitOffsets), and forgets
 // the pending entries of mqs a broker confirmed and that did not change
-// meanwhile (the store forgets those of queues handed over, too).
+// meanwhile, nor their stored offset (the store forgets those of queues
+// handed over, too).
 func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) error {
 	select {
 	case c.sending <- struct{}{}:
@@ -72,7 +73,12 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) erro
 	done, err := c.commitOffsets(ctx, mqs, handedOver)
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
-	for mq := range done {
+	for mq, sent := range done {
+		if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil && off != sent {
+			// Stored since (an orderly listener still running when its
+			// queue was handed over): the next send takes it.
+			continue
+		}
 		if e, ok := seen[mq]; ok && c.pending[mq] == e {
 			delete(c.pending, mq)
 			if e.handedOver {

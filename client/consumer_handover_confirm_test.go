@@ -1,0 +1,124 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestHandOverOffsetLateListenerOffsetNotForgotten: an orderly queue is
+// handed over while its listener is still inside a call (past
+// HandoverTimeout). The hand-over commits what was consumed so far (2);
+// while that commit is in flight the listener returns and stores 3, and
+// the lock waiter commits again. When the first commit's answer is
+// processed before the waiter records its entry (forced here by holding
+// the waiter in the handedOver hook), the confirmation of 2 must not make
+// the store forget 3: the waiter would find nothing to send, and the next
+// owner would consume message 2 again.
+func TestHandOverOffsetLateListenerOffsetNotForgotten(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
+	for q := range 2 {
+		for range 3 {
+			b.put("T", q, "m", nil)
+		}
+	}
+	b.mu.Lock()
+	b.noPullCommit = true
+	b.mu.Unlock()
+	var alone atomic.Bool
+	alone.Store(true)
+	var c *consumerCore
+	b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		ids := []string{c.clientID}
+		if !alone.Load() {
+			ids = append(ids, "~other")
+		}
+		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+		resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
+		return resp
+	})
+	release := make(chan struct{})
+	inside := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	p := newTestPush(t, ns, "HG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour),
+		RebalanceInterval(time.Hour), HandoverTimeout(50*time.Millisecond))
+	c = p.core
+	_ = p.Subscribe("T", "*")
+	_ = p.RegisterOrderlyListener(func(_ context.Context, oc *ConsumeOrderlyContext, msgs []*MessageExt) OrderlyResult {
+		if oc.Queue == hoQ1 && msgs[0].QueueOffset == 2 {
+			close(inside)
+			<-release
+		}
+		return OrderlySuccess
+	})
+	b.answer(remoting.RequestUpdateConsumerOffset, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		var h wire.UpdateConsumerOffsetRequestHeader
+		_ = req.DecodeHeader(&h)
+		if h.QueueID == 1 {
+			releaseOnce.Do(func() {
+				close(release)
+				// The listener returns and stores 3 while this commit of 2
+				// is in flight.
+				if !eventually(5*time.Second, func() bool {
+					off, err := c.store.Read(context.Background(), hoQ1, ReadFromMemory)
+					return err == nil && off == 3
+				}) {
+					t.Error("the listener did not store offset 3")
+				}
+			})
+		}
+		return b.other(nil, req)
+	})
+	var calls atomic.Int32
+	p.core.hooks.handedOver = func(mq MessageQueue) {
+		if mq != hoQ1 || calls.Add(1) == 1 {
+			return
+		}
+		// The lock waiter's hand-over: scheduled after the first commit's
+		// answer was processed.
+		// (The first send holds c.sending until its answer is processed.)
+		if !eventually(5*time.Second, func() bool { return len(c.sending) == 0 }) {
+			t.Error("the first commit was not processed")
+		}
+	}
+	startPush(t, p)
+	<-inside
+	alone.Store(false)
+	c.triggerRebalance()
+	testutil.WaitFor(t, 10*time.Second, "hand-over and lock waiter done", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return calls.Load() >= 2 && !c.releasing[hoQ1] && c.pqs[hoQ1] == nil
+	})
+	if off, _ := b.offset("HG", "T", 1); off != 3 {
+		c.pendingMu.Lock()
+		_, kept := c.pending[hoQ1]
+		c.pendingMu.Unlock()
+		_, err := c.store.Read(context.Background(), hoQ1, ReadFromMemory)
+		t.Fatalf("queue 1 committed %d after the listener consumed message 2 (want 3); kept %v, stored offset: %v", off, kept, err)
+	}
+}
+
+// eventually is testutil.WaitFor for a goroutine other than the test's
+// (a fake broker's handler, a consumer hook), where t.Fatal must not be
+// called: it reports whether cond held before timeout.
+func eventually(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
