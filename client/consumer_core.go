@@ -99,11 +99,13 @@ type consumerCore struct {
 	pendingMu  sync.Mutex
 	pending    map[MessageQueue]pendingOffset // guarded by pendingMu
 	pendingSeq uint64                         // guarded by pendingMu; numbers the entries
-	// sending is held (capacity 1) while sendOffsets sends: brokers keep
-	// the last offset they are sent, so one send's older offset must not
-	// reach a broker after another's newer one, and the pending entries
-	// those confirmed would be gone.
-	sending chan struct{}
+	// sending holds a token (capacity 1) per broker group, held while
+	// sendGroup sends to it: brokers keep the last offset they are sent,
+	// so one send's older offset must not reach a broker after another's
+	// newer one, and the pending entries those confirmed would be gone.
+	// One per group, so a group that does not answer holds up no other.
+	sendingMu sync.Mutex
+	sending   map[string]chan struct{} // guarded by sendingMu
 	// beforePersist, when set (tests, before start), runs at the start of
 	// each persist round.
 	beforePersist func()
@@ -126,7 +128,7 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		starting:    map[string]int{},
 		releasing:   map[MessageQueue]bool{},
 		pending:     map[MessageQueue]pendingOffset{},
-		sending:     make(chan struct{}, 1),
+		sending:     map[string]chan struct{}{},
 	}
 	c.log = cfg.common.log.Named(name).With(zap.String("group", cfg.group), zap.String("clientID", c.clientID))
 	return c

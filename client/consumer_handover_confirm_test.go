@@ -13,6 +13,101 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
+// TestHandOverOffsetDeadGroupDoesNotHoldUpCommit: a persist round
+// resending the kept offsets of queues handed over to a broker group that
+// does not answer (broker-a) must not hold up a Commit of another group's
+// queues (broker-b), which answers at once; hand-overs send the same way.
+func TestHandOverOffsetDeadGroupDoesNotHoldUpCommit(t *testing.T) {
+	ns := startNameServer(t)
+	ba, bb := startQBroker(t, "broker-a"), startQBroker(t, "broker-b")
+	var hold atomic.Bool // broker-a leaves offset commits unanswered for 1.5 s
+	ba.answer(remoting.RequestUpdateConsumerOffset, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		if hold.Load() {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		return ba.other(nil, req)
+	})
+	var split atomic.Bool // "!other" joins and takes broker-a's queues
+	var l *LitePullConsumer
+	for _, b := range []*qBroker{ba, bb} {
+		b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
+		for q := range 2 {
+			for range 3 {
+				b.put("T", q, "m", nil)
+			}
+		}
+		b.mu.Lock()
+		b.noPullCommit = true
+		b.mu.Unlock()
+		b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+			ids := []string{l.ClientID()}
+			if split.Load() {
+				ids = append(ids, "!other") // sorts first: broker-a's queues are its share
+			}
+			resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+			resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
+			return resp
+		})
+	}
+	var err error
+	l, err = NewLitePullConsumer(append(fastConsumerOpts(t, ns, "HG"), ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour),
+		RebalanceInterval(time.Hour), RequestTimeout(time.Second), AutoCommit(false))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	c := l.core
+	pollN(t, l, 12)
+	if err := l.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// broker-a stops answering commits; its queues are handed over, their
+	// offsets kept.
+	hold.Store(true)
+	split.Store(true)
+	c.triggerRebalance()
+	testutil.WaitFor(t, 10*time.Second, "broker-a's queues handed over", func() bool {
+		if len(c.owned()) != 2 || c.owned()[0].BrokerName != "broker-b" || !c.rebalanceMu.TryLock() {
+			return false
+		}
+		c.rebalanceMu.Unlock()
+		return true
+	})
+	c.pendingMu.Lock()
+	kept := len(c.pending)
+	c.pendingMu.Unlock()
+	if kept != 2 {
+		t.Fatalf("rig: %d offsets kept, want broker-a's 2", kept)
+	}
+	// A persist round resends them; broker-a holds the first.
+	sent := ba.count(remoting.RequestUpdateConsumerOffset)
+	persisted := make(chan struct{})
+	go func() { defer close(persisted); c.persistAll(c.ctx) }()
+	defer func() { <-persisted }()
+	testutil.WaitFor(t, 5*time.Second, "persist round at broker-a", func() bool {
+		return ba.count(remoting.RequestUpdateConsumerOffset) > sent
+	})
+	// broker-b is healthy: a Commit of its queues is confirmed at once.
+	bb.put("T", 0, "m", nil)
+	pollN(t, l, 1)
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = l.Commit(cctx)
+	off, _ := bb.offset("HG", "T", 0)
+	if err != nil || off != 4 {
+		t.Fatalf("Commit of broker-b's queues while a persist round waits on broker-a: %v after %v, broker-b committed %d (want 4)",
+			err, time.Since(start).Round(time.Millisecond), off)
+	}
+}
+
 // TestHandOverOffsetLateListenerOffsetNotForgotten: an orderly queue is
 // handed over while its listener is still inside a call (past
 // HandoverTimeout). The hand-over commits what was consumed so far (2);
@@ -86,8 +181,9 @@ func TestHandOverOffsetLateListenerOffsetNotForgotten(t *testing.T) {
 		}
 		// The lock waiter's hand-over: scheduled after the first commit's
 		// answer was processed.
-		// (The first send holds c.sending until its answer is processed.)
-		if !eventually(5*time.Second, func() bool { return len(c.sending) == 0 }) {
+		// The first send holds its group's token until its answer is
+		// processed.
+		if !eventually(5*time.Second, func() bool { return len(c.sendToken("broker-a")) == 0 }) {
 			t.Error("the first commit was not processed")
 		}
 	}

@@ -220,9 +220,10 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 
 // Commit commits, for every queue this consumer owns, the offset after the
 // last message Poll returned, and waits for each group's leader (or the
-// offsets file) to take it, after any send of offsets in progress (a
-// persist round's), so that no older offset lands after it. A leader
-// replicates the offsets it took within its consumerOffsetCommitInterval;
+// offsets file) to take it, after any send of that group's offsets in
+// progress (a persist round's), so that no older offset lands after it. A
+// leader replicates the offsets it took within its
+// consumerOffsetCommitInterval;
 // one lost before that has the messages since its last replicated offsets
 // delivered again (ADR 0004). A group electing a new leader is waited out
 // within ctx (at most 10 s when ctx has no deadline): Commit follows the
@@ -244,7 +245,7 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	}
 	c.recordCommits(offsets)
 	l.mu.Unlock()
-	if err := c.sendOffsets(ctx, owned); err != nil {
+	if _, err := c.sendOffsets(ctx, owned); err != nil {
 		return fmt.Errorf("client: commit not confirmed by every broker group (kept, and sent again every PersistInterval and on Close): %w", err)
 	}
 	return nil

@@ -48,18 +48,79 @@ func (c *consumerCore) recordCommits(offsets map[MessageQueue]int64) {
 	}
 }
 
-// sendOffsets sends the offsets the store holds for mqs, after any send in
-// progress, riding out an election within ctx (commitOffsets), and forgets
-// the pending entries of mqs a broker confirmed and that did not change
-// meanwhile, nor their stored offset (the store forgets those of queues
-// handed over, too).
-func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) error {
-	select {
-	case c.sending <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("client: offsets not sent: another send of them did not end in time: %w", ctx.Err())
+// sendOffsets sends the offsets the store holds for mqs, riding out an
+// election within ctx, to their broker groups side by side (sendGroup), so
+// one that cannot answer does not use up the others' time, and returns
+// the queues settled: those whose stored offset a broker confirmed (or,
+// for a queue handed over, did not need: persistUnlessPassed), and those
+// that hold none. It returns the other queues' failures joined.
+func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]bool, error) {
+	rs, ok := c.store.(*RemoteOffsetStore)
+	if !ok {
+		// One file holds them all.
+		return c.sendGroup(ctx, "", mqs, func(ctx context.Context, mqs []MessageQueue, _ map[MessageQueue]bool) (map[MessageQueue]int64, error) {
+			done := make(map[MessageQueue]int64, len(mqs))
+			if err := c.store.Persist(ctx, mqs); err != nil {
+				return done, err
+			}
+			for _, mq := range mqs {
+				if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
+					done[mq] = off
+				}
+			}
+			return done, nil
+		})
 	}
-	defer func() { <-c.sending }()
+	ctx, cancel := leaderWait(ctx)
+	defer cancel()
+	groups := byBroker(mqs)
+	names := slices.Sorted(maps.Keys(groups))
+	errs := make([]error, len(names))
+	settled := make(map[MessageQueue]bool, len(mqs))
+	var mu sync.Mutex // guards settled
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			s, err := c.sendGroup(ctx, name, groups[name], func(ctx context.Context, mqs []MessageQueue, handedOver map[MessageQueue]bool) (map[MessageQueue]int64, error) {
+				return c.commitOffsets(ctx, rs, name, mqs, handedOver)
+			})
+			errs[i] = err
+			mu.Lock()
+			maps.Copy(settled, s)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return settled, errors.Join(errs...)
+}
+
+// sendToken returns the token (a one-slot semaphore) of broker group
+// name's offset sends ("" for a local store's file).
+func (c *consumerCore) sendToken(name string) chan struct{} {
+	c.sendingMu.Lock()
+	defer c.sendingMu.Unlock()
+	tok := c.sending[name]
+	if tok == nil {
+		tok = make(chan struct{}, 1)
+		c.sending[name] = tok
+	}
+	return tok
+}
+
+// sendGroup sends the offsets of mqs, queues of broker group name, with
+// send, after any send of the group's offsets in progress, and forgets the
+// pending entries of mqs a broker confirmed and that did not change
+// meanwhile, nor their stored offset (the store forgets those of queues
+// handed over, too). It returns the queues settled (see sendOffsets).
+func (c *consumerCore) sendGroup(ctx context.Context, name string, mqs []MessageQueue,
+	send func(ctx context.Context, mqs []MessageQueue, handedOver map[MessageQueue]bool) (map[MessageQueue]int64, error)) (map[MessageQueue]bool, error) {
+	tok := c.sendToken(name)
+	select {
+	case tok <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("client: offsets of broker group %q not sent: another send of them did not end in time: %w", name, ctx.Err())
+	}
+	defer func() { <-tok }()
 	c.pendingMu.Lock()
 	seen := make(map[MessageQueue]pendingOffset, len(mqs))
 	handedOver := map[MessageQueue]bool{}
@@ -70,15 +131,24 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) erro
 		}
 	}
 	c.pendingMu.Unlock()
-	done, err := c.commitOffsets(ctx, mqs, handedOver)
+	done, err := send(ctx, mqs, handedOver)
+	settled := make(map[MessageQueue]bool, len(mqs))
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
-	for mq, sent := range done {
-		if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil && off != sent {
+	for _, mq := range mqs {
+		off, rerr := c.store.Read(ctx, mq, ReadFromMemory)
+		sent, ok := done[mq]
+		switch {
+		case rerr != nil:
+			// Nothing stored, nothing to lose.
+		case !ok:
+			continue
+		case off != sent:
 			// Stored since (an orderly listener still running when its
 			// queue was handed over): the next send takes it.
 			continue
 		}
+		settled[mq] = true
 		if e, ok := seen[mq]; ok && c.pending[mq] == e {
 			delete(c.pending, mq)
 			if e.handedOver {
@@ -86,7 +156,7 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) erro
 			}
 		}
 	}
-	return err
+	return settled, err
 }
 
 // persistPending is the persist round's send of the pending offsets,
@@ -102,7 +172,7 @@ func (c *consumerCore) persistPending(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
 	defer cancel()
-	if err := c.sendOffsets(cctx, mqs); err != nil && ctx.Err() == nil {
+	if _, err := c.sendOffsets(cctx, mqs); err != nil && ctx.Err() == nil {
 		c.warnOnce("persistPending", "committing offsets failed; retrying at the next persist interval", zap.Error(err))
 	} else {
 		c.clearWarn("persistPending")
@@ -113,7 +183,7 @@ func (c *consumerCore) persistPending(ctx context.Context) {
 // out an election within ctx, and keeps pending those no broker took: the
 // persist rounds and Close send them again (while a queue's next owner
 // has not committed). The queues of one rebalance share one request
-// timeout and go to their broker groups side by side (commitOffsets). A
+// timeout and go to their broker groups side by side (sendOffsets). A
 // hand-over during close still commits, so ctx's cancellation is not
 // followed; its deadline, or the request timeout, bounds the wait.
 func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) {
@@ -138,7 +208,7 @@ func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) 
 		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
 	}
 	defer cancel()
-	if err := c.sendOffsets(pctx, mqs); err != nil {
+	if _, err := c.sendOffsets(pctx, mqs); err != nil {
 		c.log.Warn("committing the offsets of queues handed over failed; kept, and sent again every PersistInterval and on Close",
 			zap.Int("queues", len(mqs)), zap.Error(err))
 	}
@@ -178,7 +248,7 @@ func (c *consumerCore) takeBack(mq MessageQueue, seq uint64, off int64) {
 
 // closeCommit is close's commit: the offsets of mqs, the queues owned when
 // close began, and the pending ones, each sent to its group's leader
-// riding out an election (commitOffsets) within ctx, or leaderFollowWait
+// riding out an election (sendOffsets) within ctx, or leaderFollowWait
 // when ctx has no deadline.
 func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) error {
 	all := slices.Clone(mqs)
@@ -189,68 +259,41 @@ func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) erro
 		}
 	}
 	c.pendingMu.Unlock()
-	return c.sendOffsets(ctx, all)
+	_, err := c.sendOffsets(ctx, all)
+	return err
 }
 
-// commitOffsets sends the offsets the store holds for mqs to their
-// groups, each to its leader, riding out a leader change within ctx
-// (onLeader: UPDATE_CONSUMER_OFFSET is idempotent; leaderFollowWait in
-// all when ctx has no deadline); a broadcasting consumer's file is
-// written once. Groups are sent to side by side, so one that cannot
-// answer does not use up the others' time. It returns the offset that
-// reached its broker per queue, and the other queues' failures joined.
-// The offset of a queue in handedOver is sent only while the group's
-// committed offset has not moved past the one the store knew
+// commitOffsets sends the offsets the store holds for mqs to the leader of
+// their broker group, name, riding out a leader change within ctx
+// (onLeader: UPDATE_CONSUMER_OFFSET is idempotent). It returns the offset
+// that reached the broker per queue, and the other queues' failures
+// joined. The offset of a queue in handedOver is sent only while the
+// group's committed offset has not moved past the one the store knew
 // (persistUnlessPassed); one it was not sent for counts as reached.
-func (c *consumerCore) commitOffsets(ctx context.Context, mqs []MessageQueue, handedOver map[MessageQueue]bool) (map[MessageQueue]int64, error) {
+func (c *consumerCore) commitOffsets(ctx context.Context, rs *RemoteOffsetStore, name string, mqs []MessageQueue, handedOver map[MessageQueue]bool) (map[MessageQueue]int64, error) {
 	done := make(map[MessageQueue]int64, len(mqs))
-	rs, ok := c.store.(*RemoteOffsetStore)
-	if !ok {
-		if err := c.store.Persist(ctx, mqs); err != nil {
-			return done, err
-		}
-		for _, mq := range mqs {
-			if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
-				done[mq] = off
-			}
-		}
-		return done, nil
-	}
-	ctx, cancel := leaderWait(ctx)
-	defer cancel()
-	groups := byBroker(mqs)
-	names := slices.Sorted(maps.Keys(groups))
-	errs := make([][]error, len(names))
-	var mu sync.Mutex // guards done
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			for _, mq := range groups[name] {
-				var sent int64
-				err := onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
-					func(_ context.Context, addr string, err error) bool {
-						_, retry := c.noteFailure(name, addr, err)
-						return retry
-					},
-					func(ctx context.Context, addr string) (err error) {
-						if handedOver[mq] {
-							sent, err = rs.persistUnlessPassed(ctx, mq, addr)
-						} else {
-							sent, err = rs.persistAt(ctx, mq, addr)
-						}
-						return err
-					})
-				switch {
-				case err != nil:
-					errs[i] = append(errs[i], err)
-				case sent >= 0:
-					mu.Lock()
-					done[mq] = sent
-					mu.Unlock()
+	var errs []error
+	for _, mq := range mqs {
+		var sent int64
+		err := onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
+			func(_ context.Context, addr string, err error) bool {
+				_, retry := c.noteFailure(name, addr, err)
+				return retry
+			},
+			func(ctx context.Context, addr string) (err error) {
+				if handedOver[mq] {
+					sent, err = rs.persistUnlessPassed(ctx, mq, addr)
+				} else {
+					sent, err = rs.persistAt(ctx, mq, addr)
 				}
-			}
-		})
+				return err
+			})
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case sent >= 0:
+			done[mq] = sent
+		}
 	}
-	wg.Wait()
-	return done, errors.Join(slices.Concat(errs...)...)
+	return done, errors.Join(errs...)
 }

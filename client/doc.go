@@ -140,8 +140,8 @@
 //
 // Locks: consumerCore.rebalanceMu is taken before consumerCore.mu, never
 // inside it; processQueue.mu is a leaf; processQueue.consumeMu is never
-// taken while holding consumerCore.mu. LitePullConsumer.mu is taken before
-// consumerCore.sending (a one-slot semaphore), which is taken before
+// taken while holding consumerCore.mu. A broker group's token in
+// consumerCore.sending (a one-slot semaphore) is taken before
 // consumerCore.pendingMu; inside that only the offset store's locks.
 // The producer's locks (route manager, latency fault, sequencer,
 // AutoBatch accumulator) never nest.
