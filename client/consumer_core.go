@@ -86,6 +86,12 @@ type consumerCore struct {
 	// call on them still ran: they keep their broker lock and are not
 	// taken back until it returns (handOver).
 	releasing map[MessageQueue]bool // guarded by mu
+	// unsettled holds the orderly queues handed over whose offset no
+	// broker confirmed yet, each with the time until which it keeps its
+	// broker lock (lockAll renews it) unless a persist round settles the
+	// offset first (unlockSettled): released, the next owner would start
+	// at the older committed offset and consume the range again.
+	unsettled map[MessageQueue]time.Time // guarded by mu
 	// releaseMu orders lockAll's renewals with the unlock of a releasing
 	// queue; taken before mu.
 	releaseMu sync.Mutex
@@ -127,6 +133,7 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		unstarted:   map[MessageQueue]bool{},
 		starting:    map[string]int{},
 		releasing:   map[MessageQueue]bool{},
+		unsettled:   map[MessageQueue]time.Time{},
 		pending:     map[MessageQueue]pendingOffset{},
 		sending:     map[string]chan struct{}{},
 	}
@@ -274,11 +281,24 @@ func (c *consumerCore) close(ctx context.Context) error {
 		mqs = append(mqs, pq.mq)
 	}
 	var errs []error
-	if err := c.closeCommit(ctx, mqs); err != nil {
+	settled, err := c.closeCommit(ctx, mqs)
+	if err != nil {
 		errs = append(errs, fmt.Errorf("client: commit offsets on close: %w", err))
 	}
 	if c.hooks.orderly && c.cfg.model == Clustering {
-		for broker, qs := range byBroker(mqs) {
+		// Only the queues whose offset a broker took are unlocked: the
+		// others' locks expire at the brokers (60 s), so their next owner
+		// does not start before them at an older committed offset.
+		c.mu.Lock()
+		held := slices.AppendSeq(slices.Clone(mqs), maps.Keys(c.unsettled))
+		c.mu.Unlock()
+		var unlock []MessageQueue
+		for _, mq := range held {
+			if settled[mq] {
+				unlock = append(unlock, mq)
+			}
+		}
+		for broker, qs := range byBroker(unlock) {
 			if addr := c.routes.brokerAddr(broker); addr != "" {
 				if err := unlockQueues(ctx, c.rc, broker, addr, c.cfg.group, c.clientID, qs); err != nil {
 					c.log.Warn("unlock queues on close", zap.String("broker", broker), zap.Error(err))
@@ -507,6 +527,7 @@ func (c *consumerCore) persistAll(ctx context.Context) {
 		c.beforePersist()
 	}
 	c.persistPending(ctx)
+	c.unlockSettled(ctx)
 	if !c.autoCommits() {
 		return
 	}
@@ -532,10 +553,12 @@ func (c *consumerCore) autoCommits() bool {
 
 // lockAll renews the broker locks of every queue an orderly consumer holds
 // (RebalanceImpl.lockAll), including the queues handed over while their
-// listener still runs or waiting for their hand-over (c.releasing): the
-// broker frees a lock not renewed for 60 s, and the next owner would then
-// consume beside the listener.
+// listener still runs or waiting for their hand-over (c.releasing) and
+// those whose offset no broker confirmed (c.unsettled): the broker frees a
+// lock not renewed for 60 s, and the next owner would then consume beside
+// the listener, or again.
 func (c *consumerCore) lockAll(ctx context.Context) {
+	c.unlockSettled(ctx)
 	// Held for the whole round so a releasing queue's unlock (handOver)
 	// never comes between this round reading c.releasing and its lock
 	// request, which would take the lock back until the broker's lock
@@ -544,7 +567,7 @@ func (c *consumerCore) lockAll(ctx context.Context) {
 	defer c.releaseMu.Unlock()
 	c.mu.Lock()
 	pqs := slices.Collect(maps.Values(c.pqs))
-	releasing := slices.Collect(maps.Keys(c.releasing))
+	releasing := slices.AppendSeq(slices.Collect(maps.Keys(c.releasing)), maps.Keys(c.unsettled))
 	c.mu.Unlock()
 	byB := map[string][]MessageQueue{}
 	for _, pq := range pqs {

@@ -13,6 +13,79 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
+// TestHandOverOffsetOrderlyLockHeldUntilConfirmed: an orderly consumer
+// hands queue 1 over while its broker refuses the offset commit; the
+// offset (3) is kept. The queue's broker lock stays ours until a broker
+// confirms it: released, the next owner would lock the queue, start at
+// the group's older committed offset (here none: ConsumeFrom) and consume
+// messages 0..2, consumed here in order, again. A persist round that gets
+// the offset confirmed releases it.
+func TestHandOverOffsetOrderlyLockHeldUntilConfirmed(t *testing.T) {
+	r := startHandOverRig(t, "orderly")
+	ctx := context.Background()
+	if h := r.b.lockHolder("HG", hoQ1); h != r.core.clientID {
+		t.Fatalf("queue 1's lock released (holder %q) while its offset 3 is unconfirmed (committed %d)", h, r.committed(1))
+	}
+	r.core.persistAll(ctx)
+	if h := r.b.lockHolder("HG", hoQ1); h != r.core.clientID {
+		t.Fatalf("queue 1's lock released (holder %q) by a persist round its broker refused", h)
+	}
+	r.core.lockAll(ctx)
+	if n := r.b.lockRequests(r.core.clientID, hoQ1); n < 2 {
+		t.Fatalf("queue 1's lock not renewed while its offset is unconfirmed: %d lock requests name it", n)
+	}
+	r.accept()
+	r.core.persistAll(ctx)
+	if got, h := r.committed(1), r.b.lockHolder("HG", hoQ1); got != 3 || h != "" {
+		t.Fatalf("after a persist round the broker took: committed %d (want 3), lock holder %q (want none)", got, h)
+	}
+}
+
+// TestHandOverOffsetOrderlyLockHeldAtMostLockLife: a broker group that
+// never confirms the kept offset of an orderly queue handed over holds the
+// queue from its next owner no longer than the broker keeps a dead
+// consumer's lock: then the lock is released, and the offset still kept.
+func TestHandOverOffsetOrderlyLockHeldAtMostLockLife(t *testing.T) {
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	r := startHandOverRig(t, "orderly", WithClock(clock))
+	ctx := context.Background()
+	skew.Store(int64(unsettledLockHold - time.Second))
+	r.core.persistAll(ctx)
+	if h := r.b.lockHolder("HG", hoQ1); h != r.core.clientID {
+		t.Fatalf("queue 1's lock released (holder %q) before its hold ran out", h)
+	}
+	skew.Store(int64(unsettledLockHold + time.Second))
+	r.core.persistAll(ctx)
+	if h := r.b.lockHolder("HG", hoQ1); h != "" {
+		t.Fatalf("queue 1's lock still held (holder %q) after its hold ran out", h)
+	}
+	r.core.pendingMu.Lock()
+	_, kept := r.core.pending[hoQ1]
+	r.core.pendingMu.Unlock()
+	if !kept {
+		t.Fatal("queue 1's offset no longer kept once its lock was released")
+	}
+}
+
+// TestHandOverOffsetOrderlyCloseKeepsLockOfUnconfirmed: Close unlocks only
+// the orderly queues whose offset a broker took; the others' locks expire
+// at the broker, so their next owner does not start at an older committed
+// offset while the lock is free.
+func TestHandOverOffsetOrderlyCloseKeepsLockOfUnconfirmed(t *testing.T) {
+	r := startHandOverRig(t, "orderly")
+	cctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := r.close(cctx); err == nil {
+		t.Fatal("Close reported no failure though the broker refused every offset")
+	}
+	for _, mq := range []MessageQueue{hoQ0, hoQ1} {
+		if h := r.b.lockHolder("HG", mq); h != r.core.clientID {
+			t.Fatalf("%s unlocked on Close (holder %q) though its offset was refused (committed %d)", mq, h, r.committed(mq.QueueID))
+		}
+	}
+}
+
 // TestHandOverOffsetDeadGroupDoesNotHoldUpCommit: a persist round
 // resending the kept offsets of queues handed over to a broker group that
 // does not answer (broker-a) must not hold up a Commit of another group's

@@ -185,8 +185,9 @@ func (c *consumerCore) persistPending(ctx context.Context) {
 // has not committed). The queues of one rebalance share one request
 // timeout and go to their broker groups side by side (sendOffsets). A
 // hand-over during close still commits, so ctx's cancellation is not
-// followed; its deadline, or the request timeout, bounds the wait.
-func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) {
+// followed; its deadline, or the request timeout, bounds the wait. It
+// returns the queues settled (sendOffsets).
+func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) map[MessageQueue]bool {
 	if c.hooks.handedOver != nil {
 		for _, mq := range mqs {
 			c.hooks.handedOver(mq)
@@ -208,10 +209,12 @@ func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) 
 		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
 	}
 	defer cancel()
-	if _, err := c.sendOffsets(pctx, mqs); err != nil {
+	settled, err := c.sendOffsets(pctx, mqs)
+	if err != nil {
 		c.log.Warn("committing the offsets of queues handed over failed; kept, and sent again every PersistInterval and on Close",
 			zap.Int("queues", len(mqs)), zap.Error(err))
 	}
+	return settled
 }
 
 // keptOffset returns the offset kept for mq since it was handed over,
@@ -249,8 +252,8 @@ func (c *consumerCore) takeBack(mq MessageQueue, seq uint64, off int64) {
 // closeCommit is close's commit: the offsets of mqs, the queues owned when
 // close began, and the pending ones, each sent to its group's leader
 // riding out an election (sendOffsets) within ctx, or leaderFollowWait
-// when ctx has no deadline.
-func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) error {
+// when ctx has no deadline. It returns the queues settled.
+func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]bool, error) {
 	all := slices.Clone(mqs)
 	c.pendingMu.Lock()
 	for mq := range c.pending {
@@ -259,8 +262,7 @@ func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) erro
 		}
 	}
 	c.pendingMu.Unlock()
-	_, err := c.sendOffsets(ctx, all)
-	return err
+	return c.sendOffsets(ctx, all)
 }
 
 // commitOffsets sends the offsets the store holds for mqs to the leader of

@@ -121,8 +121,9 @@ func (c *consumerCore) groupMembers(ctx context.Context, mqAll []MessageQueue) (
 // updateQueues makes the process-queue table of topic match alloc
 // (updateProcessQueueTableInRebalance). Queues leaving are handed over
 // first — dropped, their in-flight listener calls awaited, their offset
-// committed, their orderly lock released — so the next owner never
-// overlaps with us; then new queues start at their computed offset.
+// committed, their orderly lock released once the offset is — so the next
+// owner never overlaps with us; then new queues start at their computed
+// offset.
 func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []MessageQueue) (pending bool) {
 	want := map[MessageQueue]bool{}
 	for _, mq := range alloc {
@@ -222,6 +223,7 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 		return true
 	}
 	c.pqs[mq] = pq
+	delete(c.unsettled, mq) // its lock is ours as an owned queue's again
 	c.mu.Unlock()
 	// Drop any stale in-memory offset: the queue may come back to us after
 	// another consumer moved it on.
@@ -241,7 +243,11 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 // next owners start: it drops them, waits for their listener calls in
 // progress, commits their offsets (handOverOffsets: side by side per
 // broker group, so one that cannot answer does not use up the others'
-// time) and, for an orderly consumer, unlocks them at their brokers.
+// time) and, for an orderly consumer, unlocks at their brokers those whose
+// offset a broker took. An orderly queue whose offset no broker took keeps
+// its lock (c.unsettled) until one does: its next owner would start at the
+// older committed offset and consume the range again, in order
+// (RocketMQ's removeUnnecessaryMessageQueue persists, then unlocks).
 func (c *consumerCore) handOver(ctx context.Context, pqs []*processQueue) {
 	locked := c.hooks.orderly && c.cfg.model == Clustering
 	for _, pq := range pqs {
@@ -267,15 +273,81 @@ func (c *consumerCore) handOver(ctx context.Context, pqs []*processQueue) {
 	}
 	// An orderly queue whose listener still runs has its offset committed
 	// too, what is consumed so far; its lock waiter commits again after.
-	c.handOverOffsets(ctx, mqs)
+	settled := c.handOverOffsets(ctx, mqs)
 	c.releaseMu.Lock()
 	defer c.releaseMu.Unlock()
 	if locked {
-		c.unlockHandedOver(ctx, released)
+		c.unlockHandedOver(ctx, settledOf(released, settled))
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, mq := range released {
 		delete(c.releasing, mq)
+		if locked && !settled[mq] {
+			c.unsettled[mq] = c.cfg.common.now().Add(unsettledLockHold)
+		}
+	}
+}
+
+// settledOf lists the queues of mqs in settled.
+func settledOf(mqs []MessageQueue, settled map[MessageQueue]bool) []MessageQueue {
+	var out []MessageQueue
+	for _, mq := range mqs {
+		if settled[mq] {
+			out = append(out, mq)
+		}
+	}
+	return out
+}
+
+// unsettledLockHold bounds how long an orderly queue handed over keeps
+// its broker lock while no broker confirms its offset (c.unsettled): as
+// long as a broker keeps the lock of a consumer that died holding it
+// (REBALANCE_LOCK_MAX_LIVE_TIME), so a group whose leader cannot take
+// offsets holds the queue from its next owner no longer than a crash
+// would.
+const unsettledLockHold = 60 * time.Second
+
+// unlockSettled releases the broker locks of the queues in c.unsettled
+// whose offset a broker confirmed since, or whose kept offset was dropped,
+// or whose time ran out (their next owner may then consume again what was
+// consumed here). It runs in the persist and lock rounds; a rebalance in
+// progress, which may be taking such a queue back, defers it to the next.
+func (c *consumerCore) unlockSettled(ctx context.Context) {
+	if !c.rebalanceMu.TryLock() {
+		return
+	}
+	defer c.rebalanceMu.Unlock()
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
+	c.mu.Lock()
+	held := maps.Clone(c.unsettled)
+	c.mu.Unlock()
+	if len(held) == 0 {
+		return
+	}
+	now := c.cfg.common.now()
+	var unlock, expired []MessageQueue
+	c.pendingMu.Lock()
+	for mq, until := range held {
+		e, kept := c.pending[mq]
+		switch {
+		case !kept || !e.handedOver:
+			unlock = append(unlock, mq)
+		case !now.Before(until):
+			unlock = append(unlock, mq)
+			expired = append(expired, mq)
+		}
+	}
+	c.pendingMu.Unlock()
+	if len(expired) > 0 {
+		c.log.Warn("offsets of orderly queues handed over not confirmed in time; unlocking them, their next owner may consume again what was consumed here",
+			zap.Stringers("queues", expired), zap.Duration("held", unsettledLockHold))
+	}
+	c.unlockHandedOver(ctx, unlock)
+	c.mu.Lock()
+	for _, mq := range unlock {
+		delete(c.unsettled, mq)
 	}
 	c.mu.Unlock()
 }
@@ -284,8 +356,8 @@ func (c *consumerCore) handOver(ctx context.Context, pqs []*processQueue) {
 // progress, if any: its result still counts. It reports whether it took
 // pq.consumeMu, which the caller then holds; when it gave up, the lock is
 // given back once the listener lets go of it, by a goroutine that, for an
-// orderly queue (locked), then commits its offset and releases it: until
-// then the queue's broker lock stays ours (lockAll renews it, c.releasing)
+// orderly queue (locked), then commits its offset and releases it as
+// handOver does: until then the queue's broker lock stays ours (lockAll renews it, c.releasing)
 // and we do not take the queue back, for the next owner would consume it
 // beside the listener. The goroutine is counted in c.wg (the rebalance
 // loop, a tracked goroutine, is the only caller, so the count is above
@@ -304,11 +376,14 @@ func (c *consumerCore) awaitListener(ctx context.Context, pq *processQueue, lock
 		}
 		pq.consumeMu.Unlock()
 		if locked {
-			c.handOverOffsets(ctx, []MessageQueue{pq.mq})
+			settled := c.handOverOffsets(ctx, []MessageQueue{pq.mq})
 			c.releaseMu.Lock()
-			c.unlockHandedOver(ctx, []MessageQueue{pq.mq})
+			c.unlockHandedOver(ctx, settledOf([]MessageQueue{pq.mq}, settled))
 			c.mu.Lock()
 			delete(c.releasing, pq.mq)
+			if !settled[pq.mq] {
+				c.unsettled[pq.mq] = c.cfg.common.now().Add(unsettledLockHold)
+			}
 			c.mu.Unlock()
 			c.releaseMu.Unlock()
 			c.triggerRebalance()
