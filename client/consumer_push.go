@@ -210,7 +210,9 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 // releases orderly locks and unregisters from the brokers. The commit
 // waits out a group electing a leader within ctx or, when ctx has no
 // deadline, for at most 10 s; offsets still unsent then are reported in
-// Close's error. ctx bounds all of it: when it ends first (a listener
+// Close's error, and their orderly queues stay locked until the broker
+// frees the lock (60 s), so that their next owner does not start at an
+// older committed offset meanwhile. ctx bounds all of it: when it ends first (a listener
 // that does not return), Close still commits what it can, closes the
 // connections and returns ctx's error; the listener's goroutine ends when
 // the listener returns. Safe to call twice.
