@@ -86,6 +86,38 @@ func TestHandOverOffsetOrderlyCloseKeepsLockOfUnconfirmed(t *testing.T) {
 	}
 }
 
+// TestHandOverOffsetKeptThroughUnfinishedStart: a queue handed over with
+// its offset kept (3) comes back while the group's committed offset is an
+// older one (1), and the consumer closes after the queue's start offset
+// was read but before the queue started. Reading it must not replace the
+// kept offset: Close would send the older one for the queue still handed
+// over, and its next owner would consume 1..2 again.
+func TestHandOverOffsetKeptThroughUnfinishedStart(t *testing.T) {
+	for _, kind := range handOverKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := startHandOverRig(t, kind)
+			r.b.setOffset("HG", "T", 1, 1)
+			ctx := context.Background()
+			// What startQueue does up to the check that the consumer is
+			// not closing.
+			kept, _, ok := r.core.keptOffset(hoQ1)
+			if !ok || kept != 3 {
+				t.Fatalf("rig: kept %d, %v", kept, ok)
+			}
+			if off, err := r.core.startOffset(ctx, hoQ1, kept, true); err != nil || off != 3 {
+				t.Fatalf("start offset %d, %v; want the kept 3", off, err)
+			}
+			r.accept()
+			if err := r.close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.committed(1); got != 3 {
+				t.Fatalf("committed offset of the queue handed over after Close: %d, want the kept 3", got)
+			}
+		})
+	}
+}
+
 // TestHandOverOffsetDeadGroupDoesNotHoldUpCommit: a persist round
 // resending the kept offsets of queues handed over to a broker group that
 // does not answer (broker-a) must not hold up a Commit of another group's

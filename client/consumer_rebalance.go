@@ -440,7 +440,7 @@ func (c *consumerCore) unlockHandedOver(ctx context.Context, mqs []MessageQueue)
 func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue, kept int64, hasKept bool) (int64, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
 	defer cancel()
-	off, err := c.store.Read(cctx, mq, ReadFromStore)
+	off, err := c.readCommitted(cctx, mq)
 	for hop := 0; hop < maxBrokerHops && err != nil; hop++ {
 		// A remote store asks the route's address; follow a leader it names.
 		var be *BrokerError
@@ -448,7 +448,7 @@ func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue, kept in
 			break
 		}
 		c.followLeader(mq.BrokerName, be.Addr, err)
-		off, err = c.store.Read(cctx, mq, ReadFromStore)
+		off, err = c.readCommitted(cctx, mq)
 	}
 	if err == nil && off >= 0 {
 		if hasKept && kept > off {
@@ -484,6 +484,18 @@ func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue, kept in
 		res, err = c.queueOffsetAt(ctx, mq, remoting.RequestGetMaxOffset)
 	}
 	return res, err
+}
+
+// readCommitted reads the group's committed offset of mq. A remote store
+// does not keep the answer in memory (RemoteOffsetStore.readCommitted): an
+// offset kept there for mq since it was handed over must stay until the
+// queue started and took it back, or, should the consumer close first,
+// Close sends the older committed offset for it.
+func (c *consumerCore) readCommitted(ctx context.Context, mq MessageQueue) (int64, error) {
+	if rs, ok := c.store.(*RemoteOffsetStore); ok {
+		return rs.readCommitted(ctx, mq)
+	}
+	return c.store.Read(ctx, mq, ReadFromStore)
 }
 
 // owned lists the queues with a live process queue.

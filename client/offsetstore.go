@@ -231,6 +231,18 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 			return 0, ErrOffsetNotFound
 		}
 	}
+	off, err := s.readCommitted(ctx, mq)
+	if err != nil {
+		return 0, err
+	}
+	s.table.update(mq, off, false)
+	return off, nil
+}
+
+// readCommitted asks mq's broker for the group's committed offset, as
+// Read with ReadFromStore does, without storing it in memory, where a
+// newer offset no broker has taken yet may be kept.
+func (s *RemoteOffsetStore) readCommitted(ctx context.Context, mq MessageQueue) (int64, error) {
 	addr := s.resolve(mq.BrokerName)
 	if addr == "" {
 		return 0, fmt.Errorf("%w: broker group %q", ErrNoQueue, mq.BrokerName)
@@ -243,7 +255,6 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 	case err != nil:
 		return 0, err
 	}
-	s.table.update(mq, off, false)
 	s.setKnown(mq, off)
 	return off, nil
 }
