@@ -534,12 +534,16 @@ func (c *consumerCore) persistAll(ctx context.Context) {
 	c.mu.Lock()
 	mqs := slices.Collect(maps.Keys(c.pqs))
 	c.mu.Unlock()
-	if err := c.store.Persist(ctx, mqs); err != nil && ctx.Err() == nil {
+	c.persistOwned(ctx, mqs)
+}
+
+// persistOwned is the persist round's send of the offsets of mqs, the
+// queues owned when the round began, through sendOffsets: after the
+// group's sends in progress, and only for the queues still owned or kept
+// (one handed over since is its hand-over's to send).
+func (c *consumerCore) persistOwned(ctx context.Context, mqs []MessageQueue) {
+	if _, err := c.sendOffsets(ctx, mqs, true); err != nil && ctx.Err() == nil {
 		c.warnOnce("persist", "committing offsets failed", zap.Error(err))
-		var be *BrokerError
-		if errors.As(err, &be) {
-			c.followLeader(be.Broker, be.Addr, be)
-		}
 	} else {
 		c.clearWarn("persist")
 	}

@@ -53,23 +53,15 @@ func (c *consumerCore) recordCommits(offsets map[MessageQueue]int64) {
 // one that cannot answer does not use up the others' time, and returns
 // the queues settled: those whose stored offset a broker confirmed (or,
 // for a queue handed over, did not need: persistUnlessPassed), and those
-// that hold none. It returns the other queues' failures joined.
-func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]bool, error) {
+// that hold none. It returns the other queues' failures joined. With
+// whileOwned, a queue of mqs without a pending entry is sent only while
+// it is still owned: one handed over since mqs was listed is its
+// hand-over's to send (handOverOffsets), never over its new owner's
+// commit.
+func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue, whileOwned bool) (map[MessageQueue]bool, error) {
 	rs, ok := c.store.(*RemoteOffsetStore)
 	if !ok {
-		// One file holds them all.
-		return c.sendGroup(ctx, "", mqs, func(ctx context.Context, mqs []MessageQueue, _ map[MessageQueue]bool) (map[MessageQueue]int64, error) {
-			done := make(map[MessageQueue]int64, len(mqs))
-			if err := c.store.Persist(ctx, mqs); err != nil {
-				return done, err
-			}
-			for _, mq := range mqs {
-				if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
-					done[mq] = off
-				}
-			}
-			return done, nil
-		})
+		return c.sendFile(ctx, mqs)
 	}
 	ctx, cancel := leaderWait(ctx)
 	defer cancel()
@@ -81,9 +73,7 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) (map
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			s, err := c.sendGroup(ctx, name, groups[name], func(ctx context.Context, mqs []MessageQueue, handedOver map[MessageQueue]bool) (map[MessageQueue]int64, error) {
-				return c.commitOffsets(ctx, rs, name, mqs, handedOver)
-			})
+			s, err := c.sendGroup(ctx, rs, name, groups[name], whileOwned)
 			errs[i] = err
 			mu.Lock()
 			maps.Copy(settled, s)
@@ -94,58 +84,118 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue) (map
 	return settled, errors.Join(errs...)
 }
 
-// sendToken returns the token (a one-slot semaphore) of broker group
-// name's offset sends ("" for a local store's file).
-func (c *consumerCore) sendToken(name string) chan struct{} {
+// sendToken takes the token (a one-slot semaphore) of broker group name's
+// offset sends ("" for a local store's file) within ctx, and returns its
+// release.
+func (c *consumerCore) sendToken(ctx context.Context, name string) (func(), error) {
 	c.sendingMu.Lock()
-	defer c.sendingMu.Unlock()
 	tok := c.sending[name]
 	if tok == nil {
 		tok = make(chan struct{}, 1)
 		c.sending[name] = tok
 	}
-	return tok
-}
-
-// sendGroup sends the offsets of mqs, queues of broker group name, with
-// send, after any send of the group's offsets in progress, and forgets the
-// pending entries of mqs a broker confirmed and that did not change
-// meanwhile, nor their stored offset (the store forgets those of queues
-// handed over, too). It returns the queues settled (see sendOffsets).
-func (c *consumerCore) sendGroup(ctx context.Context, name string, mqs []MessageQueue,
-	send func(ctx context.Context, mqs []MessageQueue, handedOver map[MessageQueue]bool) (map[MessageQueue]int64, error)) (map[MessageQueue]bool, error) {
-	tok := c.sendToken(name)
+	c.sendingMu.Unlock()
 	select {
 	case tok <- struct{}{}:
+		return func() { <-tok }, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("client: offsets of broker group %q not sent: another send of them did not end in time: %w", name, ctx.Err())
 	}
-	defer func() { <-tok }()
-	c.pendingMu.Lock()
+}
+
+// sendFile writes the offsets of mqs to a local store's file (which holds
+// them all) and settles them as sendGroup does.
+func (c *consumerCore) sendFile(ctx context.Context, mqs []MessageQueue) (map[MessageQueue]bool, error) {
+	release, err := c.sendToken(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	seen := make(map[MessageQueue]pendingOffset, len(mqs))
-	handedOver := map[MessageQueue]bool{}
+	c.pendingMu.Lock()
 	for _, mq := range mqs {
 		if e, ok := c.pending[mq]; ok {
 			seen[mq] = e
-			handedOver[mq] = e.handedOver
 		}
 	}
 	c.pendingMu.Unlock()
-	done, err := send(ctx, mqs, handedOver)
+	done := make(map[MessageQueue]int64, len(mqs))
+	if err := c.store.Persist(ctx, mqs); err != nil {
+		return c.settle(mqs, seen, done), err
+	}
+	for _, mq := range mqs {
+		if off, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
+			done[mq] = off
+		}
+	}
+	return c.settle(mqs, seen, done), nil
+}
+
+// sendGroup sends the offsets of mqs, queues of broker group name, to its
+// leader, riding out a leader change within ctx (onLeader:
+// UPDATE_CONSUMER_OFFSET is idempotent), after any send of the group's
+// offsets in progress. A queue is sent as its pending entry says when it
+// is sent: one handed over only while the group's committed offset has
+// not moved past the one the store knew (persistUnlessPassed; one it was
+// not sent for counts as confirmed); see sendOffsets for whileOwned. It
+// settles the queues confirmed (settle).
+func (c *consumerCore) sendGroup(ctx context.Context, rs *RemoteOffsetStore, name string, mqs []MessageQueue, whileOwned bool) (map[MessageQueue]bool, error) {
+	release, err := c.sendToken(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	seen := make(map[MessageQueue]pendingOffset, len(mqs))
+	done := make(map[MessageQueue]int64, len(mqs))
+	var errs []error
+	for _, mq := range mqs {
+		c.pendingMu.Lock()
+		e, kept := c.pending[mq]
+		c.pendingMu.Unlock()
+		if kept {
+			seen[mq] = e
+		} else if whileOwned && !c.isOwned(mq) {
+			continue
+		}
+		var sent int64
+		err := onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
+			func(_ context.Context, addr string, err error) bool {
+				_, retry := c.noteFailure(name, addr, err)
+				return retry
+			},
+			func(ctx context.Context, addr string) (err error) {
+				if e.handedOver {
+					sent, err = rs.persistUnlessPassed(ctx, mq, addr)
+				} else {
+					sent, err = rs.persistAt(ctx, mq, addr)
+				}
+				return err
+			})
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case sent >= 0:
+			done[mq] = sent
+		}
+	}
+	return c.settle(mqs, seen, done), errors.Join(errs...)
+}
+
+// settle returns the queues of mqs settled once done, the offsets that
+// reached their broker, was sent (see sendOffsets), and forgets the
+// pending entries (seen, as they were sent) of those that did not change
+// meanwhile; the store forgets the offsets of those handed over, too. A
+// queue whose stored offset changed since is not settled: an orderly
+// listener still running when its queue was handed over stored a later
+// one, which the next send takes.
+func (c *consumerCore) settle(mqs []MessageQueue, seen map[MessageQueue]pendingOffset, done map[MessageQueue]int64) map[MessageQueue]bool {
 	settled := make(map[MessageQueue]bool, len(mqs))
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
 	for _, mq := range mqs {
-		off, rerr := c.store.Read(ctx, mq, ReadFromMemory)
+		off, err := c.store.Read(context.Background(), mq, ReadFromMemory)
 		sent, ok := done[mq]
-		switch {
-		case rerr != nil:
-			// Nothing stored, nothing to lose.
-		case !ok:
-			continue
-		case off != sent:
-			// Stored since (an orderly listener still running when its
-			// queue was handed over): the next send takes it.
+		if err == nil && (!ok || off != sent) {
 			continue
 		}
 		settled[mq] = true
@@ -156,7 +206,14 @@ func (c *consumerCore) sendGroup(ctx context.Context, name string, mqs []Message
 			}
 		}
 	}
-	return settled, err
+	return settled
+}
+
+// isOwned reports whether mq has a live process queue.
+func (c *consumerCore) isOwned(mq MessageQueue) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pqs[mq] != nil
 }
 
 // persistPending is the persist round's send of the pending offsets,
@@ -172,7 +229,7 @@ func (c *consumerCore) persistPending(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
 	defer cancel()
-	if _, err := c.sendOffsets(cctx, mqs); err != nil && ctx.Err() == nil {
+	if _, err := c.sendOffsets(cctx, mqs, false); err != nil && ctx.Err() == nil {
 		c.warnOnce("persistPending", "committing offsets failed; retrying at the next persist interval", zap.Error(err))
 	} else {
 		c.clearWarn("persistPending")
@@ -209,7 +266,7 @@ func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) 
 		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
 	}
 	defer cancel()
-	settled, err := c.sendOffsets(pctx, mqs)
+	settled, err := c.sendOffsets(pctx, mqs, false)
 	if err != nil {
 		c.log.Warn("committing the offsets of queues handed over failed; kept, and sent again every PersistInterval and on Close",
 			zap.Int("queues", len(mqs)), zap.Error(err))
@@ -262,40 +319,5 @@ func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) (map
 		}
 	}
 	c.pendingMu.Unlock()
-	return c.sendOffsets(ctx, all)
-}
-
-// commitOffsets sends the offsets the store holds for mqs to the leader of
-// their broker group, name, riding out a leader change within ctx
-// (onLeader: UPDATE_CONSUMER_OFFSET is idempotent). It returns the offset
-// that reached the broker per queue, and the other queues' failures
-// joined. The offset of a queue in handedOver is sent only while the
-// group's committed offset has not moved past the one the store knew
-// (persistUnlessPassed); one it was not sent for counts as reached.
-func (c *consumerCore) commitOffsets(ctx context.Context, rs *RemoteOffsetStore, name string, mqs []MessageQueue, handedOver map[MessageQueue]bool) (map[MessageQueue]int64, error) {
-	done := make(map[MessageQueue]int64, len(mqs))
-	var errs []error
-	for _, mq := range mqs {
-		var sent int64
-		err := onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
-			func(_ context.Context, addr string, err error) bool {
-				_, retry := c.noteFailure(name, addr, err)
-				return retry
-			},
-			func(ctx context.Context, addr string) (err error) {
-				if handedOver[mq] {
-					sent, err = rs.persistUnlessPassed(ctx, mq, addr)
-				} else {
-					sent, err = rs.persistAt(ctx, mq, addr)
-				}
-				return err
-			})
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case sent >= 0:
-			done[mq] = sent
-		}
-	}
-	return done, errors.Join(errs...)
+	return c.sendOffsets(ctx, all, false)
 }
