@@ -93,7 +93,7 @@ type consumerCore struct {
 	// at the older committed offset and consume the range again.
 	unsettled map[MessageQueue]time.Time // guarded by mu
 	// releaseMu orders lockAll's renewals with the unlock of a releasing
-	// queue; taken before mu.
+	// or unsettled queue; taken before mu and pendingMu.
 	releaseMu sync.Mutex
 
 	startedAt time.Time // set by start; GET_CONSUMER_RUNNING_INFO reports it
@@ -101,7 +101,7 @@ type consumerCore struct {
 	// pending holds the queues whose offset the store holds and no broker
 	// has confirmed yet (consumer_offsets.go): a Commit's the lite pull
 	// consumer could not send, and every queue handed over until a broker
-	// took its offset. Taken inside LitePullConsumer.mu; a leaf otherwise.
+	// took its offset. Only the offset store's locks are taken inside it.
 	pendingMu  sync.Mutex
 	pending    map[MessageQueue]pendingOffset // guarded by pendingMu
 	pendingSeq uint64                         // guarded by pendingMu; numbers the entries

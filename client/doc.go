@@ -53,9 +53,14 @@
 // and one no broker took is kept and sent every PersistInterval and on
 // Close until one does, or until the queue's new owner has committed:
 // brokers keep the last offset they are sent, so ours would then move the
-// owner's back (consumer_offsets.go). A queue that comes back while its
-// offset is kept resumes there, unless the group's committed offset is
-// past it; ConsumeFrom does not apply to it. Calls
+// owner's back (consumer_offsets.go). An orderly queue keeps its broker
+// lock until its offset is taken (at most the 60 s a broker keeps a lock),
+// so its next owner does not start at an older one. A queue that comes
+// back while its offset is kept resumes there, unless the group's
+// committed offset is past it; ConsumeFrom does not apply to it. A kept
+// offset undoes an admin's reset that moves the committed offset below
+// it: the consumer cannot tell a reset from a new owner that is behind.
+// Reset a group's offsets once its consumers have closed. Calls
 // given an address (BrokerRequest, BrokerConfig, CreateTopic and
 // UpdateSubscriptionGroup with a broker address) ask that member; a
 // request it refuses as its leader's (a not-leader answer) goes on to
@@ -138,11 +143,12 @@
 //   - errors.go: sentinels and typed errors.
 //   - lifecycle.go: the bounded wait Close uses.
 //
-// Locks: consumerCore.rebalanceMu is taken before consumerCore.mu, never
-// inside it; processQueue.mu is a leaf; processQueue.consumeMu is never
-// taken while holding consumerCore.mu. A broker group's token in
-// consumerCore.sending (a one-slot semaphore) is taken before
-// consumerCore.pendingMu; inside that only the offset store's locks.
+// Locks are taken in this order, any skipped: consumerCore.rebalanceMu,
+// LitePullConsumer.mu, a broker group's token in consumerCore.sending (a
+// one-slot semaphore), consumerCore.releaseMu, consumerCore.mu,
+// consumerCore.pendingMu, the offset store's locks. processQueue.mu is a
+// leaf; processQueue.consumeMu is never taken while holding
+// consumerCore.mu.
 // The producer's locks (route manager, latency fault, sequencer,
 // AutoBatch accumulator) never nest.
 package client
