@@ -42,7 +42,9 @@ type OffsetStore interface {
 	Read(ctx context.Context, mq MessageQueue, typ ReadOffsetType) (int64, error)
 	// Persist writes the offsets of mqs out.
 	Persist(ctx context.Context, mqs []MessageQueue) error
-	// Remove forgets mq (its queue was handed to another consumer).
+	// Remove forgets mq once its queue was handed to another consumer
+	// and its offset committed; a store whose offsets only this consumer
+	// keeps (LocalOffsetStore) keeps it instead.
 	Remove(mq MessageQueue)
 }
 
@@ -151,8 +153,14 @@ func (s *LocalOffsetStore) Read(_ context.Context, mq MessageQueue, typ ReadOffs
 	return 0, ErrOffsetNotFound
 }
 
-// Remove implements OffsetStore.
-func (s *LocalOffsetStore) Remove(mq MessageQueue) { s.table.remove(mq) }
+// Remove implements OffsetStore; it keeps mq's offset, in memory and so in
+// the file. A broadcasting consumer consumes every queue of its topics, so
+// a queue leaves it only by leaving the route (its broker group gone from
+// the name server, its read queues shrunk) and is its own again when it
+// comes back: it resumes at its offset, where ConsumeFromWhere would skip
+// or repeat messages (RocketMQ's LocalFileOffsetStore.removeOffset does
+// nothing either).
+func (s *LocalOffsetStore) Remove(MessageQueue) {}
 
 // Persist writes every offset in memory (a broadcasting consumer owns all
 // its queues, so mqs only need to be a subset of them).
