@@ -70,3 +70,44 @@ func TestBroadcastQueueBackResumesAtItsOffset(t *testing.T) {
 		t.Fatalf("messages 3..5 of queue 1 never delivered after it came back (restarted at %d)", off)
 	}
 }
+
+// TestBroadcastQueueStartKeepsOtherOffsets: a broadcasting consumer's
+// queue 0 is consumed to 6 in memory while its file holds 3 (the last
+// persist round). Reading another queue's start offset from the file (a
+// queue that joins the route) leaves queue 0's in memory: were it put back
+// to 3, Close would write 3 and 3..5 be delivered again after a restart.
+func TestBroadcastQueueStartKeepsOtherOffsets(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2})
+	dir := t.TempDir()
+	p := newTestPush(t, ns, "BG", ConsumerModel(Broadcasting), OffsetDir(dir),
+		ConsumeFrom(ConsumeFromLastOffset), PersistInterval(time.Hour), RebalanceInterval(time.Hour))
+	_ = p.Subscribe("T", "*")
+	_ = p.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult { return ConsumeSuccess })
+	startPush(t, p)
+	c := p.core
+	ctx := context.Background()
+	testutil.WaitFor(t, 5*time.Second, "both queues started", func() bool { return len(c.owned()) == 2 })
+	consumedTo := func(want int64) {
+		testutil.WaitFor(t, 5*time.Second, "queue 0 consumed", func() bool {
+			off, err := c.store.Read(ctx, hoQ0, ReadFromMemory)
+			return err == nil && off == want
+		})
+	}
+	for range 3 {
+		b.put("T", 0, "m", nil)
+	}
+	consumedTo(3)
+	c.persistAll(ctx)
+	for range 3 {
+		b.put("T", 0, "m", nil)
+	}
+	consumedTo(6)
+	if _, err := c.startOffset(ctx, hoQ1, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := c.store.Read(ctx, hoQ0, ReadFromMemory); off != 6 {
+		t.Fatalf("queue 0's offset in memory after another queue's start offset was read: %d, want 6", off)
+	}
+}

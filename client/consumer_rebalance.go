@@ -486,14 +486,18 @@ func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue, kept in
 	return res, err
 }
 
-// readCommitted reads the group's committed offset of mq. A remote store
-// does not keep the answer in memory (RemoteOffsetStore.readCommitted): an
+// readCommitted reads the group's committed offset of mq (a broadcasting
+// consumer's: its file's). The store does not keep the answer in memory
+// (RemoteOffsetStore.readCommitted, LocalOffsetStore.readStored): an
 // offset kept there for mq since it was handed over must stay until the
 // queue started and took it back, or, should the consumer close first,
 // Close sends the older committed offset for it.
 func (c *consumerCore) readCommitted(ctx context.Context, mq MessageQueue) (int64, error) {
-	if rs, ok := c.store.(*RemoteOffsetStore); ok {
-		return rs.readCommitted(ctx, mq)
+	switch s := c.store.(type) {
+	case *RemoteOffsetStore:
+		return s.readCommitted(ctx, mq)
+	case *LocalOffsetStore:
+		return s.readStored(mq)
 	}
 	return c.store.Read(ctx, mq, ReadFromStore)
 }

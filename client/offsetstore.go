@@ -117,21 +117,49 @@ type offsetEntry struct {
 
 // Load reads the file; a missing file is an empty store.
 func (s *LocalOffsetStore) Load() error {
+	stored, err := s.readFile()
+	if err != nil {
+		return err
+	}
+	for mq, off := range stored {
+		s.table.update(mq, off, false)
+	}
+	return nil
+}
+
+// readFile returns the offsets the file holds (none when it is missing).
+func (s *LocalOffsetStore) readFile() (map[MessageQueue]int64, error) {
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("client: read offsets: %w", err)
+		return nil, fmt.Errorf("client: read offsets: %w", err)
 	}
 	var f offsetFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("client: offsets file %s is corrupt (%v); move it away to start from ConsumeFromWhere", s.path, err)
+		return nil, fmt.Errorf("client: offsets file %s is corrupt (%v); move it away to start from ConsumeFromWhere", s.path, err)
 	}
+	out := make(map[MessageQueue]int64, len(f.Offsets))
 	for _, e := range f.Offsets {
-		s.table.update(MessageQueue{Topic: e.Topic, BrokerName: e.BrokerName, QueueID: e.QueueID}, e.Offset, false)
+		out[MessageQueue{Topic: e.Topic, BrokerName: e.BrokerName, QueueID: e.QueueID}] = e.Offset
 	}
-	return nil
+	return out, nil
+}
+
+// readStored returns mq's offset in the file without storing it in
+// memory, where a newer one may be (ErrOffsetNotFound when the file has
+// none).
+func (s *LocalOffsetStore) readStored(mq MessageQueue) (int64, error) {
+	stored, err := s.readFile()
+	if err != nil {
+		return 0, err
+	}
+	off, ok := stored[mq]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s in %s", ErrOffsetNotFound, mq, s.path)
+	}
+	return off, nil
 }
 
 // Update implements OffsetStore.
@@ -139,18 +167,24 @@ func (s *LocalOffsetStore) Update(mq MessageQueue, offset int64, increaseOnly bo
 	s.table.update(mq, offset, increaseOnly)
 }
 
-// Read implements OffsetStore; the file is only read by Load, so
-// ReadFromStore reloads it first.
+// Read implements OffsetStore. ReadFromStore reads the file and stores
+// mq's offset from it in memory, no other queue's: theirs in memory may
+// be newer than the last Persist (RocketMQ's LocalFileOffsetStore).
 func (s *LocalOffsetStore) Read(_ context.Context, mq MessageQueue, typ ReadOffsetType) (int64, error) {
-	if typ == ReadFromStore {
-		if err := s.Load(); err != nil {
-			return 0, err
+	if typ != ReadFromStore {
+		if off, ok := s.table.get(mq); ok {
+			return off, nil
+		}
+		if typ == ReadFromMemory {
+			return 0, ErrOffsetNotFound
 		}
 	}
-	if off, ok := s.table.get(mq); ok {
-		return off, nil
+	off, err := s.readStored(mq)
+	if err != nil {
+		return 0, err
 	}
-	return 0, ErrOffsetNotFound
+	s.table.update(mq, off, false)
+	return off, nil
 }
 
 // Remove implements OffsetStore; it keeps mq's offset, in memory and so in

@@ -55,6 +55,39 @@ func TestLocalOffsetStore(t *testing.T) {
 	}
 }
 
+// TestLocalOffsetStoreReadOneQueue: reading a queue's offset from the file
+// stores that queue's alone in memory; another's there, newer than the
+// file, stays. MemoryFirstThenStore falls back to the file.
+func TestLocalOffsetStoreReadOneQueue(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "offsets.json")
+	q0, q1 := MessageQueue{"T", "b", 0}, MessageQueue{"T", "b", 1}
+	s := NewLocalOffsetStore(path)
+	s.Update(q0, 10, false)
+	s.Update(q1, 2, false)
+	if err := s.Persist(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Update(q0, 12, false)
+	s.Update(q1, 4, false)
+	if got, err := s.Read(ctx, q1, ReadFromStore); err != nil || got != 2 {
+		t.Fatalf("q1 from store: %d %v, want 2", got, err)
+	}
+	if got, _ := s.Read(ctx, q0, ReadFromMemory); got != 12 {
+		t.Fatalf("q0 in memory after reading q1 from the file: %d, want 12", got)
+	}
+	if got, _ := s.Read(ctx, q1, ReadFromMemory); got != 2 {
+		t.Fatalf("q1 in memory after reading it from the file: %d, want 2", got)
+	}
+	fresh := NewLocalOffsetStore(path)
+	if got, err := fresh.Read(ctx, q0, MemoryFirstThenStore); err != nil || got != 10 {
+		t.Fatalf("memory first then store, nothing in memory: %d %v, want 10", got, err)
+	}
+	if _, err := fresh.Read(ctx, MessageQueue{"T", "b", 2}, MemoryFirstThenStore); !errors.Is(err, ErrOffsetNotFound) {
+		t.Fatalf("queue the file lacks: %v", err)
+	}
+}
+
 func TestRemoteOffsetStore(t *testing.T) {
 	qb := startQBroker(t, "b")
 	addr := qb.addr
