@@ -360,3 +360,39 @@ func sendInProgress(c *consumerCore, name string) bool {
 	defer c.sendingMu.Unlock()
 	return len(c.sending[name]) > 0
 }
+
+// TestHandOverOffsetKeptNotSentBelowCommittedReadAtStart: queue 1's
+// offset 3 is kept since its hand-over; its next owner consumed to 10,
+// committed it and gave the queue back. Starting it here reads the
+// committed 10 and would start there; before the queue started, a persist
+// round runs or the consumer closes. Neither may move the group's offset
+// back to the kept 3, for 3..9 were consumed by the other owner: the
+// committed offset this consumer knew when it handed the queue over is
+// not 10, so another committed since.
+func TestHandOverOffsetKeptNotSentBelowCommittedReadAtStart(t *testing.T) {
+	for _, kind := range handOverKinds {
+		for _, then := range []string{"close", "persist"} {
+			t.Run(kind+"/"+then, func(t *testing.T) {
+				r := startHandOverRig(t, kind)
+				r.b.setOffset("HG", "T", 1, 10)
+				ctx := context.Background()
+				kept, _, ok := r.core.keptOffset(hoQ1)
+				if !ok || kept != 3 {
+					t.Fatalf("rig: kept %d, %v", kept, ok)
+				}
+				if off, err := r.core.startOffset(ctx, hoQ1, kept, true); err != nil || off != 10 {
+					t.Fatalf("start offset %d, %v; want the committed 10", off, err)
+				}
+				r.accept()
+				if then == "persist" {
+					r.core.persistAll(ctx)
+				} else if err := r.close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if got := r.committed(1); got != 10 {
+					t.Fatalf("committed offset after %s: %d, want the other owner's 10", then, got)
+				}
+			})
+		}
+	}
+}

@@ -22,8 +22,9 @@ import (
 // A queue handed over has a new owner, which commits offsets of its own,
 // and brokers keep the last offset they are sent. So the offset of a
 // queue handed over is not sent once the group's committed offset reached
-// it by another's commit (RemoteOffsetStore.persistUnlessPassed), and the
-// entry is dropped. RocketMQ's client sends it once, when it gives the
+// it by another's commit, one other than the committed offset known at the
+// hand-over (RemoteOffsetStore.persistUnlessPassed), and the entry is
+// dropped. RocketMQ's client sends it once, when it gives the
 // queue up. Should the queue come back first, it resumes at the kept
 // offset unless the group's committed offset is past it (startOffset), and
 // the offset is ours again once the queue started (takeBack).
@@ -34,6 +35,11 @@ type pendingOffset struct {
 	// handedOver: the queue is no longer ours, and its offset is sent
 	// only while its next owner has not committed (see above).
 	handedOver bool
+	// known, when hasKnown, is the group's committed offset a remote
+	// store knew when the queue was handed over: a different one found
+	// later is another owner's commit (persistUnlessPassed).
+	known    int64
+	hasKnown bool
 }
 
 // recordCommits stores offsets and makes them pending (a lite pull
@@ -136,8 +142,8 @@ func (c *consumerCore) sendFile(ctx context.Context, mqs []MessageQueue) (map[Me
 // UPDATE_CONSUMER_OFFSET is idempotent), after any send of the group's
 // offsets in progress. A queue is sent as its pending entry says when it
 // is sent: one handed over only while the group's committed offset has
-// not moved past the one the store knew (persistUnlessPassed; one it was
-// not sent for counts as confirmed); see sendOffsets for whileOwned. It
+// not moved past the one the store knew at the hand-over
+// (persistUnlessPassed; one it was not sent for counts as confirmed); see sendOffsets for whileOwned. It
 // settles the queues confirmed (settle).
 func (c *consumerCore) sendGroup(ctx context.Context, rs *RemoteOffsetStore, name string, mqs []MessageQueue, whileOwned bool) (map[MessageQueue]bool, error) {
 	release, err := c.sendToken(ctx, name)
@@ -165,7 +171,7 @@ func (c *consumerCore) sendGroup(ctx context.Context, rs *RemoteOffsetStore, nam
 			},
 			func(ctx context.Context, addr string) (err error) {
 				if e.handedOver {
-					sent, err = rs.persistUnlessPassed(ctx, mq, addr)
+					sent, err = rs.persistUnlessPassed(ctx, mq, addr, e.known, e.hasKnown)
 				} else {
 					sent, err = rs.persistAt(ctx, mq, addr)
 				}
@@ -250,11 +256,16 @@ func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) 
 			c.hooks.handedOver(mq)
 		}
 	}
+	rs, _ := c.store.(*RemoteOffsetStore)
 	c.pendingMu.Lock()
 	for _, mq := range mqs {
 		if _, err := c.store.Read(ctx, mq, ReadFromMemory); err == nil {
 			c.pendingSeq++
-			c.pending[mq] = pendingOffset{seq: c.pendingSeq, handedOver: true}
+			e := pendingOffset{seq: c.pendingSeq, handedOver: true}
+			if rs != nil {
+				e.known, e.hasKnown = rs.knownCommitted(mq)
+			}
+			c.pending[mq] = e
 		} else {
 			c.store.Remove(mq)
 		}

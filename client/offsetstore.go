@@ -235,8 +235,8 @@ type RemoteOffsetStore struct {
 
 	mu sync.Mutex
 	// known is, per queue, the group's committed offset as this store last
-	// read it or had it confirmed (-1: the broker had none); see
-	// persistUnlessPassed.
+	// read it or had it confirmed (-1: the broker had none); a queue's
+	// hand-over takes it along (knownCommitted, persistUnlessPassed).
 	known map[MessageQueue]int64 // guarded by mu
 }
 
@@ -375,15 +375,18 @@ func (s *RemoteOffsetStore) persistAt(ctx context.Context, mq MessageQueue, addr
 
 // persistUnlessPassed is persistAt for a queue handed to another consumer:
 // it first asks addr for the group's committed offset, and does not send
-// mq's when that is already at or past it and is not the one this store
-// last knew (read, or had confirmed): the queue's new owner committed
-// then, and brokers keep the last offset they are sent, so ours would move
-// the owner's back (RocketMQ's client sends a queue's offset once, when it
-// gives the queue up, never after). A committed offset below ours is ours
-// sent with a pull (the pull commit flag) or the new owner's still behind
-// ours: sending ours then loses nothing. It returns mq's offset, sent or
-// not (-1 when none is recorded, and nothing is asked).
-func (s *RemoteOffsetStore) persistUnlessPassed(ctx context.Context, mq MessageQueue, addr string) (int64, error) {
+// mq's when that is already at or past it and is not known, the one this
+// store knew when the queue was handed over (knownCommitted; hasKnown
+// false when it knew none): the queue's new owner committed since, and
+// brokers keep the last offset they are sent, so ours would move the
+// owner's back (RocketMQ's client sends a queue's offset once, when it
+// gives the queue up, never after). The store's own record is no guide
+// here: reading the start offset of the queue coming back records the new
+// owner's commit. A committed offset below ours is ours sent with a pull
+// (the pull commit flag) or the new owner's still behind ours: sending
+// ours then loses nothing. It returns mq's offset, sent or not (-1 when
+// none is recorded, and nothing is asked).
+func (s *RemoteOffsetStore) persistUnlessPassed(ctx context.Context, mq MessageQueue, addr string, known int64, hasKnown bool) (int64, error) {
 	off, ok := s.table.get(mq)
 	if !ok {
 		return -1, nil
@@ -395,11 +398,18 @@ func (s *RemoteOffsetStore) persistUnlessPassed(ctx context.Context, mq MessageQ
 	case err != nil:
 		return off, err
 	}
-	s.mu.Lock()
-	known, ok := s.known[mq]
-	s.mu.Unlock()
-	if committed >= off && (!ok || committed != known) {
+	if committed >= off && (!hasKnown || committed != known) {
 		return off, nil
 	}
 	return s.persistAt(ctx, mq, addr)
+}
+
+// knownCommitted returns the group's committed offset of mq as this store
+// last read it or had it confirmed (-1: the broker had none); ok is false
+// when it knows none.
+func (s *RemoteOffsetStore) knownCommitted(mq MessageQueue) (off int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	off, ok = s.known[mq]
+	return off, ok
 }
