@@ -286,15 +286,17 @@ func (c *consumerCore) close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("client: commit offsets on close: %w", err))
 	}
 	if c.hooks.orderly && c.cfg.model == Clustering {
-		// Only the queues whose offset a broker took are unlocked: the
-		// others' locks expire at the brokers (60 s), so their next owner
-		// does not start before them at an older committed offset.
+		// Only the queues whose offset a broker took are unlocked, the
+		// queues handed over whose kept offset a round before settled
+		// included (unsettledDone): the others' locks expire at the
+		// brokers (60 s), so their next owner does not start before them
+		// at an older committed offset.
 		c.mu.Lock()
-		held := slices.AppendSeq(slices.Clone(mqs), maps.Keys(c.unsettled))
+		unsettled := maps.Clone(c.unsettled)
 		c.mu.Unlock()
-		var unlock []MessageQueue
-		for _, mq := range held {
-			if settled[mq] {
+		unlock := c.unsettledDone(unsettled)
+		for _, mq := range slices.AppendSeq(slices.Clone(mqs), maps.Keys(unsettled)) {
+			if settled[mq] && !slices.Contains(unlock, mq) {
 				unlock = append(unlock, mq)
 			}
 		}

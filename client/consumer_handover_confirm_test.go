@@ -396,3 +396,81 @@ func TestHandOverOffsetKeptNotSentBelowCommittedReadAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestHandOverOffsetOrderlyCloseUnlocksConfirmedNotYetUnlocked: an
+// orderly queue handed over with its offset unconfirmed (queue 1) keeps
+// its lock. A persist round gets the offset confirmed while a rebalance
+// runs, which defers the unlock to the next round; the consumer closes
+// first. Close unlocks it, though it sends nothing for it: left locked,
+// its next owner would wait for the broker to free it (60 s after the
+// last renewal) with nothing unconfirmed.
+func TestHandOverOffsetOrderlyCloseUnlocksConfirmedNotYetUnlocked(t *testing.T) {
+	r := startHandOverRig(t, "orderly")
+	ctx := context.Background()
+	r.accept()
+	r.core.rebalanceMu.Lock() // a rebalance in progress
+	r.core.persistAll(ctx)
+	r.core.rebalanceMu.Unlock()
+	if got := r.committed(1); got != 3 {
+		t.Fatalf("rig: committed %d, want 3", got)
+	}
+	if err := r.close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := r.b.lockHolder("HG", hoQ1); h != "" {
+		t.Fatalf("queue 1 still locked by %q after Close though its offset 3 was confirmed", h)
+	}
+}
+
+// TestHandOverOffsetOrderlyUnlocksAtOnce: with no fault, once the
+// rebalance that hands an orderly consumer's queue 1 over is done, the
+// queue's offset is committed and its lock free for the next owner.
+func TestHandOverOffsetOrderlyUnlocksAtOnce(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2, "%RETRY%HG": 1})
+	for q := range 2 {
+		for range 3 {
+			b.put("T", q, "m", nil)
+		}
+	}
+	b.mu.Lock()
+	b.noPullCommit = true
+	b.mu.Unlock()
+	var alone atomic.Bool
+	alone.Store(true)
+	var c *consumerCore
+	b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		ids := []string{c.clientID}
+		if !alone.Load() {
+			ids = append(ids, "~other")
+		}
+		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+		resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
+		return resp
+	})
+	p := newTestPush(t, ns, "HG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour), RebalanceInterval(time.Hour))
+	c = p.core
+	_ = p.Subscribe("T", "*")
+	_ = p.RegisterOrderlyListener(func(context.Context, *ConsumeOrderlyContext, []*MessageExt) OrderlyResult { return OrderlySuccess })
+	startPush(t, p)
+	testutil.WaitFor(t, 5*time.Second, "queue 1 consumed", func() bool {
+		off, err := c.store.Read(context.Background(), hoQ1, ReadFromMemory)
+		return err == nil && off == 3
+	})
+	alone.Store(false)
+	c.triggerRebalance()
+	testutil.WaitFor(t, 5*time.Second, "queue 1 handed over", func() bool { return !c.isOwned(hoQ1) })
+	c.rebalanceMu.Lock()
+	c.rebalanceMu.Unlock()
+	off, _ := b.offset("HG", "T", 1)
+	if h := b.lockHolder("HG", hoQ1); h != "" || off != 3 {
+		t.Fatalf("after a fault-free hand-over: holder %q (want none), committed %d (want 3)", h, off)
+	}
+	c.mu.Lock()
+	n := len(c.unsettled)
+	c.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d queues unsettled after a fault-free hand-over", n)
+	}
+}

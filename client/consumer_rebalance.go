@@ -326,6 +326,19 @@ func (c *consumerCore) unlockSettled(ctx context.Context) {
 	if len(held) == 0 {
 		return
 	}
+	unlock := c.unsettledDone(held)
+	c.unlockHandedOver(ctx, unlock)
+	c.mu.Lock()
+	for _, mq := range unlock {
+		delete(c.unsettled, mq)
+	}
+	c.mu.Unlock()
+}
+
+// unsettledDone lists the queues of held, a copy of c.unsettled, whose
+// lock may go: their kept offset confirmed or dropped, or their time run
+// out.
+func (c *consumerCore) unsettledDone(held map[MessageQueue]time.Time) []MessageQueue {
 	now := c.cfg.common.now()
 	var unlock, expired []MessageQueue
 	c.pendingMu.Lock()
@@ -344,12 +357,7 @@ func (c *consumerCore) unlockSettled(ctx context.Context) {
 		c.log.Warn("offsets of orderly queues handed over not confirmed in time; unlocking them, their next owner may consume again what was consumed here",
 			zap.Stringers("queues", expired), zap.Duration("held", unsettledLockHold))
 	}
-	c.unlockHandedOver(ctx, unlock)
-	c.mu.Lock()
-	for _, mq := range unlock {
-		delete(c.unsettled, mq)
-	}
-	c.mu.Unlock()
+	return unlock
 }
 
 // awaitListener waits up to HandoverTimeout for pq's listener call in
