@@ -111,3 +111,70 @@ func TestBroadcastQueueStartKeepsOtherOffsets(t *testing.T) {
 		t.Fatalf("queue 0's offset in memory after another queue's start offset was read: %d, want 6", off)
 	}
 }
+
+// startBroadcastQueueOut starts a broadcasting push consumer on two
+// queues, has it consume queue 1 to offset 3 and takes queue 1 out of
+// its route. delivered reports whether an offset of queue 1 was delivered.
+func startBroadcastQueueOut(t *testing.T) (c *consumerCore, b *qBroker, delivered func(int64) bool) {
+	ns := startNameServer(t)
+	b = startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 2})
+	var mu sync.Mutex
+	got := map[int64]bool{}
+	p := newTestPush(t, ns, "BG", ConsumerModel(Broadcasting), OffsetDir(t.TempDir()),
+		ConsumeFrom(ConsumeFromLastOffset), PersistInterval(time.Hour), RebalanceInterval(time.Hour))
+	_ = p.Subscribe("T", "*")
+	_ = p.RegisterConcurrentListener(func(_ context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			if cc.Queue == hoQ1 {
+				got[m.QueueOffset] = true
+			}
+		}
+		return ConsumeSuccess
+	})
+	startPush(t, p)
+	c = p.core
+	testutil.WaitFor(t, 5*time.Second, "both queues started", func() bool { return len(c.owned()) == 2 })
+	for range 3 {
+		b.put("T", 1, "m", nil)
+	}
+	testutil.WaitFor(t, 5*time.Second, "queue 1 consumed to 3", func() bool {
+		off, err := c.store.Read(context.Background(), hoQ1, ReadFromMemory)
+		return err == nil && off == 3
+	})
+	c.rebalanceMu.Lock()
+	c.updateQueues(c.ctx, "T", []MessageQueue{hoQ0})
+	c.rebalanceMu.Unlock()
+	return c, b, func(o int64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return got[o]
+	}
+}
+
+// TestBroadcastQueueBackResumesAtOffsetInMemory: a queue that comes back
+// to a broadcasting consumer resumes at the offset the consumer holds in
+// memory, not at what the offsets file says when another writer changed
+// it meanwhile (here one that never saw the queue: the file lacks it, and
+// ConsumeFromWhere would skip messages 3..5).
+func TestBroadcastQueueBackResumesAtOffsetInMemory(t *testing.T) {
+	c, b, delivered := startBroadcastQueueOut(t)
+	ctx := context.Background()
+	for range 3 {
+		b.put("T", 1, "m", nil) // 3..5
+	}
+	peer := NewLocalOffsetStore(c.store.(*LocalOffsetStore).path)
+	peer.Update(hoQ0, 0, false)
+	if err := peer.Persist(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.rebalanceMu.Lock()
+	c.updateQueues(c.ctx, "T", []MessageQueue{hoQ0, hoQ1})
+	c.rebalanceMu.Unlock()
+	if !eventually(3*time.Second, func() bool { return delivered(3) && delivered(4) && delivered(5) }) {
+		off, _ := c.store.Read(ctx, hoQ1, ReadFromMemory)
+		t.Fatalf("queue 1 resumed at %d, not at its own offset 3 held in memory", off)
+	}
+}

@@ -459,3 +459,42 @@ func TestLitePullCommitNotOvertakenByPersistRound(t *testing.T) {
 		return off == 6
 	})
 }
+
+// TestLiteSeekCommitsNothing: Seek moves where Poll reads, not the
+// committed offset (RocketMQ's seek leaves the offset store alone): with
+// AutoCommit off, a Close after a Seek and no Commit commits what the
+// last Commit did, not the sought offset (forwards, that would skip
+// messages never polled).
+func TestLiteSeekCommitsNothing(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	for range 10 {
+		b.put("T", 0, "m", nil)
+	}
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), AutoCommit(false), ConsumeFrom(ConsumeFromFirstOffset), PullBatchSize(2))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q0 := MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 0}
+	if err := l.Assign([]MessageQueue{q0}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pollN(t, l, 2)
+	if err := l.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Seek(ctx, q0, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := b.offset("LG", "T", 0); off != 2 {
+		t.Fatalf("Close after a Seek to 8 and no Commit committed %d, want the committed 2", off)
+	}
+}

@@ -313,6 +313,10 @@ func HandoverTimeout(d time.Duration) ConsumerOpt {
 // OffsetDir sets the directory of broadcasting consumers' offset files
 // (default ~/.rocketmq_offsets); the file is <dir>/<InstanceName>/<group>/offsets.json,
 // so a restarted consumer with the same InstanceName resumes where it stopped.
+// Each file must have one writer: broadcasting consumers of a group that
+// share a directory (processes on one host, a shared file system) need an
+// InstanceName each, or each rewrites the file with its own offsets and a
+// restart resumes at another's.
 func OffsetDir(dir string) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.offsetDir = dir })
 }

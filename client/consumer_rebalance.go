@@ -226,10 +226,13 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 	delete(c.unsettled, mq) // its lock is ours as an owned queue's again
 	c.mu.Unlock()
 	// Drop any stale in-memory offset: the queue may come back to us after
-	// another consumer moved it on.
-	if wasKept {
+	// another consumer moved it on. A sought offset is where pulls start,
+	// not a commit (RocketMQ's seek leaves the offset store alone); a reset
+	// stored its own before it came here.
+	switch {
+	case wasKept:
 		c.takeBack(mq, keptSeq, offset)
-	} else {
+	case !sought:
 		c.store.Update(mq, offset, false)
 	}
 	if c.hooks.started != nil {
@@ -495,16 +498,22 @@ func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue, kept in
 }
 
 // readCommitted reads the group's committed offset of mq (a broadcasting
-// consumer's: its file's). The store does not keep the answer in memory
-// (RemoteOffsetStore.readCommitted, LocalOffsetStore.readStored): an
-// offset kept there for mq since it was handed over must stay until the
-// queue started and took it back, or, should the consumer close first,
-// Close sends the older committed offset for it.
+// consumer's: its own, in memory, else its file's). The store does not
+// keep the answer in memory (RemoteOffsetStore.readCommitted,
+// LocalOffsetStore.readStored): an offset kept there for mq since it was
+// handed over must stay until the queue started and took it back, or,
+// should the consumer close first, Close sends the older committed offset
+// for it. A broadcasting consumer's memory is never behind its file
+// (LocalOffsetStore.Remove keeps a queue that left), and the file may
+// have been rewritten by another writer since.
 func (c *consumerCore) readCommitted(ctx context.Context, mq MessageQueue) (int64, error) {
 	switch s := c.store.(type) {
 	case *RemoteOffsetStore:
 		return s.readCommitted(ctx, mq)
 	case *LocalOffsetStore:
+		if off, err := s.Read(ctx, mq, ReadFromMemory); err == nil {
+			return off, nil
+		}
 		return s.readStored(mq)
 	}
 	return c.store.Read(ctx, mq, ReadFromStore)

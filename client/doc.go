@@ -58,8 +58,9 @@
 // so its next owner does not start at an older one. A queue that comes
 // back while its offset is kept resumes there, unless the group's
 // committed offset is past it; ConsumeFrom does not apply to it. A
-// broadcasting consumer's offsets file keeps the offset of a queue that
-// left the route, which resumes there when it comes back. A kept
+// broadcasting consumer keeps the offset of a queue that left the route
+// (in memory and its offsets file), and the queue resumes there when it
+// comes back. A kept
 // offset undoes an admin's reset that moves the committed offset below
 // it: the consumer cannot tell a reset from a new owner that is behind.
 // Reset a group's offsets once its consumers have closed. Calls

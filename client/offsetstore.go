@@ -196,8 +196,10 @@ func (s *LocalOffsetStore) Read(_ context.Context, mq MessageQueue, typ ReadOffs
 // nothing either).
 func (s *LocalOffsetStore) Remove(MessageQueue) {}
 
-// Persist writes every offset in memory (a broadcasting consumer owns all
-// its queues, so mqs only need to be a subset of them).
+// Persist writes every offset in memory, mqs or not: those of queues that
+// left the route too (Remove keeps them), so a queue that comes back after
+// a restart resumes at its offset. The file is this consumer's alone
+// (OffsetDir).
 func (s *LocalOffsetStore) Persist(_ context.Context, _ []MessageQueue) error {
 	snap := s.table.snapshot()
 	f := offsetFile{Offsets: make([]offsetEntry, 0, len(snap))}
