@@ -286,11 +286,11 @@ func (c *consumerCore) close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("client: commit offsets on close: %w", err))
 	}
 	if c.hooks.orderly && c.cfg.model == Clustering {
-		// Only the queues whose offset a broker took are unlocked, the
-		// queues handed over whose kept offset a round before settled
-		// included (unsettledDone): the others' locks expire at the
-		// brokers (60 s), so their next owner does not start before them
-		// at an older committed offset.
+		// Only the queues whose offset a broker took are unlocked, with
+		// the queues handed over that unsettledDone releases (kept offset
+		// settled by a round before, or held the broker's lock life
+		// already): the others' locks expire at the brokers (60 s), so
+		// their next owner does not start at an older committed offset.
 		c.mu.Lock()
 		unsettled := maps.Clone(c.unsettled)
 		c.mu.Unlock()
