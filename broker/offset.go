@@ -39,17 +39,19 @@ func (c *Controller) processQueryConsumerOffset(_ context.Context, _ *remoting.C
 
 // processUpdateConsumerOffset replicates a commit through Raft (the
 // group batches concurrent commits into one entry). Followers answer
-// not-leader (broker-plan decision 7).
+// not-leader (broker-plan decision 7) before judging the commit: a member
+// still catching up may not have applied its topic or group yet, and a
+// refusal from it would fail a commit the leader takes.
 func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.UpdateConsumerOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
-	if r := c.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID); r != nil {
-		return r, nil
-	}
 	if !c.rep.IsLeader() {
 		return c.notLeader(), nil
+	}
+	if r := c.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID); r != nil {
+		return r, nil
 	}
 	c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
 	return success(), nil

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // A commit the leader acknowledged but had not replicated yet is answered
@@ -27,5 +30,20 @@ func TestOffsetLookupDropsPendingWhenDeposed(t *testing.T) {
 	rep.setLeader(false, "127.0.0.1:2")
 	if off, ok := c.offsets.lookup("G", "T", 0); !ok || off != 10 {
 		t.Fatalf("deposed: lookup = %d %v, want the replicated 10", off, ok)
+	}
+}
+
+// TestFollowerAnswersOffsetCommitNotLeader: a follower answers an offset
+// commit not-leader, naming the leader, before it judges the commit by
+// its own tables: a member still catching up (restarted, or just added)
+// may not have applied the topic yet, and an answer of TOPIC_NOT_EXIST
+// from it would fail the consumer's commit instead of sending it on.
+func TestFollowerAnswersOffsetCommitNotLeader(t *testing.T) {
+	tc, rep := startFakeProc(t, nil)
+	rep.setLeader(false, "127.0.0.1:1")
+	r := tc.call(tc.nodes[0].Addr(), remoting.RequestUpdateConsumerOffset, map[string]string{
+		"consumerGroup": "G", "topic": "NOT_APPLIED_YET", "queueId": "0", "commitOffset": "7"}, nil)
+	if r.Code != remoting.ResponseServiceNotAvailable || r.ExtFields[wire.ExtLeaderAddr] != "127.0.0.1:1" {
+		t.Fatalf("follower's answer to a commit of a topic it lacks: %d %q %v, want not-leader naming 127.0.0.1:1", r.Code, r.Remark, r.ExtFields)
 	}
 }
