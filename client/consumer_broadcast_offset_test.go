@@ -17,39 +17,8 @@ import (
 // hand-over and the persist rounds after it, and the queue resumes there:
 // starting at ConsumeFromWhere (last offset) would skip 3..5.
 func TestBroadcastQueueBackResumesAtItsOffset(t *testing.T) {
-	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 2})
-	var mu sync.Mutex
-	got := map[int64]bool{} // queue 1 offsets delivered
-	p := newTestPush(t, ns, "BG", ConsumerModel(Broadcasting), OffsetDir(t.TempDir()),
-		ConsumeFrom(ConsumeFromLastOffset), PersistInterval(time.Hour), RebalanceInterval(time.Hour))
-	_ = p.Subscribe("T", "*")
-	_ = p.RegisterConcurrentListener(func(_ context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range msgs {
-			if cc.Queue == hoQ1 {
-				got[m.QueueOffset] = true
-			}
-		}
-		return ConsumeSuccess
-	})
-	startPush(t, p)
-	c := p.core
+	c, b, delivered := startBroadcastQueueOut(t)
 	ctx := context.Background()
-	testutil.WaitFor(t, 5*time.Second, "both queues started", func() bool { return len(c.owned()) == 2 })
-	for range 3 {
-		b.put("T", 1, "m", nil)
-	}
-	testutil.WaitFor(t, 5*time.Second, "queue 1 consumed to 3", func() bool {
-		off, err := c.store.Read(ctx, hoQ1, ReadFromMemory)
-		return err == nil && off == 3
-	})
-	// Queue 1 leaves the route (what a route refresh + rebalance does).
-	c.rebalanceMu.Lock()
-	c.updateQueues(c.ctx, "T", []MessageQueue{hoQ0})
-	c.rebalanceMu.Unlock()
 	c.persistAll(ctx) // any persist round
 	for range 3 {
 		b.put("T", 1, "m", nil) // 3..5, not consumed by this consumer yet
@@ -61,11 +30,7 @@ func TestBroadcastQueueBackResumesAtItsOffset(t *testing.T) {
 	c.rebalanceMu.Lock()
 	c.updateQueues(c.ctx, "T", []MessageQueue{hoQ0, hoQ1})
 	c.rebalanceMu.Unlock()
-	if !eventually(3*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return got[3] && got[4] && got[5]
-	}) {
+	if !eventually(3*time.Second, func() bool { return delivered(3) && delivered(4) && delivered(5) }) {
 		off, _ := c.store.Read(ctx, hoQ1, ReadFromMemory)
 		t.Fatalf("messages 3..5 of queue 1 never delivered after it came back (restarted at %d)", off)
 	}
@@ -114,7 +79,8 @@ func TestBroadcastQueueStartKeepsOtherOffsets(t *testing.T) {
 
 // startBroadcastQueueOut starts a broadcasting push consumer on two
 // queues, has it consume queue 1 to offset 3 and takes queue 1 out of
-// its route. delivered reports whether an offset of queue 1 was delivered.
+// its route (what a route refresh and a rebalance do). delivered reports
+// whether an offset of queue 1 was delivered.
 func startBroadcastQueueOut(t *testing.T) (c *consumerCore, b *qBroker, delivered func(int64) bool) {
 	ns := startNameServer(t)
 	b = startQBroker(t, "broker-a")
