@@ -252,29 +252,11 @@ func TestHandOverOffsetDeadGroupDoesNotHoldUpCommit(t *testing.T) {
 // the store forget 3: the waiter would find nothing to send, and the next
 // owner would consume message 2 again.
 func TestHandOverOffsetLateListenerOffsetNotForgotten(t *testing.T) {
-	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
-	for q := range 2 {
-		for range 3 {
-			b.put("T", q, "m", nil)
-		}
-	}
-	b.mu.Lock()
-	b.noPullCommit = true
-	b.mu.Unlock()
+	ns, b := startHandOverBroker(t)
 	var alone atomic.Bool
 	alone.Store(true)
 	var c *consumerCore
-	b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
-		ids := []string{c.clientID}
-		if !alone.Load() {
-			ids = append(ids, "~other")
-		}
-		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
-		resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
-		return resp
-	})
+	answerMembers(b, func() string { return c.clientID }, &alone, nil)
 	release := make(chan struct{})
 	inside := make(chan struct{})
 	var releaseOnce sync.Once
@@ -426,29 +408,11 @@ func TestHandOverOffsetOrderlyCloseUnlocksConfirmedNotYetUnlocked(t *testing.T) 
 // rebalance that hands an orderly consumer's queue 1 over is done, the
 // queue's offset is committed and its lock free for the next owner.
 func TestHandOverOffsetOrderlyUnlocksAtOnce(t *testing.T) {
-	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 2, "%RETRY%HG": 1})
-	for q := range 2 {
-		for range 3 {
-			b.put("T", q, "m", nil)
-		}
-	}
-	b.mu.Lock()
-	b.noPullCommit = true
-	b.mu.Unlock()
+	ns, b := startHandOverBroker(t)
 	var alone atomic.Bool
 	alone.Store(true)
 	var c *consumerCore
-	b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
-		ids := []string{c.clientID}
-		if !alone.Load() {
-			ids = append(ids, "~other")
-		}
-		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
-		resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
-		return resp
-	})
+	answerMembers(b, func() string { return c.clientID }, &alone, nil)
 	p := newTestPush(t, ns, "HG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour), RebalanceInterval(time.Hour))
 	c = p.core
 	_ = p.Subscribe("T", "*")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -40,8 +41,11 @@ var (
 // (concurrent, orderly), and lite pull with AutoCommit or with Commit.
 var handOverKinds = []string{"concurrent", "orderly", "lite", "liteCommit"}
 
-// opts are added to the consumer's options.
-func startHandOverRig(t *testing.T, kind string, opts ...ConsumerOpt) *handOverRig {
+// startHandOverBroker starts a name server and broker-a with topic T (two
+// queues holding messages 0..2 each) and group HG's retry topic. Only
+// UPDATE_CONSUMER_OFFSET commits: the push consumer's pulls carry its
+// offsets too, which would commit queue 1's at a time of their own.
+func startHandOverBroker(t *testing.T) (*namesrv.NameServer, *qBroker) {
 	t.Helper()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
@@ -51,12 +55,34 @@ func startHandOverRig(t *testing.T, kind string, opts ...ConsumerOpt) *handOverR
 			b.put("T", q, "m", nil)
 		}
 	}
-	// Only UPDATE_CONSUMER_OFFSET commits: the push consumer's pulls
-	// carry its offsets too, which would commit queue 1's at a time of
-	// their own.
 	b.mu.Lock()
 	b.noPullCommit = true
 	b.mu.Unlock()
+	return ns, b
+}
+
+// answerMembers makes b list the group's consumers as the one whose id
+// self returns, and, while alone is false, "~other", which sorts after it
+// and so takes queue 1; shared, when set, counts those answers.
+func answerMembers(b *qBroker, self func() string, alone *atomic.Bool, shared *atomic.Int32) {
+	b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		ids := []string{self()}
+		if !alone.Load() {
+			ids = append(ids, "~other")
+			if shared != nil {
+				shared.Add(1)
+			}
+		}
+		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+		resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
+		return resp
+	})
+}
+
+// opts are added to the consumer's options.
+func startHandOverRig(t *testing.T, kind string, opts ...ConsumerOpt) *handOverRig {
+	t.Helper()
+	ns, b := startHandOverBroker(t)
 	r := &handOverRig{b: b}
 	r.refuse(remoting.ResponseSystemError, "scripted refusal")
 	// Only the hand-over and the test send offsets: no persist round runs.
@@ -92,16 +118,7 @@ func startHandOverRig(t *testing.T, kind string, opts ...ConsumerOpt) *handOverR
 		lite, r.core, r.close = l, l.core, l.Close
 	}
 	r.alone.Store(true)
-	b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
-		ids := []string{r.core.clientID}
-		if !r.alone.Load() {
-			ids = append(ids, "~other") // sorts after: queue 1 is its share
-			r.shared.Add(1)
-		}
-		resp := remoting.NewResponse(remoting.ResponseSuccess, "")
-		resp.Body, _ = json.Marshal(wire.ConsumerListBody{ConsumerIDList: ids})
-		return resp
-	})
+	answerMembers(b, func() string { return r.core.clientID }, &r.alone, &r.shared)
 	ctx := context.Background()
 	if lite != nil {
 		if err := lite.Start(ctx); err != nil {
