@@ -541,10 +541,12 @@ func (c *consumerCore) persistAll(ctx context.Context) {
 
 // persistOwned is the persist round's send of the offsets of mqs, the
 // queues owned when the round began, through sendOffsets: after the
-// group's sends in progress, and only for the queues still owned or kept
-// (one handed over since is its hand-over's to send).
+// group's sends in progress, only for the queues still owned or kept (one
+// handed over since is its hand-over's to send), and once each (the next
+// round sends again; riding out an election here could reach a member
+// whose pulls are marked down and lift the mark).
 func (c *consumerCore) persistOwned(ctx context.Context, mqs []MessageQueue) {
-	if _, err := c.sendOffsets(ctx, mqs, true); err != nil && ctx.Err() == nil {
+	if _, err := c.sendOffsets(ctx, mqs, true, true); err != nil && ctx.Err() == nil {
 		c.warnOnce("persist", "committing offsets failed", zap.Error(err))
 	} else {
 		c.clearWarn("persist")

@@ -317,6 +317,7 @@ func TestFollowerHintIgnoredWhileLeaderMarked(t *testing.T) {
 	})
 	clk.advance(2 * time.Second) // past the hint distrust, within the mark
 	atLeader := leader.count(remoting.RequestPullMessage)
+	commitsAtLeader := leader.count(remoting.RequestUpdateConsumerOffset)
 	served := follower.count(remoting.RequestPullMessage)
 	commits := follower.count(remoting.RequestUpdateConsumerOffset)
 	testutil.WaitFor(t, 5*time.Second, "50 more pull answers and 5 more commit refusals naming the leader", func() bool {
@@ -325,5 +326,10 @@ func TestFollowerHintIgnoredWhileLeaderMarked(t *testing.T) {
 	})
 	if n := leader.count(remoting.RequestPullMessage); n != atLeader {
 		t.Fatalf("the consumer went back to the leader it marked down: %d pulls there, %d before", n, atLeader)
+	}
+	// Nor do the persist rounds' commits: a commit the leader took would
+	// lift its mark and send the pulls back to wait there.
+	if n := leader.count(remoting.RequestUpdateConsumerOffset); n != commitsAtLeader {
+		t.Fatalf("persist rounds sent %d commits to the leader marked down", n-commitsAtLeader)
 	}
 }

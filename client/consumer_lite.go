@@ -245,7 +245,7 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	}
 	c.recordCommits(offsets)
 	l.mu.Unlock()
-	if _, err := c.sendOffsets(ctx, owned, true); err != nil {
+	if _, err := c.sendOffsets(ctx, owned, true, false); err != nil {
 		return fmt.Errorf("client: commit not confirmed by every broker group (kept, and sent again every PersistInterval and on Close): %w", err)
 	}
 	return nil

@@ -63,8 +63,11 @@ func (c *consumerCore) recordCommits(offsets map[MessageQueue]int64) {
 // whileOwned, a queue of mqs without a pending entry is sent only while
 // it is still owned: one handed over since mqs was listed is its
 // hand-over's to send (handOverOffsets), never over its new owner's
-// commit.
-func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue, whileOwned bool) (map[MessageQueue]bool, error) {
+// commit. With once (a persist round's owned queues), each offset goes
+// to the group's address once, without riding out an election: the next
+// round sends it again, and a retry's answer from a member whose pulls
+// were marked down would lift that mark.
+func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue, whileOwned, once bool) (map[MessageQueue]bool, error) {
 	rs, ok := c.store.(*RemoteOffsetStore)
 	if !ok {
 		return c.sendFile(ctx, mqs)
@@ -79,7 +82,7 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue, whil
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			s, err := c.sendGroup(ctx, rs, name, groups[name], whileOwned)
+			s, err := c.sendGroup(ctx, rs, name, groups[name], whileOwned, once)
 			errs[i] = err
 			mu.Lock()
 			maps.Copy(settled, s)
@@ -145,7 +148,7 @@ func (c *consumerCore) sendFile(ctx context.Context, mqs []MessageQueue) (map[Me
 // not moved past the one the store knew at the hand-over
 // (persistUnlessPassed; one it was not sent for counts as confirmed); see sendOffsets for whileOwned. It
 // settles the queues confirmed (settle).
-func (c *consumerCore) sendGroup(ctx context.Context, rs *RemoteOffsetStore, name string, mqs []MessageQueue, whileOwned bool) (map[MessageQueue]bool, error) {
+func (c *consumerCore) sendGroup(ctx context.Context, rs *RemoteOffsetStore, name string, mqs []MessageQueue, whileOwned, once bool) (map[MessageQueue]bool, error) {
 	release, err := c.sendToken(ctx, name)
 	if err != nil {
 		return nil, err
@@ -164,19 +167,24 @@ func (c *consumerCore) sendGroup(ctx context.Context, rs *RemoteOffsetStore, nam
 			continue
 		}
 		var sent int64
-		err := onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
-			func(_ context.Context, addr string, err error) bool {
-				_, retry := c.noteFailure(name, addr, err)
-				return retry
-			},
-			func(ctx context.Context, addr string) (err error) {
-				if e.handedOver {
-					sent, err = rs.persistUnlessPassed(ctx, mq, addr, e.known, e.hasKnown)
-				} else {
-					sent, err = rs.persistAt(ctx, mq, addr)
-				}
-				return err
-			})
+		send := func(ctx context.Context, addr string) (err error) {
+			if e.handedOver {
+				sent, err = rs.persistUnlessPassed(ctx, mq, addr, e.known, e.hasKnown)
+			} else {
+				sent, err = rs.persistAt(ctx, mq, addr)
+			}
+			return err
+		}
+		var err error
+		if once {
+			err = c.sendOnce(ctx, name, send)
+		} else {
+			err = onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
+				func(_ context.Context, addr string, err error) bool {
+					_, retry := c.noteFailure(name, addr, err)
+					return retry
+				}, send)
+		}
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -185,6 +193,18 @@ func (c *consumerCore) sendGroup(ctx context.Context, rs *RemoteOffsetStore, nam
 		}
 	}
 	return c.settle(mqs, seen, done), errors.Join(errs...)
+}
+
+// sendOnce runs send at broker group name's address as the routes know
+// it, once, within the request timeout.
+func (c *consumerCore) sendOnce(ctx context.Context, name string, send func(context.Context, string) error) error {
+	addr := c.routes.brokerAddr(name)
+	if addr == "" {
+		return fmt.Errorf("%w: broker group %q has no known member", ErrNoBroker, name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+	defer cancel()
+	return send(ctx, addr)
 }
 
 // settle returns the queues of mqs settled once done, the offsets that
@@ -235,7 +255,7 @@ func (c *consumerCore) persistPending(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
 	defer cancel()
-	if _, err := c.sendOffsets(cctx, mqs, false); err != nil && ctx.Err() == nil {
+	if _, err := c.sendOffsets(cctx, mqs, false, false); err != nil && ctx.Err() == nil {
 		c.warnOnce("persistPending", "committing offsets failed; retrying at the next persist interval", zap.Error(err))
 	} else {
 		c.clearWarn("persistPending")
@@ -277,7 +297,7 @@ func (c *consumerCore) handOverOffsets(ctx context.Context, mqs []MessageQueue) 
 		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
 	}
 	defer cancel()
-	settled, err := c.sendOffsets(pctx, mqs, false)
+	settled, err := c.sendOffsets(pctx, mqs, false, false)
 	if err != nil {
 		c.log.Warn("committing the offsets of queues handed over failed; kept, and sent again every PersistInterval and on Close",
 			zap.Int("queues", len(mqs)), zap.Error(err))
@@ -330,5 +350,5 @@ func (c *consumerCore) closeCommit(ctx context.Context, mqs []MessageQueue) (map
 		}
 	}
 	c.pendingMu.Unlock()
-	return c.sendOffsets(ctx, all, false)
+	return c.sendOffsets(ctx, all, false, false)
 }
