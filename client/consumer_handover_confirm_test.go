@@ -164,15 +164,7 @@ func TestHandOverOffsetDeadGroupDoesNotHoldUpCommit(t *testing.T) {
 	var split atomic.Bool // "!other" joins and takes broker-a's queues
 	var l *LitePullConsumer
 	for _, b := range []*qBroker{ba, bb} {
-		b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
-		for q := range 2 {
-			for range 3 {
-				b.put("T", q, "m", nil)
-			}
-		}
-		b.mu.Lock()
-		b.noPullCommit = true
-		b.mu.Unlock()
+		fillHandOverBroker(t, ns, b)
 		b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
 			ids := []string{l.ClientID()}
 			if split.Load() {

@@ -49,6 +49,14 @@ func startHandOverBroker(t *testing.T) (*namesrv.NameServer, *qBroker) {
 	t.Helper()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
+	fillHandOverBroker(t, ns, b)
+	return ns, b
+}
+
+// fillHandOverBroker registers b with ns and fills it as
+// startHandOverBroker describes.
+func fillHandOverBroker(t *testing.T, ns *namesrv.NameServer, b *qBroker) {
+	t.Helper()
 	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
 	for q := range 2 {
 		for range 3 {
@@ -58,7 +66,6 @@ func startHandOverBroker(t *testing.T) (*namesrv.NameServer, *qBroker) {
 	b.mu.Lock()
 	b.noPullCommit = true
 	b.mu.Unlock()
-	return ns, b
 }
 
 // answerMembers makes b list the group's consumers as the one whose id
@@ -437,15 +444,7 @@ func TestHandOverOffsetsSentPerBrokerSideBySide(t *testing.T) {
 			var gone atomic.Bool // the group's members no longer include the consumer
 			var c *consumerCore
 			for _, b := range []*qBroker{ba, bb} {
-				b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
-				for q := range 2 {
-					for range 3 {
-						b.put("T", q, "m", nil)
-					}
-				}
-				b.mu.Lock()
-				b.noPullCommit = true
-				b.mu.Unlock()
+				fillHandOverBroker(t, ns, b)
 				b.answer(remoting.RequestGetConsumerListByGroup, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
 					ids := []string{c.clientID}
 					if gone.Load() {
