@@ -408,6 +408,8 @@ func (c *consumerCore) refreshLoop() {
 			for _, topic := range c.topics() {
 				refresh(topic)
 			}
+			c.routes.forgetOffline()
+			c.dropOffline()
 		case topic := <-c.refreshCh:
 			refresh(topic)
 		}

@@ -220,7 +220,8 @@ func (p *Producer) sendOne(ctx context.Context, r *sendRequest) (res *SendResult
 	return res, err
 }
 
-// refreshLoop refreshes every cached route each RouteRefreshInterval and
+// refreshLoop refreshes every cached route each RouteRefreshInterval,
+// then forgets the broker groups none names any more, and refreshes
 // single topics at once when a send asks for it (a not-leader answer, a
 // failed connection).
 func (p *Producer) refreshLoop() {
@@ -234,6 +235,7 @@ func (p *Producer) refreshLoop() {
 			for _, topic := range p.routes.cachedTopics() {
 				p.refreshTopic(topic)
 			}
+			p.routes.forgetOffline()
 		case topic := <-p.refreshCh:
 			p.refreshTopic(topic)
 		}

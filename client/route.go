@@ -340,6 +340,57 @@ func (r *routeManager) cachedTopics() []string {
 	return slices.Sorted(maps.Keys(r.topics))
 }
 
+// routedLocked returns the broker groups some cached topic route names.
+func (r *routeManager) routedLocked() map[string]bool {
+	named := map[string]bool{}
+	for _, tr := range r.topics {
+		for _, bd := range tr.data.BrokerDatas {
+			named[bd.BrokerName] = true
+		}
+	}
+	return named
+}
+
+// routed returns the broker groups some cached topic route names; nil
+// while no route is cached (nothing to judge a group by).
+func (r *routeManager) routed() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.topics) == 0 {
+		return nil
+	}
+	return r.routedLocked()
+}
+
+// forgetOffline forgets the broker groups no cached topic route names any
+// more, as MQClientInstance.cleanOfflineBroker does on the route timer,
+// and returns their names, sorted. A cached route is replaced only by a
+// lookup that succeeded (refresh keeps it through a failed one, and a
+// name server answers TOPIC_NOT_EXIST rather than a route without
+// brokers), so a name-server hiccup forgets nothing, nor does a group
+// missing from one topic's route while another's still names it. The
+// refresh loops call it after refreshing every topic.
+func (r *routeManager) forgetOffline() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.topics) == 0 {
+		return nil
+	}
+	named := r.routedLocked()
+	var gone []string
+	for name := range r.brokers {
+		if !named[name] {
+			delete(r.brokers, name)
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	if len(gone) > 0 {
+		r.log.Info("broker groups no route names any more; forgotten", zap.Strings("brokerNames", gone))
+	}
+	return gone
+}
+
 // isDefaultRoute reports whether topic is still served from TBW102.
 func (r *routeManager) isDefaultRoute(topic string) bool {
 	r.mu.Lock()

@@ -400,3 +400,39 @@ func TestRouteSharedFetchOutlivesFirstCaller(t *testing.T) {
 		t.Fatalf("second fetch failed with the first caller's context: %v", err)
 	}
 }
+
+// TestRouteForgetsOnlyGroupsNoRouteNames: a broker group is forgotten once
+// no cached route names it (MQClientInstance.cleanOfflineBroker), not
+// while one topic's route still does though another's dropped it (a
+// group leaving one topic), and a failed lookup, which keeps the cached
+// route, forgets nothing.
+func TestRouteForgetsOnlyGroupsNoRouteNames(t *testing.T) {
+	r := newTestRoutes(t, "127.0.0.1:1") // nothing listens: every lookup fails
+	route := func(topic string, groups ...string) {
+		rd := &wire.TopicRouteData{}
+		for i, g := range groups {
+			rd.BrokerDatas = append(rd.BrokerDatas, wire.BrokerData{Cluster: "C", BrokerName: g,
+				BrokerAddrs: map[int64]string{wire.MasterID: fmt.Sprintf("127.0.0.1:%d", 2+i)}})
+			rd.QueueDatas = append(rd.QueueDatas, wire.QueueData{BrokerName: g, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+		}
+		r.store(topic, rd, newPublishInfo(topic, rd))
+	}
+	route("T1", "a", "b")
+	route("T2", "a")
+	route("T1", "b")
+	if gone := r.forgetOffline(); len(gone) != 0 || r.brokerAddr("a") == "" {
+		t.Fatalf("a, still in T2's route: forgot %v, address %q", gone, r.brokerAddr("a"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := r.refresh(ctx, "T2", false, 0); err != nil {
+		t.Fatalf("a failed lookup with a cached route: %v", err)
+	}
+	if gone := r.forgetOffline(); len(gone) != 0 || r.brokerAddr("a") == "" {
+		t.Fatalf("after T2's lookup failed: forgot %v, address %q", gone, r.brokerAddr("a"))
+	}
+	route("T2", "b")
+	if gone := r.forgetOffline(); !slices.Equal(gone, []string{"a"}) || r.brokerAddr("a") != "" || r.brokerAddr("b") == "" {
+		t.Fatalf("no route names a: forgot %v, a's address %q, b's %q", gone, r.brokerAddr("a"), r.brokerAddr("b"))
+	}
+}
