@@ -145,8 +145,11 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 				zap.Int64("offset", offset), zap.Int64("nextBeginOffset", res.NextBeginOffset))
 			offset = res.NextBeginOffset
 			c.store.Update(mq, offset, false)
+			// Through the group's send token, after any older send of
+			// the queue's offset in progress, and only while the queue is
+			// still ours (a hand-over sends its own).
 			ctx, cancel := context.WithTimeout(pq.ctx, c.cfg.common.requestTimeout)
-			_ = c.store.Persist(ctx, []MessageQueue{mq})
+			_, _ = c.sendOffsets(ctx, []MessageQueue{mq}, true, true)
 			cancel()
 		}
 	}

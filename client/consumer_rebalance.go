@@ -558,8 +558,8 @@ func (c *consumerCore) resetOffsetHandler(_ context.Context, _ *remoting.Conn, r
 
 // resetOffsets restarts every owned queue in offsets at its new offset:
 // its process queue is dropped (cached messages discarded, calls in
-// progress awaited), the offset stored and committed, and a new pull
-// loop started there.
+// progress awaited), the offset stored and committed (once, after the
+// group's offset sends in progress), and a new pull loop started there.
 func (c *consumerCore) resetOffsets(ctx context.Context, offsets map[MessageQueue]int64) {
 	c.rebalanceMu.Lock()
 	defer c.rebalanceMu.Unlock()
@@ -579,8 +579,11 @@ func (c *consumerCore) resetOffsets(ctx context.Context, offsets map[MessageQueu
 		// Calls that were in progress may have stored a later offset.
 		c.store.Update(mq, off, false)
 		pq.consumeMu.Unlock()
+		// After the group's sends in progress (sendOffsets): a persist
+		// round's older offset landing after this one would undo the
+		// reset. The queue is no longer owned here, so whileOwned is off.
 		pctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
-		if err := c.store.Persist(pctx, []MessageQueue{mq}); err != nil {
+		if _, err := c.sendOffsets(pctx, []MessageQueue{mq}, false, true); err != nil {
 			c.log.Warn("committing a reset offset failed", zap.Stringer("queue", mq), zap.Error(err))
 		}
 		cancel()

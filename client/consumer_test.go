@@ -540,6 +540,72 @@ func TestPushConsumerResetByBroker(t *testing.T) {
 	}
 }
 
+// TestPushConsumerResetOrderedAfterPersistSend: a broker relays a reset
+// while a persist round's send of the queue's older offset (3) is still
+// in flight (the broker holds it). Brokers keep the last offset they are
+// sent, so the reset's send (1) must go after that one, through the
+// group's send token: landing first, it would be undone and the group's
+// committed offset would skip the reset.
+func TestPushConsumerResetOrderedAfterPersistSend(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
+	for i := range 3 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	b.mu.Lock()
+	b.noPullCommit = true
+	b.mu.Unlock()
+	sends := func() int { // offset commits of T's queue 0 received
+		n := 0
+		for _, req := range b.requests(remoting.RequestUpdateConsumerOffset) {
+			var h wire.UpdateConsumerOffsetRequestHeader
+			if req.DecodeHeader(&h) == nil && h.Topic == "T" && h.QueueID == 0 {
+				n++
+			}
+		}
+		return n
+	}
+	var held atomic.Bool
+	b.answer(remoting.RequestUpdateConsumerOffset, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		// The first commit waits for another one to arrive, which must
+		// not while it is in flight; it then lands.
+		if held.CompareAndSwap(false, true) {
+			eventually(time.Second, func() bool { return sends() >= 2 })
+		}
+		return b.other(nil, req)
+	})
+	// The persist round's send waits for its answer well past the hold.
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour), RequestTimeout(5*time.Second))
+	_ = c.Subscribe("T", "*")
+	_ = c.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	mq := MessageQueue{"T", "broker-a", 0}
+	testutil.WaitFor(t, 5*time.Second, "3 consumed", func() bool {
+		off, err := c.core.store.Read(context.Background(), mq, ReadFromMemory)
+		return err == nil && off == 3
+	})
+	persisted := make(chan struct{})
+	go func() { defer close(persisted); c.core.persistAll(c.core.ctx) }()
+	testutil.WaitFor(t, 5*time.Second, "the persist round's send at the broker", func() bool { return sends() >= 1 })
+	b.mu.Lock()
+	conn := b.members["G"][c.ClientID()].conn
+	b.mu.Unlock()
+	req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "G", Timestamp: 1, IsForce: true},
+		[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:1}}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if resp, err := conn.InvokeSync(ctx, req); err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("reset: %v %v", resp, err)
+	}
+	<-persisted
+	if off, _ := b.offset("G", "T", 0); off != 1 {
+		t.Fatalf("committed offset after the reset to 1: %d (the persist round's older send landed after the reset's)", off)
+	}
+}
+
 // TestOrderlyStopsWithoutLock: locks are renewed every LockInterval; a
 // queue whose lock went to another client is not consumed until the lock
 // comes back.
