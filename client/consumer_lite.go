@@ -101,6 +101,17 @@ func (l *LitePullConsumer) Assign(queues []MessageQueue) error {
 // begins pulling; ctx bounds that work (with Assign, finding each queue's
 // start offset too), not the consumer's life.
 func (l *LitePullConsumer) Start(ctx context.Context) error {
+	c := l.core
+	// rebalanceMu comes before l.mu (the lock order in doc.go): the fixed
+	// queues start under it, as a rebalance's do. Nothing runs yet that
+	// could wait for it, but the rebalance loop c.start begins does.
+	c.rebalanceMu.Lock()
+	rebalancing := true
+	defer func() {
+		if rebalancing {
+			c.rebalanceMu.Unlock()
+		}
+	}()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch l.state {
@@ -109,7 +120,6 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 	case stateClosed:
 		return ErrClosed
 	}
-	c := l.core
 	if len(c.topics()) == 0 {
 		return fmt.Errorf("%w: Subscribe or Assign before Start", ErrInvalidOption)
 	}
@@ -124,10 +134,12 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 	c.mu.Unlock()
 	if fixed != nil {
 		SortQueues(fixed)
-		c.rebalanceMu.Lock()
 		for _, mq := range fixed {
 			if !c.startQueue(ctx, mq) {
+				// close waits for the rebalance loop, which may be
+				// waiting for rebalanceMu.
 				c.rebalanceMu.Unlock()
+				rebalancing = false
 				// ctx may have run out, which is why the offset was not
 				// found: wait for this start's goroutines on a budget of
 				// our own so a later Start can begin afresh.
@@ -141,7 +153,6 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 				return fmt.Errorf("client: lite pull consumer: cannot find the start offset of %s", mq)
 			}
 		}
-		c.rebalanceMu.Unlock()
 	}
 	l.state = stateStarted
 	return nil
