@@ -208,3 +208,62 @@ func TestSendBackRefusesUndelivered(t *testing.T) {
 		return st.GetMaxOffsetInQueue(wire.TopicSchedule, 0) == 3
 	})
 }
+
+// TestSendBackAnswersErrorUnlessStored: a consumer marks a message it
+// failed consumed once CONSUMER_SEND_MSG_BACK answers SUCCESS, so the
+// broker answers it only for a copy committed through Raft: a follower
+// answers not-leader and stores nothing, an offset naming no message is
+// refused, and a leader that lost its quorum answers an error, not
+// SUCCESS, for the copy it cannot commit.
+func TestSendBackAnswersErrorUnlessStored(t *testing.T) {
+	pc := startRealCluster(t, func(cfg *BrokerConfig) { cfg.ApplyTimeout = time.Second })
+	l := pc.createTopicOnLeader("SBE", 1)
+	leader := pc.nodes[l].Addr()
+	off := sentOffset(t, "m", pc.call(leader, remoting.RequestSendMessage, sendExt("SBE", 0, ""), []byte("m")))
+	sendBack := func(addr string, phys int64, level int) *remoting.RemotingCommand {
+		t.Helper()
+		return pc.call(addr, remoting.RequestConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(phys, 10), "group": "SBEG", "delayLevel": strconv.Itoa(level)}, nil)
+	}
+	// Level 3, the first retry, is queue 2 of the schedule topic.
+	stored := func(i int) (retries, dead int64) {
+		st := pc.groups[i].Store()
+		return st.GetMaxOffsetInQueue(wire.TopicSchedule, 2), st.GetMaxOffsetInQueue(wire.DLQGroupTopicPrefix+"SBEG", 0)
+	}
+	f := (l + 1) % 3
+	for _, level := range []int{0, -1} {
+		if r := sendBack(pc.nodes[f].Addr(), off, level); r.Code != remoting.ResponseServiceNotAvailable || !wire.IsNotLeaderRemark(r.Remark) {
+			t.Fatalf("follower's answer to a send-back (delay level %d): %d %s", level, r.Code, r.Remark)
+		}
+	}
+	if r := sendBack(leader, off+1<<30, 0); r.Code == remoting.ResponseSuccess {
+		t.Fatal("a send-back naming no message was answered SUCCESS")
+	}
+	// One of each that commits, which also creates the topics.
+	for _, level := range []int{0, -1} {
+		if r := sendBack(leader, off, level); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send-back (delay level %d): %d %s", level, r.Code, r.Remark)
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, "both copies on every member", func() bool {
+		for i := range 3 {
+			if r, d := stored(i); r != 1 || d != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 3 {
+		if i != l {
+			pc.stopNode(i)
+		}
+	}
+	for _, level := range []int{0, -1} {
+		if r := sendBack(leader, off, level); r.Code == remoting.ResponseSuccess {
+			t.Fatalf("a leader without a quorum answered SUCCESS to a send-back (delay level %d)", level)
+		}
+	}
+	if r, d := stored(l); r != 1 || d != 1 {
+		t.Fatalf("without a quorum the leader applied %d retry and %d dead-letter copies, want 1 and 1", r, d)
+	}
+}

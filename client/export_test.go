@@ -1,6 +1,10 @@
 package client
 
-import "github.com/raftmq/raftmq/remoting"
+import (
+	"time"
+
+	"github.com/raftmq/raftmq/remoting"
+)
 
 // AdminRemoting is a's remoting client, so that the package's external
 // tests can watch its calls with a remoting.RPCHook.
@@ -8,3 +12,13 @@ func AdminRemoting(a *Admin) *remoting.Client { return a.rc }
 
 // LiteRemoting is the remoting client of l, started (see AdminRemoting).
 func LiteRemoting(l *LitePullConsumer) *remoting.Client { return l.core.rc }
+
+// PushRemoting returns the remoting clients of p, started: the consumer's
+// own and that of the producer it sends failed messages back with.
+func PushRemoting(p *PushConsumer) (consumer, sendBack *remoting.Client) {
+	return p.core.rc, p.retry.rc
+}
+
+// SetSendBackRetry sets how long p waits before consuming again a message
+// no broker took back (RocketMQ's fixed 5 s); call it before Start.
+func SetSendBackRetry(p *PushConsumer, d time.Duration) { p.core.cfg.sendBackRetry = d }

@@ -1,0 +1,358 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/devcluster"
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// sendBackRefusal is a remoting.RPCHook that, while on, turns the
+// requests of the codes it refuses into one no broker serves, so that a
+// real broker answers them with REQUEST_CODE_NOT_SUPPORTED: the
+// send-back and the sends to the retry topic then fail as they would
+// with the group unable to store.
+type sendBackRefusal struct {
+	on      atomic.Bool
+	refused atomic.Int64
+	codes   map[int16]bool
+}
+
+// BeforeRequest implements remoting.RPCHook.
+func (r *sendBackRefusal) BeforeRequest(_ string, req *remoting.RemotingCommand) {
+	if r.on.Load() && r.codes[req.Code] {
+		req.Code = 9999
+		r.refused.Add(1)
+	}
+}
+
+// AfterResponse implements remoting.RPCHook.
+func (r *sendBackRefusal) AfterResponse(string, *remoting.RemotingCommand, *remoting.RemotingCommand) {
+}
+
+// refuseSendBack makes every way c has of returning a message to the
+// broker fail while the returned refusal is on: CONSUMER_SEND_MSG_BACK
+// and the sends of its retry-topic producer.
+func refuseSendBack(c *client.PushConsumer) *sendBackRefusal {
+	r := &sendBackRefusal{codes: map[int16]bool{remoting.RequestConsumerSendMsgBack: true,
+		remoting.RequestSendMessage: true, remoting.RequestSendMessageV2: true, remoting.RequestSendBatchMessage: true}}
+	own, sendBack := client.PushRemoting(c)
+	own.AddHook(r)
+	sendBack.AddHook(r)
+	return r
+}
+
+// offsetWatch polls group's committed offset of topic's only queue at the
+// broker and keeps the highest seen, until stopped.
+type offsetWatch struct {
+	max  atomic.Int64
+	last atomic.Int64
+	stop func()
+}
+
+func watchOffset(t *testing.T, admin *client.Admin, group, topic string) *offsetWatch {
+	t.Helper()
+	w := &offsetWatch{}
+	w.max.Store(-1)
+	w.last.Store(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if prog, err := admin.ConsumerProgress(ctx, group, topic); err == nil && len(prog) == 1 {
+				off := prog[0].ConsumerOffset
+				w.last.Store(off)
+				if off > w.max.Load() {
+					w.max.Store(off)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	w.stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(w.stop)
+	return w
+}
+
+// startSendBackTopic starts a raftmq group with topic (one queue) holding
+// bodies m0..m(n-1), and returns the cluster and an admin client.
+func startSendBackTopic(t *testing.T, topic string, n int) (*devcluster.Cluster, *client.Admin) {
+	t.Helper()
+	ec := startE2ECluster(t)
+	ctx := context.Background()
+	admin, err := client.NewAdmin(client.NameServers(ec.NamesrvAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: topic, ReadQueueNums: 1, WriteQueueNums: 1}, "DefaultCluster", ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "route of "+topic, func() bool { _, err := admin.TopicRoute(ctx, topic); return err == nil })
+	p := startProducer(t, ec.NamesrvAddr())
+	for i := range n {
+		if _, err := p.SendSync(ctx, client.NewMessage(topic, []byte(fmt.Sprint("m", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ec, admin
+}
+
+// TestPushSendBackFailureKeepsOffset: on a real raftmq group, messages a
+// concurrent listener did not consume (past its AckIndex, then a panic,
+// then RECONSUME_LATER) that neither CONSUMER_SEND_MSG_BACK nor the
+// retry-topic fallback can return stay in the process queue: they are
+// consumed again here, each time one redelivery more, and the committed
+// offset never passes the first of them
+// (ConsumeMessageConcurrentlyService.processConsumeResult's msgBackFailed).
+// Once a send-back works again the queue moves on.
+func TestPushSendBackFailureKeepsOffset(t *testing.T) {
+	const topic, group = "SBF", "SBFGroup"
+	ec, admin := startSendBackTopic(t, topic, 5)
+	ctx := context.Background()
+	c, err := client.NewPushConsumer(client.NameServers(ec.NamesrvAddr()), client.ConsumerGroup(group),
+		client.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.ConsumeMessageBatchMaxSize(5),
+		client.PersistInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.SetSendBackRetry(c, 50*time.Millisecond)
+	_ = c.Subscribe(topic, "*")
+	var mu sync.Mutex
+	var calls [][]string
+	var refusal *sendBackRefusal
+	hooked := make(chan struct{})
+	_ = c.RegisterConcurrentListener(func(_ context.Context, cc *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		<-hooked
+		mu.Lock()
+		var call []string
+		for _, m := range msgs {
+			call = append(call, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
+		}
+		calls = append(calls, call)
+		n := len(calls)
+		mu.Unlock()
+		switch {
+		case n == 1:
+			cc.AckIndex = 1 // m0 and m1 only
+			return client.ConsumeSuccess
+		case n == 2:
+			panic("listener bug")
+		case refusal.on.Load():
+			return client.ConsumeRetryLater
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	refusal = refuseSendBack(c)
+	refusal.on.Store(true)
+	close(hooked)
+	w := watchOffset(t, admin, group, topic)
+
+	testutil.WaitFor(t, 20*time.Second, "m2..m4 consumed here again and again", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) >= 5
+	})
+	testutil.WaitFor(t, 10*time.Second, "offset 2 committed", func() bool { return w.last.Load() == 2 })
+	if m := w.max.Load(); m != 2 {
+		t.Fatalf("committed offset %d passed m2, which no broker took back", m)
+	}
+	refusal.on.Store(false)
+	testutil.WaitFor(t, 20*time.Second, "offset 5 committed", func() bool { return w.last.Load() == 5 })
+	if refusal.refused.Load() == 0 {
+		t.Fatal("no send-back was refused")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := fmt.Sprint(calls[0]); got != "[m0/0 m1/0 m2/0 m3/0 m4/0]" {
+		t.Fatalf("first call %s", got)
+	}
+	// Calls 2 to 4 came while every send-back was refused; later ones
+	// may see some of the messages come back through the retry topic.
+	for i, call := range calls[1:4] {
+		if want := fmt.Sprintf("[m2/%d m3/%d m4/%d]", i+1, i+1, i+1); fmt.Sprint(call) != want {
+			t.Fatalf("call %d: %v, want %s (all calls %v)", i+2, call, want, calls)
+		}
+	}
+}
+
+// TestOrderlyDeadLetterSendFailure: on a real raftmq group, an orderly
+// message that exhausted its redeliveries while its send to the DLQ fails
+// is consumed again in place, never skipped: nothing behind it is
+// delivered and the committed offset stays at it
+// (ConsumeMessageOrderlyService.checkReconsumeTimes suspends when
+// sendMessageBack fails). Once the send works, it is in %DLQ%group once
+// and the queue goes on.
+func TestOrderlyDeadLetterSendFailure(t *testing.T) {
+	const topic, group = "ODLQF", "ODLQFGroup"
+	ec, admin := startSendBackTopic(t, topic, 4)
+	ctx := context.Background()
+	const maxTimes = 1
+	c, err := client.NewPushConsumer(client.NameServers(ec.NamesrvAddr()), client.ConsumerGroup(group),
+		client.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.MaxReconsumeTimes(maxTimes),
+		client.SuspendCurrentQueueTime(10*time.Millisecond), client.PersistInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	var mu sync.Mutex
+	var seen []string
+	hooked := make(chan struct{})
+	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
+		<-hooked
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			seen = append(seen, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
+			if string(m.Body) == "m1" {
+				return client.SuspendCurrentQueueAMoment
+			}
+		}
+		return client.OrderlySuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	refusal := refuseSendBack(c)
+	refusal.on.Store(true)
+	close(hooked)
+	w := watchOffset(t, admin, group, topic)
+
+	// m1/0 and m1/1 are its delivery and its one redelivery; from m1/2 on
+	// every failure tries the DLQ.
+	testutil.WaitFor(t, 20*time.Second, "m1 consumed again while the DLQ refuses it", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= 6
+	})
+	testutil.WaitFor(t, 10*time.Second, "offset 1 committed", func() bool { return w.last.Load() == 1 })
+	if m := w.max.Load(); m != 1 {
+		t.Fatalf("committed offset %d passed m1, which is in no DLQ", m)
+	}
+	mu.Lock()
+	for i, s := range seen[1:6] {
+		if want := fmt.Sprintf("m1/%d", i); s != want {
+			t.Fatalf("delivery %d: %s, want %s (all %v)", i+2, s, want, seen)
+		}
+	}
+	mu.Unlock()
+	refusal.on.Store(false)
+	testutil.WaitFor(t, 20*time.Second, "offset 4 committed", func() bool { return w.last.Load() == 4 })
+	mu.Lock()
+	if n := len(seen); seen[n-2] != "m2/0" || seen[n-1] != "m3/0" {
+		t.Fatalf("deliveries %v", seen)
+	}
+	mu.Unlock()
+	if refusal.refused.Load() == 0 {
+		t.Fatal("no DLQ send was refused")
+	}
+	dlq := wire.DLQGroupTopicPrefix + group
+	testutil.WaitFor(t, 10*time.Second, "m1 in "+dlq, func() bool {
+		st, err := admin.TopicStatus(ctx, dlq)
+		if err != nil {
+			return false
+		}
+		var n int64
+		for _, s := range st {
+			n += s.MaxOffset - s.MinOffset
+		}
+		return n == 1
+	})
+}
+
+// TestPushSendBackFailureSurvivesClose: a consumer closed while messages
+// no broker took back wait to be consumed again here commits the offset
+// of the first of them, so the group's next consumer gets them.
+func TestPushSendBackFailureSurvivesClose(t *testing.T) {
+	const topic, group = "SBC", "SBCGroup"
+	ec, admin := startSendBackTopic(t, topic, 4)
+	ctx := context.Background()
+	newConsumer := func(l client.ConcurrentListener) *client.PushConsumer {
+		t.Helper()
+		c, err := client.NewPushConsumer(client.NameServers(ec.NamesrvAddr()), client.ConsumerGroup(group),
+			client.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))),
+			client.ConsumeFrom(client.ConsumeFromFirstOffset), client.PersistInterval(20*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client.SetSendBackRetry(c, 50*time.Millisecond)
+		_ = c.Subscribe(topic, "*")
+		_ = c.RegisterConcurrentListener(l)
+		return c
+	}
+	var mu sync.Mutex
+	var first, second []string
+	hooked := make(chan struct{})
+	c := newConsumer(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		<-hooked
+		mu.Lock()
+		defer mu.Unlock()
+		first = append(first, fmt.Sprintf("%s/%d", msgs[0].Body, msgs[0].ReconsumeTimes))
+		if string(msgs[0].Body) == "m1" {
+			return client.ConsumeRetryLater
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refusal := refuseSendBack(c)
+	refusal.on.Store(true)
+	close(hooked)
+	w := watchOffset(t, admin, group, topic)
+	testutil.WaitFor(t, 20*time.Second, "m1 consumed here again", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(first, "m1/2") && slices.Contains(first, "m3/0")
+	})
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "offset 1 committed", func() bool { return w.last.Load() == 1 })
+	if m := w.max.Load(); m != 1 {
+		t.Fatalf("committed offset %d passed m1, which no broker took back", m)
+	}
+	c2 := newConsumer(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			second = append(second, string(m.Body))
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close(ctx)
+	testutil.WaitFor(t, 20*time.Second, "offset 4 committed", func() bool { return w.last.Load() == 4 })
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(second, "m1") {
+		t.Fatalf("the next consumer got %v, not m1", second)
+	}
+}
