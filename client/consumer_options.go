@@ -203,7 +203,9 @@ func ConsumerModel(m MessageModel) ConsumerOpt {
 // ConsumeFrom sets where a queue without a recorded offset starts
 // (default ConsumeFromLastOffset): neither a committed one nor one this
 // consumer kept for a queue it handed over and got back. For ConsumeFromTimestamp give the time
-// with ConsumeTimestamp (default: half an hour ago, as RocketMQ).
+// with ConsumeTimestamp (default: half an hour ago, as RocketMQ). The
+// group's retry queues always start at their beginning: what they hold
+// was sent back by the group and not consumed yet.
 func ConsumeFrom(w ConsumeFromWhere) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.fromWhere = w })
 }

@@ -441,9 +441,9 @@ func (c *consumerCore) unlockHandedOver(ctx context.Context, mqs []MessageQueue)
 }
 
 // startOffset is computePullFromWhere: the committed offset if there is
-// one, else where ConsumeFromWhere says. A queue that comes back with an
-// offset kept since it was handed over (kept, when hasKept; keptOffset)
-// resumes there unless the committed offset is past it, which only the
+// one, else where ConsumeFromWhere says (a retry queue: its start). A
+// queue that comes back with an offset kept since it was handed over
+// (kept, when hasKept; keptOffset) resumes there unless the committed offset is past it, which only the
 // queue's next owner can have consumed to: what was consumed here and no
 // broker confirmed is newer than a committed offset below it, and stands
 // in for a missing one (ConsumeFromWhere is for a queue the group never
@@ -475,11 +475,15 @@ func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue, kept in
 	}
 	var res int64
 	switch {
-	case isRetryTopic(mq.Topic) && c.cfg.fromWhere == ConsumeFromLastOffset:
-		// A retry topic is read from its start: what is there was sent
-		// back by this group and must not be skipped.
+	case isRetryTopic(mq.Topic):
+		// A retry queue the group never committed an offset of is read
+		// from its start: what is there was sent back by this group and
+		// not consumed since. Unlike RocketMQ, which starts a
+		// ConsumeFromTimestamp consumer at its end: a send-back stored
+		// before the consumer starts reading the queue (the retry topic's
+		// route comes after the first heartbeat created it) would be lost.
 		return 0, nil
-	case c.cfg.fromWhere == ConsumeFromTimestamp && !isRetryTopic(mq.Topic):
+	case c.cfg.fromWhere == ConsumeFromTimestamp:
 		ts := c.cfg.consumeTimestamp
 		if ts.IsZero() {
 			ts = c.cfg.common.now().Add(-30 * time.Minute)

@@ -356,3 +356,59 @@ func TestPushSendBackFailureSurvivesClose(t *testing.T) {
 		t.Fatalf("the next consumer got %v, not m1", second)
 	}
 }
+
+// TestPushRetryTopicReadFromStartWithTimestamp: a group's retry queue
+// without a committed offset holds only messages the group sent back and
+// never consumed (a send-back that reached the broker before the consumer
+// started reading that queue: a group's first seconds, before the retry
+// topic's route reaches it, or a broker group it learns of later). It is
+// read from its start whatever ConsumeFrom says; starting a
+// ConsumeFromTimestamp consumer there at the queue's end, as RocketMQ's
+// computePullFromWhere does, would skip them though no listener consumed
+// them.
+func TestPushRetryTopicReadFromStartWithTimestamp(t *testing.T) {
+	const topic, group = "RTS", "RTSGroup"
+	ec, admin := startSendBackTopic(t, topic, 0)
+	ctx := context.Background()
+	retry := wire.RetryTopic(group)
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: retry, ReadQueueNums: 1, WriteQueueNums: 1}, "DefaultCluster", ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "route of "+retry, func() bool { _, err := admin.TopicRoute(ctx, retry); return err == nil })
+	// What a consumer whose CONSUMER_SEND_MSG_BACK failed sends itself.
+	back := client.NewMessage(retry, []byte("sent back"))
+	back.Properties = map[string]string{wire.PropertyRetryTopic: topic, wire.PropertyReconsumeTime: "1"}
+	if _, err := startProducer(t, ec.NamesrvAddr()).SendSync(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewPushConsumer(client.NameServers(ec.NamesrvAddr()), client.ConsumerGroup(group),
+		client.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))),
+		client.ConsumeFrom(client.ConsumeFromTimestamp), client.ConsumeTimestamp(time.Now()),
+		client.PersistInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	got := make(chan string, 1)
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		for _, m := range msgs {
+			select {
+			case got <- fmt.Sprintf("%s %s/%d", m.Topic, m.Body, m.ReconsumeTimes):
+			default:
+			}
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	select {
+	case s := <-got:
+		if s != topic+" sent back/1" {
+			t.Fatalf("listener got %q", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the message in %s was never delivered (owned queues %v)", retry, c.OwnedQueues())
+	}
+}
