@@ -443,11 +443,12 @@ func (c *consumerCore) unlockHandedOver(ctx context.Context, mqs []MessageQueue)
 // startOffset is computePullFromWhere: the committed offset if there is
 // one, else where ConsumeFromWhere says (a retry queue: its start). A
 // queue that comes back with an offset kept since it was handed over
-// (kept, when hasKept; keptOffset) resumes there unless the committed offset is past it, which only the
-// queue's next owner can have consumed to: what was consumed here and no
-// broker confirmed is newer than a committed offset below it, and stands
-// in for a missing one (ConsumeFromWhere is for a queue the group never
-// consumed, and would skip or repeat messages).
+// (kept, when hasKept; keptOffset) resumes there unless the committed
+// offset is past it, which only the queue's next owner can have consumed
+// to: what was consumed here and no broker confirmed is newer than a
+// committed offset below it, and stands in for a missing one
+// (ConsumeFromWhere is for a queue the group never consumed, and would
+// skip or repeat messages).
 func (c *consumerCore) startOffset(ctx context.Context, mq MessageQueue, kept int64, hasKept bool) (int64, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
 	defer cancel()
