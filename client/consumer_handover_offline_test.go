@@ -209,3 +209,52 @@ func TestHandOverOffsetKeptThroughFailedRouteLookup(t *testing.T) {
 		return len(r.kept()) == 0 && r.c.routes.brokerAddr("broker-a") == ""
 	})
 }
+
+// TestLiteCommitKeptThroughGroupAbsence: a lite pull Commit broker-a
+// refused stays pending for its queue, still owned (Assign), while no
+// route names broker-a long enough for the consumer to forget the group
+// (its registration gone, as from a name server that restarted or took it
+// for dead); once a route names it again, a persist round commits it.
+// Only the offsets kept for queues handed over leave with their group.
+func TestLiteCommitKeptThroughGroupAbsence(t *testing.T) {
+	ns := startNameServer(t)
+	proxy := startNSProxy(t, ns)
+	ba, bb := startQBroker(t, "broker-a"), startQBroker(t, "broker-b")
+	fillHandOverBroker(t, ns, ba)
+	fillHandOverBroker(t, ns, bb) // keeps T routed while broker-a is not
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "HG"), NameServers(proxy.addr), AutoCommit(false),
+		ConsumeFrom(ConsumeFromFirstOffset), RequestTimeout(time.Second), RouteRefreshInterval(50*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq := MessageQueue{"T", "broker-a", 0}
+	if err := l.Assign([]MessageQueue{mq}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	pollN(t, l, 3)
+	ba.answer(remoting.RequestUpdateConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseSystemError, "scripted refusal")
+	})
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := l.Commit(cctx); err == nil {
+		t.Fatal("Commit confirmed though broker-a refused it")
+	}
+	ba.unregister(t, ns, 0)
+	testutil.WaitFor(t, 5*time.Second, "broker-a forgotten", func() bool { return l.core.routes.brokerAddr("broker-a") == "" })
+	// A lookup after that one is the refresh loop's next: the round that
+	// forgot broker-a is over.
+	n := proxy.lookups.Load()
+	testutil.WaitFor(t, 5*time.Second, "the round that forgot broker-a over", func() bool { return proxy.lookups.Load() > n })
+	ba.answer(remoting.RequestUpdateConsumerOffset, nil)
+	ba.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("HG"): 1})
+	testutil.WaitFor(t, 5*time.Second, "the Commit's offset at broker-a once routed again", func() bool {
+		off, _ := ba.offset("HG", "T", 0)
+		return off == 3
+	})
+}

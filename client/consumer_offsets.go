@@ -17,9 +17,9 @@ import (
 // that could not be — and sends it every PersistInterval and on Close
 // until one does: a dropped offset would have the queue's next owner
 // consume again what was consumed here. An entry is replaced by a newer
-// offset of its queue and leaves once a broker confirmed it, or once its
-// broker group left the cluster: no route names it any more
-// (dropOffline).
+// offset of its queue and leaves once a broker confirmed it, or, for a
+// queue handed over, once its broker group left the cluster: no route
+// names it any more (dropOffline).
 //
 // A queue handed over has a new owner, which commits offsets of its own,
 // and brokers keep the last offset they are sent. So the offset of a
@@ -264,11 +264,14 @@ func (c *consumerCore) persistPending(ctx context.Context) {
 	}
 }
 
-// dropOffline drops the pending offsets of queues of broker groups no
-// cached route names any more (routeManager.forgetOffline): they can be
-// committed nowhere, and resending them every round, and on Close for up
-// to leaderFollowWait, would only wait on a group that left. A local
-// store's file takes its offsets wherever the brokers are.
+// dropOffline drops the offsets kept for queues handed over whose broker
+// group no cached route names any more (routeManager.forgetOffline): they
+// can be committed nowhere, and the queues' next owner starts at the
+// group's committed offset wherever the group comes back. A queue still
+// owned keeps its pending offset (a lite pull Commit's): its group may be
+// missing from the routes only for a while, and Commit promises to send
+// it until a broker takes it. A local store's file takes its offsets
+// wherever the brokers are.
 func (c *consumerCore) dropOffline() {
 	if _, ok := c.store.(*RemoteOffsetStore); !ok {
 		return
@@ -280,7 +283,7 @@ func (c *consumerCore) dropOffline() {
 	dropped := map[string][]string{} // broker group → "queue@offset"
 	c.pendingMu.Lock()
 	for mq, e := range c.pending {
-		if routed[mq.BrokerName] {
+		if routed[mq.BrokerName] || !e.handedOver {
 			continue
 		}
 		off, err := c.store.Read(context.Background(), mq, ReadFromMemory)
@@ -288,15 +291,13 @@ func (c *consumerCore) dropOffline() {
 			off = -1
 		}
 		delete(c.pending, mq)
-		if e.handedOver {
-			c.store.Remove(mq)
-		}
+		c.store.Remove(mq)
 		dropped[mq.BrokerName] = append(dropped[mq.BrokerName], fmt.Sprintf("%s@%d", mq, off))
 	}
 	c.pendingMu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(dropped)) {
 		slices.Sort(dropped[name])
-		c.log.Warn("broker group left the cluster (no route names it); dropping the offsets no broker of it confirmed, its queues' next owner may consume those messages again",
+		c.log.Warn("broker group left the cluster (no route names it); dropping the offsets of queues handed over that no broker of it confirmed; their next owners may consume those messages again",
 			zap.String("brokerName", name), zap.Strings("offsets", dropped[name]))
 	}
 }
