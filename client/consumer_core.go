@@ -393,27 +393,37 @@ func (c *consumerCore) clearWarn(key string) {
 func (c *consumerCore) refreshLoop() {
 	t := time.NewTicker(c.cfg.common.routeRefreshInterval)
 	defer t.Stop()
-	refresh := func(topic string) {
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.common.requestTimeout)
-		defer cancel()
-		if _, err := c.routes.refresh(ctx, topic, false, 0); err != nil && c.ctx.Err() == nil {
-			c.warnOnce("route:"+topic, "route refresh failed", zap.String("topic", topic), zap.Error(err))
-		}
-	}
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-t.C:
-			for _, topic := range c.topics() {
-				refresh(topic)
-			}
-			c.routes.forgetOffline()
-			c.dropOffline()
+			c.refreshRound()
 		case topic := <-c.refreshCh:
-			refresh(topic)
+			c.refreshTopic(topic)
 		}
 	}
+}
+
+// refreshTopic refreshes topic's route (a failed lookup keeps the cached
+// one).
+func (c *consumerCore) refreshTopic(topic string) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.common.requestTimeout)
+	defer cancel()
+	if _, err := c.routes.refresh(ctx, topic, false, 0); err != nil && c.ctx.Err() == nil {
+		c.warnOnce("route:"+topic, "route refresh failed", zap.String("topic", topic), zap.Error(err))
+	}
+}
+
+// refreshRound is one timed round of refreshLoop: every subscribed
+// topic's route refreshed, then the broker groups none names any more
+// forgotten and the offsets kept for their queues dropped.
+func (c *consumerCore) refreshRound() {
+	for _, topic := range c.topics() {
+		c.refreshTopic(topic)
+	}
+	c.routes.forgetOffline()
+	c.dropOffline()
 }
 
 func (c *consumerCore) requestRefresh(topic string) {

@@ -258,3 +258,57 @@ func TestLiteCommitKeptThroughGroupAbsence(t *testing.T) {
 		return off == 3
 	})
 }
+
+// TestHandOverCommittedToGroupMissingFromOneRound: broker-a, alive, is
+// missing from one refresh round's route (its registration gone for a
+// while: a name server that restarted and has not heard from it yet, a
+// death claim it refutes). A rebalance then hands its queues over: their
+// offsets must still reach broker-a, which a group forgotten on a single
+// round's evidence would make impossible (no known member), and a later
+// round would drop them for good, leaving the queues' next owner to
+// consume those messages again. A group is forgotten only once two
+// successive rounds show no route naming it.
+func TestHandOverCommittedToGroupMissingFromOneRound(t *testing.T) {
+	ns := startNameServer(t)
+	ba, bb := startQBroker(t, "broker-a"), startQBroker(t, "broker-b")
+	fillHandOverBroker(t, ns, ba)
+	fillHandOverBroker(t, ns, bb)
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "HG"), ConsumeFrom(ConsumeFromFirstOffset),
+		PersistInterval(time.Hour), RebalanceInterval(time.Hour), RouteRefreshInterval(time.Hour), RequestTimeout(time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	c := l.core
+	pollN(t, l, 12)
+	ba.unregister(t, ns, 0)
+	c.refreshRound()
+	if got := c.topicBrokers("T"); !slices.Equal(got, []string{"broker-b"}) {
+		t.Fatalf("T's route after broker-a's registration went: %v", got)
+	}
+	c.triggerRebalance()
+	testutil.WaitFor(t, 10*time.Second, "broker-a's queues handed over", func() bool {
+		if len(c.owned()) != 2 || c.owned()[0].BrokerName != "broker-b" || !c.rebalanceMu.TryLock() {
+			return false
+		}
+		c.rebalanceMu.Unlock()
+		return true
+	})
+	for qid := range 2 {
+		if off, _ := ba.offset("HG", "T", qid); off != 3 {
+			t.Errorf("broker-a's queue %d: hand-over committed %d, want 3", qid, off)
+		}
+	}
+	// The second round without broker-a forgets it.
+	c.refreshRound()
+	if addr := c.routes.brokerAddr("broker-a"); addr != "" {
+		t.Errorf("broker-a missing from two rounds' routes still known at %s", addr)
+	}
+}

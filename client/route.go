@@ -42,11 +42,14 @@ type routeManager struct {
 	// them.
 	onMembersChange func(brokerName string)
 
-	mu       sync.Mutex
-	nsIndex  int                     // guarded by mu; name server tried first
-	topics   map[string]*topicRoute  // guarded by mu
-	brokers  map[string]*brokerGroup // guarded by mu
-	inflight map[string]*routeCall   // guarded by mu; coalesces fetches per topic
+	mu      sync.Mutex
+	nsIndex int                     // guarded by mu; name server tried first
+	topics  map[string]*topicRoute  // guarded by mu
+	brokers map[string]*brokerGroup // guarded by mu
+	// unnamed: the groups of brokers no cached route named at the last
+	// forgetOffline, which forgets them if the next one finds the same.
+	unnamed  map[string]bool       // guarded by mu
+	inflight map[string]*routeCall // guarded by mu; coalesces fetches per topic
 }
 
 // topicRoute is the cached state of one topic.
@@ -351,25 +354,38 @@ func (r *routeManager) routedLocked() map[string]bool {
 	return named
 }
 
-// routed returns the broker groups some cached topic route names; nil
-// while no route is cached (nothing to judge a group by).
+// routed returns the broker groups still known as part of the cluster:
+// those some cached topic route names, and those forgetOffline has seen
+// unnamed only once; nil while no route is cached (nothing to judge a
+// group by).
 func (r *routeManager) routed() map[string]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.topics) == 0 {
 		return nil
 	}
-	return r.routedLocked()
+	named := r.routedLocked()
+	for name := range r.unnamed {
+		named[name] = true
+	}
+	return named
 }
 
-// forgetOffline forgets the broker groups no cached topic route names any
-// more, as MQClientInstance.cleanOfflineBroker does on the route timer,
-// and returns their names, sorted. A cached route is replaced only by a
-// lookup that succeeded (refresh keeps it through a failed one, and a
-// name server answers TOPIC_NOT_EXIST rather than a route without
-// brokers), so a name-server hiccup forgets nothing, nor does a group
-// missing from one topic's route while another's still names it. The
-// refresh loops call it after refreshing every topic.
+// forgetOffline forgets the broker groups no cached topic route named at
+// this call nor at the one before, as MQClientInstance.cleanOfflineBroker
+// does on the route timer, and returns their names, sorted. A cached
+// route is replaced only by a lookup that succeeded (refresh keeps it
+// through a failed one, and a name server answers TOPIC_NOT_EXIST rather
+// than a route without brokers), so a name-server hiccup forgets nothing,
+// nor does a group missing from one topic's route while another's still
+// names it. A live group can still be missing from the routes of one
+// round: a name server that restarted lists the brokers as they register
+// again (every registerNameServerPeriod), one that took a group for dead
+// lists it again once it refutes that. Forgotten, its queues handed over
+// could not commit their offsets; so a group is forgotten only when a
+// second round, a refresh interval later, still finds it unnamed (RocketMQ
+// forgets at once). The refresh loops call it after refreshing every
+// topic.
 func (r *routeManager) forgetOffline() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -378,12 +394,18 @@ func (r *routeManager) forgetOffline() []string {
 	}
 	named := r.routedLocked()
 	var gone []string
+	unnamed := map[string]bool{}
 	for name := range r.brokers {
-		if !named[name] {
+		switch {
+		case named[name]:
+		case r.unnamed[name]:
 			delete(r.brokers, name)
 			gone = append(gone, name)
+		default:
+			unnamed[name] = true
 		}
 	}
+	r.unnamed = unnamed
 	slices.Sort(gone)
 	if len(gone) > 0 {
 		r.log.Info("broker groups no route names any more; forgotten", zap.Strings("brokerNames", gone))

@@ -402,10 +402,11 @@ func TestRouteSharedFetchOutlivesFirstCaller(t *testing.T) {
 }
 
 // TestRouteForgetsOnlyGroupsNoRouteNames: a broker group is forgotten once
-// no cached route names it (MQClientInstance.cleanOfflineBroker), not
+// no cached route names it at two successive rounds
+// (MQClientInstance.cleanOfflineBroker, which forgets at the first), not
 // while one topic's route still does though another's dropped it (a
-// group leaving one topic), and a failed lookup, which keeps the cached
-// route, forgets nothing.
+// group leaving one topic), nor when a route names it again in between,
+// and a failed lookup, which keeps the cached route, forgets nothing.
 func TestRouteForgetsOnlyGroupsNoRouteNames(t *testing.T) {
 	r := newTestRoutes(t, "127.0.0.1:1") // nothing listens: every lookup fails
 	route := func(topic string, groups ...string) {
@@ -432,7 +433,18 @@ func TestRouteForgetsOnlyGroupsNoRouteNames(t *testing.T) {
 		t.Fatalf("after T2's lookup failed: forgot %v, address %q", gone, r.brokerAddr("a"))
 	}
 	route("T2", "b")
+	if gone := r.forgetOffline(); len(gone) != 0 || r.brokerAddr("a") == "" {
+		t.Fatalf("no route names a, for one round: forgot %v, address %q", gone, r.brokerAddr("a"))
+	}
+	route("T2", "a", "b") // a registered again
+	if gone := r.forgetOffline(); len(gone) != 0 || r.brokerAddr("a") == "" {
+		t.Fatalf("a named again: forgot %v, address %q", gone, r.brokerAddr("a"))
+	}
+	route("T2", "b")
+	if gone := r.forgetOffline(); len(gone) != 0 || r.brokerAddr("a") == "" {
+		t.Fatalf("no route names a, for one round since it was named: forgot %v, address %q", gone, r.brokerAddr("a"))
+	}
 	if gone := r.forgetOffline(); !slices.Equal(gone, []string{"a"}) || r.brokerAddr("a") != "" || r.brokerAddr("b") == "" {
-		t.Fatalf("no route names a: forgot %v, a's address %q, b's %q", gone, r.brokerAddr("a"), r.brokerAddr("b"))
+		t.Fatalf("no route names a, for two rounds: forgot %v, a's address %q, b's %q", gone, r.brokerAddr("a"), r.brokerAddr("b"))
 	}
 }
