@@ -40,6 +40,10 @@ type queueHooks struct {
 	// handedOver runs first when a queue is handed over (the lite pull
 	// consumer forgets what Poll returned of it); nil for none.
 	handedOver func(mq MessageQueue)
+	// reset runs when a broker's reset restarts a queue at off, once its
+	// process queue was dropped (the lite pull consumer takes off as what
+	// Poll returned of it, as Seek does); nil for none.
+	reset func(mq MessageQueue, off int64)
 }
 
 // consumerCore is the machinery both consumer types share: remoting

@@ -44,7 +44,7 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}}
 	l.ready = make(chan pollBatch, 64)
 	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver,
-		handedOver: l.handedOver})
+		handedOver: l.handedOver, reset: l.sought})
 	return l, nil
 }
 
@@ -291,11 +291,19 @@ func (l *LitePullConsumer) Seek(ctx context.Context, mq MessageQueue, offset int
 		return fmt.Errorf("%w: Seek: %s is not owned by this consumer", ErrNoQueue, mq)
 	}
 	pq.drop()
-	l.mu.Lock()
-	l.consumed[mq] = offset
-	l.mu.Unlock()
+	l.sought(mq, offset)
 	c.startQueue(ctx, mq)
 	return nil
+}
+
+// sought records off as what Poll returned of mq, a queue restarted there
+// (Seek, a broker's reset) after its process queue was dropped: Commit
+// sends off, not what Poll returned before, and a batch of the dropped
+// queue Poll holds is stale (see Poll).
+func (l *LitePullConsumer) sought(mq MessageQueue, off int64) {
+	l.mu.Lock()
+	l.consumed[mq] = off
+	l.mu.Unlock()
 }
 
 // OwnedQueues lists the queues this consumer reads now.

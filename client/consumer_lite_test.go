@@ -498,3 +498,59 @@ func TestLiteSeekCommitsNothing(t *testing.T) {
 		t.Fatalf("Close after a Seek to 8 and no Commit committed %d, want the committed 2", off)
 	}
 }
+
+// TestLitePullCommitAfterResetByBroker: a broker relays a reset to 1 of a
+// queue whose messages up to 3 were polled and committed. The reset
+// commits 1; a Commit before anything was polled since must not send the
+// offset polled before the reset (3) over it, as a Seek would not.
+func TestLitePullCommitAfterResetByBroker(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	for i := range 3 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	b.mu.Lock()
+	b.noPullCommit = true
+	b.mu.Unlock()
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), AutoCommit(false), ConsumeFrom(ConsumeFromFirstOffset),
+		PersistInterval(time.Hour))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq := MessageQueue{"T", "broker-a", 0}
+	if err := l.Assign([]MessageQueue{mq}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	pollN(t, l, 3)
+	if err := l.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var conn *remoting.Conn
+	testutil.WaitFor(t, 5*time.Second, "the consumer's heartbeat", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		conn = b.members["LG"][l.ClientID()].conn
+		return conn != nil
+	})
+	req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "LG", Timestamp: 1, IsForce: true},
+		[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:1}}`))
+	if resp, err := conn.InvokeSync(ctx, req); err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("reset: %v %v", resp, err)
+	}
+	if off, _ := b.offset("LG", "T", 0); off != 1 {
+		t.Fatalf("committed offset after the reset to 1: %d", off)
+	}
+	if err := l.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := b.offset("LG", "T", 0); off != 1 {
+		t.Fatalf("committed offset after a Commit with nothing polled since the reset to 1: %d", off)
+	}
+}
