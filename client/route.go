@@ -46,7 +46,7 @@ type routeManager struct {
 	nsIndex int                     // guarded by mu; name server tried first
 	topics  map[string]*topicRoute  // guarded by mu
 	brokers map[string]*brokerGroup // guarded by mu
-	// unnamed: the groups of brokers no cached route named at the last
+	// unnamed: the broker groups no cached route named at the last
 	// forgetOffline, which forgets them if the next one finds the same.
 	unnamed  map[string]bool       // guarded by mu
 	inflight map[string]*routeCall // guarded by mu; coalesces fetches per topic
