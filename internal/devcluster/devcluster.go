@@ -343,26 +343,32 @@ func (c *Cluster) Stop(g, m int) error {
 	return err
 }
 
-// ready reports whether the name server routes a master for every group
-// and has every running member registered.
-func (c *Cluster) ready() bool {
+// notReady says what keeps the cluster from being ready ("" when the name
+// server routes a master for every group and has every running member
+// registered): the first group short of that, with its routed ids and
+// what its members believe, so a start that times out names its cause.
+func (c *Cluster) notReady() string {
 	ci := c.ns.Routes().ClusterInfo()
 	for g, ms := range c.members {
 		bd, ok := ci.BrokerAddrTable[GroupName(g)]
-		if !ok || bd.BrokerAddrs[wire.MasterID] == "" {
-			return false
+		var routed map[int64]string
+		if ok {
+			routed = bd.BrokerAddrs
 		}
 		running := 0
+		var seen []string
 		for _, m := range ms {
-			if m.Running() {
-				running++
+			if !m.Running() {
+				continue
 			}
+			running++
+			seen = append(seen, fmt.Sprintf("%s@%s leader=%v raft=%s term=%d", m.ID(), m.Addr(), m.Group.IsLeader(), m.Group.Raft().State(), m.Group.Term()))
 		}
-		if len(bd.BrokerAddrs) < running {
-			return false
+		if routed[wire.MasterID] == "" || len(routed) < running {
+			return fmt.Sprintf("%s routes %v for %d running members [%s]", GroupName(g), routed, running, strings.Join(seen, "; "))
 		}
 	}
-	return true
+	return ""
 }
 
 // RoutedLeader is the address the name server routes as group g's master
@@ -376,14 +382,17 @@ func (c *Cluster) RoutedLeader(g int) string {
 func (c *Cluster) WaitReady(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for !c.ready() {
+	for {
+		why := c.notReady()
+		if why == "" {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("devcluster: not ready (a master routed and every member registered per group): %w", ctx.Err())
+			return fmt.Errorf("devcluster: not ready (a master routed and every member registered per group): %s: %w", why, ctx.Err())
 		case <-t.C:
 		}
 	}
-	return nil
 }
 
 // Close stops every member (request processors first, then Raft) and the

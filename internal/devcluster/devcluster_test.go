@@ -97,3 +97,29 @@ func TestInMemoryKillRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWaitReadyNamesWhatIsMissing: a cluster that does not get ready says
+// which group lacks what, and what its running members believe, so that a
+// start that times out under load names its cause.
+func TestWaitReadyNamesWhatIsMissing(t *testing.T) {
+	c := MustStart(t, Options{InMemory: true})
+	l := c.Leader(0)
+	if l < 0 {
+		t.Fatal("no leader after MustStart")
+	}
+	survivor := (l + 2) % 3
+	c.Kill(0, l)
+	c.Kill(0, (l+1)%3)
+	testutil.WaitFor(t, 10*time.Second, "the name server drops the killed master", func() bool { return c.RoutedLeader(0) == "" })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := c.WaitReady(ctx)
+	if err == nil {
+		t.Fatal("ready without a quorum")
+	}
+	for _, want := range []string{"broker-a routes", "for 1 running members", c.Member(0, survivor).ID() + "@" + c.Member(0, survivor).Addr()} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("WaitReady: %v; want it to name %q", err, want)
+		}
+	}
+}
