@@ -127,6 +127,7 @@ type Client struct {
 	mu      sync.Mutex
 	entries map[string]*clientEntry // guarded by mu
 	procs   map[int16]HandlerFunc   // guarded by mu
+	onClose []func(addr string)     // guarded by mu
 	closed  bool                    // guarded by mu
 
 	quit   chan struct{}
@@ -168,6 +169,30 @@ func (c *Client) RegisterProcessor(code int16, h HandlerFunc) {
 // AddHook adds an RPC hook run around every call this client makes and
 // every server-initiated request it handles.
 func (c *Client) AddHook(h RPCHook) { c.hooks.add(h) }
+
+// OnConnClose adds f, called with the address a connection was dialed for
+// once it has closed, for whatever reason (the peer closed it, a call
+// timed out in silence, CloseConn, Close), after its calls failed. A peer
+// may tie state to the connection (a name server drops the brokers that
+// registered through it, as RocketMQ's onChannelDestroy); f lets the
+// caller restore it (RocketMQ's ChannelEventListener.onChannelClose). f
+// runs on the closing goroutine and must not block.
+func (c *Client) OnConnClose(f func(addr string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onClose = append(c.onClose, f)
+}
+
+// connClosed tells the OnConnClose listeners that the connection to addr
+// closed.
+func (c *Client) connClosed(addr string) {
+	c.mu.Lock()
+	fs := c.onClose
+	c.mu.Unlock()
+	for _, f := range fs {
+		f(addr)
+	}
+}
 
 func (c *Client) handleRequest(conn *Conn, req *RemotingCommand) {
 	c.mu.Lock()
@@ -229,7 +254,7 @@ func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time)
 		writeTimeout:     c.cfg.WriteTimeout,
 		writeQueue:       c.cfg.WriteQueueSize,
 		closeSilentAfter: max(c.cfg.CloseSilentAfter, 0),
-	}, c.log, c.handleRequest, nil)
+	}, c.log, c.handleRequest, func(*Conn) { c.connClosed(addr) })
 	c.mu.Lock()
 	if c.closed { // Close ran while we dialed
 		c.mu.Unlock()

@@ -310,3 +310,27 @@ func TestClientLongPollSilenceKeepsConn(t *testing.T) {
 		t.Fatal("the long poll's connection was replaced")
 	}
 }
+
+// TestClientOnConnCloseNamesTheAddress: a connection the client gives up
+// for silence is reported to OnConnClose listeners with the address it was
+// dialed for, after its calls failed, so that what the peer tied to that
+// connection (a name server's broker registration) can be made again.
+func TestClientOnConnCloseNamesTheAddress(t *testing.T) {
+	srv := startFrozenFirstServer(t)
+	addr := srv.ln.Addr().String()
+	c := newTestClient(t, ClientConfig{ScanInterval: 10 * time.Millisecond})
+	closed := make(chan string, 4)
+	c.OnConnClose(func(a string) { closed <- a })
+	_, err := c.InvokeSyncUntil(context.Background(), addr, NewRequest(RequestHeartBeat, nil, nil), time.Now().Add(300*time.Millisecond))
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("call on the frozen connection: %v, want ErrTimeout", err)
+	}
+	select {
+	case got := <-closed:
+		if got != addr {
+			t.Fatalf("listener told of %q, want %q", got, addr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("listener not told of the closed connection")
+	}
+}
