@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/internal/httpmon"
-	"github.com/raftmq/raftmq/wire"
 	"net"
 	"strconv"
 	"sync"
@@ -36,7 +35,7 @@ type NameServer struct {
 	// unregisterCh feeds the batch-unregistration goroutine
 	// (BatchUnregistrationService): UNREGISTER_BROKER and closed
 	// connections are applied in batches under one table lock.
-	unregisterCh chan wire.UnregisterBrokerRequestHeader
+	unregisterCh chan unregistration
 
 	// gossip is the memberlist member (nil unless gossipEnable);
 	// unsubscribeGossip stops its dead-broker hook.
@@ -74,7 +73,7 @@ func New(cfg Config, log *zap.Logger) (*NameServer, error) {
 		routes: NewRouteInfoManager(cfg.BrokerChannelExpiredTime, log.Named("routes"),
 			WithDeleteTopicWithRegistration(cfg.DeleteTopicWithBrokerRegistration)),
 		kv:           NewKVConfigManager(cfg.KVConfigPath, cfg.KVLimits, log.Named("kv")),
-		unregisterCh: make(chan wire.UnregisterBrokerRequestHeader, cfg.UnRegisterBrokerQueueCapacity),
+		unregisterCh: make(chan unregistration, cfg.UnRegisterBrokerQueueCapacity),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	tlsMode, tlsCfg, err := cfg.TLS.ServerTLS()
@@ -230,7 +229,7 @@ func (n *NameServer) unregisterLoop() {
 		case <-n.ctx.Done():
 			return
 		case req := <-n.unregisterCh:
-			batch := []wire.UnregisterBrokerRequestHeader{req}
+			batch := []unregistration{req}
 		drain:
 			for {
 				select {
@@ -240,19 +239,19 @@ func (n *NameServer) unregisterLoop() {
 					break drain
 				}
 			}
-			n.routes.UnregisterBrokers(batch)
+			n.routes.unregister(batch)
 		}
 	}
 }
 
 // submitUnregister queues a request without blocking a request worker.
-func (n *NameServer) submitUnregister(req wire.UnregisterBrokerRequestHeader) error {
+func (n *NameServer) submitUnregister(u unregistration) error {
 	select {
-	case n.unregisterCh <- req:
+	case n.unregisterCh <- u:
 		return nil
 	default:
 		n.log.Warn("unregister queue full; the broker will expire instead",
-			zap.String("brokerName", req.BrokerName), zap.String("addr", req.BrokerAddr))
+			zap.String("brokerName", u.req.BrokerName), zap.String("addr", u.req.BrokerAddr))
 		return ErrUnregisterQueueFull
 	}
 }
@@ -264,7 +263,7 @@ func (n *NameServer) onConnClose(c *remoting.Conn) {
 		n.log.Info("broker connection closed; unregistering",
 			zap.String("brokerName", req.BrokerName), zap.String("addr", req.BrokerAddr),
 			zap.String("remote", c.RemoteAddr()))
-		_ = n.submitUnregister(req)
+		_ = n.submitUnregister(unregistration{req: req, via: c})
 	}
 }
 

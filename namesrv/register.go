@@ -88,7 +88,7 @@ func (n *NameServer) unregisterBroker(_ context.Context, _ *remoting.Conn, req *
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}
-	if err := n.submitUnregister(h); err != nil {
+	if err := n.submitUnregister(unregistration{req: h}); err != nil {
 		return remoting.NewResponse(remoting.ResponseSystemError, err.Error()), nil
 	}
 	return success(), nil

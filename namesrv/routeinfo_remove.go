@@ -6,15 +6,47 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
+// unregistration is one queued removal: an UNREGISTER_BROKER request, or,
+// with via set, the removal of a broker whose registration came through
+// the connection via, which closed.
+type unregistration struct {
+	req wire.UnregisterBrokerRequestHeader
+	via Channel
+}
+
 // UnregisterBrokers removes every listed address under one lock: from the
 // live and filter-server tables, from its group, the group from its cluster
 // once empty, and the queue data of groups that disappeared.
 func (r *RouteInfoManager) UnregisterBrokers(reqs []wire.UnregisterBrokerRequestHeader) {
-	if len(reqs) == 0 {
+	batch := make([]unregistration, len(reqs))
+	for i, q := range reqs {
+		batch[i] = unregistration{req: q}
+	}
+	r.unregister(batch)
+}
+
+// unregister is UnregisterBrokers for queued removals. A closed
+// connection's removal is skipped for a broker whose registration now came
+// through another connection: it registered again between the close and
+// this batch, and dropping it would leave it unrouted until its next
+// periodic registration.
+func (r *RouteInfoManager) unregister(batch []unregistration) {
+	if len(batch) == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	reqs := make([]wire.UnregisterBrokerRequestHeader, 0, len(batch))
+	for _, u := range batch {
+		if u.via != nil {
+			if l := r.brokerLiveTable[brokerAddrInfo{u.req.Cluster, u.req.BrokerAddr}]; l != nil && l.channel != u.via {
+				r.log.Info("broker registered again since its connection closed; kept",
+					zap.String("brokerName", u.req.BrokerName), zap.String("addr", u.req.BrokerAddr))
+				continue
+			}
+		}
+		reqs = append(reqs, u.req)
+	}
 	r.unregisterLocked(reqs)
 }
 

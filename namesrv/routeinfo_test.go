@@ -284,6 +284,30 @@ func TestRouteInfoManager(t *testing.T) {
 			},
 		},
 		{
+			// The removal of a closed connection's brokers is queued; a
+			// broker that registered again over a new connection before
+			// it is applied keeps that registration.
+			name: "channel close spares a registration made since over another connection",
+			steps: []routeStep{
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					old, fresh := &fakeChannel{name: "old"}, &fakeChannel{name: "new"}
+					a := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6)))
+					a.Channel = old
+					mustRegister(a)(t, r, clk)
+					queued := r.UnregisterRequestsForChannel(old)
+					a.Channel = fresh
+					mustRegister(a)(t, r, clk)
+					var batch []unregistration
+					for _, q := range queued {
+						batch = append(batch, unregistration{req: q, via: old})
+					}
+					r.unregister(batch)
+				}},
+				{check: wantAddrs("b1", map[int64]string{0: "a:1"})},
+				{check: wantQueues("T", qd("b1", 4, 4, 6))},
+			},
+		},
+		{
 			name: "channel close finds the broker registered through it",
 			steps: []routeStep{
 				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
