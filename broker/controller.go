@@ -135,6 +135,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.offsets = newOffsetCoalescer(c)
 	c.sched = newScheduleService(c)
 	c.reg = newRegisterService(c)
+	c.nsClient.OnConnClose(c.reg.connClosed)
 	c.metrics = newBrokerMetrics(c)
 	c.timers = newTimerService(c)
 	c.stats = newBrokerStats(cfg.BrokerClusterName, time.Now())

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 type registerService struct {
 	c    *Controller
 	kick chan struct{}
+	// lost is signalled when a connection to a name server closes: the
+	// name server has dropped what was registered through it.
+	lost chan struct{}
 
 	mu       sync.Mutex
 	lastSent wire.DataVersion // guarded by mu
@@ -37,8 +41,29 @@ type registerService struct {
 // the claim to have reached every name server.
 const refuteReregisterDelay = time.Second
 
+// registerRetryMin is the first wait before a failed round is tried again;
+// each further failure doubles it, up to registerNameServerPeriod.
+const registerRetryMin = time.Second
+
 func newRegisterService(c *Controller) *registerService {
-	return &registerService{c: c, kick: make(chan struct{}, 1), lastID: -1, roundDone: make(chan struct{})}
+	return &registerService{c: c, kick: make(chan struct{}, 1), lost: make(chan struct{}, 1), lastID: -1,
+		roundDone: make(chan struct{})}
+}
+
+// connClosed is the name server client's OnConnClose listener. A name
+// server drops every broker whose registration came through a connection
+// that closes (onChannelDestroy), and this client closes one whenever a
+// call on it times out in silence (the removal watch's route lookup under
+// load, say): waiting for the next period would leave this member out of
+// the route for up to registerNameServerPeriod.
+func (r *registerService) connClosed(addr string) {
+	if !slices.Contains(r.c.cfg.NameServers(), addr) {
+		return // a connection to another member of the group
+	}
+	select {
+	case r.lost <- struct{}{}:
+	default:
+	}
 }
 
 // registerNowMaxWait bounds how long a topic change's answer waits for its
@@ -100,22 +125,46 @@ func (r *registerService) run() {
 	if r.c.gossip != nil {
 		refuted = r.c.gossip.Refuted()
 	}
-	r.registerAll()
+	// A round some name server did not take is tried again after a
+	// back-off (registerRetryMin, doubling up to the period) instead of
+	// a period later; RocketMQ waits for the period, which at start-up or
+	// after a lost connection leaves the member out of the route for that
+	// long. A lost connection while a retry is pending waits for it, so a
+	// name server that closes every connection is not hammered.
+	var retryT <-chan time.Time
+	var backoff time.Duration
+	register := func() {
+		if r.registerAll() {
+			retryT, backoff = nil, 0
+			return
+		}
+		backoff = min(max(2*backoff, registerRetryMin), r.c.cfg.RegisterNameServerPeriod)
+		retryT = time.After(backoff)
+	}
+	register()
 	for {
 		select {
 		case <-r.c.quit:
 			return
 		case <-refuted:
 			r.c.log.Info("gossip peers suspected this node or declared it dead; registering again")
-			r.registerAll()
+			register()
 			againT = time.After(refuteReregisterDelay)
 		case <-againT:
 			againT = nil
-			r.registerAll()
+			register()
 		case <-r.kick:
-			r.registerAll()
+			register()
 		case <-period.C:
-			r.registerAll()
+			register()
+		case <-retryT:
+			retryT = nil
+			register()
+		case <-r.lost:
+			if retryT == nil {
+				r.c.log.Info("name server connection closed; registering again")
+				register()
+			}
 		case <-check.C:
 			// Topic changes made on the leader reach followers through
 			// Apply; poll the data version so every node re-registers.
@@ -124,7 +173,7 @@ func (r *registerService) run() {
 			changed := dv != r.lastSent || r.lastID != r.brokerID()
 			r.mu.Unlock()
 			if changed {
-				r.registerAll()
+				register()
 			}
 		}
 	}
@@ -230,8 +279,10 @@ func (r *registerService) request(reg registration) *remoting.RemotingCommand {
 	return remoting.NewRequest(remoting.RequestRegisterBroker, h, reg.raw)
 }
 
-// registerAll registers with every name server in parallel.
-func (r *registerService) registerAll() {
+// registerAll registers with every name server in parallel. It reports
+// whether every name server took the registration (true also when there
+// is nothing to register).
+func (r *registerService) registerAll() bool {
 	r.mu.Lock()
 	r.started++
 	round := r.started
@@ -246,7 +297,7 @@ func (r *registerService) registerAll() {
 	reg, err := r.prepare()
 	if err != nil {
 		r.c.log.Error("encode registration body", zap.Error(err))
-		return
+		return false
 	}
 	id, dv := reg.id, reg.dv
 	r.c.updateGossipMeta() // the gossip meta names the same brokerId
@@ -259,7 +310,7 @@ func (r *registerService) registerAll() {
 		if prev >= 0 {
 			r.unregisterAll(prev)
 		}
-		return
+		return true
 	}
 	var wg sync.WaitGroup
 	var okMu sync.Mutex
@@ -292,4 +343,5 @@ func (r *registerService) registerAll() {
 	}
 	r.mu.Unlock()
 	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("bytes", len(reg.raw)))
+	return ok == len(r.c.cfg.NameServers())
 }
