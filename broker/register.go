@@ -21,12 +21,14 @@ type registerService struct {
 	c    *Controller
 	kick chan struct{}
 	// lost is signalled when a connection to a name server closes: the
-	// name server has dropped what was registered through it.
+	// name server has dropped what was registered through it. lostAddrs
+	// names those name servers.
 	lost chan struct{}
 
-	mu       sync.Mutex
-	lastSent wire.DataVersion // guarded by mu
-	lastID   int64            // guarded by mu
+	mu        sync.Mutex
+	lastSent  wire.DataVersion    // guarded by mu
+	lastID    int64               // guarded by mu
+	lostAddrs map[string]struct{} // guarded by mu
 	// registered counts successful registration rounds (tests).
 	registered int
 	// started and finished count rounds begun and ended; roundDone is
@@ -60,6 +62,12 @@ func (r *registerService) connClosed(addr string) {
 	if !slices.Contains(r.c.cfg.NameServers(), addr) {
 		return // a connection to another member of the group
 	}
+	r.mu.Lock()
+	if r.lostAddrs == nil {
+		r.lostAddrs = make(map[string]struct{})
+	}
+	r.lostAddrs[addr] = struct{}{}
+	r.mu.Unlock()
 	select {
 	case r.lost <- struct{}{}:
 	default:
@@ -129,17 +137,41 @@ func (r *registerService) run() {
 	// back-off (registerRetryMin, doubling up to the period) instead of
 	// a period later; RocketMQ waits for the period, which at start-up or
 	// after a lost connection leaves the member out of the route for that
-	// long. A lost connection while a retry is pending waits for it, so a
-	// name server that closes every connection is not hammered.
+	// long.
 	var retryT <-chan time.Time
 	var backoff time.Duration
+	var failing []string // the name servers the last round did not reach
+	suspect := make(map[string]bool)
 	register := func() {
-		if r.registerAll() {
+		failing = r.registerAll()
+		for ns := range suspect {
+			if !slices.Contains(failing, ns) {
+				delete(suspect, ns)
+			}
+		}
+		if len(failing) == 0 {
 			retryT, backoff = nil, 0
 			return
 		}
 		backoff = min(max(2*backoff, registerRetryMin), r.c.cfg.RegisterNameServerPeriod)
 		retryT = time.After(backoff)
+	}
+	// A closed connection to a name server registers again at once,
+	// whatever back-off another name server is under. A name server that
+	// refused the round its closed connection brought (suspect: it may
+	// close every connection) is left to the retry's back-off, and such
+	// rounds are at least registerRetryMin apart, so none is hammered.
+	var lostT <-chan time.Time
+	var lostAt time.Time
+	var lost []string
+	registerLost := func() {
+		lostT, lostAt = nil, time.Now()
+		r.c.log.Info("name server connection closed; registering again", zap.Strings("namesrv", lost))
+		register()
+		for _, ns := range lost {
+			suspect[ns] = slices.Contains(failing, ns)
+		}
+		lost = nil
 	}
 	register()
 	for {
@@ -161,10 +193,21 @@ func (r *registerService) run() {
 			retryT = nil
 			register()
 		case <-r.lost:
-			if retryT == nil {
-				r.c.log.Info("name server connection closed; registering again")
-				register()
+			for _, ns := range r.takeLost() {
+				if !suspect[ns] && !slices.Contains(lost, ns) {
+					lost = append(lost, ns)
+				}
 			}
+			if len(lost) == 0 || lostT != nil {
+				continue
+			}
+			if wait := registerRetryMin - time.Since(lostAt); wait > 0 {
+				lostT = time.After(wait)
+				continue
+			}
+			registerLost()
+		case <-lostT:
+			registerLost()
 		case <-check.C:
 			// Topic changes made on the leader reach followers through
 			// Apply; poll the data version so every node re-registers.
@@ -177,6 +220,18 @@ func (r *registerService) run() {
 			}
 		}
 	}
+}
+
+// takeLost empties and returns the name servers whose connection closed.
+func (r *registerService) takeLost() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lost := make([]string, 0, len(r.lostAddrs))
+	for ns := range r.lostAddrs {
+		lost = append(lost, ns)
+	}
+	r.lostAddrs = nil
+	return lost
 }
 
 // brokerID is the id to register under: 0 while leading, otherwise the
@@ -279,10 +334,10 @@ func (r *registerService) request(reg registration) *remoting.RemotingCommand {
 	return remoting.NewRequest(remoting.RequestRegisterBroker, h, reg.raw)
 }
 
-// registerAll registers with every name server in parallel. It reports
-// whether every name server took the registration (true also when there
-// is nothing to register).
-func (r *registerService) registerAll() bool {
+// registerAll registers with every name server in parallel. It returns
+// the name servers that did not take the registration (every one when it
+// could not be encoded; none when there is nothing to register).
+func (r *registerService) registerAll() (failed []string) {
 	r.mu.Lock()
 	r.started++
 	round := r.started
@@ -297,7 +352,7 @@ func (r *registerService) registerAll() bool {
 	reg, err := r.prepare()
 	if err != nil {
 		r.c.log.Error("encode registration body", zap.Error(err))
-		return false
+		return r.c.cfg.NameServers()
 	}
 	id, dv := reg.id, reg.dv
 	r.c.updateGossipMeta() // the gossip meta names the same brokerId
@@ -310,12 +365,12 @@ func (r *registerService) registerAll() bool {
 		if prev >= 0 {
 			r.unregisterAll(prev)
 		}
-		return true
+		return nil
 	}
 	var wg sync.WaitGroup
-	var okMu sync.Mutex
-	ok := 0
-	for _, ns := range r.c.cfg.NameServers() {
+	var mu sync.Mutex // guards failed
+	nameServers := r.c.cfg.NameServers()
+	for _, ns := range nameServers {
 		wg.Add(1)
 		go func(ns string) {
 			defer wg.Done()
@@ -328,14 +383,14 @@ func (r *registerService) registerAll() bool {
 			}
 			if err != nil {
 				r.c.log.Warn("register with name server failed", zap.String("namesrv", ns), zap.Int64("brokerId", id), zap.Error(err))
-				return
+				mu.Lock()
+				failed = append(failed, ns)
+				mu.Unlock()
 			}
-			okMu.Lock()
-			ok++
-			okMu.Unlock()
 		}(ns)
 	}
 	wg.Wait()
+	ok := len(nameServers) - len(failed)
 	r.mu.Lock()
 	r.lastSent, r.lastID = dv, id
 	if ok > 0 {
@@ -343,5 +398,5 @@ func (r *registerService) registerAll() bool {
 	}
 	r.mu.Unlock()
 	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("bytes", len(reg.raw)))
-	return ok == len(r.c.cfg.NameServers())
+	return failed
 }

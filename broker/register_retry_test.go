@@ -70,3 +70,27 @@ func TestRegisterRetriedAfterFailedRound(t *testing.T) {
 		return routesMaster(ns, c.cfg.BrokerName, c.Addr())
 	})
 }
+
+// TestRegisterAgainWhileAnotherNameServerIsDown: one name server being down
+// keeps a retry with a growing back-off pending; a connection to a healthy
+// name server that closes meanwhile (it dropped this member) still
+// registers again at once, not when that back-off ends.
+func TestRegisterAgainWhileAnotherNameServerIsDown(t *testing.T) {
+	down := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
+		c.NamesrvAddr += ";" + down
+		c.RegisterNameServerPeriod = time.Hour
+	})
+	c := tc.nodes[0]
+	// Rounds at 0 s, 1 s and 3 s fail on the name server that is down;
+	// the next waits 4 s.
+	testutil.WaitFor(t, 10*time.Second, "three rounds the down name server failed", func() bool {
+		return c.reg.finishedRounds() >= 3
+	})
+	tc.waitRoute("TBW102")
+	before := c.reg.registeredRounds()
+	c.nsClient.CloseConn(tc.nsAddr)
+	testutil.WaitFor(t, 3*time.Second, "the broker registers again with the healthy name server", func() bool {
+		return c.reg.registeredRounds() > before && routesMaster(tc.ns, c.cfg.BrokerName, c.Addr())
+	})
+}
