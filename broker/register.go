@@ -38,10 +38,12 @@ type registerService struct {
 	roundDone         chan struct{}
 }
 
-// refuteReregisterDelay is how long after refuting a suspicion or a death
-// claim a node registers a second time: several gossip rounds, enough for
-// the claim to have reached every name server.
-const refuteReregisterDelay = time.Second
+// reregisterAgainDelay is how long after registering again because a name
+// server dropped this node (gossip declared it dead, its connection
+// closed) it registers a second time: several gossip rounds, enough for a
+// death claim to have reached every name server, and for a name server's
+// queued removal to have been applied.
+const reregisterAgainDelay = time.Second
 
 // registerRetryMin is the first wait before a failed round is tried again;
 // each further failure doubles it, up to registerNameServerPeriod.
@@ -168,6 +170,10 @@ func (r *registerService) run() {
 		lostT, lostAt = nil, time.Now()
 		r.c.log.Info("name server connection closed; registering again", zap.Strings("namesrv", lost))
 		register()
+		// The name server may drop this member for the closed connection
+		// after that registration (RocketMQ's onChannelDestroy queues the
+		// removal without checking the channel again).
+		againT = time.After(reregisterAgainDelay)
 		for _, ns := range lost {
 			suspect[ns] = slices.Contains(failing, ns)
 		}
@@ -181,7 +187,7 @@ func (r *registerService) run() {
 		case <-refuted:
 			r.c.log.Info("gossip peers suspected this node or declared it dead; registering again")
 			register()
-			againT = time.After(refuteReregisterDelay)
+			againT = time.After(reregisterAgainDelay)
 		case <-againT:
 			againT = nil
 			register()

@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -92,5 +95,113 @@ func TestRegisterAgainWhileAnotherNameServerIsDown(t *testing.T) {
 	c.nsClient.CloseConn(tc.nsAddr)
 	testutil.WaitFor(t, 3*time.Second, "the broker registers again with the healthy name server", func() bool {
 		return c.reg.registeredRounds() > before && routesMaster(tc.ns, c.cfg.BrokerName, c.Addr())
+	})
+}
+
+// lateRemovalNameServer answers REGISTER_BROKER and, as RocketMQ's name
+// server may (onChannelDestroy queues the removal of a closed
+// connection's broker without checking its channel again), applies that
+// removal after a registration that came over another connection since:
+// the worst order for a broker that registers again at once.
+type lateRemovalNameServer struct {
+	srv *remoting.Server
+
+	mu         sync.Mutex
+	via        *remoting.Conn                   // guarded by mu: the registration's connection, nil when none
+	removeNext bool                             // guarded by mu
+	removals   int                              // guarded by mu
+	gone       map[*remoting.Conn]chan struct{} // guarded by mu: closed once a connection's close was handled
+}
+
+func startLateRemovalNameServer(t *testing.T) *lateRemovalNameServer {
+	f := &lateRemovalNameServer{gone: make(map[*remoting.Conn]chan struct{})}
+	f.srv = remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
+	f.srv.OnConnClose(func(c *remoting.Conn) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.via == c {
+			f.removeNext = true
+		}
+		close(f.goneLocked(c))
+	})
+	f.srv.Register(remoting.RequestRegisterBroker, func(_ context.Context, conn *remoting.Conn, _ *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		f.mu.Lock()
+		old := f.via
+		var gone chan struct{}
+		if old != nil && old != conn {
+			gone = f.goneLocked(old)
+		}
+		f.mu.Unlock()
+		if gone != nil {
+			// Take the old connection's removal first, apply it after.
+			select {
+			case <-gone:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.via = conn
+		if f.removeNext {
+			f.via, f.removeNext = nil, false
+			f.removals++
+		}
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 4, 16)
+	f.srv.RegisterDefault(func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return remoting.NewResponse(remoting.ResponseSystemError, "not served by this name server"), nil
+	}, 1, 16)
+	if err := f.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = f.srv.Shutdown(ctx)
+	})
+	return f
+}
+
+func (f *lateRemovalNameServer) goneLocked(c *remoting.Conn) chan struct{} {
+	ch := f.gone[c]
+	if ch == nil {
+		ch = make(chan struct{})
+		f.gone[c] = ch
+	}
+	return ch
+}
+
+// state reports whether the broker is registered and how many
+// registrations a late removal undid.
+func (f *lateRemovalNameServer) state() (registered bool, removals int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.via != nil, f.removals
+}
+
+// TestRegisterAgainOutlastsALateRemoval: a name server may apply the
+// removal of a closed connection's registration after the registration
+// the broker made at once over a new connection (RocketMQ's does); the
+// broker registers once more a little later and ends registered.
+func TestRegisterAgainOutlastsALateRemoval(t *testing.T) {
+	f := startLateRemovalNameServer(t)
+	nsAddr := f.srv.Addr().String()
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
+		c.NamesrvAddr = nsAddr
+		c.RegisterNameServerPeriod = time.Hour
+	})
+	c := tc.nodes[0]
+	testutil.WaitFor(t, 5*time.Second, "the broker registered", func() bool {
+		ok, _ := f.state()
+		return ok
+	})
+	c.nsClient.CloseConn(nsAddr)
+	testutil.WaitFor(t, 5*time.Second, "the late removal undid the registration made at once", func() bool {
+		_, removals := f.state()
+		return removals > 0
+	})
+	testutil.WaitFor(t, 5*time.Second, "the broker registered after the late removal", func() bool {
+		ok, _ := f.state()
+		return ok
 	})
 }
