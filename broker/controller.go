@@ -45,6 +45,12 @@ type Controller struct {
 	vip      *remoting.Server
 	nsClient *remoting.Client
 	peers    groupPeers // the name servers' route and the members' RAFT_STATUS, over nsClient
+	// regClient carries only REGISTER_BROKER and UNREGISTER_BROKER (as
+	// RocketMQ's BrokerOuterAPI has its own client): a name server drops
+	// the brokers registered through a connection that closes, and
+	// nsClient closes one when any call on it times out in silence (a
+	// 1 s route lookup under load).
+	regClient *remoting.Client
 
 	clients *clientManager
 	// reqs: request-reply's requesters by their request sends (reply.go).
@@ -126,6 +132,10 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	if c.nsClient, err = newMemberClient(cfg, c.log.Named("nsclient")); err != nil {
 		return nil, err
 	}
+	if c.regClient, err = newMemberClient(cfg, c.log.Named("nsregister")); err != nil {
+		_ = c.nsClient.Close()
+		return nil, err
+	}
 	c.peers = groupPeers{client: c.nsClient, nameServers: cfg.NameServers(), brokerName: cfg.BrokerName}
 	c.clients = newClientManager(c)
 	c.reqs = newRequesterTable()
@@ -135,7 +145,7 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.offsets = newOffsetCoalescer(c)
 	c.sched = newScheduleService(c)
 	c.reg = newRegisterService(c)
-	c.nsClient.OnConnClose(c.reg.connClosed)
+	c.regClient.OnConnClose(c.reg.connClosed)
 	c.metrics = newBrokerMetrics(c)
 	c.timers = newTimerService(c)
 	c.stats = newBrokerStats(cfg.BrokerClusterName, time.Now())
@@ -377,7 +387,7 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 		if c.vip != nil {
 			err = errors.Join(err, c.vip.Shutdown(ctx))
 		}
-		err = errors.Join(err, c.nsClient.Close())
+		err = errors.Join(err, c.nsClient.Close(), c.regClient.Close())
 		if c.mon != nil {
 			err = errors.Join(err, c.mon.Shutdown(ctx))
 		}

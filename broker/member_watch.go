@@ -206,7 +206,7 @@ func (r *registerService) unregisterAll(id int64) {
 		h := &wire.UnregisterBrokerRequestHeader{Cluster: r.c.cfg.BrokerClusterName, BrokerAddr: r.c.addr,
 			BrokerName: r.c.cfg.BrokerName, BrokerID: id}
 		ctx, cancel := context.WithTimeout(r.c.ctx, r.c.cfg.RegisterBrokerTimeoutMills)
-		resp, err := r.c.nsClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestUnregisterBroker, h, nil))
+		resp, err := r.c.regClient.InvokeSync(ctx, ns, remoting.NewRequest(remoting.RequestUnregisterBroker, h, nil))
 		cancel()
 		if err == nil && resp.Code != remoting.ResponseSuccess {
 			err = remoting.ResponseError(ns, resp)

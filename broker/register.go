@@ -54,16 +54,12 @@ func newRegisterService(c *Controller) *registerService {
 		roundDone: make(chan struct{})}
 }
 
-// connClosed is the name server client's OnConnClose listener. A name
+// connClosed is the registration client's OnConnClose listener. A name
 // server drops every broker whose registration came through a connection
-// that closes (onChannelDestroy), and this client closes one whenever a
-// call on it times out in silence (the removal watch's route lookup under
-// load, say): waiting for the next period would leave this member out of
-// the route for up to registerNameServerPeriod.
+// that closes (onChannelDestroy), and the client closes one when a call on
+// it times out in silence: waiting for the next period would leave this
+// member out of the route for up to registerNameServerPeriod.
 func (r *registerService) connClosed(addr string) {
-	if !slices.Contains(r.c.cfg.NameServers(), addr) {
-		return // a connection to another member of the group
-	}
 	r.mu.Lock()
 	if r.lostAddrs == nil {
 		r.lostAddrs = make(map[string]struct{})
@@ -383,7 +379,7 @@ func (r *registerService) registerAll() (failed []string) {
 			req := r.request(reg)
 			ctx, cancel := context.WithTimeout(r.c.ctx, r.c.cfg.RegisterBrokerTimeoutMills)
 			defer cancel()
-			resp, err := r.c.nsClient.InvokeSync(ctx, ns, req)
+			resp, err := r.c.regClient.InvokeSync(ctx, ns, req)
 			if err == nil && resp.Code != remoting.ResponseSuccess {
 				err = remoting.ResponseError(ns, resp)
 			}

@@ -48,7 +48,7 @@ func TestRegisterAgainWhenNameServerConnectionCloses(t *testing.T) {
 	c := tc.nodes[0]
 	tc.waitRoute("TBW102")
 	before := c.reg.registeredRounds()
-	c.nsClient.CloseConn(tc.nsAddr)
+	c.regClient.CloseConn(tc.nsAddr)
 	testutil.WaitFor(t, 5*time.Second, "the broker registers again after its name server connection closed", func() bool {
 		return c.reg.registeredRounds() > before && routesMaster(tc.ns, c.cfg.BrokerName, c.Addr())
 	})
@@ -92,7 +92,7 @@ func TestRegisterAgainWhileAnotherNameServerIsDown(t *testing.T) {
 	})
 	tc.waitRoute("TBW102")
 	before := c.reg.registeredRounds()
-	c.nsClient.CloseConn(tc.nsAddr)
+	c.regClient.CloseConn(tc.nsAddr)
 	testutil.WaitFor(t, 3*time.Second, "the broker registers again with the healthy name server", func() bool {
 		return c.reg.registeredRounds() > before && routesMaster(tc.ns, c.cfg.BrokerName, c.Addr())
 	})
@@ -110,6 +110,7 @@ type lateRemovalNameServer struct {
 	via        *remoting.Conn                   // guarded by mu: the registration's connection, nil when none
 	removeNext bool                             // guarded by mu
 	removals   int                              // guarded by mu
+	closes     int                              // guarded by mu: connections closed
 	gone       map[*remoting.Conn]chan struct{} // guarded by mu: closed once a connection's close was handled
 }
 
@@ -119,6 +120,7 @@ func startLateRemovalNameServer(t *testing.T) *lateRemovalNameServer {
 	f.srv.OnConnClose(func(c *remoting.Conn) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		f.closes++
 		if f.via == c {
 			f.removeNext = true
 		}
@@ -195,7 +197,7 @@ func TestRegisterAgainOutlastsALateRemoval(t *testing.T) {
 		ok, _ := f.state()
 		return ok
 	})
-	c.nsClient.CloseConn(nsAddr)
+	c.regClient.CloseConn(nsAddr)
 	testutil.WaitFor(t, 5*time.Second, "the late removal undid the registration made at once", func() bool {
 		_, removals := f.state()
 		return removals > 0
@@ -204,4 +206,39 @@ func TestRegisterAgainOutlastsALateRemoval(t *testing.T) {
 		ok, _ := f.state()
 		return ok
 	})
+}
+
+// TestRegistrationOutlivesOtherNameServerCalls: the broker's other calls
+// to a name server (the removal watch's route lookup, whose connection a
+// silent timeout closes) do not share the registration's connection, so
+// closing theirs drops nothing the name server holds.
+func TestRegistrationOutlivesOtherNameServerCalls(t *testing.T) {
+	f := startLateRemovalNameServer(t)
+	nsAddr := f.srv.Addr().String()
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
+		c.NamesrvAddr = nsAddr
+		c.RegisterNameServerPeriod = time.Hour
+	})
+	c := tc.nodes[0]
+	testutil.WaitFor(t, 5*time.Second, "the broker registered", func() bool {
+		ok, _ := f.state()
+		return ok
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.nsClient.InvokeSync(ctx, nsAddr, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	c.nsClient.CloseConn(nsAddr)
+	testutil.WaitFor(t, 5*time.Second, "the name server saw the connection close", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.closes > 0
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.via == nil || f.removeNext || f.removals > 0 {
+		t.Fatalf("closing the broker's lookup connection dropped its registration (registered %v, removal pending %v, removals %d)",
+			f.via != nil, f.removeNext, f.removals)
+	}
 }
