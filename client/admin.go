@@ -179,7 +179,8 @@ func (a *Admin) TopicList(ctx context.Context) ([]string, error) {
 // TopicRoute returns topic's route (GET_ROUTEINFO_BY_TOPIC, 105);
 // ErrNoRoute when no name server knows it.
 func (a *Admin) TopicRoute(ctx context.Context, topic string) (*wire.TopicRouteData, error) {
-	return a.routes.fetchRoute(ctx, topic)
+	rd, _, err := a.routes.fetchRoute(ctx, topic)
+	return rd, err
 }
 
 // clusterNames returns the broker groups of cluster ("" = every cluster)

@@ -50,6 +50,12 @@ type routeManager struct {
 	// forgetOffline, which forgets them if the next one finds the same.
 	unnamed  map[string]bool       // guarded by mu
 	inflight map[string]*routeCall // guarded by mu; coalesces fetches per topic
+	// fetches numbers route fetches in the order they begin (and
+	// storeGroups' merges): a route, or a group's members, is replaced
+	// only by what a fetch begun later brought. Fetches of one topic
+	// never overlap, but each caller stores a shared fetch's answer when
+	// it gets to it, after which a newer fetch may have stored already.
+	fetches uint64 // guarded by mu
 }
 
 // topicRoute is the cached state of one topic.
@@ -58,6 +64,7 @@ type topicRoute struct {
 	publish   *TopicPublishInfo
 	subscribe []MessageQueue
 	fetchedAt time.Time
+	seq       uint64 // the fetch it came from (routeManager.fetches)
 }
 
 // brokerGroup is one broker group as the client knows it.
@@ -76,11 +83,14 @@ type brokerGroup struct {
 	masters    uint64
 	lastMaster string
 	liftAt     map[string]uint64
+	// seq is the fetch whose route set members (routeManager.fetches).
+	seq uint64
 }
 
 // routeCall is one in-flight fetch that concurrent callers wait on.
 type routeCall struct {
 	done chan struct{}
+	seq  uint64 // routeManager.fetches when it began
 	rd   *wire.TopicRouteData
 	err  error
 }
@@ -103,8 +113,9 @@ func newRouteManager(rc *remoting.Client, log *zap.Logger, nameServers []string,
 // one that answered last and moving on when one cannot be reached
 // (RocketMQ's client rotates its name-server channel the same way). A
 // TOPIC_NOT_EXIST answer is final: another name server would say the same.
-// Concurrent fetches of one topic share one request.
-func (r *routeManager) fetchRoute(ctx context.Context, topic string) (*wire.TopicRouteData, error) {
+// Concurrent fetches of one topic share one request. seq numbers the
+// fetch (routeManager.fetches) for store.
+func (r *routeManager) fetchRoute(ctx context.Context, topic string) (rd *wire.TopicRouteData, seq uint64, err error) {
 	r.mu.Lock()
 	for r.inflight[topic] != nil {
 		c := r.inflight[topic]
@@ -112,15 +123,16 @@ func (r *routeManager) fetchRoute(ctx context.Context, topic string) (*wire.Topi
 		select {
 		case <-c.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
 		if c.err == nil || ctx.Err() != nil || !(errors.Is(c.err, context.Canceled) || errors.Is(c.err, context.DeadlineExceeded)) {
-			return c.rd, c.err
+			return c.rd, c.seq, c.err
 		}
 		// The fetch ended with its caller's context, not ours: fetch again.
 		r.mu.Lock()
 	}
-	c := &routeCall{done: make(chan struct{})}
+	r.fetches++
+	c := &routeCall{done: make(chan struct{}), seq: r.fetches}
 	r.inflight[topic] = c
 	start := r.nsIndex
 	r.mu.Unlock()
@@ -130,7 +142,7 @@ func (r *routeManager) fetchRoute(ctx context.Context, topic string) (*wire.Topi
 	delete(r.inflight, topic)
 	r.mu.Unlock()
 	close(c.done)
-	return c.rd, c.err
+	return c.rd, c.seq, c.err
 }
 
 func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (*wire.TopicRouteData, error) {
@@ -169,23 +181,35 @@ func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (
 	return nil, fmt.Errorf("%w for topic %q (tried %v): %w", ErrNoNameServer, topic, r.nameServers, errors.Join(errs...))
 }
 
-// store caches rd as topic's route and merges its broker groups.
-func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *TopicPublishInfo) {
+// store caches rd, from fetch seq, as topic's route and merges its broker
+// groups, unless a fetch begun later stored topic's route already; it
+// returns the publish info cached then.
+func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *TopicPublishInfo, seq uint64) *TopicPublishInfo {
 	r.mu.Lock()
-	r.topics[topic] = &topicRoute{data: rd, publish: publish, subscribe: subscribeQueues(topic, rd), fetchedAt: r.now()}
-	r.mergeGroupsAndUnlock(rd.BrokerDatas)
+	if tr := r.topics[topic]; tr != nil && tr.seq > seq {
+		r.mu.Unlock()
+		return tr.publish
+	}
+	r.topics[topic] = &topicRoute{data: rd, publish: publish, subscribe: subscribeQueues(topic, rd), fetchedAt: r.now(), seq: seq}
+	r.mergeGroupsAndUnlock(rd.BrokerDatas, seq)
+	return publish
 }
 
 // storeGroups merges broker groups learned elsewhere than from a topic's
-// route (the admin client's cluster table) into the group table.
+// route (the admin client's cluster table) into the group table, as news
+// newer than any route fetched so far.
 func (r *routeManager) storeGroups(bds []wire.BrokerData) {
 	r.mu.Lock()
-	r.mergeGroupsAndUnlock(bds)
+	r.fetches++
+	r.mergeGroupsAndUnlock(bds, r.fetches)
 }
 
-// mergeGroupsAndUnlock merges bds into the group table, releases mu
-// (held on entry) and then tells the hooks what changed.
-func (r *routeManager) mergeGroupsAndUnlock(bds []wire.BrokerData) {
+// mergeGroupsAndUnlock merges bds, from fetch seq, into the group table,
+// releases mu (held on entry) and then tells the hooks what changed. A
+// group whose members came from a fetch begun later keeps them: the
+// older answer may name a master deposed since, and would lift the down
+// mark of a member that failed us.
+func (r *routeManager) mergeGroupsAndUnlock(bds []wire.BrokerData, seq uint64) {
 	var changed, moved, members []string
 	for _, bd := range bds {
 		g := r.brokers[bd.BrokerName]
@@ -193,6 +217,10 @@ func (r *routeManager) mergeGroupsAndUnlock(bds []wire.BrokerData) {
 			g = &brokerGroup{down: map[string]time.Time{}}
 			r.brokers[bd.BrokerName] = g
 		}
+		if g.seq > seq {
+			continue
+		}
+		g.seq = seq
 		oldMaster := g.members[wire.MasterID]
 		sameMembers := maps.Equal(g.members, bd.BrokerAddrs)
 		if !sameMembers {
@@ -287,14 +315,14 @@ func (r *routeManager) cachedPublishInfo(topic string) *TopicPublishInfo {
 // refresh fetches topic's route now and caches it. A failed fetch keeps
 // the cached route (a name server hiccup must not stop sends).
 func (r *routeManager) refresh(ctx context.Context, topic string, autoCreate bool, defaultQueueNums int) (*TopicPublishInfo, error) {
-	rd, err := r.fetchRoute(ctx, topic)
+	rd, seq, err := r.fetchRoute(ctx, topic)
 	if err == nil {
-		info := newPublishInfo(topic, rd)
-		r.store(topic, rd, info)
-		return info, nil
+		return r.store(topic, rd, newPublishInfo(topic, rd), seq), nil
 	}
 	if errors.Is(err, ErrNoRoute) && autoCreate {
-		def, derr := r.fetchRoute(ctx, wire.TopicAutoCreate)
+		// Stored as the answer of topic's fetch: one of topic begun
+		// after it may have found the topic created meanwhile.
+		def, _, derr := r.fetchRoute(ctx, wire.TopicAutoCreate)
 		if derr != nil {
 			return nil, fmt.Errorf("%w; and the auto-create route %s: %v", err, wire.TopicAutoCreate, derr)
 		}
@@ -305,8 +333,7 @@ func (r *routeManager) refresh(ctx context.Context, topic string, autoCreate boo
 		}
 		info := newPublishInfo(topic, def)
 		info.fromDefault = true
-		r.store(topic, def, info)
-		return info, nil
+		return r.store(topic, def, info, seq), nil
 	}
 	r.mu.Lock()
 	tr := r.topics[topic]

@@ -215,7 +215,7 @@ func (m *routeModel) store(addrs map[int64]string) {
 		m.stale = ""
 	}
 
-	m.r.store("T", rd, newPublishInfo("T", rd))
+	m.r.storeFresh("T", rd)
 
 	if got, want := m.memberHooks, b2i(differ); got != want {
 		m.failf("onMembersChange fired %d times, want %d (members differ: %v)", got, want, differ)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestRouteRotatesNameServers(t *testing.T) {
 	var calls atomic.Int32
 	live := fakeNameServer(t, body, &calls)
 	r := newTestRoutes(t, dead, live)
-	if _, err := r.fetchRoute(context.Background(), "T"); err != nil {
+	if _, _, err := r.fetchRoute(context.Background(), "T"); err != nil {
 		t.Fatal(err)
 	}
 	r.mu.Lock()
@@ -93,14 +94,14 @@ func TestRouteRotatesNameServers(t *testing.T) {
 		t.Fatalf("name server index %d after the first one failed", idx)
 	}
 	// A topic the name server does not know is final, not a reason to rotate.
-	if _, err := r.fetchRoute(context.Background(), "Other"); !errors.Is(err, ErrNoRoute) {
+	if _, _, err := r.fetchRoute(context.Background(), "Other"); !errors.Is(err, ErrNoRoute) {
 		t.Fatalf("unknown topic: %v", err)
 	}
 	if calls.Load() != 2 {
 		t.Fatalf("%d calls to the live name server", calls.Load())
 	}
 	r2 := newTestRoutes(t, dead)
-	if _, err := r2.fetchRoute(context.Background(), "T"); !errors.Is(err, ErrNoNameServer) {
+	if _, _, err := r2.fetchRoute(context.Background(), "T"); !errors.Is(err, ErrNoNameServer) {
 		t.Fatalf("all dead: %v", err)
 	}
 }
@@ -187,7 +188,7 @@ func TestBrokerAddrChoice(t *testing.T) {
 		QueueDatas:  []wire.QueueData{{BrokerName: "g", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1}},
 		BrokerDatas: []wire.BrokerData{{BrokerName: "g", BrokerAddrs: map[int64]string{0: "m", 1: "f1", 2: "f2"}}},
 	}
-	r.store("T", rd, newPublishInfo("T", rd))
+	r.storeFresh("T", rd)
 	if a := r.brokerAddr("g"); a != "m" {
 		t.Fatal(a)
 	}
@@ -212,7 +213,7 @@ func TestBrokerAddrChoice(t *testing.T) {
 		t.Fatalf("learned leader: %s", a)
 	}
 	// The same route again (name server not updated): the learned leader stays.
-	r.store("T", rd, newPublishInfo("T", rd))
+	r.storeFresh("T", rd)
 	if a := r.brokerAddr("g"); a != "f2" {
 		t.Fatalf("stale route overrode the learned leader: %s", a)
 	}
@@ -221,7 +222,7 @@ func TestBrokerAddrChoice(t *testing.T) {
 	r.onLeaderChange = func(name string) { changed = append(changed, name) }
 	rd2 := cloneRoute(rd)
 	rd2.BrokerDatas[0].BrokerAddrs = map[int64]string{0: "f2", 1: "f1"}
-	r.store("T", rd2, newPublishInfo("T", rd2))
+	r.storeFresh("T", rd2)
 	if a := r.brokerAddr("g"); a != "f2" || len(changed) != 1 {
 		t.Fatalf("route caught up: %s, changes %v", a, changed)
 	}
@@ -246,7 +247,7 @@ func TestRouteNewMasterLiftsDownMark(t *testing.T) {
 			QueueDatas:  []wire.QueueData{{BrokerName: "g", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1}},
 			BrokerDatas: []wire.BrokerData{{BrokerName: "g", BrokerAddrs: addrs}},
 		}
-		r.store("T", rd, newPublishInfo("T", rd))
+		r.storeFresh("T", rd)
 	}
 	want := func(step, addr string, distrusted ...string) {
 		t.Helper()
@@ -309,7 +310,7 @@ func TestRouteRefutationEnds(t *testing.T) {
 			QueueDatas:  []wire.QueueData{{BrokerName: "g", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1}},
 			BrokerDatas: []wire.BrokerData{{BrokerName: "g", BrokerAddrs: addrs}},
 		}
-		r.store("T", rd, newPublishInfo("T", rd))
+		r.storeFresh("T", rd)
 	}
 	want := func(step, addr string) {
 		t.Helper()
@@ -378,13 +379,13 @@ func TestRouteSharedFetchOutlivesFirstCaller(t *testing.T) {
 
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	first := make(chan error, 1)
-	go func() { _, err := r.fetchRoute(ctx1, "T"); first <- err }()
+	go func() { _, _, err := r.fetchRoute(ctx1, "T"); first <- err }()
 	testutil.WaitFor(t, 5*time.Second, "first fetch at the name server", func() bool { return calls.Load() == 1 })
 	second := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := r.fetchRoute(ctx, "T")
+		_, _, err := r.fetchRoute(ctx, "T")
 		second <- err
 	}()
 	testutil.WaitFor(t, 5*time.Second, "second caller waits on the first's fetch", func() bool {
@@ -416,7 +417,7 @@ func TestRouteForgetsOnlyGroupsNoRouteNames(t *testing.T) {
 				BrokerAddrs: map[int64]string{wire.MasterID: fmt.Sprintf("127.0.0.1:%d", 2+i)}})
 			rd.QueueDatas = append(rd.QueueDatas, wire.QueueData{BrokerName: g, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
 		}
-		r.store(topic, rd, newPublishInfo(topic, rd))
+		r.storeFresh(topic, rd)
 	}
 	route("T1", "a", "b")
 	route("T2", "a")
@@ -447,4 +448,125 @@ func TestRouteForgetsOnlyGroupsNoRouteNames(t *testing.T) {
 	if gone := r.forgetOffline(); !slices.Equal(gone, []string{"a"}) || r.brokerAddr("a") != "" || r.brokerAddr("b") == "" {
 		t.Fatalf("no route names a, for two rounds: forgot %v, a's address %q, b's %q", gone, r.brokerAddr("a"), r.brokerAddr("b"))
 	}
+}
+
+// scriptedNameServer answers GET_ROUTEINFO_BY_TOPIC with answer's reply to
+// the topic asked and how many lookups of it came before (0 for the first);
+// answer may block to hold a reply back.
+func scriptedNameServer(t *testing.T, answer func(topic string, n int) *remoting.RemotingCommand) string {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := remoting.NewServer(remoting.ServerConfig{}, nil)
+	srv.Register(remoting.RequestGetRouteInfoByTopic, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		topic := req.ExtFields["topic"]
+		mu.Lock()
+		n := seen[topic]
+		seen[topic]++
+		mu.Unlock()
+		return answer(topic, n), nil
+	}, 4, 16)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv.Addr().String()
+}
+
+// routeReply is a route answer naming group g with master and one queue.
+func routeReply(g, master string) *remoting.RemotingCommand {
+	resp := remoting.NewResponse(remoting.ResponseSuccess, "")
+	resp.Body = []byte(fmt.Sprintf(`{"brokerDatas":[{"brokerAddrs":{"0":%q},"brokerName":%q,"cluster":"C"}],`+
+		`"queueDatas":[{"brokerName":%q,"perm":6,"readQueueNums":1,"writeQueueNums":1}]}`, master, g, g))
+	return resp
+}
+
+// TestRouteNotReplacedByEarlierLookup: a producer's first send of T finds
+// no route and asks for TBW102's, whose answer is slow; meanwhile T was
+// created and another lookup stored its route. The default route, from a
+// lookup of T begun earlier, must not replace it.
+func TestRouteNotReplacedByEarlierLookup(t *testing.T) {
+	held := make(chan struct{})
+	var defaultAsked atomic.Bool
+	r := newTestRoutes(t, scriptedNameServer(t, func(topic string, n int) *remoting.RemotingCommand {
+		switch {
+		case topic == wire.TopicAutoCreate:
+			defaultAsked.Store(true)
+			<-held
+			return routeReply("default", "127.0.0.1:2")
+		case n == 0:
+			return remoting.NewResponse(remoting.ResponseTopicNotExist, "no route")
+		default:
+			return routeReply("b", "127.0.0.1:3")
+		}
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	first := make(chan *TopicPublishInfo, 1)
+	go func() {
+		info, err := r.refresh(ctx, "T", true, 4)
+		if err != nil {
+			t.Error(err)
+		}
+		first <- info
+	}()
+	testutil.WaitFor(t, 5*time.Second, "the first lookup waiting for TBW102", defaultAsked.Load)
+	if info, err := r.refresh(ctx, "T", true, 4); err != nil || info.fromDefault {
+		t.Fatalf("second lookup: %v %v", info, err)
+	}
+	close(held)
+	info := <-first
+	if r.isDefaultRoute("T") || r.cachedPublishInfo("T").Queues[0].BrokerName != "b" {
+		t.Fatalf("T's route %v replaced by the default one of a lookup begun earlier", r.cachedPublishInfo("T").Queues)
+	}
+	if info == nil || info.fromDefault {
+		t.Errorf("the earlier lookup returned %v, want the route cached since", info)
+	}
+}
+
+// TestRouteGroupNotRegressedByEarlierLookup: a lookup of T1 begun before a
+// lookup of T2 answers last, with the group's master before an election;
+// T2's newer master stays the group's.
+func TestRouteGroupNotRegressedByEarlierLookup(t *testing.T) {
+	held := make(chan struct{})
+	var t1Asked atomic.Bool
+	r := newTestRoutes(t, scriptedNameServer(t, func(topic string, n int) *remoting.RemotingCommand {
+		if topic == "T1" {
+			t1Asked.Store(true)
+			<-held
+			return routeReply("g", "127.0.0.1:2")
+		}
+		return routeReply("g", "127.0.0.1:3")
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() { _, err := r.refresh(ctx, "T1", false, 0); first <- err }()
+	testutil.WaitFor(t, 5*time.Second, "T1's lookup at the name server", t1Asked.Load)
+	if _, err := r.refresh(ctx, "T2", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	close(held)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if addr := r.brokerAddr("g"); addr != "127.0.0.1:3" {
+		t.Fatalf("g's address %s: an earlier lookup's master replaced the later one's", addr)
+	}
+	if qs := r.cachedPublishInfo("T1"); qs == nil || qs.Queues[0].BrokerName != "g" {
+		t.Fatalf("T1's own route not cached: %v", qs)
+	}
+}
+
+// storeFresh stores rd as topic's route from a fetch begun now.
+func (r *routeManager) storeFresh(topic string, rd *wire.TopicRouteData) {
+	r.mu.Lock()
+	r.fetches++
+	seq := r.fetches
+	r.mu.Unlock()
+	r.store(topic, rd, newPublishInfo(topic, rd), seq)
 }
