@@ -41,8 +41,9 @@ type queueHooks struct {
 	// consumer forgets what Poll returned of it); nil for none.
 	handedOver func(mq MessageQueue)
 	// reset runs when a broker's reset restarts a queue at off, once its
-	// process queue was dropped (the lite pull consumer takes off as what
-	// Poll returned of it, as Seek does); nil for none.
+	// process queue was dropped and before off is stored (the lite pull
+	// consumer takes off as what Poll returned of it, as Seek does, after
+	// any Poll of the queue in progress); nil for none.
 	reset func(mq MessageQueue, off int64)
 }
 

@@ -210,9 +210,10 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 		case <-l.core.ctx.Done():
 			return nil, ErrClosed
 		case b := <-l.ready:
-			// Under l.mu so a Seek (which drops, then records its offset
-			// under l.mu) either sees this batch's offset first or makes
-			// the batch stale.
+			// Under l.mu so a Seek or a broker's reset (which drop, then
+			// record their offset under l.mu, a reset before storing it)
+			// either sees this batch's offset first or makes the batch
+			// stale.
 			l.mu.Lock()
 			if b.pq.dropped.Load() {
 				l.mu.Unlock()

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -552,5 +554,72 @@ func TestLitePullCommitAfterResetByBroker(t *testing.T) {
 	}
 	if off, _ := b.offset("LG", "T", 0); off != 1 {
 		t.Fatalf("committed offset after a Commit with nothing polled since the reset to 1: %d", off)
+	}
+}
+
+// TestLitePullResetNotUndoneByPollInProgress: a broker relays a reset to 1
+// of a queue (AutoCommit) while a Poll of a batch pulled before it is in
+// its critical section (l.mu held, the queue not yet dropped when it
+// looked), about to store the offset after that batch (3). The reset must
+// store and commit 1 after that Poll, not before: the stored 3 would be
+// what it commits, and what every persist round and Close send.
+func TestLitePullResetNotUndoneByPollInProgress(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	for i := range 3 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	b.mu.Lock()
+	b.noPullCommit = true
+	b.mu.Unlock()
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), ConsumeFrom(ConsumeFromFirstOffset),
+		PersistInterval(time.Hour))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq := MessageQueue{"T", "broker-a", 0}
+	if err := l.Assign([]MessageQueue{mq}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	pollN(t, l, 3)
+	var conn *remoting.Conn
+	testutil.WaitFor(t, 5*time.Second, "the consumer's heartbeat", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		conn = b.members["LG"][l.ClientID()].conn
+		return conn != nil
+	})
+	l.mu.Lock() // a Poll in progress, which saw the queue not dropped
+	reset := make(chan error, 1)
+	go func() {
+		req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "LG", Timestamp: 1, IsForce: true},
+			[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:1}}`))
+		resp, err := conn.InvokeSync(ctx, req)
+		if err == nil && resp.Code != remoting.ResponseSuccess {
+			err = fmt.Errorf("reset answered %d %s", resp.Code, resp.Remark)
+		}
+		reset <- err
+	}()
+	testutil.WaitFor(t, 5*time.Second, "the reset waiting for the Poll", func() bool {
+		buf := make([]byte, 1<<20)
+		return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*LitePullConsumer).sought(")
+	})
+	l.core.store.Update(mq, 3, false) // the Poll's AutoCommit store
+	l.mu.Unlock()
+	if err := <-reset; err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := b.offset("LG", "T", 0); off != 1 {
+		t.Errorf("the reset to 1 committed %d", off)
+	}
+	if off, err := l.Committed(ctx, mq); err != nil || off != 1 {
+		t.Errorf("stored offset after the reset to 1: %d %v", off, err)
 	}
 }

@@ -580,13 +580,15 @@ func (c *consumerCore) resetOffsets(ctx context.Context, offsets map[MessageQueu
 			continue
 		}
 		pq.drop()
+		// Before the store's update: the hook waits out a lite Poll of
+		// the dropped queue in progress, which stores its older offset.
+		if c.hooks.reset != nil {
+			c.hooks.reset(mq, off)
+		}
 		pq.consumeMu.Lock()
 		// Calls that were in progress may have stored a later offset.
 		c.store.Update(mq, off, false)
 		pq.consumeMu.Unlock()
-		if c.hooks.reset != nil {
-			c.hooks.reset(mq, off)
-		}
 		// After the group's sends in progress (sendOffsets): a persist
 		// round's older offset landing after this one would undo the
 		// reset. The queue is no longer owned here, so whileOwned is off.
