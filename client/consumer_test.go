@@ -568,10 +568,13 @@ func TestPushConsumerResetOrderedAfterPersistSend(t *testing.T) {
 	}
 	var held atomic.Bool
 	b.answer(remoting.RequestUpdateConsumerOffset, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
-		// The first commit waits for another one to arrive, which must
-		// not while it is in flight; it then lands.
-		if held.CompareAndSwap(false, true) {
-			eventually(time.Second, func() bool { return sends() >= 2 })
+		// The first commit of T's queue 0 (the persist round's, the
+		// retry queue's aside) is held until the reset's send waits for
+		// the group's send token, or, sent beside it, arrives; it then
+		// lands.
+		var h wire.UpdateConsumerOffsetRequestHeader
+		if req.DecodeHeader(&h) == nil && h.Topic == "T" && h.QueueID == 0 && held.CompareAndSwap(false, true) {
+			eventually(5*time.Second, func() bool { return sends() >= 2 || resetWaitsForToken() })
 		}
 		return b.other(nil, req)
 	})
@@ -604,6 +607,18 @@ func TestPushConsumerResetOrderedAfterPersistSend(t *testing.T) {
 	if off, _ := b.offset("G", "T", 0); off != 1 {
 		t.Fatalf("committed offset after the reset to 1: %d (the persist round's older send landed after the reset's)", off)
 	}
+}
+
+// resetWaitsForToken reports whether a broker's reset is sending offsets
+// while a send waits for a broker group's send token (the persist round
+// of the test holds it).
+func resetWaitsForToken() bool {
+	var resetting, waiting bool
+	for _, g := range sdkGoroutines() {
+		resetting = resetting || strings.Contains(g, "(*consumerCore).resetOffsets(") && strings.Contains(g, "(*consumerCore).sendOffsets(")
+		waiting = waiting || strings.Contains(g, "(*consumerCore).sendToken(")
+	}
+	return resetting && waiting
 }
 
 // TestOrderlyStopsWithoutLock: locks are renewed every LockInterval; a
