@@ -20,9 +20,13 @@ type LitePullConsumer struct {
 	core  *consumerCore
 	ready chan pollBatch
 
-	mu       sync.Mutex
-	state    producerState          // guarded by mu
-	consumed map[MessageQueue]int64 // guarded by mu; next offset after what Poll returned
+	mu    sync.Mutex
+	state producerState // guarded by mu
+	// consumedMu is apart from mu, which Start holds while a failed start
+	// closes the core and waits for the client's request handlers: a
+	// broker's reset among them takes consumedMu (sought).
+	consumedMu sync.Mutex
+	consumed   map[MessageQueue]int64 // guarded by consumedMu; next offset after what Poll returned
 }
 
 // pollBatch is one pull's messages waiting for Poll.
@@ -210,13 +214,13 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 		case <-l.core.ctx.Done():
 			return nil, ErrClosed
 		case b := <-l.ready:
-			// Under l.mu so a Seek or a broker's reset (which drop, then
-			// record their offset under l.mu, a reset before storing it)
-			// either sees this batch's offset first or makes the batch
-			// stale.
-			l.mu.Lock()
+			// Under consumedMu so a Seek or a broker's reset (which drop,
+			// then record their offset under consumedMu, a reset before
+			// storing it) either sees this batch's offset first or makes
+			// the batch stale.
+			l.consumedMu.Lock()
 			if b.pq.dropped.Load() {
-				l.mu.Unlock()
+				l.consumedMu.Unlock()
 				continue // the queue was sought or handed over
 			}
 			off := b.pq.remove(b.msgs)
@@ -224,7 +228,7 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 			if l.core.cfg.autoCommit {
 				l.core.store.Update(b.pq.mq, off, false)
 			}
-			l.mu.Unlock()
+			l.consumedMu.Unlock()
 			return b.msgs, nil
 		}
 	}
@@ -248,7 +252,7 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 func (l *LitePullConsumer) Commit(ctx context.Context) error {
 	c := l.core
 	owned := c.owned()
-	l.mu.Lock()
+	l.consumedMu.Lock()
 	offsets := make(map[MessageQueue]int64, len(owned))
 	for _, mq := range owned {
 		if off, ok := l.consumed[mq]; ok && off >= 0 {
@@ -256,7 +260,7 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 		}
 	}
 	c.recordCommits(offsets)
-	l.mu.Unlock()
+	l.consumedMu.Unlock()
 	if _, err := c.sendOffsets(ctx, owned, true, false); err != nil {
 		return fmt.Errorf("client: commit not confirmed by every broker group (kept, and sent again every PersistInterval and on Close): %w", err)
 	}
@@ -267,9 +271,9 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 // it come back, Commit must not send that, the next owner may have moved
 // on.
 func (l *LitePullConsumer) handedOver(mq MessageQueue) {
-	l.mu.Lock()
+	l.consumedMu.Lock()
 	delete(l.consumed, mq)
-	l.mu.Unlock()
+	l.consumedMu.Unlock()
 }
 
 // Seek makes the next messages of mq, an owned queue, start at offset;
@@ -302,9 +306,9 @@ func (l *LitePullConsumer) Seek(ctx context.Context, mq MessageQueue, offset int
 // sends off, not what Poll returned before, and a batch of the dropped
 // queue Poll holds is stale (see Poll).
 func (l *LitePullConsumer) sought(mq MessageQueue, off int64) {
-	l.mu.Lock()
+	l.consumedMu.Lock()
 	l.consumed[mq] = off
-	l.mu.Unlock()
+	l.consumedMu.Unlock()
 }
 
 // OwnedQueues lists the queues this consumer reads now.

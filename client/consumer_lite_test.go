@@ -559,7 +559,7 @@ func TestLitePullCommitAfterResetByBroker(t *testing.T) {
 
 // TestLitePullResetNotUndoneByPollInProgress: a broker relays a reset to 1
 // of a queue (AutoCommit) while a Poll of a batch pulled before it is in
-// its critical section (l.mu held, the queue not yet dropped when it
+// its critical section (consumedMu held, the queue not yet dropped when it
 // looked), about to store the offset after that batch (3). The reset must
 // store and commit 1 after that Poll, not before: the stored 3 would be
 // what it commits, and what every persist round and Close send.
@@ -596,7 +596,7 @@ func TestLitePullResetNotUndoneByPollInProgress(t *testing.T) {
 		conn = b.members["LG"][l.ClientID()].conn
 		return conn != nil
 	})
-	l.mu.Lock() // a Poll in progress, which saw the queue not dropped
+	l.consumedMu.Lock() // a Poll in progress, which saw the queue not dropped
 	reset := make(chan error, 1)
 	go func() {
 		req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "LG", Timestamp: 1, IsForce: true},
@@ -612,7 +612,7 @@ func TestLitePullResetNotUndoneByPollInProgress(t *testing.T) {
 		return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*LitePullConsumer).sought(")
 	})
 	l.core.store.Update(mq, 3, false) // the Poll's AutoCommit store
-	l.mu.Unlock()
+	l.consumedMu.Unlock()
 	if err := <-reset; err != nil {
 		t.Fatal(err)
 	}
@@ -622,4 +622,66 @@ func TestLitePullResetNotUndoneByPollInProgress(t *testing.T) {
 	if off, err := l.Committed(ctx, mq); err != nil || off != 1 {
 		t.Errorf("stored offset after the reset to 1: %d %v", off, err)
 	}
+}
+
+// TestLitePullStartFailingBesideResetReturns: a lite pull consumer's
+// Start (Assign) started broker-a's queue and cannot find where broker-b's
+// starts, while broker-a relays a reset of its queue. The failed Start
+// closes the core, which waits for the client's request handlers; the
+// reset among them must not wait in turn for what Start holds.
+func TestLitePullStartFailingBesideResetReturns(t *testing.T) {
+	ns := startNameServer(t)
+	ba, bb := startQBroker(t, "broker-a"), startQBroker(t, "broker-b")
+	ba.register(t, ns, 0, map[string]int{"T": 1})
+	bb.register(t, ns, 0, map[string]int{"T": 1})
+	ba.put("T", 0, "0", nil)
+	release := make(chan struct{})
+	bb.answer(remoting.RequestQueryConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		<-release
+		return remoting.NewResponse(remoting.ResponseSystemError, "scripted failure")
+	})
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), ConsumeFrom(ConsumeFromFirstOffset),
+		RequestTimeout(5*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Assign([]MessageQueue{{"T", "broker-a", 0}, {"T", "broker-b", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	started := make(chan error, 1)
+	go func() { started <- l.Start(ctx) }()
+	var conn *remoting.Conn
+	testutil.WaitFor(t, 5*time.Second, "broker-a's queue started and the consumer's heartbeat at broker-a", func() bool {
+		ba.mu.Lock()
+		conn = ba.members["LG"][l.ClientID()].conn
+		ba.mu.Unlock()
+		return conn != nil && len(bb.requests(remoting.RequestQueryConsumerOffset)) > 0
+	})
+	reset := make(chan error, 1)
+	go func() {
+		req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "LG", Timestamp: 1, IsForce: true},
+			[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0}}`))
+		_, err := conn.InvokeSync(ctx, req)
+		reset <- err
+	}()
+	testutil.WaitFor(t, 5*time.Second, "the reset waiting for Start's queues", func() bool {
+		for _, g := range sdkGoroutines() {
+			if strings.Contains(g, "(*consumerCore).resetOffsets(") {
+				return true
+			}
+		}
+		return false
+	})
+	close(release)
+	select {
+	case err := <-started:
+		if err == nil {
+			t.Fatal("Start succeeded without broker-b's start offset")
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("Start did not return: its close waits for the reset's handler, which waits for Start")
+	}
+	<-reset
 }

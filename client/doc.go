@@ -147,11 +147,11 @@
 //   - lifecycle.go: the bounded wait Close uses.
 //
 // Locks are taken in this order, any skipped: consumerCore.rebalanceMu,
-// LitePullConsumer.mu, a broker group's token in consumerCore.sending (a
-// one-slot semaphore), consumerCore.releaseMu, consumerCore.mu,
-// consumerCore.pendingMu, the offset store's locks. processQueue.mu is a
-// leaf; processQueue.consumeMu is never taken while holding
-// consumerCore.mu.
+// LitePullConsumer.mu, LitePullConsumer.consumedMu, a broker group's
+// token in consumerCore.sending (a one-slot semaphore),
+// consumerCore.releaseMu, consumerCore.mu, consumerCore.pendingMu, the
+// offset store's locks. processQueue.mu is a leaf;
+// processQueue.consumeMu is never taken while holding consumerCore.mu.
 // The producer's locks (route manager, latency fault, sequencer,
 // AutoBatch accumulator) never nest.
 package client
