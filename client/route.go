@@ -50,11 +50,15 @@ type routeManager struct {
 	// forgetOffline, which forgets them if the next one finds the same.
 	unnamed  map[string]bool       // guarded by mu
 	inflight map[string]*routeCall // guarded by mu; coalesces fetches per topic
-	// fetches numbers route fetches in the order they begin (and
-	// storeGroups' merges): a route, or a group's members, is replaced
-	// only by what a fetch begun later brought. Fetches of one topic
-	// never overlap, but each caller stores a shared fetch's answer when
-	// it gets to it, after which a newer fetch may have stored already.
+	// fetches numbers the name servers' answers in the order they
+	// arrive (and storeGroups' merges): a route, or a group's members, is
+	// replaced only by what a later answer brought, as if each answer
+	// were stored on arrival (RocketMQ stores under the lock it fetches
+	// under, lockNamesrv). Each caller stores a shared fetch's answer
+	// when it gets to it, after which a later answer may have stored
+	// already. Numbered when they begin instead, a fetch that waited out
+	// a failing name server before the next one answered would count as
+	// older than those begun meanwhile.
 	fetches uint64 // guarded by mu
 }
 
@@ -64,7 +68,7 @@ type topicRoute struct {
 	publish   *TopicPublishInfo
 	subscribe []MessageQueue
 	fetchedAt time.Time
-	seq       uint64 // the fetch it came from (routeManager.fetches)
+	seq       uint64 // the answer it came from (routeManager.fetches)
 }
 
 // brokerGroup is one broker group as the client knows it.
@@ -83,14 +87,14 @@ type brokerGroup struct {
 	masters    uint64
 	lastMaster string
 	liftAt     map[string]uint64
-	// seq is the fetch whose route set members (routeManager.fetches).
+	// seq is the answer whose route set members (routeManager.fetches).
 	seq uint64
 }
 
 // routeCall is one in-flight fetch that concurrent callers wait on.
 type routeCall struct {
 	done chan struct{}
-	seq  uint64 // routeManager.fetches when it began
+	seq  uint64 // the answer's number (routeManager.fetches)
 	rd   *wire.TopicRouteData
 	err  error
 }
@@ -114,7 +118,7 @@ func newRouteManager(rc *remoting.Client, log *zap.Logger, nameServers []string,
 // (RocketMQ's client rotates its name-server channel the same way). A
 // TOPIC_NOT_EXIST answer is final: another name server would say the same.
 // Concurrent fetches of one topic share one request. seq numbers the
-// fetch (routeManager.fetches) for store.
+// answer, a route's or TOPIC_NOT_EXIST (routeManager.fetches), for store.
 func (r *routeManager) fetchRoute(ctx context.Context, topic string) (rd *wire.TopicRouteData, seq uint64, err error) {
 	r.mu.Lock()
 	for r.inflight[topic] != nil {
@@ -131,13 +135,12 @@ func (r *routeManager) fetchRoute(ctx context.Context, topic string) (rd *wire.T
 		// The fetch ended with its caller's context, not ours: fetch again.
 		r.mu.Lock()
 	}
-	r.fetches++
-	c := &routeCall{done: make(chan struct{}), seq: r.fetches}
+	c := &routeCall{done: make(chan struct{})}
 	r.inflight[topic] = c
 	start := r.nsIndex
 	r.mu.Unlock()
 
-	c.rd, c.err = r.fetchFrom(ctx, topic, start)
+	c.rd, c.seq, c.err = r.fetchFrom(ctx, topic, start)
 	r.mu.Lock()
 	delete(r.inflight, topic)
 	r.mu.Unlock()
@@ -145,7 +148,7 @@ func (r *routeManager) fetchRoute(ctx context.Context, topic string) (rd *wire.T
 	return c.rd, c.seq, c.err
 }
 
-func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (*wire.TopicRouteData, error) {
+func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (*wire.TopicRouteData, uint64, error) {
 	var errs []error
 	for i := range r.nameServers {
 		idx := (start + i) % len(r.nameServers)
@@ -156,7 +159,7 @@ func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, 0, ctx.Err()
 			}
 			r.log.Warn("name server unreachable, trying the next", zap.String("nameServer", addr), zap.String("topic", topic), zap.Error(err))
 			errs = append(errs, err)
@@ -164,25 +167,27 @@ func (r *routeManager) fetchFrom(ctx context.Context, topic string, start int) (
 		}
 		r.mu.Lock()
 		r.nsIndex = idx
+		r.fetches++
+		seq := r.fetches
 		r.mu.Unlock()
 		switch resp.Code {
 		case remoting.ResponseSuccess:
 			rd, err := wire.DecodeTopicRouteData(resp.Body)
 			if err != nil {
-				return nil, fmt.Errorf("client: route of %q from %s: %w", topic, addr, err)
+				return nil, 0, fmt.Errorf("client: route of %q from %s: %w", topic, addr, err)
 			}
-			return rd, nil
+			return rd, seq, nil
 		case remoting.ResponseTopicNotExist:
-			return nil, fmt.Errorf("%w: %q (name server %s: %s)", ErrNoRoute, topic, addr, resp.Remark)
+			return nil, seq, fmt.Errorf("%w: %q (name server %s: %s)", ErrNoRoute, topic, addr, resp.Remark)
 		default:
 			errs = append(errs, remoting.ResponseError(addr, resp))
 		}
 	}
-	return nil, fmt.Errorf("%w for topic %q (tried %v): %w", ErrNoNameServer, topic, r.nameServers, errors.Join(errs...))
+	return nil, 0, fmt.Errorf("%w for topic %q (tried %v): %w", ErrNoNameServer, topic, r.nameServers, errors.Join(errs...))
 }
 
-// store caches rd, from fetch seq, as topic's route and merges its broker
-// groups, unless a fetch begun later stored topic's route already; it
+// store caches rd, from answer seq, as topic's route and merges its broker
+// groups, unless a later answer stored topic's route already; it
 // returns the publish info cached then.
 func (r *routeManager) store(topic string, rd *wire.TopicRouteData, publish *TopicPublishInfo, seq uint64) *TopicPublishInfo {
 	r.mu.Lock()
@@ -204,9 +209,9 @@ func (r *routeManager) storeGroups(bds []wire.BrokerData) {
 	r.mergeGroupsAndUnlock(bds, r.fetches)
 }
 
-// mergeGroupsAndUnlock merges bds, from fetch seq, into the group table,
+// mergeGroupsAndUnlock merges bds, from answer seq, into the group table,
 // releases mu (held on entry) and then tells the hooks what changed. A
-// group whose members came from a fetch begun later keeps them: the
+// group whose members came from a later answer keeps them: the
 // older answer may name a master deposed since, and would lift the down
 // mark of a member that failed us.
 func (r *routeManager) mergeGroupsAndUnlock(bds []wire.BrokerData, seq uint64) {
@@ -320,8 +325,8 @@ func (r *routeManager) refresh(ctx context.Context, topic string, autoCreate boo
 		return r.store(topic, rd, newPublishInfo(topic, rd), seq), nil
 	}
 	if errors.Is(err, ErrNoRoute) && autoCreate {
-		// Stored as the answer of topic's fetch: one of topic begun
-		// after it may have found the topic created meanwhile.
+		// Stored as topic's TOPIC_NOT_EXIST answer: a later answer
+		// for topic may have found the topic created meanwhile.
 		def, _, derr := r.fetchRoute(ctx, wire.TopicAutoCreate)
 		if derr != nil {
 			return nil, fmt.Errorf("%w; and the auto-create route %s: %v", err, wire.TopicAutoCreate, derr)

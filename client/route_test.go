@@ -487,8 +487,8 @@ func routeReply(g, master string) *remoting.RemotingCommand {
 
 // TestRouteNotReplacedByEarlierLookup: a producer's first send of T finds
 // no route and asks for TBW102's, whose answer is slow; meanwhile T was
-// created and another lookup stored its route. The default route, from a
-// lookup of T begun earlier, must not replace it.
+// created and another lookup stored its route. The default route, standing
+// for T's earlier TOPIC_NOT_EXIST answer, must not replace it.
 func TestRouteNotReplacedByEarlierLookup(t *testing.T) {
 	held := make(chan struct{})
 	var defaultAsked atomic.Bool
@@ -528,45 +528,84 @@ func TestRouteNotReplacedByEarlierLookup(t *testing.T) {
 	}
 }
 
-// TestRouteGroupNotRegressedByEarlierLookup: a lookup of T1 begun before a
-// lookup of T2 answers last, with the group's master before an election;
-// T2's newer master stays the group's.
+// TestRouteGroupNotRegressedByEarlierLookup: T1's route, answered with
+// the group's master before an election, is stored by its caller only
+// after T2's lookup, answered later, stored the new master (a caller of a
+// shared lookup stores when it gets to it). T2's newer master stays the
+// group's; T1's route is still T1's.
 func TestRouteGroupNotRegressedByEarlierLookup(t *testing.T) {
-	held := make(chan struct{})
-	var t1Asked atomic.Bool
 	r := newTestRoutes(t, scriptedNameServer(t, func(topic string, n int) *remoting.RemotingCommand {
 		if topic == "T1" {
-			t1Asked.Store(true)
-			<-held
 			return routeReply("g", "127.0.0.1:2")
 		}
 		return routeReply("g", "127.0.0.1:3")
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	first := make(chan error, 1)
-	go func() { _, err := r.refresh(ctx, "T1", false, 0); first <- err }()
-	testutil.WaitFor(t, 5*time.Second, "T1's lookup at the name server", t1Asked.Load)
+	rd, seq, err := r.fetchRoute(ctx, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := r.refresh(ctx, "T2", false, 0); err != nil {
 		t.Fatal(err)
 	}
-	close(held)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
+	r.store("T1", rd, newPublishInfo("T1", rd), seq)
 	if addr := r.brokerAddr("g"); addr != "127.0.0.1:3" {
-		t.Fatalf("g's address %s: an earlier lookup's master replaced the later one's", addr)
+		t.Fatalf("g's address %s: an earlier answer's master replaced the later one's", addr)
 	}
 	if qs := r.cachedPublishInfo("T1"); qs == nil || qs.Queues[0].BrokerName != "g" {
 		t.Fatalf("T1's own route not cached: %v", qs)
 	}
 }
 
-// storeFresh stores rd as topic's route from a fetch begun now.
+// storeFresh stores rd as topic's route from an answer arrived now.
 func (r *routeManager) storeFresh(topic string, rd *wire.TopicRouteData) {
 	r.mu.Lock()
 	r.fetches++
 	seq := r.fetches
 	r.mu.Unlock()
 	r.store(topic, rd, newPublishInfo(topic, rd), seq)
+}
+
+// TestRouteGroupTakesLookupAnsweredAfterFailOver: name server 1 is
+// failing, slowly for T1's lookup; T2's lookup, begun later, fails there
+// at once and name server 2 answers with g's master before an election.
+// T1's lookup then moves on to name server 2, which has heard of the new
+// master since: its answer is the newest and g's members must be its own.
+func TestRouteGroupTakesLookupAnsweredAfterFailOver(t *testing.T) {
+	held := make(chan struct{})
+	var t1Asked, elected atomic.Bool
+	failing := scriptedNameServer(t, func(topic string, _ int) *remoting.RemotingCommand {
+		if topic == "T1" {
+			t1Asked.Store(true)
+			<-held
+		}
+		return remoting.NewResponse(remoting.ResponseSystemError, "failing")
+	})
+	live := scriptedNameServer(t, func(string, int) *remoting.RemotingCommand {
+		if elected.Load() {
+			return routeReply("g", "127.0.0.1:3")
+		}
+		return routeReply("g", "127.0.0.1:2")
+	})
+	r := newTestRoutes(t, failing, live)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() { _, err := r.refresh(ctx, "T1", false, 0); first <- err }()
+	testutil.WaitFor(t, 5*time.Second, "T1's lookup at the failing name server", t1Asked.Load)
+	if _, err := r.refresh(ctx, "T2", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if addr := r.brokerAddr("g"); addr != "127.0.0.1:2" {
+		t.Fatalf("g's address after T2's lookup: %s", addr)
+	}
+	elected.Store(true)
+	close(held)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if addr := r.brokerAddr("g"); addr != "127.0.0.1:3" {
+		t.Fatalf("g's address %s: the answer of T1's lookup, given after T2's, was refused", addr)
+	}
 }
