@@ -127,6 +127,7 @@ type Client struct {
 	mu      sync.Mutex
 	entries map[string]*clientEntry // guarded by mu
 	procs   map[int16]HandlerFunc   // guarded by mu
+	onOpen  []func(addr string)     // guarded by mu
 	onClose []func(addr string)     // guarded by mu
 	closed  bool                    // guarded by mu
 
@@ -169,6 +170,21 @@ func (c *Client) RegisterProcessor(code int16, h HandlerFunc) {
 // AddHook adds an RPC hook run around every call this client makes and
 // every server-initiated request it handles.
 func (c *Client) AddHook(h RPCHook) { c.hooks.add(h) }
+
+// OnConnOpen adds f, called with the address of every connection the
+// client dials, once the connection is in place and before the call that
+// dialed it is written; a dial that fails calls nothing. A peer may tie
+// state to the connection and drop it when the connection closes (a
+// broker drops a client's group registrations, as RocketMQ's
+// doChannelCloseEvent); f lets the caller register again at once on the
+// new connection (RocketMQ's ChannelEventListener.onChannelActive). f runs
+// on the dialing goroutine with no client lock held and must not block:
+// it holds up that call.
+func (c *Client) OnConnOpen(f func(addr string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onOpen = append(c.onOpen, f)
+}
 
 // OnConnClose adds f, called with the address a connection was dialed for
 // once it has closed, for whatever reason (the peer closed it, a call
@@ -213,11 +229,27 @@ func (c *Client) conn(ctx context.Context, addr string) (*Conn, error) {
 }
 
 // connUntil is conn with a dial also bounded by deadline (zero: none).
+// The OnConnOpen listeners run after the entry's lock is released.
 func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time) (*Conn, error) {
+	conn, dialed, err := c.connOrDial(ctx, addr, deadline)
+	if dialed {
+		c.mu.Lock()
+		fs := c.onOpen
+		c.mu.Unlock()
+		for _, f := range fs {
+			f(addr)
+		}
+	}
+	return conn, err
+}
+
+// connOrDial returns the entry's live connection, or dials one (dialed
+// true).
+func (c *Client) connOrDial(ctx context.Context, addr string, deadline time.Time) (conn *Conn, dialed bool, err error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, ErrClientClosed
+		return nil, false, ErrClientClosed
 	}
 	e := c.entries[addr]
 	if e == nil {
@@ -229,7 +261,7 @@ func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.conn != nil && !e.conn.Closed() {
-		return e.conn, nil
+		return e.conn, false, nil
 	}
 	d := net.Dialer{Timeout: c.cfg.ConnectTimeout, Deadline: deadline}
 	nc, err := d.DialContext(ctx, "tcp", addr)
@@ -237,17 +269,17 @@ func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time)
 		if ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 			// The call's own time ran out while dialing: it timed out,
 			// and, as any failed dial, nothing was sent.
-			return nil, fmt.Errorf("%w (%w): dial %s: %v", ErrTimeout, ErrConnClosed, addr, err)
+			return nil, false, fmt.Errorf("%w (%w): dial %s: %v", ErrTimeout, ErrConnClosed, addr, err)
 		}
-		return nil, fmt.Errorf("%w: dial %s: %v", ErrConnClosed, addr, err)
+		return nil, false, fmt.Errorf("%w: dial %s: %v", ErrConnClosed, addr, err)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
 	if nc, err = c.cfg.clientTLS(ctx, nc, addr, deadline); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	conn := newConn(nc, connOptions{
+	conn = newConn(nc, connOptions{
 		maxFrameSize:     c.cfg.MaxFrameSize,
 		idleTimeout:      c.cfg.IdleTimeout,
 		frameTimeout:     c.cfg.FrameReadTimeout,
@@ -259,13 +291,13 @@ func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time)
 	if c.closed { // Close ran while we dialed
 		c.mu.Unlock()
 		_ = nc.Close()
-		return nil, ErrClientClosed
+		return nil, false, ErrClientClosed
 	}
 	conn.start(&c.connWG)
 	c.mu.Unlock()
 	e.conn = conn
 	c.log.Debug("connected", zap.String("addr", addr), zap.Uint64("conn", conn.id))
-	return conn, nil
+	return conn, true, nil
 }
 
 // liveConns snapshots the current connections (for sweeping and closing).

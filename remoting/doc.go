@@ -130,5 +130,5 @@
 //     recording proxy; testdata/golden holds the captured frames.
 //
 // Locks: clientEntry.mu → Client.mu; Server.mu and Conn.mu are leaves, and
-// OnConnClose callbacks run with no remoting lock held.
+// OnConnOpen and OnConnClose callbacks run with no remoting lock held.
 package remoting
