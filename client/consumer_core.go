@@ -237,6 +237,7 @@ func (c *consumerCore) start(ctx context.Context) error {
 	// of the new leader's notices. The first routes' members get theirs now.
 	c.routes.onMembersChange = func(string) { wake(c.heartbeatCh) }
 	c.sendHeartbeats(ctx)
+	c.startConnHeartbeats()
 	c.goTracked(c.rebalanceLoop)
 	// Heartbeats, offset commits and (orderly) lock renewal
 	// (RebalanceImpl.lockAll) each run on their own interval.

@@ -70,6 +70,20 @@
 // the group's leader under the same wait, while one any member answers
 // is answered there.
 //
+// # Heartbeats
+//
+// A consumer heartbeats every member of its subscribed topics' broker
+// groups at Start, every HeartbeatInterval and at once when a group's
+// members change; a requester or transaction producer does the same for
+// the groups of the topics it tracks, every TransactionHeartbeatInterval.
+// A broker drops a client from its groups as soon as the client's
+// connection to it closes, so, as RocketMQ's clients do on a channel
+// becoming active (enableHeartbeatChannelEventListener), a client
+// heartbeats a member again whenever it opens a new connection to it
+// (its next call there redials), and a consumer the member took then
+// rebalances at once: it is not left out of its group until the next
+// interval, its queues taken by the others while it still consumes them.
+//
 // # Files
 //
 //   - options.go: the options every client takes and the producer's;
@@ -105,6 +119,8 @@
 //   - producer_heartbeat.go: the producer's heartbeats (one client id, to
 //     every member of the groups of the topics a requester or transaction
 //     producer tracks) and the client id every client builds.
+//   - conn_heartbeat.go: the heartbeat a consumer or producer sends a
+//     member on a new connection to it.
 //   - autobatch.go: the AutoBatch option, which lets concurrent sends of a
 //     topic share SEND_BATCH_MESSAGE requests while each caller keeps its
 //     own result and retries.

@@ -22,3 +22,6 @@ func PushRemoting(p *PushConsumer) (consumer, sendBack *remoting.Client) {
 // SetSendBackRetry sets how long p waits before consuming again a message
 // no broker took back (RocketMQ's fixed 5 s); call it before Start.
 func SetSendBackRetry(p *PushConsumer, d time.Duration) { p.core.cfg.sendBackRetry = d }
+
+// ProducerRemoting is the remoting client of p, started (see AdminRemoting).
+func ProducerRemoting(p *Producer) *remoting.Client { return p.rc }

@@ -25,8 +25,9 @@ import (
 // producer then heartbeats, as its producer group under its one client
 // id, every member of every broker group routing a tracked topic (a
 // follower that becomes leader already knows it), at once when a topic is
-// new or a route shows a group with other members, and every
-// TransactionHeartbeatInterval after.
+// new or a route shows a group with other members, on a new connection to
+// a member (conn_heartbeat.go), and every TransactionHeartbeatInterval
+// after.
 
 // TransactionHeartbeatInterval is how often a producer that needs its
 // brokers to know it (a TransactionProducer, a requester) heartbeats every
@@ -76,6 +77,7 @@ func (p *Producer) trackHeartbeat(topics ...string) (added bool, err error) {
 		p.hb = hb
 		p.wg.Add(1)
 		go func() { defer p.wg.Done(); every(p.ctx, TransactionHeartbeatInterval, hb.now, p.sendHeartbeats) }()
+		p.startConnHeartbeatsLocked(hb)
 	}
 	p.mu.Unlock()
 	hb.mu.Lock()
@@ -108,9 +110,7 @@ func (p *Producer) heartbeatMembers(ctx context.Context) []brokerMember {
 	if hb == nil || routes == nil {
 		return nil
 	}
-	hb.mu.Lock()
-	topics := slices.Sorted(maps.Keys(hb.topics))
-	hb.mu.Unlock()
+	topics := hb.tracked()
 	for _, topic := range topics {
 		if routes.cachedPublishInfo(topic) == nil {
 			cctx, cancel := context.WithTimeout(ctx, p.cfg.common.requestTimeout)
@@ -123,14 +123,17 @@ func (p *Producer) heartbeatMembers(ctx context.Context) []brokerMember {
 	return routes.members(topics)
 }
 
+// tracked lists the topics whose brokers get heartbeats, sorted.
+func (hb *producerHeartbeats) tracked() []string {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	return slices.Sorted(maps.Keys(hb.topics))
+}
+
 // sendHeartbeats sends HEART_BEAT with the producer group to every member
 // of the tracked topics' groups.
 func (p *Producer) sendHeartbeats(ctx context.Context) {
-	hb := &wire.HeartbeatData{
-		ClientID:        p.clientID,
-		ProducerDataSet: []wire.HeartbeatProducerData{{GroupName: p.cfg.group}},
-		ConsumerDataSet: []wire.HeartbeatConsumerData{},
-	}
+	hb := p.heartbeatData()
 	for _, b := range p.heartbeatMembers(ctx) {
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.common.requestTimeout)
 		err := sendHeartbeat(cctx, p.rc, b.name, b.addr, hb)

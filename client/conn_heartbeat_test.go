@@ -1,0 +1,82 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestConnHeartbeatsOwnDialWantsNoOther: a new connection to a member
+// gets that member one heartbeat, and the heartbeat's own dial (the
+// connection having closed in between) gets none of its own: a broker
+// closing every connection would otherwise be heartbeaten without end.
+// A round a member took ends with took; a connection to an address that
+// is no member (a name server) gets no heartbeat.
+func TestConnHeartbeatsOwnDialWantsNoOther(t *testing.T) {
+	var dials atomic.Int32
+	answer := func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}
+	startSrv := func() string {
+		srv := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
+		srv.Register(remoting.RequestHeartBeat, answer, 1, 16)
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+		return srv.Addr().String()
+	}
+	member, other := startSrv(), startSrv()
+	rc := remoting.NewClient(remoting.ClientConfig{}, nil)
+	t.Cleanup(func() { _ = rc.Close() })
+	rc.OnConnOpen(func(string) { dials.Add(1) })
+
+	hb := &wire.HeartbeatData{ClientID: "c", ProducerDataSet: []wire.HeartbeatProducerData{}, ConsumerDataSet: []wire.HeartbeatConsumerData{}}
+	sent := make(chan string, 4)
+	proceed, triggered := make(chan struct{}), make(chan struct{})
+	var tookN atomic.Int32
+	h := newConnHeartbeats(func() []brokerMember { return []brokerMember{{"b", member}} }, func(ctx context.Context, b brokerMember) error {
+		<-triggered
+		rc.CloseConn(b.addr) // the new connection closed before the heartbeat went out
+		err := sendHeartbeat(ctx, rc, b.name, b.addr, hb)
+		sent <- b.addr
+		<-proceed
+		return err
+	}, func() { tookN.Add(1) })
+	rc.OnConnOpen(h.connOpened)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); h.run(ctx) }()
+	// The heartbeat waits for the calls that dialed (the listener runs
+	// before they are written), then for the checks below.
+	trigger, release := sync.OnceFunc(func() { close(triggered) }), sync.OnceFunc(func() { close(proceed) })
+	defer func() { trigger(); release(); cancel(); wg.Wait() }()
+
+	for _, addr := range []string{other, member} {
+		if err := sendHeartbeat(context.Background(), rc, "b", addr, hb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trigger()
+	if got := <-sent; got != member {
+		t.Fatalf("heartbeat on a new connection to %s, want %s", got, member)
+	}
+	if n := dials.Load(); n != 3 {
+		t.Fatalf("%d dials, want 3 (the other address, the member, the heartbeat's own)", n)
+	}
+	h.mu.Lock()
+	pending := len(h.opened)
+	h.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("the heartbeat's own dial left %d addresses to heartbeat", pending)
+	}
+	release()
+	testutil.WaitFor(t, 5*time.Second, "took after the member took the heartbeat", func() bool { return tookN.Load() == 1 })
+}
