@@ -135,7 +135,10 @@ func (r *registerService) run() {
 	// back-off (registerRetryMin, doubling up to the period) instead of
 	// a period later; RocketMQ waits for the period, which at start-up or
 	// after a lost connection leaves the member out of the route for that
-	// long.
+	// long. Only the retries double it: other rounds failing meanwhile
+	// (the second registration after a lost connection, a topic change)
+	// leave a pending retry where it is, or a name server restart of a
+	// few seconds would push the next try many seconds past its return.
 	var retryT <-chan time.Time
 	var backoff time.Duration
 	var failing []string // the name servers the last round did not reach
@@ -149,6 +152,9 @@ func (r *registerService) run() {
 		}
 		if len(failing) == 0 {
 			retryT, backoff = nil, 0
+			return
+		}
+		if retryT != nil {
 			return
 		}
 		backoff = min(max(2*backoff, registerRetryMin), r.c.cfg.RegisterNameServerPeriod)

@@ -242,3 +242,40 @@ func TestRegistrationOutlivesOtherNameServerCalls(t *testing.T) {
 			f.via != nil, f.removeNext, f.removals)
 	}
 }
+
+// TestRegisterRetryBackOffCountsOnlyRetries: the back-off after a failed
+// round doubles with each retry (1 s, 2 s, 4 s, ...), not with every
+// round that fails meanwhile. A name server restart closes the connection
+// (a round at once) and the second registration reregisterAgainDelay
+// later fails too; were each failure to double the wait, the retry that
+// should come 2 s after the first one would come 4 s or more later,
+// leaving the member out of the route that long after the name server is
+// back (the operator's upgrade of the name servers, docs/operations.md).
+func TestRegisterRetryBackOffCountsOnlyRetries(t *testing.T) {
+	nsPort := testutil.FreePort(t)
+	ns1, _ := startProcNameServerWith(t, func(cfg *namesrv.Config) { cfg.ListenPort = nsPort })
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
+		c.NamesrvAddr = "127.0.0.1:" + strconv.Itoa(nsPort)
+		c.RegisterNameServerPeriod = time.Hour
+	})
+	c := tc.nodes[0]
+	testutil.WaitFor(t, 5*time.Second, "the broker registered", func() bool {
+		return routesMaster(ns1, c.cfg.BrokerName, c.Addr())
+	})
+	before := c.reg.finishedRounds()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ns1.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The lost connection's round, the first retry (1 s) and the second
+	// registration (1 s) all fail; the next retry is due 2 s after the
+	// first one.
+	testutil.WaitFor(t, 5*time.Second, "three rounds failed with the name server down", func() bool {
+		return c.reg.finishedRounds() >= before+3
+	})
+	ns2, _ := startProcNameServerWith(t, func(cfg *namesrv.Config) { cfg.ListenPort = nsPort })
+	testutil.WaitFor(t, 3*time.Second, "the broker registers with the restarted name server at its next retry", func() bool {
+		return routesMaster(ns2, c.cfg.BrokerName, c.Addr())
+	})
+}
