@@ -242,6 +242,7 @@ func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOp
 	}
 	res.Suffrage = raft.Nonvoter.String()
 	if opts.Learner {
+		res.ChangeIndex = res.LearnerIndex
 		return g.withMembers(res)
 	}
 	maxLag := cmp0(opts.MaxLag, DefaultPromoteMaxLag)

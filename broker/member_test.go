@@ -133,7 +133,9 @@ func testMembershipReplace(t *testing.T, o clusterOpts) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Suffrage != "Nonvoter" || res.LearnerIndex == 0 {
+	// The learner's entry is the last one the change wrote: the
+	// command's #Index column shows it.
+	if res.Suffrage != "Nonvoter" || res.LearnerIndex == 0 || res.ChangeIndex != res.LearnerIndex {
 		t.Fatalf("learner add: %+v", res)
 	}
 	if got := membersOf(t, l.g()); !strings.Contains(got, "n3:Nonvoter") {

@@ -47,7 +47,8 @@ type RaftMemberChange struct {
 	// the member as a learner (0 when it was a member already).
 	LearnerIndex uint64 `json:"learnerIndex"`
 	// ChangeIndex is the log index of the last configuration entry the
-	// change wrote (the promotion, or the removal).
+	// change wrote (the promotion, the learner entry of a learner-only
+	// add, or the removal; 0 when it wrote none).
 	ChangeIndex uint64 `json:"changeIndex"`
 	// Lag is how many entries behind the leader's last index the learner
 	// was when it was promoted (or when the wait ended).
