@@ -10,10 +10,18 @@ import (
 
 // slowHeartbeats makes the heartbeat timeout long (2–4 s, randomized), so
 // the fast election, not the timeout, is what replaces a dead leader.
+//
+// The stagger is longer than the default too: it must exceed the time the
+// first survivor takes to reach the others with its vote request (an fsync,
+// and on mutual TLS a fresh handshake, since followers hold no connections
+// to each other), which under -race on a loaded 2-core box can pass the
+// default 250 ms and split the votes. Still well below the heartbeat
+// timeout, so the fast election is what elects.
 func slowHeartbeats(g *GroupConfig) {
 	g.Raft.HeartbeatTimeout = 2 * time.Second
 	g.Raft.ElectionTimeout = 2 * time.Second
 	g.Raft.LeaderLeaseTimeout = time.Second
+	g.RaftFastElectionStagger = 800 * time.Millisecond
 }
 
 // newLeaderOtherThan returns a serving leader that is not old, or nil.
