@@ -13,6 +13,10 @@ var (
 	// errNotFound is a broker group, member or message the cluster does not
 	// know.
 	errNotFound = errors.New("admin: not found")
+	// errRefused is a request the server refused for what it asks, not
+	// for how it was written: a membership change that would lose the
+	// quorum or conflicts with the configuration.
+	errRefused = errors.New("admin: refused")
 	// errTransferFailed is a leadership transfer that did not complete.
 	errTransferFailed = errors.New("admin: leadership transfer failed")
 )

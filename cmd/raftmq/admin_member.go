@@ -141,7 +141,7 @@ func memberResult(steps []memberStep, err error) ([]memberStep, error) {
 	}
 	var be *client.BrokerError
 	if errors.As(err, &be) && be.Code == remoting.ResponseInvalidParameter {
-		err = fmt.Errorf("%w: %s", errAdminUsage, be.Remark)
+		err = fmt.Errorf("%w: %s", errRefused, be.Remark)
 	}
 	if len(steps) > 0 {
 		return steps, partialFailure{err}

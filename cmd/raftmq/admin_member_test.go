@@ -113,7 +113,7 @@ func TestAdminReplaceMember(t *testing.T) {
 	if len(steps) != 1 || steps[0].Note == "" {
 		t.Fatalf("second removal: %+v", steps)
 	}
-	if _, err := runAdmin(t, append(n, "addMember", "-b", "broker-a", "--id", "n9", "--addr", nm.RaftAddr())...); !errors.Is(err, errAdminUsage) {
+	if _, err := runAdmin(t, append(n, "addMember", "-b", "broker-a", "--id", "n9", "--addr", nm.RaftAddr())...); !errors.Is(err, errRefused) {
 		t.Fatalf("add on a taken address: %v", err)
 	}
 
