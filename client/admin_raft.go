@@ -337,8 +337,14 @@ func PlanLeaderBalance(gs []*RaftGroup) []LeaderMove {
 			}
 			st, ok := g.Statuses[p]
 			if !ok {
+				reason := "preferred leader did not answer"
+				if len(g.Members) > 0 && !slices.ContainsFunc(g.Members, func(m RaftGroupMember) bool { return m.ID == p }) {
+					// Removed or replaced since the confs named it: no
+					// wait or restart brings it back.
+					reason = "preferred leader is not a member of the group (set preferredLeaderId to a member)"
+				}
 				moves = append(moves, LeaderMove{BrokerName: g.BrokerName, From: g.LeaderID, To: p,
-					Reason: "preferred leader did not answer", Result: "skipped"})
+					Reason: reason, Result: "skipped"})
 				continue
 			}
 			if nonvoter[p] {

@@ -141,6 +141,18 @@ func TestPlanLeaderBalanceSkipsNonvoters(t *testing.T) {
 	if len(moves) != 1 || moves[0].Result != "skipped" {
 		t.Fatalf("plan %+v, want the move to the nonvoter preferred leader skipped", moves)
 	}
+	// A preferred leader that is no member (replaced since) says so; one
+	// that is a member but did not answer says that.
+	for pref, want := range map[string]string{"a-9": "not a member", "a-3": "did not answer"} {
+		a.PreferredLeaderID = pref
+		if pref == "a-3" {
+			a.Members = append(a.Members, RaftGroupMember{ID: "a-3", Suffrage: "Voter"})
+		}
+		moves = PlanLeaderBalance([]*RaftGroup{a})
+		if len(moves) != 1 || moves[0].Result != "skipped" || !strings.Contains(moves[0].Reason, want) {
+			t.Fatalf("preferred %s: plan %+v, want skipped with %q", pref, moves, want)
+		}
+	}
 }
 
 // TestRaftStatusFailedState: only an ACL refusal makes a member Refused;
