@@ -165,6 +165,14 @@ func (g *Group) checkLiveConfiguration() error {
 		g.log.Warn("dLegerPeers differs from the group's live Raft configuration; the live configuration wins "+
 			"(update dLegerPeers to match)", zap.String("dLegerPeers", g.cfg.Raft.DLegerPeers), zap.String("live", live))
 	}
+	if p := g.cfg.Raft.PreferredLeaderID; p != "" {
+		if _, ok := findServer(conf, p); !ok {
+			// A member replaced since the confs were written: leadership
+			// is never moved to it, and balanceLeaders skips the group.
+			g.log.Warn("preferredLeaderId names no member of the group's live Raft configuration; "+
+				"set it to a member in every member's conf", zap.String("preferredLeaderId", p), zap.String("live", live))
+		}
+	}
 	return nil
 }
 

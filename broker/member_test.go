@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/storage"
@@ -51,6 +53,12 @@ func addTestNode(t *testing.T, c *testCluster, id string, slot int) *testNode {
 // n's files: newGroup's result for a start the test expects to fail.
 func openAs(t *testing.T, c *testCluster, n *testNode, cfg GroupConfig) (*Group, error) {
 	t.Helper()
+	return openWithLog(t, c, n, cfg, nil)
+}
+
+// openWithLog is openAs with log as the group's logger.
+func openWithLog(t *testing.T, c *testCluster, n *testNode, cfg GroupConfig, log *zap.Logger) (*Group, error) {
+	t.Helper()
 	var parts Parts
 	if c.net != nil {
 		parts = c.net.Reopen(n.parts)
@@ -61,7 +69,7 @@ func openAs(t *testing.T, c *testCluster, n *testNode, cfg GroupConfig) (*Group,
 			t.Fatal(err)
 		}
 	}
-	return newGroup(cfg, parts, n.remoting, nil, groupOptions{})
+	return newGroup(cfg, parts, n.remoting, log, groupOptions{})
 }
 
 func nodeByID(c *testCluster, id string) (int, *testNode) {
@@ -216,8 +224,21 @@ func testMembershipReplace(t *testing.T, o clusterOpts) {
 	if got := membersOf(t, other.g()); !strings.Contains(got, "n3:Voter") || strings.Contains(got, gone.id+":") {
 		t.Fatalf("%s restarted with stale dLegerPeers on configuration %s", other.id, got)
 	}
-	// Its own address contradicting the live configuration is an error.
+	// Its conf still naming the removed member as preferred leader is
+	// logged at its start.
 	c.stop(oi)
+	stale := other.cfg
+	stale.Raft.PreferredLeaderID = gone.id
+	core, logs := observer.New(zap.WarnLevel)
+	g, err := openWithLog(t, c, other, stale, zap.New(core))
+	if err != nil {
+		t.Fatalf("restart with a stale preferredLeaderId: %v", err)
+	}
+	_ = g.Close()
+	if n := logs.FilterMessageSnippet("preferredLeaderId names no member").Len(); n != 1 {
+		t.Fatalf("stale preferredLeaderId %s logged %d times, want once: %v", gone.id, n, logs.All())
+	}
+	// Its own address contradicting the live configuration is an error.
 	bad := other.cfg
 	oldAddr, _ := other.cfg.Raft.SelfAddr()
 	bad.Raft.DLegerPeers = strings.Replace(bad.Raft.DLegerPeers, other.id+"-"+oldAddr,
