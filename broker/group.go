@@ -505,7 +505,9 @@ func (g *Group) snapshotOnClose() {
 	if g.raft.AppliedIndex() <= g.lastSnapshotIndex() {
 		return
 	}
-	if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+	// ErrRaftShutdown: a removed member's Raft stopped when it learned of
+	// its removal, and such a member never starts again on this data.
+	if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) && !errors.Is(err, raft.ErrRaftShutdown) {
 		g.log.Warn("snapshot on close failed; the next start re-applies the log after the last snapshot", zap.Error(err))
 	}
 }
@@ -550,7 +552,9 @@ func (g *Group) runSnapshotBySize() {
 		if g.logs.NextPosition()-base < g.cfg.SnapshotBytes || time.Now().Before(next) {
 			continue
 		}
-		if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		// ErrRaftShutdown: a removed member's Raft stopped when it learned of
+	// its removal, and such a member never starts again on this data.
+	if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) && !errors.Is(err, raft.ErrRaftShutdown) {
 			next = time.Now().Add(snapshotBySizeRetry)
 			g.log.Warn("size-triggered snapshot failed; will retry", zap.Error(err), zap.Duration("in", snapshotBySizeRetry))
 		}

@@ -3,6 +3,8 @@ package raftlog
 import (
 	"testing"
 
+	"github.com/hashicorp/raft"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -36,5 +38,19 @@ func TestHCLoggerNoStacktrace(t *testing.T) {
 	log.Error("broker error")
 	if e := logs.All()[2]; e.Stack == "" {
 		t.Fatal("the caller's logger lost its stack traces")
+	}
+}
+
+// TestHCLoggerTransportShutdownIsNotAnError: raft logs "failed to decode
+// incoming command: transport shutdown" at ERROR for every inbound
+// connection when a member closes cleanly; it lands at info.
+func TestHCLoggerTransportShutdownIsNotAnError(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	h := HCLogger(zap.New(core), "raft")
+	h.Error("failed to decode incoming command", "error", raft.ErrTransportShutdown)
+	h.Error("failed to decode incoming command", "error", "unexpected EOF")
+	got := logs.All()
+	if len(got) != 2 || got[0].Level != zapcore.InfoLevel || got[1].Level != zapcore.ErrorLevel {
+		t.Fatalf("entries %+v; want the shutdown at info, the other error at error", got)
 	}
 }

@@ -86,6 +86,11 @@ type zapWriter struct{ log *zap.Logger }
 func (w zapWriter) Write(p []byte) (int, error) {
 	line := string(bytes.TrimSpace(p))
 	switch {
+	case bytes.HasPrefix(p, []byte("[ERROR]")) && strings.Contains(line, raft.ErrTransportShutdown.Error()):
+		// The transport's connection readers ending as the member closes:
+		// part of a clean shutdown, which an error line would make look
+		// like a failure.
+		w.log.Info(trimLevel(line))
 	case bytes.HasPrefix(p, []byte("[ERROR]")):
 		w.log.Error(trimLevel(line))
 	case bytes.HasPrefix(p, []byte("[WARN]")):
