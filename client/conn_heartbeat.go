@@ -26,7 +26,11 @@ import (
 // connHeartbeats heartbeats, on one goroutine (run), the broker members
 // whose address the remoting client opened a new connection to (opened,
 // its OnConnOpen listener); addresses that are no member (a name server)
-// are skipped.
+// are skipped. A connection a heartbeat dialed carries that heartbeat and
+// wants no other, or a broker that closes every connection would be
+// heartbeaten without end; one any other call dialed gets one, even while
+// a heartbeat to the same member is in flight (it may have gone on the
+// connection that closed).
 type connHeartbeats struct {
 	members func() []brokerMember
 	send    func(ctx context.Context, b brokerMember) error
@@ -35,24 +39,30 @@ type connHeartbeats struct {
 
 	mu     sync.Mutex
 	opened map[string]bool // guarded by mu; addresses with a new connection to heartbeat
-	// sending is the address being heartbeaten: a connection opened to it
-	// meanwhile (the heartbeat's own dial, the previous connection having
-	// closed) carries that heartbeat and wants no other, or a broker that
-	// closes every connection would be heartbeaten without end.
-	sending string // guarded by mu
 }
 
 func newConnHeartbeats(members func() []brokerMember, send func(context.Context, brokerMember) error, took func()) *connHeartbeats {
 	return &connHeartbeats{members: members, send: send, took: took, wakeCh: make(chan struct{}, 1), opened: map[string]bool{}}
 }
 
+// heartbeatCallKey marks the context of a HEART_BEAT request
+// (sendHeartbeat), so that connOpened knows the connections it dials.
+type heartbeatCallKey struct{}
+
+// heartbeatCall marks ctx as a heartbeat's.
+func heartbeatCall(ctx context.Context) context.Context {
+	return context.WithValue(ctx, heartbeatCallKey{}, true)
+}
+
 // connOpened is the remoting client's OnConnOpen listener: it only notes
-// the address (it runs on the dialing goroutine, which must not wait).
-func (h *connHeartbeats) connOpened(addr string) {
-	h.mu.Lock()
-	if addr != h.sending {
-		h.opened[addr] = true
+// the address (it runs on the dialing goroutine, which must not wait),
+// unless a heartbeat dialed it.
+func (h *connHeartbeats) connOpened(ctx context.Context, addr string) {
+	if ctx.Value(heartbeatCallKey{}) != nil {
+		return
 	}
+	h.mu.Lock()
+	h.opened[addr] = true
 	h.mu.Unlock()
 	wake(h.wakeCh)
 }
@@ -71,18 +81,9 @@ func (h *connHeartbeats) run(ctx context.Context) {
 		h.mu.Unlock()
 		took := false
 		for _, b := range h.members() {
-			if !opened[b.addr] {
-				continue
-			}
-			h.mu.Lock()
-			h.sending = b.addr
-			h.mu.Unlock()
-			if h.send(ctx, b) == nil {
+			if opened[b.addr] && h.send(ctx, b) == nil {
 				took = true
 			}
-			h.mu.Lock()
-			h.sending = ""
-			h.mu.Unlock()
 		}
 		if took && h.took != nil {
 			h.took()

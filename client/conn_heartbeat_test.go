@@ -16,8 +16,9 @@ import (
 // gets that member one heartbeat, and the heartbeat's own dial (the
 // connection having closed in between) gets none of its own: a broker
 // closing every connection would otherwise be heartbeaten without end.
-// A round a member took ends with took; a connection to an address that
-// is no member (a name server) gets no heartbeat.
+// Nor does the dial of a heartbeat sent otherwise (the interval's). A
+// round a member took ends with took; a connection to an address that is
+// no member (a name server) gets no heartbeat.
 func TestConnHeartbeatsOwnDialWantsNoOther(t *testing.T) {
 	var dials atomic.Int32
 	answer := func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
@@ -35,7 +36,7 @@ func TestConnHeartbeatsOwnDialWantsNoOther(t *testing.T) {
 	member, other := startSrv(), startSrv()
 	rc := remoting.NewClient(remoting.ClientConfig{}, nil)
 	t.Cleanup(func() { _ = rc.Close() })
-	rc.OnConnOpen(func(string) { dials.Add(1) })
+	rc.OnConnOpen(func(context.Context, string) { dials.Add(1) })
 
 	hb := &wire.HeartbeatData{ClientID: "c", ProducerDataSet: []wire.HeartbeatProducerData{}, ConsumerDataSet: []wire.HeartbeatConsumerData{}}
 	sent := make(chan string, 4)
@@ -60,7 +61,7 @@ func TestConnHeartbeatsOwnDialWantsNoOther(t *testing.T) {
 	defer func() { trigger(); release(); cancel(); wg.Wait() }()
 
 	for _, addr := range []string{other, member} {
-		if err := sendHeartbeat(context.Background(), rc, "b", addr, hb); err != nil {
+		if _, err := invokeOK(context.Background(), rc, "b", addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,12 +72,78 @@ func TestConnHeartbeatsOwnDialWantsNoOther(t *testing.T) {
 	if n := dials.Load(); n != 3 {
 		t.Fatalf("%d dials, want 3 (the other address, the member, the heartbeat's own)", n)
 	}
-	h.mu.Lock()
-	pending := len(h.opened)
-	h.mu.Unlock()
-	if pending != 0 {
-		t.Fatalf("the heartbeat's own dial left %d addresses to heartbeat", pending)
+	pending := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.opened)
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("the heartbeat's own dial left %d addresses to heartbeat", n)
 	}
 	release()
 	testutil.WaitFor(t, 5*time.Second, "took after the member took the heartbeat", func() bool { return tookN.Load() == 1 })
+
+	// The listener runs before the dialing call is written.
+	rc.CloseConn(member)
+	if err := sendHeartbeat(context.Background(), rc, "b", member, hb); err != nil {
+		t.Fatal(err)
+	}
+	if n := dials.Load(); n != 4 {
+		t.Fatalf("%d dials, want 4", n)
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("an interval heartbeat's dial left %d addresses to heartbeat", n)
+	}
+}
+
+// TestConnHeartbeatsConnOpenedDuringHeartbeat: a connection another call
+// opens to a member while a heartbeat to that member is in flight (the
+// connection the heartbeat was to go on having closed) gets a heartbeat
+// of its own: the broker dropped the client with the closed connection,
+// and the heartbeat in flight may have gone on it.
+func TestConnHeartbeatsConnOpenedDuringHeartbeat(t *testing.T) {
+	ok := func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}
+	srv := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
+	srv.Register(remoting.RequestHeartBeat, ok, 1, 16)
+	srv.Register(remoting.RequestSendMessage, ok, 1, 16)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	member := srv.Addr().String()
+	rc := remoting.NewClient(remoting.ClientConfig{}, nil)
+	t.Cleanup(func() { _ = rc.Close() })
+
+	hb := &wire.HeartbeatData{ClientID: "c", ProducerDataSet: []wire.HeartbeatProducerData{}, ConsumerDataSet: []wire.HeartbeatConsumerData{}}
+	var sends atomic.Int32
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	h := newConnHeartbeats(func() []brokerMember { return []brokerMember{{"b", member}} }, func(ctx context.Context, b brokerMember) error {
+		if sends.Add(1) == 1 {
+			close(inFlight)
+			<-release
+		}
+		return sendHeartbeat(ctx, rc, b.name, b.addr, hb)
+	}, nil)
+	rc.OnConnOpen(h.connOpened)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); h.run(ctx) }()
+	unblock := sync.OnceFunc(func() { close(release) })
+	defer func() { unblock(); cancel(); wg.Wait() }()
+
+	call := func() {
+		t.Helper()
+		if _, err := rc.InvokeSync(context.Background(), member, remoting.NewRequest(remoting.RequestSendMessage, nil, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call()
+	<-inFlight
+	rc.CloseConn(member)
+	call()
+	unblock()
+	testutil.WaitFor(t, 5*time.Second, "a heartbeat for the connection opened while one was in flight", func() bool { return sends.Load() == 2 })
 }

@@ -35,13 +35,14 @@ func invokeOK(ctx context.Context, rc *remoting.Client, brokerName, addr string,
 	return resp, nil
 }
 
-// sendHeartbeat sends hb to addr.
+// sendHeartbeat sends hb to addr; a connection it dials gets no other
+// heartbeat (conn_heartbeat.go).
 func sendHeartbeat(ctx context.Context, rc *remoting.Client, brokerName, addr string, hb *wire.HeartbeatData) error {
 	body, err := json.Marshal(hb)
 	if err != nil {
 		return err
 	}
-	_, err = invokeOK(ctx, rc, brokerName, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, body))
+	_, err = invokeOK(heartbeatCall(ctx), rc, brokerName, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, body))
 	return err
 }
 

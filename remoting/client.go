@@ -125,11 +125,11 @@ type Client struct {
 	pool  *workerPool
 
 	mu      sync.Mutex
-	entries map[string]*clientEntry // guarded by mu
-	procs   map[int16]HandlerFunc   // guarded by mu
-	onOpen  []func(addr string)     // guarded by mu
-	onClose []func(addr string)     // guarded by mu
-	closed  bool                    // guarded by mu
+	entries map[string]*clientEntry                  // guarded by mu
+	procs   map[int16]HandlerFunc                    // guarded by mu
+	onOpen  []func(ctx context.Context, addr string) // guarded by mu
+	onClose []func(addr string)                      // guarded by mu
+	closed  bool                                     // guarded by mu
 
 	quit   chan struct{}
 	connWG sync.WaitGroup // reader and writer goroutines
@@ -173,14 +173,15 @@ func (c *Client) AddHook(h RPCHook) { c.hooks.add(h) }
 
 // OnConnOpen adds f, called with the address of every connection the
 // client dials, once the connection is in place and before the call that
-// dialed it is written; a dial that fails calls nothing. A peer may tie
-// state to the connection and drop it when the connection closes (a
-// broker drops a client's group registrations, as RocketMQ's
+// dialed it is written, and with that call's context (f may tell its own
+// calls' dials by a value it put there); a dial that fails calls nothing.
+// A peer may tie state to the connection and drop it when the connection
+// closes (a broker drops a client's group registrations, as RocketMQ's
 // doChannelCloseEvent); f lets the caller register again at once on the
 // new connection (RocketMQ's ChannelEventListener.onChannelActive). f runs
 // on the dialing goroutine with no client lock held and must not block:
 // it holds up that call.
-func (c *Client) OnConnOpen(f func(addr string)) {
+func (c *Client) OnConnOpen(f func(ctx context.Context, addr string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.onOpen = append(c.onOpen, f)
@@ -237,7 +238,7 @@ func (c *Client) connUntil(ctx context.Context, addr string, deadline time.Time)
 		fs := c.onOpen
 		c.mu.Unlock()
 		for _, f := range fs {
-			f(addr)
+			f(ctx, addr)
 		}
 	}
 	return conn, err

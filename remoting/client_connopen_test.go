@@ -2,36 +2,45 @@ package remoting
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
 	"testing"
 )
 
 // TestClientOnConnOpenOncePerDial: OnConnOpen listeners are told the
 // address of every connection the client dials, once per connection,
-// with the connection already in place and no client lock held (the
-// listener reads the client's connections); calls on an open connection
-// and a dial that fails tell them nothing.
+// with the connection already in place, no client lock held (the
+// listener reads the client's connections) and the dialing call's
+// context; calls on an open connection and a dial that fails tell them
+// nothing.
 func TestClientOnConnOpenOncePerDial(t *testing.T) {
 	s := startServer(t, ServerConfig{}, nil, func(s *Server) { s.Register(RequestHeartBeat, echo, 1, 16) })
 	addr := s.Addr().String()
 	c := newTestClient(t, ClientConfig{})
-	var opened []string
+	type callKey struct{}
+	var opened, calls []string
 	var sawLive []bool
-	c.OnConnOpen(func(a string) {
+	c.OnConnOpen(func(ctx context.Context, a string) {
 		opened = append(opened, a)
+		name, _ := ctx.Value(callKey{}).(string)
+		calls = append(calls, name)
 		live := c.liveConns()
 		sawLive = append(sawLive, len(live) == 1 && !live[0].Closed())
 	})
+	n := 0
 	call := func() {
 		t.Helper()
-		if _, err := c.InvokeSync(context.Background(), addr, NewRequest(RequestHeartBeat, nil, nil)); err != nil {
+		n++
+		ctx := context.WithValue(context.Background(), callKey{}, fmt.Sprint("call ", n))
+		if _, err := c.InvokeSync(ctx, addr, NewRequest(RequestHeartBeat, nil, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := func(n int) {
+	want := func(dialers ...string) {
 		t.Helper()
-		if len(opened) != n {
-			t.Fatalf("listener told of %d connections %v, want %d", len(opened), opened, n)
+		if !slices.Equal(calls, dialers) {
+			t.Fatalf("listener told of connections %v dialed by %q, want by %q", opened, calls, dialers)
 		}
 		for i, a := range opened {
 			if a != addr || !sawLive[i] {
@@ -44,10 +53,10 @@ func TestClientOnConnOpenOncePerDial(t *testing.T) {
 	if err := c.InvokeOneway(context.Background(), addr, NewRequest(RequestHeartBeat, nil, nil)); err != nil {
 		t.Fatal(err)
 	}
-	want(1)
+	want("call 1")
 	c.CloseConn(addr)
 	call()
-	want(2)
+	want("call 1", "call 3")
 
 	// Nothing listens on a port just freed: the dial fails.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -59,5 +68,5 @@ func TestClientOnConnOpenOncePerDial(t *testing.T) {
 	if _, err := c.InvokeSync(context.Background(), dead, NewRequest(RequestHeartBeat, nil, nil)); err == nil {
 		t.Fatal("call to a closed port succeeded")
 	}
-	want(2)
+	want("call 1", "call 3")
 }
