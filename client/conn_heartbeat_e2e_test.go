@@ -184,3 +184,60 @@ func (commitAll) ExecuteLocalTransaction(context.Context, *client.Message) clien
 func (commitAll) CheckLocalTransaction(context.Context, *client.MessageExt) client.LocalTransactionState {
 	return client.TransactionCommit
 }
+
+// TestConsumerQueuesReturnOnNewConnection: when one of two consumers of a
+// group loses its connection to the broker, the broker drops it and the
+// other consumer takes its queue; the first, pulling again on a new
+// connection, heartbeats at once, and the queue is its own again, with
+// heartbeats and periodic rebalances an hour apart.
+func TestConsumerQueuesReturnOnNewConnection(t *testing.T) {
+	nsAddr, brokerAddr := startConnCluster(t, "HBQ")
+	admin := remoting.NewClient(remoting.ClientConfig{}, nil)
+	t.Cleanup(func() { _ = admin.Close() })
+	ctx := context.Background()
+	start := func() *client.PushConsumer {
+		c, err := client.NewPushConsumer(client.NameServers(nsAddr), client.ConsumerGroup("HBQG"),
+			client.HeartbeatInterval(time.Hour), client.RebalanceInterval(time.Hour),
+			client.PullBackoff(50*time.Millisecond), client.LongPolling(200*time.Millisecond, 2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Subscribe("HBQ", "*")
+		_ = c.RegisterConcurrentListener(func(context.Context, *client.ConsumeConcurrentlyContext, []*client.MessageExt) client.ConsumeResult {
+			return client.ConsumeSuccess
+		})
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close(ctx) })
+		return c
+	}
+	a, b := start(), start()
+	// queue is the one queue of HBQ c owns (ok false: none or both).
+	queue := func(c *client.PushConsumer) (mq client.MessageQueue, ok bool) {
+		n := 0
+		for _, q := range c.OwnedQueues() {
+			if q.Topic == "HBQ" {
+				mq, n = q, n+1
+			}
+		}
+		return mq, n == 1
+	}
+	var aMQ client.MessageQueue
+	var before string
+	testutil.WaitFor(t, 10*time.Second, "one queue each", func() bool {
+		before = connOf(t, admin, brokerAddr, "HBQG", a.ClientID(), true)
+		aq, aOK := queue(a)
+		bq, bOK := queue(b)
+		aMQ = aq
+		return before != "" && connOf(t, admin, brokerAddr, "HBQG", b.ClientID(), true) != "" && aOK && bOK && aq != bq
+	})
+	aRC, _ := client.PushRemoting(a)
+	aRC.CloseConn(brokerAddr)
+	testutil.WaitFor(t, 10*time.Second, "the closed consumer back in the group, its queue its own", func() bool {
+		now := connOf(t, admin, brokerAddr, "HBQG", a.ClientID(), true)
+		aq, aOK := queue(a)
+		bq, bOK := queue(b)
+		return now != "" && now != before && aOK && aq == aMQ && bOK && bq != aMQ
+	})
+}
