@@ -110,11 +110,10 @@ func (c *consumerCore) startConnHeartbeats() {
 }
 
 // startConnHeartbeatsLocked makes the producer heartbeat a member of its
-// tracked topics' groups on every new connection to it; p.mu is held
-// and hb is p.hb.
-func (p *Producer) startConnHeartbeatsLocked(hb *producerHeartbeats) {
+// routes' groups on every new connection to it; p.mu is held.
+func (p *Producer) startConnHeartbeatsLocked() {
 	routes := p.routes
-	h := newConnHeartbeats(func() []brokerMember { return routes.members(hb.tracked()) }, func(ctx context.Context, b brokerMember) error {
+	h := newConnHeartbeats(func() []brokerMember { return routes.members(routes.cachedTopics()) }, func(ctx context.Context, b brokerMember) error {
 		cctx, cancel := context.WithTimeout(ctx, p.cfg.common.requestTimeout)
 		defer cancel()
 		err := sendHeartbeat(cctx, p.rc, b.name, b.addr, p.heartbeatData())

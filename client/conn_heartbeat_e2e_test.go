@@ -140,7 +140,7 @@ func TestConsumerHeartbeatsOnNewConnection(t *testing.T) {
 // transaction producer from its producer group when the producer's
 // connection to it closes, leaving it nobody to check a transaction back
 // with; the producer's next send, on a new connection, makes it heartbeat
-// that broker at once, not a TransactionHeartbeatInterval later.
+// that broker at once, not a ProducerHeartbeatInterval later.
 func TestTransactionProducerHeartbeatsOnNewConnection(t *testing.T) {
 	nsAddr, brokerAddr := startConnCluster(t, "HBT")
 	admin := remoting.NewClient(remoting.ClientConfig{}, nil)
@@ -168,7 +168,7 @@ func TestTransactionProducerHeartbeatsOnNewConnection(t *testing.T) {
 	})
 	client.ProducerRemoting(tp.Producer).CloseConn(brokerAddr)
 	send()
-	testutil.WaitFor(t, 5*time.Second, "the producer in its group on a new connection (heartbeat interval "+client.TransactionHeartbeatInterval.String()+")", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the producer in its group on a new connection (heartbeat interval "+client.ProducerHeartbeatInterval.String()+")", func() bool {
 		now := connOf(t, admin, brokerAddr, "HBTPG", tp.ClientID(), false)
 		return now != "" && now != before
 	})

@@ -74,8 +74,9 @@
 //
 // A consumer heartbeats every member of its subscribed topics' broker
 // groups at Start, every HeartbeatInterval and at once when a group's
-// members change; a requester or transaction producer does the same for
-// the groups of the topics it tracks, every TransactionHeartbeatInterval.
+// members change; a producer does the same, as its producer group, for
+// the groups of the topics whose routes it holds (those it sent to),
+// every ProducerHeartbeatInterval.
 // A broker drops a client from its groups as soon as the client's
 // connection to it closes, so, as RocketMQ's clients do on a channel
 // becoming active (enableHeartbeatChannelEventListener), a client
@@ -117,8 +118,9 @@
 //     END_TRANSACTION following the leader; CHECK_TRANSACTION_STATE served
 //     on the connection it came on).
 //   - producer_heartbeat.go: the producer's heartbeats (one client id, to
-//     every member of the groups of the topics a requester or transaction
-//     producer tracks) and the client id every client builds.
+//     every member of the groups of its cached routes, and of the topics a
+//     requester or transaction producer tracks) and the client id every
+//     client builds.
 //   - conn_heartbeat.go: the heartbeat a consumer or producer sends a
 //     member on a new connection to it.
 //   - autobatch.go: the AutoBatch option, which lets concurrent sends of a

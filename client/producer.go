@@ -16,9 +16,10 @@ import (
 // Producer sends messages to RocketMQ-protocol brokers found through the
 // name servers. Build it with NewProducer, call Start, then send from any
 // number of goroutines; Close stops everything it started. It owns a
-// remoting client (one connection per broker), the route cache and one
-// refresh goroutine, plus one goroutine per SendAsync that needs more than
-// its first request answered well (producer_async.go).
+// remoting client (one connection per broker), the route cache, one
+// refresh goroutine and two heartbeat goroutines (producer_heartbeat.go),
+// plus one goroutine per SendAsync that needs more than its first request
+// answered well (producer_async.go).
 type Producer struct {
 	cfg      producerConfig
 	log      *zap.Logger
@@ -42,7 +43,7 @@ type Producer struct {
 	cancel    context.CancelFunc
 	refreshCh chan string         // topics to refresh now
 	req       *requester          // guarded by mu; set by the first Request
-	hb        *producerHeartbeats // guarded by mu; set by the first trackHeartbeat
+	hb        *producerHeartbeats // guarded by mu; set by Start
 	tracer    *tracer             // set by Start; nil unless WithTrace
 	wg        sync.WaitGroup
 }
@@ -93,8 +94,8 @@ func (p *Producer) ProducerID() string {
 	return p.seq.producerID
 }
 
-// Start connects the producer's machinery: the remoting client and the
-// route refresh loop. Routes are fetched lazily, per topic, on first send,
+// Start connects the producer's machinery: the remoting client, the
+// route refresh loop and the heartbeats. Routes are fetched lazily, per topic, on first send,
 // so ctx (which bounds only Start's own work, not the producer's life)
 // is only checked. Calling Start again is a no-op; after Close it returns
 // ErrClosed.
@@ -130,6 +131,7 @@ func (p *Producer) Start(ctx context.Context) error {
 	p.state = stateStarted
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); p.refreshLoop() }()
+	p.startHeartbeatsLocked()
 	return nil
 }
 

@@ -16,32 +16,39 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// Producer heartbeats. A producer that only sends needs none: brokers
-// store its messages without knowing it. Two features need the brokers to
-// know it, as RocketMQ's producers always are: request-reply (a broker
-// pushes a reply to the connection the requester's heartbeat registered)
-// and transactions (a broker checks back an undecided half on a
-// connection of a producer of its group). Both track topics here; the
-// producer then heartbeats, as its producer group under its one client
-// id, every member of every broker group routing a tracked topic (a
-// follower that becomes leader already knows it), at once when a topic is
-// new or a route shows a group with other members, on a new connection to
-// a member (conn_heartbeat.go), and every TransactionHeartbeatInterval
-// after.
+// Producer heartbeats. Every producer heartbeats, as its producer group
+// under its one client id, every member of every broker group routing a
+// topic whose route it holds (the topics it sent to or looked up, as
+// RocketMQ's MQClientInstance heartbeats every broker of its
+// brokerAddrTable): brokers then list it (GET_PRODUCER_CONNECTION_LIST,
+// admin producerConnection, the dashboard's producer view), a follower
+// that becomes leader already knows it. It does so every
+// ProducerHeartbeatInterval, at once when a route shows a group with other
+// members (a new topic's groups among them), and on a new connection to a
+// member (conn_heartbeat.go). The send path adds nothing: a topic's route
+// is fetched once, and the heartbeats read the route cache. Two features
+// need more: request-reply (a broker pushes a reply to the connection the
+// requester's heartbeat registered) and transactions (a broker checks
+// back an undecided half on a connection of a producer of its group) track
+// the topics whose brokers must know the producer before a request or a
+// check-back, fetching their routes and heartbeating at once.
 
-// TransactionHeartbeatInterval is how often a producer that needs its
-// brokers to know it (a TransactionProducer, a requester) heartbeats every
+// ProducerHeartbeatInterval is how often a producer heartbeats every
 // member of its brokers' groups (RocketMQ's heartbeatBrokerInterval):
 // brokers drop a producer silent for their channelExpiredTimeout (120 s).
-const TransactionHeartbeatInterval = 30 * time.Second
+const ProducerHeartbeatInterval = 30 * time.Second
 
-// producerHeartbeats is a Producer's heartbeat state, built by the first
-// trackHeartbeat.
+// TransactionHeartbeatInterval is ProducerHeartbeatInterval.
+//
+// Deprecated: every producer heartbeats; use ProducerHeartbeatInterval.
+const TransactionHeartbeatInterval = ProducerHeartbeatInterval
+
+// producerHeartbeats is a Producer's heartbeat state, built by Start.
 type producerHeartbeats struct {
-	now chan struct{} // wakes the loop for a new topic
+	now chan struct{} // wakes the loop
 
 	mu     sync.Mutex
-	topics map[string]bool // guarded by mu; topics whose brokers get heartbeats
+	topics map[string]bool // guarded by mu; topics whose routes the heartbeats fetch
 }
 
 // newClientID makes a client id as RocketMQ's ClientConfig.buildMQClientId
@@ -62,24 +69,17 @@ func newClientID(ip net.IP, instance string) string {
 // replies to its requests are addressed to (REPLY_TO_CLIENT).
 func (p *Producer) ClientID() string { return p.clientID }
 
-// trackHeartbeat makes the brokers of topics know the producer: it starts
-// the heartbeat loop on first use and reports whether a topic was new (the
+// trackHeartbeat makes the brokers of topics know the producer even
+// before it holds their routes, and reports whether a topic was new (the
 // caller then heartbeats at once, or lets the loop do it).
 func (p *Producer) trackHeartbeat(topics ...string) (added bool, err error) {
 	p.mu.Lock()
-	if err := p.runningLocked(); err != nil {
-		p.mu.Unlock()
+	err = p.runningLocked()
+	hb := p.hb
+	p.mu.Unlock()
+	if err != nil {
 		return false, err
 	}
-	hb := p.hb
-	if hb == nil {
-		hb = &producerHeartbeats{now: make(chan struct{}, 1), topics: map[string]bool{}}
-		p.hb = hb
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); every(p.ctx, TransactionHeartbeatInterval, hb.now, p.sendHeartbeats) }()
-		p.startConnHeartbeatsLocked(hb)
-	}
-	p.mu.Unlock()
 	hb.mu.Lock()
 	for _, t := range topics {
 		if !hb.topics[t] {
@@ -88,6 +88,16 @@ func (p *Producer) trackHeartbeat(topics ...string) (added bool, err error) {
 	}
 	hb.mu.Unlock()
 	return added, nil
+}
+
+// startHeartbeatsLocked starts the heartbeat loop and the new-connection
+// heartbeats; p.mu is held, by Start.
+func (p *Producer) startHeartbeatsLocked() {
+	hb := &producerHeartbeats{now: make(chan struct{}, 1), topics: map[string]bool{}}
+	p.hb = hb
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); every(p.ctx, ProducerHeartbeatInterval, hb.now, p.sendHeartbeats) }()
+	p.startConnHeartbeatsLocked()
 }
 
 // heartbeatSoon wakes the heartbeat loop without waiting for it.
@@ -101,8 +111,8 @@ func (p *Producer) heartbeatSoon() {
 	wake(hb.now)
 }
 
-// heartbeatMembers lists every member of the broker groups of the tracked
-// topics, fetching a route that is not cached.
+// heartbeatMembers lists every member of the broker groups of the cached
+// routes, fetching first a tracked topic's route that is not cached.
 func (p *Producer) heartbeatMembers(ctx context.Context) []brokerMember {
 	p.mu.Lock()
 	hb, routes := p.hb, p.routes
@@ -120,10 +130,10 @@ func (p *Producer) heartbeatMembers(ctx context.Context) []brokerMember {
 			cancel()
 		}
 	}
-	return routes.members(topics)
+	return routes.members(routes.cachedTopics())
 }
 
-// tracked lists the topics whose brokers get heartbeats, sorted.
+// tracked lists the topics whose routes the heartbeats fetch, sorted.
 func (hb *producerHeartbeats) tracked() []string {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
@@ -131,7 +141,7 @@ func (hb *producerHeartbeats) tracked() []string {
 }
 
 // sendHeartbeats sends HEART_BEAT with the producer group to every member
-// of the tracked topics' groups.
+// of the groups of the cached routes.
 func (p *Producer) sendHeartbeats(ctx context.Context) {
 	hb := p.heartbeatData()
 	for _, b := range p.heartbeatMembers(ctx) {

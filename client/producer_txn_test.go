@@ -170,7 +170,7 @@ func TestTransactionProducerHeartbeatsNewMember(t *testing.T) {
 	}
 	testutil.WaitFor(t, 5*time.Second, "a heartbeat to the first member", func() bool { return beats[0].Load() > 0 })
 	members[1].register(t, ns, 1, 2, map[string]int{"T": 1})
-	testutil.WaitFor(t, 5*time.Second, "a heartbeat to the member that joined (the interval is "+TransactionHeartbeatInterval.String()+")",
+	testutil.WaitFor(t, 5*time.Second, "a heartbeat to the member that joined (the interval is "+ProducerHeartbeatInterval.String()+")",
 		func() bool { return beats[1].Load() > 0 })
 }
 
