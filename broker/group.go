@@ -553,8 +553,8 @@ func (g *Group) runSnapshotBySize() {
 			continue
 		}
 		// ErrRaftShutdown: a removed member's Raft stopped when it learned of
-	// its removal, and such a member never starts again on this data.
-	if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) && !errors.Is(err, raft.ErrRaftShutdown) {
+		// its removal, and such a member never starts again on this data.
+		if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) && !errors.Is(err, raft.ErrRaftShutdown) {
 			next = time.Now().Add(snapshotBySizeRetry)
 			g.log.Warn("size-triggered snapshot failed; will retry", zap.Error(err), zap.Duration("in", snapshotBySizeRetry))
 		}
