@@ -38,11 +38,6 @@ import (
 // brokers drop a producer silent for their channelExpiredTimeout (120 s).
 const ProducerHeartbeatInterval = 30 * time.Second
 
-// TransactionHeartbeatInterval is ProducerHeartbeatInterval.
-//
-// Deprecated: every producer heartbeats; use ProducerHeartbeatInterval.
-const TransactionHeartbeatInterval = ProducerHeartbeatInterval
-
 // producerHeartbeats is a Producer's heartbeat state, built by Start.
 type producerHeartbeats struct {
 	now chan struct{} // wakes the loop
