@@ -74,9 +74,10 @@
 //
 // A consumer heartbeats every member of its subscribed topics' broker
 // groups at Start, every HeartbeatInterval and at once when a group's
-// members change; a producer does the same, as its producer group, for
-// the groups of the topics whose routes it holds (those it sent to),
-// every ProducerHeartbeatInterval.
+// members change; a producer heartbeats, as its producer group, every
+// ProducerHeartbeatInterval, the leader of each group of the topics whose
+// routes it holds (those it sent to), and every member of the groups of
+// the topics a requester or transaction producer tracks.
 // A broker drops a client from its groups as soon as the client's
 // connection to it closes, so, as RocketMQ's clients do on a channel
 // becoming active (enableHeartbeatChannelEventListener), a client
@@ -118,9 +119,9 @@
 //     END_TRANSACTION following the leader; CHECK_TRANSACTION_STATE served
 //     on the connection it came on).
 //   - producer_heartbeat.go: the producer's heartbeats (one client id, to
-//     every member of the groups of its cached routes, and of the topics a
-//     requester or transaction producer tracks) and the client id every
-//     client builds.
+//     the leader of each group of its cached routes, and every member of
+//     the groups of the topics a requester or transaction producer tracks)
+//     and the client id every client builds.
 //   - conn_heartbeat.go: the heartbeat a consumer or producer sends a
 //     member on a new connection to it.
 //   - autobatch.go: the AutoBatch option, which lets concurrent sends of a

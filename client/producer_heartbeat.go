@@ -17,21 +17,23 @@ import (
 )
 
 // Producer heartbeats. Every producer heartbeats, as its producer group
-// under its one client id, every member of every broker group routing a
+// under its one client id, the leader of every broker group routing a
 // topic whose route it holds (the topics it sent to or looked up, as
-// RocketMQ's MQClientInstance heartbeats every broker of its
-// brokerAddrTable): brokers then list it (GET_PRODUCER_CONNECTION_LIST,
-// admin producerConnection, the dashboard's producer view), a follower
-// that becomes leader already knows it. It does so every
-// ProducerHeartbeatInterval, at once when a route shows a group with other
-// members (a new topic's groups among them), and on a new connection to a
-// member (conn_heartbeat.go). The send path adds nothing: a topic's route
-// is fetched once, and the heartbeats read the route cache. Two features
-// need more: request-reply (a broker pushes a reply to the connection the
-// requester's heartbeat registered) and transactions (a broker checks
-// back an undecided half on a connection of a producer of its group) track
-// the topics whose brokers must know the producer before a request or a
-// check-back, fetching their routes and heartbeating at once.
+// RocketMQ's MQClientInstance heartbeats brokerId 0 of every broker of its
+// brokerAddrTable when it runs no consumer): brokers then list it
+// (GET_PRODUCER_CONNECTION_LIST, admin producerConnection, the dashboard's
+// producer view). It does so every ProducerHeartbeatInterval, at once when
+// a route shows a group with other members (a new topic's groups among
+// them), and on a new connection to a member (conn_heartbeat.go), which is
+// how a new leader learns of it: through the producer's next send. The
+// send path adds nothing: a topic's route is fetched once, and the
+// heartbeats read the route cache. Two features need more: request-reply
+// (a broker pushes a reply to the connection the requester's heartbeat
+// registered) and transactions (a broker checks back an undecided half on
+// a connection of a producer of its group) track the topics whose brokers
+// must know the producer before a request or a check-back, fetching their
+// routes and heartbeating every member of their groups at once, so that a
+// follower that becomes leader already knows it.
 
 // ProducerHeartbeatInterval is how often a producer heartbeats every
 // member of its brokers' groups (RocketMQ's heartbeatBrokerInterval):
@@ -106,8 +108,9 @@ func (p *Producer) heartbeatSoon() {
 	wake(hb.now)
 }
 
-// heartbeatMembers lists every member of the broker groups of the cached
-// routes, fetching first a tracked topic's route that is not cached.
+// heartbeatMembers lists every member of the broker groups of the
+// tracked topics, fetching a route that is not cached, and the leader of
+// the other groups of the cached routes.
 func (p *Producer) heartbeatMembers(ctx context.Context) []brokerMember {
 	p.mu.Lock()
 	hb, routes := p.hb, p.routes
@@ -125,7 +128,18 @@ func (p *Producer) heartbeatMembers(ctx context.Context) []brokerMember {
 			cancel()
 		}
 	}
-	return routes.members(routes.cachedTopics())
+	out := routes.members(topics)
+	seen := map[string]bool{}
+	for _, b := range out {
+		seen[b.addr] = true
+	}
+	for _, b := range routes.leaders(routes.cachedTopics()) {
+		if !seen[b.addr] {
+			seen[b.addr] = true
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // tracked lists the topics whose routes the heartbeats fetch, sorted.
@@ -135,8 +149,8 @@ func (hb *producerHeartbeats) tracked() []string {
 	return slices.Sorted(maps.Keys(hb.topics))
 }
 
-// sendHeartbeats sends HEART_BEAT with the producer group to every member
-// of the groups of the cached routes.
+// sendHeartbeats sends HEART_BEAT with the producer group to the members
+// heartbeatMembers lists.
 func (p *Producer) sendHeartbeats(ctx context.Context) {
 	hb := p.heartbeatData()
 	for _, b := range p.heartbeatMembers(ctx) {
@@ -184,6 +198,29 @@ func (r *routeManager) members(topics []string) []brokerMember {
 					out = append(out, brokerMember{bd.BrokerName, a})
 				}
 			}
+		}
+	}
+	return out
+}
+
+// leaders lists the address each group routing one of topics (cached
+// routes) sends to (brokerAddr).
+func (r *routeManager) leaders(topics []string) []brokerMember {
+	var names []string
+	r.mu.Lock()
+	for _, topic := range topics {
+		if tr := r.topics[topic]; tr != nil {
+			for _, bd := range tr.data.BrokerDatas {
+				names = append(names, bd.BrokerName)
+			}
+		}
+	}
+	r.mu.Unlock()
+	slices.Sort(names)
+	var out []brokerMember
+	for _, name := range slices.Compact(names) {
+		if a := r.brokerAddr(name); a != "" {
+			out = append(out, brokerMember{name, a})
 		}
 	}
 	return out
