@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,12 +16,14 @@ import (
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // tlsCluster starts a name server and a 3-member group whose listeners run
 // in mode with certificates from one test CA; the brokers register with
-// the name server over TLS, verifying its certificate.
-func tlsCluster(t *testing.T, mode remoting.TLSMode) (*procCluster, *testutil.TestCA) {
+// the name server over TLS, verifying its certificate; more has the last
+// word on each member's config.
+func tlsCluster(t *testing.T, mode remoting.TLSMode, more ...func(*BrokerConfig)) (*procCluster, *testutil.TestCA) {
 	t.Helper()
 	ca := testutil.NewTestCA(t, "raftmq-test")
 	files := ca.Issue("node")
@@ -29,6 +32,9 @@ func tlsCluster(t *testing.T, mode remoting.TLSMode) (*procCluster, *testutil.Te
 	pc := startRealClusterOn(t, ns, nsAddr, func(c *BrokerConfig) {
 		c.TLS = server
 		c.TLS.ClientEnable, c.TLS.ClientTrustCertPath = true, ca.CertPath
+		for _, f := range more {
+			f(c)
+		}
 	})
 	return pc, ca
 }
@@ -106,4 +112,76 @@ func TestOfficialTLSPermissive(t *testing.T) {
 	resetOfficialTLS(t)
 	officialSendAll(t, pc.nsAddr, "TLS_P", "tls", 3, producer.WithTls(true))
 	officialSendAll(t, pc.nsAddr, "TLS_P", "plain", 3, producer.WithTls(false))
+}
+
+// TestSDKTLSInnerProducers: against enforcing TLS servers, the producers
+// a raftmq push consumer runs for itself connect over TLS as it does: an
+// orderly message that exhausted its redeliveries is in %DLQ%group and the
+// queue goes on behind it, and the consumer's trace records are stored.
+func TestSDKTLSInnerProducers(t *testing.T) {
+	pc, ca := tlsCluster(t, remoting.TLSEnforcing, func(c *BrokerConfig) { c.TraceTopicEnable = true })
+	const topic, group = "TLS_INNER", "TLSInnerGroup"
+	ctx := context.Background()
+	tlsOn := client.WithTLS(ca.CertPath)
+	admin, err := client.NewAdmin(client.NameServers(pc.nsAddr), tlsOn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Close(ctx) }()
+	testutil.WaitFor(t, 30*time.Second, "topic "+topic+" created", func() bool {
+		_, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: topic, ReadQueueNums: 1, WriteQueueNums: 1}, "DefaultCluster", "")
+		return err == nil
+	})
+	testutil.WaitFor(t, 10*time.Second, "route of "+topic, func() bool { _, err := admin.TopicRoute(ctx, topic); return err == nil })
+	p, err := client.NewProducer(client.NameServers(pc.nsAddr), tlsOn, client.ProducerGroup("PG_SDK_TLS_INNER"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close(ctx) }()
+	for _, body := range []string{"m0", "m1", "m2"} {
+		if _, err := p.SendSync(ctx, client.NewMessage(topic, []byte(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c, err := client.NewPushConsumer(client.NameServers(pc.nsAddr), tlsOn, client.ConsumerGroup(group), client.WithLogger(testLogger()),
+		client.WithTrace(""), client.ConsumeFrom(client.ConsumeFromFirstOffset), client.MaxReconsumeTimes(1),
+		client.SuspendCurrentQueueTime(10*time.Millisecond), client.PersistInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	var m2 atomic.Bool
+	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
+		for _, m := range msgs {
+			if string(m.Body) == "m1" {
+				return client.SuspendCurrentQueueAMoment
+			}
+			m2.Store(m2.Load() || string(m.Body) == "m2")
+		}
+		return client.OrderlySuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close(ctx) }()
+	stored := func(topic string) int64 {
+		st, err := admin.TopicStatus(ctx, topic)
+		if err != nil {
+			return -1
+		}
+		var n int64
+		for _, s := range st {
+			n += s.MaxOffset - s.MinOffset
+		}
+		return n
+	}
+	dlq := wire.DLQGroupTopicPrefix + group
+	testutil.WaitFor(t, 30*time.Second, "m1 in "+dlq+" and m2 consumed", func() bool {
+		return stored(dlq) == 1 && m2.Load()
+	})
+	testutil.WaitFor(t, 30*time.Second, "trace records stored", func() bool { return stored(client.DefaultTraceTopic) > 0 })
 }

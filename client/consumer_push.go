@@ -176,8 +176,8 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	retry, err := NewProducer(NameServers(c.cfg.common.nameServers...), WithLogger(c.cfg.common.log),
-		ProducerGroup("CLIENT_INNER_PRODUCER"), AutoCreateTopic(false, 1), SendTimeout(c.cfg.common.requestTimeout))
+	retry, err := NewProducer(innerProducer(c.cfg.common), ProducerGroup("CLIENT_INNER_PRODUCER"),
+		AutoCreateTopic(false, 1), SendTimeout(c.cfg.common.requestTimeout))
 	if err != nil {
 		return err
 	}

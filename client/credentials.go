@@ -7,13 +7,14 @@ import (
 )
 
 // WithCredentials signs every request the client sends — to brokers and
-// to name servers — with an ACL account of the brokers' plain_acl.yml,
-// as RocketMQ's clients do (AclClientRPCHook; the official Go client's
-// WithCredentials): the AccessKey field plus an HmacSHA1 Signature over
-// the sorted header values and the body. Needed when brokers run with
-// aclEnable=true; a refused request fails with a *remoting.RemoteError of
-// code NO_PERMISSION whose remark names the account, the resource and the
-// missing permission.
+// to name servers, its inner producers' too (a push consumer's send-backs
+// and dead letters, trace records) — with an ACL account of the brokers'
+// plain_acl.yml, as RocketMQ's clients do (AclClientRPCHook; the official
+// Go client's WithCredentials): the AccessKey field plus an HmacSHA1
+// Signature over the sorted header values and the body. Needed when
+// brokers run with aclEnable=true; a refused request fails with a
+// *remoting.RemoteError of code NO_PERMISSION whose remark names the
+// account, the resource and the missing permission.
 func WithCredentials(accessKey, secretKey string) Opt {
 	return commonOpt(func(c *commonConfig) {
 		c.credentials.AccessKey, c.credentials.SecretKey = accessKey, secretKey

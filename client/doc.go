@@ -88,9 +88,11 @@
 //
 // # Files
 //
-//   - options.go: the options every client takes and the producer's;
-//     consumer_options.go: the consumers'; options_tls.go: WithTLS and
-//     WithTLSConfig.
+//   - options.go: the options every client takes and the producer's, and
+//     innerProducer, which gives the producers a client runs for itself
+//     (a push consumer's send-backs and dead letters, trace records) its
+//     name servers, timeouts, credentials and TLS; consumer_options.go:
+//     the consumers'; options_tls.go: WithTLS and WithTLSConfig.
 //   - message.go, uniqkey.go, queue.go, sendresult.go, subscription.go: the
 //     message model (deliver-at / deliver-after timers), the client-side unique id (UNIQ_KEY), message queues,
 //     send results, subscriptions: tag expressions and MessageSelector

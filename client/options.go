@@ -76,6 +76,23 @@ func (c *commonConfig) validate() error {
 	return c.validateCredentials()
 }
 
+// innerProducer is the option that makes a producer a client runs for
+// itself (the push consumer's send-back producer, the trace producer)
+// connect as its owner does: same name servers, timeouts, credentials and
+// TLS, so that it works wherever its owner does, as RocketMQ's inner
+// producers do by sharing their owner's client instance. It has its own
+// client id, though: it heartbeats on its own connections, and the broker
+// routes a reply to the connection that last heartbeated its requester's
+// id. Its sends are not traced.
+func innerProducer(owner commonConfig) ProducerOpt {
+	return producerOpt(func(c *producerConfig) {
+		c.common = owner
+		c.common.nameServers = append([]string(nil), owner.nameServers...)
+		c.common.instanceName = defaultCommonConfig().instanceName
+		c.common.traceTopic = ""
+	})
+}
+
 // Opt is an option every client type accepts.
 type Opt interface {
 	ProducerOpt

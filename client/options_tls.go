@@ -8,7 +8,8 @@ import (
 )
 
 // tlsOption is the TLS setting of every connection a client opens (to name
-// servers and brokers alike, as RocketMQ's clients do).
+// servers and brokers alike, its inner producers' too, as RocketMQ's
+// clients do).
 type tlsOption struct {
 	cfg *tls.Config // nil: plaintext
 	err error       // reported by the constructor

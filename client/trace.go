@@ -115,9 +115,7 @@ func startTracer(ctx context.Context, cfg commonConfig, group string) (*tracer, 
 	if cfg.traceTopic == "" {
 		return nil, nil
 	}
-	// The trace producer signs with the client's credentials, if any.
-	creds := commonOpt(func(c *commonConfig) { c.credentials = cfg.credentials })
-	p, err := NewProducer(NameServers(cfg.nameServers...), WithLogger(cfg.log), creds, ProducerGroup(traceGroupPrefix+group),
+	p, err := NewProducer(innerProducer(cfg), ProducerGroup(traceGroupPrefix+group),
 		SendTimeout(5*time.Second), RetryTimesWhenSendFailed(1))
 	if err != nil {
 		return nil, err
