@@ -112,33 +112,18 @@ func TestACLOrderlyDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Subscribe("InnerACL", "*")
-	var mu sync.Mutex
-	var seen []string
-	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range msgs {
-			seen = append(seen, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
-			if string(m.Body) == "m1" {
-				return client.SuspendCurrentQueueAMoment
-			}
-		}
-		return client.OrderlySuccess
-	})
+	d := &orderlyDeliveries{}
+	_ = c.RegisterOrderlyListener(d.suspendOn("m1", nil))
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
 	dlq := wire.DLQGroupTopicPrefix + group
 	testutil.WaitFor(t, 20*time.Second, "m1 in "+dlq+" and m2 consumed", func() bool {
-		mu.Lock()
-		done := len(seen) > 0 && seen[len(seen)-1] == "m2/0"
-		mu.Unlock()
-		return done && storedIn(ctx, admin, dlq) == 1
+		seen := d.list()
+		return len(seen) > 0 && seen[len(seen)-1] == "m2/0" && storedIn(ctx, admin, dlq) == 1
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if got := fmt.Sprint(seen); got != "[m0/0 m1/0 m1/1 m2/0]" {
+	if got := fmt.Sprint(d.list()); got != "[m0/0 m1/0 m1/1 m2/0]" {
 		t.Fatalf("deliveries %s", got)
 	}
 }

@@ -219,21 +219,9 @@ func TestOrderlyDeadLetterSendFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Subscribe(topic, "*")
-	var mu sync.Mutex
-	var seen []string
 	hooked := make(chan struct{})
-	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
-		<-hooked
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range msgs {
-			seen = append(seen, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
-			if string(m.Body) == "m1" {
-				return client.SuspendCurrentQueueAMoment
-			}
-		}
-		return client.OrderlySuccess
-	})
+	d := &orderlyDeliveries{}
+	_ = c.RegisterOrderlyListener(d.suspendOn("m1", func() { <-hooked }))
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -246,28 +234,24 @@ func TestOrderlyDeadLetterSendFailure(t *testing.T) {
 	// m1/0 and m1/1 are its delivery and its one redelivery; from m1/2 on
 	// every failure tries the DLQ.
 	testutil.WaitFor(t, 20*time.Second, "m1 consumed again while the DLQ refuses it", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen) >= 6
+		return len(d.list()) >= 6
 	})
 	testutil.WaitFor(t, 10*time.Second, "offset 1 committed", func() bool { return w.last.Load() == 1 })
 	if m := w.max.Load(); m != 1 {
 		t.Fatalf("committed offset %d passed m1, which is in no DLQ", m)
 	}
-	mu.Lock()
+	seen := d.list()
 	for i, s := range seen[1:6] {
 		if want := fmt.Sprintf("m1/%d", i); s != want {
 			t.Fatalf("delivery %d: %s, want %s (all %v)", i+2, s, want, seen)
 		}
 	}
-	mu.Unlock()
 	refusal.on.Store(false)
 	testutil.WaitFor(t, 20*time.Second, "offset 4 committed", func() bool { return w.last.Load() == 4 })
-	mu.Lock()
+	seen = d.list()
 	if n := len(seen); seen[n-2] != "m2/0" || seen[n-1] != "m3/0" {
 		t.Fatalf("deliveries %v", seen)
 	}
-	mu.Unlock()
 	if refusal.refused.Load() == 0 {
 		t.Fatal("no DLQ send was refused")
 	}
@@ -410,5 +394,38 @@ func TestPushRetryTopicReadFromStartWithTimestamp(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the message in %s was never delivered (owned queues %v)", retry, c.OwnedQueues())
+	}
+}
+
+// orderlyDeliveries records an orderly listener's deliveries as
+// "body/reconsumeTimes".
+type orderlyDeliveries struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+// list returns the deliveries so far.
+func (d *orderlyDeliveries) list() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.seen)
+}
+
+// suspendOn is an orderly listener that records each delivery, after
+// before (when not nil) returns, and suspends the queue at body.
+func (d *orderlyDeliveries) suspendOn(body string, before func()) client.OrderlyListener {
+	return func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
+		if before != nil {
+			before()
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for _, m := range msgs {
+			d.seen = append(d.seen, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
+			if string(m.Body) == body {
+				return client.SuspendCurrentQueueAMoment
+			}
+		}
+		return client.OrderlySuccess
 	}
 }
