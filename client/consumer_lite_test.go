@@ -506,45 +506,14 @@ func TestLiteSeekCommitsNothing(t *testing.T) {
 // commits 1; a Commit before anything was polled since must not send the
 // offset polled before the reset (3) over it, as a Seek would not.
 func TestLitePullCommitAfterResetByBroker(t *testing.T) {
-	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1})
-	for i := range 3 {
-		b.put("T", 0, fmt.Sprint(i), nil)
-	}
-	b.mu.Lock()
-	b.noPullCommit = true
-	b.mu.Unlock()
-	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), AutoCommit(false), ConsumeFrom(ConsumeFromFirstOffset),
-		PersistInterval(time.Hour))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mq := MessageQueue{"T", "broker-a", 0}
-	if err := l.Assign([]MessageQueue{mq}); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := l.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
-	pollN(t, l, 3)
+	b, l, conn := startPolledLiteForReset(ctx, t, AutoCommit(false))
 	if err := l.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var conn *remoting.Conn
-	testutil.WaitFor(t, 5*time.Second, "the consumer's heartbeat", func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		conn = b.members["LG"][l.ClientID()].conn
-		return conn != nil
-	})
-	req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "LG", Timestamp: 1, IsForce: true},
-		[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:1}}`))
-	if resp, err := conn.InvokeSync(ctx, req); err != nil || resp.Code != remoting.ResponseSuccess {
-		t.Fatalf("reset: %v %v", resp, err)
+	if err := resetQueueToOne(ctx, conn); err != nil {
+		t.Fatal(err)
 	}
 	if off, _ := b.offset("LG", "T", 0); off != 1 {
 		t.Fatalf("committed offset after the reset to 1: %d", off)
@@ -564,49 +533,13 @@ func TestLitePullCommitAfterResetByBroker(t *testing.T) {
 // store and commit 1 after that Poll, not before: the stored 3 would be
 // what it commits, and what every persist round and Close send.
 func TestLitePullResetNotUndoneByPollInProgress(t *testing.T) {
-	ns := startNameServer(t)
-	b := startQBroker(t, "broker-a")
-	b.register(t, ns, 0, map[string]int{"T": 1})
-	for i := range 3 {
-		b.put("T", 0, fmt.Sprint(i), nil)
-	}
-	b.mu.Lock()
-	b.noPullCommit = true
-	b.mu.Unlock()
-	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), ConsumeFrom(ConsumeFromFirstOffset),
-		PersistInterval(time.Hour))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mq := MessageQueue{"T", "broker-a", 0}
-	if err := l.Assign([]MessageQueue{mq}); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := l.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
-	pollN(t, l, 3)
-	var conn *remoting.Conn
-	testutil.WaitFor(t, 5*time.Second, "the consumer's heartbeat", func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		conn = b.members["LG"][l.ClientID()].conn
-		return conn != nil
-	})
+	b, l, conn := startPolledLiteForReset(ctx, t)
+	mq := MessageQueue{"T", "broker-a", 0}
 	l.consumedMu.Lock() // a Poll in progress, which saw the queue not dropped
 	reset := make(chan error, 1)
-	go func() {
-		req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "LG", Timestamp: 1, IsForce: true},
-			[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:1}}`))
-		resp, err := conn.InvokeSync(ctx, req)
-		if err == nil && resp.Code != remoting.ResponseSuccess {
-			err = fmt.Errorf("reset answered %d %s", resp.Code, resp.Remark)
-		}
-		reset <- err
-	}()
+	go func() { reset <- resetQueueToOne(ctx, conn) }()
 	testutil.WaitFor(t, 5*time.Second, "the reset waiting for the Poll", func() bool {
 		buf := make([]byte, 1<<20)
 		return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*LitePullConsumer).sought(")
@@ -684,4 +617,54 @@ func TestLitePullStartFailingBesideResetReturns(t *testing.T) {
 		t.Fatal("Start did not return: its close waits for the reset's handler, which waits for Start")
 	}
 	<-reset
+}
+
+// startPolledLiteForReset starts a lite pull consumer of group LG (with
+// opts) assigned broker-a's one queue of T, which holds three messages,
+// polls them, and returns the broker, the consumer and the connection its
+// heartbeat registered, over which the broker relays resets.
+func startPolledLiteForReset(ctx context.Context, t *testing.T, opts ...ConsumerOpt) (*qBroker, *LitePullConsumer, *remoting.Conn) {
+	t.Helper()
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	for i := range 3 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	b.mu.Lock()
+	b.noPullCommit = true
+	b.mu.Unlock()
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), append(opts, ConsumeFrom(ConsumeFromFirstOffset),
+		PersistInterval(time.Hour))...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Assign([]MessageQueue{{"T", "broker-a", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	pollN(t, l, 3)
+	var conn *remoting.Conn
+	testutil.WaitFor(t, 5*time.Second, "the consumer's heartbeat", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		conn = b.members["LG"][l.ClientID()].conn
+		return conn != nil
+	})
+	return b, l, conn
+}
+
+// resetQueueToOne relays, as a broker does, a reset of group LG's queue
+// broker-a/T/0 to offset 1.
+func resetQueueToOne(ctx context.Context, conn *remoting.Conn) error {
+	req := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, &wire.ResetOffsetRequestHeader{Topic: "T", Group: "LG", Timestamp: 1, IsForce: true},
+		[]byte(`{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:1}}`))
+	resp, err := conn.InvokeSync(ctx, req)
+	if err == nil && resp.Code != remoting.ResponseSuccess {
+		err = fmt.Errorf("reset answered %d %s", resp.Code, resp.Remark)
+	}
+	return err
 }
