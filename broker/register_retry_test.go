@@ -181,22 +181,30 @@ func (f *lateRemovalNameServer) state() (registered bool, removals int) {
 	return f.via != nil, f.removals
 }
 
-// TestRegisterAgainOutlastsALateRemoval: a name server may apply the
-// removal of a closed connection's registration after the registration
-// the broker made at once over a new connection (RocketMQ's does); the
-// broker registers once more a little later and ends registered.
-func TestRegisterAgainOutlastsALateRemoval(t *testing.T) {
+// startRegisteredWithLateRemoval starts a broker registered with a
+// late-removal name server (no periodic registration) and returns the name
+// server, its address and the broker's controller.
+func startRegisteredWithLateRemoval(t *testing.T) (*lateRemovalNameServer, string, *Controller) {
+	t.Helper()
 	f := startLateRemovalNameServer(t)
 	nsAddr := f.srv.Addr().String()
 	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
 		c.NamesrvAddr = nsAddr
 		c.RegisterNameServerPeriod = time.Hour
 	})
-	c := tc.nodes[0]
 	testutil.WaitFor(t, 5*time.Second, "the broker registered", func() bool {
 		ok, _ := f.state()
 		return ok
 	})
+	return f, nsAddr, tc.nodes[0]
+}
+
+// TestRegisterAgainOutlastsALateRemoval: a name server may apply the
+// removal of a closed connection's registration after the registration
+// the broker made at once over a new connection (RocketMQ's does); the
+// broker registers once more a little later and ends registered.
+func TestRegisterAgainOutlastsALateRemoval(t *testing.T) {
+	f, nsAddr, c := startRegisteredWithLateRemoval(t)
 	c.regClient.CloseConn(nsAddr)
 	testutil.WaitFor(t, 5*time.Second, "the late removal undid the registration made at once", func() bool {
 		_, removals := f.state()
@@ -213,17 +221,7 @@ func TestRegisterAgainOutlastsALateRemoval(t *testing.T) {
 // silent timeout closes) do not share the registration's connection, so
 // closing theirs drops nothing the name server holds.
 func TestRegistrationOutlivesOtherNameServerCalls(t *testing.T) {
-	f := startLateRemovalNameServer(t)
-	nsAddr := f.srv.Addr().String()
-	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
-		c.NamesrvAddr = nsAddr
-		c.RegisterNameServerPeriod = time.Hour
-	})
-	c := tc.nodes[0]
-	testutil.WaitFor(t, 5*time.Second, "the broker registered", func() bool {
-		ok, _ := f.state()
-		return ok
-	})
+	f, nsAddr, c := startRegisteredWithLateRemoval(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := c.nsClient.InvokeSync(ctx, nsAddr, remoting.NewRequest(remoting.RequestGetBrokerClusterInfo, nil, nil)); err != nil {
