@@ -15,6 +15,9 @@ import (
 // whose broker expired, like RocketMQ's BrokerLiveInfo.channel.
 type Channel interface {
 	Close() error
+	// Closed reports whether the connection has closed; it must be true
+	// before the connection's close is reported to the name server.
+	Closed() bool
 }
 
 // brokerAddrInfo keys the live and filter-server tables: the same address
@@ -123,10 +126,29 @@ type RegisterBrokerResult struct {
 // lowest-id slave of an acting-master group) and its data version changed or
 // this is its first registration, its topics' queue data. ok is false when
 // the registration was ignored because another address holds the same
-// brokerId with a newer state version (RocketMQ still answers SUCCESS).
+// brokerId with a newer state version, or because it was read from a
+// connection that has since closed while the broker is now registered
+// through another one (RocketMQ still answers SUCCESS).
 func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBrokerResult, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+
+	// A broker's connection closes, it registers again over a new one, and
+	// only then is a registration read from the old one processed: binding
+	// the broker back to the closed connection would let the removal queued
+	// for that connection drop it. RocketMQ binds it and drops it; the
+	// broker is unrouted until its next registration. One processed before
+	// its connection's close is seen still binds: the broker's second
+	// registration a second after reconnecting covers that.
+	key := brokerAddrInfo{a.Cluster, a.BrokerAddr}
+	if a.Channel != nil && a.Channel.Closed() {
+		if l := r.brokerLiveTable[key]; l != nil && l.channel != a.Channel {
+			r.log.Info("registration from a closed connection; the broker registered since through another; ignored",
+				zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
+				zap.Int64("brokerId", a.BrokerID), zap.String("addr", a.BrokerAddr))
+			return res, false
+		}
+	}
 
 	names := r.clusterAddrTable[a.Cluster]
 	if names == nil {
@@ -163,7 +185,7 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 			r.log.Warn("registering broker conflicts with a newer one; ignored",
 				zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
 				zap.Int64("brokerId", a.BrokerID), zap.String("oldAddr", old), zap.String("newAddr", a.BrokerAddr))
-			delete(r.brokerLiveTable, brokerAddrInfo{a.Cluster, a.BrokerAddr})
+			delete(r.brokerLiveTable, key)
 			return res, false
 		}
 	}
@@ -179,7 +201,6 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 
 	isMaster := a.BrokerID == wire.MasterID
 	isPrimeSlave := !oldVersionBroker && !isMaster && a.BrokerID == minID(bd.BrokerAddrs)
-	key := brokerAddrInfo{a.Cluster, a.BrokerAddr}
 
 	if isMaster || isPrimeSlave {
 		tc := a.Topics.TopicConfigTable

@@ -21,6 +21,7 @@ type fakeChannel struct {
 }
 
 func (f *fakeChannel) Close() error { f.closed = true; return nil }
+func (f *fakeChannel) Closed() bool { return f.closed }
 
 func topics(counter int64, tcs ...wire.TopicConfig) wire.TopicConfigSerializeWrapper {
 	w := wire.TopicConfigSerializeWrapper{TopicConfigTable: map[string]wire.TopicConfig{}, DataVersion: wire.DataVersion{Timestamp: 1000, Counter: counter}}
@@ -305,6 +306,41 @@ func TestRouteInfoManager(t *testing.T) {
 				}},
 				{check: wantAddrs("b1", map[int64]string{0: "a:1"})},
 				{check: wantQueues("T", qd("b1", 4, 4, 6))},
+			},
+		},
+		{
+			// A registration read from a connection just before it closed
+			// can be processed after the broker registered again over a
+			// new one: it must not bind the broker back to the closed
+			// connection, whose queued removal would then drop it.
+			name: "stale registration from a closed connection keeps the broker on its new one",
+			steps: []routeStep{
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					old, fresh := &fakeChannel{name: "old"}, &fakeChannel{name: "new"}
+					a := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6)))
+					a.Channel = old
+					mustRegister(a)(t, r, clk)
+					_ = old.Close()
+					var batch []unregistration
+					for _, q := range r.UnregisterRequestsForChannel(old) {
+						batch = append(batch, unregistration{req: q, via: old})
+					}
+					b := reg(c1, "b1", 0, "a:1", topics(2, tc("T", 8, 8, 6)))
+					b.Channel = fresh
+					mustRegister(b)(t, r, clk)
+					if _, ok := r.RegisterBroker(a); ok {
+						t.Error("stale registration from the closed connection applied")
+					}
+					r.unregister(batch)
+					if got := r.UnregisterRequestsForChannel(old); len(got) != 0 {
+						t.Errorf("broker bound to the closed connection: %+v", got)
+					}
+					if got := r.UnregisterRequestsForChannel(fresh); len(got) != 1 {
+						t.Errorf("broker not bound to the new connection: %+v", got)
+					}
+				}},
+				{check: wantAddrs("b1", map[int64]string{0: "a:1"})},
+				{check: wantQueues("T", qd("b1", 8, 8, 6))},
 			},
 		},
 		{
