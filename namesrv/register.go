@@ -64,11 +64,9 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 	if conn != nil {
 		args.Channel = conn
 	}
-	res, ok := n.routes.RegisterBroker(args)
-	if !ok {
-		n.log.Warn("stale broker registration ignored", zap.String("brokerName", h.BrokerName),
-			zap.Int64("brokerId", h.BrokerID), zap.String("brokerAddr", h.BrokerAddr))
-	}
+	// An ignored registration still answers SUCCESS, as RocketMQ does;
+	// RegisterBroker logged why it was ignored.
+	res, _ := n.routes.RegisterBroker(args)
 
 	resp := success()
 	resp.EncodeHeader(&wire.RegisterBrokerResponseHeader{HAServerAddr: res.HAServerAddr, MasterAddr: res.MasterAddr})
