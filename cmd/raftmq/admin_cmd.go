@@ -256,12 +256,7 @@ func (s *adminSession) explain(err error) error {
 	if err == nil {
 		return nil
 	}
-	// A server in tlsServerMode=enforcing closes a plaintext connection at
-	// its first bytes; name it, since the server is running.
-	tlsHint := ""
-	if !s.f.tls.on() && errors.Is(err, remoting.ErrConnClosed) {
-		tlsHint = " (or, if it runs with tlsServerMode=enforcing, add --tls)"
-	}
+	tlsHint := s.f.tls.plaintextHint(err)
 	switch {
 	case errors.Is(err, client.ErrNoNameServer):
 		return fmt.Errorf("%w: cannot reach name server %s — check -n (host:port) and that `raftmq namesrv` is running there%s: %v",

@@ -145,12 +145,13 @@ type benchStats struct {
 	clamped     int64                   // values above maxUs, recorded as maxUs
 }
 
-// fail counts a failed send and keeps the first one's error.
-func (s *benchStats) fail(err error) {
+// fail counts a failed send and keeps the first one's error, with hint
+// (what to check) appended.
+func (s *benchStats) fail(err error, hint string) {
 	s.failed.Add(1)
 	s.mu.Lock()
 	if s.firstErr == "" {
-		s.firstErr = err.Error()
+		s.firstErr = err.Error() + hint
 	}
 	s.mu.Unlock()
 }
@@ -470,7 +471,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 							// Sends cut off by the end of a -d run are not
 							// failures (as in the sync path).
 							if !cutOff(ctx, err, time.Now()) {
-								st.fail(err)
+								st.fail(err, f.tls.plaintextHint(err))
 							}
 						} else {
 							now := time.Now()
@@ -482,7 +483,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 					if err != nil {
 						<-sem
 						if !cutOff(ctx, err, time.Now()) {
-							st.fail(err)
+							st.fail(err, f.tls.plaintextHint(err))
 						}
 					}
 					continue
@@ -490,7 +491,7 @@ func benchProduce(ctx context.Context, stop context.CancelFunc, f *benchFlags, s
 				t0 := time.Now()
 				if _, err := p.SendSync(ctx, newMsg()); err != nil {
 					if !cutOff(ctx, err, time.Now()) {
-						st.fail(err)
+						st.fail(err, f.tls.plaintextHint(err))
 					}
 				} else {
 					now := time.Now()

@@ -79,6 +79,21 @@ func TestOpsPlaintextAgainstTLSHints(t *testing.T) {
 	}
 }
 
+// TestOpsBenchPlaintextAgainstTLSHints: `raftmq bench produce` without
+// --tls against a name server in tlsServerMode=enforcing fails every send
+// with "connection closed: EOF"; like admin, its first failure says to add
+// --tls.
+func TestOpsBenchPlaintextAgainstTLSHints(t *testing.T) {
+	ns, _ := startEnforcingNameServer(t)
+	sum := runBenchCmd(t, "produce", "-n", ns.Addr().String(), "-t", "OpsTLS", "-w", "1", "-m", "2")
+	if sum.Messages != 0 || sum.Failed != 2 {
+		t.Fatalf("plaintext bench produce against enforcing: %+v; want 2 failed", sum)
+	}
+	if !strings.Contains(sum.FirstError, "add --tls") {
+		t.Fatalf("first failure %q; want a hint to add --tls", sum.FirstError)
+	}
+}
+
 // TestOpsBenchProduceSaysWhy: `raftmq bench produce` against brokers that
 // refuse every send (an unsigned client under ACL) used to report
 // "0 ok, 5 failed" and nothing else; the summary now carries the first

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 
 	"github.com/spf13/pflag"
 
@@ -23,6 +24,16 @@ func (f *tlsFlags) register(fs *pflag.FlagSet) {
 }
 
 func (f *tlsFlags) on() bool { return f.enable || f.trust != "" }
+
+// plaintextHint names --tls when a plaintext connection was closed at its
+// first bytes: a server in tlsServerMode=enforcing does that, and it is
+// running, so "check that it is running" alone would mislead.
+func (f *tlsFlags) plaintextHint(err error) string {
+	if f.on() || !errors.Is(err, remoting.ErrConnClosed) {
+		return ""
+	}
+	return " (or, if it runs with tlsServerMode=enforcing, add --tls)"
+}
 
 // clientOpt is the SDK option (nil when TLS is off; the SDK skips nil).
 func (f *tlsFlags) clientOpt() client.Opt {
