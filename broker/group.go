@@ -522,7 +522,10 @@ const (
 // runSnapshotBySize takes a snapshot whenever the log has grown by
 // SnapshotBytes since the last snapshot (whoever took it: Raft's own
 // trigger, Close, an admin). It runs on every member: snapshots are local,
-// and so is the restart work they bound.
+// and so is the restart work they bound. It returns once the Raft member
+// has shut down while the node runs on (removed from the group, or
+// stopped for log damage): a shut-down Raft never snapshots again, and
+// such a member never restarts on this data.
 func (g *Group) runSnapshotBySize() {
 	defer close(g.snapLoopDone)
 	t := time.NewTicker(snapshotBySizeCheck)
@@ -535,6 +538,9 @@ func (g *Group) runSnapshotBySize() {
 		case <-g.quit:
 			return
 		case <-t.C:
+		}
+		if g.raft.State() == raft.Shutdown {
+			return
 		}
 		if snap := g.lastSnapshotIndex(); snap != seen {
 			seen = snap
@@ -552,9 +558,11 @@ func (g *Group) runSnapshotBySize() {
 		if g.logs.NextPosition()-base < g.cfg.SnapshotBytes || time.Now().Before(next) {
 			continue
 		}
-		// ErrRaftShutdown: a removed member's Raft stopped when it learned of
-		// its removal, and such a member never starts again on this data.
-		if err := g.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) && !errors.Is(err, raft.ErrRaftShutdown) {
+		switch err := g.raft.Snapshot().Error(); {
+		case err == nil, errors.Is(err, raft.ErrNothingNewToSnapshot):
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return // shut down since the check above
+		default:
 			next = time.Now().Add(snapshotBySizeRetry)
 			g.log.Warn("size-triggered snapshot failed; will retry", zap.Error(err), zap.Duration("in", snapshotBySizeRetry))
 		}

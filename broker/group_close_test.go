@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -84,5 +86,46 @@ func TestSnapshotBySize(t *testing.T) {
 			end, err := g.logs.EndOf(s)
 			return s > 0 && err == nil && g.logs.NextPosition()-end < limit
 		})
+	}
+}
+
+// TestSnapshotBySizeStopsOnRemoval: a member that learns it was removed
+// shuts its Raft member down for good, so no snapshot can succeed again in
+// this process: its size-triggered snapshot loop returns instead of
+// waking to try, while the members left keep theirs.
+func TestSnapshotBySizeStopsOnRemoval(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{sync: true, tune: func(g *GroupConfig) { g.SnapshotBytes = 256 << 10 }})
+	l := c.leader()
+	gone := c.nodes[c.followerOf(l)]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The quorum guard waits for the other follower's first heartbeat
+	// acknowledgment after the election.
+	var err error
+	testutil.WaitFor(t, 10*time.Second, gone.id+" removed", func() bool {
+		_, err = l.g().RemoveMember(ctx, gone.id, false)
+		return !errors.Is(err, ErrQuorumAtRisk)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The removal watch (a Controller's) stops the member this way once
+	// the routed leader confirms the removal.
+	gone.g().stopAsRemoved(fmt.Errorf("%w: removed by the test", ErrRemovedMember))
+	loopDone := func(g *Group) bool {
+		select {
+		case <-g.snapLoopDone:
+			return true
+		default:
+			return false
+		}
+	}
+	testutil.WaitFor(t, 5*time.Second, gone.id+"'s snapshot loop returns once its raft is shut down", func() bool {
+		return loopDone(gone.g())
+	})
+	for _, n := range c.nodes {
+		if n != gone && loopDone(n.g()) {
+			t.Fatalf("%s, still a member, stopped its snapshot loop", n.id)
+		}
 	}
 }
