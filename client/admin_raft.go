@@ -232,6 +232,31 @@ func (g *RaftGroup) MemberIDs() []string {
 	return ids
 }
 
+// leaderConfigured says whether id is in the group's Raft configuration as
+// its leader reports it, and whether as a voter: only a voter there can
+// win the election a transfer starts. A member removed while it was down
+// or cut off answers with its own stale configuration, naming itself a
+// voter, until it learns; the leader's word is the one that counts. ok is
+// false when no leader answered with its configuration; member and voter
+// then come from the merged rows.
+func (g *RaftGroup) leaderConfigured(id string) (member, voter, ok bool) {
+	st := g.Statuses[g.LeaderID]
+	if g.LeaderID == "" || st == nil || len(st.Members) == 0 {
+		i := slices.IndexFunc(g.Members, func(m RaftGroupMember) bool { return m.ID == id })
+		if i < 0 {
+			_, answered := g.Statuses[id]
+			return answered, answered, false
+		}
+		return true, g.Members[i].Suffrage == "" || g.Members[i].Suffrage == "Voter", false
+	}
+	for _, m := range st.Members {
+		if m.ID == id {
+			return true, m.Suffrage == "" || m.Suffrage == "Voter", true
+		}
+	}
+	return false, false, true
+}
+
 // LeadershipTransfer is the outcome of Admin.TransferLeadership.
 type LeadershipTransfer struct {
 	BrokerName string `json:"brokerName"`
@@ -247,7 +272,7 @@ type LeadershipTransfer struct {
 // route the new leader as brokerId 0. A target outside g is ErrNotMember;
 // a group without a leader is ErrNoBroker.
 func (a *Admin) TransferLeadership(ctx context.Context, g *RaftGroup, target string, routeWait time.Duration) (*LeadershipTransfer, error) {
-	if _, answered := g.Statuses[target]; target != "" && !answered && !slices.Contains(g.MemberIDs(), target) {
+	if member, _, _ := g.leaderConfigured(target); target != "" && !member {
 		return nil, fmt.Errorf("%w: %q is not a member of broker group %s (members: %v)", ErrNotMember, target, g.BrokerName, g.MemberIDs())
 	}
 	if g.LeaderAddr == "" {
@@ -319,35 +344,37 @@ func PlanLeaderBalance(gs []*RaftGroup) []LeaderMove {
 	}
 	moves := []LeaderMove{}
 	for _, g := range gs {
-		// A nonvoter (a member being added) cannot win an election: it is
-		// never a target, whatever the load of its host.
-		nonvoter := map[string]bool{}
-		for _, m := range g.Members {
-			if m.Suffrage != "" && m.Suffrage != "Voter" {
-				nonvoter[m.ID] = true
-			}
-		}
 		if g.LeaderID == "" {
 			moves = append(moves, LeaderMove{BrokerName: g.BrokerName, Reason: "no leader (election in progress)", Result: "skipped"})
 			continue
+		}
+		// Only a voter of the leader's configuration can win the election
+		// a transfer starts: not a nonvoter (a member being added), not a
+		// removed member that still answers (and may still be registered)
+		// with the stale configuration it kept.
+		voter := func(id string) bool {
+			_, v, _ := g.leaderConfigured(id)
+			return v
 		}
 		if p := g.PreferredLeaderID; p != "" {
 			if p == g.LeaderID {
 				continue
 			}
+			member, _, _ := g.leaderConfigured(p)
 			st, ok := g.Statuses[p]
-			if !ok {
-				reason := "preferred leader did not answer"
-				if len(g.Members) > 0 && !slices.ContainsFunc(g.Members, func(m RaftGroupMember) bool { return m.ID == p }) {
-					// Removed or replaced since the confs named it: no
-					// wait or restart brings it back.
-					reason = "preferred leader is not a member of the group (set preferredLeaderId to a member)"
-				}
+			if !member {
+				// Removed or replaced since the confs named it: no
+				// wait or restart brings it back.
 				moves = append(moves, LeaderMove{BrokerName: g.BrokerName, From: g.LeaderID, To: p,
-					Reason: reason, Result: "skipped"})
+					Reason: "preferred leader is not a member of the group (set preferredLeaderId to a member)", Result: "skipped"})
 				continue
 			}
-			if nonvoter[p] {
+			if !ok {
+				moves = append(moves, LeaderMove{BrokerName: g.BrokerName, From: g.LeaderID, To: p,
+					Reason: "preferred leader did not answer", Result: "skipped"})
+				continue
+			}
+			if !voter(p) {
 				moves = append(moves, LeaderMove{BrokerName: g.BrokerName, From: g.LeaderID, To: p,
 					Reason: "preferred leader is not a voter", Result: "skipped"})
 				continue
@@ -361,7 +388,7 @@ func PlanLeaderBalance(gs []*RaftGroup) []LeaderMove {
 		best, bestLoad := "", load[cur]-1
 		for _, id := range slices.Sorted(maps.Keys(g.Statuses)) {
 			st := g.Statuses[id]
-			if id == g.LeaderID || st.State == "Shutdown" || nonvoter[id] {
+			if id == g.LeaderID || st.State == "Shutdown" || !voter(id) {
 				continue
 			}
 			if l := load[hostOf(st.RemotingAddr)]; l < bestLoad {

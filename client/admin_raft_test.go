@@ -173,3 +173,34 @@ func TestRaftStatusFailedState(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanLeaderBalanceSkipsMembersOutsideLeaderConfig: a removed member
+// that still answers with its stale configuration (naming itself a voter)
+// is no target, however idle its host: the leader's configuration decides.
+func TestPlanLeaderBalanceSkipsMembersOutsideLeaderConfig(t *testing.T) {
+	voters := func(ids ...string) []wire.RaftMember {
+		var ms []wire.RaftMember
+		for _, id := range ids {
+			ms = append(ms, wire.RaftMember{ID: id, Suffrage: "Voter"})
+		}
+		return ms
+	}
+	mk := func(name, host string) *RaftGroup {
+		g := &RaftGroup{BrokerName: name, LeaderID: name + "1", LeaderAddr: "10.0.0.1:" + host, Statuses: map[string]*wire.RaftStatus{
+			name + "1": {SelfID: name + "1", State: "Leader", RemotingAddr: "10.0.0.1:" + host, Members: voters(name+"1", name+"2")},
+			name + "2": {SelfID: name + "2", State: "Follower", RemotingAddr: "10.0.0.1:1" + host, Members: voters(name+"1", name+"2")},
+			// Removed while down: its own configuration still names it.
+			name + "3": {SelfID: name + "3", State: "Follower", RemotingAddr: "10.0.0.3:" + host, Members: voters(name+"1", name+"2", name+"3")},
+		}}
+		g.merge(nil, map[string]int64{})
+		return g
+	}
+	a, b := mk("a", "10911"), mk("b", "10921")
+	if moves := PlanLeaderBalance([]*RaftGroup{a, b}); len(moves) != 0 {
+		t.Fatalf("plan %+v moves leadership to a removed member", moves)
+	}
+	a.PreferredLeaderID = "a3"
+	if moves := PlanLeaderBalance([]*RaftGroup{a}); len(moves) != 1 || moves[0].Result != "skipped" {
+		t.Fatalf("plan %+v, want the removed preferred leader skipped", moves)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -233,4 +234,64 @@ func TestAdminRemovedWhileDown(t *testing.T) {
 		t.Fatalf("second restart of the removed member: %v", err)
 	}
 	t.Logf("second restart: %v", err)
+}
+
+// TestAdminRemovedMemberStillAnsweringIsNoTransferTarget: a member removed
+// while it was down restarts believing it is a voter; until its removal
+// watch learns otherwise it registers and answers RAFT_STATUS with its
+// stale configuration, which names it a voter. It is the preferred leader
+// here, yet neither balanceLeaders' plan nor leadershipTransfer -t picks
+// it: targets are voters of the configuration the leader reports.
+func TestAdminRemovedMemberStillAnsweringIsNoTransferTarget(t *testing.T) {
+	c := startAdminCluster(t)
+	n := []string{"-n", c.nsAddr}
+	const id = "n2" // every member's preferredLeaderId
+	gone := slices.IndexFunc(c.Members(0), func(m *devcluster.Member) bool { return m.ID() == id })
+	if c.Leader(0) == gone {
+		mustAdmin(t, append(n, "leadershipTransfer", "-b", "broker-a")...)
+	}
+	if err := c.Stop(0, gone); err != nil {
+		t.Fatal(err)
+	}
+	mustAdmin(t, append(n, "removeMember", "-b", "broker-a", "--id", id)...)
+	if err := c.Restart(0, gone); errors.Is(err, broker.ErrRemovedMember) {
+		t.Skipf("%s received its removal during its restart: %v", id, err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	a, err := client.NewAdmin(client.NameServers(c.nsAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Close(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The leader's last replication to the member can also reach it after
+	// its restart (TestAdminRemovedWhileDown): then it knows at once and
+	// there is no stale member to plan with.
+	var g *client.RaftGroup
+	testutil.WaitFor(t, 10*time.Second, id+" answering with its stale configuration, or knowing it is out", func() bool {
+		if ms, _ := c.Member(0, gone).Group.Members(); !slices.ContainsFunc(ms, func(m wire.RaftMember) bool { return m.ID == id }) {
+			return true
+		}
+		gs, err := a.RaftGroups(ctx, nil, "", "broker-a")
+		if err != nil || len(gs) != 1 || gs[0].LeaderID == "" || gs[0].Statuses[id] == nil {
+			return false
+		}
+		if slices.ContainsFunc(gs[0].Statuses[id].Members, func(m wire.RaftMember) bool { return m.ID == id && m.Suffrage == "Voter" }) {
+			g = gs[0]
+		}
+		return g != nil
+	})
+	if g == nil {
+		t.Skipf("%s received its removal after its restart", id)
+	}
+	for _, m := range client.PlanLeaderBalance([]*client.RaftGroup{g}) {
+		if m.To == id && m.Result == "" {
+			t.Fatalf("the plan moves leadership to removed member %s: %+v", id, m)
+		}
+	}
+	if _, err := a.TransferLeadership(ctx, g, id, time.Second); !errors.Is(err, client.ErrNotMember) {
+		t.Fatalf("leadership transfer to removed member %s: %v, want ErrNotMember", id, err)
+	}
 }
