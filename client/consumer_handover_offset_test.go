@@ -502,3 +502,69 @@ func TestHandOverOffsetsSentPerBrokerSideBySide(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentHandOverLateResultDiscarded: a concurrent listener is still
+// inside a call on queue 1 when the queue is handed over; the hand-over
+// gives up waiting (HandoverTimeout) and commits the queue's offset without
+// the call, so the next owner starts at the call's message. When the call
+// then returns ConsumeRetryLater, its result must be discarded, as
+// RocketMQ's ConsumeMessageConcurrentlyService discards the result of a
+// dropped queue: a send-back would have the message delivered twice (the
+// next owner consumes it too), and the offset it would store belongs to a
+// queue this consumer no longer owns.
+func TestConcurrentHandOverLateResultDiscarded(t *testing.T) {
+	ns, b := startHandOverBroker(t)
+	var alone atomic.Bool
+	alone.Store(true)
+	var c *consumerCore
+	answerMembers(b, func() string { return c.clientID }, &alone, nil)
+	inside, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	p := newTestPush(t, ns, "HG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour),
+		RebalanceInterval(time.Hour), HandoverTimeout(50*time.Millisecond))
+	c = p.core
+	_ = p.Subscribe("T", "*")
+	_ = p.RegisterConcurrentListener(func(_ context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		if cc.Queue == hoQ1 && msgs[0].QueueOffset == 0 {
+			close(inside)
+			<-release
+			return ConsumeRetryLater
+		}
+		return ConsumeSuccess
+	})
+	startPush(t, p)
+	<-inside
+	c.mu.Lock()
+	pq := c.pqs[hoQ1]
+	c.mu.Unlock()
+	alone.Store(false)
+	c.triggerRebalance()
+	testutil.WaitFor(t, 10*time.Second, "queue 1 handed over", func() bool {
+		if c.isOwned(hoQ1) || !c.rebalanceMu.TryLock() {
+			return false
+		}
+		c.rebalanceMu.Unlock()
+		return true
+	})
+	if off, _ := b.offset("HG", "T", 1); off != 0 {
+		t.Fatalf("the hand-over committed %d for queue 1, want 0 (message 0 still in the listener)", off)
+	}
+	releaseOnce.Do(func() { close(release) })
+	// The call holds the queue's consume lock (read) until it has settled.
+	testutil.WaitFor(t, 5*time.Second, "the late call over", func() bool {
+		if !pq.consumeMu.TryLock() {
+			return false
+		}
+		pq.consumeMu.Unlock()
+		return true
+	})
+	b.mu.Lock()
+	sendBacks := len(b.sendBacks)
+	b.mu.Unlock()
+	stored, err := c.store.Read(context.Background(), hoQ1, ReadFromMemory)
+	if sendBacks != 0 || b.count(remoting.RequestSendMessageV2) != 0 || err == nil {
+		t.Fatalf("after the hand-over, the late result was settled: %d send-backs, %d retry-topic sends, queue 1's offset stored: %d (%v)",
+			sendBacks, b.count(remoting.RequestSendMessageV2), stored, err)
+	}
+}

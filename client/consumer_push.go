@@ -43,7 +43,10 @@ type ConsumeConcurrentlyContext struct {
 // ConcurrentListener consumes a batch of at most ConsumeMessageBatchMaxSize
 // messages; calls run in parallel on the consume pool. ctx is cancelled
 // when the queue is handed to another consumer or the consumer closes:
-// finish soon, the result still counts.
+// finish soon. A result returned within HandoverTimeout still counts; one
+// returned after the hand-over gave up waiting is discarded (no offset
+// committed, no send-back), for the queue's next owner consumes the batch
+// again.
 type ConcurrentListener func(ctx context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult
 
 // OrderlyResult is an orderly listener's verdict (ConsumeOrderlyStatus).
@@ -287,6 +290,11 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 	}
 	cc := &ConsumeConcurrentlyContext{Queue: pq.mq, AckIndex: len(r.msgs) - 1}
 	res := p.callConcurrent(pq.ctx, cc, r.msgs)
+	if pq.abandoned.Load() {
+		p.core.log.Info("listener returned after its queue was handed over without it; result discarded, the next owner consumes the batch",
+			zap.Stringer("queue", pq.mq), zap.Int64("firstOffset", r.msgs[0].QueueOffset), zap.Int("messages", len(r.msgs)))
+		return
+	}
 	ack := -1
 	if res == ConsumeSuccess {
 		ack = min(max(cc.AckIndex, -1), len(r.msgs)-1)

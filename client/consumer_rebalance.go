@@ -364,7 +364,8 @@ func (c *consumerCore) unsettledDone(held map[MessageQueue]time.Time) []MessageQ
 }
 
 // awaitListener waits up to HandoverTimeout for pq's listener call in
-// progress, if any: its result still counts. It reports whether it took
+// progress, if any: its result still counts (a later concurrent one does
+// not: pq.abandoned). It reports whether it took
 // pq.consumeMu, which the caller then holds; when it gave up, the lock is
 // given back once the listener lets go of it, by a goroutine that, for an
 // orderly queue (locked), then commits its offset and releases it as
@@ -409,6 +410,13 @@ func (c *consumerCore) awaitListener(ctx context.Context, pq *processQueue, lock
 	case <-ctx.Done():
 	}
 	t.Stop()
+	if !acquired && !locked && c.cfg.model == Clustering {
+		// Its offset is committed without the calls still running. An
+		// orderly queue's is committed again once they end (its broker
+		// lock keeps the next owner out meanwhile), and a broadcasting
+		// queue has no next owner.
+		pq.abandoned.Store(true)
+	}
 	if !acquired && locked {
 		c.mu.Lock()
 		c.releasing[pq.mq] = true

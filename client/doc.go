@@ -53,7 +53,13 @@
 // and one no broker took is kept and sent every PersistInterval and on
 // Close until one does, or until the queue's new owner has committed:
 // brokers keep the last offset they are sent, so ours would then move the
-// owner's back (consumer_offsets.go). An orderly queue keeps its broker
+// owner's back (consumer_offsets.go). A hand-over waits up to
+// HandoverTimeout for the queue's listener calls in progress, and their
+// results count; a concurrent call that returns later has its result
+// discarded (no offset, no send-back), as RocketMQ discards a dropped
+// queue's: the next owner consumes its batch. An orderly queue keeps its
+// broker lock until such a call returns, and commits its result then
+// (consumer_rebalance.go). An orderly queue keeps its broker
 // lock until its offset is taken (at most the 60 s a broker keeps a lock),
 // so its next owner does not start at an older one. A queue that comes
 // back while its offset is kept resumes there, unless the group's

@@ -27,6 +27,12 @@ type processQueue struct {
 	consumeMu sync.RWMutex
 
 	dropped atomic.Bool
+	// abandoned is set when a hand-over stopped waiting for the queue's
+	// concurrent listener calls (HandoverTimeout) and committed its offset
+	// without them: the next owner starts from that offset, so a call
+	// returning later settles nothing (ConsumeMessageConcurrentlyService
+	// discards the result of a dropped queue).
+	abandoned atomic.Bool
 
 	mu        sync.Mutex
 	msgs      map[int64]*MessageExt // guarded by mu; cached, not consuming
