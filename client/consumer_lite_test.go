@@ -668,3 +668,53 @@ func resetQueueToOne(ctx context.Context, conn *remoting.Conn) error {
 	}
 	return err
 }
+
+// TestLiteOffsetIllegalNotCommittedWithoutAutoCommit: a lite pull consumer
+// with AutoCommit off starts at a committed offset beyond its queue; the
+// broker answers OFFSET_ILLEGAL and the consumer pulls on from the queue's
+// end. As in RocketMQ's DefaultLitePullConsumerImpl, that moves only where
+// it pulls: the application owns commits, so the broker's committed offset
+// and Committed stay until a Commit after Poll returned messages.
+func TestLiteOffsetIllegalNotCommittedWithoutAutoCommit(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	for i := range 5 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	b.setOffset("LG", "T", 0, 50) // beyond the queue: the broker answers PULL_OFFSET_MOVED
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), AutoCommit(false))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q0 := MessageQueue{"T", "broker-a", 0}
+	if err := l.Assign([]MessageQueue{q0}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	testutil.WaitFor(t, 5*time.Second, "a pull from the queue's end", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return slices.ContainsFunc(b.pulls, func(h wire.PullMessageRequestHeader) bool { return h.QueueOffset == 5 })
+	})
+	off, _ := b.offset("LG", "T", 0)
+	stored, err := l.Committed(ctx, q0)
+	if off != 50 || b.count(remoting.RequestUpdateConsumerOffset) != 0 || err != nil || stored != 50 {
+		t.Fatalf("after OFFSET_ILLEGAL without Commit: broker's committed offset %d (%d commits), Committed %d (%v); want 50, none, 50",
+			off, b.count(remoting.RequestUpdateConsumerOffset), stored, err)
+	}
+	b.put("T", 0, "next", nil)
+	if msgs := pollN(t, l, 1); string(msgs[0].Body) != "next" || msgs[0].QueueOffset != 5 {
+		t.Fatalf("polled %v", msgs[0])
+	}
+	if err := l.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := b.offset("LG", "T", 0); off != 6 {
+		t.Fatalf("committed %d after polling offset 5, want 6", off)
+	}
+}

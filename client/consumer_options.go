@@ -327,7 +327,9 @@ func OffsetDir(dir string) ConsumerOpt {
 }
 
 // AutoCommit makes the lite pull consumer commit what Poll returned every
-// PersistInterval and on Close (default on). With it off, call Commit.
+// PersistInterval and on Close (default on). With it off, call Commit:
+// nothing else commits, not even the jump a pull answered OFFSET_ILLEGAL
+// makes to the queue's bounds (it moves only where the consumer reads).
 func AutoCommit(on bool) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.autoCommit = on })
 }

@@ -14,7 +14,8 @@ import (
 // (DefaultMQPushConsumerImpl.pullMessage + its PullCallback): flow control
 // first, then a suspended pull; FOUND messages go to the hook's deliver,
 // NOT_FOUND / NO_MATCHED pull again at once from nextBeginOffset,
-// OFFSET_MOVED jumps to nextBeginOffset and commits it, not-leader answers
+// OFFSET_MOVED jumps to nextBeginOffset and commits it (unless the
+// application commits: lite pull without AutoCommit), not-leader answers
 // are followed at once, a failure that moved the group's reads to another
 // member (a dead member marked down) pulls there at once, anything else
 // backs off PullBackoff. A follower's answer naming the leader moves the
@@ -144,15 +145,25 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			c.log.Warn("pull offset outside the queue; moving on", zap.Stringer("queue", mq),
 				zap.Int64("offset", offset), zap.Int64("nextBeginOffset", res.NextBeginOffset))
 			offset = res.NextBeginOffset
-			c.store.Update(mq, offset, false)
-			// Through the group's send token, after any older send of
-			// the queue's offset in progress, and only while the queue is
-			// still ours (a hand-over sends its own).
-			ctx, cancel := context.WithTimeout(pq.ctx, c.cfg.common.requestTimeout)
-			_, _ = c.sendOffsets(ctx, []MessageQueue{mq}, true, true)
-			cancel()
+			// A lite pull consumer without AutoCommit commits only what
+			// Commit says: the jump moves where it pulls, as
+			// DefaultLitePullConsumerImpl's updatePullOffset does.
+			if c.autoCommits() {
+				c.commitJump(pq, offset)
+			}
 		}
 	}
+}
+
+// commitJump stores and commits offset, where an OFFSET_ILLEGAL answer
+// moved pq's pulls: through the group's send token, after any older send
+// of the queue's offset in progress, and only while the queue is still
+// ours (a hand-over sends its own).
+func (c *consumerCore) commitJump(pq *processQueue, offset int64) {
+	c.store.Update(pq.mq, offset, false)
+	ctx, cancel := context.WithTimeout(pq.ctx, c.cfg.common.requestTimeout)
+	defer cancel()
+	_, _ = c.sendOffsets(ctx, []MessageQueue{pq.mq}, true, true)
 }
 
 // errPullMoved is the cancel cause of a long poll that movePulls abandoned.

@@ -66,7 +66,9 @@
 // committed offset is past it; ConsumeFrom does not apply to it. A
 // broadcasting consumer keeps the offset of a queue that left the route
 // (in memory and its offsets file), and the queue resumes there when it
-// comes back. A kept
+// comes back. A lite pull consumer without AutoCommit commits only
+// through Commit and Close: an OFFSET_ILLEGAL answer moves only where it
+// reads, as in RocketMQ's lite pull consumer. A kept
 // offset undoes an admin's reset that moves the committed offset below
 // it: the consumer cannot tell a reset from a new owner that is behind.
 // Reset a group's offsets once its consumers have closed. Calls
