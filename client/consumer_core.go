@@ -110,13 +110,15 @@ type consumerCore struct {
 	pendingMu  sync.Mutex
 	pending    map[MessageQueue]pendingOffset // guarded by pendingMu
 	pendingSeq uint64                         // guarded by pendingMu; numbers the entries
-	// sending holds a token (capacity 1) per broker group, held while
-	// sendGroup sends to it: brokers keep the last offset they are sent,
-	// so one send's older offset must not reach a broker after another's
-	// newer one, and the pending entries those confirmed would be gone.
-	// One per group, so a group that does not answer holds up no other.
+	// sending holds a token per broker group, held while sendGroup sends
+	// to it: brokers keep the last offset they are sent, so one send's
+	// older offset must not reach a broker after another's newer one, and
+	// the pending entries those confirmed would be gone. One per group, so
+	// a group that does not answer holds up no other; a group's token
+	// leaves the table once no send holds or waits for it (sendToken), so
+	// groups that left the cluster leave nothing behind.
 	sendingMu sync.Mutex
-	sending   map[string]chan struct{} // guarded by sendingMu
+	sending   map[string]*sendToken // guarded by sendingMu
 	// beforePersist, when set (tests, before start), runs at the start of
 	// each persist round.
 	beforePersist func()
@@ -140,7 +142,7 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		releasing:   map[MessageQueue]bool{},
 		unsettled:   map[MessageQueue]time.Time{},
 		pending:     map[MessageQueue]pendingOffset{},
-		sending:     map[string]chan struct{}{},
+		sending:     map[string]*sendToken{},
 	}
 	c.log = cfg.common.log.Named(name).With(zap.String("group", cfg.group), zap.String("clientID", c.clientID))
 	return c

@@ -332,7 +332,8 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 func sendInProgress(c *consumerCore, name string) bool {
 	c.sendingMu.Lock()
 	defer c.sendingMu.Unlock()
-	return len(c.sending[name]) > 0
+	tok := c.sending[name]
+	return tok != nil && len(tok.slot) > 0
 }
 
 // TestHandOverOffsetKeptNotSentBelowCommittedReadAtStart: queue 1's

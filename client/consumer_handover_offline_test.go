@@ -314,3 +314,22 @@ func TestHandOverCommittedToGroupMissingFromOneRound(t *testing.T) {
 		t.Errorf("broker-a missing from two rounds' routes still known at %s", addr)
 	}
 }
+
+// TestOffsetSendTokenLeavesWithGroup: broker-a, whose offsets the
+// consumer sent (the hand-over's and the rig's earlier commits), leaves
+// the cluster for good. Once the consumer forgot the group, nothing of it
+// stays in the table of the groups' send tokens, which would otherwise
+// grow with every broker group ever seen.
+func TestOffsetSendTokenLeavesWithGroup(t *testing.T) {
+	r := startOfflineRig(t)
+	r.leave(t)
+	testutil.WaitFor(t, 5*time.Second, "broker-a forgotten and its kept offsets dropped", func() bool {
+		return r.c.routes.brokerAddr("broker-a") == "" && len(r.kept()) == 0
+	})
+	r.c.sendingMu.Lock()
+	_, held := r.c.sending["broker-a"]
+	r.c.sendingMu.Unlock()
+	if held {
+		t.Fatal("broker-a's offset send token is still in the table after the consumer forgot the group")
+	}
+}

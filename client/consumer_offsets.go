@@ -95,21 +95,38 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue, whil
 	return settled, errors.Join(errs...)
 }
 
-// sendToken takes the token (a one-slot semaphore) of broker group name's
-// offset sends ("" for a local store's file) within ctx, and returns its
-// release.
+// sendToken is an entry of consumerCore.sending: a one-slot semaphore
+// and the number of sends holding or waiting for it.
+type sendToken struct {
+	slot  chan struct{}
+	users int // guarded by consumerCore.sendingMu
+}
+
+// sendToken takes the token of broker group name's offset sends ("" for a
+// local store's file) within ctx, and returns its release. The entry
+// leaves the table when its last user lets go: with no send holding or
+// waiting for it, a new token orders the next sends as well.
 func (c *consumerCore) sendToken(ctx context.Context, name string) (func(), error) {
 	c.sendingMu.Lock()
 	tok := c.sending[name]
 	if tok == nil {
-		tok = make(chan struct{}, 1)
+		tok = &sendToken{slot: make(chan struct{}, 1)}
 		c.sending[name] = tok
 	}
+	tok.users++
 	c.sendingMu.Unlock()
+	leave := func() {
+		c.sendingMu.Lock()
+		if tok.users--; tok.users == 0 {
+			delete(c.sending, name)
+		}
+		c.sendingMu.Unlock()
+	}
 	select {
-	case tok <- struct{}{}:
-		return func() { <-tok }, nil
+	case tok.slot <- struct{}{}:
+		return func() { <-tok.slot; leave() }, nil
 	case <-ctx.Done():
+		leave()
 		return nil, fmt.Errorf("client: offsets of broker group %q not sent: another send of them did not end in time: %w", name, ctx.Err())
 	}
 }
