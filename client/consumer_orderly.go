@@ -58,7 +58,7 @@ func (p *PushConsumer) consumeOrderlyOnce(pq *processQueue) (suspend time.Durati
 		return 0, false
 	}
 	oc := &ConsumeOrderlyContext{Queue: pq.mq, SuspendTime: c.cfg.suspendCurrentTime}
-	if p.callOrderly(pq.ctx, oc, msgs) == OrderlySuccess || p.deadLetterOrderly(pq.ctx, msgs) {
+	if p.callOrderly(pq.ctx, oc, msgs) == OrderlySuccess || p.deadLetterOrderly(pq, msgs) {
 		if off := pq.commitConsuming(); off >= 0 {
 			c.store.Update(pq.mq, off, false)
 		}

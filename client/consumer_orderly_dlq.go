@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -37,11 +38,11 @@ func (c *consumerCore) orderlyMaxReconsumeTimes() int {
 	return c.cfg.maxReconsumeTimes
 }
 
-// deadLetterOrderly sends a failed orderly batch to the DLQ when every
-// message in it has exhausted its redeliveries; it reports whether it
-// did, so the batch counts as consumed. A failed send leaves the batch to
-// be consumed again after the pause.
-func (p *PushConsumer) deadLetterOrderly(ctx context.Context, msgs []*MessageExt) bool {
+// deadLetterOrderly sends a failed orderly batch of pq to the DLQ when
+// every message in it has exhausted its redeliveries; it reports whether
+// it did, so the batch counts as consumed. A failed send leaves the batch
+// to be consumed again after the pause. The caller holds pq.consumeMu.
+func (p *PushConsumer) deadLetterOrderly(pq *processQueue, msgs []*MessageExt) bool {
 	c := p.core
 	limit := c.orderlyMaxReconsumeTimes()
 	for _, m := range msgs {
@@ -50,18 +51,51 @@ func (p *PushConsumer) deadLetterOrderly(ctx context.Context, msgs []*MessageExt
 		}
 	}
 	for _, m := range msgs {
-		sctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+		sctx, cancel := context.WithTimeout(pq.ctx, c.cfg.common.requestTimeout)
 		_, err := p.retry.SendSync(sctx, retryMessage(m, c.cfg.group, limit))
 		cancel()
 		if err != nil {
-			c.log.Warn("orderly message exhausted its redeliveries but could not be sent to the DLQ; consuming it again",
-				zap.String("msgId", m.MsgID), zap.Int32("reconsumeTimes", m.ReconsumeTimes), zap.Error(err))
+			c.dlqSendFailed(pq, m, err)
 			return false
 		}
+		pq.dlqWarn = dlqWarning{}
 		c.log.Warn("orderly message exhausted its redeliveries; moved to the DLQ",
 			zap.String("msgId", m.MsgID), zap.String("dlq", wire.DLQGroupTopicPrefix+c.cfg.group), zap.Int32("reconsumeTimes", m.ReconsumeTimes))
 	}
 	return true
+}
+
+// dlqWarnEvery is how often at most a queue warns that its dead-letter
+// sends keep failing: each failure is retried after the queue's pause
+// (SuspendCurrentQueueTime, a second by default), and a warning per
+// attempt would flood the log while the group cannot store.
+const dlqWarnEvery = time.Minute
+
+// dlqWarning is a queue's record of failed dead-letter sends since its
+// last warning.
+type dlqWarning struct {
+	failures int       // failed sends not yet reported
+	warnedAt time.Time // zero until the first failure since a send worked
+}
+
+// dlqSendFailed records a failed dead-letter send of pq's message m and
+// warns on the first failure since a send worked, then at most every
+// dlqWarnEvery with the number of failed attempts since the warning
+// before; the others are logged at debug level. The caller holds
+// pq.consumeMu.
+func (c *consumerCore) dlqSendFailed(pq *processQueue, m *MessageExt, err error) {
+	w := &pq.dlqWarn
+	w.failures++
+	now := c.cfg.common.now()
+	fields := []zap.Field{zap.Stringer("queue", pq.mq), zap.String("msgId", m.MsgID), zap.Int32("reconsumeTimes", m.ReconsumeTimes),
+		zap.Int("failedAttempts", w.failures), zap.Error(err)}
+	const msg = "orderly message exhausted its redeliveries but could not be sent to the DLQ; consuming it again"
+	if !w.warnedAt.IsZero() && now.Sub(w.warnedAt) < dlqWarnEvery {
+		c.log.Debug(msg, fields...)
+		return
+	}
+	c.log.Warn(msg+" (warned at most once a minute per queue; failedAttempts counts those since the last warning)", fields...)
+	w.failures, w.warnedAt = 0, now
 }
 
 // retryMessage is the copy of m sent to group's retry topic by a consumer

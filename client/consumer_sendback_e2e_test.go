@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/devcluster"
@@ -257,6 +258,91 @@ func TestOrderlyDeadLetterSendFailure(t *testing.T) {
 	}
 	dlq := wire.DLQGroupTopicPrefix + group
 	testutil.WaitFor(t, 10*time.Second, "m1 in "+dlq, func() bool { return storedIn(ctx, admin, dlq) == 1 })
+}
+
+// TestOrderlyDeadLetterSendFailureWarnsOncePerMinute: on a real raftmq
+// group, an orderly message whose send to the DLQ keeps failing is retried
+// every SuspendCurrentQueueTime; the queue warns of it on the first failure
+// and then at most once a minute, each warning counting the failed
+// attempts since the one before, instead of once per attempt. The
+// consumer's clock is moved a minute on while the listener holds the
+// fifth delivery; the retries go on unchanged and end in the DLQ once the
+// send works.
+func TestOrderlyDeadLetterSendFailureWarnsOncePerMinute(t *testing.T) {
+	const topic, group = "ODLQW", "ODLQWGroup"
+	ec, admin := startSendBackTopic(t, topic, 4)
+	ctx := context.Background()
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	core, logs := observer.New(zap.WarnLevel)
+	hooked := make(chan struct{})
+	// The listener stops inside m1's deliveries 5 and 7 (reconsume
+	// times), each DLQ attempt i following delivery i, until let go.
+	type stop struct{ inside, release chan struct{} }
+	stops := map[int32]stop{5: {make(chan struct{}), make(chan struct{})}, 7: {make(chan struct{}), make(chan struct{})}}
+	var first sync.Once
+	c, err := client.NewPushConsumer(client.NameServers(ec.NamesrvAddr()), client.ConsumerGroup(group),
+		client.WithLogger(zap.New(core)), client.WithClock(clock),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.MaxReconsumeTimes(1),
+		client.SuspendCurrentQueueTime(10*time.Millisecond), client.PersistInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
+		first.Do(func() { <-hooked })
+		for _, m := range msgs {
+			if string(m.Body) != "m1" {
+				continue
+			}
+			if s, ok := stops[m.ReconsumeTimes]; ok {
+				close(s.inside)
+				<-s.release
+			}
+			return client.SuspendCurrentQueueAMoment
+		}
+		return client.OrderlySuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(ctx) })
+	// Before Close, which waits for the listener.
+	t.Cleanup(func() {
+		for _, s := range stops {
+			select {
+			case <-s.release:
+			default:
+				close(s.release)
+			}
+		}
+	})
+	refusal := refuseSendBack(c)
+	refusal.on.Store(true)
+	close(hooked)
+
+	failed := func() []int64 {
+		var n []int64
+		for _, e := range logs.FilterMessageSnippet("could not be sent to the DLQ").All() {
+			v, _ := e.ContextMap()["failedAttempts"].(int64)
+			n = append(n, v)
+		}
+		return n
+	}
+	<-stops[5].inside // attempts 1 to 4 failed within the minute
+	skew.Store(int64(time.Minute + time.Second))
+	close(stops[5].release)
+	<-stops[7].inside // attempt 5, past the minute, and 6 failed
+	if got := failed(); !slices.Equal(got, []int64{1, 4}) {
+		t.Fatalf("DLQ send failure warnings counted %v failed attempts, want [1 4] (the first; attempts 2 to 5 a minute later)", got)
+	}
+	refusal.on.Store(false)
+	close(stops[7].release)
+	dlq := wire.DLQGroupTopicPrefix + group
+	testutil.WaitFor(t, 20*time.Second, "m1 in "+dlq, func() bool { return storedIn(ctx, admin, dlq) == 1 })
+	if got := failed(); len(got) != 2 {
+		t.Fatalf("DLQ send failure warnings after the send worked: %v", got)
+	}
 }
 
 // TestPushSendBackFailureSurvivesClose: a consumer closed while messages

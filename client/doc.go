@@ -149,7 +149,10 @@
 //   - consumer_push.go, consumer_orderly.go: PushConsumer with concurrent
 //     and orderly listeners, send-back; consumer_orderly_dlq.go: orderly
 //     batches that exhausted MaxReconsumeTimes go to %DLQ%group through
-//     the retry topic; consumer_lite.go: LitePullConsumer.
+//     the retry topic (a failed send is retried after the queue's pause,
+//     and warned of at most once a minute per queue, with the number of
+//     failed attempts since the last warning); consumer_lite.go:
+//     LitePullConsumer.
 //   - request_reply.go: request-reply: Producer.Request (correlation id,
 //     heartbeats tracking the request and reply topics' groups, the
 //     PUSH_REPLY_MESSAGE_TO_CLIENT handler), NewReplyMessage and

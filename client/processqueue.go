@@ -43,6 +43,11 @@ type processQueue struct {
 	locked    bool                  // guarded by mu; orderly: the broker lock is held
 	lockedAt  time.Time             // guarded by mu
 
+	// dlqWarn rate-limits the warning of an orderly batch whose
+	// dead-letter send keeps failing; guarded by consumeMu (held for
+	// writing by the orderly consume loop).
+	dlqWarn dlqWarning
+
 	// kick wakes the orderly consume goroutine when messages arrive.
 	kick chan struct{}
 }
