@@ -46,6 +46,7 @@ type Gossip struct {
 	closed    bool
 
 	wake    chan struct{} // capacity 1: the queue is non-empty
+	asks    chan string   // gossip addresses of members just reported left, for askLoop
 	refuted chan struct{} // capacity 1: this node refuted a suspicion or death (Refuted)
 	quit    chan struct{} // closed by stop; ends every goroutine
 	wg      sync.WaitGroup
@@ -73,6 +74,7 @@ func NewGossip(cfg GossipConfig, meta NodeMeta, log *zap.Logger) (*Gossip, error
 		badMeta:   make(map[string]bool),
 		subs:      make(map[uint64]func(Event)),
 		wake:      make(chan struct{}, 1),
+		asks:      make(chan string, askBacklog),
 		refuted:   make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 	}, nil
@@ -111,8 +113,9 @@ func (g *Gossip) Start(ctx context.Context) error {
 		return fmt.Errorf("%w %s:%d: %v", ErrBind, g.cfg.BindAddr, g.cfg.BindPort, err)
 	}
 	g.ml.Store(ml)
-	g.wg.Add(1)
+	g.wg.Add(2)
 	go g.deliverLoop()
+	go g.askLoop()
 	g.log.Info("gossip started", zap.String("addr", g.Addr()), zap.String("seeds", g.cfg.Seeds))
 
 	seeds := g.peerSeeds()
@@ -171,6 +174,50 @@ func (g *Gossip) rejoinLoop(seeds []string) {
 		} else if !warned && !errors.Is(err, ErrClosed) {
 			g.log.Warn("gossip: alone and no seed answers; still retrying", zap.Error(err))
 			warned = true
+		}
+	}
+}
+
+// askBacklog bounds the members waiting to be asked (askLoop); more
+// leaving at once are left to the periodic push/pull.
+const askBacklog = 16
+
+// askLeft queues a member this node just recorded as left for askLoop.
+// memberlist calls it with its node lock held: it never blocks.
+func (g *Gossip) askLeft(n *memberlist.Node) {
+	select {
+	case g.asks <- n.Address():
+	default:
+		g.log.Debug("gossip: too many members left at once; not asking this one", zap.String("member", n.Name))
+	}
+}
+
+// askLoop syncs state (a push/pull, what Join does) with each member this
+// node has just recorded as left, once. memberlist never contacts a member
+// it holds left again: no gossip, probe or push/pull. A stale "left"
+// record, from a member's earlier process, beats the new process's alive
+// whenever its incarnation is not lower, and a new process starts from 1:
+// a node that merges such a record from a peer (a name server restarted
+// since, so it holds only the new process) takes a live member for gone,
+// and the member hears of it only from its own next push/pull with a
+// holder of the claim (PushPullInterval, a random partner) or by chance
+// from a broadcast. Asked directly, a live member learns the claim at once
+// and refutes it with a higher incarnation, which everyone accepts. A
+// member that really left has closed its gossip port, or is about to, so
+// asking it costs a refused connection. Dead members are not asked: they
+// still receive gossip for GossipToTheDeadTime, a remote "dead" merged by
+// push/pull only makes them suspect (probed, refuted at once), and a dead
+// member that cannot answer would hold this loop for TCPTimeout.
+func (g *Gossip) askLoop() {
+	defer g.wg.Done()
+	for {
+		select {
+		case <-g.quit:
+			return
+		case addr := <-g.asks:
+			_, err := g.Join([]string{addr})
+			g.log.Debug("gossip: asked a member reported left", zap.String("addr", addr),
+				zap.Bool("answered", err == nil), zap.Error(err))
 		}
 	}
 }
@@ -310,8 +357,9 @@ func (g *Gossip) isClosed() bool {
 
 // Close leaves the pool gracefully — the others report EventLeave, not
 // EventDead — waiting up to LeaveTimeout for the leave broadcast, then
-// shuts memberlist down and stops the goroutines. Safe to call more than
-// once and after Shutdown.
+// shuts memberlist down and stops the goroutines (a member being asked by
+// askLoop may hold it for up to TCPTimeout). Safe to call more than once
+// and after Shutdown.
 func (g *Gossip) Close() error { return g.stop(true) }
 
 // Shutdown stops gossiping without announcing it, exactly as a crash looks

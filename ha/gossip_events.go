@@ -103,6 +103,9 @@ func (e *mlEvents) NotifyLeave(n *memberlist.Node) {
 	g := (*Gossip)(e)
 	if g.leftGracefully(n) {
 		g.record(EventLeave, MemberLeft, n)
+		if n.Name != g.cfg.Name {
+			g.askLeft(n)
+		}
 	} else {
 		g.record(EventDead, MemberDead, n)
 	}

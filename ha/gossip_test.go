@@ -80,13 +80,26 @@ func brokerMeta(name, raftID string, port int) NodeMeta {
 // bind UDP and TCP on the same number).
 func startNode(t *testing.T, name string, port int, meta NodeMeta, seeds ...*testNode) *testNode {
 	t.Helper()
+	return startNodeWith(t, name, port, meta, nil, nil, seeds...)
+}
+
+// startNodeWith is startNode with the config adjusted by mutate first and
+// a logger (nil: none).
+func startNodeWith(t *testing.T, name string, port int, meta NodeMeta, mutate func(*GossipConfig), log *zap.Logger, seeds ...*testNode) *testNode {
+	t.Helper()
+	if log == nil {
+		log = zap.NewNop()
+	}
 	for attempt := 0; ; attempt++ {
 		p := port
 		if p == 0 {
 			p = testutil.FreePort(t)
 		}
 		cfg := testConfig(name, p, seeds...)
-		g, err := NewGossip(cfg, meta, zap.NewNop())
+		if mutate != nil {
+			mutate(&cfg)
+		}
+		g, err := NewGossip(cfg, meta, log)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,132 @@
+package ha
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// TestGossipStaleLeftViewIsRefutedAtOnce replays an operator's rolling
+// restart. The name server restarts (a new process knows nothing of the
+// brokers' earlier lives), then broker b restarts gracefully: its peers
+// hold "b left" at the incarnation b's old process had reached, which a
+// new process does not reach (memberlist starts every process at 1 and
+// only refutations and meta updates raise it). b joins the new name
+// server, which holds it alive. When q stops too, p is left alone and
+// rejoins its seed, the name server, whose push/pull merges p's stale
+// record: "left" at a higher incarnation beats b's alive, so the name
+// server marks b left and drops it from the routes. memberlist never
+// gossips to, probes or syncs with a member it holds left, so b learns
+// of the claim only from its own next push/pull with a holder of it
+// (PushPullInterval, 10 s by default, with a random partner); meanwhile a
+// healthy broker has no route. The name server must tell b at once: b
+// refutes, and the name server holds it alive again within a gossip round.
+//
+// b may still hear of it by luck: the name server re-sends the claim a
+// few times (RetransmitMult) within a few gossip intervals, piggybacked on
+// whatever it sends, and an ack to a probe from b carries it too. With
+// several members b rarely probes the name server inside that window
+// (the operator walk: 8 and 18 s), so the test takes luck out: b probes
+// once a minute, and the periodic push/pull runs once a minute on every
+// node, so neither can be what repairs the view.
+//
+// The bound, 2 s, is a push/pull round trip plus one gossip interval with
+// room for -race on a loaded machine.
+func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
+	const bound = 2 * time.Second
+	slowSync := func(c *GossipConfig) { c.PushPullInterval = time.Minute }
+	quietB := func(c *GossipConfig) { slowSync(c); c.ProbeInterval = time.Minute }
+	nsMeta := NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}
+	ns := startNodeWith(t, "ns", 0, nsMeta, slowSync, nil)
+	pCore, pLogs := observer.New(zap.DebugLevel)
+	qCore, qLogs := observer.New(zap.DebugLevel)
+	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowSync, zap.New(pCore), ns)
+	q := startNodeWith(t, "q", 0, brokerMeta("bk", "n1", 10921), slowSync, zap.New(qCore), ns)
+	bMeta := brokerMeta("bk", "n2", 10931)
+	b := startNodeWith(t, "b", 0, bMeta, slowSync, nil, ns)
+	waitAlive(t, []*testNode{ns, p, q, b}, "ns", "p", "q", "b")
+
+	// Role and term changes raise b's incarnation, as on a real member.
+	for term := uint64(1); term <= 3; term++ {
+		bMeta.Term = term
+		if err := b.g.UpdateMeta(bMeta); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitFor(t, 5*time.Second, "p and q see b's last meta", func() bool {
+		mp, _ := p.g.Member("b")
+		mq, _ := q.g.Member("b")
+		return mp.Meta.Term == 3 && mq.Meta.Term == 3
+	})
+
+	// The name server restarts: same name and port, a new process. p and q
+	// ask the old one when they hear it left; the new one starts once they
+	// have, as with a real restart, which takes longer than that.
+	if err := ns.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "p and q asked the stopped name server", func() bool {
+		asked := func(logs *observer.ObservedLogs) bool {
+			for _, e := range logs.FilterMessage("gossip: asked a member reported left").All() {
+				if e.ContextMap()["addr"] == ns.addr() {
+					return true
+				}
+			}
+			return false
+		}
+		return asked(pLogs) && asked(qLogs)
+	})
+	ns = startNodeWith(t, "ns", ns.port, nsMeta, slowSync, nil)
+
+	// b restarts gracefully; p and q keep "b left" at its old incarnation.
+	if err := b.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "p and q hold b left", func() bool {
+		mp, _ := p.g.Member("b")
+		mq, _ := q.g.Member("b")
+		return mp.State == MemberLeft && mq.State == MemberLeft
+	})
+	bMeta.Term = 0
+	b = startNodeWith(t, "b", b.port, bMeta, quietB, nil, ns)
+	testutil.WaitFor(t, 5*time.Second, "the new name server holds b alive", func() bool {
+		m, ok := ns.g.Member("b")
+		return ok && m.State == MemberAlive
+	})
+	routes := &fakeRoutes{}
+	defer RemoveGoneBrokers(ns.g, routes, nil)()
+
+	// q stops: p, alone, rejoins the name server with its stale view of b.
+	stale := time.Now()
+	if err := q.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var left Event
+	testutil.WaitFor(t, 10*time.Second, "p's stale view reaches the name server", func() bool {
+		var ok bool
+		left, ok = ns.firstEventAfter(stale, "b", EventLeave, EventDead)
+		return ok
+	})
+	testutil.WaitFor(t, 10*time.Second, "the name server holds b alive again", func() bool {
+		_, ok := ns.firstEventAfter(left.At, "b", EventJoin)
+		return ok
+	})
+	back, _ := ns.firstEventAfter(left.At, "b", EventJoin)
+	t.Logf("the name server held b %s for %v (routes removed: %q)", left.Kind, back.At.Sub(left.At).Round(time.Millisecond), routes.get())
+	if gap := back.At.Sub(left.At); gap > bound {
+		t.Errorf("b, alive and serving, was held %s by the name server for %v; want it told and refuting within %v", left.Kind, gap, bound)
+	}
+	select {
+	case <-b.g.Refuted():
+	default:
+		t.Error("b never noticed it was declared gone (Refuted), so a broker would not register again at once")
+	}
+	testutil.WaitFor(t, 5*time.Second, "p holds b alive again", func() bool {
+		m, _ := p.g.Member("b")
+		return m.State == MemberAlive
+	})
+}
