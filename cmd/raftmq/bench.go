@@ -383,6 +383,9 @@ func runBench(ctx context.Context, g *globalFlags, f *benchFlags, out io.Writer,
 	} else {
 		err = benchConsume(ctx, stop, f, st, log)
 	}
+	if err != nil {
+		err = fmt.Errorf("%w%s", err, f.tls.plaintextHint(err))
+	}
 	stop()
 	<-done
 	sum := st.summary(produce, time.Since(start))

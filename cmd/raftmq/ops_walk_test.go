@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,22 @@ func TestOpsBenchPlaintextAgainstTLSHints(t *testing.T) {
 	}
 	if !strings.Contains(sum.FirstError, "add --tls") {
 		t.Fatalf("first failure %q; want a hint to add --tls", sum.FirstError)
+	}
+}
+
+// TestOpsBenchConsumePlaintextAgainstTLSHints: `raftmq bench consume`
+// without --tls against a name server in tlsServerMode=enforcing cannot
+// start its consumer ("connection closed: EOF"); like produce and admin,
+// its error says to add --tls.
+func TestOpsBenchConsumePlaintextAgainstTLSHints(t *testing.T) {
+	ns, _ := startEnforcingNameServer(t)
+	root := newRootCmd()
+	root.SetOut(io.Discard)
+	root.SetArgs([]string{"--log-level", "error", "bench", "consume", "-n", ns.Addr().String(), "-t", "OpsTLS",
+		"-d", "5s", "--json", "--interval", "1h"})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), "add --tls") {
+		t.Fatalf("plaintext bench consume against enforcing: %v; want a hint to add --tls", err)
 	}
 }
 
