@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Permission bits of a topic's queues (RocketMQ PermName).
@@ -105,14 +106,44 @@ func EncodeTopicRouteData(rd *TopicRouteData, standard bool) []byte {
 	return append(b, "]}"...)
 }
 
+// MaxRouteQueues bounds the queues one topic route may list in all: a
+// client builds an object per routed queue, so a route a few bytes long
+// naming billions of queues must be refused rather than allocated. Brokers
+// route at most 1024 queues per group, well within it.
+const MaxRouteQueues = 1 << 16
+
 // DecodeTopicRouteData parses a route in either the legacy (unquoted integer
-// keys) or the standard form.
+// keys) or the standard form. A route listing more than MaxRouteQueues
+// queues is refused.
 func DecodeTopicRouteData(b []byte) (*TopicRouteData, error) {
 	var rd TopicRouteData
 	if err := json.Unmarshal(QuoteLegacyKeys(b), &rd); err != nil {
 		return nil, fmt.Errorf("%w: topic route: %v", ErrBadBody, err)
 	}
+	if n := rd.queueCount(); n > MaxRouteQueues {
+		return nil, fmt.Errorf("%w: topic route lists more than %d queues (the most a client builds for one topic)", ErrBadBody, MaxRouteQueues)
+	}
 	return &rd, nil
+}
+
+// queueCount is how many queues a client builds from the route: per queue
+// data the larger of its read and write counts, or the counts of the
+// orderTopicConf ("brokerName:queueNums;...") that replaces them for
+// sends. Each count is capped past MaxRouteQueues so the sum cannot wrap.
+func (rd *TopicRouteData) queueCount() int {
+	n := 0
+	add := func(k int) { n += min(max(k, 0), MaxRouteQueues+1) }
+	for _, q := range rd.QueueDatas {
+		add(max(q.ReadQueueNums, q.WriteQueueNums))
+	}
+	for _, item := range strings.Split(rd.OrderTopicConf, ";") {
+		if _, nums, ok := strings.Cut(item, ":"); ok {
+			if k, err := strconv.Atoi(nums); err == nil {
+				add(k)
+			}
+		}
+	}
+	return n
 }
 
 func appendBrokerData(b []byte, bd *BrokerData, standard bool) []byte {

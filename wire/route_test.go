@@ -127,3 +127,22 @@ func FuzzDecodeClusterInfo(f *testing.F) {
 		}
 	})
 }
+
+// A client builds one queue object per routed queue: a route of a few
+// bytes naming billions of queues is refused, not handed on to allocate.
+func TestDecodeTopicRouteDataBoundsQueues(t *testing.T) {
+	for _, body := range []string{
+		`{"queueDatas":[{"brokerName":"b","readQueueNums":2000000000,"writeQueueNums":1,"perm":6}]}`,
+		`{"queueDatas":[{"brokerName":"b","readQueueNums":1,"writeQueueNums":9223372036854775807,"perm":6}]}`,
+		`{"queueDatas":[{"brokerName":"a","readQueueNums":40000,"writeQueueNums":40000,"perm":6},{"brokerName":"b","readQueueNums":40000,"writeQueueNums":1,"perm":6}]}`,
+		`{"orderTopicConf":"a:8;b:99999999999","queueDatas":[]}`,
+	} {
+		if rd, err := DecodeTopicRouteData([]byte(body)); !errors.Is(err, ErrBadBody) {
+			t.Fatalf("%s: decoded %+v, %v; want ErrBadBody", body, rd, err)
+		}
+	}
+	ok := `{"orderTopicConf":"a:8;b:x;c:-1","queueDatas":[{"brokerName":"a","readQueueNums":1024,"writeQueueNums":16,"perm":6},{"brokerName":"b","readQueueNums":-5,"writeQueueNums":0,"perm":6}]}`
+	if _, err := DecodeTopicRouteData([]byte(ok)); err != nil {
+		t.Fatalf("%s: %v", ok, err)
+	}
+}
