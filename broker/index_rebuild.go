@@ -88,8 +88,7 @@ func (g *Group) planIndexRebuild() (r indexRebuild, ok bool, err error) {
 		return r, false, nil
 	}
 	r.covered = idx.CoveredRanges()
-	marker := fmt.Sprintf("%d %d\n", r.from, r.to)
-	if err := storage.WriteFileAtomic(g.diskFS, g.indexRebuildMarkerPath(), []byte(marker)); err != nil {
+	if err := storage.WriteFileAtomic(g.diskFS, g.indexRebuildMarkerPath(), []byte(r.marker())); err != nil {
 		return r, false, fmt.Errorf("broker: record the index rebuild after a crash: %w", err)
 	}
 	return r, true, nil
@@ -100,18 +99,28 @@ func (g *Group) readIndexRebuildMarker() (indexRebuild, bool, error) {
 	if s == "" || err != nil {
 		return indexRebuild{}, false, err
 	}
-	f := strings.Fields(s)
-	var r indexRebuild
-	var err1, err2 error
-	if len(f) == 2 {
-		r.from, err1 = strconv.ParseInt(f[0], 10, 64)
-		r.to, err2 = strconv.ParseUint(f[1], 10, 64)
-	}
-	if len(f) != 2 || err1 != nil || err2 != nil || r.from < 0 {
+	r, ok := parseIndexRebuildMarker(s)
+	if !ok {
 		return r, false, fmt.Errorf("broker: %s holds %q, not \"<fromOffset> <toIndex>\"; remove it and the index directory to re-index everything",
 			g.indexRebuildMarkerPath(), s)
 	}
 	return r, true, nil
+}
+
+// marker is the INDEX_REBUILD file's text: "<fromOffset> <toIndex>".
+func (r indexRebuild) marker() string { return fmt.Sprintf("%d %d\n", r.from, r.to) }
+
+// parseIndexRebuildMarker reads marker's text back; ok is false for
+// anything else.
+func parseIndexRebuildMarker(s string) (r indexRebuild, ok bool) {
+	f := strings.Fields(s)
+	if len(f) != 2 {
+		return r, false
+	}
+	var err1, err2 error
+	r.from, err1 = strconv.ParseInt(f[0], 10, 64)
+	r.to, err2 = strconv.ParseUint(f[1], 10, 64)
+	return r, err1 == nil && err2 == nil && r.from >= 0
 }
 
 // startIndexRebuild runs the rebuild in the background (tracked: Close
