@@ -202,3 +202,41 @@ func FuzzParseIndexRebuildMarker(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTimerDue: a send's timer and DELAY properties of any value are
+// held, passed through or refused with a remark, never a panic; a held
+// message is due after now and within timerMaxDelaySec, and a deliver
+// time already past is a normal message, never refused as too far ahead.
+func FuzzTimerDue(f *testing.F) {
+	c := &Controller{}
+	c.cfg.TimerMaxDelaySec = 3600
+	for _, s := range []string{"60", "0", "-1", "x", "9223372036854775807", "-9223372036854775808", "1099511627777", "3601"} {
+		f.Add(uint8(0), s, "")
+		f.Add(uint8(2), s, "0")
+	}
+	f.Add(uint8(2), strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10), "")
+	f.Add(uint8(1), "60000", "3")
+	f.Fuzz(func(t *testing.T, which uint8, v, delay string) {
+		name := timerProperties[int(which)%len(timerProperties)]
+		props := map[string]string{name: v}
+		if delay != "" {
+			props[wire.PropertyDelayTimeLevel] = delay
+		}
+		before := time.Now().UnixMilli()
+		deliverMs, verdict, r := c.timerDue(props)
+		after := time.Now().UnixMilli()
+		if r != nil {
+			if verdict != timerNone || r.Code != remoting.ResponseMessageIllegal || r.Remark == "" {
+				t.Fatalf("refusal %d %q with verdict %v", r.Code, r.Remark, verdict)
+			}
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n <= before &&
+				(name == wire.PropertyTimerDeliverMs || name == wire.PropertyStartDeliverTime) {
+				t.Fatalf("%s=%d, already past, refused: %s", name, n, r.Remark)
+			}
+			return
+		}
+		if verdict == timerHeld && (deliverMs <= before || deliverMs > after+int64(c.cfg.TimerMaxDelaySec)*1000) {
+			t.Fatalf("%s=%q held until %d, now %d", name, v, deliverMs, before)
+		}
+	})
+}

@@ -215,14 +215,16 @@ func (c *Controller) timerDue(props map[string]string) (deliverMs int64, verdict
 			deliverMs = nowMs + 1<<50
 		}
 	}
+	// Past first: deliverMs-nowMs of a time far in the past would wrap to
+	// far ahead.
+	if deliverMs <= nowMs {
+		return 0, timerNone, nil // due already: a normal message, as in RocketMQ
+	}
 	maxMs := int64(c.cfg.TimerMaxDelaySec) * 1000
 	if deliverMs-nowMs > maxMs {
 		return 0, timerNone, response(remoting.ResponseMessageIllegal,
 			"timer message illegal: %s=%s is %d ms ahead, beyond the max delay %d ms (timerMaxDelaySec=%d)",
 			name, v, deliverMs-nowMs, maxMs, c.cfg.TimerMaxDelaySec)
-	}
-	if deliverMs <= nowMs {
-		return 0, timerNone, nil // due already: a normal message, as in RocketMQ
 	}
 	return deliverMs, timerHeld, nil
 }
