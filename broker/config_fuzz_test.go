@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/raftmq/raftmq/internal/config"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // loadBrokerConf is `raftmq broker -c`'s load: the file over the defaults,
@@ -70,6 +71,49 @@ func FuzzBrokerConfigFile(f *testing.F) {
 		var again bytes.Buffer
 		if err := config.Print(&again, &back); err != nil || !bytes.Equal(printed.Bytes(), again.Bytes()) {
 			t.Fatalf("config changes through print and load (%v):\n%s\n---\n%s", err, printed.Bytes(), again.Bytes())
+		}
+	})
+}
+
+// FuzzRuntimeConfigBody: an UPDATE_BROKER_CONFIG body of any bytes is
+// refused with a remark or applied, never a panic; an applied change
+// leaves a config Validate finds no new fault in.
+func FuzzRuntimeConfigBody(f *testing.F) {
+	for _, s := range []string{"maxMessageSize=1024\n", "defaultTopicQueueNums=0", "defaultTopicQueueNums=1024\nautoCreateTopicEnable=false",
+		"shortPollingTimeMills=-1", "maxReconsumeTimes=16\nlongPollingEnable=false", "listenPort=1", "autoCreateSubscriptionGroup=yes", ""} {
+		f.Add([]byte(s))
+	}
+	c := newPathController(f, newPathReplica())
+	start := c.live()
+	problems := func(cfg *BrokerConfig) string {
+		if err := cfg.Validate(); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	want := problems(start)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		defer c.liveCfg.Store(start)
+		kv, err := config.ParseProperties(body)
+		if err != nil || len(kv) == 0 {
+			return // refused before any key is looked at (processUpdateBrokerConfig)
+		}
+		for k := range kv {
+			if !isRuntimeKey(k) {
+				return
+			}
+		}
+		if r := c.applyRuntimeConfig(kv, false); r != nil {
+			if r.Code != remoting.ResponseInvalidParameter || r.Remark == "" {
+				t.Fatalf("refusal %d %q", r.Code, r.Remark)
+			}
+			if c.live() != start {
+				t.Fatal("a refused change was applied")
+			}
+			return
+		}
+		if got := problems(c.live()); got != want {
+			t.Fatalf("%q applied; Validate now says %q, at start %q", body, got, want)
 		}
 	})
 }
