@@ -127,3 +127,52 @@ func FuzzACLRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLockBatchBody: LOCK_BATCH_MQ and UNLOCK_BATCH_MQ bodies of any bytes
+// are answered, never a panic; the queues granted are queues the body
+// asked for, another client is then granted none of them, and after the
+// holder's unlock it is granted all of them.
+func FuzzLockBatchBody(f *testing.F) {
+	b, _ := json.Marshal(wire.LockBatchBody{ConsumerGroup: "g", ClientID: "c1",
+		MQSet: []wire.MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 0}, {Topic: "T", BrokerName: "b", QueueID: 1}}})
+	f.Add(b)
+	f.Add([]byte(`{"consumerGroup":"g","clientId":"c1","mqSet":[{"topic":"T","brokerName":"b","queueId":0},{"topic":"T","brokerName":"b","queueId":0}]}`))
+	f.Add([]byte(`{"mqSet":null}`))
+	f.Add([]byte(`{"consumerGroup":"","clientId":"","mqSet":[{}]}`))
+	c := newPathController(f, newPathReplica())
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		defer c.locks.reset()
+		resp, err := c.processLockBatch(ctx, nil, remoting.NewRequest(remoting.RequestLockBatchMQ, nil, body))
+		if err != nil || resp == nil {
+			t.Fatalf("lock answered %v, %v", resp, err)
+		}
+		if resp.Code != remoting.ResponseSuccess {
+			if resp.Remark == "" {
+				t.Fatalf("refusal %d without a remark", resp.Code)
+			}
+			return
+		}
+		var req wire.LockBatchBody
+		var got wire.LockBatchResponse
+		if json.Unmarshal(body, &req) != nil || json.Unmarshal(resp.Body, &got) != nil {
+			t.Fatalf("lock of %q answered %q", body, resp.Body)
+		}
+		for _, mq := range got.LockOKMQSet {
+			if !slices.Contains(req.MQSet, mq) {
+				t.Fatalf("granted %+v, not asked for", mq)
+			}
+		}
+		other := req
+		other.ClientID += "-other"
+		if l := c.locks.tryLockBatch(other.ConsumerGroup, other.ClientID, got.LockOKMQSet); len(l) != 0 {
+			t.Fatalf("%+v held by %q granted to %q too", l, req.ClientID, other.ClientID)
+		}
+		if r, err := c.processUnlockBatch(ctx, nil, remoting.NewRequest(remoting.RequestUnlockBatchMQ, nil, body)); err != nil || r.Code != remoting.ResponseSuccess {
+			t.Fatalf("unlock answered %v, %v", r, err)
+		}
+		if l := c.locks.tryLockBatch(other.ConsumerGroup, other.ClientID, got.LockOKMQSet); len(l) != len(got.LockOKMQSet) {
+			t.Fatalf("after the unlock %q granted %d of %d", other.ClientID, len(l), len(got.LockOKMQSet))
+		}
+	})
+}
