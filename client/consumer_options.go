@@ -295,7 +295,9 @@ func HeartbeatInterval(d time.Duration) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.heartbeatInterval = d })
 }
 
-// PersistInterval sets how often consumed offsets are committed (default 5 s).
+// PersistInterval sets how often consumed offsets are committed (default
+// 5 s). A push consumer commits only then, on hand-over and on Close: its
+// pulls carry no offset (doc.go).
 func PersistInterval(d time.Duration) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.persistInterval = d })
 }

@@ -48,6 +48,13 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			}
 			continue
 		}
+		// No consumed offset rides on the pull (the commit flag the Java
+		// push consumer sets): brokers run pulls and offset updates on
+		// separate pools and keep the last offset they get, so a pull
+		// sent before Close's or a hand-over's commit can be processed
+		// after it and move the group's offset back; the next consumer
+		// would then get those messages again. Offsets go only through
+		// sendOffsets, whose sends of a group are ordered.
 		req := &PullRequest{
 			Group:         c.cfg.group,
 			Queue:         mq,
@@ -56,18 +63,6 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 			SysFlag:       wire.PullFlagSuspend | wire.PullFlagSubscription,
 			SuspendMillis: c.cfg.pollSuspend.Milliseconds(),
 			Subscription:  c.pullSubscription(mq.Topic),
-		}
-		if c.cfg.model == Clustering && c.hooks.consumeType == wire.ConsumeTypePush && !c.hooks.orderly {
-			// Piggyback the consumed offset, as the Java push consumer
-			// does. Not for lite pull (it commits only what Commit or
-			// auto-commit says) nor orderly consumers: a pull still in
-			// flight when a queue is handed over can reach the broker after
-			// the hand-over's commit and move the offset back, and the
-			// next owner would consume those messages a second time.
-			if off, err := c.store.Read(pq.ctx, mq, ReadFromMemory); err == nil && off > 0 {
-				req.SysFlag |= wire.PullFlagCommitOffset
-				req.CommitOffset = off
-			}
 		}
 		// pollTimeout (suspend + margin) is the outer bound of a long poll;
 		// movePulls cuts it short when addr stops being where the group is

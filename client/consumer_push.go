@@ -209,7 +209,8 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 }
 
 // Close stops pulling, waits for listener calls in progress, commits the
-// offsets (those of queues handed over that no broker took yet too),
+// offsets, their results included, as the group's last (those of queues
+// handed over that no broker took yet too),
 // releases orderly locks and unregisters from the brokers. The commit
 // waits out a group electing a leader within ctx or, when ctx has no
 // deadline, for at most 10 s; offsets still unsent then are reported in

@@ -148,6 +148,78 @@ func TestPushConsumerConsumesFiltersAndCommits(t *testing.T) {
 	}
 }
 
+// TestPushConsumerCloseCommitNotUndoneByPullInFlight: the offset Close
+// commits is the group's last, though the queue's pull in flight reaches
+// the broker's pull pool only after it. Brokers process pulls and offset
+// updates on separate pools and keep the last offset they are given, so an
+// offset carried by that pull (the commit flag, sent before the last
+// messages were consumed) would move the group back and the next consumer
+// would get those messages again.
+func TestPushConsumerCloseCommitNotUndoneByPullInFlight(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
+	tailPulled := make(chan struct{}) // the pull past the last message arrived
+	late := make(chan struct{})       // the broker's pull pool gets to it now
+	tailDone := make(chan struct{})
+	var tailOnce sync.Once
+	b.answer(remoting.RequestPullMessage, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		var h wire.PullMessageRequestHeader
+		if err := req.DecodeHeader(&h); err != nil || h.Topic != "T" || h.QueueOffset != 10 {
+			return b.pull(nil, req)
+		}
+		first := false
+		tailOnce.Do(func() { first = true })
+		if !first {
+			return b.pull(nil, req)
+		}
+		defer close(tailDone)
+		close(tailPulled)
+		select {
+		case <-late:
+		case <-b.quit:
+		}
+		if h.SysFlag&wire.PullFlagCommitOffset != 0 {
+			b.setOffset(h.ConsumerGroup, h.Topic, int(h.QueueID), h.CommitOffset)
+		}
+		return remoting.NewResponse(remoting.ResponsePullNotFound, "")
+	})
+	for i := range 5 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	var consumed atomic.Int32
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset))
+	_ = c.Subscribe("T", "*")
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		for _, m := range msgs {
+			if m.QueueOffset == 9 {
+				// Consumed only once the pull after it left: that pull
+				// carries an offset below 10, if any.
+				<-tailPulled
+			}
+		}
+		consumed.Add(int32(len(msgs)))
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "the first 5 consumed and committed", func() bool {
+		off, ok := b.offset("G", "T", 0)
+		return consumed.Load() == 5 && ok && off == 5
+	})
+	for i := 5; i < 10; i++ {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	testutil.WaitFor(t, 5*time.Second, "all 10 consumed", func() bool { return consumed.Load() == 10 })
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(late)
+	<-tailDone
+	if off, _ := b.offset("G", "T", 0); off != 10 {
+		t.Fatalf("committed offset after Close and the pull in flight: %d, want 10 (all consumed)", off)
+	}
+}
+
 func TestPushConsumerStartsFromLastOffsetAndFailsWithoutRoute(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")

@@ -25,7 +25,12 @@
 // Close, from which every loop and in-flight SendAsync stops. Close(ctx)
 // waits for every goroutine the client started, the listener calls in
 // progress included; if ctx ends first it still commits what it can and
-// closes the connections, and returns ctx's error. Start after Close
+// closes the connections, and returns ctx's error. A push consumer's Close
+// leaves the group's offsets at what its listener calls consumed: its
+// offsets go only in its own commits (every PersistInterval, on hand-over
+// and on Close), never with its pulls as the Java client's do, for a
+// broker may run a pull sent earlier after a later commit and move the
+// group's offset back. Start after Close
 // returns ErrClosed; a second Close is a no-op. Admin runs no goroutines:
 // NewAdmin returns it ready, and Close(ctx) closes its connections.
 //

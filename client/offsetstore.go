@@ -384,9 +384,8 @@ func (s *RemoteOffsetStore) persistAt(ctx context.Context, mq MessageQueue, addr
 // owner's back (RocketMQ's client sends a queue's offset once, when it
 // gives the queue up, never after). The store's own record is no guide
 // here: reading the start offset of the queue coming back records the new
-// owner's commit. A committed offset below ours is ours sent with a pull
-// (the pull commit flag) or the new owner's still behind ours: sending
-// ours then loses nothing. It returns mq's offset, sent or not (-1 when
+// owner's commit. A committed offset below ours is an older one of ours
+// or the new owner's still behind ours: sending ours then loses nothing. It returns mq's offset, sent or not (-1 when
 // none is recorded, and nothing is asked).
 func (s *RemoteOffsetStore) persistUnlessPassed(ctx context.Context, mq MessageQueue, addr string, known int64, hasKnown bool) (int64, error) {
 	off, ok := s.table.get(mq)
