@@ -208,16 +208,18 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops pulling, waits for listener calls in progress, commits the
-// offsets, their results included, as the group's last (those of queues
-// handed over that no broker took yet too),
-// releases orderly locks and unregisters from the brokers. The commit
-// waits out a group electing a leader within ctx or, when ctx has no
-// deadline, for at most 10 s; offsets still unsent then are reported in
-// Close's error, and their orderly queues stay locked until the broker
-// frees the lock (60 s), so that their next owner does not start at an
-// older committed offset meanwhile. ctx bounds all of it: when it ends first (a listener
-// that does not return), Close still commits what it can, closes the
+// Close stops pulling, waits for listener calls in progress (a batch
+// pulled and not yet handed to the listener is not delivered: its messages
+// stay uncommitted, for the group's next consumer), commits the offsets,
+// those calls' results included, as the group's last (those of queues
+// handed over that no broker took yet too), releases orderly locks and
+// unregisters from the brokers. The commit waits out a group electing a
+// leader within ctx or, when ctx has no deadline, for at most 10 s;
+// offsets still unsent then are reported in Close's error, and their
+// orderly queues stay locked until the broker frees the lock (60 s), so
+// that their next owner does not start at an older committed offset
+// meanwhile. ctx bounds all of it: when it ends first (a listener that
+// does not return), Close still commits what it can, closes the
 // connections and returns ctx's error; the listener's goroutine ends when
 // the listener returns. Safe to call twice.
 func (p *PushConsumer) Close(ctx context.Context) error {
@@ -407,9 +409,13 @@ func (q *workQueue) push(r consumeRequest) {
 	}
 }
 
-// pop waits for a batch until ctx ends (false).
+// pop waits for a batch until ctx ends (false). Once it ended, batches
+// still queued are left: Close waits for the listener calls in progress
+// only, and their messages, never handed to the listener, stay
+// uncommitted (ConsumeMessageConcurrentlyService's shutdown drops its
+// pool's queue too).
 func (q *workQueue) pop(ctx context.Context) (consumeRequest, bool) {
-	for {
+	for ctx.Err() == nil {
 		q.mu.Lock()
 		if len(q.items) > 0 {
 			r := q.items[0]
@@ -430,7 +436,7 @@ func (q *workQueue) pop(ctx context.Context) (consumeRequest, bool) {
 		select {
 		case <-q.ready:
 		case <-ctx.Done():
-			return consumeRequest{}, false
 		}
 	}
+	return consumeRequest{}, false
 }

@@ -220,6 +220,48 @@ func TestPushConsumerCloseCommitNotUndoneByPullInFlight(t *testing.T) {
 	}
 }
 
+// TestPushConsumerCloseDeliversNoQueuedBatch: Close waits for the
+// listener calls in progress and commits their results, but hands the
+// listener no batch that was still queued for the pool (as RocketMQ's
+// shutdown drops the pool's queue): those messages stay uncommitted and
+// the group's next consumer gets them.
+func TestPushConsumerCloseDeliversNoQueuedBatch(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
+	for i := range 5 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	inCall := make(chan struct{})
+	release := make(chan struct{})
+	var calls atomic.Int32
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), ConsumeGoroutines(1))
+	_ = c.Subscribe("T", "*")
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		if calls.Add(1) == 1 {
+			close(inCall)
+			<-release
+		}
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	<-inCall
+	testutil.WaitFor(t, 5*time.Second, "the other 4 messages queued for the pool", func() bool { return c.work.len() == 4 })
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(context.Background()) }()
+	testutil.WaitFor(t, 5*time.Second, "Close under way", func() bool { return c.core.ctx.Err() != nil })
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d listener calls, want 1: Close delivered batches still queued", n)
+	}
+	if off, _ := b.offset("G", "T", 0); off != 1 {
+		t.Fatalf("committed offset %d, want 1 (the call Close waited for)", off)
+	}
+}
+
 func TestPushConsumerStartsFromLastOffsetAndFailsWithoutRoute(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")

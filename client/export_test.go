@@ -25,3 +25,10 @@ func SetSendBackRetry(p *PushConsumer, d time.Duration) { p.core.cfg.sendBackRet
 
 // ProducerRemoting is the remoting client of p, started (see AdminRemoting).
 func ProducerRemoting(p *Producer) *remoting.Client { return p.rc }
+
+// len counts the batches queued for the consume pool.
+func (q *workQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
