@@ -49,7 +49,9 @@ type RaftGroupMember struct {
 	// BrokerID is the id the member registered with (0 = routed leader),
 	// -1 when it is not registered with the name servers.
 	BrokerID int64 `json:"brokerId"`
-	// Suffrage is Voter, Nonvoter (a learner) or Staging.
+	// Suffrage is Voter, Nonvoter (a learner) or Staging as the leader's
+	// configuration has it; SuffrageRemoved for a member that answered
+	// but is not in it.
 	Suffrage string `json:"suffrage"`
 	// State is Leader, Follower, Candidate, Shutdown; Refused when the
 	// member answered RAFT_STATUS with NO_PERMISSION (ACL), Unreachable
@@ -79,6 +81,13 @@ type RaftGroupMember struct {
 	// (the leader's RaftStatus.Promotions).
 	Promotion *wire.PromotionStatus `json:"promotion,omitempty"`
 }
+
+// SuffrageRemoved is the Suffrage of a member that answered RAFT_STATUS
+// although the leader's configuration lacks it: removed while it was down
+// or cut off, it runs on the stale configuration it kept, which still
+// names it a voter, until its removal watch reaches the routed leader and
+// stops it. It is no member: not in MemberIDs, never a transfer target.
+const SuffrageRemoved = "Removed"
 
 // RaftStatus asks the broker at addr for its RAFT_STATUS (30001), with
 // RemotingAddr set to addr.
@@ -168,8 +177,11 @@ func failedState(err error) string {
 	return "Unreachable"
 }
 
-// merge builds the member rows from the answers; the leader's view of
-// the configuration wins.
+// merge builds the member rows from the answers. Once a leader answered
+// with its configuration, that configuration decides who is a member: a
+// member that answered from outside it is a SuffrageRemoved row, and an id
+// only a stale configuration names (silent, not in the leader's) is no
+// row. Without one, the rows are every configuration's members.
 func (g *RaftGroup) merge(failed []RaftGroupMember, registered map[string]int64) {
 	var leader *wire.RaftStatus
 	conf := map[string]wire.RaftMember{}
@@ -188,6 +200,17 @@ func (g *RaftGroup) merge(failed []RaftGroupMember, registered map[string]int64)
 	}
 	if leader != nil {
 		g.LeaderID, g.LeaderAddr = leader.SelfID, leader.RemotingAddr
+		if len(leader.Members) > 0 {
+			// Every id so far comes from some member's configuration; the
+			// leader's own members are put back right after.
+			for id := range conf {
+				if _, answered := g.Statuses[id]; !answered {
+					delete(conf, id)
+				} else {
+					conf[id] = wire.RaftMember{ID: id, RaftAddr: conf[id].RaftAddr, Suffrage: SuffrageRemoved}
+				}
+			}
+		}
 		for _, m := range leader.Members {
 			conf[m.ID] = m
 		}
@@ -221,11 +244,12 @@ func (g *RaftGroup) merge(failed []RaftGroupMember, registered map[string]int64)
 	g.Members = append(g.Members, failed...)
 }
 
-// MemberIDs lists the Raft ids of g's members.
+// MemberIDs lists the Raft ids of g's members (not a SuffrageRemoved
+// row's).
 func (g *RaftGroup) MemberIDs() []string {
 	var ids []string
 	for _, m := range g.Members {
-		if m.ID != "" {
+		if m.ID != "" && m.Suffrage != SuffrageRemoved {
 			ids = append(ids, m.ID)
 		}
 	}

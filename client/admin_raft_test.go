@@ -1,10 +1,13 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -202,5 +205,61 @@ func TestPlanLeaderBalanceSkipsMembersOutsideLeaderConfig(t *testing.T) {
 	a.PreferredLeaderID = "a3"
 	if moves := PlanLeaderBalance([]*RaftGroup{a}); len(moves) != 1 || moves[0].Result != "skipped" {
 		t.Fatalf("plan %+v, want the removed preferred leader skipped", moves)
+	}
+}
+
+// TestRaftGroupMergeMarksMembersOutsideLeaderConfig: a member removed
+// while it was down answers with the stale configuration it kept, which
+// names it a voter (and a member removed before it). Once a leader
+// answered, its configuration decides: the stale member is a Removed row
+// with its own state, left out of MemberIDs and the not-a-member error;
+// the id only the stale configuration names is no row at all. Without a
+// leader there is no configuration to trust more, and rows are the union.
+func TestRaftGroupMergeMarksMembersOutsideLeaderConfig(t *testing.T) {
+	voters := func(ids ...string) []wire.RaftMember {
+		var ms []wire.RaftMember
+		for _, id := range ids {
+			ms = append(ms, wire.RaftMember{ID: id, Suffrage: "Voter"})
+		}
+		return ms
+	}
+	live := append(voters("n0", "n1"), wire.RaftMember{ID: "n3", Suffrage: "Nonvoter"})
+	statuses := func(withLeader bool) map[string]*wire.RaftStatus {
+		sts := map[string]*wire.RaftStatus{
+			"n1": {SelfID: "n1", State: "Follower", Term: 5, RemotingAddr: "127.0.0.1:10921", LastLogIndex: 40, Members: live},
+			// Removed while down; n4 was removed before it went down.
+			"n2": {SelfID: "n2", State: "Candidate", Term: 4, RemotingAddr: "127.0.0.1:10931", LastLogIndex: 30,
+				Members: voters("n0", "n1", "n2", "n4")},
+		}
+		if withLeader {
+			sts["n0"] = &wire.RaftStatus{SelfID: "n0", State: "Leader", Term: 5, RemotingAddr: "127.0.0.1:10911", LastLogIndex: 42, Members: live}
+		}
+		return sts
+	}
+	registered := map[string]int64{"127.0.0.1:10911": 0, "127.0.0.1:10921": 1, "127.0.0.1:10931": 2}
+	g := &RaftGroup{BrokerName: "broker-a", Statuses: statuses(true)}
+	g.merge(nil, registered)
+	var rows []string
+	for _, m := range g.Members {
+		rows = append(rows, fmt.Sprintf("%s %s %s %d", m.ID, m.Suffrage, m.State, m.BrokerID))
+	}
+	want := []string{"n0 Voter Leader 0", "n1 Voter Follower 1", "n2 Removed Candidate 2", "n3 Nonvoter Unknown -1"}
+	if strings.Join(rows, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("rows %q, want %q", rows, want)
+	}
+	if ids := strings.Join(g.MemberIDs(), ","); ids != "n0,n1,n3" {
+		t.Fatalf("MemberIDs %s, want n0,n1,n3", ids)
+	}
+	_, err := (*Admin)(nil).TransferLeadership(context.Background(), g, "n2", time.Second)
+	if !errors.Is(err, ErrNotMember) || strings.Contains(err.Error(), "n2 ") || strings.Contains(err.Error(), "n2]") {
+		t.Fatalf("transfer to the removed member: %v, want ErrNotMember listing only n0 n1 n3", err)
+	}
+
+	g = &RaftGroup{BrokerName: "broker-a", Statuses: statuses(false)}
+	g.merge(nil, registered)
+	if ids := strings.Join(g.MemberIDs(), ","); ids != "n0,n1,n2,n3,n4" || slices.ContainsFunc(g.Members, func(m RaftGroupMember) bool {
+		return m.Suffrage == SuffrageRemoved
+	}) {
+		t.Fatalf("leaderless rows %+v, want the union of the configurations, none marked", g.Members)
 	}
 }

@@ -20,7 +20,9 @@ import (
 // A member that refuses (NO_PERMISSION without an admin account under
 // ACL) is a row with the broker's remark, and the command exits 1 naming
 // it; one that does not answer is only a row (the command is how an
-// operator looks at a group with a member down).
+// operator looks at a group with a member down), and so is one removed
+// from the group that still runs (client.SuffrageRemoved): like a member
+// down, it is the group's state the command reports, not its failure.
 func runRaftStatus(ctx context.Context, s *adminSession, in flagValues) ([]*client.RaftGroup, error) {
 	gs, err := s.raftGroups(ctx, in.str("clusterName"), in.str("brokerName"))
 	if err != nil {
@@ -71,6 +73,12 @@ func tableRaftStatus(w *tabwriter.Writer, gs []*client.RaftGroup) {
 				contact = (time.Duration(m.LastContactMillis) * time.Millisecond).String()
 			}
 			note := m.Error
+			if note == "" && m.Suffrage == client.SuffrageRemoved {
+				// Whatever else its stale configuration says about it
+				// (learner, preferred leader) no longer holds.
+				note = "REMOVED: not in the leader's configuration; it runs on its stale one until it reaches " +
+					"the routed leader and stops (if it cannot, stop it)"
+			}
 			if note == "" && m.LogStopped != "" {
 				note = "log stopped: " + m.LogStopped
 			}
