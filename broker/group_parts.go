@@ -174,6 +174,11 @@ func NewInmemNetwork() *InmemNetwork {
 // (its member is gone). RPCs wait at most timeout for the peer to take
 // and answer them (ten times that for a snapshot).
 func (n *InmemNetwork) Transport(addr raft.ServerAddress, timeout time.Duration) raft.Transport {
+	return n.transport(addr, timeout, false)
+}
+
+// transport is Transport, cut off from its first moment when cut.
+func (n *InmemNetwork) transport(addr raft.ServerAddress, timeout time.Duration, cut bool) *inmemTransport {
 	_, it := raft.NewInmemTransportWithTimeout(addr, timeout)
 	t := &inmemTransport{InmemTransport: it, net: n, timeout: timeout}
 	n.mu.Lock()
@@ -181,7 +186,11 @@ func (n *InmemNetwork) Transport(addr raft.ServerAddress, timeout time.Duration)
 	if old := n.members[addr]; old != nil {
 		n.detachLocked(old)
 	}
-	delete(n.cut, addr)
+	if cut {
+		n.cut[addr] = true
+	} else {
+		delete(n.cut, addr)
+	}
 	n.members[addr] = t
 	n.linkLocked(t)
 	return t
@@ -192,12 +201,20 @@ func (n *InmemNetwork) Transport(addr raft.ServerAddress, timeout time.Duration)
 // and snapshots as the member left them. Call it right before the restart:
 // until its Raft runs, RPCs to the new transport wait (a stopped member's
 // closed transport fails them at once).
-func (n *InmemNetwork) Reopen(p Parts) Parts {
+func (n *InmemNetwork) Reopen(p Parts) Parts { return n.reopen(p, false) }
+
+// ReopenPartitioned is Reopen for a member restarting behind a partition:
+// its new transport is cut off (SetPartitioned) before any peer can reach
+// it, so nothing a peer sends meanwhile, such as a leader's last append
+// to a member it removed, gets through until the partition heals.
+func (n *InmemNetwork) ReopenPartitioned(p Parts) Parts { return n.reopen(p, true) }
+
+func (n *InmemNetwork) reopen(p Parts, cut bool) Parts {
 	timeout := 10 * time.Second
 	if it, ok := p.Transport.(*inmemTransport); ok {
 		timeout = it.timeout
 	}
-	p.Transport = n.Transport(p.Transport.LocalAddr(), timeout)
+	p.Transport = n.transport(p.Transport.LocalAddr(), timeout, cut)
 	return p
 }
 

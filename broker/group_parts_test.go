@@ -186,6 +186,60 @@ func TestInmemNetworkPartition(t *testing.T) {
 	}
 }
 
+// TestInmemNetworkReopenPartitioned: a member restarting behind a
+// partition gets a transport that no peer reaches and that reaches no
+// peer until the partition heals; Reopen, as after a plain restart,
+// joins the network at once.
+func TestInmemNetworkReopenPartitioned(t *testing.T) {
+	net := NewInmemNetwork()
+	a := net.Transport("a", time.Second)
+	defer a.(raft.WithClose).Close()
+	grant := func(tr raft.Transport) (stop func()) {
+		quit, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case rpc := <-tr.Consumer():
+					rpc.Respond(&raft.RequestVoteResponse{Granted: true}, nil)
+				case <-quit:
+					return
+				}
+			}
+		}()
+		return func() { close(quit); <-done }
+	}
+	defer grant(a)()
+	for _, cut := range []bool{true, false} {
+		b := net.Transport("b", time.Second)
+		if err := b.(raft.WithClose).Close(); err != nil {
+			t.Fatal(err)
+		}
+		reopen := net.Reopen
+		if cut {
+			reopen = net.ReopenPartitioned
+		}
+		p := reopen(Parts{Transport: b})
+		stop := grant(p.Transport)
+		var resp raft.RequestVoteResponse
+		toB := a.RequestVote("x", "b", &raft.RequestVoteRequest{}, &resp)
+		if !cut && toB != nil {
+			t.Fatalf("after a plain reopen: %v", toB)
+		}
+		if cut {
+			if toA := p.Transport.RequestVote("x", "a", &raft.RequestVoteRequest{}, &resp); toB == nil || toA == nil {
+				t.Fatalf("RPCs crossed the partition the member restarted behind: to it %v, from it %v", toB, toA)
+			}
+			net.SetPartitioned("b", false)
+			if err := a.RequestVote("x", "b", &raft.RequestVoteRequest{}, &resp); err != nil {
+				t.Fatalf("healed: %v", err)
+			}
+		}
+		stop()
+		_ = p.Transport.(raft.WithClose).Close()
+	}
+}
+
 // TestInmemTransportCloseFailsPipelinedAppends: an AppendEntries queued on
 // a pipeline to a member whose transport closes before its Raft took it
 // completes with the close error (hashicorp/raft's in-memory pipeline

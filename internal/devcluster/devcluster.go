@@ -107,6 +107,9 @@ type Member struct {
 	// parts are the member's in-memory parts once it first started
 	// (Options.InMemory), kept for its restarts.
 	parts *broker.Parts
+	// raftCut keeps the member cut off its Raft network across restarts
+	// (SetRaftPartitioned).
+	raftCut bool
 }
 
 // ID is the member's Raft id (dLegerSelfId).
@@ -306,11 +309,31 @@ func (c *Cluster) openParts(mb *Member) (broker.Parts, error) {
 		if parts, err = broker.NewInmemParts(cfg, c.net); err != nil {
 			return broker.Parts{}, err
 		}
+	} else if mb.raftCut {
+		parts = c.net.ReopenPartitioned(*mb.parts)
 	} else {
 		parts = c.net.Reopen(*mb.parts)
 	}
 	mb.parts = &parts
 	return parts, nil
+}
+
+// SetRaftPartitioned cuts member m of group g off its group's Raft
+// network (true) or joins it again (false); Options.InMemory only. The
+// cut outlives Stop, Kill and Restart, as a partition outlives a process
+// restart: a member restarted behind it receives nothing its peers send,
+// from its first moment. Remoting is not cut: clients, the name server
+// and the peers' remoting requests still reach it.
+func (c *Cluster) SetRaftPartitioned(g, m int, cut bool) error {
+	if c.net == nil {
+		return errors.New("devcluster: SetRaftPartitioned needs Options.InMemory")
+	}
+	mb := c.members[g][m]
+	mb.raftCut = cut
+	if mb.parts != nil {
+		c.net.SetPartitioned(mb.parts.Transport.LocalAddr(), cut)
+	}
+	return nil
 }
 
 // Kill stops member m of group g the way a crash looks to its peers: Raft

@@ -98,6 +98,37 @@ func TestInMemoryKillRestart(t *testing.T) {
 	}
 }
 
+// TestRaftPartitionOutlivesRestart: a member cut off the Raft network
+// and restarted stays cut off: with the group's third member stopped, the
+// leader cannot keep a majority and steps down, and the restarted member
+// never hears from a leader. Healed, the two elect a leader again.
+func TestRaftPartitionOutlivesRestart(t *testing.T) {
+	c := MustStart(t, Options{InMemory: true})
+	var l int
+	testutil.WaitFor(t, 10*time.Second, "a leader", func() bool { l = c.Leader(0); return l >= 0 })
+	f, o := (l+1)%3, (l+2)%3
+	if err := c.SetRaftPartitioned(0, f, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(0, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(0, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(0, o); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the leader steps down without a majority", func() bool { return c.Leader(0) < 0 })
+	if lc := c.Member(0, f).Group.Raft().LastContact(); !lc.IsZero() {
+		t.Fatalf("the member restarted behind the partition heard from a leader at %v", lc)
+	}
+	if err := c.SetRaftPartitioned(0, f, false); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 15*time.Second, "a leader once healed", func() bool { return c.Leader(0) >= 0 })
+}
+
 // TestWaitReadyNamesWhatIsMissing: a cluster that does not get ready says
 // which group lacks what, and what its running members believe, so that a
 // start that times out under load names its cause.

@@ -18,7 +18,8 @@
 // # Files
 //
 //   - devcluster.go: Options, Start, MustStart (for tests), the member
-//     lifecycle (Kill, Stop, Restart), Leader, WaitReady, Close.
+//     lifecycle (Kill, Stop, Restart), SetRaftPartitioned (in-memory Raft
+//     network), Leader, WaitReady, Close.
 //   - member.go: AddMember, a new member that joins a running group
 //     (raftJoin) and waits to be added (membership tests).
 package devcluster
