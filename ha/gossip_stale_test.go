@@ -63,23 +63,29 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 		return mp.Meta.Term == 3 && mq.Meta.Term == 3
 	})
 
-	// The name server restarts: same name and port, a new process. p and q
-	// ask the old one when they hear it left; the new one starts once they
-	// have, as with a real restart, which takes longer than that.
+	// p and q ask a member once when they hear it left; a restarted one
+	// starts once they have, as with a real restart, which takes longer
+	// than that.
+	waitAsked := func(n *testNode) {
+		t.Helper()
+		testutil.WaitFor(t, 5*time.Second, "p and q asked the stopped "+n.g.Name(), func() bool {
+			asked := func(logs *observer.ObservedLogs) bool {
+				for _, e := range logs.FilterMessage("gossip: asked a member reported left").All() {
+					if e.ContextMap()["addr"] == n.addr() {
+						return true
+					}
+				}
+				return false
+			}
+			return asked(pLogs) && asked(qLogs)
+		})
+	}
+
+	// The name server restarts: same name and port, a new process.
 	if err := ns.g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, "p and q asked the stopped name server", func() bool {
-		asked := func(logs *observer.ObservedLogs) bool {
-			for _, e := range logs.FilterMessage("gossip: asked a member reported left").All() {
-				if e.ContextMap()["addr"] == ns.addr() {
-					return true
-				}
-			}
-			return false
-		}
-		return asked(pLogs) && asked(qLogs)
-	})
+	waitAsked(ns)
 	ns = startNodeWith(t, "ns", ns.port, nsMeta, slowSync, nil)
 
 	// b restarts gracefully; p and q keep "b left" at its old incarnation.
@@ -91,6 +97,7 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 		mq, _ := q.g.Member("b")
 		return mp.State == MemberLeft && mq.State == MemberLeft
 	})
+	waitAsked(b)
 	bMeta.Term = 0
 	b = startNodeWith(t, "b", b.port, bMeta, quietB, nil, ns)
 	testutil.WaitFor(t, 5*time.Second, "the new name server holds b alive", func() bool {
