@@ -20,8 +20,10 @@
 //   - roles.go: the role observer (barrier before serving, change
 //     callbacks); transfer.go: leadership transfer and the preferred-leader
 //     loop.
-//   - gossip.go: Gossip (start, join, rejoin while alone, metadata updates,
-//     members, close with leave, shutdown without).
+//   - gossip.go: Gossip (start, join, metadata updates, members, close
+//     with leave, shutdown without).
+//   - gossip_seeds.go: the rejoin loop, which keeps the seeds aware of the
+//     node (one that never answered, or restarted since).
 //   - gossip_events.go: membership events, the member table and the one
 //     delivery goroutine; reading memberlist's real leave/dead state.
 //   - gossip_config.go: GossipConfig (gossip* keys), the sub-second

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/memberlist"
 	"go.uber.org/zap"
@@ -48,8 +45,14 @@ type Gossip struct {
 	wake    chan struct{} // capacity 1: the queue is non-empty
 	asks    chan string   // gossip addresses of members just reported left, for askLoop
 	refuted chan struct{} // capacity 1: this node refuted a suspicion or death (Refuted)
-	quit    chan struct{} // closed by stop; ends every goroutine
-	wg      sync.WaitGroup
+	// losses counts the other members reported dead or left; rejoinLoop
+	// checks its seeds again whenever it moves.
+	losses atomic.Uint64
+	// ctx is cancelled by stop: it ends every goroutine and any seed
+	// lookup in flight.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // NewGossip checks cfg and meta and prepares a node; nothing is bound until
@@ -65,6 +68,7 @@ func NewGossip(cfg GossipConfig, meta NodeMeta, log *zap.Logger) (*Gossip, error
 	if log == nil {
 		log = zap.NewNop()
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Gossip{
 		cfg:       cfg,
 		log:       log.With(zap.String("node", cfg.Name)),
@@ -76,18 +80,19 @@ func NewGossip(cfg GossipConfig, meta NodeMeta, log *zap.Logger) (*Gossip, error
 		wake:      make(chan struct{}, 1),
 		asks:      make(chan string, askBacklog),
 		refuted:   make(chan struct{}, 1),
-		quit:      make(chan struct{}),
+		ctx:       ctx,
+		cancel:    cancel,
 	}, nil
 }
 
 // Start binds the gossip port (UDP and TCP), starts the delivery goroutine
-// and tries once to join the configured seeds. A node that reaches none of
-// them keeps running alone — it may be the first of its pool — and retries
-// every JoinRetryInterval for as long as it has no live peer, which also
-// reconnects a node that was partitioned long enough to be forgotten.
-// ctx is checked before binding; the join attempt is bounded by
-// gossipTcpTimeoutMs per seed. Errors wrap ErrBind, ErrAlreadyStarted or
-// ErrClosed.
+// and tries once to join each configured seed. A node that reaches none of
+// them keeps running alone — it may be the first of its pool — and the
+// rejoin loop keeps every seed aware of it from then on (rejoinLoop): a
+// seed that did not answer, or that restarted since, is joined within
+// JoinRetryInterval of answering. ctx is checked before binding; the join
+// attempt is bounded by gossipTcpTimeoutMs (the seeds are tried at once).
+// Errors wrap ErrBind, ErrAlreadyStarted or ErrClosed.
 func (g *Gossip) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -122,12 +127,10 @@ func (g *Gossip) Start(ctx context.Context) error {
 	if len(seeds) == 0 {
 		return nil
 	}
-	if _, err := g.Join(seeds); err != nil {
-		g.log.Warn("gossip: no seed answered; running alone and retrying",
-			zap.Strings("seeds", seeds), zap.Duration("retryInterval", g.cfg.JoinRetryInterval), zap.Error(err))
-	}
+	set := &seedSet{addrs: seeds, state: make([]seedState, len(seeds))}
+	g.joinSeeds(set)
 	g.wg.Add(1)
-	go g.rejoinLoop(seeds)
+	go g.rejoinLoop(set)
 	return nil
 }
 
@@ -150,32 +153,6 @@ func (g *Gossip) Join(seeds []string) (int, error) {
 		return 0, fmt.Errorf("%w via %s: %v", ErrJoin, strings.Join(seeds, ","), err)
 	}
 	return n, nil
-}
-
-// rejoinLoop retries the seeds whenever this node has no live peer.
-func (g *Gossip) rejoinLoop(seeds []string) {
-	defer g.wg.Done()
-	t := time.NewTicker(g.cfg.JoinRetryInterval)
-	defer t.Stop()
-	warned := false
-	for {
-		select {
-		case <-g.quit:
-			return
-		case <-t.C:
-		}
-		ml := g.ml.Load()
-		if ml.NumMembers() > 1 {
-			warned = false
-			continue
-		}
-		if n, err := g.Join(seeds); err == nil {
-			g.log.Info("gossip: joined after retrying", zap.Int("answered", n))
-		} else if !warned && !errors.Is(err, ErrClosed) {
-			g.log.Warn("gossip: alone and no seed answers; still retrying", zap.Error(err))
-			warned = true
-		}
-	}
 }
 
 // askBacklog bounds the members waiting to be asked (askLoop); more
@@ -212,7 +189,7 @@ func (g *Gossip) askLoop() {
 	defer g.wg.Done()
 	for {
 		select {
-		case <-g.quit:
+		case <-g.ctx.Done():
 			return
 		case addr := <-g.asks:
 			_, err := g.Join([]string{addr})
@@ -220,28 +197,6 @@ func (g *Gossip) askLoop() {
 				zap.Bool("answered", err == nil), zap.Error(err))
 		}
 	}
-}
-
-// peerSeeds drops this node's own address from the configured seeds:
-// joining oneself "succeeds" and would hide that nobody else answered.
-func (g *Gossip) peerSeeds() []string {
-	self := g.ml.Load().LocalNode()
-	var out []string
-	for _, s := range g.cfg.SeedAddrs() {
-		host, port, err := net.SplitHostPort(s)
-		if err != nil {
-			continue // Validate rejected these already
-		}
-		if p, _ := strconv.Atoi(port); p == int(self.Port) {
-			ip := net.ParseIP(host)
-			if ip != nil && (ip.Equal(self.Addr) || (ip.IsLoopback() && self.Addr.IsLoopback()) ||
-				(net.ParseIP(g.cfg.BindAddr).IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified()))) {
-				continue
-			}
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // UpdateMeta publishes a new NodeMeta (a role or term change) and waits up
@@ -358,8 +313,8 @@ func (g *Gossip) isClosed() bool {
 // Close leaves the pool gracefully — the others report EventLeave, not
 // EventDead — waiting up to LeaveTimeout for the leave broadcast, then
 // shuts memberlist down and stops the goroutines (a member being asked by
-// askLoop may hold it for up to TCPTimeout). Safe to call more than once
-// and after Shutdown.
+// askLoop, or a seed being joined, may hold it for up to TCPTimeout). Safe
+// to call more than once and after Shutdown.
 func (g *Gossip) Close() error { return g.stop(true) }
 
 // Shutdown stops gossiping without announcing it, exactly as a crash looks
@@ -381,7 +336,7 @@ func (g *Gossip) stop(leave bool) error {
 	// Stop our goroutines first: the rejoin loop must not push this node's
 	// state to a peer after it left or "crashed", and a subscriber that
 	// calls UpdateMeta now gets ErrClosed instead of waiting on updateMu.
-	close(g.quit)
+	g.cancel()
 	g.wg.Wait()
 
 	// Wait out an UpdateNode in flight; memberlist must not be updated

@@ -120,8 +120,10 @@ type GossipConfig struct {
 	// TCPTimeout bounds TCP pings, push/pull and join connections.
 	TCPTimeout time.Duration `prop:"gossipTcpTimeoutMs"`
 
-	// JoinRetryInterval is how often a node that found none of its seeds
-	// at Start tries them again, until one answers or it is closed.
+	// JoinRetryInterval is how often a node joins again each seed that may
+	// not know it: one that has not answered yet, and, after a member was
+	// lost, one that is not a live member (a restarted name server knows
+	// nobody until the brokers join it again).
 	JoinRetryInterval time.Duration `prop:"gossipJoinRetryIntervalMs"`
 	// UpdateTimeout bounds UpdateMeta's wait for its broadcast to go out.
 	UpdateTimeout time.Duration `prop:"gossipUpdateTimeoutMs"`

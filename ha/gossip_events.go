@@ -109,6 +109,11 @@ func (e *mlEvents) NotifyLeave(n *memberlist.Node) {
 	} else {
 		g.record(EventDead, MemberDead, n)
 	}
+	if n.Name != g.cfg.Name {
+		// After record: a rejoin round that sees the new count sees the
+		// member table with this member gone.
+		g.losses.Add(1)
+	}
 }
 
 // leftGracefully tells a graceful leave from a death. memberlist reports
@@ -236,7 +241,7 @@ func (g *Gossip) deliverLoop() {
 	defer g.wg.Done()
 	for {
 		select {
-		case <-g.quit:
+		case <-g.ctx.Done():
 			return
 		case <-g.wake:
 		}
@@ -249,7 +254,7 @@ func (g *Gossip) deliverLoop() {
 				fn(ev)
 			}
 			select {
-			case <-g.quit:
+			case <-g.ctx.Done():
 				return
 			default:
 			}

@@ -12,18 +12,18 @@ import (
 
 // TestGossipStaleLeftViewIsRefutedAtOnce replays an operator's rolling
 // restart. The name server restarts (a new process knows nothing of the
-// brokers' earlier lives), then broker b restarts gracefully: its peers
-// hold "b left" at the incarnation b's old process had reached, which a
-// new process does not reach (memberlist starts every process at 1 and
-// only refutations and meta updates raise it). b joins the new name
-// server, which holds it alive. When q stops too, p is left alone and
-// rejoins its seed, the name server, whose push/pull merges p's stale
-// record: "left" at a higher incarnation beats b's alive, so the name
-// server marks b left and drops it from the routes. memberlist never
-// gossips to, probes or syncs with a member it holds left, so b learns
-// of the claim only from its own next push/pull with a holder of it
-// (PushPullInterval, 10 s by default, with a random partner); meanwhile a
-// healthy broker has no route. The name server must tell b at once: b
+// brokers' earlier lives), and broker b restarts gracefully before p and q
+// have joined the new name server: b's peers hold "b left" at the
+// incarnation b's old process had reached, which a new process does not
+// reach (memberlist starts every process at 1 and only refutations and
+// meta updates raise it). b joins the new name server, which holds it
+// alive. Then p's rejoin loop joins its seed, the name server, whose
+// push/pull merges p's stale record: "left" at a higher incarnation beats
+// b's alive, so the name server marks b left and drops it from the
+// routes. memberlist never gossips to, probes or syncs with a member it
+// holds left, so b learns of the claim only from its own next push/pull
+// with a holder of it (PushPullInterval, 10 s by default, with a random
+// partner); meanwhile a healthy broker has no route. The name server must tell b at once: b
 // refutes, and the name server holds it alive again within a gossip round.
 //
 // b may still hear of it by luck: the name server re-sends the claim a
@@ -32,20 +32,22 @@ import (
 // several members b rarely probes the name server inside that window
 // (the operator walk: 8 and 18 s), so the test takes luck out: b probes
 // once a minute, and the periodic push/pull runs once a minute on every
-// node, so neither can be what repairs the view.
+// node, so neither can be what repairs the view. p and q retry their
+// seeds once a minute too, so that p joins the name server after b did:
+// the test calls Join where p's rejoin round would.
 //
 // The bound, 2 s, is a push/pull round trip plus one gossip interval with
 // room for -race on a loaded machine.
 func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	const bound = 2 * time.Second
-	slowSync := func(c *GossipConfig) { c.PushPullInterval = time.Minute }
 	quietB := func(c *GossipConfig) { slowSync(c); c.ProbeInterval = time.Minute }
+	slowRejoin := func(c *GossipConfig) { slowSync(c); c.JoinRetryInterval = time.Minute }
 	nsMeta := NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}
 	ns := startNodeWith(t, "ns", 0, nsMeta, slowSync, nil)
 	pCore, pLogs := observer.New(zap.DebugLevel)
 	qCore, qLogs := observer.New(zap.DebugLevel)
-	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowSync, zap.New(pCore), ns)
-	q := startNodeWith(t, "q", 0, brokerMeta("bk", "n1", 10921), slowSync, zap.New(qCore), ns)
+	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowRejoin, zap.New(pCore), ns)
+	q := startNodeWith(t, "q", 0, brokerMeta("bk", "n1", 10921), slowRejoin, zap.New(qCore), ns)
 	bMeta := brokerMeta("bk", "n2", 10931)
 	b := startNodeWith(t, "b", 0, bMeta, slowSync, nil, ns)
 	waitAlive(t, []*testNode{ns, p, q, b}, "ns", "p", "q", "b")
@@ -107,9 +109,9 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	routes := &fakeRoutes{}
 	defer RemoveGoneBrokers(ns.g, routes, nil)()
 
-	// q stops: p, alone, rejoins the name server with its stale view of b.
+	// p's rejoin round: it joins the name server with its stale view of b.
 	stale := time.Now()
-	if err := q.g.Close(); err != nil {
+	if _, err := p.g.Join([]string{ns.addr()}); err != nil {
 		t.Fatal(err)
 	}
 	var left Event
