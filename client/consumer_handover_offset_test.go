@@ -568,3 +568,124 @@ func TestConcurrentHandOverLateResultDiscarded(t *testing.T) {
 			sendBacks, b.count(remoting.RequestSendMessageV2), stored, err)
 	}
 }
+
+// TestConcurrentHandOverSendBackInProgressNotDuplicated: the listener
+// returns ConsumeRetryLater for queue 1's message 0 at once, but the
+// send-back it starts is slow, and the queue is handed over meanwhile. The
+// call holds the queue's consume lock, so the hand-over gives up waiting
+// for it (HandoverTimeout); the call had begun settling, though, so the
+// offset the hand-over commits must count the send-back's outcome: once
+// the broker took message 0 back into the retry topic, queue 1 is
+// committed past it, or its next owner consumes it a second time. A
+// send-back that fails leaves the offset before the message, for the next
+// owner; one that never answers holds the hand-over no longer than the
+// call's request timeout.
+func TestConcurrentHandOverSendBackInProgressNotDuplicated(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer int16 // the broker's answer to the send-back; -1: none
+		past   bool  // queue 1 must be committed past message 0
+		copies int32
+	}{
+		{"accepted", remoting.ResponseSuccess, true, 1},
+		{"refused", remoting.ResponseSystemError, false, 0},
+		{"unanswered", -1, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			committed, copies := handOverDuringSendBack(t, tc.answer)
+			if past := committed > 0; past != tc.past || copies != tc.copies {
+				t.Fatalf("queue 1 handed over at offset %d (past message 0: %v, want %v), message 0 sent back %d times (want %d)",
+					committed, past, tc.past, copies, tc.copies)
+			}
+		})
+	}
+}
+
+// handOverDuringSendBack hands queue 1 over while the send-back of its
+// message 0, which the listener failed at once, is held at the broker; the
+// broker answers it with answer (-1: never, within the test) once the
+// hand-over gave up waiting for the call. A retry-topic send, the
+// send-back's fallback, is refused unless the send-back is accepted. It
+// returns queue 1's offset committed once the hand-over is over (0 if
+// none) and the copies of message 0 the broker took back.
+func handOverDuringSendBack(t *testing.T, answer int16) (committed int64, copies int32) {
+	ns, b := startHandOverBroker(t)
+	var alone atomic.Bool
+	alone.Store(true)
+	var c *consumerCore
+	answerMembers(b, func() string { return c.clientID }, &alone, nil)
+	inside, release := make(chan struct{}), make(chan struct{})
+	var insideOnce, releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	var accepted atomic.Int32
+	b.answer(remoting.RequestConsumerSendMsgBack, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		insideOnce.Do(func() { close(inside) })
+		<-release
+		if answer != remoting.ResponseSuccess {
+			return remoting.NewResponse(remoting.ResponseSystemError, "scripted refusal")
+		}
+		accepted.Add(1)
+		return remoting.NewResponse(remoting.ResponseSuccess, "")
+	})
+	if answer != remoting.ResponseSuccess {
+		b.answer(remoting.RequestSendMessageV2, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+			return remoting.NewResponse(remoting.ResponseSystemError, "scripted refusal")
+		})
+	}
+	p := newTestPush(t, ns, "HG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour),
+		RebalanceInterval(time.Hour), HandoverTimeout(50*time.Millisecond), RequestTimeout(time.Second))
+	c = p.core
+	_ = p.Subscribe("T", "*")
+	var failed atomic.Bool
+	_ = p.RegisterConcurrentListener(func(_ context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		if cc.Queue == hoQ1 && msgs[0].QueueOffset == 0 && failed.CompareAndSwap(false, true) {
+			return ConsumeRetryLater
+		}
+		return ConsumeSuccess
+	})
+	startPush(t, p)
+	<-inside
+	c.mu.Lock()
+	pq := c.pqs[hoQ1]
+	c.mu.Unlock()
+	alone.Store(false)
+	c.triggerRebalance()
+	// Answer once the hand-over gave up waiting for the call, which it
+	// shows by waiting for the call's settle, or else by committing.
+	testutil.WaitFor(t, 10*time.Second, "the hand-over waiting for the call's settle, or committing", func() bool {
+		_, committed := b.offset("HG", "T", 1)
+		return committed || settlePending(pq)
+	})
+	if answer >= 0 {
+		releaseOnce.Do(func() { close(release) })
+	}
+	testutil.WaitFor(t, 10*time.Second, "queue 1 handed over", func() bool {
+		if c.isOwned(hoQ1) || !c.rebalanceMu.TryLock() {
+			return false
+		}
+		c.rebalanceMu.Unlock()
+		return true
+	})
+	committed, _ = b.offset("HG", "T", 1)
+	// A copy stored after the hand-over would be delivered twice as well.
+	testutil.WaitFor(t, 5*time.Second, "the call settled", func() bool {
+		if !pq.consumeMu.TryLock() {
+			return false
+		}
+		pq.consumeMu.Unlock()
+		return true
+	})
+	copies = accepted.Load()
+	if answer == remoting.ResponseSuccess {
+		copies += int32(b.count(remoting.RequestSendMessageV2)) // unscripted: stored
+	}
+	return committed, copies
+}
+
+// settlePending reports whether pq's hand-over gave up waiting for its
+// listener calls and waits for those settling.
+func settlePending(pq *processQueue) bool {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	return pq.abandoned && pq.settling > 0
+}

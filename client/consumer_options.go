@@ -310,9 +310,10 @@ func LockInterval(d time.Duration) ConsumerOpt {
 
 // HandoverTimeout bounds how long a rebalance waits for a listener call
 // on a queue that is being handed to another consumer (default 10 s). A
-// concurrent call that returns later has its result discarded; an orderly
-// queue keeps its broker lock until its call returns, and that result
-// counts.
+// concurrent call that returned in time and is still sending failed
+// messages back is waited for beyond it, up to the request timeout; one
+// that returns later has its result discarded. An orderly queue keeps its
+// broker lock until its call returns, and that result counts.
 func HandoverTimeout(d time.Duration) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.handoverTimeout = d })
 }

@@ -43,10 +43,11 @@ type ConsumeConcurrentlyContext struct {
 // ConcurrentListener consumes a batch of at most ConsumeMessageBatchMaxSize
 // messages; calls run in parallel on the consume pool. ctx is cancelled
 // when the queue is handed to another consumer or the consumer closes:
-// finish soon. A result returned within HandoverTimeout still counts; one
-// returned after the hand-over gave up waiting is discarded (no offset
-// committed, no send-back), for the queue's next owner consumes the batch
-// again.
+// finish soon. A result returned within HandoverTimeout still counts, and
+// the hand-over waits for its send-backs (up to the request timeout) to
+// commit an offset that counts them; one returned after the hand-over gave
+// up waiting is discarded (no offset committed, no send-back), for the
+// queue's next owner consumes the batch again.
 type ConcurrentListener func(ctx context.Context, cc *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult
 
 // OrderlyResult is an orderly listener's verdict (ConsumeOrderlyStatus).
@@ -293,11 +294,18 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 	}
 	cc := &ConsumeConcurrentlyContext{Queue: pq.mq, AckIndex: len(r.msgs) - 1}
 	res := p.callConcurrent(pq.ctx, cc, r.msgs)
-	if pq.abandoned.Load() {
+	if !pq.beginSettle() {
 		p.core.log.Info("listener returned after its queue was handed over without it; result discarded, the next owner consumes the batch",
 			zap.Stringer("queue", pq.mq), zap.Int64("firstOffset", r.msgs[0].QueueOffset), zap.Int("messages", len(r.msgs)))
 		return
 	}
+	defer pq.endSettle()
+	// One deadline for all the batch's send-backs: a hand-over that gave
+	// up waiting for this call waits for its settle (awaitListener), and
+	// this bounds that wait. Close does not cut it short: it commits the
+	// results of the calls it waits for.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.core.ctx), p.core.cfg.common.requestTimeout)
+	defer cancel()
 	ack := -1
 	if res == ConsumeSuccess {
 		ack = min(max(cc.AckIndex, -1), len(r.msgs)-1)
@@ -311,7 +319,7 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 			}
 		} else {
 			for _, m := range failed {
-				if err := p.sendBack(pq.mq, m, cc.DelayLevel); err != nil {
+				if err := p.sendBack(ctx, pq.mq, m, cc.DelayLevel); err != nil {
 					p.core.log.Warn("send-back failed; consuming again here later", zap.String("msgId", m.MsgID), zap.Error(err))
 					m.ReconsumeTimes++
 					again = append(again, m)
@@ -364,11 +372,10 @@ func (p *PushConsumer) callConcurrent(ctx context.Context, cc *ConsumeConcurrent
 // sendBack returns a failed message to the broker for redelivery through
 // the retry topic (CONSUMER_SEND_MSG_BACK, 36); when the broker cannot be
 // asked, the message is sent to %RETRY%group directly, as
-// DefaultMQPushConsumerImpl.sendMessageBack falls back to.
-func (p *PushConsumer) sendBack(mq MessageQueue, m *MessageExt, delayLevel int) error {
+// DefaultMQPushConsumerImpl.sendMessageBack falls back to. ctx bounds
+// both.
+func (p *PushConsumer) sendBack(ctx context.Context, mq MessageQueue, m *MessageExt, delayLevel int) error {
 	c := p.core
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.cfg.common.requestTimeout)
-	defer cancel()
 	maxTimes := c.cfg.maxReconsumeTimes
 	if maxTimes < 0 {
 		maxTimes = 16

@@ -363,18 +363,19 @@ func (c *consumerCore) unsettledDone(held map[MessageQueue]time.Time) []MessageQ
 	return unlock
 }
 
-// awaitListener waits up to HandoverTimeout for pq's listener call in
-// progress, if any: its result still counts (a later concurrent one does
-// not: pq.abandoned). It reports whether it took
-// pq.consumeMu, which the caller then holds; when it gave up, the lock is
-// given back once the listener lets go of it, by a goroutine that, for an
+// awaitListener waits up to HandoverTimeout for pq's listener calls in
+// progress, if any: their results still count. It reports whether it took
+// pq.consumeMu, which the caller then holds. When it gave up on a
+// concurrent queue, the calls still in the listener settle nothing, and
+// those already settling are waited for (pq.abandon). The lock is given
+// back once the listeners let go of it, by a goroutine that, for an
 // orderly queue (locked), then commits its offset and releases it as
-// handOver does: until then the queue's broker lock stays ours (lockAll renews it, c.releasing)
-// and we do not take the queue back, for the next owner would consume it
-// beside the listener. The goroutine is counted in c.wg (the rebalance
-// loop, a tracked goroutine, is the only caller, so the count is above
-// zero), so close waits for it: the listeners end on their own, close
-// waits for them too.
+// handOver does: until then the queue's broker lock stays ours (lockAll
+// renews it, c.releasing) and we do not take the queue back, for the next
+// owner would consume it beside the listener. The goroutine is counted in
+// c.wg (the rebalance loop, a tracked goroutine, is the only caller, so
+// the count is above zero), so close waits for it: the listeners end on
+// their own, close waits for them too.
 func (c *consumerCore) awaitListener(ctx context.Context, pq *processQueue, locked bool) (acquired bool) {
 	done := make(chan struct{})
 	keep := make(chan bool, 1)
@@ -411,11 +412,15 @@ func (c *consumerCore) awaitListener(ctx context.Context, pq *processQueue, lock
 	}
 	t.Stop()
 	if !acquired && !locked && c.cfg.model == Clustering {
-		// Its offset is committed without the calls still running. An
-		// orderly queue's is committed again once they end (its broker
-		// lock keeps the next owner out meanwhile), and a broadcasting
-		// queue has no next owner.
-		pq.abandoned.Store(true)
+		// Its offset is committed without the calls still running, but
+		// with the results of those already settling: a send-back of
+		// theirs may land at any moment, and an offset left before its
+		// message would have the next owner consume it too. Their
+		// send-backs share one request timeout, which bounds the wait. An
+		// orderly queue's offset is committed again once its call ends
+		// (its broker lock keeps the next owner out meanwhile), and a
+		// broadcasting queue has no next owner.
+		<-pq.abandon()
 	}
 	if !acquired && locked {
 		c.mu.Lock()

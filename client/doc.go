@@ -60,14 +60,17 @@
 // brokers keep the last offset they are sent, so ours would then move the
 // owner's back (consumer_offsets.go). A hand-over waits up to
 // HandoverTimeout for the queue's listener calls in progress, and their
-// results count; a concurrent call that returns later has its result
-// discarded (no offset, no send-back), as RocketMQ discards a dropped
-// queue's: the next owner consumes its batch. An orderly queue keeps its
-// broker lock until such a call returns, and commits its result then
-// (consumer_rebalance.go). An orderly queue keeps its broker
-// lock until its offset is taken (at most the 60 s a broker keeps a lock),
-// so its next owner does not start at an older one. A queue that comes
-// back while its offset is kept resumes there, unless the group's
+// results count: a concurrent call that returned in time has its
+// send-backs awaited too (they share one request timeout), so the offset
+// committed is past a message sent back and not past one whose
+// send-back failed. A concurrent call that returns later has its result discarded
+// (no offset, no send-back), as RocketMQ discards a dropped queue's: the
+// next owner consumes its batch. An orderly queue keeps its broker lock
+// until its listener call in progress has returned and a broker took its
+// offset (that part for at most the 60 s a broker keeps a lock), so its
+// next owner neither consumes beside the call nor starts at an older
+// offset (consumer_rebalance.go). A queue that comes back while its
+// offset is kept resumes there, unless the group's
 // committed offset is past it; ConsumeFrom does not apply to it. A
 // broadcasting consumer keeps the offset of a queue that left the route
 // (in memory and its offsets file), and the queue resumes there when it

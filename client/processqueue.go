@@ -27,14 +27,19 @@ type processQueue struct {
 	consumeMu sync.RWMutex
 
 	dropped atomic.Bool
+
+	mu sync.Mutex
 	// abandoned is set when a hand-over stopped waiting for the queue's
-	// concurrent listener calls (HandoverTimeout) and committed its offset
+	// concurrent listener calls (HandoverTimeout) and commits its offset
 	// without them: the next owner starts from that offset, so a call
 	// returning later settles nothing (ConsumeMessageConcurrentlyService
-	// discards the result of a dropped queue).
-	abandoned atomic.Bool
-
-	mu        sync.Mutex
+	// discards the result of a dropped queue). A call that began settling
+	// before (settling) is waited for instead: its send-backs may land at
+	// any moment, and the offset committed must count them. One decision
+	// under mu, so a call is either counted or abandoned, never both.
+	abandoned bool                  // guarded by mu
+	settling  int                   // guarded by mu; concurrent calls settling their result
+	settled   chan struct{}         // guarded by mu; closed when settling drops to 0 after abandon
 	msgs      map[int64]*MessageExt // guarded by mu; cached, not consuming
 	order     []int64               // guarded by mu; offsets put, ascending; may hold removed ones
 	consuming map[int64]*MessageExt // guarded by mu; orderly: taken by the listener
@@ -62,6 +67,46 @@ func newProcessQueue(parent context.Context, mq MessageQueue) *processQueue {
 func (pq *processQueue) drop() {
 	pq.dropped.Store(true)
 	pq.cancel()
+}
+
+// beginSettle registers a concurrent call about to settle its result
+// (send back failed messages, store the offset); false when the queue was
+// abandoned first: the call settles nothing. endSettle ends it.
+func (pq *processQueue) beginSettle() bool {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	if pq.abandoned {
+		return false
+	}
+	pq.settling++
+	return true
+}
+
+// endSettle ends what beginSettle began, once the call's offset is stored.
+func (pq *processQueue) endSettle() {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	if pq.settling--; pq.settling == 0 && pq.settled != nil {
+		close(pq.settled)
+		pq.settled = nil
+	}
+}
+
+// abandon makes the calls that have not begun settling settle nothing,
+// and returns a channel closed once those settling have ended.
+func (pq *processQueue) abandon() <-chan struct{} {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	pq.abandoned = true
+	if pq.settling == 0 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if pq.settled == nil {
+		pq.settled = make(chan struct{})
+	}
+	return pq.settled
 }
 
 // put caches pulled messages (ascending offsets) and reports whether the
