@@ -137,7 +137,10 @@ func RouteRefreshInterval(d time.Duration) Opt {
 	return commonOpt(func(c *commonConfig) { c.routeRefreshInterval = d })
 }
 
-// RequestTimeout bounds one name-server call (default 3 s).
+// RequestTimeout bounds one request to a name server or broker that has no
+// deadline of its own (route lookups, heartbeats, offset commits and
+// queries, a batch's send-backs together; default 3 s). A send's deadline
+// is SendTimeout.
 func RequestTimeout(d time.Duration) Opt {
 	return commonOpt(func(c *commonConfig) { c.requestTimeout = d })
 }
