@@ -147,6 +147,34 @@ func TestAbuseLimits(t *testing.T) {
 		}
 	})
 
+	t.Run("lock table flood", func(t *testing.T) {
+		heartbeat(t, "ORDERLY")
+		lock := func(group string, mqs ...wire.MessageQueue) *remoting.RemotingCommand {
+			b, _ := json.Marshal(wire.LockBatchBody{ConsumerGroup: group, ClientID: "127.0.0.1@" + group, MQSet: mqs})
+			return pc.call(addr, remoting.RequestLockBatchMQ, nil, b)
+		}
+		bn := c.cfg.BrokerName
+		before := refusals("lockBatch")
+		for i := range 100 {
+			s := strconv.Itoa(i)
+			expect(t, lock("ORDERLY", wire.MessageQueue{Topic: "FLOOD" + s, BrokerName: bn}, wire.MessageQueue{Topic: "T1", BrokerName: bn, QueueID: int32(4 + i)},
+				wire.MessageQueue{Topic: "T1", BrokerName: "elsewhere" + s}), remoting.ResponseSuccess, "3 of 3 queues not locked")
+			expect(t, lock("NOBODY"+s, wire.MessageQueue{Topic: "T1", BrokerName: bn}), remoting.ResponseSubscriptionGroupNotExist, "lock refused")
+		}
+		if got := refusals("lockBatch") - before; got != 200 {
+			t.Fatalf("lockBatch refusals = %v, want 200", got)
+		}
+		if g, n := lockTableSize(c.locks); g != 0 || n != 0 {
+			t.Fatalf("the flood left %d groups, %d lock entries", g, n)
+		}
+		q := wire.MessageQueue{Topic: "T1", BrokerName: bn, QueueID: 3}
+		resp := lock("ORDERLY", q)
+		var r wire.LockBatchResponse
+		if err := json.Unmarshal(resp.Body, &r); err != nil || resp.Code != remoting.ResponseSuccess || len(r.LockOKMQSet) != 1 || r.LockOKMQSet[0] != q {
+			t.Fatalf("a consumer's lock answered %d %q %s", resp.Code, resp.Remark, resp.Body)
+		}
+	})
+
 	t.Run("batch count", func(t *testing.T) {
 		entries := make([]wire.BatchEntry, c.cfg.MaxBatchMessages+1)
 		for i := range entries {

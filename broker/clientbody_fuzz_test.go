@@ -130,16 +130,19 @@ func FuzzACLRequest(f *testing.F) {
 
 // FuzzLockBatchBody: LOCK_BATCH_MQ and UNLOCK_BATCH_MQ bodies of any bytes
 // are answered, never a panic; the queues granted are queues the body
-// asked for, another client is then granted none of them, and after the
+// asked for that this broker group has, another client is then granted none of them, and after the
 // holder's unlock it is granted all of them.
 func FuzzLockBatchBody(f *testing.F) {
 	b, _ := json.Marshal(wire.LockBatchBody{ConsumerGroup: "g", ClientID: "c1",
-		MQSet: []wire.MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 0}, {Topic: "T", BrokerName: "b", QueueID: 1}}})
+		MQSet: []wire.MessageQueue{{Topic: "T", BrokerName: "broker-a", QueueID: 0}, {Topic: "T", BrokerName: "broker-a", QueueID: 1}}})
 	f.Add(b)
-	f.Add([]byte(`{"consumerGroup":"g","clientId":"c1","mqSet":[{"topic":"T","brokerName":"b","queueId":0},{"topic":"T","brokerName":"b","queueId":0}]}`))
+	f.Add([]byte(`{"consumerGroup":"g","clientId":"c1","mqSet":[{"topic":"T","brokerName":"broker-a","queueId":0},{"topic":"T","brokerName":"broker-a","queueId":0}]}`))
+	f.Add([]byte(`{"consumerGroup":"g","clientId":"c1","mqSet":[{"topic":"T","brokerName":"b","queueId":0},{"topic":"U","brokerName":"broker-a","queueId":2}]}`))
 	f.Add([]byte(`{"mqSet":null}`))
 	f.Add([]byte(`{"consumerGroup":"","clientId":"","mqSet":[{}]}`))
-	c := newPathController(f, newPathReplica())
+	r := newPathReplica(wire.TopicConfig{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: wire.PermRead | wire.PermWrite})
+	r.st.groups["g"] = wire.DefaultSubscriptionGroupConfig("g")
+	c := newPathController(f, r)
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		defer c.locks.reset()
@@ -161,6 +164,9 @@ func FuzzLockBatchBody(f *testing.F) {
 		for _, mq := range got.LockOKMQSet {
 			if !slices.Contains(req.MQSet, mq) {
 				t.Fatalf("granted %+v, not asked for", mq)
+			}
+			if mq.BrokerName != c.cfg.BrokerName || mq.Topic != "T" || mq.QueueID < 0 || mq.QueueID > 1 {
+				t.Fatalf("granted %+v, a queue broker %s does not have", mq, c.cfg.BrokerName)
 			}
 		}
 		other := req

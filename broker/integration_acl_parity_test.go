@@ -19,6 +19,13 @@ func TestACLLockBatchNeedsSub(t *testing.T) {
 	leader := pc.nodes[pc.leader()]
 	pc.createTopic(leader.Addr(), "Forbidden", 1)
 	pc.createTopic(leader.Addr(), "AclTopic", 1)
+	// A lock names a group the broker knows.
+	for _, g := range []string{"AclGroup", "OtherGroup"} {
+		b, _ := json.Marshal(wire.DefaultSubscriptionGroupConfig(g))
+		if resp := pc.call(leader.Addr(), remoting.RequestUpdateAndCreateSubscriptionGroup, nil, b); resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("create group %s: %d %s", g, resp.Code, resp.Remark)
+		}
+	}
 	brokerName := pc.cfgs[0].BrokerName
 	mq := func(topic string) wire.MessageQueue {
 		return wire.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: 0}

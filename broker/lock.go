@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,8 +18,16 @@ import (
 // renew every 20 s. A new leader starts with no locks: clients re-lock at
 // their next lock round.
 //
-// Expired entries are swept, so a client that went away leaves nothing
-// behind.
+// The table is bounded by what the broker group has: a lock names a
+// known group and a client id of at most maxLockClientIDLength bytes, and
+// only queues this brokerName's topics have are locked. Official clients
+// send each broker only its own queues; any other is absent from
+// lockOKMQSet, as a queue another client holds is. Expired entries are
+// swept, so a client that went away leaves nothing behind.
+
+// maxLockClientIDLength bounds the client id each lock entry keeps
+// (RocketMQ clients send ip@instanceName[@unitName]).
+const maxLockClientIDLength = 255
 
 type lockManager struct {
 	ttl time.Duration
@@ -118,6 +127,9 @@ func (l *lockManager) reset() {
 	l.mu.Unlock()
 }
 
+// processLockBatch locks the queues of the body this broker group has.
+// Followers answer not-leader before judging the request, as offset
+// commits do: a member still catching up may lack a topic or group.
 func (c *Controller) processLockBatch(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var b wire.LockBatchBody
 	if err := json.Unmarshal(req.Body, &b); err != nil {
@@ -126,10 +138,66 @@ func (c *Controller) processLockBatch(_ context.Context, _ *remoting.Conn, req *
 	if !c.rep.IsLeader() {
 		return c.notLeader(), nil
 	}
-	locked := c.locks.tryLockBatch(b.ConsumerGroup, b.ClientID, b.MQSet)
+	if r := c.checkLockRequest(b.ConsumerGroup, b.ClientID); r != nil {
+		return r, nil
+	}
+	mqs, why := c.lockableQueues(b.MQSet)
+	locked := c.locks.tryLockBatch(b.ConsumerGroup, b.ClientID, mqs)
 	r := success()
+	if n := len(b.MQSet) - len(mqs); n > 0 {
+		c.metrics.limitRefusals.WithLabelValues("lockBatch").Inc()
+		r.Remark = fmt.Sprintf("%d of %d queues not locked: %s", n, len(b.MQSet), why)
+	}
 	r.Body, _ = json.Marshal(wire.LockBatchResponse{LockOKMQSet: locked})
 	return r, nil
+}
+
+// checkLockRequest refuses a lock whose group name is illegal or neither
+// configured nor connected here, or whose client id is empty or longer
+// than maxLockClientIDLength; nil means accept.
+func (c *Controller) checkLockRequest(group, clientID string) *remoting.RemotingCommand {
+	if r := checkGroup(group); r != nil {
+		c.metrics.limitRefusals.WithLabelValues("lockBatch").Inc()
+		r.Remark = "lock refused: " + r.Remark
+		return r
+	}
+	switch {
+	case clientID == "":
+		return c.refuse("lockBatch", remoting.ResponseInvalidParameter, "lock refused: the clientId is empty")
+	case len(clientID) > maxLockClientIDLength:
+		return c.refuse("lockBatch", remoting.ResponseInvalidParameter,
+			"lock refused: the clientId is %d bytes, longer than %d", len(clientID), maxLockClientIDLength)
+	}
+	if _, ok := c.rep.State().SubscriptionGroup(group); !ok {
+		if _, ok := c.clients.group(group); !ok {
+			return c.refuse("lockBatch", remoting.ResponseSubscriptionGroupNotExist,
+				"lock refused: consumer group %s is neither configured nor connected on broker %s", group, c.cfg.BrokerName)
+		}
+	}
+	return nil
+}
+
+// lockableQueues returns the queues of mqs this broker group has, and why
+// the first one left out was.
+func (c *Controller) lockableQueues(mqs []wire.MessageQueue) (ok []wire.MessageQueue, why string) {
+	st := c.rep.State()
+	ok = make([]wire.MessageQueue, 0, len(mqs))
+	for _, mq := range mqs {
+		var reason string
+		if mq.BrokerName != c.cfg.BrokerName {
+			reason = fmt.Sprintf("a queue of broker %.255s sent to broker %s", mq.BrokerName, c.cfg.BrokerName)
+		} else if tc, found := st.Topic(mq.Topic); !found {
+			reason = fmt.Sprintf("topic %.255s does not exist on broker %s", mq.Topic, c.cfg.BrokerName)
+		} else if n := queueCount(max(tc.ReadQueueNums, tc.WriteQueueNums)); mq.QueueID < 0 || int(mq.QueueID) >= n {
+			reason = fmt.Sprintf("queueId %d out of 0..%d of topic %s", mq.QueueID, n-1, mq.Topic)
+		}
+		if reason == "" {
+			ok = append(ok, mq)
+		} else if why == "" {
+			why = reason
+		}
+	}
+	return ok, why
 }
 
 func (c *Controller) processUnlockBatch(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
