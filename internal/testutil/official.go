@@ -27,7 +27,9 @@ func OfficialInstance(prefix string) string {
 // (it ranges over a channel Shutdown never closes), and push-consumer pulls still waiting for their
 // response future, which the client only expires on its own timeout after
 // Shutdown, and the trace dispatcher, which spins for 500 ms after
-// Shutdown before it returns. They are not ours to stop.
+// Shutdown before it returns, and the orderly consumer's loop polling an
+// empty process queue with a sleep (processQueue.takeMessages), which
+// Shutdown never ends. They are not ours to stop.
 func OfficialClientGoroutines() []goleak.Option {
 	const mod = "github.com/apache/rocketmq-client-go/v2/"
 	opts := []goleak.Option{
@@ -36,6 +38,7 @@ func OfficialClientGoroutines() []goleak.Option {
 		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).Start.func1.1.1"),
 		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).Start.func1.2"),
 		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).pullMessage"),
+		goleak.IgnoreAnyFunction(mod + "consumer.(*pushConsumer).consumeMessageOrderly"),
 		goleak.IgnoreAnyFunction(mod + "producer.(*transactionProducer).checkTransactionState"),
 		goleak.IgnoreAnyFunction(mod + "internal.(*traceDispatcher).process"),
 	}
