@@ -206,7 +206,8 @@ func FuzzParseIndexRebuildMarker(f *testing.F) {
 // FuzzTimerDue: a send's timer and DELAY properties of any value are
 // held, passed through or refused with a remark, never a panic; a held
 // message is due after now and within timerMaxDelaySec, and a deliver
-// time already past is a normal message, never refused as too far ahead.
+// time already past (or a delay below zero) is a normal message, never
+// refused as too far ahead.
 func FuzzTimerDue(f *testing.F) {
 	c := &Controller{}
 	c.cfg.TimerMaxDelaySec = 3600
@@ -229,8 +230,8 @@ func FuzzTimerDue(f *testing.F) {
 			if verdict != timerNone || r.Code != remoting.ResponseMessageIllegal || r.Remark == "" {
 				t.Fatalf("refusal %d %q with verdict %v", r.Code, r.Remark, verdict)
 			}
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n <= before &&
-				(name == wire.PropertyTimerDeliverMs || name == wire.PropertyStartDeliverTime) {
+			absolute := name == wire.PropertyTimerDeliverMs || name == wire.PropertyStartDeliverTime
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && (absolute && n <= before || !absolute && n < 0) {
 				t.Fatalf("%s=%d, already past, refused: %s", name, n, r.Remark)
 			}
 			return

@@ -205,15 +205,11 @@ func (c *Controller) timerDue(props map[string]string) (deliverMs int64, verdict
 	deliverMs = n
 	switch name {
 	case wire.PropertyTimerDelaySec:
+		n = max(min(n, 1<<40), -(1 << 40)) // n*1000 stays in range
 		deliverMs = nowMs + n*1000
-		if n > 1<<40 || n < -(1<<40) {
-			deliverMs = nowMs + 1<<50
-		}
 	case wire.PropertyTimerDelayMs:
+		n = max(min(n, 1<<50), -(1 << 50)) // nowMs+n stays in range
 		deliverMs = nowMs + n
-		if n > 1<<50 || n < -(1<<50) {
-			deliverMs = nowMs + 1<<50
-		}
 	}
 	// Past first: deliverMs-nowMs of a time far in the past would wrap to
 	// far ahead.

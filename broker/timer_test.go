@@ -291,3 +291,18 @@ func TestTimerDueDelayLevelWinsOnlyAboveZero(t *testing.T) {
 		}
 	}
 }
+
+// TestTimerDueNegativeDelayIsNormal: a relative delay below zero, of any
+// size, is due already (RocketMQ: deliverMs <= now is a normal message),
+// never refused as too far ahead.
+func TestTimerDueNegativeDelayIsNormal(t *testing.T) {
+	c := &Controller{}
+	c.cfg.TimerMaxDelaySec = 3600
+	for _, name := range []string{wire.PropertyTimerDelaySec, wire.PropertyTimerDelayMs} {
+		for _, v := range []string{"-1", "-1099511627777", "-1125899906842625", "-9223372036854775808"} {
+			if _, verdict, r := c.timerDue(map[string]string{name: v}); verdict != timerNone || r != nil {
+				t.Errorf("%s=%s: verdict %v, %v; want a normal message", name, v, verdict, r)
+			}
+		}
+	}
+}
