@@ -108,9 +108,10 @@ func EncodeTopicRouteData(rd *TopicRouteData, standard bool) []byte {
 
 // MaxRouteQueues bounds the queues one topic route may list in all: a
 // client builds an object per routed queue, so a route a few bytes long
-// naming billions of queues must be refused rather than allocated. Brokers
-// route at most 1024 queues per group, well within it.
-const MaxRouteQueues = 1 << 16
+// naming billions of queues must be refused rather than allocated. A broker
+// routes at most 1024 queues of a topic, so a topic on 1024 broker groups
+// still fits; RocketMQ sets no bound.
+const MaxRouteQueues = 1 << 20
 
 // DecodeTopicRouteData parses a route in either the legacy (unquoted integer
 // keys) or the standard form. A route listing more than MaxRouteQueues

@@ -134,7 +134,7 @@ func TestDecodeTopicRouteDataBoundsQueues(t *testing.T) {
 	for _, body := range []string{
 		`{"queueDatas":[{"brokerName":"b","readQueueNums":2000000000,"writeQueueNums":1,"perm":6}]}`,
 		`{"queueDatas":[{"brokerName":"b","readQueueNums":1,"writeQueueNums":9223372036854775807,"perm":6}]}`,
-		`{"queueDatas":[{"brokerName":"a","readQueueNums":40000,"writeQueueNums":40000,"perm":6},{"brokerName":"b","readQueueNums":40000,"writeQueueNums":1,"perm":6}]}`,
+		`{"queueDatas":[{"brokerName":"a","readQueueNums":600000,"writeQueueNums":600000,"perm":6},{"brokerName":"b","readQueueNums":600000,"writeQueueNums":1,"perm":6}]}`,
 		`{"orderTopicConf":"a:8;b:99999999999","queueDatas":[]}`,
 	} {
 		if rd, err := DecodeTopicRouteData([]byte(body)); !errors.Is(err, ErrBadBody) {
@@ -144,5 +144,22 @@ func TestDecodeTopicRouteDataBoundsQueues(t *testing.T) {
 	ok := `{"orderTopicConf":"a:8;b:x;c:-1","queueDatas":[{"brokerName":"a","readQueueNums":1024,"writeQueueNums":16,"perm":6},{"brokerName":"b","readQueueNums":-5,"writeQueueNums":0,"perm":6}]}`
 	if _, err := DecodeTopicRouteData([]byte(ok)); err != nil {
 		t.Fatalf("%s: %v", ok, err)
+	}
+}
+
+// A route the name server itself builds for a large cluster is decoded:
+// brokers accept up to 1024 queues per topic each, so a topic on 80 broker
+// groups at that count (RocketMQ sets no limit at all) routes 81920 queues.
+func TestDecodeTopicRouteDataLargeCluster(t *testing.T) {
+	rd := &TopicRouteData{FilterServerTable: map[string][]string{}}
+	for i := range 80 {
+		name := "broker-" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		rd.QueueDatas = append(rd.QueueDatas, QueueData{BrokerName: name, ReadQueueNums: 1024, WriteQueueNums: 1024, Perm: 6})
+		rd.BrokerDatas = append(rd.BrokerDatas, BrokerData{Cluster: "C", BrokerName: name, BrokerAddrs: map[int64]string{0: "h:1"}})
+	}
+	for _, standard := range []bool{false, true} {
+		if _, err := DecodeTopicRouteData(EncodeTopicRouteData(rd, standard)); err != nil {
+			t.Fatalf("standard=%v: %v", standard, err)
+		}
 	}
 }
