@@ -297,7 +297,9 @@ func HeartbeatInterval(d time.Duration) ConsumerOpt {
 
 // PersistInterval sets how often consumed offsets are committed (default
 // 5 s). A push consumer commits only then, on hand-over and on Close: its
-// pulls carry no offset (doc.go).
+// pulls carry no offset (doc.go). So the group's progress as tools show it
+// trails by up to this interval, and a consumer that crashes redelivers up
+// to this interval's messages (a Java consumer's pulls commit as well).
 func PersistInterval(d time.Duration) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.persistInterval = d })
 }

@@ -21,7 +21,8 @@
 //     callbacks); transfer.go: leadership transfer and the preferred-leader
 //     loop.
 //   - gossip.go: Gossip (start, join, metadata updates, members, close
-//     with leave, shutdown without).
+//     with leave, shutdown without), and the ask loop that syncs once with
+//     a member newly held left.
 //   - gossip_seeds.go: the rejoin loop, which keeps the seeds aware of the
 //     node (one that never answered, or restarted since).
 //   - gossip_events.go: membership events, the member table and the one

@@ -323,16 +323,18 @@ func (c *Cluster) openParts(mb *Member) (broker.Parts, error) {
 // cut outlives Stop, Kill and Restart, as a partition outlives a process
 // restart: a member restarted behind it receives nothing its peers send,
 // from its first moment. Remoting is not cut: clients, the name server
-// and the peers' remoting requests still reach it.
+// and the peers' remoting requests still reach it. A member that never
+// started has no Raft network to cut: that is an error.
 func (c *Cluster) SetRaftPartitioned(g, m int, cut bool) error {
 	if c.net == nil {
 		return errors.New("devcluster: SetRaftPartitioned needs Options.InMemory")
 	}
 	mb := c.members[g][m]
-	mb.raftCut = cut
-	if mb.parts != nil {
-		c.net.SetPartitioned(mb.parts.Transport.LocalAddr(), cut)
+	if mb.parts == nil {
+		return fmt.Errorf("devcluster: member %d of group %d has not started: it has no Raft network to cut", m, g)
 	}
+	mb.raftCut = cut
+	c.net.SetPartitioned(mb.parts.Transport.LocalAddr(), cut)
 	return nil
 }
 
