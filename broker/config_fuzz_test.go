@@ -4,25 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/raftmq/raftmq/internal/config"
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 )
-
-// loadBrokerConf is `raftmq broker -c`'s load: the file over the defaults,
-// then Derive and Validate.
-func loadBrokerConf(t *testing.T, data []byte) (BrokerConfig, error) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "broker.conf")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	_, err := config.Load(path, &cfg)
-	return cfg, errors.Join(err, cfg.Derive(), cfg.Validate())
-}
 
 // stripComments drops a properties file's comment lines, so a seed is
 // small enough for the fuzzer to minimize what it derives from it.
@@ -52,26 +39,10 @@ func FuzzBrokerConfigFile(f *testing.F) {
 	f.Add([]byte("brokerName=b\nnamesrvAddr=h:1;[::1]:2\nmessageDelayLevel=1s 200ms 1d\ndeleteWhen=04;23\ndLegerPeers=n0-h:1\ndLegerSelfId=n0\n"))
 	f.Add([]byte("brokerIP1=::1\nlistenPort=65535\ngossipEnable=true\ngossipSecretKey=AAAAAAAAAAAAAAAAAAAAAA==\ntlsServerMode=permissive\n"))
 	f.Add([]byte("namesrvAddr=h\\\n  :9876\nbrokerName=a\\u0062\n=x\nbrokerRole=SYNC_MASTER\n"))
+	// `raftmq broker -c`'s load: the file over the defaults, then Derive
+	// and Validate.
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := loadBrokerConf(t, data)
-		if err != nil {
-			if err.Error() == "" {
-				t.Fatal("refusal without a message")
-			}
-			return
-		}
-		var printed bytes.Buffer
-		if err := config.Print(&printed, &cfg); err != nil {
-			t.Fatalf("accepted config does not print: %v", err)
-		}
-		back, err := loadBrokerConf(t, printed.Bytes())
-		if err != nil {
-			t.Fatalf("printed config does not load: %v\n%s", err, printed.Bytes())
-		}
-		var again bytes.Buffer
-		if err := config.Print(&again, &back); err != nil || !bytes.Equal(printed.Bytes(), again.Bytes()) {
-			t.Fatalf("config changes through print and load (%v):\n%s\n---\n%s", err, printed.Bytes(), again.Bytes())
-		}
+		testutil.CheckConfigFile(t, data, DefaultConfig, func(c *BrokerConfig) error { return errors.Join(c.Derive(), c.Validate()) })
 	})
 }
 
