@@ -13,7 +13,9 @@ import (
 
 // TestExamples builds every program under examples/ and runs each one
 // against an in-process 3-node group (its name server passed with -n),
-// checking that it exits 0 and prints what it should.
+// checking that it exits 0, prints what it should and writes nothing to
+// stderr: examples log only failures there, so a line on a successful run
+// is an error a user would see and wonder about.
 func TestExamples(t *testing.T) {
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {
@@ -45,11 +47,16 @@ func TestExamples(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, filepath.Join(bin, tc.name), append([]string{"-n", ns, "-timeout", "45s"}, tc.args...)...)
-			out, err := cmd.CombinedOutput()
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
 			if err != nil {
-				t.Fatalf("%s: %v\n%s", tc.name, err, out)
+				t.Fatalf("%s: %v\n%s%s", tc.name, err, out, stderr.String())
 			}
 			t.Logf("%s", out)
+			if stderr.Len() > 0 {
+				t.Errorf("%s succeeded but wrote to stderr:\n%s", tc.name, stderr.String())
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(string(out), w) {
 					t.Errorf("%s output lacks %q:\n%s", tc.name, w, out)

@@ -44,7 +44,11 @@ func main() {
 	if err := c.Subscribe(f.Topic, "*"); err != nil {
 		log.Fatal(err)
 	}
-	err = c.RegisterConcurrentListener(func(ctx context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+	// Replies are sent under the run's context, not the listener's, which
+	// the consumer's Close cancels: the requester has its reply as soon as
+	// the broker pushes it, before the broker stores it and answers
+	// Reply, so the last Reply is often still waiting when the run ends.
+	err = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
 		for _, m := range msgs {
 			if m.Property("run") != run {
 				continue
@@ -83,4 +87,10 @@ func main() {
 		fmt.Printf("%q -> %q in %v\n", req.Body, reply.Body, time.Since(start).Round(time.Microsecond))
 	}
 	fmt.Printf("replied %d\n", f.Count)
+	// Close the replier's consumer while the requester is still connected:
+	// Close waits for the listener calls in progress, and a Reply in one of
+	// them needs the requester to take its push.
+	if err := c.Close(ctx); err != nil {
+		log.Fatal(err)
+	}
 }
