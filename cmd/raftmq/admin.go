@@ -181,8 +181,9 @@ var adminCommands = []adminEntry{
 			brokerAddrFlag,
 			str("clusterName", "c", "every broker group of this cluster"),
 			yesNo("consumeEnable", "s", true, "consume enabled"),
-			yesNo("consumeFromMinEnable", "m", true, "consume from min offset when new"),
-			yesNo("consumeBroadcastEnable", "d", true, "broadcasting allowed"),
+			// false, as mqadmin sets them, not SubscriptionGroupConfig's true.
+			yesNo("consumeFromMinEnable", "m", false, "consume from min offset when new"),
+			yesNo("consumeBroadcastEnable", "d", false, "broadcasting allowed (pulls of a broadcasting consumer are refused without it)"),
 			yesNo("consumeMessageOrderly", "o", false, "orderly consumption"),
 			yesNo("notifyConsumerIdsChanged", "a", true, "notify consumers when the group changes"),
 			num("retryQueueNums", "q", 1, "retry queue count"),
@@ -194,7 +195,12 @@ var adminCommands = []adminEntry{
 		run:   runUpdateSubGroup,
 		table: func(w *tabwriter.Writer, r targeted[wire.SubscriptionGroupConfig]) {
 			fmt.Fprintf(w, "create subscription group to %s success.\n", r.target)
-			fmt.Fprintf(w, "%+v\n", r.v)
+			// RocketMQ 4.9 SubscriptionGroupConfig.toString, which mqadmin prints.
+			g := r.v
+			fmt.Fprintf(w, "SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=%t, consumeBroadcastEnable=%t, "+
+				"retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, notifyConsumerIdsChangedEnable=%t]\n",
+				g.GroupName, g.ConsumeEnable, g.ConsumeFromMinEnable, g.ConsumeBroadcastEnable,
+				g.RetryQueueNums, g.RetryMaxTimes, g.BrokerID, g.WhichBrokerWhenConsumeSlowly, g.NotifyConsumerIdsChangedEnable)
 		},
 	},
 	adminCommand[sendResult]{

@@ -50,7 +50,7 @@ func TestAdminMQAdminFlags(t *testing.T) {
 
 	t.Run("updateSubGroup -i -w", func(t *testing.T) {
 		out := run(t, "updateSubGroup", "-c", "DefaultCluster", "-g", "FlagSG", "-i", "1", "-w", "2")
-		wantLines(t, out, "create subscription group to", "BrokerID:1", "WhichBrokerWhenConsumeSlowly:2")
+		wantLines(t, out, "create subscription group to", "SubscriptionGroupConfig [groupName=FlagSG, ", "brokerId=1, whichBrokerWhenConsumeSlowly=2")
 		onEveryMember(t, "FlagSG with brokerId 1, whichBrokerWhenConsumeSlowly 2", remoting.RequestGetSubscriptionGroupConfig,
 			&wire.GetSubscriptionGroupConfigRequestHeader{Group: "FlagSG"}, func(raw []byte) bool {
 				var sg wire.SubscriptionGroupConfig
@@ -58,11 +58,18 @@ func TestAdminMQAdminFlags(t *testing.T) {
 			})
 		// As mqadmin, each update sends a whole config: left out, the
 		// options go back to SubscriptionGroupConfig's defaults.
-		run(t, "updateSubGroup", "-b", leader, "-g", "FlagSG")
+		// mqadmin's own defaults differ from the class's for -m and -d:
+		// a group it creates neither starts new consumers at the minimum
+		// offset nor allows broadcasting unless told to.
+		out = run(t, "updateSubGroup", "-b", leader, "-g", "FlagSG")
+		wantLines(t, out, "SubscriptionGroupConfig [groupName=FlagSG, consumeEnable=true, consumeFromMinEnable=false, "+
+			"consumeBroadcastEnable=false, retryQueueNums=1, retryMaxTimes=16, brokerId=0, whichBrokerWhenConsumeSlowly=1, "+
+			"notifyConsumerIdsChangedEnable=true]")
 		var sg wire.SubscriptionGroupConfig
 		if !stored(leader, remoting.RequestGetSubscriptionGroupConfig, &wire.GetSubscriptionGroupConfigRequestHeader{Group: "FlagSG"}, &sg) ||
-			sg.BrokerID != 0 || sg.WhichBrokerWhenConsumeSlowly != 1 {
-			t.Fatalf("FlagSG updated without -i -w: %+v, want brokerId 0, whichBrokerWhenConsumeSlowly 1", sg)
+			sg.BrokerID != 0 || sg.WhichBrokerWhenConsumeSlowly != 1 || sg.ConsumeFromMinEnable || sg.ConsumeBroadcastEnable {
+			t.Fatalf("FlagSG updated without -i -w -m -d: %+v, want brokerId 0, whichBrokerWhenConsumeSlowly 1, "+
+				"consumeFromMinEnable and consumeBroadcastEnable false (mqadmin's defaults)", sg)
 		}
 	})
 
