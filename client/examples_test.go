@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,4 +65,13 @@ func TestExamples(t *testing.T) {
 			}
 		})
 	}
+	// Nothing to send is a usage error at once, not a wait for nothing.
+	t.Run("nothing to send", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(bin, "simple"), "-n", ns, "-m", "0")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "-m must be at least 1, got 0") {
+			t.Fatalf("simple -m 0: %v\n%s", err, out)
+		}
+	})
 }

@@ -80,7 +80,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 	produce.Flags().BoolVar(&f.keys, "keys", false, "give every message a unique key (indexed)")
 	produce.Flags().StringVar(&f.tags, "tags", "", "tag of every message")
 	produce.Flags().IntVar(&f.autoB, "auto-batch", 0, "client.AutoBatch: concurrent sends share batch requests of up to N messages (0 = off)")
-	produce.Flags().Float64Var(&f.rate, "rate", 0, "send at most this many messages per second in all (0 = as fast as the workers can; bench_rate.go)")
+	produce.Flags().Float64Var(&f.rate, "rate", 0, "send at most this many messages per second in all (0 = as fast as the workers can)")
 	consume := &cobra.Command{
 		Use:   "consume",
 		Short: "Consume with a push consumer and report TPS, MB/s and end-to-end (store→consume) latency",

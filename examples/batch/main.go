@@ -17,7 +17,7 @@ import (
 
 func main() {
 	size := flag.Int("size", 10, "messages per batch")
-	f := exutil.Parse("ExampleBatch", 30)
+	f := exutil.Parse("ExampleBatch", 30, "messages")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	if err := exutil.EnsureTopic(ctx, f, 4, false); err != nil {

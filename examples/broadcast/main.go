@@ -19,7 +19,7 @@ import (
 
 func main() {
 	offsets := flag.String("offsets", "", "directory for the broadcasting offset files (default: a temporary directory)")
-	f := exutil.Parse("ExampleBroadcast", 10)
+	f := exutil.Parse("ExampleBroadcast", 10, "messages")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	if err := exutil.EnsureTopic(ctx, f, 4, false); err != nil {

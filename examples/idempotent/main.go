@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	f := exutil.Parse("ExampleIdempotent", 50)
+	f := exutil.Parse("ExampleIdempotent", 50, "messages")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	if err := exutil.EnsureTopic(ctx, f, 4, false); err != nil {

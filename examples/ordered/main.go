@@ -20,7 +20,7 @@ import (
 var steps = []string{"created", "paid", "shipped", "delivered"}
 
 func main() {
-	f := exutil.Parse("ExampleOrdered", 5) // -m is the number of orders
+	f := exutil.Parse("ExampleOrdered", 5, "orders (of 4 steps each)")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	if err := exutil.EnsureTopic(ctx, f, 4, false); err != nil {

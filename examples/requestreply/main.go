@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	f := exutil.Parse("ExampleRequestReply", 10)
+	f := exutil.Parse("ExampleRequestReply", 10, "messages")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	if err := exutil.EnsureTopic(ctx, f, 4, false); err != nil {

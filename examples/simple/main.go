@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	f := exutil.Parse("ExampleSimple", 10)
+	f := exutil.Parse("ExampleSimple", 10, "messages")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	if err := exutil.EnsureTopic(ctx, f, 4, false); err != nil {

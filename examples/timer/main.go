@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	f := exutil.Parse("ExampleTimer", 5)
+	f := exutil.Parse("ExampleTimer", 5, "messages")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	if err := exutil.EnsureTopic(ctx, f, 4, false); err != nil {

@@ -54,7 +54,7 @@ func (o *orders) state(id string) client.LocalTransactionState {
 }
 
 func main() {
-	f := exutil.Parse("ExampleTransaction", 10)
+	f := exutil.Parse("ExampleTransaction", 10, "messages")
 	ctx, cancel := context.WithTimeout(context.Background(), f.Timeout)
 	defer cancel()
 	if err := exutil.EnsureTopic(ctx, f, 4, false); err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -18,20 +19,27 @@ type Flags struct {
 	NameServer string        // -n: name server address(es), ';'-separated
 	Cluster    string        // -c: cluster the topic is created on
 	Topic      string        // -t: topic
-	Count      int           // -m: messages to send
+	Count      int           // -m: how many to send (counts names what)
 	Timeout    time.Duration // -timeout: bound on the whole run
 }
 
 // Parse registers the common flags (with the example's default topic and
-// count), parses the command line and returns them.
-func Parse(topic string, count int) *Flags {
+// count; counts names what -m counts, "messages" for most), parses the
+// command line and returns them. An -m below 1 is a usage error: there
+// would be nothing to wait for.
+func Parse(topic string, count int, counts string) *Flags {
 	f := &Flags{}
 	flag.StringVar(&f.NameServer, "n", "127.0.0.1:9876", "name server address (raftmq dev listens on 127.0.0.1:9876)")
 	flag.StringVar(&f.Cluster, "c", "DefaultCluster", "cluster to create the topic on")
 	flag.StringVar(&f.Topic, "t", topic, "topic")
-	flag.IntVar(&f.Count, "m", count, "messages to send")
+	flag.IntVar(&f.Count, "m", count, counts+" to send")
 	flag.DurationVar(&f.Timeout, "timeout", time.Minute, "give up after this long")
 	flag.Parse()
+	if f.Count < 1 {
+		fmt.Fprintf(os.Stderr, "-m must be at least 1, got %d\n", f.Count)
+		flag.Usage()
+		os.Exit(2)
+	}
 	return f
 }
 
