@@ -199,7 +199,13 @@ func (g *RaftGroup) merge(failed []RaftGroupMember, registered map[string]int64)
 		}
 	}
 	if leader != nil {
+		// A member outside the leader's configuration may campaign at ever
+		// higher terms and name a preferred leader the group dropped.
 		g.LeaderID, g.LeaderAddr = leader.SelfID, leader.RemotingAddr
+		g.Term = leader.Term
+		if leader.PreferredLeaderID != "" {
+			g.PreferredLeaderID = leader.PreferredLeaderID
+		}
 		if len(leader.Members) > 0 {
 			// Every id so far comes from some member's configuration; the
 			// leader's own members are put back right after.

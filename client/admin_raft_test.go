@@ -228,11 +228,14 @@ func TestRaftGroupMergeMarksMembersOutsideLeaderConfig(t *testing.T) {
 		sts := map[string]*wire.RaftStatus{
 			"n1": {SelfID: "n1", State: "Follower", Term: 5, RemotingAddr: "127.0.0.1:10921", LastLogIndex: 40, Members: live},
 			// Removed while down; n4 was removed before it went down.
-			"n2": {SelfID: "n2", State: "Candidate", Term: 4, RemotingAddr: "127.0.0.1:10931", LastLogIndex: 30,
-				Members: voters("n0", "n1", "n2", "n4")},
+			// Cut off, it campaigns at ever higher terms; it was the
+			// preferred leader before its removal.
+			"n2": {SelfID: "n2", State: "Candidate", Term: 9, RemotingAddr: "127.0.0.1:10931", LastLogIndex: 30,
+				Members: voters("n0", "n1", "n2", "n4"), PreferredLeaderID: "n2"},
 		}
 		if withLeader {
-			sts["n0"] = &wire.RaftStatus{SelfID: "n0", State: "Leader", Term: 5, RemotingAddr: "127.0.0.1:10911", LastLogIndex: 42, Members: live}
+			sts["n0"] = &wire.RaftStatus{SelfID: "n0", State: "Leader", Term: 5, RemotingAddr: "127.0.0.1:10911", LastLogIndex: 42, Members: live,
+				PreferredLeaderID: "n1"}
 		}
 		return sts
 	}
@@ -246,6 +249,9 @@ func TestRaftGroupMergeMarksMembersOutsideLeaderConfig(t *testing.T) {
 	want := []string{"n0 Voter Leader 0", "n1 Voter Follower 1", "n2 Removed Candidate 2", "n3 Nonvoter Unknown -1"}
 	if strings.Join(rows, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("rows %q, want %q", rows, want)
+	}
+	if g.Term != 5 || g.PreferredLeaderID != "n1" {
+		t.Fatalf("group term %d, preferred leader %q; want the leader's: 5, n1", g.Term, g.PreferredLeaderID)
 	}
 	if ids := strings.Join(g.MemberIDs(), ","); ids != "n0,n1,n3" {
 		t.Fatalf("MemberIDs %s, want n0,n1,n3", ids)
