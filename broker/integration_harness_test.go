@@ -296,15 +296,58 @@ func startClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, disk bo
 			pc.stopNode(i)
 		}
 	})
-	pc.waitLeaderRegistered()
-	// A member started after the others elected joins rather than
-	// bootstraps (member_join.go) and registers only once the leader has
-	// replicated the configuration to it: tests that forward to every
-	// member or count the routed ones start from the full route.
-	testutil.WaitFor(t, 15*time.Second, "every member registered", func() bool {
-		return len(ns.Routes().ClusterInfo().BrokerAddrTable[pc.cfgs[0].BrokerName].BrokerAddrs) == len(ids)
-	})
+	pc.waitGroupRouted()
 	return pc
+}
+
+// waitGroupRouted waits until the name server routes the group the way a
+// client's first send needs it (groupRouted), judged at one look: a
+// leader that loses its lease right after the election (a loaded machine
+// under -race) registers again as a follower, so a leader seen registered
+// earlier says nothing about the route now.
+func (pc *procCluster) waitGroupRouted() {
+	pc.t.Helper()
+	name, autoCreate := pc.cfgs[0].BrokerName, pc.cfgs[0].AutoCreateTopicEnable
+	testutil.WaitFor(pc.t, 15*time.Second, "group routed with the leader as master and every member", func() bool {
+		leader := ""
+		if l := pc.leading(); l >= 0 {
+			leader = pc.nodes[l].Addr()
+		}
+		return groupRouted(pc.ns.Routes().ClusterInfo(), pc.ns.Routes().PickupTopicRouteData(wire.TopicAutoCreate),
+			name, leader, len(pc.cfgs), autoCreate)
+	})
+}
+
+// groupRouted reports whether ci and tbw (the name server's cluster table
+// and its route of TBW102) route group brokerName for clients:
+// leaderAddr, the member leading now, is brokerId 0 and all members are
+// registered (a member started after the others elected joins rather
+// than bootstraps, member_join.go, and registers only once the leader
+// replicated the configuration to it; tests that forward to every member
+// or count the routed ones start from the full route). With autoCreate
+// the official client's first send to a new topic uses TBW102's route,
+// and skips a broker without a master or writable queues there.
+func groupRouted(ci *wire.ClusterInfo, tbw *wire.TopicRouteData, brokerName, leaderAddr string, members int, autoCreate bool) bool {
+	bd, ok := ci.BrokerAddrTable[brokerName]
+	if !ok || leaderAddr == "" || bd.BrokerAddrs[wire.MasterID] != leaderAddr || len(bd.BrokerAddrs) != members {
+		return false
+	}
+	if !autoCreate {
+		return true
+	}
+	if tbw == nil {
+		return false
+	}
+	writable := false
+	for _, qd := range tbw.QueueDatas {
+		writable = writable || qd.BrokerName == brokerName && qd.Perm&wire.PermWrite != 0 && qd.WriteQueueNums > 0
+	}
+	for _, b := range tbw.BrokerDatas {
+		if b.BrokerName == brokerName {
+			return writable && b.BrokerAddrs[wire.MasterID] == leaderAddr
+		}
+	}
+	return false
 }
 
 // startNode starts (or restarts) node i: group, then controller.
