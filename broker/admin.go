@@ -86,9 +86,7 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if r := c.replicate(ctx, "update topic", func(wctx context.Context) error { return c.rep.UpdateTopic(wctx, tc) }); r != nil {
 		return r
 	}
-	rctx, cancel := context.WithTimeout(ctx, min(c.cfg.RegisterBrokerTimeoutMills, registerNowMaxWait))
-	c.reg.registerNow(rctx)
-	cancel()
+	c.registerTopicChange(ctx)
 	return success()
 }
 

@@ -79,6 +79,14 @@ func (r *registerService) connClosed(addr string) {
 // make every client report a failure for a change that was made.
 const registerNowMaxWait = 2 * time.Second
 
+// registerTopicChange waits, up to registerNowMaxWait, for a registration
+// round that carries a topic change just made.
+func (c *Controller) registerTopicChange(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, min(c.cfg.RegisterBrokerTimeoutMills, registerNowMaxWait))
+	defer cancel()
+	c.reg.registerNow(rctx)
+}
+
 // registerNow asks for a round and waits until one that began after the
 // call has ended, or until ctx ends. RocketMQ answers a topic change only
 // after registering it with every name server (registerIncrementBrokerData),

@@ -84,3 +84,25 @@ func TestCreateTopicAnsweredWithAHungNameServer(t *testing.T) {
 		tc.waitRoute(topic)
 	}
 }
+
+// TestAutoCreatedTopicAnsweredAfterRegistration: a send that creates its
+// topic (autoCreateTopicEnable) is answered once the name server routes
+// the topic, as RocketMQ registers a topic a send created before it
+// answers: a client that sends to a new topic and then subscribes finds
+// its route.
+func TestAutoCreatedTopicAnsweredAfterRegistration(t *testing.T) {
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
+		c.RegisterNameServerPeriod = time.Hour
+		c.TopicChangeCheckInterval = time.Hour
+	})
+	addr := tc.nodes[0].Addr()
+	tc.waitRoute("TBW102")
+	for _, topic := range []string{"AutoNowA", "AutoNowB", "AutoNowC"} {
+		if resp := tc.call(addr, remoting.RequestSendMessage, sendExt(topic, 0, ""), []byte("m")); resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("send to %s: %d %s", topic, resp.Code, resp.Remark)
+		}
+		if rd := tc.ns.Routes().PickupTopicRouteData(topic); rd == nil || len(rd.QueueDatas) == 0 {
+			t.Fatalf("send creating %s answered before the name server routes it: %+v", topic, rd)
+		}
+	}
+}

@@ -507,7 +507,7 @@ func queueCount(n int) int { return min(max(n, 0), maxQueueNums) }
 // ensureTopic returns the topic's config, creating it with queueNums
 // read/write queues (clamped to 1..maxQueueNums) through Raft if it is
 // missing (broker-plan decision 8: the topic entry is committed before any
-// message for it is proposed).
+// message for it is proposed) and registering it with the name servers.
 func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, sysFlag int) (wire.TopicConfig, error) {
 	if tc, ok := c.rep.State().Topic(topic); ok {
 		return tc, nil
@@ -520,7 +520,10 @@ func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, s
 	if err := c.rep.UpdateTopic(wctx, tc); err != nil {
 		return tc, err
 	}
-	c.reg.trigger()
+	// RocketMQ registers a topic it created for a send before answering
+	// (createTopicInSendMessageMethod), so a client that subscribes right
+	// after the send finds its route.
+	c.registerTopicChange(ctx)
 	if got, ok := c.rep.State().Topic(topic); ok {
 		return got, nil
 	}
