@@ -200,12 +200,10 @@ func (g *RaftGroup) merge(failed []RaftGroupMember, registered map[string]int64)
 	}
 	if leader != nil {
 		// A member outside the leader's configuration may campaign at ever
-		// higher terms and name a preferred leader the group dropped.
+		// higher terms and name a preferred leader the group dropped; the
+		// leader's preferredLeaderId is the one its transfer loop follows.
 		g.LeaderID, g.LeaderAddr = leader.SelfID, leader.RemotingAddr
-		g.Term = leader.Term
-		if leader.PreferredLeaderID != "" {
-			g.PreferredLeaderID = leader.PreferredLeaderID
-		}
+		g.Term, g.PreferredLeaderID = leader.Term, leader.PreferredLeaderID
 		if len(leader.Members) > 0 {
 			// Every id so far comes from some member's configuration; the
 			// leader's own members are put back right after.

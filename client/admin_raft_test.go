@@ -261,6 +261,16 @@ func TestRaftGroupMergeMarksMembersOutsideLeaderConfig(t *testing.T) {
 		t.Fatalf("transfer to the removed member: %v, want ErrNotMember listing only n0 n1 n3", err)
 	}
 
+	// A leader without a preferred leader: the removed member's stale one
+	// is not shown either.
+	sts := statuses(true)
+	sts["n0"].PreferredLeaderID = ""
+	g = &RaftGroup{BrokerName: "broker-a", Statuses: sts}
+	g.merge(nil, registered)
+	if g.PreferredLeaderID != "" {
+		t.Fatalf("preferred leader %q, want none (the leader names none)", g.PreferredLeaderID)
+	}
+
 	g = &RaftGroup{BrokerName: "broker-a", Statuses: statuses(false)}
 	g.merge(nil, registered)
 	if ids := strings.Join(g.MemberIDs(), ","); ids != "n0,n1,n2,n3,n4" || slices.ContainsFunc(g.Members, func(m RaftGroupMember) bool {
