@@ -334,11 +334,13 @@ func (c *Controller) onRoleChange(leader bool, term uint64) {
 	c.log.Info("role changed", zap.Bool("leader", leader), zap.Uint64("term", term))
 	c.term.Store(term)
 	if leader {
-		// Locks are leader-local; a new leader starts empty and clients
-		// re-lock within their lock interval (RocketMQ behaves the same
-		// after a master restart).
-		c.locks.reset()
 		c.goFunc(c.notifyLeadership) // leader_notify.go
+	} else {
+		// Locks are leader-local: they go when leadership does, so the
+		// next term starts empty (clients re-lock within their lock
+		// interval, as after a RocketMQ master restart). Cleared here, not
+		// on becoming leader: by then the leader already grants locks.
+		c.locks.reset()
 	}
 	c.hold.wakeAll()
 	c.reg.trigger()

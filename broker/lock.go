@@ -120,7 +120,7 @@ func (l *lockManager) unlockBatch(group, clientID string, mqs []wire.MessageQueu
 	}
 }
 
-// reset drops every lock (a node that becomes leader starts clean).
+// reset drops every lock (a node that stops leading).
 func (l *lockManager) reset() {
 	l.mu.Lock()
 	l.table = map[string]map[wire.MessageQueue]lockEntry{}

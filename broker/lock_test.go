@@ -226,3 +226,21 @@ func TestLockExpiredPruned(t *testing.T) {
 	l.unlockBatch("live", "c@1", []wire.MessageQueue{b(0)})
 	expect("after the last unlock", 0, 0)
 }
+
+// TestLocksGoWithLeadership: a member that stops leading drops its locks,
+// and becoming leader again does not clear what the new term granted.
+func TestLocksGoWithLeadership(t *testing.T) {
+	c, _ := lockTestController(t)
+	q0 := wire.MessageQueue{Topic: "T", BrokerName: c.cfg.BrokerName, QueueID: 0}
+	if _, got := lockBatch(t, c, "G", "c1", q0); len(got) != 1 {
+		t.Fatalf("granted %+v, want q0", got)
+	}
+	c.onRoleChange(true, c.term.Load())
+	if _, n := lockTableSize(c.locks); n != 1 {
+		t.Fatalf("becoming leader cleared the locks granted since: %d entries, want 1", n)
+	}
+	c.onRoleChange(false, c.term.Load())
+	if groups, n := lockTableSize(c.locks); groups != 0 || n != 0 {
+		t.Fatalf("after losing leadership the table holds %d groups, %d entries; want none", groups, n)
+	}
+}
