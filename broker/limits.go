@@ -200,7 +200,7 @@ func (c *Controller) autoCreateTopic(ctx context.Context, topic string, queueNum
 		if r := c.autoCreateRefusal("topic " + topic); r != nil {
 			return created{refused: r}, nil
 		}
-		tc, err := c.ensureTopic(context.WithoutCancel(ctx), topic, queueNums, 0)
+		tc, err := c.ensureTopic(context.WithoutCancel(ctx), topic, queueNums, 0, true)
 		if err != nil {
 			return created{tc: tc, refused: c.writeError("auto-create topic "+topic, err)}, nil
 		}

@@ -40,7 +40,7 @@ func (c *Controller) applyDelay(ctx context.Context, m *store.Message) *remoting
 	m.Properties[wire.PropertyRealTopic] = m.Topic
 	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
 	m.Topic, m.QueueID = wire.TopicSchedule, int32(level-1)
-	if _, err := c.ensureTopic(ctx, wire.TopicSchedule, len(c.delayLevels), 0); err != nil {
+	if _, err := c.ensureTopic(ctx, wire.TopicSchedule, len(c.delayLevels), 0, false); err != nil {
 		return c.writeError("create "+wire.TopicSchedule, err)
 	}
 	return nil
@@ -182,7 +182,7 @@ func (c *Controller) reput(ctx context.Context, msgs []*store.Message) error {
 			n++
 		}
 		for _, m := range msgs[:n] {
-			if _, err := c.ensureTopic(ctx, m.Topic, c.live().DefaultTopicQueueNums, 0); err != nil {
+			if _, err := c.ensureTopic(ctx, m.Topic, c.live().DefaultTopicQueueNums, 0, false); err != nil {
 				return err
 			}
 		}

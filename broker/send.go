@@ -482,7 +482,7 @@ func (c *Controller) sendTopicConfig(ctx context.Context, h *wire.SendMessageReq
 	case strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix):
 		return c.autoCreateTopic(ctx, h.Topic, 1)
 	case c.routedSystemTopic(h.Topic):
-		tc, err := c.ensureTopic(ctx, h.Topic, 1, 0)
+		tc, err := c.ensureTopic(ctx, h.Topic, 1, 0, true)
 		if err != nil {
 			return tc, c.writeError("create topic "+h.Topic, err)
 		}
@@ -508,7 +508,10 @@ func queueCount(n int) int { return min(max(n, 0), maxQueueNums) }
 // read/write queues (clamped to 1..maxQueueNums) through Raft if it is
 // missing (broker-plan decision 8: the topic entry is committed before any
 // message for it is proposed) and registering it with the name servers.
-func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, sysFlag int) (wire.TopicConfig, error) {
+// routed: a client is about to look the topic up (a send's topic, a retry
+// or dead-letter topic), so the answer waits for the registration;
+// otherwise (the broker's own delivery loops) it only starts one.
+func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, sysFlag int, routed bool) (wire.TopicConfig, error) {
 	if tc, ok := c.rep.State().Topic(topic); ok {
 		return tc, nil
 	}
@@ -523,7 +526,11 @@ func (c *Controller) ensureTopic(ctx context.Context, topic string, queueNums, s
 	// RocketMQ registers a topic it created for a send before answering
 	// (createTopicInSendMessageMethod), so a client that subscribes right
 	// after the send finds its route.
-	c.registerTopicChange(ctx)
+	if routed {
+		c.registerTopicChange(ctx)
+	} else {
+		c.reg.trigger()
+	}
 	if got, ok := c.rep.State().Topic(topic); ok {
 		return got, nil
 	}

@@ -78,12 +78,12 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	}
 	if orig.ReconsumeTimes >= maxTimes || h.DelayLevel < 0 {
 		m.Topic, m.QueueID = wire.DLQGroupTopicPrefix+h.Group, 0
-		if _, err := c.ensureTopic(ctx, m.Topic, 1, 0); err != nil {
+		if _, err := c.ensureTopic(ctx, m.Topic, 1, 0, true); err != nil {
 			return c.writeError("create DLQ topic", err), nil
 		}
 	} else {
 		n := max(sg.RetryQueueNums, 1)
-		tc, err := c.ensureTopic(ctx, m.Topic, int(n), 0)
+		tc, err := c.ensureTopic(ctx, m.Topic, int(n), 0, true)
 		if err != nil {
 			return c.writeError("create retry topic", err), nil
 		}
@@ -124,7 +124,7 @@ func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message,
 	}
 	m.Topic, m.QueueID = wire.DLQGroupTopicPrefix+group, 0
 	delete(m.Properties, wire.PropertyDelayTimeLevel)
-	if _, err := c.ensureTopic(ctx, m.Topic, 1, 0); err != nil {
+	if _, err := c.ensureTopic(ctx, m.Topic, 1, 0, true); err != nil {
 		return c.writeError("create DLQ topic", err)
 	}
 	return nil

@@ -147,7 +147,7 @@ func (c *Controller) applyTimer(ctx context.Context, m *store.Message) *remoting
 	m.Properties[wire.PropertyRealTopic] = m.Topic
 	m.Properties[wire.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
 	m.Topic, m.QueueID = wire.TopicTimer, 0
-	if _, err := c.ensureTopic(ctx, wire.TopicTimer, 1, 0); err != nil {
+	if _, err := c.ensureTopic(ctx, wire.TopicTimer, 1, 0, false); err != nil {
 		return c.writeError("create "+wire.TopicTimer, err)
 	}
 	return nil

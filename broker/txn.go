@@ -139,7 +139,7 @@ func (c *Controller) toHalf(ctx context.Context, m *store.Message, producerGroup
 	delete(m.Properties, wire.PropertySequence)
 	m.Topic, m.QueueID = wire.TopicTransHalf, 0
 	m.SysFlag &^= wire.SysFlagTransMask
-	if _, err := c.ensureTopic(ctx, wire.TopicTransHalf, 1, 0); err != nil {
+	if _, err := c.ensureTopic(ctx, wire.TopicTransHalf, 1, 0, false); err != nil {
 		return c.writeError("create "+wire.TopicTransHalf, err)
 	}
 	return nil
@@ -193,7 +193,7 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 	msgs := make([]*store.Message, 0, 2)
 	if commit {
 		m := c.committedMessage(half, h.CommitLogOffset)
-		if _, err := c.ensureTopic(ctx, m.Topic, c.live().DefaultTopicQueueNums, 0); err != nil {
+		if _, err := c.ensureTopic(ctx, m.Topic, c.live().DefaultTopicQueueNums, 0, false); err != nil {
 			return c.writeError("create "+m.Topic, err), nil
 		}
 		// Delay levels and timer properties take effect now, as on a
@@ -206,7 +206,7 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 		}
 		msgs = append(msgs, m)
 	}
-	if _, err := c.ensureTopic(ctx, wire.TopicTransOpHalf, 1, 0); err != nil {
+	if _, err := c.ensureTopic(ctx, wire.TopicTransOpHalf, 1, 0, false); err != nil {
 		return c.writeError("create "+wire.TopicTransOpHalf, err), nil
 	}
 	msgs = append(msgs, c.opRecord(half, h.TranStateTableOffset))
