@@ -246,6 +246,13 @@ func (m *clientManager) group(name string) (consumerGroupInfo, bool) {
 	return cp, true
 }
 
+// hasGroup reports whether a consumer of the group is connected.
+func (m *clientManager) hasGroup(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.consumers[name] != nil
+}
+
 // groups lists the consumer group names known from heartbeats.
 func (m *clientManager) groups() []string {
 	m.mu.Lock()

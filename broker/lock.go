@@ -169,7 +169,7 @@ func (c *Controller) checkLockRequest(group, clientID string) *remoting.Remoting
 			"lock refused: the clientId is %d bytes, longer than %d", len(clientID), maxLockClientIDLength)
 	}
 	if _, ok := c.rep.State().SubscriptionGroup(group); !ok {
-		if _, ok := c.clients.group(group); !ok {
+		if !c.clients.hasGroup(group) {
 			return c.refuse("lockBatch", remoting.ResponseSubscriptionGroupNotExist,
 				"lock refused: consumer group %s is neither configured nor connected on broker %s", group, c.cfg.BrokerName)
 		}

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,10 +23,10 @@ func CheckConfigFile[T any](t *testing.T, data []byte, newCfg func() T, check fu
 			t.Fatal(err)
 		}
 		cfg := newCfg()
-		if _, err := config.Load(path, &cfg); err != nil {
-			return cfg, err
-		}
-		return cfg, check(&cfg)
+		// check runs on a partly loaded config too: a panic there is a
+		// finding as well.
+		_, err := config.Load(path, &cfg)
+		return cfg, errors.Join(err, check(&cfg))
 	}
 	cfg, err := load(data)
 	if err != nil {
