@@ -540,25 +540,12 @@ func TestConcurrentHandOverLateResultDiscarded(t *testing.T) {
 	c.mu.Unlock()
 	alone.Store(false)
 	c.triggerRebalance()
-	testutil.WaitFor(t, 10*time.Second, "queue 1 handed over", func() bool {
-		if c.isOwned(hoQ1) || !c.rebalanceMu.TryLock() {
-			return false
-		}
-		c.rebalanceMu.Unlock()
-		return true
-	})
+	waitHandedOver(t, c)
 	if off, _ := b.offset("HG", "T", 1); off != 0 {
 		t.Fatalf("the hand-over committed %d for queue 1, want 0 (message 0 still in the listener)", off)
 	}
 	releaseOnce.Do(func() { close(release) })
-	// The call holds the queue's consume lock (read) until it has settled.
-	testutil.WaitFor(t, 5*time.Second, "the late call over", func() bool {
-		if !pq.consumeMu.TryLock() {
-			return false
-		}
-		pq.consumeMu.Unlock()
-		return true
-	})
+	waitCallSettled(t, pq)
 	b.mu.Lock()
 	sendBacks := len(b.sendBacks)
 	b.mu.Unlock()
@@ -659,22 +646,10 @@ func handOverDuringSendBack(t *testing.T, answer int16) (committed int64, copies
 	if answer >= 0 {
 		releaseOnce.Do(func() { close(release) })
 	}
-	testutil.WaitFor(t, 10*time.Second, "queue 1 handed over", func() bool {
-		if c.isOwned(hoQ1) || !c.rebalanceMu.TryLock() {
-			return false
-		}
-		c.rebalanceMu.Unlock()
-		return true
-	})
+	waitHandedOver(t, c)
 	committed, _ = b.offset("HG", "T", 1)
 	// A copy stored after the hand-over would be delivered twice as well.
-	testutil.WaitFor(t, 5*time.Second, "the call settled", func() bool {
-		if !pq.consumeMu.TryLock() {
-			return false
-		}
-		pq.consumeMu.Unlock()
-		return true
-	})
+	waitCallSettled(t, pq)
 	copies = accepted.Load()
 	if answer == remoting.ResponseSuccess {
 		copies += int32(b.count(remoting.RequestSendMessageV2)) // unscripted: stored
@@ -688,4 +663,30 @@ func settlePending(pq *processQueue) bool {
 	pq.mu.Lock()
 	defer pq.mu.Unlock()
 	return pq.abandoned && pq.settling > 0
+}
+
+// waitHandedOver waits until c no longer owns queue 1 and its rebalance
+// (the hand-over's commit included) is over.
+func waitHandedOver(t *testing.T, c *consumerCore) {
+	t.Helper()
+	testutil.WaitFor(t, 10*time.Second, "queue 1 handed over", func() bool {
+		if c.isOwned(hoQ1) || !c.rebalanceMu.TryLock() {
+			return false
+		}
+		c.rebalanceMu.Unlock()
+		return true
+	})
+}
+
+// waitCallSettled waits until no listener call on pq is in progress: a
+// call holds the queue's consume lock (read) until it has settled.
+func waitCallSettled(t *testing.T, pq *processQueue) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, "the call settled", func() bool {
+		if !pq.consumeMu.TryLock() {
+			return false
+		}
+		pq.consumeMu.Unlock()
+		return true
+	})
 }
