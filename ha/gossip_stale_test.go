@@ -30,9 +30,9 @@ import (
 // few times (RetransmitMult) within a few gossip intervals, piggybacked on
 // whatever it sends, and an ack to a probe from b carries it too. With
 // several members b rarely probes the name server inside that window
-// (the operator walk: 8 and 18 s), so the test takes luck out: b probes
-// once a minute, and the periodic push/pull runs once a minute on every
-// node, so neither can be what repairs the view. p and q retry their
+// (the operator walk: 8 and 18 s), so the test takes luck out: probes
+// and the periodic push/pull run once a minute on every node, so neither
+// can be what repairs the view. p and q retry their
 // seeds once a minute too, so that p joins the name server after b did:
 // the test calls Join where p's rejoin round would.
 //
@@ -40,16 +40,19 @@ import (
 // room for -race on a loaded machine.
 func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	const bound = 2 * time.Second
-	quietB := func(c *GossipConfig) { slowSync(c); c.ProbeInterval = time.Minute }
-	slowRejoin := func(c *GossipConfig) { slowSync(c); c.JoinRetryInterval = time.Minute }
+	// No node probes: on a loaded machine a probe timing out has b's next
+	// process refute a suspicion, each time raising its incarnation towards
+	// the stale record's, and the replay would not happen.
+	quiet := func(c *GossipConfig) { slowSync(c); c.ProbeInterval = time.Minute; c.UpdateTimeout = 10 * time.Second }
+	slowRejoin := func(c *GossipConfig) { quiet(c); c.JoinRetryInterval = time.Minute }
 	nsMeta := NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}
-	ns := startNodeWith(t, "ns", 0, nsMeta, slowSync, nil)
+	ns := startNodeWith(t, "ns", 0, nsMeta, quiet, nil)
 	pCore, pLogs := observer.New(zap.DebugLevel)
 	qCore, qLogs := observer.New(zap.DebugLevel)
 	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowRejoin, zap.New(pCore), ns)
 	q := startNodeWith(t, "q", 0, brokerMeta("bk", "n1", 10921), slowRejoin, zap.New(qCore), ns)
 	bMeta := brokerMeta("bk", "n2", 10931)
-	b := startNodeWith(t, "b", 0, bMeta, slowSync, nil, ns)
+	b := startNodeWith(t, "b", 0, bMeta, quiet, nil, ns)
 	waitAlive(t, []*testNode{ns, p, q, b}, "ns", "p", "q", "b")
 
 	// Role and term changes raise b's incarnation, as on a real member.
@@ -88,7 +91,7 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAsked(ns)
-	ns = startNodeWith(t, "ns", ns.port, nsMeta, slowSync, nil)
+	ns = startNodeWith(t, "ns", ns.port, nsMeta, quiet, nil)
 
 	// b restarts gracefully; p and q keep "b left" at its old incarnation.
 	if err := b.g.Close(); err != nil {
@@ -101,7 +104,7 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	})
 	waitAsked(b)
 	bMeta.Term = 0
-	b = startNodeWith(t, "b", b.port, bMeta, quietB, nil, ns)
+	b = startNodeWith(t, "b", b.port, bMeta, quiet, nil, ns)
 	testutil.WaitFor(t, 5*time.Second, "the new name server holds b alive", func() bool {
 		m, ok := ns.g.Member("b")
 		return ok && m.State == MemberAlive
