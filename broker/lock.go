@@ -157,9 +157,7 @@ func (c *Controller) processLockBatch(_ context.Context, _ *remoting.Conn, req *
 // than maxLockClientIDLength; nil means accept.
 func (c *Controller) checkLockRequest(group, clientID string) *remoting.RemotingCommand {
 	if r := checkGroup(group); r != nil {
-		c.metrics.limitRefusals.WithLabelValues("lockBatch").Inc()
-		r.Remark = "lock refused: " + r.Remark
-		return r
+		return c.refuse("lockBatch", r.Code, "lock refused: %s", r.Remark)
 	}
 	switch {
 	case clientID == "":
