@@ -300,12 +300,6 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 		return
 	}
 	defer pq.endSettle()
-	// One deadline for all the batch's send-backs: a hand-over that gave
-	// up waiting for this call waits for its settle (awaitListener), and
-	// this bounds that wait. Close does not cut it short: it commits the
-	// results of the calls it waits for.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.core.ctx), p.core.cfg.common.requestTimeout)
-	defer cancel()
 	ack := -1
 	if res == ConsumeSuccess {
 		ack = min(max(cc.AckIndex, -1), len(r.msgs)-1)
@@ -318,6 +312,12 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 				p.core.log.Warn("broadcast message failed and is dropped (broadcasting does not redeliver)", zap.String("msgId", m.MsgID))
 			}
 		} else {
+			// One deadline for all the batch's send-backs: a hand-over that
+			// gave up waiting for this call waits for its settle
+			// (awaitListener), and this bounds that wait. Close does not
+			// cut it short: it commits the results of the calls it waits for.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(p.core.ctx), p.core.cfg.common.requestTimeout)
+			defer cancel()
 			for _, m := range failed {
 				if err := p.sendBack(ctx, pq.mq, m, cc.DelayLevel); err != nil {
 					p.core.log.Warn("send-back failed; consuming again here later", zap.String("msgId", m.MsgID), zap.Error(err))
