@@ -11,4 +11,6 @@
 //     memory and the test's temporary directory, never committed).
 //   - official.go: goleak ignores for the goroutines the official RocketMQ
 //     Go client leaves behind.
+//   - configfile.go: CheckConfigFile, the property the config-file fuzz
+//     targets of the broker and the name server check.
 package testutil
