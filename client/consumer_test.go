@@ -160,7 +160,8 @@ func TestPushConsumerCloseCommitNotUndoneByPullInFlight(t *testing.T) {
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
 	tailPulled := make(chan struct{}) // the pull past the last message arrived
-	late := make(chan struct{})       // the broker's pull pool gets to it now
+	closeTail := sync.OnceFunc(func() { close(tailPulled) })
+	late := make(chan struct{}) // the broker's pull pool gets to it now
 	tailDone := make(chan struct{})
 	var tailOnce sync.Once
 	b.answer(remoting.RequestPullMessage, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
@@ -174,7 +175,7 @@ func TestPushConsumerCloseCommitNotUndoneByPullInFlight(t *testing.T) {
 			return b.pull(nil, req)
 		}
 		defer close(tailDone)
-		close(tailPulled)
+		closeTail()
 		select {
 		case <-late:
 		case <-b.quit:
@@ -202,6 +203,7 @@ func TestPushConsumerCloseCommitNotUndoneByPullInFlight(t *testing.T) {
 		return ConsumeSuccess
 	})
 	startPush(t, c)
+	t.Cleanup(closeTail) // before Close's cleanup, which waits for a call held on it
 	testutil.WaitFor(t, 5*time.Second, "the first 5 consumed and committed", func() bool {
 		off, ok := b.offset("G", "T", 0)
 		return consumed.Load() == 5 && ok && off == 5
@@ -245,12 +247,14 @@ func TestPushConsumerCloseDeliversNoQueuedBatch(t *testing.T) {
 		return ConsumeSuccess
 	})
 	startPush(t, c)
+	releaseCall := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseCall) // before Close's cleanup, which waits for the held call
 	<-inCall
 	testutil.WaitFor(t, 5*time.Second, "the other 4 messages queued for the pool", func() bool { return c.work.len() == 4 })
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close(context.Background()) }()
 	testutil.WaitFor(t, 5*time.Second, "Close under way", func() bool { return c.core.ctx.Err() != nil })
-	close(release)
+	releaseCall()
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
