@@ -181,13 +181,6 @@ func TestRaftStatusFailedState(t *testing.T) {
 // that still answers with its stale configuration (naming itself a voter)
 // is no target, however idle its host: the leader's configuration decides.
 func TestPlanLeaderBalanceSkipsMembersOutsideLeaderConfig(t *testing.T) {
-	voters := func(ids ...string) []wire.RaftMember {
-		var ms []wire.RaftMember
-		for _, id := range ids {
-			ms = append(ms, wire.RaftMember{ID: id, Suffrage: "Voter"})
-		}
-		return ms
-	}
 	mk := func(name, host string) *RaftGroup {
 		g := &RaftGroup{BrokerName: name, LeaderID: name + "1", LeaderAddr: "10.0.0.1:" + host, Statuses: map[string]*wire.RaftStatus{
 			name + "1": {SelfID: name + "1", State: "Leader", RemotingAddr: "10.0.0.1:" + host, Members: voters(name+"1", name+"2")},
@@ -216,13 +209,6 @@ func TestPlanLeaderBalanceSkipsMembersOutsideLeaderConfig(t *testing.T) {
 // the id only the stale configuration names is no row at all. Without a
 // leader there is no configuration to trust more, and rows are the union.
 func TestRaftGroupMergeMarksMembersOutsideLeaderConfig(t *testing.T) {
-	voters := func(ids ...string) []wire.RaftMember {
-		var ms []wire.RaftMember
-		for _, id := range ids {
-			ms = append(ms, wire.RaftMember{ID: id, Suffrage: "Voter"})
-		}
-		return ms
-	}
 	live := append(voters("n0", "n1"), wire.RaftMember{ID: "n3", Suffrage: "Nonvoter"})
 	statuses := func(withLeader bool) map[string]*wire.RaftStatus {
 		sts := map[string]*wire.RaftStatus{
@@ -278,4 +264,13 @@ func TestRaftGroupMergeMarksMembersOutsideLeaderConfig(t *testing.T) {
 	}) {
 		t.Fatalf("leaderless rows %+v, want the union of the configurations, none marked", g.Members)
 	}
+}
+
+// voters is a Raft configuration of voting members with the given ids.
+func voters(ids ...string) []wire.RaftMember {
+	var ms []wire.RaftMember
+	for _, id := range ids {
+		ms = append(ms, wire.RaftMember{ID: id, Suffrage: "Voter"})
+	}
+	return ms
 }
