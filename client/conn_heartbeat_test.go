@@ -21,19 +21,7 @@ import (
 // no member (a name server) gets no heartbeat.
 func TestConnHeartbeatsOwnDialWantsNoOther(t *testing.T) {
 	var dials atomic.Int32
-	answer := func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
-	}
-	startSrv := func() string {
-		srv := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
-		srv.Register(remoting.RequestHeartBeat, answer, 1, 16)
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-		return srv.Addr().String()
-	}
-	member, other := startSrv(), startSrv()
+	member, other := startFakeBroker(t, "b", &requestLog{}).addr, startFakeBroker(t, "ns", &requestLog{}).addr
 	rc := remoting.NewClient(remoting.ClientConfig{}, nil)
 	t.Cleanup(func() { _ = rc.Close() })
 	rc.OnConnOpen(func(context.Context, string) { dials.Add(1) })
@@ -102,17 +90,7 @@ func TestConnHeartbeatsOwnDialWantsNoOther(t *testing.T) {
 // of its own: the broker dropped the client with the closed connection,
 // and the heartbeat in flight may have gone on it.
 func TestConnHeartbeatsConnOpenedDuringHeartbeat(t *testing.T) {
-	ok := func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
-	}
-	srv := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
-	srv.Register(remoting.RequestHeartBeat, ok, 1, 16)
-	srv.Register(remoting.RequestSendMessage, ok, 1, 16)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	member := srv.Addr().String()
+	member := startFakeBroker(t, "b", &requestLog{}).addr
 	rc := remoting.NewClient(remoting.ClientConfig{}, nil)
 	t.Cleanup(func() { _ = rc.Close() })
 
