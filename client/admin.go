@@ -295,21 +295,27 @@ func (a *Admin) leaderCall(ctx context.Context, brokerName string, newReq func()
 // does.
 func (a *Admin) groupCall(ctx context.Context, brokerName string, call func(ctx context.Context, addr string) error) (string, error) {
 	var at string
-	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout,
-		func(ctx context.Context, addr string, err error) bool {
-			_, retry := a.routes.noteFailure(brokerName, addr, err)
-			if retry {
-				if ci, cerr := a.ClusterInfo(ctx); cerr == nil {
-					a.storeGroups(ci)
-				}
-			}
-			return retry
-		},
+	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout, a.groupFailed(brokerName),
 		func(ctx context.Context, addr string) error {
 			at = addr
 			return call(ctx, addr)
 		})
 	return at, err
+}
+
+// groupFailed is onLeader's failure hook for brokerName's calls: it
+// records what the failure says about the group's leader and, when
+// another try may do better, refreshes the members from the name servers.
+func (a *Admin) groupFailed(brokerName string) func(ctx context.Context, addr string, err error) bool {
+	return func(ctx context.Context, addr string, err error) bool {
+		_, retry := a.routes.noteFailure(brokerName, addr, err)
+		if retry {
+			if ci, cerr := a.ClusterInfo(ctx); cerr == nil {
+				a.storeGroups(ci)
+			}
+		}
+		return retry
+	}
 }
 
 // eachLeader sends the request newReq builds to the leader of every group

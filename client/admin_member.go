@@ -3,10 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/raftmq/raftmq/remoting"
@@ -80,14 +77,17 @@ func (a *Admin) ReplaceRaftMember(ctx context.Context, brokerName, oldID, newID,
 // group (a mistyped id): the add would go through, the removal would
 // succeed with a note, and the member meant to go would stay a voter of a
 // larger group. A new member that is a voter already is a rerun of a
-// replacement that completed, and passes.
+// replacement that completed, and passes. The members are read from the
+// leader's RAFT_STATUS, or while the group elects from any member's.
 func (a *Admin) checkReplaceable(ctx context.Context, brokerName, oldID, newID string) error {
-	addr, err := a.groupLeader(ctx, brokerName, "")
-	if err != nil {
+	if err := a.knowGroup(ctx, brokerName); err != nil {
 		return err
 	}
-	st, err := a.RaftStatus(ctx, addr)
-	if err != nil {
+	var st *wire.RaftStatus
+	if _, err := a.groupCall(ctx, brokerName, func(ctx context.Context, addr string) (err error) {
+		st, err = a.RaftStatus(ctx, addr)
+		return err
+	}); err != nil {
 		return fmt.Errorf("replace %s by %s: reading the group's members: %w", oldID, newID, err)
 	}
 	var ids []string
@@ -101,88 +101,46 @@ func (a *Admin) checkReplaceable(ctx context.Context, brokerName, oldID, newID s
 		oldID, newID, oldID, brokerName, ids)
 }
 
-// memberCall sends a membership request to brokerName's leader, following
-// not-leader answers (to the leader they name, or to the one the name
-// servers route once a new one is elected), and decodes the change.
+// memberCall sends a membership request to brokerName's leader and
+// decodes the change. It rides out a leader change as every leader-bound
+// admin call does (groupCall): a not-leader answer is followed to the
+// leader it names, else the group's members are asked until one names
+// the leader the group elected, which is often the member that just lost
+// its lease. extra is how long the broker may spend on the change (a
+// learner's catch-up): every try is given that much more than a request,
+// and a ctx without a deadline waits for leaders that much longer. A
+// refusal returns with the change the broker reported (a timed-out
+// catch-up's lag).
 func (a *Admin) memberCall(ctx context.Context, brokerName string, code int16, h *wire.RaftMemberRequestHeader,
 	extra time.Duration) (*wire.RaftMemberChange, error) {
-	addr, err := a.groupLeader(ctx, brokerName, "")
-	if err != nil {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, extra+a.cfg.requestTimeout+leaderFollowWait)
+		defer cancel()
+	}
+	if err := a.knowGroup(ctx, brokerName); err != nil {
 		return nil, err
 	}
-	// The wait for a new leader starts at the first not-leader answer: a
-	// request that waited out a long catch-up before it was refused still
-	// follows the leader that took over meanwhile.
-	var deadline time.Time
-	for hop := 0; ; hop++ {
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout+extra)
-		resp, err := a.rc.InvokeSync(cctx, addr, remoting.NewRequest(code, h, nil))
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("client: broker %s (%s): %w", brokerName, addr, err)
-		}
-		var out *wire.RaftMemberChange
-		if len(resp.Body) > 0 {
-			if err := json.Unmarshal(resp.Body, &out); err != nil {
-				return nil, fmt.Errorf("client: unreadable membership answer from %s (%s): %w", brokerName, addr, err)
+	var out *wire.RaftMemberChange
+	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout+extra, a.groupFailed(brokerName),
+		func(ctx context.Context, addr string) error {
+			out = nil
+			resp, err := a.rc.InvokeSync(ctx, addr, remoting.NewRequest(code, h, nil))
+			if err != nil {
+				return err
 			}
-		}
-		if resp.Code == remoting.ResponseSuccess {
-			if out == nil {
-				return nil, fmt.Errorf("client: empty membership answer from %s (%s)", brokerName, addr)
-			}
-			return out, nil
-		}
-		be := &BrokerError{Broker: brokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(leaderFollowWait)
-		}
-		if be.Code != remoting.ResponseServiceNotAvailable || hop >= 8 || time.Now().After(deadline) {
-			// A catch-up that timed out answers with the learner's lag.
-			return out, be
-		}
-		next := be.LeaderAddr
-		if next == "" || next == addr {
-			if next, err = a.groupLeader(ctx, brokerName, addr); err != nil {
-				return nil, errors.Join(be, err)
-			}
-		}
-		addr = next
-	}
-}
-
-// groupLeader is the address the name servers route as brokerName's
-// master, waiting (up to leaderFollowWait) for one other than not; with
-// no master routed it falls back to any registered member, which answers
-// with the leader's address.
-func (a *Admin) groupLeader(ctx context.Context, brokerName, not string) (string, error) {
-	deadline := time.Now().Add(leaderFollowWait)
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		ci, err := a.ClusterInfo(ctx)
-		if err != nil {
-			return "", err
-		}
-		bd, ok := ci.BrokerAddrTable[brokerName]
-		if !ok {
-			return "", fmt.Errorf("%w: the name servers know no broker group %q", ErrNoBroker, brokerName)
-		}
-		if m := bd.BrokerAddrs[wire.MasterID]; m != "" && m != not {
-			return m, nil
-		}
-		if time.Now().After(deadline) {
-			for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
-				if addr := bd.BrokerAddrs[id]; addr != not {
-					return addr, nil
+			if len(resp.Body) > 0 {
+				if err := json.Unmarshal(resp.Body, &out); err != nil {
+					return fmt.Errorf("client: unreadable membership answer from %s (%s): %w", brokerName, addr, err)
 				}
 			}
-			return "", fmt.Errorf("%w: broker group %q has no leader routed (election in progress?)", ErrNoBroker, brokerName)
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-t.C:
-		}
-	}
+			if resp.Code != remoting.ResponseSuccess {
+				return &BrokerError{Broker: brokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: resp.ExtFields[wire.ExtLeaderAddr]}
+			}
+			if out == nil {
+				return fmt.Errorf("client: empty membership answer from %s (%s)", brokerName, addr)
+			}
+			return nil
+		})
+	return out, err
 }

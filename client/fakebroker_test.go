@@ -119,7 +119,9 @@ func startFakeBroker(t testing.TB, name string, log *requestLog) *fakeBroker {
 		}
 		return fb.stored(req), nil
 	}
-	for _, code := range []int16{remoting.RequestSendMessage, remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage} {
+	// Sends, and the membership requests the admin tests script.
+	for _, code := range []int16{remoting.RequestSendMessage, remoting.RequestSendMessageV2, remoting.RequestSendBatchMessage,
+		remoting.RequestAddRaftMember, remoting.RequestRemoveRaftMember} {
 		fb.srv.Register(code, h, 2, 1024)
 	}
 	// Heartbeats and whatever else a client sends: plain SUCCESS.
