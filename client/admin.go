@@ -754,26 +754,28 @@ func parseConfigAnswer(addr string, body []byte) (map[string]string, error) {
 
 // UpdateSubscriptionGroup creates or updates a subscription group
 // (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, 200) on every master of cluster,
-// or only at brokerAddr when set. sg replaces the whole group config:
-// start from wire.DefaultSubscriptionGroupConfig, since a zero
+// or only at brokerAddr when set, and returns the addresses that accepted
+// (failures are joined), as CreateTopic does. sg replaces the whole group
+// config: start from wire.DefaultSubscriptionGroupConfig, since a zero
 // ConsumeEnable disables the group's pulls.
-func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg wire.SubscriptionGroupConfig, cluster, brokerAddr string) error {
+func (a *Admin) UpdateSubscriptionGroup(ctx context.Context, sg wire.SubscriptionGroupConfig, cluster, brokerAddr string) ([]string, error) {
 	if sg.GroupName == "" {
-		return fmt.Errorf("%w: subscription group without a name", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: subscription group without a name", ErrInvalidOption)
 	}
 	body, _ := json.Marshal(&sg)
 	newReq := func() *remoting.RemotingCommand {
 		return remoting.NewRequest(remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body)
 	}
 	if brokerAddr != "" {
-		_, err := a.brokerCall(ctx, brokerAddr, newReq)
-		return err
+		if _, err := a.brokerCall(ctx, brokerAddr, newReq); err != nil {
+			return nil, err
+		}
+		return []string{brokerAddr}, nil
 	}
 	names, err := a.clusterGroups(ctx, cluster)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// sg replaces the group's whole config: a repeat changes nothing.
-	_, err = a.eachLeader(ctx, names, newReq)
-	return err
+	return a.eachLeader(ctx, names, newReq)
 }

@@ -33,7 +33,8 @@ func TestAdminRidesOutLeaderKill(t *testing.T) {
 	go func() {
 		sg := wire.DefaultSubscriptionGroupConfig("AKGroup")
 		sg.RetryMaxTimes = 3
-		errs <- admin.UpdateSubscriptionGroup(ctx, sg, "DefaultCluster", "")
+		_, err := admin.UpdateSubscriptionGroup(ctx, sg, "DefaultCluster", "")
+		errs <- err
 	}()
 	go func() { errs <- admin.DeleteTopic(ctx, "AKOld", "DefaultCluster") }()
 	var all []error
@@ -122,7 +123,8 @@ func TestAdminAddressCallsRideOutElection(t *testing.T) {
 	go func() {
 		sg := wire.DefaultSubscriptionGroupConfig("AEGroup")
 		sg.RetryMaxTimes = 3
-		errs <- admin.UpdateSubscriptionGroup(ctx, sg, "", addr)
+		_, err := admin.UpdateSubscriptionGroup(ctx, sg, "", addr)
+		errs <- err
 	}()
 	go func() {
 		_, err := admin.BrokerRequest(ctx, addr, remoting.RequestDeleteTopicInBroker, &wire.TopicRequestHeader{Topic: "AEOld"}, nil)

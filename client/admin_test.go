@@ -269,7 +269,7 @@ func TestAdminMessageLookupAndConfig(t *testing.T) {
 
 	sg := wire.DefaultSubscriptionGroupConfig("G")
 	sg.ConsumeMessageOrderly = true
-	if err := a.UpdateSubscriptionGroup(ctx, sg, "C", ""); err != nil {
+	if _, err := a.UpdateSubscriptionGroup(ctx, sg, "C", ""); err != nil {
 		t.Fatal(err)
 	}
 	var sent wire.SubscriptionGroupConfig

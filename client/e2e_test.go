@@ -228,7 +228,7 @@ func TestEndToEndRaftGroup(t *testing.T) {
 	}
 	// Reset a configured group without consumers to an hour ago: every
 	// queue to its start (brokers keep offsets of known groups only).
-	if err := admin.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig("E2ER"), "DefaultCluster", ""); err != nil {
+	if _, err := admin.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig("E2ER"), "DefaultCluster", ""); err != nil {
 		t.Fatal(err)
 	}
 	var reset map[client.MessageQueue]int64

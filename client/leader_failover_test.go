@@ -199,7 +199,7 @@ func TestAdminOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
 		t.Fatal("broker-b has no topic AOG2")
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 3*time.Second)
-	err = admin.UpdateSubscriptionGroup(ctx, wire.SubscriptionGroupConfig{GroupName: "AOG-g2", ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 3}, "DefaultCluster", "")
+	_, err = admin.UpdateSubscriptionGroup(ctx, wire.SubscriptionGroupConfig{GroupName: "AOG-g2", ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 3}, "DefaultCluster", "")
 	cancel()
 	if err == nil || strings.Contains(err.Error(), "broker-b") {
 		t.Fatalf("group update with broker-a down: %v, want broker-a's failure only", err)

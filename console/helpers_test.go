@@ -59,7 +59,7 @@ func startEnv(t *testing.T, ak, sk string) *env {
 	if _, err := e.adm.CreateTopic(ctx, client.TopicSpec{Topic: testTopic, ReadQueueNums: 4, WriteQueueNums: 4}, "DefaultCluster", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.adm.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig(testGroup), "DefaultCluster", ""); err != nil {
+	if _, err := e.adm.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig(testGroup), "DefaultCluster", ""); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 10*time.Second, "the topic's route", func() bool {

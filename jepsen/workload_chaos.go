@@ -361,7 +361,7 @@ func (w *workload) startOffsets(ctx context.Context) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := a.UpdateSubscriptionGroup(cctx, sg, ClusterName, "")
+		_, err := a.UpdateSubscriptionGroup(cctx, sg, ClusterName, "")
 		cancel()
 		if err == nil {
 			break

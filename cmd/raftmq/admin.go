@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/wire"
 )
 
 func init() {
@@ -173,7 +172,7 @@ var adminCommands = []adminEntry{
 			}
 		},
 	},
-	adminCommand[targeted[wire.SubscriptionGroupConfig]]{
+	adminCommand[subGroupUpdate]{
 		name:  "updateSubGroup",
 		short: "Create or update a consumer (subscription) group on a broker (-b) or a cluster (-c)",
 		flags: []flagSpec{
@@ -193,8 +192,10 @@ var adminCommands = []adminEntry{
 		},
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run:   runUpdateSubGroup,
-		table: func(w *tabwriter.Writer, r targeted[wire.SubscriptionGroupConfig]) {
-			fmt.Fprintf(w, "create subscription group to %s success.\n", r.target)
+		table: func(w *tabwriter.Writer, r subGroupUpdate) {
+			for _, a := range r.brokers {
+				fmt.Fprintf(w, "create subscription group to %s success.\n", a)
+			}
 			// RocketMQ 4.9 SubscriptionGroupConfig.toString, which mqadmin prints.
 			g := r.v
 			fmt.Fprintf(w, "SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=%t, consumeBroadcastEnable=%t, "+

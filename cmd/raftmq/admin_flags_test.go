@@ -50,7 +50,9 @@ func TestAdminMQAdminFlags(t *testing.T) {
 
 	t.Run("updateSubGroup -i -w", func(t *testing.T) {
 		out := run(t, "updateSubGroup", "-c", "DefaultCluster", "-g", "FlagSG", "-i", "1", "-w", "2")
-		wantLines(t, out, "create subscription group to", "SubscriptionGroupConfig [groupName=FlagSG, ", "brokerId=1, whichBrokerWhenConsumeSlowly=2")
+		// As mqadmin: one line per master that took the config.
+		wantLines(t, out, "create subscription group to "+leader+" success.", "SubscriptionGroupConfig [groupName=FlagSG, ",
+			"brokerId=1, whichBrokerWhenConsumeSlowly=2")
 		onEveryMember(t, "FlagSG with brokerId 1, whichBrokerWhenConsumeSlowly 2", remoting.RequestGetSubscriptionGroupConfig,
 			&wire.GetSubscriptionGroupConfigRequestHeader{Group: "FlagSG"}, func(raw []byte) bool {
 				var sg wire.SubscriptionGroupConfig

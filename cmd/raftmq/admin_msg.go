@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -281,7 +282,7 @@ func runUpdateBrokerConfig(ctx context.Context, s *adminSession, in flagValues) 
 // runUpdateSubGroup is mqadmin updateSubGroup -g -b|-c with its
 // boolean/int options given as values (mqadmin style: -s true). The
 // config is sent whole: an option left out takes its default again.
-func runUpdateSubGroup(ctx context.Context, s *adminSession, in flagValues) (targeted[wire.SubscriptionGroupConfig], error) {
+func runUpdateSubGroup(ctx context.Context, s *adminSession, in flagValues) (subGroupUpdate, error) {
 	sg := wire.DefaultSubscriptionGroupConfig(in.str("groupName"))
 	sg.ConsumeEnable = in.bool("consumeEnable")
 	sg.ConsumeFromMinEnable = in.bool("consumeFromMinEnable")
@@ -291,9 +292,19 @@ func runUpdateSubGroup(ctx context.Context, s *adminSession, in flagValues) (tar
 	sg.RetryQueueNums, sg.RetryMaxTimes = int32(in.int("retryQueueNums")), int32(in.int("retryMaxTimes"))
 	sg.BrokerID, sg.WhichBrokerWhenConsumeSlowly = in.int64("brokerId"), in.int64("whichBrokerWhenConsumeSlowly")
 	addr, cluster := in.str("brokerAddr"), in.str("clusterName")
-	err := s.a.UpdateSubscriptionGroup(ctx, sg, cluster, addr)
-	return targeted[wire.SubscriptionGroupConfig]{target: addr + cluster, v: sg}, err
+	accepted, err := s.a.UpdateSubscriptionGroup(ctx, sg, cluster, addr)
+	return subGroupUpdate{brokers: accepted, v: sg}, err
 }
+
+// subGroupUpdate is updateSubGroup's result: the config (its JSON) and
+// the masters that took it (its table, one line each as mqadmin prints).
+type subGroupUpdate struct {
+	brokers []string
+	v       wire.SubscriptionGroupConfig
+}
+
+// MarshalJSON encodes the config alone.
+func (u subGroupUpdate) MarshalJSON() ([]byte, error) { return json.Marshal(u.v) }
 
 // sendResult is sendMessage's result.
 type sendResult struct {

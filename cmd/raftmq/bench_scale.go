@@ -387,7 +387,8 @@ func scaleCreateGroups(ctx context.Context, admin *client.Admin, addr string, fr
 			for i := int(next.Add(1) - 1); i < to && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				g := scaleGroup(i)
 				if err := scaleRetry(ctx, func(c, a string) error {
-					return admin.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig(g), c, a)
+					_, err := admin.UpdateSubscriptionGroup(ctx, wire.DefaultSubscriptionGroupConfig(g), c, a)
+					return err
 				}, addr); err != nil {
 					errs[w] = fmt.Errorf("bench scale: create group %s: %w", g, err)
 					return
