@@ -119,3 +119,44 @@ func TestPullBroadcastDisabled(t *testing.T) {
 		t.Fatalf("clustering pull of the group: %d %q", r.Code, r.Remark)
 	}
 }
+
+// TestPullUnknownGroupWithoutAutoCreate: with autoCreateSubscriptionGroup
+// false, RocketMQ refuses a pull of a group nobody created
+// (SUBSCRIPTION_GROUP_NOT_EXIST naming it), even one whose consumers
+// heartbeat: an operator who turned auto-creation off wants a mistyped
+// group refused at its first pull, not consuming. Its built-in groups
+// (TOOLS_CONSUMER, which mqadmin pulls with, and CID_RMQ_SYS_*) still
+// pull, and a group created with updateSubGroup does.
+func TestPullUnknownGroupWithoutAutoCreate(t *testing.T) {
+	tc, _ := startFakeProc(t, func(c *BrokerConfig) { c.AutoCreateSubscriptionGroup = false })
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "AC", 1)
+	if r := tc.call(addr, remoting.RequestSendMessage, sendExt("AC", 0, ""), []byte("m")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@ac", ConsumerDataSet: []wire.HeartbeatConsumerData{{
+		GroupName: "TYPO", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "AC", SubString: "*", SubVersion: 1}},
+	}}})
+	if r := tc.call(addr, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+	}
+	r := tc.call(addr, remoting.RequestPullMessage, pullExt("TYPO", "AC", 0, 0, 0), nil)
+	if r.Code != remoting.ResponseSubscriptionGroupNotExist || !strings.Contains(r.Remark, "TYPO") ||
+		!strings.Contains(r.Remark, "autoCreateSubscriptionGroup") {
+		t.Fatalf("pull of an uncreated group with auto-creation off answered %d %q (%d body bytes); "+
+			"want SUBSCRIPTION_GROUP_NOT_EXIST naming the group and the key", r.Code, r.Remark, len(r.Body))
+	}
+	for _, g := range []string{"TOOLS_CONSUMER", "CID_RMQ_SYS_X"} {
+		if r := tc.call(addr, remoting.RequestPullMessage, pullExt(g, "AC", 0, 0, 0), nil); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("pull of built-in group %s: %d %q", g, r.Code, r.Remark)
+		}
+	}
+	body, _ := json.Marshal(wire.DefaultSubscriptionGroupConfig("TYPO"))
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("updateSubGroup: %d %s", r.Code, r.Remark)
+	}
+	if r := tc.call(addr, remoting.RequestPullMessage, pullExt("TYPO", "AC", 0, 0, 0), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("pull of the created group: %d %q", r.Code, r.Remark)
+	}
+}

@@ -61,9 +61,10 @@ type GroupDetail struct {
 	QueueList []GroupQueue `json:"queueList"`
 }
 
+// systemGroup is a RocketMQ built-in or system group, or one of the
+// tools' own (rocketmq-exporter's __MONITOR_CONSUMER, the ONS APIs').
 func systemGroup(g string) bool {
-	return strings.HasPrefix(g, "CID_RMQ_SYS_") || strings.HasPrefix(g, "CID_ONSAPI_") || g == "TOOLS_CONSUMER" ||
-		g == "FILTERSRV_CONSUMER" || g == "__MONITOR_CONSUMER" || g == "CID_SYS_RMQ_TRANS" || g == "SELF_TEST_C_GROUP"
+	return wire.IsSystemGroup(g) || strings.HasPrefix(g, "CID_ONSAPI_") || g == "__MONITOR_CONSUMER"
 }
 
 func (c *Console) serveGroups(w http.ResponseWriter, r *http.Request) {

@@ -1,5 +1,7 @@
 package wire
 
+import "strings"
+
 // SubscriptionGroupConfig mirrors RocketMQ's SubscriptionGroupConfig (JSON
 // field names as RocketMQ writes them): the body of
 // UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) and the entries of
@@ -38,4 +40,23 @@ func DefaultSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
 type SubscriptionGroupWrapper struct {
 	SubscriptionGroupTable map[string]SubscriptionGroupConfig `json:"subscriptionGroupTable"`
 	DataVersion            DataVersion                        `json:"dataVersion"`
+}
+
+// builtInGroups are the groups a RocketMQ broker creates at start
+// (SubscriptionGroupManager.init), which its tools (TOOLS_CONSUMER) and
+// rocketmq-dashboard count as system groups.
+var builtInGroups = map[string]bool{
+	"TOOLS_CONSUMER": true, "FILTERSRV_CONSUMER": true, "SELF_TEST_C_GROUP": true, "CID_ONS-HTTP-PROXY": true,
+	"CID_ONSAPI_PULL": true, "CID_ONSAPI_PERMISSION": true, "CID_ONSAPI_OWNER": true, "CID_RMQ_SYS_TRANS": true,
+}
+
+// SystemGroupPrefix starts the names of RocketMQ's system consumer groups
+// (MixAll.CID_RMQ_SYS_PREFIX).
+const SystemGroupPrefix = "CID_RMQ_SYS_"
+
+// IsSystemGroup reports whether group is one of RocketMQ's built-in or
+// system consumer groups, which a broker serves whether or not
+// autoCreateSubscriptionGroup is on.
+func IsSystemGroup(group string) bool {
+	return builtInGroups[group] || strings.HasPrefix(group, SystemGroupPrefix)
 }
