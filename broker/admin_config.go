@@ -23,7 +23,7 @@ import (
 // slaveReadEnable is not here: followers always serve pulls.
 var RuntimeConfigKeys = []string{
 	"autoCreateTopicEnable",       // send: create unknown topics on first send
-	"autoCreateSubscriptionGroup", // heartbeat: create a group's config
+	"autoCreateSubscriptionGroup", // heartbeat: create a group's config; pull: refuse uncreated groups when off
 	"defaultTopicQueueNums",       // queue count of auto-created topics
 	"longPollingEnable",           // pull: long vs short polling
 	"shortPollingTimeMills",       // pull: hold time without long polling

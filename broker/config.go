@@ -75,7 +75,8 @@ type BrokerConfig struct {
 	// registers TBW102 so clients find a route for them.
 	AutoCreateTopicEnable bool `prop:"autoCreateTopicEnable"`
 	// AutoCreateSubscriptionGroup creates a consumer group's config on its
-	// first heartbeat.
+	// first heartbeat; off, pulls of a group not created are refused
+	// (RocketMQ's built-in groups excepted).
 	AutoCreateSubscriptionGroup bool `prop:"autoCreateSubscriptionGroup"`
 	// DefaultTopicQueueNums is the queue count of auto-created topics (8).
 	DefaultTopicQueueNums int `prop:"defaultTopicQueueNums"`
