@@ -134,13 +134,7 @@ func TestPullUnknownGroupWithoutAutoCreate(t *testing.T) {
 	if r := tc.call(addr, remoting.RequestSendMessage, sendExt("AC", 0, ""), []byte("m")); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("send: %d %s", r.Code, r.Remark)
 	}
-	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@ac", ConsumerDataSet: []wire.HeartbeatConsumerData{{
-		GroupName: "TYPO", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
-		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "AC", SubString: "*", SubVersion: 1}},
-	}}})
-	if r := tc.call(addr, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
-		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
-	}
+	heartbeatSub(t, tc, "TYPO", "AC", "", "*")
 	r := tc.call(addr, remoting.RequestPullMessage, pullExt("TYPO", "AC", 0, 0, 0), nil)
 	if r.Code != remoting.ResponseSubscriptionGroupNotExist || !strings.Contains(r.Remark, "TYPO") ||
 		!strings.Contains(r.Remark, "autoCreateSubscriptionGroup") {
