@@ -226,6 +226,13 @@ func isSystemTopic(t string) bool {
 		t == wire.TopicTransHalf || t == wire.TopicTransOpHalf
 }
 
+// sendForbiddenTopic reports whether no client may send to t: raftmq's
+// own topics, and RocketMQ's others that TopicValidator forbids sending
+// to (isNotAllowedSendTopic) though raftmq never creates them.
+func sendForbiddenTopic(t string) bool {
+	return isSystemTopic(t) || t == wire.TopicTransCheckMaxTime || t == wire.TopicSelfTest || t == wire.TopicOffsetMovedEvent
+}
+
 // processSend is the synchronous send processor: the worker waits for the
 // Raft entry. Used when the Replica has no AsyncPutter.
 func (c *Controller) processSend(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
@@ -346,7 +353,7 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 	if r := checkTopic(h.Topic); r != nil {
 		return nil, r
 	}
-	if isSystemTopic(h.Topic) {
+	if sendForbiddenTopic(h.Topic) {
 		return nil, response(remoting.ResponseNoPermission, "sending to the system topic %s is not allowed", h.Topic)
 	}
 	if len(h.Properties) > maxPropertiesLength {

@@ -49,6 +49,13 @@ const (
 	// TopicTimer holds timer messages until they are due (RocketMQ 5's
 	// TimerMessageStore.TIMER_TOPIC), in one queue.
 	TopicTimer = "rmq_sys_wheel_timer"
+	// TopicTransCheckMaxTime, TopicSelfTest and TopicOffsetMovedEvent are
+	// RocketMQ system topics raftmq does not use; like the schedule and
+	// half topics, no client may send to them (TopicValidator's
+	// NOT_ALLOWED_SEND_TOPIC_SET).
+	TopicTransCheckMaxTime = "TRANS_CHECK_MAX_TIME_TOPIC"
+	TopicSelfTest          = "SELF_TEST_TOPIC"
+	TopicOffsetMovedEvent  = "OFFSET_MOVED_EVENT"
 	// RetryGroupTopicPrefix prefixes a group's retry topic: consumers of
 	// group G in clustering mode also subscribe to "%RETRY%G", where the
 	// broker puts messages sent back after a failed consumption.
