@@ -86,6 +86,23 @@ func (c *Controller) defaultSubscriptionGroup(group string) wire.SubscriptionGro
 	return sg
 }
 
+// uncreatedGroup is the refusal of a request naming group when it has no
+// config and autoCreateSubscriptionGroup is off (RocketMQ's
+// findSubscriptionGroupConfig finds nothing: SUBSCRIPTION_GROUP_NOT_EXIST);
+// RocketMQ's built-in groups are always served. nil means serve: the group
+// exists, or would be created on demand.
+func (c *Controller) uncreatedGroup(group string) *remoting.RemotingCommand {
+	if c.live().AutoCreateSubscriptionGroup || wire.IsSystemGroup(group) {
+		return nil
+	}
+	if _, ok := c.rep.State().SubscriptionGroup(group); ok {
+		return nil
+	}
+	return response(remoting.ResponseSubscriptionGroupNotExist,
+		"subscription group [%s] does not exist on broker %s and autoCreateSubscriptionGroup is false: create it with updateSubGroup",
+		group, c.cfg.BrokerName)
+}
+
 func (c *Controller) processUnregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.UnregisterClientRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {

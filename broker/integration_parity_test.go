@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,6 +28,50 @@ func TestSendToForbiddenSystemTopic(t *testing.T) {
 		r := tc.call(addr, remoting.RequestSendMessage, sendExt(topic, 0, ""), []byte("m"))
 		if r.Code != remoting.ResponseNoPermission || !strings.Contains(r.Remark, topic) {
 			t.Errorf("send to %s answered %d %q; want NO_PERMISSION naming the topic", topic, r.Code, r.Remark)
+		}
+	}
+}
+
+// TestSendBackUnknownGroupWithoutAutoCreate: with
+// autoCreateSubscriptionGroup false, RocketMQ refuses a send-back for a
+// group nobody created, and a send to its %RETRY% topic (the clients'
+// fallback when the send-back fails), with SUBSCRIPTION_GROUP_NOT_EXIST:
+// a mistyped group gets no retry or dead-letter topic. Once the group is
+// created both are taken.
+func TestSendBackUnknownGroupWithoutAutoCreate(t *testing.T) {
+	tc, rep := startFakeProc(t, func(c *BrokerConfig) { c.AutoCreateSubscriptionGroup = false })
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "SBG", 1)
+	off := sentOffset(t, "m", tc.call(addr, remoting.RequestSendMessage, sendExt("SBG", 0, ""), []byte("m")))
+	sendBack := func() *remoting.RemotingCommand {
+		return tc.call(addr, remoting.RequestConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(off, 10), "group": "TYPO", "delayLevel": "0"}, nil)
+	}
+	retrySend := func() *remoting.RemotingCommand {
+		ext := sendExt(wire.RetryTopic("TYPO"), 0, "")
+		ext["reconsumeTimes"] = "1"
+		return tc.call(addr, remoting.RequestSendMessage, ext, []byte("m"))
+	}
+	for what, call := range map[string]func() *remoting.RemotingCommand{"send-back": sendBack, "send to the retry topic": retrySend} {
+		r := call()
+		if r.Code != remoting.ResponseSubscriptionGroupNotExist || !strings.Contains(r.Remark, "TYPO") ||
+			!strings.Contains(r.Remark, "autoCreateSubscriptionGroup") {
+			t.Errorf("%s of an uncreated group with auto-creation off answered %d %q; "+
+				"want SUBSCRIPTION_GROUP_NOT_EXIST naming the group and the key", what, r.Code, r.Remark)
+		}
+	}
+	for _, topic := range []string{wire.RetryTopic("TYPO"), wire.DLQGroupTopicPrefix + "TYPO"} {
+		if _, ok := rep.State().Topic(topic); ok {
+			t.Errorf("refused requests created %s", topic)
+		}
+	}
+	body, _ := json.Marshal(wire.DefaultSubscriptionGroupConfig("TYPO"))
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("updateSubGroup: %d %s", r.Code, r.Remark)
+	}
+	for what, call := range map[string]func() *remoting.RemotingCommand{"send-back": sendBack, "send to the retry topic": retrySend} {
+		if r := call(); r.Code != remoting.ResponseSuccess {
+			t.Errorf("%s of the created group: %d %q", what, r.Code, r.Remark)
 		}
 	}
 }

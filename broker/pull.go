@@ -54,12 +54,9 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 			return response(remoting.ResponseNoPermission, "the consumer group[%s] can not consume by broadcast way: consumeBroadcastEnable is false on broker %s",
 				h.ConsumerGroup, c.cfg.BrokerName), nil
 		}
-	} else if !c.live().AutoCreateSubscriptionGroup && !wire.IsSystemGroup(h.ConsumerGroup) {
-		// RocketMQ's findSubscriptionGroupConfig: without auto-creation a
-		// group must be created before it consumes.
-		return response(remoting.ResponseSubscriptionGroupNotExist,
-			"subscription group [%s] does not exist on broker %s and autoCreateSubscriptionGroup is false: create it with updateSubGroup",
-			h.ConsumerGroup, c.cfg.BrokerName), nil
+	} else if r := c.uncreatedGroup(h.ConsumerGroup); r != nil {
+		// Without auto-creation a group must be created before it consumes.
+		return r, nil
 	}
 	tc, ok := c.rep.State().Topic(h.Topic)
 	if !ok || h.QueueID < 0 || int(h.QueueID) >= max(tc.ReadQueueNums, tc.WriteQueueNums) {

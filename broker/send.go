@@ -363,6 +363,13 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 	if half && (req.Code == remoting.RequestSendBatchMessage || h.Batch) {
 		return nil, response(remoting.ResponseMessageIllegal, "transactional (half) messages cannot be sent in a batch")
 	}
+	if group, ok := strings.CutPrefix(h.Topic, wire.RetryGroupTopicPrefix); ok {
+		// RocketMQ's handleRetryAndDLQ: a message a consumer sends back
+		// itself needs its group; checked before the retry topic is made.
+		if r := c.uncreatedGroup(group); r != nil {
+			return nil, r
+		}
+	}
 	tc, resp := c.sendTopicConfig(ctx, &h)
 	if resp != nil {
 		return nil, resp

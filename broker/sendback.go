@@ -27,6 +27,9 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	if r := checkGroup(h.Group); r != nil {
 		return r, nil
 	}
+	if r := c.uncreatedGroup(h.Group); r != nil {
+		return r, nil
+	}
 	sg, ok := c.rep.State().SubscriptionGroup(h.Group)
 	if !ok {
 		sg = c.defaultSubscriptionGroup(h.Group)
