@@ -75,3 +75,31 @@ func TestSendBackUnknownGroupWithoutAutoCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestSendBackRetryTopicNotWritable: RocketMQ refuses a send-back with
+// NO_PERMISSION when the group's %RETRY% topic has no write permission
+// (updateTopicPerm), as it refuses a send to such a topic; the message
+// must not be redelivered or dead-lettered behind the operator's back.
+func TestSendBackRetryTopicNotWritable(t *testing.T) {
+	tc, rep := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "SBW", 1)
+	off := sentOffset(t, "m", tc.call(addr, remoting.RequestSendMessage, sendExt("SBW", 0, ""), []byte("m")))
+	retry := wire.RetryTopic("GW")
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateTopic, map[string]string{
+		"topic": retry, "readQueueNums": "1", "writeQueueNums": "1", "perm": "4", "topicFilterType": "SINGLE_TAG",
+	}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("updateTopic %s -p 4: %d %s", retry, r.Code, r.Remark)
+	}
+	for _, level := range []string{"0", "-1"} {
+		r := tc.call(addr, remoting.RequestConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(off, 10), "group": "GW", "delayLevel": level}, nil)
+		if r.Code != remoting.ResponseNoPermission || !strings.Contains(r.Remark, retry) {
+			t.Errorf("send-back (delay level %s) with %s read-only answered %d %q; want NO_PERMISSION naming the topic",
+				level, retry, r.Code, r.Remark)
+		}
+	}
+	if _, ok := rep.State().Topic(wire.DLQGroupTopicPrefix + "GW"); ok {
+		t.Error("a refused send-back created the dead-letter topic")
+	}
+}

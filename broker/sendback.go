@@ -34,6 +34,13 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	if !ok {
 		sg = c.defaultSubscriptionGroup(h.Group)
 	}
+	// RocketMQ refuses a send-back, to the DLQ too, once the retry topic
+	// is not writable (updateTopicPerm); one that does not exist yet is
+	// created writable below.
+	if tc, ok := c.rep.State().Topic(wire.RetryTopic(h.Group)); ok && tc.Perm&wire.PermWrite == 0 {
+		return response(remoting.ResponseNoPermission, "the topic[%s] sending message is forbidden: perm %d has no write bit on broker %s",
+			tc.TopicName, tc.Perm, c.cfg.BrokerName), nil
+	}
 	orig, err := c.st.LookMessageByOffset(h.Offset)
 	if err != nil {
 		return response(remoting.ResponseSystemError, "look message by offset %d failed: %v", h.Offset, err), nil
