@@ -103,3 +103,30 @@ func TestSendBackRetryTopicNotWritable(t *testing.T) {
 		t.Error("a refused send-back created the dead-letter topic")
 	}
 }
+
+// TestPullQueueBeyondReadQueues: RocketMQ serves pulls only of queues below
+// readQueueNums (SYSTEM_ERROR naming the queueId otherwise), even when the
+// topic has more write queues: an operator shrinking a topic lowers
+// readQueueNums to stop consumption of the queues beyond it.
+func TestPullQueueBeyondReadQueues(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateTopic, map[string]string{
+		"topic": "RW", "readQueueNums": "1", "writeQueueNums": "2", "perm": "6", "topicFilterType": "SINGLE_TAG",
+	}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("updateTopic -r 1 -w 2: %d %s", r.Code, r.Remark)
+	}
+	for q := range 2 {
+		if r := tc.call(addr, remoting.RequestSendMessage, sendExt("RW", q, ""), []byte("m")); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send to queue %d: %d %s", q, r.Code, r.Remark)
+		}
+	}
+	if r := tc.call(addr, remoting.RequestPullMessage, pullExt("G", "RW", 0, 0, 0), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("pull of read queue 0: %d %q", r.Code, r.Remark)
+	}
+	r := tc.call(addr, remoting.RequestPullMessage, pullExt("G", "RW", 1, 0, 0), nil)
+	if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "queueId[1]") {
+		t.Fatalf("pull of queue 1 of a topic with 1 read queue answered %d %q (%d body bytes); want SYSTEM_ERROR naming the queueId",
+			r.Code, r.Remark, len(r.Body))
+	}
+}

@@ -59,7 +59,9 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 		return r, nil
 	}
 	tc, ok := c.rep.State().Topic(h.Topic)
-	if !ok || h.QueueID < 0 || int(h.QueueID) >= max(tc.ReadQueueNums, tc.WriteQueueNums) {
+	// Only read queues are served (RocketMQ): readQueueNums below
+	// writeQueueNums stops consumption of the queues beyond it.
+	if !ok || h.QueueID < 0 || int(h.QueueID) >= tc.ReadQueueNums {
 		if !c.rep.IsLeader() {
 			// A follower may not have applied the topic's creation or its
 			// new queues yet (one restarted moments ago replays its log):
