@@ -70,11 +70,26 @@ func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clien
 	}
 	ch.LastUpdate = now
 	g.Channels[ch.ClientID] = &ch
-	// RocketMQ replaces the subscription table with the heartbeat's.
+	// RocketMQ replaces the subscription table with the heartbeat's,
+	// except that a topic's subscription only changes for a newer
+	// subVersion (ConsumerGroupInfo.updateSubscription): the group keeps
+	// the newest one any client announced, so the pulls of a client that
+	// announced it are not refused as stale (SUBSCRIPTION_NOT_LATEST)
+	// whenever another client of the group heartbeats an older one.
 	subs := make(map[string]wire.SubscriptionData, len(cd.SubscriptionDataSet))
 	var sql map[string]*sqlSub
 	for _, s := range cd.SubscriptionDataSet {
 		if s == nil {
+			continue
+		}
+		if old, ok := g.Subscriptions[s.Topic]; ok && old.SubVersion >= s.SubVersion {
+			subs[s.Topic] = old
+			if prev := g.sql[s.Topic]; prev != nil {
+				if sql == nil {
+					sql = map[string]*sqlSub{}
+				}
+				sql[s.Topic] = prev
+			}
 			continue
 		}
 		subs[s.Topic] = *s

@@ -130,3 +130,66 @@ func TestPullQueueBeyondReadQueues(t *testing.T) {
 			r.Code, r.Remark, len(r.Body))
 	}
 }
+
+// TestPullSubscriptionNotLatest: a pull that does not post its
+// subscription is filtered by the one the group's heartbeats registered;
+// when the pull's subVersion is newer (the consumer changed its
+// subscription, or a Java consumer's rebalance bumped it, and the
+// heartbeat saying so has not arrived), RocketMQ answers
+// SUBSCRIPTION_NOT_LATEST instead of filtering by the stale expression,
+// which would skip messages the consumer now wants and move its offset
+// past them. As in RocketMQ the group keeps the newest subscription its
+// clients announced, so a second client heartbeating an older one does not
+// make the first one's pulls stale.
+func TestPullSubscriptionNotLatest(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "SV", 1)
+	tagged := func(tag string) string { return wire.EncodeProperties(map[string]string{wire.PropertyTags: tag}) }
+	for _, tag := range []string{"A", "B"} {
+		if r := tc.call(addr, remoting.RequestSendMessage, sendExt("SV", 0, tagged(tag)), []byte(tag)); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send %s: %d %s", tag, r.Code, r.Remark)
+		}
+	}
+	heartbeat := func(client, expr string, version int64) {
+		t.Helper()
+		hb, _ := json.Marshal(wire.HeartbeatData{ClientID: client, ConsumerDataSet: []wire.HeartbeatConsumerData{{
+			GroupName: "NL", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+			SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "SV", SubString: expr, TagsSet: []string{expr}, SubVersion: version}},
+		}}})
+		if r := tc.call(addr, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+		}
+	}
+	pull := func(version int64) *remoting.RemotingCommand {
+		ext := pullExt("NL", "SV", 0, 0, 0)
+		ext["subVersion"] = strconv.FormatInt(version, 10)
+		return tc.call(addr, remoting.RequestPullMessage, ext, nil)
+	}
+	bodies := func(r *remoting.RemotingCommand) []string {
+		t.Helper()
+		var out []string
+		for len(r.Body) > 0 {
+			m, n, err := wire.DecodeMessage(r.Body, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, r.Body = append(out, string(m.Body)), r.Body[n:]
+		}
+		return out
+	}
+	heartbeat("127.0.0.1@a", "A", 100)
+	if r := pull(200); r.Code != remoting.ResponseSubscriptionNotLatest {
+		t.Fatalf("pull with subVersion 200 after a heartbeat of subVersion 100 answered %d %q with %v; want SUBSCRIPTION_NOT_LATEST",
+			r.Code, r.Remark, bodies(r))
+	}
+	heartbeat("127.0.0.1@a", "B", 200)
+	heartbeat("127.0.0.1@b", "A", 100)
+	r := pull(200)
+	if got := bodies(r); r.Code != remoting.ResponseSuccess || len(got) != 1 || got[0] != "B" {
+		t.Fatalf("pull with the latest subscription (B) answered %d %q with %v; want SUCCESS with B", r.Code, r.Remark, got)
+	}
+	if r := pull(0); r.Code != remoting.ResponseSuccess { // the official Go client's tag pulls carry 0
+		t.Fatalf("pull with subVersion 0: %d %q", r.Code, r.Remark)
+	}
+}

@@ -123,6 +123,14 @@ func (c *Controller) pullFilter(h *wire.PullMessageRequestHeader) (store.Message
 			// tag consumers re-filter on their side.
 			expr = ""
 		}
+	case known && h.SubVersion > hb.SubVersion:
+		// The consumer's subscription is newer than its group's last
+		// heartbeat said: filtering by the old one would skip messages it
+		// now wants and move its offset past them (RocketMQ's answer; the
+		// client pulls again after its next heartbeat).
+		return nil, response(remoting.ResponseSubscriptionNotLatest,
+			"the subscription of consumer group %s to topic %s on broker %s is subVersion %d, older than the pull's %d: retry after the next heartbeat",
+			h.ConsumerGroup, h.Topic, c.cfg.BrokerName, hb.SubVersion, h.SubVersion)
 	case known:
 		expr, exprType = hb.SubString, hb.ExpressionType
 	case isSQL92(h.ExpressionType):
