@@ -193,3 +193,33 @@ func TestPullSubscriptionNotLatest(t *testing.T) {
 		t.Fatalf("pull with subVersion 0: %d %q", r.Code, r.Remark)
 	}
 }
+
+// TestEndTransactionWrongTranStateTableOffset: END_TRANSACTION names the
+// half by its CommitLog offset and its half-queue offset
+// (tranStateTableOffset, the send's queueOffset); RocketMQ's
+// checkPrepareMessage refuses a request whose queue offset is not the
+// half's (SYSTEM_ERROR) and leaves the half to the check-back, rather than
+// deciding it and writing an op record naming another half.
+func TestEndTransactionWrongTranStateTableOffset(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	l := pc.createTopicOnLeader("ETO", 1)
+	leader, g := pc.nodes[l].Addr(), pc.groups[l]
+	a := sendHalf(t, pc, leader, "ETO", "a", "ETO1")
+	b := sendHalf(t, pc, leader, "ETO", "b", "ETO2")
+	wrong := a
+	wrong.queueOffset = b.queueOffset
+	r := pc.call(leader, remoting.RequestEndTransaction, endExt(wrong, wire.SysFlagTransCommit, false), nil)
+	if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "tranStateTableOffset") {
+		t.Fatalf("commit with the other half's tranStateTableOffset answered %d %q; want SYSTEM_ERROR naming tranStateTableOffset",
+			r.Code, r.Remark)
+	}
+	if g.TxnDecided(a.phy) {
+		t.Fatal("the refused END_TRANSACTION decided the half")
+	}
+	if got := topicBodies(t, pc, l, "ETO", 1); len(got) != 0 {
+		t.Fatalf("the refused commit delivered %v", got)
+	}
+	if r := pc.call(leader, remoting.RequestEndTransaction, endExt(a, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit with the right offsets: %d %s", r.Code, r.Remark)
+	}
+}

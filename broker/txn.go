@@ -248,7 +248,8 @@ func (c *Controller) decidedAnswer(tr transactionReplica, h *wire.EndTransaction
 
 // lookHalf reads the half an END_TRANSACTION names and checks that the
 // account may publish to its real topic (aclEnable) and that it is a half
-// of the request's producer group (RocketMQ checkPrepareMessage).
+// of the request's producer group at the request's half-queue offset
+// (RocketMQ checkPrepareMessage).
 func (c *Controller) lookHalf(conn *remoting.Conn, req *remoting.RemotingCommand, h *wire.EndTransactionRequestHeader) (*store.Message, *remoting.RemotingCommand) {
 	m, err := c.st.LookMessageByOffset(h.CommitLogOffset)
 	if err != nil {
@@ -264,6 +265,13 @@ func (c *Controller) lookHalf(conn *remoting.Conn, req *remoting.RemotingCommand
 	if g := m.Properties[wire.PropertyProducerGroup]; g != h.ProducerGroup {
 		return nil, response(remoting.ResponseSystemError, "the half message at commitLogOffset %d belongs to producer group %q, not %q",
 			h.CommitLogOffset, g, h.ProducerGroup)
+	}
+	// The stored QUEUEOFFSET is not the half's (the FSM assigns it at
+	// apply), so the half queue says where it is; a unit retention already
+	// removed cannot be checked.
+	if qo, ok := queueOffsetOf(c.st.ConsumeQueues().Get(wire.TopicTransHalf, 0), h.CommitLogOffset); ok && qo != h.TranStateTableOffset {
+		return nil, response(remoting.ResponseSystemError, "the half message at commitLogOffset %d has tranStateTableOffset %d, not %d",
+			h.CommitLogOffset, qo, h.TranStateTableOffset)
 	}
 	return m, nil
 }
