@@ -223,3 +223,47 @@ func TestEndTransactionWrongTranStateTableOffset(t *testing.T) {
 		t.Fatalf("commit with the right offsets: %d %s", r.Code, r.Remark)
 	}
 }
+
+// TestMaxReconsumeTimesZero: a consumer that sends maxReconsumeTimes 0
+// (MaxReconsumeTimes(0): no redelivery) gets its failed message
+// dead-lettered at once by RocketMQ, through a send-back or through its
+// own send to the %RETRY% topic; only a request without the field falls
+// back to the group's retryMaxTimes.
+func TestMaxReconsumeTimesZero(t *testing.T) {
+	tc, rep := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "MR0", 1)
+	off := sentOffset(t, "m", tc.call(addr, remoting.RequestSendMessage, sendExt("MR0", 0, ""), []byte("m")))
+	dead := func(group string) int64 { return rep.Store().GetMaxOffsetInQueue(wire.DLQGroupTopicPrefix+group, 0) }
+	sendBack := func(group string, ext map[string]string) {
+		t.Helper()
+		ext["offset"], ext["group"], ext["delayLevel"] = strconv.FormatInt(off, 10), group, "0"
+		if r := tc.call(addr, remoting.RequestConsumerSendMsgBack, ext, nil); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send-back for %s: %d %s", group, r.Code, r.Remark)
+		}
+	}
+	retrySend := func(group string, maxTimes string) {
+		t.Helper()
+		ext := sendExt(wire.RetryTopic(group), 0, "")
+		if maxTimes != "" {
+			ext["maxReconsumeTimes"] = maxTimes
+		}
+		if r := tc.call(addr, remoting.RequestSendMessage, ext, []byte("m")); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send to %s: %d %s", wire.RetryTopic(group), r.Code, r.Remark)
+		}
+	}
+	sendBack("SB0", map[string]string{"maxReconsumeTimes": "0"})
+	retrySend("RS0", "0")
+	for _, group := range []string{"SB0", "RS0"} {
+		if n := dead(group); n != 1 {
+			t.Errorf("group %s: %d messages in the DLQ after a failure with maxReconsumeTimes 0; want 1", group, n)
+		}
+	}
+	sendBack("SBU", map[string]string{})
+	retrySend("RSU", "")
+	for _, group := range []string{"SBU", "RSU"} {
+		if n := dead(group); n != 0 {
+			t.Errorf("group %s: %d messages in the DLQ after a first failure without maxReconsumeTimes; want 0", group, n)
+		}
+	}
+}

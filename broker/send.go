@@ -95,6 +95,32 @@ var (
 	sendHeaderV2Names = [14]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"}
 )
 
+// sendFieldMaxReconsumeTimes is maxReconsumeTimes' index in the names.
+const sendFieldMaxReconsumeTimes = 11
+
+// sendHeaderHas reports whether a send request's header carries field i
+// (struct order), under the names of the shape decodeSendHeader reads:
+// Java's nullable fields (maxReconsumeTimes) mean something when present.
+func sendHeaderHas(req *remoting.RemotingCommand, i int) bool {
+	v2code := req.Code == remoting.RequestSendMessageV2 || req.Code == remoting.RequestSendBatchMessage
+	var v2, long, short bool
+	req.RangeExt(func(k, _ string) bool {
+		switch k {
+		case sendHeaderV2Names[1]:
+			v2 = v2code
+		case sendHeaderNames[i]:
+			long = true
+		case sendHeaderV2Names[i]:
+			short = true
+		}
+		return true
+	})
+	if v2 {
+		return short
+	}
+	return long
+}
+
 // sendHeaderIndex is the field index of a long extFields name, -1 if none.
 // Only ROCKETMQ-serialized SEND_MESSAGE headers with long names come here
 // (our SDK sends the short V2 names, official clients JSON), so a scan
@@ -402,7 +428,7 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 		one.msgs[0] = m
 		msgs = one.msgs[:]
 		if strings.HasPrefix(h.Topic, wire.RetryGroupTopicPrefix) {
-			if r := c.handleRetryTopicSend(ctx, m, &h); r != nil {
+			if r := c.handleRetryTopicSend(ctx, m, &h, sendHeaderHas(req, sendFieldMaxReconsumeTimes)); r != nil {
 				return nil, r
 			}
 		}

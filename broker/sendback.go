@@ -82,8 +82,10 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	delete(m.Properties, wire.PropertyCRC32)
 	dropIdempotence(m.Properties)
 
+	// The consumer's limit, when the header has one, wins over the
+	// group's, 0 (no redelivery) included, as in RocketMQ.
 	maxTimes := sg.RetryMaxTimes
-	if h.MaxReconsumeTimes > 0 {
+	if _, ok := req.ExtFields["maxReconsumeTimes"]; ok {
 		maxTimes = h.MaxReconsumeTimes
 	}
 	if orig.ReconsumeTimes >= maxTimes || h.DelayLevel < 0 {
@@ -118,15 +120,17 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 
 // handleRetryTopicSend is the path of clients that, when send-back
 // fails, send the message to %RETRY%<group> themselves: past the retry
-// limit it goes to the DLQ instead (RocketMQ handleRetryAndDLQ).
-func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message, h *wire.SendMessageRequestHeader) *remoting.RemotingCommand {
+// limit it goes to the DLQ instead (RocketMQ handleRetryAndDLQ). hasMax
+// says the header carries maxReconsumeTimes: that limit then wins over
+// the group's, 0 included.
+func (c *Controller) handleRetryTopicSend(ctx context.Context, m *store.Message, h *wire.SendMessageRequestHeader, hasMax bool) *remoting.RemotingCommand {
 	group := strings.TrimPrefix(h.Topic, wire.RetryGroupTopicPrefix)
 	dropIdempotence(m.Properties)
 	maxTimes := int32(c.live().MaxReconsumeTimes)
 	if sg, ok := c.rep.State().SubscriptionGroup(group); ok {
 		maxTimes = sg.RetryMaxTimes
 	}
-	if h.MaxReconsumeTimes > 0 {
+	if hasMax {
 		maxTimes = h.MaxReconsumeTimes
 	}
 	if h.ReconsumeTimes < maxTimes {
