@@ -267,3 +267,39 @@ func TestMaxReconsumeTimesZero(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchHeaderDelayOrTransactionType: RocketMQ refuses a
+// SEND_BATCH_MESSAGE whose header asks for a delay level (DELAY in the
+// header's properties) or carries any transaction type in its sysFlag
+// (MESSAGE_ILLEGAL: batches are neither delayed nor transactional); the
+// messages must not be stored undelayed, or with a rollback type that
+// hides them from consumers while the send succeeds.
+func TestBatchHeaderDelayOrTransactionType(t *testing.T) {
+	tc, rep := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "BH", 1)
+	body, err := wire.EncodeBatch([]wire.BatchEntry{{Body: []byte("a")}, {Body: []byte("b")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(props string, sysFlag int32) *remoting.RemotingCommand {
+		ext := sendExt("BH", 0, props)
+		ext["batch"], ext["sysFlag"] = "true", strconv.Itoa(int(sysFlag))
+		return tc.call(addr, remoting.RequestSendBatchMessage, ext, body)
+	}
+	for name, r := range map[string]*remoting.RemotingCommand{
+		"DELAY=3 in the header": batch(wire.EncodeProperties(map[string]string{wire.PropertyDelayTimeLevel: "3"}), 0),
+		"the commit sysFlag":    batch("", wire.SysFlagTransCommit),
+		"the rollback sysFlag":  batch("", wire.SysFlagTransRollback),
+	} {
+		if r.Code != remoting.ResponseMessageIllegal {
+			t.Errorf("batch with %s answered %d %q; want MESSAGE_ILLEGAL", name, r.Code, r.Remark)
+		}
+	}
+	if n := rep.Store().GetMaxOffsetInQueue("BH", 0); n != 0 {
+		t.Fatalf("refused batches stored %d messages", n)
+	}
+	if r := batch("", 0); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("plain batch: %d %s", r.Code, r.Remark)
+	}
+}

@@ -386,8 +386,20 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 		return nil, response(remoting.ResponseMessageIllegal, "the properties are %d bytes, above %d", len(h.Properties), maxPropertiesLength)
 	}
 	half := isTransactionHalf(&h)
-	if half && (req.Code == remoting.RequestSendBatchMessage || h.Batch) {
-		return nil, response(remoting.ResponseMessageIllegal, "transactional (half) messages cannot be sent in a batch")
+	if req.Code == remoting.RequestSendBatchMessage || h.Batch {
+		// RocketMQ's asyncPutMessages refuses a batch with any transaction
+		// type, or a delay level in its header.
+		switch {
+		case half:
+			return nil, response(remoting.ResponseMessageIllegal, "transactional (half) messages cannot be sent in a batch")
+		case h.SysFlag&wire.SysFlagTransMask != 0:
+			return nil, response(remoting.ResponseMessageIllegal, "a batch cannot carry a transaction type (sysFlag %#x)", h.SysFlag)
+		case strings.Contains(h.Properties, wire.PropertyDelayTimeLevel):
+			if d := wire.ParseProperties(h.Properties)[wire.PropertyDelayTimeLevel]; d != "" && d != "0" {
+				return nil, response(remoting.ResponseMessageIllegal, "a batch cannot carry a delay level (%s=%s in its header)",
+					wire.PropertyDelayTimeLevel, d)
+			}
+		}
 	}
 	if group, ok := strings.CutPrefix(h.Topic, wire.RetryGroupTopicPrefix); ok {
 		// RocketMQ's handleRetryAndDLQ: a message a consumer sends back
