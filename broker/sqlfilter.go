@@ -32,9 +32,9 @@ func (c *Controller) propertyFilterOff() *remoting.RemotingCommand {
 		"broker %s does not filter messages by SQL92: set enablePropertyFilter=true in its broker.conf", c.cfg.BrokerName)
 }
 
-// sqlSub is a group's SQL92 subscription of one topic as its latest
-// heartbeat brought it: the expression, its version, and the compiled
-// form or why it does not compile.
+// sqlSub is a group's SQL92 subscription of one topic as the heartbeat
+// with its newest subVersion brought it: the expression, its version, and
+// the compiled form or why it does not compile.
 type sqlSub struct {
 	src     string
 	version int64
