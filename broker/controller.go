@@ -295,7 +295,7 @@ func (c *Controller) start() (err error) {
 		}
 	}
 	if err := c.srv.Start(); err != nil {
-		return fmt.Errorf("broker: listen on %s: %w", c.srv.Addr(), err)
+		return fmt.Errorf("broker: listenPort %d: %w", c.cfg.ListenPort, err)
 	}
 	undo = append(undo, func() { _ = c.srv.Shutdown(context.Background()) })
 	if c.vip != nil {
