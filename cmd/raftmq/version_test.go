@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 func runVersion(t *testing.T, args ...string) string {
@@ -144,9 +146,15 @@ func TestVersionBinaryStampsCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "raftmq")
-	build := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-o", bin, "./cmd/raftmq")
+	// Built as this test binary was (-race or not), so that the build
+	// reuses the packages the test run compiled instead of compiling the
+	// whole tree again; the stamping does not depend on those flags.
+	args := []string{"build", "-buildvcs=true", "-o", bin}
+	if testutil.RaceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "./cmd/raftmq")...)
 	build.Dir = src
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
