@@ -131,6 +131,9 @@ type testCluster struct {
 	net *InmemNetwork
 	// onStart, if set, sees every member started (before it is published).
 	onStart func(n *testNode, g *Group)
+	// firstTerm is the Raft term the first leader() saw (0: none yet),
+	// for the cleanup's log of term moves.
+	firstTerm atomic.Uint64
 }
 
 // clusterOpts tune the test cluster.
@@ -203,11 +206,27 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 		c.start(i)
 	}
 	t.Cleanup(func() {
+		// A moved term in a test that is not about failover is a
+		// spurious election, the first thing to rule out when it fails.
+		if first, end := c.firstTerm.Load(), c.term(); first != 0 && end != first {
+			t.Logf("raft term moved after the first leader: %d -> %d", first, end)
+		}
 		for i := range c.nodes {
 			c.stop(i)
 		}
 	})
 	return c
+}
+
+// term is the highest Raft term among the running members.
+func (c *testCluster) term() uint64 {
+	var t uint64
+	for _, n := range c.nodes {
+		if g := n.g(); g != nil {
+			t = max(t, g.Raft().CurrentTerm())
+		}
+	}
+	return t
 }
 
 // start starts member i on its file system.
@@ -320,6 +339,7 @@ func (c *testCluster) leader() *testNode {
 		for _, n := range c.nodes {
 			if g := n.g(); g != nil && g.IsLeader() {
 				l = n
+				c.firstTerm.CompareAndSwap(0, g.Raft().CurrentTerm())
 				return true
 			}
 		}

@@ -297,7 +297,32 @@ func startClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, disk bo
 		}
 	})
 	pc.waitGroupRouted()
+	pc.logTermMoves()
 	return pc
+}
+
+// logTermMoves logs, at cleanup, the group's Raft term at readiness and
+// at the end when they differ: in a test that is not about failover a
+// moved term is a spurious election (a leader that lost its lease on a
+// loaded machine), the first thing to rule out when such a test fails.
+func (pc *procCluster) logTermMoves() {
+	ready := pc.term()
+	pc.t.Cleanup(func() {
+		if end := pc.term(); end != ready {
+			pc.t.Logf("raft term moved after readiness: %d -> %d", ready, end)
+		}
+	})
+}
+
+// term is the highest Raft term among the running members.
+func (pc *procCluster) term() uint64 {
+	var t uint64
+	for _, g := range pc.groups {
+		if g != nil {
+			t = max(t, g.Raft().CurrentTerm())
+		}
+	}
+	return t
 }
 
 // waitGroupRouted waits until the name server routes the group the way a
