@@ -42,7 +42,7 @@ func (pc *procCluster) raftStatusOf(i int) RaftStatus {
 // targets and moves leadership to a named follower, answering with the
 // new leader's id and remoting address.
 func TestRaftAdminStatusAndTransfer(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startRealCluster(t, withProdRaftTimings)
 	l := pc.leader()
 	testutil.WaitFor(t, 10*time.Second, "every member applied the leader's announce", func() bool {
 		for i := range pc.nodes {

@@ -134,7 +134,7 @@ func indexOf(c *testCluster, n *testNode) int {
 // Seven kills; reports the median and the worst.
 func BenchmarkGroupLeaderKill(b *testing.B) {
 	for it := 0; it < b.N; it++ {
-		c := newTestCluster(b, clusterOpts{disk: true, sync: true})
+		c := newTestCluster(b, clusterOpts{prodTimings: true, disk: true, sync: true})
 		c.createTopic("T", 4)
 		s := c.startStream(8)
 		var ds []time.Duration
@@ -180,7 +180,7 @@ func slicesMax(ds []time.Duration) time.Duration {
 // transfer's start until 500 ms after it returned. Seven transfers.
 func BenchmarkGroupTransferGap(b *testing.B) {
 	for it := 0; it < b.N; it++ {
-		c := newTestCluster(b, clusterOpts{disk: true, sync: true})
+		c := newTestCluster(b, clusterOpts{prodTimings: true, disk: true, sync: true})
 		c.createTopic("T", 4)
 		s := c.startStream(8)
 		var gaps []time.Duration
@@ -221,7 +221,7 @@ func BenchmarkGroupRestart(b *testing.B) {
 		size = 2 << 30
 	}
 	for it := 0; it < b.N; it++ {
-		c := newTestCluster(b, clusterOpts{disk: true, sync: true, segmentSize: 64 << 20, tune: func(g *GroupConfig) {
+		c := newTestCluster(b, clusterOpts{prodTimings: true, disk: true, sync: true, segmentSize: 64 << 20, tune: func(g *GroupConfig) {
 			d := DefaultGroupConfig()
 			g.Raft.SnapshotInterval, g.Raft.SnapshotThreshold = d.Raft.SnapshotInterval, d.Raft.SnapshotThreshold
 		}})

@@ -66,7 +66,7 @@ func runSenders(b *testing.B, senders int, put func(m *store.Message) error) {
 // of 1 KiB messages from 64 concurrent senders through Replica.PutMessages.
 func BenchmarkGroupPut(b *testing.B) {
 	raftMetrics(b)
-	c := newTestCluster(b, clusterOpts{disk: true, sync: true, segmentSize: 64 << 20, tune: benchTune(b)})
+	c := newTestCluster(b, clusterOpts{prodTimings: true, disk: true, sync: true, segmentSize: 64 << 20, tune: benchTune(b)})
 	c.createTopic("T", 8)
 	l := c.leader()
 	ctx := context.Background()
@@ -83,7 +83,7 @@ func BenchmarkGroupPut(b *testing.B) {
 // BenchmarkGroupPutOneSender: one closed-loop sender, the latency of a
 // lone request (the batcher must never hold it for company).
 func BenchmarkGroupPutOneSender(b *testing.B) {
-	c := newTestCluster(b, clusterOpts{disk: true, sync: true, segmentSize: 64 << 20, tune: benchTune(b)})
+	c := newTestCluster(b, clusterOpts{prodTimings: true, disk: true, sync: true, segmentSize: 64 << 20, tune: benchTune(b)})
 	c.createTopic("T", 8)
 	l := c.leader()
 	ctx := context.Background()

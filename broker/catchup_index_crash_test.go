@@ -15,7 +15,7 @@ import (
 // newer than the checkpoint's index time; the backfilled files must not be
 // among them, since the finished catch-up never indexes that range again.
 func TestGroupCatchupIndexSurvivesCrashAfterFinish(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: 1 << 20, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: 1 << 20, tune: func(g *GroupConfig) {
 		g.SnapshotBytes = 0
 		g.Store.MessageIndexEnable = true
 		g.Store.MaxHashSlotNum, g.Store.MaxIndexNum = 512, 301

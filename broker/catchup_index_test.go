@@ -16,7 +16,7 @@ import (
 // resumes, indexes only what the completed files lack, and then every
 // retained acknowledged message is found by its key on it exactly once.
 func TestGroupCatchupIndexResumesAfterRestart(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: 1 << 20, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: 1 << 20, tune: func(g *GroupConfig) {
 		g.SnapshotBytes = 0
 		g.Store.MessageIndexEnable = true
 		g.Store.MaxHashSlotNum, g.Store.MaxIndexNum = 512, 301 // 300 keys per file

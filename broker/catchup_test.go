@@ -54,7 +54,7 @@ func TestGroupCatchupAfterWipe(t *testing.T) {
 	if v := os.Getenv("RAFTMQ_CATCHUP_RATE"); v != "" {
 		rate, _ = strconv.ParseInt(v, 10, 64)
 	}
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
 		g.CatchupBytesPerSecond = rate
 		g.SnapshotBytes = 0
 		if total >= 256<<20 {
@@ -310,7 +310,7 @@ func pct(ds []time.Duration, p int) time.Duration {
 // two others without losing an acknowledged message. Wiped, the member
 // comes back and holds every acknowledged message again.
 func TestGroupBitFlipMidLog(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: 1 << 20, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: 1 << 20, tune: func(g *GroupConfig) {
 		g.SnapshotBytes = 0
 	}})
 	c.createTopic("T", 2)

@@ -321,7 +321,7 @@ func TestGroupRandomized(t *testing.T) {
 	t.Logf("seed %d, %v of faults (reproduce the schedule: RAFTMQ_SEED=%d go test -run TestGroupRandomized -v ./broker/)", seed, dur, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	tl := &termLeaders{raft: map[uint64]map[string]bool{}, serving: map[uint64]map[string]bool{}}
-	c := newTestCluster(t, clusterOpts{disk: true, sync: true, segmentSize: 1 << 20, onStart: tl.watch})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, disk: true, sync: true, segmentSize: 1 << 20, onStart: tl.watch})
 	c.createTopic("T", chaosQueues)
 
 	const senders = 6

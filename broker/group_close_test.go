@@ -16,7 +16,7 @@ import (
 // (nothing after it to read back or re-apply) with every acknowledged
 // message in place.
 func TestCloseTakesSnapshot(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{disk: true, sync: true})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, disk: true, sync: true})
 	c.createTopic("T", 4)
 	var acks []ack
 	for i := 0; i < 200; i++ {

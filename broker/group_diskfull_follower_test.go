@@ -63,7 +63,7 @@ func (f *fullFile) Fallocate(size int64) error {
 // once space returns it catches up, every acknowledged message is on it, and
 // its CommitLog is byte-identical to the others' up to the commit index.
 func TestGroupFollowerDiskFullCatchesUp(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{segmentSize: 1 << 20, sync: true, tune: func(cfg *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, segmentSize: 1 << 20, sync: true, tune: func(cfg *GroupConfig) {
 		cfg.Store.CleanResourceInterval = 100 * time.Millisecond // the disk-full retention pass runs too
 	}})
 	fss := make([]*fullFS, len(c.nodes))

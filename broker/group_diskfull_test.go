@@ -35,7 +35,7 @@ func (f *usageFS) DiskUsage(string) (used, total uint64, err error) {
 // a follower with room; writes go on there. When space comes back the old
 // leader's guard lifts within the short recheck.
 func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{tune: func(cfg *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, tune: func(cfg *GroupConfig) {
 		cfg.Store.CleanResourceInterval = 100 * time.Millisecond // notice the usage quickly
 	}})
 	// Restart every member over a usageFS (the harness starts them over the

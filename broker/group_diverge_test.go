@@ -45,7 +45,7 @@ func (f *cqFaultFS) OpenFile(name string, flag int, perm os.FileMode) (storage.F
 // hold 4 units (a new file every 4 messages per queue), every member on a
 // cqFaultFS.
 func divergeCluster(t *testing.T, retry time.Duration) (*testCluster, []*cqFaultFS) {
-	c := newTestCluster(t, clusterOpts{tune: func(cfg *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, tune: func(cfg *GroupConfig) {
 		cfg.Store.MappedFileSizeConsumeQueue = 4 * store.CQUnitSize
 		cfg.ApplyRetryTimeout = retry
 	}})

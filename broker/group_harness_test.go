@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -146,8 +148,61 @@ type clusterOpts struct {
 	disk bool
 	// onStart sees every member started (tests hook observers there).
 	onStart func(n *testNode, g *Group)
+	// prodTimings runs Raft on production's timings instead of the test
+	// clusters' longer ones (testRaftTimings): tests about failover,
+	// elections, leases or transfers, and benchmarks.
+	prodTimings bool
 	// tune adjusts every member's config after the defaults.
 	tune func(*GroupConfig)
+}
+
+// testRaftTimings gives test clusters longer Raft timeouts than
+// production's LAN ones (raftlog.DefaultConfig: 300 ms, 250 ms lease).
+// Under -race on a loaded 2-core machine a goroutine can stall past 250 ms;
+// a leader that loses its lease that way answers "not leader" in a test
+// that is not about failover. Tests whose point is a leader change take
+// production's timings (prodRaftTimings, clusterOpts.prodTimings), which
+// keeps their meaning and keeps them from waiting out 1 s timeouts.
+func testRaftTimings(c *raftlog.Config) {
+	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, time.Second
+}
+
+// electNow makes a random member of a freshly started group campaign at
+// once, through the TimeoutNow RPC another member's transport sends it
+// (the path a leadership transfer takes). With testRaftTimings the first
+// election would otherwise wait a heartbeat timeout, 1-2 s, in every
+// test. It does nothing once a member campaigns or knows a leader (the
+// kick would depose it), nor in a group with a joining member (raftJoin:
+// it holds no configuration to campaign with).
+func electNow(t testing.TB, groups []*Group) {
+	t.Helper()
+	for _, g := range groups {
+		if g == nil || g.cfg.RaftJoin || g.raft.State() != raft.Follower {
+			return
+		}
+		if addr, _ := g.raft.LeaderWithID(); addr != "" {
+			return
+		}
+	}
+	k := rand.IntN(len(groups))
+	from, to := groups[(k+1)%len(groups)], groups[k]
+	addr, err := to.cfg.Raft.SelfAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromID := raft.ServerID(from.cfg.Raft.DLegerSelfID)
+	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
+		ID: []byte(fromID), Addr: from.trans.EncodePeer(fromID, from.trans.LocalAddr())}}
+	if err := from.trans.TimeoutNow(raft.ServerID(to.cfg.Raft.DLegerSelfID), raft.ServerAddress(addr), req,
+		&raft.TimeoutNowResponse{}); err != nil {
+		t.Logf("electNow: %v; the heartbeat timeout will elect", err)
+	}
+}
+
+// prodRaftTimings sets production's Raft timings (raftlog.DefaultConfig).
+func prodRaftTimings(c *raftlog.Config) {
+	d := raftlog.DefaultConfig()
+	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = d.HeartbeatTimeout, d.ElectionTimeout, d.LeaderLeaseTimeout
 }
 
 func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
@@ -187,6 +242,9 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 		cfg.Raft.DLegerSelfID = id
 		cfg.Raft.SnapshotInterval = time.Hour // snapshots only when a test asks
 		cfg.Raft.SnapshotThreshold = 1 << 40
+		if !o.prodTimings {
+			testRaftTimings(&cfg.Raft)
+		}
 		remoting := remotingAddr(i)
 		cfg.Store.StoreHost = netip.MustParseAddrPort(remoting)
 		if o.tune != nil {
@@ -202,9 +260,12 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 		}
 		c.nodes = append(c.nodes, n)
 	}
-	for i := range c.nodes {
+	var groups []*Group
+	for i, n := range c.nodes {
 		c.start(i)
+		groups = append(groups, n.g())
 	}
+	electNow(t, groups)
 	t.Cleanup(func() {
 		// A moved term in a test that is not about failover is a
 		// spurious election, the first thing to rule out when it fails.

@@ -76,9 +76,11 @@ func TestInmemSnapshotStore(t *testing.T) {
 }
 
 // testNodeConfig is a one-member broker node on in-memory parts and
-// loopback remoting.
+// loopback remoting. One member has no lease to lose: production's Raft
+// timings let it elect itself sooner.
 func testNodeConfig(t *testing.T, nsAddr string) BrokerConfig {
 	cfg := testBrokerConfig(t, nsAddr, testutil.FreePort(t))
+	withProdRaftTimings(&cfg)
 	cfg.Store.StorePathRootDir = t.TempDir()
 	cfg.Store.MappedFileSizeCommitLog = 2 << 20
 	cfg.Store.MappedFileSizeConsumeQueue = 1000 * store.CQUnitSize

@@ -79,7 +79,7 @@ func TestGroupLeaderKillMidStream(t *testing.T) {
 	if longRun() {
 		total = 100_000
 	}
-	c := newTestCluster(t, clusterOpts{sync: true})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true})
 	c.createTopic("T", 4)
 	first := c.leader()
 	killed := -1
@@ -125,7 +125,7 @@ func TestGroupLeaderKillMidStream(t *testing.T) {
 }
 
 func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{disk: true, sync: true})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, disk: true, sync: true})
 	c.createTopic("T", 2)
 	old := c.leader()
 	before := c.sendConcurrently(4, 200, 128, 2, nil)
@@ -172,7 +172,7 @@ func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
 }
 
 func TestGroupFollowerRecoversThroughSnapshot(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, segmentSize: 256 << 10})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, segmentSize: 256 << 10})
 	c.createTopic("T", 2)
 	l := c.leader()
 	lagging := c.followerOf(l)
@@ -222,7 +222,7 @@ func TestGroupFollowerRecoversThroughSnapshot(t *testing.T) {
 }
 
 func TestGroupTransferWithSendsInFlight(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true})
 	c.createTopic("T", 4)
 	old := c.leader()
 	var transferred atomic.Bool
@@ -256,7 +256,7 @@ func TestGroupTransferWithSendsInFlight(t *testing.T) {
 }
 
 func TestGroupDedupAndTables(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{})
+	c := newTestCluster(t, clusterOpts{prodTimings: true})
 	c.createTopic("T", 1)
 	l := c.leader()
 	ctx := context.Background()
@@ -333,7 +333,7 @@ func TestGroupDedupAndTables(t *testing.T) {
 }
 
 func TestGroupPreferredLeaderReturns(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, tune: func(g *GroupConfig) {
 		g.Raft.PreferredLeaderID = "n2"
 		g.PreferredLeaderCheckInterval = 100 * time.Millisecond
 	}})
@@ -358,7 +358,7 @@ func TestGroupPreferredLeaderReturns(t *testing.T) {
 // would hold every write for an election timeout), and it hands leadership
 // over once the member is back and caught up.
 func TestGroupPreferredLeaderWaitsWhileDown(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, tune: func(g *GroupConfig) {
 		g.Raft.PreferredLeaderID = "n2"
 		g.PreferredLeaderCheckInterval = 20 * time.Millisecond
 	}})

@@ -18,7 +18,7 @@ import (
 // startGossipCluster starts a name server with gossipEnable and a 3-node
 // group whose nodes join its pool (each on its own free port: FreePort does
 // not reserve listenPort+2).
-func startGossipCluster(t *testing.T) *procCluster {
+func startGossipCluster(t *testing.T, mutate func(*BrokerConfig)) *procCluster {
 	t.Helper()
 	nsGossipPort := testutil.FreePort(t)
 	ns, nsAddr := startProcNameServerWith(t, func(c *namesrv.Config) {
@@ -29,6 +29,9 @@ func startGossipCluster(t *testing.T) *procCluster {
 		c.GossipEnable = true
 		c.Gossip.BindPort = testutil.FreePort(t)
 		c.Gossip.Seeds = "127.0.0.1:" + itoa(nsGossipPort)
+		if mutate != nil {
+			mutate(c)
+		}
 	})
 	testutil.WaitFor(t, 10*time.Second, "name server sees the 3 broker nodes in gossip", func() bool {
 		n := 0
@@ -58,7 +61,7 @@ func (pc *procCluster) crashNode(i int) {
 // raft id, role, remoting address, term and brokerId; the leader's meta
 // says leader/brokerId 0, the followers' their dLegerPeers index + 1.
 func TestGossipMetaFollowsRole(t *testing.T) {
-	pc := startGossipCluster(t)
+	pc := startGossipCluster(t, nil)
 	testutil.WaitFor(t, 10*time.Second, "name server's view of every node's meta matches its role", func() bool {
 		// Leadership may move while the views converge: compare with the
 		// role each node has now.
@@ -92,7 +95,7 @@ func TestGossipMetaFollowsRole(t *testing.T) {
 // keeps sending with a short gap. The measured times are logged; the
 // assertions are generous (shared 2-core machine).
 func TestGossipLeaderCrash(t *testing.T) {
-	pc := startGossipCluster(t)
+	pc := startGossipCluster(t, withProdRaftTimings)
 	old := pc.leader()
 	oldAddr := pc.nodes[old].Addr()
 	pc.createTopic(oldAddr, "GK", 4)

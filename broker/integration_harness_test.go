@@ -67,7 +67,8 @@ func startProcNameServerWith(t *testing.T, mutate func(*namesrv.Config)) (*names
 }
 
 // testBrokerConfig is a broker config for loopback tests: short timers,
-// a short custom delay table ("1s" levels would make tests slow).
+// a short custom delay table ("1s" levels would make tests slow), the test
+// clusters' Raft timings.
 func testBrokerConfig(t *testing.T, nsAddr string, port int) BrokerConfig {
 	cfg := DefaultConfig()
 	cfg.ListenAddr, cfg.BrokerIP1, cfg.ListenPort = "127.0.0.1", "127.0.0.1", port
@@ -85,8 +86,14 @@ func testBrokerConfig(t *testing.T, nsAddr string, port int) BrokerConfig {
 	cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 8, 8
 	cfg.Store.MaxMessageSize = 1 << 20
 	cfg.RaftBatchMaxBytes = 1 << 20
+	testRaftTimings(&cfg.Raft)
 	return cfg
 }
+
+// withProdRaftTimings is a cluster mutate func for tests about failover,
+// elections, leases or transfers: production's Raft timings
+// (testRaftTimings says why the others run longer ones).
+func withProdRaftTimings(c *BrokerConfig) { prodRaftTimings(&c.Raft) }
 
 // startFakeProc starts one broker over a fakeReplica.
 func startFakeProc(t *testing.T, mutate func(*BrokerConfig)) (*procCluster, *fakeReplica) {
@@ -290,6 +297,7 @@ func startClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, disk bo
 	for i := range ids {
 		pc.startNode(i)
 	}
+	electNow(t, pc.groups)
 	t.Cleanup(func() {
 		_ = pc.client.Close()
 		for i := range pc.nodes {

@@ -381,7 +381,7 @@ func TestOfficialLeaderKill(t *testing.T) {
 	if os.Getenv("RAFTMQ_LONG") != "1" {
 		t.Skip("waits for the official client's 30 s route refresh; set RAFTMQ_LONG=1")
 	}
-	pc := startDiskCluster(t, nil)
+	pc := startDiskCluster(t, withProdRaftTimings)
 	pc.createTopicOnLeader("LK", 4)
 	p := officialProducer(t, pc.nsAddr)
 	ctx := context.Background()

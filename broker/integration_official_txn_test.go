@@ -231,7 +231,7 @@ func TestOfficialTransactionProducerRestart(t *testing.T) {
 // state, the producer commits, and the message is consumed exactly once.
 func TestOfficialTransactionLeaderKill(t *testing.T) {
 	testutil.SkipOfficialClientUnderRace(t)
-	pc := startRealCluster(t, officialTxnConfig)
+	pc := startRealCluster(t, func(c *BrokerConfig) { officialTxnConfig(c); withProdRaftTimings(c) })
 	pc.createTopicOnLeader("OTXK", 4)
 	l := newTxListener()
 	var killed atomic.Bool
@@ -272,7 +272,7 @@ func TestOfficialTransactionLeaderKillProducerOnly(t *testing.T) {
 	if os.Getenv("RAFTMQ_LONG") != "1" {
 		t.Skip("waits for the official client's 30 s route refresh and heartbeat; set RAFTMQ_LONG=1")
 	}
-	pc := startRealCluster(t, officialTxnConfig)
+	pc := startRealCluster(t, func(c *BrokerConfig) { officialTxnConfig(c); withProdRaftTimings(c) })
 	pc.createTopicOnLeader("OTXP", 4)
 	l := newTxListener()
 	var killed atomic.Bool

@@ -189,7 +189,7 @@ func TestSDKTransactionProducerRestart(t *testing.T) {
 // there is none yet, the new leader's check-back decides), and the message
 // is consumed exactly once.
 func TestSDKTransactionLeaderKill(t *testing.T) {
-	pc := startRealCluster(t, officialTxnConfig)
+	pc := startRealCluster(t, func(c *BrokerConfig) { officialTxnConfig(c); withProdRaftTimings(c) })
 	pc.createTopicOnLeader("STXK", 4)
 	l := newSDKTxListener()
 	var killed atomic.Bool

@@ -95,7 +95,7 @@ func TestMarkerThatCannotBeCheckedStopsTheStart(t *testing.T) {
 // the files only it writes (markers, Raft log meta and backfill record,
 // timer index synced mark), and nothing else in their directories.
 func TestStartRemovesLeftoverTempFiles(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true})
 	c.createTopic("T", 1)
 	f := c.followerOf(c.leader())
 	root := c.nodes[f].cfg.Store.StorePathRootDir

@@ -122,7 +122,7 @@ func adminRemove(ctx context.Context, g *Group, id string) error {
 // the catch-up may run, it completes and the learner is promoted.
 func TestGroupPromotionWaitsForCatchup(t *testing.T) {
 	const seg = 1 << 20
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) { g.SnapshotBytes = 0 }})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) { g.SnapshotBytes = 0 }})
 	c.createTopic("T", 2)
 	fillAndTrim(t, c, 4<<20, 1024, seg, 2)
 	l := c.leader()

@@ -260,7 +260,7 @@ func testMembershipReplace(t *testing.T, o clusterOpts) {
 // would leave the group without a quorum; it is refused unless forced,
 // and removing the leader moves leadership first.
 func TestGroupMembershipQuorumGuard(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{})
+	c := newTestCluster(t, clusterOpts{prodTimings: true})
 	l := c.leader()
 	var fs []int
 	for i, n := range c.nodes {

@@ -125,7 +125,7 @@ func (p *shutdownProducers) finish() (time.Duration, []error) {
 // LeaderLeaseTimeout) and step down, and the election that follows is
 // Raft's answer to load, not the hand-off's doing.
 func TestShutdownLeaderTransfersLeadership(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startRealCluster(t, withProdRaftTimings)
 	l := pc.createTopicOnLeader("SDT", 4)
 	oldID, oldTerm := pc.groups[l].SelfID(), pc.groups[l].Raft().CurrentTerm()
 	el := watchElections(pc)
@@ -170,7 +170,7 @@ func TestShutdownLeaderTransfersLeadership(t *testing.T) {
 // TestShutdownFollowerKeepsLeader: a follower's planned stop hands nothing
 // off; the leader and the term stay.
 func TestShutdownFollowerKeepsLeader(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startRealCluster(t, withProdRaftTimings)
 	l := pc.leader()
 	term := pc.groups[l].Raft().CurrentTerm()
 	if to := pc.shutdownNode((l + 1) % 3); to != "" {
@@ -184,7 +184,7 @@ func TestShutdownFollowerKeepsLeader(t *testing.T) {
 // TestShutdownTransferDisabled: shutdownTransferTimeout=0 stops a leader
 // without a hand-off (the others elect after their heartbeat timeout).
 func TestShutdownTransferDisabled(t *testing.T) {
-	pc := startRealCluster(t, func(c *BrokerConfig) { c.ShutdownTransferTimeout = 0 })
+	pc := startRealCluster(t, func(c *BrokerConfig) { withProdRaftTimings(c); c.ShutdownTransferTimeout = 0 })
 	l := pc.leader()
 	if to := pc.shutdownNode(l); to != "" {
 		t.Fatalf("shutdownTransferTimeout=0 still handed off to %q", to)
@@ -201,7 +201,7 @@ func TestShutdownTransferDisabled(t *testing.T) {
 // a heartbeat timeout (half of it asserted: a candidate's last contact
 // can trail the last ack slightly).
 func TestStopLeaderWithoutHandOffGap(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startRealCluster(t, withProdRaftTimings)
 	l := pc.createTopicOnLeader("SDK", 4)
 	p := startShutdownProducers(pc, pc.nodes[l].Addr(), "SDK", 4)
 	testutil.WaitFor(t, 10*time.Second, "acks before the stop", func() bool { return p.ackCount() >= 100 })
@@ -222,6 +222,7 @@ func TestStopLeaderWithoutHandOffGap(t *testing.T) {
 // stays there while the stopping node finishes.
 func TestShutdownPreferredLeaderStaysOff(t *testing.T) {
 	pc := startRealCluster(t, func(c *BrokerConfig) {
+		withProdRaftTimings(c)
 		c.Raft.PreferredLeaderID = "n0"
 		c.PreferredLeaderCheckInterval = 20 * time.Millisecond
 	})
@@ -253,7 +254,7 @@ func TestShutdownPreferredLeaderStaysOff(t *testing.T) {
 // hands leadership off (a follower would drop them), so the new leader
 // serves them: no offset regression across a planned stop.
 func TestShutdownLeaderKeepsCommittedOffsets(t *testing.T) {
-	pc := startRealCluster(t, func(c *BrokerConfig) { c.ConsumerOffsetCommitCoalescer = time.Hour })
+	pc := startRealCluster(t, func(c *BrokerConfig) { withProdRaftTimings(c); c.ConsumerOffsetCommitCoalescer = time.Hour })
 	l := pc.createTopicOnLeader("SDO", 4)
 	body, _ := json.Marshal(wire.DefaultSubscriptionGroupConfig("OG")) // offsets are kept for known groups only
 	if r := pc.call(pc.nodes[l].Addr(), remoting.RequestUpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.ResponseSuccess {

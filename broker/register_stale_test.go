@@ -15,7 +15,7 @@ import (
 // follower and the new leader would be missing from the route until its
 // next periodic registration.
 func TestRegisterLateRegistrationOfDeposedLeaderIgnored(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startRealCluster(t, withProdRaftTimings)
 	old := pc.leader()
 	stale, err := pc.nodes[old].reg.prepare()
 	if err != nil {

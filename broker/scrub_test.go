@@ -30,7 +30,7 @@ import (
 // catches up and holds every acknowledged message again.
 func TestGroupScrubFindsDamageBelowAnchor(t *testing.T) {
 	const seg = 1 << 20
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
 		g.SnapshotBytes = 0
 		g.ScrubBytesPerSecond = 256 << 20
 	}})
@@ -175,7 +175,7 @@ func (c *testCluster) startWithScrub(i int, t *scrubTiming) {
 // the file and offset.
 func TestGroupStartRefusesDamageRaftReads(t *testing.T) {
 	const seg = 1 << 20
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
 		g.SnapshotBytes = 0
 		g.ScrubBytesPerSecond = 0
 	}})

@@ -132,7 +132,7 @@ func TestSendInlineChoice(t *testing.T) {
 // fails otherwise or goes unanswered (sends caught in the transfer wait in
 // the batcher) — and the new leader takes sends.
 func TestSendsDuringLeadershipTransfer(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startRealCluster(t, withProdRaftTimings)
 	l := pc.leader()
 	pc.createTopic(pc.nodes[l].Addr(), "TT", 4)
 	f := (l + 1) % 3

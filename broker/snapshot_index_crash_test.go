@@ -20,7 +20,7 @@ import (
 // next start, and afterwards every acknowledged message is found by key
 // exactly once.
 func TestGroupSnapshotKeepsIndexAcrossCrash(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: 1 << 20, tune: func(g *GroupConfig) {
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: 1 << 20, tune: func(g *GroupConfig) {
 		g.SnapshotBytes = 0
 		g.Store.MessageIndexEnable = true
 		g.Store.FlushIntervalConsumeQueue = time.Hour // no periodic checkpoint in the test's time

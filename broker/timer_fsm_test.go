@@ -120,7 +120,7 @@ func timerMessage(key string, dueMs int64) *store.Message {
 // messages after the snapshot as the leader does: its records equal the
 // leader's bucket by bucket, position by position.
 func TestTimerIndexAfterSnapshotInstall(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, segmentSize: 256 << 10})
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, segmentSize: 256 << 10})
 	c.createTopic("T", 1)
 	l := c.leader()
 	lagging := c.followerOf(l)

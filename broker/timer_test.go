@@ -114,7 +114,7 @@ func TestTimerSendChecks(t *testing.T) {
 // leader killed while they fire: every one reaches its real topic and
 // queue, none before its time, on every replica.
 func TestTimerAcrossLeaderChange(t *testing.T) {
-	pc := startRealCluster(t, nil)
+	pc := startRealCluster(t, withProdRaftTimings)
 	old := pc.leader()
 	leader := pc.nodes[old].Addr()
 	const topic, n = "TL", 60

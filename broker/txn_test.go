@@ -252,7 +252,7 @@ func (p *txnProducer) checks(uniq string) int {
 // leader change the new leader neither re-checks decided halves nor
 // forgets the check counts.
 func TestTransactionCheckBack(t *testing.T) {
-	pc := startRealCluster(t, txnTestConfig)
+	pc := startRealCluster(t, func(c *BrokerConfig) { txnTestConfig(c); withProdRaftTimings(c) })
 	l := pc.leader()
 	addr := pc.nodes[l].Addr()
 	pc.createTopic(addr, "TXC", 2)
@@ -405,7 +405,7 @@ func TestTxnTableDiscards(t *testing.T) {
 // every member snapshotted and restarted, a late commit of a committed
 // half still changes nothing.
 func TestTransactionSurvivesSnapshotRestart(t *testing.T) {
-	pc := startRealCluster(t, txnTestConfig)
+	pc := startRealCluster(t, func(c *BrokerConfig) { txnTestConfig(c); withProdRaftTimings(c) })
 	addr := pc.nodes[pc.leader()].Addr()
 	pc.createTopic(addr, "TXS", 2)
 	h := sendHalf(t, pc, addr, "TXS", "once", "S1")
