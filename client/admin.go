@@ -94,7 +94,7 @@ func (a *Admin) nameServerCall(ctx context.Context, newReq func() *remoting.Remo
 // cannot be reached fails the call: nothing says the request was for its
 // group's leader rather than for that member.
 func (a *Admin) brokerCall(ctx context.Context, addr string, newReq func() *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	ctx, cancel := leaderWait(ctx)
+	ctx, cancel := leaderWait(ctx, a.cfg.leaderFollowWait)
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
 	resp, err := invokeOK(cctx, a.rc, "", addr, newReq())
@@ -295,7 +295,7 @@ func (a *Admin) leaderCall(ctx context.Context, brokerName string, newReq func()
 // does.
 func (a *Admin) groupCall(ctx context.Context, brokerName string, call func(ctx context.Context, addr string) error) (string, error) {
 	var at string
-	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout, a.groupFailed(brokerName),
+	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout, a.cfg.leaderFollowWait, a.groupFailed(brokerName),
 		func(ctx context.Context, addr string) error {
 			at = addr
 			return call(ctx, addr)
@@ -324,7 +324,7 @@ func (a *Admin) groupFailed(brokerName string) func(ctx context.Context, addr st
 // It returns the addresses that answered and the errors, both in names'
 // order.
 func (a *Admin) eachLeader(ctx context.Context, names []string, newReq func() *remoting.RemotingCommand) ([]string, error) {
-	ctx, cancel := leaderWait(ctx)
+	ctx, cancel := leaderWait(ctx, a.cfg.leaderFollowWait)
 	defer cancel()
 	addrs := make([]string, len(names))
 	errs := make([]error, len(names))

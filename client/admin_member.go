@@ -115,14 +115,14 @@ func (a *Admin) memberCall(ctx context.Context, brokerName string, code int16, h
 	extra time.Duration) (*wire.RaftMemberChange, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, extra+a.cfg.requestTimeout+leaderFollowWait)
+		ctx, cancel = context.WithTimeout(ctx, extra+a.cfg.requestTimeout+a.cfg.leaderFollowWait)
 		defer cancel()
 	}
 	if err := a.knowGroup(ctx, brokerName); err != nil {
 		return nil, err
 	}
 	var out *wire.RaftMemberChange
-	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout+extra, a.groupFailed(brokerName),
+	err := onLeader(ctx, a.routes, brokerName, a.cfg.requestTimeout+extra, a.cfg.leaderFollowWait, a.groupFailed(brokerName),
 		func(ctx context.Context, addr string) error {
 			out = nil
 			resp, err := a.rc.InvokeSync(ctx, addr, remoting.NewRequest(code, h, nil))

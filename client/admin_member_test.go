@@ -60,7 +60,7 @@ func TestMemberChangeFollowsLeaderReElected(t *testing.T) {
 	})
 	// Well under leaderFollowWait: a call that waits for the routes to
 	// name a master other than a runs out of it.
-	ctx, cancel := context.WithTimeout(context.Background(), leaderFollowWait/2)
+	ctx, cancel := context.WithTimeout(context.Background(), defaultLeaderFollowWait/2)
 	defer cancel()
 	res, err := admin.AddRaftMember(ctx, "G", "n3", "127.0.0.1:1", RaftMemberOptions{})
 	if err != nil {

@@ -74,7 +74,7 @@ func (c *consumerCore) sendOffsets(ctx context.Context, mqs []MessageQueue, whil
 	if !ok {
 		return c.sendFile(ctx, mqs)
 	}
-	ctx, cancel := leaderWait(ctx)
+	ctx, cancel := leaderWait(ctx, c.cfg.common.leaderFollowWait)
 	defer cancel()
 	groups := byBroker(mqs)
 	names := slices.Sorted(maps.Keys(groups))
@@ -198,7 +198,7 @@ func (c *consumerCore) sendGroup(ctx context.Context, rs *RemoteOffsetStore, nam
 		if once {
 			err = c.sendOnce(ctx, name, send)
 		} else {
-			err = onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout,
+			err = onLeader(ctx, c.routes, name, c.cfg.common.requestTimeout, c.cfg.common.leaderFollowWait,
 				func(_ context.Context, addr string, err error) bool {
 					_, retry := c.noteFailure(name, addr, err)
 					return retry

@@ -10,10 +10,10 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// leaderFollowWait bounds how long a call bound to a group's leader waits
-// for a new one (an election, or a leader handing off) when its context
-// has no deadline of its own.
-const leaderFollowWait = 10 * time.Second
+// defaultLeaderFollowWait bounds how long a call bound to a group's leader
+// waits for a new one (an election, or a leader handing off) when its
+// context has no deadline of its own (commonConfig.leaderFollowWait).
+const defaultLeaderFollowWait = 10 * time.Second
 
 // leaderBackoffMax caps the pause between rounds of a call waiting out an
 // election (onLeader); the first pause is electionPoll, then it doubles.
@@ -64,15 +64,15 @@ func (r *routeManager) follow(brokerName, addr, leader string) bool {
 // pause once every member has been tried. failed is told every failure
 // (to record it, as noteFailure does, and to ask for route news) and says
 // whether another try may succeed. It gives up when ctx ends — or, when
-// ctx has no deadline, after leaderFollowWait — with the last failure.
-// timeout bounds each try.
+// ctx has no deadline, after followWait (the client's leaderFollowWait) —
+// with the last failure. timeout bounds each try.
 //
 // Only for idempotent calls: a call whose connection closed may have been
 // applied, and is sent again.
-func onLeader(ctx context.Context, routes *routeManager, brokerName string, timeout time.Duration,
+func onLeader(ctx context.Context, routes *routeManager, brokerName string, timeout, followWait time.Duration,
 	failed func(ctx context.Context, addr string, err error) (retry bool),
 	call func(ctx context.Context, addr string) error) error {
-	ctx, cancel := leaderWait(ctx)
+	ctx, cancel := leaderWait(ctx, followWait)
 	defer cancel()
 	pause := electionPoll
 	hops := 0
@@ -106,14 +106,15 @@ func onLeader(ctx context.Context, routes *routeManager, brokerName string, time
 	}
 }
 
-// leaderWait gives ctx leaderFollowWait as its deadline when it has none,
-// so that an operation of several calls bound to leaders (a Commit of
-// many queues) waits that long in all, not that long for each call.
-func leaderWait(ctx context.Context) (context.Context, context.CancelFunc) {
+// leaderWait gives ctx the deadline wait (the client's leaderFollowWait)
+// when it has none, so that an operation of several calls bound to
+// leaders (a Commit of many queues) waits that long in all, not that long
+// for each call.
+func leaderWait(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, leaderFollowWait)
+	return context.WithTimeout(ctx, wait)
 }
 
 // electionAnswer reports whether a failure noteFailure would retry comes

@@ -32,6 +32,10 @@ type commonConfig struct {
 	credentials          remoting.Credentials // WithCredentials (credentials.go)
 	tls                  tlsOption            // WithTLS / WithTLSConfig (options_tls.go)
 	traceTopic           string               // WithTrace; "" = off
+	// leaderFollowWait bounds the wait for a group's new leader of a call
+	// whose context has no deadline (leaderWait). Not an option: the
+	// package's tests shorten it, so as not to wait out the default.
+	leaderFollowWait time.Duration
 }
 
 func defaultCommonConfig() commonConfig {
@@ -42,6 +46,7 @@ func defaultCommonConfig() commonConfig {
 		routeRefreshInterval: 30 * time.Second, // pollNameServerInterval
 		requestTimeout:       3 * time.Second,
 		instanceName:         "DEFAULT",
+		leaderFollowWait:     defaultLeaderFollowWait,
 	}
 }
 
