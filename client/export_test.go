@@ -23,6 +23,13 @@ func PushRemoting(p *PushConsumer) (consumer, sendBack *remoting.Client) {
 // no broker took back (RocketMQ's fixed 5 s); call it before Start.
 func SetSendBackRetry(p *PushConsumer, d time.Duration) { p.core.cfg.sendBackRetry = d }
 
+// LeaderFollowWait sets how long a call without a context deadline waits
+// for a group's new leader (default 10 s), so that a test proving the
+// bound holds need not wait out the default.
+func LeaderFollowWait(d time.Duration) Opt {
+	return commonOpt(func(c *commonConfig) { c.leaderFollowWait = d })
+}
+
 // ProducerRemoting is the remoting client of p, started (see AdminRemoting).
 func ProducerRemoting(p *Producer) *remoting.Client { return p.rc }
 

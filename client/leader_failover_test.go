@@ -124,12 +124,19 @@ func TestLiteCommitKeptUntilALeaderTakesIt(t *testing.T) {
 	waitCommitted(t, admin, "LCQ-g", "LCQ", n)
 }
 
+// shortFollowWait stands in for the client's 10 s wait for a new leader
+// (LeaderFollowWait) in tests that wait it out without a deadline: long
+// enough that a Commit giving up at once, or waiting it once per queue
+// (four on the group), tells from one that waits it once.
+const shortFollowWait = 2 * time.Second
+
 // TestLiteCommitWaitsOnceWithoutDeadline: a Commit given a context without
-// a deadline waits out a group that has no quorum for 10 s in all, not
-// 10 s for each of the queues it owns there.
+// a deadline waits out a group that has no quorum for the client's wait
+// for a new leader in all, not that long for each of the queues it owns
+// there.
 func TestLiteCommitWaitsOnceWithoutDeadline(t *testing.T) {
 	ec := startE2ECluster(t)
-	_, lp := polledLiteConsumer(t, ec, "LCW", 20)
+	_, lp := polledLiteConsumer(t, ec, "LCW", 20, client.LeaderFollowWait(shortFollowWait))
 	l := ec.Leader(0)
 	ec.Kill(0, l)
 	ec.Kill(0, (l+1)%3)
@@ -139,9 +146,10 @@ func TestLiteCommitWaitsOnceWithoutDeadline(t *testing.T) {
 	if err == nil {
 		t.Fatal("commit without a quorum succeeded")
 	}
-	// The wait is 10 s; the topic has four queues on the group.
-	if took > 15*time.Second {
-		t.Fatalf("commit without a deadline took %v, want about 10 s", took)
+	// The topic has four queues on the group: a wait for each would take
+	// four times as long.
+	if took < shortFollowWait || took > 2*shortFollowWait {
+		t.Fatalf("commit without a deadline took %v, want about %v", took, shortFollowWait)
 	}
 }
 
@@ -152,8 +160,9 @@ func TestLiteCommitOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
 	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Groups: 2, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 		cfg.ConsumerOffsetCommitCoalescer = 20 * time.Millisecond
 	}})
-	// No persist round while the test looks: only Commit sends.
-	_, lp := polledLiteConsumer(t, ec, "LCS", 40, client.PersistInterval(time.Hour))
+	// No persist round while the test looks: only Commit sends. The
+	// cleanup's Close waits out broker-a for the client's wait, shortened.
+	_, lp := polledLiteConsumer(t, ec, "LCS", 40, client.PersistInterval(time.Hour), client.LeaderFollowWait(shortFollowWait))
 	l := ec.Leader(0)
 	ec.Kill(0, l)
 	ec.Kill(0, (l+1)%3)
@@ -313,11 +322,11 @@ func TestLiteCloseRidesOutElection(t *testing.T) {
 }
 
 // TestLiteCloseWaitsBoundedWithoutDeadline: Close given a context without
-// a deadline waits out a group without quorum for 10 s, then returns the
-// commit's failure.
+// a deadline waits out a group without quorum for the client's wait for a
+// new leader, then returns the commit's failure.
 func TestLiteCloseWaitsBoundedWithoutDeadline(t *testing.T) {
 	ec := startE2ECluster(t)
-	_, lp := polledLiteConsumer(t, ec, "LCB", 20, client.PersistInterval(time.Hour))
+	_, lp := polledLiteConsumer(t, ec, "LCB", 20, client.PersistInterval(time.Hour), client.LeaderFollowWait(shortFollowWait))
 	l := ec.Leader(0)
 	ec.Kill(0, l)
 	ec.Kill(0, (l+1)%3)
@@ -330,7 +339,7 @@ func TestLiteCloseWaitsBoundedWithoutDeadline(t *testing.T) {
 	if err == nil {
 		t.Fatal("close without a quorum committed")
 	}
-	if took > 15*time.Second {
-		t.Fatalf("close without a deadline took %v, want about 10 s", took)
+	if took < shortFollowWait || took > 2*shortFollowWait {
+		t.Fatalf("close without a deadline took %v, want about %v", took, shortFollowWait)
 	}
 }
