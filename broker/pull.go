@@ -55,7 +55,12 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 				h.ConsumerGroup, c.cfg.BrokerName), nil
 		}
 	} else if r := c.uncreatedGroup(h.ConsumerGroup); r != nil {
-		// Without auto-creation a group must be created before it consumes.
+		// Without auto-creation a group must be created before it
+		// consumes. A follower may not have applied the creation yet:
+		// only the leader says so (as for a topic below).
+		if !c.rep.IsLeader() {
+			return c.notLeader(), nil
+		}
 		return r, nil
 	}
 	tc, ok := c.rep.State().Topic(h.Topic)

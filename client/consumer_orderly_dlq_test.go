@@ -122,3 +122,75 @@ func TestOrderlyDeadLetter(t *testing.T) {
 		return err == nil && len(prog) == 1 && prog[0].Lag == 0
 	})
 }
+
+// TestOrderlyDeadLetterWithoutRedelivery: MaxReconsumeTimes(0) on an
+// orderly listener means no redelivery: the first failure puts the
+// message in %DLQ%group, as a send-back with maxReconsumeTimes 0 does,
+// not in the retry topic under the group's retryMaxTimes.
+func TestOrderlyDeadLetterWithoutRedelivery(t *testing.T) {
+	ec := startE2ECluster(t)
+	ns := ec.NamesrvAddr()
+	ctx := context.Background()
+	admin, err := client.NewAdmin(client.NameServers(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	const topic, group = "ODLQ0", "ODLQ0Group"
+	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: topic, ReadQueueNums: 1, WriteQueueNums: 1}, "DefaultCluster", ""); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "route of "+topic, func() bool { _, err := admin.TopicRoute(ctx, topic); return err == nil })
+	p := startProducer(t, ns)
+	for _, body := range []string{"poison", "m1"} {
+		if _, err := p.SendSync(ctx, client.NewMessage(topic, []byte(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var seen []string
+	c, err := client.NewPushConsumer(client.NameServers(ns), client.ConsumerGroup(group),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.MaxReconsumeTimes(0),
+		client.SuspendCurrentQueueTime(10*time.Millisecond), client.PersistInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			seen = append(seen, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
+			if string(m.Body) == "poison" {
+				return client.SuspendCurrentQueueAMoment
+			}
+		}
+		return client.OrderlySuccess
+	})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	testutil.WaitFor(t, 20*time.Second, "the queue past the poison message", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= 2
+	})
+	dlq := wire.DLQGroupTopicPrefix + group
+	testutil.WaitFor(t, 10*time.Second, "the poison message in "+dlq, func() bool {
+		stats, err := admin.TopicStatus(ctx, dlq)
+		if err != nil {
+			return false
+		}
+		n := int64(0)
+		for _, s := range stats {
+			n += s.MaxOffset - s.MinOffset
+		}
+		return n == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"poison/0", "m1/0"}; fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("listener saw %v, want %v: no redelivery with MaxReconsumeTimes(0)", seen, want)
+	}
+}
