@@ -103,9 +103,20 @@ func (s *adminSession) printMessages(ctx context.Context, in flagValues, brokerN
 	if err != nil {
 		return out, err
 	}
+	// As mqadmin's pull consumer (fetchSubscribeMessageQueues), only the
+	// read queues: brokers refuse pulls of the others.
+	rd, err := s.a.TopicRoute(ctx, topic)
+	if err != nil {
+		return out, err
+	}
+	readQueues := map[string]int{}
+	for _, qd := range rd.QueueDatas {
+		readQueues[qd.BrokerName] = qd.ReadQueueNums
+	}
 	slices.SortFunc(stats, func(a, b client.QueueStat) int { return client.CompareQueues(a.Queue, b.Queue) })
 	for _, q := range stats {
-		if (brokerName != "" && q.Queue.BrokerName != brokerName) || (queueID >= 0 && q.Queue.QueueID != queueID) {
+		if (brokerName != "" && q.Queue.BrokerName != brokerName) || (queueID >= 0 && q.Queue.QueueID != queueID) ||
+			q.Queue.QueueID >= readQueues[q.Queue.BrokerName] {
 			continue
 		}
 		from, to := q.MinOffset, q.MaxOffset
