@@ -138,8 +138,11 @@ func (p *Producer) encode(r *sendRequest, mq MessageQueue, extra [][]string, now
 			// A consumer's send-back fallback: the counts travel in the
 			// header (sendKernelImpl reads them from these properties).
 			reconsume, _ := strconv.Atoi(r.msg.Properties[wire.PropertyReconsumeTime])
-			maxReconsume, _ := strconv.Atoi(r.msg.Properties[wire.PropertyMaxReconsumeTimes])
-			h.ReconsumeTimes, h.MaxReconsumeTimes = int32(reconsume), int32(maxReconsume)
+			h.ReconsumeTimes = int32(reconsume)
+			if v, ok := r.msg.Properties[wire.PropertyMaxReconsumeTimes]; ok {
+				maxReconsume, _ := strconv.Atoi(v)
+				h.MaxReconsumeTimes, h.MaxReconsumeTimesSet = int32(maxReconsume), true
+			}
 		}
 		if r.props == nil {
 			r.props = r.propsBuf[:0]

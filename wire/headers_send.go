@@ -43,10 +43,16 @@ type SendMessageRequestHeaderV2 struct {
 	Properties            string `ext:"i"`
 	ReconsumeTimes        int32  `ext:"j"`
 	UnitMode              bool   `ext:"k"`
-	// MaxReconsumeTimes is a nullable Integer in Java: sent only when set.
+	// MaxReconsumeTimes is a nullable Integer in Java: sent only when set
+	// (non-zero, or MaxReconsumeTimesSet: a consumer's limit of 0 means
+	// no redelivery, not the group's limit).
 	MaxReconsumeTimes int32  `ext:"l,omitempty"`
 	Batch             bool   `ext:"m"`
 	BrokerName        string `ext:"n,omitempty"`
+
+	// MaxReconsumeTimesSet makes AppendExt send MaxReconsumeTimes even
+	// when it is 0. EncodeHeader ignores it.
+	MaxReconsumeTimesSet bool
 
 	// PropertiesRaw, when non-nil, is what AppendExt sends as field i
 	// instead of Properties: a sender building the properties in a reused
@@ -74,7 +80,7 @@ func (h *SendMessageRequestHeaderV2) AppendExt(w *remoting.ExtWriter) {
 	}
 	w.Int("j", int64(h.ReconsumeTimes))
 	w.Bool("k", h.UnitMode)
-	if h.MaxReconsumeTimes != 0 {
+	if h.MaxReconsumeTimes != 0 || h.MaxReconsumeTimesSet {
 		w.Int("l", int64(h.MaxReconsumeTimes))
 	}
 	w.Bool("m", h.Batch)
