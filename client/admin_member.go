@@ -19,7 +19,12 @@ type RaftMemberOptions struct {
 	// leader's last index the learner may be (0: the broker's default, 16).
 	MaxLag int64
 	// CatchUpTimeout bounds the learner's catch-up (0: the broker's
-	// default, 10 min). The call waits that long plus the request timeout.
+	// default, 10 min). A call whose context has no deadline waits that
+	// long plus the request timeout and 10 s for a new leader, in all: a
+	// leader change late in a long catch-up can leave the new leader's
+	// wait too little time, and the call then ends with the context's
+	// error while the learner goes on catching up; run it again (it is
+	// safe to repeat), or give the context a deadline of your own.
 	CatchUpTimeout time.Duration
 	// Force removes a voter even when the voters left that answer the
 	// leader are not a quorum of the new configuration.
@@ -108,7 +113,8 @@ func (a *Admin) checkReplaceable(ctx context.Context, brokerName, oldID, newID s
 // the leader the group elected, which is often the member that just lost
 // its lease. extra is how long the broker may spend on the change (a
 // learner's catch-up): every try is given that much more than a request,
-// and a ctx without a deadline waits for leaders that much longer. A
+// and a ctx without a deadline gets extra, a request timeout and the
+// client's leaderFollowWait in all (RaftMemberOptions.CatchUpTimeout). A
 // refusal returns with the change the broker reported (a timed-out
 // catch-up's lag).
 func (a *Admin) memberCall(ctx context.Context, brokerName string, code int16, h *wire.RaftMemberRequestHeader,
