@@ -281,9 +281,19 @@ func newTestCluster(t testing.TB, o clusterOpts) *testCluster {
 
 // term is the highest Raft term among the running members.
 func (c *testCluster) term() uint64 {
-	var t uint64
+	var gs []*Group
 	for _, n := range c.nodes {
-		if g := n.g(); g != nil {
+		gs = append(gs, n.g())
+	}
+	return maxTerm(gs)
+}
+
+// maxTerm is the highest Raft term among groups (nil entries: members
+// not running).
+func maxTerm(groups []*Group) uint64 {
+	var t uint64
+	for _, g := range groups {
+		if g != nil {
 			t = max(t, g.Raft().CurrentTerm())
 		}
 	}

@@ -323,15 +323,7 @@ func (pc *procCluster) logTermMoves() {
 }
 
 // term is the highest Raft term among the running members.
-func (pc *procCluster) term() uint64 {
-	var t uint64
-	for _, g := range pc.groups {
-		if g != nil {
-			t = max(t, g.Raft().CurrentTerm())
-		}
-	}
-	return t
-}
+func (pc *procCluster) term() uint64 { return maxTerm(pc.groups) }
 
 // waitGroupRouted waits until the name server routes the group the way a
 // client's first send needs it (groupRouted), judged at one look: a

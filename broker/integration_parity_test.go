@@ -17,7 +17,7 @@ import (
 // TopicValidator's not-allowed-send set with NO_PERMISSION, even when the
 // topic exists: TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC and
 // OFFSET_MOVED_EVENT are the broker's own, like the schedule and half
-// topics raftmq already refused.
+// topics.
 func TestSendToForbiddenSystemTopic(t *testing.T) {
 	tc, _ := startFakeProc(t, nil)
 	addr := tc.nodes[0].Addr()
