@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -47,42 +48,12 @@ func TestOrderlyDeadLetter(t *testing.T) {
 		}
 	}
 
-	const maxTimes = 2
-	var mu sync.Mutex
-	var seen []string
-	c, err := client.NewPushConsumer(client.NameServers(ns), client.WithLogger(log), client.ConsumerGroup(group),
-		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.MaxReconsumeTimes(maxTimes),
-		client.SuspendCurrentQueueTime(10*time.Millisecond), client.PersistInterval(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Subscribe(topic, "*")
-	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range msgs {
-			seen = append(seen, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
-			if string(m.Body) == "poison" {
-				return client.SuspendCurrentQueueAMoment
-			}
-		}
-		return client.OrderlySuccess
-	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	seen := startPoisonConsumer(t, ns, group, topic, 2, client.WithLogger(log))
 	want := []string{"m0/0", "poison/0", "poison/1", "poison/2", "m2/0", "m3/0"}
-	testutil.WaitFor(t, 20*time.Second, "the queue past the poison message", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen) >= len(want)
-	})
-	mu.Lock()
-	if fmt.Sprint(seen) != fmt.Sprint(want) {
-		t.Fatalf("listener saw %v, want %v", seen, want)
+	testutil.WaitFor(t, 20*time.Second, "the queue past the poison message", func() bool { return len(seen()) >= len(want) })
+	if got := seen(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("listener saw %v, want %v", got, want)
 	}
-	mu.Unlock()
 
 	// The poison message is in %DLQ%group.
 	dlq := wire.DLQGroupTopicPrefix + group
@@ -147,35 +118,8 @@ func TestOrderlyDeadLetterWithoutRedelivery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	var seen []string
-	c, err := client.NewPushConsumer(client.NameServers(ns), client.ConsumerGroup(group),
-		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.MaxReconsumeTimes(0),
-		client.SuspendCurrentQueueTime(10*time.Millisecond), client.PersistInterval(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Subscribe(topic, "*")
-	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range msgs {
-			seen = append(seen, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
-			if string(m.Body) == "poison" {
-				return client.SuspendCurrentQueueAMoment
-			}
-		}
-		return client.OrderlySuccess
-	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	testutil.WaitFor(t, 20*time.Second, "the queue past the poison message", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen) >= 2
-	})
+	seen := startPoisonConsumer(t, ns, group, topic, 0)
+	testutil.WaitFor(t, 20*time.Second, "the queue past the poison message", func() bool { return len(seen()) >= 2 })
 	dlq := wire.DLQGroupTopicPrefix + group
 	testutil.WaitFor(t, 10*time.Second, "the poison message in "+dlq, func() bool {
 		stats, err := admin.TopicStatus(ctx, dlq)
@@ -188,9 +132,45 @@ func TestOrderlyDeadLetterWithoutRedelivery(t *testing.T) {
 		}
 		return n == 1
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if want := []string{"poison/0", "m1/0"}; fmt.Sprint(seen) != fmt.Sprint(want) {
-		t.Fatalf("listener saw %v, want %v: no redelivery with MaxReconsumeTimes(0)", seen, want)
+	if got, want := seen(), []string{"poison/0", "m1/0"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("listener saw %v, want %v: no redelivery with MaxReconsumeTimes(0)", got, want)
+	}
+}
+
+// startPoisonConsumer starts an orderly push consumer of topic for group
+// with MaxReconsumeTimes(maxTimes), closed at the test's end, whose
+// listener suspends its queue on every message "poison"; seen returns
+// what the listener was given so far, as "body/reconsumeTimes".
+func startPoisonConsumer(t *testing.T, ns, group, topic string, maxTimes int, opts ...client.ConsumerOpt) (seen func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	opts = append([]client.ConsumerOpt{client.NameServers(ns), client.ConsumerGroup(group),
+		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.MaxReconsumeTimes(maxTimes),
+		client.SuspendCurrentQueueTime(10 * time.Millisecond), client.PersistInterval(50 * time.Millisecond)}, opts...)
+	c, err := client.NewPushConsumer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe(topic, "*")
+	_ = c.RegisterOrderlyListener(func(_ context.Context, _ *client.ConsumeOrderlyContext, msgs []*client.MessageExt) client.OrderlyResult {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			got = append(got, fmt.Sprintf("%s/%d", m.Body, m.ReconsumeTimes))
+			if string(m.Body) == "poison" {
+				return client.SuspendCurrentQueueAMoment
+			}
+		}
+		return client.OrderlySuccess
+	})
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }
