@@ -102,23 +102,13 @@ const sendFieldMaxReconsumeTimes = 11
 // (struct order), under the names of the shape decodeSendHeader reads:
 // Java's nullable fields (maxReconsumeTimes) mean something when present.
 func sendHeaderHas(req *remoting.RemotingCommand, i int) bool {
-	v2code := req.Code == remoting.RequestSendMessageV2 || req.Code == remoting.RequestSendBatchMessage
-	var v2, long, short bool
-	req.RangeExt(func(k, _ string) bool {
-		switch k {
-		case sendHeaderV2Names[1]:
-			v2 = v2code
-		case sendHeaderNames[i]:
-			long = true
-		case sendHeaderV2Names[i]:
-			short = true
-		}
-		return true
-	})
-	if v2 {
-		return short
+	names := &sendHeaderNames
+	if _, ok := req.ExtValue(sendHeaderV2Names[1]); ok &&
+		(req.Code == remoting.RequestSendMessageV2 || req.Code == remoting.RequestSendBatchMessage) {
+		names = &sendHeaderV2Names
 	}
-	return long
+	_, ok := req.ExtValue(names[i])
+	return ok
 }
 
 // sendHeaderIndex is the field index of a long extFields name, -1 if none.

@@ -85,7 +85,7 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	// The consumer's limit, when the header has one, wins over the
 	// group's, 0 (no redelivery) included, as in RocketMQ.
 	maxTimes := sg.RetryMaxTimes
-	if _, ok := req.ExtFields["maxReconsumeTimes"]; ok {
+	if _, ok := req.ExtValue("maxReconsumeTimes"); ok {
 		maxTimes = h.MaxReconsumeTimes
 	}
 	if orig.ReconsumeTimes >= maxTimes || h.DelayLevel < 0 {
