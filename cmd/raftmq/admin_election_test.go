@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -39,7 +40,12 @@ func TestAdminCommandsRideOutElection(t *testing.T) {
 	c.Kill(0, l)
 	c.Kill(0, f)
 	surv := c.Member(0, s).Addr()
-	testutil.WaitFor(t, 10*time.Second, "the name server routing no master", func() bool { return c.routedLeader() == "" })
+	// clusterAclConfigVersion -b asks every member the name server lists
+	// for the group, so the killed ones must be gone from it first.
+	testutil.WaitFor(t, 10*time.Second, "the name server listing only the survivor", func() bool {
+		addrs := c.Namesrv().Routes().ClusterInfo().BrokerAddrTable[devcluster.GroupName(0)].BrokerAddrs
+		return c.routedLeader() == "" && len(addrs) == 1
+	})
 
 	leaderBound := [][]string{
 		{"statsAll", "-t", "ElT", "--json"},
@@ -128,7 +134,12 @@ func TestAdminReadsWithoutMaster(t *testing.T) {
 	})
 	c.Kill(0, l)
 	c.Kill(0, f)
-	testutil.WaitFor(t, 10*time.Second, "the name server routing no master", func() bool { return c.routedLeader() == "" })
+	// clusterAclConfigVersion -b asks every member the name server lists
+	// for the group, so the killed ones must be gone from it first.
+	testutil.WaitFor(t, 10*time.Second, "the name server listing only the survivor", func() bool {
+		addrs := c.Namesrv().Routes().ClusterInfo().BrokerAddrTable[devcluster.GroupName(0)].BrokerAddrs
+		return c.routedLeader() == "" && len(addrs) == 1
+	})
 
 	for _, args := range [][]string{
 		{"printMsg", "-t", "RdT"},
