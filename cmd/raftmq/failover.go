@@ -35,6 +35,9 @@ type failoverOpts struct {
 	// freeze SIGSTOPs the leader instead (its connections stay open: a
 	// silent failure) and SIGCONTs it after the measurement.
 	freeze bool
+	// brokerConf lists extra broker.conf lines (key=value) for every
+	// member; none keeps the defaults.
+	brokerConf []string
 }
 
 // newFailoverCmd is `raftmq failover`: start a name server and a 3-node
@@ -128,7 +131,7 @@ func runFailover(ctx context.Context, o *failoverOpts, log *zap.Logger) (rep *fa
 			err = errors.Join(err, os.RemoveAll(dir))
 		}
 	}()
-	c, err := newProcCluster(dir, o.basePort, o.launch)
+	c, err := newProcCluster(dir, o.basePort, o.launch, o.brokerConf...)
 	if err != nil {
 		return nil, err
 	}

@@ -31,13 +31,15 @@ type procCluster struct {
 // on listenPort+3 everywhere (the probes read the name server's gossip
 // gauge and every node's /readyz). basePort 0 takes ports from freeport;
 // otherwise the name server listens on basePort and node i on
-// basePort+10(i+1), Raft on +5. Nothing runs until Start.
-func newProcCluster(dir string, basePort int, launch proccluster.Launcher) (*procCluster, error) {
+// basePort+10(i+1), Raft on +5. brokerConf lines are added to every
+// member's conf. Nothing runs until Start.
+func newProcCluster(dir string, basePort int, launch proccluster.Launcher, brokerConf ...string) (*procCluster, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("failover: data directory: %w", err)
 	}
 	cfg := proccluster.Config{Dir: dir, Launch: launch, ClusterName: failoverCluster,
-		GroupName: func(int) string { return failoverGroup }, Metrics: true, NamesrvLogLevel: "warn"}
+		GroupName: func(int) string { return failoverGroup }, Metrics: true, NamesrvLogLevel: "warn",
+		BrokerConf: brokerConf}
 	if basePort != 0 {
 		cfg.Place = func(n *proccluster.Node) error {
 			n.Host, n.ListenPort = "127.0.0.1", basePort+10*(n.Index+1)

@@ -33,6 +33,12 @@ func testLauncher(t *testing.T) proccluster.Launcher {
 	}
 }
 
+// noStopHandOff is broker.conf for the tests that never stop a leader
+// with SIGTERM: the hand-off only delays their cleanup, where every member
+// stops at once and a leader would wait out shutdownTransferTimeout (5 s)
+// for a follower that is stopping too. TestFailoverSigterm keeps it.
+var noStopHandOff = []string{"shutdownTransferTimeout=0"}
+
 // TestFailoverReport runs the report (2 kills; 10 with RAFTMQ_LONG=1) and
 // checks every kill: all phases seen, a new leader with a higher term,
 // the first write within 5 s. Phase order is not checked: the election and
@@ -44,7 +50,7 @@ func TestFailoverReport(t *testing.T) {
 		kills = 10
 	}
 	o := &failoverOpts{kills: kills, dir: t.TempDir(), senders: 2, phaseTimeout: 30 * time.Second,
-		launch: testLauncher(t), progress: func(s string) { t.Log(s) }}
+		launch: testLauncher(t), progress: func(s string) { t.Log(s) }, brokerConf: noStopHandOff}
 	rep, err := runFailover(context.Background(), o, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +95,7 @@ func TestFailoverReport(t *testing.T) {
 // within seconds, not after the 30 s poll timeout.
 func TestFailoverFreezeConsumerResumes(t *testing.T) {
 	o := &failoverOpts{kills: 2, dir: t.TempDir(), senders: 2, phaseTimeout: 30 * time.Second, freeze: true,
-		launch: testLauncher(t), progress: func(s string) { t.Log(s) }}
+		launch: testLauncher(t), progress: func(s string) { t.Log(s) }, brokerConf: noStopHandOff}
 	rep, err := runFailover(context.Background(), o, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +114,7 @@ func TestFailoverFreezeConsumerResumes(t *testing.T) {
 // from the signal instant.
 func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 	const limit = 1500 * time.Millisecond
-	c, err := newProcCluster(t.TempDir(), 0, testLauncher(t))
+	c, err := newProcCluster(t.TempDir(), 0, testLauncher(t), noStopHandOff...)
 	if err != nil {
 		t.Fatal(err)
 	}
