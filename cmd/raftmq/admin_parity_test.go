@@ -478,7 +478,7 @@ func TestAdminParity(t *testing.T) {
 		{"exit codes", func(t *testing.T) {
 			for _, args := range [][]string{{"admin", "topiclst"}, {"admin", "clusterList", "-n", "127.0.0.1:1", "--timeout", "300ms"}} {
 				cmd := exec.Command(os.Args[0])
-				cmd.Env = append(os.Environ(), adminMainEnv+"="+strings.Join(args, "\x1f"))
+				cmd.Env = mainEnv(args...)
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr
 				err := cmd.Run()

@@ -385,7 +385,7 @@ func TestAdminUnreachable(t *testing.T) {
 	}
 
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), adminMainEnv+"="+strings.Join([]string{"admin", "raftStatus", "-n", dead, "--timeout", "500ms"}, "\x1f"))
+	cmd.Env = mainEnv("admin", "raftStatus", "-n", dead, "--timeout", "500ms")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()
@@ -599,7 +599,7 @@ func TestAdminCommandNames(t *testing.T) {
 	}
 
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), adminMainEnv+"=admin\x1ftoplist")
+	cmd.Env = mainEnv("admin", "toplist")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()

@@ -28,7 +28,7 @@ func testLauncher(t *testing.T) proccluster.Launcher {
 	}
 	return func(args []string) *exec.Cmd {
 		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(), adminMainEnv+"="+strings.Join(args, "\x1f"))
+		cmd.Env = mainEnv(args...)
 		return cmd
 	}
 }

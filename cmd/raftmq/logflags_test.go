@@ -26,8 +26,7 @@ func TestNamesrvLogFileReopensOnSIGHUP(t *testing.T) {
 		"logFile="+logPath+"\nlogFormat=text\n")
 	port := testutil.FreePort(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), adminMainEnv+"="+strings.Join(
-		[]string{"namesrv", "-c", conf, "--listen", "127.0.0.1:" + strconv.Itoa(port)}, "\x1f"))
+	cmd.Env = mainEnv("namesrv", "-c", conf, "--listen", "127.0.0.1:"+strconv.Itoa(port))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
