@@ -19,4 +19,6 @@
 //   - cases_test.go: the attacks: half frames, slowloris, topic flood,
 //     retry-queue bomb, offset-key flood, held pulls, a client that never
 //     reads, a spoofed idempotence id.
+//   - leader_test.go: the cases' helpers follow a leader change (run by
+//     the suite on its cluster, after the attacks).
 package abuse

@@ -9,17 +9,21 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// TestCaseHelpersFollowLeaderChange: leadership moves after a case found
-// its target (a loaded host can miss a Raft lease mid-case); the case's
+// helpersFollowLeaderChange: leadership moves after a case found its
+// target (a loaded host can miss a Raft lease mid-case); the case's
 // requests reach the new leader and the case targets it from then on.
-func TestCaseHelpersFollowLeaderChange(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster of processes")
-	}
-	e := startEnv(t)
-	old := e.leaderAddr()
+// TestAbuseSuite runs it on its cluster after the attacks.
+func (e *env) helpersFollowLeaderChange(t *testing.T) {
+	parent := e.t
+	e.t = t // the helpers fail this subtest, not the suite
+	defer func() { e.t = parent }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	old := e.currentLeader(ctx)
+	if old == "" {
+		t.Fatal("no member leads")
+	}
+	e.setLeader(old)
 	resp, err := e.rc.InvokeSync(ctx, old, remoting.NewRequest(remoting.RequestLeadershipTransfer, &wire.LeadershipTransferRequestHeader{}, nil))
 	if err != nil || resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("leadership transfer: %v %v", resp, err)

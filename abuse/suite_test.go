@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -52,15 +53,18 @@ func suiteProfile() profile {
 	// pprofEnable: the live heap is read from /debug/pprof/heap?gc=1.
 	// diskMaxUsedSpaceRatio=95: on a shared disk above the default 75 %
 	// retention deletes the oldest segments, and the final read-back
-	// would count retention as loss.
+	// would count retention as loss. shutdownTransferTimeout=0: the suite
+	// stops a leader only at its cleanup, where every member stops at
+	// once and the leader would wait out the hand-off (5 s) for a
+	// follower that is stopping too.
 	if os.Getenv("RAFTMQ_ABUSE_FULL") == "1" {
 		return profile{full: true, halfFrames: 2000, slowloris: 500, topicFlood: 5000, offsetFlood: 20000,
 			heldPulls: 10000, heldPerConn: 4096, neverReads: 4000, probeSends: 400, attackFor: 10 * time.Second,
-			brokerConf: []string{"pprofEnable=true", "diskMaxUsedSpaceRatio=95"}}
+			brokerConf: []string{"pprofEnable=true", "diskMaxUsedSpaceRatio=95", "shutdownTransferTimeout=0"}}
 	}
 	return profile{halfFrames: 200, slowloris: 50, topicFlood: 300, offsetFlood: 1000, heldPulls: 1000, heldPerConn: 300,
 		neverReads: 600, probeSends: 150, attackFor: 3 * time.Second,
-		brokerConf: []string{"pprofEnable=true", "diskMaxUsedSpaceRatio=95", "maxHeldPullsPerConnection=300"}}
+		brokerConf: []string{"pprofEnable=true", "diskMaxUsedSpaceRatio=95", "shutdownTransferTimeout=0", "maxHeldPullsPerConnection=300"}}
 }
 
 // p99Slack is added to twice the baseline p99: sends of a few
@@ -435,17 +439,28 @@ func (e *env) checkAcks(extra []ack) {
 	e.mu.Lock()
 	acks := append(append([]ack(nil), e.acks...), extra...)
 	e.mu.Unlock()
-	lost := 0
-	for _, a := range acks {
-		m, err := e.view(a.addr, a.offsetMsgID)
-		if err != nil || m.Topic != a.topic || string(m.Body) != string(a.body) {
-			lost++
-			if lost <= 5 {
-				e.t.Errorf("acked message %s (%q) not read back: %v", a.offsetMsgID, a.body, err)
+	// Tens of thousands of reads, each a round trip: a few readers at once.
+	var lost atomic.Int64
+	next := make(chan ack)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for a := range next {
+				m, err := e.view(a.addr, a.offsetMsgID)
+				if err != nil || m.Topic != a.topic || string(m.Body) != string(a.body) {
+					if lost.Add(1) <= 5 {
+						e.t.Errorf("acked message %s (%q) not read back: %v", a.offsetMsgID, a.body, err)
+					}
+				}
 			}
-		}
+		})
 	}
-	e.t.Logf("%d acknowledged messages read back, %d missing", len(acks)-lost, lost)
+	for _, a := range acks {
+		next <- a
+	}
+	close(next)
+	wg.Wait()
+	e.t.Logf("%d acknowledged messages read back, %d missing", int64(len(acks))-lost.Load(), lost.Load())
 }
 
 // view reads a message by its offset id (VIEW_MESSAGE_BY_ID).
@@ -596,8 +611,9 @@ func pullExt(group, topic string, queueID int, offset int64, suspend time.Durati
 	}
 }
 
-// TestAbuseSuite runs every case against one cluster, in order, then
-// reads back everything acknowledged and prints the report.
+// TestAbuseSuite runs every case against one cluster, in order, checks
+// that the cases' helpers follow a leader change, then reads back
+// everything acknowledged and prints the report.
 func TestAbuseSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the abuse suite starts a cluster of processes")
@@ -607,6 +623,7 @@ func TestAbuseSuite(t *testing.T) {
 	for _, a := range cases(&extra) {
 		e.run(a)
 	}
+	t.Run("helpers follow a leader change", e.helpersFollowLeaderChange)
 	e.checkAcks(extra)
 	for _, n := range e.pc.Nodes {
 		if n.Exited() {
