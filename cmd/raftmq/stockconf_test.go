@@ -75,8 +75,10 @@ func runCmd(ctx context.Context, stderr *bytes.Buffer, args ...string) chan erro
 // 4.9's conf/dledger/broker-n0.conf, n1 and n2 and waits until the name
 // server routes the elected leader of RaftNode00. Only values that name
 // this machine's resources change (ports, /tmp paths, the name server's
-// address; the key set is checked to be the same), and gossip is turned
-// off because the test's name server runs without it.
+// address; the key set is checked to be the same), gossip is turned off
+// because the test's name server runs without it, and so is the stop
+// hand-off (shutdownTransferTimeout=0): the members stop together at the
+// end, and the leader would wait out its 5 s for a follower stopping too.
 func TestStockDLedgerConfsStartAGroup(t *testing.T) {
 	dir := t.TempDir()
 	nsPort := testutil.FreePort(t)
@@ -107,7 +109,7 @@ func TestStockDLedgerConfsStartAGroup(t *testing.T) {
 		if got, want := strings.Join(confKeys(t, body), ","), strings.Join(confKeys(t, string(stock)), ","); got != want {
 			t.Fatalf("rewriting changed the keys:\n%s\n%s", got, want)
 		}
-		body += "\ngossipEnable=false\nmetricsPort=-1\n"
+		body += "\ngossipEnable=false\nmetricsPort=-1\nshutdownTransferTimeout=0\n"
 		path := filepath.Join(dir, fmt.Sprintf("broker-n%d.conf", i))
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
