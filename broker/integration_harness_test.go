@@ -3,9 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,16 +300,14 @@ func startClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, disk bo
 		}
 		pc.parts, pc.started = append(pc.parts, p), append(pc.started, false)
 	}
-	for i := range ids {
-		pc.startNode(i)
-	}
-	electNow(t, pc.groups)
 	t.Cleanup(func() {
 		_ = pc.client.Close()
 		for i := range pc.nodes {
 			pc.stopNode(i)
 		}
 	})
+	pc.startNodes(0, 1, 2)
+	electNow(t, pc.groups)
 	pc.waitGroupRouted()
 	pc.logTermMoves()
 	return pc
@@ -382,26 +382,74 @@ func groupRouted(ci *wire.ClusterInfo, tbw *wire.TopicRouteData, brokerName, lea
 // startNode starts (or restarts) node i: group, then controller.
 func (pc *procCluster) startNode(i int) {
 	pc.t.Helper()
+	pc.prepareStart(i)
+	n, err := pc.openNode(i)
+	if err != nil {
+		pc.t.Fatal(err)
+	}
+	pc.run[i], pc.groups[i], pc.nodes[i] = n, n.Group(), n.Controller()
+}
+
+// startNodes starts nodes at once, each on its own goroutine, as a
+// group's processes start on their hosts: every member's join check then
+// finds the others in theirs (member_join.go) instead of waiting out
+// raftAskTimeout for a member not started yet.
+func (pc *procCluster) startNodes(idx ...int) {
+	pc.t.Helper()
+	for _, i := range idx {
+		pc.prepareStart(i)
+	}
+	nodes := make([]*Node, len(idx))
+	errs := make([]error, len(idx))
+	var wg sync.WaitGroup
+	for k, i := range idx {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[k], errs[k] = pc.openNode(i)
+		}()
+	}
+	wg.Wait()
+	for k, i := range idx {
+		if n := nodes[k]; n != nil {
+			pc.run[i], pc.groups[i], pc.nodes[i] = n, n.Group(), n.Controller()
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		pc.t.Fatal(err) // the cleanup stops the nodes that started
+	}
+}
+
+// prepareStart readies node i's in-memory parts for a start: a restart
+// gets a new transport (Close closed the previous run's).
+func (pc *procCluster) prepareStart(i int) {
+	if pc.net == nil {
+		return
+	}
+	if pc.run[i] == nil && pc.started[i] {
+		pc.parts[i] = pc.net.Reopen(pc.parts[i])
+	}
+	pc.started[i] = true
+}
+
+// openNode opens and starts node i's Node; it touches no shared state,
+// so nodes open side by side.
+func (pc *procCluster) openNode(i int) (*Node, error) {
 	cfg := pc.cfgs[i]
 	var n *Node
 	var err error
 	if pc.net != nil {
-		if pc.run[i] == nil && pc.started[i] {
-			// Close closed the previous run's transport.
-			pc.parts[i] = pc.net.Reopen(pc.parts[i])
-		}
-		pc.started[i] = true
 		n, err = NewNode(cfg, pc.parts[i], testLogger())
 	} else {
 		n, err = OpenNode(cfg, testLogger())
 	}
 	if err != nil {
-		pc.t.Fatalf("start node %d: %v", i, err)
+		return nil, fmt.Errorf("start node %d: %w", i, err)
 	}
 	if err := n.Start(); err != nil {
-		pc.t.Fatal(errors.Join(err, n.Close()))
+		return nil, errors.Join(err, n.Close())
 	}
-	pc.run[i], pc.groups[i], pc.nodes[i] = n, n.Group(), n.Controller()
+	return n, nil
 }
 
 // stopNode shuts node i down (controller, then group) without handing
