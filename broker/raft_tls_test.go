@@ -87,6 +87,10 @@ func TestRaftMutualTLSRefusesForgedRPCs(t *testing.T) {
 	}})
 	c.createTopic("T", 2)
 	c.sendSeq(0, 100)
+	// Every member has taken the leader's term before it is recorded: a
+	// member that had not heard from the new leader yet would move to its
+	// term during the forgeries and look like their doing.
+	c.waitCaughtUp()
 	l := c.leader()
 	follower := c.nodes[c.followerOf(l)]
 	before := terms(c)
