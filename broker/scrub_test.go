@@ -213,6 +213,11 @@ func TestGroupDamagedLeaderHandsOver(t *testing.T) {
 	const seg = 1 << 20
 	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
 		g.ScrubBytesPerSecond = 0
+		// The stopped member's transport still takes RPCs and nobody
+		// answers them: the new leader's Close waits for its replication
+		// to it until the transport's I/O timeout (10 s by default, often
+		// twice over).
+		g.Raft.TransportTimeout = 2 * time.Second
 	}})
 	c.createTopic("T", 2)
 	l := c.leader()
