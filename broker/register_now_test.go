@@ -66,6 +66,10 @@ func TestCreateTopicAnsweredWithAHungNameServer(t *testing.T) {
 		c.NamesrvAddr += ";" + hung.Addr().String()
 		c.RegisterNameServerPeriod = time.Hour
 		c.TopicChangeCheckInterval = time.Hour
+		// Every round waits this long for the hung name server, and each
+		// topic's route below waits for a round. 4 s, not the default 6 s,
+		// still outlasts the 3 s the client waits for its answer.
+		c.RegisterBrokerTimeoutMills = 4 * time.Second
 	})
 	tc.waitRoute("TBW102")
 	for i := range 2 {
