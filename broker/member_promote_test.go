@@ -536,7 +536,9 @@ func TestLearnerProbeOverRemoting(t *testing.T) {
 		c.SnapshotBytes = 0
 		c.Store.MaxMessageSize = 128 << 10
 		c.RaftBatchMaxBytes = 256 << 10
-		c.CatchupBytesPerSecond = 1 << 20
+		// ~4 MB to fetch: a second or two pending, ample for the probe
+		// to see it, without the 4-8 s of a 1 MiB/s pace.
+		c.CatchupBytesPerSecond = 4 << 20
 	})
 	l := pc.leader()
 	lg := pc.groups[l]
