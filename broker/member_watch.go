@@ -58,11 +58,23 @@ func (g *Group) stopAsRemoved(err error) {
 	}
 	g.log.Error("this member was removed from its raft group; raft stopped, it will not vote or register; "+
 		"wipe its data and add it back with raftJoin=true and `raftmq admin addMember`, or retire it", zap.Error(err))
-	_ = g.raft.Shutdown().Error()
+	g.stopRaft()
 	// Its log still lists it as a voter: the marker makes the next start
 	// refuse too.
 	if werr := writeMarkerFile(g.diskFS, g.removedMarkerPath(), err.Error()); werr != nil {
 		g.log.Warn("could not record the removal; the next start will find out again", zap.Error(werr))
+	}
+}
+
+// stopRaft shuts down the Raft member of a node that keeps running
+// (removed, damaged) and closes its transport: nobody reads it any more,
+// so left open it would take its peers' RPCs and hold each for their whole
+// I/O timeout (a leader's own shutdown waits on them); closed, they fail
+// at once.
+func (g *Group) stopRaft() {
+	_ = g.raft.Shutdown().Error()
+	if err := closeTransport(g.trans); err != nil {
+		g.log.Warn("closing the stopped member's Raft transport", zap.Error(err))
 	}
 }
 

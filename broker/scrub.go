@@ -227,7 +227,7 @@ func (g *Group) stopForDamage() {
 			g.log.Warn("leadership transfer away from the damaged member failed; stopping anyway", zap.Error(err))
 		}
 	}
-	_ = g.raft.Shutdown().Error()
+	g.stopRaft()
 }
 
 // damagedMarkerPath records the damage for the next start

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -211,14 +212,7 @@ func TestGroupStartRefusesDamageRaftReads(t *testing.T) {
 // acknowledged message.
 func TestGroupDamagedLeaderHandsOver(t *testing.T) {
 	const seg = 1 << 20
-	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
-		g.ScrubBytesPerSecond = 0
-		// The stopped member's transport still takes RPCs and nobody
-		// answers them: the new leader's Close waits for its replication
-		// to it until the transport's I/O timeout (10 s by default, often
-		// twice over).
-		g.Raft.TransportTimeout = 2 * time.Second
-	}})
+	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) { g.ScrubBytesPerSecond = 0 }})
 	c.createTopic("T", 2)
 	l := c.leader()
 	acks := c.sendConcurrently(4, 2500, 512, 2, nil)
@@ -246,6 +240,15 @@ func TestGroupDamagedLeaderHandsOver(t *testing.T) {
 	if !errors.As(g.LogDamaged(), &de) || de.Path != path {
 		t.Fatalf("damage: %v", g.LogDamaged())
 	}
+	// Its transport is closed too: peers' RPCs fail at once instead of
+	// waiting out their I/O timeout on a member nobody answers for.
+	testutil.WaitFor(t, 5*time.Second, "the damaged member's Raft port closed", func() bool {
+		conn, err := net.DialTimeout("tcp", string(g.trans.LocalAddr()), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
 	l2 := c.leader()
 	if l2 == l {
 		t.Fatal("the damaged member still leads")
