@@ -96,9 +96,8 @@ func TestVersionVCSSettings(t *testing.T) {
 	}
 }
 
-// TestVersionBinaryStampsCommit builds raftmq as the Dockerfile does
-// (CGO_ENABLED=0, -trimpath) in a fresh clone of this checkout's HEAD with
-// one file changed, and checks that `raftmq version --json` names that
+// TestVersionBinaryStampsCommit builds raftmq with -buildvcs in a fresh
+// clone of this checkout's HEAD with one file changed, and checks that `raftmq version --json` names that
 // commit and says dirty. The build runs in a clone because the go command
 // stamps VCS information only when .git is a directory, which a linked
 // worktree's is not.
