@@ -162,9 +162,10 @@
 //     signature on the broker's own calls; the rules live in package
 //     broker/acl. acl_admin.go: the ACL admin codes 50-53.
 //   - limits.go: LimitsConfig (the limits against abuse: connections,
-//     write queue, held pulls, auto-creation rate and cap), their metrics,
-//     the auto-creation limiter, and the idempotent producer id stored as
-//     its digest (sealProducerID); limits_hold.go: the held-pull counts
+//     write queue, frame-read and write timeouts, held pulls,
+//     auto-creation rate and cap), their metrics, the auto-creation
+//     limiter, and the idempotent producer id stored as its digest
+//     (sealProducerID); limits_hold.go: the held-pull counts
 //     and their SYSTEM_BUSY answer. The other limits of the family sit
 //     where they bite (queue counts in admin.go, offset commits in
 //     offset.go, maxBatchMessages in send.go).

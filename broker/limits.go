@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -31,9 +32,18 @@ type LimitsConfig struct {
 	MaxConnectionsPerIP int `prop:"maxConnectionsPerIP"`
 	// MaxWriteQueueBytes bounds the answers queued on one connection (16
 	// MiB, one maximal frame). An answer that finds no room waits at most
-	// the write timeout (10 s); then the connection is closed: a client
-	// that never reads holds a bounded amount of memory.
+	// WriteTimeout; then the connection is closed: a client that never
+	// reads holds a bounded amount of memory.
 	MaxWriteQueueBytes int `prop:"maxWriteQueueBytes"`
+	// FrameReadTimeout bounds receiving the rest of a request frame once
+	// its first byte arrived (10 s): a client trickling a frame (slowloris)
+	// or leaving one half-sent is closed after it. WriteTimeout bounds one
+	// flush to a connection and an answer's wait for room in its write
+	// queue (10 s): past it the client is taken as not reading and closed
+	// (counted under maxWriteQueueBytes). Both are at least
+	// minConnTimeout and at most maxConnTimeout.
+	FrameReadTimeout time.Duration `prop:"frameReadTimeoutMillis"`
+	WriteTimeout     time.Duration `prop:"writeTimeoutMillis"`
 	// MaxHeldPulls bounds the pulls held by long polling on this node
 	// (65536) and MaxHeldPullsPerConnection those of one connection
 	// (4096; a consumer holds one per queue it owns here). A pull beyond
@@ -59,6 +69,8 @@ func defaultLimits() LimitsConfig {
 		MaxConnections:              remoting.DefaultMaxConns,
 		MaxConnectionsPerIP:         remoting.DefaultMaxConnsPerIP,
 		MaxWriteQueueBytes:          remoting.DefaultWriteQueueBytes,
+		FrameReadTimeout:            remoting.DefaultServerConfig().FrameReadTimeout,
+		WriteTimeout:                remoting.DefaultServerConfig().WriteTimeout,
 		MaxHeldPulls:                65536,
 		MaxHeldPullsPerConnection:   4096,
 		AutoCreateTopicMaxPerSecond: 10,
@@ -66,8 +78,28 @@ func defaultLimits() LimitsConfig {
 	}
 }
 
+// The range of frameReadTimeoutMillis and writeTimeoutMillis. Below a
+// second, one lost segment (TCP's initial retransmission timeout is 1 s,
+// RFC 6298) would close a healthy client's connection; past ten minutes a
+// peer that stopped reading or sending holds its connection and buffers
+// for longer than any client waits for an answer.
+const (
+	minConnTimeout = time.Second
+	maxConnTimeout = 10 * time.Minute
+)
+
 // validate reports the keys out of range.
 func (l LimitsConfig) validate() error {
+	var errs []error
+	for _, kv := range []struct {
+		key string
+		v   time.Duration
+	}{{"frameReadTimeoutMillis", l.FrameReadTimeout}, {"writeTimeoutMillis", l.WriteTimeout}} {
+		if kv.v < minConnTimeout || kv.v > maxConnTimeout {
+			errs = append(errs, fmt.Errorf("%w: %s: %d ms out of %d..%d", ErrInvalidBrokerConfig, kv.key,
+				kv.v.Milliseconds(), minConnTimeout.Milliseconds(), maxConnTimeout.Milliseconds()))
+		}
+	}
 	for _, kv := range []struct {
 		key string
 		v   int
@@ -78,15 +110,16 @@ func (l LimitsConfig) validate() error {
 		{"autoCreateTopicMaxPerSecond", l.AutoCreateTopicMaxPerSecond}, {"autoCreateMaxTopics", l.AutoCreateMaxTopics},
 	} {
 		if kv.v < 1 {
-			return fmt.Errorf("%w: %s: %d must be positive", ErrInvalidBrokerConfig, kv.key, kv.v)
+			errs = append(errs, fmt.Errorf("%w: %s: %d must be positive", ErrInvalidBrokerConfig, kv.key, kv.v))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // applyServer copies the remoting limits into a listener's config.
 func (l LimitsConfig) applyServer(s *remoting.ServerConfig) {
 	s.MaxConns, s.MaxConnsPerIP, s.WriteQueueBytes = l.MaxConnections, l.MaxConnectionsPerIP, l.MaxWriteQueueBytes
+	s.FrameReadTimeout, s.WriteTimeout = l.FrameReadTimeout, l.WriteTimeout
 }
 
 // registerLimitMetrics exports the remoting limits' closes.

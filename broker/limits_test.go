@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"errors"
 	"math"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/raftmq/raftmq/internal/config"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -208,5 +212,123 @@ func TestAutoCreateCoalesced(t *testing.T) {
 	}
 	if n := rep.topicWrites.Load(); n != 1 {
 		t.Fatalf("%d creations of one topic", n)
+	}
+}
+
+// TestConnectionTimeoutKeys: frameReadTimeoutMillis and writeTimeoutMillis
+// reach the broker's listener. With both at 1 s, a half-sent frame and a
+// client that never reads its answers are closed within a few seconds,
+// where the 10 s defaults would hold them past the test's waits.
+func TestConnectionTimeoutKeys(t *testing.T) {
+	pc, _ := startFakeProc(t, func(c *BrokerConfig) { c.FrameReadTimeout, c.WriteTimeout = time.Second, time.Second })
+	c := pc.nodes[0]
+	addr := c.Addr()
+
+	t.Run("half-sent frame", func(t *testing.T) {
+		f, err := remoting.EncodeFrame(remoting.NewRequest(remoting.RequestHeartBeat, nil, []byte("{}")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		start := time.Now()
+		if _, err := nc.Write(f[:5]); err != nil { // the length and one byte more
+			t.Fatal(err)
+		}
+		_ = nc.SetReadDeadline(start.Add(8 * time.Second))
+		_, err = nc.Read(make([]byte, 1))
+		took := time.Since(start)
+		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("a half-sent frame was not closed within 8 s (frameReadTimeoutMillis=1000): %v", err)
+		}
+		if took < time.Second {
+			t.Fatalf("closed after %v, before frameReadTimeoutMillis=1000: %v", took, err)
+		}
+		t.Logf("closed %v after the first byte", took)
+	})
+
+	t.Run("client that never reads", func(t *testing.T) {
+		// Pull answers of ~240 KiB fill the socket buffers in a few dozen
+		// pulls; then the write queue stays full for the write timeout.
+		body := make([]byte, 60<<10)
+		for range 4 {
+			if r := pc.call(addr, remoting.RequestSendMessage, sendExt("STALL", 0, ""), body); r.Code != remoting.ResponseSuccess {
+				t.Fatalf("send: %d %s", r.Code, r.Remark)
+			}
+		}
+		before := c.srv.LimitCounts().WriteStalls
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4 << 10) // a small window: the broker's writes block soon
+		}
+		pull := remoting.NewRequest(remoting.RequestPullMessage, nil, nil)
+		for k, v := range pullExt("NEVER_READS", "STALL", 0, 0, 0) {
+			pull.ExtFields[k] = v
+		}
+		req, err := remoting.EncodeFrame(pull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 4096 {
+				if _, err := nc.Write(req); err != nil {
+					return // closed by the broker
+				}
+			}
+		}()
+		testutil.WaitFor(t, 8*time.Second, "the broker closing a client that never reads (writeTimeoutMillis=1000)", func() bool {
+			return c.srv.LimitCounts().WriteStalls > before
+		})
+		t.Logf("closed %v after the first pull", time.Since(start))
+		_ = nc.Close()
+		<-done
+	})
+}
+
+// TestConnectionTimeoutKeysValidate: frameReadTimeoutMillis and
+// writeTimeoutMillis load as milliseconds (or a Go duration), default to
+// 10 s, and a value outside 1 s..10 min is refused naming its key, both
+// keys in one report.
+func TestConnectionTimeoutKeysValidate(t *testing.T) {
+	load := func(kv map[string]string) (BrokerConfig, error) {
+		c := DefaultConfig()
+		c.Raft.DLegerPeers, c.Raft.DLegerSelfID = "n0-127.0.0.1:40911", "n0"
+		if err := config.Apply(kv, "broker.conf", &c); err != nil {
+			return c, err
+		}
+		if err := c.Derive(); err != nil {
+			return c, err
+		}
+		return c, c.Validate()
+	}
+	c, err := load(nil)
+	if err != nil || c.FrameReadTimeout != 10*time.Second || c.WriteTimeout != 10*time.Second {
+		t.Fatalf("defaults: %v, %v (%v); want 10 s each", c.FrameReadTimeout, c.WriteTimeout, err)
+	}
+	c, err = load(map[string]string{"frameReadTimeoutMillis": "3000", "writeTimeoutMillis": "2500ms"})
+	if err != nil || c.FrameReadTimeout != 3*time.Second || c.WriteTimeout != 2500*time.Millisecond {
+		t.Fatalf("3000 and 2500ms: %v, %v (%v)", c.FrameReadTimeout, c.WriteTimeout, err)
+	}
+	for _, v := range []string{"0", "-1", "999", "600001", "1h"} {
+		_, err := load(map[string]string{"frameReadTimeoutMillis": v, "writeTimeoutMillis": v})
+		if !errors.Is(err, ErrInvalidBrokerConfig) || !strings.Contains(err.Error(), "frameReadTimeoutMillis") ||
+			!strings.Contains(err.Error(), "writeTimeoutMillis") {
+			t.Errorf("%s: %v; want an error naming both keys", v, err)
+		}
+	}
+	for _, v := range []string{"1000", "600000"} {
+		if _, err := load(map[string]string{"frameReadTimeoutMillis": v, "writeTimeoutMillis": v}); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
 	}
 }
