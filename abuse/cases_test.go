@@ -56,7 +56,7 @@ func fixed(b int64) func(profile) int64 { return func(profile) int64 { return b 
 
 // halfFrames opens connections that each claim a 16 MiB frame and send one
 // byte of it, and holds them during the measurement (the broker closes
-// them after its 10 s frame read timeout).
+// them after its frame read timeout, the profile's connTimeout).
 func halfFrames(_ context.Context, e *env) func() string {
 	n := e.prof.halfFrames
 	hdr := binary.BigEndian.AppendUint32(nil, remoting.DefaultMaxFrameSize)
@@ -89,13 +89,17 @@ func halfFrames(_ context.Context, e *env) func() string {
 }
 
 // slowloris trickles valid frames a byte every 200 ms on many
-// connections: each must be closed by the frame read timeout (10 s) with
-// no request served.
+// connections: each must be closed by the frame read timeout (the
+// profile's connTimeout, frameReadTimeoutMillis) with no request served.
 func slowloris(_ context.Context, e *env) func() string {
 	n := e.prof.slowloris
+	bound := e.prof.connTimeout
 	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@slowloris"})
 	f := frame(e.t, remoting.RequestHeartBeat, nil, hb)
-	var closed, answered atomic.Int64
+	if trickle := time.Duration(len(f)) * 200 * time.Millisecond; trickle < 2*bound {
+		e.t.Fatalf("a %d-byte frame trickles in %v, not well past the frame read timeout %v", len(f), trickle, bound)
+	}
+	var closed, answered, early atomic.Int64
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range n {
@@ -105,6 +109,11 @@ func slowloris(_ context.Context, e *env) func() string {
 			defer wg.Done()
 			if _, err := readFrame(nc); err == nil {
 				answered.Add(1)
+			}
+			// The frame's first byte is written after start: a close
+			// sooner than the bound after it is not the timeout's.
+			if time.Since(start) < bound {
+				early.Add(1)
 			}
 			closed.Add(1)
 		}()
@@ -122,7 +131,7 @@ func slowloris(_ context.Context, e *env) func() string {
 		}()
 	}
 	return func() string {
-		testutil.WaitFor(e.t, 30*time.Second, "the leader closing every slowloris connection", func() bool {
+		testutil.WaitFor(e.t, bound+20*time.Second, fmt.Sprintf("the leader closing every slowloris connection (frame read timeout %v)", bound), func() bool {
 			return closed.Load() == int64(n)
 		})
 		took := time.Since(start)
@@ -130,8 +139,11 @@ func slowloris(_ context.Context, e *env) func() string {
 		if answered.Load() > 0 {
 			e.t.Errorf("%d trickled frames were served", answered.Load())
 		}
-		return fmt.Sprintf("%d connections trickling a byte / 200 ms; all closed %.1f s after the first byte (frame read timeout 10 s)",
-			n, took.Seconds())
+		if early.Load() > 0 {
+			e.t.Errorf("%d slowloris connections closed before the frame read timeout %v", early.Load(), bound)
+		}
+		return fmt.Sprintf("%d connections trickling a byte / 200 ms; all closed %.1f s after the first byte (frame read timeout %g s)",
+			n, took.Seconds(), bound.Seconds())
 	}
 }
 
@@ -401,8 +413,9 @@ func heldPulls(_ context.Context, e *env) func() string {
 
 // neverReads asks for large pull answers and never reads them: the
 // leader queues at most maxWriteQueueBytes for it and closes it after
-// its write timeout (10 s).
+// its write timeout (the profile's connTimeout, writeTimeoutMillis).
 func neverReads(_ context.Context, e *env) func() string {
+	bound := e.prof.connTimeout
 	const msgs, size = 64, 64 << 10
 	e.createTopic("BIG", 1)
 	body := make([]byte, size)
@@ -434,7 +447,7 @@ func neverReads(_ context.Context, e *env) func() string {
 					closedAt <- time.Since(start)
 					return
 				}
-				if time.Since(start) > 60*time.Second {
+				if time.Since(start) > bound+50*time.Second {
 					closedAt <- -1
 					return
 				}
@@ -450,18 +463,23 @@ func neverReads(_ context.Context, e *env) func() string {
 		var took time.Duration
 		select {
 		case took = <-closedAt:
-		case <-time.After(90 * time.Second):
+		case <-time.After(bound + 80*time.Second):
 			took = -1
 		}
-		if took < 0 {
-			e.t.Error("the connection that never reads was not closed within 60 s")
+		switch {
+		case took < 0:
+			e.t.Errorf("the connection that never reads was not closed within %v (write timeout %v)", bound+50*time.Second, bound)
+		case took < bound:
+			// The first answer was asked for after start: the stall
+			// began later, and the write timeout ran after it.
+			e.t.Errorf("the connection that never reads was closed after %v, before the write timeout %v", took, bound)
 		}
 		closes := e.counter("raftmq_broker_connection_limit_closes_total", `limit="maxWriteQueueBytes"`) - before
 		if closes < 1 {
 			e.t.Errorf("connection_limit_closes_total{maxWriteQueueBytes} grew %v", closes)
 		}
-		return fmt.Sprintf("%d pulls of ~256 KiB answers, never read: closed after %.1f s (maxWriteQueueBytes, write timeout 10 s)",
-			e.prof.neverReads, took.Seconds())
+		return fmt.Sprintf("%d pulls of ~256 KiB answers, never read: closed after %.1f s (maxWriteQueueBytes, write timeout %g s)",
+			e.prof.neverReads, took.Seconds(), bound.Seconds())
 	}
 }
 

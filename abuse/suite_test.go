@@ -45,6 +45,10 @@ type profile struct {
 	// attackFor is the shortest measurement under attack: the probe
 	// goes on sending until then (the paced floods last about as long).
 	attackFor time.Duration
+	// connTimeout is the broker's frame-read and write timeout
+	// (frameReadTimeoutMillis, writeTimeoutMillis): the slowloris and
+	// never-reading connections are closed after it.
+	connTimeout time.Duration
 	// brokerConf scales the limits down with the counts.
 	brokerConf []string
 }
@@ -57,14 +61,25 @@ func suiteProfile() profile {
 	// stops a leader only at its cleanup, where every member stops at
 	// once and the leader would wait out the hand-off (5 s) for a
 	// follower that is stopping too.
+	//
+	// The full profile keeps the broker's 10 s connection timeouts. The CI
+	// profile's are 2 s past its measurement, so the half-frame, slowloris
+	// and never-reading connections are still open when it ends, and the
+	// last two cases do not wait out 10 s each.
+	var p profile
 	if os.Getenv("RAFTMQ_ABUSE_FULL") == "1" {
-		return profile{full: true, halfFrames: 2000, slowloris: 500, topicFlood: 5000, offsetFlood: 20000,
+		p = profile{full: true, halfFrames: 2000, slowloris: 500, topicFlood: 5000, offsetFlood: 20000,
 			heldPulls: 10000, heldPerConn: 4096, neverReads: 4000, probeSends: 400, attackFor: 10 * time.Second,
-			brokerConf: []string{"pprofEnable=true", "diskMaxUsedSpaceRatio=95", "shutdownTransferTimeout=0"}}
+			connTimeout: 10 * time.Second,
+			brokerConf:  []string{"pprofEnable=true", "diskMaxUsedSpaceRatio=95", "shutdownTransferTimeout=0"}}
+	} else {
+		p = profile{halfFrames: 200, slowloris: 50, topicFlood: 300, offsetFlood: 1000, heldPulls: 1000, heldPerConn: 300,
+			neverReads: 600, probeSends: 150, attackFor: 3 * time.Second, connTimeout: 5 * time.Second,
+			brokerConf: []string{"pprofEnable=true", "diskMaxUsedSpaceRatio=95", "shutdownTransferTimeout=0", "maxHeldPullsPerConnection=300"}}
 	}
-	return profile{halfFrames: 200, slowloris: 50, topicFlood: 300, offsetFlood: 1000, heldPulls: 1000, heldPerConn: 300,
-		neverReads: 600, probeSends: 150, attackFor: 3 * time.Second,
-		brokerConf: []string{"pprofEnable=true", "diskMaxUsedSpaceRatio=95", "shutdownTransferTimeout=0", "maxHeldPullsPerConnection=300"}}
+	ms := strconv.FormatInt(p.connTimeout.Milliseconds(), 10)
+	p.brokerConf = append(p.brokerConf, "frameReadTimeoutMillis="+ms, "writeTimeoutMillis="+ms)
+	return p
 }
 
 // p99Slack is added to twice the baseline p99: sends of a few
