@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -222,6 +223,9 @@ func collect(v reflect.Value, out map[string]reflect.Value) error {
 func set(f reflect.Value, s string) error {
 	if f.Type() == durationType {
 		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			if n > math.MaxInt64/int64(time.Millisecond) || n < math.MinInt64/int64(time.Millisecond) {
+				return fmt.Errorf("%d ms is beyond what a duration holds", n)
+			}
 			f.SetInt(int64(time.Duration(n) * time.Millisecond))
 			return nil
 		}

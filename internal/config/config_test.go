@@ -68,6 +68,22 @@ func TestDurationAcceptsGoSyntax(t *testing.T) {
 	}
 }
 
+// TestDurationMillisOutOfRange: milliseconds beyond what a duration holds
+// are refused, not wrapped around (18446744073709552 ms would wrap to 1.6 s).
+func TestDurationMillisOutOfRange(t *testing.T) {
+	for _, v := range []string{"18446744073709552", "9223372036854776", "-9223372036854776"} {
+		var c brokerCfg
+		err := Apply(map[string]string{"flushIntervalCommitLog": v}, "flags", &c)
+		if err == nil || !strings.Contains(err.Error(), "flushIntervalCommitLog") {
+			t.Errorf("%s ms: got %v (%v), want an error naming the key", v, err, c.Store.FlushInterval)
+		}
+	}
+	var c brokerCfg
+	if err := Apply(map[string]string{"flushIntervalCommitLog": "9223372036854"}, "flags", &c); err != nil {
+		t.Errorf("the largest whole-millisecond duration: %v", err)
+	}
+}
+
 func TestUnknownKeyNamesKeyAndFile(t *testing.T) {
 	p := writeConf(t, "flushDiskTyp=SYNC_FLUSH\n")
 	var c brokerCfg
