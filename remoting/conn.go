@@ -874,7 +874,7 @@ func (c *Conn) stalled(how string, queued int) {
 		c.opts.stalls.Add(1)
 	}
 	c.log.Warn("closing connection: peer does not read", zap.String("reason", how), zap.Int("queued_bytes", queued),
-		zap.Duration("timeout", c.opts.writeTimeout), zap.String("key", "writeQueueBytes"))
+		zap.Duration("timeout", c.opts.writeTimeout), zap.String("key", "maxWriteQueueBytes"))
 	c.close(fmt.Errorf("%w: peer does not read (%s)", ErrTimeout, how), false)
 }
 
