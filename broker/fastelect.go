@@ -200,7 +200,10 @@ func (f *fastElection) check(ended time.Time) {
 	}
 	f.log.Warn("raft leader's process is gone (its connection ended, its raft port refuses connections)",
 		zap.String("leader", string(id)), zap.String("leaderAddr", string(addr)), zap.Int("turn", rank), zap.Int("voters", voters))
-	if rank > 0 && !f.waitTurn(time.Duration(rank)*f.stagger, id, ended) {
+	// The first in turn waits for nothing, but it too stands aside for a
+	// campaign it granted a vote to: a leader handing over (a transfer)
+	// may close its port before the winner's first heartbeat arrives.
+	if !f.waitTurn(time.Duration(rank)*f.stagger, id, ended) {
 		return
 	}
 	// Nobody won meanwhile: still a follower that knows no live leader.

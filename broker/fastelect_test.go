@@ -2,8 +2,11 @@ package broker
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/raftmq/raftmq/internal/testutil"
 )
@@ -117,4 +120,46 @@ func TestNoFastElectionWhileLeaderListens(t *testing.T) {
 		}
 	}
 	c.setCut(old, false)
+}
+
+// TestFastElectionFirstSurvivorHonoursGrantedVote: a survivor that granted
+// a vote request against the leader moments before its connection ended
+// (a damaged leader handing over, then closing its port) does not campaign
+// as well, even when it is first in turn: the candidate it voted for is
+// winning, and a second campaign would take a term from it. The vote is
+// put in place as the member's observer records one; the next survivor,
+// having seen none, campaigns in its turn and leads.
+func TestFastElectionFirstSurvivorHonoursGrantedVote(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{disk: true, tune: slowHeartbeats})
+	c.createTopic("T", 2)
+	c.sendSeq(0, 128)
+	c.waitCaughtUp()
+	old := c.leader()
+	var surv []*testNode
+	for _, n := range c.nodes {
+		if n != old {
+			surv = append(surv, n)
+		}
+	}
+	slices.SortFunc(surv, func(a, b *testNode) int { return strings.Compare(a.id, b.id) })
+	first, next := surv[0], surv[1]
+	fe := first.g().fastElect
+	before := fe.campaigns.Load()
+	fe.vote.Store(&voteSeen{
+		req:    raft.RequestVoteRequest{LastLogIndex: next.g().Raft().LastIndex(), LastLogTerm: old.g().Term()},
+		at:     time.Now(),
+		leader: raft.ServerID(old.id),
+	})
+	c.stop(slices.Index(c.nodes, old))
+	var l *testNode
+	testutil.WaitFor(t, 10*time.Second, "a new leader", func() bool {
+		l = c.newLeaderOtherThan(old)
+		return l != nil
+	})
+	if got := fe.campaigns.Load(); got != before {
+		t.Errorf("%s, first in turn, campaigned %d times after granting a vote", first.id, got-before)
+	}
+	if l != next {
+		t.Errorf("leader %s, want %s (the survivor that saw no vote)", l.id, next.id)
+	}
 }
