@@ -135,21 +135,10 @@ func TestFastElectionFirstSurvivorHonoursGrantedVote(t *testing.T) {
 	c.sendSeq(0, 128)
 	c.waitCaughtUp()
 	old := c.leader()
-	var surv []*testNode
-	for _, n := range c.nodes {
-		if n != old {
-			surv = append(surv, n)
-		}
-	}
-	slices.SortFunc(surv, func(a, b *testNode) int { return strings.Compare(a.id, b.id) })
-	first, next := surv[0], surv[1]
+	first, next := c.survivorsInTurn(old)
 	fe := first.g().fastElect
 	before := fe.campaigns.Load()
-	fe.vote.Store(&voteSeen{
-		req:    raft.RequestVoteRequest{LastLogIndex: next.g().Raft().LastIndex(), LastLogTerm: old.g().Term()},
-		at:     time.Now(),
-		leader: raft.ServerID(old.id),
-	})
+	grantedVote(first, old, next)
 	c.stop(slices.Index(c.nodes, old))
 	var l *testNode
 	testutil.WaitFor(t, 10*time.Second, "a new leader", func() bool {
@@ -162,4 +151,54 @@ func TestFastElectionFirstSurvivorHonoursGrantedVote(t *testing.T) {
 	if l != next {
 		t.Errorf("leader %s, want %s (the survivor that saw no vote)", l.id, next.id)
 	}
+}
+
+// TestFastElectionCampaignsBeforeTurnForABehindCandidate: a survivor that
+// saw a vote request against the leader from a candidate whose log is
+// behind its own (which it refused, as would any voter as far along)
+// campaigns at once, not after its turn's stagger (here a minute, past the
+// heartbeat timeout). The first survivor is kept out by a granted vote,
+// as in the test above.
+func TestFastElectionCampaignsBeforeTurnForABehindCandidate(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{disk: true, tune: func(g *GroupConfig) {
+		slowHeartbeats(g)
+		g.RaftFastElectionStagger = time.Minute
+	}})
+	c.createTopic("T", 2)
+	c.sendSeq(0, 128)
+	c.waitCaughtUp()
+	old := c.leader()
+	first, next := c.survivorsInTurn(old)
+	grantedVote(first, old, next)
+	fe := next.g().fastElect
+	before := fe.campaigns.Load()
+	fe.vote.Store(&voteSeen{req: raft.RequestVoteRequest{LastLogIndex: 1, LastLogTerm: 1}, at: time.Now(), leader: raft.ServerID(old.id)})
+	c.stop(slices.Index(c.nodes, old))
+	testutil.WaitFor(t, 10*time.Second, "a new leader", func() bool { return c.newLeaderOtherThan(old) != nil })
+	if fe.campaigns.Load() == before {
+		t.Errorf("%s made no fast campaign: it waited its turn despite a behind candidate", next.id)
+	}
+}
+
+// survivorsInTurn returns the two members other than old in their fast
+// election turn (by id).
+func (c *testCluster) survivorsInTurn(old *testNode) (first, next *testNode) {
+	var surv []*testNode
+	for _, n := range c.nodes {
+		if n != old {
+			surv = append(surv, n)
+		}
+	}
+	slices.SortFunc(surv, func(a, b *testNode) int { return strings.Compare(a.id, b.id) })
+	return surv[0], surv[1]
+}
+
+// grantedVote records on n, as its observer would, a vote request against
+// leader from candidate, whose log is as far along as n's.
+func grantedVote(n, leader, candidate *testNode) {
+	n.g().fastElect.vote.Store(&voteSeen{
+		req:    raft.RequestVoteRequest{LastLogIndex: candidate.g().Raft().LastIndex(), LastLogTerm: leader.g().Term()},
+		at:     time.Now(),
+		leader: raft.ServerID(leader.id),
+	})
 }
