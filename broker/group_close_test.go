@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -90,11 +91,11 @@ func TestSnapshotBySize(t *testing.T) {
 }
 
 // TestSnapshotBySizeStopsOnRemoval: a member that learns it was removed
-// shuts its Raft member down for good, so no snapshot can succeed again in
-// this process: its size-triggered snapshot loop returns instead of
+// shuts its Raft member down for good and closes its Raft port, so no
+// snapshot can succeed again in this process: its size-triggered snapshot loop returns instead of
 // waking to try, while the members left keep theirs.
 func TestSnapshotBySizeStopsOnRemoval(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{sync: true, tune: func(g *GroupConfig) { g.SnapshotBytes = 256 << 10 }})
+	c := newTestCluster(t, clusterOpts{sync: true, disk: true, tune: func(g *GroupConfig) { g.SnapshotBytes = 256 << 10 }})
 	l := c.leader()
 	gone := c.nodes[c.followerOf(l)]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -112,6 +113,7 @@ func TestSnapshotBySizeStopsOnRemoval(t *testing.T) {
 	// The removal watch (a Controller's) stops the member this way once
 	// the routed leader confirms the removal.
 	gone.g().stopAsRemoved(fmt.Errorf("%w: removed by the test", ErrRemovedMember))
+	waitRaftPortClosed(t, gone.g())
 	loopDone := func(g *Group) bool {
 		select {
 		case <-g.snapLoopDone:
@@ -128,4 +130,18 @@ func TestSnapshotBySizeStopsOnRemoval(t *testing.T) {
 			t.Fatalf("%s, still a member, stopped its snapshot loop", n.id)
 		}
 	}
+}
+
+// waitRaftPortClosed waits until g's Raft port refuses connections: a
+// member that stopped its Raft closes its transport, so its peers' RPCs
+// fail at once instead of waiting out their I/O timeout.
+func waitRaftPortClosed(t *testing.T, g *Group) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, g.cfg.Raft.DLegerSelfID+"'s Raft port closed", func() bool {
+		conn, err := net.DialTimeout("tcp", string(g.trans.LocalAddr()), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
 }

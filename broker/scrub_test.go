@@ -2,7 +2,6 @@ package broker
 
 import (
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -240,15 +239,7 @@ func TestGroupDamagedLeaderHandsOver(t *testing.T) {
 	if !errors.As(g.LogDamaged(), &de) || de.Path != path {
 		t.Fatalf("damage: %v", g.LogDamaged())
 	}
-	// Its transport is closed too: peers' RPCs fail at once instead of
-	// waiting out their I/O timeout on a member nobody answers for.
-	testutil.WaitFor(t, 5*time.Second, "the damaged member's Raft port closed", func() bool {
-		conn, err := net.DialTimeout("tcp", string(g.trans.LocalAddr()), time.Second)
-		if err == nil {
-			conn.Close()
-		}
-		return err != nil
-	})
+	waitRaftPortClosed(t, g)
 	l2 := c.leader()
 	if l2 == l {
 		t.Fatal("the damaged member still leads")
