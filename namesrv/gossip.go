@@ -61,7 +61,7 @@ func (n *NameServer) startGossip() error {
 	if err := g.Start(context.Background()); err != nil {
 		return fmt.Errorf("namesrv: gossip: %w", err)
 	}
-	n.gossip = g
+	n.gossip.Store(g)
 	n.unsubscribeGossip = ha.RemoveGoneBrokers(g, n, n.log.Named("gossip"))
 	n.log.Info("gossip joined", zap.String("addr", g.Addr()), zap.String("name", cfg.Name))
 	return nil
@@ -69,14 +69,15 @@ func (n *NameServer) startGossip() error {
 
 // Gossip returns the name server's gossip member, nil when gossipEnable is
 // off or before Start.
-func (n *NameServer) Gossip() *ha.Gossip { return n.gossip }
+func (n *NameServer) Gossip() *ha.Gossip { return n.gossip.Load() }
 
 func (n *NameServer) stopGossip() {
-	if n.gossip == nil {
+	g := n.gossip.Load()
+	if g == nil {
 		return
 	}
 	n.unsubscribeGossip()
-	if err := n.gossip.Close(); err != nil {
+	if err := g.Close(); err != nil {
 		n.log.Warn("gossip: leave failed", zap.Error(err))
 	}
 }

@@ -37,11 +37,12 @@ func (n *NameServer) newMonitor() {
 	gauge("brokers", "Broker addresses in the route tables.", func() float64 { return float64(n.brokerCount()) })
 	gauge("topics", "Topics in the route tables.", func() float64 { return float64(len(n.routes.AllTopics())) })
 	gauge("gossip_live_brokers", "Broker nodes alive in the gossip pool (0 without gossipEnable).", func() float64 {
-		if n.gossip == nil {
+		g := n.gossip.Load()
+		if g == nil {
 			return 0
 		}
 		k := 0
-		for _, m := range n.gossip.LiveMembers() {
+		for _, m := range g.LiveMembers() {
 			if m.Meta.Kind == ha.KindBroker {
 				k++
 			}

@@ -37,9 +37,10 @@ type NameServer struct {
 	// connections are applied in batches under one table lock.
 	unregisterCh chan unregistration
 
-	// gossip is the memberlist member (nil unless gossipEnable);
+	// gossip is the memberlist member (nil unless gossipEnable), set by
+	// Start while the metrics endpoint may already read it;
 	// unsubscribeGossip stops its dead-broker hook.
-	gossip            *ha.Gossip
+	gossip            atomic.Pointer[ha.Gossip]
 	unsubscribeGossip func()
 
 	// requests and mon are the monitoring side (metrics.go); monState is
