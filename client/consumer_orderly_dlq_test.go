@@ -22,20 +22,11 @@ import (
 // queue goes on with the messages behind it, in order; offsets are
 // committed past all of them.
 func TestOrderlyDeadLetter(t *testing.T) {
-	ec := startE2ECluster(t)
+	const topic, group = "ODLQ", "ODLQGroup"
+	ec, admin := startSendBackTopic(t, topic, 0)
 	ns := ec.NamesrvAddr()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
-	admin, err := client.NewAdmin(client.NameServers(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	const topic, group = "ODLQ", "ODLQGroup"
-	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: topic, ReadQueueNums: 1, WriteQueueNums: 1}, "DefaultCluster", ""); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 10*time.Second, "route of "+topic, func() bool { _, err := admin.TopicRoute(ctx, topic); return err == nil })
 	p := startProducer(t, ns)
 	var poisonID string
 	for i, body := range []string{"m0", "poison", "m2", "m3"} {
@@ -99,19 +90,10 @@ func TestOrderlyDeadLetter(t *testing.T) {
 // message in %DLQ%group, as a send-back with maxReconsumeTimes 0 does,
 // not in the retry topic under the group's retryMaxTimes.
 func TestOrderlyDeadLetterWithoutRedelivery(t *testing.T) {
-	ec := startE2ECluster(t)
+	const topic, group = "ODLQ0", "ODLQ0Group"
+	ec, admin := startSendBackTopic(t, topic, 0)
 	ns := ec.NamesrvAddr()
 	ctx := context.Background()
-	admin, err := client.NewAdmin(client.NameServers(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	const topic, group = "ODLQ0", "ODLQ0Group"
-	if _, err := admin.CreateTopic(ctx, client.TopicSpec{Topic: topic, ReadQueueNums: 1, WriteQueueNums: 1}, "DefaultCluster", ""); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 10*time.Second, "route of "+topic, func() bool { _, err := admin.TopicRoute(ctx, topic); return err == nil })
 	p := startProducer(t, ns)
 	for _, body := range []string{"poison", "m1"} {
 		if _, err := p.SendSync(ctx, client.NewMessage(topic, []byte(body))); err != nil {
