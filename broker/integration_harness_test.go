@@ -382,12 +382,7 @@ func groupRouted(ci *wire.ClusterInfo, tbw *wire.TopicRouteData, brokerName, lea
 // startNode starts (or restarts) node i: group, then controller.
 func (pc *procCluster) startNode(i int) {
 	pc.t.Helper()
-	pc.prepareStart(i)
-	n, err := pc.openNode(i)
-	if err != nil {
-		pc.t.Fatal(err)
-	}
-	pc.run[i], pc.groups[i], pc.nodes[i] = n, n.Group(), n.Controller()
+	pc.startNodes(i)
 }
 
 // startNodes starts nodes at once, each on its own goroutine, as a
