@@ -99,6 +99,7 @@ func slowloris(_ context.Context, e *env) func() string {
 	if trickle := time.Duration(len(f)) * 200 * time.Millisecond; trickle < 2*bound {
 		e.t.Fatalf("a %d-byte frame trickles in %v, not well past the frame read timeout %v", len(f), trickle, bound)
 	}
+	before := e.counter("raftmq_broker_connection_limit_closes_total", `limit="frameReadTimeoutMillis"`)
 	var closed, answered, early atomic.Int64
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -141,6 +142,9 @@ func slowloris(_ context.Context, e *env) func() string {
 		}
 		if early.Load() > 0 {
 			e.t.Errorf("%d slowloris connections closed before the frame read timeout %v", early.Load(), bound)
+		}
+		if closes := e.counter("raftmq_broker_connection_limit_closes_total", `limit="frameReadTimeoutMillis"`) - before; closes != float64(n) {
+			e.t.Errorf("connection_limit_closes_total{frameReadTimeoutMillis} grew %v, want %d", closes, n)
 		}
 		return fmt.Sprintf("%d connections trickling a byte / 200 ms; all closed %.1f s after the first byte (frame read timeout %g s)",
 			n, took.Seconds(), bound.Seconds())

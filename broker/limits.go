@@ -126,7 +126,8 @@ func (l LimitsConfig) applyServer(s *remoting.ServerConfig) {
 func (c *Controller) registerLimitMetrics(reg prometheus.Registerer) {
 	desc := prometheus.NewDesc(metricsNamespace+"_connection_limit_closes_total",
 		"Connections closed by a remoting limit: at accept (maxConnections, maxConnectionsPerIP), for not reading "+
-			"(maxWriteQueueBytes) or for an incomplete frame over maxIncompleteFrameBytes.", []string{"limit"}, nil)
+			"(maxWriteQueueBytes), for an incomplete frame over maxIncompleteFrameBytes or for a frame not complete "+
+			"within frameReadTimeoutMillis.", []string{"limit"}, nil)
 	reg.MustRegister(collectorFunc{desc: desc, collect: func(ch chan<- prometheus.Metric) {
 		var sum remoting.LimitCounts
 		for _, s := range []*remoting.Server{c.srv, c.vip} {
@@ -136,13 +137,15 @@ func (c *Controller) registerLimitMetrics(reg prometheus.Registerer) {
 				sum.ConnsRefusedPerIP += n.ConnsRefusedPerIP
 				sum.WriteStalls += n.WriteStalls
 				sum.IncompleteFrames += n.IncompleteFrames
+				sum.FrameTimeouts += n.FrameTimeouts
 			}
 		}
 		for _, v := range []struct {
 			limit string
 			n     int64
 		}{{"maxConnections", sum.ConnsRefused}, {"maxConnectionsPerIP", sum.ConnsRefusedPerIP},
-			{"maxWriteQueueBytes", sum.WriteStalls}, {"maxIncompleteFrameBytes", sum.IncompleteFrames}} {
+			{"maxWriteQueueBytes", sum.WriteStalls}, {"maxIncompleteFrameBytes", sum.IncompleteFrames},
+			{"frameReadTimeoutMillis", sum.FrameTimeouts}} {
 			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v.n), v.limit)
 		}
 	}})

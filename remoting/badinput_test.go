@@ -107,6 +107,10 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 	if goodCalls.Load() == 0 {
 		t.Fatal("good client made no calls")
 	}
+	// Only the half-sent frame ran into the frame read timeout.
+	if n := s.LimitCounts().FrameTimeouts; n != 1 {
+		t.Fatalf("FrameTimeouts = %d, want 1", n)
+	}
 }
 
 func fieldStrings(e observer.LoggedEntry) []string {
@@ -133,5 +137,8 @@ func TestIdleConnectionClosed(t *testing.T) {
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("closed after %v, before the idle timeout", d)
+	}
+	if n := s.LimitCounts().FrameTimeouts; n != 0 {
+		t.Fatalf("an idle close counted as a frame timeout (%d)", n)
 	}
 }

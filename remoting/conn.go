@@ -38,6 +38,9 @@ type connOptions struct {
 	// stalls, when set (servers), counts connections closed because the
 	// peer did not read (a flush or an answer's wait for room timed out).
 	stalls *atomic.Int64
+	// frameTimeouts, when set (servers), counts connections closed
+	// because a started frame was not complete within frameTimeout.
+	frameTimeouts *atomic.Int64
 	// budget, when set (servers), bounds the memory held by the
 	// incomplete large frames of all the server's connections.
 	budget *frameBudget
@@ -478,6 +481,9 @@ func (c *Conn) readFailed(err error, atBoundary bool) {
 	case atBoundary && errors.Is(err, io.EOF):
 		c.log.Debug("peer closed connection")
 	case timeout:
+		if c.opts.frameTimeouts != nil {
+			c.opts.frameTimeouts.Add(1)
+		}
 		c.log.Warn("closing connection: incomplete frame, read timed out",
 			zap.String("reason", "half-sent frame"), zap.Duration("timeout", c.opts.frameTimeout))
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):

@@ -40,6 +40,10 @@ type LimitCounts struct {
 	// IncompleteFrames counts connections closed because their
 	// incomplete frame did not fit in IncompleteFrameBudget.
 	IncompleteFrames int64
+	// FrameTimeouts counts connections closed because a started frame
+	// was not complete within FrameReadTimeout (a half-sent or trickled
+	// frame).
+	FrameTimeouts int64
 }
 
 // LimitCounts returns how often each of the server's limits bit.
@@ -49,6 +53,7 @@ func (s *Server) LimitCounts() LimitCounts {
 		ConnsRefusedPerIP: s.limits.connsRefusedPerIP.Load(),
 		WriteStalls:       s.limits.writeStalls.Load(),
 		IncompleteFrames:  s.frames.refused.Load(),
+		FrameTimeouts:     s.limits.frameTimeouts.Load(),
 	}
 }
 
@@ -58,6 +63,7 @@ type serverLimits struct {
 	connsRefused      atomic.Int64
 	connsRefusedPerIP atomic.Int64
 	writeStalls       atomic.Int64
+	frameTimeouts     atomic.Int64
 	lastWarn          atomic.Int64 // unix nanos of the last refusal warning
 
 	perIP map[string]int // guarded by Server.mu

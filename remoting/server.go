@@ -110,11 +110,12 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	return c
 }
 
-func (c ServerConfig) connOptions(budget *frameBudget, stalls *atomic.Int64) connOptions {
+func (c ServerConfig) connOptions(budget *frameBudget, limits *serverLimits) connOptions {
 	return connOptions{
 		budget:          budget,
 		writeQueueBytes: c.WriteQueueBytes,
-		stalls:          stalls,
+		stalls:          &limits.writeStalls,
+		frameTimeouts:   &limits.frameTimeouts,
 		maxFrameSize:    c.MaxFrameSize,
 		idleTimeout:     c.IdleTimeout,
 		frameTimeout:    c.FrameReadTimeout,
@@ -379,7 +380,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c := newConn(nc, s.cfg.connOptions(&s.frames, &s.limits.writeStalls), s.log, s.handleRequest, s.connClosed)
+		c := newConn(nc, s.cfg.connOptions(&s.frames, &s.limits), s.log, s.handleRequest, s.connClosed)
 		c.lazyRequest = s.lazyRequest
 		ip := connIP(nc)
 		s.mu.Lock()
