@@ -128,16 +128,17 @@ func (r *registerService) run() {
 	defer period.Stop()
 	check := time.NewTicker(r.c.cfg.TopicChangeCheckInterval)
 	defer check.Stop()
-	// A node its gossip peers declared dead (a pause or stall longer than
-	// the suspicion timeout) has been dropped from the name servers'
-	// routes; it registers again as soon as it refutes, not a period
-	// later. The claim may still be on its way to a name server that
-	// drops the node after that registration, so it registers once more
-	// when the claim has had time to spread.
-	var refuted <-chan struct{}
+	// A node its gossip peers may have declared dead (it refuted a claim,
+	// or stood still long enough to be suspected) may have been dropped
+	// from the name servers' routes; it registers again at once, not a
+	// period later. The claim may still be on its way to a name server
+	// that drops the node after that registration, so it registers once
+	// more when the claim has had time to spread. Gossip owns telling
+	// when (ha.Gossip.MaybeDeclaredDead); this loop only registers.
+	var maybeDead <-chan struct{}
 	var againT <-chan time.Time
 	if r.c.gossip != nil {
-		refuted = r.c.gossip.Refuted()
+		maybeDead = r.c.gossip.MaybeDeclaredDead()
 	}
 	// A round some name server did not take is tried again after a
 	// back-off (registerRetryMin, doubling up to the period) instead of
@@ -194,8 +195,8 @@ func (r *registerService) run() {
 		select {
 		case <-r.c.quit:
 			return
-		case <-refuted:
-			r.c.log.Info("gossip peers suspected this node or declared it dead; registering again")
+		case <-maybeDead:
+			r.c.log.Info("gossip peers may have declared this node dead; registering again")
 			register()
 			againT = time.After(reregisterAgainDelay)
 		case <-againT:

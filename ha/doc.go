@@ -12,7 +12,9 @@
 // publishes a small NodeMeta (kind, cluster, brokerName, Raft id, role,
 // term, addresses) and hears when others join, change role, leave or die.
 // A name server uses the dead/leave events to drop a broker from routes at
-// once instead of after the 120 s heartbeat expiry (RemoveGoneBrokers).
+// once instead of after the 120 s heartbeat expiry (RemoveGoneBrokers); a
+// broker registers again when MaybeDeclaredDead says its peers may have
+// declared it dead (it refuted a claim, or stood still).
 // Gossip accelerates failover; it never decides leadership.
 //
 // # Files
@@ -25,6 +27,9 @@
 //     a member newly held left.
 //   - gossip_seeds.go: the rejoin loop, which keeps the seeds aware of the
 //     node (one that never answered, or restarted since).
+//   - gossip_stall.go: the stall loop: a node that stood still (a pause,
+//     starvation) longer than a probe waits syncs with its seeds and
+//     signals MaybeDeclaredDead, since it may not hear the claim itself.
 //   - gossip_events.go: membership events, the member table and the one
 //     delivery goroutine; reading memberlist's real leave/dead state.
 //   - gossip_config.go: GossipConfig (gossip* keys), the sub-second

@@ -42,9 +42,9 @@ type Gossip struct {
 	started   bool
 	closed    bool
 
-	wake    chan struct{} // capacity 1: the queue is non-empty
-	asks    chan string   // gossip addresses of members just reported left, for askLoop
-	refuted chan struct{} // capacity 1: this node refuted a suspicion or death (Refuted)
+	wake      chan struct{} // capacity 1: the queue is non-empty
+	asks      chan string   // gossip addresses of members just reported left, for askLoop
+	maybeDead chan struct{} // capacity 1: peers may have declared this node dead (MaybeDeclaredDead)
 	// losses counts the other members reported dead or left; rejoinLoop
 	// checks its seeds again whenever it moves.
 	losses atomic.Uint64
@@ -79,7 +79,7 @@ func NewGossip(cfg GossipConfig, meta NodeMeta, log *zap.Logger) (*Gossip, error
 		subs:      make(map[uint64]func(Event)),
 		wake:      make(chan struct{}, 1),
 		asks:      make(chan string, askBacklog),
-		refuted:   make(chan struct{}, 1),
+		maybeDead: make(chan struct{}, 1),
 		ctx:       ctx,
 		cancel:    cancel,
 	}, nil
@@ -118,9 +118,10 @@ func (g *Gossip) Start(ctx context.Context) error {
 		return fmt.Errorf("%w %s:%d: %v", ErrBind, g.cfg.BindAddr, g.cfg.BindPort, err)
 	}
 	g.ml.Store(ml)
-	g.wg.Add(2)
+	g.wg.Add(3)
 	go g.deliverLoop()
 	go g.askLoop()
+	go g.stallLoop()
 	g.log.Info("gossip started", zap.String("addr", g.Addr()), zap.String("seeds", g.cfg.Seeds))
 
 	seeds := g.peerSeeds()
@@ -379,19 +380,24 @@ func (d *mlDelegate) GetBroadcasts(int, int) [][]byte { return nil }
 func (d *mlDelegate) LocalState(bool) []byte          { return nil }
 func (d *mlDelegate) MergeRemoteState([]byte, bool)   {}
 
-// Refuted receives a value after this node refuted a suspicion or a death
-// claim about itself (values coalesce: one may stand for several). Its
-// peers may have declared it dead — a pause, a stall or a partition longer
-// than the suspicion timeout — and name servers then dropped it from their
-// routes, so a broker registers again at once instead of at its next
-// period. A node declared dead usually learns it as a suspicion (memberlist
-// merges a remote "dead" as "suspect"), so both count.
-func (g *Gossip) Refuted() <-chan struct{} { return g.refuted }
+// MaybeDeclaredDead receives a value when this node's peers may have
+// declared it dead, so that a name server may have dropped it from its
+// routes: it refuted a suspicion or a death claim about itself, or it
+// stood still (stallLoop) long enough to be suspected. A broker then
+// registers again at once instead of at its next period. Values coalesce:
+// one may stand for several. A node declared dead usually learns it as a
+// suspicion (memberlist merges a remote "dead" as "suspect"), so both
+// count.
+func (g *Gossip) MaybeDeclaredDead() <-chan struct{} { return g.maybeDead }
 
-func (g *Gossip) noteRefuted() {
-	g.log.Debug("gossip: refuted a suspicion or death claim about this node")
+// noteMaybeDead signals MaybeDeclaredDead; it never blocks (memberlist
+// calls it with its node lock held, through the log hook).
+func (g *Gossip) noteMaybeDead(why string) {
+	g.log.Debug("gossip: peers may have declared this node dead", zap.String("why", why))
 	select {
-	case g.refuted <- struct{}{}:
+	case g.maybeDead <- struct{}{}:
 	default:
 	}
 }
+
+func (g *Gossip) noteRefuted() { g.noteMaybeDead("refuted a suspicion or death claim about itself") }

@@ -39,7 +39,12 @@ const DefaultGossipPort = 10913
 // routes and, if it was the Raft leader, clients move away from it. This is
 // recoverable: when the node runs again it sees the dead/suspect message
 // about itself, refutes it with a higher incarnation, and the others report
-// it as joined again (and it re-registers with the name servers). Raft, not
+// it as joined again (and it re-registers with the name servers). It may
+// see no claim it must refute — one about an older incarnation than its
+// own, as after a restart or meta update whose broadcast the stall cut
+// short, is dropped silently — so a node that notices it stood still for
+// longer than ProbeInterval also syncs with its seeds and re-registers
+// (gossip_stall.go). Raft, not
 // gossip, decides leadership, so a false positive never causes a split
 // brain; it only costs a route flap. memberlist also backs off by itself
 // (AwarenessMaxMultiplier): a node that notices it is missing its own

@@ -46,7 +46,7 @@ func TestRefutingSignalsRefuted(t *testing.T) {
 	l := newMemberlistLoggerRefute(g.log, g.noteRefuted)
 	l.Printf("[DEBUG] memberlist: Initiating push/pull sync with: %s", "b")
 	select {
-	case <-g.Refuted():
+	case <-g.MaybeDeclaredDead():
 		t.Fatal("an unrelated line signalled Refuted")
 	default:
 	}
@@ -57,12 +57,12 @@ func TestRefutingSignalsRefuted(t *testing.T) {
 		l.Printf(format, "b")
 		l.Printf(format, "c")
 		select {
-		case <-g.Refuted():
+		case <-g.MaybeDeclaredDead():
 		default:
 			t.Fatalf("%q did not signal Refuted", format)
 		}
 		select {
-		case <-g.Refuted():
+		case <-g.MaybeDeclaredDead():
 			t.Fatal("Refuted did not coalesce")
 		default:
 		}

@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -9,7 +10,11 @@ import (
 // TestMain fails the package if a test leaves goroutines behind. No
 // memberlist goroutine is ignored: its Shutdown closes the transport and
 // stops the schedulers, and goleak's retries cover the few handlers that
-// return a moment after.
+// return a moment after. With childEnv set the binary is a gossip node
+// for a test to freeze (runGossipChild), not a test run.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(runGossipChild(spec))
+	}
 	goleak.VerifyTestMain(m)
 }

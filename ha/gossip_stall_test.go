@@ -1,0 +1,246 @@
+package ha
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+)
+
+// childEnv, when set, makes the test binary run one gossip node instead of
+// the tests (gossip_main_test.go): a separate process, so that it can be
+// frozen with SIGSTOP as an operator's pause, a VM migration or a long
+// stall would freeze it. Its value is "name,port,seeds".
+const childEnv = "RAFTMQ_HA_GOSSIP_CHILD"
+
+// runGossipChild is the child process. It starts a broker node (term 1)
+// on 127.0.0.1 that joins its seeds. The moment it refutes a claim about
+// itself for the first time — a restarted node refutes its earlier
+// process's record as it joins — it prints "stopped" and stops itself
+// (SIGSTOP), from memberlist's log line, before its refutation can go
+// out. Once resumed it prints "maybe-dead" whenever MaybeDeclaredDead
+// fires. It closes the node when stdin ends.
+func runGossipChild(spec string) int {
+	parts := strings.SplitN(spec, ",", 3)
+	if len(parts) != 3 {
+		fmt.Fprintln(os.Stderr, "bad spec", spec)
+		return 2
+	}
+	port, _ := strconv.Atoi(parts[1])
+	cfg := DefaultGossipConfig()
+	cfg.Name, cfg.BindAddr, cfg.BindPort, cfg.Seeds = parts[0], "127.0.0.1", port, parts[2]
+	slowSync(&cfg)
+	meta := brokerMeta("bk", "x", port)
+	meta.Term = 1
+	var g *Gossip
+	var once sync.Once
+	stop := func(e zapcore.Entry) error {
+		if !strings.HasPrefix(e.Message, "Refuting") {
+			return nil
+		}
+		once.Do(func() {
+			// A refutation signals MaybeDeclaredDead too; only a signal
+			// after the stop counts.
+			select {
+			case <-g.MaybeDeclaredDead():
+			default:
+			}
+			fmt.Println("stopped")
+			_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		})
+		return nil
+	}
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zapcore.DebugLevel)
+	g, err := NewGossip(cfg, meta, zap.New(zapcore.RegisterHooks(core, stop)))
+	if err == nil {
+		err = g.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(eof)
+	}()
+	for {
+		select {
+		case <-eof:
+			_ = g.Close()
+			return 0
+		case <-g.MaybeDeclaredDead():
+			fmt.Println("maybe-dead")
+		}
+	}
+}
+
+// childNode is a gossip node in a child process (runGossipChild).
+type childNode struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	port  int
+
+	mu    sync.Mutex
+	lines []string // what it printed, in order
+}
+
+// startChild starts a child node named name on port that joins seeds,
+// and waits until it has stopped itself.
+func startChild(t *testing.T, name string, port int, seeds ...*testNode) *childNode {
+	t.Helper()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := make([]string, len(seeds))
+	for i, s := range seeds {
+		addrs[i] = s.addr()
+	}
+	c := &childNode{t: t, port: port}
+	c.cmd = exec.Command(bin, "-test.run=^$")
+	c.cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%s", childEnv, name, c.port, strings.Join(addrs, ",")))
+	c.cmd.Stderr = os.Stderr
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			c.mu.Lock()
+			c.lines = append(c.lines, sc.Text())
+			c.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGCONT)
+		_ = c.stdin.Close()
+		exited := make(chan struct{})
+		go func() {
+			<-read
+			_ = c.cmd.Wait()
+			close(exited)
+		}()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-exited
+		}
+	})
+	c.waitLine(10*time.Second, "stopped", 1)
+	return c
+}
+
+func (c *childNode) addr() string { return "127.0.0.1:" + strconv.Itoa(c.port) }
+
+// count is how many times the child printed line.
+func (c *childNode) count(line string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, l := range c.lines {
+		if l == line {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLine waits until the child has printed line n times.
+func (c *childNode) waitLine(timeout time.Duration, line string, n int) {
+	c.t.Helper()
+	testutil.WaitFor(c.t, timeout, fmt.Sprintf("the child printed %q %d times", line, n), func() bool {
+		return c.count(line) >= n
+	})
+}
+
+func (c *childNode) signal(sig syscall.Signal) {
+	c.t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// TestGossipResumedNodeIsRoutedAgainAtOnce: a broker restarted and frozen
+// (SIGSTOP) right after joining, then resumed once its peers hold it dead,
+// must say at once that it may have been declared dead (MaybeDeclaredDead,
+// so that it registers again), and its peers must hold it alive again.
+//
+// The restarted node refutes its earlier process's record as it joins (a
+// higher incarnation); frozen before that reached its peers, they go on
+// suspecting the earlier process's incarnation and declare it dead — a
+// name server drops the broker from its routes. Resumed, the node ignores
+// every claim about itself, all older than its own incarnation (memberlist
+// drops those without refuting them), so it never refutes; its queued
+// refutation soon makes the peers hold it alive, but nothing made it
+// register again. The child stops itself at the moment it refutes
+// (runGossipChild), which makes "frozen before the refutation reached
+// anyone" certain instead of a race; everyone's periodic push/pull is a
+// minute apart, so it cannot be what repairs the view.
+func TestGossipResumedNodeIsRoutedAgainAtOnce(t *testing.T) {
+	const bound = 2 * time.Second
+	ns := startNodeWith(t, "ns", 0, NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}, slowSync, nil)
+	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowSync, nil, ns)
+	old := startNodeWith(t, "x", 0, brokerMeta("bk", "x", 10931), slowSync, nil, ns)
+	waitAlive(t, []*testNode{ns, p, old}, "ns", "p", "x")
+
+	// x crashes and restarts on its address before ns and p notice.
+	if err := old.g.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	x := startChild(t, "x", old.port, ns)
+	testutil.WaitFor(t, 10*time.Second, "ns and p hold x dead", func() bool {
+		mn, _ := ns.g.Member("x")
+		mp, _ := p.g.Member("x")
+		return mn.State == MemberDead && mp.State == MemberDead
+	})
+	dead, _ := ns.firstEventAfter(stopped, "x", EventDead)
+	if dead.Member.Meta.Term != 0 {
+		t.Fatalf("ns declared the new x (term %d) dead; the test needs it to hold the old one", dead.Member.Meta.Term)
+	}
+
+	resumed := time.Now()
+	x.signal(syscall.SIGCONT)
+	var back Event
+	testutil.WaitFor(t, 10*time.Second, "ns holds x alive again", func() bool {
+		var ok bool
+		back, ok = ns.firstEventAfter(dead.At, "x", EventJoin)
+		return ok
+	})
+	t.Logf("ns held x dead %v after the crash; x resumed %v later; ns held it alive again %v after SIGCONT",
+		dead.At.Sub(stopped).Round(time.Millisecond), resumed.Sub(dead.At).Round(time.Millisecond),
+		back.At.Sub(resumed).Round(time.Millisecond))
+	if d := back.At.Sub(resumed); d > bound {
+		t.Errorf("ns held the resumed x dead for %v; want it alive again within %v", d, bound)
+	}
+	x.waitLine(bound, "maybe-dead", 1)
+	testutil.WaitFor(t, 5*time.Second, "p holds x alive again", func() bool {
+		m, _ := p.g.Member("x")
+		return m.State == MemberAlive
+	})
+}
