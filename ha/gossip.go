@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 	"go.uber.org/zap"
@@ -19,6 +20,9 @@ import (
 type Gossip struct {
 	cfg GossipConfig
 	log *zap.Logger
+	// now is the clock resyncLoop measures stalls with (time.Now; tests
+	// make it jump).
+	now func() time.Time
 
 	// ml is set once by Start; memberlist callbacks may run before Start
 	// has stored it, hence the atomic.
@@ -44,6 +48,7 @@ type Gossip struct {
 
 	wake      chan struct{} // capacity 1: the queue is non-empty
 	asks      chan string   // gossip addresses of members just reported left, for askLoop
+	refuted   chan struct{} // capacity 1: this node refuted a claim about itself, for resyncLoop
 	maybeDead chan struct{} // capacity 1: peers may have declared this node dead (MaybeDeclaredDead)
 	// losses counts the other members reported dead or left; rejoinLoop
 	// checks its seeds again whenever it moves.
@@ -72,6 +77,7 @@ func NewGossip(cfg GossipConfig, meta NodeMeta, log *zap.Logger) (*Gossip, error
 	return &Gossip{
 		cfg:       cfg,
 		log:       log.With(zap.String("node", cfg.Name)),
+		now:       time.Now,
 		metaBytes: b,
 		meta:      meta,
 		members:   make(map[string]Member),
@@ -79,6 +85,7 @@ func NewGossip(cfg GossipConfig, meta NodeMeta, log *zap.Logger) (*Gossip, error
 		subs:      make(map[uint64]func(Event)),
 		wake:      make(chan struct{}, 1),
 		asks:      make(chan string, askBacklog),
+		refuted:   make(chan struct{}, 1),
 		maybeDead: make(chan struct{}, 1),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -121,7 +128,7 @@ func (g *Gossip) Start(ctx context.Context) error {
 	g.wg.Add(3)
 	go g.deliverLoop()
 	go g.askLoop()
-	go g.stallLoop()
+	go g.resyncLoop()
 	g.log.Info("gossip started", zap.String("addr", g.Addr()), zap.String("seeds", g.cfg.Seeds))
 
 	seeds := g.peerSeeds()
@@ -382,16 +389,14 @@ func (d *mlDelegate) MergeRemoteState([]byte, bool)   {}
 
 // MaybeDeclaredDead receives a value when this node's peers may have
 // declared it dead, so that a name server may have dropped it from its
-// routes: it refuted a suspicion or a death claim about itself, or it
-// stood still (stallLoop) long enough to be suspected. A broker then
-// registers again at once instead of at its next period. Values coalesce:
-// one may stand for several. A node declared dead usually learns it as a
-// suspicion (memberlist merges a remote "dead" as "suspect"), so both
-// count.
+// routes: it refuted a claim about itself, or it stood still long enough
+// to be suspected (resyncLoop). A broker then registers again at once
+// instead of at its next period. The value comes once the node has synced
+// with its seeds, so that they hold it alive when it registers. Values
+// coalesce: one may stand for several.
 func (g *Gossip) MaybeDeclaredDead() <-chan struct{} { return g.maybeDead }
 
-// noteMaybeDead signals MaybeDeclaredDead; it never blocks (memberlist
-// calls it with its node lock held, through the log hook).
+// noteMaybeDead signals MaybeDeclaredDead; it never blocks.
 func (g *Gossip) noteMaybeDead(why string) {
 	g.log.Debug("gossip: peers may have declared this node dead", zap.String("why", why))
 	select {
@@ -400,4 +405,11 @@ func (g *Gossip) noteMaybeDead(why string) {
 	}
 }
 
-func (g *Gossip) noteRefuted() { g.noteMaybeDead("refuted a suspicion or death claim about itself") }
+// noteRefuted queues a resync for resyncLoop. memberlist calls it (through
+// its log line) with its node lock held: it never blocks.
+func (g *Gossip) noteRefuted() {
+	select {
+	case g.refuted <- struct{}{}:
+	default:
+	}
+}

@@ -16,16 +16,21 @@ import (
 type zapLogWriter struct {
 	log *zap.Logger
 	// onRefute, when set, is called for each line saying this node refuted
-	// a suspicion or a death claim about itself. memberlist has no callback
-	// for refutations; these lines are the only sign that peers may have
-	// declared this node dead.
+	// a claim about itself. memberlist has no callback for refutations;
+	// these lines are the only sign that peers may have declared this node
+	// dead, or hold an older record of it.
 	onRefute func()
 }
 
-// refuteLines start the lines memberlist logs when this node refutes being
-// suspect or dead. A node its peers declared dead often hears of it as a
-// suspicion: a push/pull merge turns a remote "dead" into "suspect".
-var refuteLines = [][]byte{[]byte("Refuting a suspect message"), []byte("Refuting a dead message")}
+// refuteLines start the lines memberlist logs when this node refutes a
+// claim about itself: being suspect or dead (a node its peers declared
+// dead often hears of it as a suspicion: a push/pull merge turns a remote
+// "dead" into "suspect"), or alive with another incarnation or meta (a
+// restarted node meeting its earlier process's record). Each raises the
+// node's incarnation; until its peers hear of that, they may declare the
+// old one dead, which the node would then ignore (resyncLoop).
+var refuteLines = [][]byte{[]byte("Refuting a suspect message"), []byte("Refuting a dead message"),
+	[]byte("Refuting an alive message")}
 
 func newMemberlistLogger(l *zap.Logger) *log.Logger {
 	return newMemberlistLoggerRefute(l, nil)

@@ -35,10 +35,11 @@ func TestMemberlistLogLinesBecomeZapDebug(t *testing.T) {
 	}
 }
 
-// TestRefutingSignalsRefuted: memberlist's "Refuting a suspect/dead
-// message" lines (their format in state.go) are what tell a node that its
-// peers may have declared it dead; other lines signal nothing.
-func TestRefutingSignalsRefuted(t *testing.T) {
+// TestRefutingQueuesResync: memberlist's "Refuting a ... message" lines
+// (their format in state.go) are the only sign that this node refuted a
+// claim about itself, after which resyncLoop syncs with the seeds and
+// signals MaybeDeclaredDead; other lines queue nothing.
+func TestRefutingQueuesResync(t *testing.T) {
 	g, err := NewGossip(namedConfig("n"), NodeMeta{Kind: KindBroker}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -46,24 +47,25 @@ func TestRefutingSignalsRefuted(t *testing.T) {
 	l := newMemberlistLoggerRefute(g.log, g.noteRefuted)
 	l.Printf("[DEBUG] memberlist: Initiating push/pull sync with: %s", "b")
 	select {
-	case <-g.MaybeDeclaredDead():
-		t.Fatal("an unrelated line signalled Refuted")
+	case <-g.refuted:
+		t.Fatal("an unrelated line queued a resync")
 	default:
 	}
 	for _, format := range []string{
 		"[WARN] memberlist: Refuting a suspect message (from: %s)",
 		"[WARN] memberlist: Refuting a dead message (from: %s)",
+		"[WARN] memberlist: Refuting an alive message for '%s' (127.0.0.1:7946) meta:([1] VS [2]), vsn:([1] VS [1])",
 	} {
 		l.Printf(format, "b")
 		l.Printf(format, "c")
 		select {
-		case <-g.MaybeDeclaredDead():
+		case <-g.refuted:
 		default:
-			t.Fatalf("%q did not signal Refuted", format)
+			t.Fatalf("%q did not queue a resync", format)
 		}
 		select {
-		case <-g.MaybeDeclaredDead():
-			t.Fatal("Refuted did not coalesce")
+		case <-g.refuted:
+			t.Fatal("resyncs did not coalesce")
 		default:
 		}
 	}

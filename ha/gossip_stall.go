@@ -7,66 +7,74 @@ import (
 	"go.uber.org/zap"
 )
 
-// stallLoop notices that this node stood still — the process was paused
-// (SIGSTOP, a VM migration) or starved — for longer than a probe of it can
-// wait for an answer (ProbeInterval), long enough for its peers to have
-// suspected it and declared it dead. It then syncs state with its seeds
-// (a push/pull, what Join does) and signals MaybeDeclaredDead, so that a
-// broker registers again with the name servers, which may have dropped it
-// from their routes.
+// resyncLoop makes sure that, when its peers may hold an out-of-date view
+// of this node, they hear its current state at once, and that a broker
+// registers again (MaybeDeclaredDead). It does so when the node
 //
-// A resumed node cannot count on hearing the claim and refuting it:
-// memberlist drops a claim about an older incarnation than the node's own
-// without a word, and the claims often are older. A node raises its
-// incarnation when it refutes (a restarted node always refutes its earlier
-// process's record as it joins) or updates its meta, and tells the others
-// by gossip; frozen before that gossip went out, it leaves its peers with
-// the old incarnation, which they suspect and declare dead — a name server
-// then drops it from the routes — while the node, resumed, ignores every
-// such claim. Its queued broadcast, or the push/pull here, makes the peers
-// hold it alive again, but nothing makes it register again, and a name
-// server re-adds a broker only when it registers. Hence the signal after
-// every stall, whatever the node heard meanwhile.
+//   - refuted a claim about itself (noteRefuted): its incarnation rose,
+//     and the peers hear of it only by gossip; or
+//   - stood still — the process was paused (SIGSTOP, a VM migration) or
+//     starved — for longer than a probe of it waits for an answer
+//     (ProbeInterval), long enough for its peers to have suspected it and
+//     declared it dead.
+//
+// Each time it syncs state with its seeds (a push/pull, what Join does)
+// and then signals MaybeDeclaredDead. The node cannot count on refuting a
+// death claim to learn of it: memberlist drops a claim about an older
+// incarnation than the node's own without a word, and after a refutation
+// the claims often are older. A restarted node always refutes its earlier
+// process's record as it joins; paused before its gossip went out, it
+// leaves its peers suspecting the old incarnation, and they declare it
+// dead — a name server drops it from its routes — while the node, resumed,
+// ignores every such claim. Its queued gossip, or the push/pull here,
+// makes the peers hold it alive again, but a name server re-adds a broker
+// only when it registers. The push/pull after a refutation also clears a
+// suspicion of the old incarnation before it can time out, when the node
+// runs on.
 //
 // The clock is the monotonic one, which runs on while the process is
-// stopped. A stall shorter than the threshold cannot have had a probe
-// fail: its answer is late by less than the probe waits for it. A loaded
-// machine's scheduling delays may pass the threshold now and then; each
-// costs a push/pull per seed and a registration round.
-func (g *Gossip) stallLoop() {
+// stopped. A stall shorter than the threshold cannot have failed a probe:
+// the answer is late by less than the probe waits for it. A loaded
+// machine's scheduling delays may pass it now and then; each costs a
+// push/pull per seed and a registration round.
+func (g *Gossip) resyncLoop() {
 	defer g.wg.Done()
 	tick := g.cfg.ProbeInterval / 2
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	last := time.Now()
+	last := g.now()
 	for {
+		var why string
 		select {
 		case <-g.ctx.Done():
 			return
+		case <-g.refuted:
+			why = "refuted a claim about itself"
 		case <-t.C:
+			now := g.now()
+			gap := now.Sub(last)
+			last = now
+			if gap <= tick+g.cfg.ProbeInterval {
+				continue
+			}
+			why = "stood still for " + gap.Round(time.Millisecond).String()
+			g.log.Info("gossip: this node stood still; syncing with its seeds and registering again",
+				zap.Duration("stall", gap.Round(time.Millisecond)))
 		}
-		now := time.Now()
-		gap := now.Sub(last)
-		last = now
-		if gap <= tick+g.cfg.ProbeInterval {
-			continue
-		}
-		g.log.Info("gossip: this node stood still; syncing with its seeds and signalling that peers may hold it dead",
-			zap.Duration("stall", gap.Round(time.Millisecond)))
-		g.syncAfterStall()
-		g.noteMaybeDead("stood still for " + gap.Round(time.Millisecond).String())
+		g.syncSeeds()
+		g.noteMaybeDead(why)
 		// The sync may take up to TCPTimeout; that is not a stall.
-		last = time.Now()
+		last = g.now()
 	}
 }
 
-// syncAfterStall pushes and pulls state with each seed at once (with the
-// other live members when there are no seeds: the first node of a pool
-// has none) and waits for them, each for at most TCPTimeout. The peers
-// learn this node's current incarnation and meta — alive beats their
-// older "dead" — and this node learns any claim about itself at its own
-// incarnation, which it refutes.
-func (g *Gossip) syncAfterStall() {
+// syncSeeds pushes and pulls state with each seed at once (with the other
+// live members when there are no seeds: the first node of a pool has
+// none) and waits for them, each for at most TCPTimeout. The peers learn
+// this node's current incarnation and meta — alive at a higher
+// incarnation beats their "dead" or "suspect" — and this node learns any
+// claim about itself at its own incarnation, which it refutes.
+func (g *Gossip) syncSeeds() {
 	addrs := g.peerSeeds()
 	if len(addrs) == 0 {
 		for _, m := range g.LiveMembers() {
@@ -81,7 +89,7 @@ func (g *Gossip) syncAfterStall() {
 		go func() {
 			defer wg.Done()
 			_, err := g.Join([]string{a})
-			g.log.Debug("gossip: synced after a stall", zap.String("addr", a), zap.Error(err))
+			g.log.Debug("gossip: synced with a seed", zap.String("addr", a), zap.Error(err))
 		}()
 	}
 	wg.Wait()

@@ -10,12 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/raftmq/raftmq/internal/testutil"
 )
@@ -243,4 +245,67 @@ func TestGossipResumedNodeIsRoutedAgainAtOnce(t *testing.T) {
 		m, _ := p.g.Member("x")
 		return m.State == MemberAlive
 	})
+}
+
+// TestGossipStallSyncsAndSignals: a node whose clock jumps by more than a
+// probe interval between two of its ticks — it stood still — syncs with
+// its seed and signals MaybeDeclaredDead without having refuted anything;
+// a jump shorter than a probe interval signals nothing.
+func TestGossipStallSyncsAndSignals(t *testing.T) {
+	ns := startNode(t, "ns", 0, NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"})
+	cfg := testConfig("x", testutil.FreePort(t), ns)
+	slowSync(&cfg)
+	core, logs := observer.New(zap.DebugLevel)
+	g, err := NewGossip(cfg, brokerMeta("bk", "x", 10931), zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skew atomic.Int64 // added to x's clock
+	g.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	testutil.WaitFor(t, 5*time.Second, "ns holds x alive", func() bool {
+		m, ok := ns.g.Member("x")
+		return ok && m.State == MemberAlive
+	})
+	signalled := func() bool {
+		select {
+		case <-g.MaybeDeclaredDead():
+			return true
+		default:
+			return false
+		}
+	}
+	synced := func() int {
+		n := 0
+		for _, e := range logs.FilterMessage("gossip: synced with a seed").All() {
+			if e.ContextMap()["addr"] == ns.addr() && e.ContextMap()["error"] == nil {
+				n++
+			}
+		}
+		return n
+	}
+	if signalled() || synced() != 0 {
+		t.Fatal("x signalled or synced before any stall")
+	}
+
+	// Half a probe interval late: no probe of x can have failed. Five
+	// ticks pass without a signal.
+	skew.Add(int64(cfg.ProbeInterval / 2))
+	select {
+	case <-g.MaybeDeclaredDead():
+		t.Fatal("x signalled after a stall shorter than a probe interval")
+	case <-time.After(5 * cfg.ProbeInterval / 2):
+	}
+
+	skew.Add(int64(2 * time.Second))
+	testutil.WaitFor(t, 2*time.Second, "x signals MaybeDeclaredDead after standing still", signalled)
+	if synced() != 1 {
+		t.Errorf("x synced with ns %d times after standing still; want once, before the signal", synced())
+	}
+	if logs.FilterMessage("gossip: this node stood still; syncing with its seeds and registering again").Len() != 1 {
+		t.Error("the stall was not logged once")
+	}
 }
