@@ -27,9 +27,10 @@
 //     a member newly held left.
 //   - gossip_seeds.go: the rejoin loop, which keeps the seeds aware of the
 //     node (one that never answered, or restarted since).
-//   - gossip_stall.go: the stall loop: a node that stood still (a pause,
-//     starvation) longer than a probe waits syncs with its seeds and
-//     signals MaybeDeclaredDead, since it may not hear the claim itself.
+//   - gossip_stall.go: the resync loop: after a refutation, or a stall (a
+//     pause, starvation) longer than a probe waits, the node syncs with
+//     its seeds and signals MaybeDeclaredDead, since it may never hear a
+//     death claim it would refute.
 //   - gossip_events.go: membership events, the member table and the one
 //     delivery goroutine; reading memberlist's real leave/dead state.
 //   - gossip_config.go: GossipConfig (gossip* keys), the sub-second
