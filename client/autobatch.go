@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -32,7 +34,8 @@ import (
 // message continues alone from that attempt under the normal retry policy
 // (another group for plain sends; the same queue and sequence number for
 // idempotent ones), in its caller's goroutine and within its caller's
-// context.
+// context. A batch refused as a whole (refusedAsBatch) is no attempt of
+// its messages: each starts its own.
 
 // autoBatchConfig is the AutoBatch option.
 type autoBatchConfig struct {
@@ -99,6 +102,23 @@ type batchRetry struct {
 	info *TopicPublishInfo
 	st   attemptState
 	err  error
+	// alone: the batch was refused as a whole and stored nothing; the
+	// message starts its own attempts rather than continuing the batch's.
+	alone bool
+}
+
+// refusedAsBatch reports whether err, a batch request's failure, refused
+// the request before storing anything, possibly for a reason none of its
+// messages has alone: MESSAGE_ILLEGAL (RocketMQ's brokers and raftmq's
+// answer it for a batch above maxMessageSize or maxBatchMessages, or
+// holding a message a batch may not carry), or a batch this producer could
+// not encode.
+func refusedAsBatch(err error) bool {
+	var be *BrokerError
+	if errors.As(err, &be) {
+		return be.Code == remoting.ResponseMessageIllegal
+	}
+	return errors.Is(err, ErrInvalidMessage)
 }
 
 func newAccumulator(cfg autoBatchConfig) *accumulator {
@@ -110,7 +130,7 @@ func newAccumulator(cfg autoBatchConfig) *accumulator {
 // batch bodies are not; not ordered, not oneway, within maxBytes).
 func (a *accumulator) batchable(r *sendRequest) bool {
 	return r.msg != nil && !r.oneway && r.selector == nil && r.sysFlag == 0 && !isReply(r.msg) &&
-		r.msg.DelayLevel == 0 && !r.msg.timer() && !strings.HasPrefix(r.topic, wire.RetryGroupTopicPrefix) &&
+		!r.msg.delayed() && !r.msg.timer() && !strings.HasPrefix(r.topic, wire.RetryGroupTopicPrefix) &&
 		batchEntrySize(r.msg) <= a.cfg.maxBytes
 }
 
@@ -375,6 +395,12 @@ func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, e
 	}
 	rt := s.retry
 	sd := p.newSendDeadline(ctx) // ctx has a deadline: nothing to release
+	if rt.alone {
+		if p.closed() {
+			return nil, &SendError{Topic: r.topic, Attempts: []SendAttempt{{Err: ErrClosed}}}
+		}
+		return p.runAttempts(&sd, routes, rt.info, r, &rt.st)
+	}
 	more, fresh := p.retryAfter(&sd, routes, r, rt.err)
 	if !more || rt.st.done >= p.maxAttempts(r) || p.closed() {
 		return nil, rt.st.errs()
@@ -423,6 +449,17 @@ func (p *Producer) runBatch(routes *routeManager, batch []*autoSend) {
 			s.res = splitBatchResult(res, r, i)
 		case st.done == 0:
 			s.err = err // no attempt was made (no queue)
+		case len(batch) > 1 && refusedAsBatch(err):
+			// Nothing was stored, and the refusal may be the batch's
+			// alone (a broker's maxBatchMessages or maxMessageSize below
+			// it, a neighbour's DELAY or overlong properties): every
+			// message goes alone with all its attempts, its caller having
+			// asked for no batch. An idempotent one keeps its queue and
+			// sequence number, which nothing took.
+			s.retry = &batchRetry{info: info, err: err, alone: true, st: attemptState{topic: r.topic}}
+			if st.extra != nil {
+				s.retry.st.mq, s.retry.st.chosen, s.retry.st.extra = st.mq, true, [][]string{st.extra[i]}
+			}
 		default:
 			s.retry = &batchRetry{info: info, err: err, st: attemptState{
 				done: st.done, mq: st.mq, chosen: true, lastBroker: st.mq.BrokerName,

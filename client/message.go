@@ -128,6 +128,17 @@ func (m *Message) timer() bool {
 	return false
 }
 
+// delayed reports whether m asks for a delay level, by DelayLevel or by a
+// DELAY property set directly (Java's Message.setDelayTimeLevel sets just
+// that property); brokers refuse one in a batch.
+func (m *Message) delayed() bool {
+	if m.DelayLevel > 0 {
+		return true
+	}
+	d := m.Properties[wire.PropertyDelayTimeLevel]
+	return d != "" && d != "0"
+}
+
 // overridden reports whether a user property named k is replaced by a
 // field of m or by the send path (UNIQ_KEY, idempotence).
 func (m *Message) overridden(k string) bool {

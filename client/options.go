@@ -399,19 +399,24 @@ func AttemptTimeout(d time.Duration) ProducerOpt {
 // adds no latency to an idle producer and saves broker work (one request,
 // one replicated log entry for many messages) when it is busy.
 //
-// Every caller still gets its own SendResult (MsgID = its UNIQ_KEY, its
-// own OffsetMsgID and QueueOffset; a batch is stored consecutively in one
-// queue) and its own error: a failed batch request counts as the first
-// attempt of each of its messages, which then retry alone under the
-// normal policy. Idempotent sends are batched too (each message keeps its
-// own sequence number; a retry goes alone to the same queue). Messages
-// that cannot share a request go alone as before: delayed messages,
-// retry-topic sends, bodies compressed (above CompressBodyOver),
-// messages that alone exceed maxBytes, SendWithSelector, SendOneway and
-// SendBatch. With linger 0 a send waits only while a request is in
-// flight, plus at most 1 ms right after a batch of several messages
-// returned, for the callers it released (closed-loop senders would
-// otherwise split into two half-size batches for good).
+// Every caller still gets its own SendResult (MsgID = its UNIQ_KEY,
+// its own OffsetMsgID and QueueOffset; a batch is stored consecutively
+// in one queue) and its own error: a failed batch request counts as
+// the first attempt of each of its messages, which then retry alone
+// under the normal policy; a batch refused as such (MESSAGE_ILLEGAL:
+// above a broker's maxBatchMessages or maxMessageSize, or holding a
+// message no request may carry) stored nothing, and its messages go
+// alone with all their attempts, so one bad message fails only its own
+// send. Idempotent sends are batched too (each message keeps its own
+// sequence number; a retry goes alone to the same queue). Messages
+// that cannot share a request go alone as before: delayed and timer
+// messages (by field or property), retry-topic sends, bodies
+// compressed (above CompressBodyOver), messages that alone exceed
+// maxBytes, SendWithSelector, SendOneway and SendBatch. With linger 0
+// a send waits only while a request is in flight, plus at most 1 ms
+// right after a batch of several messages returned, for the callers it
+// released (closed-loop senders would otherwise split into two
+// half-size batches for good).
 //
 // maxMessages 0 or 1 turns batching off; maxBytes must be at most
 // MaxMessageSize; linger at most 10 s.
