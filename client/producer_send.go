@@ -93,8 +93,8 @@ func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
 		if m.Topic != r.topic {
 			return nil, fmt.Errorf("%w: batch message %d is for topic %q, the batch for %q; a batch has one topic", ErrInvalidMessage, i, m.Topic, r.topic)
 		}
-		if m.DelayLevel > 0 {
-			return nil, fmt.Errorf("%w: batch message %d is delayed; batches cannot hold delayed messages", ErrInvalidMessage, i)
+		if m.delayed() || m.timer() {
+			return nil, fmt.Errorf("%w: batch message %d is delayed; batches cannot hold delayed or timer messages, send it alone", ErrInvalidMessage, i)
 		}
 		if strings.HasPrefix(m.Topic, wire.RetryGroupTopicPrefix) {
 			return nil, fmt.Errorf("%w: batches cannot be sent to retry topics", ErrInvalidMessage)

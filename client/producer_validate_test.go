@@ -1,0 +1,41 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestProducerBatchRefusesDelayedAtOnce: a batch holding a delayed or
+// timer message is refused before anything is sent, however the delay was
+// asked for (a DELAY property set directly, as Java's setDelayTimeLevel
+// does, counts as MessageBatch.generateFromList counts it): brokers refuse
+// such a batch, so the caller learns at once which message to send alone.
+func TestProducerBatchRefusesDelayedAtOnce(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	for name, m := range map[string]*Message{
+		"DELAY property":      NewMessage("T", []byte("x")).WithProperty(wire.PropertyDelayTimeLevel, "3"),
+		"DeliverAfter":        NewMessage("T", []byte("x")).WithDeliverAfter(time.Minute),
+		"DeliverAt":           NewMessage("T", []byte("x")).WithDeliverAt(time.Now().Add(time.Hour)),
+		"TIMER_DELAY_SEC set": NewMessage("T", []byte("x")).WithProperty(wire.PropertyTimerDelaySec, "60"),
+	} {
+		_, err := p.SendBatch(context.Background(), []*Message{NewMessage("T", []byte("plain")), m})
+		if !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("batch with a message with %s: %v, want ErrInvalidMessage", name, err)
+		}
+	}
+	if n := log.requests(); n != 0 {
+		t.Fatalf("%d requests reached the broker", n)
+	}
+	// DELAY=0 asks for no delay: such a batch goes.
+	if _, err := p.SendBatch(context.Background(), []*Message{NewMessage("T", []byte("x")).WithProperty(wire.PropertyDelayTimeLevel, "0")}); err != nil {
+		t.Fatal(err)
+	}
+}
