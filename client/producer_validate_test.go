@@ -39,3 +39,16 @@ func TestProducerBatchRefusesDelayedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestProducerRequestNilMessage: Request refuses a nil message with
+// ErrInvalidMessage, as every send does, rather than panicking.
+func TestProducerRequestNilMessage(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	if _, err := p.Request(context.Background(), nil, time.Second); !errors.Is(err, ErrInvalidMessage) {
+		t.Fatalf("Request(nil): %v, want ErrInvalidMessage", err)
+	}
+}

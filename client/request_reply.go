@@ -77,6 +77,11 @@ func (p *Producer) Request(ctx context.Context, msg *Message, timeout time.Durat
 	if timeout <= 0 {
 		return nil, fmt.Errorf("%w: request timeout %v", ErrInvalidMessage, timeout)
 	}
+	// Checked before the copy below and before the route of its topic is
+	// fetched; the send checks the copy again.
+	if err := msg.validate(p.cfg.maxMessageSize); err != nil {
+		return nil, err
+	}
 	rq, err := p.requesterState()
 	if err != nil {
 		return nil, err
