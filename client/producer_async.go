@@ -74,6 +74,9 @@ func (p *Producer) startAsync(ctx, pctx context.Context, routes *routeManager, r
 		return false
 	}
 	sd := p.newSendDeadline(ctx)
+	if sd.err() != nil {
+		return false // the attempt loop fails it without sending
+	}
 	start := p.cfg.common.now()
 	req, err := p.encode(r, mq, nil, start)
 	if err != nil {

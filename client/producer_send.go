@@ -347,7 +347,7 @@ func (p *Producer) retryAfter(sd *sendDeadline, routes *routeManager, r *sendReq
 	if errors.As(err, &be) && !retriableCode(be.Code) {
 		return false, nil
 	}
-	if errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrNoQueue) {
+	if errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrNoQueue) || sd.err() != nil {
 		return false, nil
 	}
 	if p.sticky(r) {
@@ -466,6 +466,12 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			start, resp, err = first.start, first.resp, first.err
 			first = nil
 		} else {
+			if err := sd.err(); err != nil {
+				// The caller has given up: a request sent now could be
+				// stored while the send reports a failure, and the
+				// timeout it would get says nothing of the group.
+				return nil, fail(addr, err)
+			}
 			start = p.cfg.common.now()
 			req, encErr := p.encode(r, mq, extra, start)
 			if encErr != nil {
