@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -61,6 +64,9 @@ const adaptiveWait = time.Millisecond
 // accumulator holds the sends waiting for a slot, per topic.
 type accumulator struct {
 	cfg autoBatchConfig
+	// refusedWarned: a batch refused as a batch was logged (once per
+	// producer: a broker that refuses one refuses them all).
+	refusedWarned atomic.Bool
 
 	mu     sync.Mutex
 	topics map[string]*topicQueue // guarded by mu
@@ -441,6 +447,12 @@ func (p *Producer) runBatch(routes *routeManager, batch []*autoSend) {
 	st := attemptState{topic: r.topic}
 	sd := p.newSendDeadline(ctx) // ctx has a deadline: nothing to release
 	res, err := p.runBatchAttempt(&sd, routes, info, r, &st)
+	var be *BrokerError
+	if len(batch) > 1 && errors.As(err, &be) && refusedAsBatch(be) && !p.acc.refusedWarned.Swap(true) {
+		p.log.Warn("a broker refused a batch AutoBatch made; its messages go alone (warned once). "+
+			"If it refuses every batch, keep AutoBatch's maxMessages and maxBytes within the brokers' maxBatchMessages and maxMessageSize",
+			zap.String("topic", r.topic), zap.Int("messages", len(batch)), zap.Error(err))
+	}
 	p.acc.finish(batch, func(i int, s *autoSend) {
 		switch {
 		case err == nil && len(batch) == 1:
