@@ -413,7 +413,7 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 		if msg == nil {
 			msg = r.batch[0]
 		}
-		return r.selector.Select(msg, append([]MessageQueue(nil), info.Queues...))
+		return r.selector.Select(msg, append([]MessageQueue(nil), info.ordered...))
 	}
 	notLast := func(mq MessageQueue) bool { return lastBroker == "" || mq.BrokerName != lastBroker }
 	// Groups that just timed out are skipped even with fault tolerance off
