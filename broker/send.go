@@ -245,9 +245,7 @@ func isSystemTopic(t string) bool {
 // sendForbiddenTopic reports whether no client may send to t: raftmq's
 // own topics, and RocketMQ's others that TopicValidator forbids sending
 // to (isNotAllowedSendTopic) though raftmq never creates them.
-func sendForbiddenTopic(t string) bool {
-	return isSystemTopic(t) || t == wire.TopicTransCheckMaxTime || t == wire.TopicSelfTest || t == wire.TopicOffsetMovedEvent
-}
+func sendForbiddenTopic(t string) bool { return isSystemTopic(t) || wire.SendForbidden(t) }
 
 // processSend is the synchronous send processor: the worker waits for the
 // Raft entry. Used when the Replica has no AsyncPutter.

@@ -221,6 +221,9 @@ func (m *Message) validate(maxSize int) error {
 	if m.Topic == wire.TopicAutoCreate {
 		return fmt.Errorf("%w: topic %s is reserved for auto-creation and cannot be sent to", ErrInvalidMessage, wire.TopicAutoCreate)
 	}
+	if wire.SendForbidden(m.Topic) {
+		return fmt.Errorf("%w: topic %s is a system topic no client may send to", ErrInvalidMessage, m.Topic)
+	}
 	if len(m.Body) == 0 {
 		return fmt.Errorf("%w: body of message to %q is empty", ErrInvalidMessage, m.Topic)
 	}

@@ -52,3 +52,36 @@ func TestProducerRequestNilMessage(t *testing.T) {
 		t.Fatalf("Request(nil): %v, want ErrInvalidMessage", err)
 	}
 }
+
+// TestProducerRefusesSystemTopicsAtOnce: a send to a topic no client may
+// send to (TopicValidator's NOT_ALLOWED_SEND_TOPIC_SET, and raftmq's timer
+// topic) is refused before anything is sent, as RocketMQ's clients refuse
+// it, rather than answered NO_PERMISSION by every group in turn.
+func TestProducerRefusesSystemTopicsAtOnce(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	forbidden := []string{wire.TopicSchedule, wire.TopicTimer, wire.TopicTransHalf, wire.TopicTransOpHalf,
+		wire.TopicTransCheckMaxTime, wire.TopicSelfTest, wire.TopicOffsetMovedEvent}
+	topics := map[string]int{}
+	for _, topic := range forbidden {
+		topics[topic] = 1
+	}
+	a.register(t, ns, 0, 1, topics)
+	p := newTestProducer(t, ns)
+	ctx := context.Background()
+	for _, topic := range forbidden {
+		if _, err := p.SendSync(ctx, NewMessage(topic, []byte("x"))); !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("SendSync to %s: %v, want ErrInvalidMessage", topic, err)
+		}
+		if err := p.SendOneway(ctx, NewMessage(topic, []byte("x"))); !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("SendOneway to %s: %v, want ErrInvalidMessage", topic, err)
+		}
+		if _, err := p.SendBatch(ctx, []*Message{NewMessage(topic, []byte("x"))}); !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("SendBatch to %s: %v, want ErrInvalidMessage", topic, err)
+		}
+	}
+	if n := log.requests(); n != 0 {
+		t.Fatalf("%d requests reached the broker", n)
+	}
+}

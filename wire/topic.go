@@ -65,6 +65,19 @@ const (
 	DLQGroupTopicPrefix = "%DLQ%"
 )
 
+// SendForbidden reports whether no client may send to topic: the topics
+// of TopicValidator's NOT_ALLOWED_SEND_TOPIC_SET, TBW102 and the timer
+// topic. Brokers answer such a send NO_PERMISSION; clients refuse it
+// before sending, as RocketMQ's do.
+func SendForbidden(topic string) bool {
+	switch topic {
+	case TopicAutoCreate, TopicSchedule, TopicTimer, TopicTransHalf, TopicTransOpHalf,
+		TopicTransCheckMaxTime, TopicSelfTest, TopicOffsetMovedEvent:
+		return true
+	}
+	return false
+}
+
 // RetryTopic returns group's retry topic.
 func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
 
