@@ -178,7 +178,12 @@ func (tp *TransactionProducer) Close(ctx context.Context) error {
 // SendMessageInTransaction sends msg as a half message, runs the local
 // transaction and ends it with the outcome. The error is the half's send
 // error (the local transaction did not run); an END_TRANSACTION that did
-// not arrive is TransactionSendResult.EndErr. A half resent by a retried
+// not arrive is TransactionSendResult.EndErr. A half stored with a status
+// other than SendOK (a RocketMQ broker's flush or replication wait timed
+// out) is not acted on: the local transaction does not run and the half
+// is rolled back, with a nil error and State TransactionRollback, as in
+// RocketMQ; State, not the error, says whether the message will be
+// delivered. A half resent by a retried
 // attempt is stored twice and each copy commits at most once: such a
 // message is at-least-once, as with RocketMQ. A DelayLevel delays the
 // committed message on raftmq brokers (RocketMQ's clients drop it).
