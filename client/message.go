@@ -55,6 +55,9 @@ type Message struct {
 	ShardingKey string
 	// Properties are user properties. Names used by the fields above
 	// (KEYS, TAGS, DELAY, UNIQ_KEY, ...) are overwritten by those fields.
+	// TRAN_MSG=true (which a consumed transactional message carries) makes
+	// a half message: plain sends refuse it, so a forwarded message is not
+	// stored invisibly; delete it to forward such a message.
 	Properties map[string]string
 }
 
@@ -137,6 +140,22 @@ func (m *Message) delayed() bool {
 	}
 	d := m.Properties[wire.PropertyDelayTimeLevel]
 	return d != "" && d != "0"
+}
+
+// half reports whether m carries TRAN_MSG=true, which makes brokers store
+// it as a transaction's half message (they read it case-insensitively, as
+// Java's Boolean.parseBoolean).
+func (m *Message) half() bool {
+	return strings.EqualFold(m.Properties[wire.PropertyTransactionPrep], "true")
+}
+
+// errHalfOutsideTransaction refuses a half message sent by a plain send:
+// the broker would store it invisibly and answer SEND_OK, and with no
+// transaction to end it or listener to answer its check-back it would
+// never be delivered.
+func errHalfOutsideTransaction(m *Message) error {
+	return fmt.Errorf("%w: message to %q carries %s=%s, which makes it a transaction's half message; send it with TransactionProducer.SendMessageInTransaction",
+		ErrInvalidMessage, m.Topic, wire.PropertyTransactionPrep, m.Properties[wire.PropertyTransactionPrep])
 }
 
 // overridden reports whether a user property named k is replaced by a

@@ -40,8 +40,18 @@ type sendRequest struct {
 	propsBuf [192]byte // props' first storage: UNIQ_KEY, tags, keys fit
 }
 
-// prepare validates msg and fixes what every attempt shares.
+// prepare validates msg for a plain send and fixes what every attempt
+// shares.
 func (p *Producer) prepare(msg *Message) (*sendRequest, error) {
+	if msg != nil && msg.half() {
+		return nil, errHalfOutsideTransaction(msg)
+	}
+	return p.prepareMsg(msg)
+}
+
+// prepareMsg is prepare without the plain send's checks, for the
+// transaction producer's half message.
+func (p *Producer) prepareMsg(msg *Message) (*sendRequest, error) {
 	if err := msg.validate(p.cfg.maxMessageSize); err != nil {
 		return nil, err
 	}
@@ -89,6 +99,9 @@ func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
 	for i, m := range msgs {
 		if err := m.validate(p.cfg.maxMessageSize); err != nil {
 			return nil, fmt.Errorf("batch message %d: %w", i, err)
+		}
+		if m.half() {
+			return nil, fmt.Errorf("batch message %d: %w", i, errHalfOutsideTransaction(m))
 		}
 		if m.Topic != r.topic {
 			return nil, fmt.Errorf("%w: batch message %d is for topic %q, the batch for %q; a batch has one topic", ErrInvalidMessage, i, m.Topic, r.topic)

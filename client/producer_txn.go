@@ -194,7 +194,7 @@ func (tp *TransactionProducer) SendMessageInTransaction(ctx context.Context, msg
 	half := *msg
 	half.Properties = maps.Clone(msg.Properties)
 	half.WithProperty(wire.PropertyTransactionPrep, "true").WithProperty(wire.PropertyProducerGroup, tp.cfg.group)
-	r, err := tp.prepare(&half)
+	r, err := tp.prepareMsg(&half)
 	if err != nil {
 		return nil, err
 	}

@@ -85,3 +85,44 @@ func TestProducerRefusesSystemTopicsAtOnce(t *testing.T) {
 		t.Fatalf("%d requests reached the broker", n)
 	}
 }
+
+// TestProducerRefusesHalfPropertyOutsideTransactions: a message carrying
+// TRAN_MSG=true is a half message to the brokers, stored invisibly until
+// an END_TRANSACTION or a check-back decides it; a plain producer would
+// get SEND_OK for it, answer no check-back, and the message would never
+// be delivered. Every plain send refuses it at once; a transaction
+// producer's half still carries it.
+func TestProducerRefusesHalfPropertyOutsideTransactions(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	ctx := context.Background()
+	half := func() *Message {
+		return NewMessage("T", []byte("x")).WithProperty(wire.PropertyTransactionPrep, "TRUE")
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("%s of a message with TRAN_MSG: %v, want ErrInvalidMessage", what, err)
+		}
+	}
+	_, err := p.SendSync(ctx, half())
+	check("SendSync", err)
+	check("SendOneway", p.SendOneway(ctx, half()))
+	check("SendAsync", p.SendAsync(ctx, half(), func(*SendResult, error) { t.Error("callback of a refused SendAsync") }))
+	_, err = p.SendWithSelector(ctx, half(), HashSelector())
+	check("SendWithSelector", err)
+	_, err = p.SendBatch(ctx, []*Message{NewMessage("T", []byte("y")), half()})
+	check("SendBatch", err)
+	_, err = p.Request(ctx, half(), time.Second)
+	check("Request", err)
+	if n := log.requests(); n != 0 {
+		t.Fatalf("%d requests reached the broker", n)
+	}
+	// TRAN_MSG=false asks for nothing.
+	if _, err := p.SendSync(ctx, NewMessage("T", []byte("x")).WithProperty(wire.PropertyTransactionPrep, "false")); err != nil {
+		t.Fatal(err)
+	}
+}

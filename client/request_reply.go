@@ -82,6 +82,9 @@ func (p *Producer) Request(ctx context.Context, msg *Message, timeout time.Durat
 	if err := msg.validate(p.cfg.maxMessageSize); err != nil {
 		return nil, err
 	}
+	if msg.half() {
+		return nil, errHalfOutsideTransaction(msg)
+	}
 	rq, err := p.requesterState()
 	if err != nil {
 		return nil, err
