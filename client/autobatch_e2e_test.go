@@ -20,7 +20,7 @@ import (
 // offsets are dense: the per-message split of batch answers matches what
 // the broker stored.
 func TestEndToEndAutoBatch(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedE2ECluster(t)
 	nsAddr := ec.NamesrvAddr()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))

@@ -14,15 +14,17 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// startConnCluster starts a name server and one single-member raftmq
-// group on in-memory parts with topic routed by it, and returns the
-// member's address.
+// startConnCluster creates topic on a name server and one single-member
+// raftmq group on in-memory parts, shared by the tests here (each with
+// topics and groups of its own), and returns the member's address.
 func startConnCluster(t *testing.T, topic string) (nsAddr, brokerAddr string) {
 	t.Helper()
-	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Members: 1, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
-		cfg.PullHoldCheckInterval = 100 * time.Millisecond
-		cfg.TopicChangeCheckInterval = 50 * time.Millisecond
-	}})
+	ec := client.SharedCluster(t, "conn", func(string) devcluster.Options {
+		return devcluster.Options{InMemory: true, Members: 1, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+			cfg.PullHoldCheckInterval = 100 * time.Millisecond
+			cfg.TopicChangeCheckInterval = 50 * time.Millisecond
+		}}
+	})
 	admin, err := client.NewAdmin(client.NameServers(ec.NamesrvAddr()))
 	if err != nil {
 		t.Fatal(err)

@@ -93,11 +93,11 @@ func watchOffset(t *testing.T, admin *client.Admin, group, topic string) *offset
 	return w
 }
 
-// startSendBackTopic starts a raftmq group with topic (one queue) holding
+// startSendBackTopic creates topic (one queue) on the shared group, holding
 // bodies m0..m(n-1), and returns the cluster and an admin client.
 func startSendBackTopic(t *testing.T, topic string, n int) (*devcluster.Cluster, *client.Admin) {
 	t.Helper()
-	ec := startE2ECluster(t)
+	ec := sharedE2ECluster(t)
 	ctx := context.Background()
 	admin, err := client.NewAdmin(client.NameServers(ec.NamesrvAddr()))
 	if err != nil {

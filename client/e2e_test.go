@@ -35,9 +35,22 @@ func startE2EDiskCluster(t testing.TB) *devcluster.Cluster {
 	return startE2E(t, false)
 }
 
+// sharedE2ECluster is startE2ECluster's group shared by the tests that
+// leave it as they found it: every member running, topics and groups of
+// their own (see client.SharedCluster). A test that kills, stops or cuts
+// off a member starts its own.
+func sharedE2ECluster(t testing.TB) *devcluster.Cluster {
+	t.Helper()
+	return client.SharedCluster(t, "e2e", func(string) devcluster.Options { return e2eOptions(true) })
+}
+
 func startE2E(t testing.TB, inMemory bool) *devcluster.Cluster {
 	t.Helper()
-	return devcluster.MustStart(t, devcluster.Options{InMemory: inMemory, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+	return devcluster.MustStart(t, e2eOptions(inMemory))
+}
+
+func e2eOptions(inMemory bool) devcluster.Options {
+	return devcluster.Options{InMemory: inMemory, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 		cfg.MessageDelayLevel = "100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms"
 		cfg.PullHoldCheckInterval = 100 * time.Millisecond
 		cfg.ScheduleMessageCheckInterval = 50 * time.Millisecond
@@ -46,7 +59,7 @@ func startE2E(t testing.TB, inMemory bool) *devcluster.Cluster {
 		cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 4, 8
 		cfg.Store.MaxMessageSize = 1 << 20
 		cfg.RaftBatchMaxBytes = 1 << 20
-	}})
+	}}
 }
 
 // led runs ViewMessage until a member answers it: the call goes to the
@@ -70,7 +83,7 @@ func led(t *testing.T, what string, call func() error) error {
 // broker's retry topic), offsets reach the group (lag 0), and an orderly
 // consumer and a lite pull consumer read the same topic.
 func TestEndToEndRaftGroup(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedE2ECluster(t)
 	nsAddr := ec.NamesrvAddr()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))

@@ -30,7 +30,7 @@ func TestExamples(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ../examples/...: %v\n%s", err, out)
 	}
-	ec := startE2ECluster(t)
+	ec := sharedE2ECluster(t)
 	ns := ec.NamesrvAddr()
 	for _, tc := range []struct {
 		name string

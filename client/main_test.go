@@ -13,5 +13,5 @@ func TestMain(m *testing.M) {
 	// The official client (used by the comparison benchmark) logs every
 	// route refresh at info level.
 	rlog.SetLogLevel("error")
-	goleak.VerifyTestMain(m, testutil.OfficialClientGoroutines()...)
+	goleak.VerifyTestMain(runThenCloseShared{m}, testutil.OfficialClientGoroutines()...)
 }
