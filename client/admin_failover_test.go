@@ -19,7 +19,7 @@ import (
 // server still routes it) wait for the new leader within their context
 // and succeed there.
 func TestAdminRidesOutLeaderKill(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	admin := startFailoverTopic(t, ec, "AKOld")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -105,7 +105,7 @@ func (r *refusals) got(codes ...int16) bool {
 // group elects once a member comes back. A request any member answers
 // (BrokerConfig) is answered by the named member meanwhile.
 func TestAdminAddressCallsRideOutElection(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	admin := startFailoverTopic(t, ec, "AEOld")
 	l := ec.Leader(0)
 	f, s := (l+1)%3, (l+2)%3

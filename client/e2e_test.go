@@ -19,36 +19,44 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// startE2ECluster starts a real name server and a real 3-node raftmq
-// group, the SDK's end-to-end target, with the broker's timers shortened
-// for tests. The members run on in-memory parts (Raft over an in-memory
-// network, nothing synced); clients reach them over loopback TCP.
-func startE2ECluster(t testing.TB) *devcluster.Cluster {
-	t.Helper()
-	return startE2E(t, true)
-}
-
-// startE2EDiskCluster is startE2ECluster with members on their production
-// parts: Raft over loopback TCP, synced files, restarts from disk.
-func startE2EDiskCluster(t testing.TB) *devcluster.Cluster {
-	t.Helper()
-	return startE2E(t, false)
-}
-
-// sharedE2ECluster is startE2ECluster's group shared by the tests that
-// leave it as they found it: every member running, topics and groups of
-// their own (see client.SharedCluster). A test that kills, stops or cuts
-// off a member starts its own.
+// sharedE2ECluster is a real name server and a real 3-node raftmq group,
+// the SDK's end-to-end target, with the broker's timers shortened for
+// tests (e2eOptions). The members run on in-memory parts (Raft over an
+// in-memory network, nothing synced); clients reach them over loopback
+// TCP. The tests that leave the group as they found it (every member
+// running, topics and groups of their own) share it (see
+// client.SharedCluster).
 func sharedE2ECluster(t testing.TB) *devcluster.Cluster {
 	t.Helper()
 	return client.SharedCluster(t, "e2e", func(string) devcluster.Options { return e2eOptions(true) })
 }
 
-func startE2E(t testing.TB, inMemory bool) *devcluster.Cluster {
+// sharedFailoverCluster is sharedE2ECluster's kind of group, shared by the
+// tests that kill, stop or restart members; each gets it back whole (see
+// client.SharedFailoverCluster). It is not sharedE2ECluster's group: the
+// tests there see no election.
+func sharedFailoverCluster(t testing.TB) *devcluster.Cluster {
 	t.Helper()
-	return devcluster.MustStart(t, e2eOptions(inMemory))
+	return client.SharedFailoverCluster(t, "e2e-failover", func(string) devcluster.Options { return e2eOptions(true) })
 }
 
+// sharedFailoverDiskCluster is sharedFailoverCluster with members on their
+// production parts: Raft over loopback TCP, synced files, restarts from
+// disk.
+func sharedFailoverDiskCluster(t testing.TB) *devcluster.Cluster {
+	t.Helper()
+	return client.SharedFailoverCluster(t, "e2e-failover-disk", func(string) devcluster.Options { return e2eOptions(false) })
+}
+
+// startE2EDiskCluster starts a group of its own on disk members, as
+// sharedFailoverDiskCluster's (for benchmarks).
+func startE2EDiskCluster(t testing.TB) *devcluster.Cluster {
+	t.Helper()
+	return devcluster.MustStart(t, e2eOptions(false))
+}
+
+// e2eOptions is the end-to-end group: one group of three members, on
+// in-memory parts or on disk.
 func e2eOptions(inMemory bool) devcluster.Options {
 	return devcluster.Options{InMemory: inMemory, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
 		cfg.MessageDelayLevel = "100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms 100ms"
@@ -267,7 +275,7 @@ func TestEndToEndRaftGroup(t *testing.T) {
 // and gets every acknowledged message. It logs the gap between the kill
 // and the first message consumed from a send acknowledged after it.
 func TestEndToEndConsumerFailover(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	nsAddr := ec.NamesrvAddr()
 	ctx := context.Background()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))

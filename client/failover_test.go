@@ -242,7 +242,7 @@ func startFailoverTopic(t *testing.T, ec *devcluster.Cluster, topic string) *cli
 // AutoBatch producer with 12 (so that batches are in flight at each kill
 // and their messages fail over one by one).
 func TestProducerFailover(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	t.Run("plain", func(t *testing.T) { producerFailover(t, ec, "PF", 4) })
 	t.Run("autobatch", func(t *testing.T) { producerFailover(t, ec, "PFB", 12, client.AutoBatch(16, 64<<10, 0)) })
 }
@@ -300,7 +300,7 @@ func producerFailover(t *testing.T, ec *devcluster.Cluster, topic string, sender
 // in-memory group (no fsync) often is not; and killed members restart
 // from their files, as processes do.
 func TestIdempotentFailover(t *testing.T) {
-	ec := startE2EDiskCluster(t)
+	ec := sharedFailoverDiskCluster(t)
 	nsAddr := ec.NamesrvAddr()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	forced := []client.ProducerOpt{client.NameServers(nsAddr), client.WithLogger(log),
@@ -337,7 +337,7 @@ func TestIdempotentFailover(t *testing.T) {
 // queue with its sequence, and the group's FSM must still store every
 // UNIQ_KEY exactly once. On disk, as TestIdempotentFailover.
 func TestIdempotentAutoBatchFailover(t *testing.T) {
-	ec := startE2EDiskCluster(t)
+	ec := sharedFailoverDiskCluster(t)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	idempotentKills(t, ec, "PB", 12, client.NameServers(ec.NamesrvAddr()), client.WithLogger(log),
 		client.AttemptTimeout(time.Millisecond), client.RetryTimesWhenSendFailed(3), client.Idempotent(true),

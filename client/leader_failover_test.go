@@ -90,7 +90,7 @@ func waitCommitted(t *testing.T, admin *client.Admin, group, topic string, n int
 // killed waits for the new leader within its context and succeeds; the
 // new leader has every offset.
 func TestLiteCommitRidesOutLeaderKill(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	const n = 20
 	admin, lp := polledLiteConsumer(t, ec, "LCK", n)
 	ec.Kill(0, ec.Leader(0))
@@ -106,7 +106,7 @@ func TestLiteCommitRidesOutLeaderKill(t *testing.T) {
 // the group has no quorum fails, but the offsets are kept and reach the
 // group once it elects a leader again, with no further Commit.
 func TestLiteCommitKeptUntilALeaderTakesIt(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	const n = 20
 	admin, lp := polledLiteConsumer(t, ec, "LCQ", n, client.PersistInterval(100*time.Millisecond))
 	l := ec.Leader(0)
@@ -137,7 +137,7 @@ const shortFollowWait = 2 * time.Second
 // for a new leader in all, not that long for each of the queues it owns
 // there.
 func TestLiteCommitWaitsOnceWithoutDeadline(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	_, lp := polledLiteConsumer(t, ec, "LCW", 20, client.LeaderFollowWait(shortFollowWait))
 	l := ec.Leader(0)
 	ec.Kill(0, l)
@@ -155,13 +155,23 @@ func TestLiteCommitWaitsOnceWithoutDeadline(t *testing.T) {
 	}
 }
 
+// sharedTwoGroupCluster is a name server and two 3-member groups
+// (broker-a, broker-b) on in-memory parts, shared by the tests that take
+// broker-a's quorum away (see client.SharedFailoverCluster).
+func sharedTwoGroupCluster(t *testing.T) *devcluster.Cluster {
+	t.Helper()
+	return client.SharedFailoverCluster(t, "two-groups", func(string) devcluster.Options {
+		return devcluster.Options{InMemory: true, Groups: 2, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
+			cfg.ConsumerOffsetCommitCoalescer = 20 * time.Millisecond
+		}}
+	})
+}
+
 // TestLiteCommitOtherGroupsWhileOneHasNoQuorum: a Commit whose context
 // ends while broker-a has no quorum still commits the queues of broker-b:
 // a group that cannot answer does not use up the time of the others.
 func TestLiteCommitOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
-	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Groups: 2, Configure: func(_, _ int, cfg *broker.BrokerConfig) {
-		cfg.ConsumerOffsetCommitCoalescer = 20 * time.Millisecond
-	}})
+	ec := sharedTwoGroupCluster(t)
 	// No persist round while the test looks: only Commit sends. The
 	// cleanup's Close waits out broker-a for the client's wait, shortened.
 	_, lp := polledLiteConsumer(t, ec, "LCS", 40, client.PersistInterval(time.Hour), client.LeaderFollowWait(shortFollowWait))
@@ -193,7 +203,7 @@ func TestLiteCommitOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
 // election for the whole ctx. The two updates run side by side, each
 // with its own ctx, so the test waits that out once.
 func TestAdminOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
-	ec := devcluster.MustStart(t, devcluster.Options{InMemory: true, Groups: 2})
+	ec := sharedTwoGroupCluster(t)
 	admin := startFailoverTopic(t, ec, "AOG")
 	l := ec.Leader(0)
 	ec.Kill(0, l)
@@ -253,7 +263,7 @@ func (r *offsetRefusals) AfterResponse(_ string, req, resp *remoting.RemotingCom
 // consumer joins) while their group has no quorum keep the offsets a
 // Commit could not send; they reach the group once it elects again.
 func TestLiteHandOverKeepsOffsetThroughElection(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	const n = 20
 	admin, lp := polledLiteConsumer(t, ec, "LHO", n, client.PersistInterval(100*time.Millisecond), client.RebalanceInterval(100*time.Millisecond))
 	l := ec.Leader(0)
@@ -293,7 +303,7 @@ func TestLiteHandOverKeepsOffsetThroughElection(t *testing.T) {
 // group could not take (no quorum) waits within its context for the group
 // to elect again, and commits the offsets there.
 func TestLiteCloseRidesOutElection(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	const n = 20
 	// No persist round: only Commit and Close send.
 	admin, lp := polledLiteConsumer(t, ec, "LCE", n, client.PersistInterval(time.Hour))
@@ -333,7 +343,7 @@ func TestLiteCloseRidesOutElection(t *testing.T) {
 // a deadline waits out a group without quorum for the client's wait for a
 // new leader, then returns the commit's failure.
 func TestLiteCloseWaitsBoundedWithoutDeadline(t *testing.T) {
-	ec := startE2ECluster(t)
+	ec := sharedFailoverCluster(t)
 	_, lp := polledLiteConsumer(t, ec, "LCB", 20, client.PersistInterval(time.Hour), client.LeaderFollowWait(shortFollowWait))
 	l := ec.Leader(0)
 	ec.Kill(0, l)

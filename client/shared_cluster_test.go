@@ -67,6 +67,83 @@ func SharedCluster(t testing.TB, name string, options func(dir string) devcluste
 	return sc.ec
 }
 
+// SharedFailoverCluster is SharedCluster for tests that kill, stop or
+// restart members: once the test and its other cleanups are over, every
+// member is running again, each group has a leader the name server
+// routes, and every member has applied the leader's log. A cluster that
+// does not get there in time is closed and the next test starts a new one.
+func SharedFailoverCluster(t testing.TB, name string, options func(dir string) devcluster.Options) *devcluster.Cluster {
+	t.Helper()
+	ec := SharedCluster(t, name, options)
+	// Registered before the test's own cleanups, so it runs after them
+	// (its clients closed).
+	t.Cleanup(func() {
+		if err := restore(ec, 20*time.Second); err != nil {
+			t.Logf("shared cluster %s not restored, the next test starts a new one: %v", name, err)
+			shared.mu.Lock()
+			sc := shared.clusters[name]
+			if sc != nil && sc.ec == ec {
+				delete(shared.clusters, name)
+			} else {
+				sc = nil
+			}
+			shared.mu.Unlock()
+			if sc != nil {
+				_ = sc.close()
+			}
+		}
+	})
+	return ec
+}
+
+// restore brings every member of ec back and waits, up to timeout, until
+// each group has a leader that the name server routes and that every
+// member has caught up with.
+func restore(ec *devcluster.Cluster, timeout time.Duration) error {
+	for g := range ec.Groups() {
+		for m, mb := range ec.Members(g) {
+			if !mb.Running() {
+				if err := ec.Restart(g, m); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for g := range ec.Groups() {
+		// target is the leader's last index when it was first seen: a
+		// new leader's no-op in it, nothing another leader may truncate.
+		var leaderID string
+		var target uint64
+		settled := func() bool {
+			l := ec.Leader(g)
+			if l < 0 {
+				return false
+			}
+			leader := ec.Member(g, l)
+			if leader.ID() != leaderID {
+				leaderID, target = leader.ID(), leader.Group.Raft().LastIndex()
+			}
+			for _, mb := range ec.Members(g) {
+				if mb.Group.Raft().AppliedIndex() < target {
+					return false
+				}
+			}
+			return ec.RoutedLeader(g) == leader.Addr()
+		}
+		if !eventually(time.Until(deadlineOf(ctx)), settled) {
+			return fmt.Errorf("group %d: no routed leader every member caught up with", g)
+		}
+	}
+	return ec.WaitReady(ctx)
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
 func (sc *sharedCluster) start(name string, options func(dir string) devcluster.Options) error {
 	dir, err := os.MkdirTemp("", "raftmq-client-"+name+"-")
 	if err != nil {
