@@ -154,3 +154,29 @@ func TestWaitReadyNamesWhatIsMissing(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStartReady: one fresh group of three, from Start until the
+// name server routes its master (what `raftmq dev` waits for before it
+// prints its ready line), then closed; on disk and in memory.
+func BenchmarkStartReady(b *testing.B) {
+	b.Run("disk", func(b *testing.B) { benchStartReady(b, false) })
+	b.Run("inmem", func(b *testing.B) { benchStartReady(b, true) })
+}
+
+func benchStartReady(b *testing.B, inMem bool) {
+	for b.Loop() {
+		c, err := Start(Options{Dir: b.TempDir(), InMemory: inMem})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = c.WaitReady(ctx)
+		cancel()
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
