@@ -133,13 +133,19 @@ func (m *Message) timer() bool {
 
 // delayed reports whether m asks for a delay level, by DelayLevel or by a
 // DELAY property set directly (Java's Message.setDelayTimeLevel sets just
-// that property); brokers refuse one in a batch.
+// that property); brokers refuse one in a batch. A level of 0 or below
+// asks for none, as brokers read it; one that is not a number is kept
+// out of batches too, so that the broker's refusal names the message.
 func (m *Message) delayed() bool {
 	if m.DelayLevel > 0 {
 		return true
 	}
 	d := m.Properties[wire.PropertyDelayTimeLevel]
-	return d != "" && d != "0"
+	if d == "" {
+		return false
+	}
+	level, err := strconv.Atoi(d)
+	return err != nil || level > 0
 }
 
 // half reports whether m carries TRAN_MSG=true, which makes brokers store
