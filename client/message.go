@@ -160,8 +160,9 @@ func (m *Message) half() bool {
 // transaction to end it or listener to answer its check-back it would
 // never be delivered.
 func errHalfOutsideTransaction(m *Message) error {
-	return fmt.Errorf("%w: message to %q carries %s=%s, which makes it a transaction's half message; send it with TransactionProducer.SendMessageInTransaction",
-		ErrInvalidMessage, m.Topic, wire.PropertyTransactionPrep, m.Properties[wire.PropertyTransactionPrep])
+	return fmt.Errorf("%w: message to %q carries %s=%s, which makes it a transaction's half message; send it with TransactionProducer.SendMessageInTransaction, "+
+		"or delete the %s property to send it as a plain message (a consumed transactional message keeps it)",
+		ErrInvalidMessage, m.Topic, wire.PropertyTransactionPrep, m.Properties[wire.PropertyTransactionPrep], wire.PropertyTransactionPrep)
 }
 
 // overridden reports whether a user property named k is replaced by a

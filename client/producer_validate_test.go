@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +115,11 @@ func TestProducerRefusesHalfPropertyOutsideTransactions(t *testing.T) {
 	}
 	_, err := p.SendSync(ctx, half())
 	check("SendSync", err)
+	// A consumed transactional message still carries TRAN_MSG=true: the
+	// error tells one forwarding it what to do as well.
+	if err == nil || !strings.Contains(err.Error(), "delete the "+wire.PropertyTransactionPrep+" property") {
+		t.Errorf("the refusal does not say how to forward a consumed transactional message: %v", err)
+	}
 	check("SendOneway", p.SendOneway(ctx, half()))
 	check("SendAsync", p.SendAsync(ctx, half(), func(*SendResult, error) { t.Error("callback of a refused SendAsync") }))
 	_, err = p.SendWithSelector(ctx, half(), HashSelector())
