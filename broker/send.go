@@ -242,11 +242,6 @@ func isSystemTopic(t string) bool {
 		t == wire.TopicTransHalf || t == wire.TopicTransOpHalf
 }
 
-// sendForbiddenTopic reports whether no client may send to t: raftmq's
-// own topics, and RocketMQ's others that TopicValidator forbids sending
-// to (isNotAllowedSendTopic) though raftmq never creates them.
-func sendForbiddenTopic(t string) bool { return isSystemTopic(t) || wire.SendForbidden(t) }
-
 // processSend is the synchronous send processor: the worker waits for the
 // Raft entry. Used when the Replica has no AsyncPutter.
 func (c *Controller) processSend(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
@@ -367,7 +362,7 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 	if r := checkTopic(h.Topic); r != nil {
 		return nil, r
 	}
-	if sendForbiddenTopic(h.Topic) {
+	if wire.SendForbidden(h.Topic) { // raftmq's own topics and the rest of TopicValidator.isNotAllowedSendTopic's
 		return nil, response(remoting.ResponseNoPermission, "sending to the system topic %s is not allowed", h.Topic)
 	}
 	if len(h.Properties) > maxPropertiesLength {
