@@ -426,7 +426,7 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 		if msg == nil {
 			msg = r.batch[0]
 		}
-		return r.selector.Select(msg, append([]MessageQueue(nil), info.ordered...))
+		return r.selector.Select(msg, append([]MessageQueue(nil), info.Queues...))
 	}
 	notLast := func(mq MessageQueue) bool { return lastBroker == "" || mq.BrokerName != lastBroker }
 	// Groups that just timed out are skipped even with fault tolerance off

@@ -27,11 +27,6 @@ type TopicPublishInfo struct {
 	// fromDefault is set when the queues are TBW102's, standing in for a
 	// topic the broker will create on first send.
 	fromDefault bool
-	// ordered is what a MessageQueueSelector chooses from: Queues plus
-	// those of the groups left out for having no master, in brokerName
-	// order. A group is masterless while it elects; taking its queues out
-	// of the selector's list would move an ordered key to another queue.
-	ordered []MessageQueue
 
 	index atomic.Uint32 // sendWhichQueue; starts random, as ThreadLocalIndex
 }
@@ -62,7 +57,6 @@ func newPublishInfo(topic string, rd *wire.TopicRouteData) *TopicPublishInfo {
 			}
 		}
 		info.OrderTopic = true
-		info.ordered = info.Queues
 		return info
 	}
 	qds := slices.Clone(rd.QueueDatas)
@@ -87,7 +81,6 @@ func newPublishInfo(topic string, rd *wire.TopicRouteData) *TopicPublishInfo {
 			} else {
 				info.Queues = append(info.Queues, mq)
 			}
-			info.ordered = append(info.ordered, mq)
 		}
 	}
 	if len(info.Queues) == 0 {

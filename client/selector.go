@@ -10,11 +10,7 @@ import (
 // MessageQueueSelector picks the queue of a message sent with
 // SendWithSelector, typically to keep related messages in order on one
 // queue (RocketMQ's MessageQueueSelector). queues are the topic's writable
-// queues in route order, those of a group that has no master at the moment
-// included: a raftmq group has none while it elects, and the send waits
-// within its ctx for the group's new leader, where RocketMQ's clients
-// would move the key to another group's queue and break its order
-// silently. false means no suitable queue.
+// queues in route order; false means no suitable queue.
 type MessageQueueSelector interface {
 	Select(msg *Message, queues []MessageQueue) (MessageQueue, bool)
 }
