@@ -28,7 +28,7 @@
 //   - gossip_seeds.go: the rejoin loop, which keeps the seeds aware of the
 //     node (one that never answered, or restarted since).
 //   - gossip_stall.go: the resync loop: after a refutation, or a stall (a
-//     pause, starvation) longer than a probe waits, the node syncs with
+//     pause, starvation) long enough to be declared dead, the node syncs with
 //     its seeds and signals MaybeDeclaredDead, since it may never hear a
 //     death claim it would refute.
 //   - gossip_events.go: membership events, the member table and the one

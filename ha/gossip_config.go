@@ -35,7 +35,7 @@ const DefaultGossipPort = 10913
 // than about ProbeTimeout + SuspicionMult × ProbeInterval — a long GC pause,
 // a stop-the-world fsync stall, CPU starvation on a small box (a 2-core
 // test machine running several test suites at once is exactly that), a VM
-// migration — is declared dead by its peers: name servers drop it from
+// pause — is declared dead by its peers: name servers drop it from
 // routes and, if it was the Raft leader, clients move away from it. This is
 // recoverable: when the node runs again it sees the dead/suspect message
 // about itself, refutes it with a higher incarnation, and the others report
@@ -43,8 +43,8 @@ const DefaultGossipPort = 10913
 // see no claim it must refute — one about an older incarnation than its
 // own, as after a restart or meta update whose broadcast the stall cut
 // short, is dropped silently — so a node that notices it stood still for
-// longer than ProbeInterval also syncs with its seeds and re-registers
-// (gossip_stall.go). Raft, not
+// longer than ProbeTimeout + SuspicionMult × ProbeInterval also syncs with
+// its seeds and re-registers (gossip_stall.go). Raft, not
 // gossip, decides leadership, so a false positive never causes a split
 // brain; it only costs a route flap. memberlist also backs off by itself
 // (AwarenessMaxMultiplier): a node that notices it is missing its own
@@ -134,6 +134,14 @@ type GossipConfig struct {
 	UpdateTimeout time.Duration `prop:"gossipUpdateTimeoutMs"`
 	// LeaveTimeout bounds Close's wait for the leave broadcast.
 	LeaveTimeout time.Duration `prop:"gossipLeaveTimeoutMs"`
+}
+
+// earliestDeath is the shortest silence after which peers can have
+// declared a node dead: a probe timing out, then the shortest suspicion
+// (SuspicionMult × ProbeInterval; more members and confirmations only
+// lengthen or shorten it towards that floor).
+func (c GossipConfig) earliestDeath() time.Duration {
+	return c.ProbeTimeout + time.Duration(c.SuspicionMult)*c.ProbeInterval
 }
 
 // DefaultGossipConfig returns the LAN-tuned settings described on

@@ -13,10 +13,8 @@ import (
 //
 //   - refuted a claim about itself (noteRefuted): its incarnation rose,
 //     and the peers hear of it only by gossip; or
-//   - stood still — the process was paused (SIGSTOP, a VM migration) or
-//     starved — for longer than a probe of it waits for an answer
-//     (ProbeInterval), long enough for its peers to have suspected it and
-//     declared it dead.
+//   - stood still — the process was paused (SIGSTOP) or starved — long
+//     enough for its peers to have declared it dead (earliestDeath).
 //
 // Each time it syncs state with its seeds (a push/pull, what Join does)
 // and then signals MaybeDeclaredDead. The node cannot count on refuting a
@@ -33,10 +31,13 @@ import (
 // runs on.
 //
 // The clock is the monotonic one, which runs on while the process is
-// stopped. A stall shorter than the threshold cannot have failed a probe:
-// the answer is late by less than the probe waits for it. A loaded
-// machine's scheduling delays may pass it now and then; each costs a
-// push/pull per seed and a registration round.
+// stopped. The ticks on either side of a stall are at least the stall
+// apart, so a gap past
+// earliestDeath catches every stall its peers could have declared dead,
+// and ordinary scheduling delays on a loaded machine (well under that)
+// seldom pass it. Each false alarm costs a push/pull per seed and a
+// registration round; as each needs a gap past earliestDeath, there are
+// at most a few a second however starved the node is.
 func (g *Gossip) resyncLoop() {
 	defer g.wg.Done()
 	tick := g.cfg.ProbeInterval / 2
@@ -54,7 +55,7 @@ func (g *Gossip) resyncLoop() {
 			now := g.now()
 			gap := now.Sub(last)
 			last = now
-			if gap <= tick+g.cfg.ProbeInterval {
+			if gap <= g.cfg.earliestDeath() {
 				continue
 			}
 			why = "stood still for " + gap.Round(time.Millisecond).String()
