@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,12 @@ type Gossip struct {
 	// now is the clock resyncLoop measures stalls with (time.Now; tests
 	// make it jump).
 	now func() time.Time
+
+	// self is this node's advertised address, read once right after
+	// memberlist.Create: memberlist rewrites its local node's fields
+	// (Addr, Port, Meta) whenever it republishes it, without a lock a
+	// reader could take.
+	self atomic.Pointer[net.TCPAddr]
 
 	// ml is set once by Start; memberlist callbacks may run before Start
 	// has stored it, hence the atomic.
@@ -124,6 +131,8 @@ func (g *Gossip) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w %s:%d: %v", ErrBind, g.cfg.BindAddr, g.cfg.BindPort, err)
 	}
+	n := ml.LocalNode()
+	g.self.Store(&net.TCPAddr{IP: slices.Clone(n.Addr), Port: int(n.Port)})
 	g.ml.Store(ml)
 	g.wg.Add(3)
 	go g.deliverLoop()
@@ -249,11 +258,11 @@ func (g *Gossip) Name() string { return g.cfg.Name }
 // Addr is the gossip host:port peers use to reach this node (useful with
 // BindPort 0); empty before Start.
 func (g *Gossip) Addr() string {
-	ml := g.ml.Load()
-	if ml == nil {
+	a := g.self.Load()
+	if a == nil {
 		return ""
 	}
-	return ml.LocalNode().Address()
+	return a.String()
 }
 
 // Members returns every node this one has heard of, itself included,

@@ -178,16 +178,16 @@ func (g *Gossip) seedHeld(ctx context.Context, seed string, held map[string]bool
 // peerSeeds drops this node's own address from the configured seeds:
 // joining oneself "succeeds" and would hide that nobody else answered.
 func (g *Gossip) peerSeeds() []string {
-	self := g.ml.Load().LocalNode()
+	self := g.self.Load()
 	var out []string
 	for _, s := range g.cfg.SeedAddrs() {
 		host, port, err := net.SplitHostPort(s)
 		if err != nil {
 			continue // Validate rejected these already
 		}
-		if p, _ := strconv.Atoi(port); p == int(self.Port) {
+		if p, _ := strconv.Atoi(port); p == self.Port {
 			ip := net.ParseIP(host)
-			if ip != nil && (ip.Equal(self.Addr) || (ip.IsLoopback() && self.Addr.IsLoopback()) ||
+			if ip != nil && (ip.Equal(self.IP) || (ip.IsLoopback() && self.IP.IsLoopback()) ||
 				(net.ParseIP(g.cfg.BindAddr).IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified()))) {
 				continue
 			}

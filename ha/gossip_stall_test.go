@@ -309,3 +309,41 @@ func TestGossipStallSyncsAndSignals(t *testing.T) {
 		t.Error("the stall was not logged once")
 	}
 }
+
+// TestResyncWhileMetaChanges: the resync loop reads this node's own
+// address while role changes republish its meta (memberlist rewrites its
+// local node then); under -race the two must not touch the same memory.
+// Nothing orders the two here but memberlist's own locking.
+func TestResyncWhileMetaChanges(t *testing.T) {
+	a := startNode(t, "a", 0, brokerMeta("b1", "n0", 10911))
+	b := startNode(t, "b", 0, brokerMeta("b1", "n1", 10921), a)
+	waitAlive(t, []*testNode{a, b}, "a", "b")
+	done := make(chan error, 1)
+	go func() {
+		meta := brokerMeta("b1", "n1", 10921)
+		for i := range 10 {
+			meta.Term = uint64(i + 1)
+			if err := b.g.UpdateMeta(meta); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	signals := 0
+	for updating := true; updating; {
+		b.g.noteRefuted()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			updating = false
+		case <-b.g.MaybeDeclaredDead():
+			signals++
+		}
+	}
+	if signals == 0 {
+		t.Fatal("no MaybeDeclaredDead while refutations were queued")
+	}
+}
