@@ -173,8 +173,19 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 // offsetCoalescer collects offset commits (UPDATE_CONSUMER_OFFSET and the
 // pull commitOffset flag) per group/topic/queue on the leader and
 // proposes them every consumerOffsetCommitInterval as one Replica call
-// (broker-plan decision 7). Until replicated, lookups see the pending
-// value, so a client reading back its own commit is not surprised.
+// (broker-plan decision 7). The request is answered once queued; until
+// replicated, lookups see the pending value, so a client reading back its
+// own commit is not surprised.
+//
+// An acknowledged commit stays pending until a flush replicates it, a
+// newer commit of its queue replaces it, or offsetFlushAttempts flushes
+// failed: a consumer may have committed it once (a lite consumer's Close)
+// and never send it again. It is dropped when this node stops leading:
+// the next leader may take newer commits or a reset of the queue, and the
+// state machine takes the last write (an offset may move back), so a
+// commit from an older term must never be proposed in a later one, here
+// or handed to another member. The consumer then re-consumes from the
+// offset the group has (at-least-once, ADR 0004).
 type offsetCoalescer struct {
 	c *Controller
 
@@ -185,7 +196,7 @@ type offsetCoalescer struct {
 	flushing sync.Mutex
 
 	mu      sync.Mutex
-	pending map[offsetKey]int64 // guarded by mu
+	pending map[offsetKey]pendingOffset // guarded by mu
 }
 
 type offsetKey struct {
@@ -193,13 +204,31 @@ type offsetKey struct {
 	queueID      int32
 }
 
+// pendingOffset is an acknowledged commit and how many flushes of it
+// failed.
+type pendingOffset struct {
+	offset int64
+	failed int
+}
+
+// offsetFlushAttempts bounds the flushes of one acknowledged commit while
+// this node leads; Raft refusing a write that long (an apply queue full for
+// ApplyTimeout each time) would otherwise keep it forever.
+const offsetFlushAttempts = 5
+
 func newOffsetCoalescer(c *Controller) *offsetCoalescer {
-	return &offsetCoalescer{c: c, pending: map[offsetKey]int64{}}
+	o := &offsetCoalescer{c: c, pending: map[offsetKey]pendingOffset{}}
+	c.rep.OnRoleChange(func(leader bool, _ uint64) {
+		if !leader {
+			o.deposed()
+		}
+	})
+	return o
 }
 
 func (o *offsetCoalescer) add(oc OffsetCommit) {
 	o.mu.Lock()
-	o.pending[offsetKey{oc.Group, oc.Topic, oc.QueueID}] = oc.Offset
+	o.pending[offsetKey{oc.Group, oc.Topic, oc.QueueID}] = pendingOffset{offset: oc.Offset}
 	o.mu.Unlock()
 }
 
@@ -209,10 +238,10 @@ func (o *offsetCoalescer) add(oc OffsetCommit) {
 // leader does not have (a regression when it then asks the new leader).
 func (o *offsetCoalescer) lookup(group, topic string, queueID int32) (int64, bool) {
 	o.mu.Lock()
-	off, ok := o.pending[offsetKey{group, topic, queueID}]
+	p, ok := o.pending[offsetKey{group, topic, queueID}]
 	o.mu.Unlock()
 	if ok && o.c.rep.IsLeader() {
-		return off, true
+		return p.offset, true
 	}
 	return o.c.rep.State().ConsumerOffset(group, topic, queueID)
 }
@@ -230,8 +259,9 @@ func (o *offsetCoalescer) run() {
 	}
 }
 
-// flush proposes everything pending. On failure the commits are dropped
-// unless newer ones arrived: consumers re-commit every few seconds.
+// flush proposes everything pending. A failed proposal leaves the batch
+// pending for the next flush (offsetFlushAttempts at most) while this node
+// leads; deposed, it drops it (deposed says why).
 func (o *offsetCoalescer) flush() {
 	o.flushing.Lock()
 	defer o.flushing.Unlock()
@@ -241,8 +271,8 @@ func (o *offsetCoalescer) flush() {
 		return
 	}
 	batch := make([]OffsetCommit, 0, len(o.pending))
-	for k, v := range o.pending {
-		batch = append(batch, OffsetCommit{Group: k.group, Topic: k.topic, QueueID: k.queueID, Offset: v})
+	for k, p := range o.pending {
+		batch = append(batch, OffsetCommit{Group: k.group, Topic: k.topic, QueueID: k.queueID, Offset: p.offset})
 	}
 	o.mu.Unlock()
 	if !o.c.rep.IsLeader() {
@@ -252,10 +282,57 @@ func (o *offsetCoalescer) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), o.c.cfg.ApplyTimeout)
 	err := o.c.rep.CommitOffsets(ctx, batch)
 	cancel()
-	if err != nil {
-		o.c.log.Warn("consumer offset commit failed", zap.Int("commits", len(batch)), zap.Error(err))
+	if err == nil {
+		o.dropSent(batch)
+		return
 	}
-	o.dropSent(batch)
+	if !o.c.rep.IsLeader() {
+		// Leadership lost while committing: the entry may still commit
+		// under the next leader, or not; either way it is no longer ours.
+		o.c.log.Info("consumer offset commit failed as leadership went; its commits are dropped, consumers re-commit to the new leader",
+			zap.Int("commits", len(batch)), zap.Error(err))
+		o.dropSent(batch)
+		return
+	}
+	kept, dropped := o.failedSent(batch)
+	o.c.log.Warn("consumer offset commit failed; kept for the next flush",
+		zap.Int("kept", kept), zap.Int("dropped", dropped), zap.Int("maxAttempts", offsetFlushAttempts), zap.Error(err))
+}
+
+// failedSent counts a failed flush against the pending entries that still
+// hold the sent values, dropping those that reached offsetFlushAttempts.
+func (o *offsetCoalescer) failedSent(batch []OffsetCommit) (kept, dropped int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, oc := range batch {
+		k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
+		p, ok := o.pending[k]
+		if !ok || p.offset != oc.Offset {
+			continue // replaced by a newer commit, or dropped
+		}
+		if p.failed++; p.failed >= offsetFlushAttempts {
+			delete(o.pending, k)
+			dropped++
+			continue
+		}
+		o.pending[k] = p
+		kept++
+	}
+	return kept, dropped
+}
+
+// deposed drops every pending commit when this node stops leading (see
+// offsetCoalescer). It runs on the role-change notification, which comes
+// before this node can lead again, so nothing acknowledged in one term
+// survives into the next.
+func (o *offsetCoalescer) deposed() {
+	o.mu.Lock()
+	n := len(o.pending)
+	clear(o.pending)
+	o.mu.Unlock()
+	if n > 0 {
+		o.c.log.Info("leadership lost: unreplicated consumer offset commits dropped; consumers re-commit to the new leader", zap.Int("commits", n))
+	}
 }
 
 // drop forgets the pending commits of a group or of a topic (whichever is
@@ -280,7 +357,7 @@ func (o *offsetCoalescer) dropSent(batch []OffsetCommit) {
 	defer o.mu.Unlock()
 	for _, oc := range batch {
 		k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
-		if v, ok := o.pending[k]; ok && v == oc.Offset {
+		if p, ok := o.pending[k]; ok && p.offset == oc.Offset {
 			delete(o.pending, k)
 		}
 	}

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/zap"
@@ -45,5 +47,105 @@ func TestFollowerAnswersOffsetCommitNotLeader(t *testing.T) {
 		"consumerGroup": "G", "topic": "NOT_APPLIED_YET", "queueId": "0", "commitOffset": "7"}, nil)
 	if r.Code != remoting.ResponseServiceNotAvailable || r.ExtFields[wire.ExtLeaderAddr] != "127.0.0.1:1" {
 		t.Fatalf("follower's answer to a commit of a topic it lacks: %d %q %v, want not-leader naming 127.0.0.1:1", r.Code, r.Remark, r.ExtFields)
+	}
+}
+
+// flakyOffsetsReplica is a fakeReplica whose CommitOffsets fails while
+// failing is set, as a leader's Raft write does when it cannot enqueue the
+// entry within ApplyTimeout under load.
+type flakyOffsetsReplica struct {
+	*fakeReplica
+	failing atomic.Bool
+	calls   atomic.Int32
+}
+
+func (r *flakyOffsetsReplica) CommitOffsets(ctx context.Context, commits []OffsetCommit) error {
+	r.calls.Add(1)
+	if r.failing.Load() {
+		return fmt.Errorf("%w after 5s: timed out enqueuing operation", ErrApplyTimeout)
+	}
+	return r.fakeReplica.CommitOffsets(ctx, commits)
+}
+
+func newFlakyOffsetsController(t *testing.T) (*Controller, *flakyOffsetsReplica) {
+	t.Helper()
+	rep := &flakyOffsetsReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
+	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	return c, rep
+}
+
+func replicatedOffset(rep *flakyOffsetsReplica, group, topic string, queueID int32) (int64, bool) {
+	return rep.State().ConsumerOffset(group, topic, queueID)
+}
+
+// TestOffsetFlushKeepsCommitsWhileLeading: a commit the leader
+// acknowledged is not lost when the flush that proposes it fails while the
+// node still leads: the next flush proposes it again. A consumer that
+// committed once (a lite consumer's Close) never sends it again.
+func TestOffsetFlushKeepsCommitsWhileLeading(t *testing.T) {
+	c, rep := newFlakyOffsetsController(t)
+	c.offsets.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 7})
+	rep.failing.Store(true)
+	c.offsets.flush()
+	if off, ok := c.offsets.lookup("G", "T", 0); !ok || off != 7 {
+		t.Fatalf("after a failed flush the leader answers %d %v, want its acknowledged 7", off, ok)
+	}
+	rep.failing.Store(false)
+	c.offsets.flush()
+	if off, ok := replicatedOffset(rep, "G", "T", 0); !ok || off != 7 {
+		t.Fatalf("after a failed flush and a good one the replicated offset is %d %v, want 7", off, ok)
+	}
+	if n := rep.calls.Load(); n != 2 {
+		t.Fatalf("CommitOffsets called %d times, want 2 (the failed flush, its retry)", n)
+	}
+}
+
+// TestOffsetFlushGivesUpAfterBoundedAttempts: a batch whose every flush
+// fails while the node leads is dropped after offsetFlushAttempts, so a
+// write Raft always refuses is not retried forever; a newer commit of a key
+// starts its own count.
+func TestOffsetFlushGivesUpAfterBoundedAttempts(t *testing.T) {
+	c, rep := newFlakyOffsetsController(t)
+	rep.failing.Store(true)
+	c.offsets.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 7})
+	c.offsets.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 1, Offset: 3})
+	for range offsetFlushAttempts - 1 {
+		c.offsets.flush()
+	}
+	c.offsets.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 1, Offset: 4}) // newer: a count of its own
+	c.offsets.flush()
+	if _, ok := c.offsets.lookup("G", "T", 0); ok {
+		t.Fatalf("a commit whose %d flushes failed is still pending", offsetFlushAttempts)
+	}
+	if off, ok := c.offsets.lookup("G", "T", 1); !ok || off != 4 {
+		t.Fatalf("the newer commit of queue 1 after one failed flush: lookup = %d %v, want 4 still pending", off, ok)
+	}
+	if n := rep.calls.Load(); n != int32(offsetFlushAttempts) {
+		t.Fatalf("CommitOffsets called %d times, want %d", n, offsetFlushAttempts)
+	}
+}
+
+// TestOffsetPendingDroppedWhenDeposed: commits acknowledged in one term are
+// never proposed in a later one. Between the two, another leader may have
+// taken a newer commit or a reset of the same queue (the state machine
+// takes the last write, so an offset may move back), and proposing the old
+// commit would overwrite it. Here the node loses leadership before its
+// flush, the other leader's commit of 20 is applied, and the node leads
+// again by its next flush.
+func TestOffsetPendingDroppedWhenDeposed(t *testing.T) {
+	c, rep := newFlakyOffsetsController(t)
+	c.offsets.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 11})
+	rep.setLeader(false, "127.0.0.1:2")
+	rep.mu.Lock() // the entry of the other leader, applied here
+	rep.offsets[topicGroupKey("T", "G")] = map[int32]int64{0: 20}
+	rep.mu.Unlock()
+	rep.setLeader(true, "127.0.0.1:1")
+	c.offsets.flush()
+	if off, ok := replicatedOffset(rep, "G", "T", 0); !ok || off != 20 {
+		t.Fatalf("replicated offset %d %v, want the newer leader's 20, not the commit of 11 from an older term", off, ok)
 	}
 }
