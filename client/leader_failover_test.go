@@ -315,8 +315,8 @@ func TestLiteHandOverKeepsOffsetThroughElection(t *testing.T) {
 // consumerOffsetCommitInterval (ADR 0004); a leader deposed before that
 // drops it, and Close, which commits once (no persist round after it),
 // never sends it again: the next owner re-consumes (at-least-once). Under
-// load the member that took Close's commits has lost leadership right
-// after (the restarted member catching up missed its lease). So the
+// load the member that took Close's commits can lose leadership right
+// after (the restarted member, catching up, can miss its lease). So the
 // offsets must add up to n unless a member stepped down after the group
 // got its quorum back.
 //
