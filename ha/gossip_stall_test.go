@@ -24,8 +24,8 @@ import (
 
 // childEnv, when set, makes the test binary run one gossip node instead of
 // the tests (gossip_main_test.go): a separate process, so that it can be
-// frozen with SIGSTOP as an operator's pause, a VM migration or a long
-// stall would freeze it. Its value is "name,port,seeds".
+// frozen with SIGSTOP as an operator's pause or a long stall would freeze
+// it. Its value is "name,port,seeds".
 const childEnv = "RAFTMQ_HA_GOSSIP_CHILD"
 
 // runGossipChild is the child process. It starts a broker node (term 1)
