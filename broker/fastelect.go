@@ -37,7 +37,9 @@ import (
 // has reached it. The first normally wins. If its log is behind a voter's
 // (a member restarted moments ago and still catching up), that voter
 // refuses it — and, seeing the vote request (a Raft observation),
-// campaigns at once instead of waiting for its turn. The stagger is only
+// campaigns at once instead of waiting for its turn; when that request
+// came first, it has cleared the leader this voter knew (a higher term),
+// so the voter takes the dead leader from the request. The stagger is only
 // the fallback for a first survivor that never campaigns; it must exceed
 // the time a candidate takes to send its vote requests (one fsync of the
 // stable store), or two campaigns split the votes.
@@ -129,8 +131,8 @@ func startFastElection(trans raft.Transport, r *raft.Raft, self string, stagger 
 	// ran against; it passes nothing on.
 	f.observer = raft.NewObserver(nil, false, func(o *raft.Observation) bool {
 		if req, ok := o.Data.(raft.RequestVoteRequest); ok {
-			_, leader := r.LeaderWithID()
-			f.vote.Store(&voteSeen{req: req, at: time.Now(), leader: leader})
+			addr, leader := r.LeaderWithID()
+			f.vote.Store(&voteSeen{req: req, at: time.Now(), leader: leader, leaderAddr: addr})
 			select {
 			case f.voteCh <- struct{}{}:
 			default:
@@ -188,7 +190,17 @@ func (f *fastElection) check(ended time.Time) {
 		return
 	}
 	addr, id := f.r.LeaderWithID()
-	if addr == "" || id == f.self {
+	if addr == "" {
+		// A campaign may have reached this member before its check ran:
+		// a vote request that raises the term clears the known leader.
+		// The leader that request ran against is the one to probe.
+		v := f.vote.Load()
+		if v == nil || v.leaderAddr == "" || !v.fresh(ended) {
+			return
+		}
+		addr, id = v.leaderAddr, v.leader
+	}
+	if id == f.self {
 		return
 	}
 	if !f.leaderGone(addr, id) {
@@ -219,10 +231,15 @@ func (f *fastElection) check(ended time.Time) {
 // voteSeen is a vote request as it arrived: when, and which leader this
 // member followed then.
 type voteSeen struct {
-	req    raft.RequestVoteRequest
-	at     time.Time
-	leader raft.ServerID
+	req        raft.RequestVoteRequest
+	at         time.Time
+	leader     raft.ServerID
+	leaderAddr raft.ServerAddress
 }
+
+// fresh reports whether the request may belong to the election that a
+// connection ending at ended started.
+func (v *voteSeen) fresh(ended time.Time) bool { return v.at.After(ended.Add(-voteFreshness)) }
 
 // voteFreshness bounds how long before the ended connection a vote request
 // may have arrived and still belong to this election: the first survivor
@@ -241,7 +258,7 @@ func (f *fastElection) waitTurn(d time.Duration, dead raft.ServerID, ended time.
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
-		if v := f.vote.Load(); v != nil && v.leader == dead && v.at.After(ended.Add(-voteFreshness)) {
+		if v := f.vote.Load(); v != nil && v.leader == dead && v.fresh(ended) {
 			if !f.behindMe(v.req) {
 				return false
 			}
@@ -270,7 +287,8 @@ func (f *fastElection) behindMe(req raft.RequestVoteRequest) bool {
 
 // leaderGone probes the leader's Raft address until a dial is refused (gone)
 // or it answers fastElectionProbes times; it stops early once this member
-// follows another leader. Contact from the leader after the connection
+// follows another leader (knowing none, after a vote request raised its
+// term, is not that). Contact from the leader after the connection
 // ended proves nothing: Raft may still be applying an AppendEntries that
 // was read before the end.
 func (f *fastElection) leaderGone(addr raft.ServerAddress, id raft.ServerID) bool {
@@ -284,7 +302,7 @@ func (f *fastElection) leaderGone(addr raft.ServerAddress, id raft.ServerID) boo
 			case <-t.C:
 			}
 		}
-		if _, now := f.r.LeaderWithID(); now != id {
+		if _, now := f.r.LeaderWithID(); now != id && now != "" {
 			return false
 		}
 		if err := f.dial(string(addr)); errors.Is(err, syscall.ECONNREFUSED) {

@@ -202,3 +202,56 @@ func grantedVote(n, leader, candidate *testNode) {
 		leader: raft.ServerID(leader.id),
 	})
 }
+
+// TestFastElectionAfterABehindCandidateClearedTheLeader: the first
+// survivor, its log behind, campaigns before the next survivor's own check
+// has run; its vote request (a transfer-flagged one, through TimeoutNow)
+// raises the next survivor's term, which clears the leader that member
+// knew. The next survivor's check must still find the dead leader — the
+// one the vote request ran against — and campaign at once, rather than
+// wait out its heartbeat timeout (here 10 s). The survivors' own checks
+// are held back so that the vote request surely comes first.
+func TestFastElectionAfterABehindCandidateClearedTheLeader(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{disk: true, tune: func(g *GroupConfig) {
+		g.Raft.HeartbeatTimeout = 10 * time.Second
+		g.Raft.ElectionTimeout = 10 * time.Second
+		g.Raft.LeaderLeaseTimeout = time.Second
+		g.RaftFastElectionStagger = time.Minute
+	}})
+	c.createTopic("T", 2)
+	c.sendSeq(0, 128)
+	c.waitCaughtUp()
+	old := c.leader()
+	first, next := c.survivorsInTurn(old)
+	noop := func() {}
+	for _, n := range []*testNode{first, next} {
+		n.g().trans.(*raftTransport).watch.onEnd.Store(&noop)
+	}
+	fe := next.g().fastElect
+	before := fe.campaigns.Load()
+	c.stop(slices.Index(c.nodes, old))
+
+	// first's campaign, as next receives it: a higher term, a log behind.
+	ft, nt := first.g().trans, next.g().trans
+	req := &raft.RequestVoteRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
+			ID: []byte(first.id), Addr: ft.EncodePeer(raft.ServerID(first.id), ft.LocalAddr())},
+		Term:               next.g().Term() + 1,
+		LastLogIndex:       1,
+		LastLogTerm:        1,
+		LeadershipTransfer: true,
+	}
+	var resp raft.RequestVoteResponse
+	if err := ft.RequestVote(raft.ServerID(next.id), nt.LocalAddr(), req, &resp); err != nil {
+		t.Fatalf("vote request: %v", err)
+	}
+	if resp.Granted {
+		t.Fatalf("%s granted a vote to a candidate whose log is behind", next.id)
+	}
+	if addr, id := next.g().Raft().LeaderWithID(); addr != "" {
+		t.Fatalf("%s still knows leader %s: the scenario needs it cleared", next.id, id)
+	}
+	fe.kick <- struct{}{} // the ended connection, noticed late
+	testutil.WaitFor(t, 5*time.Second, "a fast campaign", func() bool { return fe.campaigns.Load() != before })
+	testutil.WaitFor(t, 5*time.Second, "a new leader", func() bool { return c.newLeaderOtherThan(old) == next })
+}
