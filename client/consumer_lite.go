@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -277,12 +278,32 @@ func (l *LitePullConsumer) handedOver(mq MessageQueue) {
 }
 
 // Seek makes the next messages of mq, an owned queue, start at offset;
-// messages of mq already pulled but not yet polled are discarded.
+// messages of mq already pulled but not yet polled are discarded. An
+// offset outside the queue's [min, max] offsets (max: its end, where the
+// next message goes) is refused with ErrInvalidOption, as RocketMQ's
+// DefaultLitePullConsumer.seek refuses it: the pull there would be
+// answered OFFSET_ILLEGAL and moved to the queue's bounds, and with
+// AutoCommit the move committed, not what was asked. ctx bounds the
+// bounds' lookup.
 func (l *LitePullConsumer) Seek(ctx context.Context, mq MessageQueue, offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: Seek offset %d", ErrInvalidOption, offset)
 	}
 	c := l.core
+	if !c.isOwned(mq) {
+		return fmt.Errorf("%w: Seek: %s is not owned by this consumer", ErrNoQueue, mq)
+	}
+	lo, err := c.queueOffsetAt(ctx, mq, remoting.RequestGetMinOffset)
+	if err != nil {
+		return fmt.Errorf("client: Seek: min offset of %s: %w", mq, err)
+	}
+	hi, err := c.queueOffsetAt(ctx, mq, remoting.RequestGetMaxOffset)
+	if err != nil {
+		return fmt.Errorf("client: Seek: max offset of %s: %w", mq, err)
+	}
+	if offset < lo || offset > hi {
+		return fmt.Errorf("%w: Seek offset %d of %s is outside the queue's offsets %d..%d", ErrInvalidOption, offset, mq, lo, hi)
+	}
 	c.rebalanceMu.Lock()
 	defer c.rebalanceMu.Unlock()
 	c.mu.Lock()

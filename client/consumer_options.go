@@ -87,8 +87,10 @@ type consumerConfig struct {
 	autoCommit bool
 }
 
-// DefaultConsumerGroup is DefaultMQPushConsumer's default group name; real
-// consumers should always set ConsumerGroup.
+// DefaultConsumerGroup is DefaultMQPushConsumer's default group name. A
+// consumer of it is refused, as RocketMQ's checkConfig refuses it: every
+// application that left the group unset would share it and consume a
+// share of the others' queues.
 const DefaultConsumerGroup = "DEFAULT_CONSUMER"
 
 // newConsumerConfig applies opts (nil ones skipped) over the defaults and
@@ -141,6 +143,9 @@ func (c *consumerConfig) validate() error {
 		return fmt.Errorf("%w: ConsumerGroup %q: required, 1..%d characters of %%|a-zA-Z0-9_- (its retry topic %%RETRY%%group must fit %d)",
 			ErrInvalidOption, c.group, maxConsumerGroupLength, wire.MaxTopicLength)
 	}
+	if c.group == DefaultConsumerGroup {
+		return fmt.Errorf("%w: ConsumerGroup %s is the default group applications share; name a group of your own", ErrInvalidOption, c.group)
+	}
 	if c.model != Clustering && c.model != Broadcasting {
 		return fmt.Errorf("%w: ConsumerModel %d: want Clustering or Broadcasting", ErrInvalidOption, c.model)
 	}
@@ -190,7 +195,8 @@ func (c *consumerConfig) validate() error {
 	return nil
 }
 
-// ConsumerGroup sets the consumer group. Required.
+// ConsumerGroup sets the consumer group. Required; DefaultConsumerGroup
+// is refused.
 func ConsumerGroup(name string) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.group = name })
 }
