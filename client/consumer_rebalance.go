@@ -96,6 +96,19 @@ func (c *consumerCore) allocate(ctx context.Context, topic string) ([]MessageQue
 		return nil, fmt.Errorf("client: broker knows no consumer of group %s yet", c.cfg.group)
 	}
 	slices.Sort(cids)
+	return c.allocateBy(mqAll, cids)
+}
+
+// allocateBy runs the strategy, user code that may panic: a panic is this
+// rebalance's error (the queues stay as they are, the rebalance is
+// retried), as RocketMQ's rebalanceByTopic catches a Throwable from
+// allocate, rather than the end of the process.
+func (c *consumerCore) allocateBy(mqAll []MessageQueue, cids []string) (alloc []MessageQueue, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			alloc, err = nil, fmt.Errorf("client: allocation strategy %s panicked: %v", c.cfg.strategy.Name(), v)
+		}
+	}()
 	return c.cfg.strategy.Allocate(c.cfg.group, c.clientID, mqAll, cids)
 }
 
