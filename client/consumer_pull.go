@@ -139,6 +139,10 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 		case PullOffsetIllegal:
 			c.log.Warn("pull offset outside the queue; moving on", zap.Stringer("queue", mq),
 				zap.Int64("offset", offset), zap.Int64("nextBeginOffset", res.NextBeginOffset))
+			if res.NextBeginOffset <= pq.highest() {
+				c.restartQueue(pq, res.NextBeginOffset)
+				return
+			}
 			offset = res.NextBeginOffset
 			// A lite pull consumer without AutoCommit commits only what
 			// Commit says: the jump moves where it pulls, as
@@ -159,6 +163,52 @@ func (c *consumerCore) commitJump(pq *processQueue, offset int64) {
 	ctx, cancel := context.WithTimeout(pq.ctx, c.cfg.common.requestTimeout)
 	defer cancel()
 	_, _ = c.sendOffsets(ctx, []MessageQueue{pq.mq}, true, true)
+}
+
+// restartQueue starts pq's queue afresh at off, where an OFFSET_ILLEGAL
+// answer moved its pulls, when off is at or below a message pq already
+// holds: the queue started over (a RocketMQ topic deleted and created
+// again, a wiped store), and the messages now at those offsets are new.
+// pq would take them for copies of the ones it had (put) and commit one
+// past the old queue's last offset, so it is dropped and a new process
+// queue starts at off, as a broker's reset does (RocketMQ's push
+// consumer drops the process queue on OFFSET_ILLEGAL and rebuilds it):
+// listener calls in progress are awaited, and off is committed unless
+// the application commits (lite pull without AutoCommit: its next Commit
+// sends off, unless it polled since). A queue handed over meanwhile is
+// left to its hand-over.
+func (c *consumerCore) restartQueue(pq *processQueue, off int64) {
+	c.rebalanceMu.Lock()
+	defer c.rebalanceMu.Unlock()
+	mq := pq.mq
+	c.mu.Lock()
+	owned := c.pqs[mq] == pq
+	if owned {
+		delete(c.pqs, mq)
+		c.seeks[mq] = off
+	}
+	c.mu.Unlock()
+	if !owned {
+		return
+	}
+	c.log.Warn("the queue started over below the offsets consumed here; consuming it afresh from its start",
+		zap.Stringer("queue", mq), zap.Int64("offset", off), zap.Int64("highestCached", pq.highest()))
+	pq.drop()
+	if c.hooks.reset != nil {
+		c.hooks.reset(mq, off)
+	}
+	if c.autoCommits() {
+		// After the calls in progress, which may have stored a later
+		// offset; pending until a broker takes it, so that Close sends
+		// it should the consumer close before the queue starts again.
+		pq.consumeMu.Lock()
+		c.recordCommits(map[MessageQueue]int64{mq: off})
+		pq.consumeMu.Unlock()
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.common.requestTimeout)
+		_, _ = c.sendOffsets(ctx, []MessageQueue{mq}, false, true)
+		cancel()
+	}
+	c.startQueue(c.ctx, mq)
 }
 
 // errPullMoved is the cancel cause of a long poll that movePulls abandoned.

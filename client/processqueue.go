@@ -247,6 +247,13 @@ func (pq *processQueue) isLocked(now time.Time, maxAge time.Duration) bool {
 	return pq.locked && now.Sub(pq.lockedAt) < maxAge
 }
 
+// highest returns the highest queue offset put (-1: none).
+func (pq *processQueue) highest() int64 {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	return pq.maxOffset
+}
+
 // hasMessages reports whether anything is cached or being consumed.
 func (pq *processQueue) hasMessages() bool {
 	pq.mu.Lock()
