@@ -76,7 +76,11 @@
 // (in memory and its offsets file), and the queue resumes there when it
 // comes back. A lite pull consumer without AutoCommit commits only
 // through Commit and Close: an OFFSET_ILLEGAL answer moves only where it
-// reads, as in RocketMQ's lite pull consumer. A kept
+// reads, as in RocketMQ's lite pull consumer. An OFFSET_ILLEGAL answer
+// that moves a queue to or below a message the consumer already holds
+// means the queue started over (a RocketMQ topic deleted and created
+// again): every consumer kind drops what it holds of it and reads it
+// afresh from there, as a broker's reset does. A kept
 // offset undoes an admin's reset that moves the committed offset below
 // it: the consumer cannot tell a reset from a new owner that is behind.
 // Reset a group's offsets once its consumers have closed. Calls
