@@ -53,7 +53,7 @@ func newFailoverCmd(g *globalFlags) *cobra.Command {
 			"leader's process and measures from the kill instant: detection (the name server's gossip gauge drops), route drop " +
 			"(the killed address leaves the route), election (a survivor's RAFT_STATUS names a new leader with a higher term), " +
 			"route update (the route's brokerId 0 is another address), first write (the producer's first ack from the new " +
-			"leader) and consume resume (a push consumer delivered, from every queue, a message sent after the kill). Then it restarts the node and waits until the group is whole and ready and every follower's log has caught up with the leader's, so that the next kill meets a steady group. Prints a table per kill and " +
+			"leader) and consume resume (a push consumer delivered, from every queue, a message sent after the kill). Then it restarts the node and waits until the group is whole and ready and every follower's log has caught up with the leader's and been applied (a restarted member replays its log), so that the next kill meets a steady group. Prints a table per kill and " +
 			"min/median/max per phase (--json for scripts). Only processes it started are signalled; its directory is removed " +
 			"unless --keep. With --sigterm the leader gets SIGTERM instead: a planned stop, where it hands leadership to a " +
 			"follower and waits until the route names it before it exits; the phases are then measured from the signal. " +
@@ -411,11 +411,12 @@ func waitUntil(ctx context.Context, timeout time.Duration, cond func(ctx context
 // waitWhole waits until the group is whole: every node alive in the name
 // server's gossip pool, all three registered with a brokerId 0 (cluster
 // info: the report's topic may not exist yet), every node's /readyz
-// answering 200 (leader known, log applied), and every follower's log
-// caught up (caughtUp). Killing the leader while a restarted member still
-// catches up is a second fault: the survivors cannot commit until the
-// laggard has the new leader's log, so the next kill would measure that
-// catch-up, not the failover.
+// answering 200 (leader known, log applied), every follower's log caught
+// up and every member's FSM done with what Raft queued for it (caughtUp).
+// Killing the leader while a restarted member still catches up is a second
+// fault: the survivors cannot commit until the laggard has the new
+// leader's log, and a new leader serves only once its FSM applied the log,
+// so the next kill would measure that catch-up, not the failover.
 func waitWhole(ctx context.Context, p *probes, timeout time.Duration) error {
 	var why string
 	err := waitUntil(ctx, timeout, func(ctx context.Context) bool {

@@ -88,7 +88,8 @@ func (p *probes) raftStatus(ctx context.Context, addr string) (*broker.RaftStatu
 // the commit index the leader had just before (the log keeps growing under
 // load, so equality is never awaited), in the leader's term (a restarted
 // old leader may hold a longer tail of its own term that the new leader
-// will cut).
+// will cut); and no member may still be working through entries queued for
+// its FSM (replayed).
 func (p *probes) caughtUp(ctx context.Context) string {
 	var commit, term uint64
 	leader := ""
@@ -96,6 +97,9 @@ func (p *probes) caughtUp(ctx context.Context) string {
 		st, err := p.raftStatus(ctx, n.Addr())
 		if err != nil {
 			return fmt.Sprintf("%s raft status: %v", n.ID, err)
+		}
+		if why := fsmBehind(n.ID, st); why != "" {
+			return why
 		}
 		if st.State == raft.Leader.String() {
 			commit, term, leader = st.CommitIndex, st.Term, n.ID
@@ -117,6 +121,28 @@ func (p *probes) caughtUp(ctx context.Context) string {
 			return fmt.Sprintf("%s's log ends at %d in term %d, the leader had committed %d in term %d",
 				n.ID, st.LastLogIndex, st.LastLogTerm, commit, term)
 		}
+		if why := fsmBehind(n.ID, st); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// fsmBehind reports why member id's FSM has not applied what its Raft
+// applied index claims, "" when it has. A restarted member re-applies its
+// whole log since its last snapshot (none is taken between kills: the
+// snapshot threshold is far above a report's log), and Raft's applied
+// index, which /readyz compares with the commit index, moves when a batch
+// of entries is queued for the FSM, up to 128 batches of
+// raftMaxAppendEntries before the FSM applied them. Killed then, the
+// member would still be replaying; if it won the election its barrier, and
+// so the first write, would wait for the rest of the replay, which grows
+// with the log kill after kill. At most the batch the FSM is applying
+// stays unseen.
+func fsmBehind(id string, st *broker.RaftStatus) string {
+	if st.AppliedIndex < st.CommitIndex || st.FSMPending > 0 {
+		return fmt.Sprintf("%s's FSM is behind: applied index %d, commit %d, %d batches queued for the FSM",
+			id, st.AppliedIndex, st.CommitIndex, st.FSMPending)
 	}
 	return ""
 }
