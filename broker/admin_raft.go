@@ -53,6 +53,14 @@ type applyStopper interface {
 
 var _ applyStopper = (*Group)(nil)
 
+// fsmLag is the FSM's progress against Raft's applied index (/readyz).
+type fsmLag interface {
+	FSMAppliedIndex() uint64
+	FSMCaughtUp() bool
+}
+
+var _ fsmLag = (*Group)(nil)
+
 // PreferredLeaderID implements RaftAdmin: the member leadership should
 // move back to (preferredLeaderId; "" when unset). Admin tooling uses it to
 // balance leaders across groups.

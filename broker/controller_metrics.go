@@ -221,13 +221,17 @@ type readyBody struct {
 	healthBody
 	CommitIndex  uint64 `json:"commitIndex"`
 	AppliedIndex uint64 `json:"appliedIndex"`
+	// FSMAppliedIndex is the last entry the FSM applied (appliedIndex,
+	// Raft's, counts entries queued for it).
+	FSMAppliedIndex uint64 `json:"fsmAppliedIndex"`
 	// ApplyStopped is set when this member's FSM stopped (never ready).
 	ApplyStopped string `json:"applyStopped,omitempty"`
 }
 
 // ready reports readiness for /readyz: serving, a leader known, and this
 // member's FSM caught up with the commit index it knows (a restarted node
-// replaying its log is live but not ready).
+// replaying its log is live but not ready: Raft's applied index reaches
+// the commit index long before its FSM, see fsmLag).
 func (c *Controller) ready() (bool, any) {
 	serving, hb := c.health()
 	b := readyBody{healthBody: hb.(healthBody)}
@@ -237,6 +241,10 @@ func (c *Controller) ready() (bool, any) {
 		b.CommitIndex, _ = strconv.ParseUint(st["commit_index"], 10, 64)
 		b.AppliedIndex, _ = strconv.ParseUint(st["applied_index"], 10, 64)
 		ok = ok && b.AppliedIndex >= b.CommitIndex
+	}
+	if fl, ok2 := c.rep.(fsmLag); ok2 {
+		b.FSMAppliedIndex = fl.FSMAppliedIndex()
+		ok = ok && fl.FSMCaughtUp()
 	}
 	// Raft's applied index moves past entries a stopped FSM refused.
 	if as, ok2 := c.rep.(applyStopper); ok2 {

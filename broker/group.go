@@ -358,6 +358,17 @@ func (g *Group) Raft() *raft.Raft { return g.raft }
 // (raft.Raft.AppliedIndex can run ahead of the FSM.)
 func (g *Group) FSMAppliedIndex() uint64 { return g.fsm.applied.Load() }
 
+// FSMCaughtUp reports whether the FSM has applied what Raft handed it,
+// give or take one batch (raftMaxAppendEntries entries). Raft's applied
+// index moves when entries are queued for the FSM, and a restarted member
+// replaying its log has thousands queued while that index already equals
+// the commit index. The slack covers the batch being applied on a busy
+// follower and the entries the FSM never sees (a new leader's no-op,
+// configuration changes), which keep its index a little below Raft's.
+func (g *Group) FSMCaughtUp() bool {
+	return g.fsm.applied.Load()+uint64(g.cfg.Raft.MaxAppendEntries) >= g.raft.AppliedIndex()
+}
+
 // storeFS is the file system the store and the Raft log are on (the disk
 // usage metric).
 func (g *Group) storeFS() storage.FS { return g.diskFS }

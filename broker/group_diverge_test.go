@@ -254,3 +254,34 @@ func TestGroupApplyStoppedLeaderStepsDown(t *testing.T) {
 	checkSameUnits(t, c, 2)
 	c.checkIdentical(0, commit, 2)
 }
+
+// TestFSMCaughtUpWaitsForTheFSM: Raft's applied index moves when entries
+// are queued for the FSM, so it reaches the commit index while the FSM
+// still has them to apply (a restarted member replaying its log, or here a
+// follower retrying a failed dispatch). Such a member is not caught up
+// (/readyz says 503) until its FSM has applied them.
+func TestFSMCaughtUpWaitsForTheFSM(t *testing.T) {
+	c, fss := divergeCluster(t, time.Minute)
+	c.sendSeq(0, 64)
+	c.waitCaughtUp()
+	fi := c.followerOf(c.leader())
+	f := c.nodes[fi]
+	if !f.g().FSMCaughtUp() {
+		t.Fatalf("%s not caught up in a quiet group", f.id)
+	}
+	fss[fi].set(unix.ENOSPC)
+	n := 2*c.nodes[0].cfg.Raft.MaxAppendEntries + 1
+	for k := 1; k <= n; k++ {
+		c.sendSeq(k, 64)
+	}
+	commit := c.leader().g().Raft().CommitIndex()
+	testutil.WaitFor(t, 10*time.Second, "the follower's Raft to hand its FSM every entry", func() bool {
+		r := f.g().Raft()
+		return r.CommitIndex() >= commit && r.AppliedIndex() >= r.CommitIndex()
+	})
+	if f.g().FSMCaughtUp() {
+		t.Errorf("%s caught up with its FSM at %d and Raft's applied index at %d", f.id, f.g().FSMAppliedIndex(), f.g().Raft().AppliedIndex())
+	}
+	fss[fi].set(nil)
+	testutil.WaitFor(t, 10*time.Second, "the follower's FSM to catch up", func() bool { return f.g().FSMCaughtUp() })
+}

@@ -35,7 +35,7 @@ func TestReadyzAndHealthz(t *testing.T) {
 		testutil.WaitFor(t, 10*time.Second, "member ready", func() bool {
 			var b readyBody
 			return getJSON(t, n.MetricsAddr(), "/readyz", &b) == http.StatusOK &&
-				b.Leader == leader.Addr() && b.AppliedIndex >= b.CommitIndex && b.CommitIndex > 0
+				b.Leader == leader.Addr() && b.AppliedIndex >= b.CommitIndex && b.CommitIndex > 0 && b.FSMAppliedIndex > 0
 		})
 	}
 	f := pc.nodes[(pc.leader()+1)%3]
