@@ -132,9 +132,9 @@ func (p *probes) caughtUp(ctx context.Context) string {
 // applied index claims, "" when it has. A restarted member re-applies its
 // whole log since its last snapshot (none is taken between kills: the
 // snapshot threshold is far above a report's log), and Raft's applied
-// index, which /readyz compares with the commit index, moves when a batch
-// of entries is queued for the FSM, up to 128 batches of
-// raftMaxAppendEntries before the FSM applied them. Killed then, the
+// index moves when a batch of entries is queued for the FSM, up to 128
+// batches of raftMaxAppendEntries before the FSM applied them; /readyz
+// allows one batch, this nothing queued. Killed then, the
 // member would still be replaying; if it won the election its barrier, and
 // so the first write, would wait for the rest of the replay, which grows
 // with the log kill after kill. At most the batch the FSM is applying
