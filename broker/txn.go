@@ -278,12 +278,17 @@ func (c *Controller) lookHalf(conn *remoting.Conn, req *remoting.RemotingCommand
 
 // committedMessage is the real message of a committed half (RocketMQ
 // endMessageTransaction): real topic and queue, the producer's properties
-// and keys, the commit sysflag and the half's offset.
+// and keys, the commit sysflag and the half's offset. TRAN_MSG goes, as
+// RocketMQ's EndTransactionProcessor clears it: a consumer that forwards
+// the message it received (or an older client re-sending it to the retry
+// topic) would otherwise send a new half of the original producer group,
+// acknowledged and never delivered.
 func (c *Controller) committedMessage(half *store.Message, halfOffset int64) *store.Message {
 	props := copyProps(half.Properties)
 	topic := props[wire.PropertyRealTopic]
 	qid, _ := strconv.Atoi(props[wire.PropertyRealQueueID])
-	for _, k := range []string{wire.PropertyRealTopic, wire.PropertyRealQueueID, wire.PropertyTransactionCheckTimes, wire.PropertyCRC32} {
+	for _, k := range []string{wire.PropertyRealTopic, wire.PropertyRealQueueID, wire.PropertyTransactionCheckTimes, wire.PropertyCRC32,
+		wire.PropertyTransactionPrep} {
 		delete(props, k)
 	}
 	return &store.Message{
