@@ -81,8 +81,13 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if h.TopicFilterType == "" {
 		h.TopicFilterType = "SINGLE_TAG"
 	}
+	cur, exists := c.rep.State().Topic(h.Topic)
+	attrs, bad := alterTopicAttributes(h.Topic, cur.Attributes, !exists, h.Attributes)
+	if bad != "" {
+		return response(remoting.ResponseInvalidParameter, "%s", bad)
+	}
 	tc := wire.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
-		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
+		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order, Attributes: attrs}
 	if r := c.replicate(ctx, "update topic", func(wctx context.Context) error { return c.rep.UpdateTopic(wctx, tc) }); r != nil {
 		return r
 	}

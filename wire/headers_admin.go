@@ -13,6 +13,9 @@ type CreateTopicRequestHeader struct {
 	TopicFilterType string `ext:"topicFilterType"`
 	TopicSysFlag    int    `ext:"topicSysFlag"`
 	Order           bool   `ext:"order"`
+	// Attributes alters the topic's attributes (RocketMQ 5):
+	// "+key=value,…" adds or changes, "-key" deletes.
+	Attributes string `ext:"attributes,omitempty"`
 }
 
 // TopicRequestHeader names one topic: DELETE_TOPIC_IN_BROKER (215) and
