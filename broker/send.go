@@ -368,6 +368,9 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 	if len(h.Properties) > maxPropertiesLength {
 		return nil, response(remoting.ResponseMessageIllegal, "the properties are %d bytes, above %d", len(h.Properties), maxPropertiesLength)
 	}
+	if r := refuseMultiDispatch(h.Properties); r != nil {
+		return nil, r
+	}
 	half := isTransactionHalf(&h)
 	if req.Code == remoting.RequestSendBatchMessage || h.Batch {
 		// RocketMQ's asyncPutMessages refuses a batch with any transaction
@@ -443,6 +446,23 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 		}
 	}
 	return msgs, nil
+}
+
+// refuseMultiDispatch refuses a message that asks to be dispatched to
+// light message queues too (RocketMQ's INNER_MULTI_DISPATCH, acted on
+// under enableMultiDispatch): raftmq has no LMQ, so acknowledged it would
+// reach its topic and none of the queues it names. nil means fine.
+func refuseMultiDispatch(props string) *remoting.RemotingCommand {
+	if !strings.Contains(props, wire.PropertyInnerMultiDispatch) {
+		return nil
+	}
+	v, ok := wire.ParseProperties(props)[wire.PropertyInnerMultiDispatch]
+	if !ok {
+		return nil
+	}
+	return response(remoting.ResponseMessageIllegal,
+		"the message asks for dispatch to light message queues (%s=%s): LMQ and multi-dispatch are not supported by raftmq",
+		wire.PropertyInnerMultiDispatch, v)
 }
 
 // isTransactionHalf reports whether a send carries a transaction's half
@@ -655,6 +675,9 @@ func (c *Controller) decodeBatch(body []byte, h *wire.SendMessageRequestHeader, 
 			return nil, response(remoting.ResponseMessageIllegal, "batch messages cannot carry a delay level")
 		}
 		if r := c.refuseBatchTimer(m); r != nil {
+			return nil, r
+		}
+		if r := refuseMultiDispatch(e.Properties); r != nil {
 			return nil, r
 		}
 		m.Flag = e.Flag

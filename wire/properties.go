@@ -20,6 +20,10 @@ const (
 	PropertyShardingKey       = "__SHARDINGKEY"
 	PropertyReconsumeTime     = "RECONSUME_TIME"
 	PropertyOriginMessageID   = "ORIGIN_MESSAGE_ID"
+	// PropertyInnerMultiDispatch lists the light message queues (LMQ) a
+	// message is dispatched to besides its topic, under RocketMQ's
+	// enableMultiDispatch; raftmq has no LMQ and refuses it.
+	PropertyInnerMultiDispatch = "INNER_MULTI_DISPATCH"
 
 	// Timer messages (RocketMQ 5): deliver at an absolute time in ms
 	// (TIMER_DELIVER_MS, or __STARTDELIVERTIME as older clients and
