@@ -372,6 +372,13 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 		return nil, r
 	}
 	half := isTransactionHalf(&h)
+	if !half && h.SysFlag&wire.SysFlagTransMask == wire.SysFlagTransRollback {
+		// The ConsumeQueue dispatch skips a rolled-back transaction
+		// message (RocketMQ's too): it would be acknowledged and never
+		// delivered.
+		return nil, response(remoting.ResponseMessageIllegal,
+			"sysFlag %#x marks a rolled-back transaction message, which is never delivered; send it without the transaction bits", h.SysFlag)
+	}
 	if req.Code == remoting.RequestSendBatchMessage || h.Batch {
 		// RocketMQ's asyncPutMessages refuses a batch with any transaction
 		// type, or a delay level in its header.
