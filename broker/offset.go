@@ -119,7 +119,11 @@ func (c *Controller) processSearchOffset(req *remoting.RemotingCommand) *remotin
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
-	off, err := c.st.GetOffsetInQueueByTime(h.Topic, h.QueueID, h.Timestamp)
+	search := c.st.GetOffsetInQueueByTime
+	if strings.EqualFold(h.BoundaryType, "upper") { // RocketMQ's BoundaryType.getType: anything else is LOWER
+		search = c.st.GetUpperOffsetInQueueByTime
+	}
+	off, err := search(h.Topic, h.QueueID, h.Timestamp)
 	if err != nil {
 		return response(remoting.ResponseSystemError, "search %s/%d by time %d: %v", h.Topic, h.QueueID, h.Timestamp, err)
 	}

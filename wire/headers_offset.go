@@ -37,6 +37,10 @@ type SearchOffsetRequestHeader struct {
 	// Timestamp is in milliseconds since the epoch.
 	Timestamp  int64  `ext:"timestamp,required"`
 	BrokerName string `ext:"bname,omitempty"`
+	// BoundaryType is RocketMQ 5's: "LOWER" (or absent) asks for the
+	// first message stored at or after Timestamp, "UPPER" for the last
+	// one stored at or before it (compared ignoring case).
+	BoundaryType string `ext:"boundaryType,omitempty"`
 }
 
 // ConsumeStatsRequestHeader is GET_CONSUME_STATS's (208) header; an empty

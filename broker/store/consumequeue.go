@@ -557,6 +557,17 @@ func (cq *ConsumeQueue) SearchByTimestamp(ts int64, storeTime StoreTimeFunc) (in
 	})
 }
 
+// SearchUpperByTimestamp returns the offset of the last message stored at
+// or before ts (RocketMQ's BoundaryType.UPPER), or the queue's first
+// offset when every message is later.
+func (cq *ConsumeQueue) SearchUpperByTimestamp(ts int64, storeTime StoreTimeFunc) (int64, error) {
+	later, err := cq.SearchByTimestamp(ts+1, storeTime)
+	if err != nil {
+		return 0, err
+	}
+	return max(later-1, cq.MinOffset()), nil
+}
+
 // TruncateDirty removes every unit whose message starts at or after phyOffset:
 // recovery calls it with the CommitLog's recovered end so no unit points at
 // data that is gone (RocketMQ's truncateDirtyLogicFiles).

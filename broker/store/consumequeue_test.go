@@ -138,6 +138,16 @@ func TestConsumeQueueSearchByTimestamp(t *testing.T) {
 				t.Errorf("search %d = %d (%v), want %d", c.ts, got, err, c.want)
 			}
 		}
+		// UPPER: the last message stored at or before the time (the first
+		// one when every message is later).
+		for _, c := range []struct{ ts, want int64 }{
+			{0, 0}, {1000, 1}, {1001, 1}, {1010, 3}, {1075, 15}, {1140, 29}, {9999, 29},
+		} {
+			got, err := cq.SearchUpperByTimestamp(c.ts, storeTime)
+			if err != nil || got != c.want {
+				t.Errorf("upper search %d = %d (%v), want %d", c.ts, got, err, c.want)
+			}
+		}
 		// Messages whose CommitLog bytes are gone count as older than anything.
 		minPhy = 1000
 		if got, _ := cq.SearchByTimestamp(0, storeTime); got != 10 {

@@ -282,6 +282,17 @@ func (s *MessageStore) GetOffsetInQueueByTime(topic string, queueID int32, times
 	return cq.SearchByTimestamp(timestamp, s.cl.StoreTimeAt)
 }
 
+// GetUpperOffsetInQueueByTime returns the last queue offset stored at or
+// before timestamp (ms), or the queue's first one if none is
+// (SEARCH_OFFSET_BY_TIMESTAMP with boundaryType UPPER).
+func (s *MessageStore) GetUpperOffsetInQueueByTime(topic string, queueID int32, timestamp int64) (int64, error) {
+	cq := s.cqs.Get(topic, queueID)
+	if cq == nil {
+		return 0, nil
+	}
+	return cq.SearchUpperByTimestamp(timestamp, s.cl.StoreTimeAt)
+}
+
 // GetEarliestMessageTime returns the store time of the queue's oldest
 // message (GET_EARLIEST_MSG_STORETIME), or -1 if there is none.
 func (s *MessageStore) GetEarliestMessageTime(topic string, queueID int32) (int64, error) {
