@@ -34,7 +34,7 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 		c.prepareConsumerGroup(ctx, cd.GroupName)
 		if c.clients.registerConsumer(cd, ch, now) {
 			c.log.Info("consumer group membership changed", zap.String("group", cd.GroupName), zap.String("client", hb.ClientID))
-			c.clients.notifyChanged(cd.GroupName)
+			c.notifyMembership(cd.GroupName)
 		}
 	}
 	for _, pd := range hb.ProducerDataSet {
@@ -109,9 +109,22 @@ func (c *Controller) processUnregisterClient(_ context.Context, _ *remoting.Conn
 		return headerError(req, err), nil
 	}
 	for _, g := range c.clients.unregister(h.ClientID, h.ProducerGroup, h.ConsumerGroup) {
-		c.clients.notifyChanged(g)
+		c.notifyMembership(g)
 	}
 	return success(), nil
+}
+
+// notifyMembership tells a group's consumers that a client joined or
+// left by request (heartbeat, UNREGISTER_CLIENT), unless the group's
+// notifyConsumerIdsChangedEnable is false (mqadmin updateSubGroup -a
+// false): as in RocketMQ's ConsumerManager, its consumers then rebalance
+// on their own timer. A connection that closes or expires is told
+// regardless, as RocketMQ does.
+func (c *Controller) notifyMembership(group string) {
+	if sg, ok := c.rep.State().SubscriptionGroup(group); ok && !sg.NotifyConsumerIdsChangedEnable {
+		return
+	}
+	c.clients.notifyChanged(group)
 }
 
 // processCheckClientConfig answers CHECK_CLIENT_CONFIG (46), which a
