@@ -68,8 +68,8 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if r := checkTopic(h.Topic); r != nil {
 		return r
 	}
-	if h.Topic == wire.TopicAutoCreate || h.Topic == wire.TopicSchedule {
-		return response(remoting.ResponseSystemError, "the topic %s is a system topic and cannot be changed", h.Topic)
+	if r := refuseOwnTopic("changed", h.Topic); r != nil {
+		return r
 	}
 	if h.ReadQueueNums < 1 || h.WriteQueueNums < 1 || h.ReadQueueNums > maxQueueNums || h.WriteQueueNums > maxQueueNums {
 		return c.refuse("maxQueueNums", remoting.ResponseInvalidParameter, "queue numbers must be 1..%d (read %d, write %d)",
@@ -100,12 +100,28 @@ func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.Remot
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
+	if r := refuseOwnTopic("deleted", h.Topic); r != nil {
+		return r
+	}
 	c.offsets.drop("", h.Topic)
 	if r := c.replicate(ctx, "delete topic", func(wctx context.Context) error { return c.rep.DeleteTopic(wctx, h.Topic) }); r != nil {
 		return r
 	}
 	c.reg.trigger()
 	return success()
+}
+
+// refuseOwnTopic refuses an admin change of TBW102 or of a topic the
+// broker keeps acknowledged messages in until it delivers them (delayed
+// and timer messages, transaction halves and op records): deleted or
+// made unwritable, those messages would never be delivered. RocketMQ 5
+// refuses every system topic (validateSystemTopicWhenUpdateTopic).
+func refuseOwnTopic(what, topic string) *remoting.RemotingCommand {
+	if !isSystemTopic(topic) {
+		return nil
+	}
+	return response(remoting.ResponseInvalidParameter,
+		"the topic %s is the broker's own and cannot be %s: it holds messages the broker delivers later (or is the auto-create template)", topic, what)
 }
 
 func (c *Controller) processGetAllTopicConfig() *remoting.RemotingCommand {
