@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -140,7 +141,19 @@ func TestSendBackRefusesUndelivered(t *testing.T) {
 		return sentOffset(t, body, pc.call(leader, remoting.RequestSendMessage, ext, []byte(body)))
 	}
 	delayed := send(wire.EncodeProperties(map[string]string{wire.PropertyDelayTimeLevel: "18"}), 0, "delayed")
-	rollbackFlag := send("", wire.SysFlagTransRollback, "rollback sysFlag")
+	// A send with the rollback sysFlag is refused now; one stored before
+	// (by an older version) is put straight into the group.
+	rb := sendExt("SBU", 0, "")
+	rb["sysFlag"] = strconv.Itoa(int(wire.SysFlagTransRollback))
+	if r := pc.call(leader, remoting.RequestSendMessage, rb, []byte("x")); r.Code != remoting.ResponseMessageIllegal {
+		t.Fatalf("send with the rollback sysFlag: %d %s; want MESSAGE_ILLEGAL", r.Code, r.Remark)
+	}
+	put, err := pc.groups[l].PutMessages(context.Background(), []*store.Message{{Topic: "SBU", Body: []byte("rollback sysFlag"),
+		SysFlag: wire.SysFlagTransRollback, Properties: map[string]string{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollbackFlag := put[0].PhysicalOffset
 	committedFlag := send("", wire.SysFlagTransCommit|wire.SysFlagMultiTags, "commit sysFlag")
 	committed := sendHalf(t, pc, leader, "SBU", "committed", "SBU3")
 	if r := pc.call(leader, remoting.RequestEndTransaction, endExt(committed, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSuccess {
