@@ -81,6 +81,10 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if h.TopicFilterType == "" {
 		h.TopicFilterType = "SINGLE_TAG"
 	}
+	if !c.rep.IsLeader() {
+		// The attributes alter the leader's current ones; a follower's may lag.
+		return c.notLeader()
+	}
 	cur, exists := c.rep.State().Topic(h.Topic)
 	attrs, bad := alterTopicAttributes(h.Topic, cur.Attributes, !exists, h.Attributes)
 	if bad != "" {
