@@ -141,7 +141,7 @@ var rocketmqBrokerKeys = config.WithNettyKeys(map[string]config.Ignored{
 	"commercialBaseCount":            {Reason: whyCloud},
 	"highSpeedMode":                  {Reason: whyCloud},
 	"maxDelayTime":                   {Reason: "delays are bounded by messageDelayLevel's last level"},
-	"notifyConsumerIdsChangedEnable": {Reason: "consumers are always told when their group changes"},
+	"notifyConsumerIdsChangedEnable": {Reason: "consumers are told when their group changes unless that group turns it off (updateSubGroup -a false)"},
 
 	// Filters.
 	"enableConsumeQueueExt":         {Reason: whyFilterExt},

@@ -161,7 +161,7 @@ func (m *Message) half() bool {
 // never be delivered.
 func errHalfOutsideTransaction(m *Message) error {
 	return fmt.Errorf("%w: message to %q carries %s=%s, which makes it a transaction's half message; send it with TransactionProducer.SendMessageInTransaction, "+
-		"or delete the %s property to send it as a plain message (a consumed transactional message keeps it)",
+		"or delete the %s property to send it as a plain message (a consumed transactional message may still carry it, e.g. one committed on an older broker)",
 		ErrInvalidMessage, m.Topic, wire.PropertyTransactionPrep, m.Properties[wire.PropertyTransactionPrep], wire.PropertyTransactionPrep)
 }
 
