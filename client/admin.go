@@ -356,6 +356,10 @@ type TopicSpec struct {
 	// SysFlag is the topic's wire.TopicSysFlag* bits (mqadmin updateTopic
 	// -u and -s); brokers store and route them.
 	SysFlag int
+	// Attributes alters RocketMQ 5's topic attributes (mqadmin updateTopic
+	// -a): "+key=value,…" adds or changes, "-key" deletes; empty leaves
+	// them. Brokers refuse what raftmq does not implement (docs/admin.md).
+	Attributes string
 }
 
 // CreateTopic creates or updates a topic (UPDATE_AND_CREATE_TOPIC, 17) on
@@ -411,7 +415,8 @@ func topicRequest(spec TopicSpec) (func() *remoting.RemotingCommand, error) {
 		spec.Perm = wire.PermRead | wire.PermWrite
 	}
 	h := &wire.CreateTopicRequestHeader{Topic: spec.Topic, DefaultTopic: wire.TopicAutoCreate, ReadQueueNums: spec.ReadQueueNums,
-		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", TopicSysFlag: spec.SysFlag, Order: spec.Order}
+		WriteQueueNums: spec.WriteQueueNums, Perm: spec.Perm, TopicFilterType: "SINGLE_TAG", TopicSysFlag: spec.SysFlag, Order: spec.Order,
+		Attributes: spec.Attributes}
 	return func() *remoting.RemotingCommand {
 		return remoting.NewRequest(remoting.RequestUpdateAndCreateTopic, h, nil)
 	}, nil

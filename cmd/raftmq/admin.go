@@ -39,6 +39,7 @@ var adminCommands = []adminEntry{
 			yesNo("order", "o", false, "ordered topic: true or false"),
 			yesNo("unit", "u", false, "unit topic: true or false (stored in topicSysFlag)"),
 			yesNo("hasUnitSub", "s", false, "has unit subscriptions: true or false (stored in topicSysFlag)"),
+			str("attributes", "a", "RocketMQ 5 topic attributes: +key=value,… adds or changes, -key deletes (e.g. +message.type=FIFO)"),
 		},
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run:   runUpdateTopic,

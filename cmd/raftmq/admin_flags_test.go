@@ -106,6 +106,22 @@ func TestAdminMQAdminFlags(t *testing.T) {
 		sysFlag(t, 0)
 	})
 
+	t.Run("updateTopic -a", func(t *testing.T) {
+		out := run(t, "updateTopic", "-b", leader, "-t", "FlagAttrT", "-r", "2", "-w", "2", "-a", "+message.type=FIFO")
+		wantLines(t, out, "attributes={+message.type=FIFO}")
+		onEveryMember(t, "FlagAttrT with message.type FIFO", remoting.RequestGetTopicConfig,
+			&wire.GetTopicConfigRequestHeader{Topic: "FlagAttrT"}, func(raw []byte) bool {
+				var tc wire.TopicConfig
+				return json.Unmarshal(raw, &tc) == nil && tc.Attributes["message.type"] == "FIFO"
+			})
+		// What raftmq does not implement is refused, naming the attribute.
+		out, err := runAdmin(t, append(slices.Clone(n), "updateTopic", "-b", leader, "-t", "FlagAttrT", "-r", "2", "-w", "2",
+			"-a", "+cleanup.policy=COMPACTION")...)
+		if err == nil || !strings.Contains(out+err.Error(), "cleanup.policy") {
+			t.Fatalf("updateTopic -a +cleanup.policy=COMPACTION: err %v, output:\n%s", err, out)
+		}
+	})
+
 	t.Run("sendMessage -b -i", func(t *testing.T) {
 		for q := range 4 {
 			var sr sendResult

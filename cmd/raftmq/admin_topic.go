@@ -25,13 +25,14 @@ type topicUpdate struct {
 	Perm           int      `json:"perm"`
 	Order          bool     `json:"order"`
 	SysFlag        int      `json:"topicSysFlag"`
+	Attributes     string   `json:"attributes,omitempty"`
 	Brokers        []string `json:"brokers"`
 }
 
 // runUpdateTopic is mqadmin updateTopic.
 func runUpdateTopic(ctx context.Context, s *adminSession, in flagValues) (topicUpdate, error) {
 	r := topicUpdate{Topic: in.str("topic"), ReadQueueNums: in.int("readQueueNums"), WriteQueueNums: in.int("writeQueueNums"),
-		Perm: in.int("perm"), Order: in.bool("order")}
+		Perm: in.int("perm"), Order: in.bool("order"), Attributes: in.str("attributes")}
 	// TopicSysFlag.buildSysFlag(-u, -s).
 	if in.bool("unit") {
 		r.SysFlag |= wire.TopicSysFlagUnit
@@ -40,7 +41,7 @@ func runUpdateTopic(ctx context.Context, s *adminSession, in flagValues) (topicU
 		r.SysFlag |= wire.TopicSysFlagUnitSub
 	}
 	spec := client.TopicSpec{Topic: r.Topic, ReadQueueNums: r.ReadQueueNums, WriteQueueNums: r.WriteQueueNums, Perm: r.Perm, Order: r.Order,
-		SysFlag: r.SysFlag}
+		SysFlag: r.SysFlag, Attributes: r.Attributes}
 	var err error
 	r.Brokers, err = s.a.CreateTopic(ctx, spec, in.str("clusterName"), in.str("brokerAddr"))
 	return r, err
@@ -50,8 +51,13 @@ func tableUpdateTopic(w *tabwriter.Writer, r topicUpdate) {
 	for _, a := range r.Brokers {
 		fmt.Fprintf(w, "create topic to %s success.\n", a)
 	}
-	fmt.Fprintf(w, "TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%d, topicSysFlag=%d, order=%t]\n",
-		r.Topic, r.ReadQueueNums, r.WriteQueueNums, r.Perm, r.SysFlag, r.Order)
+	attrs := ""
+	if r.Attributes != "" {
+		// RocketMQ 5's TopicConfig.toString, with the map mqadmin parsed -a into.
+		attrs = ", attributes={" + r.Attributes + "}"
+	}
+	fmt.Fprintf(w, "TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%d, topicSysFlag=%d, order=%t%s]\n",
+		r.Topic, r.ReadQueueNums, r.WriteQueueNums, r.Perm, r.SysFlag, r.Order, attrs)
 }
 
 // topicDeletion is deleteTopic's result (fields in the JSON key order).
