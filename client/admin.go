@@ -424,16 +424,21 @@ func topicRequest(spec TopicSpec) (func() *remoting.RemotingCommand, error) {
 
 // DeleteTopic deletes topic from the masters of cluster ("" = every
 // cluster; DELETE_TOPIC_IN_BROKER, 215), then from every name server
-// (DELETE_TOPIC_IN_NAMESRV, 216), as mqadmin deleteTopic.
+// (DELETE_TOPIC_IN_NAMESRV, 216), as mqadmin deleteTopic. As there, a
+// broker's failure or refusal (the brokers' own topics) ends it before
+// the name servers: they would drop the route of a topic a broker still
+// holds, until its next registration brings it back.
 func (a *Admin) DeleteTopic(ctx context.Context, topic, cluster string) error {
 	names, err := a.clusterGroups(ctx, cluster)
 	if err != nil {
 		return err
 	}
-	_, err = a.eachLeader(ctx, names, func() *remoting.RemotingCommand {
+	if _, err := a.eachLeader(ctx, names, func() *remoting.RemotingCommand {
 		return remoting.NewRequest(remoting.RequestDeleteTopicInBroker, &wire.TopicRequestHeader{Topic: topic}, nil)
-	})
-	errs := []error{err}
+	}); err != nil {
+		return err
+	}
+	var errs []error
 	for _, ns := range a.cfg.nameServers {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.requestTimeout)
 		_, err := invokeOK(cctx, a.rc, "namesrv", ns, remoting.NewRequest(remoting.RequestDeleteTopicInNamesrv,
