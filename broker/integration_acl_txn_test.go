@@ -46,7 +46,8 @@ func TestACLSDKTransactionCheckBack(t *testing.T) {
 // topic its header names (RocketMQ 5's check). An account without PUB on
 // a half's topic can neither commit nor roll back another producer's half
 // by knowing its producer group and offsets, even naming a topic it may
-// publish to in the header; the half stays undecided. With PUB on the real
+// publish to (or the trace topic, open to every account) in the header;
+// the half stays undecided. With PUB on the real
 // topic the same account commits.
 func TestACLEndTransactionNeedsPubOnTopic(t *testing.T) {
 	pc := startACLCluster(t)
@@ -84,6 +85,9 @@ func TestACLEndTransactionNeedsPubOnTopic(t *testing.T) {
 		{"rollback", wire.SysFlagTransRollback, ""},
 		{"commit naming an allowed topic", wire.SysFlagTransCommit, "AclTopic"},
 		{"rollback naming the real topic", wire.SysFlagTransRollback, "Guarded"},
+		// Every account may publish traces; naming the trace topic must not
+		// lift the check on the half's real topic.
+		{"commit naming the trace topic", wire.SysFlagTransCommit, "RMQ_SYS_TRACE_TOPIC"},
 	} {
 		wantNoPermission(t, c.name+" of a Guarded half", end(guarded, c.decision, c.topic), "no PUB permission on topic:Guarded")
 		if tr.TxnDecided(guarded.phy) {

@@ -83,6 +83,14 @@ func TestCheck(t *testing.T) {
 		{"admin code, plain account", req("RocketMQ", "12345678", true), "needs an admin account; accessKey=RocketMQ is not admin"},
 		{"admin code, admin account", req("rocketmq2", "12345678", true, Resource{"anything", Pub}), ""},
 		{"trace topic PUB", req("RocketMQ", "12345678", false, Resource{traceTopic, Pub}), ""},
+		// The trace topic's exemption is for a send of traces: it must not
+		// carry the other resources of a request that names the trace
+		// topic too (an END_TRANSACTION's header topic beside the half's
+		// real topic), nor an admin-only request.
+		{"trace topic PUB beside another topic", req("RocketMQ", "12345678", false, Resource{traceTopic, Pub}, Resource{"topicA", Pub}),
+			"no PUB permission on topic:topicA"},
+		{"trace topic PUB on an admin code", req("RocketMQ", "12345678", true, Resource{traceTopic, Pub}),
+			"needs an admin account; accessKey=RocketMQ is not admin"},
 	}
 	for _, c := range cases {
 		err := r.Check(c.q)
