@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -62,7 +63,18 @@ func (n *NameServer) startGossip() error {
 		return fmt.Errorf("namesrv: gossip: %w", err)
 	}
 	n.gossip.Store(g)
-	n.unsubscribeGossip = ha.RemoveGoneBrokers(g, n, n.log.Named("gossip"))
+	if n.cfg.ClusterAuthAccessKey != "" && strings.TrimSpace(cfg.SecretKey) == "" {
+		// Unencrypted gossip admits anyone who reaches its port, and a
+		// member's metadata names whatever broker address it likes: its
+		// leave would drop that broker from the routes, the one thing
+		// clusterAuth* keeps to signed UNREGISTER_BROKER requests. The
+		// routes then wait for the heartbeat expiry, as without gossip.
+		n.log.Warn("gossip is not encrypted (gossipSecretKey unset) while registrations are authenticated (clusterAuthAccessKey): " +
+			"gossip will not remove brokers from the routes; set gossipSecretKey on every broker and name server")
+		n.unsubscribeGossip = func() {}
+	} else {
+		n.unsubscribeGossip = ha.RemoveGoneBrokers(g, n, n.log.Named("gossip"))
+	}
 	n.log.Info("gossip joined", zap.String("addr", g.Addr()), zap.String("name", cfg.Name))
 	return nil
 }

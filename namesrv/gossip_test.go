@@ -77,3 +77,84 @@ func TestGossipConfigDerivesPortAndName(t *testing.T) {
 		t.Fatalf("explicit gossipBindPort overridden: %d", got)
 	}
 }
+
+// TestGossipWithoutKeyCannotUnregister: with clusterAuth* set, only the
+// cluster account may take a broker out of the routes (UNREGISTER_BROKER
+// is signed). Unencrypted gossip lets anyone who reaches its port join,
+// claim a broker's address in its metadata and leave, so without
+// gossipSecretKey the pool's departures must not remove routes. A member
+// that holds the key still does.
+func TestGossipWithoutKeyCannotUnregister(t *testing.T) {
+	const key = "cmFmdG1xLWdvc3NpcC1rIQ==" // base64 of 16 bytes
+	for _, keyed := range []bool{false, true} {
+		ns := testServer(t, func(c *Config) {
+			c.ClusterAuthAccessKey, c.ClusterAuthSecretKey = "clusterKey1", "clusterSecret1"
+			c.GossipEnable = true
+			c.Gossip.BindAddr = "127.0.0.1"
+			if keyed {
+				c.Gossip.SecretKey = key
+			}
+			c.BrokerChannelExpiredTime = time.Hour
+		})
+		nsAddr := ns.Addr().String()
+		signed := testClient(t)
+		signed.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: "clusterKey1", SecretKey: "clusterSecret1"}))
+		b := testBroker{cluster: "DefaultCluster", name: "broker-a", addr: "127.0.0.1:10911", id: 0,
+			topics: wire.TopicConfigSerializeWrapper{
+				TopicConfigTable: map[string]wire.TopicConfig{"orders": {TopicName: "orders", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}},
+				DataVersion:      wire.DataVersion{Timestamp: 1, Counter: 1},
+			}}
+		b.register(t, signed, nsAddr)
+		// Events reach subscribers one at a time, in order: once the
+		// marker's join arrived, the impostor's leave was handled.
+		markerJoined := make(chan struct{}, 1)
+		unsubscribe := ns.Gossip().Subscribe(func(ev ha.Event) {
+			if ev.Kind == ha.EventJoin && ev.Member.Name == "marker" {
+				markerJoined <- struct{}{}
+			}
+		})
+		t.Cleanup(unsubscribe)
+		member := func(name string, meta ha.NodeMeta) *ha.Gossip {
+			gcfg := ha.DefaultGossipConfig()
+			gcfg.Name, gcfg.BindAddr, gcfg.BindPort, gcfg.Seeds = name, "127.0.0.1", 0, ns.Gossip().Addr()
+			if keyed {
+				gcfg.SecretKey = key
+			}
+			g, err := ha.NewGossip(gcfg, meta, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return g
+		}
+
+		impostor := member("impostor", ha.NodeMeta{Kind: ha.KindBroker, Cluster: b.cluster, BrokerName: b.name, RemotingAddr: b.addr})
+		testutil.WaitFor(t, 5*time.Second, "name server sees the gossip member", func() bool {
+			m, ok := ns.Gossip().Member("impostor")
+			return ok && m.State == ha.MemberAlive
+		})
+		if err := impostor.Close(); err != nil { // a graceful leave
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, 10*time.Second, "name server sees the member leave", func() bool {
+			m, ok := ns.Gossip().Member("impostor")
+			return !ok || m.State != ha.MemberAlive
+		})
+		marker := member("marker", ha.NodeMeta{Kind: ha.KindNameServer, RemotingAddr: "127.0.0.1:1"})
+		t.Cleanup(func() { _ = marker.Shutdown() })
+		select {
+		case <-markerJoined:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the marker's join never reached the name server's subscribers")
+		}
+		code := routeOf(t, signed, nsAddr, "orders", 317, false).Code
+		switch {
+		case keyed && code != remoting.ResponseTopicNotExist:
+			t.Fatalf("keyed gossip: the member's leave did not remove its broker's route (code %d)", code)
+		case !keyed && code != remoting.ResponseSuccess:
+			t.Fatalf("an unencrypted gossip member's leave removed the cluster-authenticated broker's route (code %d)", code)
+		}
+	}
+}
