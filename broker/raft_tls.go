@@ -94,8 +94,8 @@ func newRaftStream(ln net.Listener, cfg RaftTLSConfig, group string) (raft.Strea
 	}
 	s := &tlsStream{addr: ln.Addr(), group: group}
 	// Both sides check that the peer's certificate names a member.
-	server.VerifyConnection = s.verifyPeer
-	client.VerifyConnection = s.verifyPeer
+	server.VerifyConnection = func(cs tls.ConnectionState) error { return s.verifyPeer(cs, true) }
+	client.VerifyConnection = func(cs tls.ConnectionState) error { return s.verifyPeer(cs, false) }
 	s.Listener, s.client = tls.NewListener(ln, server), client
 	return s, s, nil
 }
@@ -110,8 +110,12 @@ func newRaftStream(ln net.Listener, cfg RaftTLSConfig, group string) (raft.Strea
 // common name or one of its DNS names is the member's dLegerSelfId
 // ("n0") or "<dLegerGroup>-<id>" ("broker-a-n0"). The check runs once per
 // connection, in the handshake, so RPCs cost nothing more. While the
-// configuration is empty (a member never bootstrapped) or unbound, any
-// certificate of the CA is accepted.
+// configuration is empty (a member never bootstrapped), any certificate
+// of the CA is accepted. Before the stream is bound (the moments between
+// the transport's start and NewRaft's return) inbound handshakes are
+// refused, since an accepted connection stays open unchecked, and
+// outbound ones accepted: they go to the configured peers' addresses, and
+// Raft retries what the refusal costs a peer.
 type tlsStream struct {
 	net.Listener
 	addr    net.Addr
@@ -136,10 +140,13 @@ func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 // named no member.
 func (s *tlsStream) Refused() uint64 { return s.refused.Load() }
 
-func (s *tlsStream) verifyPeer(cs tls.ConnectionState) error {
+func (s *tlsStream) verifyPeer(cs tls.ConnectionState, inbound bool) error {
 	f := s.members.Load()
+	if f == nil && inbound {
+		return fmt.Errorf("%w: this member's raft is not running yet", ErrNotMember)
+	}
 	if f == nil || len(cs.PeerCertificates) == 0 {
-		return nil // chain checks already ran; unbound: no configuration yet
+		return nil // chain checks already ran
 	}
 	conf := (*f)()
 	if len(conf.Servers) == 0 {

@@ -193,3 +193,69 @@ func TestRaftMutualTLSMembersNamedByHost(t *testing.T) {
 		}
 	}
 }
+
+// TestRaftMutualTLSRefusesInboundBeforeBound: until the stream is bound to
+// its member's Raft configuration, an inbound handshake is refused even
+// with a certificate of the CA: it cannot yet be told to name a member,
+// and a connection accepted then would stay open unchecked. Once bound,
+// a member's certificate passes and another of the CA does not.
+func TestRaftMutualTLSRefusesInboundBeforeBound(t *testing.T) {
+	ca := testutil.NewTestCA(t, "group-ca")
+	stream, s := tlsStreamFor(t, ca, "n0")
+	t.Cleanup(func() { _ = stream.Close() })
+	go func() {
+		for {
+			c, err := stream.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = c.Write([]byte{1}) // after the handshake, which it runs
+			}()
+		}
+	}()
+	// dial reports how a handshake with a certificate naming name ends:
+	// nil once the server's byte arrived, its refusal otherwise (TLS 1.3
+	// delivers the server's verdict on the client with the first read).
+	dial := func(name string) error {
+		_, peer := tlsStreamFor(t, ca, name)
+		c, err := peer.Dial(raft.ServerAddress(stream.Addr().String()), 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = c.Read(make([]byte, 1))
+		return err
+	}
+	if err := dial("n1"); err == nil {
+		t.Fatal("unbound stream accepted the handshake of n1")
+	}
+	conf := func() raft.Configuration {
+		return raft.Configuration{Servers: []raft.Server{{ID: "n0"}, {ID: "n1"}}}
+	}
+	s.members.Store(&conf)
+	if err := dial("n1"); err != nil {
+		t.Fatalf("bound stream refused member n1: %v", err)
+	}
+	if err := dial("x9"); err == nil {
+		t.Fatal("bound stream accepted x9, which names no member")
+	}
+}
+
+// tlsStreamFor is a mutual-TLS stream layer on a new loopback port with a
+// certificate of ca naming name.
+func tlsStreamFor(t *testing.T, ca *testutil.TestCA, name string) (raft.StreamLayer, *tlsStream) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ca.Issue(name)
+	stream, s, err := newRaftStream(ln, RaftTLSConfig{CertPath: f.CertPath, KeyPath: f.KeyPath, CAPath: ca.CertPath}, "broker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream, s
+}
