@@ -154,11 +154,12 @@ var rocketmqBrokerKeys = config.WithNettyKeys(map[string]config.Ignored{
 	"filterSupportRetry":            {Reason: "retry topics are never filtered (a redelivered message matched once)", Only: "false"},
 
 	// Features raftmq lacks: only the value that asks for nothing loads.
-	"messageStorePlugIn":                       {Reason: "raftmq has no store plug-ins", OnlyEmpty: true},
-	"fetchNamesrvAddrByAddressServer":          {Reason: "there is no address server: give namesrvAddr", Only: "false"},
-	"filterServerNums":                         {Reason: "class filter servers are not supported (SQL92 and tags are)", Only: "0"},
-	"enableLmq":                                {Reason: "light message queues (LMQ) are not supported", Only: "false"},
-	"enableMultiDispatch":                      {Reason: "multi-dispatch (LMQ) is not supported", Only: "false"},
+	"messageStorePlugIn":              {Reason: "raftmq has no store plug-ins", OnlyEmpty: true},
+	"fetchNamesrvAddrByAddressServer": {Reason: "there is no address server: give namesrvAddr", Only: "false"},
+	"filterServerNums":                {Reason: "class filter servers are not supported (SQL92 and tags are)", Only: "0"},
+	"enableLmq":                       {Reason: "light message queues (LMQ) are not supported", Only: "false"},
+	"enableMultiDispatch": {Reason: "multi-dispatch (LMQ) is not supported; a message carrying INNER_MULTI_DISPATCH is refused with MESSAGE_ILLEGAL (13) naming the property " +
+		"(RocketMQ with the key off stores it on its topic only)", Only: "false"},
 	"maxLmqConsumeQueueNum":                    {Reason: "light message queues (LMQ) are not supported"},
 	"enableScheduleAsyncDeliver":               {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"scheduleAsyncDeliverMaxPendingLimit":      {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
