@@ -122,7 +122,7 @@ func TestSnapshotBySizeStopsOnRemoval(t *testing.T) {
 			return false
 		}
 	}
-	testutil.WaitFor(t, 5*time.Second, gone.id+"'s snapshot loop returns once its raft is shut down", func() bool {
+	testutil.WaitFor(t, 15*time.Second, gone.id+"'s snapshot loop returns once its raft is shut down", func() bool {
 		return loopDone(gone.g())
 	})
 	for _, n := range c.nodes {
