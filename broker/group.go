@@ -363,10 +363,16 @@ func (g *Group) FSMAppliedIndex() uint64 { return g.fsm.applied.Load() }
 // index moves when entries are queued for the FSM, and a restarted member
 // replaying its log has thousands queued while that index already equals
 // the commit index. The slack covers the batch being applied on a busy
-// follower and the entries the FSM never sees (a new leader's no-op,
-// configuration changes), which keep its index a little below Raft's.
+// follower. Entries the FSM never sees (each election's no-op and barrier,
+// configuration changes) keep its index below Raft's for good until the
+// next command, and pile up past any slack in a group that elects leaders
+// but is written nothing: with no batch queued (fsm_pending 0) the FSM
+// has what it was given but the batch in hand, which is caught up too.
 func (g *Group) FSMCaughtUp() bool {
-	return g.fsm.applied.Load()+uint64(g.cfg.Raft.MaxAppendEntries) >= g.raft.AppliedIndex()
+	if g.fsm.applied.Load()+uint64(g.cfg.Raft.MaxAppendEntries) >= g.raft.AppliedIndex() {
+		return true
+	}
+	return g.raft.Stats()["fsm_pending"] == "0"
 }
 
 // storeFS is the file system the store and the Raft log are on (the disk
