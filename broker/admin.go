@@ -88,7 +88,9 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	cur, exists := c.rep.State().Topic(h.Topic)
 	attrs, bad := alterTopicAttributes(h.Topic, cur.Attributes, !exists, h.Attributes)
 	if bad != "" {
-		return response(remoting.ResponseInvalidParameter, "%s", bad)
+		// RocketMQ answers a refused attribute with SYSTEM_ERROR too
+		// (updateAndCreateTopic's catch, its MIXED check).
+		return response(remoting.ResponseSystemError, "%s", bad)
 	}
 	tc := wire.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
 		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order, Attributes: attrs}
@@ -119,13 +121,14 @@ func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.Remot
 // broker keeps acknowledged messages in until it delivers them (delayed
 // and timer messages, transaction halves and op records): deleted or
 // made unwritable, those messages would never be delivered. RocketMQ 5
-// refuses every system topic (validateSystemTopicWhenUpdateTopic).
+// refuses every system topic (validateSystemTopicWhenUpdateTopic) with
+// SYSTEM_ERROR and this remark's first sentence.
 func refuseOwnTopic(what, topic string) *remoting.RemotingCommand {
 	if !isSystemTopic(topic) {
 		return nil
 	}
-	return response(remoting.ResponseInvalidParameter,
-		"the topic %s is the broker's own and cannot be %s: it holds messages the broker delivers later (or is the auto-create template)", topic, what)
+	return response(remoting.ResponseSystemError,
+		"The topic[%s] is conflict with system topic. It is the broker's own and cannot be %s: it holds messages the broker delivers later (or is the auto-create template)", topic, what)
 }
 
 func (c *Controller) processGetAllTopicConfig() *remoting.RemotingCommand {

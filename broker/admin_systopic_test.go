@@ -11,8 +11,8 @@ import (
 // TestBrokerOwnTopicsNotDeletedOrChanged: DELETE_TOPIC_IN_BROKER and
 // UPDATE_AND_CREATE_TOPIC refuse the topics the broker keeps acknowledged
 // messages in (delayed and timer messages, transaction halves and their op
-// records) and TBW102, with INVALID_PARAMETER naming the topic, as RocketMQ
-// 5's validateSystemTopicWhenUpdateTopic does: deleted, a pending delayed
+// records) and TBW102, with SYSTEM_ERROR naming the topic, as RocketMQ 5's
+// validateSystemTopicWhenUpdateTopic does: deleted, a pending delayed
 // message is never delivered. The delayed message sent before the refused
 // delete is delivered.
 func TestBrokerOwnTopicsNotDeletedOrChanged(t *testing.T) {
@@ -25,13 +25,13 @@ func TestBrokerOwnTopicsNotDeletedOrChanged(t *testing.T) {
 	}
 	for _, topic := range []string{wire.TopicSchedule, wire.TopicTimer, wire.TopicTransHalf, wire.TopicTransOpHalf, wire.TopicAutoCreate} {
 		r := pc.call(addr, remoting.RequestDeleteTopicInBroker, map[string]string{"topic": topic}, nil)
-		if r.Code != remoting.ResponseInvalidParameter || !strings.Contains(r.Remark, topic) {
-			t.Errorf("delete %s: %d %q; want INVALID_PARAMETER naming it", topic, r.Code, r.Remark)
+		if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, topic) {
+			t.Errorf("delete %s: %d %q; want SYSTEM_ERROR naming it", topic, r.Code, r.Remark)
 		}
 		r = pc.call(addr, remoting.RequestUpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "1",
 			"writeQueueNums": "1", "perm": "4"}, nil)
-		if r.Code != remoting.ResponseInvalidParameter || !strings.Contains(r.Remark, topic) {
-			t.Errorf("update %s: %d %q; want INVALID_PARAMETER naming it", topic, r.Code, r.Remark)
+		if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, topic) {
+			t.Errorf("update %s: %d %q; want SYSTEM_ERROR naming it", topic, r.Code, r.Remark)
 		}
 	}
 	waitBodies(t, pc, "DLY", 1, map[string]int{"later": 1})

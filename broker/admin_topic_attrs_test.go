@@ -15,8 +15,9 @@ import (
 // (+key=value, -key) on update, kept when an update names none. An
 // attribute asking for storage or delivery raftmq does not have (compacted
 // topics, batch consume queues, a topic's own retention, MIXED) is refused
-// at the request, naming it, instead of creating a plain topic that keeps
-// and deletes messages by other rules.
+// at the request, naming it, with RocketMQ's code for a refused topic
+// update (SYSTEM_ERROR), instead of creating a plain topic that keeps and
+// deletes messages by other rules.
 func TestUpdateTopicAttributes(t *testing.T) {
 	pc := startRealCluster(t, nil)
 	addr := pc.nodes[pc.leader()].Addr()
@@ -48,8 +49,8 @@ func TestUpdateTopicAttributes(t *testing.T) {
 	refused := func(topic, attrs, inRemark string) {
 		t.Helper()
 		r := update(topic, attrs)
-		if r.Code != remoting.ResponseInvalidParameter || !strings.Contains(r.Remark, inRemark) {
-			t.Fatalf("updateTopic %s -a %q: %d %q; want INVALID_PARAMETER naming %q", topic, attrs, r.Code, r.Remark, inRemark)
+		if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, inRemark) {
+			t.Fatalf("updateTopic %s -a %q: %d %q; want SYSTEM_ERROR naming %q", topic, attrs, r.Code, r.Remark, inRemark)
 		}
 		if _, ok := pc.groups[pc.leader()].State().Topic(topic); ok && strings.HasPrefix(topic, "New") {
 			t.Fatalf("updateTopic %s -a %q was refused but created the topic", topic, attrs)

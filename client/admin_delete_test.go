@@ -19,7 +19,7 @@ func TestAdminDeleteTopicKeepsRouteWhenABrokerRefuses(t *testing.T) {
 	a := newTestAdmin(t, ns)
 	ctx := context.Background()
 	b.answer(remoting.RequestDeleteTopicInBroker, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
-		return remoting.NewResponse(remoting.ResponseInvalidParameter, "the broker's own topic")
+		return remoting.NewResponse(remoting.ResponseSystemError, "The topic[Kept] is conflict with system topic. It is the broker's own topic")
 	})
 	if err := a.DeleteTopic(ctx, "Kept", "C"); err == nil || !strings.Contains(err.Error(), "own topic") {
 		t.Fatalf("DeleteTopic: %v, want the broker's refusal", err)
