@@ -15,13 +15,13 @@ import (
 // is refused when it is created instead of keeping and deleting messages
 // by other rules than the ones asked for.
 
-// topicAttribute is one attribute RocketMQ knows: its values (nil: any
-// integer, never accepted here), whether an existing topic may change it,
-// and why a value raftmq does not implement is refused.
+// topicAttribute is one attribute RocketMQ knows: its values, whether an
+// existing topic may change it, and why a value raftmq does not implement
+// is refused (the "" key: every value outside values).
 type topicAttribute struct {
 	values      []string
 	changeable  bool
-	unsupported map[string]string // value → why it is refused ("" key: every value)
+	unsupported map[string]string // value → why it is refused
 }
 
 var topicAttributes = map[string]topicAttribute{
@@ -32,9 +32,10 @@ var topicAttributes = map[string]topicAttribute{
 	"message.type": {values: []string{"UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"}, changeable: true,
 		// RocketMQ refuses it too unless enableMixedMessageType, which raftmq does not have.
 		unsupported: map[string]string{"MIXED": "a topic of mixed message types is not supported (RocketMQ's enableMixedMessageType)"}},
-	"reserve.time": {changeable: true,
-		// RocketMQ takes it only with tiered storage.
-		unsupported: map[string]string{"": "a topic's own retention is not supported: every topic keeps messages for fileReservedTime"}},
+	// RocketMQ takes it only with tiered storage; -1, its default, means
+	// the broker's retention.
+	"reserve.time": {values: []string{"-1"}, changeable: true,
+		unsupported: map[string]string{"": "a topic's own retention is not supported: every topic keeps messages for fileReservedTime (-1)"}},
 }
 
 // alterTopicAttributes applies an attributes modification ("+k=v,-k") to
@@ -74,7 +75,7 @@ func alterTopicAttributes(topic string, current map[string]string, create bool, 
 			del = append(del, name)
 			continue
 		}
-		if why, ok := a.unsupported[""]; ok {
+		if why, ok := a.unsupported[""]; ok && !slices.Contains(a.values, value) {
 			return nil, fmt.Sprintf("topic attribute %s=%s is not supported: %s", name, value, why)
 		}
 		if !slices.Contains(a.values, value) {

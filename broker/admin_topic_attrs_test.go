@@ -64,6 +64,7 @@ func TestUpdateTopicAttributes(t *testing.T) {
 	ok("A1", "+message.type=NORMAL", map[string]string{"message.type": "NORMAL", "queue.type": "SimpleCQ", "cleanup.policy": "DELETE"})
 	ok("A2", "+message.type=DELAY", map[string]string{"message.type": "DELAY"})
 	ok("A2", "-message.type,+queue.type=SimpleCQ", map[string]string{"queue.type": "SimpleCQ"})
+	ok("A3", "+reserve.time=-1", map[string]string{"reserve.time": "-1"}) // RocketMQ's default: the broker's retention
 
 	// What it does not do is refused, on create and on update.
 	refused("NewCompacted", "+cleanup.policy=COMPACTION", "cleanup.policy=COMPACTION")
