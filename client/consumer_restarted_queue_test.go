@@ -38,10 +38,10 @@ func wipeAndRefill(t *testing.T, b *qBroker, bodies ...string) {
 // again, a wiped store): the messages now at those offsets are new. Each
 // consumer kind delivers them and commits no offset past them (the offset
 // committed ends at the new queue's end), as RocketMQ's push consumer
-// does by dropping the process queue and starting the queue afresh.
-// Before, the process queue took them for copies of the messages it had
-// consumed there: an orderly consumer never delivered them, and the
-// others committed one past the old queue's last offset.
+// does by dropping the process queue and starting the queue afresh. A
+// process queue kept would take them for copies of the messages it had
+// consumed there: an orderly consumer would never deliver them, and the
+// others would commit one past the old queue's last offset.
 func TestConsumerQueueRestartedBelowCached(t *testing.T) {
 	for _, kind := range []string{"concurrent", "orderly", "lite"} {
 		t.Run(kind, func(t *testing.T) {
