@@ -59,6 +59,31 @@ func (n *NameServer) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req
 	return topicListResponse(n.routes.TopicsByCluster(h.Cluster)), nil
 }
 
+// getSystemTopicList answers GET_SYSTEM_TOPIC_LIST_FROM_NS (304), which
+// rocketmq-dashboard's topic page sends on every load. RocketMQ names a
+// broker in brokerAddr, which sends the Java client on to ask that broker
+// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305); raftmq brokers refuse that code,
+// so the name server lists the broker-side system topics it routes itself
+// and names no broker: the client takes its list as the whole answer.
+func (n *NameServer) getSystemTopicList(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	return topicListResponse(n.routes.SystemTopics()), nil
+}
+
+// unitTopicList answers the unit topic lists (RocketMQ 5 gates them with
+// enableTopicList): GET_UNIT_TOPIC_LIST (311), GET_HAS_UNIT_SUB_TOPIC_LIST
+// (312) and GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST (313).
+func (n *NameServer) unitTopicList(match func(flag int) bool) remoting.HandlerFunc {
+	return func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		if !n.live().EnableTopicList {
+			return remoting.NewResponse(remoting.ResponseSystemError, "disable"), nil
+		}
+		return topicListResponse(n.routes.TopicsBySysFlag(match)), nil
+	}
+}
+
+func hasUnitFlag(f int) bool    { return f&wire.TopicSysFlagUnit != 0 }
+func hasUnitSubFlag(f int) bool { return f&wire.TopicSysFlagUnitSub != 0 }
+
 func topicListResponse(topics []string) *remoting.RemotingCommand {
 	if topics == nil {
 		topics = []string{}

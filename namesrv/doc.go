@@ -25,7 +25,7 @@
 //   - kvconfig.go: KVConfigManager, RocketMQ's {"configTable":…} file
 //     written atomically.
 //   - register.go, route.go, kv.go, admin.go: processors (103/104/904/322;
-//     105/106; 100/101/102/219; 205/327/206/224/216/217); config_runtime.go:
+//     105/106; 100/101/102/219; 205/327/206/224/304/311-313/216/217); config_runtime.go:
 //     GET/UPDATE_NAMESRV_CONFIG (319/318) and the switches they change.
 //   - gossip.go: optional gossip membership; a broker that gossip declares
 //     dead leaves the routes at once.

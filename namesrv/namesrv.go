@@ -290,10 +290,16 @@ func (n *NameServer) registerProcessors() {
 		remoting.RequestAddWritePermOfBroker:          n.addWritePermOfBroker,
 		remoting.RequestGetAllTopicListFromNameserver: n.getAllTopicList,
 		remoting.RequestGetTopicsByCluster:            n.getTopicsByCluster,
-		remoting.RequestDeleteTopicInNamesrv:          n.deleteTopicInNamesrv,
-		remoting.RequestRegisterTopicInNamesrv:        n.registerTopicInNamesrv,
-		remoting.RequestGetNamesrvConfig:              n.getNamesrvConfig,
-		remoting.RequestUpdateNamesrvConfig:           n.updateNamesrvConfig,
+		remoting.RequestGetSystemTopicListFromNS:      n.getSystemTopicList,
+		remoting.RequestGetUnitTopicList:              n.unitTopicList(hasUnitFlag),
+		remoting.RequestGetHasUnitSubTopicList:        n.unitTopicList(hasUnitSubFlag),
+		remoting.RequestGetHasUnitSubUnunitTopicList: n.unitTopicList(func(f int) bool {
+			return hasUnitSubFlag(f) && !hasUnitFlag(f)
+		}),
+		remoting.RequestDeleteTopicInNamesrv:   n.deleteTopicInNamesrv,
+		remoting.RequestRegisterTopicInNamesrv: n.registerTopicInNamesrv,
+		remoting.RequestGetNamesrvConfig:       n.getNamesrvConfig,
+		remoting.RequestUpdateNamesrvConfig:    n.updateNamesrvConfig,
 	}
 	n.srv.RegisterDefault(n.instrument(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		if h, ok := handlers[req.Code]; ok {

@@ -414,6 +414,54 @@ func (r *RouteInfoManager) TopicsByCluster(cluster string) []string {
 	return out
 }
 
+// SystemTopics lists, sorted, the names RocketMQ's getSystemTopicList
+// gives (every cluster and broker group: RocketMQ's brokers create a topic
+// named after each) and the routed topics a broker counts as system
+// topics: wire.SystemTopic's and each cluster's reply topic. RocketMQ
+// leaves these to the broker the answer names (GET_SYSTEM_TOPIC_LIST_FROM_BROKER).
+func (r *RouteInfoManager) SystemTopics() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	set := make(map[string]struct{})
+	for cluster, names := range r.clusterAddrTable {
+		set[cluster] = struct{}{}
+		if _, ok := r.topicQueueTable[wire.ReplyTopic(cluster)]; ok {
+			set[wire.ReplyTopic(cluster)] = struct{}{}
+		}
+		for name := range names {
+			set[name] = struct{}{}
+		}
+	}
+	for topic := range r.topicQueueTable {
+		if wire.SystemTopic(topic) {
+			set[topic] = struct{}{}
+		}
+	}
+	return sortedKeys(set)
+}
+
+// TopicsBySysFlag lists, sorted, the topics whose topicSysFlag satisfies
+// match (the unit topic lists, 311-313). Like RocketMQ it reads the flag
+// of one broker's queue data: the first by broker name.
+func (r *RouteInfoManager) TopicsBySysFlag(match func(flag int) bool) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := []string{}
+	for topic, qds := range r.topicQueueTable {
+		var first *wire.QueueData
+		for name, qd := range qds {
+			if first == nil || name < first.BrokerName {
+				first = qd
+			}
+		}
+		if first != nil && match(first.TopicSysFlag) {
+			out = append(out, topic)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // sortedKeys returns m's keys in order; never nil, so an empty list encodes
 // as [] rather than null.
 func sortedKeys[V any](m map[string]V) []string {

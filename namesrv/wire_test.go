@@ -311,12 +311,65 @@ func TestAdminCodes(t *testing.T) {
 	})
 }
 
+// rocketmq-dashboard's topic page asks GET_SYSTEM_TOPIC_LIST_FROM_NS (304)
+// on every load, and fails if the name server refuses it; the unit lists
+// (311-313) read topicSysFlag, which raftmq brokers store and register.
+func TestSystemAndUnitTopicLists(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	c := testClient(t)
+	withFlag := func(cfg wire.TopicConfig, flag int) wire.TopicConfig { cfg.TopicSysFlag = flag; return cfg }
+	testBroker{cluster: "C1", name: "b1", addr: "127.0.0.1:10911", id: 0, topics: topics(1,
+		tc("T", 4, 4, 6), tc(wire.TopicAutoCreate, 8, 8, 7), tc(wire.TopicSchedule, 18, 18, 6),
+		tc(wire.TopicTransHalf, 1, 1, 6), tc(wire.ReplyTopic("C1"), 1, 1, 6), tc("RMQ_SYS_TRACE_TOPIC", 1, 1, 6),
+		withFlag(tc("Unit", 4, 4, 6), wire.TopicSysFlagUnit),
+		withFlag(tc("UnitSub", 4, 4, 6), wire.TopicSysFlagUnitSub),
+		withFlag(tc("Both", 4, 4, 6), wire.TopicSysFlagUnit|wire.TopicSysFlagUnitSub))}.register(t, c, addr)
+	testBroker{cluster: "C2", name: "b2", addr: "127.0.0.1:10912", id: 0, topics: topics(1, tc("T", 4, 4, 6))}.register(t, c, addr)
+
+	list := func(code int16) wire.TopicList {
+		t.Helper()
+		resp := call(t, c, addr, remoting.NewRequest(code, nil, nil))
+		if resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("code %d: %d %q", code, resp.Code, resp.Remark)
+		}
+		var tl wire.TopicList
+		if err := json.Unmarshal(resp.Body, &tl); err != nil {
+			t.Fatalf("code %d: topic list %s: %v", code, resp.Body, err)
+		}
+		return tl
+	}
+	sys := list(remoting.RequestGetSystemTopicListFromNS)
+	want := []string{"C1", "C1_REPLY_TOPIC", "C2", "RMQ_SYS_TRACE_TOPIC", wire.TopicTransHalf, wire.TopicSchedule, wire.TopicAutoCreate, "b1", "b2"}
+	if !reflect.DeepEqual(sys.TopicList, want) {
+		t.Fatalf("system topics %v, want %v", sys.TopicList, want)
+	}
+	// A brokerAddr would send the Java client on to ask that broker
+	// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305), which raftmq brokers refuse:
+	// the name server's list is the whole answer.
+	if sys.BrokerAddr != "" {
+		t.Fatalf("system topic list names broker %q", sys.BrokerAddr)
+	}
+	for code, want := range map[int16][]string{
+		remoting.RequestGetUnitTopicList:             {"Both", "Unit"},
+		remoting.RequestGetHasUnitSubTopicList:       {"Both", "UnitSub"},
+		remoting.RequestGetHasUnitSubUnunitTopicList: {"UnitSub"},
+	} {
+		if got := list(code).TopicList; !reflect.DeepEqual(got, want) {
+			t.Fatalf("code %d: %v, want %v", code, got, want)
+		}
+	}
+}
+
 func TestDisabledTopicLists(t *testing.T) {
 	ns := testServer(t, func(c *Config) { c.EnableAllTopicList, c.EnableTopicList = false, false })
 	c := testClient(t)
 	for _, req := range []*remoting.RemotingCommand{
 		remoting.NewRequest(remoting.RequestGetAllTopicListFromNameserver, nil, nil),
 		remoting.NewRequest(remoting.RequestGetTopicsByCluster, &wire.GetTopicsByClusterRequestHeader{Cluster: "C"}, nil),
+		remoting.NewRequest(remoting.RequestGetUnitTopicList, nil, nil),
+		remoting.NewRequest(remoting.RequestGetHasUnitSubTopicList, nil, nil),
+		remoting.NewRequest(remoting.RequestGetHasUnitSubUnunitTopicList, nil, nil),
 	} {
 		if resp := call(t, c, ns.Addr().String(), req); resp.Code != remoting.ResponseSystemError || resp.Remark != "disable" {
 			t.Fatalf("code %d: got %d %q", req.Code, resp.Code, resp.Remark)

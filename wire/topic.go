@@ -1,5 +1,7 @@
 package wire
 
+import "strings"
+
 // DataVersion identifies one state of a broker's topic configuration. Brokers
 // bump it on every topic change; the name server rebuilds a broker's queue
 // data only when it changes (RocketMQ DataVersion, compared field by field).
@@ -73,6 +75,23 @@ func SendForbidden(topic string) bool {
 	switch topic {
 	case TopicAutoCreate, TopicSchedule, TopicTimer, TopicTransHalf, TopicTransOpHalf,
 		TopicTransCheckMaxTime, TopicSelfTest, TopicOffsetMovedEvent:
+		return true
+	}
+	return false
+}
+
+// SystemTopic reports whether RocketMQ counts topic as a system topic
+// (TopicValidator.isSystemTopic): the "rmq_sys_" prefix or a name of its
+// SYSTEM_TOPIC_SET. A cluster's reply topic and the names of clusters and
+// broker groups are system topics too, but only a broker or name server
+// that knows the cluster can tell.
+func SystemTopic(topic string) bool {
+	if strings.HasPrefix(topic, "rmq_sys_") {
+		return true
+	}
+	switch topic {
+	case TopicAutoCreate, TopicSchedule, TopicTransHalf, TopicTransOpHalf, TopicTransCheckMaxTime,
+		TopicSelfTest, TopicOffsetMovedEvent, "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC":
 		return true
 	}
 	return false
