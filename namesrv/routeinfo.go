@@ -1,6 +1,8 @@
 package namesrv
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -150,6 +152,28 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 		}
 	}
 
+	// A different address already holding this id wins if its state
+	// version is newer: the registering broker is stale (a deposed
+	// leader's registration applied after its successor's). It changes
+	// nothing: the address may meanwhile be registered under another id,
+	// as a follower, and that registration stands. RocketMQ first drops
+	// the address's other ids and its liveness, leaving such a member
+	// unrouted until its next registration.
+	if bd := r.brokerAddrTable[a.BrokerName]; bd != nil {
+		if old, ok := bd.BrokerAddrs[a.BrokerID]; ok && old != a.BrokerAddr {
+			if oldLive := r.brokerLiveTable[brokerAddrInfo{a.Cluster, old}]; oldLive != nil &&
+				oldLive.dataVersion.StateVersion > a.Topics.DataVersion.StateVersion {
+				r.log.Warn("registering broker conflicts with a newer one; ignored",
+					zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
+					zap.Int64("brokerId", a.BrokerID), zap.String("oldAddr", old), zap.String("newAddr", a.BrokerAddr))
+				if !slices.Contains(slices.Collect(maps.Values(bd.BrokerAddrs)), a.BrokerAddr) {
+					delete(r.brokerLiveTable, key)
+				}
+				return res, false
+			}
+		}
+	}
+
 	names := r.clusterAddrTable[a.Cluster]
 	if names == nil {
 		names = make(map[string]struct{})
@@ -174,19 +198,6 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 	for id, addr := range bd.BrokerAddrs {
 		if addr == a.BrokerAddr && id != a.BrokerID {
 			delete(bd.BrokerAddrs, id)
-		}
-	}
-
-	// A different address already holding this id wins if its state
-	// version is newer: the registering broker is stale.
-	if old, ok := bd.BrokerAddrs[a.BrokerID]; ok && old != a.BrokerAddr {
-		if oldLive := r.brokerLiveTable[brokerAddrInfo{a.Cluster, old}]; oldLive != nil &&
-			oldLive.dataVersion.StateVersion > a.Topics.DataVersion.StateVersion {
-			r.log.Warn("registering broker conflicts with a newer one; ignored",
-				zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
-				zap.Int64("brokerId", a.BrokerID), zap.String("oldAddr", old), zap.String("newAddr", a.BrokerAddr))
-			delete(r.brokerLiveTable, key)
-			return res, false
 		}
 	}
 
