@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,9 +76,19 @@ func TestUnknownTopicAndCode(t *testing.T) {
 	if resp.Code != remoting.ResponseTopicNotExist || !strings.Contains(resp.Remark, "Nope") {
 		t.Fatalf("unknown topic: code %d remark %q", resp.Code, resp.Remark)
 	}
-	resp = call(t, c, addr, remoting.NewRequest(12345, nil, nil))
-	if resp.Code != remoting.ResponseRequestCodeNotSupported {
-		t.Fatalf("unknown code: got code %d %q", resp.Code, resp.Remark)
+	// RocketMQ 5 name-server codes raftmq does not serve are refused at
+	// once, naming the code, rather than answered with something else:
+	// GET_BROKER_MEMBER_GROUP (slave-acting-master brokers), the
+	// controller's codes (Controller mode), and an unknown one.
+	for _, code := range []int16{12345, remoting.RequestGetBrokerMemberGroup, remoting.RequestGetSystemTopicListFromBroker,
+		remoting.RequestControllerAlterSyncStateSet, remoting.RequestControllerElectMaster, remoting.RequestControllerRegisterBroker,
+		remoting.RequestControllerGetReplicaInfo, remoting.RequestControllerGetMetadataInfo, remoting.RequestControllerGetSyncStateData,
+		remoting.RequestGetBrokerEpochCache, remoting.RequestNotifyBrokerRoleChanged, remoting.RequestUpdateControllerConfig,
+		remoting.RequestGetControllerConfig, remoting.RequestControllerGetNextBrokerID, remoting.RequestControllerApplyBrokerID} {
+		resp = call(t, c, addr, remoting.NewRequest(code, nil, nil))
+		if resp.Code != remoting.ResponseRequestCodeNotSupported || !strings.Contains(resp.Remark, strconv.Itoa(int(code))) {
+			t.Fatalf("code %d: got code %d %q", code, resp.Code, resp.Remark)
+		}
 	}
 	// A request missing a required header field is a SYSTEM_ERROR naming it.
 	resp = call(t, c, addr, remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, nil, nil))
