@@ -22,7 +22,8 @@
 //	fastjson.go            fastjson's legacy form (unquoted integer map keys)
 //	                       and QuoteLegacyKeys, which both decoders use
 //	topic.go               DataVersion, TopicConfig, TopicConfigSerializeWrapper;
-//	                       TBW102, SCHEDULE_TOPIC_XXXX, %RETRY% and %DLQ% names
+//	                       TBW102, SCHEDULE_TOPIC_XXXX, %RETRY% and %DLQ% names,
+//	                       SystemTopic (RocketMQ's TopicValidator.isSystemTopic)
 //	subscription_group.go  SubscriptionGroupConfig, its defaults and the
 //	                       all-groups answer (SubscriptionGroupWrapper)
 //	register.go            REGISTER_BROKER body (plain JSON and the zlib
