@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,5 +59,10 @@ func TestRegisterLateRegistrationOfDeposedLeaderIgnored(t *testing.T) {
 	if bd.BrokerAddrs[0] != newAddr {
 		t.Fatalf("after the deposed leader's late registration brokerId 0 is %q, want the new leader %q (addrs %v)",
 			bd.BrokerAddrs[0], newAddr, bd.BrokerAddrs)
+	}
+	// The refused registration changes nothing: the old leader stays
+	// routed as the follower it now is.
+	if !slices.Contains(slices.Collect(maps.Values(bd.BrokerAddrs)), oldAddr) {
+		t.Fatalf("after its late registration the deposed leader %s is no longer routed as a follower (addrs %v)", oldAddr, bd.BrokerAddrs)
 	}
 }
