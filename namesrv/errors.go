@@ -20,3 +20,16 @@ var ErrKVLimit = errors.New("namesrv: KV config limit")
 
 // ErrAlreadyStarted is returned by Start/Run on a server that was started.
 var ErrAlreadyStarted = errors.New("namesrv: already started")
+
+// ErrRegistrationIgnored is returned by RegisterBroker for a registration
+// it ignored as RocketMQ does, which is still answered SUCCESS: a stale
+// one (another address holds the brokerId with a newer state version), or
+// one read from a connection that closed after the broker registered
+// through another.
+var ErrRegistrationIgnored = errors.New("namesrv: registration ignored")
+
+// ErrBrokerNameInOtherCluster is wrapped when a broker registers under a
+// brokerName another cluster's group holds: the tables key groups by name
+// alone, so the two groups' members would mix in both clusters' routes.
+// The message names both clusters.
+var ErrBrokerNameInOtherCluster = errors.New("namesrv: broker name registered in another cluster")

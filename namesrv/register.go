@@ -3,6 +3,7 @@ package namesrv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -66,7 +67,10 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 	}
 	// An ignored registration still answers SUCCESS, as RocketMQ does;
 	// RegisterBroker logged why it was ignored.
-	res, _ := n.routes.RegisterBroker(args)
+	res, err := n.routes.RegisterBroker(args)
+	if err != nil && !errors.Is(err, ErrRegistrationIgnored) {
+		return remoting.NewResponse(remoting.ResponseSystemError, err.Error()), nil
+	}
 
 	resp := success()
 	resp.EncodeHeader(&wire.RegisterBrokerResponseHeader{HAServerAddr: res.HAServerAddr, MasterAddr: res.MasterAddr})

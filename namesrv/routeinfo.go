@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -126,12 +127,14 @@ type RegisterBrokerResult struct {
 
 // RegisterBroker records a broker and, when it is the master (or the
 // lowest-id slave of an acting-master group) and its data version changed or
-// this is its first registration, its topics' queue data. ok is false when
-// the registration was ignored because another address holds the same
-// brokerId with a newer state version, or because it was read from a
-// connection that has since closed while the broker is now registered
-// through another one (RocketMQ still answers SUCCESS).
-func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBrokerResult, ok bool) {
+// this is its first registration, its topics' queue data. It returns
+// ErrRegistrationIgnored when the registration was ignored because another
+// address holds the same brokerId with a newer state version, or because it
+// was read from a connection that has since closed while the broker is now
+// registered through another one (RocketMQ still answers SUCCESS), and an
+// error wrapping ErrBrokerNameInOtherCluster when another cluster's group
+// holds the brokerName (RocketMQ accepts it and mixes the groups).
+func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBrokerResult, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 
@@ -148,8 +151,22 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 			r.log.Info("registration from a closed connection; the broker registered since through another; ignored",
 				zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
 				zap.Int64("brokerId", a.BrokerID), zap.String("addr", a.BrokerAddr))
-			return res, false
+			return res, ErrRegistrationIgnored
 		}
+	}
+
+	// One brokerName, one group: RocketMQ lets a second cluster's group of
+	// the same name join the first's entry, so its members (and, with a
+	// higher state version, its master) would be routed for the first
+	// cluster's topics and the reverse. The group that holds the name
+	// keeps it until its last member leaves.
+	if bd := r.brokerAddrTable[a.BrokerName]; bd != nil && bd.Cluster != a.Cluster {
+		r.log.Warn("broker name is registered in another cluster; registration refused",
+			zap.String("brokerName", a.BrokerName), zap.String("cluster", bd.Cluster),
+			zap.String("refusedCluster", a.Cluster), zap.String("addr", a.BrokerAddr))
+		return res, fmt.Errorf("%w: %s is registered in cluster %s; refused for cluster %s "+
+			"(brokerName must be unique among the clusters sharing a name server)",
+			ErrBrokerNameInOtherCluster, a.BrokerName, bd.Cluster, a.Cluster)
 	}
 
 	// A different address already holding this id wins if its state
@@ -169,7 +186,7 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 				if !slices.Contains(slices.Collect(maps.Values(bd.BrokerAddrs)), a.BrokerAddr) {
 					delete(r.brokerLiveTable, key)
 				}
-				return res, false
+				return res, ErrRegistrationIgnored
 			}
 		}
 	}
@@ -269,7 +286,7 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 			}
 		}
 	}
-	return res, true
+	return res, nil
 }
 
 func minID(addrs map[int64]string) int64 {

@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -49,8 +50,8 @@ type routeStep struct {
 func mustRegister(a RegisterBrokerArgs) func(*testing.T, *RouteInfoManager, *fakeClock) {
 	return func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
 		t.Helper()
-		if _, ok := r.RegisterBroker(a); !ok {
-			t.Fatalf("register %s/%d ignored", a.BrokerName, a.BrokerID)
+		if _, err := r.RegisterBroker(a); err != nil {
+			t.Fatalf("register %s/%d: %v", a.BrokerName, a.BrokerID, err)
 		}
 	}
 }
@@ -103,9 +104,9 @@ func TestRouteInfoManager(t *testing.T) {
 				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
 					// The slave reports different queue numbers: a slave never
 					// changes queue data.
-					res, ok := r.RegisterBroker(reg(c1, "b1", 1, "127.0.0.1:10921", topics(1, tc("T", 1, 1, 6), tc("S", 1, 1, 6))))
-					if !ok {
-						t.Fatal("slave registration ignored")
+					res, err := r.RegisterBroker(reg(c1, "b1", 1, "127.0.0.1:10921", topics(1, tc("T", 1, 1, 6), tc("S", 1, 1, 6))))
+					if err != nil {
+						t.Fatalf("slave registration: %v", err)
 					}
 					if res.MasterAddr != "127.0.0.1:10911" || res.HAServerAddr != "127.0.0.1:10911-ha" {
 						t.Fatalf("slave result %+v", res)
@@ -276,8 +277,8 @@ func TestRouteInfoManager(t *testing.T) {
 					mustRegister(newer)(t, r, clk)
 					stale := reg(c1, "b1", 0, "a:2", topics(1, tc("T", 1, 1, 6)))
 					stale.Topics.DataVersion.StateVersion = 3
-					if _, ok := r.RegisterBroker(stale); ok {
-						t.Fatal("stale registration applied")
+					if _, err := r.RegisterBroker(stale); !errors.Is(err, ErrRegistrationIgnored) {
+						t.Fatalf("stale registration: %v, want ErrRegistrationIgnored", err)
 					}
 				}},
 				{check: wantAddrs("b1", map[int64]string{0: "a:1"})},
@@ -328,8 +329,8 @@ func TestRouteInfoManager(t *testing.T) {
 					b := reg(c1, "b1", 0, "a:1", topics(2, tc("T", 8, 8, 6)))
 					b.Channel = fresh
 					mustRegister(b)(t, r, clk)
-					if _, ok := r.RegisterBroker(a); ok {
-						t.Error("stale registration from the closed connection applied")
+					if _, err := r.RegisterBroker(a); !errors.Is(err, ErrRegistrationIgnored) {
+						t.Errorf("registration from the closed connection: %v, want ErrRegistrationIgnored", err)
 					}
 					r.unregister(batch)
 					if got := r.UnregisterRequestsForChannel(old); len(got) != 0 {

@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 // Commands:
 //
 //	register cluster= name= id= addr= [version=] [state=] [expiry=] topics=T:r:w:perm,...
+//	                               (ok [master=], ignored, or refused: error)
 //	unregister cluster= name= id= addr=
 //	remove cluster= name= id=      (RemoveBroker, as gossip would)
 //	heartbeat cluster= addr=
@@ -142,9 +144,12 @@ func execScenario(t *testing.T, r *RouteInfoManager, clk *fakeClock, chans map[s
 			}
 			args.HeartbeatTimeout = d
 		}
-		res, ok := r.RegisterBroker(args)
-		if !ok {
+		res, err := r.RegisterBroker(args)
+		if errors.Is(err, ErrRegistrationIgnored) {
 			return "ignored"
+		}
+		if err != nil {
+			return "refused: " + err.Error()
 		}
 		if res.MasterAddr != "" {
 			return "ok master=" + res.MasterAddr

@@ -372,6 +372,30 @@ func TestSystemAndUnitTopicLists(t *testing.T) {
 	}
 }
 
+// A broker registering under a brokerName another cluster's group holds is
+// told why, so its log names the clash instead of its routes silently
+// mixing with the other group's (testdata/name-clash.txt has the tables).
+func TestBrokerNameClashRefused(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	c := testClient(t)
+	testBroker{cluster: "C1", name: "broker-a", addr: "127.0.0.1:10911", id: 0, topics: topics(1, tc("T", 4, 4, 6))}.register(t, c, addr)
+	body, err := wire.EncodeRegisterBrokerBody(&wire.RegisterBrokerBody{TopicConfigSerializeWrapper: topics(1, tc("U", 4, 4, 6)), FilterServerList: []string{}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: "broker-a", BrokerAddr: "127.0.0.1:20911", ClusterName: "C2", BrokerID: 0,
+		BodyCrc32: int32(wire.BodyCRC32(body))}
+	resp := call(t, c, addr, remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
+	if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "registered in cluster C1") {
+		t.Fatalf("clashing registration: code %d %q", resp.Code, resp.Remark)
+	}
+	rd, err := wire.DecodeTopicRouteData(routeOf(t, c, addr, "T", 317, false).Body)
+	if err != nil || len(rd.BrokerDatas) != 1 || rd.BrokerDatas[0].BrokerAddrs[0] != "127.0.0.1:10911" || len(rd.BrokerDatas[0].BrokerAddrs) != 1 {
+		t.Fatalf("route of T after the clash: %+v, %v", rd, err)
+	}
+}
+
 func TestDisabledTopicLists(t *testing.T) {
 	ns := testServer(t, func(c *Config) { c.EnableAllTopicList, c.EnableTopicList = false, false })
 	c := testClient(t)
