@@ -73,18 +73,11 @@ type TopicDetail struct {
 	QueueList []QueueView `json:"queueList"`
 }
 
-// systemTopic reports the topics an operator did not create.
+// systemTopic reports the topics an operator did not create: RocketMQ's
+// system topics, every RMQ_SYS_ one, and the groups' retry and DLQ topics.
 func systemTopic(t string) bool {
-	for _, p := range []string{wire.RetryGroupTopicPrefix, wire.DLQGroupTopicPrefix, "RMQ_SYS_", "SCHEDULE_TOPIC_", "rmq_sys_", "TRANS_CHECK_MAX_TIME_TOPIC"} {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	switch t {
-	case "TBW102", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "BenchmarkTest":
-		return true
-	}
-	return false
+	return strings.HasPrefix(t, wire.RetryGroupTopicPrefix) || strings.HasPrefix(t, wire.DLQGroupTopicPrefix) ||
+		strings.HasPrefix(t, "RMQ_SYS_") || wire.SystemTopic(t)
 }
 
 func (c *Console) serveTopics(w http.ResponseWriter, r *http.Request) {
