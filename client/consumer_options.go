@@ -81,6 +81,7 @@ type consumerConfig struct {
 	lockRetryDelay    time.Duration
 	handoverTimeout   time.Duration
 	sendBackRetry     time.Duration
+	consumeTimeout    time.Duration
 
 	offsetDir string
 
@@ -130,6 +131,7 @@ func defaultConsumerConfig() consumerConfig {
 		lockRetryDelay:     time.Second,
 		handoverTimeout:    10 * time.Second,
 		sendBackRetry:      5 * time.Second,
+		consumeTimeout:     15 * time.Minute,
 		offsetDir:          filepath.Join(home, ".rocketmq_offsets"),
 		autoCommit:         true,
 	}
@@ -180,6 +182,7 @@ func (c *consumerConfig) validate() error {
 		{"PullBackoff", c.pullBackoff}, {"RebalanceInterval", c.rebalanceInterval},
 		{"HeartbeatInterval", c.heartbeatInterval}, {"PersistInterval", c.persistInterval},
 		{"LockInterval", c.lockInterval}, {"HandoverTimeout", c.handoverTimeout},
+		{"ConsumeTimeout", c.consumeTimeout},
 	}
 	for _, d := range durs {
 		if d.d < time.Millisecond {
@@ -324,6 +327,24 @@ func LockInterval(d time.Duration) ConsumerOpt {
 // broker lock until its call returns, and that result counts.
 func HandoverTimeout(d time.Duration) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.handoverTimeout = d })
+}
+
+// ConsumeTimeout bounds how long a concurrent listener call may hold its
+// messages (default 15 min, DefaultMQPushConsumer.consumeTimeout). Every
+// ConsumeTimeout the push consumer looks at the lowest offsets it holds
+// of each queue (up to 16, as RocketMQ's cleanExpiredMsg): a message whose
+// listener call began more than ConsumeTimeout ago is sent back for
+// redelivery through the group's retry topic (delay level 3; it counts
+// toward MaxReconsumeTimes) and let go, so the queue's committed offset
+// moves past it; a broadcasting consumer, which never redelivers, lets it
+// go with a warning. The call itself runs on (Go cannot stop it; its ctx
+// is not cancelled) and its result, when it returns, is ignored for the
+// messages let go. A message whose send-back fails stays held, and is
+// tried again a ConsumeTimeout later. A message is thus let go between
+// one and two ConsumeTimeouts after its call began. Orderly listeners are
+// not timed out, as in RocketMQ: their queue waits for the call.
+func ConsumeTimeout(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.consumeTimeout = d })
 }
 
 // OffsetDir sets the directory of broadcasting consumers' offset files

@@ -200,6 +200,7 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 		return err
 	}
 	if p.concurrent != nil {
+		c.goTracked(p.timeoutLoop)
 		for range c.cfg.consumeGoroutines {
 			p.workerWG.Add(1)
 			go func() { defer p.workerWG.Done(); p.worker() }()
@@ -288,10 +289,12 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 	if pq.dropped.Load() {
 		return // handed over: the next owner consumes it
 	}
-	now := strconv.FormatInt(p.core.cfg.common.now().UnixMilli(), 10)
+	began := p.core.cfg.common.now()
+	now := strconv.FormatInt(began.UnixMilli(), 10)
 	for _, m := range r.msgs {
 		m.Properties[wire.PropertyConsumeStartTime] = now
 	}
+	pq.beginCall(r.msgs, began)
 	cc := &ConsumeConcurrentlyContext{Queue: pq.mq, AckIndex: len(r.msgs) - 1}
 	res := p.callConcurrent(pq.ctx, cc, r.msgs)
 	if !pq.beginSettle() {
@@ -300,11 +303,24 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 		return
 	}
 	defer pq.endSettle()
+	// The messages the consume timeout took meanwhile are its to settle:
+	// sent back already, or to be.
+	taken := pq.endCall(r.msgs)
+	if len(taken) > 0 {
+		p.core.log.Info("listener returned after ConsumeTimeout; its result is ignored for the messages sent back meanwhile",
+			zap.Stringer("queue", pq.mq), zap.Int64("firstOffset", r.msgs[0].QueueOffset), zap.Int("timedOut", len(taken)),
+			zap.Duration("took", p.core.cfg.common.now().Sub(began)))
+	}
 	ack := -1
 	if res == ConsumeSuccess {
 		ack = min(max(cc.AckIndex, -1), len(r.msgs)-1)
 	}
-	failed := r.msgs[ack+1:]
+	var failed []*MessageExt
+	for _, m := range r.msgs[ack+1:] {
+		if !taken[m] {
+			failed = append(failed, m)
+		}
+	}
 	var again []*MessageExt
 	if len(failed) > 0 {
 		if p.core.cfg.model == Broadcasting {
@@ -328,13 +344,15 @@ func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 		}
 	}
 	done := r.msgs
-	if len(again) > 0 {
+	if len(again) > 0 || len(taken) > 0 {
 		done = make([]*MessageExt, 0, len(r.msgs))
 		for _, m := range r.msgs {
-			if !containsMsg(again, m) {
+			if !containsMsg(again, m) && !taken[m] {
 				done = append(done, m)
 			}
 		}
+	}
+	if len(again) > 0 {
 		p.core.goTracked(func() {
 			if wait(pq.ctx, p.core.cfg.sendBackRetry) {
 				p.work.push(consumeRequest{pq: pq, msgs: again})

@@ -46,7 +46,14 @@ type processQueue struct {
 	size      int64                 // guarded by mu; body bytes of msgs + consuming
 	maxOffset int64                 // guarded by mu; highest offset put
 	locked    bool                  // guarded by mu; orderly: the broker lock is held
-	lockedAt  time.Time             // guarded by mu
+	// started holds, for each message a concurrent listener call is
+	// consuming, when the call began: ConsumeTimeout's clock. timedOut
+	// holds the messages the consume timeout took from their call
+	// (claimTimedOut): the call's result no longer settles them, and
+	// they stay held until their send-back succeeds.
+	started  map[int64]time.Time // guarded by mu
+	timedOut map[int64]bool      // guarded by mu
+	lockedAt time.Time           // guarded by mu
 
 	// dlqWarn rate-limits the warning of an orderly batch whose
 	// dead-letter send keeps failing; guarded by consumeMu (held for
@@ -60,7 +67,7 @@ type processQueue struct {
 func newProcessQueue(parent context.Context, mq MessageQueue) *processQueue {
 	ctx, cancel := context.WithCancel(parent)
 	return &processQueue{mq: mq, ctx: ctx, cancel: cancel, msgs: map[int64]*MessageExt{}, consuming: map[int64]*MessageExt{},
-		maxOffset: -1, kick: make(chan struct{}, 1)}
+		started: map[int64]time.Time{}, timedOut: map[int64]bool{}, maxOffset: -1, kick: make(chan struct{}, 1)}
 }
 
 // drop marks the queue dropped and stops its goroutines.
@@ -156,10 +163,70 @@ func (pq *processQueue) remove(msgs []*MessageExt) int64 {
 	for _, m := range msgs {
 		if old, ok := pq.msgs[m.QueueOffset]; ok {
 			delete(pq.msgs, m.QueueOffset)
+			delete(pq.started, m.QueueOffset)
+			delete(pq.timedOut, m.QueueOffset)
 			pq.size -= int64(len(old.Body))
 		}
 	}
 	return pq.commitOffsetLocked()
+}
+
+// beginCall records that a concurrent listener call consuming msgs began
+// at (PROPERTY_CONSUME_START_TIME's role in RocketMQ's cleanExpiredMsg).
+func (pq *processQueue) beginCall(msgs []*MessageExt, at time.Time) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	for _, m := range msgs {
+		if pq.msgs[m.QueueOffset] == m && !pq.timedOut[m.QueueOffset] {
+			pq.started[m.QueueOffset] = at
+		}
+	}
+}
+
+// endCall ends what beginCall began and returns the messages of msgs the
+// consume timeout took from the call meanwhile (nil: none), which the
+// call's result must not settle: those it let go already (only the call
+// itself or the timeout lets go of a message in a call) and those it
+// holds. One decision under mu with claimTimedOut, so a message is
+// settled by one of them only.
+func (pq *processQueue) endCall(msgs []*MessageExt) (taken map[*MessageExt]bool) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	for _, m := range msgs {
+		delete(pq.started, m.QueueOffset)
+		if pq.msgs[m.QueueOffset] != m || pq.timedOut[m.QueueOffset] {
+			if taken == nil {
+				taken = map[*MessageExt]bool{}
+			}
+			taken[m] = true
+		}
+	}
+	return taken
+}
+
+// claimTimedOut returns the lowest-offset message held when its listener
+// call began before deadline, or the consume timeout took it already and
+// its send-back failed; it is the consume timeout's from then on. nil
+// when the lowest is not such a message (ProcessQueue.cleanExpiredMsg
+// looks at msgTreeMap's first entry only: the messages behind it do not
+// hold the offset).
+func (pq *processQueue) claimTimedOut(deadline time.Time) *MessageExt {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	pq.trimLocked()
+	if len(pq.order) == 0 {
+		return nil
+	}
+	o := pq.order[0]
+	m := pq.msgs[o]
+	if m == nil {
+		return nil
+	}
+	if began, ok := pq.started[o]; pq.timedOut[o] || ok && began.Before(deadline) {
+		pq.timedOut[o] = true
+		return m
+	}
+	return nil
 }
 
 func (pq *processQueue) commitOffsetLocked() int64 {
