@@ -91,6 +91,10 @@ type consumerCore struct {
 	// call on them still ran: they keep their broker lock and are not
 	// taken back until it returns (handOver).
 	releasing map[MessageQueue]bool // guarded by mu
+	// restarting holds the orderly queues a reset or restart dropped
+	// while a listener call on them still ran: they start at c.seeks
+	// once it returns (restartAt).
+	restarting map[MessageQueue]bool // guarded by mu
 	// unsettled holds the orderly queues handed over whose offset no
 	// broker confirmed yet, each with the time until which it keeps its
 	// broker lock (lockAll renews it) unless a persist round settles the
@@ -140,6 +144,7 @@ func newConsumerCore(cfg consumerConfig, name string, hooks queueHooks) *consume
 		unstarted:   map[MessageQueue]bool{},
 		starting:    map[string]int{},
 		releasing:   map[MessageQueue]bool{},
+		restarting:  map[MessageQueue]bool{},
 		unsettled:   map[MessageQueue]time.Time{},
 		pending:     map[MessageQueue]pendingOffset{},
 		sending:     map[string]*sendToken{},

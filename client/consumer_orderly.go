@@ -58,7 +58,16 @@ func (p *PushConsumer) consumeOrderlyOnce(pq *processQueue) (suspend time.Durati
 		return 0, false
 	}
 	oc := &ConsumeOrderlyContext{Queue: pq.mq, SuspendTime: c.cfg.suspendCurrentTime}
-	if p.callOrderly(pq.ctx, oc, msgs) == OrderlySuccess || p.deadLetterOrderly(pq, msgs) {
+	res := p.callOrderly(pq.ctx, oc, msgs)
+	if !pq.beginSettle() {
+		// A reset or restart gave up waiting for this call and moved the
+		// queue's offset: what it would commit must not undo that.
+		c.log.Info("orderly listener returned after its queue restarted at a new offset; result discarded",
+			zap.Stringer("queue", pq.mq), zap.Int64("firstOffset", msgs[0].QueueOffset))
+		return 0, false
+	}
+	defer pq.endSettle()
+	if res == OrderlySuccess || p.deadLetterOrderly(pq, msgs) {
 		if off := pq.commitConsuming(); off >= 0 {
 			c.store.Update(pq.mq, off, false)
 		}

@@ -173,10 +173,10 @@ func (c *consumerCore) commitJump(pq *processQueue, offset int64) {
 // past the old queue's last offset, so it is dropped and a new process
 // queue starts at off, as a broker's reset does (RocketMQ's push
 // consumer drops the process queue on OFFSET_ILLEGAL and rebuilds it):
-// listener calls in progress are awaited, and off is committed unless
-// the application commits (lite pull without AutoCommit: its next Commit
-// sends off, unless it polled since). A queue handed over meanwhile is
-// left to its hand-over.
+// listener calls in progress are awaited as restartAt says, and off is
+// committed unless the application commits (lite pull without
+// AutoCommit: its next Commit sends off, unless it polled since). A
+// queue handed over meanwhile is left to its hand-over.
 func (c *consumerCore) restartQueue(pq *processQueue, off int64) {
 	c.rebalanceMu.Lock()
 	defer c.rebalanceMu.Unlock()
@@ -197,18 +197,14 @@ func (c *consumerCore) restartQueue(pq *processQueue, off int64) {
 	if c.hooks.reset != nil {
 		c.hooks.reset(mq, off)
 	}
+	store, commit := func() {}, func() {}
 	if c.autoCommits() {
-		// After the calls in progress, which may have stored a later
-		// offset; pending until a broker takes it, so that Close sends
-		// it should the consumer close before the queue starts again.
-		pq.consumeMu.Lock()
-		c.recordCommits(map[MessageQueue]int64{mq: off})
-		pq.consumeMu.Unlock()
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.common.requestTimeout)
-		_, _ = c.sendOffsets(ctx, []MessageQueue{mq}, false, true)
-		cancel()
+		// Pending until a broker takes it, so that Close sends it should
+		// the consumer close before the queue starts again.
+		store = func() { c.recordCommits(map[MessageQueue]int64{mq: off}) }
+		commit = func() { c.commitReset(c.ctx, mq) }
 	}
-	c.startQueue(c.ctx, mq)
+	c.restartAt(c.ctx, pq, store, commit)
 }
 
 // errPullMoved is the cancel cause of a long poll that movePulls abandoned.

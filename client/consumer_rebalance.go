@@ -380,28 +380,37 @@ func (c *consumerCore) unsettledDone(held map[MessageQueue]time.Time) []MessageQ
 // progress, if any: their results still count. It reports whether it took
 // pq.consumeMu, which the caller then holds. When it gave up on a
 // concurrent queue, the calls still in the listener settle nothing, and
-// those already settling are waited for (pq.abandon). The lock is given
-// back once the listeners let go of it, by a goroutine that, for an
-// orderly queue (locked), then commits its offset and releases it as
-// handOver does: until then the queue's broker lock stays ours (lockAll
-// renews it, c.releasing) and we do not take the queue back, for the next
-// owner would consume it beside the listener. The goroutine is counted in
-// c.wg (the rebalance loop, a tracked goroutine, is the only caller, so
-// the count is above zero), so close waits for it: the listeners end on
-// their own, close waits for them too.
+// those already settling are waited for (pq.abandon). Once the listeners
+// let go, an orderly queue (locked) has its offset committed and its lock
+// released as handOver does: until then the queue's broker lock stays
+// ours (lockAll renews it, c.releasing) and we do not take the queue
+// back, for the next owner would consume it beside the listener.
 func (c *consumerCore) awaitListener(ctx context.Context, pq *processQueue, locked bool) (acquired bool) {
-	done := make(chan struct{})
-	keep := make(chan bool, 1)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		pq.consumeMu.Lock()
-		close(done)
-		if <-keep {
-			return
+	gaveUp := func() {
+		if ctx.Err() == nil {
+			c.log.Warn("listener still busy on a queue being handed over; the next owner may redeliver", zap.Stringer("queue", pq.mq))
 		}
-		pq.consumeMu.Unlock()
+		if !locked && c.cfg.model == Clustering {
+			// Its offset is committed without the calls still running,
+			// but with the results of those already settling: a
+			// send-back of theirs may land at any moment, and an offset
+			// left before its message would have the next owner consume
+			// it too. Their send-backs share one request timeout, which
+			// bounds the wait. An orderly queue's offset is committed
+			// again once its call ends (its broker lock keeps the next
+			// owner out meanwhile), and a broadcasting queue has no next
+			// owner.
+			<-pq.abandon()
+		}
 		if locked {
+			c.mu.Lock()
+			c.releasing[pq.mq] = true
+			c.mu.Unlock()
+		}
+	}
+	var released func()
+	if locked {
+		released = func() {
 			settled := c.handOverOffsets(ctx, []MessageQueue{pq.mq})
 			c.releaseMu.Lock()
 			c.unlockHandedOver(ctx, settledOf([]MessageQueue{pq.mq}, settled))
@@ -414,31 +423,44 @@ func (c *consumerCore) awaitListener(ctx context.Context, pq *processQueue, lock
 			c.releaseMu.Unlock()
 			c.triggerRebalance()
 		}
+	}
+	return c.awaitCalls(ctx, pq, gaveUp, released)
+}
+
+// awaitCalls takes pq.consumeMu for writing, waiting for pq's listener
+// calls in progress up to HandoverTimeout or until ctx ends; acquired
+// means the caller holds it. Otherwise gaveUp runs, and then released
+// (if not nil) once the calls let go of the lock, from a goroutine that
+// gives it back first. The goroutine is counted in c.wg, so close waits
+// for it (the listeners end on their own; close waits for them too): the
+// callers run in tracked goroutines (the rebalance and pull loops, a
+// broker's reset), so the count is above zero.
+func (c *consumerCore) awaitCalls(ctx context.Context, pq *processQueue, gaveUp, released func()) (acquired bool) {
+	done := make(chan struct{})
+	keep := make(chan bool, 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		pq.consumeMu.Lock()
+		close(done)
+		if <-keep {
+			return
+		}
+		pq.consumeMu.Unlock()
+		if released != nil {
+			released()
+		}
 	}()
 	t := time.NewTimer(c.cfg.handoverTimeout)
 	select {
 	case <-done:
 		acquired = true
 	case <-t.C:
-		c.log.Warn("listener still busy on a queue being handed over; the next owner may redeliver", zap.Stringer("queue", pq.mq))
 	case <-ctx.Done():
 	}
 	t.Stop()
-	if !acquired && !locked && c.cfg.model == Clustering {
-		// Its offset is committed without the calls still running, but
-		// with the results of those already settling: a send-back of
-		// theirs may land at any moment, and an offset left before its
-		// message would have the next owner consume it too. Their
-		// send-backs share one request timeout, which bounds the wait. An
-		// orderly queue's offset is committed again once its call ends
-		// (its broker lock keeps the next owner out meanwhile), and a
-		// broadcasting queue has no next owner.
-		<-pq.abandon()
-	}
-	if !acquired && locked {
-		c.mu.Lock()
-		c.releasing[pq.mq] = true
-		c.mu.Unlock()
+	if !acquired {
+		gaveUp()
 	}
 	keep <- acquired
 	return acquired
@@ -583,25 +605,41 @@ func (c *consumerCore) resetOffsetHandler(_ context.Context, _ *remoting.Conn, r
 		}
 		offsets[e.Queue] = off
 	}
-	c.resetOffsets(c.ctx, offsets)
+	// In a tracked goroutine, which close waits for, as for those it
+	// starts (awaitCalls); answered once done, as RocketMQ's resetOffset.
+	done := make(chan struct{})
+	c.goTracked(func() { defer close(done); c.resetOffsets(c.ctx, offsets) })
+	select {
+	case <-done:
+	case <-c.ctx.Done(): // closing: goTracked started nothing, or it ends soon
+	}
 	return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
 }
 
 // resetOffsets restarts every owned queue in offsets at its new offset:
 // its process queue is dropped (cached messages discarded, calls in
-// progress awaited), the offset stored and committed (once, after the
-// group's offset sends in progress), and a new pull loop started there.
+// progress awaited as restartAt says), the offset stored and committed
+// (once, after the group's offset sends in progress), and a new pull loop
+// started there. An orderly queue whose restart waits for its listener
+// call has its new offset replaced.
 func (c *consumerCore) resetOffsets(ctx context.Context, offsets map[MessageQueue]int64) {
 	c.rebalanceMu.Lock()
 	defer c.rebalanceMu.Unlock()
 	for mq, off := range offsets {
 		c.mu.Lock()
 		pq := c.pqs[mq]
-		if pq != nil {
+		waiting := pq == nil && c.restarting[mq]
+		if pq != nil || waiting {
 			delete(c.pqs, mq)
 			c.seeks[mq] = off
 		}
 		c.mu.Unlock()
+		if waiting {
+			// Its call was abandoned: nothing but us stores its offset.
+			c.store.Update(mq, off, false)
+			c.commitReset(ctx, mq)
+			continue
+		}
 		if pq == nil {
 			continue
 		}
@@ -611,19 +649,73 @@ func (c *consumerCore) resetOffsets(ctx context.Context, offsets map[MessageQueu
 		if c.hooks.reset != nil {
 			c.hooks.reset(mq, off)
 		}
-		pq.consumeMu.Lock()
-		// Calls that were in progress may have stored a later offset.
-		c.store.Update(mq, off, false)
-		pq.consumeMu.Unlock()
-		// After the group's sends in progress (sendOffsets): a persist
-		// round's older offset landing after this one would undo the
-		// reset. The queue is no longer owned here, so whileOwned is off.
-		pctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
-		if _, err := c.sendOffsets(pctx, []MessageQueue{mq}, false, true); err != nil {
-			c.log.Warn("committing a reset offset failed", zap.Stringer("queue", mq), zap.Error(err))
+		c.restartAt(ctx, pq, func() { c.store.Update(mq, off, false) }, func() {
+			c.commitReset(ctx, mq)
+			c.log.Info("offset reset by the broker", zap.Stringer("queue", mq), zap.Int64("offset", off))
+		})
+	}
+}
+
+// commitReset sends mq's offset, stored by a reset or restart, after the
+// group's sends in progress (sendOffsets): a persist round's older offset
+// landing after this one would undo it. The queue is not owned here at
+// this point, so whileOwned is off.
+func (c *consumerCore) commitReset(ctx context.Context, mq MessageQueue) {
+	pctx, cancel := context.WithTimeout(ctx, c.cfg.common.requestTimeout)
+	defer cancel()
+	if _, err := c.sendOffsets(pctx, []MessageQueue{mq}, false, true); err != nil {
+		c.log.Warn("committing a reset offset failed", zap.Stringer("queue", mq), zap.Error(err))
+	}
+}
+
+// restartAt starts pq's queue afresh, pq dropped and out of c.pqs, with
+// c.seeks holding where: once pq's listener calls in progress ended,
+// store stores the new offset (over a later one a call stored), commit
+// sends it, and the queue starts. The calls are waited for up to
+// HandoverTimeout, as a hand-over waits, so that one that does not return
+// holds neither c.rebalanceMu nor the reset: past it they settle nothing
+// (pq.abandon; a late commit would undo the new offset), store and commit
+// run at once, and the queue starts beside them, unless it is orderly:
+// then it starts only when its call returned (c.restarting and
+// c.releasing meanwhile: no rebalance starts it, its broker lock is
+// renewed), so that no two calls run on one orderly queue. The caller
+// holds c.rebalanceMu.
+func (c *consumerCore) restartAt(ctx context.Context, pq *processQueue, store, commit func()) {
+	mq := pq.mq
+	orderly := c.hooks.orderly
+	gaveUp := func() {
+		// Past the calls settling now, whose offsets store must follow.
+		<-pq.abandon()
+		if ctx.Err() == nil {
+			c.log.Warn("listener still busy on a queue restarting at a new offset; its result will be ignored",
+				zap.Stringer("queue", mq), zap.Bool("orderly", orderly))
 		}
-		cancel()
-		c.log.Info("offset reset by the broker", zap.Stringer("queue", mq), zap.Int64("offset", off))
+		if orderly {
+			c.mu.Lock()
+			c.restarting[mq] = true
+			c.releasing[mq] = true
+			c.mu.Unlock()
+		}
+	}
+	var released func()
+	if orderly {
+		released = func() {
+			c.rebalanceMu.Lock()
+			defer c.rebalanceMu.Unlock()
+			c.mu.Lock()
+			delete(c.restarting, mq)
+			delete(c.releasing, mq)
+			c.mu.Unlock()
+			c.startQueue(c.ctx, mq)
+		}
+	}
+	acquired := c.awaitCalls(ctx, pq, gaveUp, released)
+	store()
+	if acquired {
+		pq.consumeMu.Unlock()
+	}
+	commit()
+	if acquired || !orderly {
 		c.startQueue(ctx, mq)
 	}
 }
