@@ -156,3 +156,42 @@ func TestPushConsumerOrderlyResetBesideStuckListener(t *testing.T) {
 		t.Fatalf("%d listener calls overlapped on the orderly queue", n)
 	}
 }
+
+// TestPushConsumerRestartBesideStuckListener: the same for a queue that
+// started over (an OFFSET_ILLEGAL answer below the offsets held,
+// restartQueue) while a concurrent listener call on it never returns:
+// the queue starts afresh within the bound, rebalances go on, and the
+// stuck call's late result settles nothing.
+func TestPushConsumerRestartBesideStuckListener(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
+	for i := range 5 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	s := newStuckListener(ConsumeRetryLater)
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), HandoverTimeout(300*time.Millisecond))
+	_ = c.Subscribe("T", "*")
+	_ = c.RegisterConcurrentListener(s.listen)
+	startPush(t, c)
+	t.Cleanup(s.unblock) // before Close, which waits for the call
+	<-s.inside
+	testutil.WaitFor(t, 5*time.Second, "0, 2, 3, 4 consumed", func() bool { return s.got.len() == 4 })
+	wipeAndRefill(t, b, "a", "b")
+	rebalanceWithin(t, c, 5*time.Second)
+	testutil.WaitFor(t, 5*time.Second, "the new queue's a, b", func() bool { return s.got.len() == 6 })
+	testutil.WaitFor(t, 5*time.Second, "T/0's offset committed at 2", func() bool { off, _ := b.offset("G", "T", 0); return off == 2 })
+	s.unblock()
+	<-s.returned
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sendBacksOf(b)); n != 0 {
+		t.Fatalf("%d send-backs: the stuck call's late RECONSUME_LATER was settled", n)
+	}
+	if off, _ := b.offset("G", "T", 0); off != 2 {
+		t.Fatalf("T/0's committed offset %d after close, want 2", off)
+	}
+}
