@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -161,4 +162,21 @@ func (c *collector) snapshot() []*MessageExt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.msgs)
+}
+
+// TestConsumeTimeoutOption: RocketMQ's default, and a timeout below the
+// durations the consumer accepts refused.
+func TestConsumeTimeoutOption(t *testing.T) {
+	c, err := NewPushConsumer(NameServers("127.0.0.1:9876"), ConsumerGroup("G"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.core.cfg.consumeTimeout; d != 15*time.Minute {
+		t.Fatalf("default ConsumeTimeout %v, want 15m", d)
+	}
+	for _, d := range []time.Duration{0, -time.Second, time.Microsecond} {
+		if _, err := NewPushConsumer(NameServers("127.0.0.1:9876"), ConsumerGroup("G"), ConsumeTimeout(d)); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("ConsumeTimeout(%v): %v", d, err)
+		}
+	}
 }

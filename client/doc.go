@@ -83,12 +83,30 @@
 // afresh from there, as a broker's reset does. A kept
 // offset undoes an admin's reset that moves the committed offset below
 // it: the consumer cannot tell a reset from a new owner that is behind.
-// Reset a group's offsets once its consumers have closed. Calls
+// Reset a group's offsets once its consumers have closed. A broker's
+// reset, and the restart of a queue that started over, wait for the
+// queue's listener calls no longer than HandoverTimeout too: past it the
+// calls' results are discarded (a late commit would undo the new
+// offset), and an orderly queue restarts only once its call returned. Calls
 // given an address (BrokerRequest, BrokerConfig, CreateTopic and
 // UpdateSubscriptionGroup with a broker address) ask that member; a
 // request it refuses as its leader's (a not-leader answer) goes on to
 // the group's leader under the same wait, while one any member answers
 // is answered there.
+//
+// # Stuck listeners
+//
+// A listener call that does not return holds what it was given, but
+// nothing more. A concurrent call past ConsumeTimeout (default 15 min,
+// DefaultMQPushConsumer.consumeTimeout) has its messages sent back for
+// redelivery through the retry topic, as RocketMQ's cleanExpiredMsg
+// does, every ConsumeTimeout and lowest offsets first: each one sent
+// back is let go, so the queue's committed offset moves past it, and the
+// call's result, when it comes, is ignored for it; one whose send-back
+// failed stays held until a later round's succeeds. Orderly calls are
+// not timed out (their queue waits, as in RocketMQ). Hand-overs, resets
+// and restarts wait for a call up to HandoverTimeout, so a stuck one
+// holds up no rebalance; Close waits for it until its ctx ends.
 //
 // # Heartbeats
 //
@@ -163,8 +181,8 @@
 //     batches that exhausted MaxReconsumeTimes go to %DLQ%group through
 //     the retry topic (a failed send is retried after the queue's pause,
 //     and warned of at most once a minute per queue, with the number of
-//     failed attempts since the last warning); consumer_lite.go:
-//     LitePullConsumer.
+//     failed attempts since the last warning); consumer_timeout.go:
+//     ConsumeTimeout's rounds; consumer_lite.go: LitePullConsumer.
 //   - request_reply.go: request-reply: Producer.Request (correlation id,
 //     heartbeats tracking the request and reply topics' groups, the
 //     PUSH_REPLY_MESSAGE_TO_CLIENT handler), NewReplyMessage and
