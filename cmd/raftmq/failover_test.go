@@ -114,44 +114,8 @@ func TestFailoverFreezeConsumerResumes(t *testing.T) {
 // within 2 s of SIGCONT. Polls every 10 ms from the signal instant.
 func TestFailoverRouteDropsKilledBroker(t *testing.T) {
 	const limit = 1500 * time.Millisecond
-	c, err := newProcCluster(t.TempDir(), 0, testLauncher(t), noStopHandOff...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.stopAll)
-	rcfg := remoting.DefaultClientConfig()
-	rcfg.ConnectTimeout, rcfg.DefaultTimeout = 300*time.Millisecond, time.Second
-	rc := remoting.NewClient(rcfg, zap.NewNop())
-	t.Cleanup(func() { _ = rc.Close() })
-	admin, err := client.NewAdmin(client.NameServers(c.NS.Addr()), client.RequestTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Close(context.Background()) })
-	p := &probes{c: c, rc: rc, admin: admin, topic: "DropTopic"}
+	c, p := startProbedCluster(t, "DropTopic", 2, noStopHandOff...)
 	ctx := context.Background()
-
-	if err := c.Start(c.NS); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 30*time.Second, "name server up", func() bool {
-		_, err := p.gossipLive(ctx)
-		return err == nil
-	})
-	for _, n := range c.Nodes {
-		if err := c.Start(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := waitWhole(ctx, p, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err = admin.CreateTopic(cctx, client.TopicSpec{Topic: p.topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}, failoverCluster, "")
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// victim picks the leader or a follower from the current route.
 	victim := func(leader bool) *proccluster.Node {
@@ -267,4 +231,50 @@ func TestFailoverSummary(t *testing.T) {
 	if got := summarize(nil)[0]; got.N != 0 || got.Median != -1 {
 		t.Errorf("empty: %+v", got)
 	}
+}
+
+// startProbedCluster starts a failover report's cluster (a name server and
+// its group, brokerConf added to each broker.conf), waits until it is
+// whole and creates topic with queues queues, and returns the cluster and
+// probes on it.
+func startProbedCluster(t *testing.T, topic string, queues int, brokerConf ...string) (*procCluster, *probes) {
+	t.Helper()
+	c, err := newProcCluster(t.TempDir(), 0, testLauncher(t), brokerConf...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stopAll)
+	rcfg := remoting.DefaultClientConfig()
+	rcfg.ConnectTimeout, rcfg.DefaultTimeout = 300*time.Millisecond, time.Second
+	rc := remoting.NewClient(rcfg, zap.NewNop())
+	t.Cleanup(func() { _ = rc.Close() })
+	admin, err := client.NewAdmin(client.NameServers(c.NS.Addr()), client.RequestTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	p := &probes{c: c, rc: rc, admin: admin, topic: topic}
+	ctx := context.Background()
+	if err := c.Start(c.NS); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, "name server up", func() bool {
+		_, err := p.gossipLive(ctx)
+		return err == nil
+	})
+	for _, n := range c.Nodes {
+		if err := c.Start(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitWhole(ctx, p, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = admin.CreateTopic(cctx, client.TopicSpec{Topic: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6}, failoverCluster, "")
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, p
 }

@@ -6,11 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/raftmq/raftmq/client"
-	"github.com/raftmq/raftmq/internal/testutil"
-	"github.com/raftmq/raftmq/remoting"
 )
 
 // TestFailoverWholeWaitsForReplay: a SIGKILLed member re-applies its whole
@@ -27,45 +23,9 @@ func TestFailoverWholeWaitsForReplay(t *testing.T) {
 	const entries = 4000
 	// Acks before fsync: the entries are what the test needs, not their
 	// fsyncs, which would make writing them take half a minute.
-	c, err := newProcCluster(t.TempDir(), 0, testLauncher(t), append(slices.Clone(noStopHandOff),
+	c, p := startProbedCluster(t, "ReplayTopic", 4, append(slices.Clone(noStopHandOff),
 		"flushDiskType=ASYNC_FLUSH", "raftAcksBeforeFsync=true")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.stopAll)
-	rcfg := remoting.DefaultClientConfig()
-	rcfg.ConnectTimeout, rcfg.DefaultTimeout = 300*time.Millisecond, time.Second
-	rc := remoting.NewClient(rcfg, zap.NewNop())
-	t.Cleanup(func() { _ = rc.Close() })
-	admin, err := client.NewAdmin(client.NameServers(c.NS.Addr()), client.RequestTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Close(context.Background()) })
-	p := &probes{c: c, rc: rc, admin: admin, topic: "ReplayTopic"}
 	ctx := context.Background()
-
-	if err := c.Start(c.NS); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 30*time.Second, "name server up", func() bool {
-		_, err := p.gossipLive(ctx)
-		return err == nil
-	})
-	for _, n := range c.Nodes {
-		if err := c.Start(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := waitWhole(ctx, p, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err = admin.CreateTopic(cctx, client.TopicSpec{Topic: p.topic, ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}, failoverCluster, "")
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
 	prod, err := client.NewProducer(client.NameServers(c.NS.Addr()), client.ProducerGroup("replay_producer"),
 		client.SendTimeout(10*time.Second))
 	if err != nil {
