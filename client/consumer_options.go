@@ -339,10 +339,12 @@ func HandoverTimeout(d time.Duration) ConsumerOpt {
 // moves past it; a broadcasting consumer, which never redelivers, lets it
 // go with a warning. The call itself runs on (Go cannot stop it; its ctx
 // is not cancelled) and its result, when it returns, is ignored for the
-// messages let go. A message whose send-back fails stays held, and is
-// tried again a ConsumeTimeout later. A message is thus let go between
-// one and two ConsumeTimeouts after its call began. Orderly listeners are
-// not timed out, as in RocketMQ: their queue waits for the call.
+// messages let go. A message whose send-back fails stays held: its call's
+// result settles it if the call returns first, else it is tried again a
+// ConsumeTimeout later. A message is thus let go between one and two
+// ConsumeTimeouts after its call began, its send-back permitting.
+// Orderly listeners are not timed out, as in RocketMQ: their queue waits
+// for the call.
 func ConsumeTimeout(d time.Duration) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.consumeTimeout = d })
 }

@@ -41,8 +41,9 @@ func (p *PushConsumer) timeoutRound(ctx context.Context) {
 // so that the queue's offset moves past it (ProcessQueue.cleanExpiredMsg);
 // a broadcasting consumer, which never redelivers, lets go of it as of a
 // failed message. It stops at the first message not timed out, and at a
-// send-back that failed: that message stays held, the offset before it,
-// and the next round tries again.
+// send-back that failed: that message stays held, the offset before it;
+// its call settles it if it returns first (unclaim), else the next round
+// tries again.
 //
 // It settles as a listener call does, holding pq.consumeMu for reading:
 // a hand-over or reset waiting for the queue's calls waits for it too
@@ -71,6 +72,7 @@ func (p *PushConsumer) timeOutQueue(ctx context.Context, pq *processQueue, deadl
 				zap.Stringer("queue", pq.mq), zap.Int64("offset", m.QueueOffset), zap.String("msgId", m.MsgID))
 		} else {
 			if err := p.sendBack(sctx, pq.mq, m, timeoutDelayLevel); err != nil {
+				pq.unclaim(m)
 				c.log.Warn("listener call past ConsumeTimeout and its message's send-back failed; the message stays held, trying again in ConsumeTimeout",
 					zap.Stringer("queue", pq.mq), zap.Int64("offset", m.QueueOffset), zap.String("msgId", m.MsgID), zap.Error(err))
 				return

@@ -180,3 +180,51 @@ func TestConsumeTimeoutOption(t *testing.T) {
 		}
 	}
 }
+
+// TestPushConsumerConsumeTimeoutLateSuccessAfterFailedSendBack: a
+// timed-out message whose send-back failed was not let go, so the late
+// result of its call still counts (as RocketMQ's processConsumeResult
+// removes it): a call that returns ConsumeSuccess then settles it, the
+// queue's offset moves past it, and no later round sends it back for a
+// second delivery. The rounds are run by the test (ConsumeTimeout of an
+// hour, a fake clock) so that none comes between the failed send-back and
+// the call's return.
+func TestPushConsumerConsumeTimeoutLateSuccessAfterFailedSendBack(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
+	for i := range 5 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	b.mu.Lock()
+	b.failSendBack = true
+	b.mu.Unlock()
+	b.answer(remoting.RequestSendMessageV2, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseSystemError, "scripted: retry topic unwritable")
+	})
+	clk := &fakeClock{t: time.Now()}
+	s := newStuckListener(ConsumeSuccess)
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), ConsumeTimeout(time.Hour),
+		RequestTimeout(500*time.Millisecond), WithClock(clk.now))
+	_ = c.Subscribe("T", "*")
+	_ = c.RegisterConcurrentListener(s.listen)
+	startPush(t, c)
+	t.Cleanup(s.unblock) // before Close, which waits for the call
+	<-s.inside
+	testutil.WaitFor(t, 5*time.Second, "0, 2, 3, 4 consumed", func() bool { return s.got.len() == 4 })
+	clk.advance(2 * time.Hour)
+	c.timeoutRound(c.core.ctx)
+	if n := len(sendBacksOf(b)); n != 1 {
+		t.Fatalf("%d send-back attempts in the round, want 1", n)
+	}
+	s.unblock()
+	<-s.returned
+	testutil.WaitFor(t, 5*time.Second, "T/0's offset committed past 1, which the late call consumed", func() bool {
+		off, _ := b.offset("G", "T", 0)
+		return off == 5
+	})
+	c.timeoutRound(c.core.ctx)
+	if n := len(sendBacksOf(b)); n != 1 {
+		t.Fatalf("%d send-back attempts: 1 was sent back after its call consumed it", n)
+	}
+}

@@ -103,7 +103,8 @@
 // does, every ConsumeTimeout and lowest offsets first: each one sent
 // back is let go, so the queue's committed offset moves past it, and the
 // call's result, when it comes, is ignored for it; one whose send-back
-// failed stays held until a later round's succeeds. Orderly calls are
+// failed stays held, settled by its call if that returns first, else by
+// a later round's send-back. Orderly calls are
 // not timed out (their queue waits, as in RocketMQ). Hand-overs, resets
 // and restarts wait for a call up to HandoverTimeout, so a stuck one
 // holds up no rebalance; Close waits for it until its ctx ends.

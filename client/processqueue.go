@@ -49,8 +49,9 @@ type processQueue struct {
 	// started holds, for each message a concurrent listener call is
 	// consuming, when the call began: ConsumeTimeout's clock. timedOut
 	// holds the messages the consume timeout took from their call
-	// (claimTimedOut): the call's result no longer settles them, and
-	// they stay held until their send-back succeeds.
+	// (claimTimedOut): the call's result no longer settles them. One
+	// whose send-back failed goes back to its call if that still runs
+	// (unclaim), else it stays held until a send-back succeeds.
 	started  map[int64]time.Time // guarded by mu
 	timedOut map[int64]bool      // guarded by mu
 	lockedAt time.Time           // guarded by mu
@@ -187,8 +188,9 @@ func (pq *processQueue) beginCall(msgs []*MessageExt, at time.Time) {
 // consume timeout took from the call meanwhile (nil: none), which the
 // call's result must not settle: those it let go already (only the call
 // itself or the timeout lets go of a message in a call) and those it
-// holds. One decision under mu with claimTimedOut, so a message is
-// settled by one of them only.
+// claimed and holds, its send-back in flight or failed after the call
+// ended. One decision under mu with claimTimedOut and unclaim, so a
+// message is settled by one of them only.
 func (pq *processQueue) endCall(msgs []*MessageExt) (taken map[*MessageExt]bool) {
 	pq.mu.Lock()
 	defer pq.mu.Unlock()
@@ -227,6 +229,20 @@ func (pq *processQueue) claimTimedOut(deadline time.Time) *MessageExt {
 		return m
 	}
 	return nil
+}
+
+// unclaim gives back to its call a message claimTimedOut returned whose
+// send-back failed: nothing was sent, so the call's result, when it
+// returns, settles it (RocketMQ's processConsumeResult removes it), and
+// the next round claims it again if the call is still running then. A
+// call that ended meanwhile left it to the consume timeout (endCall), so
+// it stays claimed, for the next round to send back.
+func (pq *processQueue) unclaim(m *MessageExt) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	if _, running := pq.started[m.QueueOffset]; running && pq.msgs[m.QueueOffset] == m {
+		delete(pq.timedOut, m.QueueOffset)
+	}
 }
 
 func (pq *processQueue) commitOffsetLocked() int64 {
