@@ -284,7 +284,16 @@ func (p *PushConsumer) worker() {
 // (ConsumeMessageConcurrentlyService.ConsumeRequest + processConsumeResult).
 func (p *PushConsumer) consumeConcurrently(r consumeRequest) {
 	pq := r.pq
-	pq.consumeMu.RLock()
+	// The write lock is only ever wanted for a dropped queue (a hand-over,
+	// reset or restart awaiting its calls), and that waiter may wait on a
+	// stuck call for good: RLock would queue behind it, and every pool
+	// goroutine taking a batch of the dropped queue would stall with it.
+	if !pq.consumeMu.TryRLock() {
+		if pq.dropped.Load() {
+			return
+		}
+		pq.consumeMu.RLock()
+	}
 	defer pq.consumeMu.RUnlock()
 	if pq.dropped.Load() {
 		return // handed over: the next owner consumes it

@@ -195,3 +195,59 @@ func TestPushConsumerRestartBesideStuckListener(t *testing.T) {
 		t.Fatalf("T/0's committed offset %d after close, want 2", off)
 	}
 }
+
+// TestPushConsumerResetBesideStuckListenerKeepsPoolConsuming: once a reset
+// gave up on a stuck concurrent call, the batches of the dropped queue
+// still in the pool's queue must not hold the pool's goroutines: each is
+// skipped, and the restarted queue is consumed while the call stays
+// stuck (Go's RWMutex blocks a reader behind the waiting writer, which
+// waits for the stuck call).
+func TestPushConsumerResetBesideStuckListenerKeepsPoolConsuming(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
+	for i := range 6 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	var (
+		got                collector
+		stuckOnce, gateOne sync.Once
+		stuck, gated       = make(chan struct{}), make(chan struct{})
+		release, gate      = make(chan struct{}), make(chan struct{})
+	)
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), HandoverTimeout(300*time.Millisecond),
+		ConsumeGoroutines(2))
+	_ = c.Subscribe("T", "*")
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		switch string(msgs[0].Body) {
+		case "1":
+			block := false
+			stuckOnce.Do(func() { block = true })
+			if block {
+				close(stuck)
+				<-release
+				return ConsumeSuccess
+			}
+		case "0":
+			block := false
+			gateOne.Do(func() { block = true })
+			if block {
+				close(gated)
+				<-gate
+				return ConsumeSuccess
+			}
+		}
+		got.add(msgs...)
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	t.Cleanup(func() { close(release) }) // before Close, which waits for the call
+	<-stuck
+	<-gated
+	// Both goroutines are in the listener; 2..5 wait in the pool's queue.
+	resetByBroker(t, b, c, "G", 0)
+	close(gate)
+	testutil.WaitFor(t, 5*time.Second, "the restarted queue's 0..5 consumed beside the stuck call", func() bool {
+		return got.len() == 6
+	})
+}
