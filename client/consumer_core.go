@@ -92,8 +92,8 @@ type consumerCore struct {
 	// taken back until it returns (handOver).
 	releasing map[MessageQueue]bool // guarded by mu
 	// restarting holds the orderly queues a reset or restart dropped
-	// while a listener call on them still ran: they start at c.seeks
-	// once it returns (restartAt).
+	// while a listener call on them still ran: once it returned, a
+	// rebalance starts them at c.seeks or hands them over (restartAt).
 	restarting map[MessageQueue]bool // guarded by mu
 	// unsettled holds the orderly queues handed over whose offset no
 	// broker confirmed yet, each with the time until which it keeps its

@@ -144,7 +144,7 @@ func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []M
 	}
 	c.mu.Lock()
 	var leaving []*processQueue
-	var adding []MessageQueue
+	var adding, idle []MessageQueue
 	for mq, pq := range c.pqs {
 		if mq.Topic == topic && !want[mq] {
 			leaving = append(leaving, pq)
@@ -152,6 +152,16 @@ func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []M
 			if c.hooks.orderly && c.cfg.model == Clustering {
 				c.releasing[mq] = true // lockAll renews it until handOver unlocks it
 			}
+		}
+	}
+	for mq := range c.restarting {
+		// Waiting to restart, its call returned (not releasing): it leaves
+		// without a process queue, its new offset committed and its lock
+		// released as any queue's.
+		if mq.Topic == topic && !want[mq] && !c.releasing[mq] {
+			idle = append(idle, mq)
+			delete(c.restarting, mq)
+			delete(c.seeks, mq)
 		}
 	}
 	for _, mq := range alloc {
@@ -164,12 +174,12 @@ func (c *consumerCore) updateQueues(ctx context.Context, topic string, alloc []M
 		}
 	}
 	c.mu.Unlock()
-	if len(leaving) > 0 {
-		c.handOver(ctx, leaving)
+	if len(leaving) > 0 || len(idle) > 0 {
+		c.handOver(ctx, leaving, idle)
 	}
-	if len(leaving) > 0 || len(adding) > 0 {
+	if len(leaving) > 0 || len(idle) > 0 || len(adding) > 0 {
 		c.log.Info("rebalance changed queues", zap.String("topic", topic),
-			zap.Int("dropped", len(leaving)), zap.Int("adding", len(adding)), zap.Int("owned", len(alloc)))
+			zap.Int("dropped", len(leaving)+len(idle)), zap.Int("adding", len(adding)), zap.Int("owned", len(alloc)))
 	}
 	SortQueues(adding)
 	for broker, mqs := range byBroker(adding) {
@@ -236,6 +246,7 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 		return true
 	}
 	c.pqs[mq] = pq
+	delete(c.restarting, mq)
 	delete(c.unsettled, mq) // its lock is ours as an owned queue's again
 	c.mu.Unlock()
 	// Drop any stale in-memory offset: the queue may come back to us after
@@ -260,18 +271,20 @@ func (c *consumerCore) startQueue(ctx context.Context, mq MessageQueue) bool {
 // progress, commits their offsets (handOverOffsets: side by side per
 // broker group, so one that cannot answer does not use up the others'
 // time) and, for an orderly consumer, unlocks at their brokers those whose
-// offset a broker took. An orderly queue whose offset no broker took keeps
+// offset a broker took. idle are queues leaving too, with no process
+// queue and no listener call (orderly queues waiting to restart): only
+// committed and unlocked. An orderly queue whose offset no broker took keeps
 // its lock (c.unsettled) until one does: its next owner would start at the
 // older committed offset and consume the range again, in order
 // (RocketMQ's removeUnnecessaryMessageQueue persists, then unlocks).
-func (c *consumerCore) handOver(ctx context.Context, pqs []*processQueue) {
+func (c *consumerCore) handOver(ctx context.Context, pqs []*processQueue, idle []MessageQueue) {
 	locked := c.hooks.orderly && c.cfg.model == Clustering
 	for _, pq := range pqs {
 		pq.drop()
 	}
-	mqs := make([]MessageQueue, 0, len(pqs))
-	var released []MessageQueue // no listener of ours runs on them any more
-	var held []*processQueue    // consumeMu taken: unlocked once handed over
+	mqs := slices.Clone(idle)
+	released := slices.Clone(idle) // no listener of ours runs on them any more
+	var held []*processQueue       // consumeMu taken: unlocked once handed over
 	defer func() {
 		for _, pq := range held {
 			pq.consumeMu.Unlock()
@@ -635,7 +648,8 @@ func (c *consumerCore) resetOffsets(ctx context.Context, offsets map[MessageQueu
 		}
 		c.mu.Unlock()
 		if waiting {
-			// Its call was abandoned: nothing but us stores its offset.
+			// Its call was abandoned or returned: nothing but us stores
+			// its offset.
 			c.store.Update(mq, off, false)
 			c.commitReset(ctx, mq)
 			continue
@@ -676,10 +690,13 @@ func (c *consumerCore) commitReset(ctx context.Context, mq MessageQueue) {
 // holds neither c.rebalanceMu nor the reset: past it they settle nothing
 // (pq.abandon; a late commit would undo the new offset), store and commit
 // run at once, and the queue starts beside them, unless it is orderly:
-// then it starts only when its call returned (c.restarting and
-// c.releasing meanwhile: no rebalance starts it, its broker lock is
-// renewed), so that no two calls run on one orderly queue. The caller
-// holds c.rebalanceMu.
+// it stays in c.restarting, and in c.releasing until its call returned
+// (no rebalance starts it, its broker lock is renewed), so that no two
+// calls run on one orderly queue. Then a rebalance starts it as any
+// queue it gains: only while it is still assigned here and with its
+// broker lock taken again (another consumer may hold it by then), so
+// that no two consumers run it; or hands it over. The caller holds
+// c.rebalanceMu.
 func (c *consumerCore) restartAt(ctx context.Context, pq *processQueue, store, commit func()) {
 	mq := pq.mq
 	orderly := c.hooks.orderly
@@ -700,13 +717,10 @@ func (c *consumerCore) restartAt(ctx context.Context, pq *processQueue, store, c
 	var released func()
 	if orderly {
 		released = func() {
-			c.rebalanceMu.Lock()
-			defer c.rebalanceMu.Unlock()
 			c.mu.Lock()
-			delete(c.restarting, mq)
 			delete(c.releasing, mq)
 			c.mu.Unlock()
-			c.startQueue(c.ctx, mq)
+			c.triggerRebalance()
 		}
 	}
 	acquired := c.awaitCalls(ctx, pq, gaveUp, released)

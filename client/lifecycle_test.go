@@ -209,7 +209,7 @@ func TestLifecycleHandOverPastTimeoutReleasesTheQueueLock(t *testing.T) {
 	if pq == nil {
 		t.Fatal("queue not owned")
 	}
-	c.core.handOver(ctx, []*processQueue{pq}) // returns after HandoverTimeout, the listener still busy
+	c.core.handOver(ctx, []*processQueue{pq}, nil) // returns after HandoverTimeout, the listener still busy
 	if pq.consumeMu.TryLock() {
 		t.Fatal("the queue lock was free while the listener ran")
 	}
