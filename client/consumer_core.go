@@ -287,12 +287,23 @@ func (c *consumerCore) close(ctx context.Context) error {
 	c.mu.Lock()
 	pqs := slices.Collect(maps.Values(c.pqs))
 	c.pqs = map[MessageQueue]*processQueue{}
+	// Orderly queues waiting to restart hold their new offset, which a
+	// broker may not have taken, and, once their call returned, their
+	// broker lock: settled as owned queues are.
+	var restarting, busy []MessageQueue
+	for mq := range c.restarting {
+		restarting = append(restarting, mq)
+		if c.releasing[mq] {
+			busy = append(busy, mq) // close gave up waiting for its call
+		}
+	}
 	c.mu.Unlock()
-	mqs := make([]MessageQueue, 0, len(pqs))
+	mqs := make([]MessageQueue, 0, len(pqs)+len(restarting))
 	for _, pq := range pqs {
 		pq.drop()
 		mqs = append(mqs, pq.mq)
 	}
+	mqs = append(mqs, restarting...)
 	var errs []error
 	settled, err := c.closeCommit(ctx, mqs)
 	if err != nil {
@@ -309,7 +320,7 @@ func (c *consumerCore) close(ctx context.Context) error {
 		c.mu.Unlock()
 		unlock := c.unsettledDone(unsettled)
 		for _, mq := range slices.AppendSeq(slices.Clone(mqs), maps.Keys(unsettled)) {
-			if settled[mq] && !slices.Contains(unlock, mq) {
+			if settled[mq] && !slices.Contains(unlock, mq) && !slices.Contains(busy, mq) {
 				unlock = append(unlock, mq)
 			}
 		}

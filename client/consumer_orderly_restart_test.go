@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -153,5 +154,53 @@ func TestOrderlyRestartNotStartedOnceMovedAway(t *testing.T) {
 	}
 	if n := s.got.len(); n != 2 {
 		t.Fatalf("%d deliveries, want 2 (0, 1)", n)
+	}
+}
+
+// TestOrderlyCloseSettlesQueueWaitingToRestart: Close while an orderly
+// queue waits for its stuck listener call to restart sends the queue's
+// reset offset, which the reset could not commit, and releases its
+// broker lock once the call returned.
+func TestOrderlyCloseSettlesQueueWaitingToRestart(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
+	for i := range 5 {
+		b.put("T", 0, fmt.Sprint(i), nil)
+	}
+	s := newStuckOrderly()
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), HandoverTimeout(300*time.Millisecond))
+	_ = c.Subscribe("T", "*")
+	_ = c.RegisterOrderlyListener(s.listen)
+	startPush(t, c)
+	t.Cleanup(s.unblock)
+	<-s.stuck
+	q0 := MessageQueue{"T", "broker-a", 0}
+	testutil.WaitFor(t, 5*time.Second, "T/0's offset committed at 1", func() bool { off, _ := b.offset("G", "T", 0); return off == 1 })
+	b.answer(remoting.RequestUpdateConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseSystemError, "offset store unavailable")
+	})
+	resetByBroker(t, b, c, "G", 0)
+	b.answer(remoting.RequestUpdateConsumerOffset, nil)
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		closed <- c.Close(ctx)
+	}()
+	testutil.WaitFor(t, 5*time.Second, "close begun", func() bool {
+		c.core.mu.Lock()
+		defer c.core.mu.Unlock()
+		return c.core.closing
+	})
+	s.unblock()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := b.offset("G", "T", 0); off != 0 {
+		t.Fatalf("T/0's committed offset %d after close, want the reset offset 0", off)
+	}
+	if got := b.lockHolder("G", q0); got != "" {
+		t.Fatalf("T/0's lock still held by %q after close", got)
 	}
 }
