@@ -198,3 +198,44 @@ func TestGossipLeaderCrash(t *testing.T) {
 		t.Errorf("SDK producer gap %v", gap)
 	}
 }
+
+// TestGossipNewLeaderRoutedWithoutWaitingForBroadcast: a new leader's
+// registration as brokerId 0 does not wait for its gossip meta update to
+// spread. Each broadcast is retransmitted so many times that it takes
+// seconds to finish (memberlist piggybacks it on every probe and ack, and
+// sends it every gossip interval); the route must still name the new
+// leader soon after its election (the bound is loose for a shared
+// machine; a registration held behind the broadcast comes UpdateTimeout
+// late).
+func TestGossipNewLeaderRoutedWithoutWaitingForBroadcast(t *testing.T) {
+	pc := startGossipCluster(t, func(c *BrokerConfig) {
+		c.Gossip.RetransmitMult = 100
+		c.Gossip.GossipInterval = time.Second
+		c.Gossip.UpdateTimeout = 3 * time.Second
+	})
+	old := pc.leader()
+	pc.waitLeaderRegistered()
+	pc.crashNode(old)
+
+	var elected, routed time.Time
+	newLeader := -1
+	testutil.WaitFor(t, 15*time.Second, "a new leader routed as brokerId 0", func() bool {
+		if newLeader < 0 {
+			if l := pc.leading(); l >= 0 && l != old {
+				newLeader, elected = l, time.Now()
+			}
+			return false
+		}
+		bd, ok := pc.ns.Routes().ClusterInfo().BrokerAddrTable[pc.cfgs[newLeader].BrokerName]
+		if ok && bd.BrokerAddrs[wire.MasterID] == pc.nodes[newLeader].Addr() {
+			routed = time.Now()
+			return true
+		}
+		return false
+	})
+	t.Logf("new leader routed as brokerId 0 %v after its election", routed.Sub(elected))
+	if d := routed.Sub(elected); d > time.Second {
+		t.Errorf("new leader routed as brokerId 0 %v after its election; want well under the gossip UpdateTimeout (%v)",
+			d, pc.cfgs[newLeader].Gossip.UpdateTimeout)
+	}
+}
