@@ -66,11 +66,14 @@ type Controller struct {
 	acl      *aclState
 	gossip   *ha.Gossip // nil when gossipEnable is off
 	gossipMu sync.Mutex // serializes updateGossipMeta
-	metrics  *brokerMetrics
-	stats    *brokerStats    // RocketMQ-shaped stats for the tools (admin_stats.go)
-	mon      *httpmon.Server // nil when metricsPort is -1
-	state    atomic.Int32    // stateStarting → stateServing → stateStopping (/health)
-	term     atomic.Uint64   // term of the last role change (/health fallback)
+	// gossipKick asks publishGossipMeta to publish the meta as it is now
+	// (kickGossipMeta); set with gossip.
+	gossipKick chan struct{}
+	metrics    *brokerMetrics
+	stats      *brokerStats    // RocketMQ-shaped stats for the tools (admin_stats.go)
+	mon        *httpmon.Server // nil when metricsPort is -1
+	state      atomic.Int32    // stateStarting → stateServing → stateStopping (/health)
+	term       atomic.Uint64   // term of the last role change (/health fallback)
 	// liveCfg is cfg plus runtime changes (admin_config.go); liveMu
 	// serialises updates.
 	liveCfg atomic.Pointer[BrokerConfig]

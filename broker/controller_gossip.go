@@ -106,6 +106,8 @@ func (c *Controller) startGossip() error {
 		return fmt.Errorf("broker: gossip on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
 	}
 	c.gossip = g
+	c.gossipKick = make(chan struct{}, 1)
+	c.goFunc(c.publishGossipMeta)
 	if gs, ok := c.rep.(gossipUser); ok {
 		cluster, group := c.cfg.BrokerClusterName, c.cfg.BrokerName
 		gs.setGossip(func(id string) (ha.Member, bool) { return g.BrokerMember(cluster, group, id) })
@@ -114,12 +116,13 @@ func (c *Controller) startGossip() error {
 	return nil
 }
 
-// updateGossipMeta publishes the node's meta as it is now: on a role
-// change (the role goroutine) and when the member's slot in the Raft
-// configuration moves (the registration loop), e.g. a member that joined
-// with no state and learned the configuration after its last role change.
-// Both compute under gossipMu from the live state, so the last publish is
-// the newest state.
+// updateGossipMeta publishes the node's meta as it is now and waits for
+// the broadcast (up to the gossip UpdateTimeout): on a role change (the
+// role goroutine) and, through kickGossipMeta, when the member's slot in
+// the Raft configuration moves, e.g. a member that joined with no state
+// and learned the configuration after its last role change. Every caller
+// computes under gossipMu from the live state, so the last publish is the
+// newest state.
 func (c *Controller) updateGossipMeta() {
 	if c.gossip == nil {
 		return
@@ -133,6 +136,33 @@ func (c *Controller) updateGossipMeta() {
 	if err := c.gossip.UpdateMeta(m); err != nil {
 		c.log.Warn("gossip: meta update not confirmed", zap.String("role", string(m.Role)), zap.Uint64("term", m.Term),
 			zap.Int64("brokerId", m.BrokerID), zap.Error(err))
+	}
+}
+
+// kickGossipMeta asks for the meta to be published without waiting for
+// it: the registration loop calls it every round, and a round held behind
+// a broadcast (a new leader's role change is one) would keep the name
+// servers from routing the new leader for as long as the broadcast takes
+// to spread.
+func (c *Controller) kickGossipMeta() {
+	if c.gossip == nil {
+		return
+	}
+	select {
+	case c.gossipKick <- struct{}{}:
+	default:
+	}
+}
+
+// publishGossipMeta is the tracked goroutine behind kickGossipMeta.
+func (c *Controller) publishGossipMeta() {
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.gossipKick:
+			c.updateGossipMeta()
+		}
 	}
 }
 

@@ -372,7 +372,7 @@ func (r *registerService) registerAll() (failed []string) {
 		return r.c.cfg.NameServers()
 	}
 	id, dv := reg.id, reg.dv
-	r.c.updateGossipMeta() // the gossip meta names the same brokerId
+	r.c.kickGossipMeta() // the gossip meta names the same brokerId
 	if id < 0 {
 		r.c.log.Debug("not registering: this member is not in its group's Raft configuration")
 		r.mu.Lock()
