@@ -211,7 +211,7 @@ func TestGossipNewLeaderRoutedWithoutWaitingForBroadcast(t *testing.T) {
 	pc := startGossipCluster(t, func(c *BrokerConfig) {
 		c.Gossip.RetransmitMult = 100
 		c.Gossip.GossipInterval = time.Second
-		c.Gossip.UpdateTimeout = 3 * time.Second
+		c.Gossip.UpdateTimeout = 2 * time.Second
 	})
 	old := pc.leader()
 	pc.waitLeaderRegistered()
