@@ -98,6 +98,19 @@ type FrameHeader struct {
 	ExtLen, DataLen int
 }
 
+// headerOf is the header encodeFrameBody writes for l.
+func headerOf(l *raft.Log) FrameHeader {
+	return FrameHeader{
+		Size:       EncodedSize(l),
+		Type:       l.Type,
+		Index:      l.Index,
+		Term:       l.Term,
+		AppendedAt: appendedAtNanos(l.AppendedAt),
+		ExtLen:     len(l.Extensions),
+		DataLen:    len(l.Data),
+	}
+}
+
 // DataOffset returns where Data starts, relative to the frame start.
 func (h FrameHeader) DataOffset() int { return FrameHeaderSize + h.ExtLen }
 

@@ -271,6 +271,9 @@ func (s *LogStore) LocateHeader(index uint64) (pos int64, h FrameHeader, err err
 	if err := s.servableLocked(index); err != nil {
 		return 0, h, err
 	}
+	if pos, h, ok := s.recent.locate(index); ok {
+		return pos, h, nil
+	}
 	return s.locateWithLocked(index, DecodeFrameHeader)
 }
 

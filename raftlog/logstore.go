@@ -136,10 +136,11 @@ type LogStore struct {
 
 	wmu sync.Mutex
 	// Guarded by wmu.
-	nextIndex uint64 // index the next StoreLogs must start with; 0 = any (fresh log)
-	nextPos   int64  // end of the last frame: where the next one goes (or the reset position)
-	meta      meta   // last meta written
-	sinceCkpt int64  // log bytes appended since the last checkpoint
+	nextIndex uint64  // index the next StoreLogs must start with; 0 = any (fresh log)
+	nextPos   int64   // end of the last frame: where the next one goes (or the reset position)
+	meta      meta    // last meta written
+	sinceCkpt int64   // log bytes appended since the last checkpoint
+	batchPos  []int64 // frame positions of the batch being written (scratch)
 	// pending is the snapshot position recorded by RestoreFrom, applied by
 	// the next restore-shaped operation (snapshot.go).
 	pending *SnapshotPosition
@@ -376,7 +377,7 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		s.first = logs[0].Index
 	}
 	s.tail = last
-	s.recent.add(logs)
+	s.recent.add(logs, s.batchPos)
 	s.mu.Unlock()
 	s.nextIndex = last + 1
 	s.kickWarmerLocked()
@@ -393,6 +394,7 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 // writeBatchLocked appends the frames and index slots of logs at startPos
 // and makes them durable (Sync) or readable (no Sync).
 func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
+	s.batchPos = s.batchPos[:0]
 	for _, l := range logs {
 		_, pos, err := s.appendFrameLocked(l)
 		if err != nil {
@@ -401,6 +403,7 @@ func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
 		if err := s.putSlotLocked(l.Index, pos); err != nil {
 			return fmt.Errorf("index slot %d: %w", l.Index, err)
 		}
+		s.batchPos = append(s.batchPos, pos)
 	}
 	if s.opts.Sync {
 		return s.syncFromLocked(startPos)

@@ -604,6 +604,51 @@ func TestOpenOnQueue(t *testing.T) {
 	}
 }
 
+// TestLocateHeaderFromTheCache: for an entry still in the recent-entries
+// cache LocateHeader answers from memory what the file holds (segment rolls
+// with blanks, a truncated and rewritten tail, entries evicted from the
+// cache), and it does not read the file: with the header of a cached entry
+// damaged on disk, Locate reports it and LocateHeader still answers.
+func TestLocateHeaderFromTheCache(t *testing.T) {
+	o := testOptions(storage.NewFaultFS(1))
+	o.CacheBytes = 24 << 10
+	s := mustOpen(t, "/lhc", o)
+	defer s.Close()
+	for from := uint64(1); from <= 200; from += 25 {
+		storeAll(t, s, raftlogtest.Entries(from, from+24, 1))
+	}
+	if err := s.DeleteRange(181, 200); err != nil {
+		t.Fatal(err)
+	}
+	storeAll(t, s, raftlogtest.Entries(181, 230, 2))
+	cached := 0
+	for i := uint64(1); i <= 230; i++ {
+		p1, h1, err1 := s.Locate(i)
+		p2, h2, err2 := s.LocateHeader(i)
+		if err1 != nil || err2 != nil || p1 != p2 || h1 != h2 {
+			t.Fatalf("index %d: Locate %d %+v %v, LocateHeader %d %+v %v", i, p1, h1, err1, p2, h2, err2)
+		}
+		if _, _, ok := s.recent.locate(i); ok {
+			cached++
+		}
+	}
+	if cached == 0 || cached == 230 {
+		t.Fatalf("%d of 230 entries cached: the test needs some evicted and some cached", cached)
+	}
+	pos, h, _ := s.Locate(230)
+	mf := s.segQ.FindByOffset(pos)
+	at := int(pos-mf.FileFromOffset()) + offMagic
+	if err := mf.WriteAt([]byte{^mf.Bytes()[at]}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Locate(230); !errors.Is(err, ErrCorruptFrame) {
+		t.Fatalf("Locate of a damaged header: %v", err)
+	}
+	if p, hh, err := s.LocateHeader(230); err != nil || p != pos || hh != h {
+		t.Fatalf("LocateHeader of a cached entry: %d %+v %v, want %d %+v", p, hh, err, pos, h)
+	}
+}
+
 // TestLocateHeader: LocateHeader finds the same position and header as
 // Locate, but checks the header only: with a data byte flipped on disk,
 // Locate and GetLog (cache off) report the corruption and LocateHeader
