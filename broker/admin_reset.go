@@ -38,6 +38,17 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 	if !c.rep.IsLeader() {
 		return c.notLeader()
 	}
+	// As RocketMQ (SUBSCRIPTION_GROUP_NOT_EXIST in its server-side reset,
+	// "consumer group not exist" in Broker2Client's): a group the broker
+	// does not know is most likely a mistyped name, and committing offsets
+	// for it would answer success while the real group stays put.
+	if _, ok := c.rep.State().SubscriptionGroup(h.Group); !ok {
+		if _, ok := c.clients.group(h.Group); !ok {
+			return response(remoting.ResponseSubscriptionGroupNotExist,
+				"consumer group %s is neither configured nor connected on broker %s: nothing reset (create it with updateSubGroup first)",
+				h.Group, c.cfg.BrokerName)
+		}
+	}
 	first, end := int32(0), int32(queueCount(tc.ReadQueueNums))
 	if h.QueueID >= 0 {
 		if h.QueueID >= end {
