@@ -113,6 +113,9 @@ type messageView struct {
 	ReconsumeTimes int32             `json:"reconsumeTimes"`
 	Properties     map[string]string `json:"properties,omitempty"`
 	Body           string            `json:"body"`
+	// Direct is the consumer's verdict when -g and -d had it consume the
+	// message (admin_direct.go).
+	Direct *wire.ConsumeMessageDirectlyResult `json:"consumeMessageDirectlyResult,omitempty"`
 }
 
 func viewOf(m *client.MessageExt) messageView {
@@ -135,7 +138,7 @@ func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (messa
 	if s.isBrokerMsgID(ctx, id) {
 		m, err := s.a.ViewMessage(ctx, id)
 		if err == nil {
-			return viewOf(m), nil
+			return s.directView(ctx, in, m)
 		}
 		if !errors.Is(err, client.ErrMessageNotFound) {
 			return messageView{}, err
@@ -151,7 +154,7 @@ func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (messa
 	for _, t := range topics {
 		msgs, err := s.a.QueryMessageByUniqueKey(ctx, t, id)
 		if err == nil {
-			return viewOf(msgs[0]), nil
+			return s.directView(ctx, in, msgs[0])
 		}
 		if !errors.Is(err, client.ErrMessageNotFound) && !errors.Is(err, client.ErrNoRoute) {
 			return messageView{}, err
@@ -182,6 +185,10 @@ func (s *adminSession) isBrokerMsgID(ctx context.Context, id string) bool {
 }
 
 func tableMessage(w *tabwriter.Writer, v messageView) {
+	if v.Direct != nil {
+		tableDirect(w, v.Direct)
+		return
+	}
 	row(w, "OffsetID:", v.OffsetMsgID)
 	row(w, "MsgID:", v.MsgID)
 	row(w, "Topic:", v.Topic)

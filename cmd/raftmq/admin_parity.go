@@ -139,8 +139,8 @@ var parityCommands = []adminEntry{
 	adminCommand[[]messageView]{
 		name:  "queryMsgByUniqueKey",
 		short: "Find a topic's message by its client message id (UNIQ_KEY, the MsgID applications log)",
-		flags: []flagSpec{str("msgId", "i", "message id (UNIQ_KEY)").req(), topicFlag, str("consumerGroup", "g", "accepted for mqadmin compatibility"),
-			str("clientId", "d", "accepted for mqadmin compatibility"), toggleShort("showAll", "a", "print every copy (up to 32)")},
+		flags: []flagSpec{str("msgId", "i", "message id (UNIQ_KEY)").req(), topicFlag, str("consumerGroup", "g", "with -d: have this group's client consume the message now and print its verdict"),
+			str("clientId", "d", "with -g: the client id (consumerConnection lists them) to consume the message"), toggleShort("showAll", "a", "print every copy (up to 32)")},
 		run: runQueryMsgByUniqueKey,
 		table: func(w *tabwriter.Writer, vs []messageView) {
 			for i, v := range vs {

@@ -25,8 +25,12 @@ func runQueryMsgByUniqueKey(ctx context.Context, s *adminSession, in flagValues)
 	if err != nil {
 		return nil, err
 	}
-	if !in.bool("showAll") {
+	if !in.bool("showAll") || directFlags(in) {
 		msgs = msgs[:1]
+	}
+	if directFlags(in) {
+		v, err := s.directView(ctx, in, msgs[0])
+		return []messageView{v}, err
 	}
 	out := make([]messageView, 0, len(msgs))
 	for _, m := range msgs {
