@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -150,6 +152,9 @@ func (c *Controller) processUpdateSubscriptionGroup(ctx context.Context, req *re
 	if r := checkGroup(sg.GroupName); r != nil {
 		return r
 	}
+	if r := refuseGroupExtras(req.Body); r != nil {
+		return r
+	}
 	// 0 is taken as 1 (the retry topic is created with max(n, 1) queues).
 	if sg.RetryQueueNums < 0 || sg.RetryQueueNums > maxQueueNums {
 		return c.refuse("maxQueueNums", remoting.ResponseInvalidParameter, "retryQueueNums %d of group %s out of 1..%d",
@@ -159,6 +164,38 @@ func (c *Controller) processUpdateSubscriptionGroup(ctx context.Context, req *re
 		return r
 	}
 	return success()
+}
+
+// refuseGroupExtras refuses the RocketMQ 5 SubscriptionGroupConfig
+// fields raftmq has nothing behind, which decoding would otherwise drop
+// while the answer says SUCCESS: any attribute (RocketMQ refuses every
+// one too: its SubscriptionGroupAttributes table is empty) and a
+// groupRetryPolicy other than the default the Java tools always send
+// ({"type":"CUSTOMIZED"}, no policy), which sets the retry delays of the
+// proxy's gRPC clients; raftmq's consumers retry by messageDelayLevel.
+func refuseGroupExtras(body []byte) *remoting.RemotingCommand {
+	var x struct {
+		Attributes map[string]string `json:"attributes"`
+		Policy     *struct {
+			Type        string          `json:"type"`
+			Exponential json.RawMessage `json:"exponentialRetryPolicy"`
+			Customized  json.RawMessage `json:"customizedRetryPolicy"`
+		} `json:"groupRetryPolicy"`
+	}
+	if err := json.Unmarshal(body, &x); err != nil {
+		return response(remoting.ResponseSystemError, "malformed subscription group body: %v", err)
+	}
+	if len(x.Attributes) > 0 {
+		keys := slices.Sorted(maps.Keys(x.Attributes))
+		return response(remoting.ResponseSystemError, "unsupported subscription group attribute(s) %s: raftmq supports none, as RocketMQ",
+			strings.Join(keys, ", "))
+	}
+	isNull := func(m json.RawMessage) bool { return len(m) == 0 || string(m) == "null" }
+	if p := x.Policy; p != nil && ((p.Type != "" && p.Type != "CUSTOMIZED") || !isNull(p.Exponential) || !isNull(p.Customized)) {
+		return response(remoting.ResponseSystemError, "groupRetryPolicy is not supported: it sets the retry delays of RocketMQ proxy (gRPC) "+
+			"clients, which raftmq does not serve; consumers retry by the broker's messageDelayLevel (leave the policy out, or type CUSTOMIZED without a policy)")
+	}
+	return nil
 }
 
 func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
