@@ -1,7 +1,9 @@
 package broker
 
 import (
-	"sort"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -44,17 +46,9 @@ func (c *Controller) processUpdateBrokerConfig(req *remoting.RemotingCommand) *r
 		return response(remoting.ResponseInvalidParameter, "update broker config: no key given (changeable: %s)",
 			strings.Join(RuntimeConfigKeys, ", "))
 	}
-	var refused []string
-	for k := range kv {
-		if !isRuntimeKey(k) {
-			refused = append(refused, k)
-		}
-	}
-	if len(refused) > 0 {
-		sort.Strings(refused)
-		return response(remoting.ResponseInvalidParameter,
-			"update broker config: %s cannot change at runtime (edit broker.conf and restart); changeable: %s",
-			strings.Join(refused, ", "), strings.Join(RuntimeConfigKeys, ", "))
+	if why := refuseConfigKeys(kv); why != "" {
+		return response(remoting.ResponseInvalidParameter, "update broker config: nothing changed: %s; changeable at runtime: %s",
+			why, strings.Join(RuntimeConfigKeys, ", "))
 	}
 	if r := c.applyRuntimeConfig(kv, true); r != nil {
 		return r
@@ -93,6 +87,37 @@ func (c *Controller) applyRuntimeConfig(kv map[string]string, save bool) *remoti
 	c.liveCfg.Store(&next)
 	c.log.Info("broker config updated at runtime", zap.Any("changes", kv))
 	return nil
+}
+
+// refuseConfigKeys says why the keys of kv outside RuntimeConfigKeys are
+// refused, "" when there are none. Each kind of key is sent its own way:
+// a raftmq key fixed at start is changed in broker.conf and a restart,
+// but a RocketMQ key raftmq has no setting for (brokerPermission, a
+// flush service's) says what raftmq does instead, since a broker.conf
+// asking for it would not load; anything else is no broker key at all.
+func refuseConfigKeys(kv map[string]string) string {
+	var fixed, unknown, unsupported []string
+	known, _ := config.Keys(&BrokerConfig{})
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		switch ig, ok := rocketmqBrokerKeys[k]; {
+		case isRuntimeKey(k):
+		case ok:
+			unsupported = append(unsupported, fmt.Sprintf("%s is not supported by raftmq (%s)", k, ig.Reason))
+		case slices.Contains(known, k):
+			fixed = append(fixed, k)
+		default:
+			unknown = append(unknown, k)
+		}
+	}
+	var why []string
+	if len(fixed) > 0 {
+		why = append(why, strings.Join(fixed, ", ")+" cannot change at runtime (edit broker.conf and restart)")
+	}
+	why = append(why, unsupported...)
+	if len(unknown) > 0 {
+		why = append(why, strings.Join(unknown, ", ")+": unknown broker config key(s)")
+	}
+	return strings.Join(why, "; ")
 }
 
 func isRuntimeKey(k string) bool {

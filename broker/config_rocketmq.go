@@ -164,7 +164,7 @@ var rocketmqBrokerKeys = config.WithNettyKeys(map[string]config.Ignored{
 	"enableScheduleAsyncDeliver":               {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"scheduleAsyncDeliverMaxPendingLimit":      {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
 	"scheduleAsyncDeliverMaxResendNum2Blocked": {Reason: "delayed messages are delivered by the leader's schedule service through Raft"},
-	"brokerPermission":                         {Reason: "a broker is always readable and writable; use updateTopicPerm per topic", Only: "6"},
+	"brokerPermission":                         {Reason: "a broker is always readable and writable; stop writes to a broker group with wipeWritePerm, to one topic with updateTopicPerm", Only: "6"},
 }, whyThreads, true)
 
 // IgnoredKeys implements config.Ignorer: the RocketMQ keys a broker.conf may
