@@ -160,14 +160,28 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
-	prefix := "@" + h.ConsumerGroup
 	var topics []string
-	for key := range c.rep.State().ConsumerOffsets() {
-		if t, ok := strings.CutSuffix(key, prefix); ok && (h.Topic == "" || t == h.Topic) {
-			topics = append(topics, t)
+	if h.Topic != "" {
+		// A named topic is reported whether or not the group has
+		// committed on it (its queues then at offset 0, the whole
+		// backlog as lag), unless the group's online consumers subscribe
+		// other topics only: RocketMQ's getTopicsForCollectingConsumeStats.
+		// Left out, a group stuck before its first commit would show no
+		// lag at all.
+		g, online := c.clients.group(h.ConsumerGroup)
+		_, subscribed := g.Subscriptions[h.Topic]
+		if !online || len(g.Subscriptions) == 0 || subscribed {
+			topics = []string{h.Topic}
 		}
+	} else {
+		prefix := "@" + h.ConsumerGroup
+		for key := range c.rep.State().ConsumerOffsets() {
+			if t, ok := strings.CutSuffix(key, prefix); ok {
+				topics = append(topics, t)
+			}
+		}
+		sort.Strings(topics)
 	}
-	sort.Strings(topics)
 	b, _ := c.consumeStats(h.ConsumerGroup, topics)
 	r := success()
 	r.Body = b
