@@ -74,7 +74,7 @@ var parityCommands = []adminEntry{
 	},
 	adminCommand[[]string]{
 		name:  "deleteSubGroup",
-		short: "Delete a subscription group (and its retry and DLQ topics) from a broker (-b) or a cluster (-c)",
+		short: "Delete a subscription group from a broker (-b) or a cluster (-c, with its retry and DLQ topics)",
 		flags: []flagSpec{str("groupName", "g", "subscription group").req(), brokerAddrFlag,
 			str("clusterName", "c", "every broker group of this cluster"), yesNo("removeOffset", "r", false, "also remove its offsets (always: raftmq drops them with the group)")},
 		oneOf: []string{"brokerAddr", "clusterName"},

@@ -333,8 +333,14 @@ func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]s
 		}
 		done = append(done, addr)
 	}
-	// mqadmin also deletes the group's retry and DLQ topics, from the
-	// brokers and the name servers; a group that never had them is fine.
+	// With -c, mqadmin also deletes the group's retry and DLQ topics from
+	// the cluster's brokers and the name servers; a group that never had
+	// them is fine. With -b it deletes the group's config only: the DLQ
+	// may hold messages still to resend, and other brokers' groups may
+	// still use both topics.
+	if in.str("clusterName") == "" {
+		return done, errors.Join(errs...)
+	}
 	for _, t := range []string{wire.RetryGroupTopicPrefix + group, wire.DLQGroupTopicPrefix + group} {
 		if _, err := s.a.TopicRoute(ctx, t); err != nil {
 			continue
