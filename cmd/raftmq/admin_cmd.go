@@ -61,6 +61,19 @@ type partialFailure struct{ error }
 
 func (p partialFailure) Unwrap() error { return p.error }
 
+// partial joins the failures of a write sent to several targets (name
+// servers, broker groups, members). When some targets took it (done >
+// 0) the error is a partialFailure, so their lines print before it, as
+// mqadmin prints one per target: the operator must see what already
+// changed before repeating the command.
+func partial(done int, errs []error) error {
+	err := errors.Join(errs...)
+	if err != nil && done > 0 {
+		return partialFailure{err}
+	}
+	return err
+}
+
 func (c adminCommand[R]) spec() entrySpec {
 	return entrySpec{name: c.name, flags: c.flags, oneOf: c.oneOf, complete: c.short != "" && c.run != nil && c.table != nil}
 }

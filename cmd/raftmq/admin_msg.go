@@ -235,15 +235,14 @@ type queueOffset struct {
 
 // runResetOffsetByTime is mqadmin resetOffsetByTime -g -t -s [-f].
 func runResetOffsetByTime(ctx context.Context, s *adminSession, in flagValues) ([]queueOffset, error) {
+	// A group that failed ends the resets; the groups reset before it
+	// are listed with the error.
 	offs, err := s.a.ResetOffsetByTime(ctx, in.str("group"), in.str("topic"), in.time("timestamp"), in.bool("force"))
-	if err != nil {
-		return nil, err
-	}
 	out := []queueOffset{}
 	for _, mq := range slices.SortedFunc(maps.Keys(offs), client.CompareQueues) {
 		out = append(out, queueOffset{mq.BrokerName, mq.QueueID, offs[mq]})
 	}
-	return out, nil
+	return out, partial(len(out), []error{err})
 }
 
 // brokerConfigUpdate is updateBrokerConfig's result (fields in the JSON
@@ -283,7 +282,7 @@ func runUpdateBrokerConfig(ctx context.Context, s *adminSession, in flagValues) 
 		}
 		r.Brokers = append(r.Brokers, a)
 	}
-	return r, errors.Join(errs...)
+	return r, partial(len(r.Brokers), errs)
 }
 
 // runUpdateSubGroup is mqadmin updateSubGroup -g -b|-c with its
@@ -300,7 +299,7 @@ func runUpdateSubGroup(ctx context.Context, s *adminSession, in flagValues) (sub
 	sg.BrokerID, sg.WhichBrokerWhenConsumeSlowly = in.int64("brokerId"), in.int64("whichBrokerWhenConsumeSlowly")
 	addr, cluster := in.str("brokerAddr"), in.str("clusterName")
 	accepted, err := s.a.UpdateSubscriptionGroup(ctx, sg, cluster, addr)
-	return subGroupUpdate{brokers: accepted, v: sg}, err
+	return subGroupUpdate{brokers: accepted, v: sg}, partial(len(accepted), []error{err})
 }
 
 // subGroupUpdate is updateSubGroup's result: the config (its JSON) and

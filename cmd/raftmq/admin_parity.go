@@ -245,7 +245,7 @@ var parityCommands = []adminEntry{
 			if err != nil {
 				return nil, fmt.Errorf("%w: %v", errAdminUsage, err)
 			}
-			return s.eachNameServer(ctx, remoting.RequestUpdateNamesrvConfig, nil, body)
+			return listed(s.eachNameServer(ctx, remoting.RequestUpdateNamesrvConfig, nil, body))
 		},
 		table: func(w *tabwriter.Writer, addrs []string) {
 			fmt.Fprintf(w, "update name server config success!%v\n", addrs)
@@ -256,11 +256,11 @@ var parityCommands = []adminEntry{
 		short: "Create or update a KV config entry on every name server",
 		flags: []flagSpec{str("namespace", "s", "namespace").req(), str("key", "k", "key").req(), str("value", "v", "value").req()},
 		run: func(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
-			return s.eachNameServer(ctx, remoting.RequestPutKVConfig,
-				&wire.KVConfigRequestHeader{Namespace: in.str("namespace"), Key: in.str("key"), Value: in.str("value")}, nil)
+			return listed(s.eachNameServer(ctx, remoting.RequestPutKVConfig,
+				&wire.KVConfigRequestHeader{Namespace: in.str("namespace"), Key: in.str("key"), Value: in.str("value")}, nil))
 		},
-		table: func(w *tabwriter.Writer, _ []string) {
-			fmt.Fprintln(w, "create or update kv config to namespace success.")
+		table: func(w *tabwriter.Writer, addrs []string) {
+			fmt.Fprintf(w, "create or update kv config to namespace success.%v\n", addrs)
 		},
 	},
 	adminCommand[[]string]{
@@ -268,9 +268,11 @@ var parityCommands = []adminEntry{
 		short: "Delete a KV config entry from every name server",
 		flags: []flagSpec{str("namespace", "s", "namespace").req(), str("key", "k", "key").req()},
 		run: func(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
-			return s.eachNameServer(ctx, remoting.RequestDeleteKVConfig, &wire.KVConfigRequestHeader{Namespace: in.str("namespace"), Key: in.str("key")}, nil)
+			return listed(s.eachNameServer(ctx, remoting.RequestDeleteKVConfig, &wire.KVConfigRequestHeader{Namespace: in.str("namespace"), Key: in.str("key")}, nil))
 		},
-		table: func(w *tabwriter.Writer, _ []string) { fmt.Fprintln(w, "delete kv config from namespace success.") },
+		table: func(w *tabwriter.Writer, addrs []string) {
+			fmt.Fprintf(w, "delete kv config from namespace success.%v\n", addrs)
+		},
 	},
 	adminCommand[[]permChange]{
 		name:  "wipeWritePerm",
@@ -357,7 +359,7 @@ func maintenance(name, short string, code int16) adminEntry {
 				}
 				done = append(done, a)
 			}
-			return done, errors.Join(errs...)
+			return done, partial(len(done), errs)
 		},
 		table: func(w *tabwriter.Writer, addrs []string) {
 			for _, a := range addrs {

@@ -57,7 +57,7 @@ func runUpdateTopicPerm(ctx context.Context, s *adminSession, in flagValues) ([]
 	if len(done) == 0 && len(errs) == 0 {
 		return nil, fmt.Errorf("%w: topic %s has no queues on the chosen broker(s)", errNotFound, topic)
 	}
-	return done, errors.Join(errs...)
+	return done, partial(len(done), errs)
 }
 
 // queueDataOf finds the route's queue layout of the group named name, or
@@ -339,7 +339,7 @@ func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]s
 	// may hold messages still to resend, and other brokers' groups may
 	// still use both topics.
 	if in.str("clusterName") == "" {
-		return done, errors.Join(errs...)
+		return done, partial(len(done), errs)
 	}
 	for _, t := range []string{wire.RetryGroupTopicPrefix + group, wire.DLQGroupTopicPrefix + group} {
 		if _, err := s.a.TopicRoute(ctx, t); err != nil {
@@ -349,7 +349,7 @@ func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]s
 			errs = append(errs, err)
 		}
 	}
-	return done, errors.Join(errs...)
+	return done, partial(len(done), errs)
 }
 
 // consumerConnection asks addr, or the leaders of the group's retry topic
@@ -570,7 +570,7 @@ func runCloneGroupOffset(ctx context.Context, s *adminSession, in flagValues) ([
 		}
 		done = append(done, addr)
 	}
-	return done, errors.Join(errs...)
+	return done, partial(len(done), errs)
 }
 
 // runSkipAccumulated is mqadmin skipAccumulatedMessage: a reset to
@@ -584,7 +584,7 @@ func runSkipAccumulated(ctx context.Context, s *adminSession, in flagValues) ([]
 	slices.SortFunc(out, func(a, b queueOffset) int {
 		return cmpAll(strings.Compare(a.BrokerName, b.BrokerName), a.QueueID-b.QueueID)
 	})
-	return out, err
+	return out, partial(len(out), []error{err})
 }
 
 func runAllocateMQ(ctx context.Context, s *adminSession, in flagValues) (map[string][]client.MessageQueue, error) {

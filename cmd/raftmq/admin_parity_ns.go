@@ -26,6 +26,15 @@ func (s *adminSession) eachNameServer(ctx context.Context, code int16, header an
 	return done, errors.Join(errs...)
 }
 
+// listed makes the failure of some name servers a partialFailure when
+// others took the change, for the commands that print the ones that did.
+func listed(done []string, err error) ([]string, error) {
+	if err != nil && len(done) > 0 {
+		return done, partialFailure{err}
+	}
+	return done, err
+}
+
 func runGetNamesrvConfig(ctx context.Context, s *adminSession, _ flagValues) ([]targeted[map[string]string], error) {
 	var out []targeted[map[string]string]
 	for _, ns := range s.ns {
@@ -70,7 +79,7 @@ func (s *adminSession) writePerm(ctx context.Context, code int16, brokerName str
 		}
 		out = append(out, permChange{brokerName, ns, n})
 	}
-	return out, errors.Join(errs...)
+	return out, partial(len(out), errs)
 }
 
 // orderConf is updateOrderConf's result.

@@ -44,7 +44,7 @@ func runUpdateTopic(ctx context.Context, s *adminSession, in flagValues) (topicU
 		SysFlag: r.SysFlag, Attributes: r.Attributes}
 	var err error
 	r.Brokers, err = s.a.CreateTopic(ctx, spec, in.str("clusterName"), in.str("brokerAddr"))
-	return r, err
+	return r, partial(len(r.Brokers), []error{err})
 }
 
 func tableUpdateTopic(w *tabwriter.Writer, r topicUpdate) {
