@@ -155,8 +155,13 @@ var parityCommands = []adminEntry{
 		name:  "queryMsgByOffset",
 		short: "Show the message at a queue offset",
 		flags: []flagSpec{topicFlag, str("brokerName", "b", "broker group").req(), num("queueId", "i", 0, "queue id").req(),
-			num64("offset", "o", 0, "queue offset").req(), str("bodyFormat", "f", "accepted for mqadmin compatibility")},
-		run:   runQueryMsgByOffset,
+			num64("offset", "o", 0, "queue offset").req(), str("bodyFormat", "f", "body charset (UTF-8 only)")},
+		run: func(ctx context.Context, s *adminSession, in flagValues) (messageView, error) {
+			if err := utf8Only(in, "bodyFormat", "f"); err != nil {
+				return messageView{}, err
+			}
+			return runQueryMsgByOffset(ctx, s, in)
+		},
 		table: tableMessage,
 	},
 	adminCommand[printedMessages]{
@@ -167,6 +172,9 @@ var parityCommands = []adminEntry{
 			when("endTimestamp", "e", "stored before (now, ms, or yyyy-MM-dd#HH:mm:ss:SSS)"),
 			yesNo("printBody", "d", true, "print bodies"), str("lmqParentTopic", "l", "accepted for mqadmin compatibility")},
 		run: func(ctx context.Context, s *adminSession, in flagValues) (printedMessages, error) {
+			if err := utf8Only(in, "charsetName", "c"); err != nil {
+				return printedMessages{}, err
+			}
 			return s.printMessages(ctx, in, "", -1, 0)
 		},
 		table: tablePrinted,
@@ -180,6 +188,9 @@ var parityCommands = []adminEntry{
 			yesNo("printMsg", "p", false, "print each message"), yesNo("printBody", "d", false, "print bodies"),
 			yesNo("calculate", "f", false, "count messages per tag")},
 		run: func(ctx context.Context, s *adminSession, in flagValues) (printedMessages, error) {
+			if err := utf8Only(in, "charsetName", "c"); err != nil {
+				return printedMessages{}, err
+			}
 			return s.printMessages(ctx, in, in.str("brokerName"), in.int("queueId"), 0)
 		},
 		table: tablePrinted,

@@ -317,3 +317,15 @@ func runClusterRT(ctx context.Context, s *adminSession, in flagValues) ([]cluste
 	}
 	return out, nil
 }
+
+// utf8Only refuses a body charset (mqadmin's -c charsetName, -f
+// bodyFormat) other than UTF-8, the only one raftmq prints bodies in:
+// taken and ignored, it would print other bodies garbled.
+func utf8Only(in flagValues, name, short string) error {
+	switch cs := strings.ToUpper(strings.TrimSpace(in.str(name))); cs {
+	case "", "UTF-8", "UTF8":
+		return nil
+	default:
+		return fmt.Errorf("%w: -%s %s: raftmq prints message bodies as UTF-8 only (leave -%s out)", errAdminUsage, short, in.str(name), short)
+	}
+}
