@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"text/tabwriter"
 
 	"github.com/raftmq/raftmq/client"
@@ -36,20 +34,9 @@ func (s *adminSession) consumeDirectly(ctx context.Context, in flagValues, m *cl
 	if err != nil {
 		return nil, fmt.Errorf("message %s: offset msgId %q: %w", m.MsgID, m.OffsetMsgID, err)
 	}
-	ci, err := s.a.ClusterInfo(ctx)
+	name, err := s.groupOf(ctx, id.Addr.String())
 	if err != nil {
-		return nil, err
-	}
-	name := ""
-	for _, bn := range slices.Sorted(maps.Keys(ci.BrokerAddrTable)) {
-		if slices.Contains(slices.Collect(maps.Values(ci.BrokerAddrTable[bn].BrokerAddrs)), id.Addr.String()) {
-			name = bn
-			break
-		}
-	}
-	if name == "" {
-		return nil, fmt.Errorf("%w: message %s was stored by %s, which no registered broker group lists as a member: cannot tell which group to ask",
-			errNotFound, m.MsgID, id.Addr)
+		return nil, fmt.Errorf("message %s: %w", m.MsgID, err)
 	}
 	h := &wire.ConsumeMessageDirectlyResultRequestHeader{ConsumerGroup: in.str("consumerGroup"), ClientID: in.str("clientId"),
 		MsgID: m.OffsetMsgID, Topic: m.Topic, BrokerName: name}

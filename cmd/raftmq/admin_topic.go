@@ -27,6 +27,10 @@ type topicUpdate struct {
 	SysFlag        int      `json:"topicSysFlag"`
 	Attributes     string   `json:"attributes,omitempty"`
 	Brokers        []string `json:"brokers"`
+	// OrderConf is the order config -o true wrote on the name servers
+	// (admin_order.go); cluster tells which of mqadmin's lines prints it.
+	OrderConf string `json:"orderConf,omitempty"`
+	cluster   bool
 }
 
 // runUpdateTopic is mqadmin updateTopic.
@@ -44,12 +48,23 @@ func runUpdateTopic(ctx context.Context, s *adminSession, in flagValues) (topicU
 		SysFlag: r.SysFlag, Attributes: r.Attributes}
 	var err error
 	r.Brokers, err = s.a.CreateTopic(ctx, spec, in.str("clusterName"), in.str("brokerAddr"))
+	if err != nil || !r.Order {
+		return r, partial(len(r.Brokers), []error{err})
+	}
+	r.cluster = in.str("clusterName") != ""
+	r.OrderConf, err = s.putOrderConf(ctx, r.Topic, r.WriteQueueNums, in.str("clusterName"), in.str("brokerAddr"))
 	return r, partial(len(r.Brokers), []error{err})
 }
 
 func tableUpdateTopic(w *tabwriter.Writer, r topicUpdate) {
+	if r.OrderConf != "" && !r.cluster {
+		fmt.Fprintf(w, "set broker orderConf. isOrder=true, orderConf=[%s]\n", r.OrderConf)
+	}
 	for _, a := range r.Brokers {
 		fmt.Fprintf(w, "create topic to %s success.\n", a)
+	}
+	if r.OrderConf != "" && r.cluster {
+		fmt.Fprintf(w, "set cluster orderConf. isOrder=true, orderConf=[%s]\n", r.OrderConf)
 	}
 	attrs := ""
 	if r.Attributes != "" {
