@@ -139,6 +139,9 @@ var adminCommands = []adminEntry{
 			topicFlag,
 			when("timestamp", "s", "now, ms since the epoch, or yyyy-MM-dd#HH:mm:ss:SSS").req(),
 			yesNo("force", "f", true, "true: move offsets either way; false: only backwards"),
+			str("broker", "b", "with -q: reset only that queue, of this broker's group (RocketMQ 5)"),
+			num("queue", "q", -1, "with -b: the queue id to reset"),
+			num64("offset", "o", -1, "with -b and -q: the queue's new offset (default: the one found for -s)"),
 		},
 		run: runResetOffsetByTime,
 		table: columns([]any{"#brokerName", "#queueId", "#offset"}, func(r queueOffset) []any {

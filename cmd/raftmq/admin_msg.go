@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -235,6 +236,9 @@ type queueOffset struct {
 
 // runResetOffsetByTime is mqadmin resetOffsetByTime -g -t -s [-f].
 func runResetOffsetByTime(ctx context.Context, s *adminSession, in flagValues) ([]queueOffset, error) {
+	if in.str("broker") != "" || in.int("queue") >= 0 || in.int64("offset") >= 0 {
+		return s.resetQueue(ctx, in)
+	}
 	// A group that failed ends the resets; the groups reset before it
 	// are listed with the error.
 	offs, err := s.a.ResetOffsetByTime(ctx, in.str("group"), in.str("topic"), in.time("timestamp"), in.bool("force"))
@@ -243,6 +247,37 @@ func runResetOffsetByTime(ctx context.Context, s *adminSession, in flagValues) (
 		out = append(out, queueOffset{mq.BrokerName, mq.QueueID, offs[mq]})
 	}
 	return out, partial(len(out), []error{err})
+}
+
+// resetQueue is RocketMQ 5's resetOffsetByTime -b -q [-o]: one queue of
+// -b's group, to -o or else to the offset found for -s, whatever the
+// group's offset is (mqadmin's resetOffsetByQueueId). The group's leader
+// commits it through Raft and tells the group's live consumers; -b may
+// name any member.
+func (s *adminSession) resetQueue(ctx context.Context, in flagValues) ([]queueOffset, error) {
+	addr, q, off := in.str("broker"), in.int("queue"), in.int64("offset")
+	if addr == "" || q < 0 {
+		return nil, fmt.Errorf("%w: -b brokerAddr and -q queueId go together (one queue of one broker group); -o needs both", errAdminUsage)
+	}
+	h := &wire.ResetOffsetRequestHeader{Topic: in.str("topic"), Group: in.str("group"), Timestamp: in.time("timestamp").UnixMilli(),
+		IsForce: true, QueueID: int32(q), Offset: off}
+	resp, _, err := s.leaderRequest(ctx, groupTarget{addr: addr}, remoting.RequestInvokeBrokerToResetOffset, h)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := wire.DecodeQueueTable(resp.Body, "offsetTable")
+	if err != nil {
+		return nil, err
+	}
+	out := []queueOffset{}
+	for _, e := range entries {
+		n, err := strconv.ParseInt(string(e.Value), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("reset offset answer of %s: %w", addr, err)
+		}
+		out = append(out, queueOffset{e.Queue.BrokerName, int(e.Queue.QueueID), n})
+	}
+	return out, nil
 }
 
 // brokerConfigUpdate is updateBrokerConfig's result (fields in the JSON
