@@ -20,7 +20,8 @@ import (
 // mqadmin resetOffsetByTime -b -q [-o] names one queue (queueId) and may
 // name its new offset: only that queue moves.
 
-// resetNotifyTimeout bounds each consumer's answer to the notice.
+// resetNotifyTimeout bounds sending the notice to each consumer (a full
+// connection's write queue).
 const resetNotifyTimeout = 3 * time.Second
 
 func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
@@ -103,9 +104,12 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 	return r
 }
 
-// notifyReset sends RESET_CONSUMER_CLIENT_OFFSET to every live consumer of
-// group; one that does not answer is logged (it will read the committed
-// offsets when it next rebalances).
+// notifyReset sends RESET_CONSUMER_CLIENT_OFFSET oneway to every live
+// consumer of group, as RocketMQ's Broker2Client.resetOffset: RocketMQ's
+// clients (Java, the official Go client) never answer it, so waiting for
+// answers would hold the reset for a timeout per consumer, past
+// mqadmin's own. A consumer the notice does not reach reads the committed
+// offsets when it next rebalances.
 func (c *Controller) notifyReset(ctx context.Context, req *remoting.RemotingCommand, body []byte, group string) {
 	g, ok := c.clients.group(group)
 	if !ok {
@@ -118,10 +122,10 @@ func (c *Controller) notifyReset(ctx context.Context, req *remoting.RemotingComm
 			n.ExtFields[k] = v
 		}
 		cctx, cancel := context.WithTimeout(ctx, resetNotifyTimeout)
-		_, err := ch.Conn.InvokeSync(cctx, n)
+		err := ch.Conn.InvokeOneway(cctx, n)
 		cancel()
 		if err != nil {
-			c.log.Info("reset offset: consumer did not take the notice", zap.String("group", group), zap.String("client", id), zap.Error(err))
+			c.log.Info("reset offset: notice not sent to consumer", zap.String("group", group), zap.String("client", id), zap.Error(err))
 		}
 	}
 }
