@@ -140,7 +140,7 @@ func (c *Controller) storeTimeAt(topic string, queueID int32, offset int64) int6
 // groupTopics returns the topics each group has committed offsets on.
 func (c *Controller) groupTopics() map[string][]string {
 	out := map[string][]string{}
-	for key := range c.rep.State().ConsumerOffsets() {
+	for key := range c.offsetKeys() {
 		if i := strings.LastIndexByte(key, '@'); i > 0 {
 			out[key[i+1:]] = append(out[key[i+1:]], key[:i])
 		}

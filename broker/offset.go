@@ -175,7 +175,7 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 		}
 	} else {
 		prefix := "@" + h.ConsumerGroup
-		for key := range c.rep.State().ConsumerOffsets() {
+		for key := range c.offsetKeys() {
 			if t, ok := strings.CutSuffix(key, prefix); ok {
 				topics = append(topics, t)
 			}
@@ -262,6 +262,27 @@ func (o *offsetCoalescer) lookup(group, topic string, queueID int32) (int64, boo
 		return p.offset, true
 	}
 	return o.c.rep.State().ConsumerOffset(group, topic, queueID)
+}
+
+// offsetKeys lists the "topic@group" keys the group/topic pairs have
+// offsets under, replicated or, while this node leads, pending (lookup's
+// rule): the admin reads that list a group's topics (consume stats) must
+// see a commit a consumer made moments ago as lookup does.
+func (c *Controller) offsetKeys() map[string]bool {
+	keys := map[string]bool{}
+	for k := range c.rep.State().ConsumerOffsets() {
+		keys[k] = true
+	}
+	if !c.rep.IsLeader() {
+		return keys // a deposed leader's pending commits are never replicated
+	}
+	o := c.offsets
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k := range o.pending {
+		keys[k.topic+"@"+k.group] = true
+	}
+	return keys
 }
 
 func (o *offsetCoalescer) run() {
