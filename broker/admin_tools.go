@@ -347,11 +347,9 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 	if r := checkGroup(h.DestGroup); r != nil {
 		return r
 	}
-	suffix := "@" + h.SrcGroup
 	var commits []OffsetCommit
-	for key, qs := range c.rep.State().ConsumerOffsets() {
-		t, ok := strings.CutSuffix(key, suffix)
-		if !ok || (h.Topic != "" && t != h.Topic) {
+	for t, qs := range c.groupOffsets(h.SrcGroup) {
+		if h.Topic != "" && t != h.Topic {
 			continue
 		}
 		for q, off := range qs {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -283,6 +284,35 @@ func (c *Controller) offsetKeys() map[string]bool {
 		keys[k.topic+"@"+k.group] = true
 	}
 	return keys
+}
+
+// groupOffsets is group's offsets by topic and queue as lookups answer
+// them: the replicated ones with, while this node leads, the pending
+// commits over them.
+func (c *Controller) groupOffsets(group string) map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	suffix := "@" + group
+	for key, qs := range c.rep.State().ConsumerOffsets() {
+		if t, ok := strings.CutSuffix(key, suffix); ok {
+			out[t] = maps.Clone(qs)
+		}
+	}
+	if !c.rep.IsLeader() {
+		return out
+	}
+	o := c.offsets
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, p := range o.pending {
+		if k.group != group {
+			continue
+		}
+		if out[k.topic] == nil {
+			out[k.topic] = map[int32]int64{}
+		}
+		out[k.topic][k.queueID] = p.offset
+	}
+	return out
 }
 
 func (o *offsetCoalescer) run() {
