@@ -198,13 +198,22 @@ func refuseGroupExtras(body []byte) *remoting.RemotingCommand {
 	return nil
 }
 
+// processDeleteSubscriptionGroup deletes a group's config, and its offsets
+// only with cleanOffset, as RocketMQ's AdminBrokerProcessor: a group
+// deleted without it and created again resumes from its offsets.
 func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-	var h wire.GroupNameRequestHeader
+	var h wire.DeleteSubscriptionGroupRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
-	c.offsets.drop(h.GroupName, "")
-	if r := c.replicate(ctx, "delete subscription group", func(wctx context.Context) error { return c.rep.DeleteSubscriptionGroup(wctx, h.GroupName) }); r != nil {
+	if h.CleanOffset {
+		// Flushed after the delete, pending commits would bring the
+		// offsets back; kept, they are offsets like the replicated ones.
+		c.offsets.drop(h.GroupName, "")
+	}
+	if r := c.replicate(ctx, "delete subscription group", func(wctx context.Context) error {
+		return c.rep.DeleteSubscriptionGroup(wctx, h.GroupName, h.CleanOffset)
+	}); r != nil {
 		return r
 	}
 	return success()

@@ -32,8 +32,9 @@ type Replica interface {
 	DeleteTopic(ctx context.Context, topic string) error
 	// UpdateSubscriptionGroup creates or replaces a consumer group's config.
 	UpdateSubscriptionGroup(ctx context.Context, sg wire.SubscriptionGroupConfig) error
-	// DeleteSubscriptionGroup removes a consumer group's config and offsets.
-	DeleteSubscriptionGroup(ctx context.Context, group string) error
+	// DeleteSubscriptionGroup removes a consumer group's config, and its
+	// consumer offsets too if cleanOffset is set.
+	DeleteSubscriptionGroup(ctx context.Context, group string, cleanOffset bool) error
 	// UpdateScheduleOffsets replicates the delay-level delivery progress
 	// (level → offset in SCHEDULE_TOPIC_XXXX queue level-1).
 	UpdateScheduleOffsets(ctx context.Context, progress map[int32]int64) error

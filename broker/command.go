@@ -60,7 +60,10 @@ const (
 	CmdDeleteTopic CommandType = 4
 	// CmdUpdateGroup: Data is a groupRecord as JSON.
 	CmdUpdateGroup CommandType = 5
-	// CmdDeleteGroup: Data is the group name.
+	// CmdDeleteGroup: Data is the group name. Version 1 removes the
+	// group's consumer offsets with it; version 2 carries one Extensions
+	// byte after the header, 1 to keep the offsets (RocketMQ's
+	// DELETE_SUBSCRIPTIONGROUP without cleanOffset) and 0 to remove them.
 	CmdDeleteGroup CommandType = 6
 	// CmdScheduleOffsets: delay level → offset pairs (binary).
 	CmdScheduleOffsets CommandType = 7
@@ -83,9 +86,17 @@ const (
 	CmdTimerProgress CommandType = 11
 )
 
-// commandVersion is the second Extensions byte. Every type is at version 1;
-// decoders refuse other versions until a type's layout changes.
+// commandVersion is the second Extensions byte. Every type is at version 1
+// but CmdDeleteGroup, which also has deleteGroupKeepVersion; decoders
+// refuse other versions.
 const commandVersion = 1
+
+// deleteGroupKeepVersion is CmdDeleteGroup's second layout, written only
+// for a delete that keeps the group's offsets. A delete that removes them
+// is still written as version 1, which every binary applies the same way;
+// a binary that predates version 2 refuses it and stops applying (see
+// fsm.Apply) rather than removing offsets the other replicas keep.
+const deleteGroupKeepVersion = 2
 
 // maxCommandItems bounds item counts read from an entry so a corrupt entry
 // cannot make the decoder allocate without limit.
@@ -112,6 +123,9 @@ type Command struct {
 	Group wire.SubscriptionGroupConfig
 	// Name of CmdDeleteTopic / CmdDeleteGroup.
 	Name string
+	// KeepOffsets: CmdDeleteGroup leaves the group's consumer offsets in
+	// place. False (every version-1 entry) removes them.
+	KeepOffsets bool
 	// Schedule of CmdScheduleOffsets.
 	Schedule map[int32]int64
 	// MemberID and MemberAddr of CmdMemberAddr.
@@ -165,7 +179,12 @@ func EncodeCommand(c *Command, messages []byte) (ext, data []byte, err error) {
 		data, err = json.Marshal(topicRecordOf(c.Topic))
 	case CmdUpdateGroup:
 		data, err = json.Marshal(groupRecordOf(c.Group))
-	case CmdDeleteTopic, CmdDeleteGroup:
+	case CmdDeleteGroup:
+		if c.KeepOffsets {
+			ext = []byte{byte(c.Type), deleteGroupKeepVersion, 1}
+		}
+		data = []byte(c.Name)
+	case CmdDeleteTopic:
 		data = []byte(c.Name)
 	case CmdScheduleOffsets:
 		data = binary.AppendUvarint(nil, uint64(len(c.Schedule)))
@@ -192,10 +211,10 @@ func DecodeCommand(ext, data []byte) (*Command, error) {
 	if len(ext) < 2 {
 		return nil, fmt.Errorf("%w: extensions of %d bytes", ErrBadCommand, len(ext))
 	}
-	if ext[1] != commandVersion {
+	c := &Command{Type: CommandType(ext[0])}
+	if ext[1] != commandVersion && (c.Type != CmdDeleteGroup || ext[1] != deleteGroupKeepVersion) {
 		return nil, fmt.Errorf("%w: command version %d", ErrBadCommand, ext[1])
 	}
-	c := &Command{Type: CommandType(ext[0])}
 	var err error
 	switch c.Type {
 	case CmdMessages:
@@ -243,8 +262,21 @@ func DecodeCommand(ext, data []byte) (*Command, error) {
 		if err == nil && c.Group.GroupName == "" {
 			err = fmt.Errorf("group without a name")
 		}
-	case CmdDeleteTopic, CmdDeleteGroup:
+	case CmdDeleteTopic:
 		c.Name = string(data)
+	case CmdDeleteGroup:
+		c.Name = string(data)
+		if ext[1] == deleteGroupKeepVersion {
+			r := reader{b: ext[2:]}
+			switch b := r.byte(); {
+			case r.err != nil:
+			case b > 1:
+				r.err = fmt.Errorf("keep-offsets byte %d", b)
+			default:
+				c.KeepOffsets = b == 1
+			}
+			err = r.done()
+		}
 	case CmdScheduleOffsets:
 		r := reader{b: data}
 		n := r.count()

@@ -43,6 +43,7 @@ var goldenCommands = []struct {
 	},
 	{name: "delete topic", ext: "0401", data: "TopicTest", want: Command{Type: CmdDeleteTopic, Name: "TopicTest"}},
 	{name: "delete group", ext: "0601", data: "g1", want: Command{Type: CmdDeleteGroup, Name: "g1"}},
+	{name: "delete group, offsets kept", ext: "060201", data: "g1", want: Command{Type: CmdDeleteGroup, Name: "g1", KeepOffsets: true}},
 	{
 		name: "offsets", ext: "0201", data: "\x01\x01g\x01t\x02\xc6\x01",
 		want: Command{Type: CmdOffsets, Offsets: []OffsetCommit{{Group: "g", Topic: "t", QueueID: 1, Offset: 99}}},

@@ -18,6 +18,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Type: CmdDeleteTopic, Name: "t"},
 		{Type: CmdUpdateGroup, Group: wire.DefaultSubscriptionGroupConfig("g")},
 		{Type: CmdDeleteGroup, Name: "g"},
+		{Type: CmdDeleteGroup, Name: "g", KeepOffsets: true},
 		{Type: CmdScheduleOffsets, Schedule: map[int32]int64{1: 5, 18: 7}},
 		{Type: CmdMemberAddr, MemberID: "n0", MemberAddr: "127.0.0.1:10911"},
 		{Type: CmdTxnEnd, TxnHalf: 4096, TxnCommit: true},

@@ -443,8 +443,8 @@ func (g *Group) UpdateSubscriptionGroup(ctx context.Context, sg wire.Subscriptio
 }
 
 // DeleteSubscriptionGroup implements Replica.
-func (g *Group) DeleteSubscriptionGroup(ctx context.Context, group string) error {
-	return g.proposeCommand(ctx, &Command{Type: CmdDeleteGroup, Name: group})
+func (g *Group) DeleteSubscriptionGroup(ctx context.Context, group string, cleanOffset bool) error {
+	return g.proposeCommand(ctx, &Command{Type: CmdDeleteGroup, Name: group, KeepOffsets: !cleanOffset})
 }
 
 // UpdateScheduleOffsets implements Replica.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,13 +209,20 @@ func (r *fakeReplica) UpdateSubscriptionGroup(_ context.Context, sg wire.Subscri
 	return nil
 }
 
-func (r *fakeReplica) DeleteSubscriptionGroup(_ context.Context, group string) error {
+func (r *fakeReplica) DeleteSubscriptionGroup(_ context.Context, group string, cleanOffset bool) error {
 	if !r.IsLeader() {
 		return r.notLeader()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.groups, group)
+	if cleanOffset {
+		for k := range r.offsets {
+			if strings.HasSuffix(k, "@"+group) {
+				delete(r.offsets, k)
+			}
+		}
+	}
 	return nil
 }
 

@@ -10,8 +10,9 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// TestDeleteDropsPendingOffsets: deleting a subscription group or a topic
-// takes its consumer offsets with it, including commits the leader still
+// TestDeleteDropsPendingOffsets: deleting a topic, or a subscription group
+// with cleanOffset (mqadmin deleteSubGroup -r true), takes its consumer
+// offsets with it, including commits the leader still
 // holds in its coalescer (a live consumer's commit, or the offsets of a
 // skipAccumulatedMessage / resetOffsetByTime run just before). Flushed after
 // the delete they would bring the offsets back: the deleted group would stay
@@ -58,12 +59,12 @@ func TestDeleteDropsPendingOffsets(t *testing.T) {
 		t.Fatalf("skip accumulated: %d %s", r.Code, r.Remark)
 	}
 	commit("DT", 1)
-	if r := tc.call(addr, remoting.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "DG"}, nil); r.Code != remoting.ResponseSuccess {
+	if r := tc.call(addr, remoting.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "DG", "cleanOffset": "true"}, nil); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("delete group: %d %s", r.Code, r.Remark)
 	}
 	node.offsets.flush() // the coalescer's next tick
 	if keys := offsets(); len(keys) != 0 {
-		t.Fatalf("after deleteSubGroup DG and a coalescer flush the broker holds offsets %v; want none", keys)
+		t.Fatalf("after deleteSubGroup -r true DG and a coalescer flush the broker holds offsets %v; want none", keys)
 	}
 	if _, ok := node.offsets.lookup("DG", "DT", 1); ok {
 		t.Fatal("a pending offset of the deleted group DG is still served")

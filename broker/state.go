@@ -80,6 +80,9 @@ func (s *state) applyLocked(c *Command, nowMs int64) {
 		s.groups[c.Group.GroupName] = c.Group
 	case CmdDeleteGroup:
 		delete(s.groups, c.Name)
+		if c.KeepOffsets {
+			break
+		}
 		for k := range s.offsets {
 			if strings.HasSuffix(k, "@"+c.Name) {
 				delete(s.offsets, k)

@@ -24,10 +24,14 @@ type TopicRequestHeader struct {
 	Topic string `ext:"topic,required"`
 }
 
-// GroupNameRequestHeader names a subscription group:
-// DELETE_SUBSCRIPTIONGROUP (207).
-type GroupNameRequestHeader struct {
+// DeleteSubscriptionGroupRequestHeader is DELETE_SUBSCRIPTIONGROUP's (207)
+// header (DeleteSubscriptionGroupRequestHeader).
+type DeleteSubscriptionGroupRequestHeader struct {
 	GroupName string `ext:"groupName,required"`
+	// CleanOffset also removes the group's consumer offsets (RocketMQ 5;
+	// mqadmin deleteSubGroup -r true). Absent, as from older clients, it
+	// is false: the offsets stay.
+	CleanOffset bool `ext:"cleanOffset"`
 }
 
 // QueryMessageRequestHeader is QUERY_MESSAGE's (12) header: messages of

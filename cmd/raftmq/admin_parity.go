@@ -76,7 +76,7 @@ var parityCommands = []adminEntry{
 		name:  "deleteSubGroup",
 		short: "Delete a subscription group from a broker (-b) or a cluster (-c, with its retry and DLQ topics)",
 		flags: []flagSpec{str("groupName", "g", "subscription group").req(), brokerAddrFlag,
-			str("clusterName", "c", "every broker group of this cluster"), yesNo("removeOffset", "r", false, "also remove its offsets (always: raftmq drops them with the group)")},
+			str("clusterName", "c", "every broker group of this cluster"), yesNo("removeOffset", "r", false, "also remove its consumer offsets (false: they stay, and the group resumes from them if created again)")},
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run:   runDeleteSubGroup,
 		table: func(w *tabwriter.Writer, addrs []string) {

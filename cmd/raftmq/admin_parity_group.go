@@ -326,7 +326,8 @@ func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]s
 	var done []string
 	var errs []error
 	for _, t := range targets {
-		_, addr, err := s.leaderRequest(ctx, t, remoting.RequestDeleteSubscriptionGroup, &wire.GroupNameRequestHeader{GroupName: group})
+		_, addr, err := s.leaderRequest(ctx, t, remoting.RequestDeleteSubscriptionGroup, &wire.DeleteSubscriptionGroupRequestHeader{
+			GroupName: group, CleanOffset: in.bool("removeOffset")})
 		if err != nil {
 			errs = append(errs, err)
 			continue

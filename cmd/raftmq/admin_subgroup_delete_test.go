@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
 )
 
@@ -21,5 +22,38 @@ func TestAdminDeleteSubGroupByBrokerKeepsDLQ(t *testing.T) {
 	f.run(t, "deleteSubGroup", "-c", "DefaultCluster", "-g", "ParDLQ")
 	if _, err := runAdmin(t, append(f.n, "topicRoute", "-t", "%DLQ%ParDLQ")...); err == nil {
 		t.Fatalf("deleteSubGroup -c kept the group's DLQ topic")
+	}
+}
+
+// TestAdminDeleteSubGroupRemoveOffset: as mqadmin, deleteSubGroup keeps
+// the group's consumer offsets unless -r true is given (the request's
+// cleanOffset); a group deleted without -r keeps its consume progress.
+func TestAdminDeleteSubGroupRemoveOffset(t *testing.T) {
+	f := startParity(t)
+	f.run(t, "updateSubGroup", "-c", "DefaultCluster", "-g", "ParKeep")
+	f.run(t, "cloneGroupOffset", "-s", "ParCG", "-d", "ParKeep", "-t", "ParT")
+	progress := func() (consumerProgress, error) {
+		var cp consumerProgress
+		out, err := runAdmin(t, append(f.n, "consumerProgress", "-g", "ParKeep", "-t", "ParT", "--json")...)
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &cp)
+		}
+		return cp, err
+	}
+	if cp, err := progress(); err != nil || len(cp.Queues) != 4 || cp.DiffTotal != 0 {
+		t.Fatalf("ParKeep's progress after the clone: %+v %v", cp, err)
+	}
+	f.run(t, "deleteSubGroup", "-b", f.leader, "-g", "ParKeep")
+	if cp, err := progress(); err != nil || len(cp.Queues) != 4 || cp.DiffTotal != 0 {
+		t.Fatalf("deleteSubGroup without -r dropped ParKeep's offsets: %+v %v", cp, err)
+	}
+	f.run(t, "deleteSubGroup", "-b", f.leader, "-g", "ParKeep", "-r", "false")
+	if cp, err := progress(); err != nil || len(cp.Queues) != 4 {
+		t.Fatalf("deleteSubGroup -r false dropped ParKeep's offsets: %+v %v", cp, err)
+	}
+	f.run(t, "deleteSubGroup", "-b", f.leader, "-g", "ParKeep", "-r", "true")
+	// Without offsets every queue reads as unconsumed.
+	if cp, err := progress(); err != nil || cp.DiffTotal != parityMsgs {
+		t.Fatalf("deleteSubGroup -r true kept ParKeep's offsets: %+v %v", cp, err)
 	}
 }
