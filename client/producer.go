@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Producer sends messages to RocketMQ-protocol brokers found through the
@@ -287,6 +288,31 @@ func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, err
 		return nil, err
 	}
 	return p.sendOne(ctx, req)
+}
+
+// Resend sends a stored message again to its topic, as RocketMQ's
+// producer sends the MessageExt it is given (mqadmin queryMsgById -s
+// true): body, flag, tags, keys and properties as stored, and its client
+// msgId (UNIQ_KEY) kept when it has one, so consumers and traces see the
+// same id. It goes to a queue the producer picks, as a plain send; the
+// original producer's idempotence keys are not sent (the broker would
+// drop the copy as a duplicate of the original).
+func (p *Producer) Resend(ctx context.Context, m *MessageExt) (res *SendResult, err error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
+	}
+	msg := m.Message
+	req, err := p.prepare(&msg)
+	if err != nil {
+		return nil, err
+	}
+	if id := msg.Properties[wire.PropertyUniqKey]; id != "" {
+		req.uniq1[0] = id
+	}
+	if p.tracer != nil {
+		defer p.tracer.pub(p.cfg.group, &msg, time.Now(), &res, &err)
+	}
+	return p.send(ctx, req)
 }
 
 // SendWithSelector sends msg to the queue sel picks, for ordered

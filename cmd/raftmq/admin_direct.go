@@ -73,3 +73,52 @@ func tableDirect(w *tabwriter.Writer, r *wire.ConsumeMessageDirectlyResult) {
 	fmt.Fprintf(w, "ConsumeMessageDirectlyResult [order=%t, autoCommit=%t, consumeResult=%s, remark=%s, spentTimeMills=%d]\n",
 		r.Order, r.AutoCommit, r.ConsumeResult, remark, r.SpentTimeMills)
 }
+
+// Resending, mqadmin queryMsgById -s true (QueryMsgByIdSubCommand.sendMsg):
+// the message found is sent again to its topic by a producer of the
+// admin's own group, as Java's producer sends a MessageExt: body, flag,
+// tags, keys and properties as stored and the same client msgId, to a
+// queue the producer picks. mqadmin's -u unitName only tells that producer
+// which unit's name-server list to fetch from an address server (and
+// tags its client id); raftmq has no address server, so -u is refused.
+
+// checkResendFlags refuses what mqadmin accepts and then ignores: -u,
+// and -s true together with -g -d (mqadmin consumes directly then and
+// does not resend).
+func checkResendFlags(in flagValues) error {
+	if u := in.str("unitName"); u != "" {
+		return fmt.Errorf("%w: -u %s: mqadmin's unit name makes the resend producer fetch the name servers of unit %s from an address server; "+
+			"raftmq has no address server (name servers come from -n), so -u has no meaning here: leave it out", errAdminUsage, u, u)
+	}
+	if in.bool("sendMessage") && (in.str("consumerGroup") != "" || in.str("clientId") != "") {
+		return fmt.Errorf("%w: -s true resends the message and -g/-d have a client consume it: give one or the other", errAdminUsage)
+	}
+	return nil
+}
+
+// resend sends m again (queryMsgById -s true) and returns its view with
+// the send's result.
+func (s *adminSession) resend(ctx context.Context, in flagValues, m *client.MessageExt) (messageView, error) {
+	v := viewOf(m)
+	p, err := s.adminProducer(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer func() { _ = p.Close(context.Background()) }()
+	res, err := p.Resend(ctx, m)
+	if err != nil {
+		return v, fmt.Errorf("resend message %s to %s: %w", in.str("msgId"), m.Topic, err)
+	}
+	v.Resend = &sendResult{res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset, res.Status.String(), res.MsgID, res.OffsetMsgID}
+	v.resentID = in.str("msgId")
+	return v, nil
+}
+
+// tableResend prints what mqadmin prints for a resend: the id it was
+// given, then RocketMQ's SendResult.toString.
+func tableResend(w *tabwriter.Writer, v messageView) {
+	r := v.Resend
+	fmt.Fprintf(w, "prepare resend msg. originalMsgId=%s\n", v.resentID)
+	fmt.Fprintf(w, "SendResult [sendStatus=%s, msgId=%s, offsetMsgId=%s, messageQueue=%s, queueOffset=%d]\n",
+		r.SendStatus, r.MsgID, r.OffsetMsgID, client.MessageQueue{Topic: v.Topic, BrokerName: r.BrokerName, QueueID: r.QueueID}, r.QueueOffset)
+}

@@ -117,6 +117,10 @@ type messageView struct {
 	// Direct is the consumer's verdict when -g and -d had it consume the
 	// message (admin_direct.go).
 	Direct *wire.ConsumeMessageDirectlyResult `json:"consumeMessageDirectlyResult,omitempty"`
+	// Resend is where queryMsgById -s true sent the message again.
+	Resend *sendResult `json:"resendResult,omitempty"`
+	// resentID is the -i id a resend was asked for (mqadmin prints it).
+	resentID string
 }
 
 func viewOf(m *client.MessageExt) messageView {
@@ -135,11 +139,18 @@ func viewOf(m *client.MessageExt) messageView {
 // mqadmin falls back to queryMessageByUniqKey). Both forms are 32 hex
 // digits, hence the address check.
 func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (messageView, error) {
+	if err := checkResendFlags(in); err != nil {
+		return messageView{}, err
+	}
+	found := s.directView
+	if in.bool("sendMessage") {
+		found = s.resend
+	}
 	id := in.str("msgId")
 	if s.isBrokerMsgID(ctx, id) {
 		m, err := s.a.ViewMessage(ctx, id)
 		if err == nil {
-			return s.directView(ctx, in, m)
+			return found(ctx, in, m)
 		}
 		if !errors.Is(err, client.ErrMessageNotFound) {
 			return messageView{}, err
@@ -155,7 +166,7 @@ func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (messa
 	for _, t := range topics {
 		msgs, err := s.a.QueryMessageByUniqueKey(ctx, t, id)
 		if err == nil {
-			return s.directView(ctx, in, msgs[0])
+			return found(ctx, in, msgs[0])
 		}
 		if !errors.Is(err, client.ErrMessageNotFound) && !errors.Is(err, client.ErrNoRoute) {
 			return messageView{}, err
@@ -188,6 +199,10 @@ func (s *adminSession) isBrokerMsgID(ctx context.Context, id string) bool {
 func tableMessage(w *tabwriter.Writer, v messageView) {
 	if v.Direct != nil {
 		tableDirect(w, v.Direct)
+		return
+	}
+	if v.Resend != nil {
+		tableResend(w, v)
 		return
 	}
 	row(w, "OffsetID:", v.OffsetMsgID)
