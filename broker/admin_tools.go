@@ -338,7 +338,12 @@ func (c *Controller) processQueryConsumeQueue(req *remoting.RemotingCommand) *re
 }
 
 // processCloneGroupOffset copies srcGroup's committed offsets (on topic,
-// or every topic) to destGroup through Raft.
+// or every topic) to destGroup through Raft. As RocketMQ's
+// AdminBrokerProcessor.cloneGroupOffset, unless the request says the
+// source group is offline, a topic its online consumers do not subscribe
+// to is left out: its offsets there are not the group's current progress.
+// RocketMQ only logs that; the answer's remark names such topics too
+// (clients ignore a success's remark; raftmq admin reports it).
 func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
 	var h wire.CloneGroupOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
@@ -347,26 +352,37 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 	if r := checkGroup(h.DestGroup); r != nil {
 		return r
 	}
+	online, _ := c.clients.group(h.SrcGroup)
 	var commits []OffsetCommit
+	var skipped []string
 	for t, qs := range c.groupOffsets(h.SrcGroup) {
 		if h.Topic != "" && t != h.Topic {
+			continue
+		}
+		if _, subscribed := online.Subscriptions[t]; !h.Offline && len(online.Subscriptions) > 0 && !subscribed {
+			skipped = append(skipped, t)
 			continue
 		}
 		for q, off := range qs {
 			commits = append(commits, OffsetCommit{Group: h.DestGroup, Topic: t, QueueID: q, Offset: off})
 		}
 	}
+	r := success()
+	if len(skipped) > 0 {
+		slices.Sort(skipped)
+		c.log.Warn("clone group offset: source group online and not subscribed to the topic; not cloned (request not marked offline)",
+			zap.String("srcGroup", h.SrcGroup), zap.String("destGroup", h.DestGroup), zap.Strings("topics", skipped))
+		r.Remark = fmt.Sprintf("offsets of %s on %s not cloned: the group is online and none of its consumers subscribes to %s; "+
+			"mark the request offline (mqadmin cloneGroupOffset -o true) to clone them anyway",
+			h.SrcGroup, strings.Join(skipped, ", "), strings.Join(skipped, ", "))
+	}
 	if len(commits) == 0 {
-		return success() // RocketMQ clones nothing silently too
+		return r // RocketMQ clones nothing silently too
 	}
-	return orSuccess(c.replicate(ctx, "clone group offset", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) }))
-}
-
-func orSuccess(r *remoting.RemotingCommand) *remoting.RemotingCommand {
-	if r != nil {
-		return r
+	if f := c.replicate(ctx, "clone group offset", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) }); f != nil {
+		return f
 	}
-	return success()
+	return r
 }
 
 // processTopicConsumeByWho answers the groups consuming topic: online

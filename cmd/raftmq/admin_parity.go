@@ -118,7 +118,7 @@ var parityCommands = []adminEntry{
 		name:  "cloneGroupOffset",
 		short: "Copy a consumer group's offsets on a topic to another group",
 		flags: []flagSpec{str("srcGroup", "s", "source group").req(), str("destGroup", "d", "destination group").req(), topicFlag,
-			yesNo("offline", "o", false, "the groups are offline (accepted; raftmq copies committed offsets either way)")},
+			yesNo("offline", "o", false, "the source group is offline: true also copies a topic its online consumers do not subscribe to")},
 		run: runCloneGroupOffset,
 		table: func(w *tabwriter.Writer, addrs []string) {
 			for _, a := range addrs {

@@ -564,9 +564,15 @@ func runCloneGroupOffset(ctx context.Context, s *adminSession, in flagValues) ([
 	var errs []error
 	for _, name := range names {
 		// The clone commits offsets: a replicated write, the leader's.
-		_, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestCloneGroupOffset, h, nil)
+		resp, addr, err := s.a.LeaderRequest(ctx, name, remoting.RequestCloneGroupOffset, h, nil)
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if resp.Remark != "" {
+			// Without -o the broker leaves out a topic the source group's
+			// online consumers do not subscribe to, and says so here.
+			errs = append(errs, fmt.Errorf("%s (%s): %s", name, addr, resp.Remark))
 			continue
 		}
 		done = append(done, addr)
