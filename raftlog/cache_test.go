@@ -1,6 +1,10 @@
 package raftlog
 
 import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -73,4 +77,187 @@ func TestRecentEntriesCache(t *testing.T) {
 	if fromMemory(t, off, t1[39]) {
 		t.Fatal("CacheBytes < 0 must turn the cache off")
 	}
+}
+
+// TestLocateHeaderCacheAcrossResetAndBackfill: a follower whose cached
+// entries 31..60 conflict with the leader's installs the leader's snapshot
+// at 60, so its log resets to continue at 61 at the leader's position. Its
+// next append (61) continues the old cached run by index, and the backfill
+// then makes 1..60 present again at the leader's positions: LocateHeader
+// must answer every index as the files hold it, not from what was cached
+// before the reset.
+func TestLocateHeaderCacheAcrossResetAndBackfill(t *testing.T) {
+	const snap, last = 60, 70
+	lead := mustOpen(t, "/lead", testOptions(storage.NewFaultFS(1)))
+	defer lead.Close()
+	storeAll(t, lead, raftlogtest.Entries(1, 30, 1))
+	storeAll(t, lead, raftlogtest.Entries(31, last, 2))
+	fol := mustOpen(t, "/fol", testOptions(storage.NewFaultFS(2)))
+	defer fol.Close()
+	storeAll(t, fol, raftlogtest.Entries(1, snap, 1))
+	if _, _, ok := fol.recent.locate(snap); !ok {
+		t.Fatalf("index %d not cached before the reset: the test needs it", snap)
+	}
+
+	p, err := lead.SnapshotPosition(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fol.RestoreFrom(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := fol.DeleteRange(1, snap); err != nil { // Raft after InstallSnapshot
+		t.Fatal(err)
+	}
+	storeAll(t, fol, raftlogtest.Entries(snap+1, last, 2))
+	st, gen, ok := fol.Backfill()
+	if !ok || st.NextIndex != snap+1 || st.NextPos != p.EndPos {
+		t.Fatalf("after the reset: backfill %+v %v", st, ok)
+	}
+	fi, fp, err := lead.FirstPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := fol.BackfillBegin(gen, fi, fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos < p.EndPos {
+		b, err := lead.ReadRange(pos, int(min(3000, p.EndPos-pos)))
+		if err != nil {
+			t.Fatalf("ReadRange(%d): %v", pos, err)
+		}
+		if err := fol.BackfillWrite(gen, pos, b); err != nil {
+			t.Fatalf("BackfillWrite(%d): %v", pos, err)
+		}
+		pos += int64(len(b))
+	}
+	if err := fol.BackfillCommit(gen); err != nil {
+		t.Fatal(err)
+	}
+
+	for i := fi; i <= last; i++ {
+		wp, wh, err := lead.Locate(i)
+		if err != nil {
+			t.Fatalf("leader Locate(%d): %v", i, err)
+		}
+		dp, dh, err := fol.Locate(i)
+		if err != nil || dp != wp || dh != wh {
+			t.Fatalf("index %d: follower file %d %+v %v, leader %d %+v", i, dp, dh, err, wp, wh)
+		}
+		if cp, ch, err := fol.LocateHeader(i); err != nil || cp != wp || ch != wh {
+			t.Fatalf("index %d: LocateHeader %d %+v %v, leader %d %+v", i, cp, ch, err, wp, wh)
+		}
+	}
+	if _, _, ok := fol.recent.locate(last); !ok {
+		t.Fatalf("index %d not cached: LocateHeader never answered from the cache", last)
+	}
+}
+
+// TestLocateHeaderCacheBelowFirstIndex: entries still cached but no longer
+// in the log (a prefix deleted by Raft, segments removed by retention) are
+// not answered.
+func TestLocateHeaderCacheBelowFirstIndex(t *testing.T) {
+	s := mustOpen(t, "/below", testOptions(storage.NewFaultFS(1)))
+	defer s.Close()
+	storeAll(t, s, raftlogtest.Entries(1, 150, 1))
+	if err := s.DeleteRange(1, 10); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.DeleteSegmentsBefore(140)
+	if err != nil || first <= 11 {
+		t.Fatalf("retention: first index %d, %v", first, err)
+	}
+	for i := uint64(1); i < first; i++ {
+		if _, _, ok := s.recent.locate(i); !ok {
+			t.Fatalf("index %d not cached: the test needs it", i)
+		}
+		if _, _, err := s.LocateHeader(i); !errors.Is(err, raft.ErrLogNotFound) {
+			t.Fatalf("LocateHeader(%d) below first index %d: %v", i, first, err)
+		}
+	}
+	for i := first; i <= 150; i++ {
+		p1, h1, err1 := s.Locate(i)
+		p2, h2, err2 := s.LocateHeader(i)
+		if err1 != nil || err2 != nil || p1 != p2 || h1 != h2 {
+			t.Fatalf("index %d: Locate %d %+v %v, LocateHeader %d %+v %v", i, p1, h1, err1, p2, h2, err2)
+		}
+	}
+}
+
+// TestLocateHeaderCacheConcurrentWriters: while one writer appends across
+// segment rolls, evicts, and truncates and rewrites its tail with entries
+// of other sizes (a follower taking a new leader's entries), readers find
+// the cache's answer for every present index equal to the header in the
+// mapping, checked together under the read lock. Run with -race.
+func TestLocateHeaderCacheConcurrentWriters(t *testing.T) {
+	o := testOptions(storage.NewFaultFS(1))
+	o.CacheBytes = 6 << 10
+	s := mustOpen(t, "/conc", o)
+	defer s.Close()
+	storeAll(t, s, raftlogtest.Entries(1, 10, 1))
+
+	done := make(chan struct{})
+	var compared atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				s.mu.RLock()
+				for i := s.first; !s.emptyLocked() && i <= s.tail; i++ {
+					cp, ch, ok := s.recent.locate(i)
+					if !ok {
+						continue
+					}
+					dp, dh, err := s.locateWithLocked(i, DecodeFrameHeader)
+					if err != nil || cp != dp || ch != dh {
+						s.mu.RUnlock()
+						errs <- fmt.Errorf("index %d: cache %d %+v, mapping %d %+v %v", i, cp, ch, dp, dh, err)
+						return
+					}
+					compared.Add(1)
+				}
+				s.mu.RUnlock()
+				last, err := s.LastIndex()
+				if err == nil {
+					_, _, err = s.LocateHeader(last)
+				}
+				if err != nil && !errors.Is(err, raft.ErrLogNotFound) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	next, term := uint64(11), uint64(1)
+	for round := range 150 {
+		storeAll(t, s, raftlogtest.Entries(next, next+4, term))
+		next += 5
+		if round%5 == 4 {
+			// A new leader's entries replace the last eight.
+			if err := s.DeleteRange(next-8, next-1); err != nil {
+				t.Fatal(err)
+			}
+			next -= 8
+			term++
+		}
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if compared.Load() == 0 {
+		t.Fatal("no cached entry was compared")
+	}
+	t.Logf("%d cache answers compared, log ends at %d in term %d", compared.Load(), next-1, term)
 }

@@ -182,6 +182,10 @@ func (s *LogStore) resetLocked(nextIndex uint64, nextPos int64) error {
 	}
 	s.mu.Lock()
 	s.first, s.tail = 0, 0
+	// The cache's own check does not catch this one: a reset to the cached
+	// last index + 1 lets the next append continue the old run by index,
+	// and a backfill then makes the indexes before it present again at the
+	// leader's positions (GetLog and LocateHeader would answer stale ones).
 	s.recent.clear()
 	s.mu.Unlock()
 	s.resetWarmLocked()
