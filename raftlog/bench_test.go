@@ -250,3 +250,28 @@ func BenchmarkLocateHeaderAfterStore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStoreLogsLargeBatch: one StoreLogs of 64 entries × 64 KiB, the
+// AppendEntries a follower that fell behind receives (full broker batches,
+// raftMaxAppendEntries of them). B/op is what the batch allocates beyond
+// its entries: the buffered segment's pending bytes.
+func BenchmarkStoreLogsLargeBatch(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "log"), Options{SegmentSize: benchSegment, Sync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	data := make([]byte, 64<<10)
+	logs := make([]*raft.Log, benchBatch)
+	b.SetBytes(int64(len(data) * len(logs)))
+	next := uint64(1)
+	for b.Loop() {
+		for i := range logs {
+			logs[i] = &raft.Log{Index: next, Term: 1, Type: raft.LogCommand, Data: data}
+			next++
+		}
+		if err := s.StoreLogs(logs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

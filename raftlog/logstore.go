@@ -391,12 +391,17 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
+// commitChunkBytes is how many buffered frame bytes a batch writes to its
+// segment at a time (see writeBatchLocked); well under the size up to which
+// a segment recycles its pending buffer.
+const commitChunkBytes = 1 << 20
+
 // writeBatchLocked appends the frames and index slots of logs at startPos
 // and makes them durable (Sync) or readable (no Sync).
 func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
 	s.batchPos = s.batchPos[:0]
 	for _, l := range logs {
-		_, pos, err := s.appendFrameLocked(l)
+		mf, pos, err := s.appendFrameLocked(l)
 		if err != nil {
 			return fmt.Errorf("append index %d: %w", l.Index, err)
 		}
@@ -404,6 +409,16 @@ func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
 			return fmt.Errorf("index slot %d: %w", l.Index, err)
 		}
 		s.batchPos = append(s.batchPos, pos)
+		// A buffered segment holds the batch's frames in memory until the
+		// commit below. A follower's AppendEntries can carry megabytes;
+		// writing them out in chunks keeps the pending buffer small enough
+		// to be recycled instead of regrown (copied, freshly allocated)
+		// for every batch. Nothing is published before the batch is done.
+		if mf.AppendPosition()-mf.WrotePosition() >= commitChunkBytes {
+			if err := mf.Commit(); err != nil {
+				return fmt.Errorf("write %s: %w", mf.Path(), err)
+			}
+		}
 	}
 	if s.opts.Sync {
 		return s.syncFromLocked(startPos)
