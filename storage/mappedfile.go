@@ -362,7 +362,12 @@ func (m *MappedFile) commitLocked() error {
 	}
 	m.wrote.Store(int64(start + len(buf)))
 	m.mu.Lock()
-	if m.spare == nil && cap(buf) <= 4<<20 {
+	switch {
+	case int(m.reserved.Load()) >= m.size && len(m.pending) == 0:
+		// Full and all written: no append comes any more (a truncation
+		// regrows them), and a log keeps every segment open.
+		m.pending, m.spare = nil, nil
+	case m.spare == nil && cap(buf) <= 4<<20:
 		m.spare = buf[:0]
 	}
 	m.mu.Unlock()

@@ -527,3 +527,49 @@ func TestFaultFSCleanAfterFailedSync(t *testing.T) {
 		t.Fatalf("durable bytes %d %d %d, want 1 0 3", b[0], b[4096], b[2*4096])
 	}
 }
+
+// TestBufferedFileDropsBuffersWhenFull: a buffered file keeps its pending
+// buffer and a recycled spare between commits. Every segment of a log stays
+// open, so a full file that kept them would hold up to twice the largest
+// commit for as long as the segment exists, for every segment.
+func TestBufferedFileDropsBuffersWhenFull(t *testing.T) {
+	const size = 1 << 20
+	mf, err := OpenMappedFile(osFS{}, filepath.Join(t.TempDir(), FileName(0)), 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	mf.SetBuffered(true)
+	chunk := bytes.Repeat([]byte{7}, size/4)
+	for i := range 4 {
+		if _, err := mf.AppendBytes(chunk); err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			break
+		}
+		if err := mf.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if cap(mf.spare) == 0 && cap(mf.pending) == 0 {
+			t.Fatal("a file with room left should recycle its buffers")
+		}
+	}
+	if _, err := mf.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !mf.IsFull() {
+		t.Fatal("file not full")
+	}
+	if c := cap(mf.pending) + cap(mf.spare); c != 0 {
+		t.Fatalf("full file still holds %d bytes of buffers", c)
+	}
+	s, err := mf.Read(size-len(chunk), len(chunk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if !bytes.Equal(s.B, chunk) {
+		t.Fatal("last chunk not in the file")
+	}
+}
