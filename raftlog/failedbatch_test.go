@@ -1,8 +1,10 @@
 package raftlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -329,6 +331,168 @@ func TestFailedBatchStaleFramesAfterPowerLoss(t *testing.T) {
 				t.Fatalf("last index %d after the second power loss, want 26", last)
 			}
 			raftlogtest.CheckRange(t, s, 1, 26, want)
+		})
+	}
+}
+
+// chunkEntry returns an entry of term with 64 KiB of data: sixteen of them
+// fill a chunk (commitChunkBytes), so a batch of them is written out before
+// it is done.
+func chunkEntry(i, term uint64) *raft.Log {
+	data := make([]byte, 64<<10)
+	for k := range data {
+		data[k] = byte(i*7 + term + uint64(k))
+	}
+	return &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: data}
+}
+
+func chunkEntries(from, to, term uint64) []*raft.Log {
+	var out []*raft.Log
+	for i := from; i <= to; i++ {
+		out = append(out, chunkEntry(i, term))
+	}
+	return out
+}
+
+// TestLargeBatchFailsAfterChunkWrite: a 4 MiB batch starting in one
+// segment writes a chunk there, rolls into a second segment and writes a
+// chunk there too, rolls into a third, and is synced (or committed) per
+// segment at its end. A write of it then fails: in the second segment
+// while the batch goes on, or in the third at its end, when the first two
+// are already synced. The failure is EIO, which stops the log until
+// Recover, or ENOSPC, which only refuses the batch. Nothing of the batch
+// may be served meanwhile or afterwards, a power loss right after the cut
+// must find zeros wherever the batch wrote, and the batch stored again
+// lands byte for byte where a log that never failed puts it.
+func TestLargeBatchFailsAfterChunkWrite(t *testing.T) {
+	type tcase struct {
+		errno   error
+		sync    bool
+		failSeg int64 // the segment whose first write of the batch fails
+	}
+	var cases []tcase
+	for _, errno := range []error{unix.EIO, unix.ENOSPC} {
+		for _, sync := range []bool{true, false} {
+			for _, seg := range []int64{1, 2} {
+				cases = append(cases, tcase{errno, sync, seg})
+			}
+		}
+	}
+	for _, tc := range cases {
+		name := fmt.Sprintf("%s-sync=%v-seg%d", map[bool]string{true: "enospc", false: "eio"}[tc.errno == unix.ENOSPC], tc.sync, tc.failSeg)
+		t.Run(name, func(t *testing.T) {
+			const segSize = 2 << 20
+			segPath := func(i int64) string { return "/log/" + segmentDirName + "/" + storage.FileName(i*segSize) }
+			f := storage.NewFaultFS(41)
+			f.SetCleanAfterFailedSync(true)
+			var (
+				armed, failed atomic.Bool
+				chunkWrites   atomic.Int32  // writes of the batch to earlier segments before the failure
+				patched       atomic.Uint64 // the last entry of the batch written into a buffer
+				patchedAtFail atomic.Uint64
+				servedMid     atomic.Value
+				s             *LogStore
+			)
+			const batchStart = 5
+			f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+				if !armed.Load() || op != storage.OpWrite || !strings.Contains(name, segmentDirName) {
+					return nil
+				}
+				if name == segPath(tc.failSeg) {
+					if !failed.Load() {
+						patchedAtFail.Store(patched.Load())
+					}
+					failed.Store(true)
+					return tc.errno
+				}
+				if !failed.Load() {
+					chunkWrites.Add(1)
+				}
+				return nil
+			})
+			o := Options{FS: f, SegmentSize: segSize, IndexFileSize: 4096, CheckpointBytes: 1 << 40, Sync: tc.sync}
+			o.PatchCommand = func(l *raft.Log, _ []byte, _ int64) error {
+				patched.Store(l.Index)
+				// Runs inside the batch, once its first chunk is written.
+				if armed.Load() && l.Index == batchStart+20 {
+					var got raft.Log
+					last, _ := s.LastIndex()
+					if err := s.GetLog(batchStart, &got); err != raft.ErrLogNotFound || last != batchStart-1 {
+						servedMid.Store(fmt.Sprintf("last index %d, GetLog(%d): %v", last, batchStart, err))
+					}
+				}
+				return nil
+			}
+			s = mustOpen(t, "/log", o)
+			storeAll(t, s, chunkEntries(1, batchStart-1, 1))
+			endBefore := s.NextPosition()
+			batch := chunkEntries(batchStart, batchStart+63, 1)
+			armed.Store(true)
+			err := s.StoreLogs(batch)
+			if !failed.Load() || chunkWrites.Load() == 0 {
+				t.Fatalf("the batch did not fail in segment %d after writes to earlier ones (failed %v, writes %d): %v",
+					tc.failSeg, failed.Load(), chunkWrites.Load(), err)
+			}
+			if mid := patchedAtFail.Load() < batchStart+63; mid != (tc.failSeg == 1) {
+				t.Fatalf("the write in segment %d failed with entry %d the last one buffered", tc.failSeg, patchedAtFail.Load())
+			}
+			if v := servedMid.Load(); v != nil {
+				t.Fatalf("during the batch, after a chunk was written: %s", v)
+			}
+			armed.Store(false)
+			if tc.errno == unix.ENOSPC {
+				if !errors.Is(err, storage.ErrDiskFull) || s.Failure() != nil {
+					t.Fatalf("StoreLogs on a full disk: %v (failure %v)", err, s.Failure())
+				}
+			} else {
+				if !errors.Is(err, ErrStoreFailed) {
+					t.Fatalf("StoreLogs with EIO: %v", err)
+				}
+				if err := s.Recover(); err != nil {
+					t.Fatalf("Recover: %v", err)
+				}
+			}
+			if last, _ := s.LastIndex(); last != batchStart-1 {
+				t.Fatalf("last index %d after the failed batch, want %d", last, batchStart-1)
+			}
+			if s.NextPosition() != endBefore {
+				t.Fatalf("next position %d after the failed batch, want %d", s.NextPosition(), endBefore)
+			}
+
+			// A power loss now: the disk holds nothing of the batch.
+			g := f.Crash(storage.CrashOptions{})
+			s.Close()
+			sf, err := g.OpenFile(segPath(0), os.O_RDONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img := make([]byte, segSize)
+			if _, err := sf.ReadAt(img, 0); err != nil {
+				t.Fatal(err)
+			}
+			sf.Close()
+			if i := bytes.IndexFunc(img[endBefore:], func(r rune) bool { return r != 0 }); i >= 0 {
+				t.Fatalf("durable byte at %d (past the end %d of the log) is not zero after the cut", endBefore+int64(i), endBefore)
+			}
+			for i := int64(1); i <= 2; i++ {
+				if _, err := g.Stat(segPath(i)); err == nil {
+					t.Fatalf("segment %s of the cut batch is still there", segPath(i))
+				}
+			}
+			o.FS = g
+			s = mustOpen(t, "/log", o)
+			defer s.Close()
+			if last, _ := s.LastIndex(); last != batchStart-1 {
+				t.Fatalf("last index %d after the power loss, want %d", last, batchStart-1)
+			}
+			ro := o
+			ro.FS, ro.PatchCommand = storage.NewFaultFS(42), nil
+			ref := mustOpen(t, "/ref", ro)
+			defer ref.Close()
+			storeAll(t, ref, chunkEntries(1, batchStart-1, 1))
+			storeAll(t, ref, batch)
+			storeAll(t, s, batch)
+			sameLayout(t, s, ref)
 		})
 	}
 }
