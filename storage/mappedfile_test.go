@@ -573,3 +573,113 @@ func TestBufferedFileDropsBuffersWhenFull(t *testing.T) {
 		t.Fatal("last chunk not in the file")
 	}
 }
+
+// TestBufferedFileFullTruncateRefill: a buffered file is filled while
+// another goroutine flushes and readers check every record they can see;
+// once full and written it holds no buffers, and a truncation makes it
+// take appends again (with buffers regrown and dropped once more), every
+// record ending up in the file.
+func TestBufferedFileFullTruncateRefill(t *testing.T) {
+	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+		const size, rec = 64 << 10, 64
+		mf, err := OpenMappedFile(fsys, filepath.Join(dir, FileName(0)), 0, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mf.Close()
+		mf.SetBuffered(true)
+		// cut is held by readers while they look and by the truncation,
+		// which zeroes bytes under any reader (the raftlog store's mu).
+		var cut sync.RWMutex
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		var stopOnce sync.Once
+		stopAll := func() { stopOnce.Do(func() { close(stop); wg.Wait() }) }
+		defer stopAll() // before the file closes, also on a failure
+		run := func(fn func() bool) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if !fn() {
+						return
+					}
+				}
+			}()
+		}
+		run(func() bool { // flusher
+			if _, err := mf.Flush(); err != nil {
+				t.Error(err)
+				return false
+			}
+			return true
+		})
+		run(func() bool { // reader
+			cut.RLock()
+			defer cut.RUnlock()
+			s, err := mf.ReadFrom(0)
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			defer s.Release()
+			for i := 0; i+rec <= len(s.B); i += rec {
+				if s.B[i] == 0 || !bytes.Equal(s.B[i:i+rec], bytes.Repeat(s.B[i:i+1], rec)) {
+					t.Errorf("record at %d torn or missing: %x", i, s.B[i:i+rec])
+					return false
+				}
+			}
+			return true
+		})
+		rounds := []int{0, size / 2, size - rec}
+		recValue := func(round, pos int) byte { return byte(1 + (round*size/rec+pos/rec)%255) } // never 0
+		for r, from := range rounds {
+			if r > 0 {
+				cut.Lock()
+				err := mf.TruncateTail(from)
+				cut.Unlock()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			for pos := from; pos < size; pos += rec {
+				v := recValue(r, pos)
+				if _, err := mf.AppendBytes(bytes.Repeat([]byte{v}, rec)); err != nil {
+					t.Fatalf("round %d: append at %d: %v", r, pos, err)
+				}
+			}
+			if _, err := mf.AppendBytes([]byte{1}); !errors.Is(err, ErrFileFull) {
+				t.Fatalf("round %d: append to a full file: %v", r, err)
+			}
+			if _, err := mf.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			mf.mu.Lock()
+			held := cap(mf.pending) + cap(mf.spare)
+			mf.mu.Unlock()
+			if held != 0 || mf.WrotePosition() != size {
+				t.Fatalf("round %d: full file written to %d holds %d bytes of buffers", r, mf.WrotePosition(), held)
+			}
+		}
+		stopAll()
+		s, err := mf.ReadFrom(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Release()
+		for pos := 0; pos < size; pos += rec {
+			r := 0
+			for r+1 < len(rounds) && pos >= rounds[r+1] {
+				r++
+			}
+			if want := recValue(r, pos); s.B[pos] != want {
+				t.Fatalf("record at %d is %d, want %d (round %d)", pos, s.B[pos], want, r)
+			}
+		}
+	})
+}
