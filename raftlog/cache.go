@@ -1,6 +1,10 @@
 package raftlog
 
-import "github.com/hashicorp/raft"
+import (
+	"unsafe"
+
+	"github.com/hashicorp/raft"
+)
 
 // defaultCacheBytes bounds the recent-entries cache (Options.CacheBytes).
 // Raft reads back only the last entry or two of every append, so a few
@@ -36,8 +40,11 @@ type recentLogs struct {
 	maxBytes int
 }
 
-// entryBytes is what an entry pins in memory.
-func entryBytes(l *raft.Log) int { return len(l.Data) + len(l.Extensions) }
+// entryBytes is what an entry pins in memory: its bytes, the raft.Log and
+// its pointer and position in the cache.
+func entryBytes(l *raft.Log) int {
+	return len(l.Data) + len(l.Extensions) + int(unsafe.Sizeof(raft.Log{})) + 16
+}
 
 // add appends a stored batch (consecutive indexes) and its frames'
 // positions. A batch that does not continue the cached run (after a

@@ -261,3 +261,19 @@ func TestLocateHeaderCacheConcurrentWriters(t *testing.T) {
 	}
 	t.Logf("%d cache answers compared, log ends at %d in term %d", compared.Load(), next-1, term)
 }
+
+// TestRecentEntriesCacheBoundsEmptyEntries: entries without data (noops,
+// barriers, configuration changes carry little) still pin a raft.Log and a
+// position each, so they count against the bound too.
+func TestRecentEntriesCacheBoundsEmptyEntries(t *testing.T) {
+	c := recentLogs{maxBytes: 64 << 10}
+	for i := uint64(1); i <= 100_000; i++ {
+		c.add([]*raft.Log{{Index: i, Type: raft.LogNoop}}, []int64{int64(i) * 64})
+	}
+	if n := len(c.logs); n > 1000 {
+		t.Fatalf("a 64 KiB cache holds %d empty entries", n)
+	}
+	if len(c.logs) == 0 || c.logs[len(c.logs)-1].Index != 100_000 || len(c.pos) != len(c.logs) {
+		t.Fatalf("cache lost the newest entries: %d logs, %d positions", len(c.logs), len(c.pos))
+	}
+}
