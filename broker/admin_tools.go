@@ -372,9 +372,9 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 		slices.Sort(skipped)
 		c.log.Warn("clone group offset: source group online and not subscribed to the topic; not cloned (request not marked offline)",
 			zap.String("srcGroup", h.SrcGroup), zap.String("destGroup", h.DestGroup), zap.Strings("topics", skipped))
-		r.Remark = fmt.Sprintf("offsets of %s on %s not cloned: the group is online and none of its consumers subscribes to %s; "+
+		r.Remark = fmt.Sprintf("offsets of %s on %s not cloned: the group is online and none of its consumers subscribes there; "+
 			"mark the request offline (mqadmin cloneGroupOffset -o true) to clone them anyway",
-			h.SrcGroup, strings.Join(skipped, ", "), strings.Join(skipped, ", "))
+			h.SrcGroup, strings.Join(skipped, ", "))
 	}
 	if len(commits) == 0 {
 		return r // RocketMQ clones nothing silently too
