@@ -214,7 +214,7 @@ func TestStatsAllPassesOverAnUnreadableGroup(t *testing.T) {
 		return err == nil && strings.Contains(out, "broker-a") && strings.Contains(out, "broker-gone")
 	})
 
-	out, err := runAdmin(t, append(n, "statsAll", "--json", "--timeout", "1s")...)
+	out, err := runAdmin(t, append(n, "statsAll", "--json", "--timeout", "500ms")...)
 	if err == nil {
 		t.Fatal("statsAll with broker-gone unreadable: no error")
 	}
