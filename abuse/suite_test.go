@@ -630,8 +630,8 @@ func pullExt(group, topic string, queueID int, offset int64, suspend time.Durati
 // that the cases' helpers follow a leader change, then reads back
 // everything acknowledged and prints the report.
 func TestAbuseSuite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the abuse suite starts a cluster of processes")
+	if os.Getenv("RAFTMQ_ABUSE") != "1" && os.Getenv("RAFTMQ_ABUSE_FULL") != "1" && os.Getenv("RAFTMQ_LONG") != "1" {
+		t.Skip("the abuse suite (builds raftmq, then about 40 s): RAFTMQ_ABUSE=1 go test -race ./abuse/, as .ci/run does")
 	}
 	e := startEnv(t)
 	var extra []ack
