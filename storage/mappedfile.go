@@ -66,7 +66,11 @@ type MappedFile struct {
 	spare        []byte
 	pendingStart int
 
-	// flushMu serializes Flush calls so flushed only moves forward.
+	// flushMu serializes Flush and Commit, so flushed only moves forward
+	// and commits land in order, and keeps truncations (SetWrotePosition,
+	// TruncateTail) out of a commit's pwrite, which runs without mu: a
+	// cut made meanwhile would have the old bytes written back past it
+	// and WrotePosition moved back over them. Taken before mu.
 	flushMu sync.Mutex
 }
 
@@ -178,6 +182,8 @@ func (m *MappedFile) setPositionsLocked(pos int) {
 // TruncateTail for that.
 func (m *MappedFile) SetWrotePosition(pos int) {
 	pos = max(0, min(pos, m.size))
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.setPositionsLocked(pos)
@@ -193,6 +199,8 @@ func (m *MappedFile) TruncateTail(pos int) error {
 	}
 	defer m.Release()
 	pos = max(0, min(pos, m.size))
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.setPositionsLocked(pos)
