@@ -155,13 +155,45 @@ func TestLimitsAgainstAbuse(t *testing.T) {
 		}
 	})
 
-	t.Run("view past the applied position", func(t *testing.T) {
+	// Offsets a client names are read only below the applied position:
+	// past it the CommitLog may hold entries Raft never commits, and a
+	// send-back or a transaction commit would copy one of them.
+	t.Run("reads past the applied position", func(t *testing.T) {
 		applied := c.st.DispatchedOffset()
 		for _, off := range []int64{applied, applied + 1<<20, -1} {
-			resp := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
-			if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "applied position") {
-				t.Fatalf("VIEW at %d: code %d remark %q", off, resp.Code, resp.Remark)
+			o := strconv.FormatInt(off, 10)
+			for name, r := range map[string]*remoting.RemotingCommand{
+				"VIEW": pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": o}, nil),
+				"SEND_BACK": pc.call(addr, remoting.RequestConsumerSendMsgBack,
+					map[string]string{"offset": o, "group": "READER", "delayLevel": "0", "originMsgId": "x", "originTopic": "IDEM"}, nil),
+				"END_TRANSACTION": pc.call(addr, remoting.RequestEndTransaction,
+					map[string]string{"producerGroup": "PG", "tranStateTableOffset": "0", "commitLogOffset": o,
+						"commitOrRollback": strconv.Itoa(int(wire.SysFlagTransCommit)), "fromTransactionCheck": "false", "msgId": "x"}, nil),
+			} {
+				if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "applied position") {
+					t.Errorf("%s at %d: code %d remark %q", name, off, r.Code, r.Remark)
+				}
 			}
+		}
+	})
+
+	// An applied offset where no message starts (a mistyped msgId) is bad
+	// input, not CommitLog damage.
+	t.Run("offsets inside a message", func(t *testing.T) {
+		pc.createTopic(addr, "INSIDE", 1)
+		if r := pc.call(addr, remoting.RequestSendMessage, sendExt("INSIDE", 0, ""), []byte("a body long enough to aim into")); r.Code != remoting.ResponseSuccess {
+			t.Fatal(r.Remark)
+		}
+		m := readStored(t, pc, addr, "INSIDE", 0, 0)
+		for _, off := range []int64{0, m.PhysicalOffset + 1, m.PhysicalOffset + int64(wire.OffPhysicalOffset), m.PhysicalOffset + 40} {
+			r := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
+			if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "no message starts at offset") {
+				t.Errorf("VIEW at %d (message at %d): code %d remark %q", off, m.PhysicalOffset, r.Code, r.Remark)
+			}
+		}
+		r := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(m.PhysicalOffset, 10)}, nil)
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("VIEW at the message's own offset %d: code %d remark %q", m.PhysicalOffset, r.Code, r.Remark)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/raftmq/raftmq/broker/store"
@@ -80,14 +79,10 @@ func (c *Controller) processViewMessageByID(_ context.Context, conn *remoting.Co
 	return r, nil
 }
 
-// rawMessage copies the stored bytes of the message at a physical offset.
-// Only applied messages are read: the CommitLog past the dispatched
-// position holds entries Raft has not committed and may still truncate.
+// rawMessage copies the stored bytes of the applied message at a physical
+// offset (MessageStore.ReadAppliedMessage).
 func (c *Controller) rawMessage(off int64) ([]byte, error) {
-	if applied := c.st.DispatchedOffset(); off < 0 || off >= applied {
-		return nil, fmt.Errorf("offset %d is not below the applied position %d", off, applied)
-	}
-	sl, err := c.st.CommitLog().ReadMessage(off)
+	sl, err := c.st.ReadAppliedMessage(off)
 	if err != nil {
 		return nil, err
 	}

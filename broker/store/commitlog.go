@@ -74,6 +74,17 @@ func (c *CommitLog) ReadMessage(offset int64) (*storage.Slice, error) {
 	return s, nil
 }
 
+// claimedBy reports whether the bytes at offset hold offset in a stored
+// message's PHYSICALOFFSET field, as the message stored there does.
+func (c *CommitLog) claimedBy(offset int64) bool {
+	s, err := c.Read(offset, wire.OffPhysicalOffset+8)
+	if err != nil {
+		return false
+	}
+	defer s.Release()
+	return int64(binary.BigEndian.Uint64(s.B[wire.OffPhysicalOffset:])) == offset
+}
+
 // ReadVerified returns a view of exactly size bytes at offset after checking
 // the entry (used with sizes from the ConsumeQueue).
 func (c *CommitLog) ReadVerified(offset int64, size int32) (*storage.Slice, error) {

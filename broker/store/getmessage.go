@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -244,10 +245,31 @@ read:
 // corrected offset.
 func nextOffsetCorrection(old, corrected int64) int64 { return corrected }
 
-// LookMessageByOffset decodes the message stored at a physical offset
-// (VIEW_MESSAGE_BY_ID). The body is copied.
+// ReadAppliedMessage returns a view of the verified stored message at a
+// physical offset a client named (view by id, send-back, a transaction's
+// half); the caller must Release it. Only applied messages are read: the
+// CommitLog past the dispatched position holds entries Raft has not
+// committed and may still truncate, and a message copied or shown from
+// there could be one that was never acknowledged.
+//
+// An offset where no message starts (a mistyped or forged msgId) is bad
+// input, answered as such: only bytes that name offset as their own
+// PHYSICALOFFSET are checked as a message, so that a client cannot make
+// the broker report CommitLog damage that is not there.
+func (s *MessageStore) ReadAppliedMessage(phyOffset int64) (*storage.Slice, error) {
+	if applied := s.DispatchedOffset(); phyOffset < 0 || phyOffset >= applied {
+		return nil, fmt.Errorf("%w: offset %d is not below the applied position %d", ErrOutOfRange, phyOffset, applied)
+	}
+	if !s.cl.claimedBy(phyOffset) {
+		return nil, fmt.Errorf("%w: no message starts at offset %d", ErrOutOfRange, phyOffset)
+	}
+	return s.cl.ReadMessage(phyOffset)
+}
+
+// LookMessageByOffset decodes the applied message stored at a physical
+// offset (ReadAppliedMessage). The body is copied.
 func (s *MessageStore) LookMessageByOffset(phyOffset int64) (*Message, error) {
-	sl, err := s.cl.ReadMessage(phyOffset)
+	sl, err := s.ReadAppliedMessage(phyOffset)
 	if err != nil {
 		return nil, err
 	}
