@@ -72,18 +72,14 @@ var parityCommands = []adminEntry{
 				return []any{r.Topic, orDash(r.Group), r.Accumulation, fmt.Sprintf("%.2f", r.InTPS), fmt.Sprintf("%.2f", r.OutTPS), r.InMsg24Hour, r.OutMsg24Hour}
 			}),
 	},
-	adminCommand[[]string]{
+	adminCommand[subGroupDeletion]{
 		name:  "deleteSubGroup",
 		short: "Delete a subscription group from a broker (-b) or a cluster (-c, with its retry and DLQ topics)",
 		flags: []flagSpec{str("groupName", "g", "subscription group").req(), brokerAddrFlag,
 			str("clusterName", "c", "every broker group of this cluster"), yesNo("removeOffset", "r", false, "also remove its consumer offsets (false: they stay, and the group resumes from them if created again)")},
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run:   runDeleteSubGroup,
-		table: func(w *tabwriter.Writer, addrs []string) {
-			for _, a := range addrs {
-				fmt.Fprintf(w, "delete subscription group from %s success.\n", a)
-			}
-		},
+		table: tableDeleteSubGroup,
 	},
 	adminCommand[*wire.ConsumerConnection]{
 		name:  "consumerConnection",

@@ -317,13 +317,35 @@ func (s *adminSession) consumeByWho(ctx context.Context, name, t string) ([]stri
 	return gl.GroupList, nil
 }
 
-func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
-	group := in.str("groupName")
-	targets, err := s.groupTargets(ctx, in.str("brokerAddr"), in.str("clusterName"))
-	if err != nil {
-		return nil, err
+// subGroupDeletion is deleteSubGroup's result: the addresses the group
+// was deleted from. Its JSON is that list alone.
+type subGroupDeletion struct {
+	group, cluster string // cluster is -c's, "" with -b
+	addrs          []string
+}
+
+// MarshalJSON encodes the addresses alone.
+func (d subGroupDeletion) MarshalJSON() ([]byte, error) { return json.Marshal(d.addrs) }
+
+// tableDeleteSubGroup prints mqadmin's line per broker
+// (DeleteSubscriptionGroupCommand): -c's names the cluster too.
+func tableDeleteSubGroup(w *tabwriter.Writer, d subGroupDeletion) {
+	for _, a := range d.addrs {
+		if d.cluster == "" {
+			fmt.Fprintf(w, "delete subscription group [%s] from broker [%s] success.\n", d.group, a)
+		} else {
+			fmt.Fprintf(w, "delete subscription group [%s] from broker [%s] in cluster [%s] success.\n", d.group, a, d.cluster)
+		}
 	}
-	var done []string
+}
+
+func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) (subGroupDeletion, error) {
+	group := in.str("groupName")
+	d := subGroupDeletion{group: group, cluster: in.str("clusterName"), addrs: []string{}}
+	targets, err := s.groupTargets(ctx, in.str("brokerAddr"), d.cluster)
+	if err != nil {
+		return d, err
+	}
 	var errs []error
 	for _, t := range targets {
 		_, addr, err := s.leaderRequest(ctx, t, remoting.RequestDeleteSubscriptionGroup, &wire.DeleteSubscriptionGroupRequestHeader{
@@ -332,25 +354,25 @@ func runDeleteSubGroup(ctx context.Context, s *adminSession, in flagValues) ([]s
 			errs = append(errs, err)
 			continue
 		}
-		done = append(done, addr)
+		d.addrs = append(d.addrs, addr)
 	}
 	// With -c, mqadmin also deletes the group's retry and DLQ topics from
 	// the cluster's brokers and the name servers; a group that never had
 	// them is fine. With -b it deletes the group's config only: the DLQ
 	// may hold messages still to resend, and other brokers' groups may
 	// still use both topics.
-	if in.str("clusterName") == "" {
-		return done, partial(len(done), errs)
+	if d.cluster == "" {
+		return d, partial(len(d.addrs), errs)
 	}
 	for _, t := range []string{wire.RetryGroupTopicPrefix + group, wire.DLQGroupTopicPrefix + group} {
 		if _, err := s.a.TopicRoute(ctx, t); err != nil {
 			continue
 		}
-		if err := s.a.DeleteTopic(ctx, t, in.str("clusterName")); err != nil {
+		if err := s.a.DeleteTopic(ctx, t, d.cluster); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return done, partial(len(done), errs)
+	return d, partial(len(d.addrs), errs)
 }
 
 // consumerConnection asks addr, or the leaders of the group's retry topic

@@ -294,7 +294,8 @@ func TestAdminParity(t *testing.T) {
 		}},
 		{"deleteSubGroup", func(t *testing.T) {
 			run(t, "updateSubGroup", "-c", "DefaultCluster", "-g", "ParDel")
-			wantLines(t, run(t, "deleteSubGroup", "-g", "ParDel", "-c", "DefaultCluster"), "delete subscription group from "+leader)
+			wantLines(t, run(t, "deleteSubGroup", "-g", "ParDel", "-c", "DefaultCluster"),
+				"delete subscription group [ParDel] from broker ["+leader+"] in cluster [DefaultCluster] success.")
 			if _, err := runAdmin(t, append(n, "deleteSubGroup", "-g", "ParDel")...); !errors.Is(err, errAdminUsage) {
 				t.Fatalf("deleteSubGroup without -b/-c: %v", err)
 			}
