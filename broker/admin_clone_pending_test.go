@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -93,5 +94,47 @@ func TestCloneGroupOffsetOffline(t *testing.T) {
 	}
 	if got := dstOffset(); got != "1" {
 		t.Fatalf("ODST's offset after cloning OSRC with offline=true: %s; want 1", got)
+	}
+}
+
+// TestCloneGroupOffsetNoTopicConfig: as RocketMQ's
+// AdminBrokerProcessor.cloneGroupOffset, a topic the broker has no config
+// for is not cloned, offline or not: offsets that outlived their topic
+// (a commit accepted while the topic was being deleted) are not copied to
+// the destination group, and a named topic the broker does not have
+// clones nothing. The answer is still a success, whose remark names the
+// skipped topics.
+func TestCloneGroupOffsetNoTopicConfig(t *testing.T) {
+	tc, rep := startFakeProc(t, nil)
+	c := tc.nodes[0]
+	addr := c.Addr()
+	tc.createTopic(addr, "KT", 1)
+	for _, g := range []string{"KSRC", "KDST"} {
+		if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("create group %s: %d %s", g, r.Code, r.Remark)
+		}
+	}
+	if r := tc.call(addr, remoting.RequestUpdateConsumerOffset, map[string]string{
+		"consumerGroup": "KSRC", "topic": "KT", "queueId": "0", "commitOffset": "1"}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	// The broker refuses commits on a topic it has no config for, so the
+	// stale offsets go straight into the replicated state.
+	if err := rep.CommitOffsets(context.Background(), []OffsetCommit{{Group: "KSRC", Topic: "KGONE", QueueID: 0, Offset: 7}}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := tc.call(addr, remoting.RequestCloneGroupOffset, map[string]string{"srcGroup": "KSRC", "destGroup": "KDST", "offline": "true"}, nil)
+	if r.Code != remoting.ResponseSuccess || !strings.Contains(r.Remark, "on KGONE not cloned") || !strings.Contains(r.Remark, "no topic config") {
+		t.Fatalf("clone of every topic, one without config: %d %q; want success with a remark naming KGONE", r.Code, r.Remark)
+	}
+	dst := c.groupOffsets("KDST")
+	if _, ok := dst["KGONE"]; ok || dst["KT"][0] != 1 {
+		t.Fatalf("KDST's offsets after the clone: %v; want KT's (queue 0 at 1) and none on KGONE", dst)
+	}
+
+	r = tc.call(addr, remoting.RequestCloneGroupOffset, map[string]string{"srcGroup": "KSRC", "destGroup": "KDST", "topic": "KNONE", "offline": "true"}, nil)
+	if r.Code != remoting.ResponseSuccess || !strings.Contains(r.Remark, "KNONE") {
+		t.Fatalf("clone of a topic the broker does not have: %d %q; want success with a remark naming KNONE", r.Code, r.Remark)
 	}
 }

@@ -339,11 +339,14 @@ func (c *Controller) processQueryConsumeQueue(req *remoting.RemotingCommand) *re
 
 // processCloneGroupOffset copies srcGroup's committed offsets (on topic,
 // or every topic) to destGroup through Raft. As RocketMQ's
-// AdminBrokerProcessor.cloneGroupOffset, unless the request says the
-// source group is offline, a topic its online consumers do not subscribe
-// to is left out: its offsets there are not the group's current progress.
-// RocketMQ only logs that; the answer's remark names such topics too
-// (clients ignore a success's remark; raftmq admin reports it).
+// AdminBrokerProcessor.cloneGroupOffset, a topic this broker has no
+// config for is left out (offsets can outlive their topic: a commit
+// accepted while the topic was being deleted), and so, unless the
+// request says the source group is offline, is a topic its online
+// consumers do not subscribe to: its offsets there are not the group's
+// current progress. RocketMQ only logs either skip; the answer's remark
+// names the skipped topics too (clients ignore a success's remark;
+// raftmq admin reports it).
 func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.RemotingCommand) *remoting.RemotingCommand {
 	var h wire.CloneGroupOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
@@ -352,15 +355,23 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 	if r := checkGroup(h.DestGroup); r != nil {
 		return r
 	}
+	offsets := c.groupOffsets(h.SrcGroup)
+	if h.Topic != "" {
+		// The named topic is checked whether or not the group has offsets
+		// there, as RocketMQ checks it.
+		offsets = map[string]map[int32]int64{h.Topic: offsets[h.Topic]}
+	}
+	st := c.rep.State()
 	online, _ := c.clients.group(h.SrcGroup)
 	var commits []OffsetCommit
-	var skipped []string
-	for t, qs := range c.groupOffsets(h.SrcGroup) {
-		if h.Topic != "" && t != h.Topic {
+	var noConfig, unsubscribed []string
+	for t, qs := range offsets {
+		if _, ok := st.Topic(t); !ok {
+			noConfig = append(noConfig, t)
 			continue
 		}
 		if _, subscribed := online.Subscriptions[t]; !h.Offline && len(online.Subscriptions) > 0 && !subscribed {
-			skipped = append(skipped, t)
+			unsubscribed = append(unsubscribed, t)
 			continue
 		}
 		for q, off := range qs {
@@ -368,14 +379,23 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 		}
 	}
 	r := success()
-	if len(skipped) > 0 {
-		slices.Sort(skipped)
-		c.log.Warn("clone group offset: source group online and not subscribed to the topic; not cloned (request not marked offline)",
-			zap.String("srcGroup", h.SrcGroup), zap.String("destGroup", h.DestGroup), zap.Strings("topics", skipped))
-		r.Remark = fmt.Sprintf("offsets of %s on %s not cloned: the group is online and none of its consumers subscribes there; "+
-			"mark the request offline (mqadmin cloneGroupOffset -o true) to clone them anyway",
-			h.SrcGroup, strings.Join(skipped, ", "))
+	var skips []string
+	if len(noConfig) > 0 {
+		slices.Sort(noConfig)
+		c.log.Warn("clone group offset: no config for the topic on this broker; not cloned",
+			zap.String("srcGroup", h.SrcGroup), zap.String("destGroup", h.DestGroup), zap.Strings("topics", noConfig))
+		skips = append(skips, fmt.Sprintf("offsets of %s on %s not cloned: broker %s has no topic config there; "+
+			"create the topic on this broker (mqadmin updateTopic) to clone them", h.SrcGroup, strings.Join(noConfig, ", "), c.cfg.BrokerName))
 	}
+	if len(unsubscribed) > 0 {
+		slices.Sort(unsubscribed)
+		c.log.Warn("clone group offset: source group online and not subscribed to the topic; not cloned (request not marked offline)",
+			zap.String("srcGroup", h.SrcGroup), zap.String("destGroup", h.DestGroup), zap.Strings("topics", unsubscribed))
+		skips = append(skips, fmt.Sprintf("offsets of %s on %s not cloned: the group is online and none of its consumers subscribes there; "+
+			"mark the request offline (mqadmin cloneGroupOffset -o true) to clone them anyway",
+			h.SrcGroup, strings.Join(unsubscribed, ", ")))
+	}
+	r.Remark = strings.Join(skips, "; ")
 	if len(commits) == 0 {
 		return r // RocketMQ clones nothing silently too
 	}

@@ -592,8 +592,9 @@ func runCloneGroupOffset(ctx context.Context, s *adminSession, in flagValues) ([
 			continue
 		}
 		if resp.Remark != "" {
-			// Without -o the broker leaves out a topic the source group's
-			// online consumers do not subscribe to, and says so here.
+			// The broker leaves out a topic it has no config for and,
+			// without -o, one the source group's online consumers do not
+			// subscribe to, and says so here.
 			errs = append(errs, fmt.Errorf("%s (%s): %s", name, addr, resp.Remark))
 			continue
 		}
