@@ -32,13 +32,59 @@ func (g *Group) catchupLogStart() (uint64, int64, error) {
 	return g.logs.FirstPosition()
 }
 
+// catchupReadLog serves the log from pos, up to the end of the last
+// committed entry this member knows of: past it the log may hold entries
+// Raft truncates, and a reader never needs them (it fetches what lies
+// before its snapshot). pos comes from the request, so it is read only
+// where an entry starts: a position inside an entry (inside a message a
+// client wrote to look like a broken frame) is bad input, while damage
+// found at a real entry stops this member.
 func (g *Group) catchupReadLog(pos int64, n int) ([]byte, error) {
 	g.catchup.pace.served(time.Now())
-	b, err := g.logs.ReadRange(pos, min(max(n, 0), catchupChunk))
+	end, err := g.logs.EndOf(g.raft.AppliedIndex())
+	if err != nil {
+		return nil, fmt.Errorf("%w: the end of the committed log is not known yet (%v); retry", raftlog.ErrLogMismatch, err)
+	}
+	if pos < 0 || pos >= end {
+		return nil, fmt.Errorf("%w: position %d is not below the end of the committed log %d", raftlog.ErrLogMismatch, pos, end)
+	}
+	if !g.entryStartsAt(pos) {
+		return nil, fmt.Errorf("%w: position %d is not an entry boundary", raftlog.ErrLogMismatch, pos)
+	}
+	b, err := g.logs.ReadRange(pos, int(min(int64(max(n, 0)), catchupChunk, end-pos)))
 	if errors.Is(err, raftlog.ErrDamagedLog) {
 		g.noteDamage(err, "catch-up read") // scrub.go: never served
 	}
 	return b, err
+}
+
+// entryStartsAt reports whether an entry of the log starts at pos: the
+// frame of a present index (its position from the index sidecar, not from
+// the bytes at pos), or the blank filler right after the last frame of a
+// segment.
+func (g *Group) entryStartsAt(pos int64) bool {
+	next, err := g.logs.FirstIndexFrom(pos)
+	if err != nil {
+		return false
+	}
+	if next != 0 {
+		// A position comes back with a header that fails its checks too:
+		// that is damage at a real frame, for ReadRange to report.
+		if p, _, err := g.logs.LocateHeader(next); p == pos && (err == nil || p != 0) {
+			return true
+		}
+	}
+	prev := next - 1
+	if next == 0 {
+		if prev, err = g.logs.LastIndex(); err != nil {
+			return false
+		}
+	}
+	if prev == 0 {
+		return false
+	}
+	p, h, err := g.logs.LocateHeader(prev)
+	return err == nil && p+int64(h.Size) == pos
 }
 
 func (g *Group) catchupReadUnits(topic string, queueID int32, from int64, n int) (int64, []store.CQUnit, error) {
