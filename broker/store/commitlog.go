@@ -51,6 +51,16 @@ func (c *CommitLog) Read(offset int64, size int) (*storage.Slice, error) {
 // size from TOTALSIZE, magic, lengths, body and entry CRC checked. A damaged
 // entry is ErrCorruptMessage and is never returned.
 func (c *CommitLog) ReadMessage(offset int64) (*storage.Slice, error) {
+	s, err := c.readMessage(offset)
+	if errors.Is(err, ErrCorruptMessage) {
+		return nil, c.corrupt(offset, err)
+	}
+	return s, err
+}
+
+// readMessage is ReadMessage without reporting damage: a failed check is
+// returned wrapping ErrCorruptMessage, and the caller says what it means.
+func (c *CommitLog) readMessage(offset int64) (*storage.Slice, error) {
 	mf := c.mfq.FindByOffset(offset)
 	if mf == nil {
 		return nil, fmt.Errorf("%w: no CommitLog segment holds offset %d (min %d, max %d)", ErrOutOfRange, offset, c.MinOffset(), c.MaxOffset())
@@ -66,7 +76,7 @@ func (c *CommitLog) ReadMessage(offset int64) (*storage.Slice, error) {
 	if err != nil {
 		s.Release()
 		if errors.Is(err, ErrCorruptMessage) {
-			return nil, c.corrupt(offset, err)
+			return nil, err
 		}
 		return nil, fmt.Errorf("CommitLog entry at %d: %w", offset, err)
 	}

@@ -254,8 +254,11 @@ func nextOffsetCorrection(old, corrected int64) int64 { return corrected }
 //
 // An offset where no message starts (a mistyped or forged msgId) is bad
 // input, answered as such: only bytes that name offset as their own
-// PHYSICALOFFSET are checked as a message, so that a client cannot make
-// the broker report CommitLog damage that is not there.
+// PHYSICALOFFSET are checked as a message, and bytes that fail the checks
+// are not reported as CommitLog damage, since a client can write such
+// bytes into a message body and name their offset. Damage to real
+// messages is found by the reads that take offsets from the
+// ConsumeQueues (pulls) and by the scrub.
 func (s *MessageStore) ReadAppliedMessage(phyOffset int64) (*storage.Slice, error) {
 	if applied := s.DispatchedOffset(); phyOffset < 0 || phyOffset >= applied {
 		return nil, fmt.Errorf("%w: offset %d is not below the applied position %d", ErrOutOfRange, phyOffset, applied)
@@ -263,7 +266,11 @@ func (s *MessageStore) ReadAppliedMessage(phyOffset int64) (*storage.Slice, erro
 	if !s.cl.claimedBy(phyOffset) {
 		return nil, fmt.Errorf("%w: no message starts at offset %d", ErrOutOfRange, phyOffset)
 	}
-	return s.cl.ReadMessage(phyOffset)
+	sl, err := s.cl.readMessage(phyOffset)
+	if errors.Is(err, ErrCorruptMessage) {
+		return nil, fmt.Errorf("%w: no intact message starts at offset %d (%v)", ErrOutOfRange, phyOffset, err)
+	}
+	return sl, err
 }
 
 // LookMessageByOffset decodes the applied message stored at a physical
@@ -375,7 +382,7 @@ func (s *MessageStore) QueryMessage(topic, key string, maxNum int, begin, end in
 	for _, off := range q.PhyOffsets {
 		m, err := s.LookMessageByOffset(off)
 		if err != nil {
-			continue // removed by retention, or damaged (logged by the read)
+			continue // removed by retention, or damaged
 		}
 		if m.Topic != topic {
 			continue // hash collision of topic#key
