@@ -408,11 +408,19 @@ func (c *Controller) prepareSend(ctx context.Context, conn *remoting.Conn, req *
 	if tc.Perm&wire.PermWrite == 0 {
 		return nil, response(remoting.ResponseNoPermission, "the topic %s is not writable on broker %s", h.Topic, c.cfg.BrokerName)
 	}
+	// Counts bounded by queueCount: a topic stored by an older version may
+	// claim no write queue (a random pick would panic) or up to 2^31 (a
+	// ConsumeQueue for each).
 	queueID := h.QueueID
 	if queueID < 0 {
-		queueID = rand.Int32N(int32(tc.WriteQueueNums))
+		n := queueCount(tc.WriteQueueNums)
+		if n == 0 {
+			return nil, response(remoting.ResponseSystemError, "topic %s has no write queues on broker %s (writeQueueNums %d); update it with updateTopic",
+				h.Topic, c.cfg.BrokerName, tc.WriteQueueNums)
+		}
+		queueID = rand.Int32N(int32(n))
 	}
-	if int(queueID) >= max(tc.WriteQueueNums, tc.ReadQueueNums) {
+	if int(queueID) >= queueCount(max(tc.WriteQueueNums, tc.ReadQueueNums)) {
 		return nil, response(remoting.ResponseSystemError, "request queueId[%d] is illegal: topic %s has %d write queues on broker %s",
 			h.QueueID, h.Topic, tc.WriteQueueNums, c.cfg.BrokerName)
 	}
