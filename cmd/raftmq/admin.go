@@ -106,17 +106,19 @@ var adminCommands = []adminEntry{
 		run:   runConsumerProgress,
 		table: tableConsumerProgress,
 	},
-	adminCommand[messageView]{
+	adminCommand[msgLookups]{
 		name:  "queryMsgById",
-		short: "Show a message by its offset msgId, or by its client msgId (UNIQ_KEY) with -t or by searching every topic",
-		flags: []flagSpec{str("msgId", "i", "offset message id, or the client message id (UNIQ_KEY) applications log").req(),
+		short: "Show messages by their offset msgId, or by their client msgId (UNIQ_KEY) with -t or by searching every topic",
+		flags: []flagSpec{str("msgId", "i", "offset message id, or the client message id (UNIQ_KEY) applications log; several separated by commas").req(),
 			str("topic", "t", "topic of a client message id (saves searching every topic)"),
+			str("cluster", "c", "look client message ids up on this cluster's broker groups only"),
+			str("bodyFormat", "f", "body charset (UTF-8 only: raftmq always prints bodies, as UTF-8)"),
 			str("consumerGroup", "g", "with -d: have this group's client consume the message now and print its verdict"),
 			str("clientId", "d", "with -g: the client id (consumerConnection lists them) to consume the message"),
 			yesNo("sendMessage", "s", false, "true: send the message again to its topic (same body, tags, keys, properties and client msgId) and print the send result"),
 			str("unitName", "u", "refused: mqadmin's unit name picks the resend producer's name servers from an address server, which raftmq has not")},
 		run:   runQueryMsgByID,
-		table: tableMessage,
+		table: tableMsgLookups,
 	},
 	adminCommand[[]messageView]{
 		name:  "queryMsgByKey",

@@ -11,7 +11,7 @@ import (
 
 // TestAdminBodyCharsetRefused: mqadmin prints message bodies decoded
 // with printMsg's / printMsgByQueue's -c charsetName and
-// queryMsgByOffset's -f bodyFormat. raftmq prints bodies as UTF-8 only,
+// queryMsgByOffset's / queryMsgById's -f bodyFormat. raftmq prints bodies as UTF-8 only,
 // so another charset is a usage error before anything is sent, not a
 // flag taken and ignored (the bodies would print garbled as if decoded).
 func TestAdminBodyCharsetRefused(t *testing.T) {
@@ -20,6 +20,7 @@ func TestAdminBodyCharsetRefused(t *testing.T) {
 		{"printMsg", "-t", "T", "-c", "GBK"},
 		{"printMsgByQueue", "-t", "T", "-a", "broker-a", "-i", "0", "-c", "GBK"},
 		{"queryMsgByOffset", "-t", "T", "-b", "broker-a", "-i", "0", "-o", "0", "-f", "GBK"},
+		{"queryMsgById", "-i", "0A000001000078BF0000000000000000", "-f", "GBK"},
 	} {
 		_, err := runAdmin(t, append([]string{"-n", dead, "--timeout", "500ms"}, args...)...)
 		if !errors.Is(err, errAdminUsage) || !strings.Contains(err.Error(), "GBK") {

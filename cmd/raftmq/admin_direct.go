@@ -96,9 +96,9 @@ func checkResendFlags(in flagValues) error {
 	return nil
 }
 
-// resend sends m again (queryMsgById -s true) and returns its view with
-// the send's result.
-func (s *adminSession) resend(ctx context.Context, in flagValues, m *client.MessageExt) (messageView, error) {
+// resend sends m, the message -i's id found, again (queryMsgById -s
+// true) and returns its view with the send's result.
+func (s *adminSession) resend(ctx context.Context, id string, m *client.MessageExt) (messageView, error) {
 	v := viewOf(m)
 	p, err := s.adminProducer(ctx)
 	if err != nil {
@@ -107,10 +107,10 @@ func (s *adminSession) resend(ctx context.Context, in flagValues, m *client.Mess
 	defer func() { _ = p.Close(context.Background()) }()
 	res, err := p.Resend(ctx, m)
 	if err != nil {
-		return v, fmt.Errorf("resend message %s to %s: %w", in.str("msgId"), m.Topic, err)
+		return v, fmt.Errorf("resend message %s to %s: %w", id, m.Topic, err)
 	}
 	v.Resend = &sendResult{res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset, res.Status.String(), res.MsgID, res.OffsetMsgID}
-	v.resentID = in.str("msgId")
+	v.resentID = id
 	return v, nil
 }
 

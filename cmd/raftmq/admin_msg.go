@@ -132,47 +132,191 @@ func viewOf(m *client.MessageExt) messageView {
 	}
 }
 
-// runQueryMsgByID is mqadmin queryMsgById -i: an offset msgId whose
-// address is a registered broker is looked up there (VIEW_MESSAGE_BY_ID);
-// anything else is taken as the client message id (UNIQ_KEY) and found
-// through the index, of -t's topic or else of every topic in turn (as
-// mqadmin falls back to queryMessageByUniqKey). Both forms are 32 hex
-// digits, hence the address check.
-func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (messageView, error) {
+// msgLookups is queryMsgById's result: the messages of -i's ids, in
+// -i's order. -i with one id prints (and encodes) that message alone.
+type msgLookups struct {
+	views []messageView
+	list  bool // -i names several ids: the JSON is an array
+}
+
+// MarshalJSON encodes the one message of a single -i id, else the array.
+func (l msgLookups) MarshalJSON() ([]byte, error) {
+	if !l.list && len(l.views) == 1 {
+		return json.Marshal(l.views[0])
+	}
+	if l.views == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(l.views)
+}
+
+// tableMsgLookups prints each message as a single lookup prints it, a
+// blank line between two.
+func tableMsgLookups(w *tabwriter.Writer, l msgLookups) {
+	for i, v := range l.views {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		tableMessage(w, v)
+	}
+}
+
+// runQueryMsgByID is mqadmin queryMsgById -i: each comma-separated id of
+// -i in turn (blank ones skipped, as mqadmin's StringUtils.split does),
+// looked up by queryMsgByID. An id not found is reported after the
+// others are done; any other failure ends the command there, as it ends
+// mqadmin's. -f is mqadmin's body charset: raftmq prints bodies as UTF-8
+// only (the Body: line is always there, where mqadmin prints its
+// "Message Body:" only with -f), so another charset is refused.
+func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (msgLookups, error) {
 	if err := checkResendFlags(in); err != nil {
+		return msgLookups{}, err
+	}
+	if err := utf8Only(in, "bodyFormat", "f"); err != nil {
+		return msgLookups{}, err
+	}
+	var ids []string
+	for id := range strings.SplitSeq(in.str("msgId"), ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return msgLookups{}, fmt.Errorf("%w: -i %q names no message id (give one, or several separated by commas)", errAdminUsage, in.str("msgId"))
+	}
+	scope := &msgSearch{topic: in.str("topic"), cluster: in.str("cluster")}
+	if scope.cluster != "" {
+		names, err := s.a.ClusterGroups(ctx, scope.cluster)
+		if errors.Is(err, client.ErrNoBroker) {
+			return msgLookups{}, fmt.Errorf("%w: -c %s: %v", errNotFound, scope.cluster, err)
+		}
+		if err != nil {
+			return msgLookups{}, err
+		}
+		scope.groups = map[string]bool{}
+		for _, n := range names {
+			scope.groups[n] = true
+		}
+	}
+	res := msgLookups{list: len(ids) > 1}
+	var errs []error
+	for _, id := range ids {
+		v, err := s.queryMsgByID(ctx, in, scope, id)
+		if err == nil {
+			res.views = append(res.views, v)
+			continue
+		}
+		errs = append(errs, err)
+		if !errors.Is(err, errNotFound) {
+			break
+		}
+	}
+	return res, partial(len(res.views), errs)
+}
+
+// msgSearch is where queryMsgById looks client msgIds up: -t's topic or
+// else every topic, and with -c only the broker groups of that cluster
+// (as RocketMQ's MQAdminImpl.queryMessage asks only the brokers of its
+// clusterName). Its lists are read once for all of -i's ids.
+type msgSearch struct {
+	topic, cluster string
+	topics         []string        // nil until first needed
+	groups         map[string]bool // -c's broker groups; nil without -c
+}
+
+// queryMsgByID finds the message of one id (findMsgByID) and prints it,
+// has a client consume it (-g -d) or resends it (-s true).
+func (s *adminSession) queryMsgByID(ctx context.Context, in flagValues, scope *msgSearch, id string) (messageView, error) {
+	m, err := s.findMsgByID(ctx, scope, id)
+	if err != nil {
 		return messageView{}, err
 	}
-	found := s.directView
 	if in.bool("sendMessage") {
-		found = s.resend
+		return s.resend(ctx, id, m)
 	}
-	id := in.str("msgId")
+	return s.directView(ctx, in, m)
+}
+
+// findMsgByID looks one id up: an offset msgId whose address is a
+// registered broker is read there (VIEW_MESSAGE_BY_ID; -c does not apply,
+// as in mqadmin: the id names its broker); anything else is taken as the
+// client message id (UNIQ_KEY) and found through the index, of -t's topic
+// or else of every topic in turn (as mqadmin falls back to
+// queryMessageByUniqKey). Both forms are 32 hex digits, hence the address
+// check.
+func (s *adminSession) findMsgByID(ctx context.Context, scope *msgSearch, id string) (*client.MessageExt, error) {
 	if s.isBrokerMsgID(ctx, id) {
 		m, err := s.a.ViewMessage(ctx, id)
-		if err == nil {
-			return found(ctx, in, m)
-		}
-		if !errors.Is(err, client.ErrMessageNotFound) {
-			return messageView{}, err
+		if err == nil || !errors.Is(err, client.ErrMessageNotFound) {
+			return m, err
 		}
 	}
-	topics := []string{in.str("topic")}
-	if topics[0] == "" {
-		var err error
-		if topics, err = s.a.TopicList(ctx); err != nil {
-			return messageView{}, err
+	if scope.topics == nil {
+		scope.topics = []string{scope.topic}
+		if scope.topic == "" {
+			var err error
+			if scope.topics, err = s.a.TopicList(ctx); err != nil {
+				scope.topics = nil
+				return nil, err
+			}
 		}
 	}
-	for _, t := range topics {
-		msgs, err := s.a.QueryMessageByUniqueKey(ctx, t, id)
-		if err == nil {
-			return found(ctx, in, msgs[0])
-		}
-		if !errors.Is(err, client.ErrMessageNotFound) && !errors.Is(err, client.ErrNoRoute) {
-			return messageView{}, err
+	for _, t := range scope.topics {
+		m, err := s.uniqueKeyMsg(ctx, scope, t, id)
+		if err == nil || (!errors.Is(err, client.ErrMessageNotFound) && !errors.Is(err, client.ErrNoRoute)) {
+			return m, err
 		}
 	}
-	return messageView{}, fmt.Errorf("%w: no message with offset msgId or client msgId %s (searched %d topic(s))", errNotFound, id, len(topics))
+	where := ""
+	if scope.cluster != "" {
+		where = " in cluster " + scope.cluster
+	}
+	return nil, fmt.Errorf("%w: no message with offset msgId or client msgId %s%s (searched %d topic(s))", errNotFound, id, where, len(scope.topics))
+}
+
+// uniqueKeyMsg finds topic's message whose client msgId is id, on every
+// broker group of the topic's route or, with -c, on those of that
+// cluster only, asked as QueryMessageByUniqueKey asks them (QUERY_MESSAGE
+// on the key, to each group's leader) but for the _UNIQUE_KEY_QUERY mark,
+// which raftmq's brokers do not read. ErrMessageNotFound when none has
+// it.
+func (s *adminSession) uniqueKeyMsg(ctx context.Context, scope *msgSearch, topic, id string) (*client.MessageExt, error) {
+	if scope.groups == nil {
+		msgs, err := s.a.QueryMessageByUniqueKey(ctx, topic, id)
+		if err != nil {
+			return nil, err
+		}
+		return msgs[0], nil
+	}
+	names, err := s.a.RouteGroups(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	h := &wire.QueryMessageRequestHeader{Topic: topic, Key: id, MaxNum: 32, EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}
+	for _, name := range names {
+		if !scope.groups[name] {
+			continue
+		}
+		resp, _, err := s.a.LeaderRequest(ctx, name, remoting.RequestQueryMessage, h, nil)
+		var be *client.BrokerError
+		if errors.As(err, &be) && be.Code == remoting.ResponseQueryNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := client.DecodeMessages(resp.Body)
+		if err != nil && len(msgs) == 0 {
+			return nil, fmt.Errorf("query message answer of %s: %w", name, err)
+		}
+		// The index is by hash: keep the exact match only.
+		for _, m := range msgs {
+			if m.Topic == topic && m.MsgID == id {
+				return m, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w: topic %s unique key %s in cluster %s", client.ErrMessageNotFound, topic, id, scope.cluster)
 }
 
 // isBrokerMsgID reports whether id decodes as an offset msgId naming a
