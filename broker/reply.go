@@ -263,7 +263,9 @@ func (c *Controller) pushReply(ctx context.Context, from *remoting.Conn, h *wire
 		target = c.reqs.find(clientID)
 	}
 	if target == nil {
-		c.log.Warn("reply for a client not connected here", zap.String("client", clientID))
+		if ok, held := c.replyWarn.allow(); ok {
+			c.log.Warn("reply for a client not connected here", zap.String("client", clientID), zap.Int64("replyWarningsNotLogged", held))
+		}
 		return response(remoting.ResponseSystemError, "push reply message fail, channel of <%s> not found.", clientID)
 	}
 	now := time.Now()
@@ -278,13 +280,17 @@ func (c *Controller) pushReply(ctx context.Context, from *remoting.Conn, h *wire
 	pctx, cancel := context.WithTimeout(ctx, replyPushTimeout)
 	defer cancel()
 	resp, err := target.InvokeSync(pctx, remoting.NewRequest(remoting.RequestPushReplyMessageToClient, ph, body))
-	switch {
-	case err != nil:
-		c.log.Warn("push reply failed", zap.String("client", clientID), zap.String("conn", target.RemoteAddr()), zap.Error(err))
-	case resp.Code != remoting.ResponseSuccess:
-		c.log.Warn("push reply refused", zap.String("client", clientID), zap.Int16("code", resp.Code), zap.String("remark", resp.Remark))
-	default:
+	if err == nil && resp.Code == remoting.ResponseSuccess {
 		return nil
+	}
+	if ok, held := c.replyWarn.allow(); ok {
+		if err != nil {
+			c.log.Warn("push reply failed", zap.String("client", clientID), zap.String("conn", target.RemoteAddr()), zap.Error(err),
+				zap.Int64("replyWarningsNotLogged", held))
+		} else {
+			c.log.Warn("push reply refused", zap.String("client", clientID), zap.Int16("code", resp.Code), zap.String("remark", resp.Remark),
+				zap.Int64("replyWarningsNotLogged", held))
+		}
 	}
 	return response(remoting.ResponseSystemError, "push reply message to %s fail.", clientID)
 }

@@ -155,7 +155,7 @@ func uncommittedTransaction(sysFlag int32) bool {
 
 // processEndTransaction is END_TRANSACTION (37). The official clients send
 // it one-way, so the answer only reaches callers that wait for it (our
-// SDK, tools); a refusal is also logged.
+// SDK, tools); a refusal is also logged, at most once a second.
 func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.EndTransactionRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
@@ -183,8 +183,11 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 		return resp, nil // counted and logged by the ACL check
 	}
 	if resp != nil {
-		c.log.Warn("END_TRANSACTION refused", zap.String("producerGroup", h.ProducerGroup),
-			zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID), zap.String("why", resp.Remark))
+		if ok, held := c.txnRefusedWarn.allow(); ok {
+			c.log.Warn("END_TRANSACTION refused", zap.String("producerGroup", h.ProducerGroup),
+				zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID), zap.String("why", resp.Remark),
+				zap.Int64("refusalsNotLogged", held))
+		}
 		return resp, nil
 	}
 	if tr.TxnDecided(h.CommitLogOffset) {
