@@ -255,10 +255,11 @@ func nextOffsetCorrection(old, corrected int64) int64 { return corrected }
 // An offset where no message starts (a mistyped or forged msgId) is bad
 // input, answered as such: only bytes that name offset as their own
 // PHYSICALOFFSET are checked as a message, and bytes that fail the checks
-// are not reported as CommitLog damage, since a client can write such
-// bytes into a message body and name their offset. Damage to real
-// messages is found by the reads that take offsets from the
-// ConsumeQueues (pulls) and by the scrub.
+// (ErrCorruptMessage, never served) are not reported as CommitLog damage
+// (no log, no CorruptEntryError), since a client can write such bytes into
+// a message body and name their offset. Damage to real messages is
+// reported by the reads that take offsets from the ConsumeQueues (pulls)
+// and by the scrub.
 func (s *MessageStore) ReadAppliedMessage(phyOffset int64) (*storage.Slice, error) {
 	if applied := s.DispatchedOffset(); phyOffset < 0 || phyOffset >= applied {
 		return nil, fmt.Errorf("%w: offset %d is not below the applied position %d", ErrOutOfRange, phyOffset, applied)
@@ -268,7 +269,7 @@ func (s *MessageStore) ReadAppliedMessage(phyOffset int64) (*storage.Slice, erro
 	}
 	sl, err := s.cl.readMessage(phyOffset)
 	if errors.Is(err, ErrCorruptMessage) {
-		return nil, fmt.Errorf("%w: no intact message starts at offset %d (%v)", ErrOutOfRange, phyOffset, err)
+		return nil, fmt.Errorf("no intact message starts at offset %d: %w", phyOffset, err)
 	}
 	return sl, err
 }

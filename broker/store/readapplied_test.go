@@ -16,10 +16,10 @@ import (
 
 // TestReadAppliedMessageForgedStart: bytes inside a message body that name
 // their own offset as PHYSICALOFFSET, as a stored message does, and fail
-// the message checks are bad input for ReadAppliedMessage (the offsets it
-// reads come from clients): ErrOutOfRange, not ErrCorruptMessage, and
-// nothing logged as damage. ReadMessage, which reads offsets the store
-// took from its own indexes, still reports such bytes as damage.
+// the message checks are refused by ReadAppliedMessage (the offsets it
+// reads come from clients) but not reported as damage: no log, no
+// CorruptEntryError naming the file. ReadMessage, which reads offsets the
+// store took from its own indexes, still reports such bytes as damage.
 func TestReadAppliedMessageForgedStart(t *testing.T) {
 	cfg := storeConfig(storage.OSFS(), t.TempDir())
 	core, logs := observer.New(zap.WarnLevel)
@@ -48,11 +48,12 @@ func TestReadAppliedMessageForgedStart(t *testing.T) {
 		t.Fatalf("message stored at %d, want %d", r.CommitLogOffset, probe.CommitLogOffset+size)
 	}
 
+	var ce *CorruptEntryError
 	_, err = s.ReadAppliedMessage(fake)
-	if !errors.Is(err, ErrOutOfRange) || errors.Is(err, ErrCorruptMessage) || !strings.Contains(err.Error(), "no intact message starts at offset") {
+	if !errors.Is(err, ErrCorruptMessage) || errors.As(err, &ce) || !strings.Contains(err.Error(), "no intact message starts at offset") {
 		t.Fatalf("ReadAppliedMessage at a forged start: %v", err)
 	}
-	if _, err := s.LookMessageByOffset(fake); !errors.Is(err, ErrOutOfRange) {
+	if _, err := s.LookMessageByOffset(fake); !errors.Is(err, ErrCorruptMessage) || errors.As(err, &ce) {
 		t.Fatalf("LookMessageByOffset at a forged start: %v", err)
 	}
 	if n := logs.Len(); n != 0 {
