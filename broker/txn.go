@@ -240,8 +240,10 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 func (c *Controller) decidedAnswer(tr transactionReplica, h *wire.EndTransactionRequestHeader, commit bool) *remoting.RemotingCommand {
 	c.txn.repeated.Inc()
 	if commit && tr.TxnDiscarded(h.CommitLogOffset) {
-		c.log.Warn("END_TRANSACTION commit refused: the half was discarded", zap.String("producerGroup", h.ProducerGroup),
-			zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID))
+		if ok, held := c.txnRefusedWarn.allow(); ok {
+			c.log.Warn("END_TRANSACTION commit refused: the half was discarded", zap.String("producerGroup", h.ProducerGroup),
+				zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID), zap.Int64("refusalsNotLogged", held))
+		}
 		return response(remoting.ResponseSystemError,
 			"the half message %s was discarded after transactionCheckMax (%d) check-backs without an answer: it is never delivered and cannot be committed",
 			h.MsgID, c.cfg.TransactionCheckMax)
@@ -270,13 +272,40 @@ func (c *Controller) lookHalf(conn *remoting.Conn, req *remoting.RemotingCommand
 			h.CommitLogOffset, g, h.ProducerGroup)
 	}
 	// The stored QUEUEOFFSET is not the half's (the FSM assigns it at
-	// apply), so the half queue says where it is; a unit retention already
-	// removed cannot be checked.
-	if qo, ok := queueOffsetOf(c.st.ConsumeQueues().Get(wire.TopicTransHalf, 0), h.CommitLogOffset); ok && qo != h.TranStateTableOffset {
+	// apply), so the half queue says where it is. Every half has a unit
+	// there before it is acknowledged: none where the queue still holds
+	// units means the bytes are not a stored half (a body can carry a
+	// valid-looking one); only a unit retention already removed cannot be
+	// checked.
+	cq := c.st.ConsumeQueues().Get(wire.TopicTransHalf, 0)
+	qo, ok := queueOffsetOf(cq, h.CommitLogOffset)
+	if !ok && !unitRetiredBelow(cq, h.CommitLogOffset) {
+		return nil, response(remoting.ResponseSystemError, "no half message at commitLogOffset %d: the half queue has no unit there",
+			h.CommitLogOffset)
+	}
+	if ok && qo != h.TranStateTableOffset {
 		return nil, response(remoting.ResponseSystemError, "the half message at commitLogOffset %d has tranStateTableOffset %d, not %d",
 			h.CommitLogOffset, qo, h.TranStateTableOffset)
 	}
 	return m, nil
+}
+
+// unitRetiredBelow reports whether retention may have removed cq's unit
+// for phy: phy lies before the first unit cq still holds.
+func unitRetiredBelow(cq *store.ConsumeQueue, phy int64) bool {
+	if cq == nil {
+		return false
+	}
+	for i := cq.MinOffset(); i < cq.MaxOffset(); i++ {
+		u, err := cq.Get(i)
+		if err != nil {
+			return false
+		}
+		if !u.IsBlank() {
+			return phy < u.PhyOffset
+		}
+	}
+	return false
 }
 
 // committedMessage is the real message of a committed half (RocketMQ
