@@ -342,8 +342,13 @@ func (m *MappedFile) AppendBytes(p []byte) (pos int, err error) {
 
 // Commit writes pending bytes to the file (buffered mode), making them
 // readable; Flush does it too. A failed write loses the pending bytes: the
-// caller must treat the file's tail as unknown.
+// caller must treat the file's tail as unknown. A closed file fails with
+// ErrFileClosed.
 func (m *MappedFile) Commit() error {
+	if !m.Retain() {
+		return fmt.Errorf("%w: commit %s", ErrFileClosed, m.path)
+	}
+	defer m.Release()
 	m.flushMu.Lock()
 	defer m.flushMu.Unlock()
 	return m.commitLocked()

@@ -763,3 +763,22 @@ func TestTruncateTailWaitsForInFlightCommit(t *testing.T) {
 		t.Fatal("the commit's bytes are back in the file past the truncation point")
 	}
 }
+
+// TestCommitAfterCloseFails: pending bytes a closed file can no longer
+// write are an error for the caller, not a silent success.
+func TestCommitAfterCloseFails(t *testing.T) {
+	mf, err := OpenMappedFile(osFS{}, filepath.Join(t.TempDir(), FileName(0)), 0, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf.SetBuffered(true)
+	if _, err := mf.AppendBytes([]byte("pending")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.Commit(); !errors.Is(err, ErrFileClosed) {
+		t.Fatalf("Commit after Close: %v, want ErrFileClosed", err)
+	}
+}
