@@ -32,19 +32,22 @@ func (g *Group) catchupLogStart() (uint64, int64, error) {
 	return g.logs.FirstPosition()
 }
 
-// catchupReadLog serves the log from pos, up to the end of the last
-// committed entry this member knows of: past it the log may hold entries
+// catchupReadLog serves the log from pos, up to the end of the last entry
+// this member applied (so committed): past it the log may hold entries
 // Raft truncates, and a reader never needs them (it fetches what lies
 // before its snapshot). pos comes from the request, so it is read only
 // where an entry starts: a position inside an entry (inside a message a
 // client wrote to look like a broken frame) is bad input, while damage
-// found at a real entry stops this member.
+// found at a real entry stops this member. The end comes from the last
+// entry's header alone, so that damage in its data is found by the read
+// (and stops the member) rather than refusing every read.
 func (g *Group) catchupReadLog(pos int64, n int) ([]byte, error) {
 	g.catchup.pace.served(time.Now())
-	end, err := g.logs.EndOf(g.raft.AppliedIndex())
+	last, h, err := g.logs.LocateHeader(g.raft.AppliedIndex())
 	if err != nil {
 		return nil, fmt.Errorf("%w: the end of the committed log is not known yet (%v); retry", raftlog.ErrLogMismatch, err)
 	}
+	end := last + int64(h.Size)
 	if pos < 0 || pos >= end {
 		return nil, fmt.Errorf("%w: position %d is not below the end of the committed log %d", raftlog.ErrLogMismatch, pos, end)
 	}
