@@ -8,12 +8,13 @@
 //
 // It runs only with RAFTMQ_ABUSE=1 (or RAFTMQ_ABUSE_FULL=1, RAFTMQ_LONG=1):
 // .ci/run runs it as a step of its own, so the README's test command stays
-// short (the suite builds raftmq without -race, which on a cold build cache
-// costs as much as the suite). The CI profile uses small counts and 5 s frame-read and write timeouts
-// (not the broker's 10 s) and reports the p99 ratio without asserting it
-// (its few probe sends share the cores with the rest of CI);
-// RAFTMQ_ABUSE_FULL=1 runs the full counts (2,000 half frames, 10,000 held
-// pulls, …) with the broker's default limits and asserts it. Figures are in BENCHMARKS.md with their command.
+// short (the suite also builds raftmq without -race). The CI profile uses
+// small counts and 5 s frame-read and write timeouts (not the broker's
+// 10 s) and reports the p99 ratio without asserting it (its few probe sends
+// share the cores with the rest of CI); RAFTMQ_ABUSE_FULL=1 runs the full
+// counts (2,000 half frames, 10,000 held pulls, …) with the broker's
+// default limits and asserts it. Figures are in BENCHMARKS.md with their
+// command.
 //
 // # Files
 //

@@ -631,7 +631,7 @@ func pullExt(group, topic string, queueID int, offset int64, suspend time.Durati
 // everything acknowledged and prints the report.
 func TestAbuseSuite(t *testing.T) {
 	if os.Getenv("RAFTMQ_ABUSE") != "1" && os.Getenv("RAFTMQ_ABUSE_FULL") != "1" && os.Getenv("RAFTMQ_LONG") != "1" {
-		t.Skip("the abuse suite (builds raftmq, then about 40 s): RAFTMQ_ABUSE=1 go test -race ./abuse/, as .ci/run does")
+		t.Skip("the abuse suite (builds raftmq, then attacks a real-process cluster): RAFTMQ_ABUSE=1 go test -race ./abuse/, as .ci/run does")
 	}
 	e := startEnv(t)
 	var extra []ack
