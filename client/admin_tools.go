@@ -111,9 +111,29 @@ func (a *Admin) ClusterMasters(ctx context.Context, cluster string) (map[string]
 // (UNIQ_KEY, the MsgID applications log) is id, through the brokers'
 // index (QUERY_MESSAGE on topic#UNIQ_KEY). ErrMessageNotFound when none.
 func (a *Admin) QueryMessageByUniqueKey(ctx context.Context, topic, id string) ([]*MessageExt, error) {
+	return a.queryUniqueKey(ctx, nil, topic, id)
+}
+
+// QueryMessageByUniqueKeyOn is QueryMessageByUniqueKey asking only those
+// of topic's broker groups that are in groups (ClusterGroups of one
+// cluster, as RocketMQ's MQAdminImpl asks only its cluster's brokers:
+// mqadmin queryMsgById -c).
+func (a *Admin) QueryMessageByUniqueKeyOn(ctx context.Context, groups []string, topic, id string) ([]*MessageExt, error) {
+	if groups == nil {
+		groups = []string{}
+	}
+	return a.queryUniqueKey(ctx, groups, topic, id)
+}
+
+// queryUniqueKey looks id up in topic's groups, only those in groups
+// unless groups is nil.
+func (a *Admin) queryUniqueKey(ctx context.Context, groups []string, topic, id string) ([]*MessageExt, error) {
 	names, err := a.routeGroups(ctx, topic)
 	if err != nil {
 		return nil, err
+	}
+	if groups != nil {
+		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(groups, n) })
 	}
 	h := wire.QueryMessageRequestHeader{Topic: topic, Key: id, MaxNum: 32, EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}
 	out, err := a.queryIndex(ctx, names, h, true, func(m *MessageExt) bool { return m.MsgID == id })

@@ -193,10 +193,7 @@ func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (msgLo
 		if err != nil {
 			return msgLookups{}, err
 		}
-		scope.groups = map[string]bool{}
-		for _, n := range names {
-			scope.groups[n] = true
-		}
+		scope.groups = append([]string{}, names...) // non-nil: filter even when empty
 	}
 	res := msgLookups{list: len(ids) > 1}
 	var errs []error
@@ -220,8 +217,8 @@ func runQueryMsgByID(ctx context.Context, s *adminSession, in flagValues) (msgLo
 // clusterName). Its lists are read once for all of -i's ids.
 type msgSearch struct {
 	topic, cluster string
-	topics         []string        // nil until first needed
-	groups         map[string]bool // -c's broker groups; nil without -c
+	topics         []string // nil until first needed
+	groups         []string // -c's broker groups; nil without -c
 }
 
 // queryMsgByID finds the message of one id (findMsgByID) and prints it,
@@ -275,48 +272,20 @@ func (s *adminSession) findMsgByID(ctx context.Context, scope *msgSearch, id str
 }
 
 // uniqueKeyMsg finds topic's message whose client msgId is id, on every
-// broker group of the topic's route or, with -c, on those of that
-// cluster only, asked as QueryMessageByUniqueKey asks them (QUERY_MESSAGE
-// on the key, to each group's leader) but for the _UNIQUE_KEY_QUERY mark,
-// which raftmq's brokers do not read. ErrMessageNotFound when none has
-// it.
+// broker group of the topic's route or, with -c, on that cluster's only.
+// ErrMessageNotFound when none has it.
 func (s *adminSession) uniqueKeyMsg(ctx context.Context, scope *msgSearch, topic, id string) (*client.MessageExt, error) {
+	var msgs []*client.MessageExt
+	var err error
 	if scope.groups == nil {
-		msgs, err := s.a.QueryMessageByUniqueKey(ctx, topic, id)
-		if err != nil {
-			return nil, err
-		}
-		return msgs[0], nil
+		msgs, err = s.a.QueryMessageByUniqueKey(ctx, topic, id)
+	} else {
+		msgs, err = s.a.QueryMessageByUniqueKeyOn(ctx, scope.groups, topic, id)
 	}
-	names, err := s.a.RouteGroups(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	h := &wire.QueryMessageRequestHeader{Topic: topic, Key: id, MaxNum: 32, EndTimestamp: time.Now().Add(time.Hour).UnixMilli()}
-	for _, name := range names {
-		if !scope.groups[name] {
-			continue
-		}
-		resp, _, err := s.a.LeaderRequest(ctx, name, remoting.RequestQueryMessage, h, nil)
-		var be *client.BrokerError
-		if errors.As(err, &be) && be.Code == remoting.ResponseQueryNotFound {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		msgs, err := client.DecodeMessages(resp.Body)
-		if err != nil && len(msgs) == 0 {
-			return nil, fmt.Errorf("query message answer of %s: %w", name, err)
-		}
-		// The index is by hash: keep the exact match only.
-		for _, m := range msgs {
-			if m.Topic == topic && m.MsgID == id {
-				return m, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("%w: topic %s unique key %s in cluster %s", client.ErrMessageNotFound, topic, id, scope.cluster)
+	return msgs[0], nil
 }
 
 // isBrokerMsgID reports whether id decodes as an offset msgId naming a
