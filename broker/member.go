@@ -403,8 +403,24 @@ func (g *Group) RemoveMember(ctx context.Context, id string, force bool) (*Membe
 // checkQuorumWithout refuses a removal that leaves fewer answering voters
 // than a quorum of the voters left. A voter answers when it acknowledged
 // anything (heartbeats too) within three heartbeat timeouts, at least 1 s.
+// Only a leader hears those answers, so one that took office moments ago
+// (an election, a preferred-leader transfer) has not heard from every
+// voter yet: a shortfall is checked again until one such window has
+// passed, and only then refused.
 func (g *Group) checkQuorumWithout(conf raft.Configuration, id string) error {
 	fresh := max(3*g.cfg.Raft.HeartbeatTimeout, time.Second)
+	deadline := time.Now().Add(fresh)
+	for {
+		err := g.quorumWithout(conf, id, fresh)
+		if err == nil || !time.Now().Before(deadline) {
+			return err
+		}
+		time.Sleep(max(min(g.cfg.Raft.HeartbeatTimeout/4, 50*time.Millisecond), time.Millisecond))
+	}
+}
+
+// quorumWithout is one pass of checkQuorumWithout.
+func (g *Group) quorumWithout(conf raft.Configuration, id string, fresh time.Duration) error {
 	var left, answering []string
 	for _, s := range conf.Servers {
 		if s.Suffrage != raft.Voter || string(s.ID) == id {
