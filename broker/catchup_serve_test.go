@@ -11,7 +11,6 @@ import (
 
 	"github.com/raftmq/raftmq/raftlog"
 	"github.com/raftmq/raftmq/remoting"
-	"github.com/raftmq/raftmq/wire"
 )
 
 // TestCatchupReadForgedPosition: CATCHUP_READ names a log position, and a
@@ -36,20 +35,13 @@ func TestCatchupReadForgedPosition(t *testing.T) {
 	}
 	body := append([]byte("forged:"), fake(raftlog.BlankMagic)...)
 	body = append(body, fake(raftlog.FrameMagic)...)
-	r := pc.call(addr, remoting.RequestSendMessage, sendExt("FORGE", 0, ""), body)
-	if r.Code != remoting.ResponseSuccess {
-		t.Fatalf("send: %d %s", r.Code, r.Remark)
-	}
-	id, err := wire.ParseMessageID(r.ExtFields["msgId"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(id.Offset, 10)}, nil)
+	off := pc.sendAt(addr, "FORGE", body)
+	view := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
 	at := bytes.Index(view.Body, body)
 	if view.Code != remoting.ResponseSuccess || at < 0 {
-		t.Fatalf("view at %d: code %d remark %q", id.Offset, view.Code, view.Remark)
+		t.Fatalf("view at %d: code %d remark %q", off, view.Code, view.Remark)
 	}
-	bodyPos := id.Offset + int64(at)
+	bodyPos := off + int64(at)
 	for _, pos := range []int64{bodyPos + 7, bodyPos + 7 + 64} {
 		resp := pc.call(addr, remoting.RequestCatchupRead, map[string]string{"op": "log", "pos": strconv.FormatInt(pos, 10), "n": "1048576"}, nil)
 		if resp.Code != remoting.ResponseSystemError || len(resp.Body) != 0 || !strings.Contains(resp.Remark, "not an entry boundary") {

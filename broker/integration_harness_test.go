@@ -125,6 +125,21 @@ func startFakeProc(t *testing.T, mutate func(*BrokerConfig)) (*procCluster, *fak
 	return tc, rep
 }
 
+// sendAt sends body to topic's queue 0 at addr and returns the stored
+// message's physical offset (from its offset msgId).
+func (tc *procCluster) sendAt(addr, topic string, body []byte) int64 {
+	tc.t.Helper()
+	r := tc.call(addr, remoting.RequestSendMessage, sendExt(topic, 0, ""), body)
+	if r.Code != remoting.ResponseSuccess {
+		tc.t.Fatalf("send to %s: %d %s", topic, r.Code, r.Remark)
+	}
+	id, err := wire.ParseMessageID(r.ExtFields["msgId"])
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return id.Offset
+}
+
 // call sends a request to a node and returns the response.
 func (tc *procCluster) call(addr string, code int16, ext map[string]string, body []byte) *remoting.RemotingCommand {
 	tc.t.Helper()

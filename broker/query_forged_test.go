@@ -21,18 +21,7 @@ func TestViewForgedMessageStart(t *testing.T) {
 	pc, _ := startFakeProc(t, nil)
 	addr := pc.nodes[0].Addr()
 	pc.createTopic(addr, "FORGE", 1)
-	send := func(body []byte) int64 {
-		t.Helper()
-		r := pc.call(addr, remoting.RequestSendMessage, sendExt("FORGE", 0, ""), body)
-		if r.Code != remoting.ResponseSuccess {
-			t.Fatalf("send: %d %s", r.Code, r.Remark)
-		}
-		id, err := wire.ParseMessageID(r.ExtFields["msgId"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id.Offset
-	}
+	send := func(body []byte) int64 { return pc.sendAt(addr, "FORGE", body) }
 	view := func(off int64) *remoting.RemotingCommand {
 		return pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
 	}
