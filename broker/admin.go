@@ -111,6 +111,9 @@ func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.Remot
 	if r := refuseOwnTopic("deleted", h.Topic); r != nil {
 		return r
 	}
+	if !c.rep.IsLeader() {
+		return c.notLeader() // before the pending commits are dropped
+	}
 	c.offsets.drop("", h.Topic)
 	if r := c.replicate(ctx, "delete topic", func(wctx context.Context) error { return c.rep.DeleteTopic(wctx, h.Topic) }); r != nil {
 		return r
@@ -205,6 +208,9 @@ func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *re
 	var h wire.DeleteSubscriptionGroupRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
+	}
+	if !c.rep.IsLeader() {
+		return c.notLeader() // before the pending commits are dropped
 	}
 	if h.CleanOffset {
 		// Flushed after the delete, pending commits would bring the

@@ -32,12 +32,13 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 	if r := checkGroup(h.Group); r != nil {
 		return r
 	}
+	if !c.rep.IsLeader() {
+		// A follower may not have applied the topic yet.
+		return c.notLeader()
+	}
 	tc, ok := c.rep.State().Topic(h.Topic)
 	if !ok {
 		return response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName)
-	}
-	if !c.rep.IsLeader() {
-		return c.notLeader()
 	}
 	// As RocketMQ (SUBSCRIPTION_GROUP_NOT_EXIST in its server-side reset,
 	// "consumer group not exist" in Broker2Client's): a group the broker

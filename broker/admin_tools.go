@@ -355,6 +355,12 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 	if r := checkGroup(h.DestGroup); r != nil {
 		return r
 	}
+	if !c.rep.IsLeader() {
+		// The skips and the copy are decided on the state and offsets a
+		// follower may not have applied yet; nothing to copy must not
+		// answer success from a member that cannot write.
+		return c.notLeader()
+	}
 	offsets := c.groupOffsets(h.SrcGroup)
 	if h.Topic != "" {
 		// The named topic is checked whether or not the group has offsets

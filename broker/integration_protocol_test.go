@@ -67,7 +67,10 @@ func TestBadRequests(t *testing.T) {
 // queue it does not know there too: it may not have applied the creation
 // yet (one restarted moments ago replays its log), and TOPIC_NOT_EXIST
 // would make clients back off for seconds. It still serves the topics it
-// knows.
+// knows. The admin writes that decide on the state (clone and reset
+// offsets) refuse before reading it: a follower's lagging state made
+// cloneGroupOffset answer success with nothing cloned, and a reset
+// answer TOPIC_NOT_EXIST, where the leader would have done the write.
 func TestNotLeaderAnswer(t *testing.T) {
 	tc, rep := startFakeProc(t, nil)
 	addr := tc.nodes[0].Addr()
@@ -82,6 +85,14 @@ func TestNotLeaderAnswer(t *testing.T) {
 		{"send", remoting.RequestSendMessage, sendExt("T1", 0, ""), []byte("x")},
 		{"pull of an unknown topic", remoting.RequestPullMessage, pullExt("G", "NotYetApplied", 0, 0, 0), nil},
 		{"pull of an unknown queue", remoting.RequestPullMessage, pullExt("G", "T1", 5, 0, 0), nil},
+		{"clone of a topic not applied yet", remoting.RequestCloneGroupOffset,
+			map[string]string{"srcGroup": "S", "destGroup": "D", "topic": "NotYetApplied", "offline": "true"}, nil},
+		{"clone of a group without offsets here", remoting.RequestCloneGroupOffset,
+			map[string]string{"srcGroup": "S", "destGroup": "D", "offline": "true"}, nil},
+		{"reset of a topic not applied yet", remoting.RequestInvokeBrokerToResetOffset,
+			map[string]string{"topic": "NotYetApplied", "group": "G", "timestamp": "0", "isForce": "true"}, nil},
+		{"delete topic", remoting.RequestDeleteTopicInBroker, map[string]string{"topic": "T1"}, nil},
+		{"delete group with its offsets", remoting.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "G", "cleanOffset": "true"}, nil},
 	} {
 		resp := tc.call(addr, c.code, c.ext, c.body)
 		if resp.Code != remoting.ResponseServiceNotAvailable || resp.ExtFields[wire.ExtLeaderAddr] != "127.0.0.1:1" ||
