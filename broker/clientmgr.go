@@ -106,8 +106,9 @@ func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clien
 
 // compileSub compiles a heartbeat's SQL92 subscription, reusing the
 // previous heartbeat's result for the same text (so a bad expression is
-// logged once, not on every heartbeat). The heartbeat succeeds either way:
-// pulls of a subscription that does not compile answer
+// logged once, not on every heartbeat; a client changing the text on
+// every heartbeat gets its warnings rate-limited). The heartbeat succeeds
+// either way: pulls of a subscription that does not compile answer
 // FILTER_DATA_NOT_EXIST with the reason.
 func (m *clientManager) compileSub(group string, s *wire.SubscriptionData, prev *sqlSub) *sqlSub {
 	if prev != nil && prev.src == s.SubString {
@@ -120,8 +121,11 @@ func (m *clientManager) compileSub(group string, s *wire.SubscriptionData, prev 
 		sub.expr, sub.err = m.c.filters.Compile(s.SubString)
 	}
 	if sub.err != nil {
-		m.c.log.Warn("consumer group subscribes with a SQL92 expression this broker cannot use; its pulls will fail",
-			zap.String("group", group), zap.String("topic", s.Topic), zap.String("expression", s.SubString), zap.Error(sub.err))
+		if ok, held := m.c.sqlWarn.allow(); ok {
+			m.c.log.Warn("consumer group subscribes with a SQL92 expression this broker cannot use; its pulls will fail",
+				zap.String("group", group), zap.String("topic", s.Topic), zap.String("expression", s.SubString), zap.Error(sub.err),
+				zap.Int64("sqlWarningsNotLogged", held))
+		}
 	}
 	return sub
 }

@@ -95,9 +95,10 @@ type Controller struct {
 	// coalesces concurrent ones of one topic (limits.go).
 	autoCreate   autoCreateLimiter
 	autoCreating singleflight.Group
-	// txnRefusedWarn and replyWarn bound the warnings a client's
-	// END_TRANSACTIONs and replies can trigger (limits.go).
-	txnRefusedWarn, replyWarn warnLimiter
+	// txnRefusedWarn, replyWarn and sqlWarn bound the warnings a
+	// client's END_TRANSACTIONs, replies and SQL92 subscriptions can
+	// trigger (limits.go).
+	txnRefusedWarn, replyWarn, sqlWarn warnLimiter
 }
 
 // New builds a controller over a started Replica. Nothing listens until

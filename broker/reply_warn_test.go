@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,11 +18,18 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// TestReplyWarningsBounded: replies for a requester that is not connected
-// are each refused with the reason, but logged at most once per
-// warnInterval, the next line counting the ones held back: a client
-// cannot flood the broker's log.
-func TestReplyWarningsBounded(t *testing.T) {
+// warnBroker is a broker over a fake replica whose warnings the test
+// observes and whose warnLimiters read the test's clock, which stands
+// still unless the test moves it.
+type warnBroker struct {
+	c     *Controller
+	pc    *procCluster
+	logs  *observer.ObservedLogs
+	clock atomic.Int64 // unix ns
+}
+
+func startWarnBroker(t *testing.T) *warnBroker {
+	t.Helper()
 	_, nsAddr := startProcNameServer(t)
 	port := testutil.FreePort(t)
 	cfg := testBrokerConfig(t, nsAddr, port)
@@ -30,9 +39,10 @@ func TestReplyWarningsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var clock atomic.Int64 // unix ns; stands still unless the test moves it
-	clock.Store(time.Unix(1_800_000_000, 0).UnixNano())
-	c.replyWarn.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	w := &warnBroker{c: c, logs: logs}
+	w.clock.Store(time.Unix(1_800_000_000, 0).UnixNano())
+	now := func() time.Time { return time.Unix(0, w.clock.Load()) }
+	c.txnRefusedWarn.now, c.replyWarn.now, c.sqlWarn.now = now, now, now
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -43,27 +53,61 @@ func TestReplyWarningsBounded(t *testing.T) {
 		defer cancel()
 		_ = c.Shutdown(ctx)
 	})
-	pc := &procCluster{t: t, client: client}
-	reply := func() {
+	w.pc = &procCluster{t: t, client: client}
+	return w
+}
+
+// checkBounded checks that n triggers at one instant logged msg once, and
+// that one more after warnInterval logs it again counting the n-1 held
+// back in its heldKey field.
+func (w *warnBroker) checkBounded(t *testing.T, msg, heldKey string, n int, trigger func()) {
+	t.Helper()
+	for range n {
+		trigger()
+	}
+	if got := w.logs.FilterMessage(msg).Len(); got != 1 {
+		t.Fatalf("%d warnings %q for %d triggers at one instant, want 1", got, msg, n)
+	}
+	w.clock.Add(int64(warnInterval))
+	trigger()
+	all := w.logs.FilterMessage(msg).All()
+	if len(all) != 2 || all[1].ContextMap()[heldKey] != int64(n-1) {
+		t.Fatalf("after warnInterval: %d warnings, last %v; want 2, the last counting %d held back", len(all), all[len(all)-1].ContextMap(), n-1)
+	}
+}
+
+// TestReplyWarningsBounded: replies for a requester that is not connected
+// are each refused with the reason, but logged at most once per
+// warnInterval, the next line counting the ones held back: a client
+// cannot flood the broker's log.
+func TestReplyWarningsBounded(t *testing.T) {
+	w := startWarnBroker(t)
+	w.checkBounded(t, "reply for a client not connected here", "replyWarningsNotLogged", 20, func() {
 		t.Helper()
 		props := wire.EncodeProperties(map[string]string{wire.PropertyReplyToClient: "nobody@here", wire.PropertyMessageType: wire.ReplyMessageFlag})
-		r := pc.call(c.Addr(), remoting.RequestSendReplyMessage, sendExt(c.replyTopic(), 0, props), []byte("reply"))
+		r := w.pc.call(w.c.Addr(), remoting.RequestSendReplyMessage, sendExt(w.c.replyTopic(), 0, props), []byte("reply"))
 		if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "not found") {
 			t.Fatalf("reply to a requester not connected: code %d remark %q", r.Code, r.Remark)
 		}
-	}
-	const n = 20
-	for range n {
-		reply()
-	}
-	warned := logs.FilterMessage("reply for a client not connected here")
-	if warned.Len() != 1 {
-		t.Fatalf("%d warnings for %d replies at one instant, want 1", warned.Len(), n)
-	}
-	clock.Add(int64(warnInterval))
-	reply()
-	all := logs.FilterMessage("reply for a client not connected here").All()
-	if len(all) != 2 || all[1].ContextMap()["replyWarningsNotLogged"] != int64(n-1) {
-		t.Fatalf("after warnInterval: %d warnings, last %v; want 2, the last counting %d held back", len(all), all[len(all)-1].ContextMap(), n-1)
-	}
+	})
+}
+
+// TestSQLWarningsBounded: a bad SQL92 subscription is warned once per
+// expression text, and a client that changes the text on every heartbeat
+// gets at most one warning per warnInterval.
+func TestSQLWarningsBounded(t *testing.T) {
+	w := startWarnBroker(t)
+	i := 0
+	w.checkBounded(t, "consumer group subscribes with a SQL92 expression this broker cannot use; its pulls will fail",
+		"sqlWarningsNotLogged", 20, func() {
+			t.Helper()
+			i++
+			hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@sql", ConsumerDataSet: []wire.HeartbeatConsumerData{{
+				GroupName: "SQLG", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+				SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "SQLT", SubString: fmt.Sprintf("a%d >", i), ExpressionType: "SQL92", SubVersion: int64(i)}},
+			}}})
+			if r := w.pc.call(w.c.Addr(), remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
+				t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+			}
+		})
 }
