@@ -22,10 +22,10 @@ var ErrKVLimit = errors.New("namesrv: KV config limit")
 var ErrAlreadyStarted = errors.New("namesrv: already started")
 
 // ErrRegistrationIgnored is returned by RegisterBroker for a registration
-// it ignored as RocketMQ does, which is still answered SUCCESS: a stale
-// one (another address holds the brokerId with a newer state version), or
-// one read from a connection that closed after the broker registered
-// through another.
+// it ignored, which is still answered SUCCESS: a stale one (another
+// address holds the brokerId with a newer state version, as RocketMQ
+// ignores it), or one read from a connection that has closed since (its
+// close's removal would not undo it).
 var ErrRegistrationIgnored = errors.New("namesrv: registration ignored")
 
 // ErrBrokerNameInOtherCluster is wrapped when a broker registers under a

@@ -130,29 +130,32 @@ type RegisterBrokerResult struct {
 // this is its first registration, its topics' queue data. It returns
 // ErrRegistrationIgnored when the registration was ignored because another
 // address holds the same brokerId with a newer state version, or because it
-// was read from a connection that has since closed while the broker is now
-// registered through another one (RocketMQ still answers SUCCESS), and an
+// was read from a connection that has since closed (RocketMQ answers
+// SUCCESS to the first and binds the second), and an
 // error wrapping ErrBrokerNameInOtherCluster when another cluster's group
 // holds the brokerName (RocketMQ accepts it and mixes the groups).
 func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBrokerResult, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 
-	// A broker's connection closes, it registers again over a new one, and
-	// only then is a registration read from the old one processed: binding
-	// the broker back to the closed connection would let the removal queued
-	// for that connection drop it. RocketMQ binds it and drops it; the
-	// broker is unrouted until its next registration. One processed before
-	// its connection's close is seen still binds: the broker's second
-	// registration a second after reconnecting covers that.
+	// A registration read from a connection that has closed since is
+	// ignored: the close removes only what was bound to the connection
+	// when the close was seen. Bound later, a broker that registered again
+	// over a new connection meanwhile would be dropped by the queued
+	// removal (RocketMQ binds it and drops it), and a broker that shut
+	// down with a registration in flight, processed after its close's
+	// removal ran, would stay routed with no close left to remove it until
+	// it expires (brokerChannelExpiredTime). A live broker's client sees
+	// the same close and registers again over a new connection; this
+	// answer cannot reach it anyway. One processed before the close is
+	// seen still binds and goes with the close's removal: the broker's
+	// second registration a second after reconnecting covers that.
 	key := brokerAddrInfo{a.Cluster, a.BrokerAddr}
 	if a.Channel != nil && a.Channel.Closed() {
-		if l := r.brokerLiveTable[key]; l != nil && l.channel != a.Channel {
-			r.log.Info("registration from a closed connection; the broker registered since through another; ignored",
-				zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
-				zap.Int64("brokerId", a.BrokerID), zap.String("addr", a.BrokerAddr))
-			return res, ErrRegistrationIgnored
-		}
+		r.log.Info("registration read from a connection closed since; ignored",
+			zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
+			zap.Int64("brokerId", a.BrokerID), zap.String("addr", a.BrokerAddr))
+		return res, ErrRegistrationIgnored
 	}
 
 	// One brokerName, one group: RocketMQ lets a second cluster's group of

@@ -345,6 +345,45 @@ func TestRouteInfoManager(t *testing.T) {
 			},
 		},
 		{
+			// A broker shutting down with a registration in flight: its
+			// connection's close removes it, and only then is that
+			// registration processed. It must not route the broker again,
+			// bound to a connection whose close has been handled, until
+			// it expires.
+			name: "registration from a closed connection after its removal routes nothing",
+			steps: []routeStep{
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					gone, live := &fakeChannel{name: "gone"}, &fakeChannel{name: "live"}
+					a := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6)))
+					a.Channel = gone
+					mustRegister(a)(t, r, clk)
+					s := reg(c1, "b1", 2, "a:2", topics(1, tc("T", 4, 4, 6)))
+					s.Channel = live
+					mustRegister(s)(t, r, clk)
+					_ = gone.Close()
+					var batch []unregistration
+					for _, q := range r.UnregisterRequestsForChannel(gone) {
+						batch = append(batch, unregistration{req: q, via: gone})
+					}
+					r.unregister(batch)
+					late := reg(c1, "b1", 1, "a:1", topics(1, tc("T", 4, 4, 6)))
+					late.Channel = gone
+					if _, err := r.RegisterBroker(late); !errors.Is(err, ErrRegistrationIgnored) {
+						t.Errorf("registration from the closed connection after its removal: %v, want ErrRegistrationIgnored", err)
+					}
+				}},
+				{check: wantAddrs("b1", map[int64]string{2: "a:2"})},
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					// Nor is a:1 live, waiting for the expiry scan.
+					clk.advance(time.Hour)
+					mustRegister(reg(c1, "b1", 2, "a:2", topics(1, tc("T", 4, 4, 6))))(t, r, clk)
+					if chans := r.ScanNotActiveBrokers(); len(chans) != 0 {
+						t.Errorf("the expiry scan found the late registration live: %v", chans)
+					}
+				}},
+			},
+		},
+		{
 			name: "channel close finds the broker registered through it",
 			steps: []routeStep{
 				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
