@@ -104,6 +104,7 @@ func testFastElection(t *testing.T, tune func(*GroupConfig)) {
 // leader cut off while its process runs): no fast election; the group
 // waits for the heartbeat timeout.
 func TestNoFastElectionWhileLeaderListens(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{disk: true, tune: slowHeartbeats})
 	old := c.leader()
 	start := time.Now()
@@ -130,6 +131,7 @@ func TestNoFastElectionWhileLeaderListens(t *testing.T) {
 // put in place as the member's observer records one; the next survivor,
 // having seen none, campaigns in its turn and leads.
 func TestFastElectionFirstSurvivorHonoursGrantedVote(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{disk: true, tune: slowHeartbeats})
 	c.createTopic("T", 2)
 	c.sendSeq(0, 128)

@@ -95,6 +95,7 @@ func TestSnapshotBySize(t *testing.T) {
 // snapshot can succeed again in this process: its size-triggered snapshot loop returns instead of
 // waking to try, while the members left keep theirs.
 func TestSnapshotBySizeStopsOnRemoval(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{sync: true, disk: true, tune: func(g *GroupConfig) { g.SnapshotBytes = 256 << 10 }})
 	l := c.leader()
 	gone := c.nodes[c.followerOf(l)]

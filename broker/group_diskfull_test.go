@@ -35,6 +35,7 @@ func (f *usageFS) DiskUsage(string) (used, total uint64, err error) {
 // a follower with room; writes go on there. When space comes back the old
 // leader's guard lifts within the short recheck.
 func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{prodTimings: true, tune: func(cfg *GroupConfig) {
 		cfg.Store.CleanResourceInterval = 100 * time.Millisecond // notice the usage quickly
 	}})

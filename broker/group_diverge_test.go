@@ -105,6 +105,7 @@ func checkSameUnits(t *testing.T, c *testCluster, queues int32) {
 // the entry until they succeed: it never skips a unit, so once the fault
 // clears every member holds the same units and the same CommitLog bytes.
 func TestGroupApplyRetryKeepsOffsetsIdentical(t *testing.T) {
+	t.Parallel()
 	c, fss := divergeCluster(t, time.Minute)
 	var acks []ack
 	for k := range 10 {
@@ -143,6 +144,7 @@ func TestGroupApplyRetryKeepsOffsetsIdentical(t *testing.T) {
 // acknowledging. After the fault is fixed and the member restarted it
 // re-applies from its last snapshot and ends with the same units and bytes.
 func TestGroupApplyStopsOnPersistentFailure(t *testing.T) {
+	t.Parallel()
 	c, fss := divergeCluster(t, 100*time.Millisecond)
 	var acks []ack
 	for k := range 10 {
@@ -209,6 +211,7 @@ func TestGroupApplyStopsOnPersistentFailure(t *testing.T) {
 // producer's retry (idempotent) lands on the new leader, and after a
 // restart the old leader holds the same units and bytes as the others.
 func TestGroupApplyStoppedLeaderStepsDown(t *testing.T) {
+	t.Parallel()
 	c, fss := divergeCluster(t, 100*time.Millisecond)
 	var acks []ack
 	for k := range 10 {

@@ -125,6 +125,7 @@ func TestGroupLeaderKillMidStream(t *testing.T) {
 }
 
 func TestGroupPartitionedLeaderAcknowledgesNothing(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{prodTimings: true, disk: true, sync: true})
 	c.createTopic("T", 2)
 	old := c.leader()
@@ -333,6 +334,7 @@ func TestGroupDedupAndTables(t *testing.T) {
 }
 
 func TestGroupPreferredLeaderReturns(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, tune: func(g *GroupConfig) {
 		g.Raft.PreferredLeaderID = "n2"
 		g.PreferredLeaderCheckInterval = 100 * time.Millisecond
@@ -358,6 +360,7 @@ func TestGroupPreferredLeaderReturns(t *testing.T) {
 // would hold every write for an election timeout), and it hands leadership
 // over once the member is back and caught up.
 func TestGroupPreferredLeaderWaitsWhileDown(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, tune: func(g *GroupConfig) {
 		g.Raft.PreferredLeaderID = "n2"
 		g.PreferredLeaderCheckInterval = 20 * time.Millisecond

@@ -208,6 +208,7 @@ func TestGossipLeaderCrash(t *testing.T) {
 // machine; a registration held behind the broadcast comes UpdateTimeout
 // late).
 func TestGossipNewLeaderRoutedWithoutWaitingForBroadcast(t *testing.T) {
+	t.Parallel()
 	pc := startGossipCluster(t, func(c *BrokerConfig) {
 		c.Gossip.RetransmitMult = 100
 		c.Gossip.GossipInterval = time.Second

@@ -131,6 +131,7 @@ func TestJoinCheckDespiteSilentPeers(t *testing.T) {
 // With nothing answering, the check gives up at its bound and the member
 // bootstraps.
 func TestJoinCheckBoundWhenNothingAnswers(t *testing.T) {
+	t.Parallel()
 	cl := remoting.NewClient(remoting.DefaultClientConfig(), nil)
 	defer cl.Close()
 	ns := fakeNameServerRouting(t, "b", map[int64]string{0: hungAddr(t), 1: hungAddr(t)})

@@ -203,6 +203,7 @@ func decodeConf(l raft.Log) any {
 // members holding only their bootstrap entry; the group elects and
 // serves on dLegerPeers' configuration.
 func TestWipedGroupBootstraps(t *testing.T) {
+	t.Parallel()
 	pc := startDiskCluster(t, nil)
 	acks := map[string]PutResult{}
 	createT(t, pc)

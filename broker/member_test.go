@@ -260,6 +260,7 @@ func testMembershipReplace(t *testing.T, o clusterOpts) {
 // would leave the group without a quorum; it is refused unless forced,
 // and removing the leader moves leadership first.
 func TestGroupMembershipQuorumGuard(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{prodTimings: true})
 	l := c.leader()
 	var fs []int

@@ -40,6 +40,7 @@ func TestCreateTopicAnsweredAfterRegistration(t *testing.T) {
 // ask with a shorter timeout (the SDK 3 s, mqadmin 5 s) and would report a
 // failure for a topic that was created.
 func TestCreateTopicAnsweredWithAHungNameServer(t *testing.T) {
+	t.Parallel()
 	hung, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

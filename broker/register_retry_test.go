@@ -58,6 +58,7 @@ func TestRegisterAgainWhenNameServerConnectionCloses(t *testing.T) {
 // was not up yet, or it timed out under load) is tried again with back-off,
 // not a registerNameServerPeriod later.
 func TestRegisterRetriedAfterFailedRound(t *testing.T) {
+	t.Parallel()
 	nsPort := testutil.FreePort(t)
 	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
 		c.NamesrvAddr = "127.0.0.1:" + strconv.Itoa(nsPort)
@@ -79,6 +80,7 @@ func TestRegisterRetriedAfterFailedRound(t *testing.T) {
 // name server that closes meanwhile (it dropped this member) still
 // registers again at once, not when that back-off ends.
 func TestRegisterAgainWhileAnotherNameServerIsDown(t *testing.T) {
+	t.Parallel()
 	down := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	tc, _ := startFakeProc(t, func(c *BrokerConfig) {
 		c.NamesrvAddr += ";" + down
@@ -204,6 +206,7 @@ func startRegisteredWithLateRemoval(t *testing.T) (*lateRemovalNameServer, strin
 // the broker made at once over a new connection (RocketMQ's does); the
 // broker registers once more a little later and ends registered.
 func TestRegisterAgainOutlastsALateRemoval(t *testing.T) {
+	t.Parallel()
 	f, nsAddr, c := startRegisteredWithLateRemoval(t)
 	c.regClient.CloseConn(nsAddr)
 	testutil.WaitFor(t, 5*time.Second, "the late removal undid the registration made at once", func() bool {
@@ -250,6 +253,7 @@ func TestRegistrationOutlivesOtherNameServerCalls(t *testing.T) {
 // leaving the member out of the route that long after the name server is
 // back (the operator's upgrade of the name servers, docs/operations.md).
 func TestRegisterRetryBackOffCountsOnlyRetries(t *testing.T) {
+	t.Parallel()
 	nsPort := testutil.FreePort(t)
 	ns1, _ := startProcNameServerWith(t, func(cfg *namesrv.Config) { cfg.ListenPort = nsPort })
 	tc, _ := startFakeProc(t, func(c *BrokerConfig) {

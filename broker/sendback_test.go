@@ -229,6 +229,7 @@ func TestSendBackRefusesUndelivered(t *testing.T) {
 // refused, and a leader that lost its quorum answers an error, not
 // SUCCESS, for the copy it cannot commit.
 func TestSendBackAnswersErrorUnlessStored(t *testing.T) {
+	t.Parallel()
 	pc := startRealCluster(t, func(cfg *BrokerConfig) { cfg.ApplyTimeout = time.Second })
 	l := pc.createTopicOnLeader("SBE", 1)
 	leader := pc.nodes[l].Addr()

@@ -114,6 +114,7 @@ func TestTimerSendChecks(t *testing.T) {
 // leader killed while they fire: every one reaches its real topic and
 // queue, none before its time, on every replica.
 func TestTimerAcrossLeaderChange(t *testing.T) {
+	t.Parallel()
 	pc := startRealCluster(t, withProdRaftTimings)
 	old := pc.leader()
 	leader := pc.nodes[old].Addr()
@@ -203,6 +204,7 @@ func TestTimerRetentionPin(t *testing.T) {
 // are both delivered, a retry of one is recognised, and both are re-put
 // without the idempotence properties.
 func TestTimerIdempotentProducer(t *testing.T) {
+	t.Parallel()
 	pc := startRealCluster(t, nil)
 	leader := pc.nodes[pc.createTopicOnLeader("TI", 2)].Addr()
 	// Far enough ahead that all three sends (slow under -race on a loaded

@@ -19,6 +19,7 @@ import (
 // transactionCheckInterval, then checks the half back until it is
 // discarded, and the floor passes it and the halves committed after it.
 func TestTransactionImmunityBounded(t *testing.T) {
+	t.Parallel()
 	pc := startRealCluster(t, func(c *BrokerConfig) {
 		txnTestConfig(c)
 		c.TransactionCheckMax = 10 // immunity capped at 1 s

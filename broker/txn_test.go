@@ -252,6 +252,7 @@ func (p *txnProducer) checks(uniq string) int {
 // leader change the new leader neither re-checks decided halves nor
 // forgets the check counts.
 func TestTransactionCheckBack(t *testing.T) {
+	t.Parallel()
 	pc := startRealCluster(t, func(c *BrokerConfig) { txnTestConfig(c); withProdRaftTimings(c) })
 	l := pc.leader()
 	addr := pc.nodes[l].Addr()
