@@ -13,6 +13,7 @@ import (
 // leader — costs a send about DefaultAttemptTimeout, not the whole
 // SendTimeout, before the retry stores it elsewhere.
 func TestDefaultAttemptTimeoutLeavesFrozenBroker(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	log := &requestLog{}
 	frozen := startFakeBroker(t, "broker-a", log)

@@ -63,6 +63,7 @@ func TestPullMovesOffDeposedLeader(t *testing.T) {
 // within its client-side timeout marks the member down, and the queue is
 // read from a follower (raftmq followers serve pulls).
 func TestPullTimeoutReadsAnotherMember(t *testing.T) {
+	t.Parallel()
 	_, follower, got, _ := stalledLeaderGroup(t, LongPolling(200*time.Millisecond, 400*time.Millisecond))
 	testutil.WaitFor(t, 5*time.Second, "m0 consumed from the follower", func() bool { return slices.Contains(got.bodies(), "m0") })
 	if follower.count(remoting.RequestPullMessage) == 0 {
@@ -298,6 +299,7 @@ func TestPullFollowsLeaderAFollowerNames(t *testing.T) {
 // it are trusted again (1 s): the mark (3 s) says the leader failed us,
 // and the follower may not see why.
 func TestFollowerHintIgnoredWhileLeaderMarked(t *testing.T) {
+	t.Parallel()
 	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
 	// Close's commit at cleanup waits out the group, whose leader stays
 	// marked and whose follower keeps naming it: shorten that wait.

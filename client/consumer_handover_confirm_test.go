@@ -93,6 +93,7 @@ func TestHandOverOffsetOrderlyCloseKeepsLockOfUnconfirmed(t *testing.T) {
 // kept offset: Close would send the older one for the queue still handed
 // over, and its next owner would consume 1..2 again.
 func TestHandOverOffsetKeptThroughUnfinishedStart(t *testing.T) {
+	t.Parallel()
 	for _, kind := range handOverKinds {
 		t.Run(kind, func(t *testing.T) {
 			r := startHandOverRig(t, kind)
@@ -152,6 +153,7 @@ func TestHandOverOffsetPersistRoundAfterHandOver(t *testing.T) {
 // does not answer (broker-a) must not hold up a Commit of another group's
 // queues (broker-b), which answers at once; hand-overs send the same way.
 func TestHandOverOffsetDeadGroupDoesNotHoldUpCommit(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	ba, bb := startQBroker(t, "broker-a"), startQBroker(t, "broker-b")
 	var hold atomic.Bool // broker-a leaves offset commits unanswered for 1.5 s

@@ -164,6 +164,7 @@ func (r *offlineRig) leave(t *testing.T) {
 // kept, every persist round would resend them and Close would wait the
 // full leaderFollowWait on a group that is gone.
 func TestHandOverOffsetDroppedWhenGroupLeaves(t *testing.T) {
+	t.Parallel()
 	r := startOfflineRig(t)
 	r.leave(t)
 	testutil.WaitFor(t, 5*time.Second, "T's route without broker-a", func() bool {
@@ -192,6 +193,7 @@ func TestHandOverOffsetDroppedWhenGroupLeaves(t *testing.T) {
 // however many refresh rounds fail, the group and its kept offsets stay.
 // Only a lookup that succeeds and no longer names it drops them.
 func TestHandOverOffsetKeptThroughFailedRouteLookup(t *testing.T) {
+	t.Parallel()
 	r := startOfflineRig(t)
 	r.proxy.fail.Store(true)
 	r.leave(t)
@@ -217,6 +219,7 @@ func TestHandOverOffsetKeptThroughFailedRouteLookup(t *testing.T) {
 // for dead); once a route names it again, a persist round commits it.
 // Only the offsets kept for queues handed over leave with their group.
 func TestLiteCommitKeptThroughGroupAbsence(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	proxy := startNSProxy(t, ns)
 	ba, bb := startQBroker(t, "broker-a"), startQBroker(t, "broker-b")
@@ -321,6 +324,7 @@ func TestHandOverCommittedToGroupMissingFromOneRound(t *testing.T) {
 // stays in the table of the groups' send tokens, which would otherwise
 // grow with every broker group ever seen.
 func TestOffsetSendTokenLeavesWithGroup(t *testing.T) {
+	t.Parallel()
 	r := startOfflineRig(t)
 	r.leave(t)
 	testutil.WaitFor(t, 5*time.Second, "broker-a forgotten and its kept offsets dropped", func() bool {

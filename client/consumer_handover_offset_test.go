@@ -420,6 +420,7 @@ func TestHandOverOffsetKeptWhenGroupHasNone(t *testing.T) {
 // request timeout, sent beside broker-a's rather than behind them (broker-b
 // answers only once broker-a holds one), while broker-a's stay kept.
 func TestHandOverOffsetsSentPerBrokerSideBySide(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"concurrent", "orderly"} {
 		t.Run(kind, func(t *testing.T) {
 			ns := startNameServer(t)
@@ -568,6 +569,7 @@ func TestConcurrentHandOverLateResultDiscarded(t *testing.T) {
 // owner; one that never answers holds the hand-over no longer than the
 // call's request timeout.
 func TestConcurrentHandOverSendBackInProgressNotDuplicated(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		answer int16 // the broker's answer to the send-back; -1: none

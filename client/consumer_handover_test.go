@@ -127,6 +127,7 @@ func TestOrderlyHandOverKeepsLockWhileListenerRuns(t *testing.T) {
 // the next owner takes it and consumes beside the listener. The broker's
 // lock clock is a test clock moved past the lock lifetime in two steps.
 func TestOrderlyHandOverRenewsLockWhileListenerRuns(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	br := startQBroker(t, "broker-a")
 	advance := lockClock(br)

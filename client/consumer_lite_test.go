@@ -328,6 +328,7 @@ func TestLitePullStartAgainAfterStartTimedOut(t *testing.T) {
 // queue pending (the broker refused it: its group elects), and the offset
 // reaches the broker once it answers again.
 func TestLitePullPersistKeepsCommitOfQueueTakenMeanwhile(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 2})
@@ -401,6 +402,7 @@ func TestLitePullPersistKeepsCommitOfQueueTakenMeanwhile(t *testing.T) {
 // overtaken by a Commit of a newer one: brokers keep the last offset
 // they are sent, so the older one landing last would undo the Commit.
 func TestLitePullCommitNotOvertakenByPersistRound(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1})

@@ -107,6 +107,7 @@ func awaitRestartDue(t *testing.T, c *PushConsumer, s *stuckOrderly) {
 // expired while renewals failed) keeps it, and the queue restarts at the
 // reset offset once the lock is ours again.
 func TestOrderlyRestartTakesLockAgain(t *testing.T) {
+	t.Parallel()
 	b, c, s := startStuckOrderlyReset(t)
 	q0 := MessageQueue{"T", "broker-a", 0}
 	b.mu.Lock()
@@ -137,6 +138,7 @@ func TestOrderlyRestartTakesLockAgain(t *testing.T) {
 // away meanwhile does not start once the call returned: it is handed
 // over, its reset offset committed and its broker lock released.
 func TestOrderlyRestartNotStartedOnceMovedAway(t *testing.T) {
+	t.Parallel()
 	strategy := &switchStrategy{}
 	b, c, s := startStuckOrderlyReset(t, Strategy(strategy))
 	q0 := MessageQueue{"T", "broker-a", 0}
@@ -162,6 +164,7 @@ func TestOrderlyRestartNotStartedOnceMovedAway(t *testing.T) {
 // reset offset, which the reset could not commit, and releases its
 // broker lock once the call returned.
 func TestOrderlyCloseSettlesQueueWaitingToRestart(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})

@@ -43,6 +43,7 @@ func wipeAndRefill(t *testing.T, b *qBroker, bodies ...string) {
 // consumed there: an orderly consumer would never deliver them, and the
 // others would commit one past the old queue's last offset.
 func TestConsumerQueueRestartedBelowCached(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"concurrent", "orderly", "lite"} {
 		t.Run(kind, func(t *testing.T) {
 			ns := startNameServer(t)

@@ -30,6 +30,7 @@ func (s panickyStrategy) Allocate(group, cid string, mqAll []MessageQueue, cidAl
 // from allocate: the process goes on, the rebalance is retried, and once
 // the strategy answers the queues are consumed.
 func TestPushConsumerSurvivesPanickingStrategy(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 2, wire.RetryTopic("GP"): 1})

@@ -48,6 +48,7 @@ func rebalanceWithin(t *testing.T, c *PushConsumer, d time.Duration) {
 // rebalances go on, the queue restarts at the reset offset, and the stuck
 // call's result, when it returns, settles nothing.
 func TestPushConsumerResetBesideStuckListener(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
@@ -85,6 +86,7 @@ func TestPushConsumerResetBesideStuckListener(t *testing.T) {
 // offset once the call returned, and that call's late result does not
 // move the committed offset off the reset one.
 func TestPushConsumerOrderlyResetBesideStuckListener(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
@@ -163,6 +165,7 @@ func TestPushConsumerOrderlyResetBesideStuckListener(t *testing.T) {
 // the queue starts afresh within the bound, rebalances go on, and the
 // stuck call's late result settles nothing.
 func TestPushConsumerRestartBesideStuckListener(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
@@ -203,6 +206,7 @@ func TestPushConsumerRestartBesideStuckListener(t *testing.T) {
 // stuck (Go's RWMutex blocks a reader behind the waiting writer, which
 // waits for the stuck call).
 func TestPushConsumerResetBesideStuckListenerKeepsPoolConsuming(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})

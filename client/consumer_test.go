@@ -77,6 +77,7 @@ func (c *collector) bodies() []string {
 }
 
 func TestPushConsumerConsumesFiltersAndCommits(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 4, wire.RetryTopic("G"): 1})
@@ -429,6 +430,7 @@ func TestPushConsumerOrderly(t *testing.T) {
 // every queue moves only after its old owner stopped, committed and
 // unlocked — no queue is ever consumed by both at once, no message twice.
 func TestRebalanceHandOverNoOverlap(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 4, wire.RetryTopic("G"): 1})
@@ -743,6 +745,7 @@ func resetWaitsForToken() bool {
 // queue whose lock went to another client is not consumed until the lock
 // comes back.
 func TestOrderlyStopsWithoutLock(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})

@@ -68,6 +68,7 @@ func sendBacksOf(b *qBroker) []wire.ConsumerSendMsgBackRequestHeader {
 // and the stuck call's result, when it finally returns, is ignored (no
 // second send-back, the offset not moved back).
 func TestPushConsumerConsumeTimeoutSendsStuckMessageBack(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
@@ -117,6 +118,7 @@ func TestPushConsumerConsumeTimeoutSendsStuckMessageBack(t *testing.T) {
 // messages after it are consumed, and once send-backs work again it is
 // sent back and the offset moves past it.
 func TestPushConsumerConsumeTimeoutSendBackFails(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
 	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})

@@ -139,6 +139,7 @@ func TestProducerSkipsIsolatedBroker(t *testing.T) {
 // attempt timeout on every other send. Latency fault tolerance is off (the
 // default).
 func TestStalledGroupDoesNotStarveHealthyGroup(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	log := &requestLog{}
 	a := startFakeBroker(t, "broker-a", log)

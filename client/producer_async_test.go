@@ -204,6 +204,7 @@ func TestSendAsyncCallbackBlocking(t *testing.T) {
 // SendAsync after MaxAsyncInflight sends (plus the slots that blocked
 // runners give back) instead of letting the queue grow.
 func TestSendAsyncSlowCallbacksHoldSlots(t *testing.T) {
+	t.Parallel()
 	ns := startNameServer(t)
 	a := startFakeBroker(t, "broker-a", &requestLog{})
 	a.register(t, ns, 0, 1, map[string]int{"T": 1})
