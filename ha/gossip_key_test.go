@@ -42,6 +42,7 @@ func key(b byte, n int) string {
 // process with another key or none cannot join it (its join fails) and
 // no member ever lists it.
 func TestGossipSecretKey(t *testing.T) {
+	t.Parallel()
 	k := key('k', 32)
 	a := startKeyed(t, "a", k)
 	b := startKeyed(t, "b", k, a)

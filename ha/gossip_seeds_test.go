@@ -56,6 +56,7 @@ func waitKnows(t *testing.T, n *testNode, t0 time.Time, names ...string) time.Ti
 // broker names the seed by IP, the other by host name. The periodic
 // push/pull runs once a minute here, so only the rejoin can repair it.
 func TestGossipRestartedNameServerIsRejoined(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		stop  func(*Gossip) error
@@ -202,6 +203,7 @@ func (p *seedProxy) close() {
 // must join the new one, and must not sync through the seed every round
 // while nothing changes.
 func TestGossipSeedBehindAnotherAddressIsRejoined(t *testing.T) {
+	t.Parallel()
 	nsMeta := NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}
 	ns := startNodeWith(t, "ns-a", 0, nsMeta, slowSync, nil)
 	proxy := startSeedProxy(t, ns.addr())
@@ -258,6 +260,7 @@ func TestGossipSeedBehindAnotherAddressIsRejoined(t *testing.T) {
 // every round but warned about once; a seed that answers is not warned
 // about at all.
 func TestGossipUnreachableSeedWarnsOnce(t *testing.T) {
+	t.Parallel()
 	a := startNode(t, "a", 0, brokerMeta("bk", "n0", 10911))
 	down := &testNode{port: testutil.FreePort(t)}
 	core, logs := observer.New(zap.DebugLevel)

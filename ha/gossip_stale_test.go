@@ -39,6 +39,7 @@ import (
 // The bound, 2 s, is a push/pull round trip plus one gossip interval with
 // room for -race on a loaded machine.
 func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
+	t.Parallel()
 	const bound = 2 * time.Second
 	// No node probes: on a loaded machine a probe timing out has b's next
 	// process refute a suspicion, each time raising its incarnation towards

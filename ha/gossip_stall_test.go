@@ -204,6 +204,7 @@ func (c *childNode) signal(sig syscall.Signal) {
 // anyone" certain instead of a race; everyone's periodic push/pull is a
 // minute apart, so it cannot be what repairs the view.
 func TestGossipResumedNodeIsRoutedAgainAtOnce(t *testing.T) {
+	t.Parallel()
 	const bound = 2 * time.Second
 	ns := startNodeWith(t, "ns", 0, NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}, slowSync, nil)
 	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowSync, nil, ns)
@@ -252,6 +253,7 @@ func TestGossipResumedNodeIsRoutedAgainAtOnce(t *testing.T) {
 // its seed and signals MaybeDeclaredDead without having refuted anything;
 // a jump shorter than a probe interval signals nothing.
 func TestGossipStallSyncsAndSignals(t *testing.T) {
+	t.Parallel()
 	ns := startNode(t, "ns", 0, NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"})
 	cfg := testConfig("x", testutil.FreePort(t), ns)
 	slowSync(&cfg)

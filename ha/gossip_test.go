@@ -149,6 +149,7 @@ func startCluster(t *testing.T) (a, b, c *testNode) {
 }
 
 func TestGossipJoinAndMetaUpdate(t *testing.T) {
+	t.Parallel()
 	a, b, c := startCluster(t)
 
 	for _, n := range []*testNode{a, b, c} {
@@ -237,6 +238,7 @@ func detectCrash(t *testing.T, victim *testNode, observers ...*testNode) []time.
 // restarts it under the same name and port each time, which must be
 // reported as a join with its new metadata.
 func TestGossipCrashDetectedAndRejoin(t *testing.T) {
+	t.Parallel()
 	runs := 5
 	if os.Getenv("RAFTMQ_LONG") == "1" {
 		runs = 20
@@ -287,6 +289,7 @@ func TestGossipCrashDetectedAndRejoin(t *testing.T) {
 // reported dead, not forgotten, and alive again once it rejoins under a
 // new gossip name.
 func TestBrokerMemberByRaftID(t *testing.T) {
+	t.Parallel()
 	a, b, c := startCluster(t)
 	if m, ok := a.g.BrokerMember("c1", "bk", "n2"); !ok || m.Name != "c" || m.State != MemberAlive {
 		t.Fatalf("n2 on a: %+v %v, want c alive", m, ok)
@@ -308,6 +311,7 @@ func TestBrokerMemberByRaftID(t *testing.T) {
 }
 
 func TestGossipGracefulLeaveIsNotDead(t *testing.T) {
+	t.Parallel()
 	a, b, c := startCluster(t)
 	if err := c.g.Close(); err != nil {
 		t.Fatal(err)
@@ -361,6 +365,7 @@ func (f *fakeRoutes) get() []string {
 }
 
 func TestRemoveGoneBrokers(t *testing.T) {
+	t.Parallel()
 	ns := startNode(t, "ns", 0, NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"})
 	ns2 := startNode(t, "ns2", 0, NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9877"}, ns)
 	b0 := startNode(t, "b0", 0, brokerMeta("bk", "n0", 10911), ns)
@@ -391,6 +396,7 @@ func TestRemoveGoneBrokers(t *testing.T) {
 }
 
 func TestStartRetriesSeedsUntilOneAnswers(t *testing.T) {
+	t.Parallel()
 	port := testutil.FreePort(t)
 	// b's seed is not up yet: b runs alone, then joins once a appears.
 	b := startNode(t, "b", 0, brokerMeta("bk", "n1", 10921), &testNode{port: port})
@@ -482,6 +488,7 @@ func TestGossipLifecycleErrors(t *testing.T) {
 // table is updated in the memberlist callback, and events queue behind the
 // slow subscriber, in order.
 func TestSlowSubscriberDoesNotStallGossip(t *testing.T) {
+	t.Parallel()
 	a, b, c := startCluster(t)
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -536,6 +543,7 @@ func TestSlowSubscriberDoesNotStallGossip(t *testing.T) {
 // The deployment shape: every node lists all nodes, itself included, as
 // seeds, and they start one after another.
 func TestSameSeedListOnEveryNode(t *testing.T) {
+	t.Parallel()
 	ports := []int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
 	all := []*testNode{{port: ports[0]}, {port: ports[1]}, {port: ports[2]}}
 	var nodes []*testNode
@@ -550,6 +558,7 @@ func TestSameSeedListOnEveryNode(t *testing.T) {
 // A member whose metadata does not decode (another version, another
 // program on the port) is still tracked, with an empty NodeMeta.
 func TestUndecodableMetaIsTrackedWithoutMeta(t *testing.T) {
+	t.Parallel()
 	a := startNode(t, "a", 0, brokerMeta("bk", "n0", 10911))
 	mlc := testConfig("alien", 0).memberlistConfig()
 	mlc.BindPort, mlc.AdvertisePort = 0, 0
