@@ -386,7 +386,7 @@ func (g *Group) RemoveMember(ctx context.Context, id string, force bool) (*Membe
 		return nil, g.notLeaderErr(fmt.Errorf("leadership moved off %s so that it can be removed; ask the new leader", id))
 	}
 	if cur.Suffrage == raft.Voter && !force {
-		if err := g.checkQuorumWithout(conf, id); err != nil {
+		if err := g.checkQuorumWithout(ctx, conf, id); err != nil {
 			return nil, err
 		}
 	}
@@ -406,16 +406,24 @@ func (g *Group) RemoveMember(ctx context.Context, id string, force bool) (*Membe
 // Only a leader hears those answers, so one that took office moments ago
 // (an election, a preferred-leader transfer) has not heard from every
 // voter yet: a shortfall is checked again until one such window has
-// passed, and only then refused.
-func (g *Group) checkQuorumWithout(conf raft.Configuration, id string) error {
+// passed, and only then refused (or when ctx ends or the group closes).
+func (g *Group) checkQuorumWithout(ctx context.Context, conf raft.Configuration, id string) error {
 	fresh := max(3*g.cfg.Raft.HeartbeatTimeout, time.Second)
 	deadline := time.Now().Add(fresh)
+	tick := time.NewTicker(max(min(g.cfg.Raft.HeartbeatTimeout/4, 50*time.Millisecond), time.Millisecond))
+	defer tick.Stop()
 	for {
 		err := g.quorumWithout(conf, id, fresh)
 		if err == nil || !time.Now().Before(deadline) {
 			return err
 		}
-		time.Sleep(max(min(g.cfg.Raft.HeartbeatTimeout/4, 50*time.Millisecond), time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-g.quit:
+			return errors.Join(err, raft.ErrRaftShutdown)
+		case <-tick.C:
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -29,7 +30,7 @@ func TestRemoveQuorumCheckWaitsForANewLeadersAnswers(t *testing.T) {
 		// As a new leader's tracker: nothing heard from the followers yet.
 		g.progress.reset(raft.ServerID(s.ID))
 	}
-	if err := g.checkQuorumWithout(conf, victim); err != nil {
+	if err := g.checkQuorumWithout(context.Background(), conf, victim); err != nil {
 		t.Fatalf("removing %s with the other follower alive: %v", victim, err)
 	}
 }

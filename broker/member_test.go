@@ -277,6 +277,13 @@ func TestGroupMembershipQuorumGuard(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "the stopped member's last answer ages", func() bool {
 		return time.Since(l.g().progress.get(raft.ServerID(c.nodes[fs[0]].id)).at) > window
 	})
+	// A request that ends while the guard gives the voters time is
+	// answered then, with the shortfall.
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.g().RemoveMember(ended, c.nodes[fs[1]].id, false); !errors.Is(err, ErrQuorumAtRisk) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("removal with a voter down, request ended: %v, want ErrQuorumAtRisk and the context's error", err)
+	}
 	if _, err := l.g().RemoveMember(ctx, c.nodes[fs[1]].id, false); !errors.Is(err, ErrQuorumAtRisk) || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("removal with a voter down: %v, want ErrQuorumAtRisk naming --force", err)
 	}
