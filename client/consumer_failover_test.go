@@ -316,8 +316,12 @@ func TestFollowerHintIgnoredWhileLeaderMarked(t *testing.T) {
 		r.ExtFields = map[string]string{wire.ExtLeaderAddr: leader.addr}
 		return r
 	})
-	testutil.WaitFor(t, 5*time.Second, "a pull at the follower (the leader's poll timed out)", func() bool {
-		return follower.count(remoting.RequestPullMessage) > 0
+	// Persist rounds run one after another and commit at most two queues
+	// here (T and its retry topic), so once three commits have reached
+	// the follower, a round that sent one to the leader before the mark
+	// has been answered: the baseline below counts it.
+	testutil.WaitFor(t, 5*time.Second, "a pull and two persist rounds at the follower (the leader's poll timed out)", func() bool {
+		return follower.count(remoting.RequestPullMessage) > 0 && follower.count(remoting.RequestUpdateConsumerOffset) >= 3
 	})
 	clk.advance(2 * time.Second) // past the hint distrust, within the mark
 	atLeader := leader.count(remoting.RequestPullMessage)
