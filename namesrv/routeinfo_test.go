@@ -321,11 +321,7 @@ func TestRouteInfoManager(t *testing.T) {
 					a := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6)))
 					a.Channel = old
 					mustRegister(a)(t, r, clk)
-					_ = old.Close()
-					var batch []unregistration
-					for _, q := range r.UnregisterRequestsForChannel(old) {
-						batch = append(batch, unregistration{req: q, via: old})
-					}
+					batch := closeChannel(r, old)
 					b := reg(c1, "b1", 0, "a:1", topics(2, tc("T", 8, 8, 6)))
 					b.Channel = fresh
 					mustRegister(b)(t, r, clk)
@@ -360,11 +356,7 @@ func TestRouteInfoManager(t *testing.T) {
 					s := reg(c1, "b1", 2, "a:2", topics(1, tc("T", 4, 4, 6)))
 					s.Channel = live
 					mustRegister(s)(t, r, clk)
-					_ = gone.Close()
-					var batch []unregistration
-					for _, q := range r.UnregisterRequestsForChannel(gone) {
-						batch = append(batch, unregistration{req: q, via: gone})
-					}
+					batch := closeChannel(r, gone)
 					r.unregister(batch)
 					late := reg(c1, "b1", 1, "a:1", topics(1, tc("T", 4, 4, 6)))
 					late.Channel = gone
@@ -437,4 +429,16 @@ func TestRouteInfoManager(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closeChannel closes ch and returns the removals its close queues (what
+// was bound to it when the close is seen), for the test to run when it
+// wants: a request worker may process a registration in between.
+func closeChannel(r *RouteInfoManager, ch *fakeChannel) []unregistration {
+	_ = ch.Close()
+	var batch []unregistration
+	for _, q := range r.UnregisterRequestsForChannel(ch) {
+		batch = append(batch, unregistration{req: q, via: ch})
+	}
+	return batch
 }
