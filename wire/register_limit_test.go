@@ -3,7 +3,9 @@ package wire
 import (
 	"bytes"
 	"compress/zlib"
+	"encoding/binary"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -39,4 +41,15 @@ func TestDecodeRegisterBrokerBodyInflateBounded(t *testing.T) {
 		}
 		t.Fatalf("%d-byte body inflating to %d MiB: %d topics, %v", buf.Len(), items*size>>20, n, err)
 	}
+}
+
+func writeRegisterInt32(w io.Writer, n int32) {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(n))
+	_, _ = w.Write(b[:])
+}
+
+func writeRegisterItem(w io.Writer, b []byte) {
+	writeRegisterInt32(w, int32(len(b)))
+	_, _ = w.Write(b)
 }
