@@ -48,7 +48,7 @@ func TestExamples(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Each example has topics and groups of its own: they share
-			// the cluster side by side (GOMAXPROCS at a time).
+			// the cluster side by side (-parallel at a time, TestMain).
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

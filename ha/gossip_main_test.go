@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 // TestMain fails the package if a test leaves goroutines behind. No
@@ -15,12 +17,13 @@ import (
 //
 // The tests that wait on gossip timers (probes, suspicion, rejoin rounds)
 // with nodes of their own, on ports from testutil.FreePort, call
-// t.Parallel(): go test runs them after the sequential ones, GOMAXPROCS
-// at a time, so their waits overlap; a test that keeps a core busy
-// (TestResyncWhileMetaChanges) stays sequential.
+// t.Parallel(): go test runs them after the sequential ones, six at a time
+// (testutil.WaitingParallel), so their waits overlap; a test that keeps a
+// core busy (TestResyncWhileMetaChanges) stays sequential.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(runGossipChild(spec))
 	}
+	testutil.WaitingParallel(6)
 	goleak.VerifyTestMain(m)
 }

@@ -13,4 +13,6 @@
 //     Go client leaves behind.
 //   - configfile.go: CheckConfigFile, the property the config-file fuzz
 //     targets of the broker and the name server check.
+//   - parallel.go: WaitingParallel, a wider -parallel default for packages
+//     whose parallel tests mostly wait.
 package testutil
