@@ -98,28 +98,12 @@ func (c *Controller) patchQueueOffset(b []byte, topic string, queueID int32, phy
 	}
 }
 
-// queueOffsetOf finds the logical offset of the unit pointing at phy by
-// binary search: a queue's units are in CommitLog order. Blank fillers
-// (only ever before the first real unit) sort first.
+// queueOffsetOf is cq's offset of the unit pointing at phy; false when
+// there is no queue, no such unit, or the lookup failed.
 func queueOffsetOf(cq *store.ConsumeQueue, phy int64) (int64, bool) {
 	if cq == nil {
 		return 0, false
 	}
-	lo, hi := cq.MinOffset(), cq.MaxOffset()
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		u, err := cq.Get(mid)
-		if err != nil {
-			return 0, false
-		}
-		switch {
-		case !u.IsBlank() && u.PhyOffset == phy:
-			return mid, true
-		case u.IsBlank() || u.PhyOffset < phy:
-			lo = mid + 1
-		default:
-			hi = mid
-		}
-	}
-	return 0, false
+	off, ok, err := cq.OffsetOfPhy(phy)
+	return off, ok && err == nil
 }

@@ -296,16 +296,8 @@ func unitRetiredBelow(cq *store.ConsumeQueue, phy int64) bool {
 	if cq == nil {
 		return false
 	}
-	for i := cq.MinOffset(); i < cq.MaxOffset(); i++ {
-		u, err := cq.Get(i)
-		if err != nil {
-			return false
-		}
-		if !u.IsBlank() {
-			return phy < u.PhyOffset
-		}
-	}
-	return false
+	first, ok, err := cq.FirstPhyOffset()
+	return err == nil && ok && phy < first
 }
 
 // committedMessage is the real message of a committed half (RocketMQ

@@ -48,7 +48,7 @@ func writeQueueFiles(t *testing.T, fsys storage.FS, dir string, perFile int, fir
 // a prefix (a started or backfilled queue, whole prepended files of them
 // included) or anywhere (no state the backfill leaves, but the scan must
 // not depend on it). The run-wise scans agree with unit-by-unit ones over
-// every range.
+// every range, and the lookups by physical offset step over the blanks.
 func TestBlankScanMatchesUnitByUnit(t *testing.T) {
 	const perFile = 2500 // more than one 1024-unit comparison run per file
 	const files = 4      // the recovery scan of the last three misses the first
@@ -127,6 +127,24 @@ func TestBlankScanMatchesUnitByUnit(t *testing.T) {
 				gotLast, gotOK, err := cq.lastNonBlankLocked(r[0], r[1])
 				if want, wantOK := naiveLast(r[0], r[1]); err != nil || gotLast != want || gotOK != wantOK {
 					t.Fatalf("last non-blank of [%d, %d) = %d %v, %v; want %d %v", r[0], r[1], gotLast, gotOK, err, want, wantOK)
+				}
+			}
+			// The exported lookups over the same blanks: the first live
+			// unit, and every unit found by its physical offset while a
+			// blank's or an in-between offset is not.
+			first, ok, err := cq.FirstPhyOffset()
+			if wantOK := wantMin < firstUnit+total; err != nil || ok != wantOK || (ok && first != unitN(wantMin).PhyOffset) {
+				t.Fatalf("first physical offset %d %v, %v; want %d %v", first, ok, err, unitN(wantMin).PhyOffset, wantOK)
+			}
+			for range 300 {
+				i := rng.Int64N(total)
+				phy := unitN(firstUnit + i).PhyOffset
+				off, ok, err := cq.OffsetOfPhy(phy)
+				if err != nil || ok != !blanks[i] || (ok && off != firstUnit+i) {
+					t.Fatalf("offset of physical %d (unit %d, blank %v) = %d %v, %v", phy, firstUnit+i, blanks[i], off, ok, err)
+				}
+				if _, ok, err := cq.OffsetOfPhy(phy + 1); err != nil || ok {
+					t.Fatalf("offset of physical %d, inside a unit, found=%v, %v", phy+1, ok, err)
 				}
 			}
 		})

@@ -532,6 +532,29 @@ func (cq *ConsumeQueue) findByPhyLocked(phy int64) (int64, bool, error) {
 	return off, u.PhyOffset == phy, nil
 }
 
+// OffsetOfPhy returns the logical offset of the unit whose message starts
+// at CommitLog offset phy; ok is false when the queue holds no such unit
+// (it never had one, or retention removed it). Blank units anywhere are
+// stepped over.
+func (cq *ConsumeQueue) OffsetOfPhy(phy int64) (offset int64, ok bool, err error) {
+	return cq.findByPhyLocked(phy)
+}
+
+// FirstPhyOffset returns the CommitLog offset of the oldest unit the queue
+// still holds, blank fillers skipped; ok is false when it holds none.
+func (cq *ConsumeQueue) FirstPhyOffset() (phy int64, ok bool, err error) {
+	hi := cq.MaxOffset()
+	off, err := cq.firstNonBlankLocked(cq.MinOffset(), hi)
+	if err != nil || off >= hi {
+		return 0, false, err
+	}
+	u, err := cq.unitAt(off)
+	if err != nil {
+		return 0, false, err
+	}
+	return u.PhyOffset, true, nil
+}
+
 // StoreTimeFunc returns the store timestamp of the message at a CommitLog
 // location; SearchByTimestamp reads it from the CommitLog through this.
 type StoreTimeFunc func(phyOffset int64, size int32) (int64, error)
