@@ -121,7 +121,7 @@ func (m *clientManager) compileSub(group string, s *wire.SubscriptionData, prev 
 		sub.expr, sub.err = m.c.filters.Compile(s.SubString)
 	}
 	if sub.err != nil {
-		if ok, held := m.c.sqlWarn.allow(); ok {
+		if ok, held := m.c.sqlWarn.Allow(); ok {
 			m.c.log.Warn("consumer group subscribes with a SQL92 expression this broker cannot use; its pulls will fail",
 				zap.String("group", group), zap.String("topic", s.Topic), zap.String("expression", s.SubString), zap.Error(sub.err),
 				zap.Int64("sqlWarningsNotLogged", held))

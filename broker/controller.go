@@ -98,7 +98,7 @@ type Controller struct {
 	// txnRefusedWarn, replyWarn and sqlWarn bound the warnings a
 	// client's END_TRANSACTIONs, replies and SQL92 subscriptions can
 	// trigger (limits.go).
-	txnRefusedWarn, replyWarn, sqlWarn warnLimiter
+	txnRefusedWarn, replyWarn, sqlWarn remoting.WarnLimiter
 }
 
 // New builds a controller over a started Replica. Nothing listens until

@@ -193,40 +193,6 @@ func (l *autoCreateLimiter) take(perSecond int) bool {
 	return true
 }
 
-// warnLimiter passes a warning that clients' requests trigger at most
-// once per warnInterval and counts the ones it holds back: a flood of bad
-// requests must not become a flood of log lines (each request still gets
-// its answer with the reason).
-type warnLimiter struct {
-	now func() time.Time // the clock; nil is time.Now (tests set their own)
-
-	mu         sync.Mutex
-	next       time.Time // guarded by mu; when the next warning may pass
-	suppressed int64     // guarded by mu; held back since the last one passed
-}
-
-// warnInterval is the least time between two warnings of one warnLimiter.
-const warnInterval = time.Second
-
-// allow reports whether to log now, and how many warnings were held back
-// since the last one logged.
-func (l *warnLimiter) allow() (ok bool, suppressed int64) {
-	clock := l.now
-	if clock == nil {
-		clock = time.Now
-	}
-	now := clock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Before(l.next) {
-		l.suppressed++
-		return false, 0
-	}
-	l.next = now.Add(warnInterval)
-	suppressed, l.suppressed = l.suppressed, 0
-	return true, suppressed
-}
-
 // autoCreateRefusal checks a client-triggered creation of what (a topic
 // or group name) against autoCreateMaxTopics and
 // autoCreateTopicMaxPerSecond: nil to go ahead, else the refusal (counted).

@@ -263,7 +263,7 @@ func (c *Controller) pushReply(ctx context.Context, from *remoting.Conn, h *wire
 		target = c.reqs.find(clientID)
 	}
 	if target == nil {
-		if ok, held := c.replyWarn.allow(); ok {
+		if ok, held := c.replyWarn.Allow(); ok {
 			c.log.Warn("reply for a client not connected here", zap.String("client", clientID), zap.Int64("replyWarningsNotLogged", held))
 		}
 		return response(remoting.ResponseSystemError, "push reply message fail, channel of <%s> not found.", clientID)
@@ -283,7 +283,7 @@ func (c *Controller) pushReply(ctx context.Context, from *remoting.Conn, h *wire
 	if err == nil && resp.Code == remoting.ResponseSuccess {
 		return nil
 	}
-	if ok, held := c.replyWarn.allow(); ok {
+	if ok, held := c.replyWarn.Allow(); ok {
 		if err != nil {
 			c.log.Warn("push reply failed", zap.String("client", clientID), zap.String("conn", target.RemoteAddr()), zap.Error(err),
 				zap.Int64("replyWarningsNotLogged", held))

@@ -19,7 +19,7 @@ import (
 )
 
 // warnBroker is a broker over a fake replica whose warnings the test
-// observes and whose warnLimiters read the test's clock, which stands
+// observes and whose WarnLimiters read the test's clock, which stands
 // still unless the test moves it.
 type warnBroker struct {
 	c     *Controller
@@ -42,7 +42,7 @@ func startWarnBroker(t *testing.T) *warnBroker {
 	w := &warnBroker{c: c, logs: logs}
 	w.clock.Store(time.Unix(1_800_000_000, 0).UnixNano())
 	now := func() time.Time { return time.Unix(0, w.clock.Load()) }
-	c.txnRefusedWarn.now, c.replyWarn.now, c.sqlWarn.now = now, now, now
+	c.txnRefusedWarn.Now, c.replyWarn.Now, c.sqlWarn.Now = now, now, now
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func startWarnBroker(t *testing.T) *warnBroker {
 }
 
 // checkBounded checks that n triggers at one instant logged msg once, and
-// that one more after warnInterval logs it again counting the n-1 held
+// that one more after remoting.WarnInterval logs it again counting the n-1 held
 // back in its heldKey field.
 func (w *warnBroker) checkBounded(t *testing.T, msg, heldKey string, n int, trigger func()) {
 	t.Helper()
@@ -68,17 +68,17 @@ func (w *warnBroker) checkBounded(t *testing.T, msg, heldKey string, n int, trig
 	if got := w.logs.FilterMessage(msg).Len(); got != 1 {
 		t.Fatalf("%d warnings %q for %d triggers at one instant, want 1", got, msg, n)
 	}
-	w.clock.Add(int64(warnInterval))
+	w.clock.Add(int64(remoting.WarnInterval))
 	trigger()
 	all := w.logs.FilterMessage(msg).All()
 	if len(all) != 2 || all[1].ContextMap()[heldKey] != int64(n-1) {
-		t.Fatalf("after warnInterval: %d warnings, last %v; want 2, the last counting %d held back", len(all), all[len(all)-1].ContextMap(), n-1)
+		t.Fatalf("after remoting.WarnInterval: %d warnings, last %v; want 2, the last counting %d held back", len(all), all[len(all)-1].ContextMap(), n-1)
 	}
 }
 
 // TestReplyWarningsBounded: replies for a requester that is not connected
 // are each refused with the reason, but logged at most once per
-// warnInterval, the next line counting the ones held back: a client
+// remoting.WarnInterval, the next line counting the ones held back: a client
 // cannot flood the broker's log.
 func TestReplyWarningsBounded(t *testing.T) {
 	w := startWarnBroker(t)
@@ -94,7 +94,7 @@ func TestReplyWarningsBounded(t *testing.T) {
 
 // TestSQLWarningsBounded: a bad SQL92 subscription is warned once per
 // expression text, and a client that changes the text on every heartbeat
-// gets at most one warning per warnInterval.
+// gets at most one warning per remoting.WarnInterval.
 func TestSQLWarningsBounded(t *testing.T) {
 	w := startWarnBroker(t)
 	i := 0

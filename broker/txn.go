@@ -183,7 +183,7 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 		return resp, nil // counted and logged by the ACL check
 	}
 	if resp != nil {
-		if ok, held := c.txnRefusedWarn.allow(); ok {
+		if ok, held := c.txnRefusedWarn.Allow(); ok {
 			c.log.Warn("END_TRANSACTION refused", zap.String("producerGroup", h.ProducerGroup),
 				zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID), zap.String("why", resp.Remark),
 				zap.Int64("refusalsNotLogged", held))
@@ -240,7 +240,7 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 func (c *Controller) decidedAnswer(tr transactionReplica, h *wire.EndTransactionRequestHeader, commit bool) *remoting.RemotingCommand {
 	c.txn.repeated.Inc()
 	if commit && tr.TxnDiscarded(h.CommitLogOffset) {
-		if ok, held := c.txnRefusedWarn.allow(); ok {
+		if ok, held := c.txnRefusedWarn.Allow(); ok {
 			c.log.Warn("END_TRANSACTION commit refused: the half was discarded", zap.String("producerGroup", h.ProducerGroup),
 				zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID), zap.Int64("refusalsNotLogged", held))
 		}

@@ -112,7 +112,8 @@
 //   - limits.go: the server's connection limits (per listener, per remote
 //     IP: closed at accept), the write queue's byte bound (an answer waits
 //     for room at most the write timeout, then the peer that does not
-//     read is closed), LimitCounts.
+//     read is closed), LimitCounts, and WarnLimiter (one warning a second
+//     for what clients trigger, counting the ones held back).
 //   - client.go: Client (lazy dial, redial, sync/async/oneway, sweeper,
 //     client-side processors); client_call.go: StartCall (a call on an open
 //     connection answered in a callback, timed by its own timer, no

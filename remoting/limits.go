@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +65,7 @@ type serverLimits struct {
 	connsRefusedPerIP atomic.Int64
 	writeStalls       atomic.Int64
 	frameTimeouts     atomic.Int64
-	lastWarn          atomic.Int64 // unix nanos of the last refusal warning
+	refusalWarn       WarnLimiter
 
 	perIP map[string]int // guarded by Server.mu
 }
@@ -105,17 +106,52 @@ func (s *Server) releaseLocked(ip string) {
 	}
 }
 
-// warnRefusal logs a refused connection at most once a second: a flood
-// of refusals must not become a flood of log lines.
+// warnRefusal logs a refused connection at most once per WarnInterval,
+// counting the ones held back: a flood of refusals must not become a flood
+// of log lines.
 func (s *Server) warnRefusal(ip, limit string) {
+	ok, held := s.limits.refusalWarn.Allow()
+	if !ok {
+		return
+	}
 	n := s.cfg.MaxConnsPerIP
 	if limit == "maxConnections" {
 		n = s.cfg.MaxConns
 	}
-	now := time.Now().UnixNano()
-	last := s.limits.lastWarn.Load()
-	if now-last < int64(time.Second) || !s.limits.lastWarn.CompareAndSwap(last, now) {
-		return
+	s.log.Warn("connection refused: limit reached", zap.String("remote_ip", ip), zap.String("key", limit), zap.Int("limit", n),
+		zap.Int64("suppressed", held))
+}
+
+// WarnLimiter passes a warning that clients' requests or connections
+// trigger at most once per WarnInterval and counts the ones it holds back:
+// a flood of bad requests must not become a flood of log lines (each
+// request still gets its answer with the reason). The zero value is ready.
+type WarnLimiter struct {
+	Now func() time.Time // the clock; nil is time.Now (tests set their own)
+
+	mu         sync.Mutex
+	next       time.Time // guarded by mu; when the next warning may pass
+	suppressed int64     // guarded by mu; held back since the last one passed
+}
+
+// WarnInterval is the least time between two warnings of one WarnLimiter.
+const WarnInterval = time.Second
+
+// Allow reports whether to log now, and how many warnings were held back
+// since the last one logged.
+func (l *WarnLimiter) Allow() (ok bool, suppressed int64) {
+	clock := l.Now
+	if clock == nil {
+		clock = time.Now
 	}
-	s.log.Warn("connection refused: limit reached", zap.String("remote_ip", ip), zap.String("key", limit), zap.Int("limit", n))
+	now := clock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Before(l.next) {
+		l.suppressed++
+		return false, 0
+	}
+	l.next = now.Add(WarnInterval)
+	suppressed, l.suppressed = l.suppressed, 0
+	return true, suppressed
 }
