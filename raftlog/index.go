@@ -263,8 +263,8 @@ func (s *LogStore) servableLocked(index uint64) error {
 // The FSM calls it for every entry it applies, to learn where the entry's
 // messages live; it reads the messages from the raft.Log it is given, whose
 // data GetLog verified (or which is the leader's own memory). A CRC pass
-// there cost ~15 µs per 64 KiB entry on the leader's commit-to-answer path,
-// and a second pass over the whole log when a restart re-applies it.
+// here would sit on the leader's commit-to-answer path for every entry,
+// and make a restart that re-applies the log read all of it twice.
 func (s *LogStore) LocateHeader(index uint64) (pos int64, h FrameHeader, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
