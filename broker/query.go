@@ -107,3 +107,22 @@ func queueOffsetOf(cq *store.ConsumeQueue, phy int64) (int64, bool) {
 	off, ok, err := cq.OffsetOfPhy(phy)
 	return off, ok && err == nil
 }
+
+// storedUnit checks that the message read at CommitLog offset phy, naming
+// topic and queue qid, is one this broker stored there and not bytes in
+// another message's body that read as a message (a producer can make its
+// body hold a complete, valid one naming any topic): the stored message
+// has a unit there in its queue. found says the unit is there (offset is
+// its queue offset); unchecked says retention already removed the
+// queue's units up to past phy, so it cannot be checked either way.
+func (c *Controller) storedUnit(topic string, qid int32, phy int64) (offset int64, found, unchecked bool) {
+	cq := c.st.ConsumeQueues().Get(topic, qid)
+	if off, ok := queueOffsetOf(cq, phy); ok {
+		return off, true, false
+	}
+	if cq == nil {
+		return 0, false, false
+	}
+	first, ok, err := cq.FirstPhyOffset()
+	return 0, false, err == nil && ok && phy < first
+}

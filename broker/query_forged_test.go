@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,4 +53,73 @@ func TestViewForgedMessageStart(t *testing.T) {
 			t.Errorf("%s at a forged offset %s: code %d remark %q", name, o, r.Code, r.Remark)
 		}
 	}
+}
+
+// placeForged sends messages of topic carrier to addr until one's body,
+// built by forge for the offset it will land at, lands there, and returns
+// that offset: where the body's bytes read as the message forge built.
+// Same-shape carriers land a fixed stride apart; the forged body is built
+// for where the next one lands, and tried again if something else was
+// appended in between.
+func placeForged(t *testing.T, pc *procCluster, addr, carrier string, forge func(phy int64) []byte) int64 {
+	t.Helper()
+	send := func(body []byte) (int64, []byte) {
+		t.Helper()
+		off := pc.sendAt(addr, carrier, body)
+		v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
+		if v.Code != remoting.ResponseSuccess {
+			t.Fatalf("view %d: %d %s", off, v.Code, v.Remark)
+		}
+		return off, v.Body
+	}
+	placeholder := make([]byte, len(forge(0)))
+	for range 5 {
+		a, _ := send(placeholder)
+		b, stored := send(placeholder)
+		next := b + (b - a)
+		fake := next + int64(bytes.Index(stored, placeholder))
+		if got, _ := send(forge(fake)); got == next {
+			if v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(fake, 10)}, nil); v.Code != remoting.ResponseSuccess {
+				t.Fatalf("the forged message does not read as one (%d %s): the test no longer forges one", v.Code, v.Remark)
+			}
+			return fake
+		}
+	}
+	t.Fatal("could not place a forged message where predicted")
+	return 0
+}
+
+// TestSendBackForgedMessage: a message body can hold a complete, valid
+// message naming another topic and its own offset. CONSUMER_SEND_MSG_BACK
+// at that offset must not put it into the group's retry topic as a
+// message of that topic: the topic's queue has no unit there. A real
+// message of that topic still goes back.
+func TestSendBackForgedMessage(t *testing.T) {
+	t.Parallel()
+	pc := startRealCluster(t, nil)
+	l := pc.createTopicOnLeader("VICTIM", 1)
+	addr := pc.nodes[l].Addr()
+	realOff := sentOffset(t, "real", pc.call(addr, remoting.RequestSendMessage, sendExt("VICTIM", 0, ""), []byte("real")))
+	fake := placeForged(t, pc, addr, "SBF-CARRIER", func(phy int64) []byte {
+		m := &wire.Message{Topic: "VICTIM", Body: []byte("forged"),
+			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
+			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
+		m.EncodedProperties = wire.StoredProperties(m.Properties)
+		b, err := wire.AppendMessage(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+	sendBack := func(phy int64) *remoting.RemotingCommand {
+		return pc.call(addr, remoting.RequestConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(phy, 10), "group": "SBF", "delayLevel": "-1"}, nil)
+	}
+	if r := sendBack(fake); r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "no unit there") {
+		t.Fatalf("send-back of a message forged inside a body at %d: %d %q", fake, r.Code, r.Remark)
+	}
+	if r := sendBack(realOff); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send-back of the real message: %d %s", r.Code, r.Remark)
+	}
+	waitBodies(t, pc, wire.DLQGroupTopicPrefix+"SBF", 1, map[string]int{"real": 1})
 }

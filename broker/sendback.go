@@ -64,6 +64,14 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 			"the message at commit log offset %d is a transaction message never committed (sysFlag %#x), not one a consumer received: it is not sent back",
 			h.Offset, orig.SysFlag), nil
 	}
+	// Bytes inside another message's body can read as a message of any
+	// topic; sent back, they would reach the group as a message of that
+	// topic nobody published there.
+	if _, ok, unchecked := c.storedUnit(orig.Topic, orig.QueueID, h.Offset); !ok && !unchecked {
+		return response(remoting.ResponseSystemError,
+			"no message at commit log offset %d: queue %s/%d has no unit there, so the bytes are not a stored message a consumer received",
+			h.Offset, orig.Topic, orig.QueueID), nil
+	}
 	m := &store.Message{
 		Topic: wire.RetryGroupTopicPrefix + h.Group, Flag: orig.Flag, Body: orig.Body,
 		Properties: copyProps(orig.Properties), SysFlag: orig.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6),

@@ -277,9 +277,8 @@ func (c *Controller) lookHalf(conn *remoting.Conn, req *remoting.RemotingCommand
 	// units means the bytes are not a stored half (a body can carry a
 	// valid-looking one); only a unit retention already removed cannot be
 	// checked.
-	cq := c.st.ConsumeQueues().Get(wire.TopicTransHalf, 0)
-	qo, ok := queueOffsetOf(cq, h.CommitLogOffset)
-	if !ok && !unitRetiredBelow(cq, h.CommitLogOffset) {
+	qo, ok, unchecked := c.storedUnit(wire.TopicTransHalf, 0, h.CommitLogOffset)
+	if !ok && !unchecked {
 		return nil, response(remoting.ResponseSystemError, "no half message at commitLogOffset %d: the half queue has no unit there",
 			h.CommitLogOffset)
 	}
@@ -288,16 +287,6 @@ func (c *Controller) lookHalf(conn *remoting.Conn, req *remoting.RemotingCommand
 			h.CommitLogOffset, qo, h.TranStateTableOffset)
 	}
 	return m, nil
-}
-
-// unitRetiredBelow reports whether retention may have removed cq's unit
-// for phy: phy lies before the first unit cq still holds.
-func unitRetiredBelow(cq *store.ConsumeQueue, phy int64) bool {
-	if cq == nil {
-		return false
-	}
-	first, ok, err := cq.FirstPhyOffset()
-	return err == nil && ok && phy < first
 }
 
 // committedMessage is the real message of a committed half (RocketMQ

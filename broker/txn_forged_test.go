@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"bytes"
 	"net/netip"
-	"strconv"
 	"testing"
 
 	"github.com/raftmq/raftmq/remoting"
@@ -33,36 +31,7 @@ func TestEndTransactionForgedHalf(t *testing.T) {
 		}
 		return b
 	}
-	send := func(body []byte) (int64, []byte) {
-		t.Helper()
-		off := pc.sendAt(addr, "TXF-CARRIER", body)
-		v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
-		if v.Code != remoting.ResponseSuccess {
-			t.Fatalf("view %d: %d %s", off, v.Code, v.Remark)
-		}
-		return off, v.Body
-	}
-	// Same-shape carriers land a fixed stride apart; the forged half is
-	// built for where the next one lands, and tried again if something
-	// else was appended in between.
-	placeholder := make([]byte, len(half(0)))
-	var fake int64
-	for attempt := 0; ; attempt++ {
-		if attempt == 5 {
-			t.Fatal("could not place a forged half where predicted")
-		}
-		a, _ := send(placeholder)
-		b, stored := send(placeholder)
-		at := bytes.Index(stored, placeholder)
-		next := b + (b - a)
-		fake = next + int64(at)
-		if got, _ := send(half(fake)); got == next {
-			break
-		}
-	}
-	if v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(fake, 10)}, nil); v.Code != remoting.ResponseSuccess {
-		t.Fatalf("the forged half does not read as a message (%d %s): the test no longer forges one", v.Code, v.Remark)
-	}
+	fake := placeForged(t, pc, addr, "TXF-CARRIER", half)
 
 	forged := halfSent{queueOffset: 0, phy: fake, uniq: "U-FORGED"}
 	r := pc.call(addr, remoting.RequestEndTransaction, endExt(forged, wire.SysFlagTransCommit, false), nil)
