@@ -277,6 +277,11 @@ func TestTransactionCheckBack(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "the unknown half discarded", func() bool {
 		return pc.groups[l].TxnDecided(u.phy)
 	})
+	// The discard follows the last check-back by one round; that check
+	// may still be on its way to the producer.
+	testutil.WaitFor(t, 5*time.Second, "the producer got the check-backs sent before the discard", func() bool {
+		return p.checks("U") >= 3
+	})
 	if n := p.checks("U"); n != 3 {
 		t.Fatalf("unknown half checked %d times; want transactionCheckMax = 3", n)
 	}
