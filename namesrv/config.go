@@ -51,12 +51,15 @@ type Config struct {
 
 	// ClientRequestThreadPoolNums and ClientRequestThreadPoolQueueCapacity
 	// size the worker pool for GET_ROUTEINFO_BY_TOPIC, kept apart from the
-	// default pool so route lookups from many clients never queue behind
-	// broker registrations (RocketMQ's clientRequestExecutor).
+	// others so route lookups from many clients never queue behind broker
+	// registrations (RocketMQ's clientRequestExecutor).
 	ClientRequestThreadPoolNums          int `prop:"clientRequestThreadPoolNums"`
 	ClientRequestThreadPoolQueueCapacity int `prop:"clientRequestThreadPoolQueueCapacity"`
 	// DefaultThreadPoolNums and DefaultThreadPoolQueueCapacity size the pool
-	// for every other request code.
+	// for every other request code, and a second pool of the same size for
+	// the brokers' own requests (REGISTER_BROKER, UNREGISTER_BROKER,
+	// BROKER_HEARTBEAT, QUERY_DATA_VERSION), which tools' requests in the
+	// default pool must not hold up.
 	DefaultThreadPoolNums          int `prop:"defaultThreadPoolNums"`
 	DefaultThreadPoolQueueCapacity int `prop:"defaultThreadPoolQueueCapacity"`
 	// UnRegisterBrokerQueueCapacity bounds pending UNREGISTER_BROKER requests

@@ -11,7 +11,8 @@
 //
 // # Files
 //
-//   - namesrv.go: NameServer (New, Start, Run, Shutdown, Close), processor wiring,
+//   - namesrv.go: NameServer (New, Start, Run, Shutdown, Close), processor wiring
+//     (three pools: route lookups, the brokers' own requests, the rest),
 //     the inactive-broker scan and the batch-unregistration goroutines,
 //     RemoveBroker/RemoveBrokerByAddr for gossip, connection-close cleanup.
 //   - config.go: Config (RocketMQ NamesrvConfig/NettyServerConfig keys,

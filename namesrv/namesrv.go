@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/raftmq/raftmq/ha"
-	"github.com/raftmq/raftmq/internal/httpmon"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/ha"
+	"github.com/raftmq/raftmq/internal/httpmon"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -270,21 +272,31 @@ func (n *NameServer) onConnClose(c *remoting.Conn) {
 
 // registerProcessors wires request codes to handlers. Route lookups get
 // their own pool (RocketMQ's clientRequestExecutor) so that a burst of
-// client lookups never waits behind broker registrations; everything else
-// shares the default pool, whose dispatcher answers
-// REQUEST_CODE_NOT_SUPPORTED for codes it does not know.
+// client lookups never waits behind broker registrations. The brokers'
+// own requests (register, unregister, heartbeat, data version) get a pool
+// of their own, sized like the default one: a registration that waits
+// out the broker's timeout in a queue is dropped (its connection closed
+// since, see registerBroker), so tools' KV and cluster requests must not
+// be able to hold it up. Everything else shares the default pool, whose
+// dispatcher answers REQUEST_CODE_NOT_SUPPORTED for codes it does not
+// know.
 func (n *NameServer) registerProcessors() {
 	n.srv.Register(remoting.RequestGetRouteInfoByTopic, n.instrument(n.getRouteInfoByTopic),
 		n.cfg.ClientRequestThreadPoolNums, n.cfg.ClientRequestThreadPoolQueueCapacity)
+	brokers := map[int16]remoting.HandlerFunc{
+		remoting.RequestQueryDataVersion: n.queryDataVersion,
+		remoting.RequestRegisterBroker:   n.registerBroker,
+		remoting.RequestUnregisterBroker: n.unregisterBroker,
+		remoting.RequestBrokerHeartbeat:  n.brokerHeartbeat,
+	}
+	n.srv.RegisterShared(slices.Collect(maps.Keys(brokers)), n.instrument(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return brokers[req.Code](ctx, c, req)
+	}), n.cfg.DefaultThreadPoolNums, n.cfg.DefaultThreadPoolQueueCapacity)
 	handlers := map[int16]remoting.HandlerFunc{
 		remoting.RequestPutKVConfig:                   n.putKVConfig,
 		remoting.RequestGetKVConfig:                   n.getKVConfig,
 		remoting.RequestDeleteKVConfig:                n.deleteKVConfig,
 		remoting.RequestGetKVListByNamespace:          n.getKVListByNamespace,
-		remoting.RequestQueryDataVersion:              n.queryDataVersion,
-		remoting.RequestRegisterBroker:                n.registerBroker,
-		remoting.RequestUnregisterBroker:              n.unregisterBroker,
-		remoting.RequestBrokerHeartbeat:               n.brokerHeartbeat,
 		remoting.RequestGetBrokerClusterInfo:          n.getBrokerClusterInfo,
 		remoting.RequestWipeWritePermOfBroker:         n.wipeWritePermOfBroker,
 		remoting.RequestAddWritePermOfBroker:          n.addWritePermOfBroker,

@@ -194,12 +194,26 @@ func (s *Server) IncompleteFrameRefusals() int64 { return s.frames.refused.Load(
 // of workers goroutines behind a queue of queueSize; a full queue answers
 // SYSTEM_BUSY. Registering a code again replaces the handler.
 func (s *Server) Register(code int16, h HandlerFunc, workers, queueSize int) {
-	p := newWorkerPool(fmt.Sprintf("code-%d", code), workers, queueSize)
+	s.RegisterShared([]int16{code}, h, workers, queueSize)
+}
+
+// RegisterShared installs h for requests with any of codes, all served by
+// one pool of workers goroutines behind a queue of queueSize (as RocketMQ
+// registers several codes with one executor): they queue behind each
+// other, never behind the server's other codes.
+func (s *Server) RegisterShared(codes []int16, h HandlerFunc, workers, queueSize int) {
+	name := "code"
+	for _, code := range codes {
+		name += fmt.Sprintf("-%d", code)
+	}
+	p := newWorkerPool(name, workers, queueSize)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.processors[code] = registration{h: h, pool: p}
+	for _, code := range codes {
+		s.processors[code] = registration{h: h, pool: p}
+		s.setLazyLocked(code, false) // a synchronous handler reads ExtFields
+	}
 	s.addPoolLocked(p)
-	s.setLazyLocked(code, false) // a synchronous handler reads ExtFields
 }
 
 // AsyncOptions configure an asynchronous processor (RegisterAsync).
