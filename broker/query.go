@@ -72,7 +72,14 @@ func (c *Controller) processViewMessageByID(_ context.Context, conn *remoting.Co
 		if r := c.aclStoredMessage(conn, req, m); r != nil {
 			return r, nil
 		}
-		c.patchQueueOffset(b, m.Topic, m.QueueID, h.Offset)
+		qo, found, unchecked := c.storedUnit(m.Topic, m.QueueID, h.Offset)
+		if !found && !unchecked {
+			return response(remoting.ResponseSystemError,
+				"no message at commit log offset %d: queue %s/%d has no unit there, so the bytes are not a stored message", h.Offset, m.Topic, m.QueueID), nil
+		}
+		if found {
+			wire.PatchQueueOffset(b, qo)
+		}
 	}
 	r := success()
 	r.Body = b

@@ -58,6 +58,7 @@ func TestViewForgedMessageStart(t *testing.T) {
 // placeForged sends messages of topic carrier to addr until one's body,
 // built by forge for the offset it will land at, lands there, and returns
 // that offset: where the body's bytes read as the message forge built.
+// VIEW_MESSAGE_BY_ID must refuse them there.
 // Same-shape carriers land a fixed stride apart; the forged body is built
 // for where the next one lands, and tried again if something else was
 // appended in between.
@@ -79,8 +80,10 @@ func placeForged(t *testing.T, pc *procCluster, addr, carrier string, forge func
 		next := b + (b - a)
 		fake := next + int64(bytes.Index(stored, placeholder))
 		if got, _ := send(forge(fake)); got == next {
-			if v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(fake, 10)}, nil); v.Code != remoting.ResponseSuccess {
-				t.Fatalf("the forged message does not read as one (%d %s): the test no longer forges one", v.Code, v.Remark)
+			// Viewed, the bytes decode as a message (the answer is not "no
+			// intact message starts at"), and are refused as none stored.
+			if v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(fake, 10)}, nil); v.Code != remoting.ResponseSystemError || !strings.Contains(v.Remark, "has no unit there") {
+				t.Fatalf("view of the forged message at %d: %d %q; want SYSTEM_ERROR saying its queue has no unit there", fake, v.Code, v.Remark)
 			}
 			return fake
 		}
