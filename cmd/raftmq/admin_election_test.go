@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,19 +192,15 @@ func TestAdminReadsWithoutMaster(t *testing.T) {
 // TestStatsAllPassesOverAnUnreadableGroup: statsAll bounds each request,
 // not the command, and leaves a group it cannot read out of its topics'
 // sums, as mqadmin does. The name server routes seven topics, and StLive
-// besides its live group, to a group whose only member is gone (nothing
-// listens at its address): StLive's row is still printed from the live
-// group, and the command names every unreadable topic and exits non-zero.
+// besides its live group, to a group whose only member hangs (it reads
+// requests and never answers): StLive's row is still printed from the live
+// group, the command names every unreadable topic and exits non-zero, and
+// the hung group is asked once, not once per topic.
 func TestStatsAllPassesOverAnUnreadableGroup(t *testing.T) {
 	c := startAdminCluster(t)
 	n := []string{"-n", c.nsAddr}
 	mustAdmin(t, append(n, "updateTopic", "-c", "DefaultCluster", "-t", "StLive", "-r", "1", "-w", "1")...)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := l.Addr().String()
-	l.Close()
+	gone, asked := hungServer(t)
 	table := map[string]wire.TopicConfig{"StLive": {TopicName: "StLive", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}}
 	var dead []string
 	for i := range 7 {
@@ -246,4 +246,51 @@ func TestStatsAllPassesOverAnUnreadableGroup(t *testing.T) {
 			t.Errorf("statsAll printed a row for %s, which no group answered for", r.Topic)
 		}
 	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the hung group was asked %d times in one statsAll over %d of its topics, want once", n, len(dead)+1)
+	}
+}
+
+// hungServer listens on a loopback port, reads remoting frames and never
+// answers; asked counts the frames read.
+func hungServer(t *testing.T) (addr string, asked *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked = new(atomic.Int64)
+	var conns sync.WaitGroup
+	t.Cleanup(func() {
+		_ = l.Close()
+		conns.Wait()
+	})
+	conns.Add(1)
+	go func() {
+		defer conns.Done()
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer nc.Close()
+				stop := context.AfterFunc(t.Context(), func() { _ = nc.Close() })
+				defer stop()
+				var n [4]byte
+				for {
+					if _, err := io.ReadFull(nc, n[:]); err != nil {
+						return
+					}
+					if _, err := io.CopyN(io.Discard, nc, int64(binary.BigEndian.Uint32(n[:]))); err != nil {
+						return
+					}
+					asked.Add(1)
+				}
+			}()
+		}
+	}()
+	return l.Addr().String(), asked
 }

@@ -177,9 +177,10 @@ func (s *adminSession) brokerStats(ctx context.Context, brokerName, name, key st
 // summed over its groups' leaders, then per consuming group the same for
 // gets and its lag. Like mqadmin it bounds each request, not the command
 // (a cluster's topics take as many requests as they take), and a group
-// that cannot be read is left out of its topics' sums; unlike mqadmin, the
-// command then names each such topic and group and exits non-zero after
-// printing the rows.
+// that cannot be read is left out of its topics' sums; unlike mqadmin, a
+// group that failed is not asked again for the later topics (a hung group
+// would cost a timeout per topic), and the command names each topic and
+// group left out and exits non-zero after printing the rows.
 func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRow, error) {
 	active := in.bool("activeTopic")
 	topics := []string{in.str("topic")}
@@ -194,11 +195,12 @@ func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRo
 	}
 	out := []statsRow{}
 	var errs []error
+	failed := map[string]string{} // group → the topic it failed for
 	for _, t := range topics {
 		if strings.HasPrefix(t, wire.RetryGroupTopicPrefix) || strings.HasPrefix(t, wire.DLQGroupTopicPrefix) {
 			continue
 		}
-		rows, err := s.topicStats(ctx, t, active)
+		rows, err := s.topicStats(ctx, t, active, failed)
 		out = append(out, rows...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("topic %s: %w", t, err))
@@ -218,9 +220,10 @@ func (s *adminSession) request(ctx context.Context) (context.Context, context.Ca
 
 // topicStats is statsAll's rows for topic t, summed over the groups that
 // answered, and an error naming each group that did not. A group that
-// fails one request is not asked again for t: a dead group costs one
-// request timeout per topic. A topic no group answered for has no rows.
-func (s *adminSession) topicStats(ctx context.Context, t string, active bool) ([]statsRow, error) {
+// fails one request is recorded in failed (group → topic) and not asked
+// again in this run: a hung group costs one request timeout per command,
+// not one per topic. A topic no group answered for has no rows.
+func (s *adminSession) topicStats(ctx context.Context, t string, active bool, failed map[string]string) ([]statsRow, error) {
 	rctx, cancel := s.request(ctx)
 	names, err := s.a.RouteGroups(rctx, t)
 	cancel()
@@ -231,13 +234,19 @@ func (s *adminSession) topicStats(ctx context.Context, t string, active bool) ([
 		return nil, err
 	}
 	var errs []error
-	failed := map[string]bool{}
+	unread := map[string]bool{} // of names, for t
 	fail := func(name string, err error) {
-		failed[name] = true
+		failed[name], unread[name] = t, true
 		errs = append(errs, fmt.Errorf("group %s: %w", name, err))
 	}
+	for _, name := range names {
+		if at, ok := failed[name]; ok {
+			unread[name] = true
+			errs = append(errs, fmt.Errorf("group %s: not asked, it failed for topic %s", name, at))
+		}
+	}
 	stats := func(name, item, key string) (wire.BrokerStatsData, bool) {
-		if failed[name] {
+		if unread[name] {
 			return wire.BrokerStatsData{}, false
 		}
 		rctx, cancel := s.request(ctx)
@@ -267,7 +276,7 @@ func (s *adminSession) topicStats(ctx context.Context, t string, active bool) ([
 			groups[g] = true
 		}
 	}
-	if len(failed) == len(names) {
+	if len(unread) == len(names) {
 		return nil, errors.Join(errs...)
 	}
 	if len(groups) == 0 {
