@@ -244,6 +244,6 @@ func DecodeCQUnits(b []byte) ([]CQUnit, error) {
 func (cq *ConsumeQueue) HasUnitAt(phy int64) (bool, error) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	_, ok, err := cq.findByPhyLocked(phy)
+	_, ok, err := cq.findByPhy(phy)
 	return ok, err
 }

@@ -110,6 +110,10 @@ type ConsumeQueue struct {
 	minLogic atomic.Int64
 	maxLogic atomic.Int64
 	maxPhy   atomic.Int64
+	// retiredBelow is the largest CommitLog offset the queue's minimum
+	// was corrected past (retention, cleanUnusedTopic) since it was
+	// opened: units of messages below it may be gone.
+	retiredBelow atomic.Int64
 
 	mu   sync.Mutex // serializes writers (Put, Append, truncation, deletion)
 	mfq  *storage.MappedFileQueue
@@ -184,7 +188,7 @@ scan:
 	// The minimum skips the blank fillers at the head (the first file's,
 	// and whole files a catch-up prepended); the store moves it further
 	// with CorrectMinOffset once it knows the CommitLog's minimum.
-	minLogic, err := cq.firstNonBlankLocked(cq.mfq.MinOffset()/CQUnitSize, end/CQUnitSize)
+	minLogic, err := cq.firstNonBlank(cq.mfq.MinOffset()/CQUnitSize, end/CQUnitSize)
 	if err != nil {
 		return err
 	}
@@ -203,10 +207,11 @@ var blankRun = func() []byte {
 	return b
 }()
 
-// firstNonBlankLocked returns the smallest offset in [lo, hi) whose unit
+// firstNonBlank returns the smallest offset in [lo, hi) whose unit
 // is not blank, or hi when all are; hi is at most maxLogic. Every unit is
 // looked at (blanks may stand anywhere in the files a recovery finds).
-func (cq *ConsumeQueue) firstNonBlankLocked(lo, hi int64) (int64, error) {
+// Like the other readers it needs no lock: it reads below maxLogic only.
+func (cq *ConsumeQueue) firstNonBlank(lo, hi int64) (int64, error) {
 	for lo < hi {
 		b, err := cq.read(lo, int(min(hi-lo, cq.unitsPerFile)))
 		if err != nil {
@@ -222,9 +227,9 @@ func (cq *ConsumeQueue) firstNonBlankLocked(lo, hi int64) (int64, error) {
 	return hi, nil
 }
 
-// lastNonBlankLocked returns the largest offset in [lo, hi) whose unit is
+// lastNonBlank returns the largest offset in [lo, hi) whose unit is
 // not blank; ok is false when all are. hi is at most maxLogic.
-func (cq *ConsumeQueue) lastNonBlankLocked(lo, hi int64) (off int64, ok bool, err error) {
+func (cq *ConsumeQueue) lastNonBlank(lo, hi int64) (off int64, ok bool, err error) {
 	for lo < hi {
 		// The file holding hi-1 starts at a multiple of unitsPerFile.
 		start := max(lo, (hi-1)/cq.unitsPerFile*cq.unitsPerFile)
@@ -452,7 +457,7 @@ func (cq *ConsumeQueue) Append(u CQUnit) (offset int64, dup bool, err error) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if u.PhyOffset < cq.maxPhy.Load() {
-		off, ok, err := cq.findByPhyLocked(u.PhyOffset)
+		off, ok, err := cq.findByPhy(u.PhyOffset)
 		if err != nil {
 			return 0, false, err
 		}
@@ -486,7 +491,7 @@ func (cq *ConsumeQueue) search(lo, hi int64, pred func(CQUnit) (bool, error)) (i
 			return 0, err
 		}
 		if u.IsBlank() {
-			next, err := cq.firstNonBlankLocked(mid+1, hi)
+			next, err := cq.firstNonBlank(mid+1, hi)
 			if err != nil {
 				return 0, err
 			}
@@ -512,14 +517,14 @@ func (cq *ConsumeQueue) search(lo, hi int64, pred func(CQUnit) (bool, error)) (i
 		if u, err := cq.unitAt(lo); err != nil {
 			return 0, err
 		} else if u.IsBlank() {
-			return cq.firstNonBlankLocked(lo+1, end)
+			return cq.firstNonBlank(lo+1, end)
 		}
 	}
 	return lo, nil
 }
 
-// findByPhyLocked finds the logical offset of the unit at physical offset phy.
-func (cq *ConsumeQueue) findByPhyLocked(phy int64) (int64, bool, error) {
+// findByPhy finds the logical offset of the unit at physical offset phy.
+func (cq *ConsumeQueue) findByPhy(phy int64) (int64, bool, error) {
 	minL, maxL := cq.minLogic.Load(), cq.maxLogic.Load()
 	off, err := cq.search(minL, maxL, func(u CQUnit) (bool, error) { return !u.IsBlank() && u.PhyOffset >= phy, nil })
 	if err != nil || off >= maxL {
@@ -537,23 +542,15 @@ func (cq *ConsumeQueue) findByPhyLocked(phy int64) (int64, bool, error) {
 // (it never had one, or retention removed it). Blank units anywhere are
 // stepped over.
 func (cq *ConsumeQueue) OffsetOfPhy(phy int64) (offset int64, ok bool, err error) {
-	return cq.findByPhyLocked(phy)
+	return cq.findByPhy(phy)
 }
 
-// FirstPhyOffset returns the CommitLog offset of the oldest unit the queue
-// still holds, blank fillers skipped; ok is false when it holds none.
-func (cq *ConsumeQueue) FirstPhyOffset() (phy int64, ok bool, err error) {
-	hi := cq.MaxOffset()
-	off, err := cq.firstNonBlankLocked(cq.MinOffset(), hi)
-	if err != nil || off >= hi {
-		return 0, false, err
-	}
-	u, err := cq.unitAt(off)
-	if err != nil {
-		return 0, false, err
-	}
-	return u.PhyOffset, true, nil
-}
+// RetiredBelow is the CommitLog offset below which the queue's units may
+// have been removed since it was opened (retention moves it to the
+// CommitLog's minimum, cleanUnusedTopic past everything): a message there
+// may have no unit left. Every message at or above it has its unit once
+// dispatched.
+func (cq *ConsumeQueue) RetiredBelow() int64 { return cq.retiredBelow.Load() }
 
 // StoreTimeFunc returns the store timestamp of the message at a CommitLog
 // location; SearchByTimestamp reads it from the CommitLog through this.
@@ -696,7 +693,7 @@ func (cq *ConsumeQueue) checkUnit(src SegmentSource, u CQUnit) string {
 // maxLogic (0 if there is none), skipping blank fillers.
 func (cq *ConsumeQueue) recomputeMaxPhyLocked() error {
 	cq.maxPhy.Store(0)
-	i, ok, err := cq.lastNonBlankLocked(cq.mfq.MinOffset()/CQUnitSize, cq.maxLogic.Load())
+	i, ok, err := cq.lastNonBlank(cq.mfq.MinOffset()/CQUnitSize, cq.maxLogic.Load())
 	if err != nil || !ok {
 		return err
 	}
@@ -727,6 +724,9 @@ func (cq *ConsumeQueue) CorrectMinOffset(phyMinOffset int64) error {
 }
 
 func (cq *ConsumeQueue) correctMinOffsetLocked(phyMinOffset int64) error {
+	if phyMinOffset > cq.retiredBelow.Load() {
+		cq.retiredBelow.Store(phyMinOffset)
+	}
 	minL, maxL := cq.minLogic.Load(), cq.maxLogic.Load()
 	off, err := cq.search(minL, maxL, func(u CQUnit) (bool, error) { return !u.IsBlank() && u.PhyOffset >= phyMinOffset, nil })
 	if err != nil {

@@ -261,14 +261,23 @@ func TestConsumeQueueDeleteExpiredKeepsReadersSafe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got := cq.RetiredBelow(); got != 0 {
+			t.Fatalf("RetiredBelow %d before any retention, want 0", got)
+		}
 		// The CommitLog now starts at message 22: files 0 and 1 (units 0..19)
 		// only point below it.
 		n, err := s.DeleteExpired(2200)
 		if err != nil || n != 2 {
 			t.Fatalf("deleted %d, %v", n, err)
 		}
-		if cq.MinOffset() != 22 || cq.MaxOffset() != 35 {
-			t.Fatalf("[%d,%d)", cq.MinOffset(), cq.MaxOffset())
+		if cq.MinOffset() != 22 || cq.MaxOffset() != 35 || cq.RetiredBelow() != 2200 {
+			t.Fatalf("[%d,%d) retired below %d", cq.MinOffset(), cq.MaxOffset(), cq.RetiredBelow())
+		}
+		// Every unit from there on is still found by its message's offset.
+		for n := int64(22); n < 35; n++ {
+			if off, ok, err := cq.OffsetOfPhy(unitN(n).PhyOffset); err != nil || !ok || off != n {
+				t.Fatalf("offset of unit %d's message: %d %v %v", n, off, ok, err)
+			}
 		}
 		if _, err := cq.Read(10, 1); !errors.Is(err, ErrOutOfRange) {
 			t.Fatalf("read deleted: %v", err)
@@ -282,8 +291,8 @@ func TestConsumeQueueDeleteExpiredKeepsReadersSafe(t *testing.T) {
 		if _, err := s.DeleteExpired(1 << 40); err != nil {
 			t.Fatal(err)
 		}
-		if cq.MinOffset() != 35 || cq.MaxOffset() != 35 || len(cq.mfq.Files()) != 1 {
-			t.Fatalf("all expired: [%d,%d) files %d", cq.MinOffset(), cq.MaxOffset(), len(cq.mfq.Files()))
+		if cq.MinOffset() != 35 || cq.MaxOffset() != 35 || len(cq.mfq.Files()) != 1 || cq.RetiredBelow() != 1<<40 {
+			t.Fatalf("all expired: [%d,%d) files %d retired below %d", cq.MinOffset(), cq.MaxOffset(), len(cq.mfq.Files()), cq.RetiredBelow())
 		}
 		appendUnits(t, cq, 35, 36)
 	})

@@ -260,8 +260,8 @@ func nextOffsetCorrection(old, corrected int64) int64 { return corrected }
 // a message body and name their offset. Damage to real messages is
 // reported by the reads that take offsets from the ConsumeQueues (pulls)
 // and by the scrub. A body can also hold a complete, valid message naming
-// its own offset, which passes: a caller that acts on more than the bytes
-// (END_TRANSACTION) checks the message's queue unit too.
+// its own offset, which passes: the callers (END_TRANSACTION, send-back,
+// view by id) check the message's queue unit too.
 func (s *MessageStore) ReadAppliedMessage(phyOffset int64) (*storage.Slice, error) {
 	if applied := s.DispatchedOffset(); phyOffset < 0 || phyOffset >= applied {
 		return nil, fmt.Errorf("%w: offset %d is not below the applied position %d", ErrOutOfRange, phyOffset, applied)
