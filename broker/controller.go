@@ -97,7 +97,7 @@ type Controller struct {
 	autoCreating singleflight.Group
 	// txnRefusedWarn, replyWarn and sqlWarn bound the warnings a
 	// client's END_TRANSACTIONs, replies and SQL92 subscriptions can
-	// trigger (limits.go).
+	// trigger.
 	txnRefusedWarn, replyWarn, sqlWarn remoting.WarnLimiter
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -72,10 +71,9 @@ func (c *Controller) processViewMessageByID(_ context.Context, conn *remoting.Co
 		if r := c.aclStoredMessage(conn, req, m); r != nil {
 			return r, nil
 		}
-		qo, found, unchecked := c.storedUnit(m.Topic, m.QueueID, h.Offset)
-		if !found && !unchecked {
-			return response(remoting.ResponseSystemError,
-				"no message at commit log offset %d: queue %s/%d has no unit there, so the bytes are not a stored message", h.Offset, m.Topic, m.QueueID), nil
+		qo, found, refusal := c.storedUnit(m.Topic, m.QueueID, h.Offset)
+		if refusal != nil {
+			return refusal, nil
 		}
 		if found {
 			wire.PatchQueueOffset(b, qo)
@@ -100,36 +98,41 @@ func (c *Controller) rawMessage(off int64) ([]byte, error) {
 // patchQueueOffset writes the message's ConsumeQueue offset into its
 // copy b; when the queue no longer holds it (retention) b is left as is.
 func (c *Controller) patchQueueOffset(b []byte, topic string, queueID int32, phy int64) {
-	if off, ok := queueOffsetOf(c.st.ConsumeQueues().Get(topic, queueID), phy); ok {
+	cq := c.st.ConsumeQueues().Get(topic, queueID)
+	if cq == nil {
+		return
+	}
+	if off, ok, err := cq.OffsetOfPhy(phy); err == nil && ok {
 		wire.PatchQueueOffset(b, off)
 	}
-}
-
-// queueOffsetOf is cq's offset of the unit pointing at phy; false when
-// there is no queue, no such unit, or the lookup failed.
-func queueOffsetOf(cq *store.ConsumeQueue, phy int64) (int64, bool) {
-	if cq == nil {
-		return 0, false
-	}
-	off, ok, err := cq.OffsetOfPhy(phy)
-	return off, ok && err == nil
 }
 
 // storedUnit checks that the message read at CommitLog offset phy, naming
 // topic and queue qid, is one this broker stored there and not bytes in
 // another message's body that read as a message (a producer can make its
-// body hold a complete, valid one naming any topic): the stored message
-// has a unit there in its queue. found says the unit is there (offset is
-// its queue offset); unchecked says retention already removed the
-// queue's units up to past phy, so it cannot be checked either way.
-func (c *Controller) storedUnit(topic string, qid int32, phy int64) (offset int64, found, unchecked bool) {
+// body hold a complete, valid one naming any topic): a stored message has
+// a unit there in its queue once dispatched. It returns the unit's queue
+// offset (found), nothing when the unit may be gone (the queue retired
+// units past phy: retention, cleanUnusedTopic), or the refusal to answer.
+func (c *Controller) storedUnit(topic string, qid int32, phy int64) (offset int64, found bool, refusal *remoting.RemotingCommand) {
 	cq := c.st.ConsumeQueues().Get(topic, qid)
-	if off, ok := queueOffsetOf(cq, phy); ok {
-		return off, true, false
-	}
 	if cq == nil {
-		return 0, false, false
+		return 0, false, response(remoting.ResponseSystemError,
+			"no message at commit log offset %d: topic %s has no queue %d here, so the bytes are not a stored message", phy, topic, qid)
 	}
-	first, ok, err := cq.FirstPhyOffset()
-	return 0, false, err == nil && ok && phy < first
+	off, ok, err := cq.OffsetOfPhy(phy)
+	switch {
+	case err != nil:
+		return 0, false, response(remoting.ResponseSystemError, "could not check queue %s/%d for commit log offset %d: %v", topic, qid, phy, err)
+	case ok:
+		return off, true, nil
+	case phy < cq.RetiredBelow():
+		return 0, false, nil
+	case phy >= cq.MaxPhysicOffset():
+		return 0, false, response(remoting.ResponseSystemError,
+			"no message at commit log offset %d: queue %s/%d has no unit there (its units end at %d), so the bytes are not a stored message of that queue, or one this member has not indexed yet",
+			phy, topic, qid, cq.MaxPhysicOffset())
+	}
+	return 0, false, response(remoting.ResponseSystemError,
+		"no message at commit log offset %d: queue %s/%d has no unit there, so the bytes are not a stored message of that queue", phy, topic, qid)
 }

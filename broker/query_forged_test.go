@@ -82,8 +82,8 @@ func placeForged(t *testing.T, pc *procCluster, addr, carrier string, forge func
 		if got, _ := send(forge(fake)); got == next {
 			// Viewed, the bytes decode as a message (the answer is not "no
 			// intact message starts at"), and are refused as none stored.
-			if v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(fake, 10)}, nil); v.Code != remoting.ResponseSystemError || !strings.Contains(v.Remark, "has no unit there") {
-				t.Fatalf("view of the forged message at %d: %d %q; want SYSTEM_ERROR saying its queue has no unit there", fake, v.Code, v.Remark)
+			if v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(fake, 10)}, nil); v.Code != remoting.ResponseSystemError || !strings.Contains(v.Remark, "the bytes are not a stored message") {
+				t.Fatalf("view of the forged message at %d: %d %q; want SYSTEM_ERROR saying the bytes are not a stored message", fake, v.Code, v.Remark)
 			}
 			return fake
 		}
@@ -95,14 +95,13 @@ func placeForged(t *testing.T, pc *procCluster, addr, carrier string, forge func
 // TestSendBackForgedMessage: a message body can hold a complete, valid
 // message naming another topic and its own offset. CONSUMER_SEND_MSG_BACK
 // at that offset must not put it into the group's retry topic as a
-// message of that topic: the topic's queue has no unit there. A real
-// message of that topic still goes back.
+// message of that topic: the topic's queue has no unit there, though its
+// first unit comes after. A real message of that topic still goes back.
 func TestSendBackForgedMessage(t *testing.T) {
 	t.Parallel()
 	pc := startRealCluster(t, nil)
 	l := pc.createTopicOnLeader("VICTIM", 1)
 	addr := pc.nodes[l].Addr()
-	realOff := sentOffset(t, "real", pc.call(addr, remoting.RequestSendMessage, sendExt("VICTIM", 0, ""), []byte("real")))
 	fake := placeForged(t, pc, addr, "SBF-CARRIER", func(phy int64) []byte {
 		m := &wire.Message{Topic: "VICTIM", Body: []byte("forged"),
 			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
@@ -114,11 +113,12 @@ func TestSendBackForgedMessage(t *testing.T) {
 		}
 		return b
 	})
+	realOff := sentOffset(t, "real", pc.call(addr, remoting.RequestSendMessage, sendExt("VICTIM", 0, ""), []byte("real")))
 	sendBack := func(phy int64) *remoting.RemotingCommand {
 		return pc.call(addr, remoting.RequestConsumerSendMsgBack, map[string]string{
 			"offset": strconv.FormatInt(phy, 10), "group": "SBF", "delayLevel": "-1"}, nil)
 	}
-	if r := sendBack(fake); r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "no unit there") {
+	if r := sendBack(fake); r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "the bytes are not a stored message") {
 		t.Fatalf("send-back of a message forged inside a body at %d: %d %q", fake, r.Code, r.Remark)
 	}
 	if r := sendBack(realOff); r.Code != remoting.ResponseSuccess {

@@ -67,10 +67,8 @@ func (c *Controller) processSendBack(ctx context.Context, conn *remoting.Conn, r
 	// Bytes inside another message's body can read as a message of any
 	// topic; sent back, they would reach the group as a message of that
 	// topic nobody published there.
-	if _, ok, unchecked := c.storedUnit(orig.Topic, orig.QueueID, h.Offset); !ok && !unchecked {
-		return response(remoting.ResponseSystemError,
-			"no message at commit log offset %d: queue %s/%d has no unit there, so the bytes are not a stored message a consumer received",
-			h.Offset, orig.Topic, orig.QueueID), nil
+	if _, _, refusal := c.storedUnit(orig.Topic, orig.QueueID, h.Offset); refusal != nil {
+		return refusal, nil
 	}
 	m := &store.Message{
 		Topic: wire.RetryGroupTopicPrefix + h.Group, Flag: orig.Flag, Body: orig.Body,

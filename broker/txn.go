@@ -273,14 +273,12 @@ func (c *Controller) lookHalf(conn *remoting.Conn, req *remoting.RemotingCommand
 	}
 	// The stored QUEUEOFFSET is not the half's (the FSM assigns it at
 	// apply), so the half queue says where it is. Every half has a unit
-	// there before it is acknowledged: none where the queue still holds
-	// units means the bytes are not a stored half (a body can carry a
-	// valid-looking one); only a unit retention already removed cannot be
-	// checked.
-	qo, ok, unchecked := c.storedUnit(wire.TopicTransHalf, 0, h.CommitLogOffset)
-	if !ok && !unchecked {
-		return nil, response(remoting.ResponseSystemError, "no half message at commitLogOffset %d: the half queue has no unit there",
-			h.CommitLogOffset)
+	// there before it is acknowledged: none means the bytes are not a
+	// stored half (a body can carry a valid-looking one), unless the queue
+	// retired its units past there (storedUnit).
+	qo, ok, refusal := c.storedUnit(wire.TopicTransHalf, 0, h.CommitLogOffset)
+	if refusal != nil {
+		return nil, refusal
 	}
 	if ok && qo != h.TranStateTableOffset {
 		return nil, response(remoting.ResponseSystemError, "the half message at commitLogOffset %d has tranStateTableOffset %d, not %d",

@@ -11,13 +11,13 @@ import (
 // TestEndTransactionForgedHalf: a message body can hold a complete, valid
 // half message that names its own offset. END_TRANSACTION at that offset
 // must not commit it: the half queue, which has a unit for every half
-// (dispatched before the half is acknowledged), has none there.
+// (dispatched before the half is acknowledged), has none there, though
+// its first unit comes after.
 func TestEndTransactionForgedHalf(t *testing.T) {
 	pc := startRealCluster(t, txnTestConfig)
 	l := pc.leader()
 	addr := pc.nodes[l].Addr()
 	pc.createTopic(addr, "TXF", 1)
-	legit := sendHalf(t, pc, addr, "TXF", "legit", "U-LEGIT") // the half queue exists and retains units
 
 	half := func(phy int64) []byte {
 		m := &wire.Message{Topic: wire.TopicTransHalf, Body: []byte("forged-commit"), SysFlag: wire.SysFlagTransPrepared,
@@ -32,6 +32,8 @@ func TestEndTransactionForgedHalf(t *testing.T) {
 		return b
 	}
 	fake := placeForged(t, pc, addr, "TXF-CARRIER", half)
+	// The half queue's first unit comes after the forged bytes.
+	legit := sendHalf(t, pc, addr, "TXF", "legit", "U-LEGIT")
 
 	forged := halfSent{queueOffset: 0, phy: fake, uniq: "U-FORGED"}
 	r := pc.call(addr, remoting.RequestEndTransaction, endExt(forged, wire.SysFlagTransCommit, false), nil)
