@@ -178,9 +178,9 @@ func (s *adminSession) brokerStats(ctx context.Context, brokerName, name, key st
 // gets and its lag. Like mqadmin it bounds each request, not the command
 // (a cluster's topics take as many requests as they take), and a group
 // that cannot be read is left out of its topics' sums; unlike mqadmin, a
-// group that failed is not asked again for the later topics (a hung group
-// would cost a timeout per topic), and the command names each topic and
-// group left out and exits non-zero after printing the rows.
+// group that did not answer is not asked again for the later topics (a
+// hung group would cost a timeout per topic), and the command names each
+// topic and group left out and exits non-zero after printing the rows.
 func runStatsAll(ctx context.Context, s *adminSession, in flagValues) ([]statsRow, error) {
 	active := in.bool("activeTopic")
 	topics := []string{in.str("topic")}
@@ -220,9 +220,11 @@ func (s *adminSession) request(ctx context.Context) (context.Context, context.Ca
 
 // topicStats is statsAll's rows for topic t, summed over the groups that
 // answered, and an error naming each group that did not. A group that
-// fails one request is recorded in failed (group → topic) and not asked
-// again in this run: a hung group costs one request timeout per command,
-// not one per topic. A topic no group answered for has no rows.
+// fails one request is not asked again for t; one that gave no answer
+// (down, hung: not a refusal it answered) is recorded in failed (group →
+// topic) and not asked again in this run either, so a hung group costs
+// one request timeout per command, not one per topic. A topic no group
+// answered for has no rows.
 func (s *adminSession) topicStats(ctx context.Context, t string, active bool, failed map[string]string) ([]statsRow, error) {
 	rctx, cancel := s.request(ctx)
 	names, err := s.a.RouteGroups(rctx, t)
@@ -236,7 +238,11 @@ func (s *adminSession) topicStats(ctx context.Context, t string, active bool, fa
 	var errs []error
 	unread := map[string]bool{} // of names, for t
 	fail := func(name string, err error) {
-		failed[name], unread[name] = t, true
+		unread[name] = true
+		var be *client.BrokerError
+		if !errors.As(err, &be) {
+			failed[name] = t // no answer: down or hung, not a refusal
+		}
 		errs = append(errs, fmt.Errorf("group %s: %w", name, err))
 	}
 	for _, name := range names {
