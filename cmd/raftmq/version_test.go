@@ -101,7 +101,9 @@ func TestVersionVCSSettings(t *testing.T) {
 // exactly when git sees a change. It builds in place, not in a clone: the
 // build cache keys the module's packages by their directory, so in place only
 // the command itself compiles again. The go command stamps VCS information
-// only when .git is a directory, which a linked worktree's is not.
+// only when .git is a directory, which a linked worktree's is not. A clean
+// checkout (CI's) checks dirty=false only; reading vcs.modified=true is
+// TestVersionVCSSettings's.
 func TestVersionBinaryStampsCommit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the raftmq binary")

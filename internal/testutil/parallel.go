@@ -2,15 +2,17 @@ package testutil
 
 import (
 	"flag"
+	"runtime"
 	"strconv"
 )
 
-// WaitingParallel sets how many t.Parallel tests of the package run at once
-// (go test's -parallel, GOMAXPROCS by default) unless the command line set
-// it. Call it from TestMain of a package whose parallel tests spend most of
-// their time waiting on timers (elections, timeouts, gossip rounds): on a
-// 2-core machine GOMAXPROCS of them at a time leaves the cores mostly idle,
-// while a few more still leave each test the CPU it needs.
+// WaitingParallel lets at least n t.Parallel tests of the package run at
+// once (go test's -parallel, GOMAXPROCS by default; never below that)
+// unless the command line set it. Call it from TestMain of a package whose
+// parallel tests spend most of their time waiting on timers (elections,
+// timeouts, gossip rounds): on a 2-core machine GOMAXPROCS of them at a
+// time leaves the cores mostly idle, while a few more still leave each
+// test the CPU it needs.
 func WaitingParallel(n int) {
 	if !flag.Parsed() {
 		flag.Parse()
@@ -22,6 +24,6 @@ func WaitingParallel(n int) {
 		}
 	})
 	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(n))
+		_ = flag.Set("test.parallel", strconv.Itoa(max(n, runtime.GOMAXPROCS(0))))
 	}
 }
