@@ -289,7 +289,7 @@ func (n *NameServer) registerProcessors() {
 		remoting.RequestUnregisterBroker: n.unregisterBroker,
 		remoting.RequestBrokerHeartbeat:  n.brokerHeartbeat,
 	}
-	n.srv.RegisterShared(slices.Collect(maps.Keys(brokers)), n.instrument(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	n.srv.RegisterShared(slices.Sorted(maps.Keys(brokers)), n.instrument(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		return brokers[req.Code](ctx, c, req)
 	}), n.cfg.DefaultThreadPoolNums, n.cfg.DefaultThreadPoolQueueCapacity)
 	handlers := map[int16]remoting.HandlerFunc{

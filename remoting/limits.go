@@ -119,7 +119,7 @@ func (s *Server) warnRefusal(ip, limit string) {
 		n = s.cfg.MaxConns
 	}
 	s.log.Warn("connection refused: limit reached", zap.String("remote_ip", ip), zap.String("key", limit), zap.Int("limit", n),
-		zap.Int64("suppressed", held))
+		zap.Int64("refusalsNotLogged", held))
 }
 
 // WarnLimiter passes a warning that clients' requests or connections

@@ -306,6 +306,3 @@ func readRegisterItem(r io.Reader, what string) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
-
-// writeInt32 and writeItem write into a zlib writer over a bytes.Buffer,
-// which cannot fail before Close; Close reports any error.
