@@ -15,9 +15,9 @@ import (
 // Tests that spend their time waiting (a fake broker holding or refusing a
 // request, a timeout, a rebalance interval) on brokers and name servers of
 // their own call t.Parallel(): go test runs them after the sequential
-// ones, six at a time (testutil.WaitingParallel), so their waits overlap. Tests on a shared
-// cluster stay sequential (SharedCluster), as do those that keep a core
-// busy.
+// ones, at least six at a time (testutil.WaitingParallel), so their waits
+// overlap. Tests on a shared cluster stay sequential (SharedCluster), as
+// do those that keep a core busy.
 func TestMain(m *testing.M) {
 	// The official client (used by the comparison benchmark) logs every
 	// route refresh at info level.

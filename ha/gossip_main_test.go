@@ -17,9 +17,9 @@ import (
 //
 // The tests that wait on gossip timers (probes, suspicion, rejoin rounds)
 // with nodes of their own, on ports from testutil.FreePort, call
-// t.Parallel(): go test runs them after the sequential ones, six at a time
-// (testutil.WaitingParallel), so their waits overlap; a test that keeps a
-// core busy (TestResyncWhileMetaChanges) stays sequential.
+// t.Parallel(): go test runs them after the sequential ones, at least six
+// at a time (testutil.WaitingParallel), so their waits overlap; a test
+// that keeps a core busy (TestResyncWhileMetaChanges) stays sequential.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(runGossipChild(spec))
