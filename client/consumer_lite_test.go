@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -540,13 +539,19 @@ func TestLitePullResetNotUndoneByPollInProgress(t *testing.T) {
 	b, l, conn := startPolledLiteForReset(ctx, t)
 	mq := MessageQueue{"T", "broker-a", 0}
 	l.consumedMu.Lock() // a Poll in progress, which saw the queue not dropped
+	locked := true
+	defer func() {
+		if locked { // the test failed holding it: let the consumer close
+			l.consumedMu.Unlock()
+		}
+	}()
 	reset := make(chan error, 1)
 	go func() { reset <- resetQueueToOne(ctx, conn) }()
 	testutil.WaitFor(t, 5*time.Second, "the reset waiting for the Poll", func() bool {
-		buf := make([]byte, 1<<20)
-		return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*LitePullConsumer).sought(")
+		return strings.Contains(allStacks(), "(*LitePullConsumer).sought(")
 	})
 	l.core.store.Update(mq, 3, false) // the Poll's AutoCommit store
+	locked = false
 	l.consumedMu.Unlock()
 	if err := <-reset; err != nil {
 		t.Fatal(err)

@@ -14,22 +14,27 @@ import (
 	"github.com/raftmq/raftmq/namesrv"
 )
 
-// sdkGoroutines returns the stacks of goroutines running code of an SDK
-// client (not of the fake brokers or the test itself).
-func sdkGoroutines() []string {
+// allStacks is every goroutine's stack, whole: a buffer too small for the
+// dump would cut off the goroutines a test looks for.
+func allStacks() string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			buf = buf[:n]
-			break
+			return string(buf[:n])
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// sdkGoroutines returns the stacks of goroutines running code of an SDK
+// client (not of the fake brokers or the test itself).
+func sdkGoroutines() []string {
+	stacks := allStacks()
 	owners := []string{"client.(*Producer)", "client.(*consumerCore)", "client.(*PushConsumer)",
 		"client.(*LitePullConsumer)", "client.(*routeManager)", "client.waitGroup"}
 	var out []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for g := range strings.SplitSeq(stacks, "\n\n") {
 		for _, o := range owners {
 			if strings.Contains(g, "github.com/raftmq/raftmq/"+o) {
 				out = append(out, g)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -389,8 +388,7 @@ func TestRouteSharedFetchOutlivesFirstCaller(t *testing.T) {
 		second <- err
 	}()
 	testutil.WaitFor(t, 5*time.Second, "second caller waits on the first's fetch", func() bool {
-		buf := make([]byte, 1<<20)
-		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "(*routeManager).fetchRoute(") == 2
+		return strings.Count(allStacks(), "(*routeManager).fetchRoute(") == 2
 	})
 	cancel1()
 	if err := <-first; !errors.Is(err, context.Canceled) {
