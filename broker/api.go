@@ -92,7 +92,9 @@ type PutResult struct {
 	StoreTimestamp int64
 	// Duplicate is true when the idempotent-producer dedup table recognised
 	// the message (producer id + sequence) as already stored; the other
-	// fields then describe the original copy.
+	// fields then describe the original copy. When the original has left
+	// the dedup window (its sequence is far below the stream's newest),
+	// where it was stored is unknown: QueueOffset is −1 and MsgID empty.
 	Duplicate bool
 }
 

@@ -333,9 +333,14 @@ func (g *Group) applyLog(l raft.Log, timeout time.Duration) (any, error) {
 
 // msgID is the offset message id of a result. A duplicate's original may
 // have been stored by an earlier leader with another store host, so its id
-// is rebuilt from the stored copy.
+// is rebuilt from the stored copy. A duplicate whose original the dedup
+// window no longer holds has no id: the offset in its result is that of
+// its own bytes, which no queue references and no lookup would find.
 func (g *Group) msgID(r *PutResult) string {
-	if r.Duplicate && r.QueueOffset >= 0 {
+	if r.Duplicate && r.QueueOffset < 0 {
+		return ""
+	}
+	if r.Duplicate {
 		if s, err := g.ms.CommitLog().ReadMessage(r.PhysicalOffset); err == nil {
 			m, _, err := wire.DecodeMessage(s.B, false)
 			s.Release()

@@ -333,6 +333,45 @@ func TestGroupDedupAndTables(t *testing.T) {
 	}
 }
 
+// TestGroupDedupBeyondWindow: a retry whose sequence left the dedup
+// window is answered as a duplicate, stores nothing, and names no message:
+// its own bytes are no message of the queue, so an id for them would be
+// one no lookup finds.
+func TestGroupDedupBeyondWindow(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{tune: func(g *GroupConfig) { g.DedupWindow = 4 }})
+	c.createTopic("T", 1)
+	l := c.leader()
+	ctx := context.Background()
+	var first PutResult
+	// The window keeps up to twice its size before it forgets.
+	for seq := int64(1); seq <= 12; seq++ {
+		r, err := l.g().PutMessages(ctx, []*store.Message{testMessage("T", 0, "k", "pid", seq, 64)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq == 1 {
+			first = r[0]
+		}
+	}
+	known, err := l.g().PutMessages(ctx, []*store.Message{testMessage("T", 0, "k", "pid", 12, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !known[0].Duplicate || known[0].QueueOffset != 11 || known[0].MsgID == "" {
+		t.Fatalf("retry of the newest: %+v, want a duplicate of queue offset 11 with its id", known[0])
+	}
+	old, err := l.g().PutMessages(ctx, []*store.Message{testMessage("T", 0, "k", "pid", 1, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := old[0]; !r.Duplicate || r.QueueOffset != -1 || r.MsgID != "" {
+		t.Fatalf("retry beyond the window: %+v, want a duplicate with queue offset -1 and no id (the original was %s)", r, first.MsgID)
+	}
+	if max := l.g().Store().ConsumeQueues().Get("T", 0).MaxOffset(); max != 12 {
+		t.Fatalf("queue holds %d units, want the 12 first sends only", max)
+	}
+}
+
 func TestGroupPreferredLeaderReturns(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, tune: func(g *GroupConfig) {
