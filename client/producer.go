@@ -279,8 +279,10 @@ func (p *Producer) PublishQueues(ctx context.Context, topic string) ([]MessageQu
 // SendSync sends msg and waits for the broker's answer. Failed attempts
 // are retried up to RetryTimesWhenSendFailed times on another broker
 // group when one exists; a "not leader" answer is followed to the leader
-// it names without using up a retry. The whole call is bounded by ctx and
-// by SendTimeout. On failure the error is a *SendError
+// it names without using up a retry, and the last attempt waits out an
+// election in its group (a raftmq group answering that it has no leader)
+// rather than fail at once. The whole call is bounded by ctx and by
+// SendTimeout. On failure the error is a *SendError
 // (errors.Is(err, ErrSendFailed)) listing every attempt.
 func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, error) {
 	req, err := p.prepare(msg)

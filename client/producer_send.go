@@ -449,8 +449,9 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 
 // attempt sends r to mq's group, following "not leader" answers and
 // trying other members after a connection failure, up to MaxLeaderHops
-// times. With waitOK (no other group to retry on, or a sticky send) it
-// waits out an election in the group within ctx instead of failing.
+// times. With waitOK (no other group to retry on, or a sticky send) or on
+// the last attempt it waits out an election in the group within ctx
+// instead of failing.
 // Every failure is appended to st's error record.
 func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendRequest, mq MessageQueue, extra [][]string, st *attemptState, last, waitOK bool) (*SendResult, error) {
 	// The first answer belongs to this attempt whatever the route says
@@ -563,10 +564,13 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			routes.markDown(mq.BrokerName, addr, noLeaderBackoff)
 			p.requestRefresh(r.topic)
 			next := routes.brokerAddr(mq.BrokerName)
-			if waitOK {
-				// Nowhere else to go (one group, or the message must stay
-				// on its queue): wait out the election within ctx, asking
-				// the members in turn. A wait is not a hop.
+			if waitOK || last {
+				// Nowhere else to go (one group, the message must stay on
+				// its queue, or no attempt follows this one): wait out the
+				// election within ctx, asking the members in turn, rather
+				// than fail in milliseconds what a few hundred would
+				// store (every group electing at once: a stall of the
+				// whole cluster, a restart). A wait is not a hop.
 				if !waitElection(sd.context()) {
 					return nil, be
 				}

@@ -214,6 +214,42 @@ func TestProducerAllAttemptsFail(t *testing.T) {
 	}
 }
 
+// TestProducerLastAttemptWaitsOutElection: every group of the topic is
+// electing (raftmq's NOT_LEADER_FOR_QUEUE without a leader); the first
+// attempts fail over to the other group as usual, and the last one waits
+// for its group's leader instead of failing the send in milliseconds.
+func TestProducerLastAttemptWaitsOutElection(t *testing.T) {
+	a, b, log, p := twoGroups(t)
+	var mu sync.Mutex
+	asked := 0
+	// The first three requests, wherever they go, meet an election.
+	electing := func(fb *fakeBroker, conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		mu.Lock()
+		asked++
+		n := asked
+		mu.Unlock()
+		if n <= 3 {
+			return answerCode(remoting.ResponseNotLeaderForQueue, nil)(fb, conn, req)
+		}
+		return fb.stored(req)
+	}
+	a.setAnswer(electing)
+	b.setAnswer(electing)
+	res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+	if err != nil {
+		t.Fatalf("send while both groups elect: %v", err)
+	}
+	// One group, the other, then the last attempt on the first: refused
+	// once more, then stored after the wait.
+	reqs := log.all()
+	if len(reqs) != 4 || reqs[0].brokerN == reqs[1].brokerN || reqs[2].brokerN != reqs[0].brokerN || reqs[3].brokerN != reqs[0].brokerN {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if res.Queue.BrokerName != reqs[0].brokerN {
+		t.Fatalf("stored on %s, want %s", res.Queue.BrokerName, reqs[0].brokerN)
+	}
+}
+
 // TestProducerFollowsNamedLeader: the route's master answers "not leader"
 // naming another member; the send goes there at once, later sends go
 // straight to it while the name server still names the old one, and the
