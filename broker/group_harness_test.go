@@ -455,11 +455,20 @@ func (c *testCluster) sendSeq(k, bodySize int) ack {
 	return ack{key: m.UniqKey(), PutResult: res}
 }
 
+// createTopic creates topic on the leader, on the next one if leadership
+// moved meanwhile (a leader can lose its lease on a loaded machine).
 func (c *testCluster) createTopic(topic string, queues int) {
-	l := c.leader()
-	if err := l.g().UpdateTopic(context.Background(), wire.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6}); err != nil {
-		c.t.Fatal(err)
-	}
+	testutil.WaitFor(c.t, 30*time.Second, "a leader that creates "+topic, func() bool {
+		_, g := c.currentLeaderGroup()
+		if g == nil {
+			return false
+		}
+		err := g.UpdateTopic(context.Background(), wire.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6})
+		if err != nil && !errors.Is(err, ErrNotLeader) {
+			c.t.Fatal(err)
+		}
+		return err == nil
+	})
 }
 
 // ack is an acknowledged message.

@@ -197,6 +197,22 @@ func (pc *procCluster) createTopicOnLeader(topic string, queues int) int {
 	return l
 }
 
+// callOnLeader sends a request to whichever member leads, again to the
+// next leader while the answer is "not leader" (on a loaded machine a
+// leader can lose its lease right after the election), and returns the
+// answering member's index and its answer.
+func (pc *procCluster) callOnLeader(code int16, ext map[string]string, body []byte) (int, *remoting.RemotingCommand) {
+	pc.t.Helper()
+	l := -1
+	var resp *remoting.RemotingCommand
+	testutil.WaitFor(pc.t, 30*time.Second, fmt.Sprintf("a leader that answers request %d", code), func() bool {
+		l = pc.leader()
+		resp = pc.call(pc.nodes[l].Addr(), code, ext, body)
+		return resp.Code != remoting.ResponseServiceNotAvailable || !wire.IsNotLeaderRemark(resp.Remark)
+	})
+	return l, resp
+}
+
 func (tc *procCluster) waitRoute(topic string) {
 	tc.t.Helper()
 	testutil.WaitFor(tc.t, 10*time.Second, "name server routes "+topic, func() bool {
