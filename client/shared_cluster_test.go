@@ -98,7 +98,7 @@ func SharedFailoverCluster(t testing.TB, name string, options func(dir string) d
 
 // restore brings every member of ec back and waits, up to timeout, until
 // each group has a leader that the name server routes and that every
-// member has caught up with.
+// member has caught up with, its FSM included.
 func restore(ec *devcluster.Cluster, timeout time.Duration) error {
 	for g := range ec.Groups() {
 		for m, mb := range ec.Members(g) {
@@ -126,7 +126,10 @@ func restore(ec *devcluster.Cluster, timeout time.Duration) error {
 				leaderID, target = leader.ID(), leader.Group.Raft().LastIndex()
 			}
 			for _, mb := range ec.Members(g) {
-				if mb.Group.Raft().AppliedIndex() < target {
+				// Raft's applied index runs ahead of a replaying FSM; a
+				// member still replaying would make a leader it becomes
+				// wait that out in its barrier, not serving.
+				if mb.Group.Raft().AppliedIndex() < target || !mb.Group.FSMCaughtUp() {
 					return false
 				}
 			}
