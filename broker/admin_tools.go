@@ -302,6 +302,16 @@ func (c *Controller) processConsumeMessageDirectly(ctx context.Context, req *rem
 	if err != nil {
 		return response(remoting.ResponseSystemError, "no message at offset %d (msgId %s): %v", id.Offset, h.MsgID, err)
 	}
+	// Bytes inside another message's body can read as a message of any
+	// topic; relayed, the client would consume them as a message of that
+	// topic nobody published there.
+	m, _, err := wire.DecodeMessage(raw, false)
+	if err != nil {
+		return response(remoting.ResponseSystemError, "the message at offset %d (msgId %s) does not decode: %v", id.Offset, h.MsgID, err)
+	}
+	if _, _, refusal := c.storedUnit(m.Topic, m.QueueID, id.Offset); refusal != nil {
+		return refusal
+	}
 	h.BrokerName = c.cfg.BrokerName
 	return c.callConsumer(ctx, remoting.NewRequest(remoting.RequestConsumeMessageDirectly, &h, raw), h.ConsumerGroup, h.ClientID)
 }

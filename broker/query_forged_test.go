@@ -2,11 +2,17 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -125,4 +131,70 @@ func TestSendBackForgedMessage(t *testing.T) {
 		t.Fatalf("send-back of the real message: %d %s", r.Code, r.Remark)
 	}
 	waitBodies(t, pc, wire.DLQGroupTopicPrefix+"SBF", 1, map[string]int{"real": 1})
+}
+
+// TestConsumeDirectlyForgedMessage: CONSUME_MESSAGE_DIRECTLY (the
+// dashboard's resend) reads the message its offset msgId names and relays
+// it to a consumer. A message forged inside a body must not reach the
+// consumer as a message of the topic it names; a real one still does.
+func TestConsumeDirectlyForgedMessage(t *testing.T) {
+	pc, _ := startFakeProc(t, nil)
+	addr := pc.nodes[0].Addr()
+	pc.createTopic(addr, "CDF", 1)
+	pc.createTopic(addr, "CDF-CARRIER", 1)
+
+	var mu sync.Mutex
+	var relayed []string // topic/body of each message the consumer got
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
+	t.Cleanup(func() { _ = cli.Close() })
+	cli.RegisterProcessor(remoting.RequestConsumeMessageDirectly, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		m, _, err := wire.DecodeMessage(req.Body, true)
+		if err != nil {
+			t.Errorf("relayed body: %v", err)
+			return remoting.NewResponse(remoting.ResponseSystemError, err.Error()), nil
+		}
+		mu.Lock()
+		relayed = append(relayed, m.Topic+"/"+string(m.Body))
+		mu.Unlock()
+		r := remoting.NewResponse(remoting.ResponseSuccess, "")
+		r.Body, _ = json.Marshal(wire.ConsumeMessageDirectlyResult{ConsumeResult: wire.CMResultSuccess})
+		return r, nil
+	})
+	const clientID = "127.0.0.1@cdf"
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: clientID, ConsumerDataSet: []wire.HeartbeatConsumerData{{
+		GroupName: "CDG", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "CDF", SubString: "*", SubVersion: 1}}}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r, err := cli.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, hb)); err != nil || r.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat: %v %v", r, err)
+	}
+
+	fake := placeForged(t, pc, addr, "CDF-CARRIER", func(phy int64) []byte {
+		m := &wire.Message{Topic: "CDF", Body: []byte("forged"),
+			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
+			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
+		m.EncodedProperties = wire.StoredProperties(m.Properties)
+		b, err := wire.AppendMessage(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+	realOff := pc.sendAt(addr, "CDF", []byte("real"))
+	direct := func(phy int64) *remoting.RemotingCommand {
+		return pc.call(addr, remoting.RequestConsumeMessageDirectly, map[string]string{"consumerGroup": "CDG", "clientId": clientID,
+			"msgId": wire.OffsetMsgID(netip.MustParseAddrPort(addr), phy), "topic": "CDF"}, nil)
+	}
+	if r := direct(fake); r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "the bytes are not a stored message") {
+		t.Errorf("consume directly a message forged inside a body at %d: %d %q", fake, r.Code, r.Remark)
+	}
+	if r := direct(realOff); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("consume directly the real message: %d %s", r.Code, r.Remark)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(relayed) != 1 || relayed[0] != "CDF/real" {
+		t.Fatalf("the consumer got %q, want only the real message", relayed)
+	}
 }
