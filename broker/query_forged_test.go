@@ -198,3 +198,43 @@ func TestConsumeDirectlyForgedMessage(t *testing.T) {
 		t.Fatalf("the consumer got %q, want only the real message", relayed)
 	}
 }
+
+// TestCleanedTopicCreatedAgainChecksUnits: CLEAN_UNUSED_TOPIC retires every
+// unit of a deleted topic's queues, whose old messages then go unchecked
+// (their units are gone). Once the topic is created again, bytes past
+// those messages are checked as before: a message forged inside a body,
+// naming the topic, is neither shown nor sent back as one of its messages.
+func TestCleanedTopicCreatedAgainChecksUnits(t *testing.T) {
+	pc, _ := startFakeProc(t, nil)
+	addr := pc.nodes[0].Addr()
+	pc.createTopic(addr, "CUF", 1)
+	pc.createTopic(addr, "CUF-CARRIER", 1)
+	oldOff := pc.sendAt(addr, "CUF", []byte("old"))
+	if r := pc.call(addr, remoting.RequestDeleteTopicInBroker, map[string]string{"topic": "CUF"}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("delete topic: %d %s", r.Code, r.Remark)
+	}
+	if r := pc.call(addr, remoting.RequestCleanUnusedTopic, nil, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("clean unused topic: %d %s", r.Code, r.Remark)
+	}
+	pc.createTopic(addr, "CUF", 1)
+	if v := pc.call(addr, remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(oldOff, 10)}, nil); v.Code != remoting.ResponseSuccess {
+		t.Fatalf("view of a message stored before the clean: %d %s", v.Code, v.Remark)
+	}
+	// placeForged fails unless VIEW_MESSAGE_BY_ID refuses the forged bytes.
+	fake := placeForged(t, pc, addr, "CUF-CARRIER", func(phy int64) []byte {
+		m := &wire.Message{Topic: "CUF", Body: []byte("forged"),
+			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
+			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
+		m.EncodedProperties = wire.StoredProperties(m.Properties)
+		b, err := wire.AppendMessage(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+	r := pc.call(addr, remoting.RequestConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(fake, 10), "group": "CUG", "delayLevel": "-1"}, nil)
+	if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "the bytes are not a stored message") {
+		t.Fatalf("send-back of a message forged inside a body at %d: %d %q", fake, r.Code, r.Remark)
+	}
+}

@@ -112,7 +112,8 @@ type ConsumeQueue struct {
 	maxPhy   atomic.Int64
 	// retiredBelow is the largest CommitLog offset the queue's minimum
 	// was corrected past (retention, cleanUnusedTopic) since it was
-	// opened: units of messages below it may be gone.
+	// opened, capped at the end of its newest unit then: units of messages
+	// below it may be gone.
 	retiredBelow atomic.Int64
 
 	mu   sync.Mutex // serializes writers (Put, Append, truncation, deletion)
@@ -547,9 +548,9 @@ func (cq *ConsumeQueue) OffsetOfPhy(phy int64) (offset int64, ok bool, err error
 
 // RetiredBelow is the CommitLog offset below which the queue's units may
 // have been removed since it was opened (retention moves it to the
-// CommitLog's minimum, cleanUnusedTopic past everything): a message there
-// may have no unit left. Every message at or above it has its unit once
-// dispatched.
+// CommitLog's minimum, cleanUnusedTopic past every unit it held): a
+// message there may have no unit left. Every message at or above it has
+// its unit once dispatched.
 func (cq *ConsumeQueue) RetiredBelow() int64 { return cq.retiredBelow.Load() }
 
 // StoreTimeFunc returns the store timestamp of the message at a CommitLog
@@ -724,8 +725,12 @@ func (cq *ConsumeQueue) CorrectMinOffset(phyMinOffset int64) error {
 }
 
 func (cq *ConsumeQueue) correctMinOffsetLocked(phyMinOffset int64) error {
-	if phyMinOffset > cq.retiredBelow.Load() {
-		cq.retiredBelow.Store(phyMinOffset)
+	// Only units already written can go: a message past the newest one
+	// gets its unit when dispatched, whatever minimum was asked for
+	// (cleanUnusedTopic asks past everything, and its topic may be created
+	// again).
+	if retired := min(phyMinOffset, cq.maxPhy.Load()); retired > cq.retiredBelow.Load() {
+		cq.retiredBelow.Store(retired)
 	}
 	minL, maxL := cq.minLogic.Load(), cq.maxLogic.Load()
 	off, err := cq.search(minL, maxL, func(u CQUnit) (bool, error) { return !u.IsBlank() && u.PhyOffset >= phyMinOffset, nil })

@@ -287,11 +287,13 @@ func TestConsumeQueueDeleteExpiredKeepsReadersSafe(t *testing.T) {
 		}
 		held.Release()
 		// Even when everything is below the minimum the last file stays, so
-		// MaxOffset survives.
+		// MaxOffset survives. Only the units written so far are retired:
+		// messages after them get units (cleanUnusedTopic asks past
+		// everything; its topic may be created again).
 		if _, err := s.DeleteExpired(1 << 40); err != nil {
 			t.Fatal(err)
 		}
-		if cq.MinOffset() != 35 || cq.MaxOffset() != 35 || len(cq.mfq.Files()) != 1 || cq.RetiredBelow() != 1<<40 {
+		if cq.MinOffset() != 35 || cq.MaxOffset() != 35 || len(cq.mfq.Files()) != 1 || cq.RetiredBelow() != unitN(34).end() {
 			t.Fatalf("all expired: [%d,%d) files %d retired below %d", cq.MinOffset(), cq.MaxOffset(), len(cq.mfq.Files()), cq.RetiredBelow())
 		}
 		appendUnits(t, cq, 35, 36)
