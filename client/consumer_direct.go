@@ -31,9 +31,12 @@ func (c *consumerCore) consumeDirectlyHandler(_ context.Context, _ *remoting.Con
 		return remoting.NewResponse(remoting.ResponseSystemError, "consume directly: the relayed message does not decode"), nil
 	}
 	m := msgs[0]
-	// As resetRetryAndNamespace: a retried or dead-lettered message is
-	// seen under its original topic.
-	if t := m.Properties[wire.PropertyRetryTopic]; t != "" {
+	// As resetRetryAndNamespace: a message of the group's retry (or
+	// dead-letter) topic is seen under its original topic. Elsewhere
+	// RETRY_TOPIC is whatever the producer set, not where the message was
+	// published.
+	if t := m.Properties[wire.PropertyRetryTopic]; t != "" &&
+		(m.Topic == wire.RetryTopic(c.cfg.group) || m.Topic == wire.DLQGroupTopicPrefix+c.cfg.group) {
 		m.Topic = t
 	}
 	start := time.Now()
