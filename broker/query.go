@@ -64,20 +64,21 @@ func (c *Controller) processViewMessageByID(_ context.Context, conn *remoting.Co
 	}
 	m, _, err := wire.DecodeMessage(b, false)
 	if err != nil {
-		if c.acl != nil { // its topic cannot be checked
-			return response(remoting.ResponseSystemError, "the message at commit log offset %d does not decode: %v", h.Offset, err), nil
-		}
-	} else {
-		if r := c.aclStoredMessage(conn, req, m); r != nil {
-			return r, nil
-		}
-		qo, found, refusal := c.storedUnit(m.Topic, m.QueueID, h.Offset)
-		if refusal != nil {
-			return refusal, nil
-		}
-		if found {
-			wire.PatchQueueOffset(b, qo)
-		}
+		// The read checked the entry CRC, so only bytes the broker never
+		// encoded (a BODYCRC that does not match the body) get here: a
+		// forged message whose queue unit cannot be looked up either.
+		return response(remoting.ResponseSystemError,
+			"the entry at commit log offset %d does not decode (%v), so the bytes are not a stored message", h.Offset, err), nil
+	}
+	if r := c.aclStoredMessage(conn, req, m); r != nil {
+		return r, nil
+	}
+	qo, found, refusal := c.storedUnit(m.Topic, m.QueueID, h.Offset)
+	if refusal != nil {
+		return refusal, nil
+	}
+	if found {
+		wire.PatchQueueOffset(b, qo)
 	}
 	r := success()
 	r.Body = b

@@ -238,3 +238,36 @@ func TestCleanedTopicCreatedAgainChecksUnits(t *testing.T) {
 		t.Fatalf("send-back of a message forged inside a body at %d: %d %q", fake, r.Code, r.Remark)
 	}
 }
+
+// TestViewForgedMessageBadBodyCRC: bytes inside a body can pass the
+// entry CRC a read checks yet carry a BODYCRC that does not match their
+// body, so they do not decode. VIEW_MESSAGE_BY_ID must refuse them with
+// or without aclEnable, as it refuses bytes that decode: the broker
+// writes no such message, and clients that do not check BODYCRC (RocketMQ's
+// viewMessage) would show them as a message of the topic they name.
+func TestViewForgedMessageBadBodyCRC(t *testing.T) {
+	pc, _ := startFakeProc(t, nil)
+	addr := pc.nodes[0].Addr()
+	pc.createTopic(addr, "VBC", 1)
+	pc.createTopic(addr, "VBC-CARRIER", 1)
+	// placeForged fails unless VIEW_MESSAGE_BY_ID refuses the forged bytes.
+	placeForged(t, pc, addr, "VBC-CARRIER", func(phy int64) []byte {
+		m := &wire.Message{Topic: "VBC", Body: []byte("forged"),
+			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
+			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
+		m.EncodedProperties = wire.StoredProperties(m.Properties)
+		b, err := wire.AppendMessage(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.BigEndian.PutUint32(b[wire.OffBodyCRC:], m.BodyCRC^1)
+		wire.SealCRC(b)
+		if _, _, err := wire.DecodeMessage(b, false); err == nil {
+			t.Fatal("the forged bytes decode: the test no longer forges a bad BODYCRC")
+		}
+		if _, err := wire.CheckEntry(b, true); err != nil {
+			t.Fatalf("the forged bytes fail the entry checks (%v): the test no longer forges an intact entry", err)
+		}
+		return b
+	})
+}
