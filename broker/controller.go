@@ -127,6 +127,9 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 		cfg: cfg, rep: rep, st: rep.Store(), log: log.With(zap.String("broker", addr)),
 		addr: addr, storeHost: ap, delayLevels: levels,
 	}
+	if sr, ok := rep.(scheduleReplica); ok {
+		sr.SetScheduleLevels(len(levels))
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.quit = c.ctx.Done()
 	live := cfg

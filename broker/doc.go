@@ -111,7 +111,8 @@
 //     heartbeat.go and clientmgr.go (34/35/38, producer and consumer
 //     tables), offset.go (14/15/29-32, the offset coalescer), sendback.go
 //     (36, retry and DLQ), schedule.go (delay levels and reput, the
-//     re-put of held-back messages), lock.go (41/42),
+//     re-put of held-back messages, the retention pin at the oldest
+//     delayed message not yet re-put), lock.go (41/42),
 //     query.go (12/33), register.go (REGISTER_BROKER to every name server),
 //     admin.go, admin_config.go, admin_raft.go (topic/group admin, broker
 //     config, RAFT_STATUS and LEADERSHIP_TRANSFER); admin_member.go

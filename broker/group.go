@@ -47,6 +47,9 @@ type Group struct {
 	fsm    *fsm
 	timers *timerindex.Index // this replica's timer index (timer_fsm.go)
 	st     *state
+	// scheduleLevels is how many delay levels the schedule service
+	// delivers (schedulePin; 0 until told).
+	scheduleLevels atomic.Int32
 
 	roles     *ha.Roles
 	preferred *ha.PreferredLeader
@@ -631,7 +634,7 @@ func (g *Group) closeParts() error {
 // by age go through the Raft log store, which moves its first index durably
 // before removing files, and never past the newest snapshot (a follower that
 // needs older entries then gets that snapshot) nor past the oldest pending
-// timer message (timerPin).
+// timer or delayed message (timerPin, schedulePin).
 type retentionSegments struct{ g *Group }
 
 // DeleteExpired implements store.ExpiringFiles.
@@ -643,7 +646,7 @@ func (r retentionSegments) DeleteExpired(olderThan time.Time, keepLast int, maxD
 	q := g.segQ
 	files := q.Files()
 	end := int64(-1)
-	pin := g.timerPin()
+	pin := min(g.timerPin(), g.schedulePin())
 	for i := 0; i < len(files)-keepLast && i < maxDelete; i++ {
 		if !files[i].ModTime().Before(olderThan) || files[i].FileFromOffset()+int64(files[i].Size()) > pin {
 			break

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -212,4 +213,43 @@ func realMessage(m *store.Message, c *Controller) *store.Message {
 		SysFlag: m.SysFlag &^ (wire.SysFlagBornHostV6 | wire.SysFlagStoreHostV6), BornTimestamp: m.BornTimestamp,
 		BornHost: m.BornHost, StoreHost: c.storeHost, ReconsumeTimes: m.ReconsumeTimes,
 	}
+}
+
+// scheduleReplica is what the schedule service tells a Replica that keeps
+// its delayed messages against retention (Group.schedulePin).
+type scheduleReplica interface {
+	// SetScheduleLevels says how many delay levels the schedule service
+	// delivers: queues of SCHEDULE_TOPIC_XXXX past them (levels dropped
+	// from messageDelayLevel) are never delivered, so they pin nothing.
+	SetScheduleLevels(n int)
+}
+
+// SetScheduleLevels implements scheduleReplica.
+func (g *Group) SetScheduleLevels(n int) { g.scheduleLevels.Store(int32(n)) }
+
+// schedulePin is the CommitLog position below which no delayed message
+// waits for its level (math.MaxInt64: none): retention deletes no segment
+// that reaches past it, as for timers (timerPin), so a message whose level
+// outlasts fileReservedTime, or a disk-full forced deletion, does not take
+// an acknowledged message before its re-put. Each level's queue is pending
+// from the replicated progress on, which every member holds.
+func (g *Group) schedulePin() int64 {
+	pin := int64(math.MaxInt64)
+	levels := g.scheduleLevels.Load() // 0: not told, every queue counts
+	progress := g.st.ScheduleOffsets()
+	for qid, cq := range g.ms.ConsumeQueues().Queues(wire.TopicSchedule) {
+		if levels > 0 && qid >= levels {
+			continue
+		}
+		q := max(progress[qid+1], cq.MinOffset())
+		if q >= cq.MaxOffset() {
+			continue
+		}
+		u, err := cq.Get(q)
+		if err != nil {
+			return 0 // unknown: keep everything rather than lose a delayed message
+		}
+		pin = min(pin, u.PhyOffset)
+	}
+	return pin
 }
