@@ -118,6 +118,7 @@ func startOfflineRig(t *testing.T) *offlineRig {
 	}
 	t.Cleanup(func() { _ = l.Close(ctx) })
 	pollN(t, l, 12)
+	releasePolled(t, l)
 	r.ba.answer(remoting.RequestUpdateConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
 		return remoting.NewResponse(remoting.ResponseSystemError, "scripted refusal")
 	})
@@ -291,6 +292,7 @@ func TestHandOverCommittedToGroupMissingFromOneRound(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close(ctx) })
 	c := l.core
 	pollN(t, l, 12)
+	releasePolled(t, l)
 	ba.unregister(t, ns, 0)
 	// A round whose lookup shared one begun before the unregistration
 	// still names broker-a, and counts for nothing.

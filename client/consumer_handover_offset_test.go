@@ -133,6 +133,9 @@ func startHandOverRig(t *testing.T, kind string, opts ...ConsumerOpt) *handOverR
 		}
 		t.Cleanup(func() { _ = lite.Close(ctx) })
 		pollN(t, lite, 6)
+		if kind == "lite" {
+			releasePolled(t, lite)
+		}
 		if kind == "liteCommit" {
 			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			err := lite.Commit(cctx)

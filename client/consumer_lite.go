@@ -15,8 +15,10 @@ import (
 // for the push consumer) or from Assign (fixed, no rebalancing). Behind
 // Poll, one long-polling loop per queue fills a buffer bounded by the same
 // flow-control thresholds as the push consumer. With AutoCommit (the
-// default) what Poll returned is committed every PersistInterval and on
-// Close; otherwise call Commit.
+// default) what Poll returned is committed every PersistInterval, on
+// hand-over and on Close, once the application polls again: a Poll says
+// it is done with what the Polls before returned, not with what it
+// returns. Otherwise call Commit.
 type LitePullConsumer struct {
 	core  *consumerCore
 	ready chan pollBatch
@@ -28,6 +30,12 @@ type LitePullConsumer struct {
 	// broker's reset among them takes consumedMu (sought).
 	consumedMu sync.Mutex
 	consumed   map[MessageQueue]int64 // guarded by consumedMu; next offset after what Poll returned
+	// unreleased holds, with AutoCommit, the offset after the last batch
+	// Poll returned of each queue, stored at the next Poll: until then the
+	// application may still be processing the batch, and a commit past it
+	// would lose it should the application die (at-least-once; RocketMQ's
+	// lite pull consumer commits in poll what earlier polls returned).
+	unreleased map[MessageQueue]int64 // guarded by consumedMu
 }
 
 // pollBatch is one pull's messages waiting for Poll.
@@ -46,7 +54,7 @@ func NewLitePullConsumer(opts ...ConsumerOpt) (*LitePullConsumer, error) {
 	if err := refuseTrace(cfg.common, "LitePullConsumer"); err != nil {
 		return nil, err
 	}
-	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}}
+	l := &LitePullConsumer{consumed: map[MessageQueue]int64{}, unreleased: map[MessageQueue]int64{}}
 	l.ready = make(chan pollBatch, 64)
 	l.core = newConsumerCore(cfg, "litePullConsumer", queueHooks{consumeType: wire.ConsumeTypePull, deliver: l.deliver,
 		handedOver: l.handedOver, reset: l.sought})
@@ -164,7 +172,8 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 }
 
 // Close stops pulling, waits for the pull loops, commits (with
-// AutoCommit, what Poll returned; otherwise what Commit recorded, and
+// AutoCommit, what the Polls before the last one returned, the last
+// batch's messages being redelivered; otherwise what Commit recorded, and
 // what a Commit or a hand-over could not send of queues handed over) and
 // unregisters. The commit waits out a group electing a leader as Commit
 // does, within ctx or, when ctx has no deadline, for at most 10 s: an
@@ -197,7 +206,9 @@ func (l *LitePullConsumer) deliver(pq *processQueue, msgs []*MessageExt) bool {
 }
 
 // Poll returns the next pulled messages (one queue's batch, in offset
-// order), waiting until some arrive or ctx ends (then ctx's error).
+// order), waiting until some arrive or ctx ends (then ctx's error). With
+// AutoCommit, calling it releases what the Polls before returned to be
+// committed.
 func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 	l.mu.Lock()
 	st := l.state
@@ -207,6 +218,9 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 		return nil, ErrNotStarted
 	case stateClosed:
 		return nil, ErrClosed
+	}
+	if l.core.cfg.autoCommit {
+		l.release()
 	}
 	for {
 		select {
@@ -227,12 +241,23 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 			off := b.pq.remove(b.msgs)
 			l.consumed[b.pq.mq] = off
 			if l.core.cfg.autoCommit {
-				l.core.store.Update(b.pq.mq, off, false)
+				l.unreleased[b.pq.mq] = off
 			}
 			l.consumedMu.Unlock()
 			return b.msgs, nil
 		}
 	}
+}
+
+// release stores the offsets after the batches earlier Polls returned,
+// for the persist rounds, hand-overs and Close to commit (AutoCommit).
+func (l *LitePullConsumer) release() {
+	l.consumedMu.Lock()
+	defer l.consumedMu.Unlock()
+	for mq, off := range l.unreleased {
+		l.core.store.Update(mq, off, false)
+	}
+	clear(l.unreleased)
 }
 
 // Commit commits, for every queue this consumer owns, the offset after the
@@ -274,6 +299,7 @@ func (l *LitePullConsumer) Commit(ctx context.Context) error {
 func (l *LitePullConsumer) handedOver(mq MessageQueue) {
 	l.consumedMu.Lock()
 	delete(l.consumed, mq)
+	delete(l.unreleased, mq)
 	l.consumedMu.Unlock()
 }
 
@@ -329,6 +355,7 @@ func (l *LitePullConsumer) Seek(ctx context.Context, mq MessageQueue, offset int
 func (l *LitePullConsumer) sought(mq MessageQueue, off int64) {
 	l.consumedMu.Lock()
 	l.consumed[mq] = off
+	delete(l.unreleased, mq) // a release must not undo a reset's stored offset
 	l.consumedMu.Unlock()
 }
 

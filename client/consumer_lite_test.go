@@ -32,6 +32,17 @@ func pollN(t *testing.T, l *LitePullConsumer, n int) []*MessageExt {
 	return out
 }
 
+// releasePolled has l, with AutoCommit, take what Poll returned as
+// consumed, as its next Poll does; nothing may be waiting to be polled.
+func releasePolled(t *testing.T, l *LitePullConsumer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if msgs, err := l.Poll(ctx); len(msgs) > 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("releasing Poll: %d messages, %v", len(msgs), err)
+	}
+}
+
 func TestLitePullAssignPollCommitSeek(t *testing.T) {
 	ns := startNameServer(t)
 	b := startQBroker(t, "broker-a")
@@ -124,6 +135,7 @@ func TestLitePullSubscribeAutoCommitFromTimestamp(t *testing.T) {
 	if b.count(remoting.RequestSearchOffsetByTimestamp) == 0 {
 		t.Fatal("no SEARCH_OFFSET_BY_TIMESTAMP")
 	}
+	releasePolled(t, l)
 	testutil.WaitFor(t, 5*time.Second, "auto-commit", func() bool { off, _ := b.offset("LG", "T", 0); return off == 6 })
 }
 
@@ -724,4 +736,43 @@ func TestLiteOffsetIllegalNotCommittedWithoutAutoCommit(t *testing.T) {
 	if off, _ := b.offset("LG", "T", 0); off != 6 {
 		t.Fatalf("committed %d after polling offset 5, want 6", off)
 	}
+}
+
+// TestLitePullAutoCommitWaitsForTheNextPoll: with AutoCommit, a batch Poll
+// returned is in the application's hands until it polls again; a persist
+// round meanwhile must not commit past it, or a crash while it is being
+// processed loses it. The next Poll releases it (RocketMQ's
+// DefaultLitePullConsumer commits in poll what the polls before returned).
+func TestLitePullAutoCommitWaitsForTheNextPoll(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1})
+	for range 4 {
+		b.put("T", 0, "m", nil)
+	}
+	l, err := NewLitePullConsumer(append(fastConsumerOpts(t, ns, "LG"), ConsumeFrom(ConsumeFromFirstOffset))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rounds atomic.Int64
+	l.core.beforePersist = func() { rounds.Add(1) }
+	if err := l.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	if msgs := pollN(t, l, 4); len(msgs) != 4 {
+		t.Fatalf("polled %d messages, want 4", len(msgs))
+	}
+	// A round that begins after Poll returned has ended once the next begins.
+	after := rounds.Load()
+	testutil.WaitFor(t, 5*time.Second, "a whole persist round after Poll", func() bool { return rounds.Load() >= after+2 })
+	if off, _ := b.offset("LG", "T", 0); off != 0 {
+		t.Fatalf("committed %d while the application still held the batch up to 3, want 0", off)
+	}
+	releasePolled(t, l)
+	testutil.WaitFor(t, 5*time.Second, "the next Poll's release committed", func() bool { off, _ := b.offset("LG", "T", 0); return off == 4 })
 }

@@ -361,7 +361,9 @@ func OffsetDir(dir string) ConsumerOpt {
 }
 
 // AutoCommit makes the lite pull consumer commit what Poll returned every
-// PersistInterval and on Close (default on). With it off, call Commit:
+// PersistInterval, on hand-over and on Close (default on), once the
+// application polls again: until then it may still be processing the
+// batch. With it off, call Commit:
 // nothing else commits, not even the jump a pull answered OFFSET_ILLEGAL
 // makes to the queue's bounds (it moves only where the consumer reads).
 func AutoCommit(on bool) ConsumerOpt {

@@ -262,11 +262,12 @@ func (c *consumerCore) movePulls(brokerName string) {
 
 // correctOffset moves the stored offset past messages the broker skipped
 // (correctTagsOffset): only when nothing is cached, or a cached message
-// would be skipped, and only when the consumer commits by itself: a lite
-// pull consumer without AutoCommit has nothing cached once Poll returned
-// its messages, which it commits only when Commit says so.
+// would be skipped, and only for a push consumer: a lite pull consumer has
+// nothing cached once Poll returned its messages, which the application
+// may still be processing (RocketMQ's lite pull consumer moves only where
+// it pulls).
 func (c *consumerCore) correctOffset(pq *processQueue, next int64) {
-	if c.autoCommits() && !pq.hasMessages() {
+	if c.hooks.consumeType == wire.ConsumeTypePush && !pq.hasMessages() {
 		c.store.Update(pq.mq, next, true)
 	}
 }

@@ -65,7 +65,7 @@ func TestConsumerQueueRestartedBelowCached(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = l.Close(context.Background()) })
-				poll = func(n int) { got.add(pollN(t, l, n)...) }
+				poll = func(n int) { got.add(pollN(t, l, n)...); releasePolled(t, l) }
 			default:
 				c := newTestPush(t, ns, "GR", ConsumeFrom(ConsumeFromFirstOffset))
 				_ = c.Subscribe("T", "*")
