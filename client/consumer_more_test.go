@@ -131,3 +131,33 @@ func TestPushConsumerOffsetMoved(t *testing.T) {
 		t.Fatalf("got %v", got.bodies())
 	}
 }
+
+// TestPushConsumerListenerReplacingBodiesNotFlowControlled: a listener
+// that replaces the bodies it is given (decoding them in place, or
+// dropping them once done) must not skew its queue's cached-bytes count:
+// counted by the bodies found when the messages leave, the count would
+// keep what they lost, grow past PullThresholdSizeForQueue, and the queue
+// would never be pulled again.
+func TestPushConsumerListenerReplacingBodiesNotFlowControlled(t *testing.T) {
+	t.Parallel()
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, wire.RetryTopic("G"): 1})
+	for range 4 {
+		b.put("T", 0, string(make([]byte, 300<<10)), nil)
+	}
+	c := newTestPush(t, ns, "G", ConsumeFrom(ConsumeFromFirstOffset), PullThresholdSizeForQueue(1))
+	_ = c.Subscribe("T", "*")
+	var got collector
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		for _, m := range msgs {
+			m.Body = nil
+		}
+		got.add(msgs...)
+		return ConsumeSuccess
+	})
+	startPush(t, c)
+	testutil.WaitFor(t, 5*time.Second, "the 1.2 MiB consumed", func() bool { return got.len() == 4 })
+	b.put("T", 0, "last", nil)
+	testutil.WaitFor(t, 5*time.Second, "the message after them consumed", func() bool { return got.len() == 5 })
+}

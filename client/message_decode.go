@@ -46,6 +46,11 @@ type MessageExt struct {
 	// PreparedTransactionOffset is the half message's offset of a
 	// transactional message.
 	PreparedTransactionOffset int64
+
+	// cachedSize is the body bytes its process queue counted it for when
+	// it was cached: a listener may replace Body, and counting it off by
+	// its new length would leave the queue's count wrong for good.
+	cachedSize int64
 }
 
 // String summarizes the message for logs.

@@ -127,7 +127,8 @@ func (pq *processQueue) put(msgs []*MessageExt) {
 		}
 		pq.msgs[m.QueueOffset] = m
 		pq.order = append(pq.order, m.QueueOffset)
-		pq.size += int64(len(m.Body))
+		m.cachedSize = int64(len(m.Body))
+		pq.size += m.cachedSize
 		pq.maxOffset = m.QueueOffset
 	}
 	pq.mu.Unlock()
@@ -166,7 +167,7 @@ func (pq *processQueue) remove(msgs []*MessageExt) int64 {
 			delete(pq.msgs, m.QueueOffset)
 			delete(pq.started, m.QueueOffset)
 			delete(pq.timedOut, m.QueueOffset)
-			pq.size -= int64(len(old.Body))
+			pq.size -= old.cachedSize
 		}
 	}
 	return pq.commitOffsetLocked()
@@ -294,7 +295,7 @@ func (pq *processQueue) commitConsuming() int64 {
 	pq.mu.Lock()
 	defer pq.mu.Unlock()
 	for o, m := range pq.consuming {
-		pq.size -= int64(len(m.Body))
+		pq.size -= m.cachedSize
 		delete(pq.consuming, o)
 	}
 	return pq.commitOffsetLocked()
