@@ -201,7 +201,9 @@ func (c *consumerCore) start(ctx context.Context) error {
 	if c.cfg.model == Broadcasting {
 		c.store = NewLocalOffsetStore(filepath.Join(c.cfg.offsetDir, c.cfg.common.instanceName, c.cfg.group, "offsets.json"))
 	} else {
-		c.store = NewRemoteOffsetStore(c.cfg.group, c.rc, c.routes.brokerAddr)
+		rs := NewRemoteOffsetStore(c.cfg.group, c.rc, c.routes.brokerAddr)
+		rs.isLeader = c.routes.isLeader
+		c.store = rs
 	}
 	if err := c.store.Load(); err != nil {
 		_ = c.rc.Close()
