@@ -238,6 +238,9 @@ func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOp
 	}
 	start := time.Now()
 	if !exists {
+		if err := g.checkNewMember(id, addr); err != nil {
+			return nil, err
+		}
 		g.progress.reset(raft.ServerID(id))
 		f := g.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, g.changeTimeout())
 		if err := f.Error(); err != nil {
@@ -275,6 +278,72 @@ func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOp
 	g.log.Info("learner promoted to voter", zap.String("id", id), zap.Uint64("index", f.Index()), zap.Uint64("lag", lag),
 		zap.Duration("catchUp", time.Since(start)))
 	return g.withMembers(res)
+}
+
+// newMemberProbeTimeout bounds checkNewMember's question: a new member
+// that is up answers at once.
+const newMemberProbeTimeout = time.Second
+
+// checkNewMember asks the process at addr, before it is added as id, who
+// it is: a term-0 pre-vote over the Raft transport, which changes nothing
+// on the receiver and whose answer carries its id and current term (as
+// the join check asks, member_join.go). Once added, the process would
+// follow this leader whatever it is, since Raft takes appends from any
+// leader with a term as high as its own: a member of another group (ids
+// n0..n2 repeat across groups) would have its log truncated to this
+// group's, and a member of this group reached under another id or another
+// spelling of its address would count twice toward the quorum. So an
+// answer from another id, or from a process that holds Raft state (a term
+// past 0: a new member waits with an empty data directory), refuses the
+// add. No answer (not started yet, unreachable, or a transport without
+// pre-vote) lets it go on: the learner is replicated to once it is up,
+// and the promotion waits for it. Over Raft TLS the leader's handshake
+// refuses a certificate naming no member, which a new member's does until
+// it is added, so nothing is asked: the certificate check stands in
+// (ADR 0016), and an ask would only spend its one refusal warning.
+func (g *Group) checkNewMember(id, addr string) error {
+	if t, ok := g.trans.(*raftTransport); ok && t.tls != nil {
+		return nil
+	}
+	pv, ok := g.trans.(raft.WithPreVote)
+	if !ok {
+		return nil
+	}
+	type answer struct {
+		resp raft.RequestPreVoteResponse
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		var a answer
+		req := &raft.RequestPreVoteRequest{RPCHeader: rpcHeader(g.trans, raft.ServerID(g.SelfID()))}
+		a.err = pv.RequestPreVote(raft.ServerID(id), raft.ServerAddress(addr), req, &a.resp)
+		ch <- a
+	}()
+	wait := time.NewTimer(newMemberProbeTimeout)
+	defer wait.Stop()
+	var a answer
+	select {
+	case a = <-ch:
+	case <-wait.C:
+		return nil
+	case <-g.quit:
+		return ErrGroupClosed
+	}
+	switch {
+	case a.err != nil:
+		g.log.Info("addMember: no answer over Raft from the new member; adding it all the same", zap.String("id", id),
+			zap.String("raftAddr", addr), zap.Error(a.err))
+		return nil
+	case len(a.resp.ID) > 0 && string(a.resp.ID) != id:
+		return fmt.Errorf("%w: Raft address %s answers as member %s, not %s: a running member is there (of this group under "+
+			"another spelling of its address, or of another group); check --id and --addr", ErrMembershipConflict, addr, a.resp.ID, id)
+	case a.resp.Term > 0:
+		return fmt.Errorf("%w: %s at %s already holds Raft state (term %d): it is a member of a group (another group's, or "+
+			"this one's not wiped after its removal), not a new member; check --addr, or stop it, wipe its data directory, "+
+			"start it with raftJoin=true and add it again (docs/operations.md)", ErrMembershipConflict, id, addr, a.resp.Term)
+	}
+	return nil
 }
 
 // learnerStill returns the index of the live configuration if learner id
