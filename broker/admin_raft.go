@@ -141,6 +141,9 @@ func collectRaftStatus(ra RaftAdmin, serving bool) (*RaftStatus, error) {
 	if err := ra.LogStopped(); err != nil {
 		st.LogStopped = err.Error()
 	}
+	if ss, ok := ra.(interface{ SegmentSize() int64 }); ok {
+		st.SegmentSize = ss.SegmentSize()
+	}
 	if cs, ok := ra.(interface{ CatchupStatus() CatchupStatus }); ok {
 		if c := cs.CatchupStatus(); c.Pending || c.TookMillis > 0 || c.LastError != "" {
 			st.Catchup = &c

@@ -404,7 +404,10 @@ func (g *Group) waitCaughtUp(ctx context.Context, id, addr string, since time.Ti
 			// answer is a network round trip, the lag check is not.
 			asked = time.Now()
 			g.notePromotion(id, since, func(st *PromotionStatus) { st.Lag = lag })
-			if why = g.learnerReady(ctx, id, since); why == "" {
+			var conflict error
+			if why, conflict = g.learnerReady(ctx, id, since); conflict != nil {
+				return lag, conflict
+			} else if why == "" {
 				return lag, nil
 			}
 		}

@@ -39,9 +39,15 @@ import (
 // learner the leader cannot ask is not promoted: the wait fails closed and
 // its timeout says why.
 
-// learnerProbe returns learner id's catch-up status as the learner reports
-// it.
-type learnerProbe func(ctx context.Context, id string) (CatchupStatus, error)
+// learnerStatus is what a learner reports about itself.
+type learnerStatus struct {
+	catchup CatchupStatus
+	// segmentSize is its mappedFileSizeCommitLog (0: not reported).
+	segmentSize int64
+}
+
+// learnerProbe returns learner id's status as the learner reports it.
+type learnerProbe func(ctx context.Context, id string) (learnerStatus, error)
 
 // learnerProbeTimeout bounds one question to a learner.
 const learnerProbeTimeout = 2 * time.Second
@@ -102,17 +108,27 @@ func (g *Group) endPromotion(id string) {
 }
 
 // learnerReady asks learner id whether its catch-up is done. It returns
-// why not ("" when ready) and records the answer for Promotions.
-func (g *Group) learnerReady(ctx context.Context, id string, since time.Time) string {
+// why not ("" when ready) and records the answer for Promotions; conflict
+// is set when the learner can never be promoted: its CommitLog segment
+// size differs from this member's, so the same log lies at other positions
+// on it (the offset msgIds producers hold would not resolve there, and a
+// catch-up from or to it would fetch bytes for positions not its own).
+func (g *Group) learnerReady(ctx context.Context, id string, since time.Time) (why string, conflict error) {
 	pp := g.promote.probe.Load()
-	var cs CatchupStatus
+	var ls learnerStatus
 	err := errors.New("this member has no way to ask a learner for its catch-up status")
 	if pp != nil {
 		cctx, cancel := context.WithTimeout(ctx, learnerProbeTimeout)
-		cs, err = (*pp)(cctx, id)
+		ls, err = (*pp)(cctx, id)
 		cancel()
 	}
-	var why string
+	if own := g.SegmentSize(); err == nil && ls.segmentSize != 0 && ls.segmentSize != own {
+		return "", fmt.Errorf("%w: learner %s runs with mappedFileSizeCommitLog=%d, this group with %d; CommitLog positions "+
+			"and offset msgIds depend on it, so it must be equal on every member: %s is not promoted; removeMember it, set "+
+			"mappedFileSizeCommitLog=%d in its conf, wipe its data directory and add it again",
+			ErrMembershipConflict, id, ls.segmentSize, own, id, own)
+	}
+	cs := ls.catchup
 	g.notePromotion(id, since, func(st *PromotionStatus) {
 		switch {
 		case err != nil:
@@ -125,8 +141,12 @@ func (g *Group) learnerReady(ctx context.Context, id string, since time.Time) st
 			st.Error, st.Catchup = "", &cs
 		}
 	})
-	return why
+	return why, nil
 }
+
+// SegmentSize is this member's CommitLog segment size
+// (mappedFileSizeCommitLog).
+func (g *Group) SegmentSize() int64 { return int64(g.cfg.Store.MappedFileSizeCommitLog) }
 
 // catchupProgress renders a pending catch-up for errors and logs.
 func catchupProgress(cs CatchupStatus) string {
@@ -149,7 +169,7 @@ func catchupProgress(cs CatchupStatus) string {
 // its old id), gossip, and, when neither answers as the learner, the name
 // servers' route under its brokerId slot.
 func (c *Controller) raftStatusProbe(f *followerLag) learnerProbe {
-	return func(_ context.Context, id string) (CatchupStatus, error) {
+	return func(_ context.Context, id string) (learnerStatus, error) {
 		var tried []string
 		var errs []error
 		ask := func(addr string) (*RaftStatus, bool) {
@@ -177,16 +197,16 @@ func (c *Controller) raftStatusProbe(f *followerLag) learnerProbe {
 		}
 		for _, a := range addrs {
 			if st, ok := ask(a); ok {
-				return catchupOf(st), nil
+				return learnerStatus{catchup: catchupOf(st), segmentSize: st.SegmentSize}, nil
 			}
 		}
 		if st, ok := ask(f.registeredAddr(f.route(), id)); ok {
-			return catchupOf(st), nil
+			return learnerStatus{catchup: catchupOf(st), segmentSize: st.SegmentSize}, nil
 		}
 		if len(tried) == 0 {
-			return CatchupStatus{}, fmt.Errorf("no remoting address known for %s (not in the member table, gossip or the name servers' route yet)", id)
+			return learnerStatus{}, fmt.Errorf("no remoting address known for %s (not in the member table, gossip or the name servers' route yet)", id)
 		}
-		return CatchupStatus{}, errors.Join(errs...)
+		return learnerStatus{}, errors.Join(errs...)
 	}
 }
 

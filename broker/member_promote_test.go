@@ -27,16 +27,16 @@ import (
 
 // learnerCatchup is the test cluster's learnerProbe: the member's own
 // CatchupStatus, read in process (the harness has no remoting servers).
-func (c *testCluster) learnerCatchup(_ context.Context, id string) (CatchupStatus, error) {
+func (c *testCluster) learnerCatchup(_ context.Context, id string) (learnerStatus, error) {
 	for _, n := range c.nodes {
 		if n.id == id {
 			if g := n.g(); g != nil {
-				return g.CatchupStatus(), nil
+				return learnerStatus{catchup: g.CatchupStatus(), segmentSize: g.SegmentSize()}, nil
 			}
-			return CatchupStatus{}, fmt.Errorf("%s is down", id)
+			return learnerStatus{}, fmt.Errorf("%s is down", id)
 		}
 	}
-	return CatchupStatus{}, fmt.Errorf("no member %s", id)
+	return learnerStatus{}, fmt.Errorf("no member %s", id)
 }
 
 // heldSource is a catch-up source whose log reads wait for gate to close:
@@ -563,12 +563,16 @@ func TestLearnerProbeOverRemoting(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, "the follower applies everything", func() bool {
 		return pc.groups[f].FSMAppliedIndex() >= lg.FSMAppliedIndex()
 	})
-	probe := func(id string) (CatchupStatus, error) {
+	probeStatus := func(id string) (learnerStatus, error) {
 		p := pc.groups[pc.leader()].promote.probe.Load()
 		if p == nil {
 			t.Fatal("the leader has no learner probe")
 		}
 		return (*p)(context.Background(), id)
+	}
+	probe := func(id string) (CatchupStatus, error) {
+		ls, err := probeStatus(id)
+		return ls.catchup, err
 	}
 	if _, err := probe("n9"); err == nil {
 		t.Fatal("probe of an unknown member succeeded")
@@ -605,6 +609,10 @@ func TestLearnerProbeOverRemoting(t *testing.T) {
 	})
 	if pc.groups[f].catchupBlocksVoting() {
 		t.Fatal("probe says done, the member says pending")
+	}
+	// The promotion compares the learner's segment size with its own.
+	if ls, err := probeStatus(fid); err != nil || ls.segmentSize != 1<<20 {
+		t.Fatalf("probe of %s: segment size %d (%v), want %d", fid, ls.segmentSize, err, 1<<20)
 	}
 }
 

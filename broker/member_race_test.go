@@ -19,8 +19,8 @@ func TestGroupRemovedLearnerNotPromotedByWaitingAdd(t *testing.T) {
 	n3 := addTestNode(t, c, "n3", 3)
 	addr, _ := n3.cfg.Raft.SelfAddr()
 	var ready atomic.Bool
-	l.g().setLearnerProbe(func(context.Context, string) (CatchupStatus, error) {
-		return CatchupStatus{Pending: !ready.Load(), Phase: "log"}, nil
+	l.g().setLearnerProbe(func(context.Context, string) (learnerStatus, error) {
+		return learnerStatus{catchup: CatchupStatus{Pending: !ready.Load(), Phase: "log"}}, nil
 	})
 	done := make(chan error, 1)
 	go func() {

@@ -23,6 +23,13 @@ import (
 // are the group's plus itself, as an operator would write them.
 func addTestNode(t *testing.T, c *testCluster, id string, slot int) *testNode {
 	t.Helper()
+	return addTestNodeWith(t, c, id, slot, nil)
+}
+
+// addTestNodeWith is addTestNode with tune, if set, adjusting the new
+// member's config (a conf that differs from the group's).
+func addTestNodeWith(t *testing.T, c *testCluster, id string, slot int, tune func(*GroupConfig)) *testNode {
+	t.Helper()
 	base := c.nodes[0].cfg
 	cfg := base
 	raftAddr := fmt.Sprintf("127.0.0.1:%d", 20910+slot)
@@ -36,6 +43,9 @@ func addTestNode(t *testing.T, c *testCluster, id string, slot int) *testNode {
 	cfg.RaftJoin = true
 	cfg.Store.StorePathRootDir = filepath.Join(filepath.Dir(base.Store.StorePathRootDir), id)
 	cfg.Store.StoreHost = netip.MustParseAddrPort(remoting)
+	if tune != nil {
+		tune(&cfg)
+	}
 	n := &testNode{id: id, cfg: cfg, remoting: remoting, base: storage.OSFS()}
 	if c.net != nil {
 		var err error

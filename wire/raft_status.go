@@ -44,8 +44,13 @@ type RaftStatus struct {
 	// votes before they are on disk (flushDiskType=ASYNC_FLUSH with
 	// raftAcksBeforeFsync=true): a crash of a majority at once can lose
 	// acknowledged messages.
-	AcksBeforeFsync bool         `json:"acksBeforeFsync"`
-	Members         []RaftMember `json:"members"`
+	AcksBeforeFsync bool `json:"acksBeforeFsync"`
+	// SegmentSize is this member's CommitLog segment size
+	// (mappedFileSizeCommitLog). It must be equal on every member: log
+	// positions, and so offset msgIds, depend on it. 0 from a build
+	// before it was reported.
+	SegmentSize int64        `json:"segmentSize,omitempty"`
+	Members     []RaftMember `json:"members"`
 	// Stats is raft.Stats() verbatim, for anything not lifted above.
 	Stats map[string]string `json:"stats"`
 	// Catchup is this member's full-data catch-up after a snapshot
