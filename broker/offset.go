@@ -23,13 +23,20 @@ import (
 
 // processQueryConsumerOffset answers the committed offset, or
 // QUERY_NOT_FOUND (22) when the group never committed one for the queue
-// (the client then starts per its consumeFromWhere).
+// (the client then starts per its consumeFromWhere). Only the leader says
+// so: a follower may not have applied the commit yet (a member just
+// added, or one re-applying its log after a restart), and a consumer told
+// "none" starts at the queue's end by default, skipping what lies between.
+// A follower names the leader instead.
 func (c *Controller) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.QueryConsumerOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
 	off, ok := c.offsets.lookup(h.ConsumerGroup, h.Topic, h.QueueID)
+	if !ok && !c.rep.IsLeader() {
+		return c.notLeader(), nil
+	}
 	if !ok {
 		return response(remoting.ResponseQueryNotFound, "no committed offset for group %s on %s/%d", h.ConsumerGroup, h.Topic, h.QueueID), nil
 	}
