@@ -427,8 +427,8 @@ func (g *Group) waitCaughtUp(ctx context.Context, id, addr string, since time.Ti
 
 // RemoveMember removes member id from the configuration. Removing a
 // voter shrinks the quorum; unless force, it is refused when the voters
-// left that answered the leader recently are fewer than the new quorum
-// (the group would stall). The leader cannot remove itself: it hands
+// left that acknowledged the log recently are fewer than the new quorum
+// (the group would stall; checkQuorumWithout). The leader cannot remove itself: it hands
 // leadership to another voter first and answers not-leader, so the
 // caller retries on the new leader. Removing a member that is not there
 // succeeds with a note (retries are safe).
@@ -473,19 +473,27 @@ func (g *Group) RemoveMember(ctx context.Context, id string, force bool) (*Membe
 }
 
 // checkQuorumWithout refuses a removal that leaves fewer answering voters
-// than a quorum of the voters left. A voter answers when it acknowledged
-// anything (heartbeats too) within three heartbeat timeouts, at least 1 s.
-// Only a leader hears those answers, so one that took office moments ago
-// (an election, a preferred-leader transfer) has not heard from every
-// voter yet: a shortfall is checked again until one such window has
-// passed, and only then refused (or when ctx ends or the group closes).
+// than a quorum of the voters left. A voter answers when, within three
+// heartbeat timeouts (at least 1 s), it acknowledged the log past the
+// leader's last index when the check began: heartbeats alone do not count,
+// since a voter whose log refuses appends (an I/O error stopped it, a full
+// disk refuses each batch) still answers them but cannot help commit the
+// removal or anything after it. A barrier entry gives every voter
+// something to acknowledge in an idle group; it is not waited for (a group
+// short of a quorum may need exactly this removal). Only a leader hears
+// those answers, so one that took office moments ago (an election, a
+// preferred-leader transfer) has not heard from every voter yet: a
+// shortfall is checked again until one such window has passed, and only
+// then refused (or when ctx ends or the group closes).
 func (g *Group) checkQuorumWithout(ctx context.Context, conf raft.Configuration, id string) error {
 	fresh := max(3*g.cfg.Raft.HeartbeatTimeout, time.Second)
 	deadline := time.Now().Add(fresh)
+	since := g.raft.LastIndex()
+	go func() { _ = g.raft.Barrier(fresh).Error() }()
 	tick := time.NewTicker(max(min(g.cfg.Raft.HeartbeatTimeout/4, 50*time.Millisecond), time.Millisecond))
 	defer tick.Stop()
 	for {
-		err := g.quorumWithout(conf, id, fresh)
+		err := g.quorumWithout(conf, id, since, fresh)
 		if err == nil || !time.Now().Before(deadline) {
 			return err
 		}
@@ -499,21 +507,24 @@ func (g *Group) checkQuorumWithout(ctx context.Context, conf raft.Configuration,
 	}
 }
 
-// quorumWithout is one pass of checkQuorumWithout.
-func (g *Group) quorumWithout(conf raft.Configuration, id string, fresh time.Duration) error {
+// quorumWithout is one pass of checkQuorumWithout: a voter answers when
+// it acknowledged, within fresh, the log past index since.
+func (g *Group) quorumWithout(conf raft.Configuration, id string, since uint64, fresh time.Duration) error {
 	var left, answering []string
 	for _, s := range conf.Servers {
 		if s.Suffrage != raft.Voter || string(s.ID) == id {
 			continue
 		}
 		left = append(left, string(s.ID))
-		if string(s.ID) == g.SelfID() || time.Since(g.progress.get(s.ID).at) < fresh {
+		p := g.progress.get(s.ID)
+		if string(s.ID) == g.SelfID() || (time.Since(p.at) < fresh && p.match > since) {
 			answering = append(answering, string(s.ID))
 		}
 	}
 	if need := len(left)/2 + 1; len(answering) < need {
-		return fmt.Errorf("%w: removing %s leaves voters %v, of which only %v answered within %s; the new configuration "+
-			"needs %d: bring the others back first, or force the removal (removeMember --force)", ErrQuorumAtRisk, id, left, answering, fresh, need)
+		return fmt.Errorf("%w: removing %s leaves voters %v, of which only %v acknowledged the log within %s (a voter that "+
+			"is down, or whose log refuses appends, does not); the new configuration needs %d: bring the others back first, "+
+			"or force the removal (removeMember --force)", ErrQuorumAtRisk, id, left, answering, fresh, need)
 	}
 	return nil
 }
