@@ -40,6 +40,20 @@ func (p *progressTracker) note(id raft.ServerID, match uint64) {
 	p.mu.Unlock()
 }
 
+// lower records that id holds no more of the log than last: it refused an
+// append, answering with its last index. A follower wiped and restarted
+// under its id (or one whose unsynced tail a crash took) holds less than
+// it once acknowledged, and a match kept from before would promote it, or
+// count it for a removal, on data it no longer has.
+func (p *progressTracker) lower(id raft.ServerID, last uint64) {
+	p.mu.Lock()
+	if pp, ok := p.peers[id]; ok && pp.match > last {
+		pp.match = last
+		p.peers[id] = pp
+	}
+	p.mu.Unlock()
+}
+
 // get returns id's progress (zero when nothing was heard).
 func (p *progressTracker) get(id raft.ServerID) peerProgress {
 	p.mu.Lock()
@@ -88,6 +102,16 @@ func trackProgress(trans raft.Transport, p *progressTracker) raft.Transport {
 	return &t
 }
 
+// answered notes one AppendEntries answer: a success proves the entries
+// sent, a refusal caps the match at the peer's last index.
+func (p *progressTracker) answered(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	if resp.Success {
+		p.note(id, matchOf(args))
+	} else {
+		p.lower(id, resp.LastLog)
+	}
+}
+
 // matchOf is the index a successful AppendEntries proves the peer holds.
 func matchOf(args *raft.AppendEntriesRequest) uint64 {
 	if n := len(args.Entries); n > 0 {
@@ -100,8 +124,8 @@ func matchOf(args *raft.AppendEntriesRequest) uint64 {
 func (t *progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest,
 	resp *raft.AppendEntriesResponse) error {
 	err := t.Transport.AppendEntries(id, target, args, resp)
-	if err == nil && resp.Success {
-		t.p.note(id, matchOf(args))
+	if err == nil {
+		t.p.answered(id, args, resp)
 	}
 	return err
 }
@@ -168,8 +192,8 @@ func (pl *progressPipeline) forward() {
 			}
 			// A future on the consumer channel is finished: Error does
 			// not wait.
-			if f.Error() == nil && f.Response().Success {
-				pl.p.note(pl.id, matchOf(f.Request()))
+			if f.Error() == nil {
+				pl.p.answered(pl.id, f.Request(), f.Response())
 			}
 			select {
 			case pl.out <- f:
