@@ -114,10 +114,26 @@ func (c *Controller) processGetMaxOffset(req *remoting.RemotingCommand) *remotin
 	return offsetResponse(c.st.GetMaxOffsetInQueue(h.Topic, h.QueueID))
 }
 
+// catchingUp is the not-leader answer of a member whose full-data
+// catch-up is pending (catchup.go), nil otherwise. Its queues restart at
+// the snapshot it installed, after the group's oldest retained messages,
+// so where a queue starts (its minimum offset, earliest message, an
+// offset by a time before that) is not its to say: a consumer starting
+// from the first offset would skip the messages it lacks.
+func (c *Controller) catchingUp() *remoting.RemotingCommand {
+	if cu, ok := c.rep.(interface{ catchupBlocksVoting() bool }); ok && cu.catchupBlocksVoting() {
+		return c.notLeader()
+	}
+	return nil
+}
+
 func (c *Controller) processGetMinOffset(req *remoting.RemotingCommand) *remoting.RemotingCommand {
 	var h wire.QueueOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
+	}
+	if r := c.catchingUp(); r != nil {
+		return r
 	}
 	return offsetResponse(c.st.GetMinOffsetInQueue(h.Topic, h.QueueID))
 }
@@ -126,6 +142,9 @@ func (c *Controller) processSearchOffset(req *remoting.RemotingCommand) *remotin
 	var h wire.SearchOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
+	}
+	if r := c.catchingUp(); r != nil {
+		return r
 	}
 	search := c.st.GetOffsetInQueueByTime
 	if strings.EqualFold(h.BoundaryType, "upper") { // RocketMQ's BoundaryType.getType: anything else is LOWER
@@ -142,6 +161,9 @@ func (c *Controller) processEarliestStoreTime(req *remoting.RemotingCommand) *re
 	var h wire.QueueOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
+	}
+	if r := c.catchingUp(); r != nil {
+		return r
 	}
 	ts, err := c.st.GetEarliestMessageTime(h.Topic, h.QueueID)
 	if err != nil {
