@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -280,27 +281,33 @@ func (g *Group) AddMember(ctx context.Context, id, addr string, opts AddMemberOp
 	return g.withMembers(res)
 }
 
-// newMemberProbeTimeout bounds checkNewMember's question: a new member
-// that is up answers at once.
+// newMemberProbeTimeout bounds each of checkNewMember's questions: a new
+// member that is up answers at once.
 const newMemberProbeTimeout = time.Second
 
 // checkNewMember asks the process at addr, before it is added as id, who
-// it is: a term-0 pre-vote over the Raft transport, which changes nothing
-// on the receiver and whose answer carries its id and current term (as
-// the join check asks, member_join.go). Once added, the process would
-// follow this leader whatever it is, since Raft takes appends from any
-// leader with a term as high as its own: a member of another group (ids
-// n0..n2 repeat across groups) would have its log truncated to this
-// group's, and a member of this group reached under another id or another
-// spelling of its address would count twice toward the quorum. So an
-// answer from another id, or from a process that holds Raft state (a term
-// past 0: a new member waits with an empty data directory), refuses the
-// add. No answer (not started yet, unreachable, or a transport without
-// pre-vote) lets it go on: the learner is replicated to once it is up,
-// and the promotion waits for it. Over Raft TLS the leader's handshake
-// refuses a certificate naming no member, which a new member's does until
-// it is added, so nothing is asked: the certificate check stands in
-// (ADR 0016), and an ask would only spend its one refusal warning.
+// it is, with pre-votes over the Raft transport, which change nothing on
+// the receiver (as the join check asks, member_join.go). Once added, the
+// process would follow this leader whatever it is, since Raft takes
+// appends from any leader with a term as high as its own: a member of
+// another group (ids n0..n2 repeat across groups) would have its log
+// truncated to this group's, and a member of this group reached under
+// another id or another spelling of its address would count twice toward
+// the quorum.
+//
+// A term-0 pre-vote's answer carries the receiver's id and term: another
+// id refuses the add, term 0 (a new member, empty) lets it go on. A
+// process with Raft state is asked once more, at a term past this
+// leader's with this leader's last entry: it grants that only when its
+// configuration names this leader as a voter and it follows no other
+// leader, that is when it belongs to this group (a learner whose add a
+// leader change lost, a removed member not wiped); otherwise the add is
+// refused. No answer (not started yet, unreachable, or a transport without
+// pre-vote) lets it go on: the learner is replicated to once it is up, and
+// the promotion waits for it. Over Raft TLS the leader's handshake refuses
+// a certificate naming no member, which a new member's does until it is
+// added, so nothing is asked: the certificate check stands in (ADR 0016),
+// and an ask would only spend its one refusal warning.
 func (g *Group) checkNewMember(id, addr string) error {
 	if t, ok := g.trans.(*raftTransport); ok && t.tls != nil {
 		return nil
@@ -309,6 +316,34 @@ func (g *Group) checkNewMember(id, addr string) error {
 	if !ok {
 		return nil
 	}
+	header := rpcHeader(g.trans, raft.ServerID(g.SelfID()))
+	resp, err := g.preVote(pv, id, addr, &raft.RequestPreVoteRequest{RPCHeader: header})
+	switch {
+	case err != nil:
+		g.log.Info("addMember: no answer over Raft from the new member; adding it all the same", zap.String("id", id),
+			zap.String("raftAddr", addr), zap.Error(err))
+		return nil
+	case len(resp.ID) > 0 && string(resp.ID) != id:
+		return fmt.Errorf("%w: Raft address %s answers as member %s, not %s: a running member is there (of this group under "+
+			"another spelling of its address, or of another group); check --id and --addr", ErrMembershipConflict, addr, resp.ID, id)
+	case resp.Term == 0:
+		return nil
+	}
+	lastTerm, _ := strconv.ParseUint(g.raft.Stats()["last_log_term"], 10, 64)
+	ours, err := g.preVote(pv, id, addr, &raft.RequestPreVoteRequest{RPCHeader: header, Term: g.raft.CurrentTerm() + 1,
+		LastLogIndex: g.raft.LastIndex(), LastLogTerm: lastTerm})
+	if err == nil && ours.Granted {
+		return nil
+	}
+	return fmt.Errorf("%w: %s at %s already holds Raft state (term %d) and does not take this leader as a voter of its "+
+		"group: it is another group's member, not a new member; check --addr, or stop it, wipe its data directory, "+
+		"start it with raftJoin=true and add it again (docs/operations.md)", ErrMembershipConflict, id, addr, resp.Term)
+}
+
+// preVote sends req to the process at addr, waiting at most
+// newMemberProbeTimeout (the transport's own timeout ends the call; its
+// answer is dropped).
+func (g *Group) preVote(pv raft.WithPreVote, id, addr string, req *raft.RequestPreVoteRequest) (raft.RequestPreVoteResponse, error) {
 	type answer struct {
 		resp raft.RequestPreVoteResponse
 		err  error
@@ -316,34 +351,19 @@ func (g *Group) checkNewMember(id, addr string) error {
 	ch := make(chan answer, 1)
 	go func() {
 		var a answer
-		req := &raft.RequestPreVoteRequest{RPCHeader: rpcHeader(g.trans, raft.ServerID(g.SelfID()))}
 		a.err = pv.RequestPreVote(raft.ServerID(id), raft.ServerAddress(addr), req, &a.resp)
 		ch <- a
 	}()
 	wait := time.NewTimer(newMemberProbeTimeout)
 	defer wait.Stop()
-	var a answer
 	select {
-	case a = <-ch:
+	case a := <-ch:
+		return a.resp, a.err
 	case <-wait.C:
-		return nil
+		return raft.RequestPreVoteResponse{}, fmt.Errorf("no answer within %s", newMemberProbeTimeout)
 	case <-g.quit:
-		return ErrGroupClosed
+		return raft.RequestPreVoteResponse{}, ErrGroupClosed
 	}
-	switch {
-	case a.err != nil:
-		g.log.Info("addMember: no answer over Raft from the new member; adding it all the same", zap.String("id", id),
-			zap.String("raftAddr", addr), zap.Error(a.err))
-		return nil
-	case len(a.resp.ID) > 0 && string(a.resp.ID) != id:
-		return fmt.Errorf("%w: Raft address %s answers as member %s, not %s: a running member is there (of this group under "+
-			"another spelling of its address, or of another group); check --id and --addr", ErrMembershipConflict, addr, a.resp.ID, id)
-	case a.resp.Term > 0:
-		return fmt.Errorf("%w: %s at %s already holds Raft state (term %d): it is a member of a group (another group's, or "+
-			"this one's not wiped after its removal), not a new member; check --addr, or stop it, wipe its data directory, "+
-			"start it with raftJoin=true and add it again (docs/operations.md)", ErrMembershipConflict, id, addr, a.resp.Term)
-	}
-	return nil
 }
 
 // learnerStill returns the index of the live configuration if learner id

@@ -74,6 +74,17 @@ func TestAddMemberRefusesARunningMemberAtTheAddress(t *testing.T) {
 	if _, err := l.g().AddMember(ctx, "n4", addr, AddMemberOptions{Timeout: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
+	// A member of this group holding Raft state (removed and not wiped,
+	// as a learner whose add a leader change lost holds it too) takes this
+	// leader as a voter of its group: it is added again.
+	gone := c.nodes[c.followerOf(l)]
+	if _, err := l.g().RemoveMember(ctx, gone.id, false); err != nil {
+		t.Fatal(err)
+	}
+	goneAddr, _ := gone.cfg.Raft.SelfAddr()
+	if _, err := l.g().AddMember(ctx, gone.id, goneAddr, AddMemberOptions{Timeout: 30 * time.Second}); err != nil {
+		t.Fatalf("add of %s, a member of this group removed and not wiped: %v", gone.id, err)
+	}
 	// Nobody at the address yet (the new host is still starting): added
 	// as a learner, as before, so that it is replicated to once it is up.
 	if _, err := l.g().AddMember(ctx, "n6", "127.0.0.1:20916", AddMemberOptions{Learner: true}); err != nil {
