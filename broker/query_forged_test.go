@@ -61,6 +61,22 @@ func TestViewForgedMessageStart(t *testing.T) {
 	}
 }
 
+// forgedMessage returns placeForged's forge for a complete, valid stored
+// message of topic naming its own offset, as a producer can put in a body.
+func forgedMessage(t *testing.T, topic string) func(phy int64) []byte {
+	return func(phy int64) []byte {
+		m := &wire.Message{Topic: topic, Body: []byte("forged"),
+			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
+			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
+		m.EncodedProperties = wire.StoredProperties(m.Properties)
+		b, err := wire.AppendMessage(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
 // placeForged sends messages of topic carrier to addr until one's body,
 // built by forge for the offset it will land at, lands there, and returns
 // that offset: where the body's bytes read as the message forge built.
@@ -108,17 +124,7 @@ func TestSendBackForgedMessage(t *testing.T) {
 	pc := startRealCluster(t, nil)
 	l := pc.createTopicOnLeader("VICTIM", 1)
 	addr := pc.nodes[l].Addr()
-	fake := placeForged(t, pc, addr, "SBF-CARRIER", func(phy int64) []byte {
-		m := &wire.Message{Topic: "VICTIM", Body: []byte("forged"),
-			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
-			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
-		m.EncodedProperties = wire.StoredProperties(m.Properties)
-		b, err := wire.AppendMessage(nil, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	})
+	fake := placeForged(t, pc, addr, "SBF-CARRIER", forgedMessage(t, "VICTIM"))
 	realOff := sentOffset(t, "real", pc.call(addr, remoting.RequestSendMessage, sendExt("VICTIM", 0, ""), []byte("real")))
 	sendBack := func(phy int64) *remoting.RemotingCommand {
 		return pc.call(addr, remoting.RequestConsumerSendMsgBack, map[string]string{
@@ -170,17 +176,7 @@ func TestConsumeDirectlyForgedMessage(t *testing.T) {
 		t.Fatalf("heartbeat: %v %v", r, err)
 	}
 
-	fake := placeForged(t, pc, addr, "CDF-CARRIER", func(phy int64) []byte {
-		m := &wire.Message{Topic: "CDF", Body: []byte("forged"),
-			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
-			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
-		m.EncodedProperties = wire.StoredProperties(m.Properties)
-		b, err := wire.AppendMessage(nil, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	})
+	fake := placeForged(t, pc, addr, "CDF-CARRIER", forgedMessage(t, "CDF"))
 	realOff := pc.sendAt(addr, "CDF", []byte("real"))
 	direct := func(phy int64) *remoting.RemotingCommand {
 		return pc.call(addr, remoting.RequestConsumeMessageDirectly, map[string]string{"consumerGroup": "CDG", "clientId": clientID,
@@ -221,17 +217,7 @@ func TestCleanedTopicCreatedAgainChecksUnits(t *testing.T) {
 		t.Fatalf("view of a message stored before the clean: %d %s", v.Code, v.Remark)
 	}
 	// placeForged fails unless VIEW_MESSAGE_BY_ID refuses the forged bytes.
-	fake := placeForged(t, pc, addr, "CUF-CARRIER", func(phy int64) []byte {
-		m := &wire.Message{Topic: "CUF", Body: []byte("forged"),
-			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
-			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
-		m.EncodedProperties = wire.StoredProperties(m.Properties)
-		b, err := wire.AppendMessage(nil, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	})
+	fake := placeForged(t, pc, addr, "CUF-CARRIER", forgedMessage(t, "CUF"))
 	r := pc.call(addr, remoting.RequestConsumerSendMsgBack, map[string]string{
 		"offset": strconv.FormatInt(fake, 10), "group": "CUG", "delayLevel": "-1"}, nil)
 	if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "the bytes are not a stored message") {
@@ -252,15 +238,8 @@ func TestViewForgedMessageBadBodyCRC(t *testing.T) {
 	pc.createTopic(addr, "VBC-CARRIER", 1)
 	// placeForged fails unless VIEW_MESSAGE_BY_ID refuses the forged bytes.
 	placeForged(t, pc, addr, "VBC-CARRIER", func(phy int64) []byte {
-		m := &wire.Message{Topic: "VBC", Body: []byte("forged"),
-			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
-			PhysicalOffset: phy, Properties: map[string]string{wire.PropertyUniqKey: "U-FORGED"}}
-		m.EncodedProperties = wire.StoredProperties(m.Properties)
-		b, err := wire.AppendMessage(nil, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		binary.BigEndian.PutUint32(b[wire.OffBodyCRC:], m.BodyCRC^1)
+		b := forgedMessage(t, "VBC")(phy)
+		binary.BigEndian.PutUint32(b[wire.OffBodyCRC:], binary.BigEndian.Uint32(b[wire.OffBodyCRC:])^1)
 		wire.SealCRC(b)
 		if _, _, err := wire.DecodeMessage(b, false); err == nil {
 			t.Fatal("the forged bytes decode: the test no longer forges a bad BODYCRC")
