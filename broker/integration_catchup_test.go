@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -73,27 +72,7 @@ func TestCatchupOverRemoting(t *testing.T) {
 		}
 	}
 	f := (l + 1) % 3
-	testutil.WaitFor(t, 30*time.Second, "the follower applies everything", func() bool {
-		return pc.groups[f].FSMAppliedIndex() >= lg.FSMAppliedIndex()
-	})
-	pc.stopNode(f)
-	if err := os.RemoveAll(pc.cfgs[f].Store.StorePathRootDir); err != nil {
-		t.Fatal(err)
-	}
-	put(4000, 400)
-	if l = pc.leader(); pc.groups[l] != lg {
-		t.Skip("leadership moved while the follower was down; the test needs one leader throughout")
-	}
-	if err := lg.Raft().Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	idx, err := lg.LogStore().FirstIndexFrom(lg.LogStore().MinPosition() + 1<<20)
-	if err != nil || idx == 0 {
-		t.Fatalf("first index: %d, %v", idx, err)
-	}
-	if _, err := lg.LogStore().DeleteSegmentsBefore(idx); err != nil {
-		t.Fatal(err)
-	}
+	pc.wipeBehindSnapshot(t, lg, f, func() { put(4000, 400) })
 	pc.cfgs[f].TimerCheckInterval = 10 * time.Millisecond
 	pc.startNode(f)
 	fg := pc.groups[f]

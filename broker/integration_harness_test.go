@@ -197,6 +197,36 @@ func (pc *procCluster) createTopicOnLeader(topic string, queues int) int {
 	return l
 }
 
+// wipeBehindSnapshot stops member f once it has applied everything the
+// leader lg has, wipes its files, has more stored meanwhile (putMore), then
+// snapshots lg and deletes lg's log below 1 MiB past its start: f, started
+// again, must install the snapshot and catch up on the messages before it.
+// The test is skipped when leadership moved while f was down.
+func (pc *procCluster) wipeBehindSnapshot(t *testing.T, lg *Group, f int, putMore func()) {
+	t.Helper()
+	testutil.WaitFor(t, 30*time.Second, "the follower applies everything", func() bool {
+		return pc.groups[f].FSMAppliedIndex() >= lg.FSMAppliedIndex()
+	})
+	pc.stopNode(f)
+	if err := os.RemoveAll(pc.cfgs[f].Store.StorePathRootDir); err != nil {
+		t.Fatal(err)
+	}
+	putMore()
+	if l := pc.leader(); pc.groups[l] != lg {
+		t.Skip("leadership moved while the follower was down; the test needs one leader throughout")
+	}
+	if err := lg.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := lg.LogStore().FirstIndexFrom(lg.LogStore().MinPosition() + 1<<20)
+	if err != nil || idx == 0 {
+		t.Fatalf("first index: %d, %v", idx, err)
+	}
+	if _, err := lg.LogStore().DeleteSegmentsBefore(idx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // callOnLeader sends a request to whichever member leads, again to the
 // next leader while the answer is "not leader" (on a loaded machine a
 // leader can lose its lease right after the election), and returns the

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -51,27 +50,7 @@ func TestCatchingUpMemberDoesNotAnswerItsQueueStart(t *testing.T) {
 	}
 	put(0, 3200)
 	f := (l + 1) % 3
-	testutil.WaitFor(t, 30*time.Second, "the follower applies everything", func() bool {
-		return pc.groups[f].FSMAppliedIndex() >= lg.FSMAppliedIndex()
-	})
-	pc.stopNode(f)
-	if err := os.RemoveAll(pc.cfgs[f].Store.StorePathRootDir); err != nil {
-		t.Fatal(err)
-	}
-	put(3200, 160)
-	if l = pc.leader(); pc.groups[l] != lg {
-		t.Skip("leadership moved while the follower was down; the test needs one leader throughout")
-	}
-	if err := lg.Raft().Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	idx, err := lg.LogStore().FirstIndexFrom(lg.LogStore().MinPosition() + 1<<20)
-	if err != nil || idx == 0 {
-		t.Fatalf("first index: %d, %v", idx, err)
-	}
-	if _, err := lg.LogStore().DeleteSegmentsBefore(idx); err != nil {
-		t.Fatal(err)
-	}
+	pc.wipeBehindSnapshot(t, lg, f, func() { put(3200, 160) })
 	leaderMin := lg.Store().GetMinOffsetInQueue("T", 0)
 	pc.startNode(f)
 	testutil.WaitFor(t, 60*time.Second, "the wiped member's catch-up pending", func() bool {

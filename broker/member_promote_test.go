@@ -560,9 +560,6 @@ func TestLearnerProbeOverRemoting(t *testing.T) {
 	put(0, 4000)
 	f := (l + 1) % 3
 	fid := pc.cfgs[f].Raft.DLegerSelfID
-	testutil.WaitFor(t, 30*time.Second, "the follower applies everything", func() bool {
-		return pc.groups[f].FSMAppliedIndex() >= lg.FSMAppliedIndex()
-	})
 	probeStatus := func(id string) (learnerStatus, error) {
 		p := pc.groups[pc.leader()].promote.probe.Load()
 		if p == nil {
@@ -577,24 +574,7 @@ func TestLearnerProbeOverRemoting(t *testing.T) {
 	if _, err := probe("n9"); err == nil {
 		t.Fatal("probe of an unknown member succeeded")
 	}
-	pc.stopNode(f)
-	if err := os.RemoveAll(pc.cfgs[f].Store.StorePathRootDir); err != nil {
-		t.Fatal(err)
-	}
-	put(4000, 400)
-	if l = pc.leader(); pc.groups[l] != lg {
-		t.Skip("leadership moved while the follower was down; the test needs one leader throughout")
-	}
-	if err := lg.Raft().Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	idx, err := lg.LogStore().FirstIndexFrom(lg.LogStore().MinPosition() + 1<<20)
-	if err != nil || idx == 0 {
-		t.Fatalf("first index: %d, %v", idx, err)
-	}
-	if _, err := lg.LogStore().DeleteSegmentsBefore(idx); err != nil {
-		t.Fatal(err)
-	}
+	pc.wipeBehindSnapshot(t, lg, f, func() { put(4000, 400) })
 	pc.startNode(f)
 	var seen CatchupStatus
 	testutil.WaitFor(t, 60*time.Second, "the leader's probe sees "+fid+"'s catch-up pending", func() bool {
