@@ -69,13 +69,18 @@ func (p *memberAdminProcessor) add(ctx context.Context, _ *remoting.Conn, req *r
 
 // remove answers REMOVE_RAFT_MEMBER.
 func (p *memberAdminProcessor) remove(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	ma, errResp := p.admin()
-	if errResp != nil {
-		return errResp, nil
-	}
 	var h wire.RaftMemberRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
+	}
+	// An empty id names no member: "not a member, nothing to do" would
+	// pass for a done removal.
+	if h.MemberID == "" {
+		return response(remoting.ResponseInvalidParameter, "removeMember: memberId (the member's dLegerSelfId) is empty"), nil
+	}
+	ma, errResp := p.admin()
+	if errResp != nil {
+		return errResp, nil
 	}
 	res, err := ma.RemoveMember(ctx, h.MemberID, h.Force)
 	return p.answer("removeMember "+h.MemberID, res, err), nil
