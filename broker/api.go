@@ -64,6 +64,16 @@ type AsyncPutter interface {
 
 var _ AsyncPutter = (*Group)(nil)
 
+// CommittedApplier is an optional Replica extension: CommittedApplied
+// reports whether the member's queues hold every message Raft knows is
+// committed (its FSM has applied every committed command entry). A leader
+// that says false is treated as behind by the pull path, as a follower is.
+type CommittedApplier interface {
+	CommittedApplied() bool
+}
+
+var _ CommittedApplier = (*Group)(nil)
+
 // StateReader is a read-only view of the replicated tables. Implementations
 // return copies or immutable values so callers never hold the FSM's lock.
 type StateReader interface {

@@ -378,6 +378,35 @@ func (g *Group) FSMCaughtUp() bool {
 	return g.raft.Stats()["fsm_pending"] == "0"
 }
 
+// CommittedApplied reports whether this member's FSM has applied every
+// command entry Raft knows is committed, so that its queues hold every
+// committed message. A follower can apply an entry before the leader's FSM
+// does, and an FSM retrying a failed dispatch is behind for seconds. Raft's
+// commit index also counts entries the FSM never sees (each election's
+// no-op and barrier, configuration changes), which pile up in a group that
+// elects leaders but is written nothing, so the entries between the two
+// indexes are looked at; more than committedScanMax of them count as
+// behind.
+func (g *Group) CommittedApplied() bool {
+	commit, applied := g.raft.CommitIndex(), g.fsm.applied.Load()
+	if applied >= commit {
+		return true
+	}
+	if commit-applied > committedScanMax {
+		return false
+	}
+	for i := applied + 1; i <= commit; i++ {
+		var l raft.Log
+		if err := g.logs.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
+			return false
+		}
+	}
+	return true
+}
+
+// committedScanMax bounds the entries CommittedApplied reads.
+const committedScanMax = 4096
+
 // storeFS is the file system the store and the Raft log are on (the disk
 // usage metric).
 func (g *Group) storeFS() storage.FS { return g.diskFS }

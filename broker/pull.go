@@ -178,6 +178,13 @@ func (c *Controller) pullFilter(h *wire.PullMessageRequestHeader) (store.Message
 	return sqlFilter{x}, nil
 }
 
+// applyBehind reports whether the replica's FSM has not applied every
+// committed entry yet (CommittedApplier; false when it cannot say).
+func (c *Controller) applyBehind() bool {
+	a, ok := c.rep.(CommittedApplier)
+	return ok && !a.CommittedApplied()
+}
+
 // pullRequest is one pull, kept while it is held.
 type pullRequest struct {
 	conn     *remoting.Conn
@@ -224,9 +231,14 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 	case store.OffsetOverflowBadly, store.OffsetTooSmall:
 		code = remoting.ResponsePullOffsetMoved
 	}
-	if code == remoting.ResponsePullOffsetMoved && !leader {
-		// Only the leader corrects a consumer's offset: a follower may
-		// simply be behind. Send the consumer back to the leader.
+	if code == remoting.ResponsePullOffsetMoved && (!leader || res.Status != store.OffsetTooSmall && c.applyBehind()) {
+		// Only the leader corrects a consumer's offset, and past the end of
+		// its queue only once its queues hold every committed message: a
+		// follower may simply be behind (the consumer is sent back to the
+		// leader), and so may the leader's FSM, which a follower can get
+		// ahead of (a consumer that read there pulls past the leader's
+		// end). Moved, it would consume the queue again from its end or
+		// from 0; it waits instead.
 		code = remoting.ResponsePullNotFound
 		res.NextBeginOffset = h.QueueOffset
 	}
