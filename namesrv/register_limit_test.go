@@ -1,6 +1,9 @@
 package namesrv
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,5 +37,35 @@ func TestRegisterCompressedTopicTableBounded(t *testing.T) {
 	}
 	if got := len(n.Routes().AllTopics()); got != 0 {
 		t.Fatalf("%d topics routed after the refused registration", got)
+	}
+}
+
+// A compressed REGISTER_BROKER body whose topic config is one long word is
+// refused with a remark that says what is wrong in a few hundred bytes,
+// not one that quotes the whole item back (4 bytes per byte it cannot
+// print, past what a client accepts in a frame).
+func TestRegisterCompressedBadTopicRemarkBounded(t *testing.T) {
+	n := testServer(t, nil)
+	c := testClient(t)
+	var raw []byte
+	item := func(b []byte) {
+		raw = binary.BigEndian.AppendUint32(raw, uint32(len(b)))
+		raw = append(raw, b...)
+	}
+	item([]byte(`{"counter":1,"timestamp":1}`))
+	raw = binary.BigEndian.AppendUint32(raw, 1)
+	item(make([]byte, 1<<20)) // 1 MiB of NUL bytes: one field, %q writes \x00 for each
+	item([]byte("[]"))
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	body := buf.Bytes()
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: "b", BrokerAddr: "127.0.0.1:1", ClusterName: "c",
+		HAServerAddr: "127.0.0.1:2", Compressed: true, BodyCrc32: int32(wire.BodyCRC32(body))}
+	resp := call(t, c, n.Addr().String(), remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
+	if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "topic config") || len(resp.Remark) > 512 {
+		t.Fatalf("%d-byte body with a 1 MiB topic config: code %d, %d-byte remark %.200q…, want SYSTEM_ERROR naming the topic config in at most 512 bytes",
+			len(body), resp.Code, len(resp.Remark), resp.Remark)
 	}
 }

@@ -242,24 +242,36 @@ func appendCompactTopicConfig(dst []byte, tc TopicConfig) []byte {
 }
 
 func parseCompactTopicConfig(s string) (TopicConfig, error) {
-	parts := strings.Split(s, " ")
+	// At most 6 parts: the attributes JSON may hold spaces, and a field
+	// per space of a long item would cost a string header per byte.
+	parts := strings.SplitN(s, " ", 6)
 	if len(parts) < 5 {
-		return TopicConfig{}, fmt.Errorf("%w: topic config %q has %d fields, want at least 5", ErrBadBody, s, len(parts))
+		return TopicConfig{}, fmt.Errorf("%w: topic config %s has %d fields, want at least 5", ErrBadBody, quoteClipped(s), len(parts))
 	}
 	tc := TopicConfig{TopicName: parts[0], TopicFilterType: parts[4]}
 	var err error
 	nums := []*int{&tc.ReadQueueNums, &tc.WriteQueueNums, &tc.Perm}
 	for i, dst := range nums {
 		if *dst, err = strconv.Atoi(parts[i+1]); err != nil {
-			return TopicConfig{}, fmt.Errorf("%w: topic config %q field %d: %v", ErrBadBody, s, i+1, err)
+			return TopicConfig{}, fmt.Errorf("%w: topic config %s field %d: %s is not an integer", ErrBadBody, quoteClipped(s), i+1, quoteClipped(parts[i+1]))
 		}
 	}
-	if len(parts) >= 6 {
-		// Like RocketMQ, ignore attributes that do not parse (a space in a
-		// value splits the JSON).
-		_ = json.Unmarshal([]byte(strings.Join(parts[5:], " ")), &tc.Attributes)
+	if len(parts) == 6 {
+		// Like RocketMQ, ignore attributes that do not parse.
+		_ = json.Unmarshal([]byte(parts[5]), &tc.Attributes)
 	}
 	return tc, nil
+}
+
+// quoteClipped quotes at most the first 64 bytes of s for an error
+// message: an item may be megabytes, and the error becomes a response's
+// remark.
+func quoteClipped(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:most], len(s))
 }
 
 func readRegisterInt32(r io.Reader, what string) (int32, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -52,4 +53,30 @@ func writeRegisterInt32(w io.Writer, n int32) {
 func writeRegisterItem(w io.Writer, b []byte) {
 	writeRegisterInt32(w, int32(len(b)))
 	_, _ = w.Write(b)
+}
+
+// A topic config item of spaces splits into one field per byte: decoding
+// it is refused with a short error and without a string header per byte
+// (16 bytes each, 16 times what the item inflates to).
+func TestDecodeRegisterBrokerBodyTopicFieldsBounded(t *testing.T) {
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	writeRegisterItem(zw, []byte(`{"counter":1,"timestamp":1}`))
+	writeRegisterInt32(zw, 1)
+	const size = 15 << 20
+	writeRegisterItem(zw, bytes.Repeat([]byte{' '}, size))
+	writeRegisterItem(zw, []byte("[]"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeRegisterBrokerBody(buf.Bytes(), true)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrBadBody) || len(err.Error()) > 512 {
+		t.Fatalf("topic config of %d spaces: %d-byte error %.200q", size, len(err.Error()), err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4*size {
+		t.Fatalf("decoding a %d-byte topic config allocated %d MiB", size, got>>20)
+	}
 }
