@@ -69,3 +69,28 @@ func TestRegisterCompressedBadTopicRemarkBounded(t *testing.T) {
 			len(body), resp.Code, len(resp.Remark), resp.Remark)
 	}
 }
+
+// A plain JSON REGISTER_BROKER body is held to the compressed layout's
+// topic bound: a frame of short entries names millions of topics.
+func TestRegisterJSONTopicTableBounded(t *testing.T) {
+	n := testServer(t, nil)
+	c := testClient(t)
+	body := []byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{`)
+	for i := 0; i <= wire.MaxRegisterTopics; i++ {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `"t%x":{}`, i)
+	}
+	body = append(body, `}},"filterServerList":[]}`...)
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: "b", BrokerAddr: "127.0.0.1:1", ClusterName: "c",
+		HAServerAddr: "127.0.0.1:2", BodyCrc32: int32(wire.BodyCRC32(body))}
+	resp := call(t, c, n.Addr().String(), remoting.NewRequest(remoting.RequestRegisterBroker, h, body))
+	if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "topic count") {
+		t.Fatalf("%d-byte JSON body of %d topics: code %d %q, want SYSTEM_ERROR naming the topic count",
+			len(body), wire.MaxRegisterTopics+1, resp.Code, resp.Remark)
+	}
+	if got := len(n.Routes().AllTopics()); got != 0 {
+		t.Fatalf("%d topics routed after the refused registration", got)
+	}
+}

@@ -35,12 +35,13 @@ func BodyCRC32(body []byte) uint32 { return crc32.ChecksumIEEE(body) & 0x7FFFFFF
 // register body, so a corrupt length cannot make us allocate gigabytes.
 const maxRegisterItem = 16 << 20
 
-// MaxRegisterTopics and maxRegisterInflated bound what one compressed
-// register body may decode to: zlib inflates a frame-sized body a
-// thousandfold, and every topic costs the name server a few hundred bytes
-// per request in flight plus its route. MaxRegisterTopics is several times
-// the largest table raftmq brokers are measured with (45,000 topics,
-// BENCHMARKS.md); a plain JSON body is bounded by the frame limit already.
+// MaxRegisterTopics and maxRegisterInflated bound what one register body
+// may decode to: zlib inflates a frame-sized body a thousandfold, a frame
+// of short JSON entries names over a million topics, and every topic
+// costs the name server a few hundred bytes per request in flight plus
+// its route. MaxRegisterTopics is several times the largest table raftmq
+// brokers are measured with (45,000 topics, BENCHMARKS.md) and bounds
+// both layouts.
 const (
 	MaxRegisterTopics   = 1 << 18
 	maxRegisterInflated = 64 << 20
@@ -136,10 +137,56 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 // starts from the Java constructor's values) in one decoding pass.
 type registerBodyJSON struct {
 	Wrapper struct {
-		TopicConfigTable map[string]*topicConfigJSON `json:"topicConfigTable"`
-		DataVersion      DataVersion                 `json:"dataVersion"`
+		TopicConfigTable topicTableJSON `json:"topicConfigTable"`
+		DataVersion      DataVersion    `json:"dataVersion"`
 	} `json:"topicConfigSerializeWrapper"`
 	FilterServerList []string `json:"filterServerList"`
+}
+
+// topicTableJSON is a JSON body's topic table, counted before it is
+// decoded: a frame of short entries names millions of topics, a few
+// hundred bytes each once decoded, so one past MaxRegisterTopics is
+// refused as in the compressed layout.
+type topicTableJSON map[string]*topicConfigJSON
+
+func (t *topicTableJSON) UnmarshalJSON(b []byte) error {
+	if n := jsonObjectEntries(b); n > MaxRegisterTopics {
+		return fmt.Errorf("topic count %d out of range (at most %d topics per broker)", n, MaxRegisterTopics)
+	}
+	return json.Unmarshal(b, (*map[string]*topicConfigJSON)(t))
+}
+
+// jsonObjectEntries counts the members of b, a JSON value encoding/json
+// has already checked; 0 for anything but an object.
+func jsonObjectEntries(b []byte) int {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '{' {
+		return 0
+	}
+	if len(bytes.TrimSpace(b[1:len(b)-1])) == 0 {
+		return 0
+	}
+	n, depth, inString := 1, 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		case c == ',' && depth == 1:
+			n++
+		}
+	}
+	return n
 }
 
 type topicConfigJSON struct {

@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
@@ -78,5 +79,29 @@ func TestDecodeRegisterBrokerBodyTopicFieldsBounded(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 4*size {
 		t.Fatalf("decoding a %d-byte topic config allocated %d MiB", size, got>>20)
+	}
+}
+
+// A plain JSON register body is refused past MaxRegisterTopics before its
+// table is decoded: a 15 MiB frame of short entries names 1.4 million
+// topics, which took 674 MiB to decode.
+func TestDecodeRegisterBrokerBodyJSONTopicsBounded(t *testing.T) {
+	b := []byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{`)
+	for i := 0; len(b) < 15<<20; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `"%x":{}`, i)
+	}
+	b = append(b, `}}}`...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeRegisterBrokerBody(b, false)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrBadBody) || !strings.Contains(err.Error(), "topic count") {
+		t.Fatalf("%d-byte body: %v, want ErrBadBody naming the topic count", len(b), err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 10*uint64(len(b)) {
+		t.Fatalf("refusing a %d-byte body allocated %d MiB", len(b), got>>20)
 	}
 }
