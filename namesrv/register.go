@@ -37,12 +37,11 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 		}
 		body = b
 	} else {
-		body = &wire.RegisterBrokerBody{TopicConfigSerializeWrapper: wire.TopicConfigSerializeWrapper{TopicConfigTable: map[string]wire.TopicConfig{}}}
-		if len(req.Body) > 0 {
-			if err := json.Unmarshal(req.Body, &body.TopicConfigSerializeWrapper); err != nil {
-				return nil, fmt.Errorf("%w: topic config wrapper: %v", wire.ErrBadBody, err)
-			}
+		b, err := wire.DecodeLegacyRegisterBody(req.Body)
+		if err != nil {
+			return nil, err
 		}
+		body = b
 	}
 
 	args := RegisterBrokerArgs{

@@ -94,3 +94,38 @@ func TestRegisterJSONTopicTableBounded(t *testing.T) {
 		t.Fatalf("%d topics routed after the refused registration", got)
 	}
 }
+
+// A broker older than 3.0.11 sends the bare topic config wrapper; it is
+// held to the same topic bound.
+func TestRegisterLegacyTopicTableBounded(t *testing.T) {
+	n := testServer(t, nil)
+	c := testClient(t)
+	body := []byte(`{"topicConfigTable":{`)
+	for i := 0; i <= wire.MaxRegisterTopics; i++ {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `"t%x":{}`, i)
+	}
+	body = append(body, `}}`...)
+	h := &wire.RegisterBrokerRequestHeader{BrokerName: "b", BrokerAddr: "127.0.0.1:1", ClusterName: "c", HAServerAddr: "127.0.0.1:2"}
+	req := remoting.NewRequest(remoting.RequestRegisterBroker, h, body)
+	req.Version = 36 // V3_0_10
+	resp := call(t, c, n.Addr().String(), req)
+	if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "topic count") {
+		t.Fatalf("%d-byte legacy body of %d topics: code %d %q, want SYSTEM_ERROR naming the topic count",
+			len(body), wire.MaxRegisterTopics+1, resp.Code, resp.Remark)
+	}
+	if got := len(n.Routes().AllTopics()); got != 0 {
+		t.Fatalf("%d topics routed after the refused registration", got)
+	}
+	req = remoting.NewRequest(remoting.RequestRegisterBroker, h,
+		[]byte(`{"topicConfigTable":{"Old":{"topicName":"Old","readQueueNums":2,"writeQueueNums":2,"perm":6}}}`))
+	req.Version = 36
+	if resp := call(t, c, n.Addr().String(), req); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("legacy body of one topic: code %d %q", resp.Code, resp.Remark)
+	}
+	if rd := n.Routes().PickupTopicRouteData("Old"); rd == nil || len(rd.QueueDatas) != 1 || rd.QueueDatas[0].WriteQueueNums != 2 {
+		t.Fatalf("legacy topic's route: %+v", rd)
+	}
+}

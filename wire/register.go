@@ -137,8 +137,8 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 // starts from the Java constructor's values) in one decoding pass.
 type registerBodyJSON struct {
 	Wrapper struct {
-		TopicConfigTable topicTableJSON `json:"topicConfigTable"`
-		DataVersion      DataVersion    `json:"dataVersion"`
+		TopicConfigTable topicTableJSON[*topicConfigJSON] `json:"topicConfigTable"`
+		DataVersion      DataVersion                      `json:"dataVersion"`
 	} `json:"topicConfigSerializeWrapper"`
 	FilterServerList []string `json:"filterServerList"`
 }
@@ -147,13 +147,33 @@ type registerBodyJSON struct {
 // decoded: a frame of short entries names millions of topics, a few
 // hundred bytes each once decoded, so one past MaxRegisterTopics is
 // refused as in the compressed layout.
-type topicTableJSON map[string]*topicConfigJSON
+type topicTableJSON[T any] map[string]T
 
-func (t *topicTableJSON) UnmarshalJSON(b []byte) error {
+func (t *topicTableJSON[T]) UnmarshalJSON(b []byte) error {
 	if n := jsonObjectEntries(b); n > MaxRegisterTopics {
 		return fmt.Errorf("topic count %d out of range (at most %d topics per broker)", n, MaxRegisterTopics)
 	}
-	return json.Unmarshal(b, (*map[string]*topicConfigJSON)(t))
+	return json.Unmarshal(b, (*map[string]T)(t))
+}
+
+// DecodeLegacyRegisterBody decodes the REGISTER_BROKER body of a broker
+// older than 3.0.11: a bare TopicConfigSerializeWrapper, held to
+// MaxRegisterTopics like the other layouts.
+func DecodeLegacyRegisterBody(data []byte) (*RegisterBrokerBody, error) {
+	var w struct {
+		TopicConfigTable topicTableJSON[TopicConfig] `json:"topicConfigTable"`
+		DataVersion      DataVersion                 `json:"dataVersion"`
+	}
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &w); err != nil {
+			return nil, fmt.Errorf("%w: topic config wrapper: %v", ErrBadBody, err)
+		}
+	}
+	if w.TopicConfigTable == nil {
+		w.TopicConfigTable = map[string]TopicConfig{}
+	}
+	return &RegisterBrokerBody{TopicConfigSerializeWrapper: TopicConfigSerializeWrapper{
+		TopicConfigTable: w.TopicConfigTable, DataVersion: w.DataVersion}}, nil
 }
 
 // jsonObjectEntries counts the members of b, a JSON value encoding/json
