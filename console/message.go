@@ -14,6 +14,11 @@ import (
 // maxLookupResults bounds the messages one key lookup returns per group.
 const maxLookupResults = 32
 
+// maxLookupBody bounds the bytes of a body a lookup shows: an answer
+// holds up to maxLookupResults messages per broker group, and JSON writes
+// a byte such as '<' or a control character as six.
+const maxLookupBody = 64 << 10
+
 // MessageView is one looked-up message.
 type MessageView struct {
 	Topic           string            `json:"topic"`
@@ -34,7 +39,11 @@ type MessageView struct {
 	// BodyEncoding "base64").
 	Body         string `json:"body"`
 	BodyEncoding string `json:"bodyEncoding"`
-	BodySize     int    `json:"bodySize"`
+	// BodySize is the whole body's length; BodyTruncated says Body shows
+	// only its first maxLookupBody bytes (or a few less, ending on a
+	// whole UTF-8 character).
+	BodySize      int  `json:"bodySize"`
+	BodyTruncated bool `json:"bodyTruncated,omitempty"`
 }
 
 // MessagesView is GET /api/message's answer.
@@ -46,9 +55,22 @@ func viewOf(m *client.MessageExt) MessageView {
 	v := MessageView{Topic: m.Topic, Tags: m.Tags, Keys: m.Keys, MsgID: m.MsgID, OffsetMsgID: m.OffsetMsgID, QueueID: m.QueueID,
 		QueueOffset: m.QueueOffset, CommitLogOffset: m.CommitLogOffset, BornTimestamp: m.BornTimestamp,
 		StoreTimestamp: m.StoreTimestamp, BornHost: m.BornHost, StoreHost: m.StoreHost, ReconsumeTimes: m.ReconsumeTimes,
-		Properties: m.Properties, BodySize: len(m.Body), BodyEncoding: "text", Body: string(m.Body)}
-	if !utf8.Valid(m.Body) {
-		v.BodyEncoding, v.Body = "base64", encodeBase64(m.Body)
+		Properties: m.Properties, BodySize: len(m.Body), BodyEncoding: "text"}
+	body := m.Body
+	if len(body) > maxLookupBody {
+		// Cut on a character boundary, so that a UTF-8 body stays text.
+		cut := maxLookupBody
+		for i := cut; i > cut-utf8.UTFMax; i-- {
+			if utf8.RuneStart(body[i]) {
+				cut = i
+				break
+			}
+		}
+		body, v.BodyTruncated = body[:cut], true
+	}
+	v.Body = string(body)
+	if !utf8.Valid(body) {
+		v.BodyEncoding, v.Body = "base64", encodeBase64(body)
 	}
 	return v
 }

@@ -255,7 +255,7 @@ $("lookup").addEventListener("submit", async (ev) => {
       const rows = [["msgId", m.msgId], ["offsetMsgId", m.offsetMsgId], ["topic", m.topic], ["tags", m.tags || ""], ["keys", (m.keys || []).join(" ")],
         ["queue", m.queueId + " @ " + m.queueOffset], ["stored", new Date(m.storeTimestamp).toISOString() + " on " + m.storeHost],
         ["born", new Date(m.bornTimestamp).toISOString() + " at " + m.bornHost], ["reconsumes", m.reconsumeTimes],
-        ["body (" + m.bodySize + " B, " + m.bodyEncoding + ")", m.body]];
+        ["body (" + m.bodySize + " B, " + m.bodyEncoding + (m.bodyTruncated ? ", the first 64 KiB" : "") + ")", m.body]];
       const dl = el("dl", { class: "message", "data-msg-id": m.msgId });
       for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", { "data-field": k.split(" ")[0] }, v));
       return dl;
