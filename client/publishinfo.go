@@ -46,10 +46,13 @@ func newPublishInfo(topic string, rd *wire.TopicRouteData) *TopicPublishInfo {
 	info := &TopicPublishInfo{Topic: topic, Route: rd}
 	info.index.Store(rand.Uint32())
 	if rd.OrderTopicConf != "" {
-		for _, item := range strings.Split(rd.OrderTopicConf, ";") {
+		for item := range strings.SplitSeq(rd.OrderTopicConf, ";") {
 			name, nums, ok := strings.Cut(item, ":")
+			if !ok {
+				continue
+			}
 			n, err := strconv.Atoi(nums)
-			if !ok || err != nil {
+			if err != nil {
 				continue
 			}
 			for i := 0; i < n; i++ {

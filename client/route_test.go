@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -605,5 +606,22 @@ func TestRouteGroupTakesLookupAnsweredAfterFailOver(t *testing.T) {
 	}
 	if addr := r.brokerAddr("g"); addr != "127.0.0.1:3" {
 		t.Fatalf("g's address %s: the answer of T1's lookup, given after T2's, was refused", addr)
+	}
+}
+
+// An orderTopicConf of separators alone, as the name server's KV table may
+// hand every client of the topic, builds no queue and no string per item.
+func TestPublishInfoOrderConfBounded(t *testing.T) {
+	const size = 8 << 20
+	rd := &wire.TopicRouteData{OrderTopicConf: strings.Repeat(";", size)}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	info := newPublishInfo("T", rd)
+	runtime.ReadMemStats(&after)
+	if len(info.Queues) != 0 {
+		t.Fatalf("%d queues", len(info.Queues))
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > size {
+		t.Fatalf("an orderTopicConf of %d separators allocated %d MiB", size, got>>20)
 	}
 }

@@ -137,7 +137,7 @@ func (rd *TopicRouteData) queueCount() int {
 	for _, q := range rd.QueueDatas {
 		add(max(q.ReadQueueNums, q.WriteQueueNums))
 	}
-	for _, item := range strings.Split(rd.OrderTopicConf, ";") {
+	for item := range strings.SplitSeq(rd.OrderTopicConf, ";") {
 		if _, nums, ok := strings.Cut(item, ":"); ok {
 			if k, err := strconv.Atoi(nums); err == nil {
 				add(k)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -161,5 +162,23 @@ func TestDecodeTopicRouteDataLargeCluster(t *testing.T) {
 		if _, err := DecodeTopicRouteData(EncodeTopicRouteData(rd, standard)); err != nil {
 			t.Fatalf("standard=%v: %v", standard, err)
 		}
+	}
+}
+
+// An orderTopicConf of separators alone is counted without a string per
+// item: REGISTER_TOPIC_IN_NAMESRV decodes such a body on the name server,
+// and clients decode the conf the name server's KV table puts in routes.
+func TestDecodeTopicRouteDataOrderConfBounded(t *testing.T) {
+	const size = 8 << 20
+	body := append(append([]byte(`{"orderTopicConf":"`), bytes.Repeat([]byte{';'}, size)...), `"}`...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeTopicRouteData(body)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4*size {
+		t.Fatalf("decoding an orderTopicConf of %d separators allocated %d MiB", size, got>>20)
 	}
 }
