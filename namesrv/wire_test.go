@@ -441,3 +441,17 @@ func TestRunStopsOnCancel(t *testing.T) {
 		t.Fatalf("restart: want ErrAlreadyStarted, got %v", err)
 	}
 }
+
+// A header value that does not parse is named in the remark, clipped: a
+// route lookup, open to every client even under clusterAuth*, with a
+// 1 MiB flag of NUL bytes was answered a 4 MiB remark quoting it.
+func TestBadHeaderRemarkBounded(t *testing.T) {
+	n := testServer(t, nil)
+	c := testClient(t)
+	req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &wire.GetRouteInfoRequestHeader{Topic: "T"}, nil)
+	req.ExtFields["acceptStandardJsonOnly"] = string(make([]byte, 1<<20))
+	resp := call(t, c, n.Addr().String(), req)
+	if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "acceptStandardJsonOnly") || len(resp.Remark) > 512 {
+		t.Fatalf("code %d, %d-byte remark %.200q…, want SYSTEM_ERROR naming the field in at most 512 bytes", resp.Code, len(resp.Remark), resp.Remark)
+	}
+}

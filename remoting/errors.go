@@ -67,6 +67,12 @@ func (e *HeaderError) Error() string {
 	if e.Value == "" {
 		return fmt.Sprintf("remoting: invalid header field %q: %s", e.Field, e.Reason)
 	}
+	// The error becomes a response's remark: quote only the start of a
+	// value that may be megabytes.
+	const most = 64
+	if len(e.Value) > most {
+		return fmt.Sprintf("remoting: invalid header field %q=%q… (%d bytes): %s", e.Field, e.Value[:most], len(e.Value), e.Reason)
+	}
 	return fmt.Sprintf("remoting: invalid header field %q=%q: %s", e.Field, e.Value, e.Reason)
 }
 
