@@ -47,6 +47,12 @@ const (
 	maxRegisterInflated = 64 << 20
 )
 
+// maxTopicAttributes bounds one topic's attributes in a register body:
+// RocketMQ defines four (queue.type, cleanup.policy, message.type,
+// reserve.time), the name server reads none, and a body of short entries
+// would otherwise decode to millions.
+const maxTopicAttributes = 64
+
 // DecodeRegisterBrokerBody decodes a REGISTER_BROKER body. With compressed
 // (request header compressed=true) the body is RocketMQ's
 // RegisterBrokerBody.encode(true) layout inside a zlib stream: int32-prefixed
@@ -160,8 +166,12 @@ func (t *topicTableJSON[T]) UnmarshalJSON(b []byte) error {
 // older than 3.0.11: a bare TopicConfigSerializeWrapper, held to
 // MaxRegisterTopics like the other layouts.
 func DecodeLegacyRegisterBody(data []byte) (*RegisterBrokerBody, error) {
+	type topicConfig struct {
+		TopicConfig
+		Attributes attributesJSON `json:"attributes"`
+	}
 	var w struct {
-		TopicConfigTable topicTableJSON[TopicConfig] `json:"topicConfigTable"`
+		TopicConfigTable topicTableJSON[topicConfig] `json:"topicConfigTable"`
 		DataVersion      DataVersion                 `json:"dataVersion"`
 	}
 	if len(data) > 0 {
@@ -169,15 +179,18 @@ func DecodeLegacyRegisterBody(data []byte) (*RegisterBrokerBody, error) {
 			return nil, fmt.Errorf("%w: topic config wrapper: %v", ErrBadBody, err)
 		}
 	}
-	if w.TopicConfigTable == nil {
-		w.TopicConfigTable = map[string]TopicConfig{}
+	table := make(map[string]TopicConfig, len(w.TopicConfigTable))
+	for name, tc := range w.TopicConfigTable {
+		tc.TopicConfig.Attributes = tc.Attributes
+		table[name] = tc.TopicConfig
 	}
 	return &RegisterBrokerBody{TopicConfigSerializeWrapper: TopicConfigSerializeWrapper{
-		TopicConfigTable: w.TopicConfigTable, DataVersion: w.DataVersion}}, nil
+		TopicConfigTable: table, DataVersion: w.DataVersion}}, nil
 }
 
-// jsonObjectEntries counts the members of b, a JSON value encoding/json
-// has already checked; 0 for anything but an object.
+// jsonObjectEntries counts the members of b when it is a JSON object, 0
+// when it does not start as one; on bytes that are not valid JSON it
+// counts the commas at the object's top level, without allocating.
 func jsonObjectEntries(b []byte) int {
 	b = bytes.TrimSpace(b)
 	if len(b) < 2 || b[0] != '{' {
@@ -210,14 +223,25 @@ func jsonObjectEntries(b []byte) int {
 }
 
 type topicConfigJSON struct {
-	TopicName       string            `json:"topicName"`
-	ReadQueueNums   *int              `json:"readQueueNums"`
-	WriteQueueNums  *int              `json:"writeQueueNums"`
-	Perm            *int              `json:"perm"`
-	TopicFilterType string            `json:"topicFilterType"`
-	TopicSysFlag    int               `json:"topicSysFlag"`
-	Order           bool              `json:"order"`
-	Attributes      map[string]string `json:"attributes"`
+	TopicName       string         `json:"topicName"`
+	ReadQueueNums   *int           `json:"readQueueNums"`
+	WriteQueueNums  *int           `json:"writeQueueNums"`
+	Perm            *int           `json:"perm"`
+	TopicFilterType string         `json:"topicFilterType"`
+	TopicSysFlag    int            `json:"topicSysFlag"`
+	Order           bool           `json:"order"`
+	Attributes      attributesJSON `json:"attributes"`
+}
+
+// attributesJSON is a topic's attributes, counted before they are
+// decoded (maxTopicAttributes).
+type attributesJSON map[string]string
+
+func (a *attributesJSON) UnmarshalJSON(b []byte) error {
+	if n := jsonObjectEntries(b); n > maxTopicAttributes {
+		return fmt.Errorf("a topic has %d attributes, at most %d", n, maxTopicAttributes)
+	}
+	return json.Unmarshal(b, (*map[string]string)(a))
 }
 
 // withDefaults applies TopicConfig's defaults: 16 read and write queues,
@@ -324,6 +348,9 @@ func parseCompactTopicConfig(s string) (TopicConfig, error) {
 		}
 	}
 	if len(parts) == 6 {
+		if n := jsonObjectEntries([]byte(parts[5])); n > maxTopicAttributes {
+			return TopicConfig{}, fmt.Errorf("%w: topic %s has %d attributes, at most %d", ErrBadBody, quoteClipped(tc.TopicName), n, maxTopicAttributes)
+		}
 		// Like RocketMQ, ignore attributes that do not parse.
 		_ = json.Unmarshal([]byte(parts[5]), &tc.Attributes)
 	}

@@ -105,3 +105,51 @@ func TestDecodeRegisterBrokerBodyJSONTopicsBounded(t *testing.T) {
 		t.Fatalf("refusing a %d-byte body allocated %d MiB", len(b), got>>20)
 	}
 }
+
+// A topic's attributes are bounded in every layout: the name server never
+// reads them, and a compressed body of 12 MB decoded to 5.6 million
+// attributes, 1 GiB allocated.
+func TestDecodeRegisterBrokerBodyAttributesBounded(t *testing.T) {
+	attrs := func(n int) []byte {
+		b := []byte{'{'}
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, `"%x":""`, i)
+		}
+		return append(b, '}')
+	}
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	writeRegisterItem(zw, []byte(`{"counter":1,"timestamp":1}`))
+	writeRegisterInt32(zw, 1)
+	item := append([]byte("t 1 1 6 SINGLE_TAG "), attrs(1<<20)...)
+	writeRegisterItem(zw, item)
+	writeRegisterItem(zw, []byte("[]"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeRegisterBrokerBody(buf.Bytes(), true)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrBadBody) || !strings.Contains(err.Error(), "attributes") || len(err.Error()) > 512 {
+		t.Errorf("compressed topic of 1M attributes: %.300v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4*uint64(len(item)) {
+		t.Errorf("decoding a %d-byte topic config allocated %d MiB", len(item), got>>20)
+	}
+	plain := fmt.Appendf(nil, `{"topicConfigSerializeWrapper":{"topicConfigTable":{"t":{"attributes":%s}}}}`, attrs(maxTopicAttributes+1))
+	if _, err := DecodeRegisterBrokerBody(plain, false); !errors.Is(err, ErrBadBody) || !strings.Contains(err.Error(), "attributes") {
+		t.Errorf("JSON topic of %d attributes: %v", maxTopicAttributes+1, err)
+	}
+	legacy := fmt.Appendf(nil, `{"topicConfigTable":{"t":{"attributes":%s}}}`, attrs(maxTopicAttributes+1))
+	if _, err := DecodeLegacyRegisterBody(legacy); !errors.Is(err, ErrBadBody) || !strings.Contains(err.Error(), "attributes") {
+		t.Errorf("legacy topic of %d attributes: %v", maxTopicAttributes+1, err)
+	}
+	ok := fmt.Appendf(nil, `{"topicConfigSerializeWrapper":{"topicConfigTable":{"t":{"attributes":%s}}}}`, attrs(maxTopicAttributes))
+	if b, err := DecodeRegisterBrokerBody(ok, false); err != nil || len(b.TopicConfigSerializeWrapper.TopicConfigTable["t"].Attributes) != maxTopicAttributes {
+		t.Errorf("JSON topic of %d attributes: %v", maxTopicAttributes, err)
+	}
+}
