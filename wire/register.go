@@ -53,6 +53,11 @@ const (
 // would otherwise decode to millions.
 const maxTopicAttributes = 64
 
+// maxFilterServers bounds a register body's filter server list: the name
+// server copies it into every route of the broker's topics, and RocketMQ
+// brokers run a few (filterServerNums) if any.
+const maxFilterServers = 64
+
 // DecodeRegisterBrokerBody decodes a REGISTER_BROKER body. With compressed
 // (request header compressed=true) the body is RocketMQ's
 // RegisterBrokerBody.encode(true) layout inside a zlib stream: int32-prefixed
@@ -121,7 +126,7 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(fs, &body.FilterServerList); err != nil {
+	if err := json.Unmarshal(fs, (*filterServersJSON)(&body.FilterServerList)); err != nil {
 		return nil, fmt.Errorf("%w: filter server list: %v", ErrBadBody, err)
 	}
 	// The mapping section (5.0+) is not used and absent on old brokers;
@@ -146,7 +151,18 @@ type registerBodyJSON struct {
 		TopicConfigTable topicTableJSON[*topicConfigJSON] `json:"topicConfigTable"`
 		DataVersion      DataVersion                      `json:"dataVersion"`
 	} `json:"topicConfigSerializeWrapper"`
-	FilterServerList []string `json:"filterServerList"`
+	FilterServerList filterServersJSON `json:"filterServerList"`
+}
+
+// filterServersJSON is a filter server list, counted before it is decoded
+// (maxFilterServers).
+type filterServersJSON []string
+
+func (f *filterServersJSON) UnmarshalJSON(b []byte) error {
+	if n := jsonEntries(b); n > maxFilterServers {
+		return fmt.Errorf("%d filter servers, at most %d", n, maxFilterServers)
+	}
+	return json.Unmarshal(b, (*[]string)(f))
 }
 
 // topicTableJSON is a JSON body's topic table, counted before it is
@@ -156,7 +172,7 @@ type registerBodyJSON struct {
 type topicTableJSON[T any] map[string]T
 
 func (t *topicTableJSON[T]) UnmarshalJSON(b []byte) error {
-	if n := jsonObjectEntries(b); n > MaxRegisterTopics {
+	if n := jsonEntries(b); n > MaxRegisterTopics {
 		return fmt.Errorf("topic count %d out of range (at most %d topics per broker)", n, MaxRegisterTopics)
 	}
 	return json.Unmarshal(b, (*map[string]T)(t))
@@ -188,12 +204,12 @@ func DecodeLegacyRegisterBody(data []byte) (*RegisterBrokerBody, error) {
 		TopicConfigTable: table, DataVersion: w.DataVersion}}, nil
 }
 
-// jsonObjectEntries counts the members of b when it is a JSON object, 0
-// when it does not start as one; on bytes that are not valid JSON it
-// counts the commas at the object's top level, without allocating.
-func jsonObjectEntries(b []byte) int {
+// jsonEntries counts the members of b when it is a JSON object or array,
+// 0 when it does not start as one; on bytes that are not valid JSON it
+// counts the commas at the top level, without allocating.
+func jsonEntries(b []byte) int {
 	b = bytes.TrimSpace(b)
-	if len(b) < 2 || b[0] != '{' {
+	if len(b) < 2 || (b[0] != '{' && b[0] != '[') {
 		return 0
 	}
 	if len(bytes.TrimSpace(b[1:len(b)-1])) == 0 {
@@ -238,7 +254,7 @@ type topicConfigJSON struct {
 type attributesJSON map[string]string
 
 func (a *attributesJSON) UnmarshalJSON(b []byte) error {
-	if n := jsonObjectEntries(b); n > maxTopicAttributes {
+	if n := jsonEntries(b); n > maxTopicAttributes {
 		return fmt.Errorf("a topic has %d attributes, at most %d", n, maxTopicAttributes)
 	}
 	return json.Unmarshal(b, (*map[string]string)(a))
@@ -348,7 +364,7 @@ func parseCompactTopicConfig(s string) (TopicConfig, error) {
 		}
 	}
 	if len(parts) == 6 {
-		if n := jsonObjectEntries([]byte(parts[5])); n > maxTopicAttributes {
+		if n := jsonEntries([]byte(parts[5])); n > maxTopicAttributes {
 			return TopicConfig{}, fmt.Errorf("%w: topic %s has %d attributes, at most %d", ErrBadBody, quoteClipped(tc.TopicName), n, maxTopicAttributes)
 		}
 		// Like RocketMQ, ignore attributes that do not parse.

@@ -153,3 +153,32 @@ func TestDecodeRegisterBrokerBodyAttributesBounded(t *testing.T) {
 		t.Errorf("JSON topic of %d attributes: %v", maxTopicAttributes, err)
 	}
 }
+
+// A register body names at most maxFilterServers filter servers: the name
+// server keeps the list and copies it into every route of the broker's
+// topics, and a frame of empty names holds millions.
+func TestDecodeRegisterBrokerBodyFilterServersBounded(t *testing.T) {
+	list := []byte{'['}
+	for i := range maxFilterServers + 1 {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = append(list, `""`...)
+	}
+	list = append(list, ']')
+	plain := fmt.Appendf(nil, `{"filterServerList":%s}`, list)
+	if _, err := DecodeRegisterBrokerBody(plain, false); !errors.Is(err, ErrBadBody) || !strings.Contains(err.Error(), "filter servers") {
+		t.Errorf("JSON body of %d filter servers: %v", maxFilterServers+1, err)
+	}
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	writeRegisterItem(zw, []byte(`{"counter":1,"timestamp":1}`))
+	writeRegisterInt32(zw, 0)
+	writeRegisterItem(zw, list)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeRegisterBrokerBody(buf.Bytes(), true); !errors.Is(err, ErrBadBody) || !strings.Contains(err.Error(), "filter servers") {
+		t.Errorf("compressed body of %d filter servers: %v", maxFilterServers+1, err)
+	}
+}
