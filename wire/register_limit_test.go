@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 // A compressed register body whose items stay under the per-item bound but
@@ -56,6 +58,12 @@ func writeRegisterItem(w io.Writer, b []byte) {
 	_, _ = w.Write(b)
 }
 
+// raceSlack widens the allocation bounds under -race, whose runtime
+// allocates more for the same decode (it drops sync.Pool entries at
+// random, among others); the bounds still catch what they were set for,
+// allocations of 16 times the input and more.
+var raceSlack uint64 = map[bool]uint64{false: 1, true: 2}[testutil.RaceEnabled]
+
 // A topic config item of spaces splits into one field per byte: decoding
 // it is refused with a short error and without a string header per byte
 // (16 bytes each, 16 times what the item inflates to).
@@ -77,7 +85,7 @@ func TestDecodeRegisterBrokerBodyTopicFieldsBounded(t *testing.T) {
 	if !errors.Is(err, ErrBadBody) || len(err.Error()) > 512 {
 		t.Fatalf("topic config of %d spaces: %d-byte error %.200q", size, len(err.Error()), err)
 	}
-	if got := after.TotalAlloc - before.TotalAlloc; got > 4*size {
+	if got := after.TotalAlloc - before.TotalAlloc; got > raceSlack*4*size {
 		t.Fatalf("decoding a %d-byte topic config allocated %d MiB", size, got>>20)
 	}
 }
@@ -87,7 +95,7 @@ func TestDecodeRegisterBrokerBodyTopicFieldsBounded(t *testing.T) {
 // topics, which took 674 MiB to decode.
 func TestDecodeRegisterBrokerBodyJSONTopicsBounded(t *testing.T) {
 	b := []byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{`)
-	for i := 0; len(b) < 15<<20; i++ {
+	for i := 0; i <= MaxRegisterTopics; i++ {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -124,7 +132,7 @@ func TestDecodeRegisterBrokerBodyAttributesBounded(t *testing.T) {
 	zw := zlib.NewWriter(&buf)
 	writeRegisterItem(zw, []byte(`{"counter":1,"timestamp":1}`))
 	writeRegisterInt32(zw, 1)
-	item := append([]byte("t 1 1 6 SINGLE_TAG "), attrs(1<<20)...)
+	item := append([]byte("t 1 1 6 SINGLE_TAG "), attrs(1<<16)...)
 	writeRegisterItem(zw, item)
 	writeRegisterItem(zw, []byte("[]"))
 	if err := zw.Close(); err != nil {
@@ -137,7 +145,7 @@ func TestDecodeRegisterBrokerBodyAttributesBounded(t *testing.T) {
 	if !errors.Is(err, ErrBadBody) || !strings.Contains(err.Error(), "attributes") || len(err.Error()) > 512 {
 		t.Errorf("compressed topic of 1M attributes: %.300v", err)
 	}
-	if got := after.TotalAlloc - before.TotalAlloc; got > 4*uint64(len(item)) {
+	if got := after.TotalAlloc - before.TotalAlloc; got > raceSlack*4*uint64(len(item)) {
 		t.Errorf("decoding a %d-byte topic config allocated %d MiB", len(item), got>>20)
 	}
 	plain := fmt.Appendf(nil, `{"topicConfigSerializeWrapper":{"topicConfigTable":{"t":{"attributes":%s}}}}`, attrs(maxTopicAttributes+1))
