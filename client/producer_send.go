@@ -94,11 +94,14 @@ func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: empty batch", ErrInvalidMessage)
 	}
-	r := &sendRequest{topic: msgs[0].Topic, batch: msgs}
+	r := &sendRequest{batch: msgs}
 	total := 0
 	for i, m := range msgs {
 		if err := m.validate(p.cfg.maxMessageSize); err != nil {
 			return nil, fmt.Errorf("batch message %d: %w", i, err)
+		}
+		if i == 0 {
+			r.topic = m.Topic // read once validate ruled out a nil message
 		}
 		if m.half() {
 			return nil, fmt.Errorf("batch message %d: %w", i, errHalfOutsideTransaction(m))

@@ -136,3 +136,23 @@ func TestProducerRefusesHalfPropertyOutsideTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestProducerBatchNilMessage: SendBatch refuses a nil message, the
+// first included, with ErrInvalidMessage naming its index, rather than
+// panicking.
+func TestProducerBatchNilMessage(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	for _, batch := range [][]*Message{{nil}, {nil, NewMessage("T", []byte("x"))}, {NewMessage("T", []byte("x")), nil}} {
+		_, err := p.SendBatch(context.Background(), batch)
+		if !errors.Is(err, ErrInvalidMessage) || !strings.Contains(err.Error(), "batch message") {
+			t.Errorf("SendBatch with a nil message: %v, want ErrInvalidMessage naming it", err)
+		}
+	}
+	if n := log.requests(); n != 0 {
+		t.Fatalf("%d requests reached the broker", n)
+	}
+}
