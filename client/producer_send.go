@@ -429,7 +429,12 @@ func (p *Producer) chooseQueue(info *TopicPublishInfo, r *sendRequest, lastBroke
 		if msg == nil {
 			msg = r.batch[0]
 		}
-		return r.selector.Select(msg, append([]MessageQueue(nil), info.Queues...))
+		mq, ok := r.selector.Select(msg, append([]MessageQueue(nil), info.Queues...))
+		// The message goes to its own topic whatever Topic the selector's
+		// queue names (a queue built by hand may name none), and brokers
+		// key an idempotent stream by that topic: so must the sequencer.
+		mq.Topic = r.topic
+		return mq, ok
 	}
 	notLast := func(mq MessageQueue) bool { return lastBroker == "" || mq.BrokerName != lastBroker }
 	// Groups that just timed out are skipped even with fault tolerance off

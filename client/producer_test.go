@@ -669,3 +669,37 @@ func TestProducerAttemptTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestProducerIdempotentSelectorQueueSequence: brokers deduplicate an
+// idempotent stream by (producer, message topic, queue) within their
+// group, whatever MessageQueue.Topic a selector returned. A selector that
+// builds its queue by hand (no Topic) must not start a second sequence
+// on a queue other sends already numbered: the broker would drop the
+// message as a duplicate and answer SEND_OK.
+func TestProducerIdempotentSelectorQueueSequence(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, Idempotent(true))
+	ctx := context.Background()
+	if _, err := p.SendSync(ctx, NewMessage("T", []byte("plain"))); err != nil {
+		t.Fatal(err)
+	}
+	byHand := SelectorFunc(func(_ *Message, qs []MessageQueue) (MessageQueue, bool) {
+		return MessageQueue{BrokerName: qs[0].BrokerName, QueueID: qs[0].QueueID}, true
+	})
+	if _, err := p.SendWithSelector(ctx, NewMessage("T", []byte("ordered")), byHand); err != nil {
+		t.Fatal(err)
+	}
+	reqs := log.all()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	s1 := wire.DecodeProperties(reqs[0].header.Properties)[wire.PropertySequence]
+	s2 := wire.DecodeProperties(reqs[1].header.Properties)[wire.PropertySequence]
+	if reqs[0].header.QueueID != reqs[1].header.QueueID || s1 == s2 {
+		t.Fatalf("queue %d sequence %s, then queue %d sequence %s: one number for two messages of one stream",
+			reqs[0].header.QueueID, s1, reqs[1].header.QueueID, s2)
+	}
+}
