@@ -83,7 +83,8 @@ type TransactionSendResult struct {
 	// State is what the local transaction returned.
 	State LocalTransactionState
 	// EndErr is why END_TRANSACTION did not reach the broker (nil when it
-	// did); the broker's check-back then asks CheckLocalTransaction.
+	// did, or when State is TransactionUnknown, for which none is sent);
+	// the broker's check-back then asks CheckLocalTransaction.
 	EndErr error
 }
 
@@ -211,7 +212,11 @@ func (tp *TransactionProducer) SendMessageInTransaction(ctx context.Context, msg
 		// Not durable enough to act on (RocketMQ rolls back too).
 		out.State = TransactionRollback
 	}
-	out.EndErr = tp.endTransaction(ctx, res, out.State)
+	if out.State != TransactionUnknown {
+		// An undecided transaction has nothing to end: RocketMQ's brokers
+		// do not even answer it, and the check-back asks the listener.
+		out.EndErr = tp.endTransaction(ctx, res, out.State)
+	}
 	return out, nil
 }
 

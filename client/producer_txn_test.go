@@ -237,3 +237,34 @@ func startTxnProducer(t *testing.T, ns *namesrv.NameServer, l TransactionListene
 	t.Cleanup(func() { _ = tp.Close(context.Background()) })
 	return tp
 }
+
+// TestTransactionProducerUnknownEndsNothing: a local transaction that
+// returns TransactionUnknown decides nothing, so nothing is sent for it:
+// a RocketMQ broker does not even answer an END_TRANSACTION without a
+// decision (EndTransactionProcessor returns null for TRANSACTION_NOT_TYPE),
+// and waiting for that answer held SendMessageInTransaction for the whole
+// SendTimeout and reported an END_TRANSACTION that did not arrive.
+func TestTransactionProducerUnknownEndsNothing(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	fb := startFakeBroker(t, "b", log)
+	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
+	var ends atomic.Int32
+	fb.srv.Register(remoting.RequestEndTransaction, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		var h wire.EndTransactionRequestHeader
+		_ = req.DecodeHeader(&h)
+		ends.Add(1)
+		if h.CommitOrRollback == 0 {
+			return nil, nil // RocketMQ's answer: none
+		}
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	tp := startTxnProducer(t, ns, &txnTestListener{execState: TransactionUnknown}, SendTimeout(time.Second))
+	res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
+	if err != nil || res.State != TransactionUnknown || res.EndErr != nil {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	if n := ends.Load(); n != 0 {
+		t.Fatalf("%d END_TRANSACTIONs for an undecided local transaction", n)
+	}
+}
