@@ -63,6 +63,10 @@ func (c *commonConfig) validate() error {
 			return fmt.Errorf("%w: NameServers: %q has an invalid port", ErrInvalidOption, a)
 		}
 	}
+	if c.clientIP != nil && len(c.clientIP) != net.IPv4len && len(c.clientIP) != net.IPv6len {
+		// Every UNIQ_KEY carries it, read back as 4 or 16 bytes.
+		return fmt.Errorf("%w: ClientIP %v: want an IPv4 or IPv6 address, not %d bytes", ErrInvalidOption, []byte(c.clientIP), len(c.clientIP))
+	}
 	if c.routeRefreshInterval < 10*time.Millisecond {
 		return fmt.Errorf("%w: RouteRefreshInterval %v: want at least 10ms", ErrInvalidOption, c.routeRefreshInterval)
 	}

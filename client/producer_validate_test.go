@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,27 @@ func TestProducerBatchNilMessage(t *testing.T) {
 	}
 	if n := log.requests(); n != 0 {
 		t.Fatalf("%d requests reached the broker", n)
+	}
+}
+
+// TestClientIPValidated: ClientIP is written into every UNIQ_KEY, which
+// brokers, consumers and tools read as 4 or 16 address bytes: an address
+// of another length is refused when the client is built, by name, instead
+// of producing ids nothing can parse.
+func TestClientIPValidated(t *testing.T) {
+	for _, ip := range []net.IP{{10, 0, 0}, make(net.IP, 5)} {
+		_, err := NewProducer(NameServers("127.0.0.1:9876"), ClientIP(ip))
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "ClientIP") {
+			t.Errorf("ClientIP(%v) of %d bytes: %v, want ErrInvalidOption naming ClientIP", []byte(ip), len(ip), err)
+		}
+	}
+	for _, ip := range []net.IP{net.IPv4(10, 0, 0, 9), net.ParseIP("fe80::1")} {
+		p, err := NewProducer(NameServers("127.0.0.1:9876"), ClientIP(ip))
+		if err != nil {
+			t.Fatalf("ClientIP(%v): %v", ip, err)
+		}
+		if _, err := ParseUniqID(p.ids.New()); err != nil {
+			t.Fatalf("ClientIP(%v): %v", ip, err)
+		}
 	}
 }
