@@ -352,10 +352,12 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	select {
 	case p.asyncS <- struct{}{}:
 	default:
-		p.callbacks.watch()
+		unwatch := p.callbacks.watch()
 		select {
 		case p.asyncS <- struct{}{}:
+			unwatch()
 		case <-ctx.Done():
+			unwatch()
 			return fmt.Errorf("client: SendAsync: %d sends in flight: %w", cap(p.asyncS), ctx.Err())
 		}
 	}

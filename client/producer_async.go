@@ -176,6 +176,7 @@ type callbackQueue struct {
 	taken    uint64        // guarded by mu; callbacks taken so far
 	seen     uint64        // guarded by mu; taken at the last check
 	checking bool          // guarded by mu; a stall check is armed
+	waiters  int           // guarded by mu; SendAsync calls waiting for a token
 }
 
 // cbRunner is one runner goroutine of a callbackQueue.
@@ -202,14 +203,21 @@ func (q *callbackQueue) push(it asyncResult) {
 	q.mu.Unlock()
 }
 
-// watch arms the stall check for a SendAsync about to wait for a token:
-// the tokens may be held by blocked callbacks, perhaps its own caller.
-func (q *callbackQueue) watch() {
+// watch arms the stall check for a SendAsync about to wait for a token,
+// until the returned func is called: the tokens may be held by blocked
+// callbacks, perhaps its own caller, or by sends in flight whose
+// callbacks block only once they run, so the check runs for as long as
+// the wait lasts.
+func (q *callbackQueue) watch() (unwatch func()) {
 	q.mu.Lock()
-	if len(q.holding) > 0 {
-		q.armLocked()
-	}
+	q.waiters++
+	q.armLocked()
 	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		q.waiters--
+		q.mu.Unlock()
+	}
 }
 
 func (q *callbackQueue) armLocked() {
@@ -222,7 +230,7 @@ func (q *callbackQueue) armLocked() {
 // check runs stallCheck after it was armed: with no callback taken since,
 // every runner is inside a callback, so their tokens go back and, when
 // callbacks wait, another runner starts. It re-arms itself while
-// callbacks wait or run holding a token.
+// callbacks wait or run holding a token, or a SendAsync waits for one.
 func (q *callbackQueue) check() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -237,7 +245,7 @@ func (q *callbackQueue) check() {
 			go q.run()
 		}
 	}
-	if q.head == len(q.items) && len(q.holding) == 0 {
+	if q.head == len(q.items) && len(q.holding) == 0 && q.waiters == 0 {
 		q.checking = false
 		return
 	}

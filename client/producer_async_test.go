@@ -3,11 +3,13 @@ package client
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -348,5 +350,62 @@ func TestSendAsyncStartAfterCloseFailedCalls(t *testing.T) {
 	}
 	if err := waitGroup(context.Background(), &p.wg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSendAsyncWaiterFreesLaterBlockedCallback: a SendAsync that started
+// waiting for a slot while the slots were held by sends in flight (no
+// callback running yet) still gets one from a callback that then blocks,
+// as MaxAsyncInflight promises: here the callback waits for that very
+// SendAsync to return (a callback handing results to the goroutine that
+// sends), which without the stall check deadlocks until the caller's
+// context ends.
+func TestSendAsyncWaiterFreesLaterBlockedCallback(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, MaxAsyncInflight(1))
+	warmAsync(t, p, "T")
+	release := make(chan struct{})
+	a.setAnswer(func(fb *fakeBroker, _ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		<-release
+		return fb.stored(req)
+	})
+	accepted := make(chan struct{})
+	done := make(chan error, 3)
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) {
+		select {
+		case <-accepted:
+		case <-time.After(10 * time.Second):
+			err = errors.New("the callback waited for the other SendAsync for good")
+		}
+		done <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := p.SendAsync(ctx, NewMessage("T", []byte("y")), func(_ *SendResult, err error) { done <- err })
+		close(accepted)
+		waited <- err
+	}()
+	testutil.WaitFor(t, 5*time.Second, "the second SendAsync waits for a slot", func() bool {
+		for g := range strings.SplitSeq(allStacks(), "\n\n") {
+			if strings.Contains(g, "[select") && strings.Contains(g, "client.(*Producer).SendAsync(") {
+				return true
+			}
+		}
+		return false
+	})
+	close(release)
+	if err := <-waited; err != nil {
+		t.Fatalf("SendAsync waiting while the callback blocked: %v", err)
+	}
+	for range 2 {
+		if err := callbackErr(t, done, 10*time.Second, "a callback never ran"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
