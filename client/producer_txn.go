@@ -68,7 +68,9 @@ func (s LocalTransactionState) wireFlag() int32 {
 type TransactionListener interface {
 	// ExecuteLocalTransaction runs the local transaction of msg after its
 	// half message was stored; it is called on the goroutine of
-	// SendMessageInTransaction, with its ctx.
+	// SendMessageInTransaction, with its ctx. msg carries the half's
+	// UNIQ_KEY (wire.PropertyUniqKey), the MsgID CheckLocalTransaction's
+	// msg has.
 	ExecuteLocalTransaction(ctx context.Context, msg *Message) LocalTransactionState
 	// CheckLocalTransaction answers a broker's check-back for a half whose
 	// outcome it did not learn (TransactionUnknown, a lost decision, a
@@ -207,6 +209,9 @@ func (tp *TransactionProducer) SendMessageInTransaction(ctx context.Context, msg
 	tp.noteTopic(msg.Topic)
 	out := &TransactionSendResult{SendResult: res, State: TransactionUnknown}
 	if res.Status == SendOK {
+		// The id a check-back's message carries as MsgID, so the listener
+		// can record the outcome under it.
+		half.Properties[wire.PropertyUniqKey] = res.MsgID
 		out.State = tp.execute(ctx, &half)
 	} else {
 		// Not durable enough to act on (RocketMQ rolls back too).

@@ -268,3 +268,41 @@ func TestTransactionProducerUnknownEndsNothing(t *testing.T) {
 		t.Fatalf("%d END_TRANSACTIONs for an undecided local transaction", n)
 	}
 }
+
+// idListener records the UNIQ_KEY of the message ExecuteLocalTransaction
+// gets.
+type idListener struct {
+	txnTestListener
+	executed string
+}
+
+func (l *idListener) ExecuteLocalTransaction(_ context.Context, m *Message) LocalTransactionState {
+	l.executed = m.Property(wire.PropertyUniqKey)
+	return TransactionCommit
+}
+
+// TestTransactionProducerExecuteSeesTransactionID: the local transaction
+// gets the message's UNIQ_KEY, the id a check-back's message carries as
+// MsgID, so a listener can record its outcome under the id the check asks
+// by (Java's executeLocalTransaction reads it as msg.getTransactionId()).
+func TestTransactionProducerExecuteSeesTransactionID(t *testing.T) {
+	ns := startNameServer(t)
+	fb := startFakeBroker(t, "b", &requestLog{})
+	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
+	fb.srv.Register(remoting.RequestEndTransaction, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	l := &idListener{}
+	tp := startTxnProducer(t, ns, l)
+	msg := NewMessage("T", []byte("half"))
+	res, err := tp.SendMessageInTransaction(context.Background(), msg)
+	if err != nil || res.EndErr != nil {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	if l.executed == "" || l.executed != res.MsgID {
+		t.Fatalf("ExecuteLocalTransaction saw UNIQ_KEY %q, the send's MsgID is %q", l.executed, res.MsgID)
+	}
+	if msg.Properties[wire.PropertyUniqKey] != "" {
+		t.Fatalf("the caller's message was changed: %v", msg.Properties)
+	}
+}
