@@ -530,7 +530,11 @@ func spoofedIdempotence(_ context.Context, e *env, extra *[]ack) func() string {
 	}
 	// A retry of the first message under the real id: a duplicate,
 	// answered with the original offset.
-	props = wire.EncodeProperties(map[string]string{wire.PropertyProducerID: victim.ProducerID(), wire.PropertySequence: "0",
+	seq := m.Properties[wire.PropertySequence]
+	if seq == "" {
+		e.t.Fatalf("the victim's first message was stored without its sequence: %v", m.Properties)
+	}
+	props = wire.EncodeProperties(map[string]string{wire.PropertyProducerID: victim.ProducerID(), wire.PropertySequence: seq,
 		wire.PropertyUniqKey: "RETRY"})
 	resp, err = e.call(first.Addr, remoting.RequestSendMessage, sendExt("IDEM", 0, props), []byte("victim-0"))
 	if err != nil || resp.Code != remoting.ResponseSuccess || resp.ExtFields["queueOffset"] != strconv.FormatInt(first.QueueOffset, 10) {

@@ -345,7 +345,9 @@ func Idempotent(on bool) ProducerOpt {
 }
 
 // IdempotentProducerID fixes the producer id instead of a random one; two
-// live producers must never share one. Treat it as a secret: brokers
+// live producers must never share one. A producer restarted with the id
+// continues its predecessor's streams (its sequence numbers start at its
+// creation time), so the system clock must not step back between them. Treat it as a secret: brokers
 // store only its digest, so whoever knows the id itself can send into
 // this producer's dedup streams.
 func IdempotentProducerID(id string) ProducerOpt {

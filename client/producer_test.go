@@ -495,9 +495,10 @@ func TestProducerIdempotentRetryKeepsIdentity(t *testing.T) {
 		perQueue[mq] = append(perQueue[mq], p1[wire.PropertySequence])
 	}
 	for mq, seqs := range perQueue {
+		first, _ := strconv.ParseUint(seqs[0], 10, 64)
 		for i, s := range seqs {
-			if s != strconv.Itoa(i) {
-				t.Fatalf("queue %v sequences %v, want 0,1,2…", mq, seqs)
+			if s != strconv.FormatUint(first+uint64(i), 10) {
+				t.Fatalf("queue %v sequences %v, want consecutive numbers", mq, seqs)
 			}
 		}
 	}
@@ -701,5 +702,51 @@ func TestProducerIdempotentSelectorQueueSequence(t *testing.T) {
 	if reqs[0].header.QueueID != reqs[1].header.QueueID || s1 == s2 {
 		t.Fatalf("queue %d sequence %s, then queue %d sequence %s: one number for two messages of one stream",
 			reqs[0].header.QueueID, s1, reqs[1].header.QueueID, s2)
+	}
+}
+
+// TestProducerIdempotentFixedIDRestart: a producer restarted with the same
+// IdempotentProducerID continues its streams past the numbers its
+// predecessor used: brokers remember them (raftDedupProducerTTL, 1 h), and
+// a number used again is dropped as a duplicate while the send is
+// answered SEND_OK.
+func TestProducerIdempotentFixedIDRestart(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	seqs := func() []uint64 {
+		var out []uint64
+		for _, r := range log.all() {
+			if r.code != remoting.RequestSendMessageV2 {
+				continue
+			}
+			n, err := strconv.ParseUint(wire.DecodeProperties(r.header.Properties)[wire.PropertySequence], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	for range 2 {
+		p := newTestProducer(t, ns, Idempotent(true), IdempotentProducerID("pid-1"))
+		for range 3 {
+			if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("x"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := seqs()
+	if len(s) != 6 {
+		t.Fatalf("%d sends, want 6", len(s))
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] <= s[i-1] {
+			t.Fatalf("sequences %v: the restarted producer used its predecessor's numbers again", s)
+		}
 	}
 }
