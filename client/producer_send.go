@@ -287,6 +287,10 @@ func (d *sendDeadline) attempt(now time.Time, attemptTimeout time.Duration, last
 	return dl
 }
 
+// errStoredUnreadable marks a send a broker answered as stored with an
+// answer that cannot be read: sending it again would store it twice.
+var errStoredUnreadable = errors.New("client: the broker stored the message, but its answer is unreadable")
+
 // retriableCode lists the answers worth another attempt elsewhere: the
 // Go client's TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR,
 // NO_PERMISSION, plus SYSTEM_BUSY and NOT_LEADER_FOR_QUEUE.
@@ -363,7 +367,7 @@ func (p *Producer) retryAfter(sd *sendDeadline, routes *routeManager, r *sendReq
 	if errors.As(err, &be) && !retriableCode(be.Code) {
 		return false, nil
 	}
-	if errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrNoQueue) || sd.err() != nil {
+	if errors.Is(err, ErrInvalidMessage) || errors.Is(err, ErrNoQueue) || errors.Is(err, errStoredUnreadable) || sd.err() != nil {
 		return false, nil
 	}
 	if p.sticky(r) {
@@ -543,7 +547,11 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 		switch resp.Code {
 		case remoting.ResponseSuccess, remoting.ResponseFlushDiskTimeout, remoting.ResponseFlushSlaveTimeout, remoting.ResponseSlaveNotAvailable:
 			p.fault.update(mq.BrokerName, latency, false)
-			return p.result(r, mq, addr, resp)
+			res, err := p.result(r, mq, addr, resp)
+			if err != nil {
+				return nil, fail(addr, err)
+			}
+			return res, nil
 		}
 		leaderHint, _ := resp.ExtValue(wire.ExtLeaderAddr)
 		be := &BrokerError{Broker: mq.BrokerName, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: leaderHint}
@@ -603,7 +611,7 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 func (p *Producer) result(r *sendRequest, mq MessageQueue, addr string, resp *remoting.RemotingCommand) (*SendResult, error) {
 	h, err := decodeSendResponse(resp)
 	if err != nil {
-		return nil, fmt.Errorf("client: send response from %s: %w", addr, err)
+		return nil, fmt.Errorf("%w (%s answered code %d): %w", errStoredUnreadable, addr, resp.Code, err)
 	}
 	res := &SendResult{
 		MsgID:         strings.Join(r.uniqIDs, ","),

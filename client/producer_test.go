@@ -750,3 +750,28 @@ func TestProducerIdempotentFixedIDRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerUnreadableSuccessNotResent: a broker that answered SUCCESS
+// stored the message, even when its answer cannot be read (a malformed
+// queueOffset): the send fails saying so, and is not sent again, which
+// would store it once more.
+func TestProducerUnreadableSuccessNotResent(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	b := startFakeBroker(t, "broker-b", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	b.register(t, ns, 0, 1, map[string]int{"T": 1})
+	malformed := answerCode(remoting.ResponseSuccess, map[string]string{"msgId": "X", "queueId": "0", "queueOffset": "not a number"})
+	a.setAnswer(malformed)
+	b.setAnswer(malformed)
+	p := newTestProducer(t, ns)
+	_, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+	var se *SendError
+	if !errors.As(err, &se) || len(se.Attempts) != 1 || !strings.Contains(err.Error(), "stored") {
+		t.Fatalf("send answered SUCCESS unreadably: %v, want a SendError of one attempt saying the message is stored", err)
+	}
+	if n := log.requests(); n != 1 {
+		t.Fatalf("%d requests: a stored message was sent again", n)
+	}
+}
