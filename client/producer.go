@@ -162,9 +162,11 @@ func (p *Producer) Close(ctx context.Context) error {
 }
 
 // failAsyncCalls fails the calls of SendAsync's callback path: they wait
-// on no context, so Close ends them here.
+// on no context, so Close ends them here, with the error a cancelled
+// context gives the goroutine path's. Not a closed connection: the
+// request may have reached the broker and been stored.
 func (p *Producer) failAsyncCalls() {
-	p.rc.FailAsyncCalls(fmt.Errorf("%w: producer closed", remoting.ErrConnClosed))
+	p.rc.FailAsyncCalls(fmt.Errorf("client: producer closed: %w", context.Canceled))
 }
 
 // running returns the started machinery or ErrNotStarted / ErrClosed.

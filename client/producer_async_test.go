@@ -409,3 +409,35 @@ func TestSendAsyncWaiterFreesLaterBlockedCallback(t *testing.T) {
 		}
 	}
 }
+
+// TestSendAsyncCloseErrorIsCanceled: a send in flight when the producer
+// closes reports what Close promises, the context error, on either path
+// (the callback path's call is failed by Close, the goroutine path's
+// context cancelled).
+func TestSendAsyncCloseErrorIsCanceled(t *testing.T) {
+	for name, opts := range map[string][]ProducerOpt{"callback path": nil, "goroutine path": {Idempotent(true)}} {
+		t.Run(name, func(t *testing.T) {
+			ns := startNameServer(t)
+			a := startFakeBroker(t, "broker-a", &requestLog{})
+			a.register(t, ns, 0, 1, map[string]int{"T": 1})
+			p := newTestProducer(t, ns, append([]ProducerOpt{SendTimeout(time.Minute), AttemptTimeout(time.Minute)}, opts...)...)
+			warmAsync(t, p, "T")
+			arrived := make(chan struct{}, 1)
+			a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand {
+				arrived <- struct{}{}
+				return nil
+			})
+			done := make(chan error, 1)
+			if err := p.SendAsync(context.Background(), NewMessage("T", []byte("x")), func(_ *SendResult, err error) { done <- err }); err != nil {
+				t.Fatal(err)
+			}
+			<-arrived
+			if err := p.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := callbackErr(t, done, 10*time.Second, "no callback"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("callback after Close: %v, want the context error", err)
+			}
+		})
+	}
+}
