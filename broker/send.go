@@ -342,6 +342,18 @@ func (c *Controller) sendResult(msgs []*store.Message, results []PutResult, err 
 	if err != nil {
 		return c.writeError("send", err)
 	}
+	for i, r := range results {
+		// A sequence below its stream's dedup window: an old retry of a
+		// stored message, or a first send that came after more than a
+		// window of later ones (retries reordered by a failover). Nothing
+		// was stored, and SEND_OK could acknowledge a message no queue
+		// holds.
+		if r.Duplicate && r.QueueOffset < 0 {
+			return response(remoting.ResponseSystemError, "send: message %d's idempotence sequence is older than its queue's "+
+				"dedup window (raftDedupWindow): whether it was stored before cannot be told, and it was not stored now; "+
+				"send it again as a new message if it must be delivered", i)
+		}
+	}
 	c.countPut(msgs)
 	return sendResponse(results)
 }

@@ -339,7 +339,13 @@ func AutoCreateTopic(on bool, queueNums int) ProducerOpt {
 // brokers use to drop the second copy a retry after an unknown outcome
 // would otherwise store. Retries of an idempotent send stay on the
 // message's queue (following its group's leader) so the copy lands where
-// the dedup table can see it.
+// the dedup table can see it. A broker remembers a window of sequence
+// numbers per queue (raftDedupWindow, 1024 by default); a send whose
+// number falls below it (more that many later sends to its queue were
+// stored first, as a failover's reordered retries can do with many sends
+// in flight) is refused with SYSTEM_ERROR, since the broker cannot tell a
+// first send from an old retry: keep fewer idempotent sends per queue in
+// flight than the window.
 func Idempotent(on bool) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.idempotent = on })
 }
@@ -347,9 +353,9 @@ func Idempotent(on bool) ProducerOpt {
 // IdempotentProducerID fixes the producer id instead of a random one; two
 // live producers must never share one. A producer restarted with the id
 // continues its predecessor's streams (its sequence numbers start at its
-// creation time), so the system clock must not step back between them. Treat it as a secret: brokers
-// store only its digest, so whoever knows the id itself can send into
-// this producer's dedup streams.
+// creation time), so the system clock must not step back between them.
+// Treat it as a secret: brokers store only its digest, so whoever knows
+// the id itself can send into this producer's dedup streams.
 func IdempotentProducerID(id string) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.producerID = id })
 }

@@ -40,10 +40,6 @@ type SendResult struct {
 	// MsgID is the UNIQ_KEY (for a batch, every message's, comma-joined).
 	MsgID string
 	// OffsetMsgID is the broker's id: store host + physical offset.
-	// An idempotent retry of a message stored long before (its sequence
-	// number past the broker's dedup window, raftDedupWindow) is answered
-	// SendOK as a duplicate of a copy the broker no longer locates: then
-	// OffsetMsgID is empty and QueueOffset −1.
 	OffsetMsgID string
 	// Queue is where the message was stored, QueueOffset its position.
 	Queue       MessageQueue
