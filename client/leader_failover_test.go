@@ -242,8 +242,9 @@ func TestAdminOtherGroupsWhileOneHasNoQuorum(t *testing.T) {
 }
 
 // offsetRefusals is a remoting.RPCHook counting the not-leader answers to
-// a lite pull consumer's UPDATE_CONSUMER_OFFSET requests for queues it
-// did not own when the answer came.
+// a lite pull consumer's offset requests (UPDATE_CONSUMER_OFFSET, or the
+// QUERY_CONSUMER_OFFSET a hand-over's send asks first) for queues it did
+// not own when the answer came.
 type offsetRefusals struct {
 	lp      *client.LitePullConsumer
 	unowned atomic.Int64
@@ -254,14 +255,26 @@ func (r *offsetRefusals) BeforeRequest(string, *remoting.RemotingCommand) {}
 
 // AfterResponse implements remoting.RPCHook.
 func (r *offsetRefusals) AfterResponse(_ string, req, resp *remoting.RemotingCommand) {
-	if resp == nil || req.Code != remoting.RequestUpdateConsumerOffset || resp.Code != remoting.ResponseServiceNotAvailable {
+	if resp == nil || resp.Code != remoting.ResponseServiceNotAvailable {
 		return
 	}
-	var h wire.UpdateConsumerOffsetRequestHeader
-	if err := req.DecodeHeader(&h); err != nil {
+	var mq client.MessageQueue
+	switch req.Code {
+	case remoting.RequestUpdateConsumerOffset:
+		var h wire.UpdateConsumerOffsetRequestHeader
+		if err := req.DecodeHeader(&h); err != nil {
+			return
+		}
+		mq = client.MessageQueue{Topic: h.Topic, BrokerName: h.BrokerName, QueueID: int(h.QueueID)}
+	case remoting.RequestQueryConsumerOffset:
+		var h wire.QueryConsumerOffsetRequestHeader
+		if err := req.DecodeHeader(&h); err != nil {
+			return
+		}
+		mq = client.MessageQueue{Topic: h.Topic, BrokerName: h.BrokerName, QueueID: int(h.QueueID)}
+	default:
 		return
 	}
-	mq := client.MessageQueue{Topic: h.Topic, BrokerName: h.BrokerName, QueueID: int(h.QueueID)}
 	if !slices.Contains(r.lp.OwnedQueues(), mq) {
 		r.unowned.Add(1)
 	}
