@@ -201,9 +201,7 @@ func (c *consumerCore) start(ctx context.Context) error {
 	if c.cfg.model == Broadcasting {
 		c.store = NewLocalOffsetStore(filepath.Join(c.cfg.offsetDir, c.cfg.common.instanceName, c.cfg.group, "offsets.json"))
 	} else {
-		rs := NewRemoteOffsetStore(c.cfg.group, c.rc, c.routes.brokerAddr)
-		rs.isLeader = c.routes.isLeader
-		c.store = rs
+		c.store = NewRemoteOffsetStore(c.cfg.group, c.rc, c.routes.brokerAddr)
 	}
 	if err := c.store.Load(); err != nil {
 		_ = c.rc.Close()

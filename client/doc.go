@@ -71,10 +71,7 @@
 // next owner neither consumes beside the call nor starts at an older
 // offset (consumer_rebalance.go). A queue that comes back while its
 // offset is kept resumes there, unless the group's
-// committed offset is past it; ConsumeFrom does not apply to it, nor to
-// a queue whose group has no offset on a member other than its leader (a
-// follower may not have applied the group's commits yet): such a queue
-// starts once the leader answers. A
+// committed offset is past it; ConsumeFrom does not apply to it. A
 // broadcasting consumer keeps the offset of a queue that left the route
 // (in memory and its offsets file), and the queue resumes there when it
 // comes back. A lite pull consumer without AutoCommit commits only

@@ -235,11 +235,6 @@ type RemoteOffsetStore struct {
 	resolve BrokerResolver
 	table   offsetTable
 
-	// isLeader, when set, reports whether an address is its broker
-	// group's leader as the client knows it; only a leader's answer that
-	// the group has no offset is taken (readCommitted).
-	isLeader func(brokerName, addr string) bool
-
 	mu sync.Mutex
 	// known is, per queue, the group's committed offset as this store last
 	// read it or had it confirmed (-1: the broker had none); a queue's
@@ -290,12 +285,7 @@ func (s *RemoteOffsetStore) Read(ctx context.Context, mq MessageQueue, typ ReadO
 
 // readCommitted asks mq's broker for the group's committed offset, as
 // Read with ReadFromStore does, without storing it in memory, where a
-// newer offset no broker has taken yet may be kept. A member other than
-// the group's leader (isLeader) that has none answers an error, not
-// ErrOffsetNotFound: a raftmq follower answers from what it applied, and
-// one replaying its log may not have the group's commits yet; taken as
-// the group never having consumed the queue, ConsumeFromWhere would skip
-// what it had not consumed (RocketMQ's clients ask the master only).
+// newer offset no broker has taken yet may be kept.
 func (s *RemoteOffsetStore) readCommitted(ctx context.Context, mq MessageQueue) (int64, error) {
 	addr := s.resolve(mq.BrokerName)
 	if addr == "" {
@@ -303,8 +293,6 @@ func (s *RemoteOffsetStore) readCommitted(ctx context.Context, mq MessageQueue) 
 	}
 	off, err := s.queryAt(ctx, mq, addr)
 	switch {
-	case errors.Is(err, ErrOffsetNotFound) && s.isLeader != nil && !s.isLeader(mq.BrokerName, addr):
-		return 0, fmt.Errorf("client: committed offset of %s: %s, not the group's leader, has none, which proves nothing: %v", mq, addr, err)
 	case errors.Is(err, ErrOffsetNotFound):
 		s.setKnown(mq, -1)
 		return 0, err

@@ -505,22 +505,6 @@ func (r *routeManager) brokerAddr(brokerName string) string {
 	return best
 }
 
-// isLeader reports whether addr is brokerName's leader as the routes know
-// it: the leader a hint or notice named, else the route's master unless a
-// hint refuted it (raftmq registers its leader as brokerId 0).
-func (r *routeManager) isLeader(brokerName, addr string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	g := r.brokers[brokerName]
-	if g == nil || addr == "" {
-		return false
-	}
-	if g.leader != "" {
-		return addr == g.leader
-	}
-	return addr == g.members[wire.MasterID] && addr != g.stale
-}
-
 // learnLeader records that addr is not brokerName's leader and leader is:
 // a not-leader answer or a follower's pull answer from addr, or a new
 // leader's notice (addr "").
