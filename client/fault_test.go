@@ -140,13 +140,7 @@ func TestProducerSkipsIsolatedBroker(t *testing.T) {
 // default).
 func TestStalledGroupDoesNotStarveHealthyGroup(t *testing.T) {
 	t.Parallel()
-	ns := startNameServer(t)
-	log := &requestLog{}
-	a := startFakeBroker(t, "broker-a", log)
-	b := startFakeBroker(t, "broker-b", log)
-	a.register(t, ns, 0, 1, map[string]int{"T": 4})
-	b.register(t, ns, 0, 1, map[string]int{"T": 4})
-	p := newTestProducer(t, ns, AttemptTimeout(500*time.Millisecond), SendTimeout(5*time.Second))
+	a, _, log, p := twoGroupsOf(t, 4, AttemptTimeout(500*time.Millisecond), SendTimeout(5*time.Second))
 	// broker-a takes requests and never answers.
 	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
 

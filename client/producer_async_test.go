@@ -48,13 +48,7 @@ func countCallbackPath(p *Producer) *atomic.Int64 {
 // more request per message, on the other group) and every callback gets
 // the stored result.
 func TestSendAsyncCallbackPathRetries(t *testing.T) {
-	ns := startNameServer(t)
-	log := &requestLog{}
-	a := startFakeBroker(t, "broker-a", log)
-	b := startFakeBroker(t, "broker-b", log)
-	a.register(t, ns, 0, 1, map[string]int{"T": 1})
-	b.register(t, ns, 0, 1, map[string]int{"T": 1})
-	p := newTestProducer(t, ns)
+	a, b, log, p := twoGroupsOf(t, 1)
 	warmAsync(t, p, "T")
 	warmAsync(t, p, "T") // both groups connected (round robin)
 	busy := answerCode(remoting.ResponseSystemBusy, nil)

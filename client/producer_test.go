@@ -127,13 +127,20 @@ func TestProducerCompression(t *testing.T) {
 
 // twoGroups starts broker-a and broker-b, each serving topic T with 2 queues.
 func twoGroups(t *testing.T) (*fakeBroker, *fakeBroker, *requestLog, *Producer) {
+	return twoGroupsOf(t, 2)
+}
+
+// twoGroupsOf starts a name server, fake broker groups broker-a and
+// broker-b serving topic T with queues queues each, and a producer with
+// opts.
+func twoGroupsOf(t *testing.T, queues int, opts ...ProducerOpt) (*fakeBroker, *fakeBroker, *requestLog, *Producer) {
 	ns := startNameServer(t)
 	log := &requestLog{}
 	a := startFakeBroker(t, "broker-a", log)
 	b := startFakeBroker(t, "broker-b", log)
-	a.register(t, ns, 0, 1, map[string]int{"T": 2})
-	b.register(t, ns, 0, 1, map[string]int{"T": 2})
-	return a, b, log, newTestProducer(t, ns)
+	a.register(t, ns, 0, 1, map[string]int{"T": queues})
+	b.register(t, ns, 0, 1, map[string]int{"T": queues})
+	return a, b, log, newTestProducer(t, ns, opts...)
 }
 
 // TestProducerRetriesAnotherBroker: every retriable answer and a dropped
@@ -447,13 +454,7 @@ func TestJavaStringHash(t *testing.T) {
 // (outcome unknown) the retry carries the same producer id and sequence
 // and goes to the same queue, though another broker group exists.
 func TestProducerIdempotentRetryKeepsIdentity(t *testing.T) {
-	ns := startNameServer(t)
-	log := &requestLog{}
-	a := startFakeBroker(t, "broker-a", log)
-	b := startFakeBroker(t, "broker-b", log)
-	a.register(t, ns, 0, 1, map[string]int{"T": 2})
-	b.register(t, ns, 0, 1, map[string]int{"T": 2})
-	p := newTestProducer(t, ns, Idempotent(true), IdempotentProducerID("pid-1"))
+	a, b, log, p := twoGroupsOf(t, 2, Idempotent(true), IdempotentProducerID("pid-1"))
 	if p.ProducerID() != "pid-1" {
 		t.Fatal(p.ProducerID())
 	}
@@ -648,14 +649,8 @@ func TestProducerLifecycleAndValidation(t *testing.T) {
 // TestProducerAttemptTimeout: a broker that never answers costs one
 // AttemptTimeout, then the retry stores the message elsewhere.
 func TestProducerAttemptTimeout(t *testing.T) {
-	ns := startNameServer(t)
-	log := &requestLog{}
-	a := startFakeBroker(t, "broker-a", log)
-	b := startFakeBroker(t, "broker-b", log)
-	a.register(t, ns, 0, 1, map[string]int{"T": 1})
-	b.register(t, ns, 0, 1, map[string]int{"T": 1})
+	a, _, _, p := twoGroupsOf(t, 1, AttemptTimeout(100*time.Millisecond), SendTimeout(10*time.Second))
 	a.setAnswer(func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand { return nil })
-	p := newTestProducer(t, ns, AttemptTimeout(100*time.Millisecond), SendTimeout(10*time.Second))
 	for i := 0; i < 4; i++ {
 		start := time.Now()
 		res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
@@ -756,16 +751,10 @@ func TestProducerIdempotentFixedIDRestart(t *testing.T) {
 // queueOffset): the send fails saying so, and is not sent again, which
 // would store it once more.
 func TestProducerUnreadableSuccessNotResent(t *testing.T) {
-	ns := startNameServer(t)
-	log := &requestLog{}
-	a := startFakeBroker(t, "broker-a", log)
-	b := startFakeBroker(t, "broker-b", log)
-	a.register(t, ns, 0, 1, map[string]int{"T": 1})
-	b.register(t, ns, 0, 1, map[string]int{"T": 1})
+	a, b, log, p := twoGroupsOf(t, 1)
 	malformed := answerCode(remoting.ResponseSuccess, map[string]string{"msgId": "X", "queueId": "0", "queueOffset": "not a number"})
 	a.setAnswer(malformed)
 	b.setAnswer(malformed)
-	p := newTestProducer(t, ns)
 	_, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
 	var se *SendError
 	if !errors.As(err, &se) || len(se.Attempts) != 1 || !strings.Contains(err.Error(), "stored") {
