@@ -145,7 +145,8 @@
 //     sent to producers): halves rewritten to RMQ_SYS_TRANS_HALF_TOPIC, the
 //     commit/rollback entry, the leader's check-back walk, the
 //     transaction* config keys and metrics; txn_group.go: the Group's side
-//     (one CmdTxnEnd entry per decision, the table's reads).
+//     (one CmdTxnEnd entry per decision, the table's reads, the retention
+//     pin at the oldest half the walk has not passed).
 //   - sqlfilter.go: SQL92 subscriptions (enablePropertyFilter): the
 //     store.MessageFilter over stored properties, the compiled heartbeat
 //     subscription. Package broker/filter parses and evaluates the

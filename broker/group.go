@@ -663,7 +663,8 @@ func (g *Group) closeParts() error {
 // by age go through the Raft log store, which moves its first index durably
 // before removing files, and never past the newest snapshot (a follower that
 // needs older entries then gets that snapshot) nor past the oldest pending
-// timer or delayed message (timerPin, schedulePin).
+// timer or delayed message, nor past the oldest transaction half the check
+// walk has not passed (timerPin, schedulePin, txnPin).
 type retentionSegments struct{ g *Group }
 
 // DeleteExpired implements store.ExpiringFiles.
@@ -675,7 +676,7 @@ func (r retentionSegments) DeleteExpired(olderThan time.Time, keepLast int, maxD
 	q := g.segQ
 	files := q.Files()
 	end := int64(-1)
-	pin := min(g.timerPin(), g.schedulePin())
+	pin := min(g.timerPin(), g.schedulePin(), g.txnPin())
 	for i := 0; i < len(files)-keepLast && i < maxDelete; i++ {
 		if !files[i].ModTime().Before(olderThan) || files[i].FileFromOffset()+int64(files[i].Size()) > pin {
 			break

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -94,3 +95,29 @@ func (g *Group) TxnFloor() txnView { return g.st.txnFloor() }
 
 // TxnSizes implements transactionReplica.
 func (g *Group) TxnSizes() (decided, checking int) { return g.st.txnSizes() }
+
+// txnPin is the CommitLog position of the oldest half the check walk has
+// not passed (math.MaxInt64: none): retention deletes no segment that
+// reaches past it, as for timers (timerPin). A half deleted before its
+// END_TRANSACTION cannot be committed, so a producer told its half was
+// stored would commit a message nobody receives (a transaction kept open
+// past fileReservedTime by a large transactionCheckMax, or a disk-full
+// forced deletion). RocketMQ keeps an undecided half young by writing it
+// again at every check; here the replicated walk floor, which every
+// member holds, marks the oldest half that may still be committed. Halves
+// decided above the floor stay pinned until the next walk passes them.
+func (g *Group) txnPin() int64 {
+	cq := g.ms.ConsumeQueues().Get(wire.TopicTransHalf, 0)
+	if cq == nil {
+		return math.MaxInt64
+	}
+	q := max(g.st.txnFloor().FloorQueue, cq.MinOffset())
+	if q >= cq.MaxOffset() {
+		return math.MaxInt64
+	}
+	u, err := cq.Get(q)
+	if err != nil {
+		return 0 // unknown: keep everything rather than lose a half
+	}
+	return u.PhyOffset
+}

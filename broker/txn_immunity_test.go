@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -171,5 +173,54 @@ func TestImmunityCapSaturates(t *testing.T) {
 			t.Errorf("checkMax %d × %v, timeout %v: cap %v, want %v", c.cfg.TransactionCheckMax, c.cfg.TransactionCheckInterval,
 				c.cfg.TransactionTimeOut, got, c.want)
 		}
+	}
+}
+
+// TestRetentionKeepsUndecidedHalf: retention deletes no CommitLog segment
+// holding a half the check walk has not passed. The half's send was
+// acknowledged; with its segment gone (a transaction open past
+// fileReservedTime, or deletion forced by a full disk) its commit finds no
+// half and the message is never delivered.
+func TestRetentionKeepsUndecidedHalf(t *testing.T) {
+	c := newTestCluster(t, clusterOpts{segmentSize: 256 << 10})
+	c.createTopic("T", 1)
+	c.createTopic(wire.TopicTransHalf, 1)
+	l := c.leader()
+	c.sendConcurrently(2, 300, 1024, 1, nil)
+	m := testMessage(wire.TopicTransHalf, 0, "half", "", 0, 128)
+	m.Properties = map[string]string{wire.PropertyRealTopic: "T", wire.PropertyRealQueueID: "0",
+		wire.PropertyTransactionPrep: "true", wire.PropertyProducerGroup: "PG"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := l.g().PutMessages(ctx, []*store.Message{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := res[0].PhysicalOffset
+	c.sendConcurrently(2, 900, 1024, 1, nil)
+	c.waitCaughtUp()
+	if err := l.g().Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	// Every segment but the last is past its reserved time.
+	if _, err := (retentionSegments{l.g()}).DeleteExpired(time.Now().Add(time.Hour), 1, 1000); err != nil {
+		t.Fatal(err)
+	}
+	first := l.g().Store().CommitLog().MinOffset()
+	if first == 0 {
+		t.Fatal("retention deleted nothing: the test no longer checks what it keeps")
+	}
+	if first > half {
+		t.Fatalf("retention deleted the segment of an undecided half (at %d; the CommitLog now starts at %d)", half, first)
+	}
+	// Once the walk passes the decided half, it pins nothing.
+	if _, err := l.g().EndTransaction(ctx, half, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.g().UpdateTxnCheck(ctx, &txnCheck{FloorQueue: res[0].QueueOffset + 1, FloorPhy: half + 1}); err != nil {
+		t.Fatal(err)
+	}
+	if pin := l.g().txnPin(); pin != math.MaxInt64 {
+		t.Fatalf("a decided half the walk passed pins the CommitLog at %d", pin)
 	}
 }
