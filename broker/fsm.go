@@ -304,6 +304,9 @@ func (f *fsm) applyMessages(l *raft.Log, c *Command, nowMs int64) ([]PutResult, 
 	}
 	st.dedup.sweep(nowMs)
 	if c.Type == CmdTxnEnd {
+		if !c.TxnCommit {
+			st.txn.rollBack(c.TxnHalf, nowMs)
+		}
 		st.txn.decide(c.TxnHalf, nowMs)
 	}
 	return results, nil

@@ -235,8 +235,9 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 
 // decidedAnswer answers an END_TRANSACTION for a half already decided: it
 // changes nothing, which is success unless it asks to commit a half the
-// check walk discarded (that message is never delivered, so the commit
-// must not be acknowledged).
+// check walk discarded or a rollback (a check-back's answer, say) rolled
+// back: that message is never delivered, so the commit must not be
+// acknowledged.
 func (c *Controller) decidedAnswer(tr transactionReplica, h *wire.EndTransactionRequestHeader, commit bool) *remoting.RemotingCommand {
 	c.txn.repeated.Inc()
 	if commit && tr.TxnDiscarded(h.CommitLogOffset) {
@@ -247,6 +248,14 @@ func (c *Controller) decidedAnswer(tr transactionReplica, h *wire.EndTransaction
 		return response(remoting.ResponseSystemError,
 			"the half message %s was discarded after transactionCheckMax (%d) check-backs without an answer: it is never delivered and cannot be committed",
 			h.MsgID, c.cfg.TransactionCheckMax)
+	}
+	if commit && tr.TxnRolledBack(h.CommitLogOffset) {
+		if ok, held := c.txnRefusedWarn.Allow(); ok {
+			c.log.Warn("END_TRANSACTION commit refused: the half was rolled back", zap.String("producerGroup", h.ProducerGroup),
+				zap.Int64("commitLogOffset", h.CommitLogOffset), zap.String("msgId", h.MsgID), zap.Int64("refusalsNotLogged", held))
+		}
+		return response(remoting.ResponseSystemError,
+			"the transaction of half message %s was already rolled back: it is never delivered and cannot be committed", h.MsgID)
 	}
 	return response(remoting.ResponseSuccess, "the transaction of %s was already decided", h.MsgID)
 }

@@ -23,10 +23,11 @@ type transactionReplica interface {
 	EndTransaction(ctx context.Context, half int64, commit bool, msgs []*store.Message) (applied bool, err error)
 	// UpdateTxnCheck replicates one round of the check walk.
 	UpdateTxnCheck(ctx context.Context, c *txnCheck) error
-	// TxnDecided, TxnDiscarded, TxnChecks and TxnFloor read the applied
+	// TxnDecided, TxnDiscarded, TxnRolledBack, TxnChecks and TxnFloor read the applied
 	// table.
 	TxnDecided(half int64) bool
 	TxnDiscarded(half int64) bool
+	TxnRolledBack(half int64) bool
 	TxnChecks(half int64) int32
 	TxnFloor() txnView
 	// TxnSizes is the table's entry counts (decided halves, halves being
@@ -86,6 +87,9 @@ func (g *Group) TxnDecided(half int64) bool { return g.st.txnDecided(half) }
 
 // TxnDiscarded implements transactionReplica.
 func (g *Group) TxnDiscarded(half int64) bool { return g.st.txnDiscarded(half) }
+
+// TxnRolledBack implements transactionReplica.
+func (g *Group) TxnRolledBack(half int64) bool { return g.st.txnRolledBack(half) }
 
 // TxnChecks implements transactionReplica.
 func (g *Group) TxnChecks(half int64) int32 { return g.st.txnChecks(half) }

@@ -67,16 +67,21 @@ type txnTable struct {
 	// log time. Kept past the floor, so a late commit of one is refused
 	// rather than acknowledged; at most maxTxnDiscardsKept, the lowest
 	// offsets (the oldest halves) dropped first.
-	discarded  map[int64]int64
+	discarded map[int64]int64
+	// rolledBack: halves rolled back by END_TRANSACTION → log time, kept
+	// past the floor and bounded as discarded is, so a later commit of
+	// one is refused rather than acknowledged.
+	rolledBack map[int64]int64
 	floorQueue int64
 	floorPhy   int64
 }
 
-// maxTxnDiscardsKept bounds txnTable.discarded (16 bytes an entry).
+// maxTxnDiscardsKept bounds txnTable.discarded and txnTable.rolledBack
+// (16 bytes an entry each).
 const maxTxnDiscardsKept = 1 << 16
 
 func newTxnTable() *txnTable {
-	return &txnTable{decided: map[int64]int64{}, checks: map[int64]int32{}, discarded: map[int64]int64{}}
+	return &txnTable{decided: map[int64]int64{}, checks: map[int64]int32{}, discarded: map[int64]int64{}, rolledBack: map[int64]int64{}}
 }
 
 // isDiscarded reports whether the half at CommitLog offset half was
@@ -87,13 +92,32 @@ func (t *txnTable) isDiscarded(half int64) bool {
 }
 
 func (t *txnTable) discard(half, nowMs int64) {
-	t.discarded[half] = nowMs
-	if len(t.discarded) <= maxTxnDiscardsKept+maxTxnDiscardsKept/8 {
+	keepRecent(t.discarded, half, nowMs)
+}
+
+// isRolledBack reports whether the half at CommitLog offset half was
+// rolled back (as far as the table still remembers).
+func (t *txnTable) isRolledBack(half int64) bool {
+	_, ok := t.rolledBack[half]
+	return ok
+}
+
+// rollBack records a rollback of an undecided half (decide marks it
+// decided).
+func (t *txnTable) rollBack(half, nowMs int64) {
+	keepRecent(t.rolledBack, half, nowMs)
+}
+
+// keepRecent adds half to m, dropping the lowest offsets (the oldest
+// halves) once m holds more than maxTxnDiscardsKept + 1/8.
+func keepRecent(m map[int64]int64, half, nowMs int64) {
+	m[half] = nowMs
+	if len(m) <= maxTxnDiscardsKept+maxTxnDiscardsKept/8 {
 		return
 	}
-	keys := slices.Sorted(maps.Keys(t.discarded))
+	keys := slices.Sorted(maps.Keys(m))
 	for _, h := range keys[:len(keys)-maxTxnDiscardsKept] {
-		delete(t.discarded, h)
+		delete(m, h)
 	}
 }
 
@@ -153,15 +177,19 @@ type txnImage struct {
 	FloorQueue int64           `json:"floorQueue"`
 	FloorPhy   int64           `json:"floorPhy"`
 	Discarded  map[int64]int64 `json:"discarded,omitempty"`
+	RolledBack map[int64]int64 `json:"rolledBack,omitempty"`
 }
 
 func (t *txnTable) image() *txnImage {
-	if len(t.decided) == 0 && len(t.checks) == 0 && len(t.discarded) == 0 && t.floorQueue == 0 && t.floorPhy == 0 {
+	if len(t.decided) == 0 && len(t.checks) == 0 && len(t.discarded) == 0 && len(t.rolledBack) == 0 && t.floorQueue == 0 && t.floorPhy == 0 {
 		return nil
 	}
 	img := &txnImage{Decided: maps.Clone(t.decided), Checks: maps.Clone(t.checks), FloorQueue: t.floorQueue, FloorPhy: t.floorPhy}
 	if len(t.discarded) > 0 {
 		img.Discarded = maps.Clone(t.discarded)
+	}
+	if len(t.rolledBack) > 0 {
+		img.RolledBack = maps.Clone(t.rolledBack)
 	}
 	return img
 }
@@ -174,6 +202,7 @@ func (t *txnTable) load(img *txnImage) {
 	maps.Copy(t.decided, img.Decided)
 	maps.Copy(t.checks, img.Checks)
 	maps.Copy(t.discarded, img.Discarded)
+	maps.Copy(t.rolledBack, img.RolledBack)
 	t.floorQueue, t.floorPhy = img.FloorQueue, img.FloorPhy
 }
 
@@ -195,6 +224,14 @@ func (s *state) txnDiscarded(half int64) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.txn.isDiscarded(half)
+}
+
+// txnRolledBack reports whether a half was rolled back (isRolledBack
+// under the lock).
+func (s *state) txnRolledBack(half int64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.txn.isRolledBack(half)
 }
 
 // txnChecks is how many check-backs a half had.

@@ -153,11 +153,20 @@ func TestTransactionEndOnce(t *testing.T) {
 	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(rollback, wire.SysFlagTransRollback, false), nil); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("rollback: %d %s", r.Code, r.Remark)
 	}
-	// A late commit of the rolled-back half, and a late repeat, change nothing.
-	for _, h := range []halfSent{rollback, commit} {
-		if r := pc.call(addr, remoting.RequestEndTransaction, endExt(h, wire.SysFlagTransCommit, true), nil); r.Code != remoting.ResponseSuccess {
-			t.Fatalf("late commit: %d %s", r.Code, r.Remark)
-		}
+	// A late repeat of either decision changes nothing and succeeds. A
+	// late commit of the rolled-back half changes nothing either, and is
+	// refused: that message is never delivered (acknowledged, a producer
+	// whose check-back answered rollback before its local transaction
+	// committed would believe it was).
+	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(commit, wire.SysFlagTransCommit, true), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("late commit: %d %s", r.Code, r.Remark)
+	}
+	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(rollback, wire.SysFlagTransRollback, false), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("repeated rollback: %d %s", r.Code, r.Remark)
+	}
+	if r := pc.call(addr, remoting.RequestEndTransaction, endExt(rollback, wire.SysFlagTransCommit, false), nil); r.Code != remoting.ResponseSystemError ||
+		!strings.Contains(r.Remark, "rolled back") {
+		t.Fatalf("commit after rollback: %d %s; want SYSTEM_ERROR saying it was rolled back", r.Code, r.Remark)
 	}
 	waitBodies(t, pc, "TXE", 4, map[string]int{"commit-me": 1})
 
@@ -403,6 +412,39 @@ func TestTxnTableDiscards(t *testing.T) {
 	if n := len(s2.txn.discarded); n < maxTxnDiscardsKept || n > maxTxnDiscardsKept+maxTxnDiscardsKept/8 ||
 		s2.txnDiscarded(200) || !s2.txnDiscarded(many[len(many)-1]) {
 		t.Fatalf("after %d more discards: %d kept, 200 kept %v", len(many), n, s2.txnDiscarded(200))
+	}
+}
+
+// TestTxnTableRollbacks: a rolled-back half stays known past the floor (a
+// later commit of it must be refused), also through the image; a commit
+// is not one; the set is capped, dropping the lowest offsets.
+func TestTxnTableRollbacks(t *testing.T) {
+	s := newState(0, 0)
+	s.txn.rollBack(700, 1) // as the FSM applies a rollback's CmdTxnEnd
+	s.txn.decide(700, 1)
+	s.txn.decide(800, 1) // and a commit's
+	s.applyLocked(&Command{Type: CmdTxnCheck, TxnCheck: &txnCheck{FloorQueue: 3, FloorPhy: 900}}, 2)
+	if !s.txnRolledBack(700) || s.txnRolledBack(800) || !s.txnDecided(700) {
+		t.Fatalf("rolled back %v decided %v", s.txn.rolledBack, s.txn.decided)
+	}
+	b, err := json.Marshal(s.imageLocked().Txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var img txnImage
+	if err := json.Unmarshal(b, &img); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newState(0, 0)
+	s2.loadLocked(stateImage{Txn: &img})
+	if !s2.txnRolledBack(700) || s2.txnRolledBack(800) {
+		t.Fatalf("after the image %s: rolled back %v", b, s2.txn.rolledBack)
+	}
+	for h := int64(1000); h < 1000+maxTxnDiscardsKept+maxTxnDiscardsKept/8+1; h++ {
+		s2.txn.rollBack(h, 3)
+	}
+	if n := len(s2.txn.rolledBack); n < maxTxnDiscardsKept || n > maxTxnDiscardsKept+maxTxnDiscardsKept/8 || s2.txnRolledBack(700) {
+		t.Fatalf("after many rollbacks: %d kept, 700 kept %v", n, s2.txnRolledBack(700))
 	}
 }
 

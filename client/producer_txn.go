@@ -86,7 +86,9 @@ type TransactionSendResult struct {
 	State LocalTransactionState
 	// EndErr is why END_TRANSACTION did not reach the broker (nil when it
 	// did, or when State is TransactionUnknown, for which none is sent);
-	// the broker's check-back then asks CheckLocalTransaction.
+	// the broker's check-back then asks CheckLocalTransaction. A
+	// *BrokerError is a refusal: a commit of a half that was discarded, or
+	// rolled back by an answer to a check-back, is never delivered.
 	EndErr error
 }
 
