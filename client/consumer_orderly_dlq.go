@@ -52,7 +52,7 @@ func (p *PushConsumer) deadLetterOrderly(pq *processQueue, msgs []*MessageExt) b
 	}
 	for _, m := range msgs {
 		sctx, cancel := context.WithTimeout(pq.ctx, c.cfg.common.requestTimeout)
-		_, err := p.retry.SendSync(sctx, retryMessage(m, c.cfg.group, limit))
+		err := p.sendRetry(sctx, retryMessage(m, c.cfg.group, limit))
 		cancel()
 		if err != nil {
 			c.dlqSendFailed(pq, m, err)
@@ -100,9 +100,12 @@ func (c *consumerCore) dlqSendFailed(pq *processQueue, m *MessageExt, err error)
 
 // retryMessage is the copy of m sent to group's retry topic by a consumer
 // itself (DefaultMQPushConsumerImpl.sendMessageBack's fallback and the
-// orderly sendMessageBack): the original's properties, where it came from,
-// RECONSUME_TIME one above m's count and the limit the broker compares it
-// with (above it: the DLQ).
+// orderly sendMessageBack): the original's properties, its msgId
+// (UNIQ_KEY) among them, where it came from, RECONSUME_TIME one above m's
+// count and the limit the broker compares it with (above it: the DLQ).
+// Send it with sendRetry, which keeps that msgId as RocketMQ's clients do
+// (a consumer deduplicating by msgId, or a look-up of the dead-lettered
+// message by the id it was sent with, needs the same id).
 func retryMessage(m *MessageExt, group string, maxTimes int) *Message {
 	msg := NewMessage(wire.RetryTopic(group), m.Body)
 	msg.Flag = m.Flag
@@ -118,8 +121,13 @@ func retryMessage(m *MessageExt, group string, maxTimes int) *Message {
 	}
 	msg.Properties[wire.PropertyReconsumeTime] = strconv.Itoa(int(m.ReconsumeTimes) + 1)
 	msg.Properties[wire.PropertyMaxReconsumeTimes] = strconv.Itoa(maxTimes)
-	delete(msg.Properties, wire.PropertyUniqKey)
 	delete(msg.Properties, wire.PropertyTransactionPrep)
 	msg.DelayLevel = 3 + int(m.ReconsumeTimes)
 	return msg
+}
+
+// sendRetry sends a retryMessage to the retry topic with its msgId kept.
+func (p *PushConsumer) sendRetry(ctx context.Context, msg *Message) error {
+	_, err := p.retry.Resend(ctx, &MessageExt{Message: *msg})
+	return err
 }

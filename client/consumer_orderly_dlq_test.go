@@ -18,7 +18,7 @@ import (
 
 // TestOrderlyDeadLetter: on a real raftmq group, an orderly listener that
 // always suspends on one message sees it 1 + MaxReconsumeTimes times, then
-// the message is in %DLQ%group (body, origin id and topic kept) and the
+// the message is in %DLQ%group (body, msgId, origin id and topic kept) and the
 // queue goes on with the messages behind it, in order; offsets are
 // committed past all of them.
 func TestOrderlyDeadLetter(t *testing.T) {
@@ -75,7 +75,7 @@ func TestOrderlyDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(msgs) != 1 || string(msgs[0].Body) != "poison" || msgs[0].Properties[wire.PropertyOriginMessageID] != poisonID ||
-		msgs[0].Properties[wire.PropertyRetryTopic] != topic || msgs[0].Keys[0] != "k1" {
+		msgs[0].Properties[wire.PropertyRetryTopic] != topic || msgs[0].Keys[0] != "k1" || msgs[0].MsgID != poisonID {
 		t.Fatalf("DLQ holds %v", msgs)
 	}
 	// Offsets were committed past the dead-lettered message.

@@ -418,7 +418,7 @@ func (p *PushConsumer) sendBack(ctx context.Context, mq MessageQueue, m *Message
 		}
 		c.followLeader(mq.BrokerName, addr, err)
 	}
-	if _, perr := p.retry.SendSync(ctx, retryMessage(m, c.cfg.group, maxTimes)); perr != nil {
+	if perr := p.sendRetry(ctx, retryMessage(m, c.cfg.group, maxTimes)); perr != nil {
 		return fmt.Errorf("client: send-back of %s: broker: %v; retry topic: %w", m.MsgID, err, perr)
 	}
 	return nil
