@@ -63,10 +63,11 @@ func delayLevel(v string) (int, *remoting.RemotingCommand) {
 type scheduleService struct {
 	c *Controller
 	// progress is the next queue offset per level (1-based), owned by run.
-	// It is reloaded from the replicated state whenever this node
-	// (re)gains leadership.
+	// It is read from the replicated state at every round: a leadership
+	// lost and regained between two rounds (another leader re-put and
+	// moved it meanwhile) must not re-put from a stale position. The
+	// leader's own moves are applied before UpdateScheduleOffsets returns.
 	progress   map[int32]int64
-	wasLeader  bool
 	batchLimit int
 }
 
@@ -88,17 +89,12 @@ func (s *scheduleService) run() {
 }
 
 func (s *scheduleService) tick(now time.Time) {
-	leader := s.c.rep.IsLeader()
-	if !leader {
-		s.wasLeader = false
+	if !s.c.rep.IsLeader() {
 		return
 	}
-	if !s.wasLeader {
-		s.progress = s.c.rep.State().ScheduleOffsets()
-		if s.progress == nil {
-			s.progress = map[int32]int64{}
-		}
-		s.wasLeader = true
+	s.progress = s.c.rep.State().ScheduleOffsets()
+	if s.progress == nil {
+		s.progress = map[int32]int64{}
 	}
 	if _, ok := s.c.rep.State().Topic(wire.TopicSchedule); !ok {
 		return

@@ -89,3 +89,37 @@ func TestRetentionKeepsPendingDelayed(t *testing.T) {
 		t.Fatalf("a level past the configured ones pins the CommitLog at %d", pin)
 	}
 }
+
+// TestScheduleResumesFromReplicatedProgress: the schedule service takes
+// each level's position from the replicated state at every round. A
+// leader that lost and regained leadership between two of its rounds,
+// while another leader re-put a delayed message and moved the position
+// past it, re-put that message again from the position it remembered.
+func TestScheduleResumesFromReplicatedProgress(t *testing.T) {
+	// The node's own service never runs a round: the test drives one.
+	tc, rep := startFakeProc(t, func(c *BrokerConfig) { c.MessageDelayLevel = "0s 1h"; c.ScheduleMessageCheckInterval = time.Hour })
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "TR", 1)
+	s := newScheduleService(tc.nodes[0])
+	send := func(body string) {
+		t.Helper()
+		if r := tc.call(addr, remoting.RequestSendMessage, sendExt("TR", 0, "DELAY\x011\x02"), []byte(body)); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send at level 1: %d %s", r.Code, r.Remark)
+		}
+	}
+	send("first")
+	s.tick(time.Now().Add(time.Second))
+	if n := rep.st.GetMaxOffsetInQueue("TR", 0); n != 1 {
+		t.Fatalf("TR holds %d messages after the first round, want 1", n)
+	}
+	// Another leader's term: it re-puts the second message and moves the
+	// replicated position past it.
+	send("second")
+	rep.mu.Lock()
+	rep.sched[1] = 2
+	rep.mu.Unlock()
+	s.tick(time.Now().Add(time.Second))
+	if n := rep.st.GetMaxOffsetInQueue("TR", 0); n != 1 {
+		t.Fatalf("TR holds %d messages: the round re-put a message the replicated position had passed", n)
+	}
+}
