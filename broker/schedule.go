@@ -101,15 +101,30 @@ func (s *scheduleService) tick(now time.Time) {
 	}
 	for i, delay := range s.c.delayLevels {
 		level := int32(i + 1)
-		if err := s.deliverLevel(level, delay, now); err != nil {
-			s.c.log.Warn("delayed delivery failed; retrying next round", zap.Int32("level", level), zap.Error(err))
+		// A level whose batch was all due has more due, most likely: it
+		// goes on, so a level's delivery keeps up with far more than one
+		// batch a round (RocketMQ delivers everything due in a run), up to
+		// scheduleBatchesPerRound so the other levels get their turn.
+		for range scheduleBatchesPerRound {
+			more, err := s.deliverLevel(level, delay, now)
+			if err != nil {
+				s.c.log.Warn("delayed delivery failed; retrying next round", zap.Int32("level", level), zap.Error(err))
+			}
+			if !more || err != nil {
+				break
+			}
 		}
 	}
 }
 
-// deliverLevel re-puts the due messages of one level and replicates the
-// new position.
-func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now time.Time) error {
+// scheduleBatchesPerRound bounds the batches one level re-puts in one
+// round.
+const scheduleBatchesPerRound = 64
+
+// deliverLevel re-puts the due messages of one batch of a level and
+// replicates the new position. more says the batch was full and all due:
+// the level may have more due now.
+func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now time.Time) (more bool, err error) {
 	qid := level - 1
 	start := s.progress[level]
 	maxOff := s.c.st.GetMaxOffsetInQueue(wire.TopicSchedule, qid)
@@ -117,11 +132,11 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 		if minOff := s.c.st.GetMinOffsetInQueue(wire.TopicSchedule, qid); start < minOff {
 			s.progress[level] = minOff
 		}
-		return nil
+		return false, nil
 	}
 	res, err := s.c.st.GetMessage("", wire.TopicSchedule, qid, start, s.batchLimit, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	next := start
 	switch res.Status {
@@ -129,7 +144,7 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 	case store.OffsetTooSmall, store.MessageWasRemoving, store.NoMatchedMessage:
 		next = res.NextBeginOffset
 	default:
-		return nil
+		return false, nil
 	}
 	var out []*store.Message
 	for i, b := range res.Messages {
@@ -137,7 +152,7 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 		// so the copy decodes and verifies as is.
 		m, _, err := wire.DecodeMessage(b, true)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if now.Before(time.UnixMilli(m.StoreTimestamp).Add(delay)) {
 			break
@@ -149,18 +164,18 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
 		defer cancel()
 		if err := s.c.reput(ctx, out); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if next != start {
 		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
 		defer cancel()
 		if err := s.c.rep.UpdateScheduleOffsets(ctx, map[int32]int64{level: next}); err != nil {
-			return err
+			return false, err
 		}
 		s.progress[level] = next
 	}
-	return nil
+	return next != start && (res.Status != store.Found || len(out) == len(res.Messages)) && next < maxOff, nil
 }
 
 // reputBatchBytes bounds the bodies of one re-put request, well inside

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -121,5 +122,30 @@ func TestScheduleResumesFromReplicatedProgress(t *testing.T) {
 	s.tick(time.Now().Add(time.Second))
 	if n := rep.st.GetMaxOffsetInQueue("TR", 0); n != 1 {
 		t.Fatalf("TR holds %d messages: the round re-put a message the replicated position had passed", n)
+	}
+}
+
+// TestScheduleRoundDeliversEveryDueMessage: one round re-puts every due
+// message of a level, not one batch of them. At one batch (64) a round,
+// ten rounds a second, a level whose messages came faster than 640 a
+// second (the send-backs of a failing consumer group, at level 3) fell
+// further behind for as long as they did: retries came later and later.
+func TestScheduleRoundDeliversEveryDueMessage(t *testing.T) {
+	// The node's own service never runs a round: the test drives one.
+	tc, rep := startFakeProc(t, func(c *BrokerConfig) { c.MessageDelayLevel = "0s 1h"; c.ScheduleMessageCheckInterval = time.Hour })
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "TB", 1)
+	const n = 300
+	for i := range n {
+		if r := tc.call(addr, remoting.RequestSendMessage, sendExt("TB", 0, "DELAY\x011\x02"), []byte(strconv.Itoa(i))); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send %d at level 1: %d %s", i, r.Code, r.Remark)
+		}
+	}
+	newScheduleService(tc.nodes[0]).tick(time.Now().Add(time.Second))
+	if got := rep.st.GetMaxOffsetInQueue("TB", 0); got != n {
+		t.Fatalf("one round re-put %d of %d due messages", got, n)
+	}
+	if got := rep.State().ScheduleOffsets()[1]; got != n {
+		t.Fatalf("level 1's replicated position is %d after the round, want %d", got, n)
 	}
 }
