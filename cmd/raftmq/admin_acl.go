@@ -259,18 +259,27 @@ type aclFlags struct {
 	accessKey, secretKey string
 }
 
+// The flags' defaults stay empty and the variables are read by
+// credentials: a default taken from the environment would be printed by
+// every --help and usage text, the secret key included.
 func (f *aclFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.accessKey, "aclAccessKey", os.Getenv("RAFTMQ_ACCESS_KEY"),
+	fs.StringVar(&f.accessKey, "aclAccessKey", "",
 		"ACL access key to sign requests with (default $RAFTMQ_ACCESS_KEY)")
-	fs.StringVar(&f.secretKey, "aclSecretKey", os.Getenv("RAFTMQ_SECRET_KEY"),
+	fs.StringVar(&f.secretKey, "aclSecretKey", "",
 		"ACL secret key (default $RAFTMQ_SECRET_KEY; prefer the variable: flags show in ps)")
 }
 
-// credentials are the signing keys given — by the flags, the environment
-// or, as mqadmin reads them, $ROCKETMQ_HOME/conf/tools.yml (accessKey,
-// secretKey) — zero when none.
+// credentials are the signing keys given — by the flags, else the
+// environment (each key on its own), else, as mqadmin reads them,
+// $ROCKETMQ_HOME/conf/tools.yml (accessKey, secretKey) — zero when none.
 func (f *aclFlags) credentials() (remoting.Credentials, error) {
 	cr := remoting.Credentials{AccessKey: f.accessKey, SecretKey: f.secretKey}
+	if cr.AccessKey == "" {
+		cr.AccessKey = os.Getenv("RAFTMQ_ACCESS_KEY")
+	}
+	if cr.SecretKey == "" {
+		cr.SecretKey = os.Getenv("RAFTMQ_SECRET_KEY")
+	}
 	if cr.IsZero() {
 		if home := os.Getenv("ROCKETMQ_HOME"); home != "" {
 			path := filepath.Join(home, "conf", "tools.yml")

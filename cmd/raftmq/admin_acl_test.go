@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/internal/devcluster"
 	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/spf13/pflag"
 )
 
 const adminACLFile = `accounts:
@@ -103,4 +105,43 @@ func TestAdminACLCommands(t *testing.T) {
 		out, err := runAdmin(t, append([]string{"clusterAclConfigVersion", "-c", "DefaultCluster"}, admin...)...)
 		return err != nil && strings.Contains(err.Error(), "different ACL rules") && strings.Contains(out, "false")
 	})
+}
+
+// TestACLFlagsKeepEnvSecretOutOfHelp: the signing keys from
+// RAFTMQ_ACCESS_KEY/RAFTMQ_SECRET_KEY sign requests, yet no help or usage
+// text of admin or bench prints the secret key.
+func TestACLFlagsKeepEnvSecretOutOfHelp(t *testing.T) {
+	const secret = "envSecretKey-7f3a9c"
+	t.Setenv("RAFTMQ_ACCESS_KEY", "envAccessKey1")
+	t.Setenv("RAFTMQ_SECRET_KEY", secret)
+	t.Setenv("ROCKETMQ_HOME", "")
+	for _, args := range [][]string{{"admin"}, {"admin", "--help"}, {"admin", "topicList", "--help"}, {"bench", "produce", "--help"}} {
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(args)
+		_ = root.Execute()
+		if !strings.Contains(out.String(), "aclSecretKey") {
+			t.Fatalf("raftmq %s: no --aclSecretKey in the help text:\n%s", strings.Join(args, " "), out.String())
+		}
+		if strings.Contains(out.String(), secret) {
+			t.Fatalf("raftmq %s prints $RAFTMQ_SECRET_KEY:\n%s", strings.Join(args, " "), out.String())
+		}
+	}
+
+	var f aclFlags
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	f.register(fs)
+	cr, err := f.credentials()
+	if err != nil || cr.AccessKey != "envAccessKey1" || cr.SecretKey != secret {
+		t.Fatalf("credentials from the environment: %+v, %v", cr, err)
+	}
+	if err := fs.Parse([]string{"--aclAccessKey", "flagAccess1", "--aclSecretKey", "flagSecret1"}); err != nil {
+		t.Fatal(err)
+	}
+	cr, err = f.credentials()
+	if err != nil || cr.AccessKey != "flagAccess1" || cr.SecretKey != "flagSecret1" {
+		t.Fatalf("flags over the environment: %+v, %v", cr, err)
+	}
 }
