@@ -18,6 +18,10 @@ import (
 // change to every member and clusterAclConfigVersion compares their
 // content hashes (docs/adr: ACL rules per member, checked for agreement).
 
+// aclSecretKeyField is the header field of UPDATE_AND_CREATE_ACL_CONFIG
+// (PlainAccessConfig's secretKey) that carries an account's secret key.
+const aclSecretKeyField = "secretKey"
+
 // aclOff answers an ACL command on a broker without aclEnable.
 func aclOff() *remoting.RemotingCommand {
 	return response(remoting.ResponseSystemError, "ACL is off on this broker (aclEnable=false in broker.conf)")
@@ -45,7 +49,7 @@ func (c *Controller) processUpdateACLConfig(_ context.Context, conn *remoting.Co
 	ext := func(k string) string { v, _ := req.ExtValue(k); return v }
 	a := acl.Account{
 		AccessKey:          ext("accessKey"),
-		SecretKey:          ext("secretKey"),
+		SecretKey:          ext(aclSecretKeyField),
 		WhiteRemoteAddress: ext("whiteRemoteAddress"),
 		Admin:              ext("admin") == "true",
 		DefaultTopicPerm:   ext("defaultTopicPerm"),

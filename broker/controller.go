@@ -489,11 +489,18 @@ func (h debugHook) AfterResponse(addr string, req, resp *remoting.RemotingComman
 		return
 	}
 	if ce := h.log.Check(zap.DebugLevel, "request"); ce != nil {
-		ext := req.ExtFields
-		if ext == nil { // a send decoded with its extFields left raw (LazyExt)
-			ext = map[string]string{}
-			req.RangeExt(func(k, v string) bool { ext[k] = v; return true })
-		}
+		// A copy (LazyExt sends have no map), with the secrets masked: an
+		// UPDATE_AND_CREATE_ACL_CONFIG header carries the account's secret
+		// key, and a Signature replays as its account for the same values
+		// (every header-less request of an account has the same one).
+		ext := make(map[string]string, len(req.ExtFields))
+		req.RangeExt(func(k, v string) bool {
+			if k == remoting.ExtSignature || k == aclSecretKeyField {
+				v = redactedSecret
+			}
+			ext[k] = v
+			return true
+		})
 		ce.Write(zap.String("remote", addr), zap.Int16("code", req.Code), zap.Any("ext", ext),
 			zap.Int16("resp", resp.Code), zap.String("remark", resp.Remark))
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/testutil"
@@ -739,5 +741,70 @@ func TestACLStoredHalfNeedsAdmin(t *testing.T) {
 	}
 	if resp := view(app, delayedID.Offset); resp.Code != remoting.ResponseSuccess || !strings.Contains(string(resp.Body), "delayed message") {
 		t.Fatalf("view a delayed AclTopic message: %d %s", resp.Code, resp.Remark)
+	}
+}
+
+// TestACLDebugLogMasksSecrets: with debug logging, the request log of an
+// UPDATE_AND_CREATE_ACL_CONFIG shows neither the new account's secret key
+// nor the request's Signature, and still shows the other fields.
+func TestACLDebugLogMasksSecrets(t *testing.T) {
+	_, nsAddr := startProcNameServer(t)
+	port := testutil.FreePort(t)
+	cfg := testBrokerConfig(t, nsAddr, port)
+	cfg.AclFile = filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(cfg.AclFile, []byte(aclTestFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.AclEnable = true
+	cfg.ClusterAuthAccessKey, cfg.ClusterAuthSecretKey = aclCluster.AccessKey, aclCluster.SecretKey
+	core, logs := observer.New(zap.DebugLevel)
+	c, err := New(cfg, newFakeReplica(t, "127.0.0.1:"+strconv.Itoa(port)), zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cl := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
+	cl.AddHook(remoting.SigningHook(remoting.Credentials{AccessKey: aclAdmin.AccessKey, SecretKey: aclAdmin.SecretKey}))
+	t.Cleanup(func() {
+		_ = cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Shutdown(ctx)
+	})
+
+	const newSecret = "brandNewSecret-42"
+	req := remoting.NewRequest(remoting.RequestUpdateACLConfig, nil, nil)
+	req.ExtFields["accessKey"] = "newAccount1"
+	req.ExtFields["secretKey"] = newSecret
+	req.ExtFields["defaultTopicPerm"] = "PUB"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.InvokeSync(ctx, c.Addr(), req)
+	if err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("UPDATE_AND_CREATE_ACL_CONFIG: %v %v", resp, err)
+	}
+	sig := req.ExtFields[remoting.ExtSignature]
+	if sig == "" {
+		t.Fatal("the request was not signed")
+	}
+	var logged map[string]string
+	testutil.WaitFor(t, 5*time.Second, "the request logged", func() bool {
+		for _, e := range logs.FilterMessage("request").All() {
+			if e.ContextMap()["code"] == remoting.RequestUpdateACLConfig {
+				logged, _ = e.ContextMap()["ext"].(map[string]string)
+				return true
+			}
+		}
+		return false
+	})
+	for k, v := range logged {
+		if strings.Contains(v, newSecret) || strings.Contains(v, sig) {
+			t.Errorf("the debug log shows %s=%q", k, v)
+		}
+	}
+	if logged["accessKey"] != "newAccount1" || logged["AccessKey"] != aclAdmin.AccessKey || logged["secretKey"] != "******" {
+		t.Errorf("logged ext %v: want the access keys shown and the secret key masked", logged)
 	}
 }
