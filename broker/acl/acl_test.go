@@ -134,6 +134,9 @@ func TestCompileRefusals(t *testing.T) {
 		{"accounts:\n  - accessKey: account1\n    secretKey: 12345678\n    topicPerm: [a=SUB]\n", "topicPerm"},
 		{"globalWhiteRemoteAddresses: [10.1.*.5]\n", "after a range must be *"},
 		{"accounts: [\n", "invalid plain_acl.yml"},
+		// A second document would be ignored: the file holds one.
+		{"accounts:\n  - accessKey: account1\n    secretKey: 12345678\n---\nglobalWhiteRemoteAddresses: [10.1.1.1]\n", "more than one YAML document"},
+		{"---\n---\naccounts:\n  - accessKey: account1\n    secretKey: 12345678\n", "more than one YAML document"},
 	} {
 		_, err := Compile([]byte(c.file))
 		if err == nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {

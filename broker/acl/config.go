@@ -51,9 +51,9 @@ const maxFileSize = 4 << 20
 // are kept under the group's retry topic, as RocketMQ keeps them.
 const RetryTopicPrefix = "%RETRY%"
 
-// ParseFile decodes plain_acl.yml. Unknown keys are errors (a misspelt
-// "topicPerm" would otherwise silently grant nothing); an empty file is an
-// empty File.
+// ParseFile decodes plain_acl.yml. Unknown keys and a second YAML
+// document are errors (a misspelt "topicPerm" would otherwise silently
+// grant nothing); an empty file is an empty File.
 func ParseFile(data []byte) (*File, error) {
 	if len(data) > maxFileSize {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidConfig, len(data), maxFileSize)
@@ -63,6 +63,12 @@ func ParseFile(data []byte) (*File, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	// Only the first document would be read: rules in a later one would
+	// be dropped unsaid (RocketMQ's snakeyaml refuses such a file).
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: more than one YAML document (a line '---' starts another); the file holds one", ErrInvalidConfig)
 	}
 	return &f, nil
 }
