@@ -143,8 +143,13 @@ func TestCompileRefusals(t *testing.T) {
 			t.Errorf("%q: got %v, want ErrInvalidConfig naming %q", c.file, err, c.want)
 		}
 	}
-	if r, err := Compile(nil); err != nil || r.Accounts != 0 {
-		t.Errorf("empty file: %v, %+v", err, r)
+	for _, empty := range []string{"", "\n  \n", "# only a comment\n", "---\n", "~\n", "null\n"} {
+		if _, err := Compile([]byte(empty)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "holds no rules") {
+			t.Errorf("%q: got %v, want ErrInvalidConfig saying the file holds no rules", empty, err)
+		}
+	}
+	if r, err := Compile([]byte("accounts: []\n")); err != nil || r.Accounts != 0 {
+		t.Errorf("a file listing no account: %v, %+v", err, r)
 	}
 }
 
@@ -237,6 +242,19 @@ func TestStoreReloadAndRewrite(t *testing.T) {
 	}
 	if s.Rules() != good {
 		t.Fatal("broken file replaced the rules")
+	}
+	// So does an empty one (a file caught truncated while rewritten).
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reload(true); err == nil {
+		t.Fatal("empty file reloaded")
+	}
+	if s.Rules() != good {
+		t.Fatal("empty file replaced the rules")
+	}
+	if _, err := Open(path, nil); err == nil {
+		t.Fatal("an empty file opened")
 	}
 	if err := os.WriteFile(path, []byte(stockFile), 0o600); err != nil {
 		t.Fatal(err)

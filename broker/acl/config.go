@@ -51,27 +51,43 @@ const maxFileSize = 4 << 20
 // are kept under the group's retry topic, as RocketMQ keeps them.
 const RetryTopicPrefix = "%RETRY%"
 
-// ParseFile decodes plain_acl.yml. Unknown keys and a second YAML
-// document are errors (a misspelt "topicPerm" would otherwise silently
-// grant nothing); an empty file is an empty File.
+// ParseFile decodes plain_acl.yml. Unknown keys are errors (a misspelt
+// "topicPerm" would otherwise silently grant nothing), and so are a file
+// with no document (empty, only comments, or null) and one with more
+// than one: see errNoRules, and a second document would be ignored
+// (RocketMQ's snakeyaml refuses such a file).
 func ParseFile(data []byte) (*File, error) {
 	if len(data) > maxFileSize {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidConfig, len(data), maxFileSize)
 	}
+	docs := yaml.NewDecoder(bytes.NewReader(data))
+	var doc, next yaml.Node
+	switch err := docs.Decode(&doc); {
+	case errors.Is(err, io.EOF):
+		return nil, errNoRules
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	case !errors.Is(docs.Decode(&next), io.EOF):
+		return nil, fmt.Errorf("%w: more than one YAML document (a line '---' starts another); the file holds one", ErrInvalidConfig)
+	case len(doc.Content) == 0 || doc.Content[0].Tag == "!!null":
+		return nil, errNoRules
+	}
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
-	}
-	// Only the first document would be read: rules in a later one would
-	// be dropped unsaid (RocketMQ's snakeyaml refuses such a file).
-	var next yaml.Node
-	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: more than one YAML document (a line '---' starts another); the file holds one", ErrInvalidConfig)
 	}
 	return &f, nil
 }
+
+// errNoRules refuses a file with no YAML document. That is what a file
+// being rewritten in place (truncated, then written) looks like to the
+// poller, and taken for rules it would refuse every client, the admin
+// account included, until the next change; a file that really lists no
+// account says so ("accounts: []").
+var errNoRules = fmt.Errorf("%w: the file holds no rules (it is empty, only comments, or null); "+
+	"a file that lets no account in is written \"accounts: []\"", ErrInvalidConfig)
 
 // Marshal encodes f as YAML (comments of the original file are not kept,
 // as RocketMQ's snakeyaml rewrite does not keep them either).
