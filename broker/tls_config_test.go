@@ -1,13 +1,16 @@
 package broker
 
 import (
+	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/raftmq/raftmq/internal/config"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // TestSecurityKeysLoad: the TLS, Raft TLS, gossip key and monitoring keys
@@ -66,5 +69,31 @@ func TestMonitorLocalWithoutPprofByDefault(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Errorf("%s: HTTP %d, want %d", path, resp.StatusCode, want)
 		}
+	}
+}
+
+// TestTLSKeysWithoutSwitchRefused: certificate keys whose switch is off
+// (tlsServerMode left at its default, disabled; tlsEnable false) stop the
+// broker and the name server from starting, instead of leaving their
+// connections plaintext.
+func TestTLSKeysWithoutSwitchRefused(t *testing.T) {
+	ca := testutil.NewTestCA(t, "rmq")
+	files := ca.Issue("127.0.0.1")
+	for name, set := range map[string]func(*remoting.TLSConfig){
+		"listener certificate, no tlsServerMode": func(c *remoting.TLSConfig) {
+			c.ServerCertPath, c.ServerKeyPath = files.CertPath, files.KeyPath
+		},
+		"name server trust path, no tlsEnable": func(c *remoting.TLSConfig) { c.ClientTrustCertPath = ca.CertPath },
+	} {
+		cfg := testBrokerConfig(t, "127.0.0.1:1", testutil.FreePort(t))
+		set(&cfg.TLS)
+		if _, err := New(cfg, newFakeReplica(t, cfg.RemotingAddr()), nil); !errors.Is(err, ErrInvalidBrokerConfig) || !strings.Contains(err.Error(), "plaintext") {
+			t.Errorf("broker with %s: %v, want ErrInvalidBrokerConfig saying it would be plaintext", name, err)
+		}
+	}
+	ncfg := namesrv.DefaultConfig()
+	ncfg.TLS.ServerCertPath, ncfg.TLS.ServerKeyPath = files.CertPath, files.KeyPath
+	if _, err := namesrv.New(ncfg, nil); !errors.Is(err, namesrv.ErrInvalidConfig) || !strings.Contains(err.Error(), "plaintext") {
+		t.Errorf("name server with a listener certificate and no tlsServerMode: %v", err)
 	}
 }

@@ -111,8 +111,17 @@ func (c TLSConfig) Validate() error {
 // disabled).
 func (c TLSConfig) ServerTLS() (TLSMode, *tls.Config, error) {
 	mode, err := ParseTLSMode(c.ServerMode)
-	if err != nil || mode == TLSDisabled {
+	if err != nil {
 		return mode, nil, err
+	}
+	if mode == TLSDisabled {
+		// Disabled is the default (RocketMQ's is permissive): certificate
+		// keys without a mode would leave the listeners plaintext only.
+		if set := c.serverKeysSet(); set != "" {
+			return mode, nil, fmt.Errorf("%w: %s is set but tlsServerMode is disabled (the default), so the listeners would serve "+
+				"plaintext only: set tlsServerMode=permissive or enforcing, or remove the tlsServer* keys", ErrTLSConfig, set)
+		}
+		return mode, nil, nil
 	}
 	if c.ServerCertPath == "" || c.ServerKeyPath == "" {
 		return mode, nil, fmt.Errorf("%w: tlsServerMode=%s needs tlsServerCertPath and tlsServerKeyPath", ErrTLSConfig, mode)
@@ -159,9 +168,45 @@ func (c TLSConfig) ServerTLS() (TLSMode, *tls.Config, error) {
 // or UseTLS.
 func (c TLSConfig) ClientTLS() (*tls.Config, error) {
 	if !c.ClientEnable && !c.UseTLS {
+		if set := c.clientKeysSet(); set != "" {
+			return nil, fmt.Errorf("%w: %s is set but tlsEnable is false, so the outbound links would be plaintext: "+
+				"set tlsEnable=true, or remove the tlsClient* keys", ErrTLSConfig, set)
+		}
 		return nil, nil
 	}
 	return NewClientTLS(c.ClientTrustCertPath, c.ClientCertPath, c.ClientKeyPath)
+}
+
+// serverKeysSet names the first tlsServer* key (other than the mode) that
+// asks for something, "" when none does.
+func (c TLSConfig) serverKeysSet() string {
+	need := strings.ToLower(strings.TrimSpace(c.ServerNeedClientAuth))
+	switch {
+	case c.ServerCertPath != "":
+		return "tlsServerCertPath"
+	case c.ServerKeyPath != "":
+		return "tlsServerKeyPath"
+	case c.ServerTrustCertPath != "":
+		return "tlsServerTrustCertPath"
+	case c.ServerAuthClient:
+		return "tlsServerAuthClient"
+	case need != "" && need != "none":
+		return "tlsServerNeedClientAuth"
+	}
+	return ""
+}
+
+// clientKeysSet names the first tlsClient* key that is set, "" when none is.
+func (c TLSConfig) clientKeysSet() string {
+	switch {
+	case c.ClientTrustCertPath != "":
+		return "tlsClientTrustCertPath"
+	case c.ClientCertPath != "":
+		return "tlsClientCertPath"
+	case c.ClientKeyPath != "":
+		return "tlsClientKeyPath"
+	}
+	return ""
 }
 
 // NewClientTLS returns a client TLS configuration. With trustPath the

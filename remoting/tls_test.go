@@ -135,6 +135,14 @@ func TestTLSConfigErrors(t *testing.T) {
 		{ServerMode: "enforcing", ServerCertPath: files.CertPath, ServerKeyPath: files.KeyPath, ServerAuthClient: true},
 		{ServerMode: "enforcing", ServerCertPath: files.CertPath, ServerKeyPath: files.KeyPath, ServerNeedClientAuth: "maybe"},
 		{ClientEnable: true, ClientTrustCertPath: files.KeyPath},
+		// Keys that ask for TLS while the switch is off, which would
+		// leave the connections plaintext.
+		{ServerCertPath: files.CertPath, ServerKeyPath: files.KeyPath},
+		{ServerMode: "disabled", ServerCertPath: files.CertPath, ServerKeyPath: files.KeyPath},
+		{ServerAuthClient: true, ServerTrustCertPath: ca.CertPath},
+		{ServerNeedClientAuth: "require"},
+		{ClientTrustCertPath: ca.CertPath},
+		{ClientCertPath: files.CertPath, ClientKeyPath: files.KeyPath},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrTLSConfig) {
 			t.Errorf("%+v: got %v, want ErrTLSConfig", c, err)
@@ -142,6 +150,9 @@ func TestTLSConfigErrors(t *testing.T) {
 	}
 	if err := (TLSConfig{ServerMode: "Enforcing", ServerCertPath: files.CertPath, ServerKeyPath: files.KeyPath}).Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if err := (TLSConfig{ServerMode: "disabled", ServerNeedClientAuth: "none"}).Validate(); err != nil {
+		t.Fatalf("tlsServerNeedClientAuth=none with TLS off: %v", err)
 	}
 	// RocketMQ's useTLS key is the same switch as tlsEnable.
 	if cfg, err := (TLSConfig{UseTLS: true}).ClientTLS(); err != nil || cfg == nil {
