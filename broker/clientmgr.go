@@ -142,19 +142,25 @@ func (m *clientManager) registerProducer(group string, ch clientChannel, now tim
 	g[ch.ClientID] = &ch
 }
 
-// unregister removes a client from the named groups; it returns the
-// consumer groups whose membership changed.
-func (m *clientManager) unregister(clientID, producerGroup, consumerGroup string) []string {
+// unregister removes a client from the named groups when it is
+// registered on conn, the connection the request came on; it returns the
+// consumer groups whose membership changed. RocketMQ's tables are keyed
+// by channel, so an UNREGISTER_CLIENT removes only its sender's own
+// registrations: naming another client's ID must not drop that client
+// (its consumer group would rebalance without it while it still pulls).
+func (m *clientManager) unregister(conn *remoting.Conn, clientID, producerGroup, consumerGroup string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if g := m.producers[producerGroup]; g != nil {
-		delete(g, clientID)
-		if len(g) == 0 {
-			delete(m.producers, producerGroup)
+		if ch, ok := g[clientID]; ok && ch.Conn == conn {
+			delete(g, clientID)
+			if len(g) == 0 {
+				delete(m.producers, producerGroup)
+			}
 		}
 	}
 	if g := m.consumers[consumerGroup]; g != nil {
-		if _, ok := g.Channels[clientID]; ok {
+		if ch, ok := g.Channels[clientID]; ok && ch.Conn == conn {
 			delete(g.Channels, clientID)
 			if len(g.Channels) == 0 {
 				delete(m.consumers, consumerGroup)

@@ -103,12 +103,12 @@ func (c *Controller) uncreatedGroup(group string) *remoting.RemotingCommand {
 		group, c.cfg.BrokerName)
 }
 
-func (c *Controller) processUnregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (c *Controller) processUnregisterClient(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.UnregisterClientRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err), nil
 	}
-	for _, g := range c.clients.unregister(h.ClientID, h.ProducerGroup, h.ConsumerGroup) {
+	for _, g := range c.clients.unregister(conn, h.ClientID, h.ProducerGroup, h.ConsumerGroup) {
 		c.notifyMembership(g)
 	}
 	return success(), nil
