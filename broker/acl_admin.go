@@ -55,11 +55,13 @@ func (c *Controller) processUpdateACLConfig(_ context.Context, conn *remoting.Co
 		DefaultTopicPerm:   ext("defaultTopicPerm"),
 		DefaultGroupPerm:   ext("defaultGroupPerm"),
 	}
-	if _, ok := req.ExtValue("topicPerms"); ok {
-		a.TopicPerms = splitList(ext("topicPerms"))
+	// A present list replaces the stored one, an empty one too (non-nil,
+	// unlike splitList's answer for ""): Update keeps a nil list.
+	if v, ok := req.ExtValue("topicPerms"); ok {
+		a.TopicPerms = append([]string{}, splitList(v)...)
 	}
-	if _, ok := req.ExtValue("groupPerms"); ok {
-		a.GroupPerms = splitList(ext("groupPerms"))
+	if v, ok := req.ExtValue("groupPerms"); ok {
+		a.GroupPerms = append([]string{}, splitList(v)...)
 	}
 	if a.AccessKey == "" {
 		return response(remoting.ResponseUpdateACLConfigFailed, "accessKey is required"), nil

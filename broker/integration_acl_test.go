@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/raftmq/raftmq/broker/acl"
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
@@ -744,10 +746,11 @@ func TestACLStoredHalfNeedsAdmin(t *testing.T) {
 	}
 }
 
-// TestACLDebugLogMasksSecrets: with debug logging, the request log of an
-// UPDATE_AND_CREATE_ACL_CONFIG shows neither the new account's secret key
-// nor the request's Signature, and still shows the other fields.
-func TestACLDebugLogMasksSecrets(t *testing.T) {
+// startACLFakeBroker starts one broker over a fake replica with aclEnable
+// (its own copy of aclTestFile, at c.acl.Path()) and returns it with a
+// client signing as the admin account.
+func startACLFakeBroker(t *testing.T, log *zap.Logger) (*Controller, *remoting.Client) {
+	t.Helper()
 	_, nsAddr := startProcNameServer(t)
 	port := testutil.FreePort(t)
 	cfg := testBrokerConfig(t, nsAddr, port)
@@ -757,8 +760,7 @@ func TestACLDebugLogMasksSecrets(t *testing.T) {
 	}
 	cfg.AclEnable = true
 	cfg.ClusterAuthAccessKey, cfg.ClusterAuthSecretKey = aclCluster.AccessKey, aclCluster.SecretKey
-	core, logs := observer.New(zap.DebugLevel)
-	c, err := New(cfg, newFakeReplica(t, "127.0.0.1:"+strconv.Itoa(port)), zap.New(core))
+	c, err := New(cfg, newFakeReplica(t, "127.0.0.1:"+strconv.Itoa(port)), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -773,6 +775,15 @@ func TestACLDebugLogMasksSecrets(t *testing.T) {
 		defer cancel()
 		_ = c.Shutdown(ctx)
 	})
+	return c, cl
+}
+
+// TestACLDebugLogMasksSecrets: with debug logging, the request log of an
+// UPDATE_AND_CREATE_ACL_CONFIG shows neither the new account's secret key
+// nor the request's Signature, and still shows the other fields.
+func TestACLDebugLogMasksSecrets(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	c, cl := startACLFakeBroker(t, zap.New(core))
 
 	const newSecret = "brandNewSecret-42"
 	req := remoting.NewRequest(remoting.RequestUpdateACLConfig, nil, nil)
@@ -806,5 +817,41 @@ func TestACLDebugLogMasksSecrets(t *testing.T) {
 	}
 	if logged["accessKey"] != "newAccount1" || logged["AccessKey"] != aclAdmin.AccessKey || logged["secretKey"] != "******" {
 		t.Errorf("logged ext %v: want the access keys shown and the secret key masked", logged)
+	}
+}
+
+// TestACLUpdateEmptyPermsClears: UPDATE_AND_CREATE_ACL_CONFIG with an
+// empty topicPerms (mqadmin updateAclConfig -t "") clears the account's
+// topic list, as RocketMQ does, so the topics fall back to its default
+// permission; an absent groupPerms keeps the group list.
+func TestACLUpdateEmptyPermsClears(t *testing.T) {
+	c, cl := startACLFakeBroker(t, zap.NewNop())
+	app := func(res acl.Resource) error {
+		return c.acl.Rules().Check(acl.Request{AccessKey: aclApp.AccessKey, Addr: netip.MustParseAddr("192.0.2.1"),
+			Verify: func(secret string) bool { return secret == aclApp.SecretKey }, Resources: []acl.Resource{res}})
+	}
+	topic, group := acl.Resource{Name: "AclTopic", Perm: acl.Sub}, acl.GroupResource("AclGroup", acl.Sub)
+	if err := app(topic); err != nil {
+		t.Fatalf("before: %v", err)
+	}
+	req := remoting.NewRequest(remoting.RequestUpdateACLConfig, nil, nil)
+	req.ExtFields["accessKey"], req.ExtFields["topicPerms"] = aclApp.AccessKey, ""
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if resp, err := cl.InvokeSync(ctx, c.Addr(), req); err != nil || resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("UPDATE_AND_CREATE_ACL_CONFIG: %v %v", resp, err)
+	}
+	if err := app(topic); err == nil {
+		t.Error("an empty topicPerms left the account's topic permissions in force")
+	}
+	if err := app(group); err != nil {
+		t.Errorf("an absent groupPerms changed the group permissions: %v", err)
+	}
+	data, err := os.ReadFile(c.acl.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "AclTopic") || !strings.Contains(string(data), "AclGroup=SUB") {
+		t.Errorf("rewritten file:\n%s", data)
 	}
 }
