@@ -40,8 +40,8 @@ func splitList(s string) []string {
 
 // processUpdateACLConfig answers UPDATE_AND_CREATE_ACL_CONFIG (50)
 // (wire.CreateAccessConfigRequestHeader). The fields are read one by one:
-// an absent topicPerms keeps the stored list, an empty one clears it, as
-// in RocketMQ.
+// an absent topicPerms, groupPerms or whiteRemoteAddress keeps the stored
+// value, an empty one clears it, as in RocketMQ.
 func (c *Controller) processUpdateACLConfig(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	if c.acl == nil {
 		return aclOff(), nil
@@ -66,7 +66,8 @@ func (c *Controller) processUpdateACLConfig(_ context.Context, conn *remoting.Co
 	if a.AccessKey == "" {
 		return response(remoting.ResponseUpdateACLConfigFailed, "accessKey is required"), nil
 	}
-	if err := c.acl.Update(a); err != nil {
+	_, setWhite := req.ExtValue("whiteRemoteAddress")
+	if err := c.acl.Update(a, setWhite); err != nil {
 		return response(remoting.ResponseUpdateACLConfigFailed, "update ACL account %s: %v", a.AccessKey, err), nil
 	}
 	c.log.Info("ACL account updated", zap.String("accessKey", a.AccessKey), zap.String("remote", conn.RemoteAddr()))

@@ -855,3 +855,40 @@ func TestACLUpdateEmptyPermsClears(t *testing.T) {
 		t.Errorf("rewritten file:\n%s", data)
 	}
 }
+
+// TestACLUpdateEmptyWhiteAddressClears: UPDATE_AND_CREATE_ACL_CONFIG
+// with an empty whiteRemoteAddress (mqadmin updateAclConfig -w "")
+// withdraws the unsigned access the account's white address gave, as
+// RocketMQ does; an update without the field keeps it.
+func TestACLUpdateEmptyWhiteAddressClears(t *testing.T) {
+	c, cl := startACLFakeBroker(t, zap.NewNop())
+	update := func(ext map[string]string) {
+		t.Helper()
+		req := remoting.NewRequest(remoting.RequestUpdateACLConfig, nil, nil)
+		req.ExtFields["accessKey"] = aclApp.AccessKey
+		for k, v := range ext {
+			req.ExtFields[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if resp, err := cl.InvokeSync(ctx, c.Addr(), req); err != nil || resp.Code != remoting.ResponseSuccess {
+			t.Fatalf("UPDATE_AND_CREATE_ACL_CONFIG %v: %v %v", ext, resp, err)
+		}
+	}
+	unsigned := func() error {
+		return c.acl.Rules().Check(acl.Request{AccessKey: aclApp.AccessKey, Addr: netip.MustParseAddr("192.0.2.1"),
+			Verify: func(string) bool { return false }})
+	}
+	update(map[string]string{"whiteRemoteAddress": "192.0.2.*"})
+	if err := unsigned(); err != nil {
+		t.Fatalf("white-listed: %v", err)
+	}
+	update(map[string]string{"defaultTopicPerm": "SUB"})
+	if err := unsigned(); err != nil {
+		t.Fatalf("an update without whiteRemoteAddress dropped it: %v", err)
+	}
+	update(map[string]string{"whiteRemoteAddress": ""})
+	if err := unsigned(); err == nil {
+		t.Fatal("an empty whiteRemoteAddress left the address's unsigned access in force")
+	}
+}

@@ -261,10 +261,10 @@ func TestStoreReloadAndRewrite(t *testing.T) {
 	}
 
 	// The admin commands' rewrites: each bumps dataVersion.
-	if err := s.Update(Account{AccessKey: "newAccount", SecretKey: "newSecret1", DefaultTopicPerm: "PUB", TopicPerms: []string{"x=SUB"}}); err != nil {
+	if err := s.Update(Account{AccessKey: "newAccount", SecretKey: "newSecret1", DefaultTopicPerm: "PUB", TopicPerms: []string{"x=SUB"}}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(Account{AccessKey: "RocketMQ", TopicPerms: []string{"topicA=PUB"}}); err != nil {
+	if err := s.Update(Account{AccessKey: "RocketMQ", TopicPerms: []string{"topicA=PUB"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetGlobalWhite([]string{"10.9.9.9"}); err != nil {
@@ -276,7 +276,7 @@ func TestStoreReloadAndRewrite(t *testing.T) {
 	if err := s.Delete("rocketmq2"); !errors.Is(err, ErrNoAccount) {
 		t.Fatalf("second delete: %v", err)
 	}
-	if err := s.Update(Account{AccessKey: "badAccount", SecretKey: "x"}); !errors.Is(err, ErrInvalidConfig) {
+	if err := s.Update(Account{AccessKey: "badAccount", SecretKey: "x"}, false); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("short secret: %v", err)
 	}
 	r := s.Rules()

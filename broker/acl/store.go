@@ -136,9 +136,13 @@ func (s *Store) Watch(quit <-chan struct{}, interval time.Duration) {
 }
 
 // Update adds an account or replaces the fields of an existing one
-// (RocketMQ's updateAccessConfig: empty fields of a keep the stored
-// values, admin is always taken from a).
-func (s *Store) Update(a Account) error {
+// (RocketMQ's updateAccessConfig): an empty secret key or default
+// permission and a nil list keep the stored value, admin is always taken
+// from a, and with setWhite (the request carried whiteRemoteAddress) the
+// white address is replaced, cleared when empty: RocketMQ tests that
+// field for null, not empty, so an empty one withdraws an address's unsigned
+// access.
+func (s *Store) Update(a Account, setWhite bool) error {
 	return s.rewrite(func(f *File) error {
 		for i := range f.Accounts {
 			old := &f.Accounts[i]
@@ -148,7 +152,7 @@ func (s *Store) Update(a Account) error {
 			if a.SecretKey != "" {
 				old.SecretKey = a.SecretKey
 			}
-			if a.WhiteRemoteAddress != "" {
+			if setWhite {
 				old.WhiteRemoteAddress = a.WhiteRemoteAddress
 			}
 			old.Admin = a.Admin
