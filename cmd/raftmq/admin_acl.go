@@ -9,8 +9,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -56,12 +58,7 @@ var aclAdminCommands = []adminEntry{
 		}, aclTargetFlags...),
 		oneOf: []string{"brokerAddr", "clusterName"},
 		run: func(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
-			h := wire.CreateAccessConfigRequestHeader{
-				AccessKey: in.str("accessKey"), SecretKey: in.str("secretKey"), WhiteRemoteAddress: in.str("whiteRemoteAddress"),
-				Admin: in.bool("admin"), DefaultTopicPerm: in.str("defaultTopicPerm"), DefaultGroupPerm: in.str("defaultGroupPerm"),
-				TopicPerms: in.str("topicPerms"), GroupPerms: in.str("groupPerms"),
-			}
-			return s.aclEach(ctx, in, remoting.RequestUpdateACLConfig, &h)
+			return s.aclEach(ctx, in, remoting.RequestUpdateACLConfig, aclUpdateHeader(in))
 		},
 		table: func(w *tabwriter.Writer, addrs []string) {
 			for _, a := range addrs {
@@ -114,6 +111,33 @@ var aclAdminCommands = []adminEntry{
 				return []any{v.Cluster, v.BrokerName, v.BrokerAddr, v.AclEnable, v.Counter, v.LastUpdate, orDash(v.Hash), v.Agree}
 			}),
 	},
+}
+
+// aclUpdateHeader is updateAclConfig's request header
+// (wire.CreateAccessConfigRequestHeader's fields). A field is sent when
+// its value is not empty, and -w, -t and -g also when given empty, as
+// mqadmin sends them: the broker then clears the account's white address
+// or list, where a field left out keeps the stored one. The header
+// struct's omitempty tags cannot say "given empty", so the header is a
+// struct made for the fields sent.
+func aclUpdateHeader(in flagValues) any {
+	type field struct{ key, value string }
+	fields := []field{{"accessKey", in.str("accessKey")}, {"admin", strconv.FormatBool(in.bool("admin"))}}
+	for _, name := range []string{"secretKey", "whiteRemoteAddress", "defaultTopicPerm", "defaultGroupPerm", "topicPerms", "groupPerms"} {
+		clears := name == "whiteRemoteAddress" || name == "topicPerms" || name == "groupPerms"
+		if v := in.str(name); v != "" || (clears && in.given(name)) {
+			fields = append(fields, field{name, v})
+		}
+	}
+	sf := make([]reflect.StructField, len(fields))
+	for i, f := range fields {
+		sf[i] = reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.TypeFor[string](), Tag: reflect.StructTag(`ext:"` + f.key + `"`)}
+	}
+	h := reflect.New(reflect.StructOf(sf))
+	for i, f := range fields {
+		h.Elem().Field(i).SetString(f.value)
+	}
+	return h.Interface()
 }
 
 // aclVersion is one member's answer to GET_BROKER_CLUSTER_ACL_INFO.

@@ -62,6 +62,16 @@ func TestAdminACLCommands(t *testing.T) {
 			t.Fatalf("member %s's file lacks the account:\n%s", id, data)
 		}
 	}
+	// -w and -t given empty clear the white address and the topic list,
+	// as mqadmin's do; a flag left out (-g) keeps its list.
+	mustAdmin(t, append([]string{"updateAclConfig", "-c", "DefaultCluster", "-a", "newAccount", "-w", "10.1.1.*", "-g", "G1=SUB"}, admin...)...)
+	mustAdmin(t, append([]string{"updateAclConfig", "-c", "DefaultCluster", "-a", "newAccount", "-w", "", "-t", ""}, admin...)...)
+	for id, path := range files {
+		data, _ := os.ReadFile(path)
+		if f := string(data); strings.Contains(f, "10.1.1.*") || strings.Contains(f, "Orders=PUB|SUB") || !strings.Contains(f, "G1=SUB") {
+			t.Fatalf("member %s's file after -w '' -t '':\n%s", id, data)
+		}
+	}
 	mustAdmin(t, append([]string{"updateGlobalWhiteAddr", "-c", "DefaultCluster", "-g", "10.10.103.*,192.168.0.*"}, admin...)...)
 	out = mustAdmin(t, append([]string{"deleteAclConfig", "-b", c.RoutedLeader(0), "-a", "newAccount"}, admin...)...)
 	if n := strings.Count(out, "delete plain access config account from"); n != 3 {
@@ -74,7 +84,7 @@ func TestAdminACLCommands(t *testing.T) {
 		t.Fatalf("%d members: %+v", len(versions), versions)
 	}
 	for _, v := range versions {
-		if !v.AclEnable || !v.Agree || v.Counter != 3 || v.Hash != versions[0].Hash || v.LastUpdate == "-" {
+		if !v.AclEnable || !v.Agree || v.Counter != 5 || v.Hash != versions[0].Hash || v.LastUpdate == "-" {
 			t.Fatalf("member %+v", v)
 		}
 	}

@@ -134,6 +134,9 @@ func (c adminCommand[R]) values(cmd *cobra.Command) (flagValues, error) {
 			return nil, err
 		}
 		in[fl.name] = v
+		if cmd.Flags().Changed(fl.name) {
+			in[givenKey+fl.name] = true
+		}
 	}
 	return in, nil
 }
@@ -472,6 +475,13 @@ func parseMQAdminDate(s string, loc *time.Location) (time.Time, bool) {
 // panic on a name the row does not declare with that kind: a bug in the
 // table, which the live admin tests run through.
 type flagValues map[string]any
+
+// givenKey prefixes, in flagValues, the marks of the flags given on the
+// command line (a string flag given empty is not the same as one left out).
+const givenKey = "\x00given:"
+
+// given reports whether flag name was on the command line.
+func (in flagValues) given(name string) bool { return in[givenKey+name] == true }
 
 func (in flagValues) str(name string) string     { return in[name].(string) }
 func (in flagValues) int(name string) int        { return in[name].(int) }
