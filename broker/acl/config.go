@@ -53,9 +53,8 @@ const RetryTopicPrefix = "%RETRY%"
 
 // ParseFile decodes plain_acl.yml. Unknown keys are errors (a misspelt
 // "topicPerm" would otherwise silently grant nothing), and so are a file
-// with no document (empty, only comments, or null) and one with more
-// than one: see errNoRules, and a second document would be ignored
-// (RocketMQ's snakeyaml refuses such a file).
+// with no YAML document (errNoRules) and one with more than one (the
+// later ones would be ignored; RocketMQ's snakeyaml refuses such a file).
 func ParseFile(data []byte) (*File, error) {
 	if len(data) > maxFileSize {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidConfig, len(data), maxFileSize)
