@@ -184,7 +184,12 @@ func (sc *segmentCursor) message(offset int64, size int32) ([]byte, error) {
 	}
 	pos := int(offset - sc.mf.FileFromOffset())
 	if size < 0 || pos+int(size) > sc.mf.WrotePosition() {
-		return nil, fmt.Errorf("%w: [%d,%d) past the written end of %s", ErrOutOfRange, offset, offset+int64(size), sc.mf.Path())
+		// Units are written only for applied messages, which lie wholly
+		// below the written end of a retained segment: a unit running past
+		// it was damaged (its size, most likely). It names no message, and
+		// taking it for a removed one would skip the message it stood for.
+		return nil, fmt.Errorf("%w: ConsumeQueue unit [%d,%d) runs past the written end %d of %s",
+			ErrCorruptMessage, offset, offset+int64(size), sc.mf.FileFromOffset()+int64(sc.mf.WrotePosition()), sc.mf.Path())
 	}
 	b := sc.mf.Bytes()[pos : pos+int(size) : pos+int(size)]
 	if err := sc.cl.verifyEntry(b, offset, size); err != nil {

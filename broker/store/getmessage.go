@@ -162,7 +162,9 @@ read:
 					est += int(u.Size)
 				}
 			}
-			body = make([]byte, 0, est)
+			// A size damaged on disk must not size the buffer: the unit
+			// is only checked when its message is read.
+			body = make([]byte, 0, min(est, maxTransferBytes))
 			sizes = make([]int, 0, min(maxMsgNums, batch.Len()))
 			r.QueueOffsets = make([]int64, 0, min(maxMsgNums, batch.Len()))
 		}

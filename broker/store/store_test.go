@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -379,5 +380,42 @@ func TestStoreOpenRemovesCheckpointTempLeftover(t *testing.T) {
 	}
 	if _, err := fsys.Stat("/s/checkpoint.tmp"); err != nil {
 		t.Fatalf("a file that is no temporary file of the checkpoint was touched: %v", err)
+	}
+}
+
+// TestStoreDamagedUnitSizeNeverSkipped: a ConsumeQueue unit whose size was
+// damaged on disk (a high bit flipped) makes the pull that reaches it
+// fail, like a damaged message: the consumer neither skips the message it
+// points at nor gets a batch sized by the damaged field.
+func TestStoreDamagedUnitSizeNeverSkipped(t *testing.T) {
+	f := storage.NewFaultFS(6)
+	s := openTestStore(t, storeConfig(f, "/s"), &segLog{})
+	defer s.Close()
+	for i := 0; i < 5; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprintf("body-%d", i)))
+	}
+	s.clean.Close() // retention reads the queue files FlipBit changes
+	// Bit 6 of the size's top byte: the unit now claims 1 GiB more.
+	cqFile := "/s/consumequeue/T/0/" + storage.FileName(0)
+	if err := f.FlipBit(cqFile, 2*CQUnitSize+8, 6); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := s.GetMessage("g", "T", 0, 2, 32, nil)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatalf("pull at the damaged unit: %v, %d messages, next %d; want an error", r.Status, len(r.Messages), r.NextBeginOffset)
+	}
+	if !errors.Is(err, ErrCorruptMessage) {
+		t.Fatalf("pull at the damaged unit: %v, want ErrCorruptMessage", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Fatalf("pull allocated %d bytes for five small messages", n)
+	}
+	// The messages before it go out; the batch stops in front of it.
+	r, err = s.GetMessage("g", "T", 0, 0, 32, nil)
+	if err != nil || len(r.Messages) != 2 || r.NextBeginOffset != 2 {
+		t.Fatalf("pull before the damaged unit: %v %d messages, next %d, %v", r.Status, len(r.Messages), r.NextBeginOffset, err)
 	}
 }
