@@ -729,3 +729,38 @@ func TestLargeBatchKeepsPendingBufferSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotPositionMakesAsyncLogDurable: without Sync, writing a
+// snapshot's position record makes the log durable through the snapshot's
+// entry first. The snapshot outlives a power loss, and a member restoring
+// it at startup trusts its own log and queues to reach that entry: a log
+// ending before it would have the queues cut back below the snapshot's
+// offsets and then restarted empty there.
+func TestSnapshotPositionMakesAsyncLogDurable(t *testing.T) {
+	f := storage.NewFaultFS(3)
+	o := testOptions(f)
+	o.Sync = false
+	o.CheckpointBytes = 1 << 40
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, raftlogtest.Entries(1, 40, 1))
+	snaps := IndexedSnapshotStore{SnapshotStore: raft.NewInmemSnapshotStore()}
+	sink, err := snaps.Create(raft.SnapshotVersionMax, 40, 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WritePositionFor(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f = f.Crash(storage.CrashOptions{})
+	s.Close()
+	o.FS = f
+	s = mustOpen(t, "/log", o)
+	defer s.Close()
+	if last, _ := s.LastIndex(); last < 40 {
+		t.Fatalf("last index %d after a power loss; the snapshot at 40 was written", last)
+	}
+	raftlogtest.CheckRange(t, s, 1, 40, term1)
+}

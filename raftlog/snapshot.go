@@ -120,7 +120,13 @@ func (s *LogStore) SnapshotPosition(index uint64) (SnapshotPosition, error) {
 }
 
 // WritePositionFor writes the position record of the snapshot sink is
-// writing; FSMSnapshot.Persist calls it first.
+// writing; FSMSnapshot.Persist calls it first. Without Options.Sync it
+// first makes the log durable through its end (a checkpoint): the snapshot
+// survives a power loss, and a member restoring it at startup needs its
+// log to reach the snapshot's entry: else its queues are cut back to the
+// shorter log and restarted empty at the snapshot's offsets, and the
+// first append after the snapshot resets the whole log, to be fetched
+// again from a peer.
 func (s *LogStore) WritePositionFor(sink raft.SnapshotSink) error {
 	index, _, ok := SinkIndex(sink)
 	if !ok {
@@ -129,6 +135,11 @@ func (s *LogStore) WritePositionFor(sink raft.SnapshotSink) error {
 	p, err := s.SnapshotPosition(index)
 	if err != nil {
 		return err
+	}
+	if !s.opts.Sync {
+		if err := s.Checkpoint(); err != nil {
+			return fmt.Errorf("raftlog: make the log durable through snapshot index %d: %w", index, err)
+		}
 	}
 	return WriteSnapshotPosition(sink, p)
 }
