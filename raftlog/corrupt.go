@@ -11,12 +11,13 @@ import (
 //
 // Recovery scans frames from the anchor and stops at the first one that
 // fails its checks. A crash can only tear what was not yet synced; under
-// Options.Sync that is the one StoreLogs batch in flight, at the end of the
-// log, and at most MaxBatchEntries entries long (Raft hands the log store no
-// more per call). So when a bad frame is found, the rest of the written
-// space is searched for valid frames: a valid frame whose index lies a whole
-// batch or more past the bad one was written by a later StoreLogs call,
-// which only runs after the bad frame's batch was synced and acknowledged.
+// Options.Sync that is the one sync in flight, at the end of the log, and
+// at most MaxBatchEntries entries long (Raft hands the log store no more per
+// call when its MaxAppendEntries is the same; a longer call, from a leader
+// configured otherwise, is synced window by window). So when a bad frame is
+// found, the rest of the written space is searched for valid frames: a
+// valid frame whose index lies a whole batch or more past the bad one was
+// written after the bad frame's batch was synced, and so acknowledged.
 // The bad frame is then damage to acknowledged data, not a torn tail, and
 // Open refuses to cut it: it fails with a *CorruptionError naming the file
 // and offset, so the member neither votes nor serves anything. Frames valid
@@ -82,10 +83,7 @@ func (s *LogStore) classifyStopLocked(pos int64, expect uint64, cause error) err
 		// found may be unsynced.
 		return nil
 	}
-	window := uint64(s.opts.MaxBatchEntries)
-	if window == 0 {
-		window = defaultMaxBatchEntries
-	}
+	window := uint64(s.batchWindow())
 	vIndex, vPos, ok := s.lastValidFrameAfter(pos + 1)
 	if !ok || vIndex < expect+window {
 		return nil
@@ -95,6 +93,15 @@ func (s *LogStore) classifyStopLocked(pos int64, expect uint64, cause error) err
 		e.Path, e.FileOffset = mf.Path(), pos-mf.FileFromOffset()
 	}
 	return e
+}
+
+// batchWindow is the most entries one sync makes durable
+// (writeBatchLocked), so the most a power loss can tear.
+func (s *LogStore) batchWindow() int {
+	if s.opts.MaxBatchEntries > 0 {
+		return s.opts.MaxBatchEntries
+	}
+	return defaultMaxBatchEntries
 }
 
 // lastValidFrameAfter searches the written space from position from on for

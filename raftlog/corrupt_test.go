@@ -2,9 +2,12 @@ package raftlog
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/raftmq/raftmq/raftlog/raftlogtest"
 	"github.com/raftmq/raftmq/storage"
@@ -86,5 +89,73 @@ func TestTornLastBatchStillCut(t *testing.T) {
 	}
 	if s.Recovery().StopErr == nil {
 		t.Fatal("recovery reported no stop")
+	}
+}
+
+// msyncCrashFS is a FaultFS whose next msync of a segment, once armed,
+// is a power loss: it takes the crash image (unsynced pages torn) at that
+// moment, before any error handling of the store changes the page cache,
+// and fails.
+type msyncCrashFS struct {
+	*storage.FaultFS
+	armed   bool
+	crashed *storage.FaultFS
+}
+
+func (f *msyncCrashFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+	file, err := f.FaultFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return msyncCrashFile{File: file, fs: f}, nil
+}
+
+type msyncCrashFile struct {
+	storage.File
+	fs *msyncCrashFS
+}
+
+func (m msyncCrashFile) Msync(b []byte) error {
+	if m.fs.armed && strings.Contains(m.Name(), segmentDirName) {
+		m.fs.armed = false
+		m.fs.crashed = m.fs.FaultFS.Crash(storage.CrashOptions{TearPages: true})
+		return unix.EIO
+	}
+	return m.File.Msync(b)
+}
+
+// TestBatchLongerThanTheWindowTornIsCut: a StoreLogs call holding more
+// entries than MaxBatchEntries (a leader configured with a larger
+// raftMaxAppendEntries than this member) torn by a power loss during its
+// sync is cut like any torn batch: Open must not take valid frames a
+// window or more past a torn one for damage to acknowledged entries.
+func TestBatchLongerThanTheWindowTornIsCut(t *testing.T) {
+	for seed := uint64(0); seed < 40; seed++ {
+		f := &msyncCrashFS{FaultFS: storage.NewFaultFS(seed)}
+		o := testOptions(f)
+		o.SegmentSize = 1 << 20
+		o.CheckpointBytes = 1 << 40
+		o.MaxBatchEntries = 8
+		s := mustOpen(t, "/log", o)
+		storeAll(t, s, raftlogtest.Entries(1, 10, 1))
+		if err := s.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		f.armed = true
+		if err := s.StoreLogs(raftlogtest.Entries(11, 74, 1)); err == nil {
+			t.Fatalf("seed %d: StoreLogs returned nil with its sync failing", seed)
+		}
+		s.Close()
+		o.FS = f.crashed
+		s, err := Open("/log", o)
+		if err != nil {
+			t.Fatalf("seed %d: reopen after a torn batch: %v", seed, err)
+		}
+		last, _ := s.LastIndex()
+		if last < 10 {
+			t.Fatalf("seed %d: last index %d, the synced entries end at 10", seed, last)
+		}
+		raftlogtest.CheckRange(t, s, 1, last, term1)
+		s.Close()
 	}
 }

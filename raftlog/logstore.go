@@ -59,9 +59,10 @@ type Options struct {
 	CacheBytes int
 	// Logger receives recovery and failure reports (default zap.NewNop()).
 	Logger *zap.Logger
-	// MaxBatchEntries is the most entries one StoreLogs call may hold
-	// (Raft's MaxAppendEntries; default 64): recovery tells a torn batch
-	// from damage to acknowledged frames by it (corrupt.go).
+	// MaxBatchEntries is the most entries one sync makes durable (Raft's
+	// MaxAppendEntries; default 64; a longer StoreLogs call is synced in
+	// steps of it): recovery tells a torn batch from damage to acknowledged
+	// frames by it (corrupt.go).
 	MaxBatchEntries int
 }
 
@@ -400,7 +401,9 @@ const commitChunkBytes = 1 << 20
 // and makes them durable (Sync) or readable (no Sync).
 func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
 	s.batchPos = s.batchPos[:0]
-	for _, l := range logs {
+	window := s.batchWindow()
+	syncFrom := startPos
+	for i, l := range logs {
 		mf, pos, err := s.appendFrameLocked(l)
 		if err != nil {
 			return fmt.Errorf("append index %d: %w", l.Index, err)
@@ -419,9 +422,19 @@ func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
 				return fmt.Errorf("write %s: %w", mf.Path(), err)
 			}
 		}
+		// Recovery takes valid frames a window of entries or more past a
+		// torn one for acknowledged (corrupt.go), so a power loss may tear
+		// no more than that: a longer call (a leader configured with a
+		// larger raftMaxAppendEntries) is made durable window by window.
+		if s.opts.Sync && (i+1)%window == 0 && i+1 < len(logs) {
+			if err := s.syncFromLocked(syncFrom); err != nil {
+				return err
+			}
+			syncFrom = s.nextPos
+		}
 	}
 	if s.opts.Sync {
-		return s.syncFromLocked(startPos)
+		return s.syncFromLocked(syncFrom)
 	}
 	return s.commitFromLocked(startPos)
 }
