@@ -152,9 +152,13 @@ func (g *Group) catchupOnce(ctx context.Context, src catchupSource) error {
 		if err != nil {
 			return err
 		}
-		if first != 0 && first < st.NextIndex {
-			// The log holds entries before the recorded reset: the reset
-			// never completed, nothing is missing.
+		if first != 0 && first != st.NextIndex {
+			// Below it, the log holds entries before the recorded reset:
+			// the reset never completed, nothing is missing. Above it,
+			// retention deleted segments past the reset (a disk filled by
+			// this very catch-up forces it): nothing before it would be
+			// retained, and the commit, which needs the log to start at
+			// the reset, could never succeed.
 			return g.finishCatchup(gen, began)
 		}
 		peerFirst, peerPos, err := src.logStart(ctx)
