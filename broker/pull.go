@@ -208,8 +208,18 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 		c.noteStoreReadError(err)
 		return response(remoting.ResponseSystemError, "read %s/%d at %d: %v", h.Topic, h.QueueID, h.QueueOffset, err)
 	}
-	c.stats.got(h.ConsumerGroup, h.Topic, len(res.Messages), len(res.Body))
 	leader := c.rep.IsLeader()
+	if !leader && res.SkippedRemoved {
+		// Only the leader moves a consumer past messages: a follower may
+		// lack a range the leader retains (its snapshot install reset its
+		// log and the catch-up is not done, or its queues' minimum is not
+		// corrected yet after its own retention). Stepped over here, they
+		// would be skipped for good. Answered as nothing to read here
+		// (PULL_NOT_FOUND, offset kept, held like any such pull), as a
+		// follower answers an offset outside its queue.
+		res = store.GetMessageResult{Status: store.OffsetOverflowOne, NextBeginOffset: h.QueueOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
+	}
+	c.stats.got(h.ConsumerGroup, h.Topic, len(res.Messages), len(res.Body))
 	r := remoting.NewResponse(remoting.ResponseSuccess, "")
 	code := remoting.ResponseSuccess
 	switch res.Status {

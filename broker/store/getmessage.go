@@ -97,6 +97,9 @@ type GetMessageResult struct {
 	Messages [][]byte
 	// QueueOffsets holds each returned message's queue offset.
 	QueueOffsets []int64
+	// SkippedRemoved is set when units whose message is no longer in this
+	// store's CommitLog were stepped over (NextBeginOffset is past them).
+	SkippedRemoved bool
 }
 
 // GetMessage reads up to maxMsgNums messages of topic/queueID from offset
@@ -225,6 +228,7 @@ read:
 		batch.Release()
 	}
 	r.NextBeginOffset = next
+	r.SkippedRemoved = sawRemoved
 	r.Body = body
 	p := 0
 	r.Messages = make([][]byte, 0, len(sizes))

@@ -1,0 +1,53 @@
+package broker
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestFollowerDoesNotSkipMessagesItDropped: a follower that no longer
+// holds a range the leader retains (its own retention went further, or a
+// snapshot install reset its log and its catch-up is not done) answers a
+// pull there as removed. A follower does not move a consumer's offset (only
+// the leader does): the pull must leave the offset where it was, or the
+// consumer skips messages the leader still serves.
+func TestFollowerDoesNotSkipMessagesItDropped(t *testing.T) {
+	pc := startRealCluster(t, func(cfg *BrokerConfig) {
+		cfg.Store.MappedFileSizeCommitLog = 64 << 10
+		cfg.Store.MaxMessageSize = 16 << 10
+	})
+	l := pc.createTopicOnLeader("FR", 1)
+	leaderAddr := pc.nodes[l].Addr()
+	body := bytes.Repeat([]byte("x"), 2000)
+	for range 100 {
+		pc.sendAt(leaderAddr, "FR", body)
+	}
+	f := (l + 1) % 3
+	testutil.WaitFor(t, 10*time.Second, "the follower applied every message", func() bool {
+		return pc.groups[f].Store().GetMaxOffsetInQueue("FR", 0) == 100
+	})
+	if _, err := pc.groups[f].SnapshotAndTruncate(); err != nil {
+		t.Fatal(err)
+	}
+	if pc.groups[f].Store().CommitLog().MinOffset() == 0 {
+		t.Fatal("the follower's retention removed nothing")
+	}
+	r := pc.call(pc.nodes[f].Addr(), remoting.RequestPullMessage, pullExt("G", "FR", 0, 0, 0), nil)
+	var h wire.PullMessageResponseHeader
+	if err := r.DecodeHeader(&h); err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != remoting.ResponsePullNotFound || h.NextBeginOffset != 0 {
+		t.Fatalf("pull at 0 from the follower without it: code %d, next begin offset %d; want PULL_NOT_FOUND at 0", r.Code, h.NextBeginOffset)
+	}
+	// The leader still serves them.
+	lr := pc.call(leaderAddr, remoting.RequestPullMessage, pullExt("G", "FR", 0, 0, 0), nil)
+	if lr.Code != remoting.ResponseSuccess {
+		t.Fatalf("pull at 0 from the leader: %d %s", lr.Code, lr.Remark)
+	}
+}
