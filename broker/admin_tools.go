@@ -176,7 +176,7 @@ func (c *Controller) processBrokerConsumeStats(req *remoting.RemotingCommand) *r
 		b, _ = appendJSON(append(b, '{'), g)
 		b = append(b, ":["...)
 		n := 0
-		for _, t := range gt[g] {
+		for _, t := range c.subscribedTopics(g, gt[g]) {
 			if tc, ok := c.rep.State().Topic(t); !ok || (h.IsOrder && !tc.Order) {
 				continue
 			}

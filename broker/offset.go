@@ -191,19 +191,25 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 		return headerError(req, err)
 	}
 	var topics []string
-	if h.Topic != "" {
+	switch {
+	case h.TopicList != "":
+		// The topics asked for, whatever the group subscribes
+		// (RocketMQ's getTopicsForCollectingConsumeStats).
+		seen := map[string]bool{}
+		for _, t := range strings.Split(h.TopicList, ";") {
+			if t = strings.TrimSpace(t); t != "" && !seen[t] {
+				seen[t] = true
+				topics = append(topics, t)
+			}
+		}
+		sort.Strings(topics)
+	case h.Topic != "":
 		// A named topic is reported whether or not the group has
 		// committed on it (its queues then at offset 0, the whole
-		// backlog as lag), unless the group's online consumers subscribe
-		// other topics only: RocketMQ's getTopicsForCollectingConsumeStats.
-		// Left out, a group stuck before its first commit would show no
-		// lag at all.
-		g, online := c.clients.group(h.ConsumerGroup)
-		_, subscribed := g.Subscriptions[h.Topic]
-		if !online || len(g.Subscriptions) == 0 || subscribed {
-			topics = []string{h.Topic}
-		}
-	} else {
+		// backlog as lag). Left out, a group stuck before its first
+		// commit would show no lag at all.
+		topics = c.subscribedTopics(h.ConsumerGroup, []string{h.Topic})
+	default:
 		prefix := "@" + h.ConsumerGroup
 		for key := range c.offsetKeys() {
 			if t, ok := strings.CutSuffix(key, prefix); ok {
@@ -211,11 +217,32 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 			}
 		}
 		sort.Strings(topics)
+		topics = c.subscribedTopics(h.ConsumerGroup, topics)
 	}
 	b, _ := c.consumeStats(h.ConsumerGroup, topics)
 	r := success()
 	r.Body = b
 	return r
+}
+
+// subscribedTopics drops from topics those the group's online consumers
+// do not subscribe, unless none of them subscribes anything (or none is
+// online), as RocketMQ's consume stats do: offsets a group left behind on
+// a topic it no longer consumes are not its lag, and would otherwise
+// show as a backlog that only grows (consumerProgress, the dashboard,
+// rocketmq-exporter's rocketmq_group_diff).
+func (c *Controller) subscribedTopics(group string, topics []string) []string {
+	g, online := c.clients.group(group)
+	if !online || len(g.Subscriptions) == 0 {
+		return topics
+	}
+	out := make([]string, 0, len(topics))
+	for _, t := range topics {
+		if _, ok := g.Subscriptions[t]; ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // offsetCoalescer collects offset commits (UPDATE_CONSUMER_OFFSET and the

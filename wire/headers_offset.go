@@ -44,10 +44,13 @@ type SearchOffsetRequestHeader struct {
 }
 
 // ConsumeStatsRequestHeader is GET_CONSUME_STATS's (208) header; an empty
-// Topic asks for every topic the group consumes.
+// Topic asks for every topic the group consumes. TopicList (RocketMQ 5:
+// topics separated by ';') names the topics instead and takes precedence
+// over Topic.
 type ConsumeStatsRequestHeader struct {
 	ConsumerGroup string `ext:"consumerGroup,required"`
 	Topic         string `ext:"topic,omitempty"`
+	TopicList     string `ext:"topicList,omitempty"`
 }
 
 // ResetOffsetRequestHeader is INVOKE_BROKER_TO_RESET_OFFSET's (222) header

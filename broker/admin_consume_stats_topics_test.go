@@ -1,0 +1,92 @@
+package broker
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
+)
+
+// TestConsumeStatsTopicsAsRocketMQ: GET_CONSUME_STATS (208) and
+// GET_BROKER_CONSUME_STATS (317) pick a group's topics as RocketMQ's
+// broker does. Offsets the group left on a topic its online consumers no
+// longer subscribe are not reported (they answered them, a lag that only
+// grew in consumerProgress, the dashboard and rocketmq-exporter), and
+// 208's topicList header names exactly the topics to report (it was
+// ignored: every topic the group ever committed on came back).
+func TestConsumeStatsTopicsAsRocketMQ(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	for _, topic := range []string{"OLDT", "NEWT"} {
+		tc.createTopic(addr, topic, 1)
+		tc.sendAt(addr, topic, []byte("m"))
+	}
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"MOVED"}`)); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("create group: %d %s", r.Code, r.Remark)
+	}
+	for _, topic := range []string{"OLDT", "NEWT"} {
+		if r := tc.call(addr, remoting.RequestUpdateConsumerOffset, map[string]string{
+			"consumerGroup": "MOVED", "topic": topic, "queueId": "0", "commitOffset": "0"}, nil); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("commit on %s: %d %s", topic, r.Code, r.Remark)
+		}
+	}
+	// topics reads the topics of a ConsumeStats body's offsetTable.
+	topics := func(body []byte) map[string]bool {
+		t.Helper()
+		entries, err := wire.DecodeQueueTable(body, "offsetTable")
+		if err != nil {
+			t.Fatalf("ConsumeStats %s: %v", body, err)
+		}
+		got := map[string]bool{}
+		for _, e := range entries {
+			got[e.Queue.Topic] = true
+		}
+		return got
+	}
+	stats := func(ext map[string]string) map[string]bool {
+		t.Helper()
+		r := tc.call(addr, remoting.RequestGetConsumeStats, ext, nil)
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("GET_CONSUME_STATS %v: %d %s", ext, r.Code, r.Remark)
+		}
+		return topics(r.Body)
+	}
+
+	// Offline, every topic with the group's offsets is its progress.
+	if got := stats(map[string]string{"consumerGroup": "MOVED"}); !got["OLDT"] || !got["NEWT"] {
+		t.Fatalf("offline group's topics: %v; want OLDT and NEWT", got)
+	}
+	// The group comes back subscribed to NEWT only.
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@moved", ConsumerDataSet: []wire.HeartbeatConsumerData{{
+		GroupName: "MOVED", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET",
+		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "NEWT", SubString: "*", SubVersion: 1}},
+	}}})
+	if r := tc.call(addr, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+	}
+	if got := stats(map[string]string{"consumerGroup": "MOVED"}); got["OLDT"] || !got["NEWT"] {
+		t.Errorf("online group subscribed to NEWT only, without a topic: %v; want NEWT only", got)
+	}
+	if got := stats(map[string]string{"consumerGroup": "MOVED", "topic": "OLDT"}); len(got) != 0 {
+		t.Errorf("online group subscribed to NEWT only, topic OLDT: %v; want nothing", got)
+	}
+	// topicList is taken as given, subscribed or not.
+	if got := stats(map[string]string{"consumerGroup": "MOVED", "topicList": "OLDT;"}); !got["OLDT"] || got["NEWT"] {
+		t.Errorf("topicList OLDT: %v; want OLDT only", got)
+	}
+	if got := stats(map[string]string{"consumerGroup": "MOVED", "topic": "NEWT", "topicList": "OLDT;NEWT;"}); !got["OLDT"] || !got["NEWT"] {
+		t.Errorf("topicList OLDT;NEWT: %v; want both", got)
+	}
+
+	r := tc.call(addr, remoting.RequestGetBrokerConsumeStats, map[string]string{"isOrder": "false"}, nil)
+	if r.Code != remoting.ResponseSuccess {
+		t.Fatalf("GET_BROKER_CONSUME_STATS: %d %s", r.Code, r.Remark)
+	}
+	// MOVED is the only group with offsets here, so every queue of the
+	// body is one of its.
+	if body := string(r.Body); strings.Contains(body, `"topic":"OLDT"`) || !strings.Contains(body, `"topic":"NEWT"`) {
+		t.Errorf("GET_BROKER_CONSUME_STATS of MOVED: %s; want NEWT's queue only", body)
+	}
+}
