@@ -84,6 +84,10 @@ func (c *Controller) processViewBrokerStats(req *remoting.RemotingCommand) *remo
 // serializes it (MessageQueue objects as keys) and returns the total lag.
 // consumeTps is the group's pulled messages per second over the last
 // minute; lastTimestamp the store time of the last consumed message.
+// pullOffset is the consumer offset: raftmq does not track pulls the
+// group has not committed yet, so it reports none in flight (as
+// totalInflightDiff of GET_BROKER_CONSUME_STATS) rather than a negative
+// count.
 func (c *Controller) consumeStats(group string, topics []string) (body []byte, diff int64) {
 	now := time.Now()
 	b := []byte(`{"offsetTable":{`)
@@ -104,7 +108,7 @@ func (c *Controller) consumeStats(group string, topics []string) (body []byte, d
 			}
 			first = false
 			b = wire.AppendQueueEntry(b, wire.MessageQueue{Topic: t, BrokerName: c.cfg.BrokerName, QueueID: q},
-				wire.OffsetWrapper{BrokerOffset: maxOff, ConsumerOffset: off, LastTimestamp: c.storeTimeAt(t, q, off-1)})
+				wire.OffsetWrapper{BrokerOffset: maxOff, ConsumerOffset: off, PullOffset: off, LastTimestamp: c.storeTimeAt(t, q, off-1)})
 			diff += max(maxOff-off, 0)
 		}
 		if it := c.stats.lookup(wire.StatsGroupGetNums, t+"@"+group); it != nil {

@@ -157,8 +157,8 @@ func TestQueueTableBytes(t *testing.T) {
 	if want := `{"topic":"T","brokerName":"b","queueId":3}:{"minOffset":1,"maxOffset":9,"lastUpdateTimestamp":0}`; got != want {
 		t.Fatalf("topic stats entry %s, want %s", got, want)
 	}
-	got = string(AppendQueueEntry(nil, mq, OffsetWrapper{BrokerOffset: 9, ConsumerOffset: 4}))
-	if want := `{"topic":"T","brokerName":"b","queueId":3}:{"brokerOffset":9,"consumerOffset":4,"lastTimestamp":0}`; got != want {
+	got = string(AppendQueueEntry(nil, mq, OffsetWrapper{BrokerOffset: 9, ConsumerOffset: 4, PullOffset: 4}))
+	if want := `{"topic":"T","brokerName":"b","queueId":3}:{"brokerOffset":9,"consumerOffset":4,"lastTimestamp":0,"pullOffset":4}`; got != want {
 		t.Fatalf("consume stats entry %s, want %s", got, want)
 	}
 	body := `{"offsetTable":{` + got + `,` + string(AppendQueueEntry(nil, MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}, OffsetWrapper{})) + `},"consumeTps":0.0}`

@@ -22,6 +22,11 @@ type OffsetWrapper struct {
 	ConsumerOffset int64 `json:"consumerOffset"`
 	// LastTimestamp is the store time of the last consumed message (ms).
 	LastTimestamp int64 `json:"lastTimestamp"`
+	// PullOffset is RocketMQ 5's: where the group's pulls have got to,
+	// never below ConsumerOffset (mqadmin consumerProgress prints
+	// PullOffset - ConsumerOffset as #Inflight; missing, it reads 0 and
+	// the column goes negative). Last, as fastjson orders fields by name.
+	PullOffset int64 `json:"pullOffset"`
 }
 
 // AppendQueueEntry appends one key/value of a queue-keyed table, the key

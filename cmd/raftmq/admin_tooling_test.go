@@ -165,7 +165,12 @@ func testToolingAnswers(t *testing.T, f *parityFixture) {
 		}
 		for _, e := range es {
 			ow := javaObject(t, e.Value)
-			wantJava(t, ow, map[string]string{"brokerOffset": "long", "consumerOffset": "long", "lastTimestamp": "long"})
+			wantJava(t, ow, map[string]string{"brokerOffset": "long", "consumerOffset": "long", "pullOffset": "long", "lastTimestamp": "long"})
+			// RocketMQ 5's mqadmin consumerProgress prints pullOffset -
+			// consumerOffset as #Inflight.
+			if mustInt64(t, ow["pullOffset"]) < mustInt64(t, ow["consumerOffset"]) {
+				t.Errorf("queue %v: pullOffset %v below consumerOffset %v (mqadmin's #Inflight negative)", e.Queue, ow["pullOffset"], ow["consumerOffset"])
+			}
 			if ow["consumerOffset"].(json.Number).String() != "0" && ow["lastTimestamp"].(json.Number).String() == "0" {
 				t.Errorf("queue %v: consumed but lastTimestamp 0", e.Queue)
 			}
@@ -339,4 +344,18 @@ func wantJava(t *testing.T, obj map[string]any, fields map[string]string) {
 			t.Errorf("field %s = %#v: not a %s", name, v, typ)
 		}
 	}
+}
+
+// mustInt64 reads a JSON number decoded with UseNumber.
+func mustInt64(t *testing.T, v any) int64 {
+	t.Helper()
+	n, ok := v.(json.Number)
+	if !ok {
+		t.Fatalf("%v is not a number", v)
+	}
+	i, err := n.Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
 }
