@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/raftmq/raftmq/internal/config"
 	"github.com/raftmq/raftmq/remoting"
@@ -272,7 +274,8 @@ func (c *Controller) processRuntimeInfo() *remoting.RemotingCommand {
 	return r
 }
 
-// processTopicStats answers TopicStatsTable: per queue min/max offset.
+// processTopicStats answers TopicStatsTable: per queue min/max offset,
+// and the topic's put rate.
 func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.RemotingCommand {
 	var h wire.TopicRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
@@ -294,7 +297,19 @@ func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.
 		b = wire.AppendQueueEntry(b, wire.MessageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q},
 			wire.TopicOffset{MinOffset: c.st.GetMinOffsetInQueue(h.Topic, q), MaxOffset: maxOff, LastUpdateTimestamp: c.storeTimeAt(h.Topic, q, maxOff-1)})
 	}
-	b = append(b, `}}`...)
+	// topicPutTps: the topic's stored messages per second over the last
+	// minute, as RocketMQ's tpsTopicPutNums (mqadmin topicStatus prints
+	// it as "Topic Put TPS").
+	var tps float64
+	if it := c.stats.lookup(wire.StatsTopicPutNums, h.Topic); it != nil {
+		tps = it.tps(time.Minute, time.Now())
+	}
+	b = append(b, `},"topicPutTps":`...)
+	b = strconv.AppendFloat(b, tps, 'f', -1, 64)
+	if math.Trunc(tps) == tps {
+		b = append(b, ".0"...) // a double, as fastjson writes it
+	}
+	b = append(b, '}')
 	r := success()
 	r.Body = b
 	return r

@@ -148,6 +148,21 @@ func testToolingAnswers(t *testing.T, f *parityFixture) {
 		}
 	})
 
+	t.Run("GET_TOPIC_STATS_INFO has the put rate", func(t *testing.T) {
+		// mqadmin topicStatus prints TopicStatsTable.topicPutTps (a
+		// double) as "Topic Put TPS".
+		resp := call(t, f.leader, remoting.RequestGetTopicStatsInfo, &wire.TopicRequestHeader{Topic: "ParT"})
+		plain, err := wire.QuoteObjectKeys(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := javaObject(t, plain)
+		wantJava(t, obj, map[string]string{"topicPutTps": "double", "offsetTable": "object"})
+		if tps, ok := obj["topicPutTps"].(json.Number); ok && tps.String() == "0.0" {
+			t.Errorf("topicPutTps 0 right after sending %d messages", parityMsgs)
+		}
+	})
+
 	t.Run("GET_CONSUME_STATS has the consume rate and last timestamps", func(t *testing.T) {
 		resp := call(t, f.leader, remoting.RequestGetConsumeStats, &wire.ConsumeStatsRequestHeader{ConsumerGroup: "ParCG", Topic: "ParT"})
 		plain, err := wire.QuoteObjectKeys(resp.Body)
