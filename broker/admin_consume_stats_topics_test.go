@@ -90,3 +90,40 @@ func TestConsumeStatsTopicsAsRocketMQ(t *testing.T) {
 		t.Errorf("GET_BROKER_CONSUME_STATS of MOVED: %s; want NEWT's queue only", body)
 	}
 }
+
+// TestBrokerConsumeStatsConfiguredGroups: GET_BROKER_CONSUME_STATS (317)
+// lists the configured groups, as RocketMQ's broker does: a group deleted
+// without cleanOffset keeps its offsets (deleteSubGroup's default), and
+// those were listed as a lag nobody would ever consume, in
+// brokerConsumeStats' lines and its totalDiff; a configured group that
+// has committed nothing yet is listed with no stats.
+func TestBrokerConsumeStatsConfiguredGroups(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "BCT", 1)
+	tc.sendAt(addr, "BCT", []byte("m"))
+	for _, g := range []string{"GONE", "IDLE"} {
+		if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("create group %s: %d %s", g, r.Code, r.Remark)
+		}
+	}
+	if r := tc.call(addr, remoting.RequestUpdateConsumerOffset, map[string]string{
+		"consumerGroup": "GONE", "topic": "BCT", "queueId": "0", "commitOffset": "0"}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	if r := tc.call(addr, remoting.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "GONE"}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("delete group: %d %s", r.Code, r.Remark)
+	}
+	// The offsets stay, as in RocketMQ.
+	if q := tc.call(addr, remoting.RequestQueryConsumerOffset, map[string]string{"consumerGroup": "GONE", "topic": "BCT", "queueId": "0"}, nil); q.Code != remoting.ResponseSuccess {
+		t.Fatalf("GONE's offset after deleting its config: %d %s; want kept", q.Code, q.Remark)
+	}
+	r := tc.call(addr, remoting.RequestGetBrokerConsumeStats, map[string]string{"isOrder": "false"}, nil)
+	if r.Code != remoting.ResponseSuccess {
+		t.Fatalf("GET_BROKER_CONSUME_STATS: %d %s", r.Code, r.Remark)
+	}
+	body := string(r.Body)
+	if strings.Contains(body, `"GONE"`) || !strings.Contains(body, `{"IDLE":[]}`) || !strings.Contains(body, `"totalDiff":0`) {
+		t.Errorf("GET_BROKER_CONSUME_STATS: %s; want IDLE with no stats, no GONE, totalDiff 0", body)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -156,19 +157,18 @@ func (c *Controller) groupTopics() map[string][]string {
 }
 
 // processBrokerConsumeStats answers GET_BROKER_CONSUME_STATS: every
-// group's ConsumeStats per topic (ConsumeStatsList), only ordered topics
-// with isOrder.
+// configured group's ConsumeStats per topic (ConsumeStatsList), only
+// ordered topics with isOrder.
 func (c *Controller) processBrokerConsumeStats(req *remoting.RemotingCommand) *remoting.RemotingCommand {
 	var h wire.GetConsumeStatsInBrokerHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
+	// Every configured group, with the topics it has offsets on, as
+	// RocketMQ's fetchAllConsumeStatsInBroker: offsets a deleted group
+	// left behind (deleteSubGroup keeps them) are nobody's lag.
 	gt := c.groupTopics()
-	groups := make([]string, 0, len(gt))
-	for g := range gt {
-		groups = append(groups, g)
-	}
-	slices.Sort(groups)
+	groups := slices.Sorted(maps.Keys(c.rep.State().SubscriptionGroups()))
 	b := []byte(`{"brokerAddr":`)
 	b, _ = appendJSON(b, c.addr)
 	b = append(b, `,"consumeStatsList":[`...)
