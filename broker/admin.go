@@ -82,8 +82,17 @@ func (c *Controller) processUpdateTopic(ctx context.Context, req *remoting.Remot
 	if h.Perm&^(wire.PermRead|wire.PermWrite|wire.PermInherit) != 0 {
 		return response(remoting.ResponseInvalidParameter, "perm %d has unknown bits (4 read, 2 write, 1 inherit)", h.Perm)
 	}
-	if h.TopicFilterType == "" {
+	switch h.TopicFilterType {
+	case "":
 		h.TopicFilterType = "SINGLE_TAG"
+	case "SINGLE_TAG", "MULTI_TAG":
+	default:
+		// RocketMQ's TopicFilterType.valueOf refuses it (SYSTEM_ERROR).
+		// Stored, it would go into the broker's registrations, where the
+		// compact topic encoding splits fields on spaces and RocketMQ's
+		// name server refuses an unknown filter type.
+		return response(remoting.ResponseSystemError, "No enum constant org.apache.rocketmq.common.TopicFilterType.%s: topicFilterType must be SINGLE_TAG or MULTI_TAG",
+			h.TopicFilterType)
 	}
 	if !c.rep.IsLeader() {
 		// The attributes alter the leader's current ones; a follower's may lag.
