@@ -576,9 +576,29 @@ func (a *Admin) ViewMessage(ctx context.Context, offsetMsgID string) (*MessageEx
 // end] (QUERY_MESSAGE, 12, to every master of the route); at most maxNum
 // per broker group. ErrMessageNotFound when none has any.
 func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum int, begin, end time.Time) ([]*MessageExt, error) {
+	return a.queryKey(ctx, nil, topic, key, maxNum, begin, end)
+}
+
+// QueryMessageByKeyOn is QueryMessageByKey asking only those of topic's
+// broker groups that are in groups (ClusterGroups of one cluster, as
+// RocketMQ's MQAdminImpl asks only its cluster's brokers: mqadmin
+// queryMsgByKey -c).
+func (a *Admin) QueryMessageByKeyOn(ctx context.Context, groups []string, topic, key string, maxNum int, begin, end time.Time) ([]*MessageExt, error) {
+	if groups == nil {
+		groups = []string{}
+	}
+	return a.queryKey(ctx, groups, topic, key, maxNum, begin, end)
+}
+
+// queryKey looks key up in topic's groups, only those in groups unless
+// groups is nil.
+func (a *Admin) queryKey(ctx context.Context, groups []string, topic, key string, maxNum int, begin, end time.Time) ([]*MessageExt, error) {
 	names, err := a.routeGroups(ctx, topic)
 	if err != nil {
 		return nil, err
+	}
+	if groups != nil {
+		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(groups, n) })
 	}
 	if maxNum <= 0 {
 		maxNum = 32

@@ -127,8 +127,9 @@ var adminCommands = []adminEntry{
 			topicFlag,
 			str("msgKey", "k", "message key").req(),
 			num64("beginTimestamp", "b", 0, "stored at or after (ms since epoch)"),
-			num64("endTimestamp", "e", 0, "stored at or before (ms since epoch; 0 = now)"),
-			num("maxNum", "c", 64, "at most this many per broker group"),
+			num64("endTimestamp", "e", 0, "stored at or before (ms since epoch; 0 = no bound, as mqadmin)"),
+			num("maxNum", "m", 64, "at most this many per broker group"),
+			str("cluster", "c", "look the key up on this cluster's broker groups only (RocketMQ 5.3.1's -c); a number is taken as maxNum, RocketMQ 5.1.4-5.3.0's -c"),
 		},
 		run: runQueryMsgByKey,
 		table: columns([]any{"#Message ID", "#Offset Message ID", "#QID", "#Offset", "#Store Time"}, func(v messageView) []any {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -337,13 +338,31 @@ func tableMessage(w *tabwriter.Writer, v messageView) {
 // runQueryMsgByKey is mqadmin queryMsgByKey -t -k.
 func runQueryMsgByKey(ctx context.Context, s *adminSession, in flagValues) ([]messageView, error) {
 	topic, key := in.str("topic"), in.str("msgKey")
-	end := time.Now()
-	if e := in.int64("endTimestamp"); e > 0 {
-		end = time.UnixMilli(e)
+	begin, end := queryKeyWindow(in)
+	maxNum, cluster := in.int("maxNum"), in.str("cluster")
+	if n, err := strconv.Atoi(cluster); err == nil {
+		maxNum, cluster = n, ""
 	}
-	msgs, err := s.a.QueryMessageByKey(ctx, topic, key, in.int("maxNum"), time.UnixMilli(in.int64("beginTimestamp")), end)
+	var msgs []*client.MessageExt
+	var err error
+	if cluster == "" {
+		msgs, err = s.a.QueryMessageByKey(ctx, topic, key, maxNum, begin, end)
+	} else {
+		names, cerr := s.a.ClusterGroups(ctx, cluster)
+		if errors.Is(cerr, client.ErrNoBroker) {
+			return nil, fmt.Errorf("%w: -c %s: %v", errNotFound, cluster, cerr)
+		}
+		if cerr != nil {
+			return nil, cerr
+		}
+		msgs, err = s.a.QueryMessageByKeyOn(ctx, names, topic, key, maxNum, begin, end)
+	}
 	if errors.Is(err, client.ErrMessageNotFound) {
-		return nil, fmt.Errorf("%w: no message of topic %s with key %q: %v", errNotFound, topic, key, err)
+		where := ""
+		if cluster != "" {
+			where = " in cluster " + cluster
+		}
+		return nil, fmt.Errorf("%w: no message of topic %s with key %q%s: %v", errNotFound, topic, key, where, err)
 	}
 	if err != nil {
 		return nil, err
@@ -353,6 +372,18 @@ func runQueryMsgByKey(ctx context.Context, s *adminSession, in flagValues) ([]me
 		views = append(views, viewOf(m))
 	}
 	return views, nil
+}
+
+// queryKeyWindow is queryMsgByKey's store-time window: -b (default 0)
+// to -e, which defaults to no bound (mqadmin's Long.MAX_VALUE). Bounded
+// by this host's clock, a message a broker stored moments ago by a
+// clock ahead of it would not be found.
+func queryKeyWindow(in flagValues) (begin, end time.Time) {
+	end = time.UnixMilli(math.MaxInt64)
+	if e := in.int64("endTimestamp"); e > 0 {
+		end = time.UnixMilli(e)
+	}
+	return time.UnixMilli(in.int64("beginTimestamp")), end
 }
 
 // queueOffset is one queue of resetOffsetByTime.
