@@ -99,34 +99,34 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 	if r := c.replicate(ctx, "reset offsets", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) }); r != nil {
 		return r
 	}
-	c.notifyReset(ctx, req, body, h.Group)
+	c.notifyReset(ctx, &h, body)
 	r := success()
 	r.Body = body
 	return r
 }
 
 // notifyReset sends RESET_CONSUMER_CLIENT_OFFSET oneway to every live
-// consumer of group, as RocketMQ's Broker2Client.resetOffset: RocketMQ's
+// consumer of the group, as RocketMQ's Broker2Client.resetOffset: RocketMQ's
 // clients (Java, the official Go client) never answer it, so waiting for
 // answers would hold the reset for a timeout per consumer, past
 // mqadmin's own. A consumer the notice does not reach reads the committed
-// offsets when it next rebalances.
-func (c *Controller) notifyReset(ctx context.Context, req *remoting.RemotingCommand, body []byte, group string) {
-	g, ok := c.clients.group(group)
+// offsets when it next rebalances. The notice carries the reset's header
+// only, never the request's other fields: those hold the admin's
+// AccessKey and Signature, which sign the field values and body but not
+// the request code, so a consumer could send them back as any admin
+// request those fields satisfy (DELETE_TOPIC_IN_BROKER needs only topic).
+func (c *Controller) notifyReset(ctx context.Context, h *wire.ResetOffsetRequestHeader, body []byte) {
+	g, ok := c.clients.group(h.Group)
 	if !ok {
 		return
 	}
 	for id, ch := range g.Channels {
-		n := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, nil, body)
-		n.ExtFields = map[string]string{}
-		for k, v := range req.ExtFields {
-			n.ExtFields[k] = v
-		}
+		n := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, h, body)
 		cctx, cancel := context.WithTimeout(ctx, resetNotifyTimeout)
 		err := ch.Conn.InvokeOneway(cctx, n)
 		cancel()
 		if err != nil {
-			c.log.Info("reset offset: notice not sent to consumer", zap.String("group", group), zap.String("client", id), zap.Error(err))
+			c.log.Info("reset offset: notice not sent to consumer", zap.String("group", h.Group), zap.String("client", id), zap.Error(err))
 		}
 	}
 }
