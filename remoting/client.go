@@ -369,7 +369,9 @@ func (c *Client) InvokeSyncUntil(ctx context.Context, addr string, req *Remoting
 // the connection closes). At most MaxAsyncInflight calls wait at once:
 // beyond that InvokeAsync waits for a slot until ctx ends, then returns
 // ErrTooManyRequests. cb is not called when InvokeAsync returns an error.
-// cb runs on the connection's reader or the sweeper: it must not block.
+// cb runs on the connection's reader or the sweeper (or on InvokeAsync's
+// goroutine for a close that came while the frame was being queued), never
+// while req is still being encoded: it must not block.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *RemotingCommand, cb func(*RemotingCommand, error)) error {
 	ctx, cancel := c.withDefaultTimeout(ctx)
 	defer cancel()

@@ -17,8 +17,10 @@ import (
 // path, which dials) or the frame could not be queued (err says why); a
 // call that the connection's close failed while its frame waited counts
 // as sent.
-// cb runs on the connection's reader, the timer or the closer: it must
-// not block.
+// cb runs on the connection's reader, the timer or the closer (or, for a
+// close that came while the frame was being queued, on StartCall's
+// goroutine before it returns), never while req is still being encoded:
+// it must not block.
 func (c *Client) StartCall(addr string, req *RemotingCommand, deadline time.Time, cb func(*RemotingCommand, error)) (sent bool, err error) {
 	c.mu.Lock()
 	e := c.entries[addr]

@@ -96,6 +96,13 @@ type future struct {
 	// cb, when set, runs on the goroutine that completes the future
 	// (reader, sweeper or closer): it must not block.
 	cb func(*RemotingCommand, error)
+	// send says whether startCall is still queueing the request (and so
+	// encoding it: a frame waiting for room is encoded once room appears).
+	// A close, FailAsyncCalls or a timeout can complete the future then;
+	// cb must not run before the encoder is done with the request, which
+	// cb's owner may recycle or encode its next attempt into, so that
+	// completer leaves cb to startCall.
+	send atomic.Int32
 	// received is the connection's read count when the call was
 	// registered, and sentAt the time (only with closeSilentAfter): a
 	// timeout with the count unchanged means nothing came back since.
@@ -114,8 +121,23 @@ func (f *future) complete(resp *RemotingCommand, err error) {
 	if f.done != nil {
 		close(f.done)
 	}
-	if f.cb != nil {
+	if f.cb != nil && !f.send.CompareAndSwap(sendQueueing, sendCompletedWhileQueueing) {
 		f.cb(resp, err)
+	}
+}
+
+// future.send states.
+const (
+	sendQueueing int32 = iota
+	sendQueued
+	sendCompletedWhileQueueing
+)
+
+// queued marks f's request as no longer used by its connection and runs
+// the callback of a completion that came while it was (see future.send).
+func (f *future) queued() {
+	if f.cb != nil && !f.send.CompareAndSwap(sendQueueing, sendQueued) {
+		f.cb(f.resp, f.err)
 	}
 }
 
@@ -755,8 +777,8 @@ func (c *Conn) startCall(ctx context.Context, req *RemotingCommand, deadline tim
 		// A close (or FailAsyncCalls, or the sweep) took the entry while
 		// the frame waited: it completes f, so f's outcome is that one and
 		// the caller must not also treat the call as not sent.
-		return f, nil
 	}
+	f.queued()
 	return f, nil
 }
 
