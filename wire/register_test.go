@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -221,4 +222,42 @@ func sameRegisterBody(a, b *RegisterBrokerBody, compact bool) bool {
 		}
 	}
 	return true
+}
+
+// FuzzDecodeLegacyRegisterBody: a pre-3.0.11 broker's body (a bare
+// TopicConfigSerializeWrapper) never panics the decoder, fails only with
+// ErrBadBody, allocates at most a small multiple of its length, holds at
+// most MaxRegisterTopics topics, and what decodes re-encodes to a body
+// that decodes the same.
+func FuzzDecodeLegacyRegisterBody(f *testing.F) {
+	legacy, _ := json.Marshal(registerTestBody().TopicConfigSerializeWrapper)
+	f.Add(legacy)
+	f.Add([]byte(`{"topicConfigTable":{"a":{"attributes":{"x":"y"}}},"dataVersion":{"counter":3}}`))
+	f.Add([]byte(`{"topicConfigTable":{"a":null,"b":{}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		body, err := DecodeLegacyRegisterBody(data)
+		runtime.ReadMemStats(&after)
+		if got, most := after.TotalAlloc-before.TotalAlloc, uint64(1<<20+64*len(data)); got > most {
+			t.Fatalf("decoding %d bytes allocated %d bytes", len(data), got)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrBadBody) {
+				t.Fatalf("error %v does not wrap ErrBadBody", err)
+			}
+			return
+		}
+		if n := len(body.TopicConfigSerializeWrapper.TopicConfigTable); n > MaxRegisterTopics {
+			t.Fatalf("decoded %d topics, at most %d", n, MaxRegisterTopics)
+		}
+		enc, err := json.Marshal(body.TopicConfigSerializeWrapper)
+		if err != nil {
+			t.Fatalf("decoded body does not encode: %v", err)
+		}
+		back, err := DecodeLegacyRegisterBody(enc)
+		if err != nil || !sameRegisterBody(back, body, false) {
+			t.Fatalf("round trip: %+v (%v), want %+v", back, err, body)
+		}
+	})
 }
