@@ -115,6 +115,10 @@ func newBrokerMetrics(c *Controller) *brokerMetrics {
 		Help: "Connections closed because their incomplete frame did not fit in maxIncompleteFrameBytes."}, func() float64 {
 		return float64(c.sumServers((*remoting.Server).IncompleteFrameRefusals))
 	}))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "queued_request_refusals_total",
+		Help: "Requests answered SYSTEM_BUSY because the frames queued for processors were at maxQueuedRequestBytes."}, func() float64 {
+		return float64(c.sumServers((*remoting.Server).QueuedRequestRefusals))
+	}))
 	gauge("incomplete_frame_bytes", "Memory held by request frames still arriving (bounded per listener by maxIncompleteFrameBytes).",
 		func() float64 { return float64(c.sumServers((*remoting.Server).IncompleteFrameBytes)) })
 	m.lagDropped = counter("consumer_lag_series_dropped_total",

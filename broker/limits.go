@@ -61,6 +61,12 @@ type LimitsConfig struct {
 	// replica and a route entry). updateTopic is not limited.
 	AutoCreateTopicMaxPerSecond int `prop:"autoCreateTopicMaxPerSecond"`
 	AutoCreateMaxTopics         int `prop:"autoCreateMaxTopics"`
+	// MaxQueuedRequestBytes bounds the request frames waiting in (or run
+	// by) the processors' pools on one listener (256 MiB): a pool queue
+	// has thousands of slots, each able to hold a 16 MiB frame while the
+	// workers are busy. A request that does not fit is answered
+	// SYSTEM_BUSY at once, like a full queue.
+	MaxQueuedRequestBytes int `prop:"maxQueuedRequestBytes"`
 }
 
 // defaultLimits returns LimitsConfig's defaults.
@@ -75,6 +81,7 @@ func defaultLimits() LimitsConfig {
 		MaxHeldPullsPerConnection:   4096,
 		AutoCreateTopicMaxPerSecond: 10,
 		AutoCreateMaxTopics:         10000,
+		MaxQueuedRequestBytes:       remoting.DefaultQueuedRequestBudget,
 	}
 }
 
@@ -108,6 +115,7 @@ func (l LimitsConfig) validate() error {
 		{"maxWriteQueueBytes", l.MaxWriteQueueBytes}, {"maxHeldPulls", l.MaxHeldPulls},
 		{"maxHeldPullsPerConnection", l.MaxHeldPullsPerConnection},
 		{"autoCreateTopicMaxPerSecond", l.AutoCreateTopicMaxPerSecond}, {"autoCreateMaxTopics", l.AutoCreateMaxTopics},
+		{"maxQueuedRequestBytes", l.MaxQueuedRequestBytes},
 	} {
 		if kv.v < 1 {
 			errs = append(errs, fmt.Errorf("%w: %s: %d must be positive", ErrInvalidBrokerConfig, kv.key, kv.v))
@@ -120,6 +128,7 @@ func (l LimitsConfig) validate() error {
 func (l LimitsConfig) applyServer(s *remoting.ServerConfig) {
 	s.MaxConns, s.MaxConnsPerIP, s.WriteQueueBytes = l.MaxConnections, l.MaxConnectionsPerIP, l.MaxWriteQueueBytes
 	s.FrameReadTimeout, s.WriteTimeout = l.FrameReadTimeout, l.WriteTimeout
+	s.QueuedRequestBudget = int64(l.MaxQueuedRequestBytes)
 }
 
 // registerLimitMetrics exports the remoting limits' closes.

@@ -211,7 +211,7 @@ func (c *Client) connClosed(addr string) {
 	}
 }
 
-func (c *Client) handleRequest(conn *Conn, req *RemotingCommand) {
+func (c *Client) handleRequest(conn *Conn, req *RemotingCommand, _ int) {
 	c.mu.Lock()
 	h := c.procs[req.Code]
 	c.mu.Unlock()

@@ -156,7 +156,8 @@ type Conn struct {
 
 	// handleRequest receives every request read from the peer. It runs on
 	// the reader goroutine and must only enqueue work.
-	handleRequest func(c *Conn, req *RemotingCommand)
+	// size is the request's frame length.
+	handleRequest func(c *Conn, req *RemotingCommand, size int)
 	// onClosed runs once, after the connection is marked closed.
 	onClosed func(c *Conn)
 	// lazyRequest, when set (servers), says which request codes are
@@ -198,7 +199,7 @@ type Conn struct {
 var connSeq atomic.Uint64
 
 func newConn(nc net.Conn, opts connOptions, log *zap.Logger,
-	handle func(*Conn, *RemotingCommand), onClosed func(*Conn)) *Conn {
+	handle func(*Conn, *RemotingCommand, int), onClosed func(*Conn)) *Conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
 		id:            connSeq.Add(1),
@@ -398,7 +399,7 @@ func (c *Conn) readLoop() {
 				_ = c.WriteResponse(cmd, notSupportedResponse(cmd.wideCode))
 				continue
 			}
-			c.handleRequest(c, cmd)
+			c.handleRequest(c, cmd, int(n))
 			continue
 		}
 		if f == nil {

@@ -96,7 +96,7 @@ func FuzzConnStream(f *testing.F) {
 		closed := make(chan struct{})
 		budget := &frameBudget{limit: 1 << 20}
 		c := newConn(nc, connOptions{maxFrameSize: maxFrame, writeQueue: 16, budget: budget}, zap.NewNop(),
-			func(_ *Conn, r *RemotingCommand) {
+			func(_ *Conn, r *RemotingCommand, _ int) {
 				mu.Lock()
 				got = append(got, r)
 				mu.Unlock()

@@ -45,6 +45,9 @@ type LimitCounts struct {
 	// was not complete within FrameReadTimeout (a half-sent or trickled
 	// frame).
 	FrameTimeouts int64
+	// QueuedRequestsRefused counts requests answered SYSTEM_BUSY because
+	// their frame did not fit in QueuedRequestBudget.
+	QueuedRequestsRefused int64
 }
 
 // LimitCounts returns how often each of the server's limits bit.
@@ -55,6 +58,8 @@ func (s *Server) LimitCounts() LimitCounts {
 		WriteStalls:       s.limits.writeStalls.Load(),
 		IncompleteFrames:  s.frames.refused.Load(),
 		FrameTimeouts:     s.limits.frameTimeouts.Load(),
+
+		QueuedRequestsRefused: s.limits.queuedRefused.Load(),
 	}
 }
 
@@ -65,6 +70,7 @@ type serverLimits struct {
 	connsRefusedPerIP atomic.Int64
 	writeStalls       atomic.Int64
 	frameTimeouts     atomic.Int64
+	queuedRefused     atomic.Int64
 	refusalWarn       WarnLimiter
 
 	perIP map[string]int // guarded by Server.mu

@@ -3,6 +3,8 @@ package remoting
 import (
 	"context"
 	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,4 +111,80 @@ func TestLimitPeerThatNeverReads(t *testing.T) {
 		t.Fatalf("%d bytes queued, bound %d", maxQueued, queueBytes+answer+1024)
 	}
 	t.Logf("max queued %d bytes", maxQueued)
+}
+
+// TestLimitQueuedRequestBytes: requests waiting for a busy processor hold
+// at most QueuedRequestBudget bytes of frames between them; past it the
+// server answers SYSTEM_BUSY at once, instead of holding every frame its
+// queue has a slot for (a processor queue of thousands × 16 MiB frames).
+// Once the queued requests ran, requests are admitted again.
+func TestLimitQueuedRequestBytes(t *testing.T) {
+	const body = 1 << 20
+	const budget = 4 << 20
+	release := make(chan struct{})
+	var handled atomic.Int32
+	s := startServer(t, ServerConfig{QueuedRequestBudget: budget}, nil, func(s *Server) {
+		s.Register(RequestHeartBeat, func(_ context.Context, _ *Conn, _ *RemotingCommand) (*RemotingCommand, error) {
+			<-release
+			handled.Add(1)
+			return NewResponse(ResponseSuccess, ""), nil
+		}, 1, 1000)
+	})
+	addr := s.Addr().String()
+	c := newTestClient(t, ClientConfig{DefaultTimeout: 20 * time.Second})
+	const n = 20
+	type answer struct {
+		code   int16
+		remark string
+	}
+	answers := make(chan answer, n)
+	for range n {
+		err := c.InvokeAsync(context.Background(), addr, NewRequest(RequestHeartBeat, nil, make([]byte, body)), func(resp *RemotingCommand, err error) {
+			if err != nil {
+				t.Error(err)
+				answers <- answer{code: -1}
+				return
+			}
+			answers <- answer{resp.Code, resp.Remark}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := 0
+	testutil.WaitFor(t, 20*time.Second, "every request past the budget answered", func() bool {
+		for {
+			select {
+			case a := <-answers:
+				if a.code != ResponseSystemBusy || !strings.Contains(a.remark, "OVERLOAD") || !strings.Contains(a.remark, "maxQueuedRequestBytes") {
+					t.Fatalf("a request answered %d %q while the processor was blocked", a.code, a.remark)
+				}
+				busy++
+			default:
+				return busy >= n-budget/body
+			}
+		}
+	})
+	if got := s.QueuedRequestBytes(); got > budget {
+		t.Fatalf("%d bytes of requests held, budget %d", got, budget)
+	}
+	close(release)
+	for got := busy; got < n; got++ {
+		select {
+		case a := <-answers:
+			if a.code != ResponseSuccess && a.code != ResponseSystemBusy {
+				t.Fatalf("answered %d %q", a.code, a.remark)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d requests answered", got, n)
+		}
+	}
+	if h := handled.Load(); h > budget/body {
+		t.Fatalf("%d requests of %d bytes were held for a budget of %d", h, body, budget)
+	}
+	testutil.WaitFor(t, 10*time.Second, "budget released", func() bool { return s.QueuedRequestBytes() == 0 })
+	resp, err := c.InvokeSync(context.Background(), addr, NewRequest(RequestHeartBeat, nil, make([]byte, body)))
+	if err != nil || resp.Code != ResponseSuccess {
+		t.Fatalf("request after the queue drained: %v %v", resp, err)
+	}
 }

@@ -66,6 +66,7 @@ type task struct {
 	async *asyncReg // set for asynchronous processors instead of h
 	conn  *Conn
 	req   *RemotingCommand
+	size  int64 // the request's frame bytes, charged to the server's queued-request budget
 }
 
 // workerPool is a fixed set of workers behind a bounded queue (RocketMQ's

@@ -48,6 +48,14 @@ type ServerConfig struct {
 	// that finds no room waits at most WriteTimeout, then the connection
 	// is closed: a peer that never reads holds a bounded amount.
 	WriteQueueBytes int
+	// QueuedRequestBudget bounds the bytes of the request frames handed
+	// to processors' pools and not yet handled (queued or running),
+	// summed over all connections (default DefaultQueuedRequestBudget).
+	// A request that does not fit is answered SYSTEM_BUSY like a full
+	// queue; one request always fits. Without it, a processor's queue of
+	// thousands of slots holds as many maximal frames while its workers
+	// are busy.
+	QueuedRequestBudget int64
 	// TLSMode and TLS secure the listener (see TLSMode); TLS is required
 	// unless the mode is TLSDisabled.
 	TLSMode TLSMode
@@ -57,6 +65,10 @@ type ServerConfig struct {
 // DefaultIncompleteFrameBudget is ServerConfig.IncompleteFrameBudget's
 // default: sixteen frames of the default maximum size.
 const DefaultIncompleteFrameBudget = 16 * DefaultMaxFrameSize
+
+// DefaultQueuedRequestBudget is ServerConfig.QueuedRequestBudget's
+// default: sixteen frames of the default maximum size.
+const DefaultQueuedRequestBudget = 16 * DefaultMaxFrameSize
 
 // DefaultServerConfig returns the defaults, listening on 127.0.0.1:0.
 func DefaultServerConfig() ServerConfig {
@@ -69,6 +81,7 @@ func DefaultServerConfig() ServerConfig {
 		WriteQueueSize:   1024,
 
 		IncompleteFrameBudget: DefaultIncompleteFrameBudget,
+		QueuedRequestBudget:   DefaultQueuedRequestBudget,
 		MaxConns:              DefaultMaxConns,
 		MaxConnsPerIP:         DefaultMaxConnsPerIP,
 		WriteQueueBytes:       DefaultWriteQueueBytes,
@@ -97,6 +110,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	}
 	if c.IncompleteFrameBudget <= 0 {
 		c.IncompleteFrameBudget = d.IncompleteFrameBudget
+	}
+	if c.QueuedRequestBudget <= 0 {
+		c.QueuedRequestBudget = d.QueuedRequestBudget
 	}
 	if c.MaxConns <= 0 {
 		c.MaxConns = d.MaxConns
@@ -159,6 +175,9 @@ type Server struct {
 	frames frameBudget
 	// limits counts connections per IP and the refusals (limits.go).
 	limits serverLimits
+	// queued is the bytes of request frames in the pools
+	// (QueuedRequestBudget).
+	queued atomic.Int64
 
 	acceptDone chan struct{}
 	connWG     sync.WaitGroup // reader and writer goroutines of every conn
@@ -303,6 +322,7 @@ func (s *Server) addPoolLocked(p *workerPool) {
 }
 
 func (s *Server) runTask(t task) {
+	defer s.queued.Add(-t.size)
 	if t.async != nil {
 		s.runAsync(t)
 		return
@@ -433,7 +453,7 @@ func (s *Server) connClosed(c *Conn) {
 
 // handleRequest runs on the connection's reader: it only routes (and runs
 // asynchronous handlers that asked to run inline).
-func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
+func (s *Server) handleRequest(c *Conn, req *RemotingCommand, size int) {
 	// One read lock for the guard and the route: every request passes here.
 	s.mu.RLock()
 	g := s.guard
@@ -460,13 +480,42 @@ func (s *Server) handleRequest(c *Conn, req *RemotingCommand) {
 		s.runAsync(t)
 		return
 	}
-	if !reg.pool.submit(t, s.log) {
-		if reg.async != nil {
-			reg.async.pending.Add(-1)
-		}
-		_ = c.WriteResponse(req, busyResponse())
+	t.size = int64(size)
+	var why string
+	if !s.admitQueued(t.size) {
+		reg.pool.warnOverload(s.log, "queued requests at their byte bound (maxQueuedRequestBytes)")
+		why = " (queued requests at maxQueuedRequestBytes)"
+	} else if reg.pool.submit(t, s.log) {
+		return
+	} else {
+		s.queued.Add(-t.size)
 	}
+	if reg.async != nil {
+		reg.async.pending.Add(-1)
+	}
+	busy := busyResponse()
+	busy.Remark += why
+	_ = c.WriteResponse(req, busy)
 }
+
+// admitQueued reserves size bytes of the queued-request budget, false
+// when they do not fit; a request always fits while nothing is queued.
+func (s *Server) admitQueued(size int64) bool {
+	if used := s.queued.Add(size); used > s.cfg.QueuedRequestBudget && used != size {
+		s.queued.Add(-size)
+		s.limits.queuedRefused.Add(1)
+		return false
+	}
+	return true
+}
+
+// QueuedRequestBytes is the bytes of request frames handed to processors'
+// pools and not yet handled, counted against QueuedRequestBudget.
+func (s *Server) QueuedRequestBytes() int64 { return s.queued.Load() }
+
+// QueuedRequestRefusals counts the requests answered SYSTEM_BUSY because
+// they did not fit in QueuedRequestBudget.
+func (s *Server) QueuedRequestRefusals() int64 { return s.limits.queuedRefused.Load() }
 
 // Shutdown stops accepting connections and requests, waits for queued and
 // in-flight requests to finish and their responses to be written — for
