@@ -118,6 +118,9 @@ func decodeFrame(frame []byte, pick func(*RemotingCommand) bool) (*RemotingComma
 		return nil, fmt.Errorf("%w: unknown serialize type %d", ErrInvalidFrame, st)
 	}
 	if err != nil {
+		if rh, ok := err.(*refusedHeader); ok {
+			rh.cmd.SerializeType = st
+		}
 		return nil, err
 	}
 	c.SerializeType = st
@@ -173,6 +176,26 @@ func appendRawExtKeys(keys []string, raw string, m map[string]string) []string {
 
 // extKeysBuf is the stack room extKeys gets: a send header has 14 keys.
 const extKeysBuf = 16
+
+// maxExtFields bounds the extFields of one header. RocketMQ's custom
+// headers have a few dozen fields; a 16 MiB header holds 2.8 million
+// empty ones, which cost hundreds of MiB and seconds of the reader's CPU
+// to build as a map.
+const maxExtFields = 1024
+
+// refusedHeader is a header whose fixed fields decoded but whose
+// extFields are past maxExtFields: the connection answers the request
+// (cmd has its code, opaque and flag) instead of closing.
+type refusedHeader struct {
+	cmd    *RemotingCommand
+	fields int // at least this many; JSON stops counting past the bound
+}
+
+func (e *refusedHeader) Error() string {
+	return fmt.Sprintf("%v: more than %d extFields (%d or more)", ErrInvalidHeader, maxExtFields, e.fields)
+}
+
+func (e *refusedHeader) Unwrap() error { return ErrInvalidHeader }
 
 // ---- JSON header (RemotingSerializable / the Go client's jsoniter) ----
 
@@ -268,6 +291,9 @@ type jsonHeader struct {
 type orderedExt struct {
 	m     map[string]string
 	order []string
+	// over is set when the object holds more than maxExtFields members:
+	// decoding stopped there (the rest of the header still decodes).
+	over bool
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -285,7 +311,11 @@ func (o *orderedExt) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("extFields is not an object")
 	}
 	o.m = make(map[string]string)
-	for dec.More() {
+	for n := 0; dec.More(); n++ {
+		if n == maxExtFields {
+			o.over = true
+			return nil
+		}
 		kt, err := dec.Token()
 		if err != nil {
 			return err
@@ -343,6 +373,10 @@ func decodeJSONHeader(h []byte) (*RemotingCommand, error) {
 	}
 	if jh.Remark != nil {
 		c.Remark = *jh.Remark
+	}
+	if jh.ExtFields.over {
+		c.ExtFields, c.extOrder = nil, nil
+		return nil, &refusedHeader{cmd: c, fields: maxExtFields + 1}
 	}
 	if len(jh.Language) > 0 && string(jh.Language) != "null" {
 		var name string
@@ -478,19 +512,23 @@ func decodeRocketMQHeader(h []byte, pick func(*RemotingCommand) bool) (*Remoting
 		return c, nil
 	}
 	ext := &rmqReader{b: r.b[r.off : r.off+extLen]}
+	n, end := countRocketMQExt(ext.b)
+	if n > maxExtFields {
+		return nil, &refusedHeader{cmd: c, fields: n}
+	}
 	if raw {
 		// Validated now, so ExtValue/RangeExt can walk it unchecked.
-		if _, end := countRocketMQExt(ext.b); end != len(ext.b) {
+		if end != len(ext.b) {
 			return nil, fmt.Errorf("%w: rocketmq: malformed extFields block of %d bytes", ErrInvalidHeader, extLen)
 		}
 		c.extRaw, c.extLazy = string(ext.b), true
 		return c, nil
 	}
 	// One string holds every key and value (they are substrings of it),
-	// and the map is sized by a first pass: a send header has ~14 fields,
-	// and per-field strings plus map growth were most of the decode cost.
+	// and the map is sized by the first pass: a send header has ~14
+	// fields, and per-field strings plus map growth were most of the
+	// decode cost.
 	all := string(ext.b)
-	n, _ := countRocketMQExt(ext.b)
 	c.ExtFields = make(map[string]string, n)
 	c.extRaw = all // the wire order, read again only to re-encode
 	sub := func(n int, what string) (string, error) {

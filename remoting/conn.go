@@ -383,6 +383,14 @@ func (c *Conn) readLoop() {
 			f = c.takePending(h.Opaque)
 			return f != nil && f.lazy
 		})
+		if rh, ok := err.(*refusedHeader); ok && !rh.cmd.IsResponse() {
+			// The frame is whole and its fixed fields are known: answer
+			// it and read on, as a handler answers a bad custom header.
+			c.log.Debug("request header refused", zap.Int16("code", rh.cmd.Code), zap.Error(err))
+			_ = c.WriteResponse(rh.cmd, NewResponse(ResponseSystemError,
+				fmt.Sprintf("bad request header for code %d: %v", rh.cmd.Code, err)))
+			continue
+		}
 		if err != nil {
 			if f != nil {
 				f.complete(nil, fmt.Errorf("%w: %v", ErrConnClosed, err))
