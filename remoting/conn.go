@@ -563,8 +563,8 @@ func (c *Conn) writeLoop() {
 				return
 			}
 			spare = buf[:0]
-			if cap(spare) > maxSpareWriteBuffer {
-				spare = nil // a huge frame went out: do not keep its buffer
+			if idle := c.trimIdle(); cap(spare) > maxSpareWriteBuffer || idle && cap(spare) > maxIdleWriteBuffer {
+				spare = nil // a huge frame went out, or a large one and nothing follows
 			}
 		case <-c.quit:
 			_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout))
@@ -616,7 +616,27 @@ func (c *Conn) take(spare []byte) []byte {
 	return buf
 }
 
+// trimIdle reports whether nothing waits for the writer, and then drops
+// the queue's buffer if it is large: a large buffer is reused only while
+// answers keep coming. Kept by an idle connection, two per connection up
+// to maxSpareWriteBuffer each, a client asking each of thousands of
+// connections once for a large answer made the server hold gigabytes.
+func (c *Conn) trimIdle() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wframes > 0 {
+		return false
+	}
+	if cap(c.wbuf) > maxIdleWriteBuffer {
+		c.wbuf = nil
+	}
+	return true
+}
+
 const (
+	// maxIdleWriteBuffer caps the buffers a connection keeps once
+	// nothing waits to be written (trimIdle).
+	maxIdleWriteBuffer = 64 << 10
 	// maxWriteYields bounds the Gosched calls before one write.
 	maxWriteYields = 4
 	// writeGatherBytes: with this much queued, write without yielding.

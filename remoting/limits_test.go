@@ -2,7 +2,9 @@ package remoting
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -187,4 +189,45 @@ func TestLimitQueuedRequestBytes(t *testing.T) {
 	if err != nil || resp.Code != ResponseSuccess {
 		t.Fatalf("request after the queue drained: %v %v", resp, err)
 	}
+}
+
+// TestIdleConnectionKeepsNoLargeWriteBuffer: a connection that was sent
+// large answers and then waits keeps no buffer of their size. The writer
+// reused its buffers up to 4 MiB each, two per connection, for as long as
+// the connection stayed open: a client that asked each of its thousands
+// of connections once for a large message (VIEW_MESSAGE_BY_ID) made the
+// broker hold gigabytes while they idled.
+func TestIdleConnectionKeepsNoLargeWriteBuffer(t *testing.T) {
+	const answer = 3 << 20
+	const conns = 8
+	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
+		s.Register(RequestHeartBeat, func(_ context.Context, _ *Conn, _ *RemotingCommand) (*RemotingCommand, error) {
+			r := NewResponse(ResponseSuccess, "")
+			r.Body = make([]byte, answer)
+			return r, nil
+		}, 4, 1024)
+	})
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	clients := make([]*Client, conns)
+	for i := range clients {
+		clients[i] = newTestClient(t, ClientConfig{DefaultTimeout: 10 * time.Second})
+		for range 2 {
+			resp, err := clients[i].InvokeSync(context.Background(), s.Addr().String(), NewRequest(RequestHeartBeat, nil, nil))
+			if err != nil || len(resp.Body) != answer {
+				t.Fatalf("call: %v", err)
+			}
+		}
+	}
+	// Every answer was read; a writer may still be returning from the
+	// write that sent the last one.
+	testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("%d idle connections holding under 8 MiB after answers of %d MiB", conns, answer>>20), func() bool {
+		return int64(heap())-int64(before) <= 8<<20
+	})
 }
