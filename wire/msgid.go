@@ -63,7 +63,9 @@ func offsetMsgID(storeHost netip.AddrPort, v6 bool, physicalOffset int64) string
 // wrap ErrInvalidMessageID.
 func ParseMessageID(id string) (MessageID, error) {
 	if len(id) != 32 && len(id) != 56 {
-		return MessageID{}, fmt.Errorf("%w: %q has %d characters, want 32 (IPv4) or 56 (IPv6)", ErrInvalidMessageID, id, len(id))
+		// Clipped: the id is a client's header value, and the error
+		// becomes a response's remark.
+		return MessageID{}, fmt.Errorf("%w: %s has %d characters, want 32 (IPv4) or 56 (IPv6)", ErrInvalidMessageID, quoteClipped(id), len(id))
 	}
 	raw, err := hex.DecodeString(id)
 	if err != nil {

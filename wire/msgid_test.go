@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,15 @@ func TestOffsetMsgID(t *testing.T) {
 	}
 	if n := len(OffsetMsgID(mapped, 5)); n != 32 {
 		t.Fatalf("OffsetMsgID of a mapped host has %d characters", n)
+	}
+}
+
+// TestParseMessageIDErrorClipsLongID: the error for an id of the wrong
+// length quotes only its start; it becomes a response's remark, and the
+// id is whatever a client sent (a 1 MiB one made a 1 MiB remark).
+func TestParseMessageIDErrorClipsLongID(t *testing.T) {
+	_, err := ParseMessageID(strings.Repeat("A", 1<<20))
+	if !errors.Is(err, ErrInvalidMessageID) || len(err.Error()) > 256 || !strings.Contains(err.Error(), "1048576 characters") {
+		t.Fatalf("error of %d bytes: %.200v", len(err.Error()), err)
 	}
 }
