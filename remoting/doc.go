@@ -38,13 +38,16 @@
 // responses can leave in any order. A frame that cannot be parsed, a
 // length above the limit, or a frame not completed within FrameReadTimeout
 // closes that connection only, with one Warn log line naming the remote
-// address and the reason. Connections that send nothing for IdleTimeout
+// address and the reason. A request whose header holds more than 1024
+// extFields is answered SYSTEM_ERROR without them being decoded, and the
+// connection reads on. Connections that send nothing for IdleTimeout
 // are closed.
 //
 // The Server routes each request by code to the handler registered with
 // Register (or RegisterDefault). Every registration owns a fixed pool of
 // worker goroutines behind a bounded queue (RocketMQ's per-processor
-// executor); when the queue is full the request is answered SYSTEM_BUSY at
+// executor); when the queue is full, or the frames queued in all pools
+// reach QueuedRequestBudget bytes, the request is answered SYSTEM_BUSY at
 // once, so load never turns into unbounded goroutines or memory. Unknown
 // codes get REQUEST_CODE_NOT_SUPPORTED; oneway requests get no response.
 // Shutdown closes the listener, stops reading, lets every pool finish its
