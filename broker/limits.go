@@ -62,10 +62,12 @@ type LimitsConfig struct {
 	AutoCreateTopicMaxPerSecond int `prop:"autoCreateTopicMaxPerSecond"`
 	AutoCreateMaxTopics         int `prop:"autoCreateMaxTopics"`
 	// MaxQueuedRequestBytes bounds the request frames waiting in (or run
-	// by) the processors' pools on one listener (256 MiB): a pool queue
-	// has thousands of slots, each able to hold a 16 MiB frame while the
-	// workers are busy. A request that does not fit is answered
-	// SYSTEM_BUSY at once, like a full queue.
+	// by) the processors' pools on one listener, and the sends not yet
+	// answered (256 MiB): a pool queue has thousands of slots, each able
+	// to hold a 16 MiB frame while the workers are busy, and
+	// sendThreadPoolQueueCapacity sends may wait for a stalled Raft group.
+	// A request that does not fit is answered SYSTEM_BUSY at once, like a
+	// full queue.
 	MaxQueuedRequestBytes int `prop:"maxQueuedRequestBytes"`
 }
 

@@ -30,7 +30,11 @@ type Responder struct {
 	log   *zap.Logger
 	conn  *Conn
 	req   *RemotingCommand
-	done  atomic.Bool
+	// queued and size: the request's frame bytes, released from the
+	// server's queued-request budget by the answer.
+	queued *atomic.Int64
+	size   int64
+	done   atomic.Bool
 	// prev and next link the tracker's open responders (guarded by t.mu).
 	prev, next *Responder
 }
@@ -49,9 +53,10 @@ func (r *Responder) Respond(resp *RemotingCommand) bool {
 	if !r.done.CompareAndSwap(false, true) {
 		return false
 	}
-	// Free the admission slot before the answer leaves: a client that
-	// sends again on receiving it must find the slot free.
+	// Free the admission slot and bytes before the answer leaves: a
+	// client that sends again on receiving it must find them free.
 	r.reg.pending.Add(-1)
+	r.queued.Add(-r.size)
 	r.hooks.after(r.conn.RemoteAddr(), r.req, resp)
 	if resp != nil && !r.req.IsOneway() {
 		if err := r.conn.WriteResponse(r.req, resp); err != nil {
@@ -163,7 +168,8 @@ func (t *asyncTracker) wait(ctx context.Context) int {
 // An immediate answer is written at once; otherwise the responder stays
 // tracked until the handler's Respond (or Shutdown) answers it.
 func (s *Server) runAsync(t task) {
-	r := &Responder{t: &s.async, reg: t.async, hooks: &s.hooks, log: s.log, conn: t.conn, req: t.req}
+	r := &Responder{t: &s.async, reg: t.async, hooks: &s.hooks, log: s.log, conn: t.conn, req: t.req,
+		queued: &s.queued, size: t.size}
 	s.async.add(r)
 	s.hooks.before(t.conn.RemoteAddr(), t.req)
 	resp, err := callAsync(t, r, s.log)

@@ -47,7 +47,8 @@
 // Register (or RegisterDefault). Every registration owns a fixed pool of
 // worker goroutines behind a bounded queue (RocketMQ's per-processor
 // executor); when the queue is full, or the frames queued in all pools
-// reach QueuedRequestBudget bytes, the request is answered SYSTEM_BUSY at
+// (and asynchronous requests not yet answered) reach QueuedRequestBudget
+// bytes, the request is answered SYSTEM_BUSY at
 // once, so load never turns into unbounded goroutines or memory. Unknown
 // codes get REQUEST_CODE_NOT_SUPPORTED; oneway requests get no response.
 // Shutdown closes the listener, stops reading, lets every pool finish its

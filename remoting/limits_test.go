@@ -231,3 +231,65 @@ func TestIdleConnectionKeepsNoLargeWriteBuffer(t *testing.T) {
 		return int64(heap())-int64(before) <= 8<<20
 	})
 }
+
+// TestLimitQueuedRequestBytesAsync: requests of an asynchronous processor
+// count against QueuedRequestBudget until they are answered, inline ones
+// too: a send waiting for replication holds its body, and thousands
+// admitted (MaxPending) while the Raft group stalled held as many bodies.
+func TestLimitQueuedRequestBytesAsync(t *testing.T) {
+	const body = 1 << 20
+	const budget = 4 << 20
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			held := make(chan *Responder, 64)
+			s := startServer(t, ServerConfig{QueuedRequestBudget: budget}, nil, func(s *Server) {
+				s.RegisterAsync(RequestSendMessage, holdingHandler(held), AsyncOptions{Workers: 2, QueueSize: 1000, MaxPending: 1000,
+					Inline: func(*RemotingCommand) bool { return inline }})
+			})
+			addr := s.Addr().String()
+			c := newTestClient(t, ClientConfig{DefaultTimeout: 20 * time.Second})
+			const n = 20
+			answers := make(chan *RemotingCommand, n)
+			for range n {
+				err := c.InvokeAsync(context.Background(), addr, NewRequest(RequestSendMessage, nil, make([]byte, body)), func(resp *RemotingCommand, err error) {
+					if err != nil {
+						t.Error(err)
+					}
+					answers <- resp
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			busy := 0
+			for busy < n-budget/body {
+				select {
+				case a := <-answers:
+					if a == nil || a.Code != ResponseSystemBusy || !strings.Contains(a.Remark, "maxQueuedRequestBytes") {
+						t.Fatalf("answered %v while the admitted requests waited for their answers", a)
+					}
+					busy++
+				case <-time.After(20 * time.Second):
+					t.Fatalf("%d requests refused, want at least %d", busy, n-budget/body)
+				}
+			}
+			if got := s.QueuedRequestBytes(); got > budget {
+				t.Fatalf("%d bytes of requests held, budget %d", got, budget)
+			}
+			// Answer the held requests: their bytes go back.
+			testutil.WaitFor(t, 10*time.Second, "every request held or refused", func() bool { return len(held)+busy+len(answers) == n })
+			for len(held) > 0 {
+				(<-held).Respond(NewResponse(ResponseSuccess, ""))
+			}
+			if got := s.QueuedRequestBytes(); got != 0 {
+				t.Fatalf("%d bytes still counted after every request was answered", got)
+			}
+			now := NewRequest(RequestSendMessage, nil, make([]byte, body))
+			now.ExtFields["now"] = "true"
+			resp, err := c.InvokeSync(context.Background(), addr, now)
+			if err != nil || resp.Code != ResponseSuccess {
+				t.Fatalf("request after the answers: %v %v", resp, err)
+			}
+		})
+	}
+}

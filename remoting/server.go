@@ -49,8 +49,9 @@ type ServerConfig struct {
 	// is closed: a peer that never reads holds a bounded amount.
 	WriteQueueBytes int
 	// QueuedRequestBudget bounds the bytes of the request frames handed
-	// to processors' pools and not yet handled (queued or running),
-	// summed over all connections (default DefaultQueuedRequestBudget).
+	// to processors and not yet handled (queued or running; for
+	// asynchronous processors, inline ones too, until answered), summed
+	// over all connections (default DefaultQueuedRequestBudget).
 	// A request that does not fit is answered SYSTEM_BUSY like a full
 	// queue; one request always fits. Without it, a processor's queue of
 	// thousands of slots holds as many maximal frames while its workers
@@ -175,8 +176,8 @@ type Server struct {
 	frames frameBudget
 	// limits counts connections per IP and the refusals (limits.go).
 	limits serverLimits
-	// queued is the bytes of request frames in the pools
-	// (QueuedRequestBudget).
+	// queued is the bytes of request frames in the pools, and of
+	// asynchronous requests not yet answered (QueuedRequestBudget).
 	queued atomic.Int64
 
 	acceptDone chan struct{}
@@ -322,11 +323,11 @@ func (s *Server) addPoolLocked(p *workerPool) {
 }
 
 func (s *Server) runTask(t task) {
-	defer s.queued.Add(-t.size)
 	if t.async != nil {
-		s.runAsync(t)
+		s.runAsync(t) // its bytes are released by its answer
 		return
 	}
+	defer s.queued.Add(-t.size)
 	runTask(t, &s.hooks, s.log)
 }
 
@@ -475,16 +476,14 @@ func (s *Server) handleRequest(c *Conn, req *RemotingCommand, size int) {
 		_ = c.WriteResponse(req, busyResponse())
 		return
 	}
-	t := task{h: reg.h, async: reg.async, conn: c, req: req}
-	if reg.async != nil && reg.async.inline != nil && reg.async.inline(req) {
-		s.runAsync(t)
-		return
-	}
-	t.size = int64(size)
+	t := task{h: reg.h, async: reg.async, conn: c, req: req, size: int64(size)}
 	var why string
 	if !s.admitQueued(t.size) {
 		reg.pool.warnOverload(s.log, "queued requests at their byte bound (maxQueuedRequestBytes)")
 		why = " (queued requests at maxQueuedRequestBytes)"
+	} else if reg.async != nil && reg.async.inline != nil && reg.async.inline(req) {
+		s.runAsync(t)
+		return
 	} else if reg.pool.submit(t, s.log) {
 		return
 	} else {
@@ -509,8 +508,9 @@ func (s *Server) admitQueued(size int64) bool {
 	return true
 }
 
-// QueuedRequestBytes is the bytes of request frames handed to processors'
-// pools and not yet handled, counted against QueuedRequestBudget.
+// QueuedRequestBytes is the bytes of request frames handed to processors
+// and not yet handled (asynchronous ones: not yet answered), counted
+// against QueuedRequestBudget.
 func (s *Server) QueuedRequestBytes() int64 { return s.queued.Load() }
 
 // QueuedRequestRefusals counts the requests answered SYSTEM_BUSY because
