@@ -410,6 +410,9 @@ func (s *txnService) round(now time.Time) error {
 	prog.FloorQueue = off
 	maxOff := s.c.st.GetMaxOffsetInQueue(wire.TopicTransHalf, 0)
 	prefix := true // every half before off is decided, discarded or removed
+	// discards are logged and counted once the progress that discards
+	// them is applied: a round whose update fails walks them again.
+	var discards [][]zap.Field
 	var err error
 walk:
 	for off < maxOff {
@@ -455,11 +458,10 @@ walk:
 			case tr.TxnChecks(phy) >= int32(s.c.cfg.TransactionCheckMax):
 				passed = true
 				prog.Discarded = append(prog.Discarded, phy)
-				s.discarded.Inc()
-				s.c.log.Warn("transactional half message discarded after transactionCheckMax check-backs; it is never delivered",
+				discards = append(discards, []zap.Field{
 					zap.String("producerGroup", m.Properties[wire.PropertyProducerGroup]), zap.String("msgId", m.UniqKey()),
 					zap.String("topic", m.Properties[wire.PropertyRealTopic]), zap.Int64("commitLogOffset", phy),
-					zap.Int("transactionCheckMax", s.c.cfg.TransactionCheckMax))
+					zap.Int("transactionCheckMax", s.c.cfg.TransactionCheckMax)})
 			default:
 				s.sendCheck(m, qo)
 				prog.Checked = append(prog.Checked, phy)
@@ -479,6 +481,10 @@ walk:
 	defer cancel()
 	if uerr := tr.UpdateTxnCheck(ctx, prog); uerr != nil {
 		return uerr
+	}
+	for _, f := range discards {
+		s.discarded.Inc()
+		s.c.log.Warn("transactional half message discarded after transactionCheckMax check-backs; it is never delivered", f...)
 	}
 	return err
 }
