@@ -194,6 +194,8 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 		}
 	}
 
+	r.leaveOtherGroupsLocked(a.Cluster, a.BrokerName, a.BrokerAddr)
+
 	names := r.clusterAddrTable[a.Cluster]
 	if names == nil {
 		names = make(map[string]struct{})
@@ -290,6 +292,43 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 		}
 	}
 	return res, nil
+}
+
+// leaveOtherGroupsLocked drops addr from every group of cluster but keep.
+// One address is one process, a member of one group; it can register in
+// another group before the name server saw its earlier process go (no
+// close seen, gossip off), as when a pod's address is handed to a pod of
+// another group. Left in the old group, it would be routed there as a
+// member it no longer is, and would never expire, since the new group's
+// registrations refresh its liveness; as the old group's brokerId 0 it
+// would even keep that group's next leader out, whose term the new
+// group's need not exceed. A group left without members goes with its
+// queue data, as after an unregistration.
+func (r *RouteInfoManager) leaveOtherGroupsLocked(cluster, keep, addr string) {
+	emptied := make(map[string]struct{})
+	for name := range r.clusterAddrTable[cluster] {
+		bd := r.brokerAddrTable[name]
+		if name == keep || bd == nil {
+			continue
+		}
+		for id, x := range bd.BrokerAddrs {
+			if x != addr {
+				continue
+			}
+			delete(bd.BrokerAddrs, id)
+			r.log.Warn("address registered in another group; dropped from its old one",
+				zap.String("cluster", cluster), zap.String("addr", addr), zap.String("oldBrokerName", name),
+				zap.Int64("oldBrokerId", id), zap.String("brokerName", keep))
+		}
+		if len(bd.BrokerAddrs) == 0 {
+			emptied[name] = struct{}{}
+		}
+	}
+	for name := range emptied {
+		delete(r.brokerAddrTable, name)
+		delete(r.clusterAddrTable[cluster], name)
+	}
+	r.dropQueueDataLocked(emptied)
 }
 
 func minID(addrs map[int64]string) int64 {

@@ -83,11 +83,17 @@ func (r *RouteInfoManager) unregisterLocked(reqs []wire.UnregisterBrokerRequestH
 		}
 		removed[q.BrokerName] = struct{}{}
 	}
-	if len(removed) == 0 {
+	r.dropQueueDataLocked(removed)
+}
+
+// dropQueueDataLocked removes the queue data of the groups named, and each
+// topic left with none.
+func (r *RouteInfoManager) dropQueueDataLocked(names map[string]struct{}) {
+	if len(names) == 0 {
 		return
 	}
 	for topic, qds := range r.topicQueueTable {
-		for name := range removed {
+		for name := range names {
 			delete(qds, name)
 		}
 		if len(qds) == 0 {
