@@ -6,8 +6,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/raftmq/raftmq/internal/testutil"
 )
@@ -77,6 +80,50 @@ func TestGossipSecretKeyValidate(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), s) && s != "" {
 			t.Errorf("%q: the error repeats the key", s)
+		}
+	}
+}
+
+// TestGossipRefusalsWarned: the pool warns, at most once a minute per
+// kind, of a process it refuses — another key, none, another label, a
+// member's name from another address — which memberlist logs only at
+// debug: such a process is never a member, so no name server would hear
+// of its death, and the pool's logs would not say why.
+func TestGossipRefusalsWarned(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zapcore.InfoLevel)
+	k := key('k', 32)
+	a := startNodeWith(t, "a", 0, brokerMeta("bk", "a", 10911), func(c *GossipConfig) { c.SecretKey = k }, zap.New(core))
+	warnings := func(why string) int {
+		n := 0
+		for _, e := range logs.All() {
+			if e.Level == zapcore.WarnLevel && strings.Contains(e.Message, why) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name, why string
+		mutate    func(*GossipConfig)
+	}{
+		{"wrong", "another gossipSecretKey", func(c *GossipConfig) { c.SecretKey = key('w', 32) }},
+		{"none", "no gossipSecretKey", func(*GossipConfig) {}},
+		{"label", "another gossipLabel", func(c *GossipConfig) { c.SecretKey, c.Label = k, "other" }},
+		{"a", "a member's gossipNodeName", func(c *GossipConfig) { c.SecretKey = k }},
+	} {
+		n := startNodeWith(t, c.name, 0, brokerMeta("bk", c.name, 10921), c.mutate, nil)
+		for range 3 {
+			_, _ = n.g.Join([]string{a.addr()})
+		}
+		testutil.WaitFor(t, 5*time.Second, "a warning of "+c.why, func() bool { return warnings(c.why) > 0 })
+		if got := warnings(c.why); got != 1 {
+			t.Errorf("%s: %d warnings of %q for three joins, want one", c.name, got, c.why)
+		}
+	}
+	for _, m := range a.g.LiveMembers() {
+		if !m.Local {
+			t.Errorf("refused process listed as a member: %+v", m)
 		}
 	}
 }
