@@ -129,7 +129,7 @@ func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.Remot
 	if r := c.replicate(ctx, "delete topic", func(wctx context.Context) error { return c.rep.DeleteTopic(wctx, h.Topic) }); r != nil {
 		return r
 	}
-	c.reg.trigger()
+	c.registerTopicRemoval(ctx)
 	return success()
 }
 

@@ -98,6 +98,30 @@ func (r *registerService) registerNow(ctx context.Context) {
 	target := r.started + 1
 	r.mu.Unlock()
 	r.trigger()
+	r.awaitFinished(ctx, target)
+}
+
+// registerTopicRemoval waits, up to registerNowMaxWait, until every
+// registration round begun before the call has ended, then asks for a
+// round. A name server keeps a topic's route until a registration changes
+// it, and routes it again from any registration that carries it: the
+// admin deletes the topic from the name servers once the brokers have
+// answered (mqadmin deleteTopic), so a round that read the topic table
+// before the deletion must have been taken before that answer, or the
+// deleted topic is routed again for good.
+func (c *Controller) registerTopicRemoval(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, min(c.cfg.RegisterBrokerTimeoutMills, registerNowMaxWait))
+	defer cancel()
+	r := c.reg
+	r.mu.Lock()
+	target := r.started
+	r.mu.Unlock()
+	r.awaitFinished(rctx, target)
+	r.trigger()
+}
+
+// awaitFinished waits until round target has ended, or ctx ends.
+func (r *registerService) awaitFinished(ctx context.Context, target uint64) {
 	for {
 		r.mu.Lock()
 		done, ended := r.finished >= target, r.roundDone
