@@ -45,6 +45,9 @@ type Controller struct {
 	vip      *remoting.Server
 	nsClient *remoting.Client
 	peers    groupPeers // the name servers' route and the members' RAFT_STATUS, over nsClient
+	// logCaughtUp is set once this member led, or held the log up to
+	// the commit index its leader reported (/readyz, ready).
+	logCaughtUp atomic.Bool
 	// regClient carries only REGISTER_BROKER and UNREGISTER_BROKER (as
 	// RocketMQ's BrokerOuterAPI has its own client): a name server drops
 	// the brokers registered through a connection that closes, and

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -230,12 +232,16 @@ type readyBody struct {
 	FSMAppliedIndex uint64 `json:"fsmAppliedIndex"`
 	// ApplyStopped is set when this member's FSM stopped (never ready).
 	ApplyStopped string `json:"applyStopped,omitempty"`
+	// CatchingUp says why a follower is not ready yet: its log is behind
+	// the leader's commit index, or the leader did not answer.
+	CatchingUp string `json:"catchingUp,omitempty"`
 }
 
-// ready reports readiness for /readyz: serving, a leader known, and this
-// member's FSM caught up with the commit index it knows (a restarted node
-// replaying its log is live but not ready: Raft's applied index reaches
-// the commit index long before its FSM, see fsmLag).
+// ready reports readiness for /readyz: serving, a leader known, this
+// member's log caught up with its leader's (checkLogCaughtUp), and its FSM
+// caught up with the commit index it knows (a restarted node replaying its
+// log is live but not ready: Raft's applied index reaches the commit index
+// long before its FSM, see fsmLag).
 func (c *Controller) ready() (bool, any) {
 	serving, hb := c.health()
 	b := readyBody{healthBody: hb.(healthBody)}
@@ -259,7 +265,50 @@ func (c *Controller) ready() (bool, any) {
 	if dm, ok2 := c.rep.(interface{ LogDamaged() error }); ok2 && dm.LogDamaged() != nil {
 		ok = false // raft_log_damaged and the log say where
 	}
+	if ok && !c.logCaughtUp.Load() {
+		ok = c.checkLogCaughtUp(&b)
+	}
 	return ok, b
+}
+
+// readyAskTimeout bounds /readyz's ask of the leader, below a probe's
+// usual timeout (Kubernetes: 1 s).
+const readyAskTimeout = 500 * time.Millisecond
+
+// checkLogCaughtUp reports whether this member holds the log up to about
+// its leader's commit index, and remembers a yes. A restarted follower
+// learns its leader from the first heartbeat, while the entries committed
+// during its absence are still on their way; its own commit index only
+// counts entries it holds, so applied >= commit says nothing about them.
+// A rolling restart that went on at that point would stop the next member
+// while this one still lags: writes would wait for its catch-up. So until
+// it once held the leader's commit index (give or take one batch), the
+// leader is asked for it (RAFT_STATUS, as the join check asks).
+func (c *Controller) checkLogCaughtUp(b *readyBody) bool {
+	ra, ok := c.rep.(RaftAdmin)
+	if !ok || ra.Raft() == nil || c.rep.IsLeader() {
+		c.logCaughtUp.Store(true)
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, readyAskTimeout)
+	defer cancel()
+	st, err := c.peers.status(ctx, b.Leader)
+	if err != nil {
+		b.CatchingUp = "cannot ask the leader for its commit index: " + err.Error()
+		return false
+	}
+	if st.State != raft.Leader.String() {
+		// A deposed leader's commit index may be behind the group's.
+		b.CatchingUp = fmt.Sprintf("%s answers as %s, not as the leader", b.Leader, st.State)
+		return false
+	}
+	last := ra.Raft().LastIndex()
+	if last+uint64(max(c.cfg.Raft.MaxAppendEntries, 1)) < st.CommitIndex {
+		b.CatchingUp = fmt.Sprintf("log at index %d, the leader's commit index is %d", last, st.CommitIndex)
+		return false
+	}
+	c.logCaughtUp.Store(true)
+	return true
 }
 
 // MetricsAddr is the monitoring HTTP address ("" when metricsPort is -1).
