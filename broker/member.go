@@ -111,19 +111,36 @@ func findServer(conf raft.Configuration, id string) (raft.Server, bool) {
 // when id is not in the configuration (removed, or not added yet): such
 // a member does not register at all.
 func (g *Group) memberBrokerID(id string) (int64, bool) {
+	bid, _, ok := g.memberSlot(id)
+	return bid, ok
+}
+
+// memberSlot is memberBrokerID with this member's last log index, read
+// after the configuration, so at or past the configuration entry the
+// brokerId comes from. A follower registers with that index as its state
+// version, so a name server keeps a member's brokerId when a member with
+// an older configuration claims it: one replaying the group's history (a
+// member re-added under its old id holds earlier configurations on its way
+// to the current one) or one removed while it was down, in the second
+// before it learns so. Either holds less log than the configuration entry
+// that gave the id to its holder. RocketMQ's name server keeps one address
+// per brokerId, and the member displaced would stay unrouted until its
+// next periodic registration.
+func (g *Group) memberSlot(id string) (int64, uint64, bool) {
 	if g.Removed() != nil || g.LogDamaged() != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	conf, err := g.configuration()
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
+	last := g.raft.LastIndex()
 	for i, s := range conf.Servers {
 		if string(s.ID) == id {
-			return int64(i) + 1, true
+			return int64(i) + 1, last, true
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // checkLiveConfiguration runs at a restart (the member has Raft state):
@@ -568,6 +585,12 @@ func (g *Group) withMembers(res *MemberChange) (*MemberChange, error) {
 // memberSlotter is a Replica that knows the live configuration (*Group).
 type memberSlotter interface {
 	memberBrokerID(id string) (int64, bool)
+}
+
+// memberSlotVersioner is a Replica that also says how far the log a
+// follower's brokerId comes from reaches (Group.memberSlot).
+type memberSlotVersioner interface {
+	memberSlot(id string) (bid int64, lastIndex uint64, ok bool)
 }
 
 // memberBrokerIDOf is member id's follower brokerId: from rep's live

@@ -253,11 +253,20 @@ func (r *registerService) run() {
 			// Topic changes made on the leader reach followers through
 			// Apply; poll the data version so every node re-registers.
 			dv := r.c.rep.State().TopicsDataVersion()
+			id := r.brokerID()
 			r.mu.Lock()
-			changed := dv != r.lastSent || r.lastID != r.brokerID()
+			moved := r.lastID != id
+			changed := dv != r.lastSent || moved
 			r.mu.Unlock()
 			if changed {
 				register()
+			}
+			if moved && id > 0 {
+				// The member that held this id may still be routed under
+				// it with a longer log (one removed that has not left
+				// yet): the name server keeps it then. It leaves once it
+				// learns of the change, about when this member does.
+				againT = time.After(reregisterAgainDelay)
 			}
 		}
 	}
@@ -287,6 +296,21 @@ func (r *registerService) brokerID() int64 {
 		return id
 	}
 	return -1
+}
+
+// followerSlot is brokerID for a follower, with the state version it
+// registers under: its last log index, read after the configuration its
+// id comes from (Group.memberSlot); 0 for replicas without a Raft
+// configuration.
+func (r *registerService) followerSlot() (int64, int64) {
+	if sv, ok := r.c.rep.(memberSlotVersioner); ok {
+		bid, ci, ok := sv.memberSlot(r.c.cfg.Raft.DLegerSelfID)
+		if !ok {
+			return -1, 0
+		}
+		return bid, int64(ci)
+	}
+	return r.brokerID(), 0
 }
 
 // body builds the registration body: the replicated topic table plus
@@ -338,6 +362,7 @@ type leaderTermer interface {
 // take brokerId 0 back.
 type registration struct {
 	id         int64
+	version    int64            // a follower's state version (followerSlot)
 	dv         wire.DataVersion // the topic table's version (lastSent)
 	raw        []byte
 	compressed bool
@@ -348,13 +373,20 @@ type registration struct {
 func (r *registerService) prepare() (registration, error) {
 	body, dv := r.body()
 	reg := registration{id: r.brokerID(), dv: dv}
+	if reg.id > 0 {
+		reg.id, reg.version = r.followerSlot()
+	}
 	if reg.id < 0 {
 		return reg, nil
 	}
+	if reg.id > 0 {
+		body.TopicConfigSerializeWrapper.DataVersion.StateVersion = reg.version
+	}
 	if reg.id == wire.MasterID {
 		// The leadership term orders masters: Raft terms only grow, so the
-		// newest leader always carries the highest. Followers send 0: the
-		// newest registration of a follower id wins.
+		// newest leader always carries the highest. Followers send their
+		// last log index, past the configuration their id comes from
+		// (memberSlot).
 		term := r.c.term.Load()
 		if lt, ok := r.c.rep.(leaderTermer); ok {
 			term = lt.leaderTerm()
