@@ -57,11 +57,11 @@ func (g *globalFlags) startServer(cmd *cobra.Command, cfg any, logCfg logging.Co
 			return nil, err
 		}
 		warnStderr()
-		return nil, cerr
+		return nil, refused(cerr)
 	}
 	if cerr != nil {
 		warnStderr()
-		return nil, cerr
+		return nil, refused(cerr)
 	}
 	log, err := g.openLog(cmd, logCfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/broker"
 	"github.com/raftmq/raftmq/internal/logging"
+	"github.com/raftmq/raftmq/raftlog"
 )
 
 // globalFlags are shared by every subcommand.
@@ -51,8 +54,40 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "raftmq:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitRefused is the exit status of a server that refuses to start, or
+// stops, for a reason a restart does not change: a bad configuration, a
+// member removed from its group, a damaged log (sysexits.h EX_CONFIG). A
+// supervisor told not to restart on it (deploy's systemd unit:
+// RestartPreventExitStatus) leaves the process down for the operator
+// instead of starting it again every few seconds.
+const exitRefused = 78
+
+// refusedError marks an error whose cause a restart does not change.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// refused marks err (nil stays nil) as one a restart does not change.
+func refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &refusedError{err: err}
+}
+
+// exitCode is the process's exit status for err: exitRefused for a
+// refusal a restart does not change, else 1.
+func exitCode(err error) int {
+	var r *refusedError
+	if errors.As(err, &r) || errors.Is(err, broker.ErrRemovedMember) || errors.Is(err, raftlog.ErrDamagedLog) {
+		return exitRefused
+	}
+	return 1
 }
 
 func newRootCmd() *cobra.Command {
