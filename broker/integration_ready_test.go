@@ -89,11 +89,18 @@ func TestReadyzWaitsForRestartedFollowerLog(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
+		// Paced: an unpaced loop spins on refused connections while the
+		// node starts, and each not-ready answer asks the leader for its
+		// commit index, which slows the very catch-up being watched. A
+		// premature 200 lasts (readiness is remembered), so a 5 ms poll
+		// still sees it.
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-tick.C:
 			}
 			resp, err := monClient.Get("http://" + mon + "/readyz")
 			if err != nil {
