@@ -12,10 +12,10 @@ import (
 // TestConsumeStatsTopicsAsRocketMQ: GET_CONSUME_STATS (208) and
 // GET_BROKER_CONSUME_STATS (317) pick a group's topics as RocketMQ's
 // broker does. Offsets the group left on a topic its online consumers no
-// longer subscribe are not reported (they answered them, a lag that only
-// grew in consumerProgress, the dashboard and rocketmq-exporter), and
-// 208's topicList header names exactly the topics to report (it was
-// ignored: every topic the group ever committed on came back).
+// longer subscribe are not reported (reported, they are a lag that only
+// grows in consumerProgress, the dashboard and rocketmq-exporter), and
+// 208's topicList header names exactly the topics to report, not every
+// topic the group ever committed on.
 func TestConsumeStatsTopicsAsRocketMQ(t *testing.T) {
 	tc, _ := startFakeProc(t, nil)
 	addr := tc.nodes[0].Addr()

@@ -11,9 +11,9 @@ import (
 // TestUpdateTopicRefusesUnknownFilterType: UPDATE_AND_CREATE_TOPIC with a
 // topicFilterType other than SINGLE_TAG or MULTI_TAG is refused with
 // SYSTEM_ERROR, as RocketMQ's broker refuses it (TopicFilterType.valueOf),
-// and nothing is stored. It was stored and answered success, and went
-// into the broker's registrations, whose compact topic encoding splits
-// fields on spaces (RocketMQ's name server refuses the value outright).
+// and nothing is stored: stored, it would go into the broker's
+// registrations, whose compact topic encoding splits fields on spaces
+// (RocketMQ's name server refuses the value outright).
 func TestUpdateTopicRefusesUnknownFilterType(t *testing.T) {
 	tc, _ := startFakeProc(t, nil)
 	addr := tc.nodes[0].Addr()
