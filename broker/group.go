@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -666,6 +667,26 @@ func (g *Group) closeParts() error {
 // timer or delayed message, nor past the oldest transaction half the check
 // walk has not passed (timerPin, schedulePin, txnPin).
 type retentionSegments struct{ g *Group }
+
+// queuePin is the CommitLog position of cq's unit at queue offset q (or
+// at its first unit, when retention already passed q): the pins above
+// keep every message from a pending queue position on. math.MaxInt64
+// when nothing is pending (no queue, or q at its end); 0, keeping
+// everything, when the unit cannot be read, rather than lose a message.
+func queuePin(cq *store.ConsumeQueue, q int64) int64 {
+	if cq == nil {
+		return math.MaxInt64
+	}
+	q = max(q, cq.MinOffset())
+	if q >= cq.MaxOffset() {
+		return math.MaxInt64
+	}
+	u, err := cq.Get(q)
+	if err != nil {
+		return 0
+	}
+	return u.PhyOffset
+}
 
 // DeleteExpired implements store.ExpiringFiles.
 func (r retentionSegments) DeleteExpired(olderThan time.Time, keepLast int, maxDelete int) (int, error) {

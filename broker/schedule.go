@@ -252,15 +252,7 @@ func (g *Group) schedulePin() int64 {
 		if levels > 0 && qid >= levels {
 			continue
 		}
-		q := max(progress[qid+1], cq.MinOffset())
-		if q >= cq.MaxOffset() {
-			continue
-		}
-		u, err := cq.Get(q)
-		if err != nil {
-			return 0 // unknown: keep everything rather than lose a delayed message
-		}
-		pin = min(pin, u.PhyOffset)
+		pin = min(pin, queuePin(cq, progress[qid+1]))
 	}
 	return pin
 }

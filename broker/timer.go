@@ -450,17 +450,5 @@ func (g *Group) timerPin() int64 {
 	if !ok {
 		return math.MaxInt64
 	}
-	cq := g.ms.ConsumeQueues().Get(wire.TopicTimer, 0)
-	if cq == nil {
-		return math.MaxInt64
-	}
-	q = max(q, cq.MinOffset())
-	if q >= cq.MaxOffset() {
-		return math.MaxInt64
-	}
-	u, err := cq.Get(q)
-	if err != nil {
-		return 0 // unknown: keep everything rather than lose a timer
-	}
-	return u.PhyOffset
+	return queuePin(g.ms.ConsumeQueues().Get(wire.TopicTimer, 0), q)
 }

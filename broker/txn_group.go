@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -111,17 +110,5 @@ func (g *Group) TxnSizes() (decided, checking int) { return g.st.txnSizes() }
 // member holds, marks the oldest half that may still be committed. Halves
 // decided above the floor stay pinned until the next walk passes them.
 func (g *Group) txnPin() int64 {
-	cq := g.ms.ConsumeQueues().Get(wire.TopicTransHalf, 0)
-	if cq == nil {
-		return math.MaxInt64
-	}
-	q := max(g.st.txnFloor().FloorQueue, cq.MinOffset())
-	if q >= cq.MaxOffset() {
-		return math.MaxInt64
-	}
-	u, err := cq.Get(q)
-	if err != nil {
-		return 0 // unknown: keep everything rather than lose a half
-	}
-	return u.PhyOffset
+	return queuePin(g.ms.ConsumeQueues().Get(wire.TopicTransHalf, 0), g.st.txnFloor().FloorQueue)
 }
