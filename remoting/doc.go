@@ -49,7 +49,10 @@
 // executor); when the queue is full, or the frames queued in all pools
 // (and asynchronous requests not yet answered) reach QueuedRequestBudget
 // bytes, the request is answered SYSTEM_BUSY at
-// once, so load never turns into unbounded goroutines or memory. Unknown
+// once, so load never turns into unbounded goroutines or memory.
+// Asynchronous requests (sends) hold at most three quarters of the budget,
+// so sends waiting for a stalled group leave room for heartbeats and pulls.
+// Unknown
 // codes get REQUEST_CODE_NOT_SUPPORTED; oneway requests get no response.
 // Shutdown closes the listener, stops reading, lets every pool finish its
 // queued and running requests, flushes their responses and only then

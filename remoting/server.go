@@ -55,7 +55,9 @@ type ServerConfig struct {
 	// A request that does not fit is answered SYSTEM_BUSY like a full
 	// queue; one request always fits. Without it, a processor's queue of
 	// thousands of slots holds as many maximal frames while its workers
-	// are busy.
+	// are busy. Asynchronous requests (sends) may hold only
+	// asyncBudgetShare of it, so sends waiting for a stalled group leave
+	// room for heartbeats, pulls and the members' own requests.
 	QueuedRequestBudget int64
 	// TLSMode and TLS secure the listener (see TLSMode); TLS is required
 	// unless the mode is TLSDisabled.
@@ -478,7 +480,7 @@ func (s *Server) handleRequest(c *Conn, req *RemotingCommand, size int) {
 	}
 	t := task{h: reg.h, async: reg.async, conn: c, req: req, size: int64(size)}
 	var why string
-	if !s.admitQueued(t.size) {
+	if !s.admitQueued(t.size, reg.async != nil) {
 		reg.pool.warnOverload(s.log, "queued requests at their byte bound (maxQueuedRequestBytes)")
 		why = " (queued requests at maxQueuedRequestBytes)"
 	} else if reg.async != nil && reg.async.inline != nil && reg.async.inline(req) {
@@ -497,10 +499,22 @@ func (s *Server) handleRequest(c *Conn, req *RemotingCommand, size int) {
 	_ = c.WriteResponse(req, busy)
 }
 
+// asyncBudgetShare is the part of QueuedRequestBudget asynchronous
+// requests may hold between them: the rest is kept for the synchronous
+// ones (a consumer's heartbeat, a pull, a peer's RAFT_STATUS), which
+// would otherwise be refused while sends wait for a stalled group, and
+// consumers dropped for missing heartbeats.
+const asyncBudgetShare = 0.75
+
 // admitQueued reserves size bytes of the queued-request budget, false
-// when they do not fit; a request always fits while nothing is queued.
-func (s *Server) admitQueued(size int64) bool {
-	if used := s.queued.Add(size); used > s.cfg.QueuedRequestBudget && used != size {
+// when they do not fit (async: within asyncBudgetShare of it); a request
+// always fits while nothing is queued.
+func (s *Server) admitQueued(size int64, async bool) bool {
+	limit := s.cfg.QueuedRequestBudget
+	if async {
+		limit = int64(float64(limit) * asyncBudgetShare)
+	}
+	if used := s.queued.Add(size); used > limit && used != size {
 		s.queued.Add(-size)
 		s.limits.queuedRefused.Add(1)
 		return false
