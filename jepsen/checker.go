@@ -114,9 +114,13 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 					below++ // removed from this node by retention
 					continue
 				}
-				if !c.values[o.Value] {
+				// The acknowledged entry itself, not the value anywhere: a
+				// plain retry may have stored the value at an earlier
+				// offset too, and that copy does not make up for a
+				// replica that lost the acknowledged one.
+				if got, ok := c.at[queueOffset{o.Queue, o.Offset}]; !ok || got != o.Value {
 					n++
-					ex = addEx(ex, "%s missing on %s (ack q%d@%d)", o.Value, node, o.Queue, o.Offset)
+					ex = addEx(ex, "%s missing on %s (ack q%d@%d; value held elsewhere: %v)", o.Value, node, o.Queue, o.Offset, c.values[o.Value])
 				}
 			}
 		}
@@ -474,15 +478,22 @@ type nodeQueue struct {
 	queue int
 }
 
+// queueOffset is one position of a queue.
+type queueOffset struct {
+	queue  int
+	offset int64
+}
+
 // nodeCoverage is what the final read found on one node.
 type nodeCoverage struct {
 	broker string
 	values map[string]bool
+	at     map[queueOffset]string
 }
 
-// readCoverage indexes the final read: the values each read node holds and,
-// per node and queue, the lowest offset it still keeps (its ReadRange
-// From; 0 when the history has no ranges). A node counts as read when it
+// readCoverage indexes the final read: the values each read node holds
+// and at which positions, and, per node and queue, the lowest offset it
+// still keeps (its ReadRange From; 0 when the history has no ranges). A node counts as read when it
 // has a range or a read, so one that answered nothing at all is still held
 // to every acknowledged value of its group.
 func readCoverage(h History) (map[string]*nodeCoverage, map[nodeQueue]int64) {
@@ -490,7 +501,7 @@ func readCoverage(h History) (map[string]*nodeCoverage, map[nodeQueue]int64) {
 	node := func(id, broker string) *nodeCoverage {
 		c := perNode[id]
 		if c == nil {
-			c = &nodeCoverage{broker: broker, values: map[string]bool{}}
+			c = &nodeCoverage{broker: broker, values: map[string]bool{}, at: map[queueOffset]string{}}
 			perNode[id] = c
 		}
 		return c
@@ -501,7 +512,9 @@ func readCoverage(h History) (map[string]*nodeCoverage, map[nodeQueue]int64) {
 		floor[nodeQueue{rr.Node, rr.Queue}] = rr.From
 	}
 	for _, r := range h.Reads {
-		node(r.Node, r.Broker).values[r.Value] = true
+		c := node(r.Node, r.Broker)
+		c.values[r.Value] = true
+		c.at[queueOffset{r.Queue, r.Offset}] = r.Value
 	}
 	return perNode, floor
 }

@@ -220,3 +220,38 @@ func TestCheckerRebuildMustRejoin(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckerAckedSlotMissingOnAReplica: a plain producer's retried send
+// stored "b" twice (q0@1, whose reply was lost, and q0@2, acknowledged);
+// n2 lost its tail entry q0@2. n2 still holds the value "b" (at q0@1), but
+// not the acknowledged entry: its queue is one shorter than the group's
+// and the next append there would put another message at q0@2.
+func TestCheckerAckedSlotMissingOnAReplica(t *testing.T) {
+	h := History{Profile: "unit"}
+	h.Ops = []Op{
+		{Process: "p0", Value: "a", Result: ResultOK, Broker: "broker-j", Queue: 0, Offset: 0},
+		{Process: "p0", Value: "b", Result: ResultOK, Broker: "broker-j", Queue: 0, Offset: 2},
+	}
+	for _, d := range []struct {
+		v   string
+		off int64
+	}{{"a", 0}, {"b", 1}, {"b", 2}} {
+		h.Deliveries = append(h.Deliveries, Delivery{Consumer: "c0", Value: d.v, Broker: "broker-j", Queue: 0, Offset: d.off, Intact: true})
+		for _, n := range []string{"n0", "n1", "n2"} {
+			if n == "n2" && d.off == 2 {
+				continue
+			}
+			h.Reads = append(h.Reads, Read{Node: n, Broker: "broker-j", Queue: 0, Offset: d.off, Value: d.v, Intact: true})
+		}
+	}
+	v := CheckHistory(h, true)
+	c := check(t, v, "acknowledged but absent")
+	if v.Valid || c.OK || c.Value != "1" {
+		t.Fatalf("acknowledged q0@2 missing on n2 not found: %+v valid=%v\n%s", c, v.Valid, VerdictTable(h, v))
+	}
+	// With n2 whole the history is valid (the plain duplicate is allowed).
+	h.Reads = append(h.Reads, Read{Node: "n2", Broker: "broker-j", Queue: 0, Offset: 2, Value: "b", Intact: true})
+	if v := CheckHistory(h, true); !v.Valid {
+		t.Fatalf("whole history judged invalid:\n%s", VerdictTable(h, v))
+	}
+}
