@@ -103,9 +103,19 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		// acknowledged value.
 		// Every replica of the group that acknowledged must hold it.
 		perNode, floor := readCoverage(h)
+		readGroups := map[string]bool{}
+		for _, c := range perNode {
+			readGroups[c.broker] = true
+		}
 		var ex []string
 		n, below := 0, 0
 		for _, o := range okOps {
+			if !readGroups[o.Broker] {
+				// No replica of its group was read: checked nowhere.
+				n++
+				ex = addEx(ex, "%s: no node of %s read (ack q%d@%d)", o.Value, o.Broker, o.Queue, o.Offset)
+				continue
+			}
 			for node, c := range perNode {
 				if c.broker != o.Broker {
 					continue

@@ -255,3 +255,22 @@ func TestCheckerAckedSlotMissingOnAReplica(t *testing.T) {
 		t.Fatalf("whole history judged invalid:\n%s", VerdictTable(h, v))
 	}
 }
+
+// TestCheckerGroupWithNoReplicaRead: a complete final read that read no
+// node of a group that acknowledged sends has checked none of them on any
+// replica; that is not a pass.
+func TestCheckerGroupWithNoReplicaRead(t *testing.T) {
+	h := twoGroupHistory()
+	var keep []Read
+	for _, r := range h.Reads {
+		if r.Broker != "broker-j2" {
+			keep = append(keep, r)
+		}
+	}
+	h.Reads = keep
+	v := CheckHistory(h, true)
+	c := check(t, v, "acknowledged but absent")
+	if v.Valid || c.OK || c.Value != "3" {
+		t.Fatalf("broker-j2's 3 acks checked on no replica: %+v valid=%v\n%s", c, v.Valid, VerdictTable(h, v))
+	}
+}
