@@ -188,3 +188,26 @@ func TestCheckerChaosDLQRetentionFloor(t *testing.T) {
 		t.Fatalf("not checked = %+v, want n2 (info)", c)
 	}
 }
+
+// TestCheckerOrderedStoredCorrupt: the ordered topic's final read is held
+// to what the consumers are: an entry stored with a broken checksum, or
+// one nobody sent, is a violation even though no consumer saw it.
+func TestCheckerOrderedStoredCorrupt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mut  func(h *History)
+	}{
+		{"corrupt", func(h *History) { h.Chaos.OrderReads[2].Intact = false }},
+		{"unparsable", func(h *History) { h.Chaos.OrderReads[2].Value = "o-k0" }},
+		{"never sent", func(h *History) {
+			h.Chaos.OrderReads = append(h.Chaos.OrderReads, Read{Node: "n0", Broker: GroupName, Queue: 1, Offset: 6, Value: orderValue("k0", 9), Intact: true})
+		}},
+	} {
+		h := chaosHistory()
+		c.mut(&h)
+		v := CheckHistory(h, true)
+		if v.Valid {
+			t.Errorf("%s stored entry not caught:\n%s", c.name, VerdictTable(h, v))
+		}
+	}
+}
