@@ -274,3 +274,55 @@ func TestCheckerGroupWithNoReplicaRead(t *testing.T) {
 		t.Fatalf("broker-j2's 3 acks checked on no replica: %+v valid=%v\n%s", c, v.Valid, VerdictTable(h, v))
 	}
 }
+
+// TestCheckerEachViolationKind feeds one crafted violation of each kind
+// the main topic's checks must see and requires an invalid verdict for
+// each; a send with an unknown outcome may be missing everywhere.
+func TestCheckerEachViolationKind(t *testing.T) {
+	cases := []struct {
+		name  string
+		mut   func(h *History)
+		check string
+	}{
+		{"corrupt body delivered", func(h *History) { h.Deliveries[0].Intact = false }, "phantom or corrupt"},
+		{"corrupt body stored on a replica", func(h *History) { h.Reads[2].Intact = false }, "phantom or corrupt"},
+		{"phantom stored on a replica", func(h *History) {
+			h.Reads = append(h.Reads, Read{Node: "n0", Broker: "broker-j", Queue: 0, Offset: 3, Value: "never-sent", Intact: true})
+		}, "phantom or corrupt"},
+		{"idempotent duplicate", func(h *History) {
+			h.Ops[0].Idempotent = true
+			for _, n := range []string{"n0", "n1", "n2"} {
+				h.Reads = append(h.Reads, Read{Node: n, Broker: "broker-j", Queue: 0, Offset: 3, Value: h.Ops[0].Value, Intact: true})
+			}
+		}, "duplicates, idempotent"},
+		{"delivered at another offset than acknowledged", func(h *History) {
+			h.Deliveries[0].Offset, h.Deliveries[1].Offset = 1, 0
+		}, "offset conflicts"},
+		{"replica queue gap", func(h *History) {
+			dropReads(h, "n1", 2)
+			h.Reads = append(h.Reads, Read{Node: "n1", Broker: "broker-j", Queue: 0, Offset: 0, Value: "broker-j-v0", Intact: true})
+		}, "queue gaps"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := twoGroupHistory()
+			tc.mut(&h)
+			v := CheckHistory(h, true)
+			if v.Valid {
+				t.Fatalf("violation not found:\n%s", VerdictTable(h, v))
+			}
+			if c := check(t, v, tc.check); c.OK {
+				t.Fatalf("check %q passed: %+v", tc.check, c)
+			}
+		})
+	}
+	// A final read that failed is never a pass, whatever it found.
+	if v := CheckHistory(twoGroupHistory(), false); v.Valid {
+		t.Fatal("an incomplete final read judged valid")
+	}
+	h := twoGroupHistory()
+	h.Ops = append(h.Ops, Op{Process: "p", Value: "timed-out", Result: ResultUnknown, Queue: -1, Offset: -1, Err: "deadline exceeded"})
+	if v := CheckHistory(h, true); !v.Valid {
+		t.Fatalf("an unknown send never stored judged a loss:\n%s", VerdictTable(h, v))
+	}
+}
