@@ -171,21 +171,22 @@ func TestCheckerChaosDLQRetentionFloor(t *testing.T) {
 		}
 	}
 
-	// n2's read failed after it returned nothing: not checked, reported
-	// apart, not counted as absent.
+	// n2's read failed after it returned nothing: not counted as absent,
+	// but reported apart as not checked, which fails the run: a replica
+	// nobody could read proves nothing.
 	h = base()
 	h.Chaos.DLQReads = h.Chaos.DLQReads[:4]
 	h.Chaos.DLQRanges = h.Chaos.DLQRanges[:2]
 	h.Chaos.DLQUnread = []string{"n2"}
 	v = CheckHistory(h, true)
-	if !v.Valid {
-		t.Fatalf("unreadable node counted as absent:\n%s", VerdictTable(h, v))
+	if v.Valid {
+		t.Fatalf("unreadable DLQ replica judged valid:\n%s", VerdictTable(h, v))
 	}
 	if c := check(t, v, absent); c.Value != "0" || !strings.Contains(c.Name, "(2 read)") {
 		t.Fatalf("absent = %+v, want 0 of 2 nodes read", c)
 	}
-	if c := check(t, v, "retry: DLQ replicas not checked"); c.Value != "n2" || c.Required {
-		t.Fatalf("not checked = %+v, want n2 (info)", c)
+	if c := check(t, v, "retry: DLQ replicas not checked"); c.Value != "n2" || !c.Required || c.OK {
+		t.Fatalf("not checked = %+v, want n2 (required, failing)", c)
 	}
 }
 
@@ -209,5 +210,20 @@ func TestCheckerOrderedStoredCorrupt(t *testing.T) {
 		if v.Valid {
 			t.Errorf("%s stored entry not caught:\n%s", c.name, VerdictTable(h, v))
 		}
+	}
+}
+
+// TestCheckerOrderedReadFailed: a node whose ordered-topic final read
+// failed had its stored order checked on part of its queues at most; the
+// run is not valid.
+func TestCheckerOrderedReadFailed(t *testing.T) {
+	h := chaosHistory()
+	h.Chaos.OrderUnread = []string{"n1"}
+	v := CheckHistory(h, true)
+	if v.Valid {
+		t.Fatalf("failed ordered-topic read judged valid:\n%s", VerdictTable(h, v))
+	}
+	if c := check(t, v, "ordered: final read failed"); c.OK || !c.Required || c.Value != "n1" {
+		t.Fatalf("check = %+v", c)
 	}
 }

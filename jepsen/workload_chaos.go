@@ -90,8 +90,12 @@ type ChaosHistory struct {
 	// covered; From is that node's own minimum offset (its retention floor).
 	DLQRanges []ReadRange `json:"dlqRanges,omitempty"`
 	// DLQUnread names the nodes whose %DLQ%RetryGroup read failed: they are
-	// not held to the replica check (counted apart, not as absent).
+	// not held to the replica check (counted apart, not as absent; the run
+	// fails on them).
 	DLQUnread []string `json:"dlqUnread,omitempty"`
+	// OrderUnread names the nodes whose OrderTopic read failed (the run
+	// fails on them).
+	OrderUnread []string `json:"orderUnread,omitempty"`
 }
 
 func (c *ChaosHistory) clone() ChaosHistory {
@@ -101,6 +105,7 @@ func (c *ChaosHistory) clone() ChaosHistory {
 		OffsetObs: append([]OffsetObs(nil), c.OffsetObs...), RetryOps: append([]Op(nil), c.RetryOps...),
 		RetryDeliveries: append([]Delivery(nil), c.RetryDeliveries...), DLQReads: append([]Read(nil), c.DLQReads...),
 		DLQRanges: append([]ReadRange(nil), c.DLQRanges...), DLQUnread: append([]string(nil), c.DLQUnread...),
+		OrderUnread: append([]string(nil), c.OrderUnread...),
 	}
 }
 
@@ -590,7 +595,7 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 	var errs []error
 	var orders, dlqs []Read
 	var dlqRanges []ReadRange
-	var unread []string
+	var unread, orderUnread []string
 	for _, i := range w.c.GroupNodes(0) {
 		n := w.c.Nodes[i]
 		if n.State() != NodeRunning {
@@ -599,6 +604,9 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 		if w.cfg.OrderedKeys > 0 {
 			r, _, err := w.readTopic(ctx, n, OrderTopic, w.queues)
 			orders, errs = append(orders, r...), append(errs, err)
+			if err != nil {
+				orderUnread = append(orderUnread, n.ID)
+			}
 		}
 		if w.cfg.RetryOpsPerSecond > 0 {
 			r, rr, err := w.readTopic(ctx, n, wire.DLQGroupTopicPrefix+RetryGroup, 1)
@@ -615,6 +623,7 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 	w.rec.h.Chaos.DLQReads = append(w.rec.h.Chaos.DLQReads, dlqs...)
 	w.rec.h.Chaos.DLQRanges = append(w.rec.h.Chaos.DLQRanges, dlqRanges...)
 	w.rec.h.Chaos.DLQUnread = append(w.rec.h.Chaos.DLQUnread, unread...)
+	w.rec.h.Chaos.OrderUnread = append(w.rec.h.Chaos.OrderUnread, orderUnread...)
 	w.rec.mu.Unlock()
 	return errors.Join(errs...)
 }
