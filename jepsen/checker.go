@@ -135,6 +135,9 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 			}
 		}
 		v.Checks = append(v.Checks, Check{Name: fmt.Sprintf("acknowledged but absent from a replica (%d read)", len(perNode)), Value: fmt.Sprint(n), OK: n == 0 && len(perNode) > 0, Required: true, Examples: ex})
+		if c, ok := checkTxnReplicas(h, perNode, floor); ok {
+			v.Checks = append(v.Checks, c)
+		}
 		if below > 0 {
 			v.Checks = append(v.Checks, Check{Name: "acks below a replica's retention floor (not held)", Value: fmt.Sprint(below), OK: true})
 		}

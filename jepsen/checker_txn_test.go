@@ -40,3 +40,29 @@ func TestCheckerTransactions(t *testing.T) {
 		t.Fatalf("a rolled-back transaction consumed: %+v valid=%v", c, v.Valid)
 	}
 }
+
+// TestCheckerCommittedTxnAbsentFromReplica: a committed transaction's
+// message was consumed (from the leader) but one replica never stored it;
+// the commit's write is the transaction's own path, so the replica check
+// must cover it as it covers plain acknowledged sends.
+func TestCheckerCommittedTxnAbsentFromReplica(t *testing.T) {
+	h := txnHistory()
+	var keep []Read
+	for _, r := range h.Reads {
+		if !(r.Node == "n2" && r.Value == "t0-w0-0") {
+			keep = append(keep, r)
+		}
+	}
+	h.Reads = keep
+	v := CheckHistory(h, true)
+	c := check(t, v, "committed transactions absent from a replica")
+	if v.Valid || c.OK || c.Value != "1" {
+		t.Fatalf("committed transaction missing on n2 not found: %+v valid=%v\n%s", c, v.Valid, VerdictTable(h, v))
+	}
+	// Below n2's retention floor it is not owed there.
+	h = withRanges(h)
+	h.ReadRanges = append(h.ReadRanges, ReadRange{Node: "n2", Broker: "broker-j", Queue: 1, From: 1, To: 1})
+	if v := CheckHistory(h, true); !v.Valid {
+		t.Fatalf("committed transaction below n2's floor judged absent:\n%s", VerdictTable(h, v))
+	}
+}
