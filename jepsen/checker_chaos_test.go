@@ -3,6 +3,8 @@ package jepsen
 import (
 	"strings"
 	"testing"
+
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // chaosHistory is a valid history of the ordered, offsets and retry
@@ -225,5 +227,28 @@ func TestCheckerOrderedReadFailed(t *testing.T) {
 	}
 	if c := check(t, v, "ordered: final read failed"); c.OK || !c.Required || c.Value != "n1" {
 		t.Fatalf("check = %+v", c)
+	}
+}
+
+// TestOffsetAnswerNotFoundIsObserved: a leader answering QUERY_NOT_FOUND
+// for a queue whose commit a follower had answered lost it entirely; the
+// observation must reach the checker (as -1) and fail the run.
+func TestOffsetAnswerNotFoundIsObserved(t *testing.T) {
+	ok := remoting.NewResponse(remoting.ResponseSuccess, "")
+	ok.ExtFields = map[string]string{"offset": "7"}
+	if v, seen := offsetAnswer(ok); !seen || v != 7 {
+		t.Fatalf("success answer = %d, %v", v, seen)
+	}
+	v, seen := offsetAnswer(remoting.NewResponse(remoting.ResponseQueryNotFound, "no committed offset"))
+	if !seen || v != -1 {
+		t.Fatalf("QUERY_NOT_FOUND = %d, %v; want -1 observed", v, seen)
+	}
+	if _, seen := offsetAnswer(remoting.NewResponse(remoting.ResponseSystemError, "not leader")); seen {
+		t.Fatal("an error answer observed as an offset")
+	}
+	h := chaosHistory()
+	h.Chaos.OffsetObs[3].Value = v // the term-3 leader has no offset for q0
+	if r := CheckHistory(h, true); r.Valid || check(t, r, "offsets: replicated commit answered lower").OK {
+		t.Fatalf("a lost offset not caught:\n%s", VerdictTable(h, r))
 	}
 }

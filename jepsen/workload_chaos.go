@@ -440,11 +440,11 @@ func (w *workload) observeOffsets(ctx context.Context) {
 				qctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				resp, err := w.chaos.rc.InvokeSync(qctx, n.Addr(), remoting.NewRequest(remoting.RequestQueryConsumerOffset, h, nil))
 				cancel()
-				if err != nil || resp.Code != remoting.ResponseSuccess {
+				if err != nil {
 					continue
 				}
-				off, err := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
-				if err != nil {
+				off, ok := offsetAnswer(resp)
+				if !ok {
 					continue
 				}
 				w.rec.mu.Lock()
@@ -454,6 +454,23 @@ func (w *workload) observeOffsets(ctx context.Context) {
 			}
 		}
 	})
+}
+
+// offsetAnswer reads a QUERY_CONSUMER_OFFSET answer: the committed offset,
+// or -1 for QUERY_NOT_FOUND (only a leader says it: the group has no
+// offset for the queue there). A leader that lost a replicated commit
+// altogether answers that, the worst regression of all (a consumer told
+// "none" starts at the queue's end by default), so it is an observation
+// like any other. Other answers (not leader, errors) observe nothing.
+func offsetAnswer(resp *remoting.RemotingCommand) (int64, bool) {
+	switch resp.Code {
+	case remoting.ResponseQueryNotFound:
+		return -1, true
+	case remoting.ResponseSuccess:
+		off, err := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+		return off, err == nil
+	}
+	return 0, false
 }
 
 // --- retry / DLQ ---
