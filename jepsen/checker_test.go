@@ -1,8 +1,11 @@
 package jepsen
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/raftmq/raftmq/client"
 )
 
 // twoGroupHistory is a small valid history over two groups whose queues
@@ -324,5 +327,23 @@ func TestCheckerEachViolationKind(t *testing.T) {
 	h.Ops = append(h.Ops, Op{Process: "p", Value: "timed-out", Result: ResultUnknown, Queue: -1, Offset: -1, Err: "deadline exceeded"})
 	if v := CheckHistory(h, true); !v.Valid {
 		t.Fatalf("an unknown send never stored judged a loss:\n%s", VerdictTable(h, v))
+	}
+}
+
+// TestSendOutcomeOnlySendOK: only SEND_OK is an acknowledgement; a send
+// stored without the durability asked for (RocketMQ's FLUSH_DISK_TIMEOUT,
+// FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE, returned without an error) may
+// be lost and must not be held to the no-loss checks.
+func TestSendOutcomeOnlySendOK(t *testing.T) {
+	if acked, why := sendOutcome(&client.SendResult{Status: client.SendOK}, nil); !acked || why != "" {
+		t.Fatalf("SEND_OK: acked %v (%q)", acked, why)
+	}
+	for _, st := range []client.SendStatus{client.SendFlushDiskTimeout, client.SendFlushSlaveTimeout, client.SendSlaveNotAvailable} {
+		if acked, why := sendOutcome(&client.SendResult{Status: st}, nil); acked || !strings.Contains(why, st.String()) {
+			t.Errorf("%v: acked %v (%q), want unknown", st, acked, why)
+		}
+	}
+	if acked, why := sendOutcome(nil, errors.New("deadline exceeded")); acked || why != "deadline exceeded" {
+		t.Fatalf("error: acked %v (%q)", acked, why)
 	}
 }

@@ -153,13 +153,28 @@ func (w *workload) send(ctx context.Context, p *client.Producer, value, process 
 	res, err := p.SendSync(sctx, msg)
 	cancel()
 	o := Op{Process: process, Value: value, Idempotent: idem, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), Queue: -1, Offset: -1}
-	if err == nil {
+	if acked, why := sendOutcome(res, err); acked {
 		o.Result, o.Broker, o.Queue, o.Offset = ResultOK, res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset
 	} else {
-		o.Result, o.Err = ResultUnknown, err.Error()
+		o.Result, o.Err = ResultUnknown, why
 	}
 	w.rec.op(o)
 	return err
+}
+
+// sendOutcome says whether a send was acknowledged: SEND_OK reached the
+// client. A stored send with another status (FLUSH_DISK_TIMEOUT,
+// FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE: SendSync returns those
+// without an error, as RocketMQ's clients do) was not made durable and
+// may legitimately be lost, so it is an unknown outcome, as an error is.
+func sendOutcome(res *client.SendResult, err error) (acked bool, why string) {
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case res.Status != client.SendOK:
+		return false, "stored with status " + res.Status.String()
+	}
+	return true, ""
 }
 
 // runProducers sends until ctx ends; returns once every worker stopped.

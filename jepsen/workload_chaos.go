@@ -343,10 +343,10 @@ func (w *workload) sendOrdered(ctx context.Context, key string, seq int) error {
 	res, err := w.chaos.orderProd.SendWithSelector(sctx, msg, client.HashSelector())
 	cancel()
 	o := OrderOp{Op: Op{Process: "order-" + key, Value: value, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), Queue: -1, Offset: -1}, Key: key, Seq: seq}
-	if err == nil {
+	if acked, why := sendOutcome(res, err); acked {
 		o.Result, o.Broker, o.Queue, o.Offset = ResultOK, res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset
 	} else {
-		o.Result, o.Err = ResultUnknown, err.Error()
+		o.Result, o.Err = ResultUnknown, why
 	}
 	w.rec.mu.Lock()
 	w.rec.h.Chaos.OrderOps = append(w.rec.h.Chaos.OrderOps, o)
@@ -526,10 +526,10 @@ func (w *workload) sendRetry(ctx context.Context, value string) error {
 	res, err := w.chaos.retryProd.SendSync(sctx, msg)
 	cancel()
 	o := Op{Process: "retry", Value: value, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), Queue: -1, Offset: -1}
-	if err == nil {
+	if acked, why := sendOutcome(res, err); acked {
 		o.Result, o.Broker, o.Queue, o.Offset = ResultOK, res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset
 	} else {
-		o.Result, o.Err = ResultUnknown, err.Error()
+		o.Result, o.Err = ResultUnknown, why
 	}
 	w.rec.mu.Lock()
 	w.rec.h.Chaos.RetryOps = append(w.rec.h.Chaos.RetryOps, o)

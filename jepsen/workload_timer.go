@@ -128,11 +128,11 @@ func (w *workload) sendTimer(ctx context.Context, value string) error {
 	due := inv.Add(timerMinDelay + time.Duration(rand.Int63n(int64(timerMaxDelay-timerMinDelay))))
 	msg := client.NewMessage(TimerTopic, encodeBody(value)).WithDeliverAt(due)
 	sctx, cancel := context.WithTimeout(ctx, w.cfg.SendTimeout)
-	_, err := w.timerProd.SendSync(sctx, msg)
+	res, err := w.timerProd.SendSync(sctx, msg)
 	cancel()
 	o := TimerOp{Value: value, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), DueMs: w.rec.since(due), Result: ResultOK}
-	if err != nil {
-		o.Result, o.Err = ResultUnknown, err.Error()
+	if acked, why := sendOutcome(res, err); !acked {
+		o.Result, o.Err = ResultUnknown, why
 	}
 	w.rec.timerOp(o)
 	return err
