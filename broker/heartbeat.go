@@ -46,18 +46,22 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 // prepareConsumerGroup creates, on the leader, the group's config
 // (autoCreateSubscriptionGroup) and its retry topic, as RocketMQ does on
 // a heartbeat, so the %RETRY% route exists before the first send-back.
-func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
+// It returns why the group has no config, nil when it has one (on a
+// follower: nil, having done nothing).
+func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) *remoting.RemotingCommand {
 	if !c.rep.IsLeader() {
-		return
+		return nil
 	}
 	sg, ok := c.rep.State().SubscriptionGroup(group)
 	if !ok {
 		if !c.live().AutoCreateSubscriptionGroup {
-			return
+			return response(remoting.ResponseSubscriptionGroupNotExist,
+				"consumer group %s is not configured on broker %s and autoCreateSubscriptionGroup is false: create it with updateSubGroup",
+				group, c.cfg.BrokerName)
 		}
 		if r := c.autoCreateRefusal("group " + group); r != nil {
 			c.log.Debug("auto-create subscription group refused", zap.String("group", group), zap.String("reason", r.Remark))
-			return
+			return r
 		}
 		sg = c.defaultSubscriptionGroup(group)
 		wctx, cancel := c.writeCtx(ctx)
@@ -65,7 +69,7 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 		cancel()
 		if err != nil {
 			c.log.Warn("auto-create subscription group failed", zap.String("group", group), zap.Error(err))
-			return
+			return response(remoting.ResponseSystemError, "auto-creation of group %s on broker %s failed: %v", group, c.cfg.BrokerName, err)
 		}
 	}
 	retry := wire.RetryGroupTopicPrefix + group
@@ -74,6 +78,7 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) {
 			c.log.Debug("create retry topic failed", zap.String("topic", retry), zap.String("reason", r.Remark))
 		}
 	}
+	return nil
 }
 
 // defaultSubscriptionGroup is the config of a group that has none of its

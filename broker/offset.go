@@ -58,7 +58,7 @@ func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remotin
 	if !c.rep.IsLeader() {
 		return c.notLeader(), nil
 	}
-	if r := c.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID); r != nil {
+	if r := c.checkOffsetCommit(ctx, h.ConsumerGroup, h.Topic, h.QueueID, true); r != nil {
 		return r, nil
 	}
 	c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
@@ -69,9 +69,19 @@ func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remotin
 // and snapshot forever for a key no consumer can use: a name over
 // wire.MaxGroupLength/MaxTopicLength or with illegal characters, a topic
 // that does not exist (a group's retry topic exists once its consumers
-// heartbeat), a group with neither a subscription group config nor live
-// consumers, or a queue the topic does not have. nil means accept.
-func (c *Controller) checkOffsetCommit(group, topic string, queueID int32) *remoting.RemotingCommand {
+// heartbeat), a group without a subscription group config, or a queue the
+// topic does not have. nil means accept.
+//
+// The group must have a config, not only live consumers: a heartbeat
+// registers any group name, and offsets outlive the consumers, so
+// accepting connected groups would let one client grow the replicated
+// state without bound (heartbeat new names, commit, repeat) past the
+// auto-creation limits that bound configs. With create, a connected
+// group's config is auto-created here as its heartbeat would have
+// (prepareConsumerGroup: its creation there may have been refused by
+// autoCreateTopicMaxPerSecond), within the same limits; the refusal
+// names the limit.
+func (c *Controller) checkOffsetCommit(ctx context.Context, group, topic string, queueID int32, create bool) *remoting.RemotingCommand {
 	r := checkGroup(group)
 	if r == nil {
 		r = checkTopic(topic)
@@ -87,15 +97,26 @@ func (c *Controller) checkOffsetCommit(group, topic string, queueID int32) *remo
 		return c.refuse("offsetCommit", remoting.ResponseTopicNotExist,
 			"offset commit refused: topic %s does not exist on broker %s", topic, c.cfg.BrokerName)
 	}
-	if _, ok := st.SubscriptionGroup(group); !ok {
-		if _, ok := c.clients.group(group); !ok {
-			return c.refuse("offsetCommit", remoting.ResponseSubscriptionGroupNotExist,
-				"offset commit refused: consumer group %s is neither configured nor connected on broker %s", group, c.cfg.BrokerName)
-		}
-	}
-	if n := queueCount(max(tc.ReadQueueNums, tc.WriteQueueNums)); queueID < 0 || int(queueID) >= n {
+	n := queueCount(max(tc.ReadQueueNums, tc.WriteQueueNums))
+	if queueID < 0 || int(queueID) >= n {
 		return c.refuse("offsetCommit", remoting.ResponseInvalidParameter,
 			"offset commit refused: queueId %d out of 0..%d of topic %s", queueID, n-1, topic)
+	}
+	if _, ok := st.SubscriptionGroup(group); ok {
+		return nil
+	}
+	if _, ok := c.clients.group(group); !ok {
+		return c.refuse("offsetCommit", remoting.ResponseSubscriptionGroupNotExist,
+			"offset commit refused: consumer group %s is neither configured nor connected on broker %s", group, c.cfg.BrokerName)
+	}
+	if !create {
+		return c.refuse("offsetCommit", remoting.ResponseSubscriptionGroupNotExist,
+			"offset commit refused: consumer group %s is not configured on broker %s", group, c.cfg.BrokerName)
+	}
+	if r := c.prepareConsumerGroup(ctx, group); r != nil {
+		c.metrics.limitRefusals.WithLabelValues("offsetCommit").Inc()
+		r.Remark = "offset commit refused: " + r.Remark
+		return r
 	}
 	return nil
 }

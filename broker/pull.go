@@ -90,7 +90,7 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 	}
 	p := &pullRequest{conn: conn, req: req, h: h, filter: f}
 	if h.SysFlag&wire.PullFlagCommitOffset != 0 && h.CommitOffset >= 0 && c.rep.IsLeader() &&
-		c.checkOffsetCommit(h.ConsumerGroup, h.Topic, h.QueueID) == nil {
+		c.checkOffsetCommit(ctx, h.ConsumerGroup, h.Topic, h.QueueID, false) == nil {
 		c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
 	}
 	return c.pull(p, true), nil
