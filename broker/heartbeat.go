@@ -44,8 +44,10 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 }
 
 // prepareConsumerGroup creates, on the leader, the group's config
-// (autoCreateSubscriptionGroup) and its retry topic, as RocketMQ does on
-// a heartbeat, so the %RETRY% route exists before the first send-back.
+// (autoCreateSubscriptionGroup, or a system group whatever it says, as
+// RocketMQ's findSubscriptionGroupConfig) and its retry topic, as RocketMQ
+// does on a heartbeat, so the %RETRY% route exists before the first
+// send-back.
 // It returns why the group has no config, nil when it has one (on a
 // follower: nil, having done nothing).
 func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) *remoting.RemotingCommand {
@@ -54,7 +56,7 @@ func (c *Controller) prepareConsumerGroup(ctx context.Context, group string) *re
 	}
 	sg, ok := c.rep.State().SubscriptionGroup(group)
 	if !ok {
-		if !c.live().AutoCreateSubscriptionGroup {
+		if !c.live().AutoCreateSubscriptionGroup && !wire.IsSystemGroup(group) {
 			return response(remoting.ResponseSubscriptionGroupNotExist,
 				"consumer group %s is not configured on broker %s and autoCreateSubscriptionGroup is false: create it with updateSubGroup",
 				group, c.cfg.BrokerName)

@@ -72,3 +72,40 @@ func TestOffsetCommitNeedsGroupConfig(t *testing.T) {
 		t.Fatalf("offset keys grew from %d to %d, want one new key", keysBefore, got)
 	}
 }
+
+// TestOffsetCommitWithoutAutoCreate: with autoCreateSubscriptionGroup off
+// a connected group without a config cannot commit (its pulls are refused
+// too), while a system group (CID_RMQ_SYS_ prefix), which the broker
+// serves regardless, gets its config and commits, as in RocketMQ.
+func TestOffsetCommitWithoutAutoCreate(t *testing.T) {
+	pc := startRealCluster(t, func(cfg *BrokerConfig) { cfg.AutoCreateSubscriptionGroup = false })
+	l := pc.leader()
+	addr, c := pc.nodes[l].Addr(), pc.nodes[l]
+	pc.createTopic(addr, "T1", 2)
+	sys := wire.SystemGroupPrefix + "TOOL"
+	var groups []wire.HeartbeatConsumerData
+	for _, g := range []string{"PLAIN", sys} {
+		groups = append(groups, wire.HeartbeatConsumerData{GroupName: g, ConsumeType: wire.ConsumeTypePull,
+			MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+			SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "T1", SubString: "*", SubVersion: 1}}})
+	}
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@tool", ConsumerDataSet: groups})
+	if resp := pc.call(addr, remoting.RequestHeartBeat, nil, hb); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat: %d %s", resp.Code, resp.Remark)
+	}
+	commit := func(group string) *remoting.RemotingCommand {
+		return pc.call(addr, remoting.RequestUpdateConsumerOffset, map[string]string{
+			"consumerGroup": group, "topic": "T1", "queueId": "1", "commitOffset": "5"}, nil)
+	}
+	if resp := commit("PLAIN"); resp.Code != remoting.ResponseSubscriptionGroupNotExist ||
+		!strings.Contains(resp.Remark, "offset commit refused") || !strings.Contains(resp.Remark, "autoCreateSubscriptionGroup is false") {
+		t.Fatalf("commit of unconfigured PLAIN: code %d remark %q", resp.Code, resp.Remark)
+	}
+	if resp := commit(sys); resp.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit of system group %s: %d %s", sys, resp.Code, resp.Remark)
+	}
+	waitOffset(t, c, sys, "T1", 1, 5)
+	if _, ok := c.rep.State().ConsumerOffset("PLAIN", "T1", 1); ok {
+		t.Fatal("offset of unconfigured PLAIN stored")
+	}
+}
