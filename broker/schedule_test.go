@@ -53,36 +53,10 @@ func TestZeroDelayLevelDeliversAtOnce(t *testing.T) {
 // gone (a level longer than fileReservedTime, or deletion forced by a full
 // disk) the schedule service steps past it and it never reaches its topic.
 func TestRetentionKeepsPendingDelayed(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{segmentSize: 256 << 10})
-	c.createTopic("T", 1)
-	c.createTopic(wire.TopicSchedule, 2)
+	c, _, _ := retentionKeepsPinned(t, wire.TopicSchedule, 1,
+		map[string]string{wire.PropertyRealTopic: "T", wire.PropertyRealQueueID: "0", wire.PropertyDelayTimeLevel: "2"},
+		"a delayed message not yet due")
 	l := c.leader()
-	c.sendConcurrently(2, 300, 1024, 1, nil)
-	m := testMessage(wire.TopicSchedule, 1, "delayed", "", 0, 128)
-	m.Properties = map[string]string{wire.PropertyRealTopic: "T", wire.PropertyRealQueueID: "0", wire.PropertyDelayTimeLevel: "2"}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := l.g().PutMessages(ctx, []*store.Message{m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	delayed := res[0].PhysicalOffset
-	c.sendConcurrently(2, 900, 1024, 1, nil)
-	c.waitCaughtUp()
-	if err := l.g().Raft().Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	// Every segment but the last is past its reserved time.
-	if _, err := (retentionSegments{l.g()}).DeleteExpired(time.Now().Add(time.Hour), 1, 1000); err != nil {
-		t.Fatal(err)
-	}
-	first := l.g().Store().CommitLog().MinOffset()
-	if first == 0 {
-		t.Fatal("retention deleted nothing: the test no longer checks what it keeps")
-	}
-	if first > delayed {
-		t.Fatalf("retention deleted the segment of a delayed message not yet due (at %d; the CommitLog now starts at %d)", delayed, first)
-	}
 	// A level messageDelayLevel no longer lists is never delivered: its
 	// queue must not hold the CommitLog for good.
 	l.g().SetScheduleLevels(1)
@@ -148,4 +122,44 @@ func TestScheduleRoundDeliversEveryDueMessage(t *testing.T) {
 	if got := rep.State().ScheduleOffsets()[1]; got != n {
 		t.Fatalf("level 1's replicated position is %d after the round, want %d", got, n)
 	}
+}
+
+// retentionKeepsPinned stores one message of a system topic (topic, queue,
+// props) among 1,200 plain ones on 256 KiB segments, then runs retention
+// as if every segment but the last were past its reserved time, and fails
+// unless the message's segment is kept (what names it in the failure). It
+// returns the cluster, the message's put result and the context the put
+// used (10 s).
+func retentionKeepsPinned(t *testing.T, topic string, queue int32, props map[string]string, what string) (*testCluster, PutResult, context.Context) {
+	t.Helper()
+	c := newTestCluster(t, clusterOpts{segmentSize: 256 << 10})
+	c.createTopic("T", 1)
+	c.createTopic(topic, int(queue)+1)
+	l := c.leader()
+	c.sendConcurrently(2, 300, 1024, 1, nil)
+	m := testMessage(topic, queue, "pinned", "", 0, 128)
+	m.Properties = props
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	res, err := l.g().PutMessages(ctx, []*store.Message{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := res[0].PhysicalOffset
+	c.sendConcurrently(2, 900, 1024, 1, nil)
+	c.waitCaughtUp()
+	if err := l.g().Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (retentionSegments{l.g()}).DeleteExpired(time.Now().Add(time.Hour), 1, 1000); err != nil {
+		t.Fatal(err)
+	}
+	first := l.g().Store().CommitLog().MinOffset()
+	if first == 0 {
+		t.Fatal("retention deleted nothing: the test no longer checks what it keeps")
+	}
+	if first > at {
+		t.Fatalf("retention deleted the segment of %s (at %d; the CommitLog now starts at %d)", what, at, first)
+	}
+	return c, res[0], ctx
 }

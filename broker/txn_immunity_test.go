@@ -1,13 +1,11 @@
 package broker
 
 import (
-	"context"
 	"math"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -182,42 +180,17 @@ func TestImmunityCapSaturates(t *testing.T) {
 // fileReservedTime, or deletion forced by a full disk) its commit finds no
 // half and the message is never delivered.
 func TestRetentionKeepsUndecidedHalf(t *testing.T) {
-	c := newTestCluster(t, clusterOpts{segmentSize: 256 << 10})
-	c.createTopic("T", 1)
-	c.createTopic(wire.TopicTransHalf, 1)
+	c, res, ctx := retentionKeepsPinned(t, wire.TopicTransHalf, 0,
+		map[string]string{wire.PropertyRealTopic: "T", wire.PropertyRealQueueID: "0",
+			wire.PropertyTransactionPrep: "true", wire.PropertyProducerGroup: "PG"},
+		"an undecided half")
 	l := c.leader()
-	c.sendConcurrently(2, 300, 1024, 1, nil)
-	m := testMessage(wire.TopicTransHalf, 0, "half", "", 0, 128)
-	m.Properties = map[string]string{wire.PropertyRealTopic: "T", wire.PropertyRealQueueID: "0",
-		wire.PropertyTransactionPrep: "true", wire.PropertyProducerGroup: "PG"}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := l.g().PutMessages(ctx, []*store.Message{m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	half := res[0].PhysicalOffset
-	c.sendConcurrently(2, 900, 1024, 1, nil)
-	c.waitCaughtUp()
-	if err := l.g().Raft().Snapshot().Error(); err != nil {
-		t.Fatal(err)
-	}
-	// Every segment but the last is past its reserved time.
-	if _, err := (retentionSegments{l.g()}).DeleteExpired(time.Now().Add(time.Hour), 1, 1000); err != nil {
-		t.Fatal(err)
-	}
-	first := l.g().Store().CommitLog().MinOffset()
-	if first == 0 {
-		t.Fatal("retention deleted nothing: the test no longer checks what it keeps")
-	}
-	if first > half {
-		t.Fatalf("retention deleted the segment of an undecided half (at %d; the CommitLog now starts at %d)", half, first)
-	}
+	half := res.PhysicalOffset
 	// Once the walk passes the decided half, it pins nothing.
 	if _, err := l.g().EndTransaction(ctx, half, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.g().UpdateTxnCheck(ctx, &txnCheck{FloorQueue: res[0].QueueOffset + 1, FloorPhy: half + 1}); err != nil {
+	if err := l.g().UpdateTxnCheck(ctx, &txnCheck{FloorQueue: res.QueueOffset + 1, FloorPhy: half + 1}); err != nil {
 		t.Fatal(err)
 	}
 	if pin := l.g().txnPin(); pin != math.MaxInt64 {
