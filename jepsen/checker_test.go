@@ -39,6 +39,21 @@ func check(t *testing.T, v Verdict, name string) Check {
 	return Check{}
 }
 
+// requireViolation applies mut to a valid two-group history and requires
+// an invalid verdict whose check named name fails.
+func requireViolation(t *testing.T, mut func(*History), name string) {
+	t.Helper()
+	h := twoGroupHistory()
+	mut(&h)
+	v := CheckHistory(h, true)
+	if v.Valid {
+		t.Fatalf("violation not found:\n%s", VerdictTable(h, v))
+	}
+	if c := check(t, v, name); c.OK {
+		t.Fatalf("check %q passed: %+v", name, c)
+	}
+}
+
 func TestCheckerTwoGroupsValid(t *testing.T) {
 	v := CheckHistory(twoGroupHistory(), true)
 	if !v.Valid {
@@ -66,17 +81,7 @@ func TestCheckerFindsViolations(t *testing.T) {
 		}, "terms with two leaders"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := twoGroupHistory()
-			tc.mut(&h)
-			v := CheckHistory(h, true)
-			if v.Valid {
-				t.Fatal("violation not found")
-			}
-			if c := check(t, v, tc.check); c.OK {
-				t.Fatalf("check %q passed: %+v", tc.check, c)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { requireViolation(t, tc.mut, tc.check) })
 	}
 }
 
@@ -307,17 +312,7 @@ func TestCheckerEachViolationKind(t *testing.T) {
 		}, "queue gaps"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := twoGroupHistory()
-			tc.mut(&h)
-			v := CheckHistory(h, true)
-			if v.Valid {
-				t.Fatalf("violation not found:\n%s", VerdictTable(h, v))
-			}
-			if c := check(t, v, tc.check); c.OK {
-				t.Fatalf("check %q passed: %+v", tc.check, c)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { requireViolation(t, tc.mut, tc.check) })
 	}
 	// A final read that failed is never a pass, whatever it found.
 	if v := CheckHistory(twoGroupHistory(), false); v.Valid {
