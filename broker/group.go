@@ -81,6 +81,11 @@ type Group struct {
 	// snapLoopDone closes when the size-triggered snapshot loop has
 	// returned (nil when SnapshotBytes is 0).
 	snapLoopDone chan struct{}
+	// raftDown closes once stopRaft has shut the Raft member down while the
+	// node runs on. raft.State() cannot tell: an RPC handled while Shutdown
+	// runs sets the state back to Follower, for good.
+	raftDown     chan struct{}
+	raftDownOnce sync.Once
 	// catchup is the full-data catch-up loop's state (catchup.go).
 	catchup catchupState
 	// backfillMu: one index backfill at a time (catch-up's index phase,
@@ -140,7 +145,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("raftId", cfg.Raft.DLegerSelfID))
-	g = &Group{cfg: cfg, remotingAddr: remotingAddr, log: log, quit: make(chan struct{}), stable: parts.Stable, trans: parts.Transport}
+	g = &Group{cfg: cfg, remotingAddr: remotingAddr, log: log, quit: make(chan struct{}), raftDown: make(chan struct{}), stable: parts.Stable, trans: parts.Transport}
 	g.st = newState(cfg.DedupWindow, cfg.DedupProducerTTL.Milliseconds())
 	// The error returns below set the named result g to nil before this
 	// runs, so the cleanup holds its own reference.
@@ -587,10 +592,9 @@ func (g *Group) runSnapshotBySize() {
 		select {
 		case <-g.quit:
 			return
-		case <-t.C:
-		}
-		if g.raft.State() == raft.Shutdown {
+		case <-g.raftDown:
 			return
+		case <-t.C:
 		}
 		if snap := g.lastSnapshotIndex(); snap != seen {
 			seen = snap

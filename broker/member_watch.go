@@ -72,9 +72,22 @@ func (g *Group) stopAsRemoved(err error) {
 // I/O timeout (a leader's own shutdown waits on them); closed, they fail
 // at once.
 func (g *Group) stopRaft() {
-	_ = g.raft.Shutdown().Error()
-	if err := closeTransport(g.trans); err != nil {
-		g.log.Warn("closing the stopped member's Raft transport", zap.Error(err))
+	g.raftDownOnce.Do(func() {
+		_ = g.raft.Shutdown().Error()
+		if err := closeTransport(g.trans); err != nil {
+			g.log.Warn("closing the stopped member's Raft transport", zap.Error(err))
+		}
+		close(g.raftDown)
+	})
+}
+
+// raftStopped reports whether stopRaft has run.
+func (g *Group) raftStopped() bool {
+	select {
+	case <-g.raftDown:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -164,7 +177,7 @@ func (c *Controller) watchRemoval() {
 // configuration lacks this member, which thinks it is a member and has
 // heard from no leader for removalCheckInterval.
 func (c *Controller) checkRemoved(g *Group) error {
-	if g.raft.State() == raft.Leader || g.raft.State() == raft.Shutdown {
+	if g.raft.State() == raft.Leader || g.raftStopped() {
 		return nil
 	}
 	if lc := g.raft.LastContact(); !lc.IsZero() && time.Since(lc) < removalCheckInterval {

@@ -27,5 +27,5 @@ func TestGroupDamageBeforeReadyStops(t *testing.T) {
 	g.markReady()
 	// If the member leads by then (an election on a loaded box), the stop
 	// first hands leadership over, which Raft bounds by its own timeouts.
-	testutil.WaitFor(t, 30*time.Second, "the damaged member's Raft stops", func() bool { return g.raft.State() == raft.Shutdown })
+	testutil.WaitFor(t, 30*time.Second, "the damaged member's Raft stops", func() bool { return g.raftStopped() })
 }

@@ -82,7 +82,7 @@ func TestGroupScrubFindsDamageBelowAnchor(t *testing.T) {
 		t.Fatalf("damage at position %d after index %d; the leader has index %d at %d (%v)", de.Position, de.AfterIndex, de.AfterIndex+1, pos, err)
 	}
 	t.Logf("scrub: %v", de)
-	testutil.WaitFor(t, 10*time.Second, "the damaged member's Raft stops", func() bool { return g.raft.State() == raft.Shutdown })
+	testutil.WaitFor(t, 10*time.Second, "the damaged member's Raft stops", func() bool { return g.raftStopped() })
 	if _, err := os.Stat(g.damagedMarkerPath()); err != nil {
 		t.Fatalf("DAMAGED marker: %v", err)
 	}
@@ -233,7 +233,7 @@ func TestGroupDamagedLeaderHandsOver(t *testing.T) {
 	term := g.raft.CurrentTerm()
 	g.noteReadDamage(a.PhysicalOffset, err) // what processPull does
 	testutil.WaitFor(t, 15*time.Second, "the damaged leader stops", func() bool {
-		return g.LogDamaged() != nil && g.raft.State() == raft.Shutdown
+		return g.LogDamaged() != nil && g.raftStopped()
 	})
 	var de *raftlog.DamageError
 	if !errors.As(g.LogDamaged(), &de) || de.Path != path {
