@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -238,7 +239,10 @@ func TestLocateHeaderCacheConcurrentWriters(t *testing.T) {
 		}()
 	}
 	next, term := uint64(11), uint64(1)
-	for round := range 150 {
+	// Past 150 rounds, write on until a reader was scheduled in between
+	// (a loaded box can run all 150 before either reader runs).
+	deadline := time.Now().Add(10 * time.Second)
+	for round := 0; round < 150 || compared.Load() == 0 && time.Now().Before(deadline); round++ {
 		storeAll(t, s, raftlogtest.Entries(next, next+4, term))
 		next += 5
 		if round%5 == 4 {
