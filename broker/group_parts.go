@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -69,7 +68,7 @@ func openDiskParts(cfg GroupConfig, log *zap.Logger, wrap func(raft.StreamLayer)
 		p.FS = storage.OSFS()
 	}
 	raftDir := filepath.Join(cfg.Store.StorePathRootDir, "raft")
-	if err := os.MkdirAll(raftDir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(storage.OSFS(), raftDir); err != nil {
 		return Parts{}, err
 	}
 	stable, err := raftlog.OpenStableStore(filepath.Join(raftDir, "stable.db"))
@@ -81,6 +80,11 @@ func openDiskParts(cfg GroupConfig, log *zap.Logger, wrap func(raft.StreamLayer)
 			_ = stable.Close()
 		}
 	}()
+	// BoltDB syncs the file it creates, not its name: the term and vote
+	// it holds must not vanish with a power cut right after the first start.
+	if err = storage.OSFS().SyncDir(raftDir); err != nil {
+		return Parts{}, err
+	}
 	snaps, err := raftlog.OpenSnapshotStore(filepath.Join(raftDir, "snapshots"), cfg.Raft.SnapshotRetain, log)
 	if err != nil {
 		return Parts{}, err

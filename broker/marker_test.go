@@ -38,7 +38,7 @@ func TestMarkerWriteFailureLeavesNoEmptyMarker(t *testing.T) {
 	t.Run("empty", func(t *testing.T) {
 		fsys := storage.NewFaultFS(1)
 		path := filepath.Join("/data", "raft", "REMOVED")
-		if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := storage.MkdirAllDurable(fsys, filepath.Dir(path)); err != nil {
 			t.Fatal(err)
 		}
 		f, err := fsys.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)

@@ -169,7 +169,7 @@ func FuzzOpenDamagedLog(f *testing.F) {
 				b = bytes.Clone(b)
 				copy(b[int(at)%len(b):], patch)
 			}
-			if err := fsys.MkdirAll(filepath.Dir(fl.name), 0o755); err != nil {
+			if err := storage.MkdirAllDurable(fsys, filepath.Dir(fl.name)); err != nil {
 				t.Fatal(err)
 			}
 			w, err := fsys.OpenFile(fl.name, os.O_CREATE|os.O_RDWR, 0o644)

@@ -219,7 +219,7 @@ func OpenOnQueue(segQ *storage.MappedFileQueue, dir string, opts Options) (*LogS
 
 func openOn(segQ *storage.MappedFileQueue, dir string, o Options) (*LogStore, error) {
 	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger, segQ: segQ, recent: recentLogs{maxBytes: o.CacheBytes}}
-	if err := s.fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(s.fsys, dir); err != nil {
 		return nil, err
 	}
 	// A crash between a meta or backfill write's create and rename leaves

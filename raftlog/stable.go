@@ -3,7 +3,6 @@ package raftlog
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -11,6 +10,8 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // StableStore is Raft's small durable key/value store (current term, last
@@ -45,7 +46,7 @@ func (s *StableStore) Close() error { return s.BoltStore.Close() }
 // snapshots are small markers (Raft index, ConsumeQueue checkpoint, offsets,
 // topic config), so retaining a few costs nothing.
 func OpenSnapshotStore(dir string, retain int, log *zap.Logger) (IndexedSnapshotStore, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(storage.OSFS(), dir); err != nil {
 		return IndexedSnapshotStore{}, err
 	}
 	s, err := raft.NewFileSnapshotStoreWithLogger(dir, retain, HCLogger(log, "raft-snapshot"))

@@ -35,7 +35,7 @@ func WriteFileAtomicPerm(fsys FS, path string, data []byte, perm fs.FileMode) er
 	const flags = os.O_RDWR | os.O_CREATE | os.O_EXCL
 	f, err := fsys.OpenFile(tmp, flags, perm)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		if err := MkdirAllDurable(fsys, dir); err != nil {
 			return fmt.Errorf("create dir %s: %w", dir, err)
 		}
 		f, err = fsys.OpenFile(tmp, flags, perm)

@@ -58,8 +58,8 @@ type CrashOptions struct {
 // (exported from a non-test file so other packages' tests can use it).
 //
 // Each file has a volatile image (what reads and mappings see) and a durable
-// image updated only by Sync and Msync. Directory entries are durable only
-// after SyncDir on their directory. Crash returns a new FaultFS holding only
+// image updated only by Sync and Msync. Directory entries, of files and of
+// directories alike, are durable only after SyncDir on their directory. Crash returns a new FaultFS holding only
 // durable state, optionally torn; the old one fails every later call with
 // ErrCrashed, so a store still holding it cannot disturb the survivor.
 // Errors (EIO, ENOSPC, anything) can be injected per operation, disk capacity
@@ -70,8 +70,11 @@ type FaultFS struct {
 	files   map[string]*memInode // current namespace
 	durable map[string]*memInode // namespace as of the last SyncDir of each dir
 	dirs    map[string]bool
-	faults  map[FaultOp]error
-	faultFn func(op FaultOp, name string) error
+	// durableDirs are the directories named durably in their parent (as of
+	// its last SyncDir); a crash keeps those whose ancestors all are.
+	durableDirs map[string]bool
+	faults      map[FaultOp]error
+	faultFn     func(op FaultOp, name string) error
 	// capacity limits the sum of file sizes (0 = unlimited); beyond it
 	// Fallocate and extending writes fail with ENOSPC.
 	capacity        int64
@@ -101,12 +104,13 @@ const faultPage = 4096
 // from seed, so a failing run can be replayed.
 func NewFaultFS(seed uint64) *FaultFS {
 	return &FaultFS{
-		files:   map[string]*memInode{},
-		durable: map[string]*memInode{},
-		dirs:    map[string]bool{"/": true, ".": true},
-		faults:  map[FaultOp]error{},
-		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		now:     time.Now,
+		files:       map[string]*memInode{},
+		durable:     map[string]*memInode{},
+		dirs:        map[string]bool{"/": true, ".": true},
+		durableDirs: map[string]bool{"/": true, ".": true},
+		faults:      map[FaultOp]error{},
+		rng:         rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		now:         time.Now,
 	}
 }
 
@@ -276,8 +280,11 @@ func (f *FaultFS) Crash(opts CrashOptions) *FaultFS {
 	n := NewFaultFS(f.rng.Uint64())
 	n.now = f.now
 	n.capacity = f.capacity
-	for d := range f.dirs {
-		n.dirs[d] = true
+	for d := range f.durableDirs {
+		if f.reachableLocked(d) {
+			n.dirs[d] = true
+			n.durableDirs[d] = true
+		}
 	}
 	survivors := map[*memInode]*memInode{}
 	names := make([]string, 0, len(f.durable))
@@ -286,6 +293,9 @@ func (f *FaultFS) Crash(opts CrashOptions) *FaultFS {
 	}
 	sort.Strings(names) // deterministic tearing for a given seed
 	for _, name := range names {
+		if !n.dirs[filepath.Dir(name)] {
+			continue // its directory's own name was never made durable
+		}
 		old := f.durable[name]
 		ino, ok := survivors[old]
 		if !ok {
@@ -477,8 +487,8 @@ func (f *FaultFS) Rename(oldname, newname string) error {
 	return nil
 }
 
-// MkdirAll implements FS. Directories are durable at once (a simplification:
-// directories are only created at startup).
+// MkdirAll implements FS. A created directory survives a crash once its
+// parent is synced (SyncDir).
 func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -576,7 +586,30 @@ func (f *FaultFS) SyncDir(path string) error {
 			f.durable[n] = ino
 		}
 	}
+	for d := range f.durableDirs {
+		if d != path && filepath.Dir(d) == path {
+			delete(f.durableDirs, d)
+		}
+	}
+	for d := range f.dirs {
+		if d != path && filepath.Dir(d) == path {
+			f.durableDirs[d] = true
+		}
+	}
 	return nil
+}
+
+// reachableLocked reports whether dir and each of its ancestors are named
+// durably.
+func (f *FaultFS) reachableLocked(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		if !f.durableDirs[d] {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }
 
 type memInfo struct {

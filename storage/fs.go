@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -229,4 +231,38 @@ func IsNoSpace(err error) bool {
 // diskFullError wraps an ENOSPC from the FS as ErrDiskFull with context.
 func diskFullError(op, path string, err error) error {
 	return fmt.Errorf("%w: %s %s: %v (free disk space or lower retention)", ErrDiskFull, op, path, err)
+}
+
+// MkdirAllDurable creates dir and its missing parents like MkdirAll and
+// syncs the parent of each directory it created: a new directory's name
+// lives in its parent, and survives a power cut only once that parent is
+// synced. Files later created in dir and synced with SyncDir(dir) are
+// reachable after a crash only if dir itself is.
+func MkdirAllDurable(fsys FS, dir string) error {
+	var created []string // deepest first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		_, err := fsys.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range created {
+		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("sync %s after creating %s: %w", filepath.Dir(d), d, err)
+		}
+	}
+	return nil
 }

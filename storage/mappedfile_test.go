@@ -24,7 +24,7 @@ func allFS() []fsCase {
 		{"os", func(t *testing.T) (FS, string) { return OSFS(), t.TempDir() }},
 		{"fault", func(t *testing.T) (FS, string) {
 			f := NewFaultFS(1)
-			if err := f.MkdirAll("/data", 0o755); err != nil {
+			if err := MkdirAllDurable(f, "/data"); err != nil {
 				t.Fatal(err)
 			}
 			return f, "/data"
@@ -250,7 +250,7 @@ func TestMappedFileConcurrentReadersAndWriter(t *testing.T) {
 
 func TestMappedFileFallocateENOSPC(t *testing.T) {
 	f := NewFaultFS(1)
-	f.MkdirAll("/d", 0o755)
+	MkdirAllDurable(f, "/d")
 	f.SetCapacity(10000)
 	if _, err := OpenMappedFile(f, "/d/"+FileName(0), 0, 8192); err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestMappedFileFallocateENOSPC(t *testing.T) {
 
 func TestMappedFileTruncateTailSurvivesCrash(t *testing.T) {
 	f := NewFaultFS(7)
-	f.MkdirAll("/d", 0o755)
+	MkdirAllDurable(f, "/d")
 	path := "/d/" + FileName(0)
 	mf, err := OpenMappedFile(f, path, 0, 16384)
 	if err != nil {
@@ -316,7 +316,7 @@ func TestMappedFileTruncateTailSurvivesCrash(t *testing.T) {
 // writes them for real.
 func TestMappedFileRewriteZerosAfterFailedSync(t *testing.T) {
 	f := NewFaultFS(8)
-	f.MkdirAll("/d", 0o755)
+	MkdirAllDurable(f, "/d")
 	path := "/d/" + FileName(0)
 	mf, err := OpenMappedFile(f, path, 0, 16384)
 	if err != nil {
@@ -370,7 +370,7 @@ func TestMappedFileRewriteZerosAfterFailedSync(t *testing.T) {
 
 func TestFaultFSCrashDropsUnsynced(t *testing.T) {
 	f := NewFaultFS(3)
-	f.MkdirAll("/d", 0o755)
+	MkdirAllDurable(f, "/d")
 	mf, err := OpenMappedFile(f, "/d/"+FileName(0), 0, 8192)
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestFaultFSCrashDropsUnsynced(t *testing.T) {
 func TestFaultFSTearKeepsPrefixOfUnsynced(t *testing.T) {
 	for seed := uint64(0); seed < 20; seed++ {
 		f := NewFaultFS(seed)
-		f.MkdirAll("/d", 0o755)
+		MkdirAllDurable(f, "/d")
 		mf, _ := OpenMappedFile(f, "/d/"+FileName(0), 0, 8192)
 		mf.Append(bytes.Repeat([]byte{7}, 100))
 		mf.Flush()
@@ -441,7 +441,7 @@ func TestFaultFSTearKeepsPrefixOfUnsynced(t *testing.T) {
 
 func TestFaultFSInjectedErrorsAndUsage(t *testing.T) {
 	f := NewFaultFS(1)
-	f.MkdirAll("/d", 0o755)
+	MkdirAllDurable(f, "/d")
 	mf, _ := OpenMappedFile(f, "/d/"+FileName(0), 0, 4096)
 	defer mf.Close()
 	mf.Append([]byte("abc"))
@@ -487,7 +487,7 @@ func TestOSFSDiskUsage(t *testing.T) {
 func TestFaultFSCleanAfterFailedSync(t *testing.T) {
 	f := NewFaultFS(4)
 	f.SetCleanAfterFailedSync(true)
-	f.MkdirAll("/d", 0o755)
+	MkdirAllDurable(f, "/d")
 	mf, err := OpenMappedFile(f, "/d/"+FileName(0), 0, 3*4096)
 	if err != nil {
 		t.Fatal(err)
@@ -794,5 +794,33 @@ func TestCommitAfterCloseFails(t *testing.T) {
 	}
 	if err := mf.Commit(); !errors.Is(err, ErrFileClosed) {
 		t.Fatalf("Commit after Close: %v, want ErrFileClosed", err)
+	}
+}
+
+// TestFaultFSCrashKeepsOnlyDurablyNamedDirectories: a directory whose
+// parent was never synced vanishes in a crash with the synced files in it;
+// MkdirAllDurable's directories survive.
+func TestFaultFSCrashKeepsOnlyDurablyNamedDirectories(t *testing.T) {
+	f := NewFaultFS(1)
+	if err := f.MkdirAll("/plain/q", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirAllDurable(f, "/durable/q"); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"/plain/q", "/durable/q"} {
+		if err := WriteFileAtomic(f, dir+"/file", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := f.Crash(CrashOptions{})
+	if _, err := c.Stat("/plain/q/file"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a file under a directory never named durably survived the crash: %v", err)
+	}
+	if _, err := c.Stat("/durable/q/file"); err != nil {
+		t.Fatalf("a file under MkdirAllDurable's directory: %v", err)
+	}
+	if ents, err := c.ReadDir("/durable"); err != nil || len(ents) != 1 {
+		t.Fatalf("ReadDir(/durable) after the crash: %v %v", ents, err)
 	}
 }

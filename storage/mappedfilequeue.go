@@ -72,7 +72,7 @@ func OpenMappedFileQueue(fsys FS, dir string, fileSize int) (*MappedFileQueue, e
 	if fileSize <= 0 {
 		return nil, fmt.Errorf("%w: mapped file size %d for %s", ErrInvalidSize, fileSize, dir)
 	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := MkdirAllDurable(fsys, dir); err != nil {
 		return nil, err
 	}
 	ents, err := fsys.ReadDir(dir)

@@ -146,7 +146,7 @@ func TestMappedFileQueueTruncateDirtyDropsLaterFiles(t *testing.T) {
 
 func TestMappedFileQueueDelete(t *testing.T) {
 	f := NewFaultFS(1)
-	f.MkdirAll("/q", 0o755)
+	MkdirAllDurable(f, "/q")
 	q, _ := OpenMappedFileQueue(f, "/q", 4096)
 	defer q.Close()
 	fillQueue(t, q, 20, 1024) // 5 files

@@ -17,7 +17,7 @@ import (
 // unitN(firstUnit+i).
 func writeQueueFiles(t *testing.T, fsys storage.FS, dir string, perFile int, firstUnit int64, blanks []bool) {
 	t.Helper()
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(fsys, dir); err != nil {
 		t.Fatal(err)
 	}
 	for f := 0; f*perFile < len(blanks); f++ {

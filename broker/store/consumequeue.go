@@ -122,7 +122,7 @@ type ConsumeQueue struct {
 }
 
 func openConsumeQueue(fsys storage.FS, dir, topic string, queueID int32, unitsPerFile int, log *zap.Logger) (*ConsumeQueue, error) {
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, fmt.Errorf("consume queue %s/%d: create %s: %w", topic, queueID, dir, err)
 	}
 	mfq, err := storage.OpenMappedFileQueue(fsys, dir, unitsPerFile*CQUnitSize)

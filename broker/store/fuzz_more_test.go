@@ -187,7 +187,7 @@ func FuzzConsumeQueueRecover(f *testing.F) {
 		}
 		fsys := storage.NewFaultFS(1)
 		const dir = "/cq/T/0"
-		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		if err := storage.MkdirAllDurable(fsys, dir); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i*fileBytes < len(data) || (i == 0 && len(data) == 0 && first > 0); i++ {

@@ -79,7 +79,7 @@ func (s *IndexService) CoveredRanges() [][2]int64 {
 // takes the ranges before the live tail starts.
 func (s *IndexService) BeginBackfillCovered(covered [][2]int64) (*IndexBackfill, error) {
 	dir := filepath.Join(s.dir, backfillDirName)
-	if err := s.fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(s.fsys, dir); err != nil {
 		return nil, fmt.Errorf("index backfill: %w", err)
 	}
 	ents, err := s.fsys.ReadDir(dir)

@@ -392,7 +392,7 @@ func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 		return fmt.Errorf("%w: index geometry: maxHashSlotNum %d and maxIndexNum %d must be positive (maxIndexNum > 1)",
 			ErrInvalidConfig, s.hashSlotNum, s.indexNum)
 	}
-	if err := s.fsys.MkdirAll(s.dir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(s.fsys, s.dir); err != nil {
 		return fmt.Errorf("index: create %s: %w", s.dir, err)
 	}
 	ents, err := s.fsys.ReadDir(s.dir)

@@ -229,7 +229,7 @@ func (s *MessageStore) checkpointPath() string {
 
 func (s *MessageStore) open() error {
 	cfg := &s.cfg
-	if err := s.fs.MkdirAll(cfg.StorePathRootDir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(s.fs, cfg.StorePathRootDir); err != nil {
 		return fmt.Errorf("store: create %s: %w", cfg.StorePathRootDir, err)
 	}
 	abnormal, err := fileExists(s.fs, s.abortPath())

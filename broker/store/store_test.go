@@ -363,7 +363,7 @@ func TestOpenRefusesBadRootOrNoRaftLog(t *testing.T) {
 // temporary file beside it; opening the store removes it, and nothing else.
 func TestStoreOpenRemovesCheckpointTempLeftover(t *testing.T) {
 	fsys := storage.NewFaultFS(1)
-	if err := fsys.MkdirAll("/s", 0o755); err != nil {
+	if err := storage.MkdirAllDurable(fsys, "/s"); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"checkpoint.tmp.k3x9", "checkpoint.tmp"} {
@@ -418,4 +418,31 @@ func TestStoreDamagedUnitSizeNeverSkipped(t *testing.T) {
 	if err != nil || len(r.Messages) != 2 || r.NextBeginOffset != 2 {
 		t.Fatalf("pull before the damaged unit: %v %d messages, next %d, %v", r.Status, len(r.Messages), r.NextBeginOffset, err)
 	}
+}
+
+// TestStoreFlushedQueuesSurviveCrash: the directories a new topic's
+// ConsumeQueues are made in are named durably, so a crash after a
+// checkpoint keeps every queue the checkpoint covers, though nothing below
+// it is re-applied (the Raft snapshot covers that part of the log).
+func TestStoreFlushedQueuesSurviveCrash(t *testing.T) {
+	fsys := storage.NewFaultFS(7)
+	cfg := storeConfig(fsys, "/s")
+	cfg.FlushIntervalConsumeQueue = time.Hour
+	log := &segLog{}
+	s := openTestStore(t, cfg, log)
+	content := putContent(t, s)
+	if err := s.writeCheckpoint(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fsys.Crash(storage.CrashOptions{})
+	_ = s.Close() // its writes fail: the disk is gone
+
+	cfg.FS = crashed
+	cfg.Raft = log.hooks()
+	reopened, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	content.check(t, &testStore{MessageStore: reopened, log: log})
 }

@@ -127,7 +127,7 @@ func Open(fsys storage.FS, dir string, log *zap.Logger) (*Index, error) {
 	}
 	x := &Index{fs: fsys, dir: dir, log: log, present: map[int64]uint64{}, open: map[int64]*openFile{},
 		dirty: map[int64]struct{}{}, removed: map[int64]struct{}{}, dirs: map[int64]bool{}, groupMin: map[int64]int64{}, gone: map[int64]struct{}{}}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := storage.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, fmt.Errorf("timerindex: %w", err)
 	}
 	// A crash between a synced-mark write's create and rename leaves its

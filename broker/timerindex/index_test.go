@@ -219,7 +219,7 @@ func FuzzOpenBucketFile(f *testing.F) {
 		const dir = "/timer"
 		x := &Index{dir: dir}
 		name := x.path(b)
-		if err := fsys.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		if err := storage.MkdirAllDurable(fsys, filepath.Dir(name)); err != nil {
 			t.Fatal(err)
 		}
 		fl, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
