@@ -433,5 +433,14 @@ func (c *BrokerConfig) Validate() error {
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %v", ErrInvalidBrokerConfig, err))
 	}
+	if mode, err := remoting.ParseTLSMode(c.TLS.ServerMode); err == nil && mode == remoting.TLSEnforcing && !c.TLS.ClientEnable {
+		// RocketMQ brokers never call each other's listeners; raftmq's
+		// members do, and the other members enforce TLS too.
+		if peers, err := raftlog.ParsePeers(c.Raft.DLegerPeers); err == nil && len(peers) > 1 {
+			errs = append(errs, bad("tlsEnable", "is false while tlsServerMode=enforcing: this member calls the other members' listeners "+
+				"(status probes, /readyz's catch-up check, config forwarding, the join check, catch-up), and they refuse plaintext; "+
+				"set tlsEnable=true with tlsClientTrustCertPath (name servers then need tlsServerMode=permissive or enforcing)"))
+		}
+	}
 	return errors.Join(errs...)
 }

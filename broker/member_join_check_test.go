@@ -331,6 +331,9 @@ func TestRaftPeersRunningOverMutualTLS(t *testing.T) {
 		cfg.RaftTLS = RaftTLSConfig{CertPath: f.CertPath, KeyPath: f.KeyPath, CAPath: ca.CertPath}
 	}})
 	c.createTopic("T", 2)
+	// Every member holds the leader's entries, so its term is the
+	// leader's: a member still at the election's term would move later.
+	c.waitCaughtUp()
 	before := terms(c)
 	l := c.leader()
 	var conf raft.Configuration

@@ -97,3 +97,33 @@ func TestTLSKeysWithoutSwitchRefused(t *testing.T) {
 		t.Errorf("name server with a listener certificate and no tlsServerMode: %v", err)
 	}
 }
+
+// TestEnforcingMemberWithoutTLSClientRefused: a member of a several-member
+// group whose listeners enforce TLS must call the other members over TLS
+// too (they enforce it as well): without tlsEnable its status probes and
+// /readyz's catch-up check would fail for good, so it refuses to start. A
+// single-member group calls no peer and starts.
+func TestEnforcingMemberWithoutTLSClientRefused(t *testing.T) {
+	ca := testutil.NewTestCA(t, "rmq")
+	files := ca.Issue("127.0.0.1")
+	for _, c := range []struct {
+		name, peers string
+		client      bool
+		refused     bool
+	}{
+		{"three members, no tlsEnable", "n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913", false, true},
+		{"three members, tlsEnable", "n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913", true, false},
+		{"one member, no tlsEnable", "n0-127.0.0.1:40911", false, false},
+	} {
+		cfg := testBrokerConfig(t, "127.0.0.1:1", testutil.FreePort(t))
+		cfg.Raft.DLegerSelfID, cfg.Raft.DLegerPeers = "n0", c.peers
+		cfg.TLS.ServerMode, cfg.TLS.ServerCertPath, cfg.TLS.ServerKeyPath = "enforcing", files.CertPath, files.KeyPath
+		if c.client {
+			cfg.TLS.ClientEnable, cfg.TLS.ClientTrustCertPath = true, ca.CertPath
+		}
+		err := cfg.Validate()
+		if refused := errors.Is(err, ErrInvalidBrokerConfig) && strings.Contains(err.Error(), "tlsEnable: is false while tlsServerMode=enforcing"); refused != c.refused {
+			t.Errorf("%s: Validate() = %v, want refused %v", c.name, err, c.refused)
+		}
+	}
+}
