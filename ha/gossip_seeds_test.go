@@ -248,11 +248,24 @@ func TestGossipSeedBehindAnotherAddressIsRejoined(t *testing.T) {
 			return rounds() >= from+n
 		})
 	}
-	waitRounds(int(cfg.LeaveTimeout/cfg.JoinRetryInterval) + 2)
-	before := proxy.accepted.Load()
-	waitRounds(10)
-	if n := proxy.accepted.Load() - before; n != 0 {
-		t.Errorf("the brokers joined through the seed %d times in 10 rounds while no member was lost; want none", n)
+	// A member reported dead meanwhile (probes time out on a loaded box)
+	// is a loss, after which joining the seed again is right: such a
+	// window proves nothing, and the next one is watched.
+	losses := func() uint64 { return b0.g.losses.Load() + b1.g.losses.Load() }
+	for attempt := 1; ; attempt++ {
+		waitRounds(int(cfg.LeaveTimeout/cfg.JoinRetryInterval) + 2)
+		before, lost := proxy.accepted.Load(), losses()
+		waitRounds(10)
+		if losses() != lost {
+			if attempt == 3 {
+				t.Fatal("a member was reported lost in each of 3 windows of 10 rounds; nothing to judge by")
+			}
+			continue
+		}
+		if n := proxy.accepted.Load() - before; n != 0 {
+			t.Errorf("the brokers joined through the seed %d times in 10 rounds while no member was lost; want none", n)
+		}
+		return
 	}
 }
 
