@@ -342,3 +342,44 @@ func TestDeployExampleCompiles(t *testing.T) {
 		t.Fatalf("%d accounts", r.Accounts)
 	}
 }
+
+// TestStoreReloadSeesSameSizeSameMtimeEdit: an edit that keeps the file's
+// size and modification time (cp -p, rsync -t, touch -r) is still a new
+// version: its change time moved.
+func TestStoreReloadSeesSameSizeSameMtimeEdit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(path, []byte(stockFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(stockFile, "topicC=SUB", "topicC=PUB", 1)
+	if len(edited) != len(stockFile) {
+		t.Fatal("the edit changes the size")
+	}
+	// The change time has a clock tick's resolution: let one pass first.
+	testutil.WaitFor(t, 5*time.Second, "the clock moves past the file's change time", func() bool {
+		return time.Now().After(old.ModTime().Add(10 * time.Millisecond))
+	})
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, old.ModTime(), old.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := os.Stat(path); err != nil || now.Size() != old.Size() || !now.ModTime().Equal(old.ModTime()) {
+		t.Fatalf("the edited file's size and mtime differ from the old: %v", err)
+	}
+	if changed, err := s.Reload(false); err != nil || !changed {
+		t.Fatalf("Reload(false) after a same-size, same-mtime edit: changed %v, %v; want the edit loaded", changed, err)
+	}
+	if s.Rules().Hash != mustCompile(t, edited).Hash {
+		t.Fatal("the edited rules are not in force")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/raftmq/raftmq/storage"
@@ -32,9 +33,22 @@ type Store struct {
 	lastErr string // guarded by mu
 }
 
+// fileStamp tells file versions apart. The change time and inode are in
+// it because an edit can keep the size and the modification time (cp -p,
+// rsync -t, touch -r): no tool can set the change time, and a rename-over
+// brings another inode.
 type fileStamp struct {
-	mod  time.Time
-	size int64
+	mod, change time.Time
+	size        int64
+	ino         uint64
+}
+
+func stampOf(fi fs.FileInfo) fileStamp {
+	st := fileStamp{size: fi.Size(), mod: fi.ModTime()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.change, st.ino = time.Unix(sys.Ctim.Unix()), sys.Ino
+	}
+	return st
 }
 
 // Open loads path. A missing or invalid file is an error: with aclEnable
@@ -59,7 +73,7 @@ func (s *Store) Path() string { return s.path }
 // Rules returns the rules in force.
 func (s *Store) Rules() *Rules { return s.rules.Load() }
 
-// Reload re-reads the file if its modification time or size changed (or
+// Reload re-reads the file if its stamp (times, size, inode) changed (or
 // always, with force) and reports whether new rules took effect.
 func (s *Store) Reload(force bool) (bool, error) {
 	s.mu.Lock()
@@ -72,7 +86,7 @@ func (s *Store) reloadLocked(force bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
+	st := stampOf(fi)
 	if !force && st == s.stamp {
 		return false, nil
 	}
@@ -114,7 +128,7 @@ func (s *Store) Watch(quit <-chan struct{}, interval time.Duration) {
 		if err != nil {
 			continue // reported by the next poll that reaches Reload
 		}
-		st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
+		st := stampOf(fi)
 		if st != prev {
 			prev = st
 			continue
