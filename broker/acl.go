@@ -63,8 +63,8 @@ func (c ACLConfig) ACLFilePath() (string, error) {
 // ClusterCredentials are the registration credentials (zero when unset).
 func (c ACLConfig) ClusterCredentials() (remoting.Credentials, error) {
 	cr := remoting.Credentials{AccessKey: c.ClusterAuthAccessKey, SecretKey: c.ClusterAuthSecretKey}
-	if (cr.AccessKey == "") != (cr.SecretKey == "") {
-		return cr, fmt.Errorf("%w: clusterAuthAccessKey and clusterAuthSecretKey go together", ErrInvalidBrokerConfig)
+	if err := cr.CheckConfigured("clusterAuthAccessKey", "clusterAuthSecretKey"); err != nil {
+		return cr, fmt.Errorf("%w: %v", ErrInvalidBrokerConfig, err)
 	}
 	return cr, nil
 }

@@ -437,6 +437,8 @@ func TestACLConfigRefusals(t *testing.T) {
 		{"missing file", func(c *BrokerConfig) { c.AclEnable, c.AclFile = true, filepath.Join(t.TempDir(), "none.yml") }, "none.yml"},
 		{"invalid file", func(c *BrokerConfig) { c.AclEnable, c.AclFile = true, bad }, "at least 7 characters"},
 		{"half a cluster account", func(c *BrokerConfig) { c.ClusterAuthAccessKey = "clusterKey1" }, "clusterAuthAccessKey and clusterAuthSecretKey go together"},
+		{"short cluster secret", func(c *BrokerConfig) { c.ClusterAuthAccessKey, c.ClusterAuthSecretKey = "clusterKey1", "abc" },
+			"clusterAuthAccessKey and clusterAuthSecretKey must be at least 7 characters each"},
 		{"no cluster account", func(c *BrokerConfig) { c.AclEnable, c.AclFile = true, good }, "aclEnable=true needs clusterAuthAccessKey and clusterAuthSecretKey"},
 	} {
 		cfg := testBrokerConfig(t, "127.0.0.1:1", testutil.FreePort(t))
@@ -457,6 +459,10 @@ func TestACLConfigRefusals(t *testing.T) {
 	ncfg.ClusterAuthSecretKey = "secret-only"
 	if _, err := namesrv.New(ncfg, nil); !errors.Is(err, namesrv.ErrInvalidConfig) {
 		t.Errorf("name server with half a cluster account: %v", err)
+	}
+	ncfg.ClusterAuthAccessKey, ncfg.ClusterAuthSecretKey = "clusterKey1", "abc"
+	if _, err := namesrv.New(ncfg, nil); !errors.Is(err, namesrv.ErrInvalidConfig) || !strings.Contains(err.Error(), "at least 7 characters") {
+		t.Errorf("name server with a 3-character cluster secret: %v", err)
 	}
 }
 

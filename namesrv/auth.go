@@ -47,8 +47,8 @@ var authCodes = map[int16]string{
 // initAuth installs the registration check (New).
 func (n *NameServer) initAuth() error {
 	ak, sk := n.cfg.ClusterAuthAccessKey, n.cfg.ClusterAuthSecretKey
-	if (ak == "") != (sk == "") {
-		return fmt.Errorf("%w: clusterAuthAccessKey and clusterAuthSecretKey go together", ErrInvalidConfig)
+	if err := (remoting.Credentials{AccessKey: ak, SecretKey: sk}).CheckConfigured("clusterAuthAccessKey", "clusterAuthSecretKey"); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if ak == "" {
 		n.log.Warn("broker registration is not authenticated (clusterAuthAccessKey unset): any process that reaches this port can register brokers")

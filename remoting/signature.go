@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -36,6 +37,25 @@ type Credentials struct {
 	AccessKey     string
 	SecretKey     string
 	SecurityToken string // optional; sent and signed when set
+}
+
+// MinKeyLength is the shortest access or secret key taken: RocketMQ
+// refuses keys of 6 characters or fewer (AclConstants.ACCESS_KEY_MIN_LENGTH,
+// checked with <=). A secret shorter still could be found offline from one
+// signed request seen on the wire.
+const MinKeyLength = 7
+
+// CheckConfigured reports what is wrong with a pair set in a conf file
+// (nil for none or a whole, long enough pair); the key names are the
+// file's.
+func (c Credentials) CheckConfigured(accessKeyName, secretKeyName string) error {
+	switch {
+	case (c.AccessKey == "") != (c.SecretKey == ""):
+		return fmt.Errorf("%s and %s go together", accessKeyName, secretKeyName)
+	case c.AccessKey != "" && (len(c.AccessKey) < MinKeyLength || len(c.SecretKey) < MinKeyLength):
+		return fmt.Errorf("%s and %s must be at least %d characters each", accessKeyName, secretKeyName, MinKeyLength)
+	}
+	return nil
 }
 
 // IsZero reports whether no credentials are set.

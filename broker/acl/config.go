@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // File is plain_acl.yml as RocketMQ 4.9 writes it (AclConstants' keys).
@@ -38,10 +40,6 @@ type DataVersion struct {
 	Counter   int64 `yaml:"counter" json:"counter"`
 	Timestamp int64 `yaml:"timestamp" json:"timestamp"`
 }
-
-// minKeyLength: RocketMQ refuses access and secret keys of 6 characters
-// or fewer (AclConstants.ACCESS_KEY_MIN_LENGTH, checked with <=).
-const minKeyLength = 7
 
 // maxFileSize bounds what Parse reads: a plain_acl.yml of a few thousand
 // accounts is well below it.
@@ -182,8 +180,8 @@ func (a Account) Validate() error {
 }
 
 func (a Account) compile() (*account, error) {
-	if len(a.AccessKey) < minKeyLength || len(a.SecretKey) < minKeyLength {
-		return nil, fmt.Errorf("accessKey %q: accessKey and secretKey must be at least %d characters", a.AccessKey, minKeyLength)
+	if len(a.AccessKey) < remoting.MinKeyLength || len(a.SecretKey) < remoting.MinKeyLength {
+		return nil, fmt.Errorf("accessKey %q: accessKey and secretKey must be at least %d characters", a.AccessKey, remoting.MinKeyLength)
 	}
 	acc := &account{accessKey: a.AccessKey, secret: a.SecretKey, admin: a.Admin, perms: map[string]Perm{}}
 	var err error
