@@ -142,3 +142,41 @@ func TestIdleConnectionClosed(t *testing.T) {
 		t.Fatalf("an idle close counted as a frame timeout (%d)", n)
 	}
 }
+
+// TestBadConnectionFloodWarnsSampled: a flood of garbage connections
+// leaves a bounded number of warnings (connWarnBurst a second, then one in
+// connWarnThereafter), not one per connection; the server keeps serving.
+func TestBadConnectionFloodWarnsSampled(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	s := startServer(t, ServerConfig{}, zap.New(core), func(s *Server) {
+		s.Register(RequestHeartBeat, echo, 2, 64)
+	})
+	addr := s.Addr().String()
+	const flood = 300
+	start := time.Now()
+	for range flood {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Write([]byte("GARBAGE!\x00\x01\x02\x03")); err != nil {
+			t.Fatal(err)
+		}
+		// The server closes it: reading to EOF waits for that.
+		_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.Copy(io.Discard, nc); err != nil {
+			t.Fatalf("garbage connection not closed by the server: %v", err)
+		}
+		nc.Close()
+	}
+	warned := logs.FilterMessage("closing connection: bad frame").Len()
+	// Each sampling second the flood spans lets connWarnBurst through.
+	allowed := connWarnBurst * (int(time.Since(start)/time.Second) + 2)
+	if warned == 0 || warned > allowed || warned >= flood {
+		t.Fatalf("%d garbage connections logged %d warnings; want between 1 and %d", flood, warned, min(allowed, flood-1))
+	}
+	c := newTestClient(t, ClientConfig{DefaultTimeout: 5 * time.Second})
+	if resp, err := c.InvokeSync(context.Background(), addr, NewRequest(RequestHeartBeat, nil, []byte("ping"))); err != nil || string(resp.Body) != "ping" {
+		t.Fatalf("server after the flood: %v %v", resp, err)
+	}
+}

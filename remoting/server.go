@@ -153,9 +153,10 @@ type registration struct {
 // each request to the processor registered for its code, through that
 // processor's bounded worker pool.
 type Server struct {
-	cfg   ServerConfig
-	log   *zap.Logger
-	hooks hookList
+	cfg     ServerConfig
+	log     *zap.Logger
+	connLog *zap.Logger // for its connections (connlog.go)
+	hooks   hookList
 	// lazyExt holds the codes registered with AsyncOptions.LazyExt,
 	// copied on write under mu and read by every connection's reader
 	// without a lock.
@@ -196,6 +197,7 @@ func NewServer(cfg ServerConfig, log *zap.Logger) *Server {
 	s := &Server{
 		cfg:        cfg,
 		log:        log.Named("remoting.server"),
+		connLog:    connLogger(log.Named("remoting.server")),
 		processors: make(map[int16]registration),
 		conns:      make(map[uint64]*Conn),
 		acceptDone: make(chan struct{}),
@@ -417,7 +419,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c := newConn(nc, s.cfg.connOptions(&s.frames, &s.limits), s.log, s.handleRequest, s.connClosed)
+		c := newConn(nc, s.cfg.connOptions(&s.frames, &s.limits), s.connLog, s.handleRequest, s.connClosed)
 		c.lazyRequest = s.lazyRequest
 		ip := connIP(nc)
 		s.mu.Lock()
