@@ -2,6 +2,8 @@ package jepsen
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -103,37 +105,7 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		// acknowledged value.
 		// Every replica of the group that acknowledged must hold it.
 		perNode, floor := readCoverage(h)
-		readGroups := map[string]bool{}
-		for _, c := range perNode {
-			readGroups[c.broker] = true
-		}
-		var ex []string
-		n, below := 0, 0
-		for _, o := range okOps {
-			if !readGroups[o.Broker] {
-				// No replica of its group was read: checked nowhere.
-				n++
-				ex = addEx(ex, "%s: no node of %s read (ack q%d@%d)", o.Value, o.Broker, o.Queue, o.Offset)
-				continue
-			}
-			for node, c := range perNode {
-				if c.broker != o.Broker {
-					continue
-				}
-				if o.Offset < floor[nodeQueue{node, o.Queue}] {
-					below++ // removed from this node by retention
-					continue
-				}
-				// The acknowledged entry itself, not the value anywhere: a
-				// plain retry may have stored the value at an earlier
-				// offset too, and that copy does not make up for a
-				// replica that lost the acknowledged one.
-				if got, ok := c.at[queueOffset{o.Queue, o.Offset}]; !ok || got != o.Value {
-					n++
-					ex = addEx(ex, "%s missing on %s (ack q%d@%d; value held elsewhere: %v)", o.Value, node, o.Queue, o.Offset, c.values[o.Value])
-				}
-			}
-		}
+		n, below, ex := ackedOnReplicas(okOps, perNode, floor)
 		v.Checks = append(v.Checks, Check{Name: fmt.Sprintf("acknowledged but absent from a replica (%d read)", len(perNode)), Value: fmt.Sprint(n), OK: n == 0 && len(perNode) > 0, Required: true, Examples: ex})
 		if c, ok := checkTxnReplicas(h, perNode, floor); ok {
 			v.Checks = append(v.Checks, c)
@@ -504,12 +476,23 @@ type nodeCoverage struct {
 	at     map[queueOffset]string
 }
 
-// readCoverage indexes the final read: the values each read node holds
-// and at which positions, and, per node and queue, the lowest offset it
-// still keeps (its ReadRange From; 0 when the history has no ranges). A node counts as read when it
-// has a range or a read, so one that answered nothing at all is still held
-// to every acknowledged value of its group.
+// readCoverage indexes the main topic's final read (topicCoverage).
 func readCoverage(h History) (map[string]*nodeCoverage, map[nodeQueue]int64) {
+	return topicCoverage(h.Reads, h.ReadRanges, nil)
+}
+
+// topicCoverage indexes one topic's final read: the values each read node
+// holds and at which positions, and, per node and queue, the lowest offset
+// it still keeps (its ReadRange From; 0 when the history has no ranges). A
+// node counts as read when it has a range or a read, so one that answered
+// nothing at all is still held to every acknowledged value of its group;
+// a node named in unread (its read failed part way) is left out: what it
+// did not return proves nothing, and the caller fails the run on it.
+func topicCoverage(reads []Read, ranges []ReadRange, unread []string) (map[string]*nodeCoverage, map[nodeQueue]int64) {
+	failed := map[string]bool{}
+	for _, n := range unread {
+		failed[n] = true
+	}
 	perNode := map[string]*nodeCoverage{}
 	node := func(id, broker string) *nodeCoverage {
 		c := perNode[id]
@@ -520,14 +503,59 @@ func readCoverage(h History) (map[string]*nodeCoverage, map[nodeQueue]int64) {
 		return c
 	}
 	floor := map[nodeQueue]int64{}
-	for _, rr := range h.ReadRanges {
+	for _, rr := range ranges {
+		if failed[rr.Node] {
+			continue
+		}
 		node(rr.Node, rr.Broker)
 		floor[nodeQueue{rr.Node, rr.Queue}] = rr.From
 	}
-	for _, r := range h.Reads {
+	for _, r := range reads {
+		if failed[r.Node] {
+			continue
+		}
 		c := node(r.Node, r.Broker)
 		c.values[r.Value] = true
 		c.at[queueOffset{r.Queue, r.Offset}] = r.Value
 	}
 	return perNode, floor
+}
+
+// ackedOnReplicas holds every read replica of the group that acknowledged
+// each op to the acknowledged entry: value v at the acknowledged (queue,
+// offset), unless that offset is below the replica's retention floor
+// (counted in below). A group none of whose replicas was read counts
+// against every op it acknowledged: they were checked nowhere.
+func ackedOnReplicas(acks []Op, perNode map[string]*nodeCoverage, floor map[nodeQueue]int64) (n, below int, ex []string) {
+	readGroups := map[string]bool{}
+	for _, c := range perNode {
+		readGroups[c.broker] = true
+	}
+	nodes := slices.Sorted(maps.Keys(perNode))
+	for _, o := range acks {
+		if !readGroups[o.Broker] {
+			n++
+			ex = addEx(ex, "%s: no node of %s read (ack q%d@%d)", o.Value, o.Broker, o.Queue, o.Offset)
+			continue
+		}
+		for _, node := range nodes {
+			c := perNode[node]
+			if c.broker != o.Broker {
+				continue
+			}
+			if o.Offset < floor[nodeQueue{node, o.Queue}] {
+				below++ // removed from this node by retention
+				continue
+			}
+			// The acknowledged entry itself, not the value anywhere: a
+			// plain retry may have stored the value at an earlier offset
+			// too, and that copy does not make up for a replica that lost
+			// the acknowledged one.
+			if got, ok := c.at[queueOffset{o.Queue, o.Offset}]; !ok || got != o.Value {
+				n++
+				ex = addEx(ex, "%s missing on %s (ack q%d@%d; value held elsewhere: %v)", o.Value, node, o.Queue, o.Offset, c.values[o.Value])
+			}
+		}
+	}
+	return n, below, ex
 }

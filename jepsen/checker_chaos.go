@@ -23,7 +23,8 @@ func checkChaos(h History) []Check {
 }
 
 // checkOrder: per key, acknowledged sends hold increasing offsets of one
-// queue in send order; every node's stored order of the key's messages
+// queue in send order; every replica read holds every acknowledged entry
+// at its acknowledged slot (above its retention floor); every node's stored order of the key's messages
 // follows the send order; the consumer's first delivery of each message
 // follows the send order; nothing acknowledged is left undelivered;
 // nothing delivered or stored was never sent or has a broken checksum.
@@ -132,12 +133,27 @@ func checkOrder(x ChaosHistory) []Check {
 			phEx = addEx(phEx, "stored on %s %q q%d@%d intact=%v", r.Node, r.Value, r.Queue, r.Offset, r.Intact)
 		}
 	}
+	// Every read replica of the acknowledging group holds each acknowledged
+	// entry at its acknowledged slot, as the main topic's check requires
+	// (warm-up sends included: they were acknowledged too).
+	var acks []Op
+	for _, o := range x.OrderOps {
+		if o.Result == ResultOK {
+			acks = append(acks, o.Op)
+		}
+	}
+	perNode, floor := topicCoverage(x.OrderReads, x.OrderRanges, x.OrderUnread)
+	absent, below, absentEx := ackedOnReplicas(acks, perNode, floor)
 	out := []Check{
+		{Name: fmt.Sprintf("ordered: acknowledged but absent from a replica (%d read)", len(perNode)), Value: fmt.Sprint(absent), OK: absent == 0, Required: true, Examples: absentEx},
 		{Name: "ordered: acks out of send order (per key)", Value: fmt.Sprintf("%d (of %d acknowledged, %d keys)", ackBad, okCount, len(byKey)), OK: ackBad == 0, Required: true, Examples: ackEx},
 		{Name: "ordered: stored out of send order (final read per node)", Value: fmt.Sprint(storeBad), OK: storeBad == 0, Required: true, Examples: storeEx},
 		{Name: "ordered: first deliveries out of send order", Value: fmt.Sprint(delBad), OK: delBad == 0, Required: true, Examples: delEx},
 		{Name: "ordered: acknowledged, never delivered", Value: fmt.Sprint(lost), OK: lost == 0, Required: true, Examples: lostEx},
 		{Name: "ordered: phantom or corrupt (deliveries, final read)", Value: fmt.Sprint(phantom), OK: phantom == 0, Required: true, Examples: phEx},
+	}
+	if below > 0 {
+		out = append(out, Check{Name: "ordered: acks below a replica's retention floor (not held)", Value: fmt.Sprint(below), OK: true})
 	}
 	if unread := uniq(x.OrderUnread); len(unread) > 0 {
 		sort.Strings(unread)

@@ -252,3 +252,62 @@ func TestOffsetAnswerNotFoundIsObserved(t *testing.T) {
 		t.Fatalf("a lost offset not caught:\n%s", VerdictTable(h, r))
 	}
 }
+
+// requireChaosViolation applies mut to chaosHistory and requires an
+// invalid verdict whose check named name fails.
+func requireChaosViolation(t *testing.T, mut func(*History), name string) {
+	t.Helper()
+	h := chaosHistory()
+	mut(&h)
+	v := CheckHistory(h, true)
+	if v.Valid {
+		t.Fatalf("violation not found:\n%s", VerdictTable(h, v))
+	}
+	if c := check(t, v, name); c.OK {
+		t.Fatalf("check %q passed: %+v", name, c)
+	}
+}
+
+// TestCheckerOrderedReplicas: every read replica of the group that
+// acknowledged an ordered send must hold it at the acknowledged slot, as
+// the main topic's replicas must; a replica that lost the tail, holds it
+// elsewhere or answered nothing, or a group none of whose replicas was
+// read, is a violation although the consumer got everything and every
+// stored order is right.
+func TestCheckerOrderedReplicas(t *testing.T) {
+	const absent = "ordered: acknowledged but absent from a replica"
+	v := CheckHistory(chaosHistory(), true)
+	if c := check(t, v, absent); !v.Valid || c.Value != "0" || !strings.Contains(c.Name, "(2 read)") {
+		t.Fatalf("valid history: %+v\n%s", c, VerdictTable(chaosHistory(), v))
+	}
+	// n1's last entry, o-k0-3 acknowledged at q1@5.
+	last := func(h *History) *Read { return &h.Chaos.OrderReads[len(h.Chaos.OrderReads)-1] }
+	cases := []struct {
+		name string
+		mut  func(h *History)
+	}{
+		{"acknowledged tail lost on one replica", func(h *History) {
+			h.Chaos.OrderReads = h.Chaos.OrderReads[:len(h.Chaos.OrderReads)-1]
+		}},
+		{"held at another slot", func(h *History) { last(h).Offset = 6 }},
+		{"replica that answered nothing", func(h *History) {
+			h.Chaos.OrderRanges = append(h.Chaos.OrderRanges, ReadRange{Node: "n2", Broker: GroupName, Queue: 1})
+		}},
+		{"acknowledging group never read", func(h *History) {
+			o := OrderOp{Op: Op{Value: orderValue("k2", 0), Result: ResultOK, Broker: "broker-j2", Queue: 0, Offset: 0}, Key: "k2"}
+			h.Chaos.OrderOps = append(h.Chaos.OrderOps, o)
+			h.Chaos.OrderDeliveries = append(h.Chaos.OrderDeliveries, Delivery{Value: o.Value, Broker: "broker-j2", Intact: true})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { requireChaosViolation(t, tc.mut, absent) })
+	}
+	// A node whose read failed is not held (the failed read fails the run
+	// on its own check).
+	h := chaosHistory()
+	h.Chaos.OrderReads = h.Chaos.OrderReads[:len(h.Chaos.OrderReads)-1]
+	h.Chaos.OrderUnread = []string{"n1"}
+	if c := check(t, CheckHistory(h, true), absent); c.Value != "0" || !strings.Contains(c.Name, "(1 read)") {
+		t.Fatalf("failed read counted as absence: %+v", c)
+	}
+}

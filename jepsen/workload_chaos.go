@@ -96,6 +96,10 @@ type ChaosHistory struct {
 	// OrderUnread names the nodes whose OrderTopic read failed (the run
 	// fails on them).
 	OrderUnread []string `json:"orderUnread,omitempty"`
+	// OrderRanges is the span of OrderTopic each node's final read covered
+	// (none for a node whose read failed); From is that node's retention
+	// floor.
+	OrderRanges []ReadRange `json:"orderRanges,omitempty"`
 }
 
 func (c *ChaosHistory) clone() ChaosHistory {
@@ -105,7 +109,7 @@ func (c *ChaosHistory) clone() ChaosHistory {
 		OffsetObs: append([]OffsetObs(nil), c.OffsetObs...), RetryOps: append([]Op(nil), c.RetryOps...),
 		RetryDeliveries: append([]Delivery(nil), c.RetryDeliveries...), DLQReads: append([]Read(nil), c.DLQReads...),
 		DLQRanges: append([]ReadRange(nil), c.DLQRanges...), DLQUnread: append([]string(nil), c.DLQUnread...),
-		OrderUnread: append([]string(nil), c.OrderUnread...),
+		OrderUnread: append([]string(nil), c.OrderUnread...), OrderRanges: append([]ReadRange(nil), c.OrderRanges...),
 	}
 }
 
@@ -611,7 +615,7 @@ func (w *workload) drainChaos(ctx context.Context, timeout time.Duration) bool {
 func (w *workload) finalReadChaos(ctx context.Context) error {
 	var errs []error
 	var orders, dlqs []Read
-	var dlqRanges []ReadRange
+	var dlqRanges, orderRanges []ReadRange
 	var unread, orderUnread []string
 	for _, i := range w.c.GroupNodes(0) {
 		n := w.c.Nodes[i]
@@ -619,10 +623,12 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 			continue
 		}
 		if w.cfg.OrderedKeys > 0 {
-			r, _, err := w.readTopic(ctx, n, OrderTopic, w.queues)
+			r, rr, err := w.readTopic(ctx, n, OrderTopic, w.queues)
 			orders, errs = append(orders, r...), append(errs, err)
 			if err != nil {
 				orderUnread = append(orderUnread, n.ID)
+			} else {
+				orderRanges = append(orderRanges, rr...)
 			}
 		}
 		if w.cfg.RetryOpsPerSecond > 0 {
@@ -641,6 +647,7 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 	w.rec.h.Chaos.DLQRanges = append(w.rec.h.Chaos.DLQRanges, dlqRanges...)
 	w.rec.h.Chaos.DLQUnread = append(w.rec.h.Chaos.DLQUnread, unread...)
 	w.rec.h.Chaos.OrderUnread = append(w.rec.h.Chaos.OrderUnread, orderUnread...)
+	w.rec.h.Chaos.OrderRanges = append(w.rec.h.Chaos.OrderRanges, orderRanges...)
 	w.rec.mu.Unlock()
 	return errors.Join(errs...)
 }
