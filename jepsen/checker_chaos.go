@@ -2,6 +2,8 @@ package jepsen
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -286,7 +288,8 @@ func checkRetry(x ChaosHistory) []Check {
 	}
 	inDLQ := map[string]map[string]bool{} // value → nodes
 	dlqAt := map[string][]slot{}          // value → DLQ positions (a retried send-back may store it twice)
-	nodes, floor, unread := dlqCoverage(x)
+	perNode, floor, unread := dlqCoverage(x)
+	nodes := slices.Sorted(maps.Keys(perNode))
 	for _, r := range x.DLQReads {
 		if !r.Intact || !sent[r.Value] {
 			phantom++
@@ -297,7 +300,7 @@ func checkRetry(x ChaosHistory) []Check {
 			inDLQ[r.Value] = map[string]bool{}
 		}
 		inDLQ[r.Value][r.Node] = true
-		dlqAt[r.Value] = append(dlqAt[r.Value], slot{queue: r.Queue, offset: r.Offset})
+		dlqAt[r.Value] = append(dlqAt[r.Value], slot{r.Broker, r.Queue, r.Offset})
 	}
 	var lostEx, partEx, retryEx, wrongEx []string
 	lost, partial, below, retryLost, wrong := 0, 0, 0, 0, 0
@@ -322,20 +325,29 @@ func checkRetry(x ChaosHistory) []Check {
 				if inDLQ[o.Value][node] {
 					continue
 				}
-				held := false // some position of it at or above node's floor
-				for _, at := range dlqAt[o.Value] {
-					if at.offset >= floor[nodeQueue{node, at.queue}] {
-						held = true
+				// Owed by the node when its group's DLQ holds it: another
+				// group's replicas never had it.
+				owed, kept := false, false // kept: some position of it at or above node's floor
+				var at slot
+				for _, s := range dlqAt[o.Value] {
+					if s.broker != perNode[node].broker {
+						continue
+					}
+					owed, at = true, s
+					if s.offset >= floor[nodeQueue{node, s.queue}] {
+						kept = true
 					}
 				}
-				if !held {
+				if !owed {
+					continue
+				}
+				if !kept {
 					below++ // removed from this node by retention
 					continue
 				}
 				partial++
-				at := dlqAt[o.Value][0]
-				partEx = addEx(partEx, "%s missing on %s (DLQ q%d@%d on %d of %d nodes; %s keeps from %d)",
-					o.Value, node, at.queue, at.offset, len(inDLQ[o.Value]), len(nodes), node, floor[nodeQueue{node, at.queue}])
+				partEx = addEx(partEx, "%s missing on %s (DLQ %s q%d@%d on %d nodes; %s keeps from %d)",
+					o.Value, node, at.broker, at.queue, at.offset, len(inDLQ[o.Value]), node, floor[nodeQueue{node, at.queue}])
 			}
 			n := delivered[o.Value]
 			if minDel < 0 || n < minDel {
@@ -350,7 +362,22 @@ func checkRetry(x ChaosHistory) []Check {
 			}
 		}
 	}
+	// Every group that delivered a dlq- message is where its send-backs
+	// went and so where it is dead-lettered: its %DLQ% must have been read,
+	// or its replicas were checked nowhere.
+	readGroups := map[string]bool{}
+	for _, c := range perNode {
+		readGroups[c.broker] = true
+	}
+	unreadGroups := map[string]bool{}
+	for _, d := range x.RetryDeliveries {
+		if strings.HasPrefix(d.Value, "dlq-") && d.Broker != "" && !readGroups[d.Broker] {
+			unreadGroups[d.Broker] = true
+		}
+	}
 	out := []Check{
+		{Name: "retry: groups that delivered dlq- messages whose %DLQ% no node read", Value: fmt.Sprint(len(unreadGroups)), OK: len(unreadGroups) == 0, Required: true,
+			Examples: slices.Sorted(maps.Keys(unreadGroups))},
 		{Name: "retry: acknowledged dlq- messages missing from %DLQ%", Value: fmt.Sprintf("%d of %d", lost, okDLQ), OK: lost == 0, Required: true, Examples: lostEx},
 		{Name: fmt.Sprintf("retry: dead-lettered messages absent from a replica's DLQ (%d read)", len(nodes)), Value: fmt.Sprint(partial), OK: partial == 0, Required: true, Examples: partEx},
 	}
@@ -375,33 +402,12 @@ func checkRetry(x ChaosHistory) []Check {
 	}...)
 }
 
-// dlqCoverage lists the nodes whose %DLQ% final read succeeded (sorted),
-// each node's floor per queue (its range's From; 0 for a history without
-// ranges) and the nodes whose read failed. A node with a range but no
-// entries is still read: it is held to every entry above its floor.
-func dlqCoverage(x ChaosHistory) (nodes []string, floor map[nodeQueue]int64, unread []string) {
-	failed := map[string]bool{}
-	for _, n := range x.DLQUnread {
-		if !failed[n] {
-			failed[n] = true
-			unread = append(unread, n)
-		}
-	}
+// dlqCoverage indexes the %DLQ% final read (topicCoverage: a node with a
+// range but no entries is still read and held to every entry of its group
+// above its floor) and lists the nodes whose read failed.
+func dlqCoverage(x ChaosHistory) (perNode map[string]*nodeCoverage, floor map[nodeQueue]int64, unread []string) {
+	unread = uniq(x.DLQUnread)
 	sort.Strings(unread)
-	read := map[string]bool{}
-	floor = map[nodeQueue]int64{}
-	for _, rr := range x.DLQRanges {
-		read[rr.Node] = true
-		floor[nodeQueue{rr.Node, rr.Queue}] = rr.From
-	}
-	for _, r := range x.DLQReads {
-		read[r.Node] = true
-	}
-	for n := range read {
-		if !failed[n] {
-			nodes = append(nodes, n)
-		}
-	}
-	sort.Strings(nodes)
-	return nodes, floor, unread
+	perNode, floor = topicCoverage(x.DLQReads, x.DLQRanges, unread)
+	return perNode, floor, unread
 }

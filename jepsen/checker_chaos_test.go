@@ -311,3 +311,58 @@ func TestCheckerOrderedReplicas(t *testing.T) {
 		t.Fatalf("failed read counted as absence: %+v", c)
 	}
 }
+
+// TestCheckerChaosDLQTwoGroups: with two groups a message is dead-lettered
+// in the %DLQ% of the group it was delivered from. Each group's replicas
+// are held to their own group's DLQ entries only, and a group that
+// delivered dead-lettered messages must have had its DLQ read.
+func TestCheckerChaosDLQTwoGroups(t *testing.T) {
+	const j2 = "broker-j2"
+	dlq := func(node, broker, v string, off int64) Read {
+		return Read{Node: node, Broker: broker, Queue: 0, Offset: off, Value: v, Intact: true}
+	}
+	base := func() History {
+		h := chaosHistory()
+		h.Chaos.RetryOps = append(h.Chaos.RetryOps, Op{Value: "dlq-6", Result: ResultOK, Broker: j2})
+		for i := int32(0); i < 3; i++ {
+			h.Chaos.RetryDeliveries = append(h.Chaos.RetryDeliveries, Delivery{Consumer: "retry-c", Value: "dlq-6", Broker: j2, Intact: true, Reconsume: i})
+		}
+		for i := range h.Chaos.RetryDeliveries {
+			if h.Chaos.RetryDeliveries[i].Value == "dlq-0" {
+				h.Chaos.RetryDeliveries[i].Broker = GroupName
+			}
+		}
+		// Both groups' DLQs start at offset 0.
+		h.Chaos.DLQReads = append(h.Chaos.DLQReads, dlq("n3", j2, "dlq-6", 0), dlq("n4", j2, "dlq-6", 0))
+		return h
+	}
+	h := base()
+	if v := CheckHistory(h, true); !v.Valid {
+		t.Fatalf("each group's DLQ on its own replicas judged invalid:\n%s", VerdictTable(h, v))
+	}
+	cases := []struct {
+		name  string
+		mut   func(h *History)
+		check string
+	}{
+		{"entry missing on its own group's replica", func(h *History) {
+			h.Chaos.DLQRanges = append(h.Chaos.DLQRanges, ReadRange{Node: "n5", Broker: j2, Queue: 0, To: 0})
+		}, "retry: dead-lettered messages absent from a replica"},
+		{"delivering group's DLQ never read", func(h *History) {
+			// dlq-6 was also delivered from broker-j and found there, but
+			// broker-j2, which delivered it too, was not read at all.
+			h.Chaos.RetryDeliveries = append(h.Chaos.RetryDeliveries, Delivery{Consumer: "retry-c", Value: "dlq-6", Broker: GroupName, Intact: true})
+			h.Chaos.DLQReads = []Read{dlq("n0", GroupName, "dlq-0", 0), dlq("n1", GroupName, "dlq-0", 0), dlq("n0", GroupName, "dlq-6", 1), dlq("n1", GroupName, "dlq-6", 1)}
+		}, "retry: groups that delivered dlq- messages whose %DLQ% no node read"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := base()
+			tc.mut(&h)
+			v := CheckHistory(h, true)
+			if v.Valid || check(t, v, tc.check).OK {
+				t.Fatalf("not caught (%+v):\n%s", check(t, v, tc.check), VerdictTable(h, v))
+			}
+		})
+	}
+}

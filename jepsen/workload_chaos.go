@@ -581,13 +581,15 @@ func (w *workload) drainChaos(ctx context.Context, timeout time.Duration) bool {
 					// Any node: the leader may have removed the DLQ's
 					// head by retention (disk pressure) while another
 					// node still holds it.
-					for _, i := range w.c.GroupNodes(0) {
-						if w.c.Nodes[i].State() != NodeRunning {
-							continue
-						}
-						reads, _, _ := w.readTopic(ctx, w.c.Nodes[i], dlq, 1)
-						for _, r := range reads {
-							inDLQ[r.Value] = true
+					for _, g := range w.groupsOf(dlqGroups(h)) {
+						for _, i := range w.c.GroupNodes(g) {
+							if w.c.Nodes[i].State() != NodeRunning {
+								continue
+							}
+							reads, _, _ := w.readTopic(ctx, w.c.Nodes[i], dlq, 1)
+							for _, r := range reads {
+								inDLQ[r.Value] = true
+							}
 						}
 					}
 				}
@@ -610,19 +612,62 @@ func (w *workload) drainChaos(ctx context.Context, timeout time.Duration) bool {
 	}
 }
 
+// orderGroups names the groups the ordered workload used: those that
+// acknowledged a send or delivered a message.
+func orderGroups(x ChaosHistory) map[string]bool {
+	m := map[string]bool{}
+	for _, o := range x.OrderOps {
+		if o.Result == ResultOK {
+			m[o.Broker] = true
+		}
+	}
+	for _, d := range x.OrderDeliveries {
+		m[d.Broker] = true
+	}
+	return m
+}
+
+// dlqGroups names the groups that delivered a dlq- message: a send-back
+// goes to the group the message was delivered from, so that is where it
+// is dead-lettered (and where the checker requires %DLQ% read).
+func dlqGroups(x ChaosHistory) map[string]bool {
+	m := map[string]bool{}
+	for _, d := range x.RetryDeliveries {
+		if strings.HasPrefix(d.Value, "dlq-") {
+			m[d.Broker] = true
+		}
+	}
+	return m
+}
+
+// groupsOf lists the indexes of the named groups, in order.
+func (w *workload) groupsOf(names map[string]bool) []int {
+	var out []int
+	for g := 0; g < w.c.Groups(); g++ {
+		if names[GroupNameOf(g)] {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // finalReadChaos reads OrderTopic and %DLQ%RetryGroup on every running
-// node of group 0.
+// node of every group the ordered and retry workloads used. A topic is
+// auto-created on the group the first send reached, so with two groups it
+// may live on either or both; the leader of a group without it answers
+// TOPIC_NOT_EXIST, which would count as a failed read.
 func (w *workload) finalReadChaos(ctx context.Context) error {
 	var errs []error
 	var orders, dlqs []Read
 	var dlqRanges, orderRanges []ReadRange
 	var unread, orderUnread []string
-	for _, i := range w.c.GroupNodes(0) {
-		n := w.c.Nodes[i]
+	x := w.rec.snapshot().Chaos
+	readOrder, readDLQ := orderGroups(x), dlqGroups(x)
+	for _, n := range w.c.Nodes {
 		if n.State() != NodeRunning {
 			continue
 		}
-		if w.cfg.OrderedKeys > 0 {
+		if w.cfg.OrderedKeys > 0 && readOrder[GroupNameOf(n.Group)] {
 			r, rr, err := w.readTopic(ctx, n, OrderTopic, w.queues)
 			orders, errs = append(orders, r...), append(errs, err)
 			if err != nil {
@@ -631,7 +676,7 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 				orderRanges = append(orderRanges, rr...)
 			}
 		}
-		if w.cfg.RetryOpsPerSecond > 0 {
+		if w.cfg.RetryOpsPerSecond > 0 && readDLQ[GroupNameOf(n.Group)] {
 			r, rr, err := w.readTopic(ctx, n, wire.DLQGroupTopicPrefix+RetryGroup, 1)
 			dlqs, errs = append(dlqs, r...), append(errs, err)
 			if err != nil {
