@@ -106,6 +106,8 @@ type History struct {
 	// deliveries (workload_timer.go).
 	TimerOps        []TimerOp  `json:"timerOps,omitempty"`
 	TimerDeliveries []Delivery `json:"timerDeliveries,omitempty"`
+	// TimerRead is TimerTopic's final read (nil: not done).
+	TimerRead *TimerFinalRead `json:"timerRead,omitempty"`
 	// Chaos holds the ordered, offsets and retry workloads' records.
 	Chaos ChaosHistory `json:"chaos"`
 }
@@ -164,6 +166,10 @@ func (r *recorder) snapshot() History {
 	h.Notes = append([]string(nil), r.h.Notes...)
 	h.TimerOps = append([]TimerOp(nil), r.h.TimerOps...)
 	h.TimerDeliveries = append([]Delivery(nil), r.h.TimerDeliveries...)
+	if t := r.h.TimerRead; t != nil {
+		h.TimerRead = &TimerFinalRead{Reads: append([]Read(nil), t.Reads...), Ranges: append([]ReadRange(nil), t.Ranges...),
+			Unread: append([]string(nil), t.Unread...), AtMs: t.AtMs}
+	}
 	h.Chaos = r.h.Chaos.clone()
 	return h
 }

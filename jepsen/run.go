@@ -247,6 +247,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := wl.finalReadChaos(ctx); err != nil {
 		rec.note("final read (ordered topic, DLQ): %v", err)
 	}
+	if err := wl.finalReadTimers(ctx); err != nil {
+		rec.note("final read (timer topic): %v", err)
+	}
 	if readErr != nil {
 		rec.note("final read: %v", readErr)
 	}

@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"time"
@@ -11,9 +12,10 @@ import (
 
 // Timer messages in the chaos run: one producer sends messages due 0.2–3 s
 // later (client.Message.WithDeliverAt) to their own topic, one push
-// consumer group reads it. The checker requires every acknowledged timer
-// message delivered, none before its time and none that was never sent
-// (checker_timer.go). They have their own topic because a timer message's
+// consumer group reads it, and after the drain the final read covers the
+// topic on every node. The checker requires every acknowledged timer
+// message delivered and held by every replica, none before its time and
+// none that was never sent (checker_timer.go). They have their own topic because a timer message's
 // acknowledgement names its place in rmq_sys_wheel_timer, not in the real
 // topic, so the offset checks of the main workload do not apply.
 const (
@@ -36,6 +38,20 @@ type TimerOp struct {
 	DueMs      float64 `json:"dueMs"`
 	Result     string  `json:"result"`
 	Err        string  `json:"err,omitempty"`
+	// Broker is the group that acknowledged it (ok only): its timer wheel
+	// holds the message until due, then stores it in TimerTopic there.
+	Broker string `json:"broker,omitempty"`
+}
+
+// TimerFinalRead is TimerTopic as the final read found it: what each node
+// holds, the span each node's read covered (From is its retention floor),
+// the nodes whose read failed, and when the read began (ms since the run
+// started): a timer due later may still legitimately be pending.
+type TimerFinalRead struct {
+	Reads  []Read      `json:"reads,omitempty"`
+	Ranges []ReadRange `json:"ranges,omitempty"`
+	Unread []string    `json:"unread,omitempty"`
+	AtMs   float64     `json:"atMs"`
 }
 
 func (r *recorder) timerOp(o TimerOp) {
@@ -133,6 +149,8 @@ func (w *workload) sendTimer(ctx context.Context, value string) error {
 	o := TimerOp{Value: value, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), DueMs: w.rec.since(due), Result: ResultOK}
 	if acked, why := sendOutcome(res, err); !acked {
 		o.Result, o.Err = ResultUnknown, why
+	} else {
+		o.Broker = res.Queue.BrokerName
 	}
 	w.rec.timerOp(o)
 	return err
@@ -188,4 +206,44 @@ func drainTimers(ctx context.Context, rec *recorder, timeout time.Duration) bool
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// finalReadTimers reads TimerTopic on every running node of every group
+// that acknowledged or delivered a timer message (the topic lives where
+// the first send auto-created it), so the checker can hold every replica
+// to every fired timer and tell a timer the wheel never fired from one
+// the consumer missed.
+func (w *workload) finalReadTimers(ctx context.Context) error {
+	h := w.rec.snapshot()
+	if len(h.TimerOps) == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, o := range h.TimerOps {
+		if o.Result == ResultOK {
+			used[o.Broker] = true
+		}
+	}
+	for _, d := range h.TimerDeliveries {
+		used[d.Broker] = true
+	}
+	fr := TimerFinalRead{AtMs: w.rec.since(time.Now())}
+	var errs []error
+	for _, n := range w.c.Nodes {
+		if n.State() != NodeRunning || !used[GroupNameOf(n.Group)] {
+			continue
+		}
+		r, rr, err := w.readTopic(ctx, n, TimerTopic, w.queues)
+		fr.Reads = append(fr.Reads, r...)
+		if err != nil {
+			fr.Unread = append(fr.Unread, n.ID)
+			errs = append(errs, err)
+		} else {
+			fr.Ranges = append(fr.Ranges, rr...)
+		}
+	}
+	w.rec.mu.Lock()
+	w.rec.h.TimerRead = &fr
+	w.rec.mu.Unlock()
+	return errors.Join(errs...)
 }
