@@ -105,6 +105,7 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		// acknowledged value.
 		// Every replica of the group that acknowledged must hold it.
 		perNode, floor := readCoverage(h)
+		floor = excusedFloors(h, floor)
 		n, below, ex := ackedOnReplicas(okOps, perNode, floor)
 		v.Checks = append(v.Checks, Check{Name: fmt.Sprintf("acknowledged but absent from a replica (%d read)", len(perNode)), Value: fmt.Sprint(n), OK: n == 0 && len(perNode) > 0, Required: true, Examples: ex})
 		if c, ok := checkTxnReplicas(h, perNode, floor); ok {
@@ -298,6 +299,9 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 
 	v.Checks = append(v.Checks, checkTimers(h)...)
 	v.Checks = append(v.Checks, checkChaos(h)...)
+	if c, ok := checkFloors(h); ok {
+		v.Checks = append(v.Checks, c)
+	}
 	if c, ok := checkDamageDetected(h); ok {
 		v.Checks = append(v.Checks, c)
 	}

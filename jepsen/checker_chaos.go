@@ -13,13 +13,13 @@ func checkChaos(h History) []Check {
 	var out []Check
 	x := h.Chaos
 	if len(x.OrderOps) > 0 {
-		out = append(out, checkOrder(x)...)
+		out = append(out, checkOrder(h)...)
 	}
 	if len(x.OffsetObs) > 0 || len(x.OffsetCommits) > 0 {
 		out = append(out, checkOffsetRegression(x)...)
 	}
 	if len(x.RetryOps) > 0 {
-		out = append(out, checkRetry(x)...)
+		out = append(out, checkRetry(h)...)
 	}
 	return out
 }
@@ -30,7 +30,8 @@ func checkChaos(h History) []Check {
 // follows the send order; the consumer's first delivery of each message
 // follows the send order; nothing acknowledged is left undelivered;
 // nothing delivered or stored was never sent or has a broken checksum.
-func checkOrder(x ChaosHistory) []Check {
+func checkOrder(h History) []Check {
+	x := h.Chaos
 	// Acks.
 	byKey := map[string][]OrderOp{}
 	sent := map[string]bool{}
@@ -145,6 +146,7 @@ func checkOrder(x ChaosHistory) []Check {
 		}
 	}
 	perNode, floor := topicCoverage(x.OrderReads, x.OrderRanges, x.OrderUnread)
+	floor = excusedFloors(h, floor)
 	absent, below, absentEx := ackedOnReplicas(acks, perNode, floor)
 	out := []Check{
 		{Name: fmt.Sprintf("ordered: acknowledged but absent from a replica (%d read)", len(perNode)), Value: fmt.Sprint(absent), OK: absent == 0, Required: true, Examples: absentEx},
@@ -266,7 +268,8 @@ func checkOffsetRegression(x ChaosHistory) []Check {
 // consumed successfully; every acknowledged retry- message was consumed
 // after one redelivery. The deliveries per dead-lettered message are
 // reported.
-func checkRetry(x ChaosHistory) []Check {
+func checkRetry(h History) []Check {
+	x := h.Chaos
 	okDLQ, okRetry := 0, 0
 	delivered := map[string]int{}
 	consumedOK := map[string]bool{}
@@ -289,6 +292,7 @@ func checkRetry(x ChaosHistory) []Check {
 	inDLQ := map[string]map[string]bool{} // value → nodes
 	dlqAt := map[string][]slot{}          // value → DLQ positions (a retried send-back may store it twice)
 	perNode, floor, unread := dlqCoverage(x)
+	floor = excusedFloors(h, floor)
 	nodes := slices.Sorted(maps.Keys(perNode))
 	for _, r := range x.DLQReads {
 		if !r.Intact || !sent[r.Value] {

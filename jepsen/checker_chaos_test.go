@@ -116,10 +116,10 @@ func TestCheckerChaosWorkloads(t *testing.T) {
 // as read, so dlq-0 is then missing there).
 func read2(node, v string) Read { return Read{Node: node, Broker: GroupName, Value: v, Intact: true} }
 
-// TestCheckerChaosDLQRetentionFloor: the DLQ replica check holds a node
-// only to the entries at or above its own floor (forced retention under disk
-// pressure, or a snapshot install, removes the head of every queue on that
-// node), like the main topic's check, and does not count a node whose read
+// TestCheckerChaosDLQRetentionFloor: in a run where retention could remove
+// entries, the DLQ replica check holds a node only to the entries at or
+// above its own floor (forced retention under disk pressure removes the
+// head of every queue on that node), like the main topic's check, and does not count a node whose read
 // failed as lacking anything.
 func TestCheckerChaosDLQRetentionFloor(t *testing.T) {
 	dlq := func(node, v string, off int64) Read {
@@ -135,6 +135,7 @@ func TestCheckerChaosDLQRetentionFloor(t *testing.T) {
 		// dlq-0 at 0, dlq-4 at 1 on n0 and n1; n2 removed offset 0.
 		h.Chaos.DLQReads = []Read{dlq("n0", "dlq-0", 0), dlq("n0", "dlq-4", 1), dlq("n1", "dlq-0", 0), dlq("n1", "dlq-4", 1), dlq("n2", "dlq-4", 1)}
 		h.Chaos.DLQRanges = []ReadRange{rng("n0", 0, 2), rng("n1", 0, 2), rng("n2", 1, 2)}
+		withDiskFull(&h)
 		return h
 	}
 	const absent = "retry: dead-lettered messages absent from a replica's DLQ"

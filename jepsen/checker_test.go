@@ -158,12 +158,20 @@ func TestCheckerReplicaThatAnsweredNothing(t *testing.T) {
 	}
 }
 
-// TestCheckerRetentionFloor: offsets below a node's read range start were
-// removed by its retention and are not required there; offsets above are.
+// withDiskFull adds a disk-full fault window: retention could then have
+// removed queue heads (checkFloors).
+func withDiskFull(h *History) {
+	h.Faults = append(h.Faults, FaultWindow{Nemesis: "disk-full", Detail: "fill n0's tmpfs (leader)", StartMs: 10, EndMs: 20})
+}
+
+// TestCheckerRetentionFloor: in a run where retention could remove entries
+// (a disk-full window), offsets below a node's read range start are not
+// required there; offsets above are.
 func TestCheckerRetentionFloor(t *testing.T) {
 	h := withRanges(twoGroupHistory())
 	dropReads(&h, "n0", 2)
 	h.ReadRanges[0].From = 2 // n0 keeps queue 0 from offset 2
+	withDiskFull(&h)
 	v := CheckHistory(h, true)
 	if !v.Valid {
 		t.Fatalf("retention below the floor judged a loss:\n%s", VerdictTable(h, v))

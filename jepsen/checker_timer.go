@@ -109,6 +109,7 @@ func checkTimerReplicas(h History) []Check {
 	unread := uniq(fr.Unread)
 	slices.Sort(unread)
 	perNode, floor := topicCoverage(fr.Reads, fr.Ranges, unread)
+	floor = excusedFloors(h, floor)
 	nodes := slices.Sorted(maps.Keys(perNode))
 	readGroups := map[string]bool{}
 	hasFloor := map[string]bool{} // node keeps some queue from above 0

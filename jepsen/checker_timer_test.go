@@ -125,6 +125,7 @@ func TestCheckerTimerFinalRead(t *testing.T) {
 	h = timerHistory()
 	dropRead(&h, "n2", "timer-0")
 	h.TimerRead.Ranges[2].From = 1
+	withDiskFull(&h)
 	if v = CheckHistory(h, true); !v.Valid || check(t, v, "timer messages below a replica's retention floor").Value != "1" {
 		t.Fatalf("an entry below the floor judged absent:\n%s", VerdictTable(h, v))
 	}

@@ -62,6 +62,7 @@ func TestCheckerCommittedTxnAbsentFromReplica(t *testing.T) {
 	// Below n2's retention floor it is not owed there.
 	h = withRanges(h)
 	h.ReadRanges = append(h.ReadRanges, ReadRange{Node: "n2", Broker: "broker-j", Queue: 1, From: 1, To: 1})
+	withDiskFull(&h)
 	if v := CheckHistory(h, true); !v.Valid {
 		t.Fatalf("committed transaction below n2's floor judged absent:\n%s", VerdictTable(h, v))
 	}

@@ -450,8 +450,9 @@ func (c *Cluster) closeLinks() error {
 	return errors.Join(errs...)
 }
 
-// WaitCaughtUp polls until every node runs, answers, and has applied what
-// its group's leader had committed when the wait began.
+// WaitCaughtUp polls until every node runs, answers, has applied what its
+// group's leader had committed when the wait began, and has no full-data
+// catch-up pending.
 func (c *Cluster) WaitCaughtUp(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -483,6 +484,11 @@ func (c *Cluster) WaitCaughtUp(ctx context.Context, timeout time.Duration) error
 				case st.AppliedIndex < target[g]:
 					ok = false
 					behind = append(behind, fmt.Sprintf("%s at %d", c.Nodes[i].ID, st.AppliedIndex))
+				case st.Catchup != nil && st.Catchup.Pending:
+					// Its queues start at its snapshot until the older
+					// entries are fetched: the final read would miss them.
+					ok = false
+					behind = append(behind, fmt.Sprintf("%s catching up (phase %q)", c.Nodes[i].ID, st.Catchup.Phase))
 				}
 			}
 		}

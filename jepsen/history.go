@@ -3,6 +3,7 @@ package jepsen
 import (
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +109,13 @@ type History struct {
 	TimerDeliveries []Delivery `json:"timerDeliveries,omitempty"`
 	// TimerRead is TimerTopic's final read (nil: not done).
 	TimerRead *TimerFinalRead `json:"timerRead,omitempty"`
+	// DiskPeaks is, per node, the highest use (percent, df's Use%, as the
+	// brokers count it) of its data file system the monitor saw.
+	DiskPeaks map[string]float64 `json:"diskPeaks,omitempty"`
+	// CatchupPending names the nodes whose full-data catch-up was still
+	// pending when the final read began (their queues start at their
+	// snapshot until it ends).
+	CatchupPending []string `json:"catchupPending,omitempty"`
 	// Chaos holds the ordered, offsets and retry workloads' records.
 	Chaos ChaosHistory `json:"chaos"`
 }
@@ -146,6 +154,16 @@ func (r *recorder) leader(o LeaderObs) {
 	r.mu.Unlock()
 }
 
+// diskUse raises node's DiskPeaks entry to pct.
+func (r *recorder) diskUse(node string, pct float64) {
+	r.mu.Lock()
+	if r.h.DiskPeaks == nil {
+		r.h.DiskPeaks = map[string]float64{}
+	}
+	r.h.DiskPeaks[node] = max(r.h.DiskPeaks[node], pct)
+	r.mu.Unlock()
+}
+
 func (r *recorder) note(format string, args ...any) {
 	r.mu.Lock()
 	r.h.Notes = append(r.h.Notes, fmt.Sprintf(format, args...))
@@ -170,6 +188,8 @@ func (r *recorder) snapshot() History {
 		h.TimerRead = &TimerFinalRead{Reads: append([]Read(nil), t.Reads...), Ranges: append([]ReadRange(nil), t.Ranges...),
 			Unread: append([]string(nil), t.Unread...), AtMs: t.AtMs}
 	}
+	h.DiskPeaks = maps.Clone(r.h.DiskPeaks)
+	h.CatchupPending = append([]string(nil), r.h.CatchupPending...)
 	h.Chaos = r.h.Chaos.clone()
 	return h
 }

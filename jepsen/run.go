@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Profile is a named run shape.
@@ -243,6 +245,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := c.WaitCaughtUp(ctx, time.Minute); err != nil {
 		rec.note("before final read: %v", err)
 	}
+	sampleDisks(c, rec)
+	recordCatchups(ctx, c, rec)
 	readErr := wl.finalRead(ctx, p.Queues)
 	if err := wl.finalReadChaos(ctx); err != nil {
 		rec.note("final read (ordered topic, DLQ): %v", err)
@@ -302,7 +306,10 @@ func drain(ctx context.Context, rec *recorder, timeout time.Duration) bool {
 }
 
 // monitor polls every running node's Raft status and records each change
-// of (term, state, serving), the input of the one-leader-per-term check.
+// of (term, state, serving), the input of the one-leader-per-term check;
+// every second it samples each node's data file system's use (DiskPeaks:
+// near CleanForciblyRatio the brokers' retention removes queue heads,
+// which the checker excuses only then).
 func monitor(ctx context.Context, c *Cluster, rec *recorder) {
 	type key struct {
 		term    uint64
@@ -312,7 +319,10 @@ func monitor(ctx context.Context, c *Cluster, rec *recorder) {
 	last := map[int]key{}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	for {
+	for round := 0; ; round++ {
+		if round%10 == 0 {
+			sampleDisks(c, rec)
+		}
 		for i, n := range c.Nodes {
 			if n.State() != NodeRunning {
 				continue
@@ -337,5 +347,41 @@ func monitor(ctx context.Context, c *Cluster, rec *recorder) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// sampleDisks records each node's data file system's use as the brokers
+// measure it (storage.FS.DiskUsage, df's Use%).
+func sampleDisks(c *Cluster, rec *recorder) {
+	for _, n := range c.Nodes {
+		used, total, err := storage.OSFS().DiskUsage(n.DataDir)
+		if err != nil || total == 0 {
+			continue
+		}
+		rec.diskUse(n.ID, float64(used)*100/float64(total))
+	}
+}
+
+// recordCatchups records the nodes whose full-data catch-up is pending
+// (their queues start at their snapshot until it ends): the checker
+// excuses their floors.
+func recordCatchups(ctx context.Context, c *Cluster, rec *recorder) {
+	var pending []string
+	for i, n := range c.Nodes {
+		if n.State() != NodeRunning {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := c.RaftStatus(sctx, i)
+		cancel()
+		if err == nil && st.Catchup != nil && st.Catchup.Pending {
+			pending = append(pending, n.ID)
+		}
+	}
+	rec.mu.Lock()
+	rec.h.CatchupPending = append(rec.h.CatchupPending, pending...)
+	rec.mu.Unlock()
+	if len(pending) > 0 {
+		rec.note("full-data catch-up still pending at the final read on %s", strings.Join(pending, ", "))
 	}
 }
