@@ -54,7 +54,10 @@
 //   - checker.go: CheckHistory and its verdict; checker_txn.go: no committed
 //     transaction lost, no rolled-back one delivered or stored.
 //   - workload_timer.go, checker_timer.go: timer messages (their own topic
-//     and consumer group) and their checks: none lost, early or phantom.
+//     and consumer group, a final read of the topic) and their checks: none
+//     lost, early or phantom, every fired one on every replica.
+//   - checker_floor.go: when a replica's retention floor excuses entries
+//     below it (a disk-full window, disk pressure, a pending catch-up).
 //   - workload_chaos.go, checker_chaos.go: the ordered (per-key order of
 //     acks, stored copies and deliveries), offsets (no regression of a
 //     replicated commit across failover) and retry/DLQ (every exhausted
