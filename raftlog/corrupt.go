@@ -5,6 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // Torn tail or corruption in the middle.
@@ -83,7 +90,7 @@ func (s *LogStore) classifyStopLocked(pos int64, expect uint64, cause error) err
 		// found may be unsynced.
 		return nil
 	}
-	window := uint64(s.batchWindow())
+	window := uint64(s.tornWindow())
 	vIndex, vPos, ok := s.lastValidFrameAfter(pos + 1)
 	if !ok || vIndex < expect+window {
 		return nil
@@ -102,6 +109,57 @@ func (s *LogStore) batchWindow() int {
 		return s.opts.MaxBatchEntries
 	}
 	return defaultMaxBatchEntries
+}
+
+// tornWindow is the most entries a power loss can have torn at the end of
+// the log being recovered: the batch window of the process that wrote it
+// (windowFileName), which a restart may have changed.
+func (s *LogStore) tornWindow() int {
+	if s.prevWindow > 0 {
+		return s.prevWindow
+	}
+	return s.batchWindow()
+}
+
+// windowFileName records the batch window (MaxBatchEntries) of the process
+// that last opened the log, for the next recovery's tornWindow.
+const windowFileName = "raftlog.window"
+
+// readWindow returns the recorded batch window, 0 when none is recorded.
+func readWindow(fsys storage.FS, dir string) (int, error) {
+	f, err := fsys.OpenFile(filepath.Join(dir, windowFileName), os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("raftlog: read %s: %w", windowFileName, err)
+	}
+	defer f.Close()
+	var b [32]byte
+	k, err := f.ReadAt(b[:], 0)
+	if err != nil && err != io.EOF {
+		return 0, fmt.Errorf("raftlog: read %s: %w", windowFileName, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b[:k])))
+	if err != nil || n <= 0 {
+		// Unreadable: the current window is the only guess left, as before
+		// the file existed.
+		return 0, nil
+	}
+	return n, nil
+}
+
+// recordWindow writes this process's batch window before it stores
+// anything, unless it is the one recorded.
+func (s *LogStore) recordWindow() error {
+	w := s.batchWindow()
+	if w == s.prevWindow {
+		return nil
+	}
+	if err := storage.WriteFileAtomic(s.fsys, filepath.Join(s.dir, windowFileName), []byte(strconv.Itoa(w)+"\n")); err != nil {
+		return fmt.Errorf("raftlog: record the batch window: %w", err)
+	}
+	return nil
 }
 
 // lastValidFrameAfter searches the written space from position from on for

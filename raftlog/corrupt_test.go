@@ -159,3 +159,43 @@ func TestBatchLongerThanTheWindowTornIsCut(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestTornBatchCutAfterWindowLowered: a batch of 64 entries torn by a power
+// loss, reopened by a process configured with a window of 8 (an operator
+// lowered raftMaxAppendEntries in the restart), is cut like any torn
+// batch: the window that tore it is the writing process's, recorded in
+// windowFileName, not the one configured now.
+func TestTornBatchCutAfterWindowLowered(t *testing.T) {
+	for seed := uint64(0); seed < 40; seed++ {
+		f := &msyncCrashFS{FaultFS: storage.NewFaultFS(seed)}
+		o := testOptions(f)
+		o.SegmentSize = 1 << 20
+		o.CheckpointBytes = 1 << 40
+		o.MaxBatchEntries = 64
+		s := mustOpen(t, "/log", o)
+		storeAll(t, s, raftlogtest.Entries(1, 10, 1))
+		if err := s.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		f.armed = true
+		if err := s.StoreLogs(raftlogtest.Entries(11, 74, 1)); err == nil {
+			t.Fatalf("seed %d: StoreLogs returned nil with its sync failing", seed)
+		}
+		s.Close()
+		o.FS = f.crashed
+		o.MaxBatchEntries = 8
+		s, err := Open("/log", o)
+		if err != nil {
+			t.Fatalf("seed %d: reopen with a lower window after a torn batch: %v", seed, err)
+		}
+		last, _ := s.LastIndex()
+		if last < 10 {
+			t.Fatalf("seed %d: last index %d, the synced entries end at 10", seed, last)
+		}
+		raftlogtest.CheckRange(t, s, 1, last, term1)
+		if w, err := readWindow(o.FS, "/log"); err != nil || w != 8 {
+			t.Fatalf("seed %d: recorded window %d (%v) after reopening with 8", seed, w, err)
+		}
+		s.Close()
+	}
+}

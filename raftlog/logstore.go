@@ -134,6 +134,9 @@ type LogStore struct {
 	idxQ *storage.MappedFileQueue
 	// ownsSegQ is false for OpenOnQueue: the CommitLog facade closes it.
 	ownsSegQ bool
+	// prevWindow is the batch window recorded by the process that opened
+	// the log before this one (0: none recorded); set before recovery.
+	prevWindow int
 
 	wmu sync.Mutex
 	// Guarded by wmu.
@@ -224,7 +227,7 @@ func openOn(segQ *storage.MappedFileQueue, dir string, o Options) (*LogStore, er
 	}
 	// A crash between a meta or backfill write's create and rename leaves
 	// its temporary file; nothing writes them while the log is closed.
-	for _, name := range []string{metaFileName, backfillFileName} {
+	for _, name := range []string{metaFileName, backfillFileName, windowFileName} {
 		if err := storage.RemoveTempFiles(s.fsys, filepath.Join(dir, name)); err != nil {
 			return nil, err
 		}
@@ -243,9 +246,17 @@ func openOn(segQ *storage.MappedFileQueue, dir string, o Options) (*LogStore, er
 	if s.idxQ, err = storage.OpenMappedFileQueue(s.fsys, filepath.Join(dir, indexDirName), o.IndexFileSize); err != nil {
 		return nil, err
 	}
+	if s.prevWindow, err = readWindow(s.fsys, dir); err != nil {
+		s.idxQ.Close()
+		return nil, err
+	}
 	if err := s.recover(m); err != nil {
 		s.idxQ.Close()
 		return nil, fmt.Errorf("raftlog %s: %w", dir, err)
+	}
+	if err := s.recordWindow(); err != nil {
+		s.idxQ.Close()
+		return nil, err
 	}
 	if err := s.loadBackfill(); err != nil {
 		s.idxQ.Close()
