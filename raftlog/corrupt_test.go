@@ -124,6 +124,41 @@ func (m msyncCrashFile) Msync(b []byte) error {
 	return m.File.Msync(b)
 }
 
+// reopenAfterTornBatch stores entries 1..10 (synced, checkpointed) with
+// batch window writeWindow, then StoreLogs of entries 11..74 torn by a
+// power loss during its sync, and reopens the crash image with window
+// reopenWindow. It fails the test unless the synced entries are there.
+func reopenAfterTornBatch(t *testing.T, seed uint64, writeWindow, reopenWindow int) (*LogStore, Options) {
+	t.Helper()
+	f := &msyncCrashFS{FaultFS: storage.NewFaultFS(seed)}
+	o := testOptions(f)
+	o.SegmentSize = 1 << 20
+	o.CheckpointBytes = 1 << 40
+	o.MaxBatchEntries = writeWindow
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, raftlogtest.Entries(1, 10, 1))
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	f.armed = true
+	if err := s.StoreLogs(raftlogtest.Entries(11, 74, 1)); err == nil {
+		t.Fatalf("seed %d: StoreLogs returned nil with its sync failing", seed)
+	}
+	s.Close()
+	o.FS = f.crashed
+	o.MaxBatchEntries = reopenWindow
+	s, err := Open("/log", o)
+	if err != nil {
+		t.Fatalf("seed %d: reopen after a torn batch (window %d, reopened with %d): %v", seed, writeWindow, reopenWindow, err)
+	}
+	last, _ := s.LastIndex()
+	if last < 10 {
+		t.Fatalf("seed %d: last index %d, the synced entries end at 10", seed, last)
+	}
+	raftlogtest.CheckRange(t, s, 1, last, term1)
+	return s, o
+}
+
 // TestBatchLongerThanTheWindowTornIsCut: a StoreLogs call holding more
 // entries than MaxBatchEntries (a leader configured with a larger
 // raftMaxAppendEntries than this member) torn by a power loss during its
@@ -131,31 +166,7 @@ func (m msyncCrashFile) Msync(b []byte) error {
 // window or more past a torn one for damage to acknowledged entries.
 func TestBatchLongerThanTheWindowTornIsCut(t *testing.T) {
 	for seed := uint64(0); seed < 40; seed++ {
-		f := &msyncCrashFS{FaultFS: storage.NewFaultFS(seed)}
-		o := testOptions(f)
-		o.SegmentSize = 1 << 20
-		o.CheckpointBytes = 1 << 40
-		o.MaxBatchEntries = 8
-		s := mustOpen(t, "/log", o)
-		storeAll(t, s, raftlogtest.Entries(1, 10, 1))
-		if err := s.Checkpoint(); err != nil {
-			t.Fatal(err)
-		}
-		f.armed = true
-		if err := s.StoreLogs(raftlogtest.Entries(11, 74, 1)); err == nil {
-			t.Fatalf("seed %d: StoreLogs returned nil with its sync failing", seed)
-		}
-		s.Close()
-		o.FS = f.crashed
-		s, err := Open("/log", o)
-		if err != nil {
-			t.Fatalf("seed %d: reopen after a torn batch: %v", seed, err)
-		}
-		last, _ := s.LastIndex()
-		if last < 10 {
-			t.Fatalf("seed %d: last index %d, the synced entries end at 10", seed, last)
-		}
-		raftlogtest.CheckRange(t, s, 1, last, term1)
+		s, _ := reopenAfterTornBatch(t, seed, 8, 8)
 		s.Close()
 	}
 }
@@ -167,32 +178,7 @@ func TestBatchLongerThanTheWindowTornIsCut(t *testing.T) {
 // windowFileName, not the one configured now.
 func TestTornBatchCutAfterWindowLowered(t *testing.T) {
 	for seed := uint64(0); seed < 40; seed++ {
-		f := &msyncCrashFS{FaultFS: storage.NewFaultFS(seed)}
-		o := testOptions(f)
-		o.SegmentSize = 1 << 20
-		o.CheckpointBytes = 1 << 40
-		o.MaxBatchEntries = 64
-		s := mustOpen(t, "/log", o)
-		storeAll(t, s, raftlogtest.Entries(1, 10, 1))
-		if err := s.Checkpoint(); err != nil {
-			t.Fatal(err)
-		}
-		f.armed = true
-		if err := s.StoreLogs(raftlogtest.Entries(11, 74, 1)); err == nil {
-			t.Fatalf("seed %d: StoreLogs returned nil with its sync failing", seed)
-		}
-		s.Close()
-		o.FS = f.crashed
-		o.MaxBatchEntries = 8
-		s, err := Open("/log", o)
-		if err != nil {
-			t.Fatalf("seed %d: reopen with a lower window after a torn batch: %v", seed, err)
-		}
-		last, _ := s.LastIndex()
-		if last < 10 {
-			t.Fatalf("seed %d: last index %d, the synced entries end at 10", seed, last)
-		}
-		raftlogtest.CheckRange(t, s, 1, last, term1)
+		s, o := reopenAfterTornBatch(t, seed, 64, 8)
 		if w, err := readWindow(o.FS, "/log"); err != nil || w != 8 {
 			t.Fatalf("seed %d: recorded window %d (%v) after reopening with 8", seed, w, err)
 		}
