@@ -258,15 +258,7 @@ func TestOffsetAnswerNotFoundIsObserved(t *testing.T) {
 // invalid verdict whose check named name fails.
 func requireChaosViolation(t *testing.T, mut func(*History), name string) {
 	t.Helper()
-	h := chaosHistory()
-	mut(&h)
-	v := CheckHistory(h, true)
-	if v.Valid {
-		t.Fatalf("violation not found:\n%s", VerdictTable(h, v))
-	}
-	if c := check(t, v, name); c.OK {
-		t.Fatalf("check %q passed: %+v", name, c)
-	}
+	requireViolationIn(t, chaosHistory(), mut, name)
 }
 
 // TestCheckerOrderedReplicas: every read replica of the group that

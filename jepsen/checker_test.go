@@ -43,7 +43,13 @@ func check(t *testing.T, v Verdict, name string) Check {
 // an invalid verdict whose check named name fails.
 func requireViolation(t *testing.T, mut func(*History), name string) {
 	t.Helper()
-	h := twoGroupHistory()
+	requireViolationIn(t, twoGroupHistory(), mut, name)
+}
+
+// requireViolationIn applies mut to the valid history h and requires an
+// invalid verdict whose check named name fails.
+func requireViolationIn(t *testing.T, h History, mut func(*History), name string) {
+	t.Helper()
 	mut(&h)
 	v := CheckHistory(h, true)
 	if v.Valid {
