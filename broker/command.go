@@ -84,6 +84,12 @@ const (
 	// CmdTimerProgress: the timer service's cursor moves (binary, see
 	// TimerProgress).
 	CmdTimerProgress CommandType = 11
+	// CmdDedupParams: the idempotent-producer window and producer TTL
+	// every replica applies from this entry on (Data: uvarint window,
+	// varint TTL in ms). A leader proposes it when its raftDedupWindow or
+	// raftDedupProducerTTL differs from the replicated values, which are
+	// the defaults until the first such entry (dedup.go).
+	CmdDedupParams CommandType = 12
 )
 
 // commandVersion is the second Extensions byte. Every type is at version 1
@@ -137,6 +143,8 @@ type Command struct {
 	TxnCheck *txnCheck
 	// Timer of CmdTimerProgress.
 	Timer TimerProgress
+	// Dedup of CmdDedupParams.
+	Dedup dedupParams
 }
 
 // EncodeCommand returns the Extensions and Data of c's Raft entry. For
@@ -197,6 +205,9 @@ func EncodeCommand(c *Command, messages []byte) (ext, data []byte, err error) {
 		data = appendString(data, c.MemberAddr)
 	case CmdTimerProgress:
 		data = encodeTimerProgress(c.Timer)
+	case CmdDedupParams:
+		data = binary.AppendUvarint(nil, uint64(c.Dedup.Window))
+		data = binary.AppendVarint(data, c.Dedup.TTLms)
 	default:
 		return nil, nil, fmt.Errorf("%w: unknown command type %d", ErrBadCommand, c.Type)
 	}
@@ -292,6 +303,13 @@ func DecodeCommand(ext, data []byte) (*Command, error) {
 		err = r.done()
 	case CmdTimerProgress:
 		c.Timer, err = decodeTimerProgress(data)
+	case CmdDedupParams:
+		r := reader{b: data}
+		w := r.uvarint()
+		c.Dedup = dedupParams{Window: int64(w), TTLms: r.varint()}
+		if err = r.done(); err == nil && !c.Dedup.valid() {
+			err = fmt.Errorf("dedup window %d, TTL %d ms", w, c.Dedup.TTLms)
+		}
 	default:
 		return nil, fmt.Errorf("%w: unknown command type %d", ErrBadCommand, c.Type)
 	}

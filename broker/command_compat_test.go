@@ -67,6 +67,10 @@ var goldenCommands = []struct {
 	{name: "transaction commit", ext: "0901c80101", want: Command{Type: CmdTxnEnd, TxnHalf: 100, TxnCommit: true}},
 	{name: "transaction rollback", ext: "0901c80100", want: Command{Type: CmdTxnEnd, TxnHalf: 100}},
 	{
+		name: "dedup params", ext: "0c01", data: "\x04\xd0\x0f",
+		want: Command{Type: CmdDedupParams, Dedup: dedupParams{Window: 4, TTLms: 1000}},
+	},
+	{
 		name: "transaction check", ext: "0a01", data: "\x06\xe8\x07\x02\xb0\x09\xb0\x09\x01\x90\x03",
 		want: Command{Type: CmdTxnCheck, TxnCheck: &txnCheck{FloorQueue: 3, FloorPhy: 500, Checked: []int64{600, 600}, Discarded: []int64{200}}},
 	},

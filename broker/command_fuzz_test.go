@@ -24,6 +24,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Type: CmdTxnEnd, TxnHalf: 4096, TxnCommit: true},
 		{Type: CmdTxnCheck, TxnCheck: &txnCheck{FloorQueue: 3, FloorPhy: 500, Checked: []int64{600}, Discarded: []int64{700}}},
 		{Type: CmdTimerProgress, Timer: TimerProgress{From: TimerCursor{Bucket: 1700000000, Fired: 4}, To: TimerCursor{Bucket: 1700000000, Fired: 9}}},
+		{Type: CmdDedupParams, Dedup: dedupParams{Window: 1024, TTLms: 3_600_000}},
 	}
 	for _, c := range seeds {
 		ext, data, err := EncodeCommand(c, nil)

@@ -1,6 +1,9 @@
 package broker
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // dedupKey identifies one idempotent stream: a producer's sends to one queue.
 type dedupKey struct {
@@ -26,12 +29,31 @@ type dedupWindow struct {
 	Seqs map[int64]dedupEntry
 }
 
+// dedupParams are the window (sequence numbers kept per stream) and the
+// producer TTL (ms of log time) the dedup table applies.
+type dedupParams struct {
+	Window int64
+	TTLms  int64
+}
+
+// maxDedupWindow bounds raftDedupWindow (twice it must fit an int64).
+const maxDedupWindow = math.MaxInt32
+
+func (p dedupParams) valid() bool {
+	return p.Window >= 1 && p.Window <= maxDedupWindow && p.TTLms >= 1
+}
+
 // dedupTable is the FSM's producer dedup table. It changes only in Apply and
 // only as a function of the log (sequence numbers and entry AppendedAt), so it
 // is identical on every replica: a replica that forgot a window earlier than
 // another would dispatch a retry the other drops, and queue offsets would
-// diverge. Not safe for concurrent use (the FSM's lock guards it).
+// diverge. For the same reason the window and TTL it applies come from the
+// log too (CmdDedupParams, kept in snapshots), not from each member's
+// configuration; until the first such entry they are base, the same on
+// every member (the defaults). Not safe for concurrent use (the FSM's lock
+// guards it).
 type dedupTable struct {
+	base      dedupParams
 	window    int64
 	ttlMs     int64
 	lastSweep int64 // log time (ms) of the last TTL sweep; in snapshots
@@ -39,8 +61,15 @@ type dedupTable struct {
 }
 
 func newDedupTable(window int, ttlMs int64) *dedupTable {
-	return &dedupTable{window: int64(window), ttlMs: ttlMs, m: map[dedupKey]*dedupWindow{}}
+	base := dedupParams{Window: int64(window), TTLms: ttlMs}
+	return &dedupTable{base: base, window: base.Window, ttlMs: base.TTLms, m: map[dedupKey]*dedupWindow{}}
 }
+
+func (d *dedupTable) params() dedupParams { return dedupParams{Window: d.window, TTLms: d.ttlMs} }
+
+// setParams applies a CmdDedupParams entry: later lookups, records and
+// sweeps use the new window and TTL.
+func (d *dedupTable) setParams(p dedupParams) { d.window, d.ttlMs = p.Window, p.TTLms }
 
 // lookup reports whether seq of stream k was already stored. A number that
 // fell out of the window (far below the highest seen) counts as a duplicate
@@ -97,6 +126,10 @@ func (d *dedupTable) sweep(nowMs int64) {
 type dedupImage struct {
 	LastSweep int64              `json:"lastSweep"`
 	Streams   []dedupStreamImage `json:"streams,omitempty"`
+	// Window and TTLms are the replicated parameters; absent while they
+	// are the base ones (images from before CmdDedupParams).
+	Window int64 `json:"window,omitempty"`
+	TTLms  int64 `json:"ttlMs,omitempty"`
 }
 
 type dedupStreamImage struct {
@@ -111,6 +144,9 @@ type dedupStreamImage struct {
 
 func (d *dedupTable) image() dedupImage {
 	img := dedupImage{LastSweep: d.lastSweep}
+	if p := d.params(); p != d.base {
+		img.Window, img.TTLms = p.Window, p.TTLms
+	}
 	for k, w := range d.m {
 		s := dedupStreamImage{Producer: k.Producer, Topic: k.Topic, QueueID: k.QueueID, Max: w.Max, Last: w.Last}
 		for seq, e := range w.Seqs {
@@ -123,6 +159,10 @@ func (d *dedupTable) image() dedupImage {
 }
 
 func (d *dedupTable) load(img dedupImage) {
+	d.setParams(d.base)
+	if p := (dedupParams{Window: img.Window, TTLms: img.TTLms}); p.valid() {
+		d.setParams(p)
+	}
 	d.lastSweep = img.LastSweep
 	d.m = make(map[dedupKey]*dedupWindow, len(img.Streams))
 	for _, s := range img.Streams {

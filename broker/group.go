@@ -146,7 +146,9 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	}
 	log = log.With(zap.String("raftId", cfg.Raft.DLegerSelfID))
 	g = &Group{cfg: cfg, remotingAddr: remotingAddr, log: log, quit: make(chan struct{}), raftDown: make(chan struct{}), stable: parts.Stable, trans: parts.Transport}
-	g.st = newState(cfg.DedupWindow, cfg.DedupProducerTTL.Milliseconds())
+	// Not this member's raftDedupWindow/raftDedupProducerTTL: the FSM
+	// applies the replicated ones (announce proposes the leader's).
+	g.st = newState(defaultDedupWindow, defaultDedupProducerTTL.Milliseconds())
 	// The error returns below set the named result g to nil before this
 	// runs, so the cleanup holds its own reference.
 	built := g
@@ -306,12 +308,26 @@ func patchCommand(l *raft.Log, data []byte, dataPos int64) error {
 }
 
 // announce runs on a new leader after its barrier: it makes sure the
-// replicated member table maps this node to its remoting address.
+// replicated member table maps this node to its remoting address, and
+// that the dedup window and TTL every replica applies are this leader's
+// configured ones.
 func (g *Group) announce(uint64) error {
-	if g.st.memberAddr(g.cfg.Raft.DLegerSelfID) == g.remotingAddr {
-		return nil
+	if g.st.memberAddr(g.cfg.Raft.DLegerSelfID) != g.remotingAddr {
+		if err := g.proposeAnnounce(&Command{Type: CmdMemberAddr, MemberID: g.cfg.Raft.DLegerSelfID, MemberAddr: g.remotingAddr}); err != nil {
+			return err
+		}
 	}
-	ext, data, err := EncodeCommand(&Command{Type: CmdMemberAddr, MemberID: g.cfg.Raft.DLegerSelfID, MemberAddr: g.remotingAddr}, nil)
+	if p := (dedupParams{Window: int64(g.cfg.DedupWindow), TTLms: g.cfg.DedupProducerTTL.Milliseconds()}); p != g.st.dedupParams() {
+		g.log.Info("replicating this leader's raftDedupWindow/raftDedupProducerTTL", zap.Int64("window", p.Window),
+			zap.Int64("ttlMs", p.TTLms))
+		return g.proposeAnnounce(&Command{Type: CmdDedupParams, Dedup: p})
+	}
+	return nil
+}
+
+// proposeAnnounce replicates one of announce's commands.
+func (g *Group) proposeAnnounce(c *Command) error {
+	ext, data, err := EncodeCommand(c, nil)
 	if err != nil {
 		return err
 	}

@@ -49,11 +49,13 @@ type GroupConfig struct {
 	// leader during a leadership transfer (5 s).
 	ApplyTimeout time.Duration `prop:"applyTimeout"`
 	// DedupWindow is how many recent sequence numbers the idempotent
-	// producer table remembers per (producer, topic, queue) (1024).
+	// producer table remembers per (producer, topic, queue) (1024). It
+	// takes effect on every member when this member leads: the leader
+	// replicates it (CmdDedupParams), so all replicas decide alike.
 	DedupWindow int `prop:"raftDedupWindow"`
 	// DedupProducerTTL drops a producer's dedup windows when it sent nothing
 	// for this long, in log time (AppendedAt) so every replica drops them at
-	// the same entry (1 h).
+	// the same entry (1 h); replicated by the leader as DedupWindow is.
 	DedupProducerTTL time.Duration `prop:"raftDedupProducerTTL"`
 	// PreferredLeaderCheckInterval is how often the leader checks whether
 	// leadership should move to preferredLeaderId (1 s). Not within
@@ -140,6 +142,13 @@ type GroupConfig struct {
 // Raft log does not fdatasync an append before it is acknowledged.
 func (c *GroupConfig) AcksBeforeFsync() bool { return c.Store.FlushDiskType == store.AsyncFlush }
 
+// The idempotent-producer dedup defaults. Every replica applies them until
+// a leader configured otherwise replicates its own (CmdDedupParams).
+const (
+	defaultDedupWindow      = 1024
+	defaultDedupProducerTTL = time.Hour
+)
+
 // DefaultGroupConfig returns the store's and raftlog's defaults with Raft
 // mode and SYNC_FLUSH on (Raft's safety rests on durable appends).
 func DefaultGroupConfig() GroupConfig {
@@ -150,8 +159,8 @@ func DefaultGroupConfig() GroupConfig {
 	c.RaftBatchMaxCount = 512
 	c.RaftBatchAdaptiveWait = time.Millisecond
 	c.ApplyTimeout = 5 * time.Second
-	c.DedupWindow = 1024
-	c.DedupProducerTTL = time.Hour
+	c.DedupWindow = defaultDedupWindow
+	c.DedupProducerTTL = defaultDedupProducerTTL
 	c.PreferredLeaderCheckInterval = time.Second
 	c.SnapshotBytes = 512 << 20
 	c.WarmAheadBytes = 8 << 20
@@ -205,11 +214,11 @@ func (c *GroupConfig) Validate() error {
 	if c.ApplyTimeout <= 0 {
 		errs = append(errs, bad("applyTimeout", "must be positive"))
 	}
-	if c.DedupWindow < 1 {
-		errs = append(errs, bad("raftDedupWindow", "must be positive, got %d", c.DedupWindow))
+	if c.DedupWindow < 1 || c.DedupWindow > maxDedupWindow {
+		errs = append(errs, bad("raftDedupWindow", "must be in [1, %d], got %d", maxDedupWindow, c.DedupWindow))
 	}
-	if c.DedupProducerTTL <= 0 {
-		errs = append(errs, bad("raftDedupProducerTTL", "must be positive"))
+	if c.DedupProducerTTL < time.Millisecond {
+		errs = append(errs, bad("raftDedupProducerTTL", "must be at least 1 ms"))
 	}
 	if c.PreferredLeaderCheckInterval <= 0 {
 		errs = append(errs, bad("preferredLeaderCheckInterval", "must be positive"))

@@ -94,6 +94,8 @@ func (s *state) applyLocked(c *Command, nowMs int64) {
 		s.members[c.MemberID] = c.MemberAddr
 	case CmdTxnCheck:
 		s.txn.applyCheck(c.TxnCheck, nowMs)
+	case CmdDedupParams:
+		s.dedup.setParams(c.Dedup)
 	}
 }
 
@@ -158,6 +160,13 @@ func (s *state) ScheduleOffsets() map[int32]int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return maps.Clone(s.schedule)
+}
+
+// dedupParams is the dedup window and TTL the FSM applies.
+func (s *state) dedupParams() dedupParams {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.dedup.params()
 }
 
 func (s *state) memberAddr(id string) string {
