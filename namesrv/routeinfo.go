@@ -62,6 +62,16 @@ type RouteInfoManager struct {
 	brokerLiveTable map[brokerAddrInfo]*brokerLiveInfo
 	// filterServerTable: (cluster, addr) → filter server addresses.
 	filterServerTable map[brokerAddrInfo][]string
+	// writeWiped: the broker names whose write permission an operator
+	// wiped (WIPE_WRITE_PERM_OF_BROKER) and has not added back. Queue data
+	// written for them from any registration loses its write bit. Kept by
+	// name, not in a member's entry: a new leader registers from another
+	// address, with its own data version, and rebuilds the group's queue
+	// data from the replicated topic table, which knows nothing of the
+	// wipe; nor can the name server tell such a registration from a
+	// deposed leader's once the newer leader's entry is gone. It outlives
+	// the group's entries (every member restarting) until addWritePerm.
+	writeWiped map[string]struct{}
 }
 
 // RouteOption adjusts a RouteInfoManager at construction.
@@ -94,6 +104,7 @@ func NewRouteInfoManager(defaultExpiry time.Duration, log *zap.Logger, opts ...R
 		clusterAddrTable:  make(map[string]map[string]struct{}),
 		brokerLiveTable:   make(map[brokerAddrInfo]*brokerLiveInfo),
 		filterServerTable: make(map[brokerAddrInfo][]string),
+		writeWiped:        make(map[string]struct{}),
 	}
 	for _, o := range opts {
 		o(r)
@@ -362,6 +373,9 @@ func (r *RouteInfoManager) isTopicConfigChangedLocked(key brokerAddrInfo, dv wir
 }
 
 func (r *RouteInfoManager) createAndUpdateQueueDataLocked(brokerName string, tc wire.TopicConfig) {
+	if _, wiped := r.writeWiped[brokerName]; wiped {
+		tc.Perm &^= wire.PermWrite
+	}
 	qd := &wire.QueueData{
 		BrokerName:     brokerName,
 		ReadQueueNums:  tc.ReadQueueNums,

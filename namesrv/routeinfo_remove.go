@@ -199,20 +199,31 @@ func (r *RouteInfoManager) ScanNotActiveBrokers() []Channel {
 
 // WipeWritePermOfBroker clears the write bit of every topic of brokerName
 // (done before taking a broker out of service) and returns how many topics
-// it touched.
+// it touched. The wipe lasts until AddWritePermOfBroker: queue data the
+// group registers meanwhile (a new leader, a topic change, members
+// registering again after a restart) is routed read-only too. A name no
+// group holds is not remembered.
 func (r *RouteInfoManager) WipeWritePermOfBroker(brokerName string) int {
-	return r.operateWritePerm(brokerName, func(p int) int { return p &^ wire.PermWrite })
-}
-
-// AddWritePermOfBroker sets every topic of brokerName back to read-write and
-// returns how many topics it touched.
-func (r *RouteInfoManager) AddWritePermOfBroker(brokerName string) int {
-	return r.operateWritePerm(brokerName, func(int) int { return wire.PermRead | wire.PermWrite })
-}
-
-func (r *RouteInfoManager) operateWritePerm(brokerName string, f func(int) int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	n := r.operateWritePermLocked(brokerName, func(p int) int { return p &^ wire.PermWrite })
+	if _, known := r.brokerAddrTable[brokerName]; known || n > 0 {
+		r.writeWiped[brokerName] = struct{}{}
+	}
+	return n
+}
+
+// AddWritePermOfBroker ends a wipe and sets every topic of brokerName back
+// to read-write (RocketMQ sets perm 6 whatever the topic's was) and
+// returns how many topics it touched.
+func (r *RouteInfoManager) AddWritePermOfBroker(brokerName string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.writeWiped, brokerName)
+	return r.operateWritePermLocked(brokerName, func(int) int { return wire.PermRead | wire.PermWrite })
+}
+
+func (r *RouteInfoManager) operateWritePermLocked(brokerName string, f func(int) int) int {
 	n := 0
 	for _, qds := range r.topicQueueTable {
 		if qd := qds[brokerName]; qd != nil {
@@ -267,6 +278,9 @@ func (r *RouteInfoManager) RegisterTopic(topic string, qds []wire.QueueData) boo
 	}
 	for _, qd := range qds {
 		c := qd
+		if _, wiped := r.writeWiped[qd.BrokerName]; wiped {
+			c.Perm &^= wire.PermWrite
+		}
 		m[qd.BrokerName] = &c
 	}
 	return true

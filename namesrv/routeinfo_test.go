@@ -140,13 +140,18 @@ func TestRouteInfoManager(t *testing.T) {
 				}},
 				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6))))},
 				{check: wantQueues("T", qd("b1", 4, 4, 4))},
+				// A new version rebuilds the queue data; the wipe stays until
+				// addWritePerm.
 				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(2, tc("T", 16, 16, 6))))},
+				{check: wantQueues("T", qd("b1", 16, 16, 4))},
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) { r.AddWritePermOfBroker("b1") }},
+				{do: mustRegister(reg(c1, "b1", 0, "a:1", topics(3, tc("T", 16, 16, 6))))},
 				{check: wantQueues("T", qd("b1", 16, 16, 6))},
 				{check: func(t *testing.T, r *RouteInfoManager) {
-					if r.IsBrokerTopicConfigChanged(c1, "a:1", wire.DataVersion{Timestamp: 1000, Counter: 2}) {
+					if r.IsBrokerTopicConfigChanged(c1, "a:1", wire.DataVersion{Timestamp: 1000, Counter: 3}) {
 						t.Fatal("same version reported as changed")
 					}
-					if !r.IsBrokerTopicConfigChanged(c1, "a:1", wire.DataVersion{Timestamp: 1000, Counter: 3}) {
+					if !r.IsBrokerTopicConfigChanged(c1, "a:1", wire.DataVersion{Timestamp: 1000, Counter: 4}) {
 						t.Fatal("new version not reported as changed")
 					}
 				}},
@@ -412,6 +417,13 @@ func TestRouteInfoManager(t *testing.T) {
 					}
 				}},
 				{check: wantQueues("V", qd("b1", 2, 2, 6))},
+				// A group whose write permission is wiped gets read-only
+				// queue data from REGISTER_TOPIC_IN_NAMESRV too.
+				{do: func(t *testing.T, r *RouteInfoManager, _ *fakeClock) {
+					r.WipeWritePermOfBroker("b1")
+					r.RegisterTopic("W", []wire.QueueData{{BrokerName: "b1", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}})
+				}},
+				{check: wantQueues("W", qd("b1", 2, 2, 4))},
 			},
 		},
 	}
