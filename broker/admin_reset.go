@@ -120,13 +120,13 @@ func (c *Controller) notifyReset(ctx context.Context, h *wire.ResetOffsetRequest
 	if !ok {
 		return
 	}
-	for id, ch := range g.Channels {
+	for _, ch := range g.Channels {
 		n := remoting.NewRequest(remoting.RequestResetConsumerClientOffset, h, body)
 		cctx, cancel := context.WithTimeout(ctx, resetNotifyTimeout)
 		err := ch.Conn.InvokeOneway(cctx, n)
 		cancel()
 		if err != nil {
-			c.log.Info("reset offset: notice not sent to consumer", zap.String("group", h.Group), zap.String("client", id), zap.Error(err))
+			c.log.Info("reset offset: notice not sent to consumer", zap.String("group", h.Group), zap.String("client", ch.ClientID), zap.Error(err))
 		}
 	}
 }

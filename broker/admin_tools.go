@@ -273,9 +273,8 @@ func (c *Controller) processConsumerRunningInfo(ctx context.Context, req *remoti
 // callConsumer relays req to a client of group over its own connection and
 // answers what the client answered (RocketMQ Broker2Client.callClient).
 func (c *Controller) callConsumer(ctx context.Context, req *remoting.RemotingCommand, group, clientID string) *remoting.RemotingCommand {
-	g, ok := c.clients.group(group)
-	ch := g.Channels[clientID]
-	if !ok || ch == nil {
+	ch, ok := c.clients.consumerChannel(group, clientID)
+	if !ok {
 		return response(remoting.ResponseSystemError, "The Consumer <%s> <%s> not online", group, clientID)
 	}
 	cctx, cancel := context.WithTimeout(ctx, consumerRunningInfoTimeout)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -16,13 +17,22 @@ import (
 // heartbeats (RocketMQ ProducerManager + ConsumerManager): which clients
 // of which group are connected on which channel, and each consumer
 // group's subscriptions. The tables are node-local, like RocketMQ's:
-// clients heartbeat every broker they talk to.
+// clients heartbeat every broker they talk to. They are keyed by
+// connection, as RocketMQ's channel tables are: a heartbeat naming a
+// client ID adds or refreshes the registration of the connection it came
+// on and never replaces another connection's, so a stranger naming a
+// live client's ID cannot take its place (its group would rebalance
+// without it, and its notices would go to the stranger). One client ID
+// may thus be registered on two connections, as after a reconnect whose
+// old connection this node has not yet seen close; the lists by client
+// ID name it once, and lookups by ID take the connection it heartbeat on
+// last.
 type clientManager struct {
 	c *Controller
 
 	mu        sync.Mutex
-	consumers map[string]*consumerGroupInfo        // guarded by mu; by group
-	producers map[string]map[string]*clientChannel // guarded by mu; group → clientID
+	consumers map[string]*consumerGroupInfo                // guarded by mu; by group
+	producers map[string]map[*remoting.Conn]*clientChannel // guarded by mu; group → connection
 }
 
 // clientChannel is one client on one connection.
@@ -39,8 +49,8 @@ type consumerGroupInfo struct {
 	ConsumeType      string
 	MessageModel     string
 	ConsumeFromWhere string
-	Channels         map[string]*clientChannel        // by clientID
-	Subscriptions    map[string]wire.SubscriptionData // by topic
+	Channels         map[*remoting.Conn]*clientChannel // by connection
+	Subscriptions    map[string]wire.SubscriptionData  // by topic
 	LastUpdate       time.Time
 	// sql holds the SQL92 subscriptions of Subscriptions, compiled. Like
 	// Subscriptions it is replaced, never modified, by each heartbeat, so
@@ -49,27 +59,80 @@ type consumerGroupInfo struct {
 }
 
 func newClientManager(c *Controller) *clientManager {
-	return &clientManager{c: c, consumers: map[string]*consumerGroupInfo{}, producers: map[string]map[string]*clientChannel{}}
+	return &clientManager{c: c, consumers: map[string]*consumerGroupInfo{}, producers: map[string]map[*remoting.Conn]*clientChannel{}}
+}
+
+// putChannel records ch in a table keyed by connection and reports
+// whether the set of client IDs in it changed: ch's ID was in no other
+// connection's entry, or its connection's entry named an ID now gone.
+// Entries of ch's ID on connections already closed go now rather than
+// when their close is processed: the client has reconnected.
+func putChannel(chans map[*remoting.Conn]*clientChannel, ch *clientChannel) bool {
+	changed := true
+	var replaced string
+	for conn, old := range chans {
+		switch {
+		case conn == ch.Conn:
+			if old.ClientID != ch.ClientID {
+				replaced = old.ClientID
+			} else {
+				changed = false
+			}
+		case old.ClientID == ch.ClientID:
+			changed = false
+			if conn.Closed() {
+				delete(chans, conn)
+			}
+		}
+	}
+	chans[ch.Conn] = ch
+	if replaced != "" && !hasClientID(chans, replaced) {
+		changed = true
+	}
+	return changed
+}
+
+// hasClientID reports whether any connection of chans is registered
+// under id.
+func hasClientID(chans map[*remoting.Conn]*clientChannel, id string) bool {
+	for _, ch := range chans {
+		if ch.ClientID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// channelOf returns the entry of chans registered under id that heartbeat
+// last, preferring a connection still open; nil when there is none.
+func channelOf(chans map[*remoting.Conn]*clientChannel, id string) *clientChannel {
+	var best *clientChannel
+	for _, ch := range chans {
+		if ch.ClientID != id {
+			continue
+		}
+		if best == nil || best.Conn.Closed() && !ch.Conn.Closed() ||
+			best.Conn.Closed() == ch.Conn.Closed() && ch.LastUpdate.After(best.LastUpdate) {
+			best = ch
+		}
+	}
+	return best
 }
 
 // registerConsumer records a heartbeat's consumer data; it reports
-// whether the group's membership changed (a new client), which triggers
-// NOTIFY_CONSUMER_IDS_CHANGED.
+// whether the group's membership changed (a client ID new to the group),
+// which triggers NOTIFY_CONSUMER_IDS_CHANGED.
 func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clientChannel, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.consumers[cd.GroupName]
 	if g == nil {
-		g = &consumerGroupInfo{Channels: map[string]*clientChannel{}, Subscriptions: map[string]wire.SubscriptionData{}}
+		g = &consumerGroupInfo{Channels: map[*remoting.Conn]*clientChannel{}, Subscriptions: map[string]wire.SubscriptionData{}}
 		m.consumers[cd.GroupName] = g
 	}
 	g.ConsumeType, g.MessageModel, g.ConsumeFromWhere, g.LastUpdate = cd.ConsumeType, cd.MessageModel, cd.ConsumeFromWhere, now
-	changed := false
-	if old, ok := g.Channels[ch.ClientID]; !ok || old.Conn != ch.Conn {
-		changed = true
-	}
 	ch.LastUpdate = now
-	g.Channels[ch.ClientID] = &ch
+	changed := putChannel(g.Channels, &ch)
 	// RocketMQ replaces the subscription table with the heartbeat's,
 	// except that a topic's subscription only changes for a newer
 	// subVersion (ConsumerGroupInfo.updateSubscription): the group keeps
@@ -135,11 +198,11 @@ func (m *clientManager) registerProducer(group string, ch clientChannel, now tim
 	defer m.mu.Unlock()
 	g := m.producers[group]
 	if g == nil {
-		g = map[string]*clientChannel{}
+		g = map[*remoting.Conn]*clientChannel{}
 		m.producers[group] = g
 	}
 	ch.LastUpdate = now
-	g[ch.ClientID] = &ch
+	putChannel(g, &ch)
 }
 
 // unregister removes a client from the named groups when it is
@@ -152,50 +215,56 @@ func (m *clientManager) unregister(conn *remoting.Conn, clientID, producerGroup,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if g := m.producers[producerGroup]; g != nil {
-		if ch, ok := g[clientID]; ok && ch.Conn == conn {
-			delete(g, clientID)
+		if ch, ok := g[conn]; ok && ch.ClientID == clientID {
+			delete(g, conn)
 			if len(g) == 0 {
 				delete(m.producers, producerGroup)
 			}
 		}
 	}
 	if g := m.consumers[consumerGroup]; g != nil {
-		if ch, ok := g.Channels[clientID]; ok && ch.Conn == conn {
-			delete(g.Channels, clientID)
+		if ch, ok := g.Channels[conn]; ok && ch.ClientID == clientID {
+			delete(g.Channels, conn)
 			if len(g.Channels) == 0 {
 				delete(m.consumers, consumerGroup)
 			}
-			return []string{consumerGroup}
+			if !hasClientID(g.Channels, clientID) {
+				return []string{consumerGroup}
+			}
 		}
 	}
 	return nil
 }
 
 // removeIf drops every channel matching drop and returns the consumer
-// groups that lost a member.
+// groups that lost a member: a client ID no connection left is
+// registered under.
 func (m *clientManager) removeIf(drop func(*clientChannel) bool) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var changed []string
 	for name, g := range m.consumers {
-		lost := false
-		for id, ch := range g.Channels {
+		var lost []string
+		for conn, ch := range g.Channels {
 			if drop(ch) {
-				delete(g.Channels, id)
-				lost = true
+				delete(g.Channels, conn)
+				lost = append(lost, ch.ClientID)
 			}
 		}
 		if len(g.Channels) == 0 {
 			delete(m.consumers, name)
 		}
-		if lost {
-			changed = append(changed, name)
+		for _, id := range lost {
+			if !hasClientID(g.Channels, id) {
+				changed = append(changed, name)
+				break
+			}
 		}
 	}
 	for name, g := range m.producers {
-		for id, ch := range g {
+		for conn, ch := range g {
 			if drop(ch) {
-				delete(g, id)
+				delete(g, conn)
 			}
 		}
 		if len(g) == 0 {
@@ -234,7 +303,8 @@ func (m *clientManager) scanLoop() {
 	}
 }
 
-// consumerIDs lists a group's client ids, sorted.
+// consumerIDs lists a group's client ids, sorted, each once: the
+// clients' rebalance takes the list as the group's members.
 func (m *clientManager) consumerIDs(group string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -243,11 +313,24 @@ func (m *clientManager) consumerIDs(group string) []string {
 		return nil
 	}
 	ids := make([]string, 0, len(g.Channels))
-	for id := range g.Channels {
-		ids = append(ids, id)
+	for _, ch := range g.Channels {
+		ids = append(ids, ch.ClientID)
 	}
 	sort.Strings(ids)
-	return ids
+	return slices.Compact(ids)
+}
+
+// consumerChannel returns a copy of the entry a consumer of group is
+// reached on by its client ID (channelOf), or false.
+func (m *clientManager) consumerChannel(group, clientID string) (clientChannel, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.consumers[group]; g != nil {
+		if ch := channelOf(g.Channels, clientID); ch != nil {
+			return *ch, true
+		}
+	}
+	return clientChannel{}, false
 }
 
 // group returns a copy of a consumer group's info.
@@ -259,7 +342,7 @@ func (m *clientManager) group(name string) (consumerGroupInfo, bool) {
 		return consumerGroupInfo{}, false
 	}
 	cp := *g
-	cp.Channels = make(map[string]*clientChannel, len(g.Channels))
+	cp.Channels = make(map[*remoting.Conn]*clientChannel, len(g.Channels))
 	for k, v := range g.Channels {
 		vv := *v
 		cp.Channels[k] = &vv

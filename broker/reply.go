@@ -189,7 +189,7 @@ func (m *clientManager) findProducerConn(clientID string) *remoting.Conn {
 	defer m.mu.Unlock()
 	var best *clientChannel
 	for _, g := range m.producers {
-		if ch := g[clientID]; ch != nil && !ch.Conn.Closed() && (best == nil || ch.LastUpdate.After(best.LastUpdate)) {
+		if ch := channelOf(g, clientID); ch != nil && !ch.Conn.Closed() && (best == nil || ch.LastUpdate.After(best.LastUpdate)) {
 			best = ch
 		}
 	}
