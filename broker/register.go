@@ -454,6 +454,22 @@ func (r *registerService) registerAll() (failed []string) {
 			if err == nil && resp.Code != remoting.ResponseSuccess {
 				err = remoting.ResponseError(ns, resp)
 			}
+			if err == nil && registrationIgnored(resp) {
+				// Another address holds this brokerId there with a newer
+				// state version: a member this one replaced whose record
+				// has not gone yet (no close seen, gossip off), or one
+				// with a longer log (this member rejoined empty and holds
+				// only the snapshot so far). The round is retried on the
+				// failed rounds' back-off, so this member is routed
+				// seconds after that record goes or its log passes the
+				// other's, not a registration period later.
+				r.c.log.Info("name server kept another address's newer registration of this brokerId; registering again soon",
+					zap.String("namesrv", ns), zap.Int64("brokerId", id))
+				mu.Lock()
+				failed = append(failed, ns)
+				mu.Unlock()
+				return
+			}
 			if err != nil {
 				r.c.log.Warn("register with name server failed", zap.String("namesrv", ns), zap.Int64("brokerId", id), zap.Error(err))
 				mu.Lock()
@@ -472,4 +488,12 @@ func (r *registerService) registerAll() (failed []string) {
 	r.mu.Unlock()
 	r.c.log.Debug("registered", zap.Int64("brokerId", id), zap.Int("nameServers", ok), zap.Int("bytes", len(reg.raw)))
 	return failed
+}
+
+// registrationIgnored reports whether a name server's SUCCESS to
+// REGISTER_BROKER says it ignored the registration (raftmq name servers
+// only).
+func registrationIgnored(resp *remoting.RemotingCommand) bool {
+	var h wire.RegisterBrokerResponseHeader
+	return resp.DecodeHeader(&h) == nil && h.Ignored
 }

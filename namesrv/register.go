@@ -64,15 +64,17 @@ func (n *NameServer) registerBroker(_ context.Context, conn *remoting.Conn, req 
 	if conn != nil {
 		args.Channel = conn
 	}
-	// An ignored registration still answers SUCCESS, as RocketMQ does;
-	// RegisterBroker logged why it was ignored.
+	// An ignored registration still answers SUCCESS, as RocketMQ does,
+	// saying so in a field only raftmq's brokers read; RegisterBroker
+	// logged why it was ignored.
 	res, err := n.routes.RegisterBroker(args)
-	if err != nil && !errors.Is(err, ErrRegistrationIgnored) {
+	ignored := errors.Is(err, ErrRegistrationIgnored)
+	if err != nil && !ignored {
 		return remoting.NewResponse(remoting.ResponseSystemError, err.Error()), nil
 	}
 
 	resp := success()
-	resp.EncodeHeader(&wire.RegisterBrokerResponseHeader{HAServerAddr: res.HAServerAddr, MasterAddr: res.MasterAddr})
+	resp.EncodeHeader(&wire.RegisterBrokerResponseHeader{HAServerAddr: res.HAServerAddr, MasterAddr: res.MasterAddr, Ignored: ignored})
 	if n.live().ReturnOrderTopicConfigToBroker {
 		if kv, ok := n.kv.List(wire.NamespaceOrderTopicConfig); ok {
 			resp.Body, _ = json.Marshal(wire.KVTable{Table: kv})

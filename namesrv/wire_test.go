@@ -455,3 +455,34 @@ func TestBadHeaderRemarkBounded(t *testing.T) {
 		t.Fatalf("code %d, %d-byte remark %.200q…, want SYSTEM_ERROR naming the field in at most 512 bytes", resp.Code, len(resp.Remark), resp.Remark)
 	}
 }
+
+// An ignored registration answers SUCCESS, as RocketMQ does, and says it
+// was ignored in a field raftmq's brokers read (they register again soon);
+// a taken one does not.
+func TestIgnoredRegistrationSaysSo(t *testing.T) {
+	ns := testServer(t, nil)
+	addr := ns.Addr().String()
+	c := testClient(t)
+	ignored := func(resp *remoting.RemotingCommand) bool {
+		t.Helper()
+		var h wire.RegisterBrokerResponseHeader
+		if err := resp.DecodeHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		return h.Ignored
+	}
+	newer := topics(1, tc("T", 4, 4, 6))
+	newer.DataVersion.StateVersion = 1000
+	if ignored(testBroker{cluster: "C", name: "g", addr: "10.0.0.1:10911", id: 2, topics: newer}.register(t, c, addr)) {
+		t.Fatal("a first registration answered as ignored")
+	}
+	older := topics(1, tc("T", 4, 4, 6))
+	older.DataVersion.StateVersion = 900
+	resp := testBroker{cluster: "C", name: "g", addr: "10.0.0.9:10911", id: 2, topics: older}.register(t, c, addr)
+	if !ignored(resp) {
+		t.Fatalf("a registration with an older state version for a taken brokerId answered %v", resp.ExtFields)
+	}
+	if got := ns.Routes().ClusterInfo().BrokerAddrTable["g"].BrokerAddrs[2]; got != "10.0.0.1:10911" {
+		t.Fatalf("brokerId 2 is %s", got)
+	}
+}

@@ -28,6 +28,11 @@ type RegisterBrokerRequestHeader struct {
 type RegisterBrokerResponseHeader struct {
 	HAServerAddr string `ext:"haServerAddr,omitempty"`
 	MasterAddr   string `ext:"masterAddr,omitempty"`
+	// Ignored is raftmq's: the name server kept another address's newer
+	// registration of the brokerId (RocketMQ answers SUCCESS and says
+	// nothing). A raftmq broker registers again soon rather than a period
+	// later; RocketMQ's brokers ignore the field.
+	Ignored bool `ext:"raftmqRegistrationIgnored,omitempty"`
 }
 
 // UnregisterBrokerRequestHeader is UNREGISTER_BROKER's (104) header: one
