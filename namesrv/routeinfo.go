@@ -197,7 +197,7 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 				r.log.Warn("registering broker conflicts with a newer one; ignored",
 					zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
 					zap.Int64("brokerId", a.BrokerID), zap.String("oldAddr", old), zap.String("newAddr", a.BrokerAddr))
-				if !slices.Contains(slices.Collect(maps.Values(bd.BrokerAddrs)), a.BrokerAddr) {
+				if !r.inClusterLocked(a.Cluster, a.BrokerAddr) {
 					delete(r.brokerLiveTable, key)
 				}
 				return res, ErrRegistrationIgnored
@@ -340,6 +340,18 @@ func (r *RouteInfoManager) leaveOtherGroupsLocked(cluster, keep, addr string) {
 		delete(r.clusterAddrTable[cluster], name)
 	}
 	r.dropQueueDataLocked(emptied)
+}
+
+// inClusterLocked reports whether addr is a member of a group of cluster.
+// Its live record is that membership's: dropped, the member would neither
+// expire nor go with its connection's close.
+func (r *RouteInfoManager) inClusterLocked(cluster, addr string) bool {
+	for name := range r.clusterAddrTable[cluster] {
+		if bd := r.brokerAddrTable[name]; bd != nil && slices.Contains(slices.Collect(maps.Values(bd.BrokerAddrs)), addr) {
+			return true
+		}
+	}
+	return false
 }
 
 func minID(addrs map[int64]string) int64 {
