@@ -125,8 +125,9 @@ func (c *Controller) processDeleteTopic(ctx context.Context, req *remoting.Remot
 	if !c.rep.IsLeader() {
 		return c.notLeader() // before the pending commits are dropped
 	}
-	c.offsets.drop("", h.Topic)
-	if r := c.replicate(ctx, "delete topic", func(wctx context.Context) error { return c.rep.DeleteTopic(wctx, h.Topic) }); r != nil {
+	if r := c.offsets.deleting("", h.Topic, func() *remoting.RemotingCommand {
+		return c.replicate(ctx, "delete topic", func(wctx context.Context) error { return c.rep.DeleteTopic(wctx, h.Topic) })
+	}); r != nil {
 		return r
 	}
 	c.registerTopicRemoval(ctx)
@@ -223,14 +224,21 @@ func (c *Controller) processDeleteSubscriptionGroup(ctx context.Context, req *re
 	if !c.rep.IsLeader() {
 		return c.notLeader() // before the pending commits are dropped
 	}
-	if h.CleanOffset {
-		// Flushed after the delete, pending commits would bring the
-		// offsets back; kept, they are offsets like the replicated ones.
-		c.offsets.drop(h.GroupName, "")
+	del := func() *remoting.RemotingCommand {
+		return c.replicate(ctx, "delete subscription group", func(wctx context.Context) error {
+			return c.rep.DeleteSubscriptionGroup(wctx, h.GroupName, h.CleanOffset)
+		})
 	}
-	if r := c.replicate(ctx, "delete subscription group", func(wctx context.Context) error {
-		return c.rep.DeleteSubscriptionGroup(wctx, h.GroupName, h.CleanOffset)
-	}); r != nil {
+	var r *remoting.RemotingCommand
+	if h.CleanOffset {
+		// Flushed after the delete, pending or concurrent commits would
+		// bring the offsets back; kept, they are offsets like the
+		// replicated ones.
+		r = c.offsets.deleting(h.GroupName, "", del)
+	} else {
+		r = del()
+	}
+	if r != nil {
 		return r
 	}
 	return success()

@@ -36,9 +36,27 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 		// A follower may not have applied the topic yet.
 		return c.notLeader()
 	}
+	body, r := c.resetOffsets(ctx, &h)
+	if r != nil {
+		return r
+	}
+	c.notifyReset(ctx, &h, body)
+	r = success()
+	r.Body = body
+	return r
+}
+
+// resetOffsets computes the reset's offsets, replicates them and returns
+// the answer's offsetTable body, or the refusal. No delete of the topic
+// or group comes between its checks and the replication
+// (offsetCoalescer.tables); the consumers' notice is sent after, holding
+// no delete up.
+func (c *Controller) resetOffsets(ctx context.Context, h *wire.ResetOffsetRequestHeader) ([]byte, *remoting.RemotingCommand) {
+	c.offsets.tables.RLock()
+	defer c.offsets.tables.RUnlock()
 	tc, ok := c.rep.State().Topic(h.Topic)
 	if !ok {
-		return response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName)
+		return nil, response(remoting.ResponseTopicNotExist, "topic %s does not exist on broker %s", h.Topic, c.cfg.BrokerName)
 	}
 	// As RocketMQ (SUBSCRIPTION_GROUP_NOT_EXIST in its server-side reset,
 	// "consumer group not exist" in Broker2Client's): a group the broker
@@ -46,7 +64,7 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 	// for it would answer success while the real group stays put.
 	if _, ok := c.rep.State().SubscriptionGroup(h.Group); !ok {
 		if _, ok := c.clients.group(h.Group); !ok {
-			return response(remoting.ResponseSubscriptionGroupNotExist,
+			return nil, response(remoting.ResponseSubscriptionGroupNotExist,
 				"consumer group %s is neither configured nor connected on broker %s: nothing reset (create it with updateSubGroup first)",
 				h.Group, c.cfg.BrokerName)
 		}
@@ -54,7 +72,7 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 	first, end := int32(0), int32(queueCount(tc.ReadQueueNums))
 	if h.QueueID >= 0 {
 		if h.QueueID >= end {
-			return response(remoting.ResponseInvalidParameter, "queueId %d out of 0..%d of topic %s on broker %s",
+			return nil, response(remoting.ResponseInvalidParameter, "queueId %d out of 0..%d of topic %s on broker %s",
 				h.QueueID, end-1, h.Topic, c.cfg.BrokerName)
 		}
 		first, end = h.QueueID, h.QueueID+1
@@ -69,14 +87,14 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 			// An offset the operator names is taken as is (RocketMQ's
 			// server-side reset), if the queue has it.
 			if lo := c.st.GetMinOffsetInQueue(h.Topic, q); h.Offset < lo || h.Offset > target {
-				return response(remoting.ResponseSystemError, "target offset %d not in consume queue range [%d-%d] of %s/%d",
+				return nil, response(remoting.ResponseSystemError, "target offset %d not in consume queue range [%d-%d] of %s/%d",
 					h.Offset, lo, target, h.Topic, q)
 			}
 			target = h.Offset
 		case h.Timestamp >= 0:
 			off, err := c.st.GetOffsetInQueueByTime(h.Topic, q, h.Timestamp)
 			if err != nil {
-				return response(remoting.ResponseSystemError, "search %s/%d at %d: %v", h.Topic, q, h.Timestamp, err)
+				return nil, response(remoting.ResponseSystemError, "search %s/%d at %d: %v", h.Topic, q, h.Timestamp, err)
 			}
 			target = off
 		}
@@ -97,12 +115,9 @@ func (c *Controller) processInvokeResetOffset(ctx context.Context, req *remoting
 		c.offsets.add(oc)
 	}
 	if r := c.replicate(ctx, "reset offsets", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) }); r != nil {
-		return r
+		return nil, r
 	}
-	c.notifyReset(ctx, &h, body)
-	r := success()
-	r.Body = body
-	return r
+	return body, nil
 }
 
 // notifyReset sends RESET_CONSUMER_CLIENT_OFFSET oneway to every live

@@ -374,6 +374,10 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 		// answer success from a member that cannot write.
 		return c.notLeader()
 	}
+	// Checked to replicated without a delete of a topic in between
+	// (offsetCoalescer.tables).
+	c.offsets.tables.RLock()
+	defer c.offsets.tables.RUnlock()
 	offsets := c.groupOffsets(h.SrcGroup)
 	if h.Topic != "" {
 		// The named topic is checked whether or not the group has offsets

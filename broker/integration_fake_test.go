@@ -43,6 +43,15 @@ type fakeReplica struct {
 	// waits for it to close first.
 	topicWrites atomic.Int32
 	topicGate   chan struct{} // guarded by mu
+
+	// deletes counts DeleteTopic and DeleteSubscriptionGroup calls; with
+	// deleteGate set, each waits for it to close first (a delete whose
+	// Raft entry is in flight). logOrder is held by such a delete until it
+	// is applied and taken by CommitOffsets, so offsets proposed meanwhile
+	// apply after it, as a Raft log orders them.
+	deletes    atomic.Int32
+	deleteGate chan struct{} // guarded by mu
+	logOrder   sync.Mutex
 }
 
 func newFakeReplica(t *testing.T, storeHost string) *fakeReplica {
@@ -157,6 +166,8 @@ func (r *fakeReplica) CommitOffsets(_ context.Context, commits []OffsetCommit) e
 	if !r.IsLeader() {
 		return r.notLeader()
 	}
+	r.logOrder.Lock()
+	defer r.logOrder.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range commits {
@@ -188,14 +199,34 @@ func (r *fakeReplica) UpdateTopic(_ context.Context, tc wire.TopicConfig) error 
 	return nil
 }
 
+// waitDeleteGate counts a delete and holds it while deleteGate is open;
+// the caller applies it and then calls the function returned.
+func (r *fakeReplica) waitDeleteGate() (applied func()) {
+	r.logOrder.Lock()
+	r.deletes.Add(1)
+	r.mu.Lock()
+	gate := r.deleteGate
+	r.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return r.logOrder.Unlock
+}
+
 func (r *fakeReplica) DeleteTopic(_ context.Context, topic string) error {
 	if !r.IsLeader() {
 		return r.notLeader()
 	}
+	defer r.waitDeleteGate()()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.topics, topic)
 	r.dv.Counter++
+	for k := range r.offsets { // as the FSM: the topic's offsets go with it
+		if strings.HasPrefix(k, topic+"@") {
+			delete(r.offsets, k)
+		}
+	}
 	return nil
 }
 
@@ -213,6 +244,7 @@ func (r *fakeReplica) DeleteSubscriptionGroup(_ context.Context, group string, c
 	if !r.IsLeader() {
 		return r.notLeader()
 	}
+	defer r.waitDeleteGate()()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.groups, group)

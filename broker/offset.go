@@ -58,6 +58,8 @@ func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remotin
 	if !c.rep.IsLeader() {
 		return c.notLeader(), nil
 	}
+	c.offsets.tables.RLock() // until queued: see offsetCoalescer.tables
+	defer c.offsets.tables.RUnlock()
 	if r := c.checkOffsetCommit(ctx, h.ConsumerGroup, h.Topic, h.QueueID, true); r != nil {
 		return r, nil
 	}
@@ -285,10 +287,25 @@ func (c *Controller) subscribedTopics(group string, topics []string) []string {
 type offsetCoalescer struct {
 	c *Controller
 
+	// tables orders offset commits against the deletes that remove
+	// offsets (deleteTopic, deleteSubGroup with cleanOffset). A commit
+	// holds it shared from its check that the topic and group exist until
+	// it is queued here (resets and clones, which propose directly: until
+	// proposed); a delete holds it exclusively from dropping the queued
+	// commits until its entry is applied. A commit checked before a delete
+	// is thus queued before the drop removes it, and one checked after it
+	// sees the delete applied and is refused: none reaches the log after
+	// the delete to bring the deleted offsets back. This is the leader's
+	// order, not the FSM's, so every member applies the log as before,
+	// whatever build it runs; a new leader serves only after applying its
+	// predecessor's entries (ha.Roles' barrier), so it checks against any
+	// delete committed before it. Order: tables, flushing, mu.
+	tables sync.RWMutex
+
 	// flushing is held by flush from reading the batch until it is
 	// proposed, and by drop, so a batch read before a group or topic is
 	// deleted is proposed before the delete, never after it (it would bring
-	// the deleted offsets back). Order: flushing, then mu.
+	// the deleted offsets back).
 	flushing sync.Mutex
 
 	mu      sync.Mutex
@@ -481,10 +498,21 @@ func (o *offsetCoalescer) deposed() {
 	}
 }
 
+// deleting runs a delete that removes the offsets of a group or of a
+// topic (whichever is not empty): it forgets their pending commits,
+// waiting for a flush in progress, and replicates the delete with
+// commits held off until it is applied (see tables). The delete removes
+// the replicated offsets; without this a flush after it would write
+// pending or concurrent commits back.
+func (o *offsetCoalescer) deleting(group, topic string, replicate func() *remoting.RemotingCommand) *remoting.RemotingCommand {
+	o.tables.Lock()
+	defer o.tables.Unlock()
+	o.drop(group, topic)
+	return replicate()
+}
+
 // drop forgets the pending commits of a group or of a topic (whichever is
-// not empty) before it is deleted, waiting for a flush in progress. The
-// delete removes the replicated offsets; without this the next flush would
-// write the pending ones back.
+// not empty), waiting for a flush in progress.
 func (o *offsetCoalescer) drop(group, topic string) {
 	o.flushing.Lock()
 	defer o.flushing.Unlock()

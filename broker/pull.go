@@ -89,9 +89,14 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 		return refused, nil
 	}
 	p := &pullRequest{conn: conn, req: req, h: h, filter: f}
-	if h.SysFlag&wire.PullFlagCommitOffset != 0 && h.CommitOffset >= 0 && c.rep.IsLeader() &&
-		c.checkOffsetCommit(ctx, h.ConsumerGroup, h.Topic, h.QueueID, false) == nil {
-		c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
+	// A piggybacked commit is skipped while a delete holds the offsets
+	// (offsetCoalescer.tables) rather than holding the pull: the consumer
+	// commits its position again with its next pull or persist.
+	if h.SysFlag&wire.PullFlagCommitOffset != 0 && h.CommitOffset >= 0 && c.rep.IsLeader() && c.offsets.tables.TryRLock() {
+		if c.checkOffsetCommit(ctx, h.ConsumerGroup, h.Topic, h.QueueID, false) == nil {
+			c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
+		}
+		c.offsets.tables.RUnlock()
 	}
 	return c.pull(p, true), nil
 }
