@@ -110,11 +110,11 @@ func (c *Controller) resetOffsets(ctx context.Context, h *wire.ResetOffsetReques
 		body = wire.AppendQueueEntry(body, wire.MessageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q}, target)
 	}
 	body = append(body, "}}"...)
-	// Queued commits of running consumers must not land after the reset.
-	for _, oc := range commits {
-		c.offsets.add(oc)
-	}
-	if r := c.replicate(ctx, "reset offsets", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) }); r != nil {
+	// Queued commits of running consumers must not land after the reset,
+	// nor the reset itself after it was answered as failed.
+	if r := c.offsets.supersede(commits, func() *remoting.RemotingCommand {
+		return c.replicate(ctx, "reset offsets", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) })
+	}); r != nil {
 		return nil, r
 	}
 	return body, nil

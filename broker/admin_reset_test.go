@@ -75,3 +75,50 @@ func TestResetOffsetOneQueue(t *testing.T) {
 		t.Fatalf("after the whole-topic reset to time 0: offsets %d, %d; want 0, 0", got0, got1)
 	}
 }
+
+// TestFailedResetLeavesNoTrace: a resetOffsetByTime whose replication
+// fails is answered with an error, and the offsets stay where they were:
+// the reset is not applied later by the coalescer's next flush, and a
+// consumer commit it would have replaced is still applied.
+func TestFailedResetLeavesNoTrace(t *testing.T) {
+	pc, rep := startFakeProc(t, func(c *BrokerConfig) { c.ConsumerOffsetCommitCoalescer = time.Hour })
+	c := pc.nodes[0]
+	addr := c.Addr()
+	pc.createTopic(addr, "FR", 2)
+	for q := range 2 {
+		for range 3 {
+			if r := pc.call(addr, remoting.RequestSendMessage, sendExt("FR", q, ""), []byte("m")); r.Code != remoting.ResponseSuccess {
+				t.Fatalf("send: %d %s", r.Code, r.Remark)
+			}
+		}
+	}
+	if r := pc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"FG"}`)); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("create group: %d %s", r.Code, r.Remark)
+	}
+	commit := func(q int, off int64) {
+		t.Helper()
+		if r := pc.call(addr, remoting.RequestUpdateConsumerOffset, map[string]string{"consumerGroup": "FG", "topic": "FR",
+			"queueId": strconv.Itoa(q), "commitOffset": strconv.FormatInt(off, 10)}, nil); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("commit offset: %d %s", r.Code, r.Remark)
+		}
+	}
+	commit(0, 2)
+	commit(1, 2)
+	c.offsets.flush()
+	commit(1, 3) // acknowledged, still queued in the coalescer
+
+	rep.failCommits.Store(true)
+	r := pc.call(addr, remoting.RequestInvokeBrokerToResetOffset, map[string]string{
+		"topic": "FR", "group": "FG", "timestamp": "0", "isForce": "true"}, nil)
+	rep.failCommits.Store(false)
+	if r.Code == remoting.ResponseSuccess {
+		t.Fatal("a reset whose replication failed answered success")
+	}
+	c.offsets.flush() // the coalescer's next tick
+	for q, want := range []int64{2, 3} {
+		if got, _ := rep.State().ConsumerOffset("FG", "FR", int32(q)); got != want {
+			t.Fatalf("after a failed reset (answered %d %s) and a flush, queue %d is at %d; want %d as before the reset",
+				r.Code, r.Remark, q, got, want)
+		}
+	}
+}

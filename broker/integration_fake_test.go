@@ -52,6 +52,9 @@ type fakeReplica struct {
 	deletes    atomic.Int32
 	deleteGate chan struct{} // guarded by mu
 	logOrder   sync.Mutex
+
+	// failCommits makes CommitOffsets fail as a Raft write that timed out.
+	failCommits atomic.Bool
 }
 
 func newFakeReplica(t *testing.T, storeHost string) *fakeReplica {
@@ -165,6 +168,9 @@ func (r *fakeReplica) PutMessages(_ context.Context, msgs []*store.Message) ([]P
 func (r *fakeReplica) CommitOffsets(_ context.Context, commits []OffsetCommit) error {
 	if !r.IsLeader() {
 		return r.notLeader()
+	}
+	if r.failCommits.Load() {
+		return fmt.Errorf("%w: injected", ErrApplyTimeout)
 	}
 	r.logOrder.Lock()
 	defer r.logOrder.Unlock()

@@ -305,11 +305,15 @@ type offsetCoalescer struct {
 	// flushing is held by flush from reading the batch until it is
 	// proposed, and by drop, so a batch read before a group or topic is
 	// deleted is proposed before the delete, never after it (it would bring
-	// the deleted offsets back).
+	// the deleted offsets back); and by supersede while it replicates, so
+	// no batch read before a reset lands after it.
 	flushing sync.Mutex
 
 	mu      sync.Mutex
 	pending map[offsetKey]pendingOffset // guarded by mu
+	// deposals counts deposed calls, so a commit taken out of pending in
+	// one term is never put back in a later one. Guarded by mu.
+	deposals uint64
 }
 
 type offsetKey struct {
@@ -492,10 +496,50 @@ func (o *offsetCoalescer) deposed() {
 	o.mu.Lock()
 	n := len(o.pending)
 	clear(o.pending)
+	o.deposals++
 	o.mu.Unlock()
 	if n > 0 {
 		o.c.log.Info("leadership lost: unreplicated consumer offset commits dropped; consumers re-commit to the new leader", zap.Int("commits", n))
 	}
+}
+
+// supersede replicates commits that replace the queued ones of their
+// queues (a reset): a queued commit flushed after them would undo them.
+// It holds flushing, so no flush is under way or starts, takes those
+// queues' queued commits out and proposes through replicate. If that
+// fails, they go back (unless a newer commit replaced them or this node
+// was deposed meanwhile): the failed write changes nothing. Its own
+// commits are never queued, so no later flush applies what its caller
+// was told had failed.
+func (o *offsetCoalescer) supersede(commits []OffsetCommit, replicate func() *remoting.RemotingCommand) *remoting.RemotingCommand {
+	o.flushing.Lock()
+	defer o.flushing.Unlock()
+	o.mu.Lock()
+	taken := map[offsetKey]pendingOffset{}
+	for _, oc := range commits {
+		k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
+		if p, ok := o.pending[k]; ok {
+			taken[k] = p
+			delete(o.pending, k)
+		}
+	}
+	deposals := o.deposals
+	o.mu.Unlock()
+	r := replicate()
+	if r == nil || len(taken) == 0 {
+		return r
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.deposals != deposals {
+		return r
+	}
+	for k, p := range taken {
+		if _, ok := o.pending[k]; !ok {
+			o.pending[k] = p
+		}
+	}
+	return r
 }
 
 // deleting runs a delete that removes the offsets of a group or of a
