@@ -397,11 +397,14 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 		err = c.stopGossip()
 		c.cancel()
 		c.stopTracked()
-		c.offsets.flush()
 		err = errors.Join(err, c.srv.Shutdown(ctx))
 		if c.vip != nil {
 			err = errors.Join(err, c.vip.Shutdown(ctx))
 		}
+		// After the servers: the requests they let finish (offset
+		// commits, pulls carrying one) were answered success, and the
+		// commits they queued are replicated here or never.
+		c.offsets.flush()
 		err = errors.Join(err, c.nsClient.Close(), c.regClient.Close())
 		if c.mon != nil {
 			err = errors.Join(err, c.mon.Shutdown(ctx))
