@@ -23,8 +23,9 @@ type Replica interface {
 	// for SEND_MESSAGE, many for SEND_BATCH_MESSAGE). Concurrent calls are
 	// batched into one Raft entry. Results are in request order.
 	PutMessages(ctx context.Context, msgs []*store.Message) ([]PutResult, error)
-	// CommitOffsets replicates consumer offset commits (batched with other
-	// callers' commits).
+	// CommitOffsets replicates consumer offset commits. A large set may
+	// take several entries, in order; an error may leave the first ones
+	// applied.
 	CommitOffsets(ctx context.Context, commits []OffsetCommit) error
 	// UpdateTopic creates or replaces a topic's config.
 	UpdateTopic(ctx context.Context, tc wire.TopicConfig) error

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -506,14 +507,43 @@ func (g *Group) UpdateScheduleOffsets(ctx context.Context, progress map[int32]in
 	return g.proposeCommand(ctx, &Command{Type: CmdScheduleOffsets, Schedule: progress})
 }
 
-// CommitOffsets implements Replica: the commits become one entry. The
+// CommitOffsets implements Replica: the commits become one entry, or
+// several in order when they encode to more than maxOffsetEntryBytes. The
 // processors coalesce commits per group/topic/queue and call it every
-// consumerOffsetCommitInterval (offset.go), so there is no second coalescing here.
+// consumerOffsetCommitInterval (offset.go), so there is no second
+// coalescing here. An error may leave the entries before the failed one
+// applied.
 func (g *Group) CommitOffsets(ctx context.Context, commits []OffsetCommit) error {
-	if len(commits) == 0 {
-		return nil
+	for len(commits) > 0 {
+		n := offsetEntryLen(commits)
+		if err := g.proposeCommand(ctx, &Command{Type: CmdOffsets, Offsets: commits[:n]}); err != nil {
+			return err
+		}
+		commits = commits[n:]
 	}
-	return g.proposeCommand(ctx, &Command{Type: CmdOffsets, Offsets: commits})
+	return nil
+}
+
+// maxOffsetEntryBytes bounds the encoded commits of one CmdOffsets entry.
+// A leader whose flushes stall can queue a commit for every
+// group/topic/queue: as one entry they could outgrow a CommitLog segment
+// (never written, so every flush fails) or maxCommandItems (committed,
+// then refused by every member's decoder, which stops every FSM). A
+// commit encodes to at least 4 bytes, so this bound keeps the count far
+// below maxCommandItems.
+const maxOffsetEntryBytes = 256 << 10
+
+// offsetEntryLen is how many of commits (at least one) the next entry
+// takes: as many as encode within maxOffsetEntryBytes.
+func offsetEntryLen(commits []OffsetCommit) int {
+	size := binary.MaxVarintLen64 // the count
+	for i, o := range commits {
+		size += 2*binary.MaxVarintLen64 + len(o.Group) + len(o.Topic) + binary.MaxVarintLen32 + binary.MaxVarintLen64
+		if size > maxOffsetEntryBytes && i > 0 {
+			return i
+		}
+	}
+	return len(commits)
 }
 
 // SnapshotAndTruncate takes a Raft snapshot now and deletes the CommitLog
