@@ -1,10 +1,14 @@
 package broker
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // holdService is long polling (RocketMQ PullRequestHoldService): a pull
@@ -61,6 +65,7 @@ func (s *holdService) hold(p *pullRequest, deadline time.Time) (held bool, limit
 		s.mu.Unlock()
 		return false, limit
 	}
+	p.trimForHold()
 	s.held[q] = append(s.held[q], p)
 	s.mu.Unlock()
 	// A message may have been applied between the read and the park: look
@@ -69,6 +74,36 @@ func (s *holdService) hold(p *pullRequest, deadline time.Time) (held bool, limit
 		s.notify(q.topic, q.queueID, s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID))
 	}
 	return true, ""
+}
+
+// trimForHold drops what a held pull need not keep. Held pulls are
+// counted against maxHeldPulls, not in bytes, for as long as the suspend
+// timeout their client chose, so one must not keep its request frame (up
+// to 16 MiB of extFields the broker never reads): its answer needs only
+// the request's identity (WriteResponse), and the wake-up chooses the
+// filter again from the header (answer). The strings kept are copied: a
+// ROCKETMQ-serialized header's values are substrings of one string
+// holding the whole extFields block.
+func (p *pullRequest) trimForHold() {
+	r := p.req
+	p.req = &remoting.RemotingCommand{Code: r.Code, Language: r.Language, Version: r.Version, Opaque: r.Opaque,
+		Flag: r.Flag, SerializeType: r.SerializeType}
+	p.filter = nil
+	h := &p.h
+	h.ConsumerGroup, h.Topic, h.BrokerName = strings.Clone(h.ConsumerGroup), strings.Clone(h.Topic), ""
+	if h.SysFlag&wire.PullFlagSubscription != 0 {
+		// Bounded by maxPullSubscriptionLength (processPull).
+		h.Subscription = strings.Clone(h.Subscription)
+	} else {
+		h.Subscription = ""
+	}
+	// Only SQL92 or not matters past the first answer: a type pullFilter
+	// does not support was refused then.
+	if isSQL92(h.ExpressionType) {
+		h.ExpressionType = wire.ExpressionTypeSQL92
+	} else {
+		h.ExpressionType = ""
+	}
 }
 
 // notify is the store's NewMessageListener; it must not block.

@@ -14,6 +14,12 @@ import (
 // PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) (RocketMQ
 // PullMessageProcessor).
 
+// maxPullSubscriptionLength bounds the expression a pull carries (sysFlag
+// PullFlagSubscription): a tag expression is parsed into a set on every
+// pull, and a held pull keeps the text for its suspend timeout. SQL92 is
+// bounded tighter by the compiler (filter.MaxExprLen).
+const maxPullSubscriptionLength = 16 << 10
+
 // parseTagExpression turns "a || b" into a tags filter ("*" or "" = all).
 func parseTagExpression(expr string) store.TagsFilter {
 	expr = strings.TrimSpace(expr)
@@ -83,6 +89,10 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 	if tc.Perm&wire.PermRead == 0 {
 		return response(remoting.ResponseNoPermission, "the topic[%s] pulling message is forbidden: perm %d has no read bit on broker %s",
 			h.Topic, tc.Perm, c.cfg.BrokerName), nil
+	}
+	if h.SysFlag&wire.PullFlagSubscription != 0 && len(h.Subscription) > maxPullSubscriptionLength {
+		return c.refuse("pullSubscriptionLength", remoting.ResponseSubscriptionParseFailed,
+			"the subscription expression the pull carries is %d bytes, longer than %d", len(h.Subscription), maxPullSubscriptionLength), nil
 	}
 	f, refused := c.pullFilter(&h)
 	if refused != nil {
