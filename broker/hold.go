@@ -70,8 +70,8 @@ func (s *holdService) hold(p *pullRequest, deadline time.Time) (held bool, limit
 	s.mu.Unlock()
 	// A message may have been applied between the read and the park: look
 	// once more so it is not missed until the periodic check.
-	if s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID) > p.h.QueueOffset {
-		s.notify(q.topic, q.queueID, s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID))
+	if end := s.c.st.GetMaxOffsetInQueue(q.topic, q.queueID); end > p.wakeAbove {
+		s.notify(q.topic, q.queueID, end)
 	}
 	return true, ""
 }
@@ -162,13 +162,16 @@ func (s *holdService) checkAll(now time.Time) {
 	}
 }
 
-// check answers the pulls of q that can make progress or timed out.
+// check answers the pulls of q that can make progress or timed out. A
+// pull a follower held below its queue's end is answered once this node
+// leads: the leader serves it or moves it.
 func (s *holdService) check(q queueRef, maxOffset int64, now time.Time) {
+	leader := s.c.rep.IsLeader()
 	s.mu.Lock()
 	list := s.held[q]
 	var keep, ready []*pullRequest
 	for _, p := range list {
-		if maxOffset > p.h.QueueOffset || !now.Before(p.deadline) || p.conn.Closed() {
+		if maxOffset > p.wakeAbove || leader && p.wakeAbove > p.h.QueueOffset || !now.Before(p.deadline) || p.conn.Closed() {
 			ready = append(ready, p)
 			s.count.release(p.conn.ID())
 		} else {

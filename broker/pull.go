@@ -207,7 +207,17 @@ type pullRequest struct {
 	h        wire.PullMessageRequestHeader
 	filter   store.MessageFilter
 	deadline time.Time
+	// wakeAbove is the queue end past which the held pull is answered:
+	// its offset, or the queue's end when a follower would not serve a
+	// message below it (a range it no longer holds): a new message, a
+	// timeout or leadership then change the answer, not the queue's
+	// existing messages.
+	wakeAbove int64
 }
+
+// notServedHold caps the hold of a pull a follower does not serve below
+// its queue's end.
+const notServedHold = time.Second
 
 // pull runs the read and maps the store status to RocketMQ's pull codes.
 // With allowSuspend a PULL_NOT_FOUND is held by the hold service instead
@@ -277,6 +287,15 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 			timeout = c.live().ShortPollingTimeMills
 		}
 		if timeout > 0 {
+			p.wakeAbove = max(h.QueueOffset, res.MaxOffset)
+			if p.wakeAbove > h.QueueOffset {
+				// Not served here though the queue holds the offset (a
+				// follower lacking the range): held briefly, so that the
+				// client neither pulls again at once, again and again,
+				// nor waits out its whole suspend before the SDK reads
+				// from the leader the answer names.
+				timeout = min(timeout, notServedHold)
+			}
 			held, limit := c.hold.hold(p, time.Now().Add(timeout))
 			if held {
 				return nil

@@ -51,3 +51,45 @@ func TestFollowerDoesNotSkipMessagesItDropped(t *testing.T) {
 		t.Fatalf("pull at 0 from the leader: %d %s", lr.Code, lr.Remark)
 	}
 }
+
+// TestFollowerHoldsPullAtDroppedRange: a long poll at an offset a
+// follower no longer holds (answered PULL_NOT_FOUND there, offset kept)
+// is held a moment (notServedHold), not answered at once: its offset is
+// below the queue's end, which made the hold wake it at once, and the
+// consumer (a RocketMQ client pulls again at once after PULL_NOT_FOUND)
+// then pulled as fast as the follower answered, for as long as it read
+// there. Nor is it held for its whole suspend: the answer names the
+// leader, where the SDK reads next.
+func TestFollowerHoldsPullAtDroppedRange(t *testing.T) {
+	pc := startRealCluster(t, func(cfg *BrokerConfig) {
+		cfg.Store.MappedFileSizeCommitLog = 64 << 10
+		cfg.Store.MaxMessageSize = 16 << 10
+	})
+	l := pc.createTopicOnLeader("FS", 1)
+	leaderAddr := pc.nodes[l].Addr()
+	body := bytes.Repeat([]byte("x"), 2000)
+	for range 100 {
+		pc.sendAt(leaderAddr, "FS", body)
+	}
+	f := (l + 1) % 3
+	testutil.WaitFor(t, 10*time.Second, "the follower applied every message", func() bool {
+		return pc.groups[f].Store().GetMaxOffsetInQueue("FS", 0) == 100
+	})
+	if _, err := pc.groups[f].SnapshotAndTruncate(); err != nil {
+		t.Fatal(err)
+	}
+	const suspend = 30 * time.Second
+	start := time.Now()
+	r := pc.call(pc.nodes[f].Addr(), remoting.RequestPullMessage, pullExt("G", "FS", 0, 0, suspend.Milliseconds()), nil)
+	took := time.Since(start)
+	var h wire.PullMessageResponseHeader
+	if err := r.DecodeHeader(&h); err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != remoting.ResponsePullNotFound || h.NextBeginOffset != 0 {
+		t.Fatalf("long poll at 0 from the follower without it: code %d, next begin offset %d; want PULL_NOT_FOUND at 0", r.Code, h.NextBeginOffset)
+	}
+	if took < notServedHold/2 || took > suspend/3 {
+		t.Fatalf("long poll at 0 from the follower without it answered after %v; want about %v (its suspend: %v)", took, notServedHold, suspend)
+	}
+}
