@@ -67,9 +67,11 @@ func TestHeldPullKeepsNoRequestBytes(t *testing.T) {
 
 // TestPullPostedSubscriptionBounded: a pull carrying its own subscription
 // (sysFlag PullFlagSubscription) longer than maxPullSubscriptionLength is
-// refused as SUBSCRIPTION_PARSE_FAILED naming the bound: parsed, a
-// 16 MiB tag expression is a set of millions of tags per pull, and held,
-// the text is kept for the suspend timeout.
+// refused as SUBSCRIPTION_PARSE_FAILED naming the bound, and so is a pull
+// of a group whose heartbeat registered a tag expression that long:
+// parsed, a 16 MiB tag expression is a set of millions of tags, some
+// 300 MB of allocations, on every pull; held, the posted text is kept for
+// the suspend timeout.
 func TestPullPostedSubscriptionBounded(t *testing.T) {
 	pc, _ := startFakeProc(t, nil)
 	addr := pc.nodes[0].Addr()
@@ -91,5 +93,17 @@ func TestPullPostedSubscriptionBounded(t *testing.T) {
 	}
 	if r := pull(b.String()[b.Len()-maxPullSubscriptionLength:]); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("pull with a %d-byte subscription: code %d remark %q", maxPullSubscriptionLength, r.Code, r.Remark)
+	}
+
+	// The subscription a heartbeat registered is parsed by every pull
+	// that does not carry its own: the same bound applies.
+	heartbeatSub(t, pc, "PSH", "PS", wire.ExpressionTypeTag, b.String())
+	if r := pc.call(addr, remoting.RequestPullMessage, pullExt("PSH", "PS", 0, 0, 0), nil); r.Code != remoting.ResponseSubscriptionParseFailed ||
+		!strings.Contains(r.Remark, strconv.Itoa(maxPullSubscriptionLength)) {
+		t.Fatalf("pull of a group whose heartbeat subscribed with %d bytes: code %d remark %q", b.Len(), r.Code, r.Remark)
+	}
+	heartbeatSub(t, pc, "PSH", "PS", wire.ExpressionTypeTag, b.String()[b.Len()-maxPullSubscriptionLength:])
+	if r := pc.call(addr, remoting.RequestPullMessage, pullExt("PSH", "PS", 0, 0, 0), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("pull of a group whose heartbeat subscribed with %d bytes: code %d remark %q", maxPullSubscriptionLength, r.Code, r.Remark)
 	}
 }
