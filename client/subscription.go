@@ -44,7 +44,8 @@ func ParseTagExpression(topic, expr string, version int64) (*SubscriptionData, e
 
 // MessageSelector chooses which messages of a topic a consumer receives
 // (RocketMQ's MessageSelector): by tag (Tags) or by a SQL92 condition
-// over message properties (SQL92). Build one with Tags or SQL92.
+// over message properties (SQL92). Build one with Tags or SQL92. An
+// expression is at most 16 KiB: brokers refuse to filter by a longer one.
 type MessageSelector struct {
 	// Type is wire.ExpressionTypeTag or wire.ExpressionTypeSQL92.
 	Type string
@@ -68,11 +69,18 @@ func SQL92(expr string) MessageSelector {
 	return MessageSelector{Type: wire.ExpressionTypeSQL92, Expression: expr}
 }
 
+// maxSubscriptionLength is the longest expression raftmq brokers filter
+// by (a longer one is refused on every pull).
+const maxSubscriptionLength = 16 << 10
+
 // buildSubscription is the subscription of topic for a selector
 // (FilterAPI.build). A SQL92 condition is sent as written: the brokers
 // compile it, and CHECK_CLIENT_CONFIG at Start reports a bad one.
 func buildSubscription(topic string, sel MessageSelector, version int64) (*SubscriptionData, error) {
 	switch {
+	case len(sel.Expression) > maxSubscriptionLength:
+		return nil, fmt.Errorf("%w: the expression for topic %q is %d bytes; brokers filter by at most %d", ErrInvalidOption, topic,
+			len(sel.Expression), maxSubscriptionLength)
 	case sel.Type == "" || strings.EqualFold(sel.Type, wire.ExpressionTypeTag):
 		return ParseTagExpression(topic, sel.Expression, version)
 	case !strings.EqualFold(sel.Type, wire.ExpressionTypeSQL92):
