@@ -161,12 +161,13 @@ read:
 			// Size the result once: the next units' sizes, capped.
 			est := 0
 			for i := 0; i < batch.Len() && i < maxMsgNums && est < maxTransferBytes; i++ {
-				if u := batch.Unit(i); !u.IsBlank() {
+				if u := batch.Unit(i); !u.IsBlank() && u.Size > 0 {
 					est += int(u.Size)
 				}
 			}
-			// A size damaged on disk must not size the buffer: the unit
-			// is only checked when its message is read.
+			// A size damaged on disk (huge, or negative with its sign
+			// bit flipped) must not size the buffer: the unit is only
+			// checked when its message is read.
 			body = make([]byte, 0, min(est, maxTransferBytes))
 			sizes = make([]int, 0, min(maxMsgNums, batch.Len()))
 			r.QueueOffsets = make([]int64, 0, min(maxMsgNums, batch.Len()))

@@ -446,3 +446,30 @@ func TestStoreFlushedQueuesSurviveCrash(t *testing.T) {
 	defer reopened.Close()
 	content.check(t, &testStore{MessageStore: reopened, log: log})
 }
+
+// TestStoreNegativeUnitSizeNeverPanics: a unit whose size's sign bit was
+// flipped on disk reads as a negative size. A pull reaching it fails as
+// at any damaged unit, and one starting before it serves the messages in
+// front: it must not panic sizing its buffer by the batch's sizes (a
+// held pull's wake-up reads on the hold goroutine, where a panic ends the
+// broker).
+func TestStoreNegativeUnitSizeNeverPanics(t *testing.T) {
+	f := storage.NewFaultFS(6)
+	s := openTestStore(t, storeConfig(f, "/s"), &segLog{})
+	defer s.Close()
+	for i := 0; i < 5; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprintf("body-%d", i)))
+	}
+	s.clean.Close() // retention reads the queue files FlipBit changes
+	cqFile := "/s/consumequeue/T/0/" + storage.FileName(0)
+	if err := f.FlipBit(cqFile, 2*CQUnitSize+8, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetMessage("g", "T", 0, 2, 32, nil); !errors.Is(err, ErrCorruptMessage) {
+		t.Fatalf("pull at the damaged unit: %v, want ErrCorruptMessage", err)
+	}
+	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)
+	if err != nil || len(r.Messages) != 2 || r.NextBeginOffset != 2 {
+		t.Fatalf("pull before the damaged unit: %v %d messages, next %d, %v", r.Status, len(r.Messages), r.NextBeginOffset, err)
+	}
+}
