@@ -77,11 +77,17 @@ func (f TagsFilter) MatchTagsCode(code int64) bool {
 // MatchMessage implements MessageFilter.
 func (f TagsFilter) MatchMessage([]byte) bool { return true }
 
-// Pull-size limits (RocketMQ maxTransferBytesOnMessageInMemory and
-// maxFilterMessageCount).
+// Pull-size limits: the bytes returned (RocketMQ
+// maxTransferBytesOnMessageInMemory), the units one pull looks at, and
+// the bytes of messages it reads only to have MatchMessage (SQL92) reject
+// them. A pull stopped by either of the last two answers where it got to
+// (PULL_RETRY_IMMEDIATELY when it found nothing); RocketMQ stops at 800
+// units (maxFilterMessageSize, 16,000 bytes of ConsumeQueue) whatever
+// the messages weigh.
 const (
-	maxTransferBytes  = 256 << 10
-	maxFilterMessages = 16000
+	maxTransferBytes   = 256 << 10
+	maxFilterMessages  = 16000
+	maxFilterReadBytes = 16 * maxTransferBytes
 )
 
 // GetMessageResult is the answer to GetMessage.
@@ -144,6 +150,7 @@ func (s *MessageStore) GetMessage(group, topic string, queueID int32, offset int
 	next := offset
 	scanned := 0
 	sawRemoved, sawUnit := false, false
+	rejected := 0 // bytes of the messages read that MatchMessage rejected
 	var body []byte
 	var sizes []int
 	cur := segmentCursor{cl: s.cl}
@@ -215,6 +222,10 @@ read:
 			next++
 			scanned++
 			if filter != nil && !filter.MatchMessage(b) {
+				if rejected += len(b); rejected >= maxFilterReadBytes {
+					batch.Release()
+					break read
+				}
 				continue
 			}
 			start := len(body)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -471,5 +472,50 @@ func TestStoreNegativeUnitSizeNeverPanics(t *testing.T) {
 	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)
 	if err != nil || len(r.Messages) != 2 || r.NextBeginOffset != 2 {
 		t.Fatalf("pull before the damaged unit: %v %d messages, next %d, %v", r.Status, len(r.Messages), r.NextBeginOffset, err)
+	}
+}
+
+// bodyFilter is a MessageFilter passing the messages whose body contains
+// want, as a SQL92 filter decides on the stored message.
+type bodyFilter struct{ want string }
+
+func (bodyFilter) MatchTagsCode(int64) bool { return true }
+
+func (f bodyFilter) MatchMessage(b []byte) bool { return bytes.Contains(b, []byte(f.want)) }
+
+// TestStoreFilterReadBounded: a pull whose filter decides on the stored
+// message (SQL92) reads at most maxFilterReadBytes of messages it rejects
+// before it answers where it got to, instead of up to 16,000 messages
+// whatever they weigh (gigabytes read and CRC-checked per pull of a
+// rarely matching subscription on large messages); the pulls that follow
+// go on from there and skip nothing.
+func TestStoreFilterReadBounded(t *testing.T) {
+	f := storage.NewFaultFS(6)
+	s := openTestStore(t, storeConfig(f, "/s"), &segLog{})
+	defer s.Close()
+	const n, size = 200, 60 << 10
+	for i := 0; i < n; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprintf("%d-", i)+strings.Repeat("x", size)))
+	}
+	s.put(coreMsg("T", 0, "the match"))
+	filter := bodyFilter{"the match"}
+	r, err := s.GetMessage("g", "T", 0, 0, 32, filter)
+	if err != nil || r.Status != NoMatchedMessage || r.NextBeginOffset > maxFilterReadBytes/size+1 {
+		t.Fatalf("first pull: %v, next %d, %v; want NO_MATCHED_MESSAGE after at most %d messages", r.Status, r.NextBeginOffset, err,
+			maxFilterReadBytes/size+1)
+	}
+	for off := r.NextBeginOffset; ; off = r.NextBeginOffset {
+		if r, err = s.GetMessage("g", "T", 0, off, 32, filter); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status == Found {
+			break
+		}
+		if r.Status != NoMatchedMessage || r.NextBeginOffset <= off {
+			t.Fatalf("pull at %d: %v, next %d", off, r.Status, r.NextBeginOffset)
+		}
+	}
+	if len(r.QueueOffsets) != 1 || r.QueueOffsets[0] != n || r.NextBeginOffset != n+1 {
+		t.Fatalf("found offsets %v, next %d; want [%d], %d", r.QueueOffsets, r.NextBeginOffset, n, n+1)
 	}
 }
