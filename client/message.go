@@ -54,7 +54,9 @@ type Message struct {
 	// with the same key go to the same queue, in order.
 	ShardingKey string
 	// Properties are user properties. Names used by the fields above
-	// (KEYS, TAGS, DELAY, UNIQ_KEY, ...) are overwritten by those fields.
+	// (KEYS, TAGS, DELAY, ...) are overwritten by those fields. A UNIQ_KEY
+	// set here is the message's id (SendResult.MsgID), as RocketMQ's
+	// clients keep it; without one every send makes a new one.
 	// TRAN_MSG=true (which a consumed transactional message carries) makes
 	// a half message: plain sends refuse it, so a forwarded message is not
 	// stored invisibly; delete it to forward such a message.

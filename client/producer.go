@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
-	"github.com/raftmq/raftmq/wire"
 )
 
 // Producer sends messages to RocketMQ-protocol brokers found through the
@@ -306,12 +305,9 @@ func (p *Producer) Resend(ctx context.Context, m *MessageExt) (res *SendResult, 
 		return nil, fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
 	msg := m.Message
-	req, err := p.prepare(&msg)
+	req, err := p.prepare(&msg) // keeps the message's UNIQ_KEY
 	if err != nil {
 		return nil, err
-	}
-	if id := msg.Properties[wire.PropertyUniqKey]; id != "" {
-		req.uniq1[0] = id
 	}
 	if p.tracer != nil {
 		defer p.tracer.pub(p.cfg.group, &msg, time.Now(), &res, &err)

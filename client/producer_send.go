@@ -57,7 +57,7 @@ func (p *Producer) prepareMsg(msg *Message) (*sendRequest, error) {
 	}
 	r := sendRequestPool.Get().(*sendRequest)
 	r.topic, r.msg, r.body = msg.Topic, msg, msg.Body
-	r.uniq1[0] = p.ids.newAt(p.cfg.common.now())
+	r.uniq1[0] = p.uniqID(msg)
 	r.uniqIDs = r.uniq1[:]
 	if p.cfg.compressOver > 0 && len(msg.Body) > p.cfg.compressOver {
 		var buf bytes.Buffer
@@ -73,6 +73,16 @@ func (p *Producer) prepareMsg(msg *Message) (*sendRequest, error) {
 		r.sysFlag |= wire.SysFlagCompressed
 	}
 	return r, nil
+}
+
+// uniqID is the UNIQ_KEY m is sent with: the one it carries, as RocketMQ's
+// clients keep it (MessageClientIDSetter.setUniqID), so that a message
+// forwarded or sent again by its caller keeps its id; else a new one.
+func (p *Producer) uniqID(m *Message) string {
+	if id := m.Properties[wire.PropertyUniqKey]; id != "" {
+		return id
+	}
+	return p.ids.newAt(p.cfg.common.now())
 }
 
 // sendRequestPool recycles the requests of plain SendSync and SendAsync
@@ -116,7 +126,7 @@ func (p *Producer) prepareBatch(msgs []*Message) (*sendRequest, error) {
 			return nil, fmt.Errorf("%w: batches cannot be sent to retry topics", ErrInvalidMessage)
 		}
 		total += len(m.Body)
-		r.uniqIDs = append(r.uniqIDs, p.ids.New())
+		r.uniqIDs = append(r.uniqIDs, p.uniqID(m))
 	}
 	if total > p.cfg.maxMessageSize {
 		return nil, fmt.Errorf("%w: batch bodies total %d bytes, above the limit %d", ErrInvalidMessage, total, p.cfg.maxMessageSize)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -177,5 +178,98 @@ func TestClientIPValidated(t *testing.T) {
 		if _, err := ParseUniqID(p.ids.New()); err != nil {
 			t.Fatalf("ClientIP(%v): %v", ip, err)
 		}
+	}
+}
+
+// TestProducerKeepsUserUniqKey: a message that already carries a UNIQ_KEY
+// property is sent with it, as RocketMQ's clients send it
+// (MessageClientIDSetter.setUniqID sets one only when there is none; the
+// official Go client's buildSendRequest likewise), by every kind of send:
+// the id is the message's, the one its SendResult reports, and stays the
+// same when the caller sends the message again. Messages without one get
+// a fresh id per send.
+func TestProducerKeepsUserUniqKey(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 2})
+	p := newTestProducer(t, ns)
+	ctx := context.Background()
+	const id = "0A0B0C0D00001234567800000000ABCD"
+	withID := func() *Message { return NewMessage("T", []byte("x")).WithProperty(wire.PropertyUniqKey, id) }
+	sentIDs := func(from int) []string {
+		var ids []string
+		for _, r := range log.all()[from:] {
+			if r.code == remoting.RequestSendBatchMessage {
+				entries, err := wire.DecodeBatch(r.body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range entries {
+					ids = append(ids, wire.DecodeProperties(e.Properties)[wire.PropertyUniqKey])
+				}
+				continue
+			}
+			ids = append(ids, wire.DecodeProperties(r.header.Properties)[wire.PropertyUniqKey])
+		}
+		return ids
+	}
+	check := func(what string, from int, res *SendResult, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := sentIDs(from); len(got) != 1 || got[0] != id {
+			t.Fatalf("%s sent UNIQ_KEY %v, want %s", what, got, id)
+		}
+		if res != nil && res.MsgID != id {
+			t.Fatalf("%s: result MsgID %s, want %s", what, res.MsgID, id)
+		}
+	}
+	for range 2 {
+		n := log.requests()
+		res, err := p.SendSync(ctx, withID())
+		check("SendSync", n, res, err)
+	}
+	n := log.requests()
+	res, err := p.SendWithSelector(ctx, withID(), HashSelector())
+	check("SendWithSelector", n, res, err)
+	n = log.requests()
+	err = p.SendOneway(ctx, withID())
+	for deadline := time.Now().Add(10 * time.Second); log.requests() == n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // a oneway send returns before the broker reads it
+	}
+	check("SendOneway", n, nil, err)
+	n = log.requests()
+	done := make(chan *SendResult, 1)
+	if err := p.SendAsync(ctx, withID(), func(r *SendResult, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("SendAsync", n, <-done, nil)
+	n = log.requests()
+	res, err = p.SendBatch(ctx, []*Message{withID(), NewMessage("T", []byte("y"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sentIDs(n); len(got) != 2 || got[0] != id || !uniqKeyRE.MatchString(got[1]) || got[1] == id {
+		t.Fatalf("SendBatch sent UNIQ_KEYs %v, want %s and a fresh one", got, id)
+	}
+	if want := id + "," + sentIDs(n)[1]; res.MsgID != want {
+		t.Fatalf("SendBatch result MsgID %s, want %s", res.MsgID, want)
+	}
+	// Without one, every send makes its own.
+	n = log.requests()
+	for range 2 {
+		if _, err := p.SendSync(ctx, NewMessage("T", []byte("x"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sentIDs(n); len(got) != 2 || got[0] == got[1] || !uniqKeyRE.MatchString(got[0]) {
+		t.Fatalf("sends without a UNIQ_KEY sent %v", got)
 	}
 }
