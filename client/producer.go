@@ -338,7 +338,8 @@ func (p *Producer) SendWithSelector(ctx context.Context, msg *Message, sel Messa
 // goroutine the producer owns (it may block only briefly). At most
 // MaxAsyncInflight sends are in flight: beyond that SendAsync waits for a
 // slot until ctx ends. Retries and leader following work as in SendSync.
-// Close cancels sends still in flight.
+// A ctx that has already ended sends nothing: SendAsync returns its
+// error. Close cancels sends still in flight.
 func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
 	if cb == nil {
 		return fmt.Errorf("%w: SendAsync needs a callback", ErrInvalidMessage)
@@ -346,6 +347,12 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	req, err := p.prepare(msg)
 	if err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		// The send would outlive a cancellation that came before it (only
+		// ctx's deadline reaches it), and a caller that has given up must
+		// not have its message stored, as SendSync stores none.
+		return fmt.Errorf("client: SendAsync: %w", err)
 	}
 	select {
 	case p.asyncS <- struct{}{}:

@@ -47,3 +47,32 @@ func TestProducerExpiredContextSendsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestSendAsyncCancelledContextSendsNothing: SendAsync called with a
+// context already cancelled sends nothing and reports the cancellation,
+// as SendSync does: its message was sent (and reported stored) although
+// its caller had given up before the call.
+func TestSendAsyncCancelledContextSendsNothing(t *testing.T) {
+	_, _, log, p := twoGroups(t)
+	for i := 0; i < 4; i++ { // routes and connections ready: the callback path is open
+		if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("warm"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := log.requests()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 2; i++ {
+		done := make(chan error, 1)
+		if err := p.SendAsync(cancelled, NewMessage("T", []byte("late")), func(_ *SendResult, err error) { done <- err }); err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("SendAsync with a cancelled context: %v", err)
+			}
+		} else if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("SendAsync callback with a cancelled context: %v, want Canceled", err)
+		}
+	}
+	if n := log.requests() - before; n != 0 {
+		t.Fatalf("%d requests sent for callers that had cancelled", n)
+	}
+}
