@@ -360,6 +360,11 @@ func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, e
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		// The batch runs under the producer's context, not the caller's:
+		// queued, a caller that has given up would have its message stored.
+		return nil, &SendError{Topic: r.topic, Attempts: []SendAttempt{{Err: err}}}
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.cfg.sendTimeout)

@@ -76,3 +76,30 @@ func TestSendAsyncCancelledContextSendsNothing(t *testing.T) {
 		t.Fatalf("%d requests sent for callers that had cancelled", n)
 	}
 }
+
+// TestAutoBatchEndedContextSendsNothing: with AutoBatch, a send whose
+// context has already ended sends nothing and fails with the context's
+// error, as without it: a cancelled caller's message went out alone
+// (its batch ran under the producer's context) and was reported stored.
+func TestAutoBatchEndedContextSendsNothing(t *testing.T) {
+	_, _, log, p := twoGroupsOf(t, 2, AutoBatch(8, 1<<20, 0))
+	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("warm"))); err != nil {
+		t.Fatal(err)
+	}
+	before := log.requests()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, c := range []struct {
+		ctx  context.Context
+		want error
+	}{{cancelled, context.Canceled}, {expired, context.DeadlineExceeded}} {
+		if _, err := p.SendSync(c.ctx, NewMessage("T", []byte("late"))); !errors.Is(err, c.want) || !errors.Is(err, ErrSendFailed) {
+			t.Fatalf("SendSync with an ended context: %v, want %v", err, c.want)
+		}
+	}
+	if n := log.requests() - before; n != 0 {
+		t.Fatalf("%d requests sent for callers that had given up", n)
+	}
+}
