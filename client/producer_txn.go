@@ -183,7 +183,10 @@ func (tp *TransactionProducer) Close(ctx context.Context) error {
 // SendMessageInTransaction sends msg as a half message, runs the local
 // transaction and ends it with the outcome. The error is the half's send
 // error (the local transaction did not run); an END_TRANSACTION that did
-// not arrive is TransactionSendResult.EndErr. A half stored with a status
+// not arrive is TransactionSendResult.EndErr. ctx bounds the half's send
+// and is given to the local transaction; the END_TRANSACTION of its
+// decision is sent within SendTimeout even if ctx ended meanwhile. A half
+// stored with a status
 // other than SendOK (a RocketMQ broker's flush or replication wait timed
 // out) is not acted on: the local transaction does not run and the half
 // is rolled back, with a nil error and State TransactionRollback, as in
@@ -239,8 +242,9 @@ func (tp *TransactionProducer) execute(ctx context.Context, msg *Message) (state
 }
 
 // endTransaction sends END_TRANSACTION for a half and waits for the
-// answer, within SendTimeout: it follows not-leader hints and waits out an
-// election (a member that names no leader, or names one that is down).
+// answer, within SendTimeout whatever ctx says: it follows not-leader
+// hints and waits out an election (a member that names no leader, or
+// names one that is down).
 func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResult, state LocalTransactionState) error {
 	id, err := wire.ParseMessageID(res.OffsetMsgID)
 	if err != nil {
@@ -253,8 +257,13 @@ func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResu
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, tp.cfg.sendTimeout)
+	// The local transaction has decided: the decision goes out even when
+	// the caller's ctx ended meanwhile (RocketMQ's clients always send it),
+	// or a committed message would wait for the broker's check-back.
+	// Close still ends the wait.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tp.cfg.sendTimeout)
 	defer cancel()
+	defer context.AfterFunc(tp.baseContext(), cancel)()
 	bn, addr := res.Queue.BrokerName, res.Addr
 	var last error
 	for {

@@ -306,3 +306,46 @@ func TestTransactionProducerExecuteSeesTransactionID(t *testing.T) {
 		t.Fatalf("the caller's message was changed: %v", msg.Properties)
 	}
 }
+
+// cancellingListener commits its local transaction and cancels the
+// caller's context meanwhile, as a server's request context ends when its
+// client goes away.
+type cancellingListener struct {
+	txnTestListener
+	cancel context.CancelFunc
+}
+
+func (l *cancellingListener) ExecuteLocalTransaction(context.Context, *Message) LocalTransactionState {
+	l.cancel()
+	return TransactionCommit
+}
+
+// TestTransactionProducerEndsAfterCallerGaveUp: a local transaction that
+// committed is ended at the broker even when the caller's context ended
+// while it ran, as RocketMQ's clients always send END_TRANSACTION: the
+// decision is made, and withheld it left a committed message undelivered
+// until the broker's check-back asked for it.
+func TestTransactionProducerEndsAfterCallerGaveUp(t *testing.T) {
+	ns := startNameServer(t)
+	fb := startFakeBroker(t, "b", &requestLog{})
+	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
+	var commits atomic.Int32
+	fb.srv.Register(remoting.RequestEndTransaction, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		var h wire.EndTransactionRequestHeader
+		_ = req.DecodeHeader(&h)
+		if h.CommitOrRollback == wire.SysFlagTransCommit {
+			commits.Add(1)
+		}
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tp := startTxnProducer(t, ns, &cancellingListener{cancel: cancel})
+	res, err := tp.SendMessageInTransaction(ctx, NewMessage("T", []byte("half")))
+	if err != nil || res.State != TransactionCommit {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	if res.EndErr != nil || commits.Load() != 1 {
+		t.Fatalf("EndErr %v, %d commits reached the broker", res.EndErr, commits.Load())
+	}
+}
