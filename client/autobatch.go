@@ -88,6 +88,7 @@ type topicQueue struct {
 // autoSend is one caller's message in the accumulator. Its fields are
 // guarded by accumulator.mu; wake (capacity 1) tells the caller to look.
 type autoSend struct {
+	ctx  context.Context // the caller's
 	req  *sendRequest
 	size int
 	wake chan struct{}
@@ -191,7 +192,11 @@ func (a *accumulator) enqueue(s *autoSend) (batch []*autoSend, linger time.Durat
 			return nil, adaptiveWait - since
 		}
 	}
-	return a.takeLocked(tq), 0
+	batch = a.takeLocked(tq)
+	if len(batch) == 0 {
+		a.releaseLocked(tq)
+	}
+	return batch, 0
 }
 
 // fullLocked reports whether the waiting sends fill a batch of target
@@ -230,11 +235,18 @@ func (a *accumulator) lingerAndTake(ctx context.Context, s *autoSend, d time.Dur
 		return nil
 	}
 	batch := a.takeLocked(tq)
+	if len(batch) == 0 {
+		a.releaseLocked(tq)
+		return nil
+	}
 	// Sends this batch could not hold go now if a slot is free; otherwise
 	// the next request to return takes them.
 	for len(tq.pending) > 0 && tq.inflight < a.cfg.inflight {
-		tq.inflight++
 		next := a.takeLocked(tq)
+		if len(next) == 0 {
+			break
+		}
+		tq.inflight++
 		next[0].lead = next
 		signal(next[0].wake)
 	}
@@ -242,27 +254,47 @@ func (a *accumulator) lingerAndTake(ctx context.Context, s *autoSend, d time.Dur
 }
 
 // takeLocked removes the next batch from tq: the oldest sends within
-// maxMessages and maxBytes (at least one).
+// maxMessages and maxBytes (at least one, unless none waits whose caller
+// is still waiting). A send whose caller's context has ended is failed
+// and dropped instead: its caller may not have noticed yet, and once it
+// does it reports the send failed, while a batch would store it.
 func (a *accumulator) takeLocked(tq *topicQueue) []*autoSend {
-	n, bytes := 0, 0
-	for n < len(tq.pending) && n < a.cfg.maxMessages {
-		sz := tq.pending[n].size
-		if n > 0 && bytes+sz > a.cfg.maxBytes {
+	now := time.Now()
+	batch := make([]*autoSend, 0, min(len(tq.pending), a.cfg.maxMessages))
+	i, bytes := 0, 0
+	for ; i < len(tq.pending) && len(batch) < a.cfg.maxMessages; i++ {
+		s := tq.pending[i]
+		if err := s.ended(now); err != nil {
+			s.err = &SendError{Topic: s.req.topic, Attempts: []SendAttempt{{Err: err}}}
+			s.done = true
+			tq.pendBytes -= s.size
+			signal(s.wake)
+			continue
+		}
+		if len(batch) > 0 && bytes+s.size > a.cfg.maxBytes {
 			break
 		}
-		bytes += sz
-		n++
-	}
-	batch := make([]*autoSend, n)
-	copy(batch, tq.pending)
-	for _, s := range batch {
+		bytes += s.size
 		s.taken = true
+		batch = append(batch, s)
 	}
-	rest := copy(tq.pending, tq.pending[n:])
+	rest := copy(tq.pending, tq.pending[i:])
 	clear(tq.pending[rest:])
 	tq.pending = tq.pending[:rest]
 	tq.pendBytes -= bytes
 	return batch
+}
+
+// ended is the error of s's caller's context when it has ended (its
+// deadline counts from now, before the context's timer fires), else nil.
+func (s *autoSend) ended(now time.Time) error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	if !s.dl.IsZero() && !now.Before(s.dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // releaseLocked frees a slot. The topic's entry stays (like its route):
@@ -299,6 +331,10 @@ func (a *accumulator) finish(batch []*autoSend, outcome func(i int, s *autoSend)
 		return
 	}
 	next := a.takeLocked(tq)
+	if len(next) == 0 {
+		a.releaseLocked(tq)
+		return
+	}
 	next[0].lead = next
 	signal(next[0].wake)
 }
@@ -371,7 +407,7 @@ func (p *Producer) sendAuto(ctx context.Context, r *sendRequest) (*SendResult, e
 		defer cancel()
 	}
 	a := p.acc
-	s := &autoSend{req: r, size: batchEntrySize(r.msg), wake: make(chan struct{}, 1)}
+	s := &autoSend{ctx: ctx, req: r, size: batchEntrySize(r.msg), wake: make(chan struct{}, 1)}
 	s.dl, _ = ctx.Deadline()
 	batch, linger := a.enqueue(s)
 	for {
