@@ -283,7 +283,8 @@ func ProducerGroup(name string) ProducerOpt {
 }
 
 // SendTimeout bounds one SendSync/SendBatch, all retries included, when
-// its context has no earlier deadline (default 3 s, sendMsgTimeout).
+// its context has no deadline (default 3 s, sendMsgTimeout); a context's
+// deadline, later or earlier, bounds the send instead.
 func SendTimeout(d time.Duration) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.sendTimeout = d })
 }

@@ -282,8 +282,8 @@ func (p *Producer) PublishQueues(ctx context.Context, topic string) ([]MessageQu
 // group when one exists; a "not leader" answer is followed to the leader
 // it names without using up a retry, and the last attempt waits out an
 // election in its group (a raftmq group answering that it has no leader)
-// rather than fail at once. The whole call is bounded by ctx and by
-// SendTimeout. On failure the error is a *SendError
+// rather than fail at once. The whole call is bounded by ctx's deadline,
+// or by SendTimeout when ctx has none. On failure the error is a *SendError
 // (errors.Is(err, ErrSendFailed)) listing every attempt.
 func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, error) {
 	req, err := p.prepare(msg)
