@@ -98,13 +98,19 @@ func (c *Console) collectGroups(ctx context.Context, prev map[queueKey]sample, n
 	}
 	var answers []*answer
 	for _, name := range slices.Sorted(maps.Keys(ci.BrokerAddrTable)) {
-		if addr := ci.BrokerAddrTable[name].BrokerAddrs[wire.MasterID]; addr != "" {
-			answers = append(answers, &answer{name: name})
+		a := &answer{name: name}
+		if ci.BrokerAddrTable[name].BrokerAddrs[wire.MasterID] == "" {
+			// Its groups' lag would be left out of the sums unnoticed.
+			a.err = noLeaderError([]string{name})
 		}
+		answers = append(answers, a)
 	}
 	adm, aerr := c.client()
 	var wg sync.WaitGroup
 	for _, a := range answers {
+		if a.err != nil {
+			continue
+		}
 		if aerr != nil {
 			a.err = aerr
 			continue

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -137,11 +138,14 @@ func (c *Console) collectTopics(ctx context.Context, prev map[queueKey]sample, n
 		*s = TopicSummary{Topic: t, System: systemTopic(t), Rate: -1, Brokers: []string{}}
 		rd := c.ns.Routes().PickupTopicRouteData(t)
 		masters := map[string]string{}
+		var leaderless []string
 		if rd != nil {
 			for _, bd := range rd.BrokerDatas {
 				s.Brokers = append(s.Brokers, bd.BrokerName)
 				if a := bd.BrokerAddrs[wire.MasterID]; a != "" {
 					masters[bd.BrokerName] = a
+				} else {
+					leaderless = append(leaderless, bd.BrokerName)
 				}
 			}
 			for _, qd := range rd.QueueDatas {
@@ -160,6 +164,11 @@ func (c *Console) collectTopics(ctx context.Context, prev map[queueKey]sample, n
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			qs, err := topicQueues(ctx, adm, t, masters)
+			if err == nil && len(leaderless) > 0 {
+				// Their queues are missing from the sums: say so, or the
+				// topic reads as holding fewer messages than it does.
+				err = noLeaderError(leaderless)
+			}
 			var rateSum float64
 			rateKnown := len(qs) > 0
 			for j := range qs {
@@ -199,6 +208,13 @@ func (c *Console) collectTopics(ctx context.Context, prev map[queueKey]sample, n
 	}
 	wg.Wait()
 	return v, next
+}
+
+// noLeaderError names the broker groups a collection could not ask: the
+// name server routes no leader (brokerId 0) for them, as during an
+// election.
+func noLeaderError(names []string) error {
+	return fmt.Errorf("no leader routed for %s (an election?): its queues are not counted", strings.Join(names, ", "))
 }
 
 // topicQueues reads one topic's queue offsets from its leaders; the
