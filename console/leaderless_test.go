@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,5 +75,40 @@ func TestLeaderlessGroupNamed(t *testing.T) {
 	gv, _ := c.collectGroups(context.Background(), nil, time.Now())
 	if e := gv.Errors["broker-a"]; !strings.Contains(e, "no leader") {
 		t.Errorf("groups with a leaderless broker group: errors %v, want broker-a's", gv.Errors)
+	}
+}
+
+// Past the first maxTopicStats topics no offsets are collected: those
+// topics were listed with 0 messages, 0 max offset and no error, which
+// reads as empty topics. They now carry an error saying why.
+func TestTopicsPastCapSayNotCollected(t *testing.T) {
+	ns := startNamesrv(t)
+	table := map[string]wire.TopicConfig{}
+	for i := range maxTopicStats + 1 {
+		name := fmt.Sprintf("T%04d", i)
+		table[name] = wire.TopicConfig{TopicName: name, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}
+	}
+	// A registered follower and no leader: no topic's offsets are asked
+	// of an address that does not answer.
+	r := ns.Routes()
+	for id, addr := range []string{"127.0.0.1:1", "127.0.0.1:2"} {
+		if _, err := r.RegisterBroker(namesrv.RegisterBrokerArgs{Cluster: "C", BrokerAddr: addr, BrokerName: "broker-a", BrokerID: int64(id),
+			Topics: wire.TopicConfigSerializeWrapper{TopicConfigTable: table, DataVersion: wire.DataVersion{Counter: 1, Timestamp: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.RemoveBroker("C", "broker-a", wire.MasterID)
+	c, err := New(ns, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tv, _ := c.collectTopics(context.Background(), nil, time.Now())
+	if !tv.Truncated || len(tv.Topics) != maxTopicStats+1 {
+		t.Fatalf("truncated %v, %d topics", tv.Truncated, len(tv.Topics))
+	}
+	last := tv.Topics[maxTopicStats]
+	if last.Topic != fmt.Sprintf("T%04d", maxTopicStats) || !strings.Contains(last.Error, "not collected") {
+		t.Errorf("topic past the cap: %+v, want an error saying its offsets were not collected", last)
 	}
 }

@@ -20,6 +20,9 @@ import (
 // (user topics first): each costs one request per broker group.
 const maxTopicStats = 500
 
+// errNotCollected is the error of a topic past maxTopicStats.
+var errNotCollected = fmt.Sprintf("offsets not collected: only the first %d topics (user topics first) are asked", maxTopicStats)
+
 // statsWorkers bounds the concurrent broker requests of one collection.
 const statsWorkers = 8
 
@@ -29,7 +32,7 @@ type TopicsView struct {
 	Time   int64          `json:"time"`
 	Topics []TopicSummary `json:"topics"`
 	// Truncated is true when more than 500 topics exist: the ones past it
-	// are listed without offsets.
+	// are listed without offsets, with an error saying so.
 	Truncated bool `json:"truncated,omitempty"`
 
 	queues map[string][]QueueView
@@ -153,7 +156,8 @@ func (c *Console) collectTopics(ctx context.Context, prev map[queueKey]sample, n
 			}
 		}
 		if i >= maxTopicStats {
-			v.Truncated = true
+			// Zero offsets would read as an empty topic.
+			v.Truncated, s.Error = true, errNotCollected
 			continue
 		}
 		if aerr != nil {
