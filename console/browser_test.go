@@ -43,13 +43,9 @@ func artifactDir(t *testing.T) string {
 	return dir
 }
 
-// TestBrowser loads the console in a real headless Chromium against a
-// live 3-member group and reads the rendered DOM: the group's members and
-// leader, a topic's queues, a consumer group's lag per queue, messages
-// arriving without a reload, a message lookup, and a leadership transfer
-// refused before signing in and performed after. Screenshots of each step
-// are saved.
-func TestBrowser(t *testing.T) {
+// needChromium finds a Chromium or skips the test (fails it under CI).
+func needChromium(t *testing.T) string {
+	t.Helper()
 	bin := chromiumPath()
 	if bin == "" {
 		if os.Getenv("CI") == "true" {
@@ -57,74 +53,104 @@ func TestBrowser(t *testing.T) {
 		}
 		t.Skip("no Chromium found (apt-get install chromium, or set CHROMIUM_PATH): browser test skipped outside CI")
 	}
+	return bin
+}
+
+// browser is one headless Chromium tab and the steps the tests take in it.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+}
+
+// newBrowser starts Chromium; the test's cleanup stops it.
+func newBrowser(t *testing.T, bin string) *browser {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1400, 1100))...)
+	ctx, cancelTab := chromedp.NewContext(alloc)
+	ctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	t.Cleanup(func() {
+		_ = chromedp.Cancel(ctx)
+		cancel()
+		cancelTab()
+		cancelAlloc()
+	})
+	return &browser{t: t, ctx: ctx, shots: artifactDir(t)}
+}
+
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitJS polls a JavaScript predicate in the page.
+func (b *browser) waitJS(what, expr string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond),
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		b.t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, expr, err, text)
+	}
+}
+
+func (b *browser) eval(expr string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return s
+}
+
+// click clicks like a user (mouse events at the element's box). The page
+// re-renders its tables on every poll, so the node found may be replaced
+// before its box is read; then no event was sent, and the click is tried
+// again on the new node.
+func (b *browser) click(what, sel string) {
+	b.t.Helper()
+	var err error
+	for range 20 {
+		if err = chromedp.Do(b.ctx, chromedp.Click(sel)); err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "node") {
+			break
+		}
+	}
+	b.t.Fatalf("%s: %v", what, err)
+}
+
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(b.shots, name)
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot %s", p)
+}
+
+// TestBrowser loads the console in a real headless Chromium against a
+// live 3-member group and reads the rendered DOM: the group's members and
+// leader, a topic's queues, a consumer group's lag per queue, messages
+// arriving without a reload, a message lookup, and a leadership transfer
+// refused before signing in and performed after. Screenshots of each step
+// are saved.
+func TestBrowser(t *testing.T) {
+	bin := needChromium(t)
 	e := startEnv(t, adminAK, adminSK)
 	e.send(t, 10, "order-42")
 	for q := range int32(4) {
 		e.commit(t, q, 1)
 	}
-	shots := artifactDir(t)
-
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1400, 1100))...)
-	defer cancelAlloc()
-	ctx, cancelTab := chromedp.NewContext(alloc)
-	defer cancelTab()
-	ctx, cancel := context.WithTimeout(ctx, 120*time.Second)
-	defer cancel()
-	defer func() { _ = chromedp.Cancel(ctx) }()
-
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	// waitJS polls a JavaScript predicate in the page.
-	waitJS := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond),
-			chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-			t.Fatalf("waiting for %s (%s): %v\npage text:\n%s", what, expr, err, text)
-		}
-	}
-	eval := func(expr string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", expr, err)
-		}
-		return s
-	}
-	// click clicks like a user (mouse events at the element's box). The
-	// page re-renders its tables on every poll, so the node found may be
-	// replaced before its box is read; then no event was sent, and the
-	// click is tried again on the new node.
-	click := func(what, sel string) {
-		t.Helper()
-		var err error
-		for range 20 {
-			if err = chromedp.Do(ctx, chromedp.Click(sel)); err == nil {
-				return
-			}
-			if !strings.Contains(err.Error(), "node") {
-				break
-			}
-		}
-		t.Fatalf("%s: %v", what, err)
-	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		p := filepath.Join(shots, name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot %s", p)
-	}
+	b := newBrowser(t, bin)
+	do, waitJS, eval, click, shot := b.do, b.waitJS, b.eval, b.click, b.shot
 
 	do("open the console", chromedp.Navigate(e.url+"/console/?refresh=300"))
 	// A marker that a reload would wipe: live updates must keep it.

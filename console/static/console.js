@@ -126,6 +126,7 @@ function renderTopics(v) {
 
 function renderTopicDetail(d) {
   $("topic-detail").hidden = false;
+  $("topic-detail-error").hidden = true;
   $("topic-detail-name").textContent = d.topic;
   fill($("topic-queues").tBodies[0], d.queueList.map((q) => el("tr", { "data-queue": q.brokerName + "/" + q.queueId },
     el("td", {}, q.brokerName), num(q.queueId), num(fmtInt(q.minOffset)), el("td", { class: "num", "data-field": "maxOffset" }, fmtInt(q.maxOffset)),
@@ -135,6 +136,12 @@ function renderTopicDetail(d) {
 // ---- groups ----
 
 function renderGroups(v) {
+  // A broker group that did not answer leaves its queues out of every
+  // lag below: say which, or the lag reads smaller than it is.
+  const errs = Object.entries(v.errors || {}).sort(([a], [b]) => a.localeCompare(b));
+  $("groups-errors").hidden = errs.length === 0;
+  $("groups-errors").textContent = errs.length === 0 ? "" :
+    "lag below leaves out the queues of " + errs.map(([name, e]) => name + " (" + e + ")").join("; ");
   const showSystem = $("show-system-groups").checked;
   fill($("groups").tBodies[0], v.groups.filter((g) => showSystem || !g.system).map((g) =>
     el("tr", { class: "selectable" + (g.group === state.selectedGroup ? " selected" : ""), "data-consumer-group": g.group },
@@ -144,10 +151,38 @@ function renderGroups(v) {
 
 function renderGroupDetail(d) {
   $("group-detail").hidden = false;
+  $("group-detail-error").hidden = true;
   $("group-detail-name").textContent = d.group;
   fill($("group-queues").tBodies[0], d.queueList.map((q) => el("tr", { "data-queue": q.topic + "/" + q.brokerName + "/" + q.queueId },
     el("td", {}, q.topic), el("td", {}, q.brokerName), num(q.queueId), num(fmtInt(q.brokerOffset)), num(fmtInt(q.consumerOffset)),
     el("td", { class: "num" + (q.lag > 0 ? " lag-high" : ""), "data-field": "lag" }, fmtInt(q.lag)), num(fmtRate(q.rate)), el("td", {}, fmtTime(q.lastTimestamp)))));
+}
+
+// ---- details ----
+
+const details = {
+  topic: { path: "/api/topics?topic=", selected: () => state.selectedTopic, render: renderTopicDetail },
+  group: { path: "/api/groups?group=", selected: () => state.selectedGroup, render: renderGroupDetail },
+};
+
+// refreshDetail shows the selected topic's or group's queues. A failure
+// (the topic deleted, the group gone) is shown in its own panel with the
+// stale rows cleared; it neither stops the other panel's refresh nor
+// marks the whole page as failing.
+async function refreshDetail(kind) {
+  const d = details[kind], name = d.selected();
+  if (!name) return;
+  try {
+    const v = await getJSON(d.path + encodeURIComponent(name));
+    if (d.selected() === name) d.render(v);
+  } catch (e) {
+    if (d.selected() !== name) return;
+    $(kind + "-detail").hidden = false;
+    $(kind + "-detail-name").textContent = name;
+    $(kind + "-detail-error").textContent = e.message;
+    $(kind + "-detail-error").hidden = false;
+    fill($(kind + "-queues").tBodies[0], []);
+  }
 }
 
 // ---- polling ----
@@ -155,13 +190,11 @@ function renderGroupDetail(d) {
 let polls = 0;
 async function poll() {
   try {
-    const enc = encodeURIComponent;
     const [cluster, topics, groups] = await Promise.all([getJSON("/api/cluster"), getJSON("/api/topics"), getJSON("/api/groups")]);
     renderCluster(cluster);
     renderTopics(topics);
     renderGroups(groups);
-    if (state.selectedTopic) renderTopicDetail(await getJSON("/api/topics?topic=" + enc(state.selectedTopic)));
-    if (state.selectedGroup) renderGroupDetail(await getJSON("/api/groups?group=" + enc(state.selectedGroup)));
+    await Promise.all([refreshDetail("topic"), refreshDetail("group")]);
     polls++;
     $("status").textContent = "live";
     $("status").className = "ok";
@@ -177,11 +210,11 @@ async function poll() {
 
 // ---- actions ----
 
-function showResult(text, ok) {
+function showResult(text, ok, outcome) {
   const r = $("action-result");
   r.textContent = text;
   r.className = ok ? "ok" : "error";
-  r.dataset.outcome = ok ? "ok" : "refused";
+  r.dataset.outcome = outcome || (ok ? "ok" : "refused");
 }
 
 $("cluster").addEventListener("click", async (ev) => {
@@ -201,8 +234,12 @@ $("balance").addEventListener("click", async () => {
   showResult("balancing leaders…", true);
   try {
     const r = await postJSON("/api/raft/balance", {});
+    // The answer is 200 even when brokers refused moves: each move says.
+    const failed = r.moves.filter((m) => (m.result || "").startsWith("failed"));
     showResult(r.moves.length === 0 ? "leaders already balanced; nothing to move" :
-      r.moves.map((m) => m.brokerName + ": " + (m.from || "–") + " → " + (m.to || "–") + " " + m.result).join("; "), true);
+      (failed.length > 0 ? failed.length + " of " + r.moves.length + " moves failed: " : "") +
+      r.moves.map((m) => m.brokerName + ": " + (m.from || "–") + " → " + (m.to || "–") + " " + m.result).join("; "),
+      failed.length === 0, failed.length > 0 ? "failed" : "ok");
   } catch (e) {
     showResult("refused: " + e.message, false);
   }
@@ -229,7 +266,7 @@ $("topics").addEventListener("click", (ev) => {
   if (!tr) return;
   state.selectedTopic = tr.dataset.topic;
   for (const r of $("topics").tBodies[0].rows) r.classList.toggle("selected", r === tr);
-  getJSON("/api/topics?topic=" + encodeURIComponent(state.selectedTopic)).then(renderTopicDetail).catch(() => {});
+  refreshDetail("topic");
 });
 
 $("groups").addEventListener("click", (ev) => {
@@ -237,7 +274,7 @@ $("groups").addEventListener("click", (ev) => {
   if (!tr) return;
   state.selectedGroup = tr.dataset.consumerGroup;
   for (const r of $("groups").tBodies[0].rows) r.classList.toggle("selected", r === tr);
-  getJSON("/api/groups?group=" + encodeURIComponent(state.selectedGroup)).then(renderGroupDetail).catch(() => {});
+  refreshDetail("group");
 });
 
 $("lookup").addEventListener("submit", async (ev) => {
