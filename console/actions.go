@@ -204,6 +204,9 @@ type BalanceMove = client.LeaderMove
 // BalanceResult is POST /api/raft/balance's answer.
 type BalanceResult struct {
 	Moves []BalanceMove `json:"moves"`
+	// Error is set, with a 403 or 502 status, when a move failed; the
+	// moves say which.
+	Error string `json:"error,omitempty"`
 }
 
 func (c *Console) serveBalance(w http.ResponseWriter, r *http.Request) {
@@ -235,11 +238,18 @@ func (c *Console) serveBalance(w http.ResponseWriter, r *http.Request) {
 		rgs[i] = &g.RaftGroup
 	}
 	res := BalanceResult{Moves: client.PlanLeaderBalance(rgs)}
-	if adm, err := c.client(); err != nil {
+	adm, err := c.client()
+	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
-	} else if err := adm.BalanceLeaders(ctx, rgs, res.Moves, req.DryRun, c.opts.TransferWait); err != nil {
+	}
+	if err := adm.BalanceLeaders(ctx, rgs, res.Moves, req.DryRun, c.opts.TransferWait); err != nil {
+		// As raftmq admin balanceLeaders fails: a caller checking the
+		// status must not take refused moves for a balanced cluster.
 		c.log.Warn("console: balance leaders: some moves failed", zap.Error(err))
+		res.Error = "some moves failed: " + err.Error()
+		writeJSON(w, brokerStatus(err), res)
+		return
 	}
 	c.log.Info("console: balance leaders run")
 	writeJSON(w, http.StatusOK, res)

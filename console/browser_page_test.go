@@ -29,8 +29,8 @@ import (
 //     the selected consumer group's lag per queue keeps refreshing: before,
 //     the failure stopped the group detail's refresh (its stale lag stayed
 //     on screen) and marked the whole page as failing.
-//   - A balance whose moves failed is shown as a failure: before, it was
-//     shown in the success style (outcome "ok").
+//   - A balance whose moves failed (an error status with the moves) shows
+//     each move's result as a failure.
 func TestBrowserFailures(t *testing.T) {
 	bin := needChromium(t)
 	cfg := namesrv.DefaultConfig()
@@ -78,7 +78,8 @@ func TestBrowserFailures(t *testing.T) {
 			"lastTimestamp": 0}], "errors": {"broker-b": "no leader routed for broker-b (an election?): its queues are not counted"}}`)
 	})
 	api.HandleFunc("POST /api/raft/balance", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"moves": [{"brokerName": "broker-a", "from": "n0", "to": "n1", "reason": "preferredLeaderId",
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"error": "some moves failed: broker: NO_PERMISSION (16): no permission", "moves": [{"brokerName": "broker-a", "from": "n0", "to": "n1", "reason": "preferredLeaderId",
 			"result": "failed: broker: NO_PERMISSION (16): no permission"}]}`)
 	})
 	mux := http.NewServeMux()

@@ -52,7 +52,7 @@ async function postJSON(path, payload) {
     body: JSON.stringify(payload),
   });
   const body = await r.json().catch(() => ({ error: r.status + " " + r.statusText }));
-  if (!r.ok) throw new Error(body.error || r.statusText);
+  if (!r.ok) throw Object.assign(new Error(body.error || r.statusText), { body });
   return body;
 }
 
@@ -230,18 +230,19 @@ $("cluster").addEventListener("click", async (ev) => {
   }
 });
 
+function movesText(moves) {
+  return moves.map((m) => m.brokerName + ": " + (m.from || "–") + " → " + (m.to || "–") + " " + m.result).join("; ");
+}
+
 $("balance").addEventListener("click", async () => {
   showResult("balancing leaders…", true);
   try {
     const r = await postJSON("/api/raft/balance", {});
-    // The answer is 200 even when brokers refused moves: each move says.
-    const failed = r.moves.filter((m) => (m.result || "").startsWith("failed"));
-    showResult(r.moves.length === 0 ? "leaders already balanced; nothing to move" :
-      (failed.length > 0 ? failed.length + " of " + r.moves.length + " moves failed: " : "") +
-      r.moves.map((m) => m.brokerName + ": " + (m.from || "–") + " → " + (m.to || "–") + " " + m.result).join("; "),
-      failed.length === 0, failed.length > 0 ? "failed" : "ok");
+    showResult(r.moves.length === 0 ? "leaders already balanced; nothing to move" : movesText(r.moves), true);
   } catch (e) {
-    showResult("refused: " + e.message, false);
+    // A failed move answers an error status with every move's result.
+    if (e.body && e.body.moves) showResult(e.message + " — " + movesText(e.body.moves), false, "failed");
+    else showResult("refused: " + e.message, false);
   }
 });
 
