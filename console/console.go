@@ -262,16 +262,22 @@ type sample struct {
 	offset int64
 }
 
+// maxRateSpan is the longest gap between two collections that still
+// gives a rate: the page shows the rate as the current one, and over a
+// longer quiet spell (nobody polled) it would be that spell's average.
+const maxRateSpan = time.Minute
+
 // rate is messages per second between prev and (now, offset); -1 when
-// there is no earlier sample to compare with.
+// there is no earlier sample to compare with, or only one older than
+// maxRateSpan.
 func rate(prev map[queueKey]sample, k queueKey, now time.Time, offset int64) float64 {
 	p, ok := prev[k]
 	if !ok {
 		return -1
 	}
-	dt := now.Sub(p.at).Seconds()
-	if dt <= 0 {
+	dt := now.Sub(p.at)
+	if dt <= 0 || dt > maxRateSpan {
 		return -1
 	}
-	return max(float64(offset-p.offset), 0) / dt
+	return max(float64(offset-p.offset), 0) / dt.Seconds()
 }
