@@ -29,6 +29,9 @@ import (
 //     the selected consumer group's lag per queue keeps refreshing: before,
 //     the failure stopped the group detail's refresh (its stale lag stayed
 //     on screen) and marked the whole page as failing.
+//   - A looked-up message whose producer set a born timestamp out of
+//     JavaScript's Date range is shown: before, formatting it threw and
+//     the whole lookup said "lookup failed: Invalid time value".
 //   - A balance whose moves failed (an error status with the moves) shows
 //     each move's result as a failure.
 func TestBrowserFailures(t *testing.T) {
@@ -82,6 +85,12 @@ func TestBrowserFailures(t *testing.T) {
 		fmt.Fprint(w, `{"error": "some moves failed: broker: NO_PERMISSION (16): no permission", "moves": [{"brokerName": "broker-a", "from": "n0", "to": "n1", "reason": "preferredLeaderId",
 			"result": "failed: broker: NO_PERMISSION (16): no permission"}]}`)
 	})
+	api.HandleFunc("GET /api/message", func(w http.ResponseWriter, _ *http.Request) {
+		// A producer that sent nanoseconds as its born timestamp.
+		fmt.Fprint(w, `{"messages": [{"topic": "T", "msgId": "M1", "offsetMsgId": "O1", "queueId": 0, "queueOffset": 5,
+			"bornTimestamp": 1764608042000000000, "storeTimestamp": 1764608042000, "bornHost": "127.0.0.1:5000",
+			"storeHost": "127.0.0.1:10911", "reconsumeTimes": 0, "body": "payload", "bodyEncoding": "text", "bodySize": 7}]}`)
+	})
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)
 	mux.Handle("/", con.Handler())
@@ -114,6 +123,12 @@ func TestBrowserFailures(t *testing.T) {
 		t.Errorf("balance with a refused move shown as outcome %q: %q", o, text)
 	}
 	b.shot("failures-02-balance.png")
+
+	b.do("look a message up", chromedp.SendKeys(`#lookup-topic`, "T"), chromedp.SendKeys(`#lookup-key`, "k"), chromedp.Click(`#lookup button`))
+	b.waitJS("the lookup's outcome", `!document.getElementById("lookup-result").textContent.startsWith("looking up")`)
+	if body := b.eval(`String(document.querySelector('#lookup-result dd[data-field=body]')?.textContent) + " / " + document.getElementById("lookup-result").textContent.slice(0, 200)`); !strings.HasPrefix(body, "payload / ") {
+		t.Errorf("a message whose born timestamp is out of Date's range: %q, want it shown", body)
+	}
 
 	// Names are text, never markup.
 	if n := b.eval(`String(document.querySelectorAll("img").length) + "/" + String(window.__xss) + "/" +

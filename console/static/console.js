@@ -25,6 +25,13 @@ function el(tag, attrs, ...children) {
 function num(v) { return el("td", { class: "num" }, v); }
 function fmtRate(r) { return r < 0 ? "–" : r.toFixed(1); }
 function fmtTime(ms) { return ms > 0 ? new Date(ms).toLocaleTimeString() : "–"; }
+// fmtISO shows a message's timestamp; a producer sets bornTimestamp
+// itself, and one out of Date's range (nanoseconds sent as ms) would make
+// toISOString throw and fail the whole lookup.
+function fmtISO(ms) {
+  const d = new Date(ms);
+  return isNaN(d.getTime()) ? String(ms) + " (not a valid time)" : d.toISOString();
+}
 function fmtInt(n) { return Number(n).toLocaleString("en-US"); }
 
 function base64(s) {
@@ -291,8 +298,8 @@ $("lookup").addEventListener("submit", async (ev) => {
     const r = await getJSON("/api/message?" + q.toString());
     out.replaceChildren(...r.messages.map((m) => {
       const rows = [["msgId", m.msgId], ["offsetMsgId", m.offsetMsgId], ["topic", m.topic], ["tags", m.tags || ""], ["keys", (m.keys || []).join(" ")],
-        ["queue", m.queueId + " @ " + m.queueOffset], ["stored", new Date(m.storeTimestamp).toISOString() + " on " + m.storeHost],
-        ["born", new Date(m.bornTimestamp).toISOString() + " at " + m.bornHost], ["reconsumes", m.reconsumeTimes],
+        ["queue", m.queueId + " @ " + m.queueOffset], ["stored", fmtISO(m.storeTimestamp) + " on " + m.storeHost],
+        ["born", fmtISO(m.bornTimestamp) + " at " + m.bornHost], ["reconsumes", m.reconsumeTimes],
         ["body (" + m.bodySize + " B, " + m.bodyEncoding + (m.bodyTruncated ? ", the first 64 KiB" : "") + ")", m.body]];
       const dl = el("dl", { class: "message", "data-msg-id": m.msgId });
       for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", { "data-field": k.split(" ")[0] }, v));
