@@ -232,6 +232,12 @@ type readyBody struct {
 	FSMAppliedIndex uint64 `json:"fsmAppliedIndex"`
 	// ApplyStopped is set when this member's FSM stopped (never ready).
 	ApplyStopped string `json:"applyStopped,omitempty"`
+	// LogStopped is the write failure that stopped this member's Raft
+	// log: it stores and acknowledges nothing until it recovers (not
+	// ready meanwhile).
+	LogStopped string `json:"logStopped,omitempty"`
+	// LogDamaged is the damage found in this member's log (never ready).
+	LogDamaged string `json:"logDamaged,omitempty"`
 	// CatchingUp says why a follower is not ready yet: its log is behind
 	// the leader's commit index, or the leader did not answer.
 	CatchingUp string `json:"catchingUp,omitempty"`
@@ -262,8 +268,18 @@ func (c *Controller) ready() (bool, any) {
 			b.ApplyStopped, ok = err.Error(), false
 		}
 	}
-	if dm, ok2 := c.rep.(interface{ LogDamaged() error }); ok2 && dm.LogDamaged() != nil {
-		ok = false // raft_log_damaged and the log say where
+	if dm, ok2 := c.rep.(interface{ LogDamaged() error }); ok2 {
+		if err := dm.LogDamaged(); err != nil {
+			b.LogDamaged, ok = err.Error(), false
+		}
+	}
+	// A follower whose log stopped keeps its applied and commit indexes
+	// equal while the group moves on without it: stopping the next member
+	// in a rolling restart would leave the group without a quorum.
+	if ls, ok2 := c.rep.(interface{ LogStopped() error }); ok2 {
+		if err := ls.LogStopped(); err != nil {
+			b.LogStopped, ok = err.Error(), false
+		}
 	}
 	if ok && !c.logCaughtUp.Load() {
 		ok = c.checkLogCaughtUp(&b)
