@@ -76,7 +76,12 @@ func (c *Console) authenticated(w http.ResponseWriter, r *http.Request) bool {
 	akOK := subtle.ConstantTimeCompare([]byte(ak), []byte(c.opts.AccessKey))
 	skOK := subtle.ConstantTimeCompare([]byte(sk), []byte(c.opts.SecretKey))
 	if akOK&skOK != 1 {
-		c.log.Warn("console request refused: wrong credentials")
+		// Anyone reaching the port can send wrong keys as fast as it
+		// likes: one warning a second, with the count held back.
+		if ok, held := c.authWarn.Allow(); ok {
+			c.log.Warn("console request refused: wrong credentials", zap.String("remote", r.RemoteAddr),
+				zap.Int64("suppressedSinceLast", held))
+		}
 		writeError(w, http.StatusUnauthorized, "accessKey or secretKey is not the console's admin account")
 		return false
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/raftmq/raftmq/client"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 //go:embed static
@@ -62,6 +63,8 @@ type Console struct {
 	// actionMu serialises actions: two balance runs at once would plan
 	// from the same stale view.
 	actionMu sync.Mutex
+	// authWarn bounds the warnings of refused credentials.
+	authWarn remoting.WarnLimiter
 }
 
 // New builds a console over ns. Nothing is served until Mount or Handler.
