@@ -29,6 +29,8 @@ import (
 //     the selected consumer group's lag per queue keeps refreshing: before,
 //     the failure stopped the group detail's refresh (its stale lag stayed
 //     on screen) and marked the whole page as failing.
+//   - A topic last written years ago shows the date of its last write:
+//     before, only a time of day, which reads as today.
 //   - A looked-up message whose producer set a born timestamp out of
 //     JavaScript's Date range is shown: before, formatting it threw and
 //     the whole lookup said "lookup failed: Invalid time value".
@@ -66,7 +68,7 @@ func TestBrowserFailures(t *testing.T) {
 			return
 		}
 		fmt.Fprintf(w, `{"time": 1, "topics": [{"topic": "Gone", "system": false, "brokers": ["broker-a"], "queues": 1, "messages": 3,
-			"maxOffset": 3, "rate": -1, "lastUpdate": 0}, {"topic": %q, "system": false, "brokers": [], "queues": 0, "messages": 0,
+			"maxOffset": 3, "rate": -1, "lastUpdate": 1578000000000}, {"topic": %q, "system": false, "brokers": [], "queues": 0, "messages": 0,
 			"maxOffset": 0, "rate": -1, "lastUpdate": 0}]}`, markup)
 	})
 	api.HandleFunc("GET /api/groups", func(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +106,9 @@ func TestBrowserFailures(t *testing.T) {
 		document.getElementById("groups-errors").textContent.includes("broker-b")`)
 
 	b.waitJS("the topic row", `!!document.querySelector('#topics tr[data-topic="Gone"]')`)
+	if w := b.eval(`document.querySelector('#topics tr[data-topic="Gone"] td:last-child').textContent`); !strings.Contains(w, "2020") {
+		t.Errorf("last write in January 2020 shown as %q, without its date", w)
+	}
 	b.click("select the deleted topic", `#topics tr[data-topic="Gone"]`)
 	b.waitJS("the topic detail's error", `!document.getElementById("topic-detail-error").hidden &&
 		document.getElementById("topic-detail-error").textContent.includes("no topic Gone")`)

@@ -24,7 +24,13 @@ function el(tag, attrs, ...children) {
 
 function num(v) { return el("td", { class: "num" }, v); }
 function fmtRate(r) { return r < 0 ? "–" : r.toFixed(1); }
-function fmtTime(ms) { return ms > 0 ? new Date(ms).toLocaleTimeString() : "–"; }
+// fmtTime shows a time of day for today, else the date too: a topic last
+// written days ago must not read as written today.
+function fmtTime(ms) {
+  if (!(ms > 0)) return "–";
+  const d = new Date(ms);
+  return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+}
 // fmtISO shows a message's timestamp; a producer sets bornTimestamp
 // itself, and one out of Date's range (nanoseconds sent as ms) would make
 // toISOString throw and fail the whole lookup.
