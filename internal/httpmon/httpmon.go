@@ -68,9 +68,23 @@ func New(addr string, reg *prometheus.Registry, health HealthFunc, log *zap.Logg
 	mux.HandleFunc("/health", s.serveHealth)
 	mux.HandleFunc("/healthz", s.serveLive)
 	mux.HandleFunc("/readyz", s.serveReady)
-	s.srv = &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.srv = &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
 	return s
 }
+
+// Connection lifetimes. Without them a client that keeps a connection
+// idle after a request, or stops reading an answer (a /metrics page of
+// many MiB), holds its goroutine, buffers and file descriptor for good,
+// and a few thousand such connections exhaust the process's descriptors,
+// which its remoting port needs too. The write bound covers the longest
+// handler: a console action (under a minute) or a CPU profile
+// (/debug/pprof/profile refuses a seconds= past it).
+var (
+	readTimeout  = 30 * time.Second
+	writeTimeout = 2 * time.Minute
+	idleTimeout  = 2 * time.Minute
+)
 
 // Start listens and serves in a tracked goroutine.
 func (s *Server) Start() error {
