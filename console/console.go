@@ -65,6 +65,8 @@ type Console struct {
 	actionMu sync.Mutex
 	// authWarn bounds the warnings of refused credentials.
 	authWarn remoting.WarnLimiter
+	// lookups holds a token per message lookup in flight (maxLookups).
+	lookups chan struct{}
 }
 
 // New builds a console over ns. Nothing is served until Mount or Handler.
@@ -87,7 +89,7 @@ func New(ns *namesrv.NameServer, opts Options) (*Console, error) {
 	if opts.TransferWait <= 0 {
 		opts.TransferWait = 5 * time.Second
 	}
-	c := &Console{ns: ns, opts: opts, log: opts.Logger}
+	c := &Console{ns: ns, opts: opts, log: opts.Logger, lookups: make(chan struct{}, maxLookups)}
 	c.mux = http.NewServeMux()
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,11 @@ const maxLookupResults = 32
 // holds up to maxLookupResults messages per broker group, and JSON writes
 // a byte such as '<' or a control character as six.
 const maxLookupBody = 64 << 10
+
+// maxLookups bounds the lookups in flight: each holds the brokers'
+// answers (up to a frame, 16 MiB, per broker group) until they are
+// clipped, and without an account anyone reaching the port may look up.
+const maxLookups = 4
 
 // MessageView is one looked-up message.
 type MessageView struct {
@@ -88,6 +94,13 @@ func (c *Console) serveMessage(w http.ResponseWriter, r *http.Request) {
 	topic, key, id := q.Get("topic"), q.Get("key"), q.Get("id")
 	if (key == "") == (id == "") || (key != "" && topic == "") {
 		writeError(w, http.StatusBadRequest, "give topic and key, or id (an offset msgId, or a client msgId with its topic)")
+		return
+	}
+	select {
+	case c.lookups <- struct{}{}:
+		defer func() { <-c.lookups }()
+	default:
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("%d message lookups are running; try again when one is done", maxLookups))
 		return
 	}
 	adm, err := c.client()
