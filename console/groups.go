@@ -13,9 +13,9 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// GroupsView is GET /api/groups: every consumer group with committed
-// offsets on any group leader, with its lag; with ?group=NAME that group
-// with its queues.
+// GroupsView is GET /api/groups: every subscription group the group
+// leaders know, with its lag over the topics it has committed offsets on;
+// with ?group=NAME that group with its queues.
 type GroupsView struct {
 	Time   int64          `json:"time"`
 	Groups []GroupSummary `json:"groups"`
@@ -78,7 +78,7 @@ func (c *Console) serveGroups(w http.ResponseWriter, r *http.Request) {
 	}
 	i := slices.IndexFunc(v.Groups, func(s GroupSummary) bool { return s.Group == g })
 	if i < 0 {
-		writeError(w, http.StatusNotFound, "no consumer group "+g+" has committed offsets on any broker group")
+		writeError(w, http.StatusNotFound, "no broker group's leader knows a subscription group "+g)
 		return
 	}
 	writeJSON(w, http.StatusOK, GroupDetail{Time: v.Time, GroupSummary: v.Groups[i], QueueList: v.queues[g]})
