@@ -31,6 +31,9 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 		if r := checkGroup(cd.GroupName); r != nil {
 			return r, nil
 		}
+		if r := c.checkHeartbeatSubscriptions(cd); r != nil {
+			return r, nil
+		}
 		c.prepareConsumerGroup(ctx, cd.GroupName)
 		if c.clients.registerConsumer(cd, ch, now) {
 			c.log.Info("consumer group membership changed", zap.String("group", cd.GroupName), zap.String("client", hb.ClientID))
@@ -41,6 +44,29 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 		c.clients.registerProducer(pd.GroupName, ch, now)
 	}
 	return success(), nil
+}
+
+// checkHeartbeatSubscriptions refuses a subscription longer than a pull
+// may filter by (maxPullSubscriptionLength): kept for as long as the
+// connection heartbeats, such a one only holds memory, since every pull
+// by it is refused anyway. The tag set the client parsed is bounded the
+// same way (a 16 KiB expression holds at most that many tags).
+func (c *Controller) checkHeartbeatSubscriptions(cd wire.HeartbeatConsumerData) *remoting.RemotingCommand {
+	for _, sd := range cd.SubscriptionDataSet {
+		if sd == nil {
+			continue // a JSON null; registration skips it too
+		}
+		tagBytes := 0
+		for _, t := range sd.TagsSet {
+			tagBytes += len(t)
+		}
+		if n := max(len(sd.SubString), tagBytes, len(sd.TagsSet), len(sd.CodeSet)); n > maxPullSubscriptionLength {
+			return c.refuse("heartbeatSubscriptionLength", remoting.ResponseSubscriptionParseFailed,
+				"the subscription of consumer group %s to topic %.64s is %d bytes or tags long, longer than %d: "+
+					"brokers filter by expressions of at most that size", cd.GroupName, sd.Topic, n, maxPullSubscriptionLength)
+		}
+	}
+	return nil
 }
 
 // prepareConsumerGroup creates, on the leader, the group's config

@@ -117,13 +117,20 @@ func sqlPullExt(group, topic string, offset int64, exprType, expr string) map[st
 // heartbeatSub registers group with one subscription to topic.
 func heartbeatSub(t *testing.T, tc *procCluster, group, topic, exprType, expr string) {
 	t.Helper()
-	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@" + group, ConsumerDataSet: []wire.HeartbeatConsumerData{{
-		GroupName: group, ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
-		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: topic, SubString: expr, ExpressionType: exprType, SubVersion: time.Now().UnixNano()}},
-	}}})
-	if resp := tc.call(tc.nodes[0].Addr(), remoting.RequestHeartBeat, nil, hb); resp.Code != remoting.ResponseSuccess {
+	if resp := heartbeatSubAnswer(tc, group, &wire.SubscriptionData{Topic: topic, SubString: expr, ExpressionType: exprType}); resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("heartbeat of %s: %d %s", group, resp.Code, resp.Remark)
 	}
+}
+
+// heartbeatSubAnswer sends a heartbeat of group with the one subscription
+// sd and returns the answer.
+func heartbeatSubAnswer(tc *procCluster, group string, sd *wire.SubscriptionData) *remoting.RemotingCommand {
+	sd.SubVersion = time.Now().UnixNano()
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@" + group, ConsumerDataSet: []wire.HeartbeatConsumerData{{
+		GroupName: group, ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []*wire.SubscriptionData{sd},
+	}}})
+	return tc.call(tc.nodes[0].Addr(), remoting.RequestHeartBeat, nil, hb)
 }
 
 // pulledBodies checks a found pull and returns its bodies and next offset.

@@ -15,9 +15,9 @@ import (
 // PullMessageProcessor).
 
 // maxPullSubscriptionLength bounds the expression a pull carries (sysFlag
-// PullFlagSubscription) and the tag expression it filters by: a tag
-// expression is parsed into a set on every pull, and a held pull keeps a
-// posted text for its suspend timeout. SQL92 is bounded tighter by the
+// PullFlagSubscription) and the one a heartbeat registers
+// (checkHeartbeatSubscriptions): a tag expression is parsed into a set on
+// every pull, and a held pull keeps a posted text for its suspend timeout. SQL92 is bounded tighter by the
 // compiler (filter.MaxExprLen).
 const maxPullSubscriptionLength = 16 << 10
 
@@ -158,13 +158,6 @@ func (c *Controller) pullFilter(h *wire.PullMessageRequestHeader) (store.Message
 		exprType = h.ExpressionType
 	}
 	switch {
-	case isTagType(exprType) && len(expr) > maxPullSubscriptionLength:
-		// Registered by a heartbeat (a posted one was refused already):
-		// parsing it on every pull would cost each one a set of as many
-		// tags.
-		return nil, c.refuse("pullSubscriptionLength", remoting.ResponseSubscriptionParseFailed,
-			"the subscription of consumer group %s to topic %s on broker %s is a tag expression of %d bytes, longer than %d",
-			h.ConsumerGroup, h.Topic, c.cfg.BrokerName, len(expr), maxPullSubscriptionLength)
 	case isTagType(exprType):
 		return parseTagExpression(expr), nil
 	case !isSQL92(exprType):

@@ -95,12 +95,21 @@ func TestPullPostedSubscriptionBounded(t *testing.T) {
 		t.Fatalf("pull with a %d-byte subscription: code %d remark %q", maxPullSubscriptionLength, r.Code, r.Remark)
 	}
 
-	// The subscription a heartbeat registered is parsed by every pull
-	// that does not carry its own: the same bound applies.
-	heartbeatSub(t, pc, "PSH", "PS", wire.ExpressionTypeTag, b.String())
-	if r := pc.call(addr, remoting.RequestPullMessage, pullExt("PSH", "PS", 0, 0, 0), nil); r.Code != remoting.ResponseSubscriptionParseFailed ||
-		!strings.Contains(r.Remark, strconv.Itoa(maxPullSubscriptionLength)) {
-		t.Fatalf("pull of a group whose heartbeat subscribed with %d bytes: code %d remark %q", b.Len(), r.Code, r.Remark)
+	// The subscription a heartbeat registers is parsed by every pull that
+	// does not carry its own: a heartbeat past the bound is refused, by
+	// its expression or by the tag set the client parsed from it.
+	tags := make([]string, maxPullSubscriptionLength+1)
+	for i := range tags {
+		tags[i] = "t"
+	}
+	for name, sd := range map[string]*wire.SubscriptionData{
+		"expression": {Topic: "PS", SubString: b.String(), ExpressionType: wire.ExpressionTypeTag},
+		"tag set":    {Topic: "PS", SubString: "t", ExpressionType: wire.ExpressionTypeTag, TagsSet: tags},
+	} {
+		if r := heartbeatSubAnswer(pc, "PSH", sd); r.Code != remoting.ResponseSubscriptionParseFailed ||
+			!strings.Contains(r.Remark, strconv.Itoa(maxPullSubscriptionLength)) {
+			t.Fatalf("heartbeat with a long %s: code %d remark %q", name, r.Code, r.Remark)
+		}
 	}
 	heartbeatSub(t, pc, "PSH", "PS", wire.ExpressionTypeTag, b.String()[b.Len()-maxPullSubscriptionLength:])
 	if r := pc.call(addr, remoting.RequestPullMessage, pullExt("PSH", "PS", 0, 0, 0), nil); r.Code != remoting.ResponseSuccess {
