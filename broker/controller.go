@@ -156,6 +156,9 @@ func New(cfg BrokerConfig, rep Replica, log *zap.Logger) (*Controller, error) {
 	c.hold = newHoldService(c)
 	c.locks = newLockManager(cfg.RebalanceLockMaxLiveTime, time.Now)
 	c.offsets = newOffsetCoalescer(c)
+	if g, ok := rep.(*Group); ok {
+		g.SetBeforeTransfer(c.offsets.flush)
+	}
 	c.sched = newScheduleService(c)
 	c.reg = newRegisterService(c)
 	c.regClient.OnConnClose(c.reg.connClosed)

@@ -87,6 +87,8 @@ type Group struct {
 	// runs sets the state back to Follower, for good.
 	raftDown     chan struct{}
 	raftDownOnce sync.Once
+	// beforeTransfer is SetBeforeTransfer's function (nil: none).
+	beforeTransfer atomic.Pointer[func()]
 	// catchup is the full-data catch-up loop's state (catchup.go).
 	catchup catchupState
 	// backfillMu: one index backfill at a time (catch-up's index phase,
@@ -276,7 +278,7 @@ func newGroup(cfg GroupConfig, parts Parts, remotingAddr string, log *zap.Logger
 	g.roles = ha.NewRoles(ha.RolesConfig{Raft: g.raft, BarrierTimeout: cfg.ApplyTimeout, BeforeLeader: g.announce, Log: log})
 	g.preferred = ha.NewPreferredLeader(ha.PreferredLeaderConfig{Raft: g.raft, Roles: g.roles,
 		Self: cfg.Raft.DLegerSelfID, Preferred: cfg.Raft.PreferredLeaderID, Interval: cfg.PreferredLeaderCheckInterval,
-		Ready: g.preferredReady, Log: log})
+		Ready: g.preferredReady, BeforeTransfer: g.runBeforeTransfer, Log: log})
 	sd := defaultDiskStepDown()
 	if opts.diskStepDown != nil {
 		sd = *opts.diskStepDown
@@ -444,6 +446,7 @@ func (g *Group) AcksBeforeFsync() bool { return g.cfg.AcksBeforeFsync() }
 // TransferLeadership moves leadership to the member with Raft id to, or to
 // the most caught-up follower when to is "". Only the leader can do it.
 func (g *Group) TransferLeadership(to string) error {
+	g.runBeforeTransfer()
 	if err := ha.TransferLeadership(g.raft, to); err != nil {
 		if errors.Is(err, ha.ErrNotLeader) {
 			return g.notLeaderErr(err)
@@ -451,6 +454,18 @@ func (g *Group) TransferLeadership(to string) error {
 		return err
 	}
 	return nil
+}
+
+// SetBeforeTransfer sets what runs before this member hands leadership
+// away on purpose (TransferLeadership, the preferred-leader check): the
+// controller commits the consumer offsets it coalesced, which only a
+// leader can, so a planned move loses none of the commits it answered.
+func (g *Group) SetBeforeTransfer(f func()) { g.beforeTransfer.Store(&f) }
+
+func (g *Group) runBeforeTransfer() {
+	if f := g.beforeTransfer.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // proposeCommand replicates a table command (leader only).

@@ -387,9 +387,18 @@ func TestGroupPreferredLeaderReturns(t *testing.T) {
 	if l := c.leader(); l.id == "n2" {
 		t.Fatal("killed node still leads")
 	}
+	// What a leader must finish before it hands leadership away (the
+	// controller's coalesced offsets) runs before the check's transfer.
+	var before atomic.Int32
+	for _, n := range c.nodes[:2] {
+		n.g().SetBeforeTransfer(func() { before.Add(1) })
+	}
 	acks := c.sendConcurrently(2, 100, 64, 1, nil)
 	c.start(2)
 	testutil.WaitFor(t, 10*time.Second, "leadership back on n2 after its restart", leads("n2"))
+	if before.Load() == 0 {
+		t.Fatal("leadership moved back to n2 without the interim leader's BeforeTransfer")
+	}
 	c.waitCaughtUp()
 	checkAcked(t, c.nodes[2], acks)
 }

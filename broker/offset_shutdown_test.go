@@ -86,3 +86,38 @@ func TestShutdownFlushesCommitsAnsweredWhileStopping(t *testing.T) {
 		t.Fatalf("a commit answered success during Shutdown was not replicated: SDG's offset on ST/0 is %d (found %v); want 7", off, ok)
 	}
 }
+
+// TestTransferCommitsCoalescedOffsets: a commit the leader answered from its
+// coalescing table is replicated before an admin transfer hands leadership
+// away; a follower drops what it had coalesced, so without that the new
+// leader would answer the older offset and the group re-consume.
+func TestTransferCommitsCoalescedOffsets(t *testing.T) {
+	pc := startRealCluster(t, func(c *BrokerConfig) {
+		withProdRaftTimings(c)
+		c.ConsumerOffsetCommitCoalescer = time.Hour
+	})
+	l := pc.leader()
+	addr := pc.nodes[l].Addr()
+	pc.createTopic(addr, "TT", 1)
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@tt", ConsumerDataSet: []wire.HeartbeatConsumerData{{
+		GroupName: "TTG", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "TT", SubString: "*", SubVersion: 1}},
+	}}})
+	if r := pc.call(addr, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+	}
+	commit := map[string]string{"consumerGroup": "TTG", "topic": "TT", "queueId": "0", "commitOffset": "7"}
+	if r := pc.call(addr, remoting.RequestUpdateConsumerOffset, commit, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	target := (l + 1) % 3
+	if r := pc.call(addr, remoting.RequestLeadershipTransfer, map[string]string{"targetId": pc.groups[target].SelfID()}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("transfer: %d %s", r.Code, r.Remark)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the target leads", func() bool { return pc.groups[target].IsLeader() })
+	query := map[string]string{"consumerGroup": "TTG", "topic": "TT", "queueId": "0"}
+	r := pc.call(pc.nodes[target].Addr(), remoting.RequestQueryConsumerOffset, query, nil)
+	if r.Code != remoting.ResponseSuccess || r.ExtFields["offset"] != "7" {
+		t.Fatalf("the new leader answers TTG's offset on TT/0 with %d %q %v; want 7", r.Code, r.Remark, r.ExtFields)
+	}
+}

@@ -81,6 +81,9 @@ type PreferredLeaderConfig struct {
 	// right now (down, unreachable, far behind), or nil to try. nil: always
 	// try.
 	Ready func(id string) error
+	// BeforeTransfer, if set, runs before each transfer: what a leader
+	// must finish while it still leads.
+	BeforeTransfer func()
 	// Log receives the transfers and, at debug, the skipped ticks (nil:
 	// zap.NewNop()).
 	Log *zap.Logger
@@ -164,6 +167,9 @@ func (p *PreferredLeader) ready() error {
 
 func (p *PreferredLeader) transfer() error {
 	p.attempted.Add(1)
+	if p.cfg.BeforeTransfer != nil {
+		p.cfg.BeforeTransfer()
+	}
 	return TransferLeadership(p.cfg.Raft, p.cfg.Preferred)
 }
 
