@@ -378,7 +378,7 @@ var (
 	clMinOffsetDesc   = desc("commitlog_min_offset_bytes", "CommitLog's first retained physical offset.")
 	clMaxOffsetDesc   = desc("commitlog_max_offset_bytes", "CommitLog's end physical offset.")
 	consumerLagDesc   = prometheus.NewDesc(metricsNamespace+"_consumer_lag_messages",
-		"Per consumer group and topic, sum over queues of ConsumeQueue max offset minus committed offset (groups with committed offsets only).",
+		"Per consumer group and topic with committed offsets, sum over the topic's queues of ConsumeQueue max offset minus committed offset (0 for a queue without a commit, as RocketMQ's consumeStats).",
 		[]string{"group", "topic"}, nil)
 )
 
@@ -430,8 +430,12 @@ type groupTopicLag struct {
 
 // consumerLag sums, per group and topic with committed offsets, the
 // messages between each queue's committed offset and its max offset (a
-// commit past the max, e.g. after a reset, counts 0). The first max pairs
-// in topic@group order are returned; dropped says how many were left out.
+// commit past the max, e.g. after a reset, counts 0). A queue of the topic
+// the group has not committed on counts from 0, as in RocketMQ's
+// consumeStats (which rocketmq_group_diff sums): a consumer that never
+// got past a queue's first message is lag, not nothing. The first max
+// pairs in topic@group order are returned; dropped says how many were
+// left out.
 func consumerLag(st StateReader, maxOffset func(topic string, queueID int32) int64, max int) (out []groupTopicLag, dropped int) {
 	table := st.ConsumerOffsets()
 	keys := slices.Sorted(maps.Keys(table))
@@ -446,10 +450,18 @@ func consumerLag(st StateReader, maxOffset func(topic string, queueID int32) int
 			dropped++
 			continue
 		}
+		committed := table[k]
 		var lag int64
-		for q, committed := range table[k] {
-			if d := maxOffset(topic, q) - committed; d > 0 {
+		for q, off := range committed {
+			if d := maxOffset(topic, q) - off; d > 0 {
 				lag += d
+			}
+		}
+		if tc, ok := st.Topic(topic); ok {
+			for q := range int32(tc.ReadQueueNums) {
+				if _, ok := committed[q]; !ok && maxOffset(topic, q) > 0 {
+					lag += maxOffset(topic, q)
+				}
 			}
 		}
 		out = append(out, groupTopicLag{group: group, topic: topic, lag: lag})

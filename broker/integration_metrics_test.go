@@ -308,26 +308,34 @@ func TestTimedLogStoreInterfaces(t *testing.T) {
 	}
 }
 
-// fakeOffsets is a StateReader with only consumer offsets.
+// fakeOffsets is a StateReader with only consumer offsets and topics.
 type fakeOffsets struct {
 	StateReader
-	table map[string]map[int32]int64
+	table  map[string]map[int32]int64
+	topics map[string]wire.TopicConfig
 }
 
 func (f fakeOffsets) ConsumerOffsets() map[string]map[int32]int64 { return f.table }
 
-// TestConsumerLagCap: lag sums queues, ignores commits past the max, and
-// the series cap keeps the first pairs in order and counts the rest.
+func (f fakeOffsets) Topic(name string) (wire.TopicConfig, bool) {
+	tc, ok := f.topics[name]
+	return tc, ok
+}
+
+// TestConsumerLagCap: lag sums queues, ignores commits past the max,
+// counts a queue of the topic without a commit from 0 (as RocketMQ's
+// consumeStats), and the series cap keeps the first pairs in order and
+// counts the rest.
 func TestConsumerLagCap(t *testing.T) {
 	st := fakeOffsets{table: map[string]map[int32]int64{
-		"T1@G": {0: 3, 1: 10, 2: 50}, // max 10 each: 7 + 0 + 0 (past max)
+		"T1@G": {0: 3, 1: 10, 2: 50}, // max 10 each: 7 + 0 + 0 (past max) + 10 (queue 3, no commit)
 		"T2@G": {0: 0},
 		"T3@G": {0: 1},
 		"bad":  {0: 1},
-	}}
+	}, topics: map[string]wire.TopicConfig{"T1": {TopicName: "T1", ReadQueueNums: 4, WriteQueueNums: 4}}}
 	maxOff := func(string, int32) int64 { return 10 }
 	got, dropped := consumerLag(st, maxOff, 2)
-	want := []groupTopicLag{{"G", "T1", 7}, {"G", "T2", 10}}
+	want := []groupTopicLag{{"G", "T1", 17}, {"G", "T2", 10}}
 	if !slices.Equal(got, want) || dropped != 1 {
 		t.Fatalf("consumerLag = %v dropped %d, want %v dropped 1", got, dropped, want)
 	}
