@@ -18,6 +18,13 @@ import (
 // maxQueryNum caps QUERY_MESSAGE answers (RocketMQ defaultQueryMaxNum).
 const maxQueryNum = 64
 
+// maxQueryBodyBytes bounds the messages one QUERY_MESSAGE answer carries
+// (at least one is always sent): 64 messages of a few MiB would make a
+// frame past every client's 16 MiB limit, so the whole lookup failed,
+// and held that much memory per query. Clients merge what each broker
+// answers, as with maxNum.
+const maxQueryBodyBytes = 8 << 20
+
 func (c *Controller) processQueryMessage(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.QueryMessageRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
@@ -36,6 +43,9 @@ func (c *Controller) processQueryMessage(_ context.Context, _ *remoting.Conn, re
 		b, err := c.rawMessage(m.PhysicalOffset)
 		if err != nil {
 			continue // removed by retention since the index lookup
+		}
+		if len(body) > 0 && len(body)+len(b) > maxQueryBodyBytes {
+			break
 		}
 		c.patchQueueOffset(b, m.Topic, m.QueueID, m.PhysicalOffset)
 		body = append(body, b...)
