@@ -30,8 +30,8 @@ func TestCleanUnusedTopicKeepsQueueOffsets(t *testing.T) {
 	if r := tc.call(leader.Addr(), remoting.RequestCleanUnusedTopic, nil, nil); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("clean unused topic: %d %s", r.Code, r.Remark)
 	}
-	// The cleaned queue holds no unit of the old messages, which the
-	// CommitLog still does: viewed by offset, one is still shown.
+	// The deleted topic's queue is gone, its messages are still in the
+	// CommitLog: viewed by offset, one is still shown.
 	if v := tc.call(leader.Addr(), remoting.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(oldOff, 10)}, nil); v.Code != remoting.ResponseSuccess {
 		t.Fatalf("view of a message of the cleaned topic: %d %s", v.Code, v.Remark)
 	}

@@ -29,7 +29,9 @@ type Replica interface {
 	CommitOffsets(ctx context.Context, commits []OffsetCommit) error
 	// UpdateTopic creates or replaces a topic's config.
 	UpdateTopic(ctx context.Context, tc wire.TopicConfig) error
-	// DeleteTopic removes a topic's config (messages age out by retention).
+	// DeleteTopic removes a topic's config, consumer offsets and consume
+	// queues on every member (the bytes age out of the CommitLog by
+	// retention).
 	DeleteTopic(ctx context.Context, topic string) error
 	// UpdateSubscriptionGroup creates or replaces a consumer group's config.
 	UpdateSubscriptionGroup(ctx context.Context, sg wire.SubscriptionGroupConfig) error

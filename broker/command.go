@@ -56,7 +56,9 @@ const (
 	CmdOffsets CommandType = 2
 	// CmdUpdateTopic: Data is a topicRecord as JSON.
 	CmdUpdateTopic CommandType = 3
-	// CmdDeleteTopic: Data is the topic name.
+	// CmdDeleteTopic: Data is the topic name. Version 1 removes the
+	// topic's config and consumer offsets; version 2 also destroys its
+	// ConsumeQueues (fsm.deleteTopicQueues).
 	CmdDeleteTopic CommandType = 4
 	// CmdUpdateGroup: Data is a groupRecord as JSON.
 	CmdUpdateGroup CommandType = 5
@@ -93,9 +95,19 @@ const (
 )
 
 // commandVersion is the second Extensions byte. Every type is at version 1
-// but CmdDeleteGroup, which also has deleteGroupKeepVersion; decoders
+// but CmdDeleteGroup, which also has deleteGroupKeepVersion, and
+// CmdDeleteTopic, which also has deleteTopicQueuesVersion; decoders
 // refuse other versions.
 const commandVersion = 1
+
+// deleteTopicQueuesVersion is CmdDeleteTopic's second layout (the same
+// Data), which every delete a leader proposes now has: it destroys the
+// topic's ConsumeQueues. Version-1 entries, in logs written before it,
+// keep leaving the queues: a member re-applying one must not give the
+// topic created after it other queue offsets than the members that
+// applied it before. A binary that predates version 2 refuses it and
+// stops applying rather than keep queues the other replicas destroy.
+const deleteTopicQueuesVersion = 2
 
 // deleteGroupKeepVersion is CmdDeleteGroup's second layout, written only
 // for a delete that keeps the group's offsets. A delete that removes them
@@ -132,6 +144,9 @@ type Command struct {
 	// KeepOffsets: CmdDeleteGroup leaves the group's consumer offsets in
 	// place. False (every version-1 entry) removes them.
 	KeepOffsets bool
+	// DropQueues: CmdDeleteTopic destroys the topic's ConsumeQueues
+	// (version 2); false only for version-1 entries.
+	DropQueues bool
 	// Schedule of CmdScheduleOffsets.
 	Schedule map[int32]int64
 	// MemberID and MemberAddr of CmdMemberAddr.
@@ -193,6 +208,9 @@ func EncodeCommand(c *Command, messages []byte) (ext, data []byte, err error) {
 		}
 		data = []byte(c.Name)
 	case CmdDeleteTopic:
+		if c.DropQueues {
+			ext = []byte{byte(c.Type), deleteTopicQueuesVersion}
+		}
 		data = []byte(c.Name)
 	case CmdScheduleOffsets:
 		data = binary.AppendUvarint(nil, uint64(len(c.Schedule)))
@@ -223,7 +241,8 @@ func DecodeCommand(ext, data []byte) (*Command, error) {
 		return nil, fmt.Errorf("%w: extensions of %d bytes", ErrBadCommand, len(ext))
 	}
 	c := &Command{Type: CommandType(ext[0])}
-	if ext[1] != commandVersion && (c.Type != CmdDeleteGroup || ext[1] != deleteGroupKeepVersion) {
+	if ext[1] != commandVersion && (c.Type != CmdDeleteGroup || ext[1] != deleteGroupKeepVersion) &&
+		(c.Type != CmdDeleteTopic || ext[1] != deleteTopicQueuesVersion) {
 		return nil, fmt.Errorf("%w: command version %d", ErrBadCommand, ext[1])
 	}
 	var err error
@@ -275,6 +294,10 @@ func DecodeCommand(ext, data []byte) (*Command, error) {
 		}
 	case CmdDeleteTopic:
 		c.Name = string(data)
+		if ext[1] == deleteTopicQueuesVersion {
+			c.DropQueues = true
+			err = (&reader{b: ext[2:]}).done()
+		}
 	case CmdDeleteGroup:
 		c.Name = string(data)
 		if ext[1] == deleteGroupKeepVersion {

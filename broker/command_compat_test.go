@@ -42,6 +42,7 @@ var goldenCommands = []struct {
 			NotifyConsumerIdsChangedEnable: true, GroupSysFlag: 3}},
 	},
 	{name: "delete topic", ext: "0401", data: "TopicTest", want: Command{Type: CmdDeleteTopic, Name: "TopicTest"}},
+	{name: "delete topic and its queues", ext: "0402", data: "TopicTest", want: Command{Type: CmdDeleteTopic, Name: "TopicTest", DropQueues: true}},
 	{name: "delete group", ext: "0601", data: "g1", want: Command{Type: CmdDeleteGroup, Name: "g1"}},
 	{name: "delete group, offsets kept", ext: "060201", data: "g1", want: Command{Type: CmdDeleteGroup, Name: "g1", KeepOffsets: true}},
 	{

@@ -16,6 +16,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Type: CmdOffsets, Offsets: []OffsetCommit{{Group: "g", Topic: "t", QueueID: 1, Offset: 99}}},
 		{Type: CmdUpdateTopic, Topic: wire.TopicConfig{TopicName: "t", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}},
 		{Type: CmdDeleteTopic, Name: "t"},
+		{Type: CmdDeleteTopic, Name: "t", DropQueues: true},
 		{Type: CmdUpdateGroup, Group: wire.DefaultSubscriptionGroupConfig("g")},
 		{Type: CmdDeleteGroup, Name: "g"},
 		{Type: CmdDeleteGroup, Name: "g", KeepOffsets: true},

@@ -108,6 +108,17 @@ func (d *dedupTable) record(k dedupKey, seq int64, e dedupEntry, nowMs int64) {
 	}
 }
 
+// dropTopic forgets the streams of a deleted topic: its messages are
+// gone, and a replica that dispatched them again after the delete (a
+// re-applied log) recorded them without queue offsets.
+func (d *dedupTable) dropTopic(topic string) {
+	for k := range d.m {
+		if k.Topic == topic {
+			delete(d.m, k)
+		}
+	}
+}
+
 // sweep drops streams idle for longer than the TTL, at most once per tenth
 // of the TTL of log time.
 func (d *dedupTable) sweep(nowMs int64) {

@@ -147,6 +147,18 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.applied.Store(l.Index)
 		return &applyResult{results: res}
 	}
+	if c.Type == CmdDeleteTopic && c.DropQueues {
+		if err := f.deleteTopicQueues(l, c.Name); err != nil {
+			// The queues of the deleted topic may still be there: later
+			// messages of the topic created again would get other queue
+			// offsets here than on the other replicas.
+			stop := &ApplyStoppedError{Index: l.Index, Err: err}
+			f.stopped.Store(stop)
+			f.log.Error("delete of a topic's consume queues failed after retries: this member stops applying; "+
+				"restart it once the cause is fixed", zap.Uint64("index", l.Index), zap.String("topic", c.Name), zap.Error(err))
+			return &applyResult{err: stop}
+		}
+	}
 	f.st.mu.Lock()
 	f.st.applyLocked(c, nowMs)
 	f.st.mu.Unlock()
@@ -204,6 +216,42 @@ func (f *fsm) dispatch(index uint64, reqs []*store.DispatchRequest) error {
 		f.failures.Add(1)
 		wait = min(2*wait, f.retry.maxWait)
 	}
+}
+
+// deleteTopicQueues destroys the ConsumeQueues of a topic deleted by
+// entry l (store.ConsumeQueueStore.DeleteTopicAt, at the end of the entry
+// in the CommitLog), retrying a failure with backoff for up to
+// f.retry.timeout. Redoing it is harmless: a delete already carried out
+// (also one re-applied after a restart) changes nothing.
+func (f *fsm) deleteTopicQueues(l *raft.Log, topic string) error {
+	cqs := f.ms.ConsumeQueues()
+	do := func() error {
+		end, err := f.logs.EndOf(l.Index)
+		if err != nil {
+			return fmt.Errorf("locate entry %d: %w", l.Index, err)
+		}
+		return cqs.DeleteTopicAt(topic, end)
+	}
+	err := do()
+	deadline := time.Now().Add(f.retry.timeout)
+	for wait := f.retry.first; err != nil; wait = min(2*wait, f.retry.maxWait) {
+		f.failures.Add(1)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return err
+		}
+		f.log.Warn("delete of a topic's consume queues failed; retrying", zap.Uint64("index", l.Index),
+			zap.String("topic", topic), zap.Error(err))
+		t := time.NewTimer(min(wait, left))
+		select {
+		case <-t.C:
+		case <-f.quit:
+			t.Stop()
+			return fmt.Errorf("%w: %w", errClosingWhileRetrying, err)
+		}
+		err = do()
+	}
+	return nil
 }
 
 // applyMessages dispatches the messages of one entry. Positions come from
@@ -326,6 +374,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	for _, cq := range f.ms.ConsumeQueues().All() {
 		img.Queues = append(img.Queues, queueNext{Topic: cq.Topic(), QueueID: cq.QueueID(), Next: cq.MaxOffset()})
 	}
+	img.DeletedTopics = f.ms.ConsumeQueues().DeletedTopics()
 	snap := &fsmSnapshot{img: img, logs: f.logs, ms: f.ms, timers: f.timers}
 	if f.timers != nil {
 		cut, err := f.timers.Cut()
@@ -362,7 +411,18 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	// Queues behind the snapshot continue where the leader's were; at
 	// startup the local queues are at or past it and stay as they are.
 	cqs := f.ms.ConsumeQueues()
+	// Deletes the image knows of and this store does not are carried
+	// out first: the queues kept of such a topic are the deleted one's.
+	// An image queue of a topic this store knows a later delete of (a
+	// restart from a snapshot taken before it) belongs to the deleted
+	// topic; the local queues, the new topic's, stay as they are.
+	if err := cqs.RestoreDeletedTopics(img.DeletedTopics); err != nil {
+		return err
+	}
 	for _, q := range img.Queues {
+		if img.DeletedTopics[q.Topic] < cqs.DeletedAt(q.Topic) {
+			continue
+		}
 		if err := cqs.StartQueueAt(q.Topic, q.QueueID, q.Next); err != nil {
 			return err
 		}

@@ -501,7 +501,7 @@ func (g *Group) UpdateTopic(ctx context.Context, tc wire.TopicConfig) error {
 
 // DeleteTopic implements Replica.
 func (g *Group) DeleteTopic(ctx context.Context, topic string) error {
-	return g.proposeCommand(ctx, &Command{Type: CmdDeleteTopic, Name: topic})
+	return g.proposeCommand(ctx, &Command{Type: CmdDeleteTopic, Name: topic, DropQueues: true})
 }
 
 // UpdateSubscriptionGroup implements Replica.

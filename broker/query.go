@@ -124,8 +124,12 @@ func (c *Controller) patchQueueOffset(b []byte, topic string, queueID int32, phy
 // body hold a complete, valid one naming any topic): a stored message has
 // a unit there in its queue once dispatched. It returns the unit's queue
 // offset (found), nothing when the unit may be gone (the queue retired
-// units past phy: retention, cleanUnusedTopic), or the refusal to answer.
+// units past phy: retention, cleanUnusedTopic; or the topic was deleted
+// after phy, which destroyed its queues), or the refusal to answer.
 func (c *Controller) storedUnit(topic string, qid int32, phy int64) (offset int64, found bool, refusal *remoting.RemotingCommand) {
+	if phy < c.st.ConsumeQueues().DeletedAt(topic) {
+		return 0, false, nil
+	}
 	cq := c.st.ConsumeQueues().Get(topic, qid)
 	if cq == nil {
 		return 0, false, response(remoting.ResponseSystemError,

@@ -67,10 +67,13 @@ func (s *state) applyLocked(c *Command, nowMs int64) {
 		s.topics[c.Topic.TopicName] = c.Topic
 		s.bumpTopicsVersionLocked(nowMs)
 	case CmdDeleteTopic:
+		// The topic's queues are destroyed (fsm.deleteTopicQueues); the
+		// dedup windows of its queues go with them.
 		if _, ok := s.topics[c.Name]; ok {
 			delete(s.topics, c.Name)
 			s.bumpTopicsVersionLocked(nowMs)
 		}
+		s.dedup.dropTopic(c.Name)
 		for k := range s.offsets {
 			if strings.HasPrefix(k, c.Name+"@") {
 				delete(s.offsets, k)
@@ -201,6 +204,10 @@ type stateImage struct {
 	// Txn is the transaction table; absent while it is empty (images from
 	// before transactions).
 	Txn *txnImage `json:"txn,omitempty"`
+	// DeletedTopics is each deleted topic's CommitLog offset of its last
+	// delete (store.ConsumeQueueStore.DeletedAt); absent while no topic
+	// was deleted.
+	DeletedTopics map[string]int64 `json:"deletedTopics,omitempty"`
 }
 
 // imageLocked deep-copies the tables (the snapshot is persisted while Apply

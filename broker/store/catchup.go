@@ -26,6 +26,9 @@ import (
 func (cq *ConsumeQueue) Backfill(from int64, units []CQUnit) error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
+	if cq.destroyed {
+		return fmt.Errorf("consume queue %s/%d: backfill: the queue was destroyed: %w", cq.topic, cq.queueID, ErrFileClosed)
+	}
 	minLogic := cq.minLogic.Load()
 	if len(units) == 0 {
 		return nil

@@ -119,6 +119,9 @@ type ConsumeQueue struct {
 	mu   sync.Mutex // serializes writers (Put, Append, truncation, deletion)
 	mfq  *storage.MappedFileQueue
 	fsys storage.FS
+	// destroyed is set (under mu) once the queue's files are destroyed:
+	// its topic was deleted, or a snapshot restarted it.
+	destroyed bool
 }
 
 func openConsumeQueue(fsys storage.FS, dir, topic string, queueID int32, unitsPerFile int, log *zap.Logger) (*ConsumeQueue, error) {
@@ -760,7 +763,11 @@ func (cq *ConsumeQueue) DeleteExpired(phyMinOffset int64) (int, error) {
 }
 
 // destroyLocked destroys the queue's files and its backfill redo record.
+// Readers holding a batch keep its mapping until they release it; later
+// reads find no file. A catch-up still holding the queue cannot write into
+// it any more.
 func (cq *ConsumeQueue) destroyLocked() error {
+	cq.destroyed = true
 	err := cq.mfq.Destroy()
 	if rerr := cq.removeBackfillRedoLocked(); err == nil {
 		err = rerr
@@ -786,6 +793,9 @@ type ConsumeQueueStore struct {
 
 	mu     sync.RWMutex // guards queues (the map, not the queues)
 	queues map[string]map[int32]*ConsumeQueue
+	// deleted is each deleted topic's DeletedAt (deleted_topics.go), read
+	// on every dispatch; replaced whole, never changed in place.
+	deleted atomic.Pointer[map[string]int64]
 
 	// lastTimestamp is the store timestamp of the newest dispatched message;
 	// Flush reports the value seen before flushing as the checkpoint's
@@ -818,6 +828,9 @@ func (s *ConsumeQueueStore) Load() error {
 	if err != nil {
 		return fmt.Errorf("consume queue store: list %s: %w", s.root, err)
 	}
+	if err := s.loadDeletedTopics(); err != nil {
+		return err
+	}
 	for _, t := range topics {
 		if !t.IsDir() {
 			continue
@@ -836,7 +849,7 @@ func (s *ConsumeQueueStore) Load() error {
 			}
 		}
 	}
-	return nil
+	return s.dropDeletedTopicsQueues()
 }
 
 // Get returns the queue or nil if it does not exist.

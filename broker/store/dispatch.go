@@ -34,6 +34,12 @@ func (s *ConsumeQueueStore) dispatch(req *DispatchRequest) (added bool, err erro
 	case wire.SysFlagTransPrepared, wire.SysFlagTransRollback:
 		return false, nil
 	}
+	if req.CommitLogOffset < s.DeletedAt(req.Topic) {
+		// A message of a deleted topic, dispatched again after the
+		// delete (a re-applied log): it has no queue offset any more.
+		req.ConsumeQueueOffset = -1
+		return false, nil
+	}
 	cq, err := s.FindOrCreate(req.Topic, req.QueueID)
 	if err != nil {
 		return false, err
