@@ -384,23 +384,31 @@ func TestStoreOpenRemovesCheckpointTempLeftover(t *testing.T) {
 	}
 }
 
+// storeWithDamagedUnitSize stores five messages on T/0 and flips the given bit of
+// the top byte of the third ConsumeQueue unit's size field on disk.
+func storeWithDamagedUnitSize(t *testing.T, bit uint) *testStore {
+	t.Helper()
+	f := storage.NewFaultFS(6)
+	s := openTestStore(t, storeConfig(f, "/s"), &segLog{})
+	for i := 0; i < 5; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprintf("body-%d", i)))
+	}
+	s.clean.Close() // retention reads the queue files FlipBit changes
+	cqFile := "/s/consumequeue/T/0/" + storage.FileName(0)
+	if err := f.FlipBit(cqFile, 2*CQUnitSize+8, bit); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestStoreDamagedUnitSizeNeverSkipped: a ConsumeQueue unit whose size was
 // damaged on disk (a high bit flipped) makes the pull that reaches it
 // fail, like a damaged message: the consumer neither skips the message it
 // points at nor gets a batch sized by the damaged field.
 func TestStoreDamagedUnitSizeNeverSkipped(t *testing.T) {
-	f := storage.NewFaultFS(6)
-	s := openTestStore(t, storeConfig(f, "/s"), &segLog{})
-	defer s.Close()
-	for i := 0; i < 5; i++ {
-		s.put(coreMsg("T", 0, fmt.Sprintf("body-%d", i)))
-	}
-	s.clean.Close() // retention reads the queue files FlipBit changes
 	// Bit 6 of the size's top byte: the unit now claims 1 GiB more.
-	cqFile := "/s/consumequeue/T/0/" + storage.FileName(0)
-	if err := f.FlipBit(cqFile, 2*CQUnitSize+8, 6); err != nil {
-		t.Fatal(err)
-	}
+	s := storeWithDamagedUnitSize(t, 6)
+	defer s.Close()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	r, err := s.GetMessage("g", "T", 0, 2, 32, nil)
@@ -455,17 +463,8 @@ func TestStoreFlushedQueuesSurviveCrash(t *testing.T) {
 // held pull's wake-up reads on the hold goroutine, where a panic ends the
 // broker).
 func TestStoreNegativeUnitSizeNeverPanics(t *testing.T) {
-	f := storage.NewFaultFS(6)
-	s := openTestStore(t, storeConfig(f, "/s"), &segLog{})
+	s := storeWithDamagedUnitSize(t, 7)
 	defer s.Close()
-	for i := 0; i < 5; i++ {
-		s.put(coreMsg("T", 0, fmt.Sprintf("body-%d", i)))
-	}
-	s.clean.Close() // retention reads the queue files FlipBit changes
-	cqFile := "/s/consumequeue/T/0/" + storage.FileName(0)
-	if err := f.FlipBit(cqFile, 2*CQUnitSize+8, 7); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.GetMessage("g", "T", 0, 2, 32, nil); !errors.Is(err, ErrCorruptMessage) {
 		t.Fatalf("pull at the damaged unit: %v, want ErrCorruptMessage", err)
 	}
