@@ -10,6 +10,32 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
+// followerWithoutHead starts a group, stores 100 messages on topic's queue
+// 0 and has a follower snapshot and truncate its log past them (small
+// segments), so it no longer holds the queue's head the leader serves. It
+// returns the cluster, that follower's index and the leader's address.
+func followerWithoutHead(t *testing.T, topic string) (pc *procCluster, f int, leaderAddr string) {
+	t.Helper()
+	pc = startRealCluster(t, func(cfg *BrokerConfig) {
+		cfg.Store.MappedFileSizeCommitLog = 64 << 10
+		cfg.Store.MaxMessageSize = 16 << 10
+	})
+	l := pc.createTopicOnLeader(topic, 1)
+	leaderAddr = pc.nodes[l].Addr()
+	body := bytes.Repeat([]byte("x"), 2000)
+	for range 100 {
+		pc.sendAt(leaderAddr, topic, body)
+	}
+	f = (l + 1) % 3
+	testutil.WaitFor(t, 10*time.Second, "the follower applied every message", func() bool {
+		return pc.groups[f].Store().GetMaxOffsetInQueue(topic, 0) == 100
+	})
+	if _, err := pc.groups[f].SnapshotAndTruncate(); err != nil {
+		t.Fatal(err)
+	}
+	return pc, f, leaderAddr
+}
+
 // TestFollowerDoesNotSkipMessagesItDropped: a follower that no longer
 // holds a range the leader retains (its own retention went further, or a
 // snapshot install reset its log and its catch-up is not done) answers a
@@ -17,23 +43,7 @@ import (
 // the leader does): the pull must leave the offset where it was, or the
 // consumer skips messages the leader still serves.
 func TestFollowerDoesNotSkipMessagesItDropped(t *testing.T) {
-	pc := startRealCluster(t, func(cfg *BrokerConfig) {
-		cfg.Store.MappedFileSizeCommitLog = 64 << 10
-		cfg.Store.MaxMessageSize = 16 << 10
-	})
-	l := pc.createTopicOnLeader("FR", 1)
-	leaderAddr := pc.nodes[l].Addr()
-	body := bytes.Repeat([]byte("x"), 2000)
-	for range 100 {
-		pc.sendAt(leaderAddr, "FR", body)
-	}
-	f := (l + 1) % 3
-	testutil.WaitFor(t, 10*time.Second, "the follower applied every message", func() bool {
-		return pc.groups[f].Store().GetMaxOffsetInQueue("FR", 0) == 100
-	})
-	if _, err := pc.groups[f].SnapshotAndTruncate(); err != nil {
-		t.Fatal(err)
-	}
+	pc, f, leaderAddr := followerWithoutHead(t, "FR")
 	if pc.groups[f].Store().CommitLog().MinOffset() == 0 {
 		t.Fatal("the follower's retention removed nothing")
 	}
@@ -61,23 +71,7 @@ func TestFollowerDoesNotSkipMessagesItDropped(t *testing.T) {
 // there. Nor is it held for its whole suspend: the answer names the
 // leader, where the SDK reads next.
 func TestFollowerHoldsPullAtDroppedRange(t *testing.T) {
-	pc := startRealCluster(t, func(cfg *BrokerConfig) {
-		cfg.Store.MappedFileSizeCommitLog = 64 << 10
-		cfg.Store.MaxMessageSize = 16 << 10
-	})
-	l := pc.createTopicOnLeader("FS", 1)
-	leaderAddr := pc.nodes[l].Addr()
-	body := bytes.Repeat([]byte("x"), 2000)
-	for range 100 {
-		pc.sendAt(leaderAddr, "FS", body)
-	}
-	f := (l + 1) % 3
-	testutil.WaitFor(t, 10*time.Second, "the follower applied every message", func() bool {
-		return pc.groups[f].Store().GetMaxOffsetInQueue("FS", 0) == 100
-	})
-	if _, err := pc.groups[f].SnapshotAndTruncate(); err != nil {
-		t.Fatal(err)
-	}
+	pc, f, _ := followerWithoutHead(t, "FS")
 	const suspend = 30 * time.Second
 	start := time.Now()
 	r := pc.call(pc.nodes[f].Addr(), remoting.RequestPullMessage, pullExt("G", "FS", 0, 0, suspend.Milliseconds()), nil)
