@@ -30,23 +30,34 @@ func shutdown(t *testing.T, s *Server) {
 	_ = s.Shutdown(ctx)
 }
 
+// startAndRequest starts s, connects and sends a keep-alive GET of path
+// without reading the answer.
+func startAndRequest(t *testing.T, s *Server, path string) net.Conn {
+	t.Helper()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		shutdown(t, s)
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		conn.Close()
+		shutdown(t, s)
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // A connection kept open after its request was kept for good: a client
 // opening many held as many descriptors and goroutines. It is closed once
 // idle for the idle timeout.
 func TestIdleConnectionClosed(t *testing.T) {
 	s := startShort(t)
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	conn := startAndRequest(t, s, "/healthz")
 	defer shutdown(t, s)
-	conn, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer conn.Close()
-	if _, err := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	r := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(r, nil)
@@ -78,18 +89,9 @@ func TestStalledReaderReleased(t *testing.T) {
 		}
 		done <- nil
 	}))
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	conn := startAndRequest(t, s, "/big")
 	defer shutdown(t, s)
-	conn, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer conn.Close()
-	if _, err := conn.Write([]byte("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
 	select {
 	case err := <-done:
 		if err == nil {
