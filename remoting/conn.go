@@ -532,8 +532,24 @@ func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	var spare []byte  // the buffer the writer owns between takes
 	var wdl time.Time // the write deadline last set
+	// Large buffers of a connection that goes idle are dropped after
+	// idleTrimDelay, not at once: a pipelining peer leaves the queue
+	// empty between most writes, and regrowing the buffer each time
+	// costs more than the write.
+	var trim *time.Timer
+	var trimC <-chan time.Time // nil while no trim is pending
+	defer func() {
+		if trim != nil {
+			trim.Stop()
+		}
+	}()
 	for {
 		select {
+		case <-trimC:
+			trimC = nil
+			if c.trimIdle() && cap(spare) > maxIdleWriteBuffer {
+				spare = nil
+			}
 		case <-c.wkick:
 			c.gather()
 			buf := c.take(spare)
@@ -563,8 +579,16 @@ func (c *Conn) writeLoop() {
 				return
 			}
 			spare = buf[:0]
-			if idle := c.trimIdle(); cap(spare) > maxSpareWriteBuffer || idle && cap(spare) > maxIdleWriteBuffer {
-				spare = nil // a huge frame went out, or a large one and nothing follows
+			if cap(spare) > maxSpareWriteBuffer {
+				spare = nil // a huge frame went out: do not keep its buffer
+			}
+			if trimC == nil && (cap(spare) > maxIdleWriteBuffer || c.queueCap() > maxIdleWriteBuffer) {
+				if trim == nil {
+					trim = time.NewTimer(idleTrimDelay)
+				} else {
+					trim.Reset(idleTrimDelay)
+				}
+				trimC = trim.C
 			}
 		case <-c.quit:
 			_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout))
@@ -616,6 +640,13 @@ func (c *Conn) take(spare []byte) []byte {
 	return buf
 }
 
+// queueCap is the capacity of the queue's buffer.
+func (c *Conn) queueCap() int {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return cap(c.wbuf)
+}
+
 // trimIdle reports whether nothing waits for the writer, and then drops
 // the queue's buffer if it is large: a large buffer is reused only while
 // answers keep coming. Kept by an idle connection, two per connection up
@@ -637,6 +668,9 @@ const (
 	// maxIdleWriteBuffer caps the buffers a connection keeps once
 	// nothing waits to be written (trimIdle).
 	maxIdleWriteBuffer = 64 << 10
+	// idleTrimDelay is how long after a write with large buffers the
+	// writer drops them if nothing is queued then.
+	idleTrimDelay = 500 * time.Millisecond
 	// maxWriteYields bounds the Gosched calls before one write.
 	maxWriteYields = 4
 	// writeGatherBytes: with this much queued, write without yielding.
