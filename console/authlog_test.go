@@ -23,7 +23,7 @@ func TestWrongCredentialsLogBounded(t *testing.T) {
 	defer c.Close()
 	h := c.Handler()
 	for range 200 {
-		req := httptest.NewRequest(http.MethodGet, "/api/auth", nil)
+		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/api/auth", nil)
 		req.SetBasicAuth("ak", "wrong")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

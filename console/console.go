@@ -42,6 +42,11 @@ type Options struct {
 	// TransferWait is how long an action waits for the name server to
 	// route a new leader (5 s).
 	TransferWait time.Duration
+	// AllowedHosts are the names besides localhost and the monitoring
+	// port's bind address that requests may carry in Host
+	// (consoleAllowedHosts; "*" allows any): the names of a proxy in
+	// front, or the host's own name. An IP address is always allowed.
+	AllowedHosts []string
 }
 
 // Console serves the web console and its JSON API for one name server.
@@ -107,8 +112,9 @@ func New(ns *namesrv.NameServer, opts Options) (*Console, error) {
 	return c, nil
 }
 
-// Handler serves /console/ (the page), / (a redirect to it) and /api/.
-func (c *Console) Handler() http.Handler { return securityHeaders(c.mux) }
+// Handler serves /console/ (the page), / (a redirect to it) and /api/,
+// refusing a Host that does not name the console (hostCheck).
+func (c *Console) Handler() http.Handler { return securityHeaders(c.hostCheck(c.mux)) }
 
 // Mount serves the console on the name server's monitoring port. It
 // fails with ErrNoHTTP when that port is off.

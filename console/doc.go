@@ -17,8 +17,9 @@
 // siblings at layer 3 and may not import each other. cmd/raftmq mounts
 // it (namesrv and dev).
 //
-// Security: the reads are as open as /metrics (which binds 127.0.0.1 by
-// default). Actions and message bodies need the console's admin account
+// Security: a request whose Host does not name the console is refused
+// (DNS rebinding; host.go). The reads are as open as /metrics (which binds
+// 127.0.0.1 by default). Actions and message bodies need the console's admin account
 // (consoleAccessKey/consoleSecretKey) as HTTP basic auth, compared in
 // constant time; without an account configured every action is refused
 // and the page says so. Actions take a JSON body and refuse a foreign
@@ -38,6 +39,7 @@
 //   - actions.go: the admin account check, POST /api/raft/transfer and
 //     /api/raft/balance (client.Admin's TransferLeadership and
 //     PlanLeaderBalance, as raftmq admin balanceLeaders).
+//   - host.go: the Host check of every request (consoleAllowedHosts).
 //   - errors.go: the package's sentinels.
 //   - static/: index.html, console.js, console.css, embedded with
 //     go:embed (no build step, no external resources).

@@ -3,6 +3,7 @@ package namesrv
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // ConsoleConfig holds the keys of the web console that package console
@@ -21,6 +22,22 @@ type ConsoleConfig struct {
 	// the same pair. Unset, the console refuses every action.
 	ConsoleAccessKey string `prop:"consoleAccessKey"`
 	ConsoleSecretKey string `prop:"consoleSecretKey"`
+	// ConsoleAllowedHosts is a comma-separated list of the names the
+	// console may be reached by besides localhost, an IP address and
+	// metricsBindAddr ("*": any); a request naming another Host is
+	// refused, which stops DNS-rebinding pages.
+	ConsoleAllowedHosts string `prop:"consoleAllowedHosts"`
+}
+
+// AllowedHosts splits ConsoleAllowedHosts.
+func (c ConsoleConfig) AllowedHosts() []string {
+	var out []string
+	for _, h := range strings.Split(c.ConsoleAllowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // redactedSecret replaces secret values in GET_NAMESRV_CONFIG's answer,

@@ -32,7 +32,7 @@
 //     dead leaves the routes at once.
 //   - metrics.go: requests by code, brokers, topics, live gossip brokers.
 //   - console.go: ConsoleConfig (consoleEnable, consoleAccessKey,
-//     consoleSecretKey) and HandleHTTP, by which the raftmq command mounts
+//     consoleSecretKey, consoleAllowedHosts) and HandleHTTP, by which the raftmq command mounts
 //     package console on the monitoring port; secrets shown as ******.
 //   - auth.go: AuthConfig (clusterAuth*): REGISTER_BROKER,
 //     UNREGISTER_BROKER, BROKER_HEARTBEAT, QUERY_DATA_VERSION and the

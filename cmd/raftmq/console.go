@@ -20,7 +20,8 @@ func mountConsole(n *namesrv.NameServer, cfg namesrv.ConsoleConfig, tlsKeys remo
 	if !cfg.ConsoleEnable {
 		return nil, nil
 	}
-	opts := console.Options{AccessKey: cfg.ConsoleAccessKey, SecretKey: cfg.ConsoleSecretKey, Logger: log.Named("console")}
+	opts := console.Options{AccessKey: cfg.ConsoleAccessKey, SecretKey: cfg.ConsoleSecretKey, Logger: log.Named("console"),
+		AllowedHosts: cfg.AllowedHosts()}
 	tc, err := tlsKeys.ClientTLS()
 	if err != nil {
 		return nil, err
