@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/raftmq/raftmq/client"
@@ -60,7 +61,8 @@ func (c *Console) serveAuth(w http.ResponseWriter, r *http.Request) {
 
 // authenticated checks the request's basic credentials against the
 // console account in constant time, answering 403 (no account
-// configured) or 401 itself when they fail.
+// configured), 401 or, while the remote address is locked out after
+// refused credentials (login.go), 429 itself when they fail.
 func (c *Console) authenticated(w http.ResponseWriter, r *http.Request) bool {
 	if c.opts.AccessKey == "" {
 		writeError(w, http.StatusForbidden, noCredentialReason)
@@ -73,9 +75,17 @@ func (c *Console) authenticated(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, http.StatusUnauthorized, "authenticate as the console's admin account: HTTP basic auth with its accessKey and secretKey")
 		return false
 	}
+	key := loginKey(r.RemoteAddr)
+	if d := c.logins.wait(key); d > 0 {
+		secs := int((d + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many refused sign-ins from this address: try again in %d s", secs))
+		return false
+	}
 	akOK := subtle.ConstantTimeCompare([]byte(ak), []byte(c.opts.AccessKey))
 	skOK := subtle.ConstantTimeCompare([]byte(sk), []byte(c.opts.SecretKey))
 	if akOK&skOK != 1 {
+		c.logins.failed(key)
 		// Anyone reaching the port can send wrong keys as fast as it
 		// likes: one warning a second, with the count held back.
 		if ok, held := c.authWarn.Allow(); ok {
@@ -85,6 +95,7 @@ func (c *Console) authenticated(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, http.StatusUnauthorized, "accessKey or secretKey is not the console's admin account")
 		return false
 	}
+	c.logins.succeeded(key)
 	return true
 }
 

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -22,8 +23,10 @@ func TestWrongCredentialsLogBounded(t *testing.T) {
 	}
 	defer c.Close()
 	h := c.Handler()
-	for range 200 {
+	for i := range 200 {
 		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/api/auth", nil)
+		// From as many addresses: one address is locked out after a few.
+		req.RemoteAddr = fmt.Sprintf("192.0.2.%d:1234", i)
 		req.SetBasicAuth("ak", "wrong")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

@@ -70,6 +70,8 @@ type Console struct {
 	actionMu sync.Mutex
 	// authWarn bounds the warnings of refused credentials.
 	authWarn remoting.WarnLimiter
+	// logins slows down guessing of the account per remote address.
+	logins *loginLimiter
 	// lookups holds a token per message lookup in flight (maxLookups).
 	lookups chan struct{}
 }
@@ -94,7 +96,7 @@ func New(ns *namesrv.NameServer, opts Options) (*Console, error) {
 	if opts.TransferWait <= 0 {
 		opts.TransferWait = 5 * time.Second
 	}
-	c := &Console{ns: ns, opts: opts, log: opts.Logger, lookups: make(chan struct{}, maxLookups)}
+	c := &Console{ns: ns, opts: opts, log: opts.Logger, lookups: make(chan struct{}, maxLookups), logins: newLoginLimiter()}
 	c.mux = http.NewServeMux()
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {

@@ -21,7 +21,8 @@
 // (DNS rebinding; host.go). The reads are as open as /metrics (which binds
 // 127.0.0.1 by default). Actions and message bodies need the console's admin account
 // (consoleAccessKey/consoleSecretKey) as HTTP basic auth, compared in
-// constant time; without an account configured every action is refused
+// constant time, with refused credentials limited per remote address
+// (login.go); without an account configured every action is refused
 // and the page says so. Actions take a JSON body and refuse a foreign
 // Origin, so a cross-site form cannot post one. Broker requests are
 // signed with the same account, so brokers with aclEnable check it too.
@@ -40,6 +41,7 @@
 //     /api/raft/balance (client.Admin's TransferLeadership and
 //     PlanLeaderBalance, as raftmq admin balanceLeaders).
 //   - host.go: the Host check of every request (consoleAllowedHosts).
+//   - login.go: the back-off of refused credentials per remote address.
 //   - errors.go: the package's sentinels.
 //   - static/: index.html, console.js, console.css, embedded with
 //     go:embed (no build step, no external resources).
