@@ -87,6 +87,7 @@ func (c *Console) collectCluster(ctx context.Context) *ClusterView {
 	v.Gossip = c.gossipView()
 	ci := c.ns.Routes().ClusterInfo()
 	groups := c.groupStatuses(ctx, ci, "")
+	c.mergeDownMembers(groups)
 	for _, name := range slices.Sorted(maps.Keys(ci.ClusterAddrTable)) {
 		cl := ClusterInfo{Name: name, Groups: []GroupView{}}
 		for _, g := range groups {
@@ -168,4 +169,63 @@ func (c *Console) groupStatuses(ctx context.Context, ci *wire.ClusterInfo, only 
 		out = append(out, gv)
 	}
 	return out
+}
+
+// mergeDownMembers folds the row of a registered address that did not
+// answer RAFT_STATUS into the row the Raft configuration gives the member
+// at that address: a member that is down but still registered (a hung
+// host, whose connection lingers until its registration expires) showed
+// twice, as its Raft id (Unknown) and as its address (Unreachable). The
+// address's id is the one its gossip metadata names, else the one that
+// last answered from it (remembered while the address stays registered).
+func (c *Console) mergeDownMembers(groups []*GroupView) {
+	byGossip := map[string]string{}
+	if g := c.ns.Gossip(); g != nil {
+		for _, m := range g.Members() {
+			if m.Meta.Kind == ha.KindBroker && m.Meta.RemotingAddr != "" && m.Meta.RaftID != "" {
+				byGossip[m.Meta.Cluster+"/"+m.Meta.BrokerName+"/"+m.Meta.RemotingAddr] = m.Meta.RaftID
+			}
+		}
+	}
+	c.memberMu.Lock()
+	defer c.memberMu.Unlock()
+	next := map[string]string{}
+	for _, g := range groups {
+		prefix := g.Cluster + "/" + g.BrokerName + "/"
+		for _, m := range g.Members {
+			if _, answered := g.Statuses[m.ID]; answered && m.RemotingAddr != "" {
+				next[prefix+m.RemotingAddr] = m.ID
+			}
+		}
+		merged := make([]bool, len(g.Members))
+		for j, m := range g.Members {
+			if m.ID != "" || m.RemotingAddr == "" {
+				continue
+			}
+			key := prefix + m.RemotingAddr
+			id, ok := byGossip[key]
+			if !ok {
+				id, ok = c.memberIDs[key]
+			}
+			if !ok {
+				continue
+			}
+			next[key] = id
+			i := slices.IndexFunc(g.Members, func(o MemberView) bool { return o.ID == id && o.RemotingAddr == "" })
+			if i < 0 {
+				continue
+			}
+			cm := &g.Members[i]
+			cm.RemotingAddr, cm.BrokerID, cm.State, cm.Error = m.RemotingAddr, m.BrokerID, m.State, m.Error
+			merged[j] = true
+		}
+		rows := g.Members[:0]
+		for j, m := range g.Members {
+			if !merged[j] {
+				rows = append(rows, m)
+			}
+		}
+		g.Members = rows
+	}
+	c.memberIDs = next
 }

@@ -74,6 +74,12 @@ type Console struct {
 	logins *loginLimiter
 	// lookups holds a token per message lookup in flight (maxLookups).
 	lookups chan struct{}
+
+	// memberIDs remembers which Raft id answered from a registered
+	// address ("cluster/brokerName/addr"), to show a member that stopped
+	// answering as one row (mergeDownMembers).
+	memberMu  sync.Mutex
+	memberIDs map[string]string
 }
 
 // New builds a console over ns. Nothing is served until Mount or Handler.
