@@ -105,10 +105,10 @@ func (b *browser) eval(expr string) string {
 	return s
 }
 
-// click clicks like a user (mouse events at the element's box). The page
-// re-renders its tables on every poll, so the node found may be replaced
-// before its box is read; then no event was sent, and the click is tried
-// again on the new node.
+// click clicks like a user (mouse events at the element's box). A poll
+// may replace the node found before its box is read (a row whose key
+// changed); then no event was sent, and the click is tried again on the
+// new node.
 func (b *browser) click(what, sel string) {
 	b.t.Helper()
 	var err error

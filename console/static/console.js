@@ -69,8 +69,52 @@ async function postJSON(path, payload) {
   return body;
 }
 
+// Attributes that name what a node shows: a node keeps its place among
+// its siblings by the first of these it has, else by its position.
+const keyAttrs = ["data-group", "data-member", "data-topic", "data-consumer-group", "data-queue"];
+
+function keyOf(node) {
+  if (node.nodeType !== Node.ELEMENT_NODE) return null;
+  for (const a of keyAttrs) if (node.hasAttribute(a)) return a + "=" + node.getAttribute(a);
+  return null;
+}
+
+// patchChildren makes parent's children equal to next, keeping each node
+// that still shows the same thing and changing only what differs. Built
+// anew on every poll, a row lost a click whose press and release fell on
+// either side of a refresh (the click then went to the table, which
+// ignores it), and any text selected in it.
+function patchChildren(parent, next) {
+  const byKey = new Map();
+  for (const c of parent.childNodes) {
+    const k = keyOf(c);
+    if (k !== null && !byKey.has(k)) byKey.set(k, c);
+  }
+  next.forEach((n, i) => {
+    const k = keyOf(n);
+    let o = k !== null ? byKey.get(k) : parent.childNodes[i];
+    if (k !== null) byKey.delete(k);
+    if (o && o.nodeName === n.nodeName && keyOf(o) === k) patchNode(o, n);
+    else o = n;
+    const at = parent.childNodes[i];
+    if (at !== o) parent.insertBefore(o, at || null);
+  });
+  while (parent.childNodes.length > next.length) parent.lastChild.remove();
+}
+
+function patchNode(o, n) {
+  if (o.isEqualNode(n)) return;
+  if (o.nodeType !== Node.ELEMENT_NODE) {
+    o.nodeValue = n.nodeValue;
+    return;
+  }
+  for (const a of [...o.attributes]) if (!n.hasAttribute(a.name)) o.removeAttribute(a.name);
+  for (const a of n.attributes) if (o.getAttribute(a.name) !== a.value) o.setAttribute(a.name, a.value);
+  patchChildren(o, [...n.childNodes]);
+}
+
 function fill(tbody, rows) {
-  tbody.replaceChildren(...rows);
+  patchChildren(tbody, rows);
 }
 
 // ---- cluster ----
@@ -117,7 +161,7 @@ function renderCluster(v) {
     }
   }
   if (groups.length === 0) groups.push(el("p", { class: "muted" }, "no broker group is registered with this name server"));
-  $("cluster").replaceChildren(...groups);
+  patchChildren($("cluster"), groups);
   const gs = v.gossip;
   $("gossip-summary").textContent = gs.enabled ? gs.members.length + " nodes" : "(gossipEnable is off)";
   fill($("gossip").tBodies[0], gs.members.map((m) => el("tr", {},
