@@ -17,7 +17,7 @@ import (
 func TestWrongCredentialsLogBounded(t *testing.T) {
 	ns := startNamesrv(t)
 	core, logs := observer.New(zapcore.WarnLevel)
-	c, err := New(ns, Options{AccessKey: "ak", SecretKey: "sk", Logger: zap.New(core)})
+	c, err := New(ns, Options{AccessKey: "console-ak", SecretKey: "console-sk", Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestWrongCredentialsLogBounded(t *testing.T) {
 		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/api/auth", nil)
 		// From as many addresses: one address is locked out after a few.
 		req.RemoteAddr = fmt.Sprintf("192.0.2.%d:1234", i)
-		req.SetBasicAuth("ak", "wrong")
+		req.SetBasicAuth("console-ak", "wrong")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusUnauthorized {

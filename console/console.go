@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -87,8 +88,11 @@ func New(ns *namesrv.NameServer, opts Options) (*Console, error) {
 	if ns == nil {
 		return nil, errors.New("console: nil name server")
 	}
-	if (opts.AccessKey == "") != (opts.SecretKey == "") {
-		return nil, ErrCredentials
+	// The account is an admin account of the brokers' plain_acl.yml (or
+	// their cluster account), which take no key of 6 characters or fewer;
+	// shorter keys guard the actions with a guessable password.
+	if err := (remoting.Credentials{AccessKey: opts.AccessKey, SecretKey: opts.SecretKey}).CheckConfigured("consoleAccessKey", "consoleSecretKey"); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCredentials, err)
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()

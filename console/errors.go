@@ -4,8 +4,9 @@ import "errors"
 
 var (
 	// ErrCredentials means only one of the access key and the secret key
-	// was given (consoleAccessKey and consoleSecretKey go together).
-	ErrCredentials = errors.New("console: consoleAccessKey and consoleSecretKey go together")
+	// was given (consoleAccessKey and consoleSecretKey go together), or
+	// one shorter than remoting.MinKeyLength.
+	ErrCredentials = errors.New("console: invalid console account")
 	// ErrNoHTTP means the name server has no monitoring port to serve the
 	// console on (metricsPort=-1).
 	ErrNoHTTP = errors.New("console: the name server's HTTP port is off (metricsPort=-1); the console needs it")

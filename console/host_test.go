@@ -31,7 +31,7 @@ func TestForeignHostRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ns.Close() })
-	c, err := New(ns, Options{AccessKey: "ak", SecretKey: "sk", AllowedHosts: []string{"Console.Example.org"}})
+	c, err := New(ns, Options{AccessKey: "console-ak", SecretKey: "console-sk", AllowedHosts: []string{"Console.Example.org"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestForeignHostRefused(t *testing.T) {
 		}
 		req.Host = host
 		req.Header.Set("Content-Type", "application/json")
-		req.SetBasicAuth("ak", "sk")
+		req.SetBasicAuth("console-ak", "console-sk")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

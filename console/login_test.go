@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -35,7 +36,7 @@ func (f *fakeClock) add(d time.Duration) {
 // compared meanwhile; other addresses are not affected.
 func TestWrongCredentialsLockOut(t *testing.T) {
 	ns := startNamesrv(t)
-	c, err := New(ns, Options{AccessKey: "ak", SecretKey: "sk"})
+	c, err := New(ns, Options{AccessKey: "console-ak", SecretKey: "console-sk"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestWrongCredentialsLockOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.SetBasicAuth("ak", sk)
+		req.SetBasicAuth("console-ak", sk)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -64,14 +65,14 @@ func TestWrongCredentialsLockOut(t *testing.T) {
 		}
 	}
 	// Locked out: even the right key is not compared.
-	code, ra := call("sk")
+	code, ra := call("console-sk")
 	if code != http.StatusTooManyRequests || ra != "1" {
 		t.Fatalf("right key while locked out: %d Retry-After %q, want 429 and 1", code, ra)
 	}
 	// Another address signs in meanwhile.
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/api/auth", nil)
 	req.RemoteAddr = "192.0.2.7:5000"
-	req.SetBasicAuth("ak", "sk")
+	req.SetBasicAuth("console-ak", "console-sk")
 	rec := httptest.NewRecorder()
 	c.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
@@ -82,12 +83,12 @@ func TestWrongCredentialsLockOut(t *testing.T) {
 	if code, _ := call("guess-again"); code != http.StatusUnauthorized {
 		t.Fatalf("refusal after the lock-out: %d", code)
 	}
-	if code, ra := call("sk"); code != http.StatusTooManyRequests || ra != "2" {
+	if code, ra := call("console-sk"); code != http.StatusTooManyRequests || ra != "2" {
 		t.Fatalf("after another refusal: %d Retry-After %q, want 429 and 2", code, ra)
 	}
 	// Once it is over, the right key signs in and clears the address.
 	clock.add(2 * time.Second)
-	if code, _ := call("sk"); code != http.StatusOK {
+	if code, _ := call("console-sk"); code != http.StatusOK {
 		t.Fatalf("right key after the lock-out: %d", code)
 	}
 	for i := range loginFreeFailures {
@@ -95,7 +96,7 @@ func TestWrongCredentialsLockOut(t *testing.T) {
 			t.Fatalf("typo %d after a sign-in: %d, want 401 (the count starts over)", i+1, code)
 		}
 	}
-	if code, _ := call("sk"); code != http.StatusOK {
+	if code, _ := call("console-sk"); code != http.StatusOK {
 		t.Fatalf("right key after %d typos: %d", loginFreeFailures, code)
 	}
 	// Capped: many refusals lock out for at most loginMaxLockout.
@@ -103,7 +104,7 @@ func TestWrongCredentialsLockOut(t *testing.T) {
 		clock.add(loginMaxLockout)
 		call("guess")
 	}
-	if code, ra := call("sk"); code != http.StatusTooManyRequests || ra != strconv.Itoa(int(loginMaxLockout/time.Second)) {
+	if code, ra := call("console-sk"); code != http.StatusTooManyRequests || ra != strconv.Itoa(int(loginMaxLockout/time.Second)) {
 		t.Fatalf("after 40 lock-outs: %d Retry-After %q, want 429 and %d", code, ra, int(loginMaxLockout/time.Second))
 	}
 }
@@ -132,5 +133,18 @@ func TestLoginLimiterBounded(t *testing.T) {
 	// One IPv6 host's /64 is one entry.
 	if a, b := loginKey("[2001:db8::1]:1"), loginKey("[2001:db8::ffff:2]:2"); a != b {
 		t.Errorf("keys %s and %s of one /64 differ", a, b)
+	}
+}
+
+// A console account with keys the brokers' ACL would not take (6
+// characters or fewer) is refused: it guarded the actions with a
+// guessable password.
+func TestShortAccountRefused(t *testing.T) {
+	ns := startNamesrv(t)
+	for _, o := range []Options{{AccessKey: "admin", SecretKey: "admin"}, {AccessKey: "console-ak"}} {
+		if c, err := New(ns, o); !errors.Is(err, ErrCredentials) {
+			_ = c.Close()
+			t.Errorf("account %q/%q: %v, want ErrCredentials", o.AccessKey, o.SecretKey, err)
+		}
 	}
 }

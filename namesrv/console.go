@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // ConsoleConfig holds the keys of the web console that package console
@@ -55,9 +57,12 @@ func (c *Config) redactSecrets() {
 	c.Gossip.Redact(redactedSecret)
 }
 
+// validate refuses half an account, and keys the brokers' ACL would not
+// take (the account is one of theirs): as short, they are guessable.
 func (c ConsoleConfig) validate() error {
-	if (c.ConsoleAccessKey == "") != (c.ConsoleSecretKey == "") {
-		return fmt.Errorf("%w: consoleAccessKey and consoleSecretKey go together", ErrInvalidConfig)
+	cr := remoting.Credentials{AccessKey: c.ConsoleAccessKey, SecretKey: c.ConsoleSecretKey}
+	if err := cr.CheckConfigured("consoleAccessKey", "consoleSecretKey"); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return nil
 }

@@ -34,6 +34,24 @@ func TestNamesrvConfigRedactsSecrets(t *testing.T) {
 	}
 }
 
+// The console account is an admin account of the brokers, whose ACL
+// takes no key of 6 characters or fewer; shorter ones were taken, and
+// guarded the console's actions and message bodies with a guessable
+// password. They are refused as RocketMQ refuses them.
+func TestNamesrvConfigRefusesShortConsoleKeys(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr, cfg.ListenPort, cfg.MetricsPort = "127.0.0.1", 0, -1
+	cfg.KVConfigPath = filepath.Join(t.TempDir(), "kv.json")
+	cfg.ConsoleAccessKey, cfg.ConsoleSecretKey = "admin", "admin"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "at least 7 characters") {
+		t.Errorf("consoleAccessKey=admin consoleSecretKey=admin: %v, want refused for their length", err)
+	}
+	cfg.ConsoleAccessKey, cfg.ConsoleSecretKey = "console", "console-secret"
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("keys of 7 characters and more: %v", err)
+	}
+}
+
 // TestNamesrvConfigRedactsGossipKey: GET_NAMESRV_CONFIG answers anyone,
 // and gossipSecretKey is what keeps strangers out of the gossip pool (a
 // member there can declare brokers dead and drop them from the routes),
