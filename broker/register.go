@@ -459,7 +459,10 @@ func (r *registerService) registerAll() (failed []string) {
 				// state version: a member this one replaced whose record
 				// has not gone yet (no close seen, gossip off), or one
 				// with a longer log (this member rejoined empty and holds
-				// only the snapshot so far). The round is retried on the
+				// only the snapshot so far); or, for brokerId 0, the
+				// group had a leader of a later term within that one's
+				// expiry (a group restarted from wiped data counts terms
+				// from 1 again). The round is retried on the
 				// failed rounds' back-off, so this member is routed
 				// seconds after that record goes or its log passes the
 				// other's, not a registration period later.

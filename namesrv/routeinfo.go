@@ -30,6 +30,26 @@ type brokerAddrInfo struct {
 	addr    string
 }
 
+// groupKey names a broker group.
+type groupKey struct {
+	cluster string
+	name    string
+}
+
+// masterTerm is the highest state version (a raftmq leader's Raft term) a
+// group's brokerId 0 registered with, and until when it holds off lower
+// ones.
+type masterTerm struct {
+	version int64
+	until   time.Time
+}
+
+// maxMasterTermMemory caps how long a group's master term is kept after
+// the last registration that carried it, whatever expiry that
+// registration asked for: the table must not grow with every group name
+// ever registered.
+const maxMasterTermMemory = 10 * time.Minute
+
 // brokerLiveInfo is what the name server knows about a registered address.
 type brokerLiveInfo struct {
 	lastUpdate   time.Time
@@ -72,6 +92,20 @@ type RouteInfoManager struct {
 	// deposed leader's once the newer leader's entry is gone. It outlives
 	// the group's entries (every member restarting) until addWritePerm.
 	writeWiped map[string]struct{}
+	// masterTerms: group → the highest state version its brokerId 0
+	// registered with. A raftmq leader registers with its Raft term, so a
+	// deposed leader's registration (one in flight when it lost the
+	// leadership, or sent in the moment before it noticed) carries a lower
+	// one. Comparing with the entry at brokerId 0 alone would let it take
+	// the id back once the newer leader's entry is gone (its connection
+	// closed, gossip declared it dead) and before the next leader
+	// registers. Kept as long as the newer leader's entry would have lived
+	// had it stayed (its expiry after its last registration, at most
+	// maxMasterTermMemory), then forgotten: a group restarted from wiped
+	// data counts terms from 1 again, and a name server cannot tell its
+	// leader from a deposed one, so such a group is routed without master
+	// until then (or at once after the name servers restart).
+	masterTerms map[groupKey]masterTerm
 }
 
 // RouteOption adjusts a RouteInfoManager at construction.
@@ -105,6 +139,7 @@ func NewRouteInfoManager(defaultExpiry time.Duration, log *zap.Logger, opts ...R
 		brokerLiveTable:   make(map[brokerAddrInfo]*brokerLiveInfo),
 		filterServerTable: make(map[brokerAddrInfo][]string),
 		writeWiped:        make(map[string]struct{}),
+		masterTerms:       make(map[groupKey]masterTerm),
 	}
 	for _, o := range opts {
 		o(r)
@@ -205,6 +240,23 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 		}
 	}
 
+	// A master registering with a lower state version than the group's
+	// newest master did, within that one's expiry, is a deposed leader
+	// (masterTerms), whether or not the newer one still holds brokerId 0.
+	gk := groupKey{a.Cluster, a.BrokerName}
+	sv := a.Topics.DataVersion.StateVersion
+	if a.BrokerID == wire.MasterID {
+		if mt, ok := r.masterTerms[gk]; ok && sv < mt.version && r.now().Before(mt.until) {
+			r.log.Warn("master registration older than the group's newest master; ignored",
+				zap.String("cluster", a.Cluster), zap.String("brokerName", a.BrokerName),
+				zap.String("addr", a.BrokerAddr), zap.Int64("stateVersion", sv), zap.Int64("newestStateVersion", mt.version))
+			if !r.inClusterLocked(a.Cluster, a.BrokerAddr) {
+				delete(r.brokerLiveTable, key)
+			}
+			return res, ErrRegistrationIgnored
+		}
+	}
+
 	r.leaveOtherGroupsLocked(a.Cluster, a.BrokerName, a.BrokerAddr)
 
 	names := r.clusterAddrTable[a.Cluster]
@@ -287,6 +339,11 @@ func (r *RouteInfoManager) RegisterBroker(a RegisterBrokerArgs) (res RegisterBro
 		dataVersion:  a.Topics.DataVersion,
 		channel:      a.Channel,
 		haServerAddr: a.HAServerAddr,
+	}
+	if isMaster {
+		if mt, ok := r.masterTerms[gk]; !ok || sv >= mt.version || !r.now().Before(mt.until) {
+			r.masterTerms[gk] = masterTerm{version: sv, until: r.now().Add(min(expiry, maxMasterTermMemory))}
+		}
 	}
 	if len(a.FilterServerList) == 0 {
 		delete(r.filterServerTable, key)

@@ -173,8 +173,9 @@ func (r *RouteInfoManager) UnregisterRequestsForChannel(ch Channel) []wire.Unreg
 }
 
 // ScanNotActiveBrokers removes, in one batch, every broker whose last
-// heartbeat is older than its expiry, and returns the channels they
-// registered through so the caller can close them outside the lock.
+// heartbeat is older than its expiry, and the master terms past theirs,
+// and returns the channels they registered through so the caller can
+// close them outside the lock.
 func (r *RouteInfoManager) ScanNotActiveBrokers() []Channel {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -194,6 +195,11 @@ func (r *RouteInfoManager) ScanNotActiveBrokers() []Channel {
 		}
 	}
 	r.unregisterLocked(reqs)
+	for gk, mt := range r.masterTerms {
+		if !now.Before(mt.until) {
+			delete(r.masterTerms, gk)
+		}
+	}
 	return chans
 }
 

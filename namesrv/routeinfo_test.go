@@ -291,6 +291,59 @@ func TestRouteInfoManager(t *testing.T) {
 			},
 		},
 		{
+			// A deposed leader (term 6) must not take brokerId 0 back
+			// when the newer leader's (term 7) entry is gone before the
+			// next leader registers; the term is remembered until the
+			// newer leader's entry would have expired, then forgotten, so
+			// a group restarted from wiped data (terms from 1) is routed.
+			name: "deposed master stays out after the newer master's entry goes",
+			steps: []routeStep{
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					newer := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6)))
+					newer.Topics.DataVersion.StateVersion = 7
+					mustRegister(newer)(t, r, clk)
+					follower := reg(c1, "b1", 1, "a:2", topics(1, tc("T", 4, 4, 6)))
+					follower.Topics.DataVersion.StateVersion = 100
+					mustRegister(follower)(t, r, clk)
+					if !r.RemoveBroker(c1, "b1", 0) { // gossip declared the leader dead
+						t.Fatal("leader not removed")
+					}
+					clk.advance(30 * time.Second)
+					r.ScanNotActiveBrokers()
+					deposed := reg(c1, "b1", 0, "a:2", topics(1, tc("T", 4, 4, 6)))
+					deposed.Topics.DataVersion.StateVersion = 6
+					if _, err := r.RegisterBroker(deposed); !errors.Is(err, ErrRegistrationIgnored) {
+						t.Fatalf("deposed leader's registration: %v, want ErrRegistrationIgnored", err)
+					}
+				}},
+				{check: wantAddrs("b1", map[int64]string{1: "a:2"})},
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					next := reg(c1, "b1", 0, "a:3", topics(1, tc("T", 4, 4, 6)))
+					next.Topics.DataVersion.StateVersion = 8
+					mustRegister(next)(t, r, clk)
+				}},
+				{check: wantAddrs("b1", map[int64]string{0: "a:3", 1: "a:2"})},
+				{do: func(t *testing.T, r *RouteInfoManager, clk *fakeClock) {
+					// The whole group stops; it comes back wiped.
+					r.UnregisterBrokers([]wire.UnregisterBrokerRequestHeader{
+						{Cluster: c1, BrokerName: "b1", BrokerAddr: "a:3", BrokerID: 0},
+						{Cluster: c1, BrokerName: "b1", BrokerAddr: "a:2", BrokerID: 1}})
+					wiped := reg(c1, "b1", 0, "a:1", topics(1, tc("T", 4, 4, 6)))
+					wiped.Topics.DataVersion.StateVersion = 1
+					if _, err := r.RegisterBroker(wiped); !errors.Is(err, ErrRegistrationIgnored) {
+						t.Fatalf("term 1 within term 8's expiry: %v, want ErrRegistrationIgnored", err)
+					}
+					clk.advance(121 * time.Second)
+					r.ScanNotActiveBrokers()
+					if len(r.masterTerms) != 0 {
+						t.Fatalf("master terms kept past their expiry: %v", r.masterTerms)
+					}
+					mustRegister(wiped)(t, r, clk)
+				}},
+				{check: wantAddrs("b1", map[int64]string{0: "a:1"})},
+			},
+		},
+		{
 			// The removal of a closed connection's brokers is queued; a
 			// broker that registered again over a new connection before
 			// it is applied keeps that registration.
