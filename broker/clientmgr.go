@@ -398,6 +398,12 @@ func (m *clientManager) broadcasting(group string) bool {
 
 // notifyChanged sends NOTIFY_CONSUMER_IDS_CHANGED (40) oneway to every
 // remaining client of group so they rebalance now instead of within 20 s.
+// It never waits: a notice that finds its connection's write queue full
+// (a client that stopped reading) is dropped. It runs inside heartbeat
+// handling and connection-close callbacks, where waiting for each stalled
+// member would hold every heartbeat of the group behind it, and the
+// notice is only a hint: the client rebalances on its own timer anyway
+// (RocketMQ gives the oneway write 10 ms, then drops it).
 func (m *clientManager) notifyChanged(group string) {
 	g, ok := m.group(group)
 	if !ok {
@@ -409,10 +415,16 @@ func (m *clientManager) notifyChanged(group string) {
 		}
 		req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, &wire.ConsumerGroupRequestHeader{ConsumerGroup: group}, nil)
 		req.Flag |= remoting.FlagOneway
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if err := ch.Conn.InvokeOneway(ctx, req); err != nil {
-			m.c.log.Debug("notify consumer ids changed failed", zap.String("group", group), zap.String("client", ch.ClientID), zap.Error(err))
+		if err := ch.Conn.InvokeOneway(noWait, req); err != nil {
+			m.c.log.Debug("notify consumer ids changed not sent", zap.String("group", group), zap.String("client", ch.ClientID), zap.Error(err))
 		}
-		cancel()
 	}
 }
+
+// noWait is a context already cancelled: a oneway send with it is queued
+// when the connection's write queue has room and fails at once otherwise.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()

@@ -3,6 +3,9 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -133,5 +136,94 @@ func TestUnregisterClientOnlyItsOwnConnection(t *testing.T) {
 	}
 	if c, p := registered(); c || p {
 		t.Fatalf("the client's own UNREGISTER_CLIENT: consumer %v, producer %v still registered", c, p)
+	}
+}
+
+// TestHeartbeatNotHeldByConsumersThatStopReading: a consumer that joins
+// a group is answered at once even when other members of the group stopped
+// reading their connections (their write queues are full). The membership
+// notice to each of them is dropped instead of waited for; the joining
+// consumer's heartbeat must not wait a second per stalled member (its
+// client gives up after 3 s and the group's rebalance stalls with it).
+func TestHeartbeatNotHeldByConsumersThatStopReading(t *testing.T) {
+	const stalledMembers = 4
+	pc, _ := startFakeProc(t, func(c *BrokerConfig) {
+		c.WriteTimeout = 10 * time.Minute // nothing here is closed for not reading
+		c.MaxWriteQueueBytes = 64 << 10
+	})
+	node := pc.nodes[0]
+	addr := node.Addr()
+	pc.createTopic(addr, "ST", 1)
+	heartbeatFrame := func(id string) []byte {
+		hb, _ := json.Marshal(wire.HeartbeatData{ClientID: id, ConsumerDataSet: []wire.HeartbeatConsumerData{{GroupName: "SG",
+			ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+			SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "ST", SubString: "*", SubVersion: 1}}}}})
+		f, err := remoting.EncodeFrame(remoting.NewRequest(remoting.RequestHeartBeat, nil, hb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for i := range stalledMembers {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nc.Close() })
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4 << 10)
+		}
+		if _, err := nc.Write(heartbeatFrame(fmt.Sprintf("127.0.0.1@stalled%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitFor(t, 5*time.Second, "the stalled members registered", func() bool {
+		return len(node.clients.consumerIDs("SG")) == stalledMembers
+	})
+	// Fill the members' write queues: oneway frames that find no room
+	// fail at once with an expired context. The queue is full for good
+	// once it has refused frames for a while: the socket buffers behind
+	// it are full too, and the member never reads.
+	full, cancel := context.WithCancel(context.Background())
+	cancel()
+	g, _ := node.clients.group("SG")
+	filler := make([]byte, 32<<10)
+	for conn := range g.Channels {
+		deadline := time.Now().Add(20 * time.Second)
+		var refusedSince time.Time
+		for refusedSince.IsZero() || time.Since(refusedSince) < 300*time.Millisecond {
+			if time.Now().After(deadline) {
+				t.Fatal("a member's write queue never stayed full")
+			}
+			req := remoting.NewRequest(remoting.RequestNotifyConsumerIDsChanged, &wire.ConsumerGroupRequestHeader{ConsumerGroup: "SG"}, filler)
+			switch err := conn.InvokeOneway(full, req); {
+			case err == nil:
+				refusedSince = time.Time{}
+			case refusedSince.IsZero():
+				refusedSince = time.Now()
+			default:
+				runtime.Gosched()
+			}
+		}
+	}
+
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
+	t.Cleanup(func() { _ = cli.Close() })
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@joiner", ConsumerDataSet: []wire.HeartbeatConsumerData{{GroupName: "SG",
+		ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "ST", SubString: "*", SubVersion: 1}}}}})
+	ctx, cancelCall := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelCall()
+	start := time.Now()
+	r, err := cli.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, hb))
+	took := time.Since(start)
+	if err != nil || r.Code != remoting.ResponseSuccess {
+		t.Fatalf("joining heartbeat: %v %v", r, err)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("the joining heartbeat took %v with %d members not reading: it waited on their notices", took, stalledMembers)
+	}
+	if ids := node.clients.consumerIDs("SG"); len(ids) != stalledMembers+1 {
+		t.Fatalf("group members %v", ids)
 	}
 }
