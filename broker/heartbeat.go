@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,12 +28,26 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 	}
 	now := time.Now()
 	ch := clientChannel{ClientID: hb.ClientID, Conn: conn, Language: req.Language.String(), Version: int(req.Version)}
+	// A consumer group the heartbeat cannot be registered in is left out
+	// and the first such refusal answered, after the rest of the heartbeat
+	// (its other groups, its producers) is registered: RocketMQ registers
+	// every part of a heartbeat, and one bad subscription must not drop
+	// the client from everything else. Its earlier registration in that
+	// group on this connection goes too, so the group rebalances without
+	// it at once: kept until it expired, it would be assigned queues its
+	// pulls cannot read.
+	var refused *remoting.RemotingCommand
 	for _, cd := range hb.ConsumerDataSet {
 		if r := checkGroup(cd.GroupName); r != nil {
-			return r, nil
+			refused = cmp.Or(refused, r)
+			continue
 		}
 		if r := c.checkHeartbeatSubscriptions(cd); r != nil {
-			return r, nil
+			refused = cmp.Or(refused, r)
+			for _, g := range c.clients.unregister(conn, hb.ClientID, "", cd.GroupName) {
+				c.notifyMembership(g)
+			}
+			continue
 		}
 		c.prepareConsumerGroup(ctx, cd.GroupName)
 		if c.clients.registerConsumer(cd, ch, now) {
@@ -42,6 +57,9 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 	}
 	for _, pd := range hb.ProducerDataSet {
 		c.clients.registerProducer(pd.GroupName, ch, now)
+	}
+	if refused != nil {
+		return refused, nil
 	}
 	return success(), nil
 }
@@ -63,7 +81,8 @@ func (c *Controller) checkHeartbeatSubscriptions(cd wire.HeartbeatConsumerData) 
 		if n := max(len(sd.SubString), tagBytes, len(sd.TagsSet), len(sd.CodeSet)); n > maxPullSubscriptionLength {
 			return c.refuse("heartbeatSubscriptionLength", remoting.ResponseSubscriptionParseFailed,
 				"the subscription of consumer group %s to topic %.64s is %d bytes or tags long, longer than %d: "+
-					"brokers filter by expressions of at most that size", cd.GroupName, sd.Topic, n, maxPullSubscriptionLength)
+					"brokers filter by expressions of at most that size; the client is not registered in that group "+
+					"on this broker until it subscribes within it", cd.GroupName, sd.Topic, n, maxPullSubscriptionLength)
 		}
 	}
 	return nil
