@@ -92,6 +92,14 @@ func putChannel(chans map[*remoting.Conn]*clientChannel, ch *clientChannel) bool
 	return changed
 }
 
+// closedConn reports whether a heartbeat came on a connection that has
+// closed since it was read (a request waits in a worker queue while its
+// connection closes). Registered, it would outlive the close's removal,
+// which ran or runs under mu, and stay a member of its groups until it
+// expired (channelExpiredTimeout): rebalancing would hand it queues
+// nobody consumes meanwhile.
+func closedConn(c *remoting.Conn) bool { return c != nil && c.Closed() }
+
 // hasClientID reports whether any connection of chans is registered
 // under id.
 func hasClientID(chans map[*remoting.Conn]*clientChannel, id string) bool {
@@ -125,6 +133,9 @@ func channelOf(chans map[*remoting.Conn]*clientChannel, id string) *clientChanne
 func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clientChannel, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if closedConn(ch.Conn) {
+		return false
+	}
 	g := m.consumers[cd.GroupName]
 	if g == nil {
 		g = &consumerGroupInfo{Channels: map[*remoting.Conn]*clientChannel{}, Subscriptions: map[string]wire.SubscriptionData{}}
@@ -196,6 +207,9 @@ func (m *clientManager) compileSub(group string, s *wire.SubscriptionData, prev 
 func (m *clientManager) registerProducer(group string, ch clientChannel, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if closedConn(ch.Conn) {
+		return
+	}
 	g := m.producers[group]
 	if g == nil {
 		g = map[*remoting.Conn]*clientChannel{}

@@ -98,3 +98,45 @@ func TestHeartbeatRegistrationsPerConnection(t *testing.T) {
 		t.Fatalf("after the reconnect the group lists %v", got)
 	}
 }
+
+// TestHeartbeatReadBeforeItsConnectionClosed: a heartbeat read from a
+// connection that closes before a worker processes it (the consumer
+// shutting down with a heartbeat in flight) registers nothing: the close's
+// removal has run, and the consumer would otherwise stay a member of its
+// group, assigned queues nobody consumes, until it expired.
+func TestHeartbeatReadBeforeItsConnectionClosed(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	node := tc.nodes[0]
+	addr := node.Addr()
+	tc.createTopic(addr, "HL", 1)
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
+	t.Cleanup(func() { _ = cli.Close() })
+	cd := wire.HeartbeatConsumerData{GroupName: "HLG", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING",
+		ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET", SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "HL", SubString: "*", SubVersion: 1}}}
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@leaving", ConsumerDataSet: []wire.HeartbeatConsumerData{cd},
+		ProducerDataSet: []wire.HeartbeatProducerData{{GroupName: "HLP"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r, err := cli.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, hb)); err != nil || r.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat: %v %v", r, err)
+	}
+	g, _ := node.clients.group("HLG")
+	var conn *remoting.Conn
+	for c := range g.Channels {
+		conn = c
+	}
+	_ = cli.Close()
+	testutil.WaitFor(t, 5*time.Second, "the broker saw the connection close", func() bool { return !node.clients.hasGroup("HLG") })
+
+	// The same heartbeat, processed now.
+	req := remoting.NewRequest(remoting.RequestHeartBeat, nil, hb)
+	if r, err := node.processHeartbeat(context.Background(), conn, req); err != nil || r.Code != remoting.ResponseSuccess {
+		t.Fatalf("late heartbeat: %v %v", r, err)
+	}
+	if ids := node.clients.consumerIDs("HLG"); len(ids) != 0 {
+		t.Fatalf("a heartbeat processed after its connection closed made %v members of the group", ids)
+	}
+	if _, ok := node.clients.producerChannels()["HLP"]; ok {
+		t.Fatal("a heartbeat processed after its connection closed registered its producer group")
+	}
+}
