@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -33,7 +34,14 @@ type clientManager struct {
 	mu        sync.Mutex
 	consumers map[string]*consumerGroupInfo                // guarded by mu; by group
 	producers map[string]map[*remoting.Conn]*clientChannel // guarded by mu; group → connection
+	// entries counts, per open connection, its entries in consumers and
+	// producers (maxClientGroupsPerConnection); guarded by mu.
+	entries map[*remoting.Conn]int
 }
+
+// errTooManyGroups refuses a heartbeat's group that would register its
+// connection in more than maxClientGroupsPerConnection groups.
+var errTooManyGroups = errors.New("connection registered in too many groups")
 
 // clientChannel is one client on one connection.
 type clientChannel struct {
@@ -59,7 +67,8 @@ type consumerGroupInfo struct {
 }
 
 func newClientManager(c *Controller) *clientManager {
-	return &clientManager{c: c, consumers: map[string]*consumerGroupInfo{}, producers: map[string]map[*remoting.Conn]*clientChannel{}}
+	return &clientManager{c: c, consumers: map[string]*consumerGroupInfo{}, producers: map[string]map[*remoting.Conn]*clientChannel{},
+		entries: map[*remoting.Conn]int{}}
 }
 
 // putChannel records ch in a table keyed by connection and reports
@@ -127,16 +136,42 @@ func channelOf(chans map[*remoting.Conn]*clientChannel, id string) *clientChanne
 	return best
 }
 
+// addEntryLocked counts a new entry of conn, or returns errTooManyGroups
+// when conn has maxClientGroupsPerConnection already.
+func (m *clientManager) addEntryLocked(conn *remoting.Conn) error {
+	if m.entries[conn] >= m.c.live().MaxClientGroupsPerConnection {
+		return errTooManyGroups
+	}
+	m.entries[conn]++
+	return nil
+}
+
+// dropEntryLocked uncounts an entry of conn.
+func (m *clientManager) dropEntryLocked(conn *remoting.Conn) {
+	if m.entries[conn] <= 1 {
+		delete(m.entries, conn)
+		return
+	}
+	m.entries[conn]--
+}
+
 // registerConsumer records a heartbeat's consumer data; it reports
 // whether the group's membership changed (a client ID new to the group),
-// which triggers NOTIFY_CONSUMER_IDS_CHANGED.
-func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clientChannel, now time.Time) bool {
+// which triggers NOTIFY_CONSUMER_IDS_CHANGED. It returns
+// errTooManyGroups, registering nothing, when the group would be one too
+// many for the connection.
+func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clientChannel, now time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if closedConn(ch.Conn) {
-		return false
+		return false, nil
 	}
 	g := m.consumers[cd.GroupName]
+	if g == nil || g.Channels[ch.Conn] == nil {
+		if err := m.addEntryLocked(ch.Conn); err != nil {
+			return false, err
+		}
+	}
 	if g == nil {
 		g = &consumerGroupInfo{Channels: map[*remoting.Conn]*clientChannel{}, Subscriptions: map[string]wire.SubscriptionData{}}
 		m.consumers[cd.GroupName] = g
@@ -175,7 +210,7 @@ func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clien
 		}
 	}
 	g.Subscriptions, g.sql = subs, sql
-	return changed
+	return changed, nil
 }
 
 // compileSub compiles a heartbeat's SQL92 subscription, reusing the
@@ -204,19 +239,27 @@ func (m *clientManager) compileSub(group string, s *wire.SubscriptionData, prev 
 	return sub
 }
 
-func (m *clientManager) registerProducer(group string, ch clientChannel, now time.Time) {
+// registerProducer records a heartbeat's producer group, or returns
+// errTooManyGroups as registerConsumer does.
+func (m *clientManager) registerProducer(group string, ch clientChannel, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if closedConn(ch.Conn) {
-		return
+		return nil
 	}
 	g := m.producers[group]
+	if g == nil || g[ch.Conn] == nil {
+		if err := m.addEntryLocked(ch.Conn); err != nil {
+			return err
+		}
+	}
 	if g == nil {
 		g = map[*remoting.Conn]*clientChannel{}
 		m.producers[group] = g
 	}
 	ch.LastUpdate = now
 	putChannel(g, &ch)
+	return nil
 }
 
 // unregister removes a client from the named groups when it is
@@ -231,6 +274,7 @@ func (m *clientManager) unregister(conn *remoting.Conn, clientID, producerGroup,
 	if g := m.producers[producerGroup]; g != nil {
 		if ch, ok := g[conn]; ok && ch.ClientID == clientID {
 			delete(g, conn)
+			m.dropEntryLocked(conn)
 			if len(g) == 0 {
 				delete(m.producers, producerGroup)
 			}
@@ -239,6 +283,7 @@ func (m *clientManager) unregister(conn *remoting.Conn, clientID, producerGroup,
 	if g := m.consumers[consumerGroup]; g != nil {
 		if ch, ok := g.Channels[conn]; ok && ch.ClientID == clientID {
 			delete(g.Channels, conn)
+			m.dropEntryLocked(conn)
 			if len(g.Channels) == 0 {
 				delete(m.consumers, consumerGroup)
 			}
@@ -262,6 +307,7 @@ func (m *clientManager) removeIf(drop func(*clientChannel) bool) []string {
 		for conn, ch := range g.Channels {
 			if drop(ch) {
 				delete(g.Channels, conn)
+				m.dropEntryLocked(conn)
 				lost = append(lost, ch.ClientID)
 			}
 		}
@@ -279,6 +325,7 @@ func (m *clientManager) removeIf(drop func(*clientChannel) bool) []string {
 		for conn, ch := range g {
 			if drop(ch) {
 				delete(g, conn)
+				m.dropEntryLocked(conn)
 			}
 		}
 		if len(g) == 0 {
@@ -292,6 +339,9 @@ func (m *clientManager) removeIf(drop func(*clientChannel) bool) []string {
 // connClosed is the servers' OnConnClose hook.
 func (m *clientManager) connClosed(conn *remoting.Conn) {
 	changed := m.removeIf(func(ch *clientChannel) bool { return ch.Conn == conn })
+	m.mu.Lock()
+	delete(m.entries, conn) // with any entry putChannel dropped for a reconnect
+	m.mu.Unlock()
 	for _, g := range changed {
 		m.notifyChanged(g)
 	}

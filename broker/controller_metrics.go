@@ -110,7 +110,7 @@ func newBrokerMetrics(c *Controller) *brokerMetrics {
 		}
 	})
 	m.limitRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "limit_refusals_total",
-		Help: "Requests refused by a limit against abuse, by limit (maxQueueNums, maxBatchMessages, offsetCommit, maxHeldPulls, maxHeldPullsPerConnection, autoCreateTopicMaxPerSecond, autoCreateMaxTopics)."}, []string{"limit"})
+		Help: "Requests refused by a limit against abuse, by limit (maxQueueNums, maxBatchMessages, offsetCommit, maxHeldPulls, maxHeldPullsPerConnection, maxClientGroupsPerConnection, autoCreateTopicMaxPerSecond, autoCreateMaxTopics)."}, []string{"limit"})
 	reg.MustRegister(m.limitRefusals)
 	c.registerLimitMetrics(reg)
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "incomplete_frame_refusals_total",

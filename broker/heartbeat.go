@@ -26,6 +26,12 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 	if hb.ClientID == "" {
 		return response(remoting.ResponseSystemError, "heartbeat without clientID"), nil
 	}
+	if len(hb.ClientID) > maxLockClientIDLength {
+		// Every entry of the connection keeps the ID it was last
+		// refreshed with: bounded, so the entries are.
+		return response(remoting.ResponseInvalidParameter, "heartbeat clientID is %d bytes, longer than %d",
+			len(hb.ClientID), maxLockClientIDLength), nil
+	}
 	now := time.Now()
 	ch := clientChannel{ClientID: hb.ClientID, Conn: conn, Language: req.Language.String(), Version: int(req.Version)}
 	// A consumer group the heartbeat cannot be registered in is left out
@@ -49,19 +55,42 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 			}
 			continue
 		}
+		changed, err := c.clients.registerConsumer(cd, ch, now)
+		if err != nil {
+			refused = cmp.Or(refused, c.tooManyGroups(cd.GroupName))
+			continue
+		}
 		c.prepareConsumerGroup(ctx, cd.GroupName)
-		if c.clients.registerConsumer(cd, ch, now) {
+		if changed {
 			c.log.Info("consumer group membership changed", zap.String("group", cd.GroupName), zap.String("client", hb.ClientID))
 			c.notifyMembership(cd.GroupName)
 		}
 	}
 	for _, pd := range hb.ProducerDataSet {
-		c.clients.registerProducer(pd.GroupName, ch, now)
+		// Sends do not check the producer group's characters, and some
+		// clients (rocketmq-client-go) do not either: only its length.
+		if len(pd.GroupName) > wire.MaxGroupLength {
+			refused = cmp.Or(refused, response(remoting.ResponseInvalidParameter,
+				"producer group %.64s… is %d bytes, longer than %d", pd.GroupName, len(pd.GroupName), wire.MaxGroupLength))
+			continue
+		}
+		if err := c.clients.registerProducer(pd.GroupName, ch, now); err != nil {
+			refused = cmp.Or(refused, c.tooManyGroups(pd.GroupName))
+		}
 	}
 	if refused != nil {
 		return refused, nil
 	}
 	return success(), nil
+}
+
+// tooManyGroups is the refusal of a heartbeat's group past
+// maxClientGroupsPerConnection.
+func (c *Controller) tooManyGroups(group string) *remoting.RemotingCommand {
+	return c.refuse("maxClientGroupsPerConnection", remoting.ResponseSystemError,
+		"group %.255s not registered: this connection is registered in maxClientGroupsPerConnection=%d groups already "+
+			"(groups it stops naming expire after channelExpiredTimeout, or unregister them)",
+		group, c.live().MaxClientGroupsPerConnection)
 }
 
 // checkHeartbeatSubscriptions refuses a subscription longer than a pull

@@ -1,12 +1,17 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -57,4 +62,86 @@ func TestHeartbeatRefusesOnlyTheGroupWithTooLongASubscription(t *testing.T) {
 	if ids := clients.consumerIDs("HRA"); len(ids) != 0 {
 		t.Fatalf("group HRA still lists %v after the client's heartbeat was refused for it", ids)
 	}
+}
+
+// TestHeartbeatGroupsPerConnectionBounded: one connection's heartbeats
+// keep it registered in at most maxClientGroupsPerConnection consumer and
+// producer groups. A group past it is left out and the heartbeat answered
+// SYSTEM_ERROR naming the key, while the groups it is registered in are
+// refreshed; one it leaves makes room; its close frees every count. A
+// client ID past 255 bytes is refused: every entry keeps one.
+func TestHeartbeatGroupsPerConnectionBounded(t *testing.T) {
+	pc, _ := startFakeProc(t, func(c *BrokerConfig) { c.MaxClientGroupsPerConnection = 3 })
+	node := pc.nodes[0]
+	addr := node.Addr()
+	pc.createTopic(addr, "HG", 1)
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
+	t.Cleanup(func() { _ = cli.Close() })
+	const id = "127.0.0.1@many"
+	invoke := func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := cli.InvokeSync(ctx, addr, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	heartbeat := func(clientID string, consumers []string, producers ...string) *remoting.RemotingCommand {
+		t.Helper()
+		hb := wire.HeartbeatData{ClientID: clientID}
+		for _, g := range consumers {
+			hb.ConsumerDataSet = append(hb.ConsumerDataSet, wire.HeartbeatConsumerData{GroupName: g, ConsumeType: wire.ConsumeTypePush,
+				MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+				SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "HG", SubString: "*", SubVersion: 1}}})
+		}
+		for _, g := range producers {
+			hb.ProducerDataSet = append(hb.ProducerDataSet, wire.HeartbeatProducerData{GroupName: g})
+		}
+		body, _ := json.Marshal(hb)
+		return invoke(remoting.NewRequest(remoting.RequestHeartBeat, nil, body))
+	}
+	registered := func(consumers []string, producers ...string) {
+		t.Helper()
+		for _, g := range consumers {
+			if ids := node.clients.consumerIDs(g); !slices.Equal(ids, []string{id}) {
+				t.Fatalf("consumer group %s lists %v", g, ids)
+			}
+		}
+		for _, g := range producers {
+			if _, ok := node.clients.producerChannels()[g]; !ok {
+				t.Fatalf("producer group %s not registered", g)
+			}
+		}
+	}
+	for range 2 { // the groups it holds are refreshed, the next still refused
+		r := heartbeat(id, []string{"CA", "CB"}, "PA", "PB")
+		if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "maxClientGroupsPerConnection=3") || !strings.Contains(r.Remark, "PB") {
+			t.Fatalf("a fourth group: code %d remark %q", r.Code, r.Remark)
+		}
+		registered([]string{"CA", "CB"}, "PA")
+		if _, ok := node.clients.producerChannels()["PB"]; ok {
+			t.Fatal("producer group PB registered past maxClientGroupsPerConnection=3")
+		}
+	}
+	unregister := remoting.NewRequest(remoting.RequestUnregisterClient, &wire.UnregisterClientRequestHeader{ClientID: id, ConsumerGroup: "CA"}, nil)
+	if r := invoke(unregister); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("unregister: %d %s", r.Code, r.Remark)
+	}
+	if r := heartbeat(id, []string{"CB", "CC"}, "PA"); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("after leaving CA, a heartbeat of CB, CC, PA: code %d remark %q", r.Code, r.Remark)
+	}
+	registered([]string{"CB", "CC"}, "PA")
+
+	if r := heartbeat(strings.Repeat("c", 256), nil, "PA"); r.Code != remoting.ResponseInvalidParameter || !strings.Contains(r.Remark, "255") {
+		t.Fatalf("a 256-byte client ID: code %d remark %q", r.Code, r.Remark)
+	}
+
+	_ = cli.Close()
+	testutil.WaitFor(t, 5*time.Second, "the connection's entries gone with its close", func() bool {
+		node.clients.mu.Lock()
+		defer node.clients.mu.Unlock()
+		return len(node.clients.entries) == 0 && len(node.clients.consumers) == 0 && len(node.clients.producers) == 0
+	})
 }

@@ -51,6 +51,14 @@ type LimitsConfig struct {
 	// RocketMQ clients pull again after their exception delay.
 	MaxHeldPulls              int `prop:"maxHeldPulls"`
 	MaxHeldPullsPerConnection int `prop:"maxHeldPullsPerConnection"`
+	// MaxClientGroupsPerConnection bounds the consumer and producer
+	// groups one connection's heartbeats keep it registered in (1024):
+	// each entry stays until the connection closes or stops heartbeating
+	// it for channelExpiredTimeout, so heartbeats naming new groups would
+	// otherwise grow the client tables without end. A group past it is
+	// left out of the heartbeat's registration and the heartbeat answered
+	// SYSTEM_ERROR naming the key.
+	MaxClientGroupsPerConnection int `prop:"maxClientGroupsPerConnection"`
 	// AutoCreateTopicMaxPerSecond bounds the topics (and, on heartbeats,
 	// subscription groups with their retry topics) a node creates on a
 	// client's behalf per second (10, bursts of as many: each creation is a
@@ -74,16 +82,17 @@ type LimitsConfig struct {
 // defaultLimits returns LimitsConfig's defaults.
 func defaultLimits() LimitsConfig {
 	return LimitsConfig{
-		MaxConnections:              remoting.DefaultMaxConns,
-		MaxConnectionsPerIP:         remoting.DefaultMaxConnsPerIP,
-		MaxWriteQueueBytes:          remoting.DefaultWriteQueueBytes,
-		FrameReadTimeout:            remoting.DefaultServerConfig().FrameReadTimeout,
-		WriteTimeout:                remoting.DefaultServerConfig().WriteTimeout,
-		MaxHeldPulls:                65536,
-		MaxHeldPullsPerConnection:   4096,
-		AutoCreateTopicMaxPerSecond: 10,
-		AutoCreateMaxTopics:         10000,
-		MaxQueuedRequestBytes:       remoting.DefaultQueuedRequestBudget,
+		MaxConnections:               remoting.DefaultMaxConns,
+		MaxConnectionsPerIP:          remoting.DefaultMaxConnsPerIP,
+		MaxWriteQueueBytes:           remoting.DefaultWriteQueueBytes,
+		FrameReadTimeout:             remoting.DefaultServerConfig().FrameReadTimeout,
+		WriteTimeout:                 remoting.DefaultServerConfig().WriteTimeout,
+		MaxHeldPulls:                 65536,
+		MaxHeldPullsPerConnection:    4096,
+		MaxClientGroupsPerConnection: 1024,
+		AutoCreateTopicMaxPerSecond:  10,
+		AutoCreateMaxTopics:          10000,
+		MaxQueuedRequestBytes:        remoting.DefaultQueuedRequestBudget,
 	}
 }
 
@@ -116,6 +125,7 @@ func (l LimitsConfig) validate() error {
 		{"maxConnections", l.MaxConnections}, {"maxConnectionsPerIP", l.MaxConnectionsPerIP},
 		{"maxWriteQueueBytes", l.MaxWriteQueueBytes}, {"maxHeldPulls", l.MaxHeldPulls},
 		{"maxHeldPullsPerConnection", l.MaxHeldPullsPerConnection},
+		{"maxClientGroupsPerConnection", l.MaxClientGroupsPerConnection},
 		{"autoCreateTopicMaxPerSecond", l.AutoCreateTopicMaxPerSecond}, {"autoCreateMaxTopics", l.AutoCreateMaxTopics},
 		{"maxQueuedRequestBytes", l.MaxQueuedRequestBytes},
 	} {
