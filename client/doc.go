@@ -41,7 +41,11 @@
 // not-leader answer naming the leader is followed at once; a member that
 // names none or whose connection failed is avoided for a while and the
 // group's next member asked, with a growing pause once all were tried
-// (leader.go). This covers LitePullConsumer.Commit and Admin's CreateTopic,
+// (leader.go). A refusal by the leader itself (SERVICE_NOT_AVAILABLE
+// without raftmq's not-leader remark: a full disk, a store closing) is no
+// election and is not waited out: a send retries it RetryTimesWhenSendFailed
+// times at once, as RocketMQ's clients do, then returns it as a
+// *BrokerError with the broker's remark. This covers LitePullConsumer.Commit and Admin's CreateTopic,
 // DeleteTopic, UpdateSubscriptionGroup, ResetOffsetByTime, TopicStatus,
 // ConsumerProgress and message queries, each safe to repeat after a lost
 // answer (a repeated ResetOffsetByTime rewinds consumers that moved on since

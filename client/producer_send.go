@@ -580,12 +580,14 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			continue
 		}
 		// A raftmq member without a usable leader (501, or an answer whose
-		// hint we just discarded): an election is under way. A plain 14
-		// without any hint is an ordinary RocketMQ refusal: it fails the
-		// attempt so the send can retry on another group, unless there is
-		// none (waitOK), in which case it is waited out like an election
-		// (a raftmq member that is shutting down answers so too).
-		electing := notLeader && (resp.Code == remoting.ResponseNotLeaderForQueue || be.LeaderAddr != "" || waitOK)
+		// hint we just discarded): an election is under way. A 14 without
+		// hint or raftmq's not-leader remark comes from the group's leader
+		// itself (a full disk, a store closing): waiting cannot help, so it
+		// fails the attempt at once with the broker's remark and the send
+		// retries elsewhere, or on the same group, as RocketMQ's clients do
+		// (retryResponseCodes), instead of waiting out SendTimeout.
+		electing := notLeader && (resp.Code == remoting.ResponseNotLeaderForQueue || be.LeaderAddr != "" ||
+			(waitOK && wire.IsNotLeaderRemark(resp.Remark)))
 		if electing && hop < p.cfg.maxLeaderHops {
 			routes.markDown(mq.BrokerName, addr, noLeaderBackoff)
 			p.requestRefresh(r.topic)

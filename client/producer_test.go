@@ -764,3 +764,51 @@ func TestProducerUnreadableSuccessNotResent(t *testing.T) {
 		t.Fatalf("%d requests: a stored message was sent again", n)
 	}
 }
+
+// TestProducerLeaderRefusalFailsFast: the only group's leader refuses the
+// send itself with SERVICE_NOT_AVAILABLE (a full disk), which no election
+// will change: the send fails after its retries, in well under its
+// SendTimeout, with the broker's code and remark. A not-leader answer of
+// the same code without a leader is still waited out.
+func TestProducerLeaderRefusalFailsFast(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 2})
+	p := newTestProducer(t, ns, SendTimeout(20*time.Second))
+
+	const remark = "send: store: service not available: disk full: 96% used, above diskMaxUsedSpaceRatio"
+	a.setAnswer(func(_ *fakeBroker, _ *remoting.Conn, _ *remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseServiceNotAvailable, remark)
+	})
+	start := time.Now()
+	_, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+	took := time.Since(start)
+	var be *BrokerError
+	if !errors.As(err, &be) || be.Code != remoting.ResponseServiceNotAvailable || be.Remark != remark {
+		t.Fatalf("err %v", err)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("the refusal took %v to report, SendTimeout is 20s", took)
+	}
+	if n := len(log.all()); n != 3 {
+		t.Fatalf("%d requests, want 1 + 2 retries", n)
+	}
+
+	// An election: two not-leader answers naming no leader, then stored.
+	var mu sync.Mutex
+	asked := 0
+	a.setAnswer(func(fb *fakeBroker, _ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		mu.Lock()
+		asked++
+		n := asked
+		mu.Unlock()
+		if n <= 2 {
+			return remoting.NewResponse(remoting.ResponseServiceNotAvailable, wire.NotLeaderRemark(""))
+		}
+		return fb.stored(req)
+	})
+	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("x"))); err != nil {
+		t.Fatalf("send through an election: %v", err)
+	}
+}
