@@ -579,15 +579,17 @@ func (p *Producer) attempt(sd *sendDeadline, routes *routeManager, r *sendReques
 			addr = leader
 			continue
 		}
-		// A raftmq member without a usable leader (501, or an answer whose
-		// hint we just discarded): an election is under way. A 14 without
-		// hint or raftmq's not-leader remark comes from the group's leader
-		// itself (a full disk, a store closing): waiting cannot help, so it
-		// fails the attempt at once with the broker's remark and the send
-		// retries elsewhere, or on the same group, as RocketMQ's clients do
-		// (retryResponseCodes), instead of waiting out SendTimeout.
+		// A raftmq member without a usable leader (501, an answer whose
+		// hint we just discarded, or 14 with the not-leader remark, which
+		// fails over to another group while there is one to try): an
+		// election is under way. A 14 without hint or raftmq's not-leader
+		// remark comes from the group's leader itself (a full disk, a store
+		// closing): waiting cannot help, so it fails the attempt at once
+		// with the broker's remark and the send retries elsewhere, or on
+		// the same group, as RocketMQ's clients do (retryResponseCodes),
+		// instead of waiting out SendTimeout.
 		electing := notLeader && (resp.Code == remoting.ResponseNotLeaderForQueue || be.LeaderAddr != "" ||
-			(waitOK && wire.IsNotLeaderRemark(resp.Remark)))
+			((waitOK || last) && wire.IsNotLeaderRemark(resp.Remark)))
 		if electing && hop < p.cfg.maxLeaderHops {
 			routes.markDown(mq.BrokerName, addr, noLeaderBackoff)
 			p.requestRefresh(r.topic)

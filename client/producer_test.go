@@ -812,3 +812,36 @@ func TestProducerLeaderRefusalFailsFast(t *testing.T) {
 		t.Fatalf("send through an election: %v", err)
 	}
 }
+
+// TestProducerLastAttemptWaitsOutNotLeader: as
+// TestProducerLastAttemptWaitsOutElection, with the answer raftmq brokers
+// give while their group elects (SERVICE_NOT_AVAILABLE, the not-leader
+// remark, no leader named).
+func TestProducerLastAttemptWaitsOutNotLeader(t *testing.T) {
+	a, b, log, p := twoGroups(t)
+	var mu sync.Mutex
+	asked := 0
+	electing := func(fb *fakeBroker, _ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		mu.Lock()
+		asked++
+		n := asked
+		mu.Unlock()
+		if n <= 3 {
+			return remoting.NewResponse(remoting.ResponseServiceNotAvailable, wire.NotLeaderRemark(""))
+		}
+		return fb.stored(req)
+	}
+	a.setAnswer(electing)
+	b.setAnswer(electing)
+	res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+	if err != nil {
+		t.Fatalf("send while both groups elect: %v", err)
+	}
+	reqs := log.all()
+	if len(reqs) != 4 || reqs[0].brokerN == reqs[1].brokerN || reqs[2].brokerN != reqs[0].brokerN || reqs[3].brokerN != reqs[0].brokerN {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if res.Queue.BrokerName != reqs[0].brokerN {
+		t.Fatalf("stored on %s, want %s", res.Queue.BrokerName, reqs[0].brokerN)
+	}
+}
