@@ -244,7 +244,7 @@ func (tp *TransactionProducer) execute(ctx context.Context, msg *Message) (state
 // endTransaction sends END_TRANSACTION for a half and waits for the
 // answer, within SendTimeout whatever ctx says: it follows not-leader
 // hints and waits out an election (a member that names no leader, or
-// names one that is down).
+// names one that is down). Any other refusal is returned at once.
 func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResult, state LocalTransactionState) error {
 	id, err := wire.ParseMessageID(res.OffsetMsgID)
 	if err != nil {
@@ -282,8 +282,11 @@ func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResu
 			default:
 				leader := resp.ExtFields[wire.ExtLeaderAddr]
 				last = &BrokerError{Broker: bn, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: leader}
-				if resp.Code != remoting.ResponseServiceNotAvailable {
-					return last // refused: retrying cannot help
+				if !notLeaderAnswer(last) {
+					// Refused by the leader itself (a full disk, a store
+					// closing, a bad request): retrying cannot help, and
+					// the broker's check-back asks for the decision again.
+					return last
 				}
 				if routes.followable(bn, addr, leader) {
 					routes.learnLeader(bn, addr, leader)

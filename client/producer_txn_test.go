@@ -349,3 +349,47 @@ func TestTransactionProducerEndsAfterCallerGaveUp(t *testing.T) {
 		t.Fatalf("EndErr %v, %d commits reached the broker", res.EndErr, commits.Load())
 	}
 }
+
+// TestTransactionProducerEndRefusedByLeader: the group's leader refuses
+// END_TRANSACTION itself with SERVICE_NOT_AVAILABLE (a full disk): no
+// election will change that, so EndErr carries the broker's code and
+// remark at once instead of after SendTimeout of polling. A not-leader
+// answer naming no leader is still waited out.
+func TestTransactionProducerEndRefusedByLeader(t *testing.T) {
+	ns := startNameServer(t)
+	fb := startFakeBroker(t, "b", &requestLog{})
+	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
+	const remark = "end transaction: store: service not available: disk full"
+	var ends atomic.Int32
+	var electing atomic.Bool
+	fb.srv.Register(remoting.RequestEndTransaction, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		n := ends.Add(1)
+		if electing.Load() {
+			if n <= 2 {
+				return remoting.NewResponse(remoting.ResponseServiceNotAvailable, wire.NotLeaderRemark("")), nil
+			}
+			return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+		}
+		return remoting.NewResponse(remoting.ResponseServiceNotAvailable, remark), nil
+	}, 1, 16)
+	tp := startTxnProducer(t, ns, &txnTestListener{execState: TransactionCommit}, SendTimeout(20*time.Second))
+	start := time.Now()
+	res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
+	if err != nil || res.State != TransactionCommit {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	var be *BrokerError
+	if !errors.As(res.EndErr, &be) || be.Code != remoting.ResponseServiceNotAvailable || be.Remark != remark {
+		t.Fatalf("EndErr %v", res.EndErr)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the refusal took %v to report, SendTimeout is 20s", took)
+	}
+
+	ends.Store(0)
+	electing.Store(true)
+	res, err = tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
+	if err != nil || res.EndErr != nil || ends.Load() != 3 {
+		t.Fatalf("end through an election: %+v %v, %d END_TRANSACTIONs", res, err, ends.Load())
+	}
+}
