@@ -45,7 +45,10 @@
 // without raftmq's not-leader remark: a full disk, a store closing) is no
 // election and is not waited out: a send retries it RetryTimesWhenSendFailed
 // times at once, as RocketMQ's clients do, then returns it as a
-// *BrokerError with the broker's remark. This covers LitePullConsumer.Commit and Admin's CreateTopic,
+// *BrokerError with the broker's remark. SendOneway gets no answer and so
+// cannot follow a leader change: until the route refresh, or another
+// send's answer, names the new leader, its messages to a live deposed
+// leader are dropped unseen (see SendOneway). This covers LitePullConsumer.Commit and Admin's CreateTopic,
 // DeleteTopic, UpdateSubscriptionGroup, ResetOffsetByTime, TopicStatus,
 // ConsumerProgress and message queries, each safe to repeat after a lost
 // answer (a repeated ResetOffsetByTime rewinds consumers that moved on since

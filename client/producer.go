@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -224,24 +226,64 @@ func (p *Producer) sendOne(ctx context.Context, r *sendRequest) (res *SendResult
 	return res, err
 }
 
+// leaderRepollMin is the first pause before a route whose group has no
+// usable leader is fetched again; the pause doubles up to
+// RouteRefreshInterval. A raftmq group elects and registers its new
+// leader within a second or so of losing the old one.
+const leaderRepollMin = 200 * time.Millisecond
+
 // refreshLoop refreshes every cached route each RouteRefreshInterval,
 // then forgets the broker groups none names any more, and refreshes
 // single topics at once when a send asks for it (a not-leader answer, a
-// failed connection).
+// failed connection). A refreshed route with a group whose leader is
+// unknown (the name server has not heard of the new one yet) is fetched
+// again soon, with a growing pause, until it names one: a oneway send
+// gets no not-leader answer to follow, and would go to a follower that
+// drops it until the next RouteRefreshInterval.
 func (p *Producer) refreshLoop() {
 	t := time.NewTicker(p.cfg.common.routeRefreshInterval)
 	defer t.Stop()
+	unsure := map[string]bool{} // topics to fetch again when repoll fires
+	var repoll *time.Timer
+	var repollC <-chan time.Time
+	pause := leaderRepollMin
+	refresh := func(topic string) {
+		p.refreshTopic(topic)
+		if !p.routes.leaderUnsure(topic) {
+			delete(unsure, topic)
+			return
+		}
+		unsure[topic] = true
+		if repollC == nil {
+			repoll = time.NewTimer(pause)
+			repollC = repoll.C
+		}
+	}
+	defer func() {
+		if repoll != nil {
+			repoll.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
 			for _, topic := range p.routes.cachedTopics() {
-				p.refreshTopic(topic)
+				refresh(topic)
 			}
 			p.routes.forgetOffline()
 		case topic := <-p.refreshCh:
-			p.refreshTopic(topic)
+			refresh(topic)
+		case <-repollC:
+			repollC = nil
+			pause = min(2*pause, p.cfg.common.routeRefreshInterval)
+			for _, topic := range slices.Sorted(maps.Keys(unsure)) {
+				refresh(topic)
+			}
+			if len(unsure) == 0 {
+				pause = leaderRepollMin
+			}
 		}
 	}
 }
@@ -403,6 +445,20 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 
 // SendOneway sends msg once without waiting for an answer: no retries, no
 // result; the fastest and least safe way to send.
+//
+// With no answer there is no not-leader answer to follow: a member that
+// lost its group's leadership while its process lives on (a leadership
+// transfer, a disk-full hand-off, a healed partition) drops the message
+// unseen, and every later oneway send to it, until the producer learns
+// the new leader: from its next route refresh (RouteRefreshInterval, 30 s
+// by default), or sooner from a SendSync or SendAsync to the group, whose
+// not-leader answer it follows. A leader whose process died is noticed
+// once its connection has closed: that send fails, the following ones go
+// to another member, which drops them unless it won the election, and the
+// producer asks the name servers again until they name the new leader
+// (within a second or so). RocketMQ's clients drop oneway sends to a
+// deposed master the same way, until their route refresh; send with an
+// answer where a message must not be lost.
 func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 	req, err := p.prepare(msg)
 	if err != nil {

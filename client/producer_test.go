@@ -845,3 +845,53 @@ func TestProducerLastAttemptWaitsOutNotLeader(t *testing.T) {
 		t.Fatalf("stored on %s, want %s", res.Queue.BrokerName, reqs[0].brokerN)
 	}
 }
+
+// TestProducerOnewayFindsNewLeader: the only group's leader dies while the
+// group elects, so the route fetched on noticing it names no master, and
+// oneway sends go to a follower, which drops them unanswered. The producer
+// asks the name servers again until the route names the new leader,
+// instead of leaving oneway sends at the follower until its next
+// RouteRefreshInterval.
+func TestProducerOnewayFindsNewLeader(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	n0 := startFakeBroker(t, "g", log)
+	n1 := startFakeBroker(t, "g", log)
+	n2 := startFakeBroker(t, "g", log)
+	n0.register(t, ns, 0, 1, map[string]int{"T": 2})
+	n1.register(t, ns, 1, 1, map[string]int{"T": 2})
+	n2.register(t, ns, 2, 1, map[string]int{"T": 2})
+	p := newTestProducer(t, ns)
+	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("warm"))); err != nil {
+		t.Fatal(err)
+	}
+	// The name server drops n0 when its registration connection closes.
+	n0.stop()
+	testutil.WaitFor(t, 5*time.Second, "the name server drops the dead leader", func() bool {
+		rd, _, err := p.routes.fetchRoute(context.Background(), "T")
+		return err == nil && len(rd.BrokerDatas) == 1 && rd.BrokerDatas[0].BrokerAddrs[wire.MasterID] == ""
+	})
+	// The first oneway send after the death fails on the closed
+	// connection, and the producer fetches the route: no master yet.
+	testutil.WaitFor(t, 5*time.Second, "a oneway send meets the dead leader", func() bool {
+		return p.SendOneway(context.Background(), NewMessage("T", []byte("x"))) != nil
+	})
+	testutil.WaitFor(t, 5*time.Second, "oneway sends go to a follower", func() bool {
+		if err := p.SendOneway(context.Background(), NewMessage("T", []byte("x"))); err != nil {
+			t.Fatal(err)
+		}
+		reqs := log.all()
+		return reqs[len(reqs)-1].addr == n1.addr
+	})
+	// n2 won the election and registers as master. (The route is fetched
+	// again with a growing pause: the deadline covers a slow machine, and
+	// stays well below RouteRefreshInterval's 30 s.)
+	n2.register(t, ns, 0, 2, map[string]int{"T": 2})
+	testutil.WaitFor(t, 15*time.Second, "oneway sends reach the new leader", func() bool {
+		if err := p.SendOneway(context.Background(), NewMessage("T", []byte("x"))); err != nil {
+			t.Fatal(err)
+		}
+		reqs := log.all()
+		return reqs[len(reqs)-1].addr == n2.addr
+	})
+}

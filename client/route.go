@@ -505,6 +505,39 @@ func (r *routeManager) brokerAddr(brokerName string) string {
 	return best
 }
 
+// leaderUnsure reports whether a broker group of topic's cached route has
+// no leader worth sending to: no learned leader, and a route naming no
+// master, or one that failed us (marked down) or a hint refuted. brokerAddr
+// then guesses a member, and a raftmq follower drops what it cannot
+// answer (a oneway send) until the route names the new leader.
+func (r *routeManager) leaderUnsure(topic string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tr := r.topics[topic]
+	if tr == nil {
+		return false
+	}
+	now := r.now()
+	for _, bd := range tr.data.BrokerDatas {
+		g := r.brokers[bd.BrokerName]
+		if g == nil {
+			continue
+		}
+		usable := func(addr string) bool {
+			until, down := g.down[addr]
+			return addr != "" && (!down || !now.Before(until))
+		}
+		if usable(g.leader) {
+			continue
+		}
+		if master := g.members[wire.MasterID]; master != g.stale && usable(master) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
 // learnLeader records that addr is not brokerName's leader and leader is:
 // a not-leader answer or a follower's pull answer from addr, or a new
 // leader's notice (addr "").
