@@ -119,7 +119,7 @@ func leaderWait(ctx context.Context, wait time.Duration) (context.Context, conte
 
 // electionAnswer reports whether a failure noteFailure would retry comes
 // from the group changing leader rather than from its leader: any failure
-// but a SERVICE_NOT_AVAILABLE (501) answer that is not a raftmq not-leader
+// but a SERVICE_NOT_AVAILABLE (14) answer that is not a raftmq not-leader
 // one (a full disk, a store shutting down), which a retry would only hide.
 func electionAnswer(err error) bool {
 	var be *BrokerError
@@ -127,7 +127,7 @@ func electionAnswer(err error) bool {
 }
 
 // notLeaderAnswer reports whether err is a member's answer that the
-// request is for its group's leader: SERVICE_NOT_AVAILABLE (501) naming
+// request is for its group's leader: SERVICE_NOT_AVAILABLE (14) naming
 // the leader or, while none is known, with raftmq's not-leader remark.
 func notLeaderAnswer(err error) bool {
 	var be *BrokerError
