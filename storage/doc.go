@@ -7,7 +7,8 @@
 //
 //   - fs.go: FS and File, the seam every disk operation goes through; OSFS,
 //     the real file system (golang.org/x/sys/unix: fallocate, fdatasync,
-//     mmap/msync, SEEK_DATA, statfs); IsNoSpace.
+//     mmap/msync, SEEK_DATA, statfs); IsNoSpace; MkdirAllDurable and
+//     SyncNames (at open: names a killed process left unsynced).
 //   - faultfs.go: FaultFS, an in-memory FS for crash and error tests:
 //     volatile and durable images per file, Crash (optionally torn), injected
 //     errors, capacity limits, flipped bits.

@@ -266,3 +266,58 @@ func MkdirAllDurable(fsys FS, dir string) error {
 	}
 	return nil
 }
+
+// SyncNames makes the names the store under root relies on durable, once,
+// when it opens. MkdirAllDurable syncs a parent only for directories it
+// creates, and OpenMappedFile syncs a directory only for files it creates,
+// so a process killed between a mkdir (or a file's creation) and that sync
+// leaves a name that exists, is never synced again, and that a later power
+// cut can still take with every synced byte beneath it.
+//
+// SyncNames syncs the parent of root and of each of root's ancestors, then
+// every directory under root that holds a directory. A directory this
+// process may not read is skipped with what lies beneath it: nothing in it
+// was made by MkdirAllDurable, which fails unless it can sync the parents
+// it creates in (an operator's 0711 /srv, a mount point's lost+found). With files (after an unclean
+// shutdown, the only time a file's name can have been left unsynced) it
+// syncs every directory under root, so the files' names are durable too.
+// The cost is one directory fsync per directory synced. A root that does
+// not exist has nothing to sync (MkdirAllDurable will create it durably).
+func SyncNames(fsys FS, root string, files bool) error {
+	root = filepath.Clean(root)
+	if _, err := fsys.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for d := root; filepath.Dir(d) != d; d = filepath.Dir(d) {
+		err := fsys.SyncDir(filepath.Dir(d))
+		if err != nil && !errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("sync %s, the parent of %s: %w", filepath.Dir(d), d, err)
+		}
+	}
+	return syncTree(fsys, root, files)
+}
+
+func syncTree(fsys FS, dir string, files bool) error {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	need := files && len(ents) > 0
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		need = true
+		err := syncTree(fsys, filepath.Join(dir, e.Name()), files)
+		if err != nil && !errors.Is(err, fs.ErrPermission) {
+			return err
+		}
+	}
+	if !need {
+		return nil
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

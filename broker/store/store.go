@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,6 +228,22 @@ func (s *MessageStore) checkpointPath() string {
 	return filepath.Join(s.cfg.StorePathRootDir, "checkpoint")
 }
 
+// rootDirs are the directories the store's files live under: the root and,
+// when configured elsewhere, the CommitLog's.
+func (s *MessageStore) rootDirs() []string {
+	dirs := []string{s.cfg.StorePathRootDir}
+	if cl := s.cfg.commitLogDir(); !isUnder(cl, s.cfg.StorePathRootDir) {
+		dirs = append(dirs, cl)
+	}
+	return dirs
+}
+
+// isUnder reports whether path is dir or lies beneath it.
+func isUnder(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 func (s *MessageStore) open() error {
 	cfg := &s.cfg
 	if err := storage.MkdirAllDurable(s.fs, cfg.StorePathRootDir); err != nil {
@@ -244,6 +261,14 @@ func (s *MessageStore) open() error {
 	if err != nil {
 		s.log.Warn("checkpoint unreadable; verifying every ConsumeQueue unit", zap.Error(err))
 		abnormal, haveCkpt = true, false
+	}
+	// A kill between a mkdir or a file's creation and the sync of its
+	// parent leaves a name nothing syncs again; make every name below the
+	// root durable before anything acknowledged comes to rest under it.
+	for _, dir := range s.rootDirs() {
+		if err := storage.SyncNames(s.fs, dir, abnormal); err != nil {
+			return fmt.Errorf("store: make the names under %s durable: %w", dir, err)
+		}
 	}
 	if err := createAbortFile(s.fs, s.abortPath()); err != nil {
 		return fmt.Errorf("store: create abort file: %w", err)

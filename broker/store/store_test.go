@@ -518,3 +518,45 @@ func TestStoreFilterReadBounded(t *testing.T) {
 		t.Fatalf("found offsets %v, next %d; want [%d], %d", r.QueueOffsets, r.NextBeginOffset, n, n+1)
 	}
 }
+
+// TestStoreOpenMakesLeftoverDirectoriesDurable: a kill between a mkdir and
+// the sync of its parent leaves directories that exist but are not named
+// durably, and MkdirAllDurable never syncs an existing directory's parent.
+// Opening the store makes those names durable, so what is flushed under
+// them afterwards survives a power cut: the root itself, and a topic's
+// ConsumeQueue directory whose units lie below the checkpoint (nothing
+// re-applies those).
+func TestStoreOpenMakesLeftoverDirectoriesDurable(t *testing.T) {
+	for _, left := range []string{"/s", "/s/consumequeue/TopicB/0"} {
+		t.Run(left, func(t *testing.T) {
+			fsys := storage.NewFaultFS(7)
+			if left != "/s" {
+				if err := storage.MkdirAllDurable(fsys, "/s"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := fsys.MkdirAll(left, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := storeConfig(fsys, "/s")
+			cfg.FlushIntervalConsumeQueue = time.Hour
+			log := &segLog{}
+			s := openTestStore(t, cfg, log)
+			content := putContent(t, s)
+			if err := s.writeCheckpoint(); err != nil {
+				t.Fatal(err)
+			}
+			crashed := fsys.Crash(storage.CrashOptions{})
+			_ = s.Close() // its writes fail: the disk is gone
+
+			cfg.FS = crashed
+			cfg.Raft = log.hooks()
+			reopened, err := Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reopened.Close()
+			content.check(t, &testStore{MessageStore: reopened, log: log})
+		})
+	}
+}
