@@ -343,7 +343,7 @@ func (cq *ConsumeQueue) read(offset int64, maxUnits int) (*CQBatch, error) {
 	pos := offset * CQUnitSize
 	mf := cq.mfq.FindByOffset(pos)
 	if mf == nil {
-		return nil, fmt.Errorf("consume queue %s/%d: no file holds offset %d: %w", cq.topic, cq.queueID, offset, ErrOutOfRange)
+		return nil, fmt.Errorf("consume queue %s/%d: offset %d: %w: %w", cq.topic, cq.queueID, offset, errNoQueueFile, ErrOutOfRange)
 	}
 	rel := int(pos - mf.FileFromOffset())
 	n = min(n, int64(mf.Size()-rel)/CQUnitSize)
@@ -352,6 +352,24 @@ func (cq *ConsumeQueue) read(offset int64, maxUnits int) (*CQBatch, error) {
 		return nil, fmt.Errorf("consume queue %s/%d: read offset %d: %w", cq.topic, cq.queueID, offset, err)
 	}
 	return &CQBatch{s: s, start: offset}, nil
+}
+
+// errNoQueueFile: no file of the queue holds the unit asked for, though
+// the offset is in range (a file is gone: removed by retention or a topic
+// deletion under the reader, or lost on disk).
+var errNoQueueFile = errors.New("no file holds it")
+
+// nextFileStart returns the logical offset of the first unit of the first
+// file that starts after offset, capped at MaxOffset (RocketMQ's
+// ConsumeQueue.rollNextFile, stepping over every missing file at once).
+func (cq *ConsumeQueue) nextFileStart(offset int64) int64 {
+	maxL := cq.MaxOffset()
+	for _, mf := range cq.mfq.Files() {
+		if start := mf.FileFromOffset() / CQUnitSize; start > offset {
+			return min(start, maxL)
+		}
+	}
+	return maxL
 }
 
 // Put writes u at a given logical offset. Re-putting the unit already there

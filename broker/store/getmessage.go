@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.uber.org/zap"
+
 	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -19,7 +21,8 @@ const (
 	NoMatchedMessage
 	// MessageWasRemoving: units pointed below the CommitLog minimum.
 	MessageWasRemoving
-	// OffsetFoundNull: units were found but no message could be read.
+	// OffsetFoundNull: no ConsumeQueue file holds the offset, though it is
+	// in the queue's range; NextBeginOffset is the next file's first offset.
 	OffsetFoundNull
 	// OffsetOverflowBadly: the offset is past MaxOffset.
 	OffsetOverflowBadly
@@ -104,7 +107,8 @@ type GetMessageResult struct {
 	// QueueOffsets holds each returned message's queue offset.
 	QueueOffsets []int64
 	// SkippedRemoved is set when units whose message is no longer in this
-	// store's CommitLog were stepped over (NextBeginOffset is past them).
+	// store's CommitLog, or offsets no ConsumeQueue file holds, were
+	// stepped over (NextBeginOffset is past them).
 	SkippedRemoved bool
 }
 
@@ -149,7 +153,7 @@ func (s *MessageStore) GetMessage(group, topic string, queueID int32, offset int
 	clMin := s.cl.MinOffset()
 	next := offset
 	scanned := 0
-	sawRemoved, sawUnit := false, false
+	sawRemoved, sawUnit, noFile := false, false, false
 	rejected := 0 // bytes of the messages read that MatchMessage rejected
 	var body []byte
 	var sizes []int
@@ -159,6 +163,17 @@ read:
 	for next < r.MaxOffset && len(sizes) < maxMsgNums && scanned < maxFilterMessages {
 		batch, err := cq.Read(next, min(maxFilterMessages-scanned, max(maxMsgNums, 32)))
 		if err != nil {
+			if errors.Is(err, errNoQueueFile) && len(sizes) == 0 {
+				// RocketMQ answers OFFSET_FOUND_NULL with the next file's
+				// first offset: kept at an offset no file holds, the
+				// consumer would ask for it again forever.
+				rolled := cq.nextFileStart(next)
+				s.log.Warn("no ConsumeQueue file holds the offset asked for; moving the consumer to the next file",
+					zap.String("topic", topic), zap.Int32("queueId", queueID), zap.Int64("offset", next),
+					zap.Int64("nextBeginOffset", rolled), zap.Int64("minOffset", r.MinOffset), zap.Int64("maxOffset", r.MaxOffset))
+				next, noFile = rolled, true
+				break
+			}
 			if errors.Is(err, ErrOutOfRange) {
 				break
 			}
@@ -240,7 +255,7 @@ read:
 		batch.Release()
 	}
 	r.NextBeginOffset = next
-	r.SkippedRemoved = sawRemoved
+	r.SkippedRemoved = sawRemoved || noFile
 	r.Body = body
 	p := 0
 	r.Messages = make([][]byte, 0, len(sizes))
@@ -251,6 +266,8 @@ read:
 	switch {
 	case len(sizes) > 0:
 		r.Status = Found
+	case noFile:
+		r.Status = OffsetFoundNull
 	case sawRemoved:
 		r.Status = MessageWasRemoving
 	case !sawUnit && next == offset:

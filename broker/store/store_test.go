@@ -560,3 +560,41 @@ func TestStoreOpenMakesLeftoverDirectoriesDurable(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreOffsetNoFileHoldsMovesConsumer: an offset inside the queue's
+// range whose ConsumeQueue file is gone is answered, as RocketMQ does, with
+// the first offset of the next file that exists, so the consumer moves on
+// instead of asking for the same offset forever; what lies beyond is served.
+func TestStoreOffsetNoFileHoldsMovesConsumer(t *testing.T) {
+	fsys := storage.NewFaultFS(3)
+	cfg := storeConfig(fsys, "/s")
+	cfg.MappedFileSizeConsumeQueue = 10 * CQUnitSize
+	log := &segLog{}
+	s := openTestStore(t, cfg, log)
+	defer s.Close()
+	for i := 0; i < 35; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprint("m", i)))
+	}
+	cq := s.ConsumeQueues().Get("T", 0)
+	// Files [0,10) and [10,20) go while the queue's minimum still covers
+	// them.
+	if n, err := cq.mfq.DeleteBefore(20 * CQUnitSize); err != nil || n != 2 {
+		t.Fatalf("DeleteBefore: %d %v", n, err)
+	}
+	for _, off := range []int64{0, 13} {
+		r, err := s.GetMessage("g", "T", 0, off, 32, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != OffsetFoundNull || r.NextBeginOffset != 20 || !r.SkippedRemoved {
+			t.Fatalf("pull at %d: %v next %d skipped %v, want OFFSET_FOUND_NULL next 20 skipped", off, r.Status, r.NextBeginOffset, r.SkippedRemoved)
+		}
+	}
+	r, err := s.GetMessage("g", "T", 0, 20, 32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != Found || len(r.Messages) != 15 || r.QueueOffsets[0] != 20 {
+		t.Fatalf("pull at 20: %v with %d messages", r.Status, len(r.Messages))
+	}
+}
