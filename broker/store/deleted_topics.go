@@ -30,7 +30,10 @@ import (
 // The offsets are kept in the consumequeue directory (the name holds a
 // '.', which no topic may) and in Raft snapshots, so every replica's
 // queues of a created-again topic hold the same messages at the same
-// offsets, also after a restart or a snapshot install.
+// offsets, also after a restart or a snapshot install. The offsets are
+// never pruned: a member that missed a delete and later installs a snapshot
+// relies on the image naming it (DESIGN.md, "Deleted topics", says what a
+// safe prune would need).
 const deletedTopicsName = "deleted-topics.json"
 
 func (s *ConsumeQueueStore) deletedTopicsPath() string {
