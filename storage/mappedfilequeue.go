@@ -317,26 +317,34 @@ func (q *MappedFileQueue) DeleteBefore(offset int64) (int, error) {
 	return q.deleteFront(victims)
 }
 
-// deleteFront removes victims (a prefix of files as seen earlier) from the
-// list, then destroys them; readers holding views keep their mappings. A
-// failure does not stop the others from being destroyed: a file dropped
-// from the list but left on disk would be found again at the next open,
-// before a gap if the queue was destroyed and restarted further on
-// meanwhile (a Raft log reset). It returns how many files left the list.
+// deleteFront destroys victims (a prefix of files as seen earlier) in
+// order, oldest first; readers holding views keep their mappings. Each
+// file's name is removed while it is still the queue's first and listed,
+// and it leaves the list only once that worked: so the files on disk stay
+// contiguous whatever fails. A failed unlink stops the deletion with the
+// file still first (the next pass retries it); removing the later ones
+// meanwhile would leave a gap, and the queue would refuse to open. A
+// failed directory sync does not stop it: names go in order, and the
+// directory's next sync makes all their removals durable. It returns how
+// many files left the list.
 func (q *MappedFileQueue) deleteFront(victims []*MappedFile) (int, error) {
-	if len(victims) == 0 {
-		return 0, nil
-	}
-	q.mu.Lock()
 	n := 0
-	for n < len(victims) && n < len(q.files) && q.files[n] == victims[n] {
-		n++
-	}
-	q.files = slices.Delete(q.files, 0, n)
-	q.mu.Unlock()
 	var first error
-	for i := 0; i < n; i++ {
-		if err := victims[i].Destroy(); err != nil && first == nil {
+	for _, mf := range victims {
+		q.mu.Lock()
+		if len(q.files) == 0 || q.files[0] != mf {
+			q.mu.Unlock()
+			break
+		}
+		if err := q.fsys.Remove(mf.Path()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			q.mu.Unlock()
+			return n, fmt.Errorf("remove %s: %w", mf.Path(), err)
+		}
+		q.files = slices.Delete(q.files, 0, 1)
+		q.mu.Unlock()
+		n++
+		// Unmaps once the last view is released, and syncs the directory.
+		if err := mf.Destroy(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -3,9 +3,12 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func fillQueue(t *testing.T, q *MappedFileQueue, n, recSize int) {
@@ -182,5 +185,61 @@ func TestMappedFileQueueDelete(t *testing.T) {
 	}
 	if q.FindByOffset(0) != nil {
 		t.Fatal("deleted offset still found")
+	}
+}
+
+// TestMappedFileQueueFailedDeleteLeavesNoGap: retention removing the oldest
+// files fails on one of them (EIO from unlink). The files after it must
+// not go meanwhile, now or at the next pass: the directory would hold a
+// gap, and the queue (a CommitLog, a ConsumeQueue) would refuse to open at
+// the next start. The file stays the queue's first, and the next pass
+// removes it before the others.
+func TestMappedFileQueueFailedDeleteLeavesNoGap(t *testing.T) {
+	f := NewFaultFS(1)
+	MkdirAllDurable(f, "/q")
+	q, err := OpenMappedFileQueue(f, "/q", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillQueue(t, q, 20, 1024) // 5 files
+	f.SetFaultFunc(func(op FaultOp, name string) error {
+		if op == OpRemove && name == "/q/"+FileName(4096) {
+			return &os.PathError{Op: "unlink", Path: name, Err: unix.EIO}
+		}
+		return nil
+	})
+	if _, err := q.DeleteBefore(3 * 4096); !errors.Is(err, unix.EIO) {
+		t.Fatalf("DeleteBefore with a failing unlink: %v, want EIO", err)
+	}
+	if got := q.MinOffset(); got != 4096 {
+		t.Fatalf("min offset after the failed deletion %d, want 4096 (the file that failed stays first)", got)
+	}
+	if s, err := q.FindByOffset(4096).Read(0, 1024); err != nil {
+		t.Fatalf("read the file whose deletion failed: %v", err)
+	} else {
+		s.Release()
+	}
+	// Opened now, the directory holds no gap.
+	if q2, err := OpenMappedFileQueue(f, "/q", 4096); err != nil {
+		t.Fatalf("open after the failed deletion: %v", err)
+	} else {
+		q2.Close()
+	}
+	// The next pass, still failing, removes nothing after the file.
+	if _, err := q.DeleteBefore(4 * 4096); !errors.Is(err, unix.EIO) {
+		t.Fatalf("second pass: %v, want EIO", err)
+	}
+	f.SetFaultFunc(nil)
+	if n, err := q.DeleteBefore(4 * 4096); err != nil || n != 3 || q.MinOffset() != 4*4096 {
+		t.Fatalf("pass after the disk recovered: %d deleted, min %d, %v", n, q.MinOffset(), err)
+	}
+	q.Close()
+	q, err = OpenMappedFileQueue(f, "/q", 4096)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer q.Close()
+	if got := q.MinOffset(); got != 4*4096 {
+		t.Fatalf("reopened min offset %d, want %d", got, 4*4096)
 	}
 }
