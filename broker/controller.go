@@ -454,6 +454,11 @@ func (c *Controller) writeError(what string, err error) *remoting.RemotingComman
 	switch {
 	case errors.Is(err, ErrNotLeader):
 		return c.notLeader()
+	case errors.Is(err, ErrGroupClosed):
+		// The member is stopping and leads no more: the not-leader answer
+		// makes clients wait for the group's next leader instead of
+		// retrying here at once. No hint: it may still name itself.
+		return notLeaderResponse("", what+": member shutting down: ")
 	case errors.Is(err, store.ErrMessageIllegal):
 		return response(remoting.ResponseMessageIllegal, "%s: %v", what, err)
 	case errors.Is(err, context.DeadlineExceeded):
