@@ -166,13 +166,14 @@ func (f *FaultFS) failedSyncLocked(ino *memInode, off, end int) {
 			break
 		}
 		d := ino.durable
-		if hi <= len(d) && string(d[lo:hi]) == string(ino.data[lo:hi]) {
+		if hi <= len(d) && mappedEqual(d[lo:hi], ino.data[lo:hi]) {
 			continue
 		}
 		if ino.clean == nil {
 			ino.clean = map[int][]byte{}
 		}
-		ino.clean[p] = append([]byte(nil), ino.data[lo:hi]...)
+		ino.clean[p] = make([]byte, hi-lo)
+		mappedCopy(ino.clean[p], ino.data[lo:hi])
 	}
 }
 
@@ -183,19 +184,45 @@ func (ino *memInode) syncRangeLocked(off, end int) {
 		ino.durable = append(ino.durable, make([]byte, end-len(ino.durable))...)
 	}
 	if len(ino.clean) == 0 {
-		copy(ino.durable[off:end], ino.data[off:end])
+		mappedCopy(ino.durable[off:end], ino.data[off:end])
 		return
 	}
 	for p := off / faultPage; p*faultPage < end; p++ {
 		lo, hi := max(p*faultPage, off), min((p+1)*faultPage, end)
 		if c, ok := ino.clean[p]; ok {
-			if string(c) == string(ino.data[p*faultPage:min((p+1)*faultPage, len(ino.data))]) {
+			if mappedEqual(c, ino.data[p*faultPage:min((p+1)*faultPage, len(ino.data))]) {
 				continue
 			}
 			delete(ino.clean, p)
 		}
-		copy(ino.durable[lo:hi], ino.data[lo:hi])
+		mappedCopy(ino.durable[lo:hi], ino.data[lo:hi])
 	}
+}
+
+// mappedCopy and mappedEqual read the volatile image, which mappings
+// (Mmap) write without the file system's lock, as a kernel's msync reads
+// pages a process may be writing: whatever the sync sees of a concurrent
+// write is what a real sync could have made durable, so the race detector
+// is told to ignore these reads.
+//
+//go:norace
+func mappedCopy(dst, src []byte) {
+	for i := range dst {
+		dst[i] = src[i]
+	}
+}
+
+//go:norace
+func mappedEqual(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // writtenLocked forgets the clean marks of the pages [off, end) a write

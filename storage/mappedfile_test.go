@@ -902,3 +902,46 @@ func TestSyncNamesSkipsUnreadableDirectories(t *testing.T) {
 		t.Fatalf("SyncNames with a failing directory sync: %v, want EIO", err)
 	}
 }
+
+// A mapping written while another goroutine syncs it is what the stores do
+// (an index file's header is written while a flush msyncs the appended
+// range): the FaultFS model of that msync must not itself be a data race,
+// or every -race test of a store on a FaultFS can fail at random.
+func TestFaultFSMsyncWhileMappingIsWritten(t *testing.T) {
+	f := NewFaultFS(3)
+	MkdirAllDurable(f, "/d")
+	mf, err := OpenMappedFile(f, "/d/"+FileName(0), 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if p := mf.WrotePosition(); p > 0 {
+				if err := mf.WriteAt([]byte{byte(i)}, p-1); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	chunk := make([]byte, 4096)
+	for range 200 {
+		if _, err := mf.Append(chunk); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mf.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+}
