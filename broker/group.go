@@ -457,9 +457,11 @@ func (g *Group) TransferLeadership(to string) error {
 }
 
 // SetBeforeTransfer sets what runs before this member hands leadership
-// away on purpose (TransferLeadership, the preferred-leader check): the
-// controller commits the consumer offsets it coalesced, which only a
-// leader can, so a planned move loses none of the commits it answered.
+// away on purpose (TransferLeadership, so also a planned stop, removing
+// itself, the disk-full, apply-stopped and damaged-log step-downs; the
+// preferred-leader check): the controller commits the consumer offsets it
+// coalesced, which only a leader can, so a move loses none of the commits
+// it answered.
 func (g *Group) SetBeforeTransfer(f func()) { g.beforeTransfer.Store(&f) }
 
 func (g *Group) runBeforeTransfer() {

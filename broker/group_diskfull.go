@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
-	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/storage"
 )
 
@@ -108,6 +107,11 @@ func (g *Group) runDiskStepDown(cfg diskStepDownConfig) {
 		}
 		// A leader whose FSM stopped (ApplyStopped) answers every write
 		// with an error: it hands leadership away like a full one.
+		// TransferLeadership flushes the coalesced offset commits first:
+		// both can still replicate a small command entry (the disk guard
+		// refuses messages, not commands, and a stopped FSM still lets
+		// Raft commit entries that the other members apply), so the new
+		// leader has every commit this one acknowledged.
 		stopped := g.ApplyStopped()
 		if !g.roles.IsLeader() || (!g.ms.DiskFull() && stopped == nil) || time.Now().Before(next) || !g.hasOtherVoter() {
 			continue
@@ -116,7 +120,7 @@ func (g *Group) runDiskStepDown(cfg diskStepDownConfig) {
 		g.log.Warn("disk full or apply stopped on the leader: transferring leadership to the most caught-up follower",
 			zap.String("group", g.cfg.Raft.DLegerGroup), zap.Uint64("term", from), zap.Bool("diskFull", g.ms.DiskFull()),
 			zap.NamedError("applyStopped", stopped))
-		if err := ha.TransferLeadership(g.raft, ""); err != nil {
+		if err := g.TransferLeadership(""); err != nil {
 			next = time.Now().Add(cfg.retry)
 			g.log.Warn("leadership transfer away from the disk-full leader failed; will retry",
 				zap.Error(err), zap.Duration("in", cfg.retry))

@@ -126,3 +126,50 @@ type enospcFile struct{ storage.File }
 func (enospcFile) WriteAt([]byte, int64) (int, error) {
 	return 0, &os.PathError{Op: "write", Path: "probe", Err: unix.ENOSPC}
 }
+
+// flushOnTransfer makes g's BeforeTransfer commit one consumer offset, as
+// the controller's flush of the commits it coalesced does, and returns a
+// check that a leader holds it.
+func flushOnTransfer(t *testing.T, g *Group) func(*Group) bool {
+	t.Helper()
+	commit := OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 42}
+	g.SetBeforeTransfer(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		// An apply-stopped leader reports its own failure to apply the
+		// entry; it is committed all the same.
+		_ = g.CommitOffsets(ctx, []OffsetCommit{commit})
+	})
+	return func(l *Group) bool {
+		off, ok := l.State().ConsumerOffset(commit.Group, commit.Topic, commit.QueueID)
+		return ok && off == commit.Offset
+	}
+}
+
+// A disk-full leader's step-down flushes the offset commits it coalesced
+// and acknowledged before it hands leadership away: the new leader has
+// them, so no consumer re-consumes what it committed.
+func TestGroupDiskFullStepDownFlushesOffsets(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{prodTimings: true, tune: func(cfg *GroupConfig) {
+		cfg.Store.CleanResourceInterval = 100 * time.Millisecond
+	}})
+	fss := make([]*usageFS, len(c.nodes))
+	sd := diskStepDownConfig{interval: 50 * time.Millisecond, gap: 30 * time.Second, retry: time.Second}
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	for i := range c.nodes {
+		c.startOn(i, func(fsys storage.FS) storage.FS { fss[i] = &usageFS{FS: fsys}; return fss[i] }, &sd)
+	}
+	c.createTopic("T", 2)
+	old := c.leader()
+	has := flushOnTransfer(t, old.g())
+	fss[slices.Index(c.nodes, old)].full.Store(true)
+	var moved *testNode
+	testutil.WaitFor(t, 15*time.Second, "leadership moves off the disk-full leader", func() bool {
+		moved = c.currentLeader()
+		return moved != nil && moved != old
+	})
+	testutil.WaitFor(t, 5*time.Second, "the new leader "+moved.id+" holds the flushed offset", func() bool { return has(moved.g()) })
+}

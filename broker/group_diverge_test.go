@@ -318,3 +318,33 @@ func TestFSMCaughtUpInAnIdleGroupAfterElections(t *testing.T) {
 		}
 	}
 }
+
+// A leader whose FSM stopped still replicates: its step-down flushes the
+// offset commits it coalesced and acknowledged, and the new leader, which
+// applies the entry, has them.
+func TestGroupApplyStoppedStepDownFlushesOffsets(t *testing.T) {
+	t.Parallel()
+	c, fss := divergeCluster(t, 100*time.Millisecond)
+	c.sendSeq(0, 64)
+	c.waitCaughtUp()
+	l := c.leader()
+	has := flushOnTransfer(t, l.g())
+	fss[slices.Index(c.nodes, l)].set(unix.EIO)
+	for k := 1; ; k++ {
+		// Sends until one reaches the leader's FSM and stops it.
+		m := testMessage("T", int32(k%2), fmt.Sprintf("k%d", k), "p", int64(k), 64)
+		_, _ = c.sendRetrying(m, time.Now().Add(5*time.Second))
+		if l.g().ApplyStopped() != nil || !l.g().IsLeader() {
+			break
+		}
+	}
+	var moved *testNode
+	testutil.WaitFor(t, 15*time.Second, "leadership moves off the apply-stopped leader", func() bool {
+		moved = c.currentLeader()
+		return moved != nil && moved != l
+	})
+	if l.g().ApplyStopped() == nil {
+		t.Fatal("the faulty leader's FSM did not stop")
+	}
+	testutil.WaitFor(t, 5*time.Second, "the new leader "+moved.id+" holds the flushed offset", func() bool { return has(moved.g()) })
+}

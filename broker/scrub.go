@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/broker/store"
-	"github.com/raftmq/raftmq/ha"
 	"github.com/raftmq/raftmq/raftlog"
 )
 
@@ -220,10 +219,11 @@ func (t *timedLogStore) GetLog(index uint64, l *raft.Log) error {
 }
 
 // stopForDamage hands leadership away (a transfer, not an election gap)
-// and shuts the Raft member down.
+// and shuts the Raft member down. TransferLeadership flushes the coalesced
+// offset commits first: new entries go to the log's intact tail.
 func (g *Group) stopForDamage() {
 	if g.raft.State() == raft.Leader && g.hasOtherVoter() {
-		if err := ha.TransferLeadership(g.raft, ""); err != nil {
+		if err := g.TransferLeadership(""); err != nil {
 			g.log.Warn("leadership transfer away from the damaged member failed; stopping anyway", zap.Error(err))
 		}
 	}

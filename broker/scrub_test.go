@@ -208,7 +208,8 @@ func TestGroupStartRefusesDamageRaftReads(t *testing.T) {
 // an old segment damaged; the segment check confirms it, the leader hands
 // leadership to a follower (a transfer, not an election after a timeout)
 // and shuts its Raft member down; the group goes on without losing an
-// acknowledged message.
+// acknowledged message or the offset commits it flushed before the
+// transfer.
 func TestGroupDamagedLeaderHandsOver(t *testing.T) {
 	const seg = 1 << 20
 	c := newTestCluster(t, clusterOpts{sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) { g.ScrubBytesPerSecond = 0 }})
@@ -231,6 +232,7 @@ func TestGroupDamagedLeaderHandsOver(t *testing.T) {
 		t.Fatalf("pull of the damaged message on the leader: %v", err)
 	}
 	term := g.raft.CurrentTerm()
+	has := flushOnTransfer(t, g)
 	g.noteReadDamage(a.PhysicalOffset, err) // what processPull does
 	testutil.WaitFor(t, 15*time.Second, "the damaged leader stops", func() bool {
 		return g.LogDamaged() != nil && g.raftStopped()
@@ -247,6 +249,7 @@ func TestGroupDamagedLeaderHandsOver(t *testing.T) {
 	if nt := l2.g().raft.CurrentTerm(); nt != term+1 {
 		t.Logf("new leader in term %d (damaged leader's %d): an election, not only the transfer", nt, term)
 	}
+	testutil.WaitFor(t, 5*time.Second, "the new leader "+l2.id+" holds the flushed offset", func() bool { return has(l2.g()) })
 	acks = append(acks, c.sendConcurrently(2, 200, 512, 2, nil)...)
 	for _, n := range c.nodes {
 		if n != l && n.g() != nil {
