@@ -32,7 +32,8 @@ type RaftAdmin interface {
 	// PreferredLeaderID is the configured preferredLeaderId ("" = none).
 	PreferredLeaderID() string
 	// TransferLeadership moves leadership to the member with Raft id to
-	// (the most caught-up follower when to is ""); leader only. It returns
+	// (the most caught-up follower able to campaign when to is "");
+	// leader only. It returns
 	// once Raft finished or abandoned the transfer.
 	TransferLeadership(to string) error
 	// LogStopped is the write failure that stopped this member's Raft log,

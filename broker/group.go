@@ -443,9 +443,18 @@ func (g *Group) LogStore() *raftlog.LogStore { return g.logs }
 // fsync" mode (GroupConfig.AcksBeforeFsync).
 func (g *Group) AcksBeforeFsync() bool { return g.cfg.AcksBeforeFsync() }
 
-// TransferLeadership moves leadership to the member with Raft id to, or to
-// the most caught-up follower when to is "". Only the leader can do it.
+// TransferLeadership moves leadership to the member with Raft id to, or,
+// when to is "", to the one transferTarget picks (group_transfer.go). Only
+// the leader can do it. The target is picked before the BeforeTransfer
+// flush, so that nothing the flush misses is acknowledged meanwhile.
 func (g *Group) TransferLeadership(to string) error {
+	if to == "" && g.raft.State() == raft.Leader {
+		t, err := g.transferTarget()
+		if err != nil {
+			return err
+		}
+		to = t
+	}
 	g.runBeforeTransfer()
 	if err := ha.TransferLeadership(g.raft, to); err != nil {
 		if errors.Is(err, ha.ErrNotLeader) {

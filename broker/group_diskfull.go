@@ -20,7 +20,8 @@ import (
 //     guard at once (store.MessageStore.NoteWriteError), rather than leaving
 //     it to the next usage check;
 //   - a leader whose guard is set hands leadership to the most caught-up
-//     follower, so a group whose followers have room keeps taking writes.
+//     follower able to campaign (group_transfer.go), so a group whose
+//     followers have room keeps taking writes.
 //     hashicorp/raft's transfer first replicates the target up to the
 //     leader's last index and gives up if it cannot within an election
 //     timeout, so "a follower is up to date" is its check, not ours.

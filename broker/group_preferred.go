@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -35,22 +34,12 @@ func (g *Group) setGossip(look gossipLookup) {
 // preferredReady is ha.PreferredLeaderConfig.Ready: why leadership should
 // not move to member id now, or nil.
 func (g *Group) preferredReady(id string) error {
-	if look := g.gossip.Load(); look != nil {
-		// A member gossip does not know (gossip off there, or a pool split
-		// from this one) is judged by Raft's answers alone.
-		if m, ok := (*look)(id); ok && m.State != ha.MemberAlive {
-			return fmt.Errorf("gossip reports %s %s", id, m.State)
-		}
-	}
-	p := g.progress.get(raft.ServerID(id))
-	if p.at.IsZero() {
-		return fmt.Errorf("%s has not answered this member", id)
-	}
 	// A follower hears from the leader several times per heartbeat
 	// timeout; one without an answer for that long is down or cut off.
-	if since := time.Since(p.at); since > g.cfg.Raft.HeartbeatTimeout {
-		return fmt.Errorf("%s has not answered for %v", id, since.Round(time.Millisecond))
+	if err := g.peerAnswering(id, g.cfg.Raft.HeartbeatTimeout); err != nil {
+		return err
 	}
+	p := g.progress.get(raft.ServerID(id))
 	if last := g.raft.LastIndex(); last > p.match+uint64(g.cfg.Raft.MaxAppendEntries) {
 		return fmt.Errorf("%s is %d entries behind", id, last-p.match)
 	}

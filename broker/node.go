@@ -108,8 +108,12 @@ var errShutdownTransferTimeout = errors.New("leadership transfer did not finish 
 // its route.
 const handOffPoll = 5 * time.Millisecond
 
+// handOffNoTarget is the wait before another hand-off attempt when no
+// member could take leadership over.
+const handOffNoTarget = 100 * time.Millisecond
+
 // handOffLeadership runs before a leader stops: it transfers leadership to
-// the most caught-up follower (the LEADERSHIP_TRANSFER path) and waits
+// the most caught-up follower able to campaign (Group.TransferLeadership) and waits
 // until another member leads and the name servers route it as brokerId 0.
 // Producers then see the write gap of a transfer (the target campaigns at
 // once, caught up) instead of the followers' heartbeat timeout plus an
@@ -143,7 +147,13 @@ func (n *Node) handOffLeadership() string {
 				// timeout, or leadership lost meanwhile: look again, and
 				// retry while the budget lasts.
 				log.Info("shutdown: leadership transfer failed; retrying within shutdownTransferTimeout", zap.Error(err))
-				<-t.C
+				wait := t.C
+				if errors.Is(err, ErrNoTransferTarget) {
+					// Answered at once, not after a transfer attempt:
+					// the members it names need time to change.
+					wait = time.After(handOffNoTarget)
+				}
+				<-wait
 			}
 			continue
 		}
