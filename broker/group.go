@@ -448,12 +448,20 @@ func (g *Group) AcksBeforeFsync() bool { return g.cfg.AcksBeforeFsync() }
 // the leader can do it. The target is picked before the BeforeTransfer
 // flush, so that nothing the flush misses is acknowledged meanwhile.
 func (g *Group) TransferLeadership(to string) error {
-	if to == "" && g.raft.State() == raft.Leader {
-		t, err := g.transferTarget()
-		if err != nil {
-			return err
+	if g.raft.State() == raft.Leader {
+		if to == "" {
+			t, err := g.transferTarget()
+			if err != nil {
+				return err
+			}
+			to = t
+		} else if g.isVoter(to) {
+			// Asked only of a voter: ha.TransferLeadership refuses
+			// the others at once, the probe could take seconds.
+			if err := g.peerCatchingUp(to); errors.Is(err, ErrTargetCatchingUp) {
+				return err
+			}
 		}
-		to = t
 	}
 	g.runBeforeTransfer()
 	if err := ha.TransferLeadership(g.raft, to); err != nil {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
@@ -12,9 +13,10 @@ import (
 // new write while it catches the target up, for up to an election timeout,
 // so the preferred-leader loop (ha.PreferredLeader) transfers only to a
 // member that looks able to take over at once: not dead or gone by the
-// gossip failure detector, answering this leader's heartbeats, and within
+// gossip failure detector, answering this leader's heartbeats, within
 // one AppendEntries batch of the leader's log (the progress tracker,
-// member_progress.go, holds what the leader heard from each peer).
+// member_progress.go, holds what the leader heard from each peer), and
+// not catching up on retained data (catchup_vote.go: it would not stand).
 
 // gossipLookup finds a member of this group in the gossip pool by Raft id
 // (Gossip.BrokerMember bound to the node's cluster and group).
@@ -42,6 +44,11 @@ func (g *Group) preferredReady(id string) error {
 	p := g.progress.get(raft.ServerID(id))
 	if last := g.raft.LastIndex(); last > p.match+uint64(g.cfg.Raft.MaxAppendEntries) {
 		return fmt.Errorf("%s is %d entries behind", id, last-p.match)
+	}
+	// Last, as it asks the member: one whose catch-up is pending would
+	// not campaign, and every tick would cost an election timeout.
+	if err := g.peerCatchingUp(id); errors.Is(err, ErrTargetCatchingUp) {
+		return err
 	}
 	return nil
 }

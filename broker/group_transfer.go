@@ -23,16 +23,18 @@ import (
 // without a target (an admin's, a planned stop, removing itself, the
 // disk-full, apply-stopped and damaged-log step-downs) names one:
 // transferTarget picks among the voters that answer this leader the most
-// caught-up one that is able to campaign.
+// caught-up one that is able to campaign. A transfer to a named member,
+// and the preferred-leader check, refuse a member catching up.
 
 // ErrNoTransferTarget is returned by a leadership transfer without a
 // target when no other voter can take leadership over now; the message
 // says why for each.
 var ErrNoTransferTarget = errors.New("broker: no member can take leadership over now")
 
-// ErrTargetCatchingUp says a member's full-data catch-up is pending: told
-// to campaign it could not, and the group would be without a leader for
-// an election timeout.
+// ErrTargetCatchingUp is returned by a leadership transfer to a member
+// whose full-data catch-up is pending: told to campaign it could not, and
+// the group would be without a leader for an election timeout. The
+// preferred-leader check waits for the catch-up instead.
 var ErrTargetCatchingUp = errors.New("broker: transfer target is catching up on retained data and does not stand for election")
 
 // transferTarget returns the voter a transfer without a target hands
@@ -138,4 +140,14 @@ func (g *Group) peerCatchingUp(id string) error {
 		return fmt.Errorf("%w: %s (%s)", ErrTargetCatchingUp, id, catchupProgress(ls.catchup))
 	}
 	return nil
+}
+
+// isVoter reports whether id is a voter of the current configuration.
+func (g *Group) isVoter(id string) bool {
+	conf, err := g.configuration()
+	if err != nil {
+		return false
+	}
+	s, ok := findServer(conf, id)
+	return ok && s.Suffrage == raft.Voter
 }

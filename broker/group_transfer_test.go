@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,14 +15,16 @@ import (
 
 // catchingUpVoter wipes voter i of c, which a leader with a trimmed log
 // then sends a snapshot, and restarts it with its full-data catch-up held
-// until the test ends: it holds the log's tail and answers the leader, but
-// does not stand for election. It returns once the leader l has it
-// caught up on the log.
-func catchingUpVoter(t *testing.T, c *testCluster, l *testNode, i int) *testNode {
+// until release is called (at the latest when the test ends): it holds
+// the log's tail and answers the leader, but does not stand for election.
+// It returns once the leader has it caught up on the log.
+func catchingUpVoter(t *testing.T, c *testCluster, i int) (n *testNode, release func()) {
 	t.Helper()
-	n := c.nodes[i]
+	n = c.nodes[i]
 	gate := make(chan struct{})
-	t.Cleanup(func() { close(gate) })
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
 	c.onStart = func(s *testNode, g *Group) {
 		if s == n {
 			g.startCatchup(func(addr string) catchupSource { return heldSource{catchupSource: c.catchupSource(addr), gate: gate} })
@@ -33,10 +36,14 @@ func catchingUpVoter(t *testing.T, c *testCluster, l *testNode, i int) *testNode
 	}
 	c.start(i)
 	testutil.WaitFor(t, 30*time.Second, n.id+" installs the snapshot and its Raft log catches up", func() bool {
-		p := l.g().progress.get(raft.ServerID(n.id))
-		return n.g().catchupBlocksVoting() && p.match >= l.g().Raft().LastIndex() && !p.at.IsZero()
+		_, l := c.currentLeaderGroup()
+		if l == nil {
+			return false
+		}
+		p := l.progress.get(raft.ServerID(n.id))
+		return n.g().catchupBlocksVoting() && p.match >= l.Raft().LastIndex() && !p.at.IsZero()
 	})
-	return n
+	return n, release
 }
 
 // A leadership transfer without a target passes over a voter whose
@@ -62,12 +69,19 @@ func TestGroupTransferWithoutTargetSkipsCatchingUpVoter(t *testing.T) {
 			order = append(order, string(s.ID))
 		}
 	}
-	wiped := catchingUpVoter(t, c, l, slices.IndexFunc(c.nodes, func(n *testNode) bool { return n.id == order[0] }))
+	wiped, _ := catchingUpVoter(t, c, slices.IndexFunc(c.nodes, func(n *testNode) bool { return n.id == order[0] }))
 	healthy := order[1]
 	if cur := c.leader(); cur != l {
 		t.Fatalf("leadership moved to %s while %s caught up", cur.id, wiped.id)
 	}
 	term := l.g().Raft().CurrentTerm()
+	// Named, it is refused: it would not campaign.
+	if err := l.g().TransferLeadership(wiped.id); !errors.Is(err, ErrTargetCatchingUp) {
+		t.Fatalf("transfer to %s catching up: %v, want ErrTargetCatchingUp", wiped.id, err)
+	}
+	if cur := c.leader(); cur != l || l.g().Raft().CurrentTerm() != term {
+		t.Fatalf("after the refused transfer %s leads in term %d; want %s in term %d", cur.id, cur.g().Raft().CurrentTerm(), l.id, term)
+	}
 	if err := l.g().TransferLeadership(""); err != nil {
 		t.Fatal(err)
 	}
@@ -92,4 +106,40 @@ func TestGroupTransferWithoutTargetSkipsCatchingUpVoter(t *testing.T) {
 	if err := now.g().TransferLeadership(""); !errors.Is(err, ErrNoTransferTarget) {
 		t.Fatalf("transfer with only a catching-up voter left: %v, want ErrNoTransferTarget", err)
 	}
+}
+
+// The preferred-leader check does not move leadership to a preferred
+// member whose full-data catch-up is pending (it would not campaign, and
+// each tick would leave the group without a leader for an election
+// timeout); it does once the catch-up is done.
+func TestGroupPreferredLeaderWaitsForCatchup(t *testing.T) {
+	const seg = 1 << 20
+	c := newTestCluster(t, clusterOpts{prodTimings: true, sync: true, disk: true, segmentSize: seg, tune: func(g *GroupConfig) {
+		g.SnapshotBytes = 0
+		g.Raft.PreferredLeaderID = "n2"
+		g.PreferredLeaderCheckInterval = 20 * time.Millisecond
+	}})
+	leads := func(id string) func() bool {
+		return func() bool { n := c.currentLeader(); return n != nil && n.id == id }
+	}
+	testutil.WaitFor(t, 10*time.Second, "the preferred leader n2 leads", leads("n2"))
+	c.createTopic("T", 2)
+	fillAndTrim(t, c, 4<<20, 1024, seg, 2)
+	n2, release := catchingUpVoter(t, c, 2)
+	l := c.leader()
+	p := l.g().preferred
+	from := p.Stats()
+	// Past ha.PreferredLeaderSettle every tick is a check.
+	testutil.WaitFor(t, 15*time.Second, "five checks while n2 catches up", func() bool {
+		return p.Stats().Checked >= from.Checked+5
+	})
+	if s := p.Stats(); s.Attempted != from.Attempted {
+		t.Fatalf("%d transfers to the preferred member catching up in %d checks", s.Attempted-from.Attempted, s.Checked-from.Checked)
+	}
+	if cur := c.leader(); cur != l {
+		t.Fatalf("leadership moved from %s to %s while n2 caught up", l.id, cur.id)
+	}
+	release()
+	testutil.WaitFor(t, 60*time.Second, "n2 completes its catch-up", func() bool { return !n2.g().catchupBlocksVoting() })
+	testutil.WaitFor(t, 10*time.Second, "leadership back on n2 after its catch-up", leads("n2"))
 }
