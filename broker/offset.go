@@ -27,7 +27,11 @@ import (
 // so: a follower may not have applied the commit yet (a member just
 // added, or one re-applying its log after a restart), and a consumer told
 // "none" starts at the queue's end by default, skipping what lies between.
-// A follower names the leader instead.
+// A follower names the leader instead, and a leader whose FSM stopped
+// (ApplyStopped: commits after the stop are committed but not in its
+// tables) refuses until its step-down moved leadership: official clients
+// retry a refused query at the next rebalance, while "none" makes them
+// skip.
 func (c *Controller) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.QueryConsumerOffsetRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
@@ -38,6 +42,13 @@ func (c *Controller) processQueryConsumerOffset(_ context.Context, _ *remoting.C
 		return c.notLeader(), nil
 	}
 	if !ok {
+		if as, isAS := c.rep.(applyStopper); isAS {
+			if err := as.ApplyStopped(); err != nil {
+				return response(remoting.ResponseServiceNotAvailable,
+					"consumer offset of group %s on %s/%d unknown here: %v; leadership is moving to another member, retry",
+					h.ConsumerGroup, h.Topic, h.QueueID, err), nil
+			}
+		}
 		return response(remoting.ResponseQueryNotFound, "no committed offset for group %s on %s/%d", h.ConsumerGroup, h.Topic, h.QueueID), nil
 	}
 	r := success()

@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -147,5 +149,54 @@ func TestOffsetPendingDroppedWhenDeposed(t *testing.T) {
 	c.offsets.flush()
 	if off, ok := replicatedOffset(rep, "G", "T", 0); !ok || off != 20 {
 		t.Fatalf("replicated offset %d %v, want the newer leader's 20, not the commit of 11 from an older term", off, ok)
+	}
+}
+
+// stoppedReplica is a fakeReplica whose FSM stopped applying (Group's
+// ApplyStopped) while it still leads.
+type stoppedReplica struct {
+	*fakeReplica
+	stopped atomic.Bool
+}
+
+func (r *stoppedReplica) ApplyStopped() error {
+	if r.stopped.Load() {
+		return &ApplyStoppedError{Index: 7, Err: errors.New("consumequeue write: input/output error")}
+	}
+	return nil
+}
+
+// A leader whose FSM stopped may lack commits the group made after the
+// stop: it does not answer QUERY_NOT_FOUND for an offset it has no record
+// of (a consumer told so starts at the queue's end and skips), it refuses.
+func TestApplyStoppedLeaderRefusesOffsetNotFound(t *testing.T) {
+	rep := &stoppedReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
+	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Shutdown(context.Background()) }()
+	query := func() *remoting.RemotingCommand {
+		t.Helper()
+		req := remoting.NewRequest(remoting.RequestQueryConsumerOffset,
+			&wire.QueryConsumerOffsetRequestHeader{ConsumerGroup: "G", Topic: "T", QueueID: 0}, nil)
+		r, err := c.processQueryConsumerOffset(context.Background(), nil, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := query(); r.Code != remoting.ResponseQueryNotFound {
+		t.Fatalf("applying leader without the offset: %d %q, want QUERY_NOT_FOUND", r.Code, r.Remark)
+	}
+	rep.stopped.Store(true)
+	if r := query(); r.Code != remoting.ResponseServiceNotAvailable || !strings.Contains(r.Remark, "apply stopped") {
+		t.Fatalf("apply-stopped leader without the offset: %d %q, want SERVICE_NOT_AVAILABLE saying apply stopped", r.Code, r.Remark)
+	}
+	if err := rep.CommitOffsets(context.Background(), []OffsetCommit{{Group: "G", Topic: "T", QueueID: 0, Offset: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := query(); r.Code != remoting.ResponseSuccess || r.ExtFields["offset"] != "5" {
+		t.Fatalf("apply-stopped leader with an offset: %d %q %v, want it", r.Code, r.Remark, r.ExtFields)
 	}
 }
