@@ -38,11 +38,19 @@ func (c *testCluster) newLeaderOtherThan(old *testNode) *testNode {
 
 // TestFastElectionOnProcessDeath: a leader whose process is gone (its
 // connections closed and its Raft port refusing, as after SIGKILL) is
-// replaced by the fast election, with no split vote (one new term): the
-// new leader is a member that made a fast campaign. How fast is measured
-// by `raftmq failover` (BENCHMARKS.md), not asserted here: on a loaded box
-// the time says more about the box than about the election. On plain TCP and on mutual TLS (the campaign
-// is a TimeoutNow the member sends itself through its transport).
+// replaced by the fast election: the first term after the dead leader's
+// is a fast campaign's (its vote requests carry the transfer flag of a
+// TimeoutNow campaign, which no heartbeat or election timeout sets), and
+// whoever wins that term wins it by a fast campaign. A second round is
+// tolerated: when the first campaign takes longer than the stagger to
+// reach the next survivor (a TLS handshake and fsyncs under -race on a
+// loaded 2-core box), the next survivor's turn comes too, and the two
+// campaigns split the votes or the later one deposes the new leader (the
+// stagger's documented limit); Raft's timeouts settle it. How fast is
+// measured by `raftmq failover` (BENCHMARKS.md), not asserted here: on a
+// loaded box the time says more about the box than about the election.
+// On plain TCP and on mutual TLS (the campaign is a TimeoutNow the member
+// sends itself through its transport).
 func TestFastElectionOnProcessDeath(t *testing.T) {
 	t.Run("tcp", func(t *testing.T) { testFastElection(t, slowHeartbeats) })
 	t.Run("tls", func(t *testing.T) {
@@ -59,39 +67,59 @@ func testFastElection(t *testing.T, tune func(*GroupConfig)) {
 	c := newTestCluster(t, clusterOpts{disk: true, tune: tune})
 	c.createTopic("T", 2)
 	for round := 0; round < 2; round++ {
-		old := c.leader()
-		term := old.g().Term()
 		c.sendSeq(round, 128)
 		// Both followers hold the entry: a follower without it would be
 		// refused by the other, which then campaigns too (a second term,
 		// as designed, but not what this test looks at).
 		c.waitCaughtUp()
+		old := c.leader()
+		term := old.g().Term()
 		i := slices.Index(c.nodes, old)
-		before := map[string]uint64{}
+		var survivors []*Group
 		for _, n := range c.nodes {
-			if g := n.g(); g != nil && g.fastElect != nil {
-				before[n.id] = g.fastElect.campaigns.Load()
+			if g := n.g(); g != nil && n != old {
+				survivors = append(survivors, g)
 			}
 		}
+		campaigns := func() (sum uint64) {
+			for _, g := range survivors {
+				if g.fastElect != nil {
+					sum += g.fastElect.campaigns.Load()
+				}
+			}
+			return sum
+		}
+		before := campaigns()
+		el := watchGroupElections(survivors...)
 		start := time.Now()
 		c.stop(i) // closes the transport: connections end, the port refuses
 		var l *testNode
-		testutil.WaitFor(t, 10*time.Second, "a new leader", func() bool {
+		// A second round (above) costs an election timeout or more on a
+		// loaded box: the bound is generous.
+		testutil.WaitFor(t, 30*time.Second, "a new leader", func() bool {
 			l = c.newLeaderOtherThan(old)
 			return l != nil
 		})
 		took := time.Since(start)
-		if got := l.g().Term(); got != term+1 {
-			t.Errorf("round %d: new term %d, want %d (one campaign, no split vote)", round, got, term+1)
+		if campaigns() == before {
+			t.Errorf("round %d: no survivor made a fast campaign", round)
 		}
-		if g := l.g(); g.fastElect == nil || g.fastElect.campaigns.Load() == before[l.id] {
-			t.Errorf("round %d: the new leader %s made no fast campaign: it won by the heartbeat timeout", round, l.id)
+		if !el.transferVote(term+1, "") {
+			t.Errorf("round %d: term %d, the first after the dead leader's, saw no fast campaign's vote request: a timeout started the election", round, term+1)
+		}
+		switch won, _ := el.term(term + 1); {
+		case won == "":
+			t.Logf("round %d: term %d split; %s won term %d", round, term+1, l.id, l.g().Term())
+		case !el.transferVote(term+1, won):
+			t.Errorf("round %d: %s won term %d without a fast campaign", round, won, term+1)
+		case l.g().Term() != term+1:
+			t.Logf("round %d: %s won term %d by a fast campaign; a later campaign moved it to %d", round, won, term+1, l.g().Term())
 		}
 		t.Logf("round %d: %s killed, %s leads after %v", round, old.id, l.id, took)
 		c.start(i)
-		testutil.WaitFor(t, 15*time.Second, "the restarted member to follow", func() bool {
-			g := old.g()
-			return g != nil && g.LeaderID() == l.id
+		testutil.WaitFor(t, 30*time.Second, "the restarted member to follow", func() bool {
+			g, cur := old.g(), c.currentLeader()
+			return g != nil && cur != nil && g.LeaderID() == cur.id
 		})
 		// Caught up, so the next round's first campaign is not refused
 		// for a short log (which would cost a second term).

@@ -289,9 +289,13 @@ type elections struct {
 }
 
 // watchElections starts recording on pc's running members.
-func watchElections(pc *procCluster) *elections {
+func watchElections(pc *procCluster) *elections { return watchGroupElections(pc.groups...) }
+
+// watchGroupElections starts recording on groups (nil entries: members
+// not running).
+func watchGroupElections(groups ...*Group) *elections {
 	e := &elections{won: map[uint64]string{}, votes: map[uint64][]raft.RequestVoteRequest{}}
-	for _, g := range pc.groups {
+	for _, g := range groups {
 		if g == nil {
 			continue
 		}
@@ -321,4 +325,18 @@ func (e *elections) term(term uint64) (string, []raft.RequestVoteRequest) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.won[term], e.votes[term]
+}
+
+// transferVote reports whether a vote request for term came from id (any
+// member when id is "") and carried the leadership-transfer flag (a
+// campaign started by TimeoutNow, not by a heartbeat or election timeout).
+func (e *elections) transferVote(term uint64, id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, v := range e.votes[term] {
+		if (id == "" || string(v.ID) == id) && v.LeadershipTransfer {
+			return true
+		}
+	}
+	return false
 }
