@@ -218,21 +218,32 @@ func TestStopLeaderWithoutHandOffGap(t *testing.T) {
 
 // TestShutdownPreferredLeaderStaysOff: the planned stop of the preferred
 // leader is not undone by the new leader's preferredLeaderId check (which
-// here runs every 20 ms): leadership moves once, to another member, and
-// stays there while the stopping node finishes.
+// here runs every 20 ms): the term after n0's is won by the member the
+// hand-off named, through the transfer's campaign, and n0 wins no later
+// term while it finishes stopping. Later terms among the others are
+// tolerated (on production timings a starved machine can cost a leader
+// its lease; that election is Raft's answer to load, not the check's).
 func TestShutdownPreferredLeaderStaysOff(t *testing.T) {
 	pc := startRealCluster(t, func(c *BrokerConfig) {
 		withProdRaftTimings(c)
 		c.Raft.PreferredLeaderID = "n0"
 		c.PreferredLeaderCheckInterval = 20 * time.Millisecond
 	})
-	if l := pc.createTopicOnLeader("SDP", 4); l != 0 {
+	waitN0Leads := func() {
+		t.Helper()
 		testutil.WaitFor(t, 15*time.Second, "n0 leads", func() bool { return pc.groups[0].IsLeader() })
 	}
+	if l := pc.createTopicOnLeader("SDP", 4); l != 0 {
+		waitN0Leads()
+	}
 	pc.waitLeaderRegistered()
-	term := pc.groups[0].Raft().CurrentTerm()
 	p := startShutdownProducers(pc, pc.nodes[0].Addr(), "SDP", 4)
 	testutil.WaitFor(t, 10*time.Second, "acks before the shutdown", func() bool { return p.ackCount() >= 100 })
+	// A lost lease meanwhile moved leadership off n0 and the check moves
+	// it back: the stop must begin while n0 leads.
+	waitN0Leads()
+	term := pc.groups[0].Raft().CurrentTerm()
+	el := watchElections(pc)
 	to := pc.shutdownNode(0)
 	before := p.ackCount()
 	testutil.WaitFor(t, 10*time.Second, "acks after the shutdown", func() bool { return p.ackCount() >= before+100 })
@@ -240,12 +251,20 @@ func TestShutdownPreferredLeaderStaysOff(t *testing.T) {
 	if len(failed) != 0 {
 		t.Fatalf("%d sends failed, first: %v", len(failed), failed[0])
 	}
+	if to == "" || to == "n0" {
+		t.Fatalf("hand-off named %q", to)
+	}
+	if won, _ := el.term(term + 1); won != to || !el.transferVote(term+1, to) {
+		t.Fatalf("term %d (after n0's %d) was won by %q, want %s, the hand-off's target, through its transfer", term+1, term, won, to)
+	}
 	nl := pc.leader()
-	if got := pc.groups[nl].SelfID(); to == "" || got != to {
-		t.Fatalf("hand-off named %q, leader is %s", to, got)
+	for tm := term + 1; tm <= pc.groups[nl].Raft().CurrentTerm(); tm++ {
+		if won, _ := el.term(tm); won == "n0" {
+			t.Fatalf("n0 won term %d after handing leadership off in term %d: the preferred-leader check moved it back", tm, term)
+		}
 	}
 	if now := pc.groups[nl].Raft().CurrentTerm(); now != term+1 {
-		t.Fatalf("term %d -> %d: leadership moved more than once", term, now)
+		t.Logf("term %d -> %d: %s lost leadership to a later election (leader now %s)", term, now, to, pc.groups[nl].SelfID())
 	}
 }
 
