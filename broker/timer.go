@@ -37,7 +37,8 @@ import (
 // each due message to its real topic through the path the delay levels use
 // (Controller.reput) and replicates the new cursor with CmdTimerProgress;
 // once a bucket is delivered it moves the cursor to the next non-empty
-// bucket that is due. A record applied after the leader looked at a bucket
+// bucket that is due or, when none is, to the current second's bucket, so
+// the delivered records go and pin no CommitLog segment. A record applied after the leader looked at a bucket
 // is never lost: it lands in the cursor's bucket (one the cursor passed is
 // clamped to it) and an advance moves the late records of the buckets it
 // passes into the new one. A new leader resumes from the replicated cursor;
@@ -383,8 +384,16 @@ func (s *timerService) round(nowMs int64) (more bool, err error) {
 	}
 	p := TimerProgress{From: cur, To: TimerCursor{Bucket: cur.Bucket, Fired: n}}
 	if n == total {
-		if next, ok := idx.Next(cur.Bucket+1, timerindex.BucketOf(nowMs)); ok {
+		nowBucket := timerindex.BucketOf(nowMs)
+		if next, ok := idx.Next(cur.Bucket+1, nowBucket); ok {
 			p.To, p.Done, more = TimerCursor{Bucket: next}, n, true
+		} else if total > 0 && nowBucket > cur.Bucket {
+			// Every record of the bucket is delivered and no later bucket
+			// is due: the cursor moves on to the current second's (empty)
+			// bucket, so the advance removes the delivered records. Kept,
+			// they would pin their messages' CommitLog segment, and every
+			// later one, against retention until another timer came due.
+			p.To, p.Done = TimerCursor{Bucket: nowBucket}, n
 		}
 	}
 	if p.To == cur {

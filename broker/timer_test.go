@@ -208,6 +208,42 @@ func TestTimerRetentionPin(t *testing.T) {
 	}
 }
 
+// TestTimerDeliveredPinsNothing: once its timers have fired, no member's
+// timer index pins the CommitLog. The cursor stayed on the last delivered
+// bucket until a later timer came due, and that bucket's records kept the
+// segment holding their message, and every later one, from retention
+// (fileReservedTime and disk-full deletion alike) for as long as no timer
+// followed.
+func TestTimerDeliveredPinsNothing(t *testing.T) {
+	pc := startRealCluster(t, nil)
+	leader := pc.nodes[pc.createTopicOnLeader("TD", 1)].Addr()
+	due := time.Now().Add(time.Second).UnixMilli()
+	if r := pc.call(leader, remoting.RequestSendMessage, sendExt("TD", 0, timerProps(wire.PropertyTimerDeliverMs, due)), []byte("once")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	for i, g := range pc.groups {
+		gi := g
+		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("member %d holds the delivered timer", i), func() bool {
+			return len(readTopic(t, gi, "TD", 1)) == 1
+		})
+		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("member %d's index pins nothing once its timer fired", i), func() bool {
+			return gi.timerPin() == math.MaxInt64 && gi.TimerIndex().Buckets() == 0
+		})
+	}
+	// A timer sent after the cursor moved on is still delivered.
+	due = time.Now().Add(time.Second).UnixMilli()
+	if r := pc.call(leader, remoting.RequestSendMessage, sendExt("TD", 0, timerProps(wire.PropertyTimerDeliverMs, due)), []byte("again")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	g := pc.groups[pc.leader()]
+	testutil.WaitFor(t, 10*time.Second, "the second timer delivered", func() bool { return len(readTopic(t, g, "TD", 1)) == 2 })
+	for body, d := range readTopic(t, g, "TD", 1) {
+		if d.copies != 1 || d.storedMs < d.timerOut {
+			t.Errorf("%s: %d copies, stored at %d, due %d", body, d.copies, d.storedMs, d.timerOut)
+		}
+	}
+}
+
 // TestTimerIdempotentProducer: an idempotent producer numbers its sends
 // per real queue; two timer messages with the same number for two queues
 // are both delivered, a retry of one is recognised, and both are re-put

@@ -742,8 +742,12 @@ func (x *Index) Advance(from, done, to int64) error {
 			if err != nil {
 				return err
 			}
-			if err := x.appendLocked(to, recs); err != nil {
-				return err
+			// Nothing to move creates no file for to: the cursor may
+			// advance to a bucket without records.
+			if len(recs) > 0 {
+				if err := x.appendLocked(to, recs); err != nil {
+					return err
+				}
 			}
 			moved = moved || len(recs) > 0
 			skip += int64(len(recs))

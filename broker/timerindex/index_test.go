@@ -105,6 +105,32 @@ func TestIndexAdvanceMovesLateRecords(t *testing.T) {
 	}
 }
 
+// An advance from a fully delivered bucket to one without records removes
+// the delivered records and creates no file for the target: the index is
+// empty and pins nothing.
+func TestIndexAdvanceToEmptyBucket(t *testing.T) {
+	dir := t.TempDir()
+	x := open(t, storage.OSFS(), dir)
+	must(t, x.Append(10, recs(1, 2)))
+	must(t, x.Advance(10, 2, 15))
+	if n := x.Buckets(); n != 0 {
+		t.Fatalf("%d buckets after the advance", n)
+	}
+	if m, ok := x.MinQueueOffset(); ok {
+		t.Fatalf("MinQueueOffset = %d after every record was delivered", m)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "0", "15")); !os.IsNotExist(err) {
+		t.Fatalf("target bucket file: %v", err)
+	}
+	// A record that arrived after the leader looked still moves.
+	must(t, x.Append(15, recs(3)))
+	must(t, x.Append(15+1, recs(4)))
+	must(t, x.Advance(15, 0, 20))
+	if got, total, err := x.Read(20, 0, 10); err != nil || total != 2 || !equal(offsetsOf(got), []int64{3, 4}) {
+		t.Fatalf("bucket 20 = %v (%d) %v", offsetsOf(got), total, err)
+	}
+}
+
 // Reopening finds the buckets, cuts a torn record and keeps the applied
 // mark.
 func TestIndexReopen(t *testing.T) {
