@@ -226,17 +226,25 @@ func TestProducerAllAttemptsFail(t *testing.T) {
 // attempts fail over to the other group as usual, and the last one waits
 // for its group's leader instead of failing the send in milliseconds.
 func TestProducerLastAttemptWaitsOutElection(t *testing.T) {
+	lastAttemptWaitsOut(t, func(fb *fakeBroker, conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		return answerCode(remoting.ResponseNotLeaderForQueue, nil)(fb, conn, req)
+	})
+}
+
+// lastAttemptWaitsOut: the first three requests, wherever they go, meet
+// an election answered by refuse; the send still succeeds.
+func lastAttemptWaitsOut(t *testing.T, refuse func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand) {
+	t.Helper()
 	a, b, log, p := twoGroups(t)
 	var mu sync.Mutex
 	asked := 0
-	// The first three requests, wherever they go, meet an election.
 	electing := func(fb *fakeBroker, conn *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
 		mu.Lock()
 		asked++
 		n := asked
 		mu.Unlock()
 		if n <= 3 {
-			return answerCode(remoting.ResponseNotLeaderForQueue, nil)(fb, conn, req)
+			return refuse(fb, conn, req)
 		}
 		return fb.stored(req)
 	}
@@ -818,32 +826,9 @@ func TestProducerLeaderRefusalFailsFast(t *testing.T) {
 // give while their group elects (SERVICE_NOT_AVAILABLE, the not-leader
 // remark, no leader named).
 func TestProducerLastAttemptWaitsOutNotLeader(t *testing.T) {
-	a, b, log, p := twoGroups(t)
-	var mu sync.Mutex
-	asked := 0
-	electing := func(fb *fakeBroker, _ *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
-		mu.Lock()
-		asked++
-		n := asked
-		mu.Unlock()
-		if n <= 3 {
-			return remoting.NewResponse(remoting.ResponseServiceNotAvailable, wire.NotLeaderRemark(""))
-		}
-		return fb.stored(req)
-	}
-	a.setAnswer(electing)
-	b.setAnswer(electing)
-	res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
-	if err != nil {
-		t.Fatalf("send while both groups elect: %v", err)
-	}
-	reqs := log.all()
-	if len(reqs) != 4 || reqs[0].brokerN == reqs[1].brokerN || reqs[2].brokerN != reqs[0].brokerN || reqs[3].brokerN != reqs[0].brokerN {
-		t.Fatalf("requests %+v", reqs)
-	}
-	if res.Queue.BrokerName != reqs[0].brokerN {
-		t.Fatalf("stored on %s, want %s", res.Queue.BrokerName, reqs[0].brokerN)
-	}
+	lastAttemptWaitsOut(t, func(*fakeBroker, *remoting.Conn, *remoting.RemotingCommand) *remoting.RemotingCommand {
+		return remoting.NewResponse(remoting.ResponseServiceNotAvailable, wire.NotLeaderRemark(""))
+	})
 }
 
 // TestProducerOnewayFindsNewLeader: the only group's leader dies while the
