@@ -434,7 +434,13 @@ func TestStoreDamagedUnitSizeNeverSkipped(t *testing.T) {
 // checkpoint keeps every queue the checkpoint covers, though nothing below
 // it is re-applied (the Raft snapshot covers that part of the log).
 func TestStoreFlushedQueuesSurviveCrash(t *testing.T) {
-	fsys := storage.NewFaultFS(7)
+	checkpointedQueuesSurviveCrash(t, storage.NewFaultFS(7))
+}
+
+// checkpointedQueuesSurviveCrash puts content into a store on fsys,
+// checkpoints, crashes the disk and checks the reopened store serves it.
+func checkpointedQueuesSurviveCrash(t *testing.T, fsys *storage.FaultFS) {
+	t.Helper()
 	cfg := storeConfig(fsys, "/s")
 	cfg.FlushIntervalConsumeQueue = time.Hour
 	log := &segLog{}
@@ -538,25 +544,7 @@ func TestStoreOpenMakesLeftoverDirectoriesDurable(t *testing.T) {
 			if err := fsys.MkdirAll(left, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cfg := storeConfig(fsys, "/s")
-			cfg.FlushIntervalConsumeQueue = time.Hour
-			log := &segLog{}
-			s := openTestStore(t, cfg, log)
-			content := putContent(t, s)
-			if err := s.writeCheckpoint(); err != nil {
-				t.Fatal(err)
-			}
-			crashed := fsys.Crash(storage.CrashOptions{})
-			_ = s.Close() // its writes fail: the disk is gone
-
-			cfg.FS = crashed
-			cfg.Raft = log.hooks()
-			reopened, err := Open(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer reopened.Close()
-			content.check(t, &testStore{MessageStore: reopened, log: log})
+			checkpointedQueuesSurviveCrash(t, fsys)
 		})
 	}
 }
