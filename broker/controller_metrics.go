@@ -622,7 +622,12 @@ func (f *followerLag) registeredAddr(route map[int64]string, id string) string {
 
 // status asks one member for RAFT_STATUS.
 func (f *followerLag) status(addr string) (*RaftStatus, error) {
-	ctx, cancel := context.WithTimeout(f.c.ctx, followerLagTimeout)
+	return f.statusWithin(f.c.ctx, addr)
+}
+
+// statusWithin is status, ending with ctx too.
+func (f *followerLag) statusWithin(ctx context.Context, addr string) (*RaftStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, followerLagTimeout)
 	defer cancel()
 	return f.c.peers.status(ctx, addr)
 }

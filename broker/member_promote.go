@@ -167,17 +167,23 @@ func catchupProgress(cs CatchupStatus) string {
 // learner's remoting address. The candidates are the replicated member
 // table (members that once led; stale for a host rebuilt elsewhere under
 // its old id), gossip, and, when neither answers as the learner, the name
-// servers' route under its brokerId slot.
+// servers' route under its brokerId slot. Each question gets
+// followerLagTimeout, and all of them end with ctx: the caller's budget
+// (a transfer asking its candidates, a planned stop's hand-off) holds
+// however many addresses and name servers do not answer.
 func (c *Controller) raftStatusProbe(f *followerLag) learnerProbe {
-	return func(_ context.Context, id string) (learnerStatus, error) {
+	return func(ctx context.Context, id string) (learnerStatus, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(c.ctx, cancel)() // the controller stopping
 		var tried []string
 		var errs []error
 		ask := func(addr string) (*RaftStatus, bool) {
-			if addr == "" || slices.Contains(tried, addr) {
+			if addr == "" || slices.Contains(tried, addr) || ctx.Err() != nil {
 				return nil, false
 			}
 			tried = append(tried, addr)
-			st, err := f.status(addr)
+			st, err := f.statusWithin(ctx, addr)
 			if err == nil && st.SelfID != id {
 				err = fmt.Errorf("%s answers as %q", addr, st.SelfID)
 			}
@@ -200,8 +206,13 @@ func (c *Controller) raftStatusProbe(f *followerLag) learnerProbe {
 				return learnerStatus{catchup: catchupOf(st), segmentSize: st.SegmentSize}, nil
 			}
 		}
-		if st, ok := ask(f.registeredAddr(f.route(), id)); ok {
-			return learnerStatus{catchup: catchupOf(st), segmentSize: st.SegmentSize}, nil
+		if ctx.Err() == nil {
+			if st, ok := ask(f.registeredAddr(f.c.peers.route(ctx, followerLagTimeout), id)); ok {
+				return learnerStatus{catchup: catchupOf(st), segmentSize: st.SegmentSize}, nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return learnerStatus{}, errors.Join(append(errs, fmt.Errorf("asking %s: %w", id, err))...)
 		}
 		if len(tried) == 0 {
 			return learnerStatus{}, fmt.Errorf("no remoting address known for %s (not in the member table, gossip or the name servers' route yet)", id)
