@@ -57,9 +57,15 @@ func (c *Config) redactSecrets() {
 	c.Gossip.Redact(redactedSecret)
 }
 
-// validate refuses half an account, and keys the brokers' ACL would not
-// take (the account is one of theirs): as short, they are guessable.
+// validate refuses half an account, and, when the console is served,
+// keys the brokers' ACL would not take (the account is one of theirs): as
+// short, they are guessable. Unserved, the keys guard nothing, and a
+// configuration that left them set after turning the console off starts
+// as it did.
 func (c ConsoleConfig) validate() error {
+	if !c.ConsoleEnable && (c.ConsoleAccessKey == "") == (c.ConsoleSecretKey == "") {
+		return nil
+	}
 	cr := remoting.Credentials{AccessKey: c.ConsoleAccessKey, SecretKey: c.ConsoleSecretKey}
 	if err := cr.CheckConfigured("consoleAccessKey", "consoleSecretKey"); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)

@@ -50,6 +50,17 @@ func TestNamesrvConfigRefusesShortConsoleKeys(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("keys of 7 characters and more: %v", err)
 	}
+	// Keys of a console that is off guard nothing: the name server
+	// starts as before the length check.
+	cfg.ConsoleEnable = false
+	cfg.ConsoleAccessKey, cfg.ConsoleSecretKey = "admin", "admin"
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("consoleEnable=false with short keys: %v, want accepted", err)
+	}
+	cfg.ConsoleSecretKey = ""
+	if err := cfg.Validate(); err == nil {
+		t.Error("consoleEnable=false with consoleAccessKey alone: accepted, want refused as half an account")
+	}
 }
 
 // TestNamesrvConfigRedactsGossipKey: GET_NAMESRV_CONFIG answers anyone,
