@@ -274,16 +274,21 @@ func MkdirAllDurable(fsys FS, dir string) error {
 // leaves a name that exists, is never synced again, and that a later power
 // cut can still take with every synced byte beneath it.
 //
-// SyncNames syncs the parent of root and of each of root's ancestors, then
-// every directory under root that holds a directory. A directory this
-// process may not read is skipped with what lies beneath it: nothing in it
-// was made by MkdirAllDurable, which fails unless it can sync the parents
-// it creates in (an operator's 0711 /srv, a mount point's lost+found). With files (after an unclean
-// shutdown, the only time a file's name can have been left unsynced) it
-// syncs every directory under root, so the files' names are durable too.
-// The cost is one directory fsync per directory synced. A root that does
-// not exist has nothing to sync (MkdirAllDurable will create it durably).
-func SyncNames(fsys FS, root string, files bool) error {
+// SyncNames syncs the parent of root and of each of root's ancestors,
+// root, and the directories directly under it (a broker makes those, the
+// Raft directory among them, before its store marks itself running). With
+// walk (after an unclean shutdown: the deeper directories, a topic's
+// ConsumeQueues, are made while the store's abort file exists, so only a
+// killed process can have left a name unsynced there) it syncs every
+// directory under root. A clean open does not walk: that costs a directory
+// fsync per topic and queue, and a disk cache flush each on many disks. A
+// directory this process may not
+// read is skipped with what lies beneath it: nothing in it was made by
+// MkdirAllDurable, which fails unless it can sync the parents it creates
+// in (an operator's 0711 /srv, a mount point's lost+found). A root that
+// does not exist has nothing to sync (MkdirAllDurable will create it
+// durably).
+func SyncNames(fsys FS, root string, walk bool) error {
 	root = filepath.Clean(root)
 	if _, err := fsys.Stat(root); errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -294,26 +299,30 @@ func SyncNames(fsys FS, root string, files bool) error {
 			return fmt.Errorf("sync %s, the parent of %s: %w", filepath.Dir(d), d, err)
 		}
 	}
-	return syncTree(fsys, root, files)
+	depth := 1
+	if walk {
+		depth = -1
+	}
+	return syncTree(fsys, root, depth)
 }
 
-func syncTree(fsys FS, dir string, files bool) error {
+// syncTree syncs dir and the directories under it down to depth levels
+// (-1: all), each that is not empty.
+func syncTree(fsys FS, dir string, depth int) error {
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", dir, err)
 	}
-	need := files && len(ents) > 0
 	for _, e := range ents {
-		if !e.IsDir() {
+		if !e.IsDir() || depth == 0 {
 			continue
 		}
-		need = true
-		err := syncTree(fsys, filepath.Join(dir, e.Name()), files)
+		err := syncTree(fsys, filepath.Join(dir, e.Name()), depth-1)
 		if err != nil && !errors.Is(err, fs.ErrPermission) {
 			return err
 		}
 	}
-	if !need {
+	if len(ents) == 0 {
 		return nil
 	}
 	if err := fsys.SyncDir(dir); err != nil {

@@ -827,12 +827,12 @@ func TestFaultFSCrashKeepsOnlyDurablyNamedDirectories(t *testing.T) {
 }
 
 // TestSyncNamesMakesLeftoverNamesDurable: directories and a file a killed
-// process created but never named durably exist at the next open; after
-// SyncNames they survive a power cut (the file only when asked, after an
-// unclean shutdown).
+// process left with unsynced names. A clean open's SyncNames makes the
+// root and the directories directly under it durable; after an unclean
+// stop (walk) every name under the root survives a power cut.
 func TestSyncNamesMakesLeftoverNamesDurable(t *testing.T) {
-	for _, files := range []bool{false, true} {
-		t.Run(fmt.Sprint("files=", files), func(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(fmt.Sprint("walk=", walk), func(t *testing.T) {
 			f := NewFaultFS(1)
 			if err := f.MkdirAll("/data/store/cq/T/0", 0o755); err != nil {
 				t.Fatal(err)
@@ -848,19 +848,19 @@ func TestSyncNamesMakesLeftoverNamesDurable(t *testing.T) {
 				t.Fatal(err)
 			}
 			fl.Close()
-			if err := SyncNames(f, "/data/store", files); err != nil {
+			if err := SyncNames(f, "/data/store", walk); err != nil {
 				t.Fatal(err)
 			}
 			c := f.Crash(CrashOptions{})
-			if fi, err := c.Stat("/data/store/cq/T/0"); err != nil || !fi.IsDir() {
-				t.Fatalf("the queue directory after the crash: %v", err)
+			if fi, err := c.Stat("/data/store/cq/T"); err != nil || !fi.IsDir() {
+				t.Fatalf("a name in a directory under the root after the crash: %v", err)
 			}
 			_, err = c.Stat("/data/store/cq/T/0/seg")
-			if files && err != nil {
+			if walk && err != nil {
 				t.Fatalf("the synced file after the crash: %v", err)
 			}
-			if !files && !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("the file's name was synced without files: %v", err)
+			if _, terr := c.Stat("/data/store/cq/T/0"); !walk && !errors.Is(terr, os.ErrNotExist) {
+				t.Fatalf("a clean open synced a queue's directory name: %v", terr)
 			}
 		})
 	}

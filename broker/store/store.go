@@ -263,8 +263,9 @@ func (s *MessageStore) open() error {
 		abnormal, haveCkpt = true, false
 	}
 	// A kill between a mkdir or a file's creation and the sync of its
-	// parent leaves a name nothing syncs again; make every name below the
-	// root durable before anything acknowledged comes to rest under it.
+	// parent leaves a name nothing syncs again; make the names below the
+	// root durable before anything acknowledged comes to rest under them
+	// (all of them after an unclean stop, see SyncNames).
 	for _, dir := range s.rootDirs() {
 		if err := storage.SyncNames(s.fs, dir, abnormal); err != nil {
 			return fmt.Errorf("store: make the names under %s durable: %w", dir, err)

@@ -529,7 +529,8 @@ func TestStoreFilterReadBounded(t *testing.T) {
 // the sync of its parent leaves directories that exist but are not named
 // durably, and MkdirAllDurable never syncs an existing directory's parent.
 // Opening the store makes those names durable, so what is flushed under
-// them afterwards survives a power cut: the root itself, and a topic's
+// them afterwards survives a power cut: the root itself, and (after an
+// unclean stop, which a kill leaves behind as the abort file) a topic's
 // ConsumeQueue directory whose units lie below the checkpoint (nothing
 // re-applies those).
 func TestStoreOpenMakesLeftoverDirectoriesDurable(t *testing.T) {
@@ -538,6 +539,9 @@ func TestStoreOpenMakesLeftoverDirectoriesDurable(t *testing.T) {
 			fsys := storage.NewFaultFS(7)
 			if left != "/s" {
 				if err := storage.MkdirAllDurable(fsys, "/s"); err != nil {
+					t.Fatal(err)
+				}
+				if err := storage.WriteFileAtomic(fsys, "/s/abort", nil); err != nil {
 					t.Fatal(err)
 				}
 			}
