@@ -1,6 +1,7 @@
 package jepsen
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -306,7 +307,7 @@ func checkRetry(h History) []Check {
 		inDLQ[r.Value][r.Node] = true
 		dlqAt[r.Value] = append(dlqAt[r.Value], slot{r.Broker, r.Queue, r.Offset})
 	}
-	var lostEx, partEx, retryEx, wrongEx []string
+	var lostEx, partEx, retryEx, wrongEx, missing []string
 	lost, partial, below, retryLost, wrong := 0, 0, 0, 0, 0
 	minDel, maxDel := -1, 0
 	for _, o := range x.RetryOps {
@@ -321,8 +322,7 @@ func checkRetry(h History) []Check {
 				wrongEx = addEx(wrongEx, "%s consumed successfully", o.Value)
 			}
 			if len(inDLQ[o.Value]) == 0 {
-				lost++
-				lostEx = addEx(lostEx, "%s (delivered %d times)", o.Value, delivered[o.Value])
+				missing = append(missing, o.Value)
 				continue
 			}
 			for _, node := range nodes {
@@ -366,6 +366,14 @@ func checkRetry(h History) []Check {
 			}
 		}
 	}
+	if removedEverywhere(missing, x, perNode, floor) {
+		below += len(missing) // removed from every replica by retention
+	} else {
+		for _, v := range missing {
+			lost++
+			lostEx = addEx(lostEx, "%s (delivered %d times)", v, delivered[v])
+		}
+	}
 	// Every group that delivered a dlq- message is where its send-backs
 	// went and so where it is dead-lettered: its %DLQ% must have been read,
 	// or its replicas were checked nowhere.
@@ -405,6 +413,67 @@ func checkRetry(h History) []Check {
 		{Name: fmt.Sprintf("retry: deliveries of a dead-lettered message (send-back path %d)", RetryMaxReconsume+1), Value: fmt.Sprintf("min %d, max %d", max(minDel, 0), maxDel), OK: true},
 	}...)
 }
+
+// removedEverywhere reports whether the acknowledged dlq- messages no
+// node's %DLQ% holds can all be entries retention removed from every
+// replica. The final read cannot place them, so the excuse is bounded
+// twice: there are no more of them than the entries below every read
+// replica's (excused) floor, summed over the DLQ's queues, and each is
+// among the earliest dead-lettered (by its last delivery, which precedes
+// its send-back to %DLQ%; dlqReorderSlack allows for send-backs that
+// retried while later ones went through). Dead-letter queues are written
+// in arrival order, so retention takes the oldest first.
+func removedEverywhere(missing []string, x ChaosHistory, perNode map[string]*nodeCoverage, floor map[nodeQueue]int64) bool {
+	if len(missing) == 0 {
+		return true
+	}
+	// Entries below the floor of every read node, per queue.
+	minFloor := map[int]int64{}
+	queues := map[int]bool{}
+	for _, rr := range x.DLQRanges {
+		queues[rr.Queue] = true
+	}
+	for q := range queues {
+		m := int64(-1)
+		for node := range perNode {
+			f := floor[nodeQueue{node, q}]
+			if m < 0 || f < m {
+				m = f
+			}
+		}
+		minFloor[q] = max(m, 0)
+	}
+	var removed int64
+	for _, f := range minFloor {
+		removed += f
+	}
+	if int64(len(missing)) > removed {
+		return false
+	}
+	last := map[string]float64{}
+	for _, d := range x.RetryDeliveries {
+		if strings.HasPrefix(d.Value, "dlq-") {
+			last[d.Value] = max(last[d.Value], d.AtMs)
+		}
+	}
+	order := slices.SortedFunc(maps.Keys(last), func(a, b string) int { return cmp.Compare(last[a], last[b]) })
+	rank := map[string]int{}
+	for i, v := range order {
+		rank[v] = i
+	}
+	for _, v := range missing {
+		r, ok := rank[v]
+		if !ok || int64(r) >= removed+dlqReorderSlack {
+			return false
+		}
+	}
+	return true
+}
+
+// dlqReorderSlack is how far past the removed entries' count a removed
+// message's dead-letter rank may lie (send-backs retried across faults
+// land out of their delivery order).
+const dlqReorderSlack = 64
 
 // dlqCoverage indexes the %DLQ% final read (topicCoverage: a node with a
 // range but no entries is still read and held to every entry of its group

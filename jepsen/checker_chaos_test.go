@@ -1,6 +1,7 @@
 package jepsen
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -357,5 +358,67 @@ func TestCheckerChaosDLQTwoGroups(t *testing.T) {
 				t.Fatalf("not caught (%+v):\n%s", check(t, v, tc.check), VerdictTable(h, v))
 			}
 		})
+	}
+}
+
+// TestCheckerChaosDLQRemovedFromEveryReplica: forced retention that ran on
+// every replica removes the oldest dead letters everywhere, so the final
+// read finds them nowhere. They are excused only when no more are missing
+// than the entries below every replica's floor and each is among the
+// earliest dead-lettered; a late one missing is a loss.
+func TestCheckerChaosDLQRemovedFromEveryReplica(t *testing.T) {
+	const n = 100
+	base := func() History {
+		h := chaosHistory()
+		h.Chaos.RetryOps = nil
+		h.Chaos.RetryDeliveries = nil
+		h.Chaos.DLQReads = nil
+		h.Chaos.DLQRanges = nil
+		for i := range n {
+			v := fmt.Sprintf("dlq-%03d", i)
+			h.Chaos.RetryOps = append(h.Chaos.RetryOps, Op{Value: v, Result: ResultOK})
+			h.Chaos.RetryDeliveries = append(h.Chaos.RetryDeliveries, Delivery{Consumer: "retry-c", Value: v, Intact: true, AtMs: float64(10 * i)})
+			if i < 2 {
+				continue // below every replica's floor
+			}
+			for _, node := range []string{"n0", "n1", "n2"} {
+				h.Chaos.DLQReads = append(h.Chaos.DLQReads, Read{Node: node, Broker: GroupName, Queue: 0, Offset: int64(i), Value: v, Intact: true})
+			}
+		}
+		for _, node := range []string{"n0", "n1", "n2"} {
+			h.Chaos.DLQRanges = append(h.Chaos.DLQRanges, ReadRange{Node: node, Broker: GroupName, Queue: 0, From: 2, To: n})
+		}
+		withDiskFull(&h)
+		return h
+	}
+	const lost = "retry: acknowledged dlq- messages missing from %DLQ%"
+	h := base()
+	if v := CheckHistory(h, true); !v.Valid {
+		t.Fatalf("dead letters removed from every replica judged lost:\n%s", VerdictTable(h, v))
+	}
+	for _, c := range []struct {
+		name string
+		mut  func(h *History)
+	}{
+		// A floor of 1 on one replica: only one entry is gone everywhere.
+		{"more missing than removed", func(h *History) { h.Chaos.DLQRanges[1].From = 1 }},
+		// The latest dead letter is missing instead of the second oldest.
+		{"late one missing", func(h *History) {
+			d := h.Chaos.DLQReads
+			for i := range d {
+				if d[i].Value == "dlq-099" {
+					d[i].Value = "dlq-001"
+				}
+			}
+		}},
+		// Nothing could have removed anything: floors are not excused.
+		{"no retention cause", func(h *History) { h.Faults = nil }},
+	} {
+		h := base()
+		c.mut(&h)
+		v := CheckHistory(h, true)
+		if v.Valid || check(t, v, lost).OK {
+			t.Errorf("%s: not caught (%+v)", c.name, check(t, v, lost))
+		}
 	}
 }
