@@ -217,3 +217,22 @@ func newTestProducer(t *testing.T, ns *namesrv.NameServer, opts ...ProducerOpt) 
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	return p
 }
+
+// warmThreeMemberGroup registers one group of three fake members (n0 the
+// master) serving T, and a producer that has sent to it once.
+func warmThreeMemberGroup(t *testing.T) (*namesrv.NameServer, *requestLog, *fakeBroker, *fakeBroker, *fakeBroker, *Producer) {
+	t.Helper()
+	ns := startNameServer(t)
+	log := &requestLog{}
+	n0 := startFakeBroker(t, "g", log)
+	n1 := startFakeBroker(t, "g", log)
+	n2 := startFakeBroker(t, "g", log)
+	n0.register(t, ns, 0, 1, map[string]int{"T": 2})
+	n1.register(t, ns, 1, 1, map[string]int{"T": 2})
+	n2.register(t, ns, 2, 1, map[string]int{"T": 2})
+	p := newTestProducer(t, ns)
+	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("warm"))); err != nil {
+		t.Fatal(err)
+	}
+	return ns, log, n0, n1, n2, p
+}

@@ -324,18 +324,7 @@ func TestProducerFollowsNamedLeader(t *testing.T) {
 // the send tries a follower, which names the new leader, all in one call
 // and well under a second.
 func TestProducerLeaderDiesProbesFollower(t *testing.T) {
-	ns := startNameServer(t)
-	log := &requestLog{}
-	n0 := startFakeBroker(t, "g", log)
-	n1 := startFakeBroker(t, "g", log)
-	n2 := startFakeBroker(t, "g", log)
-	n0.register(t, ns, 0, 1, map[string]int{"T": 2})
-	n1.register(t, ns, 1, 1, map[string]int{"T": 2})
-	n2.register(t, ns, 2, 1, map[string]int{"T": 2})
-	p := newTestProducer(t, ns)
-	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("warm"))); err != nil {
-		t.Fatal(err)
-	}
+	_, _, n0, n1, n2, p := warmThreeMemberGroup(t)
 	n0.stop()
 	n1.setAnswer(answerCode(remoting.ResponseNotLeaderForQueue, map[string]string{wire.ExtLeaderAddr: n2.addr}))
 	start := time.Now()
@@ -838,18 +827,7 @@ func TestProducerLastAttemptWaitsOutNotLeader(t *testing.T) {
 // instead of leaving oneway sends at the follower until its next
 // RouteRefreshInterval.
 func TestProducerOnewayFindsNewLeader(t *testing.T) {
-	ns := startNameServer(t)
-	log := &requestLog{}
-	n0 := startFakeBroker(t, "g", log)
-	n1 := startFakeBroker(t, "g", log)
-	n2 := startFakeBroker(t, "g", log)
-	n0.register(t, ns, 0, 1, map[string]int{"T": 2})
-	n1.register(t, ns, 1, 1, map[string]int{"T": 2})
-	n2.register(t, ns, 2, 1, map[string]int{"T": 2})
-	p := newTestProducer(t, ns)
-	if _, err := p.SendSync(context.Background(), NewMessage("T", []byte("warm"))); err != nil {
-		t.Fatal(err)
-	}
+	ns, log, n0, n1, n2, p := warmThreeMemberGroup(t)
 	// The name server drops n0 when its registration connection closes.
 	n0.stop()
 	testutil.WaitFor(t, 5*time.Second, "the name server drops the dead leader", func() bool {
