@@ -31,16 +31,14 @@ func (f *usageFS) DiskUsage(string) (used, total uint64, err error) {
 	return 10, 100, nil
 }
 
-// The leader's disk fills up → it refuses writes and hands leadership to
-// a follower with room; writes go on there. When space comes back the old
-// leader's guard lifts within the short recheck.
-func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
-	t.Parallel()
+// newDiskFullCluster starts a production-timed group whose members run
+// over usageFS (the harness starts them over the plain OS file system, so
+// each is restarted), noticing usage and stepping down quickly.
+func newDiskFullCluster(t *testing.T) (*testCluster, []*usageFS) {
+	t.Helper()
 	c := newTestCluster(t, clusterOpts{prodTimings: true, tune: func(cfg *GroupConfig) {
 		cfg.Store.CleanResourceInterval = 100 * time.Millisecond // notice the usage quickly
 	}})
-	// Restart every member over a usageFS (the harness starts them over the
-	// plain OS file system).
 	fss := make([]*usageFS, len(c.nodes))
 	sd := diskStepDownConfig{interval: 50 * time.Millisecond, gap: 30 * time.Second, retry: time.Second}
 	for i := range c.nodes {
@@ -49,6 +47,15 @@ func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
 	for i := range c.nodes {
 		c.startOn(i, func(fsys storage.FS) storage.FS { fss[i] = &usageFS{FS: fsys}; return fss[i] }, &sd)
 	}
+	return c, fss
+}
+
+// The leader's disk fills up → it refuses writes and hands leadership to
+// a follower with room; writes go on there. When space comes back the old
+// leader's guard lifts within the short recheck.
+func TestGroupDiskFullLeaderStepsDown(t *testing.T) {
+	t.Parallel()
+	c, fss := newDiskFullCluster(t)
 	c.createTopic("T", 2)
 	var acks []ack
 	send := func(k int) { acks = append(acks, c.sendSeq(k, 100)) }
@@ -151,17 +158,7 @@ func flushOnTransfer(t *testing.T, g *Group) func(*Group) bool {
 // them, so no consumer re-consumes what it committed.
 func TestGroupDiskFullStepDownFlushesOffsets(t *testing.T) {
 	t.Parallel()
-	c := newTestCluster(t, clusterOpts{prodTimings: true, tune: func(cfg *GroupConfig) {
-		cfg.Store.CleanResourceInterval = 100 * time.Millisecond
-	}})
-	fss := make([]*usageFS, len(c.nodes))
-	sd := diskStepDownConfig{interval: 50 * time.Millisecond, gap: 30 * time.Second, retry: time.Second}
-	for i := range c.nodes {
-		c.stop(i)
-	}
-	for i := range c.nodes {
-		c.startOn(i, func(fsys storage.FS) storage.FS { fss[i] = &usageFS{FS: fsys}; return fss[i] }, &sd)
-	}
+	c, fss := newDiskFullCluster(t)
 	c.createTopic("T", 2)
 	old := c.leader()
 	has := flushOnTransfer(t, old.g())
