@@ -366,18 +366,29 @@ func (q *MappedFileQueue) Close() error {
 }
 
 // Destroy destroys every file (drop a whole ConsumeQueue of a deleted
-// topic), and the temporary file of a prepend whose own removal failed, so
-// the directory can be removed.
+// topic, reset a Raft log), and the temporary file of a prepend whose own
+// removal failed, so the directory can be removed. Files go oldest first,
+// each leaving the list only once its name is removed, as in deleteFront:
+// a failed unlink stops it with that file and the later ones still listed
+// and on disk, so what is left stays contiguous (a strict queue opened
+// over it would refuse a gap) and calling Destroy again finishes the job.
 func (q *MappedFileQueue) Destroy() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var first error
-	for _, mf := range q.files {
+	for len(q.files) > 0 {
+		mf := q.files[0]
+		if err := q.fsys.Remove(mf.Path()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", mf.Path(), err)
+		}
+		q.files = slices.Delete(q.files, 0, 1)
+		// Unmaps once the last view is released, and syncs the directory
+		// (a failure there does not stop it: names go in order, and the
+		// directory's next sync makes all their removals durable).
 		if err := mf.Destroy(); err != nil && first == nil {
 			first = err
 		}
 	}
-	q.files = nil
 	if err := removeSegmentTempFiles(q.fsys, q.dir); err != nil && first == nil {
 		first = err
 	}

@@ -243,3 +243,44 @@ func TestMappedFileQueueFailedDeleteLeavesNoGap(t *testing.T) {
 		t.Fatalf("reopened min offset %d, want %d", got, 4*4096)
 	}
 }
+
+// TestMappedFileQueueFailedDestroyLeavesNoGap: destroying a whole queue
+// (a deleted topic's ConsumeQueue, a Raft log reset) meets failing
+// unlinks (EIO) on two of its files. What it leaves must be contiguous,
+// or the queue would refuse to open at the next start ("gap between
+// segments") and the broker would not start; and a second Destroy once
+// the disk recovered must remove every file that is left.
+func TestMappedFileQueueFailedDestroyLeavesNoGap(t *testing.T) {
+	f := NewFaultFS(1)
+	MkdirAllDurable(f, "/q")
+	q, err := OpenMappedFileQueue(f, "/q", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillQueue(t, q, 20, 1024) // 5 files
+	f.SetFaultFunc(func(op FaultOp, name string) error {
+		if op == OpRemove && (name == "/q/"+FileName(4096) || name == "/q/"+FileName(3*4096)) {
+			return &os.PathError{Op: "unlink", Path: name, Err: unix.EIO}
+		}
+		return nil
+	})
+	if err := q.Destroy(); !errors.Is(err, unix.EIO) {
+		t.Fatalf("Destroy with failing unlinks: %v, want EIO", err)
+	}
+	q2, err := OpenMappedFileQueue(f, "/q", 4096)
+	if err != nil {
+		t.Fatalf("open after the failed Destroy: %v", err)
+	}
+	q2.Close()
+	f.SetFaultFunc(nil)
+	if err := q.Destroy(); err != nil {
+		t.Fatalf("Destroy after the disk recovered: %v", err)
+	}
+	ents, err := f.ReadDir("/q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("left after Destroy: %s", e.Name())
+	}
+}
