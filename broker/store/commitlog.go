@@ -177,8 +177,18 @@ func (sc *segmentCursor) message(offset int64, size int32) ([]byte, error) {
 	if sc.mf == nil || offset < sc.mf.FileFromOffset() || offset >= sc.mf.FileFromOffset()+int64(sc.mf.Size()) {
 		sc.release()
 		mf := sc.cl.mfq.FindByOffset(offset)
-		if mf == nil || !mf.Retain() {
+		if mf == nil {
 			return nil, fmt.Errorf("%w: no CommitLog segment holds offset %d", ErrOutOfRange, offset)
+		}
+		if !mf.Retain() {
+			if !mf.IsDestroyed() {
+				// Closed but not removed: the store is closing under the
+				// pull. The message is still stored; answered as removed,
+				// the pull would move the consumer past it.
+				return nil, fmt.Errorf("%w: %w: CommitLog segment %s closed while reading offset %d",
+					ErrServiceNotAvailable, ErrStoreClosed, mf.Path(), offset)
+			}
+			return nil, fmt.Errorf("%w: the CommitLog segment that held offset %d is removed", ErrOutOfRange, offset)
 		}
 		sc.mf = mf
 	}

@@ -1,0 +1,51 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/raftmq/raftmq/storage"
+)
+
+// TestStorePullDuringCloseIsRetryable: a pull that passed the store's
+// closed check reads on while Close closes the CommitLog's segments. The
+// messages are still stored (closed, not removed): the pull must fail as
+// the store being unavailable, which the consumer retries, not answer
+// them as removed (MESSAGE_WAS_REMOVING with the offset moved past them),
+// which makes the consumer skip them for good.
+func TestStorePullDuringCloseIsRetryable(t *testing.T) {
+	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
+	defer s.Close()
+	for i := 0; i < 10; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprint("m", i)))
+	}
+	// Where Close is when the pull reads: the segments closed, the queues
+	// not yet.
+	if err := s.CommitLog().Queue().Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)
+	if !errors.Is(err, ErrServiceNotAvailable) || !errors.Is(err, ErrStoreClosed) {
+		t.Fatalf("pull while the segments close: %v next %d, err %v; want ErrServiceNotAvailable (store closed)", r.Status, r.NextBeginOffset, err)
+	}
+}
+
+// TestStorePullOfRemovedSegmentMovesOn: the other side of
+// TestStorePullDuringCloseIsRetryable. Units whose segment retention
+// removed under the pull are stepped over (MESSAGE_WAS_REMOVING, the
+// offset past them), as RocketMQ does.
+func TestStorePullOfRemovedSegmentMovesOn(t *testing.T) {
+	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
+	defer s.Close()
+	for i := 0; i < 10; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprint("m", i)))
+	}
+	if err := s.CommitLog().Queue().First().Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)
+	if err != nil || r.Status != MessageWasRemoving || r.NextBeginOffset != 10 {
+		t.Fatalf("pull of a removed segment: %v next %d, err %v; want MESSAGE_WAS_REMOVING next 10", r.Status, r.NextBeginOffset, err)
+	}
+}
