@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -69,6 +70,23 @@ func (q *MappedFileQueue) SetBuffered(on bool) {
 // missing). Temporary files of a prepend that a crash interrupted before
 // its rename are removed; other names in the directory are ignored.
 func OpenMappedFileQueue(fsys FS, dir string, fileSize int) (*MappedFileQueue, error) {
+	return openMappedFileQueue(fsys, dir, fileSize, nil)
+}
+
+// OpenMappedFileQueueWithGaps is OpenMappedFileQueue for a queue of data
+// derived from another (a ConsumeQueue, derived from the CommitLog): a gap
+// between segments is reported to gap, with the byte range [from, to) no
+// file holds, instead of refusing the queue, and the files on both sides
+// are opened (RocketMQ loads such a queue too). FindByOffset answers nil
+// for an offset in the gap.
+func OpenMappedFileQueueWithGaps(fsys FS, dir string, fileSize int, gap func(from, to int64)) (*MappedFileQueue, error) {
+	if gap == nil {
+		gap = func(int64, int64) {}
+	}
+	return openMappedFileQueue(fsys, dir, fileSize, gap)
+}
+
+func openMappedFileQueue(fsys FS, dir string, fileSize int, gap func(from, to int64)) (*MappedFileQueue, error) {
 	if fileSize <= 0 {
 		return nil, fmt.Errorf("%w: mapped file size %d for %s", ErrInvalidSize, fileSize, dir)
 	}
@@ -103,8 +121,11 @@ func OpenMappedFileQueue(fsys FS, dir string, fileSize int) (*MappedFileQueue, e
 	q := &MappedFileQueue{fsys: fsys, dir: dir, fileSize: fileSize}
 	for i, off := range offsets {
 		if i > 0 && off != offsets[i-1]+int64(fileSize) {
-			q.Close()
-			return nil, fmt.Errorf("%w: %s: gap between segments %s and %s", ErrCorruptFile, dir, FileName(offsets[i-1]), FileName(off))
+			if gap == nil {
+				q.Close()
+				return nil, fmt.Errorf("%w: %s: gap between segments %s and %s", ErrCorruptFile, dir, FileName(offsets[i-1]), FileName(off))
+			}
+			gap(offsets[i-1]+int64(fileSize), off)
 		}
 		mf, err := OpenMappedFile(fsys, filepath.Join(dir, FileName(off)), off, fileSize)
 		if err != nil {
@@ -188,15 +209,18 @@ func (q *MappedFileQueue) FindByOffset(offset int64) *MappedFile {
 	if offset < first {
 		return nil
 	}
-	i := int((offset - first) / int64(q.fileSize))
-	if i >= len(q.files) {
-		return nil
+	if i := int((offset - first) / int64(q.fileSize)); i < len(q.files) && q.files[i].FileFromOffset() == offset-offset%int64(q.fileSize) {
+		return q.files[i]
 	}
-	mf := q.files[i]
-	if offset < mf.FileFromOffset() || offset >= mf.FileFromOffset()+int64(q.fileSize) {
-		return nil // not contiguous; cannot happen for queues opened by this package
+	// Not contiguous (OpenMappedFileQueueWithGaps): the first file ending
+	// past offset holds it unless offset lies in a gap.
+	i, _ := slices.BinarySearchFunc(q.files, offset, func(mf *MappedFile, off int64) int {
+		return cmp.Compare(mf.FileFromOffset()+int64(q.fileSize), off+1)
+	})
+	if i < len(q.files) && q.files[i].FileFromOffset() <= offset {
+		return q.files[i]
 	}
-	return mf
+	return nil
 }
 
 // MinOffset returns the first file's start offset, or 0 when empty.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -283,4 +284,47 @@ func TestMappedFileQueueFailedDestroyLeavesNoGap(t *testing.T) {
 	for _, e := range ents {
 		t.Errorf("left after Destroy: %s", e.Name())
 	}
+}
+
+// TestMappedFileQueueWithGapsOpensBothSides: a queue of derived data
+// (ConsumeQueue) opened over files with a gap reports the missing range
+// once and serves both sides; an offset in the gap has no file.
+func TestMappedFileQueueWithGapsOpensBothSides(t *testing.T) {
+	forAllFS(t, func(t *testing.T, fsys FS, dir string) {
+		q, _ := OpenMappedFileQueue(fsys, dir, 4096)
+		fillQueue(t, q, 24, 1024) // 6 files
+		q.Close()
+		for _, off := range []int64{4096, 2 * 4096, 4 * 4096} {
+			if err := fsys.Remove(filepath.Join(dir, FileName(off))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var gaps [][2]int64
+		q, err := OpenMappedFileQueueWithGaps(fsys, dir, 4096, func(from, to int64) { gaps = append(gaps, [2]int64{from, to}) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		if want := [][2]int64{{4096, 3 * 4096}, {4 * 4096, 5 * 4096}}; !slices.Equal(gaps, want) {
+			t.Fatalf("gaps reported %v, want %v", gaps, want)
+		}
+		for _, c := range []struct {
+			off  int64
+			from int64 // -1: no file
+		}{{0, 0}, {4095, 0}, {4096, -1}, {3*4096 - 1, -1}, {3 * 4096, 3 * 4096}, {4*4096 - 1, 3 * 4096},
+			{4 * 4096, -1}, {5 * 4096, 5 * 4096}, {6*4096 - 1, 5 * 4096}, {6 * 4096, -1}} {
+			mf := q.FindByOffset(c.off)
+			switch {
+			case c.from < 0 && mf != nil:
+				t.Errorf("offset %d: file %d, want none", c.off, mf.FileFromOffset())
+			case c.from >= 0 && (mf == nil || mf.FileFromOffset() != c.from):
+				t.Errorf("offset %d: file %v, want %d", c.off, mf, c.from)
+			}
+		}
+		if s, err := q.FindByOffset(5*4096).Read(0, 1024); err != nil || s.B[0] != 21 {
+			t.Fatalf("read after the gaps: %v", err)
+		} else {
+			s.Release()
+		}
+	})
 }

@@ -128,7 +128,17 @@ func openConsumeQueue(fsys storage.FS, dir, topic string, queueID int32, unitsPe
 	if err := storage.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, fmt.Errorf("consume queue %s/%d: create %s: %w", topic, queueID, dir, err)
 	}
-	mfq, err := storage.OpenMappedFileQueue(fsys, dir, unitsPerFile*CQUnitSize)
+	// Units are derived data: a file missing between others (lost on
+	// disk, or left by a removal that failed part-way in an older
+	// version) must not keep the broker from starting. The queue opens as
+	// RocketMQ's does, and pulls in the gap move to the next file
+	// (OFFSET_FOUND_NULL; only the leader moves a consumer).
+	gap := func(from, to int64) {
+		log.Error("ConsumeQueue files are missing between others; serving the queue without them: pulls in the gap move on to the next file, skipping the messages whose units they held",
+			zap.String("topic", topic), zap.Int32("queueId", queueID), zap.String("dir", dir),
+			zap.Int64("missingFromOffset", from/CQUnitSize), zap.Int64("missingToOffset", to/CQUnitSize))
+	}
+	mfq, err := storage.OpenMappedFileQueueWithGaps(fsys, dir, unitsPerFile*CQUnitSize, gap)
 	if err != nil {
 		return nil, fmt.Errorf("consume queue %s/%d: %w", topic, queueID, err)
 	}
@@ -218,6 +228,10 @@ var blankRun = func() []byte {
 func (cq *ConsumeQueue) firstNonBlank(lo, hi int64) (int64, error) {
 	for lo < hi {
 		b, err := cq.read(lo, int(min(hi-lo, cq.unitsPerFile)))
+		if errors.Is(err, errNoQueueFile) {
+			lo = min(hi, cq.nextFileStart(lo)) // a missing file holds no unit
+			continue
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -238,6 +252,10 @@ func (cq *ConsumeQueue) lastNonBlank(lo, hi int64) (off int64, ok bool, err erro
 		// The file holding hi-1 starts at a multiple of unitsPerFile.
 		start := max(lo, (hi-1)/cq.unitsPerFile*cq.unitsPerFile)
 		b, err := cq.read(start, int(hi-start))
+		if errors.Is(err, errNoQueueFile) {
+			hi = start // a missing file holds no unit
+			continue
+		}
 		if err != nil {
 			return 0, false, err
 		}
@@ -502,17 +520,19 @@ func (cq *ConsumeQueue) Append(u CQUnit) (offset int64, dup bool, err error) {
 // offset. A blank unit is judged as the first unit after it, and as past
 // everything when only blanks follow: fillers stand before the first unit,
 // but a data directory can hold blanks between units too (a torn backfill
-// write-back), and they must not turn the bisection. The answer is a real
-// unit's offset, or the end.
+// write-back), and they must not turn the bisection. An offset no file
+// holds (a file missing between others) is judged the same way. The answer
+// is a real unit's offset, or the end.
 func (cq *ConsumeQueue) search(lo, hi int64, pred func(CQUnit) (bool, error)) (int64, error) {
 	end := hi
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		u, err := cq.unitAt(mid)
-		if err != nil {
+		missing := errors.Is(err, errNoQueueFile)
+		if err != nil && !missing {
 			return 0, err
 		}
-		if u.IsBlank() {
+		if missing || u.IsBlank() {
 			next, err := cq.firstNonBlank(mid+1, hi)
 			if err != nil {
 				return 0, err
@@ -536,7 +556,9 @@ func (cq *ConsumeQueue) search(lo, hi int64, pred func(CQUnit) (bool, error)) (i
 		}
 	}
 	if lo < end {
-		if u, err := cq.unitAt(lo); err != nil {
+		if u, err := cq.unitAt(lo); errors.Is(err, errNoQueueFile) {
+			return cq.firstNonBlank(lo+1, end)
+		} else if err != nil {
 			return 0, err
 		} else if u.IsBlank() {
 			return cq.firstNonBlank(lo+1, end)
@@ -668,6 +690,10 @@ func (cq *ConsumeQueue) verifyFrom(src SegmentSource, fromPhy int64) (cut bool, 
 	}
 	for ; off < maxL; off++ {
 		u, err := cq.unitAt(off)
+		if errors.Is(err, errNoQueueFile) {
+			off = cq.nextFileStart(off) - 1 // nothing to check in a missing file
+			continue
+		}
 		if err != nil {
 			return false, err
 		}
