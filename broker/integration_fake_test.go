@@ -57,7 +57,7 @@ type fakeReplica struct {
 	failCommits atomic.Bool
 }
 
-func newFakeReplica(t *testing.T, storeHost string) *fakeReplica {
+func newFakeReplica(t *testing.T, storeHost string, storeOpts ...func(*store.Config)) *fakeReplica {
 	t.Helper()
 	cfg := store.DefaultConfig()
 	cfg.StorePathRootDir = t.TempDir()
@@ -66,6 +66,9 @@ func newFakeReplica(t *testing.T, storeHost string) *fakeReplica {
 	cfg.MaxHashSlotNum, cfg.MaxIndexNum = 1000, 4000
 	cfg.FlushDiskType = store.SyncFlush
 	cfg.StoreHost = netip.MustParseAddrPort(storeHost)
+	for _, o := range storeOpts {
+		o(&cfg)
+	}
 	r := &fakeReplica{storeHost: cfg.StoreHost, topics: map[string]wire.TopicConfig{}, groups: map[string]wire.SubscriptionGroupConfig{},
 		offsets: map[string]map[int32]int64{}, sched: map[int32]int64{}}
 	cfg.Raft = &store.RaftHooks{OpenLog: func(q *storage.MappedFileQueue) error {

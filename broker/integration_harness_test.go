@@ -97,8 +97,9 @@ func testBrokerConfig(t *testing.T, nsAddr string, port int) BrokerConfig {
 // (testRaftTimings says why the others run longer ones).
 func withProdRaftTimings(c *BrokerConfig) { prodRaftTimings(&c.Raft) }
 
-// startFakeProc starts one broker over a fakeReplica.
-func startFakeProc(t *testing.T, mutate func(*BrokerConfig)) (*procCluster, *fakeReplica) {
+// startFakeProc starts one broker over a fakeReplica (storeOpts as
+// newFakeReplica takes them).
+func startFakeProc(t *testing.T, mutate func(*BrokerConfig), storeOpts ...func(*store.Config)) (*procCluster, *fakeReplica) {
 	t.Helper()
 	ns, nsAddr := startProcNameServer(t)
 	port := testutil.FreePort(t)
@@ -106,7 +107,7 @@ func startFakeProc(t *testing.T, mutate func(*BrokerConfig)) (*procCluster, *fak
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	rep := newFakeReplica(t, "127.0.0.1:"+strconv.Itoa(port))
+	rep := newFakeReplica(t, "127.0.0.1:"+strconv.Itoa(port), storeOpts...)
 	c, err := New(cfg, rep, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)

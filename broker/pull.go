@@ -254,9 +254,12 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 		c.metrics.pullMsgs.Add(float64(len(res.Messages)))
 		c.metrics.pullBytes.Add(float64(len(res.Body)))
 		c.metrics.traffic.countGet(h.ConsumerGroup, h.Topic, len(res.Messages), len(res.Body))
-	case store.NoMatchedMessage, store.MessageWasRemoving, store.OffsetFoundNull:
+	case store.NoMatchedMessage, store.MessageWasRemoving:
 		code = remoting.ResponsePullRetryImmediately
-	case store.OffsetOverflowOne:
+	case store.OffsetFoundNull, store.OffsetOverflowOne:
+		// RocketMQ's PullMessageProcessor answers OFFSET_FOUND_NULL (no
+		// ConsumeQueue file holds the offset) PULL_NOT_FOUND too, with the
+		// next file's first offset as nextBeginOffset; clients take it.
 		code = remoting.ResponsePullNotFound
 	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
 		if h.QueueOffset != 0 {
@@ -281,8 +284,10 @@ func (c *Controller) pull(p *pullRequest, allowSuspend bool) *remoting.RemotingC
 	// Followers hold too: they apply every committed entry, whose dispatch
 	// wakes the pull, and a consumer reading from one (its leader marked
 	// down, or the route not refreshed yet) would otherwise pull again and
-	// again as fast as the follower answers.
-	if code == remoting.ResponsePullNotFound && allowSuspend && h.SysFlag&wire.PullFlagSuspend != 0 {
+	// again as fast as the follower answers. A pull moved on (past a
+	// missing ConsumeQueue file) is answered at once, so that the consumer
+	// reads where it moved to without waiting out a hold.
+	if code == remoting.ResponsePullNotFound && res.NextBeginOffset == h.QueueOffset && allowSuspend && h.SysFlag&wire.PullFlagSuspend != 0 {
 		timeout := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
 		if !c.live().LongPollingEnable {
 			timeout = c.live().ShortPollingTimeMills
