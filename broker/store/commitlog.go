@@ -44,7 +44,21 @@ func (c *CommitLog) Read(offset int64, size int) (*storage.Slice, error) {
 	if mf == nil {
 		return nil, fmt.Errorf("%w: no CommitLog segment holds offset %d (min %d, max %d)", ErrOutOfRange, offset, c.MinOffset(), c.MaxOffset())
 	}
-	return mf.Read(int(offset-mf.FileFromOffset()), size)
+	s, err := mf.Read(int(offset-mf.FileFromOffset()), size)
+	return s, closing(mf, offset, err)
+}
+
+// closing turns the ErrFileClosed of a read of mf into the store being
+// unavailable when mf was closed but not destroyed: the store is closing
+// under the reader, and the message is still stored. Readers take
+// ErrFileClosed for a segment retention removed, and step past what it
+// held.
+func closing(mf *storage.MappedFile, offset int64, err error) error {
+	if errors.Is(err, ErrFileClosed) && !mf.IsDestroyed() {
+		return fmt.Errorf("%w: %w: CommitLog segment %s closed while reading offset %d",
+			ErrServiceNotAvailable, ErrStoreClosed, mf.Path(), offset)
+	}
+	return err
 }
 
 // ReadMessage returns a view of the verified stored message at offset: its
@@ -67,7 +81,7 @@ func (c *CommitLog) readMessage(offset int64) (*storage.Slice, error) {
 	}
 	s, err := mf.ReadFrom(int(offset - mf.FileFromOffset()))
 	if err != nil {
-		return nil, err
+		return nil, closing(mf, offset, err)
 	}
 	l, err := wire.CheckEntry(s.B, true)
 	if err == nil && l.Magic == wire.MagicBlank {
@@ -181,14 +195,9 @@ func (sc *segmentCursor) message(offset int64, size int32) ([]byte, error) {
 			return nil, fmt.Errorf("%w: no CommitLog segment holds offset %d", ErrOutOfRange, offset)
 		}
 		if !mf.Retain() {
-			if !mf.IsDestroyed() {
-				// Closed but not removed: the store is closing under the
-				// pull. The message is still stored; answered as removed,
-				// the pull would move the consumer past it.
-				return nil, fmt.Errorf("%w: %w: CommitLog segment %s closed while reading offset %d",
-					ErrServiceNotAvailable, ErrStoreClosed, mf.Path(), offset)
-			}
-			return nil, fmt.Errorf("%w: the CommitLog segment that held offset %d is removed", ErrOutOfRange, offset)
+			// Answered as removed, a message of a segment only closed
+			// would move the consumer past it.
+			return nil, closing(mf, offset, fmt.Errorf("%w: the CommitLog segment that held offset %d is removed: %w", ErrOutOfRange, offset, ErrFileClosed))
 		}
 		sc.mf = mf
 	}

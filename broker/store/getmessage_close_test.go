@@ -49,3 +49,25 @@ func TestStorePullOfRemovedSegmentMovesOn(t *testing.T) {
 		t.Fatalf("pull of a removed segment: %v next %d, err %v; want MESSAGE_WAS_REMOVING next 10", r.Status, r.NextBeginOffset, err)
 	}
 }
+
+// TestStoreTimeSearchDuringCloseFails: a search by time
+// (SEARCH_OFFSET_BY_TIMESTAMP, a reset by time) that reads store times
+// while Close closes the CommitLog's segments must fail, not take every
+// message for removed and answer the queue's end: a consumer starting
+// there, or a forced reset committing it, skips every message.
+func TestStoreTimeSearchDuringCloseFails(t *testing.T) {
+	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
+	defer s.Close()
+	for i := 0; i < 10; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprint("m", i)))
+	}
+	if err := s.CommitLog().Queue().Close(); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := s.GetOffsetInQueueByTime("T", 0, 0); !errors.Is(err, ErrServiceNotAvailable) || !errors.Is(err, ErrStoreClosed) {
+		t.Fatalf("search by time while the segments close: offset %d, err %v; want ErrServiceNotAvailable (store closed)", off, err)
+	}
+	if ts, err := s.GetEarliestMessageTime("T", 0); !errors.Is(err, ErrStoreClosed) {
+		t.Fatalf("earliest message time while the segments close: %d, err %v; want ErrStoreClosed", ts, err)
+	}
+}
