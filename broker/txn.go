@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -216,6 +217,17 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 	wctx, cancel := c.writeCtx(ctx)
 	defer cancel()
 	applied, err := tr.EndTransaction(wctx, h.CommitLogOffset, commit, msgs)
+	if err != nil && endOutcomeUnknown(err) {
+		c.log.Warn("END_TRANSACTION outcome unknown; a repeat or the check-back settles it", zap.String("producerGroup", h.ProducerGroup),
+			zap.Int64("commitLogOffset", h.CommitLogOffset), zap.Error(err))
+		// SYSTEM_BUSY: "try again later" to every client. Not
+		// SYSTEM_ERROR, which the SDK reads as a refusal: the decision
+		// may be recorded, and a repeat is harmless (a decided half
+		// ignores it).
+		return response(remoting.ResponseSystemBusy,
+			"end transaction of %s: outcome unknown (%v): the decision may still take effect; send it again (a decided half ignores a repeat) or leave it to the check-back",
+			h.MsgID, err), nil
+	}
 	if err != nil {
 		c.log.Warn("END_TRANSACTION not replicated; the check-back will ask again", zap.String("producerGroup", h.ProducerGroup),
 			zap.Int64("commitLogOffset", h.CommitLogOffset), zap.Error(err))
@@ -231,6 +243,15 @@ func (c *Controller) processEndTransaction(ctx context.Context, conn *remoting.C
 		c.txn.rollbacks.Inc()
 	}
 	return success(), nil
+}
+
+// endOutcomeUnknown reports whether a CmdTxnEnd write failed without
+// saying whether the decision took effect: a write that timed out may
+// still commit, and one this member failed to apply is committed (the
+// other members apply it).
+func endOutcomeUnknown(err error) bool {
+	var stopped *ApplyStoppedError
+	return errors.Is(err, ErrApplyTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &stopped)
 }
 
 // decidedAnswer answers an END_TRANSACTION for a half already decided: it

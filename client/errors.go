@@ -68,6 +68,15 @@ var (
 	// ErrMessageNotFound means no broker holds the message looked up by
 	// id or key (QUERY_NOT_FOUND, or an empty answer).
 	ErrMessageNotFound = errors.New("client: message not found")
+
+	// ErrTransactionOutcomeUnknown is wrapped by a TransactionSendResult's
+	// EndErr when no answer said whether END_TRANSACTION's decision was
+	// recorded: the broker's replication timed out (it answered
+	// SYSTEM_BUSY), no answer came within SendTimeout, or no leader took
+	// it in time. The decision may have taken effect; if it did not, the
+	// broker's check-back asks CheckLocalTransaction, whose answer decides
+	// the half. It is no refusal.
+	ErrTransactionOutcomeUnknown = errors.New("client: transaction outcome unknown")
 )
 
 // DecodeError reports where stored-message or batch bytes stopped making

@@ -84,11 +84,15 @@ type TransactionSendResult struct {
 	*SendResult
 	// State is what the local transaction returned.
 	State LocalTransactionState
-	// EndErr is why END_TRANSACTION did not reach the broker (nil when it
-	// did, or when State is TransactionUnknown, for which none is sent);
-	// the broker's check-back then asks CheckLocalTransaction. A
-	// *BrokerError is a refusal: a commit of a half that was discarded, or
-	// rolled back by an answer to a check-back, is never delivered.
+	// EndErr is why END_TRANSACTION was not recorded, as far as the
+	// producer knows (nil when it was, or when State is
+	// TransactionUnknown, for which none is sent); the broker's check-back
+	// then asks CheckLocalTransaction. errors.Is(EndErr,
+	// ErrTransactionOutcomeUnknown) means no answer said (a replication
+	// that timed out, no answer, no leader): it may have been recorded.
+	// Otherwise a *BrokerError is a refusal: a commit of a half that was
+	// discarded, or rolled back by an answer to a check-back, is never
+	// delivered.
 	EndErr error
 }
 
@@ -243,8 +247,11 @@ func (tp *TransactionProducer) execute(ctx context.Context, msg *Message) (state
 
 // endTransaction sends END_TRANSACTION for a half and waits for the
 // answer, within SendTimeout whatever ctx says: it follows not-leader
-// hints and waits out an election (a member that names no leader, or
-// names one that is down). Any other refusal is returned at once.
+// hints, waits out an election (a member that names no leader, or names
+// one that is down) and asks again after SYSTEM_BUSY (a raftmq leader's
+// answer when the decision's replication timed out: sending it again is
+// safe, a decided half ignores it). Any other refusal is returned at
+// once; running out of time is ErrTransactionOutcomeUnknown.
 func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResult, state LocalTransactionState) error {
 	id, err := wire.ParseMessageID(res.OffsetMsgID)
 	if err != nil {
@@ -266,6 +273,7 @@ func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResu
 	defer context.AfterFunc(tp.baseContext(), cancel)()
 	bn, addr := res.Queue.BrokerName, res.Addr
 	var last error
+	busyPause := electionPoll
 	for {
 		if addr == "" {
 			addr = routes.brokerAddr(bn)
@@ -279,6 +287,13 @@ func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResu
 				addr = ""
 			case resp.Code == remoting.ResponseSuccess:
 				return nil
+			case resp.Code == remoting.ResponseSystemBusy:
+				last = &BrokerError{Broker: bn, Addr: addr, Code: resp.Code, Remark: resp.Remark}
+				if !wait(ctx, busyPause) {
+					return fmt.Errorf("%w: %w", ErrTransactionOutcomeUnknown, errors.Join(last, ctx.Err()))
+				}
+				busyPause = min(2*busyPause, leaderBackoffMax)
+				continue
 			default:
 				leader := resp.ExtFields[wire.ExtLeaderAddr]
 				last = &BrokerError{Broker: bn, Addr: addr, Code: resp.Code, Remark: resp.Remark, LeaderAddr: leader}
@@ -297,7 +312,7 @@ func (tp *TransactionProducer) endTransaction(ctx context.Context, res *SendResu
 			}
 		}
 		if !waitElection(ctx) {
-			return errors.Join(last, ctx.Err())
+			return fmt.Errorf("%w: %w", ErrTransactionOutcomeUnknown, errors.Join(last, ctx.Err()))
 		}
 	}
 }

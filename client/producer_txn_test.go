@@ -393,3 +393,48 @@ func TestTransactionProducerEndRefusedByLeader(t *testing.T) {
 		t.Fatalf("end through an election: %+v %v, %d END_TRANSACTIONs", res, err, ends.Load())
 	}
 }
+
+// TestTransactionProducerEndOutcomeUnknown: a raftmq leader whose
+// replication of the decision timed out answers SYSTEM_BUSY (the decision
+// may still take effect). That is no refusal: the producer asks again
+// (harmless, a decided half ignores a repeat) and reports success once an
+// answer says so; if none does within SendTimeout, EndErr is
+// ErrTransactionOutcomeUnknown, not a refusal the user would take as
+// "never delivered".
+func TestTransactionProducerEndOutcomeUnknown(t *testing.T) {
+	ns := startNameServer(t)
+	fb := startFakeBroker(t, "b", &requestLog{})
+	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
+	const remark = "end transaction of X: outcome unknown (broker: raft write timed out after 5s)"
+	var ends, busyFor atomic.Int32
+	fb.srv.Register(remoting.RequestEndTransaction, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		if n := ends.Add(1); n <= busyFor.Load() {
+			return remoting.NewResponse(remoting.ResponseSystemBusy, remark), nil
+		}
+		return remoting.NewResponse(remoting.ResponseSuccess, "the transaction of X was already decided"), nil
+	}, 1, 16)
+	tp := startTxnProducer(t, ns, &txnTestListener{execState: TransactionCommit}, SendTimeout(time.Second))
+
+	busyFor.Store(2)
+	res, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
+	if err != nil || res.State != TransactionCommit {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	if res.EndErr != nil || ends.Load() != 3 {
+		t.Fatalf("EndErr %v after %d END_TRANSACTIONs; want success on the third", res.EndErr, ends.Load())
+	}
+
+	ends.Store(0)
+	busyFor.Store(1 << 30)
+	res, err = tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half")))
+	if err != nil || res.State != TransactionCommit {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	if !errors.Is(res.EndErr, ErrTransactionOutcomeUnknown) {
+		t.Fatalf("EndErr %v: want ErrTransactionOutcomeUnknown", res.EndErr)
+	}
+	var be *BrokerError
+	if !errors.As(res.EndErr, &be) || be.Code != remoting.ResponseSystemBusy || be.Remark != remark {
+		t.Fatalf("EndErr %v does not carry the broker's answer", res.EndErr)
+	}
+}

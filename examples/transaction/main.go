@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"strconv"
@@ -78,8 +79,11 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if res.EndErr != nil {
-			log.Printf("order %d: the broker did not get the outcome (%v); its check-back will ask", i, res.EndErr)
+		switch {
+		case errors.Is(res.EndErr, client.ErrTransactionOutcomeUnknown):
+			log.Printf("order %d: the outcome may not have been recorded (%v); the broker's check-back asks if not", i, res.EndErr)
+		case res.EndErr != nil:
+			log.Printf("order %d: the broker refused the outcome (%v)", i, res.EndErr)
 		}
 		if res.State == client.TransactionCommit {
 			commits++
