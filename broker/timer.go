@@ -383,11 +383,17 @@ func (s *timerService) round(nowMs int64) (more bool, err error) {
 		n++
 	}
 	p := TimerProgress{From: cur, To: TimerCursor{Bucket: cur.Bucket, Fired: n}}
-	if n == total {
+	// n > total: this replica holds fewer records in the bucket than the
+	// replicated cursor says were fired (its index diverged from the
+	// one that moved the cursor). Nothing is left to deliver here, so the
+	// bucket is done as well. Done stays n, at least the cursor's Fired,
+	// or every replica would ignore the move (TimerProgress.valid); a
+	// replica holding more records moves those after Done on.
+	if n >= total {
 		nowBucket := timerindex.BucketOf(nowMs)
 		if next, ok := idx.Next(cur.Bucket+1, nowBucket); ok {
 			p.To, p.Done, more = TimerCursor{Bucket: next}, n, true
-		} else if total > 0 && nowBucket > cur.Bucket {
+		} else if n > 0 && nowBucket > cur.Bucket {
 			// Every record of the bucket is delivered and no later bucket
 			// is due: the cursor moves on to the current second's (empty)
 			// bucket, so the advance removes the delivered records. Kept,
