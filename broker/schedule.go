@@ -178,19 +178,29 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 	return next != start && (res.Status != store.Found || len(out) == len(res.Messages)) && next < maxOff, nil
 }
 
-// reputBatchBytes bounds the bodies of one re-put request, well inside
-// raftBatchMaxBytes.
+// reputBatchBytes bounds the stored bytes of one re-put request.
 const reputBatchBytes = 1 << 20
 
 // reput stores messages that were held back (delay levels, timer
 // messages) in their real topics, creating a missing topic as a send
 // would. Messages for different topics share a request (one Raft entry)
-// up to reputBatchBytes of bodies.
+// up to reputBatchBytes, or raftBatchMaxBytes if smaller, of stored
+// bytes (bodies, headers, topics, properties): the group refuses a larger
+// request, and would at every retry. A message goes alone whatever its
+// size: its copy in the system topic, no smaller, was stored.
 func (c *Controller) reput(ctx context.Context, msgs []*store.Message) error {
+	limit := min(reputBatchBytes, c.cfg.RaftBatchMaxBytes)
 	for len(msgs) > 0 {
 		n, size := 0, 0
-		for n < len(msgs) && (n == 0 || size+len(msgs[n].Body) <= reputBatchBytes) {
-			size += len(msgs[n].Body)
+		for n < len(msgs) {
+			sz, err := wire.EncodedSize(msgs[n])
+			if err != nil {
+				sz = len(msgs[n].Body) // refused by the put, with the reason
+			}
+			if n > 0 && size+sz > limit {
+				break
+			}
+			size += sz
 			n++
 		}
 		for _, m := range msgs[:n] {
