@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -160,20 +161,30 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 		out = append(out, realMessage(m, s.c))
 		next = res.QueueOffsets[i] + 1
 	}
+	var reputErr error
 	if len(out) > 0 {
 		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
-		defer cancel()
-		if err := s.c.reput(ctx, out); err != nil {
-			return false, err
+		stored, err := s.c.reput(ctx, out)
+		cancel()
+		if err != nil {
+			// The position still moves past the messages stored, so the
+			// retry does not store them again (out[i] is the batch's i-th).
+			reputErr, next = err, start
+			if stored > 0 {
+				next = res.QueueOffsets[stored-1] + 1
+			}
 		}
 	}
 	if next != start {
 		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
 		defer cancel()
 		if err := s.c.rep.UpdateScheduleOffsets(ctx, map[int32]int64{level: next}); err != nil {
-			return false, err
+			return false, errors.Join(reputErr, err)
 		}
 		s.progress[level] = next
+	}
+	if reputErr != nil {
+		return false, reputErr
 	}
 	return next != start && (res.Status != store.Found || len(out) == len(res.Messages)) && next < maxOff, nil
 }
@@ -187,15 +198,19 @@ const reputBatchBytes = 1 << 20
 // up to reputBatchBytes, or raftBatchMaxBytes if smaller, of stored
 // bytes (bodies, headers, topics, properties): the group refuses a larger
 // request, and would at every retry. A message goes alone whatever its
-// size: its copy in the system topic, no smaller, was stored.
-func (c *Controller) reput(ctx context.Context, msgs []*store.Message) error {
+// size: its copy in the system topic, no smaller, was stored. stored is
+// how many of msgs, from the first, are stored (all of them when err is
+// nil): a caller whose re-put failed part way resumes after them, or it
+// would store them again at every retry.
+func (c *Controller) reput(ctx context.Context, msgs []*store.Message) (stored int, err error) {
 	limit := min(reputBatchBytes, c.cfg.RaftBatchMaxBytes)
-	for len(msgs) > 0 {
+	for stored < len(msgs) {
+		rest := msgs[stored:]
 		n, size := 0, 0
-		for n < len(msgs) {
-			sz, err := wire.EncodedSize(msgs[n])
+		for n < len(rest) {
+			sz, err := wire.EncodedSize(rest[n])
 			if err != nil {
-				sz = len(msgs[n].Body) // refused by the put, with the reason
+				sz = len(rest[n].Body) // refused by the put, with the reason
 			}
 			if n > 0 && size+sz > limit {
 				break
@@ -203,17 +218,17 @@ func (c *Controller) reput(ctx context.Context, msgs []*store.Message) error {
 			size += sz
 			n++
 		}
-		for _, m := range msgs[:n] {
+		for _, m := range rest[:n] {
 			if _, err := c.ensureTopic(ctx, m.Topic, c.live().DefaultTopicQueueNums, 0, false); err != nil {
-				return err
+				return stored, err
 			}
 		}
-		if _, err := c.rep.PutMessages(ctx, msgs[:n]); err != nil {
-			return err
+		if _, err := c.rep.PutMessages(ctx, rest[:n]); err != nil {
+			return stored, err
 		}
-		msgs = msgs[n:]
+		stored += n
 	}
-	return nil
+	return stored, nil
 }
 
 // realMessage rebuilds the message for its real topic and queue

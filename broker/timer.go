@@ -343,6 +343,7 @@ func (s *timerService) round(nowMs int64) (more bool, err error) {
 	}
 	var out []*store.Message
 	var outPos, dues []int64
+	var outAt []int // out[k]'s index in outPos
 	for i, r := range recs {
 		pos := cur.Fired + int64(i)
 		if _, ok := s.fired[pos]; ok || r.DeliverMs > nowMs {
@@ -355,24 +356,31 @@ func (s *timerService) round(nowMs int64) (more bool, err error) {
 		if m != nil {
 			out = append(out, realMessage(m, s.c))
 			dues = append(dues, r.DeliverMs)
+			outAt = append(outAt, len(outPos))
 		}
 		outPos = append(outPos, pos)
 	}
 	if len(outPos) > 0 {
 		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.ApplyTimeout)
-		err := s.c.reput(ctx, out)
+		stored, err := s.c.reput(ctx, out)
 		cancel()
+		// The records before the first message not stored are settled
+		// (re-put, or skipped): the retry must not re-put them.
+		settled := len(outPos)
 		if err != nil {
-			return false, err
+			settled = outAt[stored]
 		}
 		now := time.Now().UnixMilli()
-		for _, due := range dues {
+		for _, due := range dues[:stored] {
 			s.lateness.Observe(float64(now-due) / 1000)
 		}
-		s.delivered.Add(float64(len(out)))
-		s.skipped.Add(float64(len(outPos) - len(out)))
-		for _, p := range outPos {
+		s.delivered.Add(float64(stored))
+		s.skipped.Add(float64(settled - stored))
+		for _, p := range outPos[:settled] {
 			s.fired[p] = struct{}{}
+		}
+		if err != nil {
+			return false, err
 		}
 	}
 	n := cur.Fired
