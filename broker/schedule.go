@@ -142,7 +142,9 @@ func (s *scheduleService) deliverLevel(level int32, delay time.Duration, now tim
 	next := start
 	switch res.Status {
 	case store.Found:
-	case store.OffsetTooSmall, store.MessageWasRemoving, store.NoMatchedMessage:
+	case store.OffsetTooSmall, store.MessageWasRemoving, store.NoMatchedMessage, store.OffsetFoundNull:
+		// OffsetFoundNull: no ConsumeQueue file holds start (a file lost
+		// between others); the next file's first offset, as a pull.
 		next = res.NextBeginOffset
 	default:
 		return false, nil

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -162,4 +165,54 @@ func retentionKeepsPinned(t *testing.T, topic string, queue int32, props map[str
 		t.Fatalf("retention deleted the segment of %s (at %d; the CommitLog now starts at %d)", what, at, first)
 	}
 	return c, res[0], ctx
+}
+
+// TestScheduleLevelStepsOverMissingQueueFile: a delay level whose
+// SCHEDULE_TOPIC ConsumeQueue lost a file between others (the store opens
+// such a queue, as RocketMQ does) steps over the lost offsets, as a
+// consumer's pull does, and delivers the messages after them. It stopped
+// at the gap for good: no later message of the level was ever delivered.
+func TestScheduleLevelStepsOverMissingQueueFile(t *testing.T) {
+	dir := t.TempDir()
+	smallQueues := func(c *store.Config) {
+		c.StorePathRootDir = dir
+		c.MappedFileSizeConsumeQueue = 10 * store.CQUnitSize
+	}
+	quiet := func(c *BrokerConfig) { c.MessageDelayLevel = "1s"; c.ScheduleMessageCheckInterval = time.Hour }
+	tc, rep := startFakeProc(t, quiet, smallQueues)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "TB", 1)
+	const n = 35
+	for i := range n {
+		if r := tc.call(addr, remoting.RequestSendMessage, sendExt("TB", 0, "DELAY\x011\x02"), []byte(strconv.Itoa(i))); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("send %d at level 1: %d %s", i, r.Code, r.Remark)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tc.nodes[0].Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The level's file of units [10, 20) is lost.
+	if err := os.Remove(filepath.Join(dir, "consumequeue", wire.TopicSchedule, "0", storage.FileName(10*store.CQUnitSize))); err != nil {
+		t.Fatal(err)
+	}
+	// The fake replica's topic table is not kept: one more send after the
+	// restart registers the topics again.
+	tc, rep = startFakeProc(t, quiet, smallQueues)
+	addr = tc.nodes[0].Addr()
+	tc.createTopic(addr, "TB", 1)
+	if r := tc.call(addr, remoting.RequestSendMessage, sendExt("TB", 0, "DELAY\x011\x02"), []byte("last")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("send after the restart: %d %s", r.Code, r.Remark)
+	}
+	newScheduleService(tc.nodes[0]).tick(time.Now().Add(time.Hour))
+	if got := rep.st.GetMaxOffsetInQueue("TB", 0); got != n+1-10 {
+		t.Fatalf("the level delivered %d messages; want the %d on both sides of the lost file", got, n+1-10)
+	}
+	if got := rep.State().ScheduleOffsets()[1]; got != n+1 {
+		t.Fatalf("level 1's replicated position is %d, want %d", got, n+1)
+	}
 }
