@@ -78,7 +78,7 @@ func NewProducer(opts ...ProducerOpt) (*Producer, error) {
 		fault:    newLatencyFault(cfg.common.now, cfg.latencyMax, cfg.notAvailable),
 		asyncS:   make(chan struct{}, cfg.maxAsyncInflight),
 	}
-	p.callbacks.wg, p.callbacks.tokens = &p.wg, p.asyncS
+	p.callbacks.wg, p.callbacks.tokens, p.callbacks.log = &p.wg, p.asyncS, p.log
 	if cfg.idempotent {
 		p.seq = newSequencer(cfg.producerID)
 	}
@@ -377,7 +377,9 @@ func (p *Producer) SendWithSelector(ctx context.Context, msg *Message, sel Messa
 
 // SendAsync sends msg in the background and returns once it is accepted
 // for sending; cb then gets the result or the error, exactly once, on a
-// goroutine the producer owns (it may block only briefly). At most
+// goroutine the producer owns (it may block only briefly; a panic in it
+// is logged and recovered, as RocketMQ's clients catch a callback's
+// exception, so the producer goes on). At most
 // MaxAsyncInflight sends are in flight: beyond that SendAsync waits for a
 // slot until ctx ends. Retries and leader following work as in SendSync.
 // A ctx that has already ended sends nothing: SendAsync returns its

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -167,6 +169,7 @@ type asyncResult struct {
 type callbackQueue struct {
 	wg     *sync.WaitGroup // the producer's: one count per queued callback
 	tokens chan struct{}   // the producer's asyncS: one token per queued or running callback
+	log    *zap.Logger     // the producer's: a callback's panic is logged here
 
 	mu       sync.Mutex
 	items    []asyncResult // guarded by mu; items[head:] wait
@@ -276,7 +279,7 @@ func (q *callbackQueue) run() {
 		me.holds = true
 		q.holding = append(q.holding, me)
 		q.mu.Unlock()
-		it.cb(it.res, it.err)
+		q.call(it)
 		q.mu.Lock()
 		if me.holds {
 			me.holds = false
@@ -286,4 +289,18 @@ func (q *callbackQueue) run() {
 		q.mu.Unlock()
 		q.wg.Done()
 	}
+}
+
+// call runs one callback. A panic in it is logged and goes no further, as
+// RocketMQ's clients catch what a SendCallback throws: it would otherwise
+// end the whole program from a goroutine the application does not own,
+// and the runner would never give back the send's token and wait count,
+// so every later SendAsync and Close would wait for good.
+func (q *callbackQueue) call(it asyncResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			q.log.Error("SendAsync callback panicked; the panic is logged and dropped", zap.Any("panic", v), zap.Stack("stack"))
+		}
+	}()
+	it.cb(it.res, it.err)
 }

@@ -435,3 +435,48 @@ func TestSendAsyncCloseErrorIsCanceled(t *testing.T) {
 		})
 	}
 }
+
+// TestSendAsyncPanickingCallback: callbacks that panic, on the goroutine
+// path (no route yet) and on the callback path, are recovered: the
+// process lives on, each send gives its slot back (one slot here, so a
+// lost one would block the next SendAsync), a later send's callback runs,
+// and Close returns.
+func TestSendAsyncPanickingCallback(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, MaxAsyncInflight(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	panicked := make(chan struct{}, 4)
+	bad := func(*SendResult, error) {
+		panicked <- struct{}{}
+		panic("application bug in a SendAsync callback")
+	}
+	if err := p.SendAsync(ctx, NewMessage("T", []byte("cold")), bad); err != nil {
+		t.Fatal(err)
+	}
+	warmAsync(t, p, "T")
+	starts := countCallbackPath(p)
+	for range 3 {
+		if err := p.SendAsync(ctx, NewMessage("T", []byte("warm")), bad); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	if err := p.SendAsync(ctx, NewMessage("T", []byte("after")), func(_ *SendResult, err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := callbackErr(t, done, 10*time.Second, "no callback for the send after the panicking ones"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(panicked); n != 4 {
+		t.Fatalf("%d panicking callbacks ran, want 4", n)
+	}
+	if starts.Load() == 0 {
+		t.Fatal("no send took the callback path")
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("Close after panicking callbacks: %v", err)
+	}
+}
