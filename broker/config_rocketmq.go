@@ -86,7 +86,6 @@ var rocketmqBrokerKeys = config.WithNettyKeys(map[string]config.Ignored{
 	"maxTransferCountOnMessageInMemory":  {Reason: whyPull},
 	"maxTransferBytesOnMessageInDisk":    {Reason: whyPull},
 	"maxTransferCountOnMessageInDisk":    {Reason: whyPull},
-	"accessMessageInMemoryMaxRatio":      {Reason: whyPull},
 	"transferMsgByHeap":                  {Reason: whyPull},
 	"osPageCacheBusyTimeOutMills":        {Reason: "no page-cache-busy fast failure: a write waits for Raft, bounded by applyTimeout"},
 	"disableConsumeIfConsumerReadSlowly": {Reason: "consumers far behind read from disk; none is cut off", Only: "false"},

@@ -508,3 +508,28 @@ func TestOfficialModesAndOffsets(t *testing.T) {
 		return total == 2*n
 	})
 }
+
+// TestOfficialLastOffsetReadsYoungQueueFromStart: an official consumer of a
+// new group with CONSUME_FROM_LAST_OFFSET reads a young topic's queues
+// from their start, as against RocketMQ (its broker answers 0 to the
+// group's offset query while a queue's first message is recent): it gets
+// the messages sent before it started. Told "no offset", it started at
+// the queues' ends and never got them.
+func TestOfficialLastOffsetReadsYoungQueueFromStart(t *testing.T) {
+	testutil.SkipOfficialClientUnderRace(t)
+	pc := startDiskCluster(t, nil)
+	pc.createTopicOnLeader("YQ", 2)
+	p := officialProducer(t, pc.nsAddr)
+	const n = 10
+	for i := range n {
+		if _, err := p.SendSync(context.Background(), primitive.NewMessage("YQ", []byte(fmt.Sprint("before-", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := newBodySet()
+	officialPushConsumer(t, pc.nsAddr, "CG_YQ", "YQ", "*", func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	}, consumer.WithConsumeFromWhere(consumer.ConsumeFromLastOffset))
+	testutil.WaitFor(t, 30*time.Second, "the messages sent before the consumer started", func() bool { return got.len() == n })
+}

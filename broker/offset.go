@@ -49,6 +49,15 @@ func (c *Controller) processQueryConsumerOffset(_ context.Context, _ *remoting.C
 					h.ConsumerGroup, h.Topic, h.QueueID, err), nil
 			}
 		}
+		if c.st.QueueStartsRecently(h.Topic, h.QueueID) {
+			// As RocketMQ: a group new to a queue that still starts at 0
+			// with recent messages reads it from 0. Told "none", a group
+			// consuming from the last offset would skip what a queue added
+			// to its topic, or a young topic, got before it arrived.
+			r := success()
+			r.ExtFields = map[string]string{"offset": "0"}
+			return r, nil
+		}
 		return response(remoting.ResponseQueryNotFound, "no committed offset for group %s on %s/%d", h.ConsumerGroup, h.Topic, h.QueueID), nil
 	}
 	r := success()

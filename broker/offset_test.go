@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"go.uber.org/zap"
 
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -186,8 +189,8 @@ func TestApplyStoppedLeaderRefusesOffsetNotFound(t *testing.T) {
 		}
 		return r
 	}
-	if r := query(); r.Code != remoting.ResponseQueryNotFound {
-		t.Fatalf("applying leader without the offset: %d %q, want QUERY_NOT_FOUND", r.Code, r.Remark)
+	if r := query(); r.Code != remoting.ResponseSuccess || r.ExtFields["offset"] != "0" {
+		t.Fatalf("applying leader without the offset, queue never written: %d %q %v, want 0", r.Code, r.Remark, r.ExtFields)
 	}
 	rep.stopped.Store(true)
 	if r := query(); r.Code != remoting.ResponseServiceNotAvailable || !strings.Contains(r.Remark, "apply stopped") {
@@ -198,5 +201,68 @@ func TestApplyStoppedLeaderRefusesOffsetNotFound(t *testing.T) {
 	}
 	if r := query(); r.Code != remoting.ResponseSuccess || r.ExtFields["offset"] != "5" {
 		t.Fatalf("apply-stopped leader with an offset: %d %q %v, want it", r.Code, r.Remark, r.ExtFields)
+	}
+}
+
+// TestQueryOffsetOfQueueStartingRecently: a group with no offset for a
+// queue that still starts at 0, empty or with recent messages, is told 0,
+// as RocketMQ's broker tells it (checkInDiskByConsumeOffset), so a group
+// consuming from the last offset reads a queue added to its topic, or a
+// young topic, from the start; told "none" it skipped those messages. A
+// queue whose first message is older (here: accessMessageInMemoryMaxRatio
+// 0) is still QUERY_NOT_FOUND.
+func TestQueryOffsetOfQueueStartingRecently(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ratio int
+		want  string // offset, or "" for QUERY_NOT_FOUND
+	}{
+		{"recent", 40, "0"},
+		{"old", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := newFakeReplica(t, "127.0.0.1:1", func(c *store.Config) { c.AccessMessageInMemoryMaxRatio = tc.ratio })
+			c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = c.Shutdown(context.Background()) }()
+			query := func(queue int32) *remoting.RemotingCommand {
+				t.Helper()
+				req := remoting.NewRequest(remoting.RequestQueryConsumerOffset,
+					&wire.QueryConsumerOffsetRequestHeader{ConsumerGroup: "G", Topic: "T", QueueID: queue}, nil)
+				r, err := c.processQueryConsumerOffset(context.Background(), nil, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			var msgs []*store.Message
+			for i := range 3 {
+				msgs = append(msgs, &store.Message{Topic: "T", QueueID: 0, Body: []byte(strconv.Itoa(i)), BornTimestamp: 1,
+					BornHost: netip.MustParseAddrPort("10.0.0.1:1000"), Properties: map[string]string{}})
+			}
+			msgs = append(msgs, &store.Message{Topic: "Other", QueueID: 0, Body: []byte("x"), BornTimestamp: 1,
+				BornHost: netip.MustParseAddrPort("10.0.0.1:1000"), Properties: map[string]string{}})
+			if _, err := rep.PutMessages(context.Background(), msgs); err != nil {
+				t.Fatal(err)
+			}
+			r := query(0)
+			switch {
+			case tc.want == "" && r.Code != remoting.ResponseQueryNotFound:
+				t.Fatalf("queue whose first message is old: %d %q %v, want QUERY_NOT_FOUND", r.Code, r.Remark, r.ExtFields)
+			case tc.want != "" && (r.Code != remoting.ResponseSuccess || r.ExtFields["offset"] != tc.want):
+				t.Fatalf("queue whose first message is recent: %d %q %v, want offset %s", r.Code, r.Remark, r.ExtFields, tc.want)
+			}
+			if r := query(1); r.Code != remoting.ResponseSuccess || r.ExtFields["offset"] != "0" {
+				t.Fatalf("empty queue: %d %q %v, want offset 0", r.Code, r.Remark, r.ExtFields)
+			}
+			if err := rep.CommitOffsets(context.Background(), []OffsetCommit{{Group: "G", Topic: "T", QueueID: 0, Offset: 2}}); err != nil {
+				t.Fatal(err)
+			}
+			if r := query(0); r.Code != remoting.ResponseSuccess || r.ExtFields["offset"] != "2" {
+				t.Fatalf("committed offset: %d %q %v, want 2", r.Code, r.Remark, r.ExtFields)
+			}
+		})
 	}
 }

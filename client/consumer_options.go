@@ -33,6 +33,9 @@ type ConsumeFromWhere = wire.ConsumeFromWhere
 // Where a group without a recorded offset starts.
 const (
 	// ConsumeFromLastOffset starts at the queue's end: only new messages.
+	// A queue still starting at 0 with recent messages (a young topic, or
+	// a queue added to one) starts at 0: the broker answers the group's
+	// offset query with 0 there, as RocketMQ's does.
 	ConsumeFromLastOffset = wire.ConsumeFromLastOffset
 	// ConsumeFromFirstOffset starts at the oldest message still stored.
 	ConsumeFromFirstOffset = wire.ConsumeFromFirstOffset

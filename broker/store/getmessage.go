@@ -331,6 +331,34 @@ func (s *MessageStore) GetMaxOffsetInQueue(topic string, queueID int32) int64 {
 	return 0
 }
 
+// QueueStartsRecently reports whether a consumer group with no offset for
+// the queue should start at 0 rather than where its ConsumeFromWhere
+// says: the queue still starts at offset 0 and is empty, or its first
+// message is recent (less than accessMessageInMemoryMaxRatio of physical
+// memory behind the CommitLog's end). RocketMQ's broker answers such a
+// QUERY_CONSUMER_OFFSET with 0 (checkInDiskByConsumeOffset), so that a
+// queue added to a topic, or a young topic, is read from its start by a
+// group that was not there for its first messages, instead of from its end.
+func (s *MessageStore) QueueStartsRecently(topic string, queueID int32) bool {
+	cq := s.cqs.Get(topic, queueID)
+	if cq == nil || cq.MaxOffset() == 0 {
+		return true
+	}
+	if cq.MinOffset() > 0 {
+		return false
+	}
+	b, err := cq.Read(0, 1)
+	if err != nil {
+		return false
+	}
+	defer b.Release()
+	first := b.Unit(0)
+	if first.IsBlank() {
+		return false
+	}
+	return s.cl.MaxOffset()-first.PhyOffset <= s.recentBytes
+}
+
 // GetMinOffsetInQueue returns the queue's first readable offset.
 func (s *MessageStore) GetMinOffsetInQueue(topic string, queueID int32) int64 {
 	if cq := s.cqs.Get(topic, queueID); cq != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
@@ -58,6 +59,10 @@ type Config struct {
 	// MaxHashSlotNum and MaxIndexNum size an index file (5M slots, 20M entries).
 	MaxHashSlotNum int `prop:"maxHashSlotNum"`
 	MaxIndexNum    int `prop:"maxIndexNum"`
+	// AccessMessageInMemoryMaxRatio (percent of physical memory, 40): a
+	// message less than this far behind the CommitLog's end counts as
+	// recent, for QueueStartsRecently.
+	AccessMessageInMemoryMaxRatio int `prop:"accessMessageInMemoryMaxRatio"`
 
 	// StoreHost is this broker's address, written into every message and
 	// its msgId (set by the broker from its listen address).
@@ -93,20 +98,21 @@ func DefaultConfig() Config {
 		home = "."
 	}
 	return Config{
-		StorePathRootDir:           filepath.Join(home, "store"),
-		MappedFileSizeCommitLog:    1 << 30,
-		MappedFileSizeConsumeQueue: DefaultConsumeQueueUnits * CQUnitSize,
-		FlushDiskType:              AsyncFlush,
-		FlushIntervalConsumeQueue:  time.Second,
-		MaxMessageSize:             4 << 20,
-		FileReservedTime:           72,
-		DeleteWhen:                 "04",
-		DiskMaxUsedSpaceRatio:      75,
-		CleanResourceInterval:      10 * time.Second,
-		MessageIndexEnable:         true,
-		MaxHashSlotNum:             DefaultMaxHashSlotNum,
-		MaxIndexNum:                DefaultMaxIndexNum,
-		StoreHost:                  netip.MustParseAddrPort("127.0.0.1:10911"),
+		StorePathRootDir:              filepath.Join(home, "store"),
+		MappedFileSizeCommitLog:       1 << 30,
+		MappedFileSizeConsumeQueue:    DefaultConsumeQueueUnits * CQUnitSize,
+		FlushDiskType:                 AsyncFlush,
+		FlushIntervalConsumeQueue:     time.Second,
+		MaxMessageSize:                4 << 20,
+		FileReservedTime:              72,
+		DeleteWhen:                    "04",
+		DiskMaxUsedSpaceRatio:         75,
+		CleanResourceInterval:         10 * time.Second,
+		MessageIndexEnable:            true,
+		MaxHashSlotNum:                DefaultMaxHashSlotNum,
+		MaxIndexNum:                   DefaultMaxIndexNum,
+		AccessMessageInMemoryMaxRatio: 40,
+		StoreHost:                     netip.MustParseAddrPort("127.0.0.1:10911"),
 	}
 }
 
@@ -137,6 +143,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FileReservedTime <= 0 {
 		errs = append(errs, bad("fileReservedTime", "must be a positive number of hours, got %d", c.FileReservedTime))
+	}
+	if c.AccessMessageInMemoryMaxRatio < 0 || c.AccessMessageInMemoryMaxRatio > 100 {
+		errs = append(errs, bad("accessMessageInMemoryMaxRatio", "must be a percentage from 0 to 100, got %d", c.AccessMessageInMemoryMaxRatio))
 	}
 	if c.MessageIndexEnable && (c.MaxHashSlotNum <= 0 || c.MaxIndexNum <= 0) {
 		errs = append(errs, bad("maxHashSlotNum/maxIndexNum", "must be positive"))
@@ -185,11 +194,14 @@ type MessageStore struct {
 	// physicTimestamp is the checkpoint's PhysicMsgTimestamp as read at
 	// Open; nothing here advances it, it is written back unchanged.
 	physicTimestamp int64
-	ckptMu          sync.Mutex // serializes checkpoint writes
-	closed          atomic.Bool
-	quit            chan struct{}
-	wg              sync.WaitGroup
-	closeMu         sync.Mutex
+	// recentBytes is accessMessageInMemoryMaxRatio of physical memory
+	// (QueueStartsRecently).
+	recentBytes int64
+	ckptMu      sync.Mutex // serializes checkpoint writes
+	closed      atomic.Bool
+	quit        chan struct{}
+	wg          sync.WaitGroup
+	closeMu     sync.Mutex
 }
 
 // Open opens (creating if needed) the store under cfg.StorePathRootDir: the
@@ -215,7 +227,8 @@ func Open(cfg Config) (*MessageStore, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &MessageStore{cfg: cfg, log: cfg.Log, fs: cfg.FS, quit: make(chan struct{})}
+	s := &MessageStore{cfg: cfg, log: cfg.Log, fs: cfg.FS, quit: make(chan struct{}),
+		recentBytes: physicalMemory() / 100 * int64(cfg.AccessMessageInMemoryMaxRatio)}
 	if err := s.open(); err != nil {
 		s.closeParts()
 		return nil, err
@@ -435,4 +448,14 @@ func (s *MessageStore) closeParts() error {
 		errs = append(errs, s.cl.close())
 	}
 	return errors.Join(errs...)
+}
+
+// physicalMemory returns the machine's physical memory in bytes (0 if it
+// cannot be read: then only an empty queue counts as starting recently).
+func physicalMemory() int64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
 }
