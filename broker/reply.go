@@ -122,6 +122,12 @@ func newRequesterTable() *requesterTable {
 func (t *requesterTable) learn(id string, conn *remoting.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// A request waits in a worker queue while its connection closes: the
+	// close's removal (connClosed) has run, or runs after this under mu,
+	// so an id learned on a closed connection would never go (closedConn).
+	if closedConn(conn) {
+		return
+	}
 	old := t.conns[id]
 	if old == conn {
 		return
