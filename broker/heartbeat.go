@@ -93,12 +93,34 @@ func (c *Controller) tooManyGroups(group string) *remoting.RemotingCommand {
 		group, c.live().MaxClientGroupsPerConnection)
 }
 
+// maxGroupSubscriptions and maxGroupSubscriptionBytes bound what one
+// heartbeat registers for one consumer group: its subscriptions (its
+// %RETRY% topic among them) and the bytes of their topics, expressions,
+// tags and tag codes with the group's consume type, model and starting
+// point. A client subscribes a group to a handful of topics; without a
+// bound one heartbeat frame (16 MiB) of tiny subscriptions would hold
+// hundreds of megabytes of table per group, kept for as long as the
+// connection heartbeats, in each of its maxClientGroupsPerConnection
+// groups.
+const (
+	maxGroupSubscriptions     = 1024
+	maxGroupSubscriptionBytes = 256 << 10
+)
+
 // checkHeartbeatSubscriptions refuses a subscription longer than a pull
 // may filter by (maxPullSubscriptionLength): kept for as long as the
 // connection heartbeats, such a one only holds memory, since every pull
 // by it is refused anyway. The tag set the client parsed is bounded the
-// same way (a 16 KiB expression holds at most that many tags).
+// same way (a 16 KiB expression holds at most that many tags). The
+// group's subscriptions together are bounded by maxGroupSubscriptions
+// and maxGroupSubscriptionBytes.
 func (c *Controller) checkHeartbeatSubscriptions(cd wire.HeartbeatConsumerData) *remoting.RemotingCommand {
+	if n := len(cd.SubscriptionDataSet); n > maxGroupSubscriptions {
+		return c.refuse("heartbeatGroupSubscriptions", remoting.ResponseSubscriptionParseFailed,
+			"consumer group %s subscribes to %d topics in this heartbeat (its %%RETRY%% topic included), more than %d: "+
+				"the client is not registered in that group on this broker until it subscribes to fewer", cd.GroupName, n, maxGroupSubscriptions)
+	}
+	total := len(cd.ConsumeType) + len(cd.MessageModel) + len(cd.ConsumeFromWhere)
 	for _, sd := range cd.SubscriptionDataSet {
 		if sd == nil {
 			continue // a JSON null; registration skips it too
@@ -113,6 +135,13 @@ func (c *Controller) checkHeartbeatSubscriptions(cd wire.HeartbeatConsumerData) 
 					"brokers filter by expressions of at most that size; the client is not registered in that group "+
 					"on this broker until it subscribes within it", cd.GroupName, sd.Topic, n, maxPullSubscriptionLength)
 		}
+		total += len(sd.Topic) + len(sd.SubString) + tagBytes + len(sd.CodeSet) + len(sd.ExpressionType)
+	}
+	if total > maxGroupSubscriptionBytes {
+		return c.refuse("heartbeatGroupSubscriptions", remoting.ResponseSubscriptionParseFailed,
+			"the subscriptions of consumer group %s in this heartbeat are %d bytes (topics, expressions, tags, consume type), "+
+				"more than %d: the client is not registered in that group on this broker until it subscribes within it",
+			cd.GroupName, total, maxGroupSubscriptionBytes)
 	}
 	return nil
 }

@@ -145,3 +145,69 @@ func TestHeartbeatGroupsPerConnectionBounded(t *testing.T) {
 		return len(node.clients.entries) == 0 && len(node.clients.consumers) == 0 && len(node.clients.producers) == 0
 	})
 }
+
+// TestHeartbeatBoundsAGroupsSubscriptions: one heartbeat registers at most
+// maxGroupSubscriptions subscriptions of at most maxGroupSubscriptionBytes
+// for one consumer group. A group past either is answered
+// SUBSCRIPTION_PARSE_FAILED naming it and the bound and left out (its
+// earlier registration of the connection dropped), while the heartbeat's
+// other groups and its producer group are registered; a group at the
+// bound is registered whole.
+func TestHeartbeatBoundsAGroupsSubscriptions(t *testing.T) {
+	pc, _ := startFakeProc(t, nil)
+	addr := pc.nodes[0].Addr()
+	clients := pc.nodes[0].clients
+	const id = "127.0.0.1@subscriber"
+	consumer := func(group string, subs int, expr string) wire.HeartbeatConsumerData {
+		cd := wire.HeartbeatConsumerData{GroupName: group, ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING",
+			ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET"}
+		for i := range subs {
+			cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, &wire.SubscriptionData{Topic: "HS" + strconv.Itoa(i),
+				SubString: expr, ExpressionType: wire.ExpressionTypeTag, SubVersion: 1})
+		}
+		return cd
+	}
+	heartbeat := func(cds ...wire.HeartbeatConsumerData) *remoting.RemotingCommand {
+		hb, _ := json.Marshal(wire.HeartbeatData{ClientID: id, ConsumerDataSet: cds,
+			ProducerDataSet: []wire.HeartbeatProducerData{{GroupName: "HSP"}}})
+		return pc.call(addr, remoting.RequestHeartBeat, nil, hb)
+	}
+	subscriptions := func(group string) int {
+		g, ok := clients.group(group)
+		if !ok {
+			return 0
+		}
+		return len(g.Subscriptions)
+	}
+
+	if r := heartbeat(consumer("HSA", maxGroupSubscriptions, "*")); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("heartbeat with %d subscriptions: %d %s", maxGroupSubscriptions, r.Code, r.Remark)
+	}
+	if n := subscriptions("HSA"); n != maxGroupSubscriptions {
+		t.Fatalf("group HSA holds %d subscriptions, want %d", n, maxGroupSubscriptions)
+	}
+
+	for _, c := range []struct {
+		what  string
+		cd    wire.HeartbeatConsumerData
+		bound int
+	}{
+		{"one subscription too many", consumer("HSA", maxGroupSubscriptions+1, "*"), maxGroupSubscriptions},
+		{"20 subscriptions of 15 KiB", consumer("HSA", 20, strings.Repeat("x", 15<<10)), maxGroupSubscriptionBytes},
+	} {
+		r := heartbeat(c.cd, consumer("HSB", 1, "*"))
+		if r.Code != remoting.ResponseSubscriptionParseFailed || !strings.Contains(r.Remark, "HSA") ||
+			!strings.Contains(r.Remark, strconv.Itoa(c.bound)) {
+			t.Fatalf("%s: code %d remark %q", c.what, r.Code, r.Remark)
+		}
+		if ids := clients.consumerIDs("HSA"); len(ids) != 0 || subscriptions("HSA") != 0 {
+			t.Fatalf("%s: group HSA still lists %v with %d subscriptions", c.what, ids, subscriptions("HSA"))
+		}
+		if ids := clients.consumerIDs("HSB"); !slices.Equal(ids, []string{id}) {
+			t.Fatalf("%s: group HSB lists %v", c.what, ids)
+		}
+		if _, ok := clients.producerChannels()["HSP"]; !ok {
+			t.Fatalf("%s: producer group HSP not registered", c.what)
+		}
+	}
+}
