@@ -11,7 +11,8 @@ var ErrInvalidConfig = errors.New("namesrv: invalid config")
 var ErrUnregisterQueueFull = errors.New("namesrv: unregister queue full")
 
 // ErrKVPersist is wrapped when the KV config file cannot be written; the
-// in-memory table keeps the change, the error names the file.
+// change is undone in the table too (reads never show what a restart
+// would lose), and the error names the file.
 var ErrKVPersist = errors.New("namesrv: persisting KV config failed")
 
 // ErrKVLimit is wrapped when a KV config put would exceed KVLimits; the

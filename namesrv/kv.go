@@ -8,8 +8,8 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// putKVConfig answers PUT_KV_CONFIG (100). The value is in memory at once;
-// a failed file write is reported as SYSTEM_ERROR naming the file.
+// putKVConfig answers PUT_KV_CONFIG (100). A failed file write is
+// SYSTEM_ERROR naming the file, and the table keeps its previous value.
 func (n *NameServer) putKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var h wire.KVConfigRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/raftmq/raftmq/storage"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/raftmq/raftmq/storage"
 )
 
 // kvConfigFile is the on-disk form, RocketMQ's KVConfigSerializeWrapper, so
@@ -72,6 +74,7 @@ type KVConfigManager struct {
 	path   string
 	limits KVLimits
 	log    *zap.Logger
+	fs     storage.FS // the file's file system (tests inject faults)
 
 	mu      sync.RWMutex
 	table   map[string]map[string]string
@@ -85,13 +88,13 @@ func NewKVConfigManager(path string, limits KVLimits, log *zap.Logger) *KVConfig
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &KVConfigManager{path: path, limits: limits, log: log, table: make(map[string]map[string]string)}
+	return &KVConfigManager{path: path, limits: limits, log: log, fs: storage.OSFS(), table: make(map[string]map[string]string)}
 }
 
 // Load reads the file; a missing file is an empty table. A file that exists
 // but does not parse is an error rather than silently dropping its contents.
 func (m *KVConfigManager) Load() error {
-	data, err := os.ReadFile(m.path)
+	data, err := readFile(m.fs, m.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -121,10 +124,29 @@ func (m *KVConfigManager) Load() error {
 	return nil
 }
 
+// readFile returns the whole of path on fsys.
+func readFile(fsys storage.FS, path string) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, size)
+	if n, err := f.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(data)) {
+		return nil, err
+	}
+	return data, nil
+}
+
 // Put sets namespace/key to value and persists the table. A put beyond
 // the limits changes nothing and returns an error wrapping ErrKVLimit that
-// names the limit's key. On a persist error the change stays in memory
-// and the error (wrapping ErrKVPersist) names the file.
+// names the limit's key. A put whose persist fails changes nothing either
+// (the caller is told it failed, and a restart would not have it): the
+// error wraps ErrKVPersist and names the file.
 func (m *KVConfigManager) Put(namespace, key, value string) error {
 	l := m.limits
 	for _, f := range []struct {
@@ -155,11 +177,25 @@ func (m *KVConfigManager) Put(namespace, key, value string) error {
 		kv = make(map[string]string)
 		m.table[namespace] = kv
 	}
+	prev := kv[key]
 	if !keyFound {
 		m.entries++
 	}
 	kv[key] = value
-	return m.persistLocked()
+	if err := m.persistLocked(); err != nil {
+		if keyFound {
+			kv[key] = prev
+		} else {
+			delete(kv, key)
+			m.entries--
+		}
+		if !nsFound {
+			delete(m.table, namespace)
+		}
+		m.undoLocked()
+		return fmt.Errorf("%w; %s/%s is unchanged", err, namespace, key)
+	}
+	return nil
 }
 
 // Get returns the value of namespace/key.
@@ -181,9 +217,16 @@ func (m *KVConfigManager) Delete(namespace, key string) error {
 	if _, ok := kv[key]; !ok {
 		return nil
 	}
+	prev := kv[key]
 	delete(kv, key)
 	m.entries--
-	return m.persistLocked()
+	if err := m.persistLocked(); err != nil {
+		kv[key] = prev
+		m.entries++
+		m.undoLocked()
+		return fmt.Errorf("%w; %s/%s is not deleted", err, namespace, key)
+	}
+	return nil
 }
 
 // List returns a copy of one namespace, or false when it does not exist
@@ -202,6 +245,16 @@ func (m *KVConfigManager) List(namespace string) (map[string]string, bool) {
 	return out, true
 }
 
+// undoLocked rewrites the file with the table as it was before a change
+// whose persist failed: a failure after the rename (the directory's sync)
+// leaves the file holding the change the table no longer has.
+func (m *KVConfigManager) undoLocked() {
+	if err := m.persistLocked(); err != nil {
+		m.log.Warn("rewriting the KV config file after a failed change failed too; "+
+			"it may hold the change until the next successful one", zap.String("path", m.path), zap.Error(err))
+	}
+}
+
 // persistLocked writes the table to a temporary file in the same directory,
 // fsyncs it, renames it over the old file and fsyncs the directory, so a
 // crash leaves either the old or the new file, never a torn one.
@@ -210,7 +263,7 @@ func (m *KVConfigManager) persistLocked() error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrKVPersist, m.path, err)
 	}
-	if err := storage.WriteFileAtomic(storage.OSFS(), m.path, data); err != nil {
+	if err := storage.WriteFileAtomic(m.fs, m.path, data); err != nil {
 		m.log.Error("persisting KV config failed", zap.String("path", m.path), zap.Error(err))
 		return fmt.Errorf("%w: %s: %v", ErrKVPersist, m.path, err)
 	}

@@ -3,13 +3,17 @@ package namesrv
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
 )
 
@@ -75,20 +79,81 @@ func TestKVConfigCorruptFile(t *testing.T) {
 	}
 }
 
-func TestKVConfigPersistFailureKeepsValue(t *testing.T) {
-	dir := t.TempDir()
-	// A regular file where the parent directory should be: writes fail.
-	blocker := filepath.Join(dir, "file")
-	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+// TestKVConfigPersistFailureChangesNothing: a put or delete whose file
+// write fails is refused and leaves the table as the file has it: reads
+// do not show a change a restart would lose, the key count is not moved
+// (new keys still fit up to kvConfigMaxEntries), and a failure after the
+// rename (the directory's sync) leaves the file as it was too, so a
+// restart reads the same table. PUT_KV_CONFIG answers SYSTEM_ERROR
+// naming the file and saying the key is unchanged.
+func TestKVConfigPersistFailureChangesNothing(t *testing.T) {
+	ffs := storage.NewFaultFS(1)
+	const path = "/ns/kvConfig.json"
+	open := func() *KVConfigManager {
+		m := NewKVConfigManager(path, KVLimits{KVConfigMaxEntries: 2}, nil)
+		m.fs = ffs
+		if err := m.Load(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := open()
+	if err := m.Put("NS", "k", "v1"); err != nil {
 		t.Fatal(err)
 	}
-	m := NewKVConfigManager(filepath.Join(blocker, "kv.json"), DefaultKVLimits(), nil)
-	err := m.Put("NS", "k", "v")
-	if err == nil || !strings.Contains(err.Error(), "kv.json") {
-		t.Fatalf("want persist error naming the file, got %v", err)
+	unchanged := func(m *KVConfigManager, when string) {
+		t.Helper()
+		if v, ok := m.Get("NS", "k"); !ok || v != "v1" {
+			t.Fatalf("%s: NS/k = %q %v, want v1", when, v, ok)
+		}
+		if _, ok := m.Get("NS", "new"); ok {
+			t.Fatalf("%s: NS/new is set", when)
+		}
+		if _, ok := m.List("NEW"); ok {
+			t.Fatalf("%s: namespace NEW exists", when)
+		}
 	}
-	if v, ok := m.Get("NS", "k"); !ok || v != "v" {
-		t.Fatal("value lost from memory after a failed persist")
+	for _, op := range []storage.FaultOp{storage.OpSync, storage.OpSyncDir} {
+		ffs.InjectError(op, unix.EIO)
+		for _, f := range []struct {
+			what string
+			do   func() error
+		}{
+			{"overwrite", func() error { return m.Put("NS", "k", "v2") }},
+			{"new key", func() error { return m.Put("NS", "new", "x") }},
+			{"new namespace", func() error { return m.Put("NEW", "k", "x") }},
+			{"delete", func() error { return m.Delete("NS", "k") }},
+		} {
+			err := f.do()
+			if !errors.Is(err, ErrKVPersist) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("%s failing at %s: %v, want ErrKVPersist naming %s", f.what, op, err, path)
+			}
+			unchanged(m, fmt.Sprintf("after a %s failing at %s", f.what, op))
+		}
+		ffs.InjectError(op, nil)
+		data, err := readFile(ffs, path)
+		if err != nil || strings.Contains(string(data), "v2") || !strings.Contains(string(data), "v1") {
+			t.Fatalf("after the failures at %s the file holds %s (%v), want NS/k=v1", op, data, err)
+		}
+	}
+	unchanged(open(), "after a restart")
+	if err := m.Put("NS", "new", "x"); err != nil {
+		t.Fatalf("the second key, within kvConfigMaxEntries=2 after the failed puts: %v", err)
+	}
+
+	n := testServer(t, nil)
+	n.kv.mu.Lock()
+	n.kv.fs = ffs
+	n.kv.mu.Unlock()
+	ffs.InjectError(storage.OpSync, unix.EIO)
+	c := testClient(t)
+	r := call(t, c, n.Addr().String(), remoting.NewRequest(remoting.RequestPutKVConfig, &wire.KVConfigRequestHeader{Namespace: "NS", Key: "k", Value: "v"}, nil))
+	if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "kvConfig.json") || !strings.Contains(r.Remark, "unchanged") {
+		t.Fatalf("PUT_KV_CONFIG failing to persist: %d %q, want SYSTEM_ERROR naming the file and saying NS/k is unchanged", r.Code, r.Remark)
+	}
+	r = call(t, c, n.Addr().String(), remoting.NewRequest(remoting.RequestGetKVConfig, &wire.KVConfigRequestHeader{Namespace: "NS", Key: "k"}, nil))
+	if r.Code != remoting.ResponseQueryNotFound {
+		t.Fatalf("GET_KV_CONFIG after a put that failed to persist: %d %q %v, want QUERY_NOT_FOUND", r.Code, r.Remark, r.ExtFields)
 	}
 }
 
