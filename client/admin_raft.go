@@ -245,7 +245,60 @@ func (g *RaftGroup) merge(failed []RaftGroupMember, registered map[string]int64)
 		}
 		g.Members = append(g.Members, m)
 	}
-	g.Members = append(g.Members, failed...)
+	g.Members = append(g.Members, g.foldFailed(failed, leader)...)
+}
+
+// foldFailed moves each row of a registered address that did not answer
+// into the row of the member registered there, when the configuration
+// row got no answer either, and returns the rows it could not place: a
+// member down while its registration lingers (a hung host, whose
+// connection stays open until it expires) would otherwise show twice, as
+// its Raft id (Unknown) and as its address (Unreachable). A member
+// registers as brokerId 0 while it leads, otherwise as its slot in the
+// Raft configuration (position + 1): a slot names the id at that position
+// of the leader's configuration (else of the answering member with the
+// longest log), and brokerId 0 the leader the answering members follow.
+// Only rows without an answer are filled, so a slot gone stale with a
+// membership change never hides a member that answered.
+func (g *RaftGroup) foldFailed(failed []RaftGroupMember, leader *wire.RaftStatus) []RaftGroupMember {
+	var order []wire.RaftMember
+	if leader != nil && len(leader.Members) > 0 {
+		order = leader.Members
+	} else {
+		var newest *wire.RaftStatus
+		for _, id := range slices.Sorted(maps.Keys(g.Statuses)) {
+			if st := g.Statuses[id]; len(st.Members) > 0 && (newest == nil || st.LastLogIndex > newest.LastLogIndex) {
+				newest = st
+			}
+		}
+		if newest != nil {
+			order = newest.Members
+		}
+	}
+	var followed *wire.RaftStatus
+	for _, id := range slices.Sorted(maps.Keys(g.Statuses)) {
+		if st := g.Statuses[id]; st.LeaderID != "" && (followed == nil || st.Term > followed.Term) {
+			followed = st
+		}
+	}
+	var rest []RaftGroupMember
+	for _, f := range failed {
+		var id string
+		switch {
+		case f.BrokerID == wire.MasterID && followed != nil:
+			id = followed.LeaderID
+		case f.BrokerID > 0 && f.BrokerID <= int64(len(order)):
+			id = order[f.BrokerID-1].ID
+		}
+		i := slices.IndexFunc(g.Members, func(m RaftGroupMember) bool { return id != "" && m.ID == id })
+		if i < 0 || g.Members[i].State != "Unknown" || g.Members[i].RemotingAddr != "" {
+			rest = append(rest, f)
+			continue
+		}
+		m := &g.Members[i]
+		m.RemotingAddr, m.BrokerID, m.State, m.Error = f.RemotingAddr, f.BrokerID, f.State, f.Error
+	}
+	return rest
 }
 
 // MemberIDs lists the Raft ids of g's members (not a SuffrageRemoved

@@ -47,15 +47,15 @@ func TestPlanLeaderBalanceSpreadsHosts(t *testing.T) {
 // TestRaftGroupMergeCarriesFlushModeAndLag: the merged rows carry each
 // member's acksBeforeFsync and lag behind the leader; a configured member
 // that did not answer is Unknown with an error, and a registered address
-// that failed is its own Unreachable row.
+// that failed and names no member is its own Unreachable row.
 func TestRaftGroupMergeCarriesFlushModeAndLag(t *testing.T) {
 	g := &RaftGroup{BrokerName: "broker-a", Statuses: map[string]*wire.RaftStatus{
 		"n0": {SelfID: "n0", State: "Leader", Term: 3, RemotingAddr: "127.0.0.1:10911", AcksBeforeFsync: true, LastLogIndex: 10,
 			Members: []wire.RaftMember{{ID: "n0", Suffrage: "Voter"}, {ID: "n1", Suffrage: "Voter"}, {ID: "n2", Suffrage: "Voter"}}},
 		"n1": {SelfID: "n1", State: "Follower", Term: 3, RemotingAddr: "127.0.0.1:10921", LastLogIndex: 7},
 	}}
-	g.merge([]RaftGroupMember{{RemotingAddr: "127.0.0.1:10931", BrokerID: 2, State: "Unreachable", Error: "refused", Lag: -1}},
-		map[string]int64{"127.0.0.1:10911": 0, "127.0.0.1:10921": 1, "127.0.0.1:10931": 2})
+	g.merge([]RaftGroupMember{{RemotingAddr: "127.0.0.1:10941", BrokerID: 4, State: "Unreachable", Error: "refused", Lag: -1}},
+		map[string]int64{"127.0.0.1:10911": 0, "127.0.0.1:10921": 2, "127.0.0.1:10941": 4})
 	if g.LeaderID != "n0" || g.LeaderAddr != "127.0.0.1:10911" || g.Term != 3 {
 		t.Fatalf("group %+v", g)
 	}
@@ -64,7 +64,7 @@ func TestRaftGroupMergeCarriesFlushModeAndLag(t *testing.T) {
 		lag, bid int64
 		state    string
 	}
-	wants := []want{{true, 0, 0, "Leader"}, {false, 3, 1, "Follower"}, {false, -1, -1, "Unknown"}, {false, -1, 2, "Unreachable"}}
+	wants := []want{{true, 0, 0, "Leader"}, {false, 3, 2, "Follower"}, {false, -1, -1, "Unknown"}, {false, -1, 4, "Unreachable"}}
 	if len(g.Members) != len(wants) {
 		t.Fatalf("members %+v", g.Members)
 	}
@@ -74,6 +74,69 @@ func TestRaftGroupMergeCarriesFlushModeAndLag(t *testing.T) {
 			t.Fatalf("member %d %+v, want %+v", i, m, w)
 		}
 	}
+}
+
+// TestRaftGroupMergeShowsADownMemberOnce: a member that does not answer
+// while its registration lingers is one row: its Raft id from the
+// configuration with the address, broker id and error of its registration.
+// A follower's registration names its slot in the configuration (position
+// + 1), a leader's (brokerId 0) the leader the others follow. A slot that
+// names a member that answered (stale after a membership change) stays a
+// row of its own.
+func TestRaftGroupMergeShowsADownMemberOnce(t *testing.T) {
+	conf := []wire.RaftMember{{ID: "n0", Suffrage: "Voter"}, {ID: "n1", Suffrage: "Voter"}, {ID: "n2", Suffrage: "Voter"}}
+	down := func(addr string, bid int64) RaftGroupMember {
+		return RaftGroupMember{RemotingAddr: addr, BrokerID: bid, State: "Unreachable", Error: "dial " + addr + ": refused",
+			LastContactMillis: -1, Lag: -1}
+	}
+	rows := func(g *RaftGroup) []string {
+		var out []string
+		for _, m := range g.Members {
+			out = append(out, fmt.Sprintf("%s %s %d %s", orNone(m.ID), orNone(m.RemotingAddr), m.BrokerID, m.State))
+			if m.State == "Unreachable" && !strings.Contains(m.Error, m.RemotingAddr) {
+				t.Errorf("row %+v does not carry its registration's error", m)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name     string
+		statuses map[string]*wire.RaftStatus
+		failed   []RaftGroupMember
+		want     []string
+	}{
+		{"a follower down", map[string]*wire.RaftStatus{
+			"n0": {SelfID: "n0", State: "Leader", LeaderID: "n0", Term: 3, RemotingAddr: "h:10911", Members: conf},
+			"n1": {SelfID: "n1", State: "Follower", LeaderID: "n0", Term: 3, RemotingAddr: "h:10921", Members: conf},
+		}, []RaftGroupMember{down("h:10931", 3)}, []string{"n0 h:10911 0 Leader", "n1 h:10921 2 Follower", "n2 h:10931 3 Unreachable"}},
+		{"the leader down, no new one yet", map[string]*wire.RaftStatus{
+			"n1": {SelfID: "n1", State: "Follower", LeaderID: "n0", Term: 3, RemotingAddr: "h:10921", Members: conf},
+		}, []RaftGroupMember{down("h:10911", 0), down("h:10931", 3)},
+			[]string{"n0 h:10911 0 Unreachable", "n1 h:10921 2 Follower", "n2 h:10931 3 Unreachable"}},
+		{"a stale slot of a member that answered", map[string]*wire.RaftStatus{
+			"n0": {SelfID: "n0", State: "Leader", LeaderID: "n0", Term: 3, RemotingAddr: "h:10911", Members: conf},
+			"n1": {SelfID: "n1", State: "Follower", LeaderID: "n0", Term: 3, RemotingAddr: "h:10921", Members: conf},
+		}, []RaftGroupMember{down("h:10941", 2)}, []string{"n0 h:10911 0 Leader", "n1 h:10921 2 Follower", "n2 - -1 Unknown", "- h:10941 2 Unreachable"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &RaftGroup{BrokerName: "broker-a", Statuses: c.statuses}
+			registered := map[string]int64{"h:10911": 0, "h:10921": 2, "h:10931": 3}
+			for _, f := range c.failed {
+				registered[f.RemotingAddr] = f.BrokerID
+			}
+			g.merge(c.failed, registered)
+			if got := rows(g); !slices.Equal(got, c.want) {
+				t.Fatalf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // TestPlanLeaderBalancePreferredFirst: a preferred leader wins; otherwise leadership leaves a
