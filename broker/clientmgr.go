@@ -156,8 +156,12 @@ func (m *clientManager) dropEntryLocked(conn *remoting.Conn) {
 }
 
 // registerConsumer records a heartbeat's consumer data; it reports
-// whether the group's membership changed (a client ID new to the group),
-// which triggers NOTIFY_CONSUMER_IDS_CHANGED. It returns
+// whether the group's membership changed (a client ID new to the group)
+// or the topics it subscribes to did, either of which triggers
+// NOTIFY_CONSUMER_IDS_CHANGED, as RocketMQ's ConsumerManager does: a
+// client that subscribes to a topic while running (Java's subscribe after
+// start only heartbeats) and the group's other members rebalance it at
+// once instead of on their 20 s timer. It returns
 // errTooManyGroups, registering nothing, when the group would be one too
 // many for the connection.
 func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clientChannel, now time.Time) (bool, error) {
@@ -207,6 +211,14 @@ func (m *clientManager) registerConsumer(cd wire.HeartbeatConsumerData, ch clien
 				sql = map[string]*sqlSub{}
 			}
 			sql[s.Topic] = m.compileSub(cd.GroupName, s, g.sql[s.Topic])
+		}
+	}
+	if len(subs) != len(g.Subscriptions) {
+		changed = true
+	}
+	for topic := range subs {
+		if _, ok := g.Subscriptions[topic]; !ok {
+			changed = true
 		}
 	}
 	g.Subscriptions, g.sql = subs, sql

@@ -62,7 +62,7 @@ func (c *Controller) processHeartbeat(ctx context.Context, conn *remoting.Conn, 
 		}
 		c.prepareConsumerGroup(ctx, cd.GroupName)
 		if changed {
-			c.log.Info("consumer group membership changed", zap.String("group", cd.GroupName), zap.String("client", hb.ClientID))
+			c.log.Info("consumer group membership or subscribed topics changed", zap.String("group", cd.GroupName), zap.String("client", hb.ClientID))
 			c.notifyMembership(cd.GroupName)
 		}
 	}

@@ -227,3 +227,55 @@ func TestHeartbeatNotHeldByConsumersThatStopReading(t *testing.T) {
 		t.Fatalf("group members %v", ids)
 	}
 }
+
+// TestHeartbeatSubscribedTopicsChangeNotifies: a heartbeat that adds a
+// topic to its group's subscriptions, or drops one, sends the group's
+// consumers NOTIFY_CONSUMER_IDS_CHANGED, as RocketMQ's ConsumerManager
+// does for a membership change or a subscription change alike: a Java
+// push consumer that subscribes to a topic while running only heartbeats
+// and waits for that notice to rebalance the topic at once.
+func TestHeartbeatSubscribedTopicsChangeNotifies(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "ST1", 1)
+	tc.createTopic(addr, "ST2", 1)
+	var mu sync.Mutex
+	notified := 0
+	cli := remoting.NewClient(remoting.DefaultClientConfig(), zap.NewNop())
+	t.Cleanup(func() { _ = cli.Close() })
+	cli.RegisterProcessor(remoting.RequestNotifyConsumerIDsChanged, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		mu.Lock()
+		notified++
+		mu.Unlock()
+		return nil, nil
+	})
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return notified
+	}
+	heartbeat := func(topics ...string) {
+		t.Helper()
+		cd := wire.HeartbeatConsumerData{GroupName: "SG", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING",
+			ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET"}
+		for _, topic := range topics {
+			cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, &wire.SubscriptionData{Topic: topic, SubString: "*", SubVersion: 1})
+		}
+		hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@subscriber", ConsumerDataSet: []wire.HeartbeatConsumerData{cd}})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if r, err := cli.InvokeSync(ctx, addr, remoting.NewRequest(remoting.RequestHeartBeat, nil, hb)); err != nil || r.Code != remoting.ResponseSuccess {
+			t.Fatalf("heartbeat subscribing %v: %v %v", topics, r, err)
+		}
+	}
+	heartbeat("ST1")
+	testutil.WaitFor(t, 5*time.Second, "the new member told", func() bool { return count() >= 1 })
+	for _, step := range []struct {
+		what   string
+		topics []string
+	}{{"a topic added", []string{"ST1", "ST2"}}, {"a topic dropped", []string{"ST2"}}} {
+		before := count()
+		heartbeat(step.topics...)
+		testutil.WaitFor(t, 5*time.Second, "the group told of "+step.what, func() bool { return count() > before })
+	}
+}
