@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"sort"
 	"strconv"
@@ -83,9 +85,31 @@ func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remotin
 	if r := c.checkOffsetCommit(ctx, h.ConsumerGroup, h.Topic, h.QueueID, true); r != nil {
 		return r, nil
 	}
-	c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
+	oc := OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset}
+	if expect, ok := req.ExtValue(extHandOverExpect); ok {
+		if cur, added := c.offsets.addIf(oc, expect); !added {
+			r := success()
+			r.ExtFields = map[string]string{extHandOverKept: cur}
+			return r, nil
+		}
+		return success(), nil
+	}
+	c.offsets.add(oc)
 	return success(), nil
 }
+
+// extHandOverExpect marks an UPDATE_CONSUMER_OFFSET a deposed leader sends
+// its successor (offsetCoalescer.handOver): the commit is taken only while
+// the queue's offset here, pending or replicated, is still the value it
+// names ("none": no offset), the one the deposed leader had replicated. A
+// newer commit, a reset or a delete the new leader took meanwhile is thus
+// never undone by an older term's commit. The answer to one that was not
+// taken carries extHandOverKept, the offset kept.
+const (
+	extHandOverExpect = "raftmqHandOverExpect"
+	extHandOverKept   = "raftmqHandOverKept"
+	noOffset          = "none"
+)
 
 // checkOffsetCommit refuses a commit the broker would otherwise replicate
 // and snapshot forever for a key no consumer can use: a name over
@@ -298,12 +322,19 @@ func (c *Controller) subscribedTopics(group string, topics []string) []string {
 // An acknowledged commit stays pending until a flush replicates it, a
 // newer commit of its queue replaces it, or offsetFlushAttempts flushes
 // failed: a consumer may have committed it once (a lite consumer's Close)
-// and never send it again. It is dropped when this node stops leading:
+// and never send it again. When this node stops leading it hands its
+// pending commits to the new leader (handOver) instead of proposing them:
 // the next leader may take newer commits or a reset of the queue, and the
 // state machine takes the last write (an offset may move back), so a
-// commit from an older term must never be proposed in a later one, here
-// or handed to another member. The consumer then re-consumes from the
-// offset the group has (at-least-once, ADR 0004).
+// commit from an older term must never be proposed blindly in a later
+// one. The new leader takes a handed-over commit only where the queue's
+// offset is still the one this node had replicated. A planned transfer
+// needs that: Raft refuses every write from the moment the transfer starts
+// until leadership has moved (up to an election timeout), while consumers
+// keep committing (official clients oneway, or in pulls) to this node.
+// After an unplanned loss the new leader may be unreachable or the
+// commits stale; those not handed over are lost and their consumers
+// re-consume from the offset the group has (at-least-once, ADR 0004).
 type offsetCoalescer struct {
 	c *Controller
 
@@ -334,7 +365,23 @@ type offsetCoalescer struct {
 	// deposals counts deposed calls, so a commit taken out of pending in
 	// one term is never put back in a later one. Guarded by mu.
 	deposals uint64
+	// leading is set by the role change to leader and cleared by deposed:
+	// a flush that finds this node no longer leading leaves the pending
+	// commits to deposed while it is still set. Guarded by mu.
+	leading bool
 }
+
+// handOverCommit is a pending commit a deposed leader hands over, with the
+// offset it had replicated for the queue (noOffset: none).
+type handOverCommit struct {
+	OffsetCommit
+	expect string
+}
+
+// offsetHandOverTimeout bounds a deposed leader's hand-over of its pending
+// commits: the new leader serves once it applied its predecessor's entries
+// and committed its own first one, well within it.
+const offsetHandOverTimeout = 5 * time.Second
 
 type offsetKey struct {
 	group, topic string
@@ -358,7 +405,11 @@ func newOffsetCoalescer(c *Controller) *offsetCoalescer {
 	c.rep.OnRoleChange(func(leader bool, _ uint64) {
 		if !leader {
 			o.deposed()
+			return
 		}
+		o.mu.Lock()
+		o.leading = true
+		o.mu.Unlock()
 	})
 	return o
 }
@@ -367,6 +418,30 @@ func (o *offsetCoalescer) add(oc OffsetCommit) {
 	o.mu.Lock()
 	o.pending[offsetKey{oc.Group, oc.Topic, oc.QueueID}] = pendingOffset{offset: oc.Offset}
 	o.mu.Unlock()
+}
+
+// addIf queues a handed-over commit (extHandOverExpect) if the queue's
+// offset, pending or replicated, is expect; otherwise it returns the offset
+// kept (noOffset: none).
+func (o *offsetCoalescer) addIf(oc OffsetCommit, expect string) (string, bool) {
+	k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
+	// With flushing held no flush or reset (supersede) is half-way: the
+	// pending commit, else the replicated offset, is the queue's latest.
+	o.flushing.Lock()
+	defer o.flushing.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	cur := noOffset
+	if p, ok := o.pending[k]; ok {
+		cur = strconv.FormatInt(p.offset, 10)
+	} else if off, ok := o.c.rep.State().ConsumerOffset(oc.Group, oc.Topic, oc.QueueID); ok {
+		cur = strconv.FormatInt(off, 10)
+	}
+	if cur != expect {
+		return cur, false
+	}
+	o.pending[k] = pendingOffset{offset: oc.Offset}
+	return cur, true
 }
 
 // lookup is the pending commit if any, else the replicated one. A pending
@@ -448,7 +523,7 @@ func (o *offsetCoalescer) run() {
 
 // flush proposes everything pending. A failed proposal leaves the batch
 // pending for the next flush (offsetFlushAttempts at most) while this node
-// leads; deposed, it drops it (deposed says why).
+// leads; deposed, it leaves it to deposed to hand over (notLeading).
 func (o *offsetCoalescer) flush() {
 	o.flushing.Lock()
 	defer o.flushing.Unlock()
@@ -463,7 +538,7 @@ func (o *offsetCoalescer) flush() {
 	}
 	o.mu.Unlock()
 	if !o.c.rep.IsLeader() {
-		o.dropSent(batch)
+		o.notLeading(batch)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.c.cfg.ApplyTimeout)
@@ -474,16 +549,29 @@ func (o *offsetCoalescer) flush() {
 		return
 	}
 	if !o.c.rep.IsLeader() {
-		// Leadership lost while committing: the entry may still commit
-		// under the next leader, or not; either way it is no longer ours.
-		o.c.log.Info("consumer offset commit failed as leadership went; its commits are dropped, consumers re-commit to the new leader",
-			zap.Int("commits", len(batch)), zap.Error(err))
-		o.dropSent(batch)
+		// Leadership lost while committing (a planned transfer ends so:
+		// Raft refuses the entry until leadership has moved): the entry
+		// may still commit under the next leader, or not. The hand-over
+		// tells the two apart.
+		o.notLeading(batch)
 		return
 	}
 	kept, dropped := o.failedSent(batch)
 	o.c.log.Warn("consumer offset commit failed; kept for the next flush",
 		zap.Int("kept", kept), zap.Int("dropped", dropped), zap.Int("maxAttempts", offsetFlushAttempts), zap.Error(err))
+}
+
+// notLeading handles a batch this node, no longer leading, did not
+// replicate: left pending for deposed to hand over while the role change
+// has yet to reach it, dropped once it has (commits a handler queued as
+// the node was deposed: never to be proposed in a later term).
+func (o *offsetCoalescer) notLeading(batch []OffsetCommit) {
+	o.mu.Lock()
+	leading := o.leading
+	o.mu.Unlock()
+	if !leading {
+		o.dropSent(batch)
+	}
 }
 
 // failedSent counts a failed flush against the pending entries that still
@@ -508,19 +596,110 @@ func (o *offsetCoalescer) failedSent(batch []OffsetCommit) (kept, dropped int) {
 	return kept, dropped
 }
 
-// deposed drops every pending commit when this node stops leading (see
-// offsetCoalescer). It runs on the role-change notification, which comes
-// before this node can lead again, so nothing acknowledged in one term
-// survives into the next.
+// deposed takes every pending commit when this node stops leading and
+// hands them to the new leader (see offsetCoalescer). It runs on the
+// role-change notification, which comes before this node can lead again,
+// so nothing acknowledged in one term is proposed by this node in the
+// next. The offsets this node had replicated are read now, before it
+// applies much of its successor's log: they are what the hand-over
+// expects the new leader still to have.
 func (o *offsetCoalescer) deposed() {
 	o.mu.Lock()
-	n := len(o.pending)
-	clear(o.pending)
+	taken := o.pending
+	o.pending = map[offsetKey]pendingOffset{}
 	o.deposals++
+	o.leading = false
 	o.mu.Unlock()
-	if n > 0 {
-		o.c.log.Info("leadership lost: unreplicated consumer offset commits dropped; consumers re-commit to the new leader", zap.Int("commits", n))
+	if len(taken) == 0 {
+		return
 	}
+	st := o.c.rep.State()
+	commits := make([]handOverCommit, 0, len(taken))
+	for k, p := range taken {
+		expect := noOffset
+		if off, ok := st.ConsumerOffset(k.group, k.topic, k.queueID); ok {
+			if off == p.offset {
+				continue // replicated; the flush had yet to take it out
+			}
+			expect = strconv.FormatInt(off, 10)
+		}
+		commits = append(commits, handOverCommit{
+			OffsetCommit: OffsetCommit{Group: k.group, Topic: k.topic, QueueID: k.queueID, Offset: p.offset},
+			expect:       expect,
+		})
+	}
+	if len(commits) == 0 {
+		return
+	}
+	o.c.log.Info("leadership lost: handing the unreplicated consumer offset commits to the new leader", zap.Int("commits", len(commits)))
+	o.c.goFunc(func() { o.handOver(commits) })
+}
+
+// handOver sends commits to the group's leader as UPDATE_CONSUMER_OFFSET
+// requests marked with extHandOverExpect, over the member client (signed
+// with the cluster account), retrying while no leader is known or the one
+// named does not serve yet, for up to offsetHandOverTimeout. It outlives a
+// Shutdown that starts meanwhile (a planned stop deposes this node just
+// before it) while the leader answers, not when none is known or reached.
+func (o *offsetCoalescer) handOver(commits []handOverCommit) {
+	deadline := time.Now().Add(offsetHandOverTimeout)
+	var taken, kept, refused int
+	var lastErr error
+	retry := time.NewTicker(50 * time.Millisecond)
+	defer retry.Stop()
+	wait := func(unreachable bool) {
+		select {
+		case <-o.c.quit:
+			if unreachable {
+				deadline = time.Now()
+				return
+			}
+			<-retry.C
+		case <-retry.C:
+		}
+	}
+	for len(commits) > 0 && time.Now().Before(deadline) {
+		addr := o.c.rep.LeaderAddr()
+		if addr == "" {
+			lastErr = errors.New("no leader known")
+			wait(true)
+			continue
+		}
+		hc := commits[0]
+		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
+			ConsumerGroup: hc.Group, Topic: hc.Topic, QueueID: hc.QueueID, CommitOffset: hc.Offset}, nil)
+		req.ExtFields[extHandOverExpect] = hc.expect
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		r, err := o.c.nsClient.InvokeSync(ctx, addr, req)
+		cancel()
+		switch {
+		case err != nil:
+			lastErr = err
+			wait(true)
+			continue
+		case r.Code == remoting.ResponseServiceNotAvailable:
+			lastErr = fmt.Errorf("%s: %s", addr, r.Remark) // not serving as leader (yet)
+			wait(false)
+			continue
+		case r.Code != remoting.ResponseSuccess:
+			lastErr = fmt.Errorf("%s refused %s@%s/%d: code %d %s", addr, hc.Group, hc.Topic, hc.QueueID, r.Code, r.Remark)
+			refused++
+		default:
+			if _, ok := r.ExtValue(extHandOverKept); ok {
+				kept++
+			} else {
+				taken++
+			}
+		}
+		commits = commits[1:]
+	}
+	fields := []zap.Field{zap.Int("taken", taken), zap.Int("keptNewer", kept), zap.Int("refused", refused), zap.Int("lost", len(commits))}
+	if len(commits) > 0 || refused > 0 {
+		o.c.log.Warn("consumer offset hand-over to the new leader incomplete; consumers re-consume from the offsets it has",
+			append(fields, zap.Error(lastErr))...)
+		return
+	}
+	o.c.log.Info("consumer offset commits handed to the new leader", fields...)
 }
 
 // supersede replicates commits that replace the queued ones of their

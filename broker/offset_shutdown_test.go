@@ -3,7 +3,9 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -87,11 +89,11 @@ func TestShutdownFlushesCommitsAnsweredWhileStopping(t *testing.T) {
 	}
 }
 
-// TestTransferCommitsCoalescedOffsets: a commit the leader answered from its
-// coalescing table is replicated before an admin transfer hands leadership
-// away; a follower drops what it had coalesced, so without that the new
-// leader would answer the older offset and the group re-consume.
-func TestTransferCommitsCoalescedOffsets(t *testing.T) {
+// startTransferOffsets starts a real group whose consumer group TTG has
+// committed offset 7 on TT/0 at the leader, where it stays coalesced
+// (no flush but the transfer's own); it returns the leader's index.
+func startTransferOffsets(t *testing.T) (*procCluster, int) {
+	t.Helper()
 	pc := startRealCluster(t, func(c *BrokerConfig) {
 		withProdRaftTimings(c)
 		c.ConsumerOffsetCommitCoalescer = time.Hour
@@ -106,18 +108,123 @@ func TestTransferCommitsCoalescedOffsets(t *testing.T) {
 	if r := pc.call(addr, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
 	}
-	commit := map[string]string{"consumerGroup": "TTG", "topic": "TT", "queueId": "0", "commitOffset": "7"}
-	if r := pc.call(addr, remoting.RequestUpdateConsumerOffset, commit, nil); r.Code != remoting.ResponseSuccess {
+	if r := pc.call(addr, remoting.RequestUpdateConsumerOffset, ttCommit(7), nil); r.Code != remoting.ResponseSuccess {
 		t.Fatalf("commit: %d %s", r.Code, r.Remark)
 	}
-	target := (l + 1) % 3
-	if r := pc.call(addr, remoting.RequestLeadershipTransfer, map[string]string{"targetId": pc.groups[target].SelfID()}, nil); r.Code != remoting.ResponseSuccess {
-		t.Fatalf("transfer: %d %s", r.Code, r.Remark)
+	return pc, l
+}
+
+func ttCommit(off int64) map[string]string {
+	return map[string]string{"consumerGroup": "TTG", "topic": "TT", "queueId": "0", "commitOffset": strconv.FormatInt(off, 10)}
+}
+
+// transferTo moves leadership from member l to member to with the admin
+// command and waits until to leads.
+func (pc *procCluster) transferTo(l, to int) {
+	pc.t.Helper()
+	if r := pc.call(pc.nodes[l].Addr(), remoting.RequestLeadershipTransfer, map[string]string{"targetId": pc.groups[to].SelfID()}, nil); r.Code != remoting.ResponseSuccess {
+		pc.t.Fatalf("transfer: %d %s", r.Code, r.Remark)
 	}
-	testutil.WaitFor(t, 10*time.Second, "the target leads", func() bool { return pc.groups[target].IsLeader() })
+	testutil.WaitFor(pc.t, 10*time.Second, "the target leads", func() bool { return pc.groups[to].IsLeader() })
+}
+
+// ttOffset is TTG's offset on TT/0 as member i answers it ("" and the
+// remark when it does not).
+func (pc *procCluster) ttOffset(i int) (string, string) {
 	query := map[string]string{"consumerGroup": "TTG", "topic": "TT", "queueId": "0"}
-	r := pc.call(pc.nodes[target].Addr(), remoting.RequestQueryConsumerOffset, query, nil)
-	if r.Code != remoting.ResponseSuccess || r.ExtFields["offset"] != "7" {
-		t.Fatalf("the new leader answers TTG's offset on TT/0 with %d %q %v; want 7", r.Code, r.Remark, r.ExtFields)
+	r := pc.call(pc.nodes[i].Addr(), remoting.RequestQueryConsumerOffset, query, nil)
+	if r.Code != remoting.ResponseSuccess {
+		return "", fmt.Sprintf("code %d %s", r.Code, r.Remark)
 	}
+	return r.ExtFields["offset"], ""
+}
+
+// TestTransferCommitsCoalescedOffsets: a commit the leader answered from its
+// coalescing table is replicated before an admin transfer hands leadership
+// away; a follower drops what it had coalesced, so without that the new
+// leader would answer the older offset and the group re-consume.
+func TestTransferCommitsCoalescedOffsets(t *testing.T) {
+	pc, l := startTransferOffsets(t)
+	target := (l + 1) % 3
+	pc.transferTo(l, target)
+	if off, why := pc.ttOffset(target); off != "7" {
+		t.Fatalf("the new leader answers TTG's offset on TT/0 with %q %s; want 7", off, why)
+	}
+}
+
+// TestTransferHandsOverCommitsTakenDuringIt: from the moment a transfer
+// starts until leadership has moved (up to an election timeout) Raft takes
+// no write, while consumers keep committing to the leader (official
+// clients oneway, or in their pulls) and are answered. Such a commit, taken
+// after the transfer's flush, reaches the new leader by the deposed
+// leader's hand-over; dropped, the queue's next owner would re-consume
+// what was committed. A handed-over commit never replaces an offset the
+// new leader took meanwhile.
+func TestTransferHandsOverCommitsTakenDuringIt(t *testing.T) {
+	pc, l := startTransferOffsets(t)
+	addr := pc.nodes[l].Addr()
+	pc.groups[l].SetBeforeTransfer(func() {
+		pc.nodes[l].offsets.flush()
+		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
+			ConsumerGroup: "TTG", Topic: "TT", QueueID: 0, CommitOffset: 9}, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if r, err := pc.client.InvokeSync(ctx, addr, req); err != nil || r.Code != remoting.ResponseSuccess {
+			t.Errorf("commit after the transfer's flush: %v %+v; want success", err, r)
+		}
+	})
+	target := (l + 1) % 3
+	pc.transferTo(l, target)
+	var off, why string
+	testutil.WaitFor(t, 10*time.Second, "the new leader has the commit the old one answered during the transfer", func() bool {
+		off, why = pc.ttOffset(target)
+		return off == "9"
+	})
+
+	// A hand-over expecting an offset the new leader no longer has.
+	if r := pc.call(pc.nodes[target].Addr(), remoting.RequestUpdateConsumerOffset, ttCommit(11), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit to the new leader: %d %s", r.Code, r.Remark)
+	}
+	stale := ttCommit(8)
+	stale[extHandOverExpect] = "7"
+	r := pc.call(pc.nodes[target].Addr(), remoting.RequestUpdateConsumerOffset, stale, nil)
+	if r.Code != remoting.ResponseSuccess || r.ExtFields[extHandOverKept] != "11" {
+		t.Fatalf("a hand-over expecting 7 where the offset is 11: %d %q %v; want success keeping 11", r.Code, r.Remark, r.ExtFields)
+	}
+	if off, why = pc.ttOffset(target); off != "11" {
+		t.Fatalf("after a stale hand-over the new leader answers %q %s; want 11", off, why)
+	}
+}
+
+// TestDeposedFlushLeavesCommitsToHandOver: a flush that finds this node no
+// longer leading before the role change reached the coalescer (one that
+// was waiting out a transfer, which Raft ends with not-leader) leaves its
+// commits to the hand-over rather than dropping them.
+func TestDeposedFlushLeavesCommitsToHandOver(t *testing.T) {
+	hour := func(c *BrokerConfig) { c.ConsumerOffsetCommitCoalescer = time.Hour }
+	oldPC, oldRep := startFakeProc(t, hour)
+	newPC, _ := startFakeProc(t, hour)
+	oldAddr, newAddr := oldPC.nodes[0].Addr(), newPC.nodes[0].Addr()
+	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@ho", ConsumerDataSet: []wire.HeartbeatConsumerData{{
+		GroupName: "TTG", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "TT", SubString: "*", SubVersion: 1}},
+	}}})
+	for _, pc := range []*procCluster{oldPC, newPC} {
+		addr := pc.nodes[0].Addr()
+		pc.createTopic(addr, "TT", 1)
+		if r := pc.call(addr, remoting.RequestHeartBeat, nil, hb); r.Code != remoting.ResponseSuccess {
+			t.Fatalf("heartbeat to %s: %d %s", addr, r.Code, r.Remark)
+		}
+	}
+	oldRep.setLeader(true, oldAddr)
+	if r := oldPC.call(oldAddr, remoting.RequestUpdateConsumerOffset, ttCommit(5), nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	oldRep.leader.Store(false) // deposed; the role change is still to come
+	oldPC.nodes[0].offsets.flush()
+	oldRep.setLeader(false, newAddr)
+	testutil.WaitFor(t, 10*time.Second, "the new leader has the deposed leader's commit", func() bool {
+		off, _ := newPC.ttOffset(0)
+		return off == "5"
+	})
 }
