@@ -25,7 +25,8 @@ type Replica interface {
 	PutMessages(ctx context.Context, msgs []*store.Message) ([]PutResult, error)
 	// CommitOffsets replicates consumer offset commits. A large set may
 	// take several entries, in order; an error may leave the first ones
-	// applied.
+	// applied. An *ApplyStoppedError (this member's FSM stopped) means
+	// every entry was committed, for the other members to apply.
 	CommitOffsets(ctx context.Context, commits []OffsetCommit) error
 	// UpdateTopic creates or replaces a topic's config.
 	UpdateTopic(ctx context.Context, tc wire.TopicConfig) error

@@ -546,16 +546,24 @@ func (g *Group) UpdateScheduleOffsets(ctx context.Context, progress map[int32]in
 // processors coalesce commits per group/topic/queue and call it every
 // consumerOffsetCommitInterval (offset.go), so there is no second
 // coalescing here. An error may leave the entries before the failed one
-// applied.
+// applied. A leader whose FSM stopped still commits every entry (the other
+// members apply them): it proposes them all and returns the
+// *ApplyStoppedError.
 func (g *Group) CommitOffsets(ctx context.Context, commits []OffsetCommit) error {
+	var stopped error
 	for len(commits) > 0 {
 		n := offsetEntryLen(commits)
-		if err := g.proposeCommand(ctx, &Command{Type: CmdOffsets, Offsets: commits[:n]}); err != nil {
+		err := g.proposeCommand(ctx, &Command{Type: CmdOffsets, Offsets: commits[:n]})
+		var as *ApplyStoppedError
+		switch {
+		case errors.As(err, &as):
+			stopped = err
+		case err != nil:
 			return err
 		}
 		commits = commits[n:]
 	}
-	return nil
+	return stopped
 }
 
 // maxOffsetEntryBytes bounds the encoded commits of one CmdOffsets entry.

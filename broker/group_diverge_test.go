@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -347,4 +348,47 @@ func TestGroupApplyStoppedStepDownFlushesOffsets(t *testing.T) {
 		t.Fatal("the faulty leader's FSM did not stop")
 	}
 	testutil.WaitFor(t, 5*time.Second, "the new leader "+moved.id+" holds the flushed offset", func() bool { return has(moved.g()) })
+}
+
+// A leader whose FSM stopped commits the whole of an offsets batch that
+// takes several entries: the other members apply the last entry too, and
+// the stop is answered after it, so the caller can take the batch as
+// committed.
+func TestGroupApplyStoppedLeaderCommitsEveryOffsetEntry(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{})
+	// No step-down moves leadership while the batch is proposed.
+	sd := diskStepDownConfig{interval: time.Hour, gap: time.Hour, retry: time.Hour, recoverRetry: time.Hour}
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	for i := range c.nodes {
+		c.startOn(i, nil, &sd)
+	}
+	l := c.leader()
+	l.g().fsm.stopped.Store(&ApplyStoppedError{Index: 1, Err: errors.New("injected")})
+	topic := strings.Repeat("t", 150)
+	commits := make([]OffsetCommit, 4000)
+	for i := range commits {
+		commits[i] = OffsetCommit{Group: "G", Topic: topic, QueueID: int32(i), Offset: int64(i) + 1}
+	}
+	if n := offsetEntryLen(commits); n > len(commits)/2 {
+		t.Fatalf("the batch fits %d of %d commits in its first entry; want several entries", n, len(commits))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stop *ApplyStoppedError
+	if err := l.g().CommitOffsets(ctx, commits); !errors.As(err, &stop) {
+		t.Fatalf("CommitOffsets on an apply-stopped leader: %v; want its ApplyStoppedError", err)
+	}
+	last := commits[len(commits)-1]
+	for _, n := range c.nodes {
+		if n == l {
+			continue
+		}
+		testutil.WaitFor(t, 10*time.Second, n.id+" applies the batch's last entry", func() bool {
+			off, ok := n.g().State().ConsumerOffset(last.Group, last.Topic, last.QueueID)
+			return ok && off == last.Offset
+		})
+	}
 }

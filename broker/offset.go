@@ -544,7 +544,10 @@ func (o *offsetCoalescer) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), o.c.cfg.ApplyTimeout)
 	err := o.c.rep.CommitOffsets(ctx, batch)
 	cancel()
-	if err == nil {
+	var stopped *ApplyStoppedError
+	if err == nil || errors.As(err, &stopped) {
+		// A stopped FSM does not apply the entries here, yet they are
+		// committed: the other members apply them.
 		o.dropSent(batch)
 		return
 	}

@@ -266,3 +266,39 @@ func TestQueryOffsetOfQueueStartingRecently(t *testing.T) {
 		})
 	}
 }
+
+// committedStoppedReplica is a fakeReplica leading with a stopped FSM:
+// its offset entries commit (the other members apply them) and it answers
+// each with the ApplyStoppedError.
+type committedStoppedReplica struct {
+	*fakeReplica
+	calls atomic.Int32
+}
+
+func (r *committedStoppedReplica) CommitOffsets(ctx context.Context, commits []OffsetCommit) error {
+	r.calls.Add(1)
+	if err := r.fakeReplica.CommitOffsets(ctx, commits); err != nil {
+		return err
+	}
+	return &ApplyStoppedError{Index: 7, Err: errors.New("consumequeue write: input/output error")}
+}
+
+// TestOffsetFlushOfApplyStoppedLeaderProposesOnce: a leader whose FSM
+// stopped still commits its offset entries, so a flush answered with the
+// stop is done, not retried (each retry would append the same commits to
+// the log again).
+func TestOffsetFlushOfApplyStoppedLeaderProposesOnce(t *testing.T) {
+	rep := &committedStoppedReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
+	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Shutdown(context.Background()) }()
+	c.offsets.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 7})
+	for range offsetFlushAttempts {
+		c.offsets.flush()
+	}
+	if n := rep.calls.Load(); n != 1 {
+		t.Fatalf("CommitOffsets called %d times for one commit, want 1", n)
+	}
+}
