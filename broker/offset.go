@@ -78,6 +78,9 @@ func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remotin
 		return headerError(req, err), nil
 	}
 	if !c.rep.IsLeader() {
+		if req.IsOneway() {
+			c.offsets.forward(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		}
 		return c.notLeader(), nil
 	}
 	c.offsets.tables.RLock() // until queued: see offsetCoalescer.tables
@@ -365,6 +368,13 @@ type offsetCoalescer struct {
 	// deposals counts deposed calls, so a commit taken out of pending in
 	// one term is never put back in a later one. Guarded by mu.
 	deposals uint64
+	// forwarding is, on a member not leading, the latest commit per queue
+	// that RocketMQ's clients sent here as to brokerId 0 (oneway
+	// UPDATE_CONSUMER_OFFSET, a pull's commitOffset): their route names a
+	// former leader until its 30 s refresh, and the not-leader answer to a
+	// oneway request never reaches them. Each tick passes them on to the
+	// leader (passOn). Guarded by mu.
+	forwarding map[offsetKey]int64
 	// leading is set by the role change to leader and cleared by deposed:
 	// a flush that finds this node no longer leading leaves the pending
 	// commits to deposed while it is still set. Guarded by mu.
@@ -377,6 +387,11 @@ type handOverCommit struct {
 	OffsetCommit
 	expect string
 }
+
+// offsetForwardLimit bounds the queues whose commits a member not leading
+// holds for the leader between two ticks; commits of further queues are
+// dropped (their clients send them again at their next persist).
+const offsetForwardLimit = 10000
 
 // offsetHandOverTimeout bounds a deposed leader's hand-over of its pending
 // commits: the new leader serves once it applied its predecessor's entries
@@ -401,7 +416,7 @@ type pendingOffset struct {
 const offsetFlushAttempts = 5
 
 func newOffsetCoalescer(c *Controller) *offsetCoalescer {
-	o := &offsetCoalescer{c: c, pending: map[offsetKey]pendingOffset{}}
+	o := &offsetCoalescer{c: c, pending: map[offsetKey]pendingOffset{}, forwarding: map[offsetKey]int64{}}
 	c.rep.OnRoleChange(func(leader bool, _ uint64) {
 		if !leader {
 			o.deposed()
@@ -517,6 +532,52 @@ func (o *offsetCoalescer) run() {
 			return
 		case <-t.C:
 			o.flush()
+			o.passOn()
+		}
+	}
+}
+
+// forward keeps a commit a member not leading was sent (see forwarding)
+// for passOn. Names the leader would refuse are not kept.
+func (o *offsetCoalescer) forward(group, topic string, queueID int32, offset int64) {
+	if checkGroup(group) != nil || checkTopic(topic) != nil || offset < 0 {
+		return
+	}
+	k := offsetKey{group, topic, queueID}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.forwarding[k]; ok || len(o.forwarding) < offsetForwardLimit {
+		o.forwarding[k] = offset
+	}
+}
+
+// passOn sends the forwarded commits to the leader, oneway as their
+// clients sent them; the leader judges them as its own clients' commits.
+// They are dropped when no other member is known to lead (this one leads
+// now, or none does): their clients send them again at their next persist.
+func (o *offsetCoalescer) passOn() {
+	o.mu.Lock()
+	if len(o.forwarding) == 0 {
+		o.mu.Unlock()
+		return
+	}
+	fw := o.forwarding
+	o.forwarding = map[offsetKey]int64{}
+	o.mu.Unlock()
+	addr := o.c.rep.LeaderAddr()
+	if o.c.rep.IsLeader() || addr == "" || addr == o.c.addr {
+		return
+	}
+	for k, off := range fw {
+		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
+			ConsumerGroup: k.group, Topic: k.topic, QueueID: k.queueID, CommitOffset: off}, nil)
+		ctx, cancel := context.WithTimeout(o.c.ctx, time.Second)
+		err := o.c.nsClient.InvokeOneway(ctx, addr, req)
+		cancel()
+		if err != nil {
+			o.c.log.Debug("consumer offset commits sent to this follower not passed on to the leader",
+				zap.String("leader", addr), zap.Int("commits", len(fw)), zap.Error(err))
+			return
 		}
 	}
 }

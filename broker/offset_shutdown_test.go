@@ -93,14 +93,20 @@ func TestShutdownFlushesCommitsAnsweredWhileStopping(t *testing.T) {
 // committed offset 7 on TT/0 at the leader, where it stays coalesced
 // (no flush but the transfer's own); it returns the leader's index.
 func startTransferOffsets(t *testing.T) (*procCluster, int) {
+	return startOffsetsCluster(t, time.Hour)
+}
+
+// startOffsetsCluster is startTransferOffsets with the members' offset
+// commit interval (and production's Raft timings); TT has two queues.
+func startOffsetsCluster(t *testing.T, interval time.Duration) (*procCluster, int) {
 	t.Helper()
 	pc := startRealCluster(t, func(c *BrokerConfig) {
 		withProdRaftTimings(c)
-		c.ConsumerOffsetCommitCoalescer = time.Hour
+		c.ConsumerOffsetCommitCoalescer = interval
 	})
 	l := pc.leader()
 	addr := pc.nodes[l].Addr()
-	pc.createTopic(addr, "TT", 1)
+	pc.createTopic(addr, "TT", 2)
 	hb, _ := json.Marshal(wire.HeartbeatData{ClientID: "127.0.0.1@tt", ConsumerDataSet: []wire.HeartbeatConsumerData{{
 		GroupName: "TTG", ConsumeType: wire.ConsumeTypePush, MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
 		SubscriptionDataSet: []*wire.SubscriptionData{{Topic: "TT", SubString: "*", SubVersion: 1}},
@@ -227,4 +233,43 @@ func TestDeposedFlushLeavesCommitsToHandOver(t *testing.T) {
 		off, _ := newPC.ttOffset(0)
 		return off == "5"
 	})
+}
+
+// TestFollowerPassesOnOfficialClientCommits: RocketMQ's clients send their
+// offsets oneway, and in pulls, to the address their route names brokerId
+// 0, which names a former leader until their 30 s route refresh. The
+// not-leader answer never reaches them, so a follower passes such commits
+// on to the leader; dropped, a group whose queue changes owner in that
+// window re-consumes what it committed.
+func TestFollowerPassesOnOfficialClientCommits(t *testing.T) {
+	pc, l := startOffsetsCluster(t, 20*time.Millisecond)
+	f1, f2 := (l+1)%3, (l+2)%3
+	req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
+		ConsumerGroup: "TTG", Topic: "TT", QueueID: 0, CommitOffset: 12}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := pc.client.InvokeOneway(ctx, pc.nodes[f1].Addr(), req); err != nil {
+		t.Fatalf("oneway commit to a follower: %v", err)
+	}
+	// A follower that has not applied the topic or the group yet answers
+	// the pull not-leader before it looks at the commit.
+	testutil.WaitFor(t, 10*time.Second, "the follower applies TT and TTG", func() bool {
+		st := pc.groups[f2].State()
+		tc, ok := st.Topic("TT")
+		_, grouped := st.SubscriptionGroup("TTG")
+		return ok && tc.ReadQueueNums == 2 && grouped
+	})
+	pull := pullExt("TTG", "TT", 1, 0, 0)
+	pull["sysFlag"] = strconv.Itoa(int(wire.PullFlagCommitOffset))
+	pull["commitOffset"] = "3"
+	if r := pc.call(pc.nodes[f2].Addr(), remoting.RequestPullMessage, pull, nil); r.Code == remoting.ResponseSystemError || wire.IsNotLeaderRemark(r.Remark) {
+		t.Fatalf("pull with a commit from a follower: %d %s", r.Code, r.Remark)
+	}
+	for q, want := range []string{"12", "3"} {
+		query := map[string]string{"consumerGroup": "TTG", "topic": "TT", "queueId": strconv.Itoa(q)}
+		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("the leader has the commit of %s on queue %d sent to a follower", want, q), func() bool {
+			r := pc.call(pc.nodes[l].Addr(), remoting.RequestQueryConsumerOffset, query, nil)
+			return r.Code == remoting.ResponseSuccess && r.ExtFields["offset"] == want
+		})
+	}
 }

@@ -103,7 +103,14 @@ func (c *Controller) processPull(ctx context.Context, conn *remoting.Conn, req *
 	// A piggybacked commit is skipped while a delete holds the offsets
 	// (offsetCoalescer.tables) rather than holding the pull: the consumer
 	// commits its position again with its next pull or persist.
-	if h.SysFlag&wire.PullFlagCommitOffset != 0 && h.CommitOffset >= 0 && c.rep.IsLeader() && c.offsets.tables.TryRLock() {
+	// At a follower it is passed on to the leader: RocketMQ's clients
+	// clear the flag on pulls to an address their route names a follower,
+	// so one here comes from a route that still names this member leader.
+	commit := h.SysFlag&wire.PullFlagCommitOffset != 0 && h.CommitOffset >= 0
+	switch {
+	case commit && !c.rep.IsLeader():
+		c.offsets.forward(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	case commit && c.offsets.tables.TryRLock():
 		if c.checkOffsetCommit(ctx, h.ConsumerGroup, h.Topic, h.QueueID, false) == nil {
 			c.offsets.add(OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset})
 		}
