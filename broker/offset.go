@@ -552,9 +552,14 @@ func (o *offsetCoalescer) forward(group, topic string, queueID int32, offset int
 }
 
 // passOn sends the forwarded commits to the leader, oneway as their
-// clients sent them; the leader judges them as its own clients' commits.
-// They are dropped when no other member is known to lead (this one leads
-// now, or none does): their clients send them again at their next persist.
+// clients sent them, each marked extHandOverExpect with the offset this
+// member has replicated for its queue: the leader takes it only where the
+// queue's offset is still that one, and only a commit ahead of it is
+// sent. A commit that reached this member late (the client's retry, or a
+// newer commit to the leader since) thus never moves the group's offset
+// back. They are dropped when no other member is known to lead (this one
+// leads now, or none does): their clients send them again at their next
+// persist.
 func (o *offsetCoalescer) passOn() {
 	o.mu.Lock()
 	if len(o.forwarding) == 0 {
@@ -568,9 +573,18 @@ func (o *offsetCoalescer) passOn() {
 	if o.c.rep.IsLeader() || addr == "" || addr == o.c.addr {
 		return
 	}
+	st := o.c.rep.State()
 	for k, off := range fw {
+		expect := noOffset
+		if cur, ok := st.ConsumerOffset(k.group, k.topic, k.queueID); ok {
+			if off <= cur {
+				continue
+			}
+			expect = strconv.FormatInt(cur, 10)
+		}
 		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
 			ConsumerGroup: k.group, Topic: k.topic, QueueID: k.queueID, CommitOffset: off}, nil)
+		req.ExtFields[extHandOverExpect] = expect
 		ctx, cancel := context.WithTimeout(o.c.ctx, time.Second)
 		err := o.c.nsClient.InvokeOneway(ctx, addr, req)
 		cancel()

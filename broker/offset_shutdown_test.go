@@ -244,6 +244,12 @@ func TestDeposedFlushLeavesCommitsToHandOver(t *testing.T) {
 func TestFollowerPassesOnOfficialClientCommits(t *testing.T) {
 	pc, l := startOffsetsCluster(t, 20*time.Millisecond)
 	f1, f2 := (l+1)%3, (l+2)%3
+	// A commit is passed on only over the offset the follower has applied
+	// (passOn): here the setup's commit of 7.
+	testutil.WaitFor(t, 10*time.Second, "the follower applies the commit of 7", func() bool {
+		off, ok := pc.groups[f1].State().ConsumerOffset("TTG", "TT", 0)
+		return ok && off == 7
+	})
 	req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
 		ConsumerGroup: "TTG", Topic: "TT", QueueID: 0, CommitOffset: 12}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -265,11 +271,46 @@ func TestFollowerPassesOnOfficialClientCommits(t *testing.T) {
 	if r := pc.call(pc.nodes[f2].Addr(), remoting.RequestPullMessage, pull, nil); r.Code == remoting.ResponseSystemError || wire.IsNotLeaderRemark(r.Remark) {
 		t.Fatalf("pull with a commit from a follower: %d %s", r.Code, r.Remark)
 	}
-	for q, want := range []string{"12", "3"} {
+	leaderHas := func(q int, want string) {
+		t.Helper()
 		query := map[string]string{"consumerGroup": "TTG", "topic": "TT", "queueId": strconv.Itoa(q)}
 		testutil.WaitFor(t, 10*time.Second, fmt.Sprintf("the leader has the commit of %s on queue %d sent to a follower", want, q), func() bool {
 			r := pc.call(pc.nodes[l].Addr(), remoting.RequestQueryConsumerOffset, query, nil)
 			return r.Code == remoting.ResponseSuccess && r.ExtFields["offset"] == want
 		})
+	}
+	leaderHas(0, "12")
+	leaderHas(1, "3")
+
+	// A commit behind the offset the group has (a late retry, say) is not
+	// passed on: it would move the offset back. Each is passed on in a tick
+	// of its own, the stale one first.
+	testutil.WaitFor(t, 10*time.Second, "the follower applies the commit of 12", func() bool {
+		off, ok := pc.groups[f1].State().ConsumerOffset("TTG", "TT", 0)
+		return ok && off == 12
+	})
+	oneway := func(q int32, off int64) {
+		t.Helper()
+		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
+			ConsumerGroup: "TTG", Topic: "TT", QueueID: q, CommitOffset: off}, nil)
+		if err := pc.client.InvokeOneway(ctx, pc.nodes[f1].Addr(), req); err != nil {
+			t.Fatalf("oneway commit to a follower: %v", err)
+		}
+		o := pc.nodes[f1].offsets
+		testutil.WaitFor(t, 10*time.Second, "the follower's tick takes the commit", func() bool {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			return len(o.forwarding) == 0
+		})
+	}
+	oneway(0, 5)
+	oneway(1, 9)
+	leaderHas(1, "9")
+	testutil.WaitFor(t, 10*time.Second, "the leader replicates the commit of 9", func() bool {
+		off, ok := pc.groups[l].State().ConsumerOffset("TTG", "TT", 1)
+		return ok && off == 9
+	})
+	if off, _ := pc.groups[l].State().ConsumerOffset("TTG", "TT", 0); off != 12 {
+		t.Fatalf("queue 0's offset is %d after a stale commit of 5 reached a follower, want 12 kept", off)
 	}
 }
