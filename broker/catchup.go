@@ -47,9 +47,10 @@ type catchupSource interface {
 	// readLog returns up to n bytes of the peer's log at pos, verified
 	// against the peer's checksum.
 	readLog(ctx context.Context, pos int64, n int) ([]byte, error)
-	// readUnits returns the peer queue's minimum offset and up to n of its
-	// units from max(from, minimum) on.
-	readUnits(ctx context.Context, topic string, queueID int32, from int64, n int) (minOffset int64, units []store.CQUnit, err error)
+	// readUnits returns up to n consecutive units of the peer's queue and
+	// the offset of the first: max(from, the queue's minimum), or past a
+	// queue file missing there (store.ConsumeQueue.UnitsFrom).
+	readUnits(ctx context.Context, topic string, queueID int32, from int64, n int) (start int64, units []store.CQUnit, err error)
 	// pace returns the bytes per second the peer wants catch-ups fetched
 	// at (0: no opinion; catchup_pace.go).
 	pace(ctx context.Context) (int64, error)
@@ -282,9 +283,20 @@ func (g *Group) catchupQueue(ctx context.Context, src catchupSource, cq *store.C
 		if next >= localMin || len(units) == 0 {
 			break
 		}
-		if _, units, err = src.readUnits(ctx, cq.Topic(), cq.QueueID(), next, catchupUnits); err != nil {
+		start, more, err := src.readUnits(ctx, cq.Topic(), cq.QueueID(), next, catchupUnits)
+		if err != nil {
 			return err
 		}
+		if start > next {
+			// The leader holds no units from next to start (a queue file
+			// missing between others, or its retention ran meanwhile): a
+			// backfill ends at localMin without a hole, so it starts there.
+			all, peerMin, next = all[:0], start, start
+		}
+		units = more
+	}
+	if peerMin >= localMin {
+		return nil
 	}
 	if int64(len(all)) != localMin-peerMin {
 		return fmt.Errorf("leader gave %d units for [%d, %d)", len(all), peerMin, localMin)

@@ -96,25 +96,7 @@ func (g *Group) catchupReadUnits(topic string, queueID int32, from int64, n int)
 	if cq == nil {
 		return 0, nil, fmt.Errorf("no queue %s/%d", topic, queueID)
 	}
-	lo, hi := cq.MinOffset(), cq.MaxOffset()
-	from = max(from, lo)
-	n = min(max(n, 0), catchupUnits)
-	var out []store.CQUnit
-	for from < hi && len(out) < n {
-		b, err := cq.Read(from, n-len(out))
-		if err != nil {
-			if errors.Is(err, store.ErrOutOfRange) {
-				break
-			}
-			return lo, nil, err
-		}
-		for i := 0; i < b.Len(); i++ {
-			out = append(out, b.Unit(i))
-		}
-		from += int64(b.Len())
-		b.Release()
-	}
-	return lo, out, nil
+	return cq.UnitsFrom(from, min(max(n, 0), catchupUnits))
 }
 
 // registerCatchup registers CATCHUP_READ (admin-only under ACL: members

@@ -15,7 +15,8 @@ type CatchupReadRequestHeader struct {
 
 // CatchupReadResponseHeader answers CATCHUP_READ. CRC is the CRC32-C of
 // the body (log bytes, or 20-byte units), checked by the reader; Index and
-// Pos answer "start"; Min is the queue's minimum offset for "units".
+// Pos answer "start"; Min is, for "units", the queue offset of the first
+// unit: max(From, the queue's minimum), or past a queue file missing there.
 type CatchupReadResponseHeader struct {
 	CRC   uint32 `ext:"crc"`
 	Index uint64 `ext:"index,omitempty"`

@@ -250,3 +250,35 @@ func (cq *ConsumeQueue) HasUnitAt(phy int64) (bool, error) {
 	_, ok, err := cq.findByPhy(phy)
 	return ok, err
 }
+
+// UnitsFrom returns up to n consecutive units (blanks included) for a
+// member's catch-up, and the logical offset of the first: from
+// max(from, MinOffset) on, or, when no file holds that offset (a file
+// missing between others), from the first file after it. The units stop
+// before the next missing file, so they always sit at start, start+1, …:
+// a caller must take start from the answer, not assume from.
+func (cq *ConsumeQueue) UnitsFrom(from int64, n int) (start int64, units []CQUnit, err error) {
+	start = max(from, cq.MinOffset())
+	hi := cq.MaxOffset()
+	for start+int64(len(units)) < hi && len(units) < n {
+		at := start + int64(len(units))
+		b, err := cq.Read(at, n-len(units))
+		if errors.Is(err, errNoQueueFile) && len(units) == 0 {
+			// Units before a missing file and after it are no run: the
+			// answer starts after it.
+			start = cq.nextFileStart(at)
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, ErrOutOfRange) {
+				break
+			}
+			return start, nil, err
+		}
+		for i := 0; i < b.Len(); i++ {
+			units = append(units, b.Unit(i))
+		}
+		b.Release()
+	}
+	return start, units, nil
+}
