@@ -774,10 +774,20 @@ func queuePin(cq *store.ConsumeQueue, q int64) int64 {
 		return math.MaxInt64
 	}
 	u, err := cq.Get(q)
-	if err != nil {
-		return 0
+	if err == nil {
+		return u.PhyOffset
 	}
-	return u.PhyOffset
+	// No file holds q (a queue file missing between others): no message
+	// of the missing units can be read through the queue, so none is
+	// kept for it; the units after them pin. Pinned at 0, retention would
+	// stop until the pending position passed the gap (a timer's, days).
+	if start, units, err := cq.UnitsFrom(q, 1); err == nil && start > q {
+		if len(units) == 0 {
+			return math.MaxInt64
+		}
+		return units[0].PhyOffset
+	}
+	return 0
 }
 
 // DeleteExpired implements store.ExpiringFiles.
