@@ -406,8 +406,10 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 		}
 		// After the servers: the requests they let finish (offset
 		// commits, pulls carrying one) were answered success, and the
-		// commits they queued are replicated here or never.
+		// commits they queued are replicated here or never; those a
+		// follower holds for the leader are passed on now or never.
 		c.offsets.flush()
+		c.offsets.passOn(true)
 		err = errors.Join(err, c.nsClient.Close(), c.regClient.Close())
 		if c.mon != nil {
 			err = errors.Join(err, c.mon.Shutdown(ctx))

@@ -393,6 +393,10 @@ type handOverCommit struct {
 // dropped (their clients send them again at their next persist).
 const offsetForwardLimit = 10000
 
+// offsetPassOnTimeout bounds one passOn: the commits it did not send by
+// then are dropped (their clients send them again at their next persist).
+const offsetPassOnTimeout = 2 * time.Second
+
 // offsetHandOverTimeout bounds a deposed leader's hand-over of its pending
 // commits: the new leader serves once it applied its predecessor's entries
 // and committed its own first one, well within it.
@@ -532,7 +536,7 @@ func (o *offsetCoalescer) run() {
 			return
 		case <-t.C:
 			o.flush()
-			o.passOn()
+			o.passOn(false)
 		}
 	}
 }
@@ -559,8 +563,11 @@ func (o *offsetCoalescer) forward(group, topic string, queueID int32, offset int
 // newer commit to the leader since) thus never moves the group's offset
 // back. They are dropped when no other member is known to lead (this one
 // leads now, or none does): their clients send them again at their next
-// persist.
-func (o *offsetCoalescer) passOn() {
+// persist. Shutdown calls it once more after the servers stopped, so the
+// commits a stopping follower took since its last tick reach the leader;
+// with wait each waits for the leader's answer, since a oneway frame still
+// queued when Shutdown then closes the client is never written.
+func (o *offsetCoalescer) passOn(wait bool) {
 	o.mu.Lock()
 	if len(o.forwarding) == 0 {
 		o.mu.Unlock()
@@ -574,6 +581,10 @@ func (o *offsetCoalescer) passOn() {
 		return
 	}
 	st := o.c.rep.State()
+	// One bound for the whole pass, not the controller's context: Shutdown
+	// cancels that before its last passOn, and waits for this one.
+	ctx, cancel := context.WithTimeout(context.Background(), offsetPassOnTimeout)
+	defer cancel()
 	for k, off := range fw {
 		expect := noOffset
 		if cur, ok := st.ConsumerOffset(k.group, k.topic, k.queueID); ok {
@@ -585,9 +596,12 @@ func (o *offsetCoalescer) passOn() {
 		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
 			ConsumerGroup: k.group, Topic: k.topic, QueueID: k.queueID, CommitOffset: off}, nil)
 		req.ExtFields[extHandOverExpect] = expect
-		ctx, cancel := context.WithTimeout(o.c.ctx, time.Second)
-		err := o.c.nsClient.InvokeOneway(ctx, addr, req)
-		cancel()
+		var err error
+		if wait {
+			_, err = o.c.nsClient.InvokeSync(ctx, addr, req)
+		} else {
+			err = o.c.nsClient.InvokeOneway(ctx, addr, req)
+		}
 		if err != nil {
 			o.c.log.Debug("consumer offset commits sent to this follower not passed on to the leader",
 				zap.String("leader", addr), zap.Int("commits", len(fw)), zap.Error(err))

@@ -314,3 +314,35 @@ func TestFollowerPassesOnOfficialClientCommits(t *testing.T) {
 		t.Fatalf("queue 0's offset is %d after a stale commit of 5 reached a follower, want 12 kept", off)
 	}
 }
+
+// TestFollowerShutdownPassesOnForwardedCommits: a follower being stopped
+// still holds the commits official clients sent it since its last tick
+// (their route names it leader until it refreshes); they are passed on to
+// the leader as the stop's last step for them, not dropped with the node.
+func TestFollowerShutdownPassesOnForwardedCommits(t *testing.T) {
+	pc, l := startOffsetsCluster(t, time.Hour) // no tick passes them on
+	f := (l + 1) % 3
+	pc.nodes[l].offsets.flush()
+	testutil.WaitFor(t, 10*time.Second, "the follower applies the commit of 7", func() bool {
+		off, ok := pc.groups[f].State().ConsumerOffset("TTG", "TT", 0)
+		return ok && off == 7
+	})
+	req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
+		ConsumerGroup: "TTG", Topic: "TT", QueueID: 0, CommitOffset: 12}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := pc.client.InvokeOneway(ctx, pc.nodes[f].Addr(), req); err != nil {
+		t.Fatalf("oneway commit to a follower: %v", err)
+	}
+	o := pc.nodes[f].offsets
+	testutil.WaitFor(t, 10*time.Second, "the follower holds the commit for the leader", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.forwarding[offsetKey{"TTG", "TT", 0}] == 12
+	})
+	pc.shutdownNode(f)
+	testutil.WaitFor(t, 10*time.Second, "the leader has the commit the stopped follower held", func() bool {
+		off, _ := pc.ttOffset(l)
+		return off == "12"
+	})
+}
