@@ -96,15 +96,20 @@ func (c *Controller) tooManyGroups(group string) *remoting.RemotingCommand {
 // maxGroupSubscriptions and maxGroupSubscriptionBytes bound what one
 // heartbeat registers for one consumer group: its subscriptions (its
 // %RETRY% topic among them) and the bytes of their topics, expressions,
-// tags and tag codes with the group's consume type, model and starting
-// point. A client subscribes a group to a handful of topics; without a
-// bound one heartbeat frame (16 MiB) of tiny subscriptions would hold
+// tags (each with its string header) and tag codes with the group's
+// consume type, model and starting point. A client subscribes a group to
+// a handful of topics; without a bound one heartbeat frame (16 MiB) of
+// tiny subscriptions would hold
 // hundreds of megabytes of table per group, kept for as long as the
 // connection heartbeats, in each of its maxClientGroupsPerConnection
 // groups.
 const (
 	maxGroupSubscriptions     = 1024
 	maxGroupSubscriptionBytes = 256 << 10
+	// tagHeaderBytes is what each tag costs the table beyond its bytes
+	// (the string header TagsSet keeps): counted, so that empty tags (3
+	// bytes of JSON each) do not pass the bound for free.
+	tagHeaderBytes = 16
 )
 
 // checkHeartbeatSubscriptions refuses a subscription longer than a pull
@@ -135,7 +140,7 @@ func (c *Controller) checkHeartbeatSubscriptions(cd wire.HeartbeatConsumerData) 
 					"brokers filter by expressions of at most that size; the client is not registered in that group "+
 					"on this broker until it subscribes within it", cd.GroupName, sd.Topic, n, maxPullSubscriptionLength)
 		}
-		total += len(sd.Topic) + len(sd.SubString) + tagBytes + len(sd.CodeSet) + len(sd.ExpressionType)
+		total += len(sd.Topic) + len(sd.SubString) + tagBytes + len(sd.TagsSet)*tagHeaderBytes + len(sd.CodeSet) + len(sd.ExpressionType)
 	}
 	if total > maxGroupSubscriptionBytes {
 		return c.refuse("heartbeatGroupSubscriptions", remoting.ResponseSubscriptionParseFailed,

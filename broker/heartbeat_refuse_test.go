@@ -194,6 +194,9 @@ func TestHeartbeatBoundsAGroupsSubscriptions(t *testing.T) {
 	}{
 		{"one subscription too many", consumer("HSA", maxGroupSubscriptions+1, "*"), maxGroupSubscriptions},
 		{"20 subscriptions of 15 KiB", consumer("HSA", 20, strings.Repeat("x", 15<<10)), maxGroupSubscriptionBytes},
+		// Each tag is kept as a string of its own: empty ones, 3 bytes of
+		// JSON each, hold 16 bytes apiece.
+		{"2 subscriptions of 16384 empty tags", emptyTags(consumer("HSA", 2, "*"), maxPullSubscriptionLength), maxGroupSubscriptionBytes},
 	} {
 		r := heartbeat(c.cd, consumer("HSB", 1, "*"))
 		if r.Code != remoting.ResponseSubscriptionParseFailed || !strings.Contains(r.Remark, "HSA") ||
@@ -210,4 +213,12 @@ func TestHeartbeatBoundsAGroupsSubscriptions(t *testing.T) {
 			t.Fatalf("%s: producer group HSP not registered", c.what)
 		}
 	}
+}
+
+// emptyTags gives each of cd's subscriptions n empty tags.
+func emptyTags(cd wire.HeartbeatConsumerData, n int) wire.HeartbeatConsumerData {
+	for _, sd := range cd.SubscriptionDataSet {
+		sd.TagsSet = make([]string, n)
+	}
+	return cd
 }
