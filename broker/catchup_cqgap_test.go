@@ -2,16 +2,9 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/zap"
-
-	"github.com/raftmq/raftmq/broker/store"
-	"github.com/raftmq/raftmq/storage"
 )
 
 // TestCatchupQueueOverLeaderQueueFileGap: a leader whose ConsumeQueue has
@@ -21,27 +14,7 @@ import (
 // member's catch-up would fail at every retry, and it would never stand
 // for election again.
 func TestCatchupQueueOverLeaderQueueFileGap(t *testing.T) {
-	dir := t.TempDir()
-	smallQueues := func(c *store.Config) {
-		c.StorePathRootDir = dir
-		c.MappedFileSizeConsumeQueue = 10 * store.CQUnitSize
-	}
-	first := newFakeReplica(t, "127.0.0.1:10911", smallQueues)
-	var msgs []*store.Message
-	for i := range 35 {
-		msgs = append(msgs, &store.Message{Topic: "T", QueueID: 0, Body: []byte(fmt.Sprint("m", i)), BornTimestamp: 1,
-			BornHost: netip.MustParseAddrPort("10.0.0.1:1000"), Properties: map[string]string{}})
-	}
-	if _, err := first.PutMessages(context.Background(), msgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The leader's file of units [10, 20) is lost.
-	if err := os.Remove(filepath.Join(dir, "consumequeue", "T", "0", storage.FileName(10*store.CQUnitSize))); err != nil {
-		t.Fatal(err)
-	}
+	smallQueues := queueFileGap(t) // T/0: 35 messages, the file of units [10, 20) lost
 	lead := newFakeReplica(t, "127.0.0.1:10911", smallQueues)
 	leader := &Group{ms: lead.st, log: zap.NewNop()}
 

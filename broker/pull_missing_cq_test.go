@@ -22,27 +22,7 @@ import (
 // take as their next offset. A long poll gets it at once, not after a
 // hold: the consumer has messages to read where it moves to.
 func TestPullInMissingConsumeQueueFileMovesOn(t *testing.T) {
-	dir := t.TempDir()
-	smallQueues := func(c *store.Config) {
-		c.StorePathRootDir = dir
-		c.MappedFileSizeConsumeQueue = 10 * store.CQUnitSize
-	}
-	first := newFakeReplica(t, "127.0.0.1:10911", smallQueues)
-	var msgs []*store.Message
-	for i := range 35 {
-		msgs = append(msgs, &store.Message{Topic: "T", QueueID: 0, Body: []byte(fmt.Sprint("m", i)), BornTimestamp: 1,
-			BornHost: netip.MustParseAddrPort("10.0.0.1:1000"), Properties: map[string]string{}})
-	}
-	if _, err := first.PutMessages(context.Background(), msgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The file of units [10, 20) is lost.
-	if err := os.Remove(filepath.Join(dir, "consumequeue", "T", "0", storage.FileName(10*store.CQUnitSize))); err != nil {
-		t.Fatal(err)
-	}
+	smallQueues := queueFileGap(t) // T/0: 35 messages, the file of units [10, 20) lost
 	// Held pulls are looked at again only every 10 s here, so that one
 	// held shows.
 	tc, _ := startFakeProc(t, func(c *BrokerConfig) { c.PullHoldCheckInterval = 10 * time.Second }, smallQueues)
@@ -68,4 +48,33 @@ func TestPullInMissingConsumeQueueFileMovesOn(t *testing.T) {
 	if r.Code != remoting.ResponseSuccess {
 		t.Fatalf("pull at 20: code %d %s", r.Code, r.Remark)
 	}
+}
+
+// queueFileGap stores 35 messages in T/0 through a fake replica whose
+// ConsumeQueue files hold 10 units, closes it and removes the file of
+// units [10, 20), a file lost between others. It returns the store
+// options that open that directory again.
+func queueFileGap(t *testing.T) func(*store.Config) {
+	t.Helper()
+	dir := t.TempDir()
+	smallQueues := func(c *store.Config) {
+		c.StorePathRootDir = dir
+		c.MappedFileSizeConsumeQueue = 10 * store.CQUnitSize
+	}
+	first := newFakeReplica(t, "127.0.0.1:10911", smallQueues)
+	var msgs []*store.Message
+	for i := range 35 {
+		msgs = append(msgs, &store.Message{Topic: "T", QueueID: 0, Body: []byte(fmt.Sprint("m", i)), BornTimestamp: 1,
+			BornHost: netip.MustParseAddrPort("10.0.0.1:1000"), Properties: map[string]string{}})
+	}
+	if _, err := first.PutMessages(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "consumequeue", "T", "0", storage.FileName(10*store.CQUnitSize))); err != nil {
+		t.Fatal(err)
+	}
+	return smallQueues
 }
