@@ -15,11 +15,7 @@ import (
 // them as removed (MESSAGE_WAS_REMOVING with the offset moved past them),
 // which makes the consumer skip them for good.
 func TestStorePullDuringCloseIsRetryable(t *testing.T) {
-	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
-	defer s.Close()
-	for i := 0; i < 10; i++ {
-		s.put(coreMsg("T", 0, fmt.Sprint("m", i)))
-	}
+	s := tenMessageStore(t)
 	// Where Close is when the pull reads: the segments closed, the queues
 	// not yet.
 	if err := s.CommitLog().Queue().Close(); err != nil {
@@ -36,11 +32,7 @@ func TestStorePullDuringCloseIsRetryable(t *testing.T) {
 // removed under the pull are stepped over (MESSAGE_WAS_REMOVING, the
 // offset past them), as RocketMQ does.
 func TestStorePullOfRemovedSegmentMovesOn(t *testing.T) {
-	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
-	defer s.Close()
-	for i := 0; i < 10; i++ {
-		s.put(coreMsg("T", 0, fmt.Sprint("m", i)))
-	}
+	s := tenMessageStore(t)
 	if err := s.CommitLog().Queue().First().Destroy(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +48,7 @@ func TestStorePullOfRemovedSegmentMovesOn(t *testing.T) {
 // message for removed and answer the queue's end: a consumer starting
 // there, or a forced reset committing it, skips every message.
 func TestStoreTimeSearchDuringCloseFails(t *testing.T) {
-	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
-	defer s.Close()
-	for i := 0; i < 10; i++ {
-		s.put(coreMsg("T", 0, fmt.Sprint("m", i)))
-	}
+	s := tenMessageStore(t)
 	if err := s.CommitLog().Queue().Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,4 +58,16 @@ func TestStoreTimeSearchDuringCloseFails(t *testing.T) {
 	if ts, err := s.GetEarliestMessageTime("T", 0); !errors.Is(err, ErrStoreClosed) {
 		t.Fatalf("earliest message time while the segments close: %d, err %v; want ErrStoreClosed", ts, err)
 	}
+}
+
+// tenMessageStore opens a store holding ten messages in T/0, closed when
+// the test ends.
+func tenMessageStore(t *testing.T) *testStore {
+	t.Helper()
+	s := openTestStore(t, storeConfig(storage.NewFaultFS(1), "/s"), &segLog{})
+	t.Cleanup(func() { _ = s.Close() })
+	for i := 0; i < 10; i++ {
+		s.put(coreMsg("T", 0, fmt.Sprint("m", i)))
+	}
+	return s
 }
