@@ -294,6 +294,9 @@ func TestTransactionCheckBack(t *testing.T) {
 	if n := p.checks("U"); n != 3 {
 		t.Fatalf("unknown half checked %d times; want transactionCheckMax = 3", n)
 	}
+	// The walker counts a discard once its entry returns, a moment after
+	// the state machine applied it.
+	testutil.WaitFor(t, 5*time.Second, "the discard counted", func() bool { return counterValue(t, pc.nodes[l].txn.discarded) >= 1 })
 	if got := counterValue(t, pc.nodes[l].txn.discarded); got != 1 {
 		t.Fatalf("discarded counter %v; want 1", got)
 	}
