@@ -90,9 +90,12 @@ type TransactionSendResult struct {
 	// then asks CheckLocalTransaction. errors.Is(EndErr,
 	// ErrTransactionOutcomeUnknown) means no answer said (a replication
 	// that timed out, no answer, no leader): it may have been recorded.
-	// Otherwise a *BrokerError is a refusal: a commit of a half that was
-	// discarded, or rolled back by an answer to a check-back, is never
-	// delivered.
+	// Otherwise a *BrokerError says why the broker did not record it: for
+	// a half it has not decided (a full disk, a store closing), the
+	// check-back asks CheckLocalTransaction again and its answer decides;
+	// a commit of a half already discarded, or rolled back by an answer
+	// to a check-back, is refused for good (its remark says which) and the
+	// message is never delivered.
 	EndErr error
 }
 
