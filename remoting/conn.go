@@ -959,14 +959,17 @@ var noWait = func() context.Context {
 }()
 
 // stalled closes a connection whose peer does not read its answers and
-// counts it (servers).
+// counts it (servers), once: the write loop's blocked flush and an answer
+// finding no room can both find the same peer stalled.
 func (c *Conn) stalled(how string, queued int) {
+	if !c.close(fmt.Errorf("%w: peer does not read (%s)", ErrTimeout, how), false) {
+		return
+	}
 	if c.opts.stalls != nil {
 		c.opts.stalls.Add(1)
 	}
-	c.log.Warn("closing connection: peer does not read", zap.String("reason", how), zap.Int("queued_bytes", queued),
+	c.log.Warn("closed connection: peer does not read", zap.String("reason", how), zap.Int("queued_bytes", queued),
 		zap.Duration("timeout", c.opts.writeTimeout), zap.String("key", "maxWriteQueueBytes"))
-	c.close(fmt.Errorf("%w: peer does not read (%s)", ErrTimeout, how), false)
 }
 
 // sweep completes, with ErrTimeout, every pending call whose deadline has

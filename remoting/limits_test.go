@@ -305,3 +305,28 @@ func TestLimitQueuedRequestBytesAsync(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitStalledPeerCountedOnce: a peer found not reading by both the
+// write loop's blocked flush and an answer that found no room is one
+// stalled connection: WriteStalls counted it twice, and a test waiting for
+// exactly one never saw it.
+func TestLimitStalledPeerCountedOnce(t *testing.T) {
+	s := startServer(t, ServerConfig{}, nil, nil)
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var c *Conn
+	testutil.WaitFor(t, 5*time.Second, "the server's connection", func() bool {
+		if cs := s.Conns(); len(cs) == 1 {
+			c = cs[0]
+		}
+		return c != nil
+	})
+	c.stalled("flush blocked", 0)
+	c.stalled("answer found no room in the write queue", 0)
+	if n := s.LimitCounts().WriteStalls; n != 1 {
+		t.Fatalf("WriteStalls %d after one connection was found stalled twice, want 1", n)
+	}
+}
