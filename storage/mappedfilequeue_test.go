@@ -196,19 +196,8 @@ func TestMappedFileQueueDelete(t *testing.T) {
 // the next start. The file stays the queue's first, and the next pass
 // removes it before the others.
 func TestMappedFileQueueFailedDeleteLeavesNoGap(t *testing.T) {
-	f := NewFaultFS(1)
-	MkdirAllDurable(f, "/q")
-	q, err := OpenMappedFileQueue(f, "/q", 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fillQueue(t, q, 20, 1024) // 5 files
-	f.SetFaultFunc(func(op FaultOp, name string) error {
-		if op == OpRemove && name == "/q/"+FileName(4096) {
-			return &os.PathError{Op: "unlink", Path: name, Err: unix.EIO}
-		}
-		return nil
-	})
+	f, q := failingUnlinkQueue(t, 4096)
+	var err error
 	if _, err := q.DeleteBefore(3 * 4096); !errors.Is(err, unix.EIO) {
 		t.Fatalf("DeleteBefore with a failing unlink: %v, want EIO", err)
 	}
@@ -252,19 +241,8 @@ func TestMappedFileQueueFailedDeleteLeavesNoGap(t *testing.T) {
 // segments") and the broker would not start; and a second Destroy once
 // the disk recovered must remove every file that is left.
 func TestMappedFileQueueFailedDestroyLeavesNoGap(t *testing.T) {
-	f := NewFaultFS(1)
-	MkdirAllDurable(f, "/q")
-	q, err := OpenMappedFileQueue(f, "/q", 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fillQueue(t, q, 20, 1024) // 5 files
-	f.SetFaultFunc(func(op FaultOp, name string) error {
-		if op == OpRemove && (name == "/q/"+FileName(4096) || name == "/q/"+FileName(3*4096)) {
-			return &os.PathError{Op: "unlink", Path: name, Err: unix.EIO}
-		}
-		return nil
-	})
+	f, q := failingUnlinkQueue(t, 4096, 3*4096)
+	var err error
 	if err := q.Destroy(); !errors.Is(err, unix.EIO) {
 		t.Fatalf("Destroy with failing unlinks: %v, want EIO", err)
 	}
@@ -327,4 +305,26 @@ func TestMappedFileQueueWithGapsOpensBothSides(t *testing.T) {
 			s.Release()
 		}
 	})
+}
+
+// failingUnlinkQueue opens a queue of five 4 KiB files on a FaultFS whose
+// unlink of the files starting at the given offsets fails with EIO.
+func failingUnlinkQueue(t *testing.T, failing ...int64) (*FaultFS, *MappedFileQueue) {
+	t.Helper()
+	f := NewFaultFS(1)
+	MkdirAllDurable(f, "/q")
+	q, err := OpenMappedFileQueue(f, "/q", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillQueue(t, q, 20, 1024)
+	f.SetFaultFunc(func(op FaultOp, name string) error {
+		for _, off := range failing {
+			if op == OpRemove && name == "/q/"+FileName(off) {
+				return &os.PathError{Op: "unlink", Path: name, Err: unix.EIO}
+			}
+		}
+		return nil
+	})
+	return f, q
 }
