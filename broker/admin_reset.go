@@ -81,12 +81,15 @@ func (c *Controller) resetOffsets(ctx context.Context, h *wire.ResetOffsetReques
 	var commits []OffsetCommit
 	body := []byte(`{"offsetTable":{`)
 	for q := first; q < end; q++ {
-		target := c.st.GetMaxOffsetInQueue(h.Topic, q)
+		lo, target, err := c.st.QueueRange(h.Topic, q)
+		if err != nil {
+			return nil, response(remoting.ResponseSystemError, "offsets of %s/%d: %v", h.Topic, q, err)
+		}
 		switch {
 		case explicit:
 			// An offset the operator names is taken as is (RocketMQ's
 			// server-side reset), if the queue has it.
-			if lo := c.st.GetMinOffsetInQueue(h.Topic, q); h.Offset < lo || h.Offset > target {
+			if h.Offset < lo || h.Offset > target {
 				return nil, response(remoting.ResponseSystemError, "target offset %d not in consume queue range [%d-%d] of %s/%d",
 					h.Offset, lo, target, h.Topic, q)
 			}

@@ -181,7 +181,11 @@ func (c *Controller) processGetMaxOffset(req *remoting.RemotingCommand) *remotin
 	if err := req.DecodeHeader(&h); err != nil {
 		return headerError(req, err)
 	}
-	return offsetResponse(c.st.GetMaxOffsetInQueue(h.Topic, h.QueueID))
+	_, maxOff, err := c.st.QueueRange(h.Topic, h.QueueID)
+	if err != nil {
+		return response(remoting.ResponseSystemError, "max offset of %s/%d: %v", h.Topic, h.QueueID, err)
+	}
+	return offsetResponse(maxOff)
 }
 
 // catchingUp is the not-leader answer of a member whose full-data
@@ -205,7 +209,11 @@ func (c *Controller) processGetMinOffset(req *remoting.RemotingCommand) *remotin
 	if r := c.catchingUp(); r != nil {
 		return r
 	}
-	return offsetResponse(c.st.GetMinOffsetInQueue(h.Topic, h.QueueID))
+	minOff, _, err := c.st.QueueRange(h.Topic, h.QueueID)
+	if err != nil {
+		return response(remoting.ResponseSystemError, "min offset of %s/%d: %v", h.Topic, h.QueueID, err)
+	}
+	return offsetResponse(minOff)
 }
 
 func (c *Controller) processSearchOffset(req *remoting.RemotingCommand) *remoting.RemotingCommand {

@@ -121,7 +121,10 @@ func (s *MessageStore) GetMessage(group, topic string, queueID int32, offset int
 	if s.closed.Load() {
 		return r, fmt.Errorf("%w: %w", ErrServiceNotAvailable, ErrStoreClosed)
 	}
-	cq := s.cqs.Get(topic, queueID)
+	cq, err := s.queue(topic, queueID)
+	if err != nil {
+		return r, err
+	}
 	if cq == nil {
 		r.Status, r.NextBeginOffset = NoMatchedLogicQueue, nextOffsetCorrection(offset, 0)
 		return r, nil
@@ -323,7 +326,35 @@ func (s *MessageStore) LookMessageByOffset(phyOffset int64) (*Message, error) {
 	return m, err
 }
 
-// GetMaxOffsetInQueue returns the queue's next offset (0 if it does not exist).
+// queue returns the ConsumeQueue of topic/queueID, nil if there is none.
+// Close empties the queue table after marking the store closed, so a queue
+// missing from a closed store may be one that exists: it is
+// ErrServiceNotAvailable (ErrStoreClosed), never "no such queue", which
+// clients are answered as an empty queue at offset 0 (a pull is moved
+// there, a reset or GET_MAX_OFFSET answer commits it).
+func (s *MessageStore) queue(topic string, queueID int32) (*ConsumeQueue, error) {
+	if cq := s.cqs.Get(topic, queueID); cq != nil {
+		return cq, nil
+	}
+	if s.closed.Load() {
+		return nil, fmt.Errorf("%w: %w", ErrServiceNotAvailable, ErrStoreClosed)
+	}
+	return nil, nil
+}
+
+// QueueRange returns the queue's minimum and next offsets (0 and 0 if it
+// does not exist), failing while the store closes (see queue): the form
+// for answers clients act on.
+func (s *MessageStore) QueueRange(topic string, queueID int32) (minOff, maxOff int64, err error) {
+	cq, err := s.queue(topic, queueID)
+	if cq == nil {
+		return 0, 0, err
+	}
+	return cq.MinOffset(), cq.MaxOffset(), nil
+}
+
+// GetMaxOffsetInQueue returns the queue's next offset (0 if it does not
+// exist, or the store is closing: QueueRange tells them apart).
 func (s *MessageStore) GetMaxOffsetInQueue(topic string, queueID int32) int64 {
 	if cq := s.cqs.Get(topic, queueID); cq != nil {
 		return cq.MaxOffset()
@@ -370,9 +401,9 @@ func (s *MessageStore) GetMinOffsetInQueue(topic string, queueID int32) int64 {
 // GetOffsetInQueueByTime returns the first queue offset stored at or after
 // timestamp (ms) (SEARCH_OFFSET_BY_TIMESTAMP).
 func (s *MessageStore) GetOffsetInQueueByTime(topic string, queueID int32, timestamp int64) (int64, error) {
-	cq := s.cqs.Get(topic, queueID)
+	cq, err := s.queue(topic, queueID)
 	if cq == nil {
-		return 0, nil
+		return 0, err
 	}
 	return cq.SearchByTimestamp(timestamp, s.cl.StoreTimeAt)
 }
@@ -381,9 +412,9 @@ func (s *MessageStore) GetOffsetInQueueByTime(topic string, queueID int32, times
 // before timestamp (ms), or the queue's first one if none is
 // (SEARCH_OFFSET_BY_TIMESTAMP with boundaryType UPPER).
 func (s *MessageStore) GetUpperOffsetInQueueByTime(topic string, queueID int32, timestamp int64) (int64, error) {
-	cq := s.cqs.Get(topic, queueID)
+	cq, err := s.queue(topic, queueID)
 	if cq == nil {
-		return 0, nil
+		return 0, err
 	}
 	return cq.SearchUpperByTimestamp(timestamp, s.cl.StoreTimeAt)
 }
@@ -391,9 +422,9 @@ func (s *MessageStore) GetUpperOffsetInQueueByTime(topic string, queueID int32, 
 // GetEarliestMessageTime returns the store time of the queue's oldest
 // message (GET_EARLIEST_MSG_STORETIME), or -1 if there is none.
 func (s *MessageStore) GetEarliestMessageTime(topic string, queueID int32) (int64, error) {
-	cq := s.cqs.Get(topic, queueID)
+	cq, err := s.queue(topic, queueID)
 	if cq == nil || cq.MaxOffset() == cq.MinOffset() {
-		return -1, nil
+		return -1, err
 	}
 	u, err := cq.Get(cq.MinOffset())
 	if err != nil {

@@ -71,3 +71,30 @@ func tenMessageStore(t *testing.T) *testStore {
 	}
 	return s
 }
+
+// TestStoreQueueReadsOnClosedStoreFail: Close empties the queue table, so
+// a read that finds no queue once the store is closed may be of a queue
+// that exists. Answered as a missing queue (offset 0), a pull would move
+// its consumer back to the start and a reset or GET_MAX_OFFSET answer
+// would commit 0: every such read fails as the store being unavailable.
+func TestStoreQueueReadsOnClosedStoreFail(t *testing.T) {
+	s := tenMessageStore(t)
+	if lo, hi, err := s.QueueRange("T", 0); err != nil || lo != 0 || hi != 10 {
+		t.Fatalf("open store: range [%d, %d) err %v; want [0, 10)", lo, hi, err)
+	}
+	if lo, hi, err := s.QueueRange("U", 0); err != nil || lo != 0 || hi != 0 {
+		t.Fatalf("open store, no such queue: range [%d, %d) err %v; want [0, 0) and no error", lo, hi, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi, err := s.QueueRange("T", 0); !errors.Is(err, ErrStoreClosed) {
+		t.Fatalf("closed store: range [%d, %d) err %v; want ErrStoreClosed", lo, hi, err)
+	}
+	if off, err := s.GetUpperOffsetInQueueByTime("T", 0, 0); !errors.Is(err, ErrStoreClosed) {
+		t.Fatalf("closed store: upper offset by time %d err %v; want ErrStoreClosed", off, err)
+	}
+	if off, err := s.GetOffsetInQueueByTime("T", 0, 0); !errors.Is(err, ErrStoreClosed) {
+		t.Fatalf("closed store: offset by time %d err %v; want ErrStoreClosed", off, err)
+	}
+}
