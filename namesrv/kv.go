@@ -11,7 +11,7 @@ import (
 // putKVConfig answers PUT_KV_CONFIG (100). A failed file write is
 // SYSTEM_ERROR naming the file, and the table keeps its previous value.
 func (n *NameServer) putKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var h wire.KVConfigRequestHeader
+	var h wire.PutKVConfigRequestHeader
 	if err := req.DecodeHeader(&h); err != nil {
 		return nil, err
 	}

@@ -147,7 +147,7 @@ func TestKVConfigPersistFailureChangesNothing(t *testing.T) {
 	n.kv.mu.Unlock()
 	ffs.InjectError(storage.OpSync, unix.EIO)
 	c := testClient(t)
-	r := call(t, c, n.Addr().String(), remoting.NewRequest(remoting.RequestPutKVConfig, &wire.KVConfigRequestHeader{Namespace: "NS", Key: "k", Value: "v"}, nil))
+	r := call(t, c, n.Addr().String(), remoting.NewRequest(remoting.RequestPutKVConfig, &wire.PutKVConfigRequestHeader{Namespace: "NS", Key: "k", Value: "v"}, nil))
 	if r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "kvConfig.json") || !strings.Contains(r.Remark, "unchanged") {
 		t.Fatalf("PUT_KV_CONFIG failing to persist: %d %q, want SYSTEM_ERROR naming the file and saying NS/k is unchanged", r.Code, r.Remark)
 	}
@@ -169,7 +169,7 @@ func TestKVConfigBounded(t *testing.T) {
 	c := testClient(t)
 	addr := n.Addr().String()
 	put := func(ns, k, v string) *remoting.RemotingCommand {
-		return call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &wire.KVConfigRequestHeader{Namespace: ns, Key: k, Value: v}, nil))
+		return call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &wire.PutKVConfigRequestHeader{Namespace: ns, Key: k, Value: v}, nil))
 	}
 	del := func(ns, k string) {
 		if r := call(t, c, addr, remoting.NewRequest(remoting.RequestDeleteKVConfig, &wire.KVConfigRequestHeader{Namespace: ns, Key: k}, nil)); r.Code != remoting.ResponseSuccess {
@@ -256,5 +256,31 @@ func TestKVConfigLoadOverBound(t *testing.T) {
 	}
 	if err := m.Put("a", "4", "v"); err != nil {
 		t.Fatalf("new key under the bound: %v", err)
+	}
+}
+
+// TestPutKVConfigWithoutValueRefused: PUT_KV_CONFIG's value is required
+// (RocketMQ's header marks it @CFNotNull): a put that names no value is
+// refused with a remark naming the field, and nothing is stored; an empty
+// value sent as such is a value and is stored.
+func TestPutKVConfigWithoutValueRefused(t *testing.T) {
+	n := testServer(t, nil)
+	c := testClient(t)
+	addr := n.Addr().String()
+	r := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &wire.KVConfigRequestHeader{Namespace: "NS", Key: "k"}, nil))
+	if r.Code == remoting.ResponseSuccess || !strings.Contains(r.Remark, "value") {
+		t.Fatalf("PUT_KV_CONFIG without a value: %d %q, want refused naming the value field", r.Code, r.Remark)
+	}
+	get := func() *remoting.RemotingCommand {
+		return call(t, c, addr, remoting.NewRequest(remoting.RequestGetKVConfig, &wire.KVConfigRequestHeader{Namespace: "NS", Key: "k"}, nil))
+	}
+	if r := get(); r.Code != remoting.ResponseQueryNotFound {
+		t.Fatalf("GET_KV_CONFIG after the refused put: %d %q %v, want QUERY_NOT_FOUND", r.Code, r.Remark, r.ExtFields)
+	}
+	if r := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &wire.PutKVConfigRequestHeader{Namespace: "NS", Key: "k"}, nil)); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("PUT_KV_CONFIG of an empty value: %d %q, want SUCCESS", r.Code, r.Remark)
+	}
+	if r := get(); r.Code != remoting.ResponseSuccess || r.ExtFields["value"] != "" {
+		t.Fatalf("GET_KV_CONFIG after putting an empty value: %d %q %v, want SUCCESS with an empty value", r.Code, r.Remark, r.ExtFields)
 	}
 }

@@ -125,7 +125,7 @@ func TestKVConfigSurvivesRestart(t *testing.T) {
 	c := testClient(t)
 	put := func(addr, ns, k, v string) {
 		t.Helper()
-		resp := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &wire.KVConfigRequestHeader{Namespace: ns, Key: k, Value: v}, nil))
+		resp := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig, &wire.PutKVConfigRequestHeader{Namespace: ns, Key: k, Value: v}, nil))
 		if resp.Code != remoting.ResponseSuccess {
 			t.Fatalf("put: %d %s", resp.Code, resp.Remark)
 		}
@@ -167,7 +167,7 @@ func TestOrderTopicConfAndCompressedRegistration(t *testing.T) {
 	addr := ns.Addr().String()
 	c := testClient(t)
 	resp := call(t, c, addr, remoting.NewRequest(remoting.RequestPutKVConfig,
-		&wire.KVConfigRequestHeader{Namespace: wire.NamespaceOrderTopicConfig, Key: "OrderT", Value: "b1:4"}, nil))
+		&wire.PutKVConfigRequestHeader{Namespace: wire.NamespaceOrderTopicConfig, Key: "OrderT", Value: "b1:4"}, nil))
 	if resp.Code != remoting.ResponseSuccess {
 		t.Fatalf("put: %d", resp.Code)
 	}

@@ -108,12 +108,20 @@ type RegisterTopicRequestHeader struct {
 	Topic string `ext:"topic,required"`
 }
 
-// KVConfigRequestHeader is the header of PUT_KV_CONFIG (100, with Value),
-// GET_KV_CONFIG (101) and DELETE_KV_CONFIG (102).
+// KVConfigRequestHeader is the header of GET_KV_CONFIG (101) and
+// DELETE_KV_CONFIG (102).
 type KVConfigRequestHeader struct {
 	Namespace string `ext:"namespace,required"`
 	Key       string `ext:"key,required"`
-	Value     string `ext:"value,omitempty"`
+}
+
+// PutKVConfigRequestHeader is the header of PUT_KV_CONFIG (100). The value
+// is required, as RocketMQ's (@CFNotNull): a put that names none is
+// refused, not stored as "". An empty value sent as such is stored.
+type PutKVConfigRequestHeader struct {
+	Namespace string `ext:"namespace,required"`
+	Key       string `ext:"key,required"`
+	Value     string `ext:"value,required"`
 }
 
 // GetKVConfigResponseHeader is GET_KV_CONFIG's answer.

@@ -23,6 +23,11 @@ import (
 // config, or the one group's entry, as mqadmin prints them).
 func (s *adminSession) putOrderConf(ctx context.Context, topic string, writeQueues int, cluster, brokerAddr string) (string, error) {
 	h := &wire.KVConfigRequestHeader{Namespace: wire.NamespaceOrderTopicConfig, Key: topic}
+	put := func(value string) error {
+		_, err := s.eachNameServer(ctx, remoting.RequestPutKVConfig,
+			&wire.PutKVConfigRequestHeader{Namespace: h.Namespace, Key: h.Key, Value: value}, nil)
+		return err
+	}
 	if cluster != "" {
 		names, err := s.a.ClusterGroups(ctx, cluster)
 		if err != nil {
@@ -32,9 +37,8 @@ func (s *adminSession) putOrderConf(ctx context.Context, topic string, writeQueu
 		for _, n := range names {
 			entries = append(entries, fmt.Sprintf("%s:%d", n, writeQueues))
 		}
-		h.Value = strings.Join(entries, ";")
-		_, err = s.eachNameServer(ctx, remoting.RequestPutKVConfig, h, nil)
-		return h.Value, err
+		value := strings.Join(entries, ";")
+		return value, put(value)
 	}
 	name, err := s.groupOf(ctx, brokerAddr)
 	if err != nil {
@@ -65,9 +69,7 @@ func (s *adminSession) putOrderConf(ctx context.Context, topic string, writeQueu
 	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
 		all = append(all, byGroup[g])
 	}
-	h.Value = strings.Join(all, ";")
-	_, err = s.eachNameServer(ctx, remoting.RequestPutKVConfig, h, nil)
-	return entry, err
+	return entry, put(strings.Join(all, ";"))
 }
 
 // groupOf names the broker group addr is a registered member of.

@@ -264,7 +264,7 @@ var parityCommands = []adminEntry{
 		flags: []flagSpec{str("namespace", "s", "namespace").req(), str("key", "k", "key").req(), str("value", "v", "value").req()},
 		run: func(ctx context.Context, s *adminSession, in flagValues) ([]string, error) {
 			return listed(s.eachNameServer(ctx, remoting.RequestPutKVConfig,
-				&wire.KVConfigRequestHeader{Namespace: in.str("namespace"), Key: in.str("key"), Value: in.str("value")}, nil))
+				&wire.PutKVConfigRequestHeader{Namespace: in.str("namespace"), Key: in.str("key"), Value: in.str("value")}, nil))
 		},
 		table: func(w *tabwriter.Writer, addrs []string) {
 			fmt.Fprintf(w, "create or update kv config to namespace success.%v\n", addrs)

@@ -91,7 +91,7 @@ type orderConf struct {
 
 func runUpdateOrderConf(ctx context.Context, s *adminSession, in flagValues) (orderConf, error) {
 	r := orderConf{Topic: in.str("topic"), Method: strings.ToLower(in.str("method")), OrderConf: in.str("orderConf")}
-	h := &wire.KVConfigRequestHeader{Namespace: wire.NamespaceOrderTopicConfig, Key: r.Topic, Value: r.OrderConf}
+	h := &wire.PutKVConfigRequestHeader{Namespace: wire.NamespaceOrderTopicConfig, Key: r.Topic, Value: r.OrderConf}
 	switch r.Method {
 	case "get":
 		resp, err := s.a.NameServerRequest(ctx, remoting.RequestGetKVConfig, h, nil)
