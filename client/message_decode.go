@@ -46,6 +46,12 @@ type MessageExt struct {
 	// PreparedTransactionOffset is the half message's offset of a
 	// transactional message.
 	PreparedTransactionOffset int64
+	// ServedBy is the address ("ip:port") of the broker member whose pull
+	// answer carried the message, "" when it did not come from a pull. A
+	// raftmq follower serves pulls too, and QueueOffset and
+	// CommitLogOffset are that member's view: this says which replica a
+	// message's position came from.
+	ServedBy string
 
 	// cachedSize is the body bytes its process queue counted it for when
 	// it was cached: a listener may replace Body, and counting it off by

@@ -148,6 +148,7 @@ func parsePullResponse(addr string, r *PullRequest, resp *remoting.RemotingComma
 		m.Properties[wire.PropertyMinOffset] = minS
 		m.Properties[wire.PropertyMaxOffset] = maxS
 		m.QueueID = int32(r.Queue.QueueID)
+		m.ServedBy = addr
 		res.Messages = append(res.Messages, m)
 	}
 	return res, nil

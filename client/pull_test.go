@@ -96,7 +96,7 @@ func TestPullMessage(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	for _, m := range res.Messages {
-		if m.Tags != "TagA" || m.Properties[wire.PropertyMaxOffset] != "20" || m.Properties[wire.PropertyMinOffset] != "0" {
+		if m.Tags != "TagA" || m.Properties[wire.PropertyMaxOffset] != "20" || m.Properties[wire.PropertyMinOffset] != "0" || m.ServedBy != addr {
 			t.Fatalf("message %+v", m)
 		}
 	}
