@@ -137,67 +137,39 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 		v.Checks = append(v.Checks, Check{Name: "phantom or corrupt (never sent / bad checksum)", Value: fmt.Sprint(n), OK: n == 0, Required: true, Examples: ex})
 	}
 
-	// One value per (queue, offset), across acks, consumers, replicas and
-	// time.
-	slots := map[slot]map[string][]string{}
-	see := func(s slot, value, who string) {
+	// The values each position of the main topic was seen holding, by
+	// acks, consumers and replicas: the duplicates check below counts the
+	// positions each value holds.
+	slots := map[slot]map[string]bool{}
+	see := func(s slot, value string) {
 		m := slots[s]
 		if m == nil {
-			m = map[string][]string{}
+			m = map[string]bool{}
 			slots[s] = m
 		}
-		m[value] = append(m[value], who)
+		m[value] = true
 	}
 	for _, o := range okOps {
-		see(slot{o.Broker, o.Queue, o.Offset}, o.Value, "ack")
+		see(slot{o.Broker, o.Queue, o.Offset}, o.Value)
 	}
 	for _, d := range h.Deliveries {
-		see(slot{d.Broker, d.Queue, d.Offset}, d.Value, "consumer "+d.Consumer)
+		if d.Topic == "" {
+			see(slot{d.Broker, d.Queue, d.Offset}, d.Value)
+		}
 	}
 	for _, r := range h.Reads {
-		see(slot{r.Broker, r.Queue, r.Offset}, r.Value, "read "+r.Node)
+		see(slot{r.Broker, r.Queue, r.Offset}, r.Value)
 	}
+	// One value per position of every topic the workloads use (main,
+	// ordered, retry and %RETRY%, %DLQ%, timer).
 	{
-		var ex []string
-		n := 0
-		keys := sortedSlots(slots)
-		for _, s := range keys {
-			if len(slots[s]) > 1 {
-				n++
-				var parts []string
-				for val, who := range slots[s] {
-					parts = append(parts, fmt.Sprintf("%s by %s", val, strings.Join(uniq(who), ",")))
-				}
-				sort.Strings(parts)
-				ex = addEx(ex, "%s q%d@%d: %s", s.broker, s.queue, s.offset, strings.Join(parts, " | "))
-			}
-		}
+		n, ex := offsetConflicts(h, okOps)
 		v.Checks = append(v.Checks, Check{Name: "offset conflicts (one offset, two values)", Value: fmt.Sprint(n), OK: n == 0, Required: true, Examples: ex})
 	}
 
-	// Dense queues on every node that answered, and the leader's view
-	// reaching every acknowledged offset.
+	// Dense queues on every node that answered, in every topic read.
 	if readsComplete {
-		byNodeQueue := map[string]map[int][]int64{}
-		for _, r := range h.Reads {
-			if byNodeQueue[r.Node] == nil {
-				byNodeQueue[r.Node] = map[int][]int64{}
-			}
-			byNodeQueue[r.Node][r.Queue] = append(byNodeQueue[r.Node][r.Queue], r.Offset)
-		}
-		var ex []string
-		n := 0
-		for node, qs := range byNodeQueue {
-			for q, offs := range qs {
-				sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
-				for i := 1; i < len(offs); i++ {
-					if offs[i] != offs[i-1]+1 {
-						n++
-						ex = addEx(ex, "%s q%d: offset %d follows %d", node, q, offs[i], offs[i-1])
-					}
-				}
-			}
-		}
+		n, ex := queueGaps(h)
 		v.Checks = append(v.Checks, Check{Name: "queue gaps or repeats (final read per node)", Value: fmt.Sprint(n), OK: n == 0, Required: true, Examples: ex})
 	}
 
@@ -421,23 +393,6 @@ func availability(h History, allOK []Op) []Availability {
 		out = append(out, a)
 	}
 	return out
-}
-
-func sortedSlots(m map[slot]map[string][]string) []slot {
-	keys := make([]slot, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].broker != keys[j].broker {
-			return keys[i].broker < keys[j].broker
-		}
-		if keys[i].queue != keys[j].queue {
-			return keys[i].queue < keys[j].queue
-		}
-		return keys[i].offset < keys[j].offset
-	})
-	return keys
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -16,9 +16,9 @@ func chaosHistory() History {
 		return OrderOp{Op: Op{Value: orderValue(key, seq), Result: ResultOK, Broker: GroupName, Queue: q, Offset: off}, Key: key, Seq: seq}
 	}
 	h.Chaos.OrderOps = []OrderOp{
-		ok("k0", 0, 1, 0), ok("k0", 1, 1, 2), ok("k1", 0, 3, 0),
+		ok("k0", 0, 1, 0), ok("k0", 1, 1, 1), ok("k1", 0, 3, 0),
 		{Op: Op{Value: orderValue("k0", 2), Result: ResultUnknown, Queue: -1, Offset: -1}, Key: "k0", Seq: 2},
-		ok("k0", 3, 1, 5),
+		ok("k0", 3, 1, 4),
 	}
 	read := func(node, v string, q int, off int64) Read {
 		return Read{Node: node, Broker: GroupName, Queue: q, Offset: off, Value: v, Intact: true}
@@ -26,14 +26,16 @@ func chaosHistory() History {
 	for _, n := range []string{"n0", "n1"} {
 		h.Chaos.OrderReads = append(h.Chaos.OrderReads,
 			read(n, orderValue("k0", 0), 1, 0), read(n, orderValue("k1", 0), 3, 0),
-			read(n, orderValue("k0", 1), 1, 2), read(n, orderValue("k0", 1), 1, 3), // a plain retry stored twice
-			read(n, orderValue("k0", 2), 1, 4), read(n, orderValue("k0", 3), 1, 5))
+			read(n, orderValue("k0", 1), 1, 1), read(n, orderValue("k0", 1), 1, 2), // a plain retry stored twice
+			read(n, orderValue("k0", 2), 1, 3), read(n, orderValue("k0", 3), 1, 4))
 	}
-	del := func(v string) Delivery { return Delivery{Value: v, Intact: true} }
+	del := func(v string, q int, off int64) Delivery {
+		return Delivery{Value: v, Broker: GroupName, Queue: q, Offset: off, Intact: true}
+	}
 	h.Chaos.OrderDeliveries = []Delivery{
-		del(orderValue("k0", 0)), del(orderValue("k1", 0)), del(orderValue("k0", 1)), del(orderValue("k0", 1)),
-		del(orderValue("k0", 0)), // redelivery after a rebalance: not a first delivery
-		del(orderValue("k0", 2)), del(orderValue("k0", 3)),
+		del(orderValue("k0", 0), 1, 0), del(orderValue("k1", 0), 3, 0), del(orderValue("k0", 1), 1, 1), del(orderValue("k0", 1), 1, 2),
+		del(orderValue("k0", 0), 1, 0), // redelivery after a rebalance: not a first delivery
+		del(orderValue("k0", 2), 1, 3), del(orderValue("k0", 3), 1, 4),
 	}
 
 	h.Chaos.OffsetCommits = []OffsetCommitOp{
@@ -54,22 +56,31 @@ func chaosHistory() History {
 	}
 
 	h.Chaos.RetryOps = []Op{
-		{Value: "dlq-0", Result: ResultOK}, {Value: "retry-1", Result: ResultOK}, {Value: "dlq-2", Result: ResultUnknown},
+		{Value: "dlq-0", Result: ResultOK, Broker: GroupName, Queue: 0, Offset: 0}, {Value: "retry-1", Result: ResultOK, Broker: GroupName, Queue: 1, Offset: 0},
+		{Value: "dlq-2", Result: ResultUnknown, Queue: -1, Offset: -1},
 	}
-	rd := func(v string, times int32, ok bool) Delivery {
-		c := "retry-c"
+	// The first delivery from RetryTopic, the redeliveries from the
+	// group's %RETRY% queue.
+	rd := func(v string, times int32, ok bool, q int, off int64) Delivery {
+		d := Delivery{Consumer: "retry-c", Value: v, Broker: GroupName, Queue: q, Offset: off, Intact: true, Reconsume: times}
 		if ok {
-			c = "retry-c ok"
+			d.Consumer = "retry-c ok"
 		}
-		return Delivery{Consumer: c, Value: v, Intact: true, Reconsume: times}
+		if times > 0 {
+			d.Topic = retryQueueTopic
+		}
+		return d
 	}
 	h.Chaos.RetryDeliveries = []Delivery{
-		rd("dlq-0", 0, false), rd("dlq-0", 1, false), rd("dlq-0", 2, false),
-		rd("retry-1", 0, false), rd("retry-1", 1, true),
+		rd("dlq-0", 0, false, 0, 0), rd("dlq-0", 1, false, 0, 0), rd("dlq-0", 2, false, 0, 1),
+		rd("retry-1", 0, false, 1, 0), rd("retry-1", 1, true, 0, 2),
 	}
 	h.Chaos.DLQReads = []Read{read("n0", "dlq-0", 0, 0), read("n1", "dlq-0", 0, 0)}
 	return h
 }
+
+// retryQueueTopic is the retry group's %RETRY% topic.
+const retryQueueTopic = "%RETRY%" + RetryGroup
 
 func TestCheckerChaosWorkloads(t *testing.T) {
 	v := CheckHistory(chaosHistory(), true)
@@ -131,8 +142,8 @@ func TestCheckerChaosDLQRetentionFloor(t *testing.T) {
 	}
 	base := func() History {
 		h := chaosHistory()
-		h.Chaos.RetryOps = append(h.Chaos.RetryOps, Op{Value: "dlq-4", Result: ResultOK})
-		h.Chaos.RetryDeliveries = append(h.Chaos.RetryDeliveries, Delivery{Consumer: "retry-c", Value: "dlq-4", Intact: true})
+		h.Chaos.RetryOps = append(h.Chaos.RetryOps, Op{Value: "dlq-4", Result: ResultOK, Broker: GroupName, Queue: 2, Offset: 0})
+		h.Chaos.RetryDeliveries = append(h.Chaos.RetryDeliveries, Delivery{Consumer: "retry-c", Value: "dlq-4", Broker: GroupName, Queue: 2, Offset: 0, Intact: true})
 		// dlq-0 at 0, dlq-4 at 1 on n0 and n1; n2 removed offset 0.
 		h.Chaos.DLQReads = []Read{dlq("n0", "dlq-0", 0), dlq("n0", "dlq-4", 1), dlq("n1", "dlq-0", 0), dlq("n1", "dlq-4", 1), dlq("n2", "dlq-4", 1)}
 		h.Chaos.DLQRanges = []ReadRange{rng("n0", 0, 2), rng("n1", 0, 2), rng("n2", 1, 2)}
@@ -274,7 +285,7 @@ func TestCheckerOrderedReplicas(t *testing.T) {
 	if c := check(t, v, absent); !v.Valid || c.Value != "0" || !strings.Contains(c.Name, "(2 read)") {
 		t.Fatalf("valid history: %+v\n%s", c, VerdictTable(chaosHistory(), v))
 	}
-	// n1's last entry, o-k0-3 acknowledged at q1@5.
+	// n1's last entry, o-k0-3 acknowledged at q1@4.
 	last := func(h *History) *Read { return &h.Chaos.OrderReads[len(h.Chaos.OrderReads)-1] }
 	cases := []struct {
 		name string
@@ -376,8 +387,8 @@ func TestCheckerChaosDLQRemovedFromEveryReplica(t *testing.T) {
 		h.Chaos.DLQRanges = nil
 		for i := range n {
 			v := fmt.Sprintf("dlq-%03d", i)
-			h.Chaos.RetryOps = append(h.Chaos.RetryOps, Op{Value: v, Result: ResultOK})
-			h.Chaos.RetryDeliveries = append(h.Chaos.RetryDeliveries, Delivery{Consumer: "retry-c", Value: v, Intact: true, AtMs: float64(10 * i)})
+			h.Chaos.RetryOps = append(h.Chaos.RetryOps, Op{Value: v, Result: ResultOK, Broker: GroupName, Queue: 0, Offset: int64(i)})
+			h.Chaos.RetryDeliveries = append(h.Chaos.RetryDeliveries, Delivery{Consumer: "retry-c", Value: v, Broker: GroupName, Queue: 0, Offset: int64(i), Intact: true, AtMs: float64(10 * i)})
 			if i < 2 {
 				continue // below every replica's floor
 			}

@@ -35,7 +35,7 @@ func TestCheckerFloorNeedsACause(t *testing.T) {
 			h := chaosHistory()
 			for _, n := range []string{"n0", "n1"} {
 				for _, q := range []int{1, 3} {
-					h.Chaos.OrderRanges = append(h.Chaos.OrderRanges, ReadRange{Node: n, Broker: GroupName, Queue: q, To: 6})
+					h.Chaos.OrderRanges = append(h.Chaos.OrderRanges, ReadRange{Node: n, Broker: GroupName, Queue: q, To: 5})
 				}
 			}
 			h.Chaos.OrderRanges[2].From = 2 // n1 q1

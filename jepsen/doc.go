@@ -56,6 +56,9 @@
 //   - workload_timer.go, checker_timer.go: timer messages (their own topic
 //     and consumer group, a final read of the topic) and their checks: none
 //     lost, early or phantom, every fired one on every replica.
+//   - checker_positions.go: one value (and one CommitLog offset) per
+//     position of every topic the workloads use, across acks, deliveries
+//     and replicas, and dense queues in every node's final read.
 //   - checker_floor.go: when a replica's retention floor excuses entries
 //     below it (a disk-full window, disk pressure, a pending catch-up).
 //   - workload_chaos.go, checker_chaos.go: the ordered (per-key order of

@@ -34,6 +34,9 @@ type Op struct {
 	// Txn is the decision of a transactional send (TxnCommit,
 	// TxnRollback; workload_txn.go), "" for a plain one.
 	Txn string `json:"txn,omitempty"`
+	// CommitLogOffset is where the acknowledging leader stored the entry
+	// (from the send result's offset msgId; ok only, 0 when unknown).
+	CommitLogOffset int64 `json:"commitLogOffset,omitempty"`
 }
 
 // Delivery is one message handed to a consumer's listener.
@@ -46,6 +49,16 @@ type Delivery struct {
 	AtMs      float64 `json:"atMs"`
 	Intact    bool    `json:"intact"`
 	Reconsume int32   `json:"reconsume,omitempty"`
+	// Topic is the topic of the queue Queue and Offset are positions of,
+	// when it is not the one the consumer subscribed (a %RETRY% queue's
+	// redeliveries); "" for the subscribed topic.
+	Topic string `json:"topic,omitempty"`
+	// CommitLogOffset is the entry's CommitLog offset as the serving member
+	// returned it, and ServedBy that member (its node id, or its address
+	// when it is none of the cluster's): a replica serving a diverged
+	// queue is named by the deliveries it served.
+	CommitLogOffset int64  `json:"commitLogOffset,omitempty"`
+	ServedBy        string `json:"servedBy,omitempty"`
 }
 
 // Read is one message found by the final read of a queue on one node.
@@ -56,6 +69,11 @@ type Read struct {
 	Offset int64  `json:"offset"`
 	Value  string `json:"value"`
 	Intact bool   `json:"intact"`
+	// Topic is the queue's topic where the list holding the read has more
+	// than one (ChaosHistory.RetryReads); "" for the list's own topic.
+	Topic string `json:"topic,omitempty"`
+	// CommitLogOffset is the entry's CommitLog offset on Node.
+	CommitLogOffset int64 `json:"commitLogOffset,omitempty"`
 }
 
 // ReadRange is the span of one queue the final read covered on one node:

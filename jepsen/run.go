@@ -249,7 +249,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	recordCatchups(ctx, c, rec)
 	readErr := wl.finalRead(ctx, p.Queues)
 	if err := wl.finalReadChaos(ctx); err != nil {
-		rec.note("final read (ordered topic, DLQ): %v", err)
+		rec.note("final read (ordered topic, DLQ, retry topics): %v", err)
 	}
 	if err := wl.finalReadTimers(ctx); err != nil {
 		rec.note("final read (timer topic): %v", err)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/client"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // Topic is the topic every producer writes and the consumer group reads.
@@ -61,10 +62,41 @@ type workload struct {
 	// txnProd are the transaction producers (workload_txn.go).
 	txnProd []*client.TransactionProducer
 	chaos   chaosClients
+	// nodeAt maps each node's remoting address to its id (ServedBy).
+	nodeAt map[string]string
 }
 
 func newWorkload(cfg WorkloadConfig, queues int, c *Cluster, rec *recorder, log *zap.Logger) *workload {
-	return &workload{cfg: cfg, queues: queues, c: c, rec: rec, log: log}
+	w := &workload{cfg: cfg, queues: queues, c: c, rec: rec, log: log, nodeAt: map[string]string{}}
+	for _, n := range c.Nodes {
+		w.nodeAt[n.Addr()] = n.ID
+	}
+	return w
+}
+
+// deliveryOf records message m, handed to consumer from queue q of a
+// consumer subscribed to topic own, at now (ms since the run started).
+func deliveryOf(consumer string, q client.MessageQueue, own string, m *client.MessageExt, now float64, nodeAt map[string]string) Delivery {
+	v, ok := decodeBody(m.Body)
+	d := Delivery{Consumer: consumer, Value: v, Broker: q.BrokerName, Queue: int(m.QueueID), Offset: m.QueueOffset, AtMs: now, Intact: ok,
+		Reconsume: m.ReconsumeTimes, CommitLogOffset: m.CommitLogOffset, ServedBy: m.ServedBy}
+	if q.Topic != own {
+		d.Topic = q.Topic
+	}
+	if id, known := nodeAt[m.ServedBy]; known {
+		d.ServedBy = id
+	}
+	return d
+}
+
+// ackCommitLogOffset is the CommitLog offset an acknowledged send's offset
+// msgId names (0 when it names none).
+func ackCommitLogOffset(res *client.SendResult) int64 {
+	id, err := wire.ParseMessageID(res.OffsetMsgID)
+	if err != nil {
+		return 0
+	}
+	return id.Offset
 }
 
 // startProducers creates the producers and sends one warm-up message per
@@ -155,6 +187,7 @@ func (w *workload) send(ctx context.Context, p *client.Producer, value, process 
 	o := Op{Process: process, Value: value, Idempotent: idem, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), Queue: -1, Offset: -1}
 	if acked, why := sendOutcome(res, err); acked {
 		o.Result, o.Broker, o.Queue, o.Offset = ResultOK, res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset
+		o.CommitLogOffset = ackCommitLogOffset(res)
 	} else {
 		o.Result, o.Err = ResultUnknown, why
 	}
@@ -237,8 +270,7 @@ func (w *workload) startConsumers(ctx context.Context) error {
 		err = c.RegisterConcurrentListener(func(_ context.Context, cc *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
 			now := w.rec.since(time.Now())
 			for _, m := range msgs {
-				v, ok := decodeBody(m.Body)
-				w.rec.delivery(Delivery{Consumer: name, Value: v, Broker: cc.Queue.BrokerName, Queue: int(m.QueueID), Offset: m.QueueOffset, AtMs: now, Intact: ok, Reconsume: m.ReconsumeTimes})
+				w.rec.delivery(deliveryOf(name, cc.Queue, Topic, m, now, w.nodeAt))
 			}
 			return client.ConsumeSuccess
 		})

@@ -100,6 +100,12 @@ type ChaosHistory struct {
 	// (none for a node whose read failed); From is that node's retention
 	// floor.
 	OrderRanges []ReadRange `json:"orderRanges,omitempty"`
+	// RetryReads is RetryTopic and %RETRY%RetryGroup (Read.Topic says
+	// which) as the final read found them on each node, RetryUnread the
+	// nodes where that read failed: the offset-conflict and queue-gap
+	// checks compare the replicas' copies.
+	RetryReads  []Read   `json:"retryReads,omitempty"`
+	RetryUnread []string `json:"retryUnread,omitempty"`
 }
 
 func (c *ChaosHistory) clone() ChaosHistory {
@@ -110,6 +116,7 @@ func (c *ChaosHistory) clone() ChaosHistory {
 		RetryDeliveries: append([]Delivery(nil), c.RetryDeliveries...), DLQReads: append([]Read(nil), c.DLQReads...),
 		DLQRanges: append([]ReadRange(nil), c.DLQRanges...), DLQUnread: append([]string(nil), c.DLQUnread...),
 		OrderUnread: append([]string(nil), c.OrderUnread...), OrderRanges: append([]ReadRange(nil), c.OrderRanges...),
+		RetryReads: append([]Read(nil), c.RetryReads...), RetryUnread: append([]string(nil), c.RetryUnread...),
 	}
 }
 
@@ -305,9 +312,7 @@ func (w *workload) startOrdered(ctx context.Context) error {
 		now := w.rec.since(time.Now())
 		w.rec.mu.Lock()
 		for _, m := range msgs {
-			v, ok := decodeBody(m.Body)
-			w.rec.h.Chaos.OrderDeliveries = append(w.rec.h.Chaos.OrderDeliveries, Delivery{Consumer: "order-c", Value: v, Broker: oc.Queue.BrokerName,
-				Queue: int(m.QueueID), Offset: m.QueueOffset, AtMs: now, Intact: ok, Reconsume: m.ReconsumeTimes})
+			w.rec.h.Chaos.OrderDeliveries = append(w.rec.h.Chaos.OrderDeliveries, deliveryOf("order-c", oc.Queue, OrderTopic, m, now, w.nodeAt))
 		}
 		w.rec.mu.Unlock()
 		return client.OrderlySuccess
@@ -349,6 +354,7 @@ func (w *workload) sendOrdered(ctx context.Context, key string, seq int) error {
 	o := OrderOp{Op: Op{Process: "order-" + key, Value: value, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), Queue: -1, Offset: -1}, Key: key, Seq: seq}
 	if acked, why := sendOutcome(res, err); acked {
 		o.Result, o.Broker, o.Queue, o.Offset = ResultOK, res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset
+		o.CommitLogOffset = ackCommitLogOffset(res)
 	} else {
 		o.Result, o.Err = ResultUnknown, why
 	}
@@ -500,9 +506,8 @@ func (w *workload) startRetry(ctx context.Context) error {
 		res := client.ConsumeSuccess
 		w.rec.mu.Lock()
 		for _, m := range msgs {
-			v, ok := decodeBody(m.Body)
-			d := Delivery{Consumer: "retry-c", Value: v, Broker: cc.Queue.BrokerName, Queue: int(m.QueueID), Offset: m.QueueOffset, AtMs: now, Intact: ok, Reconsume: m.ReconsumeTimes}
-			if strings.HasPrefix(v, "dlq-") || (strings.HasPrefix(v, "retry-") && m.ReconsumeTimes == 0) {
+			d := deliveryOf("retry-c", cc.Queue, RetryTopic, m, now, w.nodeAt)
+			if strings.HasPrefix(d.Value, "dlq-") || (strings.HasPrefix(d.Value, "retry-") && m.ReconsumeTimes == 0) {
 				res = client.ConsumeRetryLater
 			} else {
 				d.Consumer = "retry-c ok"
@@ -532,6 +537,7 @@ func (w *workload) sendRetry(ctx context.Context, value string) error {
 	o := Op{Process: "retry", Value: value, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), Queue: -1, Offset: -1}
 	if acked, why := sendOutcome(res, err); acked {
 		o.Result, o.Broker, o.Queue, o.Offset = ResultOK, res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset
+		o.CommitLogOffset = ackCommitLogOffset(res)
 	} else {
 		o.Result, o.Err = ResultUnknown, why
 	}
@@ -640,6 +646,27 @@ func dlqGroups(x ChaosHistory) map[string]bool {
 	return m
 }
 
+// retryGroups names the groups each of the retry workload's topics was
+// used on: RetryTopic where a send was acknowledged or a message of it
+// delivered, %RETRY%RetryGroup where one of its redeliveries came from.
+func retryGroups(x ChaosHistory) map[string]map[string]bool {
+	retry := wire.RetryGroupTopicPrefix + RetryGroup
+	m := map[string]map[string]bool{RetryTopic: {}, retry: {}}
+	for _, o := range x.RetryOps {
+		if o.Result == ResultOK {
+			m[RetryTopic][o.Broker] = true
+		}
+	}
+	for _, d := range x.RetryDeliveries {
+		if d.Topic == "" {
+			m[RetryTopic][d.Broker] = true
+		} else if d.Topic == retry {
+			m[retry][d.Broker] = true
+		}
+	}
+	return m
+}
+
 // groupsOf lists the indexes of the named groups, in order.
 func (w *workload) groupsOf(names map[string]bool) []int {
 	var out []int
@@ -651,8 +678,9 @@ func (w *workload) groupsOf(names map[string]bool) []int {
 	return out
 }
 
-// finalReadChaos reads OrderTopic and %DLQ%RetryGroup on every running
-// node of every group the ordered and retry workloads used. A topic is
+// finalReadChaos reads OrderTopic, %DLQ%RetryGroup, RetryTopic and
+// %RETRY%RetryGroup on every running node of every group the ordered and
+// retry workloads used them on. A topic is
 // auto-created on the group the first send reached, so with two groups it
 // may live on either or both; the leader of a group without it answers
 // TOPIC_NOT_EXIST, which would count as a failed read.
@@ -661,8 +689,10 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 	var orders, dlqs []Read
 	var dlqRanges, orderRanges []ReadRange
 	var unread, orderUnread []string
+	var retries []Read
+	var retryUnread []string
 	x := w.rec.snapshot().Chaos
-	readOrder, readDLQ := orderGroups(x), dlqGroups(x)
+	readOrder, readDLQ, readRetry := orderGroups(x), dlqGroups(x), retryGroups(x)
 	for _, n := range w.c.Nodes {
 		if n.State() != NodeRunning {
 			continue
@@ -685,6 +715,24 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 				dlqRanges = append(dlqRanges, rr...)
 			}
 		}
+		// The retry topic's queues and the group's one %RETRY% queue (a
+		// subscription group's default retryQueueNums).
+		for _, t := range []struct {
+			topic  string
+			queues int
+		}{{RetryTopic, w.queues}, {wire.RetryGroupTopicPrefix + RetryGroup, 1}} {
+			if w.cfg.RetryOpsPerSecond == 0 || !readRetry[t.topic][GroupNameOf(n.Group)] {
+				continue
+			}
+			r, _, err := w.readTopic(ctx, n, t.topic, t.queues)
+			for i := range r {
+				r[i].Topic = t.topic
+			}
+			retries, errs = append(retries, r...), append(errs, err)
+			if err != nil {
+				retryUnread = append(retryUnread, n.ID)
+			}
+		}
 	}
 	w.rec.mu.Lock()
 	w.rec.h.Chaos.OrderReads = append(w.rec.h.Chaos.OrderReads, orders...)
@@ -693,6 +741,8 @@ func (w *workload) finalReadChaos(ctx context.Context) error {
 	w.rec.h.Chaos.DLQUnread = append(w.rec.h.Chaos.DLQUnread, unread...)
 	w.rec.h.Chaos.OrderUnread = append(w.rec.h.Chaos.OrderUnread, orderUnread...)
 	w.rec.h.Chaos.OrderRanges = append(w.rec.h.Chaos.OrderRanges, orderRanges...)
+	w.rec.h.Chaos.RetryReads = append(w.rec.h.Chaos.RetryReads, retries...)
+	w.rec.h.Chaos.RetryUnread = append(w.rec.h.Chaos.RetryUnread, retryUnread...)
 	w.rec.mu.Unlock()
 	return errors.Join(errs...)
 }
@@ -738,7 +788,7 @@ func (w *workload) readTopic(ctx context.Context, n *Node, topic string, queues 
 			}
 			for _, m := range res.Messages {
 				v, ok := decodeBody(m.Body)
-				reads = append(reads, Read{Node: n.ID, Broker: GroupNameOf(n.Group), Queue: q, Offset: m.QueueOffset, Value: v, Intact: ok})
+				reads = append(reads, Read{Node: n.ID, Broker: GroupNameOf(n.Group), Queue: q, Offset: m.QueueOffset, Value: v, Intact: ok, CommitLogOffset: m.CommitLogOffset})
 			}
 			if res.NextBeginOffset <= off {
 				break

@@ -123,8 +123,7 @@ func (w *workload) startTimers(ctx context.Context) error {
 	err = c.RegisterConcurrentListener(func(_ context.Context, cc *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
 		now := w.rec.since(time.Now())
 		for _, m := range msgs {
-			v, ok := decodeBody(m.Body)
-			w.rec.timerDelivery(Delivery{Consumer: "timer-c", Value: v, Broker: cc.Queue.BrokerName, Queue: int(m.QueueID), Offset: m.QueueOffset, AtMs: now, Intact: ok})
+			w.rec.timerDelivery(deliveryOf("timer-c", cc.Queue, TimerTopic, m, now, w.nodeAt))
 		}
 		return client.ConsumeSuccess
 	})
