@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -77,6 +78,10 @@ type ClusterConfig struct {
 	// data directory (root only) for the disk-full nemesis.
 	TmpfsNode  int
 	TmpfsBytes int64
+	// KeepQueuesDir, when set, receives a copy of a member's ConsumeQueues
+	// of the suite's topics each time a nemesis is about to wipe its data
+	// (keepQueuesOf); "" keeps none.
+	KeepQueuesDir string
 }
 
 // Cluster is a name server and one or two 3-node Raft groups, each a
@@ -92,6 +97,7 @@ type Cluster struct {
 	Nodes []*Node
 	links map[[2]int]*Link
 	rc    *remoting.Client
+	wipes atomic.Int32 // wipes whose ConsumeQueues were kept, numbering their copies
 }
 
 // BuildBinary builds ./cmd/raftmq of the module containing the working

@@ -46,6 +46,9 @@
 //     its data, restart it from its conf without raftJoin, half the time
 //     right after a name server restart; its log must say it joined rather
 //     than bootstrapped; heal waits until it caught up).
+//   - nemesis_keep.go: before any wipe, the member's ConsumeQueues of the
+//     suite's topics are copied into the report (report/wiped/NN-NODE,
+//     64 MiB at most per wipe) for a later byte-for-byte comparison.
 //   - workload.go: SDK producers and consumers, the final read of every
 //     queue on every node; workload_txn.go: the transactional sends
 //     (client.TransactionProducer, decision fixed by the value).

@@ -130,6 +130,9 @@ func (c *Cluster) wipeAndReAdd(ctx context.Context, g, i int) (string, error) {
 	if err := c.KillNode(i); err != nil {
 		notes = append(notes, "kill: "+err.Error())
 	}
+	if kept := c.keepQueuesOf(n); kept != "" {
+		notes = append(notes, kept)
+	}
 	wiped, err := wipeDir(n.DataDir)
 	if err != nil {
 		notes = append(notes, "wipe: "+err.Error())
@@ -368,6 +371,9 @@ func (r *rebuildMemberNemesis) Inject(ctx context.Context, env *Env) (string, er
 	pid := n.PID()
 	if err := c.KillNode(i); err != nil {
 		notes = append(notes, "kill: "+err.Error())
+	}
+	if kept := c.keepQueuesOf(n); kept != "" {
+		notes = append(notes, kept)
 	}
 	wiped, err := wipeDir(n.DataDir)
 	if err != nil {

@@ -156,3 +156,69 @@ func TestAwaitJoinOverRaft(t *testing.T) {
 		t.Fatalf("joined: %q", got)
 	}
 }
+
+// TestKeepQueuesBeforeWipe: before a wipe the member's ConsumeQueues of
+// the suite's topics are copied byte for byte into the cluster's
+// KeepQueuesDir, one numbered directory per wipe; other topics and the
+// rest of the data directory are not, a topic that would take the copy
+// past the limit is skipped and named, and the wipe still removes
+// everything.
+func TestKeepQueuesBeforeWipe(t *testing.T) {
+	data, keep := t.TempDir(), filepath.Join(t.TempDir(), "wiped")
+	files := map[string][]byte{
+		"consumequeue/%RETRY%JepsenRetryConsumers/0/00000000000000000000": []byte("retry units"),
+		"consumequeue/%DLQ%JepsenRetryConsumers/0/00000000000000000000":   []byte("dlq units"),
+		"consumequeue/JepsenOrderTopic/1/00000000000000000000":            []byte("order q1"),
+		"consumequeue/JepsenOrderTopic/3/00000000000000600000":            []byte("order q3, second file"),
+		"consumequeue/JepsenTopic/0/00000000000000000000":                 make([]byte, 300),
+		"consumequeue/OtherTopic/0/00000000000000000000":                  []byte("not the suite's"),
+		"commitlog/00000000000000000000":                                  make([]byte, 1000),
+	}
+	for p, b := range files {
+		path := filepath.Join(data, p)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, skipped, bytes, err := keepQueues(data, filepath.Join(keep, "01-n1"), keptQueueTopics, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 3 || len(skipped) != 1 || !strings.HasPrefix(skipped[0], Topic+" ") || bytes != 11+9+8+21 {
+		t.Fatalf("kept %v, skipped %v, %d bytes", kept, skipped, bytes)
+	}
+	for p, b := range files {
+		got, err := os.ReadFile(filepath.Join(keep, "01-n1", p))
+		want := strings.HasPrefix(p, "consumequeue/%") || strings.HasPrefix(p, "consumequeue/JepsenOrderTopic/")
+		switch {
+		case want && (err != nil || string(got) != string(b)):
+			t.Errorf("%s: copy %q, %v; want %q", p, got, err, b)
+		case !want && err == nil:
+			t.Errorf("%s copied", p)
+		}
+	}
+
+	// Through the cluster: numbered per wipe, described for the window's
+	// detail, with a limit the main topic's index fits.
+	c := &Cluster{cfg: ClusterConfig{KeepQueuesDir: keep}}
+	n := &Node{ID: "n2", DataDir: data}
+	c.wipes.Store(1)
+	if s := c.keepQueuesOf(n); s != "ConsumeQueues kept in wiped/02-n2 (4 topics, 0 KiB)" {
+		t.Fatalf("detail %q", s)
+	}
+	if got, err := os.ReadFile(filepath.Join(keep, "02-n2", "consumequeue", Topic, "0", "00000000000000000000")); err != nil || len(got) != 300 {
+		t.Fatalf("main topic's index not kept: %d bytes, %v", len(got), err)
+	}
+	if _, err := wipeDir(data); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(data); len(ents) != 0 {
+		t.Fatalf("wipe left %d entries", len(ents))
+	}
+	if (&Cluster{}).keepQueuesOf(n) != "" {
+		t.Fatal("a cluster without KeepQueuesDir kept queues")
+	}
+}

@@ -145,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		nems = append(nems, n)
 	}
 	ccfg := ClusterConfig{Dir: filepath.Join(o.Dir, "cluster"), Binary: bin, CrashFS: crash, SlowFS: strings.Contains(tags, "slowfs"), SegmentBytes: p.SegmentBytes,
-		ElectionMillis: p.ElectionMillis, Queues: p.Queues, Groups: p.Groups, TmpfsNode: -1}
+		ElectionMillis: p.ElectionMillis, Queues: p.Queues, Groups: p.Groups, TmpfsNode: -1, KeepQueuesDir: filepath.Join(o.Dir, "report", "wiped")}
 	var notes []string
 	if n := diskPressureNote(o.Dir); n != "" {
 		notes = append(notes, n)
