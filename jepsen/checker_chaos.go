@@ -362,7 +362,9 @@ func checkRetry(h History) []Check {
 			okRetry++
 			if !consumedOK[o.Value] {
 				retryLost++
-				retryEx = addEx(retryEx, "%s (delivered %d times)", o.Value, delivered[o.Value])
+				if len(retryEx) < maxExamples {
+					retryEx = append(retryEx, fmt.Sprintf("%s (delivered %d times%s)", o.Value, delivered[o.Value], retryTrail(x, o.Value)))
+				}
 			}
 		}
 	}
@@ -483,4 +485,44 @@ func dlqCoverage(x ChaosHistory) (perNode map[string]*nodeCoverage, floor map[no
 	sort.Strings(unread)
 	perNode, floor = topicCoverage(x.DLQReads, x.DLQRanges, unread)
 	return perNode, floor, unread
+}
+
+// retryTrail says where a retry- message that was never consumed went:
+// each delivery's position and the member that served it, and where the
+// final read found its copies in %RETRY% (position: nodes). A copy no
+// delivery reached, at a position some replica holds, points at the
+// member that served the retry queue around it.
+func retryTrail(x ChaosHistory, value string) string {
+	var dels []string
+	for _, d := range x.RetryDeliveries {
+		if d.Value != value {
+			continue
+		}
+		s := position{orTopic(d.Topic, RetryTopic), d.Broker, d.Queue, d.Offset}.String()
+		if d.ServedBy != "" {
+			s += " via " + d.ServedBy
+		}
+		dels = append(dels, s)
+	}
+	copies := map[position][]string{}
+	for _, r := range x.RetryReads {
+		if r.Value == value && r.Topic != "" && r.Topic != RetryTopic {
+			p := position{r.Topic, r.Broker, r.Queue, r.Offset}
+			copies[p] = append(copies[p], r.Node)
+		}
+	}
+	var out string
+	if len(dels) > 0 {
+		out += ": " + strings.Join(uniq(dels), ", ")
+	}
+	if len(copies) > 0 {
+		var cs []string
+		for _, p := range slices.SortedFunc(maps.Keys(copies), comparePositions) {
+			nodes := uniq(copies[p])
+			sort.Strings(nodes)
+			cs = append(cs, fmt.Sprintf("%s on %s", p, strings.Join(nodes, ",")))
+		}
+		out += "; final read's retry copies: " + strings.Join(cs, ", ")
+	}
+	return out
 }

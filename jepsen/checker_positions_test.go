@@ -181,3 +181,18 @@ func TestDeliveryOf(t *testing.T) {
 		t.Fatalf("subscribed topic or unknown member: %+v", d)
 	}
 }
+
+// TestCheckerRetryLostTrail: a retry- message never consumed is reported
+// with where it was delivered from (position and serving member) and
+// where the final read found its %RETRY% copy, the position the consumer
+// stepped over.
+func TestCheckerRetryLostTrail(t *testing.T) {
+	h := retryReadsHistory()
+	h.Chaos.RetryDeliveries = h.Chaos.RetryDeliveries[:4] // retry-1's redelivery from %RETRY% q0@2 never came
+	v := CheckHistory(h, true)
+	c := check(t, v, "retry: acknowledged retry- messages never consumed")
+	want := "retry-1 (delivered 1 times: broker-j JepsenRetryTopic q1@0 via n0; final read's retry copies: broker-j %RETRY%JepsenRetryConsumers q0@2 on n0,n1)"
+	if c.OK || len(c.Examples) != 1 || c.Examples[0] != want {
+		t.Fatalf("examples %q, want [%q]", c.Examples, want)
+	}
+}
