@@ -144,7 +144,8 @@
 //     send results, subscriptions: tag expressions and MessageSelector
 //     (Tags, SQL92).
 //   - message_decode.go: MessageExt, read from pull bodies with
-//     wire.DecodeEntry (bodies inflated); headers.go: the send answer's
+//     wire.DecodeEntry (bodies inflated, up to a bound: zlib, and the LZ4
+//     and zstd frames RocketMQ 5 producers may send); headers.go: the send answer's
 //     header read without reflection. Headers and bodies themselves are
 //     package wire's.
 //   - route.go, publishinfo.go: name-server lookups, the per-topic route

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"net/netip"
 	"testing"
 
@@ -12,13 +13,16 @@ import (
 // consistent with the bytes it consumed. The checked-in corpus under
 // testdata/fuzz/FuzzDecodeMessages holds the seeds of a 30 s run.
 func FuzzDecodeMessages(f *testing.F) {
-	f.Add(encodeStored(f, storedMessage{topic: "T", body: []byte("hello"), props: "TAGS\x01a\x02UNIQ_KEY\x01X\x02"}))
+	f.Add(encodeStored(f, storedMessage{topic: "T", body: []byte("hello"), props: "TAGS\x01a\x02UNIQ_KEY\x01X\x02"}), true)
 	f.Add(encodeStored(f, storedMessage{topic: "V2", body: []byte("b"), v2: true,
-		born: netip.MustParseAddrPort("[::1]:1"), store: netip.MustParseAddrPort("[::2]:2")}))
-	f.Add(encodeStored(f, storedMessage{topic: "Z", body: []byte("zzzzzzzzzzzzzzzzzzzzzzzz"), compress: true}))
-	f.Add(append(encodeStored(f, storedMessage{topic: "A", body: []byte("1")}), encodeStored(f, storedMessage{topic: "B", body: []byte("2")})...))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		msgs, err := DecodeMessagesWith(data, DecodeOptions{CheckCRC: true, MaxInflatedSize: 1 << 16})
+		born: netip.MustParseAddrPort("[::1]:1"), store: netip.MustParseAddrPort("[::2]:2")}), true)
+	f.Add(encodeStored(f, storedMessage{topic: "Z", body: []byte("zzzzzzzzzzzzzzzzzzzzzzzz"), compress: true}), true)
+	f.Add(append(encodeStored(f, storedMessage{topic: "A", body: []byte("1")}), encodeStored(f, storedMessage{topic: "B", body: []byte("2")})...), true)
+	f.Add(encodeStored(f, storedMessage{topic: "L", body: JavaLZ4(f, []byte("llllllllllllllllllllllllllllll4")), sysFlag: SysFlagLZ4}), false)
+	f.Add(encodeStored(f, storedMessage{topic: "S", body: JavaZstd(f, []byte("ssssssssssssssssssssssssssssstd")), sysFlag: SysFlagZstd}), false)
+	f.Fuzz(func(t *testing.T, data []byte, checkCRC bool) {
+		// Without the CRC check a mutated compressed body reaches its codec.
+		msgs, err := DecodeMessagesWith(data, DecodeOptions{CheckCRC: checkCRC, MaxInflatedSize: 1 << 16})
 		total := 0
 		for _, m := range msgs {
 			if m.StoreSize <= 0 {
@@ -43,5 +47,32 @@ func FuzzDecodeMessages(f *testing.F) {
 		}
 		// Decoding the batch layout must not panic either.
 		_, _ = wire.DecodeBatch(data)
+	})
+}
+
+// FuzzInflateBody feeds arbitrary bodies to each codec (the sysFlag's
+// compression type): it must never panic nor return more than the limit,
+// and what it returns decodes the same again.
+func FuzzInflateBody(f *testing.F) {
+	body := []byte("inflate me inflate me inflate me")
+	f.Add(uint8(1), JavaLZ4(f, body))
+	f.Add(uint8(2), JavaZstd(f, body))
+	f.Add(uint8(3), zlibBytes(f, body))
+	f.Add(uint8(2), zstdEncodeAll(f, make([]byte, 1<<17)))
+	f.Add(uint8(1), append(JavaLZ4(f, body), JavaLZ4(f, body)...))
+	f.Fuzz(func(t *testing.T, typ uint8, body []byte) {
+		const limit = 1 << 16
+		flag := wire.SysFlagCompressed | int32(typ&7)<<8
+		out, err := inflateBody(body, flag, limit)
+		if err != nil {
+			return
+		}
+		if len(out) > limit {
+			t.Fatalf("type %d: inflated %d bytes above the limit", typ&7, len(out))
+		}
+		again, err := inflateBody(body, flag, limit)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("type %d: second decode differs (err %v)", typ&7, err)
+		}
 	})
 }

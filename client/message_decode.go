@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 
 	"github.com/raftmq/raftmq/wire"
 )
@@ -71,10 +76,13 @@ type DecodeOptions struct {
 	// stored body bytes), as a broker does; clients skip it by default.
 	CheckCRC bool
 	// KeepCompressed leaves compressed bodies as stored instead of
-	// inflating them.
+	// inflating them (zlib, LZ4 or zstd, by the sysFlag's compression
+	// type).
 	KeepCompressed bool
 	// MaxInflatedSize bounds an inflated body (default 4 MiB × 8) so that a
-	// hostile or corrupt body cannot exhaust memory.
+	// hostile or corrupt body cannot exhaust memory. A zstd frame whose
+	// window is larger than both this and 8 MiB is refused too (zstd
+	// levels up to 20 stream with windows of at most 32 MiB).
 	MaxInflatedSize int
 }
 
@@ -89,7 +97,7 @@ func DecodeMessages(data []byte) ([]*MessageExt, error) {
 // DecodeMessagesWith is DecodeMessages with options.
 func DecodeMessagesWith(data []byte, opts DecodeOptions) ([]*MessageExt, error) {
 	if opts.MaxInflatedSize <= 0 {
-		opts.MaxInflatedSize = 8 * DefaultMaxMessageSize
+		opts.MaxInflatedSize = defaultInflateLimit
 	}
 	var out []*MessageExt
 	for off := 0; off < len(data); {
@@ -156,26 +164,100 @@ func decodeOne(b []byte, opts DecodeOptions) (*MessageExt, int, error) {
 	return m, n, nil
 }
 
-// inflateBody undoes the producer's compression. Only zlib exists in the
-// RocketMQ 4.x protocol (type 0) and is what RocketMQ 5 calls type 3; LZ4
-// and zstd bodies are reported rather than handed over still compressed.
+// inflateBody undoes the producer's compression, chosen by the type in
+// sysFlag bits 8-10 (RocketMQ's CompressionType): zlib (0, the RocketMQ
+// 4.x flag without a type, and 3) as ZlibCompressor writes it, an LZ4
+// frame (1) as Lz4Compressor's LZ4FrameOutputStream writes it, a zstd
+// frame (2) as ZstdCompressor's ZstdOutputStream writes it. Concatenated
+// frames decode as one body, as RocketMQ's stream readers do. No codec
+// produces more than limit+1 bytes, so a body that would inflate past the
+// limit is refused before it is held in memory.
 func inflateBody(body []byte, sysFlag int32, limit int) ([]byte, error) {
+	var (
+		out []byte
+		err error
+	)
 	switch t := (sysFlag & wire.SysFlagCompressionType) >> 8; t {
 	case 0, 3:
+		var zr io.ReadCloser
+		if zr, err = zlib.NewReader(bytes.NewReader(body)); err != nil {
+			return nil, fmt.Errorf("inflate zlib body: %v", err)
+		}
+		defer zr.Close()
+		out, err = io.ReadAll(io.LimitReader(zr, int64(limit)+1))
+		if err != nil {
+			return nil, fmt.Errorf("inflate zlib body: %v", err)
+		}
+	case 1:
+		out, err = io.ReadAll(io.LimitReader(lz4.NewReader(bytes.NewReader(body)), int64(limit)+1))
+		if err != nil {
+			return nil, fmt.Errorf("inflate LZ4 body: %v", err)
+		}
+	case 2:
+		if out, err = decodeZstd(body, limit); err != nil {
+			switch {
+			case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+				return nil, fmt.Errorf("inflated body larger than %d bytes", limit)
+			case errors.Is(err, zstd.ErrWindowSizeExceeded):
+				return nil, fmt.Errorf("zstd window larger than %d bytes", max(limit, zstdMinWindow))
+			}
+			return nil, fmt.Errorf("inflate zstd body: %v", err)
+		}
 	default:
-		return nil, fmt.Errorf("body compressed with type %d (LZ4=1, zstd=2), only zlib is supported", t)
-	}
-	zr, err := zlib.NewReader(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("inflate body: %v", err)
-	}
-	defer zr.Close()
-	out, err := io.ReadAll(io.LimitReader(zr, int64(limit)+1))
-	if err != nil {
-		return nil, fmt.Errorf("inflate body: %v", err)
+		return nil, fmt.Errorf("body compressed with unknown type %d (sysFlag %#x; known: zlib 0 and 3, LZ4 1, zstd 2)", t, sysFlag)
 	}
 	if len(out) > limit {
 		return nil, fmt.Errorf("inflated body larger than %d bytes", limit)
 	}
 	return out, nil
+}
+
+// defaultInflateLimit is DecodeOptions.MaxInflatedSize's default.
+const defaultInflateLimit = 8 * DefaultMaxMessageSize
+
+// zstdMinWindow is the largest zstd window every decode accepts, whatever
+// its limit: ZstdOutputStream streams with its level's window however
+// small the body (2 MiB at RocketMQ's default level 5, 8 MiB up to level
+// 19), and the window costs a one-shot decode nothing.
+const zstdMinWindow = 8 << 20
+
+var (
+	// zstdDefault decodes under the default limit. A Decoder's DecodeAll
+	// may be called concurrently, and one without a reader starts no
+	// goroutines.
+	zstdDefault = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil, zstd.WithDecoderMaxMemory(defaultInflateLimit), zstd.WithDecoderLowmem(true))
+	})
+	// zstdSmall decodes under limits below zstdMinWindow: a decoder's
+	// output bound is also its largest window, so the output is bounded
+	// by the capacity of the buffer it is given instead.
+	zstdSmall = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil, zstd.WithDecoderMaxMemory(zstdMinWindow), zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderLowmem(true))
+	})
+)
+
+// decodeZstd decodes the zstd frames of body into at most limit+1 bytes
+// (no more is allocated, give or take a block); a frame declaring a larger
+// content size or window than the decoder allows fails at its header.
+func decodeZstd(body []byte, limit int) ([]byte, error) {
+	switch {
+	case limit == defaultInflateLimit:
+		d, err := zstdDefault()
+		if err != nil {
+			return nil, err
+		}
+		return d.DecodeAll(body, nil)
+	case limit < zstdMinWindow:
+		d, err := zstdSmall()
+		if err != nil {
+			return nil, err
+		}
+		return d.DecodeAll(body, make([]byte, 0, limit+1))
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.DecodeAll(body, nil)
 }

@@ -2,8 +2,10 @@ package client
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"reflect"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -169,10 +172,11 @@ func TestDecodeMessagesErrors(t *testing.T) {
 	if _, err := DecodeMessages(bodyFlip); err != nil {
 		t.Errorf("without CheckCRC the flipped body decodes: %v", err)
 	}
-	// An LZ4-typed compressed body is refused, not handed over compressed.
-	lz4 := encodeStored(t, storedMessage{topic: "T", body: []byte("x"), compress: true, sysFlag: 1 << 8})
-	if _, err := DecodeMessages(lz4); !errors.Is(err, ErrMalformedMessage) || !strings.Contains(err.Error(), "LZ4") {
-		t.Errorf("LZ4 body: err %v", err)
+	// A body of an unknown compression type is refused, not handed over
+	// compressed.
+	unknown := encodeStored(t, storedMessage{topic: "T", body: []byte("x"), compress: true, sysFlag: 5 << 8})
+	if _, err := DecodeMessages(unknown); !errors.Is(err, ErrMalformedMessage) || !strings.Contains(err.Error(), "unknown type 5") {
+		t.Errorf("compression type 5: err %v", err)
 	}
 	// A zip bomb stops at the limit.
 	bomb := encodeStored(t, storedMessage{topic: "T", body: make([]byte, 1<<20), compress: true})
@@ -182,6 +186,109 @@ func TestDecodeMessagesErrors(t *testing.T) {
 	if msgs, err := DecodeMessages(nil); err != nil || len(msgs) != 0 {
 		t.Errorf("empty data: %v %v", msgs, err)
 	}
+}
+
+// TestDecodeLZ4AndZstdBodies: bodies a RocketMQ 5 producer compressed with
+// LZ4 or zstd (sysFlag compression type 1 or 2) are inflated, in the frame
+// formats Lz4Compressor and ZstdCompressor write, several frames in a row
+// too; the inflate bound holds for both.
+func TestDecodeLZ4AndZstdBodies(t *testing.T) {
+	text := bytes.Repeat([]byte("a RocketMQ 5 producer compressed this body "), 200_000) // 8.4 MB: three LZ4 blocks
+	random := make([]byte, 300_000)                                                      // incompressible: stored blocks
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(random)
+	type tc struct {
+		name    string
+		sysFlag int32
+		stored  []byte
+		want    []byte
+	}
+	var cases []tc
+	for _, body := range [][]byte{[]byte("x"), text, random} {
+		cases = append(cases,
+			tc{"LZ4", SysFlagLZ4, JavaLZ4(t, body), body},
+			tc{"zstd", SysFlagZstd, JavaZstd(t, body), body},
+			tc{"zlib type 3", SysFlagZlib, zlibBytes(t, body), body})
+	}
+	cases = append(cases,
+		tc{"two LZ4 frames", SysFlagLZ4, append(JavaLZ4(t, []byte("one ")), JavaLZ4(t, []byte("two"))...), []byte("one two")},
+		tc{"two zstd frames", SysFlagZstd, append(JavaZstd(t, []byte("one ")), JavaZstd(t, []byte("two"))...), []byte("one two")})
+	for i, c := range cases {
+		data := encodeStored(t, storedMessage{topic: "T", body: c.stored, sysFlag: c.sysFlag, queueOffset: int64(i)})
+		msgs, err := DecodeMessagesWith(data, DecodeOptions{CheckCRC: true})
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("%s (%d bytes): %d messages, err %v", c.name, len(c.want), len(msgs), err)
+		}
+		if m := msgs[0]; !bytes.Equal(m.Body, c.want) || m.SysFlag&wire.SysFlagCompressed != 0 {
+			t.Fatalf("%s: body of %d bytes (want %d), sysFlag %#x", c.name, len(m.Body), len(c.want), m.SysFlag)
+		}
+		kept, err := DecodeMessagesWith(data, DecodeOptions{KeepCompressed: true})
+		if err != nil || !bytes.Equal(kept[0].Body, c.stored) || kept[0].SysFlag != c.sysFlag {
+			t.Fatalf("%s KeepCompressed: err %v", c.name, err)
+		}
+	}
+	// A limit below the window of Java's stream still decodes what fits;
+	// one between that window and the default too.
+	for _, limit := range []int{1000, 10 << 20} {
+		for _, c := range cases[:3] {
+			data := encodeStored(t, storedMessage{topic: "T", body: c.stored, sysFlag: c.sysFlag})
+			if msgs, err := DecodeMessagesWith(data, DecodeOptions{MaxInflatedSize: limit}); err != nil || !bytes.Equal(msgs[0].Body, c.want) {
+				t.Fatalf("%s under a limit of %d: err %v", c.name, limit, err)
+			}
+		}
+	}
+	// A zstd window beyond every bound is refused at the frame header.
+	hugeWindow := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x78} // no content size, window 2^(10+15) = 32 MiB
+	data := encodeStored(t, storedMessage{topic: "T", body: hugeWindow, sysFlag: SysFlagZstd})
+	if _, err := DecodeMessagesWith(data, DecodeOptions{MaxInflatedSize: 1 << 20}); !errors.Is(err, ErrMalformedMessage) || !strings.Contains(err.Error(), "window larger than 8388608") {
+		t.Errorf("32 MiB zstd window under a 1 MiB limit: err %v", err)
+	}
+	// Past the bound: refused, whether the frame declares its size or not.
+	bomb := make([]byte, 1<<20)
+	for name, b := range map[string][]byte{"LZ4": JavaLZ4(t, bomb), "zstd": JavaZstd(t, bomb), "zstd with content size": zstdEncodeAll(t, bomb)} {
+		flag := SysFlagLZ4
+		if strings.HasPrefix(name, "zstd") {
+			flag = SysFlagZstd
+		}
+		data := encodeStored(t, storedMessage{topic: "T", body: b, sysFlag: flag})
+		_, err := DecodeMessagesWith(data, DecodeOptions{MaxInflatedSize: 64 << 10})
+		if !errors.Is(err, ErrMalformedMessage) || !strings.Contains(err.Error(), "larger than 65536 bytes") {
+			t.Errorf("%s bomb: err %v", name, err)
+		}
+	}
+	// Corrupt frames fail, naming the codec.
+	for name, c := range map[string]struct {
+		flag int32
+		body []byte
+	}{"LZ4": {SysFlagLZ4, JavaLZ4(t, text)[:500]}, "zstd": {SysFlagZstd, JavaZstd(t, text)[:500]}} {
+		data := encodeStored(t, storedMessage{topic: "T", body: c.body, sysFlag: c.flag})
+		if _, err := DecodeMessages(data); !errors.Is(err, ErrMalformedMessage) || !strings.Contains(err.Error(), name) {
+			t.Errorf("truncated %s frame: err %v", name, err)
+		}
+	}
+}
+
+func zlibBytes(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// zstdEncodeAll is a one-shot zstd frame, which declares its content size.
+func zstdEncodeAll(t testing.TB, b []byte) []byte {
+	t.Helper()
+	e, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	return e.EncodeAll(b, nil)
 }
 
 func TestUniqIDLayout(t *testing.T) {
