@@ -18,7 +18,8 @@ import (
 // default) what Poll returned is committed every PersistInterval, on
 // hand-over and on Close, once the application polls again: a Poll says
 // it is done with what the Polls before returned, not with what it
-// returns. Otherwise call Commit.
+// returns. Otherwise call Commit. A message it cannot decode is sent to
+// the group's DLQ and logged, as PushConsumer does, and never polled.
 type LitePullConsumer struct {
 	core  *consumerCore
 	ready chan pollBatch

@@ -17,7 +17,8 @@ import (
 // OFFSET_MOVED jumps to nextBeginOffset and commits it (unless the
 // application commits: lite pull without AutoCommit), not-leader answers
 // are followed at once, a failure that moved the group's reads to another
-// member (a dead member marked down) pulls there at once, anything else
+// member (a dead member marked down) pulls there at once, a message that
+// cannot be decoded goes to the DLQ (settleUndecodable), anything else
 // backs off PullBackoff. A follower's answer naming the leader moves the
 // next pull there.
 func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
@@ -77,6 +78,24 @@ func (c *consumerCore) pullLoop(pq *processQueue, offset int64) {
 		cancelT()
 		if pq.ctx.Err() != nil {
 			return
+		}
+		var ue *UndecodableMessageError
+		if errors.As(err, &ue) {
+			// The broker answered; the message at the queue's head cannot
+			// be decoded (consumer_undecodable.go).
+			quickRetries = 0
+			c.clearWarn(key)
+			if !c.settleUndecodable(pq, ue) {
+				if !wait(pq.ctx, c.cfg.sendBackRetry) {
+					return
+				}
+				continue
+			}
+			next := ue.Message.QueueOffset + 1
+			pq.pass(ue.Message.QueueOffset)
+			c.correctOffset(pq, next)
+			offset = next
+			continue
 		}
 		if err != nil && moved {
 			// Abandoned for the group's current address: pull again at

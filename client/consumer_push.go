@@ -80,6 +80,13 @@ type OrderlyListener func(ctx context.Context, oc *ConsumeOrderlyContext, msgs [
 // consumer owns, hands messages to the listener, commits offsets and
 // redelivers failures. Build it with NewPushConsumer, Subscribe, register
 // one listener, Start; Close stops it.
+//
+// A message it cannot decode (compressed with a type it does not know,
+// corrupt, or inflating past the bound) never reaches the listener: it is
+// sent to the group's DLQ (%DLQ%group) as stored, an error log names it
+// (topic, queue, offset, msgId), and its queue goes on. Until a broker
+// takes it into the DLQ the queue does not move past it. A broadcasting
+// consumer logs the error and goes on.
 type PushConsumer struct {
 	core *consumerCore
 

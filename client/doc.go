@@ -191,7 +191,10 @@
 //     the retry topic (a failed send is retried after the queue's pause,
 //     and warned of at most once a minute per queue, with the number of
 //     failed attempts since the last warning); consumer_timeout.go:
-//     ConsumeTimeout's rounds; consumer_lite.go: LitePullConsumer.
+//     ConsumeTimeout's rounds; consumer_lite.go: LitePullConsumer;
+//     consumer_undecodable.go: a message the SDK cannot decode goes to
+//     %DLQ%group as stored (send-back at delay level -1) and its queue on,
+//     not before a broker took it.
 //   - request_reply.go: request-reply: Producer.Request (correlation id,
 //     heartbeats tracking the request and reply topics' groups, the
 //     PUSH_REPLY_MESSAGE_TO_CLIENT handler), NewReplyMessage and

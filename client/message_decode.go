@@ -89,7 +89,8 @@ type DecodeOptions struct {
 // DecodeMessages decodes the stored-message entries of a pull response
 // body (MessageDecoder.decodes as the client calls it: bodies inflated, no
 // CRC check). A blank-magic entry ends the data. On malformed bytes it
-// returns the messages before the bad one and a *DecodeError.
+// returns the messages before the bad one and a *DecodeError, wrapped in
+// an *UndecodableMessageError when only the bad one's body failed.
 func DecodeMessages(data []byte) ([]*MessageExt, error) {
 	return DecodeMessagesWith(data, DecodeOptions{})
 }
@@ -106,7 +107,8 @@ func DecodeMessagesWith(data []byte, opts DecodeOptions) ([]*MessageExt, error) 
 		}
 		m, n, err := decodeOne(data[off:], opts)
 		if err != nil {
-			if de, ok := err.(*DecodeError); ok {
+			var de *DecodeError
+			if errors.As(err, &de) {
 				de.Offset += off
 			}
 			return out, err
@@ -138,14 +140,6 @@ func decodeOne(b []byte, opts DecodeOptions) (*MessageExt, int, error) {
 	if len(body) > 0 {
 		m.Body = append([]byte(nil), body...)
 	}
-	if m.SysFlag&wire.SysFlagCompressed != 0 && !opts.KeepCompressed && len(body) > 0 {
-		inflated, err := inflateBody(body, m.SysFlag, opts.MaxInflatedSize)
-		if err != nil {
-			return nil, 0, &DecodeError{Reason: err.Error()}
-		}
-		m.Body = inflated
-		m.SysFlag &^= wire.SysFlagCompressed
-	}
 	m.Topic = string(e.Topic)
 	m.Properties = wire.DecodeProperties(string(e.Properties))
 	m.Tags = m.Properties[wire.PropertyTags]
@@ -161,8 +155,42 @@ func decodeOne(b []byte, opts DecodeOptions) (*MessageExt, int, error) {
 	if m.MsgID == "" {
 		m.MsgID = m.OffsetMsgID
 	}
+	if m.SysFlag&wire.SysFlagCompressed != 0 && !opts.KeepCompressed && len(body) > 0 {
+		inflated, err := inflateBody(body, m.SysFlag, opts.MaxInflatedSize)
+		if err != nil {
+			return nil, 0, &UndecodableMessageError{Message: m, Err: &DecodeError{Reason: err.Error()}}
+		}
+		m.Body = inflated
+		m.SysFlag &^= wire.SysFlagCompressed
+	}
 	return m, n, nil
 }
+
+// UndecodableMessageError is a stored message whose entry is sound but
+// whose body cannot be given back as the producer sent it: compressed
+// with a type this SDK does not know, corrupt, or inflating past
+// DecodeOptions.MaxInflatedSize. Message is the rest of it, decoded: topic,
+// properties, ids, queue and commit log offsets, and the body as stored
+// (SysFlag says how it is compressed). It unwraps to its *DecodeError, so
+// errors.Is(err, ErrMalformedMessage) holds.
+//
+// The consumers hand such a message to the group's dead-letter queue and
+// go on past it (see PushConsumer); a PullMessage caller gets it as the
+// error of a pull whose first message it is.
+type UndecodableMessageError struct {
+	Message *MessageExt
+	Err     *DecodeError
+}
+
+// Error implements error.
+func (e *UndecodableMessageError) Error() string {
+	m := e.Message
+	return fmt.Sprintf("client: message %s of topic %s (queue %d, queue offset %d, commit log offset %d) cannot be decoded: %v",
+		m.MsgID, m.Topic, m.QueueID, m.QueueOffset, m.CommitLogOffset, e.Err)
+}
+
+// Unwrap returns the *DecodeError.
+func (e *UndecodableMessageError) Unwrap() error { return e.Err }
 
 // inflateBody undoes the producer's compression, chosen by the type in
 // sysFlag bits 8-10 (RocketMQ's CompressionType): zlib (0, the RocketMQ

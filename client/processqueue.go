@@ -331,6 +331,15 @@ func (pq *processQueue) isLocked(now time.Time, maxAge time.Duration) bool {
 	return pq.locked && now.Sub(pq.lockedAt) < maxAge
 }
 
+// pass records the message at off as settled without being cached (an
+// undecodable message sent to the DLQ): the offset committed moves past it
+// once the messages before it are consumed.
+func (pq *processQueue) pass(off int64) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	pq.maxOffset = max(pq.maxOffset, off)
+}
+
 // highest returns the highest queue offset put (-1: none).
 func (pq *processQueue) highest() int64 {
 	pq.mu.Lock()

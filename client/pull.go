@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -133,12 +134,22 @@ func parsePullResponse(addr string, r *PullRequest, resp *remoting.RemotingComma
 	}
 	msgs, err := DecodeMessages(resp.Body)
 	if err != nil {
-		// Keep what decoded, as RocketMQ's decoder stops at a bad entry;
-		// the next pull starts after the last good one.
-		if len(msgs) == 0 {
+		var ue *UndecodableMessageError
+		switch {
+		case len(msgs) > 0:
+			// Keep what decoded; the next pull starts at the bad entry,
+			// which then comes first and is reported below.
+			res.NextBeginOffset = msgs[len(msgs)-1].QueueOffset + 1
+		case errors.As(err, &ue) && r.Subscription != nil && !r.Subscription.MatchesTag(ue.Message.Tags):
+			// Not one the subscription takes: passed over as it would be
+			// decoded.
+			res.NextBeginOffset = ue.Message.QueueOffset + 1
+		default:
+			if ue != nil {
+				ue.Message.QueueID = int32(r.Queue.QueueID)
+			}
 			return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
 		}
-		res.NextBeginOffset = msgs[len(msgs)-1].QueueOffset + 1
 	}
 	minS, maxS := strconv.FormatInt(res.MinOffset, 10), strconv.FormatInt(res.MaxOffset, 10)
 	for _, m := range msgs {
@@ -157,6 +168,13 @@ func parsePullResponse(addr string, r *PullRequest, resp *remoting.RemotingComma
 // PullMessage sends one PULL_MESSAGE to addr and waits for the answer,
 // until ctx ends (give long polls a deadline beyond SuspendMillis). It is
 // the building block of the push and pull consumers.
+//
+// A found message whose body cannot be decoded ends the batch before it
+// (NextBeginOffset is its offset); pulled again, it comes first and the
+// pull fails with an error wrapping *UndecodableMessageError, which holds
+// the message as stored. The caller decides what to do with it (the
+// consumers send it to the group's DLQ and move on); pulling the same
+// offset again returns the same error.
 func PullMessage(ctx context.Context, rc *remoting.Client, addr string, r *PullRequest) (*PullResult, error) {
 	resp, err := rc.InvokeSync(ctx, addr, newPullCommand(r))
 	if err != nil {

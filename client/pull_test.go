@@ -1,11 +1,14 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +126,46 @@ func TestPullMessage(t *testing.T) {
 	res, err = PullMessage(context.Background(), rc, addr, req)
 	if err != nil || len(res.Messages) != 3 || res.NextBeginOffset != 13 {
 		t.Fatalf("truncated body: %+v %v", res, err)
+	}
+}
+
+// TestPullUndecodableMessage: a found message whose body cannot be decoded
+// ends the batch before it; first in a batch, it fails the pull with an
+// *UndecodableMessageError holding it as stored (stamped with the pulled
+// queue), unless the subscription would not take it anyway: then it is
+// passed over like any other message filtered out.
+func TestPullUndecodableMessage(t *testing.T) {
+	good := func(off int64, tags string) []byte {
+		return encodeStored(t, storedMessage{topic: "T", body: []byte("ok"), queueID: 9, queueOffset: off, props: wire.EncodeProperties(map[string]string{"TAGS": tags})})
+	}
+	badBody := []byte("zstd? no")
+	bad := encodeStored(t, storedMessage{topic: "T", body: badBody, sysFlag: SysFlagZstd, queueID: 9, queueOffset: 6, physical: 600,
+		props: wire.EncodeProperties(map[string]string{"TAGS": "B", "UNIQ_KEY": "BAD"})})
+	resp := func(body []byte) *remoting.RemotingCommand {
+		r := remoting.NewResponse(remoting.ResponseSuccess, "")
+		r.ExtFields = map[string]string{"nextBeginOffset": "8", "minOffset": "0", "maxOffset": "8", "suggestWhichBrokerId": "0"}
+		r.Body = body
+		return r
+	}
+	mq := MessageQueue{Topic: "T", BrokerName: "b", QueueID: 3}
+	all, _ := ParseTagExpression("T", "*", 1)
+	onlyA, _ := ParseTagExpression("T", "A", 1)
+
+	res, err := parsePullResponse("a:1", &PullRequest{Queue: mq, Subscription: all}, resp(slices.Concat(good(5, "A"), bad, good(7, "A"))))
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].QueueOffset != 5 || res.NextBeginOffset != 6 {
+		t.Fatalf("bad message second: %+v, err %v; want the first, next 6", res, err)
+	}
+	_, err = parsePullResponse("a:1", &PullRequest{Queue: mq, Subscription: all}, resp(slices.Concat(bad, good(7, "A"))))
+	var ue *UndecodableMessageError
+	if !errors.As(err, &ue) || !errors.Is(err, ErrMalformedMessage) {
+		t.Fatalf("bad message first: err %v", err)
+	}
+	if m := ue.Message; m.MsgID != "BAD" || m.QueueOffset != 6 || m.CommitLogOffset != 600 || m.QueueID != 3 || !bytes.Equal(m.Body, badBody) ||
+		m.SysFlag != SysFlagZstd || !strings.Contains(err.Error(), "zstd") {
+		t.Fatalf("undecodable message %+v (%v)", m, err)
+	}
+	res, err = parsePullResponse("a:1", &PullRequest{Queue: mq, Subscription: onlyA}, resp(slices.Concat(bad, good(7, "A"))))
+	if err != nil || len(res.Messages) != 0 || res.NextBeginOffset != 7 {
+		t.Fatalf("bad message first, filtered out: %+v, err %v; want none, next 7", res, err)
 	}
 }
