@@ -75,7 +75,10 @@ type TransactionListener interface {
 	// CheckLocalTransaction answers a broker's check-back for a half whose
 	// outcome it did not learn (TransactionUnknown, a lost decision, a
 	// producer that died); msg is the half in its real topic, its MsgID the
-	// UNIQ_KEY SendMessageInTransaction returned.
+	// UNIQ_KEY SendMessageInTransaction returned. A half whose body cannot
+	// be decoded (see UndecodableMessageError) is checked all the same,
+	// with its body as stored and wire.SysFlagCompressed still set in
+	// msg.SysFlag: left unanswered, the broker would discard it.
 	CheckLocalTransaction(ctx context.Context, msg *MessageExt) LocalTransactionState
 }
 
@@ -329,6 +332,13 @@ func (tp *TransactionProducer) onCheck(_ context.Context, conn *remoting.Conn, r
 		return nil, nil
 	}
 	msgs, err := DecodeMessages(req.Body)
+	var ue *UndecodableMessageError
+	if errors.As(err, &ue) && len(msgs) == 0 {
+		tp.log.Error("check-back for a half whose body cannot be decoded; checked with its body as stored",
+			zap.String("msgId", ue.Message.MsgID), zap.String("topic", ue.Message.Topic), zap.Int32("sysFlag", ue.Message.SysFlag),
+			zap.String("reason", ue.Err.Reason))
+		msgs, err = []*MessageExt{ue.Message}, nil
+	}
 	if err != nil || len(msgs) != 1 {
 		tp.log.Warn("malformed check-back body", zap.Int("messages", len(msgs)), zap.Error(err))
 		return nil, nil

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -436,5 +437,71 @@ func TestTransactionProducerEndOutcomeUnknown(t *testing.T) {
 	var be *BrokerError
 	if !errors.As(res.EndErr, &be) || be.Code != remoting.ResponseSystemBusy || be.Remark != remark {
 		t.Fatalf("EndErr %v does not carry the broker's answer", res.EndErr)
+	}
+}
+
+// TestTransactionCheckUndecodableHalf: a check-back for a half whose body
+// cannot be decoded (here compressed with an unknown type) is still put to
+// CheckLocalTransaction, with the body as stored and the compressed flag
+// kept, and answered: ignored, it would be asked again until the broker
+// discarded the half, a committed transaction's message with it.
+func TestTransactionCheckUndecodableHalf(t *testing.T) {
+	ns := startNameServer(t)
+	fb := startFakeBroker(t, "b", &requestLog{})
+	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
+	var mu sync.Mutex
+	var ends []*remoting.RemotingCommand
+	var hbConn *remoting.Conn
+	fb.srv.Register(remoting.RequestEndTransaction, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		mu.Lock()
+		ends = append(ends, req)
+		mu.Unlock()
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	fb.srv.Register(remoting.RequestHeartBeat, func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		mu.Lock()
+		hbConn = conn
+		mu.Unlock()
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	l := &txnTestListener{execState: TransactionUnknown, checkState: TransactionCommit}
+	tp := startTxnProducer(t, ns, l)
+	if _, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half"))); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "a producer heartbeat", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return hbConn != nil
+	})
+	stored := []byte("a body of compression type 5")
+	sysFlag := wire.SysFlagCompressed | 5<<8 | wire.SysFlagTransPrepared
+	body := encodeStored(t, storedMessage{topic: "T", body: stored, sysFlag: sysFlag, physical: 4242,
+		props: wire.EncodeProperties(map[string]string{wire.PropertyProducerGroup: "TPG", wire.PropertyUniqKey: "HALF"})})
+	check := remoting.NewRequest(remoting.RequestCheckTransactionState, &wire.CheckTransactionStateRequestHeader{
+		TranStateTableOffset: 7, CommitLogOffset: 4242, MsgID: "HALF"}, body)
+	check.Flag |= remoting.FlagOneway
+	mu.Lock()
+	conn := hbConn
+	mu.Unlock()
+	if err := conn.InvokeOneway(context.Background(), check); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the check-back's END_TRANSACTION", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ends) == 1
+	})
+	var h wire.EndTransactionRequestHeader
+	mu.Lock()
+	err := ends[0].DecodeHeader(&h)
+	mu.Unlock()
+	if err != nil || !h.FromTransactionCheck || h.CommitOrRollback != wire.SysFlagTransCommit || h.CommitLogOffset != 4242 || h.MsgID != "HALF" {
+		t.Fatalf("check answer %+v, err %v", h, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.checked) != 1 || !bytes.Equal(l.checked[0].Body, stored) || l.checked[0].SysFlag != sysFlag || l.checked[0].MsgID != "HALF" {
+		t.Fatalf("listener checked %v", l.checked)
 	}
 }
