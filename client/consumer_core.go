@@ -272,9 +272,12 @@ func (c *consumerCore) goTracked(f func()) {
 
 // close stops every loop and pull, waits for them, commits offsets,
 // releases orderly locks, leaves the group at every broker, and closes the
-// connections. ctx bounds all of it; when it ends before the goroutines
-// do, close still drops the queues, tries the commit and closes the
-// connections, and returns ctx's error.
+// connections. ctx bounds the wait; when it ends before the goroutines
+// do, close still drops the queues and returns ctx's error, joined with
+// any failure of what follows. The commit, unlocks and unregistering get
+// at least the request timeout (lastWords), as RocketMQ's shutdown always
+// persists the consumed offsets: skipped, what was consumed here would be
+// consumed again by the queues' next owner.
 func (c *consumerCore) close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closing = true
@@ -304,6 +307,8 @@ func (c *consumerCore) close(ctx context.Context) error {
 		mqs = append(mqs, pq.mq)
 	}
 	mqs = append(mqs, restarting...)
+	ctx, cancel := lastWords(ctx, c.cfg.common.requestTimeout)
+	defer cancel()
 	var errs []error
 	settled, err := c.closeCommit(ctx, mqs)
 	if err != nil {
@@ -340,11 +345,17 @@ func (c *consumerCore) close(ctx context.Context) error {
 	if err := c.rc.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	if waitErr != nil {
-		c.log.Debug("close gave up waiting", zap.Error(errors.Join(errs...)))
-		return waitErr
+	return errors.Join(append([]error{waitErr}, errs...)...)
+}
+
+// lastWords is the context of the requests a closing client must still
+// make (commit, unlock, unregister): ctx while it has d left, else one that
+// ends d from now whatever ctx does, so that one bounded attempt is made.
+func lastWords(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ctx.Err() == nil && (!ok || time.Until(dl) >= d) {
+		return ctx, func() {}
 	}
-	return errors.Join(errs...)
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
 
 func byBroker(mqs []MessageQueue) map[string][]MessageQueue {

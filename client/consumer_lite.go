@@ -182,8 +182,10 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 // leader handing off, while a group that lost its quorum cannot hold
 // Close for good. Offsets still unsent then are reported in Close's error;
 // their group delivers the messages after its last committed offsets
-// again. ctx bounds all of it: when it ends first, Close still closes
-// the connections and returns ctx's error. Safe to call twice.
+// again. ctx bounds the wait for the pull loops: when it ends first,
+// Close still commits, closes the connections and returns ctx's error.
+// The commit and unregistering are tried even with ctx ended or nearly
+// so, within the request timeout (RequestTimeout). Safe to call twice.
 func (l *LitePullConsumer) Close(ctx context.Context) error {
 	l.mu.Lock()
 	if l.state != stateStarted {

@@ -227,10 +227,13 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 // offsets still unsent then are reported in Close's error, and their
 // orderly queues stay locked until the broker frees the lock (60 s), so
 // that their next owner does not start at an older committed offset
-// meanwhile. ctx bounds all of it: when it ends first (a listener that
-// does not return), Close still commits what it can, closes the
-// connections and returns ctx's error; the listener's goroutine ends when
-// the listener returns. Safe to call twice.
+// meanwhile. ctx bounds the wait for listener calls: when it ends first (a
+// listener that does not return), Close still commits what was consumed,
+// closes the connections and returns ctx's error (with the commit's, if
+// it failed); the listener's goroutine ends when the listener returns.
+// The commit, unlocks and unregistering are tried even with ctx ended or
+// nearly so, within the request timeout (RequestTimeout): consumed
+// offsets left uncommitted would be consumed again. Safe to call twice.
 func (p *PushConsumer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.state != stateStarted {
@@ -246,8 +249,8 @@ func (p *PushConsumer) Close(ctx context.Context) error {
 	if rerr := errors.Join(p.retry.Close(ctx), p.tracer.close(ctx)); rerr != nil && waitErr == nil && err == nil {
 		err = rerr
 	}
-	if waitErr != nil {
-		return waitErr
+	if waitErr != nil && !errors.Is(err, waitErr) {
+		err = errors.Join(waitErr, err)
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/namesrv"
+	"github.com/raftmq/raftmq/remoting"
 )
 
 // allStacks is every goroutine's stack, whole: a buffer too small for the
@@ -278,4 +280,64 @@ func startStuckListener(t *testing.T, ctx context.Context, c *PushConsumer) chan
 		t.Fatalf("the listener was never called: %v", ctx.Err())
 	}
 	return release
+}
+
+// A Close whose context has already ended still commits the offsets of
+// what the listener consumed (RocketMQ's shutdown persists them always),
+// and reports a commit the broker refused in its error: otherwise the
+// group would consume those messages again after the restart.
+func TestLifecycleCloseWithExpiredContextCommitsConsumed(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refused=%v", refuse), func(t *testing.T) {
+			ns := startNameServer(t)
+			b := startQBroker(t, "broker-a")
+			b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
+			b.mu.Lock()
+			b.noPullCommit = true // only an UPDATE_CONSUMER_OFFSET commits
+			b.mu.Unlock()
+			b.put("T", 0, "m", nil)
+			if refuse {
+				b.answer(remoting.RequestUpdateConsumerOffset, func(*remoting.RemotingCommand) *remoting.RemotingCommand {
+					return remoting.NewResponse(remoting.ResponseSystemError, "disk full")
+				})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour))
+			var got collector
+			if err := push.Subscribe("T", "*"); err != nil {
+				t.Fatal(err)
+			}
+			if err := push.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+				got.add(msgs...)
+				return ConsumeSuccess
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := push.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			q0 := MessageQueue{"T", "broker-a", 0}
+			testutil.WaitFor(t, 5*time.Second, "the message consumed and its offset stored", func() bool {
+				off, err := push.core.store.Read(ctx, q0, ReadFromMemory)
+				return err == nil && off == 1
+			})
+			expired, cancelExpired := context.WithCancel(context.Background())
+			cancelExpired()
+			err := push.Close(expired)
+			off, ok := b.offset("PG", "T", 0)
+			if refuse {
+				if err == nil || !strings.Contains(err.Error(), "disk full") {
+					t.Fatalf("Close: %v, want the refused commit reported", err)
+				}
+				return
+			}
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("Close: %v", err)
+			}
+			if !ok || off != 1 {
+				t.Fatalf("committed offset after Close: %d (%v), want 1: the consumed message would be consumed again", off, ok)
+			}
+		})
+	}
 }
