@@ -68,6 +68,7 @@ func (p *PushConsumer) consumeOrderlyOnce(pq *processQueue) (suspend time.Durati
 	}
 	defer pq.endSettle()
 	if res == OrderlySuccess || p.deadLetterOrderly(pq, msgs) {
+		pq.deadLettered = nil
 		if off := pq.commitConsuming(); off >= 0 {
 			c.store.Update(pq.mq, off, false)
 		}

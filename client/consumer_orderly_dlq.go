@@ -41,7 +41,8 @@ func (c *consumerCore) orderlyMaxReconsumeTimes() int {
 // deadLetterOrderly sends a failed orderly batch of pq to the DLQ when
 // every message in it has exhausted its redeliveries; it reports whether
 // it did, so the batch counts as consumed. A failed send leaves the batch
-// to be consumed again after the pause. The caller holds pq.consumeMu.
+// to be consumed again after the pause; the messages sent before it are
+// not sent again (pq.deadLettered). The caller holds pq.consumeMu.
 func (p *PushConsumer) deadLetterOrderly(pq *processQueue, msgs []*MessageExt) bool {
 	c := p.core
 	limit := c.orderlyMaxReconsumeTimes()
@@ -51,6 +52,9 @@ func (p *PushConsumer) deadLetterOrderly(pq *processQueue, msgs []*MessageExt) b
 		}
 	}
 	for _, m := range msgs {
+		if pq.deadLettered[m.QueueOffset] {
+			continue
+		}
 		sctx, cancel := context.WithTimeout(pq.ctx, c.cfg.common.requestTimeout)
 		err := p.sendRetry(sctx, retryMessage(m, c.cfg.group, limit))
 		cancel()
@@ -59,9 +63,14 @@ func (p *PushConsumer) deadLetterOrderly(pq *processQueue, msgs []*MessageExt) b
 			return false
 		}
 		pq.dlqWarn = dlqWarning{}
+		if pq.deadLettered == nil {
+			pq.deadLettered = map[int64]bool{}
+		}
+		pq.deadLettered[m.QueueOffset] = true
 		c.log.Warn("orderly message exhausted its redeliveries; moved to the DLQ",
 			zap.String("msgId", m.MsgID), zap.String("dlq", wire.DLQGroupTopicPrefix+c.cfg.group), zap.Int32("reconsumeTimes", m.ReconsumeTimes))
 	}
+	pq.deadLettered = nil
 	return true
 }
 

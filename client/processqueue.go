@@ -60,6 +60,11 @@ type processQueue struct {
 	// dead-letter send keeps failing; guarded by consumeMu (held for
 	// writing by the orderly consume loop).
 	dlqWarn dlqWarning
+	// deadLettered holds the offsets of the orderly batch in progress
+	// that reached the DLQ while a later one of the batch could not: the
+	// batch is consumed again, and if it is dead-lettered again those are
+	// not sent twice. Guarded by consumeMu, as dlqWarn.
+	deadLettered map[int64]bool
 
 	// kick wakes the orderly consume goroutine when messages arrive.
 	kick chan struct{}
