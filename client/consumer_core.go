@@ -65,6 +65,9 @@ type consumerCore struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// listeners holds the goroutines that run the listener (goListener
+	// and the push consumer's pool).
+	listeners selfWaits
 
 	rebalanceCh chan struct{}
 	refreshCh   chan string
@@ -268,6 +271,18 @@ func (c *consumerCore) goTracked(f func()) {
 	}
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); f() }()
+}
+
+// goListener is goTracked for a goroutine that runs the listener: a Close
+// the listener makes does not wait for it (selfWaits).
+func (c *consumerCore) goListener(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return
+	}
+	c.wg.Add(1)
+	go c.listeners.run(&c.wg, f)
 }
 
 // close stops every loop and pull, waits for them, commits offsets,

@@ -210,7 +210,7 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 		c.goTracked(p.timeoutLoop)
 		for range c.cfg.consumeGoroutines {
 			p.workerWG.Add(1)
-			go func() { defer p.workerWG.Done(); p.worker() }()
+			go c.listeners.run(&p.workerWG, p.worker)
 		}
 	}
 	p.state = stateStarted
@@ -233,7 +233,10 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 // it failed); the listener's goroutine ends when the listener returns.
 // The commit, unlocks and unregistering are tried even with ctx ended or
 // nearly so, within the request timeout (RequestTimeout): consumed
-// offsets left uncommitted would be consumed again. Safe to call twice.
+// offsets left uncommitted would be consumed again. Called from the
+// listener, Close waits for the other listener calls but not the
+// caller's: that call's batch is not committed, and the group consumes it
+// again. Safe to call twice.
 func (p *PushConsumer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.state != stateStarted {
@@ -243,6 +246,10 @@ func (p *PushConsumer) Close(ctx context.Context) error {
 	}
 	p.state = stateClosed
 	p.mu.Unlock()
+	// Called by the listener, Close waits for every other call, not for
+	// the caller's, which is still running: its batch is not committed
+	// and the group consumes it again.
+	p.core.listeners.leave()
 	p.core.cancel()
 	waitErr := waitGroup(ctx, &p.workerWG)
 	err := p.core.close(ctx)
@@ -275,7 +282,7 @@ func (p *PushConsumer) deliver(pq *processQueue, msgs []*MessageExt) bool {
 
 func (p *PushConsumer) queueStarted(pq *processQueue) {
 	if p.orderly != nil {
-		p.core.goTracked(func() { p.orderlyLoop(pq) })
+		p.core.goListener(func() { p.orderlyLoop(pq) })
 	}
 }
 

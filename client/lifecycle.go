@@ -1,7 +1,11 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"reflect"
+	"runtime"
+	"strconv"
 	"sync"
 )
 
@@ -28,4 +32,103 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// sendCallbackFrame is the function name of the frame every SendAsync
+// callback runs under.
+var sendCallbackFrame = runtime.FuncForPC(reflect.ValueOf((*callbackQueue).call).Pointer()).Name()
+
+// inSendCallback reports whether the caller runs inside a SendAsync
+// callback, of any producer: a Close made there cannot wait for the
+// callbacks to have run, for its own is one of them. Only Close asks, so
+// the stack walk costs the sends nothing.
+func inSendCallback() bool {
+	pcs := make([]uintptr, 64)
+	for {
+		n := runtime.Callers(2, pcs)
+		if n < len(pcs) {
+			pcs = pcs[:n]
+			break
+		}
+		pcs = make([]uintptr, 2*len(pcs))
+	}
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if f.Function == sendCallbackFrame {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// goroutineID is the calling goroutine's id, read from the header of its
+// stack trace ("goroutine 42 [running]:"). It costs a stack trace, so
+// only long-lived goroutines (once, as they start) and Close take it.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := bytes.TrimPrefix(buf[:runtime.Stack(buf[:], false)], []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
+}
+
+// selfWaits records the goroutines a Close waits for that run application
+// code which may call that very Close (a consumer's listener, a
+// transaction check-back listener): such a Close takes its own goroutine
+// out of the wait (leave) instead of waiting for itself for good.
+type selfWaits struct {
+	mu sync.Mutex
+	gs map[uint64]*selfWait // guarded by mu; by goroutine id
+}
+
+// selfWait is one goroutine of a selfWaits.
+type selfWait struct {
+	wg   *sync.WaitGroup
+	done bool // guarded by selfWaits.mu: wg.Done was called for it
+}
+
+// run runs f on the calling goroutine as the count of wg that the caller
+// added for it; wg.Done is called when f returns unless leave called it.
+func (s *selfWaits) run(wg *sync.WaitGroup, f func()) {
+	id := goroutineID()
+	w := &selfWait{wg: wg}
+	s.mu.Lock()
+	if s.gs == nil {
+		s.gs = map[uint64]*selfWait{}
+	}
+	s.gs[id] = w
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.gs, id)
+		done := w.done
+		w.done = true
+		s.mu.Unlock()
+		if !done {
+			wg.Done()
+		}
+	}()
+	f()
+}
+
+// leave takes the calling goroutine, if run runs it, out of its
+// WaitGroup's count at once, and reports whether it did.
+func (s *selfWaits) leave() bool {
+	id := goroutineID()
+	s.mu.Lock()
+	w := s.gs[id]
+	ok := w != nil && !w.done
+	if ok {
+		w.done = true
+	}
+	s.mu.Unlock()
+	if ok {
+		w.wg.Done()
+	}
+	return ok
 }

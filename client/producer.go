@@ -142,7 +142,12 @@ func (p *Producer) Start(ctx context.Context) error {
 // producer started and closes its connections. ctx bounds the wait: when
 // it ends first, Close still closes the connections (which fails the
 // requests the remaining goroutines wait on) and returns ctx's error.
-// It is safe to call twice.
+// Called from a SendAsync callback, Close does not wait, as RocketMQ's
+// shutdown does not: the callbacks, the caller's own among them, run on
+// the goroutines it would wait for. It returns at once; the callbacks of
+// the sends it cancelled still run, once each, after the caller's
+// returns, and the connections close once they all ran. It is safe to
+// call twice.
 func (p *Producer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.state != stateStarted {
@@ -154,6 +159,17 @@ func (p *Producer) Close(ctx context.Context) error {
 	p.cancel()
 	p.mu.Unlock()
 	p.failAsyncCalls()
+	if inSendCallback() {
+		// The connections close once the callbacks ran: closed now, a
+		// send Close cancelled could fail with the closed connection
+		// instead of the cancellation its callback is promised.
+		go func() {
+			p.wg.Wait()
+			_ = p.tracer.close(context.WithoutCancel(ctx))
+			_ = p.rc.Close()
+		}()
+		return nil
+	}
 	if err := waitGroup(ctx, &p.wg); err != nil {
 		_ = p.tracer.close(ctx)
 		_ = p.rc.Close()

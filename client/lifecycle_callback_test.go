@@ -1,0 +1,144 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/raftmq/raftmq/remoting"
+)
+
+// closeWithin runs close and fails the test unless it returns within d:
+// a Close waiting for the callback or listener that calls it never does.
+func closeWithin(t *testing.T, d time.Duration, close func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("Close called from a callback did not return within %v", d)
+		return nil
+	}
+}
+
+// A SendAsync callback may close its producer, with a context that has no
+// deadline, as RocketMQ's clients allow a shutdown from a callback: Close
+// returns, the callback of the send still in flight runs once with the
+// close's error, and every goroutine ends.
+func TestProducerCloseFromSendAsyncCallback(t *testing.T) {
+	for name, opts := range map[string][]ProducerOpt{"callback path": nil, "goroutine path": {Idempotent(true)}} {
+		t.Run(name, func(t *testing.T) {
+			ns := startNameServer(t)
+			a := startFakeBroker(t, "broker-a", &requestLog{})
+			a.register(t, ns, 0, 1, map[string]int{"T": 1})
+			before := goleak.IgnoreCurrent()
+			p := newTestProducer(t, ns, append([]ProducerOpt{SendTimeout(time.Minute), AttemptTimeout(time.Minute)}, opts...)...)
+			warmAsync(t, p, "T")
+			arrived := make(chan struct{}, 1)
+			a.setAnswer(func(fb *fakeBroker, c *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+				if string(req.Body) == "pending" {
+					arrived <- struct{}{}
+					return nil // never answered: in flight when Close runs
+				}
+				return fb.stored(req)
+			})
+			var pendingCalls atomic.Int32
+			pendingErr := make(chan error, 2)
+			if err := p.SendAsync(context.Background(), NewMessage("T", []byte("pending")), func(_ *SendResult, err error) {
+				pendingCalls.Add(1)
+				pendingErr <- err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			<-arrived
+			closed := make(chan error, 1)
+			if err := p.SendAsync(context.Background(), NewMessage("T", []byte("closer")), func(_ *SendResult, err error) {
+				if err != nil {
+					t.Errorf("send: %v", err)
+				}
+				closed <- p.Close(context.Background())
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := closeWithin(t, 10*time.Second, func() error { return <-closed }); err != nil {
+				t.Fatalf("Close from the callback: %v", err)
+			}
+			if err := callbackErr(t, pendingErr, 10*time.Second, "no callback for the send in flight"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("callback of the send in flight: %v, want the close's context error", err)
+			}
+			goroutinesEnd(t, before)
+			if n := pendingCalls.Load(); n != 1 {
+				t.Fatalf("the send in flight's callback ran %d times", n)
+			}
+			if err := p.SendAsync(context.Background(), NewMessage("T", []byte("late")), func(*SendResult, error) {}); !errors.Is(err, ErrClosed) {
+				t.Fatalf("SendAsync after Close: %v", err)
+			}
+		})
+	}
+}
+
+// A listener may close its push consumer, with a context that has no
+// deadline: Close waits for every listener call but the caller's, commits
+// and returns, and every goroutine ends once the listener returned.
+func TestPushConsumerCloseFromListener(t *testing.T) {
+	for _, orderly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("orderly=%v", orderly), func(t *testing.T) {
+			ns, before, ctx := oneMessageBroker(t, "close")
+			push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset))
+			if err := push.Subscribe("T", "*"); err != nil {
+				t.Fatal(err)
+			}
+			closed := make(chan error, 1)
+			var calls atomic.Int32
+			closeOnce := func() {
+				if calls.Add(1) == 1 {
+					closed <- push.Close(context.Background())
+				}
+			}
+			var err error
+			if orderly {
+				err = push.RegisterOrderlyListener(func(context.Context, *ConsumeOrderlyContext, []*MessageExt) OrderlyResult {
+					closeOnce()
+					return OrderlySuccess
+				})
+			} else {
+				err = push.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+					closeOnce()
+					return ConsumeSuccess
+				})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := push.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := closeWithin(t, 10*time.Second, func() error { return <-closed }); err != nil {
+				t.Fatalf("Close from the listener: %v", err)
+			}
+			goroutinesEnd(t, before)
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("listener called %d times", n)
+			}
+		})
+	}
+}
+
+// goroutineID tells goroutines apart.
+func TestGoroutineID(t *testing.T) {
+	ids := make(chan uint64, 2)
+	for range 2 {
+		go func() { ids <- goroutineID() }()
+	}
+	a, b, me := <-ids, <-ids, goroutineID()
+	if a == 0 || b == 0 || me == 0 || a == b || a == me || b == me {
+		t.Fatalf("goroutine ids %d, %d, %d", a, b, me)
+	}
+}
