@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/raftmq/raftmq/remoting"
+	"github.com/raftmq/raftmq/wire"
 )
 
 // closeWithin runs close and fails the test unless it returns within d:
@@ -141,4 +142,69 @@ func TestGoroutineID(t *testing.T) {
 	if a == 0 || b == 0 || me == 0 || a == b || a == me || b == me {
 		t.Fatalf("goroutine ids %d, %d, %d", a, b, me)
 	}
+}
+
+// txnCloser is a transaction listener whose check-back closes its
+// producer.
+type txnCloser struct {
+	tp     *TransactionProducer
+	closed chan error
+}
+
+func (l *txnCloser) ExecuteLocalTransaction(context.Context, *Message) LocalTransactionState {
+	return TransactionCommit
+}
+
+func (l *txnCloser) CheckLocalTransaction(context.Context, *MessageExt) LocalTransactionState {
+	l.closed <- l.tp.Close(context.Background())
+	return TransactionCommit
+}
+
+// A transaction check-back listener may close its producer, with a
+// context that has no deadline: Close does not wait for the check-back
+// worker that runs the caller.
+func TestTransactionProducerCloseFromCheckListener(t *testing.T) {
+	ns := startNameServer(t)
+	fb := startFakeBroker(t, "b", &requestLog{})
+	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
+	conns := make(chan *remoting.Conn, 16)
+	fb.srv.Register(remoting.RequestHeartBeat, func(_ context.Context, conn *remoting.Conn, _ *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		select {
+		case conns <- conn:
+		default:
+		}
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	fb.srv.Register(remoting.RequestEndTransaction, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	before := goleak.IgnoreCurrent()
+	l := &txnCloser{closed: make(chan error, 1)}
+	l.tp = startTxnProducer(t, ns, l)
+	// The half makes the producer heartbeat its topic's broker.
+	if _, err := l.tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half"))); err != nil {
+		t.Fatal(err)
+	}
+	var conn *remoting.Conn
+	select {
+	case conn = <-conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no producer heartbeat")
+	}
+	half := &wire.Message{Topic: "T", Body: []byte("half"), Properties: map[string]string{
+		wire.PropertyProducerGroup: "TPG", wire.PropertyUniqKey: "7F0000010000000000000001"}}
+	body, err := wire.AppendMessage(nil, half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := remoting.NewRequest(remoting.RequestCheckTransactionState, &wire.CheckTransactionStateRequestHeader{
+		TranStateTableOffset: 7, CommitLogOffset: 4242, MsgID: "7F0000010000000000000001"}, body)
+	check.Flag |= remoting.FlagOneway
+	if err := conn.InvokeOneway(context.Background(), check); err != nil {
+		t.Fatal(err)
+	}
+	if err := closeWithin(t, 10*time.Second, func() error { return <-l.closed }); err != nil {
+		t.Fatalf("Close from the check listener: %v", err)
+	}
+	goroutinesEnd(t, before)
 }

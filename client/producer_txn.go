@@ -115,6 +115,8 @@ type TransactionProducer struct {
 	ctx    context.Context // guarded by mu; set by Start
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// checker holds the check-back worker, whose listener may call Close.
+	checker selfWaits
 }
 
 // txnCheck is one check-back waiting for the listener.
@@ -162,7 +164,7 @@ func (tp *TransactionProducer) Start(ctx context.Context) error {
 	}
 	tp.ctx, tp.cancel = context.WithCancel(base)
 	tp.wg.Add(1)
-	go func() { defer tp.wg.Done(); tp.checkLoop() }()
+	go tp.checker.run(&tp.wg, tp.checkLoop)
 	tp.mu.Unlock()
 	// Like RocketMQ's producers, heartbeat TBW102's brokers from the
 	// start: a restarted producer then gets the check-backs of halves its
@@ -173,13 +175,14 @@ func (tp *TransactionProducer) Start(ctx context.Context) error {
 }
 
 // Close unregisters the producer from its brokers, stops the check-back
-// worker (waiting for a listener call in progress), then closes the
-// Producer (and its heartbeats).
+// worker (waiting for a listener call in progress, unless that call is
+// the caller), then closes the Producer (and its heartbeats).
 func (tp *TransactionProducer) Close(ctx context.Context) error {
 	tp.mu.Lock()
 	cancel := tp.cancel
 	tp.mu.Unlock()
 	if cancel != nil {
+		tp.checker.leave()
 		tp.unregisterHeartbeats(ctx)
 		cancel()
 		if err := waitGroup(ctx, &tp.wg); err != nil {
