@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -207,4 +208,32 @@ func TestTransactionProducerCloseFromCheckListener(t *testing.T) {
 		t.Fatalf("Close from the check listener: %v", err)
 	}
 	goroutinesEnd(t, before)
+}
+
+// A Request waiting for its reply ends when its producer closes, with
+// ErrClosed, not at its timeout: the reply could only come on a
+// connection Close closes.
+func TestRequestEndsOnClose(t *testing.T) {
+	ns := startNameServer(t)
+	log := &requestLog{}
+	a := startFakeBroker(t, "broker-a", log)
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Request(context.Background(), NewMessage("T", []byte("question")), time.Minute)
+		done <- err
+	}()
+	testutil.WaitFor(t, 10*time.Second, "the request sent", func() bool { return log.requests() > 0 })
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Request after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Request still waiting 10s after Close")
+	}
 }

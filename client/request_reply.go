@@ -72,7 +72,7 @@ func (p *Producer) requesterState() (*requester, error) {
 // reply, which it returns. msg is not modified: the request properties go
 // on a copy. The send itself is SendSync's (retries, leader following); a
 // failed send is returned as SendSync returns it, no reply in time as
-// ErrRequestTimeout.
+// ErrRequestTimeout; a Close while it waits ends the wait with ErrClosed.
 func (p *Producer) Request(ctx context.Context, msg *Message, timeout time.Duration) (*MessageExt, error) {
 	if timeout <= 0 {
 		return nil, fmt.Errorf("%w: request timeout %v", ErrInvalidMessage, timeout)
@@ -89,6 +89,9 @@ func (p *Producer) Request(ctx context.Context, msg *Message, timeout time.Durat
 	if err != nil {
 		return nil, err
 	}
+	// Close ends the wait: the reply would come on a connection Close
+	// closes.
+	closed := p.baseContext().Done()
 	deadline := time.Now().Add(timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -119,6 +122,8 @@ func (p *Producer) Request(ctx context.Context, msg *Message, timeout time.Durat
 	select {
 	case reply := <-ch:
 		return reply, nil
+	case <-closed:
+		return nil, fmt.Errorf("client: Request: waiting for the reply: %w", ErrClosed)
 	case <-ctx.Done():
 		if time.Now().Before(deadline) {
 			return nil, ctx.Err()
