@@ -68,6 +68,10 @@ type consumerCore struct {
 	// listeners holds the goroutines that run the listener (goListener
 	// and the push consumer's pool).
 	listeners selfWaits
+	// directCalls holds the remoting handlers running the listener on a
+	// message to consume directly (consumeDirectlyHandler): closing the
+	// connections waits for them (closeConns).
+	directCalls selfWaits
 
 	rebalanceCh chan struct{}
 	refreshCh   chan string
@@ -357,10 +361,34 @@ func (c *consumerCore) close(ctx context.Context) error {
 			c.log.Debug("unregister client", zap.String("broker", b.addr), zap.Error(err))
 		}
 	}
-	if err := c.rc.Close(); err != nil {
+	if err := c.closeConns(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(append([]error{waitErr}, errs...)...)
+}
+
+// closeConns closes the connections within ctx. That waits for their
+// request handlers, among them a listener consuming a message directly,
+// which Close cannot stop: when ctx ends first, or the caller is that
+// listener, they close once it returned.
+func (c *consumerCore) closeConns(ctx context.Context) error {
+	if c.directCalls.mine() {
+		go func() { _ = c.rc.Close() }()
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.rc.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done:
+			return err
+		default:
+			return fmt.Errorf("client: connections close once the listener consuming a message directly returns: %w", ctx.Err())
+		}
+	}
 }
 
 // lastWords is the context of the requests a closing client must still

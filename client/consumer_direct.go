@@ -40,7 +40,10 @@ func (c *consumerCore) consumeDirectlyHandler(_ context.Context, _ *remoting.Con
 		m.Topic = t
 	}
 	start := time.Now()
-	res := c.hooks.direct(c.ctx, m, MessageQueue{Topic: m.Topic, BrokerName: h.BrokerName, QueueID: int(m.QueueID)})
+	var res wire.ConsumeMessageDirectlyResult
+	c.directCalls.run(nil, func() {
+		res = c.hooks.direct(c.ctx, m, MessageQueue{Topic: m.Topic, BrokerName: h.BrokerName, QueueID: int(m.QueueID)})
+	})
 	res.SpentTimeMills = time.Since(start).Milliseconds()
 	resp := remoting.NewResponse(remoting.ResponseSuccess, "")
 	resp.Body, _ = json.Marshal(res)

@@ -66,7 +66,8 @@ func inSendCallback() bool {
 
 // goroutineID is the calling goroutine's id, read from the header of its
 // stack trace ("goroutine 42 [running]:"). It costs a stack trace, so
-// only long-lived goroutines (once, as they start) and Close take it.
+// only long-lived goroutines (once, as they start), a listener call on a
+// message to consume directly (rare) and Close take it.
 func goroutineID() uint64 {
 	var buf [64]byte
 	b := bytes.TrimPrefix(buf[:runtime.Stack(buf[:], false)], []byte("goroutine "))
@@ -94,6 +95,7 @@ type selfWait struct {
 
 // run runs f on the calling goroutine as the count of wg that the caller
 // added for it; wg.Done is called when f returns unless leave called it.
+// A nil wg counts nothing: the goroutine is only recorded (mine).
 func (s *selfWaits) run(wg *sync.WaitGroup, f func()) {
 	id := goroutineID()
 	w := &selfWait{wg: wg}
@@ -109,11 +111,19 @@ func (s *selfWaits) run(wg *sync.WaitGroup, f func()) {
 		done := w.done
 		w.done = true
 		s.mu.Unlock()
-		if !done {
+		if !done && wg != nil {
 			wg.Done()
 		}
 	}()
 	f()
+}
+
+// mine reports whether run runs the calling goroutine.
+func (s *selfWaits) mine() bool {
+	id := goroutineID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gs[id] != nil
 }
 
 // leave takes the calling goroutine, if run runs it, out of its
@@ -127,7 +137,7 @@ func (s *selfWaits) leave() bool {
 		w.done = true
 	}
 	s.mu.Unlock()
-	if ok {
+	if ok && w.wg != nil {
 		w.wg.Done()
 	}
 	return ok

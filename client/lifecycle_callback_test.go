@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func closeWithin(t *testing.T, d time.Duration, close func() error) error {
 	case err := <-done:
 		return err
 	case <-time.After(d):
-		t.Fatalf("Close called from a callback did not return within %v", d)
+		t.Fatalf("Close did not return within %v", d)
 		return nil
 	}
 }
@@ -235,5 +236,84 @@ func TestRequestEndsOnClose(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Request still waiting 10s after Close")
+	}
+}
+
+// directConsume has b ask the push consumer of group PG to consume a
+// message with body directly (CONSUME_MESSAGE_DIRECTLY, as a dashboard's
+// resend does), without waiting for the answer.
+func directConsume(t *testing.T, b *qBroker, body string) {
+	t.Helper()
+	var conn *remoting.Conn
+	var clientID string
+	testutil.WaitFor(t, 10*time.Second, "the consumer's heartbeat", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for id, m := range b.members["PG"] {
+			conn, clientID = m.conn, id
+		}
+		return conn != nil
+	})
+	m := &wire.Message{Topic: "T", Body: []byte(body), BornHost: netip.MustParseAddrPort("127.0.0.1:1"),
+		StoreHost: netip.MustParseAddrPort("127.0.0.1:2"), Properties: map[string]string{}}
+	enc, err := wire.AppendMessage(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := remoting.NewRequest(remoting.RequestConsumeMessageDirectly,
+		&wire.ConsumeMessageDirectlyResultRequestHeader{ConsumerGroup: "PG", ClientID: clientID, BrokerName: "broker-a"}, enc)
+	req.Flag |= remoting.FlagOneway
+	if err := conn.InvokeOneway(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A listener consuming a message directly (CONSUME_MESSAGE_DIRECTLY) runs
+// on the connection's request handlers, which closing the connections
+// waits for: a Close it makes returns, and a Close made while it is stuck
+// returns by its context's end.
+func TestPushConsumerCloseAndDirectConsume(t *testing.T) {
+	for _, fromListener := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fromListener=%v", fromListener), func(t *testing.T) {
+			ns := startNameServer(t)
+			b := startQBroker(t, "broker-a")
+			b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
+			before := goleak.IgnoreCurrent()
+			push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset))
+			if err := push.Subscribe("T", "*"); err != nil {
+				t.Fatal(err)
+			}
+			closed, entered, release := make(chan error, 1), make(chan struct{}), make(chan struct{})
+			if err := push.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+				if fromListener {
+					closed <- push.Close(context.Background())
+				} else {
+					close(entered)
+					<-release // stuck, ignoring its context
+				}
+				return ConsumeSuccess
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := push.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			directConsume(t, b, "direct")
+			if fromListener {
+				if err := closeWithin(t, 10*time.Second, func() error { return <-closed }); err != nil {
+					t.Fatalf("Close from the listener: %v", err)
+				}
+			} else {
+				<-entered
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				defer cancel()
+				err := closeWithin(t, 10*time.Second, func() error { return push.Close(ctx) })
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Close with the direct consume stuck: %v, want the context's error", err)
+				}
+				close(release)
+			}
+			goroutinesEnd(t, before)
+		})
 	}
 }
