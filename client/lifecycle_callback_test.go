@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -315,5 +316,60 @@ func TestPushConsumerCloseAndDirectConsume(t *testing.T) {
 			}
 			goroutinesEnd(t, before)
 		})
+	}
+}
+
+// After a SendAsync callback closed the producer, a Close made elsewhere
+// (a program's deferred one, before it exits) returns only once the
+// callbacks of the sends the first cancelled have run: returning at once,
+// the program could exit without them.
+func TestProducerCloseAfterCloseFromCallbackWaitsForCallbacks(t *testing.T) {
+	ns := startNameServer(t)
+	a := startFakeBroker(t, "broker-a", &requestLog{})
+	a.register(t, ns, 0, 1, map[string]int{"T": 1})
+	p := newTestProducer(t, ns, SendTimeout(time.Minute), AttemptTimeout(time.Minute))
+	warmAsync(t, p, "T")
+	arrived := make(chan struct{}, 1)
+	a.setAnswer(func(fb *fakeBroker, c *remoting.Conn, req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		if string(req.Body) == "pending" {
+			arrived <- struct{}{}
+			return nil
+		}
+		return fb.stored(req)
+	})
+	gate := make(chan struct{})
+	var pendingDone atomic.Bool
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("pending")), func(*SendResult, error) {
+		<-gate
+		pendingDone.Store(true)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	closed := make(chan error, 1)
+	if err := p.SendAsync(context.Background(), NewMessage("T", []byte("closer")), func(*SendResult, error) {
+		closed <- p.Close(context.Background())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := closeWithin(t, 10*time.Second, func() error { return <-closed }); err != nil {
+		t.Fatalf("Close from the callback: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	again := make(chan bool, 1)
+	go func() {
+		err := p.Close(ctx)
+		if err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		again <- pendingDone.Load()
+	}()
+	testutil.WaitFor(t, 10*time.Second, "the second Close waiting or returned", func() bool {
+		return len(again) > 0 || strings.Contains(allStacks(), "client.(*Producer).Close(")
+	})
+	close(gate)
+	if done := <-again; !done {
+		t.Fatal("the second Close returned before the cancelled send's callback ran")
 	}
 }

@@ -48,6 +48,10 @@ type Producer struct {
 	hb        *producerHeartbeats // guarded by mu; set by Start
 	tracer    *tracer             // set by Start; nil unless WithTrace
 	wg        sync.WaitGroup
+	// closeDone is closed once a Close finished: every goroutine the
+	// producer started ended and the connections are closed. A later
+	// Close waits for it (set by Start).
+	closeDone chan struct{}
 }
 
 type producerState int
@@ -129,6 +133,7 @@ func (p *Producer) Start(ctx context.Context) error {
 	// send failing on every attempt would start round after round.
 	p.routes.onMembersChange = func(string) { p.heartbeatSoon() }
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.closeDone = make(chan struct{})
 	p.refreshCh = make(chan string, 64)
 	p.state = stateStarted
 	p.wg.Add(1)
@@ -147,13 +152,24 @@ func (p *Producer) Start(ctx context.Context) error {
 // the goroutines it would wait for. It returns at once; the callbacks of
 // the sends it cancelled still run, once each, after the caller's
 // returns, and the connections close once they all ran. It is safe to
-// call twice.
+// call twice: a Close after the first, but from a callback, waits within
+// ctx for the first to have finished, so a program that closes its
+// producer from a callback and again before it exits loses no callback.
 func (p *Producer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.state != stateStarted {
 		p.state = stateClosed
+		closeDone := p.closeDone
 		p.mu.Unlock()
-		return nil
+		if closeDone == nil || inSendCallback() {
+			return nil
+		}
+		select {
+		case <-closeDone:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	p.state = stateClosed
 	p.cancel()
@@ -167,15 +183,19 @@ func (p *Producer) Close(ctx context.Context) error {
 			p.wg.Wait()
 			_ = p.tracer.close(context.WithoutCancel(ctx))
 			_ = p.rc.Close()
+			close(p.closeDone)
 		}()
 		return nil
 	}
 	if err := waitGroup(ctx, &p.wg); err != nil {
 		_ = p.tracer.close(ctx)
 		_ = p.rc.Close()
+		go func() { p.wg.Wait(); close(p.closeDone) }()
 		return err
 	}
-	return errors.Join(p.tracer.close(ctx), p.rc.Close())
+	err := errors.Join(p.tracer.close(ctx), p.rc.Close())
+	close(p.closeDone)
+	return err
 }
 
 // failAsyncCalls fails the calls of SendAsync's callback path: they wait

@@ -345,6 +345,7 @@ func TestSendAsyncStartAfterCloseFailedCalls(t *testing.T) {
 	if err := waitGroup(context.Background(), &p.wg); err != nil {
 		t.Fatal(err)
 	}
+	close(p.closeDone) // Close's end, for the test's cleanup Close
 }
 
 // TestSendAsyncWaiterFreesLaterBlockedCallback: a SendAsync that started
