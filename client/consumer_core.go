@@ -68,6 +68,9 @@ type consumerCore struct {
 	// listeners holds the goroutines that run the listener (goListener
 	// and the push consumer's pool).
 	listeners selfWaits
+	// closeDone is closed when a close ends; set by a start that
+	// succeeded (awaitClosed). Guarded by mu.
+	closeDone chan struct{}
 	// directCalls holds the remoting handlers running the listener on a
 	// message to consume directly (consumeDirectlyHandler): closing the
 	// connections waits for them (closeConns).
@@ -252,6 +255,9 @@ func (c *consumerCore) start(ctx context.Context) error {
 	c.routes.onMembersChange = func(string) { wake(c.heartbeatCh) }
 	c.sendHeartbeats(ctx)
 	c.startConnHeartbeats()
+	c.mu.Lock()
+	c.closeDone = make(chan struct{})
+	c.mu.Unlock()
 	c.goTracked(c.rebalanceLoop)
 	// Heartbeats, offset commits and (orderly) lock renewal
 	// (RebalanceImpl.lockAll) each run on their own interval.
@@ -364,7 +370,33 @@ func (c *consumerCore) close(ctx context.Context) error {
 	if err := c.closeConns(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	c.mu.Lock()
+	if c.closeDone != nil {
+		close(c.closeDone)
+		c.closeDone = nil
+	}
+	c.mu.Unlock()
 	return errors.Join(append([]error{waitErr}, errs...)...)
+}
+
+// awaitClosed is a Close after the first: it waits within ctx for the
+// close in progress to end (its commit sent), so that a program closing
+// its consumer from a listener and again before it exits loses no
+// commit. Called by the listener, which that close may wait for, it does
+// not wait.
+func (c *consumerCore) awaitClosed(ctx context.Context) error {
+	c.mu.Lock()
+	done := c.closeDone
+	c.mu.Unlock()
+	if done == nil || c.listeners.mine() || c.directCalls.mine() {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // closeConns closes the connections within ctx. That waits for their

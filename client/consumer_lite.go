@@ -185,13 +185,14 @@ func (l *LitePullConsumer) Start(ctx context.Context) error {
 // again. ctx bounds the wait for the pull loops: when it ends first,
 // Close still commits, closes the connections and returns ctx's error.
 // The commit and unregistering are tried even with ctx ended or nearly
-// so, within the request timeout (RequestTimeout). Safe to call twice.
+// so, within the request timeout (RequestTimeout). Safe to call twice: a
+// Close after the first waits within its ctx for the first to end.
 func (l *LitePullConsumer) Close(ctx context.Context) error {
 	l.mu.Lock()
 	if l.state != stateStarted {
 		l.state = stateClosed
 		l.mu.Unlock()
-		return nil
+		return l.core.awaitClosed(ctx)
 	}
 	l.state = stateClosed
 	l.mu.Unlock()

@@ -236,13 +236,14 @@ func (p *PushConsumer) Start(ctx context.Context) error {
 // offsets left uncommitted would be consumed again. Called from the
 // listener, Close waits for the other listener calls but not the
 // caller's: that call's batch is not committed, and the group consumes it
-// again. Safe to call twice.
+// again. Safe to call twice: a Close after the first waits within its
+// ctx for the first to end, unless the listener makes it.
 func (p *PushConsumer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.state != stateStarted {
 		p.state = stateClosed
 		p.mu.Unlock()
-		return nil
+		return p.core.awaitClosed(ctx)
 	}
 	p.state = stateClosed
 	p.mu.Unlock()

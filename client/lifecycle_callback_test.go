@@ -373,3 +373,65 @@ func TestProducerCloseAfterCloseFromCallbackWaitsForCallbacks(t *testing.T) {
 		t.Fatal("the second Close returned before the cancelled send's callback ran")
 	}
 }
+
+// After a listener began closing its push consumer, a Close made
+// elsewhere (a program's deferred one, before it exits) returns only once
+// the first has committed the offsets: returning at once, the program
+// could exit before the commit and the group consume the messages again.
+func TestPushConsumerCloseAfterCloseFromListenerWaitsForCommit(t *testing.T) {
+	ns := startNameServer(t)
+	b := startQBroker(t, "broker-a")
+	b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
+	b.mu.Lock()
+	b.noPullCommit = true
+	b.mu.Unlock()
+	b.put("T", 0, "m0", nil)
+	b.put("T", 0, "close", nil)
+	gate := make(chan struct{})
+	b.answer(remoting.RequestUpdateConsumerOffset, func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		<-gate
+		return b.other(nil, req)
+	})
+	push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour))
+	if err := push.Subscribe("T", "*"); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	if err := push.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
+		if string(msgs[0].Body) == "close" {
+			closed <- push.Close(context.Background())
+		}
+		return ConsumeSuccess
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := push.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the commit on close sent", func() bool {
+		return b.count(remoting.RequestUpdateConsumerOffset) > 0
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	again := make(chan bool, 1)
+	go func() {
+		if err := push.Close(ctx); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		_, committed := b.offset("PG", "T", 0)
+		again <- committed
+	}()
+	testutil.WaitFor(t, 10*time.Second, "the second Close waiting or returned", func() bool {
+		return len(again) > 0 || strings.Count(allStacks(), "client.(*PushConsumer).Close(") >= 2
+	})
+	close(gate)
+	if committed := <-again; !committed {
+		t.Fatal("the second Close returned before the first committed")
+	}
+	if err := closeWithin(t, 10*time.Second, func() error { return <-closed }); err != nil {
+		t.Fatalf("Close from the listener: %v", err)
+	}
+	if off, _ := b.offset("PG", "T", 0); off != 1 {
+		t.Fatalf("committed offset %d, want 1 (m0 consumed, the closing listener's message not)", off)
+	}
+}
