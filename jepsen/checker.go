@@ -280,6 +280,9 @@ func CheckHistory(h History, readsComplete bool) Verdict {
 	if c, ok := checkRebuildRejoined(h); ok {
 		v.Checks = append(v.Checks, c)
 	}
+	if c, ok := checkAudit(h); ok {
+		v.Checks = append(v.Checks, c)
+	}
 	v.Availability = availability(h, okOps)
 	v.Valid = true
 	for _, c := range v.Checks {

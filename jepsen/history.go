@@ -136,6 +136,9 @@ type History struct {
 	CatchupPending []string `json:"catchupPending,omitempty"`
 	// Chaos holds the ordered, offsets and retry workloads' records.
 	Chaos ChaosHistory `json:"chaos"`
+	// Audit is the cross-replica ConsumeQueue audit's record (audit.go);
+	// nil when the profile runs none.
+	Audit *AuditHistory `json:"audit,omitempty"`
 }
 
 // recorder appends to a History from many goroutines.
@@ -209,6 +212,7 @@ func (r *recorder) snapshot() History {
 	h.DiskPeaks = maps.Clone(r.h.DiskPeaks)
 	h.CatchupPending = append([]string(nil), r.h.CatchupPending...)
 	h.Chaos = r.h.Chaos.clone()
+	h.Audit = r.h.Audit.clone()
 	return h
 }
 

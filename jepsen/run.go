@@ -38,6 +38,9 @@ type Profile struct {
 	// TmpfsBytes sizes the tmpfs under node n0's data directory when the
 	// profile has the disk-full nemesis and the suite runs as root.
 	TmpfsBytes int64
+	// AuditInterval is the period of the cross-replica ConsumeQueue audit
+	// (audit.go); 0 runs none.
+	AuditInterval time.Duration
 }
 
 // Profiles returns the built-in profiles: "short" (the go test profile,
@@ -58,6 +61,8 @@ func Profiles() map[string]Profile {
 		Workload: wl, ElectionMillis: 300, SegmentBytes: 4 << 20, Queues: 8,
 		DrainTimeout: 60 * time.Second,
 		TmpfsBytes:   256 << 20,
+		// A round is a few hundred small requests: cheap enough for CI.
+		AuditInterval: 5 * time.Second,
 	}
 	full := short
 	full.Name = "full"
@@ -192,6 +197,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	monWG.Add(1)
 	go func() { defer monWG.Done(); monitor(monCtx, c, rec) }()
 	defer func() { stopMon(); monWG.Wait() }()
+	var aud *auditor
+	if p.AuditInterval > 0 {
+		aud = newClusterAuditor(c, rec, p.AuditInterval, p.Queues, filepath.Join(o.Dir, "report", "audit"))
+		monWG.Add(1)
+		go func() { defer monWG.Done(); aud.run(monCtx) }()
+	}
 
 	wl := newWorkload(p.Workload, p.Queues, c, rec, log.Named("client"))
 	defer wl.close()
@@ -259,6 +270,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	stopMon()
 	monWG.Wait()
+	if aud != nil {
+		rec.mu.Lock()
+		rec.h.Audit = aud.history()
+		rec.mu.Unlock()
+	}
 
 	h := rec.snapshot()
 	v := CheckHistory(h, readErr == nil)

@@ -37,6 +37,7 @@ func run() int {
 	netns := flag.Bool("netns", false, "run every process in its own network namespace, partitions as iptables DROP rules (root, ip, iptables); default on for full and saturation, where an unavailable netns mode is an error unless -allow-proxy")
 	allowProxy := flag.Bool("allow-proxy", false, "full and saturation: fall back to the loopback proxy mode (loudly) when the netns mode is unavailable")
 	groups := flag.Int("groups", 1, "broker groups (1 or 2) of 3 nodes each; producers spread over all")
+	audit := flag.Duration("audit", -1, "override the period of the cross-replica ConsumeQueue audit (0: none; default: the profile's, 5s)")
 	flag.Parse()
 
 	p, ok := jepsen.Profiles()[*profile]
@@ -46,6 +47,9 @@ func run() int {
 	}
 	if *duration > 0 {
 		p.Duration = *duration
+	}
+	if *audit >= 0 {
+		p.AuditInterval = *audit
 	}
 	if *groups < 1 || *groups > 2 {
 		fmt.Fprintln(os.Stderr, "raftmq-jepsen: -groups must be 1 or 2")
