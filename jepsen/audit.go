@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,13 +122,21 @@ func (a queueAnswer) held(cursor int64) (lo, hi int64) {
 	return lo, lo + int64(len(a.Units))
 }
 
+// unit is the answer's unit at queue offset off; a blank filler (what a
+// queue holds in front of its first unit, or where a catch-up's write of
+// a peer's units was torn) stands for no unit, like an offset out of the
+// answer's span.
 func (a queueAnswer) unit(cursor, off int64) (AuditUnit, bool) {
 	lo, hi := a.held(cursor)
-	if off < lo || off >= hi {
+	if off < lo || off >= hi || a.Units[off-lo] == blankAuditUnit {
 		return AuditUnit{}, false
 	}
 	return a.Units[off-lo], true
 }
+
+// blankAuditUnit is the broker's blank filler unit (broker/store's
+// blankCQUnit).
+var blankAuditUnit = AuditUnit{Phy: 0, Size: math.MaxInt32, Tags: 0}
 
 // roundResult is one queue's comparison in one round.
 type roundResult struct {

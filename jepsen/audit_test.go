@@ -97,6 +97,13 @@ func TestCompareRoundMemberLackingARange(t *testing.T) {
 	if r.next != 0 || r.compared != 0 {
 		t.Fatalf("one member ahead: %+v, want the cursor kept at 0", r)
 	}
+	// A blank filler stands for no unit: the others are compared there.
+	blank := answer("n2", 0, 10, 0, 1000)
+	blank.Units[3] = blankAuditUnit
+	r = compareRound(0, 1000, []queueAnswer{answer("n0", 0, 10, 0, 1000), answer("n1", 0, 10, 0, 1000), blank}, 3, false, nil)
+	if r.first != -1 || r.next != 10 || r.compared != 10 {
+		t.Fatalf("member with a blank unit: %+v", r)
+	}
 	// The window bounds a round.
 	r = compareRound(0, 4, []queueAnswer{answer("n0", 0, 10, 0, 4), answer("n1", 0, 10, 0, 4)}, 2, false, nil)
 	if r.next != 4 || r.compared != 4 {
