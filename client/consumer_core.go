@@ -68,6 +68,9 @@ type consumerCore struct {
 	// listeners holds the goroutines that run the listener (goListener
 	// and the push consumer's pool).
 	listeners selfWaits
+	// lockWaiters counts the goroutines awaitCalls leaves waiting for a
+	// queue's listener calls; close waits for them after wg.
+	lockWaiters sync.WaitGroup
 	// closeDone is closed when a close ends; set by a start that
 	// succeeded (awaitClosed). Guarded by mu.
 	closeDone chan struct{}
@@ -312,6 +315,11 @@ func (c *consumerCore) close(ctx context.Context) error {
 	// it (the store and the tables are locked, requests on closed
 	// connections fail).
 	waitErr := waitGroup(ctx, &c.wg)
+	if waitErr == nil && !c.listeners.mine() {
+		// Called by the listener, close cannot wait for them: one may
+		// wait for the caller's own call. They end once it returned.
+		waitErr = waitGroup(ctx, &c.lockWaiters)
+	}
 	c.mu.Lock()
 	pqs := slices.Collect(maps.Values(c.pqs))
 	c.pqs = map[MessageQueue]*processQueue{}

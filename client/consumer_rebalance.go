@@ -444,16 +444,18 @@ func (c *consumerCore) awaitListener(ctx context.Context, pq *processQueue, lock
 // calls in progress up to HandoverTimeout or until ctx ends; acquired
 // means the caller holds it. Otherwise gaveUp runs, and then released
 // (if not nil) once the calls let go of the lock, from a goroutine that
-// gives it back first. The goroutine is counted in c.wg, so close waits
-// for it (the listeners end on their own; close waits for them too): the
-// callers run in tracked goroutines (the rebalance and pull loops, a
-// broker's reset), so the count is above zero.
+// gives it back first. The goroutine is counted in c.lockWaiters, which
+// close waits for once c.wg is done (the listeners end on their own;
+// close waits for them too), unless the listener closes, whose own call
+// the goroutine may wait for: the callers run in tracked goroutines (the
+// rebalance and pull loops, a broker's reset), so it is counted before
+// that wait begins.
 func (c *consumerCore) awaitCalls(ctx context.Context, pq *processQueue, gaveUp, released func()) (acquired bool) {
 	done := make(chan struct{})
 	keep := make(chan bool, 1)
-	c.wg.Add(1)
+	c.lockWaiters.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer c.lockWaiters.Done()
 		pq.consumeMu.Lock()
 		close(done)
 		if <-keep {

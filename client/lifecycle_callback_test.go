@@ -435,3 +435,67 @@ func TestPushConsumerCloseAfterCloseFromListenerWaitsForCommit(t *testing.T) {
 		t.Fatalf("committed offset %d, want 1 (m0 consumed, the closing listener's message not)", off)
 	}
 }
+
+// A listener may close its push consumer while a hand-over of its queue
+// gave up waiting for it (HandoverTimeout): the hand-over's waiter for
+// the queue's lock waits for that very listener call, so a Close made by
+// it returns without waiting for the waiter, which ends, as the
+// listener's goroutine does, once the listener returned.
+func TestPushConsumerCloseFromListenerDuringHandOver(t *testing.T) {
+	for _, orderly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("orderly=%v", orderly), func(t *testing.T) {
+			ns, before, ctx := oneMessageBroker(t, "busy")
+			c := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset), HandoverTimeout(20*time.Millisecond))
+			entered, release, closed := make(chan struct{}, 1), make(chan struct{}), make(chan error, 1)
+			if err := c.Subscribe("T", "*"); err != nil {
+				t.Fatal(err)
+			}
+			listen := func() {
+				select {
+				case entered <- struct{}{}:
+				default:
+					return
+				}
+				<-release
+				closed <- c.Close(context.Background())
+			}
+			var err error
+			if orderly {
+				err = c.RegisterOrderlyListener(func(context.Context, *ConsumeOrderlyContext, []*MessageExt) OrderlyResult {
+					listen()
+					return OrderlySuccess
+				})
+			} else {
+				err = c.RegisterConcurrentListener(func(context.Context, *ConsumeConcurrentlyContext, []*MessageExt) ConsumeResult {
+					listen()
+					return ConsumeSuccess
+				})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-entered:
+			case <-ctx.Done():
+				t.Fatalf("the listener was never called: %v", ctx.Err())
+			}
+			q0 := MessageQueue{"T", "broker-a", 0}
+			c.core.mu.Lock()
+			pq := c.core.pqs[q0]
+			delete(c.core.pqs, q0)
+			c.core.mu.Unlock()
+			if pq == nil {
+				t.Fatal("queue not owned")
+			}
+			c.core.handOver(ctx, []*processQueue{pq}, nil) // gives up after HandoverTimeout; its waiter waits on
+			close(release)
+			if err := closeWithin(t, 10*time.Second, func() error { return <-closed }); err != nil {
+				t.Fatalf("Close from the listener: %v", err)
+			}
+			noLeakAfter(t, before)
+		})
+	}
+}
