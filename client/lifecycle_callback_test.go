@@ -499,3 +499,36 @@ func TestPushConsumerCloseFromListenerDuringHandOver(t *testing.T) {
 		})
 	}
 }
+
+// TestAwaitReplyPrefersArrivedReply: a reply that arrived as the producer
+// closed, or as the request's time ran out, is returned, never dropped for
+// ErrClosed or a timeout (select would pick among the ready cases at
+// random); with no reply the wait ends with ErrClosed or ctx's error.
+func TestAwaitReplyPrefersArrivedReply(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	timedOut := func() error { return ErrRequestTimeout }
+	for i := range 200 {
+		ch := make(chan *MessageExt, 1)
+		want := &MessageExt{MsgID: "reply"}
+		ch <- want
+		var got *MessageExt
+		var err error
+		if i%2 == 0 {
+			got, err = awaitReply(context.Background(), ch, closed, timedOut)
+		} else {
+			got, err = awaitReply(ended, ch, make(chan struct{}), timedOut)
+		}
+		if err != nil || got != want {
+			t.Fatalf("round %d: reply ready as the wait ended: %v, %v; want the reply", i, got, err)
+		}
+	}
+	if _, err := awaitReply(context.Background(), make(chan *MessageExt, 1), closed, timedOut); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed, no reply: %v, want ErrClosed", err)
+	}
+	if _, err := awaitReply(ended, make(chan *MessageExt, 1), make(chan struct{}), timedOut); !errors.Is(err, ErrRequestTimeout) {
+		t.Fatalf("ended, no reply: %v, want the ended error", err)
+	}
+}

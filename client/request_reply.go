@@ -119,16 +119,35 @@ func (p *Producer) Request(ctx context.Context, msg *Message, timeout time.Durat
 	if _, err := p.SendSync(ctx, &req); err != nil {
 		return nil, err
 	}
+	return awaitReply(ctx, ch, closed, func() error {
+		if time.Now().Before(deadline) {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: topic %s, correlation id %s, after %v", ErrRequestTimeout, msg.Topic, corr, timeout)
+	})
+}
+
+// awaitReply waits for the reply on ch until closed is closed (ErrClosed)
+// or ctx ends (ended's error). A reply already there is the answer even
+// when the wait ended at the same moment: select picks among ready cases
+// at random.
+func awaitReply(ctx context.Context, ch <-chan *MessageExt, closed <-chan struct{}, ended func() error) (*MessageExt, error) {
 	select {
 	case reply := <-ch:
 		return reply, nil
 	case <-closed:
-		return nil, fmt.Errorf("client: Request: waiting for the reply: %w", ErrClosed)
 	case <-ctx.Done():
-		if time.Now().Before(deadline) {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%w: topic %s, correlation id %s, after %v", ErrRequestTimeout, msg.Topic, corr, timeout)
+	}
+	select {
+	case reply := <-ch:
+		return reply, nil
+	default:
+	}
+	select {
+	case <-closed:
+		return nil, fmt.Errorf("client: Request: waiting for the reply: %w", ErrClosed)
+	default:
+		return nil, ended()
 	}
 }
 
