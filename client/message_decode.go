@@ -97,10 +97,25 @@ func DecodeMessages(data []byte) ([]*MessageExt, error) {
 
 // DecodeMessagesWith is DecodeMessages with options.
 func DecodeMessagesWith(data []byte, opts DecodeOptions) ([]*MessageExt, error) {
+	out, _, err := decodeMessages(data, opts, 0)
+	return out, err
+}
+
+// pullInflateBudget bounds the body bytes one pull's messages decode to
+// together. Each body is bounded by the inflate limit, but a batch of 32
+// compressed bodies each inflating to it would hold a gigabyte for one
+// pulled queue.
+const pullInflateBudget = 2 * defaultInflateLimit
+
+// decodeMessages decodes data as DecodeMessagesWith does; with budget > 0
+// it stops before a message whose body would take the decoded bodies
+// past budget (never before the first message): more says entries were
+// left for the next pull, which starts at the first of them.
+func decodeMessages(data []byte, opts DecodeOptions, budget int) (out []*MessageExt, more bool, err error) {
 	if opts.MaxInflatedSize <= 0 {
 		opts.MaxInflatedSize = defaultInflateLimit
 	}
-	var out []*MessageExt
+	bodies := 0
 	for off := 0; off < len(data); {
 		if len(data)-off >= 8 && binary.BigEndian.Uint32(data[off+4:]) == wire.MagicBlank {
 			break
@@ -111,12 +126,15 @@ func DecodeMessagesWith(data []byte, opts DecodeOptions) ([]*MessageExt, error) 
 			if errors.As(err, &de) {
 				de.Offset += off
 			}
-			return out, err
+			return out, false, err
+		}
+		if bodies += len(m.Body); budget > 0 && bodies > budget && len(out) > 0 {
+			return out, true, nil
 		}
 		out = append(out, m)
 		off += n
 	}
-	return out, nil
+	return out, false, nil
 }
 
 func decodeOne(b []byte, opts DecodeOptions) (*MessageExt, int, error) {

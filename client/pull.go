@@ -132,7 +132,10 @@ func parsePullResponse(addr string, r *PullRequest, resp *remoting.RemotingComma
 	if res.Status != PullFound {
 		return res, nil
 	}
-	msgs, err := DecodeMessages(resp.Body)
+	msgs, more, err := decodeMessages(resp.Body, DecodeOptions{}, pullInflateBudget)
+	if more {
+		res.NextBeginOffset = msgs[len(msgs)-1].QueueOffset + 1
+	}
 	if err != nil {
 		var ue *UndecodableMessageError
 		switch {

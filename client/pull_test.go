@@ -169,3 +169,40 @@ func TestPullUndecodableMessage(t *testing.T) {
 		t.Fatalf("bad message first, filtered out: %+v, err %v; want none, next 7", res, err)
 	}
 }
+
+// TestPullInflateBudget: each compressed body is bounded by the inflate
+// limit, and one pull's bodies together by pullInflateBudget: a batch of
+// bodies that inflate to the limit ends before the one that would pass
+// the budget (the first is always taken), and the next pull starts there
+// instead of holding a gigabyte for one queue.
+func TestPullInflateBudget(t *testing.T) {
+	const each = 30 << 20 // under the per-message limit; three pass the budget
+	big := JavaZstd(t, make([]byte, each))
+	var body []byte
+	for off := int64(10); off < 14; off++ {
+		body = append(body, encodeStored(t, storedMessage{topic: "T", body: big, sysFlag: SysFlagZstd, queueOffset: off})...)
+	}
+	r := remoting.NewResponse(remoting.ResponseSuccess, "")
+	r.ExtFields = map[string]string{"nextBeginOffset": "14", "minOffset": "0", "maxOffset": "14", "suggestWhichBrokerId": "0"}
+	r.Body = body
+	all, _ := ParseTagExpression("T", "*", 1)
+	res, err := parsePullResponse("a:1", &PullRequest{Queue: MessageQueue{Topic: "T", BrokerName: "b"}, Subscription: all}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Messages); n != pullInflateBudget/each || res.NextBeginOffset != 10+int64(n) {
+		t.Fatalf("pull of 4 bodies inflating to %d bytes each: %d messages, next %d; want %d and next %d",
+			each, n, res.NextBeginOffset, pullInflateBudget/each, 10+pullInflateBudget/each)
+	}
+	for _, m := range res.Messages {
+		if len(m.Body) != each {
+			t.Fatalf("message %d: body %d bytes, want %d", m.QueueOffset, len(m.Body), each)
+		}
+	}
+	// One body alone is taken whatever the budget, or the queue could not
+	// move.
+	msgs, more, err := decodeMessages(body, DecodeOptions{}, 1)
+	if err != nil || len(msgs) != 1 || !more {
+		t.Fatalf("budget below one body: %d messages, more %v, err %v; want the first and more", len(msgs), more, err)
+	}
+}
