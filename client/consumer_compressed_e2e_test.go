@@ -80,6 +80,33 @@ func (r *received) ids() []string {
 	return append([]string(nil), r.seen...)
 }
 
+// recordingConsumer starts a push consumer of every tag of topic, built
+// with opts, whose listener records what it gets and succeeds; prepare,
+// if not nil, runs before it starts. It is closed when the test ends.
+func recordingConsumer(t *testing.T, topic string, prepare func(*client.PushConsumer), opts ...client.ConsumerOpt) (*client.PushConsumer, *received) {
+	t.Helper()
+	c, err := client.NewPushConsumer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(c)
+	}
+	_ = c.Subscribe(topic, "*")
+	r := &received{}
+	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
+		for _, m := range msgs {
+			r.add(m)
+		}
+		return client.ConsumeSuccess
+	})
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c, r
+}
+
 // TestPushConsumesLZ4AndZstdBodies: messages a RocketMQ 5 producer
 // compressed with LZ4 or zstd (or zlib under its type 3) reach a push
 // consumer inflated, and the plain message behind them too; the
@@ -103,23 +130,8 @@ func TestPushConsumesLZ4AndZstdBodies(t *testing.T) {
 		storedSend{"zstd", client.JavaZstd(t, want["zstd"]), client.SysFlagZstd},
 		storedSend{"zlib3", zlibOf(t, want["zlib3"]), client.SysFlagZlib},
 		storedSend{"plain", want["plain"], 0})
-	c, err := client.NewPushConsumer(client.NameServers(ns), client.WithLogger(log), client.ConsumerGroup(group),
+	_, r := recordingConsumer(t, topic, nil, client.NameServers(ns), client.WithLogger(log), client.ConsumerGroup(group),
 		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.LongPolling(time.Second, 2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Subscribe(topic, "*")
-	r := &received{}
-	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
-		for _, m := range msgs {
-			r.add(m)
-		}
-		return client.ConsumeSuccess
-	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
 	testutil.WaitFor(t, 30*time.Second, "the four messages consumed", func() bool { return len(r.ids()) >= len(want) })
 	for id, w := range want {
 		if b, ok := r.body(id); !ok || !bytes.Equal(b, w) {

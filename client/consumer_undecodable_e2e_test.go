@@ -69,23 +69,8 @@ func TestPushUndecodableGoesToDLQ(t *testing.T) {
 	sends := undecodableSends(t)
 	sendStored(t, admin, topic, sends...)
 	core, logs := observer.New(zap.ErrorLevel)
-	c, err := client.NewPushConsumer(client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
+	_, r := recordingConsumer(t, topic, nil, client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
 		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.PersistInterval(50*time.Millisecond), client.LongPolling(time.Second, 2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Subscribe(topic, "*")
-	r := &received{}
-	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
-		for _, m := range msgs {
-			r.add(m)
-		}
-		return client.ConsumeSuccess
-	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
 	dlq := wire.DLQGroupTopicPrefix + group
 	testutil.WaitFor(t, 30*time.Second, "m3 consumed and two messages in "+dlq, func() bool {
 		_, ok := r.body("m3")
@@ -129,24 +114,8 @@ func TestUndecodableWaitsForTheDLQ(t *testing.T) {
 	sends := undecodableSends(t)
 	sendStored(t, admin, topic, sends[0], sends[1], sends[3])
 	core, logs := observer.New(zap.WarnLevel)
-	c, err := client.NewPushConsumer(client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
+	c, r := recordingConsumer(t, topic, func(c *client.PushConsumer) { client.SetSendBackRetry(c, 50*time.Millisecond) }, client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
 		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.PersistInterval(20*time.Millisecond), client.LongPolling(time.Second, 2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.SetSendBackRetry(c, 50*time.Millisecond)
-	_ = c.Subscribe(topic, "*")
-	r := &received{}
-	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
-		for _, m := range msgs {
-			r.add(m)
-		}
-		return client.ConsumeSuccess
-	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
 	refusal := refuseSendBack(c)
 	refusal.on.Store(true)
 	w := watchOffset(t, admin, group, topic)
@@ -285,24 +254,9 @@ func TestBroadcastUndecodableLoggedAndPassed(t *testing.T) {
 	sends := undecodableSends(t)
 	sendStored(t, admin, topic, sends[0], sends[1], sends[3])
 	core, logs := observer.New(zap.ErrorLevel)
-	c, err := client.NewPushConsumer(client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
+	_, r := recordingConsumer(t, topic, nil, client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
 		client.ConsumerModel(client.Broadcasting), client.OffsetDir(t.TempDir()), client.ConsumeFrom(client.ConsumeFromFirstOffset),
 		client.LongPolling(time.Second, 2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Subscribe(topic, "*")
-	r := &received{}
-	_ = c.RegisterConcurrentListener(func(_ context.Context, _ *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
-		for _, m := range msgs {
-			r.add(m)
-		}
-		return client.ConsumeSuccess
-	})
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
 	testutil.WaitFor(t, 30*time.Second, "m3 consumed", func() bool { _, ok := r.body("m3"); return ok })
 	if got := r.ids(); !slices.Equal(got, []string{"m0", "m3"}) {
 		t.Errorf("deliveries %v, want m0 and m3", got)
