@@ -18,6 +18,10 @@ const (
 	SysFlagZlib = wire.SysFlagCompressed | 3<<8
 )
 
+// Zlib compresses body into one zlib stream, as RocketMQ's zlib
+// compressor (the only one before RocketMQ 5) writes it.
+func Zlib(t testing.TB, body []byte) []byte { return zlibBytes(t, body) }
+
 // JavaLZ4 compresses body as RocketMQ's Lz4Compressor does: one LZ4 frame
 // as lz4-java's LZ4FrameOutputStream(out) writes it, 4 MiB blocks,
 // independent, no content size and no content or block checksum

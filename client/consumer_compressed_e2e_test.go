@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"sync"
 	"testing"
@@ -128,7 +127,7 @@ func TestPushConsumesLZ4AndZstdBodies(t *testing.T) {
 	sendStored(t, admin, topic,
 		storedSend{"lz4", client.JavaLZ4(t, want["lz4"]), client.SysFlagLZ4},
 		storedSend{"zstd", client.JavaZstd(t, want["zstd"]), client.SysFlagZstd},
-		storedSend{"zlib3", zlibOf(t, want["zlib3"]), client.SysFlagZlib},
+		storedSend{"zlib3", client.Zlib(t, want["zlib3"]), client.SysFlagZlib},
 		storedSend{"plain", want["plain"], 0})
 	_, r := recordingConsumer(t, topic, nil, client.NameServers(ns), client.WithLogger(log), client.ConsumerGroup(group),
 		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.LongPolling(time.Second, 2*time.Second))
@@ -141,17 +140,4 @@ func TestPushConsumesLZ4AndZstdBodies(t *testing.T) {
 	if ids := r.ids(); len(ids) != len(want) {
 		t.Errorf("deliveries %v, want each of the four once", ids)
 	}
-}
-
-func zlibOf(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
