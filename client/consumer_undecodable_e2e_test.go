@@ -19,6 +19,31 @@ import (
 
 // undecodableSends are two messages no SDK can decode between two plain
 // ones: a body of compression type 5 (RocketMQ knows 1 to 3) and a
+// undecodableTopic creates topic (one queue) on the shared cluster and
+// stores the undecodableSends named by index (all of them when none is).
+// It returns the name server's address, an admin closed when the test
+// ends, and the sends.
+func undecodableTopic(t *testing.T, topic string, pick ...int) (string, *client.Admin, []storedSend) {
+	t.Helper()
+	ns := sharedE2ECluster(t).NamesrvAddr()
+	admin, err := client.NewAdmin(client.NameServers(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	createE2ETopic(t, admin, topic, 1)
+	sends := undecodableSends(t)
+	stored := sends
+	if len(pick) > 0 {
+		stored = nil
+		for _, i := range pick {
+			stored = append(stored, sends[i])
+		}
+	}
+	sendStored(t, admin, topic, stored...)
+	return ns, admin, sends
+}
+
 // truncated LZ4 frame.
 func undecodableSends(t *testing.T) []storedSend {
 	return []storedSend{
@@ -56,18 +81,9 @@ func pullStored(t *testing.T, admin *client.Admin, group, topic string, offset i
 // names it, and the messages behind them are consumed; the group's offset
 // reaches the queue's end.
 func TestPushUndecodableGoesToDLQ(t *testing.T) {
-	ec := sharedE2ECluster(t)
-	ns := ec.NamesrvAddr()
 	ctx := context.Background()
-	admin, err := client.NewAdmin(client.NameServers(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
 	const topic, group = "UndecodablePush", "UndecodablePushGroup"
-	createE2ETopic(t, admin, topic, 1)
-	sends := undecodableSends(t)
-	sendStored(t, admin, topic, sends...)
+	ns, admin, sends := undecodableTopic(t, topic)
 	core, logs := observer.New(zap.ErrorLevel)
 	_, r := recordingConsumer(t, topic, nil, client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
 		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.PersistInterval(50*time.Millisecond), client.LongPolling(time.Second, 2*time.Second))
@@ -101,18 +117,9 @@ func TestPushUndecodableGoesToDLQ(t *testing.T) {
 // it is consumed and the group's offset stays at it, so nothing is lost
 // should the consumer stop; once the hand-over works, the queue goes on.
 func TestUndecodableWaitsForTheDLQ(t *testing.T) {
-	ec := sharedE2ECluster(t)
-	ns := ec.NamesrvAddr()
 	ctx := context.Background()
-	admin, err := client.NewAdmin(client.NameServers(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
 	const topic, group = "UndecodableWait", "UndecodableWaitGroup"
-	createE2ETopic(t, admin, topic, 1)
-	sends := undecodableSends(t)
-	sendStored(t, admin, topic, sends[0], sends[1], sends[3])
+	ns, admin, _ := undecodableTopic(t, topic, 0, 1, 3)
 	core, logs := observer.New(zap.WarnLevel)
 	c, r := recordingConsumer(t, topic, func(c *client.PushConsumer) { client.SetSendBackRetry(c, 50*time.Millisecond) }, client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
 		client.ConsumeFrom(client.ConsumeFromFirstOffset), client.PersistInterval(20*time.Millisecond), client.LongPolling(time.Second, 2*time.Second))
@@ -148,17 +155,9 @@ func TestUndecodableWaitsForTheDLQ(t *testing.T) {
 // TestLitePullUndecodableGoesToDLQ: a lite pull consumer, too, sends what
 // it cannot decode to the DLQ and polls the messages behind it.
 func TestLitePullUndecodableGoesToDLQ(t *testing.T) {
-	ec := sharedE2ECluster(t)
-	ns := ec.NamesrvAddr()
 	ctx := context.Background()
-	admin, err := client.NewAdmin(client.NameServers(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
 	const topic, group = "UndecodableLite", "UndecodableLiteGroup"
-	createE2ETopic(t, admin, topic, 1)
-	sendStored(t, admin, topic, undecodableSends(t)...)
+	ns, admin, _ := undecodableTopic(t, topic)
 	l, err := client.NewLitePullConsumer(client.NameServers(ns), client.ConsumerGroup(group), client.ConsumeFrom(client.ConsumeFromFirstOffset),
 		client.LongPolling(time.Second, 2*time.Second))
 	if err != nil {
@@ -193,18 +192,9 @@ func TestLitePullUndecodableGoesToDLQ(t *testing.T) {
 // at once, so a consumer starting there does not hand it to the DLQ
 // again.
 func TestUndecodableBehindABusyListener(t *testing.T) {
-	ec := sharedE2ECluster(t)
-	ns := ec.NamesrvAddr()
 	ctx := context.Background()
-	admin, err := client.NewAdmin(client.NameServers(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
 	const topic, group = "UndecodableBusy", "UndecodableBusyGroup"
-	createE2ETopic(t, admin, topic, 1)
-	sends := undecodableSends(t)
-	sendStored(t, admin, topic, sends[0], sends[1])
+	ns, admin, _ := undecodableTopic(t, topic, 0, 1)
 	// Long polls held well beyond the waits below: no empty answer
 	// corrects the offset meanwhile.
 	c, err := client.NewPushConsumer(client.NameServers(ns), client.ConsumerGroup(group), client.ConsumeFrom(client.ConsumeFromFirstOffset),
@@ -241,18 +231,8 @@ func TestUndecodableBehindABusyListener(t *testing.T) {
 // neither redelivers nor dead-letters, logs an undecodable message as an
 // error naming it and consumes the messages behind it.
 func TestBroadcastUndecodableLoggedAndPassed(t *testing.T) {
-	ec := sharedE2ECluster(t)
-	ns := ec.NamesrvAddr()
-	ctx := context.Background()
-	admin, err := client.NewAdmin(client.NameServers(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
 	const topic, group = "UndecodableBroadcast", "UndecodableBroadcastGroup"
-	createE2ETopic(t, admin, topic, 1)
-	sends := undecodableSends(t)
-	sendStored(t, admin, topic, sends[0], sends[1], sends[3])
+	ns, _, _ := undecodableTopic(t, topic, 0, 1, 3)
 	core, logs := observer.New(zap.ErrorLevel)
 	_, r := recordingConsumer(t, topic, nil, client.NameServers(ns), client.WithLogger(zap.New(core)), client.ConsumerGroup(group),
 		client.ConsumerModel(client.Broadcasting), client.OffsetDir(t.TempDir()), client.ConsumeFrom(client.ConsumeFromFirstOffset),
