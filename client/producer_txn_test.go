@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,21 +45,7 @@ func TestTransactionProducerWire(t *testing.T) {
 	fb := startFakeBroker(t, "b", log)
 	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
 
-	var mu sync.Mutex
-	var ends []*remoting.RemotingCommand
-	var hbConn *remoting.Conn
-	fb.srv.Register(remoting.RequestEndTransaction, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		mu.Lock()
-		ends = append(ends, req)
-		mu.Unlock()
-		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
-	}, 1, 16)
-	fb.srv.Register(remoting.RequestHeartBeat, func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		mu.Lock()
-		hbConn = conn
-		mu.Unlock()
-		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
-	}, 1, 16)
+	w := recordTxnWire(fb)
 
 	l := &txnTestListener{execState: TransactionRollback, checkState: TransactionCommit}
 	tp := startTxnProducer(t, ns, l)
@@ -72,27 +59,21 @@ func TestTransactionProducerWire(t *testing.T) {
 		props[wire.PropertyProducerGroup] != "TPG" {
 		t.Fatalf("half sent with sysflag %#x properties %v", sent.header.SysFlag, props)
 	}
-	mu.Lock()
+	ends := w.endTxns()
 	if len(ends) != 1 {
-		mu.Unlock()
 		t.Fatalf("%d END_TRANSACTIONs; want 1", len(ends))
 	}
 	var h wire.EndTransactionRequestHeader
 	if err := ends[0].DecodeHeader(&h); err != nil {
 		t.Fatal(err)
 	}
-	mu.Unlock()
 	id, _ := wire.ParseMessageID(res.OffsetMsgID)
 	if h.Topic != "T" || h.ProducerGroup != "TPG" || h.CommitOrRollback != wire.SysFlagTransRollback || h.CommitLogOffset != id.Offset ||
 		h.TranStateTableOffset != res.QueueOffset || h.MsgID != res.MsgID || h.FromTransactionCheck {
 		t.Fatalf("END_TRANSACTION header %+v for result %+v", h, res.SendResult)
 	}
 
-	testutil.WaitFor(t, 5*time.Second, "a producer heartbeat", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return hbConn != nil
-	})
+	testutil.WaitFor(t, 5*time.Second, "a producer heartbeat", func() bool { return w.heartbeatConn() != nil })
 	half := &wire.Message{Topic: "T", Body: []byte("half"), Properties: map[string]string{
 		wire.PropertyProducerGroup: "TPG", wire.PropertyUniqKey: res.MsgID}, StoreHost: id.Addr, BornHost: id.Addr}
 	body, err := wire.AppendMessage(nil, half)
@@ -102,22 +83,14 @@ func TestTransactionProducerWire(t *testing.T) {
 	check := remoting.NewRequest(remoting.RequestCheckTransactionState, &wire.CheckTransactionStateRequestHeader{
 		TranStateTableOffset: 7, CommitLogOffset: 4242, MsgID: res.MsgID}, body)
 	check.Flag |= remoting.FlagOneway
-	mu.Lock()
-	conn := hbConn
-	mu.Unlock()
-	if err := conn.InvokeOneway(context.Background(), check); err != nil {
+	if err := w.heartbeatConn().InvokeOneway(context.Background(), check); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, "the check-back's END_TRANSACTION", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(ends) == 2
-	})
-	mu.Lock()
+	testutil.WaitFor(t, 5*time.Second, "the check-back's END_TRANSACTION", func() bool { return len(w.endTxns()) == 2 })
+	end := w.endTxns()[1]
 	h = wire.EndTransactionRequestHeader{}
-	err = ends[1].DecodeHeader(&h)
-	oneway := ends[1].IsOneway()
-	mu.Unlock()
+	err = end.DecodeHeader(&h)
+	oneway := end.IsOneway()
 	if err != nil || !oneway || !h.FromTransactionCheck || h.Topic != "T" || h.CommitOrRollback != wire.SysFlagTransCommit ||
 		h.CommitLogOffset != 4242 || h.TranStateTableOffset != 7 || h.MsgID != res.MsgID {
 		t.Fatalf("check answer %+v oneway=%v err=%v", h, oneway, err)
@@ -449,31 +422,13 @@ func TestTransactionCheckUndecodableHalf(t *testing.T) {
 	ns := startNameServer(t)
 	fb := startFakeBroker(t, "b", &requestLog{})
 	fb.register(t, ns, 0, 1, map[string]int{"T": 1})
-	var mu sync.Mutex
-	var ends []*remoting.RemotingCommand
-	var hbConn *remoting.Conn
-	fb.srv.Register(remoting.RequestEndTransaction, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		mu.Lock()
-		ends = append(ends, req)
-		mu.Unlock()
-		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
-	}, 1, 16)
-	fb.srv.Register(remoting.RequestHeartBeat, func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		mu.Lock()
-		hbConn = conn
-		mu.Unlock()
-		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
-	}, 1, 16)
+	w := recordTxnWire(fb)
 	l := &txnTestListener{execState: TransactionUnknown, checkState: TransactionCommit}
 	tp := startTxnProducer(t, ns, l)
 	if _, err := tp.SendMessageInTransaction(context.Background(), NewMessage("T", []byte("half"))); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, "a producer heartbeat", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return hbConn != nil
-	})
+	testutil.WaitFor(t, 5*time.Second, "a producer heartbeat", func() bool { return w.heartbeatConn() != nil })
 	stored := []byte("a body of compression type 5")
 	sysFlag := wire.SysFlagCompressed | 5<<8 | wire.SysFlagTransPrepared
 	body := encodeStored(t, storedMessage{topic: "T", body: stored, sysFlag: sysFlag, physical: 4242,
@@ -481,21 +436,12 @@ func TestTransactionCheckUndecodableHalf(t *testing.T) {
 	check := remoting.NewRequest(remoting.RequestCheckTransactionState, &wire.CheckTransactionStateRequestHeader{
 		TranStateTableOffset: 7, CommitLogOffset: 4242, MsgID: "HALF"}, body)
 	check.Flag |= remoting.FlagOneway
-	mu.Lock()
-	conn := hbConn
-	mu.Unlock()
-	if err := conn.InvokeOneway(context.Background(), check); err != nil {
+	if err := w.heartbeatConn().InvokeOneway(context.Background(), check); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, "the check-back's END_TRANSACTION", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(ends) == 1
-	})
+	testutil.WaitFor(t, 5*time.Second, "the check-back's END_TRANSACTION", func() bool { return len(w.endTxns()) == 1 })
 	var h wire.EndTransactionRequestHeader
-	mu.Lock()
-	err := ends[0].DecodeHeader(&h)
-	mu.Unlock()
+	err := w.endTxns()[0].DecodeHeader(&h)
 	if err != nil || !h.FromTransactionCheck || h.CommitOrRollback != wire.SysFlagTransCommit || h.CommitLogOffset != 4242 || h.MsgID != "HALF" {
 		t.Fatalf("check answer %+v, err %v", h, err)
 	}
@@ -504,4 +450,44 @@ func TestTransactionCheckUndecodableHalf(t *testing.T) {
 	if len(l.checked) != 1 || !bytes.Equal(l.checked[0].Body, stored) || l.checked[0].SysFlag != sysFlag || l.checked[0].MsgID != "HALF" {
 		t.Fatalf("listener checked %v", l.checked)
 	}
+}
+
+// txnWire records what a fake broker gets from a transaction producer:
+// its END_TRANSACTIONs, and the connection its heartbeats came on, where
+// a broker sends check-backs.
+type txnWire struct {
+	mu     sync.Mutex
+	ends   []*remoting.RemotingCommand
+	hbConn *remoting.Conn
+}
+
+func recordTxnWire(fb *fakeBroker) *txnWire {
+	w := &txnWire{}
+	fb.srv.Register(remoting.RequestEndTransaction, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		w.mu.Lock()
+		w.ends = append(w.ends, req)
+		w.mu.Unlock()
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	fb.srv.Register(remoting.RequestHeartBeat, func(_ context.Context, conn *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		w.mu.Lock()
+		w.hbConn = conn
+		w.mu.Unlock()
+		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
+	}, 1, 16)
+	return w
+}
+
+// endTxns returns the END_TRANSACTIONs received so far.
+func (w *txnWire) endTxns() []*remoting.RemotingCommand {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.ends)
+}
+
+// heartbeatConn is the connection of the latest heartbeat, nil before one.
+func (w *txnWire) heartbeatConn() *remoting.Conn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.hbConn
 }
