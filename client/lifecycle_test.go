@@ -113,16 +113,7 @@ func TestLifecycleStartAndCloseLeaveNoGoroutine(t *testing.T) {
 	}
 
 	push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset))
-	var got collector
-	if err := push.Subscribe("T", "*"); err != nil {
-		t.Fatal(err)
-	}
-	if err := push.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
-		got.add(msgs...)
-		return ConsumeSuccess
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := collectAll(t, push, "T")
 	if err := push.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -304,16 +295,7 @@ func TestLifecycleCloseWithExpiredContextCommitsConsumed(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset), PersistInterval(time.Hour))
-			var got collector
-			if err := push.Subscribe("T", "*"); err != nil {
-				t.Fatal(err)
-			}
-			if err := push.RegisterConcurrentListener(func(_ context.Context, _ *ConsumeConcurrentlyContext, msgs []*MessageExt) ConsumeResult {
-				got.add(msgs...)
-				return ConsumeSuccess
-			}); err != nil {
-				t.Fatal(err)
-			}
+			collectAll(t, push, "T")
 			if err := push.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
