@@ -47,13 +47,17 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	quiet := func(c *GossipConfig) { slowSync(c); c.ProbeInterval = time.Minute; c.UpdateTimeout = 10 * time.Second }
 	slowRejoin := func(c *GossipConfig) { quiet(c); c.JoinRetryInterval = time.Minute }
 	nsMeta := NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}
-	ns := startNodeWith(t, "ns", 0, nsMeta, quiet, nil)
+	nsLog := dumpLogOnFailure(t, "ns")
+	ns := startNodeWith(t, "ns", 0, nsMeta, quiet, nsLog)
 	pCore, pLogs := observer.New(zap.DebugLevel)
 	qCore, qLogs := observer.New(zap.DebugLevel)
 	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowRejoin, zap.New(pCore), ns)
 	q := startNodeWith(t, "q", 0, brokerMeta("bk", "n1", 10921), slowRejoin, zap.New(qCore), ns)
+	dumpOnFailure(t, "p", pLogs)
+	dumpOnFailure(t, "q", qLogs)
 	bMeta := brokerMeta("bk", "n2", 10931)
-	b := startNodeWith(t, "b", 0, bMeta, quiet, nil, ns)
+	bLog := dumpLogOnFailure(t, "b")
+	b := startNodeWith(t, "b", 0, bMeta, quiet, bLog, ns)
 	waitAlive(t, []*testNode{ns, p, q, b}, "ns", "p", "q", "b")
 
 	// Role and term changes raise b's incarnation, as on a real member.
@@ -87,12 +91,21 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 		})
 	}
 
-	// The name server restarts: same name and port, a new process.
+	// The name server restarts: same name and port, a new process. Every
+	// member must hold the old one left first: one still holding it alive
+	// gossips to its address, and the new process would hear b's earlier
+	// life from it (alive, then left, at the old incarnation) before b's
+	// new process joins; b would refute that at once, and the replay
+	// below, a view the name server has never heard, would not happen.
 	if err := ns.g.Close(); err != nil {
 		t.Fatal(err)
 	}
 	waitAsked(ns)
-	ns = startNodeWith(t, "ns", ns.port, nsMeta, quiet, nil)
+	testutil.WaitFor(t, 5*time.Second, "b holds the old name server left", func() bool {
+		m, _ := b.g.Member("ns")
+		return m.State == MemberLeft
+	})
+	ns = startNodeWith(t, "ns", ns.port, nsMeta, quiet, nsLog.Named("restarted"))
 
 	// b restarts gracefully; p and q keep "b left" at its old incarnation.
 	if err := b.g.Close(); err != nil {
@@ -105,7 +118,7 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	})
 	waitAsked(b)
 	bMeta.Term = 0
-	b = startNodeWith(t, "b", b.port, bMeta, quiet, nil, ns)
+	b = startNodeWith(t, "b", b.port, bMeta, quiet, bLog.Named("restarted"), ns)
 	testutil.WaitFor(t, 5*time.Second, "the new name server holds b alive", func() bool {
 		m, ok := ns.g.Member("b")
 		return ok && m.State == MemberAlive
@@ -144,5 +157,24 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	testutil.WaitFor(t, 5*time.Second, "p holds b alive again", func() bool {
 		m, _ := p.g.Member("b")
 		return m.State == MemberAlive
+	})
+}
+
+// dumpLogOnFailure returns a debug logger whose entries the test prints
+// if it fails: the gossip of a node that took a wrong turn.
+func dumpLogOnFailure(t *testing.T, node string) *zap.Logger {
+	core, logs := observer.New(zap.DebugLevel)
+	dumpOnFailure(t, node, logs)
+	return zap.New(core)
+}
+
+func dumpOnFailure(t *testing.T, node string, logs *observer.ObservedLogs) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, e := range logs.All() {
+			t.Logf("%s %s %s: %s %v", e.Time.Format("15:04:05.000"), node, e.LoggerName, e.Message, e.ContextMap())
+		}
 	})
 }
