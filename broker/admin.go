@@ -308,11 +308,16 @@ func (c *Controller) processTopicStats(req *remoting.RemotingCommand) *remoting.
 		if i > 0 {
 			b = append(b, ',')
 		}
-		maxOff := c.st.GetMaxOffsetInQueue(h.Topic, q)
+		// A store closing under the request fails it: its queues would
+		// read as empty, which exporters and dashboards chart as a drop.
+		minOff, maxOff, err := c.st.QueueRange(h.Topic, q)
+		if err != nil {
+			return response(remoting.ResponseSystemError, "stats of %s/%d: %v", h.Topic, q, err)
+		}
 		// lastUpdateTimestamp is the newest message's store time, as
 		// RocketMQ's getTopicStatsInfo fills it (0 for an empty queue).
 		b = wire.AppendQueueEntry(b, wire.MessageQueue{Topic: h.Topic, BrokerName: c.cfg.BrokerName, QueueID: q},
-			wire.TopicOffset{MinOffset: c.st.GetMinOffsetInQueue(h.Topic, q), MaxOffset: maxOff, LastUpdateTimestamp: c.storeTimeAt(h.Topic, q, maxOff-1)})
+			wire.TopicOffset{MinOffset: minOff, MaxOffset: maxOff, LastUpdateTimestamp: c.storeTimeAt(h.Topic, q, maxOff-1)})
 	}
 	// topicPutTps: the topic's stored messages per second over the last
 	// minute, as RocketMQ's tpsTopicPutNums (mqadmin topicStatus prints

@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
 )
@@ -125,5 +129,65 @@ func TestBrokerConsumeStatsConfiguredGroups(t *testing.T) {
 	body := string(r.Body)
 	if strings.Contains(body, `"GONE"`) || !strings.Contains(body, `{"IDLE":[]}`) || !strings.Contains(body, `"totalDiff":0`) {
 		t.Errorf("GET_BROKER_CONSUME_STATS: %s; want IDLE with no stats, no GONE, totalDiff 0", body)
+	}
+}
+
+// TestStatsDuringStoreCloseFail: the store closes before the listener
+// stops taking requests, and a closed store holds no queues. Topic and
+// consume stats read in that window must fail, not report every queue
+// empty: rocketmq-exporter and the dashboard would chart a backlog that
+// is still there as gone (lag 0, max offset 0). The same goes for the
+// broker's own consumer-lag metric.
+func TestStatsDuringStoreCloseFail(t *testing.T) {
+	tc, _ := startFakeProc(t, nil)
+	c := tc.nodes[0]
+	addr := c.Addr()
+	tc.createTopic(addr, "SCT", 1)
+	tc.sendAt(addr, "SCT", []byte("m"))
+	if r := tc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"SCG"}`)); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("create group: %d %s", r.Code, r.Remark)
+	}
+	if r := tc.call(addr, remoting.RequestUpdateConsumerOffset, map[string]string{
+		"consumerGroup": "SCG", "topic": "SCT", "queueId": "0", "commitOffset": "0"}, nil); r.Code != remoting.ResponseSuccess {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	requests := []struct {
+		code int16
+		ext  map[string]string
+	}{
+		{remoting.RequestGetTopicStatsInfo, map[string]string{"topic": "SCT"}},
+		{remoting.RequestGetConsumeStats, map[string]string{"consumerGroup": "SCG", "topic": "SCT"}},
+		{remoting.RequestGetBrokerConsumeStats, map[string]string{"isOrder": "false"}},
+	}
+	for _, q := range requests {
+		if r := tc.call(addr, q.code, q.ext, nil); r.Code != remoting.ResponseSuccess || !strings.Contains(string(r.Body), `"SCT"`) {
+			t.Fatalf("request %d, store open: %d %s %s", q.code, r.Code, r.Remark, r.Body)
+		}
+	}
+	lagSeries := func() int {
+		ch := make(chan prometheus.Metric, 64)
+		(&storeCollector{c: c, m: c.metrics}).Collect(ch)
+		close(ch)
+		n := 0
+		for m := range ch {
+			if m.Desc() == consumerLagDesc {
+				n++
+			}
+		}
+		return n
+	}
+	// The commit reaches the replicated offsets the metric reads once
+	// the coalescer flushes it.
+	testutil.WaitFor(t, 10*time.Second, "a consumer lag series for SCG on SCT", func() bool { return lagSeries() == 1 })
+	if err := c.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := lagSeries(); n != 0 {
+		t.Errorf("consumer lag series, store closed: %d; want none (each would read 0)", n)
+	}
+	for _, q := range requests {
+		if r := tc.call(addr, q.code, q.ext, nil); r.Code != remoting.ResponseSystemError || !strings.Contains(r.Remark, "closed") {
+			t.Errorf("request %d, store closed: code %d remark %q body %s; want SYSTEM_ERROR naming the closed store", q.code, r.Code, r.Remark, r.Body)
+		}
 	}
 }

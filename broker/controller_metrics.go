@@ -413,7 +413,19 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(clMinOffsetDesc, prometheus.GaugeValue, float64(cl.MinOffset()))
 		ch <- prometheus.MustNewConstMetric(clMaxOffsetDesc, prometheus.GaugeValue, float64(cl.MaxOffset()))
 	}
-	lags, dropped := consumerLag(s.c.rep.State(), s.c.st.GetMaxOffsetInQueue, consumerLagMaxSeries)
+	// A closed store holds no queues: every lag would read 0. A scrape
+	// while the broker stops leaves the series out instead (no data, not
+	// a backlog gone).
+	closed := false
+	maxOffset := func(topic string, queueID int32) int64 {
+		_, hi, err := s.c.st.QueueRange(topic, queueID)
+		closed = closed || err != nil
+		return hi
+	}
+	lags, dropped := consumerLag(s.c.rep.State(), maxOffset, consumerLagMaxSeries)
+	if closed {
+		return
+	}
 	for _, l := range lags {
 		ch <- prometheus.MustNewConstMetric(consumerLagDesc, prometheus.GaugeValue, float64(l.lag), l.group, l.topic)
 	}

@@ -297,7 +297,10 @@ func (c *Controller) processGetConsumeStats(req *remoting.RemotingCommand) *remo
 		sort.Strings(topics)
 		topics = c.subscribedTopics(h.ConsumerGroup, topics)
 	}
-	b, _ := c.consumeStats(h.ConsumerGroup, topics)
+	b, _, err := c.consumeStats(h.ConsumerGroup, topics)
+	if err != nil {
+		return response(remoting.ResponseSystemError, "%v", err)
+	}
 	r := success()
 	r.Body = b
 	return r
