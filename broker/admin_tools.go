@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/storage"
 	"github.com/raftmq/raftmq/wire"
@@ -347,14 +349,24 @@ func (c *Controller) processQueryConsumeQueue(req *remoting.RemotingCommand) *re
 		}
 	}
 	count := min(max(int64(h.Count), 0), maxQueryConsumeQueue)
+	r := success()
+	// The units answered are consecutive from the first (they carry no
+	// offset of their own), so a file missing in the range ends them, as
+	// RocketMQ's iterator ends at its file's end; none at all is
+	// RocketMQ's success with a remark.
 	for i := max(h.Index, cq.MinOffset()); i < h.Index+count && i < cq.MaxOffset(); i++ {
 		u, err := cq.Get(i)
+		if errors.Is(err, store.ErrOutOfRange) {
+			if len(body.QueueData) == 0 {
+				r.Remark = fmt.Sprintf("Can not find data by index %d", i)
+			}
+			break
+		}
 		if err != nil {
 			return response(remoting.ResponseSystemError, "read %s/%d at %d: %v", h.Topic, h.QueueID, i, err)
 		}
 		body.QueueData = append(body.QueueData, wire.ConsumeQueueData{PhysicOffset: u.PhyOffset, PhysicSize: u.Size, TagsCode: u.TagsCode})
 	}
-	r := success()
 	r.Body, _ = json.Marshal(body)
 	return r
 }

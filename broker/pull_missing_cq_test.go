@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -77,4 +78,39 @@ func queueFileGap(t *testing.T) func(*store.Config) {
 		t.Fatal(err)
 	}
 	return smallQueues
+}
+
+// TestQueryConsumeQueueAcrossMissingFile: QUERY_CONSUME_QUEUE (321, the
+// admin's queryCq) over a range a lost ConsumeQueue file cuts answers as
+// RocketMQ's: the units from the index up to the gap (the body gives each
+// no offset, so they must be consecutive), and, at an index the lost file
+// held, success with "Can not find data by index" and no units. It used
+// to fail as SYSTEM_ERROR, hiding the units that are there.
+func TestQueryConsumeQueueAcrossMissingFile(t *testing.T) {
+	smallQueues := queueFileGap(t) // T/0: 35 messages, the file of units [10, 20) lost
+	tc, _ := startFakeProc(t, nil, smallQueues)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "T", 1)
+	query := func(index, count int) (wire.QueryConsumeQueueResponseBody, string) {
+		t.Helper()
+		r := tc.call(addr, remoting.RequestQueryConsumeQueue, map[string]string{
+			"topic": "T", "queueId": "0", "index": fmt.Sprint(index), "count": fmt.Sprint(count), "consumerGroup": ""}, nil)
+		if r.Code != remoting.ResponseSuccess {
+			t.Fatalf("query [%d, +%d): code %d %s", index, count, r.Code, r.Remark)
+		}
+		var body wire.QueryConsumeQueueResponseBody
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatalf("query [%d, +%d): %v in %s", index, count, err, r.Body)
+		}
+		return body, r.Remark
+	}
+	if body, _ := query(5, 20); len(body.QueueData) != 5 || body.MaxQueueIndex != 35 {
+		t.Fatalf("query from 5 across the gap: %d units, max %d; want the 5 units [5, 10), max 35", len(body.QueueData), body.MaxQueueIndex)
+	}
+	if body, remark := query(12, 5); len(body.QueueData) != 0 || remark != "Can not find data by index 12" {
+		t.Fatalf("query in the gap: %d units, remark %q; want none and RocketMQ's remark", len(body.QueueData), remark)
+	}
+	if body, _ := query(20, 100); len(body.QueueData) != 15 {
+		t.Fatalf("query from 20: %d units; want the 15 after the gap", len(body.QueueData))
+	}
 }
