@@ -145,6 +145,10 @@ func NewCluster(cfg ClusterConfig, log *zap.Logger) (*Cluster, error) {
 	pcfg := proccluster.Config{
 		Dir: cfg.Dir, Launch: proccluster.Binary(cfg.Binary), ClusterName: ClusterName, GroupName: GroupNameOf,
 		Groups: cfg.Groups, Queues: cfg.Queues, SegmentBytes: cfg.SegmentBytes, Logger: log,
+		// Info: what a member did at a start after a crash (CommitLog
+		// recovery, queues truncated, snapshot restored) is the evidence
+		// an anomaly's diagnosis needs.
+		BrokerLogLevel: "info",
 		BrokerConf: []string{
 			"maxMessageSize=65536",
 			fmt.Sprintf("raftHeartbeatTimeout=%d", cfg.ElectionMillis),

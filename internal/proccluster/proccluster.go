@@ -127,8 +127,11 @@ type Config struct {
 	// the name server has no metrics without it).
 	Metrics bool
 	// NamesrvLogLevel is the name server's --log-level ("" keeps its
-	// default). Brokers always log at warn.
+	// default).
 	NamesrvLogLevel string
+	// BrokerLogLevel is every broker's --log-level ("" is warn: what a
+	// measurement wants, no more).
+	BrokerLogLevel string
 	// BrokerConf lists extra broker.conf lines (key=value) for every member.
 	BrokerConf []string
 	// Place, when set, fixes a node's Host, ListenPort and RaftPort (the
@@ -305,7 +308,11 @@ func (c *Cluster) Start(n *Node) error {
 	if n.state != Down {
 		return nil
 	}
-	args := []string{"broker", "-c", n.ConfPath, "--log-level", "warn"}
+	level := c.cfg.BrokerLogLevel
+	if level == "" {
+		level = "warn"
+	}
+	args := []string{"broker", "-c", n.ConfPath, "--log-level", level}
 	if n == c.NS {
 		args = []string{"namesrv", "-c", n.ConfPath}
 		if c.cfg.NamesrvLogLevel != "" {
