@@ -67,6 +67,11 @@ func e2eOptions(inMemory bool) devcluster.Options {
 		cfg.SendMessageThreadPoolNums, cfg.PullMessageThreadPoolNums = 4, 8
 		cfg.Store.MaxMessageSize = 1 << 20
 		cfg.RaftBatchMaxBytes = 1 << 20
+		// Many tests run against one shared group at once, and their topic
+		// and group creations together pass the production rate (10 a
+		// second): a refused creation fails a test's send or commit. The
+		// limit has tests of its own (broker).
+		cfg.AutoCreateTopicMaxPerSecond = 1000
 	}}
 }
 
