@@ -56,8 +56,10 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	dumpOnFailure(t, "p", pLogs)
 	dumpOnFailure(t, "q", qLogs)
 	bMeta := brokerMeta("bk", "n2", 10931)
-	bLog := dumpLogOnFailure(t, "b")
-	b := startNodeWith(t, "b", 0, bMeta, quiet, bLog, ns)
+	bCore, bLogs := observer.New(zap.DebugLevel)
+	bLog := zap.New(bCore)
+	dumpOnFailure(t, "b", bLogs)
+	b := startNodeWith(t, "b", 0, bMeta, slowRejoin, bLog, ns)
 	waitAlive(t, []*testNode{ns, p, q, b}, "ns", "p", "q", "b")
 
 	// Role and term changes raise b's incarnation, as on a real member.
@@ -73,37 +75,42 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 		return mp.Meta.Term == 3 && mq.Meta.Term == 3
 	})
 
-	// p and q ask a member once when they hear it left; a restarted one
+	// A member asks another once when it hears it left; a restarted one
 	// starts once they have, as with a real restart, which takes longer
 	// than that.
+	asked := func(logs *observer.ObservedLogs, n *testNode) bool {
+		for _, e := range logs.FilterMessage("gossip: asked a member reported left").All() {
+			if e.ContextMap()["addr"] == n.addr() {
+				return true
+			}
+		}
+		return false
+	}
 	waitAsked := func(n *testNode) {
 		t.Helper()
 		testutil.WaitFor(t, 5*time.Second, "p and q asked the stopped "+n.g.Name(), func() bool {
-			asked := func(logs *observer.ObservedLogs) bool {
-				for _, e := range logs.FilterMessage("gossip: asked a member reported left").All() {
-					if e.ContextMap()["addr"] == n.addr() {
-						return true
-					}
-				}
-				return false
-			}
-			return asked(pLogs) && asked(qLogs)
+			return asked(pLogs, n) && asked(qLogs, n)
 		})
 	}
 
 	// The name server restarts: same name and port, a new process. Every
-	// member must hold the old one left first: one still holding it alive
-	// gossips to its address, and the new process would hear b's earlier
-	// life from it (alive, then left, at the old incarnation) before b's
-	// new process joins; b would refute that at once, and the replay
-	// below, a view the name server has never heard, would not happen.
+	// member must be done with the old one first, or the new process
+	// hears b's earlier life (alive, then left, at the old incarnation)
+	// before b's new process joins; b would refute that at once, and the
+	// replay below, a view the name server has never heard, would not
+	// happen. A member still holding the old one alive gossips to its
+	// address; b, once it holds it left, asks that address once (askLoop),
+	// and its rejoin loop joins it (every round until the seed answers
+	// alive), both a push/pull of b's earlier life with whichever process
+	// listens there then. So b must have asked the old one, and b retries
+	// its seeds only once a minute, as p and q do.
 	if err := ns.g.Close(); err != nil {
 		t.Fatal(err)
 	}
 	waitAsked(ns)
-	testutil.WaitFor(t, 5*time.Second, "b holds the old name server left", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "b holds the old name server left and asked it", func() bool {
 		m, _ := b.g.Member("ns")
-		return m.State == MemberLeft
+		return m.State == MemberLeft && asked(bLogs, ns)
 	})
 	ns = startNodeWith(t, "ns", ns.port, nsMeta, quiet, nsLog.Named("restarted"))
 
