@@ -227,14 +227,15 @@ func TestGossipSeedBehindAnotherAddressIsRejoined(t *testing.T) {
 	nsMeta := NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}
 	ns := startNodeWith(t, "ns-a", 0, nsMeta, slowSync, nil)
 	proxy := startSeedProxy(t, ns.addr())
-	// b1 also lists a seed that is down: each round of its rejoin loop
-	// tries it once, which memberlist logs; the test counts rounds by it.
+	// The brokers also list a seed that is down: each round of a rejoin
+	// loop tries it once, which memberlist logs; the test counts rounds by
+	// it.
 	down := &testNode{port: testutil.FreePort(t)}
-	viaProxy := func(c *GossipConfig) { slowSync(c); c.Seeds = proxy.addr() }
-	viaProxyAndDown := func(c *GossipConfig) { viaProxy(c); c.Seeds += "," + down.addr() }
-	core, logs := observer.New(zap.DebugLevel)
-	b0 := startNodeWith(t, "b0", 0, brokerMeta("bk", "n0", 10911), viaProxy, nil)
-	b1 := startNodeWith(t, "b1", 0, brokerMeta("bk", "n1", 10921), viaProxyAndDown, zap.New(core))
+	viaProxyAndDown := func(c *GossipConfig) { slowSync(c); c.Seeds = proxy.addr() + "," + down.addr() }
+	core0, logs0 := observer.New(zap.DebugLevel)
+	core1, logs := observer.New(zap.DebugLevel)
+	b0 := startNodeWith(t, "b0", 0, brokerMeta("bk", "n0", 10911), viaProxyAndDown, zap.New(core0))
+	b1 := startNodeWith(t, "b1", 0, brokerMeta("bk", "n1", 10921), viaProxyAndDown, zap.New(core1))
 	waitAlive(t, []*testNode{ns, b0, b1}, "ns-a", "b0", "b1")
 
 	if err := ns.g.Close(); err != nil {
@@ -258,9 +259,17 @@ func TestGossipSeedBehindAnotherAddressIsRejoined(t *testing.T) {
 
 	// While no member is lost the seed is not joined again. Answers
 	// within LeaveTimeout of the last loss do not settle it (they may come
-	// from the member that left), so wait that out first.
+	// from the member that left), so wait that out first, on each broker:
+	// their rejoin loops run apart, and a round runs late on a loaded box.
 	cfg := b1.g.cfg
-	rounds := func() int { return logs.FilterMessageSnippet("failed to join " + down.addr()).Len() }
+	roundsOf := func(logs *observer.ObservedLogs) []time.Time {
+		var at []time.Time
+		for _, e := range logs.FilterMessageSnippet("failed to join " + down.addr()).All() {
+			at = append(at, e.Time)
+		}
+		return at
+	}
+	rounds := func() int { return len(roundsOf(logs)) }
 	waitRounds := func(n int) {
 		t.Helper()
 		from := rounds()
@@ -268,13 +277,41 @@ func TestGossipSeedBehindAnotherAddressIsRejoined(t *testing.T) {
 			return rounds() >= from+n
 		})
 	}
+	// settledSince reports whether a broker's seed has been joined for the
+	// last time for the losses it had counted by t0: a round notices a
+	// loss (lossAt) once it starts after it; the round after the first
+	// that starts LeaveTimeout past lossAt settles the seed; its join has
+	// happened once the round after it logged. A round's line comes
+	// between its start and its end, so the round after a line started
+	// after it.
+	settledSince := func(logs *observer.ObservedLogs, t0 time.Time) bool {
+		var after []time.Time
+		for _, at := range roundsOf(logs) {
+			if at.After(t0) {
+				after = append(after, at)
+			}
+		}
+		if len(after) < 2 {
+			return false
+		}
+		lossAt := after[1] // no later than this round's start
+		for i, at := range after {
+			if !at.Before(lossAt.Add(cfg.LeaveTimeout)) {
+				return len(after) > i+2
+			}
+		}
+		return false
+	}
 	// A member reported dead meanwhile (probes time out on a loaded box)
 	// is a loss, after which joining the seed again is right: such a
 	// window proves nothing, and the next one is watched.
 	losses := func() uint64 { return b0.g.losses.Load() + b1.g.losses.Load() }
 	for attempt := 1; ; attempt++ {
-		waitRounds(int(cfg.LeaveTimeout/cfg.JoinRetryInterval) + 2)
-		before, lost := proxy.accepted.Load(), losses()
+		t0, lost := time.Now(), losses()
+		testutil.WaitFor(t, 10*time.Second, "both brokers settled the seed", func() bool {
+			return settledSince(logs0, t0) && settledSince(logs, t0)
+		})
+		before := proxy.accepted.Load()
 		waitRounds(10)
 		if losses() != lost {
 			if attempt == 3 {
