@@ -313,16 +313,19 @@ func TestBrokerMemberByRaftID(t *testing.T) {
 func TestGossipGracefulLeaveIsNotDead(t *testing.T) {
 	t.Parallel()
 	a, b, c := startCluster(t)
+	// Only what follows the leave counts: on a loaded machine a member
+	// may have declared c dead earlier, and c refuted it.
+	closed := time.Now()
 	if err := c.g.Close(); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 5*time.Second, "a and b report c gone", func() bool {
-		_, okA := a.firstEvent("c", EventDead, EventLeave)
-		_, okB := b.firstEvent("c", EventDead, EventLeave)
+		_, okA := a.firstEventAfter(closed, "c", EventDead, EventLeave)
+		_, okB := b.firstEventAfter(closed, "c", EventDead, EventLeave)
 		return okA && okB
 	})
 	for _, o := range []*testNode{a, b} {
-		if ev, _ := o.firstEvent("c", EventDead, EventLeave); ev.Kind != EventLeave {
+		if ev, _ := o.firstEventAfter(closed, "c", EventDead, EventLeave); ev.Kind != EventLeave {
 			t.Fatalf("%s: graceful leave reported as %s", o.g.Name(), ev.Kind)
 		}
 		if m, _ := o.g.Member("c"); m.State != MemberLeft {
@@ -375,23 +378,38 @@ func TestRemoveGoneBrokers(t *testing.T) {
 	unsub := RemoveGoneBrokers(ns.g, routes, nil)
 	defer unsub()
 
+	// On a loaded machine the name server may also declare a live broker
+	// dead for a moment (its probes time out; the broker refutes): that
+	// removes its routes too, rightly, so the test asserts what must be
+	// removed and what must not, not an exact list.
 	_ = b0.g.Shutdown() // crash
 	testutil.WaitFor(t, 5*time.Second, "crashed broker removed from routes", func() bool {
-		return len(routes.get()) == 1
+		return slices.Contains(routes.get(), "c1/127.0.0.1:10911")
 	})
+	removals := func(r string) int {
+		n := 0
+		for _, got := range routes.get() {
+			if got == r {
+				n++
+			}
+		}
+		return n
+	}
+	before := removals("c1/127.0.0.1:10921")
 	_ = b1.g.Close() // graceful
 	_ = ns2.g.Close()
-	testutil.WaitFor(t, 5*time.Second, "ns2 and b1 reported gone", func() bool {
-		_, ok1 := ns.firstEvent("b1", EventLeave, EventDead)
-		_, ok2 := ns.firstEvent("ns2", EventLeave, EventDead)
-		return ok1 && ok2
+	testutil.WaitFor(t, 5*time.Second, "ns2 reported gone", func() bool {
+		_, ok := ns.firstEvent("ns2", EventLeave, EventDead)
+		return ok
 	})
 	// The graceful broker is removed too; the name server that left is not.
 	testutil.WaitFor(t, 5*time.Second, "left broker removed from routes", func() bool {
-		return len(routes.get()) >= 2
+		return removals("c1/127.0.0.1:10921") > before
 	})
-	if got := routes.get(); !slices.Equal(got, []string{"c1/127.0.0.1:10911", "c1/127.0.0.1:10921"}) {
-		t.Fatalf("removed %q", got)
+	for _, r := range routes.get() {
+		if r != "c1/127.0.0.1:10911" && r != "c1/127.0.0.1:10921" {
+			t.Fatalf("removed %q", routes.get())
+		}
 	}
 }
 
@@ -580,9 +598,11 @@ func TestUndecodableMetaIsTrackedWithoutMeta(t *testing.T) {
 	if ev.Member.Meta != (NodeMeta{}) || ev.Member.State != MemberAlive {
 		t.Fatalf("alien member %+v", ev.Member)
 	}
-	if err := alien.Leave(time.Second); err != nil {
-		t.Fatal(err)
-	}
+	// Leave waits until its broadcast has been sent RetransmitMult times;
+	// with one peer that is one gossip round each, which a loaded machine
+	// can stretch past the timeout. That wait is not what the test is
+	// about: a still gossips the leave on, and the event is awaited below.
+	_ = alien.Leave(time.Second)
 	testutil.WaitFor(t, 5*time.Second, "a reports the alien's leave", func() bool {
 		_, ok := a.firstEvent("alien", EventLeave)
 		return ok
