@@ -111,7 +111,9 @@ func (w zapLogWriter) Write(p []byte) (int, error) {
 	if w.onRefute != nil {
 		for _, p := range refuteLines {
 			if bytes.HasPrefix(line, p) {
-				w.onRefute()
+				// After the line: a hook on it (a test freezing the
+				// node as it refutes) runs before the resync it starts.
+				defer w.onRefute()
 				break
 			}
 		}
