@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/remoting"
 	"github.com/raftmq/raftmq/wire"
@@ -42,7 +40,7 @@ func TestProducerCloseFromSendAsyncCallback(t *testing.T) {
 			ns := startNameServer(t)
 			a := startFakeBroker(t, "broker-a", &requestLog{})
 			a.register(t, ns, 0, 1, map[string]int{"T": 1})
-			before := goleak.IgnoreCurrent()
+			before := goroutinesNow(t)
 			p := newTestProducer(t, ns, append([]ProducerOpt{SendTimeout(time.Minute), AttemptTimeout(time.Minute)}, opts...)...)
 			warmAsync(t, p, "T")
 			arrived := make(chan struct{}, 1)
@@ -181,7 +179,7 @@ func TestTransactionProducerCloseFromCheckListener(t *testing.T) {
 	fb.srv.Register(remoting.RequestEndTransaction, func(context.Context, *remoting.Conn, *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		return remoting.NewResponse(remoting.ResponseSuccess, ""), nil
 	}, 1, 16)
-	before := goleak.IgnoreCurrent()
+	before := goroutinesNow(t)
 	l := &txnCloser{closed: make(chan error, 1)}
 	l.tp = startTxnProducer(t, ns, l)
 	// The half makes the producer heartbeat its topic's broker.
@@ -279,7 +277,7 @@ func TestPushConsumerCloseAndDirectConsume(t *testing.T) {
 			ns := startNameServer(t)
 			b := startQBroker(t, "broker-a")
 			b.register(t, ns, 0, map[string]int{"T": 1, "%RETRY%PG": 1})
-			before := goleak.IgnoreCurrent()
+			before := goroutinesNow(t)
 			push := newTestPush(t, ns, "PG", ConsumeFrom(ConsumeFromFirstOffset))
 			if err := push.Subscribe("T", "*"); err != nil {
 				t.Fatal(err)
