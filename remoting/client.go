@@ -111,6 +111,12 @@ func (c ClientConfig) withDefaults() ClientConfig {
 type clientEntry struct {
 	mu   sync.Mutex
 	conn *Conn // guarded by mu; nil or closed means dial on next use
+	// dropped is set when CloseConn takes the entry out of the table
+	// (guarded by Client.mu). A call that looked the entry up before
+	// then still holds it, and a dial it makes would be a connection no
+	// sweep or Close finds: it fails instead, as CloseConn fails the
+	// calls pending on the connection it closes.
+	dropped bool
 }
 
 // Client is a RocketMQ remoting client: one connection per address,
@@ -258,7 +264,11 @@ func (c *Client) connOrDial(ctx context.Context, addr string, deadline time.Time
 		c.entries[addr] = e
 	}
 	c.mu.Unlock()
+	return c.dialInto(ctx, e, addr, deadline)
+}
 
+// dialInto is connOrDial once the entry is looked up.
+func (c *Client) dialInto(ctx context.Context, e *clientEntry, addr string, deadline time.Time) (conn *Conn, dialed bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.conn != nil && !e.conn.Closed() {
@@ -293,6 +303,11 @@ func (c *Client) connOrDial(ctx context.Context, addr string, deadline time.Time
 		c.mu.Unlock()
 		_ = nc.Close()
 		return nil, false, ErrClientClosed
+	}
+	if e.dropped {
+		c.mu.Unlock()
+		_ = nc.Close()
+		return nil, false, fmt.Errorf("%w: %s: the connection was closed (CloseConn) while this call dialed it", ErrConnClosed, addr)
 	}
 	conn.start(&c.connWG)
 	c.mu.Unlock()
@@ -422,6 +437,9 @@ func (c *Client) CloseConn(addr string) {
 	c.mu.Lock()
 	e := c.entries[addr]
 	delete(c.entries, addr)
+	if e != nil {
+		e.dropped = true
+	}
 	c.mu.Unlock()
 	if e == nil {
 		return

@@ -2,9 +2,12 @@ package remoting
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/internal/testutil"
 )
@@ -85,5 +88,43 @@ func TestClientOneConnPerAddr(t *testing.T) {
 	}
 	if !conns[0].Closed() {
 		t.Fatal("Close left the connection open")
+	}
+}
+
+// A call that looked its address's entry up just before CloseConn took
+// the entry out of the table, and dials after that, must not leave a
+// connection nothing finds: no sweep would time its calls out, and Close
+// would wait for it until its peer or its idle timeout closed it. The
+// call fails as CloseConn's pending calls do, and the next one redials.
+func TestCloseConnFailsADialIntoTheDroppedEntry(t *testing.T) {
+	s := startServer(t, ServerConfig{}, nil, func(s *Server) { s.Register(1, echo, 1, 8) })
+	addr := s.Addr().String()
+	c := NewClient(ClientConfig{IdleTimeout: time.Hour}, zap.NewNop())
+	if err := call(c, addr); err != nil {
+		t.Fatal(err)
+	}
+	// Where the racing call is: past the table lookup, not yet holding
+	// the entry.
+	c.mu.Lock()
+	e := c.entries[addr]
+	c.mu.Unlock()
+	c.CloseConn(addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if conn, _, err := c.dialInto(ctx, e, addr, time.Time{}); !errors.Is(err, ErrConnClosed) {
+		if conn != nil {
+			defer conn.close(nil, false)
+		}
+		t.Fatalf("dial into the entry CloseConn dropped: conn %v err %v; want ErrConnClosed", conn != nil, err)
+	}
+	if err := call(c, addr); err != nil {
+		t.Fatalf("the next call: %v; want a redial", err)
+	}
+	closed := make(chan struct{})
+	go func() { _ = c.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waiting for a connection 10 s on")
 	}
 }
