@@ -238,9 +238,7 @@ func TestGossipSeedBehindAnotherAddressIsRejoined(t *testing.T) {
 	b1 := startNodeWith(t, "b1", 0, brokerMeta("bk", "n1", 10921), viaProxyAndDown, zap.New(core1))
 	waitAlive(t, []*testNode{ns, b0, b1}, "ns-a", "b0", "b1")
 
-	if err := ns.g.Close(); err != nil {
-		t.Fatal(err)
-	}
+	leave(t, ns)
 	testutil.WaitFor(t, 10*time.Second, "the brokers hold the name server left", func() bool {
 		m0, _ := b0.g.Member("ns-a")
 		m1, _ := b1.g.Member("ns-a")

@@ -104,9 +104,7 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	// alive), both a push/pull of b's earlier life with whichever process
 	// listens there then. So b must have asked the old one, and b retries
 	// its seeds only once a minute, as p and q do.
-	if err := ns.g.Close(); err != nil {
-		t.Fatal(err)
-	}
+	leave(t, ns)
 	waitAsked(ns)
 	testutil.WaitFor(t, 5*time.Second, "b holds the old name server left and asked it", func() bool {
 		m, _ := b.g.Member("ns")
@@ -115,9 +113,7 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	ns = startNodeWith(t, "ns", ns.port, nsMeta, quiet, nsLog.Named("restarted"))
 
 	// b restarts gracefully; p and q keep "b left" at its old incarnation.
-	if err := b.g.Close(); err != nil {
-		t.Fatal(err)
-	}
+	leave(t, b)
 	testutil.WaitFor(t, 5*time.Second, "p and q hold b left", func() bool {
 		mp, _ := p.g.Member("b")
 		mq, _ := q.g.Member("b")
