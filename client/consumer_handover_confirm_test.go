@@ -225,7 +225,10 @@ func TestHandOverOffsetDeadGroupDoesNotHoldUpCommit(t *testing.T) {
 	// broker-b is healthy: a Commit of its queues is confirmed at once.
 	bb.put("T", 0, "m", nil)
 	pollN(t, l, 1)
-	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// Behind the persist round it would wait out broker-a's answer
+	// (RequestTimeout, 1 s); the bound leaves room for a loaded machine
+	// below that.
+	cctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	err = l.Commit(cctx)
