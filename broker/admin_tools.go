@@ -353,12 +353,12 @@ func (c *Controller) processQueryConsumeQueue(req *remoting.RemotingCommand) *re
 	// The units answered are consecutive from the first (they carry no
 	// offset of their own), so a file missing in the range ends them, as
 	// RocketMQ's iterator ends at its file's end; none at all is
-	// RocketMQ's success with a remark.
+	// RocketMQ's success with its remark for an index no file holds.
 	for i := max(h.Index, cq.MinOffset()); i < h.Index+count && i < cq.MaxOffset(); i++ {
 		u, err := cq.Get(i)
 		if errors.Is(err, store.ErrOutOfRange) {
 			if len(body.QueueData) == 0 {
-				r.Remark = fmt.Sprintf("Can not find data by index %d", i)
+				r.Remark = fmt.Sprintf("Index %d of %d@%s is not exist!", h.Index, h.QueueID, h.Topic)
 			}
 			break
 		}

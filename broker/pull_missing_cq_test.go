@@ -84,8 +84,9 @@ func queueFileGap(t *testing.T) func(*store.Config) {
 // admin's queryCq) over a range a lost ConsumeQueue file cuts answers as
 // RocketMQ's: the units from the index up to the gap (the body gives each
 // no offset, so they must be consecutive), and, at an index the lost file
-// held, success with "Can not find data by index" and no units. It used
-// to fail as SYSTEM_ERROR, hiding the units that are there.
+// held, success with RocketMQ's remark for it ("Index 12 of 0@T is not
+// exist!") and no units. A SYSTEM_ERROR would hide the units that are
+// there.
 func TestQueryConsumeQueueAcrossMissingFile(t *testing.T) {
 	smallQueues := queueFileGap(t) // T/0: 35 messages, the file of units [10, 20) lost
 	tc, _ := startFakeProc(t, nil, smallQueues)
@@ -107,7 +108,7 @@ func TestQueryConsumeQueueAcrossMissingFile(t *testing.T) {
 	if body, _ := query(5, 20); len(body.QueueData) != 5 || body.MaxQueueIndex != 35 {
 		t.Fatalf("query from 5 across the gap: %d units, max %d; want the 5 units [5, 10), max 35", len(body.QueueData), body.MaxQueueIndex)
 	}
-	if body, remark := query(12, 5); len(body.QueueData) != 0 || remark != "Can not find data by index 12" {
+	if body, remark := query(12, 5); len(body.QueueData) != 0 || remark != "Index 12 of 0@T is not exist!" {
 		t.Fatalf("query in the gap: %d units, remark %q; want none and RocketMQ's remark", len(body.QueueData), remark)
 	}
 	if body, _ := query(20, 100); len(body.QueueData) != 15 {
