@@ -175,6 +175,13 @@ func compareRound(cursor, window int64, answers []queueAnswer, members int, forc
 	var his []int64
 	for _, a := range ok {
 		_, hi := a.held(cursor)
+		if bound := min(cursor+window, a.Max); hi < bound {
+			// Its units stop short of both the window and its queue's
+			// end: the broker answers the units up to a ConsumeQueue
+			// file it lost. What it lacks there never comes, so, as a
+			// stalled member's, it does not hold the cursor back.
+			hi = bound
+		}
 		his = append(his, hi)
 		if !stalled[a.Node] {
 			end = min(end, hi)

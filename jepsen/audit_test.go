@@ -97,6 +97,29 @@ func TestCompareRoundMemberLackingARange(t *testing.T) {
 	if r.next != 0 || r.compared != 0 {
 		t.Fatalf("one member ahead: %+v, want the cursor kept at 0", r)
 	}
+	// n2 lost the ConsumeQueue file of its units [12, 20): it answers
+	// those before the gap, then none from the gap on, though its queue
+	// goes on to 35. The gap never fills, so the cursor moves past it
+	// with the others, and n2 is compared again from there.
+	gapped := answer("n2", 0, 35, 0, 1000)
+	gapped.Units = gapped.Units[:12]
+	r = compareRound(0, 1000, []queueAnswer{answer("n0", 0, 35, 0, 1000), answer("n1", 0, 35, 0, 1000), gapped}, 3, false, nil)
+	if r.first != -1 || r.next != 35 || r.compared != 35 {
+		t.Fatalf("member with a lost queue file: %+v, want no mismatch, next 35, 35 compared", r)
+	}
+	inGap := answer("n2", 0, 35, 14, 1000)
+	inGap.Units = nil
+	r = compareRound(14, 1000, []queueAnswer{answer("n0", 0, 35, 14, 1000), answer("n1", 0, 35, 14, 1000), inGap}, 3, false, nil)
+	if r.next != 35 || r.compared != 35-14 {
+		t.Fatalf("cursor in a member's lost queue file: %+v, want next 35, 21 compared", r)
+	}
+	// Two members, one with the gap: the other's offsets past it are
+	// held by one member only, and the cursor still does not wait for
+	// the gap to fill.
+	r = compareRound(14, 1000, []queueAnswer{answer("n0", 0, 35, 14, 1000), inGap}, 2, false, nil)
+	if r.next != 35 || r.compared != 0 {
+		t.Fatalf("two members, one in a lost queue file: %+v, want next 35, none compared", r)
+	}
 	// A blank filler stands for no unit: the others are compared there.
 	blank := answer("n2", 0, 10, 0, 1000)
 	blank.Units[3] = blankAuditUnit
