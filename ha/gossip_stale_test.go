@@ -47,18 +47,14 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	quiet := func(c *GossipConfig) { slowSync(c); c.ProbeInterval = time.Minute; c.UpdateTimeout = 10 * time.Second }
 	slowRejoin := func(c *GossipConfig) { quiet(c); c.JoinRetryInterval = time.Minute }
 	nsMeta := NodeMeta{Kind: KindNameServer, RemotingAddr: "127.0.0.1:9876"}
-	nsLog := dumpLogOnFailure(t, "ns")
+	nsLog, _ := logDumpedOnFailure(t, "ns")
 	ns := startNodeWith(t, "ns", 0, nsMeta, quiet, nsLog)
-	pCore, pLogs := observer.New(zap.DebugLevel)
-	qCore, qLogs := observer.New(zap.DebugLevel)
-	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowRejoin, zap.New(pCore), ns)
-	q := startNodeWith(t, "q", 0, brokerMeta("bk", "n1", 10921), slowRejoin, zap.New(qCore), ns)
-	dumpOnFailure(t, "p", pLogs)
-	dumpOnFailure(t, "q", qLogs)
+	pLog, pLogs := logDumpedOnFailure(t, "p")
+	qLog, qLogs := logDumpedOnFailure(t, "q")
+	p := startNodeWith(t, "p", 0, brokerMeta("bk", "n0", 10911), slowRejoin, pLog, ns)
+	q := startNodeWith(t, "q", 0, brokerMeta("bk", "n1", 10921), slowRejoin, qLog, ns)
 	bMeta := brokerMeta("bk", "n2", 10931)
-	bCore, bLogs := observer.New(zap.DebugLevel)
-	bLog := zap.New(bCore)
-	dumpOnFailure(t, "b", bLogs)
+	bLog, bLogs := logDumpedOnFailure(t, "b")
 	b := startNodeWith(t, "b", 0, bMeta, slowRejoin, bLog, ns)
 	waitAlive(t, []*testNode{ns, p, q, b}, "ns", "p", "q", "b")
 
@@ -163,15 +159,10 @@ func TestGossipStaleLeftViewIsRefutedAtOnce(t *testing.T) {
 	})
 }
 
-// dumpLogOnFailure returns a debug logger whose entries the test prints
-// if it fails: the gossip of a node that took a wrong turn.
-func dumpLogOnFailure(t *testing.T, node string) *zap.Logger {
+// logDumpedOnFailure returns a debug logger, and its entries, which the
+// test prints if it fails: the gossip of a node that took a wrong turn.
+func logDumpedOnFailure(t *testing.T, node string) (*zap.Logger, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.DebugLevel)
-	dumpOnFailure(t, node, logs)
-	return zap.New(core)
-}
-
-func dumpOnFailure(t *testing.T, node string, logs *observer.ObservedLogs) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -180,4 +171,5 @@ func dumpOnFailure(t *testing.T, node string, logs *observer.ObservedLogs) {
 			t.Logf("%s %s %s: %s %v", e.Time.Format("15:04:05.000"), node, e.LoggerName, e.Message, e.ContextMap())
 		}
 	})
+	return zap.New(core), logs
 }
