@@ -108,17 +108,20 @@ func (a *AuditHistory) clone() *AuditHistory {
 }
 
 // queueAnswer is one member's QUERY_CONSUME_QUEUE answer for a queue,
-// asked from a cursor: Units start at max(cursor, Min).
+// asked from a cursor: Units start at max(cursor, From, Min). From is
+// where the units were asked from when the member's queue starts past the
+// cursor (ask re-asks it there).
 type queueAnswer struct {
 	Node     string
 	Min, Max int64
+	From     int64
 	Units    []AuditUnit
 	Err      error
 }
 
 // held is the span [lo, hi) of queue offsets the answer has units for.
 func (a queueAnswer) held(cursor int64) (lo, hi int64) {
-	lo = max(cursor, a.Min)
+	lo = max(cursor, a.From, a.Min)
 	return lo, lo + int64(len(a.Units))
 }
 
@@ -425,13 +428,39 @@ func isRefusal(err error) bool {
 	return ok
 }
 
-// ask asks member m for queue q's units from cursor.
+// auditReasks bounds how often ask follows a member's minimum that moves
+// past each index it is asked from.
+const auditReasks = 3
+
+// ask asks member m for queue q's units from cursor. A broker answers an
+// index below its queue's minimum (its head retired, or the member rebuilt
+// from a later snapshot) with no units and its bounds, as RocketMQ; the member is asked again
+// from its minimum, so that it is compared from there. What lies between
+// the cursor and that minimum it does not hold, and is compared among the
+// others only.
 func (a *auditor) ask(ctx context.Context, m auditMember, q auditQueue, cursor int64) queueAnswer {
-	ans := queueAnswer{Node: m.id}
+	from := cursor
+	for range auditReasks + 1 {
+		ans := a.askFrom(ctx, m, q, from)
+		if ans.Err != nil || len(ans.Units) > 0 || ans.Min <= from || ans.Min >= ans.Max {
+			return ans
+		}
+		from = ans.Min
+	}
+	// Its minimum kept moving past where it was asked. Kept as an answer
+	// without units, it would let the cursor pass what the member holds
+	// (compareRound takes units stopping short of the queue's end for a
+	// lost file); left out, the member is asked again next round.
+	return queueAnswer{Node: m.id, Err: &refusalError{remoting.ResponseSuccess, fmt.Sprintf("queue minimum moved past each of %d asks", auditReasks+1)}}
+}
+
+// askFrom asks member m for queue q's units from index from.
+func (a *auditor) askFrom(ctx context.Context, m auditMember, q auditQueue, from int64) queueAnswer {
+	ans := queueAnswer{Node: m.id, From: from}
 	cctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	resp, err := a.rc.InvokeSync(cctx, m.addr, remoting.NewRequest(remoting.RequestQueryConsumeQueue,
-		&wire.QueryConsumeQueueRequestHeader{Topic: q.topic, QueueID: int32(q.queue), Index: cursor, Count: auditWindow}, nil))
+		&wire.QueryConsumeQueueRequestHeader{Topic: q.topic, QueueID: int32(q.queue), Index: from, Count: auditWindow}, nil))
 	if err != nil {
 		ans.Err = err
 		return ans

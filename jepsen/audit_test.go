@@ -185,6 +185,9 @@ type fakeMember struct {
 	min     int64
 	units   []AuditUnit // from min
 	log     map[int64]string
+	// retire is how many head units each query below min retires after
+	// it is answered (retention running between the audit's asks).
+	retire int
 }
 
 func startFakeMember(t *testing.T, dataDir string) *fakeMember {
@@ -226,11 +229,19 @@ func (f *fakeMember) query(_ context.Context, _ *remoting.Conn, req *remoting.Re
 	}
 	maxOff := f.min + int64(len(f.units))
 	body := wire.QueryConsumeQueueResponseBody{MinQueueIndex: f.min, MaxQueueIndex: maxOff, QueueData: []wire.ConsumeQueueData{}}
-	for i := max(h.Index, f.min); i < h.Index+int64(h.Count) && i < maxOff; i++ {
+	r := remoting.NewResponse(remoting.ResponseSuccess, "")
+	// As the broker: nothing outside [min, max), with RocketMQ's remark.
+	if h.Index < f.min || h.Index >= maxOff {
+		r.Remark = fmt.Sprintf("Index %d of 0@T is not exist!", h.Index)
+		if h.Index < f.min {
+			n := min(f.retire, len(f.units))
+			f.min, f.units = f.min+int64(n), f.units[n:]
+		}
+	}
+	for i := h.Index; r.Remark == "" && i < h.Index+int64(h.Count) && i < maxOff; i++ {
 		u := f.units[i-f.min]
 		body.QueueData = append(body.QueueData, wire.ConsumeQueueData{PhysicOffset: u.Phy, PhysicSize: u.Size, TagsCode: u.Tags})
 	}
-	r := remoting.NewResponse(remoting.ResponseSuccess, "")
 	r.Body, _ = json.Marshal(body)
 	return r, nil
 }
@@ -394,6 +405,83 @@ func TestAuditorOverSockets(t *testing.T) {
 	}
 	if c, _ := checkAudit(History{Audit: &AuditHistory{Compared: 5, Rounds: 1}}); !c.OK || c.Value != "5 offsets compared in 1 rounds" {
 		t.Fatalf("clean audit verdict %+v", c)
+	}
+}
+
+// TestAuditorMemberMinPastCursor: a member whose queue's head was retired
+// past the cursor answers no units there (as the broker answers an index
+// below its minimum). It is asked again from its minimum and compared
+// from there, its units at their own offsets: a unit that differs past
+// the minimum is caught at its offset. The offsets it skipped are
+// compared among the others only, and not at all when no other pair
+// holds them. A minimum that moves past every ask is a refusal, not an
+// answer holding nothing.
+func TestAuditorMemberMinPastCursor(t *testing.T) {
+	dir := t.TempDir()
+	var fs []*fakeMember
+	var members []auditMember
+	for i := range 3 {
+		dd := filepath.Join(dir, "data", fmt.Sprint("n", i))
+		f := startFakeMember(t, dd)
+		f.set(0, units(0, 20))
+		fs = append(fs, f)
+		members = append(members, auditMember{id: fmt.Sprint("n", i), addr: f.srv.Addr().String(), dataDir: dd})
+	}
+	rc := remoting.NewClient(remoting.DefaultClientConfig(), nil)
+	defer rc.Close()
+	rec := &recorder{h: History{Start: time.Now()}}
+	newAuditor := func(running []auditMember) *auditor {
+		return &auditor{rc: rc, rec: rec, dir: filepath.Join(dir, "report"), timeout: 2 * time.Second,
+			queues:  []auditQueue{{0, "T", 0}},
+			members: func(int) ([]auditMember, int) { return running, len(running) },
+			state:   map[auditQueue]*auditState{}}
+	}
+	a := newAuditor(members)
+	ctx := context.Background()
+	a.round(ctx)
+	if h := a.history(); h.Compared != 20 || len(h.Mismatches) != 0 {
+		t.Fatalf("equal members: %+v, want 20 offsets compared", h)
+	}
+
+	// The cursor is at 20; n2's queue now starts at 25, and its unit at
+	// 30 names another CommitLog offset.
+	fs[0].set(0, units(0, 40))
+	fs[1].set(0, units(0, 40))
+	n2 := units(25, 15)
+	n2[30-25].Phy++
+	fs[2].set(25, n2)
+	a.round(ctx)
+	h := a.history()
+	if h.Compared != 40 || len(h.Mismatches) != 1 {
+		t.Fatalf("member's minimum past the cursor: %+v, want 40 offsets compared and one mismatch", h)
+	}
+	m := h.Mismatches[0]
+	if m.Offset != 30 {
+		t.Fatalf("mismatch at %d, want 30 (n2's units labelled from its minimum 25)", m.Offset)
+	}
+	for _, mb := range m.Members {
+		if mb.Node == "n2" && (mb.Min != 25 || mb.From != 27 || len(mb.Units) != 7 || mb.Units[3] != n2[30-25]) {
+			t.Fatalf("n2's side %+v, want min 25 and its units from 27, its own at 30", mb)
+		}
+	}
+
+	// Two members, one starting at 25: [0, 25) is held by one member
+	// only and is not counted as compared.
+	fs[2].set(25, units(25, 15))
+	b := newAuditor([]auditMember{members[0], members[2]})
+	b.round(ctx)
+	if h := b.history(); h.Compared != 15 || len(h.Mismatches) != 0 {
+		t.Fatalf("two members, one from 25: %+v, want only [25, 40) compared", h)
+	}
+
+	// Retention moves n2's minimum on after each ask below it.
+	fs[2].mu.Lock()
+	fs[2].retire = 5
+	fs[2].mu.Unlock()
+	fs[2].set(5, units(5, 35))
+	ans := a.ask(ctx, members[2], auditQueue{0, "T", 0}, 0)
+	if !isRefusal(ans.Err) || len(ans.Units) != 0 {
+		t.Fatalf("minimum moving past each ask: %+v, want a refusal", ans)
 	}
 }
 
