@@ -342,7 +342,8 @@ func (c *Controller) processQueryConsumeQueue(req *remoting.RemotingCommand) *re
 	if cq == nil {
 		return response(remoting.ResponseSystemError, "%d of %s is not exist!", h.QueueID, h.Topic)
 	}
-	body := wire.QueryConsumeQueueResponseBody{MaxQueueIndex: cq.MaxOffset(), MinQueueIndex: cq.MinOffset(), QueueData: []wire.ConsumeQueueData{}}
+	minOff, maxOff := cq.MinOffset(), cq.MaxOffset()
+	body := wire.QueryConsumeQueueResponseBody{MaxQueueIndex: maxOff, MinQueueIndex: minOff, QueueData: []wire.ConsumeQueueData{}}
 	if h.ConsumerGroup != "" {
 		if sd, _, ok := c.clients.subscription(h.ConsumerGroup, h.Topic); ok {
 			body.SubscriptionData = &sd
@@ -350,15 +351,28 @@ func (c *Controller) processQueryConsumeQueue(req *remoting.RemotingCommand) *re
 	}
 	count := min(max(int64(h.Count), 0), maxQueryConsumeQueue)
 	r := success()
-	// The units answered are consecutive from the first (they carry no
-	// offset of their own), so a file missing in the range ends them, as
-	// RocketMQ's iterator ends at its file's end; none at all is
-	// RocketMQ's success with its remark for an index no file holds.
-	for i := max(h.Index, cq.MinOffset()); i < h.Index+count && i < cq.MaxOffset(); i++ {
+	notExist := fmt.Sprintf("Index %d of %d@%s is not exist!", h.Index, h.QueueID, h.Topic)
+	if h.Index < minOff || h.Index >= maxOff {
+		// RocketMQ's ConsumeQueue.iterateFrom has nothing for an index
+		// outside [min, max) (below a retired head, negative, or at the
+		// end): success with its remark and no units. Units from min
+		// would be read as the index's, as the body gives them no offset.
+		// The body, which RocketMQ leaves out, still carries the bounds,
+		// as for an index a lost file held: a caller learns where the
+		// queue starts from the same answer.
+		r.Remark = notExist
+		r.Body, _ = json.Marshal(body)
+		return r
+	}
+	// The units answered are consecutive from the index, so a file missing
+	// in the range ends them, as RocketMQ's iterator ends at its file's
+	// end; none at all is RocketMQ's success with its remark for an index
+	// no file holds.
+	for i := h.Index; i < h.Index+count && i < maxOff; i++ {
 		u, err := cq.Get(i)
 		if errors.Is(err, store.ErrOutOfRange) {
 			if len(body.QueueData) == 0 {
-				r.Remark = fmt.Sprintf("Index %d of %d@%s is not exist!", h.Index, h.QueueID, h.Topic)
+				r.Remark = notExist
 			}
 			break
 		}
