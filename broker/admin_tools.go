@@ -340,13 +340,15 @@ func (c *Controller) processQueryConsumeQueue(req *remoting.RemotingCommand) *re
 	}
 	cq := c.st.ConsumeQueues().Get(h.Topic, h.QueueID)
 	if cq == nil {
-		return response(remoting.ResponseSystemError, "%d of %s is not exist!", h.QueueID, h.Topic)
+		return response(remoting.ResponseSystemError, "%d@%s is not exist!", h.QueueID, h.Topic)
 	}
 	minOff, maxOff := cq.MinOffset(), cq.MaxOffset()
 	body := wire.QueryConsumeQueueResponseBody{MaxQueueIndex: maxOff, MinQueueIndex: minOff, QueueData: []wire.ConsumeQueueData{}}
 	if h.ConsumerGroup != "" {
 		if sd, _, ok := c.clients.subscription(h.ConsumerGroup, h.Topic); ok {
 			body.SubscriptionData = &sd
+		} else {
+			body.FilterData = fmt.Sprintf("%s@%s is not online!", h.ConsumerGroup, h.Topic) // RocketMQ's words
 		}
 	}
 	count := min(max(int64(h.Count), 0), maxQueryConsumeQueue)

@@ -88,3 +88,32 @@ func TestQueryConsumeQueueOutsideRange(t *testing.T) {
 		t.Fatalf("query from 34 of a retired queue: %d units, bounds [%d, %d), remark %q", len(body.QueueData), body.MinQueueIndex, body.MaxQueueIndex, remark)
 	}
 }
+
+// TestQueryConsumeQueueMissingQueueAndOfflineGroup: RocketMQ's answers for a
+// queue the broker has no ConsumeQueue for (SYSTEM_ERROR, "Q@T is not
+// exist!") and for a consumerGroup with no online consumer of the topic
+// (filterData "G@T is not online!").
+func TestQueryConsumeQueueMissingQueueAndOfflineGroup(t *testing.T) {
+	tc, rep := startFakeProc(t, nil)
+	addr := tc.nodes[0].Addr()
+	tc.createTopic(addr, "T", 1)
+	if _, err := rep.PutMessages(context.Background(), []*store.Message{{Topic: "T", QueueID: 0, Body: []byte("m"),
+		BornTimestamp: 1, BornHost: netip.MustParseAddrPort("10.0.0.1:1000"), Properties: map[string]string{}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := tc.call(addr, remoting.RequestQueryConsumeQueue, map[string]string{
+		"topic": "T", "queueId": "3", "index": "0", "count": "1"}, nil)
+	if r.Code != remoting.ResponseSystemError || r.Remark != "3@T is not exist!" {
+		t.Fatalf("missing queue: code %d %q, want %d %q", r.Code, r.Remark, remoting.ResponseSystemError, "3@T is not exist!")
+	}
+	r = tc.call(addr, remoting.RequestQueryConsumeQueue, map[string]string{
+		"topic": "T", "queueId": "0", "index": "0", "count": "1", "consumerGroup": "G"}, nil)
+	var body wire.QueryConsumeQueueResponseBody
+	if err := json.Unmarshal(r.Body, &body); err != nil || r.Code != remoting.ResponseSuccess {
+		t.Fatalf("offline group: code %d %s, body %s (%v)", r.Code, r.Remark, r.Body, err)
+	}
+	if body.FilterData != "G@T is not online!" || body.SubscriptionData != nil || len(body.QueueData) != 1 {
+		t.Fatalf("offline group: filterData %q, subscription %v, %d units; want RocketMQ's not-online note and the unit",
+			body.FilterData, body.SubscriptionData, len(body.QueueData))
+	}
+}
