@@ -14,7 +14,7 @@ import (
 	"github.com/raftmq/raftmq/wire"
 )
 
-// Full-data catch-up (ADR 0017).
+// Full-data catch-up (ADR 0019).
 //
 // A member whose Raft log was reset for a snapshot (it joined empty, was
 // wiped, or fell behind the leader's retained log) holds the replicated

@@ -49,7 +49,8 @@ const asideSuffix = ".gone"
 
 // syncedName is the file of the synced mark, replaced atomically by Sync
 // once every file and directory is durable: the applied mark at that point
-// (8 bytes LE) and a CRC32-C of it.
+// (8 bytes LE), the count and (bucket, size) pairs of the bucket files then
+// (encodeSynced), and a CRC32-C of all of it.
 const syncedName = "SYNCED"
 
 // bootID identifies the lifetime of the page cache holding the files'
