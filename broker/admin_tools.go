@@ -459,7 +459,11 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 	if len(commits) == 0 {
 		return r // RocketMQ clones nothing silently too
 	}
-	if f := c.replicate(ctx, "clone group offset", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) }); f != nil {
+	// As RocketMQ's, the clone replaces the destination's offsets: its
+	// consumers' queued commits must not land after it.
+	if f := c.offsets.supersede(commits, func() *remoting.RemotingCommand {
+		return c.replicate(ctx, "clone group offset", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) })
+	}); f != nil {
 		return f
 	}
 	return r

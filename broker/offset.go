@@ -371,7 +371,7 @@ type offsetCoalescer struct {
 	// proposed, and by drop, so a batch read before a group or topic is
 	// deleted is proposed before the delete, never after it (it would bring
 	// the deleted offsets back); and by supersede while it replicates, so
-	// no batch read before a reset lands after it.
+	// no batch read before a reset or clone lands after it.
 	flushing sync.Mutex
 
 	mu      sync.Mutex
@@ -806,8 +806,8 @@ func (o *offsetCoalescer) handOver(commits []handOverCommit) {
 }
 
 // supersede replicates commits that replace the queued ones of their
-// queues (a reset): a queued commit flushed after them would undo them.
-// It holds flushing, so no flush is under way or starts, takes those
+// queues (a reset, a clone): a queued commit flushed after them would undo
+// them. It holds flushing, so no flush is under way or starts, takes those
 // queues' queued commits out and proposes through replicate. If that
 // fails, they go back (unless a newer commit replaced them or this node
 // was deposed meanwhile): the failed write changes nothing. Its own
