@@ -418,11 +418,17 @@ type offsetKey struct {
 	queueID      int32
 }
 
-// pendingOffset is an acknowledged commit and how many flushes of it
-// failed.
+// pendingOffset is an acknowledged commit, how many flushes of it
+// failed, and the queue's offset this leader had replicated under it
+// (noOffset: none): read when the queue's first pending commit is queued
+// and moved on by this leader's own writes of the queue (its flushes,
+// resets and clones). A hand-over expects that one: once deposed, this
+// node's state may already hold a later leader's writes (a reset), and
+// a hand-over expecting those would undo them.
 type pendingOffset struct {
-	offset int64
-	failed int
+	offset     int64
+	failed     int
+	replicated string
 }
 
 // offsetFlushAttempts bounds the flushes of one acknowledged commit while
@@ -445,9 +451,24 @@ func newOffsetCoalescer(c *Controller) *offsetCoalescer {
 }
 
 func (o *offsetCoalescer) add(oc OffsetCommit) {
+	k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
 	o.mu.Lock()
-	o.pending[offsetKey{oc.Group, oc.Topic, oc.QueueID}] = pendingOffset{offset: oc.Offset}
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	replicated := o.replicatedLocked(k)
+	o.pending[k] = pendingOffset{offset: oc.Offset, replicated: replicated}
+}
+
+// replicatedLocked is the offset this leader had replicated under the
+// queue's pending commit (see pendingOffset), or, with none pending, the
+// replicated one now. o.mu held.
+func (o *offsetCoalescer) replicatedLocked(k offsetKey) string {
+	if p, ok := o.pending[k]; ok {
+		return p.replicated
+	}
+	if off, ok := o.c.rep.State().ConsumerOffset(k.group, k.topic, k.queueID); ok {
+		return strconv.FormatInt(off, 10)
+	}
+	return noOffset
 }
 
 // addIf queues a handed-over commit (extHandOverExpect) if the queue's
@@ -470,7 +491,7 @@ func (o *offsetCoalescer) addIf(oc OffsetCommit, expect string) (string, bool) {
 	if cur != expect {
 		return cur, false
 	}
-	o.pending[k] = pendingOffset{offset: oc.Offset}
+	o.pending[k] = pendingOffset{offset: oc.Offset, replicated: o.replicatedLocked(k)}
 	return cur, true
 }
 
@@ -648,7 +669,7 @@ func (o *offsetCoalescer) flush() {
 	if err == nil || errors.As(err, &stopped) {
 		// A stopped FSM does not apply the entries here, yet they are
 		// committed: the other members apply them.
-		o.dropSent(batch)
+		o.dropSent(batch, true)
 		return
 	}
 	if !o.c.rep.IsLeader() {
@@ -673,7 +694,7 @@ func (o *offsetCoalescer) notLeading(batch []OffsetCommit) {
 	leading := o.leading
 	o.mu.Unlock()
 	if !leading {
-		o.dropSent(batch)
+		o.dropSent(batch, false)
 	}
 }
 
@@ -719,16 +740,14 @@ func (o *offsetCoalescer) deposed() {
 	st := o.c.rep.State()
 	commits := make([]handOverCommit, 0, len(taken))
 	for k, p := range taken {
-		expect := noOffset
-		if off, ok := st.ConsumerOffset(k.group, k.topic, k.queueID); ok {
-			if off == p.offset {
-				continue // replicated; the flush had yet to take it out
-			}
-			expect = strconv.FormatInt(off, 10)
+		if off, ok := st.ConsumerOffset(k.group, k.topic, k.queueID); ok && off == p.offset {
+			// Replicated (the flush had yet to take it out), or a later
+			// leader's write left the queue there: nothing to hand over.
+			continue
 		}
 		commits = append(commits, handOverCommit{
 			OffsetCommit: OffsetCommit{Group: k.group, Topic: k.topic, QueueID: k.queueID, Offset: p.offset},
-			expect:       expect,
+			expect:       p.replicated,
 		})
 	}
 	if len(commits) == 0 {
@@ -828,12 +847,20 @@ func (o *offsetCoalescer) supersede(commits []OffsetCommit, replicate func() *re
 	deposals := o.deposals
 	o.mu.Unlock()
 	r := replicate()
-	if r == nil || len(taken) == 0 {
-		return r
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.deposals != deposals {
+		return r
+	}
+	if r == nil {
+		// Commits queued while it replicated now lie over its offsets.
+		for _, oc := range commits {
+			k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
+			if p, ok := o.pending[k]; ok {
+				p.replicated = strconv.FormatInt(oc.Offset, 10)
+				o.pending[k] = p
+			}
+		}
 		return r
 	}
 	for k, p := range taken {
@@ -872,13 +899,21 @@ func (o *offsetCoalescer) drop(group, topic string) {
 }
 
 // dropSent removes the pending entries that still hold the sent values.
-func (o *offsetCoalescer) dropSent(batch []OffsetCommit) {
+// With replicated (the batch was), a newer commit that replaced one lies
+// over the sent value.
+func (o *offsetCoalescer) dropSent(batch []OffsetCommit, replicated bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, oc := range batch {
 		k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
-		if p, ok := o.pending[k]; ok && p.offset == oc.Offset {
+		p, ok := o.pending[k]
+		switch {
+		case !ok:
+		case p.offset == oc.Offset:
 			delete(o.pending, k)
+		case replicated:
+			p.replicated = strconv.FormatInt(oc.Offset, 10)
+			o.pending[k] = p
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/raftmq/raftmq/remoting"
 )
@@ -15,6 +18,18 @@ import (
 // destination group's offsets).
 
 func hourCoalescer(c *BrokerConfig) { c.ConsumerOffsetCommitCoalescer = time.Hour }
+
+// applyOffset writes an offset into the fake's replicated state, as an
+// entry of another leader's term applied on this member.
+func applyOffset(rep *fakeReplica, group, topic string, queueID int32, off int64) {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	k := topicGroupKey(topic, group)
+	if rep.offsets[k] == nil {
+		rep.offsets[k] = map[int32]int64{}
+	}
+	rep.offsets[k][queueID] = off
+}
 
 func commitExt(group, topic string, queueID int, off int64) map[string]string {
 	return map[string]string{"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(queueID),
@@ -58,5 +73,105 @@ func TestResetAndCloneWinOverQueuedCommits(t *testing.T) {
 		if got, _ := rep.State().ConsumerOffset(want.group, "TT", 0); got != want.off {
 			t.Errorf("%s after its queued commit of 3 and a flush: %d, want %d (the reset's, the clone's)", want.group, got, want.off)
 		}
+	}
+}
+
+// TestHandOverExpectsTheDeposedLeadersOffset: a deposed leader's hand-over
+// expects the offset that leader had replicated, not what its state holds
+// when the role change reaches the coalescer: by then it may have applied
+// a later leader's reset, and a hand-over expecting the reset's offset
+// would undo it. A queued commit equal to the offset the state holds is
+// not handed over: the later term's reset of the other queue commits
+// there, and nothing from the older term may land after it.
+func TestHandOverExpectsTheDeposedLeadersOffset(t *testing.T) {
+	oldPC, oldRep := startFakeProc(t, hourCoalescer)
+	newPC, newRep := startFakeProc(t, hourCoalescer)
+	oldAddr, newAddr := oldPC.nodes[0].Addr(), newPC.nodes[0].Addr()
+	for _, pc := range []*procCluster{oldPC, newPC} {
+		addr := pc.nodes[0].Addr()
+		pc.createTopic(addr, "TT", 2)
+		mustSucceed(t, "create group", pc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"TTG"}`)))
+	}
+	for _, rep := range []*fakeReplica{oldRep, newRep} {
+		applyOffset(rep, "TTG", "TT", 0, 5)
+		applyOffset(rep, "TTG", "TT", 1, 5)
+	}
+	oldRep.setLeader(true, oldAddr)
+	mustSucceed(t, "commit q0", oldPC.call(oldAddr, remoting.RequestUpdateConsumerOffset, commitExt("TTG", "TT", 0, 5), nil))
+	mustSucceed(t, "commit q1", oldPC.call(oldAddr, remoting.RequestUpdateConsumerOffset, commitExt("TTG", "TT", 1, 9), nil))
+
+	// A later term resets both queues to 0; the old member has applied
+	// the reset of queue 1 by the time its coalescer learns it lost
+	// leadership, not yet that of queue 0.
+	oldRep.leader.Store(false)
+	applyOffset(newRep, "TTG", "TT", 0, 0)
+	applyOffset(newRep, "TTG", "TT", 1, 0)
+	applyOffset(oldRep, "TTG", "TT", 1, 0)
+	oldRep.setLeader(false, newAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = oldPC.nodes[0].Shutdown(ctx) // waits for the hand-over
+	for q := range int32(2) {
+		if off, ok := newPC.nodes[0].offsets.lookup("TTG", "TT", q); !ok || off != 0 {
+			t.Errorf("queue %d on the new leader after the hand-over: %d %v, want the reset's 0", q, off, ok)
+		}
+	}
+}
+
+// hookOffsetsReplica is a fakeReplica that runs during (once) inside its
+// next CommitOffsets, before the entry applies.
+type hookOffsetsReplica struct {
+	*fakeReplica
+	during func()
+}
+
+func (r *hookOffsetsReplica) CommitOffsets(ctx context.Context, commits []OffsetCommit) error {
+	if f := r.during; f != nil {
+		r.during = nil
+		f()
+	}
+	return r.fakeReplica.CommitOffsets(ctx, commits)
+}
+
+// TestQueuedCommitTracksTheLeadersOwnWrites: the offset a queued commit's
+// hand-over would expect follows this leader's own writes of the queue: a
+// flush or a reset that replicated while a newer commit was queued lies
+// under that commit, so a hand-over of it after a deposal is taken where
+// the new leader has what this one wrote last.
+func TestQueuedCommitTracksTheLeadersOwnWrites(t *testing.T) {
+	rep := &hookOffsetsReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
+	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	o := c.offsets
+	replicatedUnder := func() string {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.pending[offsetKey{"G", "T", 0}].replicated
+	}
+	applyOffset(rep.fakeReplica, "G", "T", 0, 5)
+	o.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 7})
+	if got := replicatedUnder(); got != "5" {
+		t.Fatalf("a commit queued over 5 expects %q", got)
+	}
+	rep.during = func() { o.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 9}) }
+	o.flush()
+	if got := replicatedUnder(); got != "7" {
+		t.Fatalf("a commit queued while the flush of 7 replicated expects %q, want 7", got)
+	}
+	reset := []OffsetCommit{{Group: "G", Topic: "T", QueueID: 0, Offset: 2}}
+	rep.during = func() { o.add(OffsetCommit{Group: "G", Topic: "T", QueueID: 0, Offset: 11}) }
+	if r := o.supersede(reset, func() *remoting.RemotingCommand {
+		if err := rep.CommitOffsets(context.Background(), reset); err != nil {
+			return response(remoting.ResponseSystemError, "%v", err)
+		}
+		return nil
+	}); r != nil {
+		t.Fatalf("reset: %d %s", r.Code, r.Remark)
+	}
+	if got := replicatedUnder(); got != "2" {
+		t.Fatalf("a commit queued while the reset to 2 replicated expects %q, want 2", got)
 	}
 }
