@@ -90,7 +90,8 @@ func (c *Controller) processUpdateConsumerOffset(ctx context.Context, _ *remotin
 	}
 	oc := OffsetCommit{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, Offset: h.CommitOffset}
 	if expect, ok := req.ExtValue(extHandOverExpect); ok {
-		if cur, added := c.offsets.addIf(oc, expect); !added {
+		_, deposed := req.ExtValue(extHandOverDeposed)
+		if cur, added := c.offsets.addIf(oc, expect, deposed); !added {
 			r := success()
 			r.ExtFields = map[string]string{extHandOverKept: cur}
 			return r, nil
@@ -112,6 +113,10 @@ const (
 	extHandOverExpect = "raftmqHandOverExpect"
 	extHandOverKept   = "raftmqHandOverKept"
 	noOffset          = "none"
+	// extHandOverDeposed marks a hand-over from a deposed leader, as
+	// opposed to a commit a follower passes on (passOn): see
+	// offsetCoalescer.fenced.
+	extHandOverDeposed = "raftmqHandOverDeposed"
 )
 
 // checkOffsetCommit refuses a commit the broker would otherwise replicate
@@ -390,7 +395,36 @@ type offsetCoalescer struct {
 	// a flush that finds this node no longer leading leaves the pending
 	// commits to deposed while it is still set. Guarded by mu.
 	leading bool
+	// leadingSince is when the role change to leader last reached this
+	// node (zero: never). Guarded by mu.
+	leadingSince time.Time
+	// fenced is what this node, in the first offsetHandOverFence of its
+	// leadership, reset or cloned (queues) or deleted with its offsets
+	// (groups, topics). A deposed leader's hand-over for them is refused
+	// whatever offset it expects: the commit was acknowledged in an older
+	// term, before the admin write, which must win (RocketMQ: a reset
+	// wins over the commits a consumer made before it). The offset check
+	// alone would take it where the write left the offset the hand-over
+	// expects: a reset to that very offset, a group or topic deleted and
+	// created again where the old leader had none. Hand-overs arrive
+	// within offsetHandOverTimeout of their sender's deposal, and a
+	// leader cut off from its quorum steps down within its lease timeout,
+	// so shortly after this node's election: later writes need no record.
+	// Guarded by mu.
+	fenced offsetFence
 }
+
+// offsetFence is offsetCoalescer.fenced.
+type offsetFence struct {
+	queues         map[offsetKey]bool
+	groups, topics map[string]bool
+}
+
+// offsetHandOverFence is how long into a node's leadership its admin
+// writes of offsets are recorded against hand-overs (offsetCoalescer.fenced),
+// with a wide margin over the time a deposed leader's hand-over can take to
+// arrive.
+const offsetHandOverFence = time.Minute
 
 // handOverCommit is a pending commit a deposed leader hands over, with the
 // offset it had replicated for the queue (noOffset: none).
@@ -445,6 +479,8 @@ func newOffsetCoalescer(c *Controller) *offsetCoalescer {
 		}
 		o.mu.Lock()
 		o.leading = true
+		o.leadingSince = time.Now()
+		o.fenced = offsetFence{}
 		o.mu.Unlock()
 	})
 	return o
@@ -471,10 +507,40 @@ func (o *offsetCoalescer) replicatedLocked(k offsetKey) string {
 	return noOffset
 }
 
+// fenceLocked records an admin write of queues' offsets, or a delete of a
+// group's or a topic's (whichever is not empty), for offsetCoalescer.fenced.
+// o.mu held.
+func (o *offsetCoalescer) fenceLocked(queues []OffsetCommit, group, topic string) {
+	if o.leadingSince.IsZero() || time.Since(o.leadingSince) > offsetHandOverFence {
+		o.fenced = offsetFence{}
+		return
+	}
+	f := &o.fenced
+	for _, oc := range queues {
+		if f.queues == nil {
+			f.queues = map[offsetKey]bool{}
+		}
+		f.queues[offsetKey{oc.Group, oc.Topic, oc.QueueID}] = true
+	}
+	if group != "" {
+		if f.groups == nil {
+			f.groups = map[string]bool{}
+		}
+		f.groups[group] = true
+	}
+	if topic != "" {
+		if f.topics == nil {
+			f.topics = map[string]bool{}
+		}
+		f.topics[topic] = true
+	}
+}
+
 // addIf queues a handed-over commit (extHandOverExpect) if the queue's
-// offset, pending or replicated, is expect; otherwise it returns the offset
-// kept (noOffset: none).
-func (o *offsetCoalescer) addIf(oc OffsetCommit, expect string) (string, bool) {
+// offset, pending or replicated, is expect and, for a deposed leader's
+// (extHandOverDeposed), this node did not reset, clone or delete it
+// (fenced); otherwise it returns the offset kept (noOffset: none).
+func (o *offsetCoalescer) addIf(oc OffsetCommit, expect string, deposed bool) (string, bool) {
 	k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
 	// With flushing held no flush or reset (supersede) is half-way: the
 	// pending commit, else the replicated offset, is the queue's latest.
@@ -488,7 +554,8 @@ func (o *offsetCoalescer) addIf(oc OffsetCommit, expect string) (string, bool) {
 	} else if off, ok := o.c.rep.State().ConsumerOffset(oc.Group, oc.Topic, oc.QueueID); ok {
 		cur = strconv.FormatInt(off, 10)
 	}
-	if cur != expect {
+	f := o.fenced
+	if cur != expect || (deposed && (f.queues[k] || f.groups[k.group] || f.topics[k.topic])) {
 		return cur, false
 	}
 	o.pending[k] = pendingOffset{offset: oc.Offset, replicated: o.replicatedLocked(k)}
@@ -733,6 +800,7 @@ func (o *offsetCoalescer) deposed() {
 	o.pending = map[offsetKey]pendingOffset{}
 	o.deposals++
 	o.leading = false
+	o.fenced = offsetFence{}
 	o.mu.Unlock()
 	if len(taken) == 0 {
 		return
@@ -791,6 +859,7 @@ func (o *offsetCoalescer) handOver(commits []handOverCommit) {
 		req := remoting.NewRequest(remoting.RequestUpdateConsumerOffset, &wire.UpdateConsumerOffsetRequestHeader{
 			ConsumerGroup: hc.Group, Topic: hc.Topic, QueueID: hc.QueueID, CommitOffset: hc.Offset}, nil)
 		req.ExtFields[extHandOverExpect] = hc.expect
+		req.ExtFields[extHandOverDeposed] = "true"
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		r, err := o.c.nsClient.InvokeSync(ctx, addr, req)
 		cancel()
@@ -831,11 +900,13 @@ func (o *offsetCoalescer) handOver(commits []handOverCommit) {
 // fails, they go back (unless a newer commit replaced them or this node
 // was deposed meanwhile): the failed write changes nothing. Its own
 // commits are never queued, so no later flush applies what its caller
-// was told had failed.
+// was told had failed. It fences those queues against hand-overs (see
+// fenced) whether or not it succeeds: a failed write may still commit.
 func (o *offsetCoalescer) supersede(commits []OffsetCommit, replicate func() *remoting.RemotingCommand) *remoting.RemotingCommand {
 	o.flushing.Lock()
 	defer o.flushing.Unlock()
 	o.mu.Lock()
+	o.fenceLocked(commits, "", "")
 	taken := map[offsetKey]pendingOffset{}
 	for _, oc := range commits {
 		k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
@@ -891,6 +962,7 @@ func (o *offsetCoalescer) drop(group, topic string) {
 	defer o.flushing.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.fenceLocked(nil, group, topic)
 	for k := range o.pending {
 		if (group != "" && k.group == group) || (topic != "" && k.topic == topic) {
 			delete(o.pending, k)

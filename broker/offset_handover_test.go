@@ -36,6 +36,15 @@ func commitExt(group, topic string, queueID int, off int64) map[string]string {
 		"commitOffset": strconv.FormatInt(off, 10)}
 }
 
+// handOverExt is a deposed leader's hand-over of a commit on TTG's TT
+// queue, expecting the offset expect.
+func handOverExt(queueID int, off int64, expect string) map[string]string {
+	ext := commitExt("TTG", "TT", queueID, off)
+	ext[extHandOverExpect] = expect
+	ext[extHandOverDeposed] = "true"
+	return ext
+}
+
 func mustSucceed(t *testing.T, what string, r *remoting.RemotingCommand) {
 	t.Helper()
 	if r.Code != remoting.ResponseSuccess {
@@ -115,6 +124,107 @@ func TestHandOverExpectsTheDeposedLeadersOffset(t *testing.T) {
 		if off, ok := newPC.nodes[0].offsets.lookup("TTG", "TT", q); !ok || off != 0 {
 			t.Errorf("queue %d on the new leader after the hand-over: %d %v, want the reset's 0", q, off, ok)
 		}
+	}
+}
+
+// TestHandOverAfterReset: a new leader refuses a deposed leader's
+// hand-over for a queue it reset, whatever offset the hand-over expects:
+// the commit was acknowledged in an older term, before the reset. The
+// offset check alone takes it when the reset left the queue at that very
+// offset (an explicit one, or one found by time that only moves back).
+// A follower's forwarded commit, which a consumer may send after the
+// reset, is judged by its offset alone.
+func TestHandOverAfterReset(t *testing.T) {
+	pc, rep := startFakeProc(t, hourCoalescer)
+	c, addr := pc.nodes[0], pc.nodes[0].Addr()
+	rep.setLeader(true, addr)
+	pc.createTopic(addr, "TT", 2)
+	for range 6 {
+		mustSucceed(t, "send", pc.call(addr, remoting.RequestSendMessage, sendExt("TT", 0, ""), []byte("m")))
+	}
+	mustSucceed(t, "create group", pc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"TTG"}`)))
+	mustSucceed(t, "commit", pc.call(addr, remoting.RequestUpdateConsumerOffset, commitExt("TTG", "TT", 0, 5), nil))
+	c.offsets.flush()
+	reset := func(queueID, off string) {
+		t.Helper()
+		mustSucceed(t, "reset queue "+queueID, pc.call(addr, remoting.RequestInvokeBrokerToResetOffset, map[string]string{
+			"topic": "TT", "group": "TTG", "timestamp": "0", "isForce": "false", "queueId": queueID, "offset": off}, nil))
+	}
+	reset("0", "5")
+	reset("1", "0") // the queue's first offset for TTG
+
+	for _, h := range []struct {
+		queueID int
+		expect  string
+		kept    string
+	}{
+		{0, "5", "5"},    // the reset left the offset expected
+		{0, "4", "5"},    // an offset the queue no longer has
+		{1, "none", "0"}, // no offset before the reset
+	} {
+		r := pc.call(addr, remoting.RequestUpdateConsumerOffset, handOverExt(h.queueID, 9, h.expect), nil)
+		if r.Code != remoting.ResponseSuccess || r.ExtFields[extHandOverKept] != h.kept {
+			t.Errorf("hand-over of 9 on queue %d expecting %s after the reset: %d %q %v; want success keeping %s",
+				h.queueID, h.expect, r.Code, r.Remark, r.ExtFields, h.kept)
+		}
+		if off, _ := c.offsets.lookup("TTG", "TT", int32(h.queueID)); strconv.FormatInt(off, 10) != h.kept {
+			t.Errorf("queue %d after a refused hand-over: %d, want the reset's %s", h.queueID, off, h.kept)
+		}
+	}
+
+	forward := commitExt("TTG", "TT", 0, 6)
+	forward[extHandOverExpect] = "5"
+	if r := pc.call(addr, remoting.RequestUpdateConsumerOffset, forward, nil); r.Code != remoting.ResponseSuccess || r.ExtFields[extHandOverKept] != "" {
+		t.Fatalf("a follower's forwarded commit expecting 5 after the reset: %d %q %v; want it taken", r.Code, r.Remark, r.ExtFields)
+	}
+	if off, _ := c.offsets.lookup("TTG", "TT", 0); off != 6 {
+		t.Fatalf("queue 0 after the forwarded commit of 6: %d", off)
+	}
+}
+
+// TestHandOverAfterDelete: a group or topic deleted with its offsets on
+// the new leader does not get them back from a deposed leader's hand-over,
+// even where it expects no offset and the group or topic was created
+// again meanwhile.
+func TestHandOverAfterDelete(t *testing.T) {
+	pc, rep := startFakeProc(t, hourCoalescer)
+	c, addr := pc.nodes[0], pc.nodes[0].Addr()
+	rep.setLeader(true, addr)
+	pc.createTopic(addr, "TT", 1)
+	createGroup := func(g string) {
+		t.Helper()
+		mustSucceed(t, "create group "+g, pc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)))
+	}
+	createGroup("TTG")
+	createGroup("TTH")
+	mustSucceed(t, "commit TTG", pc.call(addr, remoting.RequestUpdateConsumerOffset, commitExt("TTG", "TT", 0, 5), nil))
+	c.offsets.flush()
+
+	mustSucceed(t, "delete TTG", pc.call(addr, remoting.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "TTG", "cleanOffset": "true"}, nil))
+	if r := pc.call(addr, remoting.RequestUpdateConsumerOffset, handOverExt(0, 9, "none"), nil); r.Code != remoting.ResponseSubscriptionGroupNotExist {
+		t.Fatalf("hand-over for a deleted group: %d %q, want SUBSCRIPTION_GROUP_NOT_EXIST", r.Code, r.Remark)
+	}
+	createGroup("TTG")
+	for _, expect := range []string{"5", "none"} {
+		r := pc.call(addr, remoting.RequestUpdateConsumerOffset, handOverExt(0, 9, expect), nil)
+		if r.Code != remoting.ResponseSuccess || r.ExtFields[extHandOverKept] != "none" {
+			t.Errorf("hand-over expecting %s for a group deleted and created again: %d %q %v; want success keeping none",
+				expect, r.Code, r.Remark, r.ExtFields)
+		}
+	}
+	if off, ok := c.offsets.lookup("TTG", "TT", 0); ok {
+		t.Errorf("TTG deleted with its offsets has %d again after a hand-over", off)
+	}
+
+	mustSucceed(t, "delete topic", pc.call(addr, remoting.RequestDeleteTopicInBroker, map[string]string{"topic": "TT"}, nil))
+	pc.createTopic(addr, "TT", 1)
+	ext := handOverExt(0, 9, "none")
+	ext["consumerGroup"] = "TTH"
+	if r := pc.call(addr, remoting.RequestUpdateConsumerOffset, ext, nil); r.Code != remoting.ResponseSuccess || r.ExtFields[extHandOverKept] != "none" {
+		t.Errorf("hand-over expecting none on a topic deleted and created again: %d %q %v; want success keeping none", r.Code, r.Remark, r.ExtFields)
+	}
+	if off, ok := c.offsets.lookup("TTH", "TT", 0); ok {
+		t.Errorf("TTH has %d on a topic deleted and created again after a hand-over", off)
 	}
 }
 
