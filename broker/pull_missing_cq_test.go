@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -94,16 +93,7 @@ func TestQueryConsumeQueueAcrossMissingFile(t *testing.T) {
 	tc.createTopic(addr, "T", 1)
 	query := func(index, count int) (wire.QueryConsumeQueueResponseBody, string) {
 		t.Helper()
-		r := tc.call(addr, remoting.RequestQueryConsumeQueue, map[string]string{
-			"topic": "T", "queueId": "0", "index": fmt.Sprint(index), "count": fmt.Sprint(count), "consumerGroup": ""}, nil)
-		if r.Code != remoting.ResponseSuccess {
-			t.Fatalf("query [%d, +%d): code %d %s", index, count, r.Code, r.Remark)
-		}
-		var body wire.QueryConsumeQueueResponseBody
-		if err := json.Unmarshal(r.Body, &body); err != nil {
-			t.Fatalf("query [%d, +%d): %v in %s", index, count, err, r.Body)
-		}
-		return body, r.Remark
+		return tc.queryConsumeQueue(addr, "T", 0, int64(index), count)
 	}
 	if body, _ := query(5, 20); len(body.QueueData) != 5 || body.MaxQueueIndex != 35 {
 		t.Fatalf("query from 5 across the gap: %d units, max %d; want the 5 units [5, 10), max 35", len(body.QueueData), body.MaxQueueIndex)

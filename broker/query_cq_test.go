@@ -45,16 +45,7 @@ func TestQueryConsumeQueueOutsideRange(t *testing.T) {
 	}
 	query := func(index int64, count int) (wire.QueryConsumeQueueResponseBody, string) {
 		t.Helper()
-		r := tc.call(addr, remoting.RequestQueryConsumeQueue, map[string]string{
-			"topic": "T", "queueId": "0", "index": fmt.Sprint(index), "count": fmt.Sprint(count), "consumerGroup": ""}, nil)
-		if r.Code != remoting.ResponseSuccess {
-			t.Fatalf("query [%d, +%d): code %d %s, want success", index, count, r.Code, r.Remark)
-		}
-		var body wire.QueryConsumeQueueResponseBody
-		if err := json.Unmarshal(r.Body, &body); err != nil {
-			t.Fatalf("query [%d, +%d): %v in %s", index, count, err, r.Body)
-		}
-		return body, r.Remark
+		return tc.queryConsumeQueue(addr, "T", 0, index, count)
 	}
 	for _, index := range []int64{5, 9, -1, 35, 40} {
 		body, remark := query(index, 20)
@@ -116,4 +107,21 @@ func TestQueryConsumeQueueMissingQueueAndOfflineGroup(t *testing.T) {
 		t.Fatalf("offline group: filterData %q, subscription %v, %d units; want RocketMQ's not-online note and the unit",
 			body.FilterData, body.SubscriptionData, len(body.QueueData))
 	}
+}
+
+// queryConsumeQueue asks addr for QUERY_CONSUME_QUEUE of topic's queue
+// from index, failing the test unless it succeeds with a body; it returns
+// the body and the remark.
+func (tc *procCluster) queryConsumeQueue(addr, topic string, queueID int, index int64, count int) (wire.QueryConsumeQueueResponseBody, string) {
+	tc.t.Helper()
+	r := tc.call(addr, remoting.RequestQueryConsumeQueue, map[string]string{
+		"topic": topic, "queueId": fmt.Sprint(queueID), "index": fmt.Sprint(index), "count": fmt.Sprint(count), "consumerGroup": ""}, nil)
+	if r.Code != remoting.ResponseSuccess {
+		tc.t.Fatalf("query %s/%d [%d, +%d): code %d %s, want success", topic, queueID, index, count, r.Code, r.Remark)
+	}
+	var body wire.QueryConsumeQueueResponseBody
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		tc.t.Fatalf("query %s/%d [%d, +%d): %v in %s", topic, queueID, index, count, err, r.Body)
+	}
+	return body, r.Remark
 }
