@@ -459,8 +459,8 @@ func (c *Controller) processCloneGroupOffset(ctx context.Context, req *remoting.
 	if len(commits) == 0 {
 		return r // RocketMQ clones nothing silently too
 	}
-	// As RocketMQ's, the clone replaces the destination's offsets: its
-	// consumers' queued commits must not land after it.
+	// The clone replaces the destination's offsets of these queues: its
+	// consumers' queued commits of them must not land after it.
 	if f := c.offsets.supersede(commits, func() *remoting.RemotingCommand {
 		return c.replicate(ctx, "clone group offset", func(wctx context.Context) error { return c.rep.CommitOffsets(wctx, commits) })
 	}); f != nil {
