@@ -480,7 +480,6 @@ func newOffsetCoalescer(c *Controller) *offsetCoalescer {
 		o.mu.Lock()
 		o.leading = true
 		o.leadingSince = time.Now()
-		o.fenced = offsetFence{}
 		o.mu.Unlock()
 	})
 	return o
@@ -509,9 +508,12 @@ func (o *offsetCoalescer) replicatedLocked(k offsetKey) string {
 
 // fenceLocked records an admin write of queues' offsets, or a delete of a
 // group's or a topic's (whichever is not empty), for offsetCoalescer.fenced.
-// o.mu held.
+// Its caller serves as leader: with leading not yet set, the role change
+// has yet to reach the coalescer (Roles notifies after it starts serving)
+// and the leadership is new, so the write is recorded. deposed empties
+// the record, the role change to leader keeps what it holds. o.mu held.
 func (o *offsetCoalescer) fenceLocked(queues []OffsetCommit, group, topic string) {
-	if o.leadingSince.IsZero() || time.Since(o.leadingSince) > offsetHandOverFence {
+	if o.leading && time.Since(o.leadingSince) > offsetHandOverFence {
 		o.fenced = offsetFence{}
 		return
 	}

@@ -285,3 +285,35 @@ func TestQueuedCommitTracksTheLeadersOwnWrites(t *testing.T) {
 		t.Fatalf("a commit queued while the reset to 2 replicated expects %q, want 2", got)
 	}
 }
+
+// TestHandOverAfterResetBeforeRoleChange: a reset this node serves as
+// leader before the role change has reached the coalescer (Roles marks the
+// node leader, then notifies its listeners) still fences the queue against
+// a deposed leader's hand-over.
+func TestHandOverAfterResetBeforeRoleChange(t *testing.T) {
+	pc, rep := startFakeProc(t, hourCoalescer)
+	c, addr := pc.nodes[0], pc.nodes[0].Addr()
+	rep.setLeader(true, addr)
+	pc.createTopic(addr, "TT", 1)
+	for range 6 {
+		mustSucceed(t, "send", pc.call(addr, remoting.RequestSendMessage, sendExt("TT", 0, ""), []byte("m")))
+	}
+	mustSucceed(t, "create group", pc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"TTG"}`)))
+	mustSucceed(t, "commit", pc.call(addr, remoting.RequestUpdateConsumerOffset, commitExt("TTG", "TT", 0, 5), nil))
+	c.offsets.flush()
+
+	rep.setLeader(false, "")
+	rep.leader.Store(true) // leading again; the role change not yet delivered
+	mustSucceed(t, "reset", pc.call(addr, remoting.RequestInvokeBrokerToResetOffset, map[string]string{
+		"topic": "TT", "group": "TTG", "timestamp": "0", "isForce": "false", "queueId": "0", "offset": "5"}, nil))
+	rep.setLeader(true, addr)
+
+	r := pc.call(addr, remoting.RequestUpdateConsumerOffset, handOverExt(0, 9, "5"), nil)
+	if r.Code != remoting.ResponseSuccess || r.ExtFields[extHandOverKept] != "5" {
+		t.Fatalf("hand-over of 9 expecting 5 after a reset to 5 served before the role change: %d %q %v; want success keeping 5",
+			r.Code, r.Remark, r.ExtFields)
+	}
+	if off, _ := c.offsets.lookup("TTG", "TT", 0); off != 5 {
+		t.Fatalf("queue 0 after the refused hand-over: %d, want the reset's 5", off)
+	}
+}
