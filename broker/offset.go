@@ -458,11 +458,16 @@ type offsetKey struct {
 // and moved on by this leader's own writes of the queue (its flushes,
 // resets and clones). A hand-over expects that one: once deposed, this
 // node's state may already hold a later leader's writes (a reset), and
-// a hand-over expecting those would undo them.
+// a hand-over expecting those would undo them. inDoubt is the offset of
+// this leader's last flush of the queue whose outcome it did not learn
+// (""; none): that entry may still commit under the next leader, and a
+// state showing it at the deposal shows this leader's own write, which
+// the hand-over may then expect.
 type pendingOffset struct {
 	offset     int64
 	failed     int
 	replicated string
+	inDoubt    string
 }
 
 // offsetFlushAttempts bounds the flushes of one acknowledged commit while
@@ -490,7 +495,7 @@ func (o *offsetCoalescer) add(oc OffsetCommit) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	replicated := o.replicatedLocked(k)
-	o.pending[k] = pendingOffset{offset: oc.Offset, replicated: replicated}
+	o.pending[k] = pendingOffset{offset: oc.Offset, replicated: replicated, inDoubt: o.pending[k].inDoubt}
 }
 
 // replicatedLocked is the offset this leader had replicated under the
@@ -741,6 +746,7 @@ func (o *offsetCoalescer) flush() {
 		o.dropSent(batch, true)
 		return
 	}
+	o.markInDoubt(batch)
 	if !o.c.rep.IsLeader() {
 		// Leadership lost while committing (a planned transfer ends so:
 		// Raft refuses the entry until leadership has moved): the entry
@@ -764,6 +770,20 @@ func (o *offsetCoalescer) notLeading(batch []OffsetCommit) {
 	o.mu.Unlock()
 	if !leading {
 		o.dropSent(batch, false)
+	}
+}
+
+// markInDoubt records a failed flush's values as in doubt on the pending
+// entries of their queues (see pendingOffset.inDoubt).
+func (o *offsetCoalescer) markInDoubt(batch []OffsetCommit) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, oc := range batch {
+		k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
+		if p, ok := o.pending[k]; ok {
+			p.inDoubt = strconv.FormatInt(oc.Offset, 10)
+			o.pending[k] = p
+		}
 	}
 }
 
@@ -807,24 +827,36 @@ func (o *offsetCoalescer) deposed() {
 	if len(taken) == 0 {
 		return
 	}
-	st := o.c.rep.State()
-	commits := make([]handOverCommit, 0, len(taken))
-	for k, p := range taken {
-		if off, ok := st.ConsumerOffset(k.group, k.topic, k.queueID); ok && off == p.offset {
-			// Replicated (the flush had yet to take it out), or a later
-			// leader's write left the queue there: nothing to hand over.
-			continue
-		}
-		commits = append(commits, handOverCommit{
-			OffsetCommit: OffsetCommit{Group: k.group, Topic: k.topic, QueueID: k.queueID, Offset: p.offset},
-			expect:       p.replicated,
-		})
-	}
+	commits := o.toHandOver(taken)
 	if len(commits) == 0 {
 		return
 	}
 	o.c.log.Info("leadership lost: handing the unreplicated consumer offset commits to the new leader", zap.Int("commits", len(commits)))
 	o.c.goFunc(func() { o.handOver(commits) })
+}
+
+// toHandOver is what deposed hands over of the pending commits taken, each
+// with the offset its hand-over expects.
+func (o *offsetCoalescer) toHandOver(taken map[offsetKey]pendingOffset) []handOverCommit {
+	st := o.c.rep.State()
+	commits := make([]handOverCommit, 0, len(taken))
+	for k, p := range taken {
+		off, ok := st.ConsumerOffset(k.group, k.topic, k.queueID)
+		if ok && off == p.offset {
+			// Replicated (the flush had yet to take it out), or a later
+			// leader's write left the queue there: nothing to hand over.
+			continue
+		}
+		expect := p.replicated
+		if ok && p.inDoubt == strconv.FormatInt(off, 10) {
+			expect = p.inDoubt // this leader's own flush, committed after all
+		}
+		commits = append(commits, handOverCommit{
+			OffsetCommit: OffsetCommit{Group: k.group, Topic: k.topic, QueueID: k.queueID, Offset: p.offset},
+			expect:       expect,
+		})
+	}
+	return commits
 }
 
 // handOver sends commits to the group's leader as UPDATE_CONSUMER_OFFSET
@@ -930,7 +962,7 @@ func (o *offsetCoalescer) supersede(commits []OffsetCommit, replicate func() *re
 		for _, oc := range commits {
 			k := offsetKey{oc.Group, oc.Topic, oc.QueueID}
 			if p, ok := o.pending[k]; ok {
-				p.replicated = strconv.FormatInt(oc.Offset, 10)
+				p.replicated, p.inDoubt = strconv.FormatInt(oc.Offset, 10), ""
 				o.pending[k] = p
 			}
 		}
@@ -986,7 +1018,9 @@ func (o *offsetCoalescer) dropSent(batch []OffsetCommit, replicated bool) {
 		case p.offset == oc.Offset:
 			delete(o.pending, k)
 		case replicated:
-			p.replicated = strconv.FormatInt(oc.Offset, 10)
+			// Replicated after any flush left in doubt: that one is
+			// settled under it.
+			p.replicated, p.inDoubt = strconv.FormatInt(oc.Offset, 10), ""
 			o.pending[k] = p
 		}
 	}

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -230,15 +232,21 @@ func TestHandOverAfterDelete(t *testing.T) {
 
 // hookOffsetsReplica is a fakeReplica that runs during (once) inside its
 // next CommitOffsets, before the entry applies.
+// With fail set, that CommitOffsets returns it (once) and applies nothing.
 type hookOffsetsReplica struct {
 	*fakeReplica
 	during func()
+	fail   error
 }
 
 func (r *hookOffsetsReplica) CommitOffsets(ctx context.Context, commits []OffsetCommit) error {
 	if f := r.during; f != nil {
 		r.during = nil
 		f()
+	}
+	if err := r.fail; err != nil {
+		r.fail = nil
+		return err
 	}
 	return r.fakeReplica.CommitOffsets(ctx, commits)
 }
@@ -315,5 +323,50 @@ func TestHandOverAfterResetBeforeRoleChange(t *testing.T) {
 	}
 	if off, _ := c.offsets.lookup("TTG", "TT", 0); off != 5 {
 		t.Fatalf("queue 0 after the refused hand-over: %d, want the reset's 5", off)
+	}
+}
+
+// TestHandOverExpectsItsOwnFlushInDoubt: a flush that failed as this
+// leader was deposed may commit under the next leader. A newer commit
+// queued meanwhile is handed over expecting that flush's value when the
+// deposed leader's state shows it (its own write), not the offset
+// replicated before it, which the new leader no longer has: refused, the
+// consumers would re-consume what they committed. A state showing another
+// value keeps the replicated one expected.
+func TestHandOverExpectsItsOwnFlushInDoubt(t *testing.T) {
+	rep := &hookOffsetsReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
+	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	o := c.offsets
+	expects := func() map[int32]string {
+		o.mu.Lock()
+		taken := maps.Clone(o.pending)
+		o.mu.Unlock()
+		out := map[int32]string{}
+		for _, hc := range o.toHandOver(taken) {
+			out[hc.QueueID] = hc.expect
+		}
+		return out
+	}
+	rep.leader.Store(true)
+	for q := range int32(2) {
+		applyOffset(rep.fakeReplica, "G", "T", q, 5)
+		o.add(OffsetCommit{Group: "G", Topic: "T", QueueID: q, Offset: 7})
+	}
+	rep.fail = errors.New("leadership lost")
+	rep.during = func() {
+		for q := range int32(2) {
+			o.add(OffsetCommit{Group: "G", Topic: "T", QueueID: q, Offset: 9})
+		}
+		rep.leader.Store(false)
+	}
+	o.flush()
+	applyOffset(rep.fakeReplica, "G", "T", 0, 7) // the flush of 7 committed under the next leader
+	applyOffset(rep.fakeReplica, "G", "T", 1, 6) // another leader's write
+	if got := expects(); got[0] != "7" || got[1] != "5" {
+		t.Fatalf("hand-overs of 9 expect %v; want queue 0 the flush in doubt (7), queue 1 the replicated 5", got)
 	}
 }
