@@ -129,6 +129,19 @@ func TestHandOverExpectsTheDeposedLeadersOffset(t *testing.T) {
 	}
 }
 
+// committedAt5 creates topic TT with queues queues, sends 6 messages to
+// queue 0 and has group TTG's commit of 5 there replicated.
+func committedAt5(t *testing.T, pc *procCluster, addr string, queues int) {
+	t.Helper()
+	pc.createTopic(addr, "TT", queues)
+	for range 6 {
+		mustSucceed(t, "send", pc.call(addr, remoting.RequestSendMessage, sendExt("TT", 0, ""), []byte("m")))
+	}
+	mustSucceed(t, "create group", pc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"TTG"}`)))
+	mustSucceed(t, "commit", pc.call(addr, remoting.RequestUpdateConsumerOffset, commitExt("TTG", "TT", 0, 5), nil))
+	pc.nodes[0].offsets.flush()
+}
+
 // TestHandOverAfterReset: a new leader refuses a deposed leader's
 // hand-over for a queue it reset, whatever offset the hand-over expects:
 // the commit was acknowledged in an older term, before the reset. The
@@ -140,13 +153,7 @@ func TestHandOverAfterReset(t *testing.T) {
 	pc, rep := startFakeProc(t, hourCoalescer)
 	c, addr := pc.nodes[0], pc.nodes[0].Addr()
 	rep.setLeader(true, addr)
-	pc.createTopic(addr, "TT", 2)
-	for range 6 {
-		mustSucceed(t, "send", pc.call(addr, remoting.RequestSendMessage, sendExt("TT", 0, ""), []byte("m")))
-	}
-	mustSucceed(t, "create group", pc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"TTG"}`)))
-	mustSucceed(t, "commit", pc.call(addr, remoting.RequestUpdateConsumerOffset, commitExt("TTG", "TT", 0, 5), nil))
-	c.offsets.flush()
+	committedAt5(t, pc, addr, 2)
 	reset := func(queueID, off string) {
 		t.Helper()
 		mustSucceed(t, "reset queue "+queueID, pc.call(addr, remoting.RequestInvokeBrokerToResetOffset, map[string]string{
@@ -251,19 +258,26 @@ func (r *hookOffsetsReplica) CommitOffsets(ctx context.Context, commits []Offset
 	return r.fakeReplica.CommitOffsets(ctx, commits)
 }
 
-// TestQueuedCommitTracksTheLeadersOwnWrites: the offset a queued commit's
-// hand-over would expect follows this leader's own writes of the queue: a
-// flush or a reset that replicated while a newer commit was queued lies
-// under that commit, so a hand-over of it after a deposal is taken where
-// the new leader has what this one wrote last.
-func TestQueuedCommitTracksTheLeadersOwnWrites(t *testing.T) {
+// hookedCoalescer is the offset coalescer of a Controller over a
+// hookOffsetsReplica.
+func hookedCoalescer(t *testing.T) (*hookOffsetsReplica, *offsetCoalescer) {
+	t.Helper()
 	rep := &hookOffsetsReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
 	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
-	o := c.offsets
+	return rep, c.offsets
+}
+
+// TestQueuedCommitTracksTheLeadersOwnWrites: the offset a queued commit's
+// hand-over would expect follows this leader's own writes of the queue: a
+// flush or a reset that replicated while a newer commit was queued lies
+// under that commit, so a hand-over of it after a deposal is taken where
+// the new leader has what this one wrote last.
+func TestQueuedCommitTracksTheLeadersOwnWrites(t *testing.T) {
+	rep, o := hookedCoalescer(t)
 	replicatedUnder := func() string {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -302,13 +316,7 @@ func TestHandOverAfterResetBeforeRoleChange(t *testing.T) {
 	pc, rep := startFakeProc(t, hourCoalescer)
 	c, addr := pc.nodes[0], pc.nodes[0].Addr()
 	rep.setLeader(true, addr)
-	pc.createTopic(addr, "TT", 1)
-	for range 6 {
-		mustSucceed(t, "send", pc.call(addr, remoting.RequestSendMessage, sendExt("TT", 0, ""), []byte("m")))
-	}
-	mustSucceed(t, "create group", pc.call(addr, remoting.RequestUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"TTG"}`)))
-	mustSucceed(t, "commit", pc.call(addr, remoting.RequestUpdateConsumerOffset, commitExt("TTG", "TT", 0, 5), nil))
-	c.offsets.flush()
+	committedAt5(t, pc, addr, 1)
 
 	rep.setLeader(false, "")
 	rep.leader.Store(true) // leading again; the role change not yet delivered
@@ -334,13 +342,7 @@ func TestHandOverAfterResetBeforeRoleChange(t *testing.T) {
 // consumers would re-consume what they committed. A state showing another
 // value keeps the replicated one expected.
 func TestHandOverExpectsItsOwnFlushInDoubt(t *testing.T) {
-	rep := &hookOffsetsReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
-	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
-	o := c.offsets
+	rep, o := hookedCoalescer(t)
 	expects := func() map[int32]string {
 		o.mu.Lock()
 		taken := maps.Clone(o.pending)
