@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/raftmq/raftmq/remoting"
 )
 
@@ -263,12 +261,7 @@ func (r *hookOffsetsReplica) CommitOffsets(ctx context.Context, commits []Offset
 func hookedCoalescer(t *testing.T) (*hookOffsetsReplica, *offsetCoalescer) {
 	t.Helper()
 	rep := &hookOffsetsReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
-	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
-	return rep, c.offsets
+	return rep, controllerOver(t, rep).offsets
 }
 
 // TestQueuedCommitTracksTheLeadersOwnWrites: the offset a queued commit's

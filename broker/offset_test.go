@@ -75,12 +75,19 @@ func (r *flakyOffsetsReplica) CommitOffsets(ctx context.Context, commits []Offse
 func newFlakyOffsetsController(t *testing.T) (*Controller, *flakyOffsetsReplica) {
 	t.Helper()
 	rep := &flakyOffsetsReplica{fakeReplica: newFakeReplica(t, "127.0.0.1:1")}
+	return controllerOver(t, rep), rep
+}
+
+// controllerOver is a Controller of one member over rep, shut down when
+// the test ends.
+func controllerOver(t *testing.T, rep Replica) *Controller {
+	t.Helper()
 	c, err := New(testBrokerConfig(t, "127.0.0.1:1", 1), rep, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
-	return c, rep
+	return c
 }
 
 func replicatedOffset(rep *flakyOffsetsReplica, group, topic string, queueID int32) (int64, bool) {
