@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"io/fs"
@@ -199,16 +200,30 @@ func (ino *memInode) syncRangeLocked(off, end int) {
 	}
 }
 
-// mappedCopy and mappedEqual read the volatile image, which mappings
-// (Mmap) write without the file system's lock, as a kernel's msync reads
-// pages a process may be writing: whatever the sync sees of a concurrent
-// write is what a real sync could have made durable, so the race detector
-// is told to ignore these reads.
+// mappedCopy and mappedEqual touch the volatile image, which mappings
+// (Mmap) use without the file system's lock, as a kernel's msync or pwrite
+// touches pages a process may be using: whatever a sync sees of a concurrent
+// store is what a real sync could have made durable, so the race detector is
+// told to ignore these accesses (as it never sees the kernel's).
+//
+// mappedCopy stores only the words that differ: a file's untouched pages
+// (most of a fresh segment, and the zeros a warmer writes over them) are
+// then only read, never written, which keeps a sync from faulting in a
+// durable copy of every zero page.
 //
 //go:norace
 func mappedCopy(dst, src []byte) {
-	for i := range dst {
-		dst[i] = src[i]
+	src = src[:len(dst)]
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		if s := binary.LittleEndian.Uint64(src[i:]); binary.LittleEndian.Uint64(dst[i:]) != s {
+			binary.LittleEndian.PutUint64(dst[i:], s)
+		}
+	}
+	for ; i < len(dst); i++ {
+		if dst[i] != src[i] {
+			dst[i] = src[i]
+		}
 	}
 }
 
@@ -217,7 +232,13 @@ func mappedEqual(a, b []byte) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		if binary.LittleEndian.Uint64(a[i:]) != binary.LittleEndian.Uint64(b[i:]) {
+			return false
+		}
+	}
+	for ; i < len(a); i++ {
 		if a[i] != b[i] {
 			return false
 		}
@@ -705,7 +726,7 @@ func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := m.fs.growLocked(m.ino, m.name, off+int64(len(p)), OpWrite); err != nil {
 		return 0, err
 	}
-	copy(m.ino.data[off:], p)
+	mappedCopy(m.ino.data[off:off+int64(len(p))], p)
 	m.ino.writtenLocked(int(off), int(off)+len(p))
 	m.ino.modTime = m.fs.now()
 	return len(p), nil
@@ -757,7 +778,12 @@ func (m *memFile) Sync() error {
 		return err
 	}
 	if len(m.ino.clean) == 0 {
-		m.ino.durable = append(m.ino.durable[:0], m.ino.data...)
+		n := len(m.ino.data)
+		if cap(m.ino.durable) < n {
+			m.ino.durable = make([]byte, n) // every byte is set by the copy
+		}
+		m.ino.durable = m.ino.durable[:n]
+		mappedCopy(m.ino.durable, m.ino.data)
 		return nil
 	}
 	m.ino.durable = m.ino.durable[:min(len(m.ino.durable), len(m.ino.data))]
