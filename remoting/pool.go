@@ -75,7 +75,7 @@ type task struct {
 type workerPool struct {
 	name    string
 	workers int
-	queue   chan task
+	queue   *taskQueue
 	wg      sync.WaitGroup
 	started bool // guarded by the owner's lock
 	// overloaded is set while the queue rejects work, so that an overload
@@ -87,10 +87,7 @@ func newWorkerPool(name string, workers, queueSize int) *workerPool {
 	if workers < 1 {
 		workers = 1
 	}
-	if queueSize < 1 {
-		queueSize = 1
-	}
-	return &workerPool{name: name, workers: workers, queue: make(chan task, queueSize)}
+	return &workerPool{name: name, workers: workers, queue: newTaskQueue(max(queueSize, 1))}
 }
 
 func (p *workerPool) start(run func(task)) {
@@ -99,34 +96,36 @@ func (p *workerPool) start(run func(task)) {
 	for i := 0; i < p.workers; i++ {
 		go func() {
 			defer p.wg.Done()
-			for t := range p.queue {
+			for {
+				t, ok := p.queue.pop()
+				if !ok {
+					return
+				}
 				run(t)
 			}
 		}()
 	}
 }
 
-// submit queues t; false means the queue is full.
+// submit queues t; false means the queue is full (or stopped).
 func (p *workerPool) submit(t task, log *zap.Logger) bool {
-	select {
-	case p.queue <- t:
+	if p.queue.push(t) {
 		p.overloaded.Store(false)
 		return true
-	default:
-		p.warnOverload(log, "processor queue full")
-		return false
 	}
+	p.warnOverload(log, "processor queue full")
+	return false
 }
 
 // warnOverload logs the first SYSTEM_BUSY answer of an overload episode.
 func (p *workerPool) warnOverload(log *zap.Logger, why string) {
 	if !p.overloaded.Swap(true) {
-		log.Warn(why+", answering SYSTEM_BUSY", zap.String("processor", p.name), zap.Int("queue", cap(p.queue)))
+		log.Warn(why+", answering SYSTEM_BUSY", zap.String("processor", p.name), zap.Int("queue", p.queue.limit))
 	}
 }
 
 // stop closes the queue: workers finish what is queued, then exit.
-func (p *workerPool) stop() { close(p.queue) }
+func (p *workerPool) stop() { p.queue.close() }
 
 // wait blocks until the workers exited or ctx ends.
 func (p *workerPool) wait(ctx context.Context) error {
@@ -178,4 +177,80 @@ func callHandler(t task, log *zap.Logger) (resp *RemotingCommand, err error) {
 		}
 	}()
 	return t.h(t.conn.Context(), t.conn, t.req)
+}
+
+// taskQueue is a worker pool's bounded FIFO. Its ring grows with what it
+// holds, up to the bound: a channel of the configured capacity (RocketMQ's
+// defaults run to 100,000 requests) would allocate and zero all of it for
+// every pool of every server, though a queue is nearly always empty.
+type taskQueue struct {
+	limit int
+	mu    sync.Mutex
+	ready sync.Cond // signalled when a task is queued or the queue closes
+	// Guarded by mu. len(ring) is 0 or a power of two; the tasks are
+	// ring[head], ring[head+1], ... n of them, wrapping around.
+	ring   []task
+	head   int
+	n      int
+	closed bool
+}
+
+func newTaskQueue(limit int) *taskQueue {
+	q := &taskQueue{limit: limit}
+	q.ready.L = &q.mu
+	return q
+}
+
+// push queues t unless the queue is full or closed.
+func (q *taskQueue) push(t task) bool {
+	q.mu.Lock()
+	if q.closed || q.n >= q.limit {
+		q.mu.Unlock()
+		return false
+	}
+	if q.n == len(q.ring) {
+		ring := make([]task, max(16, 2*len(q.ring)))
+		for i := range q.n {
+			ring[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
+		}
+		q.ring, q.head = ring, 0
+	}
+	q.ring[(q.head+q.n)&(len(q.ring)-1)] = t
+	q.n++
+	q.mu.Unlock()
+	q.ready.Signal()
+	return true
+}
+
+// pop takes the oldest task, waiting for one; false once the queue is
+// closed and empty.
+func (q *taskQueue) pop() (task, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.n == 0 && !q.closed {
+		q.ready.Wait()
+	}
+	if q.n == 0 {
+		return task{}, false
+	}
+	t := q.ring[q.head]
+	q.ring[q.head] = task{} // the request is the worker's now; drop the queue's reference
+	q.head = (q.head + 1) & (len(q.ring) - 1)
+	q.n--
+	return t, true
+}
+
+// len is the number of tasks queued.
+func (q *taskQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+// close refuses later pushes; the tasks queued are still popped.
+func (q *taskQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.ready.Broadcast()
 }

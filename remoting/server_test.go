@@ -134,7 +134,7 @@ func TestWorkerPoolFullAnswersSystemBusy(t *testing.T) {
 	testutil.WaitFor(t, 5*time.Second, "queue full", func() bool {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
-		return len(s.processors[RequestSendMessage].pool.queue) == 1
+		return s.processors[RequestSendMessage].pool.queue.len() == 1
 	})
 	// Third: worker busy and queue full => SYSTEM_BUSY at once.
 	testutil.WaitFor(t, 5*time.Second, "SYSTEM_BUSY", func() bool {
