@@ -49,12 +49,21 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-func (s *faultStream) track(c net.Conn) net.Conn {
-	tc := &trackedConn{Conn: c, s: s}
+// track adds c to the open connections unless the node is cut, in which
+// case it closes c: the check and the add are one step under mu, or a
+// connection dialed or accepted while setCut ran would outlive the cut
+// (a leader heartbeating through it is never replaced).
+func (s *faultStream) track(c net.Conn) (net.Conn, bool) {
 	s.mu.Lock()
+	if s.cut {
+		s.mu.Unlock()
+		c.Close()
+		return nil, false
+	}
+	tc := &trackedConn{Conn: c, s: s}
 	s.conns[tc] = struct{}{}
 	s.mu.Unlock()
-	return tc
+	return tc, true
 }
 
 func (s *faultStream) Accept() (net.Conn, error) {
@@ -63,29 +72,28 @@ func (s *faultStream) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		cut := s.cut
-		s.mu.Unlock()
-		if cut {
-			c.Close()
-			continue
+		if tc, ok := s.track(c); ok {
+			return tc, nil
 		}
-		return s.track(c), nil
 	}
 }
 
 func (s *faultStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	errCut := errors.New("faultStream: partitioned")
 	s.mu.Lock()
 	cut := s.cut
 	s.mu.Unlock()
 	if cut {
-		return nil, errors.New("faultStream: partitioned")
+		return nil, errCut
 	}
 	c, err := s.StreamLayer.Dial(addr, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return s.track(c), nil
+	if tc, ok := s.track(c); ok {
+		return tc, nil
+	}
+	return nil, errCut
 }
 
 func (s *faultStream) setCut(cut bool) {

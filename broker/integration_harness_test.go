@@ -336,8 +336,7 @@ func startClusterOn(t *testing.T, ns *namesrv.NameServer, nsAddr string, disk bo
 		cfg.Store.StorePathRootDir = base + "/" + id
 		// 4 MiB, as newTestCluster's: it holds the largest message (1 MiB)
 		// and keeps a segment's first sync cheap on in-memory parts, where
-		// the FS copies the whole file (under -race 16 MiB took 0.4-1 s
-		// per member, paid at every cluster's bootstrap).
+		// the FS reads the whole file (paid at every cluster's bootstrap).
 		cfg.Store.MappedFileSizeCommitLog = 4 << 20
 		cfg.Store.MappedFileSizeConsumeQueue = 20_000 * store.CQUnitSize
 		cfg.Store.MaxHashSlotNum, cfg.Store.MaxIndexNum = 5000, 20000
