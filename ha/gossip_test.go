@@ -88,7 +88,9 @@ func brokerMeta(name, raftID string, port int) NodeMeta {
 
 // startNode starts a node on port, or on a fresh port from FreePort when
 // port is 0 (retrying if someone grabbed it in between: memberlist must
-// bind UDP and TCP on the same number).
+// bind UDP and TCP on the same number). A node restarted on its old port
+// retries for a few seconds: the port its earlier process just released
+// can still be taken for a moment (CI saw EADDRINUSE right after a Close).
 func startNode(t *testing.T, name string, port int, meta NodeMeta, seeds ...*testNode) *testNode {
 	t.Helper()
 	return startNodeWith(t, name, port, meta, nil, nil, seeds...)
@@ -101,11 +103,7 @@ func startNodeWith(t *testing.T, name string, port int, meta NodeMeta, mutate fu
 	if log == nil {
 		log = zap.NewNop()
 	}
-	for attempt := 0; ; attempt++ {
-		p := port
-		if p == 0 {
-			p = testutil.FreePort(t)
-		}
+	start := func(p int) (*testNode, error) {
 		cfg := testConfig(name, p, seeds...)
 		if mutate != nil {
 			mutate(&cfg)
@@ -120,16 +118,40 @@ func startNodeWith(t *testing.T, name string, port int, meta NodeMeta, mutate fu
 			n.events = append(n.events, ev)
 			n.mu.Unlock()
 		})
-		err = g.Start(context.Background())
-		if err == nil {
-			t.Cleanup(func() { _ = g.Close() })
-			return n
+		if err := g.Start(context.Background()); err != nil {
+			_ = g.Close()
+			return nil, err
 		}
-		_ = g.Close()
-		if !errors.Is(err, ErrBind) || port != 0 || attempt == 4 {
-			t.Fatalf("start %s on %d: %v", name, p, err)
+		t.Cleanup(func() { _ = g.Close() })
+		return n, nil
+	}
+	var (
+		n   *testNode
+		err error
+	)
+	if port != 0 {
+		refused := 0
+		testutil.WaitFor(t, 5*time.Second, fmt.Sprintf("%s binds its old port %d", name, port), func() bool {
+			n, err = start(port)
+			if errors.Is(err, ErrBind) {
+				if refused++; refused == 1 {
+					t.Logf("start %s on %d: %v; trying again", name, port, err)
+				}
+				return false
+			}
+			return true
+		})
+	} else {
+		for attempt := 0; attempt < 5; attempt++ {
+			if n, err = start(testutil.FreePort(t)); !errors.Is(err, ErrBind) {
+				break
+			}
 		}
 	}
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	return n
 }
 
 // waitAlive waits until every node sees exactly the named members alive.
