@@ -1,0 +1,87 @@
+package storage
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkPageFirstWrite measures what writing a page of a segment costs
+// the first time, per 4 KiB page, by the three ways a writer can put bytes
+// into a file whose page cache already holds the page (as a warmed segment's
+// does): a store through a fresh shared mapping (the CommitLog's way), the
+// same after MADV_POPULATE_WRITE set up the mapping's page tables in one
+// call, and a one-byte pwrite (the kernel's copy, no user mapping). It tells
+// whether the mapping itself is what a write pays for on a given machine;
+// BENCHMARKS.md keeps the figures.
+func BenchmarkPageFirstWrite(b *testing.B) {
+	const page = 4096
+	const pages = 8192 // 32 MiB per round
+	size := pages * page
+	open := func(b *testing.B) *os.File {
+		f, err := os.Create(filepath.Join(b.TempDir(), "seg"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		zeros := make([]byte, 1<<20)
+		for off := 0; off < size; off += len(zeros) {
+			if _, err := f.WriteAt(zeros, int64(off)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return f
+	}
+	mapped := func(b *testing.B, f *os.File) []byte {
+		m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	run := func(b *testing.B, write func(f *os.File, m []byte)) {
+		f := open(b)
+		defer f.Close()
+		b.SetBytes(page)
+		for done := 0; done < b.N; done += pages {
+			b.StopTimer()
+			m := mapped(b, f) // a fresh mapping: no page of it touched yet
+			b.StartTimer()
+			write(f, m)
+			b.StopTimer()
+			if err := unix.Munmap(m); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64((b.N+pages-1)/pages*pages), "ns/page")
+	}
+	b.Run("mmap-store", func(b *testing.B) {
+		run(b, func(_ *os.File, m []byte) {
+			for i := 0; i < len(m); i += page {
+				m[i] = 1
+			}
+		})
+	})
+	b.Run("mmap-populated", func(b *testing.B) {
+		run(b, func(_ *os.File, m []byte) {
+			if err := unix.Madvise(m, unix.MADV_POPULATE_WRITE); err != nil {
+				b.Skipf("MADV_POPULATE_WRITE: %v", err)
+			}
+			for i := 0; i < len(m); i += page {
+				m[i] = 1
+			}
+		})
+	})
+	b.Run("pwrite", func(b *testing.B) {
+		one := []byte{1}
+		run(b, func(f *os.File, _ []byte) {
+			for off := 0; off < size; off += page {
+				if _, err := f.WriteAt(one, int64(off)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}
