@@ -200,16 +200,15 @@ func (ino *memInode) syncRangeLocked(off, end int) {
 	}
 }
 
-// mappedCopy and mappedEqual touch the volatile image, which mappings
-// (Mmap) use without the file system's lock, as a kernel's msync or pwrite
-// touches pages a process may be using: whatever a sync sees of a concurrent
-// store is what a real sync could have made durable, so the race detector is
-// told to ignore these accesses (as it never sees the kernel's).
+// mappedCopy and mappedEqual read the volatile image, which mappings
+// (Mmap) write without the file system's lock, as a kernel's msync reads
+// pages a process may be writing: whatever a sync sees of a concurrent
+// store is what a real sync could have made durable, so the race detector
+// is told to ignore these reads.
 //
 // mappedCopy stores only the words that differ: a file's untouched pages
-// (most of a fresh segment, and the zeros a warmer writes over them) are
-// then only read, never written, which keeps a sync from faulting in a
-// durable copy of every zero page.
+// (most of a fresh segment) are then only read, never written, which keeps
+// a sync from faulting in a durable copy of every zero page.
 //
 //go:norace
 func mappedCopy(dst, src []byte) {
@@ -244,6 +243,20 @@ func mappedEqual(a, b []byte) bool {
 		}
 	}
 	return true
+}
+
+// writeChanged copies src over dst (a write into the volatile image) a
+// page at a time, leaving alone the pages that already hold those bytes,
+// such as the zeros a segment warmer writes over a fresh segment: those
+// are not faulted in, nor shadowed by the race detector, which sees the
+// copies of every other page as it sees a pwrite's read of its buffer.
+func writeChanged(dst, src []byte) {
+	for lo := 0; lo < len(dst); lo += faultPage {
+		hi := min(lo+faultPage, len(dst))
+		if !mappedEqual(dst[lo:hi], src[lo:hi]) {
+			copy(dst[lo:hi], src[lo:hi])
+		}
+	}
 }
 
 // writtenLocked forgets the clean marks of the pages [off, end) a write
@@ -726,7 +739,7 @@ func (m *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := m.fs.growLocked(m.ino, m.name, off+int64(len(p)), OpWrite); err != nil {
 		return 0, err
 	}
-	mappedCopy(m.ino.data[off:off+int64(len(p))], p)
+	writeChanged(m.ino.data[off:off+int64(len(p))], p)
 	m.ino.writtenLocked(int(off), int(off)+len(p))
 	m.ino.modTime = m.fs.now()
 	return len(p), nil
