@@ -187,8 +187,8 @@ type taskQueue struct {
 	limit int
 	mu    sync.Mutex
 	ready sync.Cond // signalled when a task is queued or the queue closes
-	// Guarded by mu. len(ring) is 0 or a power of two; the tasks are
-	// ring[head], ring[head+1], ... n of them, wrapping around.
+	// Guarded by mu. The tasks are ring[head], ring[head+1], ... n of
+	// them, wrapping around; len(ring) never exceeds limit.
 	ring   []task
 	head   int
 	n      int
@@ -209,13 +209,13 @@ func (q *taskQueue) push(t task) bool {
 		return false
 	}
 	if q.n == len(q.ring) {
-		ring := make([]task, max(16, 2*len(q.ring)))
+		ring := make([]task, min(max(16, 2*len(q.ring)), q.limit))
 		for i := range q.n {
-			ring[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
+			ring[i] = q.ring[(q.head+i)%len(q.ring)]
 		}
 		q.ring, q.head = ring, 0
 	}
-	q.ring[(q.head+q.n)&(len(q.ring)-1)] = t
+	q.ring[(q.head+q.n)%len(q.ring)] = t
 	q.n++
 	q.mu.Unlock()
 	q.ready.Signal()
@@ -235,7 +235,7 @@ func (q *taskQueue) pop() (task, bool) {
 	}
 	t := q.ring[q.head]
 	q.ring[q.head] = task{} // the request is the worker's now; drop the queue's reference
-	q.head = (q.head + 1) & (len(q.ring) - 1)
+	q.head = (q.head + 1) % len(q.ring)
 	q.n--
 	return t, true
 }

@@ -3,6 +3,9 @@ package remoting
 import (
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/raftmq/raftmq/internal/testutil"
 )
 
 // TestTaskQueueOrderBoundAndClose: the queue hands tasks out in the order
@@ -30,7 +33,9 @@ func TestTaskQueueOrderBoundAndClose(t *testing.T) {
 	// Grow the ring while its head is past 0, so that growth copies a
 	// wrapped ring.
 	for range 10 {
-		push()
+		if !push() {
+			t.Fatal("push refused into an empty queue")
+		}
 	}
 	for range 7 {
 		pop()
@@ -99,6 +104,13 @@ func TestTaskQueueWorkersTakeEachTaskOnce(t *testing.T) {
 		})
 	}
 	producers.Wait()
+	// Every task is taken before close, whose broadcast would also wake a
+	// worker a lost signal left waiting.
+	testutil.WaitFor(t, 10*time.Second, "the workers took every task", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == pushers*each
+	})
 	q.close()
 	workers.Wait()
 	if len(seen) != pushers*each {
