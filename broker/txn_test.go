@@ -459,10 +459,7 @@ func TestTxnTableRollbacks(t *testing.T) {
 // every member snapshotted and restarted, a late commit of a committed
 // half still changes nothing.
 func TestTransactionSurvivesSnapshotRestart(t *testing.T) {
-	// Test timings although a failover ends the test: it is not about how
-	// fast the group elects, and under production's 250 ms lease a stall
-	// of the loaded machine deposed the leader before the first send.
-	pc := startRealCluster(t, txnTestConfig)
+	pc := startRealCluster(t, func(c *BrokerConfig) { txnTestConfig(c); withProdRaftTimings(c) })
 	addr := pc.nodes[pc.leader()].Addr()
 	pc.createTopic(addr, "TXS", 2)
 	h := sendHalf(t, pc, addr, "TXS", "once", "S1")
