@@ -130,16 +130,17 @@ func startNodeWith(t *testing.T, name string, port int, meta NodeMeta, mutate fu
 		err error
 	)
 	if port != 0 {
-		refused := 0
+		var logged string
 		testutil.WaitFor(t, 5*time.Second, fmt.Sprintf("%s binds its old port %d", name, port), func() bool {
 			n, err = start(port)
-			if errors.Is(err, ErrBind) {
-				if refused++; refused == 1 {
-					t.Logf("start %s on %d: %v; trying again", name, port, err)
-				}
-				return false
+			if !errors.Is(err, ErrBind) {
+				return true
 			}
-			return true
+			if err.Error() != logged { // each new reason once
+				logged = err.Error()
+				t.Logf("start %s on %d: %v; trying again", name, port, err)
+			}
+			return false
 		})
 	} else {
 		for attempt := 0; attempt < 5; attempt++ {
