@@ -183,15 +183,21 @@ func callHandler(t task, log *zap.Logger) (resp *RemotingCommand, err error) {
 // holds, up to the bound: a channel of the configured capacity (RocketMQ's
 // defaults run to 100,000 requests) would allocate and zero all of it for
 // every pool of every server, though a queue is nearly always empty.
+//
+// The bound is a channel's: limit tasks waiting besides those an idle
+// worker is about to take (a channel hands a value straight to a waiting
+// receiver), so a pool of one worker and a queue of one holds one request
+// running and one waiting however fast they come.
 type taskQueue struct {
 	limit int
 	mu    sync.Mutex
 	ready sync.Cond // signalled when a task is queued or the queue closes
 	// Guarded by mu. The tasks are ring[head], ring[head+1], ... n of
-	// them, wrapping around; len(ring) never exceeds limit.
+	// them, wrapping around; n never exceeds limit+idle.
 	ring   []task
 	head   int
 	n      int
+	idle   int // workers waiting in pop
 	closed bool
 }
 
@@ -204,12 +210,12 @@ func newTaskQueue(limit int) *taskQueue {
 // push queues t unless the queue is full or closed.
 func (q *taskQueue) push(t task) bool {
 	q.mu.Lock()
-	if q.closed || q.n >= q.limit {
+	if q.closed || q.n >= q.limit+q.idle {
 		q.mu.Unlock()
 		return false
 	}
 	if q.n == len(q.ring) {
-		ring := make([]task, min(max(16, 2*len(q.ring)), q.limit))
+		ring := make([]task, min(max(16, 2*len(q.ring)), q.limit+q.idle))
 		for i := range q.n {
 			ring[i] = q.ring[(q.head+i)%len(q.ring)]
 		}
@@ -228,7 +234,9 @@ func (q *taskQueue) pop() (task, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.n == 0 && !q.closed {
+		q.idle++
 		q.ready.Wait()
+		q.idle--
 	}
 	if q.n == 0 {
 		return task{}, false

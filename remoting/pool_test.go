@@ -122,3 +122,42 @@ func TestTaskQueueWorkersTakeEachTaskOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskQueueBoundExcludesWhatAnIdleWorkerTakes: as with a channel, whose
+// send hands a value straight to a waiting receiver, a task an idle worker
+// is about to take does not count against the bound. With one idle worker
+// and a bound of one, two tasks in quick succession are both accepted (one
+// for the worker, one waiting), a third is refused; once the worker holds
+// its task, one waits and no other fits.
+func TestTaskQueueBoundExcludesWhatAnIdleWorkerTakes(t *testing.T) {
+	q := newTaskQueue(1)
+	idle := func() int {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.idle
+	}
+	took, release := make(chan task, 1), make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tk, _ := q.pop()
+		took <- tk
+		<-release
+	}()
+	testutil.WaitFor(t, 5*time.Second, "the worker waiting in pop", func() bool { return idle() == 1 })
+	if !q.push(task{size: 1}) || !q.push(task{size: 2}) {
+		t.Fatal("a task for the idle worker and one waiting behind it: refused")
+	}
+	if q.push(task{size: 3}) {
+		t.Fatal("a third task accepted with the worker's and the bound's places taken")
+	}
+	if tk := <-took; tk.size != 1 {
+		t.Fatalf("the worker took task %d, want 1", tk.size)
+	}
+	if q.push(task{size: 4}) || q.len() != 1 {
+		t.Fatalf("with the worker busy: a push accepted or %d tasks queued, want refused and 1", q.len())
+	}
+	close(release)
+	<-done
+	q.close()
+}
