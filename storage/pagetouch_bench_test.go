@@ -13,9 +13,10 @@ import (
 // into a file whose page cache already holds the page (as a warmed segment's
 // does): a store through a fresh shared mapping (the CommitLog's way), the
 // same after MADV_POPULATE_WRITE set up the mapping's page tables in one
-// call, and a one-byte pwrite (the kernel's copy, no user mapping). It tells
-// whether the mapping itself is what a write pays for on a given machine;
-// BENCHMARKS.md keeps the figures.
+// call, and a one-byte pwrite (the kernel's copy, no user mapping); and a
+// fresh anonymous page's first store, a bare page fault. It tells whether
+// the mapping itself is what a write pays for on a given machine, and what
+// a page fault costs there; BENCHMARKS.md keeps the figures.
 func BenchmarkPageFirstWrite(b *testing.B) {
 	const page = 4096
 	const pages = 8192 // 32 MiB per round
@@ -86,6 +87,28 @@ func BenchmarkPageFirstWrite(b *testing.B) {
 				m[i*page] = 1
 			}
 		})
+	})
+	// The page fault itself, for comparison: a fresh anonymous mapping's
+	// first store (what a Go heap page costs its first time, or a race
+	// detector's shadow page).
+	b.Run("anon", func(b *testing.B) {
+		b.SetBytes(page)
+		for done := 0; done < b.N; done += pages {
+			b.StopTimer()
+			m, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			for i := range min(pages, b.N-done) {
+				m[i*page] = 1
+			}
+			b.StopTimer()
+			if err := unix.Munmap(m); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
 	})
 	b.Run("pwrite", func(b *testing.B) {
 		one := []byte{1}
