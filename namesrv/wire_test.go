@@ -450,7 +450,14 @@ func TestBadHeaderRemarkBounded(t *testing.T) {
 	c := testClient(t)
 	req := remoting.NewRequest(remoting.RequestGetRouteInfoByTopic, &wire.GetRouteInfoRequestHeader{Topic: "T"}, nil)
 	req.ExtFields["acceptStandardJsonOnly"] = string(make([]byte, 1<<20))
-	resp := call(t, c, n.Addr().String(), req)
+	// A 1 MiB header takes seconds to encode and decode under -race on a
+	// loaded machine (past the client's 5 s default there).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.InvokeSync(ctx, n.Addr().String(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if resp.Code != remoting.ResponseSystemError || !strings.Contains(resp.Remark, "acceptStandardJsonOnly") || len(resp.Remark) > 512 {
 		t.Fatalf("code %d, %d-byte remark %.200q…, want SYSTEM_ERROR naming the field in at most 512 bytes", resp.Code, len(resp.Remark), resp.Remark)
 	}
