@@ -79,7 +79,7 @@ func TestAsyncAnswersMatchOpaqueOutOfOrder(t *testing.T) {
 	if b, a := hook.before.Load(), hook.after.Load(); b != n+1 || a != n+1 {
 		t.Fatalf("hooks ran %d before / %d after, want %d each", b, a, n+1)
 	}
-	if p := s.processors[RequestSendMessage].async.pending.Load(); p != 0 {
+	if p := s.routes.Load().processors[RequestSendMessage].async.pending.Load(); p != 0 {
 		t.Fatalf("pending count %d after every answer", p)
 	}
 }

@@ -175,3 +175,20 @@ func BenchmarkDecodeSendRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRoute: every request's routing look-up, from readers on every
+// core at once (each connection's reader routes its own requests).
+func BenchmarkRoute(b *testing.B) {
+	s := NewServer(ServerConfig{}, nil)
+	s.RegisterAsync(RequestSendMessageV2, func(context.Context, *Conn, *RemotingCommand, *Responder) (*RemotingCommand, error) {
+		return nil, nil
+	}, AsyncOptions{Workers: 1, QueueSize: 1})
+	s.RegisterDefault(func(context.Context, *Conn, *RemotingCommand) (*RemotingCommand, error) { return nil, nil }, 1, 1)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, ok, _ := s.route(RequestSendMessageV2); !ok {
+				b.Fatal("no route")
+			}
+		}
+	})
+}

@@ -11,10 +11,11 @@ type Guard func(c *Conn, req *RemotingCommand) *RemotingCommand
 func (s *Server) SetGuard(g Guard) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.guard = g
+	s.updateRoutesLocked(func(t *routeTable) { t.guard = g })
 }
 
-// guarded runs the guard g (s.guard, read by the caller with the route);
+// guarded runs the guard g (the route table's, read by the caller with
+// the route);
 // true means the request was answered.
 func guarded(g Guard, c *Conn, req *RemotingCommand) bool {
 	if g == nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,32 @@ type registration struct {
 	pool  *workerPool
 }
 
+// routeTable is an immutable snapshot of how requests are routed: a
+// reader looks at it for every request, so it is published whole rather
+// than read under the server's lock (a read lock shared by every
+// connection's reader is a contended cache line on the send path).
+type routeTable struct {
+	processors  map[int16]registration
+	defaultProc *registration
+	guard       Guard // see guard.go
+	// lazyExt holds the codes registered with AsyncOptions.LazyExt.
+	lazyExt map[int16]bool
+}
+
+// updateRoutesLocked publishes a copy of the route table changed by f;
+// the caller holds mu, so updates never race each other.
+func (s *Server) updateRoutesLocked(f func(t *routeTable)) {
+	cur := s.routes.Load()
+	next := &routeTable{
+		processors:  maps.Clone(cur.processors),
+		defaultProc: cur.defaultProc,
+		guard:       cur.guard,
+		lazyExt:     maps.Clone(cur.lazyExt),
+	}
+	f(next)
+	s.routes.Store(next)
+}
+
 // Server is a RocketMQ remoting server: it accepts connections and hands
 // each request to the processor registered for its code, through that
 // processor's bounded worker pool.
@@ -157,21 +184,17 @@ type Server struct {
 	log     *zap.Logger
 	connLog *zap.Logger // for its connections (connlog.go)
 	hooks   hookList
-	// lazyExt holds the codes registered with AsyncOptions.LazyExt,
-	// copied on write under mu and read by every connection's reader
-	// without a lock.
-	lazyExt atomic.Pointer[map[int16]bool]
+	// routes is what every request's routing reads: replaced (copied on
+	// write) under mu, read by the connections' readers without a lock.
+	routes atomic.Pointer[routeTable]
 
-	mu          sync.RWMutex
-	processors  map[int16]registration // guarded by mu
-	defaultProc *registration          // guarded by mu
-	pools       []*workerPool          // guarded by mu; every pool ever created
-	onClose     []func(*Conn)          // guarded by mu
-	conns       map[uint64]*Conn       // guarded by mu
-	ln          net.Listener           // guarded by mu
-	started     bool                   // guarded by mu
-	closing     bool                   // guarded by mu
-	guard       Guard                  // guarded by mu; see guard.go
+	mu      sync.RWMutex
+	pools   []*workerPool    // guarded by mu; every pool ever created
+	onClose []func(*Conn)    // guarded by mu
+	conns   map[uint64]*Conn // guarded by mu
+	ln      net.Listener     // guarded by mu
+	started bool             // guarded by mu
+	closing bool             // guarded by mu
 
 	async asyncTracker // asynchronous requests not answered yet
 
@@ -198,11 +221,11 @@ func NewServer(cfg ServerConfig, log *zap.Logger) *Server {
 		cfg:        cfg,
 		log:        log.Named("remoting.server"),
 		connLog:    connLogger(log.Named("remoting.server")),
-		processors: make(map[int16]registration),
 		conns:      make(map[uint64]*Conn),
 		acceptDone: make(chan struct{}),
 	}
 	s.frames.limit = cfg.IncompleteFrameBudget
+	s.routes.Store(&routeTable{processors: map[int16]registration{}, lazyExt: map[int16]bool{}})
 	return s
 }
 
@@ -233,10 +256,12 @@ func (s *Server) RegisterShared(codes []int16, h HandlerFunc, workers, queueSize
 	p := newWorkerPool(name, workers, queueSize)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, code := range codes {
-		s.processors[code] = registration{h: h, pool: p}
-		s.setLazyLocked(code, false) // a synchronous handler reads ExtFields
-	}
+	s.updateRoutesLocked(func(t *routeTable) {
+		for _, code := range codes {
+			t.processors[code] = registration{h: h, pool: p}
+			delete(t.lazyExt, code) // a synchronous handler reads ExtFields
+		}
+	})
 	s.addPoolLocked(p)
 }
 
@@ -274,39 +299,23 @@ func (s *Server) RegisterAsync(code int16, h AsyncHandlerFunc, o AsyncOptions) {
 	p := newWorkerPool(fmt.Sprintf("code-%d", code), o.Workers, o.QueueSize)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.processors[code] = registration{
-		async: &asyncReg{h: h, maxPending: int64(max(o.MaxPending, 1)), inline: o.Inline}, pool: p}
-	s.addPoolLocked(p)
-	s.setLazyLocked(code, o.LazyExt)
-}
-
-// setLazyLocked records whether requests with code are decoded with their
-// extFields left raw; every registration sets it, so re-registering a code
-// never inherits the previous handler's choice. Copy-on-write: readers
-// (lazyRequest) take no lock.
-func (s *Server) setLazyLocked(code int16, on bool) {
-	cur := s.lazyExt.Load()
-	if cur == nil && !on || cur != nil && (*cur)[code] == on {
-		return
-	}
-	lazy := map[int16]bool{}
-	if cur != nil {
-		for k := range *cur {
-			lazy[k] = true
+	s.updateRoutesLocked(func(t *routeTable) {
+		t.processors[code] = registration{
+			async: &asyncReg{h: h, maxPending: int64(max(o.MaxPending, 1)), inline: o.Inline}, pool: p}
+		// Every registration sets it: re-registering a code never
+		// inherits the previous handler's choice.
+		delete(t.lazyExt, code)
+		if o.LazyExt {
+			t.lazyExt[code] = true
 		}
-	}
-	delete(lazy, code)
-	if on {
-		lazy[code] = true
-	}
-	s.lazyExt.Store(&lazy)
+	})
+	s.addPoolLocked(p)
 }
 
 // lazyRequest reports whether requests with code are decoded with their
 // extFields left raw (AsyncOptions.LazyExt).
 func (s *Server) lazyRequest(code int16) bool {
-	m := s.lazyExt.Load()
-	return m != nil && (*m)[code]
+	return s.routes.Load().lazyExt[code]
 }
 
 // RegisterDefault installs the handler for codes without their own
@@ -315,7 +324,7 @@ func (s *Server) RegisterDefault(h HandlerFunc, workers, queueSize int) {
 	p := newWorkerPool("default", workers, queueSize)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.defaultProc = &registration{h: h, pool: p}
+	s.updateRoutesLocked(func(t *routeTable) { t.defaultProc = &registration{h: h, pool: p} })
 	s.addPoolLocked(p)
 }
 
@@ -456,17 +465,21 @@ func (s *Server) connClosed(c *Conn) {
 	}
 }
 
+// route returns the registration for code (or the default processor's)
+// and the guard to run first.
+func (s *Server) route(code int16) (registration, bool, Guard) {
+	rt := s.routes.Load()
+	reg, ok := rt.processors[code]
+	if !ok && rt.defaultProc != nil {
+		reg, ok = *rt.defaultProc, true
+	}
+	return reg, ok, rt.guard
+}
+
 // handleRequest runs on the connection's reader: it only routes (and runs
 // asynchronous handlers that asked to run inline).
 func (s *Server) handleRequest(c *Conn, req *RemotingCommand, size int) {
-	// One read lock for the guard and the route: every request passes here.
-	s.mu.RLock()
-	g := s.guard
-	reg, ok := s.processors[req.Code]
-	if !ok && s.defaultProc != nil {
-		reg, ok = *s.defaultProc, true
-	}
-	s.mu.RUnlock()
+	reg, ok, g := s.route(req.Code)
 	if guarded(g, c, req) {
 		return
 	}

@@ -132,9 +132,7 @@ func TestWorkerPoolFullAnswersSystemBusy(t *testing.T) {
 	testutil.WaitFor(t, 5*time.Second, "first request running", func() bool { return running.Load() == 1 })
 	go call() // fills the queue of 1
 	testutil.WaitFor(t, 5*time.Second, "queue full", func() bool {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		return s.processors[RequestSendMessage].pool.queue.len() == 1
+		return s.routes.Load().processors[RequestSendMessage].pool.queue.len() == 1
 	})
 	// Third: worker busy and queue full => SYSTEM_BUSY at once.
 	testutil.WaitFor(t, 5*time.Second, "SYSTEM_BUSY", func() bool {
