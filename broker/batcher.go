@@ -17,6 +17,7 @@ import (
 // putRequest is one PutMessages call waiting for its entry.
 type putRequest struct {
 	data  []byte    // the request's messages, stored format, concatenated
+	buf   *[]byte   // data's pool handle (batcher_pool.go)
 	count int       // messages in data
 	idem  []idemKey // Index relative to this request
 	at    time.Time // when the request arrived (foreground latency)
@@ -364,7 +365,8 @@ func (g *Group) notLeaderErr(cause error) error {
 
 // encodeRequest encodes a request's messages for the batcher.
 func (g *Group) encodeRequest(msgs []*store.Message) (*putRequest, error) {
-	r := &putRequest{count: len(msgs), data: getEncodeBuf(), at: time.Now()}
+	r := &putRequest{count: len(msgs), at: time.Now()}
+	r.buf, r.data = getEncodeBuf()
 	for i, m := range msgs {
 		m.StoreHost = g.cfg.Store.StoreHost
 		before := len(r.data)

@@ -15,16 +15,22 @@ const encodeBufMax = 256 << 10
 
 var encodeBufPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// getEncodeBuf returns an empty buffer for a request's messages.
-func getEncodeBuf() []byte { return (*encodeBufPool.Get().(*[]byte))[:0] }
+// getEncodeBuf returns an empty buffer for a request's messages and the
+// pool's handle for it, which putEncodeBufs puts back (a fresh handle per
+// Put would be an allocation per request).
+func getEncodeBuf() (*[]byte, []byte) {
+	h := encodeBufPool.Get().(*[]byte)
+	return h, (*h)[:0]
+}
 
 // putEncodeBufs returns the batch's request buffers once their bytes have
 // been copied into the entry; the requests must not read data again.
 func putEncodeBufs(batch []*putRequest) {
 	for _, r := range batch {
-		if b := r.data; cap(b) > 0 && cap(b) <= encodeBufMax {
-			r.data = nil
-			encodeBufPool.Put(&b)
+		if h, b := r.buf, r.data; h != nil && cap(b) > 0 && cap(b) <= encodeBufMax {
+			*h = b[:0]
+			encodeBufPool.Put(h)
 		}
+		r.buf, r.data = nil, nil
 	}
 }
