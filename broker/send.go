@@ -665,8 +665,8 @@ func needsPropertyMap(props string) bool {
 // bornHost is the producer's address as seen on the connection.
 func bornHost(conn *remoting.Conn) netip.AddrPort {
 	if conn != nil {
-		if ap, err := netip.ParseAddrPort(conn.RemoteAddr()); err == nil {
-			return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		if ap := conn.RemoteAddrPort(); ap.IsValid() {
+			return ap
 		}
 	}
 	return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"sync"
@@ -150,9 +151,13 @@ type Conn struct {
 	id     uint64
 	nc     net.Conn
 	remote string
-	local  string
-	log    *zap.Logger
-	opts   connOptions
+	// remoteAP is remote parsed (IPv4-mapped addresses unmapped), the
+	// zero value if it is not an ip:port; a send stores it in every
+	// message as BORNHOST.
+	remoteAP netip.AddrPort
+	local    string
+	log      *zap.Logger
+	opts     connOptions
 
 	// handleRequest receives every request read from the peer. It runs on
 	// the reader goroutine and must only enqueue work.
@@ -217,6 +222,9 @@ func newConn(nc net.Conn, opts connOptions, log *zap.Logger,
 		writerDone:    make(chan struct{}),
 		pending:       make(map[int32]*future),
 	}
+	if ap, err := netip.ParseAddrPort(c.remote); err == nil {
+		c.remoteAP = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
 	c.log = log.With(zap.String("remote", c.remote), zap.Uint64("conn", c.id))
 	return c
 }
@@ -231,6 +239,10 @@ func (c *Conn) start(wg *sync.WaitGroup) {
 
 // RemoteAddr returns the peer's "ip:port".
 func (c *Conn) RemoteAddr() string { return c.remote }
+
+// RemoteAddrPort returns the peer's address parsed, an IPv4-mapped IPv6
+// address unmapped; not IsValid if RemoteAddr is not an ip:port.
+func (c *Conn) RemoteAddrPort() netip.AddrPort { return c.remoteAP }
 
 // LocalAddr returns our side's "ip:port".
 func (c *Conn) LocalAddr() string { return c.local }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -318,5 +319,33 @@ func TestShutdownTimeoutForcesClose(t *testing.T) {
 	}
 	if err := <-errc; !errors.Is(err, ErrConnClosed) {
 		t.Fatalf("caller got %v, want ErrConnClosed", err)
+	}
+}
+
+// TestConnRemoteAddrPort: a server's connection knows its peer's address
+// parsed (a send stores it in each message as BORNHOST), IPv4 and IPv6.
+func TestConnRemoteAddrPort(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1:0", "[::1]:0"} {
+		s := NewServer(ServerConfig{ListenAddr: listen}, nil)
+		if err := s.Start(); err != nil {
+			if listen == "[::1]:0" {
+				t.Logf("no IPv6 loopback: %v", err)
+				continue
+			}
+			t.Fatal(err)
+		}
+		nc, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, 5*time.Second, "connection accepted", func() bool { return len(s.Conns()) == 1 })
+		got, want := s.Conns()[0].RemoteAddrPort(), netip.MustParseAddrPort(nc.LocalAddr().String())
+		if got != want || !got.IsValid() {
+			t.Errorf("listening on %s: RemoteAddrPort %v, want %v", listen, got, want)
+		}
+		_ = nc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.Shutdown(ctx)
+		cancel()
 	}
 }
