@@ -18,7 +18,7 @@ func TestQueryMessageBodyBounded(t *testing.T) {
 	addr := pc.nodes[0].Addr()
 	pc.createTopic(addr, "QB", 1)
 	body := bytes.Repeat([]byte("q"), 900<<10)
-	const sent = 24 // ~21 MB under one key
+	const sent = 12 // ~11 MB under one key: more than maxQueryBodyBytes
 	props := wire.PropertyKeys + "\x01big\x02"
 	for range sent {
 		if r := pc.call(addr, remoting.RequestSendMessage, sendExt("QB", 0, props), body); r.Code != remoting.ResponseSuccess {
