@@ -21,6 +21,7 @@ import (
 // to refuse. A voter answers only when it acknowledged the log past where
 // it stood when the check began.
 func TestRemoveQuorumCheckIgnoresAVoterThatAcknowledgesNoAppends(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, clusterOpts{sync: true})
 	c.createTopic("T", 2)
 	c.sendSeq(0, 64)

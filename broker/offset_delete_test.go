@@ -96,6 +96,7 @@ func TestDeleteDropsPendingOffsets(t *testing.T) {
 // under the name would start from them). The commit must wait for the
 // delete and be judged on the tables after it.
 func TestCommitDuringDeleteStaysDeleted(t *testing.T) {
+	t.Parallel()
 	deleteTopic := map[string]string{"topic": "CT"}
 	deleteGroup := map[string]string{"groupName": "CG", "cleanOffset": "true"}
 	commit := map[string]string{"consumerGroup": "CG", "topic": "CT", "queueId": "0", "commitOffset": "7"}
@@ -127,6 +128,7 @@ func TestCommitDuringDeleteStaysDeleted(t *testing.T) {
 			remoting.RequestCloneGroupOffset, clone, remoting.ResponseSuccess},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			pc, rep := startFakeProc(t, func(c *BrokerConfig) { c.ConsumerOffsetCommitCoalescer = time.Hour })
 			c := pc.nodes[0]
 			addr := c.Addr()

@@ -215,6 +215,7 @@ func TestTimerRetentionPin(t *testing.T) {
 // (fileReservedTime and disk-full deletion alike) for as long as no timer
 // followed.
 func TestTimerDeliveredPinsNothing(t *testing.T) {
+	t.Parallel()
 	pc := startRealCluster(t, nil)
 	leader := pc.nodes[pc.createTopicOnLeader("TD", 1)].Addr()
 	due := time.Now().Add(time.Second).UnixMilli()
