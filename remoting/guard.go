@@ -15,8 +15,7 @@ func (s *Server) SetGuard(g Guard) {
 }
 
 // guarded runs the guard g (the route table's, read by the caller with
-// the route);
-// true means the request was answered.
+// the route); true means the request was answered.
 func guarded(g Guard, c *Conn, req *RemotingCommand) bool {
 	if g == nil {
 		return false
