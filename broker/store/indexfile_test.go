@@ -318,3 +318,70 @@ func TestTopicKeyHashMatchesConcatenation(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexServicePeriodicFlushLeavesLiveFile: the periodic checkpoint's
+// flush (FlushSealed) syncs a new live file once, then leaves it to the
+// page cache; the time it returns has a crash recovery drop the live file
+// whichever of its pages the kernel wrote back, also after store times
+// went backwards (a new leader's clock behind), while the sealed file
+// survives. Re-indexing from RebuildFrom restores every key exactly once.
+func TestIndexServicePeriodicFlushLeavesLiveFile(t *testing.T) {
+	for seed := range uint64(16) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			fsys := storage.NewFaultFS(seed)
+			clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+			s := newTestIndexService(t, fsys, "/store", 16, 11, clock) // 10 keys per file
+			put := func(s *IndexService, i int, ts int64) {
+				t.Helper()
+				if err := s.BuildIndex("T", "k", "", 0, int64(i)*100, ts); err != nil {
+					t.Fatal(err)
+				}
+				clock.t = clock.t.Add(time.Millisecond)
+			}
+			for i := range 15 { // a sealed file (0..9) and the live one (10..14)
+				put(s, i, int64(1000+i))
+			}
+			for range 2 { // the second flush has nothing new to sync
+				if ckpt, err := s.FlushSealed(); err != nil || ckpt != 1014 {
+					t.Fatalf("first periodic flush: %d %v, want 1014", ckpt, err)
+				}
+			}
+			for i := 15; i < 19; i++ {
+				put(s, i, int64(990+i)) // 1005..1008: behind the live file's end
+			}
+			ckpt, err := s.FlushSealed()
+			if err != nil || ckpt != 1013 {
+				t.Fatalf("periodic flush with the live file unsynced: %d %v, want 1013", ckpt, err)
+			}
+			tear := seed%2 == 1
+			crashed := fsys.Crash(storage.CrashOptions{TearPages: tear})
+			_ = s.Close()
+			if !tear { // nothing but the flushes reached the disk: the live file holds 5 keys
+				img := newTestIndexService(t, crashed, "/store", 16, 11, clock)
+				if r := img.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 15 {
+					t.Fatalf("the periodic flush wrote the live file back: %d keys on disk, want 15", len(r.PhyOffsets))
+				}
+				img.Close()
+			}
+			s2 := NewIndexService(crashed, "/store/index", 16, 11, clock.Now, nil)
+			if err := s2.Load(false, ckpt); err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			if s2.Files() != 1 || s2.RebuildFrom() != 900 {
+				t.Fatalf("after the crash: %d files, rebuildFrom %d; want the sealed file kept and 900", s2.Files(), s2.RebuildFrom())
+			}
+			for i := 9; i < 19; i++ {
+				ts := int64(1000 + i)
+				if i >= 15 {
+					ts = int64(990 + i)
+				}
+				put(s2, i, ts)
+			}
+			r := s2.QueryOffset("T", "k", 100, 0, math.MaxInt64)
+			if len(r.PhyOffsets) != 19 || r.PhyOffsets[0] != 1800 || r.PhyOffsets[18] != 0 {
+				t.Fatalf("after re-indexing: %v", r.PhyOffsets)
+			}
+		})
+	}
+}

@@ -102,14 +102,14 @@ func (s *ConsumeQueueStore) StartQueueAt(topic string, queueID int32, next int64
 	return cq.fillPreBlankLocked(next)
 }
 
-// FlushLogics makes the ConsumeQueues and the index durable and writes
-// the checkpoint that says so (a Raft snapshot marker is only taken once
-// everything it covers is; a catch-up finishes only once the units and
-// index files it added below the live ones are). Without the checkpoint a
-// crash recovery drops the index files newer than the last periodic one,
-// and the entries they indexed, below the snapshot, are never applied
-// again.
-func (s *MessageStore) FlushLogics() error { return s.writeCheckpoint() }
+// FlushLogics makes the ConsumeQueues and the index, its live file too,
+// durable and writes the checkpoint that says so (a Raft snapshot marker
+// is only taken once everything it covers is; a catch-up finishes only
+// once the units and index files it added below the live ones are).
+// Without it a crash recovery drops the index files newer than the last
+// periodic checkpoint, and their entries below the snapshot must be
+// indexed again from the log (the broker's index rebuild).
+func (s *MessageStore) FlushLogics() error { return s.writeCheckpoint(true) }
 
 // CheckDiskWritable says why the Raft group must refuse new messages (store
 // closed, disk above the full ratio), or returns nil.

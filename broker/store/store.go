@@ -37,8 +37,9 @@ type Config struct {
 	// store fdatasyncs every append before it is acknowledged (the broker
 	// passes it to raftlog's Options.Sync).
 	FlushDiskType FlushDiskType `prop:"flushDiskType"`
-	// FlushIntervalConsumeQueue is how often ConsumeQueues, the index and
-	// the checkpoint are flushed (1 s).
+	// FlushIntervalConsumeQueue is how often ConsumeQueues, the index files
+	// no longer written and the checkpoint are flushed (1 s); the live
+	// index file is flushed at snapshots and close.
 	FlushIntervalConsumeQueue time.Duration `prop:"flushIntervalConsumeQueue"`
 	// MaxMessageSize limits one stored message or batch (4 MiB).
 	MaxMessageSize int `prop:"maxMessageSize"`
@@ -379,7 +380,7 @@ func (s *MessageStore) checkpointLoop() {
 		case <-s.quit:
 			return
 		case <-t.C:
-			if err := s.writeCheckpoint(); err != nil {
+			if err := s.writeCheckpoint(false); err != nil {
 				s.clean.NoteWriteError(err)
 				s.log.Warn("checkpoint failed", zap.Error(err))
 			}
@@ -387,9 +388,10 @@ func (s *MessageStore) checkpointLoop() {
 	}
 }
 
-// writeCheckpoint flushes ConsumeQueues and the index, then records how far
+// writeCheckpoint flushes ConsumeQueues and the index (its live file only
+// if liveIndex, see IndexService.FlushSealed), then records how far
 // everything is durable.
-func (s *MessageStore) writeCheckpoint() error {
+func (s *MessageStore) writeCheckpoint(liveIndex bool) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	// The Raft log store synced the CommitLog up to its end.
@@ -400,7 +402,11 @@ func (s *MessageStore) writeCheckpoint() error {
 		return err
 	}
 	if s.idx != nil {
-		if c.IndexMsgTimestamp, err = s.idx.Flush(); err != nil {
+		flush := s.idx.FlushSealed
+		if liveIndex {
+			flush = s.idx.Flush
+		}
+		if c.IndexMsgTimestamp, err = flush(); err != nil {
 			return err
 		}
 	}
@@ -421,7 +427,7 @@ func (s *MessageStore) Close() error {
 	s.wg.Wait()
 	s.clean.Close()
 	var errs []error
-	if err := s.writeCheckpoint(); err != nil {
+	if err := s.writeCheckpoint(true); err != nil {
 		errs = append(errs, err)
 	} else if err := removeAbortFile(s.fs, s.abortPath()); err != nil {
 		errs = append(errs, err)

@@ -446,7 +446,7 @@ func checkpointedQueuesSurviveCrash(t *testing.T, fsys *storage.FaultFS) {
 	log := &segLog{}
 	s := openTestStore(t, cfg, log)
 	content := putContent(t, s)
-	if err := s.writeCheckpoint(); err != nil {
+	if err := s.writeCheckpoint(false); err != nil {
 		t.Fatal(err)
 	}
 	crashed := fsys.Crash(storage.CrashOptions{})
