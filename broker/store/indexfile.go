@@ -618,11 +618,11 @@ func (s *IndexService) Files() int {
 func (s *IndexService) Flush() (indexMsgTimestamp int64, err error) { return s.flush(true) }
 
 // FlushSealed is the periodic checkpoint's flush: it makes the files that
-// are no longer written durable but not the live one, whose hash slots
-// take several random writes per message (RocketMQ, too, flushes an index
-// file when it fills). Written back every second, the live file's slot
-// table was most of a follower's disk writes and its re-faults a tenth of
-// its CPU.
+// are no longer written durable but not the live one (RocketMQ, too,
+// flushes an index file when it fills). Every key lands on a random page
+// of the live file's hash-slot table, so flushed every second nearly the
+// whole table would be written back, and each page faulted again at its
+// next write.
 //
 // The time returned keeps the live file out of the checkpoint while it
 // holds entries no flush covered: one below the end time its last flush
