@@ -169,9 +169,9 @@ type IndexFile struct {
 	// array passed to the indexStorage interface escapes, and that was
 	// three allocations per indexed key on every replica.
 	scratch [indexHeaderSize]byte
-	// synced and syncedEnd are the indexCount and endTimestamp the last
-	// completed flush made durable (0 if none did); IndexService.mu.
-	synced    int32
+	// syncedEnd is the endTimestamp on disk for certain: as of the last
+	// completed flush, or as Load or a backfill's move found the file (0
+	// for a file created since); IndexService.mu.
 	syncedEnd int64
 }
 
@@ -192,7 +192,10 @@ func newIndexFile(name string, st indexStorage, hashSlotNum, indexNum int, prevE
 			f.hdr.beginPhyOffset, f.hdr.endPhyOffset = prevEndPhy, prevEndPhy
 		}
 		if prevEndTs > 0 {
-			f.hdr.beginTimestamp, f.hdr.endTimestamp = prevEndTs, prevEndTs
+			// One past the previous end, so that the checkpoint can keep
+			// the previous file and drop this one after a crash (Flush)
+			// even when this file's keys come from a clock behind.
+			f.hdr.beginTimestamp, f.hdr.endTimestamp = prevEndTs, prevEndTs+1
 		}
 		if err := f.writeHeader(); err != nil {
 			return nil, err
@@ -392,7 +395,9 @@ func NewIndexService(fsys storage.FS, dir string, hashSlotNum, indexNum int, now
 // Load opens the existing index files, oldest first. After a crash
 // (lastExitOK false) files with entries newer than the checkpoint's
 // indexMsgTimestamp may hold torn writes, so they are dropped like RocketMQ
-// does; RebuildFrom then says where the dispatcher must re-index from.
+// does, and so is every file after the first one dropped (a file created
+// just before the crash may not even have its header on disk);
+// RebuildFrom then says where the dispatcher must re-index from.
 func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 	if s.hashSlotNum <= 0 || s.indexNum <= 1 {
 		return fmt.Errorf("%w: index geometry: maxHashSlotNum %d and maxIndexNum %d must be positive (maxIndexNum > 1)",
@@ -416,7 +421,7 @@ func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 		if err != nil {
 			return err
 		}
-		if !lastExitOK && f.EndTimestamp() > indexMsgTimestamp {
+		if !lastExitOK && (f.EndTimestamp() > indexMsgTimestamp || s.rebuildFrom >= 0) {
 			s.log.Warn("dropping index file newer than the checkpoint after a crash; it will be rebuilt",
 				zap.String("file", path), zap.Int64("endTimestamp", f.EndTimestamp()), zap.Int64("checkpoint", indexMsgTimestamp))
 			from := f.BeginPhyOffset()
@@ -431,7 +436,7 @@ func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 			}
 			continue
 		}
-		f.markSynced(f.IndexCount(), f.EndTimestamp()) // what is on disk
+		f.markSynced(f.EndTimestamp())
 		s.files = append(s.files, f)
 		s.mfs = append(s.mfs, mf)
 		if f.IndexCount() > 1 {
@@ -613,8 +618,8 @@ func (s *IndexService) Files() int {
 }
 
 // Flush makes every index file durable and returns the indexMsgTimestamp
-// for the checkpoint: the newest store time indexed before the flush
-// started. It runs at snapshots, catch-ups and close.
+// for the checkpoint (see FlushSealed). It runs at snapshots, catch-ups
+// and close.
 func (s *IndexService) Flush() (indexMsgTimestamp int64, err error) { return s.flush(true) }
 
 // FlushSealed is the periodic checkpoint's flush: it makes the files that
@@ -624,14 +629,16 @@ func (s *IndexService) Flush() (indexMsgTimestamp int64, err error) { return s.f
 // whole table would be written back, and each page faulted again at its
 // next write.
 //
-// The time returned keeps the live file out of the checkpoint while it
-// holds entries no flush covered: one below the end time its last flush
-// made durable. A file's end time only grows, and whatever pages of it the
-// kernel wrote back since, its header on disk says at least that much, so
-// a crash recovery drops it (and the dispatcher re-indexes it from the
-// CommitLog). The live file is flushed here anyway while that time would
-// not place it after the sealed files: once after it starts, so a crash
-// never costs them too.
+// The time returned, for either flush, is one below the end time the
+// live file's last flush made durable. A file's end time only grows, so
+// whatever pages of it were written back since, its header on disk says
+// at least that much: a crash recovery always drops the live file, and the
+// dispatcher indexes it again from the CommitLog. Under load that costs
+// nothing more, as keys arrive between any flush and a crash; and when the
+// pages written back can be any subset, the disk cannot tell a file that
+// took keys since its flush from one that did not. The live file is
+// flushed here too until its durable end time is past the sealed files'
+// (a new file, once), so that they are kept.
 func (s *IndexService) FlushSealed() (indexMsgTimestamp int64, err error) { return s.flush(false) }
 
 func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
@@ -643,9 +650,8 @@ func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
 	}
 	mfs := slices.Clone(s.mfs)
 	live := s.files[n-1]
-	count, end, syncedEnd := live.IndexCount(), live.EndTimestamp(), live.syncedEnd
-	dirty := int32(count) > live.synced
-	if !all && dirty {
+	end, syncedEnd := live.EndTimestamp(), live.syncedEnd
+	if !all {
 		var sealedEnd int64
 		for _, f := range s.files[:n-1] {
 			sealedEnd = max(sealedEnd, f.EndTimestamp())
@@ -661,24 +667,17 @@ func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
 			return 0, fmt.Errorf("index: flush %s: %w", mf.Path(), err)
 		}
 	}
-	if !all {
-		if dirty {
-			return syncedEnd - 1, nil // > sealedEnd >= 0: see above
-		}
-		return end, nil
+	if all {
+		s.mu.Lock()
+		live.markSynced(end)
+		syncedEnd = live.syncedEnd
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	live.markSynced(count, end)
-	s.mu.Unlock()
-	return end, nil
+	return syncedEnd - 1, nil
 }
 
-// markSynced records that a flush made the file durable up to count
-// entries and end time end.
-func (f *IndexFile) markSynced(count int, end int64) {
-	f.synced = max(f.synced, int32(count))
-	f.syncedEnd = max(f.syncedEnd, end)
-}
+// markSynced records that the file's end time end is on disk.
+func (f *IndexFile) markSynced(end int64) { f.syncedEnd = max(f.syncedEnd, end) }
 
 // DeleteExpired implements PhyOffsetCleaner: it destroys index files, oldest
 // first and never the newest, whose entries all point below phyMinOffset.

@@ -170,7 +170,7 @@ func TestIndexFileInheritsPreviousEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.BeginPhyOffset() != 777 || f.EndTimestamp() != 12345 || f.IndexCount() != 1 {
+	if f.BeginPhyOffset() != 777 || f.BeginTimestamp() != 12345 || f.EndTimestamp() != 12346 || f.IndexCount() != 1 {
 		t.Fatalf("header %+v", f.hdr)
 	}
 }
@@ -242,7 +242,7 @@ func TestIndexServiceBuildQueryRollReload(t *testing.T) {
 			t.Fatalf("rollback indexed: %v", r.PhyOffsets)
 		}
 		ts, err := s.Flush()
-		if err != nil || ts != base+29000 {
+		if err != nil || ts != base+29000-1 {
 			t.Fatalf("flush: %d %v", ts, err)
 		}
 		if err := s.Close(); err != nil {
@@ -319,68 +319,143 @@ func TestTopicKeyHashMatchesConcatenation(t *testing.T) {
 	}
 }
 
-// TestIndexServicePeriodicFlushLeavesLiveFile: the periodic checkpoint's
-// flush (FlushSealed) syncs a new live file once, then leaves it to the
-// page cache; the time it returns has a crash recovery drop the live file
-// whichever of its pages the kernel wrote back, also after store times
-// went backwards (a new leader's clock behind), while the sealed file
-// survives. Re-indexing from RebuildFrom restores every key exactly once.
-func TestIndexServicePeriodicFlushLeavesLiveFile(t *testing.T) {
-	for seed := range uint64(16) {
+// TestIndexServiceCrashDropsLiveFileOnly: whatever pages of the live
+// index file reached the disk (FaultFS tears at page granularity; 2,048
+// slots make the file three pages), the checkpoint's index time has a
+// crash recovery drop the live file and keep the sealed one, and indexing
+// again from RebuildFrom restores every key exactly once. The periodic
+// flush syncs a new live file once and then leaves it to the page cache.
+func TestIndexServiceCrashDropsLiveFileOnly(t *testing.T) {
+	const slots, items = 2048, 11 // 10 keys per file
+	type put struct {
+		i  int
+		ts int64
+	}
+	// Keys 0..9 fill the sealed file (store times 1000..1009).
+	sealed := make([]put, 10)
+	for i := range sealed {
+		sealed[i] = put{i, int64(1000 + i)}
+	}
+	cases := []struct {
+		name string
+		// before and after the checkpoint whose index time the crash finds
+		before, after []put
+		full          bool // the checkpoint is a snapshot's (Flush), not the periodic one
+	}{
+		{name: "periodic, keys since", before: []put{{10, 1010}, {11, 1011}}, after: []put{{12, 1012}, {13, 1013}}},
+		{name: "periodic, clock behind", before: []put{{10, 1010}, {11, 1011}}, after: []put{{12, 990}, {13, 991}}},
+		{name: "rollover with the clock behind", before: []put{{10, 900}, {11, 901}}, after: []put{{12, 902}}},
+		{name: "snapshot, keys in the same millisecond", before: []put{{10, 1010}, {11, 1011}}, after: []put{{12, 1011}, {13, 1011}}, full: true},
+		{name: "snapshot, idle since", before: []put{{10, 1010}, {11, 1011}}, full: true},
+		{name: "periodic, idle since", before: []put{{10, 1010}, {11, 1011}}},
+	}
+	for _, tc := range cases {
+		for seed := range uint64(8) {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, seed), func(t *testing.T) {
+				fsys := storage.NewFaultFS(seed)
+				clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+				s := newTestIndexService(t, fsys, "/store", slots, items, clock)
+				apply := func(s *IndexService, ps []put) {
+					t.Helper()
+					for _, p := range ps {
+						if err := s.BuildIndex("T", "k", "", 0, int64(p.i)*100, p.ts); err != nil {
+							t.Fatal(err)
+						}
+						clock.t = clock.t.Add(time.Millisecond)
+					}
+				}
+				apply(s, sealed)
+				apply(s, tc.before[:1])
+				// The first periodic flush after the rollover syncs the new
+				// live file; the next leaves it alone.
+				if _, err := s.FlushSealed(); err != nil {
+					t.Fatal(err)
+				}
+				apply(s, tc.before[1:])
+				flush := s.FlushSealed
+				if tc.full {
+					flush = s.Flush
+				}
+				ckpt, err := flush()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ckpt < 1009 {
+					t.Fatalf("checkpoint index time %d: the sealed file (end 1009) would be dropped", ckpt)
+				}
+				apply(s, tc.after)
+				tear := seed%2 == 1
+				crashed := fsys.Crash(storage.CrashOptions{TearPages: tear})
+				_ = s.Close()
+				if !tear && !tc.full { // only flushes reached the disk: the live file holds 1 key
+					img := newTestIndexService(t, crashed, "/store", slots, items, clock)
+					if r := img.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 11 {
+						t.Fatalf("the periodic flush wrote the live file back: %d keys on disk, want 11", len(r.PhyOffsets))
+					}
+					img.Close()
+				}
+				s2 := NewIndexService(crashed, "/store/index", slots, items, clock.Now, nil)
+				if err := s2.Load(false, ckpt); err != nil {
+					t.Fatal(err)
+				}
+				defer s2.Close()
+				if s2.Files() != 1 || s2.RebuildFrom() != 900 {
+					t.Fatalf("after the crash: %d files, rebuildFrom %d; want the sealed file kept, 900", s2.Files(), s2.RebuildFrom())
+				}
+				all := slices.Concat(sealed, tc.before, tc.after)
+				apply(s2, all[9:]) // the dispatcher from RebuildFrom
+				r := s2.QueryOffset("T", "k", 100, 0, math.MaxInt64)
+				if n := len(all); len(r.PhyOffsets) != n || r.PhyOffsets[0] != int64(n-1)*100 || r.PhyOffsets[n-1] != 0 {
+					t.Fatalf("after indexing again: %v", r.PhyOffsets)
+				}
+			})
+		}
+	}
+}
+
+// TestIndexServiceCrashAfterRollover: a file created after the last
+// checkpoint may not have its header on disk (it reads as a fresh file,
+// end time 0, whatever slot pages were written back); it is dropped with
+// the file that was live at the checkpoint, and indexing again from
+// RebuildFrom restores every key.
+func TestIndexServiceCrashAfterRollover(t *testing.T) {
+	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			fsys := storage.NewFaultFS(seed)
 			clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
-			s := newTestIndexService(t, fsys, "/store", 16, 11, clock) // 10 keys per file
-			put := func(s *IndexService, i int, ts int64) {
+			s := newTestIndexService(t, fsys, "/store", 2048, 11, clock)
+			put := func(s *IndexService, i int) {
 				t.Helper()
-				if err := s.BuildIndex("T", "k", "", 0, int64(i)*100, ts); err != nil {
+				if err := s.BuildIndex("T", "k", "", 0, int64(i)*100, int64(1000+i)); err != nil {
 					t.Fatal(err)
 				}
 				clock.t = clock.t.Add(time.Millisecond)
 			}
-			for i := range 15 { // a sealed file (0..9) and the live one (10..14)
-				put(s, i, int64(1000+i))
-			}
-			for range 2 { // the second flush has nothing new to sync
-				if ckpt, err := s.FlushSealed(); err != nil || ckpt != 1014 {
-					t.Fatalf("first periodic flush: %d %v, want 1014", ckpt, err)
-				}
-			}
-			for i := 15; i < 19; i++ {
-				put(s, i, int64(990+i)) // 1005..1008: behind the live file's end
+			for i := range 10 {
+				put(s, i)
 			}
 			ckpt, err := s.FlushSealed()
-			if err != nil || ckpt != 1013 {
-				t.Fatalf("periodic flush with the live file unsynced: %d %v, want 1013", ckpt, err)
+			if err != nil {
+				t.Fatal(err)
 			}
-			tear := seed%2 == 1
-			crashed := fsys.Crash(storage.CrashOptions{TearPages: tear})
+			for i := 10; i < 14; i++ { // a new file
+				put(s, i)
+			}
+			crashed := fsys.Crash(storage.CrashOptions{TearPages: true})
 			_ = s.Close()
-			if !tear { // nothing but the flushes reached the disk: the live file holds 5 keys
-				img := newTestIndexService(t, crashed, "/store", 16, 11, clock)
-				if r := img.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 15 {
-					t.Fatalf("the periodic flush wrote the live file back: %d keys on disk, want 15", len(r.PhyOffsets))
-				}
-				img.Close()
-			}
-			s2 := NewIndexService(crashed, "/store/index", 16, 11, clock.Now, nil)
+			s2 := NewIndexService(crashed, "/store/index", 2048, 11, clock.Now, nil)
 			if err := s2.Load(false, ckpt); err != nil {
 				t.Fatal(err)
 			}
 			defer s2.Close()
-			if s2.Files() != 1 || s2.RebuildFrom() != 900 {
-				t.Fatalf("after the crash: %d files, rebuildFrom %d; want the sealed file kept and 900", s2.Files(), s2.RebuildFrom())
+			if s2.Files() != 0 || s2.RebuildFrom() != 0 {
+				t.Fatalf("after the crash: %d files, rebuildFrom %d; want none, 0", s2.Files(), s2.RebuildFrom())
 			}
-			for i := 9; i < 19; i++ {
-				ts := int64(1000 + i)
-				if i >= 15 {
-					ts = int64(990 + i)
-				}
-				put(s2, i, ts)
+			for i := range 14 {
+				put(s2, i)
 			}
-			r := s2.QueryOffset("T", "k", 100, 0, math.MaxInt64)
-			if len(r.PhyOffsets) != 19 || r.PhyOffsets[0] != 1800 || r.PhyOffsets[18] != 0 {
-				t.Fatalf("after re-indexing: %v", r.PhyOffsets)
+			if r := s2.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 14 || r.PhyOffsets[0] != 1300 {
+				t.Fatalf("after indexing again: %v", r.PhyOffsets)
 			}
 		})
 	}

@@ -39,7 +39,7 @@ type Config struct {
 	FlushDiskType FlushDiskType `prop:"flushDiskType"`
 	// FlushIntervalConsumeQueue is how often ConsumeQueues, the index files
 	// no longer written and the checkpoint are flushed (1 s); the live
-	// index file is flushed at snapshots and close.
+	// index file is flushed at snapshots, catch-ups and close.
 	FlushIntervalConsumeQueue time.Duration `prop:"flushIntervalConsumeQueue"`
 	// MaxMessageSize limits one stored message or batch (4 MiB).
 	MaxMessageSize int `prop:"maxMessageSize"`
