@@ -197,7 +197,7 @@ func (b *IndexBackfill) moveIn() error {
 	if err != nil {
 		return err
 	}
-	nf.markSynced(nf.EndTimestamp())
+	nf.markSynced(nf.IndexCount(), nf.EndTimestamp())
 	s.files = slices.Insert(s.files, at, nf)
 	s.mfs = slices.Insert(s.mfs, at, nmf)
 	s.maxIndexedPhy = max(s.maxIndexedPhy, nf.EndPhyOffset())

@@ -169,10 +169,17 @@ type IndexFile struct {
 	// array passed to the indexStorage interface escapes, and that was
 	// three allocations per indexed key on every replica.
 	scratch [indexHeaderSize]byte
-	// syncedEnd is the endTimestamp on disk for certain: as of the last
-	// completed flush, or as Load or a backfill's move found the file (0
-	// for a file created since); IndexService.mu.
+	// synced and syncedEnd are the indexCount and endTimestamp on disk for
+	// certain: as of the last completed flush, or as Load or a backfill's
+	// move found the file (0 for a file created since). endFloor is the
+	// least end time the next put leaves (see IndexService.flush). All
+	// three are guarded by IndexService.mu.
+	synced    int32
 	syncedEnd int64
+	endFloor  int64
+	// fresh is set when the file had no header and got a new one here: a
+	// file created just before a crash may not have its header on disk.
+	fresh bool
 }
 
 // newIndexFile wraps fresh or existing storage. For a fresh file (indexCount
@@ -187,6 +194,7 @@ func newIndexFile(name string, st indexStorage, hashSlotNum, indexNum int, prevE
 	f := &IndexFile{name: name, st: st, hashSlotNum: hashSlotNum, indexNum: indexNum}
 	f.hdr = decodeIndexHeader(st.Bytes())
 	if f.hdr.indexCount <= 0 {
+		f.fresh = true
 		f.hdr = indexHeader{indexCount: 1}
 		if prevEndPhy > 0 {
 			f.hdr.beginPhyOffset, f.hdr.endPhyOffset = prevEndPhy, prevEndPhy
@@ -294,9 +302,10 @@ func (f *IndexFile) putHash(keyHash int32, phyOffset, storeTimestamp int64) erro
 	}
 	f.hdr.indexCount++
 	f.hdr.endPhyOffset = phyOffset
-	// Never backwards (a leader whose clock is behind the last one's): the
-	// checkpoint relies on a file's end time on disk only growing.
-	f.hdr.endTimestamp = max(f.hdr.endTimestamp, storeTimestamp)
+	// Never backwards (a leader whose clock is behind the last one's), and
+	// past a checkpoint's time: the checkpoint relies on a file's end time
+	// on disk only growing, past its own once the file takes keys it lacks.
+	f.hdr.endTimestamp = max(f.hdr.endTimestamp, storeTimestamp, f.endFloor)
 	return f.writeHeader()
 }
 
@@ -395,9 +404,8 @@ func NewIndexService(fsys storage.FS, dir string, hashSlotNum, indexNum int, now
 // Load opens the existing index files, oldest first. After a crash
 // (lastExitOK false) files with entries newer than the checkpoint's
 // indexMsgTimestamp may hold torn writes, so they are dropped like RocketMQ
-// does, and so is every file after the first one dropped (a file created
-// just before the crash may not even have its header on disk);
-// RebuildFrom then says where the dispatcher must re-index from.
+// does, and so is a file without a header (created just before the
+// crash); RebuildFrom then says where the dispatcher must re-index from.
 func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 	if s.hashSlotNum <= 0 || s.indexNum <= 1 {
 		return fmt.Errorf("%w: index geometry: maxHashSlotNum %d and maxIndexNum %d must be positive (maxIndexNum > 1)",
@@ -421,7 +429,7 @@ func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 		if err != nil {
 			return err
 		}
-		if !lastExitOK && (f.EndTimestamp() > indexMsgTimestamp || s.rebuildFrom >= 0) {
+		if !lastExitOK && (f.EndTimestamp() > indexMsgTimestamp || f.fresh) {
 			s.log.Warn("dropping index file newer than the checkpoint after a crash; it will be rebuilt",
 				zap.String("file", path), zap.Int64("endTimestamp", f.EndTimestamp()), zap.Int64("checkpoint", indexMsgTimestamp))
 			from := f.BeginPhyOffset()
@@ -436,7 +444,7 @@ func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 			}
 			continue
 		}
-		f.markSynced(f.EndTimestamp())
+		f.markSynced(f.IndexCount(), f.EndTimestamp())
 		s.files = append(s.files, f)
 		s.mfs = append(s.mfs, mf)
 		if f.IndexCount() > 1 {
@@ -618,8 +626,8 @@ func (s *IndexService) Files() int {
 }
 
 // Flush makes every index file durable and returns the indexMsgTimestamp
-// for the checkpoint (see FlushSealed). It runs at snapshots, catch-ups
-// and close.
+// for the checkpoint, the live file's end time (see flush). It runs at
+// snapshots, catch-ups and close.
 func (s *IndexService) Flush() (indexMsgTimestamp int64, err error) { return s.flush(true) }
 
 // FlushSealed is the periodic checkpoint's flush: it makes the files that
@@ -629,36 +637,46 @@ func (s *IndexService) Flush() (indexMsgTimestamp int64, err error) { return s.f
 // whole table would be written back, and each page faulted again at its
 // next write.
 //
-// The time returned, for either flush, is one below the end time the
-// live file's last flush made durable. A file's end time only grows, so
-// whatever pages of it were written back since, its header on disk says
-// at least that much: a crash recovery always drops the live file, and the
-// dispatcher indexes it again from the CommitLog. Under load that costs
-// nothing more, as keys arrive between any flush and a crash; and when the
-// pages written back can be any subset, the disk cannot tell a file that
-// took keys since its flush from one that did not. The live file is
-// flushed here too until its durable end time is past the sealed files'
-// (a new file, once), so that they are kept.
+// While the live file holds keys no flush covered, the time returned is
+// one below the end time its last flush made durable. A file's end time
+// only grows, so whatever pages of it were written back since, its header
+// on disk says at least that much: a crash recovery drops it and the
+// dispatcher indexes it again from the CommitLog. The live file is flushed
+// here too until its durable end time is past the sealed files' (a new
+// file, once), so that they are kept.
 func (s *IndexService) FlushSealed() (indexMsgTimestamp int64, err error) { return s.flush(false) }
 
+// flush returns the live file's end time when the live file is durable
+// as of the moment flush read it (all, or nothing since its last flush),
+// and sets its end-time floor above it: a key it takes after that moment,
+// even one stored in the same millisecond or from a clock behind, moves
+// its end time past the checkpoint's, so a crash recovery drops the file
+// if its header was written back with that key. (If the key's hash-slot
+// page reached the disk without the header, the file is kept and misses
+// the keys in that slot's chain; the window lasts until the next periodic
+// checkpoint, a second at most, after a snapshot, catch-up or idle spell.)
 func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
-	s.mu.RLock()
+	s.mu.Lock()
 	n := len(s.files)
 	if n == 0 {
-		s.mu.RUnlock()
+		s.mu.Unlock()
 		return 0, nil
 	}
 	mfs := slices.Clone(s.mfs)
 	live := s.files[n-1]
-	end, syncedEnd := live.EndTimestamp(), live.syncedEnd
-	if !all {
+	count, end, syncedEnd := live.IndexCount(), live.EndTimestamp(), live.syncedEnd
+	dirty := int32(count) > live.synced
+	if !all && dirty {
 		var sealedEnd int64
 		for _, f := range s.files[:n-1] {
 			sealedEnd = max(sealedEnd, f.EndTimestamp())
 		}
 		all = syncedEnd <= sealedEnd
 	}
-	s.mu.RUnlock()
+	if all || !dirty {
+		live.endFloor = end + 1
+	}
+	s.mu.Unlock()
 	if !all {
 		mfs = mfs[:n-1]
 	}
@@ -667,17 +685,23 @@ func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
 			return 0, fmt.Errorf("index: flush %s: %w", mf.Path(), err)
 		}
 	}
+	if !all && dirty {
+		return syncedEnd - 1, nil // > sealedEnd >= 0
+	}
 	if all {
 		s.mu.Lock()
-		live.markSynced(end)
-		syncedEnd = live.syncedEnd
+		live.markSynced(count, end)
 		s.mu.Unlock()
 	}
-	return syncedEnd - 1, nil
+	return end, nil
 }
 
-// markSynced records that the file's end time end is on disk.
-func (f *IndexFile) markSynced(end int64) { f.syncedEnd = max(f.syncedEnd, end) }
+// markSynced records that the file is on disk up to count entries and end
+// time end.
+func (f *IndexFile) markSynced(count int, end int64) {
+	f.synced = max(f.synced, int32(count))
+	f.syncedEnd = max(f.syncedEnd, end)
+}
 
 // DeleteExpired implements PhyOffsetCleaner: it destroys index files, oldest
 // first and never the newest, whose entries all point below phyMinOffset.

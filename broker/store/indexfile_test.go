@@ -242,7 +242,7 @@ func TestIndexServiceBuildQueryRollReload(t *testing.T) {
 			t.Fatalf("rollback indexed: %v", r.PhyOffsets)
 		}
 		ts, err := s.Flush()
-		if err != nil || ts != base+29000-1 {
+		if err != nil || ts != base+29000 {
 			t.Fatalf("flush: %d %v", ts, err)
 		}
 		if err := s.Close(); err != nil {
@@ -319,13 +319,14 @@ func TestTopicKeyHashMatchesConcatenation(t *testing.T) {
 	}
 }
 
-// TestIndexServiceCrashDropsLiveFileOnly: whatever pages of the live
-// index file reached the disk (FaultFS tears at page granularity; 2,048
-// slots make the file three pages), the checkpoint's index time has a
-// crash recovery drop the live file and keep the sealed one, and indexing
-// again from RebuildFrom restores every key exactly once. The periodic
-// flush syncs a new live file once and then leaves it to the page cache.
-func TestIndexServiceCrashDropsLiveFileOnly(t *testing.T) {
+// TestIndexServiceCheckpointAfterCrash: whatever pages of the live index
+// file reached the disk (FaultFS tears at page granularity; 2,048 slots
+// make the file three pages), the checkpoint's index time has a crash
+// recovery drop the live file when it took keys no flush covered, keep the
+// sealed one, and indexing again from RebuildFrom restores every key
+// exactly once. The periodic flush syncs a new live file once and then
+// leaves it to the page cache.
+func TestIndexServiceCheckpointAfterCrash(t *testing.T) {
 	const slots, items = 2048, 11 // 10 keys per file
 	type put struct {
 		i  int
@@ -336,18 +337,26 @@ func TestIndexServiceCrashDropsLiveFileOnly(t *testing.T) {
 	for i := range sealed {
 		sealed[i] = put{i, int64(1000 + i)}
 	}
+	const (
+		dropped = iota
+		kept
+		either // with write-back in offset order (the header page first)
+	)
 	cases := []struct {
 		name string
 		// before and after the checkpoint whose index time the crash finds
 		before, after []put
 		full          bool // the checkpoint is a snapshot's (Flush), not the periodic one
+		want          int
 	}{
 		{name: "periodic, keys since", before: []put{{10, 1010}, {11, 1011}}, after: []put{{12, 1012}, {13, 1013}}},
+		{name: "periodic, keys before only", before: []put{{10, 1010}, {11, 1011}}},
 		{name: "periodic, clock behind", before: []put{{10, 1010}, {11, 1011}}, after: []put{{12, 990}, {13, 991}}},
 		{name: "rollover with the clock behind", before: []put{{10, 900}, {11, 901}}, after: []put{{12, 902}}},
-		{name: "snapshot, keys in the same millisecond", before: []put{{10, 1010}, {11, 1011}}, after: []put{{12, 1011}, {13, 1011}}, full: true},
-		{name: "snapshot, idle since", before: []put{{10, 1010}, {11, 1011}}, full: true},
-		{name: "periodic, idle since", before: []put{{10, 1010}, {11, 1011}}},
+		{name: "periodic, idle since", before: []put{{10, 1010}}, want: kept},
+		{name: "periodic after idle, same millisecond", before: []put{{10, 1010}}, after: []put{{11, 1010}}, want: either},
+		{name: "snapshot, idle since", before: []put{{10, 1010}, {11, 1011}}, full: true, want: kept},
+		{name: "snapshot, same millisecond", before: []put{{10, 1010}, {11, 1011}}, after: []put{{12, 1011}, {13, 1011}}, full: true, want: either},
 	}
 	for _, tc := range cases {
 		for seed := range uint64(8) {
@@ -384,10 +393,13 @@ func TestIndexServiceCrashDropsLiveFileOnly(t *testing.T) {
 					t.Fatalf("checkpoint index time %d: the sealed file (end 1009) would be dropped", ckpt)
 				}
 				apply(s, tc.after)
-				tear := seed%2 == 1
-				crashed := fsys.Crash(storage.CrashOptions{TearPages: tear})
+				crash := storage.CrashOptions{TearPages: seed%2 == 1}
+				if tc.want == either {
+					crash = storage.CrashOptions{Tear: true}
+				}
+				crashed := fsys.Crash(crash)
 				_ = s.Close()
-				if !tear && !tc.full { // only flushes reached the disk: the live file holds 1 key
+				if !crash.TearPages && !crash.Tear && !tc.full { // only flushes reached the disk
 					img := newTestIndexService(t, crashed, "/store", slots, items, clock)
 					if r := img.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 11 {
 						t.Fatalf("the periodic flush wrote the live file back: %d keys on disk, want 11", len(r.PhyOffsets))
@@ -399,11 +411,13 @@ func TestIndexServiceCrashDropsLiveFileOnly(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer s2.Close()
-				if s2.Files() != 1 || s2.RebuildFrom() != 900 {
-					t.Fatalf("after the crash: %d files, rebuildFrom %d; want the sealed file kept, 900", s2.Files(), s2.RebuildFrom())
+				isDropped := s2.Files() == 1 && s2.RebuildFrom() == 900
+				isKept := s2.Files() == 2 && s2.RebuildFrom() == -1
+				if !(isDropped && tc.want != kept || isKept && tc.want != dropped) {
+					t.Fatalf("after the crash: %d files, rebuildFrom %d (want %d: 0 dropped, 1 kept, 2 either)", s2.Files(), s2.RebuildFrom(), tc.want)
 				}
 				all := slices.Concat(sealed, tc.before, tc.after)
-				apply(s2, all[9:]) // the dispatcher from RebuildFrom
+				apply(s2, all[9:]) // the dispatcher from RebuildFrom, or the re-apply
 				r := s2.QueryOffset("T", "k", 100, 0, math.MaxInt64)
 				if n := len(all); len(r.PhyOffsets) != n || r.PhyOffsets[0] != int64(n-1)*100 || r.PhyOffsets[n-1] != 0 {
 					t.Fatalf("after indexing again: %v", r.PhyOffsets)
@@ -415,9 +429,9 @@ func TestIndexServiceCrashDropsLiveFileOnly(t *testing.T) {
 
 // TestIndexServiceCrashAfterRollover: a file created after the last
 // checkpoint may not have its header on disk (it reads as a fresh file,
-// end time 0, whatever slot pages were written back); it is dropped with
-// the file that was live at the checkpoint, and indexing again from
-// RebuildFrom restores every key.
+// whatever slot pages were written back); it is dropped, the file the
+// checkpoint covered is kept, and indexing again from RebuildFrom
+// restores every key.
 func TestIndexServiceCrashAfterRollover(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -448,10 +462,10 @@ func TestIndexServiceCrashAfterRollover(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s2.Close()
-			if s2.Files() != 0 || s2.RebuildFrom() != 0 {
-				t.Fatalf("after the crash: %d files, rebuildFrom %d; want none, 0", s2.Files(), s2.RebuildFrom())
+			if s2.Files() != 1 || s2.RebuildFrom() != 900 {
+				t.Fatalf("after the crash: %d files, rebuildFrom %d; want the first kept, 900", s2.Files(), s2.RebuildFrom())
 			}
-			for i := range 14 {
+			for i := 9; i < 14; i++ {
 				put(s2, i)
 			}
 			if r := s2.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 14 || r.PhyOffsets[0] != 1300 {
