@@ -172,8 +172,9 @@ type IndexFile struct {
 	// synced and syncedEnd are the indexCount and endTimestamp on disk for
 	// certain: as of the last completed flush, or as Load or a backfill's
 	// move found the file (0 for a file created since). endFloor is the
-	// least end time the next put leaves (see IndexService.flush). All
-	// three are guarded by IndexService.mu.
+	// least end time a put leaves (IndexService.floor when the file became
+	// the live one or the service's floor last rose). All three are
+	// guarded by IndexService.mu.
 	synced    int32
 	syncedEnd int64
 	endFloor  int64
@@ -266,7 +267,7 @@ func (f *IndexFile) putHash(keyHash int32, phyOffset, storeTimestamp int64) erro
 	b := f.st.Bytes()
 	sp := f.slotPos(keyHash)
 	slotValue := int32(binary.BigEndian.Uint32(b[sp:]))
-	if slotValue <= invalidIndex || slotValue > f.hdr.indexCount {
+	if slotValue <= invalidIndex || slotValue >= f.hdr.indexCount {
 		slotValue = invalidIndex
 	}
 	// Time is stored in seconds relative to the file's first key, clamped
@@ -385,6 +386,11 @@ type IndexService struct {
 	mfs           []*storage.MappedFile
 	maxIndexedPhy int64 // CommitLog offset of the newest indexed message, -1 if none
 	rebuildFrom   int64 // see RebuildFrom; -1 if nothing was dropped at Load
+	// floor is one past the newest index time a checkpoint may hold (the
+	// one Load got, or one a flush returned): a key put after it moves its
+	// file's end time to at least this, so a crash recovery that reads the
+	// header drops the file.
+	floor int64
 }
 
 // NewIndexService returns a service over dir with the given geometry
@@ -451,7 +457,17 @@ func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 			s.maxIndexedPhy = f.EndPhyOffset()
 		}
 	}
+	s.raiseFloorLocked(indexMsgTimestamp + 1)
 	return nil
+}
+
+// raiseFloorLocked raises floor to at least f and hands it to the live
+// file.
+func (s *IndexService) raiseFloorLocked(f int64) {
+	s.floor = max(s.floor, f)
+	if n := len(s.files); n > 0 {
+		s.files[n-1].endFloor = max(s.files[n-1].endFloor, s.floor)
+	}
 }
 
 func isIndexFileName(name string) bool {
@@ -510,6 +526,7 @@ func (s *IndexService) lastWritableLocked() (*IndexFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.endFloor = s.floor
 	// The full predecessor is made durable by the next periodic flush, not
 	// here: an msync of a production-sized file under mu would stall
 	// dispatching and queries.
@@ -626,8 +643,8 @@ func (s *IndexService) Files() int {
 }
 
 // Flush makes every index file durable and returns the indexMsgTimestamp
-// for the checkpoint, the live file's end time (see flush). It runs at
-// snapshots, catch-ups and close.
+// for the checkpoint (see flush). It runs at snapshots, catch-ups and
+// close.
 func (s *IndexService) Flush() (indexMsgTimestamp int64, err error) { return s.flush(true) }
 
 // FlushSealed is the periodic checkpoint's flush: it makes the files that
@@ -646,15 +663,16 @@ func (s *IndexService) Flush() (indexMsgTimestamp int64, err error) { return s.f
 // file, once), so that they are kept.
 func (s *IndexService) FlushSealed() (indexMsgTimestamp int64, err error) { return s.flush(false) }
 
-// flush returns the live file's end time when the live file is durable
-// as of the moment flush read it (all, or nothing since its last flush),
-// and sets its end-time floor above it: a key it takes after that moment,
-// even one stored in the same millisecond or from a clock behind, moves
-// its end time past the checkpoint's, so a crash recovery drops the file
-// if its header was written back with that key. (If the key's hash-slot
-// page reached the disk without the header, the file is kept and misses
-// the keys in that slot's chain; the window lasts until the next periodic
-// checkpoint, a second at most, after a snapshot, catch-up or idle spell.)
+// flush returns the newest end time of all files when the live file is
+// durable as of the moment flush read it (all, or nothing since its last
+// flush), and raises the floor above it: a key put after that moment, even
+// one stored in the same millisecond or from a clock behind, moves its
+// file's end time past the checkpoint's, so a crash recovery drops the
+// file if its header was written back with that key. (If the key's
+// hash-slot page reached the disk without the header, the file is kept and
+// misses the keys in that slot's chain; the window lasts until the next
+// periodic checkpoint, a second at most, after a snapshot, catch-up, idle
+// spell or start.)
 func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
 	s.mu.Lock()
 	n := len(s.files)
@@ -666,15 +684,16 @@ func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
 	live := s.files[n-1]
 	count, end, syncedEnd := live.IndexCount(), live.EndTimestamp(), live.syncedEnd
 	dirty := int32(count) > live.synced
+	var sealedEnd int64
+	for _, f := range s.files[:n-1] {
+		sealedEnd = max(sealedEnd, f.EndTimestamp())
+	}
 	if !all && dirty {
-		var sealedEnd int64
-		for _, f := range s.files[:n-1] {
-			sealedEnd = max(sealedEnd, f.EndTimestamp())
-		}
 		all = syncedEnd <= sealedEnd
 	}
+	ckpt := max(end, sealedEnd) // the live file is durable up to end: see below
 	if all || !dirty {
-		live.endFloor = end + 1
+		s.raiseFloorLocked(ckpt + 1)
 	}
 	s.mu.Unlock()
 	if !all {
@@ -693,7 +712,7 @@ func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
 		live.markSynced(count, end)
 		s.mu.Unlock()
 	}
-	return end, nil
+	return ckpt, nil
 }
 
 // markSynced records that the file is on disk up to count entries and end

@@ -474,3 +474,63 @@ func TestIndexServiceCrashAfterRollover(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexServiceFloorAfterRestart: after a crash recovery dropped the
+// live file, the keys indexed again start a new file whose inherited end
+// time is below the checkpoint's; the floor Load sets moves it past, so a
+// second crash before the next checkpoint drops the new file too.
+func TestIndexServiceFloorAfterRestart(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			fsys := storage.NewFaultFS(seed)
+			clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+			ts := func(i int) int64 { return int64(1000 + 10*max(0, i-9)) } // 1000 (x10), 1010, 1020, 1030
+			put := func(s *IndexService, i int) {
+				t.Helper()
+				if err := s.BuildIndex("T", "k", "", 0, int64(i)*100, ts(i)); err != nil {
+					t.Fatal(err)
+				}
+				clock.t = clock.t.Add(time.Millisecond)
+			}
+			s := newTestIndexService(t, fsys, "/store", 2048, 11, clock)
+			for i := range 12 { // a sealed file (end 1000) and keys 10, 11 in the live one
+				put(s, i)
+			}
+			if _, err := s.FlushSealed(); err != nil { // syncs the new live file: end 1020
+				t.Fatal(err)
+			}
+			put(s, 12)
+			ckpt, err := s.FlushSealed()
+			if err != nil || ckpt != 1019 {
+				t.Fatalf("checkpoint: %d %v, want 1019", ckpt, err)
+			}
+			crashed := fsys.Crash(storage.CrashOptions{})
+			_ = s.Close()
+			s2 := NewIndexService(crashed, "/store/index", 2048, 11, clock.Now, nil)
+			if err := s2.Load(false, ckpt); err != nil {
+				t.Fatal(err)
+			}
+			if s2.Files() != 1 || s2.RebuildFrom() != 900 {
+				t.Fatalf("first crash: %d files, rebuildFrom %d", s2.Files(), s2.RebuildFrom())
+			}
+			put(s2, 9)
+			put(s2, 10) // store time 1010: below the checkpoint's 1019
+			again := crashed.Crash(storage.CrashOptions{TearPages: true})
+			_ = s2.Close()
+			s3 := NewIndexService(again, "/store/index", 2048, 11, clock.Now, nil)
+			if err := s3.Load(false, ckpt); err != nil {
+				t.Fatal(err)
+			}
+			defer s3.Close()
+			if s3.Files() != 1 || s3.RebuildFrom() != 900 {
+				t.Fatalf("second crash: %d files, rebuildFrom %d; want the new file dropped", s3.Files(), s3.RebuildFrom())
+			}
+			for i := 9; i < 13; i++ {
+				put(s3, i)
+			}
+			if r := s3.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 13 || r.PhyOffsets[0] != 1200 {
+				t.Fatalf("after indexing again: %v", r.PhyOffsets)
+			}
+		})
+	}
+}
