@@ -435,16 +435,8 @@ func TestIndexServiceCheckpointAfterCrash(t *testing.T) {
 func TestIndexServiceCrashAfterRollover(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			fsys := storage.NewFaultFS(seed)
-			clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+			fsys, clock, put := newCrashIndexRig(t, seed, func(i int) int64 { return int64(1000 + i) })
 			s := newTestIndexService(t, fsys, "/store", 2048, 11, clock)
-			put := func(s *IndexService, i int) {
-				t.Helper()
-				if err := s.BuildIndex("T", "k", "", 0, int64(i)*100, int64(1000+i)); err != nil {
-					t.Fatal(err)
-				}
-				clock.t = clock.t.Add(time.Millisecond)
-			}
 			for i := range 10 {
 				put(s, i)
 			}
@@ -455,22 +447,11 @@ func TestIndexServiceCrashAfterRollover(t *testing.T) {
 			for i := 10; i < 14; i++ { // a new file
 				put(s, i)
 			}
-			crashed := fsys.Crash(storage.CrashOptions{TearPages: true})
-			_ = s.Close()
-			s2 := NewIndexService(crashed, "/store/index", 2048, 11, clock.Now, nil)
-			if err := s2.Load(false, ckpt); err != nil {
-				t.Fatal(err)
-			}
-			defer s2.Close()
+			_, s2 := crashAndLoad(t, fsys, s, storage.CrashOptions{TearPages: true}, ckpt, clock)
 			if s2.Files() != 1 || s2.RebuildFrom() != 900 {
 				t.Fatalf("after the crash: %d files, rebuildFrom %d; want the first kept, 900", s2.Files(), s2.RebuildFrom())
 			}
-			for i := 9; i < 14; i++ {
-				put(s2, i)
-			}
-			if r := s2.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 14 || r.PhyOffsets[0] != 1300 {
-				t.Fatalf("after indexing again: %v", r.PhyOffsets)
-			}
+			indexAgain(t, s2, put, 14)
 		})
 	}
 }
@@ -482,16 +463,8 @@ func TestIndexServiceCrashAfterRollover(t *testing.T) {
 func TestIndexServiceFloorAfterRestart(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			fsys := storage.NewFaultFS(seed)
-			clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
-			ts := func(i int) int64 { return int64(1000 + 10*max(0, i-9)) } // 1000 (x10), 1010, 1020, 1030
-			put := func(s *IndexService, i int) {
-				t.Helper()
-				if err := s.BuildIndex("T", "k", "", 0, int64(i)*100, ts(i)); err != nil {
-					t.Fatal(err)
-				}
-				clock.t = clock.t.Add(time.Millisecond)
-			}
+			// Store times 1000 (keys 0..9), 1010, 1020, 1030.
+			fsys, clock, put := newCrashIndexRig(t, seed, func(i int) int64 { return int64(1000 + 10*max(0, i-9)) })
 			s := newTestIndexService(t, fsys, "/store", 2048, 11, clock)
 			for i := range 12 { // a sealed file (end 1000) and keys 10, 11 in the live one
 				put(s, i)
@@ -504,33 +477,59 @@ func TestIndexServiceFloorAfterRestart(t *testing.T) {
 			if err != nil || ckpt != 1019 {
 				t.Fatalf("checkpoint: %d %v, want 1019", ckpt, err)
 			}
-			crashed := fsys.Crash(storage.CrashOptions{})
-			_ = s.Close()
-			s2 := NewIndexService(crashed, "/store/index", 2048, 11, clock.Now, nil)
-			if err := s2.Load(false, ckpt); err != nil {
-				t.Fatal(err)
-			}
+			crashed, s2 := crashAndLoad(t, fsys, s, storage.CrashOptions{}, ckpt, clock)
 			if s2.Files() != 1 || s2.RebuildFrom() != 900 {
 				t.Fatalf("first crash: %d files, rebuildFrom %d", s2.Files(), s2.RebuildFrom())
 			}
 			put(s2, 9)
 			put(s2, 10) // store time 1010: below the checkpoint's 1019
-			again := crashed.Crash(storage.CrashOptions{TearPages: true})
-			_ = s2.Close()
-			s3 := NewIndexService(again, "/store/index", 2048, 11, clock.Now, nil)
-			if err := s3.Load(false, ckpt); err != nil {
-				t.Fatal(err)
-			}
-			defer s3.Close()
+			_, s3 := crashAndLoad(t, crashed, s2, storage.CrashOptions{TearPages: true}, ckpt, clock)
 			if s3.Files() != 1 || s3.RebuildFrom() != 900 {
 				t.Fatalf("second crash: %d files, rebuildFrom %d; want the new file dropped", s3.Files(), s3.RebuildFrom())
 			}
-			for i := 9; i < 13; i++ {
-				put(s3, i)
-			}
-			if r := s3.QueryOffset("T", "k", 100, 0, math.MaxInt64); len(r.PhyOffsets) != 13 || r.PhyOffsets[0] != 1200 {
-				t.Fatalf("after indexing again: %v", r.PhyOffsets)
-			}
+			indexAgain(t, s3, put, 13)
 		})
+	}
+}
+
+// newCrashIndexRig returns a FaultFS, a clock, and put, which indexes key
+// "k" of message i (CommitLog offset 100·i) at store time ts(i).
+func newCrashIndexRig(t *testing.T, seed uint64, ts func(i int) int64) (*storage.FaultFS, *manualClock, func(*IndexService, int)) {
+	clock := &manualClock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.Local)}
+	put := func(s *IndexService, i int) {
+		t.Helper()
+		if err := s.BuildIndex("T", "k", "", 0, int64(i)*100, ts(i)); err != nil {
+			t.Fatal(err)
+		}
+		clock.t = clock.t.Add(time.Millisecond)
+	}
+	return storage.NewFaultFS(seed), clock, put
+}
+
+// crashAndLoad crashes fsys under s and loads the index of 10-key files
+// the crash left, as a start after a crash with checkpoint index time
+// ckpt does.
+func crashAndLoad(t *testing.T, fsys *storage.FaultFS, s *IndexService, opts storage.CrashOptions, ckpt int64, clock *manualClock) (*storage.FaultFS, *IndexService) {
+	t.Helper()
+	crashed := fsys.Crash(opts)
+	_ = s.Close() // its writes fail: the disk is gone
+	s2 := NewIndexService(crashed, "/store/index", 2048, 11, clock.Now, nil)
+	if err := s2.Load(false, ckpt); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	return crashed, s2
+}
+
+// indexAgain puts keys 9..n-1 again, as the dispatcher does from
+// RebuildFrom 900, and checks that all n keys are found, each once.
+func indexAgain(t *testing.T, s *IndexService, put func(*IndexService, int), n int) {
+	t.Helper()
+	for i := 9; i < n; i++ {
+		put(s, i)
+	}
+	r := s.QueryOffset("T", "k", 100, 0, math.MaxInt64)
+	if len(r.PhyOffsets) != n || r.PhyOffsets[0] != int64(n-1)*100 || r.PhyOffsets[n-1] != 0 {
+		t.Fatalf("after indexing again: %v", r.PhyOffsets)
 	}
 }
