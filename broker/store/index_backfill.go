@@ -109,7 +109,7 @@ func (b *IndexBackfill) Dispatch(req *DispatchRequest) error {
 			return nil
 		}
 	}
-	if err := putKeys(b.writable, req.Topic, req.Keys, req.UniqKey, req.CommitLogOffset, req.StoreTimestamp); err != nil {
+	if err := putKeys(b.writable, 0, req.Topic, req.Keys, req.UniqKey, req.CommitLogOffset, req.StoreTimestamp); err != nil {
 		return err
 	}
 	b.lastPhy = req.CommitLogOffset

@@ -171,13 +171,9 @@ type IndexFile struct {
 	scratch [indexHeaderSize]byte
 	// synced and syncedEnd are the indexCount and endTimestamp on disk for
 	// certain: as of the last completed flush, or as Load or a backfill's
-	// move found the file (0 for a file created since). endFloor is the
-	// least end time a put leaves (IndexService.floor when the file became
-	// the live one or the service's floor last rose). All three are
-	// guarded by IndexService.mu.
+	// move found the file (0 for a file created since); IndexService.mu.
 	synced    int32
 	syncedEnd int64
-	endFloor  int64
 	// fresh is set when the file had no header and got a new one here: a
 	// file created just before a crash may not have its header on disk.
 	fresh bool
@@ -256,11 +252,12 @@ func (f *IndexFile) itemPos(n int32) int {
 // PutKey adds key → phyOffset. It returns ErrFileFull when the file has
 // no item left; the caller rolls to a new file.
 func (f *IndexFile) PutKey(key string, phyOffset, storeTimestamp int64) error {
-	return f.putHash(indexKeyHash(key), phyOffset, storeTimestamp)
+	return f.putHash(indexKeyHash(key), phyOffset, storeTimestamp, 0)
 }
 
-// putHash is PutKey with the key already hashed (indexKeyHash).
-func (f *IndexFile) putHash(keyHash int32, phyOffset, storeTimestamp int64) error {
+// putHash is PutKey with the key already hashed (indexKeyHash); the file's
+// end time becomes at least endFloor (IndexService.floor).
+func (f *IndexFile) putHash(keyHash int32, phyOffset, storeTimestamp, endFloor int64) error {
 	if f.IsWriteFull() {
 		return storage.ErrFileFull
 	}
@@ -306,7 +303,7 @@ func (f *IndexFile) putHash(keyHash int32, phyOffset, storeTimestamp int64) erro
 	// Never backwards (a leader whose clock is behind the last one's), and
 	// past a checkpoint's time: the checkpoint relies on a file's end time
 	// on disk only growing, past its own once the file takes keys it lacks.
-	f.hdr.endTimestamp = max(f.hdr.endTimestamp, storeTimestamp, f.endFloor)
+	f.hdr.endTimestamp = max(f.hdr.endTimestamp, storeTimestamp, endFloor)
 	return f.writeHeader()
 }
 
@@ -457,17 +454,8 @@ func (s *IndexService) Load(lastExitOK bool, indexMsgTimestamp int64) error {
 			s.maxIndexedPhy = f.EndPhyOffset()
 		}
 	}
-	s.raiseFloorLocked(indexMsgTimestamp + 1)
+	s.floor = max(s.floor, indexMsgTimestamp+1)
 	return nil
-}
-
-// raiseFloorLocked raises floor to at least f and hands it to the live
-// file.
-func (s *IndexService) raiseFloorLocked(f int64) {
-	s.floor = max(s.floor, f)
-	if n := len(s.files); n > 0 {
-		s.files[n-1].endFloor = max(s.files[n-1].endFloor, s.floor)
-	}
 }
 
 func isIndexFileName(name string) bool {
@@ -526,7 +514,6 @@ func (s *IndexService) lastWritableLocked() (*IndexFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.endFloor = s.floor
 	// The full predecessor is made durable by the next periodic flush, not
 	// here: an msync of a production-sized file under mu would stall
 	// dispatching and queries.
@@ -558,7 +545,7 @@ func (s *IndexService) BuildIndex(topic, keys, uniqKey string, sysFlag int32, ph
 	if phyOffset <= s.maxIndexedPhy {
 		return nil
 	}
-	if err := putKeys(s.lastWritableLocked, topic, keys, uniqKey, phyOffset, storeTimestamp); err != nil {
+	if err := putKeys(s.lastWritableLocked, s.floor, topic, keys, uniqKey, phyOffset, storeTimestamp); err != nil {
 		return err
 	}
 	s.maxIndexedPhy = phyOffset
@@ -574,20 +561,21 @@ func indexable(keys, uniqKey string, sysFlag int32) bool {
 // putKeys puts a message's UNIQ_KEY and each of its keys into the file
 // writable returns, rolling to a new one when it is full: the one way
 // messages are indexed, for the live tail (BuildIndex) and for a catch-up's
-// older range (IndexBackfill).
-func putKeys(writable func() (*IndexFile, error), topic, keys, uniqKey string, phyOffset, storeTimestamp int64) error {
+// older range (IndexBackfill, whose files are flushed before they join
+// the service, so endFloor 0).
+func putKeys(writable func() (*IndexFile, error), endFloor int64, topic, keys, uniqKey string, phyOffset, storeTimestamp int64) error {
 	put := func(key string) error {
 		f, err := writable()
 		if err != nil {
 			return err
 		}
 		h := topicKeyHash(topic, key)
-		err = f.putHash(h, phyOffset, storeTimestamp)
+		err = f.putHash(h, phyOffset, storeTimestamp, endFloor)
 		if errors.Is(err, storage.ErrFileFull) {
 			if f, err = writable(); err != nil {
 				return err
 			}
-			err = f.putHash(h, phyOffset, storeTimestamp)
+			err = f.putHash(h, phyOffset, storeTimestamp, endFloor)
 		}
 		return err
 	}
@@ -693,7 +681,7 @@ func (s *IndexService) flush(all bool) (indexMsgTimestamp int64, err error) {
 	}
 	ckpt := max(end, sealedEnd) // the live file is durable up to end: see below
 	if all || !dirty {
-		s.raiseFloorLocked(ckpt + 1)
+		s.floor = max(s.floor, ckpt+1)
 	}
 	s.mu.Unlock()
 	if !all {
