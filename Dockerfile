@@ -12,6 +12,8 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces hashicorp/raft with this directory.
+COPY third_party ./third_party
 RUN go mod download
 COPY . .
 # Static (no cgo), reproducible paths (-trimpath); the data directory is

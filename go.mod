@@ -82,3 +82,5 @@ require (
 	google.golang.org/protobuf v1.36.11 // indirect
 	stathat.com/c/consistent v1.0.0 // indirect
 )
+
+replace github.com/hashicorp/raft => ./third_party/raft
