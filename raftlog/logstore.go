@@ -140,11 +140,14 @@ type LogStore struct {
 
 	wmu sync.Mutex
 	// Guarded by wmu.
-	nextIndex uint64  // index the next StoreLogs must start with; 0 = any (fresh log)
-	nextPos   int64   // end of the last frame: where the next one goes (or the reset position)
-	meta      meta    // last meta written
-	sinceCkpt int64   // log bytes appended since the last checkpoint
-	batchPos  []int64 // frame positions of the batch being written (scratch)
+	nextIndex uint64 // index the next StoreLogs must start with; 0 = any (fresh log)
+	nextPos   int64  // end of the last frame: where the next one goes (or the reset position)
+	meta      meta   // last meta written
+	sinceCkpt int64  // log bytes appended since the last checkpoint
+	// unsyncedFrom is where the frames WriteLogs left unsynced begin;
+	// -1 when there are none.
+	unsyncedFrom int64
+	batchPos     []int64 // frame positions of the batch being written (scratch)
 	// pending is the snapshot position recorded by RestoreFrom, applied by
 	// the next restore-shaped operation (snapshot.go).
 	pending *SnapshotPosition
@@ -221,7 +224,7 @@ func OpenOnQueue(segQ *storage.MappedFileQueue, dir string, opts Options) (*LogS
 }
 
 func openOn(segQ *storage.MappedFileQueue, dir string, o Options) (*LogStore, error) {
-	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger, segQ: segQ, recent: recentLogs{maxBytes: o.CacheBytes}}
+	s := &LogStore{opts: o, fsys: o.FS, dir: dir, log: o.Logger, segQ: segQ, recent: recentLogs{maxBytes: o.CacheBytes}, unsyncedFrom: -1}
 	if err := storage.MkdirAllDurable(s.fsys, dir); err != nil {
 		return nil, err
 	}
@@ -355,7 +358,39 @@ func (s *LogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{
 // group commit Raft's durability rests on); without it the frames are
 // written to the files (buffered segments, see openOn) but not synced.
 // Entries become visible to GetLog only after that.
-func (s *LogStore) StoreLogs(logs []*raft.Log) error {
+func (s *LogStore) StoreLogs(logs []*raft.Log) error { return s.storeLogs(logs, false) }
+
+// WriteLogs is the leader's half of StoreLogs (raft.ParallelLogStore): the
+// entries are written and readable when it returns, and with Options.Sync
+// the last window of them (see writeBatchLocked) stays unsynced until
+// SyncLogs, so the leader's msync runs while Raft replicates them. At most
+// one such batch is unsynced at a time: every other writer, including the
+// next WriteLogs, makes it durable first (writableLocked).
+func (s *LogStore) WriteLogs(logs []*raft.Log) error { return s.storeLogs(logs, true) }
+
+// SyncLogs makes every entry WriteLogs wrote durable. Raft counts the
+// leader toward an entry's commit quorum only once it returns nil. A failed
+// sync stops the store (its entries are published and may be replicated,
+// so the batch cannot be cut back in place; a reopen's recovery does it).
+func (s *LogStore) SyncLogs(uint64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.writableLocked()
+}
+
+// syncUnsyncedLocked makes the batch WriteLogs left unsynced durable.
+func (s *LogStore) syncUnsyncedLocked() error {
+	if s.unsyncedFrom < 0 {
+		return nil
+	}
+	if err := s.syncFromLocked(s.unsyncedFrom); err != nil {
+		return s.fail(err)
+	}
+	s.unsyncedFrom = -1
+	return nil
+}
+
+func (s *LogStore) storeLogs(logs []*raft.Log, deferSync bool) error {
 	if len(logs) == 0 {
 		return nil
 	}
@@ -380,7 +415,7 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 		return err
 	}
 	startPos := s.nextPos
-	if err := s.writeBatchLocked(logs, startPos); err != nil {
+	if err := s.writeBatchLocked(logs, startPos, deferSync); err != nil {
 		return s.batchFailedLocked(rollbackPoint{index: logs[0].Index, pos: startPos}, err)
 	}
 	last := logs[len(logs)-1].Index
@@ -409,8 +444,9 @@ func (s *LogStore) StoreLogs(logs []*raft.Log) error {
 const commitChunkBytes = 1 << 20
 
 // writeBatchLocked appends the frames and index slots of logs at startPos
-// and makes them durable (Sync) or readable (no Sync).
-func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
+// and makes them durable (Sync) or readable (no Sync, or deferSync: the
+// last window is left for syncUnsyncedLocked).
+func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64, deferSync bool) error {
 	s.batchPos = s.batchPos[:0]
 	window := s.batchWindow()
 	syncFrom := startPos
@@ -444,10 +480,17 @@ func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64) error {
 			syncFrom = s.nextPos
 		}
 	}
-	if s.opts.Sync {
-		return s.syncFromLocked(syncFrom)
+	if !s.opts.Sync {
+		return s.commitFromLocked(startPos)
 	}
-	return s.commitFromLocked(startPos)
+	if deferSync {
+		if err := s.commitFromLocked(syncFrom); err != nil {
+			return err
+		}
+		s.unsyncedFrom = syncFrom
+		return nil
+	}
+	return s.syncFromLocked(syncFrom)
 }
 
 // rollbackPoint is the state before a StoreLogs batch: its first index and
@@ -791,7 +834,12 @@ func (s *LogStore) frameViewLocked(index uint64) (*storage.Slice, int64, error) 
 	return sl, pos, nil
 }
 
-// writableLocked returns the error that refuses writes, if any.
+// writableLocked returns the error that refuses writes, if any, after
+// making a batch WriteLogs left unsynced durable: every writer but
+// WriteLogs's own append (truncations, resets, checkpoint anchors, a synced
+// StoreLogs whose answer vouches for the whole log) assumes the frames
+// before nextPos are durable, and a WriteLogs that finds the previous batch
+// still unsynced keeps at most one batch exposed to a power loss.
 func (s *LogStore) writableLocked() error {
 	if p := s.failure.Load(); p != nil {
 		return fmt.Errorf("%w: %v", ErrStoreFailed, *p)
@@ -802,7 +850,7 @@ func (s *LogStore) writableLocked() error {
 	if closed {
 		return ErrClosed
 	}
-	return nil
+	return s.syncUnsyncedLocked()
 }
 
 // fail records the first write failure and returns err wrapped so callers
@@ -886,6 +934,9 @@ func (s *LogStore) checkpointFirstLocked(first uint64) error {
 		return nil // fresh or just reset: the meta record already anchors the start
 	}
 	// Order: log durable, then the slots, then the anchor that vouches for them.
+	if err := s.syncUnsyncedLocked(); err != nil {
+		return err
+	}
 	if !s.opts.Sync {
 		if err := s.segQ.Flush(); err != nil {
 			return err

@@ -120,8 +120,10 @@ func (s *LogStore) SnapshotPosition(index uint64) (SnapshotPosition, error) {
 }
 
 // WritePositionFor writes the position record of the snapshot sink is
-// writing; FSMSnapshot.Persist calls it first. Without Options.Sync it
-// first makes the log durable through its end (a checkpoint): the snapshot
+// writing; FSMSnapshot.Persist calls it first. It first makes the log
+// durable through its end: with Options.Sync that is a batch WriteLogs left
+// unsynced (a leader applies entries two followers made durable before its
+// own sync returns), without it a checkpoint. Either way the snapshot
 // survives a power loss, and a member restoring it at startup needs its
 // log to reach the snapshot's entry: else its queues are cut back to the
 // shorter log and restarted empty at the snapshot's offsets, and the
@@ -136,10 +138,13 @@ func (s *LogStore) WritePositionFor(sink raft.SnapshotSink) error {
 	if err != nil {
 		return err
 	}
-	if !s.opts.Sync {
-		if err := s.Checkpoint(); err != nil {
-			return fmt.Errorf("raftlog: make the log durable through snapshot index %d: %w", index, err)
-		}
+	if s.opts.Sync {
+		err = s.SyncLogs(index)
+	} else {
+		err = s.Checkpoint()
+	}
+	if err != nil {
+		return fmt.Errorf("raftlog: make the log durable through snapshot index %d: %w", index, err)
 	}
 	return WriteSnapshotPosition(sink, p)
 }
