@@ -297,6 +297,7 @@ func TestTimedLogStoreInterfaces(t *testing.T) {
 	checks := map[string]func(any) bool{
 		"MonotonicLogStore":      func(x any) bool { _, ok := x.(raft.MonotonicLogStore); return ok },
 		"CommitTrackingLogStore": func(x any) bool { _, ok := x.(raft.CommitTrackingLogStore); return ok },
+		"ParallelLogStore":       func(x any) bool { _, ok := x.(raft.ParallelLogStore); return ok },
 	}
 	for name, has := range checks {
 		if has(inner) != has(outer) {
