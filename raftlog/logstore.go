@@ -145,9 +145,10 @@ type LogStore struct {
 	meta      meta   // last meta written
 	sinceCkpt int64  // log bytes appended since the last checkpoint
 	// unsyncedFrom is where the frames WriteLogs left unsynced begin;
-	// -1 when there are none.
-	unsyncedFrom int64
-	batchPos     []int64 // frame positions of the batch being written (scratch)
+	// -1 when there are none. unsyncedIndex is the first of their entries.
+	unsyncedFrom  int64
+	unsyncedIndex uint64
+	batchPos      []int64 // frame positions of the batch being written (scratch)
 	// pending is the snapshot position recorded by RestoreFrom, applied by
 	// the next restore-shaped operation (snapshot.go).
 	pending *SnapshotPosition
@@ -370,8 +371,7 @@ func (s *LogStore) WriteLogs(logs []*raft.Log) error { return s.storeLogs(logs, 
 
 // SyncLogs makes every entry WriteLogs wrote durable. Raft counts the
 // leader toward an entry's commit quorum only once it returns nil. A failed
-// sync stops the store (its entries are published and may be replicated,
-// so the batch cannot be cut back in place; a reopen's recovery does it).
+// sync stops the store until a reopen (unsyncedFailedLocked).
 func (s *LogStore) SyncLogs(uint64) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -384,10 +384,35 @@ func (s *LogStore) syncUnsyncedLocked() error {
 		return nil
 	}
 	if err := s.syncFromLocked(s.unsyncedFrom); err != nil {
-		return s.fail(err)
+		return s.unsyncedFailedLocked(err)
 	}
 	s.unsyncedFrom = -1
 	return nil
+}
+
+// unsyncedFailedLocked handles a failed sync of the batch WriteLogs left
+// unsynced. Its entries are published and Raft counts them in its last
+// index, so unlike a failed StoreLogs batch (batchFailedLocked) it cannot
+// be cut back for writes to go on: the store stays stopped until a reopen,
+// which rebuilds Raft's view from the log (Recover refuses). The batch is
+// unpublished and cut all the same, under a meta record (cutBatchLocked):
+// a failed write-back leaves its bytes in the page cache marked clean, and
+// a process restart that served them would let later acknowledged entries
+// follow a batch that a power loss then tears.
+func (s *LogStore) unsyncedFailedLocked(err error) error {
+	rp := rollbackPoint{index: s.unsyncedIndex, pos: s.unsyncedFrom, end: s.nextPos}
+	s.unsyncedFrom = -1
+	s.mu.Lock()
+	s.tail = rp.index - 1
+	s.recent.clear()
+	s.mu.Unlock()
+	s.nextIndex = rp.index
+	ferr := s.fail(err)
+	if cerr := s.cutBatchLocked(&rp); cerr != nil {
+		s.log.Warn("raftlog: batch whose sync failed not yet cut back durably; the reopen finishes it",
+			zap.String("dir", s.dir), zap.Uint64("nextIndex", rp.index), zap.Int64("position", rp.pos), zap.Error(cerr))
+	}
+	return ferr
 }
 
 func (s *LogStore) storeLogs(logs []*raft.Log, deferSync bool) error {
@@ -449,7 +474,7 @@ const commitChunkBytes = 1 << 20
 func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64, deferSync bool) error {
 	s.batchPos = s.batchPos[:0]
 	window := s.batchWindow()
-	syncFrom := startPos
+	syncFrom, syncIndex := startPos, logs[0].Index
 	for i, l := range logs {
 		mf, pos, err := s.appendFrameLocked(l)
 		if err != nil {
@@ -477,7 +502,7 @@ func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64, deferSync 
 			if err := s.syncFromLocked(syncFrom); err != nil {
 				return err
 			}
-			syncFrom = s.nextPos
+			syncFrom, syncIndex = s.nextPos, logs[i+1].Index
 		}
 	}
 	if !s.opts.Sync {
@@ -487,7 +512,7 @@ func (s *LogStore) writeBatchLocked(logs []*raft.Log, startPos int64, deferSync 
 		if err := s.commitFromLocked(syncFrom); err != nil {
 			return err
 		}
-		s.unsyncedFrom = syncFrom
+		s.unsyncedFrom, s.unsyncedIndex = syncFrom, syncIndex
 		return nil
 	}
 	return s.syncFromLocked(syncFrom)
