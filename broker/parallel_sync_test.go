@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/raftmq/raftmq/broker/store"
 	"github.com/raftmq/raftmq/internal/testutil"
 	"github.com/raftmq/raftmq/storage"
@@ -23,6 +25,7 @@ type gateFS struct {
 	open   chan struct{} // closed while the gate is open
 	closed bool
 	held   atomic.Int32 // msyncs waiting at the gate or running after it
+	failed atomic.Bool  // msyncs fail with EIO
 }
 
 func newGateFS(fsys storage.FS) *gateFS {
@@ -75,6 +78,9 @@ func (f *gateFile) Msync(b []byte) error {
 	f.gate.held.Add(1)
 	defer f.gate.held.Add(-1)
 	f.gate.wait()
+	if f.gate.failed.Load() {
+		return &os.PathError{Op: "msync", Path: f.Name(), Err: unix.EIO}
+	}
 	return f.File.Msync(b)
 }
 
@@ -138,5 +144,56 @@ func TestLeaderSyncRunsBesideReplication(t *testing.T) {
 	}
 	if !lg.IsLeader() {
 		t.Fatalf("%s lost leadership during the test", l.id)
+	}
+}
+
+// A leader whose own sync fails steps down at once (it cannot count toward
+// any quorum), and nothing the followers committed is lost: its log keeps
+// serving the entries it wrote until its restart (a member whose log
+// stopped needs one), so replication never falls back to an older
+// snapshot, and after the restart every member holds every acknowledged
+// message.
+func TestLeaderSyncFailureStepsDown(t *testing.T) {
+	t.Parallel()
+	c := newTestCluster(t, clusterOpts{sync: true})
+	gates := make([]*gateFS, len(c.nodes))
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	for i := range c.nodes {
+		c.startOn(i, func(fsys storage.FS) storage.FS { gates[i] = newGateFS(fsys); return gates[i] }, nil)
+	}
+	c.createTopic("T", 2)
+	var acks []ack
+	for k := range 20 {
+		acks = append(acks, c.sendSeq(k, 256))
+	}
+	l := c.leader()
+	li := indexOf(c, l)
+	if err := l.g().Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	for k := 20; k < 40; k++ {
+		acks = append(acks, c.sendSeq(k, 256))
+	}
+	gates[li].failed.Store(true)
+	// One send, then nothing: the step-down must not wait for a next write.
+	acks = append(acks, c.sendSeq(40, 256))
+	testutil.WaitFor(t, 15*time.Second, "the leader whose sync failed to step down", func() bool { return !l.g().IsLeader() })
+	for k := 41; k < 60; k++ {
+		acks = append(acks, c.sendSeq(k, 256))
+	}
+	if l.g().LogStopped() == nil {
+		t.Fatalf("%s: the Raft log is not stopped after a failed sync", l.id)
+	}
+	c.kill(li)
+	gates[li].failed.Store(false)
+	c.startOn(li, func(fsys storage.FS) storage.FS { gates[li] = newGateFS(fsys); return gates[li] }, nil)
+	for k := 60; k < 70; k++ {
+		acks = append(acks, c.sendSeq(k, 256))
+	}
+	c.waitCaughtUp()
+	for _, n := range c.nodes {
+		checkAcked(t, n, acks)
 	}
 }

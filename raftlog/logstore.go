@@ -391,26 +391,25 @@ func (s *LogStore) syncUnsyncedLocked() error {
 }
 
 // unsyncedFailedLocked handles a failed sync of the batch WriteLogs left
-// unsynced. Its entries are published and Raft counts them in its last
-// index, so unlike a failed StoreLogs batch (batchFailedLocked) it cannot
-// be cut back for writes to go on: the store stays stopped until a reopen,
-// which rebuilds Raft's view from the log (Recover refuses). The batch is
-// unpublished and cut all the same, under a meta record (cutBatchLocked):
-// a failed write-back leaves its bytes in the page cache marked clean, and
-// a process restart that served them would let later acknowledged entries
-// follow a batch that a power loss then tears.
+// unsynced. Unlike a failed StoreLogs batch (batchFailedLocked), its
+// entries are published and Raft counts them in its last index, so the
+// store stops until a reopen, which rebuilds Raft's view from the log
+// (Recover refuses). The entries stay readable until then: a leader whose
+// GetLog said "not found" for them would send its followers an older
+// snapshot, whose restore deletes entries they committed. A failed
+// write-back leaves the bytes in the page cache marked clean, and a
+// process restart that served them would let later acknowledged entries
+// follow a batch a power loss then tears; so the cut is recorded in the
+// meta file now (ZeroTo, as cutBatchLocked records it), and the reopen
+// ends the log at the batch and zeroes it.
 func (s *LogStore) unsyncedFailedLocked(err error) error {
 	rp := rollbackPoint{index: s.unsyncedIndex, pos: s.unsyncedFrom, end: s.nextPos}
 	s.unsyncedFrom = -1
-	s.mu.Lock()
-	s.tail = rp.index - 1
-	s.recent.clear()
-	s.mu.Unlock()
-	s.nextIndex = rp.index
 	ferr := s.fail(err)
-	if cerr := s.cutBatchLocked(&rp); cerr != nil {
-		s.log.Warn("raftlog: batch whose sync failed not yet cut back durably; the reopen finishes it",
-			zap.String("dir", s.dir), zap.Uint64("nextIndex", rp.index), zap.Int64("position", rp.pos), zap.Error(cerr))
+	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: rp.index, AnchorPos: rp.pos, ZeroTo: rp.end}
+	if rerr := s.recordCutLocked(m); rerr != nil {
+		s.log.Error("raftlog: the cut of a batch whose sync failed could not be recorded; a process restart may serve it until a power loss tears it",
+			zap.String("dir", s.dir), zap.Uint64("index", rp.index), zap.Int64("position", rp.pos), zap.Error(rerr))
 	}
 	return ferr
 }
@@ -424,6 +423,11 @@ func (s *LogStore) storeLogs(logs []*raft.Log, deferSync bool) error {
 	s.waitWarmLocked(logs)
 	if err := s.writableLocked(); err != nil {
 		return err
+	}
+	if deferSync {
+		// Before the write: a checkpoint after it would sync the batch
+		// (checkpointFirstLocked) and could not report that sync failing.
+		s.checkpointIfDueLocked()
 	}
 	if p := s.pending; p != nil {
 		// A fresh follower's first entries after InstallSnapshot (Raft does
@@ -454,13 +458,22 @@ func (s *LogStore) storeLogs(logs []*raft.Log, deferSync bool) error {
 	s.nextIndex = last + 1
 	s.kickWarmerLocked()
 	s.sinceCkpt += s.nextPos - startPos
-	if s.sinceCkpt >= s.opts.CheckpointBytes {
-		if err := s.checkpointLocked(); err != nil {
-			// The entries are durable; only the restart shortcut is behind.
-			s.log.Error("raftlog checkpoint failed; restart will rescan more log", zap.Error(err))
-		}
+	if !deferSync {
+		s.checkpointIfDueLocked()
 	}
 	return nil
+}
+
+// checkpointIfDueLocked checkpoints once CheckpointBytes of log were
+// appended since the last checkpoint. A failure leaves the entries as they
+// are, durable; only the restart shortcut is behind.
+func (s *LogStore) checkpointIfDueLocked() {
+	if s.sinceCkpt < s.opts.CheckpointBytes {
+		return
+	}
+	if err := s.checkpointLocked(); err != nil {
+		s.log.Error("raftlog checkpoint failed; restart will rescan more log", zap.Error(err))
+	}
 }
 
 // commitChunkBytes is how many buffered frame bytes a batch writes to its

@@ -311,17 +311,26 @@ func TestWritersSyncUnsyncedBatch(t *testing.T) {
 			checkTerms(t, s, wLast, wLast+1, 1)
 		})
 		t.Run("periodic-checkpoint-"+pl.name, func(t *testing.T) {
-			// The WriteLogs batch crosses CheckpointBytes: the checkpoint
-			// it triggers anchors the log past it before WriteLogs returns.
+			// The WriteLogs batch 61..80 crosses CheckpointBytes, yet stays
+			// unsynced: a WriteLogs checkpoints before its write (a sync
+			// after it could fail unreported). The next WriteLogs syncs it,
+			// then checkpoints, then leaves 81..85 unsynced.
 			f := storage.NewFaultFS(pl.seed)
 			o := testOptions(f)
 			o.CheckpointBytes = 4 << 10 // 1..60 checkpoint once; 61..80 (4960 bytes) once more
 			s := mustOpen(t, "/log", o)
 			storeAll(t, s, sameSizeRange(1, 60, 1))
 			writeAll(t, s, sameSizeRange(61, 80, 1))
+			if meta := s.meta; meta.AnchorIndex > 61 {
+				t.Fatalf("anchor at index %d after WriteLogs 61..80, want at most 61: the checkpoint synced the batch", meta.AnchorIndex)
+			}
+			writeAll(t, s, sameSizeRange(81, 85, 1))
+			if meta := s.meta; meta.AnchorIndex != 81 {
+				t.Fatalf("anchor at index %d after WriteLogs 81..85, want 81", meta.AnchorIndex)
+			}
 			_, s = crashReopen(t, f, s, o, pl.opts)
 			defer s.Close()
-			checkTerms(t, s, 80, 81, 1)
+			checkTornBatch(t, s, pl, 81, 85)
 		})
 		t.Run("Close-"+pl.name, func(t *testing.T) {
 			// A shutdown between WriteLogs and SyncLogs: Close's checkpoint
@@ -562,11 +571,12 @@ func TestParallelDispatchDurability(t *testing.T) {
 // TestFailedSyncLogsNotServedAfterProcessRestart: the sync of the batch
 // WriteLogs left unsynced fails (EIO, the pages marked clean as Linux's
 // writeback does), in SyncLogs or in the next WriteLogs that syncs it
-// first. The batch is unpublished at once, and a process restart (the page
-// cache, which still holds the batch, kept) must not serve it either: Raft
-// rebuilds its view from the reopened log and stores the entries again,
-// and those, acknowledged, must survive a power loss that the failed
-// batch, never on the disk, cannot tear.
+// first. The batch stays readable while the process runs (Raft counts it,
+// and a leader whose GetLog lost it would send its followers an older
+// snapshot), but a process restart (the page cache, which still holds the
+// batch, kept) must not serve it: Raft rebuilds its view from the reopened
+// log and stores the entries again, and those, acknowledged, must survive a
+// power loss that the failed batch, never on the disk, cannot tear.
 func TestFailedSyncLogsNotServedAfterProcessRestart(t *testing.T) {
 	for _, via := range []struct {
 		name string
@@ -590,12 +600,12 @@ func TestFailedSyncLogsNotServedAfterProcessRestart(t *testing.T) {
 					t.Fatalf("%s with EIO on the segment's msync: %v, want ErrStoreFailed wrapping EIO", via.name, err)
 				}
 				// Non-fatal: the restart below is the point of the test.
-				if last, _ := s.LastIndex(); last != 30 {
-					t.Errorf("last index %d after the failed sync, want 30: the batch is still published", last)
+				if last, _ := s.LastIndex(); last != 40 {
+					t.Errorf("last index %d after the failed sync, want 40: Raft still counts the batch", last)
 				}
 				var l raft.Log
-				if err := s.GetLog(31, &l); err != raft.ErrLogNotFound {
-					t.Errorf("GetLog(31) after the failed sync: %v, want raft.ErrLogNotFound", err)
+				if err := s.GetLog(40, &l); err != nil || l.Index != 40 {
+					t.Errorf("GetLog(40) after the failed sync: %v (index %d), want the entry", err, l.Index)
 				}
 
 				bad.Store(false)

@@ -38,15 +38,16 @@ func (r *Raft) dispatchParallel(w ParallelLogStore, applyLogs []*logFuture, logs
 	for _, f := range r.leaderState.replState {
 		asyncNotifyCh(f.triggerCh)
 	}
-	// The commitment belongs to this term's leadership; a sync finishing
-	// after a step-down updates a commitment nobody reads any more.
-	commitment := r.leaderState.commitment
+	// The commitment and the step-down channel belong to this leadership;
+	// a sync finishing after a step-down reaches ones nobody reads any more.
+	commitment, stepDown := r.leaderState.commitment, r.leaderState.stepDown
 	r.goFunc(func() {
 		if err := w.SyncLogs(lastIndex); err != nil {
-			// The entries never count for this server. The store is
-			// expected to refuse further writes after a failed sync, so
-			// the next dispatch steps down.
+			// The entries never count for this server, and a leader that
+			// cannot make its log durable steps down at once rather than
+			// at its next dispatch, which an idle group may not send.
 			r.logger.Error("failed to sync logs", "error", err, "index", lastIndex)
+			asyncNotifyCh(stepDown)
 			return
 		}
 		commitment.match(r.localID, lastIndex)
