@@ -84,14 +84,8 @@ func (f *gateFile) Msync(b []byte) error {
 	return f.File.Msync(b)
 }
 
-// The leader writes its copy of an entry while Raft replicates it, and
-// counts itself toward the commit quorum only once its own sync returned
-// (raft.ParallelLogStore). So a leader whose disk stalls still commits
-// what both followers made durable, and with one follower down it commits
-// nothing until its own sync returns: an acknowledgement always stands on
-// two durable copies.
-func TestLeaderSyncRunsBesideReplication(t *testing.T) {
-	t.Parallel()
+// gatedCluster is a SYNC_FLUSH test cluster whose members run on gateFS.
+func gatedCluster(t *testing.T) (*testCluster, []*gateFS) {
 	c := newTestCluster(t, clusterOpts{sync: true})
 	gates := make([]*gateFS, len(c.nodes))
 	for i := range c.nodes {
@@ -100,6 +94,18 @@ func TestLeaderSyncRunsBesideReplication(t *testing.T) {
 	for i := range c.nodes {
 		c.startOn(i, func(fsys storage.FS) storage.FS { gates[i] = newGateFS(fsys); return gates[i] }, nil)
 	}
+	return c, gates
+}
+
+// The leader writes its copy of an entry while Raft replicates it, and
+// counts itself toward the commit quorum only once its own sync returned
+// (raft.ParallelLogStore). So a leader whose disk stalls still commits
+// what both followers made durable, and with one follower down it commits
+// nothing until its own sync returns: an acknowledgement always stands on
+// two durable copies.
+func TestLeaderSyncRunsBesideReplication(t *testing.T) {
+	t.Parallel()
+	c, gates := gatedCluster(t)
 	t.Cleanup(func() { // before the cluster's cleanup closes the members
 		for _, g := range gates {
 			g.release()
@@ -155,14 +161,7 @@ func TestLeaderSyncRunsBesideReplication(t *testing.T) {
 // message.
 func TestLeaderSyncFailureStepsDown(t *testing.T) {
 	t.Parallel()
-	c := newTestCluster(t, clusterOpts{sync: true})
-	gates := make([]*gateFS, len(c.nodes))
-	for i := range c.nodes {
-		c.stop(i)
-	}
-	for i := range c.nodes {
-		c.startOn(i, func(fsys storage.FS) storage.FS { gates[i] = newGateFS(fsys); return gates[i] }, nil)
-	}
+	c, gates := gatedCluster(t)
 	c.createTopic("T", 2)
 	var acks []ack
 	for k := range 20 {

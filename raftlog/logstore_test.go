@@ -743,17 +743,7 @@ func TestSnapshotPositionMakesAsyncLogDurable(t *testing.T) {
 	o.CheckpointBytes = 1 << 40
 	s := mustOpen(t, "/log", o)
 	storeAll(t, s, raftlogtest.Entries(1, 40, 1))
-	snaps := IndexedSnapshotStore{SnapshotStore: raft.NewInmemSnapshotStore()}
-	sink, err := snaps.Create(raft.SnapshotVersionMax, 40, 1, raft.Configuration{}, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.WritePositionFor(sink); err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeSnapshotPosition(t, s, 40)
 	f = f.Crash(storage.CrashOptions{})
 	s.Close()
 	o.FS = f
@@ -763,4 +753,21 @@ func TestSnapshotPositionMakesAsyncLogDurable(t *testing.T) {
 		t.Fatalf("last index %d after a power loss; the snapshot at 40 was written", last)
 	}
 	raftlogtest.CheckRange(t, s, 1, 40, term1)
+}
+
+// writeSnapshotPosition writes s's position record of a snapshot at index
+// (term 1) into an in-memory snapshot store, as FSMSnapshot.Persist does.
+func writeSnapshotPosition(t *testing.T, s *LogStore, index uint64) {
+	t.Helper()
+	snaps := IndexedSnapshotStore{SnapshotStore: raft.NewInmemSnapshotStore()}
+	sink, err := snaps.Create(raft.SnapshotVersionMax, index, 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WritePositionFor(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

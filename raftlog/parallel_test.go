@@ -275,41 +275,48 @@ func TestWritersSyncUnsyncedBatch(t *testing.T) {
 			defer s.Close()
 			checkTerms(t, s, wLast+8, wLast+9, 1)
 		})
-		t.Run("DeleteRange-inside-"+pl.name, func(t *testing.T) {
+		for _, cut := range []struct {
+			name string
+			from uint64
+		}{
 			// Keeps 61..69: the truncation syncs its zeros in the second
 			// segment, and its record anchors the log at 70.
-			f, s, o := startSpanningBatch(t, pl.seed, parallelOptions(nil))
-			if err := s.DeleteRange(70, wLast); err != nil {
-				t.Fatal(err)
-			}
-			checkTerms(t, s, 69, 70, 1)
-			f, s = crashReopen(t, f, s, o, pl.opts)
-			checkTerms(t, s, 69, 70, 1)
-			s = checkTakesNext(t, f, s, o, 70)
-			s.Close()
-		})
-		t.Run("DeleteRange-before-"+pl.name, func(t *testing.T) {
+			{"inside", 70},
 			// Cuts the whole batch and entries before it.
-			f, s, o := startSpanningBatch(t, pl.seed, parallelOptions(nil))
-			if err := s.DeleteRange(50, wLast); err != nil {
-				t.Fatal(err)
-			}
-			checkTerms(t, s, 49, 50, 1)
-			f, s = crashReopen(t, f, s, o, pl.opts)
-			checkTerms(t, s, 49, 50, 1)
-			s = checkTakesNext(t, f, s, o, 50)
-			s.Close()
-		})
-		t.Run("Checkpoint-"+pl.name, func(t *testing.T) {
+			{"before", 50},
+		} {
+			t.Run("DeleteRange-"+cut.name+"-"+pl.name, func(t *testing.T) {
+				f, s, o := startSpanningBatch(t, pl.seed, parallelOptions(nil))
+				if err := s.DeleteRange(cut.from, wLast); err != nil {
+					t.Fatal(err)
+				}
+				checkTerms(t, s, cut.from-1, cut.from, 1)
+				f, s = crashReopen(t, f, s, o, pl.opts)
+				checkTerms(t, s, cut.from-1, cut.from, 1)
+				s = checkTakesNext(t, f, s, o, cut.from)
+				s.Close()
+			})
+		}
+		for _, w := range []struct {
+			name string
+			do   func(*LogStore) error
+		}{
 			// The anchor moves past the batch; recovery does not rescan it.
-			f, s, o := startSpanningBatch(t, pl.seed, parallelOptions(nil))
-			if err := s.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-			_, s = crashReopen(t, f, s, o, pl.opts)
-			defer s.Close()
-			checkTerms(t, s, wLast, wLast+1, 1)
-		})
+			{"Checkpoint", (*LogStore).Checkpoint},
+			// A shutdown between WriteLogs and SyncLogs: Close's
+			// checkpoint anchors the log past the batch.
+			{"Close", (*LogStore).Close},
+		} {
+			t.Run(w.name+"-"+pl.name, func(t *testing.T) {
+				f, s, o := startSpanningBatch(t, pl.seed, parallelOptions(nil))
+				if err := w.do(s); err != nil {
+					t.Fatal(err)
+				}
+				_, s = crashReopen(t, f, s, o, pl.opts)
+				defer s.Close()
+				checkTerms(t, s, wLast, wLast+1, 1)
+			})
+		}
 		t.Run("periodic-checkpoint-"+pl.name, func(t *testing.T) {
 			// The WriteLogs batch 61..80 crosses CheckpointBytes, yet stays
 			// unsynced: a WriteLogs checkpoints before its write (a sync
@@ -332,33 +339,12 @@ func TestWritersSyncUnsyncedBatch(t *testing.T) {
 			defer s.Close()
 			checkTornBatch(t, s, pl, 81, 85)
 		})
-		t.Run("Close-"+pl.name, func(t *testing.T) {
-			// A shutdown between WriteLogs and SyncLogs: Close's checkpoint
-			// anchors the log past the batch.
-			f, s, o := startSpanningBatch(t, pl.seed, parallelOptions(nil))
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			_, s = crashReopen(t, f, s, o, pl.opts)
-			defer s.Close()
-			checkTerms(t, s, wLast, wLast+1, 1)
-		})
 		t.Run("WritePositionFor-"+pl.name, func(t *testing.T) {
 			// A leader may snapshot entries two followers made durable
 			// before its own sync returned; the snapshot outlives a power
 			// loss, so its entry must too.
 			f, s, o := startSpanningBatch(t, pl.seed, parallelOptions(nil))
-			snaps := IndexedSnapshotStore{SnapshotStore: raft.NewInmemSnapshotStore()}
-			sink, err := snaps.Create(raft.SnapshotVersionMax, wLast, 1, raft.Configuration{}, 1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.WritePositionFor(sink); err != nil {
-				t.Fatal(err)
-			}
-			if err := sink.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeSnapshotPosition(t, s, wLast)
 			_, s = crashReopen(t, f, s, o, pl.opts)
 			defer s.Close()
 			checkTerms(t, s, wLast, wLast+1, 1)
@@ -391,6 +377,24 @@ func TestWriteLogsLongBatchSyncsFullWindows(t *testing.T) {
 	}
 }
 
+// failingSyncStore opens a parallel store on a FaultFS that marks pages
+// clean after a failed sync (as Linux's write-back does), stores 1..30,
+// writes 31..40 with WriteLogs and makes every later msync of a log segment
+// fail with EIO until bad is cleared.
+func failingSyncStore(t *testing.T, seed uint64) (*storage.FaultFS, *LogStore, Options, *atomic.Bool) {
+	t.Helper()
+	f := storage.NewFaultFS(seed)
+	f.SetCleanAfterFailedSync(true)
+	bad := new(atomic.Bool)
+	faultWhen(f, storage.OpMsync, segmentDirName, unix.EIO, bad)
+	o := parallelOptions(f)
+	s := mustOpen(t, "/log", o)
+	storeAll(t, s, sameSizeRange(1, 30, 1))
+	writeAll(t, s, sameSizeRange(31, 40, 1))
+	bad.Store(true)
+	return f, s, o, bad
+}
+
 // TestFailedSyncLogsStopsStore: a failed SyncLogs stops the store. Its
 // entries were published (and may have been replicated), so the store
 // cannot cut them back in place the way Recover cuts a failed StoreLogs
@@ -402,15 +406,7 @@ func TestWriteLogsLongBatchSyncsFullWindows(t *testing.T) {
 func TestFailedSyncLogsStopsStore(t *testing.T) {
 	for _, pl := range powerLosses() {
 		t.Run(pl.name, func(t *testing.T) {
-			f := storage.NewFaultFS(pl.seed)
-			f.SetCleanAfterFailedSync(true)
-			var bad atomic.Bool
-			faultWhen(f, storage.OpMsync, segmentDirName, unix.EIO, &bad)
-			o := parallelOptions(f)
-			s := mustOpen(t, "/log", o)
-			storeAll(t, s, sameSizeRange(1, 30, 1))
-			writeAll(t, s, sameSizeRange(31, 40, 1))
-			bad.Store(true)
+			f, s, o, bad := failingSyncStore(t, pl.seed)
 			err := s.SyncLogs(40)
 			if !errors.Is(err, ErrStoreFailed) || !errors.Is(err, unix.EIO) {
 				t.Fatalf("SyncLogs with EIO: %v, want ErrStoreFailed wrapping EIO", err)
@@ -587,15 +583,7 @@ func TestFailedSyncLogsNotServedAfterProcessRestart(t *testing.T) {
 	} {
 		for _, pl := range powerLosses() {
 			t.Run(via.name+"-"+pl.name, func(t *testing.T) {
-				f := storage.NewFaultFS(pl.seed)
-				f.SetCleanAfterFailedSync(true)
-				var bad atomic.Bool
-				faultWhen(f, storage.OpMsync, segmentDirName, unix.EIO, &bad)
-				o := parallelOptions(f)
-				s := mustOpen(t, "/log", o)
-				storeAll(t, s, sameSizeRange(1, 30, 1))
-				writeAll(t, s, sameSizeRange(31, 40, 1))
-				bad.Store(true)
+				f, s, o, bad := failingSyncStore(t, pl.seed)
 				if err := via.fail(s); !errors.Is(err, ErrStoreFailed) || !errors.Is(err, unix.EIO) {
 					t.Fatalf("%s with EIO on the segment's msync: %v, want ErrStoreFailed wrapping EIO", via.name, err)
 				}
