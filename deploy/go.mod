@@ -65,3 +65,5 @@ require (
 replace github.com/raftmq/raftmq => ../
 
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
+
+replace github.com/hashicorp/raft => ../third_party/raft
