@@ -403,13 +403,12 @@ func (s *LogStore) syncUnsyncedLocked() error {
 // meta file now (ZeroTo, as cutBatchLocked records it), and the reopen
 // ends the log at the batch and zeroes it.
 func (s *LogStore) unsyncedFailedLocked(err error) error {
-	rp := rollbackPoint{index: s.unsyncedIndex, pos: s.unsyncedFrom, end: s.nextPos}
+	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: s.unsyncedIndex, AnchorPos: s.unsyncedFrom, ZeroTo: s.nextPos}
 	s.unsyncedFrom = -1
 	ferr := s.fail(err)
-	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: rp.index, AnchorPos: rp.pos, ZeroTo: rp.end}
 	if rerr := s.recordCutLocked(m); rerr != nil {
 		s.log.Error("raftlog: the cut of a batch whose sync failed could not be recorded; a process restart may serve it until a power loss tears it",
-			zap.String("dir", s.dir), zap.Uint64("index", rp.index), zap.Int64("position", rp.pos), zap.Error(rerr))
+			zap.String("dir", s.dir), zap.Uint64("index", m.AnchorIndex), zap.Int64("position", m.AnchorPos), zap.Error(rerr))
 	}
 	return ferr
 }
