@@ -146,22 +146,14 @@ func parallelOptions(fsys storage.FS) Options {
 func TestWriteLogsDurableOnlyAfterSyncLogs(t *testing.T) {
 	for _, pl := range powerLosses() {
 		t.Run("unsynced-"+pl.name, func(t *testing.T) {
-			f := storage.NewFaultFS(pl.seed)
-			o := parallelOptions(f)
-			s := mustOpen(t, "/log", o)
-			storeAll(t, s, sameSizeRange(1, 30, 1))
-			writeAll(t, s, sameSizeRange(31, 40, 1))
+			f, s, o := unsyncedBatchStore(t, pl.seed)
 			f, s = crashReopen(t, f, s, o, pl.opts)
 			last := checkTornBatch(t, s, pl, 31, 40)
 			s = checkTakesNext(t, f, s, o, last+1)
 			s.Close()
 		})
 		t.Run("synced-"+pl.name, func(t *testing.T) {
-			f := storage.NewFaultFS(pl.seed)
-			o := parallelOptions(f)
-			s := mustOpen(t, "/log", o)
-			storeAll(t, s, sameSizeRange(1, 30, 1))
-			writeAll(t, s, sameSizeRange(31, 40, 1))
+			f, s, o := unsyncedBatchStore(t, pl.seed)
 			syncTo(t, s, 40)
 			before := layout(t, s)
 			_, s = crashReopen(t, f, s, o, pl.opts)
@@ -213,11 +205,7 @@ func TestWriteLogsReadableBeforeSyncLogs(t *testing.T) {
 func TestSecondWriteLogsSyncsFirst(t *testing.T) {
 	for _, pl := range powerLosses() {
 		t.Run(pl.name, func(t *testing.T) {
-			f := storage.NewFaultFS(pl.seed)
-			o := parallelOptions(f)
-			s := mustOpen(t, "/log", o)
-			storeAll(t, s, sameSizeRange(1, 30, 1))
-			writeAll(t, s, sameSizeRange(31, 40, 1))
+			f, s, o := unsyncedBatchStore(t, pl.seed)
 			writeAll(t, s, sameSizeRange(41, 50, 1))
 			f, s = crashReopen(t, f, s, o, pl.opts)
 			last := checkTornBatch(t, s, pl, 41, 50)
@@ -383,16 +371,24 @@ func TestWriteLogsLongBatchSyncsFullWindows(t *testing.T) {
 // fail with EIO until bad is cleared.
 func failingSyncStore(t *testing.T, seed uint64) (*storage.FaultFS, *LogStore, Options, *atomic.Bool) {
 	t.Helper()
-	f := storage.NewFaultFS(seed)
+	f, s, o := unsyncedBatchStore(t, seed)
 	f.SetCleanAfterFailedSync(true)
 	bad := new(atomic.Bool)
 	faultWhen(f, storage.OpMsync, segmentDirName, unix.EIO, bad)
+	bad.Store(true)
+	return f, s, o, bad
+}
+
+// unsyncedBatchStore opens a parallel store on a FaultFS, stores 1..30 and
+// writes 31..40 with WriteLogs, left unsynced.
+func unsyncedBatchStore(t *testing.T, seed uint64) (*storage.FaultFS, *LogStore, Options) {
+	t.Helper()
+	f := storage.NewFaultFS(seed)
 	o := parallelOptions(f)
 	s := mustOpen(t, "/log", o)
 	storeAll(t, s, sameSizeRange(1, 30, 1))
 	writeAll(t, s, sameSizeRange(31, 40, 1))
-	bad.Store(true)
-	return f, s, o, bad
+	return f, s, o
 }
 
 // TestFailedSyncLogsStopsStore: a failed SyncLogs stops the store. Its
