@@ -7,8 +7,24 @@ import (
 	"strings"
 )
 
-// timerEarlySlackMs allows for TIMER_OUT_MS being whole milliseconds.
+// timerEarlySlackMs allows for TIMER_OUT_MS being whole milliseconds when
+// a history has only the monotonic times.
 const timerEarlySlackMs = 2
+
+// timerLateness is how long after its due time a delivery came (negative:
+// before it), and what slack the early check allows. Both ends are read on
+// the wall clock when the history has them: the broker fires on the wall
+// clock, and time.Now reads its wall and monotonic clocks one after the
+// other, so on a loaded box a preemption between the two reads can put the
+// monotonic due time milliseconds past the wall-clock one the producer
+// sent. The consumer reads the wall clock after the message arrived, so
+// the wall-clock comparison needs no slack.
+func timerLateness(o TimerOp, d Delivery) (late, slack float64) {
+	if o.DueWallMs > 0 && d.AtWallMs > 0 {
+		return float64(d.AtWallMs - o.DueWallMs), 0
+	}
+	return d.AtMs - o.DueMs, timerEarlySlackMs
+}
 
 // checkTimers checks the timer messages (nothing when the run sent none):
 // every acknowledged one delivered (none lost), none delivered before its
@@ -26,7 +42,7 @@ func checkTimers(h History) []Check {
 			ok++
 		}
 	}
-	first := map[string]float64{}
+	first := map[string]Delivery{}
 	var phantom, early, corrupt []string
 	for _, d := range h.TimerDeliveries {
 		if !d.Intact {
@@ -38,11 +54,11 @@ func checkTimers(h History) []Check {
 			phantom = addEx(phantom, "%s", d.Value)
 			continue
 		}
-		if d.AtMs < o.DueMs-timerEarlySlackMs {
-			early = addEx(early, "%s delivered %.0f ms before its time", d.Value, o.DueMs-d.AtMs)
+		if late, slack := timerLateness(o, d); late < -slack {
+			early = addEx(early, "%s delivered %.0f ms before its time", d.Value, -late)
 		}
-		if t, seen := first[d.Value]; !seen || d.AtMs < t {
-			first[d.Value] = d.AtMs
+		if f, seen := first[d.Value]; !seen || d.AtMs < f.AtMs {
+			first[d.Value] = d
 		}
 	}
 	var lost []string
@@ -52,7 +68,7 @@ func checkTimers(h History) []Check {
 		if o.Result != ResultOK {
 			continue
 		}
-		t, seen := first[o.Value]
+		d, seen := first[o.Value]
 		if !seen {
 			if h.TimerRead != nil && o.DueMs > h.TimerRead.AtMs {
 				pending++ // not due when the run ended: the wheel may still hold it
@@ -62,7 +78,8 @@ func checkTimers(h History) []Check {
 			lost = addEx(lost, "%s (due at %.0f ms)", o.Value, o.DueMs)
 			continue
 		}
-		late = append(late, t-o.DueMs)
+		l, _ := timerLateness(o, d)
+		late = append(late, l)
 	}
 	slices.Sort(late)
 	p := func(q float64) float64 {

@@ -58,6 +58,42 @@ func TestCheckerTimers(t *testing.T) {
 	}
 }
 
+// TestCheckerTimerWallClock: when the history has wall-clock times, the
+// early check and the fire error compare them, as the broker fires on the
+// wall clock: a monotonic due time read past the wall-clock one it was
+// derived from (time.Now preempted between its two reads) is no early
+// delivery, and a delivery before the wall-clock due time is one whatever
+// the monotonic times say.
+func TestCheckerTimerWallClock(t *testing.T) {
+	withWall := func() History {
+		h := timerHistory()
+		for i := range h.TimerOps {
+			h.TimerOps[i].DueWallMs = 1_700_000_000_000 + int64(h.TimerOps[i].DueMs)
+		}
+		for i := range h.TimerDeliveries {
+			h.TimerDeliveries[i].AtWallMs = 1_700_000_000_000 + int64(h.TimerDeliveries[i].AtMs)
+		}
+		return h
+	}
+	h := withWall()
+	for i := range h.TimerOps {
+		h.TimerOps[i].DueMs += 20 // the producer's two reads 20 ms apart
+	}
+	v := CheckHistory(h, true)
+	if !v.Valid || check(t, v, "timer messages delivered early").Value != "0" {
+		t.Fatalf("monotonic skew judged an early delivery:\n%s", VerdictTable(h, v))
+	}
+	if c := check(t, v, "timer fire error"); c.Value != "p50 30 ms, p99 30 ms, max 30 ms" {
+		t.Fatalf("fire error = %q, want the wall-clock one", c.Value)
+	}
+	h = withWall()
+	h.TimerDeliveries[0].AtWallMs = h.TimerOps[0].DueWallMs - 1
+	v = CheckHistory(h, true)
+	if c := check(t, v, "timer messages delivered early"); v.Valid || c.OK || !strings.Contains(c.Examples[0], "timer-0 delivered 1 ms before") {
+		t.Fatalf("a delivery 1 ms before its wall-clock due time not caught (%+v)", c)
+	}
+}
+
 // TestCheckerTimerFinalRead: the timer topic's final read holds every
 // replica of the acknowledging group to every timer due before the read
 // (where the consumer got it, or anywhere when nobody did); a run without

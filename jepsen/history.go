@@ -59,6 +59,9 @@ type Delivery struct {
 	// queue is named by the deliveries it served.
 	CommitLogOffset int64  `json:"commitLogOffset,omitempty"`
 	ServedBy        string `json:"servedBy,omitempty"`
+	// AtWallMs is AtMs on the wall clock (Unix milliseconds), kept for
+	// timer deliveries: their due time is a wall-clock time.
+	AtWallMs int64 `json:"atWallMs,omitempty"`
 }
 
 // Read is one message found by the final read of a queue on one node.

@@ -30,12 +30,14 @@ const (
 )
 
 // TimerOp is one timer send: DueMs is when it was asked to be delivered
-// (milliseconds since the run started, like InvokeMs).
+// (milliseconds since the run started, like InvokeMs), DueWallMs the same
+// instant as the TIMER_DELIVER_MS the producer sent (Unix milliseconds).
 type TimerOp struct {
 	Value      string  `json:"value"`
 	InvokeMs   float64 `json:"invokeMs"`
 	CompleteMs float64 `json:"completeMs"`
 	DueMs      float64 `json:"dueMs"`
+	DueWallMs  int64   `json:"dueWallMs,omitempty"`
 	Result     string  `json:"result"`
 	Err        string  `json:"err,omitempty"`
 	// Broker is the group that acknowledged it (ok only): its timer wheel
@@ -121,9 +123,12 @@ func (w *workload) startTimers(ctx context.Context) error {
 		return err
 	}
 	err = c.RegisterConcurrentListener(func(_ context.Context, cc *client.ConsumeConcurrentlyContext, msgs []*client.MessageExt) client.ConsumeResult {
-		now := w.rec.since(time.Now())
+		at := time.Now()
+		now := w.rec.since(at)
 		for _, m := range msgs {
-			w.rec.timerDelivery(deliveryOf("timer-c", cc.Queue, TimerTopic, m, now, w.nodeAt))
+			d := deliveryOf("timer-c", cc.Queue, TimerTopic, m, now, w.nodeAt)
+			d.AtWallMs = at.UnixMilli()
+			w.rec.timerDelivery(d)
 		}
 		return client.ConsumeSuccess
 	})
@@ -145,7 +150,8 @@ func (w *workload) sendTimer(ctx context.Context, value string) error {
 	sctx, cancel := context.WithTimeout(ctx, w.cfg.SendTimeout)
 	res, err := w.timerProd.SendSync(sctx, msg)
 	cancel()
-	o := TimerOp{Value: value, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), DueMs: w.rec.since(due), Result: ResultOK}
+	o := TimerOp{Value: value, InvokeMs: w.rec.since(inv), CompleteMs: w.rec.since(time.Now()), DueMs: w.rec.since(due),
+		DueWallMs: due.UnixMilli(), Result: ResultOK}
 	if acked, why := sendOutcome(res, err); !acked {
 		o.Result, o.Err = ResultUnknown, why
 	} else {
