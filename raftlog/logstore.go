@@ -148,6 +148,9 @@ type LogStore struct {
 	// -1 when there are none. unsyncedIndex is the first of their entries.
 	unsyncedFrom  int64
 	unsyncedIndex uint64
+	// unrecordedCut is the cut of a failed unsynced batch whose meta
+	// record could not be written; Close retries it (unsyncedFailedLocked).
+	unrecordedCut *meta
 	batchPos      []int64 // frame positions of the batch being written (scratch)
 	// pending is the snapshot position recorded by RestoreFrom, applied by
 	// the next restore-shaped operation (snapshot.go).
@@ -401,16 +404,40 @@ func (s *LogStore) syncUnsyncedLocked() error {
 // process restart that served them would let later acknowledged entries
 // follow a batch a power loss then tears; so the cut is recorded in the
 // meta file now (ZeroTo, as cutBatchLocked records it), and the reopen
-// ends the log at the batch and zeroes it.
+// ends the log at the batch and zeroes it. When the record cannot be
+// written either, Close retries it and, failing again, zeroes the batch in
+// the page cache (nothing reads it any more by then), as cutBatchLocked
+// falls back to; only a process that dies before Close keeps the batch.
 func (s *LogStore) unsyncedFailedLocked(err error) error {
 	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: s.unsyncedIndex, AnchorPos: s.unsyncedFrom, ZeroTo: s.nextPos}
 	s.unsyncedFrom = -1
 	ferr := s.fail(err)
 	if rerr := s.recordCutLocked(m); rerr != nil {
-		s.log.Error("raftlog: the cut of a batch whose sync failed could not be recorded; a process restart may serve it until a power loss tears it",
+		s.unrecordedCut = &m
+		s.log.Error("raftlog: the cut of a batch whose sync failed could not be recorded; Close tries again, then zeroes the batch",
 			zap.String("dir", s.dir), zap.Uint64("index", m.AnchorIndex), zap.Int64("position", m.AnchorPos), zap.Error(rerr))
 	}
 	return ferr
+}
+
+// settleUnrecordedCutLocked is Close's second try at a failed batch's cut
+// record (unsyncedFailedLocked); when the record fails again the batch's
+// bytes are zeroed where they are, so a restart that reads them from the
+// page cache ends the log before them.
+func (s *LogStore) settleUnrecordedCutLocked() error {
+	m := s.unrecordedCut
+	if m == nil {
+		return nil
+	}
+	s.unrecordedCut = nil
+	err := s.recordCutLocked(*m)
+	if err == nil {
+		return nil
+	}
+	if zerr := s.segQ.TruncateDirty(m.AnchorPos); zerr != nil {
+		err = errors.Join(err, fmt.Errorf("zero the batch from position %d: %w", m.AnchorPos, zerr))
+	}
+	return fmt.Errorf("raftlog: record the cut of the batch from index %d whose sync failed: %w", m.AnchorIndex, err)
 }
 
 func (s *LogStore) storeLogs(logs []*raft.Log, deferSync bool) error {
@@ -920,7 +947,7 @@ func (s *LogStore) Close() error {
 		return nil
 	}
 	s.mu.Unlock()
-	var first error
+	first := s.settleUnrecordedCutLocked()
 	if s.Failure() == nil {
 		first = s.checkpointLocked()
 	}

@@ -568,7 +568,10 @@ func TestParallelDispatchDurability(t *testing.T) {
 // snapshot), but a process restart (the page cache, which still holds the
 // batch, kept) must not serve it: Raft rebuilds its view from the reopened
 // log and stores the entries again, and those, acknowledged, must survive a
-// power loss that the failed batch, never on the disk, cannot tear.
+// power loss that the failed batch, never on the disk, cannot tear. The
+// same holds when the meta file cannot record the cut either: Close
+// records it, or, when the meta file still fails then (the segments too),
+// zeroes the batch in the page cache.
 func TestFailedSyncLogsNotServedAfterProcessRestart(t *testing.T) {
 	for _, via := range []struct {
 		name string
@@ -577,39 +580,69 @@ func TestFailedSyncLogsNotServedAfterProcessRestart(t *testing.T) {
 		{"SyncLogs", func(s *LogStore) error { return s.SyncLogs(40) }},
 		{"next-WriteLogs", func(s *LogStore) error { return s.WriteLogs(sameSizeRange(41, 50, 1)) }},
 	} {
-		for _, pl := range powerLosses() {
-			t.Run(via.name+"-"+pl.name, func(t *testing.T) {
-				f, s, o, bad := failingSyncStore(t, pl.seed)
-				if err := via.fail(s); !errors.Is(err, ErrStoreFailed) || !errors.Is(err, unix.EIO) {
-					t.Fatalf("%s with EIO on the segment's msync: %v, want ErrStoreFailed wrapping EIO", via.name, err)
-				}
-				// Non-fatal: the restart below is the point of the test.
-				if last, _ := s.LastIndex(); last != 40 {
-					t.Errorf("last index %d after the failed sync, want 40: Raft still counts the batch", last)
-				}
-				var l raft.Log
-				if err := s.GetLog(40, &l); err != nil || l.Index != 40 {
-					t.Errorf("GetLog(40) after the failed sync: %v (index %d), want the entry", err, l.Index)
-				}
-
-				bad.Store(false)
-				s.Close()
-				s = mustOpen(t, "/log", o) // same FaultFS: a process restart, the page cache kept
-				if s.Failure() != nil {
-					t.Fatalf("reopened store stopped: %v", s.Failure())
-				}
-				if last, _ := s.LastIndex(); last != 30 {
-					t.Fatalf("last index %d after the restart, want 30: the batch whose sync failed is served", last)
-				}
-				if err := s.GetLog(31, &l); err != raft.ErrLogNotFound {
-					t.Fatalf("GetLog(31) after the restart: %v, want raft.ErrLogNotFound", err)
-				}
-
-				storeAll(t, s, sameSizeRange(31, 45, 2))
-				_, s = crashReopen(t, f, s, o, pl.opts)
-				defer s.Close()
-				checkTerms(t, s, 45, 31, 2)
-			})
+		for _, meta := range []struct {
+			name                 string
+			metaBad, untilReopen bool
+		}{
+			{"meta-ok", false, false},
+			{"meta-fails-until-Close", true, false}, // Close's retry records the cut
+			{"meta-fails-at-Close", true, true},     // Close zeroes the batch
+		} {
+			for _, pl := range powerLosses() {
+				t.Run(via.name+"-"+meta.name+"-"+pl.name, func(t *testing.T) {
+					failedSyncRestart(t, via.fail, meta.metaBad, meta.untilReopen, pl)
+				})
+			}
 		}
 	}
+}
+
+// failedSyncRestart is one case of TestFailedSyncLogsNotServedAfterProcessRestart:
+// metaBad makes every meta file operation fail from the failed sync on,
+// untilReopen keeps that fault, and the segments' msync one, through Close.
+func failedSyncRestart(t *testing.T, fail func(s *LogStore) error, metaBad, untilReopen bool, pl powerLoss) {
+	f, s, o, bad := failingSyncStore(t, pl.seed)
+	badMeta := new(atomic.Bool)
+	f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+		if bad.Load() && op == storage.OpMsync && strings.Contains(name, segmentDirName) ||
+			badMeta.Load() && strings.Contains(name, metaFileName) {
+			return unix.EIO
+		}
+		return nil
+	})
+	badMeta.Store(metaBad)
+	if err := fail(s); !errors.Is(err, ErrStoreFailed) || !errors.Is(err, unix.EIO) {
+		t.Fatalf("sync of 31..40 with EIO on the segment's msync: %v, want ErrStoreFailed wrapping EIO", err)
+	}
+	// Non-fatal: the restart below is the point of the test.
+	if last, _ := s.LastIndex(); last != 40 {
+		t.Errorf("last index %d after the failed sync, want 40: Raft still counts the batch", last)
+	}
+	var l raft.Log
+	if err := s.GetLog(40, &l); err != nil || l.Index != 40 {
+		t.Errorf("GetLog(40) after the failed sync: %v (index %d), want the entry", err, l.Index)
+	}
+
+	if !untilReopen {
+		bad.Store(false)
+		badMeta.Store(false)
+	}
+	s.Close()
+	bad.Store(false)
+	badMeta.Store(false)
+	s = mustOpen(t, "/log", o) // same FaultFS: a process restart, the page cache kept
+	if s.Failure() != nil {
+		t.Fatalf("reopened store stopped: %v", s.Failure())
+	}
+	if last, _ := s.LastIndex(); last != 30 {
+		t.Fatalf("last index %d after the restart, want 30: the batch whose sync failed is served", last)
+	}
+	if err := s.GetLog(31, &l); err != raft.ErrLogNotFound {
+		t.Fatalf("GetLog(31) after the restart: %v, want raft.ErrLogNotFound", err)
+	}
+
+	storeAll(t, s, sameSizeRange(31, 45, 2))
+	_, s = crashReopen(t, f, s, o, pl.opts)
+	defer s.Close()
+	checkTerms(t, s, 45, 31, 2)
 }
