@@ -98,9 +98,9 @@ func (g *Group) timedLogs() *timedLogStore {
 type timedLogStore struct {
 	*raftlog.LogStore
 	m *groupMetrics
-	// written is the duration of the last WriteLogs, in nanoseconds, for
-	// SyncLogs to add to its own.
-	written atomic.Int64
+	// written is the last WriteLogs, for the SyncLogs of the same batch to
+	// add its duration to its own (the next WriteLogs may replace it first).
+	written atomic.Pointer[writeTiming]
 	// damaged is told of an entry Raft could not read (scrub.go).
 	damaged func(error)
 }
@@ -132,7 +132,7 @@ func (t *timedLogStore) WriteLogs(logs []*raft.Log) error {
 	if err := t.LogStore.WriteLogs(logs); err != nil {
 		return err
 	}
-	t.written.Store(int64(time.Since(start)))
+	t.written.Store(&writeTiming{last: logs[len(logs)-1].Index, took: time.Since(start)})
 	t.observeBytes(logs)
 	return nil
 }
@@ -144,8 +144,19 @@ func (t *timedLogStore) SyncLogs(index uint64) error {
 	if err := t.LogStore.SyncLogs(index); err != nil {
 		return err
 	}
-	t.m.flushSeconds.Observe((time.Since(start) + time.Duration(t.written.Swap(0))).Seconds())
+	took := time.Since(start)
+	if w := t.written.Load(); w != nil && w.last == index {
+		took += w.took
+	}
+	t.m.flushSeconds.Observe(took.Seconds())
 	return nil
+}
+
+// writeTiming is one WriteLogs: the index of its last entry and how long
+// it took.
+type writeTiming struct {
+	last uint64
+	took time.Duration
 }
 
 func (t *timedLogStore) observeBytes(logs []*raft.Log) {
