@@ -158,7 +158,9 @@ func TestLeaderSyncRunsBesideReplication(t *testing.T) {
 // serving the entries it wrote until its restart (a member whose log
 // stopped needs one), so replication never falls back to an older
 // snapshot, and after the restart every member holds every acknowledged
-// message.
+// message. (The gate fails the msync after the bytes reached the disk, so
+// the restart's cut of the failed batch is raftlog's to test:
+// TestFailedSyncLogsNotServedAfterProcessRestart.)
 func TestLeaderSyncFailureStepsDown(t *testing.T) {
 	t.Parallel()
 	c, gates := gatedCluster(t)

@@ -394,7 +394,10 @@ func (s *MessageStore) checkpointLoop() {
 func (s *MessageStore) writeCheckpoint(liveIndex bool) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	// The Raft log store synced the CommitLog up to its end.
+	// PhysicOffset is informational (Checkpoint): a leader applies entries
+	// its followers made durable before its own sync returns, so the end
+	// can be past what this disk holds; Open cuts ConsumeQueues back to the
+	// CommitLog the Raft log store recovered.
 	c := Checkpoint{PhysicOffset: s.cl.MaxOffset(), PhysicMsgTimestamp: s.physicTimestamp,
 		LogicsOffset: s.reput.DispatchedOffset()} // read before the flush: all below is covered by it
 	var err error
