@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -222,11 +223,30 @@ func (h healAll) Heal(ctx context.Context, env *Env) error {
 	return h.Nemesis.Heal(ctx, env)
 }
 
-// fsyncEIONemesis restarts one node (leader or random) under strace with fsync,
-// fdatasync and msync failing with EIO after a number of calls; heal
-// kills it and restarts it plainly. The store must refuse or crash, never
-// acknowledge what it could not make durable.
-type fsyncEIONemesis struct{ node int }
+// fsyncEIONemesis makes fsync, fdatasync and msync fail with EIO on one
+// node, through strace's fault injection. A random node is restarted under
+// strace and fails from its 40th call on: a store that starts, then loses
+// its disk. The leader is traced where it runs and fails from its next
+// call on, so its own log sync, which runs beside replication (ADR 0025),
+// fails while it leads. Heal kills the node and restarts it plainly. The
+// store must refuse or crash, never acknowledge what it could not make
+// durable.
+type fsyncEIONemesis struct {
+	node int
+	// tracer is the strace attached to a running leader (nil otherwise);
+	// it ends with its tracee.
+	tracer *exec.Cmd
+}
+
+// fsyncEIOTrace is strace's filter and fault for fsyncEIONemesis; when is
+// the first failing call ("" for the next one).
+func fsyncEIOTrace(when string) []string {
+	inject := "inject=fsync,fdatasync,msync:error=EIO"
+	if when != "" {
+		inject += ":when=" + when
+	}
+	return []string{"-f", "-qq", "-o", os.DevNull, "-e", "trace=fsync,fdatasync,msync", "-e", inject}
+}
 
 func (f *fsyncEIONemesis) Name() string { return "fsync-eio" }
 
@@ -241,6 +261,15 @@ func (f *fsyncEIONemesis) Inject(ctx context.Context, env *Env) (string, error) 
 		return "", err
 	}
 	f.node = i
+	if role == "leader" {
+		pid := c.Nodes[i].PID()
+		cmd := exec.Command(strace, append(fsyncEIOTrace(""), "-p", strconv.Itoa(pid))...)
+		if err := cmd.Start(); err != nil {
+			return "", fmt.Errorf("attach strace to %s (pid %d): %w", c.Nodes[i].ID, pid, err)
+		}
+		f.tracer = cmd
+		return fmt.Sprintf("attach strace to leader %s (pid %d): fsync/fdatasync/msync EIO from its next call", c.Nodes[i].ID, pid), nil
+	}
 	if err := c.KillNode(i); err != nil {
 		return "", err
 	}
@@ -248,8 +277,7 @@ func (f *fsyncEIONemesis) Inject(ctx context.Context, env *Env) (string, error) 
 		if node != i {
 			return argv
 		}
-		return append([]string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=fsync,fdatasync,msync",
-			"-e", "inject=fsync,fdatasync,msync:error=EIO:when=40+"}, argv...)
+		return append(append([]string{strace}, fsyncEIOTrace("40+")...), argv...)
 	}
 	err = c.StartNode(i)
 	c.cfg.WrapCommand = nil
@@ -257,10 +285,34 @@ func (f *fsyncEIONemesis) Inject(ctx context.Context, env *Env) (string, error) 
 }
 
 func (f *fsyncEIONemesis) Heal(_ context.Context, env *Env) error {
-	if err := env.Cluster.KillNode(f.node); err != nil {
+	err := env.Cluster.KillNode(f.node)
+	if t := f.tracer; t != nil {
+		f.tracer = nil
+		if err != nil {
+			_ = t.Process.Kill() // detaches; the node keeps running, to be killed again
+		}
+		waitOrKill(t, 10*time.Second)
+	}
+	if err != nil {
 		return err
 	}
 	return env.Cluster.StartNode(f.node)
+}
+
+// waitOrKill reaps cmd, a process this suite started, killing it if it has
+// not ended within d.
+func waitOrKill(cmd *exec.Cmd, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-done
+	}
 }
 
 // crashNemesis is SIGKILL of a node (leader or random) running the
