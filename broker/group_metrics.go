@@ -129,7 +129,7 @@ func (t *timedLogStore) StoreLogs(logs []*raft.Log) error {
 // WriteLogs implements raft.ParallelLogStore (the leader's append).
 func (t *timedLogStore) WriteLogs(logs []*raft.Log) error {
 	start := time.Now()
-	if err := t.LogStore.WriteLogs(logs); err != nil {
+	if err := t.LogStore.WriteLogs(logs); err != nil || len(logs) == 0 {
 		return err
 	}
 	t.written.Store(&writeTiming{last: logs[len(logs)-1].Index, took: time.Since(start)})

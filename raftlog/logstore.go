@@ -149,7 +149,8 @@ type LogStore struct {
 	unsyncedFrom  int64
 	unsyncedIndex uint64
 	// unrecordedCut is the cut of a failed unsynced batch whose meta
-	// record could not be written; Close retries it (unsyncedFailedLocked).
+	// record could not be written; Close zeroes the batch
+	// (unsyncedFailedLocked).
 	unrecordedCut *meta
 	batchPos      []int64 // frame positions of the batch being written (scratch)
 	// pending is the snapshot position recorded by RestoreFrom, applied by
@@ -405,39 +406,38 @@ func (s *LogStore) syncUnsyncedLocked() error {
 // follow a batch a power loss then tears; so the cut is recorded in the
 // meta file now (ZeroTo, as cutBatchLocked records it), and the reopen
 // ends the log at the batch and zeroes it. When the record cannot be
-// written either, Close retries it and, failing again, zeroes the batch in
-// the page cache (nothing reads it any more by then), as cutBatchLocked
-// falls back to; only a process that dies before Close keeps the batch.
+// written either, Close zeroes the batch where it is (nothing reads it any
+// more by then), as cutBatchLocked falls back to; only a process that dies
+// before Close keeps the batch. Close does not write the record again: a
+// failed index msync is reported once, and a second one would return nil
+// for slots that never reached the disk.
 func (s *LogStore) unsyncedFailedLocked(err error) error {
 	m := meta{SegmentSize: int64(s.opts.SegmentSize), AnchorIndex: s.unsyncedIndex, AnchorPos: s.unsyncedFrom, ZeroTo: s.nextPos}
 	s.unsyncedFrom = -1
 	ferr := s.fail(err)
 	if rerr := s.recordCutLocked(m); rerr != nil {
 		s.unrecordedCut = &m
-		s.log.Error("raftlog: the cut of a batch whose sync failed could not be recorded; Close tries again, then zeroes the batch",
+		s.log.Error("raftlog: the cut of a batch whose sync failed could not be recorded; Close zeroes the batch",
 			zap.String("dir", s.dir), zap.Uint64("index", m.AnchorIndex), zap.Int64("position", m.AnchorPos), zap.Error(rerr))
 	}
 	return ferr
 }
 
-// settleUnrecordedCutLocked is Close's second try at a failed batch's cut
-// record (unsyncedFailedLocked); when the record fails again the batch's
-// bytes are zeroed where they are, so a restart that reads them from the
-// page cache ends the log before them.
-func (s *LogStore) settleUnrecordedCutLocked() error {
+// zeroUnrecordedCutLocked is Close's part in a failed batch's cut that
+// the meta file did not record (unsyncedFailedLocked): the batch's bytes
+// are zeroed where they are, so a restart that reads them from the page
+// cache ends the log before them. Called once the store is closed to
+// readers.
+func (s *LogStore) zeroUnrecordedCutLocked() error {
 	m := s.unrecordedCut
 	if m == nil {
 		return nil
 	}
 	s.unrecordedCut = nil
-	err := s.recordCutLocked(*m)
-	if err == nil {
-		return nil
+	if err := s.segQ.TruncateDirty(m.AnchorPos); err != nil {
+		return fmt.Errorf("raftlog: zero the batch from index %d (position %d) whose sync failed: %w", m.AnchorIndex, m.AnchorPos, err)
 	}
-	if zerr := s.segQ.TruncateDirty(m.AnchorPos); zerr != nil {
-		err = errors.Join(err, fmt.Errorf("zero the batch from position %d: %w", m.AnchorPos, zerr))
-	}
-	return fmt.Errorf("raftlog: record the cut of the batch from index %d whose sync failed: %w", m.AnchorIndex, err)
+	return nil
 }
 
 func (s *LogStore) storeLogs(logs []*raft.Log, deferSync bool) error {
@@ -947,14 +947,17 @@ func (s *LogStore) Close() error {
 		return nil
 	}
 	s.mu.Unlock()
-	first := s.settleUnrecordedCutLocked()
+	var first error
 	if s.Failure() == nil {
-		first = s.checkpointLocked()
+		first = s.checkpointLocked() // its sync of an unsynced batch may fail too
 	}
 	s.mu.Lock()
 	s.closed = true
 	s.recent.clear()
 	s.mu.Unlock()
+	if err := s.zeroUnrecordedCutLocked(); err != nil && first == nil {
+		first = err
+	}
 	if s.ownsSegQ {
 		if err := s.segQ.Close(); err != nil && first == nil {
 			first = err

@@ -574,9 +574,9 @@ func TestParallelDispatchDurability(t *testing.T) {
 // batch, kept) must not serve it: Raft rebuilds its view from the reopened
 // log and stores the entries again, and those, acknowledged, must survive a
 // power loss that the failed batch, never on the disk, cannot tear. The
-// same holds when the meta file cannot record the cut either: Close
-// records it, or, when the meta file still fails then (the segments too),
-// zeroes the batch in the page cache.
+// same holds when the meta file cannot record the cut either: Close zeroes
+// the batch in the page cache, whether the disk is back by then or the
+// segments' msync still fails.
 func TestFailedSyncLogsNotServedAfterProcessRestart(t *testing.T) {
 	for _, via := range []struct {
 		name string
@@ -590,8 +590,8 @@ func TestFailedSyncLogsNotServedAfterProcessRestart(t *testing.T) {
 			metaBad, untilReopen bool
 		}{
 			{"meta-ok", false, false},
-			{"meta-fails-until-Close", true, false}, // Close's retry records the cut
-			{"meta-fails-at-Close", true, true},     // Close zeroes the batch
+			{"meta-fails-until-Close", true, false},
+			{"meta-fails-at-Close", true, true},
 		} {
 			for _, pl := range powerLosses() {
 				t.Run(via.name+"-"+meta.name+"-"+pl.name, func(t *testing.T) {
@@ -650,4 +650,34 @@ func failedSyncRestart(t *testing.T, fail func(s *LogStore) error, metaBad, unti
 	_, s = crashReopen(t, f, s, o, pl.opts)
 	defer s.Close()
 	checkTerms(t, s, 45, 31, 2)
+}
+
+// TestCloseZeroesBatchItsCheckpointFailedToSync: Close's own checkpoint
+// syncs the batch WriteLogs left unsynced; when that sync fails and the
+// meta file cannot record the cut either, Close still zeroes the batch, so
+// a process restart ends the log before it.
+func TestCloseZeroesBatchItsCheckpointFailedToSync(t *testing.T) {
+	for _, pl := range powerLosses() {
+		t.Run(pl.name, func(t *testing.T) {
+			f, s, o, bad := failingSyncStore(t, pl.seed)
+			f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+				if bad.Load() && (op == storage.OpMsync && strings.Contains(name, segmentDirName) || strings.Contains(name, metaFileName)) {
+					return unix.EIO
+				}
+				return nil
+			})
+			if err := s.Close(); !errors.Is(err, unix.EIO) {
+				t.Fatalf("Close with the batch's sync failing: %v, want EIO", err)
+			}
+			bad.Store(false)
+			s = mustOpen(t, "/log", o) // a process restart, the page cache kept
+			if last, _ := s.LastIndex(); last != 30 {
+				t.Fatalf("last index %d after the restart, want 30: the batch whose sync failed is served", last)
+			}
+			storeAll(t, s, sameSizeRange(31, 45, 2))
+			_, s = crashReopen(t, f, s, o, pl.opts)
+			defer s.Close()
+			checkTerms(t, s, 45, 31, 2)
+		})
+	}
 }
