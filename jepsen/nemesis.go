@@ -267,6 +267,11 @@ func (f *fsyncEIONemesis) Inject(ctx context.Context, env *Env) (string, error) 
 		if err := cmd.Start(); err != nil {
 			return "", fmt.Errorf("attach strace to %s (pid %d): %w", c.Nodes[i].ID, pid, err)
 		}
+		if err := awaitTraced(ctx, pid, 5*time.Second); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return "", fmt.Errorf("attach strace to %s (pid %d): %w", c.Nodes[i].ID, pid, err)
+		}
 		f.tracer = cmd
 		return fmt.Sprintf("attach strace to leader %s (pid %d): fsync/fdatasync/msync EIO from its next call", c.Nodes[i].ID, pid), nil
 	}
@@ -297,6 +302,31 @@ func (f *fsyncEIONemesis) Heal(_ context.Context, env *Env) error {
 		return err
 	}
 	return env.Cluster.StartNode(f.node)
+}
+
+// awaitTraced waits until process pid has a tracer (TracerPid in its
+// /proc status), so a fault window is recorded only once strace holds it.
+func awaitTraced(ctx context.Context, pid int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "TracerPid:"); ok && strings.TrimSpace(v) != "0" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not traced after %v: %w", timeout, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // waitOrKill reaps cmd, a process this suite started, killing it if it has

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
+	"os/exec"
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -94,5 +97,37 @@ func TestScheduleAddsHealDetail(t *testing.T) {
 	f := rec.snapshot().Faults
 	if len(f) != 1 || f[0].Detail != "injected; heal: waited 5 ms" || f[0].HealNote != "heal failed" {
 		t.Fatalf("windows %+v", f)
+	}
+}
+
+// TestAwaitTraced: fsync-eio records a leader's fault window only once
+// strace holds the process.
+func TestAwaitTraced(t *testing.T) {
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }() // runs last
+	pid := sleeper.Process.Pid
+	if err := awaitTraced(context.Background(), pid, 50*time.Millisecond); err == nil {
+		t.Fatal("an untraced process reported traced")
+	}
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("strace not installed (.ci/run installs it)")
+		}
+		t.Skip("strace not installed")
+	}
+	tracer := exec.Command(strace, append(fsyncEIOTrace(""), "-p", strconv.Itoa(pid))...)
+	if err := tracer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = sleeper.Process.Kill() // strace ends with its tracee
+		waitOrKill(tracer, 5*time.Second)
+	}()
+	if err := awaitTraced(context.Background(), pid, 5*time.Second); err != nil {
+		t.Fatalf("process under strace -p: %v", err)
 	}
 }
