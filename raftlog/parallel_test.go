@@ -379,6 +379,18 @@ func failingSyncStore(t *testing.T, seed uint64) (*storage.FaultFS, *LogStore, O
 	return f, s, o, bad
 }
 
+// faultSegmentsAndMeta replaces f's faults: the log segments' msync fails
+// with EIO while segs is set, every meta file operation while meta is.
+func faultSegmentsAndMeta(f *storage.FaultFS, segs, meta *atomic.Bool) {
+	f.SetFaultFunc(func(op storage.FaultOp, name string) error {
+		if segs.Load() && op == storage.OpMsync && strings.Contains(name, segmentDirName) ||
+			meta.Load() && strings.Contains(name, metaFileName) {
+			return unix.EIO
+		}
+		return nil
+	})
+}
+
 // unsyncedBatchStore opens a parallel store on a FaultFS, stores 1..30 and
 // writes 31..40 with WriteLogs, left unsynced.
 func unsyncedBatchStore(t *testing.T, seed uint64) (*storage.FaultFS, *LogStore, Options) {
@@ -608,13 +620,7 @@ func TestFailedSyncLogsNotServedAfterProcessRestart(t *testing.T) {
 func failedSyncRestart(t *testing.T, fail func(s *LogStore) error, metaBad, untilReopen bool, pl powerLoss) {
 	f, s, o, bad := failingSyncStore(t, pl.seed)
 	badMeta := new(atomic.Bool)
-	f.SetFaultFunc(func(op storage.FaultOp, name string) error {
-		if bad.Load() && op == storage.OpMsync && strings.Contains(name, segmentDirName) ||
-			badMeta.Load() && strings.Contains(name, metaFileName) {
-			return unix.EIO
-		}
-		return nil
-	})
+	faultSegmentsAndMeta(f, bad, badMeta)
 	badMeta.Store(metaBad)
 	if err := fail(s); !errors.Is(err, ErrStoreFailed) || !errors.Is(err, unix.EIO) {
 		t.Fatalf("sync of 31..40 with EIO on the segment's msync: %v, want ErrStoreFailed wrapping EIO", err)
@@ -660,12 +666,7 @@ func TestCloseZeroesBatchItsCheckpointFailedToSync(t *testing.T) {
 	for _, pl := range powerLosses() {
 		t.Run(pl.name, func(t *testing.T) {
 			f, s, o, bad := failingSyncStore(t, pl.seed)
-			f.SetFaultFunc(func(op storage.FaultOp, name string) error {
-				if bad.Load() && (op == storage.OpMsync && strings.Contains(name, segmentDirName) || strings.Contains(name, metaFileName)) {
-					return unix.EIO
-				}
-				return nil
-			})
+			faultSegmentsAndMeta(f, bad, bad)
 			if err := s.Close(); !errors.Is(err, unix.EIO) {
 				t.Fatalf("Close with the batch's sync failing: %v, want EIO", err)
 			}
